@@ -1,0 +1,71 @@
+/**
+ * The spec's error codes (section 7) with their HTTP statuses, plus the few this worker adds
+ * (documented in docs/contract.md). One class, JobError, carries a code everywhere; callers decide
+ * what to do from `code` and `retryable`, never from message text.
+ */
+export const ERROR_STATUS = {
+  // Validation (400)
+  INVALID_JOB: 400,
+  UNKNOWN_MODEL: 400,
+  MISSING_PROMPT: 400,
+  PROMPT_TOO_LONG: 400,
+  MISSING_STYLE: 400,
+  STYLE_TOO_LONG: 400,
+  MISSING_TITLE: 400,
+  TITLE_TOO_LONG: 400,
+  MISSING_LYRICS: 400,
+  LYRICS_TOO_LONG: 400,
+  INVALID_VOCAL_GENDER: 400,
+  MISSING_VIDEO_URL: 400,
+  MISSING_AUDIO_URL: 400,
+  MISSING_IMAGE_URL: 400,
+  INVALID_SYNC_MODE: 400,
+  INVALID_MODEL: 400,
+  INVALID_ACTIVE_SPEAKER: 400,
+  INVALID_UPSCALE_FACTOR: 400,
+  INVALID_URL: 400,
+  // Billing (402)
+  INSUFFICIENT_CREDITS: 402,
+  // Media checks (422)
+  PROBE_FAILED: 422,
+  VIDEO_TOO_LONG: 422,
+  OUTPUT_TOO_LARGE: 422,
+  INPUT_TOO_LARGE: 422,
+  FETCH_FAILED: 422,
+  // Processing (500)
+  GENERATION_FAILED: 500,
+  LIPSYNC_SUBMIT_FAILED: 500,
+  LIPSYNC_FAILED: 500,
+  UPSCALE_FAILED: 500,
+  INTERNAL_ERROR: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface JobErrorOptions {
+  /** True when trying the same job again later could succeed (timeouts, out of memory). */
+  retryable?: boolean;
+  cause?: unknown;
+}
+
+export class JobError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly retryable: boolean;
+
+  constructor(code: ErrorCode, message: string, options: JobErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'JobError';
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.retryable = options.retryable ?? false;
+  }
+
+  toJSON(): { code: ErrorCode; status: number; message: string } {
+    return { code: this.code, status: this.status, message: this.message };
+  }
+}
+
+export function isJobError(value: unknown): value is JobError {
+  return value instanceof JobError;
+}
