@@ -1,0 +1,66 @@
+/**
+ * What probing tells the rest of the worker about an input file. The jobs/ layer prices and
+ * validates from these values only; media/ produces them from the file's content (never from its
+ * name or extension).
+ */
+
+export type ImageFormat = 'jpeg' | 'png' | 'webp';
+
+export interface ImageInfo {
+  format: ImageFormat;
+  /** Displayed width and height: EXIF orientation already applied (a rotated phone photo reports its upright size). */
+  width: number;
+  height: number;
+  channels: number;
+  hasAlpha: boolean;
+  /** Bits per sample as stored (8 or 16). */
+  bitDepth: number;
+  /** EXIF orientation tag 1..8 (1 when absent). */
+  orientation: number;
+  /** True when an ICC profile is embedded. */
+  hasIccProfile: boolean;
+}
+
+/** Container kinds decided from content (ffprobe format plus the MP4 brand or Matroska DocType). */
+export type ContainerKind = 'mp4' | 'mov' | 'm4v' | 'mkv' | 'webm' | 'gif' | 'mp3' | 'wav' | 'aac' | 'ogg' | 'm4a';
+
+export interface VideoStreamInfo {
+  codec: string;
+  /** Coded width and height (before rotation). */
+  width: number;
+  height: number;
+  /** Rotation in degrees from the display matrix or rotate tag, normalised to 0, 90, 180 or 270. */
+  rotation: number;
+  /** Average frame rate as a fraction (r_frame_rate when avg is unknown). */
+  fps: { num: number; den: number };
+  /** True when ffprobe's r_frame_rate and avg_frame_rate disagree (a hint of variable frame rate). */
+  variableFrameRate: boolean;
+  frameCount?: number;
+  bitRate?: number;
+  pixelFormat?: string;
+}
+
+export interface AudioStreamInfo {
+  codec: string;
+  sampleRate: number;
+  channels: number;
+}
+
+export interface MediaInfo {
+  container: ContainerKind;
+  /** ffprobe's format_name, for logs. */
+  formatName: string;
+  /** Container duration, else the longest stream duration, in seconds. */
+  durationSeconds: number;
+  video?: VideoStreamInfo;
+  audio?: AudioStreamInfo;
+  bitRate?: number;
+}
+
+/** A job input that has been made local: downloaded into the job's temp directory, or a CLI path. */
+export interface LocalInput {
+  path: string;
+  bytes: number;
+  /** The URL or path the job named. */
+  source: string;
+}
