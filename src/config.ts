@@ -1,0 +1,206 @@
+/**
+ * Every setting of the worker in one place: each has an environment variable, a zod schema, a
+ * default and a line of documentation (the README's config reference is printed from this table by
+ * `media-worker config --reference`). A bad value fails at start with a message that names the
+ * environment variable, never deep inside a job.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+/** Root of the installed package (two levels above dist/src/config.js or src/config.ts). */
+export const PACKAGE_ROOT = findPackageRoot(path.dirname(fileURLToPath(import.meta.url)));
+
+function findPackageRoot(start: string): string {
+  // src/config.ts runs from src/ under vitest and from dist/src/ once compiled.
+  const parts = start.split(path.sep);
+  const distAt = parts.lastIndexOf('dist');
+  if (distAt > 0) return parts.slice(0, distAt).join(path.sep) || path.sep;
+  return path.resolve(start, '..');
+}
+
+const boolFromEnv = z
+  .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], {
+    error: (issue) => `Expected one of 1, 0, true, false, yes, no, on, off but received ${JSON.stringify(issue.input)}`,
+  })
+  .transform((v) => v === '1' || v === 'true' || v === 'yes' || v === 'on');
+
+const positiveInt = z.coerce
+  .number({ error: (issue) => `Expected a positive integer but received ${JSON.stringify(issue.input)}` })
+  .int({ error: (issue) => `Expected a positive integer but received ${JSON.stringify(issue.input)}` })
+  .positive({ error: (issue) => `Expected a positive integer but received ${JSON.stringify(issue.input)}` });
+
+const nonNegativeInt = z.coerce
+  .number({ error: (issue) => `Expected a non-negative integer but received ${JSON.stringify(issue.input)}` })
+  .int({ error: (issue) => `Expected a non-negative integer but received ${JSON.stringify(issue.input)}` })
+  .nonnegative({ error: (issue) => `Expected a non-negative integer but received ${JSON.stringify(issue.input)}` });
+
+const EXECUTION_PROVIDERS = ['cpu', 'cuda', 'tensorrt', 'webgpu'] as const;
+export type ExecutionProviderName = (typeof EXECUTION_PROVIDERS)[number];
+
+const providerList = z.string().transform((value, ctx) => {
+  const names = value
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+  const unknown = names.filter((n) => !(EXECUTION_PROVIDERS as readonly string[]).includes(n));
+  if (names.length === 0 || unknown.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `Expected a comma-separated list of ${EXECUTION_PROVIDERS.join(', ')} but received ${JSON.stringify(value)}`,
+    });
+    return z.NEVER;
+  }
+  return names as ExecutionProviderName[];
+});
+
+interface SettingSpec<S extends z.ZodType> {
+  env: string;
+  schema: S;
+  /** Default as the environment would spell it; undefined means "unset". */
+  default?: string;
+  doc: string;
+}
+
+// `const T` keeps whether a default exists in the type, so Config marks only unset-able settings optional.
+function setting<const T extends SettingSpec<z.ZodType>>(spec: T): T {
+  return spec;
+}
+
+/** The table of settings. Order is the order of the README reference. */
+export const SETTINGS = {
+  logLevel: setting({
+    env: 'LOG_LEVEL',
+    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    default: 'info',
+    doc: 'pino log level.',
+  }),
+  ffmpegPath: setting({
+    env: 'FFMPEG_PATH',
+    schema: z.string().min(1),
+    doc: 'ffmpeg binary; unset: the one on PATH.',
+  }),
+  ffprobePath: setting({
+    env: 'FFPROBE_PATH',
+    schema: z.string().min(1),
+    doc: 'ffprobe binary; unset: @ffprobe-installer/ffprobe, then the one on PATH.',
+  }),
+  modelsDir: setting({
+    env: 'MEDIA_WORKER_MODELS_DIR',
+    schema: z.string().min(1),
+    default: path.join(PACKAGE_ROOT, 'models'),
+    doc: 'Directory of model manifests (*.json) and weights (*.onnx). Missing converted weights are produced there on first use.',
+  }),
+  tmpDir: setting({
+    env: 'MEDIA_WORKER_TMP_DIR',
+    schema: z.string().min(1),
+    default: os.tmpdir(),
+    doc: 'Where each job gets its own temporary directory (removed when the job ends).',
+  }),
+  executionProviders: setting({
+    env: 'MEDIA_WORKER_EXECUTION_PROVIDERS',
+    schema: providerList,
+    default: 'cpu',
+    doc: 'ONNX Runtime execution providers in order of preference: cpu, cuda, tensorrt, webgpu. A GPU provider that cannot start falls back to cpu with one log line.',
+  }),
+  threads: setting({
+    env: 'MEDIA_WORKER_THREADS',
+    schema: nonNegativeInt,
+    default: '0',
+    doc: 'ONNX Runtime intra-op threads; 0: one per available core.',
+  }),
+  allowPrivateUrls: setting({
+    env: 'MEDIA_WORKER_ALLOW_PRIVATE_URLS',
+    schema: boolFromEnv,
+    default: 'false',
+    doc: 'Development and tests only: allow http:// and private, loopback and link-local destinations for job inputs.',
+  }),
+  maxImageBytes: setting({
+    env: 'MEDIA_WORKER_MAX_IMAGE_BYTES',
+    schema: positiveInt,
+    default: String(50 * 1024 * 1024),
+    doc: 'Largest image download accepted, in bytes.',
+  }),
+  maxVideoBytes: setting({
+    env: 'MEDIA_WORKER_MAX_VIDEO_BYTES',
+    schema: positiveInt,
+    default: String(1024 * 1024 * 1024),
+    doc: 'Largest video download accepted, in bytes.',
+  }),
+  maxAudioBytes: setting({
+    env: 'MEDIA_WORKER_MAX_AUDIO_BYTES',
+    schema: positiveInt,
+    default: String(200 * 1024 * 1024),
+    doc: 'Largest audio download accepted, in bytes.',
+  }),
+  fetchConnectTimeoutMs: setting({
+    env: 'MEDIA_WORKER_FETCH_CONNECT_TIMEOUT_MS',
+    schema: positiveInt,
+    default: '10000',
+    doc: 'Connect timeout for input downloads.',
+  }),
+  fetchIdleTimeoutMs: setting({
+    env: 'MEDIA_WORKER_FETCH_IDLE_TIMEOUT_MS',
+    schema: positiveInt,
+    default: '30000',
+    doc: 'Longest pause between two received chunks of an input download.',
+  }),
+  fetchDeadlineMs: setting({
+    env: 'MEDIA_WORKER_FETCH_DEADLINE_MS',
+    schema: positiveInt,
+    default: '300000',
+    doc: 'Longest time one input download may take altogether.',
+  }),
+} as const;
+
+export type SettingKey = keyof typeof SETTINGS;
+export type Config = { [K in SettingKey]: z.output<(typeof SETTINGS)[K]['schema']> | UndefinedIfNoDefault<K> };
+type UndefinedIfNoDefault<K extends SettingKey> = (typeof SETTINGS)[K] extends { default: string } ? never : undefined;
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Reads every setting from `env` (process.env by default). `overrides` take precedence and use the
+ * same string spelling as the environment, so CLI flags go through the same schemas.
+ */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<Record<SettingKey, string>> = {},
+): Config {
+  const problems: string[] = [];
+  const out: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(SETTINGS) as [SettingKey, SettingSpec<z.ZodType>][]) {
+    const raw = overrides[key] ?? nonEmpty(env[spec.env]) ?? spec.default;
+    if (raw === undefined) {
+      out[key] = undefined;
+      continue;
+    }
+    const parsed = spec.schema.safeParse(raw);
+    if (parsed.success) out[key] = parsed.data;
+    else problems.push(`Invalid setting ${spec.env}: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems.join('\n'));
+  return out as Config;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value;
+}
+
+/** Markdown table of all settings, for the README and `media-worker config --reference`. */
+export function configReference(): string {
+  const rows = Object.values(SETTINGS).map(
+    (s: SettingSpec<z.ZodType>) => `| \`${s.env}\` | ${s.default === undefined ? '(unset)' : `\`${shortenDefault(s.default)}\``} | ${s.doc} |`,
+  );
+  return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
+}
+
+function shortenDefault(value: string): string {
+  return value.startsWith(PACKAGE_ROOT) ? `<package>${value.slice(PACKAGE_ROOT.length)}` : value === os.tmpdir() ? '<os tmpdir>' : value;
+}
