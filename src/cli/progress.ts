@@ -1,0 +1,76 @@
+/**
+ * Progress for long local runs: a redrawn bar on a terminal, a plain line every few seconds when
+ * stderr is a file or pipe (CI logs stay readable). Progress is a value a timer reports, never thrown.
+ */
+export interface ProgressUpdate {
+  stage: string;
+  done?: number;
+  total?: number;
+  /** Unit of done/total, e.g. "tiles" or "frames". */
+  unit?: string;
+}
+
+export interface ProgressReporter {
+  update(p: ProgressUpdate): void;
+  finish(message?: string): void;
+}
+
+export function createProgressReporter(
+  stream: NodeJS.WriteStream = process.stderr,
+  opts: { intervalMs?: number; now?: () => number } = {},
+): ProgressReporter {
+  const now = opts.now ?? Date.now;
+  const isTty = Boolean(stream.isTTY);
+  const interval = opts.intervalMs ?? (isTty ? 100 : 5000);
+  const startedAt = now();
+  let stageStartedAt = startedAt;
+  let lastStage = '';
+  let lastDrawn = 0;
+  let drewBar = false;
+
+  function line(p: ProgressUpdate): string {
+    const elapsed = (now() - stageStartedAt) / 1000;
+    if (p.done === undefined || !p.total) return `${p.stage}…`;
+    const fraction = Math.min(1, p.done / p.total);
+    const rate = elapsed > 0 ? p.done / elapsed : 0;
+    const eta = rate > 0 ? (p.total - p.done) / rate : undefined;
+    const unit = p.unit ?? '';
+    const bar = isTty ? `[${'#'.repeat(Math.round(fraction * 24)).padEnd(24, '.')}] ` : '';
+    return (
+      `${p.stage} ${bar}${(fraction * 100).toFixed(1)}% ${p.done}/${p.total}${unit ? ` ${unit}` : ''}` +
+      ` ${rate.toFixed(rate < 10 ? 2 : 1)} ${unit || 'items'}/s` +
+      (eta === undefined ? '' : ` ETA ${formatSeconds(eta)}`)
+    );
+  }
+
+  return {
+    update(p) {
+      const t = now();
+      if (p.stage !== lastStage) {
+        lastStage = p.stage;
+        stageStartedAt = t;
+      } else if (t - lastDrawn < interval && p.done !== p.total) {
+        return;
+      }
+      lastDrawn = t;
+      if (isTty) {
+        stream.write(`\r\x1b[2K${line(p)}`);
+        drewBar = true;
+      } else {
+        stream.write(`${line(p)}\n`);
+      }
+    },
+    finish(message) {
+      if (isTty && drewBar) stream.write('\r\x1b[2K');
+      if (message) stream.write(`${message} (${formatSeconds((now() - startedAt) / 1000)})\n`);
+    },
+  };
+}
+
+export function formatSeconds(seconds: number): string {
+  if (!Number.isFinite(seconds)) return '?';
+  if (seconds < 60) return `${seconds.toFixed(1)}s`;
+  const m = Math.floor(seconds / 60);
+  const s = Math.round(seconds % 60);
+  return `${m}m${String(s).padStart(2, '0')}s`;
+}
