@@ -1,0 +1,86 @@
+/**
+ * The validated job: what `parseJob` and `normaliseToolBody` return and what every pipeline
+ * receives. Field names inside `input` are the spec's. Once a value has this type it has passed
+ * validation, defaults are filled in and unknown fields are gone.
+ */
+import type { LipsyncModelId } from './models.js';
+
+export const UPSCALE_FACTORS = ['1', '2', '4'] as const;
+export type UpscaleFactor = (typeof UPSCALE_FACTORS)[number];
+export const DEFAULT_UPSCALE_FACTOR: UpscaleFactor = '2';
+
+export const SYNC_MODES = ['cut_off', 'loop', 'bounce', 'silence', 'remap'] as const;
+export type SyncMode = (typeof SYNC_MODES)[number];
+export const DEFAULT_SYNC_MODE: SyncMode = 'cut_off';
+
+export const VOCAL_GENDERS = ['m', 'f'] as const;
+export type VocalGender = (typeof VOCAL_GENDERS)[number];
+
+interface JobBase {
+  /** Task id from the control plane: 1 to 128 of A-Z a-z 0-9 _ - (safe in NATS subjects and file names). */
+  id?: string;
+  /** Credits the control plane deducted upfront, when it says so; the worker may compare its own quote. */
+  credits?: number;
+}
+
+export interface ImageUpscaleInput {
+  image_url: string;
+  upscale_factor: UpscaleFactor;
+}
+
+export interface VideoUpscaleInput {
+  video_url: string;
+  upscale_factor: UpscaleFactor;
+}
+
+export interface LipsyncInput {
+  video_url: string;
+  audio_url: string;
+  sync_mode: SyncMode;
+  active_speaker: boolean;
+}
+
+export interface MusicSimpleInput {
+  custom_mode: false;
+  prompt: string;
+  instrumental: boolean;
+}
+
+export interface MusicCustomInput {
+  custom_mode: true;
+  title: string;
+  style: string;
+  /** Absent only when instrumental is true. */
+  lyrics?: string;
+  instrumental: boolean;
+  vocal_gender?: VocalGender;
+  negative_tags?: string;
+}
+
+export type MusicInput = MusicSimpleInput | MusicCustomInput;
+
+export interface ImageUpscaleJob extends JobBase {
+  model: 'vendor-image-upscale';
+  input: ImageUpscaleInput;
+}
+
+export interface VideoUpscaleJob extends JobBase {
+  model: 'vendor-video-upscale';
+  input: VideoUpscaleInput;
+}
+
+export interface LipsyncJob extends JobBase {
+  model: LipsyncModelId;
+  input: LipsyncInput;
+}
+
+export interface MusicJob extends JobBase {
+  model: 'vendor-v5-generate-music';
+  input: MusicInput;
+}
+
+export type Job = ImageUpscaleJob | VideoUpscaleJob | LipsyncJob | MusicJob;
+
+export const TOOL_NAMES = ['upscale-image', 'upscale-video', 'lipsync'] as const;
+/** The spec's dedicated tool endpoints (`/api/v1/tools/<name>`), whose bodies are flat. */
+export type ToolName = (typeof TOOL_NAMES)[number];
