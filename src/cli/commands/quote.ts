@@ -1,0 +1,39 @@
+import type { Command } from 'commander';
+import { parseJob, quoteJob } from '../../jobs/index.js';
+import { createMediaDeps, withJobDir } from '../../media/index.js';
+import { mediaDepsOptions } from '../../runtime.js';
+import { cliContext } from '../context.js';
+import { EXIT_OK, reportFailure } from '../exit.js';
+import { readJobArgument } from '../job-arg.js';
+
+export function registerQuote(program: Command): void {
+  program
+    .command('quote')
+    .summary('validate, probe and price a job without processing it')
+    .description(
+      'Validates JOB against the spec, fetches and probes its inputs, and prints the price as JSON:\n' +
+        '{"model","creditsUsed","input":{...spec echo fields}}. A rejected job prints\n' +
+        '{"error":{"code","status","message"}} and exits 2; any other failure exits 1.\n' +
+        'Local file paths are accepted for inputs here (jobs from NATS only take https URLs).',
+    )
+    .argument('<JOB>', 'job JSON inline, @file.json, or - for standard input')
+    .action(async (jobArg: string) => {
+      process.exitCode = await quoteCommand(jobArg);
+    });
+}
+
+async function quoteCommand(jobArg: string): Promise<number> {
+  try {
+    const { config } = cliContext();
+    const job = parseJob(await readJobArgument(jobArg));
+    const quoted = await withJobDir(
+      job.id ?? 'quote',
+      (dir) => quoteJob(job, createMediaDeps(mediaDepsOptions(config, { dir, allowLocalPaths: true }))),
+      { root: config.tmpDir },
+    );
+    process.stdout.write(`${JSON.stringify(quoted.quote)}\n`);
+    return EXIT_OK;
+  } catch (err) {
+    return reportFailure(err);
+  }
+}

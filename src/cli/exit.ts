@@ -1,0 +1,26 @@
+import { ConfigError } from '../config.js';
+import { errorBody, isJobError } from '../jobs/index.js';
+import { UsageError } from './job-arg.js';
+
+/** Exit statuses shared by every command: 0 done, 2 the job was rejected (spec error code), 1 anything else. */
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_REJECTED = 2;
+
+/**
+ * Prints a failure the way every command does: a JobError as the spec's error body on stdout (so a
+ * script can read the code), anything else as one line on stderr.
+ */
+export function reportFailure(err: unknown): number {
+  if (isJobError(err)) {
+    process.stdout.write(`${JSON.stringify(errorBody(err))}\n`);
+    return EXIT_REJECTED;
+  }
+  if (err instanceof ConfigError || err instanceof UsageError) {
+    process.stderr.write(`media-worker: ${err.message}\n`);
+    return EXIT_FAILURE;
+  }
+  const message = err instanceof Error ? (err.stack ?? err.message) : String(err);
+  process.stderr.write(`media-worker: ${message}\n`);
+  return EXIT_FAILURE;
+}

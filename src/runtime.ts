@@ -1,0 +1,25 @@
+/**
+ * Settings turned into the options each layer takes. The CLI and the daemon build their runtime
+ * from the same config, so a job behaves the same wherever it arrives; only `allowLocalPaths`
+ * differs (the CLI accepts local files, jobs from the network never do).
+ */
+import type { Config } from './config.js';
+import type { MediaDepsOptions } from './media/index.js';
+
+export function mediaDepsOptions(
+  config: Config,
+  job: { dir: string; signal?: AbortSignal; allowLocalPaths: boolean },
+): MediaDepsOptions {
+  return {
+    dir: job.dir,
+    ...(job.signal === undefined ? {} : { signal: job.signal }),
+    allowLocalPaths: job.allowLocalPaths,
+    allowHttp: config.allowPrivateUrls,
+    allowPrivate: config.allowPrivateUrls,
+    maxBytes: { image: config.maxImageBytes, video: config.maxVideoBytes, audio: config.maxAudioBytes },
+    connectTimeoutMs: config.fetchConnectTimeoutMs,
+    idleTimeoutMs: config.fetchIdleTimeoutMs,
+    deadlineMs: config.fetchDeadlineMs,
+    ...(config.ffprobePath === undefined ? {} : { ffprobePath: config.ffprobePath }),
+  };
+}
