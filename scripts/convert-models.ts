@@ -1,0 +1,78 @@
+/**
+ * Converts the UpscalerJS TF.js models to ONNX and prints their sha256s.
+ *
+ *   npx tsc -p tsconfig.json && node dist/scripts/convert-models.js [NAME...] [--out DIR] [--write-manifests] [--all-scales]
+ *
+ * With no NAME: every model that has a manifest in models/, or, when there are none yet, slim,
+ * medium and thick at x2 and x4 (--all-scales adds x3 and x8). Each line says whether the new
+ * file matches its manifest. --write-manifests (re)writes models/<name>.json from the conversion:
+ * that is how the committed manifests are made after a converter or package change.
+ */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { convertTfjsSource, writeFileAtomic } from '../src/inference/convert/convert.js';
+import { buildUpscalerManifest } from '../src/inference/convert/manifest-builder.js';
+import {
+  installedSource,
+  modelName,
+  parseModelName,
+  UPSCALERJS_SCALES,
+  UPSCALERJS_VARIANTS,
+  type UpscalerVariant,
+} from '../src/inference/convert/upscalerjs.js';
+import { formatManifest } from '../src/inference/manifest.js';
+import { defaultModelsDir, listManifests } from '../src/inference/model-registry.js';
+
+function defaultNames(allScales: boolean): string[] {
+  const scales = allScales ? UPSCALERJS_SCALES : ([2, 4] as const);
+  return (Object.keys(UPSCALERJS_VARIANTS) as UpscalerVariant[]).flatMap((v) => scales.map((s) => modelName(v, s)));
+}
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      out: { type: 'string' },
+      'write-manifests': { type: 'boolean', default: false },
+      'all-scales': { type: 'boolean', default: false },
+    },
+  });
+  const modelsDir = defaultModelsDir();
+  const outDir = path.resolve(values.out ?? modelsDir);
+  const manifests = new Map((await listManifests({ modelsDir })).map((m) => [m.name, m]));
+  const names =
+    positionals.length > 0
+      ? positionals
+      : manifests.size > 0 && !values['all-scales']
+        ? [...manifests.keys()]
+        : defaultNames(values['all-scales']);
+
+  for (const name of names) {
+    const parsed = parseModelName(name);
+    if (parsed === undefined) throw new Error(`Expected a model name like esrgan-slim-x4 but received ${name}`);
+    const started = performance.now();
+    const result = await convertTfjsSource(name, await installedSource(parsed.variant, parsed.scale));
+    const file = path.join(outDir, `${name}.onnx`);
+    await writeFileAtomic(file, result.bytes);
+    const known = manifests.get(name);
+    let verdict = known === undefined ? 'no manifest' : known.sha256 === result.sha256 ? 'matches manifest' : `DIFFERS from manifest (${known.sha256})`;
+    if (verdict.startsWith('DIFFERS') && !values['write-manifests']) process.exitCode = 1;
+    if (values['write-manifests']) {
+      await writeFile(path.join(modelsDir, `${name}.json`), formatManifest(buildUpscalerManifest(result, parsed.variant, parsed.scale)));
+      verdict = 'manifest written';
+    }
+    console.log(
+      `${result.sha256}  ${name}.onnx  ${result.bytes.byteLength} bytes  ${result.params} params  ` +
+        `radius ${result.receptiveFieldRadius}  ${(performance.now() - started).toFixed(0)} ms  ${verdict}`,
+    );
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exitCode = 1;
+  });
+}

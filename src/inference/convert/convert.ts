@@ -1,0 +1,113 @@
+/**
+ * One conversion: an installed UpscalerJS TF.js model in, ONNX bytes and their sha256 out.
+ * The bytes depend only on the source package's files and CONVERTER_VERSION, so a checksum
+ * recorded in a manifest verifies a file converted on any other machine.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { encodeModel } from './onnx-builder.js';
+import { kerasToOnnx } from './keras-to-onnx.js';
+import { loadTfjsLayersModel } from './tfjs-layers-model.js';
+import { ModelSourceError, packageRoot, UPSCALERJS_LICENCE, type TfjsSource } from './upscalerjs.js';
+
+/** Bump whenever the emitted bytes change for the same source (the manifests' checksums follow). */
+export const CONVERTER_VERSION = '1.0.0';
+export const CONVERTER_NAME = 'media-worker tfjs-layers-to-onnx';
+export const ONNX_OPSET = 17;
+export const INPUT_NAME = 'input';
+export const OUTPUT_NAME = 'output';
+/** Every converted graph takes and returns this range, whatever the network was trained on. */
+export const GRAPH_RANGE = [0, 255] as const;
+
+export interface ConversionResult {
+  name: string;
+  bytes: Uint8Array;
+  sha256: string;
+  scale: number;
+  params: number;
+  receptiveFieldRadius: number;
+  inputChannels: number;
+  outputChannels: number;
+  source: TfjsSource;
+  converterVersion: string;
+  opset: number;
+}
+
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+export interface ConvertOptions {
+  /** Where to resolve the npm package from (a file URL or path); defaults to this module. */
+  resolveFrom?: string;
+}
+
+export async function convertTfjsSource(name: string, source: TfjsSource, options: ConvertOptions = {}): Promise<ConversionResult> {
+  const installed = await packageRoot(source.package, options.resolveFrom);
+  if (installed.version !== source.version) {
+    throw new ModelSourceError(
+      `Expected ${source.package} ${source.version} for model ${name} but ${installed.version} is installed (${installed.root})`,
+    );
+  }
+  const modelJson = path.resolve(installed.root, source.path);
+  if (!modelJson.startsWith(installed.root + path.sep)) {
+    throw new ModelSourceError(`Expected a model path inside ${source.package} but received ${source.path}`);
+  }
+  const tfjs = await loadTfjsLayersModel(modelJson);
+  const [low, high] = source.nativeRange;
+  if (low !== 0 || (high !== 1 && high !== 255)) {
+    throw new ModelSourceError(`Expected a native range of [0, 1] or [0, 255] for model ${name} but received [${low}, ${high}]`);
+  }
+  const rangeFactor = GRAPH_RANGE[1] / high;
+  const converted = kerasToOnnx(tfjs, {
+    inputName: INPUT_NAME,
+    outputName: OUTPUT_NAME,
+    inputScale: 1 / rangeFactor,
+    outputScale: rangeFactor,
+    opset: ONNX_OPSET,
+    graphName: name,
+    producerName: CONVERTER_NAME,
+    producerVersion: CONVERTER_VERSION,
+    docString:
+      `${name}: ${source.package}@${source.version} ${source.path} converted from TF.js. ` +
+      `Input ${INPUT_NAME} float32 [N,3,H,W] RGB 0-255; output ${OUTPUT_NAME} float32 [N,3,H*s,W*s] RGB 0-255, not clamped.`,
+    metadata: [
+      ['name', name],
+      ['source_package', source.package],
+      ['source_version', source.version],
+      ['source_path', source.path],
+      ['source_native_range', `${low},${high}`],
+      ['licence', `${UPSCALERJS_LICENCE.spdx} (${UPSCALERJS_LICENCE.upstream})`],
+    ],
+  });
+  const bytes = encodeModel(converted.model);
+  return {
+    name,
+    bytes,
+    sha256: sha256Hex(bytes),
+    scale: converted.scale,
+    params: converted.params,
+    receptiveFieldRadius: converted.receptiveFieldRadius,
+    inputChannels: converted.inputChannels,
+    outputChannels: converted.outputChannels,
+    source,
+    converterVersion: CONVERTER_VERSION,
+    opset: ONNX_OPSET,
+  };
+}
+
+/**
+ * Writes next to the target and renames, so a reader (or a crash) never sees half a model, and
+ * two processes converting at once each leave a whole file.
+ */
+export async function writeFileAtomic(filePath: string, bytes: Uint8Array): Promise<void> {
+  await mkdir(path.dirname(filePath), { recursive: true });
+  const temp = `${filePath}.${randomUUID()}.tmp`;
+  try {
+    await writeFile(temp, bytes);
+    await rename(temp, filePath);
+  } finally {
+    await rm(temp, { force: true });
+  }
+}
