@@ -1,0 +1,154 @@
+/**
+ * Image upscaling, file in, file out: decode once with sharp (EXIF orientation applied, embedded
+ * ICC profiles converted to sRGB, grey and 16-bit inputs brought to 8-bit RGB), run the colour
+ * channels through the tiled super-resolution network, upscale alpha separately, and encode in the
+ * input's format at exactly input size x factor.
+ *
+ * Factor "1" enhances without changing resolution: the x2 network, then a Lanczos-3 downscale back
+ * to the input size (the network's detail recovery and denoising survive the downscale).
+ */
+import sharp, { type Sharp } from 'sharp';
+import type { UpscaleFactor } from '../jobs/index.js';
+import { JobError } from '../jobs/index.js';
+import type { RgbImage, SrModel, UpscaleOptions } from '../inference/tiling.js';
+import { upscaleRgb } from '../inference/tiling.js';
+import type { ImageFormat, ImageInfo } from '../media/types.js';
+
+/** A loaded network and the tile settings to run it with. */
+export interface LoadedSrModel {
+  name: string;
+  model: SrModel;
+  tiling: Pick<UpscaleOptions, 'tile' | 'overlap' | 'batch' | 'feather'>;
+}
+
+/** Finds the network for a scale (2 or 4), by name when the caller insists on one. */
+export type SrModelLoader = (scale: 2 | 4, name?: string) => Promise<LoadedSrModel>;
+
+export interface ImageUpscaleRequest {
+  inputPath: string;
+  outputPath: string;
+  factor: UpscaleFactor;
+  /** From probing: format and displayed size. */
+  info: ImageInfo;
+  /** Model name override (e.g. `esrgan-thick-x4`); default per factor. */
+  modelName?: string;
+  /** Tile side override in input pixels. */
+  tile?: number;
+  signal?: AbortSignal;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface ImageUpscaleOutcome {
+  outputPath: string;
+  format: ImageFormat;
+  width: number;
+  height: number;
+  model: string;
+  /** Tile side that finished (smaller than asked after running out of memory). */
+  tile: number;
+}
+
+/** Largest input sharp may decode: the spec's 96 MP output limit at factor 1 (the probe checked it already). */
+const MAX_INPUT_PIXELS = 96_000_000;
+
+export function networkScale(factor: UpscaleFactor): 2 | 4 {
+  return factor === '4' ? 4 : 2;
+}
+
+export function outputSize(info: Pick<ImageInfo, 'width' | 'height'>, factor: UpscaleFactor): { width: number; height: number } {
+  const f = Number(factor);
+  return { width: info.width * f, height: info.height * f };
+}
+
+export async function upscaleImageFile(req: ImageUpscaleRequest, loadModel: SrModelLoader): Promise<ImageUpscaleOutcome> {
+  const scale = networkScale(req.factor);
+  const target = outputSize(req.info, req.factor);
+  const loaded = await loadModel(scale, req.modelName);
+  if (loaded.model.scale !== scale) {
+    throw new JobError('UPSCALE_FAILED', `Expected a x${scale} model for upscale_factor "${req.factor}" but ${loaded.name} is x${loaded.model.scale}`);
+  }
+
+  const source = decoder(req.inputPath);
+  const rgb = await decodeRgb(source);
+  if (rgb.width !== req.info.width || rgb.height !== req.info.height) {
+    // The probe and the decoder must agree on orientation; a mismatch would mis-price the job.
+    throw new JobError('PROBE_FAILED', `Expected the decoded image to be ${req.info.width}×${req.info.height} but it is ${rgb.width}×${rgb.height}`);
+  }
+
+  const upscaled = await upscaleRgb(loaded.model, rgb, {
+    ...loaded.tiling,
+    ...(req.tile === undefined ? {} : { tile: req.tile }),
+    ...(req.signal === undefined ? {} : { signal: req.signal }),
+    ...(req.onProgress === undefined ? {} : { onProgress: req.onProgress }),
+  });
+
+  let out = sharp(upscaled.data, { raw: { width: upscaled.width, height: upscaled.height, channels: 3 }, limitInputPixels: false });
+  if (upscaled.width !== target.width || upscaled.height !== target.height) {
+    out = out.resize(target.width, target.height, { kernel: 'lanczos3', fit: 'fill' });
+  }
+  // Materialise the colour result before joining alpha so both sides have the target size.
+  const colour = await out.raw().toBuffer();
+  let composed = sharp(colour, { raw: { width: target.width, height: target.height, channels: 3 }, limitInputPixels: false });
+  if (isGrey(req.info)) composed = composed.toColourspace('b-w');
+  if (req.info.hasAlpha) composed = composed.joinChannel(await upscaleAlpha(source, target), {
+    raw: { width: target.width, height: target.height, channels: 1 },
+  });
+  await encode(composed, req.info.format).toFile(req.outputPath);
+
+  return {
+    outputPath: req.outputPath,
+    format: req.info.format,
+    width: target.width,
+    height: target.height,
+    model: loaded.name,
+    tile: upscaled.tile,
+  };
+}
+
+function decoder(path: string): Sharp {
+  return sharp(path, { limitInputPixels: MAX_INPUT_PIXELS, failOn: 'truncated', autoOrient: true });
+}
+
+/**
+ * 8-bit interleaved sRGB. sharp converts an embedded ICC profile to sRGB when the pipeline leaves
+ * the profile behind (the default), maps grey to three equal channels and 16-bit samples to 8 bits.
+ */
+async function decodeRgb(source: Sharp): Promise<RgbImage> {
+  const { data, info } = await source
+    .clone()
+    .removeAlpha()
+    .toColourspace('srgb')
+    .raw({ depth: 'uchar' })
+    .toBuffer({ resolveWithObject: true });
+  if (info.channels !== 3) throw new JobError('PROBE_FAILED', `Expected 3 colour channels after decoding but received ${info.channels}`);
+  return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, channels: 3 };
+}
+
+/**
+ * Alpha is a mask, not a photo: a Lanczos-3 resize keeps its edges crisp without running a
+ * network trained on natural images over it.
+ */
+async function upscaleAlpha(source: Sharp, target: { width: number; height: number }): Promise<Buffer> {
+  return source
+    .clone()
+    .extractChannel('alpha')
+    .resize(target.width, target.height, { kernel: 'lanczos3', fit: 'fill' })
+    .raw({ depth: 'uchar' })
+    .toBuffer();
+}
+
+function isGrey(info: ImageInfo): boolean {
+  return info.channels - (info.hasAlpha ? 1 : 0) === 1;
+}
+
+/** The input's format out, at settings that keep the network's detail. */
+function encode(image: Sharp, format: ImageFormat): Sharp {
+  switch (format) {
+    case 'jpeg':
+      return image.jpeg({ quality: 92, chromaSubsampling: '4:4:4' });
+    case 'png':
+      return image.png({ compressionLevel: 6 });
+    case 'webp':
+      return image.webp({ quality: 92, alphaQuality: 100 });
+  }
+}
