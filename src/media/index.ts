@@ -1,0 +1,45 @@
+/** The media layer's public surface: probing, safe fetching, ffmpeg helpers. */
+export { checkAddress, parseCidrs, type AddressPolicy, type AddressVerdict } from './address-policy.js';
+export { findOnPath, resolveFfmpeg, resolveFfprobe, type BinaryOptions } from './binaries.js';
+export { createMediaDeps, type MediaDeps, type MediaDepsOptions } from './deps.js';
+export {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_DEADLINE_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_BYTES,
+  DEFAULT_MAX_REDIRECTS,
+  localize,
+  type FetchOptions,
+  type InputKind,
+  type LocalizeOptions,
+  type ResolvedAddress,
+  type Resolver,
+} from './fetch.js';
+export {
+  MEDIA_DEMUXERS,
+  SAFE_PROTOCOLS,
+  demuxerFor,
+  ffprobeArgs,
+  fileInput,
+  safeFileInputArgs,
+  safeInputArgs,
+  type MediaDemuxer,
+  type SafeInputOptions,
+} from './ffmpeg-args.js';
+export { DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_IMAGE_SIDE, probeImage, type ProbeImageOptions } from './probe-image.js';
+export { DEFAULT_PROBE_TIMEOUT_MS, normaliseRotation, parseFfprobeOutput, parseFraction, probeMedia, type ProbeMediaOptions } from './probe-media.js';
+export {
+  ProcessError,
+  isProcessError,
+  runProcess,
+  spawnProcess,
+  type ProcessFailure,
+  type ProcessOptions,
+  type ProcessResult,
+  type RunProcessOptions,
+  type SpawnProcessOptions,
+  type StreamingProcess,
+} from './process.js';
+export { isImageFormat, sniffBuffer, sniffFile, type SniffedFormat } from './sniff.js';
+export type { AudioStreamInfo, ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, VideoStreamInfo } from './types.js';
+export { safeDirPrefix, withJobDir, type JobDirOptions } from './workdir.js';

@@ -1,0 +1,223 @@
+/**
+ * Video and audio probing with ffprobe. The container is sniffed from the content first; anything
+ * that is not one of the accepted containers (a text file, an HLS playlist or ffconcat script named
+ * `.mp4`) is refused before ffprobe runs. ffprobe then reads the file with the demuxer forced to the
+ * sniffed one and the protocol/format whitelists of ffmpeg-args.ts, and its JSON is validated with
+ * zod and reduced to MediaInfo by the pure `parseFfprobeOutput`.
+ */
+import { resolve as resolvePath } from 'node:path';
+import { z } from 'zod';
+import { JobError } from '../jobs/errors.js';
+import { resolveFfprobe } from './binaries.js';
+import { describeFormat } from './describe.js';
+import { ffprobeArgs } from './ffmpeg-args.js';
+import { isProcessError, runProcess } from './process.js';
+import { isImageFormat, sniffFile } from './sniff.js';
+import type { AudioStreamInfo, ContainerKind, MediaInfo, VideoStreamInfo } from './types.js';
+
+export const DEFAULT_PROBE_TIMEOUT_MS = 30_000;
+
+export interface ProbeMediaOptions {
+  /** An explicit ffprobe executable; by default resolveFfprobe() decides. */
+  ffprobePath?: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  /** When given, other sniffed containers are refused (PROBE_FAILED) before ffprobe runs. */
+  accept?: readonly ContainerKind[];
+}
+
+// ffprobe prints numbers as strings ("15.040000", "N/A") and omits what it does not know.
+const numeric = z.union([z.string(), z.number()]).optional();
+
+const streamSchema = z.object({
+  index: z.number().optional(),
+  codec_type: z.string().optional(),
+  codec_name: z.string().optional(),
+  width: z.number().optional(),
+  height: z.number().optional(),
+  r_frame_rate: z.string().optional(),
+  avg_frame_rate: z.string().optional(),
+  duration: numeric,
+  nb_frames: numeric,
+  bit_rate: numeric,
+  pix_fmt: z.string().optional(),
+  sample_rate: numeric,
+  channels: z.number().optional(),
+  disposition: z.record(z.string(), z.number()).optional(),
+  tags: z.record(z.string(), z.string()).optional(),
+  side_data_list: z.array(z.object({ side_data_type: z.string().optional(), rotation: z.number().optional() })).optional(),
+});
+
+const ffprobeSchema = z.object({
+  streams: z.array(streamSchema).default([]),
+  format: z.object({
+    format_name: z.string(),
+    duration: numeric,
+    bit_rate: numeric,
+  }),
+});
+
+type FfprobeStream = z.infer<typeof streamSchema>;
+
+function positiveNumber(value: string | number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = typeof value === 'number' ? value : Number.parseFloat(value);
+  return Number.isFinite(n) && n > 0 ? n : undefined;
+}
+
+function positiveInteger(value: string | number | undefined): number | undefined {
+  const n = positiveNumber(value);
+  return n !== undefined && Number.isInteger(n) ? n : undefined;
+}
+
+/** "30000/1001" as a fraction; undefined for "0/0" and anything malformed. */
+export function parseFraction(text: string | undefined): { num: number; den: number } | undefined {
+  const match = /^(\d+)\/(\d+)$/.exec(text ?? '');
+  if (match === null) return undefined;
+  const num = Number(match[1]);
+  const den = Number(match[2]);
+  return num > 0 && den > 0 ? { num, den } : undefined;
+}
+
+/** Any angle as the clockwise display rotation 0, 90, 180 or 270 (rounded to the nearest quarter turn). */
+export function normaliseRotation(degrees: number): number {
+  if (!Number.isFinite(degrees)) return 0;
+  const quarter = Math.round(degrees / 90) * 90;
+  return ((quarter % 360) + 360) % 360;
+}
+
+/**
+ * The clockwise rotation a player applies to show the coded picture upright (the convention of the
+ * legacy `rotate` tag). ffprobe reports a display matrix's `rotation` counter-clockwise, hence the sign.
+ */
+export function streamRotation(stream: FfprobeStream): number {
+  const matrix = stream.side_data_list?.find((s) => s.side_data_type === 'Display Matrix' && s.rotation !== undefined);
+  if (matrix?.rotation !== undefined) return normaliseRotation(-matrix.rotation);
+  const tag = stream.tags?.['rotate'];
+  if (tag !== undefined && tag.trim() !== '') return normaliseRotation(Number.parseFloat(tag));
+  return 0;
+}
+
+function videoInfo(stream: FfprobeStream): VideoStreamInfo {
+  const width = positiveInteger(stream.width);
+  const height = positiveInteger(stream.height);
+  if (width === undefined || height === undefined) {
+    throw new JobError('PROBE_FAILED', 'The video stream declares no valid picture size');
+  }
+  const avg = parseFraction(stream.avg_frame_rate);
+  const real = parseFraction(stream.r_frame_rate);
+  const fps = avg ?? real;
+  if (fps === undefined) throw new JobError('PROBE_FAILED', 'The video frame rate could not be read');
+  const info: VideoStreamInfo = {
+    codec: stream.codec_name ?? 'unknown',
+    width,
+    height,
+    rotation: streamRotation(stream),
+    fps,
+    variableFrameRate: avg !== undefined && real !== undefined && avg.num * real.den !== real.num * avg.den,
+  };
+  const frameCount = positiveInteger(stream.nb_frames);
+  if (frameCount !== undefined) info.frameCount = frameCount;
+  const bitRate = positiveInteger(stream.bit_rate);
+  if (bitRate !== undefined) info.bitRate = bitRate;
+  if (stream.pix_fmt !== undefined) info.pixelFormat = stream.pix_fmt;
+  return info;
+}
+
+function audioInfo(stream: FfprobeStream): AudioStreamInfo {
+  return {
+    codec: stream.codec_name ?? 'unknown',
+    sampleRate: positiveInteger(stream.sample_rate) ?? 0,
+    channels: positiveInteger(stream.channels) ?? 0,
+  };
+}
+
+/** The default stream of a type, else its first; cover art in audio files is not a video stream. */
+function pickStream(streams: FfprobeStream[], type: 'video' | 'audio'): FfprobeStream | undefined {
+  const candidates = streams.filter((s) => s.codec_type === type && s.disposition?.['attached_pic'] !== 1);
+  return candidates.find((s) => s.disposition?.['default'] === 1) ?? candidates[0];
+}
+
+/**
+ * MediaInfo from ffprobe's JSON for a file sniffed as `container`. An MP4 without a video stream is
+ * reported as `m4a`: that is what an M4A file is, whatever brand its writer put in `ftyp`.
+ */
+export function parseFfprobeOutput(json: unknown, container: ContainerKind): MediaInfo {
+  const parsed = ffprobeSchema.safeParse(json);
+  if (!parsed.success) throw new JobError('PROBE_FAILED', 'ffprobe returned no usable description of the file');
+  const { streams, format } = parsed.data;
+
+  const videoStream = pickStream(streams, 'video');
+  const audioStream = pickStream(streams, 'audio');
+  if (videoStream === undefined && audioStream === undefined) {
+    throw new JobError('PROBE_FAILED', `The ${container.toUpperCase()} file contains no video or audio stream`);
+  }
+
+  const streamDurations = streams.map((s) => positiveNumber(s.duration)).filter((d): d is number => d !== undefined);
+  const durationSeconds = positiveNumber(format.duration) ?? (streamDurations.length > 0 ? Math.max(...streamDurations) : undefined);
+  if (durationSeconds === undefined) {
+    throw new JobError('PROBE_FAILED', `The duration of the ${container.toUpperCase()} file could not be read`);
+  }
+
+  const info: MediaInfo = {
+    container: container === 'mp4' && videoStream === undefined ? 'm4a' : container,
+    formatName: format.format_name,
+    durationSeconds,
+  };
+  if (videoStream !== undefined) info.video = videoInfo(videoStream);
+  if (audioStream !== undefined) info.audio = audioInfo(audioStream);
+  const bitRate = positiveInteger(format.bit_rate);
+  if (bitRate !== undefined) info.bitRate = bitRate;
+  return info;
+}
+
+/** The last meaningful stderr line, without the local path (it means nothing to the job's owner). */
+function ffprobeReason(stderrTail: string, path: string): string {
+  const lines = stderrTail
+    .split('\n')
+    .map((l) => l.split(`file:${path}`).join('input').split(path).join('input').trim())
+    .filter((l) => l !== '');
+  // ffmpeg's cause comes first ("moov atom not found"), its generic summary last.
+  const last = lines.slice(-2).map((l) => l.replace(/^\[[^\]]*\]\s*/, ''));
+  return last.length > 0 ? last.join('; ') : 'no details';
+}
+
+export async function probeMedia(file: string, opts: ProbeMediaOptions = {}): Promise<MediaInfo> {
+  const path = resolvePath(file);
+  const sniffed = await sniffFile(path);
+  if (sniffed === null || isImageFormat(sniffed)) {
+    throw new JobError('PROBE_FAILED', `Expected a video or audio file but received ${describeFormat(sniffed)}`);
+  }
+  if (opts.accept !== undefined && !opts.accept.includes(sniffed)) {
+    const names = opts.accept.map((c) => c.toUpperCase()).join(', ');
+    throw new JobError('PROBE_FAILED', `Expected one of ${names} but received ${describeFormat(sniffed)}`);
+  }
+
+  const ffprobe = resolveFfprobe(opts.ffprobePath === undefined ? {} : { ffprobePath: opts.ffprobePath });
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
+  let stdout: Buffer;
+  try {
+    ({ stdout } = await runProcess(ffprobe, ffprobeArgs(path, sniffed), {
+      timeoutMs,
+      maxStdoutBytes: 4 * 1024 * 1024,
+      ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+    }));
+  } catch (err) {
+    // Failing to start ffprobe is the worker's problem; everything else (a non-zero exit, a crash,
+    // a hang, absurd output) is caused by the file.
+    if (!isProcessError(err) || err.reason === 'spawn') throw err;
+    const what = `The ${describeFormat(sniffed).replace(/^an? /, '')}`;
+    if (err.reason === 'timeout') {
+      throw new JobError('PROBE_FAILED', `${what} could not be read within ${timeoutMs / 1000} s`, { cause: err });
+    }
+    throw new JobError('PROBE_FAILED', `${what} could not be read: ${ffprobeReason(err.stderrTail, path)}`, { cause: err });
+  }
+
+  let json: unknown;
+  try {
+    json = JSON.parse(stdout.toString('utf8'));
+  } catch (err) {
+    throw new JobError('PROBE_FAILED', 'ffprobe returned no usable description of the file', { cause: err });
+  }
+  return parseFfprobeOutput(json, sniffed);
+}

@@ -1,0 +1,286 @@
+import { existsSync } from 'node:fs';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { join, relative as relativePath } from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JobError } from '../../src/jobs/errors.js';
+import { resolveFfprobe } from '../../src/media/binaries.js';
+import { normaliseRotation, parseFfprobeOutput, parseFraction, probeMedia } from '../../src/media/probe-media.js';
+import { ffmpeg, makeClip, makeTempDir, makeTone } from './helpers.js';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+const at = (name: string): string => join(dir, name);
+const x264 = ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p'];
+
+beforeAll(async () => {
+  ({ dir, cleanup } = await makeTempDir('media'));
+  await Promise.all([
+    makeClip(at('15.04s.mp4'), { seconds: 15.04, size: '32x24', codec: x264 }),
+    makeClip(at('av.mp4'), { seconds: 1, audio: true, codec: [...x264, '-c:a', 'aac'] }),
+    makeClip(at('ntsc.mov'), { seconds: 1, rate: 30000 / 1001, codec: x264 }),
+    makeClip(at('clip.m4v'), { seconds: 0.5, codec: x264 }),
+    makeClip(at('opus.mkv'), { seconds: 1, audio: true, codec: [...x264, '-c:a', 'libopus'] }),
+    makeClip(at('clip.webm'), { seconds: 1, audio: true, codec: ['-c:v', 'libvpx', '-b:v', '100k', '-c:a', 'libvorbis'] }),
+    makeClip(at('anim.gif'), { seconds: 1.5, rate: 10, codec: [] }),
+    makeClip(at('vfr.mp4'), {
+      seconds: 2,
+      codec: x264,
+      extra: ['-vf', "select='lt(mod(n\\,10)\\,3)+eq(mod(n\\,10)\\,7)'", '-fps_mode', 'vfr'],
+    }),
+    ffmpeg([
+      '-f', 'lavfi', '-i', 'color=black:size=64x48:rate=25', '-t', '0.2',
+      '-vf', 'drawbox=x=0:y=0:w=16:h=16:color=white:t=fill', ...x264, at('box.mp4'),
+    ]),
+    makeTone(at('tone.mp3')),
+    makeTone(at('tone.wav')),
+    makeTone(at('tone.aac'), ['-c:a', 'aac']),
+    makeTone(at('tone.ogg'), ['-c:a', 'libvorbis']),
+    makeTone(at('tone.m4a'), ['-c:a', 'aac']),
+    makeTone(at('isom-audio.mp4'), ['-c:a', 'aac']),
+    sharp({ create: { width: 16, height: 16, channels: 3, background: '#808080' } }).jpeg().toFile(at('cover.jpg')),
+  ]);
+  await Promise.all([
+    ffmpeg(['-i', at('box.mp4'), '-c', 'copy', '-metadata:s:v:0', 'rotate=90', at('rotated.mp4')]),
+    ffmpeg([
+      '-i', at('tone.mp3'), '-i', at('cover.jpg'), '-map', '0', '-map', '1', '-c', 'copy',
+      '-disposition:v', 'attached_pic', '-id3v2_version', '3', at('cover.mp3'),
+    ]),
+  ]);
+  const whole = await readFile(at('av.mp4'));
+  // ffmpeg writes the moov box at the end: cutting the file in half loses it.
+  await writeFile(at('truncated.mp4'), whole.subarray(0, Math.floor(whole.length / 2)));
+  await writeFile(at('notes.mp4'), 'not a video\n');
+  await writeFile(at('playlist.mp4'), `#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1.0,\n${at('av.mp4')}\n#EXT-X-ENDLIST\n`);
+  await writeFile(at('concat.mp4'), `ffconcat version 1.0\nfile ${at('av.mp4')}\n`);
+});
+
+afterAll(async () => {
+  await cleanup();
+});
+
+async function failure(promise: Promise<unknown>): Promise<JobError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(JobError);
+  return err as JobError;
+}
+
+describe('probeMedia on video', () => {
+  it('measures a 15.04 s MP4 so that it bills 16 s', async () => {
+    const info = await probeMedia(at('15.04s.mp4'));
+    expect(info.container).toBe('mp4');
+    expect(info.durationSeconds).toBeCloseTo(15.04, 2);
+    expect(Math.ceil(info.durationSeconds)).toBe(16);
+    expect(info.video).toMatchObject({ codec: 'h264', width: 32, height: 24, rotation: 0, fps: { num: 25, den: 1 }, variableFrameRate: false });
+    expect(info.video?.frameCount).toBe(376);
+    expect(info.audio).toBeUndefined();
+  });
+
+  it('reports video and audio streams of an MP4', async () => {
+    const info = await probeMedia(at('av.mp4'));
+    expect(info.video).toMatchObject({ width: 64, height: 48, pixelFormat: 'yuv420p' });
+    expect(info.audio).toEqual({ codec: 'aac', sampleRate: 44100, channels: 1 });
+    expect(info.formatName).toBe('mov,mp4,m4a,3gp,3g2,mj2');
+  });
+
+  it('keeps 29.97 fps as an exact fraction', async () => {
+    const info = await probeMedia(at('ntsc.mov'));
+    expect(info.container).toBe('mov');
+    expect(info.video?.fps).toEqual({ num: 30000, den: 1001 });
+    expect(info.video?.variableFrameRate).toBe(false);
+  });
+
+  it.each([
+    ['clip.m4v', 'm4v', 0.5, false],
+    ['opus.mkv', 'mkv', 1, true],
+    ['clip.webm', 'webm', 1, true],
+    ['anim.gif', 'gif', 1.5, false],
+  ])('reads %s as %s', async (name, container, seconds, hasAudio) => {
+    const info = await probeMedia(at(name));
+    expect(info.container).toBe(container);
+    expect(info.durationSeconds).toBeCloseTo(seconds, 1);
+    expect(info.video).toBeDefined();
+    expect(info.audio !== undefined).toBe(hasAudio);
+  });
+
+  it('flags variable frame rate', async () => {
+    const info = await probeMedia(at('vfr.mp4'));
+    expect(info.video?.variableFrameRate).toBe(true);
+  });
+
+  it('reports rotation as the clockwise turn ffmpeg itself applies for display', async () => {
+    const info = await probeMedia(at('rotated.mp4'));
+    expect(info.video).toMatchObject({ width: 64, height: 48 });
+    // Ask ffmpeg where the white top-left box ends up once it auto-rotates the picture.
+    const raw = at('rotated.gray');
+    await ffmpeg(['-i', at('rotated.mp4'), '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'gray', raw]);
+    const pixels = await readFile(raw);
+    const [w, h] = [48, 64];
+    expect(pixels.length).toBe(w * h);
+    const bright = (x: number, y: number): boolean => (pixels[y * w + x] ?? 0) > 128;
+    const turned = bright(w - 3, 2) ? 90 : bright(w - 3, h - 3) ? 180 : bright(2, h - 3) ? 270 : 0;
+    expect(turned).not.toBe(0);
+    expect(info.video?.rotation).toBe(turned);
+  });
+});
+
+describe('probeMedia on audio', () => {
+  it.each([
+    ['tone.mp3', 'mp3', 'mp3'],
+    ['tone.wav', 'wav', 'pcm_s16le'],
+    ['tone.aac', 'aac', 'aac'],
+    ['tone.ogg', 'ogg', 'vorbis'],
+    ['tone.m4a', 'm4a', 'aac'],
+    ['isom-audio.mp4', 'm4a', 'aac'],
+  ])('reads %s as %s', async (name, container, codec) => {
+    const info = await probeMedia(at(name));
+    expect(info.container).toBe(container);
+    expect(info.video).toBeUndefined();
+    expect(info.audio).toEqual({ codec, sampleRate: 44100, channels: 1 });
+    // Encoders pad to whole frames: about one second, never less.
+    expect(info.durationSeconds).toBeGreaterThanOrEqual(0.99);
+    expect(info.durationSeconds).toBeLessThan(1.1);
+  });
+
+  it('does not mistake MP3 cover art for a video stream', async () => {
+    const info = await probeMedia(at('cover.mp3'));
+    expect(info.container).toBe('mp3');
+    expect(info.video).toBeUndefined();
+    expect(info.audio?.codec).toBe('mp3');
+  });
+});
+
+describe('probeMedia refuses bad input', () => {
+  it('refuses a truncated MP4 (moov missing) with the reason', async () => {
+    const err = await failure(probeMedia(at('truncated.mp4')));
+    expect(err.code).toBe('PROBE_FAILED');
+    expect(err.message).toMatch(/^The MP4 file could not be read: moov atom not found/);
+    expect(err.message).not.toContain(dir);
+  });
+
+  it('refuses a text file named .mp4', async () => {
+    const err = await failure(probeMedia(at('notes.mp4')));
+    expect(err.code).toBe('PROBE_FAILED');
+    expect(err.message).toBe('Expected a video or audio file but received content in no supported format');
+  });
+
+  it('accepts a relative path', async () => {
+    const relative = relativePath(process.cwd(), at('av.mp4'));
+    expect((await probeMedia(relative)).container).toBe('mp4');
+  });
+
+  it('refuses an image', async () => {
+    const err = await failure(probeMedia(at('cover.jpg')));
+    expect(err.message).toBe('Expected a video or audio file but received a JPEG image');
+  });
+
+  it('refuses containers outside `accept` before running ffprobe', async () => {
+    const err = await failure(probeMedia(at('clip.webm'), { accept: ['mp4', 'mov', 'mkv'] }));
+    expect(err.code).toBe('PROBE_FAILED');
+    expect(err.message).toBe('Expected one of MP4, MOV, MKV but received a WebM file');
+  });
+
+  describe('playlists and scripts never reach ffprobe', () => {
+    let spy: string;
+    const marker = (): string => at('ffprobe-ran');
+
+    beforeAll(async () => {
+      spy = at('spy-ffprobe.sh');
+      await writeFile(spy, `#!/bin/sh\ntouch '${marker()}'\nexec '${resolveFfprobe()}' "$@"\n`);
+      await chmod(spy, 0o755);
+    });
+
+    it.each(['playlist.mp4', 'concat.mp4'])('%s is refused before ffprobe runs', async (name) => {
+      const err = await failure(probeMedia(at(name), { ffprobePath: spy }));
+      expect(err.code).toBe('PROBE_FAILED');
+      expect(existsSync(marker())).toBe(false);
+    });
+
+    it('control: the spy does see ordinary files', async () => {
+      await probeMedia(at('av.mp4'), { ffprobePath: spy });
+      expect(existsSync(marker())).toBe(true);
+    });
+  });
+
+  it('rejects with the abort reason when cancelled', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('job cancelled'));
+    await expect(probeMedia(at('av.mp4'), { signal: controller.signal })).rejects.toThrow('job cancelled');
+  });
+});
+
+describe('parseFfprobeOutput', () => {
+  const video = { codec_type: 'video', codec_name: 'h264', width: 640, height: 480, r_frame_rate: '25/1', avg_frame_rate: '25/1' };
+
+  it('falls back to the longest stream duration when the container has none', () => {
+    const info = parseFfprobeOutput(
+      {
+        format: { format_name: 'matroska,webm', duration: 'N/A' },
+        streams: [
+          { ...video, duration: '4.5' },
+          { codec_type: 'audio', codec_name: 'opus', sample_rate: '48000', channels: 2, duration: '4.75' },
+        ],
+      },
+      'mkv',
+    );
+    expect(info.durationSeconds).toBe(4.75);
+  });
+
+  it('refuses a file without any duration', () => {
+    expect(() => parseFfprobeOutput({ format: { format_name: 'mov' }, streams: [video] }, 'mp4')).toThrow(
+      'The duration of the MP4 file could not be read',
+    );
+  });
+
+  it('refuses a file without video or audio streams', () => {
+    expect(() => parseFfprobeOutput({ format: { format_name: 'mov', duration: '3' }, streams: [{ codec_type: 'data' }] }, 'mov')).toThrow(
+      'The MOV file contains no video or audio stream',
+    );
+  });
+
+  it.each([
+    [{ side_data_list: [{ side_data_type: 'Display Matrix', rotation: -90 }] }, 90],
+    [{ side_data_list: [{ side_data_type: 'Display Matrix', rotation: 90 }] }, 270],
+    [{ side_data_list: [{ side_data_type: 'Display Matrix', rotation: 180 }] }, 180],
+    [{ tags: { rotate: '90' } }, 90],
+    [{ tags: { rotate: '-90' } }, 270],
+    [{}, 0],
+  ])('reads rotation from %o as %i degrees clockwise', (extra, rotation) => {
+    const info = parseFfprobeOutput({ format: { format_name: 'mov', duration: '1' }, streams: [{ ...video, ...extra }] }, 'mp4');
+    expect(info.video?.rotation).toBe(rotation);
+  });
+
+  it('uses r_frame_rate when avg_frame_rate is unknown', () => {
+    const info = parseFfprobeOutput(
+      { format: { format_name: 'mov', duration: '1' }, streams: [{ ...video, avg_frame_rate: '0/0', r_frame_rate: '24000/1001' }] },
+      'mov',
+    );
+    expect(info.video?.fps).toEqual({ num: 24000, den: 1001 });
+    expect(info.video?.variableFrameRate).toBe(false);
+  });
+
+  it.each([
+    [0, 0],
+    [90, 90],
+    [-90, 270],
+    [450, 90],
+    [-180, 180],
+    [89.6, 90],
+    [Number.NaN, 0],
+  ])('normaliseRotation(%d) = %d', (input, output) => {
+    expect(normaliseRotation(input)).toBe(output);
+  });
+
+  it.each([
+    ['30000/1001', { num: 30000, den: 1001 }],
+    ['25/1', { num: 25, den: 1 }],
+    ['0/0', undefined],
+    ['25', undefined],
+    [undefined, undefined],
+  ])('parseFraction(%s)', (text, fraction) => {
+    expect(parseFraction(text)).toEqual(fraction);
+  });
+});
