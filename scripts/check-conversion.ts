@@ -16,10 +16,11 @@ import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
+import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { convertTfjsSource } from '../src/inference/convert/convert.js';
 import { packageRoot, parseModelName, installedSource, UPSCALERJS_VARIANTS } from '../src/inference/convert/upscalerjs.js';
 
-export const DEFAULT_IMAGE = '/usr/lib/python3/dist-packages/skimage/data/astronaut.png';
+export const DEFAULT_IMAGE = DEFAULT_SAMPLE_IMAGE;
 
 export interface Crop {
   left: number;

@@ -5,7 +5,7 @@
 import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { PACKAGE_ROOT } from './config.js';
+import { PACKAGE_ROOT } from './paths.js';
 import { registerConfig } from './cli/commands/config.js';
 import { registerQuote } from './cli/commands/quote.js';
 

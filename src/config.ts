@@ -6,19 +6,8 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-
-/** Root of the installed package (two levels above dist/src/config.js or src/config.ts). */
-export const PACKAGE_ROOT = findPackageRoot(path.dirname(fileURLToPath(import.meta.url)));
-
-function findPackageRoot(start: string): string {
-  // src/config.ts runs from src/ under vitest and from dist/src/ once compiled.
-  const parts = start.split(path.sep);
-  const distAt = parts.lastIndexOf('dist');
-  if (distAt > 0) return parts.slice(0, distAt).join(path.sep) || path.sep;
-  return path.resolve(start, '..');
-}
+import { PACKAGE_ROOT } from './paths.js';
 
 const boolFromEnv = z
   .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], {

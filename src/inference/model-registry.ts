@@ -8,9 +8,9 @@ import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { convertTfjsSource, CONVERTER_VERSION, writeFileAtomic } from './convert/convert.js';
 import { ModelManifestError, parseManifest, type ModelManifest } from './manifest.js';
+import { PACKAGE_ROOT } from '../paths.js';
 
 /** The file on disk does not match its manifest: an operator problem, never retried. */
 export class ModelIntegrityError extends Error {
@@ -56,19 +56,8 @@ export interface ModelFile {
 
 const NAME_PATTERN = /^[a-z0-9][a-z0-9.-]*$/;
 
-/** The project root: the first directory above this module holding a package.json (works from src/ and dist/src/). */
-function projectRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(path.join(dir, 'package.json'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new ModelRegistryError(`Expected a package.json above ${fileURLToPath(import.meta.url)} but found none`);
-    dir = parent;
-  }
-  return dir;
-}
-
 export function defaultModelsDir(): string {
-  return path.join(projectRoot(), 'models');
+  return path.join(PACKAGE_ROOT, 'models');
 }
 
 function dirs(options: RegistryOptions): { modelsDir: string; filesDir: string } {

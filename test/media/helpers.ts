@@ -3,12 +3,13 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { resolveFfmpeg } from '../../src/media/binaries.js';
 
 const run = promisify(execFile);
 
-export const PHOTOS = '/usr/lib/python3/dist-packages/skimage/data';
+export const PHOTOS = fileURLToPath(new URL('../fixtures/photos', import.meta.url));
 
 export async function makeTempDir(prefix: string): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), `mw-test-${prefix}-`));
