@@ -1,0 +1,95 @@
+/**
+ * Running one job on this machine for the CLI: the engine, a progress reporter on stderr, and a
+ * store that moves the result to the path the user asked for. `run` and the per-kind commands
+ * (`upscale-image`, ...) all come through here.
+ */
+import { randomUUID } from 'node:crypto';
+import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { createEngine, executeJob, type ExecutedJob, type StoreResult } from '../execute.js';
+import { reportedModel, type Job } from '../jobs/index.js';
+import type { CliContext } from './context.js';
+import { createProgressReporter } from './progress.js';
+
+export interface LocalRunOptions {
+  /** Output file, or an existing directory to put it in. Default: the current directory. */
+  output?: string;
+  /** File name stem used when `output` is a directory or absent. */
+  defaultStem: string;
+  modelName?: string;
+  tile?: number;
+}
+
+/** The completed task object of spec 2.3, with the result's local path as its URL. */
+export interface CompletedTask {
+  id: string;
+  model: string;
+  status: 'completed';
+  result: ExecutedJob['result'];
+  creditsUsed: number;
+  createdAt: string;
+}
+
+export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOptions): Promise<CompletedTask> {
+  const createdAt = new Date().toISOString();
+  const taskId = job.id ?? `local-${randomUUID()}`;
+  const logger = ctx.logger.child({ taskId, model: job.model });
+  const engine = createEngine(ctx.config, logger);
+  const progress = createProgressReporter();
+  const abort = new AbortController();
+  const onSignal = (): void => abort.abort(new Error('Interrupted'));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const executed = await executeJob(job, engine, {
+      taskId,
+      logger,
+      signal: abort.signal,
+      allowLocalPaths: true,
+      onProgress: (p) => progress.update(p),
+      store: storeAt(opts),
+      ...(opts.modelName === undefined ? {} : { modelName: opts.modelName }),
+      ...(opts.tile === undefined ? {} : { tile: opts.tile }),
+    });
+    progress.finish(`done: ${executed.result.url}`);
+    return {
+      id: taskId,
+      model: reportedModel(job.model),
+      status: 'completed',
+      result: executed.result,
+      creditsUsed: executed.quote.creditsUsed,
+      createdAt,
+    };
+  } finally {
+    progress.finish();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await engine.sessions.release();
+  }
+}
+
+function storeAt(opts: LocalRunOptions): StoreResult {
+  return async (localPath, meta) => {
+    const target = await outputPath(opts, `${opts.defaultStem}.${meta.ext}`);
+    await mkdir(path.dirname(target), { recursive: true });
+    await moveFile(localPath, target);
+    return { url: target };
+  };
+}
+
+async function outputPath(opts: LocalRunOptions, fileName: string): Promise<string> {
+  if (opts.output === undefined) return path.resolve(fileName);
+  const isDir = await stat(opts.output).then((s) => s.isDirectory(), () => false);
+  return path.resolve(isDir ? path.join(opts.output, fileName) : opts.output);
+}
+
+/** rename, or copy then remove when the job directory is on another filesystem. */
+async function moveFile(from: string, to: string): Promise<void> {
+  try {
+    await rename(from, to);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+    await copyFile(from, to);
+    await rm(from, { force: true });
+  }
+}
