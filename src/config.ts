@@ -7,41 +7,31 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { EXECUTION_PROVIDER_NAMES, parseExecutionProviders } from './inference/execution-providers.js';
 import { PACKAGE_ROOT } from './paths.js';
 
 const boolFromEnv = z
-  .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], {
-    error: (issue) => `Expected one of 1, 0, true, false, yes, no, on, off but received ${JSON.stringify(issue.input)}`,
-  })
+  .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], { error: 'Expected one of 1, 0, true, false, yes, no, on, off' })
   .transform((v) => v === '1' || v === 'true' || v === 'yes' || v === 'on');
 
 const positiveInt = z.coerce
-  .number({ error: (issue) => `Expected a positive integer but received ${JSON.stringify(issue.input)}` })
-  .int({ error: (issue) => `Expected a positive integer but received ${JSON.stringify(issue.input)}` })
-  .positive({ error: (issue) => `Expected a positive integer but received ${JSON.stringify(issue.input)}` });
+  .number({ error: 'Expected a positive integer' })
+  .int({ error: 'Expected a positive integer' })
+  .positive({ error: 'Expected a positive integer' });
 
 const nonNegativeInt = z.coerce
-  .number({ error: (issue) => `Expected a non-negative integer but received ${JSON.stringify(issue.input)}` })
-  .int({ error: (issue) => `Expected a non-negative integer but received ${JSON.stringify(issue.input)}` })
-  .nonnegative({ error: (issue) => `Expected a non-negative integer but received ${JSON.stringify(issue.input)}` });
+  .number({ error: 'Expected a non-negative integer' })
+  .int({ error: 'Expected a non-negative integer' })
+  .nonnegative({ error: 'Expected a non-negative integer' });
 
-const EXECUTION_PROVIDERS = ['cpu', 'cuda', 'tensorrt', 'webgpu'] as const;
-export type ExecutionProviderName = (typeof EXECUTION_PROVIDERS)[number];
-
+// One parser for provider lists (inference/execution-providers.ts); here only its error is reworded.
 const providerList = z.string().transform((value, ctx) => {
-  const names = value
-    .split(',')
-    .map((s) => s.trim().toLowerCase())
-    .filter(Boolean);
-  const unknown = names.filter((n) => !(EXECUTION_PROVIDERS as readonly string[]).includes(n));
-  if (names.length === 0 || unknown.length > 0) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `Expected a comma-separated list of ${EXECUTION_PROVIDERS.join(', ')} but received ${JSON.stringify(value)}`,
-    });
+  try {
+    return parseExecutionProviders(value);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: `Expected a comma-separated list of ${EXECUTION_PROVIDER_NAMES.join(', ')}` });
     return z.NEVER;
   }
-  return names as ExecutionProviderName[];
 });
 
 interface SettingSpec<S extends z.ZodType> {
@@ -61,7 +51,9 @@ function setting<const T extends SettingSpec<z.ZodType>>(spec: T): T {
 export const SETTINGS = {
   logLevel: setting({
     env: 'LOG_LEVEL',
-    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+      error: 'Expected one of fatal, error, warn, info, debug, trace, silent',
+    }),
     default: 'info',
     doc: 'pino log level.',
   }),
@@ -172,7 +164,7 @@ export function loadConfig(
     }
     const parsed = spec.schema.safeParse(raw);
     if (parsed.success) out[key] = parsed.data;
-    else problems.push(`Invalid setting ${spec.env}: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+    else problems.push(`Invalid setting ${spec.env}: ${parsed.error.issues[0]?.message ?? 'Expected a valid value'} but received ${JSON.stringify(raw)}`);
   }
   if (problems.length > 0) throw new ConfigError(problems.join('\n'));
   return out as Config;
