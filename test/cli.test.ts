@@ -1,0 +1,134 @@
+/**
+ * The built command line (dist/, made by `npm test`'s build step), run as a user would.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
+
+const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string; cwd?: string } = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { ...process.env, LOG_LEVEL: 'warn', ...opts.env }, cwd: opts.cwd ?? PACKAGE_ROOT, timeout: 120_000 },
+      (err, stdout, stderr) => {
+        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
+        resolve({ code, stdout, stderr });
+      },
+    );
+    child.stdin?.end(opts.input ?? '');
+  });
+}
+
+let dir: string;
+let smallPhoto: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'media-worker-cli-'));
+  smallPhoto = path.join(dir, 'coffee-small.jpg');
+  await sharp(path.join(BUNDLED_PHOTOS_DIR, 'coffee.png')).resize(90, 60).jpeg().toFile(smallPhoto);
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('--help', () => {
+  const commands = [[], ['quote'], ['run'], ['upscale-image'], ['models'], ['models', 'list'], ['models', 'prepare'], ['config']];
+  it.each(commands.map((c) => [c.join(' '), c] as const))(
+    'media-worker %s --help',
+    async (_name, args) => {
+      const r = await cli([...args, '--help']);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain('Usage: media-worker');
+    },
+  );
+});
+
+describe('quote', () => {
+  const job = (image: string, factor = '4') => JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: image, upscale_factor: factor } });
+
+  it('prints the price and the spec echo fields, exit 0', async () => {
+    const r = await cli(['quote', job(path.join(BUNDLED_PHOTOS_DIR, 'coffee.png'))]);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({
+      model: 'vendor-image-upscale',
+      creditsUsed: 20, // 600x400 x4 = 3.84 MP, the first tier
+      input: { image_url: path.join(BUNDLED_PHOTOS_DIR, 'coffee.png'), upscale_factor: '4', detected_dimensions: '600×400', output_tier: '24mp' },
+    });
+  });
+
+  it('reads the job from @file and from standard input', async () => {
+    const file = path.join(dir, 'job.json');
+    await writeFile(file, job(smallPhoto, '2'));
+    const fromFile = await cli(['quote', `@${file}`]);
+    const fromStdin = await cli(['quote', '-'], { input: job(smallPhoto, '2') });
+    expect(fromFile.code).toBe(0);
+    expect(JSON.parse(fromFile.stdout).input.detected_dimensions).toBe('90×60');
+    expect(fromStdin.stdout).toBe(fromFile.stdout);
+  });
+
+  it.each([
+    ['a bad factor', { model: 'vendor-image-upscale', input: { image_url: 'x.png', upscale_factor: '8' } }, 'INVALID_UPSCALE_FACTOR', 400],
+    ['an unknown model', { model: 'vendor-image-upscale-9', input: {} }, 'UNKNOWN_MODEL', 400],
+    ['a text file named .png', { model: 'vendor-image-upscale', input: { image_url: 'README.md' } }, 'PROBE_FAILED', 422],
+  ])('rejects %s with the spec error body, exit 2', async (_what, body, code, status) => {
+    const r = await cli(['quote', JSON.stringify(body)]);
+    expect(r.code).toBe(2);
+    const parsed = JSON.parse(r.stdout) as { error: { code: string; status: number; message: string } };
+    expect(parsed.error).toMatchObject({ code, status });
+    expect(parsed.error.message.length).toBeGreaterThan(10);
+  });
+
+  it('exits 1 with a message on JSON that does not parse', async () => {
+    const r = await cli(['quote', '{not json']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('Expected JSON in the JOB argument');
+  });
+
+  it('exits 1 naming the variable of a bad setting', async () => {
+    const r = await cli(['quote', job(smallPhoto)], { env: { MEDIA_WORKER_THREADS: 'lots' } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('Invalid setting MEDIA_WORKER_THREADS');
+  });
+});
+
+describe('upscale-image and run', () => {
+  it('upscales a photo x2 into the requested file and prints the completed task', async () => {
+    const out = path.join(dir, 'out.jpg');
+    const r = await cli(['upscale-image', smallPhoto, '--factor', '2', '-o', out]);
+    expect(r.code).toBe(0);
+    const task = JSON.parse(r.stdout);
+    expect(task).toMatchObject({ model: 'vendor-image-upscale', status: 'completed', creditsUsed: 20, result: { url: out, type: 'image', width: 180, height: 120 } });
+    expect(new Date(task.createdAt).toISOString()).toBe(task.createdAt);
+    const meta = await sharp(out).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(['jpeg', 180, 120]);
+  });
+
+  it('run writes the result into a directory and leaves no temp files', async () => {
+    const outDir = await mkdtemp(path.join(dir, 'results-'));
+    const tmp = await mkdtemp(path.join(dir, 'tmp-'));
+    const job = { id: 'cli-run-1', model: 'vendor-image-upscale', input: { image_url: smallPhoto, upscale_factor: '1' } };
+    const r = await cli(['run', JSON.stringify(job), '-o', outDir], { env: { MEDIA_WORKER_TMP_DIR: tmp } });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ id: 'cli-run-1', result: { url: path.join(outDir, 'cli-run-1.jpg'), width: 90, height: 60 } });
+    expect(await readdir(outDir)).toEqual(['cli-run-1.jpg']);
+    expect(await readdir(tmp)).toEqual([]);
+  });
+
+  it('rejects an unknown --model with INVALID_MODEL', async () => {
+    const r = await cli(['upscale-image', smallPhoto, '--model', 'esrgan-huge-x2']);
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stdout).error.code).toBe('INVALID_MODEL');
+  });
+});
