@@ -1,0 +1,53 @@
+/**
+ * NATS connection options from the settings: servers, authentication (creds file, nkey seed file,
+ * token or user/password) and TLS. Secrets are read from files at connect time and never logged.
+ */
+import fs from 'node:fs/promises';
+import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import type { WorkerSettings } from './settings.js';
+
+type ConnectionSettings = Pick<
+  WorkerSettings,
+  | 'natsUrl'
+  | 'natsName'
+  | 'natsCredsFile'
+  | 'natsNkeySeedFile'
+  | 'natsToken'
+  | 'natsUser'
+  | 'natsPassword'
+  | 'natsTlsCaFile'
+  | 'natsTlsCertFile'
+  | 'natsTlsKeyFile'
+>;
+
+export async function connectionOptions(s: ConnectionSettings): Promise<NodeConnectionOptions> {
+  const options: NodeConnectionOptions = {
+    servers: s.natsUrl.split(',').map((u) => u.trim()).filter(Boolean),
+    name: s.natsName,
+    // A daemon outlives server restarts and upgrades: never give up reconnecting.
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 1000,
+  };
+  if (s.natsCredsFile !== undefined) options.authenticator = credsAuthenticator(await fs.readFile(s.natsCredsFile));
+  if (s.natsNkeySeedFile !== undefined) {
+    const seed = (await fs.readFile(s.natsNkeySeedFile, 'utf8')).trim();
+    options.authenticator = nkeyAuthenticator(new TextEncoder().encode(seed));
+  }
+  if (s.natsToken !== undefined) options.token = s.natsToken;
+  if (s.natsUser !== undefined) {
+    options.user = s.natsUser;
+    if (s.natsPassword !== undefined) options.pass = s.natsPassword;
+  }
+  if (s.natsTlsCaFile !== undefined || s.natsTlsCertFile !== undefined || s.natsTlsKeyFile !== undefined) {
+    options.tls = {
+      ...(s.natsTlsCaFile === undefined ? {} : { caFile: s.natsTlsCaFile }),
+      ...(s.natsTlsCertFile === undefined ? {} : { certFile: s.natsTlsCertFile }),
+      ...(s.natsTlsKeyFile === undefined ? {} : { keyFile: s.natsTlsKeyFile }),
+    };
+  }
+  return options;
+}
+
+export async function connectNats(s: ConnectionSettings): Promise<NatsConnection> {
+  return connect(await connectionOptions(s));
+}

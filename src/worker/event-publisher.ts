@@ -1,0 +1,81 @@
+/**
+ * Publishes terminal events so that each task id gets exactly one, whatever is retried or raced:
+ * - the events stream keeps at most one message per subject and refuses new ones
+ *   (`max_msgs_per_subject: 1` + `discard_new_per_subject`), so a second, different event for the
+ *   same task is refused with "maximum messages per subject exceeded";
+ * - `Nats-Msg-Id: <id>:terminal` makes a retried publish inside the duplicate window a no-op.
+ * Both answers mean "already published", which is what the caller needs to ack the job.
+ */
+import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import type { TerminalEvent } from './events.js';
+import { eventMsgId, eventSubject } from './subjects.js';
+
+/** JetStream API codes that mean "this task already has its event". */
+const ALREADY_PUBLISHED_CODES = new Set([
+  10077, // maximum messages per subject exceeded (discard new per subject)
+  10071, // wrong last sequence (an expectation on the subject failed)
+]);
+
+export type PublishResult = 'published' | 'already-published';
+
+export interface EventPublisherOptions {
+  eventsStream: string;
+  publishTimeoutMs: number;
+  /** How long to keep retrying before giving up (the job is then left to redelivery). */
+  publishDeadlineMs: number;
+}
+
+export class EventPublisher {
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly options: EventPublisherOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  async publish(event: TerminalEvent): Promise<PublishResult> {
+    const payload = JSON.stringify(event);
+    return this.retry(`publish the terminal event of ${event.id}`, async () => {
+      try {
+        const ack = await this.js.publish(eventSubject(event.id), payload, {
+          msgID: eventMsgId(event.id),
+          timeout: this.options.publishTimeoutMs,
+        });
+        return ack.duplicate ? 'already-published' : 'published';
+      } catch (err) {
+        if (err instanceof JetStreamApiError && ALREADY_PUBLISHED_CODES.has(err.code)) return 'already-published';
+        throw err;
+      }
+    });
+  }
+
+  /** The task's terminal event, or null when it has none yet. */
+  async find(taskId: string): Promise<TerminalEvent | null> {
+    const stored = await this.retry(`look up the terminal event of ${taskId}`, () =>
+      this.jsm.streams.getMessage(this.options.eventsStream, { last_by_subj: eventSubject(taskId) }),
+    );
+    return stored === null ? null : stored.json<TerminalEvent>();
+  }
+
+  /**
+   * Retries an operation until the deadline: most failures here are the server being away for a
+   * moment (timeouts, no responders while JetStream restarts, a reconnect in progress), and giving
+   * up early would only trade a retry for a redelivery. A closed connection ends it.
+   */
+  private async retry<T>(what: string, operation: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.options.publishDeadlineMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await operation();
+      } catch (err) {
+        if (this.nc.isClosed() || Date.now() >= deadline) throw err;
+        const waitMs = Math.min(200 * 2 ** (attempt - 1), 2000, Math.max(0, deadline - Date.now()));
+        this.logger.warn({ err, attempt, waitMs }, `Could not ${what}; retrying`);
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+      }
+    }
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * Terminal events: exactly one per task id, `completed` or `failed`. The body is the spec's task
+ * object (section 2.3) plus what billing needs (`refund`, `error`) and timing. Builders here are
+ * pure; publishing lives in event-publisher.ts.
+ */
+import { z } from 'zod';
+import type { JobError } from '../jobs/errors.js';
+import { MUSIC_MODEL, isModelId, reportedModel } from '../jobs/models.js';
+
+export const terminalEventSchema = z.object({
+  id: z.string(),
+  /** As spec 2.3 reports it (music: `vendor/generate-music`); null when the job named no model. */
+  model: z.string().nullable(),
+  status: z.enum(['completed', 'failed']),
+  /** `music` for music tasks (spec 2.3); absent otherwise. */
+  mediaType: z.literal('music').optional(),
+  result: z.unknown(),
+  creditsUsed: z.number().int().nonnegative(),
+  createdAt: z.string(),
+  /** Failure only: the control plane returns what it deducted for this task. */
+  refund: z.literal(true).optional(),
+  /** Failure only: the job's `credits` when it carried them. */
+  creditsRefunded: z.number().int().nonnegative().optional(),
+  error: z.object({ code: z.string(), status: z.number().int(), message: z.string() }).optional(),
+  /** When processing of the deciding attempt started; null when no attempt reached processing. */
+  startedAt: z.string().nullable(),
+  finishedAt: z.string(),
+  durationMs: z.number().int().nonnegative().nullable(),
+  /** The delivery that decided the outcome (1 = first). */
+  attempt: z.number().int().nonnegative(),
+  /** NATS connection name of the worker that published. */
+  worker: z.string(),
+});
+
+export type TerminalEvent = z.infer<typeof terminalEventSchema>;
+
+export interface EventTiming {
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date;
+  attempt: number;
+  worker: string;
+}
+
+export function completedEvent(taskId: string, model: string, output: { creditsUsed: number; result: unknown }, timing: EventTiming): TerminalEvent {
+  return {
+    id: taskId,
+    ...modelFields(model),
+    status: 'completed',
+    result: output.result,
+    creditsUsed: output.creditsUsed,
+    ...timingFields(timing),
+  };
+}
+
+/** `model` is whatever the job named (possibly not a known id, or absent in a malformed job). */
+export function failedEvent(taskId: string, model: unknown, error: JobError, credits: number | undefined, timing: EventTiming): TerminalEvent {
+  return {
+    id: taskId,
+    ...modelFields(model),
+    status: 'failed',
+    result: null,
+    creditsUsed: 0,
+    refund: true,
+    ...(credits === undefined ? {} : { creditsRefunded: credits }),
+    error: error.toJSON(),
+    ...timingFields(timing),
+  };
+}
+
+function modelFields(model: unknown): Pick<TerminalEvent, 'model' | 'mediaType'> {
+  if (isModelId(model)) return { model: reportedModel(model), ...(model === MUSIC_MODEL ? { mediaType: 'music' as const } : {}) };
+  return { model: typeof model === 'string' ? model : null };
+}
+
+function timingFields(t: EventTiming): Pick<TerminalEvent, 'createdAt' | 'startedAt' | 'finishedAt' | 'durationMs' | 'attempt' | 'worker'> {
+  return {
+    createdAt: t.createdAt.toISOString(),
+    startedAt: t.startedAt === null ? null : t.startedAt.toISOString(),
+    finishedAt: t.finishedAt.toISOString(),
+    durationMs: t.startedAt === null ? null : Math.max(0, t.finishedAt.getTime() - t.startedAt.getTime()),
+    attempt: t.attempt,
+    worker: t.worker,
+  };
+}
+
+/**
+ * The task's creation time: the body's `createdAt` when it is a valid timestamp (the control plane
+ * knows when the task was submitted), else when the job message was stored in the stream.
+ */
+export function creationTime(bodyCreatedAt: unknown, storedAt: Date): Date {
+  if (typeof bodyCreatedAt === 'string') {
+    const t = new Date(bodyCreatedAt);
+    if (!Number.isNaN(t.getTime())) return t;
+  }
+  return storedAt;
+}

@@ -1,0 +1,342 @@
+/**
+ * One delivery of one job, from the message to its ack. The order is what makes billing safe:
+ *
+ *   read the task id ─► event already there? ─yes─► ack (no work)
+ *                              │no
+ *                        validate ─fail─► failure event ─► term
+ *                              │
+ *                        run (heartbeats, watchdog, progress)
+ *                              │
+ *        completed ─► event ─► ack      permanent failure ─► failure event ─► term
+ *        transient failure ─► nak(delay)          drain ran out of grace ─► nak(0)
+ *
+ * A job is acked or terminated only after its event is stored; a worker killed in between leaves
+ * the job to redelivery, which finds the event and acks without work. This function never throws.
+ */
+import type { JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { JobError } from '../jobs/errors.js';
+import { expectedText, expectedValue } from '../jobs/messages.js';
+import { kindOfModel, type JobKind } from '../jobs/models.js';
+import { parseJob } from '../jobs/schemas.js';
+import type { Job } from '../jobs/types.js';
+import { completedEvent, creationTime, failedEvent, type TerminalEvent } from './events.js';
+import type { EventPublisher } from './event-publisher.js';
+import type { WorkerMetrics } from './metrics.js';
+import { asJobError, decideFailure, watchdogError } from './outcome.js';
+import { createProgressReporter } from './progress.js';
+import type { WorkerSettings } from './settings.js';
+import { MSG_ID_HEADER, bodyField, readTaskId } from './task-id.js';
+import type { JobExecutor, JobOutput } from './types.js';
+
+/** How long an aborted executor may take to return before its slot is freed anyway. */
+const ABORTED_EXECUTOR_GRACE_MS = 10_000;
+const ACK_TIMEOUT_MS = 5_000;
+
+export type RunnerSettings = Pick<
+  WorkerSettings,
+  'heartbeatMs' | 'maxDeliver' | 'nakDelaysMs' | 'watchdogMs' | 'progressIntervalMs'
+>;
+
+export interface Runtime {
+  settings: RunnerSettings;
+  nc: NatsConnection;
+  events: EventPublisher;
+  executor: JobExecutor;
+  logger: Logger;
+  metrics: WorkerMetrics;
+  /** Connection name, reported as `worker` in events. */
+  workerName: string;
+  /**
+   * Tasks running in this process. A redelivery of a task that is still running here (its ack
+   * wait ran out while the server was away) waits for that run instead of starting a second one.
+   */
+  inFlight: Map<string, Promise<void>>;
+  /** Aborted when a drain runs out of grace: running jobs are handed back to other workers. */
+  drainSignal: AbortSignal;
+}
+
+type Settlement = 'ack' | 'term';
+
+export async function handleJobMessage(rt: Runtime, msg: JsMsg, kind: JobKind): Promise<void> {
+  const attempt = msg.info.deliveryCount;
+  const reading = readTaskId(msg.headers, msg.data);
+  if (!reading.ok) {
+    rt.logger.error(
+      { subject: msg.subject, seq: msg.info.streamSequence, attempt, reason: reading.reason },
+      'Job without a readable task id: terminated without an event (there is no task to bill or refund)',
+    );
+    await terminate(rt, msg);
+    rt.metrics.recordJob(kind, 'unidentified');
+    return;
+  }
+
+  const taskId = reading.id;
+  const model = bodyField(reading.body, 'model');
+  const log = rt.logger.child({ taskId, model: typeof model === 'string' ? model : undefined, kind, attempt });
+
+  const earlier = rt.inFlight.get(taskId);
+  let release!: () => void;
+  const mine = new Promise<void>((resolve) => (release = resolve));
+  rt.inFlight.set(taskId, mine);
+  try {
+    if (earlier) {
+      log.warn('Task is already running in this worker: waiting for it before deciding on this delivery');
+      await withHeartbeat(msg, rt.settings.heartbeatMs, earlier);
+    }
+    await runTask(rt, msg, kind, taskId, reading, log);
+  } catch (err) {
+    // Only a bug gets here; the job is left to redelivery, which is safe.
+    log.error({ err }, 'Unexpected error while handling a job; leaving it to redelivery');
+  } finally {
+    if (rt.inFlight.get(taskId) === mine) rt.inFlight.delete(taskId);
+    release();
+  }
+}
+
+async function runTask(
+  rt: Runtime,
+  msg: JsMsg,
+  kind: JobKind,
+  taskId: string,
+  reading: { source: 'header' | 'body'; body: unknown },
+  log: Logger,
+): Promise<void> {
+  const attempt = msg.info.deliveryCount;
+  const createdAt = creationTime(bodyField(reading.body, 'createdAt'), msg.time);
+  const credits = readCredits(reading.body);
+  const timing = (startedAt: Date | null) => ({ createdAt, startedAt, finishedAt: new Date(), attempt, worker: rt.workerName });
+
+  let existing: TerminalEvent | null;
+  try {
+    existing = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId));
+  } catch (err) {
+    log.error({ err }, 'Could not look up the terminal event; leaving the job to redelivery');
+    rt.metrics.recordJob(kind, 'unpublished');
+    return;
+  }
+  if (existing !== null) {
+    log.info({ status: existing.status }, 'Terminal event already published: acking this delivery without running the job');
+    await acknowledge(rt, msg, log);
+    rt.metrics.recordJob(kind, 'duplicate');
+    return;
+  }
+
+  let job: Job;
+  try {
+    job = validate(reading, taskId, kind, msg.subject);
+  } catch (err) {
+    const error = asJobError(err, kind);
+    log.warn({ code: error.code, err: error.message }, 'Invalid job: publishing a failure event and terminating it');
+    const event = failedEvent(taskId, bodyField(reading.body, 'model'), error, credits, timing(null));
+    if (await publishAndSettle(rt, msg, event, 'term', log)) rt.metrics.recordJob(kind, 'failed');
+    return;
+  }
+
+  const startedAt = new Date();
+  rt.metrics.inFlight.inc({ kind });
+  const run = runExecutor(rt, job, msg, kind, taskId, attempt, log);
+  try {
+    const outcome = await run.outcome;
+    const seconds = (Date.now() - startedAt.getTime()) / 1000;
+
+    if (outcome.type === 'completed') {
+      const event = completedEvent(taskId, job.model, outcome.output, timing(startedAt));
+      if (await publishAndSettle(rt, msg, event, 'ack', log)) {
+        log.info({ creditsUsed: outcome.output.creditsUsed, seconds }, 'Job completed');
+        rt.metrics.recordJob(kind, 'completed', seconds);
+      } else {
+        rt.metrics.recordJob(kind, 'unpublished', seconds);
+      }
+      return;
+    }
+
+    if (outcome.type === 'interrupted') {
+      log.warn('Drain grace period over: handing the job back to another worker');
+      msg.nak();
+      await flush(rt);
+      rt.metrics.recordJob(kind, 'interrupted', seconds);
+      return;
+    }
+
+    const disposition = decideFailure(outcome.error, attempt, rt.settings.maxDeliver, rt.settings.nakDelaysMs);
+    if (disposition.action === 'retry') {
+      log.warn({ code: disposition.error.code, err: disposition.error.message, delayMs: disposition.delayMs }, 'Transient failure: retrying later');
+      msg.nak(disposition.delayMs);
+      await flush(rt);
+      rt.metrics.recordJob(kind, 'retried', seconds);
+      return;
+    }
+    log.warn({ code: disposition.error.code, err: disposition.error.message }, 'Job failed: publishing a failure event and terminating it');
+    const event = failedEvent(taskId, job.model, disposition.error, credits, timing(startedAt));
+    rt.metrics.recordJob(kind, (await publishAndSettle(rt, msg, event, 'term', log)) ? 'failed' : 'unpublished', seconds);
+  } finally {
+    run.heartbeat.stop();
+    rt.metrics.inFlight.dec({ kind });
+    await run.settled(log);
+  }
+}
+
+function validate(reading: { source: 'header' | 'body'; body: unknown }, taskId: string, kind: JobKind, subject: string): Job {
+  if (reading.body === undefined) {
+    throw new JobError('INVALID_JOB', expectedText('job', 'a JSON object', 'bytes that are not UTF-8 JSON'));
+  }
+  const job = parseJob(reading.body);
+  if (reading.source === 'header' && job.id !== undefined && job.id !== taskId) {
+    throw new JobError('INVALID_JOB', expectedValue('id', `absent or ${JSON.stringify(taskId)} (the ${MSG_ID_HEADER} header)`, job.id));
+  }
+  if (kindOfModel(job.model) !== kind) {
+    throw new JobError('INVALID_JOB', expectedValue('model', `a ${kind} model (the job was published on ${subject})`, job.model));
+  }
+  return job;
+}
+
+type ExecutionOutcome =
+  | { type: 'completed'; output: JobOutput }
+  | { type: 'failed'; error: JobError }
+  | { type: 'interrupted' };
+
+interface Execution {
+  outcome: Promise<ExecutionOutcome>;
+  heartbeat: Heartbeat;
+  /** Waits (bounded) for the executor to return, so a slot is not reused while it still holds the GPU. */
+  settled(log: Logger): Promise<void>;
+}
+
+function runExecutor(rt: Runtime, job: Job, msg: JsMsg, kind: JobKind, taskId: string, attempt: number, log: Logger): Execution {
+  const heartbeat = startHeartbeat(msg, rt.settings.heartbeatMs);
+  const controller = new AbortController();
+  const limitMs = rt.settings.watchdogMs[kind];
+  const watchdog = setTimeout(() => controller.abort(watchdogError(kind, limitMs)), limitMs);
+  const onDrain = (): void => controller.abort(rt.drainSignal.reason);
+  rt.drainSignal.addEventListener('abort', onDrain, { once: true });
+  if (rt.drainSignal.aborted) onDrain();
+  const progress = createProgressReporter(rt.nc, taskId, job.model, rt.settings.progressIntervalMs);
+
+  let executorDone = false;
+  const execution = Promise.resolve()
+    .then(() =>
+      rt.executor(job, {
+        taskId,
+        kind,
+        attempt,
+        signal: controller.signal,
+        logger: log,
+        onProgress: (p) => progress.report(p),
+      }),
+    )
+    .finally(() => {
+      executorDone = true;
+    });
+
+  const aborted = new Promise<'aborted'>((resolve) => controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true }));
+  const fromAbort = (): ExecutionOutcome => {
+    const reason: unknown = controller.signal.reason;
+    return reason instanceof JobError ? { type: 'failed', error: reason } : { type: 'interrupted' };
+  };
+  const outcome = Promise.race([
+    execution.then(
+      (output): ExecutionOutcome => ({ type: 'completed', output }),
+      (err: unknown): ExecutionOutcome => (controller.signal.aborted ? fromAbort() : { type: 'failed', error: asJobError(err, kind) }),
+    ),
+    aborted.then(fromAbort),
+  ]).finally(() => {
+    clearTimeout(watchdog);
+    rt.drainSignal.removeEventListener('abort', onDrain);
+    progress.close();
+  });
+
+  return {
+    outcome,
+    heartbeat,
+    async settled(log) {
+      if (executorDone) return;
+      const settledInTime = await Promise.race([
+        execution.then(
+          () => true,
+          () => true,
+        ),
+        sleep(ABORTED_EXECUTOR_GRACE_MS).then(() => false),
+      ]);
+      if (!settledInTime) log.error({ graceMs: ABORTED_EXECUTOR_GRACE_MS }, 'Executor did not return after being aborted; freeing its slot anyway');
+    },
+  };
+}
+
+/**
+ * Publishes the terminal event, then acks or terminates the job. Returns false when the event
+ * could not be stored: the job is then neither acked nor terminated, and comes back after the ack
+ * wait (heartbeats stop), which is safe.
+ */
+async function publishAndSettle(rt: Runtime, msg: JsMsg, event: TerminalEvent, settlement: Settlement, log: Logger): Promise<boolean> {
+  let result;
+  try {
+    result = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.publish(event));
+  } catch (err) {
+    log.error({ err, status: event.status }, 'Could not publish the terminal event; leaving the job to redelivery');
+    return false;
+  }
+  if (result === 'already-published') {
+    log.warn({ status: event.status }, 'This task already had its terminal event (another delivery won); not publishing a second one');
+  } else {
+    rt.metrics.events.inc({ status: event.status });
+  }
+  if (settlement === 'ack') await acknowledge(rt, msg, log);
+  else await terminate(rt, msg);
+  return true;
+}
+
+/** Ack with the server's confirmation: a drain that follows must not overtake it. */
+async function acknowledge(rt: Runtime, msg: JsMsg, log: Logger): Promise<void> {
+  try {
+    const confirmed = await msg.ackAck({ timeout: ACK_TIMEOUT_MS });
+    if (!confirmed) log.warn('Ack not confirmed; a redelivery will find the event and ack again');
+  } catch (err) {
+    log.warn({ err }, 'Ack not confirmed; a redelivery will find the event and ack again');
+  }
+}
+
+/** Plain term(): a reason is ignored by servers before 2.10.4 (the message would come back). */
+async function terminate(rt: Runtime, msg: JsMsg): Promise<void> {
+  msg.term();
+  await flush(rt);
+}
+
+async function flush(rt: Runtime): Promise<void> {
+  await rt.nc.flush().catch(() => undefined);
+}
+
+interface Heartbeat {
+  stop(): void;
+}
+
+function startHeartbeat(msg: JsMsg, intervalMs: number): Heartbeat {
+  const timer = setInterval(() => {
+    try {
+      msg.working();
+    } catch {
+      // Disconnected: the client buffers or drops it; redelivery after the ack wait is the fallback.
+    }
+  }, intervalMs);
+  return { stop: () => clearInterval(timer) };
+}
+
+/** Keeps the job owned while waiting on something slow (a lookup, a publish being retried). */
+async function withHeartbeat<T>(msg: JsMsg, intervalMs: number, work: Promise<T>): Promise<T> {
+  const heartbeat = startHeartbeat(msg, intervalMs);
+  try {
+    return await work;
+  } finally {
+    heartbeat.stop();
+  }
+}
+
+function readCredits(body: unknown): number | undefined {
+  const credits = bodyField(body, 'credits');
+  return typeof credits === 'number' && Number.isSafeInteger(credits) && credits >= 0 ? credits : undefined;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

@@ -1,0 +1,100 @@
+/**
+ * Prometheus metrics of the daemon, in a registry of their own (so that a process embedding the
+ * worker keeps its global registry clean). One instance per process: `workerMetrics()`.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { JobKind } from '../jobs/models.js';
+
+/** How a delivery of a job ended, from this worker's point of view. */
+export type JobOutcome =
+  | 'completed'
+  | 'failed'
+  /** Handed back with a delay after a transient failure. */
+  | 'retried'
+  /** Handed back at once because the worker was draining. */
+  | 'interrupted'
+  /** Its terminal event already existed: acked without work. */
+  | 'duplicate'
+  /** No readable task id: terminated without an event. */
+  | 'unidentified'
+  /** The terminal event could not be published: left to redelivery. */
+  | 'unpublished';
+
+export class WorkerMetrics {
+  readonly registry = new Registry();
+  readonly jobs = new Counter({
+    name: 'media_worker_jobs_total',
+    help: 'Job deliveries handled, by kind and outcome.',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly duration = new Histogram({
+    name: 'media_worker_job_duration_seconds',
+    help: 'Processing time of job deliveries that ran, by kind and outcome.',
+    labelNames: ['kind', 'outcome'] as const,
+    buckets: [1, 5, 15, 30, 60, 120, 240, 600, 1800],
+    registers: [this.registry],
+  });
+  readonly inFlight = new Gauge({
+    name: 'media_worker_jobs_in_flight',
+    help: 'Jobs running now, by kind.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly slots = new Gauge({
+    name: 'media_worker_slots',
+    help: 'Configured concurrency, by kind.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly events = new Counter({
+    name: 'media_worker_terminal_events_total',
+    help: 'Terminal events published by this worker (already-published ones excluded), by status.',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+  readonly advisories = new Counter({
+    name: 'media_worker_max_deliveries_advisories_total',
+    help: 'Max-deliveries advisories turned into failure events (or found already settled).',
+    registers: [this.registry],
+  });
+  readonly quotes = new Counter({
+    name: 'media_worker_quotes_total',
+    help: 'Quote requests answered, by outcome (ok or the error code).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly executionProvider = new Gauge({
+    name: 'media_worker_execution_provider_info',
+    help: 'ONNX Runtime execution provider in use (value 1 on the provider label).',
+    labelNames: ['provider'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'media_worker_' });
+  }
+
+  setExecutionProvider(provider: string): void {
+    this.executionProvider.reset();
+    this.executionProvider.set({ provider }, 1);
+  }
+
+  recordJob(kind: JobKind, outcome: JobOutcome, seconds?: number): void {
+    this.jobs.inc({ kind, outcome });
+    if (seconds !== undefined) this.duration.observe({ kind, outcome }, seconds);
+  }
+}
+
+let instance: WorkerMetrics | undefined;
+
+/** The process's metrics, created on first use. */
+export function workerMetrics(): WorkerMetrics {
+  instance ??= new WorkerMetrics();
+  return instance;
+}
+
+/** Called by the CLI once the inference layer knows which execution provider it got. */
+export function setExecutionProvider(provider: string): void {
+  workerMetrics().setExecutionProvider(provider);
+}

@@ -1,0 +1,58 @@
+/**
+ * What happens to a job that did not complete: the one place that turns an error into an outcome
+ * for the queue (retry later with a delay, or fail for good with a refund). Nothing here looks at
+ * message text.
+ */
+import { JobError, isJobError, type ErrorCode } from '../jobs/errors.js';
+import type { JobKind } from '../jobs/models.js';
+
+/** The spec's processing failure code for each kind (image and video use this worker's UPSCALE_FAILED). */
+export const KIND_FAILURE_CODE: Readonly<Record<JobKind, ErrorCode>> = {
+  image: 'UPSCALE_FAILED',
+  video: 'UPSCALE_FAILED',
+  lipsync: 'LIPSYNC_FAILED',
+  music: 'GENERATION_FAILED',
+};
+
+export type Disposition =
+  | { action: 'retry'; delayMs: number; error: JobError }
+  | { action: 'fail'; error: JobError };
+
+/** Any thrown value as a JobError; what is not one becomes a permanent failure of the kind's code. */
+export function asJobError(err: unknown, kind: JobKind): JobError {
+  if (isJobError(err)) return err;
+  const detail = err instanceof Error ? err.message : String(err);
+  return new JobError(KIND_FAILURE_CODE[kind], `Processing failed: ${detail}`, { cause: err });
+}
+
+/**
+ * Retry while the error says a retry can help and deliveries are left; the delay grows with the
+ * attempt (the last configured delay repeats). The last delivery never retries: its failure event
+ * is published by this worker rather than left to the max-deliveries advisory.
+ */
+export function decideFailure(error: JobError, attempt: number, maxDeliver: number, nakDelaysMs: readonly number[]): Disposition {
+  if (!error.retryable) return { action: 'fail', error };
+  if (attempt < maxDeliver) {
+    const delayMs = nakDelaysMs[Math.min(attempt, nakDelaysMs.length) - 1] ?? 0;
+    return { action: 'retry', delayMs, error };
+  }
+  const exhausted = new JobError(error.code, `${error.message} (gave up after ${attempt} attempts)`, { cause: error });
+  return { action: 'fail', error: exhausted };
+}
+
+/** The failure of a job that ran past its kind's time limit (lip-sync: LIPSYNC_FAILED after 4 minutes). */
+export function watchdogError(kind: JobKind, limitMs: number): JobError {
+  return new JobError(KIND_FAILURE_CODE[kind], `Processing took longer than ${formatLimit(limitMs)}, the limit for ${kind} jobs`);
+}
+
+/** The failure of a job whose every delivery was lost (worker killed, heartbeats stopped). */
+export function deliveriesExhaustedError(kind: JobKind | undefined, deliveries: number): JobError {
+  const code = kind === undefined ? 'INTERNAL_ERROR' : KIND_FAILURE_CODE[kind];
+  return new JobError(code, `No worker finished the job in ${deliveries} deliveries`);
+}
+
+function formatLimit(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}`;
+  if (ms % 1000 === 0) return `${ms / 1000} seconds`;
+  return `${ms} ms`;
+}

@@ -1,0 +1,67 @@
+/**
+ * Wire names of the protocol (docs/protocol.md). Pure functions, so the control plane's side can
+ * be checked against the same strings in tests.
+ */
+import type { JobKind } from '../jobs/models.js';
+import { JOB_KINDS } from './settings.js';
+
+export const JOBS_SUBJECT_PREFIX = 'media.jobs';
+export const EVENTS_SUBJECT_PREFIX = 'media.events';
+export const PROGRESS_SUBJECT_PREFIX = 'media.progress';
+
+/** The quote service: NATS services framework name, group and endpoint (request subject `media.quote`). */
+export const QUOTE_SERVICE_NAME = 'media-worker';
+export const QUOTE_SERVICE_GROUP = 'media';
+export const QUOTE_ENDPOINT = 'quote';
+export const QUOTE_SUBJECT = `${QUOTE_SERVICE_GROUP}.${QUOTE_ENDPOINT}`;
+
+/** Task ids are used as subject tokens and path segments, so they are restricted to this. */
+export const TASK_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+
+export function isTaskId(value: unknown): value is string {
+  return typeof value === 'string' && TASK_ID_PATTERN.test(value);
+}
+
+/** `media.jobs.<kind>.<model id>`: where a control plane publishes a job. */
+export function jobSubject(kind: JobKind, model: string): string {
+  return `${JOBS_SUBJECT_PREFIX}.${kind}.${model}`;
+}
+
+/** Filter of the durable consumer of one kind. */
+export function jobFilter(kind: JobKind): string {
+  return `${JOBS_SUBJECT_PREFIX}.${kind}.>`;
+}
+
+/** The kind named by a job subject, or undefined when the subject is not one of ours. */
+export function kindOfJobSubject(subject: string): JobKind | undefined {
+  const tokens = subject.split('.');
+  if (tokens.length < 4 || `${tokens[0]}.${tokens[1]}` !== JOBS_SUBJECT_PREFIX) return undefined;
+  const kind = tokens[2];
+  return (JOB_KINDS as readonly string[]).includes(kind ?? '') ? (kind as JobKind) : undefined;
+}
+
+export function eventSubject(taskId: string): string {
+  return `${EVENTS_SUBJECT_PREFIX}.${taskId}`;
+}
+
+/** `Nats-Msg-Id` of a terminal event: a second publish inside the duplicate window is a no-op. */
+export function eventMsgId(taskId: string): string {
+  return `${taskId}:terminal`;
+}
+
+export function progressSubject(taskId: string): string {
+  return `${PROGRESS_SUBJECT_PREFIX}.${taskId}`;
+}
+
+export function consumerName(prefix: string, kind: JobKind): string {
+  return `${prefix}-${kind}`;
+}
+
+export function advisoriesConsumerName(prefix: string): string {
+  return `${prefix}-advisories`;
+}
+
+/** Subject of the server's max-deliveries advisories for every consumer of a stream. */
+export function maxDeliveriesAdvisoryFilter(stream: string): string {
+  return `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${stream}.>`;
+}

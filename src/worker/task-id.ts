@@ -1,0 +1,46 @@
+/**
+ * Which task a job message is about: the `Nats-Msg-Id` header when present, else the body's `id`.
+ * Without one there is nobody to bill or refund, so such a message is terminated without an event
+ * (docs/protocol.md, "Jobs without a task id").
+ */
+import { isTaskId } from './subjects.js';
+
+export const MSG_ID_HEADER = 'Nats-Msg-Id';
+
+/** The little of a message this needs; both JsMsg and StoredMsg fit. */
+export interface HeaderReader {
+  get(key: string): string;
+  has(key: string): boolean;
+}
+
+export type TaskIdReading =
+  | { ok: true; id: string; source: 'header' | 'body'; body: unknown }
+  | { ok: false; reason: string; body: unknown };
+
+/** Decodes the body as JSON; `undefined` when it is not JSON (the caller reports that as INVALID_JOB). */
+export function decodeBody(data: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(data)) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+export function readTaskId(headers: HeaderReader | undefined, data: Uint8Array): TaskIdReading {
+  const body = decodeBody(data);
+  const header = headers?.has(MSG_ID_HEADER) ? headers.get(MSG_ID_HEADER) : '';
+  if (header !== '') {
+    if (isTaskId(header)) return { ok: true, id: header, source: 'header', body };
+    return { ok: false, reason: `the ${MSG_ID_HEADER} header ${JSON.stringify(header)} is not a task id`, body };
+  }
+  const id = bodyField(body, 'id');
+  if (id === undefined) return { ok: false, reason: `no ${MSG_ID_HEADER} header and no id in the body`, body };
+  if (isTaskId(id)) return { ok: true, id, source: 'body', body };
+  return { ok: false, reason: `the body's id ${JSON.stringify(id)} is not a task id`, body };
+}
+
+/** An own property of a JSON object body, or undefined. */
+export function bodyField(body: unknown, key: string): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  return Object.hasOwn(body, key) ? (body as Record<string, unknown>)[key] : undefined;
+}

@@ -1,0 +1,188 @@
+/**
+ * Streams and consumers, created or brought up to date at every start (idempotent, and safe when
+ * several hosts start at once: the server accepts an identical add). What cannot be changed in
+ * place (a stream's retention or storage, a consumer's filter) is reported instead of recreated:
+ * deleting a stream of jobs or events is an operator's decision.
+ */
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerConfig,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import type { JobKind } from '../jobs/models.js';
+import type { WorkerSettings } from './settings.js';
+import { JOB_KINDS } from './settings.js';
+import {
+  EVENTS_SUBJECT_PREFIX,
+  JOBS_SUBJECT_PREFIX,
+  advisoriesConsumerName,
+  consumerName,
+  jobFilter,
+  maxDeliveriesAdvisoryFilter,
+} from './subjects.js';
+
+const DAY_NS = nanos(24 * 60 * 60 * 1000);
+const ADVISORY_ACK_WAIT_MS = 30_000;
+
+type TopologySettings = Pick<
+  WorkerSettings,
+  'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'consumerPrefix' | 'ackWaitMs' | 'maxDeliver' | 'eventsMaxAgeDays'
+>;
+
+type DesiredStream = Pick<StreamConfig, 'name' | 'subjects' | 'retention' | 'storage' | 'discard' | 'max_age' | 'description'> &
+  Partial<Pick<StreamConfig, 'max_msgs_per_subject' | 'discard_new_per_subject'>>;
+
+type DesiredConsumer = Pick<ConsumerConfig, 'filter_subject' | 'ack_policy' | 'deliver_policy' | 'ack_wait' | 'max_deliver' | 'description'> & {
+  durable_name: string;
+};
+
+/** Jobs: one message per task until a worker acks or terminates it. */
+export function jobsStreamConfig(s: TopologySettings): DesiredStream {
+  return {
+    name: s.jobsStream,
+    description: 'media-worker jobs, one per task (docs/protocol.md)',
+    subjects: [`${JOBS_SUBJECT_PREFIX}.>`],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: 0,
+  };
+}
+
+/** Events: at most one per subject (= per task id); a second one is refused, not stored. */
+export function eventsStreamConfig(s: TopologySettings): DesiredStream {
+  return {
+    name: s.eventsStream,
+    description: 'media-worker terminal events, exactly one per task (docs/protocol.md)',
+    subjects: [`${EVENTS_SUBJECT_PREFIX}.>`],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.New,
+    max_msgs_per_subject: 1,
+    discard_new_per_subject: true,
+    max_age: s.eventsMaxAgeDays * DAY_NS,
+  };
+}
+
+/**
+ * Max-deliveries advisories are plain core NATS messages: captured in a stream they survive a
+ * moment when no worker is connected, and exactly one worker handles each.
+ */
+export function advisoriesStreamConfig(s: TopologySettings): DesiredStream {
+  return {
+    name: s.advisoriesStream,
+    description: `max-deliveries advisories of ${s.jobsStream}, turned into failure events by media-worker`,
+    subjects: [maxDeliveriesAdvisoryFilter(s.jobsStream)],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: s.eventsMaxAgeDays * DAY_NS,
+  };
+}
+
+export function jobConsumerConfig(s: TopologySettings, kind: JobKind): DesiredConsumer {
+  return {
+    durable_name: consumerName(s.consumerPrefix, kind),
+    description: `media-worker ${kind} jobs`,
+    filter_subject: jobFilter(kind),
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(s.ackWaitMs),
+    max_deliver: s.maxDeliver,
+  };
+}
+
+export function advisoriesConsumerConfig(s: TopologySettings): DesiredConsumer {
+  return {
+    durable_name: advisoriesConsumerName(s.consumerPrefix),
+    description: 'media-worker max-deliveries advisories',
+    filter_subject: maxDeliveriesAdvisoryFilter(s.jobsStream),
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(ADVISORY_ACK_WAIT_MS),
+    max_deliver: -1,
+  };
+}
+
+export class TopologyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TopologyError';
+  }
+}
+
+/**
+ * Streams first, then the consumers: one per kind (all kinds, so that jobs of a kind no host
+ * serves yet are kept and counted by the consumer), and the advisories consumer.
+ */
+export async function ensureTopology(jsm: JetStreamManager, s: TopologySettings): Promise<void> {
+  await ensureStream(jsm, jobsStreamConfig(s));
+  await ensureStream(jsm, eventsStreamConfig(s));
+  await ensureStream(jsm, advisoriesStreamConfig(s));
+  for (const kind of JOB_KINDS) await ensureConsumer(jsm, s.jobsStream, jobConsumerConfig(s, kind));
+  await ensureConsumer(jsm, s.advisoriesStream, advisoriesConsumerConfig(s));
+}
+
+async function ensureStream(jsm: JetStreamManager, desired: DesiredStream): Promise<void> {
+  const existing = await jsm.streams.info(desired.name).catch(notFound(JetStreamApiCodes.StreamNotFound));
+  if (existing === null) {
+    await jsm.streams.add(desired);
+    return;
+  }
+  const current = existing.config;
+  for (const key of ['retention', 'storage'] as const) {
+    if (current[key] !== desired[key]) {
+      throw new TopologyError(
+        `Expected stream ${desired.name} to have ${key} ${desired[key]} but it has ${current[key]}; it cannot be changed in place (docs/protocol.md)`,
+      );
+    }
+  }
+  const differs =
+    !sameSet(current.subjects ?? [], desired.subjects) ||
+    current.discard !== desired.discard ||
+    current.max_age !== desired.max_age ||
+    (desired.max_msgs_per_subject !== undefined && current.max_msgs_per_subject !== desired.max_msgs_per_subject) ||
+    (desired.discard_new_per_subject !== undefined && Boolean(current.discard_new_per_subject) !== desired.discard_new_per_subject);
+  if (differs) await jsm.streams.update(desired.name, { ...current, ...desired });
+}
+
+async function ensureConsumer(jsm: JetStreamManager, stream: string, desired: DesiredConsumer): Promise<void> {
+  const existing = await jsm.consumers.info(stream, desired.durable_name).catch(notFound(JetStreamApiCodes.ConsumerNotFound));
+  if (existing === null) {
+    await jsm.consumers.add(stream, desired);
+    return;
+  }
+  const current = existing.config;
+  if (current.filter_subject !== desired.filter_subject || current.ack_policy !== desired.ack_policy) {
+    throw new TopologyError(
+      `Expected consumer ${desired.durable_name} on ${stream} to filter ${desired.filter_subject} with ack policy ${desired.ack_policy} ` +
+        `but it filters ${String(current.filter_subject)} with ${current.ack_policy}; delete it to let the worker recreate it`,
+    );
+  }
+  if (current.ack_wait !== desired.ack_wait || current.max_deliver !== desired.max_deliver || current.description !== desired.description) {
+    await jsm.consumers.update(stream, desired.durable_name, {
+      ack_wait: desired.ack_wait,
+      max_deliver: desired.max_deliver,
+      description: desired.description,
+    });
+  }
+}
+
+function notFound(code: number) {
+  return (err: unknown): null => {
+    if (err instanceof JetStreamApiError && err.code === code) return null;
+    throw err;
+  };
+}
+
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x) => b.includes(x));
+}

@@ -1,0 +1,56 @@
+/**
+ * The one narrow interface between the daemon and the pipelines: a job in, a result or a JobError
+ * out, progress through a callback. The daemon never imports a pipeline; the CLI's `serve` command
+ * hands it an executor that quotes, processes and stores (docs/protocol.md).
+ */
+import type { Logger } from 'pino';
+import type { JobKind } from '../jobs/models.js';
+import type { Quote } from '../jobs/quote.js';
+import type { Job } from '../jobs/types.js';
+
+export interface JobProgress {
+  /** Short name of what runs now: `download`, `probe`, `frames`, `encode`, ... */
+  stage: string;
+  /** Units done and total in this stage (frames, tiles, seconds), when countable. */
+  done?: number;
+  total?: number;
+  /** What done and total count: `frames`, `tiles`, `bytes`, ... */
+  unit?: string;
+  /** 0..100; computed from done/total when absent. */
+  percent?: number;
+}
+
+export interface JobContext {
+  taskId: string;
+  kind: JobKind;
+  /** 1 on the first delivery, 2 on the first redelivery, ... */
+  attempt: number;
+  /**
+   * Aborted when the watchdog fires or a drain runs out of grace. Its `reason` is a JobError
+   * (watchdog) or a DOMException named `AbortError` (drain); pass it to every process and loop.
+   */
+  signal: AbortSignal;
+  /** Child logger carrying taskId and model. */
+  logger: Logger;
+  onProgress(progress: JobProgress): void;
+}
+
+export interface JobOutput {
+  /** Credits the task costs (the quote's figure). */
+  creditsUsed: number;
+  /** The spec 2.3 `result` object, with URLs from `ResultStore.storeResult`. */
+  result: unknown;
+}
+
+/**
+ * Runs one job. Throws a JobError on failure: `retryable: true` means another attempt later could
+ * succeed (download timeout, out of memory) and the job is handed back with a delay; otherwise the
+ * task fails for good with that code. Anything else thrown counts as a permanent failure of the
+ * kind's processing code (UPSCALE_FAILED, LIPSYNC_FAILED, GENERATION_FAILED).
+ */
+export type JobExecutor = (job: Job, ctx: JobContext) => Promise<JobOutput>;
+
+/** Validates, probes and prices without processing; throws JobError. Backs the quote service. */
+export type QuoteFunction = (job: Job, signal: AbortSignal) => Promise<Quote>;
+
+export type WorkerState = 'starting' | 'running' | 'draining' | 'stopped';

@@ -1,0 +1,263 @@
+/**
+ * The daemon's lifecycle: starting (connect, streams and consumers, services) -> running (one pull
+ * loop per slot) -> draining (no new pulls; running jobs finish within the grace period or are
+ * handed back) -> stopped (connection drained). SIGTERM handling belongs to the caller, which
+ * calls stop().
+ */
+import { jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { handleAdvisory, type AdvisoryRuntime } from './advisories.js';
+import { connectNats } from './connection.js';
+import { EventPublisher } from './event-publisher.js';
+import { startHealthServer, type HealthServer } from './health.js';
+import { handleJobMessage, type Runtime } from './job-runner.js';
+import { workerMetrics, type WorkerMetrics } from './metrics.js';
+import { startQuoteService, type QuoteService } from './quote-service.js';
+import { createResultStore, type ResultStore } from './results.js';
+import { JOB_KINDS, type WorkerSettings } from './settings.js';
+import { advisoriesConsumerName, consumerName } from './subjects.js';
+import { ensureTopology } from './topology.js';
+import type { JobExecutor, QuoteFunction, WorkerState } from './types.js';
+
+export interface WorkerDeps {
+  executor: JobExecutor;
+  /** Root logger; every job logs through child({ taskId, model }). */
+  logger: Logger;
+  /** Offered as the quote service when given. */
+  quote?: QuoteFunction;
+  /** Defaults to the process's metrics (workerMetrics()). */
+  metrics?: WorkerMetrics;
+  /** Reported by the quote service's discovery (semantic version). */
+  version?: string;
+  /**
+   * The store the executor writes results with (createResultStore(settings)); the worker runs its
+   * sweeper. Default: one made from the settings, exposed as `handle.results`.
+   */
+  results?: ResultStore;
+}
+
+export interface WorkerHandle {
+  readonly state: WorkerState;
+  /** Port of /metrics, /healthz and /readyz (the chosen one when configured as 0). */
+  readonly healthPort: number;
+  /** Where the executor stores results (the sweeper runs while the worker runs). */
+  readonly results: ResultStore;
+  /** Settles when the worker has stopped: by stop(), or rejects when the connection closed for good. */
+  readonly stopped: Promise<void>;
+  /** Drains and stops; safe to call more than once (every call gets the same promise). */
+  stop(): Promise<void>;
+}
+
+const MAX_PULL_BACKOFF_MS = 5_000;
+
+export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): Promise<WorkerHandle> {
+  const logger = deps.logger;
+  const metrics = deps.metrics ?? workerMetrics();
+  let state: WorkerState = 'starting';
+  let connected = true;
+
+  const nc = await connectNats(settings);
+  let health: HealthServer | undefined;
+  let quoteService: QuoteService | undefined;
+  let stopSweeper: (() => void) | undefined;
+  const stopPulling = new AbortController();
+  const drain = new AbortController();
+  const loops: Promise<void>[] = [];
+
+  try {
+    const jsm = await jetstreamManager(nc);
+    await ensureTopology(jsm, settings);
+    const js = jetstream(nc);
+    const events = new EventPublisher(nc, js, jsm, settings, logger);
+    const results = deps.results ?? createResultStore(settings, logger);
+
+    health = await startHealthServer(settings.healthHost, settings.healthPort, metrics.registry, {
+      live: () => state !== 'stopped',
+      notReadyReason: () => (state !== 'running' ? `worker is ${state}` : connected ? null : 'NATS connection lost; reconnecting'),
+    });
+    if (deps.quote) {
+      quoteService = await startQuoteService(nc, {
+        quote: deps.quote,
+        logger: logger.child({ component: 'quote' }),
+        metrics,
+        concurrency: settings.quoteConcurrency,
+        timeoutMs: settings.quoteTimeoutMs,
+        version: deps.version ?? '0.0.0',
+      });
+    }
+    stopSweeper = results.startSweeper(settings.sweepIntervalMs);
+
+    const runtime: Runtime = {
+      settings,
+      nc,
+      events,
+      executor: deps.executor,
+      logger,
+      metrics,
+      workerName: settings.natsName,
+      inFlight: new Map(),
+      drainSignal: drain.signal,
+    };
+    const pulling = (): boolean => !stopPulling.signal.aborted;
+
+    for (const kind of JOB_KINDS) {
+      const slots = settings.concurrency[kind];
+      metrics.slots.set({ kind }, slots);
+      if (slots === 0) continue;
+      const consumer = await js.consumers.get(settings.jobsStream, consumerName(settings.consumerPrefix, kind));
+      for (let slot = 0; slot < slots; slot++) {
+        const slotLogger = logger.child({ kind, slot });
+        loops.push(pullLoop(consumer, settings.pullExpiresMs, pulling, stopPulling.signal, slotLogger, nc, (msg) => handleJobMessage(runtime, msg, kind)));
+      }
+    }
+    const advisoryRuntime: AdvisoryRuntime = {
+      jsm,
+      events,
+      logger: logger.child({ component: 'advisories' }),
+      metrics,
+      jobsStream: settings.jobsStream,
+      consumerPrefix: settings.consumerPrefix,
+      workerName: settings.natsName,
+    };
+    const advisories = await js.consumers.get(settings.advisoriesStream, advisoriesConsumerName(settings.consumerPrefix));
+    loops.push(
+      pullLoop(advisories, settings.pullExpiresMs, pulling, stopPulling.signal, advisoryRuntime.logger, nc, (msg) => handleAdvisory(advisoryRuntime, msg)),
+    );
+
+    void watchConnection(nc, (up) => {
+      connected = up;
+      logger[up ? 'info' : 'warn'](up ? 'NATS connection restored' : 'NATS connection lost; reconnecting');
+    });
+
+    state = 'running';
+    logger.info(
+      { concurrency: settings.concurrency, jobsStream: settings.jobsStream, eventsStream: settings.eventsStream, healthPort: health.port, quote: Boolean(quoteService) },
+      'Worker running',
+    );
+
+    let stopping: Promise<void> | undefined;
+    const stop = (): Promise<void> => {
+      stopping ??= (async () => {
+        state = 'draining';
+        logger.info({ graceMs: settings.drainGraceMs }, 'Draining: no new jobs; running jobs may finish within the grace period');
+        stopPulling.abort();
+        const grace = setTimeout(() => drain.abort(new DOMException('The worker is draining', 'AbortError')), settings.drainGraceMs);
+        // Each loop returns once its job is acked, terminated or handed back (confirmed or
+        // flushed): only then may the connection drain (an ack sent after drain() began is lost).
+        await Promise.allSettled(loops);
+        clearTimeout(grace);
+        stopSweeper?.();
+        await quoteService?.stop().catch((err: unknown) => logger.warn({ err }, 'Quote service did not stop cleanly'));
+        await nc.flush().catch(() => undefined);
+        await nc.drain().catch(() => undefined);
+        await health?.close();
+        state = 'stopped';
+        logger.info('Worker stopped');
+      })();
+      return stopping;
+    };
+
+    const stopped = nc.closed().then(async (err) => {
+      if (stopping) return stopping;
+      // Closed without stop(): authentication revoked, or the server refused us for good.
+      state = 'stopped';
+      stopPulling.abort();
+      drain.abort(new DOMException('The NATS connection closed', 'AbortError'));
+      stopSweeper?.();
+      await health?.close();
+      logger.fatal({ err }, 'NATS connection closed; worker stopped');
+      throw err instanceof Error ? err : new Error('NATS connection closed');
+    });
+    // Callers that only use stop() must not see an unhandled rejection.
+    stopped.catch(() => undefined);
+
+    const finalHealth = health;
+    return {
+      get state() {
+        return state;
+      },
+      healthPort: finalHealth.port,
+      results,
+      stopped,
+      stop,
+    };
+  } catch (err) {
+    stopPulling.abort();
+    stopSweeper?.();
+    await quoteService?.stop().catch(() => undefined);
+    await health?.close();
+    await nc.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * One slot: pull one job (a fetch of one message: no prefetch, since a job waiting in the client
+ * would have its ack timer running), handle it, repeat. When the drain begins, the pending pull is
+ * withdrawn (its subscription closed, so the server stops offering it messages): a job offered to
+ * a draining worker would burn one of its deliveries. One that arrives anyway is handed back.
+ */
+async function pullLoop(
+  consumer: Consumer,
+  expiresMs: number,
+  pulling: () => boolean,
+  stopSignal: AbortSignal,
+  logger: Logger,
+  nc: NatsConnection,
+  handle: (msg: JsMsg) => Promise<void>,
+): Promise<void> {
+  let pending: ConsumerMessages | undefined;
+  const withdraw = (): void => pending?.stop();
+  stopSignal.addEventListener('abort', withdraw, { once: true });
+  let failures = 0;
+  try {
+    while (pulling()) {
+      let msg: JsMsg | undefined;
+      try {
+        pending = await consumer.fetch({ max_messages: 1, expires: expiresMs });
+        if (!pulling()) pending.stop();
+        for await (const m of pending) msg = m;
+        failures = 0;
+      } catch (err) {
+        if (!pulling() || nc.isClosed()) break;
+        failures += 1;
+        const waitMs = Math.min(250 * 2 ** (failures - 1), MAX_PULL_BACKOFF_MS);
+        logger.warn({ err, waitMs }, 'Pull failed; retrying');
+        await sleep(waitMs, stopSignal);
+        continue;
+      } finally {
+        pending = undefined;
+      }
+      if (msg === undefined) continue;
+      if (!pulling()) {
+        msg.nak();
+        await nc.flush().catch(() => undefined);
+        break;
+      }
+      await handle(msg);
+    }
+  } finally {
+    stopSignal.removeEventListener('abort', withdraw);
+  }
+}
+
+async function watchConnection(nc: NatsConnection, onChange: (connected: boolean) => void): Promise<void> {
+  for await (const status of nc.status()) {
+    if (status.type === 'disconnect') onChange(false);
+    else if (status.type === 'reconnect') onChange(true);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { JobError } from '../../src/jobs/errors.js';
+import { asJobError, decideFailure, deliveriesExhaustedError, watchdogError } from '../../src/worker/outcome.js';
+
+const transient = new JobError('FETCH_FAILED', 'download timed out', { retryable: true });
+const permanent = new JobError('PROBE_FAILED', 'not a video');
+
+describe('decideFailure', () => {
+  it.each([
+    // error, attempt, maxDeliver, delays, expected
+    [transient, 1, 5, [10, 60, 300], { action: 'retry', delayMs: 10 }],
+    [transient, 2, 5, [10, 60, 300], { action: 'retry', delayMs: 60 }],
+    [transient, 3, 5, [10, 60, 300], { action: 'retry', delayMs: 300 }],
+    [transient, 4, 5, [10, 60, 300], { action: 'retry', delayMs: 300 }],
+    [transient, 5, 5, [10, 60, 300], { action: 'fail' }],
+    [transient, 1, 1, [10], { action: 'fail' }],
+    [permanent, 1, 5, [10], { action: 'fail' }],
+  ] as const)('%s on attempt %i of %i -> %o', (error, attempt, maxDeliver, delays, expected) => {
+    expect(decideFailure(error, attempt, maxDeliver, delays)).toMatchObject(expected);
+  });
+
+  it('says when retries ran out, keeping the code', () => {
+    const d = decideFailure(transient, 5, 5, [1]);
+    expect(d.error.code).toBe('FETCH_FAILED');
+    expect(d.error.message).toBe('download timed out (gave up after 5 attempts)');
+    expect(decideFailure(permanent, 1, 5, [1]).error).toBe(permanent);
+  });
+});
+
+describe('errors of the daemon', () => {
+  it.each([
+    ['image', 'UPSCALE_FAILED', 500],
+    ['video', 'UPSCALE_FAILED', 500],
+    ['lipsync', 'LIPSYNC_FAILED', 500],
+    ['music', 'GENERATION_FAILED', 500],
+  ] as const)('a %s job that throws something else fails with %s', (kind, code, status) => {
+    const err = asJobError(new Error('boom'), kind);
+    expect(err).toMatchObject({ code, status, retryable: false, message: 'Processing failed: boom' });
+    expect(asJobError(permanent, kind)).toBe(permanent);
+  });
+
+  it('words the watchdog and exhausted-deliveries failures', () => {
+    expect(watchdogError('lipsync', 240_000).toJSON()).toEqual({
+      code: 'LIPSYNC_FAILED',
+      status: 500,
+      message: 'Processing took longer than 4 minutes, the limit for lipsync jobs',
+    });
+    expect(watchdogError('image', 1000).message).toBe('Processing took longer than 1 seconds, the limit for image jobs');
+    expect(deliveriesExhaustedError('video', 5).toJSON()).toEqual({ code: 'UPSCALE_FAILED', status: 500, message: 'No worker finished the job in 5 deliveries' });
+    expect(deliveriesExhaustedError(undefined, 2).code).toBe('INTERNAL_ERROR');
+  });
+});
