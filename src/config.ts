@@ -9,73 +9,58 @@ import path from 'node:path';
 import { z } from 'zod';
 import { EXECUTION_PROVIDER_NAMES, parseExecutionProviders } from './inference/execution-providers.js';
 import { PACKAGE_ROOT } from './paths.js';
-
-const boolFromEnv = z
-  .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'], { error: 'Expected one of 1, 0, true, false, yes, no, on, off' })
-  .transform((v) => v === '1' || v === 'true' || v === 'yes' || v === 'on');
-
-const positiveInt = z.coerce
-  .number({ error: 'Expected a positive integer' })
-  .int({ error: 'Expected a positive integer' })
-  .positive({ error: 'Expected a positive integer' });
-
-const nonNegativeInt = z.coerce
-  .number({ error: 'Expected a non-negative integer' })
-  .int({ error: 'Expected a non-negative integer' })
-  .nonnegative({ error: 'Expected a non-negative integer' });
+import {
+  booleanSetting,
+  inputFromEnv,
+  nonEmptyText,
+  nonNegativeInt,
+  oneOfSetting,
+  parseSettings,
+  positiveInt,
+  received,
+  setting,
+  settingsReference,
+  tableSchema,
+  type SettingsOf,
+} from './settings-table.js';
 
 // One parser for provider lists (inference/execution-providers.ts); here only its error is reworded.
 const providerList = z.string().transform((value, ctx) => {
   try {
     return parseExecutionProviders(value);
   } catch {
-    ctx.addIssue({ code: 'custom', message: `Expected a comma-separated list of ${EXECUTION_PROVIDER_NAMES.join(', ')}` });
+    ctx.addIssue({ code: 'custom', message: `Expected a comma-separated list of ${EXECUTION_PROVIDER_NAMES.join(', ')} but received ${received(value)}` });
     return z.NEVER;
   }
 });
-
-interface SettingSpec<S extends z.ZodType> {
-  env: string;
-  schema: S;
-  /** Default as the environment would spell it; undefined means "unset". */
-  default?: string;
-  doc: string;
-}
-
-// `const T` keeps whether a default exists in the type, so Config marks only unset-able settings optional.
-function setting<const T extends SettingSpec<z.ZodType>>(spec: T): T {
-  return spec;
-}
 
 /** The table of settings. Order is the order of the README reference. */
 export const SETTINGS = {
   logLevel: setting({
     env: 'LOG_LEVEL',
-    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
-      error: 'Expected one of fatal, error, warn, info, debug, trace, silent',
-    }),
+    schema: oneOfSetting(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     default: 'info',
     doc: 'pino log level.',
   }),
   ffmpegPath: setting({
     env: 'FFMPEG_PATH',
-    schema: z.string().min(1),
+    schema: nonEmptyText,
     doc: 'ffmpeg binary; unset: the one on PATH.',
   }),
   ffprobePath: setting({
     env: 'FFPROBE_PATH',
-    schema: z.string().min(1),
+    schema: nonEmptyText,
     doc: 'ffprobe binary; unset: @ffprobe-installer/ffprobe, then the one on PATH.',
   }),
   modelsDir: setting({
     env: 'MEDIA_WORKER_MODELS_DIR',
-    schema: z.string().min(1),
+    schema: nonEmptyText,
     default: path.join(PACKAGE_ROOT, 'models'),
     doc: 'Directory of model manifests (*.json) and weights (*.onnx). Missing converted weights are produced there on first use.',
   }),
   tmpDir: setting({
     env: 'MEDIA_WORKER_TMP_DIR',
-    schema: z.string().min(1),
+    schema: nonEmptyText,
     default: os.tmpdir(),
     doc: 'Where each job gets its own temporary directory (removed when the job ends).',
   }),
@@ -93,7 +78,7 @@ export const SETTINGS = {
   }),
   allowPrivateUrls: setting({
     env: 'MEDIA_WORKER_ALLOW_PRIVATE_URLS',
-    schema: boolFromEnv,
+    schema: booleanSetting,
     default: 'false',
     doc: 'Development and tests only: allow http:// and private, loopback and link-local destinations for job inputs.',
   }),
@@ -136,8 +121,9 @@ export const SETTINGS = {
 } as const;
 
 export type SettingKey = keyof typeof SETTINGS;
-export type Config = { [K in SettingKey]: z.output<(typeof SETTINGS)[K]['schema']> | UndefinedIfNoDefault<K> };
-type UndefinedIfNoDefault<K extends SettingKey> = (typeof SETTINGS)[K] extends { default: string } ? never : undefined;
+export type Config = SettingsOf<typeof SETTINGS>;
+
+const configSchema = tableSchema(SETTINGS);
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -150,38 +136,15 @@ export class ConfigError extends Error {
  * Reads every setting from `env` (process.env by default). `overrides` take precedence and use the
  * same string spelling as the environment, so CLI flags go through the same schemas.
  */
-export function loadConfig(
-  env: NodeJS.ProcessEnv = process.env,
-  overrides: Partial<Record<SettingKey, string>> = {},
-): Config {
-  const problems: string[] = [];
-  const out: Record<string, unknown> = {};
-  for (const [key, spec] of Object.entries(SETTINGS) as [SettingKey, SettingSpec<z.ZodType>][]) {
-    const raw = overrides[key] ?? nonEmpty(env[spec.env]) ?? spec.default;
-    if (raw === undefined) {
-      out[key] = undefined;
-      continue;
-    }
-    const parsed = spec.schema.safeParse(raw);
-    if (parsed.success) out[key] = parsed.data;
-    else problems.push(`Invalid setting ${spec.env}: ${parsed.error.issues[0]?.message ?? 'Expected a valid value'} but received ${JSON.stringify(raw)}`);
-  }
-  if (problems.length > 0) throw new ConfigError(problems.join('\n'));
-  return out as Config;
-}
-
-function nonEmpty(value: string | undefined): string | undefined {
-  return value === undefined || value.trim() === '' ? undefined : value;
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<SettingKey, string>> = {}): Config {
+  const parsed = parseSettings(SETTINGS, configSchema, { ...inputFromEnv(SETTINGS, env), ...overrides });
+  if (!parsed.ok) throw new ConfigError(parsed.problems.join('\n'));
+  return parsed.value;
 }
 
 /** Markdown table of all settings, for the README and `media-worker config --reference`. */
 export function configReference(): string {
-  const rows = Object.values(SETTINGS).map(
-    (s: SettingSpec<z.ZodType>) => `| \`${s.env}\` | ${s.default === undefined ? '(unset)' : `\`${shortenDefault(s.default)}\``} | ${s.doc} |`,
+  return settingsReference(SETTINGS, (value) =>
+    value.startsWith(PACKAGE_ROOT) ? `<package>${value.slice(PACKAGE_ROOT.length)}` : value === os.tmpdir() ? '<os tmpdir>' : value,
   );
-  return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
-}
-
-function shortenDefault(value: string): string {
-  return value.startsWith(PACKAGE_ROOT) ? `<package>${value.slice(PACKAGE_ROOT.length)}` : value === os.tmpdir() ? '<os tmpdir>' : value;
 }

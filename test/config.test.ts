@@ -26,7 +26,7 @@ describe('loadConfig', () => {
     ['MEDIA_WORKER_EXECUTION_PROVIDERS', 'cuda,gpu', 'Invalid setting MEDIA_WORKER_EXECUTION_PROVIDERS: Expected a comma-separated list of cpu, cuda, tensorrt, webgpu but received "cuda,gpu"'],
     ['MEDIA_WORKER_THREADS', 'many', 'Invalid setting MEDIA_WORKER_THREADS: Expected a non-negative integer but received "many"'],
     ['MEDIA_WORKER_MAX_VIDEO_BYTES', '-5', 'Invalid setting MEDIA_WORKER_MAX_VIDEO_BYTES: Expected a positive integer but received "-5"'],
-    ['MEDIA_WORKER_ALLOW_PRIVATE_URLS', 'maybe', 'Invalid setting MEDIA_WORKER_ALLOW_PRIVATE_URLS: Expected one of 1, 0, true, false, yes, no, on, off but received "maybe"'],
+    ['MEDIA_WORKER_ALLOW_PRIVATE_URLS', 'maybe', 'Invalid setting MEDIA_WORKER_ALLOW_PRIVATE_URLS: Expected one of 1, true, yes, on, 0, false, no, off but received "maybe"'],
     ['LOG_LEVEL', 'loud', 'Invalid setting LOG_LEVEL:'],
   ])('names %s when its value %s is bad', (env, value, message) => {
     expect(() => loadConfig({ [env]: value })).toThrow(ConfigError);

@@ -12,42 +12,24 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import type { JobKind } from '../jobs/models.js';
+import {
+  inputFromEnv,
+  intSchema,
+  nonEmptyText,
+  nonNegativeInt,
+  parseSettings,
+  positiveInt,
+  received,
+  setting,
+  settingsReference,
+  tableSchema,
+  type SettingsInput,
+  type SettingsOf,
+} from '../settings-table.js';
 
 export const JOB_KINDS = ['image', 'video', 'lipsync', 'music'] as const satisfies readonly JobKind[];
 
-interface WorkerSettingSpec<S extends z.ZodType> {
-  env: string;
-  schema: S;
-  /** Default as the environment would spell it; undefined means "unset". */
-  default?: string;
-  doc: string;
-}
-
-function setting<const T extends WorkerSettingSpec<z.ZodType>>(spec: T): T {
-  return spec;
-}
-
-const received = (input: unknown): string => JSON.stringify(input) ?? String(input);
-
-/** An integer in range, given as a number or its decimal spelling; the message quotes what was given. */
-function intSchema(expectation: string, min: number, max = Number.MAX_SAFE_INTEGER) {
-  return z.union([z.number(), z.string()], { error: (issue) => `Expected ${expectation} but received ${received(issue.input)}` }).transform((input, ctx) => {
-    const value = typeof input === 'number' ? input : input.trim() === '' ? Number.NaN : Number(input.trim());
-    if (!Number.isSafeInteger(value) || value < min || value > max) {
-      ctx.addIssue({ code: 'custom', message: `Expected ${expectation} but received ${received(input)}` });
-      return z.NEVER;
-    }
-    return value;
-  });
-}
-
-const positiveInt = intSchema('a positive integer', 1);
-const nonNegativeInt = intSchema('a non-negative integer', 0);
 const port = intSchema('a port number from 0 to 65535', 0, 65535);
-
-const nonEmptyText = z.string({ error: (issue) => `Expected a non-empty string but received ${received(issue.input)}` }).min(1, {
-  error: (issue) => `Expected a non-empty string but received ${received(issue.input)}`,
-});
 
 /** Stream and consumer names: JetStream forbids dots, wildcards, whitespace and path separators. */
 const streamName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
@@ -288,48 +270,27 @@ export const WORKER_SETTINGS = {
 } as const;
 
 export type WorkerSettingKey = keyof typeof WORKER_SETTINGS;
-
-type Spec = (typeof WORKER_SETTINGS)[WorkerSettingKey];
-
-function fieldSchema(spec: WorkerSettingSpec<z.ZodType>): z.ZodType {
-  const { default: fallback, schema } = spec;
-  if (fallback === undefined) return schema.optional();
-  // The default goes through the schema like an environment value, so it is parsed the same way.
-  return z.preprocess((value) => (value === undefined || value === '' ? fallback : value), schema);
-}
-
-type FieldOutput<S extends Spec> = S extends { default: string } ? z.output<S['schema']> : z.output<S['schema']> | undefined;
-
-export type WorkerSettings = { [K in WorkerSettingKey]: FieldOutput<(typeof WORKER_SETTINGS)[K]> };
-
+export type WorkerSettings = SettingsOf<typeof WORKER_SETTINGS>;
 /** What may be handed to `parseWorkerSettings`: each value in its environment spelling or already typed. */
-export type WorkerSettingsInput = { [K in WorkerSettingKey]?: z.input<(typeof WORKER_SETTINGS)[K]['schema']> | string };
-
-const shape = Object.fromEntries(
-  Object.entries(WORKER_SETTINGS).map(([key, spec]) => [key, fieldSchema(spec as WorkerSettingSpec<z.ZodType>)]),
-) as Record<WorkerSettingKey, z.ZodType>;
+export type WorkerSettingsInput = SettingsInput<typeof WORKER_SETTINGS>;
 
 /** All worker settings as one zod object, cross-checked (heartbeats must come before the ack wait ends). */
-export const workerSettingsSchema = z
-  .object(shape)
-  .superRefine((value, ctx) => {
-    const v = value as unknown as WorkerSettings;
-    if (v.heartbeatMs >= v.ackWaitMs) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['heartbeatMs'],
-        message: `Expected WORKER_HEARTBEAT_MS to be below WORKER_ACK_WAIT_MS (${v.ackWaitMs}) but received ${v.heartbeatMs}`,
-      });
-    }
-    if (v.natsNkeySeedFile !== undefined && v.natsCredsFile !== undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['natsNkeySeedFile'],
-        message: 'Expected at most one of NATS_CREDS_FILE and NATS_NKEY_SEED_FILE but received both',
-      });
-    }
-  })
-  .transform((value) => value as unknown as WorkerSettings);
+export const workerSettingsSchema = tableSchema(WORKER_SETTINGS).superRefine((v, ctx) => {
+  if (v.heartbeatMs >= v.ackWaitMs) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['heartbeatMs'],
+      message: `Expected WORKER_HEARTBEAT_MS to be below WORKER_ACK_WAIT_MS (${v.ackWaitMs}) but received ${v.heartbeatMs}`,
+    });
+  }
+  if (v.natsNkeySeedFile !== undefined && v.natsCredsFile !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['natsNkeySeedFile'],
+      message: 'Expected at most one of NATS_CREDS_FILE and NATS_NKEY_SEED_FILE but received both',
+    });
+  }
+});
 
 export class WorkerSettingsError extends Error {
   constructor(message: string) {
@@ -340,31 +301,17 @@ export class WorkerSettingsError extends Error {
 
 /** Parses settings given in code or in environment spelling; the error names the environment variable. */
 export function parseWorkerSettings(input: WorkerSettingsInput = {}): WorkerSettings {
-  const parsed = workerSettingsSchema.safeParse(input);
-  if (parsed.success) return parsed.data;
-  const lines = parsed.error.issues.map((issue) => {
-    const key = issue.path[0];
-    const env = typeof key === 'string' && key in WORKER_SETTINGS ? WORKER_SETTINGS[key as WorkerSettingKey].env : String(key);
-    return `Invalid setting ${env}: ${issue.message}`;
-  });
-  throw new WorkerSettingsError(lines.join('\n'));
+  const parsed = parseSettings(WORKER_SETTINGS, workerSettingsSchema, input);
+  if (!parsed.ok) throw new WorkerSettingsError(parsed.problems.join('\n'));
+  return parsed.value;
 }
 
 /** Reads the worker settings from environment variables (unset and empty ones take their defaults). */
 export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerSettings {
-  const input: Record<string, string> = {};
-  for (const [key, spec] of Object.entries(WORKER_SETTINGS)) {
-    const value = env[spec.env];
-    if (value !== undefined && value.trim() !== '') input[key] = value;
-  }
-  return parseWorkerSettings(input as WorkerSettingsInput);
+  return parseWorkerSettings(inputFromEnv(WORKER_SETTINGS, env));
 }
 
 /** Markdown table of the worker settings, in the format of src/config.ts's reference. */
 export function workerSettingsReference(): string {
-  const rows = Object.values(WORKER_SETTINGS).map(
-    (s: WorkerSettingSpec<z.ZodType>) =>
-      `| \`${s.env}\` | ${s.default === undefined ? '(unset)' : `\`${s.default.startsWith('media-worker@') ? 'media-worker@<hostname>' : s.default}\``} | ${s.doc} |`,
-  );
-  return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
+  return settingsReference(WORKER_SETTINGS, (value) => (value.startsWith('media-worker@') ? 'media-worker@<hostname>' : value));
 }

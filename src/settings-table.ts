@@ -1,0 +1,119 @@
+/**
+ * The machinery behind every settings table of the project (src/config.ts for the pipelines,
+ * src/worker/settings.ts for the daemon): one row per setting with its environment variable, a zod
+ * schema that accepts the environment's spelling (a string) as well as an already typed value, the
+ * default as the environment would spell it, and one line of documentation. A bad value is reported
+ * as `Invalid setting <ENV>: Expected … but received …`, the same words for every setting.
+ */
+import { z } from 'zod';
+
+export interface SettingSpec<S extends z.ZodType = z.ZodType> {
+  env: string;
+  schema: S;
+  /** Default as the environment would spell it; undefined means "unset". */
+  default?: string;
+  doc: string;
+}
+
+export type SettingsTable = Record<string, SettingSpec>;
+
+/** `const T` keeps whether a default exists in the type, so only unset-able settings come out optional. */
+export function setting<const T extends SettingSpec>(spec: T): T {
+  return spec;
+}
+
+export type SettingValue<S extends SettingSpec> = S extends { default: string } ? z.output<S['schema']> : z.output<S['schema']> | undefined;
+export type SettingsOf<T extends SettingsTable> = { [K in keyof T]: SettingValue<T[K]> };
+/** Values handed over in code: each in its environment spelling or already typed. */
+export type SettingsInput<T extends SettingsTable> = { [K in keyof T]?: z.input<T[K]['schema']> | string };
+
+export const received = (input: unknown): string => JSON.stringify(input) ?? String(input);
+
+/** An integer in range, given as a number or its decimal spelling. */
+export function intSchema(expectation: string, min: number, max = Number.MAX_SAFE_INTEGER) {
+  return z
+    .union([z.number(), z.string()], { error: (issue) => `Expected ${expectation} but received ${received(issue.input)}` })
+    .transform((input, ctx) => {
+      const value = typeof input === 'number' ? input : input.trim() === '' ? Number.NaN : Number(input.trim());
+      if (!Number.isSafeInteger(value) || value < min || value > max) {
+        ctx.addIssue({ code: 'custom', message: `Expected ${expectation} but received ${received(input)}` });
+        return z.NEVER;
+      }
+      return value;
+    });
+}
+
+export const positiveInt = intSchema('a positive integer', 1);
+export const nonNegativeInt = intSchema('a non-negative integer', 0);
+
+export const nonEmptyText = z.string({ error: (issue) => `Expected a non-empty string but received ${received(issue.input)}` }).min(1, {
+  error: (issue) => `Expected a non-empty string but received ${received(issue.input)}`,
+});
+
+const TRUE_WORDS = ['1', 'true', 'yes', 'on'];
+const FALSE_WORDS = ['0', 'false', 'no', 'off'];
+
+export const booleanSetting = z
+  .union([z.boolean(), z.string()], { error: (issue) => `Expected one of ${[...TRUE_WORDS, ...FALSE_WORDS].join(', ')} but received ${received(issue.input)}` })
+  .transform((input, ctx) => {
+    if (typeof input === 'boolean') return input;
+    const word = input.trim().toLowerCase();
+    if (TRUE_WORDS.includes(word)) return true;
+    if (FALSE_WORDS.includes(word)) return false;
+    ctx.addIssue({ code: 'custom', message: `Expected one of ${[...TRUE_WORDS, ...FALSE_WORDS].join(', ')} but received ${received(input)}` });
+    return z.NEVER;
+  });
+
+/** One of a fixed set of words. */
+export function oneOfSetting<const W extends readonly [string, ...string[]]>(words: W) {
+  return z.enum(words, { error: (issue) => `Expected one of ${words.join(', ')} but received ${received(issue.input)}` });
+}
+
+function fieldSchema(spec: SettingSpec): z.ZodType {
+  const { default: fallback, schema } = spec;
+  if (fallback === undefined) return schema.optional();
+  // The default goes through the schema like an environment value, so it is parsed the same way.
+  return z.preprocess((value) => (value === undefined || value === '' ? fallback : value), schema);
+}
+
+/** The table as one zod object (add cross-field checks with superRefine). */
+export function tableSchema<T extends SettingsTable>(table: T): z.ZodType<SettingsOf<T>, SettingsInput<T>> {
+  const shape = Object.fromEntries(Object.entries(table).map(([key, spec]) => [key, fieldSchema(spec)]));
+  return z.object(shape) as unknown as z.ZodType<SettingsOf<T>, SettingsInput<T>>;
+}
+
+/** The table's variables that are set (and not blank) in `env`, keyed by setting. */
+export function inputFromEnv<T extends SettingsTable>(table: T, env: NodeJS.ProcessEnv): SettingsInput<T> {
+  const input: Record<string, string> = {};
+  for (const [key, spec] of Object.entries(table)) {
+    const value = env[spec.env];
+    if (value !== undefined && value.trim() !== '') input[key] = value;
+  }
+  return input as SettingsInput<T>;
+}
+
+/** Parses with `schema`; on failure returns one `Invalid setting ENV: …` line per problem. */
+export function parseSettings<T extends SettingsTable>(
+  table: T,
+  schema: z.ZodType<SettingsOf<T>, SettingsInput<T>>,
+  input: SettingsInput<T>,
+): { ok: true; value: SettingsOf<T> } | { ok: false; problems: string[] } {
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return {
+    ok: false,
+    problems: parsed.error.issues.map((issue) => {
+      const key = issue.path[0];
+      const env = typeof key === 'string' && key in table ? (table[key] as SettingSpec).env : String(key);
+      return `Invalid setting ${env}: ${issue.message}`;
+    }),
+  };
+}
+
+/** Markdown table of the settings; `shownDefault` may replace machine-specific defaults by a placeholder. */
+export function settingsReference(table: SettingsTable, shownDefault: (value: string) => string = (v) => v): string {
+  const rows = Object.values(table).map(
+    (s) => `| \`${s.env}\` | ${s.default === undefined ? '(unset)' : `\`${shownDefault(s.default)}\``} | ${s.doc} |`,
+  );
+  return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
+}
