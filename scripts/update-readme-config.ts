@@ -4,7 +4,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { configReference } from '../src/config.js';
+import { allSettingsReference } from '../src/config.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
 export const START = '<!-- config-reference:start -->';
@@ -19,6 +19,6 @@ export function withConfigReference(readme: string, table: string): string {
 
 if (process.argv[1] !== undefined && import.meta.url.endsWith(path.basename(process.argv[1]))) {
   const file = path.join(PACKAGE_ROOT, 'README.md');
-  await writeFile(file, withConfigReference(await readFile(file, 'utf8'), configReference()));
+  await writeFile(file, withConfigReference(await readFile(file, 'utf8'), allSettingsReference()));
   process.stdout.write(`updated ${file}\n`);
 }

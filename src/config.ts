@@ -9,6 +9,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { EXECUTION_PROVIDER_NAMES, parseExecutionProviders } from './inference/execution-providers.js';
 import { PACKAGE_ROOT } from './paths.js';
+import { workerSettingsReference } from './worker/settings.js';
 import {
   booleanSetting,
   inputFromEnv,
@@ -142,7 +143,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   return parsed.value;
 }
 
-/** Markdown table of all settings, for the README and `media-worker config --reference`. */
+/** Markdown tables of every setting (pipelines, then the daemon), for the README and `media-worker config --reference`. */
+export function allSettingsReference(): string {
+  return `### Pipelines and command line\n\n${configReference()}\n\n### Daemon (\`media-worker serve\`)\n\n${workerSettingsReference()}`;
+}
+
+/** Markdown table of the pipeline settings. */
 export function configReference(): string {
   return settingsReference(SETTINGS, (value) =>
     value.startsWith(PACKAGE_ROOT) ? `<package>${value.slice(PACKAGE_ROOT.length)}` : value === os.tmpdir() ? '<os tmpdir>' : value,

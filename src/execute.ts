@@ -10,6 +10,7 @@ import { SessionCache } from './inference/session.js';
 import { JobError, quoteJob, type Job, type Quote, type QuotedJob } from './jobs/index.js';
 import { createMediaDeps, withJobDir } from './media/index.js';
 import { mediaDepsOptions } from './runtime.js';
+import type { JobProgress } from './worker/types.js';
 import { upscaleImageFile, type SrModelLoader } from './upscale/image-pipeline.js';
 import { createSrModelLoader } from './upscale/sr-models.js';
 
@@ -33,12 +34,6 @@ export function createEngine(config: Config, logger: Logger): Engine {
   };
 }
 
-export interface JobProgress {
-  stage: string;
-  done?: number;
-  total?: number;
-  unit?: string;
-}
 
 export interface StoredResult {
   /** Where the result can be fetched: a public URL (daemon) or a local path (CLI). */
@@ -75,19 +70,31 @@ export interface ExecutedJob {
   result: TaskResult;
 }
 
+/**
+ * Quote only (the quote service and `media-worker quote`): fetched inputs live in a temp directory
+ * that is gone when the price is known.
+ */
+export async function quoteOnly(
+  job: Job,
+  config: Config,
+  opts: { taskId: string; allowLocalPaths: boolean; signal?: AbortSignal },
+): Promise<Quote> {
+  return withJobDir(opts.taskId, async (dir) => (await quoteIn(dir, job, config, opts)).quote, { root: config.tmpDir });
+}
+
+function quoteIn(dir: string, job: Job, config: Config, opts: { allowLocalPaths: boolean; signal?: AbortSignal }): Promise<QuotedJob> {
+  const deps = createMediaDeps(
+    mediaDepsOptions(config, { dir, allowLocalPaths: opts.allowLocalPaths, ...(opts.signal === undefined ? {} : { signal: opts.signal }) }),
+  );
+  return quoteJob(job, deps, opts.signal);
+}
+
 export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions): Promise<ExecutedJob> {
   return withJobDir(
     opts.taskId,
     async (dir) => {
       opts.onProgress?.({ stage: 'fetching and probing' });
-      const deps = createMediaDeps(
-        mediaDepsOptions(engine.config, {
-          dir,
-          allowLocalPaths: opts.allowLocalPaths,
-          ...(opts.signal === undefined ? {} : { signal: opts.signal }),
-        }),
-      );
-      const quoted = await quoteJob(job, deps, opts.signal);
+      const quoted = await quoteIn(dir, job, engine.config, opts);
       opts.logger.info({ quote: quoted.quote }, 'job quoted');
       const result = await runPipeline(quoted, dir, engine, opts);
       return { quote: quoted.quote, result };

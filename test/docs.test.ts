@@ -1,14 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configReference, SETTINGS } from '../src/config.js';
+import { allSettingsReference, SETTINGS } from '../src/config.js';
+import { WORKER_SETTINGS } from '../src/worker/settings.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { withConfigReference } from '../scripts/update-readme-config.js';
 
 describe('README', () => {
   it('carries the configuration table generated from src/config.ts (npm run docs:config)', async () => {
     const readme = await readFile(path.join(PACKAGE_ROOT, 'README.md'), 'utf8');
-    expect(readme).toBe(withConfigReference(readme, configReference()));
-    for (const s of Object.values(SETTINGS)) expect(readme).toContain(`\`${s.env}\``);
+    expect(readme).toBe(withConfigReference(readme, allSettingsReference()));
+    for (const s of [...Object.values(SETTINGS), ...Object.values(WORKER_SETTINGS)]) expect(readme).toContain(`\`${s.env}\``);
   });
 });

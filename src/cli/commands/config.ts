@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { configReference } from '../../config.js';
+import { allSettingsReference } from '../../config.js';
 import { cliContext } from '../context.js';
 import { EXIT_OK, reportFailure } from '../exit.js';
 
@@ -11,7 +11,7 @@ export function registerConfig(program: Command): void {
     .option('--reference', 'print the Markdown table of every setting instead')
     .action((opts: { reference?: boolean }) => {
       if (opts.reference === true) {
-        process.stdout.write(`${configReference()}\n`);
+        process.stdout.write(`${allSettingsReference()}\n`);
         return;
       }
       try {

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { parseJob, quoteJob } from '../../jobs/index.js';
-import { createMediaDeps, withJobDir } from '../../media/index.js';
-import { mediaDepsOptions } from '../../runtime.js';
+import { quoteOnly } from '../../execute.js';
+import { parseJob } from '../../jobs/index.js';
 import { cliContext } from '../context.js';
 import { EXIT_OK, reportFailure } from '../exit.js';
 import { readJobArgument } from '../job-arg.js';
@@ -26,12 +25,8 @@ async function quoteCommand(jobArg: string): Promise<number> {
   try {
     const { config } = cliContext();
     const job = parseJob(await readJobArgument(jobArg));
-    const quoted = await withJobDir(
-      job.id ?? 'quote',
-      (dir) => quoteJob(job, createMediaDeps(mediaDepsOptions(config, { dir, allowLocalPaths: true }))),
-      { root: config.tmpDir },
-    );
-    process.stdout.write(`${JSON.stringify(quoted.quote)}\n`);
+    const quote = await quoteOnly(job, config, { taskId: job.id ?? 'quote', allowLocalPaths: true });
+    process.stdout.write(`${JSON.stringify(quote)}\n`);
     return EXIT_OK;
   } catch (err) {
     return reportFailure(err);
