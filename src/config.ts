@@ -59,6 +59,11 @@ export const SETTINGS = {
     default: path.join(PACKAGE_ROOT, 'models'),
     doc: 'Directory of model manifests (*.json) and weights (*.onnx). Missing converted weights are produced there on first use.',
   }),
+  modelFilesDir: setting({
+    env: 'MEDIA_WORKER_MODEL_FILES_DIR',
+    schema: nonEmptyText,
+    doc: 'Where model weights are read and converted ones written, when not beside the manifests (a read-only install); unset: MEDIA_WORKER_MODELS_DIR.',
+  }),
   tmpDir: setting({
     env: 'MEDIA_WORKER_TMP_DIR',
     schema: nonEmptyText,

@@ -9,7 +9,7 @@ import type { Config } from './config.js';
 import { SessionCache } from './inference/session.js';
 import { JobError, quoteJob, type Job, type Quote, type QuotedJob } from './jobs/index.js';
 import { createMediaDeps, withJobDir } from './media/index.js';
-import { mediaDepsOptions } from './runtime.js';
+import { mediaDepsOptions, registryOptions } from './runtime.js';
 import type { JobProgress } from './worker/types.js';
 import { upscaleImageFile, type SrModelLoader } from './upscale/image-pipeline.js';
 import { createSrModelLoader } from './upscale/sr-models.js';
@@ -30,7 +30,7 @@ export function createEngine(config: Config, logger: Logger): Engine {
   return {
     config,
     sessions,
-    loadSrModel: createSrModelLoader({ sessions, modelsDir: config.modelsDir, logger }),
+    loadSrModel: createSrModelLoader({ sessions, ...registryOptions(config), logger }),
   };
 }
 

@@ -23,3 +23,8 @@ export function mediaDepsOptions(
     ...(config.ffprobePath === undefined ? {} : { ffprobePath: config.ffprobePath }),
   };
 }
+
+/** Where the model registry finds manifests and weights. */
+export function registryOptions(config: Config): { modelsDir: string; filesDir?: string } {
+  return { modelsDir: config.modelsDir, ...(config.modelFilesDir === undefined ? {} : { filesDir: config.modelFilesDir }) };
+}

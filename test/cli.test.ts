@@ -44,7 +44,7 @@ afterAll(async () => {
 });
 
 describe('--help', () => {
-  const commands = [[], ['quote'], ['run'], ['upscale-image'], ['models'], ['models', 'list'], ['models', 'prepare'], ['config']];
+  const commands = [[], ['quote'], ['run'], ['serve'], ['upscale-image'], ['models'], ['models', 'list'], ['models', 'prepare'], ['config']];
   it.each(commands.map((c) => [c.join(' '), c] as const))(
     'media-worker %s --help',
     async (_name, args) => {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { ensureModelFile, listManifests } from '../../inference/model-registry.js';
+import { registryOptions } from '../../runtime.js';
 import { cliContext } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
 
@@ -16,7 +17,7 @@ export function registerModels(program: Command): void {
     .action(async (opts: { json?: boolean }) => {
       try {
         const { config } = cliContext();
-        const manifests = await listManifests({ modelsDir: config.modelsDir });
+        const manifests = await listManifests(registryOptions(config));
         if (opts.json === true) {
           process.stdout.write(`${JSON.stringify(manifests, null, 2)}\n`);
         } else {
@@ -41,7 +42,7 @@ export function registerModels(program: Command): void {
     .action(async (names: string[]) => {
       try {
         const { config, logger } = cliContext();
-        const manifests = await listManifests({ modelsDir: config.modelsDir });
+        const manifests = await listManifests(registryOptions(config));
         const chosen = names.length === 0 ? manifests : manifests.filter((m) => names.includes(m.name));
         const unknown = names.filter((n) => !manifests.some((m) => m.name === n));
         if (unknown.length > 0) throw new Error(`Unknown model ${unknown.join(', ')}; known: ${manifests.map((m) => m.name).join(', ')}`);
@@ -52,7 +53,7 @@ export function registerModels(program: Command): void {
             continue;
           }
           try {
-            const file = await ensureModelFile(m.name, { modelsDir: config.modelsDir, logger });
+            const file = await ensureModelFile(m.name, { ...registryOptions(config), logger });
             process.stdout.write(`${m.name}: ok ${file.path}\n`);
           } catch (err) {
             failed += 1;

@@ -3,6 +3,7 @@ import { createEngine, executeJob, quoteOnly, type Engine } from '../../execute.
 import { ensureModelFile } from '../../inference/model-registry.js';
 import type { Logger } from '../../logger.js';
 import { PACKAGE_VERSION } from '../../paths.js';
+import { registryOptions } from '../../runtime.js';
 import { DEFAULT_SR_MODELS } from '../../upscale/sr-models.js';
 import {
   createResultStore,
@@ -95,7 +96,7 @@ function quoteFor(engine: Engine): QuoteFunction {
  * and the metrics say which execution provider really runs.
  */
 async function reportExecutionProvider(engine: Engine, logger: Logger): Promise<void> {
-  const file = await ensureModelFile(DEFAULT_SR_MODELS[2], { modelsDir: engine.config.modelsDir, logger });
+  const file = await ensureModelFile(DEFAULT_SR_MODELS[2], { ...registryOptions(engine.config), logger });
   const session = await engine.sessions.get(file.path);
   setExecutionProvider(session.provider);
   logger.info({ provider: session.provider, providers: session.providers, threads: session.threads }, 'inference ready');
