@@ -1,0 +1,180 @@
+/**
+ * The square face crop the lip-sync model sees, and the geometry shared by cutting it out of a frame
+ * and pasting the result back. Pure: arrays in, arrays out.
+ *
+ * Coordinates are continuous frame pixels: pixel (x, y) covers [x, x+1) x [y, y+1), its centre at
+ * (x + 0.5, y + 0.5). A crop is a square of `side` pixels centred on (cx, cy), turned by `angle`
+ * radians: its x axis runs along (cos angle, sin angle) in the frame (y down, so a positive angle is
+ * clockwise on screen). Cutting with the angle of a tilted face's eye line gives an upright face
+ * (vendor-lipsync-3's alignment); pasting with the same crop turns the result back. angle 0 is a
+ * plain axis-aligned square.
+ *
+ * Sampling is bilinear on pixel centres (as OpenCV's INTER_LINEAR, which Wav2Lip's crops were made
+ * with). Where a crop reaches past the frame edge the nearest edge pixel is repeated, so a face cut
+ * by the frame edge still gives the model a full square; compositing skips those off-frame parts.
+ */
+import type { FaceBox, RgbFrame } from './types.js';
+
+export interface FaceCrop {
+  cx: number;
+  cy: number;
+  side: number;
+  /** Radians; 0 for an axis-aligned crop. */
+  angle: number;
+}
+
+export interface CropOptions {
+  /** Turn the crop so that the eyes are level (vendor-lipsync-3). Default false. */
+  align?: boolean;
+  /** Side of the crop relative to the face box's larger side. Default 1. */
+  scale?: number;
+  /** Moves the crop down the face by this fraction of its side, to take in the chin. Default 0.05. */
+  shiftDown?: number;
+  /**
+   * Pixels added to the box before squaring, as Wav2Lip's --pads and a lip-sync manifest's
+   * `face.pads`: [top, bottom, left, right]. Default none.
+   */
+  pads?: readonly [number, number, number, number];
+}
+
+function checkFinite(name: string, value: number): void {
+  if (!Number.isFinite(value)) throw new RangeError(`Expected ${name} to be a finite number but received ${String(value)}`);
+}
+
+export function checkCrop(crop: FaceCrop): void {
+  checkFinite('crop.cx', crop.cx);
+  checkFinite('crop.cy', crop.cy);
+  checkFinite('crop.angle', crop.angle);
+  if (!(Number.isFinite(crop.side) && crop.side > 0)) {
+    throw new RangeError(`Expected crop.side to be a positive number but received ${String(crop.side)}`);
+  }
+}
+
+export function checkFrame(frame: RgbFrame, name = 'frame'): void {
+  const { width, height, data } = frame;
+  if (!Number.isInteger(width) || width < 1 || !Number.isInteger(height) || height < 1) {
+    throw new RangeError(`Expected ${name} to have a positive integer size but received ${width}x${height}`);
+  }
+  if (data.length !== width * height * 3) {
+    throw new RangeError(`Expected ${name} to hold ${width * height * 3} bytes (RGB ${width}x${height}) but received ${data.length}`);
+  }
+}
+
+/**
+ * The crop for a detected face. Wav2Lip was trained on detector boxes (slightly extended below the
+ * chin) squeezed to 96x96; a square around the box keeps the face's proportions instead. With
+ * `align`, the square turns with the eye line and its side is the box's larger side divided by
+ * |cos| + |sin| of the angle, undoing how much an axis-aligned box grows around a tilted face.
+ */
+export function cropForFace(box: FaceBox, opts: CropOptions = {}): FaceCrop {
+  const scale = opts.scale ?? 1;
+  const shiftDown = opts.shiftDown ?? 0.05;
+  if (!(Number.isFinite(scale) && scale > 0)) throw new RangeError(`Expected scale to be a positive number but received ${String(scale)}`);
+  checkFinite('shiftDown', shiftDown);
+  const [top, bottom, left, right] = opts.pads ?? [0, 0, 0, 0];
+  for (const pad of [top, bottom, left, right]) checkFinite('pads', pad);
+  const x = box.x - left;
+  const y = box.y - top;
+  const width = box.width + left + right;
+  const height = box.height + top + bottom;
+  if (!(width > 0 && height > 0)) throw new RangeError(`Expected a face box with a positive size after padding but received ${width}x${height}`);
+  const { leftEye, rightEye } = box.keypoints;
+  const angle = opts.align === true ? Math.atan2(rightEye[1] - leftEye[1], rightEye[0] - leftEye[0]) : 0;
+  const cos = Math.cos(angle);
+  const sin = Math.sin(angle);
+  const side = (Math.max(width, height) * scale) / (Math.abs(cos) + Math.abs(sin));
+  // "Down" is the face's down: the crop's y axis, (-sin, cos) in the frame.
+  const cx = x + width / 2 - sin * shiftDown * side;
+  const cy = y + height / 2 + cos * shiftDown * side;
+  return { cx, cy, side, angle };
+}
+
+/** Frame position of the centre of crop pixel (u, v) in a size x size crop. */
+export function cropToFrame(crop: FaceCrop, size: number, u: number, v: number): [number, number] {
+  const lx = ((u + 0.5) / size - 0.5) * crop.side;
+  const ly = ((v + 0.5) / size - 0.5) * crop.side;
+  const cos = Math.cos(crop.angle);
+  const sin = Math.sin(crop.angle);
+  return [crop.cx + cos * lx - sin * ly, crop.cy + sin * lx + cos * ly];
+}
+
+/** Crop-normalised position (0..1 across the crop on each axis) of frame point (x, y). */
+export function frameToCrop(crop: FaceCrop, x: number, y: number): [number, number] {
+  const px = x - crop.cx;
+  const py = y - crop.cy;
+  const cos = Math.cos(crop.angle);
+  const sin = Math.sin(crop.angle);
+  return [(cos * px + sin * py) / crop.side + 0.5, (-sin * px + cos * py) / crop.side + 0.5];
+}
+
+/**
+ * Bilinear RGB sample of an interleaved image at (x, y) in pixel-centre coordinates (pixel i's centre
+ * at i), clamped to the edge, into out[at..at+2] as floats.
+ */
+export function sampleBilinear(data: Uint8Array, width: number, height: number, x: number, y: number, out: Float64Array, at = 0): void {
+  const xc = x <= 0 ? 0 : x >= width - 1 ? width - 1 : x;
+  const yc = y <= 0 ? 0 : y >= height - 1 ? height - 1 : y;
+  const x0 = Math.floor(xc);
+  const y0 = Math.floor(yc);
+  const x1 = x0 + 1 < width ? x0 + 1 : x0;
+  const y1 = y0 + 1 < height ? y0 + 1 : y0;
+  const fx = xc - x0;
+  const fy = yc - y0;
+  const w00 = (1 - fx) * (1 - fy);
+  const w10 = fx * (1 - fy);
+  const w01 = (1 - fx) * fy;
+  const w11 = fx * fy;
+  const i00 = 3 * (y0 * width + x0);
+  const i10 = 3 * (y0 * width + x1);
+  const i01 = 3 * (y1 * width + x0);
+  const i11 = 3 * (y1 * width + x1);
+  for (let c = 0; c < 3; c++) {
+    out[at + c] = w00 * data[i00 + c]! + w10 * data[i10 + c]! + w01 * data[i01 + c]! + w11 * data[i11 + c]!;
+  }
+}
+
+/**
+ * Cuts the crop out of the frame as a size x size interleaved RGB image (the model input before
+ * tensor conversion), into `out` when given.
+ */
+export function cropFace(frame: RgbFrame, crop: FaceCrop, size: number, out?: Uint8Array): Uint8Array {
+  checkFrame(frame);
+  checkCrop(crop);
+  if (!Number.isInteger(size) || size < 1) throw new RangeError(`Expected size to be a positive integer but received ${String(size)}`);
+  const target = out ?? new Uint8Array(size * size * 3);
+  if (target.length !== size * size * 3) {
+    throw new RangeError(`Expected the output to hold ${size * size * 3} bytes but received ${target.length}`);
+  }
+  const cos = Math.cos(crop.angle);
+  const sin = Math.sin(crop.angle);
+  const step = crop.side / size;
+  const rgb = new Float64Array(3);
+  for (let v = 0; v < size; v++) {
+    const ly = (v + 0.5) * step - crop.side / 2;
+    for (let u = 0; u < size; u++) {
+      const lx = (u + 0.5) * step - crop.side / 2;
+      // Frame coordinates of the crop pixel's centre, moved to pixel-centre indexing.
+      const fx = crop.cx + cos * lx - sin * ly - 0.5;
+      const fy = crop.cy + sin * lx + cos * ly - 0.5;
+      sampleBilinear(frame.data, frame.width, frame.height, fx, fy, rgb);
+      const o = 3 * (v * size + u);
+      target[o] = Math.round(rgb[0]!);
+      target[o + 1] = Math.round(rgb[1]!);
+      target[o + 2] = Math.round(rgb[2]!);
+    }
+  }
+  return target;
+}
+
+/**
+ * The frame pixels a crop can touch: [x0, x1) x [y0, y1), clipped to the frame (empty when the crop
+ * lies wholly outside it).
+ */
+export function cropBounds(crop: FaceCrop, width: number, height: number): { x0: number; y0: number; x1: number; y1: number } {
+  const reach = (crop.side / 2) * (Math.abs(Math.cos(crop.angle)) + Math.abs(Math.sin(crop.angle)));
+  const x0 = Math.max(0, Math.floor(crop.cx - reach));
+  const y0 = Math.max(0, Math.floor(crop.cy - reach));
+  const x1 = Math.min(width, Math.ceil(crop.cx + reach));
+  const y1 = Math.min(height, Math.ceil(crop.cy + reach));
+  return { x0, y0, x1: Math.max(x0, x1), y1: Math.max(y0, y1) };
+}
