@@ -96,11 +96,26 @@ export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions)
       opts.onProgress?.({ stage: 'fetching and probing' });
       const quoted = await quoteIn(dir, job, engine.config, opts);
       opts.logger.info({ quote: quoted.quote }, 'job quoted');
+      checkCharged(job, quoted.quote);
       const result = await runPipeline(quoted, dir, engine, opts);
       return { quote: quoted.quote, result };
     },
     { root: engine.config.tmpDir },
   );
+}
+
+/**
+ * The control plane deducts credits upfront from its own probe or estimate and sends the amount as
+ * `credits`. The price measured here is the one that counts: a job charged less than it costs is
+ * refused before processing (402, so the control plane refunds and may resubmit at the right price).
+ */
+function checkCharged(job: Job, quote: Quote): void {
+  if (job.credits !== undefined && job.credits < quote.creditsUsed) {
+    throw new JobError(
+      'INSUFFICIENT_CREDITS',
+      `Expected at least ${quote.creditsUsed} credits charged for this job but received ${job.credits}`,
+    );
+  }
 }
 
 async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts: ExecuteOptions): Promise<TaskResult> {
