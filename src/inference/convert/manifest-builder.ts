@@ -7,29 +7,30 @@ import { CONVERTER_NAME, GRAPH_RANGE, INPUT_NAME, OUTPUT_NAME, type ConversionRe
 import { UPSCALERJS_LICENCE, UPSCALERJS_VARIANTS, type UpscalerScale, type UpscalerVariant } from './upscalerjs.js';
 
 /**
- * Starting points for the CPU (the tiling engine may tune them). Tile sizes keep the largest
- * intermediate tensor of one tile near 100-150 MB. Overlaps equal the receptive field radius
- * where that is affordable (slim 10, medium 18: tiling is then exact); thick's radius is 154
- * pixels, far more than its influence that matters, so it gets 32.
+ * CPU defaults, from the tiling benchmark (docs/benchmarks.md, "Tiling"). Overlaps are the
+ * measured context each network needs for a tiled result byte-identical to the untiled one
+ * (slim 10, medium 14; thick's 154-pixel receptive field matters only to float rounding: 16 keeps
+ * it within 1/255). Tiles are as large as keeps the largest intermediate tensor of one tile near a
+ * few hundred MB, because small tiles recompute their overlap: at 192 px that is 30-60 % extra work.
  */
 export const UPSCALERJS_TILE_DEFAULTS: Record<UpscalerVariant, Record<UpscalerScale, TileDefaults>> = {
   slim: {
-    2: { size: 256, overlap: 10, batch: 1 },
-    3: { size: 224, overlap: 10, batch: 1 },
-    4: { size: 192, overlap: 10, batch: 1 },
-    8: { size: 96, overlap: 10, batch: 1 },
+    2: { size: 512, overlap: 10, batch: 1 },
+    3: { size: 448, overlap: 10, batch: 1 },
+    4: { size: 384, overlap: 10, batch: 1 },
+    8: { size: 192, overlap: 10, batch: 1 },
   },
   medium: {
-    2: { size: 192, overlap: 18, batch: 1 },
-    3: { size: 176, overlap: 18, batch: 1 },
-    4: { size: 160, overlap: 18, batch: 1 },
-    8: { size: 96, overlap: 18, batch: 1 },
+    2: { size: 384, overlap: 14, batch: 1 },
+    3: { size: 352, overlap: 14, batch: 1 },
+    4: { size: 320, overlap: 14, batch: 1 },
+    8: { size: 160, overlap: 14, batch: 1 },
   },
   thick: {
-    2: { size: 128, overlap: 32, batch: 1 },
-    3: { size: 128, overlap: 32, batch: 1 },
-    4: { size: 128, overlap: 32, batch: 1 },
-    8: { size: 96, overlap: 32, batch: 1 },
+    2: { size: 256, overlap: 16, batch: 1 },
+    3: { size: 256, overlap: 16, batch: 1 },
+    4: { size: 256, overlap: 16, batch: 1 },
+    8: { size: 128, overlap: 16, batch: 1 },
   },
 };
 
