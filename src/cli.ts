@@ -5,11 +5,12 @@
 import { Command } from 'commander';
 import { PACKAGE_VERSION } from './paths.js';
 import { registerConfig } from './cli/commands/config.js';
+import { registerLipsync } from './cli/commands/lipsync.js';
 import { registerModels } from './cli/commands/models.js';
 import { registerQuote } from './cli/commands/quote.js';
 import { registerRun } from './cli/commands/run.js';
 import { registerServe } from './cli/commands/serve.js';
-import { registerUpscaleImage } from './cli/commands/upscale-image.js';
+import { registerUpscaleCommands } from './cli/commands/upscale.js';
 
 const program = new Command('media-worker')
   .description('Media jobs on a GPU host: image and video upscaling, lip-sync, music; from the command line or NATS JetStream.')
@@ -19,7 +20,8 @@ const program = new Command('media-worker')
 registerQuote(program);
 registerRun(program);
 registerServe(program);
-registerUpscaleImage(program);
+registerUpscaleCommands(program);
+registerLipsync(program);
 registerModels(program);
 registerConfig(program);
 

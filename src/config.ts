@@ -8,11 +8,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { EXECUTION_PROVIDER_NAMES, parseExecutionProviders } from './inference/execution-providers.js';
+import { parseLipsyncModelMapping } from './lipsync/wav2lip-model.js';
 import { PACKAGE_ROOT } from './paths.js';
+import { VIDEO_ENCODERS, X264_PRESETS } from './upscale/video-args.js';
 import { workerSettingsReference } from './worker/settings.js';
 import {
   booleanSetting,
   inputFromEnv,
+  intSchema,
   nonEmptyText,
   nonNegativeInt,
   oneOfSetting,
@@ -31,6 +34,16 @@ const providerList = z.string().transform((value, ctx) => {
     return parseExecutionProviders(value);
   } catch {
     ctx.addIssue({ code: 'custom', message: `Expected a comma-separated list of ${EXECUTION_PROVIDER_NAMES.join(', ')} but received ${received(value)}` });
+    return z.NEVER;
+  }
+});
+
+// One parser for the lip-sync mapping (lipsync/wav2lip-model.ts); here only its error is reworded.
+const lipsyncMapping = z.string().transform((value, ctx) => {
+  try {
+    return parseLipsyncModelMapping(value);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
     return z.NEVER;
   }
 });
@@ -123,6 +136,36 @@ export const SETTINGS = {
     schema: positiveInt,
     default: '300000',
     doc: 'Longest time one input download may take altogether.',
+  }),
+  lipsyncModels: setting({
+    env: 'MEDIA_WORKER_LIPSYNC_MODELS',
+    schema: lipsyncMapping,
+    default: 'wav2lip',
+    doc: 'Which lip-sync manifest serves each model id: one name for all (`wav2lip`, the real weights an operator installs with scripts/install-lipsync-model.ts; `wav2lip-test`, the generated test model) or JSON such as `{"vendor-lipsync-3":"wav2lip-hq"}`.',
+  }),
+  lipsyncTimeoutMs: setting({
+    env: 'MEDIA_WORKER_LIPSYNC_TIMEOUT_MS',
+    schema: positiveInt,
+    default: '240000',
+    doc: 'Longest lip-sync processing (the spec: 4 minutes); then the job fails with LIPSYNC_FAILED and everything is stopped.',
+  }),
+  videoEncoder: setting({
+    env: 'MEDIA_WORKER_VIDEO_ENCODER',
+    schema: oneOfSetting(VIDEO_ENCODERS),
+    default: 'libx264',
+    doc: 'H.264 encoder for video results: libx264 (CPU), h264_nvenc or h264_qsv when present; an absent hardware encoder falls back to libx264 with a log line.',
+  }),
+  videoCrf: setting({
+    env: 'MEDIA_WORKER_VIDEO_CRF',
+    schema: intSchema('an integer from 0 to 51', 0, 51),
+    default: '18',
+    doc: 'Constant quality of video results on the x264 CRF scale (0 lossless, 18 near-lossless, 23 x264 default).',
+  }),
+  videoPreset: setting({
+    env: 'MEDIA_WORKER_VIDEO_PRESET',
+    schema: oneOfSetting(X264_PRESETS),
+    default: 'fast',
+    doc: 'x264 speed preset (mapped to hardware encoders\' own); the CPU encoder must keep up with inference.',
   }),
 } as const;
 

@@ -13,24 +13,33 @@ import { mediaDepsOptions, registryOptions } from './runtime.js';
 import type { JobProgress } from './worker/types.js';
 import { upscaleImageFile, type SrModelLoader } from './upscale/image-pipeline.js';
 import { createSrModelLoader } from './upscale/sr-models.js';
+import { upscaleVideoFile } from './upscale/video-pipeline.js';
+import { releaseLipsyncThreads } from './lipsync/model-thread.js';
+import { lipsyncFile } from './lipsync/pipeline.js';
 
 /** Long-lived state shared by every job of a process: sessions are created once and reused. */
 export interface Engine {
   config: Config;
   sessions: SessionCache;
+  /** Sessions on the calling thread, for networks of several inputs or outputs (face detection, lip-sync). */
+  inlineSessions: SessionCache;
   loadSrModel: SrModelLoader;
+  /** Releases every session and model thread (shutdown). */
+  release(): Promise<void>;
 }
 
 export function createEngine(config: Config, logger: Logger): Engine {
-  const sessions = new SessionCache({
-    executionProviders: config.executionProviders,
-    threads: config.threads,
-    logger,
-  });
+  const settings = { executionProviders: config.executionProviders, threads: config.threads, logger };
+  const sessions = new SessionCache(settings);
+  const inlineSessions = new SessionCache({ ...settings, thread: false });
   return {
     config,
     sessions,
+    inlineSessions,
     loadSrModel: createSrModelLoader({ sessions, ...registryOptions(config), logger }),
+    async release() {
+      await Promise.all([sessions.release(), inlineSessions.release(), releaseLipsyncThreads()]);
+    },
   };
 }
 
@@ -63,7 +72,24 @@ export interface ImageResult {
   format: string;
 }
 
-export type TaskResult = ImageResult;
+export interface VideoResult {
+  url: string;
+  type: 'video';
+  width: number;
+  height: number;
+  /** Seconds. */
+  duration: number;
+  frames: number;
+}
+
+/** Spec 2.3's lip-sync result. */
+export interface LipsyncResult {
+  url: string;
+  type: 'video';
+  duration: number;
+}
+
+export type TaskResult = ImageResult | VideoResult | LipsyncResult;
 
 export interface ExecutedJob {
   quote: Quote;
@@ -105,6 +131,22 @@ export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions)
 }
 
 /**
+ * The spec's 4-minute processing limit for lip-sync: past it the job's signal aborts with
+ * LIPSYNC_FAILED as the reason, which stops every process and loop of the pipeline.
+ */
+function lipsyncDeadline(signal: AbortSignal | undefined, timeoutMs: number): { signal: AbortSignal; clear(): void } {
+  const deadline = new AbortController();
+  const timer = setTimeout(
+    () => deadline.abort(new JobError('LIPSYNC_FAILED', `Lip-sync processing took longer than ${timeoutMs / 60_000} minutes and was stopped`)),
+    timeoutMs,
+  );
+  return {
+    signal: signal === undefined ? deadline.signal : AbortSignal.any([signal, deadline.signal]),
+    clear: () => clearTimeout(timer),
+  };
+}
+
+/**
  * The control plane deducts credits upfront from its own probe or estimate and sends the amount as
  * `credits`. The price measured here is the one that counts: a job charged less than it costs is
  * refused before processing (402, so the control plane refunds and may resubmit at the right price).
@@ -140,10 +182,76 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
       const stored = await opts.store(outputPath, { taskId: opts.taskId, ext, kind: 'image' });
       return { url: stored.url, type: 'image', width: outcome.width, height: outcome.height, format: outcome.format };
     }
-    case 'video':
-      throw new JobError('UPSCALE_FAILED', 'Video upscaling is not available in this build yet');
-    case 'lipsync':
-      throw new JobError('LIPSYNC_FAILED', 'Lip-sync is not available in this build yet');
+    case 'video': {
+      const outputPath = path.join(dir, 'output.mp4');
+      const { config } = engine;
+      const outcome = await upscaleVideoFile(
+        {
+          inputPath: quoted.inputs.video.path,
+          outputPath,
+          factor: quoted.job.input.upscale_factor,
+          info: quoted.probes.video,
+          encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
+          ...(config.ffmpegPath === undefined ? {} : { ffmpegPath: config.ffmpegPath }),
+          ...(config.ffprobePath === undefined ? {} : { ffprobePath: config.ffprobePath }),
+          ...(opts.modelName === undefined ? {} : { modelName: opts.modelName }),
+          ...(opts.tile === undefined ? {} : { tile: opts.tile }),
+          ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+          onProgress: (p) => opts.onProgress?.({ stage: 'upscaling', done: p.framesDone, total: p.framesTotal, unit: 'frames' }),
+          logger: opts.logger,
+        },
+        engine.loadSrModel,
+      );
+      opts.logger.info(
+        { srModel: outcome.model, frames: outcome.frames, width: outcome.width, height: outcome.height, encoder: outcome.encoder },
+        'video upscaled',
+      );
+      const stored = await opts.store(outputPath, { taskId: opts.taskId, ext: 'mp4', kind: 'video' });
+      return {
+        url: stored.url,
+        type: 'video',
+        width: outcome.width,
+        height: outcome.height,
+        duration: outcome.durationSeconds,
+        frames: outcome.frames,
+      };
+    }
+    case 'lipsync': {
+      const outputPath = path.join(dir, 'output.mp4');
+      const { config } = engine;
+      const { job } = quoted;
+      const deadline = lipsyncDeadline(opts.signal, config.lipsyncTimeoutMs);
+      const outcome = await lipsyncFile(
+        {
+          videoPath: quoted.inputs.video.path,
+          videoInfo: quoted.probes.video,
+          audioPath: quoted.inputs.audio.path,
+          audioInfo: quoted.probes.audio,
+          outputPath,
+          model: job.model,
+          syncMode: job.input.sync_mode,
+          activeSpeaker: job.input.active_speaker,
+          encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
+          signal: deadline.signal,
+          onProgress: (p) => opts.onProgress?.(p),
+          logger: opts.logger,
+        },
+        {
+          sessions: engine.inlineSessions,
+          lipsyncModelMapping: config.lipsyncModels,
+          loadSrModel: engine.loadSrModel,
+          registry: registryOptions(config),
+          ...(config.ffmpegPath === undefined ? {} : { ffmpegPath: config.ffmpegPath }),
+          ...(config.ffprobePath === undefined ? {} : { ffprobePath: config.ffprobePath }),
+        },
+      ).finally(deadline.clear);
+      opts.logger.info(
+        { network: outcome.network, frames: outcome.frames, drivenFrames: outcome.drivenFrames, durationSeconds: outcome.durationSeconds },
+        'lip-sync done',
+      );
+      const stored = await opts.store(outputPath, { taskId: opts.taskId, ext: 'mp4', kind: 'lipsync' });
+      return { url: stored.url, type: 'video', duration: outcome.durationSeconds };
+    }
     case 'music':
       throw new JobError('GENERATION_FAILED', 'No music generator is installed on this worker');
   }

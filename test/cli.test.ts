@@ -8,6 +8,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
+import { encodeClip, faceFrames, SIDE, speechClip } from './lipsync/pipeline-fixtures.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
@@ -44,7 +45,7 @@ afterAll(async () => {
 });
 
 describe('--help', () => {
-  const commands = [[], ['quote'], ['run'], ['serve'], ['upscale-image'], ['models'], ['models', 'list'], ['models', 'prepare'], ['config']];
+  const commands = [[], ['quote'], ['run'], ['serve'], ['upscale-image'], ['upscale-video'], ['lipsync'], ['models'], ['models', 'list'], ['models', 'prepare'], ['config']];
   it.each(commands.map((c) => [c.join(' '), c] as const))(
     'media-worker %s --help',
     async (_name, args) => {
@@ -130,5 +131,37 @@ describe('upscale-image and run', () => {
     const r = await cli(['upscale-image', smallPhoto, '--model', 'esrgan-huge-x2']);
     expect(r.code).toBe(2);
     expect(JSON.parse(r.stdout).error.code).toBe('INVALID_MODEL');
+  });
+});
+
+describe('lipsync', () => {
+  let video: string;
+  let audio: string;
+  beforeAll(async () => {
+    video = await encodeClip(path.join(dir, 'face.mp4'), await faceFrames(25), { width: SIDE, height: SIDE }, 'mp4');
+    audio = await speechClip(path.join(dir, 'speech.m4a'), 2);
+  });
+
+  it('lip-syncs with the generated test model and prints the spec 2.3 lip-sync result', async () => {
+    const out = path.join(dir, 'synced.mp4');
+    const r = await cli(['lipsync', '--video', video, '--audio', audio, '--sync-mode', 'loop', '-o', out], {
+      env: { MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-test' },
+    });
+    expect(r.code).toBe(0);
+    const task = JSON.parse(r.stdout);
+    // loop: output = the audio's length (2 s), billed on the 1 s video at the 50-credit minimum.
+    expect(task).toMatchObject({ model: 'vendor-lipsync-2', status: 'completed', creditsUsed: 50, result: { url: out, type: 'video' } });
+    expect(Object.keys(task.result).sort()).toEqual(['duration', 'type', 'url']);
+    expect(task.result.duration).toBeCloseTo(2, 1);
+  });
+
+  it('fails with LIPSYNC_FAILED naming what to install when no real weights are installed', async () => {
+    const r = await cli(['run', JSON.stringify({ model: 'vendor-lipsync-3', input: { video_url: video, audio_url: audio } })], {
+      env: { MEDIA_WORKER_MODELS_DIR: path.join(PACKAGE_ROOT, 'models') },
+    });
+    expect(r.code).toBe(2);
+    const { error } = JSON.parse(r.stdout);
+    expect(error.code).toBe('LIPSYNC_FAILED');
+    expect(error.message).toContain('install-lipsync-model');
   });
 });

@@ -64,7 +64,7 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
     progress.finish();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await engine.sessions.release();
+    await engine.release();
   }
 }
 

@@ -35,7 +35,7 @@ export function registerModels(program: Command): void {
   models
     .command('prepare')
     .description(
-      'Converts (or fetches) every model whose weights are missing and verifies every checksum.\n' +
+      'Converts (or fetches) every model whose weights are missing and verifies every checksum. ' +
         'Models whose weights an operator must install (source "external") are reported, not failed.',
     )
     .argument('[NAME...]', 'only these models')

@@ -10,9 +10,9 @@ export function registerQuote(program: Command): void {
     .command('quote')
     .summary('validate, probe and price a job without processing it')
     .description(
-      'Validates JOB against the spec, fetches and probes its inputs, and prints the price as JSON:\n' +
-        '{"model","creditsUsed","input":{...spec echo fields}}. A rejected job prints\n' +
-        '{"error":{"code","status","message"}} and exits 2; any other failure exits 1.\n' +
+      'Validates JOB against the spec, fetches and probes its inputs, and prints the price as JSON: ' +
+        '{"model","creditsUsed","input":{...spec echo fields}}. A rejected job prints ' +
+        '{"error":{"code","status","message"}} and exits 2; any other failure exits 1. ' +
         'Local file paths are accepted for inputs here (jobs from NATS only take https URLs).',
     )
     .argument('<JOB>', 'job JSON inline, @file.json, or - for standard input')

@@ -10,9 +10,9 @@ export function registerRun(program: Command): void {
     .command('run')
     .summary('quote and process a job locally, printing the completed task object')
     .description(
-      'Quotes JOB (as `quote` does), processes it on this machine and prints the completed task\n' +
-        'object of the spec ({"id","model","status":"completed","result":{"url",...},"creditsUsed","createdAt"})\n' +
-        'with the local path of the result as its url. A rejected or failed job prints\n' +
+      'Quotes JOB (as `quote` does), processes it on this machine and prints the completed task ' +
+        'object of the spec ({"id","model","status":"completed","result":{"url",...},"creditsUsed","createdAt"}) ' +
+        'with the local path of the result as its url. A rejected or failed job prints ' +
         '{"error":{"code","status","message"}} and exits 2.',
     )
     .argument('<JOB>', 'job JSON inline, @file.json, or - for standard input')

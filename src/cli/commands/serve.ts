@@ -10,7 +10,6 @@ import {
   setExecutionProvider,
   startWorker,
   workerSettingsFromEnv,
-  workerSettingsReference,
   type JobExecutor,
   type QuoteFunction,
   type ResultStore,
@@ -23,12 +22,12 @@ export function registerServe(program: Command): void {
     .command('serve')
     .summary('run the daemon: jobs from NATS JetStream, one terminal event per job, the quote service')
     .description(
-      'Connects to NATS (NATS_URL), sets up its streams and consumers, takes jobs of the kinds this host\n' +
-        'serves (WORKER_CONCURRENCY), publishes one completed or failed event per task, answers quote\n' +
-        'requests on media.quote, and serves /metrics, /healthz and /readyz (WORKER_HEALTH_PORT).\n' +
-        'SIGTERM or SIGINT drains: no new jobs, in-flight jobs finish or are handed back within\n' +
-        'WORKER_DRAIN_GRACE_MS, then the process exits 0. Protocol: docs/protocol.md.\n\n' +
-        `Daemon settings (environment):\n${workerSettingsReference()}`,
+      'Connects to NATS (NATS_URL), sets up its streams and consumers, takes jobs of the kinds this host ' +
+        'serves (WORKER_CONCURRENCY), publishes one completed or failed event per task, answers quote ' +
+        'requests on media.quote, and serves /metrics, /healthz and /readyz (WORKER_HEALTH_PORT). ' +
+        'SIGTERM or SIGINT drains: no new jobs, in-flight jobs finish or are handed back within ' +
+        'WORKER_DRAIN_GRACE_MS, then the process exits 0. Protocol: docs/protocol.md. Settings come from the ' +
+        'environment: `media-worker config --reference` lists them.',
     )
     .action(async () => {
       try {
@@ -58,7 +57,7 @@ async function serve(): Promise<void> {
     logger.info({ signal }, 'draining');
     worker.stop().then(
       async () => {
-        await engine.sessions.release();
+        await engine.release();
         process.exit(0);
       },
       (err: unknown) => {

@@ -1,0 +1,213 @@
+/**
+ * The lip-sync result's encoder: raw rgb24 frames on stdin at the source's size and rate, plus the
+ * job's audio file -> MP4 (H.264 + AAC). Pure argument builders here, and the two pipe helpers
+ * (write with backpressure, end) the pipeline drives the encoder with.
+ *
+ * Video: an odd side is made even by repeating the last column or row (4:2:0 chroma needs even
+ * sides; nothing is lost or stretched, the same choice as the upscale pipeline), then BT.709 YUV
+ * 4:2:0, tagged, with the source's pixel aspect. Quality: constant quality (CRF, the config's
+ * encoder settings) by default; `bitrate` (vendor-lipsync-2-pro: "preserves source bitrate") encodes
+ * at constant bitrate, the source's, instead. `lossless` (libx264rgb, -qp 0, RGB kept) exists
+ * so that tests can compare pixels exactly; the result is valid MP4 but few players show it.
+ *
+ * Audio: the job's audio file, padded with silence or cut to exactly the timeline's duration
+ * (audio.ts audioFitFilter), AAC. The video has exactly the timeline's frame count, so both streams
+ * end within one AAC frame (21 ms at 48 kHz) of the planned duration.
+ */
+import type { Writable } from 'node:stream';
+import { fileInput, safeFileInputArgs, safeInputArgs } from '../media/index.js';
+import type { ContainerKind } from '../media/types.js';
+import { type EncoderSettings, videoCodecArgs } from '../upscale/video-args.js';
+import { type Fraction, type Size, formatRate } from '../upscale/video-geometry.js';
+import { audioFitFilter } from './audio.js';
+
+export const AAC_BITRATE = 128_000;
+
+/** How the video stream is compressed. */
+export type VideoQuality =
+  | { mode: 'crf'; encoder: EncoderSettings }
+  | { mode: 'bitrate'; encoder: EncoderSettings; bitsPerSecond: number }
+  | { mode: 'lossless' };
+
+export interface LipsyncEncoderInput {
+  size: Size;
+  rate: Fraction;
+  /** Pixel aspect of the source (1:1 when unknown). */
+  sampleAspect?: Fraction;
+  quality: VideoQuality;
+  audio: { path: string; container: ContainerKind };
+  /** The timeline's duration: the audio is fitted to it. */
+  durationSeconds: number;
+  /** Where ffmpeg writes the MP4 (absolute). */
+  outputPath: string;
+}
+
+/** Sides rounded up to even. */
+export function evenSize(size: Size): Size {
+  return { width: size.width + (size.width % 2), height: size.height + (size.height % 2) };
+}
+
+/** The video codec options for a quality choice. */
+export function qualityArgs(quality: VideoQuality): string[] {
+  switch (quality.mode) {
+    case 'lossless':
+      return ['-c:v', 'libx264rgb', '-preset', 'ultrafast', '-qp', '0'];
+    case 'crf':
+      return videoCodecArgs(quality.encoder);
+    case 'bitrate': {
+      const rate = quality.bitsPerSecond;
+      if (!(Number.isInteger(rate) && rate > 0)) throw new RangeError(`Expected the video bitrate to be a positive integer but received ${String(rate)}`);
+      // Constant bitrate, not an average target: on easy content x264's ABR mode lands 15-40 % under
+      // its target on short clips, and the promise is the source's bitrate. A one-second buffer.
+      const b = String(rate);
+      const { codec, preset } = quality.encoder;
+      switch (codec) {
+        case 'libx264':
+          return ['-c:v', 'libx264', '-preset', preset, '-b:v', b, '-minrate', b, '-maxrate', b, '-bufsize', b, '-x264-params', 'nal-hrd=cbr'];
+        case 'h264_nvenc':
+          return ['-c:v', 'h264_nvenc', '-rc', 'cbr', '-b:v', b, '-maxrate', b, '-bufsize', b];
+        case 'h264_qsv':
+          return ['-c:v', 'h264_qsv', '-b:v', b, '-maxrate', b, '-bufsize', b];
+      }
+    }
+  }
+}
+
+/** The filter chain from the pipe's RGB to what the encoder takes. */
+export function lipsyncVideoFilters(size: Size, quality: VideoQuality, sampleAspect: Fraction = { num: 1, den: 1 }): string {
+  const filters: string[] = [];
+  if (quality.mode !== 'lossless') {
+    const even = evenSize(size);
+    const right = even.width - size.width;
+    const bottom = even.height - size.height;
+    if (right > 0 || bottom > 0) {
+      // fillborders works on planar formats only; smear repeats the last real column/row.
+      filters.push('format=gbrp', `pad=w=${even.width}:h=${even.height}:x=0:y=0`, `fillborders=right=${right}:bottom=${bottom}:mode=smear`);
+    }
+    filters.push('scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd', 'format=yuv420p');
+  }
+  filters.push(`setsar=${sampleAspect.num}/${sampleAspect.den}`);
+  return filters.join(',');
+}
+
+export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
+  const { size, quality } = input;
+  const rate = formatRate(input.rate);
+  const colour = quality.mode === 'lossless' ? ['-pix_fmt', 'rgb24'] : ['-pix_fmt', 'yuv420p', '-colorspace', 'bt709', '-color_range', 'tv'];
+  return [
+    '-hide_banner',
+    '-nostdin',
+    '-nostats',
+    '-v',
+    'error',
+    ...safeInputArgs({ demuxers: ['rawvideo'], protocols: ['pipe'] }),
+    '-f',
+    'rawvideo',
+    '-pix_fmt',
+    'rgb24',
+    '-video_size',
+    `${size.width}x${size.height}`,
+    '-framerate',
+    rate,
+    '-i',
+    'pipe:0',
+    ...safeFileInputArgs(input.audio.path, input.audio.container),
+    '-map',
+    '0:v:0',
+    '-map',
+    '1:a:0',
+    // Neither input's metadata: the audio file's tags and a phone clip's GPS stay out of the result.
+    '-map_metadata',
+    '-1',
+    '-map_chapters',
+    '-1',
+    '-vf',
+    lipsyncVideoFilters(size, quality, input.sampleAspect),
+    ...qualityArgs(quality),
+    ...colour,
+    // Exactly the frames sent, at their pipe times.
+    '-fps_mode',
+    'passthrough',
+    '-r',
+    rate,
+    '-af',
+    audioFitFilter(input.durationSeconds),
+    '-c:a',
+    'aac',
+    '-b:a',
+    String(AAC_BITRATE),
+    '-movflags',
+    '+faststart',
+    '-f',
+    'mp4',
+    fileInput(input.outputPath),
+  ];
+}
+
+/** Writes one frame, waiting for the pipe to drain before resolving (the encoder's backpressure). */
+export function writeFrame(stream: Writable, chunk: Uint8Array, stop: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (stop.aborted) {
+      reject(stop.reason);
+      return;
+    }
+    if (stream.destroyed || stream.writableEnded) {
+      reject(new Error("The encoder's input closed early"));
+      return;
+    }
+    let writeError: unknown;
+    const ok = stream.write(chunk, (error) => {
+      if (error) writeError ??= error;
+    });
+    if (ok) {
+      resolve();
+      return;
+    }
+    const cleanup = (): void => {
+      stream.off('drain', onDrain);
+      stream.off('close', onClose);
+      stream.off('error', onError);
+      stop.removeEventListener('abort', onStop);
+    };
+    const onDrain = (): void => {
+      cleanup();
+      resolve();
+    };
+    const onClose = (): void => {
+      cleanup();
+      reject(writeError ?? new Error("The encoder's input closed early"));
+    };
+    const onError = (error: unknown): void => {
+      cleanup();
+      reject(error);
+    };
+    const onStop = (): void => {
+      cleanup();
+      reject(stop.reason);
+    };
+    stream.on('drain', onDrain);
+    stream.on('close', onClose);
+    stream.on('error', onError);
+    stop.addEventListener('abort', onStop, { once: true });
+  });
+}
+
+/** Closes the encoder's input once everything written was flushed. */
+export function endFrames(stream: Writable, stop: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (stop.aborted) {
+      reject(stop.reason);
+      return;
+    }
+    const onStop = (): void => {
+      stop.removeEventListener('abort', onStop);
+      reject(stop.reason);
+    };
+    stop.addEventListener('abort', onStop, { once: true });
+    stream.end((error?: Error | null) => {
+      stop.removeEventListener('abort', onStop);
+      if (error) reject(error);
+      else resolve();
+    });
+  });
+}

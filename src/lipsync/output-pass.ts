@@ -1,0 +1,356 @@
+/**
+ * The lip-sync pipeline's output pass (pipeline.ts has the whole flow): output frames in order,
+ * the driven face in each replaced by the network's, encoded with the fitted audio.
+ *
+ * Stages: a producer reads source frames in output order (SourceFrames: bounded cache, re-decoding
+ * for loop and bounce), cuts each driven face's crop and its network input into the batch being
+ * filled; full batches go through the network one at a time (on its worker thread by default, so
+ * the producer and the writer go on meanwhile); each finished batch is turned back into images,
+ * super-resolved where that helps (vendor-lipsync-2-pro) and pasted into private copies of its
+ * frames while the network runs the next batch; a writer hands the frames to the ffmpeg encoder in
+ * order. Frames without a driven face pass through as decoded.
+ *
+ * Between them a bounded queue of output frames (three batches plus a few: the batch being filled,
+ * the batch in the network, the batch being pasted and written) makes a fast stage wait. A batch
+ * goes to the network when it is full, or earlier only when waiting for it would stall the
+ * pipeline: the encoder waits for its first frame while the producer waits for room in the queue
+ * (frames without a face fill it) or has no frames left. Memory is those frames plus the source
+ * frame cache, never the video's length.
+ *
+ * Reference face: the crop of the same frame, as Wav2Lip's own inference does (the networks were
+ * evaluated that way): it carries the current pose and lighting, where a fixed frame of the track
+ * would paste a face turned differently whenever the head moves.
+ *
+ * Stopping (the caller's signal or any stage's failure) kills both ffmpeg processes, drops the
+ * queued frames and returns once the processes are reaped; a network call already running on
+ * another thread finishes on its own and its result is dropped.
+ */
+import { isProcessError, spawnProcess } from '../media/index.js';
+import { JobError } from '../jobs/errors.js';
+import { BoundedQueue } from '../upscale/frame-queue.js';
+import type { LoadedSrModel } from '../upscale/image-pipeline.js';
+import { ffmpegReason, type PathNames } from '../upscale/video-errors.js';
+import { compositeFace, type GeneratedFace } from './composite.js';
+import { cropFace, cropForFace, type FaceCrop } from './crop.js';
+import { endFrames, lipsyncEncoderArgs, type LipsyncEncoderInput, writeFrame } from './encode.js';
+import { tensorToRgb, type TensorLayout, wav2lipInput } from './face-tensor.js';
+import { DEFAULT_MOUTH_MASK } from './mask.js';
+import { melChunk, type MelSpectrogram } from './mel.js';
+import { superResolveMouths } from './mouth-sr.js';
+import { SourceFrames, cacheCapacity, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from './source-frames.js';
+import type { TimelinePlan } from './timeline.js';
+import type { FaceBox } from './types.js';
+import type { LipsyncModel } from './wav2lip-model.js';
+
+/** Source frames kept for loop and bounce: 82 frames of 1080p, 194 of 720p, 26 s of 360p at 30 fps. */
+export const DEFAULT_CACHE_BYTES = 512 * 1024 * 1024;
+/** Output frames queued beyond three batches (one being written, one in the network, one being filled). */
+const QUEUE_SLACK = 4;
+
+/** Stops the other stages; never reported (the cause is recorded separately). */
+export class PipelineStopped extends Error {
+  constructor() {
+    super('The lip-sync pipeline was stopped');
+    this.name = 'PipelineStopped';
+  }
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function encoderError(error: unknown, paths: PathNames): JobError {
+  if (isProcessError(error) && error.reason === 'exit') {
+    return new JobError('LIPSYNC_FAILED', `The video encoder failed: ${ffmpegReason(error.stderrTail, paths)}`, { cause: error });
+  }
+  return new JobError('LIPSYNC_FAILED', `The video encoder stopped: ${message(error)}`, { cause: error, retryable: true });
+}
+
+export interface OutputPassInput {
+  ffmpeg: string;
+  /** The source at its displayed size. */
+  spec: SourceDecodeSpec;
+  plan: TimelinePlan;
+  /** Per source frame: the face to drive, in frame pixels, or undefined to pass the frame through. */
+  boxes: readonly (FaceBox | undefined)[];
+  model: LipsyncModel;
+  /** Turn each crop upright along the eye line (vendor-lipsync-3). */
+  align: boolean;
+  /** The super-resolution engine for faces larger than the network's output (vendor-lipsync-2-pro). */
+  sr: LoadedSrModel | undefined;
+  /** Mel features of the audio fitted to the timeline's duration. */
+  mel: MelSpectrogram;
+  /** Quality, pixel aspect, the audio to mux and the (temporary) output path. */
+  encode: Pick<LipsyncEncoderInput, 'quality' | 'sampleAspect' | 'audio' | 'outputPath'>;
+  /** Memory for source frames kept for loop and bounce. */
+  cacheBytes: number;
+  /** Local paths and what to call them in error messages. */
+  paths: PathNames;
+  signal?: AbortSignal;
+  /** After each frame written to the encoder, and once more (final) when the output is complete. */
+  onWritten?: (frames: number, final: boolean) => void;
+}
+
+export interface OutputPassResult {
+  drivenFrames: number;
+  modelMs: number;
+  modelCalls: number;
+  srMs: number;
+  srFaces: number;
+  prepareMs: number;
+  pasteMs: number;
+  frames: SourceFrames['stats'];
+  capacity: number;
+}
+
+interface Deferred {
+  promise: Promise<Uint8Array>;
+  resolve(data: Uint8Array): void;
+  reject(error: unknown): void;
+}
+
+function deferred(): Deferred {
+  let resolve!: (data: Uint8Array) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<Uint8Array>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+interface BatchItem {
+  /** A private copy of the source frame, pasted into in place. */
+  frame: Uint8Array;
+  crop: FaceCrop;
+  done: Deferred;
+}
+
+interface Batch {
+  items: BatchItem[];
+  mel: Float32Array;
+  faces: Float32Array;
+  /** Handed to the network (full, last, or flushed because the encoder waits for it). */
+  sent: boolean;
+}
+
+/** An output frame in order: its pixels once ready, and the batch it waits for, if any. */
+interface Pending {
+  frame: Promise<Uint8Array>;
+  batch?: Batch;
+}
+
+export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResult> {
+  const { plan, model, spec } = o;
+  const { manifest } = model;
+  const { width, height } = spec.size;
+  const frameBytes = width * height * 3;
+  const faceSize = manifest.face.size;
+  const plane = faceSize * faceSize;
+  const melSize = manifest.inputs.mel.shape[2] * manifest.inputs.mel.shape[3];
+  const faceValues = 6 * plane;
+  const batchSize = Math.max(1, model.batch);
+  const inputLayout: TensorLayout = {
+    channelOrder: manifest.inputs.faces.channels,
+    range: manifest.inputs.faces.range,
+    maskFromRow: manifest.face.maskFromRow,
+  };
+  const outputLayout: TensorLayout = { channelOrder: manifest.output.channels, range: manifest.output.range };
+  const { align } = o;
+  const pads = manifest.face.pads;
+
+  const stop = new AbortController();
+  const stopped = new PipelineStopped();
+  const signal = o.signal;
+  let failure: { error: unknown } | undefined;
+  let encoderFailure: unknown;
+  const queue = new BoundedQueue<Pending>(3 * batchSize + QUEUE_SLACK);
+  const outstanding = new Set<Deferred>();
+
+  const schedule = new Int32Array(plan.outputFrames);
+  for (let i = 0; i < plan.outputFrames; i += 1) schedule[i] = plan.sourceFrame(i);
+  const capacity = cacheCapacity(frameBytes, o.cacheBytes, 2, plan.sourceFramesUsed);
+  const sources = new SourceFrames(
+    (start) => ffmpegFrameStream(o.ffmpeg, sourceDecoderArgs(spec, { start, end: plan.sourceFramesUsed }), frameBytes, stop.signal),
+    schedule,
+    capacity,
+  );
+
+  const halt = (): void => {
+    if (stop.signal.aborted) return;
+    stop.abort(stopped);
+    queue.fail(stopped);
+    for (const d of outstanding) d.reject(stopped);
+    outstanding.clear();
+  };
+  const fail = (error: unknown): void => {
+    if (error !== stopped && !(signal?.aborted === true && error === signal.reason)) failure ??= { error };
+    halt();
+  };
+  const onAbort = (): void => halt();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  if (signal?.aborted === true) halt();
+
+  const encoder = spawnProcess(
+    o.ffmpeg,
+    lipsyncEncoderArgs({ ...o.encode, size: spec.size, rate: plan.fps, durationSeconds: plan.durationSeconds }),
+    { stdin: 'pipe', stdout: 'ignore', signal: stop.signal },
+  );
+  stop.signal.addEventListener('abort', () => encoder.stdin?.destroy(), { once: true });
+  const encoderDone = encoder.done.then(
+    () => undefined,
+    (error: unknown) => {
+      if (error === stopped) return;
+      encoderFailure = error;
+      halt();
+    },
+  );
+
+  const stats = { drivenFrames: 0, modelMs: 0, modelCalls: 0, srMs: 0, srFaces: 0, prepareMs: 0, pasteMs: 0 };
+  // The network runs one batch at a time; pasting a batch (and its super-resolution) runs beside
+  // the network's next batch, in order.
+  let modelChain: Promise<unknown> = Promise.resolve();
+  let pasteChain: Promise<void> = Promise.resolve();
+
+  const newBatch = (): Batch => ({
+    items: [],
+    mel: new Float32Array(batchSize * melSize),
+    faces: new Float32Array(batchSize * faceValues),
+    sent: false,
+  });
+  let current = newBatch();
+
+  const runModel = async (batch: Batch): Promise<Float32Array | undefined> => {
+    const count = batch.items.length;
+    if (stop.signal.aborted) return undefined;
+    const t0 = performance.now();
+    const out = await model.run(
+      count === batchSize ? batch.mel : batch.mel.subarray(0, count * melSize),
+      count === batchSize ? batch.faces : batch.faces.subarray(0, count * faceValues),
+      count,
+    );
+    stats.modelMs += performance.now() - t0;
+    stats.modelCalls += 1;
+    return out;
+  };
+
+  const paste = async (batch: Batch, out: Float32Array | undefined): Promise<void> => {
+    if (out === undefined || stop.signal.aborted) return;
+    const t1 = performance.now();
+    const generated: GeneratedFace[] = batch.items.map((_, k) => ({ data: tensorToRgb(out, faceSize, outputLayout, k * 3 * plane), size: faceSize }));
+    stats.pasteMs += performance.now() - t1;
+    // Super-resolution where the face is larger on screen than the network's output; a smaller
+    // face is pasted by shrinking the output, which upscaling first would not change.
+    const enlarged = o.sr === undefined ? [] : batch.items.flatMap((item, k) => (item.crop.side > faceSize ? [k] : []));
+    if (o.sr !== undefined && enlarged.length > 0) {
+      const t2 = performance.now();
+      const sharp = await superResolveMouths(o.sr, enlarged.map((k) => (generated[k] as GeneratedFace).data), faceSize, DEFAULT_MOUTH_MASK.top, stop.signal);
+      enlarged.forEach((k, j) => (generated[k] = sharp[j] as GeneratedFace));
+      stats.srMs += performance.now() - t2;
+      stats.srFaces += enlarged.length;
+    }
+    for (let k = 0; k < batch.items.length; k += 1) {
+      if (stop.signal.aborted) return;
+      const item = batch.items[k] as BatchItem;
+      const t3 = performance.now();
+      compositeFace({ data: item.frame, width, height }, generated[k] as GeneratedFace, item.crop, DEFAULT_MOUTH_MASK);
+      stats.pasteMs += performance.now() - t3;
+      outstanding.delete(item.done);
+      item.done.resolve(item.frame);
+    }
+  };
+
+  /** Hands the batch being filled to the network and starts a new one. */
+  const sendCurrent = (): void => {
+    const batch = current;
+    if (batch.items.length === 0) return;
+    current = newBatch();
+    batch.sent = true;
+    const result = modelChain.then(() => runModel(batch));
+    modelChain = result.catch(() => undefined);
+    pasteChain = pasteChain.then(async () => paste(batch, await result)).catch(fail);
+  };
+
+  // A batch goes to the network when full, or when waiting for it would stall the pipeline: the
+  // encoder waits for its first frame while the producer waits for room in the queue (or is done).
+  let writerWaitsFor: Batch | undefined;
+  let producerBlocked = false;
+  let producerDone = false;
+  const enqueue = async (entry: Pending): Promise<void> => {
+    if (queue.size >= queue.capacity) {
+      if (writerWaitsFor !== undefined && writerWaitsFor === current) sendCurrent();
+      producerBlocked = true;
+    }
+    try {
+      await queue.push(entry);
+    } finally {
+      producerBlocked = false;
+    }
+  };
+
+  const produce = async (): Promise<void> => {
+    for (let p = 0; p < plan.outputFrames; p += 1) {
+      const source = await sources.frameAt(p);
+      const box = o.boxes[schedule[p] as number];
+      if (box === undefined) {
+        await enqueue({ frame: Promise.resolve(source) });
+        continue;
+      }
+      const t0 = performance.now();
+      const frame = new Uint8Array(source);
+      const crop = cropForFace(box, { align, pads });
+      const face = cropFace({ data: frame, width, height }, crop, faceSize);
+      const batch = current;
+      const k = batch.items.length;
+      // The reference is the same crop (see the header).
+      wav2lipInput(face, face, faceSize, inputLayout, batch.faces, k * faceValues);
+      melChunk(o.mel, p, plan.fps, batch.mel, k * melSize, manifest.audio);
+      const done = deferred();
+      outstanding.add(done);
+      batch.items.push({ frame, crop, done });
+      stats.drivenFrames += 1;
+      stats.prepareMs += performance.now() - t0;
+      if (batch.items.length === batchSize) sendCurrent();
+      await enqueue({ frame: done.promise, batch });
+    }
+    producerDone = true;
+    sendCurrent();
+    queue.close();
+  };
+
+  let written = 0;
+  const write = async (): Promise<void> => {
+    const stdin = encoder.stdin;
+    if (stdin === null) throw new Error('The encoder has no input pipe');
+    for (;;) {
+      const next = await queue.shift();
+      if (next === undefined) break;
+      if (next.batch !== undefined && !next.batch.sent) {
+        if (producerBlocked || producerDone) sendCurrent();
+        else writerWaitsFor = next.batch;
+      }
+      const data = await next.frame;
+      writerWaitsFor = undefined;
+      if (data.length !== frameBytes) throw new Error(`Expected output frames of ${frameBytes} bytes but received ${data.length}`);
+      await writeFrame(stdin, data, stop.signal);
+      written += 1;
+      o.onWritten?.(written, false);
+    }
+    await endFrames(stdin, stop.signal);
+  };
+
+  await Promise.allSettled([produce().catch(fail), write().catch(fail), encoderDone]);
+  // A network call or super-resolution in flight on another thread cannot be interrupted; after a
+  // stop it finishes on its own and its result is dropped (it only touches private frame copies).
+  if (!stop.signal.aborted) await pasteChain;
+  await sources.close();
+  signal?.removeEventListener('abort', onAbort);
+
+  if (signal?.aborted === true) throw signal.reason;
+  if (encoderFailure !== undefined) throw encoderError(encoderFailure, o.paths);
+  if (failure !== undefined) throw failure.error;
+  if (written !== plan.outputFrames) throw new Error(`Expected ${plan.outputFrames} frames written but wrote ${written}`);
+  o.onWritten?.(written, true);
+  return { ...stats, frames: sources.stats, capacity };
+}

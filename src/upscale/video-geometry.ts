@@ -1,0 +1,103 @@
+/**
+ * Frame sizes and frame rates of a video upscale, decided once from the probe before any process
+ * starts. Pure: the decoder and encoder argument builders and the frame reader all take their
+ * numbers from here, so the raw pipes can never disagree about how many bytes make a frame.
+ *
+ * Sizes:
+ * - `decoded`: the upright picture on the decoder's pipe. ffmpeg applies the rotation metadata while
+ *   decoding, so a 90° or 270° phone clip arrives with width and height swapped, and the output needs
+ *   no rotation tag.
+ * - `network`: what the network returns, decoded x network scale; what crosses the encoder's pipe.
+ * - `target`: decoded x upscale factor (the spec's output resolution). Only factor "1" differs from
+ *   `network`: the x2 network's output is brought back to the input size by the encoder (Lanczos).
+ * - `output`: `target` rounded up to even sides, which 4:2:0 chroma needs. Only factor "1" on an odd
+ *   input is affected; the missing column or row is padded with a copy of the last one (nothing of
+ *   the picture is lost and nothing is stretched).
+ */
+import type { UpscaleFactor } from '../jobs/index.js';
+import type { VideoStreamInfo } from '../media/types.js';
+import { networkScale } from './image-pipeline.js';
+
+export interface Size {
+  width: number;
+  height: number;
+}
+
+export interface Fraction {
+  num: number;
+  den: number;
+}
+
+export interface VideoGeometry {
+  decoded: Size;
+  network: Size;
+  target: Size;
+  output: Size;
+  /** Pixels added on the right and at the bottom to make `target` even (0 or 1). */
+  pad: { right: number; bottom: number };
+  /** Network scale (2 or 4). */
+  scale: 2 | 4;
+}
+
+/** The picture as displayed: coded size with width and height swapped for quarter turns. */
+export function displayedSize(video: Pick<VideoStreamInfo, 'width' | 'height' | 'rotation'>): Size {
+  const quarterTurn = video.rotation === 90 || video.rotation === 270;
+  return quarterTurn ? { width: video.height, height: video.width } : { width: video.width, height: video.height };
+}
+
+export function videoGeometry(video: Pick<VideoStreamInfo, 'width' | 'height' | 'rotation'>, factor: UpscaleFactor): VideoGeometry {
+  const decoded = displayedSize(video);
+  requireSide('width', decoded.width);
+  requireSide('height', decoded.height);
+  const scale = networkScale(factor);
+  const f = Number(factor);
+  const network = { width: decoded.width * scale, height: decoded.height * scale };
+  const target = { width: decoded.width * f, height: decoded.height * f };
+  const pad = { right: target.width % 2, bottom: target.height % 2 };
+  const output = { width: target.width + pad.right, height: target.height + pad.bottom };
+  return { decoded, network, target, output, pad, scale };
+}
+
+/** Bytes of one interleaved 8-bit RGB frame. */
+export function rgbFrameBytes(size: Size): number {
+  return size.width * size.height * 3;
+}
+
+/**
+ * How the decoder times its frames.
+ * - `passthrough`: every decoded frame once, in order (constant frame rate input): the output has
+ *   exactly the input's frames, timed at the input's rate.
+ * - `cfr`: variable frame rate input is resampled to a constant rate, its average: frames are
+ *   repeated or dropped where the input's spacing departs from the average, so the duration and the
+ *   A/V sync are kept and the frame count is duration x average rate (the input's count, to within
+ *   a frame or two). MP4 players handle constant rate best, and the encoder's pipe carries no times.
+ */
+export interface FrameTiming {
+  mode: 'passthrough' | 'cfr';
+  rate: Fraction;
+}
+
+export function frameTiming(video: Pick<VideoStreamInfo, 'fps' | 'variableFrameRate'>): FrameTiming {
+  const { num, den } = video.fps;
+  if (!(Number.isInteger(num) && Number.isInteger(den) && num > 0 && den > 0)) {
+    throw new RangeError(`Expected a positive frame rate fraction but received ${num}/${den}`);
+  }
+  return { mode: video.variableFrameRate ? 'cfr' : 'passthrough', rate: { num, den } };
+}
+
+/** Frames the decoder is expected to deliver, for progress (the container's count when it has one). */
+export function expectedFrameCount(video: Pick<VideoStreamInfo, 'frameCount'>, durationSeconds: number, timing: FrameTiming): number {
+  if (timing.mode === 'passthrough' && video.frameCount !== undefined) return video.frameCount;
+  return Math.max(1, Math.round((durationSeconds * timing.rate.num) / timing.rate.den));
+}
+
+/** "30000/1001" as ffmpeg reads a rate. */
+export function formatRate(rate: Fraction): string {
+  return `${rate.num}/${rate.den}`;
+}
+
+function requireSide(name: string, value: number): void {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(`Expected the video ${name} to be a positive integer but received ${String(value)}`);
+  }
+}

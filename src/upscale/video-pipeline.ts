@@ -1,0 +1,498 @@
+/**
+ * Video upscaling, file in, MP4 out, as one stream: an ffmpeg decoder writes raw RGB frames to a
+ * pipe, the super-resolution network upscales them (several frames in flight, their tiles batched
+ * together: video-batcher.ts), and a second ffmpeg encodes them from a pipe, taking the audio from
+ * the original file. The three stages overlap and are joined by bounded queues, so memory depends
+ * on the frame size and the queue lengths, never on the video's length, and no frame touches the
+ * disk. Output decisions (sizes, odd sides, rates, variable frame rate, rotation, audio, colour) are
+ * documented in video-geometry.ts and video-args.ts.
+ *
+ * Failure and cancellation: the first failure (or the caller's abort) stops every stage at once:
+ * both ffmpeg processes get SIGTERM and then SIGKILL (and their pipes are closed, so neither waits
+ * on the other), the queues wake their waiters, and the call returns only after both processes
+ * were reaped and the partial output was removed. The output is written under a temporary name
+ * beside the target and renamed into place on success, so a half-written MP4 never has the
+ * requested name.
+ */
+import { randomBytes } from 'node:crypto';
+import { rename, rm } from 'node:fs/promises';
+import { basename, dirname, join, resolve as resolvePath } from 'node:path';
+import type { Writable } from 'node:stream';
+import type { UpscaleResult } from '../inference/tiling.js';
+import { upscaleRgb } from '../inference/tiling.js';
+import { JobError, VIDEO_UPSCALE_CONTAINERS, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
+import { resolveFfmpeg, spawnProcess } from '../media/index.js';
+import type { MediaInfo, VideoStreamInfo } from '../media/types.js';
+import type { LoadedSrModel, SrModelLoader } from './image-pipeline.js';
+import { BoundedQueue, Slots } from './frame-queue.js';
+import {
+  type AudioPlan,
+  DEFAULT_ENCODER,
+  type EncoderSettings,
+  type VideoEncoderName,
+  audioPlan,
+  decoderArgs,
+  encoderArgs,
+  inputMatrix,
+} from './video-args.js';
+import { type BatcherStats, TileBatcher } from './video-batcher.js';
+import { type InfoLogger, chooseEncoder } from './video-encoders.js';
+import { type PathNames, decoderFailure, encoderFailure, stageFailure } from './video-errors.js';
+import { FrameReader, PartialFrameError } from './video-frame-reader.js';
+import { type FrameTiming, type VideoGeometry, expectedFrameCount, formatRate, frameTiming, rgbFrameBytes, videoGeometry } from './video-geometry.js';
+import { probeVideoExtras } from './video-probe.js';
+
+export interface VideoProgress {
+  framesDone: number;
+  /** Expected frames (the container's count, or duration x rate); `framesDone` may end slightly off. */
+  framesTotal: number;
+  /** Frames encoded per second of processing so far. */
+  fps: number;
+}
+
+export interface VideoUpscaleRequest {
+  inputPath: string;
+  outputPath: string;
+  factor: UpscaleFactor;
+  /** From probing (probeMedia): container, duration, video and audio streams. */
+  info: MediaInfo;
+  /** Model name override (e.g. `esrgan-medium-x2`); default per factor. */
+  modelName?: string;
+  /** Encoder settings (config); unset fields take DEFAULT_ENCODER's. */
+  encoder?: Partial<EncoderSettings>;
+  /** Tile side override in input pixels. */
+  tile?: number;
+  /** Frames upscaled at once, their tiles batched together. Default 2. */
+  framesInFlight?: number;
+  /** Frames buffered between decoder and network, and between network and encoder. Default 2. */
+  queueFrames?: number;
+  ffmpegPath?: string;
+  ffprobePath?: string;
+  signal?: AbortSignal;
+  /** Called at most every `progressIntervalMs` while frames are encoded, and once at the end. */
+  onProgress?: (progress: VideoProgress) => void;
+  progressIntervalMs?: number;
+  logger?: InfoLogger;
+}
+
+export interface VideoUpscaleOutcome {
+  outputPath: string;
+  width: number;
+  height: number;
+  frames: number;
+  /** Frame rate of the output, frames per second (e.g. 29.97). */
+  fps: number;
+  /** The same rate as ffmpeg writes it (e.g. "30000/1001"). */
+  frameRate: string;
+  /** How frames were timed: every input frame once, or resampled to constant rate (variable frame rate input). */
+  timing: FrameTiming['mode'];
+  /** Frames / rate, seconds. */
+  durationSeconds: number;
+  model: string;
+  encoder: VideoEncoderName;
+  audio: AudioPlan['mode'];
+  /** Wall time of the streaming part (decoder start to encoder exit), milliseconds. */
+  streamMs: number;
+  /** Time inside the network's calls, milliseconds (the part decode and encode hide behind). */
+  inferenceMs: number;
+  batches: Pick<BatcherStats, 'calls' | 'tiles' | 'largestBatch'>;
+}
+
+const DEFAULT_FRAMES_IN_FLIGHT = 2;
+const DEFAULT_QUEUE_FRAMES = 2;
+const DEFAULT_PROGRESS_INTERVAL_MS = 250;
+/** How long a broken pipe waits for its process to report its own exit (and its stderr) before the pipeline stops it. */
+const EXIT_REPORT_GRACE_MS = 2_000;
+
+/** Stops the other stages; never reported (the cause is recorded separately). */
+class PipelineStopped extends Error {
+  constructor() {
+    super('The video pipeline was stopped');
+    this.name = 'PipelineStopped';
+  }
+}
+
+export function checkVideoInput(info: MediaInfo, factor: UpscaleFactor): VideoStreamInfo {
+  if (!VIDEO_UPSCALE_CONTAINERS.includes(info.container)) {
+    const names = VIDEO_UPSCALE_CONTAINERS.map((c) => c.toUpperCase()).join(', ');
+    throw new JobError('PROBE_FAILED', `Expected one of ${names} but received ${info.container.toUpperCase()}`);
+  }
+  if (info.video === undefined) throw new JobError('PROBE_FAILED', `Expected a video stream but the ${info.container.toUpperCase()} file has none`);
+  // The same limit and wording as the quote (VIDEO_TOO_LONG over 60 s).
+  priceVideoUpscale(info.durationSeconds, factor);
+  return info.video;
+}
+
+export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrModelLoader): Promise<VideoUpscaleOutcome> {
+  req.signal?.throwIfAborted();
+  const video = checkVideoInput(req.info, req.factor);
+  const geometry = videoGeometry(video, req.factor);
+  const timing = frameTiming(video);
+  const framesInFlight = positive('framesInFlight', req.framesInFlight ?? DEFAULT_FRAMES_IN_FLIGHT);
+  const queueFrames = positive('queueFrames', req.queueFrames ?? DEFAULT_QUEUE_FRAMES);
+  const inputPath = resolvePath(req.inputPath);
+  const outputPath = resolvePath(req.outputPath);
+
+  const loaded = await loadModel(geometry.scale, req.modelName);
+  if (loaded.model.scale !== geometry.scale) {
+    throw new JobError('UPSCALE_FAILED', `Expected a x${geometry.scale} model for upscale_factor "${req.factor}" but ${loaded.name} is x${loaded.model.scale}`);
+  }
+  let ffmpeg: string;
+  try {
+    ffmpeg = resolveFfmpeg(req.ffmpegPath === undefined ? {} : { ffmpegPath: req.ffmpegPath });
+  } catch (error) {
+    throw new JobError('UPSCALE_FAILED', (error as Error).message, { retryable: true, cause: error });
+  }
+  const extras = await probeVideoExtras(inputPath, req.info.container, {
+    ...(req.ffprobePath === undefined ? {} : { ffprobePath: req.ffprobePath }),
+    ...(req.signal === undefined ? {} : { signal: req.signal }),
+  });
+  const encoder = await chooseEncoder(ffmpeg, { ...DEFAULT_ENCODER, ...req.encoder }, req.logger);
+  const audio = audioPlan(req.info.audio);
+  req.signal?.throwIfAborted();
+
+  const partialPath = join(dirname(outputPath), `.${basename(outputPath)}.${randomBytes(4).toString('hex')}.partial`);
+  const decodeArgs = decoderArgs({
+    inputPath,
+    container: req.info.container,
+    geometry,
+    timing,
+    matrix: inputMatrix(extras, geometry.decoded),
+    interlaced: extras.interlaced === true,
+    videoIndex: extras.videoIndex,
+  });
+  const encodeArgs = encoderArgs({
+    geometry,
+    timing,
+    encoder,
+    extras,
+    audio,
+    audioSource: { path: inputPath, container: req.info.container },
+    outputPath: partialPath,
+  });
+  const batcher = new TileBatcher(loaded.model, Math.max(1, loaded.tiling.batch ?? 1) * framesInFlight);
+
+  let streamed: { frames: number; streamMs: number };
+  try {
+    streamed = await runStreams({
+      ffmpeg,
+      decodeArgs,
+      encodeArgs,
+      geometry,
+      batcher,
+      tiling: { ...loaded.tiling, ...(req.tile === undefined ? {} : { tile: req.tile }) },
+      framesInFlight,
+      queueFrames,
+      framesTotal: expectedFrameCount(video, req.info.durationSeconds, timing),
+      paths: [
+        [inputPath, 'input'],
+        [partialPath, 'output'],
+      ],
+      signal: req.signal,
+      onProgress: req.onProgress,
+      progressIntervalMs: req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
+    });
+    await rename(partialPath, outputPath);
+  } catch (error) {
+    await rm(partialPath, { force: true });
+    throw error;
+  }
+
+  if (timing.mode === 'passthrough' && video.frameCount !== undefined && video.frameCount !== streamed.frames) {
+    req.logger?.warn(
+      { expected: video.frameCount, frames: streamed.frames },
+      `decoded ${streamed.frames} frames where the container declares ${video.frameCount}`,
+    );
+  }
+  const fps = timing.rate.num / timing.rate.den;
+  return {
+    outputPath,
+    width: geometry.output.width,
+    height: geometry.output.height,
+    frames: streamed.frames,
+    fps,
+    frameRate: formatRate(timing.rate),
+    timing: timing.mode,
+    durationSeconds: streamed.frames / fps,
+    model: loaded.name,
+    encoder: encoder.codec,
+    audio: audio.mode,
+    streamMs: streamed.streamMs,
+    inferenceMs: batcher.stats.runMs,
+    batches: { calls: batcher.stats.calls, tiles: batcher.stats.tiles, largestBatch: batcher.stats.largestBatch },
+  };
+}
+
+interface StreamPlan {
+  ffmpeg: string;
+  decodeArgs: string[];
+  encodeArgs: string[];
+  geometry: VideoGeometry;
+  batcher: TileBatcher;
+  tiling: LoadedSrModel['tiling'];
+  framesInFlight: number;
+  queueFrames: number;
+  framesTotal: number;
+  paths: PathNames;
+  signal: AbortSignal | undefined;
+  onProgress: ((progress: VideoProgress) => void) | undefined;
+  progressIntervalMs: number;
+}
+
+/** Decoder -> network -> encoder; resolves once both processes exited cleanly. */
+async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs: number }> {
+  const { signal, geometry } = plan;
+  signal?.throwIfAborted();
+  const started = performance.now();
+  const stop = new AbortController();
+  const stopped = new PipelineStopped();
+  const decoded = new BoundedQueue<Buffer>(plan.queueFrames);
+  const upscaled = new BoundedQueue<Promise<UpscaleResult>>(plan.framesInFlight + plan.queueFrames);
+  const slots = new Slots(plan.framesInFlight);
+
+  let stageError: { error: unknown } | undefined;
+  let decoderError: unknown;
+  let encoderError: unknown;
+
+  const halt = (): void => {
+    if (stop.signal.aborted) return;
+    stop.abort(stopped);
+    decoded.fail(stopped);
+    upscaled.fail(stopped);
+    slots.fail(stopped);
+  };
+  const failStage = (error: unknown): void => {
+    if (error !== stopped && !(signal?.aborted === true && error === signal.reason)) stageError ??= { error };
+    halt();
+  };
+  const onAbort = (): void => halt();
+  signal?.addEventListener('abort', onAbort, { once: true });
+
+  const decoder = spawnProcess(plan.ffmpeg, plan.decodeArgs, { stdout: 'pipe', signal: stop.signal });
+  const encoder = spawnProcess(plan.ffmpeg, plan.encodeArgs, { stdin: 'pipe', stdout: 'ignore', signal: stop.signal });
+  // SIGTERM alone can leave ffmpeg blocked on a pipe: closing our ends gets it out of the read or write.
+  stop.signal.addEventListener('abort', () => {
+    decoder.stdout?.destroy();
+    encoder.stdin?.destroy();
+  });
+
+  const decoderDone = decoder.done.then(
+    () => {},
+    (error: unknown) => {
+      if (error === stopped) return;
+      decoderError = error;
+      halt();
+    },
+  );
+  const encoderDone = encoder.done.then(
+    () => {},
+    (error: unknown) => {
+      if (error === stopped) return;
+      encoderError = error;
+      halt();
+    },
+  );
+
+  let framesWritten = 0;
+  let lastProgress = 0;
+  const report = (force: boolean): void => {
+    if (plan.onProgress === undefined) return;
+    const now = performance.now();
+    if (!force && now - lastProgress < plan.progressIntervalMs) return;
+    lastProgress = now;
+    const seconds = (now - started) / 1000;
+    try {
+      plan.onProgress({ framesDone: framesWritten, framesTotal: Math.max(plan.framesTotal, framesWritten), fps: seconds > 0 ? framesWritten / seconds : 0 });
+    } catch {
+      // Progress is informational: a failing reporter must not fail the job.
+    }
+  };
+
+  const readStage = async (): Promise<void> => {
+    const stdout = decoder.stdout;
+    if (stdout === null) throw new Error('The decoder has no output pipe');
+    const reader = new FrameReader(stdout, rgbFrameBytes(geometry.decoded));
+    for (;;) {
+      let frame: Buffer | null;
+      try {
+        frame = await reader.next();
+      } catch (error) {
+        // A pipe that breaks by itself usually means the decoder is dying: let it report why first.
+        if (!stop.signal.aborted) await within(decoder.done, EXIT_REPORT_GRACE_MS);
+        throw error;
+      }
+      if (frame === null) break;
+      await decoded.push(frame);
+    }
+    decoded.close();
+  };
+
+  // Frames inside the network, awaited before returning so no inference outlives the call.
+  const inFlight = new Set<Promise<UpscaleResult>>();
+  const networkStage = async (): Promise<void> => {
+    const { width, height } = geometry.decoded;
+    for (;;) {
+      const frame = await decoded.shift();
+      if (frame === undefined) break;
+      await slots.acquire();
+      const job = upscaleRgb(plan.batcher, { data: frame, width, height, channels: 3 }, { ...plan.tiling, signal: stop.signal }).finally(() => {
+        slots.release();
+        inFlight.delete(job);
+      });
+      inFlight.add(job);
+      job.catch(failStage);
+      await upscaled.push(job);
+    }
+    upscaled.close();
+  };
+
+  const writeStage = async (): Promise<void> => {
+    const stdin = encoder.stdin;
+    if (stdin === null) throw new Error('The encoder has no input pipe');
+    const frameBytes = rgbFrameBytes(geometry.network);
+    try {
+      for (;;) {
+        const job = await upscaled.shift();
+        if (job === undefined) break;
+        const result = await job;
+        if (result.data.length !== frameBytes) {
+          throw new Error(`Expected upscaled frames of ${frameBytes} bytes but received ${result.data.length}`);
+        }
+        await write(stdin, Buffer.from(result.data.buffer, result.data.byteOffset, result.data.byteLength), stop.signal);
+        framesWritten += 1;
+        report(false);
+      }
+      await end(stdin, stop.signal);
+    } catch (error) {
+      if (!stop.signal.aborted) await within(encoder.done, EXIT_REPORT_GRACE_MS);
+      throw error;
+    }
+  };
+
+  await Promise.allSettled([
+    readStage().catch(failStage),
+    networkStage().catch(failStage),
+    writeStage().catch(failStage),
+    decoderDone,
+    encoderDone,
+  ]);
+  await Promise.allSettled([...inFlight]);
+  signal?.removeEventListener('abort', onAbort);
+
+  if (signal?.aborted === true) throw signal.reason;
+  if (decoderError !== undefined) throw decoderFailure(decoderError, plan.paths);
+  if (encoderError !== undefined) throw encoderFailure(encoderError, plan.paths);
+  if (stageError !== undefined) {
+    const { error } = stageError;
+    if (error instanceof PartialFrameError) throw new JobError('UPSCALE_FAILED', error.message, { cause: error });
+    throw stageFailure(error);
+  }
+  if (framesWritten === 0) throw new JobError('PROBE_FAILED', 'The video contains no decodable frames');
+  report(true);
+  return { frames: framesWritten, streamMs: performance.now() - started };
+}
+
+/** Writes one frame, waiting for the pipe to drain before the next (the encoder's backpressure). */
+function write(stream: Writable, chunk: Buffer, stop: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (stop.aborted) {
+      reject(stop.reason);
+      return;
+    }
+    if (stream.destroyed || stream.writableEnded) {
+      reject(new Error("The encoder's input closed early"));
+      return;
+    }
+    let writeError: unknown;
+    const ok = stream.write(chunk, (error) => {
+      if (error) writeError ??= error;
+    });
+    if (ok) {
+      resolve();
+      return;
+    }
+    const cleanup = (): void => {
+      stream.off('drain', onDrain);
+      stream.off('close', onClose);
+      stream.off('error', onError);
+      stop.removeEventListener('abort', onStop);
+    };
+    const onDrain = (): void => {
+      cleanup();
+      resolve();
+    };
+    const onClose = (): void => {
+      cleanup();
+      reject(writeError ?? new Error("The encoder's input closed early"));
+    };
+    const onError = (error: unknown): void => {
+      cleanup();
+      reject(error);
+    };
+    const onStop = (): void => {
+      cleanup();
+      reject(stop.reason);
+    };
+    stream.on('drain', onDrain);
+    stream.on('close', onClose);
+    stream.on('error', onError);
+    stop.addEventListener('abort', onStop, { once: true });
+  });
+}
+
+/** Closes the encoder's input once everything written was flushed. */
+function end(stream: Writable, stop: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (stop.aborted) {
+      reject(stop.reason);
+      return;
+    }
+    const cleanup = (): void => {
+      stream.off('error', onError);
+      stream.off('close', onClose);
+      stop.removeEventListener('abort', onStop);
+    };
+    const onError = (error: unknown): void => {
+      cleanup();
+      reject(error);
+    };
+    const onClose = (): void => {
+      cleanup();
+      if (stream.writableFinished) resolve();
+      else reject(new Error("The encoder's input closed before all frames were written"));
+    };
+    const onStop = (): void => {
+      cleanup();
+      reject(stop.reason);
+    };
+    stream.on('error', onError);
+    stream.on('close', onClose);
+    stop.addEventListener('abort', onStop, { once: true });
+    stream.end((error?: Error | null) => {
+      cleanup();
+      if (error) reject(error);
+      else resolve();
+    });
+  });
+}
+
+/** Waits for a promise to settle, at most `ms`. */
+async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    promise.then(
+      () => {},
+      () => {},
+    ),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+function positive(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`Expected ${name} to be a positive integer but received ${String(value)}`);
+  return value;
+}
+

@@ -1,0 +1,174 @@
+/**
+ * The few facts about the video stream that the upscale needs and MediaInfo does not carry: pixel
+ * aspect ratio, where the video starts relative to the file (so the audio stays in sync when the
+ * frames cross a pipe without timestamps), the colour description (so YUV -> RGB -> YUV keeps the
+ * colours) and whether the picture is interlaced. One short ffprobe call, with the same whitelists
+ * and forced demuxer as every other read of the input; the JSON is validated with zod and reduced by
+ * the pure `parseVideoExtras`.
+ */
+import { z } from 'zod';
+import { JobError } from '../jobs/errors.js';
+import { isProcessError, resolveFfprobe, runProcess, safeFileInputArgs } from '../media/index.js';
+import type { ContainerKind } from '../media/types.js';
+import { ffmpegReason } from './video-errors.js';
+import type { Fraction } from './video-geometry.js';
+
+/** ffmpeg's names for the YUV matrices its scale filter knows (in_color_matrix / out_color_matrix). */
+export type ColourMatrix = 'bt709' | 'bt601' | 'bt470' | 'smpte170m' | 'fcc' | 'smpte240m' | 'bt2020';
+
+export interface VideoExtras {
+  /** Sample (pixel) aspect ratio of the coded picture; 1:1 when unknown. */
+  sampleAspect: Fraction;
+  /** Seconds between the file's start and the first video frame (0 when the video starts first). */
+  videoStartOffset: number;
+  /** The input's YUV matrix when it says so. */
+  matrix?: ColourMatrix;
+  /** Primaries and transfer as ffmpeg names them, when known; they describe RGB, which the upscale keeps. */
+  primaries?: string;
+  transfer?: string;
+  /** Interlaced (field-coded) picture: deinterlaced before the network, which expects whole frames. */
+  interlaced?: boolean;
+  /**
+   * Which stream to read, as ffmpeg's relative indexes: the video among the real video streams
+   * (`0:V:n`, cover art skipped) and the audio among the audio streams (`1:a:n`), chosen by the rule
+   * probeMedia describes them with (the default stream, else the first), so the stream upscaled and
+   * the audio copied are the ones MediaInfo was about.
+   */
+  videoIndex: number;
+  audioIndex?: number;
+}
+
+const numeric = z.union([z.string(), z.number()]).optional();
+
+const extrasSchema = z.object({
+  streams: z
+    .array(
+      z.object({
+        codec_type: z.string().optional(),
+        disposition: z.record(z.string(), z.number()).optional(),
+        sample_aspect_ratio: z.string().optional(),
+        start_time: numeric,
+        color_space: z.string().optional(),
+        color_primaries: z.string().optional(),
+        color_transfer: z.string().optional(),
+        field_order: z.string().optional(),
+      }),
+    )
+    .default([]),
+  format: z.object({ start_time: numeric }).optional(),
+});
+
+const MATRIX_BY_COLOUR_SPACE: Readonly<Record<string, ColourMatrix>> = {
+  bt709: 'bt709',
+  smpte170m: 'smpte170m',
+  bt470bg: 'bt470',
+  fcc: 'fcc',
+  smpte240m: 'smpte240m',
+  bt2020nc: 'bt2020',
+  bt2020c: 'bt2020',
+};
+
+const UNKNOWN = new Set(['unknown', 'unspecified', 'reserved', '']);
+
+/** ffprobe's field orders of interlaced video (top or bottom field first, coded and displayed). */
+const INTERLACED = new Set(['tt', 'bb', 'tb', 'bt']);
+
+function seconds(value: string | number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = typeof value === 'number' ? value : Number.parseFloat(value);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+/** "4:3" as a fraction; 1:1 for "0:1", "N/A" and anything malformed. */
+export function parseAspect(text: string | undefined): Fraction {
+  const match = /^(\d+):(\d+)$/.exec(text ?? '');
+  const num = Number(match?.[1]);
+  const den = Number(match?.[2]);
+  return num > 0 && den > 0 ? reduce({ num, den }) : { num: 1, den: 1 };
+}
+
+function reduce({ num, den }: Fraction): Fraction {
+  let a = num;
+  let b = den;
+  while (b !== 0) [a, b] = [b, a % b];
+  return { num: num / a, den: den / a };
+}
+
+type ProbedStream = z.infer<typeof extrasSchema>['streams'][number];
+
+/** The default stream among `candidates`, else the first, as an index into `candidates`. */
+function pick(candidates: ProbedStream[]): number | undefined {
+  if (candidates.length === 0) return undefined;
+  const preferred = candidates.findIndex((s) => s.disposition?.['default'] === 1);
+  return preferred === -1 ? 0 : preferred;
+}
+
+export function parseVideoExtras(json: unknown): VideoExtras {
+  const parsed = extrasSchema.safeParse(json);
+  const streams = parsed.success ? parsed.data.streams : [];
+  const videos = streams.filter((s) => s.codec_type === 'video' && s.disposition?.['attached_pic'] !== 1);
+  const videoIndex = pick(videos);
+  const stream = videoIndex === undefined ? undefined : videos[videoIndex];
+  if (videoIndex === undefined || stream === undefined) throw new JobError('PROBE_FAILED', 'The file contains no video stream that can be upscaled');
+  const fileStart = seconds(parsed.data?.format?.start_time) ?? 0;
+  const videoStart = seconds(stream.start_time) ?? fileStart;
+  const extras: VideoExtras = {
+    sampleAspect: parseAspect(stream.sample_aspect_ratio),
+    videoStartOffset: Math.max(0, Math.round((videoStart - fileStart) * 1e6) / 1e6),
+    videoIndex,
+  };
+  const audioIndex = pick(streams.filter((s) => s.codec_type === 'audio'));
+  if (audioIndex !== undefined) extras.audioIndex = audioIndex;
+  const matrix = MATRIX_BY_COLOUR_SPACE[stream.color_space ?? ''];
+  if (matrix !== undefined) extras.matrix = matrix;
+  if (stream.color_primaries !== undefined && !UNKNOWN.has(stream.color_primaries)) extras.primaries = stream.color_primaries;
+  if (stream.color_transfer !== undefined && !UNKNOWN.has(stream.color_transfer)) extras.transfer = stream.color_transfer;
+  if (INTERLACED.has(stream.field_order ?? '')) extras.interlaced = true;
+  return extras;
+}
+
+/** ffprobe's arguments: every stream's type and disposition, the video's details and the file's start. */
+export function videoExtrasArgs(path: string, container: ContainerKind): string[] {
+  return [
+    '-hide_banner',
+    '-v',
+    'error',
+    ...safeFileInputArgs(path, container),
+    '-show_entries',
+    [
+      'stream=codec_type,sample_aspect_ratio,start_time,color_space,color_primaries,color_transfer,field_order',
+      'stream_disposition=default,attached_pic',
+      'format=start_time',
+    ].join(':'),
+    '-print_format',
+    'json',
+  ];
+}
+
+export interface ProbeVideoExtrasOptions {
+  ffprobePath?: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+export async function probeVideoExtras(path: string, container: ContainerKind, opts: ProbeVideoExtrasOptions = {}): Promise<VideoExtras> {
+  const ffprobe = resolveFfprobe(opts.ffprobePath === undefined ? {} : { ffprobePath: opts.ffprobePath });
+  let stdout: Buffer;
+  try {
+    ({ stdout } = await runProcess(ffprobe, videoExtrasArgs(path, container), {
+      timeoutMs: opts.timeoutMs ?? 30_000,
+      maxStdoutBytes: 1024 * 1024,
+      ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+    }));
+  } catch (err) {
+    if (!isProcessError(err) || err.reason === 'spawn') throw err;
+    throw new JobError('PROBE_FAILED', `The video could not be read: ${ffmpegReason(err.stderrTail, [[path, 'input']])}`, { cause: err });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(stdout.toString('utf8'));
+  } catch (err) {
+    throw new JobError('PROBE_FAILED', 'ffprobe returned no usable description of the video stream', { cause: err });
+  }
+  return parseVideoExtras(json);
+}

@@ -1,0 +1,196 @@
+/**
+ * lipsyncFile on other inputs: GIF and WebM videos, a video without a face, two faces with and
+ * without active_speaker, and the model that is not installed.
+ */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SessionCache } from '../../src/inference/session.js';
+import { JobError } from '../../src/jobs/errors.js';
+import { lipsyncFile, type LipsyncRequest } from '../../src/lipsync/pipeline.js';
+import type { RgbFrame } from '../../src/lipsync/types.js';
+import { releaseLipsyncThreads } from '../../src/lipsync/model-thread.js';
+import { parseLipsyncModelMapping } from '../../src/lipsync/wav2lip-model.js';
+import type { MediaInfo } from '../../src/media/types.js';
+import {
+  FPS,
+  SIDE,
+  TWO_FACES,
+  changedPixels,
+  childProcesses,
+  encodeClip,
+  faceFrames,
+  mouthInFrame,
+  outputFacts,
+  outputFrames,
+  patternClip,
+  probe,
+  sourceFrames,
+  speechClip,
+  twoFaceClip,
+} from './pipeline-fixtures.js';
+
+describe('lip-sync pipeline inputs', () => {
+  const sessions = new SessionCache({ thread: false, threads: 1 });
+  const deps = { sessions, lipsyncModelMapping: parseLipsyncModelMapping('wav2lip-test') };
+  let dir: string;
+  let speech: { file: string; info: MediaInfo };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'lipsync-inputs-'));
+    const file = await speechClip(path.join(dir, 'speech.mp3'));
+    speech = { file, info: await probe(file) };
+  });
+
+  afterAll(async () => {
+    await releaseLipsyncThreads();
+    await sessions.release();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function request(video: string, outputName: string, extra: Partial<LipsyncRequest> = {}): Promise<LipsyncRequest> {
+    return {
+      videoPath: video,
+      videoInfo: await probe(video),
+      audioPath: speech.file,
+      audioInfo: speech.info,
+      outputPath: path.join(dir, outputName),
+      model: 'vendor-lipsync-2',
+      syncMode: 'cut_off',
+      activeSpeaker: false,
+      lossless: true,
+      ...extra,
+    };
+  }
+
+  it.each(['gif', 'webm'] as const)('lip-syncs a %s video: its frames, size and rate, pixels away from the mouth untouched', async (format) => {
+    const frames = 30;
+    const clip = await encodeClip(path.join(dir, `face.${format}`), await faceFrames(frames), { width: SIDE, height: SIDE }, format, {
+      ...(format === 'webm' ? { audio: speech.file } : {}),
+    });
+    const req = await request(clip, `${format}.mp4`);
+    expect(req.videoInfo.container).toBe(format);
+    // The GIF runs the network on the calling thread, the WebM on its worker thread: both paths.
+    const outcome = await lipsyncFile(req, { ...deps, modelThread: format !== 'gif' });
+    expect(outcome).toMatchObject({ frames, width: SIDE, height: SIDE, fps: FPS, drivenFrames: frames });
+    const facts = await outputFacts(outcome.outputPath);
+    expect(facts).toMatchObject({ frames, width: SIDE, height: SIDE });
+    expect(Math.abs(facts.formatSeconds - frames / FPS)).toBeLessThanOrEqual(1 / FPS);
+
+    const sources = await sourceFrames(clip, req.videoInfo);
+    const out = await outputFrames(outcome.outputPath, SIDE, SIDE);
+    expect(sources).toHaveLength(frames);
+    for (let i = 0; i < frames; i += 1) {
+      const m = mouthInFrame(i);
+      const changed = changedPixels(sources[i] as RgbFrame, out[i] as RgbFrame);
+      expect(changed.length).toBeGreaterThan(100);
+      expect(changed.filter((p) => Math.abs(p.x - m.x) > 40 || p.y < m.y - 32 || p.y > m.y + 42)).toEqual([]);
+    }
+  });
+
+  it('lets frames without a face pass untouched, and sends a part-filled batch when only faceless frames follow', async () => {
+    // 18 frames with the face (batches of 4: four full, one of 2), then 52 without: more than the
+    // queue holds (3 batches + 4), so the last batch must go before it is full.
+    const grey = Buffer.alloc(SIDE * SIDE * 3, 0x80);
+    const clip = await encodeClip(path.join(dir, 'face-leaves.mp4'), [...(await faceFrames(18)), ...Array.from({ length: 52 }, () => grey)], { width: SIDE, height: SIDE }, 'mp4');
+    const req = await request(clip, 'face-leaves-out.mp4', { batch: 4, signal: AbortSignal.timeout(60_000) });
+    const outcome = await lipsyncFile(req, deps);
+    expect(outcome).toMatchObject({ frames: 70, drivenFrames: 18 });
+    const sources = await sourceFrames(clip, req.videoInfo);
+    const out = await outputFrames(outcome.outputPath, SIDE, SIDE);
+    out.forEach((frame, i) => {
+      const changed = changedPixels(sources[i] as RgbFrame, frame).length;
+      if (i < 18) expect(changed).toBeGreaterThan(100);
+      else expect(changed).toBe(0);
+    });
+  });
+
+  it('gives an odd-sized video one more column and row for 4:2:0, copies of the last ones', async () => {
+    const clip = await encodeClip(path.join(dir, 'odd.webm'), await faceFrames(20, { side: 161 }), { width: 161, height: 161 }, 'webm');
+    const req = await request(clip, 'odd.mp4', { lossless: false });
+    expect([req.videoInfo.video?.width, req.videoInfo.video?.height]).toEqual([161, 161]);
+    const outcome = await lipsyncFile(req, deps);
+    expect([outcome.width, outcome.height]).toEqual([162, 162]);
+    expect(await outputFacts(outcome.outputPath)).toMatchObject({ width: 162, height: 162, frames: 20 });
+    const frame = (await outputFrames(outcome.outputPath, 162, 162))[5] as RgbFrame;
+    // The padding repeats the last real column and row (within YUV 4:2:0's rounding).
+    let diff = 0;
+    for (let y = 0; y < 161; y += 1) {
+      for (let c = 0; c < 3; c += 1) diff = Math.max(diff, Math.abs((frame.data[3 * (y * 162 + 161) + c] as number) - (frame.data[3 * (y * 162 + 160) + c] as number)));
+    }
+    expect(diff).toBeLessThan(24);
+  });
+
+  it('refuses, before decoding anything, an audio that would make the output longer than 240 s', async () => {
+    const clip = await patternClip(path.join(dir, 'short-video.mp4'), 1);
+    const req = await request(clip, 'too-long.mp4', { syncMode: 'loop', audioInfo: { ...speech.info, durationSeconds: 300 } });
+    await expect(lipsyncFile(req, deps)).rejects.toMatchObject({ code: 'INPUT_TOO_LARGE', message: expect.stringContaining('at most 240 s') });
+    // cut_off follows the shorter input: the same audio is fine there (it fails later, on the missing face).
+    await expect(lipsyncFile({ ...req, syncMode: 'cut_off' }, deps)).rejects.toMatchObject({ code: 'LIPSYNC_FAILED', message: expect.stringMatching(/no face/) });
+  });
+
+  it('fails with LIPSYNC_FAILED when the video shows no face, leaving nothing behind', async () => {
+    const clip = await patternClip(path.join(dir, 'pattern.mp4'), 1);
+    const attempt = lipsyncFile(await request(clip, 'pattern-out.mp4'), deps);
+    await expect(attempt).rejects.toBeInstanceOf(JobError);
+    await expect(attempt).rejects.toMatchObject({ code: 'LIPSYNC_FAILED', status: 500, message: expect.stringMatching(/no face was found in the video \(25 frames searched\)/) });
+    expect((await readdir(dir)).filter((f) => f.startsWith('pattern-out') || f.includes('.partial'))).toEqual([]);
+    expect(await childProcesses()).toEqual([]);
+  });
+
+  it('fails with the install instructions when no real lip-sync weights are installed and the test model is not selected', async () => {
+    const clip = await patternClip(path.join(dir, 'unused.mp4'), 1);
+    const attempt = lipsyncFile(await request(clip, 'no-weights.mp4'), { sessions });
+    await expect(attempt).rejects.toMatchObject({
+      code: 'LIPSYNC_FAILED',
+      message: expect.stringMatching(/^Expected lip-sync weights wav2lip for vendor-lipsync-2 but they are not installed .*install-lipsync-model.* or select the test model explicitly/),
+    });
+    expect((await readdir(dir)).filter((f) => f.startsWith('no-weights'))).toEqual([]);
+    expect(await childProcesses()).toEqual([]);
+  });
+
+  describe('two faces', () => {
+    const frames = 60;
+    let clip: string;
+    let sources: RgbFrame[];
+
+    beforeAll(async () => {
+      clip = await twoFaceClip(dir, frames);
+      sources = await sourceFrames(clip, await probe(clip));
+    });
+
+    /** Changed pixels per side of the clip over all frames. */
+    async function changes(file: string): Promise<{ left: number; right: number; framesRight: number; framesLeft: number }> {
+      const out = await outputFrames(file, TWO_FACES.width, TWO_FACES.height);
+      expect(out).toHaveLength(frames);
+      const total = { left: 0, right: 0, framesRight: 0, framesLeft: 0 };
+      out.forEach((frame, i) => {
+        const changed = changedPixels(sources[i] as RgbFrame, frame);
+        const left = changed.filter((p) => p.x < TWO_FACES.split).length;
+        total.left += left;
+        total.right += changed.length - left;
+        if (changed.length - left > 100) total.framesRight += 1;
+        if (left > 100) total.framesLeft += 1;
+      });
+      return total;
+    }
+
+    it("with active_speaker drives only the face whose mouth follows the video's speech", async () => {
+      const outcome = await lipsyncFile(await request(clip, 'speaker.mp4', { activeSpeaker: true }), deps);
+      expect(outcome.faces).toMatchObject({ tracks: 2, method: 'active-speaker' });
+      expect(outcome.faces.driven).toHaveLength(1);
+      const seen = await changes(outcome.outputPath);
+      expect(seen.left).toBe(0);
+      expect(seen.framesRight).toBeGreaterThanOrEqual(frames - 2);
+    });
+
+    it('without active_speaker drives the more prominent (larger) face only', async () => {
+      const outcome = await lipsyncFile(await request(clip, 'prominent.mp4'), deps);
+      expect(outcome.faces).toMatchObject({ tracks: 2, method: 'most-prominent' });
+      const seen = await changes(outcome.outputPath);
+      expect(seen.right).toBe(0);
+      expect(seen.framesLeft).toBeGreaterThanOrEqual(frames - 2);
+    });
+  });
+});
