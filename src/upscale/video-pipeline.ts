@@ -16,6 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
+import { getPriority, setPriority } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { UpscaleResult } from '../inference/tiling.js';
@@ -72,6 +73,8 @@ export interface VideoUpscaleRequest {
   /** Called at most every `progressIntervalMs` while frames are encoded, and once at the end. */
   onProgress?: (progress: VideoProgress) => void;
   progressIntervalMs?: number;
+  /** Niceness added to both ffmpeg processes (see lowerPriority); 0 keeps the worker's. Default 5. */
+  ffmpegNice?: number;
   logger?: InfoLogger;
 }
 
@@ -101,6 +104,7 @@ export interface VideoUpscaleOutcome {
 const DEFAULT_FRAMES_IN_FLIGHT = 2;
 const DEFAULT_QUEUE_FRAMES = 2;
 const DEFAULT_PROGRESS_INTERVAL_MS = 250;
+const DEFAULT_FFMPEG_NICE = 5;
 /** How long a broken pipe waits for its process to report its own exit (and its stderr) before the pipeline stops it. */
 const EXIT_REPORT_GRACE_MS = 2_000;
 
@@ -133,23 +137,30 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
   const inputPath = resolvePath(req.inputPath);
   const outputPath = resolvePath(req.outputPath);
 
-  const loaded = await loadModel(geometry.scale, req.modelName);
-  if (loaded.model.scale !== geometry.scale) {
-    throw new JobError('UPSCALE_FAILED', `Expected a x${geometry.scale} model for upscale_factor "${req.factor}" but ${loaded.name} is x${loaded.model.scale}`);
-  }
   let ffmpeg: string;
   try {
     ffmpeg = resolveFfmpeg(req.ffmpegPath === undefined ? {} : { ffmpegPath: req.ffmpegPath });
   } catch (error) {
     throw new JobError('UPSCALE_FAILED', (error as Error).message, { retryable: true, cause: error });
   }
-  const extras = await probeVideoExtras(inputPath, req.info.container, {
-    ...(req.ffprobePath === undefined ? {} : { ffprobePath: req.ffprobePath }),
-    ...(req.signal === undefined ? {} : { signal: req.signal }),
-  });
-  const encoder = await chooseEncoder(ffmpeg, { ...DEFAULT_ENCODER, ...req.encoder }, req.logger);
-  const audio = audioPlan(req.info.audio);
+  // Independent preparations, side by side: they are the latency before the first frame.
+  const [probed, model, chosen] = await Promise.allSettled([
+    probeVideoExtras(inputPath, req.info.container, {
+      ...(req.ffprobePath === undefined ? {} : { ffprobePath: req.ffprobePath }),
+      ...(req.signal === undefined ? {} : { signal: req.signal }),
+    }),
+    loadModel(geometry.scale, req.modelName),
+    chooseEncoder(ffmpeg, { ...DEFAULT_ENCODER, ...req.encoder }, req.logger),
+  ]);
   req.signal?.throwIfAborted();
+  // The input's fault first, then the worker's.
+  const extras = valueOf(probed);
+  const loaded = valueOf(model);
+  const encoder = valueOf(chosen);
+  if (loaded.model.scale !== geometry.scale) {
+    throw new JobError('UPSCALE_FAILED', `Expected a x${geometry.scale} model for upscale_factor "${req.factor}" but ${loaded.name} is x${loaded.model.scale}`);
+  }
+  const audio = audioPlan(req.info.audio);
 
   const partialPath = join(dirname(outputPath), `.${basename(outputPath)}.${randomBytes(4).toString('hex')}.partial`);
   const decodeArgs = decoderArgs({
@@ -191,6 +202,7 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
       signal: req.signal,
       onProgress: req.onProgress,
       progressIntervalMs: req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
+      ffmpegNice: req.ffmpegNice ?? DEFAULT_FFMPEG_NICE,
     });
     await rename(partialPath, outputPath);
   } catch (error) {
@@ -237,6 +249,7 @@ interface StreamPlan {
   signal: AbortSignal | undefined;
   onProgress: ((progress: VideoProgress) => void) | undefined;
   progressIntervalMs: number;
+  ffmpegNice: number;
 }
 
 /** Decoder -> network -> encoder; resolves once both processes exited cleanly. */
@@ -270,6 +283,8 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
 
   const decoder = spawnProcess(plan.ffmpeg, plan.decodeArgs, { stdout: 'pipe', signal: stop.signal });
   const encoder = spawnProcess(plan.ffmpeg, plan.encodeArgs, { stdin: 'pipe', stdout: 'ignore', signal: stop.signal });
+  lowerPriority(decoder.child.pid, plan.ffmpegNice);
+  lowerPriority(encoder.child.pid, plan.ffmpegNice);
   // SIGTERM alone can leave ffmpeg blocked on a pipe: closing our ends gets it out of the read or write.
   stop.signal.addEventListener('abort', () => {
     decoder.stdout?.destroy();
@@ -476,6 +491,21 @@ function end(stream: Writable, stop: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * Inference is the bottleneck and its threads run in lockstep: an ffmpeg that takes a core away
+ * mid-operator stalls all of them. A lower priority lets the decoder and encoder use the cycles
+ * inference leaves; the bounded queues keep them from falling behind (a full queue idles the network
+ * until the encoder caught up). Refused in some containers, where it is simply not applied.
+ */
+function lowerPriority(pid: number | undefined, steps: number): void {
+  if (pid === undefined || steps <= 0) return;
+  try {
+    setPriority(pid, Math.min(19, getPriority(pid) + steps));
+  } catch {
+    // Not permitted here; the pipeline works the same, only with less headroom for inference.
+  }
+}
+
 /** Waits for a promise to settle, at most `ms`. */
 async function within(promise: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -489,6 +519,11 @@ async function within(promise: Promise<unknown>, ms: number): Promise<void> {
     }),
   ]);
   clearTimeout(timer);
+}
+
+function valueOf<T>(result: PromiseSettledResult<T>): T {
+  if (result.status === 'rejected') throw result.reason;
+  return result.value;
 }
 
 function positive(name: string, value: number): number {

@@ -1,0 +1,279 @@
+/**
+ * Video pipeline benchmarks, on a synthetic clip (testsrc2 + a sine tone, H.264 + AAC in MP4) made
+ * at the start in a temp directory that is removed at the end.
+ *
+ * (a) overlap: the streaming pipeline's wall time over the time of the network alone on the same
+ *     frames (decoded into memory beforehand, run with the same frames in flight and batching).
+ *     Goal <= 1.10: decoding and encoding hidden behind inference. Alternating runs; medians and
+ *     minimums (on a shared machine the minimum is the run least disturbed by others).
+ * (b) frames on disk: the same input, model and encoder the way frame-dumping tools do it: ffmpeg
+ *     extracts every frame as PNG, each PNG is decoded, upscaled and written as PNG, ffmpeg encodes
+ *     the PNG sequence with the original audio. Goal: streaming >= 2x faster.
+ * (c) memory: peak RSS of the whole process tree (a child node process running the pipeline plus
+ *     its ffmpeg children, sampled from /proc every 20 ms) for a short and a long input.
+ *     Goal: long / short <= 1.2.
+ *
+ *   npx tsc -p tsconfig.json && node dist/scripts/bench-video.js [--size 160x90] [--fps 24]
+ *       [--seconds 10] [--long-seconds 60] [--factor 2] [--model NAME] [--frames-in-flight 2]
+ *       [--reps 5] [--only a,b,c] [--threads N] [--nice N]
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import sharp from 'sharp';
+import { SessionCache } from '../src/inference/session.js';
+import { type UpscaleResult, upscaleRgb } from '../src/inference/tiling.js';
+import type { UpscaleFactor } from '../src/jobs/index.js';
+import { probeMedia, resolveFfmpeg, runProcess } from '../src/media/index.js';
+import type { MediaInfo } from '../src/media/types.js';
+import { networkScale } from '../src/upscale/image-pipeline.js';
+import { createSrModelLoader } from '../src/upscale/sr-models.js';
+import { DEFAULT_ENCODER, decoderArgs, inputMatrix, videoCodecArgs } from '../src/upscale/video-args.js';
+import { TileBatcher } from '../src/upscale/video-batcher.js';
+import { upscaleVideoFile } from '../src/upscale/video-pipeline.js';
+import { frameTiming, rgbFrameBytes, videoGeometry } from '../src/upscale/video-geometry.js';
+import { probeVideoExtras } from '../src/upscale/video-probe.js';
+
+const { values } = parseArgs({
+  options: {
+    size: { type: 'string', default: '160x90' },
+    fps: { type: 'string', default: '24' },
+    seconds: { type: 'string', default: '10' },
+    'long-seconds': { type: 'string', default: '60' },
+    factor: { type: 'string', default: '2' },
+    model: { type: 'string' },
+    'frames-in-flight': { type: 'string', default: '2' },
+    reps: { type: 'string', default: '5' },
+    only: { type: 'string', default: 'a,b,c' },
+    threads: { type: 'string', default: '0' },
+    nice: { type: 'string' },
+    // Internal: run one upscale in this process (the child of the memory benchmark).
+    child: { type: 'string' },
+    out: { type: 'string' },
+  },
+});
+
+const ffmpeg = resolveFfmpeg({ ffmpegPath: process.env['FFMPEG_PATH'] ?? '' });
+const factor = values.factor as UpscaleFactor;
+if (!['1', '2', '4'].includes(factor)) throw new RangeError(`Expected --factor to be one of 1, 2, 4 but received ${JSON.stringify(values.factor)}`);
+const framesInFlight = positive('frames-in-flight', values['frames-in-flight']);
+const threads = Number(values.threads);
+const sessions = new SessionCache({ executionProviders: ['cpu'], ...(threads > 0 ? { threads } : {}) });
+const loadModel = createSrModelLoader({ sessions });
+
+/** Request options the command line sets for every pipeline run. */
+function common(): { modelName?: string; ffmpegNice?: number } {
+  return { ...(values.model ? { modelName: values.model } : {}), ...(values.nice === undefined ? {} : { ffmpegNice: Number(values.nice) }) };
+}
+
+function positive(name: string, text: string | undefined): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new RangeError(`Expected --${name} to be a positive integer but received ${JSON.stringify(text)}`);
+  return n;
+}
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+async function ff(args: string[]): Promise<void> {
+  await runProcess(ffmpeg, ['-hide_banner', '-v', 'error', '-nostdin', '-y', ...args], { maxStdoutBytes: 1024 });
+}
+
+async function makeInput(file: string, seconds: number): Promise<string> {
+  await ff([
+    '-f', 'lavfi', '-i', `testsrc2=size=${values.size}:rate=${values.fps}`,
+    '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
+    '-t', String(seconds),
+    '-c:v', 'libx264', '-preset', 'medium', '-crf', '18', '-pix_fmt', 'yuv420p', '-c:a', 'aac', file,
+  ]);
+  return file;
+}
+
+async function streaming(input: string, info: MediaInfo, output: string): Promise<number> {
+  const started = performance.now();
+  await upscaleVideoFile({ inputPath: input, outputPath: output, factor, info, framesInFlight, ...common() }, loadModel);
+  return performance.now() - started;
+}
+
+/** Every frame of the input exactly as the pipeline's decoder delivers it, in memory. */
+async function decodeAll(input: string, info: MediaInfo): Promise<Buffer[]> {
+  const video = info.video!;
+  const geometry = videoGeometry(video, factor);
+  const extras = await probeVideoExtras(input, info.container);
+  const args = decoderArgs({
+    inputPath: input,
+    container: info.container,
+    geometry,
+    timing: frameTiming(video),
+    matrix: inputMatrix(extras, geometry.decoded),
+    interlaced: extras.interlaced === true,
+    videoIndex: extras.videoIndex,
+  });
+  const { stdout } = await runProcess(ffmpeg, args, { maxStdoutBytes: 2 ** 31 - 1 });
+  const size = rgbFrameBytes(geometry.decoded);
+  const frames: Buffer[] = [];
+  for (let at = 0; at + size <= stdout.length; at += size) frames.push(stdout.subarray(at, at + size));
+  return frames;
+}
+
+/** The network alone over the frames, with the pipeline's frames in flight and batching. */
+async function inferenceOnly(frames: Buffer[], width: number, height: number): Promise<number> {
+  const loaded = await loadModel(networkScale(factor), values.model);
+  const batcher = new TileBatcher(loaded.model, Math.max(1, loaded.tiling.batch ?? 1) * framesInFlight);
+  const started = performance.now();
+  const inFlight = new Set<Promise<UpscaleResult>>();
+  for (const frame of frames) {
+    if (inFlight.size >= framesInFlight) await Promise.race(inFlight);
+    const job = upscaleRgb(batcher, { data: frame, width, height, channels: 3 }, loaded.tiling);
+    inFlight.add(job);
+    void job.then(() => inFlight.delete(job));
+  }
+  await Promise.all(inFlight);
+  return performance.now() - started;
+}
+
+/** Extract PNGs, upscale PNG to PNG, encode the PNG sequence: the frames-on-disk way. */
+async function framesOnDisk(input: string, info: MediaInfo, work: string, output: string): Promise<number> {
+  const loaded = await loadModel(networkScale(factor), values.model);
+  const video = info.video!;
+  const geometry = videoGeometry(video, factor);
+  const rate = `${video.fps.num}/${video.fps.den}`;
+  const started = performance.now();
+  const inDir = path.join(work, 'frames-in');
+  const outDir = path.join(work, 'frames-out');
+  await mkdir(inDir);
+  await mkdir(outDir);
+  await ff(['-i', input, '-map', '0:V:0', '-fps_mode', 'passthrough', path.join(inDir, '%06d.png')]);
+  for (const name of (await readdir(inDir)).sort()) {
+    const { data, info: raw } = await sharp(path.join(inDir, name)).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    const up = await upscaleRgb(loaded.model, { data, width: raw.width, height: raw.height, channels: 3 }, loaded.tiling);
+    let image = sharp(up.data, { raw: { width: up.width, height: up.height, channels: 3 } });
+    if (up.width !== geometry.target.width) image = image.resize(geometry.target.width, geometry.target.height, { kernel: 'lanczos3' });
+    await image.png().toFile(path.join(outDir, name));
+  }
+  await ff([
+    '-framerate', rate, '-i', path.join(outDir, '%06d.png'), '-i', input,
+    '-map', '0:v:0', '-map', '1:a:0?', ...videoCodecArgs(DEFAULT_ENCODER), '-pix_fmt', 'yuv420p', '-c:a', 'copy', output,
+  ]);
+  const elapsed = performance.now() - started;
+  await rm(inDir, { recursive: true, force: true });
+  await rm(outDir, { recursive: true, force: true });
+  return elapsed;
+}
+
+/** Sum of VmRSS (bytes) over a process and all its descendants. */
+async function treeRss(pid: number): Promise<number> {
+  let total = 0;
+  const queue = [pid];
+  while (queue.length > 0) {
+    const p = queue.pop()!;
+    try {
+      const status = await readFile(`/proc/${p}/status`, 'utf8');
+      const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
+      if (kb !== undefined) total += Number(kb) * 1024;
+      for (const tid of await readdir(`/proc/${p}/task`)) {
+        const children = await readFile(`/proc/${p}/task/${tid}/children`, 'utf8').catch(() => '');
+        for (const c of children.split(' ').filter((s) => s.trim() !== '')) queue.push(Number(c));
+      }
+    } catch {
+      // The process exited between the listing and the read.
+    }
+  }
+  return total;
+}
+
+/** Runs one upscale in a child node process and samples its tree's RSS until it exits. */
+async function peakRss(input: string, output: string): Promise<{ peak: number; ms: number }> {
+  const script = fileURLToPath(import.meta.url);
+  const args = [script, '--child', input, '--out', output, '--factor', factor, '--frames-in-flight', String(framesInFlight), '--threads', String(threads)];
+  if (values.model) args.push('--model', values.model);
+  if (values.nice !== undefined) args.push('--nice', values.nice);
+  const started = performance.now();
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+  let peak = 0;
+  let running = true;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
+    running = false;
+    resolve(code);
+  }));
+  while (running) {
+    peak = Math.max(peak, await treeRss(child.pid!));
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const code = await exited;
+  if (code !== 0) throw new Error(`The benchmark child exited with code ${code}`);
+  return { peak, ms: performance.now() - started };
+}
+
+async function runChild(input: string, output: string): Promise<void> {
+  const info = await probeMedia(input);
+  await upscaleVideoFile({ inputPath: input, outputPath: output, factor, info, framesInFlight, ...common() }, loadModel);
+  await sessions.release();
+}
+
+async function main(): Promise<void> {
+  if (values.child !== undefined) {
+    await runChild(values.child, values.out ?? path.join(tmpdir(), 'bench-video-child.mp4'));
+    return;
+  }
+  const only = new Set(values.only.split(','));
+  const reps = positive('reps', values.reps);
+  const seconds = Number(values.seconds);
+  const work = await mkdtemp(path.join(tmpdir(), 'media-worker-bench-video-'));
+  try {
+    const input = await makeInput(path.join(work, 'input.mp4'), seconds);
+    const info = await probeMedia(input);
+    const video = info.video!;
+    const geometry = videoGeometry(video, factor);
+    const frames = await decodeAll(input, info);
+    const model = (await loadModel(networkScale(factor), values.model)).name;
+    console.log(`# video benchmarks: ${values.size} @ ${values.fps} fps, ${frames.length} frames (${seconds} s) + AAC, factor ${factor} -> ${geometry.output.width}x${geometry.output.height}, ${model}, ${framesInFlight} frames in flight, encoder ${DEFAULT_ENCODER.codec} ${DEFAULT_ENCODER.preset} crf ${DEFAULT_ENCODER.crf}, ${reps} reps`);
+    // Warm-up: sessions, page cache, ffmpeg binaries.
+    await streaming(input, info, path.join(work, 'warm.mp4'));
+
+    if (only.has('a') || only.has('b')) {
+      const streamMs: number[] = [];
+      const srMs: number[] = [];
+      const diskMs: number[] = [];
+      for (let r = 0; r < reps; r += 1) {
+        if (only.has('a')) srMs.push(await inferenceOnly(frames, geometry.decoded.width, geometry.decoded.height));
+        streamMs.push(await streaming(input, info, path.join(work, `stream-${r}.mp4`)));
+        if (only.has('b')) diskMs.push(await framesOnDisk(input, info, work, path.join(work, `disk-${r}.mp4`)));
+      }
+      const runs = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
+      const [s, sMin] = [median(streamMs), Math.min(...streamMs)];
+      console.log(`streaming pipeline:     median ${s.toFixed(0)} ms, min ${sMin.toFixed(0)} ms (${((frames.length * 1000) / sMin).toFixed(1)} fps)  runs ${runs(streamMs)}`);
+      if (only.has('a')) {
+        const [i, iMin] = [median(srMs), Math.min(...srMs)];
+        console.log(`(a) inference only:     median ${i.toFixed(0)} ms, min ${iMin.toFixed(0)} ms  runs ${runs(srMs)}`);
+        console.log(`(a) streaming / inference-only = ${(s / i).toFixed(3)} (medians), ${(sMin / iMin).toFixed(3)} (minimums)  (goal <= 1.10)`);
+      }
+      if (only.has('b')) {
+        const [d, dMin] = [median(diskMs), Math.min(...diskMs)];
+        console.log(`(b) frames on disk:      median ${d.toFixed(0)} ms, min ${dMin.toFixed(0)} ms  runs ${runs(diskMs)}`);
+        console.log(`(b) frames-on-disk / streaming = ${(d / s).toFixed(2)}x (medians), ${(dMin / sMin).toFixed(2)}x (minimums)  (goal >= 2)`);
+      }
+    }
+
+    if (only.has('c')) {
+      const longSeconds = Number(values['long-seconds']);
+      const long = await makeInput(path.join(work, 'long.mp4'), longSeconds);
+      const short = await peakRss(input, path.join(work, 'rss-short.mp4'));
+      const longRun = await peakRss(long, path.join(work, 'rss-long.mp4'));
+      const mb = (b: number) => (b / 2 ** 20).toFixed(1);
+      console.log(`(c) peak RSS, process tree: ${seconds} s input ${mb(short.peak)} MiB (${(short.ms / 1000).toFixed(1)} s), ${longSeconds} s input ${mb(longRun.peak)} MiB (${(longRun.ms / 1000).toFixed(1)} s)`);
+      console.log(`(c) long / short = ${(longRun.peak / short.peak).toFixed(3)}  (goal <= 1.2)`);
+    }
+  } finally {
+    await sessions.release();
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+await main();

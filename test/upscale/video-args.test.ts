@@ -1,0 +1,372 @@
+/**
+ * The pure decisions of the video pipeline: sizes, rates, audio, encoder options, ffmpeg argument
+ * lists, the extra probe's parsing and the error wording.
+ */
+import { describe, expect, it } from 'vitest';
+import { JobError } from '../../src/jobs/errors.js';
+import { ProcessError } from '../../src/media/index.js';
+import {
+  DEFAULT_ENCODER,
+  MP4_COPY_AUDIO_CODECS,
+  audioPlan,
+  decoderArgs,
+  encoderArgs,
+  encoderFilters,
+  inputMatrix,
+  videoCodecArgs,
+} from '../../src/upscale/video-args.js';
+import { decoderFailure, encoderFailure, ffmpegReason, stageFailure } from '../../src/upscale/video-errors.js';
+import { displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry } from '../../src/upscale/video-geometry.js';
+import { parseAspect, parseVideoExtras, type VideoExtras } from '../../src/upscale/video-probe.js';
+
+const square: VideoExtras = { sampleAspect: { num: 1, den: 1 }, videoStartOffset: 0, videoIndex: 0 };
+
+/** The value following `flag` in an argument list. */
+function after(args: string[], flag: string, from = 0): string | undefined {
+  const i = args.indexOf(flag, from);
+  return i === -1 ? undefined : args[i + 1];
+}
+
+describe('videoGeometry', () => {
+  it.each([
+    // coded w, h, rotation, factor -> decoded, network, output, pad
+    [96, 64, 0, '2', [96, 64], [192, 128], [192, 128], [0, 0]],
+    [96, 64, 0, '4', [96, 64], [384, 256], [384, 256], [0, 0]],
+    [96, 64, 0, '1', [96, 64], [192, 128], [96, 64], [0, 0]],
+    [64, 48, 90, '2', [48, 64], [96, 128], [96, 128], [0, 0]],
+    [64, 48, 270, '4', [48, 64], [192, 256], [192, 256], [0, 0]],
+    [64, 48, 180, '2', [64, 48], [128, 96], [128, 96], [0, 0]],
+    [63, 47, 0, '1', [63, 47], [126, 94], [64, 48], [1, 1]],
+    [63, 48, 0, '1', [63, 48], [126, 96], [64, 48], [1, 0]],
+    [47, 63, 90, '1', [63, 47], [126, 94], [64, 48], [1, 1]],
+    [63, 47, 0, '2', [63, 47], [126, 94], [126, 94], [0, 0]],
+    [1920, 1080, 0, '4', [1920, 1080], [7680, 4320], [7680, 4320], [0, 0]],
+  ] as const)('%ix%i rotated %i at factor %s', (width, height, rotation, factor, decoded, network, output, pad) => {
+    const g = videoGeometry({ width, height, rotation }, factor);
+    expect([g.decoded.width, g.decoded.height]).toEqual(decoded);
+    expect([g.network.width, g.network.height]).toEqual(network);
+    expect([g.output.width, g.output.height]).toEqual(output);
+    expect([g.pad.right, g.pad.bottom]).toEqual(pad);
+    expect([g.target.width, g.target.height]).toEqual([decoded[0] * Number(factor), decoded[1] * Number(factor)]);
+    expect(g.scale).toBe(factor === '4' ? 4 : 2);
+  });
+
+  it('refuses sizes that are not positive integers', () => {
+    expect(() => videoGeometry({ width: 0, height: 48, rotation: 0 }, '2')).toThrow('Expected the video width to be a positive integer but received 0');
+    expect(() => videoGeometry({ width: 64, height: 47.5, rotation: 0 }, '2')).toThrow('Expected the video height to be a positive integer but received 47.5');
+  });
+
+  it('swaps only for quarter turns; a frame is width x height x 3 bytes', () => {
+    expect(displayedSize({ width: 4, height: 3, rotation: 90 })).toEqual({ width: 3, height: 4 });
+    expect(displayedSize({ width: 4, height: 3, rotation: 180 })).toEqual({ width: 4, height: 3 });
+    expect(rgbFrameBytes({ width: 4, height: 3 })).toBe(36);
+  });
+});
+
+describe('frame timing', () => {
+  it('passes constant-rate frames through and resamples variable-rate input at its average rate', () => {
+    expect(frameTiming({ fps: { num: 30000, den: 1001 }, variableFrameRate: false })).toEqual({ mode: 'passthrough', rate: { num: 30000, den: 1001 } });
+    expect(frameTiming({ fps: { num: 10, den: 1 }, variableFrameRate: true })).toEqual({ mode: 'cfr', rate: { num: 10, den: 1 } });
+    expect(() => frameTiming({ fps: { num: 0, den: 1 }, variableFrameRate: false })).toThrow('Expected a positive frame rate fraction but received 0/1');
+  });
+
+  it.each([
+    ['the container count when passing through', { frameCount: 12 }, 0.48, 'passthrough', 12],
+    ['duration x rate without a count', {}, 0.48, 'passthrough', 12],
+    ['duration x rate when resampling', { frameCount: 7 }, 2, 'cfr', 20],
+    ['at least one', {}, 0.001, 'cfr', 1],
+  ] as const)('expects %s', (_, video, seconds, mode, frames) => {
+    expect(expectedFrameCount(video, seconds, { mode, rate: { num: mode === 'cfr' ? 10 : 25, den: 1 } })).toBe(frames);
+  });
+});
+
+describe('audioPlan', () => {
+  it.each([
+    ['aac', 2, { mode: 'copy', codec: 'aac' }],
+    ['mp3', 2, { mode: 'copy', codec: 'mp3' }],
+    ['ac3', 6, { mode: 'copy', codec: 'ac3' }],
+    ['eac3', 6, { mode: 'copy', codec: 'eac3' }],
+    ['alac', 2, { mode: 'copy', codec: 'alac' }],
+    ['opus', 2, { mode: 'aac', bitrate: 192_000, from: 'opus' }],
+    ['opus', 1, { mode: 'aac', bitrate: 96_000, from: 'opus' }],
+    ['flac', 2, { mode: 'aac', bitrate: 192_000, from: 'flac' }],
+    ['vorbis', 2, { mode: 'aac', bitrate: 192_000, from: 'vorbis' }],
+    ['pcm_s16le', 2, { mode: 'aac', bitrate: 192_000, from: 'pcm_s16le' }],
+    ['opus', 6, { mode: 'aac', bitrate: 448_000, from: 'opus' }],
+  ] as const)('%s with %i channels', (codec, channels, plan) => {
+    expect(audioPlan({ codec, channels, sampleRate: 48_000 })).toEqual(plan);
+  });
+
+  it('has nothing to carry without an audio stream; copies only codecs MP4 players agree on', () => {
+    expect(audioPlan(undefined)).toEqual({ mode: 'none' });
+    expect([...MP4_COPY_AUDIO_CODECS].sort()).toEqual(['aac', 'ac3', 'alac', 'eac3', 'mp3']);
+  });
+});
+
+describe('videoCodecArgs', () => {
+  it.each([
+    [{ codec: 'libx264', crf: 18, preset: 'fast' }, ['-c:v', 'libx264', '-preset', 'fast', '-crf', '18']],
+    [{ codec: 'libx264', crf: 23, preset: 'veryslow', threads: 4 }, ['-c:v', 'libx264', '-preset', 'veryslow', '-crf', '23', '-threads', '4']],
+    [{ codec: 'h264_nvenc', crf: 18, preset: 'fast' }, ['-c:v', 'h264_nvenc', '-preset', 'p4', '-rc', 'vbr', '-cq', '18', '-b:v', '0']],
+    [{ codec: 'h264_nvenc', crf: 0, preset: 'ultrafast' }, ['-c:v', 'h264_nvenc', '-preset', 'p1', '-rc', 'vbr', '-cq', '1', '-b:v', '0']],
+    [{ codec: 'h264_qsv', crf: 20, preset: 'slower' }, ['-c:v', 'h264_qsv', '-preset', 'slower', '-global_quality', '20']],
+  ] as const)('%j', (settings, args) => {
+    expect(videoCodecArgs(settings)).toEqual(args);
+  });
+
+  it('words bad settings like every other validation message', () => {
+    expect(() => videoCodecArgs({ ...DEFAULT_ENCODER, crf: 52 })).toThrow('Expected the encoder crf to be an integer from 0 to 51 but received 52');
+    expect(() => videoCodecArgs({ ...DEFAULT_ENCODER, preset: 'placebo' as never })).toThrow(
+      'Expected the encoder preset to be one of ultrafast, superfast, veryfast, faster, fast, medium, slow, slower, veryslow but received "placebo"',
+    );
+  });
+
+  it('defaults to libx264 CRF 18 preset veryfast', () => {
+    expect(DEFAULT_ENCODER).toEqual({ codec: 'libx264', crf: 18, preset: 'veryfast' });
+  });
+});
+
+describe('inputMatrix', () => {
+  it.each([
+    [{ matrix: 'bt2020' as const }, 640, 480, 'bt2020'],
+    [{ matrix: 'smpte170m' as const }, 1920, 1080, 'smpte170m'],
+    [{}, 1280, 720, 'bt709'],
+    [{}, 720, 1280, 'bt709'],
+    [{}, 640, 480, 'bt601'],
+  ])('%j at %ix%i reads as %s', (extras, width, height, matrix) => {
+    expect(inputMatrix(extras, { width, height })).toBe(matrix);
+  });
+});
+
+describe('decoderArgs', () => {
+  const geometry = videoGeometry({ width: 64, height: 48, rotation: 90 }, '2');
+
+  it('reads only the local file with its sniffed demuxer and writes raw RGB frames of the upright size', () => {
+    const args = decoderArgs({ inputPath: '/in/clip.mkv', container: 'mkv', geometry, timing: frameTiming({ fps: { num: 25, den: 1 }, variableFrameRate: false }), matrix: 'bt601' });
+    expect(after(args, '-protocol_whitelist')).toBe('file,pipe');
+    expect(after(args, '-format_whitelist')).toBe('matroska');
+    expect(after(args, '-f')).toBe('matroska');
+    expect(after(args, '-i')).toBe('file:/in/clip.mkv');
+    expect(args.indexOf('-protocol_whitelist')).toBeLessThan(args.indexOf('-i'));
+    expect(args).toContain('-xerror');
+    expect(after(args, '-map')).toBe('0:V:0');
+    expect(after(args, '-vf')).toBe('scale=w=48:h=64:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=bt601,format=rgb24');
+    expect(after(args, '-fps_mode')).toBe('passthrough');
+    expect(args.slice(-5)).toEqual(['-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1']);
+  });
+
+  it('deinterlaces interlaced input first, one frame per frame', () => {
+    const args = decoderArgs({ inputPath: '/in/tv.mkv', container: 'mkv', geometry, timing: { mode: 'passthrough', rate: { num: 25, den: 1 } }, matrix: 'bt601', interlaced: true });
+    expect(after(args, '-vf')).toMatch(/^bwdif=mode=send_frame:parity=auto:deint=all,scale=w=48:h=64:/);
+  });
+
+  it('reads the chosen video stream', () => {
+    const args = decoderArgs({ inputPath: '/in/two.mkv', container: 'mkv', geometry, timing: { mode: 'passthrough', rate: { num: 25, den: 1 } }, matrix: 'bt601', videoIndex: 1 });
+    expect(after(args, '-map')).toBe('0:V:1');
+  });
+
+  it('resamples variable frame rate to the average rate', () => {
+    const args = decoderArgs({ inputPath: '/in/vfr.mp4', container: 'mp4', geometry, timing: { mode: 'cfr', rate: { num: 10, den: 1 } }, matrix: 'bt709' });
+    expect(after(args, '-format_whitelist')).toBe('mov');
+    expect(after(args, '-fps_mode')).toBe('cfr');
+    expect(after(args, '-r')).toBe('10/1');
+  });
+
+  it('refuses a relative path', () => {
+    expect(() => decoderArgs({ inputPath: 'clip.mp4', container: 'mp4', geometry, timing: { mode: 'passthrough', rate: { num: 25, den: 1 } }, matrix: 'bt709' })).toThrow(
+      'Expected an absolute path for the media input but received "clip.mp4"',
+    );
+  });
+});
+
+describe('encoderArgs', () => {
+  const base = {
+    geometry: videoGeometry({ width: 96, height: 64, rotation: 0 }, '2'),
+    timing: { mode: 'passthrough' as const, rate: { num: 30000, den: 1001 } },
+    encoder: DEFAULT_ENCODER,
+    extras: square,
+    audioSource: { path: '/in/clip.mov', container: 'mov' as const },
+    outputPath: '/out/.video.mp4.1234.partial',
+  };
+
+  it('reads raw RGB at the network size and rate from the pipe only, and writes an MP4 file', () => {
+    const args = encoderArgs({ ...base, audio: { mode: 'none' } });
+    const pipeAt = args.indexOf('pipe:0');
+    expect(args.slice(args.indexOf('-protocol_whitelist'), pipeAt + 1)).toEqual([
+      '-protocol_whitelist', 'pipe', '-format_whitelist', 'rawvideo',
+      '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-video_size', '192x128', '-framerate', '30000/1001', '-i', 'pipe:0',
+    ]);
+    expect(args.filter((a) => a === '-i')).toHaveLength(1);
+    expect(args).not.toContain('1:a:0');
+    expect(args).not.toContain('-itsoffset');
+    expect(after(args, '-map')).toBe('0:v:0');
+    expect(after(args, '-map_metadata')).toBe('-1');
+    expect(after(args, '-c:v')).toBe('libx264');
+    expect(after(args, '-pix_fmt', pipeAt)).toBe('yuv420p');
+    expect(after(args, '-colorspace')).toBe('bt709');
+    expect(after(args, '-fps_mode')).toBe('passthrough');
+    expect(after(args, '-r')).toBe('30000/1001');
+    expect(after(args, '-movflags')).toBe('+faststart');
+    expect(args.slice(-3)).toEqual(['-f', 'mp4', 'file:/out/.video.mp4.1234.partial']);
+  });
+
+  it('takes the audio from the original file through the same whitelists, copied or as AAC', () => {
+    const copy = encoderArgs({ ...base, audio: { mode: 'copy', codec: 'aac' } });
+    const second = copy.lastIndexOf('-protocol_whitelist');
+    expect(copy.slice(second, second + 8)).toEqual(['-protocol_whitelist', 'file,pipe', '-format_whitelist', 'mov', '-f', 'mov', '-i', 'file:/in/clip.mov']);
+    expect(copy).toContain('1:a:0');
+    expect(after(copy, '-map_metadata:s:a:0')).toBe('1:s:a:0');
+    expect(after(copy, '-c:a')).toBe('copy');
+    expect(after(copy, '-map', copy.indexOf('0:v:0'))).toBe('1:a:0');
+    const second2 = encoderArgs({ ...base, audio: { mode: 'copy', codec: 'aac' }, extras: { ...square, audioIndex: 2 } });
+    expect(second2).toContain('1:a:2');
+    expect(after(second2, '-map_metadata:s:a:0')).toBe('1:s:a:2');
+    const aac = encoderArgs({ ...base, audio: { mode: 'aac', bitrate: 192_000, from: 'opus' } });
+    expect(after(aac, '-c:a')).toBe('aac');
+    expect(after(aac, '-b:a')).toBe('192000');
+  });
+
+  it('starts the video where it started relative to the audio, and tags the input primaries and transfer', () => {
+    const args = encoderArgs({ ...base, audio: { mode: 'none' }, extras: { ...square, videoStartOffset: 0.042, primaries: 'bt709', transfer: 'smpte2084' } });
+    expect(after(args, '-itsoffset')).toBe('0.042');
+    expect(args.indexOf('-itsoffset')).toBeLessThan(args.indexOf('pipe:0'));
+    expect(after(args, '-color_primaries')).toBe('bt709');
+    expect(after(args, '-color_trc')).toBe('smpte2084');
+  });
+
+  it.each([
+    ['factor 2', videoGeometry({ width: 96, height: 64, rotation: 0 }, '2'), square, 'scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1'],
+    [
+      'factor 1 on an even input: back to the input size',
+      videoGeometry({ width: 96, height: 64, rotation: 0 }, '1'),
+      square,
+      'scale=w=96:h=64:flags=lanczos+accurate_rnd,scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1',
+    ],
+    [
+      'factor 1 on an odd input: padded with the last column and row',
+      videoGeometry({ width: 63, height: 47, rotation: 0 }, '1'),
+      square,
+      'scale=w=63:h=47:flags=lanczos+accurate_rnd,format=gbrp,pad=w=64:h=48:x=0:y=0,fillborders=right=1:bottom=1:mode=smear,' +
+        'scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1',
+    ],
+    [
+      'non-square pixels',
+      videoGeometry({ width: 96, height: 64, rotation: 0 }, '2'),
+      { ...square, sampleAspect: { num: 4, den: 3 } },
+      'scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=4/3',
+    ],
+  ])('filters for %s', (_, geometry, extras, filters) => {
+    expect(encoderFilters(geometry, extras)).toBe(filters);
+  });
+});
+
+describe('parseVideoExtras', () => {
+  it('reads aspect, start offset and colour', () => {
+    const extras = parseVideoExtras({
+      streams: [
+        { codec_type: 'audio', start_time: '0.000000' },
+        {
+          codec_type: 'video',
+          sample_aspect_ratio: '8:6',
+          start_time: '0.042000',
+          color_space: 'bt470bg',
+          color_primaries: 'bt709',
+          color_transfer: 'unknown',
+        },
+      ],
+      format: { start_time: '0.000000' },
+    });
+    expect(extras).toEqual({ sampleAspect: { num: 4, den: 3 }, videoStartOffset: 0.042, matrix: 'bt470', primaries: 'bt709', videoIndex: 0, audioIndex: 0 });
+  });
+
+  it('picks the streams probeMedia describes: the default one, else the first; cover art is no video', () => {
+    const extras = parseVideoExtras({
+      streams: [
+        { codec_type: 'video', disposition: { default: 0, attached_pic: 1 } },
+        { codec_type: 'video', disposition: { default: 0, attached_pic: 0 }, sample_aspect_ratio: '1:1' },
+        { codec_type: 'audio', disposition: { default: 0 } },
+        { codec_type: 'video', disposition: { default: 1, attached_pic: 0 }, sample_aspect_ratio: '4:3' },
+        { codec_type: 'audio', disposition: { default: 1 } },
+      ],
+    });
+    expect(extras).toMatchObject({ videoIndex: 1, audioIndex: 1, sampleAspect: { num: 4, den: 3 } });
+    expect(parseVideoExtras({ streams: [{ codec_type: 'video' }, { codec_type: 'video' }] })).toMatchObject({ videoIndex: 0 });
+    expect(parseVideoExtras({ streams: [{ codec_type: 'video' }] }).audioIndex).toBeUndefined();
+  });
+
+  it.each([
+    ['tt', true],
+    ['bb', true],
+    ['tb', true],
+    ['progressive', undefined],
+    [undefined, undefined],
+  ])('field order %s: interlaced %s', (field_order, interlaced) => {
+    expect(parseVideoExtras({ streams: [{ codec_type: 'video', field_order }] }).interlaced).toBe(interlaced);
+  });
+
+  it('falls back to square pixels, no offset and no colour claims', () => {
+    expect(parseVideoExtras({ streams: [{ codec_type: 'video', sample_aspect_ratio: '0:1' }], format: {} })).toEqual({
+      sampleAspect: { num: 1, den: 1 },
+      videoStartOffset: 0,
+      videoIndex: 0,
+    });
+    // A video that starts before the file's start (never after it) has no offset.
+    expect(parseVideoExtras({ streams: [{ codec_type: 'video', start_time: '-0.1' }], format: { start_time: '0' } }).videoStartOffset).toBe(0);
+    expect(parseAspect('N/A')).toEqual({ num: 1, den: 1 });
+  });
+
+  it('is PROBE_FAILED without a video stream', () => {
+    const error = (() => {
+      try {
+        parseVideoExtras({ streams: [{ codec_type: 'audio' }, { codec_type: 'video', disposition: { attached_pic: 1 } }] });
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(JobError);
+    expect((error as JobError).code).toBe('PROBE_FAILED');
+  });
+});
+
+describe('failure wording', () => {
+  const paths = [
+    ['/tmp/job-1/input.mp4', 'input'],
+    ['/tmp/job-1/.out.mp4.ab12.partial', 'output'],
+  ] as const;
+
+  it("keeps ffmpeg's last lines, without addresses or this host's paths", () => {
+    const tail = [
+      'first line that is too old',
+      '[h264 @ 0x55d2785140c0] Invalid NAL unit size (767 > 102).',
+      '[mov,mp4,m4a,3gp,3g2,mj2 @ 0x55d278512b80] stream 0, offset 0x43d3: partial file',
+      'file:/tmp/job-1/input.mp4: corrupt input packet in stream 0',
+      '',
+    ].join('\n');
+    expect(ffmpegReason(tail, paths)).toBe('Invalid NAL unit size (767 > 102).; stream 0, offset 0x43d3: partial file; input: corrupt input packet in stream 0');
+    expect(ffmpegReason('\n\n', paths)).toBe('no details');
+  });
+
+  const failure = (reason: 'exit' | 'spawn' | 'signal', stderrTail = '') =>
+    new ProcessError('ffmpeg failed', { command: 'ffmpeg', args: [], reason, exitCode: reason === 'exit' ? 1 : null, signal: reason === 'signal' ? 'SIGKILL' : null, stderrTail });
+
+  it.each([
+    ['decoder', 'exit', 'PROBE_FAILED', false, /^The video could not be decoded: output: No such file/],
+    ['decoder', 'spawn', 'UPSCALE_FAILED', true, /^The video decoder could not be started/],
+    ['decoder', 'signal', 'UPSCALE_FAILED', true, /^The video decoder stopped/],
+    ['encoder', 'exit', 'UPSCALE_FAILED', false, /^The video encoder failed: output: No such file/],
+    ['encoder', 'spawn', 'UPSCALE_FAILED', true, /^The video encoder could not be started/],
+    ['encoder', 'signal', 'UPSCALE_FAILED', true, /^The video encoder stopped/],
+  ] as const)('%s %s -> %s (retryable %s)', (side, reason, code, retryable, message) => {
+    const error = (side === 'decoder' ? decoderFailure : encoderFailure)(failure(reason, '/tmp/job-1/.out.mp4.ab12.partial: No such file or directory\n'), paths);
+    expect(error.code).toBe(code);
+    expect(error.retryable).toBe(retryable);
+    expect(error.message).toMatch(message);
+  });
+
+  it('keeps a JobError from inside the pipeline and wraps anything else', () => {
+    const own = new JobError('UPSCALE_FAILED', 'Out of memory even with one 32x32 tile per call', { retryable: true });
+    expect(stageFailure(own)).toBe(own);
+    expect(stageFailure(new Error('boom'))).toMatchObject({ code: 'UPSCALE_FAILED', message: 'Video upscaling failed: boom' });
+  });
+});
