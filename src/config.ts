@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { EXECUTION_PROVIDER_NAMES, parseExecutionProviders } from './inference/execution-providers.js';
 import { parseLipsyncModelMapping } from './lipsync/wav2lip-model.js';
 import { PACKAGE_ROOT } from './paths.js';
-import { VIDEO_ENCODERS, X264_PRESETS } from './upscale/video-args.js';
+import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './upscale/video-args.js';
 import { workerSettingsReference } from './worker/settings.js';
 import {
   booleanSetting,
@@ -158,14 +158,20 @@ export const SETTINGS = {
   videoCrf: setting({
     env: 'MEDIA_WORKER_VIDEO_CRF',
     schema: intSchema('an integer from 0 to 51', 0, 51),
-    default: '18',
+    default: String(DEFAULT_ENCODER.crf),
     doc: 'Constant quality of video results on the x264 CRF scale (0 lossless, 18 near-lossless, 23 x264 default).',
   }),
   videoPreset: setting({
     env: 'MEDIA_WORKER_VIDEO_PRESET',
     schema: oneOfSetting(X264_PRESETS),
-    default: 'fast',
+    default: DEFAULT_ENCODER.preset,
     doc: 'x264 speed preset (mapped to hardware encoders\' own); the CPU encoder must keep up with inference.',
+  }),
+  videoFramesInFlight: setting({
+    env: 'MEDIA_WORKER_VIDEO_FRAMES_IN_FLIGHT',
+    schema: positiveInt,
+    default: '2',
+    doc: 'Video frames upscaled at once, their tiles batched together; 3-4 lets batches form on a GPU.',
   }),
 } as const;
 

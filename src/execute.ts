@@ -192,6 +192,7 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
           factor: quoted.job.input.upscale_factor,
           info: quoted.probes.video,
           encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
+          framesInFlight: config.videoFramesInFlight,
           ...(config.ffmpegPath === undefined ? {} : { ffmpegPath: config.ffmpegPath }),
           ...(config.ffprobePath === undefined ? {} : { ffprobePath: config.ffprobePath }),
           ...(opts.modelName === undefined ? {} : { modelName: opts.modelName }),
