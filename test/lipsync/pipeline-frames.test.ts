@@ -133,10 +133,11 @@ describe('ffmpeg arguments', () => {
       'format=gbrp,pad=w=162:h=122:x=0:y=0,fillborders=right=1:bottom=1:mode=smear,scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1',
     );
     expect(lipsyncVideoFilters({ width: 161, height: 121 }, { mode: 'lossless' }, { num: 4, den: 3 })).toBe('setsar=4/3');
-    expect(qualityArgs({ mode: 'bitrate', encoder: DEFAULT_ENCODER, bitsPerSecond: 400_000 })).toEqual([
+    const encoder = { ...DEFAULT_ENCODER, preset: 'fast' } as const;
+    expect(qualityArgs({ mode: 'bitrate', encoder, bitsPerSecond: 400_000 })).toEqual([
       '-c:v', 'libx264', '-preset', 'fast', '-b:v', '400000', '-minrate', '400000', '-maxrate', '400000', '-bufsize', '400000', '-x264-params', 'nal-hrd=cbr',
     ]);
-    expect(qualityArgs({ mode: 'crf', encoder: DEFAULT_ENCODER })).toEqual(['-c:v', 'libx264', '-preset', 'fast', '-crf', '18']);
+    expect(qualityArgs({ mode: 'crf', encoder })).toEqual(['-c:v', 'libx264', '-preset', 'fast', '-crf', '18']);
     const args = lipsyncEncoderArgs({
       size: { width: 160, height: 120 },
       rate: { num: 30000, den: 1001 },

@@ -1,0 +1,71 @@
+/**
+ * Peak memory of the largest image job the spec allows: a 96 MP output (4898x4898 x2 = 95.96 MP)
+ * through the real image pipeline (decode, tiled network, 8-bit output, encode), measured as the
+ * peak resident set of a child process that does nothing else (ONNX Runtime's threads included).
+ * Prints the peak next to the size of the 8-bit output, the floor any pipeline needs.
+ *
+ *   npm run build && node dist/scripts/bench-image-memory.js [--side 4898] [--factor 2] [--model esrgan-slim-x2]
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import sharp from 'sharp';
+import { SessionCache } from '../src/inference/session.js';
+import type { UpscaleFactor } from '../src/jobs/index.js';
+import { probeImage } from '../src/media/index.js';
+import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
+import { upscaleImageFile } from '../src/upscale/image-pipeline.js';
+import { createSrModelLoader } from '../src/upscale/sr-models.js';
+
+const { values } = parseArgs({
+  options: {
+    side: { type: 'string', default: '4898' },
+    factor: { type: 'string', default: '2' },
+    model: { type: 'string' },
+    child: { type: 'string' },
+  },
+});
+
+const factor = values.factor as UpscaleFactor;
+
+if (values.child !== undefined) {
+  // Child: one upscale, then report peak RSS (kilobytes) on stdout.
+  const [input, output] = values.child.split('\0') as [string, string];
+  const sessions = new SessionCache({ executionProviders: ['cpu'] });
+  const started = performance.now();
+  await upscaleImageFile(
+    { inputPath: input, outputPath: output, factor, info: await probeImage(input), ...(values.model === undefined ? {} : { modelName: values.model }) },
+    createSrModelLoader({ sessions }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  await sessions.release();
+  process.stdout.write(JSON.stringify({ maxRssKb: process.resourceUsage().maxRSS, seconds }) + '\n');
+} else {
+  const side = Number(values.side);
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-image-memory-'));
+  try {
+    const input = path.join(dir, 'input.png');
+    const output = path.join(dir, 'output.png');
+    await sharp(DEFAULT_SAMPLE_IMAGE).resize(side, side, { kernel: 'lanczos3' }).png({ compressionLevel: 1 }).toFile(input);
+    const self = fileURLToPath(import.meta.url);
+    const args = [self, '--factor', factor, '--child', `${input}\0${output}`, ...(values.model === undefined ? [] : ['--model', values.model])];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    if (code !== 0) throw new Error(`child exited with ${code}`);
+    const { maxRssKb, seconds } = JSON.parse(out) as { maxRssKb: number; seconds: number };
+    const outSide = side * Number(factor);
+    const outputMb = (outSide * outSide * 3) / 2 ** 20;
+    const peakMb = maxRssKb / 1024;
+    console.log(`input ${side}x${side}, output ${outSide}x${outSide} = ${((outSide * outSide) / 1e6).toFixed(2)} MP, factor ${factor}`);
+    console.log(`wall ${seconds.toFixed(1)} s, ${((outSide * outSide) / 1e6 / seconds).toFixed(2)} output MP/s`);
+    console.log(`peak RSS ${peakMb.toFixed(0)} MiB; 8-bit RGB output alone ${outputMb.toFixed(0)} MiB; ratio ${(peakMb / outputMb).toFixed(2)}`);
+    console.log(`machine: ${os.cpus()[0]?.model ?? 'unknown'} x${os.availableParallelism()}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
