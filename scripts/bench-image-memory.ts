@@ -25,15 +25,18 @@ const { values } = parseArgs({
     side: { type: 'string', default: '4898' },
     factor: { type: 'string', default: '2' },
     model: { type: 'string' },
-    child: { type: 'string' },
+    child: { type: 'boolean', default: false },
+    input: { type: 'string' },
+    output: { type: 'string' },
   },
 });
 
 const factor = values.factor as UpscaleFactor;
 
-if (values.child !== undefined) {
+if (values.child) {
   // Child: one upscale, then report peak RSS (kilobytes) on stdout.
-  const [input, output] = values.child.split('\0') as [string, string];
+  const input = values.input ?? '';
+  const output = values.output ?? '';
   const sessions = new SessionCache({ executionProviders: ['cpu'] });
   const started = performance.now();
   await upscaleImageFile(
@@ -51,7 +54,7 @@ if (values.child !== undefined) {
     const output = path.join(dir, 'output.png');
     await sharp(DEFAULT_SAMPLE_IMAGE).resize(side, side, { kernel: 'lanczos3' }).png({ compressionLevel: 1 }).toFile(input);
     const self = fileURLToPath(import.meta.url);
-    const args = [self, '--factor', factor, '--child', `${input}\0${output}`, ...(values.model === undefined ? [] : ['--model', values.model])];
+    const args = [self, '--factor', factor, '--child', '--input', input, '--output', output, ...(values.model === undefined ? [] : ['--model', values.model])];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
