@@ -23,6 +23,7 @@ import {
   positiveInt,
   received,
   setting,
+  SettingsError,
   settingsReference,
   tableSchema,
   type SettingsOf,
@@ -180,12 +181,7 @@ export type Config = SettingsOf<typeof SETTINGS>;
 
 const configSchema = tableSchema(SETTINGS);
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
+export class ConfigError extends SettingsError {}
 
 /**
  * Reads every setting from `env` (process.env by default). `overrides` take precedence and use the

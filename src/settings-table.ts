@@ -7,6 +7,14 @@
  */
 import { z } from 'zod';
 
+/** A bad setting: the message names the environment variable. Commands print it and exit 1. */
+export class SettingsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
 export interface SettingSpec<S extends z.ZodType = z.ZodType> {
   env: string;
   schema: S;

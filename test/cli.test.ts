@@ -97,6 +97,12 @@ describe('quote', () => {
     expect(r.stderr).toContain('Expected JSON in the JOB argument');
   });
 
+  it('serve exits 1 naming the variable of a bad daemon setting, before connecting anywhere', async () => {
+    const r = await cli(['serve'], { env: { WORKER_ACK_WAIT_MS: 'soon', NATS_URL: 'nats://127.0.0.1:1' } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('Invalid setting WORKER_ACK_WAIT_MS: Expected an integer of at least 1000 but received "soon"');
+  });
+
   it('exits 1 naming the variable of a bad setting', async () => {
     const r = await cli(['quote', job(smallPhoto)], { env: { MEDIA_WORKER_THREADS: 'lots' } });
     expect(r.code).toBe(1);

@@ -1,4 +1,4 @@
-import { ConfigError } from '../config.js';
+import { SettingsError } from '../settings-table.js';
 import { errorBody, isJobError } from '../jobs/index.js';
 import { UsageError } from './job-arg.js';
 
@@ -16,7 +16,7 @@ export function reportFailure(err: unknown): number {
     process.stdout.write(`${JSON.stringify(errorBody(err))}\n`);
     return EXIT_REJECTED;
   }
-  if (err instanceof ConfigError || err instanceof UsageError) {
+  if (err instanceof SettingsError || err instanceof UsageError) {
     process.stderr.write(`media-worker: ${err.message}\n`);
     return EXIT_FAILURE;
   }

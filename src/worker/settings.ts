@@ -21,6 +21,7 @@ import {
   positiveInt,
   received,
   setting,
+  SettingsError,
   settingsReference,
   tableSchema,
   type SettingsInput,
@@ -292,12 +293,7 @@ export const workerSettingsSchema = tableSchema(WORKER_SETTINGS).superRefine((v,
   }
 });
 
-export class WorkerSettingsError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'WorkerSettingsError';
-  }
-}
+export class WorkerSettingsError extends SettingsError {}
 
 /** Parses settings given in code or in environment spelling; the error names the environment variable. */
 export function parseWorkerSettings(input: WorkerSettingsInput = {}): WorkerSettings {
