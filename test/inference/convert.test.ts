@@ -97,7 +97,7 @@ function tinyModel(overrides: { layers?: unknown[]; weights?: Array<{ name: stri
 
 describe('kerasToOnnx', () => {
   it('emits one ONNX op per Keras layer type, tracks scale, params and receptive field', () => {
-    const converted = kerasToOnnx(tinyModel(), options);
+    const converted = kerasToOnnx(tinyModel(), { ...options, foldUpsampling: false });
     const ops = (converted.model.graph?.node ?? []).map((n) => n.opType);
     expect(ops).toEqual(['Conv', 'Relu', 'Concat', 'Conv', 'Add', 'Mul', 'Resize', 'Conv', 'DepthToSpace']);
     expect(converted.scale).toBe(4);
@@ -107,7 +107,83 @@ describe('kerasToOnnx', () => {
     expect(converted.receptiveFieldRadius).toBe(2);
   });
 
-  it('runs in onnxruntime with the nearest up-sampling and DCR shuffle of Keras/TF', async () => {
+  it('folds an UpSampling2D into the Conv2D that alone reads it: Conv at the lower resolution, then DepthToSpace', () => {
+    const converted = kerasToOnnx(tinyModel(), options);
+    const nodes = converted.model.graph?.node ?? [];
+    expect(nodes.map((n) => n.opType)).toEqual(['Conv', 'Relu', 'Concat', 'Conv', 'Add', 'Mul', 'Conv', 'DepthToSpace', 'DepthToSpace']);
+    const c3 = nodes[6];
+    expect(c3?.input?.[0]).toBe('mb');
+    // 12 filters times 4 phases.
+    expect(converted.model.graph?.initializer?.find((t) => t.name === 'c3.weight')?.dims?.map(Number)).toEqual([48, 4, 3, 3]);
+    expect(converted.model.graph?.initializer?.some((t) => t.name === 'up.scales')).toBe(false);
+    // The facts about the network do not depend on how it is emitted.
+    const literal = kerasToOnnx(tinyModel(), { ...options, foldUpsampling: false });
+    expect([converted.scale, converted.params, converted.receptiveFieldRadius]).toEqual([literal.scale, literal.params, literal.receptiveFieldRadius]);
+  });
+
+  it.each([
+    ['read by two layers', 'two readers'],
+    ['the graph output', 'output'],
+  ])('keeps the Resize when the up-sampled tensor is %s', (_what, shape) => {
+    const inputLayer = { class_name: 'InputLayer', config: { name: 'in', batch_input_shape: [null, null, null, 3] }, inbound_nodes: [] };
+    const up = { class_name: 'UpSampling2D', config: { name: 'up', size: [2, 2] }, inbound_nodes: [[['in', 0, 0, {}]]] };
+    const conv = {
+      class_name: 'Conv2D',
+      config: { name: 'c', filters: 3, kernel_size: [3, 3], strides: [1, 1], padding: 'same', activation: 'linear', use_bias: false },
+      inbound_nodes: [[['up', 0, 0, {}]]],
+    };
+    const layers =
+      shape === 'output'
+        ? [inputLayer, up]
+        : [inputLayer, up, conv, { class_name: 'Add', config: { name: 'sum' }, inbound_nodes: [[['c', 0, 0, {}], ['up', 0, 0, {}]]] }];
+    const weights = shape === 'output' ? [] : [{ name: 'c/kernel', shape: [3, 3, 3, 3] }];
+    const ops = (kerasToOnnx(tinyModel({ layers, weights }), options).model.graph?.node ?? []).map((n) => n.opType);
+    expect(ops).toEqual(shape === 'output' ? ['Resize'] : ['Resize', 'Conv', 'Add']);
+  });
+
+  it('folds each of two chained x2 stages, with a relu on the convolutions, to the output of the literal graph', async () => {
+    const conv = (name: string, input: string, filters: number, kernel: number) => ({
+      class_name: 'Conv2D',
+      config: { name, filters, kernel_size: [kernel, kernel], strides: [1, 1], padding: 'same', activation: 'relu', use_bias: true },
+      inbound_nodes: [[[input, 0, 0, {}]]],
+    });
+    const up = (name: string, input: string) => ({ class_name: 'UpSampling2D', config: { name, size: [2, 2] }, inbound_nodes: [[[input, 0, 0, {}]]] });
+    const model = tinyModel({
+      layers: [
+        { class_name: 'InputLayer', config: { name: 'in', batch_input_shape: [null, null, null, 3] }, inbound_nodes: [] },
+        up('up1', 'in'),
+        conv('c1', 'up1', 5, 3),
+        up('up2', 'c1'),
+        conv('c2', 'up2', 3, 5),
+      ],
+      weights: [
+        { name: 'c1/kernel', shape: [3, 3, 3, 5] },
+        { name: 'c1/bias', shape: [5] },
+        { name: 'c2/kernel', shape: [5, 5, 5, 3] },
+        { name: 'c2/bias', shape: [3] },
+      ],
+    });
+    const folded = kerasToOnnx(model, options);
+    expect((folded.model.graph?.node ?? []).map((n) => n.opType)).toEqual(['Conv', 'DepthToSpace', 'Relu', 'Conv', 'DepthToSpace', 'Relu']);
+    const [h, w] = [5, 4];
+    const input = Float32Array.from({ length: 3 * h * w }, (_, i) => ((i * 37) % 17) - 8);
+    const outputs: Float32Array[] = [];
+    for (const converted of [kerasToOnnx(model, { ...options, foldUpsampling: false }), folded]) {
+      const session = await ort.InferenceSession.create(encodeModel(converted.model));
+      const { output } = await session.run({ input: new ort.Tensor('float32', input, [1, 3, h, w]) });
+      await session.release();
+      expect(output?.dims).toEqual([1, 3, h * 4, w * 4]);
+      outputs.push(output?.data as Float32Array);
+    }
+    const [expected, actual] = outputs as [Float32Array, Float32Array];
+    const scale = expected.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+    expect(scale).toBeGreaterThan(1);
+    // The relu makes some outputs 0: both graphs must agree on which.
+    expect(expected.filter((v) => v === 0).length).toBeGreaterThan(0);
+    expect(actual.every((v, i) => Math.abs(v - (expected[i] as number)) <= 1e-5 * scale)).toBe(true);
+  });
+
+  it.each([true, false])('runs in onnxruntime with the nearest up-sampling and DCR shuffle of Keras/TF (folded: %s)', async (foldUpsampling) => {
     // Identity-like network: one 1x1 conv copying channel c to 4 sub-pixels in DCR order.
     const identity = tinyModel({
       layers: [
@@ -127,7 +203,7 @@ describe('kerasToOnnx', () => {
     if (kernel === undefined) throw new Error('Expected the test kernel');
     kernel.data.fill(0);
     for (let sub = 0; sub < 4; sub += 1) for (let c = 0; c < 3; c += 1) kernel.data[c * 12 + sub * 3 + c] = 1 + sub;
-    const bytes = encodeModel(kerasToOnnx(identity, options).model);
+    const bytes = encodeModel(kerasToOnnx(identity, { ...options, foldUpsampling }).model);
     const session = await ort.InferenceSession.create(bytes);
     const h = 2;
     const w = 3;

@@ -12,7 +12,7 @@ import { loadTfjsLayersModel } from './tfjs-layers-model.js';
 import { ModelSourceError, packageRoot, UPSCALERJS_LICENCE, type TfjsSource } from './upscalerjs.js';
 
 /** Bump whenever the emitted bytes change for the same source (the manifests' checksums follow). */
-export const CONVERTER_VERSION = '1.0.0';
+export const CONVERTER_VERSION = '1.1.0';
 export const CONVERTER_NAME = 'media-worker tfjs-layers-to-onnx';
 export const ONNX_OPSET = 17;
 export const INPUT_NAME = 'input';

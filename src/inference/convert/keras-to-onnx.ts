@@ -8,7 +8,9 @@
  *   Concatenate (-1)  -> Concat on axis 1
  *   Add               -> Add
  *   MultiplyBeta      -> Mul by 0.2 (the UpscalerJS class ignores its config and uses 0.2)
- *   UpSampling2D      -> Resize nearest, asymmetric, floor (Keras repeats pixels)
+ *   UpSampling2D      -> Resize nearest, asymmetric, floor (Keras repeats pixels); but when its
+ *                        only reader is a Conv2D, the two become one Conv at the lower resolution
+ *                        then DepthToSpace DCR (exact: upsample-conv.ts)
  *   PixelShuffleNx    -> DepthToSpace DCR (tf.depthToSpace NHWC reads channel (i*N + j)*C + c for
  *                        sub-pixel (i, j): exactly ONNX's DCR order)
  * An input or output scale (thick works in 0-1, the graph takes 0-255) is folded into the first and
@@ -25,6 +27,7 @@ import {
   type OnnxTensor,
 } from './onnx-builder.js';
 import { TfjsModelFormatError, type KerasLayer, type TfjsLayersModel, type WeightTensor } from './tfjs-layers-model.js';
+import { foldNearestUpsampleIntoConv, type ConvWeights } from './upsample-conv.js';
 
 export interface KerasToOnnxOptions {
   inputName: string;
@@ -39,6 +42,11 @@ export interface KerasToOnnxOptions {
   producerVersion: string;
   docString: string;
   metadata: ReadonlyArray<readonly [string, string]>;
+  /**
+   * Folds an UpSampling2D read only by a Conv2D into that convolution (default true). False gives
+   * the literal layer-by-layer graph, the reference the rewrite is tested against.
+   */
+  foldUpsampling?: boolean;
 }
 
 export interface ConvertedGraph {
@@ -63,6 +71,15 @@ interface TensorState {
   /** Resolution relative to the model input. */
   scale: number;
   radius: number;
+}
+
+/** An UpSampling2D left out of the graph because the one convolution reading it absorbs it. */
+interface FoldedUpsample {
+  /** The tensor before up-sampling. */
+  source: TensorState;
+  factor: number;
+  /** What the up-sampled tensor would have been (resolution, channels, reach). */
+  upsampled: TensorState;
 }
 
 const int = z.number().int();
@@ -137,14 +154,15 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
   const initializers: OnnxTensor[] = [];
   const states = new Map<string, TensorState>();
   const usedWeights = new Set<string>();
+  const folded = new Map<string, FoldedUpsample>();
   let params = 0;
 
-  const consumers = new Map<string, string[]>();
+  const consumers = new Map<string, KerasLayer[]>();
   for (const layer of source.layers) {
-    for (const input of layer.inputs) consumers.set(input, [...(consumers.get(input) ?? []), layer.className]);
+    for (const input of layer.inputs) consumers.set(input, [...(consumers.get(input) ?? []), layer]);
   }
   const inputConsumers = consumers.get(source.inputLayer) ?? [];
-  const foldInputScale = options.inputScale !== 1 && inputConsumers.every((c) => c === 'Conv2D');
+  const foldInputScale = options.inputScale !== 1 && inputConsumers.every((c) => c.className === 'Conv2D');
   const outputLayer = source.layers.find((l) => l.name === source.outputLayer);
   const foldOutputScale =
     options.outputScale !== 1 &&
@@ -183,6 +201,24 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
     return scale;
   };
 
+  /**
+   * Whether the up-sampling can vanish into its reader: that reader must be its only one, a
+   * convolution this converter accepts (stride and dilation 1; the schema refuses others), and
+   * the up-sampled tensor must not also be the graph's output.
+   */
+  const foldsIntoConv = (layer: KerasLayer): boolean => {
+    const readers = consumers.get(layer.name) ?? [];
+    const [reader] = readers;
+    return (
+      options.foldUpsampling !== false &&
+      layer.name !== source.outputLayer &&
+      readers.length === 1 &&
+      reader?.className === 'Conv2D' &&
+      reader.inputs.length === 1 &&
+      conv2dConfig.safeParse(reader.config).success
+    );
+  };
+
   let inputChannels = 0;
   for (const layer of source.layers) {
     switch (layer.className) {
@@ -203,7 +239,8 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
       }
       case 'Conv2D': {
         const config = layerConfig(conv2dConfig, layer);
-        const [input] = inputsOf(layer, 1) as [TensorState];
+        const upsample = layer.inputs.length === 1 ? folded.get(layer.inputs[0] as string) : undefined;
+        const [input] = upsample === undefined ? (inputsOf(layer, 1) as [TensorState]) : [upsample.upsampled];
         const kernel = weight(layer, 'kernel');
         const [kh, kw] = config.kernel_size;
         const expectedShape = [kh, kw, input.channels, config.filters];
@@ -212,36 +249,48 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
             `Expected kernel of layer ${layer.name} to have shape [${expectedShape.join(', ')}] but received [${kernel.shape.join(', ')}]`,
           );
         }
+        // A 'valid' convolution would shrink the image, which no tiled super-resolution can use.
+        if (config.padding === 'valid' && (kh !== 1 || kw !== 1)) {
+          throw new TfjsModelFormatError(`Expected 'valid' padding only on 1x1 convolutions but layer ${layer.name} is ${kh}x${kw}`);
+        }
         const isInputConv = foldInputScale && layer.inputs[0] === source.inputLayer;
         const isOutputConv = foldOutputScale && layer.name === source.outputLayer;
         const kernelFactor = (isInputConv ? options.inputScale : 1) * (isOutputConv ? options.outputScale : 1);
-        initializers.push(floatTensor(`${layer.name}.weight`, [config.filters, input.channels, kh, kw], hwioToOihw(kernel, kernelFactor)));
-        const convInputs = [input.onnxName, `${layer.name}.weight`];
+        let conv: ConvWeights = {
+          kernel: hwioToOihw(kernel, kernelFactor),
+          shape: [config.filters, input.channels, kh, kw],
+          pads: config.padding === 'same' ? samePads(kh, kw) : [0, 0, 0, 0],
+        };
         if (config.use_bias) {
           const bias = weight(layer, 'bias');
           if (bias.shape.join() !== String(config.filters)) {
             throw new TfjsModelFormatError(`Expected bias of layer ${layer.name} to have shape [${config.filters}] but received [${bias.shape.join(', ')}]`);
           }
           const biasFactor = isOutputConv ? options.outputScale : 1;
-          initializers.push(floatTensor(`${layer.name}.bias`, [config.filters], bias.data.map((v) => v * biasFactor)));
+          conv.bias = bias.data.map((v) => v * biasFactor);
+        }
+        if (upsample !== undefined) conv = foldNearestUpsampleIntoConv(conv, upsample.factor);
+        initializers.push(floatTensor(`${layer.name}.weight`, conv.shape, conv.kernel));
+        const convInputs = [upsample === undefined ? input.onnxName : upsample.source.onnxName, `${layer.name}.weight`];
+        if (conv.bias !== undefined) {
+          initializers.push(floatTensor(`${layer.name}.bias`, [conv.shape[0]], conv.bias));
           convInputs.push(`${layer.name}.bias`);
         }
-        const pads = config.padding === 'same' ? samePads(kh, kw) : [0, 0, 0, 0];
-        const convOut = config.activation === 'relu' ? `${layer.name}_linear` : layer.name;
+        const linearOut = config.activation === 'relu' ? `${layer.name}_linear` : layer.name;
+        const convOut = upsample === undefined ? linearOut : `${layer.name}_phases`;
         nodes.push(
           node('Conv', convInputs, [convOut], layer.name, {
             dilations: [1, 1],
             group: 1,
-            kernel_shape: [kh, kw],
-            pads,
+            kernel_shape: [conv.shape[2], conv.shape[3]],
+            pads: [...conv.pads],
             strides: [1, 1],
           }),
         );
-        if (config.activation === 'relu') nodes.push(node('Relu', [convOut], [layer.name], `${layer.name}_relu`));
-        // A 'valid' convolution would shrink the image, which no tiled super-resolution can use.
-        if (config.padding === 'valid' && (kh !== 1 || kw !== 1)) {
-          throw new TfjsModelFormatError(`Expected 'valid' padding only on 1x1 convolutions but layer ${layer.name} is ${kh}x${kw}`);
+        if (upsample !== undefined) {
+          nodes.push(node('DepthToSpace', [convOut], [linearOut], `${layer.name}_depth_to_space`, { blocksize: upsample.factor, mode: 'DCR' }));
         }
+        if (config.activation === 'relu') nodes.push(node('Relu', [linearOut], [layer.name], `${layer.name}_relu`));
         const reach = Math.ceil(Math.max(kh - 1, kw - 1) / 2 / input.scale);
         states.set(layer.name, { onnxName: layer.name, channels: config.filters, scale: input.scale, radius: input.radius + reach });
         break;
@@ -306,6 +355,12 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
         const [input] = inputsOf(layer, 1) as [TensorState];
         const [sh, sw] = config.size;
         if (sh !== sw) throw new TfjsModelFormatError(`Expected equal up-sampling on both axes for layer ${layer.name} but received ${sh}x${sw}`);
+        const upsampled: TensorState = { ...input, onnxName: layer.name, scale: input.scale * sh };
+        if (foldsIntoConv(layer)) {
+          // No node: the reading convolution emits the up-sampling together with itself.
+          folded.set(layer.name, { source: input, factor: sh, upsampled });
+          break;
+        }
         initializers.push(floatTensor(`${layer.name}.scales`, [4], Float32Array.of(1, 1, sh, sw)));
         nodes.push(
           node('Resize', [input.onnxName, '', `${layer.name}.scales`], [layer.name], layer.name, {
@@ -314,7 +369,7 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
             nearest_mode: 'floor',
           }),
         );
-        states.set(layer.name, { ...input, onnxName: layer.name, scale: input.scale * sh });
+        states.set(layer.name, upsampled);
         break;
       }
       default: {
