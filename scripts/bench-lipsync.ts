@@ -38,7 +38,8 @@ import { displayedSize, frameTiming } from '../src/upscale/video-geometry.js';
 import { probeVideoExtras } from '../src/upscale/video-probe.js';
 import { captureFacePatch } from '../src/lipsync/active-speaker.js';
 import { loadBlazeFace } from '../src/lipsync/blazeface.js';
-import { endFrames, lipsyncEncoderArgs, writeFrame } from '../src/lipsync/encode.js';
+import { endFrames, lipsyncEncoderArgs } from '../src/lipsync/encode.js';
+import { writeWithBackpressure } from '../src/media/index.js';
 import { detectionSize, runFacePass } from '../src/lipsync/face-pass.js';
 import { FACE_DETECTION_PROFILES, frameThumbnail } from '../src/lipsync/faces.js';
 import { lipsyncFile, type LipsyncOutcome } from '../src/lipsync/pipeline.js';
@@ -106,7 +107,7 @@ async function makeClip(file: string, speech: string): Promise<void> {
     const dx = Math.round(12 * Math.sin((2 * Math.PI * f) / (fps * 2)));
     const dy = Math.round(6 * Math.cos((2 * Math.PI * f) / (fps * 3)));
     const frame = await base.clone().extract({ left: left0 + dx, top: top0 + dy, width, height }).raw().toBuffer();
-    await writeFrame(encoder.stdin!, frame, stop.signal);
+    await writeWithBackpressure(encoder.stdin!, frame, stop.signal);
   }
   await endFrames(encoder.stdin!, stop.signal);
   await encoder.done;
@@ -210,7 +211,7 @@ async function encodeOnly(s: SourceDecodeSpec, frames: readonly Buffer[], audio:
   });
   const proc = spawnProcess(ffmpeg, args, { stdin: 'pipe', stdout: 'ignore' });
   const stop = new AbortController();
-  for (const f of frames) await writeFrame(proc.stdin!, f, stop.signal);
+  for (const f of frames) await writeWithBackpressure(proc.stdin!, f, stop.signal);
   await endFrames(proc.stdin!, stop.signal);
   await proc.done;
   return performance.now() - started;

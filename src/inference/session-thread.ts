@@ -7,13 +7,16 @@
  * heartbeats, ack extensions, progress timers and cancellation. On a worker thread the event loop
  * stays free; the price is one copy of each input batch (outputs are transferred, not copied).
  *
+ * A run takes named float32 inputs and returns the named outputs, so networks with several inputs
+ * (the lip-sync network: mel and faces) run here as well as the one-in, one-out upscalers.
+ *
  * The worker is plain CommonJS evaluated from a string, so it runs the same way from the
  * TypeScript sources (tests) and from dist/ without a build step of its own.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type ort from 'onnxruntime-node';
-import type { Nchw, TensorOutput } from './session.js';
+import type { NamedTensor, TensorOutput } from './session.js';
 
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -26,20 +29,30 @@ parentPort.on('message', async (m) => {
   try {
     if (m.type === 'open') {
       session = await ort.InferenceSession.create(workerData.modelPath, m.options);
-      const meta = session.inputMetadata[0];
       parentPort.postMessage({
         id: m.id,
         inputNames: session.inputNames,
         outputNames: session.outputNames,
-        inputShape: meta && meta.isTensor ? meta.shape : [],
+        // Copied into plain objects: only their own data fields survive the structured clone.
+        inputMetadata: session.inputMetadata.map((x) =>
+          x.isTensor ? { name: x.name, isTensor: true, type: x.type, shape: x.shape } : { name: x.name, isTensor: false },
+        ),
       });
     } else if (m.type === 'run') {
-      const feeds = { [session.inputNames[0]]: new ort.Tensor('float32', m.input, m.dims) };
-      const out = (await session.run(feeds))[session.outputNames[0]];
-      const data = out.data;
-      if (!(data instanceof Float32Array)) throw new Error('Expected a float32 output but received ' + out.type);
-      const whole = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
-      parentPort.postMessage({ id: m.id, data, dims: out.dims }, whole ? [data.buffer] : []);
+      const feeds = {};
+      for (const f of m.feeds) feeds[f.name] = new ort.Tensor('float32', f.data, f.dims);
+      const results = await session.run(feeds);
+      const outputs = [];
+      const transfer = new Set();
+      for (const name of m.outputs) {
+        const out = results[name];
+        if (!out) throw new Error('Expected the network to return ' + name + ' but it returns ' + Object.keys(results).join(', '));
+        const data = out.data;
+        if (!(data instanceof Float32Array)) throw new Error('Expected a float32 output but received ' + out.type);
+        if (data.byteOffset === 0 && data.byteLength === data.buffer.byteLength) transfer.add(data.buffer);
+        outputs.push({ data, dims: out.dims });
+      }
+      parentPort.postMessage({ id: m.id, outputs }, [...transfer]);
     } else if (m.type === 'release') {
       if (session) await session.release();
       session = undefined;
@@ -52,11 +65,8 @@ parentPort.on('message', async (m) => {
 });
 `;
 
-export interface ThreadSessionInfo {
-  inputNames: string[];
-  outputNames: string[];
-  inputShape: (number | string)[];
-}
+/** What the thread's session says of its graph: the parts of an ort.InferenceSession that describe it. */
+export type ThreadSessionInfo = Pick<ort.InferenceSession, 'inputNames' | 'outputNames' | 'inputMetadata'>;
 
 interface Pending {
   resolve(value: unknown): void;
@@ -96,15 +106,16 @@ export class SessionThread {
     return this.#request({ type: 'open', options }) as Promise<ThreadSessionInfo>;
   }
 
-  async run(input: Float32Array, dims: Nchw): Promise<TensorOutput> {
-    // The input is copied, not transferred: callers reuse their batch buffer. A view is cloned with
+  /** Float32 inputs by name in; the outputs named in `outputs`, in that order, out. */
+  async run(feeds: readonly NamedTensor[], outputs: readonly string[]): Promise<TensorOutput[]> {
+    // Inputs are copied, not transferred: callers reuse their batch buffers. A view is cloned with
     // its whole buffer, so a partial view is cut out first.
-    const whole = input.byteOffset === 0 && input.byteLength === input.buffer.byteLength;
-    const reply = (await this.#request({ type: 'run', input: whole ? input : input.slice(), dims })) as {
-      data: Float32Array;
-      dims: number[];
-    };
-    return { data: reply.data, dims: reply.dims };
+    const sent = feeds.map(({ name, data, dims }) => {
+      const whole = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
+      return { name, data: whole ? data : data.slice(), dims: [...dims] };
+    });
+    const reply = (await this.#request({ type: 'run', feeds: sent, outputs: [...outputs] })) as { outputs: TensorOutput[] };
+    return reply.outputs;
   }
 
   /** Releases the session and ends the thread. */

@@ -41,6 +41,13 @@ export interface TensorOutput {
   dims: readonly number[];
 }
 
+/** One float32 input of a network with several (the lip-sync network's mel and faces). */
+export interface NamedTensor {
+  name: string;
+  data: Float32Array;
+  dims: readonly number[];
+}
+
 /** Runs one float32 NCHW tensor through a single-input, single-output network. */
 export interface TensorRunner {
   run(input: Float32Array, dims: Nchw): Promise<TensorOutput>;
@@ -167,7 +174,9 @@ export async function openThreadSession(modelPath: string, settings: SessionSett
     await thread.close();
     throw error;
   }
-  const { inputNames, outputNames, inputShape } = opened.value;
+  const inputNames = [...opened.value.inputNames];
+  const outputNames = [...opened.value.outputNames];
+  const inputShape = firstInputShape(opened.value);
   let released = false;
   return {
     modelPath,
@@ -179,11 +188,15 @@ export async function openThreadSession(modelPath: string, settings: SessionSett
     outputNames,
     inputShape,
     onThread: true,
-    run: (input, dims) => {
-      if (inputNames.length !== 1 || outputNames.length !== 1) {
-        return Promise.reject(new Error(oneInputOneOutput(modelPath, inputNames, outputNames)));
+    run: async (input, dims) => {
+      const inputName = inputNames[0];
+      const outputName = outputNames[0];
+      if (inputNames.length !== 1 || outputNames.length !== 1 || inputName === undefined || outputName === undefined) {
+        throw new Error(oneInputOneOutput(modelPath, inputNames, outputNames));
       }
-      return thread.run(input, dims);
+      const [output] = await thread.run([{ name: inputName, data: input, dims }], [outputName]);
+      if (output === undefined) throw new Error(`Expected ${path.basename(modelPath)} to return float32 ${outputName}`);
+      return output;
     },
     async release(): Promise<void> {
       if (released) return;
@@ -254,8 +267,7 @@ interface WrapInfo {
 function wrapSession(session: ort.InferenceSession, info: WrapInfo): InlineSession {
   const inputNames = [...session.inputNames];
   const outputNames = [...session.outputNames];
-  const firstInput = session.inputMetadata[0];
-  const inputShape = firstInput !== undefined && firstInput.isTensor ? [...firstInput.shape] : [];
+  const inputShape = firstInputShape(session);
   let released = false;
   return {
     modelPath: info.modelPath,
@@ -287,6 +299,12 @@ function wrapSession(session: ort.InferenceSession, info: WrapInfo): InlineSessi
       await session.release();
     },
   };
+}
+
+/** The first input's declared shape (strings are free dimensions); empty when it is not a tensor. */
+function firstInputShape(graph: Pick<ort.InferenceSession, 'inputMetadata'>): (number | string)[] {
+  const first = graph.inputMetadata[0];
+  return first !== undefined && first.isTensor ? [...first.shape] : [];
 }
 
 function oneInputOneOutput(modelPath: string, inputs: readonly string[], outputs: readonly string[]): string {

@@ -10,7 +10,7 @@
 import { JobError } from '../jobs/errors.js';
 import { resolveFfmpeg } from '../media/binaries.js';
 import { safeFileInputArgs } from '../media/ffmpeg-args.js';
-import { isProcessError, runProcess } from '../media/process.js';
+import { isProcessError, runProcess, stderrReason } from '../media/process.js';
 import type { ContainerKind } from '../media/types.js';
 
 export const LIPSYNC_SAMPLE_RATE = 16_000;
@@ -65,13 +65,9 @@ export function decodeAudioArgs(source: AudioSource, opts: DecodeArgsOptions = {
 }
 
 function reasonFrom(stderrTail: string, path: string): string {
-  const lines = stderrTail
-    .split('\n')
-    .map((l) => l.split(`file:${path}`).join('input').split(path).join('input').trim())
-    .filter((l) => l !== '');
-  if (lines.some((l) => l.includes("matches no streams"))) return 'it has no audio stream';
-  const last = lines.slice(-2).map((l) => l.replace(/^\[[^\]]*\]\s*/, ''));
-  return last.length > 0 ? last.join('; ') : 'no details';
+  // "Stream map '0:a:0' matches no streams": said plainly.
+  if (stderrTail.includes('matches no streams')) return 'it has no audio stream';
+  return stderrReason(stderrTail, path);
 }
 
 /**

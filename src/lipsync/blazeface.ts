@@ -298,8 +298,9 @@ export class BlazeFaceDetector implements FaceDetector {
 
 /**
  * The ONNX Runtime session behind a cached one. Networks with several inputs or outputs need it,
- * and worker-thread sessions (session-thread.ts) only run one input to one output: such models
- * load from a cache made with `{ thread: false }`.
+ * and the cache's worker-thread sessions only offer one-input, one-output runs: such models load
+ * from a cache made with `{ thread: false }` (the lip-sync network then runs on a SessionThread of
+ * its own: model-thread.ts).
  */
 export function rawSession(session: ModelSession, name: string): ort.InferenceSession {
   if ('session' in session) return (session as InlineSession).session;

@@ -1,7 +1,7 @@
 /**
  * The lip-sync result's encoder: raw rgb24 frames on stdin at the source's size and rate, plus the
  * job's audio file -> MP4 (H.264 + AAC). Pure argument builders here, and the two pipe helpers
- * (write with backpressure, end) the pipeline drives the encoder with.
+ * (write with backpressure, from media/, and end) the pipeline drives the encoder with.
  *
  * Video: an odd side is made even by repeating the last column or row (4:2:0 chroma needs even
  * sides; nothing is lost or stretched, the same choice as the upscale pipeline), then BT.709 YUV
@@ -15,9 +15,9 @@
  * end within one AAC frame (21 ms at 48 kHz) of the planned duration.
  */
 import type { Writable } from 'node:stream';
-import { fileInput, safeFileInputArgs, safeInputArgs } from '../media/index.js';
+import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs } from '../media/index.js';
 import type { ContainerKind } from '../media/types.js';
-import { type EncoderSettings, videoCodecArgs } from '../upscale/video-args.js';
+import { type EncoderSettings, videoCodecArgs, yuv420Filters } from '../upscale/video-args.js';
 import { type Fraction, type Size, formatRate } from '../upscale/video-geometry.js';
 import { audioFitFilter } from './audio.js';
 
@@ -75,17 +75,8 @@ export function qualityArgs(quality: VideoQuality): string[] {
 
 /** The filter chain from the pipe's RGB to what the encoder takes. */
 export function lipsyncVideoFilters(size: Size, quality: VideoQuality, sampleAspect: Fraction = { num: 1, den: 1 }): string {
-  const filters: string[] = [];
-  if (quality.mode !== 'lossless') {
-    const even = evenSize(size);
-    const right = even.width - size.width;
-    const bottom = even.height - size.height;
-    if (right > 0 || bottom > 0) {
-      // fillborders works on planar formats only; smear repeats the last real column/row.
-      filters.push('format=gbrp', `pad=w=${even.width}:h=${even.height}:x=0:y=0`, `fillborders=right=${right}:bottom=${bottom}:mode=smear`);
-    }
-    filters.push('scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd', 'format=yuv420p');
-  }
+  // Padded to evenSize(size): the same rule.
+  const filters = quality.mode === 'lossless' ? [] : yuv420Filters(size);
   filters.push(`setsar=${sampleAspect.num}/${sampleAspect.den}`);
   return filters.join(',');
 }
@@ -95,22 +86,8 @@ export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
   const rate = formatRate(input.rate);
   const colour = quality.mode === 'lossless' ? ['-pix_fmt', 'rgb24'] : ['-pix_fmt', 'yuv420p', '-colorspace', 'bt709', '-color_range', 'tv'];
   return [
-    '-hide_banner',
-    '-nostdin',
-    '-nostats',
-    '-v',
-    'error',
-    ...safeInputArgs({ demuxers: ['rawvideo'], protocols: ['pipe'] }),
-    '-f',
-    'rawvideo',
-    '-pix_fmt',
-    'rgb24',
-    '-video_size',
-    `${size.width}x${size.height}`,
-    '-framerate',
-    rate,
-    '-i',
-    'pipe:0',
+    ...quietFfmpegArgs(),
+    ...rgbPipeInputArgs(size, rate),
     ...safeFileInputArgs(input.audio.path, input.audio.container),
     '-map',
     '0:v:0',
@@ -142,54 +119,6 @@ export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
     'mp4',
     fileInput(input.outputPath),
   ];
-}
-
-/** Writes one frame, waiting for the pipe to drain before resolving (the encoder's backpressure). */
-export function writeFrame(stream: Writable, chunk: Uint8Array, stop: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (stop.aborted) {
-      reject(stop.reason);
-      return;
-    }
-    if (stream.destroyed || stream.writableEnded) {
-      reject(new Error("The encoder's input closed early"));
-      return;
-    }
-    let writeError: unknown;
-    const ok = stream.write(chunk, (error) => {
-      if (error) writeError ??= error;
-    });
-    if (ok) {
-      resolve();
-      return;
-    }
-    const cleanup = (): void => {
-      stream.off('drain', onDrain);
-      stream.off('close', onClose);
-      stream.off('error', onError);
-      stop.removeEventListener('abort', onStop);
-    };
-    const onDrain = (): void => {
-      cleanup();
-      resolve();
-    };
-    const onClose = (): void => {
-      cleanup();
-      reject(writeError ?? new Error("The encoder's input closed early"));
-    };
-    const onError = (error: unknown): void => {
-      cleanup();
-      reject(error);
-    };
-    const onStop = (): void => {
-      cleanup();
-      reject(stop.reason);
-    };
-    stream.on('drain', onDrain);
-    stream.on('close', onClose);
-    stream.on('error', onError);
-    stop.addEventListener('abort', onStop, { once: true });
-  });
 }
 
 /** Closes the encoder's input once everything written was flushed. */

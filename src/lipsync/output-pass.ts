@@ -25,14 +25,14 @@
  * queued frames and returns once the processes are reaped; a network call already running on
  * another thread finishes on its own and its result is dropped.
  */
-import { isProcessError, spawnProcess } from '../media/index.js';
+import { isProcessError, spawnProcess, writeWithBackpressure } from '../media/index.js';
 import { JobError } from '../jobs/errors.js';
 import { BoundedQueue } from '../upscale/frame-queue.js';
 import type { LoadedSrModel } from '../upscale/image-pipeline.js';
 import { ffmpegReason, type PathNames } from '../upscale/video-errors.js';
 import { compositeFace, type GeneratedFace } from './composite.js';
 import { cropFace, cropForFace, type FaceCrop } from './crop.js';
-import { endFrames, lipsyncEncoderArgs, type LipsyncEncoderInput, writeFrame } from './encode.js';
+import { endFrames, lipsyncEncoderArgs, type LipsyncEncoderInput } from './encode.js';
 import { tensorToRgb, type TensorLayout, wav2lipInput } from './face-tensor.js';
 import { DEFAULT_MOUTH_MASK } from './mask.js';
 import { melChunk, type MelSpectrogram } from './mel.js';
@@ -91,14 +91,22 @@ export interface OutputPassInput {
   onWritten?: (frames: number, final: boolean) => void;
 }
 
-export interface OutputPassResult {
-  drivenFrames: number;
+/** Where the output pass spent its time (the job's stats report them as they are). */
+export interface OutputPassTimings {
+  /** Inside the lip-sync network's calls. */
   modelMs: number;
   modelCalls: number;
+  /** Inside the super-resolution pass (vendor-lipsync-2-pro), and the faces it upscaled. */
   srMs: number;
   srFaces: number;
+  /** Cutting crops and building the network's input. */
   prepareMs: number;
+  /** Converting outputs back and pasting them. */
   pasteMs: number;
+}
+
+export interface OutputPassResult extends OutputPassTimings {
+  drivenFrames: number;
   frames: SourceFrames['stats'];
   capacity: number;
 }
@@ -333,7 +341,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
       const data = await next.frame;
       writerWaitsFor = undefined;
       if (data.length !== frameBytes) throw new Error(`Expected output frames of ${frameBytes} bytes but received ${data.length}`);
-      await writeFrame(stdin, data, stop.signal);
+      await writeWithBackpressure(stdin, data, stop.signal);
       written += 1;
       o.onWritten?.(written, false);
     }

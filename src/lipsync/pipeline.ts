@@ -52,7 +52,7 @@ import { detectionSize, letterboxSize, runFacePass, scaleBox } from './face-pass
 import { chooseDrivenFaces, FACE_DETECTION_PROFILES, type DrivenFaces } from './faces.js';
 import { melSpectrogram } from './mel.js';
 import { loadThreadedLipsyncModel } from './model-thread.js';
-import { DEFAULT_CACHE_BYTES, PipelineStopped, runOutputPass } from './output-pass.js';
+import { DEFAULT_CACHE_BYTES, PipelineStopped, runOutputPass, type OutputPassTimings } from './output-pass.js';
 import { DecoderFailure, type SourceDecodeSpec } from './source-frames.js';
 import { DEFAULT_MAX_OUTPUT_SECONDS, framesForSeconds, planTimeline, type Rational, type TimelinePlan } from './timeline.js';
 import { loadLipsyncModel, type LipsyncModel, type LipsyncModelMapping } from './wav2lip-model.js';
@@ -112,7 +112,7 @@ export interface LipsyncDeps {
   loadModel?: (modelId: LipsyncModelId) => Promise<LipsyncModel>;
 }
 
-export interface LipsyncStats {
+export interface LipsyncStats extends OutputPassTimings {
   /** Whole call, milliseconds. */
   wallMs: number;
   /** Model loading, audio decoding, probing. */
@@ -121,16 +121,6 @@ export interface LipsyncStats {
   detectMs: number;
   /** Output pass: frames, network, paste, encode. */
   outputMs: number;
-  /** Inside the lip-sync network's calls. */
-  modelMs: number;
-  modelCalls: number;
-  /** Inside the super-resolution pass (vendor-lipsync-2-pro), and the faces it upscaled. */
-  srMs: number;
-  srFaces: number;
-  /** Cutting crops and building the network's input. */
-  prepareMs: number;
-  /** Converting outputs back and pasting them. */
-  pasteMs: number;
   /** Frames read from decoders in the output pass, decoders started, frames served from the cache. */
   sourceFramesDecoded: number;
   decoders: number;

@@ -22,7 +22,8 @@
 import type { ColourMatrix } from '../upscale/video-probe.js';
 import type { FrameTiming, Size } from '../upscale/video-geometry.js';
 import { formatRate } from '../upscale/video-geometry.js';
-import { safeFileInputArgs, spawnProcess, type StreamingProcess } from '../media/index.js';
+import { DEINTERLACE_FILTER, rgbFilters } from '../upscale/video-args.js';
+import { quietFfmpegArgs, rgbPipeOutputArgs, safeFileInputArgs, spawnProcess, type StreamingProcess } from '../media/index.js';
 import type { ContainerKind } from '../media/types.js';
 import { FrameReader } from '../upscale/video-frame-reader.js';
 
@@ -58,21 +59,14 @@ export function sourceDecoderArgs(spec: SourceDecodeSpec, range: FrameRange = {}
   checkIndex('the frame width', spec.size.width, 1);
   checkIndex('the frame height', spec.size.height, 1);
   const filters: string[] = [];
-  if (spec.interlaced === true) filters.push('bwdif=mode=send_frame:parity=auto:deint=all');
+  if (spec.interlaced === true) filters.push(DEINTERLACE_FILTER);
   // Inside the graph (not -r on the output), so that trim counts the resampled frames.
   if (spec.timing.mode === 'cfr') filters.push(`fps=${formatRate(spec.timing.rate)}`);
   const trim = [...(start > 0 ? [`start_frame=${start}`] : []), ...(range.end !== undefined ? [`end_frame=${range.end}`] : [])];
   if (trim.length > 0) filters.push(`trim=${trim.join(':')}`);
-  filters.push(
-    `scale=w=${spec.size.width}:h=${spec.size.height}:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=${spec.matrix}`,
-    'format=rgb24',
-  );
+  filters.push(...rgbFilters(spec.size, spec.matrix));
   return [
-    '-hide_banner',
-    '-nostdin',
-    '-nostats',
-    '-v',
-    'error',
+    ...quietFfmpegArgs(),
     ...safeFileInputArgs(spec.inputPath, spec.container),
     '-map',
     '0:V:0',
@@ -83,11 +77,7 @@ export function sourceDecoderArgs(spec: SourceDecodeSpec, range: FrameRange = {}
     filters.join(','),
     '-fps_mode',
     'passthrough',
-    '-f',
-    'rawvideo',
-    '-pix_fmt',
-    'rgb24',
-    'pipe:1',
+    ...rgbPipeOutputArgs(),
   ];
 }
 

@@ -17,14 +17,15 @@ import { JobError } from '../jobs/errors.js';
 import { LIPSYNC_MODEL_IDS, type LipsyncModelId } from '../jobs/models.js';
 import { MANIFEST_SCHEMA_VERSION, type LipsyncManifest } from '../inference/manifest.js';
 import { ensureModelFile, getManifest, ModelIntegrityError, ModelRegistryError, type RegistryOptions } from '../inference/model-registry.js';
-import type { SessionCache } from '../inference/session.js';
+import type { NamedTensor, SessionCache } from '../inference/session.js';
 import { rawSession } from './blazeface.js';
+import { WAV2LIP_MEL } from './mel.js';
 
 export const WAV2LIP_MEL_INPUT = 'mel_spectrogram';
 export const WAV2LIP_FACES_INPUT = 'video_frames';
 export const WAV2LIP_FACE_SIZE = 96;
-export const WAV2LIP_MEL_BANDS = 80;
-export const WAV2LIP_MEL_WINDOW = 16;
+export const WAV2LIP_MEL_BANDS = WAV2LIP_MEL.melBands;
+export const WAV2LIP_MEL_WINDOW = WAV2LIP_MEL.windowFrames;
 
 /** The real weights' manifest name that the defaults point at. */
 export const REAL_LIPSYNC_MODEL = 'wav2lip';
@@ -41,7 +42,13 @@ export function installCommand(name = REAL_LIPSYNC_MODEL): string {
 export function wav2lipContract(outputName: string): Pick<LipsyncManifest, 'inputs' | 'output' | 'face' | 'audio' | 'batch'> {
   return {
     inputs: {
-      mel: { name: WAV2LIP_MEL_INPUT, dtype: 'float32', layout: 'NCHW', shape: ['B', 1, WAV2LIP_MEL_BANDS, WAV2LIP_MEL_WINDOW], range: [-4, 4] },
+      mel: {
+        name: WAV2LIP_MEL_INPUT,
+        dtype: 'float32',
+        layout: 'NCHW',
+        shape: ['B', 1, WAV2LIP_MEL_BANDS, WAV2LIP_MEL_WINDOW],
+        range: [-WAV2LIP_MEL.maxAbs, WAV2LIP_MEL.maxAbs],
+      },
       faces: {
         name: WAV2LIP_FACES_INPUT,
         dtype: 'float32',
@@ -53,21 +60,8 @@ export function wav2lipContract(outputName: string): Pick<LipsyncManifest, 'inpu
     },
     output: { name: outputName, dtype: 'float32', layout: 'NCHW', shape: ['B', 3, WAV2LIP_FACE_SIZE, WAV2LIP_FACE_SIZE], channels: 'BGR', range: [0, 1] },
     face: { size: WAV2LIP_FACE_SIZE, maskFromRow: 0.5, pads: [0, 10, 0, 0] },
-    audio: {
-      sampleRate: 16_000,
-      nFft: 800,
-      hop: 200,
-      win: 800,
-      melBands: WAV2LIP_MEL_BANDS,
-      fmin: 55,
-      fmax: 7600,
-      preemphasis: 0.97,
-      refLevelDb: 20,
-      minLevelDb: -100,
-      maxAbs: 4,
-      windowFrames: WAV2LIP_MEL_WINDOW,
-      framesPerSecond: 80,
-    },
+    // The features the networks were trained on (mel.ts), as the manifest states them.
+    audio: { ...WAV2LIP_MEL, framesPerSecond: WAV2LIP_MEL.sampleRate / WAV2LIP_MEL.hop },
     batch: 16,
   };
 }
@@ -188,14 +182,23 @@ function notInstalled(modelId: string, name: string, detail: string, cause: unkn
   );
 }
 
-function fixedBatch(session: ort.InferenceSession, input: string): number | undefined {
+/**
+ * What the contract check reads of a graph: an ONNX Runtime session, or a worker thread's
+ * description of its session (session-thread.ts).
+ */
+export type LipsyncGraph = Pick<ort.InferenceSession, 'inputNames' | 'outputNames' | 'inputMetadata'>;
+
+/** One call of the network: float32 inputs by name in, the named output's data out (checked by the caller). */
+export type LipsyncRun = (feeds: readonly NamedTensor[], output: string) => Promise<unknown>;
+
+function fixedBatch(session: LipsyncGraph, input: string): number | undefined {
   const meta = session.inputMetadata.find((m) => m.name === input);
   const first = meta !== undefined && meta.isTensor ? meta.shape[0] : undefined;
   return typeof first === 'number' && first > 0 ? first : undefined;
 }
 
 /** Checks the graph against the manifest's contract; returns the fixed batch, if any. */
-export function checkLipsyncGraph(session: ort.InferenceSession, manifest: Pick<LipsyncManifest, 'name' | 'inputs' | 'output'>): number | undefined {
+export function checkLipsyncGraph(session: LipsyncGraph, manifest: Pick<LipsyncManifest, 'name' | 'inputs' | 'output'>): number | undefined {
   const wanted = [manifest.inputs.mel.name, manifest.inputs.faces.name];
   const missing = wanted.filter((n) => !session.inputNames.includes(n));
   if (missing.length > 0 || !session.outputNames.includes(manifest.output.name)) {
@@ -212,20 +215,25 @@ export function checkLipsyncGraph(session: ort.InferenceSession, manifest: Pick<
   return melBatch;
 }
 
-export class OnnxLipsyncModel implements LipsyncModel {
+/**
+ * The LipsyncModel contract over a way to run the network: on the calling thread (OnnxLipsyncModel)
+ * or on a worker thread (model-thread.ts). Checks the graph, splits the faces into the graph's
+ * batches and clamps the output.
+ */
+export class LipsyncNetworkModel implements LipsyncModel {
   readonly name: string;
   readonly manifest: LipsyncManifest;
   readonly testModel: boolean;
   readonly batch: number;
-  readonly #session: ort.InferenceSession;
+  readonly #runNetwork: LipsyncRun;
   readonly #fixedBatch: number | undefined;
 
-  constructor(manifest: LipsyncManifest, session: ort.InferenceSession, batch?: number) {
+  constructor(manifest: LipsyncManifest, graph: LipsyncGraph, runNetwork: LipsyncRun, batch?: number) {
     this.name = manifest.name;
     this.manifest = manifest;
     this.testModel = manifest.testModel;
-    this.#session = session;
-    this.#fixedBatch = checkLipsyncGraph(session, manifest);
+    this.#runNetwork = runNetwork;
+    this.#fixedBatch = checkLipsyncGraph(graph, manifest);
     this.batch = this.#fixedBatch ?? batch ?? manifest.batch;
     if (!(Number.isInteger(this.batch) && this.batch > 0)) throw new RangeError(`Expected a positive integer batch but received ${this.batch}`);
   }
@@ -252,11 +260,13 @@ export class OnnxLipsyncModel implements LipsyncModel {
       const melChunk = size === n ? mel.subarray(start * melSize, (start + n) * melSize) : padded(mel, start * melSize, n * melSize, size * melSize);
       const faceChunk =
         size === n ? faces.subarray(start * faceSize, (start + n) * faceSize) : padded(faces, start * faceSize, n * faceSize, size * faceSize);
-      const result = await this.#session.run({
-        [this.manifest.inputs.mel.name]: new ort.Tensor('float32', melChunk, [size, 1, melH, melW]),
-        [this.manifest.inputs.faces.name]: new ort.Tensor('float32', faceChunk, [size, faceC, faceH, faceW]),
-      });
-      const data = result[this.manifest.output.name]?.data;
+      const data = await this.#runNetwork(
+        [
+          { name: this.manifest.inputs.mel.name, data: melChunk, dims: [size, 1, melH, melW] },
+          { name: this.manifest.inputs.faces.name, data: faceChunk, dims: [size, faceC, faceH, faceW] },
+        ],
+        this.manifest.output.name,
+      );
       if (!(data instanceof Float32Array) || data.length < n * outSize) {
         throw new Error(`Expected ${this.name} to return float32 ${this.manifest.output.name} of ${size * outSize} values`);
       }
@@ -267,6 +277,17 @@ export class OnnxLipsyncModel implements LipsyncModel {
       }
     }
     return out;
+  }
+}
+
+/** The network on the calling thread. */
+export class OnnxLipsyncModel extends LipsyncNetworkModel {
+  constructor(manifest: LipsyncManifest, session: ort.InferenceSession, batch?: number) {
+    const runNetwork: LipsyncRun = async (feeds, output) => {
+      const result = await session.run(Object.fromEntries(feeds.map((f) => [f.name, new ort.Tensor('float32', f.data, f.dims)])));
+      return result[output]?.data;
+    };
+    super(manifest, session, runNetwork, batch);
   }
 }
 

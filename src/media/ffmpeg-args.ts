@@ -79,6 +79,40 @@ export function safeFileInputArgs(path: string, container: ContainerKind): strin
   return [...safeInputArgs({ demuxers: [demuxer] }), '-f', demuxer, '-i', fileInput(path)];
 }
 
+/**
+ * What every pipeline ffmpeg starts with: no banner, no reading the terminal (a daemon has none), no
+ * progress lines; errors only on stderr, whose tail goes on the failure.
+ */
+export function quietFfmpegArgs(): string[] {
+  return ['-hide_banner', '-nostdin', '-nostats', '-v', 'error'];
+}
+
+/**
+ * Raw rgb24 frames of `size` at `rate` (ffmpeg's rate text, e.g. "30000/1001") on stdin as an input,
+ * whitelisted to the pipe and the rawvideo demuxer. `inputOptions` go just before its `-i`.
+ */
+export function rgbPipeInputArgs(size: { width: number; height: number }, rate: string, inputOptions: readonly string[] = []): string[] {
+  return [
+    ...safeInputArgs({ demuxers: ['rawvideo'], protocols: ['pipe'] }),
+    '-f',
+    'rawvideo',
+    '-pix_fmt',
+    'rgb24',
+    '-video_size',
+    `${size.width}x${size.height}`,
+    '-framerate',
+    rate,
+    ...inputOptions,
+    '-i',
+    'pipe:0',
+  ];
+}
+
+/** The output as raw rgb24 frames on stdout (what the pipelines' frame readers take). */
+export function rgbPipeOutputArgs(): string[] {
+  return ['-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'];
+}
+
 /** ffprobe's arguments for one sniffed file: JSON with the format and every stream. */
 export function ffprobeArgs(path: string, container: ContainerKind): string[] {
   return [

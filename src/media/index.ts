@@ -21,6 +21,9 @@ export {
   demuxerFor,
   ffprobeArgs,
   fileInput,
+  quietFfmpegArgs,
+  rgbPipeInputArgs,
+  rgbPipeOutputArgs,
   safeFileInputArgs,
   safeInputArgs,
   type MediaDemuxer,
@@ -33,6 +36,7 @@ export {
   isProcessError,
   runProcess,
   spawnProcess,
+  stderrReason,
   type ProcessFailure,
   type ProcessOptions,
   type ProcessResult,
@@ -41,5 +45,6 @@ export {
   type StreamingProcess,
 } from './process.js';
 export { isImageFormat, sniffBuffer, sniffFile, type SniffedFormat } from './sniff.js';
+export { writeWithBackpressure } from './stream-write.js';
 export type { AudioStreamInfo, ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, VideoStreamInfo } from './types.js';
 export { safeDirPrefix, withJobDir, type JobDirOptions } from './workdir.js';

@@ -11,7 +11,7 @@ import { JobError } from '../jobs/errors.js';
 import { resolveFfprobe } from './binaries.js';
 import { describeFormat } from './describe.js';
 import { ffprobeArgs } from './ffmpeg-args.js';
-import { isProcessError, runProcess } from './process.js';
+import { isProcessError, runProcess, stderrReason } from './process.js';
 import { isImageFormat, sniffFile } from './sniff.js';
 import type { AudioStreamInfo, ContainerKind, MediaInfo, VideoStreamInfo } from './types.js';
 
@@ -171,17 +171,6 @@ export function parseFfprobeOutput(json: unknown, container: ContainerKind): Med
   return info;
 }
 
-/** The last meaningful stderr line, without the local path (it means nothing to the job's owner). */
-function ffprobeReason(stderrTail: string, path: string): string {
-  const lines = stderrTail
-    .split('\n')
-    .map((l) => l.split(`file:${path}`).join('input').split(path).join('input').trim())
-    .filter((l) => l !== '');
-  // ffmpeg's cause comes first ("moov atom not found"), its generic summary last.
-  const last = lines.slice(-2).map((l) => l.replace(/^\[[^\]]*\]\s*/, ''));
-  return last.length > 0 ? last.join('; ') : 'no details';
-}
-
 export async function probeMedia(file: string, opts: ProbeMediaOptions = {}): Promise<MediaInfo> {
   const path = resolvePath(file);
   const sniffed = await sniffFile(path);
@@ -210,7 +199,7 @@ export async function probeMedia(file: string, opts: ProbeMediaOptions = {}): Pr
     if (err.reason === 'timeout') {
       throw new JobError('PROBE_FAILED', `${what} could not be read within ${timeoutMs / 1000} s`, { cause: err });
     }
-    throw new JobError('PROBE_FAILED', `${what} could not be read: ${ffprobeReason(err.stderrTail, path)}`, { cause: err });
+    throw new JobError('PROBE_FAILED', `${what} could not be read: ${stderrReason(err.stderrTail, path)}`, { cause: err });
   }
 
   let json: unknown;

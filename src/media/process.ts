@@ -51,6 +51,21 @@ export function isProcessError(value: unknown): value is ProcessError {
   return value instanceof ProcessError;
 }
 
+/**
+ * Why ffmpeg or ffprobe failed, for the job's owner: the last two meaningful stderr lines, with the
+ * local path (it means nothing outside this host) said as "input" and the "[demuxer @ ...]" prefixes
+ * dropped.
+ */
+export function stderrReason(stderrTail: string, path: string): string {
+  const lines = stderrTail
+    .split('\n')
+    .map((l) => l.split(`file:${path}`).join('input').split(path).join('input').trim())
+    .filter((l) => l !== '');
+  // ffmpeg's cause comes first ("moov atom not found"), its generic summary last.
+  const last = lines.slice(-2).map((l) => l.replace(/^\[[^\]]*\]\s*/, ''));
+  return last.length > 0 ? last.join('; ') : 'no details';
+}
+
 /** Keeps the last `limit` bytes written to it. */
 export class TailBuffer {
   private chunks: Buffer[] = [];

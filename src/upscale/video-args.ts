@@ -15,7 +15,7 @@
  * H.264 in MP4 with the audio copied or re-encoded to AAC, `+faststart` for progressive playback.
  */
 import type { AudioStreamInfo, ContainerKind } from '../media/types.js';
-import { fileInput, safeFileInputArgs, safeInputArgs } from '../media/index.js';
+import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, rgbPipeOutputArgs, safeFileInputArgs } from '../media/index.js';
 import type { ColourMatrix, VideoExtras } from './video-probe.js';
 import { type FrameTiming, type Size, type VideoGeometry, formatRate } from './video-geometry.js';
 
@@ -155,20 +155,35 @@ export interface DecoderArgsInput {
   videoIndex?: number;
 }
 
+/** Deinterlacing with one frame out per frame in, so the frame count stays. */
+export const DEINTERLACE_FILTER = 'bwdif=mode=send_frame:parity=auto:deint=all';
+
+/** Decoded video to rgb24 of exactly `size`, its YUV read with the input's own matrix. */
+export function rgbFilters(size: Size, matrix: ColourMatrix): string[] {
+  return [`scale=w=${size.width}:h=${size.height}:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=${matrix}`, 'format=rgb24'];
+}
+
+/**
+ * rgb24 of `size` to what H.264 takes: an odd side made even by repeating the last column or row
+ * (4:2:0 chroma needs even sides; nothing is lost or stretched), then BT.709 YUV 4:2:0, TV range.
+ */
+export function yuv420Filters(size: Size): string[] {
+  const right = size.width % 2;
+  const bottom = size.height % 2;
+  const filters: string[] = [];
+  if (right > 0 || bottom > 0) {
+    // fillborders works on planar formats only; smear repeats the last real column/row.
+    filters.push('format=gbrp', `pad=w=${size.width + right}:h=${size.height + bottom}:x=0:y=0`, `fillborders=right=${right}:bottom=${bottom}:mode=smear`);
+  }
+  filters.push('scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd', 'format=yuv420p');
+  return filters;
+}
+
 export function decoderArgs(input: DecoderArgsInput): string[] {
-  const { width, height } = input.geometry.decoded;
-  const filters = [
-    ...(input.interlaced === true ? ['bwdif=mode=send_frame:parity=auto:deint=all'] : []),
-    `scale=w=${width}:h=${height}:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=${input.matrix}`,
-    'format=rgb24',
-  ];
+  const filters = [...(input.interlaced === true ? [DEINTERLACE_FILTER] : []), ...rgbFilters(input.geometry.decoded, input.matrix)];
   const timing = input.timing.mode === 'cfr' ? ['-fps_mode', 'cfr', '-r', formatRate(input.timing.rate)] : ['-fps_mode', 'passthrough'];
   return [
-    '-hide_banner',
-    '-nostdin',
-    '-nostats',
-    '-v',
-    'error',
+    ...quietFfmpegArgs(),
     '-xerror',
     ...safeFileInputArgs(input.inputPath, input.container),
     '-map',
@@ -179,11 +194,7 @@ export function decoderArgs(input: DecoderArgsInput): string[] {
     '-vf',
     filters.join(','),
     ...timing,
-    '-f',
-    'rawvideo',
-    '-pix_fmt',
-    'rgb24',
-    'pipe:1',
+    ...rgbPipeOutputArgs(),
   ];
 }
 
@@ -202,19 +213,12 @@ export interface EncoderArgsInput {
 /** The encoder's filter chain, from network-size RGB to output-size YUV 4:2:0. */
 export function encoderFilters(geometry: VideoGeometry, extras: Pick<VideoExtras, 'sampleAspect'>): string {
   const filters: string[] = [];
-  const { network, target, output, pad } = geometry;
+  const { network, target } = geometry;
   if (network.width !== target.width || network.height !== target.height) {
     filters.push(`scale=w=${target.width}:h=${target.height}:flags=lanczos+accurate_rnd`);
   }
-  if (pad.right > 0 || pad.bottom > 0) {
-    // fillborders works on planar formats only; smear repeats the last real column/row.
-    filters.push(
-      'format=gbrp',
-      `pad=w=${output.width}:h=${output.height}:x=0:y=0`,
-      `fillborders=right=${pad.right}:bottom=${pad.bottom}:mode=smear`,
-    );
-  }
-  filters.push('scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd', 'format=yuv420p');
+  // Padded to geometry.output: the same even sides, by the same rule.
+  filters.push(...yuv420Filters(target));
   // The upscale keeps the picture's shape: a non-square pixel stays non-square (a quarter turn swaps it).
   filters.push(`setsar=${extras.sampleAspect.num}/${extras.sampleAspect.den}`);
   return filters.join(',');
@@ -223,31 +227,18 @@ export function encoderFilters(geometry: VideoGeometry, extras: Pick<VideoExtras
 export function encoderArgs(input: EncoderArgsInput): string[] {
   const { geometry, timing, extras, audio } = input;
   const rate = formatRate(timing.rate);
-  const rawInput = [
-    ...safeInputArgs({ demuxers: ['rawvideo'], protocols: ['pipe'] }),
-    '-f',
-    'rawvideo',
-    '-pix_fmt',
-    'rgb24',
-    '-video_size',
-    `${geometry.network.width}x${geometry.network.height}`,
-    '-framerate',
+  const rawInput = rgbPipeInputArgs(
+    geometry.network,
     rate,
     // The pipe carries no timestamps: put the first frame where the input's video started.
-    ...(extras.videoStartOffset > 0 ? ['-itsoffset', String(extras.videoStartOffset)] : []),
-    '-i',
-    'pipe:0',
-  ];
+    extras.videoStartOffset > 0 ? ['-itsoffset', String(extras.videoStartOffset)] : [],
+  );
   const audioInput = audio.mode === 'none' ? [] : safeFileInputArgs(input.audioSource.path, input.audioSource.container);
   const colourTags = ['-colorspace', 'bt709', '-color_range', 'tv'];
   if (extras.primaries !== undefined) colourTags.push('-color_primaries', extras.primaries);
   if (extras.transfer !== undefined) colourTags.push('-color_trc', extras.transfer);
   return [
-    '-hide_banner',
-    '-nostdin',
-    '-nostats',
-    '-v',
-    'error',
+    ...quietFfmpegArgs(),
     ...rawInput,
     ...audioInput,
     '-map',

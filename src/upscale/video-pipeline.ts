@@ -22,7 +22,7 @@ import type { Writable } from 'node:stream';
 import type { UpscaleResult } from '../inference/tiling.js';
 import { upscaleRgb } from '../inference/tiling.js';
 import { JobError, VIDEO_UPSCALE_CONTAINERS, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
-import { resolveFfmpeg, spawnProcess } from '../media/index.js';
+import { resolveFfmpeg, spawnProcess, writeWithBackpressure } from '../media/index.js';
 import type { MediaInfo, VideoStreamInfo } from '../media/types.js';
 import type { LoadedSrModel, SrModelLoader } from './image-pipeline.js';
 import { BoundedQueue, Slots } from './frame-queue.js';
@@ -373,7 +373,7 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
         if (result.data.length !== frameBytes) {
           throw new Error(`Expected upscaled frames of ${frameBytes} bytes but received ${result.data.length}`);
         }
-        await write(stdin, Buffer.from(result.data.buffer, result.data.byteOffset, result.data.byteLength), stop.signal);
+        await writeWithBackpressure(stdin, Buffer.from(result.data.buffer, result.data.byteOffset, result.data.byteLength), stop.signal);
         framesWritten += 1;
         report(false);
       }
@@ -405,54 +405,6 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
   if (framesWritten === 0) throw new JobError('PROBE_FAILED', 'The video contains no decodable frames');
   report(true);
   return { frames: framesWritten, streamMs: performance.now() - started };
-}
-
-/** Writes one frame, waiting for the pipe to drain before the next (the encoder's backpressure). */
-function write(stream: Writable, chunk: Buffer, stop: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (stop.aborted) {
-      reject(stop.reason);
-      return;
-    }
-    if (stream.destroyed || stream.writableEnded) {
-      reject(new Error("The encoder's input closed early"));
-      return;
-    }
-    let writeError: unknown;
-    const ok = stream.write(chunk, (error) => {
-      if (error) writeError ??= error;
-    });
-    if (ok) {
-      resolve();
-      return;
-    }
-    const cleanup = (): void => {
-      stream.off('drain', onDrain);
-      stream.off('close', onClose);
-      stream.off('error', onError);
-      stop.removeEventListener('abort', onStop);
-    };
-    const onDrain = (): void => {
-      cleanup();
-      resolve();
-    };
-    const onClose = (): void => {
-      cleanup();
-      reject(writeError ?? new Error("The encoder's input closed early"));
-    };
-    const onError = (error: unknown): void => {
-      cleanup();
-      reject(error);
-    };
-    const onStop = (): void => {
-      cleanup();
-      reject(stop.reason);
-    };
-    stream.on('drain', onDrain);
-    stream.on('close', onClose);
-    stream.on('error', onError);
-    stop.addEventListener('abort', onStop, { once: true });
-  });
 }
 
 /** Closes the encoder's input once everything written was flushed. */

@@ -10,49 +10,12 @@ import { loadBlazeFace } from '../../src/lipsync/blazeface.js';
 import { chooseDrivenFaces, detectFaceTracks, type FaceTrackingResult } from '../../src/lipsync/faces.js';
 import type { FaceBox, FaceTrack } from '../../src/lipsync/types.js';
 import { ASTRONAUT, decodeAudio, decodeFrames, saveWithBoxes } from './faces-helpers.js';
+import { FPS, speechLike, syllables } from './pipeline-fixtures.js';
 
-const FPS = 25;
 const FRAMES = 100;
 const RATE = 16_000;
 const WIDTH = 420;
 const HEIGHT = 240;
-
-/** mulberry32: a small seeded generator, so the clip is the same on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Mouth opening per frame, 0..1: syllables of 3-7 frames at random loudness, pauses of 2-5. */
-function syllables(seed: number): number[] {
-  const next = random(seed);
-  const out: number[] = [];
-  while (out.length < FRAMES) {
-    const level = 0.4 + 0.6 * next();
-    for (let i = 3 + Math.floor(next() * 5); i > 0; i -= 1) out.push(level);
-    for (let i = 2 + Math.floor(next() * 4); i > 0; i -= 1) out.push(0);
-  }
-  return out.slice(0, FRAMES);
-}
-
-/** A voiced tone whose loudness follows the syllables (5 ms ramps at each change). */
-function speechLike(opening: readonly number[]): Float32Array {
-  const samples = new Float32Array((FRAMES * RATE) / FPS);
-  let gain = 0;
-  for (let i = 0; i < samples.length; i += 1) {
-    const target = 0.5 * (opening[Math.floor((i * FPS) / RATE)] ?? 0);
-    gain += Math.max(-1 / 80, Math.min(1 / 80, target - gain));
-    const t = i / RATE;
-    samples[i] = gain * (0.6 * Math.sin(2 * Math.PI * 160 * t) + 0.3 * Math.sin(2 * Math.PI * 320 * t) + 0.1 * Math.sin(2 * Math.PI * 480 * t));
-  }
-  return samples;
-}
 
 // The astronaut's mouth is at about (224, 149) in the photo; each copy is cut from (140, 40).
 const TILE = { left: 140, top: 40, width: 180, height: 200 };
@@ -69,8 +32,8 @@ function mouthAt(which: keyof typeof FACES): { x: number; y: number; scale: numb
 
 describe('active speaker on a two-face clip made with ffmpeg', () => {
   const sessions = new SessionCache({ thread: false });
-  const leftOpening = syllables(7);
-  const rightOpening = syllables(1234);
+  const leftOpening = syllables(7, FRAMES);
+  const rightOpening = syllables(1234, FRAMES);
   let dir: string;
   let result: FaceTrackingResult;
   let envelopeOfRight: Float64Array;

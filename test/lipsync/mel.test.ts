@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeAudio } from '../../src/lipsync/audio.js';
 import { FftPlan, realPairMagnitudes } from '../../src/lipsync/fft.js';
 import { MEL_CHUNK_FRAMES, melChunk, melChunkStart, melFilterbank, melSpectrogram, WAV2LIP_MEL, type MelSpectrogram } from '../../src/lipsync/mel.js';
+import { random } from './seeded-random.js';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 
@@ -59,18 +60,6 @@ function compare(ours: MelSpectrogram, name: string): number {
   const { data, c } = referenceMel(name);
   expect([ours.bands, ours.frames]).toEqual([c.bands, c.frames]);
   return maxAbsDiff(ours.data, data);
-}
-
-/** A reproducible pseudo-random sequence (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function naiveDft(re: Float64Array, im: Float64Array): [Float64Array, Float64Array] {

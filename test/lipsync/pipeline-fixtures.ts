@@ -13,6 +13,7 @@ import { probeVideoExtras } from '../../src/upscale/video-probe.js';
 import { sourceDecoderArgs } from '../../src/lipsync/source-frames.js';
 import type { RgbFrame } from '../../src/lipsync/types.js';
 import { ASTRONAUT } from './faces-helpers.js';
+import { random } from './seeded-random.js';
 
 export const SPEECH = new URL('./fixtures/speech-16k.wav', import.meta.url).pathname;
 export const SIDE = 160;
@@ -210,18 +211,6 @@ export function changedPixels(a: RgbFrame, b: RgbFrame): { x: number; y: number 
 export async function writeRaw(file: string, data: Buffer): Promise<string> {
   await writeFile(file, data);
   return path.resolve(file);
-}
-
-/** mulberry32: a small seeded generator, so a clip is the same on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Mouth opening per frame, 0..1: syllables of 3-7 frames at random loudness, pauses of 2-5. */

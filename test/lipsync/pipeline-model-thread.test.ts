@@ -3,11 +3,12 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildModel, encodeModel, floatTensor, floatValueInfo, node } from '../../src/inference/convert/onnx-builder.js';
 import { SessionCache, sessionOptions } from '../../src/inference/session.js';
-import { LipsyncThread, ThreadedLipsyncModel, loadThreadedLipsyncModel, releaseLipsyncThreads } from '../../src/lipsync/model-thread.js';
-import { loadLipsyncModel, parseLipsyncModelMapping, type LipsyncModel } from '../../src/lipsync/wav2lip-model.js';
+import { SessionThread } from '../../src/inference/session-thread.js';
+import { ThreadedLipsyncModel, loadThreadedLipsyncModel, releaseLipsyncThreads } from '../../src/lipsync/model-thread.js';
+import { checkLipsyncGraph, loadLipsyncModel, parseLipsyncModelMapping, type LipsyncModel } from '../../src/lipsync/wav2lip-model.js';
 import { testModelManifest } from '../../scripts/make-test-lipsync-model.js';
+import { fixedBatchGraph } from './fixed-batch-graph.js';
 
 const PLANE = 96 * 96;
 
@@ -67,37 +68,14 @@ describe('the lip-sync network on a worker thread', () => {
   });
 
   it('feeds a fixed-batch graph in padded chunks and returns only the real faces', async () => {
-    const select = new Float32Array(18);
-    for (let c = 0; c < 3; c += 1) select[c * 6 + c] = 1;
     const file = path.join(dir, 'fixed.onnx');
-    await writeFile(
-      file,
-      encodeModel(
-        buildModel({
-          graphName: 'fixed',
-          nodes: [
-            node('Conv', ['video_frames', 'select'], ['face'], 'face', { kernel_shape: [1, 1] }),
-            node('ReduceMean', ['mel_spectrogram'], ['level'], 'level', { axes: [1, 2, 3], keepdims: 1 }),
-            node('Mul', ['level', 'zero'], ['nothing'], 'nothing'),
-            node('Add', ['face', 'nothing'], ['out'], 'out'),
-          ],
-          initializers: [floatTensor('select', [3, 6, 1, 1], select), floatTensor('zero', [], Float32Array.of(0))],
-          inputs: [floatValueInfo('mel_spectrogram', [2, 1, 80, 16]), floatValueInfo('video_frames', [2, 6, 96, 96])],
-          outputs: [floatValueInfo('out', [2, 3, 96, 96])],
-          opset: 17,
-          producerName: 'test',
-          producerVersion: '1',
-          docString: '',
-          metadata: [],
-        }),
-      ),
-    );
-    const thread = new LipsyncThread(file);
+    await writeFile(file, fixedBatchGraph());
+    const thread = new SessionThread(file);
     try {
-      const fixed = await thread.open(sessionOptions(['cpu'], 1), 'mel_spectrogram');
-      expect(fixed).toBe(2);
+      const graph = await thread.open(sessionOptions(['cpu'], 1));
       const manifest = { ...testModelManifest().manifest, output: { ...testModelManifest().manifest.output, name: 'out' } };
-      const model = new ThreadedLipsyncModel(manifest, thread, 8, fixed);
+      expect(checkLipsyncGraph(graph, manifest)).toBe(2);
+      const model = new ThreadedLipsyncModel(manifest, thread, graph, 8);
       expect(model.batch).toBe(2);
       const { mel, faces } = inputs(3);
       const out = await model.run(mel, faces, 3);

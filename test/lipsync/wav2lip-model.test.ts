@@ -5,7 +5,6 @@ import ort from 'onnxruntime-node';
 import sharp, { type Sharp } from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobError } from '../../src/jobs/errors.js';
-import { buildModel, encodeModel, floatTensor, floatValueInfo, node } from '../../src/inference/convert/onnx-builder.js';
 import { sha256Hex } from '../../src/inference/convert/convert.js';
 import { parseManifest, type LipsyncManifest } from '../../src/inference/manifest.js';
 import { ensureModelFile, forgetVerifiedModels, getManifest, ModelIntegrityError, ModelRegistryError, sha256File } from '../../src/inference/model-registry.js';
@@ -20,6 +19,7 @@ import {
 import { buildWav2LipTestModel, TEST_MOUTH } from '../../src/lipsync/wav2lip-test-model.js';
 import { testModelManifest } from '../../scripts/make-test-lipsync-model.js';
 import { ASTRONAUT } from './faces-helpers.js';
+import { fixedBatchGraph } from './fixed-batch-graph.js';
 
 const SIZE = 96;
 const PLANE = SIZE * SIZE;
@@ -133,28 +133,7 @@ describe('the lip-sync TEST model', () => {
 describe('a graph with a fixed batch', () => {
   it('is fed in chunks, the last one padded, and only the real faces come back', async () => {
     // Output: the masked face's channels plus 0 x the mel mean, batch fixed at 2.
-    const select = new Float32Array(18);
-    for (let c = 0; c < 3; c += 1) select[c * 6 + c] = 1;
-    const bytes = encodeModel(
-      buildModel({
-        graphName: 'fixed',
-        nodes: [
-          node('Conv', ['video_frames', 'select'], ['face'], 'face', { kernel_shape: [1, 1] }),
-          node('ReduceMean', ['mel_spectrogram'], ['level'], 'level', { axes: [1, 2, 3], keepdims: 1 }),
-          node('Mul', ['level', 'zero'], ['nothing'], 'nothing'),
-          node('Add', ['face', 'nothing'], ['out'], 'out'),
-        ],
-        initializers: [floatTensor('select', [3, 6, 1, 1], select), floatTensor('zero', [], Float32Array.of(0))],
-        inputs: [floatValueInfo('mel_spectrogram', [2, 1, 80, 16]), floatValueInfo('video_frames', [2, 6, 96, 96])],
-        outputs: [floatValueInfo('out', [2, 3, 96, 96])],
-        opset: 17,
-        producerName: 'test',
-        producerVersion: '1',
-        docString: '',
-        metadata: [],
-      }),
-    );
-    const session = await ort.InferenceSession.create(bytes);
+    const session = await ort.InferenceSession.create(fixedBatchGraph());
     const manifest = { ...testModelManifest().manifest, output: { ...testModelManifest().manifest.output, name: 'out' } };
     const model = new OnnxLipsyncModel(manifest, session, 8);
     expect(model.batch).toBe(2);

@@ -4,9 +4,8 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
 import { localize, type LocalizeOptions, type Resolver } from '../../src/media/fetch.js';
-import { makeTempDir } from './helpers.js';
+import { failure, makeTempDir } from './helpers.js';
 
 const BODY = randomBytes(20_000);
 
@@ -127,15 +126,6 @@ const fakeDns =
     if (answers === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
     return answers.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
   };
-
-async function failure(promise: Promise<unknown>): Promise<JobError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(JobError);
-  return err as JobError;
-}
 
 async function dirIsEmpty(): Promise<void> {
   expect(await readdir(dir)).toEqual([]);

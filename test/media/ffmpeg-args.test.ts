@@ -9,6 +9,9 @@ import {
   demuxerFor,
   ffprobeArgs,
   fileInput,
+  quietFfmpegArgs,
+  rgbPipeInputArgs,
+  rgbPipeOutputArgs,
   safeFileInputArgs,
   safeInputArgs,
 } from '../../src/media/ffmpeg-args.js';
@@ -71,6 +74,33 @@ describe('argument builders', () => {
 
   it('refuses relative paths', () => {
     expect(() => fileInput('clip.mp4')).toThrow('Expected an absolute path for the media input but received "clip.mp4"');
+  });
+
+  it('starts every pipeline ffmpeg quiet: no banner, no terminal, no stats, errors only', () => {
+    expect(quietFfmpegArgs()).toEqual(['-hide_banner', '-nostdin', '-nostats', '-v', 'error']);
+  });
+
+  it('reads raw rgb24 frames from stdin, whitelisted to the pipe, with input options before -i', () => {
+    expect(rgbPipeInputArgs({ width: 161, height: 90 }, '30000/1001', ['-itsoffset', '0.5'])).toEqual([
+      '-protocol_whitelist',
+      'pipe',
+      '-format_whitelist',
+      'rawvideo',
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'rgb24',
+      '-video_size',
+      '161x90',
+      '-framerate',
+      '30000/1001',
+      '-itsoffset',
+      '0.5',
+      '-i',
+      'pipe:0',
+    ]);
+    expect(rgbPipeInputArgs({ width: 2, height: 2 }, '25').slice(-4)).toEqual(['-framerate', '25', '-i', 'pipe:0']);
+    expect(rgbPipeOutputArgs()).toEqual(['-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1']);
   });
 
   it('asks ffprobe for JSON with the format and every stream', () => {

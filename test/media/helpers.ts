@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { expect } from 'vitest';
+import { JobError } from '../../src/jobs/errors.js';
 import { resolveFfmpeg } from '../../src/media/binaries.js';
 
 const run = promisify(execFile);
@@ -45,4 +47,14 @@ export async function makeClip(
 export async function makeTone(out: string, codec: string[] = [], seconds = 1): Promise<string> {
   await ffmpeg(['-f', 'lavfi', '-i', `sine=frequency=440:sample_rate=44100:duration=${seconds}`, ...codec, out]);
   return out;
+}
+
+/** The JobError a promise rejects with (failing the test when it resolves or rejects with something else). */
+export async function failure(promise: Promise<unknown>): Promise<JobError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(JobError);
+  return err as JobError;
 }

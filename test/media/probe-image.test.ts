@@ -2,9 +2,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
 import { probeImage } from '../../src/media/probe-image.js';
-import { PHOTOS, makeTempDir } from './helpers.js';
+import { failure, makeTempDir, PHOTOS } from './helpers.js';
 import { crc32, pngWithDeclaredSize } from './png-crafting.js';
 
 let dir: string;
@@ -35,15 +34,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await cleanup();
 });
-
-async function failure(promise: Promise<unknown>): Promise<JobError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(JobError);
-  return err as JobError;
-}
 
 describe('probeImage on real photos', () => {
   it('reads a PNG photo', async () => {

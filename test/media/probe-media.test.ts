@@ -3,10 +3,9 @@ import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join, relative as relativePath } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
 import { resolveFfprobe } from '../../src/media/binaries.js';
 import { normaliseRotation, parseFfprobeOutput, parseFraction, probeMedia } from '../../src/media/probe-media.js';
-import { ffmpeg, makeClip, makeTempDir, makeTone } from './helpers.js';
+import { failure, ffmpeg, makeClip, makeTempDir, makeTone } from './helpers.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -58,15 +57,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await cleanup();
 });
-
-async function failure(promise: Promise<unknown>): Promise<JobError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(JobError);
-  return err as JobError;
-}
 
 describe('probeMedia on video', () => {
   it('measures a 15.04 s MP4 so that it bills 16 s', async () => {
