@@ -43,7 +43,6 @@ export function createEngine(config: Config, logger: Logger): Engine {
   };
 }
 
-
 export interface StoredResult {
   /** Where the result can be fetched: a public URL (daemon) or a local path (CLI). */
   url: string;
