@@ -7,30 +7,32 @@ import { CONVERTER_NAME, GRAPH_RANGE, INPUT_NAME, OUTPUT_NAME, type ConversionRe
 import { UPSCALERJS_LICENCE, UPSCALERJS_VARIANTS, type UpscalerScale, type UpscalerVariant } from './upscalerjs.js';
 
 /**
- * CPU defaults, from the tiling benchmark (docs/benchmarks.md, "Tiling"). Overlaps are the
- * measured context each network needs for a tiled result byte-identical to the untiled one
- * (slim 10, medium 14; thick's 154-pixel receptive field matters only to float rounding: 16 keeps
- * it within 1/255). Tiles are as large as keeps the largest intermediate tensor of one tile near a
- * few hundred MB, because small tiles recompute their overlap: at 192 px that is 30-60 % extra work.
+ * Defaults from the tiling benchmark (docs/benchmarks.md, "Tiling"). Overlaps are the measured
+ * context each network needs for a tiled result byte-identical to the untiled one (slim 10, medium
+ * 14; thick's 154-pixel receptive field matters only to float rounding: 16 keeps it within 1/255).
+ * Tiles are large because every tile recomputes its overlap: the share of repeated work is about
+ * ((tile + 2 overlap) / tile)^2, 8 % at 512 px with overlap 10 but 30-60 % at 192 px. Since the
+ * converter folds the upsampling into the last convolution, the largest tensor of a tile stays at
+ * input resolution, so these sizes need well under 2 GB; a tile that does not fit is retried smaller.
  */
 export const UPSCALERJS_TILE_DEFAULTS: Record<UpscalerVariant, Record<UpscalerScale, TileDefaults>> = {
   slim: {
-    2: { size: 512, overlap: 10, batch: 1 },
-    3: { size: 448, overlap: 10, batch: 1 },
-    4: { size: 384, overlap: 10, batch: 1 },
-    8: { size: 192, overlap: 10, batch: 1 },
+    2: { size: 768, overlap: 10, batch: 1 },
+    3: { size: 640, overlap: 10, batch: 1 },
+    4: { size: 512, overlap: 10, batch: 1 },
+    8: { size: 384, overlap: 10, batch: 1 },
   },
   medium: {
-    2: { size: 384, overlap: 14, batch: 1 },
-    3: { size: 352, overlap: 14, batch: 1 },
-    4: { size: 320, overlap: 14, batch: 1 },
-    8: { size: 160, overlap: 14, batch: 1 },
+    2: { size: 512, overlap: 14, batch: 1 },
+    3: { size: 512, overlap: 14, batch: 1 },
+    4: { size: 512, overlap: 14, batch: 1 },
+    8: { size: 256, overlap: 14, batch: 1 },
   },
   thick: {
-    2: { size: 256, overlap: 16, batch: 1 },
-    3: { size: 256, overlap: 16, batch: 1 },
-    4: { size: 256, overlap: 16, batch: 1 },
-    8: { size: 128, overlap: 16, batch: 1 },
+    2: { size: 512, overlap: 16, batch: 1 },
+    3: { size: 512, overlap: 16, batch: 1 },
+    4: { size: 512, overlap: 16, batch: 1 },
+    8: { size: 256, overlap: 16, batch: 1 },
   },
 };
 
