@@ -14,6 +14,8 @@ import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
+import { encodeClip, faceFrames, SIDE, speechClip } from './lipsync/pipeline-fixtures.js';
+import { makeClip } from './media/helpers.js';
 import { controlPlane, waitFor, type ControlPlane } from './worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from './worker/helpers/nats-server.js';
 
@@ -30,13 +32,16 @@ let stderr = '';
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-worker-serve-'));
-  const photo = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(80, 53).png().toBuffer();
+  const files: Record<string, Buffer> = {
+    '/chelsea.png': await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(80, 53).png().toBuffer(),
+    '/clip.mp4': await readFile(await makeClip(path.join(dir, 'clip.mp4'), { seconds: 0.5, size: '48x32', rate: 12, audio: true })),
+    '/face.mp4': await readFile(await encodeClip(path.join(dir, 'face.mp4'), await faceFrames(12), { width: SIDE, height: SIDE }, 'mp4')),
+    '/speech.mp3': await readFile(await speechClip(path.join(dir, 'speech.mp3'), 1)),
+  };
   http = createServer((req, res) => {
-    if (req.url === '/chelsea.png') {
-      res.writeHead(200, { 'content-type': 'image/png' }).end(photo);
-    } else {
-      res.writeHead(404).end();
-    }
+    const body = files[req.url ?? ''];
+    if (body === undefined) res.writeHead(404).end();
+    else res.writeHead(200).end(body);
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
@@ -52,7 +57,8 @@ beforeAll(async () => {
       RESULTS_DIR: path.join(dir, 'results'),
       RESULTS_BASE_URL: 'https://cdn.example.test/results',
       WORKER_HEALTH_PORT: '0',
-      WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+      WORKER_CONCURRENCY: 'image=1,video=1,lipsync=1,music=0',
+      MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-test',
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -93,6 +99,28 @@ describe('media-worker serve', () => {
     expect([meta.width, meta.height]).toEqual([160, 106]);
     expect(await cp.eventsOf('serve-img-1')).toHaveLength(1);
     expect(stderr).toContain('"taskId":"serve-img-1"');
+  });
+
+  it('upscales a video job and lip-syncs a lip-sync job, each with one completed event of the spec shape', async () => {
+    await cp.publishJob('video', 'vendor-video-upscale', {
+      id: 'serve-video-1',
+      model: 'vendor-video-upscale',
+      input: { video_url: `${baseUrl}/clip.mp4`, upscale_factor: '2' },
+    });
+    await cp.publishJob('lipsync', 'vendor-lipsync-2', {
+      id: 'serve-lips-1',
+      model: 'vendor-lipsync-2',
+      input: { video_url: `${baseUrl}/face.mp4`, audio_url: `${baseUrl}/speech.mp3`, sync_mode: 'cut_off' },
+    });
+    const eventOf = (id: string) =>
+      waitFor(`the event of ${id}`, async () => (await cp.eventsOf(id))[0], 90_000);
+    const [video, lips] = await Promise.all([eventOf('serve-video-1'), eventOf('serve-lips-1')]);
+    expect(video).toMatchObject({ status: 'completed', creditsUsed: 16, result: { type: 'video', width: 96, height: 64, frames: 6 } });
+    // cut_off: the shorter input, the 0.48 s video; billed at the 50-credit minimum.
+    expect(lips).toMatchObject({ status: 'completed', model: 'vendor-lipsync-2', creditsUsed: 50, result: { type: 'video' } });
+    expect(Object.keys(lips?.result as object).sort()).toEqual(['duration', 'type', 'url']);
+    expect((lips?.result as { duration: number }).duration).toBeCloseTo(0.48, 1);
+    expect((lips?.result as { url: string }).url).toMatch(/^https:\/\/cdn\.example\.test\/results\/lipsync\/serve-lips-1\//);
   });
 
   it('refuses a network job that names a local file, with one failed event and a refund', async () => {
