@@ -20,7 +20,9 @@ export function reportFailure(err: unknown): number {
     process.stderr.write(`media-worker: ${err.message}\n`);
     return EXIT_FAILURE;
   }
-  const message = err instanceof Error ? (err.stack ?? err.message) : String(err);
+  // The stack helps a developer, not an operator: shown with LOG_LEVEL=debug or trace.
+  const verbose = process.env['LOG_LEVEL'] === 'debug' || process.env['LOG_LEVEL'] === 'trace';
+  const message = err instanceof Error ? ((verbose ? err.stack : undefined) ?? err.message) : String(err);
   process.stderr.write(`media-worker: ${message}\n`);
   return EXIT_FAILURE;
 }
