@@ -9,6 +9,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { EXECUTION_PROVIDER_NAMES, parseExecutionProviders } from './inference/execution-providers.js';
 import { parseLipsyncModelMapping } from './lipsync/wav2lip-model.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/fetch.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './upscale/video-args.js';
 import { workerSettingsReference } from './worker/settings.js';
@@ -105,37 +106,37 @@ export const SETTINGS = {
   maxImageBytes: setting({
     env: 'MEDIA_WORKER_MAX_IMAGE_BYTES',
     schema: positiveInt,
-    default: String(50 * 1024 * 1024),
+    default: String(DEFAULT_MAX_BYTES.image),
     doc: 'Largest image download accepted, in bytes.',
   }),
   maxVideoBytes: setting({
     env: 'MEDIA_WORKER_MAX_VIDEO_BYTES',
     schema: positiveInt,
-    default: String(1024 * 1024 * 1024),
+    default: String(DEFAULT_MAX_BYTES.video),
     doc: 'Largest video download accepted, in bytes.',
   }),
   maxAudioBytes: setting({
     env: 'MEDIA_WORKER_MAX_AUDIO_BYTES',
     schema: positiveInt,
-    default: String(200 * 1024 * 1024),
+    default: String(DEFAULT_MAX_BYTES.audio),
     doc: 'Largest audio download accepted, in bytes.',
   }),
   fetchConnectTimeoutMs: setting({
     env: 'MEDIA_WORKER_FETCH_CONNECT_TIMEOUT_MS',
     schema: positiveInt,
-    default: '10000',
+    default: String(DEFAULT_CONNECT_TIMEOUT_MS),
     doc: 'Connect timeout for input downloads.',
   }),
   fetchIdleTimeoutMs: setting({
     env: 'MEDIA_WORKER_FETCH_IDLE_TIMEOUT_MS',
     schema: positiveInt,
-    default: '30000',
+    default: String(DEFAULT_IDLE_TIMEOUT_MS),
     doc: 'Longest pause between two received chunks of an input download.',
   }),
   fetchDeadlineMs: setting({
     env: 'MEDIA_WORKER_FETCH_DEADLINE_MS',
     schema: positiveInt,
-    default: '300000',
+    default: String(DEFAULT_DEADLINE_MS),
     doc: 'Longest time one input download may take altogether.',
   }),
   lipsyncModels: setting({

@@ -37,15 +37,16 @@ export type InputKind = 'image' | 'video' | 'audio';
 
 const MiB = 1024 * 1024;
 
-/** Download caps per input kind, in bytes. */
+/** Download caps per input kind, in bytes (also the defaults of the MEDIA_WORKER_MAX_*_BYTES settings). */
 export const DEFAULT_MAX_BYTES: Readonly<Record<InputKind, number>> = {
   image: 50 * MiB,
-  video: 500 * MiB,
-  audio: 100 * MiB,
+  video: 1024 * MiB,
+  audio: 200 * MiB,
 };
+// Also the defaults of the MEDIA_WORKER_FETCH_* settings.
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
-export const DEFAULT_DEADLINE_MS = 10 * 60_000;
+export const DEFAULT_DEADLINE_MS = 5 * 60_000;
 export const DEFAULT_MAX_REDIRECTS = 5;
 
 export interface ResolvedAddress {

@@ -242,7 +242,7 @@ describe('size caps and timeouts', () => {
     const started = performance.now();
     const err = await failure(localize(local('/declared-huge'), 'video', dev()));
     expect(err.code).toBe('INPUT_TOO_LARGE');
-    expect(err.message).toBe(`Expected at most 524288000 bytes for the video input but received 10737418240 bytes from ${local('/declared-huge')}`);
+    expect(err.message).toBe(`Expected at most 1073741824 bytes for the video input but received 10737418240 bytes from ${local('/declared-huge')}`);
     expect(performance.now() - started).toBeLessThan(2_000);
     await dirIsEmpty();
   });
