@@ -5,19 +5,9 @@ import { buildModel, encodeModel, floatTensor, floatValueInfo, node, type OnnxNo
 import { loadTfjsLayersModel } from '../../src/inference/convert/tfjs-layers-model.js';
 import { foldedAxis, foldNearestUpsampleIntoConv, type ConvWeights } from '../../src/inference/convert/upsample-conv.js';
 import { packageRoot, UPSCALERJS_VARIANTS } from '../../src/inference/convert/upscalerjs.js';
+import { random } from '../helpers/seeded-random.js';
 
-/** mulberry32: the same weights and images on every run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
+/** Seeded, so the same weights and images come on every run. */
 function randomArray(length: number, next: () => number, low = -1, high = 1): Float32Array {
   return Float32Array.from({ length }, () => low + (high - low) * next());
 }

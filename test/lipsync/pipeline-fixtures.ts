@@ -13,7 +13,7 @@ import { probeVideoExtras } from '../../src/upscale/video-probe.js';
 import { sourceDecoderArgs } from '../../src/lipsync/source-frames.js';
 import type { RgbFrame } from '../../src/lipsync/types.js';
 import { ASTRONAUT } from './faces-helpers.js';
-import { random } from './seeded-random.js';
+import { random } from '../helpers/seeded-random.js';
 
 export const SPEECH = new URL('./fixtures/speech-16k.wav', import.meta.url).pathname;
 export const SIDE = 160;
