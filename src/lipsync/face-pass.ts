@@ -12,7 +12,7 @@
  * detail. Boxes are mapped back to frame pixels afterwards.
  */
 import { letterboxGeometry, type FaceDetector } from './blazeface.js';
-import { detectFaceTracks, type FaceTrackingResult } from './faces.js';
+import { detectFaceTracks, type FaceObservations, type FaceTrackingResult } from './faces.js';
 import { ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from './source-frames.js';
 import type { FaceBox, FaceKeypoints, Point, RgbFrame } from './types.js';
 import type { Size } from '../upscale/video-geometry.js';
@@ -60,7 +60,8 @@ export interface FacePassInput {
   limit?: number;
   detector: FaceDetector;
   signal?: AbortSignal;
-  onFrame?: (done: number) => void;
+  /** After each frame: frames done and everything observed so far (in detection-size pixels). */
+  onFrame?: (done: number, observed: FaceObservations) => void;
 }
 
 export interface FacePassResult {
@@ -72,6 +73,11 @@ export interface FacePassResult {
   /** Multiply detection-size coordinates by these to get frame pixels. */
   toFrame: { x: number; y: number };
   ms: number;
+}
+
+/** What to multiply detection-size coordinates by to get frame pixels. */
+export function toFramePixels(frame: Size, detection: Size): { x: number; y: number } {
+  return { x: frame.width / detection.width, y: frame.height / detection.height };
 }
 
 export async function runFacePass(input: FacePassInput): Promise<FacePassResult> {
@@ -100,7 +106,7 @@ export async function runFacePass(input: FacePassInput): Promise<FacePassResult>
     tracking,
     frameCount: tracking.frameCount,
     detectionSize: size,
-    toFrame: { x: input.spec.size.width / size.width, y: input.spec.size.height / size.height },
+    toFrame: toFramePixels(input.spec.size, size),
     ms: performance.now() - started,
   };
 }

@@ -31,13 +31,33 @@ export interface FaceTrackingResult {
   detections: FaceBox[][];
 }
 
+/** What the detector has seen so far, frame by frame (the arrays grow as frames are detected). */
+export interface FaceObservations {
+  detections: readonly (readonly FaceBox[])[];
+  patches: readonly (readonly FacePatch[])[];
+  /** Frames that start a new shot. */
+  cuts: readonly number[];
+}
+
+/** Tracks over the frames observed so far (all of them once detection has ended). */
+export function trackObservations(observed: FaceObservations, tracker?: TrackerOptions): FaceTrackingResult {
+  const frameCount = observed.detections.length;
+  return {
+    tracks: trackFaces(observed.detections, tracker, observed.cuts),
+    frameCount,
+    cuts: [...observed.cuts],
+    patches: observed.patches.slice(0, frameCount) as FacePatch[][],
+    detections: observed.detections.slice(0, frameCount) as FaceBox[][],
+  };
+}
+
 export interface DetectFaceTracksOptions {
   tracker?: TrackerOptions;
   /** Mean absolute change of the frame's 16x16 grey thumbnail (0-255) above which a frame starts a new shot. Default 20. */
   cutThreshold?: number;
   signal?: AbortSignal;
-  /** Called after each frame with the number of frames done. */
-  onFrame?: (done: number) => void;
+  /** Called after each frame with the number of frames done and everything observed so far. */
+  onFrame?: (done: number, observed: FaceObservations) => void;
 }
 
 /** Runs the detector on every frame of the source (in order), then tracks the faces. */
@@ -59,9 +79,9 @@ export async function detectFaceTracks(
     const faces = await detector.detect(frame);
     detections.push(faces);
     patches.push(faces.map((face) => captureFacePatch(frame, face)));
-    options.onFrame?.(detections.length);
+    options.onFrame?.(detections.length, { detections, patches, cuts });
   }
-  return { tracks: trackFaces(detections, options.tracker, cuts), frameCount: detections.length, cuts, patches, detections };
+  return trackObservations({ detections, patches, cuts }, options.tracker);
 }
 
 /**

@@ -71,8 +71,11 @@ export interface OutputPassInput {
   /** The source at its displayed size. */
   spec: SourceDecodeSpec;
   plan: TimelinePlan;
-  /** Per source frame: the face to drive, in frame pixels, or undefined to pass the frame through. */
-  boxes: readonly (FaceBox | undefined)[];
+  /**
+   * Per source frame: the face to drive, in frame pixels, or undefined to pass the frame through;
+   * a promise while the face pass has not decided the frame yet (face-schedule.ts).
+   */
+  boxAt: (sourceFrame: number) => FaceBox | undefined | Promise<FaceBox | undefined>;
   model: LipsyncModel;
   /** Turn each crop upright along the eye line (vendor-lipsync-3). */
   align: boolean;
@@ -297,10 +300,31 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
     }
   };
 
+  /** The frame's face; while the face pass catches up, a batch the writer waits for goes to the network as it is. */
+  const boxFor = async (sourceFrame: number): Promise<FaceBox | undefined> => {
+    const box = o.boxAt(sourceFrame);
+    if (!(box instanceof Promise)) return box;
+    if (writerWaitsFor !== undefined && writerWaitsFor === current) sendCurrent();
+    producerBlocked = true;
+    let onStop: (() => void) | undefined;
+    try {
+      // A stop must not wait for the face pass.
+      const stopping = new Promise<never>((_, reject) => {
+        onStop = () => reject(stopped);
+        if (stop.signal.aborted) onStop();
+        else stop.signal.addEventListener('abort', onStop, { once: true });
+      });
+      return await Promise.race([box, stopping]);
+    } finally {
+      if (onStop !== undefined) stop.signal.removeEventListener('abort', onStop);
+      producerBlocked = false;
+    }
+  };
+
   const produce = async (): Promise<void> => {
     for (let p = 0; p < plan.outputFrames; p += 1) {
+      const box = await boxFor(schedule[p] as number);
       const source = await sources.frameAt(p);
-      const box = o.boxes[schedule[p] as number];
       if (box === undefined) {
         await enqueue({ frame: Promise.resolve(source) });
         continue;

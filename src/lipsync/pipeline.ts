@@ -43,18 +43,21 @@ import { DEFAULT_ENCODER, type EncoderSettings, inputMatrix } from '../upscale/v
 import { chooseEncoder, type InfoLogger } from '../upscale/video-encoders.js';
 import { ffmpegReason, type PathNames } from '../upscale/video-errors.js';
 import { displayedSize, formatRate, frameTiming, type Size } from '../upscale/video-geometry.js';
-import { probeVideoExtras, type VideoExtras } from '../upscale/video-probe.js';
+import { probeVideoExtras, probeVideoPacketCount, type VideoExtras } from '../upscale/video-probe.js';
 import { audioEnvelope } from './active-speaker.js';
 import { decodeAudio, fitSamples } from './audio.js';
 import { loadBlazeFace, type BlazeFaceDetector } from './blazeface.js';
 import { evenSize, type VideoQuality } from './encode.js';
-import { detectionSize, letterboxSize, runFacePass, scaleBox } from './face-pass.js';
-import { chooseDrivenFaces, FACE_DETECTION_PROFILES, type DrivenFaces } from './faces.js';
+import { detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels, type FacePassResult } from './face-pass.js';
+import { FaceSchedule, scheduleFrames } from './face-schedule.js';
+import { chooseDrivenFaces, FACE_DETECTION_PROFILES, trackObservations, type DrivenFaces, type FaceObservations, type FaceTrackingResult } from './faces.js';
 import { melSpectrogram } from './mel.js';
 import { loadThreadedLipsyncModel } from './model-thread.js';
-import { DEFAULT_CACHE_BYTES, PipelineStopped, runOutputPass, type OutputPassTimings } from './output-pass.js';
+import { DEFAULT_CACHE_BYTES, PipelineStopped, runOutputPass, type OutputPassInput, type OutputPassResult, type OutputPassTimings } from './output-pass.js';
 import { DecoderFailure, type SourceDecodeSpec } from './source-frames.js';
 import { DEFAULT_MAX_OUTPUT_SECONDS, framesForSeconds, planTimeline, type Rational, type TimelinePlan } from './timeline.js';
+import { DEFAULT_TRACKER_OPTIONS } from './track.js';
+import type { FaceBox } from './types.js';
 import { loadLipsyncModel, type LipsyncModel, type LipsyncModelMapping } from './wav2lip-model.js';
 
 export { DEFAULT_CACHE_BYTES } from './output-pass.js';
@@ -108,6 +111,11 @@ export interface LipsyncDeps {
    * event loop go on during its calls. Default true; false runs it on the calling thread.
    */
   modelThread?: boolean;
+  /**
+   * Run detection and the output pass together (face-schedule.ts), when the frame count can be
+   * forecast. Default true; false detects every frame first (benchmarks compare the two).
+   */
+  overlapFacePass?: boolean;
   /** Replaces the lip-sync network loader (benchmarks: a stand-in with a known cost). */
   loadModel?: (modelId: LipsyncModelId) => Promise<LipsyncModel>;
 }
@@ -119,8 +127,12 @@ export interface LipsyncStats extends OutputPassTimings {
   setupMs: number;
   /** Face pass: decode at detection size, detection, tracking. */
   detectMs: number;
-  /** Output pass: frames, network, paste, encode. */
+  /** Output pass: frames, network, paste, encode (overlapping the face pass when `facePassOverlapped`). */
   outputMs: number;
+  /** Whether the output pass ran beside the face pass (face-schedule.ts) or after it. */
+  facePassOverlapped: boolean;
+  /** How often the driven faces were chosen: blocks decided during detection, plus the final choice. */
+  faceDecisions: number;
   /** Frames read from decoders in the output pass, decoders started, frames served from the cache. */
   sourceFramesDecoded: number;
   decoders: number;
@@ -343,7 +355,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   signal?.throwIfAborted();
   const setupMs = performance.now() - r.started;
 
-  // ---------------------------------------------------------------- faces
+  // ---------------------------------------------------------------- faces and output
   const spec: SourceDecodeSpec = {
     inputPath: r.videoPath,
     container: req.videoInfo.container,
@@ -355,56 +367,158 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const limit = facePassLimit(req.syncMode, framesForSeconds(audioSeconds, fps));
   const progress = throttle(req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS, req.onProgress);
   const detectTotal = Math.min(limit ?? Number.MAX_SAFE_INTEGER, estimatedFrames);
-  const pass = await runFacePass({
-    ffmpeg,
-    spec,
-    size: req.activeSpeaker ? detectionSize(size) : letterboxSize(size, detector.manifest.input.size, detector.margin),
-    ...(limit === undefined ? {} : { limit }),
-    detector,
-    ...withSignal,
-    onFrame: (done) => progress({ stage: 'detecting faces', done, total: Math.max(done, detectTotal), unit: 'frames' }),
-  });
-  progress({ stage: 'detecting faces', done: pass.frameCount, total: pass.frameCount, unit: 'frames' }, true);
-  if (pass.frameCount === 0) throw new JobError('LIPSYNC_FAILED', 'Expected video frames but the video decoded to none');
+  const detectAt = req.activeSpeaker ? detectionSize(size) : letterboxSize(size, detector.manifest.input.size, detector.margin);
+  const toFrame = toFramePixels(size, detectAt);
+  const inFrame = (boxes: readonly (FaceBox | undefined)[]): (FaceBox | undefined)[] =>
+    boxes.map((box) => (box === undefined ? undefined : scaleBox(box, toFrame.x, toFrame.y)));
+  let detecting = true;
 
-  const plan = planTimeline({ mode: req.syncMode, videoFrames: pass.frameCount, fps, audioSeconds });
-  const fitted = fitSamples(samples, plan.durationSeconds, sampleRate);
-  const speaking = req.activeSpeaker && pass.tracking.tracks.length > 1;
-  const driven = chooseDrivenFaces(pass.tracking, {
-    activeSpeaker: speaking,
-    ...(speaking ? { audioEnvelope: await speakerEnvelope(req, r, ffmpeg, sampleRate, fitted, plan, pass.frameCount) } : {}),
-  });
-  req.logger?.info(
-    { tracks: pass.tracking.tracks.length, driven: driven.tracks.map((t) => t.id), method: driven.method, ranking: driven.ranking },
-    'lip-sync faces chosen',
-  );
-  const boxes = driven.boxes.map((box) => (box === undefined ? undefined : scaleBox(box, pass.toFrame.x, pass.toFrame.y)));
-  const mel = melSpectrogram(fitted, manifest.audio);
+  const facePass = (faceSignal: AbortSignal | undefined, onObserved?: (observed: FaceObservations) => void): Promise<FacePassResult> =>
+    runFacePass({
+      ffmpeg,
+      spec,
+      size: detectAt,
+      ...(limit === undefined ? {} : { limit }),
+      detector,
+      ...(faceSignal === undefined ? {} : { signal: faceSignal }),
+      onFrame: (done, observed) => {
+        progress({ stage: 'detecting faces', done, total: Math.max(done, detectTotal), unit: 'frames' });
+        onObserved?.(observed);
+      },
+    });
+  const detected = (pass: FacePassResult): void => {
+    detecting = false;
+    progress({ stage: 'detecting faces', done: pass.frameCount, total: pass.frameCount, unit: 'frames' }, true);
+    if (pass.frameCount === 0) throw new JobError('LIPSYNC_FAILED', 'Expected video frames but the video decoded to none');
+  };
+  const outputPass = (plan: TimelinePlan, fitted: Float32Array, boxAt: OutputPassInput['boxAt'], outputSignal: AbortSignal | undefined): Promise<OutputPassResult> =>
+    runOutputPass({
+      ffmpeg,
+      spec,
+      plan,
+      boxAt,
+      model,
+      align: req.model === 'vendor-lipsync-3',
+      sr,
+      mel: melSpectrogram(fitted, manifest.audio),
+      encode: {
+        quality,
+        sampleAspect: extras.sampleAspect,
+        audio: { path: r.audioPath, container: req.audioInfo.container },
+        outputPath: r.partialPath,
+      },
+      cacheBytes: req.cacheBytes ?? DEFAULT_CACHE_BYTES,
+      paths: r.paths,
+      ...(outputSignal === undefined ? {} : { signal: outputSignal }),
+      // While detection runs ahead, its progress is the job's.
+      onWritten: (done, final) => {
+        if (!detecting) progress({ stage: 'lip-syncing', done, total: plan.outputFrames, unit: 'frames' }, final);
+      },
+    });
+  const chosen = (pass: FacePassResult, envelope: ArrayLike<number> | undefined): DrivenFaces => {
+    const driven = driveFaces(pass.tracking, envelope);
+    req.logger?.info(
+      { tracks: pass.tracking.tracks.length, driven: driven.tracks.map((t) => t.id), method: driven.method, ranking: driven.ranking },
+      'lip-sync faces chosen',
+    );
+    return driven;
+  };
 
-  // ---------------------------------------------------------------- output
-  const outputStarted = performance.now();
-  const output = await runOutputPass({
-    ffmpeg,
-    spec,
-    plan,
-    boxes,
-    model,
-    align: req.model === 'vendor-lipsync-3',
-    sr,
-    mel,
-    encode: {
-      quality,
-      sampleAspect: extras.sampleAspect,
-      audio: { path: r.audioPath, container: req.audioInfo.container },
-      outputPath: r.partialPath,
-    },
-    cacheBytes: req.cacheBytes ?? DEFAULT_CACHE_BYTES,
-    paths: r.paths,
-    ...withSignal,
-    onWritten: (done, final) => progress({ stage: 'lip-syncing', done, total: plan.outputFrames, unit: 'frames' }, final),
-  });
+  /** Detection first, then the output pass: when the frame count cannot be forecast. */
+  const oneAfterTheOther = async (pass: FacePassResult): Promise<Passes> => {
+    const plan = planTimeline({ mode: req.syncMode, videoFrames: pass.frameCount, fps, audioSeconds });
+    const fitted = fitSamples(samples, plan.durationSeconds, sampleRate);
+    const speaking = req.activeSpeaker && pass.tracking.tracks.length > 1;
+    const envelope = speaking ? await speakerEnvelope(req, r, ffmpeg, sampleRate, fitted, plan, pass.frameCount) : undefined;
+    const driven = chosen(pass, envelope);
+    const boxes = inFrame(driven.boxes);
+    const outputStarted = performance.now();
+    const output = await outputPass(plan, fitted, (frame) => boxes[frame], signal);
+    return { pass, plan, driven, output, outputMs: performance.now() - outputStarted, overlapped: false, decisions: 1 };
+  };
+
+  /**
+   * Detection and the output pass together (face-schedule.ts): the timeline is planned from the
+   * forecast frame count, and each frame's face is decided once detection is far enough ahead.
+   * Resolves with the face pass alone when the video decoded to another count: the caller then
+   * runs the output pass again after it.
+   */
+  const together = async (expected: number): Promise<Passes | FacePassResult> => {
+    const plan = planTimeline({ mode: req.syncMode, videoFrames: expected, fps, audioSeconds });
+    const fitted = fitSamples(samples, plan.durationSeconds, sampleRate);
+    const envelope = req.activeSpeaker ? await speakerEnvelope(req, r, ffmpeg, sampleRate, fitted, plan, expected) : undefined;
+    const schedule = new FaceSchedule({
+      ...scheduleFrames(fps.num / fps.den, DEFAULT_TRACKER_OPTIONS.maxGap + DEFAULT_TRACKER_OPTIONS.smoothRadius),
+      decide: (observed) => {
+        const tracking = trackObservations(observed);
+        return tracking.tracks.length === 0 ? [] : inFrame(driveFaces(tracking, envelope).boxes);
+      },
+    });
+    // Each pass has its own stop: a failure of one stops the other, the job's signal both.
+    const faceStop = new AbortController();
+    const outputStop = new AbortController();
+    const onAbort = (): void => {
+      faceStop.abort(signal?.reason);
+      outputStop.abort(signal?.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted === true) onAbort();
+    let outputFailure: { error: unknown } | undefined;
+    const outputStarted = performance.now();
+    const outputPromise = outputPass(plan, fitted, (frame) => schedule.boxAt(frame), outputStop.signal);
+    outputPromise.catch((error: unknown) => {
+      outputFailure = { error };
+      faceStop.abort(new PipelineStopped());
+    });
+    const stopOutput = async (): Promise<void> => {
+      schedule.fail(new PipelineStopped());
+      outputStop.abort(new PipelineStopped());
+      await outputPromise.catch(() => undefined);
+    };
+    try {
+      let pass: FacePassResult;
+      try {
+        pass = await facePass(faceStop.signal, (observed) => schedule.observe(observed));
+      } catch (error) {
+        throw outputFailure?.error ?? error;
+      }
+      detected(pass);
+      if (pass.frameCount !== expected) {
+        req.logger?.info({ forecast: expected, decoded: pass.frameCount }, 'the video decoded to another frame count than forecast; lip-syncing again from the counted frames');
+        await stopOutput();
+        await rm(r.partialPath, { force: true });
+        return pass;
+      }
+      const driven = chosen(pass, envelope);
+      schedule.finish(inFrame(driven.boxes));
+      const output = await outputPromise;
+      return { pass, plan, driven, output, outputMs: performance.now() - outputStarted, overlapped: true, decisions: schedule.decisions };
+    } catch (error) {
+      await stopOutput();
+      throw error;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  };
+
+  const forecast =
+    timing.mode === 'passthrough'
+      ? await probeVideoPacketCount(r.videoPath, req.videoInfo.container, extras.videoIndex, {
+          ...withSignal,
+          ...(deps.ffprobePath === undefined ? {} : { ffprobePath: deps.ffprobePath }),
+        })
+      : undefined;
+  let passes: Passes;
+  if (forecast === undefined || deps.overlapFacePass === false) {
+    const pass = await facePass(signal);
+    detected(pass);
+    passes = await oneAfterTheOther(pass);
+  } else {
+    const first = await together(Math.min(forecast, limit ?? forecast));
+    passes = 'output' in first ? first : await oneAfterTheOther(first);
+  }
   await rename(r.partialPath, r.outputPath);
-  const outputMs = performance.now() - outputStarted;
+  const { pass, plan, driven, output } = passes;
 
   const outSize: Size = quality.mode === 'lossless' ? size : evenSize(size);
   const encoder = quality.mode === 'lossless' ? { codec: 'libx264rgb', mode: quality.mode } : { codec: quality.encoder.codec, mode: quality.mode };
@@ -428,7 +542,9 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
       wallMs: performance.now() - r.started,
       setupMs,
       detectMs: pass.ms,
-      outputMs,
+      outputMs: passes.outputMs,
+      facePassOverlapped: passes.overlapped,
+      faceDecisions: passes.decisions,
       modelMs: output.modelMs,
       modelCalls: output.modelCalls,
       srMs: output.srMs,
@@ -441,6 +557,23 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
       cacheCapacity: output.capacity,
     },
   };
+}
+
+/** What the two passes produced. */
+interface Passes {
+  pass: FacePassResult;
+  plan: TimelinePlan;
+  driven: DrivenFaces;
+  output: OutputPassResult;
+  outputMs: number;
+  overlapped: boolean;
+  decisions: number;
+}
+
+/** The driven faces; the active speaker is judged (`envelope` given) only among several faces. */
+function driveFaces(tracking: FaceTrackingResult, envelope: ArrayLike<number> | undefined): DrivenFaces {
+  const speaking = envelope !== undefined && tracking.tracks.length > 1;
+  return chooseDrivenFaces(tracking, { activeSpeaker: speaking, ...(speaking ? { audioEnvelope: envelope } : {}) });
 }
 
 /** vendor-lipsync-2-pro keeps the source's bitrate; the others use the configured constant quality. */

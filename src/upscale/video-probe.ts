@@ -172,3 +172,59 @@ export async function probeVideoExtras(path: string, container: ContainerKind, o
   }
   return parseVideoExtras(json);
 }
+
+const packetCountSchema = z.object({
+  streams: z.array(z.object({ nb_read_packets: z.union([z.string(), z.number()]).optional() })).default([]),
+});
+
+/** ffprobe's arguments to count the packets of one video stream (demuxing only, nothing decoded). */
+export function videoPacketCountArgs(path: string, container: ContainerKind, videoIndex: number): string[] {
+  return [
+    '-hide_banner',
+    '-v',
+    'error',
+    ...safeFileInputArgs(path, container),
+    '-select_streams',
+    `V:${videoIndex}`,
+    '-count_packets',
+    '-show_entries',
+    'stream=nb_read_packets',
+    '-print_format',
+    'json',
+  ];
+}
+
+/** The count ffprobe printed, or undefined when it printed none (or nonsense). */
+export function parsePacketCount(json: unknown): number | undefined {
+  const parsed = packetCountSchema.safeParse(json);
+  const value = parsed.success ? parsed.data.streams[0]?.nb_read_packets : undefined;
+  const n = typeof value === 'number' ? value : Number.parseInt(value ?? '', 10);
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
+/**
+ * Packets in the video stream: the frame count a decode of it gives in all but rare streams (a
+ * decoder may drop frames it cannot decode), so callers use it as a forecast and check it against
+ * the frames decoded. Undefined when ffprobe cannot say; a failure to read is a forecast missing,
+ * not an error (the decode that follows reports the file's problem).
+ */
+export async function probeVideoPacketCount(
+  path: string,
+  container: ContainerKind,
+  videoIndex: number,
+  opts: ProbeVideoExtrasOptions = {},
+): Promise<number | undefined> {
+  const ffprobe = resolveFfprobe(opts.ffprobePath === undefined ? {} : { ffprobePath: opts.ffprobePath });
+  try {
+    const { stdout } = await runProcess(ffprobe, videoPacketCountArgs(path, container, videoIndex), {
+      timeoutMs: opts.timeoutMs ?? 30_000,
+      maxStdoutBytes: 64 * 1024,
+      ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+    });
+    return parsePacketCount(JSON.parse(stdout.toString('utf8')));
+  } catch (err) {
+    if (opts.signal?.aborted === true) throw opts.signal.reason;
+    if (isProcessError(err) && err.reason === 'spawn') throw err;
+    return undefined;
+  }
+}
