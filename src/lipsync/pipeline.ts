@@ -116,6 +116,8 @@ export interface LipsyncDeps {
    * forecast. Default true; false detects every frame first (benchmarks compare the two).
    */
   overlapFacePass?: boolean;
+  /** Replaces the forecast of the frame count (the video stream's packet count; tests: a wrong forecast). */
+  forecastFrames?: () => Promise<number | undefined>;
   /** Replaces the lip-sync network loader (benchmarks: a stand-in with a known cost). */
   loadModel?: (modelId: LipsyncModelId) => Promise<LipsyncModel>;
 }
@@ -501,13 +503,15 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     }
   };
 
-  const forecast =
+  // A variable frame rate is resampled by the decoder, so its packets do not forecast the frames.
+  const probeForecast = (): Promise<number | undefined> =>
     timing.mode === 'passthrough'
-      ? await probeVideoPacketCount(r.videoPath, req.videoInfo.container, extras.videoIndex, {
+      ? probeVideoPacketCount(r.videoPath, req.videoInfo.container, extras.videoIndex, {
           ...withSignal,
           ...(deps.ffprobePath === undefined ? {} : { ffprobePath: deps.ffprobePath }),
         })
-      : undefined;
+      : Promise.resolve(undefined);
+  const forecast = await (deps.forecastFrames ?? probeForecast)();
   let passes: Passes;
   if (forecast === undefined || deps.overlapFacePass === false) {
     const pass = await facePass(signal);
