@@ -13,6 +13,9 @@
  *   noisy one behind goes to the face in front. Tracks that cannot be judged (too short) rank
  *   after, by prominence.
  * Frames where no driven face is visible pass through untouched (their box is undefined).
+ * The pipeline applies the choice to the frames detected so far while detection runs
+ * (face-schedule.ts): a frame is decided from the clip up to 2 s past it, the last ones from the
+ * whole clip.
  */
 import { JobError } from '../jobs/errors.js';
 import type { FaceDetector } from './blazeface.js';

@@ -4,9 +4,8 @@
  * 1. Models first (a missing lip-sync model fails before any decoding), the job's audio decoded
  *    to the model's sample rate meanwhile.
  * 2. Face pass (face-pass.ts): the source frames the output can show are decoded at a detection
- *    size, faces detected (vendor-lipsync-3: the `robust` detector profile) and tracked; the count
- *    of frames plans the timeline (timeline.ts) with the decoded audio's duration. The faces to
- *    drive are chosen (faces.ts); no face at all fails with LIPSYNC_FAILED.
+ *    size, faces detected (vendor-lipsync-3: the `robust` detector profile) and tracked; the faces
+ *    to drive are chosen (faces.ts); no face at all fails with LIPSYNC_FAILED.
  * 3. Features: the audio fitted to the timeline's duration (cut or padded with silence, exactly as
  *    the result's audio), its mel spectrogram, and window i for output frame i.
  * 4. Output pass (output-pass.ts), streamed in output order: source frames from a bounded cache
@@ -16,6 +15,14 @@
  *    frames without a driven face pass through untouched; an ffmpeg encoder takes the frames from
  *    a pipe, with the job's audio fitted to the timeline (encode.ts). Decoding, the network,
  *    pasting and encoding overlap; memory is bounded by a few batches of frames and the cache.
+ *
+ * The face pass and the output pass run together. The timeline needs the video's frame count,
+ * which containers such as WebM and GIF do not declare, so it is forecast from the video stream's
+ * packets (ffprobe -count_packets: demuxing, no decoding) and checked against the frames the face
+ * pass decodes; each frame's face is decided once detection is 2 s past it (face-schedule.ts), so
+ * the output pass trails detection by that much. When the count differs from the forecast (a
+ * stream whose decoder drops frames) or cannot be forecast (variable frame rate, resampled by the
+ * decoder), the output pass runs again, or only, after the face pass, from the counted frames.
  *
  * Active speaker: the envelope the mouths are compared with is the video's own soundtrack when it
  * has an audible one (the speech the faces in the picture actually follow, in the source's time,
