@@ -11,7 +11,7 @@
  * Runs (sync mode cut_off, vendor-lipsync-2, the generated wav2lip-test network):
  *   A  the pipeline as it is, every lip-sync batch recorded;
  *   M  the network alone on the recorded batches (model-only time);
- *   S  stage by stage in isolation: full-size decode, face pass (and its parts), encode;
+ *   S  stage by stage in isolation: full-size decode, face pass (and its parts), audio features, encode;
  *   B  the network on the calling thread (modelThread: false) plus a stand-in cost of --model-ms
  *      per face that blocks it, as an ONNX Runtime session on the calling thread does;
  *   C  the network on its worker thread (the default) plus the same stand-in cost as a wait, as a
@@ -44,7 +44,9 @@ import { loadBlazeFace } from '../src/lipsync/blazeface.js';
 import { endFrames, lipsyncEncoderArgs } from '../src/lipsync/encode.js';
 import { writeWithBackpressure } from '../src/media/index.js';
 import { detectionSize, runFacePass } from '../src/lipsync/face-pass.js';
+import { decodeAudio } from '../src/lipsync/audio.js';
 import { FACE_DETECTION_PROFILES, frameThumbnail } from '../src/lipsync/faces.js';
+import { melChunk, melSpectrogram } from '../src/lipsync/mel.js';
 import { lipsyncFile, type LipsyncOutcome } from '../src/lipsync/pipeline.js';
 import { ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from '../src/lipsync/source-frames.js';
 import type { RgbFrame } from '../src/lipsync/types.js';
@@ -295,12 +297,24 @@ try {
       thumbMs += performance.now() - t;
     }
     const pass = await runFacePass({ ffmpeg, spec: s, detector });
+    // Audio features: the job's audio decoded to 16 kHz mono, its mel spectrogram, a window per frame.
+    let t = performance.now();
+    const samples = await decodeAudio({ path: speech, container: audioInfo.container }, { ffmpegPath: ffmpeg });
+    const audioMs = performance.now() - t;
+    t = performance.now();
+    const mel = melSpectrogram(samples);
+    const melMs = performance.now() - t;
+    t = performance.now();
+    const window = new Float32Array(80 * 16);
+    for (let i = 0; i < frames; i += 1) melChunk(mel, i, { num: fps, den: 1 }, window);
+    const chunkMs = performance.now() - t;
     const encodeMs = await encodeOnly(s, full.frames, { path: speech, info: audioInfo }, path.join(dir, 'encode-only.mp4'));
     console.log(`\nS  stages alone, per frame (${frames} frames)`);
     console.log(`  decode ${width}x${height} to rgb24 and read it: ${perFrame(full.ms, frames)} ms`);
     console.log(`  decode at detection size ${ds.width}x${ds.height}: ${perFrame(small.ms, frames)} ms`);
     console.log(`  BlazeFace (letterbox + network + decoding): ${perFrame(detectMs, frames)} ms; active-speaker patches ${perFrame(patchMs, frames)} ms; cut thumbnail ${perFrame(thumbMs, frames)} ms`);
     console.log(`  face pass as run (all of the above, overlapped with ffmpeg): ${perFrame(pass.ms, frames)} ms`);
+    console.log(`  audio features: decode to 16 kHz ${perFrame(audioMs, frames)} ms, mel spectrogram ${perFrame(melMs, frames)} ms, window per frame ${perFrame(chunkMs, frames)} ms`);
     console.log(`  encode ${width}x${height} H.264 (${DEFAULT_ENCODER.preset}, crf ${DEFAULT_ENCODER.crf}) + AAC from the pipe: ${perFrame(encodeMs, frames)} ms`);
     if (outcomeA !== undefined) {
       console.log(`  crop + network input ${perFrame(outcomeA.stats.prepareMs, frames)} ms, output to RGB + paste ${perFrame(outcomeA.stats.pasteMs, frames)} ms (from run A)`);

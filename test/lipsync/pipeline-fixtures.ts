@@ -6,6 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import { probeMedia, resolveFfmpeg, resolveFfprobe, runProcess } from '../../src/media/index.js';
+import type { LipsyncRequest } from '../../src/lipsync/pipeline.js';
 import type { MediaInfo } from '../../src/media/types.js';
 import { inputMatrix } from '../../src/upscale/video-args.js';
 import { displayedSize, frameTiming } from '../../src/upscale/video-geometry.js';
@@ -316,4 +317,25 @@ export async function childProcesses(): Promise<string[]> {
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.endsWith(' ps'));
+}
+
+/** A vendor-lipsync-2 request for `video` with `audio`, cut_off, encoded losslessly, into `outputPath`. */
+export async function lipsyncRequest(
+  video: string,
+  audio: { file: string; info: MediaInfo },
+  outputPath: string,
+  extra: Partial<LipsyncRequest> = {},
+): Promise<LipsyncRequest> {
+  return {
+    videoPath: video,
+    videoInfo: await probe(video),
+    audioPath: audio.file,
+    audioInfo: audio.info,
+    outputPath,
+    model: 'vendor-lipsync-2',
+    syncMode: 'cut_off',
+    activeSpeaker: false,
+    lossless: true,
+    ...extra,
+  };
 }

@@ -20,6 +20,7 @@ import {
   changedPixels,
   childProcesses,
   encodeClip,
+  lipsyncRequest,
   faceFrames,
   mouthInFrame,
   outputFacts,
@@ -49,19 +50,8 @@ describe('lip-sync pipeline inputs', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function request(video: string, outputName: string, extra: Partial<LipsyncRequest> = {}): Promise<LipsyncRequest> {
-    return {
-      videoPath: video,
-      videoInfo: await probe(video),
-      audioPath: speech.file,
-      audioInfo: speech.info,
-      outputPath: path.join(dir, outputName),
-      model: 'vendor-lipsync-2',
-      syncMode: 'cut_off',
-      activeSpeaker: false,
-      lossless: true,
-      ...extra,
-    };
+  function request(video: string, outputName: string, extra: Partial<LipsyncRequest> = {}): Promise<LipsyncRequest> {
+    return lipsyncRequest(video, speech, path.join(dir, outputName), extra);
   }
 
   it.each(['gif', 'webm'] as const)('lip-syncs a %s video: its frames, size and rate, pixels away from the mouth untouched', async (format) => {

@@ -13,7 +13,20 @@ import { releaseLipsyncThreads } from '../../src/lipsync/model-thread.js';
 import type { RgbFrame } from '../../src/lipsync/types.js';
 import { parseLipsyncModelMapping } from '../../src/lipsync/wav2lip-model.js';
 import type { MediaInfo } from '../../src/media/types.js';
-import { TWO_FACES, changedPixels, childProcesses, encodeClip, faceFrames, outputFrames, probe, sourceFrames, speechClip, SIDE, twoFaceClip } from './pipeline-fixtures.js';
+import {
+  SIDE,
+  TWO_FACES,
+  changedPixels,
+  childProcesses,
+  encodeClip,
+  faceFrames,
+  lipsyncRequest,
+  outputFrames,
+  probe,
+  sourceFrames,
+  speechClip,
+  twoFaceClip,
+} from './pipeline-fixtures.js';
 
 /** 4 s at 25 fps: twice the look-ahead, so most frames are decided while detection runs. */
 const FRAMES = 100;
@@ -47,20 +60,9 @@ describe('lip-sync with the face pass beside the output pass', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function request(video: string, outputName: string, extra: Partial<LipsyncRequest> = {}): Promise<LipsyncRequest> {
-    return {
-      videoPath: video,
-      videoInfo: await probe(video),
-      audioPath: speech.file,
-      audioInfo: speech.info,
-      outputPath: path.join(dir, outputName),
-      model: 'vendor-lipsync-2',
-      // The output is the longer input: every one of the video's frames is detected and shown.
-      syncMode: 'silence',
-      activeSpeaker: false,
-      lossless: true,
-      ...extra,
-    };
+  // The output is the longer input: every one of the video's frames is detected and shown.
+  function request(video: string, outputName: string, extra: Partial<LipsyncRequest> = {}): Promise<LipsyncRequest> {
+    return lipsyncRequest(video, speech, path.join(dir, outputName), { syncMode: 'silence', ...extra });
   }
 
   it('decides faces while detecting and writes what detecting first writes', async () => {
