@@ -29,8 +29,9 @@ import type { SuperResolutionManifest } from '../src/inference/manifest.js';
 import { defaultModelsDir, listManifests } from '../src/inference/model-registry.js';
 import { type ModelSession, openSession, openThreadSession } from '../src/inference/session.js';
 import { type RgbImage, type SrModel, gatherTile, upscaleRgb } from '../src/inference/tiling.js';
+import { BUNDLED_PHOTOS_DIR } from '../src/paths.js';
 
-const PHOTOS = '/usr/lib/python3/dist-packages/skimage/data';
+const PHOTOS = BUNDLED_PHOTOS_DIR;
 
 const { values } = parseArgs({
   options: {

@@ -6,8 +6,10 @@ import path from 'node:path';
 import sharp from 'sharp';
 import type { Nchw, TensorOutput } from '../../src/inference/session.js';
 import type { RgbImage, SrModel } from '../../src/inference/tiling.js';
+import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 
-export const PHOTOS_DIR = '/usr/lib/python3/dist-packages/skimage/data';
+// The project's own copies of scikit-image's sample photos (test/fixtures/photos/README.md).
+export const PHOTOS_DIR = BUNDLED_PHOTOS_DIR;
 
 export async function photoCrop(name: string, left: number, top: number, width: number, height: number): Promise<RgbImage> {
   const { data, info } = await sharp(path.join(PHOTOS_DIR, name))
