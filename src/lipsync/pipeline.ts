@@ -16,7 +16,7 @@
  *    a pipe, with the job's audio fitted to the timeline (encode.ts). Decoding, the network,
  *    pasting and encoding overlap; memory is bounded by a few batches of frames and the cache.
  *
- * The face pass and the output pass run together. The timeline needs the video's frame count,
+ * The face pass and the output pass run together (passes.ts). The timeline needs the video's frame count,
  * which containers such as WebM and GIF do not declare, so it is forecast from the video stream's
  * packets (ffprobe -count_packets: demuxing, no decoding) and checked against the frames the face
  * pass decodes; each frame's face is decided once detection is 2 s past it (face-schedule.ts), so
@@ -55,16 +55,14 @@ import { audioEnvelope } from './active-speaker.js';
 import { decodeAudio, fitSamples } from './audio.js';
 import { loadBlazeFace, type BlazeFaceDetector } from './blazeface.js';
 import { evenSize, type VideoQuality } from './encode.js';
-import { detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels, type FacePassResult } from './face-pass.js';
-import { FaceSchedule, scheduleFrames } from './face-schedule.js';
-import { chooseDrivenFaces, FACE_DETECTION_PROFILES, trackObservations, type DrivenFaces, type FaceObservations, type FaceTrackingResult } from './faces.js';
+import { detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels } from './face-pass.js';
+import { FACE_DETECTION_PROFILES, type DrivenFaces } from './faces.js';
 import { melSpectrogram } from './mel.js';
 import { loadThreadedLipsyncModel } from './model-thread.js';
-import { DEFAULT_CACHE_BYTES, PipelineStopped, runOutputPass, type OutputPassInput, type OutputPassResult, type OutputPassTimings } from './output-pass.js';
+import { DEFAULT_CACHE_BYTES, PipelineStopped, runOutputPass, type OutputPassTimings } from './output-pass.js';
+import { passesInTurn, passesTogether, type PassSteps, type Passes } from './passes.js';
 import { DecoderFailure, type SourceDecodeSpec } from './source-frames.js';
 import { DEFAULT_MAX_OUTPUT_SECONDS, framesForSeconds, planTimeline, type Rational, type TimelinePlan } from './timeline.js';
-import { DEFAULT_TRACKER_OPTIONS } from './track.js';
-import type { FaceBox } from './types.js';
 import { loadLipsyncModel, type LipsyncModel, type LipsyncModelMapping } from './wav2lip-model.js';
 
 export { DEFAULT_CACHE_BYTES } from './output-pass.js';
@@ -378,136 +376,62 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const detectTotal = Math.min(limit ?? Number.MAX_SAFE_INTEGER, estimatedFrames);
   const detectAt = req.activeSpeaker ? detectionSize(size) : letterboxSize(size, detector.manifest.input.size, detector.margin);
   const toFrame = toFramePixels(size, detectAt);
-  const inFrame = (boxes: readonly (FaceBox | undefined)[]): (FaceBox | undefined)[] =>
-    boxes.map((box) => (box === undefined ? undefined : scaleBox(box, toFrame.x, toFrame.y)));
   let detecting = true;
 
-  const facePass = (faceSignal: AbortSignal | undefined, onObserved?: (observed: FaceObservations) => void): Promise<FacePassResult> =>
-    runFacePass({
-      ffmpeg,
-      spec,
-      size: detectAt,
-      ...(limit === undefined ? {} : { limit }),
-      detector,
-      ...(faceSignal === undefined ? {} : { signal: faceSignal }),
-      onFrame: (done, observed) => {
-        progress({ stage: 'detecting faces', done, total: Math.max(done, detectTotal), unit: 'frames' });
-        onObserved?.(observed);
-      },
-    });
-  const detected = (pass: FacePassResult): void => {
-    detecting = false;
-    progress({ stage: 'detecting faces', done: pass.frameCount, total: pass.frameCount, unit: 'frames' }, true);
-    if (pass.frameCount === 0) throw new JobError('LIPSYNC_FAILED', 'Expected video frames but the video decoded to none');
-  };
-  const outputPass = (plan: TimelinePlan, fitted: Float32Array, boxAt: OutputPassInput['boxAt'], outputSignal: AbortSignal | undefined): Promise<OutputPassResult> =>
-    runOutputPass({
-      ffmpeg,
-      spec,
-      plan,
-      boxAt,
-      model,
-      align: req.model === 'vendor-lipsync-3',
-      sr,
-      mel: melSpectrogram(fitted, manifest.audio),
-      encode: {
-        quality,
-        sampleAspect: extras.sampleAspect,
-        audio: { path: r.audioPath, container: req.audioInfo.container },
-        outputPath: r.partialPath,
-      },
-      cacheBytes: req.cacheBytes ?? DEFAULT_CACHE_BYTES,
-      paths: r.paths,
-      ...(outputSignal === undefined ? {} : { signal: outputSignal }),
-      // While detection runs ahead, its progress is the job's.
-      onWritten: (done, final) => {
-        if (!detecting) progress({ stage: 'lip-syncing', done, total: plan.outputFrames, unit: 'frames' }, final);
-      },
-    });
-  const chosen = (pass: FacePassResult, envelope: ArrayLike<number> | undefined): DrivenFaces => {
-    const driven = driveFaces(pass.tracking, envelope);
-    req.logger?.info(
-      { tracks: pass.tracking.tracks.length, driven: driven.tracks.map((t) => t.id), method: driven.method, ranking: driven.ranking },
-      'lip-sync faces chosen',
-    );
-    return driven;
-  };
-
-  /** Detection first, then the output pass: when the frame count cannot be forecast. */
-  const oneAfterTheOther = async (pass: FacePassResult): Promise<Passes> => {
-    const plan = planTimeline({ mode: req.syncMode, videoFrames: pass.frameCount, fps, audioSeconds });
-    const fitted = fitSamples(samples, plan.durationSeconds, sampleRate);
-    const speaking = req.activeSpeaker && pass.tracking.tracks.length > 1;
-    const envelope = speaking ? await speakerEnvelope(req, r, ffmpeg, sampleRate, fitted, plan, pass.frameCount) : undefined;
-    const driven = chosen(pass, envelope);
-    const boxes = inFrame(driven.boxes);
-    const outputStarted = performance.now();
-    const output = await outputPass(plan, fitted, (frame) => boxes[frame], signal);
-    return { pass, plan, driven, output, outputMs: performance.now() - outputStarted, overlapped: false, decisions: 1 };
-  };
-
-  /**
-   * Detection and the output pass together (face-schedule.ts): the timeline is planned from the
-   * forecast frame count, and each frame's face is decided once detection is far enough ahead.
-   * Resolves with the face pass alone when the video decoded to another count: the caller then
-   * runs the output pass again after it.
-   */
-  const together = async (expected: number): Promise<Passes | FacePassResult> => {
-    const plan = planTimeline({ mode: req.syncMode, videoFrames: expected, fps, audioSeconds });
-    const fitted = fitSamples(samples, plan.durationSeconds, sampleRate);
-    const envelope = req.activeSpeaker ? await speakerEnvelope(req, r, ffmpeg, sampleRate, fitted, plan, expected) : undefined;
-    const schedule = new FaceSchedule({
-      ...scheduleFrames(fps.num / fps.den, DEFAULT_TRACKER_OPTIONS.maxGap + DEFAULT_TRACKER_OPTIONS.smoothRadius),
-      decide: (observed) => {
-        const tracking = trackObservations(observed);
-        return tracking.tracks.length === 0 ? [] : inFrame(driveFaces(tracking, envelope).boxes);
-      },
-    });
-    // Each pass has its own stop: a failure of one stops the other, the job's signal both.
-    const faceStop = new AbortController();
-    const outputStop = new AbortController();
-    const onAbort = (): void => {
-      faceStop.abort(signal?.reason);
-      outputStop.abort(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    if (signal?.aborted === true) onAbort();
-    let outputFailure: { error: unknown } | undefined;
-    const outputStarted = performance.now();
-    const outputPromise = outputPass(plan, fitted, (frame) => schedule.boxAt(frame), outputStop.signal);
-    outputPromise.catch((error: unknown) => {
-      outputFailure = { error };
-      faceStop.abort(new PipelineStopped());
-    });
-    const stopOutput = async (): Promise<void> => {
-      schedule.fail(new PipelineStopped());
-      outputStop.abort(new PipelineStopped());
-      await outputPromise.catch(() => undefined);
-    };
-    try {
-      let pass: FacePassResult;
-      try {
-        pass = await facePass(faceStop.signal, (observed) => schedule.observe(observed));
-      } catch (error) {
-        throw outputFailure?.error ?? error;
-      }
-      detected(pass);
-      if (pass.frameCount !== expected) {
-        req.logger?.info({ forecast: expected, decoded: pass.frameCount }, 'the video decoded to another frame count than forecast; lip-syncing again from the counted frames');
-        await stopOutput();
-        await rm(r.partialPath, { force: true });
-        return pass;
-      }
-      const driven = chosen(pass, envelope);
-      schedule.finish(inFrame(driven.boxes));
-      const output = await outputPromise;
-      return { pass, plan, driven, output, outputMs: performance.now() - outputStarted, overlapped: true, decisions: schedule.decisions };
-    } catch (error) {
-      await stopOutput();
-      throw error;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-    }
+  const steps: PassSteps = {
+    detect: (faceSignal, onObserved) =>
+      runFacePass({
+        ffmpeg,
+        spec,
+        size: detectAt,
+        ...(limit === undefined ? {} : { limit }),
+        detector,
+        ...(faceSignal === undefined ? {} : { signal: faceSignal }),
+        onFrame: (done, observed) => {
+          progress({ stage: 'detecting faces', done, total: Math.max(done, detectTotal), unit: 'frames' });
+          onObserved?.(observed);
+        },
+      }),
+    detected: (pass) => {
+      detecting = false;
+      progress({ stage: 'detecting faces', done: pass.frameCount, total: pass.frameCount, unit: 'frames' }, true);
+      if (pass.frameCount === 0) throw new JobError('LIPSYNC_FAILED', 'Expected video frames but the video decoded to none');
+    },
+    plan: (videoFrames) => {
+      const plan = planTimeline({ mode: req.syncMode, videoFrames, fps, audioSeconds });
+      return { plan, fitted: fitSamples(samples, plan.durationSeconds, sampleRate) };
+    },
+    speakerEnvelope: async (plan, fitted, sourceFrames) =>
+      req.activeSpeaker ? speakerEnvelope(req, r, ffmpeg, sampleRate, fitted, plan, sourceFrames) : undefined,
+    inFrame: (boxes) => boxes.map((box) => (box === undefined ? undefined : scaleBox(box, toFrame.x, toFrame.y))),
+    output: (plan, fitted, boxAt, outputSignal) =>
+      runOutputPass({
+        ffmpeg,
+        spec,
+        plan,
+        boxAt,
+        model,
+        align: req.model === 'vendor-lipsync-3',
+        sr,
+        mel: melSpectrogram(fitted, manifest.audio),
+        encode: {
+          quality,
+          sampleAspect: extras.sampleAspect,
+          audio: { path: r.audioPath, container: req.audioInfo.container },
+          outputPath: r.partialPath,
+        },
+        cacheBytes: req.cacheBytes ?? DEFAULT_CACHE_BYTES,
+        paths: r.paths,
+        ...(outputSignal === undefined ? {} : { signal: outputSignal }),
+        // While detection runs ahead, its progress is the job's.
+        onWritten: (done, final) => {
+          if (!detecting) progress({ stage: 'lip-syncing', done, total: plan.outputFrames, unit: 'frames' }, final);
+        },
+      }),
+    discardOutput: () => rm(r.partialPath, { force: true }),
+    fps: fps.num / fps.den,
+    ...withSignal,
+    ...(req.logger === undefined ? {} : { logger: req.logger }),
   };
 
   // A variable frame rate is resampled by the decoder, so its packets do not forecast the frames.
@@ -521,12 +445,12 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const forecast = await (deps.forecastFrames ?? probeForecast)();
   let passes: Passes;
   if (forecast === undefined || deps.overlapFacePass === false) {
-    const pass = await facePass(signal);
-    detected(pass);
-    passes = await oneAfterTheOther(pass);
+    const pass = await steps.detect(signal);
+    steps.detected(pass);
+    passes = await passesInTurn(steps, pass);
   } else {
-    const first = await together(Math.min(forecast, limit ?? forecast));
-    passes = 'output' in first ? first : await oneAfterTheOther(first);
+    const first = await passesTogether(steps, Math.min(forecast, limit ?? forecast));
+    passes = 'output' in first ? first : await passesInTurn(steps, first);
   }
   await rename(r.partialPath, r.outputPath);
   const { pass, plan, driven, output } = passes;
@@ -568,23 +492,6 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
       cacheCapacity: output.capacity,
     },
   };
-}
-
-/** What the two passes produced. */
-interface Passes {
-  pass: FacePassResult;
-  plan: TimelinePlan;
-  driven: DrivenFaces;
-  output: OutputPassResult;
-  outputMs: number;
-  overlapped: boolean;
-  decisions: number;
-}
-
-/** The driven faces; the active speaker is judged (`envelope` given) only among several faces. */
-function driveFaces(tracking: FaceTrackingResult, envelope: ArrayLike<number> | undefined): DrivenFaces {
-  const speaking = envelope !== undefined && tracking.tracks.length > 1;
-  return chooseDrivenFaces(tracking, { activeSpeaker: speaking, ...(speaking ? { audioEnvelope: envelope } : {}) });
 }
 
 /** vendor-lipsync-2-pro keeps the source's bitrate; the others use the configured constant quality. */
