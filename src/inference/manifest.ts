@@ -111,6 +111,11 @@ export const superResolutionManifestSchema = z.object({
    * this wide makes tiling exact; smaller overlaps trade exactness for speed.
    */
   receptiveFieldRadius: z.number().int().nonnegative(),
+  /**
+   * Multiply-adds per input pixel, counted from the graph (src/inference/graph-cost.ts): what one
+   * pixel costs to run, for pricing limits and for achieved FLOP/s in benchmarks.
+   */
+  macsPerInputPixel: positiveInt,
   tile: tileDefaultsSchema,
 });
 

@@ -2,6 +2,7 @@
  * Builds the manifest of a converted UpscalerJS model: the facts come from the conversion, the
  * tile defaults from the table below.
  */
+import { macsPerInputPixelOfModel } from '../graph-cost.js';
 import { MANIFEST_SCHEMA_VERSION, type SuperResolutionManifest, type TileDefaults } from '../manifest.js';
 import { CONVERTER_NAME, GRAPH_RANGE, INPUT_NAME, OUTPUT_NAME, type ConversionResult } from './convert.js';
 import { UPSCALERJS_LICENCE, UPSCALERJS_VARIANTS, type UpscalerScale, type UpscalerVariant } from './upscalerjs.js';
@@ -77,6 +78,7 @@ export function buildUpscalerManifest(
     input: image(INPUT_NAME),
     output: image(OUTPUT_NAME),
     receptiveFieldRadius: result.receptiveFieldRadius,
+    macsPerInputPixel: macsPerInputPixelOfModel(result.bytes),
     tile: { ...UPSCALERJS_TILE_DEFAULTS[variant][scale] },
   };
 }
