@@ -114,7 +114,7 @@ async function main(): Promise<void> {
       printRow(rows.at(-1)!);
 
       for (const manifest of manifests.filter((m) => m.scale === scale)) {
-        const loaded = await loadModel(scale, manifest.name);
+        const loaded = await loadModel('image', scale === 4 ? '4' : '2', manifest.name);
         const fileOnce = async (): Promise<void> => {
           const info = await probeImage(input);
           await upscaleImageFile({ inputPath: input, outputPath: output, factor: scale === 4 ? '4' : '2', info, modelName: manifest.name }, loadModel);

@@ -119,7 +119,7 @@ async function scorePhoto(
   const bicubic = await timed(() => resizeCubic(lr, hr.width, hr.height));
   rows.push(score('bicubic', bicubic.value, bicubic.ms));
   for (const manifest of manifests) {
-    const loaded = await loadModel(scale, manifest.name);
+    const loaded = await loadModel('image', scale === 4 ? '4' : '2', manifest.name);
     const sr = await timed(() => upscaleRgb(loaded.model, lr, loaded.tiling));
     rows.push(score(manifest.name, sr.value, sr.ms));
   }

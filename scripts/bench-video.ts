@@ -29,7 +29,6 @@ import { type UpscaleResult, upscaleRgb } from '../src/inference/tiling.js';
 import type { UpscaleFactor } from '../src/jobs/index.js';
 import { probeMedia, resolveFfmpeg, runProcess } from '../src/media/index.js';
 import type { MediaInfo } from '../src/media/types.js';
-import { networkScale } from '../src/upscale/image-pipeline.js';
 import { createSrModelLoader } from '../src/upscale/sr-models.js';
 import { DEFAULT_ENCODER, decoderArgs, inputMatrix, videoCodecArgs } from '../src/upscale/video-args.js';
 import { TileBatcher } from '../src/upscale/video-batcher.js';
@@ -108,7 +107,7 @@ async function streaming(input: string, info: MediaInfo, output: string): Promis
 /** Every frame of the input exactly as the pipeline's decoder delivers it, in memory. */
 async function decodeAll(input: string, info: MediaInfo): Promise<Buffer[]> {
   const video = info.video!;
-  const geometry = videoGeometry(video, factor);
+  const geometry = videoGeometry(video, factor, (await loadModel('video', factor, values.model)).model.scale);
   const extras = await probeVideoExtras(input, info.container);
   const args = decoderArgs({
     inputPath: input,
@@ -128,7 +127,7 @@ async function decodeAll(input: string, info: MediaInfo): Promise<Buffer[]> {
 
 /** The network alone over the frames, with the pipeline's frames in flight and batching. */
 async function inferenceOnly(frames: Buffer[], width: number, height: number): Promise<number> {
-  const loaded = await loadModel(networkScale(factor), values.model);
+  const loaded = await loadModel('video', factor, values.model);
   const batcher = new TileBatcher(loaded.model, Math.max(1, loaded.tiling.batch ?? 1) * framesInFlight);
   const started = performance.now();
   const inFlight = new Set<Promise<UpscaleResult>>();
@@ -144,9 +143,9 @@ async function inferenceOnly(frames: Buffer[], width: number, height: number): P
 
 /** Extract PNGs, upscale PNG to PNG, encode the PNG sequence: the frames-on-disk way. */
 async function framesOnDisk(input: string, info: MediaInfo, work: string, output: string): Promise<number> {
-  const loaded = await loadModel(networkScale(factor), values.model);
+  const loaded = await loadModel('video', factor, values.model);
   const video = info.video!;
-  const geometry = videoGeometry(video, factor);
+  const geometry = videoGeometry(video, factor, loaded.model.scale);
   const rate = `${video.fps.num}/${video.fps.den}`;
   const started = performance.now();
   const inDir = path.join(work, 'frames-in');
@@ -234,9 +233,10 @@ async function main(): Promise<void> {
     const input = await makeInput(path.join(work, 'input.mp4'), seconds);
     const info = await probeMedia(input);
     const video = info.video!;
-    const geometry = videoGeometry(video, factor);
     const frames = await decodeAll(input, info);
-    const model = (await loadModel(networkScale(factor), values.model)).name;
+    const loaded = await loadModel('video', factor, values.model);
+    const model = loaded.name;
+    const geometry = videoGeometry(video, factor, loaded.model.scale);
     console.log(`# video benchmarks: ${values.size} @ ${values.fps} fps, ${frames.length} frames (${seconds} s) + AAC, factor ${factor} -> ${geometry.output.width}x${geometry.output.height}, ${model}, ${framesInFlight} frames in flight, encoder ${DEFAULT_ENCODER.codec} ${DEFAULT_ENCODER.preset} crf ${DEFAULT_ENCODER.crf}, ${reps} reps`);
     // Warm-up: sessions, page cache, ffmpeg binaries.
     await streaming(input, info, path.join(work, 'warm.mp4'));

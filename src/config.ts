@@ -12,6 +12,7 @@ import { parseLipsyncModelMapping } from './lipsync/wav2lip-model.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/fetch.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './upscale/video-args.js';
+import { parseSrModelChoices } from './upscale/sr-choice.js';
 import { workerSettingsReference } from './worker/settings.js';
 import {
   booleanSetting,
@@ -44,6 +45,16 @@ const providerList = z.string().transform((value, ctx) => {
 const lipsyncMapping = z.string().transform((value, ctx) => {
   try {
     return parseLipsyncModelMapping(value);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    return z.NEVER;
+  }
+});
+
+// One parser for the network choices (upscale/sr-choice.ts); here only its error is reworded.
+const srModelChoices = z.string().transform((value, ctx) => {
+  try {
+    return parseSrModelChoices(value);
   } catch (err) {
     ctx.addIssue({ code: 'custom', message: (err as Error).message });
     return z.NEVER;
@@ -144,6 +155,12 @@ export const SETTINGS = {
     schema: lipsyncMapping,
     default: 'wav2lip',
     doc: 'Which lip-sync manifest serves each model id: one name for all (`wav2lip`, the real weights an operator installs with scripts/install-lipsync-model.ts; `wav2lip-test`, the generated test model) or JSON such as `{"vendor-lipsync-3":"wav2lip-hq"}`.',
+  }),
+  srModels: setting({
+    env: 'MEDIA_WORKER_SR_MODELS',
+    schema: srModelChoices,
+    default: '',
+    doc: 'Super-resolution network per use, over the defaults `image=realesrgan-x4plus,video=realesrgan-x4fast,mouth=realesrgan-x4fast`: entries `use=NAME` or `use:factor=NAME` (e.g. `video:4=esrgan-slim-x4`); `mouth` is vendor-lipsync-2-pro\'s mouth pass. A network scaling past the factor is followed by a Lanczos downscale.',
   }),
   lipsyncTimeoutMs: setting({
     env: 'MEDIA_WORKER_LIPSYNC_TIMEOUT_MS',

@@ -36,7 +36,7 @@ export function createEngine(config: Config, logger: Logger): Engine {
     config,
     sessions,
     inlineSessions,
-    loadSrModel: createSrModelLoader({ sessions, ...registryOptions(config), logger }),
+    loadSrModel: createSrModelLoader({ sessions, choices: config.srModels, ...registryOptions(config), logger }),
     async release() {
       await Promise.all([sessions.release(), inlineSessions.release(), releaseLipsyncThreads()]);
     },

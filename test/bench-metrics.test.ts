@@ -1,7 +1,7 @@
 import path from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { type Plane, gaussianWeights, lumaBt601, psnr, ssim, trimBorder } from '../scripts/bench-metrics.js';
+import { type Plane, blockiness, gaussianWeights, lumaBt601, meanFrameChange, meanGradient, psnr, sharpnessRatio, ssim, trimBorder } from '../scripts/bench-metrics.js';
 import { BUNDLED_PHOTOS_DIR } from '../src/paths.js';
 
 function plane(width: number, height: number, f: (x: number, y: number) => number): Plane {
@@ -156,5 +156,39 @@ describe('ssim', () => {
 
   it('refuses a plane smaller than the window', () => {
     expect(() => ssim(plane(10, 20, () => 0), plane(10, 20, () => 0))).toThrow(/at least 11x11 for SSIM but received 10x20/);
+  });
+});
+
+describe('sharpness, blockiness and flicker', () => {
+  it('measures the mean gradient of a ramp exactly, and the ratio of a blurred picture below 1', () => {
+    expect(meanGradient(plane(10, 10, (x) => 3 * x))).toBeCloseTo(3, 12);
+    expect(meanGradient(plane(10, 10, (x, y) => 3 * x + 4 * y))).toBeCloseTo(5, 12);
+    const sharp = texture(64, 64, 3);
+    const blurred = plane(64, 64, (x, y) => {
+      let s = 0;
+      for (let d = -1; d <= 1; d += 1) s += sharp.data[y * 64 + Math.min(63, Math.max(0, x + d))]!;
+      return s / 3;
+    });
+    expect(sharpnessRatio(sharp, sharp)).toBe(1);
+    expect(sharpnessRatio(blurred, sharp)).toBeLessThan(0.8);
+  });
+
+  it('is 1 for a smooth ramp and for noise, and high for a pixel lattice repeated 4 times', () => {
+    expect(blockiness(plane(64, 64, (x, y) => x + 2 * y), 4)).toBeCloseTo(1, 12);
+    expect(blockiness(texture(128, 128, 9), 4)).toBeGreaterThan(0.95);
+    expect(blockiness(texture(128, 128, 9), 4)).toBeLessThan(1.05);
+    const lr = texture(32, 32, 5);
+    const nearest = plane(128, 128, (x, y) => lr.data[Math.floor(y / 4) * 32 + Math.floor(x / 4)]!);
+    expect(blockiness(nearest, 4)).toBe(Number.POSITIVE_INFINITY);
+    // A faint grid on a smooth picture: small steps at every 4th boundary only.
+    const grid = plane(128, 128, (x, y) => 100 + x * 0.5 + (x % 4 === 0 ? 1 : 0) + (y % 4 === 0 ? 1 : 0));
+    expect(blockiness(grid, 4)).toBeGreaterThan(1.5);
+  });
+
+  it('measures frame-to-frame change', () => {
+    const a = plane(8, 8, () => 10);
+    const b = plane(8, 8, () => 13);
+    expect(meanFrameChange([a, b, a])).toBe(3);
+    expect(() => meanFrameChange([a])).toThrow('at least 2 frames');
   });
 });

@@ -342,7 +342,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     detector = await loadBlazeFace(profile.model, { sessions: deps.sessions, registry, minScore: profile.minScore, margin: profile.margin });
     if (req.model === 'vendor-lipsync-2-pro') {
       if (deps.loadSrModel === undefined) throw new JobError('LIPSYNC_FAILED', 'Expected a super-resolution model loader for vendor-lipsync-2-pro but none was given');
-      sr = await deps.loadSrModel(4);
+      sr = await deps.loadSrModel('mouth', '4');
     }
     extras = await probeVideoExtras(r.videoPath, req.videoInfo.container, {
       ...withSignal,

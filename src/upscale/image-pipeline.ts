@@ -4,8 +4,10 @@
  * channels through the tiled super-resolution network, upscale alpha separately, and encode in the
  * input's format at exactly input size x factor.
  *
- * Factor "1" enhances without changing resolution: the x2 network, then a Lanczos-3 downscale back
- * to the input size (the network's detail recovery and denoising survive the downscale).
+ * The network may scale further than the factor (the default x4 network serves "2" and "1"): its
+ * output is then brought to exactly input size x factor by a Lanczos-3 downscale, as Real-ESRGAN's
+ * own --outscale does. Factor "1" so enhances without changing resolution: the network's detail
+ * recovery and denoising survive the downscale.
  */
 import sharp, { type Sharp } from 'sharp';
 import type { UpscaleFactor } from '../jobs/index.js';
@@ -13,6 +15,7 @@ import { JobError } from '../jobs/index.js';
 import type { RgbImage, SrModel, UpscaleOptions } from '../inference/tiling.js';
 import { upscaleRgb } from '../inference/tiling.js';
 import type { ImageFormat, ImageInfo } from '../media/types.js';
+import type { SrUse } from './sr-choice.js';
 
 /** A loaded network and the tile settings to run it with. */
 export interface LoadedSrModel {
@@ -21,8 +24,8 @@ export interface LoadedSrModel {
   tiling: Pick<UpscaleOptions, 'tile' | 'overlap' | 'batch' | 'feather'>;
 }
 
-/** Finds the network for a scale (2 or 4), by name when the caller insists on one. */
-export type SrModelLoader = (scale: 2 | 4, name?: string) => Promise<LoadedSrModel>;
+/** Finds the network for a use and factor (sr-choice.ts), by name when the caller insists on one. */
+export type SrModelLoader = (use: SrUse, factor: UpscaleFactor, name?: string) => Promise<LoadedSrModel>;
 
 export interface ImageUpscaleRequest {
   inputPath: string;
@@ -51,22 +54,14 @@ export interface ImageUpscaleOutcome {
 /** Largest input sharp may decode: the spec's 96 MP output limit at factor 1 (the probe checked it already). */
 const MAX_INPUT_PIXELS = 96_000_000;
 
-export function networkScale(factor: UpscaleFactor): 2 | 4 {
-  return factor === '4' ? 4 : 2;
-}
-
 export function outputSize(info: Pick<ImageInfo, 'width' | 'height'>, factor: UpscaleFactor): { width: number; height: number } {
   const f = Number(factor);
   return { width: info.width * f, height: info.height * f };
 }
 
 export async function upscaleImageFile(req: ImageUpscaleRequest, loadModel: SrModelLoader): Promise<ImageUpscaleOutcome> {
-  const scale = networkScale(req.factor);
   const target = outputSize(req.info, req.factor);
-  const loaded = await loadModel(scale, req.modelName);
-  if (loaded.model.scale !== scale) {
-    throw new JobError('UPSCALE_FAILED', `Expected a x${scale} model for upscale_factor "${req.factor}" but ${loaded.name} is x${loaded.model.scale}`);
-  }
+  const loaded = await loadModel('image', req.factor, req.modelName);
 
   const source = decoder(req.inputPath);
   const rgb = await decodeRgb(source);

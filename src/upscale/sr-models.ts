@@ -1,27 +1,20 @@
 /**
- * Which super-resolution network serves which scale, and loading it: manifest, checksum-verified
- * file (converted on first use), then a cached ONNX Runtime session. The image and video pipelines
- * take the resulting loader, so neither knows about files or sessions.
+ * Loading the super-resolution network for a use: the choice (sr-choice.ts: settings over the
+ * defaults, or the caller's explicit name), its manifest, the checksum-verified file (converted on
+ * first use), then a cached ONNX Runtime session. The image, video and lip-sync pipelines take the
+ * resulting loader, so none of them knows about files or sessions.
  */
+import type { UpscaleFactor } from '../jobs/index.js';
 import { JobError } from '../jobs/index.js';
 import { ensureModelFile, getManifest, ModelRegistryError, type RegistryOptions } from '../inference/model-registry.js';
 import type { SessionCache } from '../inference/session.js';
 import type { LoadedSrModel, SrModelLoader } from './image-pipeline.js';
-
-/**
- * Default network per scale. Chosen for quality per second on the CPU (docs/benchmarks.md):
- * see scripts/bench-quality.ts and scripts/bench-image-speed.ts for the figures behind the choice:
- * slim gains the most dB over bicubic per second at both scales; thick x4 is the quality option.
- */
-export const DEFAULT_SR_MODELS: Readonly<Record<2 | 4, string>> = {
-  2: 'esrgan-slim-x2',
-  4: 'esrgan-slim-x4',
-};
+import { chooseSrModel, parseSrModelChoices, type SrModelChoices } from './sr-choice.js';
 
 export interface SrModelLoaderOptions extends RegistryOptions {
   sessions: SessionCache;
-  /** Per-scale overrides of DEFAULT_SR_MODELS (settings). */
-  defaults?: Partial<Record<2 | 4, string>>;
+  /** Which network serves each use and factor (settings); default: sr-choice.ts's defaults. */
+  choices?: SrModelChoices;
   /** Tile side override for every model (settings); default: the manifest's. */
   tile?: number;
   /** Tiles per network call override (settings); default: the manifest's. */
@@ -29,9 +22,9 @@ export interface SrModelLoaderOptions extends RegistryOptions {
 }
 
 export function createSrModelLoader(options: SrModelLoaderOptions): SrModelLoader {
-  const { sessions, defaults, tile, batch, ...registry } = options;
-  return async (scale, name) => {
-    const chosen = name ?? defaults?.[scale] ?? DEFAULT_SR_MODELS[scale];
+  const { sessions, choices = parseSrModelChoices(''), tile, batch, ...registry } = options;
+  return async (use, factor, name) => {
+    const chosen = name ?? chooseSrModel(choices, use, factor);
     const manifest = await getManifest(chosen, registry).catch((err: unknown) => {
       if (err instanceof ModelRegistryError && name !== undefined) throw new JobError('INVALID_MODEL', err.message);
       throw err;
@@ -39,8 +32,8 @@ export function createSrModelLoader(options: SrModelLoaderOptions): SrModelLoade
     if (manifest.task !== 'super-resolution') {
       throw new JobError('INVALID_MODEL', `Expected a super-resolution model but ${chosen} is a ${manifest.task} model`);
     }
-    if (manifest.scale !== scale) {
-      throw new JobError('INVALID_MODEL', `Expected a x${scale} model but ${chosen} is x${manifest.scale}`);
+    if (manifest.scale < minimumScale(factor)) {
+      throw new JobError('INVALID_MODEL', `Expected a model of scale ${minimumScale(factor)} or more for upscale_factor "${factor}" but ${chosen} is x${manifest.scale}`);
     }
     const file = await ensureModelFile(chosen, registry);
     const session = await sessions.get(file.path);
@@ -55,4 +48,9 @@ export function createSrModelLoader(options: SrModelLoaderOptions): SrModelLoade
     };
     return loaded;
   };
+}
+
+/** A network scales by at least the factor; the pipelines bring anything larger down to the target size. */
+function minimumScale(factor: UpscaleFactor): number {
+  return Math.max(2, Number(factor));
 }

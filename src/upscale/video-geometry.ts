@@ -8,15 +8,15 @@
  *   decoding, so a 90° or 270° phone clip arrives with width and height swapped, and the output needs
  *   no rotation tag.
  * - `network`: what the network returns, decoded x network scale; what crosses the encoder's pipe.
- * - `target`: decoded x upscale factor (the spec's output resolution). Only factor "1" differs from
- *   `network`: the x2 network's output is brought back to the input size by the encoder (Lanczos).
+ * - `target`: decoded x upscale factor (the spec's output resolution). Where the network scales
+ *   further than the factor (the default x4 network for "2" and "1"), the encoder brings its output
+ *   down to the target (Lanczos).
  * - `output`: `target` rounded up to even sides, which 4:2:0 chroma needs. Only factor "1" on an odd
  *   input is affected; the missing column or row is padded with a copy of the last one (nothing of
  *   the picture is lost and nothing is stretched).
  */
 import type { UpscaleFactor } from '../jobs/index.js';
 import type { VideoStreamInfo } from '../media/types.js';
-import { networkScale } from './image-pipeline.js';
 
 export interface Size {
   width: number;
@@ -35,8 +35,8 @@ export interface VideoGeometry {
   output: Size;
   /** Pixels added on the right and at the bottom to make `target` even (0 or 1). */
   pad: { right: number; bottom: number };
-  /** Network scale (2 or 4). */
-  scale: 2 | 4;
+  /** Network scale (at least the factor). */
+  scale: number;
 }
 
 /** The picture as displayed: coded size with width and height swapped for quarter turns. */
@@ -45,12 +45,16 @@ export function displayedSize(video: Pick<VideoStreamInfo, 'width' | 'height' | 
   return quarterTurn ? { width: video.height, height: video.width } : { width: video.width, height: video.height };
 }
 
-export function videoGeometry(video: Pick<VideoStreamInfo, 'width' | 'height' | 'rotation'>, factor: UpscaleFactor): VideoGeometry {
+export function videoGeometry(
+  video: Pick<VideoStreamInfo, 'width' | 'height' | 'rotation'>,
+  factor: UpscaleFactor,
+  scale: number,
+): VideoGeometry {
   const decoded = displayedSize(video);
   requireSide('width', decoded.width);
   requireSide('height', decoded.height);
-  const scale = networkScale(factor);
   const f = Number(factor);
+  if (!Number.isInteger(scale) || scale < Math.max(1, f)) throw new RangeError(`Expected a network scale of at least ${f} but received ${scale}`);
   const network = { width: decoded.width * scale, height: decoded.height * scale };
   const target = { width: decoded.width * f, height: decoded.height * f };
   const pad = { right: target.width % 2, bottom: target.height % 2 };

@@ -130,7 +130,6 @@ export function checkVideoInput(info: MediaInfo, factor: UpscaleFactor): VideoSt
 export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrModelLoader): Promise<VideoUpscaleOutcome> {
   req.signal?.throwIfAborted();
   const video = checkVideoInput(req.info, req.factor);
-  const geometry = videoGeometry(video, req.factor);
   const timing = frameTiming(video);
   const framesInFlight = positive('framesInFlight', req.framesInFlight ?? DEFAULT_FRAMES_IN_FLIGHT);
   const queueFrames = positive('queueFrames', req.queueFrames ?? DEFAULT_QUEUE_FRAMES);
@@ -149,7 +148,7 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
       ...(req.ffprobePath === undefined ? {} : { ffprobePath: req.ffprobePath }),
       ...(req.signal === undefined ? {} : { signal: req.signal }),
     }),
-    loadModel(geometry.scale, req.modelName),
+    loadModel('video', req.factor, req.modelName),
     chooseEncoder(ffmpeg, { ...DEFAULT_ENCODER, ...req.encoder }, req.logger),
   ]);
   req.signal?.throwIfAborted();
@@ -157,9 +156,7 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
   const extras = valueOf(probed);
   const loaded = valueOf(model);
   const encoder = valueOf(chosen);
-  if (loaded.model.scale !== geometry.scale) {
-    throw new JobError('UPSCALE_FAILED', `Expected a x${geometry.scale} model for upscale_factor "${req.factor}" but ${loaded.name} is x${loaded.model.scale}`);
-  }
+  const geometry = videoGeometry(video, req.factor, loaded.model.scale);
   const audio = audioPlan(req.info.audio);
 
   const partialPath = join(dirname(outputPath), `.${basename(outputPath)}.${randomBytes(4).toString('hex')}.partial`);

@@ -17,15 +17,21 @@ describe('committed manifests', () => {
   it('parse, and each names its own file, scale and 0-255 NCHW RGB contract', async () => {
     const manifests = await listManifests();
     const names = manifests.map((m) => m.name);
-    for (const required of ['esrgan-slim-x2', 'esrgan-slim-x4', 'esrgan-medium-x2', 'esrgan-medium-x4', 'esrgan-thick-x2', 'esrgan-thick-x4']) {
+    for (const required of ['esrgan-slim-x2', 'esrgan-slim-x4', 'esrgan-medium-x2', 'esrgan-medium-x4', 'esrgan-thick-x2', 'esrgan-thick-x4', 'realesrgan-x4plus', 'realesrgan-x4fast']) {
       expect(names).toContain(required);
     }
     const superResolution = manifests.filter((m) => m.task === 'super-resolution');
     expect(superResolution.length).toBeGreaterThanOrEqual(6);
     for (const m of superResolution) {
       expect(m.file).toBe(`${m.name}.onnx`);
-      expect(m.name.endsWith(`-x${m.scale}`)).toBe(true);
-      expect(m.source).toMatchObject({ kind: 'upscalerjs-tfjs', path: `models/x${m.scale}/model.json` });
+      if (m.source.kind === 'ncnn-npm-tarball') {
+        expect(m.name).toMatch(new RegExp(`^realesrgan-x${m.scale}[a-z]+$`));
+        expect(m.source.param.path).toMatch(new RegExp(`/${m.name}\\.param$`));
+        expect(m.licence.spdx).toBe('BSD-3-Clause');
+      } else {
+        expect(m.name.endsWith(`-x${m.scale}`)).toBe(true);
+        expect(m.source).toMatchObject({ kind: 'upscalerjs-tfjs', path: `models/x${m.scale}/model.json` });
+      }
       expect([m.input.layout, m.input.channels, m.input.range]).toEqual(['NCHW', 'RGB', [0, 255]]);
       expect([m.output.name, m.output.range]).toEqual(['output', [0, 255]]);
     }

@@ -71,11 +71,11 @@ function detail(f: RgbFrame, x0: number, y0: number, x1: number, y1: number): nu
 describe('lip-sync models and cancellation', () => {
   const sessions = new SessionCache({ thread: false, threads: 1 });
   const srSessions = new SessionCache({ threads: 1 });
-  const srCalls: number[] = [];
+  const srCalls: string[] = [];
   const realSr = createSrModelLoader({ sessions: srSessions });
-  const loadSrModel: SrModelLoader = (scale, name) => {
-    srCalls.push(scale);
-    return realSr(scale, name);
+  const loadSrModel: SrModelLoader = (use, factor, name) => {
+    srCalls.push(`${use}:${factor}`);
+    return realSr(use, factor, name);
   };
   const deps: LipsyncDeps = { sessions, lipsyncModelMapping: parseLipsyncModelMapping('wav2lip-test'), loadSrModel };
   let dir: string;
@@ -124,8 +124,8 @@ describe('lip-sync models and cancellation', () => {
       expect(srCalls).toEqual([]);
       expect(plain.srModel).toBeUndefined();
       const pro = await lipsyncFile(await request(clip, 'pro.mp4', { lossless: true, model: 'vendor-lipsync-2-pro' }), deps);
-      expect(srCalls).toEqual([4]);
-      expect(pro.srModel).toBe('esrgan-slim-x4');
+      expect(srCalls).toEqual(['mouth:4']);
+      expect(pro.srModel).toBe('realesrgan-x4fast');
       expect(pro.stats.srMs).toBeGreaterThan(0);
       // Every face here is larger than the network's 96 px, so every one was upscaled.
       expect(pro.stats.srFaces).toBe(frames);

@@ -18,6 +18,7 @@ import type { UpscaleFactor } from '../../src/jobs/index.js';
 import { probeMedia } from '../../src/media/index.js';
 import type { MediaInfo } from '../../src/media/types.js';
 import { createSrModelLoader } from '../../src/upscale/sr-models.js';
+import { parseSrModelChoices } from '../../src/upscale/sr-choice.js';
 import { checkEncoder } from '../../src/upscale/video-encoders.js';
 import { type VideoProgress, type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/video-pipeline.js';
 import { resolveFfmpeg } from '../../src/media/binaries.js';
@@ -26,7 +27,8 @@ import { audioOf, decodeRgb, processesMatching, psnr, streamFacts, videoOf } fro
 
 const MEGAMIND = '/usr/share/doc/opencv-doc/examples/data/Megamind.avi';
 const sessions = new SessionCache({ executionProviders: ['cpu'] });
-const loadModel = createSrModelLoader({ sessions });
+// The pipeline's mechanics on the cheap x2/x4 networks; the default x4 network has a test of its own.
+const loadModel = createSrModelLoader({ sessions, choices: parseSrModelChoices('video=esrgan-slim-x2,video:4=esrgan-slim-x4') });
 const x264 = ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p'];
 const picture = (size: string, rate = '25') => ['-f', 'lavfi', '-i', `testsrc2=size=${size}:rate=${rate}`];
 const tone = ['-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000'];
@@ -189,7 +191,7 @@ describe('upscaleVideoFile', () => {
     const input = await decodeRgb(at('av.mp4'), 96, 64, 'scale=w=96:h=64:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=bt601,format=rgb24');
     const output = await decodeRgb(outcome.outputPath, 192, 128);
     expect(output).toHaveLength(input.length);
-    const loaded = await loadModel(2);
+    const loaded = await loadModel('video', '2');
     const network = await upscaleRgb(loaded.model, { data: input[k]!, width: 96, height: 64, channels: 3 }, loaded.tiling);
     const bicubic = await sharp(input[k]!, { raw: { width: 96, height: 64, channels: 3 } }).resize(192, 128, { kernel: 'cubic' }).raw().toBuffer();
     const toNetwork = psnr(output[k]!, network.data);
@@ -198,6 +200,24 @@ describe('upscaleVideoFile', () => {
     // at CRF 8), and far from a bicubic resize (about 24.6 dB).
     expect(toNetwork).toBeGreaterThan(33);
     expect(toNetwork).toBeGreaterThan(toBicubic + 6);
+  });
+
+  it('with the default x4 network, factor "2" is the network output brought down to x2 by a Lanczos resize', async () => {
+    const defaults = createSrModelLoader({ sessions });
+    const info = await probeMedia(at('av.mp4'));
+    const outDir = await newOutDir();
+    const outcome = await upscaleVideoFile({ inputPath: at('av.mp4'), outputPath: join(outDir, 'out.mp4'), factor: '2', info, encoder: { crf: 8 } }, defaults);
+    expect(outcome.model).toBe('realesrgan-x4fast');
+    const k = 5;
+    const input = await decodeRgb(at('av.mp4'), 96, 64, 'scale=w=96:h=64:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=bt601,format=rgb24');
+    const output = await decodeRgb(outcome.outputPath, 192, 128);
+    const loaded = await defaults('video', '2');
+    expect(loaded.model.scale).toBe(4);
+    const network = await upscaleRgb(loaded.model, { data: input[k]!, width: 96, height: 64, channels: 3 }, loaded.tiling);
+    const down = await sharp(network.data, { raw: { width: 384, height: 256, channels: 3 } }).resize(192, 128, { kernel: 'lanczos3' }).raw().toBuffer();
+    const bicubic = await sharp(input[k]!, { raw: { width: 96, height: 64, channels: 3 } }).resize(192, 128, { kernel: 'cubic' }).raw().toBuffer();
+    expect(psnr(output[k]!, down)).toBeGreaterThan(32);
+    expect(psnr(output[k]!, down)).toBeGreaterThan(psnr(output[k]!, bicubic) + 5);
   });
 
   it('tags the output BT.709 and keeps the colours of an untagged (BT.601) input', async () => {

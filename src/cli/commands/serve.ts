@@ -4,7 +4,7 @@ import { ensureModelFile } from '../../inference/model-registry.js';
 import type { Logger } from '../../logger.js';
 import { PACKAGE_VERSION } from '../../paths.js';
 import { registryOptions } from '../../runtime.js';
-import { DEFAULT_SR_MODELS } from '../../upscale/sr-models.js';
+import { chooseSrModel } from '../../upscale/sr-choice.js';
 import {
   createResultStore,
   setExecutionProvider,
@@ -91,11 +91,11 @@ function quoteFor(engine: Engine): QuoteFunction {
 }
 
 /**
- * Opens the default x2 network at start: a broken model or GPU set-up shows before the first job,
+ * Opens the default image network at start: a broken model or GPU set-up shows before the first job,
  * and the metrics say which execution provider really runs.
  */
 async function reportExecutionProvider(engine: Engine, logger: Logger): Promise<void> {
-  const file = await ensureModelFile(DEFAULT_SR_MODELS[2], { ...registryOptions(engine.config), logger });
+  const file = await ensureModelFile(chooseSrModel(engine.config.srModels, 'image', '2'), { ...registryOptions(engine.config), logger });
   const session = await engine.sessions.get(file.path);
   setExecutionProvider(session.provider);
   logger.info({ provider: session.provider, providers: session.providers, threads: session.threads }, 'inference ready');
