@@ -12,7 +12,7 @@ import { parseLipsyncModelMapping } from './lipsync/wav2lip-model.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/fetch.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './upscale/video-args.js';
-import { parseSrModelChoices } from './upscale/sr-choice.js';
+import { DEFAULT_SR_MODEL_CHOICES, parseSrModelChoices } from './upscale/sr-choice.js';
 import { workerSettingsReference } from './worker/settings.js';
 import {
   booleanSetting,
@@ -159,8 +159,8 @@ export const SETTINGS = {
   srModels: setting({
     env: 'MEDIA_WORKER_SR_MODELS',
     schema: srModelChoices,
-    default: '',
-    doc: 'Super-resolution network per use, over the defaults `image=realesrgan-x4plus,video=realesrgan-x4fast,mouth=realesrgan-x4fast`: entries `use=NAME` or `use:factor=NAME` (e.g. `video:4=esrgan-slim-x4`); `mouth` is vendor-lipsync-2-pro\'s mouth pass. A network scaling past the factor is followed by a Lanczos downscale.',
+    default: DEFAULT_SR_MODEL_CHOICES,
+    doc: 'Super-resolution network per use: entries `use=NAME` or `use:factor=NAME` (e.g. `video:4=esrgan-slim-x4`) for image and video jobs and `mouth` (vendor-lipsync-2-pro\'s mouth pass); uses left out keep their default. A network scaling past the factor is followed by a Lanczos downscale.',
   }),
   lipsyncTimeoutMs: setting({
     env: 'MEDIA_WORKER_LIPSYNC_TIMEOUT_MS',

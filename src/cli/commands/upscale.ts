@@ -24,8 +24,9 @@ const COMMANDS: UpscaleCommandSpec[] = [
     urlField: 'image_url',
     summary: 'upscale one image (JPEG, PNG or WebP) with the super-resolution network',
     description:
-      'Upscales INPUT by 1, 2 or 4 and writes the result in the same format. Factor 1 enhances at the ' +
-      'same resolution (x2 network, then a Lanczos downscale). Without INPUT, the bundled sample photo ' +
+      'Upscales INPUT by 1, 2 or 4 and writes the result in the same format. The default network ' +
+      '(Real-ESRGAN x4plus, MEDIA_WORKER_SR_MODELS) upscales x4; factors 2 and 1 are its output brought ' +
+      'down by a Lanczos resize, so 1 enhances at the same resolution. Without INPUT, the bundled sample photo ' +
       `is used (${path.relative(process.cwd(), DEFAULT_SAMPLE_IMAGE)}).`,
     defaultInput: DEFAULT_SAMPLE_IMAGE,
   },
