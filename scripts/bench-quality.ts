@@ -3,13 +3,18 @@
  *
  * Each real photo is centre-cropped (at most --max-side, sides divisible by 4), downscaled by the
  * scale with libvips' bicubic kernel, then brought back to full size by bicubic and by every model
- * through the real tiling engine at the manifest's tile settings (what a job gets). Scores: PSNR
- * and SSIM (11x11 Gaussian, sigma 1.5, K1 0.01, K2 0.03) on the BT.601 luma, border of `scale`
- * pixels left out. Prints per-photo tables and means, and writes .cache/bench/quality.json for
- * scripts/bench-chart.ts.
+ * through the real tiling engine at the manifest's tile settings (what a job gets). A network of a
+ * larger scale (the Real-ESRGAN x4 nets at x2) is followed by a Lanczos-3 downscale, as a job is.
+ * Scores, fidelity: PSNR and SSIM (11x11 Gaussian, sigma 1.5, K1 0.01, K2 0.03) on the BT.601 luma,
+ * border of `scale` pixels left out; what users see: sharpness (mean luma gradient over the
+ * original's; bicubic is about 0.5 at x4) and lattice blockiness (the mean luma step across every
+ * `scale`-th row and column boundary over the mean step elsewhere; 1.0 = no grid). Prints per-photo
+ * tables and means, writes .cache/bench/quality.json for scripts/bench-chart.ts, and with --picture
+ * a side-by-side PNG (original, bicubic, each network) of one region of --picture-photo.
  *
  *   npm run build && node dist/scripts/bench-quality.js [--photos astronaut,chelsea,...|PATH,...]
  *       [--scales 2,4] [--models esrgan-slim-x4,...] [--max-side 512] [--threads 0] [--json FILE]
+ *       [--picture docs/quality-x4.png --picture-photo chelsea --picture-region x,y,size]
  */
 import { parseArgs } from 'node:util';
 import type { SuperResolutionManifest } from '../src/inference/manifest.js';
@@ -35,7 +40,8 @@ import {
   timed,
   writeResults,
 } from './bench-common.js';
-import { lumaBt601, psnr, ssim, trimBorder } from './bench-metrics.js';
+import { blockiness, lumaBt601, psnr, sharpnessRatio, ssim, trimBorder } from './bench-metrics.js';
+import sharp from 'sharp';
 
 export interface QualityRow {
   photo: string;
@@ -44,6 +50,10 @@ export interface QualityRow {
   method: string;
   psnr: number;
   ssim: number;
+  /** Mean luma gradient over the original's. */
+  sharpness: number;
+  /** Lattice blockiness at the input's pixel boundaries (1.0: none). */
+  blockiness: number;
   /** Wall time of the upscale itself (bicubic: sharp's resize). */
   ms: number;
   /** Low-resolution input size. */
@@ -56,6 +66,8 @@ export interface QualityMean {
   method: string;
   psnr: number;
   ssim: number;
+  sharpness: number;
+  blockiness: number;
   photos: number;
 }
 
@@ -67,6 +79,9 @@ const { values } = parseArgs({
     'max-side': { type: 'string', default: '512' },
     threads: { type: 'string', default: '0' },
     json: { type: 'string', default: resultsPath('quality') },
+    picture: { type: 'string' },
+    'picture-photo': { type: 'string', default: 'chelsea' },
+    'picture-region': { type: 'string', default: '0,0,192' },
   },
 });
 
@@ -75,7 +90,10 @@ async function main(): Promise<void> {
   const maxSide = intOption('max-side', values['max-side'], 16) ?? 512;
   const threads = intOption('threads', values.threads) ?? 0;
   const photos = selectPhotos(values.photos);
-  const manifests = await srManifests(scales, values.models === undefined ? undefined : splitList(values.models));
+  const manifests = await srManifests([2, 3, 4, 8], values.models === undefined ? undefined : splitList(values.models));
+  /** The networks measured at a scale: that scale's own, and the x4 Real-ESRGAN nets followed by a downscale (a job's path). */
+  const atScale = (scale: number): SuperResolutionManifest[] =>
+    manifests.filter((m) => m.scale === scale || (m.scale > scale && m.source.kind === 'ncnn-npm-tarball'));
   const machine = machineInfo();
   const loadModel = createSrModelLoader({ sessions: new SessionCache({ executionProviders: ['cpu'], threads }) });
 
@@ -87,7 +105,11 @@ async function main(): Promise<void> {
   for (const photo of photos) {
     const hr = await loadRgb(photo.path, maxSide, 4);
     for (const scale of scales) {
-      rows.push(...(await scorePhoto(photo, hr, scale, manifests.filter((m) => m.scale === scale), loadModel)));
+      const outputs = new Map<string, RgbImage>();
+      rows.push(...(await scorePhoto(photo, hr, scale, atScale(scale), loadModel, outputs)));
+      if (values.picture !== undefined && photo.name === values['picture-photo'] && scale === Math.max(...scales)) {
+        await sideBySide(values.picture, hr, outputs, values['picture-region']);
+      }
     }
   }
 
@@ -102,16 +124,33 @@ async function scorePhoto(
   scale: 2 | 4,
   manifests: readonly SuperResolutionManifest[],
   loadModel: ReturnType<typeof createSrModelLoader>,
+  outputs: Map<string, RgbImage>,
 ): Promise<QualityRow[]> {
   const lr = await resizeCubic(hr, hr.width / scale, hr.height / scale);
-  const reference = trimBorder(lumaBt601(hr.data, hr.width, hr.height), scale);
+  const original = lumaBt601(hr.data, hr.width, hr.height);
+  const reference = trimBorder(original, scale);
   const score = (method: string, out: RgbImage, ms: number): QualityRow => {
     if (out.width !== hr.width || out.height !== hr.height) {
       throw new Error(`Expected ${method} to give ${hr.width}x${hr.height} but it gave ${out.width}x${out.height}`);
     }
-    const y = trimBorder(lumaBt601(out.data, out.width, out.height), scale);
-    const row = { photo: photo.name, scale, method, psnr: psnr(reference, y), ssim: ssim(reference, y), ms, width: lr.width, height: lr.height };
-    console.log(`${photo.name} x${scale} ${method.padEnd(16)} ${row.psnr.toFixed(2)} dB  SSIM ${row.ssim.toFixed(4)}  ${ms.toFixed(0)} ms`);
+    outputs.set(method, out);
+    const full = lumaBt601(out.data, out.width, out.height);
+    const y = trimBorder(full, scale);
+    const row = {
+      photo: photo.name,
+      scale,
+      method,
+      psnr: psnr(reference, y),
+      ssim: ssim(reference, y),
+      sharpness: sharpnessRatio(full, original),
+      blockiness: blockiness(full, scale),
+      ms,
+      width: lr.width,
+      height: lr.height,
+    };
+    console.log(
+      `${photo.name} x${scale} ${method.padEnd(18)} ${row.psnr.toFixed(2)} dB  SSIM ${row.ssim.toFixed(4)}  sharpness ${row.sharpness.toFixed(3)}  blockiness ${row.blockiness.toFixed(3)}  ${ms.toFixed(0)} ms`,
+    );
     return row;
   };
 
@@ -120,10 +159,51 @@ async function scorePhoto(
   rows.push(score('bicubic', bicubic.value, bicubic.ms));
   for (const manifest of manifests) {
     const loaded = await loadModel('image', scale === 4 ? '4' : '2', manifest.name);
-    const sr = await timed(() => upscaleRgb(loaded.model, lr, loaded.tiling));
+    const sr = await timed(async () => {
+      const out = await upscaleRgb(loaded.model, lr, loaded.tiling);
+      return out.width === hr.width ? out : resizeLanczos(out, hr.width, hr.height);
+    });
     rows.push(score(manifest.name, sr.value, sr.ms));
   }
   return rows;
+}
+
+async function resizeLanczos(image: RgbImage, width: number, height: number): Promise<RgbImage> {
+  const data = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } })
+    .resize(width, height, { kernel: 'lanczos3', fit: 'fill' })
+    .raw()
+    .toBuffer();
+  return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width, height, channels: 3 };
+}
+
+/** One region of the original and of every method's output, side by side and labelled, 2x nearest so pixels show. */
+async function sideBySide(file: string, hr: RgbImage, outputs: ReadonlyMap<string, RgbImage>, region: string): Promise<void> {
+  const [left = 0, top = 0, size = 192] = region.split(',').map(Number);
+  const zoom = 2;
+  const panels = [['original', hr] as const, ...outputs.entries()];
+  const edge = size * zoom;
+  const label = 24;
+  const composites = await Promise.all(
+    panels.map(async ([name, image], i) => {
+      const crop = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } })
+        .extract({ left, top, width: Math.min(size, image.width - left), height: Math.min(size, image.height - top) })
+        .resize(edge, edge, { kernel: 'nearest', fit: 'fill' })
+        .png()
+        .toBuffer();
+      const text = Buffer.from(
+        `<svg width="${edge}" height="${label}"><rect width="100%" height="100%" fill="white"/><text x="6" y="17" font-family="sans-serif" font-size="15">${name}</text></svg>`,
+      );
+      return [
+        { input: crop, left: i * (edge + 4), top: label },
+        { input: text, left: i * (edge + 4), top: 0 },
+      ];
+    }),
+  );
+  await sharp({ create: { width: panels.length * (edge + 4) - 4, height: edge + label, channels: 3, background: '#ffffff' } })
+    .composite(composites.flat())
+    .png()
+    .toFile(file);
+  console.log(`side-by-side picture: ${file}`);
 }
 
 function meansOf(rows: readonly QualityRow[]): QualityMean[] {
@@ -137,6 +217,8 @@ function meansOf(rows: readonly QualityRow[]): QualityMean[] {
     method: g[0]!.method,
     psnr: mean(g.map((r) => r.psnr)),
     ssim: mean(g.map((r) => r.ssim)),
+    sharpness: mean(g.map((r) => r.sharpness)),
+    blockiness: mean(g.map((r) => r.blockiness)),
     photos: g.length,
   }));
 }
@@ -169,6 +251,24 @@ function report(scale: number, rows: readonly QualityRow[], means: readonly Qual
   console.log(formatTable(header, [...body, meanRow, gainRow]));
   console.log('\nMarkdown:\n');
   console.log(markdownTable(header, [...body, meanRow.map((c) => `**${c}**`), gainRow]));
+
+  const seen = (p: number, b: number): string => `${p.toFixed(2)} / ${b.toFixed(2)}`;
+  const seenBody = photos.map((photo) => [
+    photo,
+    ...methods.map((method) => {
+      const r = rows.find((x) => x.photo === photo && x.scale === scale && x.method === method);
+      return r === undefined ? '' : seen(r.sharpness, r.blockiness);
+    }),
+  ]);
+  const seenMean = ['mean', ...methods.map((method) => {
+    const m = means.find((x) => x.scale === scale && x.method === method)!;
+    return seen(m.sharpness, m.blockiness);
+  })];
+  const worstBlock = ['worst blockiness', ...methods.map((method) => Math.max(...rows.filter((x) => x.scale === scale && x.method === method).map((r) => r.blockiness)).toFixed(2))];
+  console.log(`\nx${scale}: sharpness (gradient ratio to the original) / blockiness (grid every ${scale} px; 1.00 = none)`);
+  console.log(formatTable(header, [...seenBody, seenMean, worstBlock]));
+  console.log('\nMarkdown:\n');
+  console.log(markdownTable(header, [...seenBody, seenMean.map((c) => `**${c}**`), worstBlock]));
 }
 
 await main();
