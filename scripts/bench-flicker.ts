@@ -1,0 +1,85 @@
+/**
+ * Temporal stability of video upscaling on a real clip: the mean frame-to-frame luma change of each
+ * network's output over that of a bicubic upscale of the same frames (1.0: no more flicker than
+ * bicubic; a network that invents texture differently on every frame scores above). The clip is a
+ * stretch of opencv-doc's Megamind.avi, downscaled x4 first, then upscaled x4 by the real video
+ * pipeline (decoder, tiles, encoder at CRF 18); outputs are decoded back and compared at full size.
+ *
+ *   npm run build && node dist/scripts/bench-flicker.js [--models realesrgan-x4fast,esrgan-slim-x4,realesrgan-x4plus]
+ *       [--start 2] [--seconds 2] [--video PATH]
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { SessionCache } from '../src/inference/session.js';
+import { resolveFfmpeg } from '../src/media/binaries.js';
+import { probeMedia } from '../src/media/probe-media.js';
+import { runProcess } from '../src/media/process.js';
+import { createSrModelLoader } from '../src/upscale/sr-models.js';
+import { upscaleVideoFile } from '../src/upscale/video-pipeline.js';
+import { describeMachine, formatTable, machineInfo, markdownTable, splitList } from './bench-common.js';
+import { lumaBt601, meanFrameChange, type Plane } from './bench-metrics.js';
+
+const { values } = parseArgs({
+  options: {
+    models: { type: 'string', default: 'realesrgan-x4fast,esrgan-slim-x4,realesrgan-x4plus' },
+    start: { type: 'string', default: '2' },
+    seconds: { type: 'string', default: '2' },
+    video: { type: 'string', default: '/usr/share/doc/opencv-doc/examples/data/Megamind.avi' },
+  },
+});
+
+const ffmpeg = resolveFfmpeg();
+
+async function frames(file: string, width: number, height: number, filter = ''): Promise<Plane[]> {
+  const { stdout } = await runProcess(
+    ffmpeg,
+    ['-v', 'error', '-i', file, '-vf', `${filter}${filter ? ',' : ''}format=rgb24`, '-f', 'rawvideo', 'pipe:1'],
+    { maxStdoutBytes: 2 ** 31 - 1 },
+  );
+  const size = width * height * 3;
+  const out: Plane[] = [];
+  for (let at = 0; at + size <= stdout.length; at += size) out.push(lumaBt601(stdout.subarray(at, at + size), width, height));
+  return out;
+}
+
+async function main(): Promise<void> {
+  console.log(`# ${describeMachine(machineInfo())}`);
+  const work = await mkdtemp(path.join(tmpdir(), 'bench-flicker-'));
+  const sessions = new SessionCache({ executionProviders: ['cpu'] });
+  const loadModel = createSrModelLoader({ sessions });
+  try {
+    const small = path.join(work, 'small.mp4');
+    // A quarter of each side, kept even for 4:2:0.
+    await runProcess(ffmpeg, [
+      '-v', 'error', '-ss', values.start, '-t', values.seconds, '-i', values.video, '-an',
+      '-vf', 'scale=trunc(iw/8)*2:trunc(ih/8)*2:flags=bicubic', '-c:v', 'libx264', '-crf', '12', '-pix_fmt', 'yuv420p', small,
+    ]);
+    const info = await probeMedia(small);
+    const w = info.video?.width ?? 0;
+    const h = info.video?.height ?? 0;
+    const W = w * 4;
+    const H = h * 4;
+    const bicubic = meanFrameChange(await frames(small, W, H, `scale=${W}:${H}:flags=bicubic`));
+    console.log(`# ${values.video} from ${values.start} s for ${values.seconds} s, downscaled to ${w}x${h}, upscaled x4 to ${W}x${H}`);
+    const rows: string[][] = [['bicubic', bicubic.toFixed(3), '1.00', '']];
+    for (const model of splitList(values.models)) {
+      const out = path.join(work, `${model}.mp4`);
+      const started = performance.now();
+      await upscaleVideoFile({ inputPath: small, outputPath: out, factor: '4', info, modelName: model }, loadModel);
+      const seconds = (performance.now() - started) / 1000;
+      const change = meanFrameChange(await frames(out, W, H));
+      rows.push([model, change.toFixed(3), (change / bicubic).toFixed(2), seconds.toFixed(1)]);
+      console.log(formatTable([], [rows.at(-1)!]));
+    }
+    const header = ['method', 'mean frame-to-frame luma change', 'flicker (over bicubic)', 'pipeline s'];
+    console.log(formatTable(header, rows));
+    console.log('\n' + markdownTable(header, rows));
+  } finally {
+    await sessions.release();
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+await main();
