@@ -23,18 +23,40 @@ export interface FaceCrop {
   angle: number;
 }
 
+/**
+ * Where a face sits in the crop the lip-sync network sees, in fractions of the crop side; derived
+ * in docs/lipsync.md ("Crop framing") from how Wav2Lip cut its training and inference crops.
+ */
+export interface Framing {
+  /** Mouth keypoint across the crop (0 left edge, 1 right edge, in the upright face's axes). */
+  mouthX: number;
+  /** Mouth keypoint down the crop (0 top, 1 bottom). */
+  mouthY: number;
+  /** Crop side over the face's eye-to-mouth distance. */
+  sidePerEyeMouth: number;
+}
+
+/**
+ * Wav2Lip's framing: the mouth at 70/96 of the crop's height (centred across it) and a crop 2.75
+ * eye-to-mouth distances tall, which puts the eyes at ~0.365, the masked half's edge (0.5) on the
+ * upper nose and the chin (~0.68 eye-to-mouth below the mouth) at ~0.975.
+ */
+export const WAV2LIP_FRAMING: Readonly<Framing> = Object.freeze({ mouthX: 0.5, mouthY: 70 / 96, sidePerEyeMouth: 2.75 });
+
+/**
+ * Face proportions that let the eye spacing and the detector's box stand in for an eye-to-mouth
+ * distance the keypoints got wrong (a face looking down shortens it, a turned face narrows the
+ * eyes): eye spacing ~0.95 of eye-to-mouth (63 mm over 66 mm on adults), and BlazeFace's box height
+ * ~2.3 eye-to-mouth distances (the median over the project's real faces: docs/lipsync.md).
+ */
+export const EYES_PER_EYE_MOUTH = 0.95;
+export const BOX_PER_EYE_MOUTH = 2.3;
+
 export interface CropOptions {
   /** Turn the crop so that the eyes are level (vendor-lipsync-3). Default false. */
   align?: boolean;
-  /** Side of the crop relative to the face box's larger side. Default 1. */
-  scale?: number;
-  /** Moves the crop down the face by this fraction of its side, to take in the chin. Default 0.05. */
-  shiftDown?: number;
-  /**
-   * Pixels added to the box before squaring, as Wav2Lip's --pads and a lip-sync manifest's
-   * `face.pads`: [top, bottom, left, right]. Default none.
-   */
-  pads?: readonly [number, number, number, number];
+  /** Default WAV2LIP_FRAMING. */
+  framing?: Readonly<Framing>;
 }
 
 function checkFinite(name: string, value: number): void {
@@ -60,33 +82,56 @@ export function checkFrame(frame: RgbFrame, name = 'frame'): void {
   }
 }
 
+function median3(a: number, b: number, c: number): number {
+  return Math.max(Math.min(a, b), Math.min(Math.max(a, b), c));
+}
+
 /**
- * The crop for a detected face. Wav2Lip was trained on detector boxes (slightly extended below the
- * chin) squeezed to 96x96; a square around the box keeps the face's proportions instead. With
- * `align`, the square turns with the eye line and its side is the box's larger side divided by
- * |cos| + |sin| of the angle, undoing how much an axis-aligned box grows around a tilted face.
+ * The face's eye-to-mouth distance, the scale the framing is expressed in: the median of three
+ * estimates (the keypoints' own distance, the eye spacing and the box height, each through the
+ * face proportions above), so that one estimate thrown off by a head turn or a detector's box does
+ * not resize the crop.
+ */
+export function eyeMouthDistance(box: FaceBox): number {
+  const { leftEye, rightEye, mouth } = box.keypoints;
+  const ex = (leftEye[0] + rightEye[0]) / 2;
+  const ey = (leftEye[1] + rightEye[1]) / 2;
+  const direct = Math.hypot(mouth[0] - ex, mouth[1] - ey);
+  const eyes = Math.hypot(rightEye[0] - leftEye[0], rightEye[1] - leftEye[1]) / EYES_PER_EYE_MOUTH;
+  return median3(direct, eyes, box.height / BOX_PER_EYE_MOUTH);
+}
+
+/**
+ * The crop for a detected face, framed as Wav2Lip's crops were (docs/lipsync.md, "Crop framing"):
+ * a square of `sidePerEyeMouth` eye-to-mouth distances placed so that the mouth keypoint lands at
+ * (mouthX, mouthY). Wav2Lip cut detector boxes; a BlazeFace box sits differently on the face, so
+ * the keypoints place the crop and the box only helps size it. With `align`, the crop turns with the
+ * eye line (vertical offsets follow the face's own down, (-sin, cos) in the frame).
  */
 export function cropForFace(box: FaceBox, opts: CropOptions = {}): FaceCrop {
-  const scale = opts.scale ?? 1;
-  const shiftDown = opts.shiftDown ?? 0.05;
-  if (!(Number.isFinite(scale) && scale > 0)) throw new RangeError(`Expected scale to be a positive number but received ${String(scale)}`);
-  checkFinite('shiftDown', shiftDown);
-  const [top, bottom, left, right] = opts.pads ?? [0, 0, 0, 0];
-  for (const pad of [top, bottom, left, right]) checkFinite('pads', pad);
-  const x = box.x - left;
-  const y = box.y - top;
-  const width = box.width + left + right;
-  const height = box.height + top + bottom;
-  if (!(width > 0 && height > 0)) throw new RangeError(`Expected a face box with a positive size after padding but received ${width}x${height}`);
-  const { leftEye, rightEye } = box.keypoints;
+  const framing = opts.framing ?? WAV2LIP_FRAMING;
+  const { mouthX, mouthY, sidePerEyeMouth } = framing;
+  for (const [name, value] of [['framing.mouthX', mouthX], ['framing.mouthY', mouthY]] as const) {
+    if (!(value >= 0 && value <= 1)) throw new RangeError(`Expected ${name} to be between 0 and 1 but received ${String(value)}`);
+  }
+  if (!(Number.isFinite(sidePerEyeMouth) && sidePerEyeMouth > 0)) {
+    throw new RangeError(`Expected framing.sidePerEyeMouth to be a positive number but received ${String(sidePerEyeMouth)}`);
+  }
+  const { leftEye, rightEye, mouth } = box.keypoints;
+  for (const [x, y] of [leftEye, rightEye, mouth]) {
+    checkFinite('a keypoint', x);
+    checkFinite('a keypoint', y);
+  }
+  checkFinite('box.height', box.height);
+  const side = sidePerEyeMouth * eyeMouthDistance(box);
+  if (!(side > 0)) throw new RangeError(`Expected a face with a positive size but its keypoints and box give a crop side of ${side}`);
   const angle = opts.align === true ? Math.atan2(rightEye[1] - leftEye[1], rightEye[0] - leftEye[0]) : 0;
   const cos = Math.cos(angle);
   const sin = Math.sin(angle);
-  const side = (Math.max(width, height) * scale) / (Math.abs(cos) + Math.abs(sin));
-  // "Down" is the face's down: the crop's y axis, (-sin, cos) in the frame.
-  const cx = x + width / 2 - sin * shiftDown * side;
-  const cy = y + height / 2 + cos * shiftDown * side;
-  return { cx, cy, side, angle };
+  // From the mouth to the crop's centre, in the crop's axes, then turned into the frame.
+  const lx = (0.5 - mouthX) * side;
+  const ly = (0.5 - mouthY) * side;
+  return { cx: mouth[0] + cos * lx - sin * ly, cy: mouth[1] + sin * lx + cos * ly, side, angle };
 }
 
 /** Frame position of the centre of crop pixel (u, v) in a size x size crop. */

@@ -169,7 +169,6 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
   };
   const outputLayout: TensorLayout = { channelOrder: manifest.output.channels, range: manifest.output.range };
   const { align } = o;
-  const pads = manifest.face.pads;
 
   const stop = new AbortController();
   const stopped = new PipelineStopped();
@@ -331,7 +330,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
       }
       const t0 = performance.now();
       const frame = new Uint8Array(source);
-      const crop = cropForFace(box, { align, pads });
+      const crop = cropForFace(box, { align });
       const face = cropFace({ data: frame, width, height }, crop, faceSize);
       const batch = current;
       const k = batch.items.length;

@@ -7,9 +7,9 @@ import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { compositeFace } from '../../src/lipsync/composite.js';
-import { cropBounds, cropFace, cropForFace, cropToFrame, frameToCrop, type FaceCrop } from '../../src/lipsync/crop.js';
+import { cropBounds, cropFace, cropToFrame, frameToCrop, type FaceCrop } from '../../src/lipsync/crop.js';
 import { DEFAULT_MOUTH_MASK, maskAlpha, maskImage } from '../../src/lipsync/mask.js';
-import type { FaceBox, RgbFrame } from '../../src/lipsync/types.js';
+import type { RgbFrame } from '../../src/lipsync/types.js';
 
 const ASTRONAUT = fileURLToPath(new URL('../fixtures/photos/astronaut.png', import.meta.url));
 
@@ -43,18 +43,6 @@ function copy(frame: RgbFrame): RgbFrame {
 function pixel(frame: RgbFrame, x: number, y: number): number[] {
   const o = 3 * (y * frame.width + x);
   return [frame.data[o]!, frame.data[o + 1]!, frame.data[o + 2]!];
-}
-
-function box(x: number, y: number, w: number, h: number, leftEye: [number, number], rightEye: [number, number]): FaceBox {
-  const p = (px: number, py: number): [number, number] => [px, py];
-  return {
-    x,
-    y,
-    width: w,
-    height: h,
-    score: 0.9,
-    keypoints: { leftEye, rightEye, nose: p(x + w / 2, y + h / 2), mouth: p(x + w / 2, y + 0.75 * h), leftEar: p(x, y + h / 3), rightEar: p(x + w, y + h / 3) },
-  };
 }
 
 describe('cropFace', () => {
@@ -129,29 +117,6 @@ describe('crop geometry', () => {
     const reach = 20 * Math.SQRT2;
     expect(cropBounds(crop, 200, 200)).toEqual({ x0: Math.floor(50 - reach), y0: Math.floor(50 - reach), x1: Math.ceil(50 + reach), y1: Math.ceil(50 + reach) });
     expect(cropBounds({ cx: -100, cy: 5, side: 10, angle: 0 }, 200, 200)).toEqual({ x0: 0, y0: 0, x1: 0, y1: 10 });
-  });
-
-  it('squares the face box and moves it down a little to take in the chin', () => {
-    const crop = cropForFace(box(100, 50, 80, 100, [120, 90], [160, 90]));
-    expect(crop).toEqual({ cx: 140, cy: 100 + 0.05 * 100, side: 100, angle: 0 });
-  });
-
-  it("extends the box by a manifest's pads (top, bottom, left, right) before squaring", () => {
-    const crop = cropForFace(box(100, 50, 80, 100, [120, 90], [160, 90]), { pads: [0, 10, 0, 0], shiftDown: 0 });
-    expect(crop).toEqual({ cx: 140, cy: 105, side: 110, angle: 0 });
-  });
-
-  it('turns the crop with the eye line when aligning, and shrinks it to the face inside the tilted box', () => {
-    const tilt = Math.PI / 6;
-    const face = box(100, 50, 100, 100, [130, 100], [130 + 40 * Math.cos(tilt), 100 + 40 * Math.sin(tilt)]);
-    const crop = cropForFace(face, { align: true, shiftDown: 0 });
-    expect(crop.angle).toBeCloseTo(tilt, 12);
-    expect(crop.side).toBeCloseTo(100 / (Math.cos(tilt) + Math.sin(tilt)), 9);
-    expect([crop.cx, crop.cy]).toEqual([150, 100]);
-    // A downward shift follows the face's own down: (-sin, cos) in the frame.
-    const shifted = cropForFace(face, { align: true, shiftDown: 0.1 });
-    expect(shifted.cx - 150).toBeCloseTo(-Math.sin(tilt) * 0.1 * crop.side, 9);
-    expect(shifted.cy - 100).toBeCloseTo(Math.cos(tilt) * 0.1 * crop.side, 9);
   });
 });
 
