@@ -148,7 +148,7 @@ async function main(): Promise<void> {
       const aligned = await measureFraming(frame, box, model, { align: true });
       rows.push({ source, item, face, box, framing, aligned, before: before(box) });
       const pick = source !== 'Megamind' || item === 'frame 0' || item === 'frame 135' || item === 'frame 250';
-      if (out && pick && saved < 16) {
+      if (out && pick && saved < 40) {
         saved += 1;
         const stem = path.join(out, `${source}-${item}-${face}`.replace(/[^a-z0-9.-]+/gi, '_'));
         const loud = await lipsyncOneFace(frame, framing.crop, model, 4);

@@ -252,7 +252,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
     stats.pasteMs += performance.now() - t1;
     // Super-resolution where the face is larger on screen than the network's output; a smaller
     // face is pasted by shrinking the output, which upscaling first would not change.
-    const enlarged = o.sr === undefined ? [] : batch.items.flatMap((item, k) => (item.crop.side > faceSize ? [k] : []));
+    const enlarged = o.sr === undefined ? [] : batch.items.flatMap((item, k) => (Math.max(item.crop.width, item.crop.height) > faceSize ? [k] : []));
     if (o.sr !== undefined && enlarged.length > 0) {
       const t2 = performance.now();
       const sharp = await superResolveMouths(o.sr, enlarged.map((k) => (generated[k] as GeneratedFace).data), faceSize, DEFAULT_MOUTH_MASK.top, stop.signal);

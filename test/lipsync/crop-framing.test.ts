@@ -74,16 +74,22 @@ describe('the Wav2Lip framing', () => {
   });
 
   it('gives the derivation numbers: eyes at ~0.365, the masked half from the upper nose, the chin inside', () => {
-    const { mouthY, sidePerEyeMouth } = WAV2LIP_FRAMING;
-    const eyes = mouthY - 1 / sidePerEyeMouth;
+    const { mouthY, heightPerEyeMouth, aspect } = WAV2LIP_FRAMING;
+    const eyes = mouthY - 1 / heightPerEyeMouth;
     expect(eyes).toBeCloseTo(0.365, 2);
     // The masked half starts between the eyes and the nose tip: 0.37 d below the eyes.
-    expect((0.5 - eyes) * sidePerEyeMouth).toBeCloseTo(0.37, 2);
-    expect(eyes + NOSE_TIP_BELOW_EYES / sidePerEyeMouth).toBeGreaterThan(0.5);
+    expect((0.5 - eyes) * heightPerEyeMouth).toBeCloseTo(0.37, 2);
+    expect(eyes + NOSE_TIP_BELOW_EYES / heightPerEyeMouth).toBeGreaterThan(0.5);
     // The chin, 0.68 d below the mouth, lies inside with a small margin, as Wav2Lip's --pads intend.
-    const chin = eyes + CHIN_BELOW_EYES / sidePerEyeMouth;
+    const chin = eyes + CHIN_BELOW_EYES / heightPerEyeMouth;
     expect(chin).toBeGreaterThan(0.95);
     expect(chin).toBeLessThan(1);
+    // Cheek to cheek (~2.05 eye-to-mouth distances) across: 0.75 as wide as tall.
+    expect(aspect * heightPerEyeMouth).toBeCloseTo(2.05, 1);
+    // So the test ellipse, 40/96 of the crop wide, is a mouth's width (~0.8 eye-to-mouth, 50-55 mm).
+    const ellipseWidth = ((2 * TEST_MOUTH.rx) / 96) * aspect * heightPerEyeMouth;
+    expect(ellipseWidth).toBeGreaterThan(0.7);
+    expect(ellipseWidth).toBeLessThan(1);
   });
 
   // [eyes' midpoint, eye-to-mouth distance, roll (degrees), align]
@@ -101,7 +107,8 @@ describe('the Wav2Lip framing', () => {
     const roll = (rollDeg * Math.PI) / 180;
     const f = face(ex, ey, d, roll);
     const crop = cropForFace(f, { align });
-    expect(crop.side).toBeCloseTo(WAV2LIP_FRAMING.sidePerEyeMouth * d, 9);
+    expect(crop.height).toBeCloseTo(WAV2LIP_FRAMING.heightPerEyeMouth * d, 9);
+    expect(crop.width).toBeCloseTo(WAV2LIP_FRAMING.aspect * crop.height, 9);
     expect(crop.angle).toBeCloseTo(align ? roll : 0, 12);
     const [u, v] = frameToCrop(crop, ...f.keypoints.mouth);
     expect(u).toBeCloseTo(WAV2LIP_FRAMING.mouthX, 9);
@@ -129,7 +136,7 @@ describe('the Wav2Lip framing', () => {
   it.each(scales)('sizes the crop from the median of three scale estimates when %s is off', (_, overrides, expected) => {
     const f = face(200, 150, 60, 0, overrides);
     expect(eyeMouthDistance(f)).toBeCloseTo(expected, 9);
-    expect(cropForFace(f).side).toBeCloseTo(WAV2LIP_FRAMING.sidePerEyeMouth * expected, 9);
+    expect(cropForFace(f).height).toBeCloseTo(WAV2LIP_FRAMING.heightPerEyeMouth * expected, 9);
     // Whatever the size, the mouth keypoint stays where the framing puts it.
     expect(frameToCrop(cropForFace(f), ...f.keypoints.mouth)[1]).toBeCloseTo(WAV2LIP_FRAMING.mouthY, 9);
   });
@@ -137,13 +144,14 @@ describe('the Wav2Lip framing', () => {
   it('refuses framings and faces it cannot place', () => {
     const f = face(200, 150, 60);
     expect(() => cropForFace(f, { framing: { ...WAV2LIP_FRAMING, mouthY: 1.2 } })).toThrow('Expected framing.mouthY to be between 0 and 1 but received 1.2');
-    expect(() => cropForFace(f, { framing: { ...WAV2LIP_FRAMING, sidePerEyeMouth: 0 } })).toThrow(
-      'Expected framing.sidePerEyeMouth to be a positive number but received 0',
+    expect(() => cropForFace(f, { framing: { ...WAV2LIP_FRAMING, heightPerEyeMouth: 0 } })).toThrow(
+      'Expected framing.heightPerEyeMouth to be a positive number but received 0',
     );
+    expect(() => cropForFace(f, { framing: { ...WAV2LIP_FRAMING, aspect: -1 } })).toThrow('Expected framing.aspect to be a positive number but received -1');
     const broken = { ...f, keypoints: { ...f.keypoints, mouth: [Number.NaN, 3] as const } };
     expect(() => cropForFace(broken)).toThrow('Expected a keypoint to be a finite number but received NaN');
     const dot = face(200, 150, 0);
-    expect(() => cropForFace(dot)).toThrow('Expected a face with a positive size but its keypoints and box give a crop side of 0');
+    expect(() => cropForFace(dot)).toThrow('Expected a face with a positive size but its keypoints and box give a crop height of 0');
   });
 });
 
@@ -163,11 +171,11 @@ describe('the paste-back mask on a Wav2Lip-framed crop', () => {
     }
   });
 
-  it('leaves the eyes and the background beyond the jaw to the source', () => {
+  it('leaves the eyes and the jaw contour to the source', () => {
     const f = face(300, 200, 70, 0);
     const crop = cropForFace(f);
     for (const eye of [f.keypoints.leftEye, f.keypoints.rightEye]) expect(maskAlpha(...frameToCrop(crop, ...eye))).toBe(0);
-    // Beyond 0.35 of the side from the mouth (~1 d: the jaw is ~0.75 d from the face's middle).
+    // Outside 0.15-0.85 across (beyond ~0.72 d of the face's middle line: the jaw's contour, ~1.5 d wide).
     for (const v of [0.6, 0.75, 0.9]) {
       expect(maskAlpha(0.14, v)).toBe(0);
       expect(maskAlpha(0.86, v)).toBe(0);
