@@ -199,6 +199,12 @@ async function main(): Promise<void> {
   const eyesPerEyeMouth = rows.map((r) => r.framing.scaleEstimates.eyes / r.framing.scaleEstimates.direct).sort((x, y) => x - y);
   const med = (v: number[]) => f2(v[Math.floor(v.length / 2)] ?? Number.NaN);
   console.log(`\nmedian box height / eye-to-mouth: ${med(boxPerEyeMouth)}; median eye spacing / eye-to-mouth: ${med(eyesPerEyeMouth)}`);
+  const beforeMiss = frontal.map((r) => Math.abs(r.before.offsetPx) / r.box.height);
+  const beforeV = frontal.map((r) => r.before.mouthV);
+  console.log(
+    `before, on the frontal faces: mouth v ${f3(Math.min(...beforeV))}-${f3(Math.max(...beforeV))}, ellipse below the mouth by ` +
+      `${pct(Math.min(...beforeMiss))}-${pct(Math.max(...beforeMiss))} of the face height (mean ${pct(beforeMiss.reduce((x, y) => x + y, 0) / beforeMiss.length)})`,
+  );
   const worstFrontal = Math.max(worst(frontal, (r) => r.framing.offsetPerFaceHeight), worst(frontal, (r) => r.aligned.offsetPerFaceHeight));
   console.log(`${frontal.length} frontal faces of ${rows.length}; worst frontal offset ${pct(worstFrontal)} (goal ${pct(GOAL)}): ${worstFrontal <= GOAL ? 'met' : 'NOT met'}`);
 }
