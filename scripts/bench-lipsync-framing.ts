@@ -199,6 +199,10 @@ async function main(): Promise<void> {
   const eyesPerEyeMouth = rows.map((r) => r.framing.scaleEstimates.eyes / r.framing.scaleEstimates.direct).sort((x, y) => x - y);
   const med = (v: number[]) => f2(v[Math.floor(v.length / 2)] ?? Number.NaN);
   console.log(`\nmedian box height / eye-to-mouth: ${med(boxPerEyeMouth)}; median eye spacing / eye-to-mouth: ${med(eyesPerEyeMouth)}`);
+  const range = (v: number[]) => `${f3(Math.min(...v))}-${f3(Math.max(...v))} (mean ${f3(v.reduce((x, y) => x + y, 0) / v.length)})`;
+  console.log(
+    `frontal faces, in the crop: eyes v ${range(frontal.map((r) => r.framing.eyesInCrop))}, nose tip v ${range(frontal.map((r) => r.framing.noseInCrop))}`,
+  );
   const beforeMiss = frontal.map((r) => Math.abs(r.before.offsetPx) / r.box.height);
   const beforeV = frontal.map((r) => r.before.mouthV);
   console.log(
