@@ -112,9 +112,10 @@ export function eyeMouthDistance(box: FaceBox): number {
 /**
  * The crop for a detected face, framed as Wav2Lip's crops were (docs/lipsync.md, "Crop framing"):
  * a rectangle `heightPerEyeMouth` eye-to-mouth distances tall and `aspect` as wide, placed so that
- * the mouth keypoint lands at (mouthX, mouthY). Wav2Lip cut detector boxes; a BlazeFace box sits differently on the face, so
- * the keypoints place the crop and the box only helps size it. With `align`, the crop turns with the
- * eye line (vertical offsets follow the face's own down, (-sin, cos) in the frame).
+ * the mouth keypoint lands at (mouthX, mouthY). Wav2Lip cut detector boxes; a BlazeFace box sits
+ * differently on the face, so the keypoints place the crop and the box only helps size it. With
+ * `align`, the crop turns with the eye line (vertical offsets follow the face's own down, (-sin,
+ * cos) in the frame).
  */
 export function cropForFace(box: FaceBox, opts: CropOptions = {}): FaceCrop {
   const framing = opts.framing ?? WAV2LIP_FRAMING;
