@@ -42,15 +42,16 @@ export function compositeFace(
   const { x0, y0, x1, y1 } = cropBounds(crop, width, height);
   const cos = Math.cos(crop.angle);
   const sin = Math.sin(crop.angle);
-  const inv = 1 / crop.side;
+  const invW = 1 / crop.width;
+  const invH = 1 / crop.height;
   const rgb = new Float64Array(3);
   let blended = 0;
   for (let y = y0; y < y1; y++) {
     const py = y + 0.5 - crop.cy;
     for (let x = x0; x < x1; x++) {
       const px = x + 0.5 - crop.cx;
-      const u = (cos * px + sin * py) * inv + 0.5;
-      const v = (-sin * px + cos * py) * inv + 0.5;
+      const u = (cos * px + sin * py) * invW + 0.5;
+      const v = (-sin * px + cos * py) * invH + 0.5;
       const alpha = maskAlpha(u, v, mask);
       if (alpha <= 0) continue;
       sampleBilinear(generated.data, size, size, u * size - 0.5, v * size - 0.5, rgb);

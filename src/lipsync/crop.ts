@@ -1,40 +1,70 @@
 /**
- * The square face crop the lip-sync model sees, and the geometry shared by cutting it out of a frame
- * and pasting the result back. Pure: arrays in, arrays out.
+ * The face crop the lip-sync model sees (a rectangle stretched to the network's square, as Wav2Lip's
+ * detector boxes were), and the geometry shared by cutting it out of a frame and pasting the result
+ * back. Pure: arrays in, arrays out.
  *
  * Coordinates are continuous frame pixels: pixel (x, y) covers [x, x+1) x [y, y+1), its centre at
- * (x + 0.5, y + 0.5). A crop is a square of `side` pixels centred on (cx, cy), turned by `angle`
+ * (x + 0.5, y + 0.5). A crop is a `width` x `height` rectangle centred on (cx, cy), turned by `angle`
  * radians: its x axis runs along (cos angle, sin angle) in the frame (y down, so a positive angle is
  * clockwise on screen). Cutting with the angle of a tilted face's eye line gives an upright face
  * (vendor-lipsync-3's alignment); pasting with the same crop turns the result back. angle 0 is a
- * plain axis-aligned square.
+ * plain axis-aligned rectangle.
  *
  * Sampling is bilinear on pixel centres (as OpenCV's INTER_LINEAR, which Wav2Lip's crops were made
  * with). Where a crop reaches past the frame edge the nearest edge pixel is repeated, so a face cut
- * by the frame edge still gives the model a full square; compositing skips those off-frame parts.
+ * by the frame edge still gives the model a full crop; compositing skips those off-frame parts.
  */
 import type { FaceBox, RgbFrame } from './types.js';
 
 export interface FaceCrop {
   cx: number;
   cy: number;
-  side: number;
+  /** Along the crop's x axis (across the face), frame pixels. */
+  width: number;
+  /** Along the crop's y axis (down the face), frame pixels. */
+  height: number;
   /** Radians; 0 for an axis-aligned crop. */
   angle: number;
 }
 
+/**
+ * Where a face sits in the crop the lip-sync network sees, in fractions of the crop's width and
+ * height; derived in docs/lipsync.md ("Crop framing") from how Wav2Lip cut its crops.
+ */
+export interface Framing {
+  /** Mouth keypoint across the crop (0 left edge, 1 right edge, in the upright face's axes). */
+  mouthX: number;
+  /** Mouth keypoint down the crop (0 top, 1 bottom). */
+  mouthY: number;
+  /** Crop height over the face's eye-to-mouth distance. */
+  heightPerEyeMouth: number;
+  /** Crop width over its height. The crop is stretched to the network's square, as Wav2Lip's were. */
+  aspect: number;
+}
+
+/**
+ * Wav2Lip's framing, a detector box from the hairline to the chin and from cheek to cheek: the
+ * mouth at 70/96 of the crop's height (centred across it), 2.75 eye-to-mouth distances tall, which
+ * puts the eyes at ~0.365, the masked half's edge (0.5) on the upper nose and the chin (~0.68
+ * eye-to-mouth below the mouth) at ~0.976; 0.75 as wide as tall (~2.06 eye-to-mouth, the cheeks'
+ * width), so the face reaches the network stretched across by 1/0.75 as in training.
+ */
+export const WAV2LIP_FRAMING: Readonly<Framing> = Object.freeze({ mouthX: 0.5, mouthY: 70 / 96, heightPerEyeMouth: 2.75, aspect: 0.75 });
+
+/**
+ * Face proportions that let the eye spacing and the detector's box stand in for an eye-to-mouth
+ * distance the keypoints got wrong (a face looking down shortens it, a turned face narrows the
+ * eyes): eye spacing ~0.95 of eye-to-mouth (63 mm over 66 mm on adults), and BlazeFace's box height
+ * ~2.3 eye-to-mouth distances (the median over the project's real faces: docs/lipsync.md).
+ */
+export const EYES_PER_EYE_MOUTH = 0.95;
+export const BOX_PER_EYE_MOUTH = 2.3;
+
 export interface CropOptions {
   /** Turn the crop so that the eyes are level (vendor-lipsync-3). Default false. */
   align?: boolean;
-  /** Side of the crop relative to the face box's larger side. Default 1. */
-  scale?: number;
-  /** Moves the crop down the face by this fraction of its side, to take in the chin. Default 0.05. */
-  shiftDown?: number;
-  /**
-   * Pixels added to the box before squaring, as Wav2Lip's --pads and a lip-sync manifest's
-   * `face.pads`: [top, bottom, left, right]. Default none.
-   */
-  pads?: readonly [number, number, number, number];
+  /** Default WAV2LIP_FRAMING. */
+  framing?: Readonly<Framing>;
 }
 
 function checkFinite(name: string, value: number): void {
@@ -45,8 +75,8 @@ export function checkCrop(crop: FaceCrop): void {
   checkFinite('crop.cx', crop.cx);
   checkFinite('crop.cy', crop.cy);
   checkFinite('crop.angle', crop.angle);
-  if (!(Number.isFinite(crop.side) && crop.side > 0)) {
-    throw new RangeError(`Expected crop.side to be a positive number but received ${String(crop.side)}`);
+  for (const [name, value] of [['crop.width', crop.width], ['crop.height', crop.height]] as const) {
+    if (!(Number.isFinite(value) && value > 0)) throw new RangeError(`Expected ${name} to be a positive number but received ${String(value)}`);
   }
 }
 
@@ -60,39 +90,64 @@ export function checkFrame(frame: RgbFrame, name = 'frame'): void {
   }
 }
 
+function median3(a: number, b: number, c: number): number {
+  return Math.max(Math.min(a, b), Math.min(Math.max(a, b), c));
+}
+
 /**
- * The crop for a detected face. Wav2Lip was trained on detector boxes (slightly extended below the
- * chin) squeezed to 96x96; a square around the box keeps the face's proportions instead. With
- * `align`, the square turns with the eye line and its side is the box's larger side divided by
- * |cos| + |sin| of the angle, undoing how much an axis-aligned box grows around a tilted face.
+ * The face's eye-to-mouth distance, the scale the framing is expressed in: the median of three
+ * estimates (the keypoints' own distance, the eye spacing and the box height, each through the
+ * face proportions above), so that one estimate thrown off by a head turn or a detector's box does
+ * not resize the crop.
+ */
+export function eyeMouthDistance(box: FaceBox): number {
+  const { leftEye, rightEye, mouth } = box.keypoints;
+  const ex = (leftEye[0] + rightEye[0]) / 2;
+  const ey = (leftEye[1] + rightEye[1]) / 2;
+  const direct = Math.hypot(mouth[0] - ex, mouth[1] - ey);
+  const eyes = Math.hypot(rightEye[0] - leftEye[0], rightEye[1] - leftEye[1]) / EYES_PER_EYE_MOUTH;
+  return median3(direct, eyes, box.height / BOX_PER_EYE_MOUTH);
+}
+
+/**
+ * The crop for a detected face, framed as Wav2Lip's crops were (docs/lipsync.md, "Crop framing"):
+ * a rectangle `heightPerEyeMouth` eye-to-mouth distances tall and `aspect` as wide, placed so that
+ * the mouth keypoint lands at (mouthX, mouthY). Wav2Lip cut detector boxes; a BlazeFace box sits
+ * differently on the face, so the keypoints place the crop and the box only helps size it. With
+ * `align`, the crop turns with the eye line (vertical offsets follow the face's own down, (-sin,
+ * cos) in the frame).
  */
 export function cropForFace(box: FaceBox, opts: CropOptions = {}): FaceCrop {
-  const scale = opts.scale ?? 1;
-  const shiftDown = opts.shiftDown ?? 0.05;
-  if (!(Number.isFinite(scale) && scale > 0)) throw new RangeError(`Expected scale to be a positive number but received ${String(scale)}`);
-  checkFinite('shiftDown', shiftDown);
-  const [top, bottom, left, right] = opts.pads ?? [0, 0, 0, 0];
-  for (const pad of [top, bottom, left, right]) checkFinite('pads', pad);
-  const x = box.x - left;
-  const y = box.y - top;
-  const width = box.width + left + right;
-  const height = box.height + top + bottom;
-  if (!(width > 0 && height > 0)) throw new RangeError(`Expected a face box with a positive size after padding but received ${width}x${height}`);
-  const { leftEye, rightEye } = box.keypoints;
+  const framing = opts.framing ?? WAV2LIP_FRAMING;
+  const { mouthX, mouthY, heightPerEyeMouth, aspect } = framing;
+  for (const [name, value] of [['framing.mouthX', mouthX], ['framing.mouthY', mouthY]] as const) {
+    if (!(value >= 0 && value <= 1)) throw new RangeError(`Expected ${name} to be between 0 and 1 but received ${String(value)}`);
+  }
+  for (const [name, value] of [['framing.heightPerEyeMouth', heightPerEyeMouth], ['framing.aspect', aspect]] as const) {
+    if (!(Number.isFinite(value) && value > 0)) throw new RangeError(`Expected ${name} to be a positive number but received ${String(value)}`);
+  }
+  const { leftEye, rightEye, mouth } = box.keypoints;
+  for (const [x, y] of [leftEye, rightEye, mouth]) {
+    checkFinite('a keypoint', x);
+    checkFinite('a keypoint', y);
+  }
+  checkFinite('box.height', box.height);
+  const height = heightPerEyeMouth * eyeMouthDistance(box);
+  if (!(height > 0)) throw new RangeError(`Expected a face with a positive size but its keypoints and box give a crop height of ${height}`);
+  const width = aspect * height;
   const angle = opts.align === true ? Math.atan2(rightEye[1] - leftEye[1], rightEye[0] - leftEye[0]) : 0;
   const cos = Math.cos(angle);
   const sin = Math.sin(angle);
-  const side = (Math.max(width, height) * scale) / (Math.abs(cos) + Math.abs(sin));
-  // "Down" is the face's down: the crop's y axis, (-sin, cos) in the frame.
-  const cx = x + width / 2 - sin * shiftDown * side;
-  const cy = y + height / 2 + cos * shiftDown * side;
-  return { cx, cy, side, angle };
+  // From the mouth to the crop's centre, in the crop's axes, then turned into the frame.
+  const lx = (0.5 - mouthX) * width;
+  const ly = (0.5 - mouthY) * height;
+  return { cx: mouth[0] + cos * lx - sin * ly, cy: mouth[1] + sin * lx + cos * ly, width, height, angle };
 }
 
 /** Frame position of the centre of crop pixel (u, v) in a size x size crop. */
 export function cropToFrame(crop: FaceCrop, size: number, u: number, v: number): [number, number] {
-  const lx = ((u + 0.5) / size - 0.5) * crop.side;
-  const ly = ((v + 0.5) / size - 0.5) * crop.side;
+  const lx = ((u + 0.5) / size - 0.5) * crop.width;
+  const ly = ((v + 0.5) / size - 0.5) * crop.height;
   const cos = Math.cos(crop.angle);
   const sin = Math.sin(crop.angle);
   return [crop.cx + cos * lx - sin * ly, crop.cy + sin * lx + cos * ly];
@@ -104,7 +159,7 @@ export function frameToCrop(crop: FaceCrop, x: number, y: number): [number, numb
   const py = y - crop.cy;
   const cos = Math.cos(crop.angle);
   const sin = Math.sin(crop.angle);
-  return [(cos * px + sin * py) / crop.side + 0.5, (-sin * px + cos * py) / crop.side + 0.5];
+  return [(cos * px + sin * py) / crop.width + 0.5, (-sin * px + cos * py) / crop.height + 0.5];
 }
 
 /**
@@ -135,7 +190,7 @@ export function sampleBilinear(data: Uint8Array, width: number, height: number, 
 
 /**
  * Cuts the crop out of the frame as a size x size interleaved RGB image (the model input before
- * tensor conversion), into `out` when given.
+ * tensor conversion; a crop that is not square is stretched), into `out` when given.
  */
 export function cropFace(frame: RgbFrame, crop: FaceCrop, size: number, out?: Uint8Array): Uint8Array {
   checkFrame(frame);
@@ -147,12 +202,13 @@ export function cropFace(frame: RgbFrame, crop: FaceCrop, size: number, out?: Ui
   }
   const cos = Math.cos(crop.angle);
   const sin = Math.sin(crop.angle);
-  const step = crop.side / size;
+  const stepX = crop.width / size;
+  const stepY = crop.height / size;
   const rgb = new Float64Array(3);
   for (let v = 0; v < size; v++) {
-    const ly = (v + 0.5) * step - crop.side / 2;
+    const ly = (v + 0.5) * stepY - crop.height / 2;
     for (let u = 0; u < size; u++) {
-      const lx = (u + 0.5) * step - crop.side / 2;
+      const lx = (u + 0.5) * stepX - crop.width / 2;
       // Frame coordinates of the crop pixel's centre, moved to pixel-centre indexing.
       const fx = crop.cx + cos * lx - sin * ly - 0.5;
       const fy = crop.cy + sin * lx + cos * ly - 0.5;
@@ -171,10 +227,13 @@ export function cropFace(frame: RgbFrame, crop: FaceCrop, size: number, out?: Ui
  * lies wholly outside it).
  */
 export function cropBounds(crop: FaceCrop, width: number, height: number): { x0: number; y0: number; x1: number; y1: number } {
-  const reach = (crop.side / 2) * (Math.abs(Math.cos(crop.angle)) + Math.abs(Math.sin(crop.angle)));
-  const x0 = Math.max(0, Math.floor(crop.cx - reach));
-  const y0 = Math.max(0, Math.floor(crop.cy - reach));
-  const x1 = Math.min(width, Math.ceil(crop.cx + reach));
-  const y1 = Math.min(height, Math.ceil(crop.cy + reach));
+  const cos = Math.abs(Math.cos(crop.angle));
+  const sin = Math.abs(Math.sin(crop.angle));
+  const reachX = (crop.width / 2) * cos + (crop.height / 2) * sin;
+  const reachY = (crop.width / 2) * sin + (crop.height / 2) * cos;
+  const x0 = Math.max(0, Math.floor(crop.cx - reachX));
+  const y0 = Math.max(0, Math.floor(crop.cy - reachY));
+  const x1 = Math.min(width, Math.ceil(crop.cx + reachX));
+  const y1 = Math.min(height, Math.ceil(crop.cy + reachY));
   return { x0, y0, x1: Math.max(x0, x1), y1: Math.max(y0, y1) };
 }

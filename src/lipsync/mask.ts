@@ -22,13 +22,17 @@ export interface MouthMask {
 }
 
 /**
- * From just below the eyes' level in a Wav2Lip-style crop (its masked half starts at 0.5) down to the
- * chin, leaving the cheek contours near the crop's sides to the source; a 12 % feather is ~12 px on a
- * 100 px face, wide enough to hide the generated face's softer texture.
+ * The generated half of a Wav2Lip-framed crop (crop.ts WAV2LIP_FRAMING; docs/lipsync.md): from its
+ * top edge at 0.5, on the upper nose ~0.37 eye-to-mouth distances (d) below the eyes (at 0.365),
+ * down to the chin (~0.976). The crop is cheek to cheek (~2.06 d) wide; 0.15-0.85 across keeps the
+ * jaw's contour (~1.5 d wide, 0.14-0.86) to the source. The opaque core (the outline inset by the
+ * feather: 0.27-0.73 across, 0.62-0.86 down) holds the mouth, whose keypoint is at (0.5, 0.729) and
+ * whose corners are ~0.4 d to either side (0.3-0.7). A 12 % feather is ~12 px on a 100 px crop,
+ * wide enough to hide the generated face's softer texture.
  */
 export const DEFAULT_MOUTH_MASK: Readonly<MouthMask> = Object.freeze({
-  left: 0.1,
-  right: 0.9,
+  left: 0.15,
+  right: 0.85,
   top: 0.5,
   bottom: 0.98,
   radius: 0.2,

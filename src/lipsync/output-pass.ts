@@ -169,7 +169,6 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
   };
   const outputLayout: TensorLayout = { channelOrder: manifest.output.channels, range: manifest.output.range };
   const { align } = o;
-  const pads = manifest.face.pads;
 
   const stop = new AbortController();
   const stopped = new PipelineStopped();
@@ -253,7 +252,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
     stats.pasteMs += performance.now() - t1;
     // Super-resolution where the face is larger on screen than the network's output; a smaller
     // face is pasted by shrinking the output, which upscaling first would not change.
-    const enlarged = o.sr === undefined ? [] : batch.items.flatMap((item, k) => (item.crop.side > faceSize ? [k] : []));
+    const enlarged = o.sr === undefined ? [] : batch.items.flatMap((item, k) => (Math.max(item.crop.width, item.crop.height) > faceSize ? [k] : []));
     if (o.sr !== undefined && enlarged.length > 0) {
       const t2 = performance.now();
       const sharp = await superResolveMouths(o.sr, enlarged.map((k) => (generated[k] as GeneratedFace).data), faceSize, DEFAULT_MOUTH_MASK.top, stop.signal);
@@ -331,7 +330,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
       }
       const t0 = performance.now();
       const frame = new Uint8Array(source);
-      const crop = cropForFace(box, { align, pads });
+      const crop = cropForFace(box, { align });
       const face = cropFace({ data: frame, width, height }, crop, faceSize);
       const batch = current;
       const k = batch.items.length;

@@ -7,9 +7,9 @@ import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { compositeFace } from '../../src/lipsync/composite.js';
-import { cropBounds, cropFace, cropForFace, cropToFrame, frameToCrop, type FaceCrop } from '../../src/lipsync/crop.js';
+import { cropBounds, cropFace, cropToFrame, frameToCrop, type FaceCrop } from '../../src/lipsync/crop.js';
 import { DEFAULT_MOUTH_MASK, maskAlpha, maskImage } from '../../src/lipsync/mask.js';
-import type { FaceBox, RgbFrame } from '../../src/lipsync/types.js';
+import type { RgbFrame } from '../../src/lipsync/types.js';
 
 const ASTRONAUT = fileURLToPath(new URL('../fixtures/photos/astronaut.png', import.meta.url));
 
@@ -45,18 +45,6 @@ function pixel(frame: RgbFrame, x: number, y: number): number[] {
   return [frame.data[o]!, frame.data[o + 1]!, frame.data[o + 2]!];
 }
 
-function box(x: number, y: number, w: number, h: number, leftEye: [number, number], rightEye: [number, number]): FaceBox {
-  const p = (px: number, py: number): [number, number] => [px, py];
-  return {
-    x,
-    y,
-    width: w,
-    height: h,
-    score: 0.9,
-    keypoints: { leftEye, rightEye, nose: p(x + w / 2, y + h / 2), mouth: p(x + w / 2, y + 0.75 * h), leftEar: p(x, y + h / 3), rightEar: p(x + w, y + h / 3) },
-  };
-}
-
 describe('cropFace', () => {
   let photo: RgbFrame;
   beforeAll(async () => {
@@ -64,7 +52,7 @@ describe('cropFace', () => {
   });
 
   it('copies the pixels exactly when the crop is axis-aligned, on the pixel grid and not resized', () => {
-    const crop: FaceCrop = { cx: 150 + 32, cy: 100 + 32, side: 64, angle: 0 };
+    const crop: FaceCrop = { cx: 150 + 32, cy: 100 + 32, width: 64, height: 64, angle: 0 };
     const out = cropFace(photo, crop, 64);
     for (let v = 0; v < 64; v++) {
       for (let u = 0; u < 64; u++) {
@@ -75,7 +63,7 @@ describe('cropFace', () => {
   });
 
   it("turns with the crop's angle: at +90 degrees the crop's x axis runs down the frame", () => {
-    const crop: FaceCrop = { cx: 200, cy: 180, side: 64, angle: Math.PI / 2 };
+    const crop: FaceCrop = { cx: 200, cy: 180, width: 64, height: 64, angle: Math.PI / 2 };
     const out = cropFace(photo, crop, 64);
     for (let v = 0; v < 64; v += 7) {
       for (let u = 0; u < 64; u += 5) {
@@ -87,7 +75,7 @@ describe('cropFace', () => {
   });
 
   it('repeats the edge pixels where the crop hangs over the frame edge', () => {
-    const crop: FaceCrop = { cx: 10, cy: 300, side: 64, angle: 0 }; // x from -22 to 42
+    const crop: FaceCrop = { cx: 10, cy: 300, width: 64, height: 64, angle: 0 }; // x from -22 to 42
     const out = cropFace(photo, crop, 64);
     for (let v = 0; v < 64; v++) {
       for (let u = 0; u < 22; u++) {
@@ -100,18 +88,18 @@ describe('cropFace', () => {
   });
 
   it('refuses a frame whose buffer does not match its size, and a bad crop', () => {
-    expect(() => cropFace({ data: new Uint8Array(10), width: 4, height: 4 }, { cx: 2, cy: 2, side: 2, angle: 0 }, 8)).toThrow(
+    expect(() => cropFace({ data: new Uint8Array(10), width: 4, height: 4 }, { cx: 2, cy: 2, width: 2, height: 2, angle: 0 }, 8)).toThrow(
       'Expected frame to hold 48 bytes (RGB 4x4) but received 10',
     );
-    expect(() => cropFace(solid(4, 4, 0), { cx: 2, cy: 2, side: 0, angle: 0 }, 8)).toThrow(
-      'Expected crop.side to be a positive number but received 0',
+    expect(() => cropFace(solid(4, 4, 0), { cx: 2, cy: 2, width: 0, height: 0, angle: 0 }, 8)).toThrow(
+      'Expected crop.width to be a positive number but received 0',
     );
   });
 });
 
 describe('crop geometry', () => {
   it('maps crop pixels to the frame and back', () => {
-    const crop: FaceCrop = { cx: 123.4, cy: 77.7, side: 90, angle: 0.35 };
+    const crop: FaceCrop = { cx: 123.4, cy: 77.7, width: 72, height: 96, angle: 0.35 };
     for (const [u, v] of [
       [0, 0],
       [47, 12],
@@ -125,33 +113,12 @@ describe('crop geometry', () => {
   });
 
   it('bounds a rotated crop by its corners and clips the bounds to the frame', () => {
-    const crop: FaceCrop = { cx: 50, cy: 50, side: 40, angle: Math.PI / 4 };
+    const crop: FaceCrop = { cx: 50, cy: 50, width: 40, height: 40, angle: Math.PI / 4 };
     const reach = 20 * Math.SQRT2;
     expect(cropBounds(crop, 200, 200)).toEqual({ x0: Math.floor(50 - reach), y0: Math.floor(50 - reach), x1: Math.ceil(50 + reach), y1: Math.ceil(50 + reach) });
-    expect(cropBounds({ cx: -100, cy: 5, side: 10, angle: 0 }, 200, 200)).toEqual({ x0: 0, y0: 0, x1: 0, y1: 10 });
-  });
-
-  it('squares the face box and moves it down a little to take in the chin', () => {
-    const crop = cropForFace(box(100, 50, 80, 100, [120, 90], [160, 90]));
-    expect(crop).toEqual({ cx: 140, cy: 100 + 0.05 * 100, side: 100, angle: 0 });
-  });
-
-  it("extends the box by a manifest's pads (top, bottom, left, right) before squaring", () => {
-    const crop = cropForFace(box(100, 50, 80, 100, [120, 90], [160, 90]), { pads: [0, 10, 0, 0], shiftDown: 0 });
-    expect(crop).toEqual({ cx: 140, cy: 105, side: 110, angle: 0 });
-  });
-
-  it('turns the crop with the eye line when aligning, and shrinks it to the face inside the tilted box', () => {
-    const tilt = Math.PI / 6;
-    const face = box(100, 50, 100, 100, [130, 100], [130 + 40 * Math.cos(tilt), 100 + 40 * Math.sin(tilt)]);
-    const crop = cropForFace(face, { align: true, shiftDown: 0 });
-    expect(crop.angle).toBeCloseTo(tilt, 12);
-    expect(crop.side).toBeCloseTo(100 / (Math.cos(tilt) + Math.sin(tilt)), 9);
-    expect([crop.cx, crop.cy]).toEqual([150, 100]);
-    // A downward shift follows the face's own down: (-sin, cos) in the frame.
-    const shifted = cropForFace(face, { align: true, shiftDown: 0.1 });
-    expect(shifted.cx - 150).toBeCloseTo(-Math.sin(tilt) * 0.1 * crop.side, 9);
-    expect(shifted.cy - 100).toBeCloseTo(Math.cos(tilt) * 0.1 * crop.side, 9);
+    expect(cropBounds({ cx: -100, cy: 5, width: 10, height: 10, angle: 0 }, 200, 200)).toEqual({ x0: 0, y0: 0, x1: 0, y1: 10 });
+    // A rectangle a quarter turn round: its width runs down the frame.
+    expect(cropBounds({ cx: 100, cy: 100, width: 30, height: 40, angle: Math.PI / 2 }, 200, 200)).toEqual({ x0: 80, y0: 85, x1: 120, y1: 115 });
   });
 });
 
@@ -189,15 +156,15 @@ describe('compositeFace', () => {
 
   it('changes nothing outside the mask and keeps the frame size', () => {
     const frame = copy(photo);
-    const crop: FaceCrop = { cx: 240, cy: 150, side: 140, angle: 0 };
+    const crop: FaceCrop = { cx: 240, cy: 150, width: 105, height: 140, angle: 0 };
     const generated = { data: new Uint8Array(96 * 96 * 3).fill(255), size: 96 };
     const { blended } = compositeFace(frame, generated, crop);
     expect(blended).toBeGreaterThan(0);
     expect([frame.width, frame.height, frame.data.length]).toEqual([photo.width, photo.height, photo.data.length]);
 
     const { left, right, top, bottom } = DEFAULT_MOUTH_MASK;
-    const x0 = crop.cx - crop.side / 2;
-    const y0 = crop.cy - crop.side / 2;
+    const x0 = crop.cx - crop.width / 2;
+    const y0 = crop.cy - crop.height / 2;
     const same = (x: number, y: number): boolean => pixel(frame, x, y).join() === pixel(photo, x, y).join();
     let inside = 0;
     const changedOutside: string[] = [];
@@ -206,7 +173,7 @@ describe('compositeFace', () => {
     for (let y = 0; y < frame.height; y++) {
       for (let x = 0; x < frame.width; x++) {
         // The mask's outline rectangle in frame pixels, from the constants alone.
-        const within = x + 0.5 > x0 + left * crop.side && x + 0.5 < x0 + right * crop.side && y + 0.5 > y0 + top * crop.side && y + 0.5 < y0 + bottom * crop.side;
+        const within = x + 0.5 > x0 + left * crop.width && x + 0.5 < x0 + right * crop.width && y + 0.5 > y0 + top * crop.height && y + 0.5 < y0 + bottom * crop.height;
         if (within) inside++;
         else if (!same(x, y)) changedOutside.push(`${x},${y}`);
         const [u, v] = frameToCrop(crop, x + 0.5, y + 0.5);
@@ -224,10 +191,10 @@ describe('compositeFace', () => {
 
   it('leaves no seam: the change along any row or column steps by at most what the feather allows', () => {
     const frame = solid(320, 240, 0);
-    const crop: FaceCrop = { cx: 160, cy: 120, side: 160, angle: 0.2 };
+    const crop: FaceCrop = { cx: 160, cy: 120, width: 160, height: 160, angle: 0.2 };
     compositeFace(frame, { data: new Uint8Array(96 * 96 * 3).fill(255), size: 96 }, crop);
     // smoothstep's steepest slope is 1.5 / feather; one pixel is 1 / side of the crop.
-    const bound = (255 * 1.5) / (DEFAULT_MOUTH_MASK.feather * crop.side) + 1;
+    const bound = (255 * 1.5) / (DEFAULT_MOUTH_MASK.feather * Math.min(crop.width, crop.height)) + 1;
     let steepest = 0;
     let partial = 0;
     for (let y = 0; y < 240; y++) {
@@ -259,7 +226,7 @@ describe('compositeFace', () => {
   it('puts a rotated crop back where it came from (crop, then composite the same pixels: identity inside the mask)', () => {
     const source = gradient(256);
     const frame = copy(source);
-    const crop: FaceCrop = { cx: 128.3, cy: 120.6, side: 100, angle: 0.4 };
+    const crop: FaceCrop = { cx: 128.3, cy: 120.6, width: 80, height: 110, angle: 0.4 };
     const face = cropFace(source, crop, 160);
     compositeFace(frame, { data: face, size: 160 }, crop);
     let worst = 0;
@@ -280,7 +247,7 @@ describe('compositeFace', () => {
 
   it('round-trips a real photo through a rotated 96x96 crop with only resampling blur', () => {
     const frame = copy(photo);
-    const crop: FaceCrop = { cx: 240, cy: 150, side: 120, angle: -0.3 };
+    const crop: FaceCrop = { cx: 240, cy: 150, width: 120, height: 120, angle: -0.3 };
     const face = cropFace(photo, crop, 96);
     compositeFace(frame, { data: face, size: 96 }, crop);
     let sum = 0;
@@ -298,7 +265,7 @@ describe('compositeFace', () => {
 
   it('draws only the on-frame part of a crop that hangs over the corner', () => {
     const frame = solid(120, 90, 10);
-    const crop: FaceCrop = { cx: 5, cy: 70, side: 80, angle: 0.1 };
+    const crop: FaceCrop = { cx: 5, cy: 70, width: 80, height: 80, angle: 0.1 };
     const { blended } = compositeFace(frame, { data: new Uint8Array(96 * 96 * 3).fill(200), size: 96 }, crop);
     expect(blended).toBeGreaterThan(0);
     expect(frame.data.length).toBe(120 * 90 * 3);
@@ -316,14 +283,14 @@ describe('compositeFace', () => {
   it('takes a generated face larger than the model output (the super-resolved mouth of -2-pro)', () => {
     const small = copy(photo);
     const large = copy(photo);
-    const crop: FaceCrop = { cx: 240, cy: 150, side: 140, angle: 0 };
+    const crop: FaceCrop = { cx: 240, cy: 150, width: 140, height: 140, angle: 0 };
     compositeFace(small, { data: new Uint8Array(96 * 96 * 3).fill(90), size: 96 }, crop);
     compositeFace(large, { data: new Uint8Array(384 * 384 * 3).fill(90), size: 384 }, crop);
     expect(Buffer.compare(Buffer.from(small.data), Buffer.from(large.data))).toBe(0);
   });
 
   it('refuses a generated face whose buffer does not match its size', () => {
-    expect(() => compositeFace(solid(10, 10, 0), { data: new Uint8Array(5), size: 96 }, { cx: 5, cy: 5, side: 5, angle: 0 })).toThrow(
+    expect(() => compositeFace(solid(10, 10, 0), { data: new Uint8Array(5), size: 96 }, { cx: 5, cy: 5, width: 5, height: 5, angle: 0 })).toThrow(
       'Expected the generated face to hold size * size * 3 bytes for a positive integer size but received 5 bytes for size 96',
     );
   });
