@@ -221,7 +221,11 @@ export const lipsyncManifestSchema = z.object({
     size: positiveInt,
     /** Rows from this fraction of the crop down are zeroed in the masked half of the input. */
     maskFromRow: z.number().gt(0).lt(1),
-    /** Extra pixels around the detected box before cropping, as Wav2Lip's --pads (top, bottom, left, right). */
+    /**
+     * Wav2Lip's --pads (top, bottom, left, right) the export was made for, kept for the record: the
+     * crop is framed from the keypoints to hold the face as the padded S3FD box did (docs/lipsync.md,
+     * "Crop framing"), so the pipeline adds no fixed pixels.
+     */
     pads: z.tuple([z.number().int(), z.number().int(), z.number().int(), z.number().int()]),
   }),
   audio: z.object({
