@@ -290,6 +290,8 @@ describe('ncnnToOnnx', () => {
     // up1 -> c3 folds; up2 is read by c4 and the residual add, upin by the skip add: both stay.
     expect(ops(folded).filter((o) => o === 'Resize')).toHaveLength(2);
     expect(ops(literal).filter((o) => o === 'Resize')).toHaveLength(3);
+    // The residual's 0.2 rides in c2's weights; the one Mul left is the scalar BinaryOp.
+    expect(ops(folded).filter((o) => o === 'Mul')).toHaveLength(1);
     const a = (await runOnnx(encodeModel(folded.model), input, h, w)).data as Float32Array;
     const b = (await runOnnx(encodeModel(literal.model), input, h, w)).data as Float32Array;
     let maxDiff = 0;

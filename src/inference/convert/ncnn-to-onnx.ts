@@ -6,7 +6,8 @@
  *                     (ReLU, LeakyReLU, Sigmoid)
  *   Split          -> nothing: every output names the input tensor
  *   Concat         -> Concat on axis + 1
- *   Eltwise        -> Mul (product), Max, or a weighted Sum (its coefficients as Muls)
+ *   Eltwise        -> Mul (product), Max, or a weighted Sum (a coefficient on a linear convolution
+ *                     read only there is folded into that convolution's weights, else a Mul)
  *   BinaryOp       -> Add, Sub, Mul, Div of two blobs or of a blob and a scalar
  *   Interp nearest -> Resize nearest (asymmetric, floor); folded into the convolution that is its
  *                     only reader, like the TF.js converter does (exact: upsample-conv.ts)
@@ -107,6 +108,22 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
   const foldInputScale = options.inputScale !== 1 && (readers.get(inputBlob) ?? []).every((l) => l.type === 'Convolution');
   const foldOutputScale = options.outputScale > 0 && options.outputScale !== 1 && outputProducer?.type === 'Convolution' && scalarParam(outputProducer, 9, 0) === 0;
 
+  /**
+   * The Eltwise coefficient a linear convolution can carry in its weights: when its output's only
+   * reader is a weighted sum, the weight of that input (recorded so the sum skips its Mul), else 1.
+   */
+  const appliedCoefficients = new Set<string>();
+  const foldedCoefficient = (conv: NcnnLayer): number => {
+    const blob = conv.outputs[0] ?? '';
+    const [reader, ...others] = readers.get(root(blob)) ?? [];
+    if (reader?.type !== 'Eltwise' || others.length > 0 || scalarParam(reader, 0, 1) !== 1) return 1;
+    const index = reader.inputs.findIndex((input) => root(input) === root(blob));
+    if (index < 0 || reader.inputs.filter((input) => root(input) === root(blob)).length > 1) return 1;
+    const c = arrayParam(reader, 1)[index] ?? 1;
+    if (c !== 1) appliedCoefficients.add(`${reader.name}\0${index}`);
+    return c;
+  };
+
   const stateOf = (layer: NcnnLayer, blob: string): TensorState => {
     const state = states.get(root(blob));
     if (state === undefined) throw new NcnnFormatError(`Expected blob ${blob} to be computed before ncnn layer ${layer.name} reads it`);
@@ -171,14 +188,16 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
         }
         const isInputConv = foldInputScale && blob === inputBlob;
         const isOutputConv = foldOutputScale && layer === outputProducer;
-        const factor = (isInputConv ? options.inputScale : 1) * (isOutputConv ? options.outputScale : 1);
+        const coefficient = activation === 0 ? foldedCoefficient(layer) : 1;
+        const factor = (isInputConv ? options.inputScale : 1) * (isOutputConv ? options.outputScale : 1) * coefficient;
         const kernel = reader.tagged(size, `the kernel of ${layer.name}`);
         if (factor !== 1) for (let i = 0; i < kernel.length; i += 1) kernel[i] = (kernel[i] as number) * factor;
         let conv: ConvWeights = { kernel, shape: [cout, input.channels, kh, kw], pads: convPads(layer, kh, kw) };
         params += size;
         if (biasTerm !== 0) {
           const bias = reader.raw(cout, `the bias of ${layer.name}`);
-          if (isOutputConv) for (let i = 0; i < bias.length; i += 1) bias[i] = (bias[i] as number) * options.outputScale;
+          const biasFactor = (isOutputConv ? options.outputScale : 1) * coefficient;
+          if (biasFactor !== 1) for (let i = 0; i < bias.length; i += 1) bias[i] = (bias[i] as number) * biasFactor;
           conv.bias = bias;
           params += cout;
         }
@@ -237,7 +256,7 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
         if (op !== 1 && coeffs.length > 0) throw unsupported(layer, 'coefficients on a product or maximum');
         const terms = inputs.map((s, i) => {
           const c = coeffs[i] ?? 1;
-          if (op !== 1 || c === 1) return s.onnxName;
+          if (op !== 1 || c === 1 || appliedCoefficients.has(`${layer.name}\0${i}`)) return s.onnxName;
           nodes.push(node('Mul', [s.onnxName, scalar(`${layer.name}.coeff${i}`, c)], [`${name}_term${i}`], `${layer.name}_coeff${i}`));
           return `${name}_term${i}`;
         });

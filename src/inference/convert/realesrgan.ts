@@ -67,7 +67,7 @@ export const REALESRGAN_NETWORKS: Readonly<Record<string, RealEsrganNetwork>> = 
     },
     architecture: 'SRVGGNetCompact (64 features, 32 body convolutions, PReLU), as realesr-general-x4v3',
     description: 'Real-ESRGAN compact x4 super-resolution (SRVGGNetCompact general model) for real-world photos and video frames',
-    tile: { size: 512, overlap: 40, batch: 1 },
+    tile: { size: 512, overlap: 24, batch: 1 },
   },
 };
 
