@@ -139,3 +139,21 @@ describe('batches, memory retries and cancellation with esrgan-slim-x2', () => {
     expect(model.calls - before).toBe(1);
   });
 });
+
+describe('realesrgan-x4fast at its manifest overlap', () => {
+  it('tile 64 equals the untiled result within 1 on every pixel of every photo, and overlap 4 does not', async () => {
+    const { manifest } = await ensureModelFile('realesrgan-x4fast');
+    const overlap = (manifest as SuperResolutionManifest).tile.overlap;
+    expect(overlap).toBe(24);
+    const model = await loadModel('realesrgan-x4fast');
+    let shortContext = 0;
+    for (const [i, image] of crops.entries()) {
+      const untiledResult = (await upscaleRgb(model, image, { tile: 1024, overlap })).data;
+      const tiled = await upscaleRgb(model, image, { tile: 64, overlap });
+      expect(tiled.tiles, PHOTOS[i]![0]).toBeGreaterThan(1);
+      expect(maxAbsDiff(tiled.data, untiledResult), PHOTOS[i]![0]).toBeLessThanOrEqual(1);
+      shortContext = Math.max(shortContext, maxAbsDiff((await upscaleRgb(model, image, { tile: 64, overlap: 4, feather: 0 })).data, untiledResult));
+    }
+    expect(shortContext).toBeGreaterThan(4);
+  });
+});
