@@ -1,0 +1,82 @@
+/**
+ * The gateway process: connect to NATS, make sure the streams exist (the worker's jobs and events
+ * streams too, so a gateway may start before any worker), start the two consumers and the HTTP API.
+ * `stop()` closes in order: refuse new requests and finish those in progress, stop the consumers,
+ * then drain the connection.
+ */
+import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { connectNats } from '../worker/connection.js';
+import type { WorkerSettings } from '../worker/settings.js';
+import { eventsStreamConfig, jobsStreamConfig } from '../worker/topology.js';
+import { ensureConsumers, startConsumers, type ConsumerLoops } from './consumers.js';
+import { buildApp, type GatewayApp } from './http/app.js';
+import { GatewayMetrics } from './metrics.js';
+import { quoteClient } from './quote-client.js';
+import { gatewayService } from './service.js';
+import type { GatewaySettings } from './settings.js';
+import { openStore } from './store/index.js';
+
+export interface GatewayHandle {
+  /** The address the API listens on. */
+  url: string;
+  app: GatewayApp;
+  stop(): Promise<void>;
+}
+
+export async function startGateway(settings: GatewaySettings, worker: WorkerSettings, logger: Logger): Promise<GatewayHandle> {
+  const nc = await connectNats(worker);
+  const jsm = await jetstreamManager(nc);
+  await ensureWorkerStreams(jsm, worker);
+  const store = await openStore(nc, settings.streamPrefix);
+  const js = jetstream(nc);
+  const metrics = new GatewayMetrics();
+  const service = gatewayService({ js, ledger: store.ledger, tasks: store.tasks, quote: quoteClient(nc, settings.quoteTimeoutMs), metrics });
+  const consumerNames = { eventsStream: worker.eventsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
+  await ensureConsumers(jsm, consumerNames);
+  const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger);
+  let stopping = false;
+  const app = await buildApp({
+    settings,
+    resultsDir: worker.resultsDir,
+    resultsBaseUrl: worker.publicBaseUrl,
+    accounts: store.accounts,
+    ledger: store.ledger,
+    tasks: store.tasks,
+    service,
+    metrics,
+    logger,
+    notReadyReason: () => (stopping ? 'stopping' : nc.isClosed() ? 'NATS connection closed' : connected(nc) ? null : 'NATS disconnected'),
+  });
+  const url = await app.listen({ host: settings.host, port: settings.port });
+  return {
+    url,
+    app,
+    async stop() {
+      stopping = true;
+      await app.close();
+      await loops.stop();
+      await nc.drain();
+    },
+  };
+}
+
+function connected(nc: NatsConnection): boolean {
+  // The client reports reconnecting through its status iterator; a closed or reconnecting
+  // connection has no server info to show.
+  return !nc.isClosed() && nc.info !== undefined;
+}
+
+async function ensureWorkerStreams(jsm: JetStreamManager, worker: WorkerSettings): Promise<void> {
+  for (const config of [jobsStreamConfig(worker), eventsStreamConfig(worker)]) {
+    const exists = await jsm.streams.info(config.name).then(
+      () => true,
+      (err: unknown) => {
+        if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return false;
+        throw err;
+      },
+    );
+    if (!exists) await jsm.streams.add(config).catch(() => undefined); // a worker starting at the same moment may win
+  }
+}
