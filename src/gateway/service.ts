@@ -59,13 +59,21 @@ export function gatewayService(deps: { js: JetStreamClient; ledger: Ledger; task
           : endpoint === 'upscale-tool'
             ? { input: quoted.input }
             : {};
-      const debit = await ledger.debit(accountId, {
-        amount: quoted.creditsUsed,
-        taskId,
-        kind,
-        job: { id: taskId, model: job.model, input: job.input as unknown as Record<string, unknown>, credits: quoted.creditsUsed, createdAt },
-        extras,
-      });
+      const debit = await ledger
+        .debit(accountId, {
+          amount: quoted.creditsUsed,
+          taskId,
+          kind,
+          job: { id: taskId, model: job.model, input: job.input as unknown as Record<string, unknown>, credits: quoted.creditsUsed, createdAt },
+          extras,
+        })
+        .catch((err: unknown) => {
+          // Almost always nothing was stored. If the write landed and only its confirmation was lost,
+          // the outbox still creates and runs the task: it shows in the history, charged once.
+          log.warn({ taskId, err }, 'Storing the debit failed');
+          const message = `The job could not be started: the ledger did not confirm the debit (${err instanceof Error ? err.message : String(err)})`;
+          throw kind === 'lipsync' ? new ApiError('LIPSYNC_SUBMIT_FAILED', 500, message) : ApiError.of('SUBMIT_FAILED', message);
+        });
       if (!debit.ok) {
         metrics.submissions.inc({ model: job.model, outcome: 'INSUFFICIENT_CREDITS' });
         throw new ApiError('INSUFFICIENT_CREDITS', 402, `Expected a balance of at least ${quoted.creditsUsed} credits but received ${debit.balance}`);

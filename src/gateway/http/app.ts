@@ -75,6 +75,10 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     },
   });
 
+  // The id is in every log line of the request; echoed so a client can quote it.
+  app.addHook('onRequest', async (req, reply) => {
+    void reply.header('x-request-id', req.id);
+  });
   app.addHook('onResponse', async (req, reply) => {
     metrics.requests.observe(
       { route: req.routeOptions.url ?? 'unmatched', method: req.method, status: String(reply.statusCode) },
