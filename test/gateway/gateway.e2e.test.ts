@@ -387,6 +387,22 @@ describe('uploads', () => {
   });
 });
 
+describe('media-worker accounts', () => {
+  it('tops up an account and refuses an unknown account or a bad amount with exit 1', async () => {
+    const account = await newAccount(5);
+    expect(await accountsCommand(['topup', account.id, '7'], env)).toEqual({ accountId: account.id, credits: 12 });
+    expect(await balance(account)).toBe(12);
+    for (const args of [['topup', 'acct_nope', '5'], ['topup', account.id, '-3'], ['create', '--name', 'x', '--credits', 'many']]) {
+      const failed = await accountsCommand(args, env).then(
+        () => undefined,
+        (err: { code: number; stderr: string }) => err,
+      );
+      expect(failed?.code).toBe(1);
+      expect(failed?.stderr).toMatch(/^media-worker: Expected /);
+    }
+  });
+});
+
 describe('credits under load', () => {
   it('accepts exactly 10 of 100 concurrent submissions against a balance for 10', async () => {
     const account = await newAccount(150);
