@@ -29,7 +29,11 @@ import type { GatewayService } from './service.js';
 import { ledgerEntrySchema } from './store/records.js';
 import type { StoreNames } from './store/streams.js';
 
-const ACK_WAIT_MS = 30_000;
+/**
+ * Handling a message takes milliseconds; a short ack wait bounds how long messages handed to a
+ * gateway that died (prefetched, unacked) wait before another gateway gets them.
+ */
+const ACK_WAIT_MS = 10_000;
 const RETRY_DELAY_MS = 1000;
 
 export interface ConsumerLoops {

@@ -37,6 +37,11 @@ export async function startGateway(settings: GatewaySettings, worker: WorkerSett
   await ensureConsumers(jsm, consumerNames);
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger);
   let stopping = false;
+  let natsUp = true;
+  void watchConnection(nc, (up) => {
+    natsUp = up;
+    logger.warn({ connected: up }, up ? 'NATS reconnected' : 'NATS connection lost; reconnecting');
+  });
   const app = await buildApp({
     settings,
     resultsDir: worker.resultsDir,
@@ -47,7 +52,7 @@ export async function startGateway(settings: GatewaySettings, worker: WorkerSett
     service,
     metrics,
     logger,
-    notReadyReason: () => (stopping ? 'stopping' : nc.isClosed() ? 'NATS connection closed' : connected(nc) ? null : 'NATS disconnected'),
+    notReadyReason: () => (stopping ? 'stopping' : nc.isClosed() ? 'NATS connection closed' : natsUp ? null : 'NATS connection lost; reconnecting'),
   });
   const url = await app.listen({ host: settings.host, port: settings.port });
   return {
@@ -62,10 +67,12 @@ export async function startGateway(settings: GatewaySettings, worker: WorkerSett
   };
 }
 
-function connected(nc: NatsConnection): boolean {
-  // The client reports reconnecting through its status iterator; a closed or reconnecting
-  // connection has no server info to show.
-  return !nc.isClosed() && nc.info !== undefined;
+/** Readiness follows the connection: a gateway without NATS can neither charge nor answer polls. */
+async function watchConnection(nc: NatsConnection, onChange: (connected: boolean) => void): Promise<void> {
+  for await (const status of nc.status()) {
+    if (status.type === 'disconnect') onChange(false);
+    else if (status.type === 'reconnect') onChange(true);
+  }
 }
 
 async function ensureWorkerStreams(jsm: JetStreamManager, worker: WorkerSettings): Promise<void> {

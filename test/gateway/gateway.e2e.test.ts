@@ -438,6 +438,24 @@ describe('a gateway killed while tasks run', () => {
     expect(await balance(account)).toBe(40);
   }, 180_000);
 
+  it('is not ready while NATS is down, and serves again once it is back', async () => {
+    if (!nats.owned) return; // NATS_URL given: that server cannot be stopped
+    const account = await newAccount(100);
+    await nats.stopProcess();
+    const down = await waitFor('the gateway to report not ready', async () => {
+      const res = await fetch(`${gateway.url}/readyz`);
+      return res.status === 503 ? ((await res.json()) as { reason: string }) : undefined;
+    });
+    expect(down.reason).toMatch(/NATS/);
+    await nats.startProcess();
+    await waitFor('the gateway to be ready', async () => ((await fetch(`${gateway.url}/readyz`)).status === 200 ? true : undefined), 30_000);
+    const reply = await waitFor('a submission to be accepted', async () => {
+      const r = await api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'after the restart' } });
+      return r.status === 200 ? r : undefined;
+    }, 30_000, 500);
+    expect(reply.body.data).toMatchObject({ status: 'pending', creditsRemaining: 85 });
+  }, 90_000);
+
   it('finishes requests in progress and exits 0 on SIGTERM', async () => {
     expect(await gateway.kill('SIGTERM')).toBe(0);
   });
