@@ -430,12 +430,20 @@ describe('a gateway killed while tasks run', () => {
       expect(reply.status).toBe(200);
       ids.push(reply.body.data?.id ?? '');
     }
+    // And one that will fail: its refund too must survive the gateway's death.
+    flakyRequests = 0;
+    const failing = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${mediaUrl}/flaky.png` });
+    expect(failing.body.data?.['creditsRemaining']).toBe(20);
+    const failingId = failing.body.data?.id ?? '';
     await gateway.kill('SIGKILL');
     // The worker goes on and publishes the events while no gateway is there to consume them.
-    await waitFor('the events of the three tasks', async () => ((await Promise.all(ids.map((id) => cp.eventsOf(id)))).every((e) => e.length === 1) ? true : undefined), 90_000);
+    await waitFor('the events of the four tasks', async () => ((await Promise.all([...ids, failingId].map((id) => cp.eventsOf(id)))).every((e) => e.length === 1) ? true : undefined), 90_000);
     gateway = await startGatewayProcess(env);
     for (const id of ids) expect((await pollUntilSettled(account, id)).body.data).toMatchObject({ id, status: 'completed', creditsUsed: 20 });
+    expect((await pollUntilSettled(account, failingId)).body.data).toMatchObject({ status: 'failed', creditsRefunded: 20 });
     expect(await balance(account)).toBe(40);
+    const shown = (await accountsCommand(['show', account.id], env)) as { entries: { type: string }[] };
+    expect(shown.entries.map((e) => e.type)).toEqual(['open', 'debit', 'debit', 'debit', 'debit', 'refund']);
   }, 180_000);
 
   it('is not ready while NATS is down, and serves again once it is back', async () => {
@@ -455,6 +463,14 @@ describe('a gateway killed while tasks run', () => {
     }, 30_000, 500);
     expect(reply.body.data).toMatchObject({ status: 'pending', creditsRemaining: 85 });
   }, 90_000);
+
+  it('answers 503 SERVICE_UNAVAILABLE and charges nothing when no worker answers the quote', async () => {
+    const account = await newAccount(100);
+    expect(await serve.kill('SIGTERM')).toBe(0);
+    const reply = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${mediaUrl}/small.png` });
+    expect([reply.status, reply.body.error?.code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
+    expect(await balance(account)).toBe(100);
+  });
 
   it('finishes requests in progress and exits 0 on SIGTERM', async () => {
     expect(await gateway.kill('SIGTERM')).toBe(0);
