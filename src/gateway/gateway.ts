@@ -13,6 +13,7 @@ import { eventsStreamConfig, jobsStreamConfig } from '../worker/topology.js';
 import { ensureConsumers, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, type GatewayApp } from './http/app.js';
 import { GatewayMetrics } from './metrics.js';
+import { watchProgress } from './progress.js';
 import { quoteClient } from './quote-client.js';
 import { gatewayService } from './service.js';
 import type { GatewaySettings } from './settings.js';
@@ -36,6 +37,7 @@ export async function startGateway(settings: GatewaySettings, worker: WorkerSett
   const consumerNames = { eventsStream: worker.eventsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
   await ensureConsumers(jsm, consumerNames);
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger);
+  const progress = watchProgress(nc);
   let stopping = false;
   let natsUp = true;
   void watchConnection(nc, (up) => {
@@ -52,6 +54,7 @@ export async function startGateway(settings: GatewaySettings, worker: WorkerSett
     service,
     metrics,
     logger,
+    progress,
     notReadyReason: () => (stopping ? 'stopping' : nc.isClosed() ? 'NATS connection closed' : natsUp ? null : 'NATS connection lost; reconnecting'),
   });
   const url = await app.listen({ host: settings.host, port: settings.port });
@@ -62,6 +65,7 @@ export async function startGateway(settings: GatewaySettings, worker: WorkerSett
       stopping = true;
       await app.close();
       await loops.stop();
+      progress.stop();
       await nc.drain();
     },
   };

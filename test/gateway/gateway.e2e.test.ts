@@ -301,6 +301,20 @@ describe('tasks', () => {
     expect(foreign.body.error?.message.replace(id, 'ID')).toBe(unknown.body.error?.message.replace('t_doesnotexist', 'ID'));
   });
 
+  it('shows the worker\'s latest progress on a pending task', async () => {
+    const account = await newAccount(100);
+    const id = (await api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'slow' } })).body.data?.id ?? '';
+    expect((await api('GET', `/api/v1/tasks/${id}`, account.key)).body.data).not.toHaveProperty('progress');
+    // What a worker sends on core NATS while the job runs (docs/protocol.md, "Progress").
+    const message = { id, model: 'vendor-v5-generate-music', stage: 'generate', done: 3, total: 4, percent: 75, at: new Date().toISOString() };
+    const seen = await waitFor('the progress to show', async () => {
+      cp.nc.publish(`media.progress.${id}`, JSON.stringify(message));
+      const data = (await api('GET', `/api/v1/tasks/${id}`, account.key)).body.data;
+      return data?.['progress'] === undefined ? undefined : data;
+    });
+    expect(seen).toMatchObject({ status: 'pending', progress: { stage: 'generate', percent: 75, at: message.at } });
+  });
+
   it('lists an account\'s history newest first, one page at a time', async () => {
     const account = await newAccount(100);
     const ids: string[] = [];
@@ -392,6 +406,10 @@ describe('media-worker accounts', () => {
     const account = await newAccount(5);
     expect(await accountsCommand(['topup', account.id, '7'], env)).toEqual({ accountId: account.id, credits: 12 });
     expect(await balance(account)).toBe(12);
+    // A second key of the same account sees the same balance and tasks.
+    const second = (await accountsCommand(['add-key', account.id], env)) as { apiKey: string };
+    expect(second.apiKey).not.toBe(account.key);
+    expect(await balance({ id: account.id, key: second.apiKey })).toBe(12);
     for (const args of [['topup', 'acct_nope', '5'], ['topup', account.id, '-3'], ['create', '--name', 'x', '--credits', 'many']]) {
       const failed = await accountsCommand(args, env).then(
         () => undefined,

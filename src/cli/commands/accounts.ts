@@ -36,6 +36,17 @@ export function registerAccounts(program: Command): void {
     });
 
   accounts
+    .command('add-key')
+    .description('Adds another API key to an account (printed once, stored as its SHA-256); the old keys keep working.')
+    .argument('<account>', 'account id (acct_…)')
+    .action(async (accountId: string) => {
+      await withStore(async (store) => {
+        await mustExist(store, accountId);
+        return { accountId, apiKey: await store.accounts.addKey(accountId) };
+      });
+    });
+
+  accounts
     .command('show')
     .description('Shows an account, its balance and its latest ledger entries.')
     .argument('<account>', 'account id (acct_…)')

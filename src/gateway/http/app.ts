@@ -14,6 +14,7 @@ import { expectedValue } from '../../jobs/messages.js';
 import { PACKAGE_VERSION } from '../../paths.js';
 import { ApiError, errorEnvelope, successEnvelope, toApiError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
+import type { ProgressBoard } from '../progress.js';
 import type { Endpoint, GatewayService } from '../service.js';
 import type { GatewaySettings } from '../settings.js';
 import type { Accounts } from '../store/accounts.js';
@@ -33,6 +34,7 @@ export interface AppDeps {
   service: GatewayService;
   metrics: GatewayMetrics;
   logger: Logger;
+  progress: ProgressBoard;
   /** null when ready, else why not. */
   notReadyReason(): string | null;
 }
@@ -134,7 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.tasks.get(req.accountId, id) : null;
       // Another account's task is looked up under the caller's account, so it is simply not there.
       if (task === null) throw ApiError.of('TASK_NOT_FOUND', `Expected the id of one of your tasks but received ${JSON.stringify(id)}`);
-      return successEnvelope(taskView(task.value));
+      return successEnvelope(withProgress(taskView(task.value), task.value.status, deps.progress));
     });
 
     api.get('/api/v1/tasks', { schema: routeSchemas.history }, async (req) => {
@@ -154,6 +156,17 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
 
   // Fastify types the instance by its logger; a pino Logger and Fastify's base logger differ only in typing.
   return app as unknown as GatewayApp;
+}
+
+/** A pending task shows the worker's latest progress when some gateway heard of it; a settled one forgets it. */
+function withProgress(view: Record<string, unknown>, status: string, board: ProgressBoard): Record<string, unknown> {
+  const id = view['id'] as string;
+  if (status !== 'pending') {
+    board.forget(id);
+    return view;
+  }
+  const progress = board.get(id);
+  return progress === undefined ? view : { ...view, progress };
 }
 
 /** The unified endpoint's body; lip-sync has its own endpoint (spec 1.5, 4.1), and the caller chooses neither id nor credits. */

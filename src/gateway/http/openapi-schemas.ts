@@ -44,6 +44,11 @@ const task = {
     creditsUsed: { type: 'integer' },
     creditsRefunded: { type: 'integer' },
     createdAt: { type: 'string', format: 'date-time' },
+    progress: {
+      type: 'object',
+      description: 'pending only, best effort: the worker\'s latest progress',
+      properties: { stage: { type: 'string' }, percent: { type: 'number' }, at: { type: 'string', format: 'date-time' } },
+    },
   },
   required: ['id', 'model', 'status', 'createdAt'],
 } as const;
