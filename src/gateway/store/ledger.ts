@@ -79,7 +79,9 @@ export class Ledger {
     let seq = afterSeq + 1;
     const subject = this.names.ledgerSubject(accountId);
     while (out.length < limit) {
-      const msg = await this.jsm.direct.getMessage(this.names.ledgerStream, { seq, next_by_subj: subject }).catch(() => null);
+      // null only for "no such message"; any other failure rejects, so a scan never mistakes an
+      // unreachable server for "no refund yet".
+      const msg = await this.jsm.direct.getMessage(this.names.ledgerStream, { seq, next_by_subj: subject });
       if (msg === null) break;
       out.push({ seq: msg.seq, value: ledgerEntrySchema.parse(msg.json()) });
       seq = msg.seq + 1;
