@@ -75,7 +75,6 @@ export function gatewayService(deps: { js: JetStreamClient; ledger: Ledger; task
           throw kind === 'lipsync' ? new ApiError('LIPSYNC_SUBMIT_FAILED', 500, message) : ApiError.of('SUBMIT_FAILED', message);
         });
       if (!debit.ok) {
-        metrics.submissions.inc({ model: job.model, outcome: 'INSUFFICIENT_CREDITS' });
         throw new ApiError('INSUFFICIENT_CREDITS', 402, `Expected a balance of at least ${quoted.creditsUsed} credits but received ${debit.balance}`);
       }
       log.info({ taskId, model: job.model, credits: quoted.creditsUsed, balance: debit.entry.balance }, 'Task accepted');
@@ -85,7 +84,6 @@ export function gatewayService(deps: { js: JetStreamClient; ledger: Ledger; task
         // The debit is stored: the outbox consumer creates the task and publishes the job.
         log.warn({ taskId, err }, 'Publishing the job failed; the outbox will');
       }
-      metrics.submissions.inc({ model: job.model, outcome: 'accepted' });
       return submissionView(taskFromDebit(accountId, debit.entry, debit.seq), debit.entry.balance);
     },
 

@@ -251,6 +251,7 @@ describe('image upscale', () => {
     expect(reply).toEqual({ status: 402, body: { success: false, error: { code: 'INSUFFICIENT_CREDITS', message: expect.stringContaining('20') } } });
     expect(await balance(account)).toBe(10);
     expect((await api('GET', '/api/v1/tasks', account.key)).body.data).toEqual({ tasks: [], nextCursor: null });
+    expect(await (await fetch(`${gateway.url}/metrics`)).text()).toMatch(/media_gateway_submissions_total\{model="vendor-image-upscale",outcome="INSUFFICIENT_CREDITS"\} [1-9]/);
   });
 
   it('refunds a job that fails after acceptance once; a second failure event for the task changes nothing', async () => {

@@ -121,9 +121,17 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     api.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
     const submit = (endpoint: Endpoint, toJob: (body: unknown) => Job, status: number) => async (req: FastifyRequest, reply: FastifyReply) => {
-      const job = toJob(req.body);
-      const data = await deps.service.submit(req.accountId, job, endpoint, req.log);
-      return reply.code(status).send(successEnvelope(data));
+      let model = 'invalid';
+      try {
+        const job = toJob(req.body);
+        model = job.model;
+        const data = await deps.service.submit(req.accountId, job, endpoint, req.log);
+        metrics.submissions.inc({ model, outcome: 'accepted' });
+        return await reply.code(status).send(successEnvelope(data));
+      } catch (err) {
+        metrics.submissions.inc({ model, outcome: toApiError(err).code });
+        throw err;
+      }
     };
 
     api.post('/api/v1/generate', { schema: routeSchemas.generate }, submit('generate', unifiedJob, 200));
