@@ -227,6 +227,12 @@ describe('image upscale', () => {
       expect({ body, status: reply.status, code: reply.body.error?.code, success: reply.body.success }).toEqual({ body, status, code, success: false });
       expect(reply.body.error?.message).toMatch(/\S/);
     }
+    const text = await api('POST', '/api/v1/generate', account.key, undefined, { 'content-type': 'text/plain' });
+    expect([text.status, text.body.error?.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
+    const huge = await api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'x'.repeat(2 * 1024 * 1024) } });
+    expect([huge.status, huge.body.error?.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    const nowhere = await api('GET', '/api/v1/nowhere', account.key);
+    expect([nowhere.status, nowhere.body.error?.code]).toEqual([404, 'NOT_FOUND']);
     expect(await balance(account)).toBe(80);
   });
 

@@ -63,6 +63,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     forceCloseConnections: 'idle',
   });
   app.decorateRequest('accountId', '');
+  // Requests are JSON (spec section 4); Fastify's plain-text parser would let a string through.
+  app.removeContentTypeParser('text/plain');
 
   // Schemas document; validation is the worker's own (see openapi-schemas.ts), and responses are
   // written as built (no field filtering by the serializer).
