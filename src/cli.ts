@@ -4,7 +4,9 @@
  */
 import { Command } from 'commander';
 import { PACKAGE_VERSION } from './paths.js';
+import { registerAccounts } from './cli/commands/accounts.js';
 import { registerConfig } from './cli/commands/config.js';
+import { registerGateway } from './cli/commands/gateway.js';
 import { registerLipsync } from './cli/commands/lipsync.js';
 import { registerModels } from './cli/commands/models.js';
 import { registerQuote } from './cli/commands/quote.js';
@@ -20,6 +22,8 @@ const program = new Command('media-worker')
 registerQuote(program);
 registerRun(program);
 registerServe(program);
+registerGateway(program);
+registerAccounts(program);
 registerUpscaleCommands(program);
 registerLipsync(program);
 registerModels(program);

@@ -13,6 +13,7 @@ import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_M
 import { PACKAGE_ROOT } from './paths.js';
 import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './upscale/video-args.js';
 import { DEFAULT_SR_MODEL_CHOICES, parseSrModelChoices } from './upscale/sr-choice.js';
+import { gatewaySettingsReference } from './gateway/settings.js';
 import { workerSettingsReference } from './worker/settings.js';
 import {
   booleanSetting,
@@ -211,9 +212,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   return parsed.value;
 }
 
-/** Markdown tables of every setting (pipelines, then the daemon), for the README and `media-worker config --reference`. */
+/** Markdown tables of every setting (pipelines, the daemon, the gateway), for the README and `media-worker config --reference`. */
 export function allSettingsReference(): string {
-  return `### Pipelines and command line\n\n${configReference()}\n\n### Daemon (\`media-worker serve\`)\n\n${workerSettingsReference()}`;
+  return `### Pipelines and command line\n\n${configReference()}\n\n### Daemon (\`media-worker serve\`)\n\n${workerSettingsReference()}\n\n### Gateway (\`media-worker gateway\`; also reads the daemon's NATS_*, stream names, RESULTS_DIR and RESULTS_BASE_URL)\n\n${gatewaySettingsReference()}`;
 }
 
 /** Markdown table of the pipeline settings. */

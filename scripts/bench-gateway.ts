@@ -1,0 +1,169 @@
+/**
+ * One host, the whole service: a throwaway nats-server, `media-worker serve` and `media-worker
+ * gateway` (from dist/), an account made with `media-worker accounts create`. Measures
+ *
+ * - submissions per second through POST /api/v1/generate (music: priced by the worker's quote
+ *   service, debited, stored and published; nobody runs them, WORKER_CONCURRENCY music=0) and through
+ *   POST /api/v1/tools/upscale-image (the quote fetches and probes a small PNG served locally);
+ * - latency of GET /api/v1/tasks/{id} (p50, p99), at a given concurrency.
+ *
+ * Prints one JSON object. Figures only, no assertions (timings belong here, not in tests).
+ * Usage: node dist/scripts/bench-gateway.js [--submissions N] [--gets N] [--concurrency C]
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { parseArgs } from 'node:util';
+import sharp from 'sharp';
+import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
+
+const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+const { values } = parseArgs({
+  options: { submissions: { type: 'string', default: '500' }, gets: { type: 'string', default: '5000' }, concurrency: { type: 'string', default: '16' } },
+});
+const SUBMISSIONS = positive(values.submissions, 'submissions');
+const GETS = positive(values.gets, 'gets');
+const CONCURRENCY = positive(values.concurrency, 'concurrency');
+
+function positive(raw: string | undefined, name: string): number {
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`Expected --${name} to be a positive integer but received ${JSON.stringify(raw)}`);
+  return n;
+}
+
+const children: ChildProcess[] = [];
+const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-gateway-'));
+try {
+  const natsUrl = await startNats();
+  const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(64, 42).png().toBuffer();
+  const media = createServer((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(png));
+  await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
+  const imageUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}/in.png`;
+  const env = {
+    ...process.env,
+    NATS_URL: natsUrl,
+    LOG_LEVEL: 'warn',
+    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
+    RESULTS_DIR: path.join(dir, 'results'),
+    WORKER_HEALTH_PORT: '0',
+    WORKER_CONCURRENCY: 'image=0,video=0,lipsync=0,music=0',
+    WORKER_QUOTE_CONCURRENCY: '4',
+    GATEWAY_HOST: '127.0.0.1',
+    GATEWAY_PORT: '0',
+  };
+  await started(spawnCli(['serve'], { ...env, LOG_LEVEL: 'info' }), /media-worker serving/);
+  const gatewayLog = await started(spawnCli(['gateway'], { ...env, LOG_LEVEL: 'info' }), /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/);
+  const base = gatewayLog[1]!;
+  const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'accounts', 'create', '--name', 'bench', '--credits', String(1e9)], { env });
+  const key = (JSON.parse(stdout) as { apiKey: string }).apiKey;
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+
+  const submit = (body: unknown, route: string) => async (): Promise<string> => {
+    const res = await fetch(`${base}${route}`, { method: 'POST', headers, body: JSON.stringify(body) });
+    const json = (await res.json()) as { data?: { id: string } };
+    if (res.status !== 200 || json.data === undefined) throw new Error(`submission answered ${res.status}: ${JSON.stringify(json)}`);
+    return json.data.id;
+  };
+  const music = await timed(SUBMISSIONS, CONCURRENCY, submit({ model: 'vendor-v5-generate-music', input: { prompt: 'bench' } }, '/api/v1/generate'));
+  const images = await timed(Math.max(1, Math.floor(SUBMISSIONS / 5)), CONCURRENCY, submit({ image_url: imageUrl }, '/api/v1/tools/upscale-image'));
+  const ids = music.results;
+  let i = 0;
+  const gets = await timed(GETS, CONCURRENCY, async () => {
+    const id = ids[i++ % ids.length]!;
+    const res = await fetch(`${base}/api/v1/tasks/${id}`, { headers: { authorization: headers.authorization } });
+    if (res.status !== 200) throw new Error(`GET answered ${res.status}`);
+    await res.arrayBuffer();
+    return id;
+  });
+  media.close();
+  process.stdout.write(
+    `${JSON.stringify(
+      {
+        machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version },
+        concurrency: CONCURRENCY,
+        musicSubmissions: summary(music),
+        imageSubmissions: summary(images),
+        getTask: summary(gets),
+      },
+      null,
+      2,
+    )}\n`,
+  );
+} finally {
+  for (const child of children.reverse()) child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 500));
+  await rm(dir, { recursive: true, force: true });
+}
+
+interface Timed<T> {
+  results: T[];
+  latenciesMs: number[];
+  wallMs: number;
+}
+
+/** Runs `n` calls of `task`, `concurrency` at a time, recording each call's latency. */
+async function timed<T>(n: number, concurrency: number, task: () => Promise<T>): Promise<Timed<T>> {
+  const results: T[] = [];
+  const latenciesMs: number[] = [];
+  let next = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        next += 1;
+        const t0 = performance.now();
+        results.push(await task());
+        latenciesMs.push(performance.now() - t0);
+      }
+    }),
+  );
+  return { results, latenciesMs, wallMs: performance.now() - start };
+}
+
+function summary(t: Timed<unknown>): Record<string, number> {
+  const sorted = [...t.latenciesMs].sort((a, b) => a - b);
+  const at = (q: number): number => Number((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(2));
+  return { count: sorted.length, perSecond: Number(((sorted.length * 1000) / t.wallMs).toFixed(1)), p50Ms: at(0.5), p99Ms: at(0.99), maxMs: at(1) };
+}
+
+function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  return child;
+}
+
+async function started(child: ChildProcess, line: RegExp): Promise<RegExpExecArray> {
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Timed out waiting for ${line}: ${out.slice(-2000)}`)), 120_000);
+    const onData = (c: Buffer): void => {
+      out += c.toString();
+      const match = line.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out.slice(-2000)}`)));
+  });
+}
+
+async function startNats(): Promise<string> {
+  const bin = existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server';
+  const child = spawn(bin, ['-p', '-1', '-a', '127.0.0.1', '-js', '-sd', path.join(dir, 'nats'), '--ports_file_dir', dir], { stdio: 'ignore' });
+  children.push(child);
+  const file = path.join(dir, `${path.basename(bin)}_${child.pid}.ports`);
+  for (let i = 0; i < 200; i++) {
+    const ports = await readFile(file, 'utf8').then((t) => JSON.parse(t) as { nats: string[] }, () => null);
+    if (ports?.nats[0]) return ports.nats[0];
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('nats-server did not start');
+}

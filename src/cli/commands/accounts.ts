@@ -1,0 +1,94 @@
+import type { Command } from 'commander';
+import { gatewaySettingsFromEnv, openStore, type Store } from '../../gateway/index.js';
+import { connectNats } from '../../worker/connection.js';
+import { workerSettingsFromEnv } from '../../worker/index.js';
+import { UsageError } from '../job-arg.js';
+import { reportFailure } from '../exit.js';
+
+export function registerAccounts(program: Command): void {
+  const accounts = program
+    .command('accounts')
+    .summary('operators: create gateway accounts, add credits, show balances')
+    .description('Accounts of `media-worker gateway`, stored in NATS JetStream (NATS_URL, GATEWAY_STREAM_PREFIX). Output is JSON.');
+
+  accounts
+    .command('create')
+    .description('Creates an account with an API key; the key is printed once and stored only as its SHA-256.')
+    .requiredOption('--name <name>', 'a name for the operator\'s records')
+    .option('--credits <n>', 'opening balance', '0')
+    .action(async (opts: { name: string; credits: string }) => {
+      await withStore(async (store) => {
+        const { account, apiKey } = await store.accounts.create(opts.name, credits(opts.credits));
+        return { account, apiKey, credits: await store.ledger.balance(account.id) };
+      });
+    });
+
+  accounts
+    .command('topup')
+    .description('Adds credits to an account; prints the new balance.')
+    .argument('<account>', 'account id (acct_…)')
+    .argument('<credits>', 'credits to add, a positive integer')
+    .action(async (accountId: string, amount: string) => {
+      await withStore(async (store) => {
+        await mustExist(store, accountId);
+        return { accountId, credits: await store.ledger.topup(accountId, credits(amount, 1)) };
+      });
+    });
+
+  accounts
+    .command('add-key')
+    .description('Adds another API key to an account (printed once, stored as its SHA-256); the old keys keep working.')
+    .argument('<account>', 'account id (acct_…)')
+    .action(async (accountId: string) => {
+      await withStore(async (store) => {
+        await mustExist(store, accountId);
+        return { accountId, apiKey: await store.accounts.addKey(accountId) };
+      });
+    });
+
+  accounts
+    .command('show')
+    .description('Shows an account, its balance and its latest ledger entries.')
+    .argument('<account>', 'account id (acct_…)')
+    .option('--entries <n>', 'ledger entries shown, newest last', '20')
+    .action(async (accountId: string, opts: { entries: string }) => {
+      await withStore(async (store) => {
+        const account = await mustExist(store, accountId);
+        const last = await store.ledger.last(accountId);
+        const n = credits(opts.entries, 0);
+        const all = await store.ledger.entries(accountId, Math.max(0, (last?.seq ?? 0) - 10 * n - 1), 10_000);
+        const entries = all.slice(-n).map((e) => {
+          const { job: _job, extras: _extras, ...rest } = e.value as Record<string, unknown>;
+          return { seq: e.seq, ...rest };
+        });
+        return { account, credits: last?.value.balance ?? 0, entries };
+      });
+    });
+}
+
+function credits(raw: string, min = 0): number {
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`Expected an integer of at least ${min} but received ${JSON.stringify(raw)}`);
+  return n;
+}
+
+async function mustExist(store: Store, accountId: string) {
+  const account = await store.accounts.get(accountId);
+  if (account === null) throw new UsageError(`Expected an existing account id but received ${JSON.stringify(accountId)}`);
+  return account;
+}
+
+async function withStore(action: (store: Store) => Promise<unknown>): Promise<void> {
+  try {
+    const settings = gatewaySettingsFromEnv();
+    const nc = await connectNats({ ...workerSettingsFromEnv(), natsName: 'media-worker-accounts' });
+    try {
+      const out = await action(await openStore(nc, settings.streamPrefix));
+      process.stdout.write(`${JSON.stringify(out)}\n`);
+    } finally {
+      await nc.close();
+    }
+  } catch (err) {
+    process.exitCode = reportFailure(err);
+  }
+}

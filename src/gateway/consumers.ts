@@ -1,0 +1,134 @@
+/**
+ * The gateway's two durable consumers, shared by every gateway of a deployment (each message is
+ * handled by one of them):
+ *
+ * - `<prefix>-events` on the worker's events stream (`media.events.>`): settles each task from its
+ *   terminal event, then acks. Redelivered or handled twice, an event changes nothing more
+ *   (settle() is idempotent on the task id).
+ * - `<prefix>-outbox` on the ledger: for every debit, makes sure its task exists and its job is
+ *   published (service.ts explains why that repairs a crash between debit and publish).
+ *
+ * A message is acked only after its effect is stored; a failure naks it for a retry.
+ */
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { terminalEventSchema } from '../worker/events.js';
+import { EVENTS_SUBJECT_PREFIX } from '../worker/subjects.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { GatewayService } from './service.js';
+import { ledgerEntrySchema } from './store/records.js';
+import type { StoreNames } from './store/streams.js';
+
+/**
+ * Handling a message takes milliseconds; a short ack wait bounds how long messages handed to a
+ * gateway that died (prefetched, unacked) wait before another gateway gets them.
+ */
+const ACK_WAIT_MS = 10_000;
+const RETRY_DELAY_MS = 1000;
+
+export interface ConsumerLoops {
+  /** Resolves when both loops have stopped. */
+  stop(): Promise<void>;
+}
+
+export interface ConsumerNames {
+  eventsStream: string;
+  consumerPrefix: string;
+  names: StoreNames;
+}
+
+export async function ensureConsumers(jsm: JetStreamManager, n: ConsumerNames): Promise<void> {
+  await ensureDurable(jsm, n.eventsStream, `${n.consumerPrefix}-events`, `${EVENTS_SUBJECT_PREFIX}.>`, 'media-worker gateway: settles tasks from terminal events');
+  await ensureDurable(jsm, n.names.ledgerStream, `${n.consumerPrefix}-outbox`, n.names.ledgerFilter, 'media-worker gateway: task and job of every debit');
+}
+
+async function ensureDurable(jsm: JetStreamManager, stream: string, durable: string, filter: string, description: string): Promise<void> {
+  const existing = await jsm.consumers.info(stream, durable).catch((err: unknown) => {
+    if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound) return null;
+    throw err;
+  });
+  if (existing !== null) return;
+  await jsm.consumers.add(stream, {
+    durable_name: durable,
+    filter_subject: filter,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(ACK_WAIT_MS),
+    description,
+  });
+}
+
+export async function startConsumers(
+  js: JetStreamClient,
+  n: ConsumerNames,
+  service: GatewayService,
+  metrics: GatewayMetrics,
+  logger: Logger,
+): Promise<ConsumerLoops> {
+  const events = await js.consumers.get(n.eventsStream, `${n.consumerPrefix}-events`);
+  const outbox = await js.consumers.get(n.names.ledgerStream, `${n.consumerPrefix}-outbox`);
+  const eventMsgs = await events.consume({ max_messages: 64 });
+  const outboxMsgs = await outbox.consume({ max_messages: 64 });
+
+  const onEvent = async (msg: JsMsg): Promise<void> => {
+    const parsed = terminalEventSchema.safeParse(safeJson(msg));
+    if (!parsed.success) {
+      logger.error({ subject: msg.subject, seq: msg.seq }, 'Not a terminal event; skipped');
+      metrics.events.inc({ result: 'malformed' });
+      return;
+    }
+    const result = await service.settle(parsed.data, logger.child({ taskId: parsed.data.id }));
+    metrics.events.inc({ result });
+  };
+
+  const onDebit = async (msg: JsMsg): Promise<void> => {
+    const entry = ledgerEntrySchema.safeParse(safeJson(msg));
+    if (!entry.success) {
+      logger.error({ subject: msg.subject, seq: msg.seq }, 'Not a ledger entry; skipped');
+      return;
+    }
+    if (entry.data.type !== 'debit') return;
+    const accountId = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
+    await service.materialise(accountId, entry.data, msg.seq);
+    metrics.outbox.inc();
+  };
+
+  const loops = [loop(eventMsgs, onEvent, logger, 'events'), loop(outboxMsgs, onDebit, logger, 'outbox')];
+  return {
+    async stop() {
+      await eventMsgs.close();
+      await outboxMsgs.close();
+      await Promise.all(loops);
+    },
+  };
+}
+
+async function loop(messages: ConsumerMessages, handle: (msg: JsMsg) => Promise<void>, logger: Logger, name: string): Promise<void> {
+  for await (const msg of messages) {
+    try {
+      await handle(msg);
+      await msg.ackAck();
+    } catch (err) {
+      logger.warn({ err, consumer: name, subject: msg.subject, seq: msg.seq }, 'Handling failed; retried');
+      msg.nak(RETRY_DELAY_MS);
+    }
+  }
+}
+
+function safeJson(msg: JsMsg): unknown {
+  try {
+    return msg.json();
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Errors of the HTTP API. A JobError from the contract (src/jobs/) keeps its code and status; the
+ * gateway adds the few codes the spec leaves "not shown" (docs/contract.md, "The gateway's HTTP
+ * API"). Every error leaves as `{"success": false, "error": {"code", "message"}}`.
+ */
+import { isJobError } from '../jobs/index.js';
+
+export const GATEWAY_ERROR_STATUS = {
+  /** Authorization header absent, not `Bearer <key>`, or an unknown key. */
+  UNAUTHORIZED: 401,
+  /** Unknown task id, or a task of another account (the same answer on purpose). */
+  TASK_NOT_FOUND: 404,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  INVALID_QUERY: 400,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  /** No worker answered the quote request: nothing was charged. */
+  SERVICE_UNAVAILABLE: 503,
+  /** The submission could not be stored (NATS unreachable); nothing was charged. */
+  SUBMIT_FAILED: 500,
+} as const;
+
+export type GatewayErrorCode = keyof typeof GATEWAY_ERROR_STATUS;
+
+export class ApiError extends Error {
+  constructor(
+    readonly code: string,
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  static of(code: GatewayErrorCode, message: string): ApiError {
+    return new ApiError(code, GATEWAY_ERROR_STATUS[code], message);
+  }
+}
+
+export interface ErrorEnvelope {
+  success: false;
+  error: { code: string; message: string };
+}
+
+export function errorEnvelope(code: string, message: string): ErrorEnvelope {
+  return { success: false, error: { code, message } };
+}
+
+export function successEnvelope<T>(data: T): { success: true; data: T } {
+  return { success: true, data };
+}
+
+/** Any thrown value as the API's status and body; unknown errors hide their message. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (isJobError(err)) return new ApiError(err.code, err.status, err.message);
+  return new ApiError('INTERNAL_ERROR', 500, 'Internal error');
+}

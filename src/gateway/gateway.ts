@@ -1,0 +1,93 @@
+/**
+ * The gateway process: connect to NATS, make sure the streams exist (the worker's jobs and events
+ * streams too, so a gateway may start before any worker), start the two consumers and the HTTP API.
+ * `stop()` closes in order: refuse new requests and finish those in progress, stop the consumers,
+ * then drain the connection.
+ */
+import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { connectNats } from '../worker/connection.js';
+import type { WorkerSettings } from '../worker/settings.js';
+import { eventsStreamConfig, jobsStreamConfig } from '../worker/topology.js';
+import { ensureConsumers, startConsumers, type ConsumerLoops } from './consumers.js';
+import { buildApp, type GatewayApp } from './http/app.js';
+import { GatewayMetrics } from './metrics.js';
+import { watchProgress } from './progress.js';
+import { quoteClient } from './quote-client.js';
+import { gatewayService } from './service.js';
+import type { GatewaySettings } from './settings.js';
+import { openStore } from './store/index.js';
+
+export interface GatewayHandle {
+  /** The address the API listens on. */
+  url: string;
+  app: GatewayApp;
+  stop(): Promise<void>;
+}
+
+export async function startGateway(settings: GatewaySettings, worker: WorkerSettings, logger: Logger): Promise<GatewayHandle> {
+  const nc = await connectNats(worker);
+  const jsm = await jetstreamManager(nc);
+  await ensureWorkerStreams(jsm, worker);
+  const store = await openStore(nc, settings.streamPrefix);
+  const js = jetstream(nc);
+  const metrics = new GatewayMetrics();
+  const service = gatewayService({ js, ledger: store.ledger, tasks: store.tasks, quote: quoteClient(nc, settings.quoteTimeoutMs), metrics });
+  const consumerNames = { eventsStream: worker.eventsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
+  await ensureConsumers(jsm, consumerNames);
+  const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger);
+  const progress = watchProgress(nc);
+  let stopping = false;
+  let natsUp = true;
+  void watchConnection(nc, (up) => {
+    natsUp = up;
+    logger.warn({ connected: up }, up ? 'NATS reconnected' : 'NATS connection lost; reconnecting');
+  });
+  const app = await buildApp({
+    settings,
+    resultsDir: worker.resultsDir,
+    resultsBaseUrl: worker.publicBaseUrl,
+    accounts: store.accounts,
+    ledger: store.ledger,
+    tasks: store.tasks,
+    service,
+    metrics,
+    logger,
+    progress,
+    notReadyReason: () => (stopping ? 'stopping' : nc.isClosed() ? 'NATS connection closed' : natsUp ? null : 'NATS connection lost; reconnecting'),
+  });
+  const url = await app.listen({ host: settings.host, port: settings.port });
+  return {
+    url,
+    app,
+    async stop() {
+      stopping = true;
+      await app.close();
+      await loops.stop();
+      progress.stop();
+      await nc.drain();
+    },
+  };
+}
+
+/** Readiness follows the connection: a gateway without NATS can neither charge nor answer polls. */
+async function watchConnection(nc: NatsConnection, onChange: (connected: boolean) => void): Promise<void> {
+  for await (const status of nc.status()) {
+    if (status.type === 'disconnect') onChange(false);
+    else if (status.type === 'reconnect') onChange(true);
+  }
+}
+
+async function ensureWorkerStreams(jsm: JetStreamManager, worker: WorkerSettings): Promise<void> {
+  for (const config of [jobsStreamConfig(worker), eventsStreamConfig(worker)]) {
+    const exists = await jsm.streams.info(config.name).then(
+      () => true,
+      (err: unknown) => {
+        if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return false;
+        throw err;
+      },
+    );
+    if (!exists) await jsm.streams.add(config).catch(() => undefined); // a worker starting at the same moment may win
+  }
+}

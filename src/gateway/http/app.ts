@@ -1,0 +1,235 @@
+/**
+ * The spec's HTTP API on Fastify. Fastify gives the request ids in the pino logs, body size limits,
+ * timeouts, content-type handling and graceful close; @fastify/swagger turns the route schemas
+ * into /api/v1/openapi.json; @fastify/static serves RESULTS_DIR with range requests.
+ */
+import { randomUUID } from 'node:crypto';
+import fastifyStatic from '@fastify/static';
+import fastifySwagger from '@fastify/swagger';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { JobError, LIPSYNC_MODEL_IDS, MODEL_IDS, normaliseToolBody, oneOf, parseJob, type Job } from '../../jobs/index.js';
+import { expectedValue } from '../../jobs/messages.js';
+import { PACKAGE_VERSION } from '../../paths.js';
+import { ApiError, errorEnvelope, successEnvelope, toApiError } from '../errors.js';
+import type { GatewayMetrics } from '../metrics.js';
+import type { ProgressBoard } from '../progress.js';
+import type { Endpoint, GatewayService } from '../service.js';
+import type { GatewaySettings } from '../settings.js';
+import type { Accounts } from '../store/accounts.js';
+import type { Ledger } from '../store/ledger.js';
+import type { Tasks } from '../store/tasks.js';
+import { taskView } from '../views.js';
+import { routeSchemas } from './openapi-schemas.js';
+import { registerUploads } from './uploads.js';
+
+export interface AppDeps {
+  settings: GatewaySettings;
+  resultsDir: string;
+  resultsBaseUrl: string | undefined;
+  accounts: Accounts;
+  ledger: Ledger;
+  tasks: Tasks;
+  service: GatewayService;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  progress: ProgressBoard;
+  /** null when ready, else why not. */
+  notReadyReason(): string | null;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    accountId: string;
+  }
+}
+
+const UNIFIED_MODELS = MODEL_IDS.filter((m) => !(LIPSYNC_MODEL_IDS as readonly string[]).includes(m));
+
+export type GatewayApp = FastifyInstance;
+
+export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
+  const { settings, metrics } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    bodyLimit: settings.bodyLimitBytes,
+    requestTimeout: settings.requestTimeoutMs,
+    connectionTimeout: settings.requestTimeoutMs,
+    // A client may send its own id (a proxy's); otherwise one is made. It is in every log line of the request.
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+  app.decorateRequest('accountId', '');
+  // Requests are JSON (spec section 4); Fastify's plain-text parser would let a string through.
+  app.removeContentTypeParser('text/plain');
+
+  // Schemas document; validation is the worker's own (see openapi-schemas.ts), and responses are
+  // written as built (no field filtering by the serializer).
+  app.setValidatorCompiler(() => (data) => ({ value: data }));
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'media-worker gateway', version: PACKAGE_VERSION, description: 'The media service HTTP API (media-service-spec.md sections 1-5, 7; docs/contract.md).' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+  });
+
+  // The id is in every log line of the request; echoed so a client can quote it.
+  app.addHook('onRequest', async (req, reply) => {
+    void reply.header('x-request-id', req.id);
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    metrics.requests.observe(
+      { route: req.routeOptions.url ?? 'unmatched', method: req.method, status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  app.setErrorHandler((err: unknown, req, reply) => {
+    const mapped = fromFastifyError(err) ?? toApiError(err);
+    if (mapped.status >= 500) req.log.error({ err }, 'Request failed');
+    void reply.code(mapped.status).send(errorEnvelope(mapped.code, mapped.message));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply.code(404).send(errorEnvelope('NOT_FOUND', `Expected a path of this API but received ${req.method} ${req.url.split('?')[0]}`));
+  });
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    const reason = deps.notReadyReason();
+    if (reason !== null) return reply.code(503).send({ status: 'not ready', reason });
+    return { status: 'ready' };
+  });
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+
+  if (settings.serveResults) {
+    await app.register(fastifyStatic, { root: deps.resultsDir, prefix: '/results/', decorateReply: false, index: false, dotfiles: 'deny' });
+  }
+
+  await app.register(async (api) => {
+    api.addHook('onRequest', async (req) => {
+      if (req.url === '/api/v1/openapi.json') return;
+      req.accountId = await authenticate(req, deps.accounts);
+      req.log = req.log.child({ accountId: req.accountId });
+    });
+
+    api.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+    const submit = (endpoint: Endpoint, toJob: (body: unknown) => Job, status: number) => async (req: FastifyRequest, reply: FastifyReply) => {
+      let model = 'invalid';
+      try {
+        const job = toJob(req.body);
+        model = job.model;
+        const data = await deps.service.submit(req.accountId, job, endpoint, req.log);
+        metrics.submissions.inc({ model, outcome: 'accepted' });
+        return await reply.code(status).send(successEnvelope(data));
+      } catch (err) {
+        metrics.submissions.inc({ model, outcome: toApiError(err).code });
+        throw err;
+      }
+    };
+
+    api.post('/api/v1/generate', { schema: routeSchemas.generate }, submit('generate', unifiedJob, 200));
+    api.post('/api/v1/tools/lipsync', { schema: routeSchemas.lipsync }, submit('lipsync', (b) => normaliseToolBody('lipsync', b), 202));
+    api.post('/api/v1/tools/upscale-image', { schema: routeSchemas.upscaleImage }, submit('upscale-tool', (b) => normaliseToolBody('upscale-image', b), 200));
+    api.post('/api/v1/tools/upscale-video', { schema: routeSchemas.upscaleVideo }, submit('upscale-tool', (b) => normaliseToolBody('upscale-video', b), 200));
+
+    api.get('/api/v1/tasks/:id', { schema: routeSchemas.task }, async (req) => {
+      const { id } = req.params as { id: string };
+      const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.tasks.get(req.accountId, id) : null;
+      // Another account's task is looked up under the caller's account, so it is simply not there.
+      if (task === null) throw ApiError.of('TASK_NOT_FOUND', `Expected the id of one of your tasks but received ${JSON.stringify(id)}`);
+      return successEnvelope(withProgress(taskView(task.value), task.value.status, deps.progress));
+    });
+
+    api.get('/api/v1/tasks', { schema: routeSchemas.history }, async (req) => {
+      const query = historyQuery(settings.historyPageSize).safeParse(req.query);
+      if (!query.success) throw ApiError.of('INVALID_QUERY', query.error.issues[0]?.message ?? 'Invalid query');
+      const page = await deps.tasks.listIds(req.accountId, query.data.limit, query.data.cursor);
+      const tasks = await Promise.all(page.ids.map((id) => deps.tasks.get(req.accountId, id)));
+      return successEnvelope({ tasks: tasks.flatMap((t) => (t === null ? [] : [taskView(t.value)])), nextCursor: page.next });
+    });
+
+    api.get('/api/v1/balance', { schema: routeSchemas.balance }, async (req) => {
+      return successEnvelope({ accountId: req.accountId, credits: (await deps.ledger.balance(req.accountId)) ?? 0 });
+    });
+
+    if (settings.uploadsEnabled) registerUploads(api, { ...deps, schema: routeSchemas.upload });
+  });
+
+  // Fastify types the instance by its logger; a pino Logger and Fastify's base logger differ only in typing.
+  return app as unknown as GatewayApp;
+}
+
+/** A pending task shows the worker's latest progress when some gateway heard of it; a settled one forgets it. */
+function withProgress(view: Record<string, unknown>, status: string, board: ProgressBoard): Record<string, unknown> {
+  const id = view['id'] as string;
+  if (status !== 'pending') {
+    board.forget(id);
+    return view;
+  }
+  const progress = board.get(id);
+  return progress === undefined ? view : { ...view, progress };
+}
+
+/** The unified endpoint's body; lip-sync has its own endpoint (spec 1.5, 4.1), and the caller chooses neither id nor credits. */
+function unifiedJob(body: unknown): Job {
+  const fields = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+  if (fields === undefined) return parseJob(body);
+  const model = fields['model'];
+  if (typeof model === 'string' && (LIPSYNC_MODEL_IDS as readonly string[]).includes(model)) {
+    throw new JobError('UNKNOWN_MODEL', `${expectedValue('model', oneOf(UNIFIED_MODELS), model)} (lip-sync: POST /api/v1/tools/lipsync)`);
+  }
+  return parseJob({ model: fields['model'], input: fields['input'] });
+}
+
+function historyQuery(defaultLimit: number) {
+  return z.object({
+    limit: z.coerce
+      .number({ error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}` })
+      .int({ error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}` })
+      .min(1, { error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}` })
+      .max(100, { error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}` })
+      .default(defaultLimit),
+    cursor: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,128}$/, { error: (i) => `Expected cursor to be a task id but received ${JSON.stringify(i.input)}` })
+      .optional(),
+  });
+}
+
+async function authenticate(req: FastifyRequest, accounts: Accounts): Promise<string> {
+  const header = req.headers.authorization;
+  if (header === undefined) throw ApiError.of('UNAUTHORIZED', 'Expected an Authorization header "Bearer <API key>" but received nothing');
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (match === null) throw ApiError.of('UNAUTHORIZED', 'Expected an Authorization header "Bearer <API key>" but received another scheme');
+  const accountId = await accounts.byKey(match[1]!);
+  if (accountId === null) throw ApiError.of('UNAUTHORIZED', 'Expected a valid API key but received an unknown one');
+  return accountId;
+}
+
+/** Fastify's own request errors (bad JSON, too large, wrong content type) in the API's words. */
+function fromFastifyError(err: unknown): ApiError | undefined {
+  if (typeof err !== 'object' || err === null || !('code' in err) || typeof err.code !== 'string' || !err.code.startsWith('FST_')) return undefined;
+  const message = 'message' in err && typeof err.message === 'string' ? err.message : err.code;
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return ApiError.of('PAYLOAD_TOO_LARGE', 'Expected a request body within the size limit but received a larger one');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return ApiError.of('UNSUPPORTED_MEDIA_TYPE', 'Expected Content-Type application/json but received another type');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ApiError('INVALID_JOB', 400, `Expected the body to be a JSON object but received invalid JSON (${message})`);
+    default: {
+      const status = 'statusCode' in err && typeof err.statusCode === 'number' ? err.statusCode : 500;
+      return new ApiError(status >= 500 ? 'INTERNAL_ERROR' : 'INVALID_JOB', status, message);
+    }
+  }
+}

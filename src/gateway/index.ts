@@ -1,0 +1,4 @@
+/** The reference control plane: the spec's HTTP API over the worker protocol. */
+export { startGateway, type GatewayHandle } from './gateway.js';
+export { gatewaySettingsFromEnv, gatewaySettingsReference, parseGatewaySettings, GATEWAY_SETTINGS, type GatewaySettings } from './settings.js';
+export { openStore, type Store } from './store/index.js';

@@ -1,0 +1,31 @@
+/** Prometheus metrics of the gateway, in a registry of its own. */
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Histogram({
+    name: 'media_gateway_http_request_duration_seconds',
+    help: 'HTTP requests by route, method and status.',
+    labelNames: ['route', 'method', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly submissions = new Counter({
+    name: 'media_gateway_submissions_total',
+    help: 'Submissions by model and outcome (accepted or the error code).',
+    labelNames: ['model', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly events = new Counter({
+    name: 'media_gateway_events_total',
+    help: 'Terminal events handled, by result.',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly refunds = new Counter({ name: 'media_gateway_refunds_total', help: 'Refunds written to the ledger.', registers: [this.registry] });
+  readonly outbox = new Counter({ name: 'media_gateway_outbox_debits_total', help: 'Debits the outbox consumer made sure of.', registers: [this.registry] });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'media_gateway_' });
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * The gateway's business logic over its store: submit (quote, debit, create the task, publish the
+ * job), settle a terminal event (complete, or fail and refund once), and the outbox step that makes
+ * a debit's task and job exist whatever crashed in between.
+ *
+ * Write order of a submission: (1) the debit, carrying the whole job, is appended to the ledger;
+ * (2) the task is created; (3) the job is published with `Nats-Msg-Id: <task id>`. Steps 2 and 3
+ * are idempotent and are run again by the outbox consumer for every debit, so a gateway that dies
+ * after (1) loses nothing: another gateway (or itself, restarted) completes them. No job is
+ * published except from a stored debit, so every job has a debit.
+ */
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { Logger } from 'pino';
+import { kindOfModel, type Job } from '../jobs/index.js';
+import type { TerminalEvent } from '../worker/events.js';
+import { jobSubject } from '../worker/subjects.js';
+import { ApiError } from './errors.js';
+import { newTaskId } from './ids.js';
+import type { QuoteClient } from './quote-client.js';
+import type { Ledger } from './store/ledger.js';
+import type { DebitEntry, SubmissionExtras, TaskRecord } from './store/records.js';
+import type { Tasks } from './store/tasks.js';
+import { WriteConflict } from './store/subject-store.js';
+import { pollUrl, submissionView } from './views.js';
+import type { GatewayMetrics } from './metrics.js';
+
+export type Endpoint = 'generate' | 'lipsync' | 'upscale-tool';
+
+export interface GatewayService {
+  submit(accountId: string, job: Job, endpoint: Endpoint, log: Pick<Logger, 'info' | 'warn'>): Promise<Record<string, unknown>>;
+  materialise(accountId: string, entry: DebitEntry, seq: number): Promise<void>;
+  settle(event: TerminalEvent, log: Pick<Logger, 'info' | 'warn'>): Promise<'completed' | 'failed' | 'already settled' | 'not ours'>;
+}
+
+export function gatewayService(deps: { js: JetStreamClient; ledger: Ledger; tasks: Tasks; quote: QuoteClient; metrics: GatewayMetrics }): GatewayService {
+  const { js, ledger, tasks, quote, metrics } = deps;
+
+  const publishJob = async (entry: DebitEntry): Promise<void> => {
+    await js.publish(jobSubject(entry.kind, entry.job.model), JSON.stringify(entry.job), { msgID: entry.taskId });
+  };
+
+  const materialise = async (accountId: string, entry: DebitEntry, seq: number): Promise<void> => {
+    const stored = await tasks.ensure(taskFromDebit(accountId, entry, seq));
+    // A settled task's job ran already; publishing it again would only cost the worker a lookup.
+    if (stored.value.status === 'pending') await publishJob(entry);
+  };
+
+  return {
+    materialise,
+
+    async submit(accountId, job, endpoint, log) {
+      const quoted = await quote(job);
+      const taskId = newTaskId();
+      const createdAt = new Date().toISOString();
+      const kind = kindOfModel(job.model);
+      const extras: SubmissionExtras =
+        endpoint === 'lipsync'
+          ? { pollUrl: pollUrl(taskId), ...(quoted.duration === undefined ? {} : { duration: quoted.duration }) }
+          : endpoint === 'upscale-tool'
+            ? { input: quoted.input }
+            : {};
+      const debit = await ledger
+        .debit(accountId, {
+          amount: quoted.creditsUsed,
+          taskId,
+          kind,
+          job: { id: taskId, model: job.model, input: job.input as unknown as Record<string, unknown>, credits: quoted.creditsUsed, createdAt },
+          extras,
+        })
+        .catch((err: unknown) => {
+          // Almost always nothing was stored. If the write landed and only its confirmation was lost,
+          // the outbox still creates and runs the task: it shows in the history, charged once.
+          log.warn({ taskId, err }, 'Storing the debit failed');
+          const message = `The job could not be started: the ledger did not confirm the debit (${err instanceof Error ? err.message : String(err)})`;
+          throw kind === 'lipsync' ? new ApiError('LIPSYNC_SUBMIT_FAILED', 500, message) : ApiError.of('SUBMIT_FAILED', message);
+        });
+      if (!debit.ok) {
+        throw new ApiError('INSUFFICIENT_CREDITS', 402, `Expected a balance of at least ${quoted.creditsUsed} credits but received ${debit.balance}`);
+      }
+      log.info({ taskId, model: job.model, credits: quoted.creditsUsed, balance: debit.entry.balance }, 'Task accepted');
+      try {
+        await materialise(accountId, debit.entry, debit.seq);
+      } catch (err) {
+        // The debit is stored: the outbox consumer creates the task and publishes the job.
+        log.warn({ taskId, err }, 'Publishing the job failed; the outbox will');
+      }
+      return submissionView(taskFromDebit(accountId, debit.entry, debit.seq), debit.entry.balance);
+    },
+
+    async settle(event, log) {
+      const accountId = await tasks.owner(event.id);
+      if (accountId === null) return 'not ours';
+      for (;;) {
+        const current = await tasks.get(accountId, event.id);
+        if (current === null) return 'not ours';
+        const task = current.value;
+        if (task.status !== 'pending') return 'already settled';
+        let next: TaskRecord;
+        if (event.status === 'completed') {
+          next = {
+            ...task,
+            status: 'completed',
+            result: event.result,
+            ...(event.model === null ? {} : { reportedModel: event.model }),
+            ...(event.mediaType === undefined ? {} : { mediaType: event.mediaType }),
+            finishedAt: event.finishedAt,
+          };
+        } else {
+          const code = event.error?.code ?? 'INTERNAL_ERROR';
+          const wrote = await ledger.refundOnce(accountId, task.id, task.creditsUsed, task.debitSeq, code);
+          if (wrote) metrics.refunds.inc();
+          log.info({ taskId: task.id, code, credits: task.creditsUsed, refundWritten: wrote }, 'Task failed; credits refunded');
+          next = {
+            ...task,
+            status: 'failed',
+            error: { code, message: event.error?.message ?? 'The job failed' },
+            creditsRefunded: task.creditsUsed,
+            finishedAt: event.finishedAt,
+          };
+        }
+        try {
+          await tasks.replace(current, next);
+          return event.status;
+        } catch (err) {
+          if (!(err instanceof WriteConflict)) throw err;
+        }
+      }
+    },
+  };
+}
+
+export function taskFromDebit(accountId: string, entry: DebitEntry, seq: number): TaskRecord {
+  return {
+    id: entry.taskId,
+    accountId,
+    model: entry.job.model,
+    kind: entry.kind,
+    status: 'pending',
+    creditsUsed: entry.amount,
+    createdAt: entry.job.createdAt,
+    debitSeq: seq,
+    extras: entry.extras,
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * Settings of the gateway (`media-worker gateway`), in the table shape of src/worker/settings.ts.
+ * The NATS connection and the worker's stream names are the worker's own settings (NATS_URL,
+ * MEDIA_JOBS_STREAM, ...), read from the same environment, so one environment file serves both.
+ */
+import { z } from 'zod';
+import {
+  booleanSetting,
+  inputFromEnv,
+  intSchema,
+  nonEmptyText,
+  parseSettings,
+  positiveInt,
+  received,
+  setting,
+  SettingsError,
+  settingsReference,
+  tableSchema,
+  type SettingsInput,
+  type SettingsOf,
+} from '../settings-table.js';
+
+const port = intSchema('a port number from 0 to 65535', 0, 65535);
+
+const namePrefix = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, {
+  error: (issue) => `Expected 1 to 32 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
+});
+
+export const GATEWAY_SETTINGS = {
+  host: setting({ env: 'GATEWAY_HOST', schema: nonEmptyText, default: '0.0.0.0', doc: 'Address the HTTP API listens on.' }),
+  port: setting({ env: 'GATEWAY_PORT', schema: port, default: '8080', doc: 'Port of the HTTP API; 0: any free port.' }),
+  streamPrefix: setting({
+    env: 'GATEWAY_STREAM_PREFIX',
+    schema: namePrefix,
+    default: 'GATEWAY',
+    doc: 'JetStream streams of the gateway are `<prefix>_ACCOUNTS`, `<prefix>_LEDGER`, `<prefix>_TASKS`; every gateway of a deployment uses the same.',
+  }),
+  consumerPrefix: setting({
+    env: 'GATEWAY_CONSUMER_PREFIX',
+    schema: namePrefix,
+    default: 'gateway',
+    doc: 'Durable consumers `<prefix>-events` (MEDIA_EVENTS) and `<prefix>-outbox` (the ledger); gateways of one deployment share them.',
+  }),
+  quoteTimeoutMs: setting({
+    env: 'GATEWAY_QUOTE_TIMEOUT_MS',
+    schema: positiveInt,
+    default: '150000',
+    doc: 'Longest wait for the worker\'s quote (media.quote) of one submission; above WORKER_QUOTE_TIMEOUT_MS.',
+  }),
+  bodyLimitBytes: setting({ env: 'GATEWAY_BODY_LIMIT_BYTES', schema: positiveInt, default: '1048576', doc: 'Largest JSON request body.' }),
+  requestTimeoutMs: setting({
+    env: 'GATEWAY_REQUEST_TIMEOUT_MS',
+    schema: positiveInt,
+    default: '180000',
+    doc: 'Longest time one HTTP request may take (a submission waits for its quote).',
+  }),
+  shutdownGraceMs: setting({
+    env: 'GATEWAY_SHUTDOWN_GRACE_MS',
+    schema: positiveInt,
+    default: '30000',
+    doc: 'On SIGTERM, how long requests in progress may finish before the process exits.',
+  }),
+  publicBaseUrl: setting({
+    env: 'GATEWAY_PUBLIC_URL',
+    schema: z.url({ error: (issue) => `Expected an absolute URL but received ${received(issue.input)}` }),
+    doc: 'Public URL of this API (used for upload URLs); unset: http://<host>:<port> of the request.',
+  }),
+  serveResults: setting({
+    env: 'GATEWAY_SERVE_RESULTS',
+    schema: booleanSetting,
+    default: 'false',
+    doc: 'One-host setups: serve RESULTS_DIR under /results/ (range requests), so RESULTS_BASE_URL may point at this gateway.',
+  }),
+  uploadsEnabled: setting({
+    env: 'GATEWAY_UPLOADS',
+    schema: booleanSetting,
+    default: 'false',
+    doc: 'One-host setups: accept POST /api/v1/uploads into RESULTS_DIR/uploads (needs GATEWAY_SERVE_RESULTS).',
+  }),
+  uploadMaxBytes: setting({ env: 'GATEWAY_UPLOAD_MAX_BYTES', schema: positiveInt, default: '104857600', doc: 'Largest upload accepted.' }),
+  historyPageSize: setting({ env: 'GATEWAY_HISTORY_PAGE_SIZE', schema: intSchema('an integer from 1 to 100', 1, 100), default: '20', doc: 'Default page size of GET /api/v1/tasks.' }),
+} as const;
+
+export type GatewaySettings = SettingsOf<typeof GATEWAY_SETTINGS>;
+export type GatewaySettingsInput = SettingsInput<typeof GATEWAY_SETTINGS>;
+
+export const gatewaySettingsSchema = tableSchema(GATEWAY_SETTINGS).superRefine((v, ctx) => {
+  if (v.uploadsEnabled && !v.serveResults) {
+    ctx.addIssue({ code: 'custom', path: ['uploadsEnabled'], message: 'Expected GATEWAY_SERVE_RESULTS=true with GATEWAY_UPLOADS=true but received false' });
+  }
+});
+
+export class GatewaySettingsError extends SettingsError {}
+
+export function parseGatewaySettings(input: GatewaySettingsInput = {}): GatewaySettings {
+  const parsed = parseSettings(GATEWAY_SETTINGS, gatewaySettingsSchema, input);
+  if (!parsed.ok) throw new GatewaySettingsError(parsed.problems.join('\n'));
+  return parsed.value;
+}
+
+export function gatewaySettingsFromEnv(env: NodeJS.ProcessEnv = process.env): GatewaySettings {
+  return parseGatewaySettings(inputFromEnv(GATEWAY_SETTINGS, env));
+}
+
+export function gatewaySettingsReference(): string {
+  return settingsReference(GATEWAY_SETTINGS);
+}

@@ -1,0 +1,125 @@
+/**
+ * The credit ledger: one subject per account, each entry the balance after it. Invariants (proved
+ * by test/gateway/ledger.test.ts):
+ *
+ * 1. The balance never goes below zero: a debit is written only if the balance it read covers it,
+ *    and only if no entry was added since it read (expected last subject sequence). Concurrent
+ *    debits serialise on the subject: of 100 debits against a balance for 10, exactly 10 succeed.
+ * 2. A task is refunded at most once: a refund is written only if no refund of the task exists
+ *    after its debit, with the same optimistic check, so two gateways handling the same failure
+ *    event cannot both write one; `Nats-Msg-Id: refund:<task>` makes a retried publish a no-op.
+ * 3. Every debit names its task and carries its job (the outbox, see ../outbox.ts).
+ */
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import { ledgerEntrySchema, type DebitEntry, type LedgerEntry } from './records.js';
+import type { StoreNames } from './streams.js';
+import { WriteConflict, readLast, writeIf, type Versioned } from './subject-store.js';
+
+const MAX_CONFLICT_RETRIES = 1000;
+
+export type DebitOutcome = { ok: true; seq: number; entry: DebitEntry } | { ok: false; balance: number };
+
+export class Ledger {
+  constructor(
+    private readonly jsm: JetStreamManager,
+    private readonly js: JetStreamClient,
+    private readonly names: StoreNames,
+  ) {}
+
+  async last(accountId: string): Promise<Versioned<LedgerEntry> | null> {
+    return readLast(this.jsm, this.names.ledgerStream, this.names.ledgerSubject(accountId), ledgerEntrySchema);
+  }
+
+  async balance(accountId: string): Promise<number | null> {
+    return (await this.last(accountId))?.value.balance ?? null;
+  }
+
+  /** The first entry of an account: its balance starts at `amount`. Fails if the account has entries. */
+  async open(accountId: string, amount: number): Promise<void> {
+    await writeIf(this.js, this.names.ledgerSubject(accountId), { type: 'open', amount, balance: amount, at: now() } satisfies LedgerEntry, 0);
+  }
+
+  async topup(accountId: string, amount: number, note?: string): Promise<number> {
+    return this.retry(async () => {
+      const last = await this.mustLast(accountId);
+      const entry: LedgerEntry = { type: 'topup', amount, balance: last.value.balance + amount, at: now(), ...(note === undefined ? {} : { note }) };
+      await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq);
+      return entry.balance;
+    });
+  }
+
+  /** Deducts `debit.amount` if the balance covers it; the entry's `balance` is filled in here. */
+  async debit(accountId: string, debit: Omit<DebitEntry, 'balance' | 'at' | 'type'>): Promise<DebitOutcome> {
+    return this.retry(async () => {
+      const last = await this.mustLast(accountId);
+      if (last.value.balance < debit.amount) return { ok: false, balance: last.value.balance };
+      const entry: DebitEntry = { type: 'debit', ...debit, balance: last.value.balance - debit.amount, at: debit.job.createdAt };
+      const ack = await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq, `debit:${debit.taskId}`);
+      return { ok: true, seq: ack.seq, entry };
+    });
+  }
+
+  /**
+   * Gives back `amount` for `taskId` unless a refund of that task already follows its debit
+   * (`debitSeq`). Returns whether this call wrote it.
+   */
+  async refundOnce(accountId: string, taskId: string, amount: number, debitSeq: number, reason: string): Promise<boolean> {
+    return this.retry(async () => {
+      const last = await this.mustLast(accountId);
+      if (await this.findRefund(accountId, taskId, debitSeq, last.seq)) return false;
+      const entry: LedgerEntry = { type: 'refund', taskId, amount, balance: last.value.balance + amount, at: now(), reason };
+      const ack = await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq, `refund:${taskId}`);
+      return !ack.duplicate;
+    });
+  }
+
+  /** Entries of an account from oldest to newest, after sequence `afterSeq`, at most `limit`. */
+  async entries(accountId: string, afterSeq = 0, limit = 1000): Promise<Versioned<LedgerEntry>[]> {
+    const out: Versioned<LedgerEntry>[] = [];
+    let seq = afterSeq + 1;
+    const subject = this.names.ledgerSubject(accountId);
+    while (out.length < limit) {
+      // null only for "no such message"; any other failure rejects, so a scan never mistakes an
+      // unreachable server for "no refund yet".
+      const msg = await this.jsm.direct.getMessage(this.names.ledgerStream, { seq, next_by_subj: subject });
+      if (msg === null) break;
+      out.push({ seq: msg.seq, value: ledgerEntrySchema.parse(msg.json()) });
+      seq = msg.seq + 1;
+    }
+    return out;
+  }
+
+  private async findRefund(accountId: string, taskId: string, debitSeq: number, lastSeq: number): Promise<boolean> {
+    let after = debitSeq;
+    while (after < lastSeq) {
+      const page = await this.entries(accountId, after, 256);
+      if (page.length === 0) return false;
+      if (page.some((e) => e.value.type === 'refund' && e.value.taskId === taskId)) return true;
+      after = page[page.length - 1]!.seq;
+    }
+    return false;
+  }
+
+  private async mustLast(accountId: string): Promise<Versioned<LedgerEntry>> {
+    const last = await this.last(accountId);
+    if (last === null) throw new Error(`Account ${accountId} has no ledger`);
+    return last;
+  }
+
+  /** Runs `attempt` again while another writer got in between its read and its write. */
+  private async retry<T>(attempt: () => Promise<T>): Promise<T> {
+    for (let i = 0; ; i++) {
+      try {
+        return await attempt();
+      } catch (err) {
+        if (!(err instanceof WriteConflict) || i >= MAX_CONFLICT_RETRIES) throw err;
+        // A little jitter spreads writers that keep colliding.
+        await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 * (i + 1))));
+      }
+    }
+  }
+}
+
+function now(): string {
+  return new Date().toISOString();
+}

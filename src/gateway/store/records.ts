@@ -1,0 +1,75 @@
+/**
+ * The records the gateway stores, as zod schemas: what is read back from a stream is parsed, never
+ * trusted.
+ */
+import { z } from 'zod';
+
+export const accountRecordSchema = z.object({ id: z.string(), name: z.string(), createdAt: z.string() });
+export type AccountRecord = z.infer<typeof accountRecordSchema>;
+
+export const keyRecordSchema = z.object({ accountId: z.string(), createdAt: z.string() });
+export type KeyRecord = z.infer<typeof keyRecordSchema>;
+
+const credits = z.number().int().nonnegative();
+
+/** What the API answered at submission beyond the short task object (lip-sync duration, tool `input`). */
+export const submissionExtrasSchema = z.object({
+  duration: z.number().optional(),
+  input: z.record(z.string(), z.unknown()).optional(),
+  pollUrl: z.string().optional(),
+});
+export type SubmissionExtras = z.infer<typeof submissionExtrasSchema>;
+
+/** The job message as it goes to `media.jobs.<kind>.<model>` (docs/protocol.md). */
+export const jobMessageSchema = z.object({
+  id: z.string(),
+  model: z.string(),
+  input: z.record(z.string(), z.unknown()),
+  credits: credits,
+  createdAt: z.string(),
+});
+export type JobMessage = z.infer<typeof jobMessageSchema>;
+
+/**
+ * One balance change. `balance` is the balance after it, so the last entry of an account is its
+ * balance. A debit carries everything needed to create the task and publish its job: it is the
+ * outbox from which a crashed submission is completed.
+ */
+export const ledgerEntrySchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('open'), amount: credits, balance: credits, at: z.string() }),
+  z.object({ type: z.literal('topup'), amount: credits, balance: credits, at: z.string(), note: z.string().optional() }),
+  z.object({
+    type: z.literal('debit'),
+    amount: credits,
+    balance: credits,
+    at: z.string(),
+    taskId: z.string(),
+    kind: z.enum(['image', 'video', 'lipsync', 'music']),
+    job: jobMessageSchema,
+    extras: submissionExtrasSchema,
+  }),
+  z.object({ type: z.literal('refund'), amount: credits, balance: credits, at: z.string(), taskId: z.string(), reason: z.string() }),
+]);
+export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
+export type DebitEntry = Extract<LedgerEntry, { type: 'debit' }>;
+
+export const taskRecordSchema = z.object({
+  id: z.string(),
+  accountId: z.string(),
+  /** The model submitted; a completed task reports the event's model (music: vendor/generate-music). */
+  model: z.string(),
+  kind: z.enum(['image', 'video', 'lipsync', 'music']),
+  status: z.enum(['pending', 'completed', 'failed']),
+  creditsUsed: credits,
+  createdAt: z.string(),
+  /** Ledger sequence of the debit: refunds are looked for after it. */
+  debitSeq: z.number().int().positive(),
+  extras: submissionExtrasSchema,
+  reportedModel: z.string().optional(),
+  mediaType: z.literal('music').optional(),
+  result: z.unknown().optional(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  creditsRefunded: credits.optional(),
+  finishedAt: z.string().optional(),
+});
+export type TaskRecord = z.infer<typeof taskRecordSchema>;

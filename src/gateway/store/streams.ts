@@ -1,0 +1,79 @@
+/**
+ * The gateway's state lives in three JetStream streams, so the only server is the nats-server the
+ * workers already need and any number of gateways can share it:
+ *
+ * | stream | subjects | holds |
+ * |---|---|---|
+ * | `<P>_ACCOUNTS` | `<p>.accounts.<account>`, `<p>.keys.<key hash>` | account records; key hash -> account (one message per subject) |
+ * | `<P>_LEDGER` | `<p>.ledger.<account>` | every balance change of an account, in order; the last one holds the balance |
+ * | `<P>_TASKS` | `<p>.tasks.<account>.<task>`, `<p>.owners.<task>` | the latest state of each task; task -> account |
+ *
+ * Every write that depends on what it read is a publish with "expected last subject sequence"
+ * (optimistic concurrency; on nats-server 2.9 too). `<p>` is the prefix in lower case.
+ */
+import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+
+export interface StoreNames {
+  accountsStream: string;
+  ledgerStream: string;
+  tasksStream: string;
+  accountSubject(accountId: string): string;
+  keySubject(keyHash: string): string;
+  ledgerSubject(accountId: string): string;
+  ledgerFilter: string;
+  taskSubject(accountId: string, taskId: string): string;
+  accountTasksFilter(accountId: string): string;
+  ownerSubject(taskId: string): string;
+}
+
+export function storeNames(prefix: string): StoreNames {
+  const p = prefix.toLowerCase();
+  return {
+    accountsStream: `${prefix}_ACCOUNTS`,
+    ledgerStream: `${prefix}_LEDGER`,
+    tasksStream: `${prefix}_TASKS`,
+    accountSubject: (a) => `${p}.accounts.${a}`,
+    keySubject: (h) => `${p}.keys.${h}`,
+    ledgerSubject: (a) => `${p}.ledger.${a}`,
+    ledgerFilter: `${p}.ledger.*`,
+    taskSubject: (a, t) => `${p}.tasks.${a}.${t}`,
+    accountTasksFilter: (a) => `${p}.tasks.${a}.*`,
+    ownerSubject: (t) => `${p}.owners.${t}`,
+  };
+}
+
+/** Refunds carry `Nats-Msg-Id: refund:<task>`; the window covers a redelivered failure event many times over. */
+const LEDGER_DUPLICATE_WINDOW_MS = 60 * 60 * 1000;
+
+export function streamConfigs(prefix: string): (Partial<StreamConfig> & { name: string })[] {
+  const p = prefix.toLowerCase();
+  const n = storeNames(prefix);
+  const common = { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, max_age: 0 };
+  return [
+    { ...common, name: n.accountsStream, subjects: [`${p}.accounts.*`, `${p}.keys.*`], max_msgs_per_subject: 1, description: 'media-worker gateway: accounts and API key hashes' },
+    {
+      ...common,
+      name: n.ledgerStream,
+      subjects: [`${p}.ledger.*`],
+      // Every entry is kept: the ledger is the account's history and the proof of each refund.
+      max_msgs_per_subject: -1,
+      duplicate_window: nanos(LEDGER_DUPLICATE_WINDOW_MS),
+      // Direct get (2.9+) reads "the next entry of this account after sequence n" for the refund check.
+      allow_direct: true,
+      description: 'media-worker gateway: credit ledger, one subject per account',
+    },
+    { ...common, name: n.tasksStream, subjects: [`${p}.tasks.*.*`, `${p}.owners.*`], max_msgs_per_subject: 1, description: 'media-worker gateway: tasks' },
+  ];
+}
+
+export async function ensureStoreStreams(jsm: JetStreamManager, prefix: string): Promise<void> {
+  for (const config of streamConfigs(prefix)) {
+    const name = config.name;
+    const existing = await jsm.streams.info(name).catch((err: unknown) => {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
+      throw err;
+    });
+    if (existing === null) await jsm.streams.add(config);
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Task records: the latest state of each task on `<p>.tasks.<account>.<task>` (so a lookup is
+ * always within the caller's account), and `<p>.owners.<task>` for the events consumer, which only
+ * knows the task id.
+ */
+import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { z } from 'zod';
+import { taskRecordSchema, type TaskRecord } from './records.js';
+import type { StoreNames } from './streams.js';
+import { WriteConflict, readLast, writeIf, type Versioned } from './subject-store.js';
+
+const ownerSchema = z.object({ accountId: z.string() });
+
+export class Tasks {
+  constructor(
+    private readonly jsm: JetStreamManager,
+    private readonly js: JetStreamClient,
+    private readonly names: StoreNames,
+  ) {}
+
+  async get(accountId: string, taskId: string): Promise<Versioned<TaskRecord> | null> {
+    return readLast(this.jsm, this.names.tasksStream, this.names.taskSubject(accountId, taskId), taskRecordSchema);
+  }
+
+  async owner(taskId: string): Promise<string | null> {
+    return (await readLast(this.jsm, this.names.tasksStream, this.names.ownerSubject(taskId), ownerSchema))?.value.accountId ?? null;
+  }
+
+  /** Creates the task and its owner entry unless they exist; returns the stored task. */
+  async ensure(task: TaskRecord): Promise<Versioned<TaskRecord>> {
+    await writeIf(this.js, this.names.ownerSubject(task.id), { accountId: task.accountId }, 0).catch(ignoreConflict);
+    try {
+      const ack = await writeIf(this.js, this.names.taskSubject(task.accountId, task.id), task, 0);
+      return { seq: ack.seq, value: task };
+    } catch (err) {
+      if (!(err instanceof WriteConflict)) throw err;
+      const existing = await this.get(task.accountId, task.id);
+      if (existing === null) throw err;
+      return existing;
+    }
+  }
+
+  /** Replaces the task if it is still at `seq`; a WriteConflict otherwise. */
+  async replace(current: Versioned<TaskRecord>, next: TaskRecord): Promise<void> {
+    await writeIf(this.js, this.names.taskSubject(next.accountId, next.id), next, current.seq);
+  }
+
+  /**
+   * Task ids of an account, newest first, after `cursor` (a task id) when given. The ids come from
+   * the stream's subject list, which the server filters, so only this account's subjects are read.
+   */
+  async listIds(accountId: string, limit: number, cursor?: string): Promise<{ ids: string[]; next: string | null }> {
+    const filter = this.names.accountTasksFilter(accountId);
+    const info = await this.jsm.streams.info(this.names.tasksStream, { subjects_filter: filter }).catch((err: unknown) => {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
+      throw err;
+    });
+    const subjects = Object.keys(info?.state.subjects ?? {});
+    const ids = subjects.map((s) => s.slice(s.lastIndexOf('.') + 1)).sort().reverse();
+    const start = cursor === undefined ? 0 : ids.findIndex((id) => id < cursor);
+    const page = start < 0 ? [] : ids.slice(start, start + limit);
+    const more = start >= 0 && start + limit < ids.length;
+    return { ids: page, next: more ? (page[page.length - 1] ?? null) : null };
+  }
+}
+
+function ignoreConflict(err: unknown): void {
+  if (!(err instanceof WriteConflict)) throw err;
+}

@@ -1,0 +1,55 @@
+/**
+ * What the API shows of a task: pure functions from the stored record to the spec's objects
+ * (2.2 at submission, 2.3 when polled).
+ */
+import type { TaskRecord } from './store/records.js';
+
+export function pollUrl(taskId: string): string {
+  return `/api/v1/tasks/${taskId}`;
+}
+
+/**
+ * The submission response (2.2): the short object for the unified endpoint; lip-sync adds
+ * `pollUrl` and `duration`, the upscale tools the `input` echo.
+ */
+export function submissionView(task: TaskRecord, creditsRemaining: number): Record<string, unknown> {
+  return {
+    id: task.id,
+    model: task.model,
+    status: 'pending',
+    creditsUsed: task.creditsUsed,
+    creditsRemaining,
+    createdAt: task.createdAt,
+    ...(task.extras.pollUrl === undefined ? {} : { pollUrl: task.extras.pollUrl }),
+    ...(task.extras.duration === undefined ? {} : { duration: task.extras.duration }),
+    ...(task.extras.input === undefined ? {} : { input: task.extras.input }),
+  };
+}
+
+/** The polled task (2.3). A failed task shows its error and what was refunded. */
+export function taskView(task: TaskRecord): Record<string, unknown> {
+  switch (task.status) {
+    case 'pending':
+      return { id: task.id, model: task.model, status: 'pending', creditsUsed: task.creditsUsed, createdAt: task.createdAt };
+    case 'completed':
+      return {
+        id: task.id,
+        model: task.reportedModel ?? task.model,
+        status: 'completed',
+        ...(task.mediaType === undefined ? {} : { mediaType: task.mediaType }),
+        result: task.result ?? null,
+        creditsUsed: task.creditsUsed,
+        createdAt: task.createdAt,
+      };
+    case 'failed':
+      return {
+        id: task.id,
+        model: task.model,
+        status: 'failed',
+        error: task.error ?? { code: 'INTERNAL_ERROR', message: 'failed' },
+        creditsUsed: 0,
+        creditsRefunded: task.creditsRefunded ?? task.creditsUsed,
+        createdAt: task.createdAt,
+      };
+  }
+}

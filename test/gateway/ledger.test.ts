@@ -1,0 +1,147 @@
+/**
+ * The credit invariants of src/gateway/store/ledger.ts and service.ts, against a real nats-server
+ * (in this process, no HTTP): never below zero, exactly N of many concurrent debits, one refund per
+ * failed task whatever repeats, and a debit whose gateway died before publishing still becomes a
+ * task and a job (the outbox consumer).
+ */
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureConsumers, startConsumers } from '../../src/gateway/consumers.js';
+import { GatewayMetrics } from '../../src/gateway/metrics.js';
+import { gatewayService, type GatewayService } from '../../src/gateway/service.js';
+import { openStore, type Store } from '../../src/gateway/store/index.js';
+import type { DebitEntry } from '../../src/gateway/store/records.js';
+import { parseWorkerSettings } from '../../src/worker/settings.js';
+import { eventsStreamConfig, jobsStreamConfig } from '../../src/worker/topology.js';
+import type { TerminalEvent } from '../../src/worker/events.js';
+import { waitFor } from '../worker/helpers/jetstream.js';
+import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+
+const logger = pino({ level: 'silent' });
+const worker = parseWorkerSettings({});
+
+let nats: TestNatsServer;
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+let store: Store;
+let service: GatewayService;
+
+beforeAll(async () => {
+  nats = await startNatsServer();
+  nc = await connect({ servers: nats.url });
+  jsm = await jetstreamManager(nc);
+  await jsm.streams.add(jobsStreamConfig(worker));
+  await jsm.streams.add(eventsStreamConfig(worker));
+  store = await openStore(nc, 'GWTEST');
+  service = gatewayService({
+    js: jetstream(nc),
+    ledger: store.ledger,
+    tasks: store.tasks,
+    // Fixed prices: this file is about the ledger, not the worker's quote.
+    quote: async (job) => ({ model: job.model, creditsUsed: 15, input: {} }),
+    metrics: new GatewayMetrics(),
+  });
+});
+
+afterAll(async () => {
+  await nc?.close();
+  await nats?.close();
+});
+
+const musicJob = { model: 'vendor-v5-generate-music', input: { prompt: 'a song', instrumental: false } } as const;
+
+function debitOf(taskId: string, amount: number): Omit<DebitEntry, 'balance' | 'at' | 'type'> {
+  return {
+    amount,
+    taskId,
+    kind: 'music',
+    job: { id: taskId, model: 'vendor-v5-generate-music', input: { prompt: 'x' }, credits: amount, createdAt: new Date().toISOString() },
+    extras: {},
+  };
+}
+
+function failedEvent(taskId: string): TerminalEvent {
+  const at = new Date().toISOString();
+  return {
+    id: taskId,
+    model: 'vendor-v5-generate-music',
+    status: 'failed',
+    result: null,
+    creditsUsed: 0,
+    refund: true,
+    error: { code: 'GENERATION_FAILED', status: 500, message: 'boom' },
+    createdAt: at,
+    startedAt: at,
+    finishedAt: at,
+    durationMs: 0,
+    attempt: 1,
+    worker: 'test',
+  };
+}
+
+describe('gateway ledger', () => {
+  it('accepts exactly 10 of 100 concurrent debits against a balance for 10, and ends at zero', async () => {
+    const { account } = await store.accounts.create('race', 150);
+    const outcomes = await Promise.all(Array.from({ length: 100 }, (_, i) => store.ledger.debit(account.id, debitOf(`race-${i}`, 15))));
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(10);
+    expect(await store.ledger.balance(account.id)).toBe(0);
+    const entries = await store.ledger.entries(account.id);
+    expect(entries.map((e) => e.value.type)).toEqual(['open', ...Array<string>(10).fill('debit')]);
+    // Each entry's balance is the previous one minus its amount: no lost update.
+    for (let i = 1; i < entries.length; i++) expect(entries[i]!.value.balance).toBe(entries[i - 1]!.value.balance - entries[i]!.value.amount);
+  });
+
+  it('never goes below zero: a debit over the balance is refused and writes nothing', async () => {
+    const { account } = await store.accounts.create('poor', 10);
+    const outcome = await store.ledger.debit(account.id, debitOf('poor-1', 15));
+    expect(outcome).toEqual({ ok: false, balance: 10 });
+    expect((await store.ledger.entries(account.id)).map((e) => e.value.type)).toEqual(['open']);
+  });
+
+  it('refunds a task once, even when 10 refunds of it race and when asked again later', async () => {
+    const { account } = await store.accounts.create('refund', 100);
+    const debit = await store.ledger.debit(account.id, debitOf('refund-1', 40));
+    if (!debit.ok) throw new Error('debit refused');
+    await store.ledger.topup(account.id, 5); // an unrelated entry between debit and refund
+    const wrote = await Promise.all(Array.from({ length: 10 }, () => store.ledger.refundOnce(account.id, 'refund-1', 40, debit.seq, 'GENERATION_FAILED')));
+    expect(wrote.filter(Boolean)).toHaveLength(1);
+    expect(await store.ledger.refundOnce(account.id, 'refund-1', 40, debit.seq, 'GENERATION_FAILED')).toBe(false);
+    expect(await store.ledger.balance(account.id)).toBe(105);
+  });
+
+  it('settles a failure event once: the same event again, or concurrently, changes nothing', async () => {
+    const { account } = await store.accounts.create('settle', 30);
+    const accepted = await service.submit(account.id, musicJob as never, 'generate', logger);
+    const taskId = accepted['id'] as string;
+    expect(await store.ledger.balance(account.id)).toBe(15);
+    const results = await Promise.all([service.settle(failedEvent(taskId), logger), service.settle(failedEvent(taskId), logger)]);
+    expect(results.sort()).toEqual(['already settled', 'failed']);
+    expect(await service.settle(failedEvent(taskId), logger)).toBe('already settled');
+    expect(await store.ledger.balance(account.id)).toBe(30);
+    const task = await store.tasks.get(account.id, taskId);
+    expect(task?.value).toMatchObject({ status: 'failed', error: { code: 'GENERATION_FAILED' }, creditsRefunded: 15 });
+    expect((await store.ledger.entries(account.id)).filter((e) => e.value.type === 'refund')).toHaveLength(1);
+  });
+
+  it('completes a debit whose gateway died before creating the task and publishing the job (outbox)', async () => {
+    const { account } = await store.accounts.create('crash', 50);
+    // What a gateway killed right after the debit leaves behind: a debit, no task, no job.
+    const debit = await store.ledger.debit(account.id, debitOf('crash-1', 15));
+    expect(debit.ok).toBe(true);
+    expect(await store.tasks.get(account.id, 'crash-1')).toBeNull();
+    const names = { eventsStream: worker.eventsStream, consumerPrefix: 'gwtest', names: store.names };
+    await ensureConsumers(jsm, names);
+    const loops = await startConsumers(jetstream(nc), names, service, new GatewayMetrics(), logger);
+    try {
+      const task = await waitFor('the task', () => store.tasks.get(account.id, 'crash-1').then((t) => t ?? undefined));
+      expect(task.value).toMatchObject({ status: 'pending', creditsUsed: 15, kind: 'music' });
+      const job = await waitFor('the job', () => jsm.streams.getMessage(worker.jobsStream, { last_by_subj: 'media.jobs.music.vendor-v5-generate-music' }).catch(() => undefined));
+      expect(job?.json()).toMatchObject({ id: expect.any(String), model: 'vendor-v5-generate-music', credits: 15 });
+      expect(await store.tasks.owner('crash-1')).toBe(account.id);
+    } finally {
+      await loops.stop();
+    }
+  });
+});

@@ -1,0 +1,53 @@
+/**
+ * The shipped commands (dist/) as child processes for the gateway's end-to-end tests: `serve`,
+ * `gateway` (its address read from its log line) and `accounts`.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { waitFor } from '../worker/helpers/jetstream.js';
+
+export const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+
+export interface RunningProcess {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<number | null>;
+  kill(signal: NodeJS.Signals): Promise<number | null>;
+}
+
+export function startCommand(args: string[], env: NodeJS.ProcessEnv): RunningProcess {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => out,
+    exited,
+    async kill(signal) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export async function startGatewayProcess(env: NodeJS.ProcessEnv): Promise<RunningProcess & { url: string }> {
+  const proc = startCommand(['gateway'], { GATEWAY_HOST: '127.0.0.1', ...env });
+  const url = await waitFor(
+    'the gateway to listen',
+    () => {
+      if (proc.child.exitCode !== null) throw new Error(`gateway exited: ${proc.output()}`);
+      return /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/.exec(proc.output())?.[1];
+    },
+    30_000,
+  );
+  return { ...proc, url };
+}
+
+export async function accountsCommand(args: string[], env: NodeJS.ProcessEnv): Promise<unknown> {
+  const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'accounts', ...args], { env: { ...process.env, ...env } });
+  return JSON.parse(stdout) as unknown;
+}
