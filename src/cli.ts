@@ -7,6 +7,7 @@ import { PACKAGE_VERSION } from './paths.js';
 import { registerConfig } from './cli/commands/config.js';
 import { registerLipsync } from './cli/commands/lipsync.js';
 import { registerModels } from './cli/commands/models.js';
+import { registerMusic } from './cli/commands/music.js';
 import { registerQuote } from './cli/commands/quote.js';
 import { registerRun } from './cli/commands/run.js';
 import { registerServe } from './cli/commands/serve.js';
@@ -22,6 +23,7 @@ registerRun(program);
 registerServe(program);
 registerUpscaleCommands(program);
 registerLipsync(program);
+registerMusic(program);
 registerModels(program);
 registerConfig(program);
 
