@@ -78,6 +78,9 @@ export async function decodeMusic(sessions: MusicgenSessions, spec: MusicgenSpec
   for (let l = 0; l < spec.layers; l += 1) {
     for (const kind of ['decoder', 'encoder'] as const) for (const part of ['key', 'value'] as const) past.set(pastName(l, kind, part), empty());
   }
+  const stepOutputs = [DECODER_LOGITS];
+  for (let l = 0; l < spec.layers; l += 1) stepOutputs.push(presentName(l, 'decoder', 'key'), presentName(l, 'decoder', 'value'));
+  const allOutputs = [...sessions.decoder.outputNames];
   let inputIds = new Array<number>(rowsB * K).fill(spec.startToken);
   const cond = new Float32Array(spec.vocab);
   const uncond = new Float32Array(spec.vocab);
@@ -91,7 +94,9 @@ export async function decodeMusic(sessions: MusicgenSessions, spec: MusicgenSpec
       [DECODER_USE_CACHE]: new ort.Tensor('bool', Uint8Array.of(step === 0 ? 0 : 1), [1]),
     };
     for (const [name, tensor] of past) feeds[name] = tensor;
-    const out = await sessions.decoder.run(feeds);
+    // After the first step the cross-attention cache is only read: fetch the logits and the
+    // self-attention cache only, so nothing else is copied out of ONNX Runtime.
+    const out = await sessions.decoder.run(feeds, step === 0 ? allOutputs : stepOutputs);
     const logits = out[DECODER_LOGITS];
     if (logits === undefined) throw new Error(`Expected ${DECODER_LOGITS} from the decoder`);
     const seqLen = logits.dims[1] as number;
