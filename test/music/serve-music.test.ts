@@ -9,6 +9,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
@@ -19,6 +20,7 @@ const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
 let nats: TestNatsServer;
 let cp: ControlPlane;
+let watcher: NatsConnection;
 let dir: string;
 let daemon: ChildProcess;
 let stderr = '';
@@ -43,11 +45,13 @@ beforeAll(async () => {
   daemon.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   await waitFor('the daemon to serve', () => stderr.includes('media-worker serving'), 60_000);
   cp = await controlPlane(nats.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' });
+  watcher = await connect({ servers: nats.url });
 });
 
 afterAll(async () => {
   if (daemon.exitCode === null) daemon.kill('SIGKILL');
   await cp?.close();
+  await watcher?.close();
   await nats?.close();
   await rm(dir, { recursive: true, force: true });
 });
@@ -62,6 +66,13 @@ function ffprobe(file: string): { format: string; codec: string; duration: numbe
 
 describe('music through serve', () => {
   it('completes a music job with exactly one event of two songs, stored as checked MP3s and JPEG covers', async () => {
+    const stages: string[] = [];
+    watcher.subscribe('media.progress.serve-music-1', {
+      callback: (_err, msg) => {
+        stages.push((msg.json() as { stage: string }).stage);
+      },
+    });
+    await watcher.flush();
     await cp.publishJob('music', 'vendor-v5-generate-music', {
       id: 'serve-music-1',
       model: 'vendor-v5-generate-music',
@@ -81,7 +92,8 @@ describe('music through serve', () => {
       expect([cover.format, cover.width, cover.height]).toEqual(['jpeg', 1024, 1024]);
     }
     expect((await stat(path.join(dir, 'results', 'music', 'serve-music-1', 'song-1.mp3'))).size).toBeGreaterThan(1000);
-    // Progress went out while it generated (decoding steps).
+    // Progress went out while it generated: decoding steps, then the MP3s.
+    expect(stages).toEqual(expect.arrayContaining(['musicgen: generating', 'encoding mp3']));
     expect(stderr).toContain('"backend":"musicgen"');
     expect(await cp.eventsOf('serve-music-1')).toHaveLength(1);
   });
