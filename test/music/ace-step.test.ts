@@ -76,7 +76,8 @@ describe('the ace-step backend', () => {
   });
 
   it('submits, polls to success and downloads both songs from /v1/audio', async () => {
-    scriptQuery([{ status: 0 }, { status: 0 }, { status: 1, result: JSON.stringify([entry('/v1/audio?path=%2Ftmp%2Fapi_audio%2Fa.mp3'), entry('/v1/audio?path=%2Ftmp%2Fapi_audio%2Fb.mp3')]) }]);
+    const running = JSON.stringify([{ file: '', wave: '', status: 0, prompt: '', lyrics: '', metas: {}, progress: 0.5, stage: 'dit' }]);
+    scriptQuery([{ status: 0, result: '[]' }, { status: 0, result: running }, { status: 1, result: JSON.stringify([entry('/v1/audio?path=%2Ftmp%2Fapi_audio%2Fa.mp3'), entry('/v1/audio?path=%2Ftmp%2Fapi_audio%2Fb.mp3')]) }]);
     const progress: MusicProgress[] = [];
     const songs = await backend().generate(simple, ctx(progress));
     const release = server.requests.find((r) => r.url === '/release_task');
@@ -84,6 +85,7 @@ describe('the ace-step backend', () => {
     expect(release?.body).toMatchObject({ sample_query: 'a soft synthwave love song', batch_size: 2 });
     expect(server.requests.find((r) => r.url === '/query_result')?.body).toEqual({ task_id_list: ['ace-1'] });
     expect(progress.map((p) => p.stage)).toEqual(expect.arrayContaining(['submitting', 'queued or running', 'downloading']));
+    expect(progress).toContainEqual({ stage: 'running: dit', done: 50, total: 100, unit: '%' });
     expect(songs).toHaveLength(2);
     expect(songs[0]).toMatchObject({ lyrics: '[Verse]\nwritten by the LM', tags: 'Synthwave, Electronic' });
     const first = songs[0];
@@ -92,11 +94,14 @@ describe('the ace-step backend', () => {
   });
 
   it('fails with GENERATION_FAILED when the task fails, is stuck, or answers nonsense', async () => {
-    scriptQuery([{ status: 2, result: 'CUDA out of memory' }]);
+    scriptQuery([{ status: 2, result: JSON.stringify([{ file: '', wave: '', status: 2, prompt: '', lyrics: '', metas: {}, progress: 0.4, stage: 'dit', error: 'CUDA out of memory' }]) }]);
     await expect(backend().generate(simple, ctx())).rejects.toMatchObject({ code: 'GENERATION_FAILED', message: 'ACE-Step reported the task failed: CUDA out of memory' });
+    scriptQuery([{ status: 1, result: JSON.stringify([{ ...entry(''), file: '' }]) }]);
+    await expect(backend().generate(simple, ctx())).rejects.toMatchObject({ message: 'ACE-Step succeeded with 0 audio files instead of 2' });
     scriptQuery([{ status: 0 }]);
     await expect(backend({ deadlineMs: 150 }).generate(simple, ctx())).rejects.toMatchObject({ message: expect.stringContaining('unfinished past the') });
     scriptQuery([{ status: 1, result: '[{"nofile": true}]' }]);
+    // (file is required even when empty)
     await expect(backend().generate(simple, ctx())).rejects.toMatchObject({ message: expect.stringContaining('unexpected result (0.file') });
     scriptQuery([{ status: 1, result: JSON.stringify([entry('https://evil.example.test/a.mp3'), entry('/v1/audio?path=x')]) }]);
     await expect(backend().generate(simple, ctx())).rejects.toMatchObject({ message: expect.stringContaining('audio URL on another host') });

@@ -23,7 +23,12 @@ export const queryAnswer = wrapped(
 export const healthAnswer = wrapped(z.object({ status: z.string() }));
 
 export const resultEntry = z.object({
-  file: z.string().min(1),
+  /** `/v1/audio?path=...`; "" while running, after a failure, or when no audio was written. */
+  file: z.string(),
+  /** Set on entries of unfinished or failed tasks. */
+  error: z.string().nullish(),
+  progress: z.number().nullish(),
+  stage: z.string().nullish(),
   status: z.number().int().nullish(),
   prompt: z.string().nullish(),
   lyrics: z.string().nullish(),

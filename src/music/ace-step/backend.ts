@@ -87,19 +87,24 @@ export class AceStepBackend implements MusicBackend {
         if (found === undefined) throw new ProviderError(`query_result does not know task ${taskId} (code ${a.code}: ${a.error ?? 'no entry'})`);
         return found;
       }, retry).catch(rethrow);
-      if (item.status === 2) throw fail(`reported the task failed${item.result ? `: ${item.result.slice(0, 200)}` : ''}`);
+      if (item.status === 2) throw fail(`reported the task failed${failureDetail(item.result)}`);
       if (item.status === 1) {
         results = parseResults(item.result);
         break;
       }
       if (item.status !== 0) throw fail(`answered an unknown status ${item.status}`);
-      ctx.onProgress({ stage: item.progress_text ? `running: ${item.progress_text}` : 'queued or running' });
+      const running = runningEntry(item.result);
+      ctx.onProgress({
+        stage: running?.stage ? `running: ${running.stage}` : 'queued or running',
+        ...(typeof running?.progress === 'number' ? { done: Math.round(Math.min(1, Math.max(0, running.progress)) * 100), total: 100, unit: '%' } : {}),
+      });
       if (!(await waitUntil(this.#opts.pollIntervalMs, deadline, ctx.signal))) {
         throw fail(`left the task unfinished past the ${Math.round(this.#opts.deadlineMs / 1000)} s deadline`);
       }
     }
-    if (results === undefined || results.length < request.songs) throw fail(`succeeded with ${results?.length ?? 0} songs instead of ${request.songs}`);
-    const chosen = results.slice(0, request.songs);
+    const withAudio = (results ?? []).filter((r) => r.file !== '');
+    if (withAudio.length < request.songs) throw fail(`succeeded with ${withAudio.length} audio files instead of ${request.songs}`);
+    const chosen = withAudio.slice(0, request.songs);
     const origin = new URL(this.#opts.baseUrl).origin;
     ctx.onProgress({ stage: 'downloading', done: 0, total: chosen.length, unit: 'songs' });
     // The server is the operator's, usually on loopback: its own origin is allowed, nothing else.
@@ -117,6 +122,29 @@ export class AceStepBackend implements MusicBackend {
       }),
     );
   }
+}
+
+/** The entry of an unfinished task (its `stage` and `progress` 0..1), when the result carries one. */
+function runningEntry(text: string | null | undefined): AceStepResult | undefined {
+  try {
+    const parsed = resultList.safeParse(JSON.parse(text ?? ''));
+    return parsed.success ? parsed.data[0] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The failed entry's `error` when the result says one, else the start of the raw text. */
+function failureDetail(text: string | null | undefined): string {
+  if (text === null || text === undefined || text === '') return '';
+  try {
+    const parsed = resultList.safeParse(JSON.parse(text));
+    const error = parsed.success ? parsed.data.find((r) => r.error)?.error : undefined;
+    if (error) return `: ${error.slice(0, 300)}`;
+  } catch {
+    // not JSON: shown as it is
+  }
+  return `: ${text.slice(0, 200)}`;
 }
 
 function parseResults(text: string | null | undefined): AceStepResult[] {
