@@ -101,3 +101,14 @@ describe('choosing a backend', () => {
     expect(choice.passed).toEqual(['musicgen cannot sing lyrics', 'server down']);
   });
 });
+
+describe('music readiness', () => {
+  it('is ready when any backend is, and otherwise names what each one misses', async () => {
+    const { musicReadiness } = await import('../../src/music/backends.js');
+    const down = fakeBackend('ace-step', {}, { ready: false, reason: 'server down' });
+    const up = fakeBackend('musicgen', {});
+    expect(await musicReadiness([down, up])).toEqual({ ready: true, backends: [{ name: 'ace-step', ready: false, reason: 'server down' }, { name: 'musicgen', ready: true }] });
+    expect(await musicReadiness([down])).toMatchObject({ ready: false, reason: 'ace-step: server down' });
+    expect(await musicReadiness([])).toMatchObject({ ready: false, reason: 'no music backend configured (MEDIA_WORKER_MUSIC_BACKENDS)' });
+  });
+});
