@@ -9,6 +9,7 @@ import { registerConfig } from './cli/commands/config.js';
 import { registerGateway } from './cli/commands/gateway.js';
 import { registerLipsync } from './cli/commands/lipsync.js';
 import { registerModels } from './cli/commands/models.js';
+import { registerMusic } from './cli/commands/music.js';
 import { registerQuote } from './cli/commands/quote.js';
 import { registerRun } from './cli/commands/run.js';
 import { registerServe } from './cli/commands/serve.js';
@@ -26,6 +27,7 @@ registerGateway(program);
 registerAccounts(program);
 registerUpscaleCommands(program);
 registerLipsync(program);
+registerMusic(program);
 registerModels(program);
 registerConfig(program);
 

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { EXECUTION_PROVIDER_NAMES, parseExecutionProviders } from './inference/execution-providers.js';
 import { parseLipsyncModelMapping } from './lipsync/wav2lip-model.js';
+import { parseMusicBackends } from './music/backend-names.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/fetch.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './upscale/video-args.js';
@@ -42,25 +43,28 @@ const providerList = z.string().transform((value, ctx) => {
   }
 });
 
+/** A setting read by a parser of its own module, whose error message becomes the setting's. */
+function parsedBy<T>(parse: (text: string) => T): z.ZodType<T, string> {
+  return z.string().transform((value, ctx) => {
+    try {
+      return parse(value);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
+    }
+  });
+}
+
 // One parser for the lip-sync mapping (lipsync/wav2lip-model.ts); here only its error is reworded.
-const lipsyncMapping = z.string().transform((value, ctx) => {
-  try {
-    return parseLipsyncModelMapping(value);
-  } catch (err) {
-    ctx.addIssue({ code: 'custom', message: (err as Error).message });
-    return z.NEVER;
-  }
-});
+const lipsyncMapping = parsedBy(parseLipsyncModelMapping);
 
 // One parser for the network choices (upscale/sr-choice.ts); here only its error is reworded.
-const srModelChoices = z.string().transform((value, ctx) => {
-  try {
-    return parseSrModelChoices(value);
-  } catch (err) {
-    ctx.addIssue({ code: 'custom', message: (err as Error).message });
-    return z.NEVER;
-  }
-});
+const srModelChoices = parsedBy(parseSrModelChoices);
+
+// One parser for the music backend list (music/backend-names.ts); here only its error is reworded.
+const musicBackendList = parsedBy(parseMusicBackends);
+
+const httpUrl = z.url({ protocol: /^https?$/, error: (issue) => `Expected an http or https URL but received ${received(issue.input)}` });
 
 /** The table of settings. Order is the order of the README reference. */
 export const SETTINGS = {
@@ -192,6 +196,67 @@ export const SETTINGS = {
     schema: positiveInt,
     default: '2',
     doc: 'Video frames upscaled at once, their tiles batched together; 3-4 lets batches form on a GPU.',
+  }),
+  musicBackends: setting({
+    env: 'MEDIA_WORKER_MUSIC_BACKENDS',
+    schema: musicBackendList,
+    doc: 'Music backends in order of preference: musicgen, ace-step, suno-compatible (docs/music.md). A job goes to the first that can serve it and is ready; unset: music jobs fail with GENERATION_FAILED and `serve` takes none.',
+  }),
+  musicSeconds: setting({
+    env: 'MEDIA_WORKER_MUSIC_SECONDS',
+    schema: intSchema('an integer from 1 to 600', 1, 600),
+    default: '30',
+    doc: 'Length of each generated song in seconds, for backends that take one (musicgen caps it at 30, ace-step at 600).',
+  }),
+  musicgenModel: setting({
+    env: 'MEDIA_WORKER_MUSICGEN_MODEL',
+    schema: nonEmptyText,
+    default: 'musicgen-small',
+    doc: 'MusicGen model folder: a name under the model files directory or a path. `musicgen-small` is installed by the operator (scripts/install-musicgen-model.ts, CC-BY-NC-4.0 weights); `musicgen-test` is the generated test model (tones, not music).',
+  }),
+  musicDeadlineMs: setting({
+    env: 'MEDIA_WORKER_MUSIC_DEADLINE_MS',
+    schema: positiveInt,
+    default: '540000',
+    doc: 'Longest wait for a remote music backend (ace-step, suno-compatible) from submission to finished audio, retries included; then GENERATION_FAILED. Keep it below the music watchdog.',
+  }),
+  musicPollIntervalMs: setting({
+    env: 'MEDIA_WORKER_MUSIC_POLL_INTERVAL_MS',
+    schema: positiveInt,
+    default: '5000',
+    doc: 'Interval between two status queries of a remote music task.',
+  }),
+  aceStepUrl: setting({
+    env: 'MEDIA_WORKER_ACESTEP_URL',
+    schema: httpUrl,
+    default: 'http://127.0.0.1:8001',
+    doc: 'Base URL of the ACE-Step 1.5 API server run beside the worker (`ace-step` backend).',
+  }),
+  aceStepApiKey: setting({
+    env: 'MEDIA_WORKER_ACESTEP_API_KEY',
+    schema: nonEmptyText,
+    doc: 'Bearer key of the ACE-Step server, when it was started with one.',
+  }),
+  sunoBaseUrl: setting({
+    env: 'MEDIA_WORKER_SUNO_BASE_URL',
+    schema: httpUrl,
+    doc: 'Base URL of the Suno-style provider (`suno-compatible` backend), e.g. https://api.example.com; it must serve POST /api/v1/generate and GET /api/v1/generate/record-info.',
+  }),
+  sunoApiKey: setting({
+    env: 'MEDIA_WORKER_SUNO_API_KEY',
+    schema: nonEmptyText,
+    doc: 'Bearer API key of the Suno-style provider.',
+  }),
+  sunoModel: setting({
+    env: 'MEDIA_WORKER_SUNO_MODEL',
+    schema: nonEmptyText,
+    default: 'V4_5',
+    doc: 'Model name sent to the Suno-style provider.',
+  }),
+  sunoCallbackUrl: setting({
+    env: 'MEDIA_WORKER_SUNO_CALLBACK_URL',
+    schema: httpUrl,
+    doc: 'callBackUrl sent to providers that require one; the worker polls and never needs the callback.',
   }),
 } as const;
 

@@ -16,6 +16,9 @@ import { createSrModelLoader } from './upscale/sr-models.js';
 import { upscaleVideoFile } from './upscale/video-pipeline.js';
 import { releaseLipsyncThreads } from './lipsync/model-thread.js';
 import { lipsyncFile } from './lipsync/pipeline.js';
+import { createMusicBackends } from './music/backends.js';
+import { generateMusicJob } from './music/generate.js';
+import type { MusicBackend, MusicResult } from './music/types.js';
 
 /** Long-lived state shared by every job of a process: sessions are created once and reused. */
 export interface Engine {
@@ -24,6 +27,8 @@ export interface Engine {
   /** Sessions on the calling thread, for networks of several inputs or outputs (face detection, lip-sync). */
   inlineSessions: SessionCache;
   loadSrModel: SrModelLoader;
+  /** The configured music backends, in the operator's order (MEDIA_WORKER_MUSIC_BACKENDS). */
+  music: MusicBackend[];
   /** Releases every session and model thread (shutdown). */
   release(): Promise<void>;
 }
@@ -32,13 +37,25 @@ export function createEngine(config: Config, logger: Logger): Engine {
   const settings = { executionProviders: config.executionProviders, threads: config.threads, logger };
   const sessions = new SessionCache(settings);
   const inlineSessions = new SessionCache({ ...settings, thread: false });
+  const music = createMusicBackends(config, {
+    logger,
+    fetch: {
+      allowHttp: config.allowPrivateUrls,
+      allowPrivate: config.allowPrivateUrls,
+      maxBytes: { image: config.maxImageBytes, audio: config.maxAudioBytes },
+      connectTimeoutMs: config.fetchConnectTimeoutMs,
+      idleTimeoutMs: config.fetchIdleTimeoutMs,
+      deadlineMs: config.fetchDeadlineMs,
+    },
+  });
   return {
     config,
     sessions,
     inlineSessions,
     loadSrModel: createSrModelLoader({ sessions, choices: config.srModels, ...registryOptions(config), logger }),
+    music,
     async release() {
-      await Promise.all([sessions.release(), inlineSessions.release(), releaseLipsyncThreads()]);
+      await Promise.all([sessions.release(), inlineSessions.release(), releaseLipsyncThreads(), ...music.map((b) => b.release?.())]);
     },
   };
 }
@@ -48,7 +65,8 @@ export interface StoredResult {
   url: string;
 }
 
-export type StoreResult = (localPath: string, meta: { taskId: string; ext: string; kind: QuotedJob['kind'] }) => Promise<StoredResult>;
+/** `name` (file name without extension) is set for tasks with several files: music's `song-1`, `cover-1`, ... */
+export type StoreResult = (localPath: string, meta: { taskId: string; ext: string; kind: QuotedJob['kind']; name?: string }) => Promise<StoredResult>;
 
 export interface ExecuteOptions {
   taskId: string;
@@ -88,7 +106,10 @@ export interface LipsyncResult {
   duration: number;
 }
 
-export type TaskResult = ImageResult | VideoResult | LipsyncResult;
+/** Spec 2.3's music result: exactly two songs. */
+export type { MusicResult } from './music/types.js';
+
+export type TaskResult = ImageResult | VideoResult | LipsyncResult | MusicResult;
 
 export interface ExecutedJob {
   quote: Quote;
@@ -252,7 +273,22 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
       const stored = await opts.store(outputPath, { taskId: opts.taskId, ext: 'mp4', kind: 'lipsync' });
       return { url: stored.url, type: 'video', duration: outcome.durationSeconds };
     }
-    case 'music':
-      throw new JobError('GENERATION_FAILED', 'No music generator is installed on this worker');
+    case 'music': {
+      const { config } = engine;
+      const result = await generateMusicJob(quoted.job.input, {
+        taskId: opts.taskId,
+        dir,
+        backends: engine.music,
+        seconds: config.musicSeconds,
+        signal: opts.signal ?? new AbortController().signal,
+        logger: opts.logger,
+        store: (localPath, meta) => opts.store(localPath, { taskId: opts.taskId, kind: 'music', ...meta }),
+        onProgress: (p) => opts.onProgress?.(p),
+        ...(config.ffmpegPath === undefined ? {} : { ffmpegPath: config.ffmpegPath }),
+        ...(config.ffprobePath === undefined ? {} : { ffprobePath: config.ffprobePath }),
+      });
+      opts.logger.info({ songs: result.songs.map((s) => ({ duration: s.duration, title: s.title })) }, 'music generated');
+      return result;
+    }
   }
 }

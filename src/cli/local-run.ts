@@ -51,7 +51,8 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
       ...(opts.modelName === undefined ? {} : { modelName: opts.modelName }),
       ...(opts.tile === undefined ? {} : { tile: opts.tile }),
     });
-    progress.finish(`done: ${executed.result.url}`);
+    const done = 'songs' in executed.result ? executed.result.songs.map((s) => s.audio_url).join(', ') : executed.result.url;
+    progress.finish(`done: ${done}`);
     return {
       id: taskId,
       model: reportedModel(job.model),
@@ -70,7 +71,11 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
 
 function storeAt(opts: LocalRunOptions): StoreResult {
   return async (localPath, meta) => {
-    const target = await outputPath(opts, `${opts.defaultStem}.${meta.ext}`);
+    // A task of several files (music) writes them into the output directory under their names.
+    const target =
+      meta.name === undefined
+        ? await outputPath(opts, `${opts.defaultStem}.${meta.ext}`)
+        : path.resolve(opts.output ?? '.', `${opts.defaultStem}-${meta.name}.${meta.ext}`);
     await mkdir(path.dirname(target), { recursive: true });
     await moveFile(localPath, target);
     return { url: target };

@@ -5,6 +5,7 @@ import type { Logger } from '../../logger.js';
 import { PACKAGE_VERSION } from '../../paths.js';
 import { registryOptions } from '../../runtime.js';
 import { chooseSrModel } from '../../upscale/sr-choice.js';
+import { musicReadiness } from '../../music/backends.js';
 import {
   createResultStore,
   setExecutionProvider,
@@ -13,6 +14,7 @@ import {
   type JobExecutor,
   type QuoteFunction,
   type ResultStore,
+  type WorkerSettings,
 } from '../../worker/index.js';
 import { cliContext } from '../context.js';
 import { reportFailure } from '../exit.js';
@@ -40,9 +42,14 @@ export function registerServe(program: Command): void {
 
 async function serve(): Promise<void> {
   const { config, logger } = cliContext();
-  const settings = workerSettingsFromEnv();
+  const settings = withMusicSlot(workerSettingsFromEnv(), (config.musicBackends?.length ?? 0) > 0, process.env['WORKER_CONCURRENCY'] !== undefined);
   const engine = createEngine(config, logger);
   await reportExecutionProvider(engine, logger);
+  if (settings.concurrency.music > 0) {
+    // Said once at start; a job that finds no ready backend fails with GENERATION_FAILED naming what is missing.
+    const music = await musicReadiness(engine.music);
+    logger[music.ready ? 'info' : 'warn']({ music: music.backends }, music.ready ? 'music ready' : `music not ready: ${music.reason ?? ''}`);
+  }
   const results = createResultStore(settings, logger);
   const worker = await startWorker(settings, {
     executor: executorFor(engine, results),
@@ -69,6 +76,15 @@ async function serve(): Promise<void> {
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   await worker.stopped;
+}
+
+/**
+ * A host with a music backend configured serves one music job at a time unless WORKER_CONCURRENCY
+ * says otherwise (its default leaves music off, for hosts without one).
+ */
+export function withMusicSlot(settings: WorkerSettings, musicConfigured: boolean, concurrencySet: boolean): WorkerSettings {
+  if (!musicConfigured || concurrencySet || settings.concurrency.music > 0) return settings;
+  return { ...settings, concurrency: { ...settings.concurrency, music: 1 } };
 }
 
 function executorFor(engine: Engine, results: ResultStore): JobExecutor {

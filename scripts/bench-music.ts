@@ -1,0 +1,86 @@
+/**
+ * Music benchmark: the real-time factor of the musicgen backend (seconds of audio made per second
+ * of compute; both songs of the batch count), for the generated TEST model and, when installed,
+ * the real weights; and what the shared finishing stage (two MP3s, ffprobe checks, two covers)
+ * adds. The test model's figures measure the decoding loop and the ONNX Runtime calls with a
+ * full-size 24-layer cache, not music quality.
+ *
+ *   npx tsc -p tsconfig.json && node dist/scripts/bench-music.js [--seconds 5] [--repeat 2]
+ *       [--model musicgen-test,musicgen-small] [--threads N] [--providers cpu]
+ */
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { parseExecutionProviders } from '../src/inference/execution-providers.js';
+import { defaultModelsDir } from '../src/inference/model-registry.js';
+import { finishSongs } from '../src/music/finish.js';
+import { MusicgenBackend } from '../src/music/musicgen/backend.js';
+import { MUSICGEN_TEST_NAME } from '../src/music/musicgen/test-model.js';
+import { toMusicRequest } from '../src/music/request.js';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '5' },
+    repeat: { type: 'string', default: '2' },
+    model: { type: 'string', default: `${MUSICGEN_TEST_NAME},musicgen-small` },
+    threads: { type: 'string', default: '0' },
+    providers: { type: 'string', default: 'cpu' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+if (values.help === true) {
+  console.log('usage: node dist/scripts/bench-music.js [--seconds 5] [--repeat 2] [--model musicgen-test,musicgen-small] [--threads N] [--providers cpu]');
+  process.exit(0);
+}
+
+const seconds = Number(values.seconds);
+const repeat = Number(values.repeat);
+const logger = pino({ level: 'silent' });
+const work = await mkdtemp(path.join(os.tmpdir(), 'bench-music-'));
+try {
+  for (const name of values.model.split(',').map((s) => s.trim())) {
+    const dir = name === MUSICGEN_TEST_NAME ? path.join(work, MUSICGEN_TEST_NAME) : path.join(defaultModelsDir(), name);
+    if (name !== MUSICGEN_TEST_NAME && !existsSync(path.join(dir, 'media-worker-model.json'))) {
+      console.log(JSON.stringify({ model: name, skipped: `not installed in ${dir} (scripts/install-musicgen-model.ts)` }));
+      continue;
+    }
+    const backend = new MusicgenBackend({ dir, sessions: { executionProviders: parseExecutionProviders(values.providers), threads: Number(values.threads) } });
+    const t0 = performance.now();
+    await backend.load();
+    const loadMs = performance.now() - t0;
+    for (let run = 1; run <= repeat; run += 1) {
+      const request = toMusicRequest({ custom_mode: false, prompt: 'calm lo-fi piano with soft drums', instrumental: true }, { taskId: `bench-${run}`, seconds });
+      let steps = 0;
+      const start = performance.now();
+      const raw = await backend.generate(request, { dir: work, signal: new AbortController().signal, logger, onProgress: (p) => (steps = p.done ?? steps) });
+      const generateS = (performance.now() - start) / 1000;
+      const finishStart = performance.now();
+      await finishSongs(request, raw, { dir: work, taskId: `bench-${run}`, store: async () => ({ url: 'unused' }) });
+      const finishS = (performance.now() - finishStart) / 1000;
+      const audioS = raw.reduce((sum, s) => sum + (s.audio.kind === 'pcm' ? s.audio.samples.length / s.audio.sampleRate : 0), 0);
+      console.log(
+        JSON.stringify({
+          model: name,
+          run,
+          providers: values.providers,
+          cores: os.availableParallelism(),
+          loadS: Number((loadMs / 1000).toFixed(2)),
+          songs: raw.length,
+          secondsPerSong: seconds,
+          steps,
+          stepsPerS: Number((steps / generateS).toFixed(1)),
+          generateS: Number(generateS.toFixed(2)),
+          realTimeFactor: Number((audioS / generateS).toFixed(3)),
+          finishS: Number(finishS.toFixed(2)),
+          realTimeFactorWithFinish: Number((audioS / (generateS + finishS)).toFixed(3)),
+        }),
+      );
+    }
+    await backend.release();
+  }
+} finally {
+  await rm(work, { recursive: true, force: true });
+}
