@@ -54,7 +54,7 @@ export const REALESRGAN_NETWORKS: Readonly<Record<string, RealEsrganNetwork>> = 
     },
     architecture: 'RRDBNet (23 RRDB blocks, 64 features, growth 32), RealESRGAN_x4plus',
     description: 'Real-ESRGAN x4plus (RRDBNet) x4 super-resolution for real-world photos, trained with synthetic real-world degradations',
-    tile: { size: 256, overlap: 32, batch: 1 },
+    tile: { size: 512, overlap: 80, batch: 1 },
   },
   'realesrgan-x4fast': {
     source: {
