@@ -12,7 +12,7 @@ import { parseLipsyncModelMapping } from './lipsync/wav2lip-model.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/fetch.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './upscale/video-args.js';
-import { workerSettingsReference } from './worker/settings.js';
+import { WORKER_SETTINGS, workerSettingsFromEnv, workerSettingsReference } from './worker/settings.js';
 import {
   booleanSetting,
   inputFromEnv,
@@ -27,7 +27,10 @@ import {
   SettingsError,
   settingsReference,
   tableSchema,
+  unknownSettings,
   type SettingsOf,
+  type SettingsTable,
+  type UnknownSetting,
 } from './settings-table.js';
 
 // One parser for provider lists (inference/execution-providers.ts); here only its error is reworded.
@@ -194,9 +197,41 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   return parsed.value;
 }
 
+/**
+ * Every settings table of the program, one section per command family. `media-worker config`
+ * prints and validates each, the README reference is generated from them, and the unknown-variable
+ * check knows a name as soon as a table here reads it: a new table (a new command's settings) is
+ * added here and is then checked, printed and documented like the others.
+ */
+export interface SettingsSection {
+  /** Key in `media-worker config`'s JSON. */
+  key: string;
+  /** Heading in the README reference. */
+  title: string;
+  table: SettingsTable;
+  /** Reads and validates the section from the environment; throws a SettingsError naming the variable. */
+  load(env: NodeJS.ProcessEnv): Record<string, unknown>;
+  reference(): string;
+}
+
+export const SETTINGS_SECTIONS: readonly SettingsSection[] = [
+  { key: 'pipelines', title: 'Pipelines and command line', table: SETTINGS, load: (env) => loadConfig(env), reference: configReference },
+  { key: 'daemon', title: 'Daemon (`media-worker serve`)', table: WORKER_SETTINGS, load: (env) => workerSettingsFromEnv(env), reference: workerSettingsReference },
+];
+
+/** Every environment variable some setting reads. */
+export function knownSettingNames(): string[] {
+  return SETTINGS_SECTIONS.flatMap((section) => Object.values(section.table).map((spec) => spec.env));
+}
+
+/** Variables with a project prefix (MEDIA_WORKER_, WORKER_, NATS_, ...) that no setting reads. */
+export function findUnknownSettings(env: NodeJS.ProcessEnv = process.env): UnknownSetting[] {
+  return unknownSettings(env, knownSettingNames());
+}
+
 /** Markdown tables of every setting (pipelines, then the daemon), for the README and `media-worker config --reference`. */
 export function allSettingsReference(): string {
-  return `### Pipelines and command line\n\n${configReference()}\n\n### Daemon (\`media-worker serve\`)\n\n${workerSettingsReference()}`;
+  return SETTINGS_SECTIONS.map((section) => `### ${section.title}\n\n${section.reference()}`).join('\n\n');
 }
 
 /** Markdown table of the pipeline settings. */

@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { ensureModelFile, listManifests } from '../../inference/model-registry.js';
 import { registryOptions } from '../../runtime.js';
 import { cliContext } from '../context.js';
@@ -12,18 +14,25 @@ export function registerModels(program: Command): void {
 
   models
     .command('list')
-    .description('Prints one line per manifest: name, task, scale, file, whether the file is present.')
+    .description(
+      'Prints one line per manifest: name, task, scale (super-resolution), file, and whether the file is present ' +
+        '(in MEDIA_WORKER_MODEL_FILES_DIR, else MEDIA_WORKER_MODELS_DIR).',
+    )
     .option('--json', 'print the manifests as JSON')
     .action(async (opts: { json?: boolean }) => {
       try {
         const { config } = cliContext();
-        const manifests = await listManifests(registryOptions(config));
+        const registry = registryOptions(config);
+        const manifests = await listManifests(registry);
+        const filesDir = path.resolve(registry.filesDir ?? registry.modelsDir);
         if (opts.json === true) {
           process.stdout.write(`${JSON.stringify(manifests, null, 2)}\n`);
         } else {
           for (const m of manifests) {
             const scale = m.task === 'super-resolution' ? `x${m.scale}` : '';
-            process.stdout.write(`${m.name.padEnd(24)} ${m.task.padEnd(18)} ${scale.padEnd(4)} ${m.file}\n`);
+            const file = path.join(filesDir, m.file);
+            const state = existsSync(file) ? 'present' : m.source.kind === 'external' ? 'missing (operator-installed)' : 'missing (made on first use)';
+            process.stdout.write(`${m.name.padEnd(24)} ${m.task.padEnd(18)} ${scale.padEnd(4)} ${m.file.padEnd(28)} ${state}\n`);
           }
         }
         process.exitCode = EXIT_OK;
