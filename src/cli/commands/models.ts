@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ensureModelFile, listManifests } from '../../inference/model-registry.js';
+import { allowModelFetching } from '../../inference/npm-tarball.js';
 import { registryOptions } from '../../runtime.js';
 import { cliContext } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
@@ -44,13 +45,17 @@ export function registerModels(program: Command): void {
   models
     .command('prepare')
     .description(
-      'Converts (or fetches) every model whose weights are missing and verifies every checksum. ' +
+      'Converts (or fetches) every model whose weights are missing and verifies every checksum, writing into ' +
+        'MEDIA_WORKER_MODEL_FILES_DIR (else MEDIA_WORKER_MODELS_DIR): the install step of a host that must not ' +
+        'fetch at run time (MEDIA_WORKER_FETCH_MODELS=false). ' +
         'Models whose weights an operator must install (source "external") are reported, not failed.',
     )
     .argument('[NAME...]', 'only these models')
     .action(async (names: string[]) => {
       try {
         const { config, logger } = cliContext();
+        // The install step: it fetches whatever MEDIA_WORKER_FETCH_MODELS says about run time.
+        allowModelFetching(true);
         const manifests = await listManifests(registryOptions(config));
         const chosen = names.length === 0 ? manifests : manifests.filter((m) => names.includes(m.name));
         const unknown = names.filter((n) => !manifests.some((m) => m.name === n));
