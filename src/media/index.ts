@@ -49,6 +49,7 @@ export { writeWithBackpressure } from './stream-write.js';
 export type { AudioStreamInfo, ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, VideoStreamInfo } from './types.js';
 export {
   FOREIGN_LEFTOVER_MAX_AGE_MS,
+  JOB_DIR_PREFIX,
   jobDirSweep,
   modelTempSweep,
   safeDirPrefix,

@@ -153,7 +153,7 @@ export const WORKER_SETTINGS = {
     env: 'WORKER_CONCURRENCY',
     schema: perKind('a non-negative integer', { image: 1, video: 1, lipsync: 1, music: 0 }, 0),
     default: 'image=1,video=1,lipsync=1,music=0',
-    doc: 'Jobs of each kind run at once on this host; 0: this host does not serve the kind.',
+    doc: 'Jobs of each kind run at once on this host; 0: this host does not serve the kind. A kind that cannot run here (lip-sync weights not installed, disk full) is not pulled whatever this says, until its checks pass (/readyz).',
   }),
   ackWaitMs: setting({
     env: 'WORKER_ACK_WAIT_MS',
@@ -255,6 +255,24 @@ export const WORKER_SETTINGS = {
     schema: positiveInt,
     default: String(15 * MINUTE),
     doc: 'Interval of the sweeper that deletes expired results.',
+  }),
+  readinessIntervalMs: setting({
+    env: 'WORKER_READINESS_INTERVAL_MS',
+    schema: intSchema('an integer of at least 100', 100),
+    default: '30000',
+    doc: 'Interval of the readiness checks of each kind (models installed and loadable, directories writable); a kind is pulled only while they pass (/readyz).',
+  }),
+  diskReserveMb: setting({
+    env: 'WORKER_DISK_RESERVE_MB',
+    schema: nonNegativeInt,
+    default: '256',
+    doc: 'Free space, in MiB, kept in the temp and results directories beyond what a job of the kind can need; short of it, the kind is not pulled.',
+  }),
+  leftoverSweepIntervalMs: setting({
+    env: 'WORKER_LEFTOVER_SWEEP_INTERVAL_MS',
+    schema: positiveInt,
+    default: String(10 * MINUTE),
+    doc: 'Interval of the sweep (also run at start) that removes job directories and partial files of worker processes that are gone.',
   }),
   healthPort: setting({
     env: 'WORKER_HEALTH_PORT',
