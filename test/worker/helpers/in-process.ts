@@ -41,7 +41,7 @@ export async function startTestWorker(
   url: string,
   overrides: WorkerSettingsInput = {},
   quote?: QuoteFunction,
-  deps: Pick<WorkerDeps, 'readiness' | 'sweepLeftovers' | 'executor'> = {} as Pick<WorkerDeps, 'readiness' | 'sweepLeftovers'>,
+  deps: Partial<Pick<WorkerDeps, 'readiness' | 'sweepLeftovers' | 'executor'>> = {},
 ): Promise<TestWorker> {
   const resultsDir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-results-'));
   counter += 1;
@@ -49,7 +49,15 @@ export async function startTestWorker(
   const { executor, records } = createTestDoubleExecutor();
   const metrics = new WorkerMetrics();
   const logger = pino({ level: process.env.TEST_WORKER_LOG_LEVEL ?? 'silent' });
-  const handle = await startWorker(settings, { executor, logger, metrics, ...(quote ? { quote } : {}), version: '0.1.0', ...deps });
+  const handle = await startWorker(settings, {
+    logger,
+    metrics,
+    ...(quote ? { quote } : {}),
+    version: '0.1.0',
+    ...(deps.readiness ? { readiness: deps.readiness } : {}),
+    ...(deps.sweepLeftovers ? { sweepLeftovers: deps.sweepLeftovers } : {}),
+    executor: deps.executor ?? executor,
+  });
   return {
     handle,
     settings,
