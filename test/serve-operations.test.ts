@@ -11,7 +11,7 @@
  * - a read-only install (the package root's, the worker an unprivileged user with the documented
  *   writable directories): an image job completes.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { createServer, type Server, type ServerResponse } from 'node:http';
@@ -327,5 +327,56 @@ describe.runIf(process.getuid?.() === 0)('a read-only install', () => {
     expect(stat.uid).toBe(nobody);
     // The converted networks went to the writable models directory.
     expect((await fs.readdir(layout.models)).filter((n) => n.endsWith('.onnx')).sort()).toEqual(['esrgan-slim-x2.onnx', 'esrgan-slim-x4.onnx']);
+  });
+});
+
+/** A small tmpfs of our own, where the machine lets us mount one (root, no seccomp veto). */
+function mountTmpfs(at: string, size: string): boolean {
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', at], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe.runIf(process.getuid?.() === 0)('a full temp file system (a real tmpfs)', () => {
+  it('is a state: jobs wait in the stream while readiness says why, and run once space returns', async (ctx) => {
+    const mount = await scratch('tmpfs');
+    if (!mountTmpfs(mount, '420m')) return ctx.skip();
+    try {
+      // An image job can need its 1 MiB input plus a 96 MP output (384 MB): it fits 420 MB, not 420 - 100.
+      const env = {
+        MEDIA_WORKER_TMP_DIR: path.join(mount, 'tmp'),
+        RESULTS_DIR: path.join(mount, 'results'),
+        MEDIA_WORKER_MAX_IMAGE_BYTES: String(1024 * 1024),
+        WORKER_DISK_RESERVE_MB: '0',
+        WORKER_READINESS_INTERVAL_MS: '300',
+      };
+      const s = serve(env);
+      const port = await s.serving();
+      expect((await readyz(port)).status).toBe(200);
+      const filler = path.join(mount, 'filler');
+      await fs.writeFile(filler, Buffer.alloc(100 * 1024 * 1024));
+      await waitFor('readiness to see the full disk', async () => (await readyz(port)).status === 503);
+      const full = await readyz(port);
+      expect(full.body.kinds.image?.reasons[0]).toMatch(/^disk-space: \d+ MiB free in the temp and results directories .* but a job can need \d+ MiB with the reserve$/);
+      await cp.publishJob('image', 'vendor-image-upscale', { id: 'full-1', model: 'vendor-image-upscale', input: { image_url: `${base}/chelsea.png`, upscale_factor: '2' } });
+      await sleep(1500);
+      // Not run (at most handed back unrun, if a pull asked for before the disk filled delivered it).
+      expect(await cp.eventsOf('full-1')).toEqual([]);
+      expect(await cp.jobsInQueue()).toBe(1);
+      expect(await jobDirs(env.MEDIA_WORKER_TMP_DIR)).toEqual([]);
+
+      await fs.rm(filler);
+      const event = await waitFor('the event once space returns', async () => (await cp.eventsOf('full-1'))[0], 30_000);
+      expect(event).toMatchObject({ status: 'completed' });
+      expect(s.log()).toContain('Not serving image jobs');
+      expect(s.log()).toContain('Serving image jobs again');
+      s.child.kill('SIGTERM');
+      expect(await exitedWithin(s, 20_000)).toBe(0);
+    } finally {
+      execFileSync('umount', ['-l', mount], { stdio: 'ignore' });
+    }
   });
 });

@@ -13,6 +13,8 @@ export type JobOutcome =
   | 'retried'
   /** Handed back at once because the worker was draining. */
   | 'interrupted'
+  /** Handed back unrun: it arrived after a readiness check of its kind failed (disk full). */
+  | 'declined'
   /** Its terminal event already existed: acked without work. */
   | 'duplicate'
   /** No readable task id: terminated without an event. */

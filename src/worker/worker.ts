@@ -139,9 +139,20 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       const ready = (): Promise<boolean> => availability.waitUntilReady(kind, stopPulling.signal);
       for (let slot = 0; slot < slots; slot++) {
         const slotLogger = logger.child({ kind, slot });
-        loops.push(
-          pullLoop(consumer, settings.pullExpiresMs, pulling, stopPulling.signal, slotLogger, nc, (msg) => handleJobMessage(runtime, msg, kind), ready),
-        );
+        const handle = async (msg: JsMsg): Promise<void> => {
+          // A pull asked for while the kind could run may deliver after a check failed (the disk
+          // filled meanwhile): the job goes back to the queue for a host that can run it.
+          if (!(await availability.readyToPull(kind))) {
+            const delayMs = settings.nakDelaysMs[0] ?? 0;
+            slotLogger.warn({ delayMs, reasons: availability.status()[kind].reasons }, 'Handing a job back: this kind cannot run here now');
+            msg.nak(delayMs);
+            await nc.flush().catch(() => undefined);
+            metrics.recordJob(kind, 'declined');
+            return;
+          }
+          await handleJobMessage(runtime, msg, kind);
+        };
+        loops.push(pullLoop(consumer, settings.pullExpiresMs, pulling, stopPulling.signal, slotLogger, nc, handle, ready));
       }
     }
     const advisoryRuntime: AdvisoryRuntime = {
