@@ -2,7 +2,9 @@
  * SIGTERM and SIGINT while `serve` starts: no job has been taken yet, so there is nothing to drain
  * or hand back, and the right answer is to exit 0 at once (what systemd and Kubernetes expect of a
  * stop), whatever start-up is doing (loading modules, converting a model, connecting to NATS).
- * Once the worker runs, `endStartup` hands the signals over to the drain. Imports nothing heavy.
+ * Once the worker runs, `handOverSignals` gives the signals to the drain. The listeners themselves
+ * stay installed throughout: removing one and adding another leaves a moment in which a signal
+ * already caught by Node finds no listener and is lost. Imports nothing heavy.
  */
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
@@ -14,17 +16,29 @@ function onStartupSignal(signal: NodeJS.Signals): void {
   process.exit(0);
 }
 
+let current: (signal: NodeJS.Signals) => void = onStartupSignal;
 let installed = false;
+let handedOver = false;
 
 export function installStartupSignalHandlers(): void {
   if (installed) return;
   installed = true;
-  for (const signal of SIGNALS) process.on(signal, onStartupSignal);
+  for (const signal of SIGNALS) process.on(signal, (s: NodeJS.Signals) => current(s));
 }
 
-/** Start-up is over: the caller's handlers take the signals from now on. */
-export function endStartup(): void {
-  if (!installed) return;
-  installed = false;
-  for (const signal of SIGNALS) process.off(signal, onStartupSignal);
+/**
+ * Start-up is over: `handler` gets the first SIGTERM or SIGINT from now on. A second one ends the
+ * process at once without waiting for the drain (exit 1; running jobs go back to the queue after
+ * their ack wait, as after any kill).
+ */
+export function handOverSignals(handler: (signal: NodeJS.Signals) => void): void {
+  installStartupSignalHandlers();
+  current = (signal) => {
+    if (handedOver) {
+      process.stderr.write(`${JSON.stringify({ level: 40, time: Date.now(), service: 'media-worker', signal, msg: 'Second signal: exiting without finishing the drain' })}\n`);
+      process.exit(1);
+    }
+    handedOver = true;
+    handler(signal);
+  };
 }

@@ -53,6 +53,7 @@ export class Availability {
   /** Last result of each check (null: passing). */
   readonly #results = new Map<ReadinessCheck, string | null>();
   readonly #announced = new Map<JobKind, string>();
+  readonly #whenUnready = new Set<(kind: JobKind) => void>();
   #round: Promise<void> | undefined;
 
   constructor(options: AvailabilityOptions) {
@@ -115,6 +116,15 @@ export class Availability {
     return false;
   }
 
+  /**
+   * Calls `listener` each time a kind stops being ready (slots withdraw their open pull requests,
+   * so a job is not delivered to a host that just became unable to run it). Returns the unsubscriber.
+   */
+  onUnready(listener: (kind: JobKind) => void): () => void {
+    this.#whenUnready.add(listener);
+    return () => this.#whenUnready.delete(listener);
+  }
+
   /** Re-runs every check every `intervalMs`; returns the function that stops it. */
   start(intervalMs: number): () => void {
     const timer = setInterval(() => {
@@ -164,7 +174,9 @@ export class Availability {
     const summary = ready ? 'ready' : reasons.join('; ');
     if (this.#announced.get(kind) === summary) return;
     const first = !this.#announced.has(kind);
+    const wasReady = this.#announced.get(kind) === 'ready';
     this.#announced.set(kind, summary);
+    if (wasReady && !ready) for (const listener of this.#whenUnready) listener(kind);
     if (ready) this.#logger.info({ kind, slots }, first ? `Serving ${kind} jobs` : `Serving ${kind} jobs again: its checks pass`);
     else this.#logger.warn({ kind, slots, reasons }, `Not serving ${kind} jobs (left in the stream for hosts that can run them): ${summary}`);
   }

@@ -152,7 +152,8 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
           }
           await handleJobMessage(runtime, msg, kind);
         };
-        loops.push(pullLoop(consumer, settings.pullExpiresMs, pulling, stopPulling.signal, slotLogger, nc, handle, ready));
+        const onUnready = (withdraw: () => void): (() => void) => availability.onUnready((k) => k === kind && withdraw());
+        loops.push(pullLoop(consumer, settings.pullExpiresMs, pulling, stopPulling.signal, slotLogger, nc, handle, ready, onUnready));
       }
     }
     const advisoryRuntime: AdvisoryRuntime = {
@@ -265,10 +266,13 @@ async function pullLoop(
   nc: NatsConnection,
   handle: (msg: JsMsg) => Promise<void>,
   ready: () => Promise<boolean> = () => Promise.resolve(true),
+  onUnready?: (withdraw: () => void) => () => void,
 ): Promise<void> {
   let pending: ConsumerMessages | undefined;
   const withdraw = (): void => pending?.stop();
   stopSignal.addEventListener('abort', withdraw, { once: true });
+  // The kind became unable to run here (disk full): the open pull is withdrawn too.
+  const unsubscribe = onUnready?.(withdraw);
   let failures = 0;
   try {
     while (pulling()) {
@@ -300,6 +304,7 @@ async function pullLoop(
     }
   } finally {
     stopSignal.removeEventListener('abort', withdraw);
+    unsubscribe?.();
   }
 }
 

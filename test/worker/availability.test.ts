@@ -85,6 +85,24 @@ describe('a kind whose readiness check fails', () => {
     expect(await metrics(w)).toContain('media_worker_kind_ready{kind="image"} 1');
   });
 
+  it('withdraws the open pull when its kind stops being ready, so a job published then is not delivered here', async () => {
+    let ok = true;
+    const flaky: ReadinessCheck = { name: 'fake-disk', run: async () => (ok ? null : 'disk full') };
+    // A long pull: without withdrawing it, the job published below would be delivered into it.
+    const w = await startTestWorker(server.url, { ...ONLY_IMAGE, pullExpiresMs: 20_000 }, undefined, { readiness: { image: [flaky] } });
+    workers.push(w);
+    await sleep(300); // the slot's pull is open
+    ok = false;
+    await waitFor('readiness to notice', async () => (await readyz(w)).status === 503);
+    await cp.publishJob('image', 'vendor-image-upscale', imageJob('withdrawn-1'));
+    await sleep(1000);
+    expect((await cp.jsm.consumers.info('MEDIA_JOBS', 'media-worker-image')).delivered.consumer_seq).toBe(0);
+    ok = true;
+    const event = await waitFor('the event', async () => (await cp.eventsOf('withdrawn-1'))[0]);
+    expect(event).toMatchObject({ status: 'completed', attempt: 1 });
+    expect(await metrics(w)).not.toContain('outcome="declined"');
+  });
+
   it('leaves the host ready for the kinds that can run, naming the one that cannot', async () => {
     const never: ReadinessCheck = { name: 'lipsync-model', run: async () => 'no manifest for wav2lip' };
     const w = await startTestWorker(server.url, { concurrency: 'image=1,video=0,lipsync=1,music=0' }, undefined, { readiness: { lipsync: [never] } });

@@ -20,7 +20,7 @@ import {
 } from '../../worker/index.js';
 import { cliContext } from '../context.js';
 import { reportFailure } from '../exit.js';
-import { endStartup, installStartupSignalHandlers } from '../startup-signals.js';
+import { handOverSignals, installStartupSignalHandlers } from '../startup-signals.js';
 
 export function registerServe(program: Command): void {
   program
@@ -77,10 +77,8 @@ async function serve(): Promise<void> {
       },
     );
   };
-  // From here on a signal drains (jobs may be running); the swap is synchronous, so none is missed.
-  endStartup();
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  // From here on a signal drains (jobs may be running); the listeners stay, so none is missed.
+  handOverSignals(stop);
   await worker.stopped;
 }
 
