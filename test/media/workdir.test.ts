@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { currentOwner, ownerState, ownerToken, parseOwnerToken, startTimeOf, type ProcessOwner } from '../../src/media/owner.js';
-import { jobDirSweep, modelTempSweep, sweepLeftovers, withJobDir } from '../../src/media/workdir.js';
+import { jobDirSweep, modelTempSweep, safeDirPrefix, sweepLeftovers, withJobDir } from '../../src/media/workdir.js';
 import { writeFileAtomic } from '../../src/inference/convert/convert.js';
 
 let root: string;
@@ -104,5 +104,59 @@ describe('sweepLeftovers', () => {
     await other.kill();
     expect((await sweepLeftovers(modelTempSweep(root))).removed.sort()).toEqual([install, half].sort());
     expect(await fs.readdir(root)).toEqual(['done.onnx']);
+  });
+});
+
+describe('withJobDir', () => {
+  it('gives the job its own directory under the root, named after its owner, and removes it afterwards', async () => {
+    let seen = '';
+    const result = await withJobDir(
+      'task-1',
+      async (dir) => {
+        seen = dir;
+        expect(path.dirname(dir)).toBe(root);
+        expect(path.basename(dir)).toMatch(new RegExp(`^media-worker-${ownerToken()}-task-1-`));
+        await fs.writeFile(path.join(dir, 'input.bin'), 'data');
+        return 42;
+      },
+      { root },
+    );
+    expect(result).toBe(42);
+    expect(existsSync(seen)).toBe(false);
+    expect(await fs.readdir(root)).toEqual([]);
+  });
+
+  it('removes the directory when the job throws', async () => {
+    let seen = '';
+    await expect(
+      withJobDir(
+        'task-2',
+        async (dir) => {
+          seen = dir;
+          await fs.writeFile(path.join(dir, 'partial.bin'), 'data');
+          throw new Error('boom');
+        },
+        { root },
+      ),
+    ).rejects.toThrow('boom');
+    expect(existsSync(seen)).toBe(false);
+    expect(await fs.readdir(root)).toEqual([]);
+  });
+
+  it.each([
+    ['../../etc', '______etc'],
+    ['a/b', 'a_b'],
+    ['', 'job'],
+    ['x'.repeat(100), 'x'.repeat(48)],
+    ['job_9-A', 'job_9-A'],
+  ])('keeps network-supplied ids from escaping the root: %s -> %s', async (id, prefix) => {
+    expect(safeDirPrefix(id)).toBe(prefix);
+    await withJobDir(
+      id,
+      async (dir) => {
+        expect(path.dirname(dir)).toBe(root);
+      },
+      { root },
+    );
   });
 });
