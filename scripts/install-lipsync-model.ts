@@ -1,20 +1,25 @@
 /**
  * Installs real lip-sync weights (a Wav2Lip ONNX export) that an operator provides.
  *
- *   npx tsc -p tsconfig.json && node dist/scripts/install-lipsync-model.js --url URL --sha256 HEX [--name wav2lip]
- *       [--models-dir DIR] [--max-bytes N] [--licence-spdx ID --licence-holder TEXT --licence-url URL]
+ *   node dist/scripts/install-lipsync-model.js --url URL --sha256 HEX [--name wav2lip]
+ *       [--models-dir DIR] [--files-dir DIR] [--max-bytes N] [--licence-spdx ID --licence-holder TEXT --licence-url URL]
  *
- * Downloads over https with the project's safe fetch (size cap, timeouts, no private addresses),
- * verifies the sha256 given, checks that the graph has Wav2Lip's contract (inputs mel_spectrogram
- * [B,1,80,16] and video_frames [B,6,96,96], one [B,3,96,96] output), then writes <name>.onnx and
- * <name>.json into the models directory, each atomically. Nothing is written when a check fails.
- * The default name, wav2lip, is what every lip-sync model id maps to by default.
+ * Writes where the worker reads: the manifest into MEDIA_WORKER_MODELS_DIR and the weights into
+ * MEDIA_WORKER_MODEL_FILES_DIR (else beside the manifest), read from the environment like every
+ * command's settings (so run it with the worker's environment file); --models-dir and --files-dir
+ * override them. Downloads over https with the project's safe fetch (size cap, timeouts, no private
+ * addresses; MEDIA_WORKER_ALLOW_PRIVATE_URLS=1 lifts that for tests), verifies the sha256 given,
+ * checks that the graph has Wav2Lip's contract (inputs mel_spectrogram [B,1,80,16] and video_frames
+ * [B,6,96,96], one [B,3,96,96] output), then writes <name>.onnx and <name>.json, each atomically.
+ * Nothing is written when a check fails. The default name, wav2lip, is what every lip-sync model id
+ * maps to by default. A running worker notices the new model at its next readiness check.
  */
-import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config.js';
+import { ownedTempName } from '../src/media/owner.js';
 import onnxProto from 'onnx-proto';
 import ort from 'onnxruntime-node';
 import { writeFileAtomic } from '../src/inference/convert/convert.js';
@@ -40,7 +45,10 @@ export interface InstallOptions {
   url: string;
   sha256: string;
   name?: string;
+  /** Where the manifest goes (the worker's MEDIA_WORKER_MODELS_DIR). */
   modelsDir?: string;
+  /** Where the weights go (the worker's MEDIA_WORKER_MODEL_FILES_DIR); default: modelsDir. */
+  filesDir?: string;
   maxBytes?: number;
   licence?: LipsyncManifest['licence'];
   /** Passed to the safe fetch (tests: allowHttp and allowPrivate for a local server). */
@@ -115,9 +123,12 @@ export async function installLipsyncModel(options: InstallOptions): Promise<{ ma
   const expected = options.sha256.toLowerCase();
   if (!/^[0-9a-f]{64}$/.test(expected)) throw new InstallError(`Expected a sha256 of 64 hex digits but received ${JSON.stringify(options.sha256)}`);
   const modelsDir = path.resolve(options.modelsDir ?? defaultModelsDir());
+  const filesDir = path.resolve(options.filesDir ?? modelsDir);
   await mkdir(modelsDir, { recursive: true });
-  // Inside the models directory, so the final rename stays on one filesystem.
-  const work = path.join(modelsDir, `.install-${randomUUID()}`);
+  await mkdir(filesDir, { recursive: true });
+  // Inside the weights' directory, so the final rename stays on one filesystem; named after this
+  // process, so a worker's sweep removes it if the installer is killed.
+  const work = path.join(filesDir, ownedTempName('install'));
   await mkdir(work);
   try {
     let downloaded;
@@ -160,7 +171,7 @@ export async function installLipsyncModel(options: InstallOptions): Promise<{ ma
         instructions: `install it with node dist/scripts/install-lipsync-model.js --url ${options.url} --sha256 ${actual}${name === REAL_LIPSYNC_MODEL ? '' : ` --name ${name}`}`,
       },
     });
-    const file = path.join(modelsDir, manifest.file);
+    const file = path.join(filesDir, manifest.file);
     const manifestPath = path.join(modelsDir, `${name}.json`);
     await rename(downloaded.path, file);
     await writeFileAtomic(manifestPath, new TextEncoder().encode(formatManifest(manifest)));
@@ -172,6 +183,25 @@ export async function installLipsyncModel(options: InstallOptions): Promise<{ ma
   }
 }
 
+const USAGE = `Usage: node dist/scripts/install-lipsync-model.js --url URL --sha256 HEX [options]
+
+Downloads Wav2Lip ONNX weights, verifies their sha256 and their graph, and installs them where the
+worker reads models: the manifest into MEDIA_WORKER_MODELS_DIR, the weights into
+MEDIA_WORKER_MODEL_FILES_DIR (else beside the manifest). Run it with the worker's environment
+(e.g. \`set -a; . /etc/media-worker/media-worker.env; set +a\`) and as a user that may write there.
+
+Options:
+  --url URL             https address of the .onnx weights (required)
+  --sha256 HEX          their expected sha256 (required)
+  --name NAME           manifest name (default: wav2lip, what every lip-sync model id maps to by default)
+  --models-dir DIR      where the manifest goes (default: MEDIA_WORKER_MODELS_DIR, else <package>/models)
+  --files-dir DIR       where the weights go (default: MEDIA_WORKER_MODEL_FILES_DIR, else the models dir)
+  --max-bytes N         largest download accepted (default: ${DEFAULT_MAX_MODEL_BYTES})
+  --licence-spdx ID --licence-holder TEXT --licence-url URL
+                        the weights' licence, all three together (default: Wav2Lip's research licence)
+  -h, --help            this text
+`;
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -179,15 +209,23 @@ async function main(): Promise<void> {
       sha256: { type: 'string' },
       name: { type: 'string' },
       'models-dir': { type: 'string' },
+      'files-dir': { type: 'string' },
       'max-bytes': { type: 'string' },
       'licence-spdx': { type: 'string' },
       'licence-holder': { type: 'string' },
       'licence-url': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
-  if (values.url === undefined || values.sha256 === undefined) {
-    throw new InstallError('Expected --url URL and --sha256 HEX (the weights to install and their checksum)');
+  if (values.help === true) {
+    process.stdout.write(USAGE);
+    return;
   }
+  if (values.url === undefined || values.sha256 === undefined) {
+    throw new InstallError(`Expected --url URL and --sha256 HEX (the weights to install and their checksum)\n\n${USAGE}`);
+  }
+  // The same settings as the worker: the layout it reads, and whether private addresses are allowed.
+  const config = loadConfig(process.env);
   const licenceGiven = [values['licence-spdx'], values['licence-holder'], values['licence-url']];
   if (licenceGiven.some((v) => v !== undefined) && licenceGiven.some((v) => v === undefined)) {
     throw new InstallError('Expected --licence-spdx, --licence-holder and --licence-url together');
@@ -200,7 +238,9 @@ async function main(): Promise<void> {
     url: values.url,
     sha256: values.sha256,
     ...(values.name ? { name: values.name } : {}),
-    ...(values['models-dir'] ? { modelsDir: values['models-dir'] } : {}),
+    modelsDir: values['models-dir'] ?? config.modelsDir,
+    ...((values['files-dir'] ?? config.modelFilesDir) === undefined ? {} : { filesDir: values['files-dir'] ?? config.modelFilesDir }),
+    ...(config.allowPrivateUrls ? { fetch: { allowHttp: true, allowPrivate: true } } : {}),
     ...(maxBytes ? { maxBytes } : {}),
     ...(values['licence-spdx'] && values['licence-holder'] && values['licence-url']
       ? { licence: { spdx: values['licence-spdx'], holder: values['licence-holder'], upstream: values['licence-url'] } }

@@ -1,34 +1,12 @@
 #!/usr/bin/env node
 /**
- * media-worker command line: one entry, one module per command under cli/commands/.
+ * media-worker command line. This entry is kept tiny on purpose: loading the commands (ONNX
+ * Runtime, sharp, the NATS client) takes a moment, and `serve` must honour SIGTERM and SIGINT from
+ * the first instant (exit 0: nothing to drain yet), so its start-up handlers go in before anything
+ * else is loaded. The program itself is src/cli/program.ts.
  */
-import { Command } from 'commander';
-import { PACKAGE_VERSION } from './paths.js';
-import { registerAccounts } from './cli/commands/accounts.js';
-import { registerConfig } from './cli/commands/config.js';
-import { registerGateway } from './cli/commands/gateway.js';
-import { registerLipsync } from './cli/commands/lipsync.js';
-import { registerModels } from './cli/commands/models.js';
-import { registerMusic } from './cli/commands/music.js';
-import { registerQuote } from './cli/commands/quote.js';
-import { registerRun } from './cli/commands/run.js';
-import { registerServe } from './cli/commands/serve.js';
-import { registerUpscaleCommands } from './cli/commands/upscale.js';
+import { installStartupSignalHandlers } from './cli/startup-signals.js';
 
-const program = new Command('media-worker')
-  .description('Media jobs on a GPU host: image and video upscaling, lip-sync, music; from the command line or NATS JetStream.')
-  .version(PACKAGE_VERSION)
-  .showHelpAfterError('(add --help for usage)');
-
-registerQuote(program);
-registerRun(program);
-registerServe(program);
-registerGateway(program);
-registerAccounts(program);
-registerUpscaleCommands(program);
-registerLipsync(program);
-registerMusic(program);
-registerModels(program);
-registerConfig(program);
-
-await program.parseAsync(process.argv);
+const command = process.argv.slice(2).find((arg) => !arg.startsWith('-'));
+if (command === 'serve') installStartupSignalHandlers();
+await import('./cli/program.js');

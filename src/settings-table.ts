@@ -21,6 +21,8 @@ export interface SettingSpec<S extends z.ZodType = z.ZodType> {
   /** Default as the environment would spell it; undefined means "unset". */
   default?: string;
   doc: string;
+  /** A credential: `media-worker config` shows whether it is set, never its value. */
+  secret?: boolean;
 }
 
 export type SettingsTable = Record<string, SettingSpec>;
@@ -124,4 +126,89 @@ export function settingsReference(table: SettingsTable, shownDefault: (value: st
     (s) => `| \`${s.env}\` | ${s.default === undefined ? '(unset)' : `\`${shownDefault(s.default)}\``} | ${s.doc} |`,
   );
   return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
+}
+
+// ------------------------------------------------------------------------------ unknown settings
+
+/**
+ * Variables with one of these prefixes are taken as meant for this program: one that no table
+ * reads is reported. The prefixes of every table's own variables are added by `settingPrefixes`.
+ */
+export const PROJECT_PREFIXES = ['MEDIA_WORKER_', 'MEDIA_', 'WORKER_', 'RESULTS_', 'NATS_', 'GATEWAY_', 'LOG_', 'FFMPEG_', 'FFPROBE_'] as const;
+
+/** Variables with a project prefix that are read by something else (the test helpers), not settings. */
+export const NOT_SETTINGS: ReadonlySet<string> = new Set(['NATS_SERVER_BIN']);
+
+/** The project's prefixes plus the first word of every variable the tables read, longest first. */
+export function settingPrefixes(names: Iterable<string>): string[] {
+  const prefixes = new Set<string>(PROJECT_PREFIXES);
+  for (const name of names) {
+    const cut = name.indexOf('_');
+    if (cut > 0) prefixes.add(name.slice(0, cut + 1));
+  }
+  return [...prefixes].sort((a, b) => b.length - a.length || a.localeCompare(b));
+}
+
+export interface UnknownSetting {
+  /** The variable set in the environment that no setting reads. */
+  name: string;
+  /** The setting it most resembles (a misspelling, or another table's prefix). */
+  closest: string | undefined;
+}
+
+/**
+ * Variables of `env` that carry a project prefix but that no setting of `known` reads, each with
+ * the closest known variable. Closeness compares the names with and without their prefixes, so
+ * `MEDIA_WORKER_RESULTS_DIR` finds `RESULTS_DIR` and `WORKER_CONCURENCY` finds `WORKER_CONCURRENCY`.
+ */
+export function unknownSettings(env: NodeJS.ProcessEnv, known: readonly string[]): UnknownSetting[] {
+  const knownSet = new Set(known);
+  const prefixes = settingPrefixes(known);
+  const out: UnknownSetting[] = [];
+  for (const name of Object.keys(env).sort()) {
+    if (knownSet.has(name) || NOT_SETTINGS.has(name)) continue;
+    if (!prefixes.some((p) => name.startsWith(p))) continue;
+    out.push({ name, closest: closestSetting(name, known, prefixes) });
+  }
+  return out;
+}
+
+/** The known name nearest to `name` by edit distance, prefixes aside; undefined when none is near. */
+export function closestSetting(name: string, known: readonly string[], prefixes: readonly string[] = settingPrefixes(known)): string | undefined {
+  const strip = (n: string): string => {
+    const prefix = prefixes.find((p) => n.startsWith(p) && n.length > p.length);
+    return prefix === undefined ? n : n.slice(prefix.length);
+  };
+  const bare = strip(name);
+  let best: { name: string; score: number } | undefined;
+  for (const candidate of known) {
+    const score = Math.min(
+      editDistance(name, candidate),
+      editDistance(bare, candidate) + 1,
+      editDistance(bare, strip(candidate)) + 2,
+    );
+    if (best === undefined || score < best.score) best = { name: candidate, score };
+  }
+  // Past half the name's length the "closest" one is a guess that would mislead.
+  return best !== undefined && best.score <= Math.max(3, Math.ceil(bare.length / 2)) ? best.name : undefined;
+}
+
+/** Levenshtein distance. */
+export function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length] as number;
+}
+
+/** One line per unknown variable, for logs and `media-worker config`. */
+export function unknownSettingMessage(unknown: UnknownSetting): string {
+  const hint = unknown.closest === undefined ? '' : `; did you mean ${unknown.closest}?`;
+  return `Unknown setting ${unknown.name}: no setting reads it, it is ignored${hint}`;
 }

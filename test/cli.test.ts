@@ -110,6 +110,43 @@ describe('quote', () => {
   });
 });
 
+describe('config', () => {
+  it('prints every setting of every command, credentials hidden', async () => {
+    const r = await cli(['config'], { env: { NATS_TOKEN: 's3cret', RESULTS_DIR: '/srv/results', WORKER_CONCURRENCY: 'image=2' } });
+    expect(r.code).toBe(0);
+    const shown = JSON.parse(r.stdout);
+    expect(Object.keys(shown)).toEqual(['pipelines', 'daemon']);
+    expect(shown.pipelines).toMatchObject({ LOG_LEVEL: 'warn', FFMPEG_PATH: null });
+    expect(shown.daemon).toMatchObject({ NATS_TOKEN: '(set)', NATS_PASSWORD: null, RESULTS_DIR: '/srv/results', WORKER_CONCURRENCY: { image: 2 } });
+    expect(r.stdout).not.toContain('s3cret');
+  });
+
+  it('exits 1 naming a bad daemon setting', async () => {
+    const r = await cli(['config'], { env: { WORKER_CONCURRENCY: 'bogus', MEDIA_WORKER_THREADS: 'many' } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('Invalid setting WORKER_CONCURRENCY');
+    expect(r.stderr).toContain('Invalid setting MEDIA_WORKER_THREADS');
+  });
+
+  it('warns about a variable no setting reads, naming the closest setting', async () => {
+    const r = await cli(['config'], { env: { MEDIA_WORKER_RESULTS_DIR: '/srv/results' } });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('Unknown setting MEDIA_WORKER_RESULTS_DIR');
+    expect(r.stderr).toContain('did you mean RESULTS_DIR?');
+  });
+});
+
+describe('models list', () => {
+  it('prints whether each file is present', async () => {
+    const files = await mkdtemp(path.join(dir, 'files-'));
+    const r = await cli(['models', 'list'], { env: { MEDIA_WORKER_MODEL_FILES_DIR: files } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^esrgan-slim-x2 .* esrgan-slim-x2\.onnx +missing \(made on first use\)$/m);
+    const here = await cli(['models', 'list']);
+    expect(here.stdout).toMatch(/^esrgan-slim-x2 .* present$/m);
+  });
+});
+
 describe('upscale-image and run', () => {
   it('upscales a photo x2 into the requested file and prints the completed task', async () => {
     const out = path.join(dir, 'out.jpg');
@@ -131,6 +168,13 @@ describe('upscale-image and run', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ id: 'cli-run-1', result: { url: path.join(outDir, 'cli-run-1.jpg'), width: 90, height: 60 } });
     expect(await readdir(outDir)).toEqual(['cli-run-1.jpg']);
     expect(await readdir(tmp)).toEqual([]);
+  });
+
+  it('-o dir/ with a missing directory creates it and writes the result inside', async () => {
+    const outDir = path.join(dir, 'made-for-me');
+    const r = await cli(['upscale-image', smallPhoto, '--factor', '1', '-o', `${outDir}/`]);
+    expect(r.code).toBe(0);
+    expect(await readdir(outDir)).toEqual(['coffee-small-x1.jpg']);
   });
 
   it('rejects an unknown --model with INVALID_MODEL', async () => {

@@ -43,3 +43,33 @@ describe('loadConfig', () => {
     expect(loadConfig({ MEDIA_WORKER_THREADS: '2' }, { threads: '3' }).threads).toBe(3);
   });
 });
+
+describe('unknown settings', () => {
+  it('names the closest setting of any table, prefixes aside', async () => {
+    const { findUnknownSettings } = await import('../src/config.js');
+    const found = findUnknownSettings({
+      MEDIA_WORKER_RESULTS_DIR: '/var/lib/media-worker/results',
+      WORKER_CONCURENCY: 'image=1',
+      NATS_URLS: 'nats://a:4222',
+      MEDIA_WORKER_TEMP_DIR: '/tmp',
+      GATEWAY_SOMETHING_ENTIRELY_DIFFERENT_XYZ: '1',
+      RESULTS_DIR: '/srv/results',
+      NODE_ENV: 'production',
+      PATH: '/usr/bin',
+    });
+    expect(found).toEqual([
+      { name: 'GATEWAY_SOMETHING_ENTIRELY_DIFFERENT_XYZ', closest: undefined },
+      { name: 'MEDIA_WORKER_RESULTS_DIR', closest: 'RESULTS_DIR' },
+      { name: 'MEDIA_WORKER_TEMP_DIR', closest: 'MEDIA_WORKER_TMP_DIR' },
+      { name: 'NATS_URLS', closest: 'NATS_URL' },
+      { name: 'WORKER_CONCURENCY', closest: 'WORKER_CONCURRENCY' },
+    ]);
+  });
+
+  it('knows every variable of every settings table (a new table is covered once listed)', async () => {
+    const { knownSettingNames, SETTINGS_SECTIONS, findUnknownSettings } = await import('../src/config.js');
+    const names = knownSettingNames();
+    for (const section of SETTINGS_SECTIONS) for (const spec of Object.values(section.table)) expect(names).toContain(spec.env);
+    expect(findUnknownSettings(Object.fromEntries(names.map((n) => [n, 'x'])))).toEqual([]);
+  });
+});

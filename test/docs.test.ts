@@ -13,3 +13,13 @@ describe('README', () => {
     for (const s of [...Object.values(SETTINGS), ...Object.values(WORKER_SETTINGS)]) expect(readme).toContain(`\`${s.env}\``);
   });
 });
+
+describe('docs/protocol.md', () => {
+  it('shows only progress stages the code sends', async () => {
+    const doc = await readFile(path.join(PACKAGE_ROOT, 'docs', 'protocol.md'), 'utf8');
+    const stages = [...doc.matchAll(/"stage": "([^"]+)"/g)].map((m) => m[1]);
+    expect(stages.length).toBeGreaterThan(0);
+    const sources = await Promise.all(['src/execute.ts', 'src/lipsync/pipeline.ts'].map((f) => readFile(path.join(PACKAGE_ROOT, f), 'utf8')));
+    for (const stage of stages) expect(sources.some((text) => text.includes(`stage: '${stage}'`) || text.includes(`'${stage}'`))).toBe(true);
+  });
+});

@@ -1,13 +1,24 @@
-import { loadConfig, type Config, type SettingKey } from '../config.js';
+import { findUnknownSettings, loadConfig, type Config, type SettingKey } from '../config.js';
+import { allowModelFetching } from '../inference/npm-tarball.js';
 import { createLogger, type Logger } from '../logger.js';
+import { unknownSettingMessage } from '../settings-table.js';
 
 export interface CliContext {
   config: Config;
   logger: Logger;
 }
 
-/** Config from the environment (flags given as overrides), and the root logger on stderr. */
+/**
+ * Config from the environment (flags given as overrides), and the root logger on stderr. Variables
+ * with a project prefix that no setting reads (a misspelling, a setting of another name) are warned
+ * about, naming the closest setting: they would otherwise be silently ignored.
+ */
 export function cliContext(overrides: Partial<Record<SettingKey, string>> = {}): CliContext {
   const config = loadConfig(process.env, overrides);
-  return { config, logger: createLogger(config.logLevel) };
+  const logger = createLogger(config.logLevel);
+  allowModelFetching(config.fetchModels);
+  for (const unknown of findUnknownSettings(process.env)) {
+    logger.warn({ variable: unknown.name, closest: unknown.closest }, unknownSettingMessage(unknown));
+  }
+  return { config, logger };
 }

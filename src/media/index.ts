@@ -47,4 +47,16 @@ export {
 export { isImageFormat, sniffBuffer, sniffFile, type SniffedFormat } from './sniff.js';
 export { writeWithBackpressure } from './stream-write.js';
 export type { AudioStreamInfo, ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, VideoStreamInfo } from './types.js';
-export { safeDirPrefix, withJobDir, type JobDirOptions } from './workdir.js';
+export {
+  FOREIGN_LEFTOVER_MAX_AGE_MS,
+  JOB_DIR_PREFIX,
+  jobDirSweep,
+  modelTempSweep,
+  safeDirPrefix,
+  sweepLeftovers,
+  withJobDir,
+  type JobDirOptions,
+  type LeftoverReport,
+  type LeftoverSweep,
+} from './workdir.js';
+export { currentOwner, ownedTempName, ownerState, ownerToken, parseOwnerToken, type OwnerState, type ProcessOwner } from './owner.js';

@@ -1,6 +1,7 @@
 /**
  * `/metrics` (Prometheus text), `/healthz` (the process is alive and not stopped) and `/readyz`
- * (pulling jobs with a live NATS connection) on one small node:http server.
+ * (pulling jobs of at least one kind with a live NATS connection; the body says, per kind, whether
+ * it is served and why not) on one small node:http server.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +11,8 @@ export interface HealthProbe {
   live(): boolean;
   /** null when ready, else why not (reported in the body). */
   notReadyReason(): string | null;
+  /** Added to the /readyz body as `kinds` (what each kind can do here). */
+  kinds?(): unknown;
 }
 
 export interface HealthServer {
@@ -38,7 +41,8 @@ export async function startHealthServer(host: string, port: number, registry: Re
     }
     if (path === '/readyz') {
       const reason = probe.notReadyReason();
-      reply(res, reason === null ? 200 : 503, 'application/json', JSON.stringify(reason === null ? { status: 'ready' } : { status: 'not ready', reason }));
+      const body = reason === null ? { status: 'ready' } : { status: 'not ready', reason };
+      reply(res, reason === null ? 200 : 503, 'application/json', JSON.stringify(probe.kinds ? { ...body, kinds: probe.kinds() } : body));
       return;
     }
     reply(res, 404, 'text/plain', 'not found\n');

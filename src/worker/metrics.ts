@@ -13,6 +13,8 @@ export type JobOutcome =
   | 'retried'
   /** Handed back at once because the worker was draining. */
   | 'interrupted'
+  /** Handed back unrun: it arrived after a readiness check of its kind failed (disk full). */
+  | 'declined'
   /** Its terminal event already existed: acked without work. */
   | 'duplicate'
   /** No readable task id: terminated without an event. */
@@ -43,8 +45,25 @@ export class WorkerMetrics {
   });
   readonly slots = new Gauge({
     name: 'media_worker_slots',
-    help: 'Configured concurrency, by kind.',
+    help: 'Slots pulling jobs, by kind: the configured concurrency while the kind can run here, else 0.',
     labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly kindReady = new Gauge({
+    name: 'media_worker_kind_ready',
+    help: 'Whether jobs of the kind are pulled (1) or left in the stream because a readiness check fails (0); configured kinds only.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly kindCheckFailing = new Gauge({
+    name: 'media_worker_kind_check_failing',
+    help: 'Readiness checks of each kind: 1 while the check fails (its reason is in the log and /readyz).',
+    labelNames: ['kind', 'check'] as const,
+    registers: [this.registry],
+  });
+  readonly leftoversRemoved = new Counter({
+    name: 'media_worker_leftovers_removed_total',
+    help: 'Job directories and partial files of processes that are gone, removed by the sweep.',
     registers: [this.registry],
   });
   readonly events = new Counter({

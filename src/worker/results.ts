@@ -10,13 +10,17 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
+import { ownerState, ownerToken, parseOwnerToken } from '../media/owner.js';
 import { LIPSYNC_RESULT_URL_LIFETIME_DAYS, MUSIC_AUDIO_URL_LIFETIME_DAYS } from '../jobs/limits.js';
 import type { JobKind } from '../jobs/models.js';
 import { JOB_KINDS } from './settings.js';
 import { isTaskId } from './subjects.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-/** Half-written copies (`.partial-*`) older than this are debris of a crash. */
+/**
+ * Half-written copies (`.partial-<owner>-<time>`) are removed as soon as their owner process is
+ * gone; those whose owner cannot be judged (another container) once older than this.
+ */
 const PARTIAL_MAX_AGE_MS = DAY_MS;
 const NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 const EXT_PATTERN = /^[a-z0-9]{1,8}$/;
@@ -94,7 +98,7 @@ export class ResultStore {
     const segments = resultRelativePath(options);
     const target = path.join(this.settings.resultsDir, ...segments);
     await fs.mkdir(path.dirname(target), { recursive: true });
-    const partial = `${target}.partial-${process.pid}-${Date.now()}`;
+    const partial = `${target}.partial-${ownerToken()}-${Date.now()}`;
     try {
       await fs.rename(localPath, partial);
     } catch (err) {
@@ -130,8 +134,11 @@ export class ResultStore {
           try {
             const stat = await fs.stat(filePath);
             if (!stat.isFile()) continue;
-            const maxAge = file.includes('.partial-') ? PARTIAL_MAX_AGE_MS : lifetime;
-            if (now.getTime() - stat.mtimeMs >= maxAge) {
+            const partial = file.includes('.partial-');
+            const owner = partial ? parseOwnerToken(file) : undefined;
+            const state = owner === undefined ? 'foreign' : await ownerState(owner);
+            const maxAge = partial ? PARTIAL_MAX_AGE_MS : lifetime;
+            if ((partial && state === 'dead') || (!(partial && state === 'alive') && now.getTime() - stat.mtimeMs >= maxAge)) {
               await fs.rm(filePath, { force: true });
               report.removed += 1;
             } else {

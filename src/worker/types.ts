@@ -9,7 +9,7 @@ import type { Quote } from '../jobs/quote.js';
 import type { Job } from '../jobs/types.js';
 
 export interface JobProgress {
-  /** Short name of what runs now: `download`, `probe`, `frames`, `encode`, ... */
+  /** Short name of what runs now: `fetching and probing`, `upscaling`, `detecting faces`, `lip-syncing` (docs/protocol.md). */
   stage: string;
   /** Units done and total in this stage (frames, tiles, seconds), when countable. */
   done?: number;

@@ -8,6 +8,7 @@ import { jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { handleAdvisory, type AdvisoryRuntime } from './advisories.js';
+import { Availability, type KindChecks } from './availability.js';
 import { connectNats } from './connection.js';
 import { EventPublisher } from './event-publisher.js';
 import { startHealthServer, type HealthServer } from './health.js';
@@ -35,6 +36,16 @@ export interface WorkerDeps {
    * sweeper. Default: one made from the settings, exposed as `handle.results`.
    */
   results?: ResultStore;
+  /**
+   * Readiness checks per kind (src/readiness.ts builds them for `serve`): a kind is pulled only
+   * while its checks pass. Kinds without checks are always ready.
+   */
+  readiness?: KindChecks;
+  /**
+   * Removes what killed workers left behind (job directories, partial files); run at start, before
+   * any job is pulled, then every WORKER_LEFTOVER_SWEEP_INTERVAL_MS. Returns how many it removed.
+   */
+  sweepLeftovers?: () => Promise<number>;
 }
 
 export interface WorkerHandle {
@@ -43,6 +54,8 @@ export interface WorkerHandle {
   readonly healthPort: number;
   /** Where the executor stores results (the sweeper runs while the worker runs). */
   readonly results: ResultStore;
+  /** Which kinds run here now, and why not. */
+  readonly availability: Availability;
   /** Settles when the worker has stopped: by stop(), or rejects when the connection closed for good. */
   readonly stopped: Promise<void>;
   /** Drains and stops; safe to call more than once (every call gets the same promise). */
@@ -61,6 +74,8 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
   let health: HealthServer | undefined;
   let quoteService: QuoteService | undefined;
   let stopSweeper: (() => void) | undefined;
+  let stopReadiness: (() => void) | undefined;
+  let stopLeftoverSweep: (() => void) | undefined;
   const stopPulling = new AbortController();
   const drain = new AbortController();
   const loops: Promise<void>[] = [];
@@ -72,10 +87,23 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
     const events = new EventPublisher(nc, js, jsm, settings, logger);
     const results = deps.results ?? createResultStore(settings, logger);
 
+    const availability = new Availability({ slots: settings.concurrency, checks: deps.readiness ?? {}, metrics, logger: logger.child({ component: 'readiness' }) });
     health = await startHealthServer(settings.healthHost, settings.healthPort, metrics.registry, {
       live: () => state !== 'stopped',
-      notReadyReason: () => (state !== 'running' ? `worker is ${state}` : connected ? null : 'NATS connection lost; reconnecting'),
+      notReadyReason: () =>
+        state !== 'running' ? `worker is ${state}` : !connected ? 'NATS connection lost; reconnecting' : availability.notReadyReason(),
+      kinds: () => availability.status(),
     });
+    // Before any pull: what a killed worker left is reclaimed, and each kind is checked.
+    await sweepLeftoversOnce(deps.sweepLeftovers, metrics, logger);
+    await availability.refresh();
+    stopReadiness = availability.start(settings.readinessIntervalMs);
+    if (deps.sweepLeftovers) {
+      const sweep = deps.sweepLeftovers;
+      const timer = setInterval(() => void sweepLeftoversOnce(sweep, metrics, logger), settings.leftoverSweepIntervalMs);
+      timer.unref();
+      stopLeftoverSweep = () => clearInterval(timer);
+    }
     if (deps.quote) {
       quoteService = await startQuoteService(nc, {
         quote: deps.quote,
@@ -103,12 +131,29 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
 
     for (const kind of JOB_KINDS) {
       const slots = settings.concurrency[kind];
-      metrics.slots.set({ kind }, slots);
-      if (slots === 0) continue;
+      if (slots === 0) {
+        metrics.slots.set({ kind }, 0);
+        continue;
+      }
       const consumer = await js.consumers.get(settings.jobsStream, consumerName(settings.consumerPrefix, kind));
+      const ready = (): Promise<boolean> => availability.waitUntilReady(kind, stopPulling.signal);
       for (let slot = 0; slot < slots; slot++) {
         const slotLogger = logger.child({ kind, slot });
-        loops.push(pullLoop(consumer, settings.pullExpiresMs, pulling, stopPulling.signal, slotLogger, nc, (msg) => handleJobMessage(runtime, msg, kind)));
+        const handle = async (msg: JsMsg): Promise<void> => {
+          // A pull asked for while the kind could run may deliver after a check failed (the disk
+          // filled meanwhile): the job goes back to the queue for a host that can run it.
+          if (!(await availability.readyToPull(kind))) {
+            const delayMs = settings.nakDelaysMs[0] ?? 0;
+            slotLogger.warn({ delayMs, reasons: availability.status()[kind].reasons }, 'Handing a job back: this kind cannot run here now');
+            msg.nak(delayMs);
+            await nc.flush().catch(() => undefined);
+            metrics.recordJob(kind, 'declined');
+            return;
+          }
+          await handleJobMessage(runtime, msg, kind);
+        };
+        const onUnready = (withdraw: () => void): (() => void) => availability.onUnready((k) => k === kind && withdraw());
+        loops.push(pullLoop(consumer, settings.pullExpiresMs, pulling, stopPulling.signal, slotLogger, nc, handle, ready, onUnready));
       }
     }
     const advisoryRuntime: AdvisoryRuntime = {
@@ -132,7 +177,14 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
 
     state = 'running';
     logger.info(
-      { concurrency: settings.concurrency, jobsStream: settings.jobsStream, eventsStream: settings.eventsStream, healthPort: health.port, quote: Boolean(quoteService) },
+      {
+        concurrency: settings.concurrency,
+        served: availability.servedKinds().filter((kind) => availability.isReady(kind)),
+        jobsStream: settings.jobsStream,
+        eventsStream: settings.eventsStream,
+        healthPort: health.port,
+        quote: Boolean(quoteService),
+      },
       'Worker running',
     );
 
@@ -148,6 +200,8 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
         await Promise.allSettled(loops);
         clearTimeout(grace);
         stopSweeper?.();
+        stopReadiness?.();
+        stopLeftoverSweep?.();
         await quoteService?.stop().catch((err: unknown) => logger.warn({ err }, 'Quote service did not stop cleanly'));
         await nc.flush().catch(() => undefined);
         await nc.drain().catch(() => undefined);
@@ -165,6 +219,8 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       stopPulling.abort();
       drain.abort(new DOMException('The NATS connection closed', 'AbortError'));
       stopSweeper?.();
+      stopReadiness?.();
+      stopLeftoverSweep?.();
       await health?.close();
       logger.fatal({ err }, 'NATS connection closed; worker stopped');
       throw err instanceof Error ? err : new Error('NATS connection closed');
@@ -179,12 +235,15 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       },
       healthPort: finalHealth.port,
       results,
+      availability,
       stopped,
       stop,
     };
   } catch (err) {
     stopPulling.abort();
     stopSweeper?.();
+    stopReadiness?.();
+    stopLeftoverSweep?.();
     await quoteService?.stop().catch(() => undefined);
     await health?.close();
     await nc.close().catch(() => undefined);
@@ -206,13 +265,19 @@ async function pullLoop(
   logger: Logger,
   nc: NatsConnection,
   handle: (msg: JsMsg) => Promise<void>,
+  ready: () => Promise<boolean> = () => Promise.resolve(true),
+  onUnready?: (withdraw: () => void) => () => void,
 ): Promise<void> {
   let pending: ConsumerMessages | undefined;
   const withdraw = (): void => pending?.stop();
   stopSignal.addEventListener('abort', withdraw, { once: true });
+  // The kind became unable to run here (disk full): the open pull is withdrawn too.
+  const unsubscribe = onUnready?.(withdraw);
   let failures = 0;
   try {
     while (pulling()) {
+      // A kind that cannot run here (models missing, disk short) is not asked for.
+      if (!(await ready())) break;
       let msg: JsMsg | undefined;
       try {
         pending = await consumer.fetch({ max_messages: 1, expires: expiresMs });
@@ -239,6 +304,20 @@ async function pullLoop(
     }
   } finally {
     stopSignal.removeEventListener('abort', withdraw);
+    unsubscribe?.();
+  }
+}
+
+async function sweepLeftoversOnce(sweep: (() => Promise<number>) | undefined, metrics: WorkerMetrics, logger: Logger): Promise<void> {
+  if (sweep === undefined) return;
+  try {
+    const removed = await sweep();
+    if (removed > 0) {
+      metrics.leftoversRemoved.inc(removed);
+      logger.info({ removed }, 'Removed job directories and partial files left by worker processes that are gone');
+    }
+  } catch (err) {
+    logger.warn({ err }, 'Leftover sweep failed');
   }
 }
 

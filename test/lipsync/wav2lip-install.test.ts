@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +13,17 @@ import { SessionCache } from '../../src/inference/session.js';
 import { loadLipsyncModel } from '../../src/lipsync/wav2lip-model.js';
 import { buildWav2LipTestModel } from '../../src/lipsync/wav2lip-test-model.js';
 import { InstallError, installLipsyncModel } from '../../scripts/install-lipsync-model.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+
+const INSTALLER = path.join(PACKAGE_ROOT, 'dist', 'scripts', 'install-lipsync-model.js');
+
+function installer(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [INSTALLER, ...args], { env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
+    );
+  });
+}
 
 /** An ONNX graph that is not Wav2Lip: one input `x`, its identity out. */
 function identityModel(): Uint8Array {
@@ -121,5 +133,40 @@ describe('scripts/install-lipsync-model', () => {
     } finally {
       await sessions.release();
     }
+  });
+
+  it('puts the manifest in the models directory and the weights in the files directory (a read-only install)', async () => {
+    const models = await mkdtemp(path.join(dir, 'manifests-'));
+    const files = await mkdtemp(path.join(dir, 'weights-'));
+    await installLipsyncModel({ url: `${base}/wav2lip.onnx`, sha256: sha256Hex(weights), modelsDir: models, filesDir: files, fetch: local });
+    expect(await readdir(models)).toEqual(['wav2lip.json']);
+    expect(await readdir(files)).toEqual(['wav2lip.onnx']);
+    forgetVerifiedModels();
+    const sessions = new SessionCache({ thread: false });
+    try {
+      const model = await loadLipsyncModel('vendor-lipsync-3', { sessions, registry: { modelsDir: models, filesDir: files } });
+      expect(model.name).toBe('wav2lip');
+    } finally {
+      await sessions.release();
+    }
+  });
+
+  it('as a command: --help, and the worker\'s MEDIA_WORKER_MODELS_DIR / MEDIA_WORKER_MODEL_FILES_DIR by default', async () => {
+    const help = await installer(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: node dist/scripts/install-lipsync-model.js --url URL --sha256 HEX');
+    expect(help.stdout).toContain('MEDIA_WORKER_MODEL_FILES_DIR');
+
+    const models = await mkdtemp(path.join(dir, 'env-manifests-'));
+    const files = await mkdtemp(path.join(dir, 'env-weights-'));
+    const env = { MEDIA_WORKER_MODELS_DIR: models, MEDIA_WORKER_MODEL_FILES_DIR: files, MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1' };
+    const missing = await installer([], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('Expected --url URL and --sha256 HEX');
+    const r = await installer(['--url', `${base}/wav2lip.onnx`, '--sha256', sha256Hex(weights)], env);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(path.join(files, 'wav2lip.onnx'));
+    expect(await readdir(models)).toEqual(['wav2lip.json']);
+    expect(await readdir(files)).toEqual(['wav2lip.onnx']);
   });
 });

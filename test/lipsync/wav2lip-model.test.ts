@@ -183,7 +183,7 @@ describe('which weights serve which model id', () => {
     await expect(attempt).rejects.toMatchObject({ code: 'LIPSYNC_FAILED', retryable: false });
     await expect(attempt).rejects.toThrow(
       'Expected lip-sync weights wav2lip for vendor-lipsync-2-pro but they are not installed (no manifest): install real Wav2Lip ONNX weights with ' +
-        'node dist/scripts/install-lipsync-model.js --url URL --sha256 HEX, or select the test model explicitly (mapping vendor-lipsync-2-pro to wav2lip-test; it does not lip-sync)',
+        'node dist/scripts/install-lipsync-model.js --url URL --sha256 HEX run with the worker\'s environment (it writes where MEDIA_WORKER_MODELS_DIR and MEDIA_WORKER_MODEL_FILES_DIR point), or select the test model explicitly (mapping vendor-lipsync-2-pro to wav2lip-test; it does not lip-sync)',
     );
   });
 

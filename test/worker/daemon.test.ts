@@ -103,7 +103,15 @@ describe('a job that completes', () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ready' });
+    expect(await ready.json()).toEqual({
+      status: 'ready',
+      kinds: {
+        image: { slots: 2, ready: true, reasons: [] },
+        video: { slots: 1, ready: true, reasons: [] },
+        lipsync: { slots: 1, ready: true, reasons: [] },
+        music: { slots: 1, ready: true, reasons: [] },
+      },
+    });
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).toContain('media_worker_execution_provider_info{provider="cpu"} 1');
     expect(metrics).toContain('media_worker_slots{kind="image"} 2');

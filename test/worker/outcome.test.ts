@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JobError } from '../../src/jobs/errors.js';
-import { asJobError, decideFailure, deliveriesExhaustedError, watchdogError } from '../../src/worker/outcome.js';
+import { asJobError, decideFailure, outOfSpace, deliveriesExhaustedError, watchdogError } from '../../src/worker/outcome.js';
 
 const transient = new JobError('FETCH_FAILED', 'download timed out', { retryable: true });
 const permanent = new JobError('PROBE_FAILED', 'not a video');
@@ -48,5 +48,26 @@ describe('errors of the daemon', () => {
     expect(watchdogError('image', 1000).message).toBe('Processing took longer than 1 seconds, the limit for image jobs');
     expect(deliveriesExhaustedError('video', 5).toJSON()).toEqual({ code: 'UPSCALE_FAILED', status: 500, message: 'No worker finished the job in 5 deliveries' });
     expect(deliveriesExhaustedError(undefined, 2).code).toBe('INTERNAL_ERROR');
+  });
+});
+
+describe('a full disk', () => {
+  const enospc = (): Error => Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+
+  it.each([
+    ['a plain ENOSPC', () => asJobError(enospc(), 'image')],
+    ['ENOSPC under a permanent JobError', () => new JobError('LIPSYNC_FAILED', 'encoding failed', { cause: enospc() })],
+    ['EDQUOT', () => asJobError(Object.assign(new Error('quota'), { code: 'EDQUOT' }), 'video')],
+    ['ffmpeg saying so', () => asJobError(Object.assign(new Error('ffmpeg exited with 1'), { stderrTail: 'av_interleaved_write_frame(): No space left on device' }), 'video')],
+  ])('%s is retried, not failed for good', (_what, make) => {
+    const d = decideFailure(make(), 1, 5, [10]);
+    expect(d).toMatchObject({ action: 'retry', delayMs: 10 });
+    expect(d.error.message).toMatch(/^No space left on this worker's disk: /);
+    expect(outOfSpace(make())).toBe(true);
+  });
+
+  it('is not mistaken for other errors', () => {
+    expect(outOfSpace(new Error('boom'))).toBe(false);
+    expect(outOfSpace(Object.assign(new Error('x'), { code: 'EACCES' }))).toBe(false);
   });
 });

@@ -1,13 +1,19 @@
 import type { Command } from 'commander';
-import { allSettingsReference } from '../../config.js';
-import { cliContext } from '../context.js';
-import { EXIT_OK, reportFailure } from '../exit.js';
+import { allSettingsReference, findUnknownSettings, SETTINGS_SECTIONS } from '../../config.js';
+import { SettingsError, unknownSettingMessage } from '../../settings-table.js';
+import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
 
 export function registerConfig(program: Command): void {
   program
     .command('config')
-    .summary('print the effective settings, or the reference of all settings')
-    .description('Prints the settings read from the environment as JSON (exits 1 naming the variable when one is invalid).')
+    .summary('print and check the effective settings of every command, or the reference of all settings')
+    .description(
+      'Reads every setting of every command (the pipelines and the daemon, `serve`) from the environment, ' +
+        'checks each as the command using it would at start, and prints them as JSON keyed by variable ' +
+        '(credentials shown as "(set)"). Exits 1 naming every invalid variable. Variables with a project ' +
+        'prefix (MEDIA_WORKER_, WORKER_, NATS_, RESULTS_, ...) that no setting reads are warned about on stderr, ' +
+        'with the closest setting.',
+    )
     .option('--reference', 'print the Markdown table of every setting instead')
     .action((opts: { reference?: boolean }) => {
       if (opts.reference === true) {
@@ -15,10 +21,40 @@ export function registerConfig(program: Command): void {
         return;
       }
       try {
-        process.stdout.write(`${JSON.stringify(cliContext().config, null, 2)}\n`);
+        for (const unknown of findUnknownSettings(process.env)) process.stderr.write(`media-worker: warning: ${unknownSettingMessage(unknown)}\n`);
+        const { effective, problems } = effectiveSettings(process.env);
+        if (problems.length > 0) {
+          process.stderr.write(`media-worker: ${problems.join('\nmedia-worker: ')}\n`);
+          process.exitCode = EXIT_FAILURE;
+          return;
+        }
+        process.stdout.write(`${JSON.stringify(effective, null, 2)}\n`);
         process.exitCode = EXIT_OK;
       } catch (err) {
         process.exitCode = reportFailure(err);
       }
     });
+}
+
+/** Every section's settings by variable name, or every problem of every section. */
+export function effectiveSettings(env: NodeJS.ProcessEnv): { effective: Record<string, Record<string, unknown>>; problems: string[] } {
+  const effective: Record<string, Record<string, unknown>> = {};
+  const problems: string[] = [];
+  for (const section of SETTINGS_SECTIONS) {
+    let values: Record<string, unknown>;
+    try {
+      values = section.load(env);
+    } catch (err) {
+      if (!(err instanceof SettingsError)) throw err;
+      problems.push(...err.message.split('\n'));
+      continue;
+    }
+    const shown: Record<string, unknown> = {};
+    for (const [key, spec] of Object.entries(section.table)) {
+      const value = values[key];
+      shown[spec.env] = spec.secret === true ? (value === undefined ? null : '(set)') : (value ?? null);
+    }
+    effective[section.key] = shown;
+  }
+  return { effective, problems };
 }

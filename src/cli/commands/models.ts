@@ -1,5 +1,8 @@
 import type { Command } from 'commander';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { ensureModelFile, listManifests } from '../../inference/model-registry.js';
+import { allowModelFetching } from '../../inference/npm-tarball.js';
 import { registryOptions } from '../../runtime.js';
 import { cliContext } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
@@ -12,18 +15,25 @@ export function registerModels(program: Command): void {
 
   models
     .command('list')
-    .description('Prints one line per manifest: name, task, scale, file, whether the file is present.')
+    .description(
+      'Prints one line per manifest: name, task, scale (super-resolution), file, and whether the file is present ' +
+        '(in MEDIA_WORKER_MODEL_FILES_DIR, else MEDIA_WORKER_MODELS_DIR).',
+    )
     .option('--json', 'print the manifests as JSON')
     .action(async (opts: { json?: boolean }) => {
       try {
         const { config } = cliContext();
-        const manifests = await listManifests(registryOptions(config));
+        const registry = registryOptions(config);
+        const manifests = await listManifests(registry);
+        const filesDir = path.resolve(registry.filesDir ?? registry.modelsDir);
         if (opts.json === true) {
           process.stdout.write(`${JSON.stringify(manifests, null, 2)}\n`);
         } else {
           for (const m of manifests) {
             const scale = m.task === 'super-resolution' ? `x${m.scale}` : '';
-            process.stdout.write(`${m.name.padEnd(24)} ${m.task.padEnd(18)} ${scale.padEnd(4)} ${m.file}\n`);
+            const file = path.join(filesDir, m.file);
+            const state = existsSync(file) ? 'present' : m.source.kind === 'external' ? 'missing (operator-installed)' : 'missing (made on first use)';
+            process.stdout.write(`${m.name.padEnd(24)} ${m.task.padEnd(18)} ${scale.padEnd(4)} ${m.file.padEnd(28)} ${state}\n`);
           }
         }
         process.exitCode = EXIT_OK;
@@ -35,13 +45,17 @@ export function registerModels(program: Command): void {
   models
     .command('prepare')
     .description(
-      'Converts (or fetches) every model whose weights are missing and verifies every checksum. ' +
+      'Converts (or fetches) every model whose weights are missing and verifies every checksum, writing into ' +
+        'MEDIA_WORKER_MODEL_FILES_DIR (else MEDIA_WORKER_MODELS_DIR): the install step of a host that must not ' +
+        'fetch at run time (MEDIA_WORKER_FETCH_MODELS=false). ' +
         'Models whose weights an operator must install (source "external") are reported, not failed.',
     )
     .argument('[NAME...]', 'only these models')
     .action(async (names: string[]) => {
       try {
         const { config, logger } = cliContext();
+        // The install step: it fetches whatever MEDIA_WORKER_FETCH_MODELS says about run time.
+        allowModelFetching(true);
         const manifests = await listManifests(registryOptions(config));
         const chosen = names.length === 0 ? manifests : manifests.filter((m) => names.includes(m.name));
         const unknown = names.filter((n) => !manifests.some((m) => m.name === n));

@@ -1,11 +1,14 @@
 import type { Command } from 'commander';
+import path from 'node:path';
+import type { Config } from '../../config.js';
 import { createEngine, executeJob, quoteOnly, type Engine } from '../../execute.js';
 import { ensureModelFile } from '../../inference/model-registry.js';
 import type { Logger } from '../../logger.js';
+import { jobDirSweep, modelTempSweep, sweepLeftovers } from '../../media/index.js';
 import { PACKAGE_VERSION } from '../../paths.js';
+import { kindChecks } from '../../readiness.js';
 import { registryOptions } from '../../runtime.js';
 import { chooseSrModel } from '../../upscale/sr-choice.js';
-import { musicReadiness } from '../../music/backends.js';
 import {
   createResultStore,
   setExecutionProvider,
@@ -18,6 +21,7 @@ import {
 } from '../../worker/index.js';
 import { cliContext } from '../context.js';
 import { reportFailure } from '../exit.js';
+import { handOverSignals, installStartupSignalHandlers } from '../startup-signals.js';
 
 export function registerServe(program: Command): void {
   program
@@ -27,9 +31,11 @@ export function registerServe(program: Command): void {
       'Connects to NATS (NATS_URL), sets up its streams and consumers, takes jobs of the kinds this host ' +
         'serves (WORKER_CONCURRENCY), publishes one completed or failed event per task, answers quote ' +
         'requests on media.quote, and serves /metrics, /healthz and /readyz (WORKER_HEALTH_PORT). ' +
+        'Each kind is pulled only while it can run here (models installed, directories writable, disk space: ' +
+        '/readyz says why not); directories left by killed workers are removed at start. ' +
         'SIGTERM or SIGINT drains: no new jobs, in-flight jobs finish or are handed back within ' +
-        'WORKER_DRAIN_GRACE_MS, then the process exits 0. Protocol: docs/protocol.md. Settings come from the ' +
-        'environment: `media-worker config --reference` lists them.',
+        'WORKER_DRAIN_GRACE_MS, then the process exits 0 (during start-up: at once). Protocol: docs/protocol.md, ' +
+        'operations: docs/operations.md. Settings come from the environment: `media-worker config --reference` lists them.',
     )
     .action(async () => {
       try {
@@ -41,15 +47,12 @@ export function registerServe(program: Command): void {
 }
 
 async function serve(): Promise<void> {
+  // Already installed by src/cli.ts for the real command line; here for callers that skip it.
+  installStartupSignalHandlers();
   const { config, logger } = cliContext();
   const settings = withMusicSlot(workerSettingsFromEnv(), (config.musicBackends?.length ?? 0) > 0, process.env['WORKER_CONCURRENCY'] !== undefined);
   const engine = createEngine(config, logger);
-  await reportExecutionProvider(engine, logger);
-  if (settings.concurrency.music > 0) {
-    // Said once at start; a job that finds no ready backend fails with GENERATION_FAILED naming what is missing.
-    const music = await musicReadiness(engine.music);
-    logger[music.ready ? 'info' : 'warn']({ music: music.backends }, music.ready ? 'music ready' : `music not ready: ${music.reason ?? ''}`);
-  }
+  if (settings.concurrency.image > 0 || settings.concurrency.video > 0) await reportExecutionProvider(engine, logger);
   const results = createResultStore(settings, logger);
   const worker = await startWorker(settings, {
     executor: executorFor(engine, results),
@@ -57,6 +60,8 @@ async function serve(): Promise<void> {
     logger,
     results,
     version: PACKAGE_VERSION,
+    readiness: kindChecks({ config, settings, engine, logger }),
+    sweepLeftovers: () => sweepAllLeftovers(config),
   });
   logger.info({ healthPort: worker.healthPort, kinds: settings.concurrency }, 'media-worker serving');
 
@@ -73,8 +78,8 @@ async function serve(): Promise<void> {
       },
     );
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  // From here on a signal drains (jobs may be running); the listeners stay, so none is missed.
+  handOverSignals(stop);
   await worker.stopped;
 }
 
@@ -85,6 +90,13 @@ async function serve(): Promise<void> {
 export function withMusicSlot(settings: WorkerSettings, musicConfigured: boolean, concurrencySet: boolean): WorkerSettings {
   if (!musicConfigured || concurrencySet || settings.concurrency.music > 0) return settings;
   return { ...settings, concurrency: { ...settings.concurrency, music: 1 } };
+}
+
+/** Job directories (temp dir) and half-written model files whose process is gone. */
+async function sweepAllLeftovers(config: Config): Promise<number> {
+  const filesDir = path.resolve(config.modelFilesDir ?? config.modelsDir);
+  const reports = await Promise.all([sweepLeftovers(jobDirSweep(config.tmpDir)), sweepLeftovers(modelTempSweep(filesDir))]);
+  return reports.reduce((n, r) => n + r.removed.length, 0);
 }
 
 function executorFor(engine: Engine, results: ResultStore): JobExecutor {
@@ -108,11 +120,16 @@ function quoteFor(engine: Engine): QuoteFunction {
 
 /**
  * Opens the default image network at start: a broken model or GPU set-up shows before the first job,
- * and the metrics say which execution provider really runs.
+ * and the metrics say which execution provider really runs. A network that cannot be had here is
+ * not fatal: the readiness checks keep image and video from being pulled and say why.
  */
 async function reportExecutionProvider(engine: Engine, logger: Logger): Promise<void> {
-  const file = await ensureModelFile(chooseSrModel(engine.config.srModels, 'image', '2'), { ...registryOptions(engine.config), logger });
-  const session = await engine.sessions.get(file.path);
-  setExecutionProvider(session.provider);
-  logger.info({ provider: session.provider, providers: session.providers, threads: session.threads }, 'inference ready');
+  try {
+    const file = await ensureModelFile(chooseSrModel(engine.config.srModels, 'image', '2'), { ...registryOptions(engine.config), logger });
+    const session = await engine.sessions.get(file.path);
+    setExecutionProvider(session.provider);
+    logger.info({ provider: session.provider, providers: session.providers, threads: session.threads }, 'inference ready');
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, 'The default super-resolution network cannot be opened; image and video wait for their readiness checks');
+  }
 }

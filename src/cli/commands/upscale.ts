@@ -56,7 +56,7 @@ function register(program: Command, spec: UpscaleCommandSpec): void {
     .addOption(new Option('-f, --factor <FACTOR>', 'upscale factor').choices([...UPSCALE_FACTORS]).default('2'))
     .option('-m, --model <NAME>', 'super-resolution model (see `media-worker models list`); default per factor')
     .option('-t, --tile <N>', "tile side in input pixels (default: the model manifest's)", parsePositiveInt('--tile'))
-    .option('-o, --output <PATH>', 'result file, or a directory for it (default: <input name>-x<factor>.<ext> here)')
+    .option('-o, --output <PATH>', 'result file, or a directory for it (an existing one, or any path ending in /, created if missing; default: <input name>-x<factor>.<ext> here)')
     .action(async (input: string, opts: { factor: string; model?: string; tile?: number; output?: string }) => {
       try {
         const ctx = cliContext();

@@ -6,6 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { ownerToken } from '../../media/owner.js';
 import { encodeModel } from './onnx-builder.js';
 import { kerasToOnnx } from './keras-to-onnx.js';
 import { loadTfjsLayersModel } from './tfjs-layers-model.js';
@@ -103,7 +104,8 @@ export async function convertTfjsSource(name: string, source: TfjsSource, option
  */
 export async function writeFileAtomic(filePath: string, bytes: Uint8Array): Promise<void> {
   await mkdir(path.dirname(filePath), { recursive: true });
-  const temp = `${filePath}.${randomUUID()}.tmp`;
+  // Named after this process: a worker's sweep removes it if the process is killed meanwhile.
+  const temp = `${filePath}.${ownerToken()}.${randomUUID().slice(0, 8)}.tmp`;
   try {
     await writeFile(temp, bytes);
     await rename(temp, filePath);

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { WorkerMetrics } from '../../../src/worker/metrics.js';
 import { parseWorkerSettings, type WorkerSettings, type WorkerSettingsInput } from '../../../src/worker/settings.js';
 import type { QuoteFunction } from '../../../src/worker/types.js';
-import { startWorker, type WorkerHandle } from '../../../src/worker/worker.js';
+import { startWorker, type WorkerDeps, type WorkerHandle } from '../../../src/worker/worker.js';
 import { createTestDoubleExecutor, type ExecutionRecord } from '../fixtures/test-double-executor.js';
 
 /** Short timings so that redeliveries and retries happen within a test. */
@@ -37,14 +37,27 @@ export interface TestWorker {
 
 let counter = 0;
 
-export async function startTestWorker(url: string, overrides: WorkerSettingsInput = {}, quote?: QuoteFunction): Promise<TestWorker> {
+export async function startTestWorker(
+  url: string,
+  overrides: WorkerSettingsInput = {},
+  quote?: QuoteFunction,
+  deps: Partial<Pick<WorkerDeps, 'readiness' | 'sweepLeftovers' | 'executor'>> = {},
+): Promise<TestWorker> {
   const resultsDir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-results-'));
   counter += 1;
   const settings = parseWorkerSettings({ ...FAST_SETTINGS, natsUrl: url, natsName: `test-worker-${process.pid}-${counter}`, resultsDir, ...overrides });
   const { executor, records } = createTestDoubleExecutor();
   const metrics = new WorkerMetrics();
   const logger = pino({ level: process.env.TEST_WORKER_LOG_LEVEL ?? 'silent' });
-  const handle = await startWorker(settings, { executor, logger, metrics, ...(quote ? { quote } : {}), version: '0.1.0' });
+  const handle = await startWorker(settings, {
+    logger,
+    metrics,
+    ...(quote ? { quote } : {}),
+    version: '0.1.0',
+    ...(deps.readiness ? { readiness: deps.readiness } : {}),
+    ...(deps.sweepLeftovers ? { sweepLeftovers: deps.sweepLeftovers } : {}),
+    executor: deps.executor ?? executor,
+  });
   return {
     handle,
     settings,

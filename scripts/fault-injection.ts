@@ -1,0 +1,316 @@
+/**
+ * Fault injection against real `media-worker serve` processes: anyone can rerun it and compare.
+ *
+ *   npm run build && node dist/scripts/fault-injection.js [--tasks 40] [--kills 12] [--workers 2] [--seed 1] [--json]
+ *
+ * Starts its own nats-server (JetStream, free port, store in a temp directory) and a local http
+ * server for the inputs (each image trickles out over about 1.5 s, so jobs spend time mid-job),
+ * then `--workers` serve processes sharing one temp directory and one results directory. It
+ * publishes `--tasks` image jobs (about 1 in 10 naming a missing input: a permanent failure with
+ * a refund; about 1 in 10 published twice), SIGKILLs a random worker's whole process group
+ * `--kills` times at random moments (restarting it half a second later) and restarts nats-server
+ * once. When every task has its event it stops the workers with SIGTERM and counts: events per
+ * task (exactly one each), duplicates, results that match (a completed task's file exists with the
+ * x2 size), refunds, and what is left in the temp directory (job directories) and the results
+ * directory (partial files), besides the job directories the kills left (reclaimed by the sweeps
+ * of the restarted workers). Exit status 1 when any count is wrong.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import sharp from 'sharp';
+import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
+import { terminalEventSchema, type TerminalEvent } from '../src/worker/events.js';
+
+const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+
+/** Deterministic choices for a given --seed (mulberry32). */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+interface NatsProcess {
+  url: string;
+  restart(downMs: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function startNats(dir: string): Promise<NatsProcess> {
+  const bin = process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
+  let port = -1;
+  let child: ChildProcess | undefined;
+  const start = async (): Promise<void> => {
+    const proc = spawn(bin, ['-p', String(port), '-a', '127.0.0.1', '-js', '-sd', path.join(dir, 'store'), '--ports_file_dir', dir], { stdio: 'ignore' });
+    child = proc;
+    const portsFile = path.join(dir, `${path.basename(bin)}_${proc.pid}.ports`);
+    for (let i = 0; i < 400; i += 1) {
+      const text = await fs.readFile(portsFile, 'utf8').catch(() => '');
+      const url = text === '' ? undefined : (JSON.parse(text) as { nats: string[] }).nats[0];
+      if (url !== undefined) {
+        port = Number(new URL(url).port);
+        return;
+      }
+      await sleep(25);
+    }
+    throw new Error('nats-server did not start');
+  };
+  const stop = async (): Promise<void> => {
+    const proc = child;
+    if (proc === undefined || proc.exitCode !== null) return;
+    const exited = new Promise((r) => proc.once('exit', r));
+    proc.kill('SIGTERM');
+    await exited;
+  };
+  await start();
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    async restart(downMs) {
+      await stop();
+      await sleep(downMs);
+      await start();
+    },
+    stop,
+  };
+}
+
+interface Worker {
+  name: string;
+  child: ChildProcess;
+  exited: Promise<void>;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      tasks: { type: 'string', default: '40' },
+      kills: { type: 'string', default: '12' },
+      workers: { type: 'string', default: '2' },
+      seed: { type: 'string', default: '1' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help === true) {
+    process.stdout.write('Usage: node dist/scripts/fault-injection.js [--tasks 40] [--kills 12] [--workers 2] [--seed 1] [--json]\n');
+    return;
+  }
+  const tasks = Number(values.tasks);
+  const kills = Number(values.kills);
+  const workerCount = Number(values.workers);
+  const rand = random(Number(values.seed));
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-faults-'));
+  const tmp = path.join(dir, 'tmp');
+  const results = path.join(dir, 'results');
+  await fs.mkdir(tmp);
+
+  // Inputs: an 80x53 PNG trickled out in 10 pieces over 1.5 s.
+  const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(80, 53).png().toBuffer();
+  const open = new Set<ServerResponse>();
+  const http = createServer((req, res) => {
+    if (!(req.url ?? '').startsWith('/img-')) {
+      res.writeHead(404).end();
+      return;
+    }
+    open.add(res);
+    res.once('close', () => open.delete(res));
+    res.writeHead(200, { 'content-length': png.length });
+    const piece = Math.ceil(png.length / 10);
+    let sent = 0;
+    const timer = setInterval(() => {
+      if (res.destroyed) return clearInterval(timer);
+      res.write(png.subarray(sent, sent + piece));
+      sent += piece;
+      if (sent >= png.length) {
+        clearInterval(timer);
+        res.end();
+      }
+    }, 150);
+  });
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  const nats = await startNats(dir);
+
+  const env = {
+    ...process.env,
+    NATS_URL: nats.url,
+    LOG_LEVEL: 'warn',
+    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
+    MEDIA_WORKER_TMP_DIR: tmp,
+    RESULTS_DIR: results,
+    RESULTS_BASE_URL: 'https://cdn.example.test/results',
+    WORKER_CONCURRENCY: 'image=2,video=0,lipsync=0,music=0',
+    WORKER_ACK_WAIT_MS: '3000',
+    WORKER_HEARTBEAT_MS: '500',
+    WORKER_PULL_EXPIRES_MS: '1000',
+    WORKER_NAK_DELAYS_MS: '200',
+    // Kills are frequent here: enough deliveries that none runs out of them.
+    WORKER_MAX_DELIVER: '20',
+    WORKER_LEFTOVER_SWEEP_INTERVAL_MS: '2000',
+    WORKER_HEALTH_PORT: '0',
+    WORKER_HEALTH_HOST: '127.0.0.1',
+  };
+  const workers: Worker[] = [];
+  const startWorker = (name: string): Worker => {
+    // Its own process group, so a kill takes ffmpeg and every other child with it.
+    const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, NATS_CONNECTION_NAME: name }, stdio: 'ignore', detached: true });
+    const w = { name, child, exited: new Promise<void>((r) => child.once('exit', () => r())) };
+    return w;
+  };
+  for (let i = 0; i < workerCount; i += 1) workers.push(startWorker(`fault-worker-${i}`));
+  await sleep(4000);
+
+  const nc: NatsConnection = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
+  const jsm = await jetstreamManager(nc);
+  const js = jsm.jetstream();
+  const ids: string[] = [];
+  const bad = new Set<string>();
+  let duplicatesPublished = 0;
+  const publish = async (id: string, url: string): Promise<void> => {
+    const h = natsHeaders();
+    h.set('Nats-Msg-Id', id);
+    const body = { id, model: 'vendor-image-upscale', input: { image_url: url, upscale_factor: '2' }, credits: 20 };
+    for (;;) {
+      try {
+        await js.publish('media.jobs.image.vendor-image-upscale', JSON.stringify(body), { headers: h, timeout: 5000 });
+        return;
+      } catch {
+        await sleep(200); // the server is restarting: publish again (the msg id makes it once)
+      }
+    }
+  };
+  for (let i = 0; i < tasks; i += 1) {
+    const id = `fault-${String(i).padStart(3, '0')}`;
+    ids.push(id);
+    const missing = rand() < 0.1;
+    if (missing) bad.add(id);
+    const url = missing ? `${base}/missing-${id}.png` : `${base}/img-${id}.png`;
+    await publish(id, url);
+    if (rand() < 0.1) {
+      await publish(id, url);
+      duplicatesPublished += 1;
+    }
+  }
+
+  // Kills at random moments, one nats-server restart half-way.
+  let midJob = 0;
+  let orphaned = 0;
+  let natsRestarts = 0;
+  for (let k = 0; k < kills; k += 1) {
+    await sleep(500 + rand() * 1500);
+    const index = Math.floor(rand() * workers.length);
+    const victim = workers[index] as Worker;
+    const pid = victim.child.pid as number;
+    const busy = (await fs.readdir(tmp)).some((n) => n.includes(`-p${pid}s`));
+    if (busy) midJob += 1;
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+    await victim.exited;
+    // What the kill left behind: job directories no cleanup of the dead process will remove.
+    orphaned += (await fs.readdir(tmp)).filter((n) => n.includes(`-p${pid}s`)).length;
+    await sleep(500);
+    workers[index] = startWorker(victim.name);
+    if (k === Math.floor(kills / 2)) {
+      await nats.restart(1000);
+      natsRestarts += 1;
+    }
+  }
+
+  const eventsOf = async (): Promise<TerminalEvent[]> => {
+    const info = await jsm.streams.info('MEDIA_EVENTS');
+    const out: TerminalEvent[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq += 1) {
+      const stored = await jsm.streams.getMessage('MEDIA_EVENTS', { seq }).catch(() => null);
+      if (stored) out.push(terminalEventSchema.parse(stored.json()));
+    }
+    return out;
+  };
+  let events: TerminalEvent[] = [];
+  const deadline = Date.now() + 180_000;
+  while (Date.now() < deadline) {
+    events = await eventsOf().catch(() => events);
+    if (new Set(events.map((e) => e.id)).size >= tasks) break;
+    await sleep(500);
+  }
+
+  // Graceful stop, then what is left behind.
+  for (const w of workers) w.child.kill('SIGTERM');
+  await Promise.all(workers.map((w) => w.exited));
+  const leftoverDirs = (await fs.readdir(tmp)).filter((n) => n.startsWith('media-worker-'));
+  const partials: string[] = [];
+  for (const kind of await fs.readdir(results).catch(() => [] as string[])) {
+    for (const task of await fs.readdir(path.join(results, kind))) {
+      for (const f of await fs.readdir(path.join(results, kind, task))) if (f.includes('.partial-')) partials.push(f);
+    }
+  }
+  const perTask = new Map<string, TerminalEvent[]>();
+  for (const e of events) perTask.set(e.id, [...(perTask.get(e.id) ?? []), e]);
+  let correct = 0;
+  for (const id of ids) {
+    const [e] = perTask.get(id) ?? [];
+    if (e === undefined) continue;
+    if (bad.has(id)) {
+      if (e.status === 'failed' && e.refund === true) correct += 1;
+      continue;
+    }
+    const file = path.join(results, 'image', id, 'output.png');
+    const meta = await sharp(file).metadata().catch(() => undefined);
+    if (e.status === 'completed' && meta?.width === 160 && meta.height === 106) correct += 1;
+  }
+  const report = {
+    tasks,
+    workers: workerCount,
+    kills,
+    midJobKills: midJob,
+    natsRestarts,
+    duplicatesPublished,
+    events: events.length,
+    tasksWithOneEvent: ids.filter((id) => perTask.get(id)?.length === 1).length,
+    tasksWithoutEvent: ids.filter((id) => !perTask.has(id)).length,
+    tasksWithSeveralEvents: ids.filter((id) => (perTask.get(id)?.length ?? 0) > 1).length,
+    completed: events.filter((e) => e.status === 'completed').length,
+    refunded: events.filter((e) => e.status === 'failed').length,
+    expectedRefunds: bad.size,
+    correctOutcomes: correct,
+    redeliveredCompletions: events.filter((e) => e.status === 'completed' && e.attempt > 1).length,
+    jobDirsLeftByKills: orphaned,
+    leftoverJobDirs: leftoverDirs.length,
+    leftoverPartialResults: partials.length,
+  };
+  await nc.close();
+  await nats.stop();
+  for (const res of open) res.destroy();
+  http.close();
+  await fs.rm(dir, { recursive: true, force: true });
+
+  if (values.json === true) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else {
+    process.stdout.write('| measure | value |\n|---|---|\n');
+    for (const [k, v] of Object.entries(report)) process.stdout.write(`| ${k} | ${v} |\n`);
+  }
+  const ok =
+    report.tasksWithOneEvent === tasks && report.correctOutcomes === tasks && report.leftoverJobDirs === 0 && report.leftoverPartialResults === 0;
+  if (!ok) process.exitCode = 1;
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
+});

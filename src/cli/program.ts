@@ -1,0 +1,33 @@
+/**
+ * media-worker command line: one module per command under cli/commands/. Loaded by src/cli.ts.
+ */
+import { Command } from 'commander';
+import { PACKAGE_VERSION } from '../paths.js';
+import { registerAccounts } from './commands/accounts.js';
+import { registerConfig } from './commands/config.js';
+import { registerGateway } from './commands/gateway.js';
+import { registerLipsync } from './commands/lipsync.js';
+import { registerModels } from './commands/models.js';
+import { registerMusic } from './commands/music.js';
+import { registerQuote } from './commands/quote.js';
+import { registerRun } from './commands/run.js';
+import { registerServe } from './commands/serve.js';
+import { registerUpscaleCommands } from './commands/upscale.js';
+
+const program = new Command('media-worker')
+  .description('Media jobs on a GPU host: image and video upscaling, lip-sync, music; from the command line or NATS JetStream.')
+  .version(PACKAGE_VERSION)
+  .showHelpAfterError('(add --help for usage)');
+
+registerQuote(program);
+registerRun(program);
+registerServe(program);
+registerGateway(program);
+registerAccounts(program);
+registerUpscaleCommands(program);
+registerLipsync(program);
+registerMusic(program);
+registerModels(program);
+registerConfig(program);
+
+await program.parseAsync(process.argv);

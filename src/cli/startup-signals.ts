@@ -1,0 +1,44 @@
+/**
+ * SIGTERM and SIGINT while `serve` starts: no job has been taken yet, so there is nothing to drain
+ * or hand back, and the right answer is to exit 0 at once (what systemd and Kubernetes expect of a
+ * stop), whatever start-up is doing (loading modules, converting a model, connecting to NATS).
+ * Once the worker runs, `handOverSignals` gives the signals to the drain. The listeners themselves
+ * stay installed throughout: removing one and adding another leaves a moment in which a signal
+ * already caught by Node finds no listener and is lost. Imports nothing heavy.
+ */
+const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+
+function onStartupSignal(signal: NodeJS.Signals): void {
+  // The logger may not exist yet: one line in pino's shape, on stderr like every log.
+  process.stderr.write(
+    `${JSON.stringify({ level: 30, time: Date.now(), service: 'media-worker', signal, msg: 'Stopping during start-up: no job taken yet, nothing to drain' })}\n`,
+  );
+  process.exit(0);
+}
+
+let current: (signal: NodeJS.Signals) => void = onStartupSignal;
+let installed = false;
+let handedOver = false;
+
+export function installStartupSignalHandlers(): void {
+  if (installed) return;
+  installed = true;
+  for (const signal of SIGNALS) process.on(signal, (s: NodeJS.Signals) => current(s));
+}
+
+/**
+ * Start-up is over: `handler` gets the first SIGTERM or SIGINT from now on. A second one ends the
+ * process at once without waiting for the drain (exit 1; running jobs go back to the queue after
+ * their ack wait, as after any kill).
+ */
+export function handOverSignals(handler: (signal: NodeJS.Signals) => void): void {
+  installStartupSignalHandlers();
+  current = (signal) => {
+    if (handedOver) {
+      process.stderr.write(`${JSON.stringify({ level: 40, time: Date.now(), service: 'media-worker', signal, msg: 'Second signal: exiting without finishing the drain' })}\n`);
+      process.exit(1);
+    }
+    handedOver = true;
+    handler(signal);
+  };
+}
