@@ -41,7 +41,7 @@ export function registerServe(program: Command): void {
 async function serve(): Promise<void> {
   const { config, logger } = cliContext();
   const settings = workerSettingsFromEnv();
-  const engine = createEngine(config, logger);
+  const engine = createEngine(config, logger, settings.watchdogMs);
   await reportExecutionProvider(engine, logger);
   const results = createResultStore(settings, logger);
   const worker = await startWorker(settings, {
@@ -87,7 +87,7 @@ function executorFor(engine: Engine, results: ResultStore): JobExecutor {
 }
 
 function quoteFor(engine: Engine): QuoteFunction {
-  return (job, signal) => quoteOnly(job, engine.config, { taskId: job.id ?? 'quote', allowLocalPaths: false, signal });
+  return (job, signal) => quoteOnly(job, engine.config, { taskId: job.id ?? 'quote', allowLocalPaths: false, signal, timeLimitsMs: engine.timeLimitsMs });
 }
 
 /**
