@@ -6,6 +6,11 @@
  * assumes sessions already open in a long-running worker). Inputs: a real photo, and clips made
  * from it with ffmpeg (a pan across the photo, so frames differ as a video's do).
  *
+ * Two times per run: the wall time, and the CPU time of this process and its ffmpeg children
+ * (/proc/self/stat: utime + stime + cutime + cstime) divided by the cores. On a shared machine the
+ * wall time grows with the neighbours' load; the CPU time is the work itself, so CPU / cores is
+ * what the run would take with the cores to itself (what the estimate is for).
+ *
  *   npm run build && node dist/scripts/bench-cost-model.js [--reps 1] [--only image,video] [--json FILE]
  */
 import { spawn } from 'node:child_process';
@@ -18,6 +23,7 @@ import { loadConfig } from '../src/config.js';
 import { createEngine, executeJob, quoteOnly } from '../src/execute.js';
 import { parseJob, type Job } from '../src/jobs/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
+import { cpuSeconds } from './cpu-time.js';
 import { describeMachine, intOption, machineInfo, median, writeResults } from './bench-common.js';
 
 const { values } = parseArgs({ options: { reps: { type: 'string' }, only: { type: 'string' }, json: { type: 'string' } } });
@@ -69,7 +75,10 @@ interface Row {
   estimatedFrames: number;
   estimatedSeconds: number;
   actualSeconds: number[];
+  /** CPU seconds / cores of each run. */
+  cpuPerCoreSeconds: number[];
   ratio: number;
+  cpuRatio: number;
 }
 
 const config = loadConfig();
@@ -84,8 +93,11 @@ try {
     const quote = await quoteOnly(job, config, { taskId: 'bench', allowLocalPaths: true, timeLimitsMs: engine.timeLimitsMs });
     if (!('estimated_seconds' in quote) || quote.estimated_seconds === undefined) throw new Error(`no estimate for ${c.name}`);
     let n = 0;
+    const cores = engine.config.threads > 0 ? engine.config.threads : os.availableParallelism();
+    const cpuRuns: number[] = [];
     const run = async (): Promise<number> => {
       const start = performance.now();
+      const cpuStart = cpuSeconds();
       await executeJob(job, engine, {
         taskId: `bench-${(n += 1)}`,
         logger,
@@ -95,9 +107,11 @@ try {
           return { url: local };
         },
       });
+      cpuRuns.push((cpuSeconds() - cpuStart) / cores);
       return (performance.now() - start) / 1000;
     };
     await run(); // warm-up: opens the network's session
+    cpuRuns.length = 0;
     const actual: number[] = [];
     for (let i = 0; i < reps; i += 1) actual.push(await run());
     const row: Row = {
@@ -106,12 +120,15 @@ try {
       estimatedFrames: quote.estimated_frames ?? 0,
       estimatedSeconds: quote.estimated_seconds,
       actualSeconds: actual,
+      cpuPerCoreSeconds: [...cpuRuns],
       ratio: median(actual) / quote.estimated_seconds,
+      cpuRatio: median(cpuRuns) / quote.estimated_seconds,
     };
     rows.push(row);
     console.log(
       `${row.name.padEnd(30)} ${row.hardwareClass} frames ${String(row.estimatedFrames).padStart(4)}  estimated ${row.estimatedSeconds.toFixed(1).padStart(6)} s  ` +
-        `actual ${actual.map((a) => a.toFixed(1)).join(', ').padStart(6)} s  actual/estimate ${row.ratio.toFixed(2)}`,
+        `wall ${actual.map((a) => a.toFixed(1)).join(', ').padStart(6)} s (${row.ratio.toFixed(2)} x)  ` +
+        `CPU/cores ${row.cpuPerCoreSeconds.map((a) => a.toFixed(1)).join(', ')} s (${row.cpuRatio.toFixed(2)} x)  load ${os.loadavg()[0]?.toFixed(1)}`,
     );
   }
 } finally {

@@ -10,6 +10,10 @@
  *   "make the frames + encode" less "make the frames alone" (both piped as raw RGB, as the video
  *   pipeline feeds its encoder); decode is the decode of that encoded clip to raw RGB.
  *
+ * Times are CPU seconds (this process, its threads and its ffmpeg children) divided by the cores,
+ * besides wall time: on a shared machine the wall time grows with the neighbours' load, the CPU
+ * time much less. Rates are from the fastest of --reps.
+ *
  *   npm run build && node dist/scripts/calibrate-cost-model.js [--reps 3] [--json FILE]
  */
 import { spawn } from 'node:child_process';
@@ -24,6 +28,7 @@ import { defaultFeather, upscaleRgb } from '../src/inference/tiling.js';
 import { planTiles } from '../src/inference/tile-plan.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { DEFAULT_ENCODER } from '../src/upscale/video-args.js';
+import { cpuSeconds } from './cpu-time.js';
 import { describeMachine, intOption, loadRgb, machineInfo, median, timed, writeResults } from './bench-common.js';
 
 const { values } = parseArgs({
@@ -40,6 +45,9 @@ interface NetworkRow {
   fastestMs: number;
   medianMs: number;
   gmacsPerSecond: number;
+  /** CPU seconds / cores, fastest run. */
+  cpuPerCoreMs: number;
+  cpuGmacsPerSecond: number;
 }
 
 interface CodecRow {
@@ -51,6 +59,9 @@ interface CodecRow {
   decodeMs: number;
   encodeSecondsPerMp: number;
   decodeSecondsPerMp: number;
+  /** The same from CPU time / cores. */
+  cpuEncodeSecondsPerMp: number;
+  cpuDecodeSecondsPerMp: number;
 }
 
 async function network(name: string, side: number): Promise<NetworkRow> {
@@ -65,11 +76,35 @@ async function network(name: string, side: number): Promise<NetworkRow> {
   const tilePixels = plan.count * plan.tileWidth * plan.tileHeight;
   await upscaleRgb(model, image, options);
   const runs: number[] = [];
-  for (let i = 0; i < reps; i += 1) runs.push((await timed(() => upscaleRgb(model, image, options))).ms);
+  const cpu: number[] = [];
+  const cores = os.availableParallelism();
+  for (let i = 0; i < reps; i += 1) {
+    const c0 = cpuSeconds();
+    runs.push((await timed(() => upscaleRgb(model, image, options))).ms);
+    cpu.push(((cpuSeconds() - c0) * 1000) / cores);
+  }
   await sessions.release();
   const macs = manifest.macsPerInputPixel * tilePixels;
   const fastest = Math.min(...runs);
-  return { model: name, side: image.width, tilePixels, macs, fastestMs: fastest, medianMs: median(runs), gmacsPerSecond: macs / fastest / 1e6 };
+  const cpuFastest = Math.min(...cpu);
+  return {
+    model: name,
+    side: image.width,
+    tilePixels,
+    macs,
+    fastestMs: fastest,
+    medianMs: median(runs),
+    gmacsPerSecond: macs / fastest / 1e6,
+    cpuPerCoreMs: cpuFastest,
+    cpuGmacsPerSecond: macs / cpuFastest / 1e6,
+  };
+}
+
+/** Wall ms and CPU ms / cores of one ffmpeg run. */
+async function ffmpegTimed(args: string[]): Promise<{ wall: number; cpu: number }> {
+  const c0 = cpuSeconds();
+  const wall = await ffmpeg(args);
+  return { wall, cpu: ((cpuSeconds() - c0) * 1000) / os.availableParallelism() };
 }
 
 function ffmpeg(args: string[]): Promise<number> {
@@ -95,20 +130,21 @@ function source(width: number, height: number, frames: number): string[] {
 
 async function codec(width: number, height: number, frames: number, dir: string): Promise<CodecRow> {
   const out = path.join(dir, `${width}x${height}.mp4`);
-  const make: number[] = [];
-  const makeEncode: number[] = [];
-  const decode: number[] = [];
+  const make: { wall: number; cpu: number }[] = [];
+  const makeEncode: { wall: number; cpu: number }[] = [];
+  const decode: { wall: number; cpu: number }[] = [];
   for (let i = 0; i < reps; i += 1) {
-    make.push(await ffmpeg([...source(width, height, frames), '-f', 'rawvideo', '-y', '/dev/null']));
+    make.push(await ffmpegTimed([...source(width, height, frames), '-f', 'rawvideo', '-y', '/dev/null']));
     makeEncode.push(
-      await ffmpeg([...source(width, height, frames), '-pix_fmt', 'yuv420p', '-c:v', 'libx264', '-preset', DEFAULT_ENCODER.preset, '-crf', String(DEFAULT_ENCODER.crf), '-y', out]),
+      await ffmpegTimed([...source(width, height, frames), '-pix_fmt', 'yuv420p', '-c:v', 'libx264', '-preset', DEFAULT_ENCODER.preset, '-crf', String(DEFAULT_ENCODER.crf), '-y', out]),
     );
-    decode.push(await ffmpeg(['-i', out, '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-y', '/dev/null']));
+    decode.push(await ffmpegTimed(['-i', out, '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-y', '/dev/null']));
   }
   const mp = (width * height * frames) / 1e6;
-  const makeMs = Math.min(...make);
-  const makeEncodeMs = Math.min(...makeEncode);
-  const decodeMs = Math.min(...decode);
+  const fastest = (xs: { wall: number; cpu: number }[], key: 'wall' | 'cpu'): number => Math.min(...xs.map((x) => x[key]));
+  const makeMs = fastest(make, 'wall');
+  const makeEncodeMs = fastest(makeEncode, 'wall');
+  const decodeMs = fastest(decode, 'wall');
   return {
     size: `${width}x${height}`,
     frames,
@@ -118,6 +154,8 @@ async function codec(width: number, height: number, frames: number, dir: string)
     decodeMs,
     encodeSecondsPerMp: (makeEncodeMs - makeMs) / 1000 / mp,
     decodeSecondsPerMp: decodeMs / 1000 / mp,
+    cpuEncodeSecondsPerMp: (fastest(makeEncode, 'cpu') - fastest(make, 'cpu')) / 1000 / mp,
+    cpuDecodeSecondsPerMp: fastest(decode, 'cpu') / 1000 / mp,
   };
 }
 
@@ -128,7 +166,10 @@ if (only.includes('network')) {
   for (const [name, side] of [['esrgan-slim-x4', 512], ['esrgan-thick-x4', 256]] as const) {
     const row = await network(name, side);
     results.network.push(row);
-    console.log(`${row.model} ${row.side}px: ${(row.macs / 1e9).toFixed(1)} GMAC, fastest ${row.fastestMs.toFixed(0)} ms, median ${row.medianMs.toFixed(0)} ms: ${row.gmacsPerSecond.toFixed(1)} GMAC/s`);
+    console.log(
+      `${row.model} ${row.side}px: ${(row.macs / 1e9).toFixed(1)} GMAC, wall fastest ${row.fastestMs.toFixed(0)} ms (median ${row.medianMs.toFixed(0)}): ` +
+        `${row.gmacsPerSecond.toFixed(1)} GMAC/s; CPU/cores ${row.cpuPerCoreMs.toFixed(0)} ms: ${row.cpuGmacsPerSecond.toFixed(1)} GMAC/s`,
+    );
   }
 }
 if (only.includes('codec')) {
@@ -139,7 +180,8 @@ if (only.includes('codec')) {
       results.codec.push(row);
       console.log(
         `${row.size} x ${row.frames}: make ${row.makeMs.toFixed(0)} ms, make+encode ${row.makeEncodeMs.toFixed(0)} ms, decode ${row.decodeMs.toFixed(0)} ms: ` +
-          `encode ${(row.encodeSecondsPerMp * 1000).toFixed(2)} ms/MP, decode ${(row.decodeSecondsPerMp * 1000).toFixed(2)} ms/MP`,
+          `encode ${(row.encodeSecondsPerMp * 1000).toFixed(2)} ms/MP, decode ${(row.decodeSecondsPerMp * 1000).toFixed(2)} ms/MP; ` +
+          `CPU/cores: encode ${(row.cpuEncodeSecondsPerMp * 1000).toFixed(2)} ms/MP, decode ${(row.cpuDecodeSecondsPerMp * 1000).toFixed(2)} ms/MP`,
       );
     }
   } finally {
