@@ -6,11 +6,18 @@
 import os from 'node:os';
 import type { Config } from './config.js';
 import { getManifest } from './inference/model-registry.js';
-import { networkScaleOf, type SrNetworkCost } from './jobs/cost-model.js';
-import { hardwareClassForProviders, hardwareProfile, type HardwareClassName } from './jobs/hardware-classes.js';
-import { JobError, type JobKind, type UpscaleFactor } from './jobs/index.js';
-import type { QuotePolicy } from './jobs/quote.js';
-import type { WorkLimits } from './jobs/work-limits.js';
+import {
+  JobError,
+  hardwareClassForProviders,
+  hardwareProfile,
+  networkScaleOf,
+  type HardwareClassName,
+  type JobKind,
+  type QuotePolicy,
+  type SrNetworkCost,
+  type UpscaleFactor,
+  type WorkLimits,
+} from './jobs/index.js';
 import { registryOptions } from './runtime.js';
 import { DEFAULT_SR_MODELS } from './upscale/sr-models.js';
 import { WORKER_SETTINGS } from './worker/settings.js';
