@@ -63,10 +63,10 @@ async function clip(dir: string, width: number, height: number, fps: number, sec
 const CASES: Case[] = [
   { name: 'image 512x512 x2', kind: 'image', job: async () => parseJob({ model: 'vendor-image-upscale', input: { image_url: DEFAULT_SAMPLE_IMAGE, upscale_factor: '2' } }) },
   { name: 'image 512x512 x4', kind: 'image', job: async () => parseJob({ model: 'vendor-image-upscale', input: { image_url: DEFAULT_SAMPLE_IMAGE, upscale_factor: '4' } }) },
-  { name: 'video 320x180 25 fps 4 s x2', kind: 'video', job: async (dir) => parseJob({ model: 'vendor-video-upscale', input: { video_url: await clip(dir, 320, 180, 25, 4), upscale_factor: '2' } }) },
-  { name: 'video 320x180 25 fps 4 s x4', kind: 'video', job: async (dir) => parseJob({ model: 'vendor-video-upscale', input: { video_url: await clip(dir, 320, 180, 25, 4), upscale_factor: '4' } }) },
-  { name: 'video 640x360 50 fps 2 s x2', kind: 'video', job: async (dir) => parseJob({ model: 'vendor-video-upscale', input: { video_url: await clip(dir, 640, 360, 50, 2), upscale_factor: '2' } }) },
-  { name: 'video 640x360 30 fps 2 s x1', kind: 'video', job: async (dir) => parseJob({ model: 'vendor-video-upscale', input: { video_url: await clip(dir, 640, 360, 30, 2), upscale_factor: '1' } }) },
+  { name: 'video 320x180 25 fps 2 s x2', kind: 'video', job: async (dir) => parseJob({ model: 'vendor-video-upscale', input: { video_url: await clip(dir, 320, 180, 25, 2), upscale_factor: '2' } }) },
+  { name: 'video 320x180 25 fps 2 s x4', kind: 'video', job: async (dir) => parseJob({ model: 'vendor-video-upscale', input: { video_url: await clip(dir, 320, 180, 25, 2), upscale_factor: '4' } }) },
+  { name: 'video 640x360 50 fps 1 s x2', kind: 'video', job: async (dir) => parseJob({ model: 'vendor-video-upscale', input: { video_url: await clip(dir, 640, 360, 50, 1), upscale_factor: '2' } }) },
+  { name: 'video 640x360 30 fps 1 s x1', kind: 'video', job: async (dir) => parseJob({ model: 'vendor-video-upscale', input: { video_url: await clip(dir, 640, 360, 30, 1), upscale_factor: '1' } }) },
 ];
 
 interface Row {

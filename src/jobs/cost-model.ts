@@ -44,7 +44,7 @@ const MEGA = 1e6;
  * Per tiled output pixel, seconds on one core: float conversion, tile blending and copying around
  * the network (measured with the MAC rate, see docs/benchmarks.md "Cost model calibration").
  */
-export const TILE_OUTPUT_CORE_SECONDS_PER_PIXEL = 0.43e-6;
+export const TILE_OUTPUT_CORE_SECONDS_PER_PIXEL = 0.02e-6;
 
 /** The network scale a factor runs (factor "1" runs the x2 network, then scales back down). */
 export function networkScaleOf(factor: UpscaleFactor): 2 | 4 {

@@ -42,20 +42,23 @@ export interface HardwareClass {
  * The table. CPU: `docs/benchmarks.md` "Cost model calibration" (2-core AMD EPYC, shared). H100
  * (SXM): the SR networks run in FP32 through ONNX Runtime's CUDA provider, whose convolutions use
  * TF32 tensor cores: 495 TFLOP/s dense peak, 247 TMAC/s. Small 3x3 convolutions at 32-64 channels
- * with tiles of 512 px reach a few per cent of a peak like that: 5 %, 12 TMAC/s, is the estimate. Its host: CPU per-core codec figures as measured here (x264 runs on the host: the
- * H100 has no NVENC). Lip-sync on the H100: Wav2Lip at 96x96 is about 6 GMAC per face (estimate),
- * so detection and the CPU side of the frame dominate: 6 ms per frame.
+ * with tiles of 512 px reach a few per cent of a peak like that: 5 %, 12 TMAC/s, is the estimate.
+ * Its host: the CPU's per-core codec figures (x264 runs on the host: the H100 has no NVENC). Lip-sync, CPU: 70 ms per frame on 2 cores: BlazeFace 7.4 ms and crop plus
+ * paste 2.6 ms (measured, docs/benchmarks.md "Lip-sync") and 60 ms for the network on one face,
+ * the lip-sync benchmark's stand-in for a real Wav2Lip on a CPU (an ASSUMPTION: no real weights on
+ * these machines). H100: 6 ms per frame, detection and paste on the host's cores with the network
+ * on the GPU (an ESTIMATE).
  */
 export const HARDWARE_CLASSES: Readonly<Record<HardwareClassName, HardwareClass>> = {
   cpu: {
     description: 'ONNX Runtime on the CPU, libx264 on the same cores (measured on a 2-core AMD EPYC)',
     basis: 'measured',
-    networkMacsPerSecond: 34e9,
+    networkMacsPerSecond: 40e9,
     networkPerCore: true,
-    decodeCoreSecondsPerMegapixel: 0.01,
-    encodeCoreSecondsPerMegapixel: 0.06,
+    decodeCoreSecondsPerMegapixel: 0.008,
+    encodeCoreSecondsPerMegapixel: 0.025,
     imageCodecCoreSecondsPerMegapixel: 0.03,
-    lipsyncSecondsPerFrame: 0.09,
+    lipsyncSecondsPerFrame: 0.07,
     overlapsCodecs: false,
     setupSeconds: 1,
   },
@@ -64,8 +67,8 @@ export const HARDWARE_CLASSES: Readonly<Record<HardwareClassName, HardwareClass>
     basis: 'estimate',
     networkMacsPerSecond: 12e12,
     networkPerCore: false,
-    decodeCoreSecondsPerMegapixel: 0.01,
-    encodeCoreSecondsPerMegapixel: 0.06,
+    decodeCoreSecondsPerMegapixel: 0.008,
+    encodeCoreSecondsPerMegapixel: 0.025,
     imageCodecCoreSecondsPerMegapixel: 0.03,
     lipsyncSecondsPerFrame: 0.006,
     overlapsCodecs: true,
