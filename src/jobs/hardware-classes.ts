@@ -60,7 +60,7 @@ export const HARDWARE_CLASSES: Readonly<Record<HardwareClassName, HardwareClass>
     imageCodecCoreSecondsPerMegapixel: 0.03,
     lipsyncSecondsPerFrame: 0.07,
     overlapsCodecs: false,
-    setupSeconds: 1,
+    setupSeconds: 0.2,
   },
   h100: {
     description: 'NVIDIA H100 (CUDA execution provider), libx264 on the host CPU: ESTIMATE from published peak throughput',
