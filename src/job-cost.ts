@@ -5,7 +5,7 @@
  */
 import os from 'node:os';
 import type { Config } from './config.js';
-import { getManifest } from './inference/model-registry.js';
+import { getManifest, ModelRegistryError } from './inference/model-registry.js';
 import {
   JobError,
   hardwareClassForProviders,
@@ -32,10 +32,15 @@ export function srModelForJob(_kind: 'image' | 'video', factor: UpscaleFactor, e
   return explicitModel ?? DEFAULT_SR_MODELS[networkScaleOf(factor)];
 }
 
-/** The network's cost figures from its manifest (cheap JSON, no weights). */
-export async function srNetworkCost(name: string, config: Config): Promise<SrNetworkCost> {
+/**
+ * The network's cost figures from its manifest (cheap JSON, no weights). A model the caller named
+ * that does not exist is the caller's INVALID_MODEL (as in sr-models.ts); a missing default is the
+ * operator's problem and stays a plain error.
+ */
+export async function srNetworkCost(name: string, config: Config, explicit = false): Promise<SrNetworkCost> {
   const manifest = await getManifest(name, registryOptions(config)).catch((err: unknown) => {
-    throw new JobError('INVALID_MODEL', `Expected a known model but ${name} could not be read: ${(err as Error).message}`);
+    if (explicit && err instanceof ModelRegistryError) throw new JobError('INVALID_MODEL', err.message);
+    throw err;
   });
   if (manifest.task !== 'super-resolution') {
     throw new JobError('INVALID_MODEL', `Expected a super-resolution model but ${name} is a ${manifest.task} model`);
@@ -83,6 +88,6 @@ export function quotePolicy(config: Config, timeLimitsMs: TimeLimitsMs, explicit
       lipsync: seconds(Math.min(timeLimitsMs.lipsync, config.lipsyncTimeoutMs)),
       music: seconds(timeLimitsMs.music),
     },
-    srNetwork: (kind, factor) => srNetworkCost(srModelForJob(kind, factor, explicitModel), config),
+    srNetwork: (kind, factor) => srNetworkCost(srModelForJob(kind, factor, explicitModel), config, explicitModel !== undefined),
   };
 }
