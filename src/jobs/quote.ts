@@ -193,6 +193,9 @@ export interface ErrorBody {
  * Validates the inputs' content and prices a parsed job. Checks run in this order (first failure
  * wins): fetch, probe, format, streams, duration/size limits; for lip-sync the whole video chain
  * runs before the audio is fetched, so a video over 30 s is refused without downloading the audio.
+ * With a `policy` (every caller but the spec-only tests), the work limits and the cost estimate come
+ * last, in the order of docs/contract.md "Work limits and the cost estimate", and the quote carries
+ * the estimate. Without one, the quote is the spec's alone.
  */
 export async function quoteJob(job: Job, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicy): Promise<QuotedJob> {
   signal?.throwIfAborted();
