@@ -8,6 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { EXECUTION_PROVIDER_NAMES, parseExecutionProviders } from './inference/execution-providers.js';
+import { HARDWARE_CLASS_NAMES } from './jobs/hardware-classes.js';
+import { DEFAULT_WORK_LIMITS } from './jobs/work-limits.js';
 import { parseLipsyncModelMapping } from './lipsync/wav2lip-model.js';
 import { parseMusicBackends } from './music/backend-names.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/fetch.js';
@@ -266,6 +268,60 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_SUNO_CALLBACK_URL',
     schema: httpUrl,
     doc: 'callBackUrl sent to providers that require one; the worker polls and never needs the callback.',
+  }),
+  hardwareClass: setting({
+    env: 'MEDIA_WORKER_HARDWARE_CLASS',
+    schema: oneOfSetting(['auto', ...HARDWARE_CLASS_NAMES]),
+    default: 'auto',
+    doc: 'Hardware class the quote\'s cost estimate is for (src/jobs/hardware-classes.ts): cpu, h100 (an estimate); auto: h100 when the first execution provider is cuda or tensorrt, else cpu.',
+  }),
+  maxEstimatePercent: setting({
+    env: 'MEDIA_WORKER_MAX_ESTIMATE_PERCENT',
+    schema: intSchema('an integer from 1 to 100', 1, 100),
+    default: String(DEFAULT_WORK_LIMITS.maxEstimatePercentOfLimit),
+    doc: 'A job whose estimated processing time exceeds this share of its kind\'s limit (WORKER_WATCHDOG_MS) is refused at quote time (JOB_TOO_COSTLY).',
+  }),
+  videoMaxInputSide: setting({
+    env: 'MEDIA_WORKER_VIDEO_MAX_INPUT_SIDE',
+    schema: positiveInt,
+    default: String(DEFAULT_WORK_LIMITS.videoMaxInputSide),
+    doc: 'Longest side of a video input (upscale and lip-sync), px; over it: VIDEO_TOO_LARGE.',
+  }),
+  videoMaxInputPixels: setting({
+    env: 'MEDIA_WORKER_VIDEO_MAX_INPUT_PIXELS',
+    schema: positiveInt,
+    default: String(DEFAULT_WORK_LIMITS.videoMaxInputPixels),
+    doc: 'Pixels of one video input frame (default: H.264 level 6.2\'s frame size); over it: VIDEO_TOO_LARGE.',
+  }),
+  videoMaxOutputSide: setting({
+    env: 'MEDIA_WORKER_VIDEO_MAX_OUTPUT_SIDE',
+    schema: positiveInt,
+    default: String(DEFAULT_WORK_LIMITS.videoMaxOutputSide),
+    doc: 'Longest side of an upscaled video, px; over it: OUTPUT_TOO_LARGE.',
+  }),
+  videoMaxOutputPixels: setting({
+    env: 'MEDIA_WORKER_VIDEO_MAX_OUTPUT_PIXELS',
+    schema: positiveInt,
+    default: String(DEFAULT_WORK_LIMITS.videoMaxOutputPixels),
+    doc: 'Pixels of one upscaled video frame (default: H.264 level 6.2\'s frame size, 8192x4320 fits); over it: OUTPUT_TOO_LARGE.',
+  }),
+  videoMaxFps: setting({
+    env: 'MEDIA_WORKER_VIDEO_MAX_FPS',
+    schema: positiveInt,
+    default: String(DEFAULT_WORK_LIMITS.videoMaxFps),
+    doc: 'Highest average frame rate of a video input (upscale and lip-sync); above it the job is refused (FRAME_RATE_TOO_HIGH), never resampled.',
+  }),
+  videoMaxJobOutputPixels: setting({
+    env: 'MEDIA_WORKER_VIDEO_MAX_JOB_OUTPUT_PIXELS',
+    schema: positiveInt,
+    default: String(DEFAULT_WORK_LIMITS.videoMaxJobOutputPixels),
+    doc: 'Output pixels of one video upscale job, all frames together (default: 60 s of 3840x2160 at 60 fps fits); over it: OUTPUT_TOO_LARGE.',
+  }),
+  lipsyncMaxOutputPercent: setting({
+    env: 'MEDIA_WORKER_LIPSYNC_MAX_OUTPUT_PERCENT',
+    schema: positiveInt,
+    default: String(DEFAULT_WORK_LIMITS.lipsyncMaxOutputPercent),
+    doc: 'Longest lip-sync output (it follows the audio in loop, bounce, remap and silence) as a share of the seconds the credits cover, per cent; over it: AUDIO_TOO_LONG.',
   }),
 } as const;
 

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { SessionCache } from './inference/session.js';
 import { JobError, quoteJob, type Job, type Quote, type QuotedJob } from './jobs/index.js';
+import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './job-cost.js';
 import { createMediaDeps, withJobDir } from './media/index.js';
 import { mediaDepsOptions, registryOptions } from './runtime.js';
 import type { JobProgress } from './worker/types.js';
@@ -29,11 +30,14 @@ export interface Engine {
   loadSrModel: SrModelLoader;
   /** The configured music backends, in the operator's order (MEDIA_WORKER_MUSIC_BACKENDS). */
   music: MusicBackend[];
+  /** Processing time limit per kind (the daemon's watchdog): the quote refuses what could not finish in it. */
+  timeLimitsMs: TimeLimitsMs;
   /** Releases every session and model thread (shutdown). */
   release(): Promise<void>;
 }
 
-export function createEngine(config: Config, logger: Logger): Engine {
+/** `timeLimitsMs`: the daemon passes its watchdog settings; the CLI reads the same variable (WORKER_WATCHDOG_MS). */
+export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeLimitsMs = timeLimitsFromEnv()): Engine {
   const settings = { executionProviders: config.executionProviders, threads: config.threads, logger };
   const sessions = new SessionCache(settings);
   const inlineSessions = new SessionCache({ ...settings, thread: false });
@@ -52,6 +56,7 @@ export function createEngine(config: Config, logger: Logger): Engine {
     config,
     sessions,
     inlineSessions,
+    timeLimitsMs,
     loadSrModel: createSrModelLoader({ sessions, choices: config.srModels, ...registryOptions(config), logger }),
     music,
     async release() {
@@ -123,16 +128,25 @@ export interface ExecutedJob {
 export async function quoteOnly(
   job: Job,
   config: Config,
-  opts: { taskId: string; allowLocalPaths: boolean; signal?: AbortSignal },
+  opts: { taskId: string; allowLocalPaths: boolean; signal?: AbortSignal; timeLimitsMs?: TimeLimitsMs; modelName?: string },
 ): Promise<Quote> {
   return withJobDir(opts.taskId, async (dir) => (await quoteIn(dir, job, config, opts)).quote, { root: config.tmpDir });
 }
 
-function quoteIn(dir: string, job: Job, config: Config, opts: { allowLocalPaths: boolean; signal?: AbortSignal }): Promise<QuotedJob> {
+interface QuoteInOptions {
+  allowLocalPaths: boolean;
+  signal?: AbortSignal;
+  /** Default: WORKER_WATCHDOG_MS from the environment, as the daemon would read it. */
+  timeLimitsMs?: TimeLimitsMs;
+  /** The network the job will run (CLI `--model`): the estimate is for it. */
+  modelName?: string;
+}
+
+function quoteIn(dir: string, job: Job, config: Config, opts: QuoteInOptions): Promise<QuotedJob> {
   const deps = createMediaDeps(
     mediaDepsOptions(config, { dir, allowLocalPaths: opts.allowLocalPaths, ...(opts.signal === undefined ? {} : { signal: opts.signal }) }),
   );
-  return quoteJob(job, deps, opts.signal);
+  return quoteJob(job, deps, opts.signal, quotePolicy(config, opts.timeLimitsMs ?? timeLimitsFromEnv(), opts.modelName));
 }
 
 export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions): Promise<ExecutedJob> {
@@ -140,7 +154,7 @@ export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions)
     opts.taskId,
     async (dir) => {
       opts.onProgress?.({ stage: 'fetching and probing' });
-      const quoted = await quoteIn(dir, job, engine.config, opts);
+      const quoted = await quoteIn(dir, job, engine.config, { ...opts, timeLimitsMs: engine.timeLimitsMs });
       opts.logger.info({ quote: quoted.quote }, 'job quoted');
       checkCharged(job, quoted.quote);
       const result = await runPipeline(quoted, dir, engine, opts);

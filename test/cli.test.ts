@@ -65,6 +65,10 @@ describe('quote', () => {
     expect(JSON.parse(r.stdout)).toEqual({
       model: 'vendor-image-upscale',
       creditsUsed: 20, // 600x400 x4 = 3.84 MP, the first tier
+      // The cost estimate (docs/contract.md, "Work limits and the cost estimate"): one frame, on this machine's class.
+      estimated_frames: 1,
+      estimated_seconds: expect.any(Number),
+      hardware_class: 'cpu',
       input: { image_url: path.join(BUNDLED_PHOTOS_DIR, 'coffee.png'), upscale_factor: '4', detected_dimensions: '600×400', output_tier: '24mp' },
     });
   });

@@ -32,6 +32,11 @@ export const ERROR_STATUS = {
   OUTPUT_TOO_LARGE: 422,
   INPUT_TOO_LARGE: 422,
   FETCH_FAILED: 422,
+  // Work limits (docs/contract.md, "Work limits"): what the price does not cover
+  VIDEO_TOO_LARGE: 422,
+  FRAME_RATE_TOO_HIGH: 422,
+  AUDIO_TOO_LONG: 422,
+  JOB_TOO_COSTLY: 422,
   // Processing (500)
   GENERATION_FAILED: 500,
   LIPSYNC_SUBMIT_FAILED: 500,

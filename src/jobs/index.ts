@@ -97,6 +97,8 @@ export {
   type MusicQuoteInput,
   type Quote,
   type QuoteDeps,
+  type QuoteEstimate,
+  type QuotePolicy,
   type QuotedImageJob,
   type QuotedJob,
   type QuotedLipsyncJob,
@@ -105,4 +107,34 @@ export {
   type VideoQuote,
   type VideoQuoteInput,
 } from './quote.js';
+export {
+  DEFAULT_WORK_LIMITS,
+  H264_LEVEL_62_MAX_FRAME_PIXELS,
+  checkEstimate,
+  checkFrameRate,
+  checkJobOutputPixels,
+  checkLipsyncOutput,
+  checkVideoInputSize,
+  checkVideoOutputSize,
+  type WorkLimits,
+} from './work-limits.js';
+export {
+  estimateImageUpscale,
+  estimateLipsync,
+  estimateVideoUpscale,
+  frameCount,
+  lipsyncOutputSeconds,
+  tiledInputPixels,
+  type CostEstimate,
+  type SrNetworkCost,
+} from './cost-model.js';
+export {
+  HARDWARE_CLASSES,
+  HARDWARE_CLASS_NAMES,
+  hardwareClassForProviders,
+  hardwareProfile,
+  type HardwareClass,
+  type HardwareClassName,
+  type HardwareProfile,
+} from './hardware-classes.js';
 export { charCount, describeValue, expectedText, expectedValue, oneOf } from './messages.js';

@@ -9,7 +9,26 @@
  */
 import { JobError } from './errors.js';
 import { expectedText } from './messages.js';
-import { type LipsyncModelId } from './models.js';
+import {
+  estimateImageUpscale,
+  estimateLipsync,
+  estimateVideoUpscale,
+  frameCount,
+  lipsyncOutputSeconds,
+  type CostEstimate,
+  type SrNetworkCost,
+} from './cost-model.js';
+import type { HardwareProfile } from './hardware-classes.js';
+import { type JobKind, type LipsyncModelId } from './models.js';
+import {
+  checkEstimate,
+  checkFrameRate,
+  checkJobOutputPixels,
+  checkLipsyncOutput,
+  checkVideoInputSize,
+  checkVideoOutputSize,
+  type WorkLimits,
+} from './work-limits.js';
 import {
   IMAGE_UPSCALE_FORMATS,
   LIPSYNC_AUDIO_CONTAINERS,
@@ -31,7 +50,7 @@ import type {
   UpscaleFactor,
   VideoUpscaleJob,
 } from './types.js';
-import type { ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo } from '../media/types.js';
+import type { ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, VideoStreamInfo } from '../media/types.js';
 
 export type InputKind = 'image' | 'video' | 'audio';
 
@@ -42,6 +61,29 @@ export interface QuoteDeps {
   probeImage(path: string): Promise<ImageInfo>;
   /** Throws JobError PROBE_FAILED on unreadable input. */
   probeMedia(path: string): Promise<MediaInfo>;
+}
+
+/**
+ * The worker's own rules on top of the spec's: work limits and the cost estimate on this worker's
+ * hardware class. Built once from the settings (src/job-cost.ts) and shared by the quote service,
+ * `run`, `quote` and `serve`, so they all refuse the same jobs.
+ */
+export interface QuotePolicy {
+  limits: WorkLimits;
+  hardware: HardwareProfile;
+  /** Longest processing time per kind, in seconds: the daemon's watchdog (WORKER_WATCHDOG_MS). */
+  timeLimitSeconds: Readonly<Record<JobKind, number>>;
+  /** The super-resolution network that would serve a job, with its cost (reads its manifest). */
+  srNetwork(kind: 'image' | 'video', factor: UpscaleFactor): Promise<SrNetworkCost>;
+}
+
+/** What the quote shows of the cost estimate (top level, beside `creditsUsed`), with a policy. */
+export interface QuoteEstimate {
+  /** Frames processed (1 for an image; lip-sync: output frames). */
+  estimated_frames?: number;
+  /** Estimated processing seconds on `hardware_class`. */
+  estimated_seconds?: number;
+  hardware_class?: string;
 }
 
 // The `input` echo objects of spec 2.2 (image and video), and this worker's equivalents for the rest.
@@ -77,19 +119,19 @@ export type MusicQuoteInput =
   | { custom_mode: false; prompt: string; instrumental: boolean }
   | { custom_mode: true; title: string; style: string; instrumental: boolean };
 
-export interface ImageQuote {
+export interface ImageQuote extends QuoteEstimate {
   model: ImageUpscaleJob['model'];
   creditsUsed: number;
   input: ImageQuoteInput;
 }
 
-export interface VideoQuote {
+export interface VideoQuote extends QuoteEstimate {
   model: VideoUpscaleJob['model'];
   creditsUsed: number;
   input: VideoQuoteInput;
 }
 
-export interface LipsyncQuote {
+export interface LipsyncQuote extends QuoteEstimate {
   model: LipsyncModelId;
   creditsUsed: number;
   /** Measured video duration in seconds, rounded to milliseconds (spec 2.2 `duration`). */
@@ -151,19 +193,34 @@ export interface ErrorBody {
  * Validates the inputs' content and prices a parsed job. Checks run in this order (first failure
  * wins): fetch, probe, format, streams, duration/size limits; for lip-sync the whole video chain
  * runs before the audio is fetched, so a video over 30 s is refused without downloading the audio.
+ * With a `policy` (every caller but the spec-only tests), the work limits and the cost estimate come
+ * last, in the order of docs/contract.md "Work limits and the cost estimate", and the quote carries
+ * the estimate. Without one, the quote is the spec's alone.
  */
-export async function quoteJob(job: Job, deps: QuoteDeps, signal?: AbortSignal): Promise<QuotedJob> {
+export async function quoteJob(job: Job, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicy): Promise<QuotedJob> {
   signal?.throwIfAborted();
   switch (job.model) {
     case 'vendor-image-upscale':
-      return quoteImage(job, deps, signal);
+      return quoteImage(job, deps, signal, policy);
     case 'vendor-video-upscale':
-      return quoteVideo(job, deps, signal);
+      return quoteVideo(job, deps, signal, policy);
     case 'vendor-v5-generate-music':
       return quoteMusic(job);
     default:
-      return quoteLipsync(job, deps, signal);
+      return quoteLipsync(job, deps, signal, policy);
   }
+}
+
+/** The estimate's quote fields, after refusing it when it would not finish within the kind's limit. */
+function checkedEstimate(kind: JobKind, estimate: CostEstimate, policy: QuotePolicy): Required<QuoteEstimate> {
+  checkEstimate(estimate.seconds, policy.timeLimitSeconds[kind], policy.hardware.name, policy.limits);
+  return { estimated_frames: estimate.frames, estimated_seconds: estimate.seconds, hardware_class: policy.hardware.name };
+}
+
+/** Displayed size: quarter turns swap width and height (the decoder applies the rotation). */
+function displayed(video: VideoStreamInfo): { width: number; height: number } {
+  const quarter = video.rotation === 90 || video.rotation === 270;
+  return quarter ? { width: video.height, height: video.width } : { width: video.width, height: video.height };
 }
 
 /** The error body the quote service and `media-worker quote` print for a rejected job. */
@@ -181,19 +238,26 @@ export function formatDuration(seconds: number): string {
   return `${seconds}s`;
 }
 
-async function quoteImage(job: ImageUpscaleJob, deps: QuoteDeps, signal?: AbortSignal): Promise<QuotedImageJob> {
+async function quoteImage(job: ImageUpscaleJob, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicy): Promise<QuotedImageJob> {
   const { image_url, upscale_factor } = job.input;
   const image = await deps.localize(image_url, 'image', signal);
   signal?.throwIfAborted();
   const info = await deps.probeImage(image.path);
   checkFormat('image_url', info.format, IMAGE_UPSCALE_FORMATS);
   const price = priceImageUpscale(info.width, info.height, upscale_factor);
+  let estimate: QuoteEstimate = {};
+  if (policy !== undefined) {
+    const network = await policy.srNetwork('image', upscale_factor);
+    const cost = estimateImageUpscale({ width: info.width, height: info.height, factor: upscale_factor }, network, policy.hardware);
+    estimate = checkedEstimate('image', cost, policy);
+  }
   return {
     kind: 'image',
     job,
     quote: {
       model: job.model,
       creditsUsed: price.creditsUsed,
+      ...estimate,
       input: {
         image_url,
         upscale_factor,
@@ -206,19 +270,34 @@ async function quoteImage(job: ImageUpscaleJob, deps: QuoteDeps, signal?: AbortS
   };
 }
 
-async function quoteVideo(job: VideoUpscaleJob, deps: QuoteDeps, signal?: AbortSignal): Promise<QuotedVideoJob> {
+async function quoteVideo(job: VideoUpscaleJob, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicy): Promise<QuotedVideoJob> {
   const { video_url, upscale_factor } = job.input;
   const video = await deps.localize(video_url, 'video', signal);
   signal?.throwIfAborted();
   const info = await deps.probeMedia(video.path);
   checkVideo('video_url', info, VIDEO_UPSCALE_CONTAINERS);
   const price = priceVideoUpscale(info.durationSeconds, upscale_factor);
+  let estimate: QuoteEstimate = {};
+  if (policy !== undefined && info.video !== undefined) {
+    const { limits } = policy;
+    const size = displayed(info.video);
+    checkVideoInputSize(size, limits);
+    checkFrameRate(info.video.fps, limits);
+    const f = Number(upscale_factor);
+    checkVideoOutputSize({ width: size.width * f, height: size.height * f }, size, upscale_factor, limits);
+    const frames = frameCount(price.durationSeconds, info.video.fps);
+    const network = await policy.srNetwork('video', upscale_factor);
+    const cost = estimateVideoUpscale({ ...size, frames, factor: upscale_factor }, network, policy.hardware);
+    checkJobOutputPixels(frames, cost.outputPixelsPerFrame, limits);
+    estimate = checkedEstimate('video', cost, policy);
+  }
   return {
     kind: 'video',
     job,
     quote: {
       model: job.model,
       creditsUsed: price.creditsUsed,
+      ...estimate,
       input: {
         video_url,
         upscale_factor,
@@ -232,7 +311,7 @@ async function quoteVideo(job: VideoUpscaleJob, deps: QuoteDeps, signal?: AbortS
   };
 }
 
-async function quoteLipsync(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSignal): Promise<QuotedLipsyncJob> {
+async function quoteLipsync(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicy): Promise<QuotedLipsyncJob> {
   const { video_url, audio_url, sync_mode, active_speaker } = job.input;
 
   const video = await deps.localize(video_url, 'video', signal);
@@ -240,12 +319,26 @@ async function quoteLipsync(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSign
   const videoInfo = await deps.probeMedia(video.path);
   checkVideo('video_url', videoInfo, LIPSYNC_VIDEO_CONTAINERS);
   const price = priceLipsync(job.model, videoInfo.durationSeconds);
+  if (policy !== undefined && videoInfo.video !== undefined) {
+    // The output keeps the input's size and rate: the input's limits are the output's.
+    checkVideoInputSize(displayed(videoInfo.video), policy.limits);
+    checkFrameRate(videoInfo.video.fps, policy.limits);
+  }
   signal?.throwIfAborted();
 
   const audio = await deps.localize(audio_url, 'audio', signal);
   signal?.throwIfAborted();
   const audioInfo = await deps.probeMedia(audio.path);
   checkAudio('audio_url', audioInfo, LIPSYNC_AUDIO_CONTAINERS);
+
+  let estimate: QuoteEstimate = {};
+  if (policy !== undefined && videoInfo.video !== undefined) {
+    const audioSeconds = durationMilliseconds(audioInfo.durationSeconds, 'the audio duration') / 1000;
+    const outputSeconds = lipsyncOutputSeconds(sync_mode, price.durationSeconds, audioSeconds);
+    checkLipsyncOutput(sync_mode, outputSeconds, price.creditsUsed / price.creditsPerSecond, policy.limits);
+    const frames = frameCount(outputSeconds, videoInfo.video.fps);
+    estimate = checkedEstimate('lipsync', estimateLipsync({ ...displayed(videoInfo.video), frames }, policy.hardware), policy);
+  }
 
   return {
     kind: 'lipsync',
@@ -254,6 +347,7 @@ async function quoteLipsync(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSign
       model: job.model,
       creditsUsed: price.creditsUsed,
       duration: price.durationSeconds,
+      ...estimate,
       input: {
         video_url,
         audio_url,

@@ -51,7 +51,7 @@ async function serve(): Promise<void> {
   installStartupSignalHandlers();
   const { config, logger } = cliContext();
   const settings = withMusicSlot(workerSettingsFromEnv(), (config.musicBackends?.length ?? 0) > 0, process.env['WORKER_CONCURRENCY'] !== undefined);
-  const engine = createEngine(config, logger);
+  const engine = createEngine(config, logger, settings.watchdogMs);
   if (settings.concurrency.image > 0 || settings.concurrency.video > 0) await reportExecutionProvider(engine, logger);
   const results = createResultStore(settings, logger);
   const worker = await startWorker(settings, {
@@ -115,7 +115,7 @@ function executorFor(engine: Engine, results: ResultStore): JobExecutor {
 }
 
 function quoteFor(engine: Engine): QuoteFunction {
-  return (job, signal) => quoteOnly(job, engine.config, { taskId: job.id ?? 'quote', allowLocalPaths: false, signal });
+  return (job, signal) => quoteOnly(job, engine.config, { taskId: job.id ?? 'quote', allowLocalPaths: false, signal, timeLimitsMs: engine.timeLimitsMs });
 }
 
 /**

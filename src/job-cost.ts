@@ -1,0 +1,93 @@
+/**
+ * The quote's policy built from the settings: work limits, the hardware class the estimates are
+ * for, the processing time limit per kind, and which super-resolution network would serve a job.
+ * One function builds it for the quote service, `quote`, `run` and `serve`, so all refuse alike.
+ */
+import os from 'node:os';
+import type { Config } from './config.js';
+import { getManifest, ModelRegistryError } from './inference/model-registry.js';
+import {
+  JobError,
+  hardwareClassForProviders,
+  hardwareProfile,
+  type HardwareClassName,
+  type JobKind,
+  type QuotePolicy,
+  type SrNetworkCost,
+  type UpscaleFactor,
+  type WorkLimits,
+} from './jobs/index.js';
+import { registryOptions } from './runtime.js';
+import { chooseSrModel, type SrModelChoices } from './upscale/sr-choice.js';
+import { WORKER_SETTINGS } from './worker/settings.js';
+
+export type TimeLimitsMs = Readonly<Record<JobKind, number>>;
+
+/**
+ * The network name that serves a job: the caller's explicit model (CLI `--model`), else the one
+ * the settings choose for the kind and factor (MEDIA_WORKER_SR_MODELS), as the pipelines do. The
+ * one place the cost model asks "which network".
+ */
+export function srModelForJob(choices: SrModelChoices, kind: 'image' | 'video', factor: UpscaleFactor, explicitModel?: string): string {
+  return explicitModel ?? chooseSrModel(choices, kind, factor);
+}
+
+/**
+ * The network's cost figures from its manifest (cheap JSON, no weights). A model the caller named
+ * that does not exist is the caller's INVALID_MODEL (as in sr-models.ts); a missing default is the
+ * operator's problem and stays a plain error.
+ */
+export async function srNetworkCost(name: string, config: Config, explicit = false): Promise<SrNetworkCost> {
+  const manifest = await getManifest(name, registryOptions(config)).catch((err: unknown) => {
+    if (explicit && err instanceof ModelRegistryError) throw new JobError('INVALID_MODEL', err.message);
+    throw err;
+  });
+  if (manifest.task !== 'super-resolution') {
+    throw new JobError('INVALID_MODEL', `Expected a super-resolution model but ${name} is a ${manifest.task} model`);
+  }
+  return { name, scale: manifest.scale, macsPerInputPixel: manifest.macsPerInputPixel, tile: manifest.tile.size, overlap: manifest.tile.overlap };
+}
+
+/** The daemon's watchdog (WORKER_WATCHDOG_MS, parsed by its own schema) for commands that run without the daemon's settings. */
+export function timeLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): TimeLimitsMs {
+  const entry = WORKER_SETTINGS.watchdogMs;
+  return entry.schema.parse(env[entry.env] ?? entry.default);
+}
+
+export function workLimits(config: Config): WorkLimits {
+  return {
+    videoMaxInputSide: config.videoMaxInputSide,
+    videoMaxInputPixels: config.videoMaxInputPixels,
+    videoMaxOutputSide: config.videoMaxOutputSide,
+    videoMaxOutputPixels: config.videoMaxOutputPixels,
+    videoMaxFps: config.videoMaxFps,
+    videoMaxJobOutputPixels: config.videoMaxJobOutputPixels,
+    lipsyncMaxOutputPercent: config.lipsyncMaxOutputPercent,
+    maxEstimatePercentOfLimit: config.maxEstimatePercent,
+  };
+}
+
+export function hardwareClassOf(config: Config): HardwareClassName {
+  return config.hardwareClass === 'auto' ? hardwareClassForProviders(config.executionProviders) : config.hardwareClass;
+}
+
+/** Cores the worker's CPU work gets: MEDIA_WORKER_THREADS, 0 meaning every available core. */
+export function workerCores(config: Config): number {
+  return config.threads > 0 ? config.threads : os.availableParallelism();
+}
+
+export function quotePolicy(config: Config, timeLimitsMs: TimeLimitsMs, explicitModel?: string): QuotePolicy {
+  const seconds = (ms: number): number => ms / 1000;
+  return {
+    limits: workLimits(config),
+    hardware: hardwareProfile(hardwareClassOf(config), workerCores(config)),
+    timeLimitSeconds: {
+      image: seconds(timeLimitsMs.image),
+      video: seconds(timeLimitsMs.video),
+      // Lip-sync also stops at its own processing limit (MEDIA_WORKER_LIPSYNC_TIMEOUT_MS, src/execute.ts).
+      lipsync: seconds(Math.min(timeLimitsMs.lipsync, config.lipsyncTimeoutMs)),
+      music: seconds(timeLimitsMs.music),
+    },
+    srNetwork: (kind, factor) => srNetworkCost(srModelForJob(config.srModels, kind, factor, explicitModel), config, explicitModel !== undefined),
+  };
+}
