@@ -119,7 +119,7 @@ describe('config', () => {
     const r = await cli(['config'], { env: { NATS_TOKEN: 's3cret', RESULTS_DIR: '/srv/results', WORKER_CONCURRENCY: 'image=2' } });
     expect(r.code).toBe(0);
     const shown = JSON.parse(r.stdout);
-    expect(Object.keys(shown)).toEqual(['pipelines', 'daemon']);
+    expect(Object.keys(shown)).toEqual(['pipelines', 'daemon', 'gateway']);
     expect(shown.pipelines).toMatchObject({ LOG_LEVEL: 'warn', FFMPEG_PATH: null });
     expect(shown.daemon).toMatchObject({ NATS_TOKEN: '(set)', NATS_PASSWORD: null, RESULTS_DIR: '/srv/results', WORKER_CONCURRENCY: { image: 2 } });
     expect(r.stdout).not.toContain('s3cret');

@@ -310,12 +310,16 @@ describe.runIf(process.getuid?.() === 0)('a read-only install', () => {
       await fs.mkdir(d, { recursive: true });
       await fs.chown(d, nobody, nobody);
     }
+    // The install step (`models prepare` as root) left the default image network where the worker reads weights.
+    await fs.copyFile(path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4plus.onnx'), path.join(layout.models, 'realesrgan-x4plus.onnx'));
     // The package (dist/, node_modules/, models/) stays root's: the worker cannot write there.
     const s = serve(
       {
         RESULTS_DIR: layout.results,
         MEDIA_WORKER_MODEL_FILES_DIR: layout.models,
         MEDIA_WORKER_TMP_DIR: layout.tmp,
+        // One image network converted at start from its installed npm package, into the writable directory.
+        MEDIA_WORKER_SR_MODELS: 'image:1=esrgan-slim-x2',
         HOME: '/nonexistent',
       },
       { uid: nobody, gid: nobody, cwd: '/' },
@@ -328,8 +332,8 @@ describe.runIf(process.getuid?.() === 0)('a read-only install', () => {
     const [file] = await fs.readdir(path.join(layout.results, 'image', 'ro-1'));
     const stat = await fs.stat(path.join(layout.results, 'image', 'ro-1', file as string));
     expect(stat.uid).toBe(nobody);
-    // The converted networks went to the writable models directory.
-    expect((await fs.readdir(layout.models)).filter((n) => n.endsWith('.onnx')).sort()).toEqual(['esrgan-slim-x2.onnx', 'esrgan-slim-x4.onnx']);
+    // The network converted at start went to the writable models directory, beside the installed one.
+    expect((await fs.readdir(layout.models)).filter((n) => n.endsWith('.onnx')).sort()).toEqual(['esrgan-slim-x2.onnx', 'realesrgan-x4plus.onnx']);
   });
 });
 
