@@ -79,6 +79,12 @@ export const SETTINGS = {
     default: 'info',
     doc: 'pino log level.',
   }),
+  logFormat: setting({
+    env: 'LOG_FORMAT',
+    schema: oneOfSetting(['auto', 'json', 'human']),
+    default: 'auto',
+    doc: 'Log lines: `json` (pino records), `human` (short lines that keep the progress bar whole; level warn unless LOG_LEVEL is set), `auto`: human for the one-off commands on an interactive terminal, json for `serve`, `gateway` and pipes.',
+  }),
   ffmpegPath: setting({
     env: 'FFMPEG_PATH',
     schema: nonEmptyText,

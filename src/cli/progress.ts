@@ -1,7 +1,10 @@
 /**
  * Progress for long local runs: a redrawn bar on a terminal, a plain line every few seconds when
  * stderr is a file or pipe (CI logs stay readable). Progress is a value a timer reports, never thrown.
+ * On stderr the bar shares the line with the logs (terminal.ts), so a log line never breaks it.
  */
+import { createTerminalLine, stderrTerminal } from './terminal.js';
+
 export interface ProgressUpdate {
   stage: string;
   done?: number;
@@ -20,13 +23,13 @@ export function createProgressReporter(
   opts: { intervalMs?: number; now?: () => number } = {},
 ): ProgressReporter {
   const now = opts.now ?? Date.now;
-  const isTty = Boolean(stream.isTTY);
+  const term = stream === process.stderr ? stderrTerminal() : createTerminalLine(stream);
+  const isTty = term.isTty;
   const interval = opts.intervalMs ?? (isTty ? 100 : 5000);
   const startedAt = now();
   let stageStartedAt = startedAt;
   let lastStage = '';
   let lastDrawn = 0;
-  let drewBar = false;
 
   function line(p: ProgressUpdate): string {
     const elapsed = (now() - stageStartedAt) / 1000;
@@ -53,16 +56,12 @@ export function createProgressReporter(
         return;
       }
       lastDrawn = t;
-      if (isTty) {
-        stream.write(`\r\x1b[2K${line(p)}`);
-        drewBar = true;
-      } else {
-        stream.write(`${line(p)}\n`);
-      }
+      if (isTty) term.bar(line(p));
+      else term.line(line(p));
     },
     finish(message) {
-      if (isTty && drewBar) stream.write('\r\x1b[2K');
-      if (message) stream.write(`${message} (${formatSeconds((now() - startedAt) / 1000)})\n`);
+      term.clearBar();
+      if (message) term.line(`${message} (${formatSeconds((now() - startedAt) / 1000)})`);
     },
   };
 }

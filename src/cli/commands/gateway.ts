@@ -26,7 +26,7 @@ export function registerGateway(program: Command): void {
 }
 
 async function gateway(): Promise<void> {
-  const logger = cliContext().logger.child({ component: 'gateway' });
+  const logger = cliContext({}, { daemon: true }).logger.child({ component: 'gateway' });
   const settings = gatewaySettingsFromEnv();
   const worker = workerSettingsFromEnv({ ...process.env, NATS_CONNECTION_NAME: process.env['NATS_CONNECTION_NAME'] ?? 'media-gateway' });
   const handle = await startGateway(settings, worker, logger);

@@ -49,7 +49,7 @@ export function registerServe(program: Command): void {
 async function serve(): Promise<void> {
   // Already installed by src/cli.ts for the real command line; here for callers that skip it.
   installStartupSignalHandlers();
-  const { config, logger } = cliContext();
+  const { config, logger } = cliContext({}, { daemon: true });
   const settings = withMusicSlot(workerSettingsFromEnv(), (config.musicBackends?.length ?? 0) > 0, process.env['WORKER_CONCURRENCY'] !== undefined);
   const engine = createEngine(config, logger, settings.watchdogMs);
   if (settings.concurrency.image > 0 || settings.concurrency.video > 0) await reportExecutionProvider(engine, logger);
