@@ -19,7 +19,9 @@
  *   (ONNX Runtime MatMul, float32, the best of 1024^3 and 2048^3), and output megapixels per second.
  *
  *   npm run build && node dist/scripts/bench-realesrgan.js [--models realesrgan-x4fast,realesrgan-x4plus]
- *       [--photos astronaut,chelsea,coffee] [--size 128] [--reps 2] [--upscayl PATH]
+ *       [--photos astronaut,chelsea,coffee] [--size 128] [--reps 2] [--upscayl PATH] [--network-only]
+ *
+ * --network-only prints the MatMul peak and each network's achieved FLOP/s and MP/s, nothing else.
  */
 import { spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -48,6 +50,7 @@ const { values } = parseArgs({
     size: { type: 'string', default: '128' },
     reps: { type: 'string', default: '2' },
     upscayl: { type: 'string' },
+    'network-only': { type: 'boolean', default: false },
   },
 });
 
@@ -190,9 +193,9 @@ async function main(): Promise<void> {
   console.log(`# ${describeMachine(machineInfo())}`);
   const peak = Math.max(await matmulPeak(1024), await matmulPeak(2048, 3));
   console.log(`# ONNX Runtime MatMul float32 peak (best of 1024^3 and 2048^3): ${peak.toFixed(1)} GFLOP/s`);
-  const { bin, modelsDir } = await upscaylFiles(models);
-  const probe = spawnSync(bin, ['-h'], { encoding: 'utf8' });
-  if (probe.error !== undefined) throw new Error(`upscayl-bin cannot run: ${probe.error.message}`);
+  const { bin, modelsDir } = values['network-only'] ? { bin: '', modelsDir: '' } : await upscaylFiles(models);
+  const probe = values['network-only'] ? undefined : spawnSync(bin, ['-h'], { encoding: 'utf8' });
+  if (probe?.error !== undefined) throw new Error(`upscayl-bin cannot run: ${probe.error.message}`);
   const sessions = new SessionCache({ executionProviders: ['cpu'] });
   const loadModel = createSrModelLoader({ sessions });
   const work = await mkdtemp(path.join(tmpdir(), 'bench-realesrgan-'));
@@ -203,7 +206,11 @@ async function main(): Promise<void> {
       await ensureModelFile(m.name);
       const bare = await bareSeconds((await ensureModelFile(m.name)).path, size, size, reps);
       const gflops = (2 * m.macsPerInputPixel * size * size) / bare / 1e9;
-      console.log(`# ${m.name}: ${(m.macsPerInputPixel / 1e6).toFixed(2)} M MACs/px; bare ${size}x${size}: ${bare.toFixed(2)} s, ${gflops.toFixed(1)} GFLOP/s = ${((100 * gflops) / peak).toFixed(0)} % of the MatMul peak, ${((size * size * m.scale * m.scale) / 1e6 / bare).toFixed(3)} output MP/s`);
+      console.log(
+        `# ${m.name}: ${(m.macsPerInputPixel / 1e6).toFixed(2)} M MACs/px; bare ${size}x${size}: ${bare.toFixed(2)} s, ` +
+          `${gflops.toFixed(1)} GFLOP/s = ${((100 * gflops) / peak).toFixed(0)} % of the MatMul peak, ${((size * size * m.scale * m.scale) / 1e6 / bare).toFixed(3)} output MP/s`,
+      );
+      if (values['network-only']) continue;
       for (const photo of photos) {
         const rgb = await loadRgb(photo.path, size, 4);
         const input = path.join(work, `${photo.name}.png`);
@@ -250,6 +257,7 @@ async function main(): Promise<void> {
     await sessions.release();
     await rm(work, { recursive: true, force: true });
   }
+  if (values['network-only']) return;
   const header = ['model', 'photo', 'input', 'ours cold s', 'ours warm s', 'upscayl-bin s', 'speed-up cold', 'speed-up warm', 'PSNR all', 'max all', 'PSNR sane', 'max sane', 'p99.9 sane', 'left out'];
   console.log(formatTable(header, rows));
   console.log('\n' + markdownTable(header, rows));
