@@ -1,11 +1,2 @@
-/** mulberry32: a small seeded generator, so generated test data is the same on every run. */
-export function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32: a small seeded generator, so generated test data is the same on every run (the one the music sampler uses). */
+export { seededRandom as random } from '../../src/music/musicgen/sampling.js';

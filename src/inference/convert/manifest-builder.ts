@@ -37,6 +37,11 @@ export const UPSCALERJS_TILE_DEFAULTS: Record<UpscalerVariant, Record<UpscalerSc
   },
 };
 
+/** The tensor contract every converted graph has: float32 NCHW RGB in the graph range. */
+export function graphImageTensor(name: string): SuperResolutionManifest['input'] {
+  return { name, dtype: 'float32', layout: 'NCHW', channels: 'RGB', range: [GRAPH_RANGE[0], GRAPH_RANGE[1]] };
+}
+
 export function buildUpscalerManifest(
   result: ConversionResult,
   variant: UpscalerVariant,
@@ -46,13 +51,6 @@ export function buildUpscalerManifest(
   if (result.scale !== scale) {
     throw new RangeError(`Expected the converted ${result.name} to upscale x${scale} but it upscales x${result.scale}`);
   }
-  const image = (name: string): SuperResolutionManifest['input'] => ({
-    name,
-    dtype: 'float32',
-    layout: 'NCHW',
-    channels: 'RGB',
-    range: [GRAPH_RANGE[0], GRAPH_RANGE[1]],
-  });
   return {
     schemaVersion: MANIFEST_SCHEMA_VERSION,
     name: result.name,
@@ -75,8 +73,8 @@ export function buildUpscalerManifest(
     converter: { name: CONVERTER_NAME, version: result.converterVersion },
     scale,
     architecture: spec.architecture,
-    input: image(INPUT_NAME),
-    output: image(OUTPUT_NAME),
+    input: graphImageTensor(INPUT_NAME),
+    output: graphImageTensor(OUTPUT_NAME),
     receptiveFieldRadius: result.receptiveFieldRadius,
     macsPerInputPixel: macsPerInputPixelOfModel(result.bytes),
     tile: { ...UPSCALERJS_TILE_DEFAULTS[variant][scale] },

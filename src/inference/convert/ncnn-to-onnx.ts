@@ -15,29 +15,16 @@
  *   PixelShuffle   -> DepthToSpace (mode 0 is PyTorch's pixel_shuffle, ONNX CRD; mode 1 DCR)
  * Anything else, or a parameter this list does not cover, is refused with a message naming the layer.
  */
-import type { ConvertedGraph } from './keras-to-onnx.js';
+import type { ConvertedGraph, KerasToOnnxOptions } from './keras-to-onnx.js';
 import { NcnnWeightReader } from './ncnn-bin.js';
 import { arrayParam, NcnnFormatError, scalarParam, type NcnnLayer, type NcnnParam } from './ncnn-param.js';
 import { buildModel, floatTensor, floatValueInfo, node, type OnnxNode, type OnnxTensor } from './onnx-builder.js';
 import { foldNearestUpsampleIntoConv, type ConvWeights } from './upsample-conv.js';
 
-export interface NcnnToOnnxOptions {
-  inputName: string;
-  outputName: string;
+/** The TF.js converter's options (names, range scales, metadata, folding), plus what ncnn files do not say. */
+export interface NcnnToOnnxOptions extends KerasToOnnxOptions {
   /** Channels of the network input (3 for RGB). */
   inputChannels: number;
-  /** The graph input is multiplied by this first (1/255 for a 0-1 network fed 0-255). */
-  inputScale: number;
-  /** The network output is multiplied by this (255 for a 0-1 network that should answer 0-255). */
-  outputScale: number;
-  opset: number;
-  graphName: string;
-  producerName: string;
-  producerVersion: string;
-  docString: string;
-  metadata: ReadonlyArray<readonly [string, string]>;
-  /** Folds a nearest Interp read only by a convolution into it (default true); false: the literal graph. */
-  foldUpsampling?: boolean;
 }
 
 export const SUPPORTED_NCNN_LAYERS = ['Input', 'Convolution', 'Split', 'Concat', 'Eltwise', 'BinaryOp', 'Interp', 'PReLU', 'PixelShuffle'] as const;

@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { macsPerInputPixelOfModel } from '../graph-cost.js';
 import { MANIFEST_SCHEMA_VERSION, type ModelSource, type SuperResolutionManifest, type TileDefaults } from '../manifest.js';
 import { GRAPH_RANGE, INPUT_NAME, ONNX_OPSET, OUTPUT_NAME } from './convert.js';
+import { graphImageTensor } from './manifest-builder.js';
 import { ncnnToOnnx } from './ncnn-to-onnx.js';
 import { parseNcnnParam } from './ncnn-param.js';
 import { encodeModel } from './onnx-builder.js';
@@ -127,13 +128,6 @@ export function convertNcnnFiles(name: string, source: NcnnSource, param: Uint8A
 export function buildRealEsrganManifest(result: NcnnConversion): SuperResolutionManifest {
   const network = REALESRGAN_NETWORKS[result.name];
   if (network === undefined) throw new RangeError(`Expected a Real-ESRGAN network name but received ${result.name}`);
-  const image = (tensor: string): SuperResolutionManifest['input'] => ({
-    name: tensor,
-    dtype: 'float32',
-    layout: 'NCHW',
-    channels: 'RGB',
-    range: [GRAPH_RANGE[0], GRAPH_RANGE[1]],
-  });
   return {
     schemaVersion: MANIFEST_SCHEMA_VERSION,
     name: result.name,
@@ -150,8 +144,8 @@ export function buildRealEsrganManifest(result: NcnnConversion): SuperResolution
     converter: { name: NCNN_CONVERTER_NAME, version: NCNN_CONVERTER_VERSION },
     scale: result.scale,
     architecture: network.architecture,
-    input: image(INPUT_NAME),
-    output: image(OUTPUT_NAME),
+    input: graphImageTensor(INPUT_NAME),
+    output: graphImageTensor(OUTPUT_NAME),
     receptiveFieldRadius: result.receptiveFieldRadius,
     macsPerInputPixel: result.macsPerInputPixel,
     tile: { ...network.tile },
