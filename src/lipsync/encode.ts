@@ -17,8 +17,8 @@
 import type { Writable } from 'node:stream';
 import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs } from '../media/index.js';
 import type { ContainerKind } from '../media/types.js';
-import { type EncoderSettings, videoCodecArgs, yuv420Filters } from '../upscale/video-args.js';
-import { type Fraction, type Size, formatRate } from '../upscale/video-geometry.js';
+import { type EncoderSettings, videoCodecArgs, yuv420Filters } from '../video/index.js';
+import { type Fraction, type Size, formatRate } from '../video/index.js';
 import { audioFitFilter } from './audio.js';
 
 export const AAC_BITRATE = 128_000;

@@ -15,7 +15,7 @@ import { letterboxGeometry, type FaceDetector } from './blazeface.js';
 import { detectFaceTracks, type FaceObservations, type FaceTrackingResult } from './faces.js';
 import { ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from './source-frames.js';
 import type { FaceBox, FaceKeypoints, Point, RgbFrame } from './types.js';
-import type { Size } from '../upscale/video-geometry.js';
+import type { Size } from '../video/index.js';
 
 export const DETECTION_MAX_SIDE = 640;
 

@@ -27,9 +27,9 @@
  */
 import { isProcessError, spawnProcess, writeWithBackpressure } from '../media/index.js';
 import { JobError } from '../jobs/errors.js';
-import { BoundedQueue } from '../upscale/frame-queue.js';
+import { BoundedQueue } from '../video/index.js';
 import type { LoadedSrModel } from '../upscale/image-pipeline.js';
-import { ffmpegReason, type PathNames } from '../upscale/video-errors.js';
+import { ffmpegReason, type PathNames } from '../video/index.js';
 import { compositeFace, type GeneratedFace } from './composite.js';
 import { cropFace, cropForFace, type FaceCrop } from './crop.js';
 import { endFrames, lipsyncEncoderArgs, type LipsyncEncoderInput } from './encode.js';

@@ -12,7 +12,7 @@
  * What the passes need from the job (decoding, planning, encoding) comes in as `PassSteps`, so that
  * this module holds only the order of things and how the passes stop each other.
  */
-import type { InfoLogger } from '../upscale/video-encoders.js';
+import type { InfoLogger } from '../video/index.js';
 import type { FacePassResult } from './face-pass.js';
 import { FaceSchedule, scheduleFrames } from './face-schedule.js';
 import { chooseDrivenFaces, trackObservations, type DrivenFaces, type FaceObservations, type FaceTrackingResult } from './faces.js';

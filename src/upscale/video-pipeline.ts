@@ -25,7 +25,7 @@ import { JobError, VIDEO_UPSCALE_CONTAINERS, priceVideoUpscale, type UpscaleFact
 import { resolveFfmpeg, spawnProcess, writeWithBackpressure } from '../media/index.js';
 import type { MediaInfo, VideoStreamInfo } from '../media/types.js';
 import type { LoadedSrModel, SrModelLoader } from './image-pipeline.js';
-import { BoundedQueue, Slots } from './frame-queue.js';
+import { BoundedQueue, Slots } from '../video/index.js';
 import {
   type AudioPlan,
   DEFAULT_ENCODER,
@@ -35,13 +35,13 @@ import {
   decoderArgs,
   encoderArgs,
   inputMatrix,
-} from './video-args.js';
+} from '../video/index.js';
 import { type BatcherStats, TileBatcher } from './video-batcher.js';
-import { type InfoLogger, chooseEncoder } from './video-encoders.js';
-import { type PathNames, decoderFailure, encoderFailure, stageFailure } from './video-errors.js';
-import { FrameReader, PartialFrameError } from './video-frame-reader.js';
-import { type FrameTiming, type VideoGeometry, expectedFrameCount, formatRate, frameTiming, rgbFrameBytes, videoGeometry } from './video-geometry.js';
-import { probeVideoExtras } from './video-probe.js';
+import { type InfoLogger, chooseEncoder } from '../video/index.js';
+import { type PathNames, decoderFailure, encoderFailure, stageFailure } from '../video/index.js';
+import { FrameReader, PartialFrameError } from '../video/index.js';
+import { type FrameTiming, type VideoGeometry, expectedFrameCount, formatRate, frameTiming, rgbFrameBytes, videoGeometry } from '../video/index.js';
+import { probeVideoExtras } from '../video/index.js';
 
 export interface VideoProgress {
   framesDone: number;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { planTimeline } from '../../src/lipsync/timeline.js';
 import { SourceFrames, cacheCapacity, sourceDecoderArgs, type FrameStream, type SourceDecodeSpec } from '../../src/lipsync/source-frames.js';
 import { evenSize, lipsyncEncoderArgs, lipsyncVideoFilters, qualityArgs } from '../../src/lipsync/encode.js';
-import { DEFAULT_ENCODER } from '../../src/upscale/video-args.js';
+import { DEFAULT_ENCODER } from '../../src/video/video-args.js';
 import { checkLipsyncInput, facePassLimit, envelopeThroughTimeline } from '../../src/lipsync/pipeline.js';
 import type { MediaInfo } from '../../src/media/types.js';
 import { detectionSize, letterboxSize, scaleBox } from '../../src/lipsync/face-pass.js';

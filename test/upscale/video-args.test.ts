@@ -14,10 +14,10 @@ import {
   encoderFilters,
   inputMatrix,
   videoCodecArgs,
-} from '../../src/upscale/video-args.js';
-import { decoderFailure, encoderFailure, ffmpegReason, stageFailure } from '../../src/upscale/video-errors.js';
-import { displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry } from '../../src/upscale/video-geometry.js';
-import { parseAspect, parseVideoExtras, type VideoExtras } from '../../src/upscale/video-probe.js';
+} from '../../src/video/video-args.js';
+import { decoderFailure, encoderFailure, ffmpegReason, stageFailure } from '../../src/video/video-errors.js';
+import { displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry } from '../../src/video/video-geometry.js';
+import { parseAspect, parseVideoExtras, type VideoExtras } from '../../src/video/video-probe.js';
 
 const square: VideoExtras = { sampleAspect: { num: 1, den: 1 }, videoStartOffset: 0, videoIndex: 0 };
 

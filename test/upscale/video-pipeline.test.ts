@@ -19,7 +19,7 @@ import { probeMedia } from '../../src/media/index.js';
 import type { MediaInfo } from '../../src/media/types.js';
 import { createSrModelLoader } from '../../src/upscale/sr-models.js';
 import { parseSrModelChoices } from '../../src/upscale/sr-choice.js';
-import { checkEncoder } from '../../src/upscale/video-encoders.js';
+import { checkEncoder } from '../../src/video/video-encoders.js';
 import { type VideoProgress, type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/video-pipeline.js';
 import { resolveFfmpeg } from '../../src/media/binaries.js';
 import { ffmpeg, makeTempDir } from '../media/helpers.js';

@@ -7,9 +7,9 @@ import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { Nchw, TensorOutput } from '../../src/inference/session.js';
 import { type SrModel, upscaleRgb } from '../../src/inference/tiling.js';
-import { BoundedQueue, Slots } from '../../src/upscale/frame-queue.js';
+import { BoundedQueue, Slots } from '../../src/video/frame-queue.js';
 import { TileBatcher } from '../../src/upscale/video-batcher.js';
-import { FrameReader, PartialFrameError } from '../../src/upscale/video-frame-reader.js';
+import { FrameReader, PartialFrameError } from '../../src/video/video-frame-reader.js';
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
