@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { JobKind } from '../jobs/models.js';
 import type { WorkerMetrics } from './metrics.js';
 import { JOB_KINDS } from './settings.js';
+import { sleep } from './sleep.js';
 
 export interface ReadinessCheck {
   /** Short, stable name (a metric label): `results-dir`, `sr-models`, `lipsync-model`, `disk-space`. */
@@ -180,17 +181,4 @@ export class Availability {
     if (ready) this.#logger.info({ kind, slots }, first ? `Serving ${kind} jobs` : `Serving ${kind} jobs again: its checks pass`);
     else this.#logger.warn({ kind, slots, reasons }, `Not serving ${kind} jobs (left in the stream for hosts that can run them): ${summary}`);
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

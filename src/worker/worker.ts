@@ -20,6 +20,7 @@ import { JOB_KINDS, type WorkerSettings } from './settings.js';
 import { advisoriesConsumerName, consumerName } from './subjects.js';
 import { ensureTopology } from './topology.js';
 import type { JobExecutor, QuoteFunction, WorkerState } from './types.js';
+import { sleep } from './sleep.js';
 
 export interface WorkerDeps {
   executor: JobExecutor;
@@ -326,17 +327,4 @@ async function watchConnection(nc: NatsConnection, onChange: (connected: boolean
     if (status.type === 'disconnect') onChange(false);
     else if (status.type === 'reconnect') onChange(true);
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
