@@ -12,21 +12,7 @@ import {
 import { HARDWARE_CLASSES, hardwareClassForProviders, hardwareProfile, type HardwareProfile } from '../../src/jobs/hardware-classes.js';
 import type { SyncMode } from '../../src/jobs/types.js';
 
-// A profile whose arithmetic can be done by hand: only the network costs time, 1 s per 4,096,000 MACs.
-const HAND: HardwareProfile = {
-  name: 'cpu',
-  basis: 'measured',
-  cores: 1,
-  networkMacsPerSecond: 4_096_000,
-  decodeSecondsPerMegapixel: 0,
-  encodeSecondsPerMegapixel: 0,
-  imageCodecSecondsPerMegapixel: 0,
-  lipsyncSecondsPerFrame: 0,
-  overlapsCodecs: true,
-  setupSeconds: 0,
-};
-// 64x64 tiles, no overlap, 1000 MACs per input pixel: a 64x64 frame is 4,096,000 MACs, 1 s on HAND.
-const NET: SrNetworkCost = { name: 'test-x2', scale: 2, macsPerInputPixel: 1000, tile: 64, overlap: 0 };
+import { HAND, NET } from './hand-profile.js';
 
 describe('tiledInputPixels', () => {
   it.each([

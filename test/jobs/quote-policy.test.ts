@@ -8,20 +8,10 @@ import { SYNC_MODES, type SyncMode } from '../../src/jobs/types.js';
 import { DEFAULT_WORK_LIMITS } from '../../src/jobs/work-limits.js';
 import type { ImageInfo, MediaInfo } from '../../src/media/types.js';
 
-// The hand profile: only the network costs time; a 64x64 frame through NET is exactly 1 s.
-const HAND: HardwareProfile = {
-  name: 'cpu',
-  basis: 'measured',
-  cores: 1,
-  networkMacsPerSecond: 4_096_000,
-  decodeSecondsPerMegapixel: 0,
-  encodeSecondsPerMegapixel: 0,
-  imageCodecSecondsPerMegapixel: 0,
-  lipsyncSecondsPerFrame: 0.5,
-  overlapsCodecs: true,
-  setupSeconds: 0,
-};
-const NET: SrNetworkCost = { name: 'test-x2', scale: 2, macsPerInputPixel: 1000, tile: 64, overlap: 0 };
+import { HAND as HAND_NETWORK_ONLY, NET } from './hand-profile.js';
+
+// The hand profile, with lip-sync at 0.5 s per frame.
+const HAND: HardwareProfile = { ...HAND_NETWORK_ONLY, lipsyncSecondsPerFrame: 0.5 };
 
 function policy(overrides: Partial<QuotePolicy> = {}): QuotePolicy & { asked: string[] } {
   const asked: string[] = [];

@@ -5,10 +5,9 @@
  * are read out of its tarball, see model-registry.ts). The weights are xinntao's Real-ESRGAN
  * releases (BSD-3-Clause), exported to ncnn in fp16.
  */
-import { createHash } from 'node:crypto';
 import { macsPerInputPixelOfModel } from '../graph-cost.js';
 import { MANIFEST_SCHEMA_VERSION, type ModelSource, type SuperResolutionManifest, type TileDefaults } from '../manifest.js';
-import { GRAPH_RANGE, INPUT_NAME, ONNX_OPSET, OUTPUT_NAME } from './convert.js';
+import { GRAPH_RANGE, INPUT_NAME, ONNX_OPSET, OUTPUT_NAME, sha256Hex } from './convert.js';
 import { graphImageTensor } from './manifest-builder.js';
 import { ncnnToOnnx } from './ncnn-to-onnx.js';
 import { parseNcnnParam } from './ncnn-param.js';
@@ -82,10 +81,6 @@ export interface NcnnConversion {
   macsPerInputPixel: number;
 }
 
-function sha256(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
-}
-
 /** The ONNX graph of an ncnn network whose source files are given (their checksums are the caller's). */
 export function convertNcnnFiles(name: string, source: NcnnSource, param: Uint8Array, bin: Uint8Array): NcnnConversion {
   const [low, high] = source.nativeRange;
@@ -117,7 +112,7 @@ export function convertNcnnFiles(name: string, source: NcnnSource, param: Uint8A
   return {
     name,
     bytes,
-    sha256: sha256(bytes),
+    sha256: sha256Hex(bytes),
     scale: converted.scale,
     params: converted.params,
     receptiveFieldRadius: converted.receptiveFieldRadius,
