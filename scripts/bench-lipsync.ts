@@ -42,7 +42,7 @@ import { probeVideoExtras } from '../src/video/video-probe.js';
 import { captureFacePatch } from '../src/lipsync/active-speaker.js';
 import { loadBlazeFace } from '../src/lipsync/blazeface.js';
 import { endFrames, lipsyncEncoderArgs } from '../src/lipsync/encode.js';
-import { writeWithBackpressure } from '../src/media/index.js';
+import { writeWithBackpressure } from '../src/video/index.js';
 import { detectionSize, runFacePass } from '../src/lipsync/face-pass.js';
 import { decodeAudio } from '../src/lipsync/audio.js';
 import { FACE_DETECTION_PROFILES, frameThumbnail } from '../src/lipsync/faces.js';

@@ -107,7 +107,7 @@ async function streaming(input: string, info: MediaInfo, output: string): Promis
 /** Every frame of the input exactly as the pipeline's decoder delivers it, in memory. */
 async function decodeAll(input: string, info: MediaInfo): Promise<Buffer[]> {
   const video = info.video!;
-  const geometry = videoGeometry(video, factor, (await loadModel('video', factor, values.model)).model.scale);
+  const geometry = videoGeometry(video, Number(factor), (await loadModel('video', factor, values.model)).model.scale);
   const extras = await probeVideoExtras(input, info.container);
   const args = decoderArgs({
     inputPath: input,
@@ -145,7 +145,7 @@ async function inferenceOnly(frames: Buffer[], width: number, height: number): P
 async function framesOnDisk(input: string, info: MediaInfo, work: string, output: string): Promise<number> {
   const loaded = await loadModel('video', factor, values.model);
   const video = info.video!;
-  const geometry = videoGeometry(video, factor, loaded.model.scale);
+  const geometry = videoGeometry(video, Number(factor), loaded.model.scale);
   const rate = `${video.fps.num}/${video.fps.den}`;
   const started = performance.now();
   const inDir = path.join(work, 'frames-in');
@@ -236,7 +236,7 @@ async function main(): Promise<void> {
     const frames = await decodeAll(input, info);
     const loaded = await loadModel('video', factor, values.model);
     const model = loaded.name;
-    const geometry = videoGeometry(video, factor, loaded.model.scale);
+    const geometry = videoGeometry(video, Number(factor), loaded.model.scale);
     console.log(`# video benchmarks: ${values.size} @ ${values.fps} fps, ${frames.length} frames (${seconds} s) + AAC, factor ${factor} -> ${geometry.output.width}x${geometry.output.height}, ${model}, ${framesInFlight} frames in flight, encoder ${DEFAULT_ENCODER.codec} ${DEFAULT_ENCODER.preset} crf ${DEFAULT_ENCODER.crf}, ${reps} reps`);
     // Warm-up: sessions, page cache, ffmpeg binaries.
     await streaming(input, info, path.join(work, 'warm.mp4'));

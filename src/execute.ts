@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { SessionCache } from './inference/session.js';
-import { JobError, quoteJob, type Job, type Quote, type QuotedJob } from './jobs/index.js';
+import { JobError, ProcessingError, asJobError, quoteJob, type Job, type Quote, type QuotedJob } from './jobs/index.js';
 import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './job-cost.js';
 import { createMediaDeps, withJobDir } from './media/index.js';
 import { mediaDepsOptions, registryOptions } from './runtime.js';
@@ -157,7 +157,10 @@ export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions)
       const quoted = await quoteIn(dir, job, engine.config, { ...opts, timeLimitsMs: engine.timeLimitsMs });
       opts.logger.info({ quote: quoted.quote }, 'job quoted');
       checkCharged(job, quoted.quote);
-      const result = await runPipeline(quoted, dir, engine, opts);
+      // The contract's edge: a lower layer's processing failure takes the kind's code here.
+      const result = await runPipeline(quoted, dir, engine, opts).catch((err: unknown) => {
+        throw err instanceof ProcessingError ? asJobError(err, quoted.kind) : err;
+      });
       return { quote: quoted.quote, result };
     },
     { root: engine.config.tmpDir },

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { runProcess } from '../media/process.js';
+import { firstErrorLine } from '../errors.js';
 
 export interface NpmTarballFile {
   package: string;
@@ -82,11 +83,6 @@ export function readTarEntry(tar: Uint8Array, name: string): Uint8Array | undefi
   return undefined;
 }
 
-function firstLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return text.split('\n', 1)[0] ?? text;
-}
-
 let fetchingAllowed = true;
 
 /**
@@ -136,7 +132,7 @@ export async function fetchNpmTarballFiles(
         .filter((line) => line.startsWith('npm error') && !line.includes('complete log'))
         .slice(0, 2)
         .join('; ');
-      throw new Error(`npm pack ${spec} failed: ${errors || firstLine(cause)}`, { cause });
+      throw new Error(`npm pack ${spec} failed: ${errors || firstErrorLine(cause)}`, { cause });
     }
     const filename = stdout.toString('utf8').trim().split('\n').pop()?.trim() ?? '';
     if (!filename.endsWith('.tgz') || path.basename(filename) !== filename) {

@@ -19,6 +19,7 @@ import {
   resolveThreadCount,
 } from './execution-providers.js';
 import { SessionThread, type ThreadSessionInfo } from './session-thread.js';
+import { firstErrorLine } from '../errors.js';
 
 /** The slice of a pino logger this module needs, so tests can pass a recorder. */
 export interface WarnLogger {
@@ -135,7 +136,7 @@ async function openWithFallback<T>(
       value = await open(sessionOptions(providers, threads));
     } catch (error) {
       lastError = error;
-      failures.push({ providers: providers.join(','), error: firstLine(error) });
+      failures.push({ providers: providers.join(','), error: firstErrorLine(error) });
       continue;
     }
     const provider = providers[0] ?? 'cpu';
@@ -148,7 +149,7 @@ async function openWithFallback<T>(
     }
     return { value, provider, providers, requested, threads };
   }
-  throw new Error(`Could not open model ${modelPath}: ${firstLine(lastError)}`, { cause: lastError });
+  throw new Error(`Could not open model ${modelPath}: ${firstErrorLine(lastError)}`, { cause: lastError });
 }
 
 /** Opens one session on the calling thread, without caching. */
@@ -263,7 +264,6 @@ interface WrapInfo {
   threads: number;
 }
 
-
 function wrapSession(session: ort.InferenceSession, info: WrapInfo): InlineSession {
   const inputNames = [...session.inputNames];
   const outputNames = [...session.outputNames];
@@ -311,7 +311,3 @@ function oneInputOneOutput(modelPath: string, inputs: readonly string[], outputs
   return `Expected ${path.basename(modelPath)} to have one input and one output but it has ${inputs.length} and ${outputs.length}`;
 }
 
-function firstLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return text.split('\n', 1)[0] ?? text;
-}

@@ -7,7 +7,7 @@
  * Float32 planar data exists only for the batch being run: tiles are converted from interleaved
  * uint8 just before the call and back just after it.
  */
-import { JobError, isJobError } from '../jobs/errors.js';
+import { ProcessingError, errorMessage, isJobError } from '../errors.js';
 import { type OutputMapping, TileCompositor } from './blend.js';
 import type { Nchw, TensorRunner, WarnLogger } from './session.js';
 import { type TilePlan, planTiles } from './tile-plan.js';
@@ -140,13 +140,12 @@ export async function upscaleRgb(model: SrModel, image: RgbImage, options: Upsca
     const next = Math.floor(Math.max(plan.tileWidth, plan.tileHeight) / 2);
     const smallest = Math.max(minTile, 2 * overlap + 3 * feather + 1);
     if (next < smallest) {
-      throw new JobError(
-        'UPSCALE_FAILED',
+      throw new ProcessingError(
         `Out of memory even with one ${plan.tileWidth}x${plan.tileHeight} tile per call (smallest tile allowed: ${smallest})`,
         { retryable: true, cause: outcome.cause },
       );
     }
-    options.logger?.warn({ tile: next, previousTile: tile, cause: message(outcome.cause) }, `out of memory at tile ${tile}; retrying with tile ${next}`);
+    options.logger?.warn({ tile: next, previousTile: tile, cause: errorMessage(outcome.cause) }, `out of memory at tile ${tile}; retrying with tile ${next}`);
     tile = next;
     retries += 1;
   }
@@ -177,24 +176,23 @@ export async function upscaleRgb(model: SrModel, image: RgbImage, options: Upsca
         const dims: Nchw = [runN, 3, th, tw];
         result = await model.run(input.subarray(0, runN * tileValues), dims);
       } catch (error) {
-        if (isJobError(error) || (error instanceof Error && error.name === 'AbortError')) throw error;
+        if (isJobError(error) || error instanceof ProcessingError || (error instanceof Error && error.name === 'AbortError')) throw error;
         if (!isOutOfMemoryError(error)) {
-          throw new JobError('UPSCALE_FAILED', `Super-resolution failed on tile ${k + 1} of ${plan.count}: ${message(error)}`, {
+          throw new ProcessingError(`Super-resolution failed on tile ${k + 1} of ${plan.count}: ${errorMessage(error)}`, {
             cause: error,
           });
         }
         if (size === 1) return { cause: error };
         retries += 1;
         const smaller = Math.floor(size / 2);
-        options.logger?.warn({ batch: smaller, previousBatch: size, tile, cause: message(error) }, `out of memory at batch ${size}; retrying with batch ${smaller}`);
+        options.logger?.warn({ batch: smaller, previousBatch: size, tile, cause: errorMessage(error) }, `out of memory at batch ${size}; retrying with batch ${smaller}`);
         size = smaller;
         batch = smaller;
         continue;
       }
       const [b, c, h, w] = result.dims;
       if (c !== 3 || h !== th * scale || w !== tw * scale || b === undefined || b < n || result.data.length < n * outValues) {
-        throw new JobError(
-          'UPSCALE_FAILED',
+        throw new ProcessingError(
           `Expected the model to return [${runN}, 3, ${th * scale}, ${tw * scale}] for scale ${scale} but received [${result.dims.join(', ')}]`,
         );
       }
@@ -238,6 +236,3 @@ function requireInteger(name: string, value: number, min: number): void {
   }
 }
 
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

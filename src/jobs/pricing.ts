@@ -7,7 +7,7 @@
  * are the ceiling of that. The duration limits compare the same rounded value, so 60.0004 s passes
  * the 60 s limit and bills 60 s, while 60.001 s is rejected. See docs/contract.md, "Billing".
  */
-import { JobError } from './errors.js';
+import { JobError } from '../errors.js';
 import { expectedText, expectedValue } from './messages.js';
 import type { LipsyncModelId } from './models.js';
 import type { UpscaleFactor } from './types.js';

@@ -7,7 +7,7 @@
  * in-memory fakes. Files made local by `deps.localize` belong to the caller's job directory: the
  * caller removes them in its `finally`, whether quoting succeeded or not.
  */
-import { JobError } from './errors.js';
+import { JobError } from '../errors.js';
 import { expectedText } from './messages.js';
 import {
   estimateImageUpscale,

@@ -8,7 +8,7 @@
  * schema: zod collects every issue at once and does not rank them the way the spec's tables do.
  */
 import { z } from 'zod';
-import { JobError, type ErrorCode } from './errors.js';
+import { JobError, type ErrorCode } from '../errors.js';
 import { charCount, expectedText, expectedValue, oneOf } from './messages.js';
 import {
   DEFAULT_LIPSYNC_MODEL,

@@ -5,7 +5,7 @@
  * Pure checks: probed numbers in, a JobError naming the limit and the value out. The defaults are
  * in DEFAULT_WORK_LIMITS; settings change them (src/config.ts). See docs/contract.md, "Work limits".
  */
-import { JobError } from './errors.js';
+import { JobError } from '../errors.js';
 import { expectedText } from './messages.js';
 import type { SyncMode } from './types.js';
 

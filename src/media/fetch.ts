@@ -29,7 +29,7 @@ import { Transform } from 'node:stream';
 import { rootCertificates } from 'node:tls';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { JobError } from '../jobs/errors.js';
+import { JobError, abortReason } from '../errors.js';
 import { checkAddress, type AddressPolicy } from './address-policy.js';
 import type { LocalInput } from './types.js';
 
@@ -103,10 +103,6 @@ function displaySource(source: string): string {
 
 function bareHost(url: URL): string {
   return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-}
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('The operation was aborted', 'AbortError');
 }
 
 // ---------------------------------------------------------------- local paths (CLI)

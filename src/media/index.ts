@@ -36,7 +36,9 @@ export {
   isProcessError,
   runProcess,
   spawnProcess,
+  ffmpegReason,
   stderrReason,
+  type PathNames,
   type ProcessFailure,
   type ProcessOptions,
   type ProcessResult,
@@ -44,9 +46,10 @@ export {
   type SpawnProcessOptions,
   type StreamingProcess,
 } from './process.js';
+// Temporary, until lip-sync's output pass imports it from video/ (issue 13).
+export { writeWithBackpressure } from '../video/frame-pipe.js';
 export { isImageFormat, sniffBuffer, sniffFile, type SniffedFormat } from './sniff.js';
-export { writeWithBackpressure } from './stream-write.js';
-export type { AudioStreamInfo, ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, VideoStreamInfo } from './types.js';
+export type { AudioStreamInfo, ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, Rational, VideoStreamInfo } from './types.js';
 export {
   FOREIGN_LEFTOVER_MAX_AGE_MS,
   JOB_DIR_PREFIX,

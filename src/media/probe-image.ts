@@ -9,7 +9,7 @@
  *    scale for this (shrink-on-load), PNG has to inflate everything but streams it row by row.
  */
 import sharp, { type Metadata } from 'sharp';
-import { JobError } from '../jobs/errors.js';
+import { JobError } from '../errors.js';
 import { describeFormat } from './describe.js';
 import { isImageFormat, sniffFile } from './sniff.js';
 import type { ImageFormat, ImageInfo } from './types.js';

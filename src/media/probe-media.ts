@@ -7,11 +7,11 @@
  */
 import { resolve as resolvePath } from 'node:path';
 import { z } from 'zod';
-import { JobError } from '../jobs/errors.js';
+import { JobError } from '../errors.js';
 import { resolveFfprobe } from './binaries.js';
 import { describeFormat } from './describe.js';
 import { ffprobeArgs } from './ffmpeg-args.js';
-import { isProcessError, runProcess, stderrReason } from './process.js';
+import { ffmpegReason, isProcessError, runProcess } from './process.js';
 import { isImageFormat, sniffFile } from './sniff.js';
 import type { AudioStreamInfo, ContainerKind, MediaInfo, VideoStreamInfo } from './types.js';
 
@@ -199,7 +199,7 @@ export async function probeMedia(file: string, opts: ProbeMediaOptions = {}): Pr
     if (err.reason === 'timeout') {
       throw new JobError('PROBE_FAILED', `${what} could not be read within ${timeoutMs / 1000} s`, { cause: err });
     }
-    throw new JobError('PROBE_FAILED', `${what} could not be read: ${stderrReason(err.stderrTail, path)}`, { cause: err });
+    throw new JobError('PROBE_FAILED', `${what} could not be read: ${ffmpegReason(err.stderrTail, [[path, 'input']], 2)}`, { cause: err });
   }
 
   let json: unknown;

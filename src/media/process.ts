@@ -10,6 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
+import { abortReason } from '../errors.js';
 
 export const DEFAULT_STDERR_TAIL_BYTES = 8 * 1024;
 export const DEFAULT_KILL_GRACE_MS = 2_000;
@@ -51,19 +52,31 @@ export function isProcessError(value: unknown): value is ProcessError {
   return value instanceof ProcessError;
 }
 
+/** Local paths that must not leak into error messages, with what to say instead ("input", "output"). */
+export type PathNames = ReadonlyArray<readonly [path: string, name: string]>;
+
 /**
- * Why ffmpeg or ffprobe failed, for the job's owner: the last two meaningful stderr lines, with the
- * local path (it means nothing outside this host) said as "input" and the "[demuxer @ ...]" prefixes
- * dropped.
+ * Why ffmpeg or ffprobe failed, for the job's owner: the last `lines` meaningful stderr lines on
+ * one line. Local paths mean nothing outside this host and are said by their names; the
+ * "[h264 @ 0x55d2785140c0] " prefixes carry a heap address, noise for a reader. ffmpeg's cause
+ * comes first ("moov atom not found"), its generic summary last.
  */
-export function stderrReason(stderrTail: string, path: string): string {
-  const lines = stderrTail
+export function ffmpegReason(stderrTail: string, paths: PathNames, lines = 3): string {
+  const cleaned = stderrTail
     .split('\n')
-    .map((l) => l.split(`file:${path}`).join('input').split(path).join('input').trim())
-    .filter((l) => l !== '');
-  // ffmpeg's cause comes first ("moov atom not found"), its generic summary last.
-  const last = lines.slice(-2).map((l) => l.replace(/^\[[^\]]*\]\s*/, ''));
-  return last.length > 0 ? last.join('; ') : 'no details';
+    .map((line) => {
+      let text = line;
+      for (const [path, name] of paths) text = text.split(`file:${path}`).join(name).split(path).join(name);
+      return text.replace(/^\[[^\]]*@ 0x[0-9a-f]+\]\s*/, '').trim();
+    })
+    .filter((line) => line !== '');
+  const kept = cleaned.slice(-lines);
+  return kept.length > 0 ? kept.join('; ') : 'no details';
+}
+
+/** Temporary alias until lip-sync's audio decoder uses ffmpegReason. */
+export function stderrReason(stderrTail: string, path: string): string {
+  return ffmpegReason(stderrTail, [[path, 'input']], 2);
 }
 
 /** Keeps the last `limit` bytes written to it. */
@@ -136,10 +149,6 @@ export interface SpawnProcessOptions extends ProcessOptions {
 function describe(command: string): string {
   const slash = command.lastIndexOf('/');
   return slash === -1 ? command : command.slice(slash + 1);
-}
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('The operation was aborted', 'AbortError');
 }
 
 /**

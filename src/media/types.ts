@@ -24,6 +24,12 @@ export interface ImageInfo {
 /** Container kinds decided from content (ffprobe format plus the MP4 brand or Matroska DocType). */
 export type ContainerKind = 'mp4' | 'mov' | 'm4v' | 'mkv' | 'webm' | 'gif' | 'mp3' | 'wav' | 'aac' | 'ogg' | 'm4a';
 
+/** An exact ratio as ffmpeg writes it: a frame rate (30000/1001), a pixel aspect (4/3). */
+export interface Rational {
+  num: number;
+  den: number;
+}
+
 export interface VideoStreamInfo {
   codec: string;
   /** Coded width and height (before rotation). */
@@ -32,7 +38,7 @@ export interface VideoStreamInfo {
   /** Rotation in degrees from the display matrix or rotate tag, normalised to 0, 90, 180 or 270. */
   rotation: number;
   /** Average frame rate as a fraction (r_frame_rate when avg is unknown). */
-  fps: { num: number; den: number };
+  fps: Rational;
   /** True when ffprobe's r_frame_rate and avg_frame_rate disagree (a hint of variable frame rate). */
   variableFrameRate: boolean;
   frameCount?: number;

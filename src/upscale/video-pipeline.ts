@@ -18,30 +18,41 @@ import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
 import { getPriority, setPriority } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
-import type { Writable } from 'node:stream';
 import type { UpscaleResult } from '../inference/tiling.js';
 import { upscaleRgb } from '../inference/tiling.js';
-import { JobError, VIDEO_UPSCALE_CONTAINERS, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
-import { resolveFfmpeg, spawnProcess, writeWithBackpressure } from '../media/index.js';
-import type { MediaInfo, VideoStreamInfo } from '../media/types.js';
-import type { LoadedSrModel, SrModelLoader } from './image-pipeline.js';
-import { BoundedQueue, Slots } from '../video/index.js';
+import { errorMessage } from '../errors.js';
+import { JobError, ProcessingError, VIDEO_UPSCALE_CONTAINERS, asJobError, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
+import { resolveFfmpeg, spawnProcess, type MediaInfo, type PathNames, type VideoStreamInfo } from '../media/index.js';
 import {
   type AudioPlan,
+  BoundedQueue,
   DEFAULT_ENCODER,
   type EncoderSettings,
+  FfmpegFailure,
+  FrameReader,
+  type FrameTiming,
+  type InfoLogger,
+  Slots,
+  StageGroup,
   type VideoEncoderName,
+  type VideoGeometry,
   audioPlan,
+  chooseEncoder,
   decoderArgs,
   encoderArgs,
+  endPipe,
+  expectedFrameCount,
+  ffmpegFailure,
+  formatRate,
+  frameTiming,
   inputMatrix,
+  probeVideoExtras,
+  rgbFrameBytes,
+  videoGeometry,
+  writeWithBackpressure,
 } from '../video/index.js';
+import type { LoadedSrModel, SrModelLoader } from './image-pipeline.js';
 import { type BatcherStats, TileBatcher } from './video-batcher.js';
-import { type InfoLogger, chooseEncoder } from '../video/index.js';
-import { type PathNames, decoderFailure, encoderFailure, stageFailure } from '../video/index.js';
-import { FrameReader, PartialFrameError } from '../video/index.js';
-import { type FrameTiming, type VideoGeometry, expectedFrameCount, formatRate, frameTiming, rgbFrameBytes, videoGeometry } from '../video/index.js';
-import { probeVideoExtras } from '../video/index.js';
 
 export interface VideoProgress {
   framesDone: number;
@@ -108,13 +119,9 @@ const DEFAULT_FFMPEG_NICE = 5;
 /** How long a broken pipe waits for its process to report its own exit (and its stderr) before the pipeline stops it. */
 const EXIT_REPORT_GRACE_MS = 2_000;
 
-/** Stops the other stages; never reported (the cause is recorded separately). */
-class PipelineStopped extends Error {
-  constructor() {
-    super('The video pipeline was stopped');
-    this.name = 'PipelineStopped';
-  }
-}
+/** Ranks of the failures a stage group keeps (video/stage-group.ts): the decoder's own exit explains most. */
+const DECODER_RANK = 2;
+const ENCODER_RANK = 1;
 
 export function checkVideoInput(info: MediaInfo, factor: UpscaleFactor): VideoStreamInfo {
   if (!VIDEO_UPSCALE_CONTAINERS.includes(info.container)) {
@@ -156,7 +163,7 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
   const extras = valueOf(probed);
   const loaded = valueOf(model);
   const encoder = valueOf(chosen);
-  const geometry = videoGeometry(video, req.factor, loaded.model.scale);
+  const geometry = videoGeometry(video, Number(req.factor), loaded.model.scale);
   const audio = audioPlan(req.info.audio);
 
   const partialPath = join(dirname(outputPath), `.${basename(outputPath)}.${randomBytes(4).toString('hex')}.partial`);
@@ -254,55 +261,32 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
   const { signal, geometry } = plan;
   signal?.throwIfAborted();
   const started = performance.now();
-  const stop = new AbortController();
-  const stopped = new PipelineStopped();
+  const group = new StageGroup(signal, 'video pipeline');
   const decoded = new BoundedQueue<Buffer>(plan.queueFrames);
   const upscaled = new BoundedQueue<Promise<UpscaleResult>>(plan.framesInFlight + plan.queueFrames);
   const slots = new Slots(plan.framesInFlight);
+  group.onHalt(() => {
+    decoded.fail(group.stopped);
+    upscaled.fail(group.stopped);
+    slots.fail(group.stopped);
+  });
 
-  let stageError: { error: unknown } | undefined;
-  let decoderError: unknown;
-  let encoderError: unknown;
-
-  const halt = (): void => {
-    if (stop.signal.aborted) return;
-    stop.abort(stopped);
-    decoded.fail(stopped);
-    upscaled.fail(stopped);
-    slots.fail(stopped);
-  };
-  const failStage = (error: unknown): void => {
-    if (error !== stopped && !(signal?.aborted === true && error === signal.reason)) stageError ??= { error };
-    halt();
-  };
-  const onAbort = (): void => halt();
-  signal?.addEventListener('abort', onAbort, { once: true });
-
-  const decoder = spawnProcess(plan.ffmpeg, plan.decodeArgs, { stdout: 'pipe', signal: stop.signal });
-  const encoder = spawnProcess(plan.ffmpeg, plan.encodeArgs, { stdin: 'pipe', stdout: 'ignore', signal: stop.signal });
+  const decoder = spawnProcess(plan.ffmpeg, plan.decodeArgs, { stdout: 'pipe', signal: group.signal });
+  const encoder = spawnProcess(plan.ffmpeg, plan.encodeArgs, { stdin: 'pipe', stdout: 'ignore', signal: group.signal });
   lowerPriority(decoder.child.pid, plan.ffmpegNice);
   lowerPriority(encoder.child.pid, plan.ffmpegNice);
   // SIGTERM alone can leave ffmpeg blocked on a pipe: closing our ends gets it out of the read or write.
-  stop.signal.addEventListener('abort', () => {
+  group.onHalt(() => {
     decoder.stdout?.destroy();
     encoder.stdin?.destroy();
   });
-
-  const decoderDone = decoder.done.then(
-    () => {},
-    (error: unknown) => {
-      if (error === stopped) return;
-      decoderError = error;
-      halt();
-    },
+  const decoderDone = group.run(
+    decoder.done.catch((error: unknown) => Promise.reject(error === group.stopped ? error : ffmpegFailure('decoder', error, plan.paths))),
+    DECODER_RANK,
   );
-  const encoderDone = encoder.done.then(
-    () => {},
-    (error: unknown) => {
-      if (error === stopped) return;
-      encoderError = error;
-      halt();
-    },
+  const encoderDone = group.run(
+    encoder.done.catch((error: unknown) => Promise.reject(error === group.stopped ? error : ffmpegFailure('encoder', error, plan.paths))),
+    ENCODER_RANK,
   );
 
   let framesWritten = 0;
@@ -330,7 +314,7 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
         frame = await reader.next();
       } catch (error) {
         // A pipe that breaks by itself usually means the decoder is dying: let it report why first.
-        if (!stop.signal.aborted) await within(decoder.done, EXIT_REPORT_GRACE_MS);
+        if (!group.signal.aborted) await within(decoder.done, EXIT_REPORT_GRACE_MS);
         throw error;
       }
       if (frame === null) break;
@@ -347,12 +331,12 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
       const frame = await decoded.shift();
       if (frame === undefined) break;
       await slots.acquire();
-      const job = upscaleRgb(plan.batcher, { data: frame, width, height, channels: 3 }, { ...plan.tiling, signal: stop.signal }).finally(() => {
+      const job = upscaleRgb(plan.batcher, { data: frame, width, height, channels: 3 }, { ...plan.tiling, signal: group.signal }).finally(() => {
         slots.release();
         inFlight.delete(job);
       });
       inFlight.add(job);
-      job.catch(failStage);
+      void group.run(job);
       await upscaled.push(job);
     }
     upscaled.close();
@@ -370,74 +354,33 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
         if (result.data.length !== frameBytes) {
           throw new Error(`Expected upscaled frames of ${frameBytes} bytes but received ${result.data.length}`);
         }
-        await writeWithBackpressure(stdin, Buffer.from(result.data.buffer, result.data.byteOffset, result.data.byteLength), stop.signal);
+        await writeWithBackpressure(stdin, Buffer.from(result.data.buffer, result.data.byteOffset, result.data.byteLength), group.signal);
         framesWritten += 1;
         report(false);
       }
-      await end(stdin, stop.signal);
+      await endPipe(stdin, group.signal);
     } catch (error) {
-      if (!stop.signal.aborted) await within(encoder.done, EXIT_REPORT_GRACE_MS);
+      if (!group.signal.aborted) await within(encoder.done, EXIT_REPORT_GRACE_MS);
       throw error;
     }
   };
 
-  await Promise.allSettled([
-    readStage().catch(failStage),
-    networkStage().catch(failStage),
-    writeStage().catch(failStage),
-    decoderDone,
-    encoderDone,
-  ]);
+  await group.settle([group.run(readStage()), group.run(networkStage()), group.run(writeStage()), decoderDone, encoderDone]);
   await Promise.allSettled([...inFlight]);
-  signal?.removeEventListener('abort', onAbort);
-
-  if (signal?.aborted === true) throw signal.reason;
-  if (decoderError !== undefined) throw decoderFailure(decoderError, plan.paths);
-  if (encoderError !== undefined) throw encoderFailure(encoderError, plan.paths);
-  if (stageError !== undefined) {
-    const { error } = stageError;
-    if (error instanceof PartialFrameError) throw new JobError('UPSCALE_FAILED', error.message, { cause: error });
-    throw stageFailure(error);
-  }
+  group.throwIfFailed(upscaleFailure);
   if (framesWritten === 0) throw new JobError('PROBE_FAILED', 'The video contains no decodable frames');
   report(true);
   return { frames: framesWritten, streamMs: performance.now() - started };
 }
 
-/** Closes the encoder's input once everything written was flushed. */
-function end(stream: Writable, stop: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (stop.aborted) {
-      reject(stop.reason);
-      return;
-    }
-    const cleanup = (): void => {
-      stream.off('error', onError);
-      stream.off('close', onClose);
-      stop.removeEventListener('abort', onStop);
-    };
-    const onError = (error: unknown): void => {
-      cleanup();
-      reject(error);
-    };
-    const onClose = (): void => {
-      cleanup();
-      if (stream.writableFinished) resolve();
-      else reject(new Error("The encoder's input closed before all frames were written"));
-    };
-    const onStop = (): void => {
-      cleanup();
-      reject(stop.reason);
-    };
-    stream.on('error', onError);
-    stream.on('close', onClose);
-    stop.addEventListener('abort', onStop, { once: true });
-    stream.end((error?: Error | null) => {
-      cleanup();
-      if (error) reject(error);
-      else resolve();
-    });
-  });
+/**
+ * A failure of the video upscale as the job's error: a decoder that could not decode the file is
+ * the input's fault (PROBE_FAILED); the rest is UPSCALE_FAILED, retryable where the failure says so.
+ */
+export function upscaleFailure(error: unknown): JobError {
+  if (error instanceof FfmpegFailure && error.inputFault) return new JobError('PROBE_FAILED', error.message, { cause: error });
+  if (error instanceof JobError || error instanceof ProcessingError) return asJobError(error, 'video');
+  return new JobError('UPSCALE_FAILED', `Video upscaling failed: ${errorMessage(error)}`, { cause: error });
 }
 
 /**

@@ -1,12 +1,17 @@
 /**
  * What every video pipeline shares (upscale and lip-sync): decoding to raw RGB frames and the frame
- * reader, the bounded frame queue, encoder choice and codec arguments, probing extras, frame
- * geometry and rates, and ffmpeg failure reasons. Dependencies: media -> video -> {upscale, lipsync}.
+ * reader, the bounded frame queue, the frame pipe into an encoder and its end, encoder choice and
+ * codec arguments, probing extras, frame geometry and rates, whose fault a failed ffmpeg is, and the
+ * stage group that stops a pipeline's stages together. Dependencies: media -> video -> {upscale, lipsync}.
  */
+export * from './ffmpeg-failure.js';
+export * from './frame-pipe.js';
 export * from './frame-queue.js';
+export * from './stage-group.js';
 export * from './video-args.js';
 export * from './video-encoders.js';
-export * from './video-errors.js';
 export * from './video-frame-reader.js';
 export * from './video-geometry.js';
 export * from './video-probe.js';
+// Temporary, until lip-sync imports them from media/ (issue 13).
+export { ffmpegReason, type PathNames } from '../media/index.js';

@@ -7,9 +7,10 @@
  * A stream that ends in the middle of a frame is an error (a decoder killed mid-write, or a size
  * mismatch between the decoder and this reader), never a short frame handed on.
  */
+import { ProcessingError } from '../errors.js';
 import type { Readable } from 'node:stream';
 
-export class PartialFrameError extends Error {
+export class PartialFrameError extends ProcessingError {
   constructor(
     readonly received: number,
     readonly expected: number,

@@ -15,18 +15,16 @@
  *   input is affected; the missing column or row is padded with a copy of the last one (nothing of
  *   the picture is lost and nothing is stretched).
  */
-import type { UpscaleFactor } from '../jobs/index.js';
-import type { VideoStreamInfo } from '../media/types.js';
+import type { Rational, VideoStreamInfo } from '../media/index.js';
 
 export interface Size {
   width: number;
   height: number;
 }
 
-export interface Fraction {
-  num: number;
-  den: number;
-}
+export type { Rational };
+/** Temporary alias until lip-sync's encoder arguments use Rational (issue 13). */
+export type Fraction = Rational;
 
 export interface VideoGeometry {
   decoded: Size;
@@ -47,16 +45,15 @@ export function displayedSize(video: Pick<VideoStreamInfo, 'width' | 'height' | 
 
 export function videoGeometry(
   video: Pick<VideoStreamInfo, 'width' | 'height' | 'rotation'>,
-  factor: UpscaleFactor,
+  factor: number,
   scale: number,
 ): VideoGeometry {
   const decoded = displayedSize(video);
   requireSide('width', decoded.width);
   requireSide('height', decoded.height);
-  const f = Number(factor);
-  if (!Number.isInteger(scale) || scale < Math.max(1, f)) throw new RangeError(`Expected a network scale of at least ${f} but received ${scale}`);
+  if (!Number.isInteger(scale) || scale < Math.max(1, factor)) throw new RangeError(`Expected a network scale of at least ${factor} but received ${scale}`);
   const network = { width: decoded.width * scale, height: decoded.height * scale };
-  const target = { width: decoded.width * f, height: decoded.height * f };
+  const target = { width: decoded.width * factor, height: decoded.height * factor };
   const pad = { right: target.width % 2, bottom: target.height % 2 };
   const output = { width: target.width + pad.right, height: target.height + pad.bottom };
   return { decoded, network, target, output, pad, scale };
@@ -78,7 +75,7 @@ export function rgbFrameBytes(size: Size): number {
  */
 export interface FrameTiming {
   mode: 'passthrough' | 'cfr';
-  rate: Fraction;
+  rate: Rational;
 }
 
 export function frameTiming(video: Pick<VideoStreamInfo, 'fps' | 'variableFrameRate'>): FrameTiming {
@@ -96,7 +93,7 @@ export function expectedFrameCount(video: Pick<VideoStreamInfo, 'frameCount'>, d
 }
 
 /** "30000/1001" as ffmpeg reads a rate. */
-export function formatRate(rate: Fraction): string {
+export function formatRate(rate: Rational): string {
   return `${rate.num}/${rate.den}`;
 }
 

@@ -7,18 +7,18 @@
  * the pure `parseVideoExtras`.
  */
 import { z } from 'zod';
-import { JobError } from '../jobs/errors.js';
+import { JobError } from '../errors.js';
 import { isProcessError, resolveFfprobe, runProcess, safeFileInputArgs } from '../media/index.js';
 import type { ContainerKind } from '../media/types.js';
-import { ffmpegReason } from './video-errors.js';
-import type { Fraction } from './video-geometry.js';
+import { ffmpegReason } from '../media/index.js';
+import type { Rational } from '../media/index.js';
 
 /** ffmpeg's names for the YUV matrices its scale filter knows (in_color_matrix / out_color_matrix). */
 export type ColourMatrix = 'bt709' | 'bt601' | 'bt470' | 'smpte170m' | 'fcc' | 'smpte240m' | 'bt2020';
 
 export interface VideoExtras {
   /** Sample (pixel) aspect ratio of the coded picture; 1:1 when unknown. */
-  sampleAspect: Fraction;
+  sampleAspect: Rational;
   /** Seconds between the file's start and the first video frame (0 when the video starts first). */
   videoStartOffset: number;
   /** The input's YUV matrix when it says so. */
@@ -80,14 +80,14 @@ function seconds(value: string | number | undefined): number | undefined {
 }
 
 /** "4:3" as a fraction; 1:1 for "0:1", "N/A" and anything malformed. */
-export function parseAspect(text: string | undefined): Fraction {
+export function parseAspect(text: string | undefined): Rational {
   const match = /^(\d+):(\d+)$/.exec(text ?? '');
   const num = Number(match?.[1]);
   const den = Number(match?.[2]);
   return num > 0 && den > 0 ? reduce({ num, den }) : { num: 1, den: 1 };
 }
 
-function reduce({ num, den }: Fraction): Fraction {
+function reduce({ num, den }: Rational): Rational {
   let a = num;
   let b = den;
   while (b !== 0) [a, b] = [b, a % b];

@@ -4,7 +4,7 @@
  * pure; publishing lives in event-publisher.ts.
  */
 import { z } from 'zod';
-import type { JobError } from '../jobs/errors.js';
+import type { JobError } from '../errors.js';
 import { MUSIC_MODEL, isModelId, reportedModel } from '../jobs/models.js';
 
 export const terminalEventSchema = z.object({

@@ -29,7 +29,7 @@ export {
 export { WorkerMetrics, setExecutionProvider, workerMetrics, type JobOutcome } from './metrics.js';
 export { completedEvent, failedEvent, terminalEventSchema, type TerminalEvent } from './events.js';
 export { progressMessage, type ProgressMessage } from './progress.js';
-export { KIND_FAILURE_CODE, asJobError, decideFailure, type Disposition } from './outcome.js';
+export { decideFailure, type Disposition } from './outcome.js';
 export {
   EVENTS_SUBJECT_PREFIX,
   JOBS_SUBJECT_PREFIX,

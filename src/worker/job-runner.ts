@@ -16,15 +16,15 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { JobError } from '../jobs/errors.js';
+import { JobError } from '../errors.js';
 import { expectedText, expectedValue } from '../jobs/messages.js';
-import { kindOfModel, type JobKind } from '../jobs/models.js';
+import { asJobError, kindOfModel, type JobKind } from '../jobs/index.js';
 import { parseJob } from '../jobs/schemas.js';
 import type { Job } from '../jobs/types.js';
 import { completedEvent, creationTime, failedEvent, type TerminalEvent } from './events.js';
 import type { EventPublisher } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
-import { asJobError, decideFailure, watchdogError } from './outcome.js';
+import { decideFailure, watchdogError } from './outcome.js';
 import { createProgressReporter } from './progress.js';
 import type { WorkerSettings } from './settings.js';
 import { MSG_ID_HEADER, bodyField, readTaskId } from './task-id.js';

@@ -3,27 +3,12 @@
  * for the queue (retry later with a delay, or fail for good with a refund). Nothing here looks at
  * message text.
  */
-import { JobError, isJobError, type ErrorCode } from '../jobs/errors.js';
-import type { JobKind } from '../jobs/models.js';
-
-/** The spec's processing failure code for each kind (image and video use this worker's UPSCALE_FAILED). */
-export const KIND_FAILURE_CODE: Readonly<Record<JobKind, ErrorCode>> = {
-  image: 'UPSCALE_FAILED',
-  video: 'UPSCALE_FAILED',
-  lipsync: 'LIPSYNC_FAILED',
-  music: 'GENERATION_FAILED',
-};
+import { JobError } from '../errors.js';
+import { KIND_FAILURE_CODE, type JobKind } from '../jobs/index.js';
 
 export type Disposition =
   | { action: 'retry'; delayMs: number; error: JobError }
   | { action: 'fail'; error: JobError };
-
-/** Any thrown value as a JobError; what is not one becomes a permanent failure of the kind's code. */
-export function asJobError(err: unknown, kind: JobKind): JobError {
-  if (isJobError(err)) return err;
-  const detail = err instanceof Error ? err.message : String(err);
-  return new JobError(KIND_FAILURE_CODE[kind], `Processing failed: ${detail}`, { cause: err });
-}
 
 /**
  * Retry while the error says a retry can help and deliveries are left; the delay grows with the

@@ -8,7 +8,7 @@
 import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { JobError, isJobError } from '../jobs/errors.js';
+import { JobError, isJobError } from '../errors.js';
 import { expectedText } from '../jobs/messages.js';
 import { errorBody } from '../jobs/quote.js';
 import { parseJob } from '../jobs/schemas.js';

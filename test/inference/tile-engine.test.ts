@@ -4,7 +4,7 @@
  * field must equal the untiled run byte for byte.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError, ProcessingError } from '../../src/errors.js';
 import type { Nchw } from '../../src/inference/session.js';
 import { type RgbImage, type SrModel, isOutOfMemoryError, upscaleRgb } from '../../src/inference/tiling.js';
 import { boxBlurModel, maxAbsDiff, photoCrop, warnRecorder } from './tile-fixtures.js';
@@ -154,12 +154,12 @@ describe('out of memory', () => {
     ]);
   });
 
-  it('fails with a retryable UPSCALE_FAILED once the tile cannot shrink further', async () => {
+  it('fails with a retryable processing error once the tile cannot shrink further', async () => {
     const model = failingAbove(boxBlurModel(2, RADIUS), 10);
     const error = await upscaleRgb(model, image, { tile: 40, overlap: RADIUS, minTile: 16 }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(JobError);
-    expect(error).toMatchObject({ code: 'UPSCALE_FAILED', retryable: true });
-    expect((error as JobError).message).toBe('Out of memory even with one 20x20 tile per call (smallest tile allowed: 16)');
+    expect(error).toBeInstanceOf(ProcessingError);
+    expect(error).toMatchObject({ retryable: true });
+    expect((error as ProcessingError).message).toBe('Out of memory even with one 20x20 tile per call (smallest tile allowed: 16)');
     // 40 -> 20 -> (10 is below the minimum): two tile widths tried.
     expect(new Set(model.calls.map((d) => d[3]))).toEqual(new Set([40, 20]));
   });
@@ -167,8 +167,9 @@ describe('out of memory', () => {
   it('does not retry other failures', async () => {
     const model: SrModel = { scale: 2, run: () => Promise.reject(new Error('Invalid rank for input')) };
     const error = await upscaleRgb(model, image, { tile: 20, overlap: RADIUS }).catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'UPSCALE_FAILED', retryable: false });
-    expect((error as JobError).message).toMatch(/^Super-resolution failed on tile 1 of \d+: Invalid rank for input$/);
+    expect(error).toBeInstanceOf(ProcessingError);
+    expect(error).toMatchObject({ retryable: false });
+    expect((error as ProcessingError).message).toMatch(/^Super-resolution failed on tile 1 of \d+: Invalid rank for input$/);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JobError, type ErrorCode } from '../../src/jobs/errors.js';
+import { JobError, type ErrorCode } from '../../src/errors.js';
 import {
   IMAGE_MAX_OUTPUT_MEGAPIXELS,
   IMAGE_MAX_OUTPUT_SIDE_PX,

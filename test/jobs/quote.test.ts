@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JobError, type ErrorCode } from '../../src/jobs/errors.js';
+import { JobError, type ErrorCode } from '../../src/errors.js';
 import { errorBody, formatDuration, formatQuoteError, quoteJob, type InputKind, type QuoteDeps } from '../../src/jobs/quote.js';
 import { roundedSeconds } from '../../src/jobs/pricing.js';
 import { normaliseToolBody, parseJob } from '../../src/jobs/schemas.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ERROR_STATUS, JobError, type ErrorCode } from '../../src/jobs/errors.js';
+import { ERROR_STATUS, JobError, type ErrorCode } from '../../src/errors.js';
 import { normaliseToolBody, parseJob } from '../../src/jobs/schemas.js';
 import type { ToolName } from '../../src/jobs/types.js';
 

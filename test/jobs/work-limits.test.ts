@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import {
   DEFAULT_WORK_LIMITS,
   checkEstimate,

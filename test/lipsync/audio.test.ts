@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import { audioFitFilter, decodeAudio, decodeAudioArgs, ffmpegSeconds, fitSamples } from '../../src/lipsync/audio.js';
 import type { ContainerKind } from '../../src/media/types.js';
 import { ffmpeg, makeClip, makeTempDir } from '../media/helpers.js';

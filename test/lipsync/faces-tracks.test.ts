@@ -4,7 +4,7 @@ import { SessionCache } from '../../src/inference/session.js';
 import { loadBlazeFace, type FaceDetector } from '../../src/lipsync/blazeface.js';
 import { chooseDrivenFaces, detectFaceTracks, mostProminentTrack, prominence } from '../../src/lipsync/faces.js';
 import type { FaceBox, FaceTrack, RgbFrame } from '../../src/lipsync/types.js';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import { ASTRONAUT, decodeFrames, requireMegamind, saveWithBoxes, toFrame } from './faces-helpers.js';
 
 describe('faces of a whole video', () => {

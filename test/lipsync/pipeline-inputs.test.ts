@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache } from '../../src/inference/session.js';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import { lipsyncFile, type LipsyncRequest } from '../../src/lipsync/pipeline.js';
 import type { RgbFrame } from '../../src/lipsync/types.js';
 import { releaseLipsyncThreads } from '../../src/lipsync/model-thread.js';

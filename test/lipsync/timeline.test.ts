@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import type { SyncMode } from '../../src/jobs/types.js';
 import { bounceIndex, DEFAULT_MAX_OUTPUT_SECONDS, planTimeline, type AudioPlan } from '../../src/lipsync/timeline.js';
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import ort from 'onnxruntime-node';
 import sharp, { type Sharp } from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import { sha256Hex } from '../../src/inference/convert/convert.js';
 import { parseManifest, type LipsyncManifest } from '../../src/inference/manifest.js';
 import { ensureModelFile, forgetVerifiedModels, getManifest, ModelIntegrityError, ModelRegistryError, sha256File } from '../../src/inference/model-registry.js';

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
-import { ProcessError, TailBuffer, runProcess, spawnProcess, stderrReason } from '../../src/media/process.js';
+import { ProcessError, TailBuffer, ffmpegReason, runProcess, spawnProcess } from '../../src/media/process.js';
 
 const SH = '/bin/sh';
 
@@ -23,13 +23,13 @@ describe('TailBuffer', () => {
   });
 });
 
-describe('stderrReason', () => {
+describe('ffmpegReason', () => {
   it.each([
     ['the last two lines, the path said as input', 'a\n[mov,mp4 @ 0x1] moov atom not found\nfile:/tmp/x.mp4: Invalid data\n', 'moov atom not found; input: Invalid data'],
     ['the bare path too', '/tmp/x.mp4: No such file or directory\n\n', 'input: No such file or directory'],
     ['nothing useful', '\n  \n', 'no details'],
   ])('gives %s', (_what, tail, reason) => {
-    expect(stderrReason(tail, '/tmp/x.mp4')).toBe(reason);
+    expect(ffmpegReason(tail, [['/tmp/x.mp4', 'input']], 2)).toBe(reason);
   });
 });
 

@@ -3,7 +3,7 @@
  * lists, the extra probe's parsing and the error wording.
  */
 import { describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import { ProcessError } from '../../src/media/index.js';
 import {
   DEFAULT_ENCODER,
@@ -15,7 +15,10 @@ import {
   inputMatrix,
   videoCodecArgs,
 } from '../../src/video/video-args.js';
-import { decoderFailure, encoderFailure, ffmpegReason, stageFailure } from '../../src/video/video-errors.js';
+import { ffmpegReason } from '../../src/media/index.js';
+import { FfmpegFailure, ffmpegFailure } from '../../src/video/index.js';
+import { upscaleFailure } from '../../src/upscale/video-pipeline.js';
+import { ProcessingError } from '../../src/errors.js';
 import { displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry } from '../../src/video/video-geometry.js';
 import { parseAspect, parseVideoExtras, type VideoExtras } from '../../src/video/video-probe.js';
 
@@ -42,7 +45,7 @@ describe('videoGeometry', () => {
     [63, 47, 0, '2', [63, 47], [126, 94], [126, 94], [0, 0]],
     [1920, 1080, 0, '4', [1920, 1080], [7680, 4320], [7680, 4320], [0, 0]],
   ] as const)('%ix%i rotated %i at factor %s', (width, height, rotation, factor, decoded, network, output, pad) => {
-    const g = videoGeometry({ width, height, rotation }, factor, factor === '4' ? 4 : 2);
+    const g = videoGeometry({ width, height, rotation }, Number(factor), factor === '4' ? 4 : 2);
     expect([g.decoded.width, g.decoded.height]).toEqual(decoded);
     expect([g.network.width, g.network.height]).toEqual(network);
     expect([g.output.width, g.output.height]).toEqual(output);
@@ -52,8 +55,8 @@ describe('videoGeometry', () => {
   });
 
   it('refuses sizes that are not positive integers', () => {
-    expect(() => videoGeometry({ width: 0, height: 48, rotation: 0 }, '2', 2)).toThrow('Expected the video width to be a positive integer but received 0');
-    expect(() => videoGeometry({ width: 64, height: 47.5, rotation: 0 }, '2', 2)).toThrow('Expected the video height to be a positive integer but received 47.5');
+    expect(() => videoGeometry({ width: 0, height: 48, rotation: 0 }, 2, 2)).toThrow('Expected the video width to be a positive integer but received 0');
+    expect(() => videoGeometry({ width: 64, height: 47.5, rotation: 0 }, 2, 2)).toThrow('Expected the video height to be a positive integer but received 47.5');
   });
 
   it('swaps only for quarter turns; a frame is width x height x 3 bytes', () => {
@@ -139,7 +142,7 @@ describe('inputMatrix', () => {
 });
 
 describe('decoderArgs', () => {
-  const geometry = videoGeometry({ width: 64, height: 48, rotation: 90 }, '2', 2);
+  const geometry = videoGeometry({ width: 64, height: 48, rotation: 90 }, 2, 2);
 
   it('reads only the local file with its sniffed demuxer and writes raw RGB frames of the upright size', () => {
     const args = decoderArgs({ inputPath: '/in/clip.mkv', container: 'mkv', geometry, timing: frameTiming({ fps: { num: 25, den: 1 }, variableFrameRate: false }), matrix: 'bt601' });
@@ -181,7 +184,7 @@ describe('decoderArgs', () => {
 
 describe('encoderArgs', () => {
   const base = {
-    geometry: videoGeometry({ width: 96, height: 64, rotation: 0 }, '2', 2),
+    geometry: videoGeometry({ width: 96, height: 64, rotation: 0 }, 2, 2),
     timing: { mode: 'passthrough' as const, rate: { num: 30000, den: 1001 } },
     encoder: DEFAULT_ENCODER,
     extras: square,
@@ -235,23 +238,23 @@ describe('encoderArgs', () => {
   });
 
   it.each([
-    ['factor 2', videoGeometry({ width: 96, height: 64, rotation: 0 }, '2', 2), square, 'scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1'],
+    ['factor 2', videoGeometry({ width: 96, height: 64, rotation: 0 }, 2, 2), square, 'scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1'],
     [
       'factor 1 on an even input: back to the input size',
-      videoGeometry({ width: 96, height: 64, rotation: 0 }, '1', 2),
+      videoGeometry({ width: 96, height: 64, rotation: 0 }, 1, 2),
       square,
       'scale=w=96:h=64:flags=lanczos+accurate_rnd,scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1',
     ],
     [
       'factor 1 on an odd input: padded with the last column and row',
-      videoGeometry({ width: 63, height: 47, rotation: 0 }, '1', 2),
+      videoGeometry({ width: 63, height: 47, rotation: 0 }, 1, 2),
       square,
       'scale=w=63:h=47:flags=lanczos+accurate_rnd,format=gbrp,pad=w=64:h=48:x=0:y=0,fillborders=right=1:bottom=1:mode=smear,' +
         'scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1',
     ],
     [
       'non-square pixels',
-      videoGeometry({ width: 96, height: 64, rotation: 0 }, '2', 2),
+      videoGeometry({ width: 96, height: 64, rotation: 0 }, 2, 2),
       { ...square, sampleAspect: { num: 4, den: 3 } },
       'scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=4/3',
     ],
@@ -358,15 +361,21 @@ describe('failure wording', () => {
     ['encoder', 'spawn', 'UPSCALE_FAILED', true, /^The video encoder could not be started/],
     ['encoder', 'signal', 'UPSCALE_FAILED', true, /^The video encoder stopped/],
   ] as const)('%s %s -> %s (retryable %s)', (side, reason, code, retryable, message) => {
-    const error = (side === 'decoder' ? decoderFailure : encoderFailure)(failure(reason, '/tmp/job-1/.out.mp4.ab12.partial: No such file or directory\n'), paths);
+    const failed = ffmpegFailure(side, failure(reason, '/tmp/job-1/.out.mp4.ab12.partial: No such file or directory\n'), paths);
+    // video/ says whose fault it is without a code; the upscale pipeline names the code.
+    expect(failed).toBeInstanceOf(FfmpegFailure);
+    expect(failed.inputFault).toBe(code === 'PROBE_FAILED');
+    const error = upscaleFailure(failed);
     expect(error.code).toBe(code);
     expect(error.retryable).toBe(retryable);
     expect(error.message).toMatch(message);
   });
 
-  it('keeps a JobError from inside the pipeline and wraps anything else', () => {
-    const own = new JobError('UPSCALE_FAILED', 'Out of memory even with one 32x32 tile per call', { retryable: true });
-    expect(stageFailure(own)).toBe(own);
-    expect(stageFailure(new Error('boom'))).toMatchObject({ code: 'UPSCALE_FAILED', message: 'Video upscaling failed: boom' });
+  it('keeps a JobError from inside the pipeline, maps a processing failure and wraps anything else', () => {
+    const own = new JobError('INVALID_MODEL', 'Expected a super-resolution model');
+    expect(upscaleFailure(own)).toBe(own);
+    const oom = new ProcessingError('Out of memory even with one 32x32 tile per call', { retryable: true });
+    expect(upscaleFailure(oom)).toMatchObject({ code: 'UPSCALE_FAILED', retryable: true, message: oom.message });
+    expect(upscaleFailure(new Error('boom'))).toMatchObject({ code: 'UPSCALE_FAILED', message: 'Video upscaling failed: boom' });
   });
 });

@@ -13,7 +13,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upscaleRgb } from '../../src/inference/tiling.js';
 import { SessionCache } from '../../src/inference/session.js';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import type { UpscaleFactor } from '../../src/jobs/index.js';
 import { probeMedia } from '../../src/media/index.js';
 import type { MediaInfo } from '../../src/media/types.js';

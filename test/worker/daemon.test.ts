@@ -5,7 +5,7 @@
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import { parseWorkerSettings } from '../../src/worker/settings.js';
 import { ensureTopology } from '../../src/worker/topology.js';
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from './helpers/jetstream.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import { completedEvent, creationTime, failedEvent, terminalEventSchema } from '../../src/worker/events.js';
 import { createProgressReporter, progressMessage } from '../../src/worker/progress.js';
 import { readTaskId } from '../../src/worker/task-id.js';

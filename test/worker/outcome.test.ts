@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
-import { asJobError, decideFailure, outOfSpace, deliveriesExhaustedError, watchdogError } from '../../src/worker/outcome.js';
+import { JobError, ProcessingError } from '../../src/errors.js';
+import { asJobError } from '../../src/jobs/index.js';
+import { decideFailure, outOfSpace, deliveriesExhaustedError, watchdogError } from '../../src/worker/outcome.js';
 
 const transient = new JobError('FETCH_FAILED', 'download timed out', { retryable: true });
 const permanent = new JobError('PROBE_FAILED', 'not a video');
@@ -37,6 +38,15 @@ describe('errors of the daemon', () => {
     const err = asJobError(new Error('boom'), kind);
     expect(err).toMatchObject({ code, status, retryable: false, message: 'Processing failed: boom' });
     expect(asJobError(permanent, kind)).toBe(permanent);
+  });
+
+  it.each([
+    ['image', 'UPSCALE_FAILED'],
+    ['lipsync', 'LIPSYNC_FAILED'],
+  ] as const)("a lower layer's processing failure in a %s job becomes %s and keeps its retry decision", (kind, code) => {
+    const oom = new ProcessingError('Out of memory even with one 64x64 tile per call', { retryable: true });
+    expect(asJobError(oom, kind)).toMatchObject({ code, retryable: true, message: oom.message, cause: oom });
+    expect(asJobError(new ProcessingError('bad output shape'), kind)).toMatchObject({ code, retryable: false });
   });
 
   it('words the watchdog and exhausted-deliveries failures', () => {

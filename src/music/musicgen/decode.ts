@@ -21,6 +21,7 @@ import {
 } from './contract.js';
 import type { MusicgenSpec } from './folder.js';
 import { guide, isDelayed, sampleTopK, seededRandom, stepsFor, undelay } from './sampling.js';
+import { abortReason } from '../../errors.js';
 
 export interface MusicgenSessions {
   textEncoder: ort.InferenceSession;
@@ -37,10 +38,6 @@ export interface DecodeOptions {
   seed: number;
   signal?: AbortSignal;
   onStep?: (done: number, total: number) => void;
-}
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('The operation was aborted', 'AbortError');
 }
 
 function int64(values: readonly number[] | BigInt64Array, dims: readonly number[]): ort.Tensor {

@@ -6,6 +6,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { z } from 'zod';
+import { abortReason } from '../../errors.js';
 
 /** A provider answer that a later attempt may fix (rate limit, maintenance, timeout, 5xx). */
 export class TransientProviderError extends Error {
@@ -32,10 +33,6 @@ export interface CallOptions {
   signal: AbortSignal;
   /** HTTP statuses (and body codes, see `bodyCode`) that mean "try again later". */
   transientStatuses: readonly number[];
-}
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('The operation was aborted', 'AbortError');
 }
 
 /** Provider URLs may carry keys in the query: logs and messages get origin and path only. */

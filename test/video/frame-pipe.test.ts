@@ -1,7 +1,7 @@
-/** writeWithBackpressure: resolves at the pace the reader drains, and never hangs on a dead pipe. */
+/** writeWithBackpressure and endPipe: at the pace the reader drains, and never hanging on a dead pipe. */
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { writeWithBackpressure } from '../../src/media/index.js';
+import { endPipe, writeWithBackpressure } from '../../src/video/index.js';
 
 /** A pipe of `highWaterMark` bytes whose reader finishes each write only when `drainOne` is called. */
 function slowPipe(highWaterMark: number): { stream: Writable; written: Buffer[]; drainOne(): void } {
@@ -65,5 +65,34 @@ describe('writeWithBackpressure', () => {
     await expect(writeWithBackpressure(pipe.stream, new Uint8Array(1), stop.signal)).rejects.toThrow("The encoder's input closed early");
     stop.abort(new Error('cancelled'));
     await expect(writeWithBackpressure(slowPipe(64).stream, new Uint8Array(1), stop.signal)).rejects.toThrow('cancelled');
+  });
+});
+
+describe('endPipe', () => {
+  it('resolves once the reader took everything written', async () => {
+    const pipe = slowPipe(64);
+    const stop = new AbortController();
+    await writeWithBackpressure(pipe.stream, new Uint8Array(4), stop.signal);
+    const ending = endPipe(pipe.stream, stop.signal);
+    const state = settledLater(ending);
+    await tick();
+    expect(state.settled()).toBe(false);
+    pipe.drainOne();
+    await ending;
+    expect(pipe.stream.writableFinished).toBe(true);
+  });
+
+  it.each([
+    ['the abort', (pipe: ReturnType<typeof slowPipe>, stop: AbortController) => stop.abort(new Error('stopped')), 'stopped'],
+    ['the close before the flush', (pipe: ReturnType<typeof slowPipe>) => pipe.stream.destroy(), "The encoder's input closed before all frames were written"],
+  ])('rejects on %s instead of waiting for ever', async (_what, act, message) => {
+    const pipe = slowPipe(64);
+    pipe.stream.on('error', () => {});
+    const stop = new AbortController();
+    await writeWithBackpressure(pipe.stream, new Uint8Array(4), stop.signal);
+    const ending = endPipe(pipe.stream, stop.signal);
+    await tick();
+    act(pipe, stop);
+    await expect(ending).rejects.toThrow(message);
   });
 });

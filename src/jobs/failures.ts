@@ -1,0 +1,23 @@
+/**
+ * The contract's edge for failures: anything a pipeline throws becomes a JobError with a spec code.
+ * A JobError stays as it is; a ProcessingError from a lower layer (inference, ffmpeg) takes the job
+ * kind's processing code and keeps whether a retry could help; anything else is a permanent failure
+ * of that code. Nothing here looks at message text.
+ */
+import { JobError, ProcessingError, errorMessage, isJobError, type ErrorCode } from '../errors.js';
+import type { JobKind } from './models.js';
+
+/** The spec's processing failure code for each kind (image and video use this worker's UPSCALE_FAILED). */
+export const KIND_FAILURE_CODE: Readonly<Record<JobKind, ErrorCode>> = {
+  image: 'UPSCALE_FAILED',
+  video: 'UPSCALE_FAILED',
+  lipsync: 'LIPSYNC_FAILED',
+  music: 'GENERATION_FAILED',
+};
+
+/** Any thrown value as a JobError of the job's kind. */
+export function asJobError(err: unknown, kind: JobKind): JobError {
+  if (isJobError(err)) return err;
+  if (err instanceof ProcessingError) return new JobError(KIND_FAILURE_CODE[kind], err.message, { retryable: err.retryable, cause: err });
+  return new JobError(KIND_FAILURE_CODE[kind], `Processing failed: ${errorMessage(err)}`, { cause: err });
+}
