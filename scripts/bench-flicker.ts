@@ -16,7 +16,7 @@ import { SessionCache } from '../src/inference/session.js';
 import { resolveFfmpeg } from '../src/media/binaries.js';
 import { probeMedia } from '../src/media/probe-media.js';
 import { runProcess } from '../src/media/process.js';
-import { createSrModelLoader } from '../src/upscale/sr-models.js';
+import { createSrModelLoader } from '../src/inference/sr-models.js';
 import { upscaleVideoFile } from '../src/upscale/video-pipeline.js';
 import { describeMachine, formatTable, machineInfo, markdownTable, splitList } from './bench-common.js';
 import { lumaBt601, meanFrameChange, type Plane } from './bench-metrics.js';

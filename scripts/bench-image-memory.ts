@@ -18,7 +18,7 @@ import type { UpscaleFactor } from '../src/jobs/index.js';
 import { probeImage } from '../src/media/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { upscaleImageFile } from '../src/upscale/image-pipeline.js';
-import { createSrModelLoader } from '../src/upscale/sr-models.js';
+import { createSrModelLoader } from '../src/inference/sr-models.js';
 
 const { values } = parseArgs({
   options: {

@@ -24,7 +24,7 @@ import { probeImage } from '../src/media/probe-image.js';
 import { SessionCache } from '../src/inference/session.js';
 import { upscaleRgb } from '../src/inference/tiling.js';
 import { upscaleImageFile } from '../src/upscale/image-pipeline.js';
-import { createSrModelLoader } from '../src/upscale/sr-models.js';
+import { createSrModelLoader } from '../src/inference/sr-models.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import {
   describeMachine,

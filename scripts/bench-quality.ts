@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import type { SuperResolutionManifest } from '../src/inference/manifest.js';
 import { SessionCache } from '../src/inference/session.js';
 import { type RgbImage, upscaleRgb } from '../src/inference/tiling.js';
-import { createSrModelLoader } from '../src/upscale/sr-models.js';
+import { createSrModelLoader } from '../src/inference/sr-models.js';
 import {
   type BenchPhoto,
   describeMachine,

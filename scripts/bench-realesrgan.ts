@@ -40,7 +40,7 @@ import { SessionCache } from '../src/inference/session.js';
 import { probeImage } from '../src/media/probe-image.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { upscaleImageFile } from '../src/upscale/image-pipeline.js';
-import { createSrModelLoader } from '../src/upscale/sr-models.js';
+import { createSrModelLoader } from '../src/inference/sr-models.js';
 import { describeMachine, formatTable, loadRgb, machineInfo, markdownTable, selectPhotos, splitList } from './bench-common.js';
 
 const { values } = parseArgs({

@@ -29,7 +29,7 @@ import { type UpscaleResult, upscaleRgb } from '../src/inference/tiling.js';
 import type { UpscaleFactor } from '../src/jobs/index.js';
 import { probeMedia, resolveFfmpeg, runProcess } from '../src/media/index.js';
 import type { MediaInfo } from '../src/media/types.js';
-import { createSrModelLoader } from '../src/upscale/sr-models.js';
+import { createSrModelLoader } from '../src/inference/sr-models.js';
 import { DEFAULT_ENCODER, decoderArgs, inputMatrix, videoCodecArgs } from '../src/video/video-args.js';
 import { TileBatcher } from '../src/upscale/video-batcher.js';
 import { upscaleVideoFile } from '../src/upscale/video-pipeline.js';

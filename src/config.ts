@@ -15,7 +15,7 @@ import { parseMusicBackends } from './music/backend-names.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/fetch.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './video/index.js';
-import { DEFAULT_SR_MODEL_CHOICES, parseSrModelChoices } from './upscale/sr-choice.js';
+import { DEFAULT_SR_MODEL_CHOICES, parseSrModelChoices } from './inference/sr-choice.js';
 import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } from './gateway/settings.js';
 import { WORKER_SETTINGS, workerSettingsFromEnv, workerSettingsReference } from './worker/settings.js';
 import {

@@ -12,8 +12,8 @@ import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './job-cost.js
 import { createMediaDeps, withJobDir } from './media/index.js';
 import { mediaDepsOptions, registryOptions } from './runtime.js';
 import type { JobProgress } from './worker/types.js';
-import { upscaleImageFile, type SrModelLoader } from './upscale/image-pipeline.js';
-import { createSrModelLoader } from './upscale/sr-models.js';
+import { upscaleImageFile } from './upscale/image-pipeline.js';
+import { createSrModelLoader, type SrModelLoader } from './inference/sr-models.js';
 import { upscaleVideoFile } from './upscale/video-pipeline.js';
 import { releaseLipsyncThreads } from './lipsync/model-thread.js';
 import { lipsyncFile } from './lipsync/pipeline.js';

@@ -18,7 +18,7 @@ import {
   type WorkLimits,
 } from './jobs/index.js';
 import { registryOptions } from './runtime.js';
-import { chooseSrModel, type SrModelChoices } from './upscale/sr-choice.js';
+import { chooseSrModel, type SrModelChoices } from './inference/sr-choice.js';
 import { WORKER_SETTINGS } from './worker/settings.js';
 
 export type TimeLimitsMs = Readonly<Record<JobKind, number>>;

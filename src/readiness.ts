@@ -25,7 +25,7 @@ import { loadLipsyncModel } from './lipsync/wav2lip-model.js';
 import { JOB_DIR_PREFIX, ownerToken, resolveFfmpeg } from './media/index.js';
 import { registryOptions } from './runtime.js';
 import { musicReadiness } from './music/backends.js';
-import { chooseSrModel, type SrUse } from './upscale/sr-choice.js';
+import { chooseSrModel, type SrUse } from './inference/sr-choice.js';
 import type { KindChecks, ReadinessCheck } from './worker/availability.js';
 import { diskSpaceCheck, type DiskNeed } from './worker/disk-space.js';
 import type { WorkerSettings } from './worker/settings.js';

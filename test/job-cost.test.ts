@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { hardwareClassOf, quotePolicy, srModelForJob, srNetworkCost, timeLimitsFromEnv, workerCores } from '../src/job-cost.js';
 import { DEFAULT_WORK_LIMITS } from '../src/jobs/work-limits.js';
-import { parseSrModelChoices } from '../src/upscale/sr-choice.js';
+import { parseSrModelChoices } from '../src/inference/sr-choice.js';
 
 describe('the quote policy from the settings', () => {
   it('asks for the network the settings choose for the kind and factor, or the one the caller named', () => {

@@ -12,20 +12,12 @@
 import sharp, { type Sharp } from 'sharp';
 import type { UpscaleFactor } from '../jobs/index.js';
 import { JobError } from '../jobs/index.js';
-import type { RgbImage, SrModel, UpscaleOptions } from '../inference/tiling.js';
+import type { RgbImage } from '../inference/tiling.js';
 import { upscaleRgb } from '../inference/tiling.js';
 import type { ImageFormat, ImageInfo } from '../media/types.js';
-import type { SrUse } from './sr-choice.js';
-
-/** A loaded network and the tile settings to run it with. */
-export interface LoadedSrModel {
-  name: string;
-  model: SrModel;
-  tiling: Pick<UpscaleOptions, 'tile' | 'overlap' | 'batch' | 'feather'>;
-}
-
-/** Finds the network for a use and factor (sr-choice.ts), by name when the caller insists on one. */
-export type SrModelLoader = (use: SrUse, factor: UpscaleFactor, name?: string) => Promise<LoadedSrModel>;
+import type { SrModelLoader } from '../inference/sr-models.js';
+// Temporary, until lip-sync imports them from inference/ (issue 13).
+export type { LoadedSrModel, SrModelLoader } from '../inference/sr-models.js';
 
 export interface ImageUpscaleRequest {
   inputPath: string;

@@ -51,7 +51,7 @@ import {
   videoGeometry,
   writeWithBackpressure,
 } from '../video/index.js';
-import type { LoadedSrModel, SrModelLoader } from './image-pipeline.js';
+import type { LoadedSrModel, SrModelLoader } from '../inference/sr-models.js';
 import { type BatcherStats, TileBatcher } from './video-batcher.js';
 
 export interface VideoProgress {

@@ -12,8 +12,8 @@ import { lipsyncFile, type LipsyncDeps, type LipsyncProgress, type LipsyncReques
 import type { RgbFrame } from '../../src/lipsync/types.js';
 import { releaseLipsyncThreads } from '../../src/lipsync/model-thread.js';
 import { parseLipsyncModelMapping } from '../../src/lipsync/wav2lip-model.js';
-import type { SrModelLoader } from '../../src/upscale/image-pipeline.js';
-import { createSrModelLoader } from '../../src/upscale/sr-models.js';
+import type { SrModelLoader } from '../../src/inference/sr-models.js';
+import { createSrModelLoader } from '../../src/inference/sr-models.js';
 import { changedPixels, childProcesses, encodeClip, faceFrames, outputFacts, outputFrames, probe, sourceFrames, speechClip } from './pipeline-fixtures.js';
 
 function luma(f: RgbFrame, x: number, y: number): number {

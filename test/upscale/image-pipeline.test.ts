@@ -12,7 +12,7 @@ import type { UpscaleFactor } from '../../src/jobs/index.js';
 import { probeImage } from '../../src/media/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { upscaleImageFile } from '../../src/upscale/image-pipeline.js';
-import { createSrModelLoader } from '../../src/upscale/sr-models.js';
+import { createSrModelLoader } from '../../src/inference/sr-models.js';
 
 const sessions = new SessionCache({ executionProviders: ['cpu'] });
 const loadModel = createSrModelLoader({ sessions });

@@ -14,7 +14,7 @@ import { SessionCache } from '../../src/inference/session.js';
 import { probeImage } from '../../src/media/probe-image.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { upscaleImageFile } from '../../src/upscale/image-pipeline.js';
-import { createSrModelLoader } from '../../src/upscale/sr-models.js';
+import { createSrModelLoader } from '../../src/inference/sr-models.js';
 
 const sessions = new SessionCache({ executionProviders: ['cpu'] });
 const loadModel = createSrModelLoader({ sessions });

@@ -8,7 +8,7 @@ import { jobDirSweep, modelTempSweep, sweepLeftovers } from '../../media/index.j
 import { PACKAGE_VERSION } from '../../paths.js';
 import { kindChecks } from '../../readiness.js';
 import { registryOptions } from '../../runtime.js';
-import { chooseSrModel } from '../../upscale/sr-choice.js';
+import { chooseSrModel } from '../../inference/sr-choice.js';
 import {
   createResultStore,
   setExecutionProvider,

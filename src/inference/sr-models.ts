@@ -2,14 +2,24 @@
  * Loading the super-resolution network for a use: the choice (sr-choice.ts: settings over the
  * defaults, or the caller's explicit name), its manifest, the checksum-verified file (converted on
  * first use), then a cached ONNX Runtime session. The image, video and lip-sync pipelines take the
- * resulting loader, so none of them knows about files or sessions.
+ * resulting loader, so none of them knows about files or sessions. Failures the job's owner caused
+ * (a `--model` that is no super-resolution network, or too small a scale) are INVALID_MODEL.
  */
-import type { UpscaleFactor } from '../jobs/index.js';
-import { JobError } from '../jobs/index.js';
-import { ensureModelFile, getManifest, ModelRegistryError, type RegistryOptions } from '../inference/model-registry.js';
-import type { SessionCache } from '../inference/session.js';
-import type { LoadedSrModel, SrModelLoader } from './image-pipeline.js';
-import { chooseSrModel, parseSrModelChoices, type SrModelChoices } from './sr-choice.js';
+import { JobError } from '../errors.js';
+import { ensureModelFile, getManifest, ModelRegistryError, type RegistryOptions } from './model-registry.js';
+import type { SessionCache } from './session.js';
+import { chooseSrModel, parseSrModelChoices, type SrFactor, type SrModelChoices, type SrUse } from './sr-choice.js';
+import type { SrModel, UpscaleOptions } from './tiling.js';
+
+/** A loaded network and the tile settings to run it with. */
+export interface LoadedSrModel {
+  name: string;
+  model: SrModel;
+  tiling: Pick<UpscaleOptions, 'tile' | 'overlap' | 'batch' | 'feather'>;
+}
+
+/** Finds the network for a use and factor (sr-choice.ts), by name when the caller insists on one. */
+export type SrModelLoader = (use: SrUse, factor: SrFactor, name?: string) => Promise<LoadedSrModel>;
 
 export interface SrModelLoaderOptions extends RegistryOptions {
   sessions: SessionCache;
@@ -51,6 +61,6 @@ export function createSrModelLoader(options: SrModelLoaderOptions): SrModelLoade
 }
 
 /** A network scales by at least the factor; the pipelines bring anything larger down to the target size. */
-function minimumScale(factor: UpscaleFactor): number {
+function minimumScale(factor: SrFactor): number {
   return Math.max(2, Number(factor));
 }

@@ -7,7 +7,6 @@
  * (x4, then a Lanczos downscale for "2" and "1", as Real-ESRGAN's --outscale does); the compact
  * SRVGG network for video frames and mouths, about 15x cheaper per pixel.
  */
-import type { UpscaleFactor } from '../jobs/types.js';
 
 export const SR_USES = ['image', 'video', 'mouth'] as const;
 export type SrUse = (typeof SR_USES)[number];
@@ -17,7 +16,10 @@ export type SrModelChoices = Readonly<Record<string, string>>;
 
 export const DEFAULT_SR_MODEL_CHOICES = 'image=realesrgan-x4plus,video=realesrgan-x4fast,mouth=realesrgan-x4fast';
 
-const FACTORS: readonly string[] = ['1', '2', '4'];
+/** The upscale factors a job may ask for (the contract's `upscale_factor`), as they are written. */
+export const SR_FACTORS = ['1', '2', '4'] as const;
+export type SrFactor = (typeof SR_FACTORS)[number];
+const FACTORS: readonly string[] = SR_FACTORS;
 const NAME = /^[a-z0-9][a-z0-9.-]*$/;
 
 function entries(text: string): Array<[string, string]> {
@@ -44,7 +46,7 @@ export function parseSrModelChoices(text: string): SrModelChoices {
   return Object.fromEntries([...entries(DEFAULT_SR_MODEL_CHOICES), ...entries(text)]);
 }
 
-export function chooseSrModel(choices: SrModelChoices, use: SrUse, factor: UpscaleFactor): string {
+export function chooseSrModel(choices: SrModelChoices, use: SrUse, factor: SrFactor): string {
   const name = choices[`${use}:${factor}`] ?? choices[use] ?? parseSrModelChoices('')[use];
   if (name === undefined) throw new Error(`Expected a super-resolution model for ${use} but none is configured`);
   return name;

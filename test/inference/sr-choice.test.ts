@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chooseSrModel, parseSrModelChoices } from '../../src/upscale/sr-choice.js';
+import { chooseSrModel, parseSrModelChoices } from '../../src/inference/sr-choice.js';
 
 describe('super-resolution network choice', () => {
   it('defaults: Real-ESRGAN x4plus for images at every factor, the compact net for video and mouths', () => {
