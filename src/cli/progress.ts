@@ -3,18 +3,11 @@
  * stderr is a file or pipe (CI logs stay readable). Progress is a value a timer reports, never thrown.
  * On stderr the bar shares the line with the logs (terminal.ts), so a log line never breaks it.
  */
+import type { JobProgress } from '../jobs/index.js';
 import { createTerminalLine, stderrTerminal } from './terminal.js';
 
-export interface ProgressUpdate {
-  stage: string;
-  done?: number;
-  total?: number;
-  /** Unit of done/total, e.g. "tiles" or "frames". */
-  unit?: string;
-}
-
 export interface ProgressReporter {
-  update(p: ProgressUpdate): void;
+  update(p: JobProgress): void;
   finish(message?: string): void;
 }
 
@@ -31,7 +24,7 @@ export function createProgressReporter(
   let lastStage = '';
   let lastDrawn = 0;
 
-  function line(p: ProgressUpdate): string {
+  function line(p: JobProgress): string {
     const elapsed = (now() - stageStartedAt) / 1000;
     if (p.done === undefined || !p.total) return `${p.stage}…`;
     const fraction = Math.min(1, p.done / p.total);

@@ -38,6 +38,7 @@ export {
   type MusicSimpleInput,
   type SyncMode,
   type ToolName,
+  type JobProgress,
   type UpscaleFactor,
   type VideoUpscaleInput,
   type VideoUpscaleJob,

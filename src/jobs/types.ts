@@ -84,3 +84,16 @@ export type Job = ImageUpscaleJob | VideoUpscaleJob | LipsyncJob | MusicJob;
 export const TOOL_NAMES = ['upscale-image', 'upscale-video', 'lipsync'] as const;
 /** The spec's dedicated tool endpoints (`/api/v1/tools/<name>`), whose bodies are flat. */
 export type ToolName = (typeof TOOL_NAMES)[number];
+
+/** What a running job reports (docs/protocol.md, progress messages): the CLI's bar and the worker's progress events read the same value. */
+export interface JobProgress {
+  /** Short name of what runs now: `fetching and probing`, `upscaling`, `detecting faces`, `lip-syncing` (docs/protocol.md). */
+  stage: string;
+  /** Units done and total in this stage (frames, tiles, seconds), when countable. */
+  done?: number;
+  total?: number;
+  /** What done and total count: `frames`, `tiles`, `bytes`, ... */
+  unit?: string;
+  /** 0..100; computed from done/total when absent. */
+  percent?: number;
+}

@@ -3,7 +3,7 @@
  * the quote service, results storage, health and metrics. docs/protocol.md describes the wire.
  */
 export { startWorker, type WorkerDeps, type WorkerHandle } from './worker.js';
-export type { JobContext, JobExecutor, JobOutput, JobProgress, QuoteFunction, WorkerState } from './types.js';
+export type { JobContext, JobExecutor, JobOutput, QuoteFunction, WorkerState } from './types.js';
 export {
   JOB_KINDS,
   WORKER_SETTINGS,

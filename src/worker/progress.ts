@@ -4,7 +4,7 @@
  * interval, and the latest value is the one that goes out.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { JobProgress } from './types.js';
+import type { JobProgress } from '../jobs/index.js';
 import { progressSubject } from './subjects.js';
 
 export interface ProgressMessage {

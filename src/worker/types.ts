@@ -6,19 +6,7 @@
 import type { Logger } from 'pino';
 import type { JobKind } from '../jobs/models.js';
 import type { Quote } from '../jobs/quote.js';
-import type { Job } from '../jobs/types.js';
-
-export interface JobProgress {
-  /** Short name of what runs now: `fetching and probing`, `upscaling`, `detecting faces`, `lip-syncing` (docs/protocol.md). */
-  stage: string;
-  /** Units done and total in this stage (frames, tiles, seconds), when countable. */
-  done?: number;
-  total?: number;
-  /** What done and total count: `frames`, `tiles`, `bytes`, ... */
-  unit?: string;
-  /** 0..100; computed from done/total when absent. */
-  percent?: number;
-}
+import type { Job, JobProgress } from '../jobs/types.js';
 
 export interface JobContext {
   taskId: string;
