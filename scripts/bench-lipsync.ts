@@ -39,19 +39,31 @@ import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { DEFAULT_ENCODER, inputMatrix } from '../src/video/video-args.js';
 import { displayedSize, frameTiming } from '../src/video/video-geometry.js';
 import { probeVideoExtras } from '../src/video/video-probe.js';
-import { captureFacePatch } from '../src/lipsync/active-speaker.js';
-import { loadBlazeFace } from '../src/lipsync/blazeface.js';
-import { endFrames, lipsyncEncoderArgs } from '../src/lipsync/encode.js';
+import {
+  captureFacePatch,
+  loadBlazeFace,
+  endFrames,
+  lipsyncEncoderArgs,
+  detectionSize,
+  runFacePass,
+  decodeAudio,
+  FACE_DETECTION_PROFILES,
+  frameThumbnail,
+  melChunk,
+  melSpectrogram,
+  lipsyncFile,
+  type LipsyncOutcome,
+  ffmpegFrameStream,
+  sourceDecoderArgs,
+  type SourceDecodeSpec,
+  type RgbFrame,
+  loadThreadedLipsyncModel,
+  releaseLipsyncThreads,
+  loadLipsyncModel,
+  parseLipsyncModelMapping,
+  type LipsyncModel,
+} from '../src/lipsync/index.js';
 import { writeWithBackpressure } from '../src/media/index.js';
-import { detectionSize, runFacePass } from '../src/lipsync/face-pass.js';
-import { decodeAudio } from '../src/lipsync/audio.js';
-import { FACE_DETECTION_PROFILES, frameThumbnail } from '../src/lipsync/faces.js';
-import { melChunk, melSpectrogram } from '../src/lipsync/mel.js';
-import { lipsyncFile, type LipsyncOutcome } from '../src/lipsync/pipeline.js';
-import { ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from '../src/lipsync/source-frames.js';
-import type { RgbFrame } from '../src/lipsync/types.js';
-import { loadThreadedLipsyncModel, releaseLipsyncThreads } from '../src/lipsync/model-thread.js';
-import { loadLipsyncModel, parseLipsyncModelMapping, type LipsyncModel } from '../src/lipsync/wav2lip-model.js';
 
 const { values } = parseArgs({
   options: {

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { EXECUTION_PROVIDER_NAMES, parseExecutionProviders } from './inference/execution-providers.js';
 import { HARDWARE_CLASS_NAMES } from './jobs/hardware-classes.js';
 import { DEFAULT_WORK_LIMITS } from './jobs/work-limits.js';
-import { parseLipsyncModelMapping } from './lipsync/wav2lip-model.js';
+import { parseLipsyncModelMapping } from './lipsync/index.js';
 import { parseMusicBackends } from './music/backend-names.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/fetch.js';
 import { PACKAGE_ROOT } from './paths.js';

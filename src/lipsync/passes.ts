@@ -13,12 +13,12 @@
  * this module holds only the order of things and how the passes stop each other.
  */
 import type { InfoLogger } from '../video/index.js';
-import type { FacePassResult } from './face-pass.js';
-import { FaceSchedule, scheduleFrames } from './face-schedule.js';
-import { chooseDrivenFaces, trackObservations, type DrivenFaces, type FaceObservations, type FaceTrackingResult } from './faces.js';
-import { PipelineStopped, type OutputPassInput, type OutputPassResult } from './output-pass.js';
+import type { FacePassResult } from './faces/index.js';
+import { FaceSchedule, scheduleFrames } from './faces/index.js';
+import { chooseDrivenFaces, trackObservations, type DrivenFaces, type FaceObservations, type FaceTrackingResult } from './faces/index.js';
+import { PipelineStopped, type OutputPassInput, type OutputPassResult } from './compose/index.js';
 import type { TimelinePlan } from './timeline.js';
-import { DEFAULT_TRACKER_OPTIONS } from './track.js';
+import { DEFAULT_TRACKER_OPTIONS } from './faces/index.js';
 import type { FaceBox } from './types.js';
 
 export interface PassSteps {

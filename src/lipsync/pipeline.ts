@@ -51,21 +51,21 @@ import { chooseEncoder, type InfoLogger } from '../video/index.js';
 import { ffmpegReason, type PathNames } from '../video/index.js';
 import { displayedSize, formatRate, frameTiming, type Size } from '../video/index.js';
 import { probeVideoExtras, probeVideoPacketCount, type VideoExtras } from '../video/index.js';
-import { audioEnvelope } from './active-speaker.js';
-import { decodeAudio, fitSamples } from './audio.js';
-import { loadBlazeFace, type BlazeFaceDetector } from './blazeface.js';
-import { evenSize, type VideoQuality } from './encode.js';
-import { detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels } from './face-pass.js';
-import { FACE_DETECTION_PROFILES, type DrivenFaces } from './faces.js';
-import { melSpectrogram } from './mel.js';
-import { loadThreadedLipsyncModel } from './model-thread.js';
-import { DEFAULT_CACHE_BYTES, PipelineStopped, runOutputPass, type OutputPassTimings } from './output-pass.js';
+import { audioEnvelope } from './faces/index.js';
+import { decodeAudio, fitSamples } from './audio/index.js';
+import { loadBlazeFace, type BlazeFaceDetector } from './faces/index.js';
+import { evenSize, type VideoQuality } from './frames/index.js';
+import { detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels } from './faces/index.js';
+import { FACE_DETECTION_PROFILES, type DrivenFaces } from './faces/index.js';
+import { melSpectrogram } from './audio/index.js';
+import { loadThreadedLipsyncModel } from './network/index.js';
+import { DEFAULT_CACHE_BYTES, PipelineStopped, runOutputPass, type OutputPassTimings } from './compose/index.js';
 import { passesInTurn, passesTogether, type PassSteps, type Passes } from './passes.js';
-import { DecoderFailure, type SourceDecodeSpec } from './source-frames.js';
+import { DecoderFailure, type SourceDecodeSpec } from './frames/index.js';
 import { DEFAULT_MAX_OUTPUT_SECONDS, framesForSeconds, planTimeline, type Rational, type TimelinePlan } from './timeline.js';
-import { loadLipsyncModel, type LipsyncModel, type LipsyncModelMapping } from './wav2lip-model.js';
+import { loadLipsyncModel, type LipsyncModel, type LipsyncModelMapping } from './network/index.js';
 
-export { DEFAULT_CACHE_BYTES } from './output-pass.js';
+export { DEFAULT_CACHE_BYTES } from './compose/index.js';
 
 export type LipsyncStage = 'detecting faces' | 'lip-syncing';
 

@@ -15,11 +15,11 @@
  * end within one AAC frame (21 ms at 48 kHz) of the planned duration.
  */
 import type { Writable } from 'node:stream';
-import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs } from '../media/index.js';
-import type { ContainerKind } from '../media/types.js';
-import { type EncoderSettings, videoCodecArgs, yuv420Filters } from '../video/index.js';
-import { type Fraction, type Size, formatRate } from '../video/index.js';
-import { audioFitFilter } from './audio.js';
+import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs } from '../../media/index.js';
+import type { ContainerKind } from '../../media/types.js';
+import { type EncoderSettings, videoCodecArgs, yuv420Filters } from '../../video/index.js';
+import { type Fraction, type Size, formatRate } from '../../video/index.js';
+import { audioFitFilter } from '../audio/index.js';
 
 export const AAC_BITRATE = 128_000;
 

@@ -25,22 +25,22 @@
  * queued frames and returns once the processes are reaped; a network call already running on
  * another thread finishes on its own and its result is dropped.
  */
-import { isProcessError, spawnProcess, writeWithBackpressure } from '../media/index.js';
-import { JobError } from '../jobs/errors.js';
-import { BoundedQueue } from '../video/index.js';
-import type { LoadedSrModel } from '../upscale/image-pipeline.js';
-import { ffmpegReason, type PathNames } from '../video/index.js';
+import { isProcessError, spawnProcess, writeWithBackpressure } from '../../media/index.js';
+import { JobError } from '../../jobs/errors.js';
+import { BoundedQueue } from '../../video/index.js';
+import type { LoadedSrModel } from '../../upscale/image-pipeline.js';
+import { ffmpegReason, type PathNames } from '../../video/index.js';
 import { compositeFace, type GeneratedFace } from './composite.js';
 import { cropFace, cropForFace, type FaceCrop } from './crop.js';
-import { endFrames, lipsyncEncoderArgs, type LipsyncEncoderInput } from './encode.js';
-import { tensorToRgb, type TensorLayout, wav2lipInput } from './face-tensor.js';
+import { endFrames, lipsyncEncoderArgs, type LipsyncEncoderInput } from '../frames/index.js';
+import { tensorToRgb, type TensorLayout, wav2lipInput } from '../network/index.js';
 import { DEFAULT_MOUTH_MASK } from './mask.js';
-import { melChunk, type MelSpectrogram } from './mel.js';
+import { melChunk, type MelSpectrogram } from '../audio/index.js';
 import { superResolveMouths } from './mouth-sr.js';
-import { SourceFrames, cacheCapacity, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from './source-frames.js';
-import type { TimelinePlan } from './timeline.js';
-import type { FaceBox } from './types.js';
-import type { LipsyncModel } from './wav2lip-model.js';
+import { SourceFrames, cacheCapacity, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from '../frames/index.js';
+import type { TimelinePlan } from '../timeline.js';
+import type { FaceBox } from '../types.js';
+import type { LipsyncModel } from '../network/index.js';
 
 /** Source frames kept for loop and bounce: 82 frames of 1080p, 194 of 720p, 26 s of 360p at 30 fps. */
 export const DEFAULT_CACHE_BYTES = 512 * 1024 * 1024;
