@@ -1,13 +1,8 @@
 /**
- * The lip-sync pipeline's two passes over the video (pipeline.ts has the whole flow), run one of
- * two ways:
- *
- * - `passesTogether`: the face pass and the output pass at once. The timeline is planned from a
- *   forecast of the frame count, each frame's face is decided once detection is far enough past it
- *   (face-schedule.ts), and the forecast is checked against the frames the face pass decoded. A
- *   failure of either pass stops the other; the job's signal stops both.
- * - `passesInTurn`: the face pass first, then the output pass from the counted frames: when no
- *   forecast can be made, or it was wrong.
+ * The lip-sync pipeline's two passes over the video, run one of two ways: `passesTogether` (the face
+ * pass and the output pass at once, the timeline planned from a forecast of the frame count that is
+ * checked when the face pass ends) or `passesInTurn` (the output pass after the face pass, from the
+ * counted frames). When each runs: docs/lipsync.md.
  *
  * What the passes need from the job (decoding, planning, encoding) comes in as `PassSteps`, so that
  * this module holds only the order of things and how the passes stop each other.

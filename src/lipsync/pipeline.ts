@@ -1,38 +1,12 @@
 /**
- * Lip-sync, files in, MP4 out: `lipsyncFile(request, deps)`.
- *
- * 1. Models first (a missing lip-sync model fails before any decoding), the job's audio decoded
- *    to the model's sample rate meanwhile.
- * 2. Face pass (face-pass.ts): the source frames the output can show are decoded at a detection
- *    size, faces detected (vendor-lipsync-3: the `robust` detector profile) and tracked; the faces
- *    to drive are chosen (faces.ts); no face at all fails with LIPSYNC_FAILED.
- * 3. Features: the audio fitted to the timeline's duration (cut or padded with silence, exactly as
- *    the result's audio), its mel spectrogram, and window i for output frame i.
- * 4. Output pass (output-pass.ts), streamed in output order: source frames from a bounded cache
- *    (re-decoding for loop and bounce: source-frames.ts); each driven face cropped (turned upright
- *    for vendor-lipsync-3), batched through the network on its worker thread (model-thread.ts),
- *    super-resolved for vendor-lipsync-2-pro (mouth-sr.ts) and pasted with the feathered mouth mask;
- *    frames without a driven face pass through untouched; an ffmpeg encoder takes the frames from
- *    a pipe, with the job's audio fitted to the timeline (encode.ts). Decoding, the network,
- *    pasting and encoding overlap; memory is bounded by a few batches of frames and the cache.
- *
- * The face pass and the output pass run together (passes.ts). The timeline needs the video's frame count,
- * which containers such as WebM and GIF do not declare, so it is forecast from the video stream's
- * packets (ffprobe -count_packets: demuxing, no decoding) and checked against the frames the face
- * pass decodes; each frame's face is decided once detection is 2 s past it (face-schedule.ts), so
- * the output pass trails detection by that much. When the count differs from the forecast (a
- * stream whose decoder drops frames) or cannot be forecast (variable frame rate, resampled by the
- * decoder), the output pass runs again, or only, after the face pass, from the counted frames.
- *
- * Active speaker: the envelope the mouths are compared with is the video's own soundtrack when it
- * has an audible one (the speech the faces in the picture actually follow, in the source's time,
- * whatever the sync mode); otherwise the job's audio, mapped onto source frames through the
- * timeline (each source frame takes the audio of the first output frame showing it).
- *
- * Cancellation: the request's signal (the caller enforces the 4-minute limit with it) stops every
- * stage at once: both ffmpeg processes are killed and reaped, queued frames dropped, the partial
- * output removed, and the call rejects with the signal's reason. The MP4 is written under a
+ * Lip-sync, files in, MP4 out: `lipsyncFile(request, deps)`. This module does the setup (models, the
+ * job's audio, probing, the encoder's quality, the frame-count forecast), hands the passes their steps
+ * (`PassSteps`: decoding and detection, planning, the speaker's envelope, the output pass), and makes
+ * the outcome from what they return, or the job's error from a failure. The MP4 is written under a
  * temporary name beside the target and renamed into place when complete.
+ *
+ * The flow stage by stage (the passes, the frame-count forecast and its re-run, the active speaker,
+ * cancellation) is told once, in docs/lipsync.md.
  */
 import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';

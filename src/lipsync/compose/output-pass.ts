@@ -1,29 +1,12 @@
 /**
- * The lip-sync pipeline's output pass (pipeline.ts has the whole flow): output frames in order,
- * the driven face in each replaced by the network's, encoded with the fitted audio.
+ * The lip-sync pipeline's output pass: output frames in order, the driven face in each replaced by
+ * the network's, encoded with the fitted audio. Four stages overlap, joined by a bounded queue of
+ * output frames: a producer (source frames, crops, network inputs), the network (one batch at a
+ * time), pasting, and a writer to the ffmpeg encoder. Stopping kills both ffmpeg processes and
+ * returns once they are reaped.
  *
- * Stages: a producer reads source frames in output order (SourceFrames: bounded cache, re-decoding
- * for loop and bounce), cuts each driven face's crop and its network input into the batch being
- * filled; full batches go through the network one at a time (on its worker thread by default, so
- * the producer and the writer go on meanwhile); each finished batch is turned back into images,
- * super-resolved where that helps (vendor-lipsync-2-pro) and pasted into private copies of its
- * frames while the network runs the next batch; a writer hands the frames to the ffmpeg encoder in
- * order. Frames without a driven face pass through as decoded.
- *
- * Between them a bounded queue of output frames (three batches plus a few: the batch being filled,
- * the batch in the network, the batch being pasted and written) makes a fast stage wait. A batch
- * goes to the network when it is full, or earlier only when waiting for it would stall the
- * pipeline: the encoder waits for its first frame while the producer waits for room in the queue
- * (frames without a face fill it) or has no frames left. Memory is those frames plus the source
- * frame cache, never the video's length.
- *
- * Reference face: the crop of the same frame, as Wav2Lip's own inference does (the networks were
- * evaluated that way): it carries the current pose and lighting, where a fixed frame of the track
- * would paste a face turned differently whenever the head moves.
- *
- * Stopping (the caller's signal or any stage's failure) kills both ffmpeg processes, drops the
- * queued frames and returns once the processes are reaped; a network call already running on
- * another thread finishes on its own and its result is dropped.
+ * The stages, when a batch goes to the network early, memory, the reference face and stopping are
+ * told in docs/lipsync.md ("The output pass").
  */
 import { isProcessError, spawnProcess, writeWithBackpressure } from '../../media/index.js';
 import { JobError } from '../../jobs/errors.js';
