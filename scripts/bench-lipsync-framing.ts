@@ -25,10 +25,16 @@ import ort from 'onnxruntime-node';
 import sharp, { type Sharp } from 'sharp';
 import { SessionCache } from '../src/inference/session.js';
 import { resolveFfmpeg, runProcess } from '../src/media/index.js';
-import { loadBlazeFace } from '../src/lipsync/blazeface.js';
-import { BOX_PER_EYE_MOUTH, cropFace, EYES_PER_EYE_MOUTH, WAV2LIP_FRAMING } from '../src/lipsync/crop.js';
-import type { FaceBox, RgbFrame } from '../src/lipsync/types.js';
-import { OnnxLipsyncModel } from '../src/lipsync/wav2lip-model.js';
+import {
+  loadBlazeFace,
+  BOX_PER_EYE_MOUTH,
+  cropFace,
+  EYES_PER_EYE_MOUTH,
+  WAV2LIP_FRAMING,
+  type FaceBox,
+  type RgbFrame,
+  OnnxLipsyncModel,
+} from '../src/lipsync/index.js';
 import { testModelManifest } from './make-test-lipsync-model.js';
 import { lipsyncOneFace, measureFraming, type FaceFraming } from './lipsync-framing.js';
 

@@ -39,19 +39,30 @@ import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { DEFAULT_ENCODER, inputMatrix } from '../src/video/video-args.js';
 import { displayedSize, frameTiming } from '../src/video/video-geometry.js';
 import { probeVideoExtras } from '../src/video/video-probe.js';
-import { captureFacePatch } from '../src/lipsync/active-speaker.js';
-import { loadBlazeFace } from '../src/lipsync/blazeface.js';
-import { endFrames, lipsyncEncoderArgs } from '../src/lipsync/encode.js';
-import { writeWithBackpressure } from '../src/video/index.js';
-import { detectionSize, runFacePass } from '../src/lipsync/face-pass.js';
-import { decodeAudio } from '../src/lipsync/audio.js';
-import { FACE_DETECTION_PROFILES, frameThumbnail } from '../src/lipsync/faces.js';
-import { melChunk, melSpectrogram } from '../src/lipsync/mel.js';
-import { lipsyncFile, type LipsyncOutcome } from '../src/lipsync/pipeline.js';
-import { ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from '../src/lipsync/source-frames.js';
-import type { RgbFrame } from '../src/lipsync/types.js';
-import { loadThreadedLipsyncModel, releaseLipsyncThreads } from '../src/lipsync/model-thread.js';
-import { loadLipsyncModel, parseLipsyncModelMapping, type LipsyncModel } from '../src/lipsync/wav2lip-model.js';
+import {
+  captureFacePatch,
+  loadBlazeFace,
+  lipsyncEncoderArgs,
+  detectionSize,
+  runFacePass,
+  decodeAudio,
+  FACE_DETECTION_PROFILES,
+  frameThumbnail,
+  melChunk,
+  melSpectrogram,
+  lipsyncFile,
+  type LipsyncOutcome,
+  ffmpegFrameStream,
+  sourceDecoderArgs,
+  type SourceDecodeSpec,
+  type RgbFrame,
+  loadThreadedLipsyncModel,
+  releaseLipsyncThreads,
+  loadLipsyncModel,
+  parseLipsyncModelMapping,
+  type LipsyncModel,
+} from '../src/lipsync/index.js';
+import { endPipe, writeWithBackpressure } from '../src/video/index.js';
 
 const { values } = parseArgs({
   options: {
@@ -116,7 +127,7 @@ async function makeClip(file: string, speech: string): Promise<void> {
     const frame = await base.clone().extract({ left: left0 + dx, top: top0 + dy, width, height }).raw().toBuffer();
     await writeWithBackpressure(encoder.stdin!, frame, stop.signal);
   }
-  await endFrames(encoder.stdin!, stop.signal);
+  await endPipe(encoder.stdin!, stop.signal);
   await encoder.done;
 }
 
@@ -219,7 +230,7 @@ async function encodeOnly(s: SourceDecodeSpec, frames: readonly Buffer[], audio:
   const proc = spawnProcess(ffmpeg, args, { stdin: 'pipe', stdout: 'ignore' });
   const stop = new AbortController();
   for (const f of frames) await writeWithBackpressure(proc.stdin!, f, stop.signal);
-  await endFrames(proc.stdin!, stop.signal);
+  await endPipe(proc.stdin!, stop.signal);
   await proc.done;
   return performance.now() - started;
 }

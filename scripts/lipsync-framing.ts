@@ -8,12 +8,22 @@
  * both, so the luminance the loud pass lost is the darkening alone, in frame pixels, whatever the
  * resampling did to the rest of the face.
  */
-import { compositeFace } from '../src/lipsync/composite.js';
-import { cropFace, cropForFace, eyeMouthDistance, frameToCrop, type CropOptions, type FaceCrop } from '../src/lipsync/crop.js';
-import { DEFAULT_MOUTH_MASK } from '../src/lipsync/mask.js';
-import { tensorToRgb, wav2lipInput, type TensorLayout } from '../src/lipsync/face-tensor.js';
-import type { LipsyncModel } from '../src/lipsync/wav2lip-model.js';
-import type { FaceBox, RgbFrame } from '../src/lipsync/types.js';
+import {
+  compositeFace,
+  cropFace,
+  cropForFace,
+  eyeMouthDistance,
+  frameToCrop,
+  type CropOptions,
+  type FaceCrop,
+  DEFAULT_MOUTH_MASK,
+  tensorToRgb,
+  wav2lipInput,
+  type TensorLayout,
+  type LipsyncModel,
+  type FaceBox,
+  type RgbFrame,
+} from '../src/lipsync/index.js';
 
 /** Mel levels the test model reads as silence (no darkening) and as loud (full darkening). */
 const SILENT = -4;

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { EXECUTION_PROVIDER_NAMES, parseExecutionProviders } from './inference/execution-providers.js';
 import { HARDWARE_CLASS_NAMES } from './jobs/hardware-classes.js';
 import { DEFAULT_WORK_LIMITS } from './jobs/work-limits.js';
-import { parseLipsyncModelMapping } from './lipsync/wav2lip-model.js';
+import { parseLipsyncModelMapping } from './lipsync/index.js';
 import { parseMusicBackends } from './music/backend-names.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/fetch.js';
 import { PACKAGE_ROOT } from './paths.js';
@@ -63,7 +63,7 @@ function parsedBy<T>(parse: (text: string) => T): z.ZodType<T, string> {
 // One parser for the lip-sync mapping (lipsync/wav2lip-model.ts); here only its error is reworded.
 const lipsyncMapping = parsedBy(parseLipsyncModelMapping);
 
-// One parser for the network choices (upscale/sr-choice.ts); here only its error is reworded.
+// One parser for the network choices (inference/sr-choice.ts); here only its error is reworded.
 const srModelChoices = parsedBy(parseSrModelChoices);
 
 // One parser for the music backend list (music/backend-names.ts); here only its error is reworded.

@@ -1,24 +1,19 @@
 /**
- * The lip-sync pipeline's two passes over the video (pipeline.ts has the whole flow), run one of
- * two ways:
- *
- * - `passesTogether`: the face pass and the output pass at once. The timeline is planned from a
- *   forecast of the frame count, each frame's face is decided once detection is far enough past it
- *   (face-schedule.ts), and the forecast is checked against the frames the face pass decoded. A
- *   failure of either pass stops the other; the job's signal stops both.
- * - `passesInTurn`: the face pass first, then the output pass from the counted frames: when no
- *   forecast can be made, or it was wrong.
+ * The lip-sync pipeline's two passes over the video, run one of two ways: `passesTogether` (the face
+ * pass and the output pass at once, the timeline planned from a forecast of the frame count that is
+ * checked when the face pass ends) or `passesInTurn` (the output pass after the face pass, from the
+ * counted frames). When each runs: docs/lipsync.md.
  *
  * What the passes need from the job (decoding, planning, encoding) comes in as `PassSteps`, so that
  * this module holds only the order of things and how the passes stop each other.
  */
-import type { InfoLogger } from '../video/index.js';
-import type { FacePassResult } from './face-pass.js';
-import { FaceSchedule, scheduleFrames } from './face-schedule.js';
-import { chooseDrivenFaces, trackObservations, type DrivenFaces, type FaceObservations, type FaceTrackingResult } from './faces.js';
-import { PipelineStopped, type OutputPassInput, type OutputPassResult } from './output-pass.js';
+import { StageGroup, type InfoLogger } from '../video/index.js';
+import type { FacePassResult } from './faces/index.js';
+import { FaceSchedule, scheduleFrames } from './faces/index.js';
+import { chooseDrivenFaces, trackObservations, type DrivenFaces, type FaceObservations, type FaceTrackingResult } from './faces/index.js';
+import { type OutputPassInput, type OutputPassResult } from './compose/index.js';
 import type { TimelinePlan } from './timeline.js';
-import { DEFAULT_TRACKER_OPTIONS } from './track.js';
+import { DEFAULT_TRACKER_OPTIONS } from './faces/index.js';
 import type { FaceBox } from './types.js';
 
 export interface PassSteps {
@@ -86,7 +81,6 @@ export async function passesInTurn(steps: PassSteps, pass: FacePassResult): Prom
  * `passesInTurn` with it.
  */
 export async function passesTogether(steps: PassSteps, expected: number): Promise<Passes | FacePassResult> {
-  const { signal } = steps;
   const { plan, fitted } = steps.plan(expected);
   const envelope = await steps.speakerEnvelope(plan, fitted, expected);
   const schedule = new FaceSchedule({
@@ -96,49 +90,32 @@ export async function passesTogether(steps: PassSteps, expected: number): Promis
       return tracking.tracks.length === 0 ? [] : steps.inFrame(driveFaces(tracking, envelope).boxes);
     },
   });
-  // Each pass has its own stop: a failure of one stops the other, the job's signal both.
-  const faceStop = new AbortController();
-  const outputStop = new AbortController();
-  const onAbort = (): void => {
-    faceStop.abort(signal?.reason);
-    outputStop.abort(signal?.reason);
-  };
-  signal?.addEventListener('abort', onAbort, { once: true });
-  if (signal?.aborted === true) onAbort();
-  let outputFailure: { error: unknown } | undefined;
+  // The two passes stop together: a failure of either stops the other, the job's signal both.
+  const group = new StageGroup(steps.signal, 'lip-sync passes');
+  group.onHalt(() => schedule.fail(group.stopped));
   const started = performance.now();
-  const outputPromise = steps.output(plan, fitted, (frame) => schedule.boxAt(frame), outputStop.signal);
-  outputPromise.catch((error: unknown) => {
-    outputFailure = { error };
-    faceStop.abort(new PipelineStopped());
-  });
-  const stopOutput = async (): Promise<void> => {
-    schedule.fail(new PipelineStopped());
-    outputStop.abort(new PipelineStopped());
-    await outputPromise.catch(() => undefined);
-  };
+  const output = steps.output(plan, fitted, (frame) => schedule.boxAt(frame), group.signal);
+  const outputSettled = group.run(output);
   try {
-    let pass: FacePassResult;
-    try {
-      pass = await steps.detect(faceStop.signal, (observed) => schedule.observe(observed));
-    } catch (error) {
-      throw outputFailure?.error ?? error;
-    }
+    const pass = await steps.detect(group.signal, (observed) => schedule.observe(observed));
     steps.detected(pass);
     if (pass.frameCount !== expected) {
       steps.logger?.info({ forecast: expected, decoded: pass.frameCount }, 'the video decoded to another frame count than forecast; lip-syncing again from the counted frames');
-      await stopOutput();
+      group.halt();
+      await outputSettled;
       await steps.discardOutput();
       return pass;
     }
     const driven = finalChoice(steps, pass, envelope);
     schedule.finish(steps.inFrame(driven.boxes));
-    const output = await outputPromise;
-    return { pass, plan, driven, output, outputMs: performance.now() - started, overlapped: true, decisions: schedule.decisions };
+    return { pass, plan, driven, output: await output, outputMs: performance.now() - started, overlapped: true, decisions: schedule.decisions };
   } catch (error) {
-    await stopOutput();
+    // The first real failure wins: a face pass stopped by the output pass's failure reports that one.
+    group.fail(error);
+    await outputSettled;
+    group.throwIfFailed();
     throw error;
   } finally {
-    signal?.removeEventListener('abort', onAbort);
+    await group.settle([outputSettled]);
   }
 }

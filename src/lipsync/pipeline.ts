@@ -1,71 +1,53 @@
 /**
- * Lip-sync, files in, MP4 out: `lipsyncFile(request, deps)`.
- *
- * 1. Models first (a missing lip-sync model fails before any decoding), the job's audio decoded
- *    to the model's sample rate meanwhile.
- * 2. Face pass (face-pass.ts): the source frames the output can show are decoded at a detection
- *    size, faces detected (vendor-lipsync-3: the `robust` detector profile) and tracked; the faces
- *    to drive are chosen (faces.ts); no face at all fails with LIPSYNC_FAILED.
- * 3. Features: the audio fitted to the timeline's duration (cut or padded with silence, exactly as
- *    the result's audio), its mel spectrogram, and window i for output frame i.
- * 4. Output pass (output-pass.ts), streamed in output order: source frames from a bounded cache
- *    (re-decoding for loop and bounce: source-frames.ts); each driven face cropped (turned upright
- *    for vendor-lipsync-3), batched through the network on its worker thread (model-thread.ts),
- *    super-resolved for vendor-lipsync-2-pro (mouth-sr.ts) and pasted with the feathered mouth mask;
- *    frames without a driven face pass through untouched; an ffmpeg encoder takes the frames from
- *    a pipe, with the job's audio fitted to the timeline (encode.ts). Decoding, the network,
- *    pasting and encoding overlap; memory is bounded by a few batches of frames and the cache.
- *
- * The face pass and the output pass run together (passes.ts). The timeline needs the video's frame count,
- * which containers such as WebM and GIF do not declare, so it is forecast from the video stream's
- * packets (ffprobe -count_packets: demuxing, no decoding) and checked against the frames the face
- * pass decodes; each frame's face is decided once detection is 2 s past it (face-schedule.ts), so
- * the output pass trails detection by that much. When the count differs from the forecast (a
- * stream whose decoder drops frames) or cannot be forecast (variable frame rate, resampled by the
- * decoder), the output pass runs again, or only, after the face pass, from the counted frames.
- *
- * Active speaker: the envelope the mouths are compared with is the video's own soundtrack when it
- * has an audible one (the speech the faces in the picture actually follow, in the source's time,
- * whatever the sync mode); otherwise the job's audio, mapped onto source frames through the
- * timeline (each source frame takes the audio of the first output frame showing it).
- *
- * Cancellation: the request's signal (the caller enforces the 4-minute limit with it) stops every
- * stage at once: both ffmpeg processes are killed and reaped, queued frames dropped, the partial
- * output removed, and the call rejects with the signal's reason. The MP4 is written under a
+ * Lip-sync, files in, MP4 out: `lipsyncFile(request, deps)`. This module does the setup (models, the
+ * job's audio, probing, the encoder's quality, the frame-count forecast), hands the passes their steps
+ * (`PassSteps`: decoding and detection, planning, the speaker's envelope, the output pass), and makes
+ * the outcome from what they return, or the job's error from a failure. The MP4 is written under a
  * temporary name beside the target and renamed into place when complete.
+ *
+ * The flow stage by stage (the passes, the frame-count forecast and its re-run, the active speaker,
+ * cancellation) is told once, in docs/lipsync.md.
  */
 import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
+import { JobError, ProcessingError, errorMessage } from '../errors.js';
 import type { RegistryOptions } from '../inference/model-registry.js';
 import type { SessionCache } from '../inference/session.js';
-import { JobError } from '../jobs/errors.js';
-import type { LipsyncModelId } from '../jobs/models.js';
-import { priceLipsync } from '../jobs/pricing.js';
-import type { SyncMode } from '../jobs/types.js';
-import { isProcessError, resolveFfmpeg } from '../media/index.js';
-import type { MediaInfo, VideoStreamInfo } from '../media/types.js';
-import type { LoadedSrModel, SrModelLoader } from '../upscale/image-pipeline.js';
-import { DEFAULT_ENCODER, type EncoderSettings, inputMatrix } from '../video/index.js';
-import { chooseEncoder, type InfoLogger } from '../video/index.js';
-import { ffmpegReason, type PathNames } from '../video/index.js';
-import { displayedSize, formatRate, frameTiming, type Size } from '../video/index.js';
-import { probeVideoExtras, probeVideoPacketCount, type VideoExtras } from '../video/index.js';
-import { audioEnvelope } from './active-speaker.js';
-import { decodeAudio, fitSamples } from './audio.js';
-import { loadBlazeFace, type BlazeFaceDetector } from './blazeface.js';
-import { evenSize, type VideoQuality } from './encode.js';
-import { detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels } from './face-pass.js';
-import { FACE_DETECTION_PROFILES, type DrivenFaces } from './faces.js';
-import { melSpectrogram } from './mel.js';
-import { loadThreadedLipsyncModel } from './model-thread.js';
-import { DEFAULT_CACHE_BYTES, PipelineStopped, runOutputPass, type OutputPassTimings } from './output-pass.js';
+import type { LoadedSrModel, SrModelLoader } from '../inference/sr-models.js';
+import { asJobError, priceLipsync, type LipsyncModelId, type SyncMode } from '../jobs/index.js';
+import { resolveFfmpeg, type MediaInfo, type PathNames, type Rational, type VideoStreamInfo } from '../media/index.js';
+import {
+  DEFAULT_ENCODER,
+  type EncoderSettings,
+  type InfoLogger,
+  PipelineStopped,
+  type Size,
+  type VideoExtras,
+  chooseEncoder,
+  displayedSize,
+  ffmpegFailure,
+  formatRate,
+  frameTiming,
+  inputMatrix,
+  probeVideoExtras,
+  probeVideoPacketCount,
+} from '../video/index.js';
+import { audioEnvelope } from './faces/index.js';
+import { decodeAudio, fitSamples } from './audio/index.js';
+import { loadBlazeFace, type BlazeFaceDetector } from './faces/index.js';
+import { evenSize, type VideoQuality } from './frames/index.js';
+import { detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels } from './faces/index.js';
+import { FACE_DETECTION_PROFILES, type DrivenFaces } from './faces/index.js';
+import { melSpectrogram } from './audio/index.js';
+import { loadThreadedLipsyncModel } from './network/index.js';
+import { DEFAULT_CACHE_BYTES, runOutputPass, type OutputPassTimings } from './compose/index.js';
 import { passesInTurn, passesTogether, type PassSteps, type Passes } from './passes.js';
-import { DecoderFailure, type SourceDecodeSpec } from './source-frames.js';
-import { DEFAULT_MAX_OUTPUT_SECONDS, framesForSeconds, planTimeline, type Rational, type TimelinePlan } from './timeline.js';
-import { loadLipsyncModel, type LipsyncModel, type LipsyncModelMapping } from './wav2lip-model.js';
+import { DecoderFailure, type SourceDecodeSpec } from './frames/index.js';
+import { DEFAULT_MAX_OUTPUT_SECONDS, framesForSeconds, planTimeline, type TimelinePlan } from './timeline.js';
+import { loadLipsyncModel, type LipsyncModel, type LipsyncModelMapping } from './network/index.js';
 
-export { DEFAULT_CACHE_BYTES } from './output-pass.js';
+export { DEFAULT_CACHE_BYTES } from './compose/index.js';
 
 export type LipsyncStage = 'detecting faces' | 'lip-syncing';
 
@@ -218,21 +200,14 @@ function loudest(envelope: ArrayLike<number>): number {
   return max;
 }
 
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** Any failure as the job's error: a JobError stays as it is; the rest is LIPSYNC_FAILED. */
-function asJobError(error: unknown, paths: PathNames): JobError {
-  if (error instanceof JobError) return error;
-  if (error instanceof DecoderFailure) {
-    const cause = error.error;
-    if (isProcessError(cause) && cause.reason === 'exit') {
-      return new JobError('LIPSYNC_FAILED', `The video could not be decoded: ${ffmpegReason(cause.stderrTail, paths)}`, { cause });
-    }
-    return new JobError('LIPSYNC_FAILED', `The video decoder stopped: ${message(cause)}`, { cause, retryable: true });
-  }
-  return new JobError('LIPSYNC_FAILED', `Lip-sync failed: ${message(error)}`, { cause: error });
+/**
+ * Any failure as the job's error, LIPSYNC_FAILED unless it carries a code: a decoder that could
+ * not decode the video said with ffmpeg's reason, a processing failure keeping its retry decision.
+ */
+function lipsyncFailure(error: unknown, paths: PathNames): JobError {
+  const failure = error instanceof DecoderFailure ? ffmpegFailure('decoder', error.error, paths) : error;
+  if (failure instanceof JobError || failure instanceof ProcessingError) return asJobError(failure, 'lipsync');
+  return new JobError('LIPSYNC_FAILED', `Lip-sync failed: ${errorMessage(error)}`, { cause: error });
 }
 
 function throttle(interval: number, report: ((p: LipsyncProgress) => void) | undefined): (p: LipsyncProgress, force?: boolean) => void {
@@ -268,7 +243,7 @@ export async function lipsyncFile(req: LipsyncRequest, deps: LipsyncDeps): Promi
   } catch (error) {
     await rm(partialPath, { force: true });
     if (req.signal?.aborted === true) throw req.signal.reason;
-    throw asJobError(error, paths);
+    throw lipsyncFailure(error, paths);
   }
 }
 
@@ -290,7 +265,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   try {
     ffmpeg = resolveFfmpeg(deps.ffmpegPath === undefined ? {} : { ffmpegPath: deps.ffmpegPath });
   } catch (error) {
-    throw new JobError('LIPSYNC_FAILED', message(error), { retryable: true, cause: error });
+    throw new JobError('LIPSYNC_FAILED', errorMessage(error), { retryable: true, cause: error });
   }
 
   // ---------------------------------------------------------------- setup
@@ -523,7 +498,7 @@ async function speakerEnvelope(
       { sampleRate, maxSeconds: sourceFrames / fps + 1, ffmpegPath: ffmpeg, ...(req.signal === undefined ? {} : { signal: req.signal }) },
     ).catch((error: unknown) => {
       if (req.signal?.aborted === true) throw error;
-      req.logger?.warn({ error: message(error) }, "the video's soundtrack could not be decoded; judging the speaker by the job's audio");
+      req.logger?.warn({ error: errorMessage(error) }, "the video's soundtrack could not be decoded; judging the speaker by the job's audio");
       return undefined;
     });
     if (own !== undefined) {

@@ -28,14 +28,11 @@
  * audio that would make the output longer is refused up front (INPUT_TOO_LARGE, before any charge)
  * instead of failing after minutes of work.
  */
-import { JobError } from '../jobs/errors.js';
+import { JobError } from '../errors.js';
 import type { SyncMode } from '../jobs/types.js';
+import type { Rational } from '../media/index.js';
 
-/** A frame rate as ffprobe reports it, e.g. 30000/1001. */
-export interface Rational {
-  num: number;
-  den: number;
-}
+export type { Rational };
 
 export const DEFAULT_MAX_OUTPUT_SECONDS = 240;
 

@@ -37,7 +37,6 @@ export {
   runProcess,
   spawnProcess,
   ffmpegReason,
-  stderrReason,
   type PathNames,
   type ProcessFailure,
   type ProcessOptions,
@@ -46,8 +45,6 @@ export {
   type SpawnProcessOptions,
   type StreamingProcess,
 } from './process.js';
-// Temporary, until lip-sync's output pass imports it from video/ (issue 13).
-export { writeWithBackpressure } from '../video/frame-pipe.js';
 export { isImageFormat, sniffBuffer, sniffFile, type SniffedFormat } from './sniff.js';
 export type { AudioStreamInfo, ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, Rational, VideoStreamInfo } from './types.js';
 export {

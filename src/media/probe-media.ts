@@ -13,7 +13,7 @@ import { describeFormat } from './describe.js';
 import { ffprobeArgs } from './ffmpeg-args.js';
 import { ffmpegReason, isProcessError, runProcess } from './process.js';
 import { isImageFormat, sniffFile } from './sniff.js';
-import type { AudioStreamInfo, ContainerKind, MediaInfo, VideoStreamInfo } from './types.js';
+import type { AudioStreamInfo, ContainerKind, MediaInfo, Rational, VideoStreamInfo } from './types.js';
 
 export const DEFAULT_PROBE_TIMEOUT_MS = 30_000;
 
@@ -71,7 +71,7 @@ function positiveInteger(value: string | number | undefined): number | undefined
 }
 
 /** "30000/1001" as a fraction; undefined for "0/0" and anything malformed. */
-export function parseFraction(text: string | undefined): { num: number; den: number } | undefined {
+export function parseFraction(text: string | undefined): Rational | undefined {
   const match = /^(\d+)\/(\d+)$/.exec(text ?? '');
   if (match === null) return undefined;
   const num = Number(match[1]);

@@ -74,11 +74,6 @@ export function ffmpegReason(stderrTail: string, paths: PathNames, lines = 3): s
   return kept.length > 0 ? kept.join('; ') : 'no details';
 }
 
-/** Temporary alias until lip-sync's audio decoder uses ffmpegReason. */
-export function stderrReason(stderrTail: string, path: string): string {
-  return ffmpegReason(stderrTail, [[path, 'input']], 2);
-}
-
 /** Keeps the last `limit` bytes written to it. */
 export class TailBuffer {
   private chunks: Buffer[] = [];

@@ -16,8 +16,6 @@ import type { RgbImage } from '../inference/tiling.js';
 import { upscaleRgb } from '../inference/tiling.js';
 import type { ImageFormat, ImageInfo } from '../media/types.js';
 import type { SrModelLoader } from '../inference/sr-models.js';
-// Temporary, until lip-sync imports them from inference/ (issue 13).
-export type { LoadedSrModel, SrModelLoader } from '../inference/sr-models.js';
 
 export interface ImageUpscaleRequest {
   inputPath: string;

@@ -13,5 +13,3 @@ export * from './video-encoders.js';
 export * from './video-frame-reader.js';
 export * from './video-geometry.js';
 export * from './video-probe.js';
-// Temporary, until lip-sync imports them from media/ (issue 13).
-export { ffmpegReason, type PathNames } from '../media/index.js';

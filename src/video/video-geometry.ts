@@ -23,8 +23,6 @@ export interface Size {
 }
 
 export type { Rational };
-/** Temporary alias until lip-sync's encoder arguments use Rational (issue 13). */
-export type Fraction = Rational;
 
 export interface VideoGeometry {
   decoded: Size;

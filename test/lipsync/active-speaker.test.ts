@@ -5,10 +5,18 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache } from '../../src/inference/session.js';
 import { resolveFfmpeg, runProcess } from '../../src/media/index.js';
-import { audioEnvelope, captureFacePatch, laggedPearson, PATCH_SIZE } from '../../src/lipsync/active-speaker.js';
-import { loadBlazeFace } from '../../src/lipsync/blazeface.js';
-import { chooseDrivenFaces, detectFaceTracks, type FaceTrackingResult } from '../../src/lipsync/faces.js';
-import type { FaceBox, FaceTrack } from '../../src/lipsync/types.js';
+import {
+  audioEnvelope,
+  captureFacePatch,
+  laggedPearson,
+  PATCH_SIZE,
+  loadBlazeFace,
+  chooseDrivenFaces,
+  detectFaceTracks,
+  type FaceTrackingResult,
+  type FaceBox,
+  type FaceTrack,
+} from '../../src/lipsync/index.js';
 import { ASTRONAUT, decodeAudio, decodeFrames, saveWithBoxes } from './faces-helpers.js';
 import { FPS, speechLike, syllables } from './pipeline-fixtures.js';
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
-import { audioFitFilter, decodeAudio, decodeAudioArgs, ffmpegSeconds, fitSamples } from '../../src/lipsync/audio.js';
+import { audioFitFilter, decodeAudio, decodeAudioArgs, ffmpegSeconds, fitSamples } from '../../src/lipsync/index.js';
 import type { ContainerKind } from '../../src/media/types.js';
 import { ffmpeg, makeClip, makeTempDir } from '../media/helpers.js';
 

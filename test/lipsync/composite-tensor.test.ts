@@ -1,6 +1,6 @@
 /** Face crops to Wav2Lip's 6-channel input and its 3-channel output back to RGB. */
 import { describe, expect, it } from 'vitest';
-import { tensorToRgb, WAV2LIP_LAYOUT, wav2lipInput } from '../../src/lipsync/face-tensor.js';
+import { tensorToRgb, WAV2LIP_LAYOUT, wav2lipInput } from '../../src/lipsync/index.js';
 
 const SIZE = 8;
 const PLANE = SIZE * SIZE;

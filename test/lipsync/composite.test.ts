@@ -6,10 +6,18 @@
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compositeFace } from '../../src/lipsync/composite.js';
-import { cropBounds, cropFace, cropToFrame, frameToCrop, type FaceCrop } from '../../src/lipsync/crop.js';
-import { DEFAULT_MOUTH_MASK, maskAlpha, maskImage } from '../../src/lipsync/mask.js';
-import type { RgbFrame } from '../../src/lipsync/types.js';
+import {
+  compositeFace,
+  cropBounds,
+  cropFace,
+  cropToFrame,
+  frameToCrop,
+  type FaceCrop,
+  DEFAULT_MOUTH_MASK,
+  maskAlpha,
+  maskImage,
+  type RgbFrame,
+} from '../../src/lipsync/index.js';
 
 const ASTRONAUT = fileURLToPath(new URL('../fixtures/photos/astronaut.png', import.meta.url));
 

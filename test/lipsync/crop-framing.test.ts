@@ -7,8 +7,8 @@ import ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache } from '../../src/inference/session.js';
-import { loadBlazeFace } from '../../src/lipsync/blazeface.js';
 import {
+  loadBlazeFace,
   BOX_PER_EYE_MOUTH,
   cropForFace,
   EYES_PER_EYE_MOUTH,
@@ -16,11 +16,13 @@ import {
   frameToCrop,
   WAV2LIP_FRAMING,
   type FaceCrop,
-} from '../../src/lipsync/crop.js';
-import { DEFAULT_MOUTH_MASK, maskAlpha } from '../../src/lipsync/mask.js';
-import type { FaceBox, RgbFrame } from '../../src/lipsync/types.js';
-import { OnnxLipsyncModel } from '../../src/lipsync/wav2lip-model.js';
-import { TEST_MOUTH } from '../../src/lipsync/wav2lip-test-model.js';
+  DEFAULT_MOUTH_MASK,
+  maskAlpha,
+  type FaceBox,
+  type RgbFrame,
+  OnnxLipsyncModel,
+  TEST_MOUTH,
+} from '../../src/lipsync/index.js';
 import { testModelManifest } from '../../scripts/make-test-lipsync-model.js';
 import { lipsyncOneFace, measureFraming } from '../../scripts/lipsync-framing.js';
 import { ASTRONAUT, toFrame } from './faces-helpers.js';

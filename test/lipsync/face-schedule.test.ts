@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FaceSchedule, scheduleFrames } from '../../src/lipsync/face-schedule.js';
-import type { FaceObservations } from '../../src/lipsync/faces.js';
-import type { FaceBox } from '../../src/lipsync/types.js';
+import { FaceSchedule, scheduleFrames, type FaceObservations, type FaceBox } from '../../src/lipsync/index.js';
 
 function box(x: number): FaceBox {
   const p = [x, 0] as const;

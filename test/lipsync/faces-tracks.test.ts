@@ -1,9 +1,17 @@
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache } from '../../src/inference/session.js';
-import { loadBlazeFace, type FaceDetector } from '../../src/lipsync/blazeface.js';
-import { chooseDrivenFaces, detectFaceTracks, mostProminentTrack, prominence } from '../../src/lipsync/faces.js';
-import type { FaceBox, FaceTrack, RgbFrame } from '../../src/lipsync/types.js';
+import {
+  loadBlazeFace,
+  type FaceDetector,
+  chooseDrivenFaces,
+  detectFaceTracks,
+  mostProminentTrack,
+  prominence,
+  type FaceBox,
+  type FaceTrack,
+  type RgbFrame,
+} from '../../src/lipsync/index.js';
 import { JobError } from '../../src/errors.js';
 import { ASTRONAUT, decodeFrames, requireMegamind, saveWithBoxes, toFrame } from './faces-helpers.js';
 

@@ -6,9 +6,18 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { decodeAudio } from '../../src/lipsync/audio.js';
-import { FftPlan, realPairMagnitudes } from '../../src/lipsync/fft.js';
-import { MEL_CHUNK_FRAMES, melChunk, melChunkStart, melFilterbank, melSpectrogram, WAV2LIP_MEL, type MelSpectrogram } from '../../src/lipsync/mel.js';
+import {
+  decodeAudio,
+  FftPlan,
+  realPairMagnitudes,
+  MEL_CHUNK_FRAMES,
+  melChunk,
+  melChunkStart,
+  melFilterbank,
+  melSpectrogram,
+  WAV2LIP_MEL,
+  type MelSpectrogram,
+} from '../../src/lipsync/index.js';
 import { random } from '../helpers/seeded-random.js';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));

@@ -6,13 +6,11 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import { probeMedia, resolveFfmpeg, resolveFfprobe, runProcess } from '../../src/media/index.js';
-import type { LipsyncRequest } from '../../src/lipsync/pipeline.js';
+import { type LipsyncRequest, sourceDecoderArgs, type RgbFrame } from '../../src/lipsync/index.js';
 import type { MediaInfo } from '../../src/media/types.js';
 import { inputMatrix } from '../../src/video/video-args.js';
 import { displayedSize, frameTiming } from '../../src/video/video-geometry.js';
 import { probeVideoExtras } from '../../src/video/video-probe.js';
-import { sourceDecoderArgs } from '../../src/lipsync/source-frames.js';
-import type { RgbFrame } from '../../src/lipsync/types.js';
 import { ASTRONAUT } from './faces-helpers.js';
 import { random } from '../helpers/seeded-random.js';
 

@@ -1,12 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import { planTimeline } from '../../src/lipsync/timeline.js';
-import { SourceFrames, cacheCapacity, sourceDecoderArgs, type FrameStream, type SourceDecodeSpec } from '../../src/lipsync/source-frames.js';
-import { evenSize, lipsyncEncoderArgs, lipsyncVideoFilters, qualityArgs } from '../../src/lipsync/encode.js';
+import {
+  planTimeline,
+  SourceFrames,
+  cacheCapacity,
+  sourceDecoderArgs,
+  type FrameStream,
+  type SourceDecodeSpec,
+  evenSize,
+  lipsyncEncoderArgs,
+  lipsyncVideoFilters,
+  qualityArgs,
+  checkLipsyncInput,
+  facePassLimit,
+  envelopeThroughTimeline,
+  detectionSize,
+  letterboxSize,
+  scaleBox,
+  CONTEXT_ROWS,
+  srBandStart,
+  srFacesPerCall,
+} from '../../src/lipsync/index.js';
 import { DEFAULT_ENCODER } from '../../src/video/video-args.js';
-import { checkLipsyncInput, facePassLimit, envelopeThroughTimeline } from '../../src/lipsync/pipeline.js';
 import type { MediaInfo } from '../../src/media/types.js';
-import { detectionSize, letterboxSize, scaleBox } from '../../src/lipsync/face-pass.js';
-import { CONTEXT_ROWS, srBandStart, srFacesPerCall } from '../../src/lipsync/mouth-sr.js';
 import type { SyncMode } from '../../src/jobs/types.js';
 
 /** A fake decoder over n frames whose byte 0 is the frame index; counts what it decodes. */

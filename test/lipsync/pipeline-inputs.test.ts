@@ -8,10 +8,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache } from '../../src/inference/session.js';
 import { JobError } from '../../src/errors.js';
-import { lipsyncFile, type LipsyncRequest } from '../../src/lipsync/pipeline.js';
-import type { RgbFrame } from '../../src/lipsync/types.js';
-import { releaseLipsyncThreads } from '../../src/lipsync/model-thread.js';
-import { parseLipsyncModelMapping } from '../../src/lipsync/wav2lip-model.js';
+import {
+  lipsyncFile,
+  type LipsyncRequest,
+  type RgbFrame,
+  releaseLipsyncThreads,
+  parseLipsyncModelMapping,
+} from '../../src/lipsync/index.js';
 import type { MediaInfo } from '../../src/media/types.js';
 import {
   FPS,

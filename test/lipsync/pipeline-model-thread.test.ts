@@ -5,8 +5,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache, sessionOptions } from '../../src/inference/session.js';
 import { SessionThread } from '../../src/inference/session-thread.js';
-import { ThreadedLipsyncModel, loadThreadedLipsyncModel, releaseLipsyncThreads } from '../../src/lipsync/model-thread.js';
-import { checkLipsyncGraph, loadLipsyncModel, parseLipsyncModelMapping, type LipsyncModel } from '../../src/lipsync/wav2lip-model.js';
+import {
+  ThreadedLipsyncModel,
+  loadThreadedLipsyncModel,
+  releaseLipsyncThreads,
+  checkLipsyncGraph,
+  loadLipsyncModel,
+  parseLipsyncModelMapping,
+  type LipsyncModel,
+} from '../../src/lipsync/index.js';
 import { testModelManifest } from '../../scripts/make-test-lipsync-model.js';
 import { fixedBatchGraph } from './fixed-batch-graph.js';
 

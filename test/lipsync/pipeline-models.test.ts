@@ -8,10 +8,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache } from '../../src/inference/session.js';
-import { lipsyncFile, type LipsyncDeps, type LipsyncProgress, type LipsyncRequest } from '../../src/lipsync/pipeline.js';
-import type { RgbFrame } from '../../src/lipsync/types.js';
-import { releaseLipsyncThreads } from '../../src/lipsync/model-thread.js';
-import { parseLipsyncModelMapping } from '../../src/lipsync/wav2lip-model.js';
+import {
+  lipsyncFile,
+  type LipsyncDeps,
+  type LipsyncProgress,
+  type LipsyncRequest,
+  type RgbFrame,
+  releaseLipsyncThreads,
+  parseLipsyncModelMapping,
+} from '../../src/lipsync/index.js';
 import type { SrModelLoader } from '../../src/inference/sr-models.js';
 import { createSrModelLoader } from '../../src/inference/sr-models.js';
 import { changedPixels, childProcesses, encodeClip, faceFrames, outputFacts, outputFrames, probe, sourceFrames, speechClip } from './pipeline-fixtures.js';

@@ -8,10 +8,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache } from '../../src/inference/session.js';
-import { lipsyncFile, type LipsyncDeps, type LipsyncRequest } from '../../src/lipsync/pipeline.js';
-import { releaseLipsyncThreads } from '../../src/lipsync/model-thread.js';
-import type { RgbFrame } from '../../src/lipsync/types.js';
-import { parseLipsyncModelMapping } from '../../src/lipsync/wav2lip-model.js';
+import {
+  lipsyncFile,
+  type LipsyncDeps,
+  type LipsyncRequest,
+  releaseLipsyncThreads,
+  type RgbFrame,
+  parseLipsyncModelMapping,
+} from '../../src/lipsync/index.js';
 import type { MediaInfo } from '../../src/media/types.js';
 import {
   SIDE,

@@ -11,10 +11,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache } from '../../src/inference/session.js';
 import type { SyncMode } from '../../src/jobs/types.js';
-import { lipsyncFile, type LipsyncOutcome } from '../../src/lipsync/pipeline.js';
-import type { RgbFrame } from '../../src/lipsync/types.js';
-import { releaseLipsyncThreads } from '../../src/lipsync/model-thread.js';
-import { parseLipsyncModelMapping } from '../../src/lipsync/wav2lip-model.js';
+import {
+  lipsyncFile,
+  type LipsyncOutcome,
+  type RgbFrame,
+  releaseLipsyncThreads,
+  parseLipsyncModelMapping,
+} from '../../src/lipsync/index.js';
 import type { MediaInfo } from '../../src/media/types.js';
 import { decodeAudio } from './faces-helpers.js';
 import {

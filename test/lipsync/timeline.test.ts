@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
 import type { SyncMode } from '../../src/jobs/types.js';
-import { bounceIndex, DEFAULT_MAX_OUTPUT_SECONDS, planTimeline, type AudioPlan } from '../../src/lipsync/timeline.js';
+import { bounceIndex, DEFAULT_MAX_OUTPUT_SECONDS, planTimeline, type AudioPlan } from '../../src/lipsync/index.js';
 
 const FPS25 = { num: 25, den: 1 };
 const NTSC = { num: 30000, den: 1001 };

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_TRACKER_OPTIONS, interpolateBox, smoothBoxes, trackFaces } from '../../src/lipsync/track.js';
-import type { FaceBox } from '../../src/lipsync/types.js';
+import { DEFAULT_TRACKER_OPTIONS, interpolateBox, smoothBoxes, trackFaces, type FaceBox } from '../../src/lipsync/index.js';
 
 /** A 100 px face whose top-left corner is (x, y); keypoints at fixed places inside it. */
 function face(x: number, y: number, score = 0.9, size = 100): FaceBox {

@@ -10,8 +10,7 @@ import { sha256Hex } from '../../src/inference/convert/convert.js';
 import { parseManifest } from '../../src/inference/manifest.js';
 import { forgetVerifiedModels } from '../../src/inference/model-registry.js';
 import { SessionCache } from '../../src/inference/session.js';
-import { loadLipsyncModel } from '../../src/lipsync/wav2lip-model.js';
-import { buildWav2LipTestModel } from '../../src/lipsync/wav2lip-test-model.js';
+import { loadLipsyncModel, buildWav2LipTestModel } from '../../src/lipsync/index.js';
 import { InstallError, installLipsyncModel } from '../../scripts/install-lipsync-model.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 

@@ -15,8 +15,9 @@ import {
   OnnxLipsyncModel,
   parseLipsyncModelMapping,
   type LipsyncModel,
-} from '../../src/lipsync/wav2lip-model.js';
-import { buildWav2LipTestModel, TEST_MOUTH } from '../../src/lipsync/wav2lip-test-model.js';
+  buildWav2LipTestModel,
+  TEST_MOUTH,
+} from '../../src/lipsync/index.js';
 import { testModelManifest } from '../../scripts/make-test-lipsync-model.js';
 import { ASTRONAUT } from './faces-helpers.js';
 import { fixedBatchGraph } from './fixed-batch-graph.js';

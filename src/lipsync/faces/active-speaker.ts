@@ -28,7 +28,7 @@
  * The envelope must be indexed by the video's frames: the caller passes the video's own soundtrack
  * when it has one (the speech that the faces actually follow), otherwise the new audio.
  */
-import type { FaceBox, RgbFrame } from './types.js';
+import type { FaceBox, RgbFrame } from '../types.js';
 import type { TrackedFace } from './track.js';
 
 /** Edge of the stored face patches, in samples. */

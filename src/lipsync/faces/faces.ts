@@ -17,11 +17,11 @@
  * (face-schedule.ts): a frame is decided from the clip up to 2 s past it, the last ones from the
  * whole clip.
  */
-import { JobError } from '../jobs/errors.js';
+import { JobError } from '../../errors.js';
 import type { FaceDetector } from './blazeface.js';
 import { captureFacePatch, scoreSpeakers, type ActiveSpeakerOptions, type FacePatch, type SpeakerScore } from './active-speaker.js';
 import { trackFaces, type TrackedFace, type TrackerOptions } from './track.js';
-import type { FaceBox, FaceTrack, RgbFrame } from './types.js';
+import type { FaceBox, FaceTrack, RgbFrame } from '../types.js';
 
 export interface FaceTrackingResult {
   tracks: TrackedFace[];

@@ -13,9 +13,9 @@
  */
 import { letterboxGeometry, type FaceDetector } from './blazeface.js';
 import { detectFaceTracks, type FaceObservations, type FaceTrackingResult } from './faces.js';
-import { ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from './source-frames.js';
-import type { FaceBox, FaceKeypoints, Point, RgbFrame } from './types.js';
-import type { Size } from '../video/index.js';
+import { ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from '../frames/index.js';
+import type { FaceBox, FaceKeypoints, Point, RgbFrame } from '../types.js';
+import type { Size } from '../../video/index.js';
 
 export const DETECTION_MAX_SIDE = 640;
 

@@ -16,7 +16,7 @@
  * compare against its output.
  */
 import { FftPlan, realPairMagnitudes } from './fft.js';
-import type { Rational } from './timeline.js';
+import type { Rational } from '../timeline.js';
 
 export interface MelParams {
   sampleRate: number;

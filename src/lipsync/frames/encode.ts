@@ -14,12 +14,12 @@
  * (audio.ts audioFitFilter), AAC. The video has exactly the timeline's frame count, so both streams
  * end within one AAC frame (21 ms at 48 kHz) of the planned duration.
  */
-import type { Writable } from 'node:stream';
-import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs } from '../media/index.js';
-import type { ContainerKind } from '../media/types.js';
-import { type EncoderSettings, videoCodecArgs, yuv420Filters } from '../video/index.js';
-import { type Fraction, type Size, formatRate } from '../video/index.js';
-import { audioFitFilter } from './audio.js';
+import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs } from '../../media/index.js';
+import type { ContainerKind } from '../../media/types.js';
+import { type EncoderSettings, videoCodecArgs, yuv420Filters } from '../../video/index.js';
+import type { Rational } from '../../media/index.js';
+import { type Size, formatRate } from '../../video/index.js';
+import { audioFitFilter } from '../audio/index.js';
 
 export const AAC_BITRATE = 128_000;
 
@@ -31,9 +31,9 @@ export type VideoQuality =
 
 export interface LipsyncEncoderInput {
   size: Size;
-  rate: Fraction;
+  rate: Rational;
   /** Pixel aspect of the source (1:1 when unknown). */
-  sampleAspect?: Fraction;
+  sampleAspect?: Rational;
   quality: VideoQuality;
   audio: { path: string; container: ContainerKind };
   /** The timeline's duration: the audio is fitted to it. */
@@ -74,7 +74,7 @@ export function qualityArgs(quality: VideoQuality): string[] {
 }
 
 /** The filter chain from the pipe's RGB to what the encoder takes. */
-export function lipsyncVideoFilters(size: Size, quality: VideoQuality, sampleAspect: Fraction = { num: 1, den: 1 }): string {
+export function lipsyncVideoFilters(size: Size, quality: VideoQuality, sampleAspect: Rational = { num: 1, den: 1 }): string {
   // Padded to evenSize(size): the same rule.
   const filters = quality.mode === 'lossless' ? [] : yuv420Filters(size);
   filters.push(`setsar=${sampleAspect.num}/${sampleAspect.den}`);
@@ -119,24 +119,4 @@ export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
     'mp4',
     fileInput(input.outputPath),
   ];
-}
-
-/** Closes the encoder's input once everything written was flushed. */
-export function endFrames(stream: Writable, stop: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (stop.aborted) {
-      reject(stop.reason);
-      return;
-    }
-    const onStop = (): void => {
-      stop.removeEventListener('abort', onStop);
-      reject(stop.reason);
-    };
-    stop.addEventListener('abort', onStop, { once: true });
-    stream.end((error?: Error | null) => {
-      stop.removeEventListener('abort', onStop);
-      if (error) reject(error);
-      else resolve();
-    });
-  });
 }

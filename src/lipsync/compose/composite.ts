@@ -10,7 +10,7 @@
  */
 import { checkCrop, checkFrame, cropBounds, sampleBilinear, type FaceCrop } from './crop.js';
 import { DEFAULT_MOUTH_MASK, checkMask, maskAlpha, type MouthMask } from './mask.js';
-import type { RgbFrame } from './types.js';
+import type { RgbFrame } from '../types.js';
 
 /** A square interleaved RGB image produced for a crop. */
 export interface GeneratedFace {

@@ -19,13 +19,13 @@
  * chunks of `capacity` frames. A clip that fits in the cache is decoded exactly once, whatever the
  * mode; a longer one costs about n^2 / (2 capacity) extra decoded-only frames per backward run.
  */
-import type { ColourMatrix } from '../video/index.js';
-import type { FrameTiming, Size } from '../video/index.js';
-import { formatRate } from '../video/index.js';
-import { DEINTERLACE_FILTER, rgbFilters } from '../video/index.js';
-import { quietFfmpegArgs, rgbPipeOutputArgs, safeFileInputArgs, spawnProcess, type StreamingProcess } from '../media/index.js';
-import type { ContainerKind } from '../media/types.js';
-import { FrameReader } from '../video/index.js';
+import type { ColourMatrix } from '../../video/index.js';
+import type { FrameTiming, Size } from '../../video/index.js';
+import { formatRate } from '../../video/index.js';
+import { DEINTERLACE_FILTER, rgbFilters } from '../../video/index.js';
+import { quietFfmpegArgs, rgbPipeOutputArgs, safeFileInputArgs, spawnProcess, type StreamingProcess } from '../../media/index.js';
+import type { ContainerKind } from '../../media/types.js';
+import { FrameReader } from '../../video/index.js';
 
 export interface SourceDecodeSpec {
   inputPath: string;

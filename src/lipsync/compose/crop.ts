@@ -14,7 +14,7 @@
  * with). Where a crop reaches past the frame edge the nearest edge pixel is repeated, so a face cut
  * by the frame edge still gives the model a full crop; compositing skips those off-frame parts.
  */
-import type { FaceBox, RgbFrame } from './types.js';
+import type { FaceBox, RgbFrame } from '../types.js';
 
 export interface FaceCrop {
   cx: number;

@@ -1,70 +1,35 @@
 /**
- * The lip-sync pipeline's output pass (pipeline.ts has the whole flow): output frames in order,
- * the driven face in each replaced by the network's, encoded with the fitted audio.
+ * The lip-sync pipeline's output pass: output frames in order, the driven face in each replaced by
+ * the network's, encoded with the fitted audio. Four stages overlap, joined by a bounded queue of
+ * output frames: a producer (source frames, crops, network inputs), the network (one batch at a
+ * time), pasting, and a writer to the ffmpeg encoder. Stopping kills both ffmpeg processes and
+ * returns once they are reaped.
  *
- * Stages: a producer reads source frames in output order (SourceFrames: bounded cache, re-decoding
- * for loop and bounce), cuts each driven face's crop and its network input into the batch being
- * filled; full batches go through the network one at a time (on its worker thread by default, so
- * the producer and the writer go on meanwhile); each finished batch is turned back into images,
- * super-resolved where that helps (vendor-lipsync-2-pro) and pasted into private copies of its
- * frames while the network runs the next batch; a writer hands the frames to the ffmpeg encoder in
- * order. Frames without a driven face pass through as decoded.
- *
- * Between them a bounded queue of output frames (three batches plus a few: the batch being filled,
- * the batch in the network, the batch being pasted and written) makes a fast stage wait. A batch
- * goes to the network when it is full, or earlier only when waiting for it would stall the
- * pipeline: the encoder waits for its first frame while the producer waits for room in the queue
- * (frames without a face fill it) or has no frames left. Memory is those frames plus the source
- * frame cache, never the video's length.
- *
- * Reference face: the crop of the same frame, as Wav2Lip's own inference does (the networks were
- * evaluated that way): it carries the current pose and lighting, where a fixed frame of the track
- * would paste a face turned differently whenever the head moves.
- *
- * Stopping (the caller's signal or any stage's failure) kills both ffmpeg processes, drops the
- * queued frames and returns once the processes are reaped; a network call already running on
- * another thread finishes on its own and its result is dropped.
+ * The stages, when a batch goes to the network early, memory, the reference face and stopping are
+ * told in docs/lipsync.md ("The output pass").
  */
-import { isProcessError, spawnProcess, writeWithBackpressure } from '../media/index.js';
-import { JobError } from '../jobs/errors.js';
-import { BoundedQueue } from '../video/index.js';
-import type { LoadedSrModel } from '../upscale/image-pipeline.js';
-import { ffmpegReason, type PathNames } from '../video/index.js';
+import type { LoadedSrModel } from '../../inference/sr-models.js';
+import { spawnProcess, type PathNames } from '../../media/index.js';
+import { BoundedQueue, StageGroup, endPipe, ffmpegFailure, writeWithBackpressure } from '../../video/index.js';
 import { compositeFace, type GeneratedFace } from './composite.js';
 import { cropFace, cropForFace, type FaceCrop } from './crop.js';
-import { endFrames, lipsyncEncoderArgs, type LipsyncEncoderInput } from './encode.js';
-import { tensorToRgb, type TensorLayout, wav2lipInput } from './face-tensor.js';
+import { lipsyncEncoderArgs, type LipsyncEncoderInput } from '../frames/index.js';
+import { tensorToRgb, type TensorLayout, wav2lipInput } from '../network/index.js';
 import { DEFAULT_MOUTH_MASK } from './mask.js';
-import { melChunk, type MelSpectrogram } from './mel.js';
+import { melChunk, type MelSpectrogram } from '../audio/index.js';
 import { superResolveMouths } from './mouth-sr.js';
-import { SourceFrames, cacheCapacity, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from './source-frames.js';
-import type { TimelinePlan } from './timeline.js';
-import type { FaceBox } from './types.js';
-import type { LipsyncModel } from './wav2lip-model.js';
+import { SourceFrames, cacheCapacity, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from '../frames/index.js';
+import type { TimelinePlan } from '../timeline.js';
+import type { FaceBox } from '../types.js';
+import type { LipsyncModel } from '../network/index.js';
 
 /** Source frames kept for loop and bounce: 82 frames of 1080p, 194 of 720p, 26 s of 360p at 30 fps. */
 export const DEFAULT_CACHE_BYTES = 512 * 1024 * 1024;
 /** Output frames queued beyond three batches (one being written, one in the network, one being filled). */
 const QUEUE_SLACK = 4;
 
-/** Stops the other stages; never reported (the cause is recorded separately). */
-export class PipelineStopped extends Error {
-  constructor() {
-    super('The lip-sync pipeline was stopped');
-    this.name = 'PipelineStopped';
-  }
-}
-
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function encoderError(error: unknown, paths: PathNames): JobError {
-  if (isProcessError(error) && error.reason === 'exit') {
-    return new JobError('LIPSYNC_FAILED', `The video encoder failed: ${ffmpegReason(error.stderrTail, paths)}`, { cause: error });
-  }
-  return new JobError('LIPSYNC_FAILED', `The video encoder stopped: ${message(error)}`, { cause: error, retryable: true });
-}
+/** The encoder's own exit explains a broken pipe better than the writer does (video/stage-group.ts). */
+const ENCODER_RANK = 1;
 
 export interface OutputPassInput {
   ffmpeg: string;
@@ -170,11 +135,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
   const outputLayout: TensorLayout = { channelOrder: manifest.output.channels, range: manifest.output.range };
   const { align } = o;
 
-  const stop = new AbortController();
-  const stopped = new PipelineStopped();
-  const signal = o.signal;
-  let failure: { error: unknown } | undefined;
-  let encoderFailure: unknown;
+  const group = new StageGroup(o.signal, 'lip-sync pipeline');
   const queue = new BoundedQueue<Pending>(3 * batchSize + QUEUE_SLACK);
   const outstanding = new Set<Deferred>();
 
@@ -182,39 +143,25 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
   for (let i = 0; i < plan.outputFrames; i += 1) schedule[i] = plan.sourceFrame(i);
   const capacity = cacheCapacity(frameBytes, o.cacheBytes, 2, plan.sourceFramesUsed);
   const sources = new SourceFrames(
-    (start) => ffmpegFrameStream(o.ffmpeg, sourceDecoderArgs(spec, { start, end: plan.sourceFramesUsed }), frameBytes, stop.signal),
+    (start) => ffmpegFrameStream(o.ffmpeg, sourceDecoderArgs(spec, { start, end: plan.sourceFramesUsed }), frameBytes, group.signal),
     schedule,
     capacity,
   );
-
-  const halt = (): void => {
-    if (stop.signal.aborted) return;
-    stop.abort(stopped);
-    queue.fail(stopped);
-    for (const d of outstanding) d.reject(stopped);
+  group.onHalt(() => {
+    queue.fail(group.stopped);
+    for (const d of outstanding) d.reject(group.stopped);
     outstanding.clear();
-  };
-  const fail = (error: unknown): void => {
-    if (error !== stopped && !(signal?.aborted === true && error === signal.reason)) failure ??= { error };
-    halt();
-  };
-  const onAbort = (): void => halt();
-  signal?.addEventListener('abort', onAbort, { once: true });
-  if (signal?.aborted === true) halt();
+  });
 
   const encoder = spawnProcess(
     o.ffmpeg,
     lipsyncEncoderArgs({ ...o.encode, size: spec.size, rate: plan.fps, durationSeconds: plan.durationSeconds }),
-    { stdin: 'pipe', stdout: 'ignore', signal: stop.signal },
+    { stdin: 'pipe', stdout: 'ignore', signal: group.signal },
   );
-  stop.signal.addEventListener('abort', () => encoder.stdin?.destroy(), { once: true });
-  const encoderDone = encoder.done.then(
-    () => undefined,
-    (error: unknown) => {
-      if (error === stopped) return;
-      encoderFailure = error;
-      halt();
-    },
+  group.onHalt(() => encoder.stdin?.destroy());
+  const encoderDone = group.run(
+    encoder.done.catch((error: unknown) => Promise.reject(error === group.stopped ? error : ffmpegFailure('encoder', error, o.paths))),
+    ENCODER_RANK,
   );
 
   const stats = { drivenFrames: 0, modelMs: 0, modelCalls: 0, srMs: 0, srFaces: 0, prepareMs: 0, pasteMs: 0 };
@@ -233,7 +180,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
 
   const runModel = async (batch: Batch): Promise<Float32Array | undefined> => {
     const count = batch.items.length;
-    if (stop.signal.aborted) return undefined;
+    if (group.signal.aborted) return undefined;
     const t0 = performance.now();
     const out = await model.run(
       count === batchSize ? batch.mel : batch.mel.subarray(0, count * melSize),
@@ -246,7 +193,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
   };
 
   const paste = async (batch: Batch, out: Float32Array | undefined): Promise<void> => {
-    if (out === undefined || stop.signal.aborted) return;
+    if (out === undefined || group.signal.aborted) return;
     const t1 = performance.now();
     const generated: GeneratedFace[] = batch.items.map((_, k) => ({ data: tensorToRgb(out, faceSize, outputLayout, k * 3 * plane), size: faceSize }));
     stats.pasteMs += performance.now() - t1;
@@ -255,13 +202,13 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
     const enlarged = o.sr === undefined ? [] : batch.items.flatMap((item, k) => (Math.max(item.crop.width, item.crop.height) > faceSize ? [k] : []));
     if (o.sr !== undefined && enlarged.length > 0) {
       const t2 = performance.now();
-      const sharp = await superResolveMouths(o.sr, enlarged.map((k) => (generated[k] as GeneratedFace).data), faceSize, DEFAULT_MOUTH_MASK.top, stop.signal);
+      const sharp = await superResolveMouths(o.sr, enlarged.map((k) => (generated[k] as GeneratedFace).data), faceSize, DEFAULT_MOUTH_MASK.top, group.signal);
       enlarged.forEach((k, j) => (generated[k] = sharp[j] as GeneratedFace));
       stats.srMs += performance.now() - t2;
       stats.srFaces += enlarged.length;
     }
     for (let k = 0; k < batch.items.length; k += 1) {
-      if (stop.signal.aborted) return;
+      if (group.signal.aborted) return;
       const item = batch.items[k] as BatchItem;
       const t3 = performance.now();
       compositeFace({ data: item.frame, width, height }, generated[k] as GeneratedFace, item.crop, DEFAULT_MOUTH_MASK);
@@ -279,7 +226,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
     batch.sent = true;
     const result = modelChain.then(() => runModel(batch));
     modelChain = result.catch(() => undefined);
-    pasteChain = pasteChain.then(async () => paste(batch, await result)).catch(fail);
+    pasteChain = pasteChain.then(async () => paste(batch, await result)).catch((error: unknown) => group.fail(error));
   };
 
   // A batch goes to the network when full, or when waiting for it would stall the pipeline: the
@@ -309,13 +256,13 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
     try {
       // A stop must not wait for the face pass.
       const stopping = new Promise<never>((_, reject) => {
-        onStop = () => reject(stopped);
-        if (stop.signal.aborted) onStop();
-        else stop.signal.addEventListener('abort', onStop, { once: true });
+        onStop = () => reject(group.stopped);
+        if (group.signal.aborted) onStop();
+        else group.signal.addEventListener('abort', onStop, { once: true });
       });
       return await Promise.race([box, stopping]);
     } finally {
-      if (onStop !== undefined) stop.signal.removeEventListener('abort', onStop);
+      if (onStop !== undefined) group.signal.removeEventListener('abort', onStop);
       producerBlocked = false;
     }
   };
@@ -364,23 +311,19 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
       const data = await next.frame;
       writerWaitsFor = undefined;
       if (data.length !== frameBytes) throw new Error(`Expected output frames of ${frameBytes} bytes but received ${data.length}`);
-      await writeWithBackpressure(stdin, data, stop.signal);
+      await writeWithBackpressure(stdin, data, group.signal);
       written += 1;
       o.onWritten?.(written, false);
     }
-    await endFrames(stdin, stop.signal);
+    await endPipe(stdin, group.signal);
   };
 
-  await Promise.allSettled([produce().catch(fail), write().catch(fail), encoderDone]);
+  await group.settle([group.run(produce()), group.run(write()), encoderDone]);
   // A network call or super-resolution in flight on another thread cannot be interrupted; after a
   // stop it finishes on its own and its result is dropped (it only touches private frame copies).
-  if (!stop.signal.aborted) await pasteChain;
+  if (!group.signal.aborted) await pasteChain;
   await sources.close();
-  signal?.removeEventListener('abort', onAbort);
-
-  if (signal?.aborted === true) throw signal.reason;
-  if (encoderFailure !== undefined) throw encoderError(encoderFailure, o.paths);
-  if (failure !== undefined) throw failure.error;
+  group.throwIfFailed();
   if (written !== plan.outputFrames) throw new Error(`Expected ${plan.outputFrames} frames written but wrote ${written}`);
   o.onWritten?.(written, true);
   return { ...stats, frames: sources.stats, capacity };

@@ -13,13 +13,13 @@
  */
 import { z } from 'zod';
 import ort from 'onnxruntime-node';
-import { JobError } from '../jobs/errors.js';
-import { LIPSYNC_MODEL_IDS, type LipsyncModelId } from '../jobs/models.js';
-import { MANIFEST_SCHEMA_VERSION, type LipsyncManifest } from '../inference/manifest.js';
-import { ensureModelFile, getManifest, ModelIntegrityError, ModelRegistryError, type RegistryOptions } from '../inference/model-registry.js';
-import type { NamedTensor, SessionCache } from '../inference/session.js';
-import { rawSession } from './blazeface.js';
-import { WAV2LIP_MEL } from './mel.js';
+import { JobError } from '../../errors.js';
+import { LIPSYNC_MODEL_IDS, type LipsyncModelId } from '../../jobs/models.js';
+import { MANIFEST_SCHEMA_VERSION, type LipsyncManifest } from '../../inference/manifest.js';
+import { ensureModelFile, getManifest, ModelIntegrityError, ModelRegistryError, type RegistryOptions } from '../../inference/model-registry.js';
+import type { NamedTensor, SessionCache } from '../../inference/session.js';
+import { rawSession } from '../faces/index.js';
+import { WAV2LIP_MEL } from '../audio/index.js';
 
 export const WAV2LIP_MEL_INPUT = 'mel_spectrogram';
 export const WAV2LIP_FACES_INPUT = 'video_frames';

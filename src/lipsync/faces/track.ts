@@ -14,7 +14,7 @@
  *    consecutive boxes, on position, size and keypoints (the detector jitters by a few pixels, which
  *    would make a pasted mouth shimmer).
  */
-import type { FaceBox, FaceKeypoints, FaceTrack, Point } from './types.js';
+import type { FaceBox, FaceKeypoints, FaceTrack, Point } from '../types.js';
 
 export interface TrackerOptions {
   /** Least IoU between a track's last box and a detection for them to be the same face. */

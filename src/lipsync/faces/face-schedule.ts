@@ -12,7 +12,7 @@
  * frame). The last frames are decided by `finish`, with the whole clip. A clip no longer than the
  * look-ahead is decided wholly at the end, exactly as if detection had run first.
  */
-import type { FaceBox } from './types.js';
+import type { FaceBox } from '../types.js';
 import type { FaceObservations } from './faces.js';
 
 export interface FaceScheduleOptions {

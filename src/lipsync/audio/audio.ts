@@ -7,11 +7,11 @@
  * (16-bit PCM becomes s / 32768 exactly, the same as librosa's loader). Stereo is averaged to mono by
  * ffmpeg's default downmix.
  */
-import { JobError } from '../jobs/errors.js';
-import { resolveFfmpeg } from '../media/binaries.js';
-import { safeFileInputArgs } from '../media/ffmpeg-args.js';
-import { isProcessError, runProcess, stderrReason } from '../media/process.js';
-import type { ContainerKind } from '../media/types.js';
+import { JobError } from '../../errors.js';
+import { resolveFfmpeg } from '../../media/binaries.js';
+import { safeFileInputArgs } from '../../media/ffmpeg-args.js';
+import { ffmpegReason, isProcessError, runProcess } from '../../media/process.js';
+import type { ContainerKind } from '../../media/types.js';
 
 export const LIPSYNC_SAMPLE_RATE = 16_000;
 export const DEFAULT_DECODE_TIMEOUT_MS = 60_000;
@@ -67,7 +67,7 @@ export function decodeAudioArgs(source: AudioSource, opts: DecodeArgsOptions = {
 function reasonFrom(stderrTail: string, path: string): string {
   // "Stream map '0:a:0' matches no streams": said plainly.
   if (stderrTail.includes('matches no streams')) return 'it has no audio stream';
-  return stderrReason(stderrTail, path);
+  return ffmpegReason(stderrTail, [[path, 'input']], 2);
 }
 
 /**
