@@ -26,6 +26,7 @@ import { chooseSrModel, type SrUse } from './inference/sr-choice.js';
 import type { KindChecks, ReadinessCheck } from './worker/availability.js';
 import { diskSpaceCheck, type DiskNeed } from './worker/disk-space.js';
 import type { WorkerSettings } from './worker/settings.js';
+import { errorMessage } from './errors.js';
 
 export interface ReadinessContext {
   config: Config;
@@ -105,7 +106,7 @@ function check(name: string, attempt: () => Promise<unknown>): ReadinessCheck {
         passed = true;
         return null;
       } catch (err) {
-        const message = err instanceof Error ? err.message : String(err);
+        const message = errorMessage(err);
         return message.split('\n', 1)[0] ?? message;
       }
     },

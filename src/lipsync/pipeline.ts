@@ -21,8 +21,8 @@ import {
   DEFAULT_ENCODER,
   type EncoderSettings,
   type InfoLogger,
-  PipelineStopped,
   type Size,
+  StageGroup,
   type VideoExtras,
   chooseEncoder,
   displayedSize,
@@ -295,17 +295,14 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   planTimeline({ mode: req.syncMode, videoFrames: estimatedFrames, fps, audioSeconds: Math.max(1e-3, req.audioInfo.durationSeconds) });
 
   const audioMax = req.syncMode === 'cut_off' ? req.videoInfo.durationSeconds + 1 : DEFAULT_MAX_OUTPUT_SECONDS + 1;
-  // Its own controller: a setup step failing must not leave the audio decoder running.
-  const audioStop = new AbortController();
-  const onAbort = (): void => audioStop.abort(signal?.reason);
-  signal?.addEventListener('abort', onAbort, { once: true });
-  if (signal?.aborted === true) onAbort();
+  // The audio decodes beside the set-up steps; one of them failing must not leave it running.
+  const setup = new StageGroup(signal, 'lip-sync set-up');
   const audioPromise = decodeAudio(
     { path: r.audioPath, container: req.audioInfo.container },
-    { sampleRate, maxSeconds: audioMax, signal: audioStop.signal, ffmpegPath: ffmpeg },
+    { sampleRate, maxSeconds: audioMax, signal: setup.signal, ffmpegPath: ffmpeg },
   );
   // Settled below; never an unhandled rejection while the models load.
-  audioPromise.catch(() => undefined);
+  const audioSettled = setup.run(audioPromise);
 
   let detector: BlazeFaceDetector;
   let sr: LoadedSrModel | undefined;
@@ -326,11 +323,12 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     quality = await videoQuality(req, ffmpeg, r.video);
     samples = await audioPromise;
   } catch (error) {
-    audioStop.abort(new PipelineStopped());
-    await audioPromise.catch(() => undefined);
+    setup.fail(error);
+    await audioSettled;
+    setup.throwIfFailed();
     throw error;
   } finally {
-    signal?.removeEventListener('abort', onAbort);
+    await setup.settle([audioSettled]);
   }
   if (samples.length === 0) throw new JobError('LIPSYNC_FAILED', 'Expected audio samples but the audio decoded to nothing');
   const audioSeconds = samples.length / sampleRate;

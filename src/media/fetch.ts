@@ -29,7 +29,7 @@ import { Transform } from 'node:stream';
 import { rootCertificates } from 'node:tls';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { JobError, abortReason } from '../errors.js';
+import { JobError, abortReason, errorMessage } from '../errors.js';
 import { checkAddress, type AddressPolicy } from './address-policy.js';
 import type { LocalInput } from './types.js';
 
@@ -262,7 +262,7 @@ const RETRYABLE_NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOU
 function networkError(kind: InputKind, url: URL, err: unknown): JobError {
   if (err instanceof JobError) return err;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  const detail = code ?? (err instanceof Error ? err.message : String(err));
+  const detail = code ?? (errorMessage(err));
   return new JobError('FETCH_FAILED', `Fetching the ${kind} input from ${displayUrl(url)} failed: ${detail}`, {
     retryable: code !== undefined && RETRYABLE_NETWORK_CODES.has(code),
     cause: err,

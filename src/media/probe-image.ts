@@ -9,7 +9,7 @@
  *    scale for this (shrink-on-load), PNG has to inflate everything but streams it row by row.
  */
 import sharp, { type Metadata } from 'sharp';
-import { JobError } from '../errors.js';
+import { JobError, firstErrorLine } from '../errors.js';
 import { describeFormat } from './describe.js';
 import { isImageFormat, sniffFile } from './sniff.js';
 import type { ImageFormat, ImageInfo } from './types.js';
@@ -44,11 +44,6 @@ function megapixels(pixels: number): string {
   return `${Number((pixels / 1_000_000).toFixed(2))} MP`;
 }
 
-function reason(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
-  return text.split('\n')[0]?.trim() ?? text;
-}
-
 export async function probeImage(path: string, opts: ProbeImageOptions = {}): Promise<ImageInfo> {
   const maxPixels = opts.maxPixels ?? DEFAULT_MAX_IMAGE_PIXELS;
   const maxSide = opts.maxSide ?? DEFAULT_MAX_IMAGE_SIDE;
@@ -64,7 +59,7 @@ export async function probeImage(path: string, opts: ProbeImageOptions = {}): Pr
     // The header only: no pixel limit here, so that the size check below can name the sizes.
     meta = await sharp(path, { limitInputPixels: false }).metadata();
   } catch (err) {
-    throw new JobError('PROBE_FAILED', `The ${format.toUpperCase()} image header could not be read: ${reason(err)}`, { cause: err });
+    throw new JobError('PROBE_FAILED', `The ${format.toUpperCase()} image header could not be read: ${firstErrorLine(err)}`, { cause: err });
   }
   if (meta.format !== format) {
     throw new JobError('PROBE_FAILED', `Expected a ${format.toUpperCase()} image but the decoder read it as ${String(meta.format)}`);
@@ -89,7 +84,7 @@ export async function probeImage(path: string, opts: ProbeImageOptions = {}): Pr
         .raw()
         .toBuffer();
     } catch (err) {
-      throw new JobError('PROBE_FAILED', `The ${format.toUpperCase()} image data is truncated or corrupt: ${reason(err)}`, { cause: err });
+      throw new JobError('PROBE_FAILED', `The ${format.toUpperCase()} image data is truncated or corrupt: ${firstErrorLine(err)}`, { cause: err });
     }
   }
 

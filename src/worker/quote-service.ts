@@ -8,7 +8,7 @@
 import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { JobError, isJobError } from '../errors.js';
+import { JobError, isJobError, errorMessage } from '../errors.js';
 import { expectedText } from '../jobs/messages.js';
 import { errorBody } from '../jobs/quote.js';
 import { parseJob } from '../jobs/schemas.js';
@@ -98,7 +98,7 @@ async function withTimeout(quote: QuoteFunction, job: Parameters<QuoteFunction>[
 
 function toJobError(err: unknown): JobError {
   if (isJobError(err)) return err;
-  return new JobError('INTERNAL_ERROR', `Quote failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return new JobError('INTERNAL_ERROR', `Quote failed: ${errorMessage(err)}`, { cause: err });
 }
 
 /** At most `n` tasks at once; the rest wait their turn in arrival order. */

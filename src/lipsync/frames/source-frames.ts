@@ -26,6 +26,7 @@ import { DEINTERLACE_FILTER, rgbFilters } from '../../video/index.js';
 import { quietFfmpegArgs, rgbPipeOutputArgs, safeFileInputArgs, spawnProcess, type StreamingProcess } from '../../media/index.js';
 import type { ContainerKind } from '../../media/types.js';
 import { FrameReader } from '../../video/index.js';
+import { errorMessage } from '../../errors.js';
 
 export interface SourceDecodeSpec {
   inputPath: string;
@@ -92,7 +93,7 @@ export type OpenFrameStream = (startFrame: number) => FrameStream;
 
 export class DecoderFailure extends Error {
   constructor(readonly error: unknown) {
-    super(`The video decoder failed: ${error instanceof Error ? error.message : String(error)}`);
+    super(`The video decoder failed: ${errorMessage(error)}`);
     this.name = 'DecoderFailure';
   }
 }
