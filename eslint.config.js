@@ -27,6 +27,13 @@ export default defineConfig(
     },
   },
   {
+    // One logging style: pino's log.level({ ...fields }, 'message'), an error under `err` for pino's serializer.
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': ['error', ...restrictedLogging()],
+    },
+  },
+  {
     // "Nothing below worker/ knows NATS exists."
     files: ['src/{media,video,inference,jobs,upscale,lipsync,music}/**/*.ts'],
     rules: {
@@ -34,3 +41,15 @@ export default defineConfig(
     },
   },
 );
+
+/** Logger calls that break the one logging style, each with what to write instead. */
+function restrictedLogging() {
+  const call = "CallExpression[callee.property.name=/^(trace|debug|info|warn|error|fatal)$/][callee.object.name!='console']";
+  const fields = `${call} > ObjectExpression.arguments:first-child`;
+  return [
+    { selector: `${fields} > Property[key.name=/^(e|error)$/]`, message: 'Log an error under `err`: log.warn({ err }, ...)' },
+    { selector: `${fields} > Property[key.name='err'] > MemberExpression.value[property.name='message']`, message: 'Log the error itself under `err` (pino serializes it), not its message' },
+    { selector: `${call} > MemberExpression.arguments[property.name='message']`, message: "Log an error as log.warn({ err }, 'what failed'), not as the message" },
+    { selector: `${call} > Identifier.arguments:first-child[name=/^(e|err|error)$/]`, message: "Log an error as log.warn({ err }, 'what failed'), not as the message" },
+  ];
+}
