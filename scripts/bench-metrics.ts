@@ -171,15 +171,25 @@ export function blockiness(plane: Plane, period: number): number {
   for (let y = 0; y < height; y += 1) {
     for (let x = 1; x < width; x += 1) {
       const step = Math.abs(data[y * width + x]! - data[y * width + x - 1]!);
-      if (x % period === 0) (onGrid += step), (onCount += 1);
-      else (offGrid += step), (offCount += 1);
+      if (x % period === 0) {
+        onGrid += step;
+        onCount += 1;
+      } else {
+        offGrid += step;
+        offCount += 1;
+      }
     }
   }
   for (let y = 1; y < height; y += 1) {
     for (let x = 0; x < width; x += 1) {
       const step = Math.abs(data[y * width + x]! - data[(y - 1) * width + x]!);
-      if (y % period === 0) (onGrid += step), (onCount += 1);
-      else (offGrid += step), (offCount += 1);
+      if (y % period === 0) {
+        onGrid += step;
+        onCount += 1;
+      } else {
+        offGrid += step;
+        offCount += 1;
+      }
     }
   }
   const off = offGrid / offCount;

@@ -234,12 +234,13 @@ async function main(): Promise<void> {
   if (maxBytes !== undefined && !(Number.isInteger(maxBytes) && maxBytes > 0)) {
     throw new InstallError(`Expected a positive integer for --max-bytes but received ${JSON.stringify(values['max-bytes'])}`);
   }
+  const filesDir = values['files-dir'] ?? config.modelFilesDir;
   const { manifest, file, manifestPath } = await installLipsyncModel({
     url: values.url,
     sha256: values.sha256,
     ...(values.name ? { name: values.name } : {}),
     modelsDir: values['models-dir'] ?? config.modelsDir,
-    ...((values['files-dir'] ?? config.modelFilesDir) === undefined ? {} : { filesDir: values['files-dir'] ?? config.modelFilesDir }),
+    ...(filesDir === undefined ? {} : { filesDir }),
     ...(config.allowPrivateUrls ? { fetch: { allowHttp: true, allowPrivate: true } } : {}),
     ...(maxBytes ? { maxBytes } : {}),
     ...(values['licence-spdx'] && values['licence-holder'] && values['licence-url']

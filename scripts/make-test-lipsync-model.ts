@@ -1,5 +1,5 @@
 /**
- * Generates the lip-sync TEST model (src/lipsync/network/wav2lip-test-model.ts) and its manifest.
+ * Generates the lip-sync TEST model (src/inference/convert/wav2lip-test-model.ts) and its manifest.
  *
  *   npx tsc -p tsconfig.json && node dist/scripts/make-test-lipsync-model.js [--out DIR] [--write-manifest]
  *
@@ -15,7 +15,8 @@ import { parseArgs } from 'node:util';
 import { sha256Hex, writeFileAtomic } from '../src/inference/convert/convert.js';
 import { formatManifest, parseManifest, type LipsyncManifest } from '../src/inference/manifest.js';
 import { defaultModelsDir } from '../src/inference/model-registry.js';
-import { buildLipsyncManifest, TEST_LIPSYNC_MODEL, buildWav2LipTestModel, WAV2LIP_TEST_GENERATOR } from '../src/lipsync/index.js';
+import { buildWav2LipTestModel, WAV2LIP_TEST_GENERATOR } from '../src/inference/convert/wav2lip-test-model.js';
+import { buildLipsyncManifest, TEST_LIPSYNC_MODEL } from '../src/lipsync/index.js';
 
 export function testModelManifest(): { manifest: LipsyncManifest; bytes: Uint8Array } {
   const built = buildWav2LipTestModel();

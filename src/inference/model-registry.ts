@@ -120,7 +120,7 @@ type ProducedBytes = { bytes: Uint8Array; sha256: string; origin: string };
  * asks for the lip-sync test model never loads its builder.
  */
 const GENERATORS: Readonly<Record<string, () => Promise<Uint8Array>>> = {
-  'wav2lip-test': async () => (await import('../lipsync/network/wav2lip-test-model.js')).generateWav2LipTestModel(),
+  'wav2lip-test': async () => (await import('./convert/wav2lip-test-model.js')).generateWav2LipTestModel(),
 };
 
 export const GENERATOR_NAMES: readonly string[] = Object.keys(GENERATORS).sort();

@@ -145,7 +145,7 @@ export async function upscaleRgb(model: SrModel, image: RgbImage, options: Upsca
         { retryable: true, cause: outcome.cause },
       );
     }
-    options.logger?.warn({ tile: next, previousTile: tile, cause: errorMessage(outcome.cause) }, `out of memory at tile ${tile}; retrying with tile ${next}`);
+    options.logger?.warn({ tile: next, previousTile: tile, err: outcome.cause }, `out of memory at tile ${tile}; retrying with tile ${next}`);
     tile = next;
     retries += 1;
   }
@@ -185,7 +185,7 @@ export async function upscaleRgb(model: SrModel, image: RgbImage, options: Upsca
         if (size === 1) return { cause: error };
         retries += 1;
         const smaller = Math.floor(size / 2);
-        options.logger?.warn({ batch: smaller, previousBatch: size, tile, cause: errorMessage(error) }, `out of memory at batch ${size}; retrying with batch ${smaller}`);
+        options.logger?.warn({ batch: smaller, previousBatch: size, tile, err: error }, `out of memory at batch ${size}; retrying with batch ${smaller}`);
         size = smaller;
         batch = smaller;
         continue;

@@ -496,7 +496,7 @@ async function speakerEnvelope(
       { sampleRate, maxSeconds: sourceFrames / fps + 1, ffmpegPath: ffmpeg, ...(req.signal === undefined ? {} : { signal: req.signal }) },
     ).catch((error: unknown) => {
       if (req.signal?.aborted === true) throw error;
-      req.logger?.warn({ error: errorMessage(error) }, "the video's soundtrack could not be decoded; judging the speaker by the job's audio");
+      req.logger?.warn({ err: error }, "the video's soundtrack could not be decoded; judging the speaker by the job's audio");
       return undefined;
     });
     if (own !== undefined) {

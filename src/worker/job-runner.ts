@@ -128,7 +128,7 @@ async function runTask(
     job = validate(reading, taskId, kind, msg.subject);
   } catch (err) {
     const error = asJobError(err, kind);
-    log.warn({ code: error.code, err: error.message }, 'Invalid job: publishing a failure event and terminating it');
+    log.warn({ code: error.code, err: error }, 'Invalid job: publishing a failure event and terminating it');
     const event = failedEvent(taskId, bodyField(reading.body, 'model'), error, credits, timing(null));
     if (await publishAndSettle(rt, msg, event, 'term', log)) rt.metrics.recordJob(kind, 'failed');
     return;
@@ -162,13 +162,13 @@ async function runTask(
 
     const disposition = decideFailure(outcome.error, attempt, rt.settings.maxDeliver, rt.settings.nakDelaysMs);
     if (disposition.action === 'retry') {
-      log.warn({ code: disposition.error.code, err: disposition.error.message, delayMs: disposition.delayMs }, 'Transient failure: retrying later');
+      log.warn({ code: disposition.error.code, err: disposition.error, delayMs: disposition.delayMs }, 'Transient failure: retrying later');
       msg.nak(disposition.delayMs);
       await flush(rt);
       rt.metrics.recordJob(kind, 'retried', seconds);
       return;
     }
-    log.warn({ code: disposition.error.code, err: disposition.error.message }, 'Job failed: publishing a failure event and terminating it');
+    log.warn({ code: disposition.error.code, err: disposition.error }, 'Job failed: publishing a failure event and terminating it');
     const event = failedEvent(taskId, job.model, disposition.error, credits, timing(startedAt));
     rt.metrics.recordJob(kind, (await publishAndSettle(rt, msg, event, 'term', log)) ? 'failed' : 'unpublished', seconds);
   } finally {

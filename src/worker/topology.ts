@@ -40,7 +40,7 @@ type TopologySettings = Pick<
 type DesiredStream = Pick<StreamConfig, 'name' | 'subjects' | 'retention' | 'storage' | 'discard' | 'max_age' | 'description'> &
   Partial<Pick<StreamConfig, 'max_msgs_per_subject' | 'discard_new_per_subject'>>;
 
-type DesiredConsumer = Pick<ConsumerConfig, 'filter_subject' | 'ack_policy' | 'deliver_policy' | 'ack_wait' | 'max_deliver' | 'description'> & {
+type DesiredConsumer = Required<Pick<ConsumerConfig, 'filter_subject' | 'ack_policy' | 'deliver_policy' | 'ack_wait' | 'max_deliver' | 'description'>> & {
   durable_name: string;
 };
 

@@ -9,7 +9,7 @@ import {
   tiledInputPixels,
   type SrNetworkCost,
 } from '../../src/jobs/cost-model.js';
-import { HARDWARE_CLASSES, hardwareClassForProviders, hardwareProfile, type HardwareProfile } from '../../src/jobs/hardware-classes.js';
+import { HARDWARE_CLASSES, hardwareClassForProviders, hardwareProfile } from '../../src/jobs/hardware-classes.js';
 import type { SyncMode } from '../../src/jobs/types.js';
 
 import { HAND, NET } from './hand-profile.js';

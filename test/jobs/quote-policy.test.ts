@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import type { SrNetworkCost } from '../../src/jobs/cost-model.js';
 import { JobError } from '../../src/errors.js';
 import type { HardwareProfile } from '../../src/jobs/hardware-classes.js';
 import { quoteJob, type QuoteDeps, type QuotePolicy } from '../../src/jobs/quote.js';

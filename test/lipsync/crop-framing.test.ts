@@ -21,8 +21,8 @@ import {
   type FaceBox,
   type RgbFrame,
   OnnxLipsyncModel,
-  TEST_MOUTH,
 } from '../../src/lipsync/index.js';
+import { TEST_MOUTH } from '../../src/inference/convert/wav2lip-test-model.js';
 import { testModelManifest } from '../../scripts/make-test-lipsync-model.js';
 import { lipsyncOneFace, measureFraming } from '../../scripts/lipsync-framing.js';
 import { ASTRONAUT, toFrame } from './faces-helpers.js';

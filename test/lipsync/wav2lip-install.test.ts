@@ -10,7 +10,8 @@ import { sha256Hex } from '../../src/inference/convert/convert.js';
 import { parseManifest } from '../../src/inference/manifest.js';
 import { forgetVerifiedModels } from '../../src/inference/model-registry.js';
 import { SessionCache } from '../../src/inference/session.js';
-import { loadLipsyncModel, buildWav2LipTestModel } from '../../src/lipsync/index.js';
+import { buildWav2LipTestModel } from '../../src/inference/convert/wav2lip-test-model.js';
+import { loadLipsyncModel } from '../../src/lipsync/index.js';
 import { InstallError, installLipsyncModel } from '../../scripts/install-lipsync-model.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 

@@ -15,9 +15,8 @@ import {
   OnnxLipsyncModel,
   parseLipsyncModelMapping,
   type LipsyncModel,
-  buildWav2LipTestModel,
-  TEST_MOUTH,
 } from '../../src/lipsync/index.js';
+import { buildWav2LipTestModel, TEST_MOUTH } from '../../src/inference/convert/wav2lip-test-model.js';
 import { testModelManifest } from '../../scripts/make-test-lipsync-model.js';
 import { ASTRONAUT } from './faces-helpers.js';
 import { fixedBatchGraph } from './fixed-batch-graph.js';

@@ -337,7 +337,8 @@ describe('upscaleVideoFile', () => {
       ['PROBE_FAILED', { container: 'webm' as const }, /^Expected one of MP4, MOV, MKV but received WEBM$/],
       ['PROBE_FAILED', { video: undefined }, /^Expected a video stream but the MP4 file has none$/],
     ])('refuses before starting anything: %s for %j', async (code, change, message) => {
-      const info = { ...(await probeMedia(at('av.mp4'))), ...change };
+      // Object.assign, not a spread: exactOptionalPropertyTypes refuses `video: undefined` in a MediaInfo literal.
+      const info = Object.assign(await probeMedia(at('av.mp4')), change);
       const outDir = await newOutDir();
       const error = await upscaleVideoFile({ inputPath: at('av.mp4'), outputPath: join(outDir, 'out.mp4'), factor: '2', info }, loadModel).catch(
         (e: unknown) => e,

@@ -130,6 +130,6 @@ async function reportExecutionProvider(engine: Engine, logger: Logger): Promise<
     setExecutionProvider(session.provider);
     logger.info({ provider: session.provider, providers: session.providers, threads: session.threads }, 'inference ready');
   } catch (err) {
-    logger.warn({ err: (err as Error).message }, 'The default super-resolution network cannot be opened; image and video wait for their readiness checks');
+    logger.warn({ err }, 'The default super-resolution network cannot be opened; image and video wait for their readiness checks');
   }
 }

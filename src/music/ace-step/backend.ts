@@ -62,7 +62,7 @@ export class AceStepBackend implements MusicBackend {
       signal: ctx.signal,
       initialDelayMs: Math.min(2_000, this.#opts.pollIntervalMs),
       maxDelayMs: 30_000,
-      onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => ctx.logger.warn({ attempt, delayMs, err: err.message }, 'ACE-Step busy; retrying'),
+      onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => ctx.logger.warn({ attempt, delayMs, err }, 'ACE-Step busy; retrying'),
     };
     const fail = (message: string, cause?: unknown): JobError => new JobError('GENERATION_FAILED', `ACE-Step ${message}`, cause === undefined ? {} : { cause });
     const rethrow = (err: unknown): never => {

@@ -34,7 +34,7 @@ export async function downloadImage(
     return (await localize(url, 'image', { ...fetchOptions, dir, signal: ctx.signal })).path;
   } catch (err) {
     if (ctx.signal.aborted) throw err;
-    ctx.logger.warn({ url: displayUrl(url), err: (err as Error).message }, 'provider cover not downloaded; drawing one');
+    ctx.logger.warn({ url: displayUrl(url), err }, 'provider cover not downloaded; drawing one');
     return undefined;
   }
 }

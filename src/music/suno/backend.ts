@@ -50,7 +50,7 @@ export class SunoBackend implements MusicBackend {
       signal: ctx.signal,
       initialDelayMs: Math.min(2_000, this.#opts.pollIntervalMs),
       maxDelayMs: 60_000,
-      onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => ctx.logger.warn({ attempt, delayMs, err: err.message }, 'music provider busy; retrying'),
+      onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => ctx.logger.warn({ attempt, delayMs, err }, 'music provider busy; retrying'),
     };
     const fail = (message: string, cause?: unknown): JobError => new JobError('GENERATION_FAILED', `The Suno-style provider ${message}`, cause === undefined ? {} : { cause });
 

@@ -15,7 +15,7 @@
  * The bytes are deterministic (masks use only exactly rounded arithmetic), so the manifest's
  * sha256 holds on every machine: the registry regenerates the file on first use.
  */
-import { buildModel, encodeModel, floatTensor, floatValueInfo, node } from '../../inference/convert/onnx-builder.js';
+import { buildModel, encodeModel, floatTensor, floatValueInfo, node } from './onnx-builder.js';
 
 export const WAV2LIP_TEST_GENERATOR = 'wav2lip-test';
 export const WAV2LIP_TEST_GENERATOR_VERSION = '1.0.0';
