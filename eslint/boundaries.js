@@ -2,8 +2,9 @@
  * Local ESLint plugin that keeps the folder boundaries of src/ (README, "Boundaries").
  * One rule, `boundaries/imports`, checks every relative import that lands in another top-level
  * folder of src/:
- *   - through the index: a file outside src/B/ imports src/B/index.ts, never a file behind it
- *     (a test under test/B/ may reach into src/B/, whose internals it unit-tests);
+ *   - through the index: a file outside src/B/ imports src/B/index.ts (or another entry the
+ *     config names: settings.ts, a folder's pure settings for src/config.ts), never a file behind
+ *     it (a test under test/B/ may reach into src/B/, whose internals it unit-tests);
  *   - direction: a folder of src/ imports only folders of lower layers; folders of one layer
  *     (the pipelines, say) never import each other.
  * Paths come from the import specifier alone, without a resolver, so the rule also works on
@@ -21,6 +22,7 @@ const rule = {
         properties: {
           root: { type: 'string' },
           layers: { type: 'array', items: { type: 'array', items: { type: 'string' } } },
+          entries: { type: 'array', items: { type: 'string' } },
           withoutIndex: { type: 'array', items: { type: 'string' } },
           known: { type: 'array', items: { type: 'string' } },
         },
@@ -29,13 +31,13 @@ const rule = {
       },
     ],
     messages: {
-      throughIndex: '{{from}} imports {{target}}: enter src/{{to}}/ through src/{{to}}/index.ts',
+      throughIndex: '{{from}} imports {{target}}: enter src/{{to}}/ through {{entries}}',
       direction: 'src/{{from}}/ must not import src/{{to}}/ ({{target}}): imports point down the layers {{order}}',
       unlisted: 'src/{{folder}}/ is in no layer of the boundaries rule: give it one in eslint.config.js',
     },
   },
   create(context) {
-    const { root, layers, withoutIndex = [], known = [] } = context.options[0];
+    const { root, layers, entries = ['index.ts'], withoutIndex = [], known = [] } = context.options[0];
     const layerOf = new Map(layers.flatMap((names, rank) => names.map((name) => [name, rank])));
     const order = layers.map((names) => names.join('|')).reverse().join(' > ');
     const allowed = new Set(known);
@@ -66,9 +68,10 @@ const rule = {
           return;
         }
       }
-      const isIndex = parts.length === 3 && parts[2] === 'index.ts';
-      if (!isIndex && !withoutIndex.includes(to) && importer.tests !== to) {
-        context.report({ node: sourceNode, messageId: 'throughIndex', data: { ...data, from: importer.name } });
+      const isEntry = parts.length === 3 && entries.includes(parts[2]);
+      if (!isEntry && !withoutIndex.includes(to) && importer.tests !== to) {
+        const names = entries.map((entry) => `src/${to}/${entry}`).join(' or ');
+        context.report({ node: sourceNode, messageId: 'throughIndex', data: { ...data, from: importer.name, entries: names } });
       }
     }
 

@@ -36,7 +36,7 @@ import { SessionCache } from '../src/inference/session.js';
 import { findOnPath, probeMedia, resolveFfmpeg, runProcess, spawnProcess } from '../src/media/index.js';
 import type { MediaInfo } from '../src/media/types.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
-import { DEFAULT_ENCODER, inputMatrix } from '../src/video/video-args.js';
+import { DEFAULT_ENCODER, inputMatrix } from '../src/video/index.js';
 import { displayedSize, frameTiming } from '../src/video/video-geometry.js';
 import { probeVideoExtras } from '../src/video/video-probe.js';
 import {

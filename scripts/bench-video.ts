@@ -30,7 +30,7 @@ import type { UpscaleFactor } from '../src/jobs/index.js';
 import { probeMedia, resolveFfmpeg, runProcess } from '../src/media/index.js';
 import type { MediaInfo } from '../src/media/types.js';
 import { createSrModelLoader } from '../src/inference/sr-models.js';
-import { DEFAULT_ENCODER, decoderArgs, inputMatrix, videoCodecArgs } from '../src/video/video-args.js';
+import { DEFAULT_ENCODER, decoderArgs, inputMatrix, videoCodecArgs } from '../src/video/index.js';
 import { TileBatcher } from '../src/upscale/video-batcher.js';
 import { upscaleVideoFile } from '../src/upscale/video-pipeline.js';
 import { frameTiming, rgbFrameBytes, videoGeometry } from '../src/video/video-geometry.js';

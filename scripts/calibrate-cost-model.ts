@@ -27,7 +27,7 @@ import { SessionCache } from '../src/inference/session.js';
 import { defaultFeather, upscaleRgb } from '../src/inference/tiling.js';
 import { planTiles } from '../src/inference/tile-plan.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
-import { DEFAULT_ENCODER } from '../src/video/video-args.js';
+import { DEFAULT_ENCODER } from '../src/video/index.js';
 import { cpuSeconds } from './cpu-time.js';
 import { describeMachine, intOption, loadRgb, machineInfo, median, timed, writeResults } from './bench-common.js';
 

@@ -7,16 +7,14 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { EXECUTION_PROVIDER_NAMES, parseExecutionProviders } from './inference/execution-providers.js';
-import { HARDWARE_CLASS_NAMES } from './jobs/hardware-classes.js';
-import { DEFAULT_WORK_LIMITS } from './jobs/work-limits.js';
-import { parseLipsyncModelMapping } from './lipsync/index.js';
-import { parseMusicBackends } from './music/backend-names.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/fetch.js';
-import { PACKAGE_ROOT } from './paths.js';
-import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './video/index.js';
-import { DEFAULT_SR_MODEL_CHOICES, parseSrModelChoices } from './inference/sr-choice.js';
 import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } from './gateway/settings.js';
+import { DEFAULT_SR_MODEL_CHOICES, EXECUTION_PROVIDER_NAMES, parseExecutionProviders, parseSrModelChoices } from './inference/settings.js';
+import { DEFAULT_WORK_LIMITS, HARDWARE_CLASS_NAMES } from './jobs/index.js';
+import { parseLipsyncModelMapping } from './lipsync/settings.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/settings.js';
+import { parseMusicBackends } from './music/settings.js';
+import { PACKAGE_ROOT } from './paths.js';
+import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './video/settings.js';
 import { WORKER_SETTINGS, workerSettingsFromEnv, workerSettingsReference } from './worker/settings.js';
 import {
   booleanSetting,

@@ -6,18 +6,14 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
-import { SessionCache } from './inference/session.js';
+import { SessionCache, createSrModelLoader, type SrModelLoader } from './inference/index.js';
 import { JobError, ProcessingError, asJobError, quoteJob, type Job, type JobProgress, type Quote, type QuotedJob } from './jobs/index.js';
 import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './job-cost.js';
 import { createMediaDeps, withJobDir } from './media/index.js';
 import { mediaDepsOptions, registryOptions } from './runtime.js';
-import { upscaleImageFile } from './upscale/image-pipeline.js';
-import { createSrModelLoader, type SrModelLoader } from './inference/sr-models.js';
-import { upscaleVideoFile } from './upscale/video-pipeline.js';
+import { upscaleImageFile, upscaleVideoFile } from './upscale/index.js';
 import { releaseLipsyncThreads, lipsyncFile } from './lipsync/index.js';
-import { createMusicBackends } from './music/backends.js';
-import { generateMusicJob } from './music/generate.js';
-import type { MusicBackend, MusicResult } from './music/types.js';
+import { createMusicBackends, generateMusicJob, type MusicBackend, type MusicResult } from './music/index.js';
 
 /** Long-lived state shared by every job of a process: sessions are created once and reused. */
 export interface Engine {
@@ -110,7 +106,7 @@ export interface LipsyncResult {
 }
 
 /** Spec 2.3's music result: exactly two songs. */
-export type { MusicResult } from './music/types.js';
+export type { MusicResult } from './music/index.js';
 
 export type TaskResult = ImageResult | VideoResult | LipsyncResult | MusicResult;
 

@@ -5,7 +5,7 @@
  */
 import os from 'node:os';
 import type { Config } from './config.js';
-import { getManifest, ModelRegistryError } from './inference/model-registry.js';
+import { getManifest, ModelRegistryError, chooseSrModel, type SrModelChoices } from './inference/index.js';
 import {
   JobError,
   hardwareClassForProviders,
@@ -18,7 +18,6 @@ import {
   type WorkLimits,
 } from './jobs/index.js';
 import { registryOptions } from './runtime.js';
-import { chooseSrModel, type SrModelChoices } from './inference/sr-choice.js';
 import { WORKER_SETTINGS } from './worker/settings.js';
 
 export type TimeLimitsMs = Readonly<Record<JobKind, number>>;

@@ -34,12 +34,18 @@ describe('boundaries/imports', () => {
   });
 
   it.each([
-    ['src/worker/x.ts', '../media/sniff.js', 'src/worker imports src/media/sniff.ts: enter src/media/ through src/media/index.ts'],
-    ['src/x.ts', './video/frame-queue.js', 'src imports src/video/frame-queue.ts: enter src/video/ through src/video/index.ts'],
-    ['scripts/x.ts', '../src/jobs/quote.js', 'scripts imports src/jobs/quote.ts: enter src/jobs/ through src/jobs/index.ts'],
-    ['test/worker/x.test.ts', '../../src/media/sniff.js', 'test imports src/media/sniff.ts: enter src/media/ through src/media/index.ts'],
+    ['src/worker/x.ts', '../media/sniff.js', 'src/worker imports src/media/sniff.ts: enter src/media/ through src/media/index.ts or src/media/settings.ts'],
+    ['src/x.ts', './video/frame-queue.js', 'src imports src/video/frame-queue.ts: enter src/video/ through src/video/index.ts or src/video/settings.ts'],
+    ['scripts/x.ts', '../src/jobs/quote.js', 'scripts imports src/jobs/quote.ts: enter src/jobs/ through src/jobs/index.ts or src/jobs/settings.ts'],
+    ['test/worker/x.test.ts', '../../src/media/sniff.js', 'test imports src/media/sniff.ts: enter src/media/ through src/media/index.ts or src/media/settings.ts'],
   ])('refuses %s importing %s past the index', async (file, specifier, expected) => {
     expect(await boundaryMessages(file, `import { x } from '${specifier}';\nexport { x };\n`)).toEqual([expected]);
+  });
+
+  it('refuses a file behind the index of a folder that now has one', async () => {
+    expect(await boundaryMessages('src/upscale/x.ts', "export { x } from '../inference/session.js';\n")).toEqual([
+      'src/upscale imports src/inference/session.ts: enter src/inference/ through src/inference/index.ts or src/inference/settings.ts',
+    ]);
   });
 
   it('sees dynamic imports and re-exports too', async () => {
@@ -56,7 +62,9 @@ describe('boundaries/imports', () => {
   it.each([
     ['src/worker/x.ts', '../media/index.js'],
     ['src/upscale/x.ts', '../video/index.js'],
-    ['src/upscale/x.ts', '../inference/session.js'], // inference/ has no index.ts yet
+    ['src/upscale/x.ts', '../inference/index.js'],
+    ['src/x.ts', './media/settings.js'], // a folder's pure settings, for src/config.ts
+    ['src/cli.ts', './cli/program.js'], // cli/ has no barrel: src/cli.ts loads it lazily
     ['src/gateway/x.ts', '../worker/index.js'],
     ['src/cli/x.ts', '../gateway/index.js'],
     ['src/media/x.ts', './sniff.js'],

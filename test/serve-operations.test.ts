@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { sha256Hex } from '../src/inference/convert/convert.js';
+import { sha256Hex } from '../src/inference/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
 import { encodeClip, faceFrames, SIDE, speechClip } from './lipsync/pipeline-fixtures.js';
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from './worker/helpers/jetstream.js';

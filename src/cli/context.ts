@@ -1,5 +1,5 @@
 import { findUnknownSettings, loadConfig, type Config, type SettingKey } from '../config.js';
-import { allowModelFetching } from '../inference/npm-tarball.js';
+import { allowModelFetching } from '../inference/index.js';
 import { createLogger, type Logger } from '../logger.js';
 import { formatLogLine } from './human-log.js';
 import { stderrTerminal } from './terminal.js';

@@ -22,8 +22,7 @@ import {
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { terminalEventSchema } from '../worker/events.js';
-import { EVENTS_SUBJECT_PREFIX } from '../worker/subjects.js';
+import { terminalEventSchema, EVENTS_SUBJECT_PREFIX } from '../worker/index.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { GatewayService } from './service.js';
 import { ledgerEntrySchema } from './store/records.js';

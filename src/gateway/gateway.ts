@@ -7,9 +7,8 @@
 import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { connectNats } from '../worker/connection.js';
+import { connectNats, eventsStreamConfig, jobsStreamConfig } from '../worker/index.js';
 import type { WorkerSettings } from '../worker/settings.js';
-import { eventsStreamConfig, jobsStreamConfig } from '../worker/topology.js';
 import { ensureConsumers, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, type GatewayApp } from './http/app.js';
 import { GatewayMetrics } from './metrics.js';

@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { runProcess } from '../media/process.js';
+import { runProcess } from '../media/index.js';
 import { firstErrorLine } from '../errors.js';
 
 export interface NpmTarballFile {

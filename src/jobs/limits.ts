@@ -2,7 +2,7 @@
  * The spec's limits (section 8) and accepted formats, as numbers the code compares against.
  * Durations are in seconds, sizes in pixels, text lengths in characters (Unicode code points).
  */
-import type { ContainerKind, ImageFormat } from '../media/types.js';
+import type { ContainerKind, ImageFormat } from '../media/index.js';
 
 export const MUSIC_SONGS_PER_GENERATION = 2;
 export const MUSIC_PROMPT_MAX_CHARS = 500;

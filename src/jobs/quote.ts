@@ -50,7 +50,7 @@ import type {
   UpscaleFactor,
   VideoUpscaleJob,
 } from './types.js';
-import type { ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, VideoStreamInfo } from '../media/types.js';
+import type { ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, VideoStreamInfo } from '../media/index.js';
 
 export type InputKind = 'image' | 'video' | 'audio';
 

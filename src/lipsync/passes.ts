@@ -8,12 +8,9 @@
  * this module holds only the order of things and how the passes stop each other.
  */
 import { StageGroup, type InfoLogger } from '../video/index.js';
-import type { FacePassResult } from './faces/index.js';
-import { FaceSchedule, scheduleFrames } from './faces/index.js';
-import { chooseDrivenFaces, trackObservations, type DrivenFaces, type FaceObservations, type FaceTrackingResult } from './faces/index.js';
+import { type FacePassResult, FaceSchedule, scheduleFrames, chooseDrivenFaces, trackObservations, type DrivenFaces, type FaceObservations, type FaceTrackingResult, DEFAULT_TRACKER_OPTIONS } from './faces/index.js';
 import { type OutputPassInput, type OutputPassResult } from './compose/index.js';
 import type { TimelinePlan } from './timeline.js';
-import { DEFAULT_TRACKER_OPTIONS } from './faces/index.js';
 import type { FaceBox } from './types.js';
 
 export interface PassSteps {

@@ -12,9 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { JobError, ProcessingError, errorMessage } from '../errors.js';
-import type { RegistryOptions } from '../inference/model-registry.js';
-import type { SessionCache } from '../inference/session.js';
-import type { LoadedSrModel, SrModelLoader } from '../inference/sr-models.js';
+import type { RegistryOptions, SessionCache, LoadedSrModel, SrModelLoader } from '../inference/index.js';
 import { asJobError, priceLipsync, type LipsyncModelId, type SyncMode } from '../jobs/index.js';
 import { resolveFfmpeg, type MediaInfo, type PathNames, type Rational, type VideoStreamInfo } from '../media/index.js';
 import {
@@ -33,19 +31,14 @@ import {
   probeVideoExtras,
   probeVideoPacketCount,
 } from '../video/index.js';
-import { audioEnvelope } from './faces/index.js';
-import { decodeAudio, fitSamples } from './audio/index.js';
-import { loadBlazeFace, type BlazeFaceDetector } from './faces/index.js';
-import { evenSize, type VideoQuality } from './frames/index.js';
-import { detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels } from './faces/index.js';
-import { FACE_DETECTION_PROFILES, type DrivenFaces } from './faces/index.js';
-import { melSpectrogram } from './audio/index.js';
-import { loadThreadedLipsyncModel } from './network/index.js';
+import { audioEnvelope, loadBlazeFace, type BlazeFaceDetector, detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels, FACE_DETECTION_PROFILES, type DrivenFaces } from './faces/index.js';
+import { decodeAudio, fitSamples, melSpectrogram } from './audio/index.js';
+import { evenSize, type VideoQuality, DecoderFailure, type SourceDecodeSpec } from './frames/index.js';
+import { loadThreadedLipsyncModel, loadLipsyncModel, type LipsyncModel } from './network/index.js';
 import { DEFAULT_CACHE_BYTES, runOutputPass, type OutputPassTimings } from './compose/index.js';
 import { passesInTurn, passesTogether, type PassSteps, type Passes } from './passes.js';
-import { DecoderFailure, type SourceDecodeSpec } from './frames/index.js';
 import { DEFAULT_MAX_OUTPUT_SECONDS, framesForSeconds, planTimeline, type TimelinePlan } from './timeline.js';
-import { loadLipsyncModel, type LipsyncModel, type LipsyncModelMapping } from './network/index.js';
+import type { LipsyncModelMapping } from './settings.js';
 
 export { DEFAULT_CACHE_BYTES } from './compose/index.js';
 

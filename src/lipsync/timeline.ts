@@ -29,7 +29,7 @@
  * instead of failing after minutes of work.
  */
 import { JobError } from '../errors.js';
-import type { SyncMode } from '../jobs/types.js';
+import type { SyncMode } from '../jobs/index.js';
 import type { Rational } from '../media/index.js';
 
 export type { Rational };

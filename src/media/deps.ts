@@ -4,7 +4,8 @@
  *
  *   await withJobDir(job.id, (dir) => quoteJob(job, createMediaDeps({ ...settings, dir })));
  */
-import { localize, type FetchOptions, type InputKind } from './fetch.js';
+import { localize, type FetchOptions } from './fetch.js';
+import type { InputKind } from './settings.js';
 import { probeImage, type ProbeImageOptions } from './probe-image.js';
 import { probeMedia } from './probe-media.js';
 import type { ImageInfo, LocalInput, MediaInfo } from './types.js';

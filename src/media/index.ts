@@ -2,15 +2,10 @@
 export { checkAddress, parseCidrs, type AddressPolicy, type AddressVerdict } from './address-policy.js';
 export { findOnPath, resolveFfmpeg, resolveFfprobe, type BinaryOptions } from './binaries.js';
 export { createMediaDeps, type MediaDeps, type MediaDepsOptions } from './deps.js';
+export * from './settings.js';
 export {
-  DEFAULT_CONNECT_TIMEOUT_MS,
-  DEFAULT_DEADLINE_MS,
-  DEFAULT_IDLE_TIMEOUT_MS,
-  DEFAULT_MAX_BYTES,
-  DEFAULT_MAX_REDIRECTS,
   localize,
   type FetchOptions,
-  type InputKind,
   type LocalizeOptions,
   type ResolvedAddress,
   type Resolver,

@@ -5,9 +5,9 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import type { FetchOptions } from '../media/fetch.js';
+import type { FetchOptions } from '../media/index.js';
 import { AceStepBackend } from './ace-step/backend.js';
-import type { MusicBackendName } from './backend-names.js';
+import type { MusicBackendName } from './settings.js';
 import { MusicgenBackend } from './musicgen/backend.js';
 import { modelFolder } from './musicgen/folder.js';
 import { SunoBackend } from './suno/backend.js';

@@ -4,8 +4,7 @@
  * processing code for music), with a message that names what was missing.
  */
 import type { Logger } from 'pino';
-import { JobError, isJobError } from '../jobs/index.js';
-import type { MusicInput } from '../jobs/types.js';
+import { JobError, isJobError, type MusicInput } from '../jobs/index.js';
 import { chooseBackend } from './choose.js';
 import { finishSongs, type StoreFile } from './finish.js';
 import { toMusicRequest } from './request.js';

@@ -5,11 +5,7 @@
  */
 import path from 'node:path';
 import { JobError } from '../jobs/index.js';
-import { resolveFfmpeg } from '../media/binaries.js';
-import { quietFfmpegArgs, safeFileInputArgs, safeInputArgs } from '../media/ffmpeg-args.js';
-import { probeMedia } from '../media/probe-media.js';
-import { runProcess } from '../media/process.js';
-import type { ContainerKind } from '../media/types.js';
+import { resolveFfmpeg, quietFfmpegArgs, safeFileInputArgs, safeInputArgs, probeMedia, runProcess, type ContainerKind } from '../media/index.js';
 import type { RawAudio } from './types.js';
 
 /** VBR quality 2 (about 190 kbit/s): transparent for music. */

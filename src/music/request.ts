@@ -3,8 +3,7 @@
  * stage: derived titles, tags, the prompt field. Table-tested in test/music/request.test.ts.
  */
 import { createHash } from 'node:crypto';
-import { MUSIC_SONGS_PER_GENERATION, MUSIC_TITLE_MAX_CHARS } from '../jobs/limits.js';
-import type { MusicInput } from '../jobs/types.js';
+import { MUSIC_SONGS_PER_GENERATION, MUSIC_TITLE_MAX_CHARS, type MusicInput } from '../jobs/index.js';
 import type { MusicRequest } from './types.js';
 
 /** A seed from the task id: a redelivered job generates the same songs. */

@@ -10,12 +10,9 @@
  * recovery and denoising survive the downscale.
  */
 import sharp, { type Sharp } from 'sharp';
-import type { UpscaleFactor } from '../jobs/index.js';
-import { JobError } from '../jobs/index.js';
-import type { RgbImage } from '../inference/tiling.js';
-import { upscaleRgb } from '../inference/tiling.js';
-import type { ImageFormat, ImageInfo } from '../media/types.js';
-import type { SrModelLoader } from '../inference/sr-models.js';
+import { type UpscaleFactor, JobError } from '../jobs/index.js';
+import { type RgbImage, upscaleRgb, type SrModelLoader } from '../inference/index.js';
+import type { ImageFormat, ImageInfo } from '../media/index.js';
 
 export interface ImageUpscaleRequest {
   inputPath: string;

@@ -12,8 +12,7 @@
  * A combined call that fails is retried request by request, so an out-of-memory error caused by the
  * combination reaches no frame, and a frame's own failure reaches only that frame.
  */
-import type { SrModel } from '../inference/tiling.js';
-import type { Nchw, TensorOutput } from '../inference/session.js';
+import type { SrModel, Nchw, TensorOutput } from '../inference/index.js';
 
 interface Request {
   input: Float32Array;

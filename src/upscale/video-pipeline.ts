@@ -18,8 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
 import { getPriority, setPriority } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
-import type { UpscaleResult } from '../inference/tiling.js';
-import { upscaleRgb } from '../inference/tiling.js';
+import { type UpscaleResult, upscaleRgb, type LoadedSrModel, type SrModelLoader } from '../inference/index.js';
 import { errorMessage } from '../errors.js';
 import { JobError, ProcessingError, VIDEO_UPSCALE_CONTAINERS, asJobError, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
 import { resolveFfmpeg, spawnProcess, type MediaInfo, type PathNames, type VideoStreamInfo } from '../media/index.js';
@@ -51,7 +50,6 @@ import {
   videoGeometry,
   writeWithBackpressure,
 } from '../video/index.js';
-import type { LoadedSrModel, SrModelLoader } from '../inference/sr-models.js';
 import { type BatcherStats, TileBatcher } from './video-batcher.js';
 
 export interface VideoProgress {

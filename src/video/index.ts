@@ -7,6 +7,7 @@
 export * from './ffmpeg-failure.js';
 export * from './frame-pipe.js';
 export * from './frame-queue.js';
+export * from './settings.js';
 export * from './stage-group.js';
 export * from './video-args.js';
 export * from './video-encoders.js';

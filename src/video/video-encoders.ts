@@ -6,7 +6,8 @@
  * Anything unusable falls back to libx264 with one log line.
  */
 import { runProcess } from '../media/index.js';
-import { type EncoderSettings, type VideoEncoderName, isHardwareEncoder, videoCodecArgs } from './video-args.js';
+import type { EncoderSettings, VideoEncoderName } from './settings.js';
+import { isHardwareEncoder, videoCodecArgs } from './video-args.js';
 
 export interface InfoLogger {
   info(obj: object, msg: string): void;

@@ -8,10 +8,7 @@
  */
 import { z } from 'zod';
 import { JobError } from '../errors.js';
-import { isProcessError, resolveFfprobe, runProcess, safeFileInputArgs } from '../media/index.js';
-import type { ContainerKind } from '../media/types.js';
-import { ffmpegReason } from '../media/index.js';
-import type { Rational } from '../media/index.js';
+import { isProcessError, resolveFfprobe, runProcess, safeFileInputArgs, type ContainerKind, ffmpegReason, type Rational } from '../media/index.js';
 
 /** ffmpeg's names for the YUV matrices its scale filter knows (in_color_matrix / out_color_matrix). */
 export type ColourMatrix = 'bt709' | 'bt601' | 'bt470' | 'smpte170m' | 'fcc' | 'smpte240m' | 'bt2020';

@@ -10,7 +10,7 @@
  * `media_worker_kind_ready` and `media_worker_kind_check_failing` metrics.
  */
 import type { Logger } from 'pino';
-import type { JobKind } from '../jobs/models.js';
+import type { JobKind } from '../jobs/index.js';
 import type { WorkerMetrics } from './metrics.js';
 import { JOB_KINDS } from './settings.js';
 import { sleep } from './sleep.js';

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { JobError } from '../errors.js';
-import { MUSIC_MODEL, isModelId, reportedModel } from '../jobs/models.js';
+import { MUSIC_MODEL, isModelId, reportedModel } from '../jobs/index.js';
 
 export const terminalEventSchema = z.object({
   id: z.string(),

@@ -40,7 +40,11 @@ export {
   consumerName,
   eventMsgId,
   eventSubject,
+  isTaskId,
   jobSubject,
   progressSubject,
 } from './subjects.js';
-export { TopologyError, ensureTopology } from './topology.js';
+export { TopologyError, ensureTopology, eventsStreamConfig, jobsStreamConfig } from './topology.js';
+export { type KindChecks, type ReadinessCheck } from './availability.js';
+export { connectNats } from './connection.js';
+export { type DiskNeed, diskSpaceCheck } from './disk-space.js';

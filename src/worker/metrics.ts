@@ -3,7 +3,7 @@
  * worker keeps its global registry clean). One instance per process: `workerMetrics()`.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { JobKind } from '../jobs/models.js';
+import type { JobKind } from '../jobs/index.js';
 
 /** How a delivery of a job ended, from this worker's point of view. */
 export type JobOutcome =

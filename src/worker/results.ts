@@ -10,9 +10,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import { ownerState, ownerToken, parseOwnerToken } from '../media/owner.js';
-import { LIPSYNC_RESULT_URL_LIFETIME_DAYS, MUSIC_AUDIO_URL_LIFETIME_DAYS } from '../jobs/limits.js';
-import type { JobKind } from '../jobs/models.js';
+import { ownerState, ownerToken, parseOwnerToken } from '../media/index.js';
+import { LIPSYNC_RESULT_URL_LIFETIME_DAYS, MUSIC_AUDIO_URL_LIFETIME_DAYS, type JobKind } from '../jobs/index.js';
 import { JOB_KINDS } from './settings.js';
 import { isTaskId } from './subjects.js';
 

@@ -11,7 +11,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import type { JobKind } from '../jobs/models.js';
+import type { JobKind } from '../jobs/index.js';
 import {
   inputFromEnv,
   intSchema,

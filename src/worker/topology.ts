@@ -17,9 +17,8 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import type { JobKind } from '../jobs/models.js';
-import type { WorkerSettings } from './settings.js';
-import { JOB_KINDS } from './settings.js';
+import type { JobKind } from '../jobs/index.js';
+import { type WorkerSettings, JOB_KINDS } from './settings.js';
 import {
   EVENTS_SUBJECT_PREFIX,
   JOBS_SUBJECT_PREFIX,

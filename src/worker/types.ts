@@ -4,9 +4,7 @@
  * hands it an executor that quotes, processes and stores (docs/protocol.md).
  */
 import type { Logger } from 'pino';
-import type { JobKind } from '../jobs/models.js';
-import type { Quote } from '../jobs/quote.js';
-import type { Job, JobProgress } from '../jobs/types.js';
+import type { JobKind, Quote, Job, JobProgress } from '../jobs/index.js';
 
 export interface JobContext {
   taskId: string;

@@ -14,8 +14,7 @@ import { gatewayService, type GatewayService } from '../../src/gateway/service.j
 import { openStore, type Store } from '../../src/gateway/store/index.js';
 import type { DebitEntry } from '../../src/gateway/store/records.js';
 import { parseWorkerSettings } from '../../src/worker/settings.js';
-import { eventsStreamConfig, jobsStreamConfig } from '../../src/worker/topology.js';
-import type { TerminalEvent } from '../../src/worker/events.js';
+import { eventsStreamConfig, jobsStreamConfig, type TerminalEvent } from '../../src/worker/index.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
 

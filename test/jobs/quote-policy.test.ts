@@ -5,7 +5,7 @@ import { quoteJob, type QuoteDeps, type QuotePolicy } from '../../src/jobs/quote
 import { parseJob } from '../../src/jobs/schemas.js';
 import { SYNC_MODES, type SyncMode } from '../../src/jobs/types.js';
 import { DEFAULT_WORK_LIMITS } from '../../src/jobs/work-limits.js';
-import type { ImageInfo, MediaInfo } from '../../src/media/types.js';
+import type { ImageInfo, MediaInfo } from '../../src/media/index.js';
 
 import { HAND as HAND_NETWORK_ONLY, NET } from './hand-profile.js';
 

@@ -3,7 +3,7 @@ import { JobError, type ErrorCode } from '../../src/errors.js';
 import { errorBody, formatDuration, formatQuoteError, quoteJob, type InputKind, type QuoteDeps } from '../../src/jobs/quote.js';
 import { roundedSeconds } from '../../src/jobs/pricing.js';
 import { normaliseToolBody, parseJob } from '../../src/jobs/schemas.js';
-import type { ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo } from '../../src/media/types.js';
+import type { ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo } from '../../src/media/index.js';
 
 // In-memory stand-ins for src/media: each URL maps to what probing that file would report.
 type FakeFile = { image: ImageInfo } | { media: MediaInfo } | { fail: JobError };

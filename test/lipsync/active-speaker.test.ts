@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionCache } from '../../src/inference/session.js';
+import { SessionCache } from '../../src/inference/index.js';
 import { resolveFfmpeg, runProcess } from '../../src/media/index.js';
 import {
   audioEnvelope,

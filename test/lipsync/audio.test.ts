@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
 import { audioFitFilter, decodeAudio, decodeAudioArgs, ffmpegSeconds, fitSamples } from '../../src/lipsync/index.js';
-import type { ContainerKind } from '../../src/media/types.js';
+import type { ContainerKind } from '../../src/media/index.js';
 import { ffmpeg, makeClip, makeTempDir } from '../media/helpers.js';
 
 const SPEECH = fileURLToPath(new URL('./fixtures/speech-16k.wav', import.meta.url));

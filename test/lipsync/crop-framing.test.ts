@@ -6,7 +6,7 @@
 import ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionCache } from '../../src/inference/session.js';
+import { SessionCache, TEST_MOUTH } from '../../src/inference/index.js';
 import {
   loadBlazeFace,
   BOX_PER_EYE_MOUTH,
@@ -22,7 +22,6 @@ import {
   type RgbFrame,
   OnnxLipsyncModel,
 } from '../../src/lipsync/index.js';
-import { TEST_MOUTH } from '../../src/inference/convert/wav2lip-test-model.js';
 import { testModelManifest } from '../../scripts/make-test-lipsync-model.js';
 import { lipsyncOneFace, measureFraming } from '../../scripts/lipsync-framing.js';
 import { ASTRONAUT, toFrame } from './faces-helpers.js';

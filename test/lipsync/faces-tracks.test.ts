@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionCache } from '../../src/inference/session.js';
+import { SessionCache } from '../../src/inference/index.js';
 import {
   loadBlazeFace,
   type FaceDetector,

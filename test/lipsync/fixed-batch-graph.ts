@@ -1,5 +1,5 @@
 /** A Wav2Lip-contract graph with its batch fixed at 2, for the chunking tests (inline and threaded). */
-import { buildModel, encodeModel, floatTensor, floatValueInfo, node } from '../../src/inference/convert/onnx-builder.js';
+import { buildModel, encodeModel, floatTensor, floatValueInfo, node } from '../../src/inference/index.js';
 
 /** Output `out`: the masked face's channels plus 0 x the mel mean, so each face maps to itself. */
 export function fixedBatchGraph(): Uint8Array {

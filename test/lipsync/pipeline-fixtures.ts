@@ -5,12 +5,9 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
-import { probeMedia, resolveFfmpeg, resolveFfprobe, runProcess } from '../../src/media/index.js';
+import { probeMedia, resolveFfmpeg, resolveFfprobe, runProcess, type MediaInfo } from '../../src/media/index.js';
 import { type LipsyncRequest, sourceDecoderArgs, type RgbFrame } from '../../src/lipsync/index.js';
-import type { MediaInfo } from '../../src/media/types.js';
-import { inputMatrix } from '../../src/video/video-args.js';
-import { displayedSize, frameTiming } from '../../src/video/video-geometry.js';
-import { probeVideoExtras } from '../../src/video/video-probe.js';
+import { inputMatrix, displayedSize, frameTiming, probeVideoExtras } from '../../src/video/index.js';
 import { ASTRONAUT } from './faces-helpers.js';
 import { random } from '../helpers/seeded-random.js';
 

@@ -20,9 +20,9 @@ import {
   srBandStart,
   srFacesPerCall,
 } from '../../src/lipsync/index.js';
-import { DEFAULT_ENCODER } from '../../src/video/video-args.js';
-import type { MediaInfo } from '../../src/media/types.js';
-import type { SyncMode } from '../../src/jobs/types.js';
+import { DEFAULT_ENCODER } from '../../src/video/index.js';
+import type { MediaInfo } from '../../src/media/index.js';
+import type { SyncMode } from '../../src/jobs/index.js';
 
 /** A fake decoder over n frames whose byte 0 is the frame index; counts what it decodes. */
 function fakeVideo(n: number): { open: (start: number) => FrameStream; decoded: () => number; opened: number[] } {

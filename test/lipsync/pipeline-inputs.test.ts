@@ -6,7 +6,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionCache } from '../../src/inference/session.js';
+import { SessionCache } from '../../src/inference/index.js';
 import { JobError } from '../../src/errors.js';
 import {
   lipsyncFile,
@@ -15,7 +15,7 @@ import {
   releaseLipsyncThreads,
   parseLipsyncModelMapping,
 } from '../../src/lipsync/index.js';
-import type { MediaInfo } from '../../src/media/types.js';
+import type { MediaInfo } from '../../src/media/index.js';
 import {
   FPS,
   SIDE,

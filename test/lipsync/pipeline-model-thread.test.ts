@@ -3,8 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionCache, sessionOptions } from '../../src/inference/session.js';
-import { SessionThread } from '../../src/inference/session-thread.js';
+import { SessionCache, sessionOptions, SessionThread } from '../../src/inference/index.js';
 import {
   ThreadedLipsyncModel,
   loadThreadedLipsyncModel,

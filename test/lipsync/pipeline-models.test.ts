@@ -7,7 +7,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionCache } from '../../src/inference/session.js';
+import { SessionCache, type SrModelLoader, createSrModelLoader } from '../../src/inference/index.js';
 import {
   lipsyncFile,
   type LipsyncDeps,
@@ -17,8 +17,6 @@ import {
   releaseLipsyncThreads,
   parseLipsyncModelMapping,
 } from '../../src/lipsync/index.js';
-import type { SrModelLoader } from '../../src/inference/sr-models.js';
-import { createSrModelLoader } from '../../src/inference/sr-models.js';
 import { changedPixels, childProcesses, encodeClip, faceFrames, outputFacts, outputFrames, probe, sourceFrames, speechClip } from './pipeline-fixtures.js';
 
 function luma(f: RgbFrame, x: number, y: number): number {

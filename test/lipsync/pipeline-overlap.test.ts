@@ -7,7 +7,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionCache } from '../../src/inference/session.js';
+import { SessionCache } from '../../src/inference/index.js';
 import {
   lipsyncFile,
   type LipsyncDeps,
@@ -16,7 +16,7 @@ import {
   type RgbFrame,
   parseLipsyncModelMapping,
 } from '../../src/lipsync/index.js';
-import type { MediaInfo } from '../../src/media/types.js';
+import type { MediaInfo } from '../../src/media/index.js';
 import {
   SIDE,
   TWO_FACES,

@@ -9,8 +9,8 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionCache } from '../../src/inference/session.js';
-import type { SyncMode } from '../../src/jobs/types.js';
+import { SessionCache } from '../../src/inference/index.js';
+import type { SyncMode } from '../../src/jobs/index.js';
 import {
   lipsyncFile,
   type LipsyncOutcome,
@@ -18,7 +18,7 @@ import {
   releaseLipsyncThreads,
   parseLipsyncModelMapping,
 } from '../../src/lipsync/index.js';
-import type { MediaInfo } from '../../src/media/types.js';
+import type { MediaInfo } from '../../src/media/index.js';
 import { decodeAudio } from './faces-helpers.js';
 import {
   FPS,

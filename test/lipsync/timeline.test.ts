@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
-import type { SyncMode } from '../../src/jobs/types.js';
+import type { SyncMode } from '../../src/jobs/index.js';
 import { bounceIndex, DEFAULT_MAX_OUTPUT_SECONDS, planTimeline, type AudioPlan } from '../../src/lipsync/index.js';
 
 const FPS25 = { num: 25, den: 1 };

@@ -5,10 +5,7 @@ import ort from 'onnxruntime-node';
 import sharp, { type Sharp } from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
-import { sha256Hex } from '../../src/inference/convert/convert.js';
-import { parseManifest, type LipsyncManifest } from '../../src/inference/manifest.js';
-import { ensureModelFile, forgetVerifiedModels, getManifest, ModelIntegrityError, ModelRegistryError, sha256File } from '../../src/inference/model-registry.js';
-import { SessionCache } from '../../src/inference/session.js';
+import { sha256Hex, parseManifest, type LipsyncManifest, ensureModelFile, forgetVerifiedModels, getManifest, ModelIntegrityError, ModelRegistryError, sha256File, SessionCache, buildWav2LipTestModel, TEST_MOUTH } from '../../src/inference/index.js';
 import {
   DEFAULT_LIPSYNC_MODEL_MAPPING,
   loadLipsyncModel,
@@ -16,7 +13,6 @@ import {
   parseLipsyncModelMapping,
   type LipsyncModel,
 } from '../../src/lipsync/index.js';
-import { buildWav2LipTestModel, TEST_MOUTH } from '../../src/inference/convert/wav2lip-test-model.js';
 import { testModelManifest } from '../../scripts/make-test-lipsync-model.js';
 import { ASTRONAUT } from './faces-helpers.js';
 import { fixedBatchGraph } from './fixed-batch-graph.js';

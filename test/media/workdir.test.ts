@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { currentOwner, ownerState, ownerToken, parseOwnerToken, startTimeOf, type ProcessOwner } from '../../src/media/owner.js';
 import { jobDirSweep, modelTempSweep, safeDirPrefix, sweepLeftovers, withJobDir } from '../../src/media/workdir.js';
-import { writeFileAtomic } from '../../src/inference/convert/convert.js';
+import { writeFileAtomic } from '../../src/inference/index.js';
 
 let root: string;
 beforeEach(async () => {

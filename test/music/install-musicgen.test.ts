@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installMusicgenModel, parseChecksums } from '../../scripts/install-musicgen-model.js';
-import { sha256Hex } from '../../src/inference/convert/convert.js';
+import { sha256Hex } from '../../src/inference/index.js';
 import { MusicgenBackend } from '../../src/music/musicgen/backend.js';
 import { MUSICGEN_FILES } from '../../src/music/musicgen/contract.js';
 import { buildMusicgenTestFolder, writeMusicgenTestFolder } from '../../src/music/musicgen/test-model.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chooseBackend, unfit } from '../../src/music/choose.js';
 import { deriveTitle, seedFor, songPrompt, songTags, songTitle, splitTags, toMusicRequest } from '../../src/music/request.js';
-import { parseMusicBackends } from '../../src/music/backend-names.js';
+import { parseMusicBackends } from '../../src/music/settings.js';
 import type { MusicBackend, MusicCapabilities, MusicRequest, Readiness } from '../../src/music/types.js';
 
 const simple = (prompt: string, instrumental = false): MusicRequest => toMusicRequest({ custom_mode: false, prompt, instrumental }, { taskId: 't1', seconds: 30 });

@@ -10,11 +10,10 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { blockiness, lumaBt601, sharpnessRatio, type Plane } from '../../scripts/bench-metrics.js';
-import { SessionCache } from '../../src/inference/session.js';
-import { probeImage } from '../../src/media/probe-image.js';
+import { SessionCache, createSrModelLoader } from '../../src/inference/index.js';
+import { probeImage } from '../../src/media/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { upscaleImageFile } from '../../src/upscale/image-pipeline.js';
-import { createSrModelLoader } from '../../src/inference/sr-models.js';
 
 const sessions = new SessionCache({ executionProviders: ['cpu'] });
 const loadModel = createSrModelLoader({ sessions });

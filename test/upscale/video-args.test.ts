@@ -3,24 +3,10 @@
  * lists, the extra probe's parsing and the error wording.
  */
 import { describe, expect, it } from 'vitest';
-import { JobError } from '../../src/errors.js';
-import { ProcessError } from '../../src/media/index.js';
-import {
-  DEFAULT_ENCODER,
-  MP4_COPY_AUDIO_CODECS,
-  audioPlan,
-  decoderArgs,
-  encoderArgs,
-  encoderFilters,
-  inputMatrix,
-  videoCodecArgs,
-} from '../../src/video/video-args.js';
-import { ffmpegReason } from '../../src/media/index.js';
-import { FfmpegFailure, ffmpegFailure } from '../../src/video/index.js';
+import { JobError, ProcessingError } from '../../src/errors.js';
+import { ProcessError, ffmpegReason } from '../../src/media/index.js';
+import { DEFAULT_ENCODER, MP4_COPY_AUDIO_CODECS, audioPlan, decoderArgs, encoderArgs, encoderFilters, inputMatrix, videoCodecArgs, FfmpegFailure, ffmpegFailure, displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry, parseAspect, parseVideoExtras, type VideoExtras } from '../../src/video/index.js';
 import { upscaleFailure } from '../../src/upscale/video-pipeline.js';
-import { ProcessingError } from '../../src/errors.js';
-import { displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry } from '../../src/video/video-geometry.js';
-import { parseAspect, parseVideoExtras, type VideoExtras } from '../../src/video/video-probe.js';
 
 const square: VideoExtras = { sampleAspect: { num: 1, den: 1 }, videoStartOffset: 0, videoIndex: 0 };
 

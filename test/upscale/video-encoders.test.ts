@@ -5,8 +5,7 @@
 import { chmod, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_ENCODER } from '../../src/video/video-args.js';
-import { checkEncoder, chooseEncoder, clearEncoderChecks, parseEncoderList, trialEncodeArgs } from '../../src/video/video-encoders.js';
+import { DEFAULT_ENCODER, checkEncoder, chooseEncoder, clearEncoderChecks, parseEncoderList, trialEncodeArgs } from '../../src/video/index.js';
 import { makeTempDir } from '../media/helpers.js';
 
 const LISTING = `Encoders:

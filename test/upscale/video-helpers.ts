@@ -1,7 +1,7 @@
 /** Measuring videos in the video pipeline's tests: stream facts from ffprobe, raw frames from ffmpeg. */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { resolveFfmpeg, resolveFfprobe } from '../../src/media/binaries.js';
+import { resolveFfmpeg, resolveFfprobe } from '../../src/media/index.js';
 
 const run = promisify(execFile);
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveFfmpeg, resolveFfprobe, runProcess } from '../../src/media/index.js';
-import { parsePacketCount, probeVideoPacketCount, videoPacketCountArgs } from '../../src/video/video-probe.js';
+import { parsePacketCount, probeVideoPacketCount, videoPacketCountArgs } from '../../src/video/index.js';
 
 let dir: string;
 

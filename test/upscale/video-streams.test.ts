@@ -5,11 +5,9 @@
  */
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import type { Nchw, TensorOutput } from '../../src/inference/session.js';
-import { type SrModel, upscaleRgb } from '../../src/inference/tiling.js';
-import { BoundedQueue, Slots } from '../../src/video/frame-queue.js';
+import { type Nchw, type TensorOutput, type SrModel, upscaleRgb } from '../../src/inference/index.js';
+import { BoundedQueue, Slots, FrameReader, PartialFrameError } from '../../src/video/index.js';
 import { TileBatcher } from '../../src/upscale/video-batcher.js';
-import { FrameReader, PartialFrameError } from '../../src/video/video-frame-reader.js';
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 

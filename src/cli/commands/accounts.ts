@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { gatewaySettingsFromEnv, openStore, type Store } from '../../gateway/index.js';
-import { connectNats } from '../../worker/connection.js';
-import { workerSettingsFromEnv } from '../../worker/index.js';
+import { connectNats, workerSettingsFromEnv } from '../../worker/index.js';
 import { UsageError } from '../job-arg.js';
 import { reportFailure } from '../exit.js';
 

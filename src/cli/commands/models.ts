@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { ensureModelFile, listManifests } from '../../inference/model-registry.js';
-import { allowModelFetching } from '../../inference/npm-tarball.js';
+import { ensureModelFile, listManifests, allowModelFetching } from '../../inference/index.js';
 import { registryOptions } from '../../runtime.js';
 import { cliContext } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
 import { MUSIC_MODEL, parseJob } from '../../jobs/index.js';
 import type { SettingKey } from '../../config.js';
-import { MUSIC_BACKEND_NAMES } from '../../music/backend-names.js';
+import { MUSIC_BACKEND_NAMES } from '../../music/settings.js';
 import { cliContext } from '../context.js';
 import { EXIT_OK, reportFailure } from '../exit.js';
 import { runLocally } from '../local-run.js';

@@ -2,13 +2,12 @@ import type { Command } from 'commander';
 import path from 'node:path';
 import type { Config } from '../../config.js';
 import { createEngine, executeJob, quoteOnly, type Engine } from '../../execute.js';
-import { ensureModelFile } from '../../inference/model-registry.js';
+import { ensureModelFile, chooseSrModel } from '../../inference/index.js';
 import type { Logger } from '../../logger.js';
 import { jobDirSweep, modelTempSweep, sweepLeftovers } from '../../media/index.js';
 import { PACKAGE_VERSION } from '../../paths.js';
 import { kindChecks } from '../../readiness.js';
 import { registryOptions } from '../../runtime.js';
-import { chooseSrModel } from '../../inference/sr-choice.js';
 import {
   createResultStore,
   setExecutionProvider,

@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ownerToken } from '../../media/owner.js';
+import { ownerToken } from '../../media/index.js';
 import { encodeModel } from './onnx-builder.js';
 import { kerasToOnnx } from './keras-to-onnx.js';
 import { loadTfjsLayersModel } from './tfjs-layers-model.js';

@@ -28,3 +28,5 @@ export {
   type UpscalerScale,
   type UpscalerVariant,
 } from './upscalerjs.js';
+export * from './onnx-builder.js';
+export * from './wav2lip-test-model.js';

@@ -8,10 +8,7 @@
  * ffmpeg's default downmix.
  */
 import { JobError } from '../../errors.js';
-import { resolveFfmpeg } from '../../media/binaries.js';
-import { safeFileInputArgs } from '../../media/ffmpeg-args.js';
-import { ffmpegReason, isProcessError, runProcess } from '../../media/process.js';
-import type { ContainerKind } from '../../media/types.js';
+import { resolveFfmpeg, safeFileInputArgs, ffmpegReason, isProcessError, runProcess, type ContainerKind } from '../../media/index.js';
 
 export const LIPSYNC_SAMPLE_RATE = 16_000;
 export const DEFAULT_DECODE_TIMEOUT_MS = 60_000;

@@ -17,8 +17,7 @@
  * (measured with esrgan-slim-x4: 30 ms per face at 4 or 6 per call, 75-90 ms at 16, whose
  * feature maps no longer fit the caches).
  */
-import { gatherTile } from '../../inference/tiling.js';
-import type { LoadedSrModel } from '../../inference/sr-models.js';
+import { gatherTile, type LoadedSrModel } from '../../inference/index.js';
 import type { GeneratedFace } from './composite.js';
 
 /** Source rows above the mask's top edge that are upscaled too. */

@@ -8,20 +8,18 @@
  * The stages, when a batch goes to the network early, memory, the reference face and stopping are
  * told in docs/lipsync.md ("The output pass").
  */
-import type { LoadedSrModel } from '../../inference/sr-models.js';
+import type { LoadedSrModel } from '../../inference/index.js';
 import { spawnProcess, type PathNames } from '../../media/index.js';
 import { BoundedQueue, StageGroup, endPipe, ffmpegFailure, writeWithBackpressure } from '../../video/index.js';
 import { compositeFace, type GeneratedFace } from './composite.js';
 import { cropFace, cropForFace, type FaceCrop } from './crop.js';
-import { lipsyncEncoderArgs, type LipsyncEncoderInput } from '../frames/index.js';
-import { tensorToRgb, type TensorLayout, wav2lipInput } from '../network/index.js';
+import { lipsyncEncoderArgs, type LipsyncEncoderInput, SourceFrames, cacheCapacity, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from '../frames/index.js';
+import { tensorToRgb, type TensorLayout, wav2lipInput, type LipsyncModel } from '../network/index.js';
 import { DEFAULT_MOUTH_MASK } from './mask.js';
 import { melChunk, type MelSpectrogram } from '../audio/index.js';
 import { superResolveMouths } from './mouth-sr.js';
-import { SourceFrames, cacheCapacity, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from '../frames/index.js';
 import type { TimelinePlan } from '../timeline.js';
 import type { FaceBox } from '../types.js';
-import type { LipsyncModel } from '../network/index.js';
 
 /** Source frames kept for loop and bounce: 82 frames of 1080p, 194 of 720p, 26 s of 360p at 30 fps. */
 export const DEFAULT_CACHE_BYTES = 512 * 1024 * 1024;

@@ -13,9 +13,7 @@
  */
 import sharp from 'sharp';
 import ort from 'onnxruntime-node';
-import type { AnchorLayer, FaceDetectionManifest } from '../../inference/manifest.js';
-import { ensureModelFile, getManifest, type RegistryOptions } from '../../inference/model-registry.js';
-import type { InlineSession, ModelSession, SessionCache } from '../../inference/session.js';
+import { type AnchorLayer, type FaceDetectionManifest, ensureModelFile, getManifest, type RegistryOptions, type InlineSession, type ModelSession, type SessionCache } from '../../inference/index.js';
 import type { FaceBox, FaceKeypoints, Point, RgbFrame } from '../types.js';
 
 export const DEFAULT_FACE_DETECTOR = 'blazeface-back-256';

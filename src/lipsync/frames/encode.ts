@@ -14,11 +14,8 @@
  * (audio.ts audioFitFilter), AAC. The video has exactly the timeline's frame count, so both streams
  * end within one AAC frame (21 ms at 48 kHz) of the planned duration.
  */
-import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs } from '../../media/index.js';
-import type { ContainerKind } from '../../media/types.js';
-import { type EncoderSettings, videoCodecArgs, yuv420Filters } from '../../video/index.js';
-import type { Rational } from '../../media/index.js';
-import { type Size, formatRate } from '../../video/index.js';
+import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs, type ContainerKind, type Rational } from '../../media/index.js';
+import { type EncoderSettings, videoCodecArgs, yuv420Filters, type Size, formatRate } from '../../video/index.js';
 import { audioFitFilter } from '../audio/index.js';
 
 export const AAC_BITRATE = 128_000;

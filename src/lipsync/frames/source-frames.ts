@@ -19,13 +19,8 @@
  * chunks of `capacity` frames. A clip that fits in the cache is decoded exactly once, whatever the
  * mode; a longer one costs about n^2 / (2 capacity) extra decoded-only frames per backward run.
  */
-import type { ColourMatrix } from '../../video/index.js';
-import type { FrameTiming, Size } from '../../video/index.js';
-import { formatRate } from '../../video/index.js';
-import { DEINTERLACE_FILTER, rgbFilters } from '../../video/index.js';
-import { quietFfmpegArgs, rgbPipeOutputArgs, safeFileInputArgs, spawnProcess, type StreamingProcess } from '../../media/index.js';
-import type { ContainerKind } from '../../media/types.js';
-import { FrameReader } from '../../video/index.js';
+import { type ColourMatrix, type FrameTiming, type Size, formatRate, DEINTERLACE_FILTER, rgbFilters, FrameReader } from '../../video/index.js';
+import { quietFfmpegArgs, rgbPipeOutputArgs, safeFileInputArgs, spawnProcess, type StreamingProcess, type ContainerKind } from '../../media/index.js';
 import { errorMessage } from '../../errors.js';
 
 export interface SourceDecodeSpec {

@@ -14,11 +14,8 @@
  * file and settings lives for the process (an idle thread does not keep the process alive);
  * `releaseLipsyncThreads` ends them at shutdown.
  */
-import type { LipsyncManifest } from '../../inference/manifest.js';
-import { ensureModelFile } from '../../inference/model-registry.js';
-import { sessionOptions } from '../../inference/session.js';
-import { SessionThread, type ThreadSessionInfo } from '../../inference/session-thread.js';
-import type { LipsyncModelId } from '../../jobs/models.js';
+import { type LipsyncManifest, ensureModelFile, sessionOptions, SessionThread, type ThreadSessionInfo } from '../../inference/index.js';
+import type { LipsyncModelId } from '../../jobs/index.js';
 import { LipsyncNetworkModel, loadLipsyncModel, type LipsyncModel, type LoadLipsyncModelOptions } from './wav2lip-model.js';
 
 /** The LipsyncModel contract served by a session on a worker thread; `graph` is what its open reported. */

@@ -11,14 +11,12 @@
  *   of the same face, BGR (Wav2Lip was trained on OpenCV frames) in 0..1;
  * - one output [B, 3, 96, 96]: the face with a mouth matching the audio, BGR in 0..1.
  */
-import { z } from 'zod';
 import ort from 'onnxruntime-node';
 import { JobError } from '../../errors.js';
-import { LIPSYNC_MODEL_IDS, type LipsyncModelId } from '../../jobs/models.js';
-import { MANIFEST_SCHEMA_VERSION, type LipsyncManifest } from '../../inference/manifest.js';
-import { ensureModelFile, getManifest, ModelIntegrityError, ModelRegistryError, type RegistryOptions } from '../../inference/model-registry.js';
-import type { NamedTensor, SessionCache } from '../../inference/session.js';
+import type { LipsyncModelId } from '../../jobs/index.js';
+import { MANIFEST_SCHEMA_VERSION, type LipsyncManifest, ensureModelFile, getManifest, ModelIntegrityError, ModelRegistryError, type RegistryOptions, type NamedTensor, type SessionCache } from '../../inference/index.js';
 import { rawSession } from '../faces/index.js';
+import { DEFAULT_LIPSYNC_MODEL_MAPPING, REAL_LIPSYNC_MODEL, TEST_LIPSYNC_MODEL, type LipsyncModelMapping } from '../settings.js';
 import { WAV2LIP_MEL } from '../audio/index.js';
 
 export const WAV2LIP_MEL_INPUT = 'mel_spectrogram';
@@ -27,10 +25,6 @@ export const WAV2LIP_FACE_SIZE = 96;
 export const WAV2LIP_MEL_BANDS = WAV2LIP_MEL.melBands;
 export const WAV2LIP_MEL_WINDOW = WAV2LIP_MEL.windowFrames;
 
-/** The real weights' manifest name that the defaults point at. */
-export const REAL_LIPSYNC_MODEL = 'wav2lip';
-/** The generated test model: exercises the pipeline, does not lip-sync. */
-export const TEST_LIPSYNC_MODEL = 'wav2lip-test';
 
 /** How operators install real weights (named in every "not installed" message). */
 export function installCommand(name = REAL_LIPSYNC_MODEL): string {
@@ -103,48 +97,6 @@ export function buildLipsyncManifest(fields: {
     testModel: fields.testModel,
     ...wav2lipContract(fields.outputName),
   };
-}
-
-// ------------------------------------------------------------------ which manifest serves which id
-
-const manifestName = z.string().regex(/^[a-z0-9][a-z0-9.-]*$/, 'Expected a model manifest name of lower-case letters, digits, dots and dashes');
-
-export const lipsyncModelMappingSchema = z
-  .object({
-    'vendor-lipsync-2': manifestName,
-    'vendor-lipsync-2-pro': manifestName,
-    'vendor-lipsync-3': manifestName,
-  })
-  .strict();
-
-export type LipsyncModelMapping = z.infer<typeof lipsyncModelMappingSchema>;
-
-export const DEFAULT_LIPSYNC_MODEL_MAPPING: Readonly<LipsyncModelMapping> = Object.freeze({
-  'vendor-lipsync-2': REAL_LIPSYNC_MODEL,
-  'vendor-lipsync-2-pro': REAL_LIPSYNC_MODEL,
-  'vendor-lipsync-3': REAL_LIPSYNC_MODEL,
-});
-
-/**
- * The mapping from a setting's text: one manifest name for all three ids (`wav2lip-test`), or a
- * JSON object naming some ids (the others keep the default), e.g.
- * `{"vendor-lipsync-3":"wav2lip-hq"}`. Throws an Error naming `where` on a bad value.
- */
-export function parseLipsyncModelMapping(text: string, where = 'the lip-sync model mapping'): LipsyncModelMapping {
-  const trimmed = text.trim();
-  let candidate: unknown;
-  if (trimmed.startsWith('{')) {
-    try {
-      candidate = { ...DEFAULT_LIPSYNC_MODEL_MAPPING, ...(JSON.parse(trimmed) as object) };
-    } catch {
-      throw new Error(`Expected a manifest name or a JSON object for ${where} but received ${JSON.stringify(text)}`);
-    }
-  } else {
-    candidate = Object.fromEntries(LIPSYNC_MODEL_IDS.map((id) => [id, trimmed]));
-  }
-  const parsed = lipsyncModelMappingSchema.safeParse(candidate);
-  if (!parsed.success) throw new Error(`Expected a valid ${where} but ${z.prettifyError(parsed.error)}`);
-  return parsed.data;
 }
 
 // ------------------------------------------------------------------ loading and running

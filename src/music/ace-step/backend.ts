@@ -5,7 +5,7 @@
  * on a configured (usually loopback) address: its audio URLs are accepted only on that origin.
  */
 import { JobError } from '../../jobs/index.js';
-import type { FetchOptions } from '../../media/fetch.js';
+import type { FetchOptions } from '../../media/index.js';
 import { downloadAudio } from '../remote/download.js';
 import { callJson, displayUrl, ProviderError, TransientProviderError, waitUntil, withRetry } from '../remote/http.js';
 import type { GenerateContext, MusicBackend, MusicRequest, RawSong, Readiness } from '../types.js';

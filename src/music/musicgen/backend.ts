@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type ort from 'onnxruntime-node';
 import { JobError } from '../../jobs/index.js';
-import { openSession, type InlineSession, type SessionSettings } from '../../inference/session.js';
+import { openSession, type InlineSession, type SessionSettings } from '../../inference/index.js';
 import type { GenerateContext, MusicBackend, MusicRequest, RawSong, Readiness } from '../types.js';
 import { countLayers, MUSICGEN_FILES, missingDecoderNames } from './contract.js';
 import { decodeMusic, type MusicgenSessions } from './decode.js';

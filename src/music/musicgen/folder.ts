@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { sha256File } from '../../inference/model-registry.js';
+import { sha256File } from '../../inference/index.js';
 import { FOLDER_MANIFEST, REQUIRED_FILES, MUSICGEN_FILES } from './contract.js';
 import { MUSICGEN_TEST_NAME, writeMusicgenTestFolder } from './test-model.js';
 

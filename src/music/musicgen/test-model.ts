@@ -12,8 +12,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import onnxProto from 'onnx-proto';
-import { sha256Hex, writeFileAtomic } from '../../inference/convert/convert.js';
-import { buildModel, encodeModel, floatTensor, node, type OnnxNode, type OnnxTensor, type OnnxValueInfo } from '../../inference/convert/onnx-builder.js';
+import { sha256Hex, writeFileAtomic, buildModel, encodeModel, floatTensor, node, type OnnxNode, type OnnxTensor, type OnnxValueInfo } from '../../inference/index.js';
 import {
   AUDIO_CODES,
   AUDIO_VALUES,

@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { JobError } from '../../jobs/index.js';
-import { localize, type FetchOptions } from '../../media/fetch.js';
+import { localize, type FetchOptions } from '../../media/index.js';
 import { displayUrl } from './http.js';
 
 export async function downloadAudio(url: string, name: string, ctx: { dir: string; signal: AbortSignal }, fetchOptions: FetchOptions): Promise<string> {

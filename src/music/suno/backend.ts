@@ -6,7 +6,7 @@
  * fetcher: provider URLs expire, ours live 14 days.
  */
 import { JobError } from '../../jobs/index.js';
-import type { FetchOptions } from '../../media/fetch.js';
+import type { FetchOptions } from '../../media/index.js';
 import { downloadAudio, downloadImage } from '../remote/download.js';
 import { callJson, ProviderError, TransientProviderError, waitUntil, withRetry } from '../remote/http.js';
 import type { GenerateContext, MusicBackend, MusicRequest, RawSong, Readiness } from '../types.js';
