@@ -55,7 +55,9 @@ export default defineConfig(
           layers: [['media'], ['video', 'inference'], ['jobs'], ['upscale', 'lipsync', 'music'], ['worker'], ['gateway'], ['cli']],
           // A folder's pure settings (constants and parsers, no runtime imports) are its second way in,
           // so that src/config.ts reads every setting without loading ONNX Runtime or sharp.
-          entries: ['index.ts', 'settings.ts'],
+          // The tile plan is pure geometry that the contract prices with (jobs/cost-model.ts): the
+          // gateway quotes without loading ONNX Runtime.
+          entries: ['index.ts', 'settings.ts', 'inference/tile-plan.ts'],
           // src/cli.ts installs its signal handlers before it loads the program (cli/startup-signals.ts):
           // a barrel would load every command first.
           withoutIndex: ['cli'],

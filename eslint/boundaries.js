@@ -68,9 +68,10 @@ const rule = {
           return;
         }
       }
-      const isEntry = parts.length === 3 && entries.includes(parts[2]);
+      // An entry is a file name every folder may offer (index.ts) or one folder's file ('inference/tile-plan.ts').
+      const isEntry = (parts.length === 3 && entries.includes(parts[2])) || entries.includes(parts.slice(1).join('/'));
       if (!isEntry && !withoutIndex.includes(to) && importer.tests !== to) {
-        const names = entries.map((entry) => `src/${to}/${entry}`).join(' or ');
+        const names = entries.flatMap((entry) => (entry.includes('/') ? [] : [`src/${to}/${entry}`])).join(' or ');
         context.report({ node: sourceNode, messageId: 'throughIndex', data: { ...data, from: importer.name, entries: names } });
       }
     }

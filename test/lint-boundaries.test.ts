@@ -64,6 +64,7 @@ describe('boundaries/imports', () => {
     ['src/upscale/x.ts', '../video/index.js'],
     ['src/upscale/x.ts', '../inference/index.js'],
     ['src/x.ts', './media/settings.js'], // a folder's pure settings, for src/config.ts
+    ['src/jobs/x.ts', '../inference/tile-plan.js'], // one folder's light entry, named in the config
     ['src/cli.ts', './cli/program.js'], // cli/ has no barrel: src/cli.ts loads it lazily
     ['src/gateway/x.ts', '../worker/index.js'],
     ['src/cli/x.ts', '../gateway/index.js'],

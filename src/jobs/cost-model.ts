@@ -11,7 +11,7 @@
  * and network and codecs add up on a CPU class (they share the cores) but overlap on a GPU class
  * (the slower of the two decides). Figures per class: hardware-classes.ts.
  */
-import { planTiles } from '../inference/index.js';
+import { planTiles } from '../inference/tile-plan.js';
 import type { HardwareProfile } from './hardware-classes.js';
 import type { SyncMode, UpscaleFactor } from './types.js';
 
