@@ -24,7 +24,6 @@ const rule = {
           layers: { type: 'array', items: { type: 'array', items: { type: 'string' } } },
           entries: { type: 'array', items: { type: 'string' } },
           withoutIndex: { type: 'array', items: { type: 'string' } },
-          known: { type: 'array', items: { type: 'string' } },
         },
         required: ['root', 'layers'],
         additionalProperties: false,
@@ -37,10 +36,9 @@ const rule = {
     },
   },
   create(context) {
-    const { root, layers, entries = ['index.ts'], withoutIndex = [], known = [] } = context.options[0];
+    const { root, layers, entries = ['index.ts'], withoutIndex = [] } = context.options[0];
     const layerOf = new Map(layers.flatMap((names, rank) => names.map((name) => [name, rank])));
     const order = layers.map((names) => names.join('|')).reverse().join(' > ');
-    const allowed = new Set(known);
     const importer = areaOf(toPosix(path.relative(root, context.filename)));
 
     function check(sourceNode) {
@@ -52,7 +50,6 @@ const rule = {
       if (parts[0] !== 'src' || parts.length < 3) return; // outside src/, or a file at src/'s top
       const to = parts[1];
       if (importer.folder === to) return;
-      if (allowed.has(`${importer.name} -> ${target}`)) return;
       const data = { from: importer.folder ?? importer.name, to, target };
 
       if (importer.folder !== undefined) {
