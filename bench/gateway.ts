@@ -8,7 +8,7 @@
  * - latency of GET /api/v1/tasks/{id} (p50, p99), at a given concurrency.
  *
  * Prints one JSON object. Figures only, no assertions (timings belong here, not in tests).
- * Usage: node dist/scripts/bench-gateway.js [--submissions N] [--gets N] [--concurrency C]
+ * Usage: node dist/bench/gateway.js [--submissions N] [--gets N] [--concurrency C]
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';

@@ -5,7 +5,7 @@
  * stretch of opencv-doc's Megamind.avi, downscaled x4 first, then upscaled x4 by the real video
  * pipeline (decoder, tiles, encoder at CRF 18); outputs are decoded back and compared at full size.
  *
- *   npm run build && node dist/scripts/bench-flicker.js [--models realesrgan-x4fast,esrgan-slim-x4,realesrgan-x4plus]
+ *   npm run build && node dist/bench/flicker.js [--models realesrgan-x4fast,esrgan-slim-x4,realesrgan-x4plus]
  *       [--start 2] [--seconds 2] [--video PATH]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -18,8 +18,8 @@ import { probeMedia } from '../src/media/probe-media.js';
 import { runProcess } from '../src/media/process.js';
 import { createSrModelLoader } from '../src/upscale/sr-models.js';
 import { upscaleVideoFile } from '../src/upscale/video-pipeline.js';
-import { describeMachine, formatTable, machineInfo, markdownTable, splitList } from './bench-common.js';
-import { lumaBt601, meanFrameChange, type Plane } from './bench-metrics.js';
+import { describeMachine, formatTable, machineInfo, markdownTable, splitList } from './common.js';
+import { lumaBt601, meanFrameChange, type Plane } from './metrics.js';
 
 const { values } = parseArgs({
   options: {

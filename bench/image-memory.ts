@@ -4,7 +4,7 @@
  * peak resident set of a child process that does nothing else (ONNX Runtime's threads included).
  * Prints the peak next to the size of the 8-bit output, the floor any pipeline needs.
  *
- *   npm run build && node dist/scripts/bench-image-memory.js [--side 4898] [--factor 2] [--model esrgan-slim-x2]
+ *   npm run build && node dist/bench/image-memory.js [--side 4898] [--factor 2] [--model esrgan-slim-x2]
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -20,7 +20,7 @@
  * run (the least disturbed on a shared machine) and show the ratio of medians too. The two outputs
  * are compared (PSNR of ours against UpscalerJS's) to show both computed the same thing.
  *
- *   npm run build && node dist/scripts/bench-upscalerjs.js [--image PATH] [--size 256] [--reps 2]
+ *   npm run build && node dist/bench/upscalerjs.js [--image PATH] [--size 256] [--reps 2]
  *       [--models esrgan-slim-x2,...] [--tile N] [--patch-size N --padding N] [--json FILE]
  */
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
@@ -53,8 +53,8 @@ import {
   timed,
   type Timing,
   writeResults,
-} from './bench-common.js';
-import { lumaBt601, psnr } from './bench-metrics.js';
+} from './common.js';
+import { lumaBt601, psnr } from './metrics.js';
 
 const require = createRequire(path.join(PACKAGE_ROOT, 'package.json'));
 

@@ -24,7 +24,7 @@
  * real Wav2Lip (96x96 GAN generator, ~36 M parameters) on a multi-core CPU, no measurement (no
  * real weights can be had here); pass another value to see another network.
  *
- *   npx tsc -p tsconfig.json && node dist/scripts/bench-lipsync.js [--size 1280x720] [--fps 25]
+ *   npx tsc -p tsconfig.json && node dist/bench/lipsync.js [--size 1280x720] [--fps 25]
  *       [--seconds 10] [--model-ms 25] [--batch 16] [--threads N] [--only A,S,B,C] [--repeat 1]
  */
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -5,7 +5,7 @@
  * adds. The test model's figures measure the decoding loop and the ONNX Runtime calls with a
  * full-size 24-layer cache, not music quality.
  *
- *   npx tsc -p tsconfig.json && node dist/scripts/bench-music.js [--seconds 5] [--repeat 2]
+ *   npx tsc -p tsconfig.json && node dist/bench/music.js [--seconds 5] [--repeat 2]
  *       [--model musicgen-test,musicgen-small] [--threads N] [--providers cpu]
  */
 import { existsSync } from 'node:fs';
@@ -32,7 +32,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help === true) {
-  console.log('usage: node dist/scripts/bench-music.js [--seconds 5] [--repeat 2] [--model musicgen-test,musicgen-small] [--threads N] [--providers cpu]');
+  console.log('usage: node dist/bench/music.js [--seconds 5] [--repeat 2] [--model musicgen-test,musicgen-small] [--threads N] [--providers cpu]');
   process.exit(0);
 }
 

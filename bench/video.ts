@@ -13,7 +13,7 @@
  *     its ffmpeg children, sampled from /proc every 20 ms) for a short and a long input.
  *     Goal: long / short <= 1.2.
  *
- *   npx tsc -p tsconfig.json && node dist/scripts/bench-video.js [--size 160x90] [--fps 24]
+ *   npx tsc -p tsconfig.json && node dist/bench/video.js [--size 160x90] [--fps 24]
  *       [--seconds 10] [--long-seconds 60] [--factor 2] [--model NAME] [--frames-in-flight 2]
  *       [--reps 5] [--only a,b,c] [--threads N] [--nice N]
  */

@@ -18,7 +18,7 @@
  *   Runtime call on the whole crop) as a share of this machine's measured matrix-multiply peak
  *   (ONNX Runtime MatMul, float32, the best of 1024^3 and 2048^3), and output megapixels per second.
  *
- *   npm run build && node dist/scripts/bench-realesrgan.js [--models realesrgan-x4fast,realesrgan-x4plus]
+ *   npm run build && node dist/bench/realesrgan.js [--models realesrgan-x4fast,realesrgan-x4plus]
  *       [--photos astronaut,chelsea,coffee] [--size 128] [--reps 2] [--upscayl PATH] [--network-only]
  *
  * --network-only prints the MatMul peak and each network's achieved FLOP/s and MP/s, nothing else.
@@ -41,7 +41,7 @@ import { probeImage } from '../src/media/probe-image.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { upscaleImageFile } from '../src/upscale/image-pipeline.js';
 import { createSrModelLoader } from '../src/upscale/sr-models.js';
-import { describeMachine, formatTable, loadRgb, machineInfo, markdownTable, selectPhotos, splitList } from './bench-common.js';
+import { describeMachine, formatTable, loadRgb, machineInfo, markdownTable, selectPhotos, splitList } from './common.js';
 
 const { values } = parseArgs({
   options: {

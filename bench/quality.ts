@@ -9,10 +9,10 @@
  * border of `scale` pixels left out; what users see: sharpness (mean luma gradient over the
  * original's; bicubic is about 0.5 at x4) and lattice blockiness (the mean luma step across every
  * `scale`-th row and column boundary over the mean step elsewhere; 1.0 = no grid). Prints per-photo
- * tables and means, writes .cache/bench/quality.json for scripts/bench-chart.ts, and with --picture
+ * tables and means, writes .cache/bench/quality.json for bench/chart.ts, and with --picture
  * a side-by-side PNG (original, bicubic, each network) of one region of --picture-photo.
  *
- *   npm run build && node dist/scripts/bench-quality.js [--photos astronaut,chelsea,...|PATH,...]
+ *   npm run build && node dist/bench/quality.js [--photos astronaut,chelsea,...|PATH,...]
  *       [--scales 2,4] [--models esrgan-slim-x4,...] [--max-side 512] [--threads 0] [--json FILE]
  *       [--picture docs/quality-x4.png --picture-photo chelsea --picture-region x,y,size]
  */
@@ -39,8 +39,8 @@ import {
   srManifests,
   timed,
   writeResults,
-} from './bench-common.js';
-import { blockiness, lumaBt601, psnr, sharpnessRatio, ssim, trimBorder } from './bench-metrics.js';
+} from './common.js';
+import { blockiness, lumaBt601, psnr, sharpnessRatio, ssim, trimBorder } from './metrics.js';
 import sharp from 'sharp';
 
 export interface QualityRow {

@@ -14,12 +14,12 @@
  * cut (feather 0) against untiled. Prints the largest 8-bit difference per overlap: the smallest
  * overlap with a difference <= 1 is what a model needs for seamless tiling, the one with 0 is exact.
  *
- *   npx tsc -p tsconfig.json && node dist/scripts/bench-tiling.js [--size 256] [--tile N[,N...]] [--overlap N]
+ *   npx tsc -p tsconfig.json && node dist/bench/tiling.js [--size 256] [--tile N[,N...]] [--overlap N]
  *       [--batch N] [--reps 3] [--threads N] [--inline] [--models esrgan-slim-x4,...] [--image PATH]
  *
  * The pipeline runs its session on a worker thread, as the worker daemon does (--inline: on the
  * main thread); the reference call is bare ONNX Runtime on the main thread.
- *   node dist/scripts/bench-tiling.js --scan-overlap [--scan-tile 64] [--overlaps 0,2,4,6,8,12,16]
+ *   node dist/bench/tiling.js --scan-overlap [--scan-tile 64] [--overlaps 0,2,4,6,8,12,16]
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';

@@ -11,7 +11,7 @@
  * wall time grows with the neighbours' load; the CPU time is the work itself, so CPU / cores is
  * what the run would take with the cores to itself (what the estimate is for).
  *
- *   npm run build && node dist/scripts/bench-cost-model.js [--reps 1] [--only image,video] [--json FILE]
+ *   npm run build && node dist/bench/cost-model.js [--reps 1] [--only image,video] [--json FILE]
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -24,7 +24,7 @@ import { createEngine, executeJob, quoteOnly } from '../src/execute.js';
 import { parseJob, type Job } from '../src/jobs/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { cpuSeconds } from './cpu-time.js';
-import { describeMachine, intOption, machineInfo, median, writeResults } from './bench-common.js';
+import { describeMachine, intOption, machineInfo, median, writeResults } from './common.js';
 
 const { values } = parseArgs({ options: { reps: { type: 'string' }, only: { type: 'string' }, json: { type: 'string' } } });
 const reps = intOption('reps', values.reps, 1) ?? 1;

@@ -10,9 +10,9 @@
  * Sessions are opened and every path run once before timing (warm-up excluded); then --reps runs,
  * file and bare alternating so a busy neighbour slows both alike. The tables give the fastest run
  * (the least disturbed on a shared machine); the JSON keeps every run and the median. Writes
- * .cache/bench/speed.json for scripts/bench-chart.ts.
+ * .cache/bench/speed.json for bench/chart.ts.
  *
- *   npm run build && node dist/scripts/bench-image-speed.js [--image PATH] [--size 512] [--reps 2]
+ *   npm run build && node dist/bench/image-speed.js [--image PATH] [--size 512] [--reps 2]
  *       [--scales 2,4] [--models esrgan-slim-x4,...] [--threads 0] [--tile N] [--format png|jpeg|webp] [--json FILE]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -42,7 +42,7 @@ import {
   timed,
   type Timing,
   writeResults,
-} from './bench-common.js';
+} from './common.js';
 
 export interface SpeedRow {
   scale: number;

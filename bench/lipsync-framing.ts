@@ -12,7 +12,7 @@
  * framing this replaced (a square around the box plus Wav2Lip's 10 px bottom pad, moved down 5 %),
  * by geometry: the mouth's height in that crop and how far below the mouth the ellipse fell.
  *
- *   npx tsc -p tsconfig.json && node dist/scripts/bench-lipsync-framing.js [--out DIR] [--frames N]
+ *   npx tsc -p tsconfig.json && node dist/bench/lipsync-framing.js [--out DIR] [--frames N]
  *
  * --out writes PNGs of a few faces: the frame with the mouth keypoint (green) and the darkening's
  * centre (red), and the 96x96 crop the network saw, enlarged.
@@ -29,8 +29,8 @@ import { loadBlazeFace } from '../src/lipsync/blazeface.js';
 import { BOX_PER_EYE_MOUTH, cropFace, EYES_PER_EYE_MOUTH, WAV2LIP_FRAMING } from '../src/lipsync/crop.js';
 import type { FaceBox, RgbFrame } from '../src/lipsync/types.js';
 import { OnnxLipsyncModel } from '../src/lipsync/wav2lip-model.js';
-import { testModelManifest } from './make-test-lipsync-model.js';
-import { lipsyncOneFace, measureFraming, type FaceFraming } from './lipsync-framing.js';
+import { testModelManifest } from '../scripts/make-test-lipsync-model.js';
+import { lipsyncOneFace, measureFraming, type FaceFraming } from '../scripts/lipsync-framing.js';
 
 const { values } = parseArgs({ options: { out: { type: 'string' }, frames: { type: 'string' } } });
 const ROOT = new URL('..', import.meta.url).pathname.replace(/dist\/$/, '');
