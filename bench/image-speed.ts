@@ -14,6 +14,9 @@
  *
  *   npm run build && node dist/bench/image-speed.js [--image PATH] [--size 512] [--reps 2]
  *       [--scales 2,4] [--models esrgan-slim-x4,...] [--threads 0] [--tile N] [--format png|jpeg|webp] [--json FILE]
+ *       [--write-docs [--docs-block NAME]]
+ *
+ * --write-docs puts the table in docs/benchmarks.md between <!-- bench:image-speed begin/end --> (bench/doc-block.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -32,7 +35,6 @@ import {
   intOption,
   loadRgb,
   machineInfo,
-  markdownTable,
   resultsPath,
   scalesOption,
   shortName,
@@ -43,6 +45,8 @@ import {
   type Timing,
   writeResults,
 } from './common.js';
+import { TABLES } from './blocks.js';
+import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
 export interface SpeedRow {
   scale: number;
@@ -73,10 +77,12 @@ const { values } = parseArgs({
     tile: { type: 'string' },
     format: { type: 'string', default: 'png' },
     json: { type: 'string', default: resultsPath('speed') },
+    ...DOCS_OPTIONS,
   },
 });
 
 async function main(): Promise<void> {
+  const target = await docsTarget('image-speed', values);
   const size = intOption('size', values.size, 16) ?? 512;
   const reps = intOption('reps', values.reps, 1) ?? 2;
   const threads = intOption('threads', values.threads) ?? 0;
@@ -144,7 +150,7 @@ async function main(): Promise<void> {
       }
     }
 
-    const header = ['model', 'factor', 'tile/overlap (tiles)', 'file ms', 'bare ms', 'file MP/s', 'bare MP/s', 'file / bare', 'file median ms'];
+    const header = TABLES.imageSpeed.header;
     const body = rows.map((r) => [
       r.method === 'bicubic' ? 'bicubic (sharp)' : shortName(r.method),
       `x${r.scale}`,
@@ -163,6 +169,8 @@ async function main(): Promise<void> {
       settings: { image: path.basename(values.image), width: rgb.width, height: rgb.height, format, reps, threads, tile },
       rows,
     });
+    const caption = `${path.basename(values.image)}, centre crop ${rgb.width}x${rgb.height} ${format}, fastest of ${reps} runs:`;
+    await writeDocsBlock(target, 'image-speed', [{ caption, header, rows: body }], describeMachine(machine));
   } finally {
     await sessions.release();
     await rm(dir, { recursive: true, force: true });
