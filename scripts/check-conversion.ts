@@ -17,8 +17,7 @@ import * as tf from '@tensorflow/tfjs';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
-import { convertTfjsSource } from '../src/inference/convert/convert.js';
-import { packageRoot, parseModelName, installedSource, UPSCALERJS_VARIANTS } from '../src/inference/convert/upscalerjs.js';
+import { convertTfjsSource, packageRoot, parseModelName, installedSource, UPSCALERJS_VARIANTS } from '../src/inference/index.js';
 
 export const DEFAULT_IMAGE = DEFAULT_SAMPLE_IMAGE;
 

@@ -15,22 +15,8 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { convertTfjsSource, writeFileAtomic } from '../src/inference/convert/convert.js';
-import { buildUpscalerManifest } from '../src/inference/convert/manifest-builder.js';
-import {
-  installedSource,
-  modelName,
-  parseModelName,
-  UPSCALERJS_SCALES,
-  UPSCALERJS_VARIANTS,
-  type UpscalerVariant,
-} from '../src/inference/convert/upscalerjs.js';
-import { formatManifest, type SuperResolutionManifest } from '../src/inference/manifest.js';
-import { buildRealEsrganManifest, convertNcnnFiles, REALESRGAN_NETWORKS } from '../src/inference/convert/realesrgan.js';
-import { sha256Hex } from '../src/inference/convert/convert.js';
-import { fetchNpmTarballFiles } from '../src/inference/npm-tarball.js';
+import { convertTfjsSource, writeFileAtomic, buildUpscalerManifest, installedSource, modelName, parseModelName, UPSCALERJS_SCALES, UPSCALERJS_VARIANTS, type UpscalerVariant, formatManifest, type SuperResolutionManifest, buildRealEsrganManifest, convertNcnnFiles, REALESRGAN_NETWORKS, sha256Hex, fetchNpmTarballFiles, defaultModelsDir, listManifests } from '../src/inference/index.js';
 import { readFile } from 'node:fs/promises';
-import { defaultModelsDir, listManifests } from '../src/inference/model-registry.js';
 
 function defaultNames(allScales: boolean): string[] {
   const scales = allScales ? UPSCALERJS_SCALES : ([2, 4] as const);

@@ -19,13 +19,10 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
-import { ownedTempName } from '../src/media/owner.js';
+import { ownedTempName, localize, type FetchOptions } from '../src/media/index.js';
 import onnxProto from 'onnx-proto';
 import ort from 'onnxruntime-node';
-import { writeFileAtomic } from '../src/inference/convert/convert.js';
-import { formatManifest, type LipsyncManifest } from '../src/inference/manifest.js';
-import { defaultModelsDir, forgetVerifiedModels, sha256File } from '../src/inference/model-registry.js';
-import { localize, type FetchOptions } from '../src/media/index.js';
+import { writeFileAtomic, formatManifest, type LipsyncManifest, defaultModelsDir, forgetVerifiedModels, sha256File } from '../src/inference/index.js';
 import {
   buildLipsyncManifest,
   checkLipsyncGraph,

@@ -18,10 +18,9 @@ import { copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promis
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { defaultModelsDir, sha256File } from '../src/inference/model-registry.js';
+import { defaultModelsDir, sha256File } from '../src/inference/index.js';
 import { localize, type FetchOptions } from '../src/media/index.js';
-import { FOLDER_MANIFEST, REQUIRED_FILES } from '../src/music/musicgen/contract.js';
-import { inspectMusicgenFolder } from '../src/music/musicgen/inspect.js';
+import { FOLDER_MANIFEST, REQUIRED_FILES, inspectMusicgenFolder } from '../src/music/index.js';
 
 export const MUSICGEN_LICENCE = {
   spdx: 'CC-BY-NC-4.0',

@@ -12,10 +12,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { sha256Hex, writeFileAtomic } from '../src/inference/convert/convert.js';
-import { formatManifest, parseManifest, type LipsyncManifest } from '../src/inference/manifest.js';
-import { defaultModelsDir } from '../src/inference/model-registry.js';
-import { buildWav2LipTestModel, WAV2LIP_TEST_GENERATOR } from '../src/inference/convert/wav2lip-test-model.js';
+import { sha256Hex, writeFileAtomic, formatManifest, parseManifest, type LipsyncManifest, defaultModelsDir, buildWav2LipTestModel, WAV2LIP_TEST_GENERATOR } from '../src/inference/index.js';
 import { buildLipsyncManifest, TEST_LIPSYNC_MODEL } from '../src/lipsync/index.js';
 
 export function testModelManifest(): { manifest: LipsyncManifest; bytes: Uint8Array } {

@@ -6,15 +6,13 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { allSettingsReference } from '../src/config.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { replaceMarkedBlock } from './marked-block.js';
 
 export const START = '<!-- config-reference:start -->';
 export const END = '<!-- config-reference:end -->';
 
 export function withConfigReference(readme: string, table: string): string {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`Expected README.md to contain ${START} … ${END}`);
-  return `${readme.slice(0, start + START.length)}\n${table}\n${readme.slice(end)}`;
+  return replaceMarkedBlock(readme, START, END, table, 'README.md');
 }
 
 if (process.argv[1] !== undefined && import.meta.url.endsWith(path.basename(process.argv[1]))) {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blockiness, lumaBt601, sharpnessRatio, type Plane } from '../../scripts/bench-metrics.js';
+import { blockiness, lumaBt601, sharpnessRatio, type Plane } from '../../bench/metrics.js';
 import { SessionCache, createSrModelLoader } from '../../src/inference/index.js';
 import { probeImage } from '../../src/media/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';

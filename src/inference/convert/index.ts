@@ -30,3 +30,4 @@ export {
 } from './upscalerjs.js';
 export * from './onnx-builder.js';
 export * from './wav2lip-test-model.js';
+export { REALESRGAN_NETWORKS, buildRealEsrganManifest, convertNcnnFiles } from './realesrgan.js';

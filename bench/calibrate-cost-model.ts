@@ -14,22 +14,18 @@
  * besides wall time: on a shared machine the wall time grows with the neighbours' load, the CPU
  * time much less. Rates are from the fastest of --reps.
  *
- *   npm run build && node dist/scripts/calibrate-cost-model.js [--reps 3] [--json FILE]
+ *   npm run build && node dist/bench/calibrate-cost-model.js [--reps 3] [--json FILE]
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { getManifest, ensureModelFile } from '../src/inference/model-registry.js';
-import type { SuperResolutionManifest } from '../src/inference/manifest.js';
-import { SessionCache } from '../src/inference/session.js';
-import { defaultFeather, upscaleRgb } from '../src/inference/tiling.js';
-import { planTiles } from '../src/inference/tile-plan.js';
+import { getManifest, ensureModelFile, type SuperResolutionManifest, SessionCache, defaultFeather, upscaleRgb, planTiles } from '../src/inference/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { DEFAULT_ENCODER } from '../src/video/index.js';
 import { cpuSeconds } from './cpu-time.js';
-import { describeMachine, intOption, loadRgb, machineInfo, median, timed, writeResults } from './bench-common.js';
+import { describeMachine, intOption, loadRgb, machineInfo, median, timed, writeResults } from './common.js';
 
 const { values } = parseArgs({
   options: { reps: { type: 'string' }, json: { type: 'string' }, only: { type: 'string' } },

@@ -4,7 +4,10 @@
  * peak resident set of a child process that does nothing else (ONNX Runtime's threads included).
  * Prints the peak next to the size of the 8-bit output, the floor any pipeline needs.
  *
- *   npm run build && node dist/scripts/bench-image-memory.js [--side 4898] [--factor 2] [--model esrgan-slim-x2]
+ *   npm run build && node dist/bench/image-memory.js [--side 4898] [--factor 2] [--model esrgan-slim-x2]
+ *       [--write-docs [--docs-block NAME]]
+ *
+ * --write-docs puts the table in docs/benchmarks.md between <!-- bench:image-memory begin/end --> (bench/doc-block.ts).
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -13,12 +16,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { SessionCache } from '../src/inference/session.js';
+import { SessionCache, createSrModelLoader } from '../src/inference/index.js';
 import type { UpscaleFactor } from '../src/jobs/index.js';
 import { probeImage } from '../src/media/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
-import { upscaleImageFile } from '../src/upscale/image-pipeline.js';
-import { createSrModelLoader } from '../src/inference/sr-models.js';
+import { upscaleImageFile } from '../src/upscale/index.js';
+import { TABLES } from './blocks.js';
+import { describeMachine, machineInfo } from './common.js';
+import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
 const { values } = parseArgs({
   options: {
@@ -28,6 +33,7 @@ const { values } = parseArgs({
     child: { type: 'boolean', default: false },
     input: { type: 'string' },
     output: { type: 'string' },
+    ...DOCS_OPTIONS,
   },
 });
 
@@ -47,6 +53,8 @@ if (values.child) {
   await sessions.release();
   process.stdout.write(JSON.stringify({ maxRssKb: process.resourceUsage().maxRSS, seconds }) + '\n');
 } else {
+  const target = await docsTarget('image-memory', values);
+  const machine = describeMachine(machineInfo());
   const side = Number(values.side);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-image-memory-'));
   try {
@@ -67,7 +75,23 @@ if (values.child) {
     console.log(`input ${side}x${side}, output ${outSide}x${outSide} = ${((outSide * outSide) / 1e6).toFixed(2)} MP, factor ${factor}`);
     console.log(`wall ${seconds.toFixed(1)} s, ${((outSide * outSide) / 1e6 / seconds).toFixed(2)} output MP/s`);
     console.log(`peak RSS ${peakMb.toFixed(0)} MiB; 8-bit RGB output alone ${outputMb.toFixed(0)} MiB; ratio ${(peakMb / outputMb).toFixed(2)}`);
-    console.log(`machine: ${os.cpus()[0]?.model ?? 'unknown'} x${os.availableParallelism()}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`);
+    console.log(`machine: ${machine}`);
+    const outMp = (outSide * outSide) / 1e6;
+    const row = [
+      values.model ?? 'the image default',
+      `x${factor}`,
+      `${side}x${side}`,
+      `${outSide}x${outSide}`,
+      outMp.toFixed(2),
+      seconds.toFixed(1),
+      (outMp / seconds).toFixed(2),
+      peakMb.toFixed(0),
+      outputMb.toFixed(0),
+      (peakMb / outputMb).toFixed(2),
+    ];
+    console.log(`\n${markdownTable(TABLES.imageMemory.header, [row])}`);
+    const caption = 'Peak resident set of a child process running the whole file-to-file pipeline (PNG in, PNG out):';
+    await writeDocsBlock(target, 'image-memory', [{ caption, header: TABLES.imageMemory.header, rows: [row] }], machine);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

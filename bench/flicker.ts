@@ -5,21 +5,22 @@
  * stretch of opencv-doc's Megamind.avi, downscaled x4 first, then upscaled x4 by the real video
  * pipeline (decoder, tiles, encoder at CRF 18); outputs are decoded back and compared at full size.
  *
- *   npm run build && node dist/scripts/bench-flicker.js [--models realesrgan-x4fast,esrgan-slim-x4,realesrgan-x4plus]
- *       [--start 2] [--seconds 2] [--video PATH]
+ *   npm run build && node dist/bench/flicker.js [--models realesrgan-x4fast,esrgan-slim-x4,realesrgan-x4plus]
+ *       [--start 2] [--seconds 2] [--video PATH] [--write-docs [--docs-block NAME]]
+ *
+ * --write-docs puts the table in docs/benchmarks.md between <!-- bench:flicker begin/end --> (bench/doc-block.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { SessionCache } from '../src/inference/session.js';
-import { resolveFfmpeg } from '../src/media/binaries.js';
-import { probeMedia } from '../src/media/probe-media.js';
-import { runProcess } from '../src/media/process.js';
-import { createSrModelLoader } from '../src/inference/sr-models.js';
-import { upscaleVideoFile } from '../src/upscale/video-pipeline.js';
-import { describeMachine, formatTable, machineInfo, markdownTable, splitList } from './bench-common.js';
-import { lumaBt601, meanFrameChange, type Plane } from './bench-metrics.js';
+import { SessionCache, createSrModelLoader } from '../src/inference/index.js';
+import { resolveFfmpeg, probeMedia, runProcess } from '../src/media/index.js';
+import { upscaleVideoFile } from '../src/upscale/index.js';
+import { describeMachine, formatTable, machineInfo, splitList } from './common.js';
+import { TABLES } from './blocks.js';
+import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { lumaBt601, meanFrameChange, type Plane } from './metrics.js';
 
 const { values } = parseArgs({
   options: {
@@ -27,6 +28,7 @@ const { values } = parseArgs({
     start: { type: 'string', default: '2' },
     seconds: { type: 'string', default: '2' },
     video: { type: 'string', default: '/usr/share/doc/opencv-doc/examples/data/Megamind.avi' },
+    ...DOCS_OPTIONS,
   },
 });
 
@@ -45,7 +47,9 @@ async function frames(file: string, width: number, height: number, filter = ''):
 }
 
 async function main(): Promise<void> {
-  console.log(`# ${describeMachine(machineInfo())}`);
+  const target = await docsTarget('flicker', values);
+  const machine = describeMachine(machineInfo());
+  console.log(`# ${machine}`);
   const work = await mkdtemp(path.join(tmpdir(), 'bench-flicker-'));
   const sessions = new SessionCache({ executionProviders: ['cpu'] });
   const loadModel = createSrModelLoader({ sessions });
@@ -73,9 +77,11 @@ async function main(): Promise<void> {
       rows.push([model, change.toFixed(3), (change / bicubic).toFixed(2), seconds.toFixed(1)]);
       console.log(formatTable([], [rows.at(-1)!]));
     }
-    const header = ['method', 'mean frame-to-frame luma change', 'flicker (over bicubic)', 'pipeline s'];
+    const header = TABLES.flicker.header;
     console.log(formatTable(header, rows));
     console.log('\n' + markdownTable(header, rows));
+    const caption = `${path.basename(values.video)} from ${values.start} s for ${values.seconds} s, downscaled to ${w}x${h}, upscaled x4 to ${W}x${H}:`;
+    await writeDocsBlock(target, 'flicker', [{ caption, header, rows }], machine);
   } finally {
     await sessions.release();
     await rm(work, { recursive: true, force: true });

@@ -11,7 +11,10 @@
  * wall time grows with the neighbours' load; the CPU time is the work itself, so CPU / cores is
  * what the run would take with the cores to itself (what the estimate is for).
  *
- *   npm run build && node dist/scripts/bench-cost-model.js [--reps 1] [--only image,video] [--json FILE]
+ *   npm run build && node dist/bench/cost-model.js [--reps 1] [--only image,video] [--json FILE]
+ *       [--write-docs [--docs-block NAME]]
+ *
+ * --write-docs puts the table in docs/benchmarks.md between <!-- bench:cost-model begin/end --> (bench/doc-block.ts).
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -24,9 +27,12 @@ import { createEngine, executeJob, quoteOnly } from '../src/execute.js';
 import { parseJob, type Job } from '../src/jobs/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { cpuSeconds } from './cpu-time.js';
-import { describeMachine, intOption, machineInfo, median, writeResults } from './bench-common.js';
+import { describeMachine, intOption, machineInfo, median, writeResults } from './common.js';
+import { TABLES } from './blocks.js';
+import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
-const { values } = parseArgs({ options: { reps: { type: 'string' }, only: { type: 'string' }, json: { type: 'string' } } });
+const { values } = parseArgs({ options: { reps: { type: 'string' }, only: { type: 'string' }, json: { type: 'string' }, ...DOCS_OPTIONS } });
+const target = await docsTarget('cost-model', values);
 const reps = intOption('reps', values.reps, 1) ?? 1;
 const only = values.only?.split(',') ?? ['image', 'video'];
 
@@ -79,6 +85,7 @@ interface Row {
   cpuPerCoreSeconds: number[];
   ratio: number;
   cpuRatio: number;
+  loadAverage: number;
 }
 
 const config = loadConfig();
@@ -86,7 +93,8 @@ const logger = pino({ level: 'silent' });
 const engine = createEngine(config, logger);
 const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-cost-'));
 const rows: Row[] = [];
-console.log(describeMachine(machineInfo()));
+const machine = describeMachine(machineInfo());
+console.log(machine);
 try {
   for (const c of CASES.filter((x) => only.includes(x.kind))) {
     const job = await c.job(dir);
@@ -123,12 +131,13 @@ try {
       cpuPerCoreSeconds: [...cpuRuns],
       ratio: median(actual) / quote.estimated_seconds,
       cpuRatio: median(cpuRuns) / quote.estimated_seconds,
+      loadAverage: os.loadavg()[0] ?? Number.NaN,
     };
     rows.push(row);
     console.log(
       `${row.name.padEnd(30)} ${row.hardwareClass} frames ${String(row.estimatedFrames).padStart(4)}  estimated ${row.estimatedSeconds.toFixed(1).padStart(6)} s  ` +
         `wall ${actual.map((a) => a.toFixed(1)).join(', ').padStart(6)} s (${row.ratio.toFixed(2)} x)  ` +
-        `CPU/cores ${row.cpuPerCoreSeconds.map((a) => a.toFixed(1)).join(', ')} s (${row.cpuRatio.toFixed(2)} x)  load ${os.loadavg()[0]?.toFixed(1)}`,
+        `CPU/cores ${row.cpuPerCoreSeconds.map((a) => a.toFixed(1)).join(', ')} s (${row.cpuRatio.toFixed(2)} x)  load ${row.loadAverage.toFixed(1)}`,
     );
   }
 } finally {
@@ -136,3 +145,17 @@ try {
   await rm(dir, { recursive: true, force: true });
 }
 if (values.json !== undefined) await writeResults(values.json, { machine: machineInfo(), rows });
+const table = rows.map((r) => [
+  r.name,
+  r.hardwareClass,
+  String(r.estimatedFrames),
+  r.estimatedSeconds.toFixed(1),
+  median(r.actualSeconds).toFixed(1),
+  r.ratio.toFixed(2),
+  median(r.cpuPerCoreSeconds).toFixed(1),
+  r.cpuRatio.toFixed(2),
+  r.loadAverage.toFixed(1),
+]);
+console.log(`\n${markdownTable(TABLES.costModel.header, table)}`);
+const caption = `The estimate against real runs through executeJob after a warm-up run, medians of ${reps}:`;
+await writeDocsBlock(target, 'cost-model', [{ caption, header: TABLES.costModel.header, rows: table }], machine);

@@ -12,8 +12,10 @@
  * framing this replaced (a square around the box plus Wav2Lip's 10 px bottom pad, moved down 5 %),
  * by geometry: the mouth's height in that crop and how far below the mouth the ellipse fell.
  *
- *   npx tsc -p tsconfig.json && node dist/scripts/bench-lipsync-framing.js [--out DIR] [--frames N]
+ *   npx tsc -p tsconfig.json && node dist/bench/lipsync-framing.js [--out DIR] [--frames N]
+ *       [--write-docs [--docs-block NAME]]
  *
+ * --write-docs puts the summary in docs/benchmarks.md between <!-- bench:lipsync-framing begin/end --> (bench/doc-block.ts).
  * --out writes PNGs of a few faces: the frame with the mouth keypoint (green) and the darkening's
  * centre (red), and the 96x96 crop the network saw, enlarged.
  */
@@ -23,22 +25,16 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import ort from 'onnxruntime-node';
 import sharp, { type Sharp } from 'sharp';
-import { SessionCache } from '../src/inference/session.js';
+import { SessionCache } from '../src/inference/index.js';
 import { resolveFfmpeg, runProcess } from '../src/media/index.js';
-import {
-  loadBlazeFace,
-  BOX_PER_EYE_MOUTH,
-  cropFace,
-  EYES_PER_EYE_MOUTH,
-  WAV2LIP_FRAMING,
-  type FaceBox,
-  type RgbFrame,
-  OnnxLipsyncModel,
-} from '../src/lipsync/index.js';
-import { testModelManifest } from './make-test-lipsync-model.js';
-import { lipsyncOneFace, measureFraming, type FaceFraming } from './lipsync-framing.js';
+import { loadBlazeFace, BOX_PER_EYE_MOUTH, cropFace, EYES_PER_EYE_MOUTH, WAV2LIP_FRAMING, type FaceBox, type RgbFrame, OnnxLipsyncModel } from '../src/lipsync/index.js';
+import { testModelManifest } from '../scripts/make-test-lipsync-model.js';
+import { lipsyncOneFace, measureFraming, type FaceFraming } from '../scripts/lipsync-framing.js';
+import { TABLES } from './blocks.js';
+import { describeMachine, machineInfo } from './common.js';
+import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
-const { values } = parseArgs({ options: { out: { type: 'string' }, frames: { type: 'string' } } });
+const { values } = parseArgs({ options: { out: { type: 'string' }, frames: { type: 'string' }, ...DOCS_OPTIONS } });
 const ROOT = new URL('..', import.meta.url).pathname.replace(/dist\/$/, '');
 const PHOTOS = path.join(ROOT, 'test/fixtures/photos');
 const OPENCV_DATA = '/usr/share/doc/opencv-doc/examples/data';
@@ -123,6 +119,8 @@ async function marked(frame: RgbFrame, data: Uint8Array, points: { at: readonly 
 }
 
 async function main(): Promise<void> {
+  const target = await docsTarget('lipsync-framing', values);
+  const machine = describeMachine(machineInfo());
   const sessions = new SessionCache({ thread: false });
   const detector = await loadBlazeFace('blazeface-back-256', { sessions });
   const { manifest, bytes } = testModelManifest();
@@ -187,9 +185,20 @@ async function main(): Promise<void> {
   for (const r of rows) bySource.set(r.source, [...(bySource.get(r.source) ?? []), r]);
   console.log('\nsummary (offset = |darkening centre - mouth keypoint| / face height)');
   console.log('source      faces  frontal  worst frontal  worst frontal aligned  worst any  mean mouth v   estimate / scale used, median: eye-mouth, eyes, box');
+  const summary: string[][] = [];
   for (const [source, list] of bySource) {
     const fr = list.filter((r) => Math.abs(r.framing.yaw) < FRONTAL_YAW);
     const meanV = list.reduce((s, r) => s + r.framing.mouthInCrop[1], 0) / list.length;
+    const percent = (v: number): string => (100 * v).toFixed(1);
+    summary.push([
+      source,
+      String(list.length),
+      String(fr.length),
+      fr.length === 0 ? '-' : percent(worst(fr, (r) => r.framing.offsetPerFaceHeight)),
+      fr.length === 0 ? '-' : percent(worst(fr, (r) => r.aligned.offsetPerFaceHeight)),
+      percent(worst(list, (r) => r.framing.offsetPerFaceHeight)),
+      f3(meanV),
+    ]);
     const ratios = (k: 'direct' | 'eyes' | 'box') => {
       const div = { direct: 1, eyes: EYES_PER_EYE_MOUTH, box: BOX_PER_EYE_MOUTH }[k];
       const v = list.map((r) => r.framing.scaleEstimates[k] / div / r.framing.scaleEstimates.used).sort((x, y) => x - y);
@@ -217,6 +226,9 @@ async function main(): Promise<void> {
   );
   const worstFrontal = Math.max(worst(frontal, (r) => r.framing.offsetPerFaceHeight), worst(frontal, (r) => r.aligned.offsetPerFaceHeight));
   console.log(`${frontal.length} frontal faces of ${rows.length}; worst frontal offset ${pct(worstFrontal)} (goal ${pct(GOAL)}): ${worstFrontal <= GOAL ? 'met' : 'NOT met'}`);
+  console.log(`\n${markdownTable(TABLES.lipsyncFraming.header, summary)}`);
+  const caption = `Distance from the darkening's centre to the mouth keypoint over the face height (frontal: |yaw| < ${FRONTAL_YAW}; goal ${pct(GOAL)}):`;
+  await writeDocsBlock(target, 'lipsync-framing', [{ caption, header: TABLES.lipsyncFraming.header, rows: summary }], machine);
 }
 
 main().catch((error: unknown) => {

@@ -14,22 +14,25 @@
  * cut (feather 0) against untiled. Prints the largest 8-bit difference per overlap: the smallest
  * overlap with a difference <= 1 is what a model needs for seamless tiling, the one with 0 is exact.
  *
- *   npx tsc -p tsconfig.json && node dist/scripts/bench-tiling.js [--size 256] [--tile N[,N...]] [--overlap N]
+ *   npx tsc -p tsconfig.json && node dist/bench/tiling.js [--size 256] [--tile N[,N...]] [--overlap N]
  *       [--batch N] [--reps 3] [--threads N] [--inline] [--models esrgan-slim-x4,...] [--image PATH]
  *
  * The pipeline runs its session on a worker thread, as the worker daemon does (--inline: on the
  * main thread); the reference call is bare ONNX Runtime on the main thread.
- *   node dist/scripts/bench-tiling.js --scan-overlap [--scan-tile 64] [--overlaps 0,2,4,6,8,12,16]
+ *   node dist/bench/tiling.js --scan-overlap [--scan-tile 64] [--overlaps 0,2,4,6,8,12,16]
+ *
+ * Either mode takes [--write-docs [--docs-block NAME]]: the table goes into docs/benchmarks.md
+ * between <!-- bench:tiling begin/end --> (the scan: <!-- bench:tiling-overlap ... -->; bench/doc-block.ts).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import type { SuperResolutionManifest } from '../src/inference/manifest.js';
-import { defaultModelsDir, listManifests } from '../src/inference/model-registry.js';
-import { type ModelSession, openSession, openThreadSession } from '../src/inference/session.js';
-import { type RgbImage, type SrModel, gatherTile, upscaleRgb } from '../src/inference/tiling.js';
+import { type SuperResolutionManifest, defaultModelsDir, listManifests, type ModelSession, openSession, openThreadSession, type RgbImage, type SrModel, gatherTile, upscaleRgb } from '../src/inference/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../src/paths.js';
+import { TABLES } from './blocks.js';
+import { describeMachine, machineInfo } from './common.js';
+import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
 const PHOTOS = BUNDLED_PHOTOS_DIR;
 
@@ -49,6 +52,7 @@ const { values } = parseArgs({
     'scan-tile': { type: 'string', default: '64' },
     overlaps: { type: 'string', default: '0,2,4,6,8,10,12,16' },
     photos: { type: 'string', default: 'astronaut.png,coffee.png,chelsea.png' },
+    ...DOCS_OPTIONS,
   },
 });
 
@@ -105,12 +109,13 @@ async function selectedManifests(): Promise<SuperResolutionManifest[]> {
   return all.filter((m) => (wanted ? wanted.includes(m.name) : existsSync(path.join(dir, m.file))));
 }
 
-async function speed(): Promise<void> {
+async function speed(target: string | undefined, machine: string): Promise<void> {
   const size = int('size', values.size) ?? 256;
   const reps = Math.max(1, int('reps', values.reps) ?? 3);
   const image = await crop(values.image, size, size);
   console.log(`image: ${path.basename(values.image)} crop ${image.width}x${image.height}; reps ${reps}; medians`);
   console.log('model            | tile/ovl/bat | tiles | ORT untiled ms | pipeline ms | ratio | cpu ratio | outside ORT ms | out MP/s');
+  const rows: string[][] = [];
   for (const manifest of await selectedManifests()) {
     const file = path.join(defaultModelsDir(), manifest.file);
     const settings = { threads: int('threads', values.threads) ?? 0 };
@@ -161,32 +166,38 @@ async function speed(): Promise<void> {
       const u = median(untiled);
       const p = median(tiled);
       const outMp = (image.width * image.height * manifest.scale * manifest.scale) / 1e6;
-      console.log(
-        [
-          manifest.name.padEnd(16),
-          `${options.tile}/${options.overlap}/${options.batch}`.padEnd(12),
-          String(count).padStart(5),
-          u.toFixed(0).padStart(14),
-          p.toFixed(0).padStart(11),
-          (p / u).toFixed(3).padStart(5),
-          (median(tiledCpu) / median(untiledCpu)).toFixed(3).padStart(9),
-          median(outside).toFixed(1).padStart(14),
-          (outMp / (p / 1000)).toFixed(3).padStart(8),
-        ].join(' | '),
-      );
+      const row = [
+        manifest.name,
+        `${options.tile}/${options.overlap}/${options.batch}`,
+        String(count),
+        u.toFixed(0),
+        p.toFixed(0),
+        (p / u).toFixed(3),
+        (median(tiledCpu) / median(untiledCpu)).toFixed(3),
+        median(outside).toFixed(1),
+        (outMp / (p / 1000)).toFixed(3),
+      ];
+      rows.push(row);
+      const widths = [16, 12, 5, 14, 11, 5, 9, 14, 8];
+      console.log(row.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | '));
     }
     await session.release();
     await pipelineSession.release();
   }
+  const header = TABLES.tilingSpeed.header;
+  console.log(`\n${markdownTable(header, rows)}`);
+  const caption = `${path.basename(values.image)}, crop ${image.width}x${image.height}, medians of ${reps}; the pipeline ${values.inline ? 'on the main thread' : 'on its worker thread'}:`;
+  await writeDocsBlock(target, 'tiling', [{ caption, header, rows }], machine);
 }
 
-async function scanOverlap(): Promise<void> {
+async function scanOverlap(target: string | undefined, machine: string): Promise<void> {
   const tile = int('scan-tile', values['scan-tile']) ?? 64;
   const overlaps = values.overlaps.split(',').map((s) => int('overlaps', s) ?? 0).filter((o) => tile > 2 * o);
   const photos = values.photos.split(',').map((s) => s.trim());
   console.log(`tile ${tile}, feather 0, crop = two tiles per axis (exactly \`overlap\` context at the seams)`);
   console.log(`max |tiled - untiled| over ${photos.join(', ')} (8-bit), and pixels off by more than 1`);
   console.log(`model            | ${overlaps.map((o) => `ovl ${o}`.padStart(12)).join(' | ')}`);
+  const rows: string[][] = [];
   for (const manifest of await selectedManifests()) {
     const session = await openSession(path.join(defaultModelsDir(), manifest.file), { threads: int('threads', values.threads) ?? 0 });
     const model = srModel(session, manifest);
@@ -205,11 +216,20 @@ async function scanOverlap(): Promise<void> {
           if (d > 1) over += 1;
         }
       }
-      cells.push(`${max} (${over})`.padStart(12));
+      cells.push(`${max} (${over})`);
     }
-    console.log(`${manifest.name.padEnd(16)} | ${cells.join(' | ')}`);
+    rows.push([manifest.name, ...cells]);
+    console.log(`${manifest.name.padEnd(16)} | ${cells.map((c) => c.padStart(12)).join(' | ')}`);
     await session.release();
   }
+  const header = [...TABLES.tilingOverlap.header, ...overlaps.map((o) => `overlap ${o}`)];
+  console.log(`\n${markdownTable(header, rows)}`);
+  const caption = `Largest 8-bit difference, tiled (tile ${tile}, hard cut) against untiled, over ${photos.join(', ')}; in brackets, values off by more than 1:`;
+  await writeDocsBlock(target, 'tiling', [{ caption, header, rows }], machine);
 }
 
-await (values['scan-overlap'] ? scanOverlap() : speed());
+const scan = values['scan-overlap'];
+const target = await docsTarget('tiling', values, scan ? 'tiling-overlap' : 'tiling');
+const machine = describeMachine(machineInfo());
+console.log(machine);
+await (scan ? scanOverlap(target, machine) : speed(target, machine));

@@ -24,45 +24,25 @@
  * real Wav2Lip (96x96 GAN generator, ~36 M parameters) on a multi-core CPU, no measurement (no
  * real weights can be had here); pass another value to see another network.
  *
- *   npx tsc -p tsconfig.json && node dist/scripts/bench-lipsync.js [--size 1280x720] [--fps 25]
+ *   npx tsc -p tsconfig.json && node dist/bench/lipsync.js [--size 1280x720] [--fps 25]
  *       [--seconds 10] [--model-ms 25] [--batch 16] [--threads N] [--only A,S,B,C] [--repeat 1]
+ *       [--write-docs [--docs-block NAME]]
+ *
+ * --write-docs puts the tables in docs/benchmarks.md between <!-- bench:lipsync begin/end --> (bench/doc-block.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { SessionCache } from '../src/inference/session.js';
-import { findOnPath, probeMedia, resolveFfmpeg, runProcess, spawnProcess } from '../src/media/index.js';
-import type { MediaInfo } from '../src/media/types.js';
+import { SessionCache } from '../src/inference/index.js';
+import { findOnPath, probeMedia, resolveFfmpeg, runProcess, spawnProcess, type MediaInfo } from '../src/media/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
-import { DEFAULT_ENCODER, inputMatrix } from '../src/video/index.js';
-import { displayedSize, frameTiming } from '../src/video/video-geometry.js';
-import { probeVideoExtras } from '../src/video/video-probe.js';
-import {
-  captureFacePatch,
-  loadBlazeFace,
-  lipsyncEncoderArgs,
-  detectionSize,
-  runFacePass,
-  decodeAudio,
-  FACE_DETECTION_PROFILES,
-  frameThumbnail,
-  melChunk,
-  melSpectrogram,
-  lipsyncFile,
-  type LipsyncOutcome,
-  ffmpegFrameStream,
-  sourceDecoderArgs,
-  type SourceDecodeSpec,
-  type RgbFrame,
-  loadThreadedLipsyncModel,
-  releaseLipsyncThreads,
-  loadLipsyncModel,
-  parseLipsyncModelMapping,
-  type LipsyncModel,
-} from '../src/lipsync/index.js';
-import { endPipe, writeWithBackpressure } from '../src/video/index.js';
+import { DEFAULT_ENCODER, inputMatrix, displayedSize, frameTiming, probeVideoExtras, endPipe, writeWithBackpressure } from '../src/video/index.js';
+import { captureFacePatch, loadBlazeFace, lipsyncEncoderArgs, detectionSize, runFacePass, decodeAudio, FACE_DETECTION_PROFILES, frameThumbnail, melChunk, melSpectrogram, lipsyncFile, type LipsyncOutcome, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec, type RgbFrame, loadThreadedLipsyncModel, releaseLipsyncThreads, loadLipsyncModel, parseLipsyncModelMapping, type LipsyncModel } from '../src/lipsync/index.js';
+import { TABLES } from './blocks.js';
+import { describeMachine, machineInfo } from './common.js';
+import { DOCS_OPTIONS, type DocTable, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
 const { values } = parseArgs({
   options: {
@@ -74,6 +54,7 @@ const { values } = parseArgs({
     threads: { type: 'string', default: '0' },
     only: { type: 'string', default: 'A,S,B,C' },
     repeat: { type: 'string', default: '1' },
+    ...DOCS_OPTIONS,
   },
 });
 
@@ -251,9 +232,12 @@ function report(label: string, outcome: LipsyncOutcome, modelAlone: number): voi
 
 // ------------------------------------------------------------------ main
 
+const target = await docsTarget('lipsync', values);
+const machine = describeMachine(machineInfo());
+const tables: DocTable[] = [];
 const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-lipsync-'));
 try {
-  console.log(`lip-sync benchmark: ${width}x${height} at ${fps} fps, ${seconds} s; ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`lip-sync benchmark: ${width}x${height} at ${fps} fps, ${seconds} s; ${machine}`);
   const speech = await makeSpeech(dir);
   const clip = path.join(dir, 'clip.mp4');
   await makeClip(clip, speech);
@@ -330,6 +314,25 @@ try {
     if (outcomeA !== undefined) {
       console.log(`  crop + network input ${perFrame(outcomeA.stats.prepareMs, frames)} ms, output to RGB + paste ${perFrame(outcomeA.stats.pasteMs, frames)} ms (from run A)`);
     }
+    const stages = [
+      [`decode ${width}x${height} to RGB`, perFrame(full.ms, frames)],
+      [`decode at detection size (${ds.width}x${ds.height})`, perFrame(small.ms, frames)],
+      ['BlazeFace', perFrame(detectMs, frames)],
+      ['active-speaker patches', perFrame(patchMs, frames)],
+      ['shot-cut thumbnail', perFrame(thumbMs, frames)],
+      ['face pass as run (decode beside detection)', perFrame(pass.ms, frames)],
+      ['audio features: decode to 16 kHz mono', perFrame(audioMs, frames)],
+      ['audio features: mel spectrogram', perFrame(melMs, frames)],
+      ['audio features: the window for each frame', perFrame(chunkMs, frames)],
+      [`x264 encode (${DEFAULT_ENCODER.preset}, crf ${DEFAULT_ENCODER.crf}) + AAC`, perFrame(encodeMs, frames)],
+      ...(outcomeA === undefined
+        ? []
+        : [
+            ['crop + network input (run A)', perFrame(outcomeA.stats.prepareMs, frames)],
+            ['output to RGB + paste (run A)', perFrame(outcomeA.stats.pasteMs, frames)],
+          ]),
+    ];
+    tables.push({ caption: `Stages alone, ${frames} frames:`, header: TABLES.lipsyncStages.header, rows: stages });
   }
 
   // Each stand-in twice, alternating: detection first (as before face-schedule.ts), then beside the
@@ -360,15 +363,26 @@ try {
       );
     }
   }
-  if (rows.length > 0) {
-    console.log(`\nMarkdown (${modelMs} ms per face, ${seconds} s, fastest of ${repeat}):\n`);
-    console.log('| run | face pass | wall / network-only | share of wall time in the network | ms/frame not hidden |');
-    console.log('|---|---|---|---|---|');
-    for (const { key, overlapped, outcome, alone: a } of rows) {
-      const w = outcome.stats.wallMs;
-      console.log(`| ${key}: stand-in ${modelMs} ms/face${key === 'C' ? ', worker thread' : ', main thread'} | ${overlapped ? 'beside the output pass' : 'first'} | ${(w / a).toFixed(2)} | ${((100 * a) / w).toFixed(0)} % | ${perFrame(w - a, outcome.frames)} |`);
-    }
+  const runs: string[][] = [];
+  if (outcomeA !== undefined && only.has('A')) {
+    const w = outcomeA.stats.wallMs;
+    runs.push(['A: test network', 'beside the output pass', (w / alone).toFixed(2), ((100 * alone) / w).toFixed(0), perFrame(w - alone, outcomeA.frames)]);
   }
+  for (const { key, overlapped, outcome, alone: a } of rows) {
+    const w = outcome.stats.wallMs;
+    runs.push([
+      `${key}: stand-in ${modelMs} ms/face${key === 'C' ? ', worker thread' : ', main thread'}`,
+      overlapped ? 'beside the output pass' : 'first',
+      (w / a).toFixed(2),
+      ((100 * a) / w).toFixed(0),
+      perFrame(w - a, outcome.frames),
+    ]);
+  }
+  if (runs.length > 0) {
+    tables.push({ caption: `Wall time over the network's time alone, ${seconds} s clip (B and C: fastest of ${repeat}):`, header: TABLES.lipsyncRuns.header, rows: runs });
+  }
+  console.log(`\n${tables.map((t) => markdownTable(t.header, t.rows)).join('\n\n')}`);
+  await writeDocsBlock(target, 'lipsync', tables, machine);
 } finally {
   await releaseLipsyncThreads();
   await sessions.release();

@@ -1,10 +1,10 @@
 /**
- * The quality-against-speed chart of docs/benchmarks.md: mean PSNR (bench-quality) against output
- * megapixels per second through the file-in, file-out pipeline (bench-image-speed, log scale), one
+ * The quality-against-speed chart of docs/benchmarks.md: mean PSNR (bench/quality.ts) against output
+ * megapixels per second through the file-in, file-out pipeline (bench/image-speed.ts, log scale), one
  * point per model and factor, bicubic as the reference. Drawn as SVG by hand, rendered to PNG by
  * sharp (librsvg).
  *
- *   npm run build && node dist/scripts/bench-chart.js [--quality .cache/bench/quality.json]
+ *   npm run build && node dist/bench/chart.js [--quality .cache/bench/quality.json]
  *       [--speed .cache/bench/speed.json] [--out docs/quality-vs-speed] [--highlight esrgan-slim-x2,...]
  */
 import { writeFile } from 'node:fs/promises';
@@ -12,7 +12,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { readResults, resultsPath, shortName, splitList } from './bench-common.js';
+import { readResults, resultsPath, shortName, splitList } from './common.js';
 
 export interface ChartPoint {
   /** `bicubic` or a model name. */

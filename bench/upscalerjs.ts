@@ -20,8 +20,11 @@
  * run (the least disturbed on a shared machine) and show the ratio of medians too. The two outputs
  * are compared (PSNR of ours against UpscalerJS's) to show both computed the same thing.
  *
- *   npm run build && node dist/scripts/bench-upscalerjs.js [--image PATH] [--size 256] [--reps 2]
+ *   npm run build && node dist/bench/upscalerjs.js [--image PATH] [--size 256] [--reps 2]
  *       [--models esrgan-slim-x2,...] [--tile N] [--patch-size N --padding N] [--json FILE]
+ *       [--write-docs [--docs-block NAME]]
+ *
+ * --write-docs puts the table in docs/benchmarks.md between <!-- bench:upscalerjs begin/end --> (bench/doc-block.ts).
  */
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -32,18 +35,16 @@ import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
 import * as tfWasm from '@tensorflow/tfjs-backend-wasm';
 import sharp from 'sharp';
-import { SessionCache } from '../src/inference/session.js';
-import { probeImage } from '../src/media/probe-image.js';
+import { SessionCache, createSrModelLoader } from '../src/inference/index.js';
+import { probeImage } from '../src/media/index.js';
 import { DEFAULT_SAMPLE_IMAGE, PACKAGE_ROOT } from '../src/paths.js';
-import { upscaleImageFile } from '../src/upscale/image-pipeline.js';
-import { createSrModelLoader } from '../src/inference/sr-models.js';
+import { upscaleImageFile } from '../src/upscale/index.js';
 import {
   describeMachine,
   formatTable,
   intOption,
   loadRgb,
   machineInfo,
-  markdownTable,
   packageVersion,
   resultsPath,
   shortName,
@@ -53,8 +54,10 @@ import {
   timed,
   type Timing,
   writeResults,
-} from './bench-common.js';
-import { lumaBt601, psnr } from './bench-metrics.js';
+} from './common.js';
+import { lumaBt601, psnr } from './metrics.js';
+import { TABLES } from './blocks.js';
+import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
 const require = createRequire(path.join(PACKAGE_ROOT, 'package.json'));
 
@@ -76,6 +79,7 @@ const { values } = parseArgs({
     'patch-size': { type: 'string' },
     padding: { type: 'string' },
     json: { type: 'string', default: resultsPath('upscalerjs') },
+    ...DOCS_OPTIONS,
   },
 });
 
@@ -150,6 +154,7 @@ interface PeerRow {
 }
 
 async function main(): Promise<void> {
+  const target = await docsTarget('upscalerjs', values);
   const size = intOption('size', values.size, 16) ?? 256;
   const reps = intOption('reps', values.reps, 1) ?? 2;
   const tile = intOption('tile', values.tile, 16);
@@ -245,25 +250,15 @@ async function main(): Promise<void> {
       );
     }
 
-    const header = [
-      'model',
-      'factor',
-      'UpscalerJS (wasm, 1 thread) ms',
-      'ours 1 thread ms',
-      'x faster',
-      `ours ${machine.cores} threads ms`,
-      'x faster',
-      'x faster (medians, 1 / all threads)',
-      'agreement dB',
-    ];
+    const header = TABLES.upscalerjs.header;
     const body = rows.map((r) => [
       shortName(r.model),
       `x${r.scale}`,
       r.upscalerjs.best.toFixed(0),
       r.ours1.best.toFixed(0),
-      r.ratio1.toFixed(2),
+      `${r.ratio1.toFixed(2)}x`,
       r.ours.best.toFixed(0),
-      r.ratio.toFixed(2),
+      `${r.ratio.toFixed(2)}x`,
       `${r.ratio1Median.toFixed(2)} / ${r.ratioMedian.toFixed(2)}`,
       r.agreementDb.toFixed(1),
     ]);
@@ -274,6 +269,8 @@ async function main(): Promise<void> {
       settings: { image: path.basename(values.image), width: rgb.width, height: rgb.height, reps, tile, patchSize, padding, wasmThreads, simd, versions },
       rows,
     });
+    const caption = `${path.basename(values.image)}, centre crop ${rgb.width}x${rgb.height} PNG, file in and file out; ${patching}; ${ourTiles}; fastest of ${reps} runs:`;
+    await writeDocsBlock(target, 'upscalerjs', [{ caption, header, rows: body }], describeMachine(machine));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

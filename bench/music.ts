@@ -5,8 +5,11 @@
  * adds. The test model's figures measure the decoding loop and the ONNX Runtime calls with a
  * full-size 24-layer cache, not music quality.
  *
- *   npx tsc -p tsconfig.json && node dist/scripts/bench-music.js [--seconds 5] [--repeat 2]
- *       [--model musicgen-test,musicgen-small] [--threads N] [--providers cpu]
+ *   npx tsc -p tsconfig.json && node dist/bench/music.js [--seconds 5] [--repeat 2]
+ *       [--model musicgen-test,musicgen-small] [--threads N] [--providers cpu] [--write-docs [--docs-block NAME]]
+ *
+ * Prints one JSON line per run; --write-docs also puts them in docs/benchmarks.md as a table between
+ * <!-- bench:music begin/end --> (bench/doc-block.ts).
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -14,12 +17,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { parseExecutionProviders } from '../src/inference/execution-providers.js';
-import { defaultModelsDir } from '../src/inference/model-registry.js';
-import { finishSongs } from '../src/music/finish.js';
-import { MusicgenBackend } from '../src/music/musicgen/backend.js';
-import { MUSICGEN_TEST_NAME } from '../src/music/musicgen/test-model.js';
-import { toMusicRequest } from '../src/music/request.js';
+import { parseExecutionProviders, defaultModelsDir } from '../src/inference/index.js';
+import { finishSongs, MusicgenBackend, MUSICGEN_TEST_NAME, toMusicRequest } from '../src/music/index.js';
+import { TABLES } from './blocks.js';
+import { describeMachine, machineInfo } from './common.js';
+import { DOCS_OPTIONS, DOCS_USAGE, docsTarget, writeDocsBlock } from './doc-block.js';
 
 const { values } = parseArgs({
   options: {
@@ -29,12 +31,17 @@ const { values } = parseArgs({
     threads: { type: 'string', default: '0' },
     providers: { type: 'string', default: 'cpu' },
     help: { type: 'boolean', short: 'h' },
+    ...DOCS_OPTIONS,
   },
 });
 if (values.help === true) {
-  console.log('usage: node dist/scripts/bench-music.js [--seconds 5] [--repeat 2] [--model musicgen-test,musicgen-small] [--threads N] [--providers cpu]');
+  console.log(`usage: node dist/bench/music.js [--seconds 5] [--repeat 2] [--model musicgen-test,musicgen-small] [--threads N] [--providers cpu] ${DOCS_USAGE}`);
+  console.log('--write-docs: also write the table into docs/benchmarks.md between <!-- bench:music begin/end --> (--docs-block: another of its blocks)');
   process.exit(0);
 }
+const target = await docsTarget('music', values);
+const machine = describeMachine(machineInfo());
+const table: string[][] = [];
 
 const seconds = Number(values.seconds);
 const repeat = Number(values.repeat);
@@ -61,6 +68,19 @@ try {
       await finishSongs(request, raw, { dir: work, taskId: `bench-${run}`, store: async () => ({ url: 'unused' }) });
       const finishS = (performance.now() - finishStart) / 1000;
       const audioS = raw.reduce((sum, s) => sum + (s.audio.kind === 'pcm' ? s.audio.samples.length / s.audio.sampleRate : 0), 0);
+      table.push([
+        name,
+        String(run),
+        String(raw.length),
+        String(seconds),
+        (loadMs / 1000).toFixed(2),
+        String(steps),
+        (steps / generateS).toFixed(1),
+        generateS.toFixed(2),
+        (audioS / generateS).toFixed(3),
+        finishS.toFixed(2),
+        (audioS / (generateS + finishS)).toFixed(3),
+      ]);
       console.log(
         JSON.stringify({
           model: name,
@@ -80,6 +100,10 @@ try {
       );
     }
     await backend.release();
+  }
+  if (table.length > 0) {
+    const caption = `Providers ${values.providers}, ${os.availableParallelism()} cores; musicgen-test is the generated test model (timings of the decoding loop, not of music quality):`;
+    await writeDocsBlock(target, 'music', [{ caption, header: TABLES.music.header, rows: table }], machine);
   }
 } finally {
   await rm(work, { recursive: true, force: true });

@@ -18,10 +18,13 @@
  *   Runtime call on the whole crop) as a share of this machine's measured matrix-multiply peak
  *   (ONNX Runtime MatMul, float32, the best of 1024^3 and 2048^3), and output megapixels per second.
  *
- *   npm run build && node dist/scripts/bench-realesrgan.js [--models realesrgan-x4fast,realesrgan-x4plus]
+ *   npm run build && node dist/bench/realesrgan.js [--models realesrgan-x4fast,realesrgan-x4plus]
  *       [--photos astronaut,chelsea,coffee] [--size 128] [--reps 2] [--upscayl PATH] [--network-only]
+ *       [--write-docs [--docs-block NAME]]
  *
  * --network-only prints the MatMul peak and each network's achieved FLOP/s and MP/s, nothing else.
+ * --write-docs puts the tables in docs/benchmarks.md between <!-- bench:realesrgan begin/end -->
+ * (with --network-only: <!-- bench:realesrgan-flops ... -->; bench/doc-block.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -31,17 +34,13 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
-import { buildModel, encodeModel, floatTensor, floatValueInfo, node } from '../src/inference/convert/onnx-builder.js';
-import { sha256Hex } from '../src/inference/convert/convert.js';
-import type { SuperResolutionManifest } from '../src/inference/manifest.js';
-import { ensureModelFile, getManifest } from '../src/inference/model-registry.js';
-import { fetchNpmTarballFiles } from '../src/inference/npm-tarball.js';
-import { SessionCache } from '../src/inference/session.js';
-import { probeImage } from '../src/media/probe-image.js';
+import { buildModel, encodeModel, floatTensor, floatValueInfo, node, sha256Hex, type SuperResolutionManifest, ensureModelFile, getManifest, fetchNpmTarballFiles, SessionCache, createSrModelLoader } from '../src/inference/index.js';
+import { probeImage } from '../src/media/index.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { upscaleImageFile } from '../src/upscale/image-pipeline.js';
-import { createSrModelLoader } from '../src/inference/sr-models.js';
-import { describeMachine, formatTable, loadRgb, machineInfo, markdownTable, selectPhotos, splitList } from './bench-common.js';
+import { upscaleImageFile } from '../src/upscale/index.js';
+import { describeMachine, formatTable, loadRgb, machineInfo, selectPhotos, splitList } from './common.js';
+import { TABLES } from './blocks.js';
+import { DOCS_OPTIONS, type DocTable, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
 const { values } = parseArgs({
   options: {
@@ -51,6 +50,7 @@ const { values } = parseArgs({
     reps: { type: 'string', default: '2' },
     upscayl: { type: 'string' },
     'network-only': { type: 'boolean', default: false },
+    ...DOCS_OPTIONS,
   },
 });
 
@@ -190,9 +190,12 @@ async function main(): Promise<void> {
   const reps = Math.max(1, Number(values.reps));
   const models = await Promise.all(splitList(values.models).map(async (n) => (await getManifest(n)) as SuperResolutionManifest));
   const photos = selectPhotos(values.photos);
-  console.log(`# ${describeMachine(machineInfo())}`);
+  const target = await docsTarget('realesrgan', values, values['network-only'] ? 'realesrgan-flops' : 'realesrgan');
+  const machine = describeMachine(machineInfo());
+  console.log(`# ${machine}`);
   const peak = Math.max(await matmulPeak(1024), await matmulPeak(2048, 3));
   console.log(`# ONNX Runtime MatMul float32 peak (best of 1024^3 and 2048^3): ${peak.toFixed(1)} GFLOP/s`);
+  const flops: string[][] = [['ONNX Runtime MatMul, float32, best of 1024^3 and 2048^3', '', '', peak.toFixed(1), '100', '']];
   const { bin, modelsDir } = values['network-only'] ? { bin: '', modelsDir: '' } : await upscaylFiles(models);
   const probe = values['network-only'] ? undefined : spawnSync(bin, ['-h'], { encoding: 'utf8' });
   if (probe?.error !== undefined) throw new Error(`upscayl-bin cannot run: ${probe.error.message}`);
@@ -206,6 +209,8 @@ async function main(): Promise<void> {
       await ensureModelFile(m.name);
       const bare = await bareSeconds((await ensureModelFile(m.name)).path, size, size, reps);
       const gflops = (2 * m.macsPerInputPixel * size * size) / bare / 1e9;
+      const outputMps = (size * size * m.scale * m.scale) / 1e6 / bare;
+      flops.push([m.name, (m.macsPerInputPixel / 1e6).toFixed(2), bare.toFixed(2), gflops.toFixed(1), ((100 * gflops) / peak).toFixed(0), outputMps.toFixed(3)]);
       console.log(
         `# ${m.name}: ${(m.macsPerInputPixel / 1e6).toFixed(2)} M MACs/px; bare ${size}x${size}: ${bare.toFixed(2)} s, ` +
           `${gflops.toFixed(1)} GFLOP/s = ${((100 * gflops) / peak).toFixed(0)} % of the MatMul peak, ${((size * size * m.scale * m.scale) / 1e6 / bare).toFixed(3)} output MP/s`,
@@ -248,7 +253,7 @@ async function main(): Promise<void> {
           agree.sanePsnr.toFixed(1),
           String(agree.saneMax),
           String(agree.saneP999),
-          `${(100 * agree.excluded).toFixed(1)} %`,
+          (100 * agree.excluded).toFixed(1),
         ]);
         console.log(formatTable([], [rows.at(-1)!]));
       }
@@ -257,10 +262,14 @@ async function main(): Promise<void> {
     await sessions.release();
     await rm(work, { recursive: true, force: true });
   }
-  if (values['network-only']) return;
-  const header = ['model', 'photo', 'input', 'ours cold s', 'ours warm s', 'upscayl-bin s', 'speed-up cold', 'speed-up warm', 'PSNR all', 'max all', 'PSNR sane', 'max sane', 'p99.9 sane', 'left out'];
-  console.log(formatTable(header, rows));
-  console.log('\n' + markdownTable(header, rows));
+  const tables: DocTable[] = [{ caption: `Achieved FLOP/s, one bare ONNX Runtime call on a ${size}x${size} input, fastest of ${reps}:`, header: TABLES.realesrganFlops.header, rows: flops }];
+  if (!values['network-only']) {
+    const header = TABLES.realesrgan.header;
+    console.log(formatTable(header, rows));
+    tables.unshift({ caption: `Ours against upscayl-bin, file to file, fastest of ${reps}:`, header, rows });
+  }
+  console.log(`\n${tables.map((t) => markdownTable(t.header, t.rows)).join('\n\n')}`);
+  await writeDocsBlock(target, 'realesrgan', tables, machine);
 }
 
 if (process.argv[1] !== undefined && import.meta.url.endsWith(path.basename(process.argv[1]))) {

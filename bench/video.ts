@@ -13,9 +13,11 @@
  *     its ffmpeg children, sampled from /proc every 20 ms) for a short and a long input.
  *     Goal: long / short <= 1.2.
  *
- *   npx tsc -p tsconfig.json && node dist/scripts/bench-video.js [--size 160x90] [--fps 24]
+ *   npx tsc -p tsconfig.json && node dist/bench/video.js [--size 160x90] [--fps 24]
  *       [--seconds 10] [--long-seconds 60] [--factor 2] [--model NAME] [--frames-in-flight 2]
- *       [--reps 5] [--only a,b,c] [--threads N] [--nice N]
+ *       [--reps 5] [--only a,b,c] [--threads N] [--nice N] [--write-docs [--docs-block NAME]]
+ *
+ * --write-docs puts the table in docs/benchmarks.md between <!-- bench:video begin/end --> (bench/doc-block.ts).
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, mkdir, readdir, readFile, rm } from 'node:fs/promises';
@@ -24,17 +26,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { SessionCache } from '../src/inference/session.js';
-import { type UpscaleResult, upscaleRgb } from '../src/inference/tiling.js';
+import { SessionCache, type UpscaleResult, upscaleRgb, createSrModelLoader } from '../src/inference/index.js';
 import type { UpscaleFactor } from '../src/jobs/index.js';
-import { probeMedia, resolveFfmpeg, runProcess } from '../src/media/index.js';
-import type { MediaInfo } from '../src/media/types.js';
-import { createSrModelLoader } from '../src/inference/sr-models.js';
-import { DEFAULT_ENCODER, decoderArgs, inputMatrix, videoCodecArgs } from '../src/video/index.js';
-import { TileBatcher } from '../src/upscale/video-batcher.js';
-import { upscaleVideoFile } from '../src/upscale/video-pipeline.js';
-import { frameTiming, rgbFrameBytes, videoGeometry } from '../src/video/video-geometry.js';
-import { probeVideoExtras } from '../src/video/video-probe.js';
+import { probeMedia, resolveFfmpeg, runProcess, type MediaInfo } from '../src/media/index.js';
+import { DEFAULT_ENCODER, decoderArgs, inputMatrix, videoCodecArgs, frameTiming, rgbFrameBytes, videoGeometry, probeVideoExtras } from '../src/video/index.js';
+import { TileBatcher, upscaleVideoFile } from '../src/upscale/index.js';
+import { TABLES } from './blocks.js';
+import { describeMachine, machineInfo } from './common.js';
+import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
 const { values } = parseArgs({
   options: {
@@ -52,6 +51,7 @@ const { values } = parseArgs({
     // Internal: run one upscale in this process (the child of the memory benchmark).
     child: { type: 'string' },
     out: { type: 'string' },
+    ...DOCS_OPTIONS,
   },
 });
 
@@ -225,6 +225,10 @@ async function main(): Promise<void> {
     await runChild(values.child, values.out ?? path.join(tmpdir(), 'bench-video-child.mp4'));
     return;
   }
+  const target = await docsTarget('video', values);
+  const machine = describeMachine(machineInfo());
+  console.log(machine);
+  const table: string[][] = [];
   const only = new Set(values.only.split(','));
   const reps = positive('reps', values.reps);
   const seconds = Number(values.seconds);
@@ -252,6 +256,7 @@ async function main(): Promise<void> {
       }
       const runs = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
       const [s, sMin] = [median(streamMs), Math.min(...streamMs)];
+      table.push(['streaming pipeline ms', s.toFixed(0), sMin.toFixed(0), '']);
       console.log(`streaming pipeline:     median ${s.toFixed(0)} ms, min ${sMin.toFixed(0)} ms (${((frames.length * 1000) / sMin).toFixed(1)} fps)  runs ${runs(streamMs)}`);
       const inside = insideStreaming.slice(-reps);
       console.log(
@@ -260,11 +265,15 @@ async function main(): Promise<void> {
       );
       if (only.has('a')) {
         const [i, iMin] = [median(srMs), Math.min(...srMs)];
+        table.push(['network alone on the same frames ms', i.toFixed(0), iMin.toFixed(0), '']);
+        table.push(['(a) streaming / network alone', (s / i).toFixed(3), (sMin / iMin).toFixed(3), '<= 1.10']);
         console.log(`(a) inference only:     median ${i.toFixed(0)} ms, min ${iMin.toFixed(0)} ms  runs ${runs(srMs)}`);
         console.log(`(a) streaming / inference-only = ${(s / i).toFixed(3)} (medians), ${(sMin / iMin).toFixed(3)} (minimums)  (goal <= 1.10)`);
       }
       if (only.has('b')) {
         const [d, dMin] = [median(diskMs), Math.min(...diskMs)];
+        table.push(['frames on disk ms', d.toFixed(0), dMin.toFixed(0), '']);
+        table.push(['(b) frames on disk / streaming', (d / s).toFixed(2), (dMin / sMin).toFixed(2), '>= 2']);
         console.log(`(b) frames on disk:      median ${d.toFixed(0)} ms, min ${dMin.toFixed(0)} ms  runs ${runs(diskMs)}`);
         console.log(`(b) frames-on-disk / streaming = ${(d / s).toFixed(2)}x (medians), ${(dMin / sMin).toFixed(2)}x (minimums)  (goal >= 2)`);
       }
@@ -278,7 +287,15 @@ async function main(): Promise<void> {
       const mb = (b: number) => (b / 2 ** 20).toFixed(1);
       console.log(`(c) peak RSS, process tree: ${seconds} s input ${mb(short.peak)} MiB (${(short.ms / 1000).toFixed(1)} s), ${longSeconds} s input ${mb(longRun.peak)} MiB (${(longRun.ms / 1000).toFixed(1)} s)`);
       console.log(`(c) long / short = ${(longRun.peak / short.peak).toFixed(3)}  (goal <= 1.2)`);
+      table.push([`peak RSS of the process tree, ${seconds} s input MiB`, mb(short.peak), '', '']);
+      table.push([`peak RSS of the process tree, ${longSeconds} s input MiB`, mb(longRun.peak), '', '']);
+      table.push(['(c) long / short', (longRun.peak / short.peak).toFixed(3), '', '<= 1.2']);
     }
+    console.log(`\n${markdownTable(TABLES.video.header, table)}`);
+    const caption =
+      `${values.size} at ${values.fps} fps, ${frames.length} frames (${seconds} s) + AAC, factor ${factor} to ${geometry.output.width}x${geometry.output.height}, ` +
+      `${model}, ${framesInFlight} frames in flight, ${reps} runs (peak RSS: one run each):`;
+    await writeDocsBlock(target, 'video', [{ caption, header: TABLES.video.header, rows: table }], machine);
   } finally {
     await sessions.release();
     await rm(work, { recursive: true, force: true });

@@ -10,21 +10,22 @@
  * Sessions are opened and every path run once before timing (warm-up excluded); then --reps runs,
  * file and bare alternating so a busy neighbour slows both alike. The tables give the fastest run
  * (the least disturbed on a shared machine); the JSON keeps every run and the median. Writes
- * .cache/bench/speed.json for scripts/bench-chart.ts.
+ * .cache/bench/speed.json for bench/chart.ts.
  *
- *   npm run build && node dist/scripts/bench-image-speed.js [--image PATH] [--size 512] [--reps 2]
+ *   npm run build && node dist/bench/image-speed.js [--image PATH] [--size 512] [--reps 2]
  *       [--scales 2,4] [--models esrgan-slim-x4,...] [--threads 0] [--tile N] [--format png|jpeg|webp] [--json FILE]
+ *       [--write-docs [--docs-block NAME]]
+ *
+ * --write-docs puts the table in docs/benchmarks.md between <!-- bench:image-speed begin/end --> (bench/doc-block.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { probeImage } from '../src/media/probe-image.js';
-import { SessionCache } from '../src/inference/session.js';
-import { upscaleRgb } from '../src/inference/tiling.js';
-import { upscaleImageFile } from '../src/upscale/image-pipeline.js';
-import { createSrModelLoader } from '../src/inference/sr-models.js';
+import { probeImage } from '../src/media/index.js';
+import { SessionCache, upscaleRgb, createSrModelLoader } from '../src/inference/index.js';
+import { upscaleImageFile } from '../src/upscale/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import {
   describeMachine,
@@ -32,7 +33,6 @@ import {
   intOption,
   loadRgb,
   machineInfo,
-  markdownTable,
   resultsPath,
   scalesOption,
   shortName,
@@ -42,7 +42,9 @@ import {
   timed,
   type Timing,
   writeResults,
-} from './bench-common.js';
+} from './common.js';
+import { TABLES } from './blocks.js';
+import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
 export interface SpeedRow {
   scale: number;
@@ -73,10 +75,12 @@ const { values } = parseArgs({
     tile: { type: 'string' },
     format: { type: 'string', default: 'png' },
     json: { type: 'string', default: resultsPath('speed') },
+    ...DOCS_OPTIONS,
   },
 });
 
 async function main(): Promise<void> {
+  const target = await docsTarget('image-speed', values);
   const size = intOption('size', values.size, 16) ?? 512;
   const reps = intOption('reps', values.reps, 1) ?? 2;
   const threads = intOption('threads', values.threads) ?? 0;
@@ -144,7 +148,7 @@ async function main(): Promise<void> {
       }
     }
 
-    const header = ['model', 'factor', 'tile/overlap (tiles)', 'file ms', 'bare ms', 'file MP/s', 'bare MP/s', 'file / bare', 'file median ms'];
+    const header = TABLES.imageSpeed.header;
     const body = rows.map((r) => [
       r.method === 'bicubic' ? 'bicubic (sharp)' : shortName(r.method),
       `x${r.scale}`,
@@ -163,6 +167,8 @@ async function main(): Promise<void> {
       settings: { image: path.basename(values.image), width: rgb.width, height: rgb.height, format, reps, threads, tile },
       rows,
     });
+    const caption = `${path.basename(values.image)}, centre crop ${rgb.width}x${rgb.height} ${format}, fastest of ${reps} runs:`;
+    await writeDocsBlock(target, 'image-speed', [{ caption, header, rows: body }], describeMachine(machine));
   } finally {
     await sessions.release();
     await rm(dir, { recursive: true, force: true });

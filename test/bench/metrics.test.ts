@@ -1,8 +1,8 @@
 import path from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { type Plane, blockiness, gaussianWeights, lumaBt601, meanFrameChange, meanGradient, psnr, sharpnessRatio, ssim, trimBorder } from '../scripts/bench-metrics.js';
-import { BUNDLED_PHOTOS_DIR } from '../src/paths.js';
+import { type Plane, blockiness, gaussianWeights, lumaBt601, meanFrameChange, meanGradient, psnr, sharpnessRatio, ssim, trimBorder } from '../../bench/metrics.js';
+import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 
 function plane(width: number, height: number, f: (x: number, y: number) => number): Plane {
   const data = new Float64Array(width * height);

@@ -9,18 +9,19 @@
  * border of `scale` pixels left out; what users see: sharpness (mean luma gradient over the
  * original's; bicubic is about 0.5 at x4) and lattice blockiness (the mean luma step across every
  * `scale`-th row and column boundary over the mean step elsewhere; 1.0 = no grid). Prints per-photo
- * tables and means, writes .cache/bench/quality.json for scripts/bench-chart.ts, and with --picture
+ * tables and means, writes .cache/bench/quality.json for bench/chart.ts, and with --picture
  * a side-by-side PNG (original, bicubic, each network) of one region of --picture-photo.
  *
- *   npm run build && node dist/scripts/bench-quality.js [--photos astronaut,chelsea,...|PATH,...]
+ *   npm run build && node dist/bench/quality.js [--photos astronaut,chelsea,...|PATH,...]
  *       [--scales 2,4] [--models esrgan-slim-x4,...] [--max-side 512] [--threads 0] [--json FILE]
  *       [--picture docs/quality-x4.png --picture-photo chelsea --picture-region x,y,size]
+ *       [--write-docs [--docs-block quality|quality-realesrgan]]
+ *
+ * --write-docs puts the tables in docs/benchmarks.md between <!-- bench:quality begin/end --> (or
+ * the block --docs-block names; bench/doc-block.ts).
  */
 import { parseArgs } from 'node:util';
-import type { SuperResolutionManifest } from '../src/inference/manifest.js';
-import { SessionCache } from '../src/inference/session.js';
-import { type RgbImage, upscaleRgb } from '../src/inference/tiling.js';
-import { createSrModelLoader } from '../src/inference/sr-models.js';
+import { type SuperResolutionManifest, SessionCache, type RgbImage, upscaleRgb, createSrModelLoader } from '../src/inference/index.js';
 import {
   type BenchPhoto,
   describeMachine,
@@ -28,7 +29,6 @@ import {
   intOption,
   loadRgb,
   machineInfo,
-  markdownTable,
   mean,
   resizeCubic,
   resultsPath,
@@ -39,8 +39,10 @@ import {
   srManifests,
   timed,
   writeResults,
-} from './bench-common.js';
-import { blockiness, lumaBt601, psnr, sharpnessRatio, ssim, trimBorder } from './bench-metrics.js';
+} from './common.js';
+import { blockiness, lumaBt601, psnr, sharpnessRatio, ssim, trimBorder } from './metrics.js';
+import { TABLES } from './blocks.js';
+import { DOCS_OPTIONS, type DocTable, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 import sharp from 'sharp';
 
 export interface QualityRow {
@@ -82,10 +84,12 @@ const { values } = parseArgs({
     picture: { type: 'string' },
     'picture-photo': { type: 'string', default: 'chelsea' },
     'picture-region': { type: 'string', default: '0,0,192' },
+    ...DOCS_OPTIONS,
   },
 });
 
 async function main(): Promise<void> {
+  const target = await docsTarget('quality', values);
   const scales = scalesOption(values.scales);
   const maxSide = intOption('max-side', values['max-side'], 16) ?? 512;
   const threads = intOption('threads', values.threads) ?? 0;
@@ -114,8 +118,9 @@ async function main(): Promise<void> {
   }
 
   const means = meansOf(rows);
-  for (const scale of scales) report(scale, rows, means);
+  const tables = scales.flatMap((scale) => report(scale, rows, means));
   await writeResults(values.json, { kind: 'quality', machine, settings: { maxSide, threads, photos }, rows, means });
+  await writeDocsBlock(target, 'quality', tables, describeMachine(machine));
 }
 
 async function scorePhoto(
@@ -223,10 +228,11 @@ function meansOf(rows: readonly QualityRow[]): QualityMean[] {
   }));
 }
 
-function report(scale: number, rows: readonly QualityRow[], means: readonly QualityMean[]): void {
+/** Prints the tables of one scale and returns them as they go into the docs. */
+function report(scale: number, rows: readonly QualityRow[], means: readonly QualityMean[]): DocTable[] {
   const methods = means.filter((m) => m.scale === scale).map((m) => m.method);
   const photos = [...new Set(rows.filter((r) => r.scale === scale).map((r) => r.photo))];
-  const header = ['photo', ...methods.map((m) => (m === 'bicubic' ? m : shortName(m)))];
+  const header = [...TABLES.quality.header, ...methods.map((m) => (m === 'bicubic' ? m : shortName(m)))];
   const cell = (p: number, s: number): string => `${p.toFixed(2)} / ${s.toFixed(4)}`;
   const body = photos.map((photo) => {
     const size = rows.find((r) => r.photo === photo && r.scale === scale);
@@ -247,10 +253,11 @@ function report(scale: number, rows: readonly QualityRow[], means: readonly Qual
     const m = means.find((x) => x.scale === scale && x.method === method)!;
     return bicubic === undefined || method === 'bicubic' ? '' : `${m.psnr - bicubic.psnr >= 0 ? '+' : ''}${(m.psnr - bicubic.psnr).toFixed(2)}`;
   })];
-  console.log(`\nx${scale}: PSNR (dB, Y, border ${scale}) / SSIM`);
+  const fidelity = { caption: `x${scale}: PSNR (dB, Y, border ${scale}) / SSIM`, header, rows: [...body, meanRow.map((c) => `**${c}**`), gainRow] };
+  console.log(`\n${fidelity.caption}`);
   console.log(formatTable(header, [...body, meanRow, gainRow]));
   console.log('\nMarkdown:\n');
-  console.log(markdownTable(header, [...body, meanRow.map((c) => `**${c}**`), gainRow]));
+  console.log(markdownTable(header, fidelity.rows));
 
   const seen = (p: number, b: number): string => `${p.toFixed(2)} / ${b.toFixed(2)}`;
   const seenBody = photos.map((photo) => [
@@ -265,10 +272,16 @@ function report(scale: number, rows: readonly QualityRow[], means: readonly Qual
     return seen(m.sharpness, m.blockiness);
   })];
   const worstBlock = ['worst blockiness', ...methods.map((method) => Math.max(...rows.filter((x) => x.scale === scale && x.method === method).map((r) => r.blockiness)).toFixed(2))];
-  console.log(`\nx${scale}: sharpness (gradient ratio to the original) / blockiness (grid every ${scale} px; 1.00 = none)`);
+  const seenTable = {
+    caption: `x${scale}: sharpness (gradient ratio to the original) / blockiness (grid every ${scale} px; 1.00 = none)`,
+    header,
+    rows: [...seenBody, seenMean.map((c) => `**${c}**`), worstBlock],
+  };
+  console.log(`\n${seenTable.caption}`);
   console.log(formatTable(header, [...seenBody, seenMean, worstBlock]));
   console.log('\nMarkdown:\n');
-  console.log(markdownTable(header, [...seenBody, seenMean.map((c) => `**${c}**`), worstBlock]));
+  console.log(markdownTable(header, seenTable.rows));
+  return [fidelity, seenTable];
 }
 
 await main();

@@ -8,7 +8,9 @@
  * - latency of GET /api/v1/tasks/{id} (p50, p99), at a given concurrency.
  *
  * Prints one JSON object. Figures only, no assertions (timings belong here, not in tests).
- * Usage: node dist/scripts/bench-gateway.js [--submissions N] [--gets N] [--concurrency C]
+ * Usage: node dist/bench/gateway.js [--submissions N] [--gets N] [--concurrency C] [--write-docs [--docs-block NAME]]
+ *
+ * --write-docs also puts the figures in docs/benchmarks.md between <!-- bench:gateway begin/end --> (bench/doc-block.ts).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -21,11 +23,21 @@ import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
+import { TABLES } from './blocks.js';
+import { describeMachine, machineInfo } from './common.js';
+import { DOCS_OPTIONS, docsTarget, writeDocsBlock } from './doc-block.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 const { values } = parseArgs({
-  options: { submissions: { type: 'string', default: '500' }, gets: { type: 'string', default: '5000' }, concurrency: { type: 'string', default: '16' } },
+  options: {
+    submissions: { type: 'string', default: '500' },
+    gets: { type: 'string', default: '5000' },
+    concurrency: { type: 'string', default: '16' },
+    ...DOCS_OPTIONS,
+  },
 });
+const target = await docsTarget('gateway', values);
+const machine = describeMachine(machineInfo());
 const SUBMISSIONS = positive(values.submissions, 'submissions');
 const GETS = positive(values.gets, 'gets');
 const CONCURRENCY = positive(values.concurrency, 'concurrency');
@@ -81,6 +93,13 @@ try {
     return id;
   });
   media.close();
+  const row = (label: string, t: Timed<unknown>): string[] => {
+    const s = summary(t);
+    return [label, String(s['count']), String(s['perSecond']), String(s['p50Ms']), String(s['p99Ms']), String(s['maxMs'])];
+  };
+  const caption = `One host (nats-server, serve, gateway), ${CONCURRENCY} requests at a time:`;
+  const rows = [row('music submissions (POST /api/v1/generate)', music), row('image submissions (POST /api/v1/tools/upscale-image)', images), row('GET /api/v1/tasks/{id}', gets)];
+  await writeDocsBlock(target, 'gateway', [{ caption, header: TABLES.gateway.header, rows }], machine);
   process.stdout.write(
     `${JSON.stringify(
       {

@@ -1,0 +1,95 @@
+/**
+ * The generated blocks of docs/benchmarks.md: which benchmark writes each one and the tables it
+ * holds. The benchmarks render their tables with these headers, and test/bench/doc-blocks.test.ts
+ * checks every block in the document against them, so the two cannot drift apart.
+ */
+
+export interface TableSpec {
+  /** The header, or its first columns when `open` (one more column per model, overlap, ...). */
+  header: readonly string[];
+  open?: boolean;
+  /** Leading columns of labels; every other cell holds a number (or is empty, or `-`). */
+  labels: number;
+}
+
+export interface BlockSpec {
+  /** The script that writes the block: bench/BENCH.ts. */
+  bench: string;
+  /** The kinds of table the block may hold, in any number and order. */
+  tables: readonly TableSpec[];
+}
+
+export const TABLES = {
+  quality: { header: ['photo'], open: true, labels: 1 },
+  flicker: { header: ['method', 'mean frame-to-frame luma change', 'flicker (over bicubic)', 'pipeline s'], labels: 1 },
+  imageSpeed: {
+    header: ['model', 'factor', 'tile/overlap (tiles)', 'file ms', 'bare ms', 'file MP/s', 'bare MP/s', 'file / bare', 'file median ms'],
+    labels: 2,
+  },
+  upscalerjs: {
+    header: [
+      'model',
+      'factor',
+      'UpscalerJS, wasm, 1 thread (ms)',
+      'ours, 1 thread (ms)',
+      'faster, same threads',
+      'ours, one thread per core (ms)',
+      'faster, defaults',
+      'faster, medians (same threads / defaults)',
+      'agreement dB',
+    ],
+    labels: 2,
+  },
+  imageMemory: {
+    header: ['model', 'factor', 'input', 'output', 'output MP', 'wall s', 'output MP/s', 'peak RSS MiB', '8-bit output MiB', 'peak / output'],
+    labels: 2,
+  },
+  tilingSpeed: {
+    header: ['model', 'tile/overlap/batch', 'tiles', 'one untiled ORT call ms', 'tiled pipeline ms', 'wall ratio', 'CPU-time ratio', 'outside ORT ms', 'output MP/s'],
+    labels: 1,
+  },
+  tilingOverlap: { header: ['model'], open: true, labels: 1 },
+  video: { header: ['measure', 'median', 'minimum', 'goal'], labels: 1 },
+  lipsyncStages: { header: ['stage', 'ms/frame'], labels: 1 },
+  lipsyncRuns: { header: ['run', 'face pass', 'wall / network-only', 'share of wall time in the network %', 'ms/frame not hidden'], labels: 2 },
+  lipsyncFraming: {
+    header: ['source', 'faces', 'frontal', 'worst frontal offset %', 'worst frontal offset aligned %', 'worst offset %', 'mean mouth v'],
+    labels: 1,
+  },
+  gateway: { header: ['measure', 'count', 'per second', 'p50 ms', 'p99 ms', 'max ms'], labels: 1 },
+  music: {
+    header: ['model', 'run', 'songs', 'seconds per song', 'load s', 'steps', 'steps/s', 'generate s', 'real-time factor', 'finish s', 'real-time factor with finish'],
+    labels: 1,
+  },
+  costModel: {
+    header: ['job', 'class', 'frames', 'estimated s', 'wall s', 'wall / estimate', 'CPU / cores s', 'CPU / estimate', 'load average'],
+    labels: 2,
+  },
+  realesrgan: {
+    header: ['model', 'photo', 'input', 'ours cold s', 'ours warm s', 'upscayl-bin s', 'speed-up cold', 'speed-up warm', 'PSNR all', 'max all', 'PSNR sane', 'max sane', 'p99.9 sane', 'left out %'],
+    labels: 2,
+  },
+  realesrganFlops: {
+    header: ['network', 'multiply-adds per input pixel (M)', 'time s', 'GFLOP/s', 'share of the MatMul peak %', 'output MP/s'],
+    labels: 1,
+  },
+} as const satisfies Record<string, TableSpec>;
+
+export const BLOCKS: Readonly<Record<string, BlockSpec>> = {
+  quality: { bench: 'quality', tables: [TABLES.quality] },
+  'quality-realesrgan': { bench: 'quality', tables: [TABLES.quality] },
+  flicker: { bench: 'flicker', tables: [TABLES.flicker] },
+  'tiling-overlap': { bench: 'tiling', tables: [TABLES.tilingOverlap] },
+  realesrgan: { bench: 'realesrgan', tables: [TABLES.realesrgan, TABLES.realesrganFlops] },
+  'realesrgan-flops': { bench: 'realesrgan', tables: [TABLES.realesrganFlops] },
+  'image-speed': { bench: 'image-speed', tables: [TABLES.imageSpeed] },
+  upscalerjs: { bench: 'upscalerjs', tables: [TABLES.upscalerjs] },
+  tiling: { bench: 'tiling', tables: [TABLES.tilingSpeed] },
+  'image-memory': { bench: 'image-memory', tables: [TABLES.imageMemory] },
+  video: { bench: 'video', tables: [TABLES.video] },
+  lipsync: { bench: 'lipsync', tables: [TABLES.lipsyncStages, TABLES.lipsyncRuns] },
+  'lipsync-framing': { bench: 'lipsync-framing', tables: [TABLES.lipsyncFraming] },
+  gateway: { bench: 'gateway', tables: [TABLES.gateway] },
+  music: { bench: 'music', tables: [TABLES.music] },
+  'cost-model': { bench: 'cost-model', tables: [TABLES.costModel] },
+};
