@@ -64,7 +64,7 @@ const lipsyncMapping = parsedBy(parseLipsyncModelMapping);
 // One parser for the network choices (inference/sr-choice.ts); here only its error is reworded.
 const srModelChoices = parsedBy(parseSrModelChoices);
 
-// One parser for the music backend list (music/backend-names.ts); here only its error is reworded.
+// One parser for the music backend list (music/settings.ts); here only its error is reworded.
 const musicBackendList = parsedBy(parseMusicBackends);
 
 const httpUrl = z.url({ protocol: /^https?$/, error: (issue) => `Expected an http or https URL but received ${received(issue.input)}` });

@@ -33,7 +33,7 @@ export function srModelForJob(choices: SrModelChoices, kind: 'image' | 'video', 
 
 /**
  * The network's cost figures from its manifest (cheap JSON, no weights). A model the caller named
- * that does not exist is the caller's INVALID_MODEL (as in sr-models.ts); a missing default is the
+ * that does not exist is the caller's INVALID_MODEL (as in inference/sr-models.ts); a missing default is the
  * operator's problem and stays a plain error.
  */
 export async function srNetworkCost(name: string, config: Config, explicit = false): Promise<SrNetworkCost> {
