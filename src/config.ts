@@ -18,17 +18,15 @@ import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './video/settings.
 import { WORKER_SETTINGS, workerSettingsFromEnv, workerSettingsReference } from './worker/settings.js';
 import {
   booleanSetting,
-  inputFromEnv,
   intSchema,
   nonEmptyText,
   nonNegativeInt,
   oneOfSetting,
-  parseSettings,
   positiveInt,
   received,
   setting,
+  settingsReader,
   SettingsError,
-  settingsReference,
   tableSchema,
   unknownSettings,
   type SettingsOf,
@@ -332,18 +330,18 @@ export const SETTINGS = {
 export type SettingKey = keyof typeof SETTINGS;
 export type Config = SettingsOf<typeof SETTINGS>;
 
-const configSchema = tableSchema(SETTINGS);
-
 export class ConfigError extends SettingsError {}
+
+const reader = settingsReader(SETTINGS, tableSchema(SETTINGS), ConfigError, (value) =>
+  value.startsWith(PACKAGE_ROOT) ? `<package>${value.slice(PACKAGE_ROOT.length)}` : value === os.tmpdir() ? '<os tmpdir>' : value,
+);
 
 /**
  * Reads every setting from `env` (process.env by default). `overrides` take precedence and use the
  * same string spelling as the environment, so CLI flags go through the same schemas.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<SettingKey, string>> = {}): Config {
-  const parsed = parseSettings(SETTINGS, configSchema, { ...inputFromEnv(SETTINGS, env), ...overrides });
-  if (!parsed.ok) throw new ConfigError(parsed.problems.join('\n'));
-  return parsed.value;
+  return reader.fromEnv(env, overrides);
 }
 
 /**
@@ -392,7 +390,5 @@ export function allSettingsReference(): string {
 
 /** Markdown table of the pipeline settings. */
 export function configReference(): string {
-  return settingsReference(SETTINGS, (value) =>
-    value.startsWith(PACKAGE_ROOT) ? `<package>${value.slice(PACKAGE_ROOT.length)}` : value === os.tmpdir() ? '<os tmpdir>' : value,
-  );
+  return reader.reference();
 }

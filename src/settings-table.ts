@@ -55,6 +55,10 @@ export function intSchema(expectation: string, min: number, max = Number.MAX_SAF
 
 export const positiveInt = intSchema('a positive integer', 1);
 export const nonNegativeInt = intSchema('a non-negative integer', 0);
+/** A TCP port; 0 lets the system choose a free one. */
+export const portNumber = intSchema('a port number from 0 to 65535', 0, 65535);
+
+export const absoluteUrl = z.url({ error: (issue) => `Expected an absolute URL but received ${received(issue.input)}` });
 
 export const nonEmptyText = z.string({ error: (issue) => `Expected a non-empty string but received ${received(issue.input)}` }).min(1, {
   error: (issue) => `Expected a non-empty string but received ${received(issue.input)}`,
@@ -117,6 +121,38 @@ export function parseSettings<T extends SettingsTable>(
       const env = typeof key === 'string' && key in table ? (table[key] as SettingSpec).env : String(key);
       return `Invalid setting ${env}: ${issue.message}`;
     }),
+  };
+}
+
+/** What each settings module offers for its table (`parseWorkerSettings`, `workerSettingsFromEnv`, …). */
+export interface SettingsReader<T extends SettingsTable> {
+  /** Values given in code, in environment spelling or already typed; unset ones take their defaults. */
+  parse(input?: SettingsInput<T>): SettingsOf<T>;
+  /** The table's variables in `env` (process.env by default; unset and blank ones take their defaults), `overrides` taking precedence. */
+  fromEnv(env?: NodeJS.ProcessEnv, overrides?: SettingsInput<T>): SettingsOf<T>;
+  /** Markdown table of the settings (settingsReference). */
+  reference(): string;
+}
+
+/**
+ * The reader of one table: `parse` and `fromEnv` validate with `schema` (the table's, with any
+ * cross-field checks) and throw `Failure` with one `Invalid setting ENV: …` line per problem.
+ */
+export function settingsReader<T extends SettingsTable>(
+  table: T,
+  schema: z.ZodType<SettingsOf<T>, SettingsInput<T>>,
+  Failure: new (message: string) => SettingsError,
+  shownDefault?: (value: string) => string,
+): SettingsReader<T> {
+  const parse = (input: SettingsInput<T> = {}): SettingsOf<T> => {
+    const parsed = parseSettings(table, schema, input);
+    if (!parsed.ok) throw new Failure(parsed.problems.join('\n'));
+    return parsed.value;
+  };
+  return {
+    parse,
+    fromEnv: (env = process.env, overrides = {}) => parse({ ...inputFromEnv(table, env), ...overrides }),
+    reference: () => settingsReference(table, shownDefault),
   };
 }
 

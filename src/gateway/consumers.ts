@@ -22,7 +22,7 @@ import {
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { terminalEventSchema, EVENTS_SUBJECT_PREFIX } from '../worker/index.js';
+import { messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX } from '../worker/index.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { GatewayService } from './service.js';
 import { ledgerEntrySchema } from './store/records.js';
@@ -80,7 +80,7 @@ export async function startConsumers(
   const outboxMsgs = await outbox.consume({ max_messages: 64 });
 
   const onEvent = async (msg: JsMsg): Promise<void> => {
-    const parsed = terminalEventSchema.safeParse(safeJson(msg));
+    const parsed = terminalEventSchema.safeParse(messageJson(msg));
     if (!parsed.success) {
       logger.error({ subject: msg.subject, seq: msg.seq }, 'Not a terminal event; skipped');
       metrics.events.inc({ result: 'malformed' });
@@ -91,7 +91,7 @@ export async function startConsumers(
   };
 
   const onDebit = async (msg: JsMsg): Promise<void> => {
-    const entry = ledgerEntrySchema.safeParse(safeJson(msg));
+    const entry = ledgerEntrySchema.safeParse(messageJson(msg));
     if (!entry.success) {
       logger.error({ subject: msg.subject, seq: msg.seq }, 'Not a ledger entry; skipped');
       return;
@@ -121,13 +121,5 @@ async function loop(messages: ConsumerMessages, handle: (msg: JsMsg) => Promise<
       logger.warn({ err, consumer: name, subject: msg.subject, seq: msg.seq }, 'Handling failed; retried');
       msg.nak(RETRY_DELAY_MS);
     }
-  }
-}
-
-function safeJson(msg: JsMsg): unknown {
-  try {
-    return msg.json();
-  } catch {
-    return undefined;
   }
 }

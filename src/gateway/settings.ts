@@ -5,22 +5,20 @@
  */
 import { z } from 'zod';
 import {
+  absoluteUrl,
   booleanSetting,
-  inputFromEnv,
   intSchema,
   nonEmptyText,
-  parseSettings,
+  portNumber,
   positiveInt,
   received,
   setting,
+  settingsReader,
   SettingsError,
-  settingsReference,
   tableSchema,
   type SettingsInput,
   type SettingsOf,
 } from '../settings-table.js';
-
-const port = intSchema('a port number from 0 to 65535', 0, 65535);
 
 const namePrefix = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, {
   error: (issue) => `Expected 1 to 32 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
@@ -28,7 +26,7 @@ const namePrefix = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, {
 
 export const GATEWAY_SETTINGS = {
   host: setting({ env: 'GATEWAY_HOST', schema: nonEmptyText, default: '0.0.0.0', doc: 'Address the HTTP API listens on.' }),
-  port: setting({ env: 'GATEWAY_PORT', schema: port, default: '8080', doc: 'Port of the HTTP API; 0: any free port.' }),
+  port: setting({ env: 'GATEWAY_PORT', schema: portNumber, default: '8080', doc: 'Port of the HTTP API; 0: any free port.' }),
   streamPrefix: setting({
     env: 'GATEWAY_STREAM_PREFIX',
     schema: namePrefix,
@@ -62,7 +60,7 @@ export const GATEWAY_SETTINGS = {
   }),
   publicBaseUrl: setting({
     env: 'GATEWAY_PUBLIC_URL',
-    schema: z.url({ error: (issue) => `Expected an absolute URL but received ${received(issue.input)}` }),
+    schema: absoluteUrl,
     doc: 'Public URL of this API (used for upload URLs); unset: http://<host>:<port> of the request.',
   }),
   serveResults: setting({
@@ -92,16 +90,8 @@ export const gatewaySettingsSchema = tableSchema(GATEWAY_SETTINGS).superRefine((
 
 export class GatewaySettingsError extends SettingsError {}
 
-export function parseGatewaySettings(input: GatewaySettingsInput = {}): GatewaySettings {
-  const parsed = parseSettings(GATEWAY_SETTINGS, gatewaySettingsSchema, input);
-  if (!parsed.ok) throw new GatewaySettingsError(parsed.problems.join('\n'));
-  return parsed.value;
-}
-
-export function gatewaySettingsFromEnv(env: NodeJS.ProcessEnv = process.env): GatewaySettings {
-  return parseGatewaySettings(inputFromEnv(GATEWAY_SETTINGS, env));
-}
-
-export function gatewaySettingsReference(): string {
-  return settingsReference(GATEWAY_SETTINGS);
-}
+export const {
+  parse: parseGatewaySettings,
+  fromEnv: gatewaySettingsFromEnv,
+  reference: gatewaySettingsReference,
+} = settingsReader(GATEWAY_SETTINGS, gatewaySettingsSchema, GatewaySettingsError);

@@ -12,7 +12,7 @@ import type { EventPublisher } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
 import { deliveriesExhaustedError } from './outcome.js';
 import { kindOfJobSubject } from './subjects.js';
-import { bodyField, readTaskId } from './task-id.js';
+import { bodyField, messageJson, readTaskId } from './task-id.js';
 
 const advisorySchema = z.object({
   stream: z.string(),
@@ -34,7 +34,7 @@ export interface AdvisoryRuntime {
 }
 
 export async function handleAdvisory(rt: AdvisoryRuntime, msg: JsMsg): Promise<void> {
-  const parsed = advisorySchema.safeParse(safeJson(msg));
+  const parsed = advisorySchema.safeParse(messageJson(msg));
   if (!parsed.success || parsed.data.stream !== rt.jobsStream || !parsed.data.consumer.startsWith(`${rt.consumerPrefix}-`)) {
     // Not about our jobs (another application's consumer on the same stream): nothing to do.
     msg.ack();
@@ -87,13 +87,5 @@ export async function handleAdvisory(rt: AdvisoryRuntime, msg: JsMsg): Promise<v
   } catch (err) {
     log.warn({ err }, 'Could not handle a max-deliveries advisory; retrying later');
     msg.nak(RETRY_LATER_MS);
-  }
-}
-
-function safeJson(msg: JsMsg): unknown {
-  try {
-    return msg.json();
-  } catch {
-    return undefined;
   }
 }

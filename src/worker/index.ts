@@ -30,6 +30,7 @@ export { WorkerMetrics, setExecutionProvider, workerMetrics, type JobOutcome } f
 export { completedEvent, failedEvent, terminalEventSchema, type TerminalEvent } from './events.js';
 export { progressMessage, type ProgressMessage } from './progress.js';
 export { decideFailure, type Disposition } from './outcome.js';
+export { messageJson } from './task-id.js';
 export {
   EVENTS_SUBJECT_PREFIX,
   JOBS_SUBJECT_PREFIX,

@@ -13,16 +13,16 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { JobKind } from '../jobs/index.js';
 import {
-  inputFromEnv,
+  absoluteUrl,
   intSchema,
   nonEmptyText,
   nonNegativeInt,
-  parseSettings,
+  portNumber,
   positiveInt,
   received,
   setting,
+  settingsReader,
   SettingsError,
-  settingsReference,
   tableSchema,
   type SettingsInput,
   type SettingsOf,
@@ -30,14 +30,10 @@ import {
 
 export const JOB_KINDS = ['image', 'video', 'lipsync', 'music'] as const satisfies readonly JobKind[];
 
-const port = intSchema('a port number from 0 to 65535', 0, 65535);
-
 /** Stream and consumer names: JetStream forbids dots, wildcards, whitespace and path separators. */
 const streamName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
   error: (issue) => `Expected 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
 });
-
-const absoluteUrl = z.url({ error: (issue) => `Expected an absolute URL but received ${received(issue.input)}` });
 
 /**
  * `image=2,video=1` (environment) or `{ image: 2, video: 1 }` (code): one non-negative integer per
@@ -276,7 +272,7 @@ export const WORKER_SETTINGS = {
   }),
   healthPort: setting({
     env: 'WORKER_HEALTH_PORT',
-    schema: port,
+    schema: portNumber,
     default: '9464',
     doc: 'Port of /metrics, /healthz and /readyz; 0: any free port.',
   }),
@@ -313,19 +309,11 @@ export const workerSettingsSchema = tableSchema(WORKER_SETTINGS).superRefine((v,
 
 export class WorkerSettingsError extends SettingsError {}
 
-/** Parses settings given in code or in environment spelling; the error names the environment variable. */
-export function parseWorkerSettings(input: WorkerSettingsInput = {}): WorkerSettings {
-  const parsed = parseSettings(WORKER_SETTINGS, workerSettingsSchema, input);
-  if (!parsed.ok) throw new WorkerSettingsError(parsed.problems.join('\n'));
-  return parsed.value;
-}
-
-/** Reads the worker settings from environment variables (unset and empty ones take their defaults). */
-export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerSettings {
-  return parseWorkerSettings(inputFromEnv(WORKER_SETTINGS, env));
-}
-
-/** Markdown table of the worker settings, in the format of src/config.ts's reference. */
-export function workerSettingsReference(): string {
-  return settingsReference(WORKER_SETTINGS, (value) => (value.startsWith('media-worker@') ? 'media-worker@<hostname>' : value));
-}
+/** Settings given in code or in environment spelling, and the environment's; errors name the environment variable. */
+export const {
+  parse: parseWorkerSettings,
+  fromEnv: workerSettingsFromEnv,
+  reference: workerSettingsReference,
+} = settingsReader(WORKER_SETTINGS, workerSettingsSchema, WorkerSettingsError, (value) =>
+  value.startsWith('media-worker@') ? 'media-worker@<hostname>' : value,
+);

@@ -26,6 +26,15 @@ export function decodeBody(data: Uint8Array): unknown {
   }
 }
 
+/** A NATS message's body as JSON (its own `json()`); `undefined` when it is not JSON. */
+export function messageJson(msg: { json(): unknown }): unknown {
+  try {
+    return msg.json();
+  } catch {
+    return undefined;
+  }
+}
+
 export function readTaskId(headers: HeaderReader | undefined, data: Uint8Array): TaskIdReading {
   const body = decodeBody(data);
   const header = headers?.has(MSG_ID_HEADER) ? headers.get(MSG_ID_HEADER) : '';

@@ -7,6 +7,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ownerToken } from '../../media/index.js';
+import type { ConvertedGraph, ConverterOptions } from './graph-walk.js';
 import { encodeModel } from './onnx-builder.js';
 import { kerasToOnnx } from './keras-to-onnx.js';
 import { loadTfjsLayersModel } from './tfjs-layers-model.js';
@@ -20,14 +21,20 @@ export const INPUT_NAME = 'input';
 export const OUTPUT_NAME = 'output';
 /** Every converted graph takes and returns this range, whatever the network was trained on. */
 export const GRAPH_RANGE = [0, 255] as const;
+/** How every converted graph's doc string ends: what its input and output are. */
+export const GRAPH_IO_DOC = `Input ${INPUT_NAME} float32 [N,3,H,W] RGB 0-255; output ${OUTPUT_NAME} float32 [N,3,H*s,W*s] RGB 0-255, not clamped.`;
 
-export interface ConversionResult {
+/** A converted graph as the bytes to write, their checksum, and what the converter measured. */
+export interface EncodedGraph {
   name: string;
   bytes: Uint8Array;
   sha256: string;
   scale: number;
   params: number;
   receptiveFieldRadius: number;
+}
+
+export interface ConversionResult extends EncodedGraph {
   inputChannels: number;
   outputChannels: number;
   source: TfjsSource;
@@ -37,6 +44,26 @@ export interface ConversionResult {
 
 export function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
+}
+
+/**
+ * The options every conversion starts from: tensor names, opset, and the scales that make a
+ * network trained on `nativeRange` take and return GRAPH_RANGE; undefined for a range no
+ * conversion supports (only [0, 1] and [0, 255] are).
+ */
+export function graphConventions(
+  nativeRange: readonly [number, number],
+): Pick<ConverterOptions, 'inputName' | 'outputName' | 'inputScale' | 'outputScale' | 'opset'> | undefined {
+  const [low, high] = nativeRange;
+  if (low !== 0 || (high !== 1 && high !== 255)) return undefined;
+  const rangeFactor = GRAPH_RANGE[1] / high;
+  return { inputName: INPUT_NAME, outputName: OUTPUT_NAME, inputScale: 1 / rangeFactor, outputScale: rangeFactor, opset: ONNX_OPSET };
+}
+
+/** The bytes of `converted`, hashed, with what its converter measured. */
+export function encodeConverted(name: string, converted: ConvertedGraph): EncodedGraph {
+  const bytes = encodeModel(converted.model);
+  return { name, bytes, sha256: sha256Hex(bytes), scale: converted.scale, params: converted.params, receptiveFieldRadius: converted.receptiveFieldRadius };
 }
 
 export interface ConvertOptions {
@@ -57,22 +84,16 @@ export async function convertTfjsSource(name: string, source: TfjsSource, option
   }
   const tfjs = await loadTfjsLayersModel(modelJson);
   const [low, high] = source.nativeRange;
-  if (low !== 0 || (high !== 1 && high !== 255)) {
+  const conventions = graphConventions(source.nativeRange);
+  if (conventions === undefined) {
     throw new ModelSourceError(`Expected a native range of [0, 1] or [0, 255] for model ${name} but received [${low}, ${high}]`);
   }
-  const rangeFactor = GRAPH_RANGE[1] / high;
   const converted = kerasToOnnx(tfjs, {
-    inputName: INPUT_NAME,
-    outputName: OUTPUT_NAME,
-    inputScale: 1 / rangeFactor,
-    outputScale: rangeFactor,
-    opset: ONNX_OPSET,
+    ...conventions,
     graphName: name,
     producerName: CONVERTER_NAME,
     producerVersion: CONVERTER_VERSION,
-    docString:
-      `${name}: ${source.package}@${source.version} ${source.path} converted from TF.js. ` +
-      `Input ${INPUT_NAME} float32 [N,3,H,W] RGB 0-255; output ${OUTPUT_NAME} float32 [N,3,H*s,W*s] RGB 0-255, not clamped.`,
+    docString: `${name}: ${source.package}@${source.version} ${source.path} converted from TF.js. ${GRAPH_IO_DOC}`,
     metadata: [
       ['name', name],
       ['source_package', source.package],
@@ -82,14 +103,8 @@ export async function convertTfjsSource(name: string, source: TfjsSource, option
       ['licence', `${UPSCALERJS_LICENCE.spdx} (${UPSCALERJS_LICENCE.upstream})`],
     ],
   });
-  const bytes = encodeModel(converted.model);
   return {
-    name,
-    bytes,
-    sha256: sha256Hex(bytes),
-    scale: converted.scale,
-    params: converted.params,
-    receptiveFieldRadius: converted.receptiveFieldRadius,
+    ...encodeConverted(name, converted),
     inputChannels: converted.inputChannels,
     outputChannels: converted.outputChannels,
     source,

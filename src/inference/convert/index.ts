@@ -13,7 +13,8 @@ export {
   type ConvertOptions,
 } from './convert.js';
 export { buildUpscalerManifest, UPSCALERJS_TILE_DEFAULTS } from './manifest-builder.js';
-export { kerasToOnnx, type ConvertedGraph, type KerasToOnnxOptions } from './keras-to-onnx.js';
+export { kerasToOnnx, type KerasToOnnxOptions } from './keras-to-onnx.js';
+export type { ConvertedGraph } from './graph-walk.js';
 export { loadTfjsLayersModel, parseTfjsLayersModel, TfjsModelFormatError, type TfjsLayersModel } from './tfjs-layers-model.js';
 export {
   installedSource,

@@ -17,70 +17,13 @@
  * last convolutions when they are the only consumers/producers, otherwise added as a Mul.
  */
 import { z } from 'zod';
-import {
-  buildModel,
-  floatTensor,
-  floatValueInfo,
-  node,
-  type OnnxModel,
-  type OnnxNode,
-  type OnnxTensor,
-} from './onnx-builder.js';
+import { GraphParts, upsampledInput, type ConvertedGraph, type ConverterOptions, type FoldedUpsample, type TensorState } from './graph-walk.js';
+import { node } from './onnx-builder.js';
 import { TfjsModelFormatError, type KerasLayer, type TfjsLayersModel, type WeightTensor } from './tfjs-layers-model.js';
 import { foldNearestUpsampleIntoConv, type ConvWeights } from './upsample-conv.js';
 
-export interface KerasToOnnxOptions {
-  inputName: string;
-  outputName: string;
-  /** The graph input is multiplied by this before the network sees it (1/255 for a 0-1 network fed 0-255). */
-  inputScale: number;
-  /** The network output is multiplied by this (255 for a 0-1 network that should answer 0-255). */
-  outputScale: number;
-  opset: number;
-  graphName: string;
-  producerName: string;
-  producerVersion: string;
-  docString: string;
-  metadata: ReadonlyArray<readonly [string, string]>;
-  /**
-   * Folds an UpSampling2D read only by a Conv2D into that convolution (default true). False gives
-   * the literal layer-by-layer graph, the reference the rewrite is tested against.
-   */
-  foldUpsampling?: boolean;
-}
-
-export interface ConvertedGraph {
-  model: OnnxModel;
-  /** Output size over input size (same on both axes). */
-  scale: number;
-  inputChannels: number;
-  outputChannels: number;
-  /** Number of weights (kernels and biases) in the network. */
-  params: number;
-  /**
-   * Upper bound, in input pixels, on how far from an output pixel's own position its inputs can
-   * lie: a tile overlap at least this wide makes a tiled run equal the untiled one.
-   */
-  receptiveFieldRadius: number;
-}
-
-/** What is known about each Keras layer's output while walking the graph. */
-interface TensorState {
-  onnxName: string;
-  channels: number;
-  /** Resolution relative to the model input. */
-  scale: number;
-  radius: number;
-}
-
-/** An UpSampling2D left out of the graph because the one convolution reading it absorbs it. */
-interface FoldedUpsample {
-  /** The tensor before up-sampling. */
-  source: TensorState;
-  factor: number;
-  /** What the up-sampled tensor would have been (resolution, channels, reach). */
-  upsampled: TensorState;
-}
+/** Names, range scales, metadata and folding: what both converters are told (graph-walk.ts). */
+export type KerasToOnnxOptions = ConverterOptions;
 
 const int = z.number().int();
 const pair = z.tuple([int.positive(), int.positive()]);
@@ -150,8 +93,8 @@ export function samePads(kernelH: number, kernelW: number): [number, number, num
 }
 
 export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions): ConvertedGraph {
-  const nodes: OnnxNode[] = [];
-  const initializers: OnnxTensor[] = [];
+  const graph = new GraphParts();
+  const { nodes } = graph;
   const states = new Map<string, TensorState>();
   const usedWeights = new Set<string>();
   const folded = new Map<string, FoldedUpsample>();
@@ -228,19 +171,13 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
         }
         const config = layerConfig(inputLayerConfig, layer);
         inputChannels = config.batch_input_shape[3];
-        let name = options.inputName;
-        if (options.inputScale !== 1 && !foldInputScale) {
-          initializers.push(floatTensor('input_scale', [], Float32Array.of(options.inputScale)));
-          nodes.push(node('Mul', [name, 'input_scale'], ['input_scaled'], 'input_scale'));
-          name = 'input_scaled';
-        }
-        states.set(layer.name, { onnxName: name, channels: inputChannels, scale: 1, radius: 0 });
+        states.set(layer.name, { onnxName: graph.input(options, foldInputScale), channels: inputChannels, scale: 1, radius: 0 });
         break;
       }
       case 'Conv2D': {
         const config = layerConfig(conv2dConfig, layer);
         const upsample = layer.inputs.length === 1 ? folded.get(layer.inputs[0] as string) : undefined;
-        const [input] = upsample === undefined ? (inputsOf(layer, 1) as [TensorState]) : [upsample.upsampled];
+        const [input] = upsample === undefined ? (inputsOf(layer, 1) as [TensorState]) : [upsampledInput(upsample)];
         const kernel = weight(layer, 'kernel');
         const [kh, kw] = config.kernel_size;
         const expectedShape = [kh, kw, input.channels, config.filters];
@@ -270,23 +207,9 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
           conv.bias = bias.data.map((v) => v * biasFactor);
         }
         if (upsample !== undefined) conv = foldNearestUpsampleIntoConv(conv, upsample.factor);
-        initializers.push(floatTensor(`${layer.name}.weight`, conv.shape, conv.kernel));
-        const convInputs = [upsample === undefined ? input.onnxName : upsample.source.onnxName, `${layer.name}.weight`];
-        if (conv.bias !== undefined) {
-          initializers.push(floatTensor(`${layer.name}.bias`, [conv.shape[0]], conv.bias));
-          convInputs.push(`${layer.name}.bias`);
-        }
         const linearOut = config.activation === 'relu' ? `${layer.name}_linear` : layer.name;
         const convOut = upsample === undefined ? linearOut : `${layer.name}_phases`;
-        nodes.push(
-          node('Conv', convInputs, [convOut], layer.name, {
-            dilations: [1, 1],
-            group: 1,
-            kernel_shape: [conv.shape[2], conv.shape[3]],
-            pads: [...conv.pads],
-            strides: [1, 1],
-          }),
-        );
+        graph.conv(layer.name, input.onnxName, conv, convOut);
         if (upsample !== undefined) {
           nodes.push(node('DepthToSpace', [convOut], [linearOut], `${layer.name}_depth_to_space`, { blocksize: upsample.factor, mode: 'DCR' }));
         }
@@ -343,10 +266,7 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
       case 'MultiplyBeta': {
         layerConfig(multiplyBetaConfig, layer);
         const [input] = inputsOf(layer, 1) as [TensorState];
-        if (!initializers.some((t) => t.name === 'beta')) {
-          initializers.push(floatTensor('beta', [], Float32Array.of(MULTIPLY_BETA)));
-        }
-        nodes.push(node('Mul', [input.onnxName, 'beta'], [layer.name], layer.name));
+        nodes.push(node('Mul', [input.onnxName, graph.scalar('beta', MULTIPLY_BETA)], [layer.name], layer.name));
         states.set(layer.name, { ...input, onnxName: layer.name });
         break;
       }
@@ -355,21 +275,13 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
         const [input] = inputsOf(layer, 1) as [TensorState];
         const [sh, sw] = config.size;
         if (sh !== sw) throw new TfjsModelFormatError(`Expected equal up-sampling on both axes for layer ${layer.name} but received ${sh}x${sw}`);
-        const upsampled: TensorState = { ...input, onnxName: layer.name, scale: input.scale * sh };
         if (foldsIntoConv(layer)) {
           // No node: the reading convolution emits the up-sampling together with itself.
-          folded.set(layer.name, { source: input, factor: sh, upsampled });
+          folded.set(layer.name, { source: input, factor: sh });
           break;
         }
-        initializers.push(floatTensor(`${layer.name}.scales`, [4], Float32Array.of(1, 1, sh, sw)));
-        nodes.push(
-          node('Resize', [input.onnxName, '', `${layer.name}.scales`], [layer.name], layer.name, {
-            coordinate_transformation_mode: 'asymmetric',
-            mode: 'nearest',
-            nearest_mode: 'floor',
-          }),
-        );
-        states.set(layer.name, upsampled);
+        graph.nearestResize(layer.name, input.onnxName, sh, layer.name);
+        states.set(layer.name, { ...input, onnxName: layer.name, scale: input.scale * sh });
         break;
       }
       default: {
@@ -406,37 +318,5 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
     throw new TfjsModelFormatError(`Expected output layer ${source.outputLayer} to be computed by the graph`);
   }
 
-  let finalName = output.onnxName;
-  if (options.outputScale !== 1 && !foldOutputScale) {
-    initializers.push(floatTensor('output_scale', [], Float32Array.of(options.outputScale)));
-    nodes.push(node('Mul', [finalName, 'output_scale'], ['output_scaled'], 'output_scale'));
-    finalName = 'output_scaled';
-  }
-  const renamed = nodes.map((n) => ({
-    ...n,
-    input: (n.input ?? []).map((t) => (t === finalName ? options.outputName : t)),
-    output: (n.output ?? []).map((t) => (t === finalName ? options.outputName : t)),
-  }));
-
-  const model = buildModel({
-    graphName: options.graphName,
-    nodes: renamed,
-    initializers,
-    inputs: [floatValueInfo(options.inputName, ['batch', inputChannels, 'height', 'width'])],
-    outputs: [floatValueInfo(options.outputName, ['batch', output.channels, 'out_height', 'out_width'])],
-    opset: options.opset,
-    producerName: options.producerName,
-    producerVersion: options.producerVersion,
-    docString: options.docString,
-    metadata: options.metadata,
-  });
-
-  return {
-    model,
-    scale: output.scale,
-    inputChannels,
-    outputChannels: output.channels,
-    params,
-    receptiveFieldRadius: output.radius,
-  };
+  return graph.finish(options, { output, outputScaleFolded: foldOutputScale, inputChannels, params });
 }

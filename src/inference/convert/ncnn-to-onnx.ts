@@ -15,33 +15,19 @@
  *   PixelShuffle   -> DepthToSpace (mode 0 is PyTorch's pixel_shuffle, ONNX CRD; mode 1 DCR)
  * Anything else, or a parameter this list does not cover, is refused with a message naming the layer.
  */
-import type { ConvertedGraph, KerasToOnnxOptions } from './keras-to-onnx.js';
+import { GraphParts, upsampledInput, type ConvertedGraph, type ConverterOptions, type FoldedUpsample, type TensorState } from './graph-walk.js';
 import { NcnnWeightReader } from './ncnn-bin.js';
 import { arrayParam, NcnnFormatError, scalarParam, type NcnnLayer, type NcnnParam } from './ncnn-param.js';
-import { buildModel, floatTensor, floatValueInfo, node, type OnnxNode, type OnnxTensor } from './onnx-builder.js';
+import { floatTensor, node } from './onnx-builder.js';
 import { foldNearestUpsampleIntoConv, type ConvWeights } from './upsample-conv.js';
 
-/** The TF.js converter's options (names, range scales, metadata, folding), plus what ncnn files do not say. */
-export interface NcnnToOnnxOptions extends KerasToOnnxOptions {
+/** The options of both converters (names, range scales, metadata, folding: graph-walk.ts), plus what ncnn files do not say. */
+export interface NcnnToOnnxOptions extends ConverterOptions {
   /** Channels of the network input (3 for RGB). */
   inputChannels: number;
 }
 
 export const SUPPORTED_NCNN_LAYERS = ['Input', 'Convolution', 'Split', 'Concat', 'Eltwise', 'BinaryOp', 'Interp', 'PReLU', 'PixelShuffle'] as const;
-
-interface TensorState {
-  onnxName: string;
-  channels: number;
-  /** Resolution relative to the network input. */
-  scale: number;
-  /** Reach in input pixels of the receptive field. */
-  radius: number;
-}
-
-interface FoldedUpsample {
-  source: TensorState;
-  factor: number;
-}
 
 const BINARY_OPS: Readonly<Record<number, string>> = { 0: 'Add', 1: 'Sub', 2: 'Mul', 3: 'Div' };
 
@@ -68,8 +54,8 @@ function convPads(layer: NcnnLayer, kh: number, kw: number): [number, number, nu
 }
 
 export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnToOnnxOptions): ConvertedGraph {
-  const nodes: OnnxNode[] = [];
-  const initializers: OnnxTensor[] = [];
+  const graph = new GraphParts();
+  const { nodes, initializers } = graph;
   const states = new Map<string, TensorState>();
   const folded = new Map<string, FoldedUpsample>();
   const reader = new NcnnWeightReader(weights);
@@ -127,10 +113,6 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
     if (inputs.some((s) => s.scale !== scale)) throw new NcnnFormatError(`Expected the inputs of ncnn layer ${layer.name} to share one resolution`);
     return { scale, radius: Math.max(...inputs.map((s) => s.radius)) };
   };
-  const scalar = (name: string, value: number): string => {
-    if (!initializers.some((t) => t.name === name)) initializers.push(floatTensor(name, [], Float32Array.of(value)));
-    return name;
-  };
   // ONNX tensor names: the blob's, prefixed so that no blob (ncnn exports name theirs "output") clashes with the graph's own names.
   const out = (layer: NcnnLayer): string => {
     const [blob] = layer.outputs;
@@ -142,12 +124,7 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
   for (const layer of param.layers) {
     switch (layer.type) {
       case 'Input': {
-        let name = options.inputName;
-        if (options.inputScale !== 1 && !foldInputScale) {
-          nodes.push(node('Mul', [name, scalar('input_scale', options.inputScale)], ['input_scaled'], 'input_scale'));
-          name = 'input_scaled';
-        }
-        states.set(blobOf(out(layer)), { onnxName: name, channels: options.inputChannels, scale: 1, radius: 0 });
+        states.set(blobOf(out(layer)), { onnxName: graph.input(options, foldInputScale), channels: options.inputChannels, scale: 1, radius: 0 });
         break;
       }
       case 'Split':
@@ -156,7 +133,7 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
       case 'Convolution': {
         const blob = root(layer.inputs[0] ?? '');
         const upsample = layer.inputs.length === 1 ? folded.get(blob) : undefined;
-        const input = upsample === undefined ? (inputsOf(layer, 1)[0] as TensorState) : { ...upsample.source, scale: upsample.source.scale * upsample.factor };
+        const input = upsample === undefined ? (inputsOf(layer, 1)[0] as TensorState) : upsampledInput(upsample);
         const cout = scalarParam(layer, 0, 0);
         const kw = scalarParam(layer, 1, 0);
         const kh = scalarParam(layer, 11, kw);
@@ -190,22 +167,8 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
         }
         if (upsample !== undefined) conv = foldNearestUpsampleIntoConv(conv, upsample.factor);
         const name = out(layer);
-        const convInputs = [upsample === undefined ? input.onnxName : upsample.source.onnxName, `${layer.name}.weight`];
-        initializers.push(floatTensor(`${layer.name}.weight`, conv.shape, conv.kernel));
-        if (conv.bias !== undefined) {
-          initializers.push(floatTensor(`${layer.name}.bias`, [conv.shape[0]], conv.bias));
-          convInputs.push(`${layer.name}.bias`);
-        }
         const convOut = activation === 0 && upsample === undefined ? name : `${name}_conv`;
-        nodes.push(
-          node('Conv', convInputs, [convOut], layer.name, {
-            dilations: [1, 1],
-            group: 1,
-            kernel_shape: [conv.shape[2], conv.shape[3]],
-            pads: [...conv.pads],
-            strides: [1, 1],
-          }),
-        );
+        graph.conv(layer.name, input.onnxName, conv, convOut);
         // Activations are pointwise, so they commute with DepthToSpace: applied at the low resolution.
         const activated = upsample === undefined ? name : `${name}_phases`;
         if (activation === 1) nodes.push(node('Relu', [convOut], [activated], `${layer.name}_relu`));
@@ -244,7 +207,7 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
         const terms = inputs.map((s, i) => {
           const c = coeffs[i] ?? 1;
           if (op !== 1 || c === 1 || appliedCoefficients.has(`${layer.name}\0${i}`)) return s.onnxName;
-          nodes.push(node('Mul', [s.onnxName, scalar(`${layer.name}.coeff${i}`, c)], [`${name}_term${i}`], `${layer.name}_coeff${i}`));
+          nodes.push(node('Mul', [s.onnxName, graph.scalar(`${layer.name}.coeff${i}`, c)], [`${name}_term${i}`], `${layer.name}_coeff${i}`));
           return `${name}_term${i}`;
         });
         const opType = op === 0 ? 'Mul' : op === 1 ? 'Add' : op === 2 ? 'Max' : undefined;
@@ -265,7 +228,7 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
         const inputs = inputsOf(layer, withScalar ? 1 : 2);
         const name = out(layer);
         const operands = inputs.map((s) => s.onnxName);
-        if (withScalar) operands.push(scalar(`${layer.name}.b`, scalarParam(layer, 2, 0)));
+        if (withScalar) operands.push(graph.scalar(`${layer.name}.b`, scalarParam(layer, 2, 0)));
         else if ((inputs[0] as TensorState).channels !== (inputs[1] as TensorState).channels) {
           throw unsupported(layer, 'broadcast between different channel counts');
         }
@@ -289,14 +252,7 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
           folded.set(blobOf(name), { source: input, factor: sh });
           break;
         }
-        initializers.push(floatTensor(`${layer.name}.scales`, [4], Float32Array.of(1, 1, sh, sw)));
-        nodes.push(
-          node('Resize', [input.onnxName, '', `${layer.name}.scales`], [name], layer.name, {
-            coordinate_transformation_mode: 'asymmetric',
-            mode: 'nearest',
-            nearest_mode: 'floor',
-          }),
-        );
+        graph.nearestResize(layer.name, input.onnxName, sh, name);
         states.set(blobOf(name), { ...input, onnxName: name, scale: input.scale * sh });
         break;
       }
@@ -333,34 +289,5 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
 
   const output = states.get(root(outputBlob));
   if (output === undefined) throw new NcnnFormatError(`Expected output blob ${outputBlob} to be computed`);
-  let finalName = output.onnxName;
-  if (options.outputScale !== 1 && !foldOutputScale) {
-    nodes.push(node('Mul', [finalName, scalar('output_scale', options.outputScale)], ['output_scaled'], 'output_scale'));
-    finalName = 'output_scaled';
-  }
-  const renamed = nodes.map((n) => ({
-    ...n,
-    input: (n.input ?? []).map((t) => (t === finalName ? options.outputName : t)),
-    output: (n.output ?? []).map((t) => (t === finalName ? options.outputName : t)),
-  }));
-  const model = buildModel({
-    graphName: options.graphName,
-    nodes: renamed,
-    initializers,
-    inputs: [floatValueInfo(options.inputName, ['batch', options.inputChannels, 'height', 'width'])],
-    outputs: [floatValueInfo(options.outputName, ['batch', output.channels, 'out_height', 'out_width'])],
-    opset: options.opset,
-    producerName: options.producerName,
-    producerVersion: options.producerVersion,
-    docString: options.docString,
-    metadata: options.metadata,
-  });
-  return {
-    model,
-    scale: output.scale,
-    inputChannels: options.inputChannels,
-    outputChannels: output.channels,
-    params,
-    receptiveFieldRadius: Math.ceil(output.radius),
-  };
+  return graph.finish(options, { output, outputScaleFolded: foldOutputScale, inputChannels: options.inputChannels, params });
 }

@@ -7,11 +7,10 @@
  */
 import { macsPerInputPixelOfModel } from '../graph-cost.js';
 import { MANIFEST_SCHEMA_VERSION, type ModelSource, type SuperResolutionManifest, type TileDefaults } from '../manifest.js';
-import { GRAPH_RANGE, INPUT_NAME, ONNX_OPSET, OUTPUT_NAME, sha256Hex } from './convert.js';
+import { encodeConverted, GRAPH_IO_DOC, type EncodedGraph, graphConventions, INPUT_NAME, ONNX_OPSET, OUTPUT_NAME } from './convert.js';
 import { graphImageTensor } from './manifest-builder.js';
 import { ncnnToOnnx } from './ncnn-to-onnx.js';
 import { parseNcnnParam } from './ncnn-param.js';
-import { encodeModel } from './onnx-builder.js';
 
 /** Bump whenever the emitted bytes change for the same source (the manifests' checksums follow). */
 export const NCNN_CONVERTER_VERSION = '1.0.0';
@@ -71,34 +70,22 @@ export const REALESRGAN_NETWORKS: Readonly<Record<string, RealEsrganNetwork>> = 
   },
 };
 
-export interface NcnnConversion {
-  name: string;
-  bytes: Uint8Array;
-  sha256: string;
-  scale: number;
-  params: number;
-  receptiveFieldRadius: number;
+export interface NcnnConversion extends EncodedGraph {
   macsPerInputPixel: number;
 }
 
 /** The ONNX graph of an ncnn network whose source files are given (their checksums are the caller's). */
 export function convertNcnnFiles(name: string, source: NcnnSource, param: Uint8Array, bin: Uint8Array): NcnnConversion {
   const [low, high] = source.nativeRange;
-  if (low !== 0 || (high !== 1 && high !== 255)) throw new RangeError(`Expected a native range of [0, 1] or [0, 255] for ${name} but received [${low}, ${high}]`);
-  const rangeFactor = GRAPH_RANGE[1] / high;
+  const conventions = graphConventions(source.nativeRange);
+  if (conventions === undefined) throw new RangeError(`Expected a native range of [0, 1] or [0, 255] for ${name} but received [${low}, ${high}]`);
   const converted = ncnnToOnnx(parseNcnnParam(new TextDecoder().decode(param)), bin, {
-    inputName: INPUT_NAME,
-    outputName: OUTPUT_NAME,
+    ...conventions,
     inputChannels: 3,
-    inputScale: 1 / rangeFactor,
-    outputScale: rangeFactor,
-    opset: ONNX_OPSET,
     graphName: name,
     producerName: NCNN_CONVERTER_NAME,
     producerVersion: NCNN_CONVERTER_VERSION,
-    docString:
-      `${name}: ${source.package}@${source.version} ${source.param.path} + .bin converted from ncnn. ` +
-      `Input ${INPUT_NAME} float32 [N,3,H,W] RGB 0-255; output ${OUTPUT_NAME} float32 [N,3,H*s,W*s] RGB 0-255, not clamped.`,
+    docString: `${name}: ${source.package}@${source.version} ${source.param.path} + .bin converted from ncnn. ${GRAPH_IO_DOC}`,
     metadata: [
       ['name', name],
       ['source_package', source.package],
@@ -108,16 +95,8 @@ export function convertNcnnFiles(name: string, source: NcnnSource, param: Uint8A
       ['licence', `${REALESRGAN_LICENCE.spdx} (${REALESRGAN_LICENCE.upstream})`],
     ],
   });
-  const bytes = encodeModel(converted.model);
-  return {
-    name,
-    bytes,
-    sha256: sha256Hex(bytes),
-    scale: converted.scale,
-    params: converted.params,
-    receptiveFieldRadius: converted.receptiveFieldRadius,
-    macsPerInputPixel: macsPerInputPixelOfModel(bytes),
-  };
+  const encoded = encodeConverted(name, converted);
+  return { ...encoded, macsPerInputPixel: macsPerInputPixelOfModel(encoded.bytes) };
 }
 
 export function buildRealEsrganManifest(result: NcnnConversion): SuperResolutionManifest {
