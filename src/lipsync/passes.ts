@@ -108,10 +108,7 @@ export async function passesTogether(steps: PassSteps, expected: number): Promis
     return { pass, plan, driven, output: await output, outputMs: performance.now() - started, overlapped: true, decisions: schedule.decisions };
   } catch (error) {
     // The first real failure wins: a face pass stopped by the output pass's failure reports that one.
-    group.fail(error);
-    await outputSettled;
-    group.throwIfFailed();
-    throw error;
+    throw await group.failure(error, [outputSettled]);
   } finally {
     await group.settle([outputSettled]);
   }

@@ -316,10 +316,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     quality = await videoQuality(req, ffmpeg, r.video);
     samples = await audioPromise;
   } catch (error) {
-    setup.fail(error);
-    await audioSettled;
-    setup.throwIfFailed();
-    throw error;
+    throw await setup.failure(error, [audioSettled]);
   } finally {
     await setup.settle([audioSettled]);
   }

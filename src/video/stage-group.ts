@@ -79,6 +79,18 @@ export class StageGroup {
     if (this.kept !== undefined) throw explain(this.kept.error, this.kept.rank);
   }
 
+  /**
+   * The failure that counts once `error` broke the caller's own flow: fails the group with it, waits
+   * for the `stages` running beside that flow, and returns the caller's abort reason, the first real
+   * failure (a flow stopped by a stage's failure reports that one), or `error`.
+   */
+  async failure(error: unknown, stages: readonly Promise<unknown>[]): Promise<unknown> {
+    this.fail(error);
+    await Promise.allSettled(stages);
+    if (this.caller?.aborted === true) return this.caller.reason;
+    return this.kept?.error ?? error;
+  }
+
   /** True for the group's own stop and for the caller's abort reason: echoes, not failures. */
   private isStop(error: unknown): boolean {
     return error === this.stopped || (this.caller?.aborted === true && error === this.caller.reason);
