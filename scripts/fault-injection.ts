@@ -27,20 +27,9 @@ import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/t
 import sharp from 'sharp';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
 import { terminalEventSchema, type TerminalEvent } from '../src/worker/index.js';
+import { seededRandom } from '../src/seeded-random.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
-
-/** Deterministic choices for a given --seed (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -112,7 +101,7 @@ async function main(): Promise<void> {
   const tasks = Number(values.tasks);
   const kills = Number(values.kills);
   const workerCount = Number(values.workers);
-  const rand = random(Number(values.seed));
+  const rand = seededRandom(Number(values.seed));
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-faults-'));
   const tmp = path.join(dir, 'tmp');
   const results = path.join(dir, 'results');

@@ -6,7 +6,6 @@
 export * from './backends.js';
 export * from './generate.js';
 export * from './types.js';
-export { seededRandom } from './musicgen/sampling.js';
 export { finishSongs } from './finish.js';
 export { FOLDER_MANIFEST, REQUIRED_FILES } from './musicgen/contract.js';
 export { MusicgenBackend } from './musicgen/backend.js';

@@ -20,7 +20,8 @@ import {
   TEXT_OUTPUT,
 } from './contract.js';
 import type { MusicgenSpec } from './folder.js';
-import { guide, isDelayed, sampleTopK, seededRandom, stepsFor, undelay } from './sampling.js';
+import { seededRandom } from '../../seeded-random.js';
+import { guide, isDelayed, sampleTopK, stepsFor, undelay } from './sampling.js';
 import { abortReason } from '../../errors.js';
 
 export interface MusicgenSessions {

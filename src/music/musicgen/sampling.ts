@@ -1,19 +1,7 @@
 /**
- * The pure parts of MusicGen decoding: a seeded random stream, classifier-free guidance, top-k
- * sampling, and the delay pattern (codebook k runs k steps behind codebook 0). Tested alone.
+ * The pure parts of MusicGen decoding: classifier-free guidance, top-k sampling, and the delay
+ * pattern (codebook k runs k steps behind codebook 0). Tested alone.
  */
-
-/** mulberry32: small, fast, good enough for sampling; the same seed gives the same songs. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Guided logits: uncond + scale * (cond - uncond), written into `out`. */
 export function guide(cond: Float32Array, uncond: Float32Array, scale: number, out: Float32Array): Float32Array {
