@@ -63,15 +63,8 @@ export interface QualityRow {
   height: number;
 }
 
-export interface QualityMean {
-  scale: number;
-  method: string;
-  psnr: number;
-  ssim: number;
-  sharpness: number;
-  blockiness: number;
-  photos: number;
-}
+/** A method's means over the photos of one scale. */
+export type QualityMean = Pick<QualityRow, 'scale' | 'method' | 'psnr' | 'ssim' | 'sharpness' | 'blockiness'> & { photos: number };
 
 const { values } = parseArgs({
   options: {

@@ -11,20 +11,9 @@ import { ncnnToOnnx, type NcnnToOnnxOptions } from '../../src/inference/convert/
 import { encodeModel } from '../../src/inference/convert/onnx-builder.js';
 import { macsPerInputPixel } from '../../src/inference/graph-cost.js';
 import { random } from '../helpers/seeded-random.js';
+import { TEST_GRAPH_OPTIONS } from './converter-options.js';
 
-const options: NcnnToOnnxOptions = {
-  inputName: 'input',
-  outputName: 'output',
-  inputChannels: 3,
-  inputScale: 1,
-  outputScale: 1,
-  opset: 17,
-  graphName: 'test',
-  producerName: 'test',
-  producerVersion: '0',
-  docString: '',
-  metadata: [],
-};
+const options: NcnnToOnnxOptions = { ...TEST_GRAPH_OPTIONS, inputChannels: 3 };
 
 /** Float to IEEE half (round to nearest even on the dropped bits; the test values are normal numbers). */
 function floatToHalf(value: number): number {

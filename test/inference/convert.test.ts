@@ -6,19 +6,9 @@ import { decodeModel, encodeModel } from '../../src/inference/convert/onnx-build
 import { parseTfjsLayersModel, TfjsModelFormatError, type TfjsLayersModel } from '../../src/inference/convert/tfjs-layers-model.js';
 import { installedSource, ModelSourceError, parseModelName } from '../../src/inference/convert/upscalerjs.js';
 import { getManifest } from '../../src/inference/model-registry.js';
+import { TEST_GRAPH_OPTIONS } from './converter-options.js';
 
-const options: KerasToOnnxOptions = {
-  inputName: 'input',
-  outputName: 'output',
-  inputScale: 1,
-  outputScale: 1,
-  opset: 17,
-  graphName: 'test',
-  producerName: 'test',
-  producerVersion: '0',
-  docString: '',
-  metadata: [],
-};
+const options: KerasToOnnxOptions = TEST_GRAPH_OPTIONS;
 
 describe('samePads', () => {
   it.each([
