@@ -15,9 +15,12 @@ export const KIND_FAILURE_CODE: Readonly<Record<JobKind, ErrorCode>> = {
   music: 'GENERATION_FAILED',
 };
 
-/** Any thrown value as a JobError of the job's kind. */
-export function asJobError(err: unknown, kind: JobKind): JobError {
+/**
+ * Any thrown value as a JobError of the job's kind. `failed` opens the message of a failure that
+ * says nothing of its own kind (a pipeline names itself: "Video upscaling failed").
+ */
+export function asJobError(err: unknown, kind: JobKind, failed = 'Processing failed'): JobError {
   if (isJobError(err)) return err;
   if (err instanceof ProcessingError) return new JobError(KIND_FAILURE_CODE[kind], err.message, { retryable: err.retryable, cause: err });
-  return new JobError(KIND_FAILURE_CODE[kind], `Processing failed: ${errorMessage(err)}`, { cause: err });
+  return new JobError(KIND_FAILURE_CODE[kind], `${failed}: ${errorMessage(err)}`, { cause: err });
 }

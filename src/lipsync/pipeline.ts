@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
-import { JobError, ProcessingError, errorMessage } from '../errors.js';
+import { JobError, errorMessage } from '../errors.js';
 import type { RegistryOptions, SessionCache, LoadedSrModel, SrModelLoader } from '../inference/index.js';
 import { asJobError, priceLipsync, type LipsyncModelId, type SyncMode } from '../jobs/index.js';
 import { resolveFfmpeg, type MediaInfo, type PathNames, type Rational, type VideoStreamInfo } from '../media/index.js';
@@ -199,8 +199,7 @@ function loudest(envelope: ArrayLike<number>): number {
  */
 function lipsyncFailure(error: unknown, paths: PathNames): JobError {
   const failure = error instanceof DecoderFailure ? ffmpegFailure('decoder', error.error, paths) : error;
-  if (failure instanceof JobError || failure instanceof ProcessingError) return asJobError(failure, 'lipsync');
-  return new JobError('LIPSYNC_FAILED', `Lip-sync failed: ${errorMessage(error)}`, { cause: error });
+  return asJobError(failure, 'lipsync', 'Lip-sync failed');
 }
 
 function throttle(interval: number, report: ((p: LipsyncProgress) => void) | undefined): (p: LipsyncProgress, force?: boolean) => void {

@@ -19,8 +19,7 @@ import { rename, rm } from 'node:fs/promises';
 import { getPriority, setPriority } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { type UpscaleResult, upscaleRgb, type LoadedSrModel, type SrModelLoader } from '../inference/index.js';
-import { errorMessage } from '../errors.js';
-import { JobError, ProcessingError, VIDEO_UPSCALE_CONTAINERS, asJobError, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
+import { JobError, VIDEO_UPSCALE_CONTAINERS, asJobError, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
 import { resolveFfmpeg, spawnProcess, type MediaInfo, type PathNames, type VideoStreamInfo } from '../media/index.js';
 import {
   type AudioPlan,
@@ -377,8 +376,7 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
  */
 export function upscaleFailure(error: unknown): JobError {
   if (error instanceof FfmpegFailure && error.inputFault) return new JobError('PROBE_FAILED', error.message, { cause: error });
-  if (error instanceof JobError || error instanceof ProcessingError) return asJobError(error, 'video');
-  return new JobError('UPSCALE_FAILED', `Video upscaling failed: ${errorMessage(error)}`, { cause: error });
+  return asJobError(error, 'video', 'Video upscaling failed');
 }
 
 /**
