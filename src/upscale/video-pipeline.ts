@@ -40,7 +40,7 @@ import {
   encoderArgs,
   endPipe,
   expectedFrameCount,
-  ffmpegFailure,
+  ffmpegStage,
   formatRate,
   frameTiming,
   inputMatrix,
@@ -278,11 +278,11 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
     encoder.stdin?.destroy();
   });
   const decoderDone = group.run(
-    decoder.done.catch((error: unknown) => Promise.reject(error === group.stopped ? error : ffmpegFailure('decoder', error, plan.paths))),
+    ffmpegStage(decoder.done, 'decoder', plan.paths, group.stopped),
     DECODER_RANK,
   );
   const encoderDone = group.run(
-    encoder.done.catch((error: unknown) => Promise.reject(error === group.stopped ? error : ffmpegFailure('encoder', error, plan.paths))),
+    ffmpegStage(encoder.done, 'encoder', plan.paths, group.stopped),
     ENCODER_RANK,
   );
 

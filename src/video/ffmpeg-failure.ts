@@ -45,3 +45,11 @@ export function ffmpegFailure(role: FfmpegRole, error: unknown, paths: PathNames
       return new FfmpegFailure(role, `${words.noun} stopped: ${error.message}`, { retryable: true, cause: error });
   }
 }
+
+/**
+ * A pipeline's ffmpeg process as a stage: its end, a failure of its own explained by ffmpegFailure;
+ * the rejection a stop caused (`stopped`, the stage group's reason) passes as it is.
+ */
+export function ffmpegStage(done: Promise<unknown>, role: FfmpegRole, paths: PathNames, stopped: unknown): Promise<unknown> {
+  return done.catch((error: unknown) => Promise.reject(error === stopped ? error : ffmpegFailure(role, error, paths)));
+}

@@ -10,7 +10,7 @@
  */
 import type { LoadedSrModel } from '../../inference/index.js';
 import { spawnProcess, type PathNames } from '../../media/index.js';
-import { BoundedQueue, StageGroup, endPipe, ffmpegFailure, writeWithBackpressure } from '../../video/index.js';
+import { BoundedQueue, StageGroup, endPipe, ffmpegStage, writeWithBackpressure } from '../../video/index.js';
 import { compositeFace, type GeneratedFace } from './composite.js';
 import { cropFace, cropForFace, type FaceCrop } from './crop.js';
 import { lipsyncEncoderArgs, type LipsyncEncoderInput, SourceFrames, cacheCapacity, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from '../frames/index.js';
@@ -158,7 +158,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
   );
   group.onHalt(() => encoder.stdin?.destroy());
   const encoderDone = group.run(
-    encoder.done.catch((error: unknown) => Promise.reject(error === group.stopped ? error : ffmpegFailure('encoder', error, o.paths))),
+    ffmpegStage(encoder.done, 'encoder', o.paths, group.stopped),
     ENCODER_RANK,
   );
 
