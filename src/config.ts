@@ -118,13 +118,36 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_EXECUTION_PROVIDERS',
     schema: providerList,
     default: 'cpu',
-    doc: 'ONNX Runtime execution providers in order of preference: cpu, cuda, tensorrt, webgpu. A GPU provider that cannot start falls back to cpu with one log line.',
+    doc: 'ONNX Runtime execution providers in order of preference: cpu, cuda, tensorrt, webgpu. At start each is probed on a one-convolution graph; the first that runs decides the hardware class, the estimates and the sessions (MEDIA_WORKER_CPU_FALLBACK says whether the CPU may stand in for a GPU).',
   }),
   threads: setting({
     env: 'MEDIA_WORKER_THREADS',
     schema: nonNegativeInt,
     default: '0',
     doc: 'ONNX Runtime intra-op threads; 0: one per available core.',
+  }),
+  cpuFallback: setting({
+    env: 'MEDIA_WORKER_CPU_FALLBACK',
+    schema: booleanSetting,
+    default: 'false',
+    doc: 'Whether a host configured for a GPU provider (cuda, tensorrt, webgpu first) whose providers all fail the start-up probe may run image, video and lip-sync jobs on the CPU; false: those kinds are not ready (/readyz says why). Estimates follow the provider that runs either way.',
+  }),
+  deviceMemoryMb: setting({
+    env: 'MEDIA_WORKER_DEVICE_MEMORY_MB',
+    schema: nonNegativeInt,
+    default: '0',
+    doc: 'GPU memory one super-resolution call may use, MiB: the tile side follows it (the manifest\'s bytes per tile pixel); 0: the manifest\'s tile size.',
+  }),
+  tileRamMb: setting({
+    env: 'MEDIA_WORKER_TILE_RAM_MB',
+    schema: nonNegativeInt,
+    default: '0',
+    doc: 'RAM one super-resolution call may use on the CPU provider, MiB: the tile side follows it (the manifest\'s bytes per tile pixel); 0: a quarter of the host\'s memory.',
+  }),
+  tensorrtCacheDir: setting({
+    env: 'MEDIA_WORKER_TENSORRT_CACHE_DIR',
+    schema: nonEmptyText,
+    doc: 'Where the TensorRT provider keeps the engines it builds (one per network and tile shape), so each is built once per host; unset: tensorrt-cache in the model files directory.',
   }),
   allowPrivateUrls: setting({
     env: 'MEDIA_WORKER_ALLOW_PRIVATE_URLS',
@@ -275,7 +298,7 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_HARDWARE_CLASS',
     schema: oneOfSetting(['auto', ...HARDWARE_CLASS_NAMES]),
     default: 'auto',
-    doc: 'Hardware class the quote\'s cost estimate is for (src/jobs/hardware-classes.ts): cpu, h100 (an estimate); auto: h100 when the first execution provider is cuda or tensorrt, else cpu.',
+    doc: 'Hardware class the quote\'s cost estimate is for (src/jobs/hardware-classes.ts): cpu, h100 (an estimate); auto: h100 when the execution provider that passed the start-up probe is cuda or tensorrt, else cpu.',
   }),
   maxEstimatePercent: setting({
     env: 'MEDIA_WORKER_MAX_ESTIMATE_PERCENT',

@@ -11,6 +11,7 @@ import { JobError, ProcessingError, asJobError, quoteJob, type Job, type JobProg
 import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './job-cost.js';
 import { createMediaDeps, withJobDir } from './media/index.js';
 import { mediaDepsOptions, registryOptions } from './runtime.js';
+import { srHardwareOptions } from './hardware.js';
 import { upscaleImageFile, upscaleVideoFile } from './upscale/index.js';
 import { releaseLipsyncThreads, lipsyncFile } from './lipsync/index.js';
 import { createMusicBackends, generateMusicJob, type MusicBackend, type MusicResult } from './music/index.js';
@@ -51,7 +52,7 @@ export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeL
     sessions,
     inlineSessions,
     timeLimitsMs,
-    loadSrModel: createSrModelLoader({ sessions, choices: config.srModels, ...registryOptions(config), logger }),
+    loadSrModel: createSrModelLoader({ sessions, choices: config.srModels, ...srHardwareOptions(config), ...registryOptions(config), logger }),
     music,
     async release() {
       await Promise.all([sessions.release(), inlineSessions.release(), releaseLipsyncThreads(), ...music.map((b) => b.release?.())]);

@@ -5,7 +5,8 @@
  */
 import os from 'node:os';
 import type { Config } from './config.js';
-import { getManifest, ModelRegistryError, chooseSrModel, type SrModelChoices } from './inference/index.js';
+import { budgetTile, getManifest, ModelRegistryError, chooseSrModel, type SrModelChoices } from './inference/index.js';
+import { tileMemoryBytes } from './hardware.js';
 import {
   JobError,
   hardwareClassForProviders,
@@ -44,7 +45,7 @@ export async function srNetworkCost(name: string, config: Config, explicit = fal
   if (manifest.task !== 'super-resolution') {
     throw new JobError('INVALID_MODEL', `Expected a super-resolution model but ${name} is a ${manifest.task} model`);
   }
-  return { name, scale: manifest.scale, macsPerInputPixel: manifest.macsPerInputPixel, tile: manifest.tile.size, overlap: manifest.tile.overlap };
+  return { name, scale: manifest.scale, macsPerInputPixel: manifest.macsPerInputPixel, tile: budgetTile(manifest, tileMemoryBytes(config)), overlap: manifest.tile.overlap };
 }
 
 /** The daemon's watchdog (WORKER_WATCHDOG_MS, parsed by its own schema) for commands that run without the daemon's settings. */

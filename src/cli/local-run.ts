@@ -7,7 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createEngine, executeJob, type ExecutedJob, type StoreResult } from '../execute.js';
-import { reportedModel, type Job } from '../jobs/index.js';
+import { type ProbedHardware, PROVIDER_KINDS, probeHardware } from '../hardware.js';
+import { kindOfModel, reportedModel, type Job } from '../jobs/index.js';
+import type { TimeLimitsMs } from '../job-cost.js';
 import type { CliContext } from './context.js';
 import { createProgressReporter } from './progress.js';
 
@@ -18,6 +20,22 @@ export interface LocalRunOptions {
   defaultStem: string;
   modelName?: string;
   tile?: number;
+  /** The start-up probe, when the caller already ran it (to print an estimate first). */
+  hardware?: ProbedHardware;
+  /** No processing time limit: the one-off commands run what they are asked, however long it takes. */
+  unlimited?: boolean;
+}
+
+/** Every kind without a processing time limit (the estimate is still computed and printed). */
+export const NO_TIME_LIMITS: TimeLimitsMs = { image: Infinity, video: Infinity, lipsync: Infinity, music: Infinity };
+
+/** The probe, refusing a kind that runs networks when the configured GPU is missing and the CPU may not stand in. */
+export async function hardwareFor(job: Job, ctx: CliContext): Promise<ProbedHardware> {
+  const hardware = await probeHardware(ctx.config);
+  if (hardware.shortfall !== null && PROVIDER_KINDS.includes(kindOfModel(job.model))) {
+    throw new Error(`${hardware.shortfall}; set MEDIA_WORKER_CPU_FALLBACK=true to run on the CPU anyway`);
+  }
+  return hardware;
 }
 
 /** The completed task object of spec 2.3, with the result's local path as its URL. */
@@ -34,7 +52,8 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
   const createdAt = new Date().toISOString();
   const taskId = job.id ?? `local-${randomUUID()}`;
   const logger = ctx.logger.child({ taskId, model: job.model });
-  const engine = createEngine(ctx.config, logger);
+  const hardware = opts.hardware ?? (await hardwareFor(job, ctx));
+  const engine = opts.unlimited ? createEngine(hardware.config, logger, NO_TIME_LIMITS) : createEngine(hardware.config, logger);
   const progress = createProgressReporter();
   const abort = new AbortController();
   const onSignal = (): void => abort.abort(new Error('Interrupted'));

@@ -92,6 +92,11 @@ export const tileDefaultsSchema = z
     overlap: z.number().int().nonnegative(),
     /** Tiles per inference call. */
     batch: positiveInt,
+    /**
+     * Peak memory one call takes per tile input pixel, bytes (measured on the CPU provider in
+     * float32: bench/tile-memory.ts); with a memory budget it sets the tile size (tile-budget.ts).
+     */
+    bytesPerPixel: positiveInt.optional(),
   })
   .refine((t) => t.overlap * 2 < t.size, { message: 'Expected tile overlap * 2 < tile size' });
 
@@ -135,6 +140,11 @@ export const superResolutionManifestSchema = z.object({
    */
   macsPerInputPixel: positiveInt,
   tile: tileDefaultsSchema,
+  /**
+   * The same network with float16 weights and activations (a manifest of that name), which GPU
+   * providers run instead of this one; its input and output stay float32.
+   */
+  halfPrecision: z.string().regex(/^[a-z0-9][a-z0-9.-]*$/).optional(),
 });
 
 const tensorName = z.string().min(1);

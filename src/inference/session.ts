@@ -83,7 +83,7 @@ export type CreateInferenceSession = (
 ) => Promise<ort.InferenceSession>;
 
 /** Fails fast, without ONNX Runtime's native error on stderr, for a GPU build that is not installed. */
-function checkProviderLibrary(options: ort.InferenceSession.SessionOptions): void {
+export function checkProviderLibrary(options: ort.InferenceSession.SessionOptions): void {
   const head = options.executionProviders?.[0];
   const missing = isExecutionProviderName(head) ? missingProviderLibrary(head) : undefined;
   if (missing !== undefined) {

@@ -9,7 +9,9 @@ import { JobError } from '../errors.js';
 import { ensureModelFile, getManifest, ModelRegistryError, type RegistryOptions } from './model-registry.js';
 import type { SessionCache } from './session.js';
 import { chooseSrModel, parseSrModelChoices, type SrFactor, type SrModelChoices, type SrUse } from './sr-choice.js';
+import { tileSizeForBudget } from './tile-budget.js';
 import type { SrModel, UpscaleOptions } from './tiling.js';
+import type { SuperResolutionManifest } from './manifest.js';
 
 /** A loaded network and the tile settings to run it with. */
 export interface LoadedSrModel {
@@ -29,10 +31,24 @@ export interface SrModelLoaderOptions extends RegistryOptions {
   tile?: number;
   /** Tiles per network call override (settings); default: the manifest's. */
   batch?: number;
+  /** Bytes one network call may use: sets the tile size with the manifest's bytes per pixel (tile-budget.ts). */
+  tileMemoryBytes?: number;
+  /** Run a network's float16 variant (manifest `halfPrecision`) where it has one: GPU providers. */
+  halfPrecision?: boolean;
+}
+
+/** The tile side a network runs with under a memory budget; the cost model asks the same question. */
+export function budgetTile(manifest: Pick<SuperResolutionManifest, 'tile'>, tileMemoryBytes: number | undefined): number {
+  return tileSizeForBudget({
+    ...(tileMemoryBytes === undefined ? {} : { budgetBytes: tileMemoryBytes }),
+    ...(manifest.tile.bytesPerPixel === undefined ? {} : { bytesPerPixel: manifest.tile.bytesPerPixel }),
+    overlap: manifest.tile.overlap,
+    fallback: manifest.tile.size,
+  });
 }
 
 export function createSrModelLoader(options: SrModelLoaderOptions): SrModelLoader {
-  const { sessions, choices = parseSrModelChoices(''), tile, batch, ...registry } = options;
+  const { sessions, choices = parseSrModelChoices(''), tile, batch, tileMemoryBytes, halfPrecision = false, ...registry } = options;
   return async (use, factor, name) => {
     const chosen = name ?? chooseSrModel(choices, use, factor);
     const manifest = await getManifest(chosen, registry).catch((err: unknown) => {
@@ -45,13 +61,14 @@ export function createSrModelLoader(options: SrModelLoaderOptions): SrModelLoade
     if (manifest.scale < minimumScale(factor)) {
       throw new JobError('INVALID_MODEL', `Expected a model of scale ${minimumScale(factor)} or more for upscale_factor "${factor}" but ${chosen} is x${manifest.scale}`);
     }
-    const file = await ensureModelFile(chosen, registry);
+    // The float16 variant is the same network: the tile, scale and range stay the full-precision manifest's.
+    const file = await ensureModelFile(halfPrecision && manifest.halfPrecision !== undefined ? manifest.halfPrecision : chosen, registry);
     const session = await sessions.get(file.path);
     const loaded: LoadedSrModel = {
       name: chosen,
       model: { run: (input, dims) => session.run(input, dims), scale: manifest.scale, range: manifest.input.range },
       tiling: {
-        tile: tile ?? manifest.tile.size,
+        tile: tile ?? budgetTile(manifest, tileMemoryBytes),
         overlap: manifest.tile.overlap,
         batch: batch ?? manifest.tile.batch,
       },

@@ -85,8 +85,8 @@ export class WorkerMetrics {
   });
   readonly executionProvider = new Gauge({
     name: 'media_worker_execution_provider_info',
-    help: 'ONNX Runtime execution provider in use (value 1 on the provider label).',
-    labelNames: ['provider'] as const,
+    help: 'ONNX Runtime execution provider that passed the start-up probe (value 1), with the configured preference.',
+    labelNames: ['provider', 'requested'] as const,
     registers: [this.registry],
   });
 
@@ -94,9 +94,9 @@ export class WorkerMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'media_worker_' });
   }
 
-  setExecutionProvider(provider: string): void {
+  setExecutionProvider(provider: string, requested: string = provider): void {
     this.executionProvider.reset();
-    this.executionProvider.set({ provider }, 1);
+    this.executionProvider.set({ provider, requested }, 1);
   }
 
   recordJob(kind: JobKind, outcome: JobOutcome, seconds?: number): void {
@@ -113,7 +113,7 @@ export function workerMetrics(): WorkerMetrics {
   return instance;
 }
 
-/** Called by the CLI once the inference layer knows which execution provider it got. */
-export function setExecutionProvider(provider: string): void {
-  workerMetrics().setExecutionProvider(provider);
+/** Called by `serve` once the start-up probe knows which execution provider runs. */
+export function setExecutionProvider(provider: string, requested?: string): void {
+  workerMetrics().setExecutionProvider(provider, requested);
 }

@@ -113,7 +113,7 @@ describe('a job that completes', () => {
       },
     });
     const metrics = await (await fetch(`${base}/metrics`)).text();
-    expect(metrics).toContain('media_worker_execution_provider_info{provider="cpu"} 1');
+    expect(metrics).toContain('media_worker_execution_provider_info{provider="cpu",requested="cpu"} 1');
     expect(metrics).toContain('media_worker_slots{kind="image"} 2');
     expect(w.handle.state).toBe('running');
     await w.handle.stop();

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { quoteOnly } from '../../execute.js';
+import { probeHardware } from '../../hardware.js';
 import { parseJob } from '../../jobs/index.js';
 import { cliContext } from '../context.js';
 import { EXIT_OK, reportFailure } from '../exit.js';
@@ -23,7 +24,8 @@ export function registerQuote(program: Command): void {
 
 async function quoteCommand(jobArg: string): Promise<number> {
   try {
-    const { config } = cliContext();
+    // Estimates for the provider that runs here, not the configured one (src/hardware.ts).
+    const { config } = await probeHardware(cliContext().config);
     const job = parseJob(await readJobArgument(jobArg));
     const quote = await quoteOnly(job, config, { taskId: job.id ?? 'quote', allowLocalPaths: true });
     process.stdout.write(`${JSON.stringify(quote)}\n`);

@@ -7,6 +7,7 @@ import type { Logger } from '../../logger.js';
 import { jobDirSweep, modelTempSweep, sweepLeftovers } from '../../media/index.js';
 import { PACKAGE_VERSION } from '../../paths.js';
 import { kindChecks } from '../../readiness.js';
+import { probeHardware, withProviderCheck, type ProbedHardware } from '../../hardware.js';
 import { registryOptions } from '../../runtime.js';
 import {
   createResultStore,
@@ -48,7 +49,11 @@ export function registerServe(program: Command): void {
 async function serve(): Promise<void> {
   // Already installed by src/cli.ts for the real command line; here for callers that skip it.
   installStartupSignalHandlers();
-  const { config, logger } = cliContext({}, { daemon: true });
+  const context = cliContext({}, { daemon: true });
+  const { logger } = context;
+  const hardware = await probeHardware(context.config);
+  reportProbe(hardware, logger);
+  const { config } = hardware;
   const settings = withMusicSlot(workerSettingsFromEnv(), (config.musicBackends?.length ?? 0) > 0, process.env['WORKER_CONCURRENCY'] !== undefined);
   const engine = createEngine(config, logger, settings.watchdogMs);
   if (settings.concurrency.image > 0 || settings.concurrency.video > 0) await reportExecutionProvider(engine, logger);
@@ -59,7 +64,7 @@ async function serve(): Promise<void> {
     logger,
     results,
     version: PACKAGE_VERSION,
-    readiness: kindChecks({ config, settings, engine, logger }),
+    readiness: withProviderCheck(kindChecks({ config, settings, engine, logger }), hardware.shortfall),
     sweepLeftovers: () => sweepAllLeftovers(config),
   });
   logger.info({ healthPort: worker.healthPort, kinds: settings.concurrency }, 'media-worker serving');
@@ -117,16 +122,25 @@ function quoteFor(engine: Engine): QuoteFunction {
   return (job, signal) => quoteOnly(job, engine.config, { taskId: job.id ?? 'quote', allowLocalPaths: false, signal, timeLimitsMs: engine.timeLimitsMs });
 }
 
+/** The probe's answer in the log and the metrics: which provider runs, and why a preferred one does not. */
+function reportProbe({ probe, shortfall }: ProbedHardware, logger: Logger): void {
+  setExecutionProvider(probe.active, probe.requested.join(','));
+  const fields = { provider: probe.active, requested: probe.requested, failures: probe.failures };
+  if (shortfall !== null) logger.error(fields, `${shortfall}: image, video and lip-sync are not ready`);
+  else if (probe.failures.length > 0) logger.warn(fields, `execution provider ${probe.failures.map((f) => f.provider).join(', ')} could not start; running on ${probe.active}`);
+  else logger.info(fields, `execution provider ${probe.active} runs`);
+}
+
 /**
  * Opens the default image network at start: a broken model or GPU set-up shows before the first job,
  * and the metrics say which execution provider really runs. A network that cannot be had here is
- * not fatal: the readiness checks keep image and video from being pulled and say why.
+ * not fatal: the readiness checks keep image and video from being pulled and say why. The metric
+ * comes from the start-up probe (reportProbe).
  */
 async function reportExecutionProvider(engine: Engine, logger: Logger): Promise<void> {
   try {
     const file = await ensureModelFile(chooseSrModel(engine.config.srModels, 'image', '2'), { ...registryOptions(engine.config), logger });
     const session = await engine.sessions.get(file.path);
-    setExecutionProvider(session.provider);
     logger.info({ provider: session.provider, providers: session.providers, threads: session.threads }, 'inference ready');
   } catch (err) {
     logger.warn({ err }, 'The default super-resolution network cannot be opened; image and video wait for their readiness checks');

@@ -1,11 +1,12 @@
 import { Option, type Command } from 'commander';
 import path from 'node:path';
-import { parseJob, UPSCALE_FACTORS } from '../../jobs/index.js';
+import { parseJob, UPSCALE_FACTORS, type UpscaleFactor } from '../../jobs/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../../paths.js';
 import { cliContext } from '../context.js';
 import { EXIT_OK, reportFailure } from '../exit.js';
 import { parsePositiveInt } from '../flags.js';
-import { runLocally } from '../local-run.js';
+import { estimateLine, estimateUpscale } from '../estimate.js';
+import { hardwareFor, runLocally } from '../local-run.js';
 
 interface UpscaleCommandSpec {
   name: 'upscale-image' | 'upscale-video';
@@ -49,7 +50,11 @@ function register(program: Command, spec: UpscaleCommandSpec): void {
   const command = program
     .command(spec.name)
     .summary(spec.summary)
-    .description(`${spec.description} Prints the completed task object as JSON.`);
+    .description(
+      `${spec.description} First prints the estimated processing time on this machine (and the faster network's, ` +
+        'when it is much shorter), then runs however long it takes; `run` and the daemon keep the service\'s limit ' +
+        '(JOB_TOO_COSTLY). Prints the completed task object as JSON.',
+    );
   if (spec.defaultInput === undefined) command.argument('<INPUT>', 'file or https URL');
   else command.argument('[INPUT]', 'file or https URL', spec.defaultInput);
   command
@@ -62,7 +67,11 @@ function register(program: Command, spec: UpscaleCommandSpec): void {
         const ctx = cliContext();
         const job = parseJob({ model: spec.model, input: { [spec.urlField]: input, upscale_factor: opts.factor } });
         const stem = `${path.parse(new URL(input, 'file:///').pathname).name || 'output'}-x${opts.factor}`;
+        const hardware = await hardwareFor(job, ctx);
+        process.stderr.write(`${estimateLine(await estimateUpscale(job, opts.factor as UpscaleFactor, hardware.config, opts.model))}\n`);
         const task = await runLocally(job, ctx, {
+          hardware,
+          unlimited: true,
           defaultStem: stem,
           ...(opts.output === undefined ? {} : { output: opts.output }),
           ...(opts.model === undefined ? {} : { modelName: opts.model }),

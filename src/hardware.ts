@@ -1,0 +1,79 @@
+/**
+ * What this host's hardware is, as the settings and the start-up probe make it: the execution
+ * provider that really runs (inference/provider-probe.ts), the config every later step reads with
+ * that provider first, whether the kinds that run networks may be pulled, and the memory a network
+ * call may use (which sets the tile size). `serve` and the one-off commands both start here, so a
+ * GPU host whose CUDA failed neither quotes like a GPU nor takes jobs it would run on its CPU.
+ */
+import os from 'node:os';
+import type { Config } from './config.js';
+import {
+  activeProviders,
+  isGpuProvider,
+  probeExecutionProviders,
+  providerShortfall,
+  type ProbeRunner,
+  type ProviderProbe,
+} from './inference/index.js';
+import type { JobKind } from './jobs/index.js';
+import type { KindChecks } from './worker/index.js';
+
+/** The kinds whose jobs run networks on the execution provider (music runs elsewhere). */
+export const PROVIDER_KINDS: readonly JobKind[] = ['image', 'video', 'lipsync'];
+
+export interface ProbedHardware {
+  probe: ProviderProbe;
+  /** The settings with the provider list starting at the provider that answered. */
+  config: Config;
+  /** Why the network kinds must not run (providerShortfall), or null. */
+  shortfall: string | null;
+}
+
+/**
+ * The TensorRT provider's engine cache, as environment variables: onnxruntime-node passes the
+ * TensorRT provider nothing but a device id, and the provider reads these (ONNX Runtime's TensorRT
+ * provider documentation, "Environment variables"). fp16 stays off: the graphs are float16 already.
+ */
+export function tensorrtEnvironment(config: Config): Record<string, string> {
+  const dir = config.tensorrtCacheDir ?? `${config.modelFilesDir ?? config.modelsDir}/tensorrt-cache`;
+  return { ORT_TENSORRT_ENGINE_CACHE_ENABLE: '1', ORT_TENSORRT_CACHE_PATH: dir, ORT_TENSORRT_TIMING_CACHE_ENABLE: '1' };
+}
+
+/** Probes the configured providers once and derives the config and readiness that follow from it. */
+export async function probeHardware(config: Config, run?: ProbeRunner): Promise<ProbedHardware> {
+  if (config.executionProviders.includes('tensorrt')) {
+    for (const [name, value] of Object.entries(tensorrtEnvironment(config))) process.env[name] ??= value;
+  }
+  const probe = await probeExecutionProviders(config.executionProviders, run);
+  return { probe, config: { ...config, executionProviders: activeProviders(probe) }, shortfall: providerShortfall(probe, config.cpuFallback) };
+}
+
+/** Adds the provider check to the kinds that run networks: failing while `shortfall` says why. */
+export function withProviderCheck(checks: KindChecks, shortfall: string | null): KindChecks {
+  const out: KindChecks = { ...checks };
+  for (const kind of PROVIDER_KINDS) {
+    out[kind] = [...(checks[kind] ?? []), { name: 'execution-provider', run: () => Promise.resolve(shortfall) }];
+  }
+  return out;
+}
+
+/**
+ * Bytes one network call may use: the GPU's budget (MEDIA_WORKER_DEVICE_MEMORY_MB) when a GPU
+ * provider runs, else the CPU's (MEDIA_WORKER_TILE_RAM_MB, 0: a quarter of the host's memory).
+ * Undefined: no budget, the manifests' tile sizes.
+ */
+export function tileMemoryBytes(config: Config, totalMemory: number = os.totalmem()): number | undefined {
+  const MiB = 1024 * 1024;
+  const first = config.executionProviders[0] ?? 'cpu';
+  if (isGpuProvider(first)) return config.deviceMemoryMb > 0 ? config.deviceMemoryMb * MiB : undefined;
+  return config.tileRamMb > 0 ? config.tileRamMb * MiB : Math.floor(totalMemory / 4);
+}
+
+/** Providers that run the float16 graphs natively (WebGPU needs an adapter feature it may not have). */
+const HALF_PRECISION_PROVIDERS: readonly string[] = ['cuda', 'tensorrt'];
+
+/** What the super-resolution loader takes from the hardware: the tile budget, and float16 graphs on a GPU. */
+export function srHardwareOptions(config: Config): { tileMemoryBytes?: number; halfPrecision: boolean } {
+  const bytes = tileMemoryBytes(config);
+  return { ...(bytes === undefined ? {} : { tileMemoryBytes: bytes }), halfPrecision: HALF_PRECISION_PROVIDERS.includes(config.executionProviders[0] ?? 'cpu') };
+}
