@@ -181,6 +181,35 @@ describe('upscale-image and run', () => {
     expect(await readdir(outDir)).toEqual(['coffee-small-x1.jpg']);
   });
 
+  it('upscale-image prints the estimate for this machine first and runs past the service limit; run and quote keep it (JOB_TOO_COSTLY)', async () => {
+    // A 1 ms watchdog: every image job is over the service's limit.
+    const env = { WORKER_WATCHDOG_MS: 'image=1' };
+    const out = path.join(dir, 'past-the-limit.jpg');
+    const r = await cli(['upscale-image', smallPhoto, '--factor', '2', '-o', out], { env });
+    expect(r.code).toBe(0);
+    expect(r.stderr.split('\n')[0]).toMatch(/^estimate on this machine \(cpu, \d+ cores?\): \d+\.\ds with realesrgan-x4plus/);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', result: { width: 180, height: 120 } });
+    const job = JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: smallPhoto, upscale_factor: '2' } });
+    for (const command of ['run', 'quote']) {
+      const refused = await cli([command, job], { env });
+      expect(refused.code).toBe(2);
+      expect(JSON.parse(refused.stdout).error).toMatchObject({ code: 'JOB_TOO_COSTLY', message: expect.stringContaining('estimated processing time on cpu') });
+    }
+  });
+
+  it('configured for CUDA on this CPU-only machine: refuses, naming the provider and the setting; with CPU fallback allowed it runs on the CPU', async () => {
+    const env = { MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda,cpu' };
+    const refused = await cli(['upscale-image', smallPhoto, '--model', 'realesrgan-x4fast', '-o', path.join(dir, 'no-cuda.jpg')], { env });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('execution provider cuda could not start');
+    expect(refused.stderr).toContain('set MEDIA_WORKER_CPU_FALLBACK=true');
+    const allowed = await cli(['upscale-image', smallPhoto, '--model', 'realesrgan-x4fast', '-o', path.join(dir, 'cpu-fallback.jpg')], {
+      env: { ...env, MEDIA_WORKER_CPU_FALLBACK: 'true' },
+    });
+    expect(allowed.code).toBe(0);
+    expect(allowed.stderr).toMatch(/^estimate on this machine \(cpu, /);
+  });
+
   it('rejects an unknown --model with INVALID_MODEL', async () => {
     const r = await cli(['upscale-image', smallPhoto, '--model', 'esrgan-huge-x2']);
     expect(r.code).toBe(2);

@@ -9,7 +9,9 @@
  *   job stays in the stream; the installer puts the test weights into MEDIA_WORKER_MODEL_FILES_DIR
  *   and the same running host then serves the job;
  * - a read-only install (the package root's, the worker an unprivileged user with the documented
- *   writable directories): an image job completes.
+ *   writable directories): an image job completes;
+ * - a host configured for CUDA on this CPU-only machine: /readyz says image is not ready and why,
+ *   the metric and the quote say cpu, the job waits; with CPU fallback allowed it runs.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -385,5 +387,50 @@ describe.runIf(process.getuid?.() === 0)('a full temp file system (a real tmpfs)
     } finally {
       execFileSync('umount', ['-l', mount], { stdio: 'ignore' });
     }
+  });
+});
+
+describe('a host configured for CUDA without it (this CPU-only machine)', () => {
+  const quoteHardware = async (): Promise<unknown> => {
+    const reply = await cp.nc.request(
+      'media.quote',
+      JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: `${base}/chelsea.png`, upscale_factor: '4' } }),
+      { timeout: 10_000 },
+    );
+    return (reply.json() as { hardware_class?: string }).hardware_class;
+  };
+
+  it('is not ready for image jobs and says why, quotes as the CPU it runs on, and says so in the metrics; CPU fallback allowed: ready', async () => {
+    const env = {
+      MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda,cpu',
+      MEDIA_WORKER_TMP_DIR: await scratch('cuda-tmp'),
+      RESULTS_DIR: await scratch('cuda-results'),
+    };
+    const s = serve(env);
+    const port = await s.serving();
+    const refused = await readyz(port);
+    expect(refused.status).toBe(503);
+    expect(refused.body.kinds.image?.ready).toBe(false);
+    const reasons = refused.body.kinds.image?.reasons.join('\n') ?? '';
+    expect(reasons).toContain('execution-provider: execution provider cuda could not start (cuda: ');
+    expect(reasons).toContain('libonnxruntime_providers_cuda.so is not installed');
+    expect(reasons).toContain('MEDIA_WORKER_CPU_FALLBACK');
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toContain('media_worker_execution_provider_info{provider="cpu",requested="cuda,cpu"} 1');
+    expect(await quoteHardware()).toBe('cpu');
+    await cp.publishJob('image', 'vendor-image-upscale', { id: 'cuda-less-1', model: 'vendor-image-upscale', input: { image_url: `${base}/chelsea.png` } });
+    await sleep(2000);
+    expect(await cp.eventsOf('cuda-less-1')).toEqual([]);
+    expect(await cp.jobsInQueue()).toBe(1);
+    s.child.kill('SIGTERM');
+    expect(await exitedWithin(s, 20_000)).toBe(0);
+
+    const allowed = serve({ ...env, MEDIA_WORKER_CPU_FALLBACK: 'true' });
+    const allowedPort = await allowed.serving();
+    const ready = await readyz(allowedPort);
+    expect(ready.body.kinds.image).toMatchObject({ ready: true, reasons: [] });
+    expect(await quoteHardware()).toBe('cpu');
+    const event = await waitFor('the image event', async () => (await cp.eventsOf('cuda-less-1'))[0], 60_000);
+    expect(event).toMatchObject({ status: 'completed', attempt: 1 });
   });
 });
