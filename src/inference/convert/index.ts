@@ -30,5 +30,6 @@ export {
   type UpscalerVariant,
 } from './upscalerjs.js';
 export * from './onnx-builder.js';
+export { buildHalfPrecisionManifest, float16Bits, halfPrecisionBytes, halfPrecisionName, toHalfPrecision } from './half-precision.js';
 export * from './wav2lip-test-model.js';
 export { REALESRGAN_NETWORKS, buildRealEsrganManifest, convertNcnnFiles } from './realesrgan.js';

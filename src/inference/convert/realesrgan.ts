@@ -9,6 +9,7 @@ import { macsPerInputPixelOfModel } from '../graph-cost.js';
 import { MANIFEST_SCHEMA_VERSION, type ModelSource, type SuperResolutionManifest, type TileDefaults } from '../manifest.js';
 import { encodeConverted, GRAPH_IO_DOC, type EncodedGraph, graphConventions, INPUT_NAME, ONNX_OPSET, OUTPUT_NAME } from './convert.js';
 import { graphImageTensor } from './manifest-builder.js';
+import { halfPrecisionName } from './half-precision.js';
 import { ncnnToOnnx } from './ncnn-to-onnx.js';
 import { parseNcnnParam } from './ncnn-param.js';
 
@@ -125,5 +126,7 @@ export function buildRealEsrganManifest(result: NcnnConversion): SuperResolution
     receptiveFieldRadius: result.receptiveFieldRadius,
     macsPerInputPixel: result.macsPerInputPixel,
     tile: { ...network.tile },
+    // The GPU providers run the float16 variant (convert/half-precision.ts).
+    halfPrecision: halfPrecisionName(result.name),
   };
 }
