@@ -69,6 +69,9 @@ export const TABLES = {
     header: ['model', 'photo', 'input', 'ours cold s', 'ours warm s', 'upscayl-bin s', 'speed-up cold', 'speed-up warm', 'PSNR all', 'max all', 'PSNR sane', 'max sane', 'p99.9 sane', 'left out %'],
     labels: 2,
   },
+  tileBudgetShare: { header: ['tile from', 'tile'], open: true, labels: 1 },
+  tileBudgetTime: { header: ['model', 'crop', 'tile', 'computed / image pixels', 'one untiled call ms', 'tiled ms', 'tiled / untiled'], labels: 2 },
+  gpu: { header: ['provider', 'step', 'input', 'wall s', 'output MP/s', 'GPU busy %', 'upscayl-bin s'], labels: 3 },
   realesrganFlops: {
     header: ['network', 'multiply-adds per input pixel (M)', 'time s', 'GFLOP/s', 'share of the MatMul peak %', 'output MP/s'],
     labels: 1,
@@ -85,6 +88,8 @@ export const BLOCKS: Readonly<Record<string, BlockSpec>> = {
   'image-speed': { bench: 'image-speed', tables: [TABLES.imageSpeed] },
   upscalerjs: { bench: 'upscalerjs', tables: [TABLES.upscalerjs] },
   tiling: { bench: 'tiling', tables: [TABLES.tilingSpeed] },
+  'tile-budget': { bench: 'tile-budget', tables: [TABLES.tileBudgetShare, TABLES.tileBudgetTime] },
+  gpu: { bench: 'gpu', tables: [TABLES.gpu] },
   'image-memory': { bench: 'image-memory', tables: [TABLES.imageMemory] },
   video: { bench: 'video', tables: [TABLES.video] },
   lipsync: { bench: 'lipsync', tables: [TABLES.lipsyncStages, TABLES.lipsyncRuns] },

@@ -28,6 +28,10 @@ describe('committed manifests', () => {
         expect(m.name).toMatch(new RegExp(`^realesrgan-x${m.scale}[a-z]+$`));
         expect(m.source.param.path).toMatch(new RegExp(`/${m.name}\\.param$`));
         expect(m.licence.spdx).toBe('BSD-3-Clause');
+      } else if (m.source.kind === 'float16') {
+        // A float16 variant: the same network as the one it is made from, by name.
+        expect(m.name).toBe(`${m.source.of}-fp16`);
+        expect(names).toContain(m.source.of);
       } else {
         expect(m.name.endsWith(`-x${m.scale}`)).toBe(true);
         expect(m.source).toMatchObject({ kind: 'upscalerjs-tfjs', path: `models/x${m.scale}/model.json` });
