@@ -22,7 +22,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { loadConfig } from '../src/config.js';
-import { srHardwareOptions } from '../src/hardware.js';
+import { srHardwareOptions } from '../src/app/index.js';
 import { type ExecutionProviderName, SessionCache, createSrModelLoader, parseExecutionProviders, probeExecutionProviders } from '../src/inference/index.js';
 import { probeImage, probeMedia, resolveFfmpeg, runProcess } from '../src/media/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';

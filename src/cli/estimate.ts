@@ -5,9 +5,8 @@
  * stops and asks for the faster one; the service's limit (JOB_TOO_COSTLY) is not theirs.
  */
 import type { Config } from '../config.js';
-import { quoteOnly } from '../execute.js';
 import { chooseSrModel } from '../inference/index.js';
-import { hardwareClassOf, srModelForJob, workerCores } from '../job-cost.js';
+import { hardwareClassOf, quoteOnly, srModelForJob, workerCores } from '../app/index.js';
 import { kindOfModel, type Job, type UpscaleFactor } from '../jobs/index.js';
 import { NO_TIME_LIMITS } from './local-run.js';
 import { formatSeconds } from './progress.js';

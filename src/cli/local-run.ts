@@ -6,10 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { createEngine, executeJob, type ExecutedJob, type StoreResult } from '../execute.js';
-import { type ProbedHardware, PROVIDER_KINDS, probeHardware } from '../hardware.js';
+import { createEngine, executeJob, PROVIDER_KINDS, probeHardware, type ExecutedJob, type ProbedHardware, type StoreResult, type TimeLimitsMs } from '../app/index.js';
 import { kindOfModel, reportedModel, type Job } from '../jobs/index.js';
-import type { TimeLimitsMs } from '../job-cost.js';
 import type { CliContext } from './context.js';
 import { createProgressReporter } from './progress.js';
 

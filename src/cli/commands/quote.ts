@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { quoteOnly } from '../../execute.js';
-import { probeHardware } from '../../hardware.js';
+import { probeHardware, quoteOnly } from '../../app/index.js';
 import { parseJob } from '../../jobs/index.js';
 import { cliContext } from '../context.js';
 import { EXIT_OK, reportFailure } from '../exit.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { probeHardware, srHardwareOptions, tileMemoryBytes, withProviderCheck } from '../src/hardware.js';
-import { hardwareClassOf, quotePolicy, srNetworkCost, timeLimitsFromEnv } from '../src/job-cost.js';
-import type { ProbeRunner } from '../src/inference/index.js';
+import { loadConfig } from '../../src/config.js';
+import { probeHardware, srHardwareOptions, tileMemoryBytes, withProviderCheck } from '../../src/app/hardware.js';
+import { hardwareClassOf, quotePolicy, srNetworkCost, timeLimitsFromEnv } from '../../src/app/quote-policy.js';
+import type { ProbeRunner } from '../../src/inference/index.js';
 
 const MiB = 1024 * 1024;
 const cudaWorks: ProbeRunner = async () => undefined;

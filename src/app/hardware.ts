@@ -6,7 +6,7 @@
  * GPU host whose CUDA failed neither quotes like a GPU nor takes jobs it would run on its CPU.
  */
 import os from 'node:os';
-import type { Config } from './config.js';
+import type { Config } from '../config.js';
 import {
   activeProviders,
   isGpuProvider,
@@ -14,9 +14,9 @@ import {
   providerShortfall,
   type ProbeRunner,
   type ProviderProbe,
-} from './inference/index.js';
-import type { JobKind } from './jobs/index.js';
-import type { KindChecks } from './worker/index.js';
+} from '../inference/index.js';
+import type { JobKind } from '../jobs/index.js';
+import type { KindChecks } from '../worker/index.js';
 
 /** The kinds whose jobs run networks on the execution provider (music runs elsewhere). */
 export const PROVIDER_KINDS: readonly JobKind[] = ['image', 'video', 'lipsync'];
