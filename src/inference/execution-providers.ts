@@ -4,7 +4,8 @@
  * onnxruntime-node bundles the CPU and WebGPU providers; CUDA and TensorRT exist only where their
  * libraries were installed (Dockerfile.cuda). Asking for a provider that cannot start makes session
  * creation throw, so the caller tries the preference list, then what is left of it, and always ends
- * on the CPU: a GPU host with a broken driver still does the job, only slower.
+ * on the CPU. Whether a GPU host may run on its CPU at all is decided once at start, by the probe
+ * (provider-probe.ts) and MEDIA_WORKER_CPU_FALLBACK, not here.
  */
 
 import { existsSync } from 'node:fs';
