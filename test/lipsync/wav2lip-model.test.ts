@@ -80,7 +80,7 @@ describe('the lip-sync TEST model', () => {
     });
 
     it('is generated on first use, verified and written once', async () => {
-      expect(logged).toEqual([{ model: 'wav2lip-test', file: path.join(dir, 'wav2lip-test.onnx'), generator: 'wav2lip-test' }]);
+      expect(logged).toEqual([{ network: 'wav2lip-test', file: path.join(dir, 'wav2lip-test.onnx'), generator: 'wav2lip-test' }]);
       expect(await sha256File(path.join(dir, 'wav2lip-test.onnx'))).toBe(model.manifest.sha256);
       expect(await readdir(dir)).toEqual(['wav2lip-test.onnx']);
       expect([model.name, model.testModel, model.batch]).toEqual(['wav2lip-test', true, 4]);
