@@ -4,20 +4,27 @@
  * interval, and the latest value is the one that goes out.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
+import { z } from 'zod';
 import type { JobProgress } from '../jobs/index.js';
+import { protocolHeaders } from './protocol-version.js';
 import { progressSubject } from './subjects.js';
 
-export interface ProgressMessage {
-  id: string;
-  model: string;
-  stage: string;
-  done?: number;
-  total?: number;
-  unit?: string;
+/** A progress message (docs/protocol.md, "Progress"); its JSON Schema is generated from this. */
+export const progressMessageSchema = z.object({
+  id: z.string(),
+  model: z.string(),
+  /** `fetching and probing`, `upscaling`, `detecting faces`, `lip-syncing`, ... */
+  stage: z.string(),
+  done: z.number().nonnegative().optional(),
+  total: z.number().nonnegative().optional(),
+  /** What done and total count: `frames`, `tiles`, ... */
+  unit: z.string().optional(),
   /** 0..100 with one decimal. */
-  percent?: number;
-  at: string;
-}
+  percent: z.number().min(0).max(100).optional(),
+  at: z.string(),
+});
+
+export type ProgressMessage = z.infer<typeof progressMessageSchema>;
 
 export function progressMessage(taskId: string, model: string, progress: JobProgress, now: Date): ProgressMessage {
   const percent = progress.percent ?? (progress.done !== undefined && progress.total ? (progress.done / progress.total) * 100 : undefined);
@@ -52,7 +59,7 @@ export function createProgressReporter(nc: NatsConnection, taskId: string, model
     lastSentAt = Date.now();
     pending = undefined;
     try {
-      nc.publish(subject, JSON.stringify(progressMessage(taskId, model, progress, new Date())));
+      nc.publish(subject, JSON.stringify(progressMessage(taskId, model, progress, new Date())), { headers: protocolHeaders() });
     } catch {
       // A closed or draining connection: progress is best effort and must never fail the job.
     }

@@ -5,6 +5,7 @@ import { createEngine, executeJob, quoteOnly, type Engine } from '../../execute.
 import { ensureModelFile, chooseSrModel } from '../../inference/index.js';
 import type { Logger } from '../../logger.js';
 import { jobDirSweep, modelTempSweep, sweepLeftovers } from '../../media/index.js';
+import { hardwareClassOf } from '../../job-cost.js';
 import { PACKAGE_VERSION } from '../../paths.js';
 import { kindChecks } from '../../readiness.js';
 import { registryOptions } from '../../runtime.js';
@@ -51,7 +52,8 @@ async function serve(): Promise<void> {
   const { config, logger } = cliContext({}, { daemon: true });
   const settings = withMusicSlot(workerSettingsFromEnv(), (config.musicBackends?.length ?? 0) > 0, process.env['WORKER_CONCURRENCY'] !== undefined);
   const engine = createEngine(config, logger, settings.watchdogMs);
-  if (settings.concurrency.image > 0 || settings.concurrency.video > 0) await reportExecutionProvider(engine, logger);
+  const executionProvider =
+    settings.concurrency.image > 0 || settings.concurrency.video > 0 ? await reportExecutionProvider(engine, logger) : undefined;
   const results = createResultStore(settings, logger);
   const worker = await startWorker(settings, {
     executor: executorFor(engine, results),
@@ -61,6 +63,7 @@ async function serve(): Promise<void> {
     version: PACKAGE_VERSION,
     readiness: kindChecks({ config, settings, engine, logger }),
     sweepLeftovers: () => sweepAllLeftovers(config),
+    host: { hardwareClass: hardwareClassOf(config), executionProvider },
   });
   logger.info({ healthPort: worker.healthPort, kinds: settings.concurrency }, 'media-worker serving');
 
@@ -122,13 +125,15 @@ function quoteFor(engine: Engine): QuoteFunction {
  * and the metrics say which execution provider really runs. A network that cannot be had here is
  * not fatal: the readiness checks keep image and video from being pulled and say why.
  */
-async function reportExecutionProvider(engine: Engine, logger: Logger): Promise<void> {
+async function reportExecutionProvider(engine: Engine, logger: Logger): Promise<string | undefined> {
   try {
     const file = await ensureModelFile(chooseSrModel(engine.config.srModels, 'image', '2'), { ...registryOptions(engine.config), logger });
     const session = await engine.sessions.get(file.path);
     setExecutionProvider(session.provider);
     logger.info({ provider: session.provider, providers: session.providers, threads: session.threads }, 'inference ready');
+    return session.provider;
   } catch (err) {
     logger.warn({ err }, 'The default super-resolution network cannot be opened; image and video wait for their readiness checks');
+    return undefined;
   }
 }
