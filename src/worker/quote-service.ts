@@ -6,7 +6,8 @@
  *   `Nats-Service-Error-Code` (the HTTP status) headers. A kind that no live worker can run now is
  *   refused with MODEL_UNAVAILABLE (503) instead of priced;
  * - `cancel` on `media.cancel` (queue group `q`): cancel.ts;
- * - `capabilities` on `media.capabilities` (no queue group: every host answers): discovery.ts.
+ * - `media.capabilities` (a plain subscription, no queue group: every host answers): discovery.ts;
+ *   the service's metadata names it.
  * Every reply carries the protocol version header.
  */
 import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
@@ -18,7 +19,7 @@ import { cancelRequestSchema, type CancelReply, type CancelRequest } from './can
 import type { Capabilities } from './discovery.js';
 import type { WorkerMetrics } from './metrics.js';
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, protocolHeaders, protocolMismatch } from './protocol-version.js';
-import { CANCEL_ENDPOINT, CAPABILITIES_ENDPOINT, QUOTE_ENDPOINT, QUOTE_SERVICE_GROUP, QUOTE_SERVICE_NAME } from './subjects.js';
+import { CANCEL_ENDPOINT, CAPABILITIES_SUBJECT, QUOTE_ENDPOINT, QUOTE_SERVICE_GROUP, QUOTE_SERVICE_NAME } from './subjects.js';
 import { decodeBody } from './task-id.js';
 import type { QuoteFunction } from './types.js';
 
@@ -50,7 +51,7 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
     name: QUOTE_SERVICE_NAME,
     version: options.version,
     description: 'Prices, cancels and announces media jobs for control planes (docs/protocol.md)',
-    metadata: { protocol: PROTOCOL_VERSION, ...options.metadata },
+    metadata: { protocol: PROTOCOL_VERSION, capabilities: CAPABILITIES_SUBJECT, ...options.metadata },
   });
   const group = service.addGroup(QUOTE_SERVICE_GROUP);
   const onError = (err: Error): void => options.logger.error({ err }, 'Service endpoint failed');
@@ -66,17 +67,17 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
     handler: (err, msg) => (err ? onError(err) : void answerCancel(msg, options)),
     metadata: { schema: 'docs/schemas/cancel-request.schema.json' },
   });
-  group.addEndpoint(CAPABILITIES_ENDPOINT, {
-    handler: (err, msg) => {
+  // Every host answers, so not a framework endpoint: @nats-io/services 3.0.0-25 turns the empty
+  // queue group that would say so into its default `q`, where only one host would answer.
+  const capabilities = nc.subscribe(CAPABILITIES_SUBJECT, {
+    callback: (err, msg) => {
       if (err) return onError(err);
-      respond(msg, options.capabilities(service.info().id));
+      msg.respond(JSON.stringify(options.capabilities(service.info().id)), { headers: protocolHeaders() });
     },
-    // Every host answers: the requester gathers them all.
-    queue: '',
-    metadata: { schema: 'docs/schemas/capabilities.schema.json' },
   });
   return {
     stop: async () => {
+      capabilities.unsubscribe();
       await service.stop();
     },
   };

@@ -18,8 +18,7 @@ export const QUOTE_SUBJECT = `${QUOTE_SERVICE_GROUP}.${QUOTE_ENDPOINT}`;
 export const CANCEL_ENDPOINT = 'cancel';
 export const CANCEL_SUBJECT = `${QUOTE_SERVICE_GROUP}.${CANCEL_ENDPOINT}`;
 /** Discovery (discovery.ts): every worker answers. */
-export const CAPABILITIES_ENDPOINT = 'capabilities';
-export const CAPABILITIES_SUBJECT = `${QUOTE_SERVICE_GROUP}.${CAPABILITIES_ENDPOINT}`;
+export const CAPABILITIES_SUBJECT = `${QUOTE_SERVICE_GROUP}.capabilities`;
 
 /** Task ids are used as subject tokens and path segments, so they are restricted to this. */
 export const TASK_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
