@@ -46,6 +46,21 @@ export {
 } from './types.js';
 export { normaliseToolBody, parseJob } from './schemas.js';
 export {
+  JOB_ENVELOPE_FIELDS,
+  checkJobEnvelope,
+  errorReplySchema,
+  imageQuoteSchema,
+  imageResultSchema,
+  jobMessageSchema,
+  lipsyncQuoteSchema,
+  lipsyncResultSchema,
+  musicQuoteSchema,
+  musicResultSchema,
+  quoteReplySchema,
+  videoQuoteSchema,
+  videoResultSchema,
+} from './wire-schemas.js';
+export {
   IMAGE_MAX_OUTPUT_MEGAPIXELS,
   IMAGE_MAX_OUTPUT_SIDE_PX,
   IMAGE_UPSCALE_FORMATS,

@@ -38,6 +38,8 @@ export {
   QUOTE_ENDPOINT,
   QUOTE_SERVICE_NAME,
   QUOTE_SUBJECT,
+  CANCEL_SUBJECT,
+  CAPABILITIES_SUBJECT,
   consumerName,
   eventMsgId,
   eventSubject,
@@ -49,3 +51,7 @@ export { TopologyError, ensureTopology, eventsStreamConfig, jobsStreamConfig } f
 export { type KindChecks, type ReadinessCheck } from './availability.js';
 export { connectNats } from './connection.js';
 export { type DiskNeed, diskSpaceCheck } from './disk-space.js';
+export { WIRE_SCHEMAS, wireJsonSchemas, type WireSchemaName } from './wire-schemas.js';
+export { PROTOCOL_HEADER, PROTOCOL_VERSION } from './protocol-version.js';
+export { cancelReplySchema, cancelRequestSchema, type CancelReply, type CancelRequest } from './cancel.js';
+export { capabilitiesSchema, discoverWorkers, whoCanRun, type Capabilities } from './discovery.js';

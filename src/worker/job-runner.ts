@@ -17,7 +17,7 @@ import type { JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { JobError } from '../errors.js';
-import { expectedText, expectedValue, asJobError, kindOfModel, type JobKind, parseJob, type Job } from '../jobs/index.js';
+import { expectedText, expectedValue, asJobError, checkJobEnvelope, kindOfModel, type JobKind, parseJob, type Job } from '../jobs/index.js';
 import type { RunningTasks } from './cancel.js';
 import { completedEvent, creationTime, failedEvent, type EventTiming, type TerminalEvent } from './events.js';
 import type { EventPublisher } from './event-publisher.js';
@@ -222,6 +222,7 @@ function validate(reading: { source: 'header' | 'body'; body: unknown }, taskId:
   if (reading.body === undefined) {
     throw new JobError('INVALID_JOB', expectedText('job', 'a JSON object', 'bytes that are not UTF-8 JSON'));
   }
+  checkJobEnvelope(reading.body);
   const job = parseJob(reading.body);
   if (reading.source === 'header' && job.id !== undefined && job.id !== taskId) {
     throw new JobError('INVALID_JOB', expectedValue('id', `absent or ${JSON.stringify(taskId)} (the ${MSG_ID_HEADER} header)`, job.id));

@@ -14,7 +14,7 @@ import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { JobError, isJobError, errorMessage } from '../errors.js';
-import { expectedText, errorBody, kindOfModel, parseJob, type JobKind } from '../jobs/index.js';
+import { checkJobEnvelope, expectedText, errorBody, kindOfModel, parseJob, type JobKind } from '../jobs/index.js';
 import { cancelRequestSchema, type CancelReply, type CancelRequest } from './cancel.js';
 import type { Capabilities } from './discovery.js';
 import type { WorkerMetrics } from './metrics.js';
@@ -118,6 +118,7 @@ async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServi
     if (raw === undefined) throw new JobError('INVALID_JOB', expectedText('job', 'a JSON object', 'bytes that are not UTF-8 JSON'));
     const mismatch = protocolMismatch(msg.headers?.get(PROTOCOL_HEADER));
     if (mismatch !== null) throw new JobError('INVALID_JOB', mismatch);
+    checkJobEnvelope(raw);
     const job = parseJob(raw);
     const kind = kindOfModel(job.model);
     if (!(await options.canRun(kind))) {
