@@ -17,6 +17,7 @@ import {
   intSchema,
   nonEmptyText,
   nonNegativeInt,
+  oneOfSetting,
   portNumber,
   positiveInt,
   received,
@@ -228,6 +229,12 @@ export const WORKER_SETTINGS = {
     schema: positiveInt,
     default: '2',
     doc: 'Quote requests answered at once by this host (each downloads and probes its inputs).',
+  }),
+  quoteUnserved: setting({
+    env: 'WORKER_QUOTE_UNSERVED',
+    schema: oneOfSetting(['refuse', 'price']),
+    default: 'refuse',
+    doc: 'A quote for a kind no live worker can run now: refuse (MODEL_UNAVAILABLE, 503), or price it anyway (deployments that start workers from the backlog; WORKER_MAX_QUEUE_AGE_MS still bounds the wait).',
   }),
   quoteTimeoutMs: setting({
     env: 'WORKER_QUOTE_TIMEOUT_MS',

@@ -135,7 +135,9 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       quote: deps.quote,
       // This host, or any other live one: the quote does not promise which host runs the job.
       canRun: async (kind) =>
-        servesNow(kind) || (await whoCanRun(nc, CAPABILITIES_SUBJECT, kind, { first: true, waitMs: PEER_DISCOVERY_WAIT_MS })).length > 0,
+        settings.quoteUnserved === 'price' ||
+        servesNow(kind) ||
+        (await whoCanRun(nc, CAPABILITIES_SUBJECT, kind, { first: true, waitMs: PEER_DISCOVERY_WAIT_MS })).length > 0,
       cancel: (request) => cancelTask({ nc, events, workerName: settings.natsName, logger: logger.child({ component: 'cancel' }) }, request),
       capabilities: (instance) => capabilities({ ...host, instance }, state, availability.status(), new Date()),
       logger: logger.child({ component: 'service' }),

@@ -115,6 +115,15 @@ describe('discovery', () => {
     await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0' });
     expect((await request(video)).json()).toMatchObject({ model: 'vendor-video-upscale', creditsUsed: 20 });
     expect((await request({ model: 'vendor-image-upscale', input: { image_url: 'https://media.test/a.png' } })).json()).toMatchObject({ creditsUsed: 20 });
+    expect((await request({ model: 'vendor-v5-generate-music', input: { prompt: 'x' }, priority: 'high' })).json()).toMatchObject({
+      error: { code: 'INVALID_JOB', message: /"priority"/ },
+    });
+  });
+
+  it('prices kinds nobody runs when WORKER_QUOTE_UNSERVED=price (workers started from the backlog)', async () => {
+    await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', quoteUnserved: 'price' }, quote as never);
+    const music = await cp.nc.request('media.quote', JSON.stringify({ model: 'vendor-v5-generate-music', input: { prompt: 'a calm song' } }), { timeout: 5000 });
+    expect(music.json()).toMatchObject({ model: 'vendor-v5-generate-music', creditsUsed: 20 });
   });
 });
 
