@@ -92,7 +92,7 @@ export async function handleJobMessage(rt: Runtime, msg: JsMsg, kind: JobKind): 
       log.warn('Task is already running in this worker: waiting for it before deciding on this delivery');
       await withHeartbeat(msg, rt.settings.heartbeatMs, earlier);
     }
-    await runTask(rt, msg, kind, taskId, reading, log);
+    await runTask(rt, { msg, kind, taskId, reading, log });
   } catch (err) {
     // Only a bug gets here; the job is left to redelivery, which is safe.
     log.error({ err }, 'Unexpected error while handling a job; leaving it to redelivery');
@@ -102,14 +102,17 @@ export async function handleJobMessage(rt: Runtime, msg: JsMsg, kind: JobKind): 
   }
 }
 
-async function runTask(
-  rt: Runtime,
-  msg: JsMsg,
-  kind: JobKind,
-  taskId: string,
-  reading: { source: 'header' | 'body'; body: unknown },
-  log: Logger,
-): Promise<void> {
+/** One delivery of an identified task, as the steps below share it. */
+interface Delivery {
+  msg: JsMsg;
+  kind: JobKind;
+  taskId: string;
+  reading: { source: 'header' | 'body'; body: unknown };
+  log: Logger;
+}
+
+async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
+  const { msg, kind, taskId, reading, log } = delivery;
   const attempt = msg.info.deliveryCount;
   const createdAt = creationTime(bodyField(reading.body, 'createdAt'), msg.time);
   const credits = readCredits(reading.body);
@@ -133,23 +136,21 @@ async function runTask(
       rt.metrics.recordJob(kind, 'duplicate');
       return;
     }
-    await decideTask(rt, msg, kind, taskId, reading, log, controller, timing, credits);
+    await decideTask(rt, delivery, controller, timing, credits);
   } finally {
     unregister();
   }
 }
 
+/** Queue age, validation, the run and its outcome: a delivery whose task has no event yet. */
 async function decideTask(
   rt: Runtime,
-  msg: JsMsg,
-  kind: JobKind,
-  taskId: string,
-  reading: { source: 'header' | 'body'; body: unknown },
-  log: Logger,
+  delivery: Delivery,
   controller: AbortController,
   timing: (startedAt: Date | null) => EventTiming,
   credits: number | undefined,
 ): Promise<void> {
+  const { msg, kind, taskId, reading, log } = delivery;
   const attempt = msg.info.deliveryCount;
   const waitedMs = queueAgeMs(msg.time, new Date());
   if (waitedMs > rt.settings.maxQueueAgeMs[kind]) {
