@@ -7,7 +7,7 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { wireJsonSchemas } from '../src/worker/index.js';
+import { wireJsonSchemas } from '../src/protocol/index.js';
 
 export const SCHEMAS_DIR = path.join(PACKAGE_ROOT, 'docs', 'schemas');
 

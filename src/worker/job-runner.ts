@@ -18,17 +18,27 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { JobError } from '../errors.js';
 import { expectedText, expectedValue, asJobError, checkJobEnvelope, kindOfModel, type JobKind, parseJob, type Job } from '../jobs/index.js';
+import {
+  MSG_ID_HEADER,
+  PROTOCOL_HEADER,
+  bodyField,
+  completedEvent,
+  creationTime,
+  failedEvent,
+  invalidTaskIdSubject,
+  protocolMismatch,
+  readTaskId,
+  type EventTiming,
+  type TerminalEvent,
+} from '../protocol/index.js';
 import type { RunningTasks } from './cancel.js';
-import { completedEvent, creationTime, failedEvent, type EventTiming, type TerminalEvent } from './events.js';
 import type { EventPublisher } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
 import { decideFailure, watchdogError } from './outcome.js';
 import { createProgressReporter } from './progress.js';
-import { PROTOCOL_HEADER, protocolMismatch } from './protocol-version.js';
 import { queueAgeError, queueAgeMs } from './queue-age.js';
 import { resultLifetimeMs } from './results.js';
 import type { WorkerSettings } from './settings.js';
-import { MSG_ID_HEADER, bodyField, invalidTaskIdSubject, readTaskId } from './task-id.js';
 import type { JobExecutor, JobOutput } from './types.js';
 
 /** How long an aborted executor may take to return before its slot is freed anyway. */

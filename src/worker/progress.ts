@@ -4,41 +4,8 @@
  * interval, and the latest value is the one that goes out.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { z } from 'zod';
 import type { JobProgress } from '../jobs/index.js';
-import { protocolHeaders } from './protocol-version.js';
-import { progressSubject } from './subjects.js';
-
-/** A progress message (docs/protocol.md, "Progress"); its JSON Schema is generated from this. */
-export const progressMessageSchema = z.object({
-  id: z.string(),
-  model: z.string(),
-  /** `fetching and probing`, `upscaling`, `detecting faces`, `lip-syncing`, ... */
-  stage: z.string(),
-  done: z.number().nonnegative().optional(),
-  total: z.number().nonnegative().optional(),
-  /** What done and total count: `frames`, `tiles`, ... */
-  unit: z.string().optional(),
-  /** 0..100 with one decimal. */
-  percent: z.number().min(0).max(100).optional(),
-  at: z.string(),
-});
-
-export type ProgressMessage = z.infer<typeof progressMessageSchema>;
-
-export function progressMessage(taskId: string, model: string, progress: JobProgress, now: Date): ProgressMessage {
-  const percent = progress.percent ?? (progress.done !== undefined && progress.total ? (progress.done / progress.total) * 100 : undefined);
-  return {
-    id: taskId,
-    model,
-    stage: progress.stage,
-    ...(progress.done === undefined ? {} : { done: progress.done }),
-    ...(progress.total === undefined ? {} : { total: progress.total }),
-    ...(progress.unit === undefined ? {} : { unit: progress.unit }),
-    ...(percent === undefined || !Number.isFinite(percent) ? {} : { percent: Math.round(Math.min(100, Math.max(0, percent)) * 10) / 10 }),
-    at: now.toISOString(),
-  };
-}
+import { progressMessage, progressSubject, protocolHeaders } from '../protocol/index.js';
 
 export interface ProgressReporter {
   report(progress: JobProgress): void;

@@ -15,12 +15,23 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { JobError, isJobError, errorMessage } from '../errors.js';
 import { checkJobEnvelope, expectedText, errorBody, kindOfModel, parseJob, type JobKind } from '../jobs/index.js';
-import { cancelRequestSchema, type CancelReply, type CancelRequest } from './cancel.js';
-import type { Capabilities } from './discovery.js';
 import type { WorkerMetrics } from './metrics.js';
-import { PROTOCOL_HEADER, PROTOCOL_VERSION, protocolHeaders, protocolMismatch } from './protocol-version.js';
-import { CANCEL_ENDPOINT, CAPABILITIES_SUBJECT, QUOTE_ENDPOINT, QUOTE_SERVICE_GROUP, QUOTE_SERVICE_NAME } from './subjects.js';
-import { decodeBody } from './task-id.js';
+import {
+  CANCEL_ENDPOINT,
+  CAPABILITIES_SUBJECT,
+  PROTOCOL_HEADER,
+  PROTOCOL_VERSION,
+  QUOTE_ENDPOINT,
+  QUOTE_SERVICE_GROUP,
+  QUOTE_SERVICE_NAME,
+  cancelRequestSchema,
+  decodeBody,
+  protocolHeaders,
+  protocolMismatch,
+  type CancelReply,
+  type CancelRequest,
+  type Capabilities,
+} from '../protocol/index.js';
 import type { QuoteFunction } from './types.js';
 
 export interface QuoteServiceOptions {

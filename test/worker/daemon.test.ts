@@ -7,7 +7,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
 import { parseWorkerSettings } from '../../src/worker/settings.js';
-import { invalidTaskIdSubject } from '../../src/worker/task-id.js';
+import { invalidTaskIdSubject } from '../../src/protocol/index.js';
 import { ensureTopology } from '../../src/worker/topology.js';
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from './helpers/jetstream.js';
 import { FAST_SETTINGS, imageJob, lipsyncJob, startTestWorker, type TestWorker } from './helpers/in-process.js';
@@ -67,7 +67,7 @@ describe('a job that completes', () => {
       model: 'vendor-image-upscale',
       status: 'completed',
       creditsUsed: 20,
-      result: { url: 'https://cdn.test/ok-1.out', type: 'test-double', attempt: 1 },
+      result: { url: 'https://cdn.test/ok-1.out', type: 'image', width: 2, height: 2, format: 'png' },
       attempt: 1,
       worker: w.settings.natsName,
     });

@@ -7,10 +7,15 @@
 import { jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { capabilitiesSchema, discoverWorkers, whoCanRun } from '../../src/worker/discovery.js';
-import { cancelReplySchema } from '../../src/worker/cancel.js';
-import { PROTOCOL_HEADER, PROTOCOL_VERSION } from '../../src/worker/protocol-version.js';
-import { CAPABILITIES_SUBJECT } from '../../src/worker/subjects.js';
+import {
+  CAPABILITIES_SUBJECT,
+  PROTOCOL_HEADER,
+  PROTOCOL_VERSION,
+  cancelReplySchema,
+  capabilitiesSchema,
+  discoverWorkers,
+  whoCanRun,
+} from '../../src/protocol/index.js';
 import type { ReadinessCheck } from '../../src/worker/availability.js';
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from './helpers/jetstream.js';
 import { parseWorkerSettings } from '../../src/worker/settings.js';

@@ -1,7 +1,7 @@
 /**
  * Every message of the worker protocol with its zod schema, and their JSON Schemas (zod 4's
  * `z.toJSONSchema`), committed under docs/schemas/ by `npm run schemas:export` and compared with
- * the code by test/worker/wire-schemas.test.ts. One place lists them, so that a message added to
+ * the code by test/protocol/wire-schemas.test.ts. One place lists them, so that a message added to
  * the protocol without a schema is visible here.
  */
 import { z } from 'zod';
@@ -18,7 +18,7 @@ import { cancelReplySchema, cancelRequestSchema } from './cancel.js';
 import { capabilitiesSchema } from './discovery.js';
 import { terminalEventSchema } from './events.js';
 import { progressMessageSchema } from './progress.js';
-import { PROTOCOL_VERSION } from './protocol-version.js';
+import { PROTOCOL_VERSION } from './version.js';
 
 const resultSchema = z.union([imageResultSchema, videoResultSchema, lipsyncResultSchema, musicResultSchema, z.null()]);
 

@@ -7,11 +7,14 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import type { ImageResult, LipsyncResult, MusicResult, VideoResult } from '../../src/execute.js';
 import { JobError } from '../../src/errors.js';
 import {
   checkJobEnvelope,
   parseJob,
+  type ImageResult,
+  type LipsyncResult,
+  type MusicResult,
+  type VideoResult,
   type ImageQuote,
   type LipsyncQuote,
   type MusicQuote,
@@ -27,7 +30,7 @@ import {
   videoResultSchema,
 } from '../../src/jobs/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { wireJsonSchemas } from '../../src/worker/wire-schemas.js';
+import { wireJsonSchemas } from '../../src/protocol/wire-schemas.js';
 import { SCHEMAS_DIR, schemaFileText } from '../../scripts/export-schemas.js';
 
 /** Optional fields compared without zod's `| undefined` (the sources use exactOptionalPropertyTypes). */
