@@ -23,6 +23,7 @@ import {
 } from '../worker/index.js';
 import { registryOptions } from './layer-options.js';
 import { probeHardware, withProviderCheck, type ProbedHardware } from './hardware.js';
+import { hardwareClassOf } from './quote-policy.js';
 import { kindChecks } from './readiness.js';
 import { createEngine, executeJob, quoteOnly, type Engine } from './run-job.js';
 
@@ -57,6 +58,8 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     version: PACKAGE_VERSION,
     readiness: withProviderCheck(kindChecks({ config, settings, engine, logger }), hardware.shortfall),
     sweepLeftovers: () => sweepAllLeftovers(config),
+    // What discovery reports is what the probe found running, as the quotes and readiness use it.
+    host: { hardwareClass: hardwareClassOf(config), executionProvider: hardware.probe.active },
   });
   return {
     worker,
