@@ -11,7 +11,8 @@
  * - a read-only install (the package root's, the worker an unprivileged user with the documented
  *   writable directories): an image job completes;
  * - a host configured for CUDA on this CPU-only machine: /readyz says image is not ready and why,
- *   the metric and the quote say cpu, the job waits; with CPU fallback allowed it runs.
+ *   discovery and the metric say cpu, the quote is MODEL_UNAVAILABLE, the job waits; with CPU fallback
+ *   allowed it is quoted as cpu and runs.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -391,16 +392,17 @@ describe.runIf(process.getuid?.() === 0)('a full temp file system (a real tmpfs)
 });
 
 describe('a host configured for CUDA without it (this CPU-only machine)', () => {
-  const quoteHardware = async (): Promise<unknown> => {
+  const quote = async (): Promise<{ hardware_class?: string; error?: { code: string } }> => {
     const reply = await cp.nc.request(
       'media.quote',
       JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: `${base}/chelsea.png`, upscale_factor: '4' } }),
       { timeout: 10_000 },
     );
-    return (reply.json() as { hardware_class?: string }).hardware_class;
+    return reply.json();
   };
+  const capabilities = async (): Promise<unknown> => (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json();
 
-  it('is not ready for image jobs and says why, quotes as the CPU it runs on, and says so in the metrics; CPU fallback allowed: ready', async () => {
+  it('is not ready for image jobs and says why, announces the CPU it runs on, and says so in the metrics; CPU fallback allowed: ready, quoted as cpu', async () => {
     const env = {
       MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda,cpu',
       MEDIA_WORKER_TMP_DIR: await scratch('cuda-tmp'),
@@ -417,7 +419,9 @@ describe('a host configured for CUDA without it (this CPU-only machine)', () => 
     expect(reasons).toContain('MEDIA_WORKER_CPU_FALLBACK');
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toContain('media_worker_execution_provider_info{provider="cpu",requested="cuda,cpu"} 1');
-    expect(await quoteHardware()).toBe('cpu');
+    // Discovery says what runs; the quote of a kind no live worker runs is refused (docs/protocol.md).
+    expect(await capabilities()).toMatchObject({ hardwareClass: 'cpu', executionProvider: 'cpu', kinds: { image: { ready: false } } });
+    expect((await quote()).error).toMatchObject({ code: 'MODEL_UNAVAILABLE' });
     await cp.publishJob('image', 'vendor-image-upscale', { id: 'cuda-less-1', model: 'vendor-image-upscale', input: { image_url: `${base}/chelsea.png` } });
     await sleep(2000);
     expect(await cp.eventsOf('cuda-less-1')).toEqual([]);
@@ -429,7 +433,7 @@ describe('a host configured for CUDA without it (this CPU-only machine)', () => 
     const allowedPort = await allowed.serving();
     const ready = await readyz(allowedPort);
     expect(ready.body.kinds.image).toMatchObject({ ready: true, reasons: [] });
-    expect(await quoteHardware()).toBe('cpu');
+    expect((await quote()).hardware_class).toBe('cpu');
     const event = await waitFor('the image event', async () => (await cp.eventsOf('cuda-less-1'))[0], 60_000);
     expect(event).toMatchObject({ status: 'completed', attempt: 1 });
   });
