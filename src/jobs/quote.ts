@@ -86,6 +86,24 @@ export interface QuoteEstimate {
   hardware_class?: string;
 }
 
+/**
+ * What the quote measured, beside the spec's echo: the figures that price and bound the job, read
+ * from the streams' packets (never from headers), so anyone can see what was billed and why. A
+ * header that claims another duration is shown as `declared_seconds`: the streams won.
+ */
+export interface MeasuredStreams {
+  from: 'streams';
+  video?: { seconds: number; frames: number; frame_rate: string };
+  audio?: { seconds: number };
+  declared_seconds?: number;
+}
+
+export interface MeasuredInputs {
+  /** Video upscale: the video file; lip-sync: the video and the audio file. */
+  video: MeasuredStreams;
+  audio?: MeasuredStreams;
+}
+
 // The `input` echo objects of spec 2.2 (image and video), and this worker's equivalents for the rest.
 
 export interface ImageQuoteInput {
@@ -129,6 +147,7 @@ export interface VideoQuote extends QuoteEstimate {
   model: VideoUpscaleJob['model'];
   creditsUsed: number;
   input: VideoQuoteInput;
+  measured: MeasuredInputs;
 }
 
 export interface LipsyncQuote extends QuoteEstimate {
@@ -137,6 +156,7 @@ export interface LipsyncQuote extends QuoteEstimate {
   /** Measured video duration in seconds, rounded to milliseconds (spec 2.2 `duration`). */
   duration: number;
   input: LipsyncQuoteInput;
+  measured: MeasuredInputs;
 }
 
 export interface MusicQuote {
@@ -223,6 +243,28 @@ function displayed(video: VideoStreamInfo): { width: number; height: number } {
   return quarter ? { width: video.height, height: video.width } : { width: video.width, height: video.height };
 }
 
+const milliseconds = (seconds: number): number => Math.round(seconds * 1000) / 1000;
+
+/** The quote's account of what it measured in one file (see MeasuredStreams). */
+export function measuredStreams(info: MediaInfo): MeasuredStreams {
+  const measured: MeasuredStreams = { from: 'streams' };
+  const { video, audio } = info;
+  if (video?.frameCount !== undefined && video.seconds !== undefined) {
+    measured.video = { seconds: milliseconds(video.seconds), frames: video.frameCount, frame_rate: `${video.fps.num}/${video.fps.den}` };
+  }
+  if (audio?.seconds !== undefined) measured.audio = { seconds: milliseconds(audio.seconds) };
+  if (info.declaredDurationSeconds !== undefined) measured.declared_seconds = milliseconds(info.declaredDurationSeconds);
+  return measured;
+}
+
+/**
+ * Frames a video upscale processes: the packets measured (one frame each), unless a variable frame
+ * rate is resampled to a constant one (then duration x rate).
+ */
+function processedFrames(video: VideoStreamInfo, durationSeconds: number): number {
+  return video.variableFrameRate || video.frameCount === undefined ? frameCount(durationSeconds, video.fps) : video.frameCount;
+}
+
 /** The error body the quote service and `media-worker quote` print for a rejected job. */
 export function errorBody(err: JobError): ErrorBody {
   return { error: { code: err.code, status: err.status, message: err.message } };
@@ -285,7 +327,7 @@ async function quoteVideo(job: VideoUpscaleJob, deps: QuoteDeps, signal?: AbortS
     checkFrameRate(info.video.fps, limits);
     const f = Number(upscale_factor);
     checkVideoOutputSize({ width: size.width * f, height: size.height * f }, size, upscale_factor, limits);
-    const frames = frameCount(price.durationSeconds, info.video.fps);
+    const frames = processedFrames(info.video, price.durationSeconds);
     const network = await policy.srNetwork('video', upscale_factor);
     const cost = estimateVideoUpscale({ ...size, frames, factor: upscale_factor }, network, policy.hardware);
     checkJobOutputPixels(frames, cost.outputPixelsPerFrame, limits);
@@ -305,6 +347,7 @@ async function quoteVideo(job: VideoUpscaleJob, deps: QuoteDeps, signal?: AbortS
         billed_seconds: price.billedSeconds,
         credits_per_second: price.creditsPerSecond,
       },
+      measured: { video: measuredStreams(info) },
     },
     inputs: { video },
     probes: { video: info },
@@ -357,6 +400,7 @@ async function quoteLipsync(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSign
         billed_seconds: price.billedSeconds,
         credits_per_second: price.creditsPerSecond,
       },
+      measured: { video: measuredStreams(videoInfo), audio: measuredStreams(audioInfo) },
     },
     inputs: { video, audio },
     probes: { video: videoInfo, audio: audioInfo },

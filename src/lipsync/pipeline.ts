@@ -14,7 +14,7 @@ import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { JobError, errorMessage } from '../errors.js';
 import type { RegistryOptions, SessionCache, LoadedSrModel, SrModelLoader } from '../inference/index.js';
 import { asJobError, priceLipsync, type LipsyncModelId, type SyncMode } from '../jobs/index.js';
-import { resolveFfmpeg, type MediaInfo, type PathNames, type Rational, type VideoStreamInfo } from '../media/index.js';
+import { allowedAudioSeconds, allowedFrames, resolveFfmpeg, type MediaInfo, type PathNames, type Rational, type VideoStreamInfo } from '../media/index.js';
 import {
   DEFAULT_ENCODER,
   type EncoderSettings,
@@ -28,8 +28,8 @@ import {
   formatRate,
   frameTiming,
   inputMatrix,
+  checkVideoDecodes,
   probeVideoExtras,
-  probeVideoPacketCount,
 } from '../video/index.js';
 import { audioEnvelope, loadBlazeFace, type BlazeFaceDetector, detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels, FACE_DETECTION_PROFILES, type DrivenFaces } from './faces/index.js';
 import { decodeAudio, fitSamples, melSpectrogram } from './audio/index.js';
@@ -286,7 +286,12 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const estimatedFrames = Math.max(1, r.video.frameCount ?? framesForSeconds(req.videoInfo.durationSeconds, fps));
   planTimeline({ mode: req.syncMode, videoFrames: estimatedFrames, fps, audioSeconds: Math.max(1e-3, req.audioInfo.durationSeconds) });
 
-  const audioMax = req.syncMode === 'cut_off' ? req.videoInfo.durationSeconds + 1 : DEFAULT_MAX_OUTPUT_SECONDS + 1;
+  // The backstop (docs/contract.md, "The bill is what runs"): no more audio than the quote measured.
+  const audioMax = Math.min(
+    req.syncMode === 'cut_off' ? req.videoInfo.durationSeconds + 1 : DEFAULT_MAX_OUTPUT_SECONDS + 1,
+    allowedAudioSeconds(req.audioInfo.durationSeconds),
+  );
+  const quotedFrames = timing.mode === 'passthrough' ? estimatedFrames : framesForSeconds(req.videoInfo.durationSeconds, fps);
   // The audio decodes beside the set-up steps; one of them failing must not leave it running.
   const setup = new StageGroup(signal, 'lip-sync set-up');
   const audioPromise = decodeAudio(
@@ -301,6 +306,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   let extras: VideoExtras;
   let quality: VideoQuality;
   let samples: Float32Array;
+  let decodedFrames: number;
   try {
     const profile = req.model === 'vendor-lipsync-3' ? FACE_DETECTION_PROFILES.robust : FACE_DETECTION_PROFILES.standard;
     detector = await loadBlazeFace(profile.model, { sessions: deps.sessions, registry, minScore: profile.minScore, margin: profile.margin });
@@ -311,6 +317,17 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     extras = await probeVideoExtras(r.videoPath, req.videoInfo.container, {
       ...withSignal,
       ...(deps.ffprobePath === undefined ? {} : { ffprobePath: deps.ffprobePath }),
+    });
+    // The whole video decoded once before any network work: a file its decoders cannot read, or
+    // one that grew after its quote, fails here. Damage they can conceal is concealed, as players do.
+    decodedFrames = await checkVideoDecodes({
+      ffmpeg,
+      path: r.videoPath,
+      container: req.videoInfo.container,
+      videoIndex: extras.videoIndex,
+      maxFrames: allowedFrames(estimatedFrames),
+      strict: false,
+      ...withSignal,
     });
     quality = await videoQuality(req, ffmpeg, r.video);
     samples = await audioPromise;
@@ -332,6 +349,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     matrix: inputMatrix(extras, size),
     interlaced: extras.interlaced === true,
     size,
+    maxFrames: allowedFrames(quotedFrames),
   };
   const limit = facePassLimit(req.syncMode, framesForSeconds(audioSeconds, fps));
   const progress = throttle(req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS, req.onProgress);
@@ -396,14 +414,9 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     ...(req.logger === undefined ? {} : { logger: req.logger }),
   };
 
-  // A variable frame rate is resampled by the decoder, so its packets do not forecast the frames.
-  const probeForecast = (): Promise<number | undefined> =>
-    timing.mode === 'passthrough'
-      ? probeVideoPacketCount(r.videoPath, req.videoInfo.container, extras.videoIndex, {
-          ...withSignal,
-          ...(deps.ffprobePath === undefined ? {} : { ffprobePath: deps.ffprobePath }),
-        })
-      : Promise.resolve(undefined);
+  // The decode check counted the frames the decoders deliver; a variable frame rate is resampled by
+  // them, so its count does not forecast theirs.
+  const probeForecast = (): Promise<number | undefined> => Promise.resolve(timing.mode === 'passthrough' ? decodedFrames : undefined);
   const forecast = await (deps.forecastFrames ?? probeForecast)();
   let passes: Passes;
   if (forecast === undefined || deps.overlapFacePass === false) {

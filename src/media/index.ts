@@ -25,7 +25,7 @@ export {
   type SafeInputOptions,
 } from './ffmpeg-args.js';
 export { DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_IMAGE_SIDE, probeImage, type ProbeImageOptions } from './probe-image.js';
-export { DEFAULT_PROBE_TIMEOUT_MS, normaliseRotation, parseFfprobeOutput, parseFraction, probeMedia, type ProbeMediaOptions } from './probe-media.js';
+export { DEFAULT_PROBE_TIMEOUT_MS, chooseFrameRate, normaliseRotation, parseFfprobeOutput, parseFraction, probeMedia, type ProbeMediaOptions } from './probe-media.js';
 export {
   ProcessError,
   isProcessError,
@@ -41,6 +41,15 @@ export {
   type StreamingProcess,
 } from './process.js';
 export { isImageFormat, sniffBuffer, sniffFile, type SniffedFormat } from './sniff.js';
+export {
+  AUDIO_TOLERANCE_SECONDS,
+  FRAME_TOLERANCE,
+  allowedAudioSeconds,
+  allowedFrames,
+  measureStream,
+  type Packet,
+  type StreamMeasurement,
+} from './stream-measure.js';
 export type { AudioStreamInfo, ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, Rational, VideoStreamInfo } from './types.js';
 export {
   FOREIGN_LEFTOVER_MAX_AGE_MS,
