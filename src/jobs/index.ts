@@ -106,9 +106,13 @@ export {
   type QuotedLipsyncJob,
   type QuotedMusicJob,
   type QuotedVideoJob,
+  type MeasuredInputs,
+  type MeasuredStreams,
   type VideoQuote,
   type VideoQuoteInput,
+  measuredStreams,
 } from './quote.js';
+export { checkAudio, checkFormat, checkVideo } from './input-checks.js';
 export {
   DEFAULT_WORK_LIMITS,
   H264_LEVEL_62_MAX_FRAME_PIXELS,

@@ -8,7 +8,7 @@
  * caller removes them in its `finally`, whether quoting succeeded or not.
  */
 import { JobError } from '../errors.js';
-import { expectedText } from './messages.js';
+import { checkAudio, checkFormat, checkVideo } from './input-checks.js';
 import {
   estimateImageUpscale,
   estimateLipsync,
@@ -50,7 +50,7 @@ import type {
   UpscaleFactor,
   VideoUpscaleJob,
 } from './types.js';
-import type { ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, VideoStreamInfo } from '../media/index.js';
+import type { ImageInfo, LocalInput, MediaInfo, VideoStreamInfo } from '../media/index.js';
 
 export type InputKind = 'image' | 'video' | 'audio';
 
@@ -419,61 +419,4 @@ function quoteMusic(job: MusicJob): QuotedMusicJob {
     inputs: {},
     probes: {},
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Content checks. Formats come from the probe (file content), never from the URL or file name.
-
-const FORMAT_NAMES: Readonly<Record<ContainerKind | ImageFormat, string>> = {
-  jpeg: 'JPEG',
-  png: 'PNG',
-  webp: 'WebP',
-  mp4: 'MP4',
-  mov: 'MOV',
-  m4v: 'M4V',
-  mkv: 'MKV',
-  webm: 'WebM',
-  gif: 'GIF',
-  mp3: 'MP3',
-  wav: 'WAV',
-  aac: 'AAC',
-  ogg: 'OGG',
-  m4a: 'M4A',
-};
-
-/** `MP4, MOV or MKV` */
-function formatList(formats: readonly (ContainerKind | ImageFormat)[]): string {
-  const names = formats.map(formatName);
-  return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`;
-}
-
-function formatName(format: string): string {
-  return FORMAT_NAMES[format as ContainerKind | ImageFormat] ?? JSON.stringify(format);
-}
-
-function checkFormat<F extends ContainerKind | ImageFormat>(field: string, detected: F, allowed: readonly F[]): void {
-  if (!allowed.includes(detected)) {
-    throw new JobError('PROBE_FAILED', expectedText(field, formatList(allowed), `${formatName(detected)} content`));
-  }
-}
-
-function checkVideo(field: string, info: MediaInfo, allowed: readonly ContainerKind[]): void {
-  checkFormat(field, info.container, allowed);
-  if (info.video === undefined) {
-    throw new JobError(
-      'PROBE_FAILED',
-      expectedText(field, 'a video with a video stream', `${formatName(info.container)} content without one`),
-    );
-  }
-}
-
-function checkAudio(field: string, info: MediaInfo, allowed: readonly ContainerKind[]): void {
-  checkFormat(field, info.container, allowed);
-  if (info.audio === undefined) {
-    throw new JobError(
-      'PROBE_FAILED',
-      expectedText(field, 'audio with an audio stream', `${formatName(info.container)} content without one`),
-    );
-  }
-  durationMilliseconds(info.durationSeconds, 'the audio duration');
 }

@@ -13,7 +13,16 @@ import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { JobError, errorMessage } from '../errors.js';
 import type { RegistryOptions, SessionCache, LoadedSrModel, SrModelLoader } from '../inference/index.js';
-import { asJobError, priceLipsync, type LipsyncModelId, type SyncMode } from '../jobs/index.js';
+import {
+  LIPSYNC_AUDIO_CONTAINERS,
+  LIPSYNC_VIDEO_CONTAINERS,
+  asJobError,
+  checkAudio,
+  checkVideo,
+  priceLipsync,
+  type LipsyncModelId,
+  type SyncMode,
+} from '../jobs/index.js';
 import { allowedAudioSeconds, allowedFrames, resolveFfmpeg, type MediaInfo, type PathNames, type Rational, type VideoStreamInfo } from '../media/index.js';
 import {
   DEFAULT_ENCODER,
@@ -148,17 +157,13 @@ const DEFAULT_PROGRESS_INTERVAL_MS = 250;
 /** A soundtrack whose loudest frame has less RMS than this carries no speech to follow. */
 const SILENT_RMS = 1e-3;
 
+/** The quote's checks of a lip-sync's inputs (jobs/input-checks.ts), in its wording: the video stream. */
 export function checkLipsyncInput(req: Pick<LipsyncRequest, 'videoInfo' | 'audioInfo' | 'model'>): VideoStreamInfo {
-  const { videoInfo, audioInfo } = req;
-  if (videoInfo.video === undefined) {
-    throw new JobError('PROBE_FAILED', `Expected a video with a video stream but the ${videoInfo.container.toUpperCase()} file has none`);
-  }
-  if (audioInfo.audio === undefined) {
-    throw new JobError('PROBE_FAILED', `Expected audio with an audio stream but the ${audioInfo.container.toUpperCase()} file has none`);
-  }
-  // VIDEO_TOO_LONG with the quote's wording.
-  priceLipsync(req.model, videoInfo.durationSeconds);
-  return videoInfo.video;
+  const video = checkVideo('video_url', req.videoInfo, LIPSYNC_VIDEO_CONTAINERS);
+  checkAudio('audio_url', req.audioInfo, LIPSYNC_AUDIO_CONTAINERS);
+  // VIDEO_TOO_LONG over 30 s.
+  priceLipsync(req.model, req.videoInfo.durationSeconds);
+  return video;
 }
 
 /**

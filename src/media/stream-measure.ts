@@ -37,23 +37,40 @@ function finite(value: string | number | undefined): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
+/** A packet's duration counts at most this many times the stream's median one (see measureStream). */
+export const PACKET_DURATION_CAP = 4;
+
+function median(values: number[]): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
 /**
  * The packets of stream `index`, measured. `lastDuration` stands in for a packet's missing
  * duration (video: one frame period), so a stream whose packets carry none still spans its last
- * frame. Undefined when the stream has no timed packet.
+ * frame. A duration is itself a claim (an Ogg page's edited granule gives the last packet one of
+ * 27 hours): none counts more than PACKET_DURATION_CAP times the stream's median. Undefined when
+ * the stream has no timed packet.
  */
 export function measureStream(packets: readonly Packet[], index: number, lastDuration = 0): StreamMeasurement | undefined {
+  const timed: { at: number; duration: number | undefined }[] = [];
   let count = 0;
-  let start = Number.POSITIVE_INFINITY;
-  let end = Number.NEGATIVE_INFINITY;
   for (const packet of packets) {
     if (packet.stream_index !== index || packet.flags?.includes('D') === true) continue;
     count += 1;
     const at = finite(packet.pts_time) ?? finite(packet.dts_time);
     if (at === undefined) continue;
     const duration = finite(packet.duration_time);
+    timed.push({ at, duration: duration !== undefined && duration > 0 ? duration : undefined });
+  }
+  const typical = median(timed.flatMap((p) => (p.duration === undefined ? [] : [p.duration])));
+  const cap = typical === undefined ? Number.POSITIVE_INFINITY : PACKET_DURATION_CAP * typical;
+  let start = Number.POSITIVE_INFINITY;
+  let end = Number.NEGATIVE_INFINITY;
+  for (const { at, duration } of timed) {
     start = Math.min(start, at);
-    end = Math.max(end, at + (duration !== undefined && duration > 0 ? duration : lastDuration));
+    end = Math.max(end, at + Math.min(duration ?? lastDuration, cap));
   }
   if (count === 0 || !(end > start)) return undefined;
   return { packets: count, seconds: end - start };

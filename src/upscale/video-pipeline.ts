@@ -19,7 +19,7 @@ import { rename, rm } from 'node:fs/promises';
 import { getPriority, setPriority } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { type UpscaleResult, upscaleRgb, type LoadedSrModel, type SrModelLoader } from '../inference/index.js';
-import { JobError, VIDEO_UPSCALE_CONTAINERS, asJobError, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
+import { JobError, VIDEO_UPSCALE_CONTAINERS, asJobError, checkVideo, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
 import { allowedFrames, resolveFfmpeg, spawnProcess, type MediaInfo, type PathNames, type VideoStreamInfo } from '../media/index.js';
 import {
   type AudioPlan,
@@ -121,15 +121,12 @@ const EXIT_REPORT_GRACE_MS = 2_000;
 const DECODER_RANK = 2;
 const ENCODER_RANK = 1;
 
+/** The quote's checks of a video upscale's input (jobs/input-checks.ts), in its wording: its video stream. */
 export function checkVideoInput(info: MediaInfo, factor: UpscaleFactor): VideoStreamInfo {
-  if (!VIDEO_UPSCALE_CONTAINERS.includes(info.container)) {
-    const names = VIDEO_UPSCALE_CONTAINERS.map((c) => c.toUpperCase()).join(', ');
-    throw new JobError('PROBE_FAILED', `Expected one of ${names} but received ${info.container.toUpperCase()}`);
-  }
-  if (info.video === undefined) throw new JobError('PROBE_FAILED', `Expected a video stream but the ${info.container.toUpperCase()} file has none`);
-  // The same limit and wording as the quote (VIDEO_TOO_LONG over 60 s).
+  const video = checkVideo('video_url', info, VIDEO_UPSCALE_CONTAINERS);
+  // VIDEO_TOO_LONG over 60 s.
   priceVideoUpscale(info.durationSeconds, factor);
-  return info.video;
+  return video;
 }
 
 export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrModelLoader): Promise<VideoUpscaleOutcome> {
