@@ -25,7 +25,7 @@ export {
   type SafeInputOptions,
 } from './ffmpeg-args.js';
 export { DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_IMAGE_SIDE, probeImage, type ProbeImageOptions } from './probe-image.js';
-export { DEFAULT_PROBE_TIMEOUT_MS, chooseFrameRate, normaliseRotation, parseFfprobeOutput, parseFraction, probeMedia, type ProbeMediaOptions } from './probe-media.js';
+export { DEFAULT_PROBE_TIMEOUT_MS, normaliseRotation, parseFfprobeOutput, parseFraction, probeMedia, type ProbeMediaOptions } from './probe-media.js';
 export {
   ProcessError,
   isProcessError,

@@ -17,7 +17,7 @@ import { describeFormat } from './describe.js';
 import { ffprobeArgs } from './ffmpeg-args.js';
 import { ffmpegReason, isProcessError, runProcess } from './process.js';
 import { isImageFormat, sniffFile } from './sniff.js';
-import { measureStream, packetSchema, type Packet, type StreamMeasurement } from './stream-measure.js';
+import { measureStream, packetSchema, type Packet } from './stream-measure.js';
 import type { AudioStreamInfo, ContainerKind, MediaInfo, Rational, VideoStreamInfo } from './types.js';
 
 export const DEFAULT_PROBE_TIMEOUT_MS = 30_000;
@@ -109,36 +109,6 @@ export function streamRotation(stream: FfprobeStream): number {
   return 0;
 }
 
-/** Rates within 2 % of each other count as the same (a header's rounding, a last frame's duration). */
-function near(rate: Rational, measured: number): boolean {
-  return Math.abs(rate.num / rate.den - measured) <= 0.02 * measured;
-}
-
-function sameRate(a: Rational, b: Rational): boolean {
-  return a.num * b.den === b.num * a.den;
-}
-
-/**
- * The frame rate: ffprobe's average rate, else its real base rate, whichever agrees with the rate
- * measured from the packets (frames / seconds); when neither does (an edited mdhd makes the average
- * rate a lie), the measured rate itself, to the thousandth.
- */
-export function chooseFrameRate(avg: Rational | undefined, real: Rational | undefined, measured: StreamMeasurement | undefined): Rational | undefined {
-  if (measured === undefined) return avg ?? real;
-  const rate = measured.packets / measured.seconds;
-  if (avg !== undefined && near(avg, rate)) return avg;
-  if (real !== undefined && near(real, rate)) return real;
-  const num = Math.max(1, Math.round(rate * 1000));
-  return reduce({ num, den: 1000 });
-}
-
-function reduce({ num, den }: Rational): Rational {
-  let a = num;
-  let b = den;
-  while (b !== 0) [a, b] = [b, a % b];
-  return { num: num / a, den: den / a };
-}
-
 function videoInfo(stream: FfprobeStream, packets: readonly Packet[], index: number): VideoStreamInfo {
   const width = positiveInteger(stream.width);
   const height = positiveInteger(stream.height);
@@ -147,18 +117,19 @@ function videoInfo(stream: FfprobeStream, packets: readonly Packet[], index: num
   }
   const avg = parseFraction(stream.avg_frame_rate);
   const real = parseFraction(stream.r_frame_rate);
-  const base = avg ?? real;
-  const measured = measureStream(packets, index, base === undefined ? 0 : base.den / base.num);
-  if (measured === undefined) throw new JobError('PROBE_FAILED', 'The video stream holds no timed frames');
-  const fps = chooseFrameRate(avg, real, measured);
+  // ffprobe derives both rates from the packets' timestamps (the sample table, the first frames),
+  // not from the duration fields a writer can edit.
+  const fps = avg ?? real;
   if (fps === undefined) throw new JobError('PROBE_FAILED', 'The video frame rate could not be read');
+  const measured = measureStream(packets, index, fps.den / fps.num);
+  if (measured === undefined) throw new JobError('PROBE_FAILED', 'The video stream holds no timed frames');
   const info: VideoStreamInfo = {
     codec: stream.codec_name ?? 'unknown',
     width,
     height,
     rotation: streamRotation(stream),
     fps,
-    variableFrameRate: real !== undefined && !sameRate(fps, real),
+    variableFrameRate: avg !== undefined && real !== undefined && avg.num * real.den !== real.num * avg.den,
     frameCount: measured.packets,
     seconds: measured.seconds,
   };

@@ -39,7 +39,7 @@ export interface VideoStreamInfo {
   rotation: number;
   /** Average frame rate as a fraction (r_frame_rate when avg is unknown). */
   fps: Rational;
-  /** True when the rate chosen and ffprobe's r_frame_rate disagree (a hint of variable frame rate). */
+  /** True when ffprobe's r_frame_rate and avg_frame_rate disagree (a hint of variable frame rate). */
   variableFrameRate: boolean;
   /** Frames measured: the stream's packets (stream-measure.ts), never a header's count. */
   frameCount?: number;

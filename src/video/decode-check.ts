@@ -81,7 +81,7 @@ export async function checkVideoDecodes(input: DecodeCheckInput): Promise<number
     if (err.reason === 'timeout') {
       throw new JobError('PROBE_FAILED', `The video could not be decoded within ${timeoutMs / 1000} s`, { cause: err, retryable: true });
     }
-    throw new JobError('PROBE_FAILED', `The video is damaged and was not processed: ${ffmpegReason(err.stderrTail, [[input.path, 'input']], 2)}`, {
+    throw new JobError('PROBE_FAILED', `The video could not be decoded: ${ffmpegReason(err.stderrTail, [[input.path, 'input']], 2)}`, {
       cause: err,
     });
   }

@@ -246,15 +246,6 @@ describe('parseFfprobeOutput', () => {
     expect(info.durationSeconds).toBeLessThan(2.1);
   });
 
-  it('takes the measured frame rate when the average one disagrees with the packets (an edited mdhd)', () => {
-    const info = parseFfprobeOutput(
-      { format: { format_name: 'mov', duration: '1' }, streams: [{ ...video, avg_frame_rate: '250/1', r_frame_rate: '250/1' }], packets: packets(0, 250, 0.04) },
-      'mp4',
-    );
-    expect(info.video?.fps).toEqual({ num: 25, den: 1 });
-    expect(info.durationSeconds).toBeCloseTo(10, 9);
-  });
-
   it('refuses a file whose streams hold no timed packets, whatever its headers say', () => {
     const audio = { index: 0, codec_type: 'audio', codec_name: 'mp3', sample_rate: '44100', channels: 1, duration: '3' };
     expect(() => parseFfprobeOutput({ format: { format_name: 'mp3', duration: '3' }, streams: [audio] }, 'mp3')).toThrow(

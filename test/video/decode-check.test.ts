@@ -70,7 +70,7 @@ describe('measured frames and the decode check', () => {
     await writeFile(damaged, bytes);
     const err = await failure(checkVideoDecodes({ ffmpeg, path: damaged, container: 'mp4', videoIndex: 0, maxFrames: 200, strict: true }));
     expect(err.code).toBe('PROBE_FAILED');
-    expect(err.message).toMatch(/^The video is damaged and was not processed: /);
+    expect(err.message).toMatch(/^The video could not be decoded: /);
   });
 
   it('refuses a file that is no video at all', async () => {
