@@ -10,7 +10,7 @@ import { loadConfig } from '../src/config.js';
 import { quoteOnly } from '../src/execute.js';
 import { parseJob, type LipsyncQuote, type VideoQuote } from '../src/jobs/index.js';
 import { ffmpeg, makeClip, makeTempDir, makeTone } from './media/helpers.js';
-import { matroskaHeadersSay, mp3XingFramesDivided, mp4HeadersSay, oggLastGranuleSays } from './media/lying-headers.js';
+import { matroskaHeadersSay, mp3XingFramesDivided, mp4HeadersSay, oggLastGranuleSays } from '../bench/lying-headers.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;

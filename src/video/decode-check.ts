@@ -37,6 +37,11 @@ export function decodeCheckArgs(input: Pick<DecodeCheckInput, 'path' | 'containe
   return [
     ...quietFfmpegArgs(),
     ...(input.strict ? ['-xerror'] : []),
+    // One decoding thread: frame-threaded H.264 flags a damaged frame corrupt in some runs and
+    // not in others; one thread flags it every time, so the check is at least as strict as the
+    // pipeline's decoder (and repeatable).
+    '-threads',
+    '1',
     ...safeFileInputArgs(input.path, input.container),
     '-map',
     `0:V:${input.videoIndex}`,
@@ -49,6 +54,10 @@ export function decodeCheckArgs(input: Pick<DecodeCheckInput, 'path' | 'containe
     String(input.maxFrames + 1),
     '-progress',
     'pipe:1',
+    // Raw frames to nowhere. Not ffmpeg's default for the null muxer (wrapped_avframe): with it,
+    // -xerror lets frames the decoder marked corrupt through, which the pipeline's decoder refuses.
+    '-c:v',
+    'rawvideo',
     '-f',
     'null',
     '-',

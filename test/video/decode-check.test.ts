@@ -86,6 +86,7 @@ describe('measured frames and the decode check', () => {
     expect(args).toContain('-map 0:V:1');
     expect(args).toContain('-frames:v 41');
     expect(args).toContain('-xerror');
+    expect(args).toContain('-threads 1 -protocol_whitelist');
     expect(decodeCheckArgs({ path: '/in/clip.mkv', container: 'mkv', videoIndex: 0, maxFrames: 40, strict: false })).not.toContain('-xerror');
   });
 

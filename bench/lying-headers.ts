@@ -1,7 +1,8 @@
 /**
- * Lying files for the quote's tests: ffmpeg-made clips whose headers are edited byte by byte to
- * claim another duration, while their streams stay as they were. Each edit finds its field by the
- * format's own layout and fails loudly when the layout is not the expected one.
+ * Lying files for the quote's tests and the input-measure benchmark: ffmpeg-made clips whose
+ * headers are edited byte by byte to claim another duration, while their streams stay as they
+ * were. Each edit finds its field by the format's own layout and fails loudly when the layout is
+ * not the expected one.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 
