@@ -105,7 +105,7 @@ export interface LipsyncDeps {
    * forecast. Default true; false detects every frame first (benchmarks compare the two).
    */
   overlapFacePass?: boolean;
-  /** Replaces the forecast of the frame count (the video stream's packet count; tests: a wrong forecast). */
+  /** Replaces the forecast of the frame count (the decode check's count; tests: a wrong forecast). */
   forecastFrames?: () => Promise<number | undefined>;
   /** Replaces the lip-sync network loader (benchmarks: a stand-in with a known cost). */
   loadModel?: (modelId: LipsyncModelId) => Promise<LipsyncModel>;
