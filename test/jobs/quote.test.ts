@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { JobError, type ErrorCode } from '../../src/errors.js';
-import { errorBody, formatDuration, formatQuoteError, quoteJob, type InputKind, type QuoteDeps } from '../../src/jobs/quote.js';
+import { errorBody, formatDuration, formatQuoteError, quoteJob } from '../../src/jobs/quote.js';
+import type { InputKind, QuoteDeps } from '../../src/jobs/quote-types.js';
 import { roundedSeconds } from '../../src/jobs/pricing.js';
 import { normaliseToolBody, parseJob } from '../../src/jobs/schemas.js';
 import type { ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo } from '../../src/media/index.js';
