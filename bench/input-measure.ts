@@ -7,7 +7,7 @@
  *     and the decode check the pipelines run before the network (not part of the quote).
  * (b) Wasted work: a corpus of damaged inputs made from a real ffmpeg-made clip (truncated,
  *     garbage bytes, bit flips, header lies, audio shorter or longer than the video), each quoted
- *     (execute.ts's quoteOnly, the worker's own policy) and run through the video upscale with a
+ *     (app/run-job.ts's quoteOnly, the worker's own policy) and run through the video upscale with a
  *     network that counts its tiles. Wasted work: the share of the quoted job's tiles run before a
  *     failure that is refunded. A refusal at the quote, or a delivered job, wastes nothing.
  *
@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
-import { quoteOnly } from '../src/execute.js';
+import { quoteOnly } from '../src/app/index.js';
 import { isJobError } from '../src/errors.js';
 import { SessionCache, createSrModelLoader, parseSrModelChoices } from '../src/inference/index.js';
 import { parseJob, type VideoQuote } from '../src/jobs/index.js';

@@ -7,7 +7,7 @@ import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { quoteOnly } from '../src/execute.js';
+import { quoteOnly } from '../src/app/index.js';
 import { parseJob, type LipsyncQuote, type VideoQuote } from '../src/jobs/index.js';
 import { ffmpeg, makeClip, makeTempDir, makeTone } from './media/helpers.js';
 import { matroskaHeadersSay, mp3XingFramesDivided, mp4HeadersSay, oggLastGranuleSays } from '../bench/lying-headers.js';
