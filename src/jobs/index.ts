@@ -109,7 +109,6 @@ export type {
   InputKind,
   LipsyncQuote,
   LipsyncQuoteInput,
-  MeasuredInputs,
   MeasuredStreams,
   MusicQuote,
   MusicQuoteInput,

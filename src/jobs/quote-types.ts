@@ -57,12 +57,6 @@ export interface MeasuredStreams {
   declared_seconds?: number;
 }
 
-export interface MeasuredInputs {
-  /** Video upscale: the video file; lip-sync: the video and the audio file. */
-  video: MeasuredStreams;
-  audio?: MeasuredStreams;
-}
-
 // The `input` echo objects of spec 2.2 (image and video), and this worker's equivalents for the rest.
 
 export interface ImageQuoteInput {
@@ -106,7 +100,8 @@ export interface VideoQuote extends QuoteEstimate {
   model: VideoUpscaleJob['model'];
   creditsUsed: number;
   input: VideoQuoteInput;
-  measured: MeasuredInputs;
+  /** What the video file was measured as. */
+  measured: { video: MeasuredStreams };
 }
 
 export interface LipsyncQuote extends QuoteEstimate {
@@ -115,7 +110,8 @@ export interface LipsyncQuote extends QuoteEstimate {
   /** Measured video duration in seconds, rounded to milliseconds (spec 2.2 `duration`). */
   duration: number;
   input: LipsyncQuoteInput;
-  measured: MeasuredInputs;
+  /** What the video and the audio file were measured as. */
+  measured: { video: MeasuredStreams; audio: MeasuredStreams };
 }
 
 export interface MusicQuote {
