@@ -72,6 +72,8 @@ export const TABLES = {
   tileBudgetShare: { header: ['tile from', 'tile'], open: true, labels: 1 },
   tileBudgetTime: { header: ['model', 'crop', 'tile', 'computed / image pixels', 'one untiled call ms', 'tiled ms', 'tiled / untiled'], labels: 2 },
   gpu: { header: ['provider', 'step', 'input', 'wall s', 'output MP/s', 'GPU busy %', 'upscayl-bin s'], labels: 3 },
+  inputMeasureCost: { header: ['read', 'ms', 'over headers only'], labels: 1 },
+  damagedInputs: { header: ['input', 'quote', 'run', 'code', 'tiles run', 'wasted %'], labels: 4 },
   realesrganFlops: {
     header: ['network', 'multiply-adds per input pixel (M)', 'time s', 'GFLOP/s', 'share of the MatMul peak %', 'output MP/s'],
     labels: 1,
@@ -97,4 +99,5 @@ export const BLOCKS: Readonly<Record<string, BlockSpec>> = {
   gateway: { bench: 'gateway', tables: [TABLES.gateway] },
   music: { bench: 'music', tables: [TABLES.music] },
   'cost-model': { bench: 'cost-model', tables: [TABLES.costModel] },
+  'input-measure': { bench: 'input-measure', tables: [TABLES.inputMeasureCost, TABLES.damagedInputs] },
 };
