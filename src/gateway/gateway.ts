@@ -29,7 +29,7 @@ export async function startGateway(settings: GatewaySettings, worker: WorkerSett
   const nc = await connectNats(worker);
   const jsm = await jetstreamManager(nc);
   await ensureWorkerStreams(jsm, worker);
-  const store = await openStore(nc, settings.streamPrefix);
+  const store = await openStore(nc, settings.streamPrefix, worker.streamReplicas);
   const js = jetstream(nc);
   const metrics = new GatewayMetrics();
   const service = gatewayService({ js, ledger: store.ledger, tasks: store.tasks, quote: quoteClient(nc, settings.quoteTimeoutMs), metrics });

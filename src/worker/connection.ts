@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs/promises';
 import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import { explainConnectError } from './nats-connect-error.js';
 import type { WorkerSettings } from './settings.js';
 
 type ConnectionSettings = Pick<
@@ -18,6 +19,7 @@ type ConnectionSettings = Pick<
   | 'natsTlsCaFile'
   | 'natsTlsCertFile'
   | 'natsTlsKeyFile'
+  | 'natsInboxPrefix'
 >;
 
 export async function connectionOptions(s: ConnectionSettings): Promise<NodeConnectionOptions> {
@@ -27,6 +29,7 @@ export async function connectionOptions(s: ConnectionSettings): Promise<NodeConn
     // A daemon outlives server restarts and upgrades: never give up reconnecting.
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,
+    inboxPrefix: s.natsInboxPrefix,
   };
   if (s.natsCredsFile !== undefined) options.authenticator = credsAuthenticator(await fs.readFile(s.natsCredsFile));
   if (s.natsNkeySeedFile !== undefined) {
@@ -49,5 +52,8 @@ export async function connectionOptions(s: ConnectionSettings): Promise<NodeConn
 }
 
 export async function connectNats(s: ConnectionSettings): Promise<NatsConnection> {
-  return connect(await connectionOptions(s));
+  const options = await connectionOptions(s);
+  return connect(options).catch((err: unknown) => {
+    throw explainConnectError(err, s.natsUrl, s);
+  });
 }

@@ -27,6 +27,7 @@ import {
   type SettingsInput,
   type SettingsOf,
 } from '../settings-table.js';
+import { credentialProblems } from './nats-credentials.js';
 
 export const JOB_KINDS = ['image', 'video', 'lipsync', 'music'] as const satisfies readonly JobKind[];
 
@@ -121,6 +122,20 @@ export const WORKER_SETTINGS = {
   natsTlsCaFile: setting({ env: 'NATS_TLS_CA_FILE', schema: nonEmptyText, doc: 'CA certificate (PEM) that signed the server certificate.' }),
   natsTlsCertFile: setting({ env: 'NATS_TLS_CERT_FILE', schema: nonEmptyText, doc: 'Client certificate (PEM) for mutual TLS.' }),
   natsTlsKeyFile: setting({ env: 'NATS_TLS_KEY_FILE', schema: nonEmptyText, doc: 'Key (PEM) of NATS_TLS_CERT_FILE.' }),
+  natsInboxPrefix: setting({
+    env: 'NATS_INBOX_PREFIX',
+    schema: z.string().regex(/^[A-Za-z0-9_-]+$/, {
+      error: (issue) => `Expected letters, digits, "_" or "-" (one subject token) but received ${received(issue.input)}`,
+    }),
+    default: '_INBOX',
+    doc: 'Subject prefix of this process\'s reply inboxes; give each role its own (deploy/nats/) so that one may not read the replies of another.',
+  }),
+  streamReplicas: setting({
+    env: 'NATS_STREAM_REPLICAS',
+    schema: intSchema('an integer from 1 to 5', 1, 5),
+    default: '1',
+    doc: 'Replicas of every stream (jobs, events, and the gateway\'s accounts, ledger, tasks); 3 on a 3-node cluster (docs/operations.md). Changed in place at start.',
+  }),
   jobsStream: setting({
     env: 'MEDIA_JOBS_STREAM',
     schema: streamName,
@@ -298,13 +313,7 @@ export const workerSettingsSchema = tableSchema(WORKER_SETTINGS).superRefine((v,
       message: `Expected WORKER_HEARTBEAT_MS to be below WORKER_ACK_WAIT_MS (${v.ackWaitMs}) but received ${v.heartbeatMs}`,
     });
   }
-  if (v.natsNkeySeedFile !== undefined && v.natsCredsFile !== undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['natsNkeySeedFile'],
-      message: 'Expected at most one of NATS_CREDS_FILE and NATS_NKEY_SEED_FILE but received both',
-    });
-  }
+  for (const problem of credentialProblems(v)) ctx.addIssue({ code: 'custom', path: [problem.key], message: problem.message });
 });
 
 export class WorkerSettingsError extends SettingsError {}

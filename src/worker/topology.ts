@@ -33,10 +33,10 @@ const ADVISORY_ACK_WAIT_MS = 30_000;
 
 type TopologySettings = Pick<
   WorkerSettings,
-  'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'consumerPrefix' | 'ackWaitMs' | 'maxDeliver' | 'eventsMaxAgeDays'
+  'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'consumerPrefix' | 'ackWaitMs' | 'maxDeliver' | 'eventsMaxAgeDays' | 'streamReplicas'
 >;
 
-type DesiredStream = Pick<StreamConfig, 'name' | 'subjects' | 'retention' | 'storage' | 'discard' | 'max_age' | 'description'> &
+type DesiredStream = Pick<StreamConfig, 'name' | 'subjects' | 'retention' | 'storage' | 'discard' | 'max_age' | 'description' | 'num_replicas'> &
   Partial<Pick<StreamConfig, 'max_msgs_per_subject' | 'discard_new_per_subject'>>;
 
 type DesiredConsumer = Required<Pick<ConsumerConfig, 'filter_subject' | 'ack_policy' | 'deliver_policy' | 'ack_wait' | 'max_deliver' | 'description'>> & {
@@ -53,6 +53,7 @@ export function jobsStreamConfig(s: TopologySettings): DesiredStream {
     storage: StorageType.File,
     discard: DiscardPolicy.Old,
     max_age: 0,
+    num_replicas: s.streamReplicas,
   };
 }
 
@@ -68,6 +69,7 @@ export function eventsStreamConfig(s: TopologySettings): DesiredStream {
     max_msgs_per_subject: 1,
     discard_new_per_subject: true,
     max_age: s.eventsMaxAgeDays * DAY_NS,
+    num_replicas: s.streamReplicas,
   };
 }
 
@@ -84,6 +86,7 @@ export function advisoriesStreamConfig(s: TopologySettings): DesiredStream {
     storage: StorageType.File,
     discard: DiscardPolicy.Old,
     max_age: s.eventsMaxAgeDays * DAY_NS,
+    num_replicas: s.streamReplicas,
   };
 }
 
@@ -148,6 +151,7 @@ async function ensureStream(jsm: JetStreamManager, desired: DesiredStream): Prom
     !sameSet(current.subjects ?? [], desired.subjects) ||
     current.discard !== desired.discard ||
     current.max_age !== desired.max_age ||
+    current.num_replicas !== desired.num_replicas ||
     (desired.max_msgs_per_subject !== undefined && current.max_msgs_per_subject !== desired.max_msgs_per_subject) ||
     (desired.discard_new_per_subject !== undefined && Boolean(current.discard_new_per_subject) !== desired.discard_new_per_subject);
   if (differs) await jsm.streams.update(desired.name, { ...current, ...desired });
