@@ -27,15 +27,6 @@ export function isNatsUnavailable(err: unknown): boolean {
   return unavailableCause(err) !== undefined;
 }
 
-/**
- * True when NATS certainly did not store a write that failed with `err`: it was never sent or no
- * server took it. A timeout is not: the write may have landed and only its answer been lost.
- */
-export function certainlyNotStored(err: unknown): boolean {
-  const cause = unavailableCause(err);
-  return cause !== undefined && cause.name !== 'TimeoutError';
-}
-
 function unavailableCause(err: unknown): Error | undefined {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth += 1) {
     if (UNAVAILABLE_NAMES.has(e.name)) return e;
