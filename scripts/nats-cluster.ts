@@ -1,7 +1,7 @@
 /**
  * The service on a 3-node JetStream cluster that loses nodes: anyone can rerun it and compare.
  *
- *   npm run cluster:failover -- [--accounts 4] [--concurrency 6] [--down-s 10] [--steady-s 6] [--write-docs] [--keep]
+ *   npm run cluster:failover -- [--accounts 4] [--concurrency 6] [--down-s 20] [--steady-s 6] [--write-docs] [--keep]
  *
  * Starts three nats-servers on 127.0.0.1 (the shipped users of deploy/nats/media-users.conf,
  * `sync_interval: always` where the server knows it), a gateway and two workers given all three
@@ -104,7 +104,7 @@ async function main(): Promise<void> {
     options: {
       accounts: { type: 'string', default: '4' },
       concurrency: { type: 'string', default: '6' },
-      'down-s': { type: 'string', default: '10' },
+      'down-s': { type: 'string', default: '20' },
       'steady-s': { type: 'string', default: '6' },
       'write-docs': { type: 'boolean', default: false },
       keep: { type: 'boolean', default: false },
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
     },
   });
   if (values.help === true) {
-    process.stdout.write('Usage: node dist/scripts/nats-cluster.js [--accounts 4] [--concurrency 6] [--down-s 10] [--steady-s 6] [--write-docs] [--keep]\n');
+    process.stdout.write('Usage: node dist/scripts/nats-cluster.js [--accounts 4] [--concurrency 6] [--down-s 20] [--steady-s 6] [--write-docs] [--keep]\n');
     return;
   }
   const accountCount = Number(values.accounts);

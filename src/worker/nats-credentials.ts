@@ -1,7 +1,8 @@
 /**
  * Cross-checks of the NATS credential and TLS settings, so a half-configured connection is refused
  * by `config` and at start, naming the variables, instead of failing later as the server's
- * "Authorization Violation". Pure apart from one readability check of each named file.
+ * "Authorization Violation". `credentialProblems` is pure (the settings schema runs it);
+ * `unreadableFiles` looks at the files, for `config` and just before connecting.
  */
 import { accessSync, constants } from 'node:fs';
 
@@ -31,7 +32,7 @@ const FILE_SETTINGS = [
 ] as const;
 
 /** Every problem of the credential settings; empty when the connection can be attempted. */
-export function credentialProblems(s: NatsCredentialSettings, readable: (file: string) => boolean = isReadable): CredentialProblem[] {
+export function credentialProblems(s: NatsCredentialSettings): CredentialProblem[] {
   const problems: CredentialProblem[] = [];
   const methods = [
     s.natsCredsFile === undefined ? null : 'NATS_CREDS_FILE',
@@ -55,9 +56,15 @@ export function credentialProblems(s: NatsCredentialSettings, readable: (file: s
       message: 'Expected NATS_TLS_CERT_FILE and NATS_TLS_KEY_FILE together (mutual TLS) but received only one',
     });
   }
+  return problems;
+}
+
+/** `Invalid setting NATS_…: Expected a readable file …` for each named file this process cannot read. */
+export function unreadableFiles(s: NatsCredentialSettings, readable: (file: string) => boolean = isReadable): string[] {
+  const problems: string[] = [];
   for (const [key, env] of FILE_SETTINGS) {
     const file = s[key];
-    if (file !== undefined && !readable(file)) problems.push({ key, message: `Expected a readable file in ${env} but received ${JSON.stringify(file)}` });
+    if (file !== undefined && !readable(file)) problems.push(`Invalid setting ${env}: Expected a readable file but received ${JSON.stringify(file)}`);
   }
   return problems;
 }

@@ -29,6 +29,8 @@ import {
 } from '../settings-table.js';
 import { credentialProblems } from './nats-credentials.js';
 
+export { unreadableFiles } from './nats-credentials.js';
+
 export const JOB_KINDS = ['image', 'video', 'lipsync', 'music'] as const satisfies readonly JobKind[];
 
 /** Stream and consumer names: JetStream forbids dots, wildcards, whitespace and path separators. */
