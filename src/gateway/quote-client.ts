@@ -6,7 +6,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import type { Job } from '../jobs/index.js';
-import { QUOTE_SUBJECT } from '../worker/index.js';
+import { QUOTE_SUBJECT } from '../protocol/index.js';
 import { ApiError } from './errors.js';
 import { errorMessage } from '../errors.js';
 

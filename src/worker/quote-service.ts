@@ -11,8 +11,7 @@ import type { Logger } from 'pino';
 import { JobError, isJobError, errorMessage } from '../errors.js';
 import { expectedText, errorBody, parseJob } from '../jobs/index.js';
 import type { WorkerMetrics } from './metrics.js';
-import { QUOTE_ENDPOINT, QUOTE_SERVICE_GROUP, QUOTE_SERVICE_NAME } from './subjects.js';
-import { decodeBody } from './task-id.js';
+import { QUOTE_ENDPOINT, QUOTE_SERVICE_GROUP, QUOTE_SERVICE_NAME, decodeBody } from '../protocol/index.js';
 import type { QuoteFunction } from './types.js';
 
 export interface QuoteServiceOptions {

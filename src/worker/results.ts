@@ -12,8 +12,8 @@ import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { ownerState, ownerToken, parseOwnerToken } from '../media/index.js';
 import { LIPSYNC_RESULT_URL_LIFETIME_DAYS, MUSIC_AUDIO_URL_LIFETIME_DAYS, type JobKind } from '../jobs/index.js';
-import { JOB_KINDS } from './settings.js';
-import { isTaskId } from './subjects.js';
+import { JOB_KINDS } from '../jobs/index.js';
+import { isTaskId, resultUrl } from '../protocol/index.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /**
@@ -74,12 +74,6 @@ export function resultRelativePath(options: StoreOptions): string[] {
   if (!EXT_PATTERN.test(options.ext)) throw new TypeError(`Expected ext to be 1 to 8 characters of a-z or 0-9 but received ${JSON.stringify(options.ext)}`);
   if (!NAME_PATTERN.test(name)) throw new TypeError(`Expected name to be 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(name)}`);
   return [options.kind, options.taskId, `${name}.${options.ext}`];
-}
-
-/** `<base>/<kind>/<task id>/<file>`; the base may or may not end with a slash. */
-export function resultUrl(publicBaseUrl: string, segments: readonly string[]): string {
-  const base = publicBaseUrl.endsWith('/') ? publicBaseUrl : `${publicBaseUrl}/`;
-  return new URL(segments.map(encodeURIComponent).join('/'), base).toString();
 }
 
 export class ResultStore {

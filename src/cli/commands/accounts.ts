@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { gatewaySettingsFromEnv, openStore, type Store } from '../../gateway/index.js';
-import { connectNats, workerSettingsFromEnv } from '../../worker/index.js';
+import { connectNats, protocolSettingsFromEnv } from '../../protocol/index.js';
 import { UsageError } from '../job-arg.js';
 import { reportFailure } from '../exit.js';
 
@@ -80,10 +80,10 @@ async function mustExist(store: Store, accountId: string) {
 async function withStore(action: (store: Store) => Promise<unknown>): Promise<void> {
   try {
     const settings = gatewaySettingsFromEnv();
-    const worker = workerSettingsFromEnv();
-    const nc = await connectNats({ ...worker, natsName: 'media-worker-accounts' });
+    const protocol = protocolSettingsFromEnv();
+    const nc = await connectNats({ ...protocol, natsName: 'media-worker-accounts' });
     try {
-      const out = await action(await openStore(nc, settings.streamPrefix, worker.streamReplicas));
+      const out = await action(await openStore(nc, settings.streamPrefix, protocol.streamReplicas));
       process.stdout.write(`${JSON.stringify(out)}\n`);
     } finally {
       await nc.close();

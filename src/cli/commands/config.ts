@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { allSettingsReference, findUnknownSettings, SETTINGS_SECTIONS } from '../../config.js';
 import { SettingsError, unknownSettingMessage } from '../../settings-table.js';
-import { unreadableFiles } from '../../worker/settings.js';
+import { unreadableFiles } from '../../protocol/index.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
 
 export function registerConfig(program: Command): void {

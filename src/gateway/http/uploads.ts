@@ -12,7 +12,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance } from 'fastify';
 import { sniffFile } from '../../media/index.js';
-import { resultUrl } from '../../worker/index.js';
+import { resultUrl } from '../../protocol/index.js';
 import { ApiError, successEnvelope } from '../errors.js';
 import { newTaskId } from '../ids.js';
 import type { AppDeps } from './app.js';

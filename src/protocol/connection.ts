@@ -6,10 +6,10 @@ import fs from 'node:fs/promises';
 import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import { explainConnectError } from './nats-connect-error.js';
 import { unreadableFiles } from './nats-credentials.js';
-import { WorkerSettingsError, type WorkerSettings } from './settings.js';
+import { ProtocolSettingsError, type ProtocolSettings } from './settings.js';
 
 type ConnectionSettings = Pick<
-  WorkerSettings,
+  ProtocolSettings,
   | 'natsUrl'
   | 'natsName'
   | 'natsCredsFile'
@@ -54,7 +54,7 @@ export async function connectionOptions(s: ConnectionSettings): Promise<NodeConn
 
 export async function connectNats(s: ConnectionSettings): Promise<NatsConnection> {
   const unreadable = unreadableFiles(s);
-  if (unreadable.length > 0) throw new WorkerSettingsError(unreadable.join('\n'));
+  if (unreadable.length > 0) throw new ProtocolSettingsError(unreadable.join('\n'));
   const options = await connectionOptions(s);
   return connect(options).catch((err: unknown) => {
     throw explainConnectError(err, s.natsUrl, s);

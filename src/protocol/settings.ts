@@ -1,0 +1,118 @@
+/**
+ * Settings every process of one deployment shares, workers and gateways alike: the NATS connection
+ * (servers, authentication, TLS), the names of the jobs, events and advisories streams, how long
+ * events are kept, and where results live and under which public URL (the URLs events carry). In
+ * the table shape of src/settings-table.ts; the worker's table includes this one, and the gateway
+ * reads it on its own (`protocolSettingsFromEnv`), so one environment file serves both.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import {
+  absoluteUrl,
+  intSchema,
+  nonEmptyText,
+  positiveInt,
+  received,
+  setting,
+  settingsReader,
+  SettingsError,
+  tableSchema,
+  type SettingsInput,
+  type SettingsOf,
+} from '../settings-table.js';
+import { credentialProblems, type NatsCredentialSettings } from './nats-credentials.js';
+
+/** Stream and consumer names: JetStream forbids dots, wildcards, whitespace and path separators. */
+export const jetStreamName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
+  error: (issue) => `Expected 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
+});
+
+export const PROTOCOL_SETTINGS = {
+  natsUrl: setting({
+    env: 'NATS_URL',
+    schema: nonEmptyText,
+    default: 'nats://127.0.0.1:4222',
+    doc: 'NATS server URL; several may be given separated by commas.',
+  }),
+  natsName: setting({
+    env: 'NATS_CONNECTION_NAME',
+    schema: nonEmptyText,
+    default: `media-worker@${os.hostname()}`,
+    doc: 'Connection name shown by the server (and the `worker` field of events).',
+  }),
+  natsCredsFile: setting({ env: 'NATS_CREDS_FILE', schema: nonEmptyText, doc: 'User JWT + nkey credentials file (.creds).' }),
+  natsNkeySeedFile: setting({ env: 'NATS_NKEY_SEED_FILE', schema: nonEmptyText, doc: 'File holding an nkey user seed (SU...).' }),
+  natsToken: setting({ env: 'NATS_TOKEN', schema: nonEmptyText, doc: 'Token authentication.', secret: true }),
+  natsUser: setting({ env: 'NATS_USER', schema: nonEmptyText, doc: 'User name authentication (with NATS_PASSWORD).' }),
+  natsPassword: setting({ env: 'NATS_PASSWORD', schema: nonEmptyText, doc: 'Password for NATS_USER.', secret: true }),
+  natsTlsCaFile: setting({ env: 'NATS_TLS_CA_FILE', schema: nonEmptyText, doc: 'CA certificate (PEM) that signed the server certificate.' }),
+  natsTlsCertFile: setting({ env: 'NATS_TLS_CERT_FILE', schema: nonEmptyText, doc: 'Client certificate (PEM) for mutual TLS.' }),
+  natsTlsKeyFile: setting({ env: 'NATS_TLS_KEY_FILE', schema: nonEmptyText, doc: 'Key (PEM) of NATS_TLS_CERT_FILE.' }),
+  natsInboxPrefix: setting({
+    env: 'NATS_INBOX_PREFIX',
+    schema: z.string().regex(/^[A-Za-z0-9_-]+$/, {
+      error: (issue) => `Expected letters, digits, "_" or "-" (one subject token) but received ${received(issue.input)}`,
+    }),
+    default: '_INBOX',
+    doc: 'Subject prefix of this process\'s reply inboxes; give each role its own (deploy/nats/) so that one may not read the replies of another.',
+  }),
+  streamReplicas: setting({
+    env: 'NATS_STREAM_REPLICAS',
+    schema: intSchema('an integer from 1 to 5', 1, 5),
+    default: '1',
+    doc: 'Replicas of every stream (jobs, events, and the gateway\'s accounts, ledger, tasks); 3 on a 3-node cluster (docs/operations.md). Changed in place at start.',
+  }),
+  jobsStream: setting({
+    env: 'MEDIA_JOBS_STREAM',
+    schema: jetStreamName,
+    default: 'MEDIA_JOBS',
+    doc: 'WorkQueue stream of jobs (subjects `media.jobs.>`).',
+  }),
+  eventsStream: setting({
+    env: 'MEDIA_EVENTS_STREAM',
+    schema: jetStreamName,
+    default: 'MEDIA_EVENTS',
+    doc: 'Stream of terminal events, one per task id (subjects `media.events.>`).',
+  }),
+  advisoriesStream: setting({
+    env: 'MEDIA_ADVISORIES_STREAM',
+    schema: jetStreamName,
+    default: 'MEDIA_JOBS_ADVISORIES',
+    doc: 'Stream capturing the max-deliveries advisories of the jobs stream.',
+  }),
+  eventsMaxAgeDays: setting({
+    env: 'MEDIA_EVENTS_MAX_AGE_DAYS',
+    schema: positiveInt,
+    default: '30',
+    doc: 'Age after which the events stream forgets a terminal event.',
+  }),
+  resultsDir: setting({
+    env: 'RESULTS_DIR',
+    schema: nonEmptyText.transform((p) => path.resolve(p)),
+    default: 'results',
+    doc: 'Directory of finished results (`<dir>/<kind>/<task id>/<name>.<ext>`); relative to the working directory.',
+  }),
+  publicBaseUrl: setting({
+    env: 'RESULTS_BASE_URL',
+    schema: absoluteUrl,
+    doc: "Public URL that serves RESULTS_DIR (the spec's {cdn_url}); unset: results get file:// URLs (development only).",
+  }),
+} as const;
+
+export type ProtocolSettings = SettingsOf<typeof PROTOCOL_SETTINGS>;
+export type ProtocolSettingsInput = SettingsInput<typeof PROTOCOL_SETTINGS>;
+
+/** One way of proving who connects, and each credential with its other half (nats-credentials.ts). */
+export function checkNatsAuth(v: NatsCredentialSettings, ctx: z.RefinementCtx): void {
+  for (const problem of credentialProblems(v)) ctx.addIssue({ code: 'custom', path: [problem.key], message: problem.message });
+}
+
+export const protocolSettingsSchema = tableSchema(PROTOCOL_SETTINGS).superRefine(checkNatsAuth);
+
+export class ProtocolSettingsError extends SettingsError {}
+
+export const {
+  parse: parseProtocolSettings,
+  fromEnv: protocolSettingsFromEnv,
+} = settingsReader(PROTOCOL_SETTINGS, protocolSettingsSchema, ProtocolSettingsError);
