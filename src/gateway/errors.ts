@@ -4,6 +4,7 @@
  * API"). Every error leaves as `{"success": false, "error": {"code", "message"}}`.
  */
 import { isJobError } from '../jobs/index.js';
+import { isNatsUnavailable } from './nats-unavailable.js';
 
 export const GATEWAY_ERROR_STATUS = {
   /** Authorization header absent, not `Bearer <key>`, or an unknown key. */
@@ -15,7 +16,7 @@ export const GATEWAY_ERROR_STATUS = {
   INVALID_QUERY: 400,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
-  /** No worker answered the quote request: nothing was charged. */
+  /** No worker answered the quote request, or NATS did not answer: nothing was charged (with Retry-After). */
   SERVICE_UNAVAILABLE: 503,
   /** The submission could not be stored (NATS unreachable); nothing was charged. */
   SUBMIT_FAILED: 500,
@@ -55,5 +56,6 @@ export function successEnvelope<T>(data: T): { success: true; data: T } {
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (isJobError(err)) return new ApiError(err.code, err.status, err.message);
+  if (isNatsUnavailable(err)) return ApiError.of('SERVICE_UNAVAILABLE', 'The service\'s store (NATS) is not answering; try again later');
   return new ApiError('INTERNAL_ERROR', 500, 'Internal error');
 }

@@ -28,7 +28,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
   const nc = await connectNats(protocol);
   const jsm = await jetstreamManager(nc);
   await ensureWorkerStreams(jsm, protocol);
-  const store = await openStore(nc, settings.streamPrefix);
+  const store = await openStore(nc, settings.streamPrefix, protocol.streamReplicas);
   const js = jetstream(nc);
   const metrics = new GatewayMetrics();
   const service = gatewayService({ js, ledger: store.ledger, tasks: store.tasks, quote: quoteClient(nc, settings.quoteTimeoutMs), metrics });

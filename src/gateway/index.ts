@@ -2,3 +2,4 @@
 export { startGateway, type GatewayHandle } from './gateway.js';
 export { gatewaySettingsFromEnv, gatewaySettingsReference, parseGatewaySettings, GATEWAY_SETTINGS, type GatewaySettings } from './settings.js';
 export { openStore, type Store } from './store/index.js';
+export type { LedgerEntry } from './store/records.js';

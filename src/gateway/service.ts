@@ -15,6 +15,7 @@ import { kindOfModel, type Job } from '../jobs/index.js';
 import { type TerminalEvent, jobSubject } from '../protocol/index.js';
 import { ApiError } from './errors.js';
 import { newTaskId } from './ids.js';
+import { isNatsUnavailable } from './nats-unavailable.js';
 import type { QuoteClient } from './quote-client.js';
 import type { Ledger } from './store/ledger.js';
 import type { DebitEntry, SubmissionExtras, TaskRecord } from './store/records.js';
@@ -71,6 +72,12 @@ export function gatewayService(deps: { js: JetStreamClient; ledger: Ledger; task
           // Almost always nothing was stored. If the write landed and only its confirmation was lost,
           // the outbox still creates and runs the task: it shows in the history, charged once.
           log.warn({ taskId, err }, 'Storing the debit failed');
+          if (isNatsUnavailable(err)) {
+            throw ApiError.of(
+              'SERVICE_UNAVAILABLE',
+              'The ledger (NATS) did not confirm the debit; try again later. Rarely it was stored after all: the task then shows in GET /api/v1/tasks, charged once.',
+            );
+          }
           const message = `The job could not be started: the ledger did not confirm the debit (${errorMessage(err)})`;
           throw kind === 'lipsync' ? new ApiError('LIPSYNC_SUBMIT_FAILED', 500, message) : ApiError.of('SUBMIT_FAILED', message);
         });

@@ -4,7 +4,9 @@
  */
 import fs from 'node:fs/promises';
 import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
-import type { ProtocolSettings } from './settings.js';
+import { explainConnectError } from './nats-connect-error.js';
+import { unreadableFiles } from './nats-credentials.js';
+import { ProtocolSettingsError, type ProtocolSettings } from './settings.js';
 
 type ConnectionSettings = Pick<
   ProtocolSettings,
@@ -18,6 +20,7 @@ type ConnectionSettings = Pick<
   | 'natsTlsCaFile'
   | 'natsTlsCertFile'
   | 'natsTlsKeyFile'
+  | 'natsInboxPrefix'
 >;
 
 export async function connectionOptions(s: ConnectionSettings): Promise<NodeConnectionOptions> {
@@ -27,6 +30,7 @@ export async function connectionOptions(s: ConnectionSettings): Promise<NodeConn
     // A daemon outlives server restarts and upgrades: never give up reconnecting.
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,
+    inboxPrefix: s.natsInboxPrefix,
   };
   if (s.natsCredsFile !== undefined) options.authenticator = credsAuthenticator(await fs.readFile(s.natsCredsFile));
   if (s.natsNkeySeedFile !== undefined) {
@@ -49,5 +53,10 @@ export async function connectionOptions(s: ConnectionSettings): Promise<NodeConn
 }
 
 export async function connectNats(s: ConnectionSettings): Promise<NatsConnection> {
-  return connect(await connectionOptions(s));
+  const unreadable = unreadableFiles(s);
+  if (unreadable.length > 0) throw new ProtocolSettingsError(unreadable.join('\n'));
+  const options = await connectionOptions(s);
+  return connect(options).catch((err: unknown) => {
+    throw explainConnectError(err, s.natsUrl, s);
+  });
 }

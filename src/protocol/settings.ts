@@ -10,6 +10,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import {
   absoluteUrl,
+  intSchema,
   nonEmptyText,
   positiveInt,
   received,
@@ -20,6 +21,7 @@ import {
   type SettingsInput,
   type SettingsOf,
 } from '../settings-table.js';
+import { credentialProblems, type NatsCredentialSettings } from './nats-credentials.js';
 
 /** Stream and consumer names: JetStream forbids dots, wildcards, whitespace and path separators. */
 export const jetStreamName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
@@ -47,6 +49,20 @@ export const PROTOCOL_SETTINGS = {
   natsTlsCaFile: setting({ env: 'NATS_TLS_CA_FILE', schema: nonEmptyText, doc: 'CA certificate (PEM) that signed the server certificate.' }),
   natsTlsCertFile: setting({ env: 'NATS_TLS_CERT_FILE', schema: nonEmptyText, doc: 'Client certificate (PEM) for mutual TLS.' }),
   natsTlsKeyFile: setting({ env: 'NATS_TLS_KEY_FILE', schema: nonEmptyText, doc: 'Key (PEM) of NATS_TLS_CERT_FILE.' }),
+  natsInboxPrefix: setting({
+    env: 'NATS_INBOX_PREFIX',
+    schema: z.string().regex(/^[A-Za-z0-9_-]+$/, {
+      error: (issue) => `Expected letters, digits, "_" or "-" (one subject token) but received ${received(issue.input)}`,
+    }),
+    default: '_INBOX',
+    doc: 'Subject prefix of this process\'s reply inboxes; give each role its own (deploy/nats/) so that one may not read the replies of another.',
+  }),
+  streamReplicas: setting({
+    env: 'NATS_STREAM_REPLICAS',
+    schema: intSchema('an integer from 1 to 5', 1, 5),
+    default: '1',
+    doc: 'Replicas of every stream (jobs, events, and the gateway\'s accounts, ledger, tasks); 3 on a 3-node cluster (docs/operations.md). Changed in place at start.',
+  }),
   jobsStream: setting({
     env: 'MEDIA_JOBS_STREAM',
     schema: jetStreamName,
@@ -87,15 +103,9 @@ export const PROTOCOL_SETTINGS = {
 export type ProtocolSettings = SettingsOf<typeof PROTOCOL_SETTINGS>;
 export type ProtocolSettingsInput = SettingsInput<typeof PROTOCOL_SETTINGS>;
 
-/** One way of proving who connects: a creds file and an nkey seed both given is a mistake, not a choice. */
-export function checkNatsAuth(v: Pick<ProtocolSettings, 'natsCredsFile' | 'natsNkeySeedFile'>, ctx: z.RefinementCtx): void {
-  if (v.natsNkeySeedFile !== undefined && v.natsCredsFile !== undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['natsNkeySeedFile'],
-      message: 'Expected at most one of NATS_CREDS_FILE and NATS_NKEY_SEED_FILE but received both',
-    });
-  }
+/** One way of proving who connects, and each credential with its other half (nats-credentials.ts). */
+export function checkNatsAuth(v: NatsCredentialSettings, ctx: z.RefinementCtx): void {
+  for (const problem of credentialProblems(v)) ctx.addIssue({ code: 'custom', path: [problem.key], message: problem.message });
 }
 
 export const protocolSettingsSchema = tableSchema(PROTOCOL_SETTINGS).superRefine(checkNatsAuth);

@@ -9,9 +9,9 @@ import { EVENTS_SUBJECT_PREFIX, JOBS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter
 
 const DAY_NS = nanos(24 * 60 * 60 * 1000);
 
-type StreamSettings = Pick<ProtocolSettings, 'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'eventsMaxAgeDays'>;
+type StreamSettings = Pick<ProtocolSettings, 'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'eventsMaxAgeDays' | 'streamReplicas'>;
 
-export type DesiredStream = Pick<StreamConfig, 'name' | 'subjects' | 'retention' | 'storage' | 'discard' | 'max_age' | 'description'> &
+export type DesiredStream = Pick<StreamConfig, 'name' | 'subjects' | 'retention' | 'storage' | 'discard' | 'max_age' | 'description' | 'num_replicas'> &
   Partial<Pick<StreamConfig, 'max_msgs_per_subject' | 'discard_new_per_subject'>>;
 
 /** Jobs: one message per task until a worker acks or terminates it. */
@@ -24,6 +24,7 @@ export function jobsStreamConfig(s: StreamSettings): DesiredStream {
     storage: StorageType.File,
     discard: DiscardPolicy.Old,
     max_age: 0,
+    num_replicas: s.streamReplicas,
   };
 }
 
@@ -39,6 +40,7 @@ export function eventsStreamConfig(s: StreamSettings): DesiredStream {
     max_msgs_per_subject: 1,
     discard_new_per_subject: true,
     max_age: s.eventsMaxAgeDays * DAY_NS,
+    num_replicas: s.streamReplicas,
   };
 }
 
@@ -55,5 +57,6 @@ export function advisoriesStreamConfig(s: StreamSettings): DesiredStream {
     storage: StorageType.File,
     discard: DiscardPolicy.Old,
     max_age: s.eventsMaxAgeDays * DAY_NS,
+    num_replicas: s.streamReplicas,
   };
 }

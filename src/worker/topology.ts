@@ -31,7 +31,7 @@ const ADVISORY_ACK_WAIT_MS = 30_000;
 
 type TopologySettings = Pick<
   WorkerSettings,
-  'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'consumerPrefix' | 'ackWaitMs' | 'maxDeliver' | 'eventsMaxAgeDays'
+  'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'consumerPrefix' | 'ackWaitMs' | 'maxDeliver' | 'eventsMaxAgeDays' | 'streamReplicas'
 >;
 
 type DesiredConsumer = Required<Pick<ConsumerConfig, 'filter_subject' | 'ack_policy' | 'deliver_policy' | 'ack_wait' | 'max_deliver' | 'description'>> & {
@@ -99,6 +99,7 @@ async function ensureStream(jsm: JetStreamManager, desired: DesiredStream): Prom
     !sameSet(current.subjects ?? [], desired.subjects) ||
     current.discard !== desired.discard ||
     current.max_age !== desired.max_age ||
+    current.num_replicas !== desired.num_replicas ||
     (desired.max_msgs_per_subject !== undefined && current.max_msgs_per_subject !== desired.max_msgs_per_subject) ||
     (desired.discard_new_per_subject !== undefined && Boolean(current.discard_new_per_subject) !== desired.discard_new_per_subject);
   if (differs) await jsm.streams.update(desired.name, { ...current, ...desired });

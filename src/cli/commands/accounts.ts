@@ -80,9 +80,10 @@ async function mustExist(store: Store, accountId: string) {
 async function withStore(action: (store: Store) => Promise<unknown>): Promise<void> {
   try {
     const settings = gatewaySettingsFromEnv();
-    const nc = await connectNats({ ...protocolSettingsFromEnv(), natsName: 'media-worker-accounts' });
+    const protocol = protocolSettingsFromEnv();
+    const nc = await connectNats({ ...protocol, natsName: 'media-worker-accounts' });
     try {
-      const out = await action(await openStore(nc, settings.streamPrefix));
+      const out = await action(await openStore(nc, settings.streamPrefix, protocol.streamReplicas));
       process.stdout.write(`${JSON.stringify(out)}\n`);
     } finally {
       await nc.close();

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { allSettingsReference, findUnknownSettings, SETTINGS_SECTIONS } from '../../config.js';
 import { SettingsError, unknownSettingMessage } from '../../settings-table.js';
+import { unreadableFiles } from '../../protocol/index.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
 
 export function registerConfig(program: Command): void {
@@ -55,6 +56,8 @@ export function effectiveSettings(env: NodeJS.ProcessEnv): { effective: Record<s
       shown[spec.env] = spec.secret === true ? (value === undefined ? null : '(set)') : (value ?? null);
     }
     effective[section.key] = shown;
+    // Credential files are looked at here, not by the settings parser: examples name files of other hosts.
+    if (section.key === 'daemon') problems.push(...unreadableFiles(values));
   }
   return { effective, problems };
 }

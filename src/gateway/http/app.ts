@@ -13,6 +13,7 @@ import { JobError, LIPSYNC_MODEL_IDS, MODEL_IDS, normaliseToolBody, oneOf, parse
 import { PACKAGE_VERSION } from '../../paths.js';
 import { ApiError, errorEnvelope, successEnvelope, toApiError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
+import { NATS_RETRY_AFTER_SECONDS } from '../nats-unavailable.js';
 import type { ProgressBoard } from '../progress.js';
 import type { Endpoint, GatewayService } from '../service.js';
 import type { GatewaySettings } from '../settings.js';
@@ -92,6 +93,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   app.setErrorHandler((err: unknown, req, reply) => {
     const mapped = fromFastifyError(err) ?? toApiError(err);
     if (mapped.status >= 500) req.log.error({ err }, 'Request failed');
+    if (mapped.status === 503) void reply.header('Retry-After', String(NATS_RETRY_AFTER_SECONDS));
     void reply.code(mapped.status).send(errorEnvelope(mapped.code, mapped.message));
   });
   app.setNotFoundHandler((req, reply) => {

@@ -13,10 +13,10 @@ export interface Store {
   tasks: Tasks;
 }
 
-export async function openStore(nc: NatsConnection, prefix: string): Promise<Store> {
+export async function openStore(nc: NatsConnection, prefix: string, replicas = 1): Promise<Store> {
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
-  await ensureStoreStreams(jsm, prefix);
+  await ensureStoreStreams(jsm, prefix, replicas);
   const names = storeNames(prefix);
   const ledger = new Ledger(jsm, js, names);
   return { names, ledger, accounts: new Accounts(jsm, js, names, ledger), tasks: new Tasks(jsm, js, names) };

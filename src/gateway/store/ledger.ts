@@ -13,6 +13,7 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { ledgerEntrySchema, type DebitEntry, type LedgerEntry } from './records.js';
 import type { StoreNames } from './streams.js';
+import { KeyedQueue } from './keyed-queue.js';
 import { WriteConflict, readLast, writeIf, type Versioned } from './subject-store.js';
 
 const MAX_CONFLICT_RETRIES = 1000;
@@ -20,6 +21,9 @@ const MAX_CONFLICT_RETRIES = 1000;
 export type DebitOutcome = { ok: true; seq: number; entry: DebitEntry } | { ok: false; balance: number };
 
 export class Ledger {
+  /** This process's writes to one account, one at a time (keyed-queue.ts says why). */
+  private readonly writes = new KeyedQueue();
+
   constructor(
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
@@ -40,7 +44,7 @@ export class Ledger {
   }
 
   async topup(accountId: string, amount: number, note?: string): Promise<number> {
-    return this.retry(async () => {
+    return this.retry(accountId, async () => {
       const last = await this.mustLast(accountId);
       const entry: LedgerEntry = { type: 'topup', amount, balance: last.value.balance + amount, at: now(), ...(note === undefined ? {} : { note }) };
       await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq);
@@ -50,7 +54,7 @@ export class Ledger {
 
   /** Deducts `debit.amount` if the balance covers it; the entry's `balance` is filled in here. */
   async debit(accountId: string, debit: Omit<DebitEntry, 'balance' | 'at' | 'type'>): Promise<DebitOutcome> {
-    return this.retry(async () => {
+    return this.retry(accountId, async () => {
       const last = await this.mustLast(accountId);
       if (last.value.balance < debit.amount) return { ok: false, balance: last.value.balance };
       const entry: DebitEntry = { type: 'debit', ...debit, balance: last.value.balance - debit.amount, at: debit.job.createdAt };
@@ -64,7 +68,7 @@ export class Ledger {
    * (`debitSeq`). Returns whether this call wrote it.
    */
   async refundOnce(accountId: string, taskId: string, amount: number, debitSeq: number, reason: string): Promise<boolean> {
-    return this.retry(async () => {
+    return this.retry(accountId, async () => {
       const last = await this.mustLast(accountId);
       if (await this.findRefund(accountId, taskId, debitSeq, last.seq)) return false;
       const entry: LedgerEntry = { type: 'refund', taskId, amount, balance: last.value.balance + amount, at: now(), reason };
@@ -106,8 +110,12 @@ export class Ledger {
     return last;
   }
 
-  /** Runs `attempt` again while another writer got in between its read and its write. */
-  private async retry<T>(attempt: () => Promise<T>): Promise<T> {
+  /** Runs `attempt` (after this process's earlier writes to the account) again while another writer got in between its read and its write. */
+  private retry<T>(accountId: string, attempt: () => Promise<T>): Promise<T> {
+    return this.writes.run(accountId, () => this.retryConflicts(attempt));
+  }
+
+  private async retryConflicts<T>(attempt: () => Promise<T>): Promise<T> {
     for (let i = 0; ; i++) {
       try {
         return await attempt();

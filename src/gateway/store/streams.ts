@@ -46,10 +46,11 @@ export function storeNames(prefix: string): StoreNames {
 /** Refunds carry `Nats-Msg-Id: refund:<task>`; the window covers a redelivered failure event many times over. */
 const LEDGER_DUPLICATE_WINDOW_MS = 60 * 60 * 1000;
 
-export function streamConfigs(prefix: string): (Partial<StreamConfig> & { name: string })[] {
+/** `replicas`: NATS_STREAM_REPLICAS, the same for every stream of a deployment (docs/operations.md). */
+export function streamConfigs(prefix: string, replicas = 1): (Partial<StreamConfig> & { name: string })[] {
   const p = prefix.toLowerCase();
   const n = storeNames(prefix);
-  const common = { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, max_age: 0 };
+  const common = { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, max_age: 0, num_replicas: replicas };
   return [
     { ...common, name: n.accountsStream, subjects: [`${p}.accounts.*`, `${p}.keys.*`], max_msgs_per_subject: 1, description: 'media-worker gateway: accounts and API key hashes' },
     {
@@ -67,13 +68,15 @@ export function streamConfigs(prefix: string): (Partial<StreamConfig> & { name: 
   ];
 }
 
-export async function ensureStoreStreams(jsm: JetStreamManager, prefix: string): Promise<void> {
-  for (const config of streamConfigs(prefix)) {
+/** Creates missing streams; an existing one only has its replicas brought to the setting (in place, no data moves by hand). */
+export async function ensureStoreStreams(jsm: JetStreamManager, prefix: string, replicas = 1): Promise<void> {
+  for (const config of streamConfigs(prefix, replicas)) {
     const name = config.name;
     const existing = await jsm.streams.info(name).catch((err: unknown) => {
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
       throw err;
     });
     if (existing === null) await jsm.streams.add(config);
+    else if (existing.config.num_replicas !== replicas) await jsm.streams.update(name, { ...existing.config, num_replicas: replicas });
   }
 }

@@ -29,8 +29,16 @@ export function natsServerBinary(): string {
   return existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server';
 }
 
-export async function startNatsServer(): Promise<TestNatsServer> {
-  const external = process.env.NATS_URL;
+export interface NatsServerOptions {
+  /** A configuration file (`-c`), naming its store relative to the working directory; port and address come from the helper's flags, which win. */
+  configFile?: string;
+  /** Environment of the server (the configuration's `$VARIABLES`). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** With `options`, always a server of its own (NATS_URL's server has another configuration). */
+export async function startNatsServer(options: NatsServerOptions = {}): Promise<TestNatsServer> {
+  const external = options.configFile === undefined ? process.env.NATS_URL : undefined;
   if (external) {
     // Test files run in parallel processes and all use the same stream names (their subjects may
     // not overlap), so on a shared server they take turns.
@@ -45,8 +53,12 @@ export async function startNatsServer(): Promise<TestNatsServer> {
   let stderrTail = '';
 
   const startProcess = async (): Promise<void> => {
-    const proc = spawn(natsServerBinary(), ['-p', String(port), '-a', '127.0.0.1', '-js', '-sd', path.join(dir, 'store'), '--ports_file_dir', dir], {
+    // A configuration names its own store (relative, so under the server's working directory, `dir`).
+    const store = options.configFile === undefined ? ['-js', '-sd', path.join(dir, 'store')] : ['-c', options.configFile];
+    const proc = spawn(natsServerBinary(), [...store, '-p', String(port), '-a', '127.0.0.1', '--ports_file_dir', dir], {
       stdio: ['ignore', 'ignore', 'pipe'],
+      cwd: dir,
+      env: { ...process.env, ...options.env },
     });
     proc.stderr?.on('data', (chunk: Buffer) => {
       stderrTail = (stderrTail + chunk.toString()).slice(-4000);

@@ -1,0 +1,164 @@
+/**
+ * A 3-node nats-server cluster on 127.0.0.1 for scripts/nats-cluster.ts: each node with its own
+ * client, route and monitoring port and store, the shipped users (deploy/nats/media-users.conf),
+ * JetStream with `sync_interval: always` where the server knows it (2.10+). Nodes can be SIGKILLed
+ * and restarted on the same ports and store; the meta leader is read from each node's /jsz.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { PACKAGE_ROOT } from '../src/paths.js';
+
+export interface ClusterNode {
+  name: string;
+  clientUrl: string;
+  monitorUrl: string;
+  running(): boolean;
+  /** /healthz's answer: "ok", or why not (listening, JetStream caught up with the cluster). */
+  health(): Promise<string>;
+  kill(): Promise<void>;
+  start(): Promise<void>;
+}
+
+export interface Cluster {
+  nodes: ClusterNode[];
+  /** All client URLs, comma-separated (NATS_URL). */
+  urls: string;
+  version: string;
+  /** The meta leader's name as the running nodes report it, when they agree. */
+  metaLeader(): Promise<string | undefined>;
+  byName(name: string): ClusterNode;
+  stop(): Promise<void>;
+}
+
+const USERS_CONF = path.join(PACKAGE_ROOT, 'deploy', 'nats', 'media-users.conf');
+
+export function natsServerBin(): string {
+  return process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
+}
+
+/** `v2.9.10` -> [2, 9, 10]. */
+export function parseServerVersion(text: string): [number, number, number] {
+  const m = /v?(\d+)\.(\d+)\.(\d+)/.exec(text);
+  if (m === null) throw new Error(`Expected a nats-server version but received ${JSON.stringify(text.trim())}`);
+  return [Number(m[1]), Number(m[2]), Number(m[3])];
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const address = probe.address();
+  await new Promise((resolve) => probe.close(resolve));
+  if (address === null || typeof address === 'string') throw new Error('Expected a TCP address');
+  return address.port;
+}
+
+export function nodeConfig(o: { name: string; port: number; routePort: number; monitorPort: number; routes: number[]; storeDir: string; usersInclude: string; syncAlways: boolean }): string {
+  return [
+    `server_name: ${o.name}`,
+    `listen: 127.0.0.1:${o.port}`,
+    `http: 127.0.0.1:${o.monitorPort}`,
+    `jetstream { store_dir: "${o.storeDir}"${o.syncAlways ? ', sync_interval: always' : ''} }`,
+    `cluster { name: media, listen: 127.0.0.1:${o.routePort}, routes: [${o.routes.map((p) => `nats-route://127.0.0.1:${p}`).join(', ')}] }`,
+    `include "${o.usersInclude}"`,
+    '',
+  ].join('\n');
+}
+
+export async function startCluster(dir: string, env: NodeJS.ProcessEnv, size = 3): Promise<Cluster> {
+  const { stdout } = await promisify(execFile)(natsServerBin(), ['--version']);
+  const version = parseServerVersion(stdout);
+  const syncAlways = version[0] > 2 || (version[0] === 2 && version[1] >= 10);
+  const ports = await Promise.all(Array.from({ length: size }, async () => ({ port: await freePort(), routePort: await freePort(), monitorPort: await freePort() })));
+  const nodes = await Promise.all(
+    ports.map(async (p, i) => {
+      const name = `n${i + 1}`;
+      const config = path.join(dir, `${name}.conf`);
+      await fs.writeFile(
+        config,
+        nodeConfig({
+          name,
+          ...p,
+          routes: ports.map((q) => q.routePort),
+          storeDir: path.join(dir, name),
+          usersInclude: path.relative(dir, USERS_CONF),
+          syncAlways,
+        }),
+      );
+      return clusterNode(name, config, p.port, p.monitorPort, env, path.join(dir, `${name}.log`));
+    }),
+  );
+  await Promise.all(nodes.map((n) => n.start()));
+  const cluster: Cluster = {
+    nodes,
+    urls: nodes.map((n) => n.clientUrl).join(','),
+    version: stdout.trim(),
+    async metaLeader() {
+      const leaders = await Promise.all(nodes.filter((n) => n.running()).map((n) => jsz(n).then((j) => j?.meta_cluster?.leader)));
+      const first = leaders[0];
+      return first !== undefined && first !== '' && leaders.every((l) => l === first) ? first : undefined;
+    },
+    byName(name) {
+      const node = nodes.find((n) => n.name === name);
+      if (node === undefined) throw new Error(`Expected a node of the cluster but received ${JSON.stringify(name)}`);
+      return node;
+    },
+    async stop() {
+      await Promise.all(nodes.map((n) => n.kill()));
+    },
+  };
+  return cluster;
+}
+
+interface Jsz {
+  meta_cluster?: { leader?: string };
+}
+
+async function jsz(node: ClusterNode): Promise<Jsz | undefined> {
+  try {
+    const res = await fetch(`${node.monitorUrl}/jsz`, { signal: AbortSignal.timeout(1000) });
+    return (await res.json()) as Jsz;
+  } catch {
+    return undefined;
+  }
+}
+
+function clusterNode(name: string, config: string, port: number, monitorPort: number, env: NodeJS.ProcessEnv, logFile: string): ClusterNode {
+  let child: ChildProcess | undefined;
+  const clientUrl = `nats://127.0.0.1:${port}`;
+  const monitorUrl = `http://127.0.0.1:${monitorPort}`;
+  return {
+    name,
+    clientUrl,
+    monitorUrl,
+    running: () => child !== undefined && child.exitCode === null && child.signalCode === null,
+    health: () =>
+      fetch(`${monitorUrl}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
+        async (r) => (r.status === 200 ? 'ok' : `${r.status} ${await r.text()}`),
+        (err: unknown) => String(err),
+      ),
+    async kill() {
+      const proc = child;
+      if (proc === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
+      const exited = new Promise((resolve) => proc.once('exit', resolve));
+      proc.kill('SIGKILL');
+      await exited;
+    },
+    async start() {
+      const log = await fs.open(logFile, 'a');
+      const proc = spawn(natsServerBin(), ['-c', config], { env: { ...process.env, ...env }, stdio: ['ignore', log.fd, log.fd] });
+      child = proc;
+      proc.once('exit', () => void log.close());
+      for (let i = 0; i < 400; i += 1) {
+        if (proc.exitCode !== null) throw new Error(`nats-server ${name} exited with ${proc.exitCode}; see ${logFile}`);
+        // Listening is enough here: a node is healthy only once the cluster it joins has formed.
+        const ok = await fetch(`${monitorUrl}/varz`, { signal: AbortSignal.timeout(500) }).then(() => true, () => false);
+        if (ok) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`nats-server ${name} did not answer on ${monitorUrl} in time; see ${logFile}`);
+    },
+  };
+}

@@ -1,0 +1,239 @@
+/**
+ * The service under the shipped NATS configuration (deploy/nats/): one real nats-server requiring
+ * TLS (a throwaway CA) and the users of deploy/nats/media-users.conf. `serve` connects as worker,
+ * `gateway` as gateway, `accounts` as operator, each with its own reply inbox, and the whole
+ * service works: a task completes, a failed one is refunded once. A worker's credentials writing a
+ * ledger entry or a key record, or reading the gateway's streams or replies, are refused by the
+ * server. Bad credentials and TLS settings are named; with NATS stopped the gateway answers 503
+ * with Retry-After, and everyone reconnects when it is back.
+ */
+import { createServer, type Server } from 'node:http';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../../src/paths.js';
+import { makeThrowawayCa, type ThrowawayCa } from '../helpers/throwaway-ca.js';
+import { waitFor } from '../worker/helpers/jetstream.js';
+import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { accountsCommand, CLI, startCommand, startGatewayProcess, type RunningProcess } from './processes.js';
+
+const PASSWORDS = { MW_WORKER_PASSWORD: 'worker-secret-1', MW_GATEWAY_PASSWORD: 'gateway-secret-2', MW_OPERATOR_PASSWORD: 'operator-secret-3' };
+
+let dir: string;
+let ca: ThrowawayCa;
+let nats: TestNatsServer;
+let media: Server;
+let mediaUrl: string;
+let serve: RunningProcess;
+let gateway: RunningProcess & { url: string };
+let common: NodeJS.ProcessEnv;
+let operatorEnv: NodeJS.ProcessEnv;
+let flakyRequests = 0;
+
+const role = (user: 'worker' | 'gateway' | 'operator', password: string): NodeJS.ProcessEnv => ({
+  NATS_USER: user,
+  NATS_PASSWORD: password,
+  NATS_INBOX_PREFIX: `_INBOX_${user}`,
+});
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'media-nats-perms-'));
+  ca = await makeThrowawayCa(dir);
+  // The shipped configuration as it is, plus server TLS with the throwaway certificate.
+  const config = path.join(dir, 'nats.conf');
+  const shipped = path.relative(dir, path.join(PACKAGE_ROOT, 'deploy', 'nats', 'nats-server.conf'));
+  await writeFile(config, `include "${shipped}"\ntls { cert_file: "${ca.certFile}", key_file: "${ca.keyFile}" }\n`);
+  nats = await startNatsServer({ configFile: config, env: PASSWORDS });
+
+  const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer();
+  media = createServer((req, res) => {
+    if (req.url === '/flaky.png') {
+      flakyRequests += 1;
+      res.writeHead(200).end(flakyRequests === 1 ? png : Buffer.from('garbage, not a PNG'));
+    } else if (req.url === '/small.png') res.writeHead(200).end(png);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
+  mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
+
+  common = {
+    NATS_URL: nats.url,
+    NATS_TLS_CA_FILE: ca.caFile,
+    LOG_LEVEL: 'info',
+    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
+    MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
+    RESULTS_DIR: path.join(dir, 'results'),
+    WORKER_HEALTH_PORT: '0',
+    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+    WORKER_NAK_DELAYS_MS: '100',
+    WORKER_MAX_DELIVER: '2',
+  };
+  operatorEnv = { ...common, ...role('operator', PASSWORDS.MW_OPERATOR_PASSWORD) };
+  serve = startCommand(['serve'], { ...common, ...role('worker', PASSWORDS.MW_WORKER_PASSWORD) });
+  await waitFor('serve to run', () => {
+    if (serve.child.exitCode !== null) throw new Error(`serve exited: ${serve.output()}`);
+    return serve.output().includes('media-worker serving');
+  }, 60_000);
+  gateway = await startGatewayProcess({ ...common, ...role('gateway', PASSWORDS.MW_GATEWAY_PASSWORD), GATEWAY_PORT: '0' });
+}, 120_000);
+
+afterAll(async () => {
+  await gateway?.kill('SIGKILL');
+  await serve?.kill('SIGKILL');
+  await nats?.close();
+  media?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A client with a role's credentials, as a compromised process of that role would have. */
+function connectAs(user: 'worker' | 'gateway' | 'operator', password: string): Promise<NatsConnection> {
+  return connect({ servers: nats.url, user, pass: password, inboxPrefix: `_INBOX_${user}`, tls: { caFile: ca.caFile }, maxReconnectAttempts: 0 });
+}
+
+async function api(method: string, route: string, key: string, body?: unknown): Promise<{ status: number; headers: Headers; body: { data?: Record<string, unknown>; error?: { code: string } } }> {
+  const res = await fetch(`${gateway.url}${route}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as { data?: Record<string, unknown> } };
+}
+
+async function newAccount(credits: number): Promise<{ id: string; key: string }> {
+  const out = (await accountsCommand(['create', '--name', 'perms', '--credits', String(credits)], operatorEnv)) as { account: { id: string }; apiKey: string };
+  return { id: out.account.id, key: out.apiKey };
+}
+
+async function cliFails(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  const err = await promisify(execFile)(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } }).then(
+    () => null,
+    (e: unknown) => e as { code: number; stderr: string },
+  );
+  expect(err).not.toBeNull();
+  expect(err?.code).toBe(1);
+  return err?.stderr ?? '';
+}
+
+describe('the service under the shipped permissions, over TLS', () => {
+  it('completes a task and refunds a failed one exactly once; worker, gateway and accounts each with their own user', async () => {
+    const account = await newAccount(100);
+    const ok = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' });
+    expect(ok.status).toBe(200);
+    const failing = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${mediaUrl}/flaky.png`, upscale_factor: '2' });
+    expect(failing.status).toBe(200);
+    const settled = async (id: unknown) =>
+      waitFor(`task ${String(id)} to settle`, async () => {
+        const r = await api('GET', `/api/v1/tasks/${String(id)}`, account.key);
+        return r.body.data?.['status'] === 'pending' ? undefined : r.body.data;
+      }, 90_000, 200);
+    expect(await settled(ok.body.data?.['id'])).toMatchObject({ status: 'completed', result: { type: 'image', width: 80, height: 54 } });
+    expect(await settled(failing.body.data?.['id'])).toMatchObject({ status: 'failed' });
+    const charge = ok.body.data?.['creditsUsed'] as number;
+    await waitFor('the refund', async () => (await api('GET', '/api/v1/balance', account.key)).body.data?.['credits'] === 100 - charge);
+    const shown = (await accountsCommand(['show', account.id], operatorEnv)) as { credits: number; entries: { type: string }[] };
+    expect(shown.credits).toBe(100 - charge);
+    expect(shown.entries.map((e) => e.type)).toEqual(['open', 'debit', 'debit', 'refund']);
+    // Nothing the service does on its own was refused (a denied subscription only shows in the logs).
+    expect(serve.output()).not.toMatch(/permission/i);
+    expect(gateway.output()).not.toMatch(/permission/i);
+  }, 120_000);
+});
+
+describe("a worker's credentials", () => {
+  it('may not write a ledger entry or a key record, nor publish a job: the server refuses and nothing is stored', async () => {
+    const account = await newAccount(0);
+    const operator = await connectAs('operator', PASSWORDS.MW_OPERATOR_PASSWORD);
+    const worker = await connectAs('worker', PASSWORDS.MW_WORKER_PASSWORD);
+    try {
+      const opJsm = await jetstreamManager(operator);
+      const counts = async () =>
+        Promise.all(['GATEWAY_LEDGER', 'GATEWAY_ACCOUNTS', 'MEDIA_JOBS'].map(async (s) => (await opJsm.streams.info(s)).state.messages));
+      const before = await counts();
+      const js = jetstream(worker, { timeout: 2000 });
+      const topup = JSON.stringify({ type: 'topup', amount: 1_000_000, balance: 1_000_000, at: new Date().toISOString() });
+      for (const [subject, payload] of [
+        [`gateway.ledger.${account.id}`, topup],
+        ['gateway.keys.0000000000000000000000000000000000000000000000000000000000000000', JSON.stringify({ accountId: account.id })],
+        ['media.jobs.image.vendor-image-upscale', JSON.stringify({ id: 't_forged' })],
+      ] as const) {
+        await expect(js.publish(subject, payload), subject).rejects.toThrow(/permission/i);
+      }
+      expect(await counts()).toEqual(before);
+      expect((await api('GET', '/api/v1/balance', account.key)).body.data?.['credits']).toBe(0);
+    } finally {
+      await worker.close();
+      await operator.close();
+    }
+  }, 30_000);
+
+  it("may not read the gateway's streams, subjects or replies", async () => {
+    const worker = await connectAs('worker', PASSWORDS.MW_WORKER_PASSWORD);
+    try {
+      const jsm = await jetstreamManager(worker, { timeout: 2000 });
+      await expect(jsm.streams.getMessage('GATEWAY_LEDGER', { seq: 1 })).rejects.toThrow(/permission/i);
+      await expect(jsm.direct.getMessage('GATEWAY_LEDGER', { seq: 1 })).rejects.toThrow(/permission/i);
+      await expect(jsm.streams.info('GATEWAY_ACCOUNTS')).rejects.toThrow(/permission/i);
+      for (const subject of ['gateway.>', '_INBOX_gateway.>', '_INBOX.>', 'media.jobs.>']) {
+        const sub = worker.subscribe(subject);
+        const closed = await Promise.race([sub.closed, new Promise((r) => setTimeout(() => r('still open'), 3000))]);
+        expect(String(closed), subject).toMatch(/permission/i);
+      }
+    } finally {
+      await worker.close();
+    }
+  }, 30_000);
+});
+
+describe('credential and TLS settings', () => {
+  it('`config` names every bad credential setting', async () => {
+    const stderr = await cliFails(['config'], { NATS_USER: 'worker', NATS_TOKEN: 't', NATS_TLS_CERT_FILE: ca.certFile });
+    expect(stderr).toMatch(/NATS_USER: Expected at most one way to authenticate but received NATS_TOKEN and NATS_USER/);
+    expect(stderr).toMatch(/NATS_PASSWORD: Expected NATS_PASSWORD with NATS_USER/);
+    expect(stderr).toMatch(/NATS_TLS_KEY_FILE: Expected NATS_TLS_CERT_FILE and NATS_TLS_KEY_FILE together/);
+    const missing = path.join(dir, 'no-such-ca.pem');
+    expect(await cliFails(['config'], { NATS_TLS_CA_FILE: missing })).toContain(`Invalid setting NATS_TLS_CA_FILE: Expected a readable file but received "${missing}"`);
+  });
+
+  it('a wrong password is named with its user, a missing CA with the TLS setting', async () => {
+    const wrong = await cliFails(['accounts', 'show', 'acct_x'], { ...common, ...role('operator', 'not-the-password') });
+    expect(wrong).toMatch(/NATS at nats:\/\/127\.0\.0\.1:\d+ refused user "operator" with NATS_PASSWORD: .*Authorization Violation/i);
+    const noCa = await cliFails(['accounts', 'show', 'acct_x'], { ...operatorEnv, NATS_TLS_CA_FILE: '' });
+    expect(noCa).toMatch(/TLS with NATS at .* failed \(NATS_TLS_CA_FILE unset \(the system CAs\)\): .*(certificate|self.signed)/i);
+    const noUser = await cliFails(['accounts', 'show', 'acct_x'], { ...common, NATS_USER: '', NATS_PASSWORD: '' });
+    expect(noUser).toMatch(/refused no credentials/);
+  }, 30_000);
+});
+
+describe('NATS stopped', () => {
+  it('the gateway answers 503 with Retry-After, not 500; everyone reconnects when it is back', async () => {
+    const account = await newAccount(50);
+    await nats.stopProcess();
+    try {
+      const down = await api('GET', '/api/v1/balance', account.key);
+      expect(down.status).toBe(503);
+      expect(down.body.error?.code).toBe('SERVICE_UNAVAILABLE');
+      expect(Number(down.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      await nats.startProcess();
+    }
+    await waitFor('the gateway to answer again', async () => (await api('GET', '/api/v1/balance', account.key)).status === 200, 30_000, 500);
+    // As a client would: 503 (the worker's quote service not back yet) means come back; nothing else may happen.
+    const again = await waitFor('a submission to be accepted again', async () => {
+      const r = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' });
+      expect([200, 503]).toContain(r.status);
+      return r.status === 200 ? r : undefined;
+    }, 30_000, 500);
+    await waitFor('the worker to complete it after reconnecting', async () => {
+      const r = await api('GET', `/api/v1/tasks/${String(again.body.data?.['id'])}`, account.key);
+      return r.body.data?.['status'] === 'completed';
+    }, 60_000, 300);
+    expect(serve.child.exitCode).toBeNull();
+  }, 120_000);
+});
