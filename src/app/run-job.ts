@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { SessionCache, createSrModelLoader, type SrModelLoader } from '../inference/index.js';
-import { JobError, ProcessingError, asJobError, quoteJob, type Job, type JobProgress, type Quote, type QuotedJob, type TaskResult } from '../jobs/index.js';
+import { JobError, pipelineFailure, quoteJob, type Job, type JobProgress, type Quote, type QuotedJob, type TaskResult } from '../jobs/index.js';
 import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './quote-policy.js';
 import { createMediaDeps, withJobDir } from '../media/index.js';
 import { mediaDepsOptions, registryOptions } from './layer-options.js';
@@ -121,9 +121,10 @@ export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions)
       const quoted = await quoteIn(dir, job, engine.config, { ...opts, timeLimitsMs: engine.timeLimitsMs });
       opts.logger.info({ quote: quoted.quote }, 'job quoted');
       checkCharged(job, quoted.quote);
-      // The contract's edge: a lower layer's processing failure takes the kind's code here.
+      // The contract's edge: pipelines raise processing failures, and here, once, they take the
+      // kind's code. A stop (the caller's signal: drain, interruption) keeps its own reason.
       const result = await runPipeline(quoted, dir, engine, opts).catch((err: unknown) => {
-        throw err instanceof ProcessingError ? asJobError(err, quoted.kind) : err;
+        throw opts.signal?.aborted === true ? err : pipelineFailure(err, quoted.kind);
       });
       return { quote: quoted.quote, result };
     },

@@ -15,6 +15,19 @@ export const KIND_FAILURE_CODE: Readonly<Record<JobKind, ErrorCode>> = {
   music: 'GENERATION_FAILED',
 };
 
+/** How a failure that says nothing of its own opens its message, for each kind's pipeline. */
+const PIPELINE_FAILED: Readonly<Record<JobKind, string>> = {
+  image: 'Processing failed',
+  video: 'Video upscaling failed',
+  lipsync: 'Lip-sync failed',
+  music: 'Processing failed',
+};
+
+/** A pipeline's failure as the job's error: the one place where a pipeline's failures get the kind's code. */
+export function pipelineFailure(err: unknown, kind: JobKind): JobError {
+  return asJobError(err, kind, PIPELINE_FAILED[kind]);
+}
+
 /**
  * Any thrown value as a JobError of the job's kind. `failed` opens the message of a failure that
  * says nothing of its own kind (a pipeline names itself: "Video upscaling failed").

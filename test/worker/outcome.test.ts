@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JobError, ProcessingError } from '../../src/errors.js';
-import { asJobError } from '../../src/jobs/index.js';
+import { asJobError, pipelineFailure } from '../../src/jobs/index.js';
 import { decideFailure, outOfSpace, deliveriesExhaustedError, watchdogError } from '../../src/worker/outcome.js';
 
 const transient = new JobError('FETCH_FAILED', 'download timed out', { retryable: true });
@@ -47,6 +47,18 @@ describe('errors of the daemon', () => {
     const oom = new ProcessingError('Out of memory even with one 64x64 tile per call', { retryable: true });
     expect(asJobError(oom, kind)).toMatchObject({ code, retryable: true, message: oom.message, cause: oom });
     expect(asJobError(new ProcessingError('bad output shape'), kind)).toMatchObject({ code, retryable: false });
+  });
+
+  it.each([
+    ['image', 'UPSCALE_FAILED', 'Processing failed: boom'],
+    ['video', 'UPSCALE_FAILED', 'Video upscaling failed: boom'],
+    ['lipsync', 'LIPSYNC_FAILED', 'Lip-sync failed: boom'],
+    ['music', 'GENERATION_FAILED', 'Processing failed: boom'],
+  ] as const)("the contract's edge gives a %s pipeline's failures %s, once", (kind, code, message) => {
+    expect(pipelineFailure(new Error('boom'), kind)).toMatchObject({ code, message, retryable: false });
+    const named = new ProcessingError('Expected a face to drive but no face was found in the video (25 frames searched)');
+    expect(pipelineFailure(named, kind)).toMatchObject({ code, message: named.message, cause: named });
+    expect(pipelineFailure(permanent, kind)).toBe(permanent);
   });
 
   it('words the watchdog and exhausted-deliveries failures', () => {
