@@ -133,22 +133,6 @@ export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions)
 }
 
 /**
- * The spec's 4-minute processing limit for lip-sync: past it the job's signal aborts with
- * LIPSYNC_FAILED as the reason, which stops every process and loop of the pipeline.
- */
-function lipsyncDeadline(signal: AbortSignal | undefined, timeoutMs: number): { signal: AbortSignal; clear(): void } {
-  const deadline = new AbortController();
-  const timer = setTimeout(
-    () => deadline.abort(new JobError('LIPSYNC_FAILED', `Lip-sync processing took longer than ${timeoutMs / 60_000} minutes and was stopped`)),
-    timeoutMs,
-  );
-  return {
-    signal: signal === undefined ? deadline.signal : AbortSignal.any([signal, deadline.signal]),
-    clear: () => clearTimeout(timer),
-  };
-}
-
-/**
  * The control plane deducts credits upfront from its own probe or estimate and sends the amount as
  * `credits`. The price measured here is the one that counts: a job charged less than it costs is
  * refused before processing (402, so the control plane refunds and may resubmit at the right price).
@@ -223,7 +207,6 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
       const outputPath = path.join(dir, 'output.mp4');
       const { config } = engine;
       const { job } = quoted;
-      const deadline = lipsyncDeadline(opts.signal, config.lipsyncTimeoutMs);
       const outcome = await lipsyncFile(
         {
           videoPath: quoted.inputs.video.path,
@@ -235,7 +218,7 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
           syncMode: job.input.sync_mode,
           activeSpeaker: job.input.active_speaker,
           encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
-          signal: deadline.signal,
+          ...(opts.signal === undefined ? {} : { signal: opts.signal }),
           onProgress: (p) => opts.onProgress?.(p),
           logger: opts.logger,
         },
@@ -247,7 +230,7 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
           ...(config.ffmpegPath === undefined ? {} : { ffmpegPath: config.ffmpegPath }),
           ...(config.ffprobePath === undefined ? {} : { ffprobePath: config.ffprobePath }),
         },
-      ).finally(deadline.clear);
+      );
       opts.logger.info(
         { network: outcome.network, frames: outcome.frames, drivenFrames: outcome.drivenFrames, durationSeconds: outcome.durationSeconds },
         'lip-sync done',

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createEngine, executeJob, type ExecutedJob, type StoreResult } from '../app/index.js';
-import { reportedModel, type Job } from '../jobs/index.js';
+import { deadlineError, kindOfModel, reportedModel, type Job } from '../jobs/index.js';
 import type { CliContext } from './context.js';
 import { createProgressReporter } from './progress.js';
 
@@ -40,6 +40,10 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
   const onSignal = (): void => abort.abort(new Error('Interrupted'));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  // The kind's time limit, as the daemon applies it (WORKER_WATCHDOG_MS; lip-sync: the spec's 4 minutes).
+  const kind = kindOfModel(job.model);
+  const limitMs = engine.timeLimitsMs[kind];
+  const deadline = setTimeout(() => abort.abort(deadlineError(kind, limitMs)), limitMs);
   try {
     const executed = await executeJob(job, engine, {
       taskId,
@@ -62,6 +66,7 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
       createdAt,
     };
   } finally {
+    clearTimeout(deadline);
     progress.finish();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -3,7 +3,7 @@
  * files behind this list may be reorganised.
  */
 export { ERROR_STATUS, JobError, ProcessingError, isExplainedFailure, isJobError, type ErrorCode, type JobErrorOptions } from '../errors.js';
-export { KIND_FAILURE_CODE, asJobError, pipelineFailure } from './failures.js';
+export { KIND_FAILURE_CODE, asJobError, deadlineError, pipelineFailure, type StopReason } from './failures.js';
 export {
   DEFAULT_LIPSYNC_MODEL,
   IMAGE_UPSCALE_MODEL,

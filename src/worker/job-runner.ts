@@ -17,11 +17,11 @@ import type { JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { JobError } from '../errors.js';
-import { expectedText, expectedValue, asJobError, kindOfModel, type JobKind, parseJob, type Job } from '../jobs/index.js';
+import { expectedText, expectedValue, asJobError, deadlineError, kindOfModel, type JobKind, parseJob, type Job, type StopReason } from '../jobs/index.js';
 import { completedEvent, creationTime, failedEvent, type TerminalEvent, MSG_ID_HEADER, bodyField, readTaskId } from '../protocol/index.js';
 import type { EventPublisher } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
-import { decideFailure, watchdogError } from './outcome.js';
+import { decideFailure } from './outcome.js';
 import { createProgressReporter } from './progress.js';
 import type { WorkerSettings } from './settings.js';
 import type { JobExecutor, JobOutput } from './types.js';
@@ -203,9 +203,16 @@ interface Execution {
 function runExecutor(rt: Runtime, job: Job, msg: JsMsg, kind: JobKind, taskId: string, attempt: number, log: Logger): Execution {
   const heartbeat = startHeartbeat(msg, rt.settings.heartbeatMs);
   const controller = new AbortController();
+  // Why the job was stopped, if it was: decided here, where the stop is, and read back by fromStop.
+  let stopped: StopReason | undefined;
+  const stop = (reason: StopReason): void => {
+    if (stopped !== undefined) return;
+    stopped = reason;
+    controller.abort(reason.why === 'drain' ? rt.drainSignal.reason : reason.error);
+  };
   const limitMs = rt.settings.watchdogMs[kind];
-  const watchdog = setTimeout(() => controller.abort(watchdogError(kind, limitMs)), limitMs);
-  const onDrain = (): void => controller.abort(rt.drainSignal.reason);
+  const watchdog = setTimeout(() => stop({ why: 'deadline', error: deadlineError(kind, limitMs) }), limitMs);
+  const onDrain = (): void => stop({ why: 'drain' });
   rt.drainSignal.addEventListener('abort', onDrain, { once: true });
   if (rt.drainSignal.aborted) onDrain();
   const progress = createProgressReporter(rt.nc, taskId, job.model, rt.settings.progressIntervalMs);
@@ -227,16 +234,16 @@ function runExecutor(rt: Runtime, job: Job, msg: JsMsg, kind: JobKind, taskId: s
     });
 
   const aborted = new Promise<'aborted'>((resolve) => controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true }));
-  const fromAbort = (): ExecutionOutcome => {
-    const reason: unknown = controller.signal.reason;
-    return reason instanceof JobError ? { type: 'failed', error: reason } : { type: 'interrupted' };
+  const fromStop = (): ExecutionOutcome => {
+    if (stopped === undefined || stopped.why === 'drain') return { type: 'interrupted' };
+    return { type: 'failed', error: stopped.error };
   };
   const outcome = Promise.race([
     execution.then(
       (output): ExecutionOutcome => ({ type: 'completed', output }),
-      (err: unknown): ExecutionOutcome => (controller.signal.aborted ? fromAbort() : { type: 'failed', error: asJobError(err, kind) }),
+      (err: unknown): ExecutionOutcome => (controller.signal.aborted ? fromStop() : { type: 'failed', error: asJobError(err, kind) }),
     ),
-    aborted.then(fromAbort),
+    aborted.then(fromStop),
   ]).finally(() => {
     clearTimeout(watchdog);
     rt.drainSignal.removeEventListener('abort', onDrain);
