@@ -16,4 +16,4 @@ export {
   type TimeLimitsMs,
 } from './quote-policy.js';
 export { KIND_READINESS, kindChecks, type ReadinessContext } from './readiness.js';
-export { createEngine, executeJob, quoteOnly, type Engine, type ExecuteOptions, type ExecutedJob, type StoreResult, type StoredResult } from './run-job.js';
+export { createEngine, executeJob, quoteOnly, type Engine, type ExecuteOptions, type ExecutedJob, type StoreFile } from './run-job.js';

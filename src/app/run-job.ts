@@ -59,13 +59,12 @@ export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeL
   };
 }
 
-export interface StoredResult {
-  /** Where the result can be fetched: a public URL (daemon) or a local path (CLI). */
-  url: string;
-}
-
-/** `name` (file name without extension) is set for tasks with several files: music's `song-1`, `cover-1`, ... */
-export type StoreResult = (localPath: string, meta: { taskId: string; ext: string; kind: QuotedJob['kind']; name?: string }) => Promise<StoredResult>;
+/**
+ * Moves a finished file to where results live and says where it can be fetched: a public URL
+ * (the daemon's results store) or a local path (the command line). `name` (file name without
+ * extension) is set for tasks with several files: music's `song-1`, `cover-1`, ...
+ */
+export type StoreFile = (localPath: string, meta: { taskId: string; ext: string; kind: QuotedJob['kind']; name?: string }) => Promise<{ url: string }>;
 
 export interface ExecuteOptions {
   taskId: string;
@@ -74,7 +73,7 @@ export interface ExecuteOptions {
   onProgress?: (p: JobProgress) => void;
   /** CLI only: job inputs may be local paths. */
   allowLocalPaths: boolean;
-  store: StoreResult;
+  store: StoreFile;
   /** CLI overrides for the upscalers. */
   modelName?: string;
   tile?: number;

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { createEngine, executeJob, type ExecutedJob, type StoreResult } from '../app/index.js';
+import { createEngine, executeJob, type ExecutedJob, type StoreFile } from '../app/index.js';
 import { deadlineError, kindOfModel, reportedModel, type Job } from '../jobs/index.js';
 import type { CliContext } from './context.js';
 import { createProgressReporter } from './progress.js';
@@ -50,13 +50,13 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
       logger,
       signal: abort.signal,
       allowLocalPaths: true,
-      onProgress: (p) => progress.update(p),
+      onProgress: (p) => progress.report(p),
       store: storeAt(opts),
       ...(opts.modelName === undefined ? {} : { modelName: opts.modelName }),
       ...(opts.tile === undefined ? {} : { tile: opts.tile }),
     });
     const done = 'songs' in executed.result ? executed.result.songs.map((s) => s.audio_url).join(', ') : executed.result.url;
-    progress.finish(`done: ${done}`);
+    progress.close(`done: ${done}`);
     return {
       id: taskId,
       model: reportedModel(job.model),
@@ -67,14 +67,14 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
     };
   } finally {
     clearTimeout(deadline);
-    progress.finish();
+    progress.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await engine.release();
   }
 }
 
-function storeAt(opts: LocalRunOptions): StoreResult {
+function storeAt(opts: LocalRunOptions): StoreFile {
   return async (localPath, meta) => {
     // A task of several files (music) writes them into the output directory under their names.
     const target =

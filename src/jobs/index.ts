@@ -40,6 +40,7 @@ export {
   type SyncMode,
   type ToolName,
   type JobProgress,
+  type ProgressReporter,
   type UpscaleFactor,
   type VideoUpscaleInput,
   type VideoUpscaleJob,

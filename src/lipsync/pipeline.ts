@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { JobError, ProcessingError, errorMessage } from '../errors.js';
+import { throttle } from '../throttle.js';
 import type { RegistryOptions, SessionCache, LoadedSrModel, SrModelLoader } from '../inference/index.js';
 import { priceLipsync, type LipsyncModelId, type SyncMode } from '../jobs/index.js';
 import { resolveFfmpeg, type MediaInfo, type PathNames, type Rational, type VideoStreamInfo } from '../media/index.js';
@@ -201,21 +202,6 @@ function lipsyncFailure(error: unknown, paths: PathNames): unknown {
   return error instanceof DecoderFailure ? ffmpegFailure('decoder', error.error, paths) : error;
 }
 
-function throttle(interval: number, report: ((p: LipsyncProgress) => void) | undefined): (p: LipsyncProgress, force?: boolean) => void {
-  let last = Number.NEGATIVE_INFINITY;
-  return (progress, force = false) => {
-    if (report === undefined) return;
-    const now = performance.now();
-    if (!force && now - last < interval) return;
-    last = now;
-    try {
-      report(progress);
-    } catch {
-      // Progress is informational: a failing reporter must not fail the job.
-    }
-  };
-}
-
 export async function lipsyncFile(req: LipsyncRequest, deps: LipsyncDeps): Promise<LipsyncOutcome> {
   const started = performance.now();
   req.signal?.throwIfAborted();
@@ -333,7 +319,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     size,
   };
   const limit = facePassLimit(req.syncMode, framesForSeconds(audioSeconds, fps));
-  const progress = throttle(req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS, req.onProgress);
+  const progress = throttle((p: LipsyncProgress) => req.onProgress?.(p), req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS);
   const detectTotal = Math.min(limit ?? Number.MAX_SAFE_INTEGER, estimatedFrames);
   const detectAt = req.activeSpeaker ? detectionSize(size) : letterboxSize(size, detector.manifest.input.size, detector.margin);
   const toFrame = toFramePixels(size, detectAt);
@@ -349,13 +335,13 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
         detector,
         ...(faceSignal === undefined ? {} : { signal: faceSignal }),
         onFrame: (done, observed) => {
-          progress({ stage: 'detecting faces', done, total: Math.max(done, detectTotal), unit: 'frames' });
+          progress.push({ stage: 'detecting faces', done, total: Math.max(done, detectTotal), unit: 'frames' });
           onObserved?.(observed);
         },
       }),
     detected: (pass) => {
       detecting = false;
-      progress({ stage: 'detecting faces', done: pass.frameCount, total: pass.frameCount, unit: 'frames' }, true);
+      progress.push({ stage: 'detecting faces', done: pass.frameCount, total: pass.frameCount, unit: 'frames' }, true);
       if (pass.frameCount === 0) throw new ProcessingError('Expected video frames but the video decoded to none');
     },
     plan: (videoFrames) => {
@@ -386,7 +372,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
         ...(outputSignal === undefined ? {} : { signal: outputSignal }),
         // While detection runs ahead, its progress is the job's.
         onWritten: (done, final) => {
-          if (!detecting) progress({ stage: 'lip-syncing', done, total: plan.outputFrames, unit: 'frames' }, final);
+          if (!detecting) progress.push({ stage: 'lip-syncing', done, total: plan.outputFrames, unit: 'frames' }, final);
         },
       }),
     discardOutput: () => rm(r.partialPath, { force: true }),

@@ -22,6 +22,7 @@ import { completedEvent, creationTime, failedEvent, type TerminalEvent, MSG_ID_H
 import type { EventPublisher } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
 import { decideFailure } from './outcome.js';
+import { sleep } from './sleep.js';
 import { createProgressReporter } from './progress.js';
 import type { WorkerSettings } from './settings.js';
 import type { JobExecutor, JobOutput } from './types.js';
@@ -338,8 +339,4 @@ async function withHeartbeat<T>(msg: JsMsg, intervalMs: number, work: Promise<T>
 function readCredits(body: unknown): number | undefined {
   const credits = bodyField(body, 'credits');
   return typeof credits === 'number' && Number.isSafeInteger(credits) && credits >= 0 ? credits : undefined;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

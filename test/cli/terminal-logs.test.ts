@@ -43,12 +43,12 @@ describe('the progress bar and log lines share stderr', () => {
     const tty = fakeStream(true);
     let t = 0;
     const bar = createProgressReporter(tty.stream, { now: () => (t += 1000) });
-    bar.update({ stage: 'upscaling', done: 1, total: 2, unit: 'tiles' });
-    bar.finish('done');
+    bar.report({ stage: 'upscaling', done: 1, total: 2, unit: 'tiles' });
+    bar.close('done');
     expect(tty.written()).toMatch(/^\r\x1b\[2Kupscaling \[#+\.+\] 50\.0% 1\/2 tiles.*\r\x1b\[2Kdone \(\d+\.\ds\)\n$/);
     const pipe = fakeStream(false);
     const plain = createProgressReporter(pipe.stream, { now: () => (t += 1000) });
-    plain.update({ stage: 'upscaling', done: 2, total: 2, unit: 'tiles' });
+    plain.report({ stage: 'upscaling', done: 2, total: 2, unit: 'tiles' });
     expect(pipe.written()).toMatch(/^upscaling 100\.0% 2\/2 tiles .*\n$/);
     expect(pipe.written()).not.toContain('\x1b');
   });
