@@ -22,7 +22,7 @@ import {
   type WorkerSettings,
 } from '../worker/index.js';
 import { registryOptions } from './layer-options.js';
-import { kindChecks } from './readiness.js';
+import { readinessChecks } from './readiness.js';
 import { createEngine, executeJob, quoteOnly, type Engine } from './run-job.js';
 
 export interface Daemon {
@@ -47,7 +47,7 @@ export async function startDaemon(config: Config, settings: WorkerSettings, logg
     logger,
     results,
     version: PACKAGE_VERSION,
-    readiness: kindChecks({ config, settings, engine, logger }),
+    readiness: readinessChecks({ config, settings, engine, logger }),
     sweepLeftovers: () => sweepAllLeftovers(config),
   });
   return {

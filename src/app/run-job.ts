@@ -93,10 +93,10 @@ export async function quoteOnly(
   config: Config,
   opts: { taskId: string; allowLocalPaths: boolean; signal?: AbortSignal; timeLimitsMs?: TimeLimitsMs; modelName?: string },
 ): Promise<Quote> {
-  return withJobDir(opts.taskId, async (dir) => (await quoteIn(dir, job, config, opts)).quote, { root: config.tmpDir });
+  return withJobDir(opts.taskId, async (dir) => (await quoteInDir(dir, job, config, opts)).quote, { root: config.tmpDir });
 }
 
-interface QuoteInOptions {
+interface QuoteInDirOptions {
   allowLocalPaths: boolean;
   signal?: AbortSignal;
   /** Default: WORKER_WATCHDOG_MS from the environment, as the daemon would read it. */
@@ -105,7 +105,7 @@ interface QuoteInOptions {
   modelName?: string;
 }
 
-function quoteIn(dir: string, job: Job, config: Config, opts: QuoteInOptions): Promise<QuotedJob> {
+function quoteInDir(dir: string, job: Job, config: Config, opts: QuoteInDirOptions): Promise<QuotedJob> {
   const deps = createMediaDeps(
     mediaDepsOptions(config, { dir, allowLocalPaths: opts.allowLocalPaths, ...(opts.signal === undefined ? {} : { signal: opts.signal }) }),
   );
@@ -117,9 +117,9 @@ export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions)
     opts.taskId,
     async (dir) => {
       opts.onProgress?.({ stage: 'fetching and probing' });
-      const quoted = await quoteIn(dir, job, engine.config, { ...opts, timeLimitsMs: engine.timeLimitsMs });
+      const quoted = await quoteInDir(dir, job, engine.config, { ...opts, timeLimitsMs: engine.timeLimitsMs });
       opts.logger.info({ quote: quoted.quote }, 'job quoted');
-      checkCharged(job, quoted.quote);
+      refuseUndercharged(job, quoted.quote);
       // The contract's edge: pipelines raise processing failures, and here, once, they take the
       // kind's code. A stop (the caller's signal: drain, interruption) keeps its own reason.
       const result = await runPipeline(quoted, dir, engine, opts).catch((err: unknown) => {
@@ -136,7 +136,7 @@ export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions)
  * `credits`. The price measured here is the one that counts: a job charged less than it costs is
  * refused before processing (402, so the control plane refunds and may resubmit at the right price).
  */
-function checkCharged(job: Job, quote: Quote): void {
+function refuseUndercharged(job: Job, quote: Quote): void {
   if (job.credits !== undefined && job.credits < quote.creditsUsed) {
     throw new JobError(
       'INSUFFICIENT_CREDITS',

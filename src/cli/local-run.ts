@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createEngine, executeJob, type ExecutedJob, type StoreFile } from '../app/index.js';
 import { deadlineError, kindOfModel, reportedModel, type Job } from '../jobs/index.js';
 import type { CliContext } from './context.js';
-import { createProgressReporter } from './progress.js';
+import { createTerminalProgress } from './progress.js';
 
 export interface LocalRunOptions {
   /** Output file, or a directory to put it in (existing, or ending in `/`). Default: the current directory. */
@@ -35,7 +35,7 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
   const taskId = job.id ?? `local-${randomUUID()}`;
   const logger = ctx.logger.child({ taskId, model: job.model });
   const engine = createEngine(ctx.config, logger);
-  const progress = createProgressReporter();
+  const progress = createTerminalProgress();
   const abort = new AbortController();
   const onSignal = (): void => abort.abort(new Error('Interrupted'));
   process.once('SIGINT', onSignal);

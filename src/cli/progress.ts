@@ -7,7 +7,7 @@ import type { JobProgress, ProgressReporter } from '../jobs/index.js';
 import { throttle } from '../throttle.js';
 import { createTerminalLine, stderrTerminal } from './terminal.js';
 
-export function createProgressReporter(
+export function createTerminalProgress(
   stream: NodeJS.WriteStream = process.stderr,
   opts: { intervalMs?: number; now?: () => number } = {},
 ): ProgressReporter {

@@ -23,7 +23,7 @@ import type { EventPublisher } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
 import { decideFailure } from './outcome.js';
 import { sleep } from './sleep.js';
-import { createProgressReporter } from './progress.js';
+import { createProgressPublisher } from './progress.js';
 import type { WorkerSettings } from './settings.js';
 import type { JobExecutor, JobOutput } from './types.js';
 
@@ -216,7 +216,7 @@ function runExecutor(rt: Runtime, job: Job, msg: JsMsg, kind: JobKind, taskId: s
   const onDrain = (): void => stop({ why: 'drain' });
   rt.drainSignal.addEventListener('abort', onDrain, { once: true });
   if (rt.drainSignal.aborted) onDrain();
-  const progress = createProgressReporter(rt.nc, taskId, job.model, rt.settings.progressIntervalMs);
+  const progress = createProgressPublisher(rt.nc, taskId, job.model, rt.settings.progressIntervalMs);
 
   let executorDone = false;
   const execution = Promise.resolve()

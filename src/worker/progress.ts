@@ -9,7 +9,7 @@ import { throttle } from '../throttle.js';
 import { progressMessage, progressSubject } from '../protocol/index.js';
 
 /** Progress messages of one task, at most one per interval within a stage (the latest goes out), a new stage at once. */
-export function createProgressReporter(nc: NatsConnection, taskId: string, model: string, intervalMs: number): ProgressReporter {
+export function createProgressPublisher(nc: NatsConnection, taskId: string, model: string, intervalMs: number): ProgressReporter {
   const subject = progressSubject(taskId);
   let lastStage: string | undefined;
   const messages = throttle(
