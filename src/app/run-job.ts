@@ -121,7 +121,7 @@ export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions)
       opts.logger.info({ quote: quoted.quote }, 'job quoted');
       refuseUndercharged(job, quoted.quote);
       // The contract's edge: pipelines raise processing failures, and here, once, they take the
-      // kind's code. A stop (the caller's signal: drain, interruption) keeps its own reason.
+      // kind's code. A stop (the caller's signal: deadline, drain, interruption) keeps its own reason.
       const result = await runPipeline(quoted, dir, engine, opts).catch((err: unknown) => {
         throw opts.signal?.aborted === true ? err : pipelineFailure(err, quoted.kind);
       });
