@@ -13,6 +13,11 @@ export const QUOTE_SERVICE_NAME = 'media-worker';
 export const QUOTE_SERVICE_GROUP = 'media';
 export const QUOTE_ENDPOINT = 'quote';
 export const QUOTE_SUBJECT = `${QUOTE_SERVICE_GROUP}.${QUOTE_ENDPOINT}`;
+/** Cancellation (cancel.ts): one worker answers. */
+export const CANCEL_ENDPOINT = 'cancel';
+export const CANCEL_SUBJECT = `${QUOTE_SERVICE_GROUP}.${CANCEL_ENDPOINT}`;
+/** Discovery (discovery.ts): every worker answers. */
+export const CAPABILITIES_SUBJECT = `${QUOTE_SERVICE_GROUP}.capabilities`;
 
 /** Task ids are used as subject tokens and path segments, so they are restricted to this. */
 export const TASK_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;

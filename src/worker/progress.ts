@@ -6,14 +6,14 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { JobProgress, ProgressReporter } from '../jobs/index.js';
 import { throttle } from '../throttle.js';
-import { progressMessage, progressSubject } from '../protocol/index.js';
+import { progressMessage, progressSubject, protocolHeaders } from '../protocol/index.js';
 
 /** Progress messages of one task, at most one per interval within a stage (the latest goes out), a new stage at once. */
 export function createProgressPublisher(nc: NatsConnection, taskId: string, model: string, intervalMs: number): ProgressReporter {
   const subject = progressSubject(taskId);
   let lastStage: string | undefined;
   const messages = throttle(
-    (progress: JobProgress) => nc.publish(subject, JSON.stringify(progressMessage(taskId, model, progress, new Date()))),
+    (progress: JobProgress) => nc.publish(subject, JSON.stringify(progressMessage(taskId, model, progress, new Date())), { headers: protocolHeaders() }),
     intervalMs,
     { trailing: true },
   );
