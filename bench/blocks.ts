@@ -69,6 +69,8 @@ export const TABLES = {
     header: ['model', 'photo', 'input', 'ours cold s', 'ours warm s', 'upscayl-bin s', 'speed-up cold', 'speed-up warm', 'PSNR all', 'max all', 'PSNR sane', 'max sane', 'p99.9 sane', 'left out %'],
     labels: 2,
   },
+  inputMeasureCost: { header: ['read', 'ms', 'over headers only'], labels: 1 },
+  damagedInputs: { header: ['input', 'quote', 'run', 'code', 'tiles run', 'wasted %'], labels: 4 },
   realesrganFlops: {
     header: ['network', 'multiply-adds per input pixel (M)', 'time s', 'GFLOP/s', 'share of the MatMul peak %', 'output MP/s'],
     labels: 1,
@@ -92,4 +94,5 @@ export const BLOCKS: Readonly<Record<string, BlockSpec>> = {
   gateway: { bench: 'gateway', tables: [TABLES.gateway] },
   music: { bench: 'music', tables: [TABLES.music] },
   'cost-model': { bench: 'cost-model', tables: [TABLES.costModel] },
+  'input-measure': { bench: 'input-measure', tables: [TABLES.inputMeasureCost, TABLES.damagedInputs] },
 };

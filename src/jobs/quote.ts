@@ -5,10 +5,11 @@
  *
  * I/O comes in through QuoteDeps (implemented in src/media/), so this module stays testable with
  * in-memory fakes. Files made local by `deps.localize` belong to the caller's job directory: the
- * caller removes them in its `finally`, whether quoting succeeded or not.
+ * caller removes them in its `finally`, whether quoting succeeded or not. The shapes are in
+ * quote-types.ts, the content checks in input-checks.ts.
  */
 import { JobError } from '../errors.js';
-import { expectedText } from './messages.js';
+import { checkAudio, checkFormat, checkVideo } from './input-checks.js';
 import {
   estimateImageUpscale,
   estimateLipsync,
@@ -16,10 +17,21 @@ import {
   frameCount,
   lipsyncOutputSeconds,
   type CostEstimate,
-  type SrNetworkCost,
 } from './cost-model.js';
-import type { HardwareProfile } from './hardware-classes.js';
-import { type JobKind, type LipsyncModelId } from './models.js';
+import type { JobKind } from './models.js';
+import type {
+  ErrorBody,
+  MeasuredStreams,
+  MusicQuoteInput,
+  QuoteDeps,
+  QuoteEstimate,
+  QuotePolicy,
+  QuotedImageJob,
+  QuotedJob,
+  QuotedLipsyncJob,
+  QuotedMusicJob,
+  QuotedVideoJob,
+} from './quote-types.js';
 import {
   checkEstimate,
   checkFrameRate,
@@ -27,7 +39,6 @@ import {
   checkLipsyncOutput,
   checkVideoInputSize,
   checkVideoOutputSize,
-  type WorkLimits,
 } from './work-limits.js';
 import {
   IMAGE_UPSCALE_FORMATS,
@@ -39,155 +50,9 @@ import {
   priceLipsync,
   priceMusic,
   priceVideoUpscale,
-  type OutputTier,
 } from './pricing.js';
-import type {
-  ImageUpscaleJob,
-  Job,
-  LipsyncJob,
-  MusicJob,
-  SyncMode,
-  UpscaleFactor,
-  VideoUpscaleJob,
-} from './types.js';
-import type { ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, VideoStreamInfo } from '../media/index.js';
-
-export type InputKind = 'image' | 'video' | 'audio';
-
-export interface QuoteDeps {
-  /** Makes a job input local (safe download, or a CLI path); throws JobError (FETCH_FAILED, INPUT_TOO_LARGE, INVALID_URL). */
-  localize(source: string, kind: InputKind, signal?: AbortSignal): Promise<LocalInput>;
-  /** Throws JobError PROBE_FAILED on unreadable input. */
-  probeImage(path: string): Promise<ImageInfo>;
-  /** Throws JobError PROBE_FAILED on unreadable input. */
-  probeMedia(path: string): Promise<MediaInfo>;
-}
-
-/**
- * The worker's own rules on top of the spec's: work limits and the cost estimate on this worker's
- * hardware class. Built once from the settings (src/app/quote-policy.ts) and shared by the quote service,
- * `run`, `quote` and `serve`, so they all refuse the same jobs.
- */
-export interface QuotePolicy {
-  limits: WorkLimits;
-  hardware: HardwareProfile;
-  /** Longest processing time per kind, in seconds: the daemon's watchdog (WORKER_WATCHDOG_MS). */
-  timeLimitSeconds: Readonly<Record<JobKind, number>>;
-  /** The super-resolution network that would serve a job, with its cost (reads its manifest). */
-  srNetwork(kind: 'image' | 'video', factor: UpscaleFactor): Promise<SrNetworkCost>;
-}
-
-/** What the quote shows of the cost estimate (top level, beside `creditsUsed`), with a policy. */
-export interface QuoteEstimate {
-  /** Frames processed (1 for an image; lip-sync: output frames). */
-  estimated_frames?: number;
-  /** Estimated processing seconds on `hardware_class`. */
-  estimated_seconds?: number;
-  hardware_class?: string;
-}
-
-// The `input` echo objects of spec 2.2 (image and video), and this worker's equivalents for the rest.
-
-export interface ImageQuoteInput {
-  image_url: string;
-  upscale_factor: UpscaleFactor;
-  /** `<width>×<height>` with U+00D7, the displayed (EXIF-oriented) size. */
-  detected_dimensions: string;
-  output_tier: OutputTier;
-}
-
-export interface VideoQuoteInput {
-  video_url: string;
-  upscale_factor: UpscaleFactor;
-  /** Seconds rounded to milliseconds, no trailing zeros, then `s`: `12.5s`, `15.04s`, `60s`. */
-  detected_duration: string;
-  billed_seconds: number;
-  credits_per_second: number;
-}
-
-export interface LipsyncQuoteInput {
-  video_url: string;
-  audio_url: string;
-  sync_mode: SyncMode;
-  active_speaker: boolean;
-  model: LipsyncModelId;
-  billed_seconds: number;
-  credits_per_second: number;
-}
-
-export type MusicQuoteInput =
-  | { custom_mode: false; prompt: string; instrumental: boolean }
-  | { custom_mode: true; title: string; style: string; instrumental: boolean };
-
-export interface ImageQuote extends QuoteEstimate {
-  model: ImageUpscaleJob['model'];
-  creditsUsed: number;
-  input: ImageQuoteInput;
-}
-
-export interface VideoQuote extends QuoteEstimate {
-  model: VideoUpscaleJob['model'];
-  creditsUsed: number;
-  input: VideoQuoteInput;
-}
-
-export interface LipsyncQuote extends QuoteEstimate {
-  model: LipsyncModelId;
-  creditsUsed: number;
-  /** Measured video duration in seconds, rounded to milliseconds (spec 2.2 `duration`). */
-  duration: number;
-  input: LipsyncQuoteInput;
-}
-
-export interface MusicQuote {
-  model: MusicJob['model'];
-  creditsUsed: number;
-  input: MusicQuoteInput;
-}
-
-/** What the CLI prints and the quote service answers: plain JSON. */
-export type Quote = ImageQuote | VideoQuote | LipsyncQuote | MusicQuote;
-
-// Everything processing needs after a quote, narrowed by `kind`. The absent inputs are spelled
-// `?: undefined` so that `quoted.inputs.video` can be read on the union without narrowing first.
-
-export interface QuotedImageJob {
-  kind: 'image';
-  job: ImageUpscaleJob;
-  quote: ImageQuote;
-  inputs: { image: LocalInput; video?: undefined; audio?: undefined };
-  probes: { image: ImageInfo; video?: undefined; audio?: undefined };
-}
-
-export interface QuotedVideoJob {
-  kind: 'video';
-  job: VideoUpscaleJob;
-  quote: VideoQuote;
-  inputs: { image?: undefined; video: LocalInput; audio?: undefined };
-  probes: { image?: undefined; video: MediaInfo; audio?: undefined };
-}
-
-export interface QuotedLipsyncJob {
-  kind: 'lipsync';
-  job: LipsyncJob;
-  quote: LipsyncQuote;
-  inputs: { image?: undefined; video: LocalInput; audio: LocalInput };
-  probes: { image?: undefined; video: MediaInfo; audio: MediaInfo };
-}
-
-export interface QuotedMusicJob {
-  kind: 'music';
-  job: MusicJob;
-  quote: MusicQuote;
-  inputs: { image?: undefined; video?: undefined; audio?: undefined };
-  probes: { image?: undefined; video?: undefined; audio?: undefined };
-}
-
-export type QuotedJob = QuotedImageJob | QuotedVideoJob | QuotedLipsyncJob | QuotedMusicJob;
-
-export interface ErrorBody {
-  error: { code: JobError['code']; status: number; message: string };
-}
+import type { ImageUpscaleJob, Job, LipsyncJob, MusicJob, VideoUpscaleJob } from './types.js';
+import type { MediaInfo, VideoStreamInfo } from '../media/index.js';
 
 /**
  * Validates the inputs' content and prices a parsed job. Checks run in this order (first failure
@@ -221,6 +86,28 @@ function checkedEstimate(kind: JobKind, estimate: CostEstimate, policy: QuotePol
 function displayed(video: VideoStreamInfo): { width: number; height: number } {
   const quarter = video.rotation === 90 || video.rotation === 270;
   return quarter ? { width: video.height, height: video.width } : { width: video.width, height: video.height };
+}
+
+const milliseconds = (seconds: number): number => Math.round(seconds * 1000) / 1000;
+
+/** The quote's account of what it measured in one file (see MeasuredStreams). */
+export function measuredStreams(info: MediaInfo): MeasuredStreams {
+  const measured: MeasuredStreams = { from: 'streams' };
+  const { video, audio } = info;
+  if (video?.frameCount !== undefined && video.seconds !== undefined) {
+    measured.video = { seconds: milliseconds(video.seconds), frames: video.frameCount, frame_rate: `${video.fps.num}/${video.fps.den}` };
+  }
+  if (audio?.seconds !== undefined) measured.audio = { seconds: milliseconds(audio.seconds) };
+  if (info.declaredDurationSeconds !== undefined) measured.declared_seconds = milliseconds(info.declaredDurationSeconds);
+  return measured;
+}
+
+/**
+ * Frames a video upscale processes: the packets measured (one frame each), unless a variable frame
+ * rate is resampled to a constant one (then duration x rate).
+ */
+function processedFrames(video: VideoStreamInfo, durationSeconds: number): number {
+  return video.variableFrameRate || video.frameCount === undefined ? frameCount(durationSeconds, video.fps) : video.frameCount;
 }
 
 /** The error body the quote service and `media-worker quote` print for a rejected job. */
@@ -285,7 +172,7 @@ async function quoteVideo(job: VideoUpscaleJob, deps: QuoteDeps, signal?: AbortS
     checkFrameRate(info.video.fps, limits);
     const f = Number(upscale_factor);
     checkVideoOutputSize({ width: size.width * f, height: size.height * f }, size, upscale_factor, limits);
-    const frames = frameCount(price.durationSeconds, info.video.fps);
+    const frames = processedFrames(info.video, price.durationSeconds);
     const network = await policy.srNetwork('video', upscale_factor);
     const cost = estimateVideoUpscale({ ...size, frames, factor: upscale_factor }, network, policy.hardware);
     checkJobOutputPixels(frames, cost.outputPixelsPerFrame, limits);
@@ -305,6 +192,7 @@ async function quoteVideo(job: VideoUpscaleJob, deps: QuoteDeps, signal?: AbortS
         billed_seconds: price.billedSeconds,
         credits_per_second: price.creditsPerSecond,
       },
+      measured: { video: measuredStreams(info) },
     },
     inputs: { video },
     probes: { video: info },
@@ -357,6 +245,7 @@ async function quoteLipsync(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSign
         billed_seconds: price.billedSeconds,
         credits_per_second: price.creditsPerSecond,
       },
+      measured: { video: measuredStreams(videoInfo), audio: measuredStreams(audioInfo) },
     },
     inputs: { video, audio },
     probes: { video: videoInfo, audio: audioInfo },
@@ -375,61 +264,4 @@ function quoteMusic(job: MusicJob): QuotedMusicJob {
     inputs: {},
     probes: {},
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Content checks. Formats come from the probe (file content), never from the URL or file name.
-
-const FORMAT_NAMES: Readonly<Record<ContainerKind | ImageFormat, string>> = {
-  jpeg: 'JPEG',
-  png: 'PNG',
-  webp: 'WebP',
-  mp4: 'MP4',
-  mov: 'MOV',
-  m4v: 'M4V',
-  mkv: 'MKV',
-  webm: 'WebM',
-  gif: 'GIF',
-  mp3: 'MP3',
-  wav: 'WAV',
-  aac: 'AAC',
-  ogg: 'OGG',
-  m4a: 'M4A',
-};
-
-/** `MP4, MOV or MKV` */
-function formatList(formats: readonly (ContainerKind | ImageFormat)[]): string {
-  const names = formats.map(formatName);
-  return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`;
-}
-
-function formatName(format: string): string {
-  return FORMAT_NAMES[format as ContainerKind | ImageFormat] ?? JSON.stringify(format);
-}
-
-function checkFormat<F extends ContainerKind | ImageFormat>(field: string, detected: F, allowed: readonly F[]): void {
-  if (!allowed.includes(detected)) {
-    throw new JobError('PROBE_FAILED', expectedText(field, formatList(allowed), `${formatName(detected)} content`));
-  }
-}
-
-function checkVideo(field: string, info: MediaInfo, allowed: readonly ContainerKind[]): void {
-  checkFormat(field, info.container, allowed);
-  if (info.video === undefined) {
-    throw new JobError(
-      'PROBE_FAILED',
-      expectedText(field, 'a video with a video stream', `${formatName(info.container)} content without one`),
-    );
-  }
-}
-
-function checkAudio(field: string, info: MediaInfo, allowed: readonly ContainerKind[]): void {
-  checkFormat(field, info.container, allowed);
-  if (info.audio === undefined) {
-    throw new JobError(
-      'PROBE_FAILED',
-      expectedText(field, 'audio with an audio stream', `${formatName(info.container)} content without one`),
-    );
-  }
-  durationMilliseconds(info.durationSeconds, 'the audio duration');
 }

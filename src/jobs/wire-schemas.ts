@@ -98,6 +98,16 @@ const estimate = {
   hardware_class: z.string().optional(),
 };
 
+/** What one file was measured as (docs/contract.md, "The bill is what runs"). */
+const measuredStreamsSchema = z
+  .object({
+    from: z.literal('streams'),
+    video: z.object({ seconds: z.number(), frames: z.number().int(), frame_rate: z.string() }).optional(),
+    audio: z.object({ seconds: z.number() }).optional(),
+    declared_seconds: z.number().optional().describe("The headers' duration, where it differs from the streams' by over 1 %"),
+  })
+  .describe("Measured from the streams' packets, never from headers");
+
 export const imageQuoteSchema = z.object({
   model: z.literal(IMAGE_UPSCALE_MODEL),
   creditsUsed: z.number(),
@@ -121,6 +131,7 @@ export const videoQuoteSchema = z.object({
     credits_per_second: z.number(),
   }),
   ...estimate,
+  measured: z.object({ video: measuredStreamsSchema }),
 });
 
 export const lipsyncQuoteSchema = z.object({
@@ -137,6 +148,7 @@ export const lipsyncQuoteSchema = z.object({
     credits_per_second: z.number(),
   }),
   ...estimate,
+  measured: z.object({ video: measuredStreamsSchema, audio: measuredStreamsSchema }),
 });
 
 export const musicQuoteSchema = z.object({

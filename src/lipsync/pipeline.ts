@@ -11,11 +11,19 @@
 import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
-import { JobError, ProcessingError, errorMessage } from '../errors.js';
+import { ProcessingError, errorMessage } from '../errors.js';
 import { throttle } from '../throttle.js';
 import type { RegistryOptions, SessionCache, LoadedSrModel, SrModelLoader } from '../inference/index.js';
-import { priceLipsync, type LipsyncModelId, type SyncMode } from '../jobs/index.js';
-import { resolveFfmpeg, type MediaInfo, type PathNames, type Rational, type VideoStreamInfo } from '../media/index.js';
+import {
+  LIPSYNC_AUDIO_CONTAINERS,
+  LIPSYNC_VIDEO_CONTAINERS,
+  checkAudio,
+  checkVideo,
+  priceLipsync,
+  type LipsyncModelId,
+  type SyncMode,
+} from '../jobs/index.js';
+import { allowedAudioSeconds, allowedFrames, resolveFfmpeg, type MediaInfo, type PathNames, type Rational, type VideoStreamInfo } from '../media/index.js';
 import {
   DEFAULT_ENCODER,
   type EncoderSettings,
@@ -29,8 +37,8 @@ import {
   formatRate,
   frameTiming,
   inputMatrix,
+  checkVideoDecodes,
   probeVideoExtras,
-  probeVideoPacketCount,
 } from '../video/index.js';
 import { audioEnvelope, loadBlazeFace, type BlazeFaceDetector, detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels, FACE_DETECTION_PROFILES, type DrivenFaces } from './faces/index.js';
 import { decodeAudio, fitSamples, melSpectrogram } from './audio/index.js';
@@ -97,7 +105,7 @@ export interface LipsyncDeps {
    * forecast. Default true; false detects every frame first (benchmarks compare the two).
    */
   overlapFacePass?: boolean;
-  /** Replaces the forecast of the frame count (the video stream's packet count; tests: a wrong forecast). */
+  /** Replaces the forecast of the frame count (the decode check's count; tests: a wrong forecast). */
   forecastFrames?: () => Promise<number | undefined>;
   /** Replaces the lip-sync network loader (benchmarks: a stand-in with a known cost). */
   loadModel?: (modelId: LipsyncModelId) => Promise<LipsyncModel>;
@@ -149,17 +157,13 @@ const DEFAULT_PROGRESS_INTERVAL_MS = 250;
 /** A soundtrack whose loudest frame has less RMS than this carries no speech to follow. */
 const SILENT_RMS = 1e-3;
 
+/** The quote's checks of a lip-sync's inputs (jobs/input-checks.ts), in its wording: the video stream. */
 export function checkLipsyncInput(req: Pick<LipsyncRequest, 'videoInfo' | 'audioInfo' | 'model'>): VideoStreamInfo {
-  const { videoInfo, audioInfo } = req;
-  if (videoInfo.video === undefined) {
-    throw new JobError('PROBE_FAILED', `Expected a video with a video stream but the ${videoInfo.container.toUpperCase()} file has none`);
-  }
-  if (audioInfo.audio === undefined) {
-    throw new JobError('PROBE_FAILED', `Expected audio with an audio stream but the ${audioInfo.container.toUpperCase()} file has none`);
-  }
-  // VIDEO_TOO_LONG with the quote's wording.
-  priceLipsync(req.model, videoInfo.durationSeconds);
-  return videoInfo.video;
+  const video = checkVideo('video_url', req.videoInfo, LIPSYNC_VIDEO_CONTAINERS);
+  checkAudio('audio_url', req.audioInfo, LIPSYNC_AUDIO_CONTAINERS);
+  // VIDEO_TOO_LONG over 30 s.
+  priceLipsync(req.model, req.videoInfo.durationSeconds);
+  return video;
 }
 
 /**
@@ -271,7 +275,12 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const estimatedFrames = Math.max(1, r.video.frameCount ?? framesForSeconds(req.videoInfo.durationSeconds, fps));
   planTimeline({ mode: req.syncMode, videoFrames: estimatedFrames, fps, audioSeconds: Math.max(1e-3, req.audioInfo.durationSeconds) });
 
-  const audioMax = req.syncMode === 'cut_off' ? req.videoInfo.durationSeconds + 1 : DEFAULT_MAX_OUTPUT_SECONDS + 1;
+  // The backstop (docs/contract.md, "The bill is what runs"): no more audio than the quote measured.
+  const audioMax = Math.min(
+    req.syncMode === 'cut_off' ? req.videoInfo.durationSeconds + 1 : DEFAULT_MAX_OUTPUT_SECONDS + 1,
+    allowedAudioSeconds(req.audioInfo.durationSeconds),
+  );
+  const quotedFrames = timing.mode === 'passthrough' ? estimatedFrames : framesForSeconds(req.videoInfo.durationSeconds, fps);
   // The audio decodes beside the set-up steps; one of them failing must not leave it running.
   const setup = new StageGroup(signal, 'lip-sync set-up');
   const audioPromise = decodeAudio(
@@ -286,6 +295,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   let extras: VideoExtras;
   let quality: VideoQuality;
   let samples: Float32Array;
+  let decodedFrames: number;
   try {
     const profile = req.model === 'vendor-lipsync-3' ? FACE_DETECTION_PROFILES.robust : FACE_DETECTION_PROFILES.standard;
     detector = await loadBlazeFace(profile.model, { sessions: deps.sessions, registry, minScore: profile.minScore, margin: profile.margin });
@@ -296,6 +306,17 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     extras = await probeVideoExtras(r.videoPath, req.videoInfo.container, {
       ...withSignal,
       ...(deps.ffprobePath === undefined ? {} : { ffprobePath: deps.ffprobePath }),
+    });
+    // The whole video decoded once before any network work: a file its decoders cannot read, or
+    // one that grew after its quote, fails here. Damage they can conceal is concealed, as players do.
+    decodedFrames = await checkVideoDecodes({
+      ffmpeg,
+      path: r.videoPath,
+      container: req.videoInfo.container,
+      videoIndex: extras.videoIndex,
+      maxFrames: allowedFrames(estimatedFrames),
+      strict: false,
+      ...withSignal,
     });
     quality = await videoQuality(req, ffmpeg, r.video);
     samples = await audioPromise;
@@ -317,6 +338,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     matrix: inputMatrix(extras, size),
     interlaced: extras.interlaced === true,
     size,
+    maxFrames: allowedFrames(quotedFrames),
   };
   const limit = facePassLimit(req.syncMode, framesForSeconds(audioSeconds, fps));
   const progress = throttle((p: LipsyncProgress) => req.onProgress?.(p), req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS);
@@ -381,14 +403,9 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     ...(req.logger === undefined ? {} : { logger: req.logger }),
   };
 
-  // A variable frame rate is resampled by the decoder, so its packets do not forecast the frames.
-  const probeForecast = (): Promise<number | undefined> =>
-    timing.mode === 'passthrough'
-      ? probeVideoPacketCount(r.videoPath, req.videoInfo.container, extras.videoIndex, {
-          ...withSignal,
-          ...(deps.ffprobePath === undefined ? {} : { ffprobePath: deps.ffprobePath }),
-        })
-      : Promise.resolve(undefined);
+  // The decode check counted the frames the decoders deliver; a variable frame rate is resampled by
+  // them, so its count does not forecast theirs.
+  const probeForecast = (): Promise<number | undefined> => Promise.resolve(timing.mode === 'passthrough' ? decodedFrames : undefined);
   const forecast = await (deps.forecastFrames ?? probeForecast)();
   let passes: Passes;
   if (forecast === undefined || deps.overlapFacePass === false) {

@@ -7,6 +7,7 @@
  * these whitelists, but both demuxers are refused outright anyway.
  */
 import { isAbsolute } from 'node:path';
+import { PACKET_ENTRIES } from './stream-measure.js';
 import type { ContainerKind } from './types.js';
 
 /** ffmpeg demuxer names (as matched by `-format_whitelist`) for the containers we accept. */
@@ -113,16 +114,20 @@ export function rgbPipeOutputArgs(): string[] {
   return ['-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'];
 }
 
-/** ffprobe's arguments for one sniffed file: JSON with the format and every stream. */
-export function ffprobeArgs(path: string, container: ContainerKind): string[] {
+/**
+ * ffprobe's arguments for one sniffed file: compact JSON with the format, every stream and, unless
+ * `headersOnly` (the benchmark's baseline), every packet's timing (stream-measure.ts).
+ */
+export function ffprobeArgs(path: string, container: ContainerKind, headersOnly = false): string[] {
   return [
     '-hide_banner',
     '-v',
     'error',
     ...safeFileInputArgs(path, container),
     '-print_format',
-    'json',
+    'json=compact=1',
     '-show_format',
     '-show_streams',
+    ...(headersOnly ? [] : ['-show_entries', PACKET_ENTRIES]),
   ];
 }

@@ -41,6 +41,15 @@ export {
   type StreamingProcess,
 } from './process.js';
 export { isImageFormat, sniffBuffer, sniffFile, type SniffedFormat } from './sniff.js';
+export {
+  AUDIO_TOLERANCE_SECONDS,
+  FRAME_TOLERANCE,
+  allowedAudioSeconds,
+  allowedFrames,
+  measureStream,
+  type Packet,
+  type StreamMeasurement,
+} from './stream-measure.js';
 export type { AudioStreamInfo, ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, Rational, VideoStreamInfo } from './types.js';
 export {
   FOREIGN_LEFTOVER_MAX_AGE_MS,

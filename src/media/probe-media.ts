@@ -4,6 +4,10 @@
  * `.mp4`) is refused before ffprobe runs. ffprobe then reads the file with the demuxer forced to the
  * sniffed one and the protocol/format whitelists of ffmpeg-args.ts, and its JSON is validated with
  * zod and reduced to MediaInfo by the pure `parseFfprobeOutput`.
+ *
+ * The same ffprobe call lists every packet: durations, frame counts and frame rates are measured
+ * from them (stream-measure.ts), so what prices and bounds a job is what the decoders will read,
+ * not what a header claims. The headers' duration is kept only to say where it disagrees.
  */
 import { resolve as resolvePath } from 'node:path';
 import { z } from 'zod';
@@ -13,9 +17,15 @@ import { describeFormat } from './describe.js';
 import { ffprobeArgs } from './ffmpeg-args.js';
 import { ffmpegReason, isProcessError, runProcess } from './process.js';
 import { isImageFormat, sniffFile } from './sniff.js';
+import { measureStream, packetSchema, type Packet } from './stream-measure.js';
 import type { AudioStreamInfo, ContainerKind, MediaInfo, Rational, VideoStreamInfo } from './types.js';
 
 export const DEFAULT_PROBE_TIMEOUT_MS = 30_000;
+/**
+ * ffprobe's JSON with every packet listed (about 110 bytes each): room for some 300,000 packets,
+ * over an hour of 60 fps video with its audio. More is refused, not read further.
+ */
+const MAX_PROBE_OUTPUT_BYTES = 32 * 1024 * 1024;
 
 export interface ProbeMediaOptions {
   /** An explicit ffprobe executable; by default resolveFfprobe() decides. */
@@ -50,6 +60,7 @@ const streamSchema = z.object({
 
 const ffprobeSchema = z.object({
   streams: z.array(streamSchema).default([]),
+  packets: z.array(packetSchema).default([]),
   format: z.object({
     format_name: z.string(),
     duration: numeric,
@@ -98,7 +109,7 @@ export function streamRotation(stream: FfprobeStream): number {
   return 0;
 }
 
-function videoInfo(stream: FfprobeStream): VideoStreamInfo {
+function videoInfo(stream: FfprobeStream, packets: readonly Packet[], index: number): VideoStreamInfo {
   const width = positiveInteger(stream.width);
   const height = positiveInteger(stream.height);
   if (width === undefined || height === undefined) {
@@ -106,8 +117,12 @@ function videoInfo(stream: FfprobeStream): VideoStreamInfo {
   }
   const avg = parseFraction(stream.avg_frame_rate);
   const real = parseFraction(stream.r_frame_rate);
+  // ffprobe derives both rates from the packets' timestamps (the sample table, the first frames),
+  // not from the duration fields a writer can edit.
   const fps = avg ?? real;
   if (fps === undefined) throw new JobError('PROBE_FAILED', 'The video frame rate could not be read');
+  const measured = measureStream(packets, index, fps.den / fps.num);
+  if (measured === undefined) throw new JobError('PROBE_FAILED', 'The video stream holds no timed frames');
   const info: VideoStreamInfo = {
     codec: stream.codec_name ?? 'unknown',
     width,
@@ -115,27 +130,38 @@ function videoInfo(stream: FfprobeStream): VideoStreamInfo {
     rotation: streamRotation(stream),
     fps,
     variableFrameRate: avg !== undefined && real !== undefined && avg.num * real.den !== real.num * avg.den,
+    frameCount: measured.packets,
+    seconds: measured.seconds,
   };
-  const frameCount = positiveInteger(stream.nb_frames);
-  if (frameCount !== undefined) info.frameCount = frameCount;
   const bitRate = positiveInteger(stream.bit_rate);
   if (bitRate !== undefined) info.bitRate = bitRate;
   if (stream.pix_fmt !== undefined) info.pixelFormat = stream.pix_fmt;
   return info;
 }
 
-function audioInfo(stream: FfprobeStream): AudioStreamInfo {
-  return {
+function audioInfo(stream: FfprobeStream, packets: readonly Packet[], index: number): AudioStreamInfo {
+  const info: AudioStreamInfo = {
     codec: stream.codec_name ?? 'unknown',
     sampleRate: positiveInteger(stream.sample_rate) ?? 0,
     channels: positiveInteger(stream.channels) ?? 0,
   };
+  const measured = measureStream(packets, index);
+  if (measured !== undefined) info.seconds = measured.seconds;
+  return info;
 }
 
-/** The default stream of a type, else its first; cover art in audio files is not a video stream. */
-function pickStream(streams: FfprobeStream[], type: 'video' | 'audio'): FfprobeStream | undefined {
-  const candidates = streams.filter((s) => s.codec_type === type && s.disposition?.['attached_pic'] !== 1);
-  return candidates.find((s) => s.disposition?.['default'] === 1) ?? candidates[0];
+/** The default stream of a type, else its first, with its index; cover art in audio files is not a video stream. */
+function pickStream(streams: FfprobeStream[], type: 'video' | 'audio'): { stream: FfprobeStream; index: number } | undefined {
+  const candidates = streams
+    .map((stream, position) => ({ stream, index: stream.index ?? position }))
+    .filter(({ stream }) => stream.codec_type === type && stream.disposition?.['attached_pic'] !== 1);
+  return candidates.find(({ stream }) => stream.disposition?.['default'] === 1) ?? candidates[0];
+}
+
+/** The headers' duration: the container's, else the longest stream's. */
+function declaredDuration(streams: FfprobeStream[], format: { duration?: string | number | undefined }): number | undefined {
+  const streamDurations = streams.map((s) => positiveNumber(s.duration)).filter((d): d is number => d !== undefined);
+  return positiveNumber(format.duration) ?? (streamDurations.length > 0 ? Math.max(...streamDurations) : undefined);
 }
 
 /**
@@ -145,27 +171,31 @@ function pickStream(streams: FfprobeStream[], type: 'video' | 'audio'): FfprobeS
 export function parseFfprobeOutput(json: unknown, container: ContainerKind): MediaInfo {
   const parsed = ffprobeSchema.safeParse(json);
   if (!parsed.success) throw new JobError('PROBE_FAILED', 'ffprobe returned no usable description of the file');
-  const { streams, format } = parsed.data;
+  const { streams, format, packets } = parsed.data;
 
   const videoStream = pickStream(streams, 'video');
   const audioStream = pickStream(streams, 'audio');
   if (videoStream === undefined && audioStream === undefined) {
     throw new JobError('PROBE_FAILED', `The ${container.toUpperCase()} file contains no video or audio stream`);
   }
+  const video = videoStream === undefined ? undefined : videoInfo(videoStream.stream, packets, videoStream.index);
+  const audio = audioStream === undefined ? undefined : audioInfo(audioStream.stream, packets, audioStream.index);
 
-  const streamDurations = streams.map((s) => positiveNumber(s.duration)).filter((d): d is number => d !== undefined);
-  const durationSeconds = positiveNumber(format.duration) ?? (streamDurations.length > 0 ? Math.max(...streamDurations) : undefined);
-  if (durationSeconds === undefined) {
-    throw new JobError('PROBE_FAILED', `The duration of the ${container.toUpperCase()} file could not be read`);
+  const spans = [video?.seconds, audio?.seconds].filter((d): d is number => d !== undefined);
+  if (spans.length === 0) {
+    throw new JobError('PROBE_FAILED', `The duration of the ${container.toUpperCase()} file could not be measured: its streams hold no timed packets`);
   }
+  const durationSeconds = Math.max(...spans);
 
   const info: MediaInfo = {
     container: container === 'mp4' && videoStream === undefined ? 'm4a' : container,
     formatName: format.format_name,
     durationSeconds,
   };
-  if (videoStream !== undefined) info.video = videoInfo(videoStream);
-  if (audioStream !== undefined) info.audio = audioInfo(audioStream);
+  const declared = declaredDuration(streams, format);
+  if (declared !== undefined && Math.abs(declared - durationSeconds) > 0.01 * durationSeconds) info.declaredDurationSeconds = declared;
+  if (video !== undefined) info.video = video;
+  if (audio !== undefined) info.audio = audio;
   const bitRate = positiveInteger(format.bit_rate);
   if (bitRate !== undefined) info.bitRate = bitRate;
   return info;
@@ -188,7 +218,7 @@ export async function probeMedia(file: string, opts: ProbeMediaOptions = {}): Pr
   try {
     ({ stdout } = await runProcess(ffprobe, ffprobeArgs(path, sniffed), {
       timeoutMs,
-      maxStdoutBytes: 4 * 1024 * 1024,
+      maxStdoutBytes: MAX_PROBE_OUTPUT_BYTES,
       ...(opts.signal === undefined ? {} : { signal: opts.signal }),
     }));
   } catch (err) {

@@ -41,7 +41,10 @@ export interface VideoStreamInfo {
   fps: Rational;
   /** True when ffprobe's r_frame_rate and avg_frame_rate disagree (a hint of variable frame rate). */
   variableFrameRate: boolean;
+  /** Frames measured: the stream's packets (stream-measure.ts), never a header's count. */
   frameCount?: number;
+  /** Seconds the stream's packets span (measured). */
+  seconds?: number;
   bitRate?: number;
   pixelFormat?: string;
 }
@@ -50,14 +53,21 @@ export interface AudioStreamInfo {
   codec: string;
   sampleRate: number;
   channels: number;
+  /** Seconds the stream's packets span (measured); absent when it has no timed packet. */
+  seconds?: number;
 }
 
 export interface MediaInfo {
   container: ContainerKind;
   /** ffprobe's format_name, for logs. */
   formatName: string;
-  /** Container duration, else the longest stream duration, in seconds. */
+  /**
+   * Measured duration in seconds: the longest span of the chosen video and audio streams' packets
+   * (what the decoders will read), never a container or stream header's claim.
+   */
   durationSeconds: number;
+  /** The headers' duration (container, else longest stream), when it differs from the measured one by over 1 %. */
+  declaredDurationSeconds?: number;
   video?: VideoStreamInfo;
   audio?: AudioStreamInfo;
   bitRate?: number;

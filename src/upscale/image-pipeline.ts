@@ -38,8 +38,6 @@ export interface ImageUpscaleOutcome {
   tile: number;
 }
 
-/** Largest input sharp may decode: the spec's 96 MP output limit at factor 1 (the probe checked it already). */
-const MAX_INPUT_PIXELS = 96_000_000;
 
 export function outputSize(info: Pick<ImageInfo, 'width' | 'height'>, factor: UpscaleFactor): { width: number; height: number } {
   const f = Number(factor);
@@ -50,8 +48,10 @@ export async function upscaleImageFile(req: ImageUpscaleRequest, loadModel: SrMo
   const target = outputSize(req.info, req.factor);
   const loaded = await loadModel('image', req.factor, req.modelName);
 
-  const source = decoder(req.inputPath);
-  const rgb = await decodeRgb(source);
+  const source = decoder(req.inputPath, req.info);
+  const rgb = await decodeRgb(source).catch((error: unknown) => {
+    throw error instanceof JobError ? error : new JobError('PROBE_FAILED', `The image could not be decoded as quoted: ${(error as Error).message}`, { cause: error });
+  });
   if (rgb.width !== req.info.width || rgb.height !== req.info.height) {
     // The probe and the decoder must agree on orientation; a mismatch would mis-price the job.
     throw new JobError('PROBE_FAILED', `Expected the decoded image to be ${req.info.width}×${req.info.height} but it is ${rgb.width}×${rgb.height}`);
@@ -87,8 +87,13 @@ export async function upscaleImageFile(req: ImageUpscaleRequest, loadModel: SrMo
   };
 }
 
-function decoder(path: string): Sharp {
-  return sharp(path, { limitInputPixels: MAX_INPUT_PIXELS, failOn: 'truncated', autoOrient: true });
+/**
+ * The backstop (docs/contract.md, "The bill is what runs"): sharp refuses, before decoding, any
+ * image of more pixels than the quote measured, so a file replaced after its quote is never decoded
+ * at a size it was not priced for; the decoded size is then checked against the quote's exactly.
+ */
+function decoder(path: string, quoted: Pick<ImageInfo, 'width' | 'height'>): Sharp {
+  return sharp(path, { limitInputPixels: quoted.width * quoted.height, failOn: 'truncated', autoOrient: true });
 }
 
 /**

@@ -19,8 +19,8 @@ import { rename, rm } from 'node:fs/promises';
 import { getPriority, setPriority } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { type UpscaleResult, upscaleRgb, type LoadedSrModel, type SrModelLoader } from '../inference/index.js';
-import { JobError, VIDEO_UPSCALE_CONTAINERS, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
-import { resolveFfmpeg, spawnProcess, type MediaInfo, type PathNames, type VideoStreamInfo } from '../media/index.js';
+import { JobError, VIDEO_UPSCALE_CONTAINERS, checkVideo, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
+import { allowedFrames, resolveFfmpeg, spawnProcess, type MediaInfo, type PathNames, type VideoStreamInfo } from '../media/index.js';
 import {
   type AudioPlan,
   BoundedQueue,
@@ -35,6 +35,7 @@ import {
   type VideoEncoderName,
   type VideoGeometry,
   audioPlan,
+  checkVideoDecodes,
   chooseEncoder,
   decoderArgs,
   encoderArgs,
@@ -120,15 +121,12 @@ const EXIT_REPORT_GRACE_MS = 2_000;
 const DECODER_RANK = 2;
 const ENCODER_RANK = 1;
 
+/** The quote's checks of a video upscale's input (jobs/input-checks.ts), in its wording: its video stream. */
 export function checkVideoInput(info: MediaInfo, factor: UpscaleFactor): VideoStreamInfo {
-  if (!VIDEO_UPSCALE_CONTAINERS.includes(info.container)) {
-    const names = VIDEO_UPSCALE_CONTAINERS.map((c) => c.toUpperCase()).join(', ');
-    throw new JobError('PROBE_FAILED', `Expected one of ${names} but received ${info.container.toUpperCase()}`);
-  }
-  if (info.video === undefined) throw new JobError('PROBE_FAILED', `Expected a video stream but the ${info.container.toUpperCase()} file has none`);
-  // The same limit and wording as the quote (VIDEO_TOO_LONG over 60 s).
+  const video = checkVideo('video_url', info, VIDEO_UPSCALE_CONTAINERS);
+  // VIDEO_TOO_LONG over 60 s.
   priceVideoUpscale(info.durationSeconds, factor);
-  return info.video;
+  return video;
 }
 
 export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrModelLoader): Promise<VideoUpscaleOutcome> {
@@ -146,11 +144,20 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
   } catch (error) {
     throw new JobError('UPSCALE_FAILED', (error as Error).message, { retryable: true, cause: error });
   }
-  // Independent preparations, side by side: they are the latency before the first frame.
+  // What the quote measured bounds what is decoded (the backstop: docs/contract.md, "The bill is what runs").
+  const quotedFrames = expectedFrameCount(video, req.info.durationSeconds, timing);
+  // Independent preparations, side by side: they are the latency before the first frame. The
+  // decode check reads the whole stream once before any network work, so a damaged or grown file
+  // fails here instead of after most of its frames were upscaled.
+  const withSignal = req.signal === undefined ? {} : { signal: req.signal };
   const [probed, model, chosen] = await Promise.allSettled([
     probeVideoExtras(inputPath, req.info.container, {
       ...(req.ffprobePath === undefined ? {} : { ffprobePath: req.ffprobePath }),
-      ...(req.signal === undefined ? {} : { signal: req.signal }),
+      ...withSignal,
+    }).then(async (extras) => {
+      const maxFrames = allowedFrames(video.frameCount ?? quotedFrames);
+      await checkVideoDecodes({ ffmpeg, path: inputPath, container: req.info.container, videoIndex: extras.videoIndex, maxFrames, strict: true, ...withSignal });
+      return extras;
     }),
     loadModel('video', req.factor, req.modelName),
     chooseEncoder(ffmpeg, { ...DEFAULT_ENCODER, ...req.encoder }, req.logger),
@@ -172,6 +179,7 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
     matrix: inputMatrix(extras, geometry.decoded),
     interlaced: extras.interlaced === true,
     videoIndex: extras.videoIndex,
+    maxFrames: allowedFrames(quotedFrames),
   });
   const encodeArgs = encoderArgs({
     geometry,
@@ -195,7 +203,7 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
       tiling: { ...loaded.tiling, ...(req.tile === undefined ? {} : { tile: req.tile }) },
       framesInFlight,
       queueFrames,
-      framesTotal: expectedFrameCount(video, req.info.durationSeconds, timing),
+      framesTotal: quotedFrames,
       paths: [
         [inputPath, 'input'],
         [partialPath, 'output'],

@@ -4,6 +4,7 @@
  * codec arguments, probing extras, frame geometry and rates, whose fault a failed ffmpeg is, and the
  * stage group that stops a pipeline's stages together. Dependencies: media -> video -> {upscale, lipsync}.
  */
+export * from './decode-check.js';
 export * from './ffmpeg-failure.js';
 export * from './frame-pipe.js';
 export * from './frame-queue.js';

@@ -117,6 +117,8 @@ export interface DecoderArgsInput {
   interlaced?: boolean;
   /** Which real video stream (`0:V:n`); default the first. */
   videoIndex?: number;
+  /** The backstop: the decoder stops after this many frames (what the quote allows), whatever the file holds. */
+  maxFrames?: number;
 }
 
 /** Deinterlacing with one frame out per frame in, so the frame count stays. */
@@ -158,6 +160,7 @@ export function decoderArgs(input: DecoderArgsInput): string[] {
     '-vf',
     filters.join(','),
     ...timing,
+    ...(input.maxFrames === undefined ? [] : ['-frames:v', String(input.maxFrames)]),
     ...rgbPipeOutputArgs(),
   ];
 }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
 import type { HardwareProfile } from '../../src/jobs/hardware-classes.js';
-import { quoteJob, type QuoteDeps, type QuotePolicy } from '../../src/jobs/quote.js';
+import { quoteJob } from '../../src/jobs/quote.js';
+import type { QuoteDeps, QuotePolicy } from '../../src/jobs/quote-types.js';
 import { parseJob } from '../../src/jobs/schemas.js';
 import { SYNC_MODES, type SyncMode } from '../../src/jobs/types.js';
 import { DEFAULT_WORK_LIMITS } from '../../src/jobs/work-limits.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { JobError, type ErrorCode } from '../../src/errors.js';
-import { errorBody, formatDuration, formatQuoteError, quoteJob, type InputKind, type QuoteDeps } from '../../src/jobs/quote.js';
+import { errorBody, formatDuration, formatQuoteError, quoteJob } from '../../src/jobs/quote.js';
+import type { InputKind, QuoteDeps } from '../../src/jobs/quote-types.js';
 import { roundedSeconds } from '../../src/jobs/pricing.js';
 import { normaliseToolBody, parseJob } from '../../src/jobs/schemas.js';
 import type { ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo } from '../../src/media/index.js';
@@ -54,9 +55,20 @@ function videoFile(durationSeconds: number, container: ContainerKind = 'mp4', wi
       formatName: container,
       durationSeconds,
       ...(withVideo
-        ? { video: { codec: 'h264', width: 320, height: 240, rotation: 0, fps: { num: 25, den: 1 }, variableFrameRate: false } }
+        ? {
+            video: {
+              codec: 'h264',
+              width: 320,
+              height: 240,
+              rotation: 0,
+              fps: { num: 25, den: 1 },
+              variableFrameRate: false,
+              frameCount: Math.round(durationSeconds * 25),
+              seconds: durationSeconds,
+            },
+          }
         : {}),
-      audio: { codec: 'aac', sampleRate: 44100, channels: 2 },
+      audio: { codec: 'aac', sampleRate: 44100, channels: 2, seconds: durationSeconds },
     },
   };
 }
@@ -67,7 +79,7 @@ function audioFile(durationSeconds: number, container: ContainerKind = 'mp3', wi
       container,
       formatName: container,
       durationSeconds,
-      ...(withAudio ? { audio: { codec: 'mp3', sampleRate: 44100, channels: 1 } } : {}),
+      ...(withAudio ? { audio: { codec: 'mp3', sampleRate: 44100, channels: 1, seconds: durationSeconds } } : {}),
     },
   };
 }
@@ -163,6 +175,14 @@ describe('quoteJob: video upscale', () => {
       model: 'vendor-video-upscale',
       creditsUsed: credits,
       input: { video_url: VID, upscale_factor: factor, detected_duration: detected, billed_seconds: billed, credits_per_second: rate },
+      // What was measured, said in the quote: the streams' spans and frames.
+      measured: {
+        video: {
+          from: 'streams',
+          video: { seconds: Math.round(seconds * 1000) / 1000, frames: Math.round(seconds * 25), frame_rate: '25/1' },
+          audio: { seconds: Math.round(seconds * 1000) / 1000 },
+        },
+      },
     });
     expect(quoted.kind === 'video' && quoted.probes.video.durationSeconds).toBe(seconds);
   });
@@ -221,6 +241,10 @@ describe('quoteJob: lip-sync', () => {
         model,
         billed_seconds: 16,
         credits_per_second: credits / 16,
+      },
+      measured: {
+        video: { from: 'streams', video: { seconds: 15.04, frames: 376, frame_rate: '25/1' }, audio: { seconds: 15.04 } },
+        audio: { from: 'streams', audio: { seconds: 12 } },
       },
     });
     expect(quoted.kind).toBe('lipsync');

@@ -177,8 +177,8 @@ describe('pipeline helpers', () => {
   const audio: MediaInfo = { container: 'mp3', formatName: 'mp3', durationSeconds: 3, audio: { codec: 'mp3', sampleRate: 44_100, channels: 2 } };
 
   it.each([
-    ['a video without a video stream', { videoInfo: { ...video, video: undefined } }, 'PROBE_FAILED', 'Expected a video with a video stream but the MP4 file has none'],
-    ['audio without an audio stream', { audioInfo: { ...audio, audio: undefined } }, 'PROBE_FAILED', 'Expected audio with an audio stream but the MP3 file has none'],
+    ['a video without a video stream', { videoInfo: { ...video, video: undefined } }, 'PROBE_FAILED', 'Expected video_url to be a video with a video stream but received MP4 content without one'],
+    ['audio without an audio stream', { audioInfo: { ...audio, audio: undefined } }, 'PROBE_FAILED', 'Expected audio_url to be audio with an audio stream but received MP3 content without one'],
     ['a video over 30 s', { videoInfo: { ...video, durationSeconds: 30.5 } }, 'VIDEO_TOO_LONG', ''],
   ] as const)('refuses %s', (_what, change, code, words) => {
     const attempt = (): unknown => checkLipsyncInput({ videoInfo: video, audioInfo: audio, model: 'vendor-lipsync-2', ...change } as Parameters<typeof checkLipsyncInput>[0]);

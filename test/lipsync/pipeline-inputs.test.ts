@@ -15,7 +15,7 @@ import {
   releaseLipsyncThreads,
   parseLipsyncModelMapping,
 } from '../../src/lipsync/index.js';
-import type { MediaInfo } from '../../src/media/index.js';
+import { allowedAudioSeconds, allowedFrames, type MediaInfo } from '../../src/media/index.js';
 import {
   FPS,
   SIDE,
@@ -121,6 +121,31 @@ describe('lip-sync pipeline inputs', () => {
     await expect(lipsyncFile(req, deps)).rejects.toMatchObject({ code: 'INPUT_TOO_LARGE', message: expect.stringContaining('at most 240 s') });
     // cut_off follows the shorter input: the same audio is fine there (it fails later, on the missing face).
     await expect(lipsyncFile({ ...req, syncMode: 'cut_off' }, deps)).rejects.toMatchObject({ name: 'ProcessingError', message: expect.stringMatching(/no face/) });
+  });
+
+  describe('the backstop: inputs that changed after their quote', () => {
+    it('a video grown after its quote ends the job in set-up, before the face pass or the network', async () => {
+      const clip = await encodeClip(path.join(dir, 'grows.mp4'), await faceFrames(10), { width: SIDE, height: SIDE }, 'mp4');
+      const req = await request(clip, 'grown-out.mp4');
+      await encodeClip(clip, await faceFrames(60), { width: SIDE, height: SIDE }, 'mp4');
+      let detected = 0;
+      await expect(lipsyncFile({ ...req, onProgress: () => (detected += 1) }, deps)).rejects.toMatchObject({
+        code: 'PROBE_FAILED',
+        message: expect.stringContaining(`Expected at most ${allowedFrames(10)} video frames, as quoted`),
+      });
+      expect(detected).toBe(0);
+      expect((await readdir(dir)).filter((f) => f.startsWith('grown-out'))).toEqual([]);
+    });
+
+    it('an audio grown after its quote is decoded no further than quoted (plus the tolerance)', async () => {
+      const clip = await encodeClip(path.join(dir, 'loops.mp4'), await faceFrames(10), { width: SIDE, height: SIDE }, 'mp4');
+      const voice = await speechClip(path.join(dir, 'grows.wav'), 1);
+      const quoted = { file: voice, info: await probe(voice) };
+      await speechClip(voice, 3);
+      const outcome = await lipsyncFile(await lipsyncRequest(clip, quoted, path.join(dir, 'loop-out.mp4'), { syncMode: 'loop' }), deps);
+      expect(outcome.durationSeconds).toBeLessThanOrEqual(allowedAudioSeconds(quoted.info.durationSeconds) + 1 / FPS);
+      expect(outcome.durationSeconds).toBeGreaterThanOrEqual(quoted.info.durationSeconds - 1 / FPS);
+    });
   });
 
   it('fails with a processing failure (LIPSYNC_FAILED for the job) when the video shows no face, leaving nothing behind', async () => {

@@ -72,7 +72,8 @@ describe('probeMedia on video', () => {
   it('reports video and audio streams of an MP4', async () => {
     const info = await probeMedia(at('av.mp4'));
     expect(info.video).toMatchObject({ width: 64, height: 48, pixelFormat: 'yuv420p' });
-    expect(info.audio).toEqual({ codec: 'aac', sampleRate: 44100, channels: 1 });
+    expect(info.audio).toMatchObject({ codec: 'aac', sampleRate: 44100, channels: 1 });
+    expect(info.audio?.seconds).toBeGreaterThan(0);
     expect(info.formatName).toBe('mov,mp4,m4a,3gp,3g2,mj2');
   });
 
@@ -129,7 +130,8 @@ describe('probeMedia on audio', () => {
     const info = await probeMedia(at(name));
     expect(info.container).toBe(container);
     expect(info.video).toBeUndefined();
-    expect(info.audio).toEqual({ codec, sampleRate: 44100, channels: 1 });
+    expect(info.audio).toMatchObject({ codec, sampleRate: 44100, channels: 1 });
+    expect(info.audio?.seconds).toBe(info.durationSeconds);
     // Encoders pad to whole frames: about one second, never less.
     expect(info.durationSeconds).toBeGreaterThanOrEqual(0.99);
     expect(info.durationSeconds).toBeLessThan(1.1);
@@ -202,26 +204,55 @@ describe('probeMedia refuses bad input', () => {
   });
 });
 
-describe('parseFfprobeOutput', () => {
-  const video = { codec_type: 'video', codec_name: 'h264', width: 640, height: 480, r_frame_rate: '25/1', avg_frame_rate: '25/1' };
+/** `count` packets of stream `index`, `step` seconds apart from `start`, each lasting `step`. */
+function packets(index: number, count: number, step: number, start = 0): { stream_index: number; pts_time: string; duration_time: string; flags: string }[] {
+  return Array.from({ length: count }, (_, i) => ({ stream_index: index, pts_time: (start + i * step).toFixed(6), duration_time: step.toFixed(6), flags: 'K_' }));
+}
 
-  it('falls back to the longest stream duration when the container has none', () => {
+describe('parseFfprobeOutput', () => {
+  const video = { index: 0, codec_type: 'video', codec_name: 'h264', width: 640, height: 480, r_frame_rate: '25/1', avg_frame_rate: '25/1' };
+  const oneSecond = packets(0, 25, 0.04);
+
+  it('measures the duration from the packets, the longest chosen stream, whatever the headers say', () => {
     const info = parseFfprobeOutput(
       {
-        format: { format_name: 'matroska,webm', duration: 'N/A' },
+        format: { format_name: 'matroska,webm', duration: '1.0' },
         streams: [
           { ...video, duration: '4.5' },
-          { codec_type: 'audio', codec_name: 'opus', sample_rate: '48000', channels: 2, duration: '4.75' },
+          { index: 1, codec_type: 'audio', codec_name: 'opus', sample_rate: '48000', channels: 2, duration: '4.75' },
         ],
+        packets: [...packets(0, 100, 0.04), ...packets(1, 250, 0.02)],
       },
       'mkv',
     );
-    expect(info.durationSeconds).toBe(4.75);
+    expect(info.durationSeconds).toBeCloseTo(5, 9);
+    expect(info.declaredDurationSeconds).toBe(1);
+    expect(info.video).toMatchObject({ frameCount: 100, fps: { num: 25, den: 1 } });
+    expect(info.video?.seconds).toBeCloseTo(4, 9);
+    expect(info.audio?.seconds).toBeCloseTo(5, 9);
   });
 
-  it('refuses a file without any duration', () => {
-    expect(() => parseFfprobeOutput({ format: { format_name: 'mov' }, streams: [video] }, 'mp4')).toThrow(
-      'The duration of the MP4 file could not be read',
+  it('leaves packets marked to discard (before an edit list starts) uncounted', () => {
+    const marked = packets(0, 30, 0.04).map((p, i) => (i < 5 ? { ...p, flags: 'KD' } : p));
+    const info = parseFfprobeOutput({ format: { format_name: 'mov', duration: '1' }, streams: [video], packets: marked }, 'mp4');
+    expect(info.video?.frameCount).toBe(25);
+    expect(info.durationSeconds).toBeCloseTo(1, 9);
+  });
+
+  it('does not believe one packet that claims to last for hours (an edited Ogg granule)', () => {
+    const audio = { index: 0, codec_type: 'audio', codec_name: 'vorbis', sample_rate: '44100', channels: 1 };
+    const lying = [...packets(0, 99, 0.02), { stream_index: 0, pts_time: '1.98', duration_time: '97389.5', flags: 'K_' }];
+    const info = parseFfprobeOutput({ format: { format_name: 'ogg', duration: '97391' }, streams: [audio], packets: lying }, 'ogg');
+    expect(info.durationSeconds).toBeLessThan(2.1);
+  });
+
+  it('refuses a file whose streams hold no timed packets, whatever its headers say', () => {
+    const audio = { index: 0, codec_type: 'audio', codec_name: 'mp3', sample_rate: '44100', channels: 1, duration: '3' };
+    expect(() => parseFfprobeOutput({ format: { format_name: 'mp3', duration: '3' }, streams: [audio] }, 'mp3')).toThrow(
+      'The duration of the MP3 file could not be measured: its streams hold no timed packets',
+    );
+    expect(() => parseFfprobeOutput({ format: { format_name: 'mov', duration: '3' }, streams: [video] }, 'mp4')).toThrow(
+      'The video stream holds no timed frames',
     );
   });
 
@@ -239,13 +270,13 @@ describe('parseFfprobeOutput', () => {
     [{ tags: { rotate: '-90' } }, 270],
     [{}, 0],
   ])('reads rotation from %o as %i degrees clockwise', (extra, rotation) => {
-    const info = parseFfprobeOutput({ format: { format_name: 'mov', duration: '1' }, streams: [{ ...video, ...extra }] }, 'mp4');
+    const info = parseFfprobeOutput({ format: { format_name: 'mov', duration: '1' }, streams: [{ ...video, ...extra }], packets: oneSecond }, 'mp4');
     expect(info.video?.rotation).toBe(rotation);
   });
 
   it('uses r_frame_rate when avg_frame_rate is unknown', () => {
     const info = parseFfprobeOutput(
-      { format: { format_name: 'mov', duration: '1' }, streams: [{ ...video, avg_frame_rate: '0/0', r_frame_rate: '24000/1001' }] },
+      { format: { format_name: 'mov', duration: '1' }, streams: [{ ...video, avg_frame_rate: '0/0', r_frame_rate: '24000/1001' }], packets: packets(0, 24, 1001 / 24000) },
       'mov',
     );
     expect(info.video?.fps).toEqual({ num: 24000, den: 1001 });

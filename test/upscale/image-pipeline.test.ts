@@ -12,6 +12,7 @@ import type { UpscaleFactor } from '../../src/jobs/index.js';
 import { probeImage } from '../../src/media/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { upscaleImageFile } from '../../src/upscale/image-pipeline.js';
+import { countingLoader } from '../../bench/network-work.js';
 
 const sessions = new SessionCache({ executionProviders: ['cpu'] });
 const loadModel = createSrModelLoader({ sessions });
@@ -131,5 +132,31 @@ describe('upscaleImageFile', () => {
     const { writeFile } = await import('node:fs/promises');
     await writeFile(truncated, full.subarray(0, full.length / 2));
     await expect(probeImage(truncated)).rejects.toMatchObject({ code: 'PROBE_FAILED' });
+  });
+
+  it('refuses an image replaced by a larger one after its quote, before the network runs (the backstop)', async () => {
+    const file = at('grown.png');
+    await sharp(photo('coffee.png')).resize(40, 30).png().toFile(file);
+    const info = await probeImage(file);
+    await sharp(photo('coffee.png')).resize(400, 300).png().toFile(file);
+    const counting = countingLoader(loadModel);
+    await expect(upscaleImageFile({ inputPath: file, outputPath: at('grown-x2.png'), factor: '2', info }, counting.load)).rejects.toMatchObject({
+      code: 'PROBE_FAILED',
+      message: expect.stringMatching(/^The image could not be decoded as quoted: .*pixel limit/),
+    });
+    expect(counting.tiles()).toBe(0);
+  });
+
+  it('refuses an image of the same pixels in another shape than quoted', async () => {
+    const file = at('reshaped.png');
+    await sharp(photo('coffee.png')).resize(40, 30).png().toFile(file);
+    const info = await probeImage(file);
+    await sharp(photo('coffee.png')).resize(30, 40).png().toFile(file);
+    const counting = countingLoader(loadModel);
+    await expect(upscaleImageFile({ inputPath: file, outputPath: at('reshaped-x2.png'), factor: '2', info }, counting.load)).rejects.toMatchObject({
+      code: 'PROBE_FAILED',
+      message: 'Expected the decoded image to be 40×30 but it is 30×40',
+    });
+    expect(counting.tiles()).toBe(0);
   });
 });

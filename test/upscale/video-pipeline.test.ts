@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upscaleRgb, SessionCache, createSrModelLoader, parseSrModelChoices } from '../../src/inference/index.js';
 import { JobError, ProcessingError } from '../../src/errors.js';
 import { pipelineFailure, type UpscaleFactor } from '../../src/jobs/index.js';
-import { probeMedia, type MediaInfo, resolveFfmpeg } from '../../src/media/index.js';
+import { allowedFrames, probeMedia, type MediaInfo, resolveFfmpeg } from '../../src/media/index.js';
+import { countingLoader } from '../../bench/network-work.js';
 import { checkEncoder } from '../../src/video/index.js';
 import { type VideoProgress, type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/video-pipeline.js';
 import { ffmpeg, makeTempDir } from '../media/helpers.js';
@@ -269,6 +270,20 @@ describe('upscaleVideoFile', () => {
       await expectClean(dir, outDir);
     });
 
+    it('a file that grew after its quote ends the job before any network work (the backstop)', async () => {
+      const info = await probeMedia(at('silent.mp4'));
+      const grown = at('grown.mp4');
+      await writeFile(grown, await readFile(at('long.mp4')));
+      const outDir = await newOutDir();
+      const counting = countingLoader(loadModel);
+      const error = await upscaleVideoFile({ inputPath: grown, outputPath: join(outDir, 'out.mp4'), factor: '2', info }, counting.load).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(JobError);
+      expect((error as JobError).code).toBe('PROBE_FAILED');
+      expect((error as JobError).message).toContain(`Expected at most ${allowedFrames(10)} video frames, as quoted, but the file holds more`);
+      expect(counting.tiles()).toBe(0);
+      await expectClean(dir, outDir);
+    });
+
     it('an encoder that fails (output folder missing) stops the decoder too and reports the encoder', async () => {
       const info = await probeMedia(at('long.mp4'));
       const outDir = await newOutDir();
@@ -330,8 +345,8 @@ describe('upscaleVideoFile', () => {
 
     it.each([
       ['VIDEO_TOO_LONG', { durationSeconds: 60.5 }, /^Expected the video duration to be at most 60 seconds but received 60.5 seconds$/],
-      ['PROBE_FAILED', { container: 'webm' as const }, /^Expected one of MP4, MOV, MKV but received WEBM$/],
-      ['PROBE_FAILED', { video: undefined }, /^Expected a video stream but the MP4 file has none$/],
+      ['PROBE_FAILED', { container: 'webm' as const }, /^Expected video_url to be MP4, MOV or MKV but received WebM content$/],
+      ['PROBE_FAILED', { video: undefined }, /^Expected video_url to be a video with a video stream but received MP4 content without one$/],
     ])('refuses before starting anything: %s for %j', async (code, change, message) => {
       // Object.assign, not a spread: exactOptionalPropertyTypes refuses `video: undefined` in a MediaInfo literal.
       const info = Object.assign(await probeMedia(at('av.mp4')), change);

@@ -32,6 +32,8 @@ export interface SourceDecodeSpec {
   interlaced?: boolean;
   /** Size of the frames on the pipe (the displayed size, or smaller for detection). */
   size: Size;
+  /** The backstop: no frame at or past this index is ever delivered (what the quote allows). */
+  maxFrames?: number;
 }
 
 export interface FrameRange {
@@ -52,13 +54,14 @@ export function sourceDecoderArgs(spec: SourceDecodeSpec, range: FrameRange = {}
   const start = range.start ?? 0;
   checkIndex('the start frame', start, 0);
   if (range.end !== undefined) checkIndex('the end frame', range.end, start + 1);
+  const end = spec.maxFrames === undefined ? range.end : Math.min(range.end ?? spec.maxFrames, spec.maxFrames);
   checkIndex('the frame width', spec.size.width, 1);
   checkIndex('the frame height', spec.size.height, 1);
   const filters: string[] = [];
   if (spec.interlaced === true) filters.push(DEINTERLACE_FILTER);
   // Inside the graph (not -r on the output), so that trim counts the resampled frames.
   if (spec.timing.mode === 'cfr') filters.push(`fps=${formatRate(spec.timing.rate)}`);
-  const trim = [...(start > 0 ? [`start_frame=${start}`] : []), ...(range.end !== undefined ? [`end_frame=${range.end}`] : [])];
+  const trim = [...(start > 0 ? [`start_frame=${start}`] : []), ...(end !== undefined ? [`end_frame=${end}`] : [])];
   if (trim.length > 0) filters.push(`trim=${trim.join(':')}`);
   filters.push(...rgbFilters(spec.size, spec.matrix));
   return [
