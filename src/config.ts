@@ -205,12 +205,6 @@ export const SETTINGS = {
     default: DEFAULT_SR_MODEL_CHOICES,
     doc: 'Super-resolution network per use: entries `use=NAME` or `use:factor=NAME` (e.g. `video:4=esrgan-slim-x4`) for image and video jobs and `mouth` (vendor-lipsync-2-pro\'s mouth pass); uses left out keep their default. A network scaling past the factor is followed by a Lanczos downscale.',
   }),
-  lipsyncTimeoutMs: setting({
-    env: 'MEDIA_WORKER_LIPSYNC_TIMEOUT_MS',
-    schema: positiveInt,
-    default: '240000',
-    doc: 'Longest lip-sync processing (the spec: 4 minutes); then the job fails with LIPSYNC_FAILED and everything is stopped.',
-  }),
   videoEncoder: setting({
     env: 'MEDIA_WORKER_VIDEO_ENCODER',
     schema: oneOfSetting(VIDEO_ENCODERS),

@@ -99,6 +99,11 @@ export class ProcessingError extends Error {
   }
 }
 
+/** A failure that already says what it is: a JobError with its code, or a ProcessingError for the kind's. */
+export function isExplainedFailure(value: unknown): value is JobError | ProcessingError {
+  return value instanceof JobError || value instanceof ProcessingError;
+}
+
 /** The message of anything thrown. */
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

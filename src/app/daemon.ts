@@ -24,7 +24,7 @@ import {
 import { registryOptions } from './layer-options.js';
 import { probeHardware, withProviderCheck, type ProbedHardware } from './hardware.js';
 import { hardwareClassOf } from './quote-policy.js';
-import { kindChecks } from './readiness.js';
+import { readinessChecks } from './readiness.js';
 import { createEngine, executeJob, quoteOnly, type Engine } from './run-job.js';
 
 export interface Daemon {
@@ -56,7 +56,7 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     logger,
     results,
     version: PACKAGE_VERSION,
-    readiness: withProviderCheck(kindChecks({ config, settings, engine, logger }), hardware.shortfall),
+    readiness: withProviderCheck(readinessChecks({ config, settings, engine, logger }), hardware.shortfall),
     sweepLeftovers: () => sweepAllLeftovers(config),
     // What discovery reports is what the probe found running, as the quotes and readiness use it.
     host: { hardwareClass: hardwareClassOf(config), executionProvider: hardware.probe.active },

@@ -16,5 +16,5 @@ export {
   workerCores,
   type TimeLimitsMs,
 } from './quote-policy.js';
-export { KIND_READINESS, kindChecks, type ReadinessContext } from './readiness.js';
-export { createEngine, executeJob, quoteOnly, type Engine, type ExecuteOptions, type ExecutedJob, type StoreResult, type StoredResult } from './run-job.js';
+export { KIND_READINESS, readinessChecks, type ReadinessContext } from './readiness.js';
+export { createEngine, executeJob, quoteOnly, type Engine, type ExecuteOptions, type ExecutedJob, type StoreFile } from './run-job.js';

@@ -84,8 +84,7 @@ export function quotePolicy(config: Config, timeLimitsMs: TimeLimitsMs, explicit
     timeLimitSeconds: {
       image: seconds(timeLimitsMs.image),
       video: seconds(timeLimitsMs.video),
-      // Lip-sync also stops at its own processing limit (MEDIA_WORKER_LIPSYNC_TIMEOUT_MS, src/app/run-job.ts).
-      lipsync: seconds(Math.min(timeLimitsMs.lipsync, config.lipsyncTimeoutMs)),
+      lipsync: seconds(timeLimitsMs.lipsync),
       music: seconds(timeLimitsMs.music),
     },
     srNetwork: (kind, factor) => srNetworkCost(srModelForJob(config.srModels, kind, factor, explicitModel), config, explicitModel !== undefined),

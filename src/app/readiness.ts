@@ -35,7 +35,7 @@ export interface ReadinessContext {
   freeBytes?: (dir: string) => Promise<number>;
 }
 
-/** A kind's own checks (the shared directory and disk checks are added by `kindChecks`). */
+/** A kind's own checks (the shared directory and disk checks are added by `readinessChecks`). */
 export type KindReadiness = (ctx: ReadinessContext) => ReadinessCheck[];
 
 const musicKindReadiness: KindReadiness = (ctx) => [
@@ -146,7 +146,7 @@ export const KIND_READINESS: Readonly<Record<JobKind, KindReadiness>> = {
 };
 
 /** Every kind's checks for `serve`: its own, plus writable directories and disk space. */
-export function kindChecks(ctx: ReadinessContext): KindChecks {
+export function readinessChecks(ctx: ReadinessContext): KindChecks {
   const shared = [writableDirCheck('results-dir', ctx.settings.resultsDir), writableDirCheck('temp-dir', ctx.config.tmpDir)];
   if (ctx.config.modelFilesDir !== undefined) shared.push(writableDirCheck('model-files-dir', ctx.config.modelFilesDir));
   const out: KindChecks = {};

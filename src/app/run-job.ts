@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { SessionCache, createSrModelLoader, type SrModelLoader } from '../inference/index.js';
-import { JobError, ProcessingError, asJobError, quoteJob, type Job, type JobProgress, type Quote, type QuotedJob, type TaskResult } from '../jobs/index.js';
+import { JobError, pipelineFailure, quoteJob, type Job, type JobProgress, type Quote, type QuotedJob, type TaskResult } from '../jobs/index.js';
 import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './quote-policy.js';
 import { createMediaDeps, withJobDir } from '../media/index.js';
 import { mediaDepsOptions, registryOptions } from './layer-options.js';
@@ -60,13 +60,12 @@ export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeL
   };
 }
 
-export interface StoredResult {
-  /** Where the result can be fetched: a public URL (daemon) or a local path (CLI). */
-  url: string;
-}
-
-/** `name` (file name without extension) is set for tasks with several files: music's `song-1`, `cover-1`, ... */
-export type StoreResult = (localPath: string, meta: { taskId: string; ext: string; kind: QuotedJob['kind']; name?: string }) => Promise<StoredResult>;
+/**
+ * Moves a finished file to where results live and says where it can be fetched: a public URL
+ * (the daemon's results store) or a local path (the command line). `name` (file name without
+ * extension) is set for tasks with several files: music's `song-1`, `cover-1`, ...
+ */
+export type StoreFile = (localPath: string, meta: { taskId: string; ext: string; kind: QuotedJob['kind']; name?: string }) => Promise<{ url: string }>;
 
 export interface ExecuteOptions {
   taskId: string;
@@ -75,7 +74,7 @@ export interface ExecuteOptions {
   onProgress?: (p: JobProgress) => void;
   /** CLI only: job inputs may be local paths. */
   allowLocalPaths: boolean;
-  store: StoreResult;
+  store: StoreFile;
   /** CLI overrides for the upscalers. */
   modelName?: string;
   tile?: number;
@@ -95,10 +94,10 @@ export async function quoteOnly(
   config: Config,
   opts: { taskId: string; allowLocalPaths: boolean; signal?: AbortSignal; timeLimitsMs?: TimeLimitsMs; modelName?: string },
 ): Promise<Quote> {
-  return withJobDir(opts.taskId, async (dir) => (await quoteIn(dir, job, config, opts)).quote, { root: config.tmpDir });
+  return withJobDir(opts.taskId, async (dir) => (await quoteInDir(dir, job, config, opts)).quote, { root: config.tmpDir });
 }
 
-interface QuoteInOptions {
+interface QuoteInDirOptions {
   allowLocalPaths: boolean;
   signal?: AbortSignal;
   /** Default: WORKER_WATCHDOG_MS from the environment, as the daemon would read it. */
@@ -107,7 +106,7 @@ interface QuoteInOptions {
   modelName?: string;
 }
 
-function quoteIn(dir: string, job: Job, config: Config, opts: QuoteInOptions): Promise<QuotedJob> {
+function quoteInDir(dir: string, job: Job, config: Config, opts: QuoteInDirOptions): Promise<QuotedJob> {
   const deps = createMediaDeps(
     mediaDepsOptions(config, { dir, allowLocalPaths: opts.allowLocalPaths, ...(opts.signal === undefined ? {} : { signal: opts.signal }) }),
   );
@@ -119,12 +118,13 @@ export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions)
     opts.taskId,
     async (dir) => {
       opts.onProgress?.({ stage: 'fetching and probing' });
-      const quoted = await quoteIn(dir, job, engine.config, { ...opts, timeLimitsMs: engine.timeLimitsMs });
+      const quoted = await quoteInDir(dir, job, engine.config, { ...opts, timeLimitsMs: engine.timeLimitsMs });
       opts.logger.info({ quote: quoted.quote }, 'job quoted');
-      checkCharged(job, quoted.quote);
-      // The contract's edge: a lower layer's processing failure takes the kind's code here.
+      refuseUndercharged(job, quoted.quote);
+      // The contract's edge: pipelines raise processing failures, and here, once, they take the
+      // kind's code. A stop (the caller's signal: deadline, drain, interruption) keeps its own reason.
       const result = await runPipeline(quoted, dir, engine, opts).catch((err: unknown) => {
-        throw err instanceof ProcessingError ? asJobError(err, quoted.kind) : err;
+        throw opts.signal?.aborted === true ? err : pipelineFailure(err, quoted.kind);
       });
       return { quote: quoted.quote, result };
     },
@@ -133,27 +133,11 @@ export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions)
 }
 
 /**
- * The spec's 4-minute processing limit for lip-sync: past it the job's signal aborts with
- * LIPSYNC_FAILED as the reason, which stops every process and loop of the pipeline.
- */
-function lipsyncDeadline(signal: AbortSignal | undefined, timeoutMs: number): { signal: AbortSignal; clear(): void } {
-  const deadline = new AbortController();
-  const timer = setTimeout(
-    () => deadline.abort(new JobError('LIPSYNC_FAILED', `Lip-sync processing took longer than ${timeoutMs / 60_000} minutes and was stopped`)),
-    timeoutMs,
-  );
-  return {
-    signal: signal === undefined ? deadline.signal : AbortSignal.any([signal, deadline.signal]),
-    clear: () => clearTimeout(timer),
-  };
-}
-
-/**
  * The control plane deducts credits upfront from its own probe or estimate and sends the amount as
  * `credits`. The price measured here is the one that counts: a job charged less than it costs is
  * refused before processing (402, so the control plane refunds and may resubmit at the right price).
  */
-function checkCharged(job: Job, quote: Quote): void {
+function refuseUndercharged(job: Job, quote: Quote): void {
   if (job.credits !== undefined && job.credits < quote.creditsUsed) {
     throw new JobError(
       'INSUFFICIENT_CREDITS',
@@ -223,7 +207,6 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
       const outputPath = path.join(dir, 'output.mp4');
       const { config } = engine;
       const { job } = quoted;
-      const deadline = lipsyncDeadline(opts.signal, config.lipsyncTimeoutMs);
       const outcome = await lipsyncFile(
         {
           videoPath: quoted.inputs.video.path,
@@ -235,7 +218,7 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
           syncMode: job.input.sync_mode,
           activeSpeaker: job.input.active_speaker,
           encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
-          signal: deadline.signal,
+          ...(opts.signal === undefined ? {} : { signal: opts.signal }),
           onProgress: (p) => opts.onProgress?.(p),
           logger: opts.logger,
         },
@@ -247,7 +230,7 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
           ...(config.ffmpegPath === undefined ? {} : { ffmpegPath: config.ffmpegPath }),
           ...(config.ffprobePath === undefined ? {} : { ffprobePath: config.ffprobePath }),
         },
-      ).finally(deadline.clear);
+      );
       opts.logger.info(
         { network: outcome.network, frames: outcome.frames, drivenFrames: outcome.drivenFrames, durationSeconds: outcome.durationSeconds },
         'lip-sync done',

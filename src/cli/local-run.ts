@@ -6,10 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { createEngine, executeJob, PROVIDER_KINDS, probeHardware, type ExecutedJob, type ProbedHardware, type StoreResult, type TimeLimitsMs } from '../app/index.js';
-import { kindOfModel, reportedModel, type Job } from '../jobs/index.js';
+import { createEngine, executeJob, PROVIDER_KINDS, probeHardware, type ExecutedJob, type ProbedHardware, type StoreFile, type TimeLimitsMs } from '../app/index.js';
+import { deadlineError, kindOfModel, reportedModel, type Job } from '../jobs/index.js';
 import type { CliContext } from './context.js';
-import { createProgressReporter } from './progress.js';
+import { createTerminalProgress } from './progress.js';
 
 export interface LocalRunOptions {
   /** Output file, or a directory to put it in (existing, or ending in `/`). Default: the current directory. */
@@ -51,25 +51,30 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
   const taskId = job.id ?? `local-${randomUUID()}`;
   const logger = ctx.logger.child({ taskId, model: job.model });
   const hardware = opts.hardware ?? (await hardwareFor(job, ctx));
-  const engine = opts.unlimited ? createEngine(hardware.config, logger, NO_TIME_LIMITS) : createEngine(hardware.config, logger);
-  const progress = createProgressReporter();
+  const engine = opts.unlimited === true ? createEngine(hardware.config, logger, NO_TIME_LIMITS) : createEngine(hardware.config, logger);
+  const progress = createTerminalProgress();
   const abort = new AbortController();
   const onSignal = (): void => abort.abort(new Error('Interrupted'));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  // The kind's time limit, as the daemon applies it (WORKER_WATCHDOG_MS; lip-sync: the spec's 4 minutes);
+  // none for the one-off commands (setTimeout would read Infinity as 1 ms).
+  const kind = kindOfModel(job.model);
+  const limitMs = engine.timeLimitsMs[kind];
+  const deadline = Number.isFinite(limitMs) ? setTimeout(() => abort.abort(deadlineError(kind, limitMs)), limitMs) : undefined;
   try {
     const executed = await executeJob(job, engine, {
       taskId,
       logger,
       signal: abort.signal,
       allowLocalPaths: true,
-      onProgress: (p) => progress.update(p),
+      onProgress: (p) => progress.report(p),
       store: storeAt(opts),
       ...(opts.modelName === undefined ? {} : { modelName: opts.modelName }),
       ...(opts.tile === undefined ? {} : { tile: opts.tile }),
     });
     const done = 'songs' in executed.result ? executed.result.songs.map((s) => s.audio_url).join(', ') : executed.result.url;
-    progress.finish(`done: ${done}`);
+    progress.close(`done: ${done}`);
     return {
       id: taskId,
       model: reportedModel(job.model),
@@ -79,14 +84,15 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
       createdAt,
     };
   } finally {
-    progress.finish();
+    clearTimeout(deadline);
+    progress.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await engine.release();
   }
 }
 
-function storeAt(opts: LocalRunOptions): StoreResult {
+function storeAt(opts: LocalRunOptions): StoreFile {
   return async (localPath, meta) => {
     // A task of several files (music) writes them into the output directory under their names.
     const target =

@@ -3,15 +3,11 @@
  * stderr is a file or pipe (CI logs stay readable). Progress is a value a timer reports, never thrown.
  * On stderr the bar shares the line with the logs (terminal.ts), so a log line never breaks it.
  */
-import type { JobProgress } from '../jobs/index.js';
+import type { JobProgress, ProgressReporter } from '../jobs/index.js';
+import { throttle } from '../throttle.js';
 import { createTerminalLine, stderrTerminal } from './terminal.js';
 
-export interface ProgressReporter {
-  update(p: JobProgress): void;
-  finish(message?: string): void;
-}
-
-export function createProgressReporter(
+export function createTerminalProgress(
   stream: NodeJS.WriteStream = process.stderr,
   opts: { intervalMs?: number; now?: () => number } = {},
 ): ProgressReporter {
@@ -22,7 +18,8 @@ export function createProgressReporter(
   const startedAt = now();
   let stageStartedAt = startedAt;
   let lastStage = '';
-  let lastDrawn = 0;
+  // A new stage and the last step are drawn at once; the rest at most once per interval.
+  const drawn = throttle((p: JobProgress) => (isTty ? term.bar(line(p)) : term.line(line(p))), interval, { now });
 
   function line(p: JobProgress): string {
     const elapsed = (now() - stageStartedAt) / 1000;
@@ -40,19 +37,16 @@ export function createProgressReporter(
   }
 
   return {
-    update(p) {
-      const t = now();
-      if (p.stage !== lastStage) {
+    report(p) {
+      const newStage = p.stage !== lastStage;
+      if (newStage) {
         lastStage = p.stage;
-        stageStartedAt = t;
-      } else if (t - lastDrawn < interval && p.done !== p.total) {
-        return;
+        stageStartedAt = now();
       }
-      lastDrawn = t;
-      if (isTty) term.bar(line(p));
-      else term.line(line(p));
+      drawn.push(p, newStage || p.done === p.total);
     },
-    finish(message) {
+    close(message) {
+      drawn.close();
       term.clearBar();
       if (message) term.line(`${message} (${formatSeconds((now() - startedAt) / 1000)})`);
     },

@@ -15,6 +15,40 @@ export const KIND_FAILURE_CODE: Readonly<Record<JobKind, ErrorCode>> = {
   music: 'GENERATION_FAILED',
 };
 
+/** How a failure that says nothing of its own opens its message, for each kind's pipeline. */
+const PIPELINE_FAILED: Readonly<Record<JobKind, string>> = {
+  image: 'Processing failed',
+  video: 'Video upscaling failed',
+  lipsync: 'Lip-sync failed',
+  music: 'Processing failed',
+};
+
+/** A pipeline's failure as the job's error: the one place where a pipeline's failures get the kind's code. */
+export function pipelineFailure(err: unknown, kind: JobKind): JobError {
+  return asJobError(err, kind, PIPELINE_FAILED[kind]);
+}
+
+/**
+ * The failure of a job that ran past its kind's time limit (WORKER_WATCHDOG_MS; lip-sync: LIPSYNC_FAILED
+ * after the spec's 4 minutes). The daemon's job runner and the command line apply the same limit.
+ */
+export function deadlineError(kind: JobKind, limitMs: number): JobError {
+  return new JobError(KIND_FAILURE_CODE[kind], `Processing took longer than ${formatLimit(limitMs)}, the limit for ${kind} jobs`);
+}
+
+function formatLimit(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}`;
+  if (ms % 1000 === 0) return `${ms / 1000} seconds`;
+  return `${ms} ms`;
+}
+
+/**
+ * Why a running job was stopped from outside, said once where the stop is decided rather than
+ * guessed later from the signal's reason: its time limit or its owner's cancellation end the task
+ * with a failure; a drain hands the job back to the queue.
+ */
+export type StopReason = { why: 'deadline'; error: JobError } | { why: 'cancel'; error: JobError } | { why: 'drain' };
+
 /**
  * Any thrown value as a JobError of the job's kind. `failed` opens the message of a failure that
  * says nothing of its own kind (a pipeline names itself: "Video upscaling failed").

@@ -2,8 +2,8 @@
  * The job contract: what a job is, which codes reject it, what it costs. Import from here; the
  * files behind this list may be reorganised.
  */
-export { ERROR_STATUS, JobError, ProcessingError, isJobError, type ErrorCode, type JobErrorOptions } from '../errors.js';
-export { KIND_FAILURE_CODE, asJobError } from './failures.js';
+export { ERROR_STATUS, JobError, ProcessingError, isExplainedFailure, isJobError, type ErrorCode, type JobErrorOptions } from '../errors.js';
+export { KIND_FAILURE_CODE, asJobError, deadlineError, pipelineFailure, type StopReason } from './failures.js';
 export {
   DEFAULT_LIPSYNC_MODEL,
   IMAGE_UPSCALE_MODEL,
@@ -40,6 +40,7 @@ export {
   type SyncMode,
   type ToolName,
   type JobProgress,
+  type ProgressReporter,
   type UpscaleFactor,
   type VideoUpscaleInput,
   type VideoUpscaleJob,

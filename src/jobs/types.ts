@@ -97,3 +97,10 @@ export interface JobProgress {
   /** 0..100; computed from done/total when absent. */
   percent?: number;
 }
+
+/** Where a job's progress goes: the daemon's progress messages, the command line's bar. */
+export interface ProgressReporter {
+  report(progress: JobProgress): void;
+  /** Ends the reports; `message` closes them where the reporter has a reader (the command line's last line). */
+  close(message?: string): void;
+}

@@ -11,12 +11,12 @@
 import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
-import { JobError, errorMessage } from '../errors.js';
+import { ProcessingError, errorMessage } from '../errors.js';
+import { throttle } from '../throttle.js';
 import type { RegistryOptions, SessionCache, LoadedSrModel, SrModelLoader } from '../inference/index.js';
 import {
   LIPSYNC_AUDIO_CONTAINERS,
   LIPSYNC_VIDEO_CONTAINERS,
-  asJobError,
   checkAudio,
   checkVideo,
   priceLipsync,
@@ -199,27 +199,11 @@ function loudest(envelope: ArrayLike<number>): number {
 }
 
 /**
- * Any failure as the job's error, LIPSYNC_FAILED unless it carries a code: a decoder that could
- * not decode the video said with ffmpeg's reason, a processing failure keeping its retry decision.
+ * A failure as lip-sync explains it: a decoder that could not decode the video said with ffmpeg's
+ * reason; the rest as it is. The job's code is given at the contract's edge (app/run-job.ts).
  */
-function lipsyncFailure(error: unknown, paths: PathNames): JobError {
-  const failure = error instanceof DecoderFailure ? ffmpegFailure('decoder', error.error, paths) : error;
-  return asJobError(failure, 'lipsync', 'Lip-sync failed');
-}
-
-function throttle(interval: number, report: ((p: LipsyncProgress) => void) | undefined): (p: LipsyncProgress, force?: boolean) => void {
-  let last = Number.NEGATIVE_INFINITY;
-  return (progress, force = false) => {
-    if (report === undefined) return;
-    const now = performance.now();
-    if (!force && now - last < interval) return;
-    last = now;
-    try {
-      report(progress);
-    } catch {
-      // Progress is informational: a failing reporter must not fail the job.
-    }
-  };
+function lipsyncFailure(error: unknown, paths: PathNames): unknown {
+  return error instanceof DecoderFailure ? ffmpegFailure('decoder', error.error, paths) : error;
 }
 
 export async function lipsyncFile(req: LipsyncRequest, deps: LipsyncDeps): Promise<LipsyncOutcome> {
@@ -262,7 +246,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   try {
     ffmpeg = resolveFfmpeg(deps.ffmpegPath === undefined ? {} : { ffmpegPath: deps.ffmpegPath });
   } catch (error) {
-    throw new JobError('LIPSYNC_FAILED', errorMessage(error), { retryable: true, cause: error });
+    throw new ProcessingError(errorMessage(error), { retryable: true, cause: error });
   }
 
   // ---------------------------------------------------------------- setup
@@ -281,7 +265,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const faceSize = manifest.face.size;
   const [, outC, outH, outW] = manifest.output.shape;
   if (outC !== 3 || outH !== faceSize || outW !== faceSize) {
-    throw new JobError('LIPSYNC_FAILED', `Expected ${manifest.name} to return [B, 3, ${faceSize}, ${faceSize}] faces but its manifest says [B, ${outC}, ${outH}, ${outW}]`);
+    throw new ProcessingError(`Expected ${manifest.name} to return [B, 3, ${faceSize}, ${faceSize}] faces but its manifest says [B, ${outC}, ${outH}, ${outW}]`);
   }
   const sampleRate = manifest.audio.sampleRate;
   const fps: Rational = r.video.fps;
@@ -316,7 +300,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     const profile = req.model === 'vendor-lipsync-3' ? FACE_DETECTION_PROFILES.robust : FACE_DETECTION_PROFILES.standard;
     detector = await loadBlazeFace(profile.model, { sessions: deps.sessions, registry, minScore: profile.minScore, margin: profile.margin });
     if (req.model === 'vendor-lipsync-2-pro') {
-      if (deps.loadSrModel === undefined) throw new JobError('LIPSYNC_FAILED', 'Expected a super-resolution model loader for vendor-lipsync-2-pro but none was given');
+      if (deps.loadSrModel === undefined) throw new ProcessingError('Expected a super-resolution model loader for vendor-lipsync-2-pro but none was given');
       sr = await deps.loadSrModel('mouth', '4');
     }
     extras = await probeVideoExtras(r.videoPath, req.videoInfo.container, {
@@ -341,7 +325,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   } finally {
     await setup.settle([audioSettled]);
   }
-  if (samples.length === 0) throw new JobError('LIPSYNC_FAILED', 'Expected audio samples but the audio decoded to nothing');
+  if (samples.length === 0) throw new ProcessingError('Expected audio samples but the audio decoded to nothing');
   const audioSeconds = samples.length / sampleRate;
   signal?.throwIfAborted();
   const setupMs = performance.now() - r.started;
@@ -357,7 +341,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     maxFrames: allowedFrames(quotedFrames),
   };
   const limit = facePassLimit(req.syncMode, framesForSeconds(audioSeconds, fps));
-  const progress = throttle(req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS, req.onProgress);
+  const progress = throttle((p: LipsyncProgress) => req.onProgress?.(p), req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS);
   const detectTotal = Math.min(limit ?? Number.MAX_SAFE_INTEGER, estimatedFrames);
   const detectAt = req.activeSpeaker ? detectionSize(size) : letterboxSize(size, detector.manifest.input.size, detector.margin);
   const toFrame = toFramePixels(size, detectAt);
@@ -373,14 +357,14 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
         detector,
         ...(faceSignal === undefined ? {} : { signal: faceSignal }),
         onFrame: (done, observed) => {
-          progress({ stage: 'detecting faces', done, total: Math.max(done, detectTotal), unit: 'frames' });
+          progress.push({ stage: 'detecting faces', done, total: Math.max(done, detectTotal), unit: 'frames' });
           onObserved?.(observed);
         },
       }),
     detected: (pass) => {
       detecting = false;
-      progress({ stage: 'detecting faces', done: pass.frameCount, total: pass.frameCount, unit: 'frames' }, true);
-      if (pass.frameCount === 0) throw new JobError('LIPSYNC_FAILED', 'Expected video frames but the video decoded to none');
+      progress.push({ stage: 'detecting faces', done: pass.frameCount, total: pass.frameCount, unit: 'frames' }, true);
+      if (pass.frameCount === 0) throw new ProcessingError('Expected video frames but the video decoded to none');
     },
     plan: (videoFrames) => {
       const plan = planTimeline({ mode: req.syncMode, videoFrames, fps, audioSeconds });
@@ -410,7 +394,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
         ...(outputSignal === undefined ? {} : { signal: outputSignal }),
         // While detection runs ahead, its progress is the job's.
         onWritten: (done, final) => {
-          if (!detecting) progress({ stage: 'lip-syncing', done, total: plan.outputFrames, unit: 'frames' }, final);
+          if (!detecting) progress.push({ stage: 'lip-syncing', done, total: plan.outputFrames, unit: 'frames' }, final);
         },
       }),
     discardOutput: () => rm(r.partialPath, { force: true }),

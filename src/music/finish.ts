@@ -5,7 +5,7 @@
  * to the results store under `song-N.mp3` and `cover-N.jpg`.
  */
 import path from 'node:path';
-import { JobError, MUSIC_SONGS_PER_GENERATION } from '../jobs/index.js';
+import { ProcessingError, MUSIC_SONGS_PER_GENERATION } from '../jobs/index.js';
 import { normaliseCover, writeCover } from './cover.js';
 import { checkMp3, encodeMp3, type Mp3Options } from './mp3.js';
 import { songPrompt, songTags, songTitle } from './request.js';
@@ -22,7 +22,7 @@ export interface FinishOptions extends Mp3Options {
 
 export async function finishSongs(request: MusicRequest, raw: readonly RawSong[], opts: FinishOptions): Promise<Song[]> {
   if (raw.length < MUSIC_SONGS_PER_GENERATION) {
-    throw new JobError('GENERATION_FAILED', `Expected ${MUSIC_SONGS_PER_GENERATION} songs from the music backend but received ${raw.length}`);
+    throw new ProcessingError(`Expected ${MUSIC_SONGS_PER_GENERATION} songs from the music backend but received ${raw.length}`);
   }
   const songs: Song[] = [];
   for (const [index, song] of raw.slice(0, MUSIC_SONGS_PER_GENERATION).entries()) {
@@ -37,7 +37,7 @@ export async function finishSongs(request: MusicRequest, raw: readonly RawSong[]
     if (song.imagePath === undefined) await writeCover({ title, tags, taskId: opts.taskId, index }, coverPath);
     else {
       await normaliseCover(song.imagePath, coverPath).catch((cause: unknown) => {
-        throw new JobError('GENERATION_FAILED', `The music backend's cover image is not a readable image: ${(cause as Error).message}`, { cause });
+        throw new ProcessingError(`The music backend's cover image is not a readable image: ${(cause as Error).message}`, { cause });
       });
     }
     const audio = await opts.store(mp3Path, { name: `song-${n}`, ext: 'mp3' });

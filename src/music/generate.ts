@@ -1,10 +1,10 @@
 /**
  * One music job: the request from the validated job, the backend chosen for it, its raw songs,
- * then the shared finishing stage. Every failure here is GENERATION_FAILED (the spec's only
- * processing code for music), with a message that names what was missing.
+ * then the shared finishing stage. Failures are ProcessingErrors that name what was missing; the
+ * contract's edge (app/run-job.ts) gives them GENERATION_FAILED, the spec's only processing code for music.
  */
 import type { Logger } from 'pino';
-import { JobError, isJobError, type MusicInput } from '../jobs/index.js';
+import { ProcessingError, isExplainedFailure, type MusicInput } from '../jobs/index.js';
 import { chooseBackend } from './choose.js';
 import { finishSongs, type StoreFile } from './finish.js';
 import { toMusicRequest } from './request.js';
@@ -26,11 +26,11 @@ export interface MusicJobOptions {
 export async function generateMusicJob(input: MusicInput, opts: MusicJobOptions): Promise<MusicResult> {
   const request = toMusicRequest(input, { taskId: opts.taskId, seconds: opts.seconds });
   if (opts.backends.length === 0) {
-    throw new JobError('GENERATION_FAILED', 'No music backend is configured on this worker (MEDIA_WORKER_MUSIC_BACKENDS; docs/music.md)');
+    throw new ProcessingError('No music backend is configured on this worker (MEDIA_WORKER_MUSIC_BACKENDS; docs/music.md)');
   }
   const choice = await chooseBackend(opts.backends, request, opts.signal);
   if (choice.backend === undefined) {
-    throw new JobError('GENERATION_FAILED', `No music backend can serve this job: ${choice.passed.join('; ')}`);
+    throw new ProcessingError(`No music backend can serve this job: ${choice.passed.join('; ')}`);
   }
   const { backend } = choice;
   opts.logger.info({ backend: backend.name, passed: choice.passed, mode: request.mode, instrumental: request.instrumental }, 'music backend chosen');
@@ -40,8 +40,8 @@ export async function generateMusicJob(input: MusicInput, opts: MusicJobOptions)
     raw = await backend.generate(request, { dir: opts.dir, signal: opts.signal, logger: opts.logger, onProgress });
   } catch (err) {
     // Cancellation and the watchdog keep their own reason; the rest is the provider failing.
-    if (opts.signal.aborted || isJobError(err)) throw err;
-    throw new JobError('GENERATION_FAILED', `The ${backend.name} music backend failed: ${(err as Error).message}`, { cause: err });
+    if (opts.signal.aborted || isExplainedFailure(err)) throw err;
+    throw new ProcessingError(`The ${backend.name} music backend failed: ${(err as Error).message}`, { cause: err });
   }
   const songs = await finishSongs(request, raw, {
     dir: opts.dir,

@@ -4,7 +4,7 @@
  * duration is an estimate). Argument builders are pure; the processes run at the edge.
  */
 import path from 'node:path';
-import { JobError } from '../jobs/index.js';
+import { ProcessingError } from '../jobs/index.js';
 import { resolveFfmpeg, quietFfmpegArgs, safeFileInputArgs, safeInputArgs, probeMedia, runProcess, type ContainerKind } from '../media/index.js';
 import type { RawAudio } from './types.js';
 
@@ -54,10 +54,10 @@ export async function encodeMp3(audio: RawAudio, outputPath: string, opts: Mp3Op
   }
   const info = await probeMedia(audio.path, { accept: AUDIO_CONTAINERS, ...(opts.ffprobePath === undefined ? {} : { ffprobePath: opts.ffprobePath }) }).catch(
     (cause: unknown) => {
-      throw new JobError('GENERATION_FAILED', `The music backend returned audio that is not a readable audio file (${path.basename(audio.path)}): ${(cause as Error).message}`, { cause });
+      throw new ProcessingError(`The music backend returned audio that is not a readable audio file (${path.basename(audio.path)}): ${(cause as Error).message}`, { cause });
     },
   );
-  if (info.audio === undefined) throw new JobError('GENERATION_FAILED', 'The music backend returned a file without an audio stream');
+  if (info.audio === undefined) throw new ProcessingError('The music backend returned a file without an audio stream');
   await runProcess(ffmpeg, fileToMp3Args(audio.path, info.container, outputPath), signal);
 }
 
@@ -71,11 +71,11 @@ export interface CheckedMp3 {
 export async function checkMp3(mp3Path: string, opts: Mp3Options): Promise<CheckedMp3> {
   const info = await probeMedia(mp3Path, { accept: ['mp3'], ...(opts.ffprobePath === undefined ? {} : { ffprobePath: opts.ffprobePath }) });
   if (info.audio === undefined || info.audio.codec !== 'mp3') {
-    throw new JobError('GENERATION_FAILED', `Expected an mp3 audio stream in ${path.basename(mp3Path)} but ffprobe found ${info.audio?.codec ?? 'none'}`);
+    throw new ProcessingError(`Expected an mp3 audio stream in ${path.basename(mp3Path)} but ffprobe found ${info.audio?.codec ?? 'none'}`);
   }
   const ffmpeg = resolveFfmpeg(opts.ffmpegPath === undefined ? {} : { ffmpegPath: opts.ffmpegPath });
   const { stdout } = await runProcess(ffmpeg, decodeArgs(mp3Path), { ...(opts.signal === undefined ? {} : { signal: opts.signal }), maxStdoutBytes: 256 * 1024 * 1024 });
   const samples = stdout.length / (2 * PROBE_CHANNELS);
-  if (samples === 0) throw new JobError('GENERATION_FAILED', `The song ${path.basename(mp3Path)} decodes to no audio`);
+  if (samples === 0) throw new ProcessingError(`The song ${path.basename(mp3Path)} decodes to no audio`);
   return { duration: Math.round((samples / info.audio.sampleRate) * 1000) / 1000, sampleRate: info.audio.sampleRate };
 }

@@ -19,7 +19,7 @@ import { rename, rm } from 'node:fs/promises';
 import { getPriority, setPriority } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { type UpscaleResult, upscaleRgb, type LoadedSrModel, type SrModelLoader } from '../inference/index.js';
-import { JobError, VIDEO_UPSCALE_CONTAINERS, asJobError, checkVideo, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
+import { JobError, VIDEO_UPSCALE_CONTAINERS, checkVideo, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
 import { allowedFrames, resolveFfmpeg, spawnProcess, type MediaInfo, type PathNames, type VideoStreamInfo } from '../media/index.js';
 import {
   type AudioPlan,
@@ -379,12 +379,13 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
 }
 
 /**
- * A failure of the video upscale as the job's error: a decoder that could not decode the file is
- * the input's fault (PROBE_FAILED); the rest is UPSCALE_FAILED, retryable where the failure says so.
+ * A failure of the video upscale: a decoder that could not decode the file is the input's fault
+ * (PROBE_FAILED); the rest stays a processing failure, which the contract's edge (app/run-job.ts)
+ * makes UPSCALE_FAILED, retryable where the failure says so.
  */
-export function upscaleFailure(error: unknown): JobError {
+export function upscaleFailure(error: unknown): unknown {
   if (error instanceof FfmpegFailure && error.inputFault) return new JobError('PROBE_FAILED', error.message, { cause: error });
-  return asJobError(error, 'video', 'Video upscaling failed');
+  return error;
 }
 
 /**

@@ -32,7 +32,8 @@ export function capabilities(host: HostFacts, state: WorkerState, kinds: Readonl
     instance: host.instance,
     version: host.version,
     protocol: PROTOCOL_VERSION,
-    state,
+    // A failed worker's connection is closed: it answers nobody, and the wire knows no such state.
+    state: state === 'failed' ? 'stopped' : state,
     hardwareClass: host.hardwareClass ?? null,
     executionProvider: host.executionProvider ?? null,
     kinds: perKind,

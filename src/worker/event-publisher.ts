@@ -10,6 +10,7 @@ import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { type TerminalEvent, eventMsgId, eventSubject, protocolHeaders } from '../protocol/index.js';
+import { sleep } from './sleep.js';
 
 /** JetStream API codes that mean "this task already has its event". */
 const ALREADY_PUBLISHED_CODES = new Set([
@@ -75,7 +76,7 @@ export class EventPublisher {
         if (this.nc.isClosed() || Date.now() >= deadline) throw err;
         const waitMs = Math.min(200 * 2 ** (attempt - 1), 2000, Math.max(0, deadline - Date.now()));
         this.logger.warn({ err, attempt, waitMs }, `Could not ${what}; retrying`);
-        await new Promise((resolve) => setTimeout(resolve, waitMs));
+        await sleep(waitMs);
       }
     }
   }

@@ -17,7 +17,18 @@ import type { JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { JobError } from '../errors.js';
-import { expectedText, expectedValue, asJobError, checkJobEnvelope, kindOfModel, type JobKind, parseJob, type Job } from '../jobs/index.js';
+import {
+  asJobError,
+  checkJobEnvelope,
+  deadlineError,
+  expectedText,
+  expectedValue,
+  kindOfModel,
+  parseJob,
+  type Job,
+  type JobKind,
+  type StopReason,
+} from '../jobs/index.js';
 import {
   MSG_ID_HEADER,
   PROTOCOL_HEADER,
@@ -34,10 +45,11 @@ import {
 import type { RunningTasks } from './cancel.js';
 import type { EventPublisher } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
-import { decideFailure, watchdogError } from './outcome.js';
-import { createProgressReporter } from './progress.js';
+import { decideFailure } from './outcome.js';
+import { createProgressPublisher } from './progress.js';
 import { queueAgeError, queueAgeMs } from './queue-age.js';
 import { resultLifetimeMs } from './results.js';
+import { sleep } from './sleep.js';
 import type { WorkerSettings } from './settings.js';
 import type { JobExecutor, JobOutput } from './types.js';
 
@@ -267,12 +279,19 @@ function runExecutor(
   controller: AbortController,
 ): Execution {
   const heartbeat = startHeartbeat(msg, rt.settings.heartbeatMs);
+  // Why the job was stopped, if it was: decided here, where the stop is, and read back by fromStop.
+  let stopped: StopReason | undefined;
+  const stop = (reason: StopReason): void => {
+    if (stopped !== undefined || controller.signal.aborted) return;
+    stopped = reason;
+    controller.abort(reason.why === 'drain' ? rt.drainSignal.reason : reason.error);
+  };
   const limitMs = rt.settings.watchdogMs[kind];
-  const watchdog = setTimeout(() => controller.abort(watchdogError(kind, limitMs)), limitMs);
-  const onDrain = (): void => controller.abort(rt.drainSignal.reason);
+  const watchdog = setTimeout(() => stop({ why: 'deadline', error: deadlineError(kind, limitMs) }), limitMs);
+  const onDrain = (): void => stop({ why: 'drain' });
   rt.drainSignal.addEventListener('abort', onDrain, { once: true });
   if (rt.drainSignal.aborted) onDrain();
-  const progress = createProgressReporter(rt.nc, taskId, job.model, rt.settings.progressIntervalMs);
+  const progress = createProgressPublisher(rt.nc, taskId, job.model, rt.settings.progressIntervalMs);
 
   let executorDone = false;
   const execution = Promise.resolve()
@@ -293,16 +312,18 @@ function runExecutor(
     });
 
   const aborted = new Promise<'aborted'>((resolve) => controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true }));
-  const fromAbort = (): ExecutionOutcome => {
-    const reason: unknown = controller.signal.reason;
-    return reason instanceof JobError ? { type: 'failed', error: reason } : { type: 'interrupted' };
+  const fromStop = (): ExecutionOutcome => {
+    // A stop decided here (deadline, drain) is recorded; the run's controller is aborted from
+    // elsewhere only by a cancellation (cancel.ts, RunningTasks.abort), always with its CANCELLED JobError.
+    const reason: StopReason = stopped ?? { why: 'cancel', error: controller.signal.reason as JobError };
+    return reason.why === 'drain' ? { type: 'interrupted' } : { type: 'failed', error: reason.error };
   };
   const outcome = Promise.race([
     execution.then(
       (output): ExecutionOutcome => ({ type: 'completed', output }),
-      (err: unknown): ExecutionOutcome => (controller.signal.aborted ? fromAbort() : { type: 'failed', error: asJobError(err, kind) }),
+      (err: unknown): ExecutionOutcome => (controller.signal.aborted ? fromStop() : { type: 'failed', error: asJobError(err, kind) }),
     ),
-    aborted.then(fromAbort),
+    aborted.then(fromStop),
   ]).finally(() => {
     clearTimeout(watchdog);
     rt.drainSignal.removeEventListener('abort', onDrain);
@@ -397,10 +418,6 @@ async function withHeartbeat<T>(msg: JsMsg, intervalMs: number, work: Promise<T>
 function readCredits(body: unknown): number | undefined {
   const credits = bodyField(body, 'credits');
   return typeof credits === 'number' && Number.isSafeInteger(credits) && credits >= 0 ? credits : undefined;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 /**

@@ -27,21 +27,10 @@ export function decideFailure(given: JobError, attempt: number, maxDeliver: numb
   return { action: 'fail', error: exhausted };
 }
 
-/** The failure of a job that ran past its kind's time limit (lip-sync: LIPSYNC_FAILED after 4 minutes). */
-export function watchdogError(kind: JobKind, limitMs: number): JobError {
-  return new JobError(KIND_FAILURE_CODE[kind], `Processing took longer than ${formatLimit(limitMs)}, the limit for ${kind} jobs`);
-}
-
 /** The failure of a job whose every delivery was lost (worker killed, heartbeats stopped). */
 export function deliveriesExhaustedError(kind: JobKind | undefined, deliveries: number): JobError {
   const code = kind === undefined ? 'INTERNAL_ERROR' : KIND_FAILURE_CODE[kind];
   return new JobError(code, `No worker finished the job in ${deliveries} deliveries`, { retryable: true });
-}
-
-function formatLimit(ms: number): string {
-  if (ms % 60_000 === 0) return `${ms / 60_000} minute${ms === 60_000 ? '' : 's'}`;
-  if (ms % 1000 === 0) return `${ms / 1000} seconds`;
-  return `${ms} ms`;
 }
 
 /**

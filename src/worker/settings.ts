@@ -135,7 +135,7 @@ export const WORKER_SETTINGS = {
     env: 'WORKER_WATCHDOG_MS',
     schema: perKind('a positive integer', { image: 15 * MINUTE, video: 30 * MINUTE, lipsync: 4 * MINUTE, music: 10 * MINUTE }, 1),
     default: `image=${15 * MINUTE},video=${30 * MINUTE},lipsync=${4 * MINUTE},music=${10 * MINUTE}`,
-    doc: 'Longest processing time per kind before the job fails (lip-sync: 4 minutes, spec section 8).',
+    doc: 'Longest processing time per kind before the job fails (lip-sync: 4 minutes, spec section 8); `run` and the per-kind commands apply the same limits.',
   }),
   maxQueueAgeMs: setting({
     env: 'WORKER_MAX_QUEUE_AGE_MS',

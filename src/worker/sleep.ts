@@ -1,13 +1,17 @@
-/** Waits `ms`, or less when `signal` aborts first; never rejects (a loop checks the signal itself). */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/**
+ * Waits `ms`, or less when `signal` aborts first; never rejects (a loop checks the signal itself).
+ * The timer does not keep the process alive: a daemon lives by its connection and servers, and a
+ * wait should never be what holds a stopping process.
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
+    if (signal?.aborted === true) return resolve();
+    const timer = setTimeout(done, ms).unref();
     function done(): void {
       clearTimeout(timer);
-      signal.removeEventListener('abort', done);
+      signal?.removeEventListener('abort', done);
       resolve();
     }
-    signal.addEventListener('abort', done, { once: true });
+    signal?.addEventListener('abort', done, { once: true });
   });
 }

@@ -39,4 +39,4 @@ export type JobExecutor = (job: Job, ctx: JobContext) => Promise<JobOutput>;
 /** Validates, probes and prices without processing; throws JobError. Backs the quote service. */
 export type QuoteFunction = (job: Job, signal: AbortSignal) => Promise<Quote>;
 
-export type WorkerState = 'starting' | 'running' | 'draining' | 'stopped';
+export type { WorkerState } from './lifecycle.js';

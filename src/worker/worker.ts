@@ -1,8 +1,8 @@
 /**
- * The daemon's lifecycle: starting (connect, streams and consumers, services) -> running (one pull
- * loop per slot) -> draining (no new pulls; running jobs finish within the grace period or are
- * handed back) -> stopped (connection drained). SIGTERM handling belongs to the caller, which
- * calls stop().
+ * The daemon: starting (connect, streams and consumers, services) -> running (one pull loop per
+ * slot) -> draining (no new pulls; running jobs finish within the grace period or are handed back)
+ * -> stopped (connection drained), or failed when the connection closes for good (lifecycle.ts says
+ * which state follows which event). SIGTERM handling belongs to the caller, which calls stop().
  */
 import { jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
@@ -21,7 +21,8 @@ import { createResultStore, type ResultStore } from './results.js';
 import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 import type { WorkerSettings } from './settings.js';
 import { ensureTopology } from './topology.js';
-import type { JobExecutor, QuoteFunction, WorkerState } from './types.js';
+import type { JobExecutor, QuoteFunction } from './types.js';
+import { isLive, nextState, type LifecycleEvent, type WorkerState } from './lifecycle.js';
 import { sleep } from './sleep.js';
 
 export interface WorkerDeps {
@@ -76,14 +77,19 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
   const logger = deps.logger;
   const metrics = deps.metrics ?? workerMetrics();
   let state: WorkerState = 'starting';
+  const advance = (event: LifecycleEvent): void => {
+    state = nextState(state, event);
+  };
   let connected = true;
 
   const nc = await connectNats(settings);
   let health: HealthServer | undefined;
   let quoteService: QuoteService | undefined;
-  let stopSweeper: (() => void) | undefined;
-  let stopReadiness: (() => void) | undefined;
-  let stopLeftoverSweep: (() => void) | undefined;
+  // What runs beside the pull loops (sweepers, readiness checks), stopped together however the worker ends.
+  const timers: (() => void)[] = [];
+  const stopTimers = (): void => {
+    for (const stopTimer of timers.splice(0)) stopTimer();
+  };
   let abortListener: Subscription | undefined;
   const stopPulling = new AbortController();
   const drain = new AbortController();
@@ -98,7 +104,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
 
     const availability = new Availability({ slots: settings.concurrency, checks: deps.readiness ?? {}, metrics, logger: logger.child({ component: 'readiness' }) });
     health = await startHealthServer(settings.healthHost, settings.healthPort, metrics.registry, {
-      live: () => state !== 'stopped',
+      live: () => isLive(state),
       notReadyReason: () =>
         state !== 'running' ? `worker is ${state}` : !connected ? 'NATS connection lost; reconnecting' : availability.notReadyReason(),
       kinds: () => availability.status(),
@@ -106,14 +112,14 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
     // Before any pull: what a killed worker left is reclaimed, and each kind is checked.
     await sweepLeftoversOnce(deps.sweepLeftovers, metrics, logger);
     await availability.refresh();
-    stopReadiness = availability.start(settings.readinessIntervalMs);
+    timers.push(availability.start(settings.readinessIntervalMs));
     if (deps.sweepLeftovers) {
       const sweep = deps.sweepLeftovers;
       const timer = setInterval(() => void sweepLeftoversOnce(sweep, metrics, logger), settings.leftoverSweepIntervalMs);
       timer.unref();
-      stopLeftoverSweep = () => clearInterval(timer);
+      timers.push(() => clearInterval(timer));
     }
-    stopSweeper = results.startSweeper(settings.sweepIntervalMs);
+    timers.push(results.startSweeper(settings.sweepIntervalMs));
 
     const runtime: Runtime = {
       settings,
@@ -175,7 +181,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
           await handleJobMessage(runtime, msg, kind);
         };
         const onUnready = (withdraw: () => void): (() => void) => availability.onUnready((k) => k === kind && withdraw());
-        loops.push(pullLoop(consumer, settings.pullExpiresMs, pulling, stopPulling.signal, slotLogger, nc, handle, ready, onUnready));
+        loops.push(pullLoop({ consumer, expiresMs: settings.pullExpiresMs, pulling, stopSignal: stopPulling.signal, logger: slotLogger, nc, handle, ready, onUnready }));
       }
     }
     const advisoryRuntime: AdvisoryRuntime = {
@@ -189,7 +195,15 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
     };
     const advisories = await js.consumers.get(settings.advisoriesStream, advisoriesConsumerName(settings.consumerPrefix));
     loops.push(
-      pullLoop(advisories, settings.pullExpiresMs, pulling, stopPulling.signal, advisoryRuntime.logger, nc, (msg) => handleAdvisory(advisoryRuntime, msg)),
+      pullLoop({
+        consumer: advisories,
+        expiresMs: settings.pullExpiresMs,
+        pulling,
+        stopSignal: stopPulling.signal,
+        logger: advisoryRuntime.logger,
+        nc,
+        handle: (msg) => handleAdvisory(advisoryRuntime, msg),
+      }),
     );
 
     void watchConnection(nc, (up) => {
@@ -197,7 +211,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       logger[up ? 'info' : 'warn'](up ? 'NATS connection restored' : 'NATS connection lost; reconnecting');
     });
 
-    state = 'running';
+    advance('started');
     logger.info(
       {
         concurrency: settings.concurrency,
@@ -213,7 +227,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
     let stopping: Promise<void> | undefined;
     const stop = (): Promise<void> => {
       stopping ??= (async () => {
-        state = 'draining';
+        advance('drain');
         logger.info({ graceMs: settings.drainGraceMs }, 'Draining: no new jobs; running jobs may finish within the grace period');
         stopPulling.abort();
         const grace = setTimeout(() => drain.abort(new DOMException('The worker is draining', 'AbortError')), settings.drainGraceMs);
@@ -221,15 +235,13 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
         // flushed): only then may the connection drain (an ack sent after drain() began is lost).
         await Promise.allSettled(loops);
         clearTimeout(grace);
-        stopSweeper?.();
-        stopReadiness?.();
-        stopLeftoverSweep?.();
+        stopTimers();
         await quoteService?.stop().catch((err: unknown) => logger.warn({ err }, 'Quote service did not stop cleanly'));
         abortListener?.unsubscribe();
         await nc.flush().catch(() => undefined);
         await nc.drain().catch(() => undefined);
         await health?.close();
-        state = 'stopped';
+        advance('drained');
         logger.info('Worker stopped');
       })();
       return stopping;
@@ -238,12 +250,10 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
     const stopped = nc.closed().then(async (err) => {
       if (stopping) return stopping;
       // Closed without stop(): authentication revoked, or the server refused us for good.
-      state = 'stopped';
+      advance('closed');
       stopPulling.abort();
       drain.abort(new DOMException('The NATS connection closed', 'AbortError'));
-      stopSweeper?.();
-      stopReadiness?.();
-      stopLeftoverSweep?.();
+      stopTimers();
       await health?.close();
       logger.fatal({ err }, 'NATS connection closed; worker stopped');
       throw err instanceof Error ? err : new Error('NATS connection closed');
@@ -264,9 +274,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
     };
   } catch (err) {
     stopPulling.abort();
-    stopSweeper?.();
-    stopReadiness?.();
-    stopLeftoverSweep?.();
+    stopTimers();
     await quoteService?.stop().catch(() => undefined);
     await health?.close();
     await nc.close().catch(() => undefined);
@@ -280,17 +288,25 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
  * withdrawn (its subscription closed, so the server stops offering it messages): a job offered to
  * a draining worker would burn one of its deliveries. One that arrives anyway is handed back.
  */
-async function pullLoop(
-  consumer: Consumer,
-  expiresMs: number,
-  pulling: () => boolean,
-  stopSignal: AbortSignal,
-  logger: Logger,
-  nc: NatsConnection,
-  handle: (msg: JsMsg) => Promise<void>,
-  ready: () => Promise<boolean> = () => Promise.resolve(true),
-  onUnready?: (withdraw: () => void) => () => void,
-): Promise<void> {
+interface PullLoop {
+  consumer: Consumer;
+  /** Lifetime of one pull request. */
+  expiresMs: number;
+  /** False once the worker stops pulling (drain). */
+  pulling: () => boolean;
+  /** Aborted when the drain begins: the pending pull is withdrawn. */
+  stopSignal: AbortSignal;
+  logger: Logger;
+  nc: NatsConnection;
+  handle: (msg: JsMsg) => Promise<void>;
+  /** Waits until the kind may be pulled; false ends the loop. */
+  ready?: () => Promise<boolean>;
+  /** Registers a withdrawal for when the kind becomes unable to run here; returns its removal. */
+  onUnready?: (withdraw: () => void) => () => void;
+}
+
+async function pullLoop(loop: PullLoop): Promise<void> {
+  const { consumer, expiresMs, pulling, stopSignal, logger, nc, handle, ready = () => Promise.resolve(true), onUnready } = loop;
   let pending: ConsumerMessages | undefined;
   const withdraw = (): void => pending?.stop();
   stopSignal.addEventListener('abort', withdraw, { once: true });

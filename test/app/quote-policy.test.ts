@@ -34,10 +34,11 @@ describe('the quote policy from the settings', () => {
     expect(() => loadConfig({ MEDIA_WORKER_MAX_ESTIMATE_PERCENT: '101' })).toThrow(/MEDIA_WORKER_MAX_ESTIMATE_PERCENT/);
   });
 
-  it('time limits are the watchdog per kind in seconds; lip-sync also its own processing limit', () => {
-    const limits = timeLimitsFromEnv({ WORKER_WATCHDOG_MS: 'video=600000,lipsync=300000' });
-    const p = quotePolicy(loadConfig({ MEDIA_WORKER_LIPSYNC_TIMEOUT_MS: '120000' }), limits);
-    expect(p.timeLimitSeconds).toMatchObject({ video: 600, image: 900, lipsync: 120 });
+  it('time limits are the watchdog per kind in seconds, lip-sync\'s included (one limit per kind)', () => {
+    const limits = timeLimitsFromEnv({ WORKER_WATCHDOG_MS: 'video=600000,lipsync=120000' });
+    const p = quotePolicy(loadConfig({}), limits);
+    expect(p.timeLimitSeconds).toMatchObject({ video: 600, image: 900, lipsync: 120, music: 600 });
+    expect(quotePolicy(loadConfig({}), timeLimitsFromEnv({})).timeLimitSeconds.lipsync).toBe(240);
   });
 
   it('the hardware class: auto follows the first execution provider; cores follow MEDIA_WORKER_THREADS', () => {

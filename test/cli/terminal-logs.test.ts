@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatLogLine } from '../../src/cli/human-log.js';
-import { createProgressReporter } from '../../src/cli/progress.js';
+import { createTerminalProgress } from '../../src/cli/progress.js';
 import { createTerminalLine } from '../../src/cli/terminal.js';
 import { createLogger } from '../../src/logger.js';
 
@@ -42,13 +42,13 @@ describe('the progress bar and log lines share stderr', () => {
   it('the reporter draws through it; on a pipe it writes whole lines', () => {
     const tty = fakeStream(true);
     let t = 0;
-    const bar = createProgressReporter(tty.stream, { now: () => (t += 1000) });
-    bar.update({ stage: 'upscaling', done: 1, total: 2, unit: 'tiles' });
-    bar.finish('done');
+    const bar = createTerminalProgress(tty.stream, { now: () => (t += 1000) });
+    bar.report({ stage: 'upscaling', done: 1, total: 2, unit: 'tiles' });
+    bar.close('done');
     expect(tty.written()).toMatch(/^\r\x1b\[2Kupscaling \[#+\.+\] 50\.0% 1\/2 tiles.*\r\x1b\[2Kdone \(\d+\.\ds\)\n$/);
     const pipe = fakeStream(false);
-    const plain = createProgressReporter(pipe.stream, { now: () => (t += 1000) });
-    plain.update({ stage: 'upscaling', done: 2, total: 2, unit: 'tiles' });
+    const plain = createTerminalProgress(pipe.stream, { now: () => (t += 1000) });
+    plain.report({ stage: 'upscaling', done: 2, total: 2, unit: 'tiles' });
     expect(pipe.written()).toMatch(/^upscaling 100\.0% 2\/2 tiles .*\n$/);
     expect(pipe.written()).not.toContain('\x1b');
   });

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobError } from '../../src/errors.js';
+import { ProcessingError } from '../../src/errors.js';
 import { audioFitFilter, decodeAudio, decodeAudioArgs, ffmpegSeconds, fitSamples } from '../../src/lipsync/index.js';
 import type { ContainerKind } from '../../src/media/index.js';
 import { ffmpeg, makeClip, makeTempDir } from '../media/helpers.js';
@@ -138,13 +138,12 @@ describe('decodeAudio', () => {
     expect(samples.length).toBe(8000);
   });
 
-  it('fails with LIPSYNC_FAILED when the file has no audio stream', async () => {
+  it('fails with a processing failure (LIPSYNC_FAILED for the job) when the file has no audio stream', async () => {
     const path = await makeClip(join(dir, 'silent.mp4'), { seconds: 0.2 });
     const error = await decodeAudio({ path, container: 'mp4' }).catch((err: unknown) => err);
-    expect(error).toBeInstanceOf(JobError);
-    expect((error as JobError).code).toBe('LIPSYNC_FAILED');
-    expect((error as JobError).retryable).toBe(false);
-    expect((error as JobError).message).toBe('The audio could not be decoded: it has no audio stream');
+    expect(error).toBeInstanceOf(ProcessingError);
+    expect((error as ProcessingError).retryable).toBe(false);
+    expect((error as ProcessingError).message).toBe('The audio could not be decoded: it has no audio stream');
   });
 
   it('rejects with the abort reason when cancelled', async () => {

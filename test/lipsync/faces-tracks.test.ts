@@ -12,7 +12,7 @@ import {
   type FaceTrack,
   type RgbFrame,
 } from '../../src/lipsync/index.js';
-import { JobError } from '../../src/errors.js';
+import { ProcessingError } from '../../src/errors.js';
 import { ASTRONAUT, decodeFrames, requireMegamind, saveWithBoxes, toFrame } from './faces-helpers.js';
 
 describe('faces of a whole video', () => {
@@ -69,19 +69,19 @@ describe('faces of a whole video', () => {
     expect(driven.boxes.map((b) => (b === undefined ? '.' : '#')).join('')).toBe(`${'#'.repeat(10)}${'.'.repeat(12)}${'#'.repeat(10)}`);
   });
 
-  it('fails with LIPSYNC_FAILED when the video has no face at all', async () => {
+  it('fails with a processing failure (LIPSYNC_FAILED for the job) when the video has no face at all', async () => {
     // ffmpeg's test pattern (moving colour bars, a clock, text): busy, and no face.
     const frames = await decodeFrames('testsrc2=size=320x240:rate=10:duration=2', { lavfi: true });
     expect(frames).toHaveLength(20);
     const result = await detectFaceTracks(frames, detector);
     expect(result.tracks).toEqual([]);
     const attempt = (): unknown => chooseDrivenFaces(result, { activeSpeaker: false });
-    expect(attempt).toThrow(JobError);
+    expect(attempt).toThrow(ProcessingError);
     expect(attempt).toThrow(`Expected a face to drive but no face was found in the video (${frames.length} frames searched)`);
     try {
       attempt();
     } catch (error) {
-      expect(error).toMatchObject({ code: 'LIPSYNC_FAILED', status: 500, retryable: false });
+      expect(error).toMatchObject({ name: 'ProcessingError', retryable: false });
     }
   });
 

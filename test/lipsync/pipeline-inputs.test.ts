@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache } from '../../src/inference/index.js';
-import { JobError } from '../../src/errors.js';
+import { ProcessingError } from '../../src/errors.js';
 import {
   lipsyncFile,
   type LipsyncRequest,
@@ -120,7 +120,7 @@ describe('lip-sync pipeline inputs', () => {
     const req = await request(clip, 'too-long.mp4', { syncMode: 'loop', audioInfo: { ...speech.info, durationSeconds: 300 } });
     await expect(lipsyncFile(req, deps)).rejects.toMatchObject({ code: 'INPUT_TOO_LARGE', message: expect.stringContaining('at most 240 s') });
     // cut_off follows the shorter input: the same audio is fine there (it fails later, on the missing face).
-    await expect(lipsyncFile({ ...req, syncMode: 'cut_off' }, deps)).rejects.toMatchObject({ code: 'LIPSYNC_FAILED', message: expect.stringMatching(/no face/) });
+    await expect(lipsyncFile({ ...req, syncMode: 'cut_off' }, deps)).rejects.toMatchObject({ name: 'ProcessingError', message: expect.stringMatching(/no face/) });
   });
 
   describe('the backstop: inputs that changed after their quote', () => {
@@ -148,11 +148,11 @@ describe('lip-sync pipeline inputs', () => {
     });
   });
 
-  it('fails with LIPSYNC_FAILED when the video shows no face, leaving nothing behind', async () => {
+  it('fails with a processing failure (LIPSYNC_FAILED for the job) when the video shows no face, leaving nothing behind', async () => {
     const clip = await patternClip(path.join(dir, 'pattern.mp4'), 1);
     const attempt = lipsyncFile(await request(clip, 'pattern-out.mp4'), deps);
-    await expect(attempt).rejects.toBeInstanceOf(JobError);
-    await expect(attempt).rejects.toMatchObject({ code: 'LIPSYNC_FAILED', status: 500, message: expect.stringMatching(/no face was found in the video \(25 frames searched\)/) });
+    await expect(attempt).rejects.toBeInstanceOf(ProcessingError);
+    await expect(attempt).rejects.toMatchObject({ name: 'ProcessingError', message: expect.stringMatching(/no face was found in the video \(25 frames searched\)/) });
     expect((await readdir(dir)).filter((f) => f.startsWith('pattern-out') || f.includes('.partial'))).toEqual([]);
     expect(await childProcesses()).toEqual([]);
   });
@@ -161,7 +161,7 @@ describe('lip-sync pipeline inputs', () => {
     const clip = await patternClip(path.join(dir, 'unused.mp4'), 1);
     const attempt = lipsyncFile(await request(clip, 'no-weights.mp4'), { sessions });
     await expect(attempt).rejects.toMatchObject({
-      code: 'LIPSYNC_FAILED',
+      name: 'ProcessingError',
       message: expect.stringMatching(/^Expected lip-sync weights wav2lip for vendor-lipsync-2 but they are not installed .*install-lipsync-model.* or select the test model explicitly/),
     });
     expect((await readdir(dir)).filter((f) => f.startsWith('no-weights'))).toEqual([]);

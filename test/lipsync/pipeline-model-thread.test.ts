@@ -68,7 +68,7 @@ describe('the lip-sync network on a worker thread', () => {
 
   it('fails as the loader does when the weights are not installed', async () => {
     await expect(loadThreadedLipsyncModel('vendor-lipsync-3', { sessions })).rejects.toMatchObject({
-      code: 'LIPSYNC_FAILED',
+      name: 'ProcessingError',
       message: expect.stringMatching(/^Expected lip-sync weights wav2lip for vendor-lipsync-3 but they are not installed/),
     });
   });

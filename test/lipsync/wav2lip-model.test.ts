@@ -4,7 +4,7 @@ import path from 'node:path';
 import ort from 'onnxruntime-node';
 import sharp, { type Sharp } from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobError } from '../../src/errors.js';
+import { ProcessingError } from '../../src/errors.js';
 import { sha256Hex, parseManifest, type LipsyncManifest, ensureModelFile, forgetVerifiedModels, getManifest, ModelIntegrityError, ModelRegistryError, sha256File, SessionCache, buildWav2LipTestModel, TEST_MOUTH } from '../../src/inference/index.js';
 import {
   DEFAULT_LIPSYNC_MODEL_MAPPING,
@@ -173,10 +173,10 @@ describe('which weights serve which model id', () => {
     expect(DEFAULT_LIPSYNC_MODEL_MAPPING).toEqual({ 'vendor-lipsync-2': 'wav2lip', 'vendor-lipsync-2-pro': 'wav2lip', 'vendor-lipsync-3': 'wav2lip' });
   });
 
-  it('fails a job with LIPSYNC_FAILED naming what to install when the real weights are not installed', async () => {
+  it('fails a job with a processing failure (LIPSYNC_FAILED for the job) naming what to install when the real weights are not installed', async () => {
     const attempt = loadLipsyncModel('vendor-lipsync-2-pro', { sessions, registry: { modelsDir: dir } });
-    await expect(attempt).rejects.toThrow(JobError);
-    await expect(attempt).rejects.toMatchObject({ code: 'LIPSYNC_FAILED', retryable: false });
+    await expect(attempt).rejects.toThrow(ProcessingError);
+    await expect(attempt).rejects.toMatchObject({ name: 'ProcessingError', retryable: false });
     await expect(attempt).rejects.toThrow(
       'Expected lip-sync weights wav2lip for vendor-lipsync-2-pro but they are not installed (no manifest): install real Wav2Lip ONNX weights with ' +
         'node dist/scripts/install-lipsync-model.js --url URL --sha256 HEX run with the worker\'s environment (it writes where MEDIA_WORKER_MODELS_DIR and MEDIA_WORKER_MODEL_FILES_DIR point), or select the test model explicitly (mapping vendor-lipsync-2-pro to wav2lip-test; it does not lip-sync)',

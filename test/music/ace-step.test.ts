@@ -93,9 +93,9 @@ describe('the ace-step backend', () => {
     expect((await readFile(first.audio.path)).equals(song)).toBe(true);
   });
 
-  it('fails with GENERATION_FAILED when the task fails, is stuck, or answers nonsense', async () => {
+  it('fails with a processing failure (GENERATION_FAILED for the job) when the task fails, is stuck, or answers nonsense', async () => {
     scriptQuery([{ status: 2, result: JSON.stringify([{ file: '', wave: '', status: 2, prompt: '', lyrics: '', metas: {}, progress: 0.4, stage: 'dit', error: 'CUDA out of memory' }]) }]);
-    await expect(backend().generate(simple, ctx())).rejects.toMatchObject({ code: 'GENERATION_FAILED', message: 'ACE-Step reported the task failed: CUDA out of memory' });
+    await expect(backend().generate(simple, ctx())).rejects.toMatchObject({ name: 'ProcessingError', message: 'ACE-Step reported the task failed: CUDA out of memory' });
     scriptQuery([{ status: 1, result: JSON.stringify([{ ...entry(''), file: '' }]) }]);
     await expect(backend().generate(simple, ctx())).rejects.toMatchObject({ message: 'ACE-Step succeeded with 0 audio files instead of 2' });
     scriptQuery([{ status: 0 }]);

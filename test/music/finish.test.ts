@@ -90,16 +90,16 @@ describe('finishing the songs', () => {
     expect(ffprobe(path.join(out, 'song-1.mp3'))).toEqual({ format: 'mp3', codec: 'mp3' });
   });
 
-  it('fails with GENERATION_FAILED for fewer than two songs or audio that is not audio', async () => {
+  it('fails with a processing failure (GENERATION_FAILED for the job) for fewer than two songs or audio that is not audio', async () => {
     const request = toMusicRequest({ custom_mode: false, prompt: 'x', instrumental: true }, { taskId: 'fin-3', seconds: 1 });
     await expect(finishSongs(request, [{ audio: { kind: 'pcm', sampleRate: 32000, channels: 1, samples: tone(1, 100) } }], { dir, taskId: 'fin-3', store })).rejects.toMatchObject({
-      code: 'GENERATION_FAILED',
+      name: 'ProcessingError',
       message: 'Expected 2 songs from the music backend but received 1',
     });
     const junk = path.join(dir, 'junk.mp3');
     await sharp({ create: { width: 4, height: 4, channels: 3, background: '#000' } }).png().toFile(junk);
     const song: RawSong = { audio: { kind: 'file', path: junk } };
-    await expect(finishSongs(request, [song, song], { dir, taskId: 'fin-3', store })).rejects.toMatchObject({ code: 'GENERATION_FAILED' });
+    await expect(finishSongs(request, [song, song], { dir, taskId: 'fin-3', store })).rejects.toMatchObject({ name: 'ProcessingError' });
   });
 });
 

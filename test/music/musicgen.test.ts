@@ -122,9 +122,9 @@ describe('the musicgen backend', () => {
     expect(Math.max(...progress.map((p) => p.done ?? 0))).toBe(3);
   });
 
-  it('refuses lyrics with GENERATION_FAILED', async () => {
+  it('refuses lyrics with a processing failure (GENERATION_FAILED for the job)', async () => {
     const request = toMusicRequest({ custom_mode: true, title: 'T', style: 'pop', lyrics: '[Verse] hi', instrumental: false }, { taskId: 'mg-3', seconds: 1 });
-    await expect(backend.generate(request, ctx())).rejects.toMatchObject({ code: 'GENERATION_FAILED', message: expect.stringContaining('cannot sing lyrics') });
+    await expect(backend.generate(request, ctx())).rejects.toMatchObject({ name: 'ProcessingError', message: expect.stringContaining('cannot sing lyrics') });
   });
 
   it('is not ready without installed weights, and names what is missing', async () => {
@@ -132,7 +132,7 @@ describe('the musicgen backend', () => {
     const readiness = await absent.readiness();
     expect(readiness).toMatchObject({ ready: false, reason: expect.stringContaining('onnx/decoder_model_merged.onnx') });
     const request = toMusicRequest({ custom_mode: false, prompt: 'x', instrumental: true }, { taskId: 'mg-4', seconds: 1 });
-    await expect(absent.generate(request, ctx())).rejects.toMatchObject({ code: 'GENERATION_FAILED', message: expect.stringContaining('MusicGen weights are not installed') });
+    await expect(absent.generate(request, ctx())).rejects.toMatchObject({ name: 'ProcessingError', message: expect.stringContaining('MusicGen weights are not installed') });
   });
 
   it('refuses a folder whose file does not match its recorded sha256', async () => {
@@ -142,6 +142,6 @@ describe('the musicgen backend', () => {
     await writeFile(config, (await readFile(config, 'utf8')).replace('"top_k"', '"top_k" ').replace('32000', '16000'));
     const tampered = new MusicgenBackend({ dir: folder });
     const request = toMusicRequest({ custom_mode: false, prompt: 'x', instrumental: true }, { taskId: 'mg-5', seconds: 1 });
-    await expect(tampered.generate(request, ctx())).rejects.toMatchObject({ code: 'GENERATION_FAILED', message: expect.stringContaining('expects') });
+    await expect(tampered.generate(request, ctx())).rejects.toMatchObject({ name: 'ProcessingError', message: expect.stringContaining('expects') });
   });
 });

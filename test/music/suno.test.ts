@@ -106,10 +106,10 @@ describe('the suno-compatible backend', () => {
     expect((await readFile(first.imagePath)).equals(cover)).toBe(true);
   });
 
-  it.each(['CREATE_TASK_FAILED', 'GENERATE_AUDIO_FAILED', 'CALLBACK_EXCEPTION', 'SENSITIVE_WORD_ERROR'])('fails with GENERATION_FAILED on %s', async (status) => {
+  it.each(['CREATE_TASK_FAILED', 'GENERATE_AUDIO_FAILED', 'CALLBACK_EXCEPTION', 'SENSITIVE_WORD_ERROR'])('fails with a processing failure (GENERATION_FAILED for the job) on %s', async (status) => {
     acceptSubmit();
     scriptStatuses([{ status: 'PENDING' }, { status, errorMessage: 'provider says no' }]);
-    await expect(backend().generate(custom, ctx())).rejects.toMatchObject({ code: 'GENERATION_FAILED', message: `The Suno-style provider reported ${status}: provider says no` });
+    await expect(backend().generate(custom, ctx())).rejects.toMatchObject({ name: 'ProcessingError', message: `The Suno-style provider reported ${status}: provider says no` });
   });
 
   it('retries HTTP 429 and body code 430 with backoff, then goes on', async () => {
@@ -129,7 +129,7 @@ describe('the suno-compatible backend', () => {
   it('gives up on 455 maintenance when the deadline leaves no room for another attempt', async () => {
     server.route('POST /api/v1/generate', (_req, res) => json(res, 455, { code: 455, msg: 'maintenance' }));
     await expect(backend({ deadlineMs: 50, pollIntervalMs: 40 }).generate(custom, ctx())).rejects.toMatchObject({
-      code: 'GENERATION_FAILED',
+      name: 'ProcessingError',
       message: expect.stringContaining('answered HTTP 455'),
     });
   });
@@ -138,7 +138,7 @@ describe('the suno-compatible backend', () => {
     acceptSubmit();
     scriptStatuses([{ status: 'TEXT_SUCCESS' }]);
     await expect(backend({ deadlineMs: 200, pollIntervalMs: 20 }).generate(custom, ctx())).rejects.toMatchObject({
-      code: 'GENERATION_FAILED',
+      name: 'ProcessingError',
       message: expect.stringContaining('left the task in TEXT_SUCCESS past the'),
     });
   });
@@ -146,13 +146,13 @@ describe('the suno-compatible backend', () => {
   it('fails on a malformed answer', async () => {
     acceptSubmit();
     server.route('GET /api/v1/generate/record-info', (_req, res) => json(res, 200, { code: 200, data: { status: 42 } }));
-    await expect(backend().generate(custom, ctx())).rejects.toMatchObject({ code: 'GENERATION_FAILED', message: expect.stringContaining('unexpected shape (data.status') });
+    await expect(backend().generate(custom, ctx())).rejects.toMatchObject({ name: 'ProcessingError', message: expect.stringContaining('unexpected shape (data.status') });
   });
 
   it('fails on SUCCESS with a None.mp3 or missing audio URL', async () => {
     acceptSubmit();
     scriptStatuses([{ status: 'SUCCESS', songs: [songData(`${server.url}/files/a.mp3`, 'A'), songData('https://cdn.example.test/None.mp3', 'B')] }]);
-    await expect(backend().generate(custom, ctx())).rejects.toMatchObject({ code: 'GENERATION_FAILED', message: expect.stringContaining('without a usable audio URL for song 2') });
+    await expect(backend().generate(custom, ctx())).rejects.toMatchObject({ name: 'ProcessingError', message: expect.stringContaining('without a usable audio URL for song 2') });
     scriptStatuses([{ status: 'SUCCESS', songs: [songData(`${server.url}/files/a.mp3`, 'A'), { title: 'B' }] }]);
     await expect(backend().generate(custom, ctx())).rejects.toMatchObject({ message: expect.stringContaining('(null)') });
   });
@@ -160,7 +160,7 @@ describe('the suno-compatible backend', () => {
   it('fails when a download stalls', async () => {
     acceptSubmit();
     scriptStatuses([{ status: 'SUCCESS', songs: [songData(`${server.url}/files/a.mp3`, 'A'), songData(`${server.url}/files/slow.mp3`, 'B')] }]);
-    await expect(backend().generate(custom, ctx())).rejects.toMatchObject({ code: 'GENERATION_FAILED', message: expect.stringContaining('Could not download the generated audio') });
+    await expect(backend().generate(custom, ctx())).rejects.toMatchObject({ name: 'ProcessingError', message: expect.stringContaining('Could not download the generated audio') });
   });
 
   it('stops polling when the job is cancelled', async () => {

@@ -7,6 +7,7 @@ import { JobError, ProcessingError } from '../../src/errors.js';
 import { ProcessError, ffmpegReason } from '../../src/media/index.js';
 import { DEFAULT_ENCODER, MP4_COPY_AUDIO_CODECS, audioPlan, decoderArgs, encoderArgs, encoderFilters, inputMatrix, videoCodecArgs, FfmpegFailure, ffmpegFailure, displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry, parseAspect, parseVideoExtras, type VideoExtras } from '../../src/video/index.js';
 import { upscaleFailure } from '../../src/upscale/video-pipeline.js';
+import { pipelineFailure } from '../../src/jobs/index.js';
 
 const square: VideoExtras = { sampleAspect: { num: 1, den: 1 }, videoStartOffset: 0, videoIndex: 0 };
 
@@ -348,10 +349,11 @@ describe('failure wording', () => {
     ['encoder', 'signal', 'UPSCALE_FAILED', true, /^The video encoder stopped/],
   ] as const)('%s %s -> %s (retryable %s)', (side, reason, code, retryable, message) => {
     const failed = ffmpegFailure(side, failure(reason, '/tmp/job-1/.out.mp4.ab12.partial: No such file or directory\n'), paths);
-    // video/ says whose fault it is without a code; the upscale pipeline names the code.
+    // video/ says whose fault it is without a code; the upscale pipeline names the input's fault,
+    // the contract's edge (pipelineFailure, app/run-job.ts) the kind's code for the rest.
     expect(failed).toBeInstanceOf(FfmpegFailure);
     expect(failed.inputFault).toBe(code === 'PROBE_FAILED');
-    const error = upscaleFailure(failed);
+    const error = pipelineFailure(upscaleFailure(failed), 'video');
     expect(error.code).toBe(code);
     expect(error.retryable).toBe(retryable);
     expect(error.message).toMatch(message);
@@ -359,9 +361,10 @@ describe('failure wording', () => {
 
   it('keeps a JobError from inside the pipeline, maps a processing failure and wraps anything else', () => {
     const own = new JobError('INVALID_MODEL', 'Expected a super-resolution model');
-    expect(upscaleFailure(own)).toBe(own);
+    expect(pipelineFailure(upscaleFailure(own), 'video')).toBe(own);
     const oom = new ProcessingError('Out of memory even with one 32x32 tile per call', { retryable: true });
-    expect(upscaleFailure(oom)).toMatchObject({ code: 'UPSCALE_FAILED', retryable: true, message: oom.message });
-    expect(upscaleFailure(new Error('boom'))).toMatchObject({ code: 'UPSCALE_FAILED', message: 'Video upscaling failed: boom' });
+    expect(upscaleFailure(oom)).toBe(oom);
+    expect(pipelineFailure(upscaleFailure(oom), 'video')).toMatchObject({ code: 'UPSCALE_FAILED', retryable: true, message: oom.message });
+    expect(pipelineFailure(upscaleFailure(new Error('boom')), 'video')).toMatchObject({ code: 'UPSCALE_FAILED', message: 'Video upscaling failed: boom' });
   });
 });

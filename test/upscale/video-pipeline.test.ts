@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upscaleRgb, SessionCache, createSrModelLoader, parseSrModelChoices } from '../../src/inference/index.js';
-import { JobError } from '../../src/errors.js';
-import type { UpscaleFactor } from '../../src/jobs/index.js';
+import { JobError, ProcessingError } from '../../src/errors.js';
+import { pipelineFailure, type UpscaleFactor } from '../../src/jobs/index.js';
 import { allowedFrames, probeMedia, type MediaInfo, resolveFfmpeg } from '../../src/media/index.js';
 import { countingLoader } from '../../bench/network-work.js';
 import { checkEncoder } from '../../src/video/index.js';
@@ -291,9 +291,10 @@ describe('upscaleVideoFile', () => {
         { inputPath: at('long.mp4'), outputPath: join(outDir, 'missing', 'out.mp4'), factor: '2', info },
         loadModel,
       ).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(JobError);
-      expect((error as JobError).code).toBe('UPSCALE_FAILED');
-      expect((error as JobError).message).toMatch(/^The video encoder failed: .*(No such file|directory)/);
+      // A processing failure of the pipeline; the contract's edge gives it the kind's code.
+      expect(error).toBeInstanceOf(ProcessingError);
+      expect(pipelineFailure(error, 'video').code).toBe('UPSCALE_FAILED');
+      expect((error as ProcessingError).message).toMatch(/^The video encoder failed: .*(No such file|directory)/);
       await expectClean(dir, outDir);
     });
 

@@ -13,7 +13,7 @@ import {
   readTaskId,
   terminalEventSchema,
 } from '../../src/protocol/index.js';
-import { createProgressReporter } from '../../src/worker/progress.js';
+import { createProgressPublisher } from '../../src/worker/progress.js';
 
 const timing = {
   createdAt: new Date('2025-01-02T03:04:05.006Z'),
@@ -104,7 +104,7 @@ describe('progress reporter', () => {
     vi.useFakeTimers({ now: new Date('2025-01-01T00:00:00.000Z') });
     const sent: { subject: string; body: { stage: string; done?: number } }[] = [];
     const nc = { publish: (subject: string, data: string) => sent.push({ subject, body: JSON.parse(data) }) };
-    const reporter = createProgressReporter(nc as never, 't9', 'vendor-video-upscale', 1000);
+    const reporter = createProgressPublisher(nc as never, 't9', 'vendor-video-upscale', 1000);
     reporter.report({ stage: 'download' });
     reporter.report({ stage: 'frames', done: 1, total: 100 });
     reporter.report({ stage: 'frames', done: 2, total: 100 });

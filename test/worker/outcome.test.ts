@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { JobError, ProcessingError } from '../../src/errors.js';
-import { asJobError } from '../../src/jobs/index.js';
-import { decideFailure, outOfSpace, deliveriesExhaustedError, watchdogError } from '../../src/worker/outcome.js';
+import { asJobError, deadlineError, pipelineFailure } from '../../src/jobs/index.js';
+import { decideFailure, outOfSpace, deliveriesExhaustedError } from '../../src/worker/outcome.js';
 
 const transient = new JobError('FETCH_FAILED', 'download timed out', { retryable: true });
 const permanent = new JobError('PROBE_FAILED', 'not a video');
@@ -49,13 +49,25 @@ describe('errors of the daemon', () => {
     expect(asJobError(new ProcessingError('bad output shape'), kind)).toMatchObject({ code, retryable: false });
   });
 
+  it.each([
+    ['image', 'UPSCALE_FAILED', 'Processing failed: boom'],
+    ['video', 'UPSCALE_FAILED', 'Video upscaling failed: boom'],
+    ['lipsync', 'LIPSYNC_FAILED', 'Lip-sync failed: boom'],
+    ['music', 'GENERATION_FAILED', 'Processing failed: boom'],
+  ] as const)("the contract's edge gives a %s pipeline's failures %s, once", (kind, code, message) => {
+    expect(pipelineFailure(new Error('boom'), kind)).toMatchObject({ code, message, retryable: false });
+    const named = new ProcessingError('Expected a face to drive but no face was found in the video (25 frames searched)');
+    expect(pipelineFailure(named, kind)).toMatchObject({ code, message: named.message, cause: named });
+    expect(pipelineFailure(permanent, kind)).toBe(permanent);
+  });
+
   it('words the watchdog and exhausted-deliveries failures', () => {
-    expect(watchdogError('lipsync', 240_000).toJSON()).toEqual({
+    expect(deadlineError('lipsync', 240_000).toJSON()).toEqual({
       code: 'LIPSYNC_FAILED',
       status: 500,
       message: 'Processing took longer than 4 minutes, the limit for lipsync jobs',
     });
-    expect(watchdogError('image', 1000).message).toBe('Processing took longer than 1 seconds, the limit for image jobs');
+    expect(deadlineError('image', 1000).message).toBe('Processing took longer than 1 seconds, the limit for image jobs');
     expect(deliveriesExhaustedError('video', 5).toJSON()).toEqual({ code: 'UPSCALE_FAILED', status: 500, message: 'No worker finished the job in 5 deliveries' });
     expect(deliveriesExhaustedError(undefined, 2).code).toBe('INTERNAL_ERROR');
   });

@@ -7,7 +7,7 @@
  * (16-bit PCM becomes s / 32768 exactly, the same as librosa's loader). Stereo is averaged to mono by
  * ffmpeg's default downmix.
  */
-import { JobError } from '../../errors.js';
+import { ProcessingError } from '../../errors.js';
 import { resolveFfmpeg, safeFileInputArgs, ffmpegReason, isProcessError, runProcess, type ContainerKind } from '../../media/index.js';
 
 export const LIPSYNC_SAMPLE_RATE = 16_000;
@@ -89,9 +89,9 @@ export async function decodeAudio(source: AudioSource, opts: DecodeAudioOptions 
   } catch (err) {
     if (!isProcessError(err) || err.reason === 'spawn') throw err;
     if (err.reason === 'timeout') {
-      throw new JobError('LIPSYNC_FAILED', `The audio could not be decoded within ${timeoutMs / 1000} s`, { cause: err, retryable: true });
+      throw new ProcessingError(`The audio could not be decoded within ${timeoutMs / 1000} s`, { cause: err, retryable: true });
     }
-    throw new JobError('LIPSYNC_FAILED', `The audio could not be decoded: ${reasonFrom(err.stderrTail, source.path)}`, { cause: err });
+    throw new ProcessingError(`The audio could not be decoded: ${reasonFrom(err.stderrTail, source.path)}`, { cause: err });
   }
   const count = Math.floor(stdout.length / 4);
   const samples = new Float32Array(count);

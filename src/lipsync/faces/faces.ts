@@ -17,7 +17,7 @@
  * (face-schedule.ts): a frame is decided from the clip up to 2 s past it, the last ones from the
  * whole clip.
  */
-import { JobError } from '../../errors.js';
+import { ProcessingError } from '../../errors.js';
 import type { FaceDetector } from './blazeface.js';
 import { captureFacePatch, scoreSpeakers, type ActiveSpeakerOptions, type FacePatch, type SpeakerScore } from './active-speaker.js';
 import { trackFaces, type TrackedFace, type TrackerOptions } from './track.js';
@@ -161,11 +161,11 @@ function sharedFrames(a: FaceTrack, b: FaceTrack): number {
 }
 
 /**
- * The faces to drive. Throws JobError LIPSYNC_FAILED when the video has no face at all.
+ * The faces to drive. Throws a ProcessingError (the job's LIPSYNC_FAILED) when the video has no face at all.
  */
 export function chooseDrivenFaces(result: FaceTrackingResult, options: ChooseFacesOptions): DrivenFaces {
   if (result.tracks.length === 0) {
-    throw new JobError('LIPSYNC_FAILED', `Expected a face to drive but no face was found in the video (${result.frameCount} frames searched)`);
+    throw new ProcessingError(`Expected a face to drive but no face was found in the video (${result.frameCount} frames searched)`);
   }
   const tolerance = options.overlapTolerance ?? 2;
   const prominences = new Map(result.tracks.map((t) => [t.id, prominence(t)]));

@@ -12,7 +12,7 @@
  * - one output [B, 3, 96, 96]: the face with a mouth matching the audio, BGR in 0..1.
  */
 import ort from 'onnxruntime-node';
-import { JobError } from '../../errors.js';
+import { ProcessingError } from '../../errors.js';
 import type { LipsyncModelId } from '../../jobs/index.js';
 import { MANIFEST_SCHEMA_VERSION, type LipsyncManifest, ensureModelFile, getManifest, ModelIntegrityError, ModelRegistryError, type RegistryOptions, type NamedTensor, type SessionCache } from '../../inference/index.js';
 import { rawSession } from '../faces/index.js';
@@ -125,10 +125,8 @@ export interface LoadLipsyncModelOptions {
   batch?: number;
 }
 
-function notInstalled(modelId: string, name: string, detail: string, cause: unknown): JobError {
-  return new JobError(
-    'LIPSYNC_FAILED',
-    `Expected lip-sync weights ${name} for ${modelId} but they are not installed (${detail}): install real Wav2Lip ONNX weights with ` +
+function notInstalled(modelId: string, name: string, detail: string, cause: unknown): ProcessingError {
+  return new ProcessingError(`Expected lip-sync weights ${name} for ${modelId} but they are not installed (${detail}): install real Wav2Lip ONNX weights with ` +
       `${installCommand(name)} run with the worker's environment (it writes where MEDIA_WORKER_MODELS_DIR and MEDIA_WORKER_MODEL_FILES_DIR point), ` +
       `or select the test model explicitly (mapping ${modelId} to ${TEST_LIPSYNC_MODEL}; it does not lip-sync)`,
     { cause },
@@ -251,7 +249,7 @@ function padded(source: Float32Array, offset: number, length: number, size: numb
 }
 
 /**
- * The lip-sync network serving a public model id. Fails with JobError LIPSYNC_FAILED when the
+ * The lip-sync network serving a public model id. Fails with a ProcessingError (the job's LIPSYNC_FAILED) when the
  * mapped weights are not installed (naming the install command) or do not verify.
  */
 export async function loadLipsyncModel(modelId: LipsyncModelId, options: LoadLipsyncModelOptions): Promise<LipsyncModel> {
@@ -263,10 +261,10 @@ export async function loadLipsyncModel(modelId: LipsyncModelId, options: LoadLip
     manifest = await getManifest(name, registry);
   } catch (error) {
     if (error instanceof ModelRegistryError) throw notInstalled(modelId, name, 'no manifest', error);
-    throw new JobError('LIPSYNC_FAILED', `Expected a valid manifest for lip-sync model ${name} but ${(error as Error).message}`, { cause: error });
+    throw new ProcessingError(`Expected a valid manifest for lip-sync model ${name} but ${(error as Error).message}`, { cause: error });
   }
   if (manifest.task !== 'lipsync') {
-    throw new JobError('LIPSYNC_FAILED', `Expected a lip-sync model for ${modelId} but ${name} is a ${manifest.task} model`);
+    throw new ProcessingError(`Expected a lip-sync model for ${modelId} but ${name} is a ${manifest.task} model`);
   }
   let file;
   try {
@@ -274,7 +272,7 @@ export async function loadLipsyncModel(modelId: LipsyncModelId, options: LoadLip
   } catch (error) {
     if (error instanceof ModelRegistryError && manifest.source.kind === 'external') throw notInstalled(modelId, name, 'no weights file', error);
     const retryable = !(error instanceof ModelIntegrityError);
-    throw new JobError('LIPSYNC_FAILED', `Expected to load lip-sync model ${name} but ${(error as Error).message}`, { cause: error, retryable });
+    throw new ProcessingError(`Expected to load lip-sync model ${name} but ${(error as Error).message}`, { cause: error, retryable });
   }
   return new OnnxLipsyncModel(manifest, rawSession(await options.sessions.get(file.path), name), options.batch);
 }

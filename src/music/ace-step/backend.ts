@@ -4,7 +4,7 @@
  * or 2 or the deadline, then download each song's /v1/audio file. The server is the operator's own,
  * on a configured (usually loopback) address: its audio URLs are accepted only on that origin.
  */
-import { JobError } from '../../jobs/index.js';
+import { ProcessingError, isExplainedFailure } from '../../jobs/index.js';
 import type { FetchOptions } from '../../media/index.js';
 import { downloadAudio } from '../remote/download.js';
 import { callJson, displayUrl, ProviderError, TransientProviderError, waitUntil, withRetry } from '../remote/http.js';
@@ -64,10 +64,10 @@ export class AceStepBackend implements MusicBackend {
       maxDelayMs: 30_000,
       onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => ctx.logger.warn({ attempt, delayMs, err }, 'ACE-Step busy; retrying'),
     };
-    const fail = (message: string, cause?: unknown): JobError => new JobError('GENERATION_FAILED', `ACE-Step ${message}`, cause === undefined ? {} : { cause });
+    const fail = (message: string, cause?: unknown): ProcessingError => new ProcessingError(`ACE-Step ${message}`, cause === undefined ? {} : { cause });
     const rethrow = (err: unknown): never => {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
-      if (err instanceof JobError) throw err;
+      if (isExplainedFailure(err)) throw err;
       throw fail((err as Error).message, err);
     };
 
@@ -152,9 +152,9 @@ function parseResults(text: string | null | undefined): AceStepResult[] {
   try {
     json = JSON.parse(text ?? '');
   } catch {
-    throw new JobError('GENERATION_FAILED', 'ACE-Step reported success with a result that is not JSON');
+    throw new ProcessingError('ACE-Step reported success with a result that is not JSON');
   }
   const parsed = resultList.safeParse(json);
-  if (!parsed.success) throw new JobError('GENERATION_FAILED', `ACE-Step reported success with an unexpected result (${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message})`);
+  if (!parsed.success) throw new ProcessingError(`ACE-Step reported success with an unexpected result (${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message})`);
   return parsed.data;
 }

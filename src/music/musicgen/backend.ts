@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type ort from 'onnxruntime-node';
-import { JobError } from '../../jobs/index.js';
+import { ProcessingError } from '../../jobs/index.js';
 import { openSession, type InlineSession, type SessionSettings } from '../../inference/index.js';
 import type { GenerateContext, MusicBackend, MusicRequest, RawSong, Readiness } from '../types.js';
 import { countLayers, MUSICGEN_FILES, missingDecoderNames } from './contract.js';
@@ -91,11 +91,11 @@ export class MusicgenBackend implements MusicBackend {
 
   async generate(request: MusicRequest, ctx: GenerateContext): Promise<RawSong[]> {
     if (request.lyrics !== undefined) {
-      throw new JobError('GENERATION_FAILED', 'The musicgen backend makes instrumental music only and cannot sing lyrics: send instrumental: true, or configure a backend with vocals (ace-step, suno-compatible)');
+      throw new ProcessingError('The musicgen backend makes instrumental music only and cannot sing lyrics: send instrumental: true, or configure a backend with vocals (ace-step, suno-compatible)');
     }
     ctx.onProgress({ stage: 'loading model' });
     const loaded = await this.load().catch((cause: unknown) => {
-      throw new JobError('GENERATION_FAILED', `The musicgen backend is not ready: ${(cause as Error).message}`, { cause });
+      throw new ProcessingError(`The musicgen backend is not ready: ${(cause as Error).message}`, { cause });
     });
     const { spec } = loaded;
     const frameRate = spec.sampleRate / spec.hop;

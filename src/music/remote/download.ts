@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { JobError } from '../../jobs/index.js';
+import { ProcessingError } from '../../jobs/index.js';
 import { localize, type FetchOptions } from '../../media/index.js';
 import { displayUrl } from './http.js';
 
@@ -17,7 +17,7 @@ export async function downloadAudio(url: string, name: string, ctx: { dir: strin
     return (await localize(url, 'audio', { ...fetchOptions, dir, signal: ctx.signal })).path;
   } catch (err) {
     if (ctx.signal.aborted) throw err;
-    throw new JobError('GENERATION_FAILED', `Could not download the generated audio ${displayUrl(url)}: ${(err as Error).message}`, { cause: err });
+    throw new ProcessingError(`Could not download the generated audio ${displayUrl(url)}: ${(err as Error).message}`, { cause: err });
   }
 }
 

@@ -5,7 +5,7 @@
  * within the deadline. Both songs' audio (and covers) are downloaded at once through the safe
  * fetcher: provider URLs expire, ours live 14 days.
  */
-import { JobError } from '../../jobs/index.js';
+import { ProcessingError, isExplainedFailure } from '../../jobs/index.js';
 import type { FetchOptions } from '../../media/index.js';
 import { downloadAudio, downloadImage } from '../remote/download.js';
 import { callJson, ProviderError, TransientProviderError, waitUntil, withRetry } from '../remote/http.js';
@@ -42,7 +42,7 @@ export class SunoBackend implements MusicBackend {
 
   async generate(request: MusicRequest, ctx: GenerateContext): Promise<RawSong[]> {
     const { baseUrl, apiKey } = this.#opts;
-    if (baseUrl === undefined || apiKey === undefined) throw new JobError('GENERATION_FAILED', (await this.readiness() as { reason: string }).reason);
+    if (baseUrl === undefined || apiKey === undefined) throw new ProcessingError((await this.readiness() as { reason: string }).reason);
     const deadline = Date.now() + this.#opts.deadlineMs;
     const call = { headers: { authorization: `Bearer ${apiKey}` }, timeoutMs: this.#opts.requestTimeoutMs ?? 30_000, signal: ctx.signal, transientStatuses: SUNO_TRANSIENT_CODES };
     const retry = {
@@ -52,7 +52,7 @@ export class SunoBackend implements MusicBackend {
       maxDelayMs: 60_000,
       onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => ctx.logger.warn({ attempt, delayMs, err }, 'music provider busy; retrying'),
     };
-    const fail = (message: string, cause?: unknown): JobError => new JobError('GENERATION_FAILED', `The Suno-style provider ${message}`, cause === undefined ? {} : { cause });
+    const fail = (message: string, cause?: unknown): ProcessingError => new ProcessingError(`The Suno-style provider ${message}`, cause === undefined ? {} : { cause });
 
     ctx.onProgress({ stage: 'submitting' });
     const submitted = await withRetry(async () => {
@@ -118,11 +118,11 @@ function withSlash(url: string): string {
   return url.endsWith('/') ? url : `${url}/`;
 }
 
-/** Cancellation keeps its reason; provider errors become GENERATION_FAILED. */
-function rethrow(signal: AbortSignal, fail: (message: string, cause?: unknown) => JobError): (err: unknown) => never {
+/** Cancellation keeps its reason; provider errors become ProcessingErrors (the job's GENERATION_FAILED). */
+function rethrow(signal: AbortSignal, fail: (message: string, cause?: unknown) => ProcessingError): (err: unknown) => never {
   return (err: unknown) => {
     if (signal.aborted) throw signal.reason ?? err;
-    if (err instanceof JobError) throw err;
+    if (isExplainedFailure(err)) throw err;
     throw fail((err as Error).message, err);
   };
 }
