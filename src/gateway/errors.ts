@@ -15,6 +15,14 @@ export const GATEWAY_ERROR_STATUS = {
   INVALID_QUERY: 400,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  /** A Range header that no byte of the file satisfies. */
+  RANGE_NOT_SATISFIABLE: 416,
+  /** A request path longer than the API allows (a task id of more than 100 characters). */
+  URI_TOO_LONG: 414,
+  /** Too many requests from one API key or one client address in the window (Retry-After says when to retry). */
+  RATE_LIMITED: 429,
+  /** The account already has GATEWAY_QUOTES_PER_ACCOUNT submissions being priced. */
+  TOO_MANY_QUOTES: 429,
   /** No worker answered the quote request: nothing was charged. */
   SERVICE_UNAVAILABLE: 503,
   /** The submission could not be stored (NATS unreachable); nothing was charged. */
@@ -28,13 +36,15 @@ export class ApiError extends Error {
     readonly code: string,
     readonly status: number,
     message: string,
+    /** Response headers that belong to this answer (Retry-After, Allow, WWW-Authenticate). */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
     this.name = 'ApiError';
   }
 
-  static of(code: GatewayErrorCode, message: string): ApiError {
-    return new ApiError(code, GATEWAY_ERROR_STATUS[code], message);
+  static of(code: GatewayErrorCode, message: string, headers: Readonly<Record<string, string>> = {}): ApiError {
+    return new ApiError(code, GATEWAY_ERROR_STATUS[code], message, headers);
   }
 }
 

@@ -14,6 +14,7 @@ import { buildApp, type GatewayApp } from './http/app.js';
 import { GatewayMetrics } from './metrics.js';
 import { watchProgress } from './progress.js';
 import { quoteClient } from './quote-client.js';
+import { quoteGate } from './quote-gate.js';
 import { gatewayService } from './service.js';
 import type { GatewaySettings } from './settings.js';
 import { openStore } from './store/index.js';
@@ -32,7 +33,10 @@ export async function startGateway(settings: GatewaySettings, worker: WorkerSett
   const store = await openStore(nc, settings.streamPrefix);
   const js = jetstream(nc);
   const metrics = new GatewayMetrics();
-  const service = gatewayService({ js, ledger: store.ledger, tasks: store.tasks, quote: quoteClient(nc, settings.quoteTimeoutMs), metrics });
+  const service = gatewayService({ js, ledger: store.ledger, tasks: store.tasks, quote: quoteClient(nc, settings.quoteTimeoutMs),
+    quoteGate: quoteGate(settings.quotesPerAccount),
+    metrics,
+  });
   const consumerNames = { eventsStream: worker.eventsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
   await ensureConsumers(jsm, consumerNames);
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger);

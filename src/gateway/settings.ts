@@ -45,6 +45,12 @@ export const GATEWAY_SETTINGS = {
     default: '150000',
     doc: 'Longest wait for the worker\'s quote (media.quote) of one submission; above WORKER_QUOTE_TIMEOUT_MS.',
   }),
+  quotesPerAccount: setting({
+    env: 'GATEWAY_QUOTES_PER_ACCOUNT',
+    schema: positiveInt,
+    default: '2',
+    doc: 'Submissions of one account being priced at once on this gateway; more are refused with 429 TOO_MANY_QUOTES.',
+  }),
   bodyLimitBytes: setting({ env: 'GATEWAY_BODY_LIMIT_BYTES', schema: positiveInt, default: '1048576', doc: 'Largest JSON request body.' }),
   requestTimeoutMs: setting({
     env: 'GATEWAY_REQUEST_TIMEOUT_MS',

@@ -73,6 +73,7 @@ export {
   priceImageUpscale,
   priceLipsync,
   priceMusic,
+  minimumCredits,
   priceVideoUpscale,
   roundedSeconds,
   type DurationPrice,

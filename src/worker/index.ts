@@ -38,6 +38,8 @@ export {
   QUOTE_ENDPOINT,
   QUOTE_SERVICE_NAME,
   QUOTE_SUBJECT,
+  QUOTE_ABANDON_SUBJECT,
+  QUOTE_HEADERS,
   consumerName,
   eventMsgId,
   eventSubject,

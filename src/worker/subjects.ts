@@ -14,6 +14,10 @@ export const QUOTE_SERVICE_NAME = 'media-worker';
 export const QUOTE_SERVICE_GROUP = 'media';
 export const QUOTE_ENDPOINT = 'quote';
 export const QUOTE_SUBJECT = `${QUOTE_SERVICE_GROUP}.${QUOTE_ENDPOINT}`;
+/** Core NATS, every host: `<quote id>` of a quote whose requester has gone; it is dropped or aborted. */
+export const QUOTE_ABANDON_SUBJECT = `${QUOTE_SUBJECT}.abandon`;
+/** Headers of a quote request (all optional): its id, whose it is (fair sharing) and until when it is wanted (epoch ms). */
+export const QUOTE_HEADERS = { id: 'Media-Quote-Id', party: 'Media-Quote-Party', deadline: 'Media-Quote-Deadline' } as const;
 
 /** Task ids are used as subject tokens and path segments, so they are restricted to this. */
 export const TASK_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;

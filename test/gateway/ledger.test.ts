@@ -10,6 +10,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureConsumers, startConsumers } from '../../src/gateway/consumers.js';
 import { GatewayMetrics } from '../../src/gateway/metrics.js';
+import { quoteGate } from '../../src/gateway/quote-gate.js';
 import { gatewayService, type GatewayService } from '../../src/gateway/service.js';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
 import type { DebitEntry } from '../../src/gateway/store/records.js';
@@ -40,6 +41,7 @@ beforeAll(async () => {
     tasks: store.tasks,
     // Fixed prices: this file is about the ledger, not the worker's quote.
     quote: async (job) => ({ model: job.model, creditsUsed: 15, input: {} }),
+    quoteGate: quoteGate(1000),
     metrics: new GatewayMetrics(),
   });
 });

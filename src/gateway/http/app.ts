@@ -92,7 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   app.setErrorHandler((err: unknown, req, reply) => {
     const mapped = fromFastifyError(err) ?? toApiError(err);
     if (mapped.status >= 500) req.log.error({ err }, 'Request failed');
-    void reply.code(mapped.status).send(errorEnvelope(mapped.code, mapped.message));
+    void reply.code(mapped.status).headers(mapped.headers).send(errorEnvelope(mapped.code, mapped.message));
   });
   app.setNotFoundHandler((req, reply) => {
     void reply.code(404).send(errorEnvelope('NOT_FOUND', `Expected a path of this API but received ${req.method} ${req.url.split('?')[0]}`));
@@ -126,7 +126,12 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       try {
         const job = toJob(req.body);
         model = job.model;
-        const data = await deps.service.submit(req.accountId, job, endpoint, req.log);
+        // The quote is abandoned when the client hangs up before the answer (the worker stops fetching).
+        const gone = new AbortController();
+        reply.raw.once('close', () => {
+          if (!reply.raw.writableFinished) gone.abort();
+        });
+        const data = await deps.service.submit(req.accountId, job, endpoint, req.log, gone.signal);
         metrics.submissions.inc({ model, outcome: 'accepted' });
         return await reply.code(status).send(successEnvelope(data));
       } catch (err) {
