@@ -58,6 +58,37 @@ export const GATEWAY_SETTINGS = {
     default: '180000',
     doc: 'Longest time one HTTP request may take (a submission waits for its quote).',
   }),
+  keepAliveTimeoutMs: setting({
+    env: 'GATEWAY_KEEP_ALIVE_TIMEOUT_MS',
+    schema: positiveInt,
+    default: '5000',
+    doc: 'How long an idle keep-alive connection is kept open between requests.',
+  }),
+  headersTimeoutMs: setting({
+    env: 'GATEWAY_HEADERS_TIMEOUT_MS',
+    schema: positiveInt,
+    default: '10000',
+    doc: 'Longest time a client may take to send a request\'s headers; the connection is closed after it.',
+  }),
+  rateLimitWindowMs: setting({ env: 'GATEWAY_RATE_LIMIT_WINDOW_MS', schema: positiveInt, default: '60000', doc: 'Window of the request rate limits.' }),
+  rateLimitPerAccount: setting({
+    env: 'GATEWAY_RATE_LIMIT_PER_ACCOUNT',
+    schema: positiveInt,
+    default: '1200',
+    doc: 'Requests per window of one account (all its keys), per gateway; more get 429 RATE_LIMITED with Retry-After.',
+  }),
+  rateLimitPerAddress: setting({
+    env: 'GATEWAY_RATE_LIMIT_PER_ADDRESS',
+    schema: positiveInt,
+    default: '2400',
+    doc: 'Requests per window from one client address (authenticated or not), per gateway; more get 429 RATE_LIMITED.',
+  }),
+  trustProxy: setting({
+    env: 'GATEWAY_TRUST_PROXY',
+    schema: booleanSetting,
+    default: 'false',
+    doc: 'Behind a reverse proxy: take the client address from X-Forwarded-For (the per-address limit counts it).',
+  }),
   shutdownGraceMs: setting({
     env: 'GATEWAY_SHUTDOWN_GRACE_MS',
     schema: positiveInt,

@@ -72,6 +72,8 @@ beforeAll(async () => {
     GATEWAY_SERVE_RESULTS: 'true',
     GATEWAY_UPLOADS: 'true',
     GATEWAY_UPLOAD_MAX_BYTES: '200000',
+    // The race below is about the ledger: every submission is let through to its quote.
+    GATEWAY_QUOTES_PER_ACCOUNT: '100',
   };
   // The gateway serves RESULTS_DIR, so the results' base URL is the gateway's own, on a port
   // chosen here and kept across the gateway's restarts.

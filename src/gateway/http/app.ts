@@ -20,7 +20,10 @@ import type { Accounts } from '../store/accounts.js';
 import type { Ledger } from '../store/ledger.js';
 import type { Tasks } from '../store/tasks.js';
 import { taskView } from '../views.js';
+import { fromFrameworkError } from './framework-errors.js';
+import { useJsonBodyParser } from './json-body.js';
 import { routeSchemas } from './openapi-schemas.js';
+import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
 
 export interface AppDeps {
@@ -44,6 +47,9 @@ declare module 'fastify' {
   }
 }
 
+const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
 const UNIFIED_MODELS = MODEL_IDS.filter((m) => !(LIPSYNC_MODEL_IDS as readonly string[]).includes(m));
 
 export type GatewayApp = FastifyInstance;
@@ -58,12 +64,22 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     // A client may send its own id (a proxy's); otherwise one is made. It is in every log line of the request.
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
+    keepAliveTimeout: settings.keepAliveTimeoutMs,
+    trustProxy: settings.trustProxy,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // Errors met while routing (a malformed URL, a task id over 100 characters) get the envelope too.
+    frameworkErrors: (err, _req, reply) => void sendError(reply, fromFrameworkError(err) ?? toApiError(err)),
   });
+  // Fastify types the instance by its logger; a pino Logger and Fastify's base logger differ only in typing.
+  const plain = app as unknown as FastifyInstance;
+  // A client must finish sending its headers in this time (slow-header connections are cut).
+  app.server.headersTimeout = settings.headersTimeoutMs;
   app.decorateRequest('accountId', '');
   // Requests are JSON (spec section 4); Fastify's plain-text parser would let a string through.
   app.removeContentTypeParser('text/plain');
+  useJsonBodyParser(plain);
+  const limits = await rateLimits(plain, { windowMs: settings.rateLimitWindowMs, perAddress: settings.rateLimitPerAddress, perAccount: settings.rateLimitPerAccount });
 
   // Schemas document; validation is the worker's own (see openapi-schemas.ts), and responses are
   // written as built (no field filtering by the serializer).
@@ -82,6 +98,11 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   app.addHook('onRequest', async (req, reply) => {
     void reply.header('x-request-id', req.id);
   });
+  // The client address's budget is spent before anything else is done for the request; probes and
+  // metrics (the orchestrator's, not a client's) are not counted.
+  app.addHook('onRequest', async (req) => {
+    if (!UNLIMITED_PATHS.has(req.url)) await limits.byAddress(req);
+  });
   app.addHook('onResponse', async (req, reply) => {
     metrics.requests.observe(
       { route: req.routeOptions.url ?? 'unmatched', method: req.method, status: String(reply.statusCode) },
@@ -90,12 +111,21 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   });
 
   app.setErrorHandler((err: unknown, req, reply) => {
-    const mapped = fromFastifyError(err) ?? toApiError(err);
-    if (mapped.status >= 500) req.log.error({ err }, 'Request failed');
-    void reply.code(mapped.status).headers(mapped.headers).send(errorEnvelope(mapped.code, mapped.message));
+    const mapped = fromFrameworkError(err) ?? toApiError(err);
+    // A client that hung up is no server failure: nobody reads this answer.
+    if (reply.raw.destroyed) req.log.info({ code: mapped.code }, 'Client closed the request');
+    else if (mapped.status >= 500) req.log.error({ err }, 'Request failed');
+    void sendError(reply, mapped);
   });
   app.setNotFoundHandler((req, reply) => {
-    void reply.code(404).send(errorEnvelope('NOT_FOUND', `Expected a path of this API but received ${req.method} ${req.url.split('?')[0]}`));
+    const path = req.url.split('?')[0] ?? '';
+    // A known path with another method is 405 with the methods it has (RFC 9110, 15.5.6).
+    const allowed = HTTP_METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
+    if (allowed.length > 0 && !allowed.includes(req.method as (typeof HTTP_METHODS)[number])) {
+      void sendError(reply, ApiError.of('METHOD_NOT_ALLOWED', `Expected ${allowed.join(' or ')} on ${path} but received ${req.method}`, { allow: allowed.join(', ') }));
+      return;
+    }
+    void sendError(reply, ApiError.of('NOT_FOUND', `Expected a path of this API but received ${req.method} ${path}`));
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
@@ -117,6 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       if (req.url === '/api/v1/openapi.json') return;
       req.accountId = await authenticate(req, deps.accounts);
       req.log = req.log.child({ accountId: req.accountId });
+      await limits.byAccount(req);
     });
 
     api.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -165,7 +196,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       return successEnvelope({ accountId: req.accountId, credits: (await deps.ledger.balance(req.accountId)) ?? 0 });
     });
 
-    if (settings.uploadsEnabled) registerUploads(api, { ...deps, schema: routeSchemas.upload });
+    // In a scope of its own: the raw-bytes parser must not reach the JSON endpoints.
+    if (settings.uploadsEnabled) await api.register(async (uploads) => registerUploads(uploads, { ...deps, schema: routeSchemas.upload }));
   });
 
   // Fastify types the instance by its logger; a pino Logger and Fastify's base logger differ only in typing.
@@ -209,31 +241,21 @@ function historyQuery(defaultLimit: number) {
   });
 }
 
+/** RFC 6750: a 401 names the scheme, and says when the key itself was the problem. */
+const CHALLENGE = 'Bearer realm="media-worker"';
+
 async function authenticate(req: FastifyRequest, accounts: Accounts): Promise<string> {
   const header = req.headers.authorization;
-  if (header === undefined) throw ApiError.of('UNAUTHORIZED', 'Expected an Authorization header "Bearer <API key>" but received nothing');
+  const refuse = (message: string, error?: string) =>
+    ApiError.of('UNAUTHORIZED', message, { 'www-authenticate': error === undefined ? CHALLENGE : `${CHALLENGE}, error="${error}"` });
+  if (header === undefined) throw refuse('Expected an Authorization header "Bearer <API key>" but received nothing');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (match === null) throw ApiError.of('UNAUTHORIZED', 'Expected an Authorization header "Bearer <API key>" but received another scheme');
+  if (match === null) throw refuse('Expected an Authorization header "Bearer <API key>" but received another scheme', 'invalid_request');
   const accountId = await accounts.byKey(match[1]!);
-  if (accountId === null) throw ApiError.of('UNAUTHORIZED', 'Expected a valid API key but received an unknown one');
+  if (accountId === null) throw refuse('Expected a valid API key but received an unknown or revoked one', 'invalid_token');
   return accountId;
 }
 
-/** Fastify's own request errors (bad JSON, too large, wrong content type) in the API's words. */
-function fromFastifyError(err: unknown): ApiError | undefined {
-  if (typeof err !== 'object' || err === null || !('code' in err) || typeof err.code !== 'string' || !err.code.startsWith('FST_')) return undefined;
-  const message = 'message' in err && typeof err.message === 'string' ? err.message : err.code;
-  switch (err.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return ApiError.of('PAYLOAD_TOO_LARGE', 'Expected a request body within the size limit but received a larger one');
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return ApiError.of('UNSUPPORTED_MEDIA_TYPE', 'Expected Content-Type application/json but received another type');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new ApiError('INVALID_JOB', 400, `Expected the body to be a JSON object but received invalid JSON (${message})`);
-    default: {
-      const status = 'statusCode' in err && typeof err.statusCode === 'number' ? err.statusCode : 500;
-      return new ApiError(status >= 500 ? 'INTERNAL_ERROR' : 'INVALID_JOB', status, message);
-    }
-  }
+function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  return reply.code(error.status).headers(error.headers).send(errorEnvelope(error.code, error.message));
 }

@@ -1,0 +1,216 @@
+/**
+ * `media-worker gateway` tried as an attacker, end to end as shipped (dist/): a real nats-server, a
+ * real `serve` answering quotes, real HTTP. Slow URLs flooded by one account while another submits;
+ * every framework error in the API's envelope; 429s under a storm of requests and of bad keys.
+ * Timeouts and windows are settings, set small here so that the file runs in seconds.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
+import { sleep, waitFor } from '../worker/helpers/jetstream.js';
+import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { accountsCommand, startCommand, startGatewayProcess, type RunningProcess } from './processes.js';
+
+const RATE_WINDOW_MS = 3000;
+const PER_ACCOUNT = 25;
+const PER_ADDRESS = 150;
+
+let nats: TestNatsServer;
+let media: Server;
+let mediaUrl: string;
+let dir: string;
+let serve: RunningProcess;
+let gateway: RunningProcess & { url: string };
+let env: NodeJS.ProcessEnv;
+/** Connections the media server has open on /slow/*, and how many it ever saw. */
+const slow = { open: 0, seen: 0 };
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'media-gateway-attack-'));
+  const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer();
+  media = createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (req.url?.startsWith('/slow/')) {
+      // Headers at once, then one byte a second: never idle long enough for a read timeout.
+      slow.open += 1;
+      slow.seen += 1;
+      res.writeHead(200, { 'content-type': 'image/png', 'content-length': String(png.length) });
+      let i = 0;
+      const timer = setInterval(() => res.write(png.subarray(i, ++i)), 1000);
+      res.once('close', () => {
+        clearInterval(timer);
+        slow.open -= 1;
+      });
+      return;
+    }
+    if (req.url === '/small.png') res.writeHead(200).end(png);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
+  mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
+
+  nats = await startNatsServer();
+  const resultsDir = path.join(dir, 'results');
+  await mkdir(path.join(resultsDir, 'image'), { recursive: true });
+  await writeFile(path.join(resultsDir, 'image', 'file.png'), png);
+  env = {
+    NATS_URL: nats.url,
+    LOG_LEVEL: 'info',
+    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
+    MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
+    RESULTS_DIR: resultsDir,
+    WORKER_HEALTH_PORT: '0',
+    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+    WORKER_QUOTE_CONCURRENCY: '2',
+    WORKER_QUOTE_TIMEOUT_MS: '60000',
+    GATEWAY_QUOTE_TIMEOUT_MS: '60000',
+    GATEWAY_QUOTES_PER_ACCOUNT: '1',
+    GATEWAY_BODY_LIMIT_BYTES: '10000',
+    GATEWAY_SERVE_RESULTS: 'true',
+    GATEWAY_RATE_LIMIT_WINDOW_MS: String(RATE_WINDOW_MS),
+    GATEWAY_RATE_LIMIT_PER_ACCOUNT: String(PER_ACCOUNT),
+    GATEWAY_RATE_LIMIT_PER_ADDRESS: String(PER_ADDRESS),
+    GATEWAY_PORT: '0',
+  };
+  serve = startCommand(['serve'], env);
+  await waitFor('serve to run', () => serve.output().includes('media-worker serving'), 60_000);
+  gateway = await startGatewayProcess(env);
+}, 180_000);
+
+afterAll(async () => {
+  await gateway?.kill('SIGKILL');
+  await serve?.kill('SIGKILL');
+  await nats?.close();
+  media?.closeAllConnections();
+  media?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function newAccount(credits: number): Promise<string> {
+  const out = (await accountsCommand(['create', '--name', 'attack', '--credits', String(credits)], env)) as { apiKey: string };
+  return out.apiKey;
+}
+
+interface Reply {
+  status: number;
+  headers: Headers;
+  body: { success: boolean; data?: Record<string, unknown>; error?: { code: string; message: string } };
+}
+
+async function call(method: string, route: string, key: string | null, init: { body?: string; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Reply> {
+  const res = await fetch(`${gateway.url}${route}`, {
+    method,
+    headers: { ...(key === null ? {} : { authorization: `Bearer ${key}` }), ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...init.headers },
+    ...(init.body === undefined ? {} : { body: init.body }),
+    ...(init.signal === undefined ? {} : { signal: init.signal }),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Reply['body'] };
+}
+
+const upscale = (key: string, url: string, signal?: AbortSignal) => call('POST', '/api/v1/tools/upscale-image', key, { body: JSON.stringify({ image_url: url }), ...(signal ? { signal } : {}) });
+
+/** Waits out the rate-limit window so that the next test starts with full budgets. */
+const freshWindow = () => sleep(RATE_WINDOW_MS + 200);
+
+describe('fair quoting', () => {
+  it('refuses an account that cannot pay the minimum with 402 before anything is fetched', async () => {
+    const broke = await newAccount(0);
+    const replies = await Promise.all([1, 2, 3, 4].map((i) => upscale(broke, `${mediaUrl}/slow/${i}.png`)));
+    expect(replies.map((r) => [r.status, r.body.error?.code])).toEqual(Array(4).fill([402, 'INSUFFICIENT_CREDITS']));
+    expect(replies[0]!.body.error?.message).toMatch(/at least 20 credits .* but received 0/);
+    expect(slow.seen).toBe(0);
+  });
+
+  it('keeps another account\'s submission answered in normal time while one floods slow URLs, and stops fetching for a client that hung up', async () => {
+    const flooder = await newAccount(10_000);
+    const other = await newAccount(100);
+    const hangUp = new AbortController();
+    const held = upscale(flooder, `${mediaUrl}/slow/held.png`, hangUp.signal).catch((err: unknown) => err);
+    await waitFor('the first slow quote to fetch', () => slow.open === 1 || undefined);
+    // Beyond the account's one quote in flight: refused at once, nothing fetched.
+    const refused = await Promise.all([1, 2, 3].map((i) => upscale(flooder, `${mediaUrl}/slow/more-${i}.png`)));
+    for (const r of refused) {
+      expect([r.status, r.body.error?.code, r.headers.get('retry-after')]).toEqual([429, 'TOO_MANY_QUOTES', '1']);
+    }
+    expect(slow.seen).toBe(1);
+    const started = Date.now();
+    const ok = await upscale(other, `${mediaUrl}/small.png`);
+    expect([ok.status, ok.body.data?.['creditsUsed']]).toEqual([200, 20]);
+    expect(Date.now() - started).toBeLessThan(5000);
+    // The flooder's client hangs up: the worker is told, aborts the download, the connection closes.
+    hangUp.abort();
+    await held;
+    await waitFor('the abandoned quote to stop fetching', () => slow.open === 0 || undefined, 10_000);
+    expect(slow.seen).toBe(1);
+  }, 30_000);
+});
+
+describe('HTTP errors in the API\'s envelope', () => {
+  it('answers framework errors (414, 405 with Allow, 404, 415, 413, 416, bad JSON) with a fitting code and message', async () => {
+    await freshWindow();
+    const key = await newAccount(100);
+    const tooLong = await call('GET', `/api/v1/tasks/t_${'a'.repeat(99)}`, key);
+    expect([tooLong.status, tooLong.body.success, tooLong.body.error?.code]).toEqual([414, false, 'URI_TOO_LONG']);
+    const wrongMethod = await call('DELETE', '/api/v1/tasks/t_abc', key);
+    expect([wrongMethod.status, wrongMethod.body.error?.code, wrongMethod.headers.get('allow')]).toEqual([405, 'METHOD_NOT_ALLOWED', 'GET, HEAD']);
+    const wrongMethod2 = await call('GET', '/api/v1/generate', key);
+    expect([wrongMethod2.status, wrongMethod2.headers.get('allow')]).toEqual([405, 'POST']);
+    const nowhere = await call('GET', '/api/v1/nowhere', key);
+    expect([nowhere.status, nowhere.body.error?.code]).toEqual([404, 'NOT_FOUND']);
+    const png = await call('POST', '/api/v1/generate', key, { body: '{}', headers: { 'content-type': 'image/png' } });
+    expect([png.status, png.body.error?.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
+    const large = await call('POST', '/api/v1/generate', key, { body: JSON.stringify({ model: 'vendor-v5-generate-music', input: { prompt: 'x'.repeat(20_000) } }) });
+    expect([large.status, large.body.error?.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    const proto = await call('POST', '/api/v1/generate', key, { body: '{"model":"vendor-image-upscale","input":{"__proto__":{"x":1}}}' });
+    expect([proto.status, proto.body.error?.code, proto.body.error?.message]).toEqual([400, 'INVALID_JOB', 'Expected no key named "__proto__" in the body but received one']);
+    const broken = await call('POST', '/api/v1/generate', key, { body: '{"model":' });
+    expect([broken.status, broken.body.error?.message]).toEqual([400, expect.stringMatching(/^Expected the body to be valid JSON but received invalid JSON \(.+\)$/)]);
+    const tags = await call('POST', '/api/v1/generate', key, {
+      body: JSON.stringify({ model: 'vendor-v5-generate-music', input: { custom_mode: true, title: 't', style: 's', instrumental: true, negative_tags: 'x'.repeat(1001) } }),
+    });
+    expect([tags.status, tags.body.error?.code, tags.body.error?.message]).toEqual([400, 'INVALID_JOB', expect.stringContaining('1000')]);
+    const range = await call('GET', '/results/image/file.png', null, { headers: { range: 'bytes=999999-' } });
+    expect([range.status, range.body.error?.code]).toEqual([416, 'RANGE_NOT_SATISFIABLE']);
+    const dot = await call('GET', '/results/image/.hidden', null);
+    expect([dot.status, dot.body.error?.code]).toEqual([404, 'NOT_FOUND']);
+    expect(gateway.output()).not.toMatch(/"level":50/);
+  });
+
+  it('answers 401 with WWW-Authenticate', async () => {
+    const none = await call('GET', '/api/v1/balance', null);
+    expect([none.status, none.headers.get('www-authenticate')]).toEqual([401, 'Bearer realm="media-worker"']);
+    const unknown = await call('GET', '/api/v1/balance', 'mwk_unknown');
+    expect([unknown.status, unknown.headers.get('www-authenticate')]).toEqual([401, 'Bearer realm="media-worker", error="invalid_token"']);
+  });
+});
+
+describe('rate limits', () => {
+  it('answers 429 RATE_LIMITED with Retry-After to a storm from one account, while another account is served', async () => {
+    await freshWindow();
+    const stormer = await newAccount(0);
+    const calm = await newAccount(0);
+    const replies = await Promise.all(Array.from({ length: PER_ACCOUNT + 15 }, () => call('GET', '/api/v1/balance', stormer)));
+    const statuses = replies.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(PER_ACCOUNT);
+    const limited = replies.find((r) => r.status === 429)!;
+    expect(limited.body.error?.code).toBe('RATE_LIMITED');
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await call('GET', '/api/v1/balance', calm)).status).toBe(200);
+    await sleep(Number(limited.headers.get('retry-after')) * 1000 + 100);
+    expect((await call('GET', '/api/v1/balance', stormer)).status).toBe(200);
+  });
+
+  it('limits a client address before looking up its key: a storm of bad keys gets 429', async () => {
+    await freshWindow();
+    const replies = await Promise.all(Array.from({ length: PER_ADDRESS + 20 }, () => call('GET', '/api/v1/balance', 'mwk_guess')));
+    const statuses = replies.map((r) => r.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(PER_ADDRESS);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(20);
+    // Health probes are not counted.
+    expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+  });
+});
