@@ -112,6 +112,18 @@ export const GATEWAY_SETTINGS = {
     default: 'false',
     doc: 'One-host setups: accept POST /api/v1/uploads into RESULTS_DIR/uploads (needs GATEWAY_SERVE_RESULTS).',
   }),
+  linkSecret: setting({
+    env: 'GATEWAY_LINK_SECRET',
+    schema: z.string().min(32, { error: (i) => `Expected at least 32 characters but received ${String(i.input).length}` }),
+    doc: 'Secret that signs the expiring links to results and uploads served under /results/; every gateway of a deployment uses the same. Unset: a random one per process (links die with it).',
+    secret: true,
+  }),
+  uploadLifetimeHours: setting({
+    env: 'GATEWAY_UPLOAD_LIFETIME_HOURS',
+    schema: positiveInt,
+    default: '24',
+    doc: 'How long an upload\'s link works and its file is kept.',
+  }),
   uploadMaxBytes: setting({ env: 'GATEWAY_UPLOAD_MAX_BYTES', schema: positiveInt, default: '104857600', doc: 'Largest upload accepted.' }),
   historyPageSize: setting({ env: 'GATEWAY_HISTORY_PAGE_SIZE', schema: intSchema('an integer from 1 to 100', 1, 100), default: '20', doc: 'Default page size of GET /api/v1/tasks.' }),
 } as const;

@@ -14,11 +14,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { sleep, waitFor } from '../worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
-import { accountsCommand, startCommand, startGatewayProcess, type RunningProcess } from './processes.js';
+import { linkSigner } from '../../src/gateway/links.js';
+import { accountsCommand, freePort, startCommand, startGatewayProcess, type RunningProcess } from './processes.js';
 
 const RATE_WINDOW_MS = 3000;
 const PER_ACCOUNT = 25;
 const PER_ADDRESS = 150;
+const LINK_SECRET = 'attack-test-secret-of-at-least-32-chars';
+const signer = linkSigner(LINK_SECRET);
 
 let nats: TestNatsServer;
 let media: Server;
@@ -74,8 +77,11 @@ beforeAll(async () => {
     GATEWAY_RATE_LIMIT_WINDOW_MS: String(RATE_WINDOW_MS),
     GATEWAY_RATE_LIMIT_PER_ACCOUNT: String(PER_ACCOUNT),
     GATEWAY_RATE_LIMIT_PER_ADDRESS: String(PER_ADDRESS),
-    GATEWAY_PORT: '0',
+    GATEWAY_LINK_SECRET: LINK_SECRET,
+    GATEWAY_UPLOADS: 'true',
   };
+  const port = await freePort();
+  env = { ...env, GATEWAY_PORT: String(port), RESULTS_BASE_URL: `http://127.0.0.1:${port}/results/` };
   serve = startCommand(['serve'], env);
   await waitFor('serve to run', () => serve.output().includes('media-worker serving'), 60_000);
   gateway = await startGatewayProcess(env);
@@ -112,6 +118,12 @@ async function call(method: string, route: string, key: string | null, init: { b
 }
 
 const upscale = (key: string, url: string, signal?: AbortSignal) => call('POST', '/api/v1/tools/upscale-image', key, { body: JSON.stringify({ image_url: url }), ...(signal ? { signal } : {}) });
+
+/** A path under /results/ as the gateway would link it, expiring at `expiresAtMs`. */
+function signedPath(p: string, expiresAtMs: number): string {
+  const url = new URL(signer.sign(`${gateway.url}${p}`, expiresAtMs));
+  return `${url.pathname}${url.search}`;
+}
 
 /** Waits out the rate-limit window so that the next test starts with full budgets. */
 const freshWindow = () => sleep(RATE_WINDOW_MS + 200);
@@ -173,9 +185,9 @@ describe('HTTP errors in the API\'s envelope', () => {
       body: JSON.stringify({ model: 'vendor-v5-generate-music', input: { custom_mode: true, title: 't', style: 's', instrumental: true, negative_tags: 'x'.repeat(1001) } }),
     });
     expect([tags.status, tags.body.error?.code, tags.body.error?.message]).toEqual([400, 'INVALID_JOB', expect.stringContaining('1000')]);
-    const range = await call('GET', '/results/image/file.png', null, { headers: { range: 'bytes=999999-' } });
+    const range = await call('GET', signedPath('/results/image/file.png', Date.now() + 60_000), null, { headers: { range: 'bytes=999999-' } });
     expect([range.status, range.body.error?.code]).toEqual([416, 'RANGE_NOT_SATISFIABLE']);
-    const dot = await call('GET', '/results/image/.hidden', null);
+    const dot = await call('GET', signedPath('/results/image/.hidden', Date.now() + 60_000), null);
     expect([dot.status, dot.body.error?.code]).toEqual([404, 'NOT_FOUND']);
     expect(gateway.output()).not.toMatch(/"level":50/);
   });
@@ -212,5 +224,62 @@ describe('rate limits', () => {
     expect(statuses.filter((s) => s === 429)).toHaveLength(20);
     // Health probes are not counted.
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+  });
+});
+
+describe('links and keys', () => {
+  it('serves a file only through an unexpired signed link, with nosniff, a download name and private caching', async () => {
+    await freshWindow();
+    const res = await fetch(`${gateway.url}${signedPath('/results/image/file.png', Date.now() + 3_600_000)}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('content-disposition')).toBe('attachment; filename="file.png"');
+    expect(res.headers.get('cache-control')).toMatch(/^private, max-age=(3600|3599)$/);
+    await res.arrayBuffer();
+    const unsigned = await call('GET', '/results/image/file.png', null);
+    expect([unsigned.status, unsigned.body.error?.code]).toEqual([404, 'NOT_FOUND']);
+    const altered = signedPath('/results/image/file.png', Date.now() + 3_600_000).replace(/expires=(\d+)/, (_m, e: string) => `expires=${Number(e) + 1}`);
+    expect((await call('GET', altered, null)).status).toBe(404);
+    const expired = await call('GET', signedPath('/results/image/file.png', Date.now() - 1000), null);
+    expect([expired.status, expired.body.error?.code]).toEqual([410, 'LINK_EXPIRED']);
+  });
+
+  it('gives uploads a signed link that the worker can fetch', async () => {
+    const key = await newAccount(100);
+    const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(30, 20).png().toBuffer();
+    const res = await fetch(`${gateway.url}/api/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'image/png' }, body: png });
+    expect(res.status).toBe(201);
+    const { url } = ((await res.json()) as Reply['body']).data as { url: string };
+    const expires = Number(new URL(url).searchParams.get('expires'));
+    expect(expires * 1000 - Date.now()).toBeGreaterThan(23.9 * 3600_000);
+    const quoted = await upscale(key, url);
+    expect([quoted.status, quoted.body.data?.['input']]).toEqual([200, expect.objectContaining({ detected_dimensions: '30×20' })]);
+  });
+
+  it('lists an account\'s keys and revokes one: it gets 401 at once, the other key keeps working', async () => {
+    const created = (await accountsCommand(['create', '--name', 'keys', '--credits', '0'], env)) as { account: { id: string }; apiKey: string };
+    const second = (await accountsCommand(['add-key', created.account.id], env)) as { apiKey: string };
+    const listed = (await accountsCommand(['keys', created.account.id], env)) as { keys: { keyId: string; revokedAt?: string }[] };
+    expect(listed.keys).toHaveLength(2);
+    expect((await call('GET', '/api/v1/balance', second.apiKey)).status).toBe(200);
+    const { createHash } = await import('node:crypto');
+    const secondId = createHash('sha256').update(second.apiKey).digest('hex').slice(0, 16);
+    expect(listed.keys.map((k) => k.keyId)).toContain(secondId);
+    expect(await accountsCommand(['revoke-key', created.account.id, secondId], env)).toEqual({ accountId: created.account.id, keyId: secondId, revoked: true });
+    const revoked = await call('GET', '/api/v1/balance', second.apiKey);
+    expect([revoked.status, revoked.headers.get('www-authenticate')]).toEqual([401, 'Bearer realm="media-worker", error="invalid_token"']);
+    expect((await call('GET', '/api/v1/balance', created.apiKey)).status).toBe(200);
+    const after = (await accountsCommand(['keys', created.account.id], env)) as { keys: { keyId: string; revokedAt?: string }[] };
+    expect(after.keys.find((k) => k.keyId === secondId)?.revokedAt).toEqual(expect.any(String));
+  });
+
+  it('keeps query strings (a key sent as ?api_key=, a link\'s sig) out of the logs', async () => {
+    await call('GET', '/api/v1/balance?api_key=mwk_leaked_in_query_123', null);
+    const link = signedPath('/results/image/file.png', Date.now() + 60_000);
+    await fetch(`${gateway.url}${link}`).then((r) => r.arrayBuffer());
+    await sleep(200);
+    expect(gateway.output()).not.toContain('mwk_leaked_in_query_123');
+    expect(gateway.output()).not.toContain(new URL(link, gateway.url).searchParams.get('sig')!);
+    expect(gateway.output()).toContain('/api/v1/balance?[redacted]');
   });
 });

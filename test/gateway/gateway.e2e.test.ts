@@ -19,7 +19,7 @@ import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { ffmpeg } from '../media/helpers.js';
 import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
-import { accountsCommand, startCommand, startGatewayProcess, type RunningProcess } from './processes.js';
+import { accountsCommand, freePort, startCommand, startGatewayProcess, type RunningProcess } from './processes.js';
 
 let nats: TestNatsServer;
 let cp: ControlPlane;
@@ -93,14 +93,6 @@ afterAll(async () => {
   media?.close();
   await rm(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 interface Account {
   id: string;
@@ -397,7 +389,7 @@ describe('uploads', () => {
     const res = await fetch(`${gateway.url}/api/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/octet-stream' }, body: small });
     expect(res.status).toBe(201);
     const data = ((await res.json()) as Reply['body']).data as { url: string; format: string; size: number };
-    expect(data).toEqual({ url: expect.stringMatching(/\/results\/uploads\/u_[a-z0-9]+\.png$/), format: 'png', size: small.length });
+    expect(data).toEqual({ url: expect.stringMatching(/\/results\/uploads\/u_[a-z0-9]+\.png\?expires=\d+&sig=[\w-]+$/), format: 'png', size: small.length });
     expect(Buffer.from(await (await fetch(data.url)).arrayBuffer()).equals(small)).toBe(true);
     // The uploaded URL is an input like any other.
     const quoted = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: data.url, upscale_factor: '4' });

@@ -3,7 +3,8 @@
  * timeouts, content-type handling and graceful close; @fastify/swagger turns the route schemas
  * into /api/v1/openapi.json; @fastify/static serves RESULTS_DIR with range requests.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -19,9 +20,11 @@ import type { GatewaySettings } from '../settings.js';
 import type { Accounts } from '../store/accounts.js';
 import type { Ledger } from '../store/ledger.js';
 import type { Tasks } from '../store/tasks.js';
-import { taskView } from '../views.js';
+import { linkSigner, type LinkSigner } from '../links.js';
+import { taskView, withSignedLinks } from '../views.js';
 import { fromFrameworkError } from './framework-errors.js';
 import { useJsonBodyParser } from './json-body.js';
+import { withRedactedRequests } from './log-redaction.js';
 import { routeSchemas } from './openapi-schemas.js';
 import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
@@ -41,6 +44,12 @@ export interface AppDeps {
   notReadyReason(): string | null;
 }
 
+/** Signs links to files this gateway serves: those under `base`. */
+export interface Links {
+  signer: LinkSigner;
+  base: string;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     accountId: string;
@@ -57,7 +66,7 @@ export type GatewayApp = FastifyInstance;
 export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   const { settings, metrics } = deps;
   const app = Fastify({
-    loggerInstance: deps.logger,
+    loggerInstance: withRedactedRequests(deps.logger),
     bodyLimit: settings.bodyLimitBytes,
     requestTimeout: settings.requestTimeoutMs,
     connectionTimeout: settings.requestTimeoutMs,
@@ -96,7 +105,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
 
   // The id is in every log line of the request; echoed so a client can quote it.
   app.addHook('onRequest', async (req, reply) => {
-    void reply.header('x-request-id', req.id);
+    // Browsers must not guess a type other than the one sent (an uploaded PNG that is also HTML).
+    void reply.header('x-request-id', req.id).header('x-content-type-options', 'nosniff');
   });
   // The client address's budget is spent before anything else is done for the request; probes and
   // metrics (the orchestrator's, not a client's) are not counted.
@@ -138,8 +148,12 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
+  const links = servedLinks(settings, deps.resultsBaseUrl);
   if (settings.serveResults) {
-    await app.register(fastifyStatic, { root: deps.resultsDir, prefix: '/results/', decorateReply: false, index: false, dotfiles: 'deny' });
+    await app.register(async (files) => {
+      if (links !== undefined) files.addHook('onRequest', async (req, reply) => guardLink(req, reply, links));
+      await files.register(fastifyStatic, { root: deps.resultsDir, prefix: '/results/', decorateReply: false, index: false, dotfiles: 'deny', cacheControl: false });
+    });
   }
 
   await app.register(async (api) => {
@@ -181,7 +195,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.tasks.get(req.accountId, id) : null;
       // Another account's task is looked up under the caller's account, so it is simply not there.
       if (task === null) throw ApiError.of('TASK_NOT_FOUND', `Expected the id of one of your tasks but received ${JSON.stringify(id)}`);
-      return successEnvelope(withProgress(taskView(task.value), task.value.status, deps.progress));
+      return successEnvelope(withSignedLinks(withProgress(taskView(task.value), task.value.status, deps.progress), task.value, links));
     });
 
     api.get('/api/v1/tasks', { schema: routeSchemas.history }, async (req) => {
@@ -189,7 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       if (!query.success) throw ApiError.of('INVALID_QUERY', query.error.issues[0]?.message ?? 'Invalid query');
       const page = await deps.tasks.listIds(req.accountId, query.data.limit, query.data.cursor);
       const tasks = await Promise.all(page.ids.map((id) => deps.tasks.get(req.accountId, id)));
-      return successEnvelope({ tasks: tasks.flatMap((t) => (t === null ? [] : [taskView(t.value)])), nextCursor: page.next });
+      return successEnvelope({ tasks: tasks.flatMap((t) => (t === null ? [] : [withSignedLinks(taskView(t.value), t.value, links)])), nextCursor: page.next });
     });
 
     api.get('/api/v1/balance', { schema: routeSchemas.balance }, async (req) => {
@@ -197,11 +211,36 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     });
 
     // In a scope of its own: the raw-bytes parser must not reach the JSON endpoints.
-    if (settings.uploadsEnabled) await api.register(async (uploads) => registerUploads(uploads, { ...deps, schema: routeSchemas.upload }));
+    if (settings.uploadsEnabled) await api.register(async (uploads) => registerUploads(uploads, { ...deps, links, schema: routeSchemas.upload }));
   });
 
   // Fastify types the instance by its logger; a pino Logger and Fastify's base logger differ only in typing.
   return app as unknown as GatewayApp;
+}
+
+/**
+ * Links are signed when this gateway serves the files they point to (GATEWAY_SERVE_RESULTS) and
+ * knows their public address (RESULTS_BASE_URL, or GATEWAY_PUBLIC_URL + /results/).
+ */
+function servedLinks(settings: GatewaySettings, resultsBaseUrl: string | undefined): Links | undefined {
+  const base = resultsBaseUrl ?? (settings.publicBaseUrl === undefined ? undefined : new URL('results/', `${settings.publicBaseUrl.replace(/\/?$/, '/')}`).toString());
+  if (!settings.serveResults || base === undefined) return undefined;
+  return { signer: linkSigner(settings.linkSecret ?? randomBytes(32).toString('base64url')), base };
+}
+
+/** A file is served only through a link this gateway's secret signed and that has not expired. */
+async function guardLink(req: FastifyRequest, reply: FastifyReply, links: Links): Promise<void> {
+  const url = new URL(req.url, 'http://gateway.invalid');
+  const query = { expires: url.searchParams.get('expires') ?? undefined, sig: url.searchParams.get('sig') ?? undefined };
+  const now = Date.now();
+  const check = links.signer.check(url.pathname, query, now);
+  if (check === 'invalid') throw ApiError.of('NOT_FOUND', 'Expected a link given by this API (with its expires and sig) but received an unsigned or altered one');
+  if (check === 'expired') throw ApiError.of('LINK_EXPIRED', `Expected a link that has not expired but received one that expired at ${new Date(Number(query.expires) * 1000).toISOString()}`);
+  const name = path.posix.basename(decodeURIComponent(url.pathname)).replace(/[^A-Za-z0-9._-]/g, '_');
+  void reply.headers({
+    'content-disposition': `attachment; filename="${name}"`,
+    'cache-control': `private, max-age=${Math.max(0, Number(query.expires) - Math.floor(now / 1000))}`,
+  });
 }
 
 /** A pending task shows the worker's latest progress when some gateway heard of it; a settled one forgets it. */

@@ -15,11 +15,11 @@ import { sniffFile } from '../../media/index.js';
 import { resultUrl } from '../../worker/index.js';
 import { ApiError, successEnvelope } from '../errors.js';
 import { newTaskId } from '../ids.js';
-import type { AppDeps } from './app.js';
+import type { AppDeps, Links } from './app.js';
 
 const UPLOAD_TYPES = ['application/octet-stream', 'image/*', 'video/*', 'audio/*'];
 
-export function registerUploads(api: FastifyInstance, deps: AppDeps & { schema: object }): void {
+export function registerUploads(api: FastifyInstance, deps: AppDeps & { links: Links | undefined; schema: object }): void {
   const uploadsDir = path.join(deps.resultsDir, 'uploads');
   // The raw stream reaches the handler untouched; the handler enforces the cap while writing.
   api.addContentTypeParser(/^(application\/octet-stream|image\/.*|video\/.*|audio\/.*)$/, (_req, payload, done) => done(null, payload));
@@ -51,7 +51,9 @@ export function registerUploads(api: FastifyInstance, deps: AppDeps & { schema: 
       await rename(partial, path.join(uploadsDir, name));
       const base = deps.resultsBaseUrl ?? `${deps.settings.publicBaseUrl ?? `${req.protocol}://${req.host}`}/results/`;
       req.log.info({ upload: name, size, format }, 'Upload stored');
-      return reply.code(201).send(successEnvelope({ url: resultUrl(base, ['uploads', name]), format, size }));
+      const url = resultUrl(base, ['uploads', name]);
+      const expiresAt = Date.now() + deps.settings.uploadLifetimeHours * 3600_000;
+      return reply.code(201).send(successEnvelope({ url: deps.links === undefined ? url : deps.links.signer.sign(url, expiresAt), format, size }));
     } finally {
       await rm(partial, { force: true });
     }

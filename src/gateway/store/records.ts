@@ -7,7 +7,8 @@ import { z } from 'zod';
 export const accountRecordSchema = z.object({ id: z.string(), name: z.string(), createdAt: z.string() });
 export type AccountRecord = z.infer<typeof accountRecordSchema>;
 
-export const keyRecordSchema = z.object({ accountId: z.string(), createdAt: z.string() });
+/** A revoked key keeps its record (with `revokedAt`) so that the listing shows it. */
+export const keyRecordSchema = z.object({ accountId: z.string(), createdAt: z.string(), revokedAt: z.string().optional() });
 export type KeyRecord = z.infer<typeof keyRecordSchema>;
 
 const credits = z.number().int().nonnegative();
