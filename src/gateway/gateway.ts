@@ -51,6 +51,7 @@ export async function startGateway(settings: GatewaySettings, worker: WorkerSett
     settings,
     resultsDir: worker.resultsDir,
     resultsBaseUrl: worker.publicBaseUrl,
+    upscaleResultLifetimeDays: worker.upscaleResultLifetimeDays,
     accounts: store.accounts,
     ledger: store.ledger,
     tasks: store.tasks,

@@ -6,14 +6,6 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-const DAY_MS = 24 * 60 * 60 * 1000;
-
-/**
- * How long a result link lives after its task finished: the spec's 14 days for music audio and
- * 7 days for lip-sync; upscale results (the spec says "not shown") get lip-sync's 7 days.
- */
-export const RESULT_LINK_LIFETIME_MS = { music: 14 * DAY_MS, lipsync: 7 * DAY_MS, image: 7 * DAY_MS, video: 7 * DAY_MS } as const;
-
 export type LinkCheck = 'valid' | 'expired' | 'invalid';
 
 export interface LinkSigner {

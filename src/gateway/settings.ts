@@ -118,11 +118,24 @@ export const GATEWAY_SETTINGS = {
     doc: 'Secret that signs the expiring links to results and uploads served under /results/; every gateway of a deployment uses the same. Unset: a random one per process (links die with it).',
     secret: true,
   }),
-  uploadLifetimeHours: setting({
-    env: 'GATEWAY_UPLOAD_LIFETIME_HOURS',
+  uploadLifetimeMs: setting({
+    env: 'GATEWAY_UPLOAD_LIFETIME_MS',
     schema: positiveInt,
-    default: '24',
+    default: '86400000',
     doc: 'How long an upload\'s link works and its file is kept.',
+  }),
+  uploadQuotaBytes: setting({
+    env: 'GATEWAY_UPLOAD_QUOTA_BYTES',
+    schema: positiveInt,
+    default: '1073741824',
+    doc: 'Bytes of unexpired uploads one account may hold; more are refused with 403 UPLOAD_QUOTA_EXCEEDED.',
+  }),
+  uploadQuotaFiles: setting({ env: 'GATEWAY_UPLOAD_QUOTA_FILES', schema: positiveInt, default: '100', doc: 'Unexpired uploads one account may hold.' }),
+  uploadSweepIntervalMs: setting({
+    env: 'GATEWAY_UPLOAD_SWEEP_INTERVAL_MS',
+    schema: positiveInt,
+    default: '600000',
+    doc: 'How often expired uploads (older than GATEWAY_UPLOAD_LIFETIME_MS) are deleted.',
   }),
   uploadMaxBytes: setting({ env: 'GATEWAY_UPLOAD_MAX_BYTES', schema: positiveInt, default: '104857600', doc: 'Largest upload accepted.' }),
   historyPageSize: setting({ env: 'GATEWAY_HISTORY_PAGE_SIZE', schema: intSchema('an integer from 1 to 100', 1, 100), default: '20', doc: 'Default page size of GET /api/v1/tasks.' }),

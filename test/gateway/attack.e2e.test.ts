@@ -20,6 +20,7 @@ import { accountsCommand, freePort, startCommand, startGatewayProcess, type Runn
 const RATE_WINDOW_MS = 3000;
 const PER_ACCOUNT = 25;
 const PER_ADDRESS = 150;
+const UPLOAD_LIFETIME_MS = 5000;
 const LINK_SECRET = 'attack-test-secret-of-at-least-32-chars';
 const signer = linkSigner(LINK_SECRET);
 
@@ -79,6 +80,11 @@ beforeAll(async () => {
     GATEWAY_RATE_LIMIT_PER_ADDRESS: String(PER_ADDRESS),
     GATEWAY_LINK_SECRET: LINK_SECRET,
     GATEWAY_UPLOADS: 'true',
+    GATEWAY_UPLOAD_MAX_BYTES: '300000',
+    GATEWAY_UPLOAD_QUOTA_BYTES: '2000',
+    GATEWAY_UPLOAD_QUOTA_FILES: '3',
+    GATEWAY_UPLOAD_LIFETIME_MS: String(UPLOAD_LIFETIME_MS),
+    GATEWAY_UPLOAD_SWEEP_INTERVAL_MS: '500',
   };
   const port = await freePort();
   env = { ...env, GATEWAY_PORT: String(port), RESULTS_BASE_URL: `http://127.0.0.1:${port}/results/` };
@@ -227,6 +233,62 @@ describe('rate limits', () => {
   });
 });
 
+async function upload(key: string, body: Buffer, headers: Record<string, string> = {}): Promise<Reply> {
+  const res = await fetch(`${gateway.url}/api/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'image/png', ...headers }, body });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Reply['body'] };
+}
+
+describe('uploads', () => {
+  it('keeps an account\'s uploads in its own folder under a byte and file quota, with a signed link the worker can fetch, and sweeps them when they expire', async () => {
+    await freshWindow();
+    const key = await newAccount(100);
+    const tiny = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(8, 6).png().toBuffer();
+    expect(tiny.length).toBeLessThan(600);
+    const first = await upload(key, tiny);
+    expect(first.status).toBe(201);
+    const url = (first.body.data as { url: string }).url;
+    expect(new URL(url).pathname).toMatch(/^\/results\/uploads\/acct_[a-z0-9]{16}\/u_[a-z0-9]+\.png$/);
+    const expires = Number(new URL(url).searchParams.get('expires'));
+    expect(Math.abs(expires * 1000 - (Date.now() + UPLOAD_LIFETIME_MS))).toBeLessThan(3000);
+    const quoted = await upscale(key, url);
+    expect([quoted.status, quoted.body.data?.['input']]).toEqual([200, expect.objectContaining({ detected_dimensions: '8×6' })]);
+    // Files: the quota is 3.
+    expect((await upload(key, tiny)).status).toBe(201);
+    expect((await upload(key, tiny)).status).toBe(201);
+    const fourth = await upload(key, tiny);
+    expect([fourth.status, fourth.body.error?.code]).toEqual([403, 'UPLOAD_QUOTA_EXCEEDED']);
+    // Another account has its own quota; bytes: 2000 in all.
+    const other = await newAccount(0);
+    const tooMuch = await upload(other, Buffer.concat([tiny, Buffer.alloc(2500)]));
+    expect([tooMuch.status, tooMuch.body.error?.code]).toEqual([403, 'UPLOAD_QUOTA_EXCEEDED']);
+    // Swept after their lifetime: the link is dead and the quota free again.
+    await waitFor('the uploads to be swept', async () => ((await upload(key, tiny)).status === 201 ? true : undefined), UPLOAD_LIFETIME_MS + 5000, 500);
+    const gone = await call('GET', `${new URL(url).pathname}${new URL(url).search}`, null);
+    expect(gone.status).toBeGreaterThanOrEqual(404);
+  }, 30_000);
+
+  it('refuses by Content-Length before reading the body, and refuses content that only starts like an image', async () => {
+    const key = await newAccount(0);
+    // Headers declaring 150 MB, then nothing: the answer must come without the body.
+    const { request } = await import('node:http');
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(`${gateway.url}/api/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'image/png', 'content-length': String(150 * 1024 * 1024) } }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      });
+      req.on('error', reject);
+      req.write(Buffer.alloc(1024));
+    });
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body)).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE', message: expect.stringContaining('Content-Length of 157286400') } });
+    // A PNG signature followed by zeros: sniffed as PNG, refused by decoding.
+    const fake = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(1000)]);
+    const refused = await upload(key, fake);
+    expect([refused.status, refused.body.error?.code, refused.body.error?.message]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE', expect.stringContaining('does not decode')]);
+  });
+});
+
 describe('links and keys', () => {
   it('serves a file only through an unexpired signed link, with nosniff, a download name and private caching', async () => {
     await freshWindow();
@@ -242,18 +304,6 @@ describe('links and keys', () => {
     expect((await call('GET', altered, null)).status).toBe(404);
     const expired = await call('GET', signedPath('/results/image/file.png', Date.now() - 1000), null);
     expect([expired.status, expired.body.error?.code]).toEqual([410, 'LINK_EXPIRED']);
-  });
-
-  it('gives uploads a signed link that the worker can fetch', async () => {
-    const key = await newAccount(100);
-    const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(30, 20).png().toBuffer();
-    const res = await fetch(`${gateway.url}/api/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'image/png' }, body: png });
-    expect(res.status).toBe(201);
-    const { url } = ((await res.json()) as Reply['body']).data as { url: string };
-    const expires = Number(new URL(url).searchParams.get('expires'));
-    expect(expires * 1000 - Date.now()).toBeGreaterThan(23.9 * 3600_000);
-    const quoted = await upscale(key, url);
-    expect([quoted.status, quoted.body.data?.['input']]).toEqual([200, expect.objectContaining({ detected_dimensions: '30×20' })]);
   });
 
   it('lists an account\'s keys and revokes one: it gets 401 at once, the other key keeps working', async () => {

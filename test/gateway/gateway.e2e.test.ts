@@ -389,7 +389,7 @@ describe('uploads', () => {
     const res = await fetch(`${gateway.url}/api/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/octet-stream' }, body: small });
     expect(res.status).toBe(201);
     const data = ((await res.json()) as Reply['body']).data as { url: string; format: string; size: number };
-    expect(data).toEqual({ url: expect.stringMatching(/\/results\/uploads\/u_[a-z0-9]+\.png\?expires=\d+&sig=[\w-]+$/), format: 'png', size: small.length });
+    expect(data).toEqual({ url: expect.stringMatching(new RegExp(`/results/uploads/${account.id}/u_[a-z0-9]+\\.png\\?expires=\\d+&sig=[\\w-]+$`)), format: 'png', size: small.length });
     expect(Buffer.from(await (await fetch(data.url)).arrayBuffer()).equals(small)).toBe(true);
     // The uploaded URL is an input like any other.
     const quoted = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: data.url, upscale_factor: '4' });

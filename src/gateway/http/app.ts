@@ -33,6 +33,8 @@ export interface AppDeps {
   settings: GatewaySettings;
   resultsDir: string;
   resultsBaseUrl: string | undefined;
+  /** The worker's WORKER_UPSCALE_RESULT_LIFETIME_DAYS: upscale result links expire with their files. */
+  upscaleResultLifetimeDays: number;
   accounts: Accounts;
   ledger: Ledger;
   tasks: Tasks;
@@ -48,6 +50,7 @@ export interface AppDeps {
 export interface Links {
   signer: LinkSigner;
   base: string;
+  upscaleResultLifetimeDays: number;
 }
 
 declare module 'fastify' {
@@ -148,7 +151,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
-  const links = servedLinks(settings, deps.resultsBaseUrl);
+  const links = servedLinks(settings, deps.resultsBaseUrl, deps.upscaleResultLifetimeDays);
   if (settings.serveResults) {
     await app.register(async (files) => {
       if (links !== undefined) files.addHook('onRequest', async (req, reply) => guardLink(req, reply, links));
@@ -222,10 +225,10 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
  * Links are signed when this gateway serves the files they point to (GATEWAY_SERVE_RESULTS) and
  * knows their public address (RESULTS_BASE_URL, or GATEWAY_PUBLIC_URL + /results/).
  */
-function servedLinks(settings: GatewaySettings, resultsBaseUrl: string | undefined): Links | undefined {
+function servedLinks(settings: GatewaySettings, resultsBaseUrl: string | undefined, upscaleResultLifetimeDays: number): Links | undefined {
   const base = resultsBaseUrl ?? (settings.publicBaseUrl === undefined ? undefined : new URL('results/', `${settings.publicBaseUrl.replace(/\/?$/, '/')}`).toString());
   if (!settings.serveResults || base === undefined) return undefined;
-  return { signer: linkSigner(settings.linkSecret ?? randomBytes(32).toString('base64url')), base };
+  return { signer: linkSigner(settings.linkSecret ?? randomBytes(32).toString('base64url')), base, upscaleResultLifetimeDays };
 }
 
 /** A file is served only through a link this gateway's secret signed and that has not expired. */

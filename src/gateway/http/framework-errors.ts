@@ -6,7 +6,7 @@
 import { ApiError } from '../errors.js';
 
 export function fromFrameworkError(err: unknown): ApiError | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
+  if (typeof err !== 'object' || err === null || err instanceof ApiError) return undefined;
   const code = 'code' in err && typeof err.code === 'string' ? err.code : '';
   const message = 'message' in err && typeof err.message === 'string' ? err.message : code;
   switch (code) {
