@@ -12,6 +12,7 @@ import type { WorkerSettings } from '../worker/settings.js';
 import { ensureConsumers, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, type GatewayApp } from './http/app.js';
 import { GatewayMetrics } from './metrics.js';
+import { startPendingSweeper } from './pending-sweeper.js';
 import { watchProgress } from './progress.js';
 import { quoteClient } from './quote-client.js';
 import { quoteGate } from './quote-gate.js';
@@ -41,6 +42,7 @@ export async function startGateway(settings: GatewaySettings, worker: WorkerSett
   await ensureConsumers(jsm, consumerNames);
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger);
   const progress = watchProgress(nc);
+  const pendingSweeper = startPendingSweeper({ jsm, names: store.names, service, lifetimesMs: settings.pendingLifetimeMs, logger }, settings.pendingSweepIntervalMs);
   let stopping = false;
   let natsUp = true;
   void watchConnection(nc, (up) => {
@@ -68,6 +70,7 @@ export async function startGateway(settings: GatewaySettings, worker: WorkerSett
     async stop() {
       stopping = true;
       await app.close();
+      await pendingSweeper.stop();
       await loops.stop();
       progress.stop();
       await nc.drain();

@@ -19,6 +19,9 @@ import {
   type SettingsInput,
   type SettingsOf,
 } from '../settings-table.js';
+import { perKind } from '../worker/settings.js';
+
+const MINUTE_MS = 60_000;
 
 const namePrefix = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, {
   error: (issue) => `Expected 1 to 32 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
@@ -50,6 +53,18 @@ export const GATEWAY_SETTINGS = {
     schema: positiveInt,
     default: '2',
     doc: 'Submissions of one account being priced at once on this gateway; more are refused with 429 TOO_MANY_QUOTES.',
+  }),
+  pendingLifetimeMs: setting({
+    env: 'GATEWAY_PENDING_LIFETIME_MS',
+    schema: perKind('a positive integer', { image: 60 * MINUTE_MS, video: 120 * MINUTE_MS, lipsync: 60 * MINUTE_MS, music: 60 * MINUTE_MS }, 1),
+    default: `image=${60 * MINUTE_MS},video=${120 * MINUTE_MS},lipsync=${60 * MINUTE_MS},music=${60 * MINUTE_MS}`,
+    doc: 'How long a task of each kind may stay pending; then it fails with TASK_EXPIRED and is refunded (once, whatever a worker reports later).',
+  }),
+  pendingSweepIntervalMs: setting({
+    env: 'GATEWAY_PENDING_SWEEP_INTERVAL_MS',
+    schema: positiveInt,
+    default: '60000',
+    doc: 'How often pending tasks are checked against GATEWAY_PENDING_LIFETIME_MS.',
   }),
   bodyLimitBytes: setting({ env: 'GATEWAY_BODY_LIMIT_BYTES', schema: positiveInt, default: '1048576', doc: 'Largest JSON request body.' }),
   requestTimeoutMs: setting({

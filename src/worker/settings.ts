@@ -39,7 +39,7 @@ const streamName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
  * `image=2,video=1` (environment) or `{ image: 2, video: 1 }` (code): one non-negative integer per
  * kind; kinds left out take the value of `fallback`.
  */
-function perKind(expectation: string, fallback: Record<JobKind, number>, min: number) {
+export function perKind(expectation: string, fallback: Record<JobKind, number>, min: number) {
   const value = intSchema(expectation, min);
   const objectForm = z
     .object({ image: value.optional(), video: value.optional(), lipsync: value.optional(), music: value.optional() })

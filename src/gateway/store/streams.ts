@@ -18,6 +18,7 @@ export interface StoreNames {
   accountsStream: string;
   ledgerStream: string;
   tasksStream: string;
+  tasksFilter: string;
   accountSubject(accountId: string): string;
   keySubject(keyHash: string): string;
   ledgerSubject(accountId: string): string;
@@ -33,6 +34,7 @@ export function storeNames(prefix: string): StoreNames {
     accountsStream: `${prefix}_ACCOUNTS`,
     ledgerStream: `${prefix}_LEDGER`,
     tasksStream: `${prefix}_TASKS`,
+    tasksFilter: `${p}.tasks.*.*`,
     accountSubject: (a) => `${p}.accounts.${a}`,
     keySubject: (h) => `${p}.keys.${h}`,
     ledgerSubject: (a) => `${p}.ledger.${a}`,
@@ -63,7 +65,15 @@ export function streamConfigs(prefix: string): (Partial<StreamConfig> & { name: 
       allow_direct: true,
       description: 'media-worker gateway: credit ledger, one subject per account',
     },
-    { ...common, name: n.tasksStream, subjects: [`${p}.tasks.*.*`, `${p}.owners.*`], max_msgs_per_subject: 1, description: 'media-worker gateway: tasks' },
+    {
+      ...common,
+      name: n.tasksStream,
+      subjects: [`${p}.tasks.*.*`, `${p}.owners.*`],
+      max_msgs_per_subject: 1,
+      // Direct get reads "the next task after sequence n" for the pending-task sweep.
+      allow_direct: true,
+      description: 'media-worker gateway: tasks',
+    },
   ];
 }
 
@@ -75,5 +85,7 @@ export async function ensureStoreStreams(jsm: JetStreamManager, prefix: string):
       throw err;
     });
     if (existing === null) await jsm.streams.add(config);
+    // Streams made by an older gateway lack direct get, which the sweeps need.
+    else if (config.allow_direct === true && existing.config.allow_direct !== true) await jsm.streams.update(name, { ...existing.config, allow_direct: true });
   }
 }
