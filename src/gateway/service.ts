@@ -70,7 +70,7 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
   };
 
   const materialise = async (accountId: string, entry: DebitEntry, seq: number): Promise<void> => {
-    const stored = await tasks.ensure(taskFromDebit(accountId, entry, seq));
+    const stored = await tasks.ensure(taskFromDebit(accountId, entry, seq), entry.debits);
     // A settled task's job ran already; publishing it again would only cost the worker a lookup.
     if (stored.value.status === 'pending') await publishJob(entry);
   };

@@ -151,6 +151,19 @@ describe('gateway ledger', () => {
     expect((await store.ledger.entries(account.id)).filter((e) => e.value.type === 'refund')).toHaveLength(1);
   });
 
+  it('pages an account\'s history by place, newest first, each page reading only its own places', async () => {
+    const { account } = await store.accounts.create('history', 15 * 25);
+    const ids: string[] = [];
+    for (let i = 0; i < 25; i++) ids.push((await service.submit(account.id, musicJob as never, 'generate', logger))['id'] as string);
+    expect((await store.ledger.last(account.id))?.value.debits).toBe(25);
+    const first = await store.tasks.pageByPlace(account.id, 26, 10);
+    expect(first).toEqual({ ids: ids.slice(15).reverse(), next: 16 });
+    const second = await store.tasks.pageByPlace(account.id, first.next!, 10);
+    expect(second).toEqual({ ids: ids.slice(5, 15).reverse(), next: 6 });
+    const last = await store.tasks.pageByPlace(account.id, second.next!, 10);
+    expect(last).toEqual({ ids: ids.slice(0, 5).reverse(), next: null });
+  });
+
   it('completes a debit whose gateway died before creating the task and publishing the job (outbox)', async () => {
     const { account } = await store.accounts.create('crash', 50);
     // What a gateway killed right after the debit leaves behind: a debit, no task, no job.

@@ -204,7 +204,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     api.get('/api/v1/tasks', { schema: routeSchemas.history }, async (req) => {
       const query = historyQuery(settings.historyPageSize).safeParse(req.query);
       if (!query.success) throw ApiError.of('INVALID_QUERY', query.error.issues[0]?.message ?? 'Invalid query');
-      const page = await deps.tasks.listIds(req.accountId, query.data.limit, query.data.cursor);
+      const page = await historyPage(deps, req.accountId, query.data.limit, query.data.cursor);
       const tasks = await Promise.all(page.ids.map((id) => deps.tasks.get(req.accountId, id)));
       return successEnvelope({ tasks: tasks.flatMap((t) => (t === null ? [] : [withSignedLinks(taskView(t.value), t.value, links)])), nextCursor: page.next });
     });
@@ -244,6 +244,21 @@ async function guardLink(req: FastifyRequest, reply: FastifyReply, links: Links)
     'content-disposition': `attachment; filename="${name}"`,
     'cache-control': `private, max-age=${Math.max(0, Number(query.expires) - Math.floor(now / 1000))}`,
   });
+}
+
+/**
+ * One history page. Accounts whose ledger counts debits are paged by place (`n<place>` cursors:
+ * the page's cost is its size); older ones by listing their task ids (`t_…` cursors).
+ */
+async function historyPage(deps: AppDeps, accountId: string, limit: number, cursor: string | undefined): Promise<{ ids: string[]; next: string | null }> {
+  const count = (await deps.ledger.last(accountId))?.value.debits;
+  const placeCursor = cursor === undefined ? undefined : /^n(\d{1,15})$/.exec(cursor)?.[1];
+  if (count !== undefined && (cursor === undefined || placeCursor !== undefined)) {
+    const before = Math.min(count + 1, placeCursor === undefined ? count + 1 : Number(placeCursor));
+    const page = await deps.tasks.pageByPlace(accountId, before, limit);
+    return { ids: page.ids, next: page.next === null ? null : `n${page.next}` };
+  }
+  return deps.tasks.listIds(accountId, limit, cursor);
 }
 
 /** A pending task shows the worker's latest progress when some gateway heard of it; a settled one forgets it. */

@@ -6,7 +6,7 @@
  * |---|---|---|
  * | `<P>_ACCOUNTS` | `<p>.accounts.<account>`, `<p>.keys.<key hash>` | account records; key hash -> account (one message per subject) |
  * | `<P>_LEDGER` | `<p>.ledger.<account>` | every balance change of an account, in order; the last one holds the balance |
- * | `<P>_TASKS` | `<p>.tasks.<account>.<task>`, `<p>.owners.<task>` | the latest state of each task; task -> account |
+ * | `<P>_TASKS` | `<p>.tasks.<account>.<task>`, `<p>.owners.<task>`, `<p>.order.<account>.<n>` | the latest state of each task; task -> account; the account's n-th task (history pages) |
  *
  * Every write that depends on what it read is a publish with "expected last subject sequence"
  * (optimistic concurrency; on nats-server 2.9 too). `<p>` is the prefix in lower case.
@@ -26,6 +26,7 @@ export interface StoreNames {
   taskSubject(accountId: string, taskId: string): string;
   accountTasksFilter(accountId: string): string;
   ownerSubject(taskId: string): string;
+  orderSubject(accountId: string, n: number): string;
 }
 
 export function storeNames(prefix: string): StoreNames {
@@ -42,6 +43,7 @@ export function storeNames(prefix: string): StoreNames {
     taskSubject: (a, t) => `${p}.tasks.${a}.${t}`,
     accountTasksFilter: (a) => `${p}.tasks.${a}.*`,
     ownerSubject: (t) => `${p}.owners.${t}`,
+    orderSubject: (a, n) => `${p}.order.${a}.${n}`,
   };
 }
 
@@ -68,7 +70,7 @@ export function streamConfigs(prefix: string): (Partial<StreamConfig> & { name: 
     {
       ...common,
       name: n.tasksStream,
-      subjects: [`${p}.tasks.*.*`, `${p}.owners.*`],
+      subjects: [`${p}.tasks.*.*`, `${p}.owners.*`, `${p}.order.*.*`],
       max_msgs_per_subject: 1,
       // Direct get reads "the next task after sequence n" for the pending-task sweep.
       allow_direct: true,
@@ -84,8 +86,15 @@ export async function ensureStoreStreams(jsm: JetStreamManager, prefix: string):
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
       throw err;
     });
-    if (existing === null) await jsm.streams.add(config);
-    // Streams made by an older gateway lack direct get, which the sweeps need.
-    else if (config.allow_direct === true && existing.config.allow_direct !== true) await jsm.streams.update(name, { ...existing.config, allow_direct: true });
+    if (existing === null) {
+      await jsm.streams.add(config);
+      continue;
+    }
+    // Streams made by an older gateway lack direct get (the sweeps) and the history index's subjects.
+    const subjects = [...new Set([...(existing.config.subjects ?? []), ...(config.subjects ?? [])])];
+    const direct = config.allow_direct === true && existing.config.allow_direct !== true;
+    if (direct || subjects.length !== (existing.config.subjects ?? []).length) {
+      await jsm.streams.update(name, { ...existing.config, subjects, allow_direct: existing.config.allow_direct || config.allow_direct === true });
+    }
   }
 }
