@@ -25,7 +25,7 @@ import { taskView, withSignedLinks } from '../views.js';
 import { fromFrameworkError } from './framework-errors.js';
 import { useJsonBodyParser } from './json-body.js';
 import { withRedactedRequests } from './log-redaction.js';
-import { routeSchemas } from './openapi-schemas.js';
+import { routeSchemas, withSubmissionLinks } from './openapi-schemas.js';
 import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
 
@@ -104,6 +104,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       info: { title: 'media-worker gateway', version: PACKAGE_VERSION, description: 'The media service HTTP API (media-service-spec.md sections 1-5, 7; docs/contract.md).' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
+    transformObject: (doc) => ('openapiObject' in doc ? withSubmissionLinks(doc.openapiObject) : doc.swaggerObject),
   });
 
   // The id is in every log line of the request; echoed so a client can quote it.
