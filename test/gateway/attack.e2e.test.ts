@@ -21,7 +21,7 @@ import { sleep, waitFor } from '../worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
 import { linkSigner } from '../../src/gateway/links.js';
 import type { paths } from './openapi/api.js';
-import { accountsCommand, freePort, startCommand, startGatewayProcess, type RunningProcess } from './processes.js';
+import { accountsCommand, startServeAndGateway, type RunningProcess } from './processes.js';
 
 const RATE_WINDOW_MS = 3000;
 const PER_ACCOUNT = 25;
@@ -92,11 +92,7 @@ beforeAll(async () => {
     GATEWAY_UPLOAD_LIFETIME_MS: String(UPLOAD_LIFETIME_MS),
     GATEWAY_UPLOAD_SWEEP_INTERVAL_MS: '500',
   };
-  const port = await freePort();
-  env = { ...env, GATEWAY_PORT: String(port), RESULTS_BASE_URL: `http://127.0.0.1:${port}/results/` };
-  serve = startCommand(['serve'], env);
-  await waitFor('serve to run', () => serve.output().includes('media-worker serving'), 60_000);
-  gateway = await startGatewayProcess(env);
+  ({ env, serve, gateway } = await startServeAndGateway(env));
 }, 180_000);
 
 afterAll(async () => {

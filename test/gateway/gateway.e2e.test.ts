@@ -19,7 +19,7 @@ import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { ffmpeg } from '../media/helpers.js';
 import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
-import { accountsCommand, freePort, startCommand, startGatewayProcess, type RunningProcess } from './processes.js';
+import { accountsCommand, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
 
 let nats: TestNatsServer;
 let cp: ControlPlane;
@@ -75,13 +75,8 @@ beforeAll(async () => {
     // The race below is about the ledger: every submission is let through to its quote.
     GATEWAY_QUOTES_PER_ACCOUNT: '100',
   };
-  // The gateway serves RESULTS_DIR, so the results' base URL is the gateway's own, on a port
-  // chosen here and kept across the gateway's restarts.
-  const port = await freePort();
-  env = { ...env, GATEWAY_PORT: String(port), RESULTS_BASE_URL: `http://127.0.0.1:${port}/results/` };
-  serve = startCommand(['serve'], env);
-  await waitFor('serve to run', () => serve.output().includes('media-worker serving'), 60_000);
-  gateway = await startGatewayProcess(env);
+  // The gateway serves RESULTS_DIR, so the results' base URL is the gateway's own.
+  ({ env, serve, gateway } = await startServeAndGateway(env));
   cp = await controlPlane(nats.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' });
 }, 180_000);
 

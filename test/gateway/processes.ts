@@ -62,3 +62,15 @@ export async function freePort(): Promise<number> {
   await new Promise((resolve) => probe.close(resolve));
   return port;
 }
+
+/**
+ * `serve` and `gateway` on one host, the gateway serving RESULTS_DIR on a port chosen here (so
+ * RESULTS_BASE_URL is known first and stays the same across a restart of the gateway).
+ */
+export async function startServeAndGateway(base: NodeJS.ProcessEnv): Promise<{ env: NodeJS.ProcessEnv; serve: RunningProcess; gateway: RunningProcess & { url: string } }> {
+  const port = await freePort();
+  const env = { ...base, GATEWAY_PORT: String(port), RESULTS_BASE_URL: `http://127.0.0.1:${port}/results/` };
+  const serve = startCommand(['serve'], env);
+  await waitFor('serve to run', () => serve.output().includes('media-worker serving'), 60_000);
+  return { env, serve, gateway: await startGatewayProcess(env) };
+}
