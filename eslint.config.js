@@ -1,5 +1,5 @@
 /**
- * ESLint for src/, scripts/, test/ (and bench/ should it appear): typescript-eslint's recommended
+ * ESLint for src/, scripts/, test/ and bench/: typescript-eslint's recommended
  * rules, no import cycles, one logging style, and the folder boundaries of src/ (eslint/boundaries.js;
  * README "Boundaries").
  */
@@ -37,10 +37,19 @@ export default defineConfig(
     },
   },
   {
-    // "Nothing below worker/ knows NATS exists" (README "Boundaries").
-    files: ['src/{media,video,inference,jobs,upscale,lipsync,music}/**/*.ts'],
+    // "Nothing below the protocol knows NATS exists" (README "Boundaries"); the application layer
+    // joins the worker to the pipelines without touching NATS either.
+    files: ['src/{media,video,inference,jobs,upscale,lipsync,music,app}/**/*.ts', 'src/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['@nats-io/*'], message: 'only worker/, gateway/ and the command line talk to NATS' }] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['@nats-io/*'], message: 'only protocol/, worker/, gateway/ and the command line talk to NATS' },
+            { group: ['**/protocol/*'], message: 'the wire protocol is for worker/ and gateway/; the pipelines and the application layer never see it' },
+          ],
+        },
+      ],
     },
   },
   {
@@ -51,8 +60,24 @@ export default defineConfig(
         'error',
         {
           root: fileURLToPath(new URL('.', import.meta.url)),
-          // Lowest first: a folder imports only folders of lower layers, never one of its own layer.
-          layers: [['media'], ['video', 'inference'], ['jobs'], ['upscale', 'lipsync', 'music'], ['worker'], ['gateway'], ['cli']],
+          // Lowest first: an area imports only areas of lower layers, never one of its own layer. The
+          // files at src/'s top are areas too: the leaves at the bottom, config.ts (which composes
+          // every folder's settings) above the worker and the gateway, the entry src/cli.ts on top.
+          // protocol/ is the wire under both worker/ and gateway/; these two share the pipelines'
+          // layer, so none of them imports another: app/ joins the worker to the pipelines
+          // (README "A job's path").
+          layers: [
+            ['errors.ts', 'logger.ts', 'paths.ts', 'seeded-random.ts', 'settings-table.ts'],
+            ['media'],
+            ['video', 'inference'],
+            ['jobs'],
+            ['protocol'],
+            ['upscale', 'lipsync', 'music', 'worker', 'gateway'],
+            ['config.ts'],
+            ['app'],
+            ['cli'],
+            ['cli.ts'],
+          ],
           // A folder's pure settings (constants and parsers, no runtime imports) are its second way in,
           // so that src/config.ts reads every setting without loading ONNX Runtime or sharp.
           // The tile plan is pure geometry that the contract prices with (jobs/cost-model.ts): the

@@ -23,7 +23,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
-import { createEngine, executeJob, quoteOnly } from '../src/execute.js';
+import { createEngine, executeJob, quoteOnly } from '../src/app/index.js';
 import { parseJob, type Job } from '../src/jobs/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { cpuSeconds } from './cpu-time.js';

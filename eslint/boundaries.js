@@ -1,12 +1,13 @@
 /**
  * Local ESLint plugin that keeps the folder boundaries of src/ (README, "Boundaries").
- * One rule, `boundaries/imports`, checks every relative import that lands in another top-level
- * folder of src/:
+ * One rule, `boundaries/imports`, checks every relative import that lands in another area of src/:
+ * a top-level folder, or one of the files at src/'s top (config.ts, errors.ts, ...), which are
+ * areas of their own and have their layers like the folders:
  *   - through the index: a file outside src/B/ imports src/B/index.ts (or another entry the
  *     config names: settings.ts, a folder's pure settings for src/config.ts), never a file behind
  *     it (a test under test/B/ may reach into src/B/, whose internals it unit-tests);
- *   - direction: a folder of src/ imports only folders of lower layers; folders of one layer
- *     (the pipelines, say) never import each other.
+ *   - direction: an area of src/ imports only areas of lower layers; areas of one layer
+ *     (the pipelines, say) never import each other. Every area has a layer.
  * Paths come from the import specifier alone, without a resolver, so the rule also works on
  * in-memory code at virtual paths (test/lint-boundaries.test.ts).
  */
@@ -31,8 +32,8 @@ const rule = {
     ],
     messages: {
       throughIndex: '{{from}} imports {{target}}: enter src/{{to}}/ through {{entries}}',
-      direction: 'src/{{from}}/ must not import src/{{to}}/ ({{target}}): imports point down the layers {{order}}',
-      unlisted: 'src/{{folder}}/ is in no layer of the boundaries rule: give it one in eslint.config.js',
+      direction: '{{from}} must not import {{to}} ({{target}}): imports point down the layers {{order}}',
+      unlisted: '{{area}} is in no layer of the boundaries rule: give it one in eslint.config.js',
     },
   },
   create(context) {
@@ -47,29 +48,29 @@ const rule = {
       const target = toPosix(path.relative(root, path.resolve(path.dirname(context.filename), specifier)))
         .replace(/\.js$/, '.ts');
       const parts = target.split('/');
-      if (parts[0] !== 'src' || parts.length < 3) return; // outside src/, or a file at src/'s top
-      const to = parts[1];
-      if (importer.folder === to) return;
-      const data = { from: importer.folder ?? importer.name, to, target };
+      if (parts[0] !== 'src' || parts.length < 2) return; // outside src/
+      const to = parts[1]; // a folder, or a file at src/'s top
+      if (importer.area === to) return;
 
-      if (importer.folder !== undefined) {
-        const fromRank = layerOf.get(importer.folder);
+      if (importer.area !== undefined) {
+        const fromRank = layerOf.get(importer.area);
         const toRank = layerOf.get(to);
         if (fromRank === undefined || toRank === undefined) {
-          const folder = fromRank === undefined ? importer.folder : to;
-          context.report({ node: sourceNode, messageId: 'unlisted', data: { folder } });
+          const area = fromRank === undefined ? importer.area : to;
+          context.report({ node: sourceNode, messageId: 'unlisted', data: { area: shown(area) } });
           return;
         }
         if (toRank >= fromRank) {
-          context.report({ node: sourceNode, messageId: 'direction', data: { ...data, order } });
+          context.report({ node: sourceNode, messageId: 'direction', data: { from: shown(importer.area), to: shown(to), target, order } });
           return;
         }
       }
+      if (parts.length === 2) return; // a file at src/'s top is its own way in
       // An entry is a file name every folder may offer (index.ts) or one folder's file ('inference/tile-plan.ts').
       const isEntry = (parts.length === 3 && entries.includes(parts[2])) || entries.includes(parts.slice(1).join('/'));
       if (!isEntry && !withoutIndex.includes(to) && importer.tests !== to) {
         const names = entries.flatMap((entry) => (entry.includes('/') ? [] : [`src/${to}/${entry}`])).join(' or ');
-        context.report({ node: sourceNode, messageId: 'throughIndex', data: { ...data, from: importer.name, entries: names } });
+        context.report({ node: sourceNode, messageId: 'throughIndex', data: { from: importer.name, to, target, entries: names } });
       }
     }
 
@@ -83,18 +84,21 @@ const rule = {
 };
 
 /**
- * Where a file sits: `name` is how the allow-list and messages call its area (`src/worker`, `src`
- * for src/'s top-level files, `scripts`, `test`), `folder` the src/ folder it belongs to, `tests`
- * the src/ folder a test under test/B/ tests. Undefined for files the rule does not govern.
+ * Where a file sits: `name` is how messages call its area (`src/worker`, `src/config.ts`,
+ * `scripts`, `test`), `area` the src/ folder or top-level file it belongs to, `tests` the src/
+ * folder a test under test/B/ tests. Undefined for files the rule does not govern.
  */
 function areaOf(file) {
   const parts = file.split('/');
-  if (parts[0] === 'src') {
-    return parts.length > 2 ? { name: `src/${parts[1]}`, folder: parts[1] } : { name: 'src' };
-  }
+  if (parts[0] === 'src' && parts.length > 1) return { name: `src/${parts[1]}`, area: parts[1] };
   if (parts[0] === 'test') return { name: 'test', tests: parts.length > 2 ? parts[1] : undefined };
   if (parts[0] === 'scripts' || parts[0] === 'bench') return { name: parts[0] };
   return undefined;
+}
+
+/** An area as messages show it: `src/worker/` for a folder, `src/config.ts` for a file. */
+function shown(area) {
+  return area.endsWith('.ts') ? `src/${area}` : `src/${area}/`;
 }
 
 function toPosix(file) {

@@ -26,7 +26,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import sharp from 'sharp';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
-import { terminalEventSchema, type TerminalEvent } from '../src/worker/index.js';
+import { terminalEventSchema, type TerminalEvent } from '../src/protocol/index.js';
 import { seededRandom } from '../src/seeded-random.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');

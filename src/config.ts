@@ -1,8 +1,10 @@
 /**
- * Every setting of the worker in one place: each has an environment variable, a zod schema, a
- * default and a line of documentation (the README's config reference is printed from this table by
- * `media-worker config --reference`). A bad value fails at start with a message that names the
- * environment variable, never deep inside a job.
+ * The settings of the pipelines and the command line (`SETTINGS`), and the list of every settings
+ * table of the project (`SETTINGS_SECTIONS`: this one, the daemon's worker/settings.ts, which
+ * includes the protocol's, and the gateway's). Each setting has an environment variable, a zod
+ * schema, a default and a line of documentation; the README's reference is printed from these
+ * tables by `media-worker config --reference`. A bad value fails at start with a message that names
+ * the environment variable, never deep inside a job.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -56,7 +58,7 @@ function parsedBy<T>(parse: (text: string) => T): z.ZodType<T, string> {
   });
 }
 
-// One parser for the lip-sync mapping (lipsync/wav2lip-model.ts); here only its error is reworded.
+// One parser for the lip-sync mapping (lipsync/settings.ts); here only its error is reworded.
 const lipsyncMapping = parsedBy(parseLipsyncModelMapping);
 
 // One parser for the network choices (inference/sr-choice.ts); here only its error is reworded.
@@ -366,7 +368,7 @@ export const SETTINGS_SECTIONS: readonly SettingsSection[] = [
   { key: 'daemon', title: 'Daemon (`media-worker serve`)', table: WORKER_SETTINGS, load: (env) => workerSettingsFromEnv(env), reference: workerSettingsReference },
   {
     key: 'gateway',
-    title: "Gateway (`media-worker gateway`; also reads the daemon's NATS_*, stream names, RESULTS_DIR and RESULTS_BASE_URL)",
+    title: "Gateway (`media-worker gateway`; also reads the protocol's NATS_*, stream names, RESULTS_DIR and RESULTS_BASE_URL, listed with the daemon)",
     table: GATEWAY_SETTINGS,
     load: (env) => gatewaySettingsFromEnv(env),
     reference: gatewaySettingsReference,

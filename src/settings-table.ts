@@ -1,6 +1,7 @@
 /**
  * The machinery behind every settings table of the project (src/config.ts for the pipelines,
- * src/worker/settings.ts for the daemon): one row per setting with its environment variable, a zod
+ * src/protocol/settings.ts for what workers and gateways share, src/worker/settings.ts for the
+ * daemon, src/gateway/settings.ts for the gateway): one row per setting with its environment variable, a zod
  * schema that accepts the environment's spelling (a string) as well as an already typed value, the
  * default as the environment would spell it, and one line of documentation. A bad value is reported
  * as `Invalid setting <ENV>: Expected … but received …`, the same words for every setting.

@@ -79,6 +79,18 @@ describe('Dockerfile.cuda', () => {
   });
 });
 
+describe('the Node version', () => {
+  it('is one LTS major for CI and the CUDA image, within package.json\'s engines', async () => {
+    const ci = Number(/^NODE_LTS_MAJOR=(\d+)$/m.exec(await read('.ci/run'))?.[1]);
+    const image = Number(/deb\.nodesource\.com\/node_(\d+)\.x/.exec(await read('Dockerfile.cuda'))?.[1]);
+    const engines = (JSON.parse(await read('package.json')) as { engines: { node: string } }).engines.node;
+    const floor = Number(/^>=(\d+)$/.exec(engines)?.[1]);
+    expect(floor).toBeGreaterThanOrEqual(22);
+    expect(ci).toBeGreaterThanOrEqual(floor);
+    expect(image).toBe(ci);
+  });
+});
+
 describe('systemd/media-worker.service and its environment file', () => {
   it('sets only settings that exist, with valid values (Environment= lines, then the file, as systemd applies them)', async () => {
     const unit = unitEnvironment(await read('systemd/media-worker.service'));

@@ -27,6 +27,17 @@ describe('boundaries/imports', () => {
     ['src/video/x.ts', '../inference/session.js', 'src/video/ must not import src/inference/'],
     ['src/music/x.ts', '../worker/index.js', 'src/music/ must not import src/worker/'],
     ['src/upscale/deeper/x.ts', '../../gateway/index.js', 'src/upscale/ must not import src/gateway/'],
+    // The gateway stands on the protocol beside the worker, never on the worker itself.
+    ['src/gateway/x.ts', '../worker/index.js', 'src/gateway/ must not import src/worker/'],
+    ['src/worker/x.ts', '../gateway/index.js', 'src/worker/ must not import src/gateway/'],
+    ['src/protocol/x.ts', '../worker/index.js', 'src/protocol/ must not import src/worker/'],
+    // The application layer sits above the worker; the worker reaches the pipelines only through it.
+    ['src/worker/x.ts', '../app/index.js', 'src/worker/ must not import src/app/'],
+    ['src/worker/x.ts', '../upscale/index.js', 'src/worker/ must not import src/upscale/'],
+    // The files at src/'s top have layers too: a pipeline does not reach up to the settings' composition.
+    ['src/music/x.ts', '../config.js', 'src/music/ must not import src/config.ts'],
+    ['src/errors.ts', './jobs/index.js', 'src/errors.ts must not import src/jobs/'],
+    ['src/config.ts', './app/index.js', 'src/config.ts must not import src/app/'],
   ])('refuses %s importing %s', async (file, specifier, expected) => {
     const messages = await boundaryMessages(file, `export { x } from '${specifier}';\n`);
     expect(messages).toHaveLength(1);
@@ -35,7 +46,7 @@ describe('boundaries/imports', () => {
 
   it.each([
     ['src/worker/x.ts', '../media/sniff.js', 'src/worker imports src/media/sniff.ts: enter src/media/ through src/media/index.ts or src/media/settings.ts'],
-    ['src/x.ts', './video/frame-queue.js', 'src imports src/video/frame-queue.ts: enter src/video/ through src/video/index.ts or src/video/settings.ts'],
+    ['src/config.ts', './video/frame-queue.js', 'src/config.ts imports src/video/frame-queue.ts: enter src/video/ through src/video/index.ts or src/video/settings.ts'],
     ['scripts/x.ts', '../src/jobs/quote.js', 'scripts imports src/jobs/quote.ts: enter src/jobs/ through src/jobs/index.ts or src/jobs/settings.ts'],
     ['test/worker/x.test.ts', '../../src/media/sniff.js', 'test imports src/media/sniff.ts: enter src/media/ through src/media/index.ts or src/media/settings.ts'],
   ])('refuses %s importing %s past the index', async (file, specifier, expected) => {
@@ -53,9 +64,12 @@ describe('boundaries/imports', () => {
     expect(await boundaryMessages('src/worker/x.ts', code)).toHaveLength(2);
   });
 
-  it('refuses a folder that has no layer', async () => {
+  it('refuses a folder or a file at src/\'s top that has no layer', async () => {
     expect(await boundaryMessages('src/extras/x.ts', "export { x } from '../media/index.js';\n")).toEqual([
       'src/extras/ is in no layer of the boundaries rule: give it one in eslint.config.js',
+    ]);
+    expect(await boundaryMessages('src/loose.ts', "export { x } from './media/index.js';\n")).toEqual([
+      'src/loose.ts is in no layer of the boundaries rule: give it one in eslint.config.js',
     ]);
   });
 
@@ -63,20 +77,37 @@ describe('boundaries/imports', () => {
     ['src/worker/x.ts', '../media/index.js'],
     ['src/upscale/x.ts', '../video/index.js'],
     ['src/upscale/x.ts', '../inference/index.js'],
-    ['src/x.ts', './media/settings.js'], // a folder's pure settings, for src/config.ts
+    ['src/config.ts', './media/settings.js'], // a folder's pure settings, for src/config.ts
     ['src/jobs/x.ts', '../inference/tile-plan.js'], // one folder's light entry, named in the config
     ['src/cli.ts', './cli/program.js'], // cli/ has no barrel: src/cli.ts loads it lazily
-    ['src/gateway/x.ts', '../worker/index.js'],
+    ['src/gateway/x.ts', '../protocol/index.js'],
+    ['src/worker/x.ts', '../protocol/index.js'],
+    ['src/app/x.ts', '../worker/index.js'],
+    ['src/app/x.ts', '../upscale/index.js'],
+    ['src/cli/x.ts', '../app/index.js'],
+    ['src/cli/x.ts', '../protocol/index.js'],
     ['src/cli/x.ts', '../gateway/index.js'],
     ['src/media/x.ts', './sniff.js'],
     ['src/lipsync/rooms/x.ts', '../pipeline.js'],
-    ['src/x.ts', './worker/index.js'],
-    ['src/worker/x.ts', '../config.js'],
+    ['src/config.ts', './worker/settings.js'],
+    ['src/app/x.ts', '../config.js'],
+    ['src/media/x.ts', '../errors.js'],
     ['test/media/x.test.ts', '../../src/media/sniff.js'], // a test may reach into the folder it tests
     ['scripts/x.ts', '../src/media/index.js'],
     ['src/worker/x.ts', 'pino'],
   ])('lets %s import %s', async (file, specifier) => {
     expect(await boundaryMessages(file, `export { x } from '${specifier}';\n`)).toEqual([]);
+  });
+});
+
+describe('no-restricted-imports', () => {
+  it.each([
+    ['src/music/x.ts', '../protocol/index.js'],
+    ['src/app/x.ts', '../protocol/index.js'],
+    ['src/upscale/x.ts', '@nats-io/jetstream'],
+  ])('keeps the wire away from %s (%s)', async (filePath, specifier) => {
+    const [result] = await eslint.lintText(`export { x } from '${specifier}';\n`, { filePath });
+    expect(result!.messages.map((m) => m.ruleId)).toContain('no-restricted-imports');
   });
 });
 

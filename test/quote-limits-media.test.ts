@@ -5,9 +5,9 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { quoteOnly } from '../src/execute.js';
+import { quoteOnly } from '../src/app/index.js';
 import { parseJob, SYNC_MODES } from '../src/jobs/index.js';
-import { timeLimitsFromEnv } from '../src/job-cost.js';
+import { timeLimitsFromEnv } from '../src/app/index.js';
 import { makeClip, makeTempDir, makeTone } from './media/helpers.js';
 
 let cleanup: () => Promise<void>;

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { quoteOnly } from '../src/execute.js';
+import { quoteOnly } from '../src/app/index.js';
 import { parseJob } from '../src/jobs/index.js';
 import { makeClip, makeTempDir, makeTone } from './media/helpers.js';
 

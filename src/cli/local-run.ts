@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { createEngine, executeJob, type ExecutedJob, type StoreResult } from '../execute.js';
+import { createEngine, executeJob, type ExecutedJob, type StoreResult } from '../app/index.js';
 import { reportedModel, type Job } from '../jobs/index.js';
 import type { CliContext } from './context.js';
 import { createProgressReporter } from './progress.js';

@@ -22,7 +22,7 @@ import {
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX } from '../worker/index.js';
+import { messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX } from '../protocol/index.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { GatewayService } from './service.js';
 import { ledgerEntrySchema } from './store/records.js';

@@ -7,8 +7,7 @@
 import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { connectNats, eventsStreamConfig, jobsStreamConfig } from '../worker/index.js';
-import type { WorkerSettings } from '../worker/settings.js';
+import { connectNats, eventsStreamConfig, jobsStreamConfig, type ProtocolSettings } from '../protocol/index.js';
 import { ensureConsumers, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, type GatewayApp } from './http/app.js';
 import { GatewayMetrics } from './metrics.js';
@@ -27,18 +26,22 @@ export interface GatewayHandle {
   stop(): Promise<void>;
 }
 
-export async function startGateway(settings: GatewaySettings, worker: WorkerSettings, logger: Logger): Promise<GatewayHandle> {
-  const nc = await connectNats(worker);
+export async function startGateway(settings: GatewaySettings, protocol: ProtocolSettings, logger: Logger): Promise<GatewayHandle> {
+  const nc = await connectNats(protocol);
   const jsm = await jetstreamManager(nc);
-  await ensureWorkerStreams(jsm, worker);
+  await ensureWorkerStreams(jsm, protocol);
   const store = await openStore(nc, settings.streamPrefix);
   const js = jetstream(nc);
   const metrics = new GatewayMetrics();
-  const service = gatewayService({ js, ledger: store.ledger, tasks: store.tasks, quote: quoteClient(nc, settings.quoteTimeoutMs),
+  const service = gatewayService({
+    js,
+    ledger: store.ledger,
+    tasks: store.tasks,
+    quote: quoteClient(nc, settings.quoteTimeoutMs),
     quoteGate: quoteGate(settings.quotesPerAccount),
     metrics,
   });
-  const consumerNames = { eventsStream: worker.eventsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
+  const consumerNames = { eventsStream: protocol.eventsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
   await ensureConsumers(jsm, consumerNames);
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger);
   const progress = watchProgress(nc);
@@ -51,9 +54,9 @@ export async function startGateway(settings: GatewaySettings, worker: WorkerSett
   });
   const app = await buildApp({
     settings,
-    resultsDir: worker.resultsDir,
-    resultsBaseUrl: worker.publicBaseUrl,
-    upscaleResultLifetimeDays: worker.upscaleResultLifetimeDays,
+    resultsDir: protocol.resultsDir,
+    resultsBaseUrl: protocol.publicBaseUrl,
+    upscaleResultLifetimeDays: protocol.upscaleResultLifetimeDays,
     accounts: store.accounts,
     ledger: store.ledger,
     tasks: store.tasks,
@@ -86,8 +89,8 @@ async function watchConnection(nc: NatsConnection, onChange: (connected: boolean
   }
 }
 
-async function ensureWorkerStreams(jsm: JetStreamManager, worker: WorkerSettings): Promise<void> {
-  for (const config of [jobsStreamConfig(worker), eventsStreamConfig(worker)]) {
+async function ensureWorkerStreams(jsm: JetStreamManager, protocol: ProtocolSettings): Promise<void> {
+  for (const config of [jobsStreamConfig(protocol), eventsStreamConfig(protocol)]) {
     const exists = await jsm.streams.info(config.name).then(
       () => true,
       (err: unknown) => {

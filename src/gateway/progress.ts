@@ -6,7 +6,7 @@
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { z } from 'zod';
-import { PROGRESS_SUBJECT_PREFIX } from '../worker/index.js';
+import { PROGRESS_SUBJECT_PREFIX } from '../protocol/index.js';
 
 const progressSchema = z.object({
   id: z.string(),

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { headers, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import type { Job } from '../jobs/index.js';
-import { QUOTE_ABANDON_SUBJECT, QUOTE_HEADERS, QUOTE_SUBJECT } from '../worker/index.js';
+import { QUOTE_ABANDON_SUBJECT, QUOTE_HEADERS, QUOTE_SUBJECT } from '../protocol/index.js';
 import { ApiError } from './errors.js';
 import { errorMessage } from '../errors.js';
 

@@ -12,7 +12,7 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { kindOfModel, minimumCredits, type Job } from '../jobs/index.js';
-import { type TerminalEvent, jobSubject } from '../worker/index.js';
+import { type TerminalEvent, jobSubject } from '../protocol/index.js';
 import { ApiError } from './errors.js';
 import { newTaskId } from './ids.js';
 import type { QuoteClient } from './quote-client.js';

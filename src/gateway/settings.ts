@@ -1,7 +1,8 @@
 /**
- * Settings of the gateway (`media-worker gateway`), in the table shape of src/worker/settings.ts.
- * The NATS connection and the worker's stream names are the worker's own settings (NATS_URL,
- * MEDIA_JOBS_STREAM, ...), read from the same environment, so one environment file serves both.
+ * Settings of the gateway (`media-worker gateway`), in the table shape of src/settings-table.ts.
+ * The NATS connection, the stream names and where results live are the protocol's settings
+ * (NATS_URL, MEDIA_JOBS_STREAM, RESULTS_DIR, ...; protocol/settings.ts), which the workers read
+ * from the same environment, so one environment file serves both.
  */
 import { z } from 'zod';
 import {
@@ -19,7 +20,7 @@ import {
   type SettingsInput,
   type SettingsOf,
 } from '../settings-table.js';
-import { perKind } from '../worker/settings.js';
+import { perKind } from '../protocol/index.js';
 
 const MINUTE_MS = 60_000;
 

@@ -2,7 +2,7 @@
  * What the API shows of a task: pure functions from the stored record to the spec's objects
  * (2.2 at submission, 2.3 when polled).
  */
-import { resultLifetimeMs } from '../worker/index.js';
+import { resultLifetimeMs } from '../protocol/index.js';
 import { signUrlsUnder, type LinkSigner } from './links.js';
 import type { TaskRecord } from './store/records.js';
 

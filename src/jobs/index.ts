@@ -7,6 +7,7 @@ export { KIND_FAILURE_CODE, asJobError } from './failures.js';
 export {
   DEFAULT_LIPSYNC_MODEL,
   IMAGE_UPSCALE_MODEL,
+  JOB_KINDS,
   LIPSYNC_MODEL_IDS,
   MODEL_IDS,
   MUSIC_MODEL,
@@ -45,6 +46,7 @@ export {
   type VocalGender,
 } from './types.js';
 export { normaliseToolBody, parseJob } from './schemas.js';
+export type { ImageResult, LipsyncResult, MusicResult, Song, TaskResult, VideoResult } from './results.js';
 export {
   IMAGE_MAX_OUTPUT_MEGAPIXELS,
   IMAGE_MAX_OUTPUT_SIDE_PX,

@@ -33,6 +33,8 @@ export const MUSIC_REPORTED_MODEL = 'vendor/generate-music';
 
 export type JobKind = 'image' | 'video' | 'lipsync' | 'music';
 
+export const JOB_KINDS = ['image', 'video', 'lipsync', 'music'] as const satisfies readonly JobKind[];
+
 const KIND_OF_MODEL: Readonly<Record<ModelId, JobKind>> = {
   'vendor-image-upscale': 'image',
   'vendor-video-upscale': 'video',

@@ -65,7 +65,7 @@ export interface QuoteDeps {
 
 /**
  * The worker's own rules on top of the spec's: work limits and the cost estimate on this worker's
- * hardware class. Built once from the settings (src/job-cost.ts) and shared by the quote service,
+ * hardware class. Built once from the settings (src/app/quote-policy.ts) and shared by the quote service,
  * `run`, `quote` and `serve`, so they all refuse the same jobs.
  */
 export interface QuotePolicy {

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
+import type { ExecutionProviderName } from '../inference/index.js';
 import type { FetchOptions } from '../media/index.js';
 import { AceStepBackend } from './ace-step/backend.js';
 import type { MusicBackendName } from './settings.js';
@@ -13,23 +13,26 @@ import { modelFolder } from './musicgen/folder.js';
 import { SunoBackend } from './suno/backend.js';
 import type { MusicBackend, Readiness } from './types.js';
 
-export type MusicSettings = Pick<
-  Config,
-  | 'musicBackends'
-  | 'musicgenModel'
-  | 'modelsDir'
-  | 'modelFilesDir'
-  | 'executionProviders'
-  | 'threads'
-  | 'musicDeadlineMs'
-  | 'musicPollIntervalMs'
-  | 'aceStepUrl'
-  | 'aceStepApiKey'
-  | 'sunoBaseUrl'
-  | 'sunoApiKey'
-  | 'sunoModel'
-  | 'sunoCallbackUrl'
->;
+/**
+ * The settings the music backends read (src/config.ts: MEDIA_WORKER_MUSIC_*, the models directory,
+ * the inference settings), named here so that music does not reach up to the settings composition.
+ */
+export interface MusicSettings {
+  musicBackends?: MusicBackendName[] | undefined;
+  musicgenModel: string;
+  modelsDir: string;
+  modelFilesDir?: string | undefined;
+  executionProviders: ExecutionProviderName[];
+  threads: number;
+  musicDeadlineMs: number;
+  musicPollIntervalMs: number;
+  aceStepUrl: string;
+  aceStepApiKey?: string | undefined;
+  sunoBaseUrl?: string | undefined;
+  sunoApiKey?: string | undefined;
+  sunoModel: string;
+  sunoCallbackUrl?: string | undefined;
+}
 
 export interface MusicBackendDeps {
   logger?: Logger;

@@ -81,16 +81,5 @@ export interface MusicBackend {
   release?(): Promise<void>;
 }
 
-/** One finished song: the spec 2.3 `songs[]` entry. */
-export interface Song {
-  audio_url: string;
-  image_url: string;
-  duration: number;
-  title: string;
-  tags: string;
-  prompt: string;
-}
-
-export interface MusicResult {
-  songs: Song[];
-}
+/** Spec 2.3's song and music result: the contract's (jobs/results.ts). */
+export type { MusicResult, Song } from '../jobs/index.js';

@@ -7,12 +7,10 @@
 import type { JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { creationTime, failedEvent } from './events.js';
+import { creationTime, failedEvent, kindOfJobSubject, bodyField, messageJson, readTaskId } from '../protocol/index.js';
 import type { EventPublisher } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
 import { deliveriesExhaustedError } from './outcome.js';
-import { kindOfJobSubject } from './subjects.js';
-import { bodyField, messageJson, readTaskId } from './task-id.js';
 
 const advisorySchema = z.object({
   stream: z.string(),

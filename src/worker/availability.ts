@@ -1,7 +1,7 @@
 /**
  * Which kinds this host can run right now. Each kind has a list of checks (its models present and
  * loadable, its directories writable, enough free disk, a music backend ready, ...), handed in by
- * whoever composes the worker (the CLI's `serve`, src/readiness.ts): the daemon itself knows no
+ * whoever composes the worker (the CLI's `serve`, src/app/readiness.ts): the daemon itself knows no
  * pipeline. A kind is pulled only while every one of its checks passes, so a host that cannot run
  * a job leaves it in the stream for one that can, instead of taking it and failing it.
  *
@@ -12,7 +12,7 @@
 import type { Logger } from 'pino';
 import type { JobKind } from '../jobs/index.js';
 import type { WorkerMetrics } from './metrics.js';
-import { JOB_KINDS } from './settings.js';
+import { JOB_KINDS } from '../jobs/index.js';
 import { sleep } from './sleep.js';
 
 export interface ReadinessCheck {

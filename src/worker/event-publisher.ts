@@ -9,8 +9,7 @@
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import type { TerminalEvent } from './events.js';
-import { eventMsgId, eventSubject } from './subjects.js';
+import { type TerminalEvent, eventMsgId, eventSubject } from '../protocol/index.js';
 
 /** JetStream API codes that mean "this task already has its event". */
 const ALREADY_PUBLISHED_CODES = new Set([

@@ -18,13 +18,12 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { JobError } from '../errors.js';
 import { expectedText, expectedValue, asJobError, kindOfModel, type JobKind, parseJob, type Job } from '../jobs/index.js';
-import { completedEvent, creationTime, failedEvent, type TerminalEvent } from './events.js';
+import { completedEvent, creationTime, failedEvent, type TerminalEvent, MSG_ID_HEADER, bodyField, readTaskId } from '../protocol/index.js';
 import type { EventPublisher } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
 import { decideFailure, watchdogError } from './outcome.js';
 import { createProgressReporter } from './progress.js';
 import type { WorkerSettings } from './settings.js';
-import { MSG_ID_HEADER, bodyField, readTaskId } from './task-id.js';
 import type { JobExecutor, JobOutput } from './types.js';
 
 /** How long an aborted executor may take to return before its slot is freed anyway. */

@@ -18,8 +18,7 @@ import { JobError, isJobError, errorMessage } from '../errors.js';
 import { expectedText, errorBody, parseJob } from '../jobs/index.js';
 import type { WorkerMetrics } from './metrics.js';
 import { fairLimiter } from './fair-queue.js';
-import { QUOTE_ABANDON_SUBJECT, QUOTE_ENDPOINT, QUOTE_HEADERS, QUOTE_SERVICE_GROUP, QUOTE_SERVICE_NAME } from './subjects.js';
-import { decodeBody } from './task-id.js';
+import { QUOTE_ABANDON_SUBJECT, QUOTE_ENDPOINT, QUOTE_HEADERS, QUOTE_SERVICE_GROUP, QUOTE_SERVICE_NAME, decodeBody } from '../protocol/index.js';
 import type { QuoteFunction } from './types.js';
 
 export interface QuoteServiceOptions {

@@ -11,9 +11,11 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { ownerState, ownerToken, parseOwnerToken } from '../media/index.js';
-import { LIPSYNC_RESULT_URL_LIFETIME_DAYS, MUSIC_AUDIO_URL_LIFETIME_DAYS, type JobKind } from '../jobs/index.js';
-import { JOB_KINDS } from './settings.js';
-import { isTaskId } from './subjects.js';
+import type { JobKind } from '../jobs/index.js';
+import { JOB_KINDS } from '../jobs/index.js';
+import { isTaskId, resultLifetimeMs, resultUrl } from '../protocol/index.js';
+
+export { resultLifetimeMs };
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /**
@@ -54,18 +56,6 @@ export interface SweepReport {
   kept: number;
 }
 
-export function resultLifetimeMs(kind: JobKind, upscaleResultLifetimeDays: number): number {
-  switch (kind) {
-    case 'lipsync':
-      return LIPSYNC_RESULT_URL_LIFETIME_DAYS * DAY_MS;
-    case 'music':
-      return MUSIC_AUDIO_URL_LIFETIME_DAYS * DAY_MS;
-    case 'image':
-    case 'video':
-      return upscaleResultLifetimeDays * DAY_MS;
-  }
-}
-
 /** The relative location of a result; throws on a value that could leave the results directory. */
 export function resultRelativePath(options: StoreOptions): string[] {
   const name = options.name ?? 'output';
@@ -74,12 +64,6 @@ export function resultRelativePath(options: StoreOptions): string[] {
   if (!EXT_PATTERN.test(options.ext)) throw new TypeError(`Expected ext to be 1 to 8 characters of a-z or 0-9 but received ${JSON.stringify(options.ext)}`);
   if (!NAME_PATTERN.test(name)) throw new TypeError(`Expected name to be 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(name)}`);
   return [options.kind, options.taskId, `${name}.${options.ext}`];
-}
-
-/** `<base>/<kind>/<task id>/<file>`; the base may or may not end with a slash. */
-export function resultUrl(publicBaseUrl: string, segments: readonly string[]): string {
-  const base = publicBaseUrl.endsWith('/') ? publicBaseUrl : `${publicBaseUrl}/`;
-  return new URL(segments.map(encodeURIComponent).join('/'), base).toString();
 }
 
 export class ResultStore {

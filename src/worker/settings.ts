@@ -5,15 +5,13 @@
  * documentation. `workerSettingsSchema` is the same table as one zod object, for callers that
  * build settings in code (tests, the CLI's composition of the global config).
  *
- * Stream, consumer and subject names are cluster-wide: every host of one deployment must use the
- * same ones (docs/protocol.md).
+ * The NATS connection, stream names and where results live are the protocol's settings
+ * (protocol/settings.ts), shared with the gateway; consumer names are cluster-wide too: every host
+ * of one deployment must use the same ones (docs/protocol.md).
  */
-import os from 'node:os';
-import path from 'node:path';
 import { z } from 'zod';
-import type { JobKind } from '../jobs/index.js';
+import { PROTOCOL_SETTINGS, checkNatsAuth, jetStreamName, perKind } from '../protocol/settings.js';
 import {
-  absoluteUrl,
   intSchema,
   nonEmptyText,
   nonNegativeInt,
@@ -28,55 +26,6 @@ import {
   type SettingsOf,
 } from '../settings-table.js';
 
-export const JOB_KINDS = ['image', 'video', 'lipsync', 'music'] as const satisfies readonly JobKind[];
-
-/** Stream and consumer names: JetStream forbids dots, wildcards, whitespace and path separators. */
-const streamName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
-  error: (issue) => `Expected 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
-});
-
-/**
- * `image=2,video=1` (environment) or `{ image: 2, video: 1 }` (code): one non-negative integer per
- * kind; kinds left out take the value of `fallback`.
- */
-export function perKind(expectation: string, fallback: Record<JobKind, number>, min: number) {
-  const value = intSchema(expectation, min);
-  const objectForm = z
-    .object({ image: value.optional(), video: value.optional(), lipsync: value.optional(), music: value.optional() })
-    .strict();
-  return z
-    .union([z.string(), objectForm])
-    .transform((input, ctx): Record<JobKind, number> => {
-      if (typeof input !== 'string') return { ...fallback, ...stripUndefined(input) };
-      const out: Record<JobKind, number> = { ...fallback };
-      for (const part of input.split(',').map((s) => s.trim()).filter(Boolean)) {
-        const [kind, raw] = part.split('=').map((s) => s.trim());
-        const parsed = value.safeParse(raw);
-        if (!isJobKind(kind) || !parsed.success) {
-          ctx.addIssue({
-            code: 'custom',
-            message: `Expected <kind>=<${expectation}> with kind one of ${JOB_KINDS.join(', ')} but received ${received(part)}`,
-          });
-          return z.NEVER;
-        }
-        out[kind] = parsed.data;
-      }
-      return out;
-    });
-}
-
-function stripUndefined(input: Partial<Record<JobKind, number | undefined>>): Partial<Record<JobKind, number>> {
-  const out: Partial<Record<JobKind, number>> = {};
-  for (const kind of JOB_KINDS) {
-    const v = input[kind];
-    if (v !== undefined) out[kind] = v;
-  }
-  return out;
-}
-
-function isJobKind(value: unknown): value is JobKind {
-  return typeof value === 'string' && (JOB_KINDS as readonly string[]).includes(value);
-}
 
 const delayList = z
   .union([z.string(), z.array(z.number())])
@@ -101,47 +50,10 @@ const delayList = z
 const MINUTE = 60_000;
 
 export const WORKER_SETTINGS = {
-  natsUrl: setting({
-    env: 'NATS_URL',
-    schema: nonEmptyText,
-    default: 'nats://127.0.0.1:4222',
-    doc: 'NATS server URL; several may be given separated by commas.',
-  }),
-  natsName: setting({
-    env: 'NATS_CONNECTION_NAME',
-    schema: nonEmptyText,
-    default: `media-worker@${os.hostname()}`,
-    doc: 'Connection name shown by the server (and the `worker` field of events).',
-  }),
-  natsCredsFile: setting({ env: 'NATS_CREDS_FILE', schema: nonEmptyText, doc: 'User JWT + nkey credentials file (.creds).' }),
-  natsNkeySeedFile: setting({ env: 'NATS_NKEY_SEED_FILE', schema: nonEmptyText, doc: 'File holding an nkey user seed (SU...).' }),
-  natsToken: setting({ env: 'NATS_TOKEN', schema: nonEmptyText, doc: 'Token authentication.', secret: true }),
-  natsUser: setting({ env: 'NATS_USER', schema: nonEmptyText, doc: 'User name authentication (with NATS_PASSWORD).' }),
-  natsPassword: setting({ env: 'NATS_PASSWORD', schema: nonEmptyText, doc: 'Password for NATS_USER.', secret: true }),
-  natsTlsCaFile: setting({ env: 'NATS_TLS_CA_FILE', schema: nonEmptyText, doc: 'CA certificate (PEM) that signed the server certificate.' }),
-  natsTlsCertFile: setting({ env: 'NATS_TLS_CERT_FILE', schema: nonEmptyText, doc: 'Client certificate (PEM) for mutual TLS.' }),
-  natsTlsKeyFile: setting({ env: 'NATS_TLS_KEY_FILE', schema: nonEmptyText, doc: 'Key (PEM) of NATS_TLS_CERT_FILE.' }),
-  jobsStream: setting({
-    env: 'MEDIA_JOBS_STREAM',
-    schema: streamName,
-    default: 'MEDIA_JOBS',
-    doc: 'WorkQueue stream of jobs (subjects `media.jobs.>`).',
-  }),
-  eventsStream: setting({
-    env: 'MEDIA_EVENTS_STREAM',
-    schema: streamName,
-    default: 'MEDIA_EVENTS',
-    doc: 'Stream of terminal events, one per task id (subjects `media.events.>`).',
-  }),
-  advisoriesStream: setting({
-    env: 'MEDIA_ADVISORIES_STREAM',
-    schema: streamName,
-    default: 'MEDIA_JOBS_ADVISORIES',
-    doc: 'Stream capturing the max-deliveries advisories of the jobs stream.',
-  }),
+  ...PROTOCOL_SETTINGS,
   consumerPrefix: setting({
     env: 'MEDIA_CONSUMER_PREFIX',
-    schema: streamName,
+    schema: jetStreamName,
     default: 'media-worker',
     doc: 'Durable consumer names are `<prefix>-<kind>` and `<prefix>-advisories`.',
   }),
@@ -211,12 +123,6 @@ export const WORKER_SETTINGS = {
     default: '1000',
     doc: 'Least interval between two progress messages of one job (a new stage is always sent).',
   }),
-  eventsMaxAgeDays: setting({
-    env: 'MEDIA_EVENTS_MAX_AGE_DAYS',
-    schema: positiveInt,
-    default: '30',
-    doc: 'Age after which the events stream forgets a terminal event.',
-  }),
   quoteConcurrency: setting({
     env: 'WORKER_QUOTE_CONCURRENCY',
     schema: positiveInt,
@@ -228,23 +134,6 @@ export const WORKER_SETTINGS = {
     schema: positiveInt,
     default: '120000',
     doc: 'Longest time one quote may take.',
-  }),
-  resultsDir: setting({
-    env: 'RESULTS_DIR',
-    schema: nonEmptyText.transform((p) => path.resolve(p)),
-    default: 'results',
-    doc: 'Directory of finished results (`<dir>/<kind>/<task id>/<name>.<ext>`); relative to the working directory.',
-  }),
-  publicBaseUrl: setting({
-    env: 'RESULTS_BASE_URL',
-    schema: absoluteUrl,
-    doc: "Public URL that serves RESULTS_DIR (the spec's {cdn_url}); unset: results get file:// URLs (development only).",
-  }),
-  upscaleResultLifetimeDays: setting({
-    env: 'RESULTS_UPSCALE_LIFETIME_DAYS',
-    schema: positiveInt,
-    default: '7',
-    doc: 'Lifetime of image and video upscale results (lip-sync: 7 days and music: 14 days are the spec\'s).',
   }),
   sweepIntervalMs: setting({
     env: 'RESULTS_SWEEP_INTERVAL_MS',
@@ -298,13 +187,7 @@ export const workerSettingsSchema = tableSchema(WORKER_SETTINGS).superRefine((v,
       message: `Expected WORKER_HEARTBEAT_MS to be below WORKER_ACK_WAIT_MS (${v.ackWaitMs}) but received ${v.heartbeatMs}`,
     });
   }
-  if (v.natsNkeySeedFile !== undefined && v.natsCredsFile !== undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['natsNkeySeedFile'],
-      message: 'Expected at most one of NATS_CREDS_FILE and NATS_NKEY_SEED_FILE but received both',
-    });
-  }
+  checkNatsAuth(v, ctx);
 });
 
 export class WorkerSettingsError extends SettingsError {}

@@ -1,5 +1,6 @@
 /**
- * Streams and consumers, created or brought up to date at every start (idempotent, and safe when
+ * Streams (their configurations are the protocol's, protocol/streams.ts) and the worker's durable
+ * consumers, created or brought up to date at every start (idempotent, and safe when
  * several hosts start at once: the server accepts an identical add). What cannot be changed in
  * place (a stream's retention or storage, a consumer's filter) is reported instead of recreated:
  * deleting a stream of jobs or events is an operator's decision.
@@ -7,28 +8,25 @@
 import {
   AckPolicy,
   DeliverPolicy,
-  DiscardPolicy,
   JetStreamApiCodes,
   JetStreamApiError,
-  RetentionPolicy,
-  StorageType,
   type ConsumerConfig,
   type JetStreamManager,
-  type StreamConfig,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import type { JobKind } from '../jobs/index.js';
-import { type WorkerSettings, JOB_KINDS } from './settings.js';
+import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 import {
-  EVENTS_SUBJECT_PREFIX,
-  JOBS_SUBJECT_PREFIX,
   advisoriesConsumerName,
+  advisoriesStreamConfig,
   consumerName,
+  eventsStreamConfig,
   jobFilter,
+  jobsStreamConfig,
   maxDeliveriesAdvisoryFilter,
-} from './subjects.js';
+  type DesiredStream,
+} from '../protocol/index.js';
+import type { WorkerSettings } from './settings.js';
 
-const DAY_NS = nanos(24 * 60 * 60 * 1000);
 const ADVISORY_ACK_WAIT_MS = 30_000;
 
 type TopologySettings = Pick<
@@ -36,56 +34,9 @@ type TopologySettings = Pick<
   'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'consumerPrefix' | 'ackWaitMs' | 'maxDeliver' | 'eventsMaxAgeDays'
 >;
 
-type DesiredStream = Pick<StreamConfig, 'name' | 'subjects' | 'retention' | 'storage' | 'discard' | 'max_age' | 'description'> &
-  Partial<Pick<StreamConfig, 'max_msgs_per_subject' | 'discard_new_per_subject'>>;
-
 type DesiredConsumer = Required<Pick<ConsumerConfig, 'filter_subject' | 'ack_policy' | 'deliver_policy' | 'ack_wait' | 'max_deliver' | 'description'>> & {
   durable_name: string;
 };
-
-/** Jobs: one message per task until a worker acks or terminates it. */
-export function jobsStreamConfig(s: TopologySettings): DesiredStream {
-  return {
-    name: s.jobsStream,
-    description: 'media-worker jobs, one per task (docs/protocol.md)',
-    subjects: [`${JOBS_SUBJECT_PREFIX}.>`],
-    retention: RetentionPolicy.Workqueue,
-    storage: StorageType.File,
-    discard: DiscardPolicy.Old,
-    max_age: 0,
-  };
-}
-
-/** Events: at most one per subject (= per task id); a second one is refused, not stored. */
-export function eventsStreamConfig(s: TopologySettings): DesiredStream {
-  return {
-    name: s.eventsStream,
-    description: 'media-worker terminal events, exactly one per task (docs/protocol.md)',
-    subjects: [`${EVENTS_SUBJECT_PREFIX}.>`],
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.File,
-    discard: DiscardPolicy.New,
-    max_msgs_per_subject: 1,
-    discard_new_per_subject: true,
-    max_age: s.eventsMaxAgeDays * DAY_NS,
-  };
-}
-
-/**
- * Max-deliveries advisories are plain core NATS messages: captured in a stream they survive a
- * moment when no worker is connected, and exactly one worker handles each.
- */
-export function advisoriesStreamConfig(s: TopologySettings): DesiredStream {
-  return {
-    name: s.advisoriesStream,
-    description: `max-deliveries advisories of ${s.jobsStream}, turned into failure events by media-worker`,
-    subjects: [maxDeliveriesAdvisoryFilter(s.jobsStream)],
-    retention: RetentionPolicy.Workqueue,
-    storage: StorageType.File,
-    discard: DiscardPolicy.Old,
-    max_age: s.eventsMaxAgeDays * DAY_NS,
-  };
-}
 
 export function jobConsumerConfig(s: TopologySettings, kind: JobKind): DesiredConsumer {
   return {

@@ -1,10 +1,10 @@
 /**
  * The one narrow interface between the daemon and the pipelines: a job in, a result or a JobError
- * out, progress through a callback. The daemon never imports a pipeline; the CLI's `serve` command
- * hands it an executor that quotes, processes and stores (docs/protocol.md).
+ * out, progress through a callback. The daemon never imports a pipeline; the application layer
+ * (app/daemon.ts) hands it an executor that quotes, processes and stores (docs/protocol.md).
  */
 import type { Logger } from 'pino';
-import type { JobKind, Quote, Job, JobProgress } from '../jobs/index.js';
+import type { JobKind, Quote, Job, JobProgress, TaskResult } from '../jobs/index.js';
 
 export interface JobContext {
   taskId: string;
@@ -25,7 +25,7 @@ export interface JobOutput {
   /** Credits the task costs (the quote's figure). */
   creditsUsed: number;
   /** The spec 2.3 `result` object, with URLs from `ResultStore.storeResult`. */
-  result: unknown;
+  result: TaskResult;
 }
 
 /**

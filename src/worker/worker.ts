@@ -9,15 +9,15 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { handleAdvisory, type AdvisoryRuntime } from './advisories.js';
 import { Availability, type KindChecks } from './availability.js';
-import { connectNats } from './connection.js';
+import { connectNats, advisoriesConsumerName, consumerName } from '../protocol/index.js';
 import { EventPublisher } from './event-publisher.js';
 import { startHealthServer, type HealthServer } from './health.js';
 import { handleJobMessage, type Runtime } from './job-runner.js';
 import { workerMetrics, type WorkerMetrics } from './metrics.js';
 import { startQuoteService, type QuoteService } from './quote-service.js';
 import { createResultStore, type ResultStore } from './results.js';
-import { JOB_KINDS, type WorkerSettings } from './settings.js';
-import { advisoriesConsumerName, consumerName } from './subjects.js';
+import { JOB_KINDS } from '../jobs/index.js';
+import type { WorkerSettings } from './settings.js';
 import { ensureTopology } from './topology.js';
 import type { JobExecutor, QuoteFunction, WorkerState } from './types.js';
 import { sleep } from './sleep.js';
@@ -38,7 +38,7 @@ export interface WorkerDeps {
    */
   results?: ResultStore;
   /**
-   * Readiness checks per kind (src/readiness.ts builds them for `serve`): a kind is pulled only
+   * Readiness checks per kind (src/app/readiness.ts builds them for `serve`): a kind is pulled only
    * while its checks pass. Kinds without checks are always ready.
    */
   readiness?: KindChecks;

@@ -15,13 +15,12 @@ import { quoteGate } from '../../src/gateway/quote-gate.js';
 import { gatewayService, type GatewayService } from '../../src/gateway/service.js';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
 import type { DebitEntry } from '../../src/gateway/store/records.js';
-import { parseWorkerSettings } from '../../src/worker/settings.js';
-import { eventsStreamConfig, jobsStreamConfig, type TerminalEvent } from '../../src/worker/index.js';
+import { eventsStreamConfig, jobsStreamConfig, parseProtocolSettings, type TerminalEvent } from '../../src/protocol/index.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
 
 const logger = pino({ level: 'silent' });
-const worker = parseWorkerSettings({});
+const protocol = parseProtocolSettings({});
 
 let nats: TestNatsServer;
 let nc: NatsConnection;
@@ -33,8 +32,8 @@ beforeAll(async () => {
   nats = await startNatsServer();
   nc = await connect({ servers: nats.url });
   jsm = await jetstreamManager(nc);
-  await jsm.streams.add(jobsStreamConfig(worker));
-  await jsm.streams.add(eventsStreamConfig(worker));
+  await jsm.streams.add(jobsStreamConfig(protocol));
+  await jsm.streams.add(eventsStreamConfig(protocol));
   store = await openStore(nc, 'GWTEST');
   service = gatewayService({
     js: jetstream(nc),
@@ -170,13 +169,13 @@ describe('gateway ledger', () => {
     const debit = await store.ledger.debit(account.id, debitOf('crash-1', 15));
     expect(debit.ok).toBe(true);
     expect(await store.tasks.get(account.id, 'crash-1')).toBeNull();
-    const names = { eventsStream: worker.eventsStream, consumerPrefix: 'gwtest', names: store.names };
+    const names = { eventsStream: protocol.eventsStream, consumerPrefix: 'gwtest', names: store.names };
     await ensureConsumers(jsm, names);
     const loops = await startConsumers(jetstream(nc), names, service, new GatewayMetrics(), logger);
     try {
       const task = await waitFor('the task', () => store.tasks.get(account.id, 'crash-1').then((t) => t ?? undefined));
       expect(task.value).toMatchObject({ status: 'pending', creditsUsed: 15, kind: 'music' });
-      const job = await waitFor('the job', () => jsm.streams.getMessage(worker.jobsStream, { last_by_subj: 'media.jobs.music.vendor-v5-generate-music' }).catch(() => undefined));
+      const job = await waitFor('the job', () => jsm.streams.getMessage(protocol.jobsStream, { last_by_subj: 'media.jobs.music.vendor-v5-generate-music' }).catch(() => undefined));
       expect(job?.json()).toMatchObject({ id: expect.any(String), model: 'vendor-v5-generate-music', credits: 15 });
       expect(await store.tasks.owner('crash-1')).toBe(account.id);
     } finally {

@@ -4,7 +4,7 @@ import { hashApiKey, newApiKey, newTaskId } from '../../src/gateway/ids.js';
 import { parseGatewaySettings } from '../../src/gateway/settings.js';
 import type { TaskRecord } from '../../src/gateway/store/records.js';
 import { submissionView, taskView } from '../../src/gateway/views.js';
-import { isTaskId } from '../../src/worker/index.js';
+import { isTaskId } from '../../src/protocol/index.js';
 
 describe('gateway settings', () => {
   it('has defaults and names the variable of a bad value', () => {

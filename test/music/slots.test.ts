@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { withMusicSlot } from '../../src/cli/commands/serve.js';
+import { withMusicSlot } from '../../src/app/index.js';
 import { parseWorkerSettings } from '../../src/worker/index.js';
 
 describe('the music slot of serve', () => {

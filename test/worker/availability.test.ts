@@ -147,7 +147,7 @@ describe('disk space', () => {
         const enospc = Object.assign(new Error("ENOSPC: no space left on device, write '/tmp/x/output.png'"), { code: 'ENOSPC' });
         throw enospc;
       }
-      return { creditsUsed: 20, result: { url: 'https://cdn.test/x' } };
+      return { creditsUsed: 20, result: { url: 'https://cdn.test/x', type: 'image', width: 2, height: 2, format: 'png' } };
     };
     const w = await startTestWorker(server.url, { ...ONLY_IMAGE, nakDelaysMs: '100' }, undefined, { executor });
     workers.push(w);

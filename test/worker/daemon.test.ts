@@ -67,7 +67,7 @@ describe('a job that completes', () => {
       model: 'vendor-image-upscale',
       status: 'completed',
       creditsUsed: 20,
-      result: { url: 'https://cdn.test/ok-1.out', type: 'test-double', attempt: 1 },
+      result: { url: 'https://cdn.test/ok-1.out', type: 'image', width: 2, height: 2, format: 'png' },
       attempt: 1,
       worker: w.settings.natsName,
     });

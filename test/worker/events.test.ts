@@ -1,9 +1,19 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { JobError } from '../../src/errors.js';
-import { completedEvent, creationTime, failedEvent, terminalEventSchema } from '../../src/worker/events.js';
-import { createProgressReporter, progressMessage } from '../../src/worker/progress.js';
-import { readTaskId } from '../../src/worker/task-id.js';
-import { eventMsgId, eventSubject, jobSubject, kindOfJobSubject, progressSubject } from '../../src/worker/subjects.js';
+import {
+  completedEvent,
+  creationTime,
+  eventMsgId,
+  eventSubject,
+  failedEvent,
+  jobSubject,
+  kindOfJobSubject,
+  progressMessage,
+  progressSubject,
+  readTaskId,
+  terminalEventSchema,
+} from '../../src/protocol/index.js';
+import { createProgressReporter } from '../../src/worker/progress.js';
 
 const timing = {
   createdAt: new Date('2025-01-02T03:04:05.006Z'),

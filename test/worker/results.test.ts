@@ -2,7 +2,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createResultStore, resultLifetimeMs, resultUrl } from '../../src/worker/results.js';
+import { resultUrl } from '../../src/protocol/index.js';
+import { createResultStore, resultLifetimeMs } from '../../src/worker/results.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 let dir: string;

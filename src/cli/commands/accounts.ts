@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { gatewaySettingsFromEnv, openStore, type Store } from '../../gateway/index.js';
-import { connectNats, workerSettingsFromEnv } from '../../worker/index.js';
+import { connectNats, protocolSettingsFromEnv } from '../../protocol/index.js';
 import { UsageError } from '../job-arg.js';
 import { reportFailure } from '../exit.js';
 
@@ -104,7 +104,7 @@ async function mustExist(store: Store, accountId: string) {
 async function withStore(action: (store: Store) => Promise<unknown>): Promise<void> {
   try {
     const settings = gatewaySettingsFromEnv();
-    const nc = await connectNats({ ...workerSettingsFromEnv(), natsName: 'media-worker-accounts' });
+    const nc = await connectNats({ ...protocolSettingsFromEnv(), natsName: 'media-worker-accounts' });
     try {
       const out = await action(await openStore(nc, settings.streamPrefix));
       process.stdout.write(`${JSON.stringify(out)}\n`);

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { gatewaySettingsFromEnv, startGateway } from '../../gateway/index.js';
-import { workerSettingsFromEnv } from '../../worker/index.js';
+import { protocolSettingsFromEnv } from '../../protocol/index.js';
 import { cliContext } from '../context.js';
 import { reportFailure } from '../exit.js';
 
@@ -28,8 +28,8 @@ export function registerGateway(program: Command): void {
 async function gateway(): Promise<void> {
   const logger = cliContext({}, { daemon: true }).logger.child({ component: 'gateway' });
   const settings = gatewaySettingsFromEnv();
-  const worker = workerSettingsFromEnv({ ...process.env, NATS_CONNECTION_NAME: process.env['NATS_CONNECTION_NAME'] ?? 'media-gateway' });
-  const handle = await startGateway(settings, worker, logger);
+  const protocol = protocolSettingsFromEnv({ ...process.env, NATS_CONNECTION_NAME: process.env['NATS_CONNECTION_NAME'] ?? 'media-gateway' });
+  const handle = await startGateway(settings, protocol, logger);
   logger.info({ url: handle.url }, 'media-worker gateway listening');
 
   let stopping = false;

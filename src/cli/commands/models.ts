@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ensureModelFile, listManifests, allowModelFetching } from '../../inference/index.js';
-import { registryOptions } from '../../runtime.js';
+import { registryOptions } from '../../app/index.js';
 import { cliContext } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { quoteOnly } from '../../execute.js';
+import { quoteOnly } from '../../app/index.js';
 import { parseJob } from '../../jobs/index.js';
 import { cliContext } from '../context.js';
 import { EXIT_OK, reportFailure } from '../exit.js';

@@ -15,7 +15,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkDecodes, sniffFile } from '../../media/index.js';
-import { resultUrl } from '../../worker/index.js';
+import { resultUrl } from '../../protocol/index.js';
 import { ApiError, successEnvelope } from '../errors.js';
 import { newTaskId } from '../ids.js';
 import { accountUsage, perKeySerial, sweepUploads } from '../upload-store.js';

@@ -4,7 +4,7 @@
  */
 import { JetStreamApiError, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
-import { terminalEventSchema, type TerminalEvent } from '../../../src/worker/events.js';
+import { terminalEventSchema, type TerminalEvent } from '../../../src/protocol/index.js';
 import type { WorkerSettings } from '../../../src/worker/settings.js';
 
 export interface ControlPlane {

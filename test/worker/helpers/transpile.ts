@@ -1,5 +1,5 @@
 /**
- * Node 20 cannot run TypeScript, and vitest only transforms what runs inside it; a worker in a
+ * Node before 22.18 cannot run TypeScript (and never the project's `.js` import specifiers), and vitest only transforms what runs inside it; a worker in a
  * child process needs plain JavaScript. This transpiles an entry file and every relative module it
  * reaches (with TypeScript's own transpiler, no type check, so a colleague's half-edited file
  * elsewhere in the tree cannot break these tests) into a temp directory that mirrors the repo, with

@@ -5,15 +5,15 @@
  */
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
-import { SessionCache, createSrModelLoader, type SrModelLoader } from './inference/index.js';
-import { JobError, ProcessingError, asJobError, quoteJob, type Job, type JobProgress, type Quote, type QuotedJob } from './jobs/index.js';
-import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './job-cost.js';
-import { createMediaDeps, withJobDir } from './media/index.js';
-import { mediaDepsOptions, registryOptions } from './runtime.js';
-import { upscaleImageFile, upscaleVideoFile } from './upscale/index.js';
-import { releaseLipsyncThreads, lipsyncFile } from './lipsync/index.js';
-import { createMusicBackends, generateMusicJob, type MusicBackend, type MusicResult } from './music/index.js';
+import type { Config } from '../config.js';
+import { SessionCache, createSrModelLoader, type SrModelLoader } from '../inference/index.js';
+import { JobError, ProcessingError, asJobError, quoteJob, type Job, type JobProgress, type Quote, type QuotedJob, type TaskResult } from '../jobs/index.js';
+import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './quote-policy.js';
+import { createMediaDeps, withJobDir } from '../media/index.js';
+import { mediaDepsOptions, registryOptions } from './layer-options.js';
+import { upscaleImageFile, upscaleVideoFile } from '../upscale/index.js';
+import { releaseLipsyncThreads, lipsyncFile } from '../lipsync/index.js';
+import { createMusicBackends, generateMusicJob, type MusicBackend } from '../music/index.js';
 
 /** Long-lived state shared by every job of a process: sessions are created once and reused. */
 export interface Engine {
@@ -79,36 +79,6 @@ export interface ExecuteOptions {
   modelName?: string;
   tile?: number;
 }
-
-export interface ImageResult {
-  url: string;
-  type: 'image';
-  width: number;
-  height: number;
-  format: string;
-}
-
-export interface VideoResult {
-  url: string;
-  type: 'video';
-  width: number;
-  height: number;
-  /** Seconds. */
-  duration: number;
-  frames: number;
-}
-
-/** Spec 2.3's lip-sync result. */
-export interface LipsyncResult {
-  url: string;
-  type: 'video';
-  duration: number;
-}
-
-/** Spec 2.3's music result: exactly two songs. */
-export type { MusicResult } from './music/index.js';
-
-export type TaskResult = ImageResult | VideoResult | LipsyncResult | MusicResult;
 
 export interface ExecutedJob {
   quote: Quote;

@@ -4,8 +4,8 @@
  * One function builds it for the quote service, `quote`, `run` and `serve`, so all refuse alike.
  */
 import os from 'node:os';
-import type { Config } from './config.js';
-import { getManifest, ModelRegistryError, chooseSrModel, type SrModelChoices } from './inference/index.js';
+import type { Config } from '../config.js';
+import { getManifest, ModelRegistryError, chooseSrModel, type SrModelChoices } from '../inference/index.js';
 import {
   JobError,
   hardwareClassForProviders,
@@ -16,9 +16,9 @@ import {
   type SrNetworkCost,
   type UpscaleFactor,
   type WorkLimits,
-} from './jobs/index.js';
-import { registryOptions } from './runtime.js';
-import { WORKER_SETTINGS } from './worker/settings.js';
+} from '../jobs/index.js';
+import { registryOptions } from './layer-options.js';
+import { WORKER_SETTINGS } from '../worker/settings.js';
 
 export type TimeLimitsMs = Readonly<Record<JobKind, number>>;
 
@@ -83,7 +83,7 @@ export function quotePolicy(config: Config, timeLimitsMs: TimeLimitsMs, explicit
     timeLimitSeconds: {
       image: seconds(timeLimitsMs.image),
       video: seconds(timeLimitsMs.video),
-      // Lip-sync also stops at its own processing limit (MEDIA_WORKER_LIPSYNC_TIMEOUT_MS, src/execute.ts).
+      // Lip-sync also stops at its own processing limit (MEDIA_WORKER_LIPSYNC_TIMEOUT_MS, src/app/run-job.ts).
       lipsync: seconds(Math.min(timeLimitsMs.lipsync, config.lipsyncTimeoutMs)),
       music: seconds(timeLimitsMs.music),
     },

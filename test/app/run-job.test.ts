@@ -4,10 +4,10 @@ import path from 'node:path';
 import { pino } from 'pino';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { createEngine, executeJob, type Engine } from '../src/execute.js';
-import { parseJob } from '../src/jobs/index.js';
-import { BUNDLED_PHOTOS_DIR } from '../src/paths.js';
+import { loadConfig } from '../../src/config.js';
+import { createEngine, executeJob, type Engine } from '../../src/app/run-job.js';
+import { parseJob } from '../../src/jobs/index.js';
+import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 
 let dir: string;
 let engine: Engine;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { hardwareClassOf, quotePolicy, srModelForJob, srNetworkCost, timeLimitsFromEnv, workerCores } from '../src/job-cost.js';
-import { DEFAULT_WORK_LIMITS } from '../src/jobs/index.js';
-import { parseSrModelChoices } from '../src/inference/index.js';
+import { loadConfig } from '../../src/config.js';
+import { hardwareClassOf, quotePolicy, srModelForJob, srNetworkCost, timeLimitsFromEnv, workerCores } from '../../src/app/quote-policy.js';
+import { DEFAULT_WORK_LIMITS } from '../../src/jobs/index.js';
+import { parseSrModelChoices } from '../../src/inference/index.js';
 
 describe('the quote policy from the settings', () => {
   it('asks for the network the settings choose for the kind and factor, or the one the caller named', () => {

@@ -4,10 +4,10 @@
  */
 import fs from 'node:fs/promises';
 import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
-import type { WorkerSettings } from './settings.js';
+import type { ProtocolSettings } from './settings.js';
 
 type ConnectionSettings = Pick<
-  WorkerSettings,
+  ProtocolSettings,
   | 'natsUrl'
   | 'natsName'
   | 'natsCredsFile'

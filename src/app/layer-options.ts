@@ -3,8 +3,8 @@
  * from the same config, so a job behaves the same wherever it arrives; only `allowLocalPaths`
  * differs (the CLI accepts local files, jobs from the network never do).
  */
-import type { Config } from './config.js';
-import type { MediaDepsOptions } from './media/index.js';
+import type { Config } from '../config.js';
+import type { MediaDepsOptions } from '../media/index.js';
 
 export function mediaDepsOptions(
   config: Config,

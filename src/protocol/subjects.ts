@@ -2,8 +2,7 @@
  * Wire names of the protocol (docs/protocol.md). Pure functions, so the control plane's side can
  * be checked against the same strings in tests.
  */
-import type { JobKind } from '../jobs/index.js';
-import { JOB_KINDS } from './settings.js';
+import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 
 export const JOBS_SUBJECT_PREFIX = 'media.jobs';
 export const EVENTS_SUBJECT_PREFIX = 'media.events';

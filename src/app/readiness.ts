@@ -14,17 +14,17 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
-import type { Engine } from './execute.js';
-import { ensureModelFile, chooseSrModel, type SrUse } from './inference/index.js';
-import { IMAGE_MAX_OUTPUT_MEGAPIXELS, LIPSYNC_MODEL_IDS, VIDEO_UPSCALE_MAX_SECONDS, type JobKind } from './jobs/index.js';
-import { loadBlazeFace, FACE_DETECTION_PROFILES, DEFAULT_MAX_OUTPUT_SECONDS, loadLipsyncModel } from './lipsync/index.js';
-import { JOB_DIR_PREFIX, ownerToken, resolveFfmpeg } from './media/index.js';
-import { registryOptions } from './runtime.js';
-import { musicReadiness } from './music/index.js';
-import { type KindChecks, type ReadinessCheck, diskSpaceCheck, type DiskNeed } from './worker/index.js';
-import type { WorkerSettings } from './worker/settings.js';
-import { errorMessage } from './errors.js';
+import type { Config } from '../config.js';
+import type { Engine } from './run-job.js';
+import { ensureModelFile, chooseSrModel, type SrUse } from '../inference/index.js';
+import { IMAGE_MAX_OUTPUT_MEGAPIXELS, LIPSYNC_MODEL_IDS, VIDEO_UPSCALE_MAX_SECONDS, type JobKind } from '../jobs/index.js';
+import { loadBlazeFace, FACE_DETECTION_PROFILES, DEFAULT_MAX_OUTPUT_SECONDS, loadLipsyncModel } from '../lipsync/index.js';
+import { JOB_DIR_PREFIX, ownerToken, resolveFfmpeg } from '../media/index.js';
+import { registryOptions } from './layer-options.js';
+import { musicReadiness } from '../music/index.js';
+import { type KindChecks, type ReadinessCheck, diskSpaceCheck, type DiskNeed } from '../worker/index.js';
+import type { WorkerSettings } from '../worker/settings.js';
+import { errorMessage } from '../errors.js';
 
 export interface ReadinessContext {
   config: Config;

@@ -1,0 +1,112 @@
+/**
+ * The daemon's wiring: joins the worker (NATS, acks, events) to the pipelines through the one
+ * narrow interface of worker/types.ts — an executor that quotes, runs and stores a job, a quote
+ * function, each kind's readiness checks and the sweep of leftovers. `media-worker serve` starts it
+ * and turns signals into `stop()`.
+ */
+import path from 'node:path';
+import type { Config } from '../config.js';
+import { ensureModelFile, chooseSrModel } from '../inference/index.js';
+import type { Logger } from '../logger.js';
+import { jobDirSweep, modelTempSweep, sweepLeftovers } from '../media/index.js';
+import { PACKAGE_VERSION } from '../paths.js';
+import {
+  createResultStore,
+  setExecutionProvider,
+  startWorker,
+  workerSettingsFromEnv,
+  type JobExecutor,
+  type QuoteFunction,
+  type ResultStore,
+  type WorkerHandle,
+  type WorkerSettings,
+} from '../worker/index.js';
+import { registryOptions } from './layer-options.js';
+import { kindChecks } from './readiness.js';
+import { createEngine, executeJob, quoteOnly, type Engine } from './run-job.js';
+
+export interface Daemon {
+  worker: WorkerHandle;
+  settings: WorkerSettings;
+  /** Drains the worker (jobs finish or are handed back), then releases sessions and model threads. */
+  stop(): Promise<void>;
+}
+
+/** The daemon's settings from the environment, with the music slot a configured backend implies. */
+export function daemonSettings(config: Config, env: NodeJS.ProcessEnv = process.env): WorkerSettings {
+  return withMusicSlot(workerSettingsFromEnv(env), (config.musicBackends?.length ?? 0) > 0, env['WORKER_CONCURRENCY'] !== undefined);
+}
+
+export async function startDaemon(config: Config, settings: WorkerSettings, logger: Logger): Promise<Daemon> {
+  const engine = createEngine(config, logger, settings.watchdogMs);
+  if (settings.concurrency.image > 0 || settings.concurrency.video > 0) await reportExecutionProvider(engine, logger);
+  const results = createResultStore(settings, logger);
+  const worker = await startWorker(settings, {
+    executor: executorFor(engine, results),
+    quote: quoteFor(engine),
+    logger,
+    results,
+    version: PACKAGE_VERSION,
+    readiness: kindChecks({ config, settings, engine, logger }),
+    sweepLeftovers: () => sweepAllLeftovers(config),
+  });
+  return {
+    worker,
+    settings,
+    async stop() {
+      await worker.stop();
+      await engine.release();
+    },
+  };
+}
+
+/**
+ * A host with a music backend configured serves one music job at a time unless WORKER_CONCURRENCY
+ * says otherwise (its default leaves music off, for hosts without one).
+ */
+export function withMusicSlot(settings: WorkerSettings, musicConfigured: boolean, concurrencySet: boolean): WorkerSettings {
+  if (!musicConfigured || concurrencySet || settings.concurrency.music > 0) return settings;
+  return { ...settings, concurrency: { ...settings.concurrency, music: 1 } };
+}
+
+/** Job directories (temp dir) and half-written model files whose process is gone. */
+async function sweepAllLeftovers(config: Config): Promise<number> {
+  const filesDir = path.resolve(config.modelFilesDir ?? config.modelsDir);
+  const reports = await Promise.all([sweepLeftovers(jobDirSweep(config.tmpDir)), sweepLeftovers(modelTempSweep(filesDir))]);
+  return reports.reduce((n, r) => n + r.removed.length, 0);
+}
+
+function executorFor(engine: Engine, results: ResultStore): JobExecutor {
+  return async (job, ctx) => {
+    const executed = await executeJob(job, engine, {
+      taskId: ctx.taskId,
+      logger: ctx.logger,
+      signal: ctx.signal,
+      onProgress: (p) => ctx.onProgress(p),
+      // Jobs from the network never name local files.
+      allowLocalPaths: false,
+      store: async (localPath, meta) => ({ url: (await results.storeResult(localPath, meta)).url }),
+    });
+    return { creditsUsed: executed.quote.creditsUsed, result: executed.result };
+  };
+}
+
+function quoteFor(engine: Engine): QuoteFunction {
+  return (job, signal) => quoteOnly(job, engine.config, { taskId: job.id ?? 'quote', allowLocalPaths: false, signal, timeLimitsMs: engine.timeLimitsMs });
+}
+
+/**
+ * Opens the default image network at start: a broken model or GPU set-up shows before the first job,
+ * and the metrics say which execution provider really runs. A network that cannot be had here is
+ * not fatal: the readiness checks keep image and video from being pulled and say why.
+ */
+async function reportExecutionProvider(engine: Engine, logger: Logger): Promise<void> {
+  try {
+    const file = await ensureModelFile(chooseSrModel(engine.config.srModels, 'image', '2'), { ...registryOptions(engine.config), logger });
+    const session = await engine.sessions.get(file.path);
+    setExecutionProvider(session.provider);
+    logger.info({ provider: session.provider, providers: session.providers, threads: session.threads }, 'inference ready');
+  } catch (err) {
+    logger.warn({ err }, 'The default super-resolution network cannot be opened; image and video wait for their readiness checks');
+  }
+}

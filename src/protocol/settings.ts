@@ -1,0 +1,160 @@
+/**
+ * Settings every process of one deployment shares, workers and gateways alike: the NATS connection
+ * (servers, authentication, TLS), the names of the jobs, events and advisories streams, how long
+ * events are kept, where results live, under which public URL (the URLs events carry) and for how
+ * long. In
+ * the table shape of src/settings-table.ts; the worker's table includes this one, and the gateway
+ * reads it on its own (`protocolSettingsFromEnv`), so one environment file serves both.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import { JOB_KINDS, type JobKind } from '../jobs/index.js';
+import {
+  absoluteUrl,
+  intSchema,
+  nonEmptyText,
+  positiveInt,
+  received,
+  setting,
+  settingsReader,
+  SettingsError,
+  tableSchema,
+  type SettingsInput,
+  type SettingsOf,
+} from '../settings-table.js';
+
+/** Stream and consumer names: JetStream forbids dots, wildcards, whitespace and path separators. */
+export const jetStreamName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
+  error: (issue) => `Expected 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
+});
+
+export const PROTOCOL_SETTINGS = {
+  natsUrl: setting({
+    env: 'NATS_URL',
+    schema: nonEmptyText,
+    default: 'nats://127.0.0.1:4222',
+    doc: 'NATS server URL; several may be given separated by commas.',
+  }),
+  natsName: setting({
+    env: 'NATS_CONNECTION_NAME',
+    schema: nonEmptyText,
+    default: `media-worker@${os.hostname()}`,
+    doc: 'Connection name shown by the server (and the `worker` field of events).',
+  }),
+  natsCredsFile: setting({ env: 'NATS_CREDS_FILE', schema: nonEmptyText, doc: 'User JWT + nkey credentials file (.creds).' }),
+  natsNkeySeedFile: setting({ env: 'NATS_NKEY_SEED_FILE', schema: nonEmptyText, doc: 'File holding an nkey user seed (SU...).' }),
+  natsToken: setting({ env: 'NATS_TOKEN', schema: nonEmptyText, doc: 'Token authentication.', secret: true }),
+  natsUser: setting({ env: 'NATS_USER', schema: nonEmptyText, doc: 'User name authentication (with NATS_PASSWORD).' }),
+  natsPassword: setting({ env: 'NATS_PASSWORD', schema: nonEmptyText, doc: 'Password for NATS_USER.', secret: true }),
+  natsTlsCaFile: setting({ env: 'NATS_TLS_CA_FILE', schema: nonEmptyText, doc: 'CA certificate (PEM) that signed the server certificate.' }),
+  natsTlsCertFile: setting({ env: 'NATS_TLS_CERT_FILE', schema: nonEmptyText, doc: 'Client certificate (PEM) for mutual TLS.' }),
+  natsTlsKeyFile: setting({ env: 'NATS_TLS_KEY_FILE', schema: nonEmptyText, doc: 'Key (PEM) of NATS_TLS_CERT_FILE.' }),
+  jobsStream: setting({
+    env: 'MEDIA_JOBS_STREAM',
+    schema: jetStreamName,
+    default: 'MEDIA_JOBS',
+    doc: 'WorkQueue stream of jobs (subjects `media.jobs.>`).',
+  }),
+  eventsStream: setting({
+    env: 'MEDIA_EVENTS_STREAM',
+    schema: jetStreamName,
+    default: 'MEDIA_EVENTS',
+    doc: 'Stream of terminal events, one per task id (subjects `media.events.>`).',
+  }),
+  advisoriesStream: setting({
+    env: 'MEDIA_ADVISORIES_STREAM',
+    schema: jetStreamName,
+    default: 'MEDIA_JOBS_ADVISORIES',
+    doc: 'Stream capturing the max-deliveries advisories of the jobs stream.',
+  }),
+  eventsMaxAgeDays: setting({
+    env: 'MEDIA_EVENTS_MAX_AGE_DAYS',
+    schema: positiveInt,
+    default: '30',
+    doc: 'Age after which the events stream forgets a terminal event.',
+  }),
+  resultsDir: setting({
+    env: 'RESULTS_DIR',
+    schema: nonEmptyText.transform((p) => path.resolve(p)),
+    default: 'results',
+    doc: 'Directory of finished results (`<dir>/<kind>/<task id>/<name>.<ext>`); relative to the working directory.',
+  }),
+  upscaleResultLifetimeDays: setting({
+    env: 'RESULTS_UPSCALE_LIFETIME_DAYS',
+    schema: positiveInt,
+    default: '7',
+    doc: 'Lifetime of image and video upscale results (lip-sync: 7 days and music: 14 days are the spec\'s).',
+  }),
+  publicBaseUrl: setting({
+    env: 'RESULTS_BASE_URL',
+    schema: absoluteUrl,
+    doc: "Public URL that serves RESULTS_DIR (the spec's {cdn_url}); unset: results get file:// URLs (development only).",
+  }),
+} as const;
+
+export type ProtocolSettings = SettingsOf<typeof PROTOCOL_SETTINGS>;
+export type ProtocolSettingsInput = SettingsInput<typeof PROTOCOL_SETTINGS>;
+
+/** One way of proving who connects: a creds file and an nkey seed both given is a mistake, not a choice. */
+export function checkNatsAuth(v: Pick<ProtocolSettings, 'natsCredsFile' | 'natsNkeySeedFile'>, ctx: z.RefinementCtx): void {
+  if (v.natsNkeySeedFile !== undefined && v.natsCredsFile !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['natsNkeySeedFile'],
+      message: 'Expected at most one of NATS_CREDS_FILE and NATS_NKEY_SEED_FILE but received both',
+    });
+  }
+}
+
+export const protocolSettingsSchema = tableSchema(PROTOCOL_SETTINGS).superRefine(checkNatsAuth);
+
+export class ProtocolSettingsError extends SettingsError {}
+
+export const {
+  parse: parseProtocolSettings,
+  fromEnv: protocolSettingsFromEnv,
+} = settingsReader(PROTOCOL_SETTINGS, protocolSettingsSchema, ProtocolSettingsError);
+
+/**
+ * `image=2,video=1` (environment) or `{ image: 2, video: 1 }` (code): one non-negative integer per
+ * kind; kinds left out take the value of `fallback`.
+ */
+export function perKind(expectation: string, fallback: Record<JobKind, number>, min: number) {
+  const value = intSchema(expectation, min);
+  const objectForm = z
+    .object({ image: value.optional(), video: value.optional(), lipsync: value.optional(), music: value.optional() })
+    .strict();
+  return z
+    .union([z.string(), objectForm])
+    .transform((input, ctx): Record<JobKind, number> => {
+      if (typeof input !== 'string') return { ...fallback, ...stripUndefined(input) };
+      const out: Record<JobKind, number> = { ...fallback };
+      for (const part of input.split(',').map((s) => s.trim()).filter(Boolean)) {
+        const [kind, raw] = part.split('=').map((s) => s.trim());
+        const parsed = value.safeParse(raw);
+        if (!isJobKind(kind) || !parsed.success) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `Expected <kind>=<${expectation}> with kind one of ${JOB_KINDS.join(', ')} but received ${received(part)}`,
+          });
+          return z.NEVER;
+        }
+        out[kind] = parsed.data;
+      }
+      return out;
+    });
+}
+
+function stripUndefined(input: Partial<Record<JobKind, number | undefined>>): Partial<Record<JobKind, number>> {
+  const out: Partial<Record<JobKind, number>> = {};
+  for (const kind of JOB_KINDS) {
+    const v = input[kind];
+    if (v !== undefined) out[kind] = v;
+  }
+  return out;
+}
+
+function isJobKind(value: unknown): value is JobKind {
+  return typeof value === 'string' && (JOB_KINDS as readonly string[]).includes(value);
+}

@@ -1,0 +1,59 @@
+/**
+ * The protocol's streams (docs/protocol.md): jobs, terminal events, and the max-deliveries
+ * advisories of the jobs stream. Workers and gateways create them alike, so either may start first.
+ */
+import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import type { ProtocolSettings } from './settings.js';
+import { EVENTS_SUBJECT_PREFIX, JOBS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from './subjects.js';
+
+const DAY_NS = nanos(24 * 60 * 60 * 1000);
+
+type StreamSettings = Pick<ProtocolSettings, 'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'eventsMaxAgeDays'>;
+
+export type DesiredStream = Pick<StreamConfig, 'name' | 'subjects' | 'retention' | 'storage' | 'discard' | 'max_age' | 'description'> &
+  Partial<Pick<StreamConfig, 'max_msgs_per_subject' | 'discard_new_per_subject'>>;
+
+/** Jobs: one message per task until a worker acks or terminates it. */
+export function jobsStreamConfig(s: StreamSettings): DesiredStream {
+  return {
+    name: s.jobsStream,
+    description: 'media-worker jobs, one per task (docs/protocol.md)',
+    subjects: [`${JOBS_SUBJECT_PREFIX}.>`],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: 0,
+  };
+}
+
+/** Events: at most one per subject (= per task id); a second one is refused, not stored. */
+export function eventsStreamConfig(s: StreamSettings): DesiredStream {
+  return {
+    name: s.eventsStream,
+    description: 'media-worker terminal events, exactly one per task (docs/protocol.md)',
+    subjects: [`${EVENTS_SUBJECT_PREFIX}.>`],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.New,
+    max_msgs_per_subject: 1,
+    discard_new_per_subject: true,
+    max_age: s.eventsMaxAgeDays * DAY_NS,
+  };
+}
+
+/**
+ * Max-deliveries advisories are plain core NATS messages: captured in a stream they survive a
+ * moment when no worker is connected, and exactly one worker handles each.
+ */
+export function advisoriesStreamConfig(s: StreamSettings): DesiredStream {
+  return {
+    name: s.advisoriesStream,
+    description: `max-deliveries advisories of ${s.jobsStream}, turned into failure events by media-worker`,
+    subjects: [maxDeliveriesAdvisoryFilter(s.jobsStream)],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: s.eventsMaxAgeDays * DAY_NS,
+  };
+}
