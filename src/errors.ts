@@ -49,6 +49,10 @@ export const ERROR_STATUS = {
   LIPSYNC_FAILED: 500,
   UPSCALE_FAILED: 500,
   INTERNAL_ERROR: 500,
+  // The worker protocol (docs/protocol.md): what no live worker can run, a cancel, a job that waited too long
+  MODEL_UNAVAILABLE: 503,
+  CANCELLED: 409,
+  QUEUE_TIMEOUT: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

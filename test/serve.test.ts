@@ -4,7 +4,7 @@
  * weights, stored, and announced by exactly one completed event; the quote service; a job naming a
  * local file is refused (network jobs never read local files); SIGTERM exits 0.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -29,12 +29,15 @@ let dir: string;
 let daemon: ChildProcess;
 let daemonExit: Promise<number | null>;
 let stderr = '';
+let tmpDir: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-worker-serve-'));
   const files: Record<string, Buffer> = {
     '/chelsea.png': await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(80, 53).png().toBuffer(),
     '/clip.mp4': await readFile(await makeClip(path.join(dir, 'clip.mp4'), { seconds: 0.5, size: '48x32', rate: 12, audio: true })),
+    // Long enough to be running when it is cancelled (tens of seconds of upscaling on a CPU).
+    '/long.mp4': await readFile(await makeClip(path.join(dir, 'long.mp4'), { seconds: 20, size: '160x120', rate: 24 })),
     '/face.mp4': await readFile(await encodeClip(path.join(dir, 'face.mp4'), await faceFrames(12), { width: SIDE, height: SIDE }, 'mp4')),
     '/speech.mp3': await readFile(await speechClip(path.join(dir, 'speech.mp3'), 1)),
   };
@@ -53,7 +56,7 @@ beforeAll(async () => {
       NATS_URL: nats.url,
       LOG_LEVEL: 'info',
       MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-      MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
+      MEDIA_WORKER_TMP_DIR: (tmpDir = await mkdtemp(path.join(dir, 'tmp-'))),
       RESULTS_DIR: path.join(dir, 'results'),
       RESULTS_BASE_URL: 'https://cdn.example.test/results',
       WORKER_HEALTH_PORT: '0',
@@ -142,8 +145,49 @@ describe('media-worker serve', () => {
     expect(reply.json()).toMatchObject({ model: 'vendor-image-upscale', creditsUsed: 20, input: { detected_dimensions: '80×53', output_tier: '24mp' } });
   });
 
+  it('announces what it runs on media.capabilities: kinds, models, hardware class and execution provider', async () => {
+    const reply = await cp.nc.request('media.capabilities', '', { timeout: 5000 });
+    expect(reply.headers?.get('Media-Protocol-Version')).toBe('1.0');
+    expect(reply.json()).toMatchObject({
+      protocol: '1.0',
+      state: 'running',
+      hardwareClass: 'cpu',
+      executionProvider: 'cpu',
+      kinds: { image: { ready: true }, video: { ready: true }, music: { ready: false, slots: 0 } },
+    });
+  });
+
+  it('cancels a running video job: its ffmpeg processes stop, its job directory goes, one CANCELLED event', async () => {
+    await cp.publishJob('video', 'vendor-video-upscale', {
+      id: 'serve-cancel-1',
+      model: 'vendor-video-upscale',
+      input: { video_url: `${baseUrl}/long.mp4`, upscale_factor: '2' },
+      credits: 320,
+    });
+    await waitFor('the job to be upscaling', () => stderr.includes('"taskId":"serve-cancel-1"') && childrenOf(daemon.pid).some((c) => c.includes('ffmpeg')), 60_000, 100);
+    expect(await readdir(tmpDir)).not.toEqual([]);
+    const asked = Date.now();
+    const reply = await cp.nc.request('media.cancel', JSON.stringify({ id: 'serve-cancel-1', credits: 320 }), { timeout: 10_000 });
+    expect(reply.json()).toMatchObject({ cancelled: true, code: 'CANCELLED' });
+    await waitFor('ffmpeg to stop and the job directory to go', async () => !childrenOf(daemon.pid).some((c) => c.includes('ffmpeg')) && (await readdir(tmpDir)).length === 0, 15_000, 100);
+    expect(Date.now() - asked).toBeLessThan(10_000);
+    expect(await cp.eventsOf('serve-cancel-1')).toMatchObject([{ status: 'failed', refund: true, creditsRefunded: 320, error: { code: 'CANCELLED' } }]);
+    await waitFor('the job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 15_000);
+    expect(stderr).toContain('Stopping a cancelled task');
+  });
+
   it('drains and exits 0 on SIGTERM', async () => {
     daemon.kill('SIGTERM');
     expect(await daemonExit).toBe(0);
   });
 });
+
+/** Command lines of a process's children (Linux /proc), e.g. the ffmpeg processes a job runs. */
+function childrenOf(pid: number | undefined): string[] {
+  if (pid === undefined) return [];
+  try {
+    return execFileSync('ps', ['--ppid', String(pid), '-o', 'args='], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  } catch {
+    return []; // ps exits 1 when there is none
+  }
+}

@@ -22,6 +22,7 @@ import {
   type WorkerSettings,
 } from '../worker/index.js';
 import { registryOptions } from './layer-options.js';
+import { hardwareClassOf } from './quote-policy.js';
 import { kindChecks } from './readiness.js';
 import { createEngine, executeJob, quoteOnly, type Engine } from './run-job.js';
 
@@ -39,7 +40,8 @@ export function daemonSettings(config: Config, env: NodeJS.ProcessEnv = process.
 
 export async function startDaemon(config: Config, settings: WorkerSettings, logger: Logger): Promise<Daemon> {
   const engine = createEngine(config, logger, settings.watchdogMs);
-  if (settings.concurrency.image > 0 || settings.concurrency.video > 0) await reportExecutionProvider(engine, logger);
+  const executionProvider =
+    settings.concurrency.image > 0 || settings.concurrency.video > 0 ? await reportExecutionProvider(engine, logger) : undefined;
   const results = createResultStore(settings, logger);
   const worker = await startWorker(settings, {
     executor: executorFor(engine, results),
@@ -49,6 +51,7 @@ export async function startDaemon(config: Config, settings: WorkerSettings, logg
     version: PACKAGE_VERSION,
     readiness: kindChecks({ config, settings, engine, logger }),
     sweepLeftovers: () => sweepAllLeftovers(config),
+    host: { hardwareClass: hardwareClassOf(config), executionProvider },
   });
   return {
     worker,
@@ -100,13 +103,15 @@ function quoteFor(engine: Engine): QuoteFunction {
  * and the metrics say which execution provider really runs. A network that cannot be had here is
  * not fatal: the readiness checks keep image and video from being pulled and say why.
  */
-async function reportExecutionProvider(engine: Engine, logger: Logger): Promise<void> {
+async function reportExecutionProvider(engine: Engine, logger: Logger): Promise<string | undefined> {
   try {
     const file = await ensureModelFile(chooseSrModel(engine.config.srModels, 'image', '2'), { ...registryOptions(engine.config), logger });
     const session = await engine.sessions.get(file.path);
     setExecutionProvider(session.provider);
     logger.info({ provider: session.provider, providers: session.providers, threads: session.threads }, 'inference ready');
+    return session.provider;
   } catch (err) {
     logger.warn({ err }, 'The default super-resolution network cannot be opened; image and video wait for their readiness checks');
+    return undefined;
   }
 }

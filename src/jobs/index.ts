@@ -48,6 +48,21 @@ export {
 export { normaliseToolBody, parseJob } from './schemas.js';
 export type { ImageResult, LipsyncResult, MusicResult, Song, TaskResult, VideoResult } from './results.js';
 export {
+  JOB_ENVELOPE_FIELDS,
+  checkJobEnvelope,
+  errorReplySchema,
+  imageQuoteSchema,
+  imageResultSchema,
+  jobMessageSchema,
+  lipsyncQuoteSchema,
+  lipsyncResultSchema,
+  musicQuoteSchema,
+  musicResultSchema,
+  quoteReplySchema,
+  videoQuoteSchema,
+  videoResultSchema,
+} from './wire-schemas.js';
+export {
   IMAGE_MAX_OUTPUT_MEGAPIXELS,
   IMAGE_MAX_OUTPUT_SIDE_PX,
   IMAGE_UPSCALE_FORMATS,

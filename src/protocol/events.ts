@@ -22,11 +22,19 @@ export const terminalEventSchema = z.object({
   /** Failure only: the job's `credits` when it carried them. */
   creditsRefunded: z.number().int().nonnegative().optional(),
   error: z.object({ code: z.string(), status: z.number().int(), message: z.string() }).optional(),
+  /**
+   * Failure only: true when the failure was transient (a later attempt could have succeeded: the
+   * worker retried it until the delivery limit, or a lost worker's deliveries ran out); false when
+   * submitting the same job again fails the same way.
+   */
+  retryable: z.boolean().optional(),
+  /** Completed only: the result's files are kept at least until then (then the sweeper deletes them). */
+  resultExpiresAt: z.string().optional(),
   /** When processing of the deciding attempt started; null when no attempt reached processing. */
   startedAt: z.string().nullable(),
   finishedAt: z.string(),
   durationMs: z.number().int().nonnegative().nullable(),
-  /** The delivery that decided the outcome (1 = first). */
+  /** Attempts: the delivery that decided the outcome (1 = first, so also how many deliveries the task had; 0 = never delivered, e.g. cancelled while queued). */
   attempt: z.number().int().nonnegative(),
   /** NATS connection name of the worker that published. */
   worker: z.string(),
@@ -42,13 +50,20 @@ export interface EventTiming {
   worker: string;
 }
 
-export function completedEvent(taskId: string, model: string, output: { creditsUsed: number; result: unknown }, timing: EventTiming): TerminalEvent {
+export function completedEvent(
+  taskId: string,
+  model: string,
+  output: { creditsUsed: number; result: unknown },
+  timing: EventTiming,
+  resultExpiresAt?: Date,
+): TerminalEvent {
   return {
     id: taskId,
     ...modelFields(model),
     status: 'completed',
     result: output.result,
     creditsUsed: output.creditsUsed,
+    ...(resultExpiresAt === undefined ? {} : { resultExpiresAt: resultExpiresAt.toISOString() }),
     ...timingFields(timing),
   };
 }
@@ -64,6 +79,7 @@ export function failedEvent(taskId: string, model: unknown, error: JobError, cre
     refund: true,
     ...(credits === undefined ? {} : { creditsRefunded: credits }),
     error: error.toJSON(),
+    retryable: error.retryable,
     ...timingFields(timing),
   };
 }

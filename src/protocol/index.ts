@@ -5,7 +5,19 @@
  */
 export { connectNats, connectionOptions } from './connection.js';
 export { completedEvent, creationTime, failedEvent, terminalEventSchema, type EventTiming, type TerminalEvent } from './events.js';
-export { progressMessage, type ProgressMessage } from './progress.js';
+export { progressMessage, progressMessageSchema, type ProgressMessage } from './progress.js';
+export { PROTOCOL_HEADER, PROTOCOL_VERSION, protocolHeaders, protocolMismatch } from './version.js';
+export {
+  ABORT_SUBJECT_PREFIX,
+  abortSubject,
+  cancelReplySchema,
+  cancelRequestSchema,
+  cancelledError,
+  type CancelReply,
+  type CancelRequest,
+} from './cancel.js';
+export { capabilitiesSchema, discoverWorkers, modelsOfKind, whoCanRun, type Capabilities, type DiscoverOptions } from './discovery.js';
+export { WIRE_SCHEMAS, wireJsonSchemas, type WireSchemaName } from './wire-schemas.js';
 export { resultLifetimeMs, resultUrl } from './result-url.js';
 export {
   PROTOCOL_SETTINGS,
@@ -30,6 +42,9 @@ export {
   QUOTE_SERVICE_GROUP,
   QUOTE_SERVICE_NAME,
   QUOTE_SUBJECT,
+  CANCEL_ENDPOINT,
+  CANCEL_SUBJECT,
+  CAPABILITIES_SUBJECT,
   TASK_ID_PATTERN,
   advisoriesConsumerName,
   consumerName,
@@ -42,4 +57,13 @@ export {
   maxDeliveriesAdvisoryFilter,
   progressSubject,
 } from './subjects.js';
-export { MSG_ID_HEADER, bodyField, decodeBody, messageJson, readTaskId, type HeaderReader, type TaskIdReading } from './task-id.js';
+export {
+  MSG_ID_HEADER,
+  bodyField,
+  decodeBody,
+  invalidTaskIdSubject,
+  messageJson,
+  readTaskId,
+  type HeaderReader,
+  type TaskIdReading,
+} from './task-id.js';

@@ -2,19 +2,25 @@
  * A progress message of a running job on core NATS (`media.progress.<task id>`, docs/protocol.md):
  * best effort, never stored. The worker publishes it (worker/progress.ts), the gateway relays it.
  */
+import { z } from 'zod';
 import type { JobProgress } from '../jobs/index.js';
 
-export interface ProgressMessage {
-  id: string;
-  model: string;
-  stage: string;
-  done?: number;
-  total?: number;
-  unit?: string;
+/** A progress message (docs/protocol.md, "Progress"); its JSON Schema is generated from this. */
+export const progressMessageSchema = z.object({
+  id: z.string(),
+  model: z.string(),
+  /** `fetching and probing`, `upscaling`, `detecting faces`, `lip-syncing`, ... */
+  stage: z.string(),
+  done: z.number().nonnegative().optional(),
+  total: z.number().nonnegative().optional(),
+  /** What done and total count: `frames`, `tiles`, ... */
+  unit: z.string().optional(),
   /** 0..100 with one decimal. */
-  percent?: number;
-  at: string;
-}
+  percent: z.number().min(0).max(100).optional(),
+  at: z.string(),
+});
+
+export type ProgressMessage = z.infer<typeof progressMessageSchema>;
 
 export function progressMessage(taskId: string, model: string, progress: JobProgress, now: Date): ProgressMessage {
   const percent = progress.percent ?? (progress.done !== undefined && progress.total ? (progress.done / progress.total) * 100 : undefined);

@@ -17,6 +17,11 @@ export const QUOTE_SUBJECT = `${QUOTE_SERVICE_GROUP}.${QUOTE_ENDPOINT}`;
 export const QUOTE_ABANDON_SUBJECT = `${QUOTE_SUBJECT}.abandon`;
 /** Headers of a quote request (all optional): its id, whose it is (fair sharing) and until when it is wanted (epoch ms). */
 export const QUOTE_HEADERS = { id: 'Media-Quote-Id', party: 'Media-Quote-Party', deadline: 'Media-Quote-Deadline' } as const;
+/** Cancellation (cancel.ts): one worker answers. */
+export const CANCEL_ENDPOINT = 'cancel';
+export const CANCEL_SUBJECT = `${QUOTE_SERVICE_GROUP}.${CANCEL_ENDPOINT}`;
+/** Discovery (discovery.ts): every worker answers. */
+export const CAPABILITIES_SUBJECT = `${QUOTE_SERVICE_GROUP}.capabilities`;
 
 /** Task ids are used as subject tokens and path segments, so they are restricted to this. */
 export const TASK_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;

@@ -3,7 +3,8 @@
  * Without one there is nobody to bill or refund, so such a message is terminated without an event
  * (docs/protocol.md, "Jobs without a task id").
  */
-import { isTaskId } from './subjects.js';
+import { createHash } from 'node:crypto';
+import { EVENTS_SUBJECT_PREFIX, isTaskId } from './subjects.js';
 
 export const MSG_ID_HEADER = 'Nats-Msg-Id';
 
@@ -15,7 +16,8 @@ export interface HeaderReader {
 
 export type TaskIdReading =
   | { ok: true; id: string; source: 'header' | 'body'; body: unknown }
-  | { ok: false; reason: string; body: unknown };
+  /** `claimed`: the header's or body's id when it is a string that is not a task id (it gets an event all the same). */
+  | { ok: false; reason: string; body: unknown; claimed?: string };
 
 /** Decodes the body as JSON; `undefined` when it is not JSON (the caller reports that as INVALID_JOB). */
 export function decodeBody(data: Uint8Array): unknown {
@@ -40,16 +42,30 @@ export function readTaskId(headers: HeaderReader | undefined, data: Uint8Array):
   const header = headers?.has(MSG_ID_HEADER) ? headers.get(MSG_ID_HEADER) : '';
   if (header !== '') {
     if (isTaskId(header)) return { ok: true, id: header, source: 'header', body };
-    return { ok: false, reason: `the ${MSG_ID_HEADER} header ${JSON.stringify(header)} is not a task id`, body };
+    return { ok: false, reason: `the ${MSG_ID_HEADER} header ${JSON.stringify(header)} is not a task id`, body, claimed: header };
   }
   const id = bodyField(body, 'id');
   if (id === undefined) return { ok: false, reason: `no ${MSG_ID_HEADER} header and no id in the body`, body };
   if (isTaskId(id)) return { ok: true, id, source: 'body', body };
-  return { ok: false, reason: `the body's id ${JSON.stringify(id)} is not a task id`, body };
+  return {
+    ok: false,
+    reason: `the body's id ${JSON.stringify(id)} is not a task id`,
+    body,
+    ...(typeof id === 'string' && id !== '' ? { claimed: id } : {}),
+  };
 }
 
 /** An own property of a JSON object body, or undefined. */
 export function bodyField(body: unknown, key: string): unknown {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   return Object.hasOwn(body, key) ? (body as Record<string, unknown>)[key] : undefined;
+}
+
+/**
+ * Where the failure event of a job whose id is not a task id goes: a claimed id may hold dots or
+ * wildcards, so the subject carries its SHA-256 instead (`media.events.invalid.<hex>`, one token
+ * more than any task's, still under `media.events.>`); the event's `id` is the claimed id itself.
+ */
+export function invalidTaskIdSubject(claimed: string): string {
+  return `${EVENTS_SUBJECT_PREFIX}.invalid.${createHash('sha256').update(claimed).digest('hex')}`;
 }

@@ -9,7 +9,7 @@
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { type TerminalEvent, eventMsgId, eventSubject } from '../protocol/index.js';
+import { type TerminalEvent, eventMsgId, eventSubject, protocolHeaders } from '../protocol/index.js';
 
 /** JetStream API codes that mean "this task already has its event". */
 const ALREADY_PUBLISHED_CODES = new Set([
@@ -35,12 +35,14 @@ export class EventPublisher {
     private readonly logger: Logger,
   ) {}
 
-  async publish(event: TerminalEvent): Promise<PublishResult> {
+  /** `subject`: where it goes when the task id cannot be a subject token (task-id.ts, `invalidTaskIdSubject`). */
+  async publish(event: TerminalEvent, subject?: string): Promise<PublishResult> {
     const payload = JSON.stringify(event);
     return this.retry(`publish the terminal event of ${event.id}`, async () => {
       try {
-        const ack = await this.js.publish(eventSubject(event.id), payload, {
+        const ack = await this.js.publish(subject ?? eventSubject(event.id), payload, {
           msgID: eventMsgId(event.id),
+          headers: protocolHeaders(),
           timeout: this.options.publishTimeoutMs,
         });
         return ack.duplicate ? 'already-published' : 'published';

@@ -17,12 +17,27 @@ import type { JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { JobError } from '../errors.js';
-import { expectedText, expectedValue, asJobError, kindOfModel, type JobKind, parseJob, type Job } from '../jobs/index.js';
-import { completedEvent, creationTime, failedEvent, type TerminalEvent, MSG_ID_HEADER, bodyField, readTaskId } from '../protocol/index.js';
+import { expectedText, expectedValue, asJobError, checkJobEnvelope, kindOfModel, type JobKind, parseJob, type Job } from '../jobs/index.js';
+import {
+  MSG_ID_HEADER,
+  PROTOCOL_HEADER,
+  bodyField,
+  completedEvent,
+  creationTime,
+  failedEvent,
+  invalidTaskIdSubject,
+  protocolMismatch,
+  readTaskId,
+  type EventTiming,
+  type TerminalEvent,
+} from '../protocol/index.js';
+import type { RunningTasks } from './cancel.js';
 import type { EventPublisher } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
 import { decideFailure, watchdogError } from './outcome.js';
 import { createProgressReporter } from './progress.js';
+import { queueAgeError, queueAgeMs } from './queue-age.js';
+import { resultLifetimeMs } from './results.js';
 import type { WorkerSettings } from './settings.js';
 import type { JobExecutor, JobOutput } from './types.js';
 
@@ -32,7 +47,7 @@ const ACK_TIMEOUT_MS = 5_000;
 
 export type RunnerSettings = Pick<
   WorkerSettings,
-  'heartbeatMs' | 'maxDeliver' | 'nakDelaysMs' | 'watchdogMs' | 'progressIntervalMs'
+  'heartbeatMs' | 'maxDeliver' | 'nakDelaysMs' | 'watchdogMs' | 'progressIntervalMs' | 'maxQueueAgeMs' | 'upscaleResultLifetimeDays'
 >;
 
 export interface Runtime {
@@ -51,6 +66,8 @@ export interface Runtime {
   inFlight: Map<string, Promise<void>>;
   /** Aborted when a drain runs out of grace: running jobs are handed back to other workers. */
   drainSignal: AbortSignal;
+  /** Runs of this process by task id, so that a cancel (cancel.ts) can stop them. */
+  running: RunningTasks;
 }
 
 type Settlement = 'ack' | 'term';
@@ -59,6 +76,10 @@ export async function handleJobMessage(rt: Runtime, msg: JsMsg, kind: JobKind): 
   const attempt = msg.info.deliveryCount;
   const reading = readTaskId(msg.headers, msg.data);
   if (!reading.ok) {
+    if (reading.claimed !== undefined) {
+      await refuseInvalidTaskId(rt, msg, kind, reading.claimed, reading.reason, reading.body);
+      return;
+    }
     rt.logger.error(
       { subject: msg.subject, seq: msg.info.streamSequence, attempt, reason: reading.reason },
       'Job without a readable task id: terminated without an event (there is no task to bill or refund)',
@@ -81,7 +102,7 @@ export async function handleJobMessage(rt: Runtime, msg: JsMsg, kind: JobKind): 
       log.warn('Task is already running in this worker: waiting for it before deciding on this delivery');
       await withHeartbeat(msg, rt.settings.heartbeatMs, earlier);
     }
-    await runTask(rt, msg, kind, taskId, reading, log);
+    await runTask(rt, { msg, kind, taskId, reading, log });
   } catch (err) {
     // Only a bug gets here; the job is left to redelivery, which is safe.
     log.error({ err }, 'Unexpected error while handling a job; leaving it to redelivery');
@@ -91,37 +112,68 @@ export async function handleJobMessage(rt: Runtime, msg: JsMsg, kind: JobKind): 
   }
 }
 
-async function runTask(
-  rt: Runtime,
-  msg: JsMsg,
-  kind: JobKind,
-  taskId: string,
-  reading: { source: 'header' | 'body'; body: unknown },
-  log: Logger,
-): Promise<void> {
+/** One delivery of an identified task, as the steps below share it. */
+interface Delivery {
+  msg: JsMsg;
+  kind: JobKind;
+  taskId: string;
+  reading: { source: 'header' | 'body'; body: unknown };
+  log: Logger;
+}
+
+async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
+  const { msg, kind, taskId, reading, log } = delivery;
   const attempt = msg.info.deliveryCount;
   const createdAt = creationTime(bodyField(reading.body, 'createdAt'), msg.time);
   const credits = readCredits(reading.body);
   const timing = (startedAt: Date | null) => ({ createdAt, startedAt, finishedAt: new Date(), attempt, worker: rt.workerName });
 
-  let existing: TerminalEvent | null;
+  // Registered before the lookup: a cancel that lands between the lookup and the start still stops it.
+  const controller = new AbortController();
+  const unregister = rt.running.add(taskId, controller);
   try {
-    existing = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId));
-  } catch (err) {
-    log.error({ err }, 'Could not look up the terminal event; leaving the job to redelivery');
-    rt.metrics.recordJob(kind, 'unpublished');
-    return;
+    let existing: TerminalEvent | null;
+    try {
+      existing = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId));
+    } catch (err) {
+      log.error({ err }, 'Could not look up the terminal event; leaving the job to redelivery');
+      rt.metrics.recordJob(kind, 'unpublished');
+      return;
+    }
+    if (existing !== null) {
+      log.info({ status: existing.status }, 'Terminal event already published: acking this delivery without running the job');
+      await acknowledge(rt, msg, log);
+      rt.metrics.recordJob(kind, 'duplicate');
+      return;
+    }
+    await decideTask(rt, delivery, controller, timing, credits);
+  } finally {
+    unregister();
   }
-  if (existing !== null) {
-    log.info({ status: existing.status }, 'Terminal event already published: acking this delivery without running the job');
-    await acknowledge(rt, msg, log);
-    rt.metrics.recordJob(kind, 'duplicate');
+}
+
+/** Queue age, validation, the run and its outcome: a delivery whose task has no event yet. */
+async function decideTask(
+  rt: Runtime,
+  delivery: Delivery,
+  controller: AbortController,
+  timing: (startedAt: Date | null) => EventTiming,
+  credits: number | undefined,
+): Promise<void> {
+  const { msg, kind, taskId, reading, log } = delivery;
+  const attempt = msg.info.deliveryCount;
+  const waitedMs = queueAgeMs(msg.time, new Date());
+  if (waitedMs > rt.settings.maxQueueAgeMs[kind]) {
+    const error = queueAgeError(kind, waitedMs, rt.settings.maxQueueAgeMs[kind]);
+    log.warn({ waitedMs, code: error.code }, 'Job waited too long in the queue: publishing a failure event and terminating it');
+    const event = failedEvent(taskId, bodyField(reading.body, 'model'), error, credits, timing(null));
+    if (await publishAndSettle(rt, msg, event, 'term', log)) rt.metrics.recordJob(kind, 'failed');
     return;
   }
 
   let job: Job;
   try {
-    job = validate(reading, taskId, kind, msg.subject);
+    job = validate(reading, taskId, kind, msg.subject, msg.headers?.get(PROTOCOL_HEADER));
   } catch (err) {
     const error = asJobError(err, kind);
     log.warn({ code: error.code, err: error }, 'Invalid job: publishing a failure event and terminating it');
@@ -132,13 +184,14 @@ async function runTask(
 
   const startedAt = new Date();
   rt.metrics.inFlight.inc({ kind });
-  const run = runExecutor(rt, job, msg, kind, taskId, attempt, log);
+  const run = runExecutor(rt, job, msg, kind, taskId, attempt, log, controller);
   try {
     const outcome = await run.outcome;
     const seconds = (Date.now() - startedAt.getTime()) / 1000;
 
     if (outcome.type === 'completed') {
-      const event = completedEvent(taskId, job.model, outcome.output, timing(startedAt));
+      const expiresAt = new Date(startedAt.getTime() + resultLifetimeMs(kind, rt.settings.upscaleResultLifetimeDays));
+      const event = completedEvent(taskId, job.model, outcome.output, timing(startedAt), expiresAt);
       if (await publishAndSettle(rt, msg, event, 'ack', log)) {
         log.info({ creditsUsed: outcome.output.creditsUsed, seconds }, 'Job completed');
         rt.metrics.recordJob(kind, 'completed', seconds);
@@ -174,10 +227,13 @@ async function runTask(
   }
 }
 
-function validate(reading: { source: 'header' | 'body'; body: unknown }, taskId: string, kind: JobKind, subject: string): Job {
+function validate(reading: { source: 'header' | 'body'; body: unknown }, taskId: string, kind: JobKind, subject: string, protocol: string | undefined): Job {
+  const mismatch = protocolMismatch(protocol);
+  if (mismatch !== null) throw new JobError('INVALID_JOB', mismatch);
   if (reading.body === undefined) {
     throw new JobError('INVALID_JOB', expectedText('job', 'a JSON object', 'bytes that are not UTF-8 JSON'));
   }
+  checkJobEnvelope(reading.body);
   const job = parseJob(reading.body);
   if (reading.source === 'header' && job.id !== undefined && job.id !== taskId) {
     throw new JobError('INVALID_JOB', expectedValue('id', `absent or ${JSON.stringify(taskId)} (the ${MSG_ID_HEADER} header)`, job.id));
@@ -200,9 +256,17 @@ interface Execution {
   settled(log: Logger): Promise<void>;
 }
 
-function runExecutor(rt: Runtime, job: Job, msg: JsMsg, kind: JobKind, taskId: string, attempt: number, log: Logger): Execution {
+function runExecutor(
+  rt: Runtime,
+  job: Job,
+  msg: JsMsg,
+  kind: JobKind,
+  taskId: string,
+  attempt: number,
+  log: Logger,
+  controller: AbortController,
+): Execution {
   const heartbeat = startHeartbeat(msg, rt.settings.heartbeatMs);
-  const controller = new AbortController();
   const limitMs = rt.settings.watchdogMs[kind];
   const watchdog = setTimeout(() => controller.abort(watchdogError(kind, limitMs)), limitMs);
   const onDrain = (): void => controller.abort(rt.drainSignal.reason);
@@ -212,16 +276,18 @@ function runExecutor(rt: Runtime, job: Job, msg: JsMsg, kind: JobKind, taskId: s
 
   let executorDone = false;
   const execution = Promise.resolve()
-    .then(() =>
-      rt.executor(job, {
+    .then(() => {
+      // Cancelled between the lookup and now: the job never starts.
+      if (controller.signal.aborted) throw controller.signal.reason;
+      return rt.executor(job, {
         taskId,
         kind,
         attempt,
         signal: controller.signal,
         logger: log,
         onProgress: (p) => progress.report(p),
-      }),
-    )
+      });
+    })
     .finally(() => {
       executorDone = true;
     });
@@ -335,4 +401,33 @@ function readCredits(body: unknown): number | undefined {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/**
+ * A job whose header or body names an id that is not a task id (`bad.id`): the control plane billed
+ * that id, so it gets its failure event (INVALID_JOB, refund) on a subject made from the id's
+ * hash, and the job is terminated. Left to redelivery when the event cannot be stored.
+ */
+async function refuseInvalidTaskId(rt: Runtime, msg: JsMsg, kind: JobKind, claimed: string, reason: string, body: unknown): Promise<void> {
+  const log = rt.logger.child({ claimedTaskId: claimed.slice(0, 256), kind, attempt: msg.info.deliveryCount });
+  const error = new JobError('INVALID_JOB', `Expected a task id of 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-": ${reason}`);
+  const subject = invalidTaskIdSubject(claimed);
+  const event = failedEvent(claimed, bodyField(body, 'model'), error, readCredits(body), {
+    createdAt: creationTime(bodyField(body, 'createdAt'), msg.time),
+    startedAt: null,
+    finishedAt: new Date(),
+    attempt: msg.info.deliveryCount,
+    worker: rt.workerName,
+  });
+  log.error({ subject, seq: msg.info.streamSequence }, 'Job whose id is not a task id: publishing its failure event and terminating it');
+  try {
+    const result = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.publish(event, subject));
+    if (result === 'published') rt.metrics.events.inc({ status: 'failed' });
+  } catch (err) {
+    log.error({ err }, 'Could not publish the failure event; leaving the job to redelivery');
+    rt.metrics.recordJob(kind, 'unpublished');
+    return;
+  }
+  await terminate(rt, msg);
+  rt.metrics.recordJob(kind, 'failed');
 }

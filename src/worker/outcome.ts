@@ -22,7 +22,8 @@ export function decideFailure(given: JobError, attempt: number, maxDeliver: numb
     const delayMs = nakDelaysMs[Math.min(attempt, nakDelaysMs.length) - 1] ?? 0;
     return { action: 'retry', delayMs, error };
   }
-  const exhausted = new JobError(error.code, `${error.message} (gave up after ${attempt} attempts)`, { cause: error });
+  // Still retryable: the event tells billing and clients it was transient, retried until the limit.
+  const exhausted = new JobError(error.code, `${error.message} (gave up after ${attempt} attempts)`, { retryable: true, cause: error });
   return { action: 'fail', error: exhausted };
 }
 
@@ -34,7 +35,7 @@ export function watchdogError(kind: JobKind, limitMs: number): JobError {
 /** The failure of a job whose every delivery was lost (worker killed, heartbeats stopped). */
 export function deliveriesExhaustedError(kind: JobKind | undefined, deliveries: number): JobError {
   const code = kind === undefined ? 'INTERNAL_ERROR' : KIND_FAILURE_CODE[kind];
-  return new JobError(code, `No worker finished the job in ${deliveries} deliveries`);
+  return new JobError(code, `No worker finished the job in ${deliveries} deliveries`, { retryable: true });
 }
 
 function formatLimit(ms: number): string {

@@ -5,7 +5,7 @@
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { JobProgress } from '../jobs/index.js';
-import { progressMessage, progressSubject } from '../protocol/index.js';
+import { progressMessage, progressSubject, protocolHeaders } from '../protocol/index.js';
 
 export interface ProgressReporter {
   report(progress: JobProgress): void;
@@ -26,7 +26,7 @@ export function createProgressReporter(nc: NatsConnection, taskId: string, model
     lastSentAt = Date.now();
     pending = undefined;
     try {
-      nc.publish(subject, JSON.stringify(progressMessage(taskId, model, progress, new Date())));
+      nc.publish(subject, JSON.stringify(progressMessage(taskId, model, progress, new Date())), { headers: protocolHeaders() });
     } catch {
       // A closed or draining connection: progress is best effort and must never fail the job.
     }

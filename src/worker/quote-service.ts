@@ -1,12 +1,17 @@
 /**
- * The quote offered to control planes through the NATS services framework: service `media-worker`,
- * endpoint `quote` on subject `media.quote` (queue group `q`, so hosts share the load). The request
- * is a job (`{ id?, model, input, credits? }`); the reply is the quote, or the error body
- * `{ error: { code, status, message } }` with the framework's `Nats-Service-Error` (the code) and
- * `Nats-Service-Error-Code` (the HTTP status) headers.
+ * The `media-worker` service of the NATS services framework (docs/protocol.md), group `media`:
+ * - `quote` on `media.quote` (queue group `q`, so hosts share the load): the request is a job
+ *   (`{ id?, model, input, credits? }`); the reply is the quote, or the error body
+ *   `{ error: { code, status, message } }` with the framework's `Nats-Service-Error` (the code) and
+ *   `Nats-Service-Error-Code` (the HTTP status) headers. A kind that no live worker can run now is
+ *   refused with MODEL_UNAVAILABLE (503) instead of priced;
+ * - `cancel` on `media.cancel` (queue group `q`): cancel.ts;
+ * - `media.capabilities` (a plain subscription, no queue group: every host answers): discovery.ts;
+ *   the service's metadata names it.
+ * Every reply carries the protocol version header.
  *
- * Fairness and deadlines (docs/protocol.md, "Quote service"): the request may name its party
- * (`Media-Quote-Party`, e.g. the account), its id (`Media-Quote-Id`) and a deadline
+ * Fairness and deadlines of quotes (docs/protocol.md, "Quote service"): the request may name its
+ * party (`Media-Quote-Party`, e.g. the account), its id (`Media-Quote-Id`) and a deadline
  * (`Media-Quote-Deadline`, epoch ms). Waiting quotes are shared fairly between parties; a quote
  * whose deadline passed, or whose id was announced on `media.quote.abandon`, is dropped before it
  * fetches anything and aborted if it is already running.
@@ -15,20 +20,44 @@ import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { JobError, isJobError, errorMessage } from '../errors.js';
-import { expectedText, errorBody, parseJob } from '../jobs/index.js';
+import { checkJobEnvelope, expectedText, errorBody, kindOfModel, parseJob, type JobKind } from '../jobs/index.js';
 import type { WorkerMetrics } from './metrics.js';
 import { fairLimiter } from './fair-queue.js';
-import { QUOTE_ABANDON_SUBJECT, QUOTE_ENDPOINT, QUOTE_HEADERS, QUOTE_SERVICE_GROUP, QUOTE_SERVICE_NAME, decodeBody } from '../protocol/index.js';
+import {
+  QUOTE_ABANDON_SUBJECT,
+  QUOTE_HEADERS,
+  CANCEL_ENDPOINT,
+  CAPABILITIES_SUBJECT,
+  PROTOCOL_HEADER,
+  PROTOCOL_VERSION,
+  QUOTE_ENDPOINT,
+  QUOTE_SERVICE_GROUP,
+  QUOTE_SERVICE_NAME,
+  cancelRequestSchema,
+  decodeBody,
+  protocolHeaders,
+  protocolMismatch,
+  type CancelReply,
+  type CancelRequest,
+  type Capabilities,
+} from '../protocol/index.js';
 import type { QuoteFunction } from './types.js';
 
 export interface QuoteServiceOptions {
-  quote: QuoteFunction;
+  /** Offered as the `quote` endpoint when given. */
+  quote?: QuoteFunction | undefined;
+  /** Whether this host or another live one can run the kind now (else quotes are MODEL_UNAVAILABLE). */
+  canRun(kind: JobKind): Promise<boolean>;
+  cancel(request: CancelRequest): Promise<CancelReply>;
+  capabilities(instance: string): Capabilities;
   logger: Logger;
   metrics: WorkerMetrics;
   concurrency: number;
   timeoutMs: number;
   /** Semantic version reported by the framework's INFO and PING. */
   version: string;
+  /** Static facts shown by `$SRV.INFO` (hardware class, execution provider). */
+  metadata: Record<string, string>;
 }
 
 export interface QuoteService {
@@ -41,47 +70,91 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
   const service: Service = await new Svcm(nc as unknown as ConstructorParameters<typeof Svcm>[0]).add({
     name: QUOTE_SERVICE_NAME,
     version: options.version,
-    description: 'Validates and prices media jobs before a control plane takes credits (docs/protocol.md)',
+    description: 'Prices, cancels and announces media jobs for control planes (docs/protocol.md)',
+    metadata: { protocol: PROTOCOL_VERSION, capabilities: CAPABILITIES_SUBJECT, ...options.metadata },
   });
-  const limit = fairLimiter(options.concurrency);
+  const group = service.addGroup(QUOTE_SERVICE_GROUP);
+  const onError = (err: Error): void => options.logger.error({ err }, 'Service endpoint failed');
   const abandoned = abandonBoard();
   const abandonSub = nc.subscribe(QUOTE_ABANDON_SUBJECT, {
     callback: (err, msg) => {
       if (!err) abandoned.abandon(msg.string());
     },
   });
-  service.addGroup(QUOTE_SERVICE_GROUP).addEndpoint(QUOTE_ENDPOINT, {
-    handler: (err, msg) => {
-      if (err) {
-        options.logger.error({ err }, 'Quote endpoint failed');
-        return;
-      }
-      // The services package's nested nats-core types the headers apart; only get() is used.
-      const meta = quoteMeta(msg.headers as unknown as Pick<MsgHdrs, 'get'> | undefined);
-      void limit(meta.party, async () => {
-        const dropped = meta.id !== undefined && abandoned.has(meta.id) ? 'abandoned' : meta.deadline !== undefined && Date.now() >= meta.deadline ? 'expired' : null;
-        if (dropped !== null) {
-          // Nobody waits for the answer any more: nothing is fetched and nothing is sent.
-          options.metrics.quotes.inc({ outcome: dropped });
-          options.logger.info({ quoteId: meta.id, party: meta.party }, `Quote dropped before it started (${dropped})`);
-          return;
-        }
-        const controller = new AbortController();
-        const forget = meta.id === undefined ? () => undefined : abandoned.watch(meta.id, controller);
-        try {
-          await answer(msg, options, meta, controller.signal);
-        } finally {
-          forget();
-        }
-      });
+  if (options.quote) {
+    const quote = options.quote;
+    const limit = fairLimiter(options.concurrency);
+    group.addEndpoint(QUOTE_ENDPOINT, {
+      handler: (err, msg) => {
+        if (err) return onError(err);
+        // The services package's nested nats-core types the headers apart; only get() is used.
+        const meta = quoteMeta(msg.headers as unknown as Pick<MsgHdrs, 'get'> | undefined);
+        void limit(meta.party, async () => {
+          const dropped = meta.id !== undefined && abandoned.has(meta.id) ? 'abandoned' : meta.deadline !== undefined && Date.now() >= meta.deadline ? 'expired' : null;
+          if (dropped !== null) {
+            // Nobody waits for the answer any more: nothing is fetched and nothing is sent.
+            options.metrics.quotes.inc({ outcome: dropped });
+            options.logger.info({ quoteId: meta.id, party: meta.party }, `Quote dropped before it started (${dropped})`);
+            return;
+          }
+          const controller = new AbortController();
+          const forget = meta.id === undefined ? () => undefined : abandoned.watch(meta.id, controller);
+          try {
+            await answer(msg, quote, options, meta, controller.signal);
+          } finally {
+            forget();
+          }
+        });
+      },
+      metadata: { schema: 'docs/schemas/quote-request.schema.json' },
+    });
+  }
+  group.addEndpoint(CANCEL_ENDPOINT, {
+    handler: (err, msg) => (err ? onError(err) : void answerCancel(msg, options)),
+    metadata: { schema: 'docs/schemas/cancel-request.schema.json' },
+  });
+  // Every host answers, so not a framework endpoint: @nats-io/services 3.0.0-25 turns the empty
+  // queue group that would say so into its default `q`, where only one host would answer.
+  const capabilities = nc.subscribe(CAPABILITIES_SUBJECT, {
+    callback: (err, msg) => {
+      if (err) return onError(err);
+      msg.respond(JSON.stringify(options.capabilities(service.info().id)), { headers: protocolHeaders() });
     },
   });
   return {
     stop: async () => {
+      capabilities.unsubscribe();
       abandonSub.unsubscribe();
       await service.stop();
     },
   };
+}
+
+/** The services package's own nats-core types the same headers object differently. */
+type ServiceHeaders = NonNullable<NonNullable<Parameters<ServiceMsg['respond']>[1]>['headers']>;
+
+function respond(msg: ServiceMsg, body: unknown): void {
+  msg.respond(JSON.stringify(body), { headers: protocolHeaders() as unknown as ServiceHeaders });
+}
+
+function respondError(msg: ServiceMsg, error: JobError): void {
+  msg.respondError(error.status, error.code, JSON.stringify(errorBody(error)), { headers: protocolHeaders() as unknown as ServiceHeaders });
+}
+
+async function answerCancel(msg: ServiceMsg, options: QuoteServiceOptions): Promise<void> {
+  const parsed = cancelRequestSchema.safeParse(decodeBody(msg.data));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'request';
+    respondError(msg, new JobError('INVALID_JOB', `Expected a cancel request {"id": "<task id>", ...} (docs/protocol.md): ${where}: ${issue?.message ?? 'invalid'}`));
+    return;
+  }
+  try {
+    respond(msg, await options.cancel(parsed.data));
+  } catch (err) {
+    options.logger.error({ err, taskId: parsed.data.id }, 'Cancel failed');
+    respondError(msg, new JobError('INTERNAL_ERROR', `Cancel failed: ${errorMessage(err)}; try again`, { retryable: true }));
+  }
 }
 
 interface QuoteMeta {
@@ -120,15 +193,22 @@ function abandonBoard() {
   };
 }
 
-async function answer(msg: ServiceMsg, options: QuoteServiceOptions, meta: QuoteMeta, abandon: AbortSignal): Promise<void> {
+async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServiceOptions, meta: QuoteMeta, abandon: AbortSignal): Promise<void> {
   const started = Date.now();
   let reply: { ok: true; body: unknown } | { ok: false; error: JobError };
   try {
     const raw = decodeBody(msg.data);
     if (raw === undefined) throw new JobError('INVALID_JOB', expectedText('job', 'a JSON object', 'bytes that are not UTF-8 JSON'));
+    const mismatch = protocolMismatch(msg.headers?.get(PROTOCOL_HEADER));
+    if (mismatch !== null) throw new JobError('INVALID_JOB', mismatch);
+    checkJobEnvelope(raw);
     const job = parseJob(raw);
+    const kind = kindOfModel(job.model);
+    if (!(await options.canRun(kind))) {
+      throw new JobError('MODEL_UNAVAILABLE', `No live worker can run ${kind} jobs (${job.model}) now; ask media.capabilities why (docs/protocol.md, "Discovery")`);
+    }
     const timeoutMs = meta.deadline === undefined ? options.timeoutMs : Math.max(1, Math.min(options.timeoutMs, meta.deadline - started));
-    reply = { ok: true, body: await withTimeout(options.quote, job, timeoutMs, abandon) };
+    reply = { ok: true, body: await withTimeout(quote, job, timeoutMs, abandon) };
   } catch (err) {
     reply = { ok: false, error: toJobError(err) };
   }
@@ -139,11 +219,11 @@ async function answer(msg: ServiceMsg, options: QuoteServiceOptions, meta: Quote
     return;
   }
   if (reply.ok) {
-    msg.respond(JSON.stringify(reply.body));
+    respond(msg, reply.body);
     options.metrics.quotes.inc({ outcome: 'ok' });
     options.logger.debug({ ms }, 'Quote answered');
   } else {
-    msg.respondError(reply.error.status, reply.error.code, JSON.stringify(errorBody(reply.error)));
+    respondError(msg, reply.error);
     options.metrics.quotes.inc({ outcome: reply.error.code });
     options.logger.info({ ms, code: reply.error.code }, 'Quote refused');
   }

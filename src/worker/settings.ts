@@ -15,6 +15,7 @@ import {
   intSchema,
   nonEmptyText,
   nonNegativeInt,
+  oneOfSetting,
   portNumber,
   positiveInt,
   received,
@@ -93,6 +94,12 @@ export const WORKER_SETTINGS = {
     default: `image=${15 * MINUTE},video=${30 * MINUTE},lipsync=${4 * MINUTE},music=${10 * MINUTE}`,
     doc: 'Longest processing time per kind before the job fails (lip-sync: 4 minutes, spec section 8).',
   }),
+  maxQueueAgeMs: setting({
+    env: 'WORKER_MAX_QUEUE_AGE_MS',
+    schema: perKind('a positive integer', { image: 60 * MINUTE, video: 120 * MINUTE, lipsync: 60 * MINUTE, music: 60 * MINUTE }, 1),
+    default: `image=${60 * MINUTE},video=${120 * MINUTE},lipsync=${60 * MINUTE},music=${60 * MINUTE}`,
+    doc: 'Longest time a job of each kind may wait in the jobs stream (from when it was stored, retries included); older, a worker of the kind ends it with QUEUE_TIMEOUT and a refund instead of running it.',
+  }),
   drainGraceMs: setting({
     env: 'WORKER_DRAIN_GRACE_MS',
     schema: nonNegativeInt,
@@ -128,6 +135,12 @@ export const WORKER_SETTINGS = {
     schema: positiveInt,
     default: '2',
     doc: 'Quote requests answered at once by this host (each downloads and probes its inputs).',
+  }),
+  quoteUnserved: setting({
+    env: 'WORKER_QUOTE_UNSERVED',
+    schema: oneOfSetting(['refuse', 'price']),
+    default: 'refuse',
+    doc: 'A quote for a kind no live worker can run now: refuse (MODEL_UNAVAILABLE, 503), or price it anyway (deployments that start workers from the backlog; WORKER_MAX_QUEUE_AGE_MS still bounds the wait).',
   }),
   quoteTimeoutMs: setting({
     env: 'WORKER_QUOTE_TIMEOUT_MS',

@@ -5,18 +5,20 @@
  * calls stop().
  */
 import { jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { handleAdvisory, type AdvisoryRuntime } from './advisories.js';
 import { Availability, type KindChecks } from './availability.js';
-import { connectNats, advisoriesConsumerName, consumerName } from '../protocol/index.js';
+import { RunningTasks, cancelTask, listenForAborts } from './cancel.js';
+import { capabilities, type HostFacts } from './discovery.js';
+import { CAPABILITIES_SUBJECT, connectNats, advisoriesConsumerName, consumerName, whoCanRun } from '../protocol/index.js';
 import { EventPublisher } from './event-publisher.js';
 import { startHealthServer, type HealthServer } from './health.js';
 import { handleJobMessage, type Runtime } from './job-runner.js';
 import { workerMetrics, type WorkerMetrics } from './metrics.js';
 import { startQuoteService, type QuoteService } from './quote-service.js';
 import { createResultStore, type ResultStore } from './results.js';
-import { JOB_KINDS } from '../jobs/index.js';
+import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 import type { WorkerSettings } from './settings.js';
 import { ensureTopology } from './topology.js';
 import type { JobExecutor, QuoteFunction, WorkerState } from './types.js';
@@ -47,7 +49,12 @@ export interface WorkerDeps {
    * any job is pulled, then every WORKER_LEFTOVER_SWEEP_INTERVAL_MS. Returns how many it removed.
    */
   sweepLeftovers?: () => Promise<number>;
+  /** What discovery reports of this host's hardware (the CLI's `serve` says what it opened). */
+  host?: Pick<HostFacts, 'hardwareClass' | 'executionProvider'>;
 }
+
+/** How long a quote for a kind this host cannot run waits for another live worker to say it can. */
+const PEER_DISCOVERY_WAIT_MS = 500;
 
 export interface WorkerHandle {
   readonly state: WorkerState;
@@ -77,6 +84,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
   let stopSweeper: (() => void) | undefined;
   let stopReadiness: (() => void) | undefined;
   let stopLeftoverSweep: (() => void) | undefined;
+  let abortListener: Subscription | undefined;
   const stopPulling = new AbortController();
   const drain = new AbortController();
   const loops: Promise<void>[] = [];
@@ -105,16 +113,6 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       timer.unref();
       stopLeftoverSweep = () => clearInterval(timer);
     }
-    if (deps.quote) {
-      quoteService = await startQuoteService(nc, {
-        quote: deps.quote,
-        logger: logger.child({ component: 'quote' }),
-        metrics,
-        concurrency: settings.quoteConcurrency,
-        timeoutMs: settings.quoteTimeoutMs,
-        version: deps.version ?? '0.0.0',
-      });
-    }
     stopSweeper = results.startSweeper(settings.sweepIntervalMs);
 
     const runtime: Runtime = {
@@ -127,7 +125,30 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       workerName: settings.natsName,
       inFlight: new Map(),
       drainSignal: drain.signal,
+      running: new RunningTasks(),
     };
+    abortListener = listenForAborts(nc, runtime.running, logger.child({ component: 'cancel' }));
+    const host: Omit<HostFacts, 'instance'> = { worker: settings.natsName, version: deps.version ?? '0.0.0', ...deps.host };
+    const servesNow = (kind: JobKind): boolean => state === 'running' && availability.isReady(kind);
+    quoteService = await startQuoteService(nc, {
+      quote: deps.quote,
+      // This host, or any other live one: the quote does not promise which host runs the job.
+      canRun: async (kind) =>
+        settings.quoteUnserved === 'price' ||
+        servesNow(kind) ||
+        (await whoCanRun(nc, CAPABILITIES_SUBJECT, kind, { first: true, waitMs: PEER_DISCOVERY_WAIT_MS })).length > 0,
+      cancel: (request) => cancelTask({ nc, events, workerName: settings.natsName, logger: logger.child({ component: 'cancel' }) }, request),
+      capabilities: (instance) => capabilities({ ...host, instance }, state, availability.status(), new Date()),
+      logger: logger.child({ component: 'service' }),
+      metrics,
+      concurrency: settings.quoteConcurrency,
+      timeoutMs: settings.quoteTimeoutMs,
+      version: host.version,
+      metadata: {
+        ...(host.hardwareClass === undefined ? {} : { hardware_class: host.hardwareClass }),
+        ...(host.executionProvider === undefined ? {} : { execution_provider: host.executionProvider }),
+      },
+    });
     const pulling = (): boolean => !stopPulling.signal.aborted;
 
     for (const kind of JOB_KINDS) {
@@ -184,7 +205,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
         jobsStream: settings.jobsStream,
         eventsStream: settings.eventsStream,
         healthPort: health.port,
-        quote: Boolean(quoteService),
+        quote: Boolean(deps.quote),
       },
       'Worker running',
     );
@@ -204,6 +225,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
         stopReadiness?.();
         stopLeftoverSweep?.();
         await quoteService?.stop().catch((err: unknown) => logger.warn({ err }, 'Quote service did not stop cleanly'));
+        abortListener?.unsubscribe();
         await nc.flush().catch(() => undefined);
         await nc.drain().catch(() => undefined);
         await health?.close();

@@ -68,6 +68,8 @@ beforeAll(async () => {
     WORKER_HEALTH_PORT: '0',
     // Lip-sync and music jobs only need pricing here: nobody runs them (they wait in the stream).
     WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+    // ...so their quotes are priced although no live worker can run them (the default refuses: MODEL_UNAVAILABLE).
+    WORKER_QUOTE_UNSERVED: 'price',
     MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-test',
     GATEWAY_SERVE_RESULTS: 'true',
     GATEWAY_UPLOADS: 'true',

@@ -8,6 +8,7 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
 import { parseWorkerSettings } from '../../src/worker/settings.js';
+import { invalidTaskIdSubject } from '../../src/protocol/index.js';
 import { ensureTopology } from '../../src/worker/topology.js';
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from './helpers/jetstream.js';
 import { FAST_SETTINGS, imageJob, lipsyncJob, startTestWorker, type TestWorker } from './helpers/in-process.js';
@@ -278,7 +279,9 @@ describe('malformed jobs', () => {
     }
     // No task id anywhere: nothing to bill, so terminated without an event.
     await cp.publishJob('image', 'x', undefined, { raw: encoder.encode('garbage'), msgId: null });
-    await cp.publishJob('image', 'x', { id: 'has.dot', model: 'vendor-image-upscale', input: {} }, { msgId: null });
+    // An id that is not a task id: its failure event goes to media.events.invalid.<sha-256 of the id>.
+    await cp.publishJob('image', 'x', { id: 'has.dot', model: 'vendor-image-upscale', input: {}, credits: 7 }, { msgId: null });
+    await cp.publishJob('image', 'x', imageJob('ok-body'), { msgId: 'bad.id75273b' });
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('after-bad'));
 
     for (const c of cases) {
@@ -287,11 +290,18 @@ describe('malformed jobs', () => {
       expect(event.error?.message, c.id).toMatch(c.message);
     }
     expect(await eventOf('after-bad')).toMatchObject({ status: 'completed' });
+    for (const [claimed, credits] of [['has.dot', 7], ['bad.id75273b', undefined]] as const) {
+      const event = await eventOf(claimed);
+      expect(event, claimed).toMatchObject({ status: 'failed', refund: true, retryable: false, error: { code: 'INVALID_JOB', status: 400 } });
+      expect(event.creditsRefunded).toBe(credits);
+      const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: invalidTaskIdSubject(claimed) });
+      expect(stored?.json()).toMatchObject({ id: claimed });
+    }
     await waitFor('every malformed job to be terminated', async () => (await cp.jobsInQueue()) === 0);
     const all = await cp.events();
-    expect(all.map((e) => e.id).sort()).toEqual([...cases.map((c) => c.id), 'after-bad'].sort());
+    expect(all.map((e) => e.id).sort()).toEqual([...cases.map((c) => c.id), 'after-bad', 'has.dot', 'bad.id75273b'].sort());
     expect(w.records.map((r) => r.taskId)).toEqual(['after-bad']);
-    expect(await w.metrics.registry.metrics()).toMatch(/media_worker_jobs_total\{kind="image",outcome="unidentified"\} 2/);
+    expect(await w.metrics.registry.metrics()).toMatch(/media_worker_jobs_total\{kind="image",outcome="unidentified"\} 1/);
     const consumer = await cp.jsm.consumers.info('MEDIA_JOBS', 'media-worker-image');
     expect(consumer.num_ack_pending).toBe(0);
     expect(consumer.num_pending).toBe(0);
@@ -375,7 +385,15 @@ describe('quote service', () => {
     }
 
     const info = await cp.nc.request('$SRV.INFO.media-worker', '', { timeout: 5000 });
-    expect(info.json()).toMatchObject({ name: 'media-worker', version: '0.1.0', endpoints: [{ name: 'quote', subject: 'media.quote' }] });
+    expect(info.json()).toMatchObject({
+      name: 'media-worker',
+      version: '0.1.0',
+      metadata: { protocol: '1.0', capabilities: 'media.capabilities' },
+      endpoints: [
+        { name: 'quote', subject: 'media.quote', queue_group: 'q' },
+        { name: 'cancel', subject: 'media.cancel', queue_group: 'q' },
+      ],
+    });
   });
 
   it('shares its slots fairly between parties, drops expired and abandoned quotes before they start, and aborts an abandoned running one', async () => {

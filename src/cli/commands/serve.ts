@@ -11,7 +11,7 @@ export function registerServe(program: Command): void {
     .description(
       'Connects to NATS (NATS_URL), sets up its streams and consumers, takes jobs of the kinds this host ' +
         'serves (WORKER_CONCURRENCY), publishes one completed or failed event per task, answers quote ' +
-        'requests on media.quote, and serves /metrics, /healthz and /readyz (WORKER_HEALTH_PORT). ' +
+        'requests on media.quote, cancels tasks on media.cancel, announces what it can run on media.capabilities, and serves /metrics, /healthz and /readyz (WORKER_HEALTH_PORT). ' +
         'Each kind is pulled only while it can run here (models installed, directories writable, disk space: ' +
         '/readyz says why not); directories left by killed workers are removed at start. ' +
         'SIGTERM or SIGINT drains: no new jobs, in-flight jobs finish or are handed back within ' +

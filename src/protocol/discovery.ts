@@ -1,0 +1,93 @@
+/**
+ * Discovery on the wire (docs/protocol.md, "Discovery"): every live worker answers
+ * `media.capabilities` (no queue group, so all of them reply) with what it can run now. "Who can
+ * run X" is a scatter-gather request: collect the replies for a moment and keep those whose kind is
+ * ready. The worker's answer is built in worker/discovery.ts.
+ */
+import { createInbox, type NatsConnection } from '@nats-io/transport-node';
+import { z } from 'zod';
+import { MODEL_IDS, kindOfModel, type JobKind, type ModelId } from '../jobs/index.js';
+
+const kindCapabilitySchema = z.object({
+  /** Jobs of the kind this host runs at once (WORKER_CONCURRENCY); 0: not served here. */
+  slots: z.number().int().nonnegative(),
+  /** Pulled now: slots configured, the worker running, every readiness check passing. */
+  ready: z.boolean(),
+  /** Why not, one entry per failing check (`<check>: <reason>`), or the worker's state. */
+  reasons: z.array(z.string()),
+  /** Model ids of the kind. */
+  models: z.array(z.string()),
+});
+
+export const capabilitiesSchema = z.object({
+  /** NATS connection name (NATS_CONNECTION_NAME), as in events' `worker`. */
+  worker: z.string(),
+  /** The services framework's instance id (as in `$SRV.INFO`). */
+  instance: z.string(),
+  /** Package version of media-worker. */
+  version: z.string(),
+  /** Wire protocol version (`major.minor`). */
+  protocol: z.string(),
+  state: z.enum(['starting', 'running', 'draining', 'stopped']),
+  /** The hardware class its quotes estimate with (`cpu`, `h100`); null when the host did not say. */
+  hardwareClass: z.string().nullable(),
+  /** The ONNX Runtime execution provider in use (`cpu`, `cuda`, ...); null when none was opened. */
+  executionProvider: z.string().nullable(),
+  kinds: z.object({ image: kindCapabilitySchema, video: kindCapabilitySchema, lipsync: kindCapabilitySchema, music: kindCapabilitySchema }),
+  /** Model ids this host can run now (those of its ready kinds). */
+  models: z.array(z.string()),
+  at: z.string(),
+});
+
+export type Capabilities = z.infer<typeof capabilitiesSchema>;
+
+export function modelsOfKind(kind: JobKind): ModelId[] {
+  return MODEL_IDS.filter((model) => kindOfModel(model) === kind);
+}
+
+export interface DiscoverOptions {
+  /** How long to collect replies (default 500 ms). */
+  waitMs?: number;
+  /** Stop as soon as a reply satisfies this. */
+  until?: (worker: Capabilities) => boolean;
+}
+
+/**
+ * Asks every live worker for its capabilities (scatter-gather on `media.capabilities`): the replies
+ * that arrived within `waitMs`, or up to the first that satisfies `until`. Replies that are not
+ * capabilities (another protocol major) are skipped.
+ */
+export async function discoverWorkers(nc: NatsConnection, subject: string, options: DiscoverOptions = {}): Promise<Capabilities[]> {
+  const inbox = createInbox();
+  const found: Capabilities[] = [];
+  const sub = nc.subscribe(inbox);
+  const timer = setTimeout(() => sub.unsubscribe(), options.waitMs ?? 500);
+  try {
+    nc.publish(subject, '', { reply: inbox });
+    for await (const msg of sub) {
+      const parsed = capabilitiesSchema.safeParse(parseJson(msg.data));
+      if (!parsed.success) continue;
+      found.push(parsed.data);
+      if (options.until?.(parsed.data)) break;
+    }
+  } finally {
+    clearTimeout(timer);
+    sub.unsubscribe();
+  }
+  return found;
+}
+
+/** The live workers that can run `kind` now. */
+export async function whoCanRun(nc: NatsConnection, subject: string, kind: JobKind, options: Omit<DiscoverOptions, 'until'> & { first?: boolean } = {}): Promise<Capabilities[]> {
+  const ready = (w: Capabilities): boolean => w.kinds[kind].ready;
+  const all = await discoverWorkers(nc, subject, { ...options, ...(options.first ? { until: ready } : {}) });
+  return all.filter(ready);
+}
+
+function parseJson(data: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(data)) as unknown;
+  } catch {
+    return undefined;
+  }
+}

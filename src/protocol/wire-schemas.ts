@@ -1,0 +1,57 @@
+/**
+ * Every message of the worker protocol with its zod schema, and their JSON Schemas (zod 4's
+ * `z.toJSONSchema`), committed under docs/schemas/ by `npm run schemas:export` and compared with
+ * the code by test/protocol/wire-schemas.test.ts. One place lists them, so that a message added to
+ * the protocol without a schema is visible here.
+ */
+import { z } from 'zod';
+import {
+  errorReplySchema,
+  imageResultSchema,
+  jobMessageSchema,
+  lipsyncResultSchema,
+  musicResultSchema,
+  quoteReplySchema,
+  videoResultSchema,
+} from '../jobs/index.js';
+import { cancelReplySchema, cancelRequestSchema } from './cancel.js';
+import { capabilitiesSchema } from './discovery.js';
+import { terminalEventSchema } from './events.js';
+import { progressMessageSchema } from './progress.js';
+import { PROTOCOL_VERSION } from './version.js';
+
+const resultSchema = z.union([imageResultSchema, videoResultSchema, lipsyncResultSchema, musicResultSchema, z.null()]);
+
+/** File name (without `.schema.json`) -> what it describes and its schema. */
+export const WIRE_SCHEMAS = {
+  job: { title: 'Job message (media.jobs.<kind>.<model>) and quote request (media.quote)', schema: jobMessageSchema },
+  'quote-reply': { title: 'Quote reply (media.quote)', schema: quoteReplySchema },
+  'error-reply': { title: 'Refusal of a quote or cancel (with the Nats-Service-Error headers)', schema: errorReplySchema },
+  'terminal-event': { title: 'Terminal event (media.events.<task id>)', schema: terminalEventSchema.extend({ result: resultSchema }) },
+  progress: { title: 'Progress (media.progress.<task id>)', schema: progressMessageSchema },
+  'cancel-request': { title: 'Cancel request (media.cancel)', schema: cancelRequestSchema },
+  'cancel-reply': { title: 'Cancel reply (media.cancel)', schema: cancelReplySchema },
+  capabilities: { title: 'Capabilities of one worker (media.capabilities)', schema: capabilitiesSchema },
+  'result-image': { title: 'Result of a completed vendor-image-upscale task', schema: imageResultSchema },
+  'result-video': { title: 'Result of a completed vendor-video-upscale task', schema: videoResultSchema },
+  'result-lipsync': { title: 'Result of a completed lip-sync task', schema: lipsyncResultSchema },
+  'result-music': { title: 'Result of a completed music task', schema: musicResultSchema },
+} as const;
+
+export type WireSchemaName = keyof typeof WIRE_SCHEMAS;
+
+/** The JSON Schema documents, by file name (`<name>.schema.json`), as they are committed. */
+export function wireJsonSchemas(): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, { title, schema }] of Object.entries(WIRE_SCHEMAS)) {
+    // Input shapes: what a sender may write (optional fields with defaults stay optional).
+    const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+    out[`${name}.schema.json`] = {
+      ...json,
+      $id: `urn:media-worker:protocol:${PROTOCOL_VERSION}:${name}`,
+      title,
+      'x-protocol-version': PROTOCOL_VERSION,
+    };
+  }
+  return out;
+}

@@ -1,0 +1,42 @@
+/**
+ * What this worker answers on `media.capabilities` (docs/protocol.md, "Discovery"): its kinds with
+ * slots, readiness and reasons, the models of its ready kinds, its hardware class and execution
+ * provider, package and protocol versions. The message and the client side ("who can run X") are
+ * protocol/discovery.ts.
+ */
+import { JOB_KINDS, type JobKind } from '../jobs/index.js';
+import { PROTOCOL_VERSION, modelsOfKind, type Capabilities } from '../protocol/index.js';
+import type { KindStatus } from './availability.js';
+import type { WorkerState } from './types.js';
+
+export interface HostFacts {
+  worker: string;
+  instance: string;
+  version: string;
+  hardwareClass?: string | undefined;
+  executionProvider?: string | undefined;
+}
+
+/** What this host announces, from its state and each kind's readiness. */
+export function capabilities(host: HostFacts, state: WorkerState, kinds: Readonly<Record<JobKind, KindStatus>>, now: Date): Capabilities {
+  const running = state === 'running';
+  const perKind = {} as Capabilities['kinds'];
+  for (const kind of JOB_KINDS) {
+    const status = kinds[kind];
+    const reasons = running || status.slots === 0 ? [...status.reasons] : [`worker is ${state}`, ...status.reasons];
+    if (status.slots === 0) reasons.unshift('not served by this host (WORKER_CONCURRENCY)');
+    perKind[kind] = { slots: status.slots, ready: running && status.ready, reasons, models: modelsOfKind(kind) };
+  }
+  return {
+    worker: host.worker,
+    instance: host.instance,
+    version: host.version,
+    protocol: PROTOCOL_VERSION,
+    state,
+    hardwareClass: host.hardwareClass ?? null,
+    executionProvider: host.executionProvider ?? null,
+    kinds: perKind,
+    models: JOB_KINDS.flatMap((kind) => (perKind[kind].ready ? perKind[kind].models : [])),
+    at: now.toISOString(),
+  };
+}
