@@ -68,6 +68,8 @@ try {
     RESULTS_DIR: path.join(dir, 'results'),
     WORKER_HEALTH_PORT: '0',
     WORKER_CONCURRENCY: 'image=0,video=0,lipsync=0,music=0',
+    // Nobody runs the jobs, so quotes must price kinds no live worker runs.
+    WORKER_QUOTE_UNSERVED: 'price',
     WORKER_QUOTE_CONCURRENCY: '4',
     GATEWAY_HOST: '127.0.0.1',
     GATEWAY_PORT: '0',
