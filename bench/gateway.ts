@@ -7,6 +7,10 @@
  *   POST /api/v1/tools/upscale-image (the quote fetches and probes a small PNG served locally);
  * - latency of GET /api/v1/tasks/{id} (p50, p99), at a given concurrency.
  *
+ * With the limits on: both rate limits check every request (budgets set above the load, so that
+ * the figures are the cost of checking, not of refusing), and the account may have `concurrency`
+ * quotes in flight (GATEWAY_QUOTES_PER_ACCOUNT).
+ *
  * Prints one JSON object. Figures only, no assertions (timings belong here, not in tests).
  * Usage: node dist/bench/gateway.js [--submissions N] [--gets N] [--concurrency C] [--write-docs [--docs-block NAME]]
  *
@@ -64,9 +68,14 @@ try {
     RESULTS_DIR: path.join(dir, 'results'),
     WORKER_HEALTH_PORT: '0',
     WORKER_CONCURRENCY: 'image=0,video=0,lipsync=0,music=0',
+    // Nobody runs the jobs, so quotes must price kinds no live worker runs.
+    WORKER_QUOTE_UNSERVED: 'price',
     WORKER_QUOTE_CONCURRENCY: '4',
     GATEWAY_HOST: '127.0.0.1',
     GATEWAY_PORT: '0',
+    GATEWAY_QUOTES_PER_ACCOUNT: String(CONCURRENCY),
+    GATEWAY_RATE_LIMIT_PER_ACCOUNT: '1000000000',
+    GATEWAY_RATE_LIMIT_PER_ADDRESS: '1000000000',
   };
   await started(spawnCli(['serve'], { ...env, LOG_LEVEL: 'info' }), /media-worker serving/);
   const gatewayLog = await started(spawnCli(['gateway'], { ...env, LOG_LEVEL: 'info' }), /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/);
@@ -97,7 +106,7 @@ try {
     const s = summary(t);
     return [label, String(s['count']), String(s['perSecond']), String(s['p50Ms']), String(s['p99Ms']), String(s['maxMs'])];
   };
-  const caption = `One host (nats-server, serve, gateway), ${CONCURRENCY} requests at a time:`;
+  const caption = `One host (nats-server, serve, gateway), ${CONCURRENCY} requests at a time, rate limits and the quote cap on (checked on every request, budgets above the load):`;
   const rows = [row('music submissions (POST /api/v1/generate)', music), row('image submissions (POST /api/v1/tools/upscale-image)', images), row('GET /api/v1/tasks/{id}', gets)];
   await writeDocsBlock(target, 'gateway', [{ caption, header: TABLES.gateway.header, rows }], machine);
   process.stdout.write(

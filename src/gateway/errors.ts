@@ -16,6 +16,18 @@ export const GATEWAY_ERROR_STATUS = {
   INVALID_QUERY: 400,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  /** The account's unexpired uploads already hold GATEWAY_UPLOAD_QUOTA_BYTES or GATEWAY_UPLOAD_QUOTA_FILES. */
+  UPLOAD_QUOTA_EXCEEDED: 403,
+  /** A link to a result or an upload past its expiry (signed links, src/gateway/links.ts). */
+  LINK_EXPIRED: 410,
+  /** A Range header that no byte of the file satisfies. */
+  RANGE_NOT_SATISFIABLE: 416,
+  /** A request path longer than the API allows (a task id of more than 100 characters). */
+  URI_TOO_LONG: 414,
+  /** Too many requests from one API key or one client address in the window (Retry-After says when to retry). */
+  RATE_LIMITED: 429,
+  /** The account already has GATEWAY_QUOTES_PER_ACCOUNT submissions being priced. */
+  TOO_MANY_QUOTES: 429,
   /** No worker answered the quote request, or NATS did not answer: nothing was charged (with Retry-After). */
   SERVICE_UNAVAILABLE: 503,
   /** The submission could not be stored (NATS unreachable); nothing was charged. */
@@ -29,13 +41,15 @@ export class ApiError extends Error {
     readonly code: string,
     readonly status: number,
     message: string,
+    /** Response headers that belong to this answer (Retry-After, Allow, WWW-Authenticate). */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
     this.name = 'ApiError';
   }
 
-  static of(code: GatewayErrorCode, message: string): ApiError {
-    return new ApiError(code, GATEWAY_ERROR_STATUS[code], message);
+  static of(code: GatewayErrorCode, message: string, headers: Readonly<Record<string, string>> = {}): ApiError {
+    return new ApiError(code, GATEWAY_ERROR_STATUS[code], message, headers);
   }
 }
 

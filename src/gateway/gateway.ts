@@ -11,8 +11,10 @@ import { connectNats, eventsStreamConfig, jobsStreamConfig, type ProtocolSetting
 import { ensureConsumers, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, type GatewayApp } from './http/app.js';
 import { GatewayMetrics } from './metrics.js';
+import { startPendingSweeper } from './pending-sweeper.js';
 import { watchProgress } from './progress.js';
 import { quoteClient } from './quote-client.js';
+import { quoteGate } from './quote-gate.js';
 import { gatewayService } from './service.js';
 import type { GatewaySettings } from './settings.js';
 import { openStore } from './store/index.js';
@@ -31,11 +33,19 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
   const store = await openStore(nc, settings.streamPrefix, protocol.streamReplicas);
   const js = jetstream(nc);
   const metrics = new GatewayMetrics();
-  const service = gatewayService({ js, ledger: store.ledger, tasks: store.tasks, quote: quoteClient(nc, settings.quoteTimeoutMs), metrics });
+  const service = gatewayService({
+    js,
+    ledger: store.ledger,
+    tasks: store.tasks,
+    quote: quoteClient(nc, settings.quoteTimeoutMs),
+    quoteGate: quoteGate(settings.quotesPerAccount),
+    metrics,
+  });
   const consumerNames = { eventsStream: protocol.eventsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
   await ensureConsumers(jsm, consumerNames);
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger);
   const progress = watchProgress(nc);
+  const pendingSweeper = startPendingSweeper({ jsm, names: store.names, service, lifetimesMs: settings.pendingLifetimeMs, logger }, settings.pendingSweepIntervalMs);
   let stopping = false;
   let natsUp = true;
   void watchConnection(nc, (up) => {
@@ -46,6 +56,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     settings,
     resultsDir: protocol.resultsDir,
     resultsBaseUrl: protocol.publicBaseUrl,
+    upscaleResultLifetimeDays: protocol.upscaleResultLifetimeDays,
     accounts: store.accounts,
     ledger: store.ledger,
     tasks: store.tasks,
@@ -62,6 +73,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     async stop() {
       stopping = true;
       await app.close();
+      await pendingSweeper.stop();
       await loops.stop();
       progress.stop();
       await nc.drain();

@@ -11,12 +11,13 @@
  */
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import { kindOfModel, type Job } from '../jobs/index.js';
+import { kindOfModel, minimumCredits, type Job } from '../jobs/index.js';
 import { type TerminalEvent, jobSubject } from '../protocol/index.js';
 import { ApiError } from './errors.js';
 import { newTaskId } from './ids.js';
 import { isNatsUnavailable } from './nats-unavailable.js';
 import type { QuoteClient } from './quote-client.js';
+import type { QuoteGate } from './quote-gate.js';
 import type { Ledger } from './store/ledger.js';
 import type { DebitEntry, SubmissionExtras, TaskRecord } from './store/records.js';
 import type { Tasks } from './store/tasks.js';
@@ -28,20 +29,49 @@ import { errorMessage } from '../errors.js';
 export type Endpoint = 'generate' | 'lipsync' | 'upscale-tool';
 
 export interface GatewayService {
-  submit(accountId: string, job: Job, endpoint: Endpoint, log: Pick<Logger, 'info' | 'warn'>): Promise<Record<string, unknown>>;
+  /** `signal`: aborted when the client has gone (its quote is abandoned). */
+  submit(accountId: string, job: Job, endpoint: Endpoint, log: Pick<Logger, 'info' | 'warn'>, signal?: AbortSignal): Promise<Record<string, unknown>>;
   materialise(accountId: string, entry: DebitEntry, seq: number): Promise<void>;
   settle(event: TerminalEvent, log: Pick<Logger, 'info' | 'warn'>): Promise<'completed' | 'failed' | 'already settled' | 'not ours'>;
 }
 
-export function gatewayService(deps: { js: JetStreamClient; ledger: Ledger; tasks: Tasks; quote: QuoteClient; metrics: GatewayMetrics }): GatewayService {
+export interface ServiceDeps {
+  js: JetStreamClient;
+  ledger: Ledger;
+  tasks: Tasks;
+  quote: QuoteClient;
+  quoteGate: QuoteGate;
+  metrics: GatewayMetrics;
+}
+
+export function gatewayService(deps: ServiceDeps): GatewayService {
   const { js, ledger, tasks, quote, metrics } = deps;
+
+  /**
+   * The quote, only for an account that can pay the least such a job costs (nothing is fetched for
+   * a balance that cannot pay anyway) and that has no more than its share of quotes in flight.
+   */
+  const fairQuote = async (accountId: string, job: Job, signal: AbortSignal | undefined) => {
+    const least = minimumCredits(job);
+    const balance = (await ledger.balance(accountId)) ?? 0;
+    if (balance < least) throw insufficient(least, balance, ' (the least such a job costs; nothing was fetched)');
+    const release = deps.quoteGate.enter(accountId);
+    if (release === null) {
+      throw ApiError.of('TOO_MANY_QUOTES', 'Expected fewer submissions of this account being priced at once; retry when one has been answered', { 'retry-after': '1' });
+    }
+    try {
+      return await quote(job, { party: accountId, ...(signal === undefined ? {} : { signal }) });
+    } finally {
+      release();
+    }
+  };
 
   const publishJob = async (entry: DebitEntry): Promise<void> => {
     await js.publish(jobSubject(entry.kind, entry.job.model), JSON.stringify(entry.job), { msgID: entry.taskId });
   };
 
   const materialise = async (accountId: string, entry: DebitEntry, seq: number): Promise<void> => {
-    const stored = await tasks.ensure(taskFromDebit(accountId, entry, seq));
+    const stored = await tasks.ensure(taskFromDebit(accountId, entry, seq), entry.debits);
     // A settled task's job ran already; publishing it again would only cost the worker a lookup.
     if (stored.value.status === 'pending') await publishJob(entry);
   };
@@ -49,8 +79,8 @@ export function gatewayService(deps: { js: JetStreamClient; ledger: Ledger; task
   return {
     materialise,
 
-    async submit(accountId, job, endpoint, log) {
-      const quoted = await quote(job);
+    async submit(accountId, job, endpoint, log, signal) {
+      const quoted = await fairQuote(accountId, job, signal);
       const taskId = newTaskId();
       const createdAt = new Date().toISOString();
       const kind = kindOfModel(job.model);
@@ -82,7 +112,7 @@ export function gatewayService(deps: { js: JetStreamClient; ledger: Ledger; task
           throw kind === 'lipsync' ? new ApiError('LIPSYNC_SUBMIT_FAILED', 500, message) : ApiError.of('SUBMIT_FAILED', message);
         });
       if (!debit.ok) {
-        throw new ApiError('INSUFFICIENT_CREDITS', 402, `Expected a balance of at least ${quoted.creditsUsed} credits but received ${debit.balance}`);
+        throw insufficient(quoted.creditsUsed, debit.balance, '');
       }
       log.info({ taskId, model: job.model, credits: quoted.creditsUsed, balance: debit.entry.balance }, 'Task accepted');
       try {
@@ -134,6 +164,10 @@ export function gatewayService(deps: { js: JetStreamClient; ledger: Ledger; task
       }
     },
   };
+}
+
+function insufficient(price: number, balance: number, why: string): ApiError {
+  return new ApiError('INSUFFICIENT_CREDITS', 402, `Expected a balance of at least ${price} credits${why} but received ${balance}`);
 }
 
 export function taskFromDebit(accountId: string, entry: DebitEntry, seq: number): TaskRecord {

@@ -20,6 +20,9 @@ import {
   type SettingsInput,
   type SettingsOf,
 } from '../settings-table.js';
+import { perKind } from '../protocol/index.js';
+
+const MINUTE_MS = 60_000;
 
 const namePrefix = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, {
   error: (issue) => `Expected 1 to 32 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
@@ -46,12 +49,61 @@ export const GATEWAY_SETTINGS = {
     default: '150000',
     doc: 'Longest wait for the worker\'s quote (media.quote) of one submission; above WORKER_QUOTE_TIMEOUT_MS.',
   }),
+  quotesPerAccount: setting({
+    env: 'GATEWAY_QUOTES_PER_ACCOUNT',
+    schema: positiveInt,
+    default: '2',
+    doc: 'Submissions of one account being priced at once on this gateway; more are refused with 429 TOO_MANY_QUOTES.',
+  }),
+  pendingLifetimeMs: setting({
+    env: 'GATEWAY_PENDING_LIFETIME_MS',
+    schema: perKind('a positive integer', { image: 60 * MINUTE_MS, video: 120 * MINUTE_MS, lipsync: 60 * MINUTE_MS, music: 60 * MINUTE_MS }, 1),
+    default: `image=${60 * MINUTE_MS},video=${120 * MINUTE_MS},lipsync=${60 * MINUTE_MS},music=${60 * MINUTE_MS}`,
+    doc: 'How long a task of each kind may stay pending; then it fails with TASK_EXPIRED and is refunded (once, whatever a worker reports later).',
+  }),
+  pendingSweepIntervalMs: setting({
+    env: 'GATEWAY_PENDING_SWEEP_INTERVAL_MS',
+    schema: positiveInt,
+    default: '60000',
+    doc: 'How often pending tasks are checked against GATEWAY_PENDING_LIFETIME_MS.',
+  }),
   bodyLimitBytes: setting({ env: 'GATEWAY_BODY_LIMIT_BYTES', schema: positiveInt, default: '1048576', doc: 'Largest JSON request body.' }),
   requestTimeoutMs: setting({
     env: 'GATEWAY_REQUEST_TIMEOUT_MS',
     schema: positiveInt,
     default: '180000',
     doc: 'Longest time one HTTP request may take (a submission waits for its quote).',
+  }),
+  keepAliveTimeoutMs: setting({
+    env: 'GATEWAY_KEEP_ALIVE_TIMEOUT_MS',
+    schema: positiveInt,
+    default: '5000',
+    doc: 'How long an idle keep-alive connection is kept open between requests.',
+  }),
+  headersTimeoutMs: setting({
+    env: 'GATEWAY_HEADERS_TIMEOUT_MS',
+    schema: positiveInt,
+    default: '10000',
+    doc: 'Longest time a client may take to send a request\'s headers; the connection is closed after it.',
+  }),
+  rateLimitWindowMs: setting({ env: 'GATEWAY_RATE_LIMIT_WINDOW_MS', schema: positiveInt, default: '60000', doc: 'Window of the request rate limits.' }),
+  rateLimitPerAccount: setting({
+    env: 'GATEWAY_RATE_LIMIT_PER_ACCOUNT',
+    schema: positiveInt,
+    default: '1200',
+    doc: 'Requests per window of one account (all its keys), per gateway; more get 429 RATE_LIMITED with Retry-After.',
+  }),
+  rateLimitPerAddress: setting({
+    env: 'GATEWAY_RATE_LIMIT_PER_ADDRESS',
+    schema: positiveInt,
+    default: '2400',
+    doc: 'Requests per window from one client address (authenticated or not), per gateway; more get 429 RATE_LIMITED.',
+  }),
+  trustProxy: setting({
+    env: 'GATEWAY_TRUST_PROXY',
+    schema: booleanSetting,
+    default: 'false',
+    doc: 'Behind a reverse proxy: take the client address from X-Forwarded-For (the per-address limit counts it).',
   }),
   shutdownGraceMs: setting({
     env: 'GATEWAY_SHUTDOWN_GRACE_MS',
@@ -75,6 +127,31 @@ export const GATEWAY_SETTINGS = {
     schema: booleanSetting,
     default: 'false',
     doc: 'One-host setups: accept POST /api/v1/uploads into RESULTS_DIR/uploads (needs GATEWAY_SERVE_RESULTS).',
+  }),
+  linkSecret: setting({
+    env: 'GATEWAY_LINK_SECRET',
+    schema: z.string().min(32, { error: (i) => `Expected at least 32 characters but received ${String(i.input).length}` }),
+    doc: 'Secret that signs the expiring links to results and uploads served under /results/; every gateway of a deployment uses the same. Unset: a random one per process (links die with it).',
+    secret: true,
+  }),
+  uploadLifetimeMs: setting({
+    env: 'GATEWAY_UPLOAD_LIFETIME_MS',
+    schema: positiveInt,
+    default: '86400000',
+    doc: 'How long an upload\'s link works and its file is kept.',
+  }),
+  uploadQuotaBytes: setting({
+    env: 'GATEWAY_UPLOAD_QUOTA_BYTES',
+    schema: positiveInt,
+    default: '1073741824',
+    doc: 'Bytes of unexpired uploads one account may hold; more are refused with 403 UPLOAD_QUOTA_EXCEEDED.',
+  }),
+  uploadQuotaFiles: setting({ env: 'GATEWAY_UPLOAD_QUOTA_FILES', schema: positiveInt, default: '100', doc: 'Unexpired uploads one account may hold.' }),
+  uploadSweepIntervalMs: setting({
+    env: 'GATEWAY_UPLOAD_SWEEP_INTERVAL_MS',
+    schema: positiveInt,
+    default: '600000',
+    doc: 'How often expired uploads (older than GATEWAY_UPLOAD_LIFETIME_MS) are deleted.',
   }),
   uploadMaxBytes: setting({ env: 'GATEWAY_UPLOAD_MAX_BYTES', schema: positiveInt, default: '104857600', doc: 'Largest upload accepted.' }),
   historyPageSize: setting({ env: 'GATEWAY_HISTORY_PAGE_SIZE', schema: intSchema('an integer from 1 to 100', 1, 100), default: '20', doc: 'Default page size of GET /api/v1/tasks.' }),

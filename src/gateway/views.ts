@@ -2,6 +2,8 @@
  * What the API shows of a task: pure functions from the stored record to the spec's objects
  * (2.2 at submission, 2.3 when polled).
  */
+import { resultLifetimeMs } from '../protocol/index.js';
+import { signUrlsUnder, type LinkSigner } from './links.js';
 import type { TaskRecord } from './store/records.js';
 
 export function pollUrl(taskId: string): string {
@@ -52,4 +54,21 @@ export function taskView(task: TaskRecord): Record<string, unknown> {
         createdAt: task.createdAt,
       };
   }
+}
+
+/**
+ * A completed task's result with its links to files this gateway serves signed, expiring when the
+ * worker deletes the file: the kind's result lifetime after the task finished (the spec's 14 days
+ * for music, 7 for lip-sync, WORKER_UPSCALE_RESULT_LIFETIME_DAYS for upscales), the same link at
+ * every poll.
+ */
+export function withSignedLinks(
+  view: Record<string, unknown>,
+  task: TaskRecord,
+  links: { signer: LinkSigner; base: string; upscaleResultLifetimeDays: number } | undefined,
+): Record<string, unknown> {
+  if (links === undefined || task.status !== 'completed' || view['result'] === undefined) return view;
+  const finished = Date.parse(task.finishedAt ?? task.createdAt);
+  const expiresAt = finished + resultLifetimeMs(task.kind, links.upscaleResultLifetimeDays);
+  return { ...view, result: signUrlsUnder(view['result'], links.base, (url) => links.signer.sign(url, expiresAt)) };
 }

@@ -9,6 +9,8 @@ export const MUSIC_PROMPT_MAX_CHARS = 500;
 export const MUSIC_LYRICS_MAX_CHARS = 5000;
 export const MUSIC_STYLE_MAX_CHARS = 1000;
 export const MUSIC_TITLE_MAX_CHARS = 80;
+/** Not in the spec (docs/contract.md): the style's limit, so no field of a job is unbounded. */
+export const MUSIC_NEGATIVE_TAGS_MAX_CHARS = 1000;
 export const MUSIC_AUDIO_URL_LIFETIME_DAYS = 14;
 
 export const LIPSYNC_MAX_VIDEO_SECONDS = 30;

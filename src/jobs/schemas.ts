@@ -26,6 +26,7 @@ import {
   MUSIC_LYRICS_MAX_CHARS,
   MUSIC_PROMPT_MAX_CHARS,
   MUSIC_STYLE_MAX_CHARS,
+  MUSIC_NEGATIVE_TAGS_MAX_CHARS,
   MUSIC_TITLE_MAX_CHARS,
 } from './limits.js';
 import {
@@ -142,7 +143,7 @@ function musicInput(input: Fields): MusicInput {
     ? optionalText(input, 'lyrics', MUSIC_LYRICS_MAX_CHARS, 'LYRICS_TOO_LONG')
     : requiredText(input, 'lyrics', 'MISSING_LYRICS', MUSIC_LYRICS_MAX_CHARS, 'LYRICS_TOO_LONG');
   const vocal_gender = optionalEnum(input, 'vocal_gender', VOCAL_GENDERS, undefined, 'INVALID_VOCAL_GENDER');
-  const negative_tags = optionalText(input, 'negative_tags');
+  const negative_tags = optionalText(input, 'negative_tags', MUSIC_NEGATIVE_TAGS_MAX_CHARS, 'INVALID_JOB');
 
   return {
     custom_mode: true,

@@ -50,6 +50,7 @@ export {
   type Packet,
   type StreamMeasurement,
 } from './stream-measure.js';
+export { checkDecodes } from './decode-check.js';
 export type { AudioStreamInfo, ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, Rational, VideoStreamInfo } from './types.js';
 export {
   FOREIGN_LEFTOVER_MAX_AGE_MS,

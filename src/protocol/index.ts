@@ -19,7 +19,7 @@ export {
 } from './cancel.js';
 export { capabilitiesSchema, discoverWorkers, modelsOfKind, whoCanRun, type Capabilities, type DiscoverOptions } from './discovery.js';
 export { WIRE_SCHEMAS, wireJsonSchemas, type WireSchemaName } from './wire-schemas.js';
-export { resultUrl } from './result-url.js';
+export { resultLifetimeMs, resultUrl } from './result-url.js';
 export {
   PROTOCOL_SETTINGS,
   ProtocolSettingsError,
@@ -30,13 +30,16 @@ export {
   protocolSettingsSchema,
   type ProtocolSettings,
   type ProtocolSettingsInput,
+  perKind,
 } from './settings.js';
 export { advisoriesStreamConfig, eventsStreamConfig, jobsStreamConfig, type DesiredStream } from './streams.js';
 export {
   EVENTS_SUBJECT_PREFIX,
   JOBS_SUBJECT_PREFIX,
   PROGRESS_SUBJECT_PREFIX,
+  QUOTE_ABANDON_SUBJECT,
   QUOTE_ENDPOINT,
+  QUOTE_HEADERS,
   QUOTE_SERVICE_GROUP,
   QUOTE_SERVICE_NAME,
   QUOTE_SUBJECT,

@@ -1,13 +1,15 @@
 /**
  * Settings every process of one deployment shares, workers and gateways alike: the NATS connection
  * (servers, authentication, TLS), the names of the jobs, events and advisories streams, how long
- * events are kept, and where results live and under which public URL (the URLs events carry). In
+ * events are kept, where results live, under which public URL (the URLs events carry) and for how
+ * long. In
  * the table shape of src/settings-table.ts; the worker's table includes this one, and the gateway
  * reads it on its own (`protocolSettingsFromEnv`), so one environment file serves both.
  */
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 import {
   absoluteUrl,
   intSchema,
@@ -93,6 +95,12 @@ export const PROTOCOL_SETTINGS = {
     default: 'results',
     doc: 'Directory of finished results (`<dir>/<kind>/<task id>/<name>.<ext>`); relative to the working directory.',
   }),
+  upscaleResultLifetimeDays: setting({
+    env: 'RESULTS_UPSCALE_LIFETIME_DAYS',
+    schema: positiveInt,
+    default: '7',
+    doc: 'Lifetime of image and video upscale results (lip-sync: 7 days and music: 14 days are the spec\'s).',
+  }),
   publicBaseUrl: setting({
     env: 'RESULTS_BASE_URL',
     schema: absoluteUrl,
@@ -116,3 +124,46 @@ export const {
   parse: parseProtocolSettings,
   fromEnv: protocolSettingsFromEnv,
 } = settingsReader(PROTOCOL_SETTINGS, protocolSettingsSchema, ProtocolSettingsError);
+
+/**
+ * `image=2,video=1` (environment) or `{ image: 2, video: 1 }` (code): one non-negative integer per
+ * kind; kinds left out take the value of `fallback`.
+ */
+export function perKind(expectation: string, fallback: Record<JobKind, number>, min: number) {
+  const value = intSchema(expectation, min);
+  const objectForm = z
+    .object({ image: value.optional(), video: value.optional(), lipsync: value.optional(), music: value.optional() })
+    .strict();
+  return z
+    .union([z.string(), objectForm])
+    .transform((input, ctx): Record<JobKind, number> => {
+      if (typeof input !== 'string') return { ...fallback, ...stripUndefined(input) };
+      const out: Record<JobKind, number> = { ...fallback };
+      for (const part of input.split(',').map((s) => s.trim()).filter(Boolean)) {
+        const [kind, raw] = part.split('=').map((s) => s.trim());
+        const parsed = value.safeParse(raw);
+        if (!isJobKind(kind) || !parsed.success) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `Expected <kind>=<${expectation}> with kind one of ${JOB_KINDS.join(', ')} but received ${received(part)}`,
+          });
+          return z.NEVER;
+        }
+        out[kind] = parsed.data;
+      }
+      return out;
+    });
+}
+
+function stripUndefined(input: Partial<Record<JobKind, number | undefined>>): Partial<Record<JobKind, number>> {
+  const out: Partial<Record<JobKind, number>> = {};
+  for (const kind of JOB_KINDS) {
+    const v = input[kind];
+    if (v !== undefined) out[kind] = v;
+  }
+  return out;
+}
+
+function isJobKind(value: unknown): value is JobKind {
+  return typeof value === 'string' && (JOB_KINDS as readonly string[]).includes(value);
+}

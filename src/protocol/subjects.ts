@@ -13,6 +13,10 @@ export const QUOTE_SERVICE_NAME = 'media-worker';
 export const QUOTE_SERVICE_GROUP = 'media';
 export const QUOTE_ENDPOINT = 'quote';
 export const QUOTE_SUBJECT = `${QUOTE_SERVICE_GROUP}.${QUOTE_ENDPOINT}`;
+/** Core NATS, every host: `<quote id>` of a quote whose requester has gone; it is dropped or aborted. */
+export const QUOTE_ABANDON_SUBJECT = `${QUOTE_SUBJECT}.abandon`;
+/** Headers of a quote request (all optional): its id, whose it is (fair sharing) and until when it is wanted (epoch ms). */
+export const QUOTE_HEADERS = { id: 'Media-Quote-Id', party: 'Media-Quote-Party', deadline: 'Media-Quote-Deadline' } as const;
 /** Cancellation (cancel.ts): one worker answers. */
 export const CANCEL_ENDPOINT = 'cancel';
 export const CANCEL_SUBJECT = `${QUOTE_SERVICE_GROUP}.${CANCEL_ENDPOINT}`;

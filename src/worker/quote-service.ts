@@ -9,14 +9,23 @@
  * - `media.capabilities` (a plain subscription, no queue group: every host answers): discovery.ts;
  *   the service's metadata names it.
  * Every reply carries the protocol version header.
+ *
+ * Fairness and deadlines of quotes (docs/protocol.md, "Quote service"): the request may name its
+ * party (`Media-Quote-Party`, e.g. the account), its id (`Media-Quote-Id`) and a deadline
+ * (`Media-Quote-Deadline`, epoch ms). Waiting quotes are shared fairly between parties; a quote
+ * whose deadline passed, or whose id was announced on `media.quote.abandon`, is dropped before it
+ * fetches anything and aborted if it is already running.
  */
 import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { JobError, isJobError, errorMessage } from '../errors.js';
 import { checkJobEnvelope, expectedText, errorBody, kindOfModel, parseJob, type JobKind } from '../jobs/index.js';
 import type { WorkerMetrics } from './metrics.js';
+import { fairLimiter } from './fair-queue.js';
 import {
+  QUOTE_ABANDON_SUBJECT,
+  QUOTE_HEADERS,
   CANCEL_ENDPOINT,
   CAPABILITIES_SUBJECT,
   PROTOCOL_HEADER,
@@ -66,11 +75,37 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
   });
   const group = service.addGroup(QUOTE_SERVICE_GROUP);
   const onError = (err: Error): void => options.logger.error({ err }, 'Service endpoint failed');
+  const abandoned = abandonBoard();
+  const abandonSub = nc.subscribe(QUOTE_ABANDON_SUBJECT, {
+    callback: (err, msg) => {
+      if (!err) abandoned.abandon(msg.string());
+    },
+  });
   if (options.quote) {
     const quote = options.quote;
-    const limit = limiter(options.concurrency);
+    const limit = fairLimiter(options.concurrency);
     group.addEndpoint(QUOTE_ENDPOINT, {
-      handler: (err, msg) => (err ? onError(err) : void limit(() => answer(msg, quote, options))),
+      handler: (err, msg) => {
+        if (err) return onError(err);
+        // The services package's nested nats-core types the headers apart; only get() is used.
+        const meta = quoteMeta(msg.headers as unknown as Pick<MsgHdrs, 'get'> | undefined);
+        void limit(meta.party, async () => {
+          const dropped = meta.id !== undefined && abandoned.has(meta.id) ? 'abandoned' : meta.deadline !== undefined && Date.now() >= meta.deadline ? 'expired' : null;
+          if (dropped !== null) {
+            // Nobody waits for the answer any more: nothing is fetched and nothing is sent.
+            options.metrics.quotes.inc({ outcome: dropped });
+            options.logger.info({ quoteId: meta.id, party: meta.party }, `Quote dropped before it started (${dropped})`);
+            return;
+          }
+          const controller = new AbortController();
+          const forget = meta.id === undefined ? () => undefined : abandoned.watch(meta.id, controller);
+          try {
+            await answer(msg, quote, options, meta, controller.signal);
+          } finally {
+            forget();
+          }
+        });
+      },
       metadata: { schema: 'docs/schemas/quote-request.schema.json' },
     });
   }
@@ -89,6 +124,7 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
   return {
     stop: async () => {
       capabilities.unsubscribe();
+      abandonSub.unsubscribe();
       await service.stop();
     },
   };
@@ -121,7 +157,43 @@ async function answerCancel(msg: ServiceMsg, options: QuoteServiceOptions): Prom
   }
 }
 
-async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServiceOptions): Promise<void> {
+interface QuoteMeta {
+  id: string | undefined;
+  party: string;
+  deadline: number | undefined;
+}
+
+/** The request's optional headers; missing or malformed ones mean "anonymous, no deadline". */
+function quoteMeta(headers: Pick<MsgHdrs, 'get'> | undefined): QuoteMeta {
+  const id = headers?.get(QUOTE_HEADERS.id) || undefined;
+  const deadline = Number(headers?.get(QUOTE_HEADERS.deadline) || Number.NaN);
+  return { id, party: headers?.get(QUOTE_HEADERS.party) || '', deadline: Number.isFinite(deadline) ? deadline : undefined };
+}
+
+const ABANDONED_REMEMBERED = 10_000;
+
+/** Ids announced as abandoned (the latest ones, bounded) and the controllers of running quotes. */
+function abandonBoard() {
+  const gone = new Set<string>();
+  const running = new Map<string, AbortController>();
+  return {
+    abandon(id: string): void {
+      gone.add(id);
+      if (gone.size > ABANDONED_REMEMBERED) gone.delete(gone.values().next().value as string);
+      running.get(id)?.abort(new JobError('INTERNAL_ERROR', 'The quote was abandoned by its requester'));
+    },
+    has: (id: string) => gone.has(id),
+    watch(id: string, controller: AbortController): () => void {
+      running.set(id, controller);
+      return () => {
+        running.delete(id);
+        gone.delete(id);
+      };
+    },
+  };
+}
+
+async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServiceOptions, meta: QuoteMeta, abandon: AbortSignal): Promise<void> {
   const started = Date.now();
   let reply: { ok: true; body: unknown } | { ok: false; error: JobError };
   try {
@@ -135,11 +207,17 @@ async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServi
     if (!(await options.canRun(kind))) {
       throw new JobError('MODEL_UNAVAILABLE', `No live worker can run ${kind} jobs (${job.model}) now; ask media.capabilities why (docs/protocol.md, "Discovery")`);
     }
-    reply = { ok: true, body: await withTimeout(quote, job, options.timeoutMs) };
+    const timeoutMs = meta.deadline === undefined ? options.timeoutMs : Math.max(1, Math.min(options.timeoutMs, meta.deadline - started));
+    reply = { ok: true, body: await withTimeout(quote, job, timeoutMs, abandon) };
   } catch (err) {
     reply = { ok: false, error: toJobError(err) };
   }
   const ms = Date.now() - started;
+  if (abandon.aborted) {
+    options.metrics.quotes.inc({ outcome: 'abandoned' });
+    options.logger.info({ ms, quoteId: meta.id }, 'Quote aborted: its requester has gone');
+    return;
+  }
   if (reply.ok) {
     respond(msg, reply.body);
     options.metrics.quotes.inc({ outcome: 'ok' });
@@ -151,42 +229,28 @@ async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServi
   }
 }
 
-async function withTimeout(quote: QuoteFunction, job: Parameters<QuoteFunction>[0], timeoutMs: number): Promise<unknown> {
+async function withTimeout(quote: QuoteFunction, job: Parameters<QuoteFunction>[0], timeoutMs: number, abandon: AbortSignal): Promise<unknown> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const err = new JobError('INTERNAL_ERROR', `Quote took longer than ${timeoutMs} ms`, { retryable: true });
+  let onAbandon: (() => void) | undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    const stop = (err: unknown): void => {
       controller.abort(err);
-      reject(err);
-    }, timeoutMs);
+      reject(err instanceof Error ? err : new Error(String(err)));
+    };
+    timer = setTimeout(() => stop(new JobError('INTERNAL_ERROR', `Quote took longer than ${timeoutMs} ms`, { retryable: true })), timeoutMs);
+    onAbandon = () => stop(abandon.reason);
+    abandon.addEventListener('abort', onAbandon, { once: true });
   });
   try {
-    return await Promise.race([quote(job, controller.signal), timedOut]);
+    return await Promise.race([quote(job, controller.signal), stopped]);
   } finally {
     clearTimeout(timer);
+    if (onAbandon) abandon.removeEventListener('abort', onAbandon);
   }
 }
 
 function toJobError(err: unknown): JobError {
   if (isJobError(err)) return err;
   return new JobError('INTERNAL_ERROR', `Quote failed: ${errorMessage(err)}`, { cause: err });
-}
-
-/** At most `n` tasks at once; the rest wait their turn in arrival order. */
-function limiter(n: number): (task: () => Promise<void>) => Promise<void> {
-  let running = 0;
-  const waiting: (() => void)[] = [];
-  return async (task) => {
-    // A finishing task hands its place straight to the next waiting one, so `running` never overshoots.
-    if (running >= n) await new Promise<void>((resolve) => waiting.push(resolve));
-    else running += 1;
-    try {
-      await task();
-    } finally {
-      const next = waiting.shift();
-      if (next) next();
-      else running -= 1;
-    }
-  };
 }

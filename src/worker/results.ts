@@ -11,9 +11,11 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { ownerState, ownerToken, parseOwnerToken } from '../media/index.js';
-import { LIPSYNC_RESULT_URL_LIFETIME_DAYS, MUSIC_AUDIO_URL_LIFETIME_DAYS, type JobKind } from '../jobs/index.js';
+import type { JobKind } from '../jobs/index.js';
 import { JOB_KINDS } from '../jobs/index.js';
-import { isTaskId, resultUrl } from '../protocol/index.js';
+import { isTaskId, resultLifetimeMs, resultUrl } from '../protocol/index.js';
+
+export { resultLifetimeMs };
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /**
@@ -52,18 +54,6 @@ export interface StoredResult {
 export interface SweepReport {
   removed: number;
   kept: number;
-}
-
-export function resultLifetimeMs(kind: JobKind, upscaleResultLifetimeDays: number): number {
-  switch (kind) {
-    case 'lipsync':
-      return LIPSYNC_RESULT_URL_LIFETIME_DAYS * DAY_MS;
-    case 'music':
-      return MUSIC_AUDIO_URL_LIFETIME_DAYS * DAY_MS;
-    case 'image':
-    case 'video':
-      return upscaleResultLifetimeDays * DAY_MS;
-  }
 }
 
 /** The relative location of a result; throws on a value that could leave the results directory. */

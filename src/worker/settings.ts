@@ -10,8 +10,7 @@
  * of one deployment must use the same ones (docs/protocol.md).
  */
 import { z } from 'zod';
-import { JOB_KINDS, type JobKind } from '../jobs/index.js';
-import { PROTOCOL_SETTINGS, checkNatsAuth, jetStreamName } from '../protocol/settings.js';
+import { PROTOCOL_SETTINGS, checkNatsAuth, jetStreamName, perKind } from '../protocol/settings.js';
 import {
   intSchema,
   nonEmptyText,
@@ -28,48 +27,6 @@ import {
   type SettingsOf,
 } from '../settings-table.js';
 
-/**
- * `image=2,video=1` (environment) or `{ image: 2, video: 1 }` (code): one non-negative integer per
- * kind; kinds left out take the value of `fallback`.
- */
-function perKind(expectation: string, fallback: Record<JobKind, number>, min: number) {
-  const value = intSchema(expectation, min);
-  const objectForm = z
-    .object({ image: value.optional(), video: value.optional(), lipsync: value.optional(), music: value.optional() })
-    .strict();
-  return z
-    .union([z.string(), objectForm])
-    .transform((input, ctx): Record<JobKind, number> => {
-      if (typeof input !== 'string') return { ...fallback, ...stripUndefined(input) };
-      const out: Record<JobKind, number> = { ...fallback };
-      for (const part of input.split(',').map((s) => s.trim()).filter(Boolean)) {
-        const [kind, raw] = part.split('=').map((s) => s.trim());
-        const parsed = value.safeParse(raw);
-        if (!isJobKind(kind) || !parsed.success) {
-          ctx.addIssue({
-            code: 'custom',
-            message: `Expected <kind>=<${expectation}> with kind one of ${JOB_KINDS.join(', ')} but received ${received(part)}`,
-          });
-          return z.NEVER;
-        }
-        out[kind] = parsed.data;
-      }
-      return out;
-    });
-}
-
-function stripUndefined(input: Partial<Record<JobKind, number | undefined>>): Partial<Record<JobKind, number>> {
-  const out: Partial<Record<JobKind, number>> = {};
-  for (const kind of JOB_KINDS) {
-    const v = input[kind];
-    if (v !== undefined) out[kind] = v;
-  }
-  return out;
-}
-
-function isJobKind(value: unknown): value is JobKind {
-  return typeof value === 'string' && (JOB_KINDS as readonly string[]).includes(value);
-}
 
 const delayList = z
   .union([z.string(), z.array(z.number())])
@@ -190,12 +147,6 @@ export const WORKER_SETTINGS = {
     schema: positiveInt,
     default: '120000',
     doc: 'Longest time one quote may take.',
-  }),
-  upscaleResultLifetimeDays: setting({
-    env: 'RESULTS_UPSCALE_LIFETIME_DAYS',
-    schema: positiveInt,
-    default: '7',
-    doc: 'Lifetime of image and video upscale results (lip-sync: 7 days and music: 14 days are the spec\'s).',
   }),
   sweepIntervalMs: setting({
     env: 'RESULTS_SWEEP_INTERVAL_MS',

@@ -19,7 +19,7 @@ import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { ffmpeg } from '../media/helpers.js';
 import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
-import { accountsCommand, startCommand, startGatewayProcess, type RunningProcess } from './processes.js';
+import { accountsCommand, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
 
 let nats: TestNatsServer;
 let cp: ControlPlane;
@@ -74,14 +74,11 @@ beforeAll(async () => {
     GATEWAY_SERVE_RESULTS: 'true',
     GATEWAY_UPLOADS: 'true',
     GATEWAY_UPLOAD_MAX_BYTES: '200000',
+    // The race below is about the ledger: every submission is let through to its quote.
+    GATEWAY_QUOTES_PER_ACCOUNT: '100',
   };
-  // The gateway serves RESULTS_DIR, so the results' base URL is the gateway's own, on a port
-  // chosen here and kept across the gateway's restarts.
-  const port = await freePort();
-  env = { ...env, GATEWAY_PORT: String(port), RESULTS_BASE_URL: `http://127.0.0.1:${port}/results/` };
-  serve = startCommand(['serve'], env);
-  await waitFor('serve to run', () => serve.output().includes('media-worker serving'), 60_000);
-  gateway = await startGatewayProcess(env);
+  // The gateway serves RESULTS_DIR, so the results' base URL is the gateway's own.
+  ({ env, serve, gateway } = await startServeAndGateway(env));
   cp = await controlPlane(nats.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' });
 }, 180_000);
 
@@ -93,14 +90,6 @@ afterAll(async () => {
   media?.close();
   await rm(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 interface Account {
   id: string;
@@ -397,7 +386,7 @@ describe('uploads', () => {
     const res = await fetch(`${gateway.url}/api/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/octet-stream' }, body: small });
     expect(res.status).toBe(201);
     const data = ((await res.json()) as Reply['body']).data as { url: string; format: string; size: number };
-    expect(data).toEqual({ url: expect.stringMatching(/\/results\/uploads\/u_[a-z0-9]+\.png$/), format: 'png', size: small.length });
+    expect(data).toEqual({ url: expect.stringMatching(new RegExp(`/results/uploads/${account.id}/u_[a-z0-9]+\\.png\\?expires=\\d+&sig=[\\w-]+$`)), format: 'png', size: small.length });
     expect(Buffer.from(await (await fetch(data.url)).arrayBuffer()).equals(small)).toBe(true);
     // The uploaded URL is an input like any other.
     const quoted = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: data.url, upscale_factor: '4' });

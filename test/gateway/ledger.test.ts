@@ -10,6 +10,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureConsumers, startConsumers } from '../../src/gateway/consumers.js';
 import { GatewayMetrics } from '../../src/gateway/metrics.js';
+import { sweepPendingOnce } from '../../src/gateway/pending-sweeper.js';
+import { quoteGate } from '../../src/gateway/quote-gate.js';
 import { gatewayService, type GatewayService } from '../../src/gateway/service.js';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
 import type { DebitEntry } from '../../src/gateway/store/records.js';
@@ -39,6 +41,7 @@ beforeAll(async () => {
     tasks: store.tasks,
     // Fixed prices: this file is about the ledger, not the worker's quote.
     quote: async (job) => ({ model: job.model, creditsUsed: 15, input: {} }),
+    quoteGate: quoteGate(1000),
     metrics: new GatewayMetrics(),
   });
 });
@@ -121,6 +124,43 @@ describe('gateway ledger', () => {
     const task = await store.tasks.get(account.id, taskId);
     expect(task?.value).toMatchObject({ status: 'failed', error: { code: 'GENERATION_FAILED' }, creditsRefunded: 15 });
     expect((await store.ledger.entries(account.id)).filter((e) => e.value.type === 'refund')).toHaveLength(1);
+  });
+
+  it('expires a task pending past its kind\'s lifetime: failed TASK_EXPIRED, refunded once, and a worker finishing it later changes nothing', async () => {
+    const { account } = await store.accounts.create('expiry', 30);
+    const accepted = await service.submit(account.id, musicJob as never, 'generate', logger);
+    const taskId = accepted['id'] as string;
+    expect(await store.ledger.balance(account.id)).toBe(15);
+    const deps = { jsm, names: store.names, service, lifetimesMs: { image: 60_000, video: 60_000, lipsync: 60_000, music: 5_000 }, logger };
+    // Not yet: 1 s after submission.
+    const early = await sweepPendingOnce(deps, 1, Date.now() + 1000);
+    expect(early.expired).toBe(0);
+    expect((await store.tasks.get(account.id, taskId))?.value.status).toBe('pending');
+    // 6 s later, two gateways sweeping at once.
+    const later = Date.now() + 6000;
+    const passes = await Promise.all([sweepPendingOnce(deps, early.nextSeq, later), sweepPendingOnce(deps, 1, later)]);
+    expect(passes.map((p) => p.expired).sort()).toEqual([0, 1]);
+    const task = await store.tasks.get(account.id, taskId);
+    expect(task?.value).toMatchObject({ status: 'failed', error: { code: 'TASK_EXPIRED', message: expect.stringContaining('5 s') }, creditsRefunded: 15 });
+    expect(await store.ledger.balance(account.id)).toBe(30);
+    // The worker finishes it after all: the task stays failed and refunded, charged nothing.
+    const done = { ...failedEvent(taskId), status: 'completed' as const, result: { songs: [] }, error: undefined, refund: undefined };
+    expect(await service.settle(done, logger)).toBe('already settled');
+    expect(await store.ledger.balance(account.id)).toBe(30);
+    expect((await store.ledger.entries(account.id)).filter((e) => e.value.type === 'refund')).toHaveLength(1);
+  });
+
+  it('pages an account\'s history by place, newest first, each page reading only its own places', async () => {
+    const { account } = await store.accounts.create('history', 15 * 25);
+    const ids: string[] = [];
+    for (let i = 0; i < 25; i++) ids.push((await service.submit(account.id, musicJob as never, 'generate', logger))['id'] as string);
+    expect((await store.ledger.last(account.id))?.value.debits).toBe(25);
+    const first = await store.tasks.pageByPlace(account.id, 26, 10);
+    expect(first).toEqual({ ids: ids.slice(15).reverse(), next: 16 });
+    const second = await store.tasks.pageByPlace(account.id, first.next!, 10);
+    expect(second).toEqual({ ids: ids.slice(5, 15).reverse(), next: 6 });
+    const last = await store.tasks.pageByPlace(account.id, second.next!, 10);
+    expect(last).toEqual({ ids: ids.slice(0, 5).reverse(), next: null });
   });
 
   it('completes a debit whose gateway died before creating the task and publishing the job (outbox)', async () => {

@@ -3,6 +3,8 @@
  * `gateway` (its address read from its log line) and `accounts`.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { PACKAGE_ROOT } from '../../src/paths.js';
@@ -50,4 +52,25 @@ export async function startGatewayProcess(env: NodeJS.ProcessEnv): Promise<Runni
 export async function accountsCommand(args: string[], env: NodeJS.ProcessEnv): Promise<unknown> {
   const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'accounts', ...args], { env: { ...process.env, ...env } });
   return JSON.parse(stdout) as unknown;
+}
+
+/** A port free right now, for a gateway whose address must be known before it starts (RESULTS_BASE_URL). */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/**
+ * `serve` and `gateway` on one host, the gateway serving RESULTS_DIR on a port chosen here (so
+ * RESULTS_BASE_URL is known first and stays the same across a restart of the gateway).
+ */
+export async function startServeAndGateway(base: NodeJS.ProcessEnv): Promise<{ env: NodeJS.ProcessEnv; serve: RunningProcess; gateway: RunningProcess & { url: string } }> {
+  const port = await freePort();
+  const env = { ...base, GATEWAY_PORT: String(port), RESULTS_BASE_URL: `http://127.0.0.1:${port}/results/` };
+  const serve = startCommand(['serve'], env);
+  await waitFor('serve to run', () => serve.output().includes('media-worker serving'), 60_000);
+  return { env, serve, gateway: await startGatewayProcess(env) };
 }

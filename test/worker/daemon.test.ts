@@ -4,6 +4,7 @@
  * two worker processes) are in processes.test.ts.
  */
 import { jetstreamManager } from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
 import { parseWorkerSettings } from '../../src/worker/settings.js';
@@ -394,6 +395,59 @@ describe('quote service', () => {
       ],
     });
   });
+
+  it('shares its slots fairly between parties, drops expired and abandoned quotes before they start, and aborts an abandoned running one', async () => {
+    // One slot; each quote holds it until released (or aborted), so the order of starts is visible.
+    const started: string[] = [];
+    const aborted: string[] = [];
+    const release = new Map<string, () => void>();
+    const holding = async (job: { input: unknown }, signal: AbortSignal) => {
+      const name = /\/(\w+)\.png$/.exec((job.input as { image_url: string }).image_url)![1]!;
+      started.push(name);
+      await new Promise<void>((resolve, reject) => {
+        release.set(name, resolve);
+        signal.addEventListener('abort', () => {
+          aborted.push(name);
+          reject(signal.reason as Error);
+        });
+      });
+      return { model: 'vendor-image-upscale' as const, creditsUsed: 20, input: { name } };
+    };
+    await worker({ quoteConcurrency: 1 }, holding as never);
+    const ask = (name: string, party: string, extra: Record<string, string> = {}, timeout = 3000) => {
+      const h = natsHeaders();
+      h.set('Media-Quote-Party', party);
+      h.set('Media-Quote-Id', name);
+      for (const [k, v] of Object.entries(extra)) h.set(k, v);
+      return cp.nc.request('media.quote', JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: `https://media.test/${name}.png` } }), { timeout, headers: h });
+    };
+    const a1 = ask('a1', 'flooder');
+    await waitFor('a1 to start', () => started.includes('a1') || undefined);
+    const queued = [ask('a2', 'flooder'), ask('a3', 'flooder')];
+    await sleep(50);
+    const b1 = ask('b1', 'other');
+    const expired = ask('x1', 'late', { 'Media-Quote-Deadline': String(Date.now() + 100) }, 1500).catch((err: unknown) => err);
+    const gone = ask('g1', 'leaver', {}, 1500).catch((err: unknown) => err);
+    await sleep(200);
+    cp.nc.publish('media.quote.abandon', 'g1');
+    await sleep(100);
+    release.get('a1')!();
+    expect((await a1).json()).toMatchObject({ input: { name: 'a1' } });
+    // b1 started next, ahead of the flooder's older a2 and a3; x1 (expired) and g1 (abandoned) never started.
+    await waitFor('b1 to start', () => started.includes('b1') || undefined);
+    expect(started).toEqual(['a1', 'b1']);
+    release.get('b1')!();
+    expect((await b1).json()).toMatchObject({ input: { name: 'b1' } });
+    await waitFor('a2 to start', () => started.includes('a2') || undefined);
+    cp.nc.publish('media.quote.abandon', 'a2');
+    await waitFor('a3 to start', () => started.includes('a3') || undefined);
+    release.get('a3')!();
+    await Promise.allSettled(queued);
+    expect(started).toEqual(['a1', 'b1', 'a2', 'a3']);
+    expect(aborted).toEqual(['a2']);
+    expect(String(await expired)).toMatch(/TIMEOUT|timeout/i);
+    expect(String(await gone)).toMatch(/TIMEOUT|timeout/i);
+  }, 30_000);
 });
 
 describe('topology', () => {

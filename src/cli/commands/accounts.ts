@@ -46,6 +46,30 @@ export function registerAccounts(program: Command): void {
     });
 
   accounts
+    .command('keys')
+    .description('Lists the API keys of an account by key id (the first 16 hex digits of the key\'s SHA-256), with when each was made and revoked.')
+    .argument('<account>', 'account id (acct_…)')
+    .action(async (accountId: string) => {
+      await withStore(async (store) => {
+        await mustExist(store, accountId);
+        return { accountId, keys: await store.accounts.listKeys(accountId) };
+      });
+    });
+
+  accounts
+    .command('revoke-key')
+    .description('Revokes one API key of an account (by its key id from `accounts keys`); requests with it get 401 from then on.')
+    .argument('<account>', 'account id (acct_…)')
+    .argument('<key-id>', '16 hex digits, from `accounts keys`')
+    .action(async (accountId: string, keyId: string) => {
+      await withStore(async (store) => {
+        await mustExist(store, accountId);
+        if (!(await store.accounts.revokeKey(accountId, keyId))) throw new UsageError(`Expected the id of one of the account's keys but received ${JSON.stringify(keyId)}`);
+        return { accountId, keyId, revoked: true };
+      });
+    });
+
+  accounts
     .command('show')
     .description('Shows an account, its balance and its latest ledger entries.')
     .argument('<account>', 'account id (acct_…)')

@@ -3,7 +3,8 @@
  * timeouts, content-type handling and graceful close; @fastify/swagger turns the route schemas
  * into /api/v1/openapi.json; @fastify/static serves RESULTS_DIR with range requests.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -20,14 +21,21 @@ import type { GatewaySettings } from '../settings.js';
 import type { Accounts } from '../store/accounts.js';
 import type { Ledger } from '../store/ledger.js';
 import type { Tasks } from '../store/tasks.js';
-import { taskView } from '../views.js';
-import { routeSchemas } from './openapi-schemas.js';
+import { linkSigner, type LinkSigner } from '../links.js';
+import { taskView, withSignedLinks } from '../views.js';
+import { fromFrameworkError } from './framework-errors.js';
+import { useJsonBodyParser } from './json-body.js';
+import { withRedactedRequests } from './log-redaction.js';
+import { routeSchemas, withSubmissionLinks } from './openapi-schemas.js';
+import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
 
 export interface AppDeps {
   settings: GatewaySettings;
   resultsDir: string;
   resultsBaseUrl: string | undefined;
+  /** The worker's WORKER_UPSCALE_RESULT_LIFETIME_DAYS: upscale result links expire with their files. */
+  upscaleResultLifetimeDays: number;
   accounts: Accounts;
   ledger: Ledger;
   tasks: Tasks;
@@ -39,11 +47,21 @@ export interface AppDeps {
   notReadyReason(): string | null;
 }
 
+/** Signs links to files this gateway serves: those under `base`. */
+export interface Links {
+  signer: LinkSigner;
+  base: string;
+  upscaleResultLifetimeDays: number;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     accountId: string;
   }
 }
+
+const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 const UNIFIED_MODELS = MODEL_IDS.filter((m) => !(LIPSYNC_MODEL_IDS as readonly string[]).includes(m));
 
@@ -52,19 +70,29 @@ export type GatewayApp = FastifyInstance;
 export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   const { settings, metrics } = deps;
   const app = Fastify({
-    loggerInstance: deps.logger,
+    loggerInstance: withRedactedRequests(deps.logger),
     bodyLimit: settings.bodyLimitBytes,
     requestTimeout: settings.requestTimeoutMs,
     connectionTimeout: settings.requestTimeoutMs,
     // A client may send its own id (a proxy's); otherwise one is made. It is in every log line of the request.
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
+    keepAliveTimeout: settings.keepAliveTimeoutMs,
+    trustProxy: settings.trustProxy,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // Errors met while routing (a malformed URL, a task id over 100 characters) get the envelope too.
+    frameworkErrors: (err, _req, reply) => void sendError(reply, fromFrameworkError(err) ?? toApiError(err)),
   });
+  // Fastify types the instance by its logger; a pino Logger and Fastify's base logger differ only in typing.
+  const plain = app as unknown as FastifyInstance;
+  // A client must finish sending its headers in this time (slow-header connections are cut).
+  app.server.headersTimeout = settings.headersTimeoutMs;
   app.decorateRequest('accountId', '');
   // Requests are JSON (spec section 4); Fastify's plain-text parser would let a string through.
   app.removeContentTypeParser('text/plain');
+  useJsonBodyParser(plain);
+  const limits = await rateLimits(plain, { windowMs: settings.rateLimitWindowMs, perAddress: settings.rateLimitPerAddress, perAccount: settings.rateLimitPerAccount });
 
   // Schemas document; validation is the worker's own (see openapi-schemas.ts), and responses are
   // written as built (no field filtering by the serializer).
@@ -77,11 +105,18 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       info: { title: 'media-worker gateway', version: PACKAGE_VERSION, description: 'The media service HTTP API (media-service-spec.md sections 1-5, 7; docs/contract.md).' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
+    transformObject: (doc) => ('openapiObject' in doc ? withSubmissionLinks(doc.openapiObject) : doc.swaggerObject),
   });
 
   // The id is in every log line of the request; echoed so a client can quote it.
   app.addHook('onRequest', async (req, reply) => {
-    void reply.header('x-request-id', req.id);
+    // Browsers must not guess a type other than the one sent (an uploaded PNG that is also HTML).
+    void reply.header('x-request-id', req.id).header('x-content-type-options', 'nosniff');
+  });
+  // The client address's budget is spent before anything else is done for the request; probes and
+  // metrics (the orchestrator's, not a client's) are not counted.
+  app.addHook('onRequest', async (req) => {
+    if (!UNLIMITED_PATHS.has(req.url)) await limits.byAddress(req);
   });
   app.addHook('onResponse', async (req, reply) => {
     metrics.requests.observe(
@@ -91,13 +126,21 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   });
 
   app.setErrorHandler((err: unknown, req, reply) => {
-    const mapped = fromFastifyError(err) ?? toApiError(err);
-    if (mapped.status >= 500) req.log.error({ err }, 'Request failed');
-    if (mapped.status === 503) void reply.header('Retry-After', String(NATS_RETRY_AFTER_SECONDS));
-    void reply.code(mapped.status).send(errorEnvelope(mapped.code, mapped.message));
+    const mapped = fromFrameworkError(err) ?? toApiError(err);
+    // A client that hung up is no server failure: nobody reads this answer.
+    if (reply.raw.destroyed) req.log.info({ code: mapped.code }, 'Client closed the request');
+    else if (mapped.status >= 500) req.log.error({ err }, 'Request failed');
+    void sendError(reply, mapped);
   });
   app.setNotFoundHandler((req, reply) => {
-    void reply.code(404).send(errorEnvelope('NOT_FOUND', `Expected a path of this API but received ${req.method} ${req.url.split('?')[0]}`));
+    const path = req.url.split('?')[0] ?? '';
+    // A known path with another method is 405 with the methods it has (RFC 9110, 15.5.6).
+    const allowed = HTTP_METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
+    if (allowed.length > 0 && !allowed.includes(req.method as (typeof HTTP_METHODS)[number])) {
+      void sendError(reply, ApiError.of('METHOD_NOT_ALLOWED', `Expected ${allowed.join(' or ')} on ${path} but received ${req.method}`, { allow: allowed.join(', ') }));
+      return;
+    }
+    void sendError(reply, ApiError.of('NOT_FOUND', `Expected a path of this API but received ${req.method} ${path}`));
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
@@ -110,8 +153,12 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
+  const links = servedLinks(settings, deps.resultsBaseUrl, deps.upscaleResultLifetimeDays);
   if (settings.serveResults) {
-    await app.register(fastifyStatic, { root: deps.resultsDir, prefix: '/results/', decorateReply: false, index: false, dotfiles: 'deny' });
+    await app.register(async (files) => {
+      if (links !== undefined) files.addHook('onRequest', async (req, reply) => guardLink(req, reply, links));
+      await files.register(fastifyStatic, { root: deps.resultsDir, prefix: '/results/', decorateReply: false, index: false, dotfiles: 'deny', cacheControl: false });
+    });
   }
 
   await app.register(async (api) => {
@@ -119,6 +166,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       if (req.url === '/api/v1/openapi.json') return;
       req.accountId = await authenticate(req, deps.accounts);
       req.log = req.log.child({ accountId: req.accountId });
+      await limits.byAccount(req);
     });
 
     api.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -128,7 +176,12 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       try {
         const job = toJob(req.body);
         model = job.model;
-        const data = await deps.service.submit(req.accountId, job, endpoint, req.log);
+        // The quote is abandoned when the client hangs up before the answer (the worker stops fetching).
+        const gone = new AbortController();
+        reply.raw.once('close', () => {
+          if (!reply.raw.writableFinished) gone.abort();
+        });
+        const data = await deps.service.submit(req.accountId, job, endpoint, req.log, gone.signal);
         metrics.submissions.inc({ model, outcome: 'accepted' });
         return await reply.code(status).send(successEnvelope(data));
       } catch (err) {
@@ -147,26 +200,67 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.tasks.get(req.accountId, id) : null;
       // Another account's task is looked up under the caller's account, so it is simply not there.
       if (task === null) throw ApiError.of('TASK_NOT_FOUND', `Expected the id of one of your tasks but received ${JSON.stringify(id)}`);
-      return successEnvelope(withProgress(taskView(task.value), task.value.status, deps.progress));
+      return successEnvelope(withSignedLinks(withProgress(taskView(task.value), task.value.status, deps.progress), task.value, links));
     });
 
     api.get('/api/v1/tasks', { schema: routeSchemas.history }, async (req) => {
       const query = historyQuery(settings.historyPageSize).safeParse(req.query);
       if (!query.success) throw ApiError.of('INVALID_QUERY', query.error.issues[0]?.message ?? 'Invalid query');
-      const page = await deps.tasks.listIds(req.accountId, query.data.limit, query.data.cursor);
+      const page = await historyPage(deps, req.accountId, query.data.limit, query.data.cursor);
       const tasks = await Promise.all(page.ids.map((id) => deps.tasks.get(req.accountId, id)));
-      return successEnvelope({ tasks: tasks.flatMap((t) => (t === null ? [] : [taskView(t.value)])), nextCursor: page.next });
+      return successEnvelope({ tasks: tasks.flatMap((t) => (t === null ? [] : [withSignedLinks(taskView(t.value), t.value, links)])), nextCursor: page.next });
     });
 
     api.get('/api/v1/balance', { schema: routeSchemas.balance }, async (req) => {
       return successEnvelope({ accountId: req.accountId, credits: (await deps.ledger.balance(req.accountId)) ?? 0 });
     });
 
-    if (settings.uploadsEnabled) registerUploads(api, { ...deps, schema: routeSchemas.upload });
+    // In a scope of its own: the raw-bytes parser must not reach the JSON endpoints.
+    if (settings.uploadsEnabled) await api.register(async (uploads) => registerUploads(uploads, { ...deps, links, schema: routeSchemas.upload }));
   });
 
   // Fastify types the instance by its logger; a pino Logger and Fastify's base logger differ only in typing.
   return app as unknown as GatewayApp;
+}
+
+/**
+ * Links are signed when this gateway serves the files they point to (GATEWAY_SERVE_RESULTS) and
+ * knows their public address (RESULTS_BASE_URL, or GATEWAY_PUBLIC_URL + /results/).
+ */
+function servedLinks(settings: GatewaySettings, resultsBaseUrl: string | undefined, upscaleResultLifetimeDays: number): Links | undefined {
+  const base = resultsBaseUrl ?? (settings.publicBaseUrl === undefined ? undefined : new URL('results/', `${settings.publicBaseUrl.replace(/\/?$/, '/')}`).toString());
+  if (!settings.serveResults || base === undefined) return undefined;
+  return { signer: linkSigner(settings.linkSecret ?? randomBytes(32).toString('base64url')), base, upscaleResultLifetimeDays };
+}
+
+/** A file is served only through a link this gateway's secret signed and that has not expired. */
+async function guardLink(req: FastifyRequest, reply: FastifyReply, links: Links): Promise<void> {
+  const url = new URL(req.url, 'http://gateway.invalid');
+  const query = { expires: url.searchParams.get('expires') ?? undefined, sig: url.searchParams.get('sig') ?? undefined };
+  const now = Date.now();
+  const check = links.signer.check(url.pathname, query, now);
+  if (check === 'invalid') throw ApiError.of('NOT_FOUND', 'Expected a link given by this API (with its expires and sig) but received an unsigned or altered one');
+  if (check === 'expired') throw ApiError.of('LINK_EXPIRED', `Expected a link that has not expired but received one that expired at ${new Date(Number(query.expires) * 1000).toISOString()}`);
+  const name = path.posix.basename(decodeURIComponent(url.pathname)).replace(/[^A-Za-z0-9._-]/g, '_');
+  void reply.headers({
+    'content-disposition': `attachment; filename="${name}"`,
+    'cache-control': `private, max-age=${Math.max(0, Number(query.expires) - Math.floor(now / 1000))}`,
+  });
+}
+
+/**
+ * One history page. Accounts whose ledger counts debits are paged by place (`n<place>` cursors:
+ * the page's cost is its size); older ones by listing their task ids (`t_…` cursors).
+ */
+async function historyPage(deps: AppDeps, accountId: string, limit: number, cursor: string | undefined): Promise<{ ids: string[]; next: string | null }> {
+  const count = (await deps.ledger.last(accountId))?.value.debits;
+  const placeCursor = cursor === undefined ? undefined : /^n(\d{1,15})$/.exec(cursor)?.[1];
+  if (count !== undefined && (cursor === undefined || placeCursor !== undefined)) {
+    const before = Math.min(count + 1, placeCursor === undefined ? count + 1 : Number(placeCursor));
+    const page = await deps.tasks.pageByPlace(accountId, before, limit);
+    return { ids: page.ids, next: page.next === null ? null : `n${page.next}` };
+  }
+  return deps.tasks.listIds(accountId, limit, cursor);
 }
 
 /** A pending task shows the worker's latest progress when some gateway heard of it; a settled one forgets it. */
@@ -206,31 +300,24 @@ function historyQuery(defaultLimit: number) {
   });
 }
 
+/** RFC 6750: a 401 names the scheme, and says when the key itself was the problem. */
+const CHALLENGE = 'Bearer realm="media-worker"';
+
 async function authenticate(req: FastifyRequest, accounts: Accounts): Promise<string> {
   const header = req.headers.authorization;
-  if (header === undefined) throw ApiError.of('UNAUTHORIZED', 'Expected an Authorization header "Bearer <API key>" but received nothing');
+  const refuse = (message: string, error?: string) =>
+    ApiError.of('UNAUTHORIZED', message, { 'www-authenticate': error === undefined ? CHALLENGE : `${CHALLENGE}, error="${error}"` });
+  if (header === undefined) throw refuse('Expected an Authorization header "Bearer <API key>" but received nothing');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (match === null) throw ApiError.of('UNAUTHORIZED', 'Expected an Authorization header "Bearer <API key>" but received another scheme');
+  if (match === null) throw refuse('Expected an Authorization header "Bearer <API key>" but received another scheme', 'invalid_request');
   const accountId = await accounts.byKey(match[1]!);
-  if (accountId === null) throw ApiError.of('UNAUTHORIZED', 'Expected a valid API key but received an unknown one');
+  if (accountId === null) throw refuse('Expected a valid API key but received an unknown or revoked one', 'invalid_token');
   return accountId;
 }
 
-/** Fastify's own request errors (bad JSON, too large, wrong content type) in the API's words. */
-function fromFastifyError(err: unknown): ApiError | undefined {
-  if (typeof err !== 'object' || err === null || !('code' in err) || typeof err.code !== 'string' || !err.code.startsWith('FST_')) return undefined;
-  const message = 'message' in err && typeof err.message === 'string' ? err.message : err.code;
-  switch (err.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return ApiError.of('PAYLOAD_TOO_LARGE', 'Expected a request body within the size limit but received a larger one');
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return ApiError.of('UNSUPPORTED_MEDIA_TYPE', 'Expected Content-Type application/json but received another type');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new ApiError('INVALID_JOB', 400, `Expected the body to be a JSON object but received invalid JSON (${message})`);
-    default: {
-      const status = 'statusCode' in err && typeof err.statusCode === 'number' ? err.statusCode : 500;
-      return new ApiError(status >= 500 ? 'INTERNAL_ERROR' : 'INVALID_JOB', status, message);
-    }
-  }
+function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  // Every 503 says when to come back (NATS or no worker answering), unless its error already does.
+  const retry = error.status === 503 && !Object.keys(error.headers).some((h) => h.toLowerCase() === 'retry-after');
+  const headers = retry ? { ...error.headers, 'Retry-After': String(NATS_RETRY_AFTER_SECONDS) } : error.headers;
+  return reply.code(error.status).headers(headers).send(errorEnvelope(error.code, error.message));
 }

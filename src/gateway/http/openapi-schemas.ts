@@ -1,46 +1,204 @@
 /**
- * JSON schemas of the API for the OpenAPI document (/api/v1/openapi.json). They document; request
- * bodies are validated by the worker's own parsers (src/jobs/schemas.ts), which give the spec's
- * error codes in the spec's order, something a JSON-schema validator cannot.
+ * JSON schemas of the API for the OpenAPI document (/api/v1/openapi.json), complete enough for a
+ * client generator: every field of spec section 4 with its limits, enums and defaults (one schema
+ * per model, `oneOf` on `model` for /generate), each status with its error codes, the upscale
+ * `input` echo, each kind's `result`, examples, and links from a submission to its task. They
+ * document; request bodies are validated by the worker's own parsers (src/jobs/schemas.ts), which
+ * give the spec's error codes in the spec's order, something a JSON-schema validator cannot.
+ * OpenAPI 3.0.3: single values are one-element enums (3.0 has no `const`).
  */
-import { LIPSYNC_MODEL_IDS, MODEL_IDS, SYNC_MODES, UPSCALE_FACTORS } from '../../jobs/index.js';
+import {
+  LIPSYNC_MODEL_IDS,
+  MUSIC_LYRICS_MAX_CHARS,
+  MUSIC_NEGATIVE_TAGS_MAX_CHARS,
+  MUSIC_PROMPT_MAX_CHARS,
+  MUSIC_STYLE_MAX_CHARS,
+  MUSIC_TITLE_MAX_CHARS,
+  SYNC_MODES,
+  UPSCALE_FACTORS,
+  VOCAL_GENDERS,
+} from '../../jobs/index.js';
 
-const errorBody = {
+const errorCodes = {
+  400: [
+    'INVALID_JOB', 'UNKNOWN_MODEL', 'MISSING_PROMPT', 'PROMPT_TOO_LONG', 'MISSING_STYLE', 'STYLE_TOO_LONG', 'MISSING_TITLE', 'TITLE_TOO_LONG',
+    'MISSING_LYRICS', 'LYRICS_TOO_LONG', 'INVALID_VOCAL_GENDER', 'MISSING_VIDEO_URL', 'MISSING_AUDIO_URL', 'MISSING_IMAGE_URL', 'INVALID_SYNC_MODE',
+    'INVALID_MODEL', 'INVALID_ACTIVE_SPEAKER', 'INVALID_UPSCALE_FACTOR', 'INVALID_URL', 'INVALID_QUERY',
+  ],
+  401: ['UNAUTHORIZED'],
+  402: ['INSUFFICIENT_CREDITS'],
+  403: ['UPLOAD_QUOTA_EXCEEDED'],
+  404: ['TASK_NOT_FOUND', 'NOT_FOUND'],
+  405: ['METHOD_NOT_ALLOWED'],
+  410: ['LINK_EXPIRED'],
+  413: ['PAYLOAD_TOO_LARGE'],
+  414: ['URI_TOO_LONG'],
+  415: ['UNSUPPORTED_MEDIA_TYPE'],
+  422: ['PROBE_FAILED', 'VIDEO_TOO_LONG', 'OUTPUT_TOO_LARGE', 'INPUT_TOO_LARGE', 'FETCH_FAILED', 'VIDEO_TOO_LARGE', 'FRAME_RATE_TOO_HIGH', 'AUDIO_TOO_LONG', 'JOB_TOO_COSTLY'],
+  429: ['RATE_LIMITED', 'TOO_MANY_QUOTES'],
+  500: ['INTERNAL_ERROR', 'SUBMIT_FAILED', 'LIPSYNC_SUBMIT_FAILED'],
+  503: ['SERVICE_UNAVAILABLE', 'MODEL_UNAVAILABLE'],
+} as const;
+
+type Status = keyof typeof errorCodes;
+
+const ERROR_HEADERS: Partial<Record<Status, object>> = {
+  401: { 'www-authenticate': { type: 'string', description: 'Bearer realm="media-worker", with error="invalid_token" for an unknown or revoked key' } },
+  405: { allow: { type: 'string', description: 'the methods the path has' } },
+  429: { 'retry-after': { type: 'integer', description: 'seconds to wait' } },
+  503: { 'retry-after': { type: 'integer', description: 'seconds to wait (no worker answered)' } },
+};
+
+const errorBody = (status: Status) => ({
+  description: `Error: ${errorCodes[status].join(', ')}`,
+  ...(ERROR_HEADERS[status] === undefined ? {} : { headers: ERROR_HEADERS[status] }),
   type: 'object',
   properties: {
-    success: { type: 'boolean', const: false },
-    error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } }, required: ['code', 'message'] },
+    success: { type: 'boolean', enum: [false] },
+    error: {
+      type: 'object',
+      properties: { code: { type: 'string', enum: [...errorCodes[status]] }, message: { type: 'string', example: 'Expected … but received …' } },
+      required: ['code', 'message'],
+    },
   },
   required: ['success', 'error'],
-} as const;
+});
 
-const envelope = (data: object) => ({ type: 'object', properties: { success: { type: 'boolean', const: true }, data }, required: ['success', 'data'] });
+const errors = (...statuses: Status[]) => Object.fromEntries(statuses.map((s) => [s, errorBody(s)]));
 
-const submitted = {
+const envelope = (data: object, description = 'Success') => ({
+  description,
+  type: 'object',
+  properties: { success: { type: 'boolean', enum: [true] }, data },
+  required: ['success', 'data'],
+});
+
+const url = (description: string) => ({ type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2048, description });
+const factor = { type: 'string', enum: [...UPSCALE_FACTORS], default: '2', description: '"1" enhances without enlarging' };
+const text = (maxLength: number, description: string) => ({ type: 'string', minLength: 1, maxLength, description });
+
+const musicSimple = {
+  title: 'MusicSimpleInput',
   type: 'object',
   properties: {
-    id: { type: 'string' },
-    model: { type: 'string' },
-    status: { type: 'string', enum: ['pending'] },
-    creditsUsed: { type: 'integer' },
-    creditsRemaining: { type: 'integer' },
-    createdAt: { type: 'string', format: 'date-time' },
-    pollUrl: { type: 'string', description: 'lip-sync only' },
-    duration: { type: 'number', description: 'lip-sync only: measured video seconds' },
-    input: { type: 'object', additionalProperties: true, description: 'upscale tools only (spec 2.2)' },
+    custom_mode: { type: 'boolean', enum: [false], default: false },
+    prompt: text(MUSIC_PROMPT_MAX_CHARS, 'what the song is about'),
+    instrumental: { type: 'boolean', default: false },
   },
-  required: ['id', 'model', 'status', 'creditsUsed', 'creditsRemaining', 'createdAt'],
+  required: ['prompt'],
 } as const;
 
-const task = {
+const musicCustom = {
+  title: 'MusicCustomInput',
   type: 'object',
+  properties: {
+    custom_mode: { type: 'boolean', enum: [true] },
+    title: text(MUSIC_TITLE_MAX_CHARS, 'song title'),
+    style: text(MUSIC_STYLE_MAX_CHARS, 'style tags'),
+    lyrics: text(MUSIC_LYRICS_MAX_CHARS, 'required unless instrumental'),
+    instrumental: { type: 'boolean', default: false },
+    vocal_gender: { type: 'string', enum: [...VOCAL_GENDERS] },
+    negative_tags: text(MUSIC_NEGATIVE_TAGS_MAX_CHARS, 'styles to avoid (limit chosen by this API: the style\'s)'),
+  },
+  required: ['custom_mode', 'title', 'style'],
+} as const;
+
+const imageInput = { title: 'ImageUpscaleInput', type: 'object', properties: { image_url: url('public URL of a JPEG, PNG or WebP image'), upscale_factor: factor }, required: ['image_url'] } as const;
+const videoInput = { title: 'VideoUpscaleInput', type: 'object', properties: { video_url: url('public URL of an MP4, MOV or MKV video, at most 60 s'), upscale_factor: factor }, required: ['video_url'] } as const;
+
+const generateBody = {
+  oneOf: [
+    { title: 'GenerateMusic', type: 'object', properties: { model: { type: 'string', enum: ['vendor-v5-generate-music'] }, input: { oneOf: [musicSimple, musicCustom] } }, required: ['model', 'input'] },
+    { title: 'GenerateImageUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-image-upscale'] }, input: imageInput }, required: ['model', 'input'] },
+    { title: 'GenerateVideoUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-video-upscale'] }, input: videoInput }, required: ['model', 'input'] },
+  ],
+  discriminator: { propertyName: 'model' },
+  example: { model: 'vendor-v5-generate-music', input: { prompt: 'a calm piano piece for a rainy morning', instrumental: true } },
+};
+
+const shortTask = {
+  id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$', example: 't_00mwuxbfpww8417u0zg9rb' },
+  model: { type: 'string' },
+  status: { type: 'string', enum: ['pending'] },
+  creditsUsed: { type: 'integer', minimum: 0 },
+  creditsRemaining: { type: 'integer', minimum: 0 },
+  createdAt: { type: 'string', format: 'date-time' },
+} as const;
+const shortRequired = ['id', 'model', 'status', 'creditsUsed', 'creditsRemaining', 'createdAt'];
+
+const submitted = { title: 'Submitted', type: 'object', properties: shortTask, required: shortRequired } as const;
+const lipsyncSubmitted = {
+  title: 'LipsyncSubmitted',
+  type: 'object',
+  properties: { ...shortTask, pollUrl: { type: 'string', example: '/api/v1/tasks/t_00mwuxbfpww8417u0zg9rb' }, duration: { type: 'number', description: 'measured video seconds' } },
+  required: [...shortRequired, 'pollUrl', 'duration'],
+} as const;
+const imageSubmitted = {
+  title: 'ImageUpscaleSubmitted',
+  type: 'object',
+  properties: {
+    ...shortTask,
+    input: {
+      type: 'object',
+      properties: { image_url: { type: 'string' }, upscale_factor: factor, detected_dimensions: { type: 'string', example: '640×480' }, output_tier: { type: 'string', enum: ['24mp', '48mp', '96mp'] } },
+      required: ['image_url', 'upscale_factor', 'detected_dimensions', 'output_tier'],
+    },
+  },
+  required: [...shortRequired, 'input'],
+  example: {
+    id: 't_00mwuxbfpww8417u0zg9rb', model: 'vendor-image-upscale', status: 'pending', creditsUsed: 20, creditsRemaining: 80, createdAt: '2026-01-01T00:00:00.000Z',
+    input: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '2', detected_dimensions: '640×480', output_tier: '24mp' },
+  },
+} as const;
+const videoSubmitted = {
+  title: 'VideoUpscaleSubmitted',
+  type: 'object',
+  properties: {
+    ...shortTask,
+    input: {
+      type: 'object',
+      properties: {
+        video_url: { type: 'string' }, upscale_factor: factor, detected_duration: { type: 'string', example: '3s' }, billed_seconds: { type: 'integer' }, credits_per_second: { type: 'integer' },
+      },
+      required: ['video_url', 'upscale_factor', 'detected_duration', 'billed_seconds', 'credits_per_second'],
+    },
+  },
+  required: [...shortRequired, 'input'],
+} as const;
+
+const imageResult = { title: 'ImageResult', type: 'object', properties: { url: { type: 'string' }, type: { type: 'string', enum: ['image'] }, width: { type: 'integer' }, height: { type: 'integer' }, format: { type: 'string' } }, required: ['url', 'type', 'width', 'height', 'format'] };
+const videoResult = {
+  title: 'VideoResult', type: 'object',
+  properties: { url: { type: 'string' }, type: { type: 'string', enum: ['video'] }, width: { type: 'integer' }, height: { type: 'integer' }, duration: { type: 'number' }, frames: { type: 'integer' } },
+  required: ['url', 'type', 'width', 'height', 'duration', 'frames'],
+};
+const lipsyncResult = { title: 'LipsyncResult', type: 'object', properties: { url: { type: 'string' }, type: { type: 'string', enum: ['video'] }, duration: { type: 'number' } }, required: ['url', 'type', 'duration'] };
+const musicResult = {
+  title: 'MusicResult', type: 'object',
+  properties: {
+    songs: {
+      type: 'array', minItems: 2, maxItems: 2,
+      items: {
+        type: 'object',
+        properties: { audio_url: { type: 'string' }, image_url: { type: 'string' }, duration: { type: 'number' }, title: { type: 'string' }, tags: { type: 'string' }, prompt: { type: 'string' } },
+        required: ['audio_url', 'image_url', 'duration', 'title', 'tags', 'prompt'],
+      },
+    },
+  },
+  required: ['songs'],
+};
+
+const task = {
+  title: 'Task',
+  type: 'object',
+  description: 'Result links to files this gateway serves are signed and expire (docs/contract.md, "Links").',
   properties: {
     id: { type: 'string' },
     model: { type: 'string' },
     status: { type: 'string', enum: ['pending', 'completed', 'failed'] },
     mediaType: { type: 'string', enum: ['music'] },
-    result: { type: 'object', additionalProperties: true, nullable: true },
-    error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } },
+    result: { oneOf: [imageResult, videoResult, lipsyncResult, musicResult], nullable: true },
+    error: { type: 'object', properties: { code: { type: 'string', example: 'TASK_EXPIRED' }, message: { type: 'string' } }, required: ['code', 'message'] },
     creditsUsed: { type: 'integer' },
     creditsRefunded: { type: 'integer' },
     createdAt: { type: 'string', format: 'date-time' },
@@ -48,83 +206,107 @@ const task = {
       type: 'object',
       description: 'pending only, best effort: the worker\'s latest progress',
       properties: { stage: { type: 'string' }, percent: { type: 'number' }, at: { type: 'string', format: 'date-time' } },
+      required: ['stage', 'at'],
     },
   },
   required: ['id', 'model', 'status', 'createdAt'],
 } as const;
 
-const errors = { 400: errorBody, 401: errorBody, 402: errorBody, 404: errorBody, 422: errorBody, 500: errorBody, 503: errorBody };
 const security = [{ bearer: [] }];
-const factor = { type: 'string', enum: [...UPSCALE_FACTORS], default: '2' };
+const ACCEPTED = 'Accepted and charged: poll the task (link GetTask)';
+const submitErrors = errors(400, 401, 402, 413, 415, 422, 429, 500, 503);
 
 export const routeSchemas = {
   generate: {
+    operationId: 'generate',
     summary: 'Submit a music generation or an image or video upscale (unified endpoint)',
     security,
-    body: {
-      type: 'object',
-      properties: { model: { type: 'string', enum: MODEL_IDS.filter((m) => !(LIPSYNC_MODEL_IDS as readonly string[]).includes(m)) }, input: { type: 'object', additionalProperties: true } },
-      required: ['model'],
-    },
-    response: { 200: envelope(submitted), ...errors },
+    body: generateBody,
+    response: { 200: envelope(submitted, ACCEPTED), ...submitErrors },
   },
   lipsync: {
+    operationId: 'lipsync',
     summary: 'Submit a lip-sync job (202; poll pollUrl)',
     security,
     body: {
       type: 'object',
       properties: {
-        video_url: { type: 'string' },
-        audio_url: { type: 'string' },
+        video_url: url('public URL of the video, at most 30 s'),
+        audio_url: url('public URL of the audio'),
         sync_mode: { type: 'string', enum: [...SYNC_MODES], default: 'cut_off' },
         model: { type: 'string', enum: [...LIPSYNC_MODEL_IDS], default: 'vendor-lipsync-2' },
         active_speaker: { type: 'boolean', default: false },
       },
       required: ['video_url', 'audio_url'],
+      example: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3', sync_mode: 'cut_off' },
     },
-    response: { 202: envelope(submitted), ...errors },
+    response: { 202: envelope(lipsyncSubmitted, ACCEPTED), ...submitErrors },
   },
   upscaleImage: {
+    operationId: 'upscaleImage',
     summary: 'Submit an image upscale with dimension detection',
     security,
-    body: { type: 'object', properties: { image_url: { type: 'string' }, upscale_factor: factor }, required: ['image_url'] },
-    response: { 200: envelope(submitted), ...errors },
+    body: { ...imageInput, example: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '2' } },
+    response: { 200: envelope(imageSubmitted, ACCEPTED), ...submitErrors },
   },
   upscaleVideo: {
+    operationId: 'upscaleVideo',
     summary: 'Submit a video upscale with duration detection',
     security,
-    body: { type: 'object', properties: { video_url: { type: 'string' }, upscale_factor: factor }, required: ['video_url'] },
-    response: { 200: envelope(submitted), ...errors },
+    body: { ...videoInput, example: { video_url: 'https://cdn.example.com/clip.mp4', upscale_factor: '2' } },
+    response: { 200: envelope(videoSubmitted, ACCEPTED), ...submitErrors },
   },
   task: {
+    operationId: 'getTask',
     summary: 'Poll a task (unknown id and another account\'s task: 404 TASK_NOT_FOUND)',
     security,
-    params: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
-    response: { 200: envelope(task), 401: errorBody, 404: errorBody },
+    params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
+    response: { 200: envelope(task), ...errors(401, 404, 414, 429) },
   },
   history: {
+    operationId: 'listTasks',
     summary: 'The account\'s tasks, newest first, one page at a time',
     security,
-    querystring: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100 }, cursor: { type: 'string' } } },
+    querystring: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, cursor: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$' } } },
     response: {
-      200: envelope({ type: 'object', properties: { tasks: { type: 'array', items: task }, nextCursor: { type: 'string', nullable: true } } }),
-      400: errorBody,
-      401: errorBody,
+      200: envelope({ type: 'object', properties: { tasks: { type: 'array', items: task }, nextCursor: { type: 'string', nullable: true } }, required: ['tasks', 'nextCursor'] }),
+      ...errors(400, 401, 429),
     },
   },
   balance: {
+    operationId: 'getBalance',
     summary: 'The account\'s credit balance',
     security,
-    response: { 200: envelope({ type: 'object', properties: { accountId: { type: 'string' }, credits: { type: 'integer' } } }), 401: errorBody },
+    response: { 200: envelope({ type: 'object', properties: { accountId: { type: 'string' }, credits: { type: 'integer', minimum: 0 } }, required: ['accountId', 'credits'] }), ...errors(401, 429) },
   },
   upload: {
-    summary: 'Upload a local file (raw bytes; image, video or audio by content) to get a URL to submit',
+    operationId: 'upload',
+    summary: 'Upload a local file (raw bytes; image, video or audio by content) to get a signed, expiring URL to submit',
     security,
     response: {
-      201: envelope({ type: 'object', properties: { url: { type: 'string' }, format: { type: 'string' }, size: { type: 'integer' } } }),
-      401: errorBody,
-      413: errorBody,
-      415: errorBody,
+      201: envelope({ type: 'object', properties: { url: { type: 'string' }, format: { type: 'string' }, size: { type: 'integer' } }, required: ['url', 'format', 'size'] }),
+      ...errors(401, 403, 413, 415, 429),
     },
   },
 } as const;
+
+const SUBMISSIONS: Record<string, string> = { generate: '200', lipsync: '202', upscaleImage: '200', upscaleVideo: '200' };
+
+/**
+ * Adds what @fastify/swagger cannot say from route schemas: each submission's success response
+ * links to its task (OpenAPI links: `GET /api/v1/tasks/{id}` with the returned `data.id`).
+ */
+export function withSubmissionLinks<T extends object>(doc: T): T {
+  const paths = (doc as { paths?: Record<string, Record<string, unknown> | undefined> }).paths ?? {};
+  for (const item of Object.values(paths)) {
+    for (const value of Object.values(item ?? {})) {
+      const operation = value as { operationId?: string; responses?: Record<string, Record<string, unknown>> };
+      const status = operation.operationId === undefined ? undefined : SUBMISSIONS[operation.operationId];
+      const response = status === undefined ? undefined : operation.responses?.[status];
+      if (response !== undefined) {
+        response['links'] = { GetTask: { operationId: 'getTask', parameters: { id: '$response.body#/data/id' }, description: 'Poll the task until it is completed or failed' } };
+      }
+    }
+  }
+  return doc;
+}

@@ -5,9 +5,12 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { hashApiKey, newAccountId, newApiKey } from '../ids.js';
 import type { Ledger } from './ledger.js';
-import { accountRecordSchema, keyRecordSchema, type AccountRecord } from './records.js';
+import { accountRecordSchema, keyRecordSchema, type AccountRecord, type KeyRecord } from './records.js';
 import type { StoreNames } from './streams.js';
 import { readLast, writeIf } from './subject-store.js';
+
+const KEY_ID_LENGTH = 16;
+const KEY_ID_PATTERN = /^[0-9a-f]{16}$/;
 
 export class Accounts {
   constructor(
@@ -37,8 +40,41 @@ export class Accounts {
     return (await readLast(this.jsm, this.names.accountsStream, this.names.accountSubject(accountId), accountRecordSchema))?.value ?? null;
   }
 
-  /** The account of an API key, or null for an unknown key. */
+  /** The account of an API key, or null for an unknown or revoked key. */
   async byKey(apiKey: string): Promise<string | null> {
-    return (await readLast(this.jsm, this.names.accountsStream, this.names.keySubject(hashApiKey(apiKey)), keyRecordSchema))?.value.accountId ?? null;
+    const key = await readLast(this.jsm, this.names.accountsStream, this.names.keySubject(hashApiKey(apiKey)), keyRecordSchema);
+    return key === null || key.value.revokedAt !== undefined ? null : key.value.accountId;
+  }
+
+  /**
+   * The keys of an account, each named by its id (the first 16 hex digits of its SHA-256, enough
+   * to tell keys apart and useless to sign in with). For operators: it reads every key record of
+   * the deployment, which is fine at an operator's pace.
+   */
+  async listKeys(accountId: string): Promise<(KeyRecord & { keyId: string })[]> {
+    const out: (KeyRecord & { keyId: string })[] = [];
+    for (const hash of await this.keyHashes()) {
+      const key = await readLast(this.jsm, this.names.accountsStream, this.names.keySubject(hash), keyRecordSchema);
+      if (key?.value.accountId === accountId) out.push({ keyId: hash.slice(0, KEY_ID_LENGTH), ...key.value });
+    }
+    return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  }
+
+  /** Revokes the account's key with this id; false when the account has no such key. Takes effect at the next request. */
+  async revokeKey(accountId: string, keyId: string): Promise<boolean> {
+    if (!KEY_ID_PATTERN.test(keyId)) return false;
+    for (const hash of await this.keyHashes()) {
+      if (!hash.startsWith(keyId)) continue;
+      const key = await readLast(this.jsm, this.names.accountsStream, this.names.keySubject(hash), keyRecordSchema);
+      if (key === null || key.value.accountId !== accountId) continue;
+      if (key.value.revokedAt === undefined) await writeIf(this.js, this.names.keySubject(hash), { ...key.value, revokedAt: new Date().toISOString() }, key.seq);
+      return true;
+    }
+    return false;
+  }
+
+  private async keyHashes(): Promise<string[]> {
+    const info = await this.jsm.streams.info(this.names.accountsStream, { subjects_filter: this.names.keySubject('*') });
+    return Object.keys(info.state.subjects ?? {}).map((s) => s.slice(s.lastIndexOf('.') + 1));
   }
 }

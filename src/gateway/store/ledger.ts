@@ -40,24 +40,25 @@ export class Ledger {
 
   /** The first entry of an account: its balance starts at `amount`. Fails if the account has entries. */
   async open(accountId: string, amount: number): Promise<void> {
-    await writeIf(this.js, this.names.ledgerSubject(accountId), { type: 'open', amount, balance: amount, at: now() } satisfies LedgerEntry, 0);
+    await writeIf(this.js, this.names.ledgerSubject(accountId), { type: 'open', amount, balance: amount, at: now(), debits: 0 } satisfies LedgerEntry, 0);
   }
 
   async topup(accountId: string, amount: number, note?: string): Promise<number> {
     return this.retry(accountId, async () => {
       const last = await this.mustLast(accountId);
-      const entry: LedgerEntry = { type: 'topup', amount, balance: last.value.balance + amount, at: now(), ...(note === undefined ? {} : { note }) };
+      const entry: LedgerEntry = { type: 'topup', amount, balance: last.value.balance + amount, at: now(), ...(note === undefined ? {} : { note }), ...carried(last.value) };
       await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq);
       return entry.balance;
     });
   }
 
   /** Deducts `debit.amount` if the balance covers it; the entry's `balance` is filled in here. */
-  async debit(accountId: string, debit: Omit<DebitEntry, 'balance' | 'at' | 'type'>): Promise<DebitOutcome> {
+  async debit(accountId: string, debit: Omit<DebitEntry, 'balance' | 'at' | 'type' | 'debits'>): Promise<DebitOutcome> {
     return this.retry(accountId, async () => {
       const last = await this.mustLast(accountId);
       if (last.value.balance < debit.amount) return { ok: false, balance: last.value.balance };
-      const entry: DebitEntry = { type: 'debit', ...debit, balance: last.value.balance - debit.amount, at: debit.job.createdAt };
+      const counted = last.value.debits === undefined ? {} : { debits: last.value.debits + 1 };
+      const entry: DebitEntry = { type: 'debit', ...debit, balance: last.value.balance - debit.amount, at: debit.job.createdAt, ...counted };
       const ack = await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq, `debit:${debit.taskId}`);
       return { ok: true, seq: ack.seq, entry };
     });
@@ -71,7 +72,7 @@ export class Ledger {
     return this.retry(accountId, async () => {
       const last = await this.mustLast(accountId);
       if (await this.findRefund(accountId, taskId, debitSeq, last.seq)) return false;
-      const entry: LedgerEntry = { type: 'refund', taskId, amount, balance: last.value.balance + amount, at: now(), reason };
+      const entry: LedgerEntry = { type: 'refund', taskId, amount, balance: last.value.balance + amount, at: now(), reason, ...carried(last.value) };
       const ack = await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq, `refund:${taskId}`);
       return !ack.duplicate;
     });
@@ -126,6 +127,11 @@ export class Ledger {
       }
     }
   }
+}
+
+/** The debit count passes unchanged through entries that are not debits. */
+function carried(last: LedgerEntry): { debits?: number } {
+  return last.debits === undefined ? {} : { debits: last.debits };
 }
 
 function now(): string {

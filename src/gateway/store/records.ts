@@ -7,7 +7,8 @@ import { z } from 'zod';
 export const accountRecordSchema = z.object({ id: z.string(), name: z.string(), createdAt: z.string() });
 export type AccountRecord = z.infer<typeof accountRecordSchema>;
 
-export const keyRecordSchema = z.object({ accountId: z.string(), createdAt: z.string() });
+/** A revoked key keeps its record (with `revokedAt`) so that the listing shows it. */
+export const keyRecordSchema = z.object({ accountId: z.string(), createdAt: z.string(), revokedAt: z.string().optional() });
 export type KeyRecord = z.infer<typeof keyRecordSchema>;
 
 const credits = z.number().int().nonnegative();
@@ -35,20 +36,28 @@ export type JobMessage = z.infer<typeof jobMessageSchema>;
  * balance. A debit carries everything needed to create the task and publish its job: it is the
  * outbox from which a crashed submission is completed.
  */
+/**
+ * How many debits the account has had, this entry included: a debit's count is its task's place
+ * in the account's history (the history index, tasks.ts). Absent on entries written before it was
+ * kept; such an account's history is listed the old way.
+ */
+const debitCount = { debits: z.number().int().nonnegative().optional() };
+
 export const ledgerEntrySchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('open'), amount: credits, balance: credits, at: z.string() }),
-  z.object({ type: z.literal('topup'), amount: credits, balance: credits, at: z.string(), note: z.string().optional() }),
+  z.object({ type: z.literal('open'), amount: credits, balance: credits, at: z.string(), ...debitCount }),
+  z.object({ type: z.literal('topup'), amount: credits, balance: credits, at: z.string(), note: z.string().optional(), ...debitCount }),
   z.object({
     type: z.literal('debit'),
     amount: credits,
     balance: credits,
+    ...debitCount,
     at: z.string(),
     taskId: z.string(),
     kind: z.enum(['image', 'video', 'lipsync', 'music']),
     job: jobMessageSchema,
     extras: submissionExtrasSchema,
   }),
-  z.object({ type: z.literal('refund'), amount: credits, balance: credits, at: z.string(), taskId: z.string(), reason: z.string() }),
+  z.object({ type: z.literal('refund'), amount: credits, balance: credits, at: z.string(), taskId: z.string(), reason: z.string(), ...debitCount }),
 ]);
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
 export type DebitEntry = Extract<LedgerEntry, { type: 'debit' }>;

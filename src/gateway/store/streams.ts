@@ -6,7 +6,7 @@
  * |---|---|---|
  * | `<P>_ACCOUNTS` | `<p>.accounts.<account>`, `<p>.keys.<key hash>` | account records; key hash -> account (one message per subject) |
  * | `<P>_LEDGER` | `<p>.ledger.<account>` | every balance change of an account, in order; the last one holds the balance |
- * | `<P>_TASKS` | `<p>.tasks.<account>.<task>`, `<p>.owners.<task>` | the latest state of each task; task -> account |
+ * | `<P>_TASKS` | `<p>.tasks.<account>.<task>`, `<p>.owners.<task>`, `<p>.order.<account>.<n>` | the latest state of each task; task -> account; the account's n-th task (history pages) |
  *
  * Every write that depends on what it read is a publish with "expected last subject sequence"
  * (optimistic concurrency; on nats-server 2.9 too). `<p>` is the prefix in lower case.
@@ -18,6 +18,7 @@ export interface StoreNames {
   accountsStream: string;
   ledgerStream: string;
   tasksStream: string;
+  tasksFilter: string;
   accountSubject(accountId: string): string;
   keySubject(keyHash: string): string;
   ledgerSubject(accountId: string): string;
@@ -25,6 +26,7 @@ export interface StoreNames {
   taskSubject(accountId: string, taskId: string): string;
   accountTasksFilter(accountId: string): string;
   ownerSubject(taskId: string): string;
+  orderSubject(accountId: string, n: number): string;
 }
 
 export function storeNames(prefix: string): StoreNames {
@@ -33,6 +35,7 @@ export function storeNames(prefix: string): StoreNames {
     accountsStream: `${prefix}_ACCOUNTS`,
     ledgerStream: `${prefix}_LEDGER`,
     tasksStream: `${prefix}_TASKS`,
+    tasksFilter: `${p}.tasks.*.*`,
     accountSubject: (a) => `${p}.accounts.${a}`,
     keySubject: (h) => `${p}.keys.${h}`,
     ledgerSubject: (a) => `${p}.ledger.${a}`,
@@ -40,6 +43,7 @@ export function storeNames(prefix: string): StoreNames {
     taskSubject: (a, t) => `${p}.tasks.${a}.${t}`,
     accountTasksFilter: (a) => `${p}.tasks.${a}.*`,
     ownerSubject: (t) => `${p}.owners.${t}`,
+    orderSubject: (a, n) => `${p}.order.${a}.${n}`,
   };
 }
 
@@ -64,7 +68,15 @@ export function streamConfigs(prefix: string, replicas = 1): (Partial<StreamConf
       allow_direct: true,
       description: 'media-worker gateway: credit ledger, one subject per account',
     },
-    { ...common, name: n.tasksStream, subjects: [`${p}.tasks.*.*`, `${p}.owners.*`], max_msgs_per_subject: 1, description: 'media-worker gateway: tasks' },
+    {
+      ...common,
+      name: n.tasksStream,
+      subjects: [`${p}.tasks.*.*`, `${p}.owners.*`, `${p}.order.*.*`],
+      max_msgs_per_subject: 1,
+      // Direct get reads "the next task after sequence n" for the pending-task sweep.
+      allow_direct: true,
+      description: 'media-worker gateway: tasks',
+    },
   ];
 }
 
@@ -76,7 +88,21 @@ export async function ensureStoreStreams(jsm: JetStreamManager, prefix: string, 
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
       throw err;
     });
-    if (existing === null) await jsm.streams.add(config);
-    else if (existing.config.num_replicas !== replicas) await jsm.streams.update(name, { ...existing.config, num_replicas: replicas });
+    if (existing === null) {
+      await jsm.streams.add(config);
+      continue;
+    }
+    // Streams made by an older gateway lack direct get (the sweeps) and the history index's subjects;
+    // NATS_STREAM_REPLICAS may have changed since the stream was made.
+    const subjects = [...new Set([...(existing.config.subjects ?? []), ...(config.subjects ?? [])])];
+    const direct = config.allow_direct === true && existing.config.allow_direct !== true;
+    if (direct || subjects.length !== (existing.config.subjects ?? []).length || existing.config.num_replicas !== replicas) {
+      await jsm.streams.update(name, {
+        ...existing.config,
+        subjects,
+        allow_direct: existing.config.allow_direct || config.allow_direct === true,
+        num_replicas: replicas,
+      });
+    }
   }
 }

@@ -10,6 +10,7 @@ import type { StoreNames } from './streams.js';
 import { WriteConflict, readLast, writeIf, type Versioned } from './subject-store.js';
 
 const ownerSchema = z.object({ accountId: z.string() });
+const orderSchema = z.object({ taskId: z.string() });
 
 export class Tasks {
   constructor(
@@ -26,9 +27,13 @@ export class Tasks {
     return (await readLast(this.jsm, this.names.tasksStream, this.names.ownerSubject(taskId), ownerSchema))?.value.accountId ?? null;
   }
 
-  /** Creates the task and its owner entry unless they exist; returns the stored task. */
-  async ensure(task: TaskRecord): Promise<Versioned<TaskRecord>> {
+  /**
+   * Creates the task, its owner entry and (when `n`, the account's debit count, is known) its
+   * place in the account's history, unless they exist; returns the stored task.
+   */
+  async ensure(task: TaskRecord, n?: number): Promise<Versioned<TaskRecord>> {
     await writeIf(this.js, this.names.ownerSubject(task.id), { accountId: task.accountId }, 0).catch(ignoreConflict);
+    if (n !== undefined) await writeIf(this.js, this.names.orderSubject(task.accountId, n), { taskId: task.id }, 0).catch(ignoreConflict);
     try {
       const ack = await writeIf(this.js, this.names.taskSubject(task.accountId, task.id), task, 0);
       return { seq: ack.seq, value: task };
@@ -46,8 +51,22 @@ export class Tasks {
   }
 
   /**
+   * A page of the account's history by place: tasks `before - 1` down to `before - limit` (1 is the
+   * first), one lookup each, so a page costs its size whatever the history's length. A place whose
+   * index entry is still being written (its debit is a moment old) is skipped.
+   */
+  async pageByPlace(accountId: string, before: number, limit: number): Promise<{ ids: string[]; next: number | null }> {
+    const places = Array.from({ length: Math.max(0, Math.min(limit, before - 1)) }, (_, i) => before - 1 - i);
+    const found = await Promise.all(places.map((n) => readLast(this.jsm, this.names.tasksStream, this.names.orderSubject(accountId, n), orderSchema)));
+    const last = places[places.length - 1];
+    return { ids: found.flatMap((f) => (f === null ? [] : [f.value.taskId])), next: last !== undefined && last > 1 ? last : null };
+  }
+
+  /**
    * Task ids of an account, newest first, after `cursor` (a task id) when given. The ids come from
    * the stream's subject list, which the server filters, so only this account's subjects are read.
+   * For accounts older than the history index (their ledger keeps no debit count): every page
+   * lists all their task ids.
    */
   async listIds(accountId: string, limit: number, cursor?: string): Promise<{ ids: string[]; next: string | null }> {
     const filter = this.names.accountTasksFilter(accountId);
