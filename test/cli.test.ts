@@ -189,9 +189,13 @@ describe('upscale-image and run', () => {
     expect(r.code).toBe(0);
     expect(r.stderr.split('\n')[0]).toMatch(/^estimate on this machine \(cpu, \d+ cores?\): \d+\.\ds with realesrgan-x4plus/);
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', result: { width: 180, height: 120 } });
-    const job = JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: smallPhoto, upscale_factor: '2' } });
+    // run and quote refuse by the estimate before any work: a 600x400 photo at x4plus is estimated
+    // well over 5 s on a CPU, while its quote (a local file) takes far less. (With a 1 ms limit,
+    // run's deadline, which covers its quote as the daemon's does, would fire first.)
+    const limited = { WORKER_WATCHDOG_MS: 'image=5000' };
+    const job = JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: path.join(BUNDLED_PHOTOS_DIR, 'coffee.png'), upscale_factor: '2' } });
     for (const command of ['run', 'quote']) {
-      const refused = await cli([command, job], { env });
+      const refused = await cli([command, job], { env: limited });
       expect(refused.code).toBe(2);
       expect(JSON.parse(refused.stdout).error).toMatchObject({ code: 'JOB_TOO_COSTLY', message: expect.stringContaining('estimated processing time on cpu') });
     }
