@@ -169,6 +169,22 @@ describe('fair quoting', () => {
   }, 30_000);
 });
 
+describe('kinds nobody serves', () => {
+  it('refuses music and video submissions with 503 MODEL_UNAVAILABLE and no charge when the only worker serves images', async () => {
+    const key = await newAccount(500);
+    const music = await call('POST', '/api/v1/generate', key, { body: JSON.stringify({ model: 'vendor-v5-generate-music', input: { prompt: 'a calm piano piece' } }) });
+    const video = await call('POST', '/api/v1/tools/upscale-video', key, { body: JSON.stringify({ video_url: `${mediaUrl}/clip.mp4` }) });
+    for (const r of [music, video]) {
+      expect([r.status, r.body.error?.code, r.headers.get('retry-after')]).toEqual([503, 'MODEL_UNAVAILABLE', expect.any(String)]);
+    }
+    const balance = await call('GET', '/api/v1/balance', key);
+    expect(balance.body.data?.['credits']).toBe(500);
+    const history = await call('GET', '/api/v1/tasks', key);
+    expect(JSON.stringify(history.body.data)).not.toContain('"id":"t_');
+    await freshWindow();
+  }, 30_000);
+});
+
 describe('HTTP errors in the API\'s envelope', () => {
   it('answers framework errors (414, 405 with Allow, 404, 415, 413, 416, bad JSON) with a fitting code and message', async () => {
     await freshWindow();
