@@ -67,7 +67,7 @@ export default defineConfig(
           // layer, so none of them imports another: app/ joins the worker to the pipelines
           // (README "A job's path").
           layers: [
-            ['errors.ts', 'logger.ts', 'paths.ts', 'seeded-random.ts', 'settings-table.ts', 'throttle.ts'],
+            ['errors.ts', 'logger.ts', 'paths.ts', 'seeded-random.ts', 'settings-table.ts', 'throttle.ts', 'defined-fields.ts'],
             ['media'],
             ['video', 'inference'],
             ['jobs'],
@@ -81,8 +81,9 @@ export default defineConfig(
           // A folder's pure settings (constants and parsers, no runtime imports) are its second way in,
           // so that src/config.ts reads every setting without loading ONNX Runtime or sharp.
           // The tile plan is pure geometry that the contract prices with (jobs/cost-model.ts): the
-          // gateway quotes without loading ONNX Runtime.
-          entries: ['index.ts', 'settings.ts', 'inference/tile-plan.ts'],
+          // gateway quotes without loading ONNX Runtime. The format names (media/describe.ts) are a
+          // plain table that the contract's messages read without loading sharp.
+          entries: ['index.ts', 'settings.ts', 'inference/tile-plan.ts', 'media/describe.ts'],
           // src/cli.ts installs its signal handlers before it loads the program (cli/startup-signals.ts):
           // a barrel would load every command first.
           withoutIndex: ['cli'],

@@ -5,6 +5,7 @@
  */
 import type { Config } from '../config.js';
 import type { MediaDepsOptions } from '../media/index.js';
+import { definedFields } from '../defined-fields.js';
 
 export function mediaDepsOptions(
   config: Config,
@@ -12,7 +13,7 @@ export function mediaDepsOptions(
 ): MediaDepsOptions {
   return {
     dir: job.dir,
-    ...(job.signal === undefined ? {} : { signal: job.signal }),
+    ...definedFields({ signal: job.signal }),
     allowLocalPaths: job.allowLocalPaths,
     allowHttp: config.allowPrivateUrls,
     allowPrivate: config.allowPrivateUrls,
@@ -20,11 +21,11 @@ export function mediaDepsOptions(
     connectTimeoutMs: config.fetchConnectTimeoutMs,
     idleTimeoutMs: config.fetchIdleTimeoutMs,
     deadlineMs: config.fetchDeadlineMs,
-    ...(config.ffprobePath === undefined ? {} : { ffprobePath: config.ffprobePath }),
+    ...definedFields({ ffprobePath: config.ffprobePath }),
   };
 }
 
 /** Where the model registry finds manifests and weights. */
 export function registryOptions(config: Config): { modelsDir: string; filesDir?: string } {
-  return { modelsDir: config.modelsDir, ...(config.modelFilesDir === undefined ? {} : { filesDir: config.modelFilesDir }) };
+  return { modelsDir: config.modelsDir, ...definedFields({ filesDir: config.modelFilesDir }) };
 }

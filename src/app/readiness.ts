@@ -25,6 +25,7 @@ import { musicReadiness } from '../music/index.js';
 import { type KindChecks, type ReadinessCheck, diskSpaceCheck, type DiskNeed } from '../worker/index.js';
 import type { WorkerSettings } from '../worker/settings.js';
 import { errorMessage } from '../errors.js';
+import { definedFields } from '../defined-fields.js';
 
 export interface ReadinessContext {
   config: Config;
@@ -121,7 +122,7 @@ function srReadiness(ctx: ReadinessContext, use: Extract<SrUse, 'image' | 'video
 }
 
 function ffmpegReadiness(ctx: ReadinessContext): ReadinessCheck {
-  return check('ffmpeg', async () => resolveFfmpeg(ctx.config.ffmpegPath === undefined ? {} : { ffmpegPath: ctx.config.ffmpegPath }));
+  return check('ffmpeg', async () => resolveFfmpeg(definedFields({ ffmpegPath: ctx.config.ffmpegPath })));
 }
 
 const lipsyncReadiness: KindReadiness = (ctx) => {
@@ -156,7 +157,7 @@ export function readinessChecks(ctx: ReadinessContext): KindChecks {
       resultsDir: ctx.settings.resultsDir,
       need: diskNeed(kind, ctx.config),
       reserveBytes: ctx.settings.diskReserveMb * 1024 * 1024,
-      ...(ctx.freeBytes === undefined ? {} : { freeBytes: ctx.freeBytes }),
+      ...definedFields({ freeBytes: ctx.freeBytes }),
     });
     out[kind] = [...shared, disk, ...KIND_READINESS[kind](ctx)];
   }

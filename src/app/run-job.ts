@@ -6,6 +6,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { definedFields } from '../defined-fields.js';
 import { SessionCache, createSrModelLoader, type SrModelLoader } from '../inference/index.js';
 import { JobError, pipelineFailure, quoteJob, type Job, type JobProgress, type Quote, type QuotedJob, type TaskResult } from '../jobs/index.js';
 import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './quote-policy.js';
@@ -108,7 +109,7 @@ interface QuoteInDirOptions {
 
 function quoteInDir(dir: string, job: Job, config: Config, opts: QuoteInDirOptions): Promise<QuotedJob> {
   const deps = createMediaDeps(
-    mediaDepsOptions(config, { dir, allowLocalPaths: opts.allowLocalPaths, ...(opts.signal === undefined ? {} : { signal: opts.signal }) }),
+    mediaDepsOptions(config, { dir, allowLocalPaths: opts.allowLocalPaths, ...definedFields({ signal: opts.signal }) }),
   );
   return quoteJob(job, deps, opts.signal, quotePolicy(config, opts.timeLimitsMs ?? timeLimitsFromEnv(), opts.modelName));
 }
@@ -147,6 +148,11 @@ function refuseUndercharged(job: Job, quote: Quote): void {
 }
 
 async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts: ExecuteOptions): Promise<TaskResult> {
+  const { config } = engine;
+  // The optional fields every pipeline takes, prepared once.
+  const binaries = definedFields({ ffmpegPath: config.ffmpegPath, ffprobePath: config.ffprobePath });
+  const withSignal = definedFields({ signal: opts.signal });
+  const upscaleChoices = definedFields({ modelName: opts.modelName, tile: opts.tile, signal: opts.signal });
   switch (quoted.kind) {
     case 'image': {
       const ext = quoted.probes.image.format === 'jpeg' ? 'jpg' : quoted.probes.image.format;
@@ -157,9 +163,7 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
           outputPath,
           factor: quoted.job.input.upscale_factor,
           info: quoted.probes.image,
-          ...(opts.modelName === undefined ? {} : { modelName: opts.modelName }),
-          ...(opts.tile === undefined ? {} : { tile: opts.tile }),
-          ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+          ...upscaleChoices,
           onProgress: (done, total) => opts.onProgress?.({ stage: 'upscaling', done, total, unit: 'tiles' }),
         },
         engine.loadSrModel,
@@ -170,7 +174,6 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
     }
     case 'video': {
       const outputPath = path.join(dir, 'output.mp4');
-      const { config } = engine;
       const outcome = await upscaleVideoFile(
         {
           inputPath: quoted.inputs.video.path,
@@ -179,11 +182,8 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
           info: quoted.probes.video,
           encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
           framesInFlight: config.videoFramesInFlight,
-          ...(config.ffmpegPath === undefined ? {} : { ffmpegPath: config.ffmpegPath }),
-          ...(config.ffprobePath === undefined ? {} : { ffprobePath: config.ffprobePath }),
-          ...(opts.modelName === undefined ? {} : { modelName: opts.modelName }),
-          ...(opts.tile === undefined ? {} : { tile: opts.tile }),
-          ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+          ...binaries,
+          ...upscaleChoices,
           onProgress: (p) => opts.onProgress?.({ stage: 'upscaling', done: p.framesDone, total: p.framesTotal, unit: 'frames' }),
           logger: opts.logger,
         },
@@ -205,7 +205,6 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
     }
     case 'lipsync': {
       const outputPath = path.join(dir, 'output.mp4');
-      const { config } = engine;
       const { job } = quoted;
       const outcome = await lipsyncFile(
         {
@@ -218,7 +217,7 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
           syncMode: job.input.sync_mode,
           activeSpeaker: job.input.active_speaker,
           encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
-          ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+          ...withSignal,
           onProgress: (p) => opts.onProgress?.(p),
           logger: opts.logger,
         },
@@ -227,8 +226,7 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
           lipsyncModelMapping: config.lipsyncModels,
           loadSrModel: engine.loadSrModel,
           registry: registryOptions(config),
-          ...(config.ffmpegPath === undefined ? {} : { ffmpegPath: config.ffmpegPath }),
-          ...(config.ffprobePath === undefined ? {} : { ffprobePath: config.ffprobePath }),
+          ...binaries,
         },
       );
       opts.logger.info(
@@ -239,7 +237,6 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
       return { url: stored.url, type: 'video', duration: outcome.durationSeconds };
     }
     case 'music': {
-      const { config } = engine;
       const result = await generateMusicJob(quoted.job.input, {
         taskId: opts.taskId,
         dir,
@@ -249,8 +246,7 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
         logger: opts.logger,
         store: (localPath, meta) => opts.store(localPath, { taskId: opts.taskId, kind: 'music', ...meta }),
         onProgress: (p) => opts.onProgress?.(p),
-        ...(config.ffmpegPath === undefined ? {} : { ffmpegPath: config.ffmpegPath }),
-        ...(config.ffprobePath === undefined ? {} : { ffprobePath: config.ffprobePath }),
+        ...binaries,
       });
       opts.logger.info({ songs: result.songs.map((s) => ({ duration: s.duration, title: s.title })) }, 'music generated');
       return result;

@@ -10,6 +10,7 @@ import { hardwareClassOf, quoteOnly, srModelForJob, workerCores } from '../app/i
 import { kindOfModel, type Job, type UpscaleFactor } from '../jobs/index.js';
 import { NO_TIME_LIMITS } from './local-run.js';
 import { formatSeconds } from './progress.js';
+import { definedFields } from '../defined-fields.js';
 
 export interface NetworkEstimate {
   model: string;
@@ -41,7 +42,7 @@ export async function estimateUpscale(job: Job, factor: UpscaleFactor, config: C
       taskId: 'estimate',
       allowLocalPaths: true,
       timeLimitsMs: NO_TIME_LIMITS,
-      ...(model === undefined ? {} : { modelName: model }),
+      ...definedFields({ modelName: model }),
     });
     const seconds = 'estimated_seconds' in quote ? quote.estimated_seconds : undefined;
     if (seconds === undefined) throw new Error(`Expected the quote of ${job.model} to carry an estimate`);

@@ -10,6 +10,7 @@ import { createEngine, executeJob, PROVIDER_KINDS, probeHardware, type ExecutedJ
 import { deadlineError, kindOfModel, reportedModel, type Job } from '../jobs/index.js';
 import type { CliContext } from './context.js';
 import { createTerminalProgress } from './progress.js';
+import { definedFields } from '../defined-fields.js';
 
 export interface LocalRunOptions {
   /** Output file, or a directory to put it in (existing, or ending in `/`). Default: the current directory. */
@@ -70,8 +71,7 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
       allowLocalPaths: true,
       onProgress: (p) => progress.report(p),
       store: storeAt(opts),
-      ...(opts.modelName === undefined ? {} : { modelName: opts.modelName }),
-      ...(opts.tile === undefined ? {} : { tile: opts.tile }),
+      ...definedFields({ modelName: opts.modelName, tile: opts.tile }),
     });
     const done = 'songs' in executed.result ? executed.result.songs.map((s) => s.audio_url).join(', ') : executed.result.url;
     progress.close(`done: ${done}`);

@@ -12,6 +12,7 @@ import { chooseSrModel, parseSrModelChoices, type SrFactor, type SrModelChoices,
 import { tileSizeForBudget } from './tile-budget.js';
 import type { SrModel, UpscaleOptions } from './tiling.js';
 import type { SuperResolutionManifest } from './manifest.js';
+import { definedFields } from '../defined-fields.js';
 
 /** A loaded network and the tile settings to run it with. */
 export interface LoadedSrModel {
@@ -40,8 +41,7 @@ export interface SrModelLoaderOptions extends RegistryOptions {
 /** The tile side a network runs with under a memory budget; the cost model asks the same question. */
 export function budgetTile(manifest: Pick<SuperResolutionManifest, 'tile'>, tileMemoryBytes: number | undefined): number {
   return tileSizeForBudget({
-    ...(tileMemoryBytes === undefined ? {} : { budgetBytes: tileMemoryBytes }),
-    ...(manifest.tile.bytesPerPixel === undefined ? {} : { bytesPerPixel: manifest.tile.bytesPerPixel }),
+    ...definedFields({ budgetBytes: tileMemoryBytes, bytesPerPixel: manifest.tile.bytesPerPixel }),
     overlap: manifest.tile.overlap,
     fallback: manifest.tile.size,
   });

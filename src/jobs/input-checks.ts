@@ -5,35 +5,14 @@
  */
 import { JobError } from '../errors.js';
 import type { AudioStreamInfo, ContainerKind, ImageFormat, MediaInfo, VideoStreamInfo } from '../media/index.js';
+import { formatName } from '../media/describe.js';
 import { expectedText } from './messages.js';
 import { durationMilliseconds } from './pricing.js';
-
-
-const FORMAT_NAMES: Readonly<Record<ContainerKind | ImageFormat, string>> = {
-  jpeg: 'JPEG',
-  png: 'PNG',
-  webp: 'WebP',
-  mp4: 'MP4',
-  mov: 'MOV',
-  m4v: 'M4V',
-  mkv: 'MKV',
-  webm: 'WebM',
-  gif: 'GIF',
-  mp3: 'MP3',
-  wav: 'WAV',
-  aac: 'AAC',
-  ogg: 'OGG',
-  m4a: 'M4A',
-};
 
 /** `MP4, MOV or MKV` */
 function formatList(formats: readonly (ContainerKind | ImageFormat)[]): string {
   const names = formats.map(formatName);
   return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`;
-}
-
-function formatName(format: string): string {
-  return FORMAT_NAMES[format as ContainerKind | ImageFormat] ?? JSON.stringify(format);
 }
 
 export function checkFormat<F extends ContainerKind | ImageFormat>(field: string, detected: F, allowed: readonly F[]): void {

@@ -13,6 +13,7 @@ import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import { ProcessingError, errorMessage } from '../errors.js';
 import { throttle } from '../throttle.js';
+import { definedFields } from '../defined-fields.js';
 import type { RegistryOptions, SessionCache, LoadedSrModel, SrModelLoader } from '../inference/index.js';
 import {
   LIPSYNC_AUDIO_CONTAINERS,
@@ -241,10 +242,10 @@ interface Resolved {
 async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise<LipsyncOutcome> {
   const { signal } = req;
   const registry = deps.registry ?? {};
-  const withSignal = signal === undefined ? {} : { signal };
+  const withSignal = definedFields({ signal });
   let ffmpeg: string;
   try {
-    ffmpeg = resolveFfmpeg(deps.ffmpegPath === undefined ? {} : { ffmpegPath: deps.ffmpegPath });
+    ffmpeg = resolveFfmpeg(definedFields({ ffmpegPath: deps.ffmpegPath }));
   } catch (error) {
     throw new ProcessingError(errorMessage(error), { retryable: true, cause: error });
   }
@@ -256,8 +257,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
       (deps.modelThread === false ? loadLipsyncModel : loadThreadedLipsyncModel)(id, {
         sessions: deps.sessions,
         registry,
-        ...(deps.lipsyncModelMapping === undefined ? {} : { mapping: deps.lipsyncModelMapping }),
-        ...(req.batch === undefined ? {} : { batch: req.batch }),
+        ...definedFields({ mapping: deps.lipsyncModelMapping, batch: req.batch }),
       }));
   const model = await loadModel(req.model);
   signal?.throwIfAborted();
@@ -305,7 +305,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     }
     extras = await probeVideoExtras(r.videoPath, req.videoInfo.container, {
       ...withSignal,
-      ...(deps.ffprobePath === undefined ? {} : { ffprobePath: deps.ffprobePath }),
+      ...definedFields({ ffprobePath: deps.ffprobePath }),
     });
     // The whole video decoded once before any network work: a file its decoders cannot read, or
     // one that grew after its quote, fails here. Damage they can conceal is concealed, as players do.
@@ -353,9 +353,8 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
         ffmpeg,
         spec,
         size: detectAt,
-        ...(limit === undefined ? {} : { limit }),
         detector,
-        ...(faceSignal === undefined ? {} : { signal: faceSignal }),
+        ...definedFields({ limit, signal: faceSignal }),
         onFrame: (done, observed) => {
           progress.push({ stage: 'detecting faces', done, total: Math.max(done, detectTotal), unit: 'frames' });
           onObserved?.(observed);
@@ -391,7 +390,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
         },
         cacheBytes: req.cacheBytes ?? DEFAULT_CACHE_BYTES,
         paths: r.paths,
-        ...(outputSignal === undefined ? {} : { signal: outputSignal }),
+        ...definedFields({ signal: outputSignal }),
         // While detection runs ahead, its progress is the job's.
         onWritten: (done, final) => {
           if (!detecting) progress.push({ stage: 'lip-syncing', done, total: plan.outputFrames, unit: 'frames' }, final);
@@ -399,8 +398,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
       }),
     discardOutput: () => rm(r.partialPath, { force: true }),
     fps: fps.num / fps.den,
-    ...withSignal,
-    ...(req.logger === undefined ? {} : { logger: req.logger }),
+    ...definedFields({ signal, logger: req.logger }),
   };
 
   // The decode check counted the frames the decoders deliver; a variable frame rate is resampled by
@@ -484,7 +482,7 @@ async function speakerEnvelope(
   if (req.videoInfo.audio !== undefined) {
     const own = await decodeAudio(
       { path: r.videoPath, container: req.videoInfo.container },
-      { sampleRate, maxSeconds: sourceFrames / fps + 1, ffmpegPath: ffmpeg, ...(req.signal === undefined ? {} : { signal: req.signal }) },
+      { sampleRate, maxSeconds: sourceFrames / fps + 1, ffmpegPath: ffmpeg, ...definedFields({ signal: req.signal }) },
     ).catch((error: unknown) => {
       if (req.signal?.aborted === true) throw error;
       req.logger?.warn({ err: error }, "the video's soundtrack could not be decoded; judging the speaker by the job's audio");

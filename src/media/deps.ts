@@ -9,6 +9,7 @@ import type { InputKind } from './settings.js';
 import { probeImage, type ProbeImageOptions } from './probe-image.js';
 import { probeMedia } from './probe-media.js';
 import type { ImageInfo, LocalInput, MediaInfo } from './types.js';
+import { definedFields } from '../defined-fields.js';
 
 export interface MediaDeps {
   localize(source: string, kind: InputKind, signal?: AbortSignal): Promise<LocalInput>;
@@ -33,19 +34,9 @@ export function createMediaDeps(options: MediaDepsOptions): MediaDeps {
   return {
     localize: (source, kind, callSignal) => {
       const s = combine(callSignal);
-      return localize(source, kind, { ...fetchOptions, ...(s === undefined ? {} : { signal: s }) });
+      return localize(source, kind, { ...fetchOptions, ...definedFields({ signal: s }) });
     },
-    probeImage: (path) =>
-      probeImage(path, {
-        ...(maxPixels === undefined ? {} : { maxPixels }),
-        ...(maxSide === undefined ? {} : { maxSide }),
-        ...(verifyDecode === undefined ? {} : { verifyDecode }),
-      }),
-    probeMedia: (path) =>
-      probeMedia(path, {
-        ...(ffprobePath === undefined ? {} : { ffprobePath }),
-        ...(probeTimeoutMs === undefined ? {} : { timeoutMs: probeTimeoutMs }),
-        ...(signal === undefined ? {} : { signal }),
-      }),
+    probeImage: (path) => probeImage(path, definedFields({ maxPixels, maxSide, verifyDecode })),
+    probeMedia: (path) => probeMedia(path, definedFields({ ffprobePath, timeoutMs: probeTimeoutMs, signal })),
   };
 }

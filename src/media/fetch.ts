@@ -33,6 +33,7 @@ import { JobError, abortReason, errorMessage } from '../errors.js';
 import { checkAddress, type AddressPolicy } from './address-policy.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES, DEFAULT_MAX_REDIRECTS, type InputKind } from './settings.js';
 import type { LocalInput } from './types.js';
+import { definedFields } from '../defined-fields.js';
 
 export interface ResolvedAddress {
   address: string;
@@ -201,7 +202,7 @@ function exchange(url: URL, ctx: ExchangeContext): Promise<Exchange> {
       agent: false,
       lookup: guardedLookup(ctx, record),
       signal: ctx.signal,
-      ...(ctx.ca === undefined ? {} : { ca: ctx.ca }),
+      ...definedFields({ ca: ctx.ca }),
     });
 
     const connectTimer = setTimeout(() => {

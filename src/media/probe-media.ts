@@ -19,6 +19,7 @@ import { ffmpegReason, isProcessError, runProcess } from './process.js';
 import { isImageFormat, sniffFile } from './sniff.js';
 import { measureStream, packetSchema, type Packet } from './stream-measure.js';
 import type { AudioStreamInfo, ContainerKind, MediaInfo, Rational, VideoStreamInfo } from './types.js';
+import { definedFields } from '../defined-fields.js';
 
 export const DEFAULT_PROBE_TIMEOUT_MS = 30_000;
 /**
@@ -212,14 +213,14 @@ export async function probeMedia(file: string, opts: ProbeMediaOptions = {}): Pr
     throw new JobError('PROBE_FAILED', `Expected one of ${names} but received ${describeFormat(sniffed)}`);
   }
 
-  const ffprobe = resolveFfprobe(opts.ffprobePath === undefined ? {} : { ffprobePath: opts.ffprobePath });
+  const ffprobe = resolveFfprobe(definedFields({ ffprobePath: opts.ffprobePath }));
   const timeoutMs = opts.timeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
   let stdout: Buffer;
   try {
     ({ stdout } = await runProcess(ffprobe, ffprobeArgs(path, sniffed), {
       timeoutMs,
       maxStdoutBytes: MAX_PROBE_OUTPUT_BYTES,
-      ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+      ...definedFields({ signal: opts.signal }),
     }));
   } catch (err) {
     // Failing to start ffprobe is the worker's problem; everything else (a non-zero exit, a crash,

@@ -12,6 +12,7 @@ import { MusicgenBackend } from './musicgen/backend.js';
 import { modelFolder } from './musicgen/folder.js';
 import { SunoBackend } from './suno/backend.js';
 import type { MusicBackend, Readiness } from './types.js';
+import { definedFields } from '../defined-fields.js';
 
 /**
  * The settings the music backends read (src/config.ts: MEDIA_WORKER_MUSIC_*, the models directory,
@@ -46,15 +47,13 @@ export function createMusicBackend(name: MusicBackendName, settings: MusicSettin
     case 'musicgen':
       return new MusicgenBackend({
         dir: modelFolder(settings.musicgenModel, path.resolve(settings.modelFilesDir ?? settings.modelsDir)),
-        sessions: { executionProviders: settings.executionProviders, threads: settings.threads, ...(deps.logger === undefined ? {} : { logger: deps.logger }) },
+        sessions: { executionProviders: settings.executionProviders, threads: settings.threads, ...definedFields({ logger: deps.logger }) },
       });
     case 'ace-step':
-      return new AceStepBackend({ baseUrl: settings.aceStepUrl, ...(settings.aceStepApiKey === undefined ? {} : { apiKey: settings.aceStepApiKey }), ...remote });
+      return new AceStepBackend({ baseUrl: settings.aceStepUrl, ...definedFields({ apiKey: settings.aceStepApiKey }), ...remote });
     case 'suno-compatible':
       return new SunoBackend({
-        ...(settings.sunoBaseUrl === undefined ? {} : { baseUrl: settings.sunoBaseUrl }),
-        ...(settings.sunoApiKey === undefined ? {} : { apiKey: settings.sunoApiKey }),
-        ...(settings.sunoCallbackUrl === undefined ? {} : { callbackUrl: settings.sunoCallbackUrl }),
+        ...definedFields({ baseUrl: settings.sunoBaseUrl, apiKey: settings.sunoApiKey, callbackUrl: settings.sunoCallbackUrl }),
         model: settings.sunoModel,
         ...remote,
       });

@@ -9,6 +9,7 @@ import { chooseBackend } from './choose.js';
 import { finishSongs, type StoreFile } from './finish.js';
 import { toMusicRequest } from './request.js';
 import type { MusicBackend, MusicProgress, MusicResult } from './types.js';
+import { definedFields } from '../defined-fields.js';
 
 export interface MusicJobOptions {
   taskId: string;
@@ -49,8 +50,7 @@ export async function generateMusicJob(input: MusicInput, opts: MusicJobOptions)
     store: opts.store,
     signal: opts.signal,
     onProgress: (p) => opts.onProgress?.(p),
-    ...(opts.ffmpegPath === undefined ? {} : { ffmpegPath: opts.ffmpegPath }),
-    ...(opts.ffprobePath === undefined ? {} : { ffprobePath: opts.ffprobePath }),
+    ...definedFields({ ffmpegPath: opts.ffmpegPath, ffprobePath: opts.ffprobePath }),
   });
   return { songs };
 }

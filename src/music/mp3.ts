@@ -7,6 +7,7 @@ import path from 'node:path';
 import { ProcessingError } from '../jobs/index.js';
 import { resolveFfmpeg, quietFfmpegArgs, safeFileInputArgs, safeInputArgs, probeMedia, runProcess, type ContainerKind } from '../media/index.js';
 import type { RawAudio } from './types.js';
+import { definedFields } from '../defined-fields.js';
 
 /** VBR quality 2 (about 190 kbit/s): transparent for music. */
 export const MP3_QUALITY = '2';
@@ -45,14 +46,14 @@ export function decodeArgs(mp3Path: string): string[] {
 const AUDIO_CONTAINERS: readonly ContainerKind[] = ['mp3', 'wav', 'ogg', 'm4a', 'aac', 'mp4', 'webm', 'mkv'];
 
 export async function encodeMp3(audio: RawAudio, outputPath: string, opts: Mp3Options): Promise<void> {
-  const ffmpeg = resolveFfmpeg(opts.ffmpegPath === undefined ? {} : { ffmpegPath: opts.ffmpegPath });
-  const signal = opts.signal === undefined ? {} : { signal: opts.signal };
+  const ffmpeg = resolveFfmpeg(definedFields({ ffmpegPath: opts.ffmpegPath }));
+  const signal = definedFields({ signal: opts.signal });
   if (audio.kind === 'pcm') {
     const bytes = Buffer.from(audio.samples.buffer, audio.samples.byteOffset, audio.samples.byteLength);
     await runProcess(ffmpeg, pcmToMp3Args(audio.sampleRate, audio.channels, outputPath), { ...signal, stdin: bytes });
     return;
   }
-  const info = await probeMedia(audio.path, { accept: AUDIO_CONTAINERS, ...(opts.ffprobePath === undefined ? {} : { ffprobePath: opts.ffprobePath }) }).catch(
+  const info = await probeMedia(audio.path, { accept: AUDIO_CONTAINERS, ...definedFields({ ffprobePath: opts.ffprobePath }) }).catch(
     (cause: unknown) => {
       throw new ProcessingError(`The music backend returned audio that is not a readable audio file (${path.basename(audio.path)}): ${(cause as Error).message}`, { cause });
     },
@@ -69,12 +70,12 @@ export interface CheckedMp3 {
 
 /** ffprobe must see an MP3 with an mp3 audio stream; then the decoded samples give the duration. */
 export async function checkMp3(mp3Path: string, opts: Mp3Options): Promise<CheckedMp3> {
-  const info = await probeMedia(mp3Path, { accept: ['mp3'], ...(opts.ffprobePath === undefined ? {} : { ffprobePath: opts.ffprobePath }) });
+  const info = await probeMedia(mp3Path, { accept: ['mp3'], ...definedFields({ ffprobePath: opts.ffprobePath }) });
   if (info.audio === undefined || info.audio.codec !== 'mp3') {
     throw new ProcessingError(`Expected an mp3 audio stream in ${path.basename(mp3Path)} but ffprobe found ${info.audio?.codec ?? 'none'}`);
   }
-  const ffmpeg = resolveFfmpeg(opts.ffmpegPath === undefined ? {} : { ffmpegPath: opts.ffmpegPath });
-  const { stdout } = await runProcess(ffmpeg, decodeArgs(mp3Path), { ...(opts.signal === undefined ? {} : { signal: opts.signal }), maxStdoutBytes: 256 * 1024 * 1024 });
+  const ffmpeg = resolveFfmpeg(definedFields({ ffmpegPath: opts.ffmpegPath }));
+  const { stdout } = await runProcess(ffmpeg, decodeArgs(mp3Path), { ...definedFields({ signal: opts.signal }), maxStdoutBytes: 256 * 1024 * 1024 });
   const samples = stdout.length / (2 * PROBE_CHANNELS);
   if (samples === 0) throw new ProcessingError(`The song ${path.basename(mp3Path)} decodes to no audio`);
   return { duration: Math.round((samples / info.audio.sampleRate) * 1000) / 1000, sampleRate: info.audio.sampleRate };

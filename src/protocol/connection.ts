@@ -7,6 +7,7 @@ import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection, ty
 import { explainConnectError } from './nats-connect-error.js';
 import { unreadableFiles } from './nats-credentials.js';
 import { ProtocolSettingsError, type ProtocolSettings } from './settings.js';
+import { definedFields } from '../defined-fields.js';
 
 type ConnectionSettings = Pick<
   ProtocolSettings,
@@ -43,11 +44,7 @@ export async function connectionOptions(s: ConnectionSettings): Promise<NodeConn
     if (s.natsPassword !== undefined) options.pass = s.natsPassword;
   }
   if (s.natsTlsCaFile !== undefined || s.natsTlsCertFile !== undefined || s.natsTlsKeyFile !== undefined) {
-    options.tls = {
-      ...(s.natsTlsCaFile === undefined ? {} : { caFile: s.natsTlsCaFile }),
-      ...(s.natsTlsCertFile === undefined ? {} : { certFile: s.natsTlsCertFile }),
-      ...(s.natsTlsKeyFile === undefined ? {} : { keyFile: s.natsTlsKeyFile }),
-    };
+    options.tls = definedFields({ caFile: s.natsTlsCaFile, certFile: s.natsTlsCertFile, keyFile: s.natsTlsKeyFile });
   }
   return options;
 }

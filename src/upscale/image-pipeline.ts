@@ -13,6 +13,7 @@ import sharp, { type Sharp } from 'sharp';
 import { type UpscaleFactor, JobError } from '../jobs/index.js';
 import { type RgbImage, upscaleRgb, type SrModelLoader } from '../inference/index.js';
 import type { ImageFormat, ImageInfo } from '../media/index.js';
+import { definedFields } from '../defined-fields.js';
 
 export interface ImageUpscaleRequest {
   inputPath: string;
@@ -59,9 +60,7 @@ export async function upscaleImageFile(req: ImageUpscaleRequest, loadModel: SrMo
 
   const upscaled = await upscaleRgb(loaded.model, rgb, {
     ...loaded.tiling,
-    ...(req.tile === undefined ? {} : { tile: req.tile }),
-    ...(req.signal === undefined ? {} : { signal: req.signal }),
-    ...(req.onProgress === undefined ? {} : { onProgress: req.onProgress }),
+    ...definedFields({ tile: req.tile, signal: req.signal, onProgress: req.onProgress }),
   });
 
   let out = sharp(upscaled.data, { raw: { width: upscaled.width, height: upscaled.height, channels: 3 }, limitInputPixels: false });

@@ -51,6 +51,7 @@ import {
   writeWithBackpressure,
 } from '../video/index.js';
 import { type BatcherStats, TileBatcher } from './video-batcher.js';
+import { definedFields } from '../defined-fields.js';
 
 export interface VideoProgress {
   framesDone: number;
@@ -140,7 +141,7 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
 
   let ffmpeg: string;
   try {
-    ffmpeg = resolveFfmpeg(req.ffmpegPath === undefined ? {} : { ffmpegPath: req.ffmpegPath });
+    ffmpeg = resolveFfmpeg(definedFields({ ffmpegPath: req.ffmpegPath }));
   } catch (error) {
     throw new JobError('UPSCALE_FAILED', (error as Error).message, { retryable: true, cause: error });
   }
@@ -149,10 +150,10 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
   // Independent preparations, side by side: they are the latency before the first frame. The
   // decode check reads the whole stream once before any network work, so a damaged or grown file
   // fails here instead of after most of its frames were upscaled.
-  const withSignal = req.signal === undefined ? {} : { signal: req.signal };
+  const withSignal = definedFields({ signal: req.signal });
   const [probed, model, chosen] = await Promise.allSettled([
     probeVideoExtras(inputPath, req.info.container, {
-      ...(req.ffprobePath === undefined ? {} : { ffprobePath: req.ffprobePath }),
+      ...definedFields({ ffprobePath: req.ffprobePath }),
       ...withSignal,
     }).then(async (extras) => {
       const maxFrames = allowedFrames(video.frameCount ?? quotedFrames);
@@ -200,7 +201,7 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
       encodeArgs,
       geometry,
       batcher,
-      tiling: { ...loaded.tiling, ...(req.tile === undefined ? {} : { tile: req.tile }) },
+      tiling: { ...loaded.tiling, ...definedFields({ tile: req.tile }) },
       framesInFlight,
       queueFrames,
       framesTotal: quotedFrames,

@@ -12,6 +12,7 @@
  */
 import { JobError } from '../errors.js';
 import { ffmpegReason, isProcessError, quietFfmpegArgs, runProcess, safeFileInputArgs, type ContainerKind } from '../media/index.js';
+import { definedFields } from '../defined-fields.js';
 
 export interface DecodeCheckInput {
   ffmpeg: string;
@@ -82,7 +83,7 @@ export async function checkVideoDecodes(input: DecodeCheckInput): Promise<number
     const { stdout } = await runProcess(input.ffmpeg, decodeCheckArgs(input), {
       timeoutMs,
       maxStdoutBytes: 1024 * 1024,
-      ...(input.signal === undefined ? {} : { signal: input.signal }),
+      ...definedFields({ signal: input.signal }),
     });
     report = stdout.toString('utf8');
   } catch (err) {

@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { JobError } from '../errors.js';
 import { isProcessError, resolveFfprobe, runProcess, safeFileInputArgs, type ContainerKind, ffmpegReason, type Rational } from '../media/index.js';
+import { definedFields } from '../defined-fields.js';
 
 /** ffmpeg's names for the YUV matrices its scale filter knows (in_color_matrix / out_color_matrix). */
 export type ColourMatrix = 'bt709' | 'bt601' | 'bt470' | 'smpte170m' | 'fcc' | 'smpte240m' | 'bt2020';
@@ -149,13 +150,13 @@ export interface ProbeVideoExtrasOptions {
 }
 
 export async function probeVideoExtras(path: string, container: ContainerKind, opts: ProbeVideoExtrasOptions = {}): Promise<VideoExtras> {
-  const ffprobe = resolveFfprobe(opts.ffprobePath === undefined ? {} : { ffprobePath: opts.ffprobePath });
+  const ffprobe = resolveFfprobe(definedFields({ ffprobePath: opts.ffprobePath }));
   let stdout: Buffer;
   try {
     ({ stdout } = await runProcess(ffprobe, videoExtrasArgs(path, container), {
       timeoutMs: opts.timeoutMs ?? 30_000,
       maxStdoutBytes: 1024 * 1024,
-      ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+      ...definedFields({ signal: opts.signal }),
     }));
   } catch (err) {
     if (!isProcessError(err) || err.reason === 'spawn') throw err;

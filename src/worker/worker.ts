@@ -3,8 +3,10 @@
  * slot) -> draining (no new pulls; running jobs finish within the grace period or are handed back)
  * -> stopped (connection drained), or failed when the connection closes for good (lifecycle.ts says
  * which state follows which event). SIGTERM handling belongs to the caller, which calls stop().
+ * startWorker reads in that order: housekeeping, quoting, the job loops, the advisory loop; every
+ * ending goes through tearDown().
  */
-import { jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { handleAdvisory, type AdvisoryRuntime } from './advisories.js';
@@ -83,17 +85,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
   let connected = true;
 
   const nc = await connectNats(settings);
-  let health: HealthServer | undefined;
-  let quoteService: QuoteService | undefined;
-  // What runs beside the pull loops (sweepers, readiness checks), stopped together however the worker ends.
-  const timers: (() => void)[] = [];
-  const stopTimers = (): void => {
-    for (const stopTimer of timers.splice(0)) stopTimer();
-  };
-  let abortListener: Subscription | undefined;
-  const stopPulling = new AbortController();
-  const drain = new AbortController();
-  const loops: Promise<void>[] = [];
+  const parts: WorkerParts = { nc, logger, timers: [], stopPulling: new AbortController(), drain: new AbortController(), loops: [] };
 
   try {
     const jsm = await jetstreamManager(nc);
@@ -103,23 +95,14 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
     const results = deps.results ?? createResultStore(settings, logger);
 
     const availability = new Availability({ slots: settings.concurrency, checks: deps.readiness ?? {}, metrics, logger: logger.child({ component: 'readiness' }) });
-    health = await startHealthServer(settings.healthHost, settings.healthPort, metrics.registry, {
+    const health = await startHealthServer(settings.healthHost, settings.healthPort, metrics.registry, {
       live: () => isLive(state),
       notReadyReason: () =>
         state !== 'running' ? `worker is ${state}` : !connected ? 'NATS connection lost; reconnecting' : availability.notReadyReason(),
       kinds: () => availability.status(),
     });
-    // Before any pull: what a killed worker left is reclaimed, and each kind is checked.
-    await sweepLeftoversOnce(deps.sweepLeftovers, metrics, logger);
-    await availability.refresh();
-    timers.push(availability.start(settings.readinessIntervalMs));
-    if (deps.sweepLeftovers) {
-      const sweep = deps.sweepLeftovers;
-      const timer = setInterval(() => void sweepLeftoversOnce(sweep, metrics, logger), settings.leftoverSweepIntervalMs);
-      timer.unref();
-      timers.push(() => clearInterval(timer));
-    }
-    timers.push(results.startSweeper(settings.sweepIntervalMs));
+    parts.health = health;
+    await startHousekeeping(parts, settings, deps, { availability, results, metrics });
 
     const runtime: Runtime = {
       settings,
@@ -130,81 +113,13 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       metrics,
       workerName: settings.natsName,
       inFlight: new Map(),
-      drainSignal: drain.signal,
+      drainSignal: parts.drain.signal,
       running: new RunningTasks(),
     };
-    abortListener = listenForAborts(nc, runtime.running, logger.child({ component: 'cancel' }));
-    const host: Omit<HostFacts, 'instance'> = { worker: settings.natsName, version: deps.version ?? '0.0.0', ...deps.host };
-    const servesNow = (kind: JobKind): boolean => state === 'running' && availability.isReady(kind);
-    quoteService = await startQuoteService(nc, {
-      quote: deps.quote,
-      // This host, or any other live one: the quote does not promise which host runs the job.
-      canRun: async (kind) =>
-        settings.quoteUnserved === 'price' ||
-        servesNow(kind) ||
-        (await whoCanRun(nc, CAPABILITIES_SUBJECT, kind, { first: true, waitMs: PEER_DISCOVERY_WAIT_MS })).length > 0,
-      cancel: (request) => cancelTask({ nc, events, workerName: settings.natsName, logger: logger.child({ component: 'cancel' }) }, request),
-      capabilities: (instance) => capabilities({ ...host, instance }, state, availability.status(), new Date()),
-      logger: logger.child({ component: 'service' }),
-      metrics,
-      concurrency: settings.quoteConcurrency,
-      timeoutMs: settings.quoteTimeoutMs,
-      version: host.version,
-      metadata: {
-        ...(host.hardwareClass === undefined ? {} : { hardware_class: host.hardwareClass }),
-        ...(host.executionProvider === undefined ? {} : { execution_provider: host.executionProvider }),
-      },
-    });
-    const pulling = (): boolean => !stopPulling.signal.aborted;
-
-    for (const kind of JOB_KINDS) {
-      const slots = settings.concurrency[kind];
-      if (slots === 0) {
-        metrics.slots.set({ kind }, 0);
-        continue;
-      }
-      const consumer = await js.consumers.get(settings.jobsStream, consumerName(settings.consumerPrefix, kind));
-      const ready = (): Promise<boolean> => availability.waitUntilReady(kind, stopPulling.signal);
-      for (let slot = 0; slot < slots; slot++) {
-        const slotLogger = logger.child({ kind, slot });
-        const handle = async (msg: JsMsg): Promise<void> => {
-          // A pull asked for while the kind could run may deliver after a check failed (the disk
-          // filled meanwhile): the job goes back to the queue for a host that can run it.
-          if (!(await availability.readyToPull(kind))) {
-            const delayMs = settings.nakDelaysMs[0] ?? 0;
-            slotLogger.warn({ delayMs, reasons: availability.status()[kind].reasons }, 'Handing a job back: this kind cannot run here now');
-            msg.nak(delayMs);
-            await nc.flush().catch(() => undefined);
-            metrics.recordJob(kind, 'declined');
-            return;
-          }
-          await handleJobMessage(runtime, msg, kind);
-        };
-        const onUnready = (withdraw: () => void): (() => void) => availability.onUnready((k) => k === kind && withdraw());
-        loops.push(pullLoop({ consumer, expiresMs: settings.pullExpiresMs, pulling, stopSignal: stopPulling.signal, logger: slotLogger, nc, handle, ready, onUnready }));
-      }
-    }
-    const advisoryRuntime: AdvisoryRuntime = {
-      jsm,
-      events,
-      logger: logger.child({ component: 'advisories' }),
-      metrics,
-      jobsStream: settings.jobsStream,
-      consumerPrefix: settings.consumerPrefix,
-      workerName: settings.natsName,
-    };
-    const advisories = await js.consumers.get(settings.advisoriesStream, advisoriesConsumerName(settings.consumerPrefix));
-    loops.push(
-      pullLoop({
-        consumer: advisories,
-        expiresMs: settings.pullExpiresMs,
-        pulling,
-        stopSignal: stopPulling.signal,
-        logger: advisoryRuntime.logger,
-        nc,
-        handle: (msg) => handleAdvisory(advisoryRuntime, msg),
-      }),
-    );
+    parts.abortListener = listenForAborts(nc, runtime.running, logger.child({ component: 'cancel' }));
+    parts.quoteService = await startQuoting(settings, deps, { nc, events, availability, metrics, state: () => state });
+    await startJobLoops(parts, settings, { js, availability, runtime });
+    await startAdvisoryLoop(parts, settings, { js, jsm, events, metrics });
 
     void watchConnection(nc, (up) => {
       connected = up;
@@ -229,18 +144,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       stopping ??= (async () => {
         advance('drain');
         logger.info({ graceMs: settings.drainGraceMs }, 'Draining: no new jobs; running jobs may finish within the grace period');
-        stopPulling.abort();
-        const grace = setTimeout(() => drain.abort(new DOMException('The worker is draining', 'AbortError')), settings.drainGraceMs);
-        // Each loop returns once its job is acked, terminated or handed back (confirmed or
-        // flushed): only then may the connection drain (an ack sent after drain() began is lost).
-        await Promise.allSettled(loops);
-        clearTimeout(grace);
-        stopTimers();
-        await quoteService?.stop().catch((err: unknown) => logger.warn({ err }, 'Quote service did not stop cleanly'));
-        abortListener?.unsubscribe();
-        await nc.flush().catch(() => undefined);
-        await nc.drain().catch(() => undefined);
-        await health?.close();
+        await tearDown(parts, { how: 'drain', graceMs: settings.drainGraceMs });
         advance('drained');
         logger.info('Worker stopped');
       })();
@@ -251,35 +155,209 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       if (stopping) return stopping;
       // Closed without stop(): authentication revoked, or the server refused us for good.
       advance('closed');
-      stopPulling.abort();
-      drain.abort(new DOMException('The NATS connection closed', 'AbortError'));
-      stopTimers();
-      await health?.close();
+      await tearDown(parts, { how: 'closed' });
       logger.fatal({ err }, 'NATS connection closed; worker stopped');
       throw err instanceof Error ? err : new Error('NATS connection closed');
     });
     // Callers that only use stop() must not see an unhandled rejection.
     stopped.catch(() => undefined);
 
-    const finalHealth = health;
     return {
       get state() {
         return state;
       },
-      healthPort: finalHealth.port,
+      healthPort: health.port,
       results,
       availability,
       stopped,
       stop,
     };
   } catch (err) {
-    stopPulling.abort();
-    stopTimers();
-    await quoteService?.stop().catch(() => undefined);
-    await health?.close();
-    await nc.close().catch(() => undefined);
+    await tearDown(parts, { how: 'start failed' });
     throw err;
   }
+}
+
+/** What a worker holds while it lives; released in one place, tearDown(), however the worker ends. */
+interface WorkerParts {
+  nc: NatsConnection;
+  logger: Logger;
+  /** What runs beside the pull loops (sweepers, readiness checks): each entry stops one. */
+  timers: (() => void)[];
+  health?: HealthServer;
+  quoteService?: QuoteService;
+  abortListener?: Subscription;
+  /** Aborted when no more jobs are to be pulled (the drain, a closed connection, a failed start). */
+  stopPulling: AbortController;
+  /** Aborted when running jobs must stop: the drain's grace period is over, or the connection closed. */
+  drain: AbortController;
+  loops: Promise<void>[];
+}
+
+/**
+ * How the worker ends: a drain lets running jobs finish within the grace period and drains the
+ * connection; a connection closed for good leaves nothing to drain; a failed start closes it.
+ */
+type Ending = { how: 'drain'; graceMs: number } | { how: 'closed' } | { how: 'start failed' };
+
+async function tearDown(parts: WorkerParts, ending: Ending): Promise<void> {
+  const { nc, logger } = parts;
+  parts.stopPulling.abort();
+  const stopTimers = (): void => {
+    for (const stopTimer of parts.timers.splice(0)) stopTimer();
+  };
+  switch (ending.how) {
+    case 'drain': {
+      const grace = setTimeout(() => parts.drain.abort(new DOMException('The worker is draining', 'AbortError')), ending.graceMs);
+      // Each loop returns once its job is acked, terminated or handed back (confirmed or
+      // flushed): only then may the connection drain (an ack sent after drain() began is lost).
+      await Promise.allSettled(parts.loops);
+      clearTimeout(grace);
+      stopTimers();
+      await parts.quoteService?.stop().catch((err: unknown) => logger.warn({ err }, 'Quote service did not stop cleanly'));
+      parts.abortListener?.unsubscribe();
+      await nc.flush().catch(() => undefined);
+      await nc.drain().catch(() => undefined);
+      await parts.health?.close();
+      return;
+    }
+    case 'closed':
+      parts.drain.abort(new DOMException('The NATS connection closed', 'AbortError'));
+      stopTimers();
+      await parts.health?.close();
+      return;
+    case 'start failed':
+      stopTimers();
+      await parts.quoteService?.stop().catch(() => undefined);
+      await parts.health?.close();
+      await nc.close().catch(() => undefined);
+      return;
+  }
+}
+
+/**
+ * Before any pull, what a killed worker left is reclaimed and each kind is checked; then the
+ * readiness checks, the leftover sweeper and the results' sweeper run on their intervals.
+ */
+async function startHousekeeping(
+  parts: WorkerParts,
+  settings: WorkerSettings,
+  deps: WorkerDeps,
+  uses: { availability: Availability; results: ResultStore; metrics: WorkerMetrics },
+): Promise<void> {
+  const { availability, results, metrics } = uses;
+  const { logger, timers } = parts;
+  await sweepLeftoversOnce(deps.sweepLeftovers, metrics, logger);
+  await availability.refresh();
+  timers.push(availability.start(settings.readinessIntervalMs));
+  if (deps.sweepLeftovers) {
+    const sweep = deps.sweepLeftovers;
+    const timer = setInterval(() => void sweepLeftoversOnce(sweep, metrics, logger), settings.leftoverSweepIntervalMs);
+    timer.unref();
+    timers.push(() => clearInterval(timer));
+  }
+  timers.push(results.startSweeper(settings.sweepIntervalMs));
+}
+
+/** The quote service (media.quote, cancellation, discovery), answering for this host. */
+function startQuoting(
+  settings: WorkerSettings,
+  deps: WorkerDeps,
+  uses: { nc: NatsConnection; events: EventPublisher; availability: Availability; metrics: WorkerMetrics; state: () => WorkerState },
+): Promise<QuoteService> {
+  const { nc, events, availability, metrics, state } = uses;
+  const logger = deps.logger;
+  const host: Omit<HostFacts, 'instance'> = { worker: settings.natsName, version: deps.version ?? '0.0.0', ...deps.host };
+  const servesNow = (kind: JobKind): boolean => state() === 'running' && availability.isReady(kind);
+  return startQuoteService(nc, {
+    quote: deps.quote,
+    // This host, or any other live one: the quote does not promise which host runs the job.
+    canRun: async (kind) =>
+      settings.quoteUnserved === 'price' ||
+      servesNow(kind) ||
+      (await whoCanRun(nc, CAPABILITIES_SUBJECT, kind, { first: true, waitMs: PEER_DISCOVERY_WAIT_MS })).length > 0,
+    cancel: (request) => cancelTask({ nc, events, workerName: settings.natsName, logger: logger.child({ component: 'cancel' }) }, request),
+    capabilities: (instance) => capabilities({ ...host, instance }, state(), availability.status(), new Date()),
+    logger: logger.child({ component: 'service' }),
+    metrics,
+    concurrency: settings.quoteConcurrency,
+    timeoutMs: settings.quoteTimeoutMs,
+    version: host.version,
+    metadata: {
+      ...(host.hardwareClass === undefined ? {} : { hardware_class: host.hardwareClass }),
+      ...(host.executionProvider === undefined ? {} : { execution_provider: host.executionProvider }),
+    },
+  });
+}
+
+/** One pull loop per slot of each kind; a kind with no slots is not pulled at all. */
+async function startJobLoops(
+  parts: WorkerParts,
+  settings: WorkerSettings,
+  uses: { js: ReturnType<typeof jetstream>; availability: Availability; runtime: Runtime },
+): Promise<void> {
+  const { js, availability, runtime } = uses;
+  const { nc, logger, stopPulling } = parts;
+  const metrics = runtime.metrics;
+  const pulling = (): boolean => !stopPulling.signal.aborted;
+  for (const kind of JOB_KINDS) {
+    const slots = settings.concurrency[kind];
+    if (slots === 0) {
+      metrics.slots.set({ kind }, 0);
+      continue;
+    }
+    const consumer = await js.consumers.get(settings.jobsStream, consumerName(settings.consumerPrefix, kind));
+    const ready = (): Promise<boolean> => availability.waitUntilReady(kind, stopPulling.signal);
+    for (let slot = 0; slot < slots; slot++) {
+      const slotLogger = logger.child({ kind, slot });
+      const handle = async (msg: JsMsg): Promise<void> => {
+        // A pull asked for while the kind could run may deliver after a check failed (the disk
+        // filled meanwhile): the job goes back to the queue for a host that can run it.
+        if (!(await availability.readyToPull(kind))) {
+          const delayMs = settings.nakDelaysMs[0] ?? 0;
+          slotLogger.warn({ delayMs, reasons: availability.status()[kind].reasons }, 'Handing a job back: this kind cannot run here now');
+          msg.nak(delayMs);
+          await nc.flush().catch(() => undefined);
+          metrics.recordJob(kind, 'declined');
+          return;
+        }
+        await handleJobMessage(runtime, msg, kind);
+      };
+      const onUnready = (withdraw: () => void): (() => void) => availability.onUnready((k) => k === kind && withdraw());
+      parts.loops.push(pullLoop({ consumer, expiresMs: settings.pullExpiresMs, pulling, stopSignal: stopPulling.signal, logger: slotLogger, nc, handle, ready, onUnready }));
+    }
+  }
+}
+
+/** The loop over the captured max-deliveries advisories: each becomes its task's failure event (advisories.ts). */
+async function startAdvisoryLoop(
+  parts: WorkerParts,
+  settings: WorkerSettings,
+  uses: { js: ReturnType<typeof jetstream>; jsm: JetStreamManager; events: EventPublisher; metrics: WorkerMetrics },
+): Promise<void> {
+  const { js, jsm, events, metrics } = uses;
+  const { nc, logger, stopPulling } = parts;
+  const advisoryRuntime: AdvisoryRuntime = {
+    jsm,
+    events,
+    logger: logger.child({ component: 'advisories' }),
+    metrics,
+    jobsStream: settings.jobsStream,
+    consumerPrefix: settings.consumerPrefix,
+    workerName: settings.natsName,
+  };
+  const advisories = await js.consumers.get(settings.advisoriesStream, advisoriesConsumerName(settings.consumerPrefix));
+  parts.loops.push(
+    pullLoop({
+      consumer: advisories,
+      expiresMs: settings.pullExpiresMs,
+      pulling: () => !stopPulling.signal.aborted,
+      stopSignal: stopPulling.signal,
+      logger: advisoryRuntime.logger,
+      nc,
+      handle: (msg) => handleAdvisory(advisoryRuntime, msg),
+    }),
+  );
 }
 
 /**

@@ -4,6 +4,7 @@ import { LIPSYNC_MODEL_IDS, SYNC_MODES, normaliseToolBody } from '../../jobs/ind
 import { cliContext } from '../context.js';
 import { EXIT_OK, reportFailure } from '../exit.js';
 import { runLocally } from '../local-run.js';
+import { definedFields } from '../../defined-fields.js';
 
 export function registerLipsync(program: Command): void {
   program
@@ -34,7 +35,7 @@ export function registerLipsync(program: Command): void {
           });
           const task = await runLocally(job, ctx, {
             defaultStem: `${path.parse(new URL(opts.video, 'file:///').pathname).name || 'video'}-lipsync`,
-            ...(opts.output === undefined ? {} : { output: opts.output }),
+            ...definedFields({ output: opts.output }),
           });
           process.stdout.write(`${JSON.stringify(task)}\n`);
           process.exitCode = EXIT_OK;

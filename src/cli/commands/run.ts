@@ -4,6 +4,7 @@ import { cliContext } from '../context.js';
 import { EXIT_OK, reportFailure } from '../exit.js';
 import { readJobArgument } from '../job-arg.js';
 import { runLocally } from '../local-run.js';
+import { definedFields } from '../../defined-fields.js';
 
 export function registerRun(program: Command): void {
   program
@@ -23,7 +24,7 @@ export function registerRun(program: Command): void {
         const job = parseJob(await readJobArgument(jobArg));
         const task = await runLocally(job, ctx, {
           defaultStem: job.id ?? `${job.model}-${Date.now()}`,
-          ...(opts.output === undefined ? {} : { output: opts.output }),
+          ...definedFields({ output: opts.output }),
         });
         process.stdout.write(`${JSON.stringify(task)}\n`);
         process.exitCode = EXIT_OK;

@@ -7,6 +7,7 @@ import { EXIT_OK, reportFailure } from '../exit.js';
 import { parsePositiveInt } from '../flags.js';
 import { estimateLine, estimateUpscale } from '../estimate.js';
 import { hardwareFor, runLocally } from '../local-run.js';
+import { definedFields } from '../../defined-fields.js';
 
 interface UpscaleCommandSpec {
   name: 'upscale-image' | 'upscale-video';
@@ -73,9 +74,7 @@ function register(program: Command, spec: UpscaleCommandSpec): void {
           hardware,
           unlimited: true,
           defaultStem: stem,
-          ...(opts.output === undefined ? {} : { output: opts.output }),
-          ...(opts.model === undefined ? {} : { modelName: opts.model }),
-          ...(opts.tile === undefined ? {} : { tile: opts.tile }),
+          ...definedFields({ output: opts.output, modelName: opts.model, tile: opts.tile }),
         });
         process.stdout.write(`${JSON.stringify(task)}\n`);
         process.exitCode = EXIT_OK;

@@ -9,6 +9,7 @@
  */
 import { ProcessingError } from '../../errors.js';
 import { resolveFfmpeg, safeFileInputArgs, ffmpegReason, isProcessError, runProcess, type ContainerKind } from '../../media/index.js';
+import { definedFields } from '../../defined-fields.js';
 
 export const LIPSYNC_SAMPLE_RATE = 16_000;
 export const DEFAULT_DECODE_TIMEOUT_MS = 60_000;
@@ -73,7 +74,7 @@ function reasonFrom(stderrTail: string, path: string): string {
  * a timeout is worth a retry; a cancelled signal rejects with its reason.
  */
 export async function decodeAudio(source: AudioSource, opts: DecodeAudioOptions = {}): Promise<Float32Array> {
-  const ffmpeg = resolveFfmpeg(opts.ffmpegPath === undefined ? {} : { ffmpegPath: opts.ffmpegPath });
+  const ffmpeg = resolveFfmpeg(definedFields({ ffmpegPath: opts.ffmpegPath }));
   const sampleRate = opts.sampleRate ?? LIPSYNC_SAMPLE_RATE;
   const seconds = opts.maxSeconds ?? DEFAULT_MAX_DECODE_SECONDS;
   const args = decodeAudioArgs(source, { sampleRate, maxSeconds: seconds });
@@ -84,7 +85,7 @@ export async function decodeAudio(source: AudioSource, opts: DecodeAudioOptions 
       timeoutMs,
       // -t bounds the output; the slack covers a resampler's last block.
       maxStdoutBytes: Math.ceil(seconds * sampleRate + sampleRate) * 4,
-      ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+      ...definedFields({ signal: opts.signal }),
     }));
   } catch (err) {
     if (!isProcessError(err) || err.reason === 'spawn') throw err;

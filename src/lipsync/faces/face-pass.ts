@@ -16,6 +16,7 @@ import { detectFaceTracks, type FaceObservations, type FaceTrackingResult } from
 import { ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from '../frames/index.js';
 import type { FaceBox, FaceKeypoints, Point, RgbFrame } from '../types.js';
 import type { Size } from '../../video/index.js';
+import { definedFields } from '../../defined-fields.js';
 
 export const DETECTION_MAX_SIDE = 640;
 
@@ -95,10 +96,7 @@ export async function runFacePass(input: FacePassInput): Promise<FacePassResult>
   }
   let tracking: FaceTrackingResult;
   try {
-    tracking = await detectFaceTracks(frames(), input.detector, {
-      ...(input.signal === undefined ? {} : { signal: input.signal }),
-      ...(input.onFrame === undefined ? {} : { onFrame: input.onFrame }),
-    });
+    tracking = await detectFaceTracks(frames(), input.detector, definedFields({ signal: input.signal, onFrame: input.onFrame }));
   } finally {
     await stream.close();
   }

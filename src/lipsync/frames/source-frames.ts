@@ -22,6 +22,7 @@
 import { type ColourMatrix, type FrameTiming, type Size, formatRate, DEINTERLACE_FILTER, rgbFilters, FrameReader } from '../../video/index.js';
 import { quietFfmpegArgs, rgbPipeOutputArgs, safeFileInputArgs, spawnProcess, type StreamingProcess, type ContainerKind } from '../../media/index.js';
 import { errorMessage } from '../../errors.js';
+import { definedFields } from '../../defined-fields.js';
 
 export interface SourceDecodeSpec {
   inputPath: string;
@@ -102,7 +103,7 @@ export class DecoderFailure extends Error {
  * process it killed itself.
  */
 export function ffmpegFrameStream(ffmpeg: string, args: readonly string[], frameBytes: number, signal?: AbortSignal): FrameStream {
-  const proc: StreamingProcess = spawnProcess(ffmpeg, args, { stdout: 'pipe', ...(signal === undefined ? {} : { signal }) });
+  const proc: StreamingProcess = spawnProcess(ffmpeg, args, { stdout: 'pipe', ...definedFields({ signal }) });
   const stdout = proc.stdout;
   if (stdout === null) throw new Error('The decoder has no output pipe');
   const reader = new FrameReader(stdout, frameBytes);

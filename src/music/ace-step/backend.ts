@@ -10,6 +10,7 @@ import { downloadAudio } from '../remote/download.js';
 import { callJson, displayUrl, ProviderError, TransientProviderError, waitUntil, withRetry } from '../remote/http.js';
 import type { GenerateContext, MusicBackend, MusicRequest, RawSong, Readiness } from '../types.js';
 import { ACESTEP_MAX_SECONDS, healthAnswer, queryAnswer, releaseAnswer, releaseBody, resultList, type AceStepResult } from './api.js';
+import { definedFields } from '../../defined-fields.js';
 
 export interface AceStepBackendOptions {
   baseUrl: string;
@@ -64,7 +65,7 @@ export class AceStepBackend implements MusicBackend {
       maxDelayMs: 30_000,
       onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => ctx.logger.warn({ attempt, delayMs, err }, 'ACE-Step busy; retrying'),
     };
-    const fail = (message: string, cause?: unknown): ProcessingError => new ProcessingError(`ACE-Step ${message}`, cause === undefined ? {} : { cause });
+    const fail = (message: string, cause?: unknown): ProcessingError => new ProcessingError(`ACE-Step ${message}`, definedFields({ cause }));
     const rethrow = (err: unknown): never => {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
       if (isExplainedFailure(err)) throw err;

@@ -11,6 +11,7 @@ import { downloadAudio, downloadImage } from '../remote/download.js';
 import { callJson, ProviderError, TransientProviderError, waitUntil, withRetry } from '../remote/http.js';
 import type { GenerateContext, MusicBackend, MusicRequest, RawSong, Readiness } from '../types.js';
 import { classifyStatus, generateBody, recordAnswer, submitAnswer, SUNO_TRANSIENT_CODES, usableAudioUrl, type SunoSong } from './api.js';
+import { definedFields } from '../../defined-fields.js';
 
 export interface SunoBackendOptions {
   baseUrl?: string;
@@ -52,7 +53,7 @@ export class SunoBackend implements MusicBackend {
       maxDelayMs: 60_000,
       onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => ctx.logger.warn({ attempt, delayMs, err }, 'music provider busy; retrying'),
     };
-    const fail = (message: string, cause?: unknown): ProcessingError => new ProcessingError(`The Suno-style provider ${message}`, cause === undefined ? {} : { cause });
+    const fail = (message: string, cause?: unknown): ProcessingError => new ProcessingError(`The Suno-style provider ${message}`, definedFields({ cause }));
 
     ctx.onProgress({ stage: 'submitting' });
     const submitted = await withRetry(async () => {
