@@ -129,6 +129,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     const mapped = fromFrameworkError(err) ?? toApiError(err);
     // A client that hung up is no server failure: nobody reads this answer.
     if (reply.raw.destroyed) req.log.info({ code: mapped.code }, 'Client closed the request');
+    // 503 is the service saying "not now" (no worker for the kind, NATS away): a warning, not a fault.
+    else if (mapped.status === 503) req.log.warn({ code: mapped.code, reason: mapped.message }, 'Service unavailable for the request');
     else if (mapped.status >= 500) req.log.error({ err }, 'Request failed');
     void sendError(reply, mapped);
   });
