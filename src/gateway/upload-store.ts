@@ -45,19 +45,3 @@ export async function sweepUploads(uploadsDir: string, maxAgeMs: number, nowMs: 
   }
   return removed;
 }
-
-/** One task at a time per key (an account's uploads), so a quota check and its write are not raced by the same account. */
-export function perKeySerial(): <T>(key: string, task: () => Promise<T>) => Promise<T> {
-  const tails = new Map<string, Promise<unknown>>();
-  return async (key, task) => {
-    const before = tails.get(key) ?? Promise.resolve();
-    const run = before.then(task, task);
-    const tail = run.catch(() => undefined);
-    tails.set(key, tail);
-    try {
-      return await run;
-    } finally {
-      if (tails.get(key) === tail) tails.delete(key);
-    }
-  };
-}

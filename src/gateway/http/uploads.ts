@@ -18,7 +18,8 @@ import { checkDecodes, sniffFile } from '../../media/index.js';
 import { resultUrl } from '../../protocol/index.js';
 import { ApiError, successEnvelope } from '../errors.js';
 import { newTaskId } from '../ids.js';
-import { accountUsage, perKeySerial, sweepUploads } from '../upload-store.js';
+import { KeyedQueue } from '../store/keyed-queue.js';
+import { accountUsage, sweepUploads } from '../upload-store.js';
 import type { AppDeps, Links } from './app.js';
 
 const UPLOAD_TYPES = ['application/octet-stream', 'image/*', 'video/*', 'audio/*'];
@@ -27,7 +28,8 @@ const ACCEPTED = 'JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC,
 export function registerUploads(api: FastifyInstance, deps: AppDeps & { links: Links | undefined; schema: object }): void {
   const { settings } = deps;
   const uploadsDir = path.join(deps.resultsDir, 'uploads');
-  const serial = perKeySerial();
+  // One upload at a time per account, so a quota check and its write are not raced by the same account.
+  const serial = new KeyedQueue();
   // The raw stream reaches the handler untouched; the handler enforces the caps while writing.
   api.addContentTypeParser(/^(application\/octet-stream|image\/.*|video\/.*|audio\/.*)$/, (_req, payload, done) => done(null, payload));
 
@@ -46,7 +48,7 @@ export function registerUploads(api: FastifyInstance, deps: AppDeps & { links: L
       throw ApiError.of('UNSUPPORTED_MEDIA_TYPE', `Expected Content-Type ${UPLOAD_TYPES.join(', ')} but received ${req.headers['content-type'] ?? 'nothing'}`);
     }
     const accountDir = path.join(uploadsDir, req.accountId);
-    return serial(req.accountId, async () => {
+    return serial.run(req.accountId, async () => {
       const usage = await accountUsage(accountDir);
       const room = Math.min(settings.uploadMaxBytes, settings.uploadQuotaBytes - usage.bytes);
       refuseBeforeReading(req, reply, usage.files, room, settings);
