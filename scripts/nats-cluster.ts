@@ -39,6 +39,8 @@ const PASSWORDS = { MW_WORKER_PASSWORD: 'cluster-worker', MW_GATEWAY_PASSWORD: '
 const LEDGER_STREAM = 'GATEWAY_LEDGER';
 /** A client's patience: a quote request lost with a dying node is only answered (503) after GATEWAY_QUOTE_TIMEOUT_MS. */
 const CLIENT_TIMEOUT_MS = 30_000;
+/** A task still pending when no task has settled for this long is stuck (reported, not waited for). */
+const SETTLE_STALL_MS = 60_000;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const seconds = (ms: number): string => (ms / 1000).toFixed(1);
@@ -97,6 +99,32 @@ async function caughtUp(jsm: JetStreamManager, node: string): Promise<boolean> {
     if (cluster?.leader !== node && !(cluster?.replicas ?? []).some((r) => r.name === node && r.current)) return false;
   }
   return true;
+}
+
+/**
+ * What the cluster knows of a task that never settled: its job still in the jobs stream (and how
+ * often the consumer has delivered it), its events, captured max-deliveries advisories, and every
+ * client log line that names it.
+ */
+async function diagnoseTask(jsm: JetStreamManager, taskId: string, clients: readonly ClientProcess[]): Promise<string> {
+  const lines = [`task ${taskId} did not settle:`];
+  const jobs = await jsm.streams.info('MEDIA_JOBS');
+  lines.push(`  MEDIA_JOBS: ${jobs.state.messages} messages, seq ${jobs.state.first_seq}..${jobs.state.last_seq}`);
+  for (let seq = jobs.state.first_seq; seq <= jobs.state.last_seq && jobs.state.messages > 0; seq += 1) {
+    const m = await jsm.streams.getMessage('MEDIA_JOBS', { seq }).catch(() => null);
+    if (m?.header?.get('Nats-Msg-Id') === taskId) lines.push(`  its job is still in MEDIA_JOBS at seq ${seq} (${m.subject})`);
+  }
+  for (const c of await jsm.consumers.list('MEDIA_JOBS').next()) {
+    lines.push(`  consumer ${c.name}: delivered ${c.delivered.stream_seq}, ack floor ${c.ack_floor.stream_seq}, pending ${c.num_pending}, ack pending ${c.num_ack_pending}, redelivered ${c.num_redelivered}`);
+  }
+  const events = await jsm.streams.info('MEDIA_EVENTS', { subjects_filter: `media.events.${taskId}` });
+  lines.push(`  events: ${events.state.subjects?.[`media.events.${taskId}`] ?? 0}`);
+  const advisories = await jsm.streams.info('MEDIA_JOBS_ADVISORIES');
+  lines.push(`  MEDIA_JOBS_ADVISORIES: ${advisories.state.messages} messages`);
+  for (const c of clients) {
+    for (const line of c.output().split('\n').filter((l) => l.includes(taskId))) lines.push(`  ${c.name}: ${line.slice(0, 600)}`);
+  }
+  return lines.join('\n');
 }
 
 async function main(): Promise<void> {
@@ -247,16 +275,38 @@ async function main(): Promise<void> {
 
     // Settle: every accepted task completed or failed, its refund written.
     const accepted = submissions.filter((s) => s.status === 200 && s.id !== undefined);
+    const backlogAtStop = (await jsm.streams.info('MEDIA_JOBS')).state.messages;
+    const stoppedAt = Date.now();
+    const statusOf = async (s: Submission): Promise<string | undefined> => {
+      const account = accounts.find((a) => a.id === s.accountId) as { id: string; key: string };
+      const res = await fetch(`${api}/api/v1/tasks/${String(s.id)}`, { headers: { authorization: `Bearer ${account.key}` } });
+      return ((await res.json()) as { data?: { status?: string } }).data?.status;
+    };
+    // The workers may still have a backlog when the load stops (two image slots against a load
+    // generator that outruns them on a busy machine). Waiting goes on while tasks keep settling;
+    // a task is declared stuck only when nothing has settled for SETTLE_STALL_MS.
+    const settled = new Map<string, string>();
+    let lastProgress = Date.now();
+    while (settled.size < accepted.length && Date.now() - lastProgress < SETTLE_STALL_MS) {
+      let pendingInARow = 0;
+      for (const s of accepted) {
+        if (settled.has(s.id as string)) continue;
+        const st = await statusOf(s).catch(() => undefined);
+        if (st !== undefined && st !== 'pending') {
+          settled.set(s.id as string, st);
+          lastProgress = Date.now();
+          pendingInARow = 0;
+        } else if ((pendingInARow += 1) >= 50) break; // the rest of the backlog, next round
+      }
+      if (settled.size < accepted.length) await sleep(1000);
+    }
+    const drainedAfterMs = Date.now() - stoppedAt;
     const tasks: AuditedTask[] = [];
     for (const s of accepted) {
-      const account = accounts.find((a) => a.id === s.accountId) as { id: string; key: string };
-      const status = await until(`task ${String(s.id)} to settle`, async () => {
-        const res = await fetch(`${api}/api/v1/tasks/${String(s.id)}`, { headers: { authorization: `Bearer ${account.key}` } });
-        const st = ((await res.json()) as { data?: { status?: string } }).data?.status;
-        return st === undefined || st === 'pending' ? undefined : st;
-      }, 120_000, 250);
+      const status = settled.get(s.id as string) ?? (await statusOf(s).catch(() => undefined)) ?? 'unknown';
       tasks.push({ id: s.id as string, accountId: s.accountId, status, events: 0 });
     }
+    process.stderr.write(`${seconds(Date.now() - started)} s: ${settled.size} of ${accepted.length} tasks settled, ${seconds(drainedAfterMs)} s after the load stopped with ${backlogAtStop} jobs queued\n`);
     await sleep(2000); // a failure's refund follows its status by a moment
     const eventCounts = (await jsm.streams.info('MEDIA_EVENTS', { subjects_filter: 'media.events.>' })).state.subjects ?? {};
     for (const t of tasks) t.events = eventCounts[`media.events.${t.id}`] ?? 0;
@@ -268,6 +318,10 @@ async function main(): Promise<void> {
       ledgers.push({ id: a.id, apiBalance, entries });
     }
     const audit = auditLedger(ledgers, tasks);
+    // The first few only: they show whether the stuck ones share a cause.
+    for (const t of tasks.filter((x) => x.status !== 'completed' && x.status !== 'failed').slice(0, 5)) {
+      process.stderr.write(`${await diagnoseTask(jsm, t.id, children)}\n`);
+    }
 
     // Submissions while a node was down; the clients' own reconnections.
     const whileDown = kills.map((k) => submissions.filter((s) => s.at >= k.killedAt && s.at < k.restartedAt));
@@ -295,10 +349,11 @@ async function main(): Promise<void> {
     const completed = tasks.filter((t) => t.status === 'completed').length;
     const failed = tasks.filter((t) => t.status === 'failed').length;
     const summary = markdownTable(
-      ['submissions (HTTP status: count)', 'tasks accepted', 'completed / failed', 'with exactly one event', 'debits / refunds', 'top-ups ok / failed', 'balances = ledger sums', 'client reconnections (none restarted)', 'problems'],
+      ['submissions (HTTP status: count)', 'tasks accepted', 'jobs queued when the load stopped / all settled after (s)', 'completed / failed', 'with exactly one event', 'debits / refunds', 'top-ups ok / failed', 'balances = ledger sums', 'client reconnections (none restarted)', 'problems'],
       [[
         [...statusCounts].map(([s, k]) => `${s === 0 ? `no answer in ${CLIENT_TIMEOUT_MS / 1000} s` : s}: ${k}`).join(', '),
         String(tasks.length),
+        `${backlogAtStop} / ${seconds(drainedAfterMs)}`,
         `${completed} / ${failed}`,
         String(tasks.filter((t) => t.events === 1).length),
         `${audit.debits} / ${audit.refunds}`,
@@ -328,7 +383,10 @@ async function main(): Promise<void> {
   } finally {
     for (const p of children) p.child.kill('SIGKILL');
     await cluster?.stop();
-    if (values.keep === true) process.stderr.write(`kept ${dir} (node configurations and logs)\n`);
+    if (values.keep === true) {
+      for (const p of children) await fs.writeFile(path.join(dir, `${p.name}.log`), p.output());
+      process.stderr.write(`kept ${dir} (node configurations, nodes' and clients' logs)\n`);
+    }
     else await fs.rm(dir, { recursive: true, force: true });
   }
 }
