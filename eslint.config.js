@@ -67,7 +67,7 @@ export default defineConfig(
           // layer, so none of them imports another: app/ joins the worker to the pipelines
           // (README "A job's path").
           layers: [
-            ['errors.ts', 'logger.ts', 'paths.ts', 'seeded-random.ts', 'settings-table.ts', 'throttle.ts', 'defined-fields.ts'],
+            ['errors.ts', 'logger.ts', 'paths.ts', 'seeded-random.ts', 'settings-table.ts', 'throttle.ts', 'sleep.ts', 'defined-fields.ts'],
             ['media'],
             ['video', 'inference'],
             ['jobs'],

@@ -46,6 +46,16 @@ export function parseServerVersion(text: string): [number, number, number] {
   return [Number(m[1]), Number(m[2]), Number(m[3])];
 }
 
+/** Whether `version` is `floor` or later. */
+export function versionAtLeast(version: readonly number[], floor: readonly number[]): boolean {
+  for (let i = 0; i < floor.length; i += 1) {
+    const a = version[i] ?? 0;
+    const b = floor[i] ?? 0;
+    if (a !== b) return a > b;
+  }
+  return true;
+}
+
 async function freePort(): Promise<number> {
   const probe = createServer();
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
@@ -70,7 +80,7 @@ export function nodeConfig(o: { name: string; port: number; routePort: number; m
 export async function startCluster(dir: string, env: NodeJS.ProcessEnv, size = 3): Promise<Cluster> {
   const { stdout } = await promisify(execFile)(natsServerBin(), ['--version']);
   const version = parseServerVersion(stdout);
-  const syncAlways = version[0] > 2 || (version[0] === 2 && version[1] >= 10);
+  const syncAlways = versionAtLeast(version, [2, 10]);
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ port: await freePort(), routePort: await freePort(), monitorPort: await freePort() })));
   const nodes = await Promise.all(
     ports.map(async (p, i) => {

@@ -17,6 +17,8 @@ const UNAVAILABLE_NAMES = new Set([
   'DrainingConnectionError',
   'ConnectionError',
   'JetStreamNotEnabled',
+  // A write whose first copy NATS was still replicating when it stopped waiting (confirmed-ack.ts).
+  'UnconfirmedPublishError',
 ]);
 
 /** JetStream API status 503: "JetStream system temporarily unavailable", no quorum, no leader. */

@@ -12,7 +12,7 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { kindOfModel, minimumCredits, type Job } from '../jobs/index.js';
-import { type TerminalEvent, jobSubject } from '../protocol/index.js';
+import { type TerminalEvent, confirmedAck, jobSubject } from '../protocol/index.js';
 import { ApiError } from './errors.js';
 import { newTaskId } from './ids.js';
 import { isNatsUnavailable } from './nats-unavailable.js';
@@ -67,7 +67,9 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
   };
 
   const publishJob = async (entry: DebitEntry): Promise<void> => {
-    await js.publish(jobSubject(entry.kind, entry.job.model), JSON.stringify(entry.job), { msgID: entry.taskId });
+    const subject = jobSubject(entry.kind, entry.job.model);
+    // Unconfirmed, it throws: the outbox publishes again until NATS says where the job is stored.
+    confirmedAck(await js.publish(subject, JSON.stringify(entry.job), { msgID: entry.taskId }), subject);
   };
 
   const materialise = async (accountId: string, entry: DebitEntry, seq: number): Promise<void> => {

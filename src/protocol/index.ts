@@ -4,6 +4,7 @@
  * deployment shares. The worker and the gateway both stand on it; neither imports the other.
  */
 export { connectNats, connectionOptions } from './connection.js';
+export { UnconfirmedPublishError, confirmedAck } from './confirmed-ack.js';
 export { unreadableFiles } from './nats-credentials.js';
 export { completedEvent, creationTime, failedEvent, terminalEventSchema, type EventTiming, type TerminalEvent } from './events.js';
 export { progressMessage, progressMessageSchema, type ProgressMessage } from './progress.js';

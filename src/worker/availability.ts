@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import type { JobKind } from '../jobs/index.js';
 import type { WorkerMetrics } from './metrics.js';
 import { JOB_KINDS } from '../jobs/index.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../sleep.js';
 
 export interface ReadinessCheck {
   /** Short, stable name (a metric label): `results-dir`, `sr-models`, `lipsync-model`, `disk-space`. */

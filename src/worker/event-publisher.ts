@@ -9,8 +9,8 @@
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { type TerminalEvent, eventMsgId, eventSubject, protocolHeaders } from '../protocol/index.js';
-import { sleep } from './sleep.js';
+import { type TerminalEvent, UnconfirmedPublishError, eventMsgId, eventSubject, protocolHeaders } from '../protocol/index.js';
+import { sleep } from '../sleep.js';
 
 /** JetStream API codes that mean "this task already has its event". */
 const ALREADY_PUBLISHED_CODES = new Set([
@@ -46,7 +46,12 @@ export class EventPublisher {
           headers: protocolHeaders(),
           timeout: this.options.publishTimeoutMs,
         });
-        return ack.duplicate ? 'already-published' : 'published';
+        if (!ack.duplicate) return 'published';
+        if (ack.seq > 0) return 'already-published';
+        // A duplicate whose first copy is not stored yet (confirmed-ack.ts): the task has its
+        // event only if one can be read; otherwise this is retried until one is stored.
+        if (subject === undefined && (await this.find(event.id)) !== null) return 'already-published';
+        throw new UnconfirmedPublishError(subject ?? eventSubject(event.id));
       } catch (err) {
         if (err instanceof JetStreamApiError && ALREADY_PUBLISHED_CODES.has(err.code)) return 'already-published';
         throw err;

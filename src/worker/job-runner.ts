@@ -49,7 +49,7 @@ import { decideFailure } from './outcome.js';
 import { createProgressPublisher } from './progress.js';
 import { queueAgeError, queueAgeMs } from './queue-age.js';
 import { resultLifetimeMs } from './results.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../sleep.js';
 import type { WorkerSettings } from './settings.js';
 import type { JobExecutor, JobOutput } from './types.js';
 

@@ -25,7 +25,7 @@ import type { WorkerSettings } from './settings.js';
 import { ensureTopology } from './topology.js';
 import type { JobExecutor, QuoteFunction } from './types.js';
 import { isLive, nextState, type LifecycleEvent, type WorkerState } from './lifecycle.js';
-import { sleep } from './sleep.js';
+import { sleep } from '../sleep.js';
 
 export interface WorkerDeps {
   executor: JobExecutor;

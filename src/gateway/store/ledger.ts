@@ -7,8 +7,10 @@
  *    debits serialise on the subject: of 100 debits against a balance for 10, exactly 10 succeed.
  * 2. A task is refunded at most once: a refund is written only if no refund of the task exists
  *    after its debit, with the same optimistic check, so two gateways handling the same failure
- *    event cannot both write one; `Nats-Msg-Id: refund:<task>` makes a retried publish a no-op.
- * 3. Every debit names its task and carries its job (the outbox, see ../outbox.ts).
+ *    event cannot both write one; its message id (`refund:<task>:<expected sequence>`) makes a
+ *    publish sent again after a lost answer a no-op.
+ * 3. Every debit names its task and carries its job (the outbox, see ../service.ts), and is
+ *    stored once: sent again after a lost answer, its message id makes it a duplicate.
  */
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { ledgerEntrySchema, type DebitEntry, type LedgerEntry } from './records.js';

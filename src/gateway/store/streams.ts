@@ -47,7 +47,7 @@ export function storeNames(prefix: string): StoreNames {
   };
 }
 
-/** Refunds carry `Nats-Msg-Id: refund:<task>`; the window covers a redelivered failure event many times over. */
+/** Debits and refunds carry `Nats-Msg-Id: debit|refund:<task>:<expected sequence>` (subject-store.ts); the window covers a write sent again after a lost answer many times over. */
 const LEDGER_DUPLICATE_WINDOW_MS = 60 * 60 * 1000;
 
 /** `replicas`: NATS_STREAM_REPLICAS, the same for every stream of a deployment (docs/operations.md). */

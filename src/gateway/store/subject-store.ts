@@ -4,6 +4,8 @@
  */
 import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck } from '@nats-io/jetstream';
 import type { z } from 'zod';
+import { UnconfirmedPublishError, confirmedAck } from '../../protocol/index.js';
+import { sleep } from '../../sleep.js';
 import { isNatsUnavailable } from '../nats-unavailable.js';
 
 export interface Versioned<T> {
@@ -28,26 +30,44 @@ export async function readLast<S extends z.ZodType>(jsm: JetStreamManager, strea
   return { seq: msg.seq, value: schema.parse(msg.json()) };
 }
 
-/** Publishes `value` if the subject's last sequence is `expectSeq` (0: the subject is empty). */
 /** Publishes of a write with a message id: enough to outlast a stream leader's election (each waits the publish timeout). */
 const IDEMPOTENT_ATTEMPTS = 4;
+/** Waits for the first copy of a write still being replicated (confirmed-ack.ts): about an election. */
+const UNCONFIRMED_WAITS_MS = [100, 250, 500, 1000, 2000, 2000, 2000, 2000];
 
 /**
  * Publishes `value` if the subject's last sequence is `expectSeq` (0: the subject is empty). With
  * `msgId` the publish is idempotent, so when NATS does not answer (a stream leader died, its
  * successor not yet elected) it is sent again: a write that landed and only lost its answer comes
- * back as a duplicate (or a conflict, then read again) instead of an unknown outcome.
+ * back as a duplicate (or a conflict, then read again) instead of an unknown outcome. A duplicate
+ * whose first copy is still being replicated is waited for, never taken as stored.
+ *
+ * The message id sent is `<msgId>:<expectSeq>`: it names this entry at this place. A clustered
+ * leader keeps the id of a write it refused at apply time (two writers expected the same
+ * sequence; nats-server 2.10) as "in flight" for the whole duplicate window, so the writer that
+ * lost, reading again and retrying under the same id, would be told "duplicate" for ever although
+ * nothing was stored. After a conflict the expected sequence, and so the id, is a new one.
  */
 export async function writeIf(js: JetStreamClient, subject: string, value: unknown, expectSeq: number, msgId?: string): Promise<PubAck> {
-  for (let attempt = 1; ; attempt++) {
+  const id = msgId === undefined ? undefined : `${msgId}:${expectSeq}`;
+  let unavailable = 0;
+  let unconfirmed = 0;
+  for (;;) {
     try {
-      return await js.publish(subject, JSON.stringify(value), {
+      const ack = await js.publish(subject, JSON.stringify(value), {
         expect: { lastSubjectSequence: expectSeq },
-        ...(msgId === undefined ? {} : { msgID: msgId }),
+        ...(id === undefined ? {} : { msgID: id }),
       });
+      return confirmedAck(ack, subject);
     } catch (err) {
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) throw new WriteConflict(subject);
-      if (msgId === undefined || attempt >= IDEMPOTENT_ATTEMPTS || !isNatsUnavailable(err)) throw err;
+      if (err instanceof UnconfirmedPublishError) {
+        const wait = UNCONFIRMED_WAITS_MS[unconfirmed++];
+        if (wait === undefined) throw err;
+        await sleep(wait);
+        continue;
+      }
+      if (id === undefined || ++unavailable >= IDEMPOTENT_ATTEMPTS || !isNatsUnavailable(err)) throw err;
     }
   }
 }
