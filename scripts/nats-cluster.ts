@@ -16,6 +16,7 @@
  * into docs/operations.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -65,15 +66,36 @@ interface Kill {
 interface ClientProcess {
   name: string;
   child: ChildProcess;
-  output(): string;
+  /** The start of its output (the lines a start-up is recognised by). */
+  head(): string;
+  /** Its whole output, written to `<dir>/<name>.log` as it comes. */
+  logFile: string;
+  /** Times its NATS connection came back. */
+  reconnections(): number;
 }
 
-function startClient(name: string, args: string[], env: NodeJS.ProcessEnv): ClientProcess {
+const HEAD_CHARS = 200_000;
+const RECONNECTED = /NATS (reconnected|connection restored)/g;
+
+function startClient(name: string, args: string[], env: NodeJS.ProcessEnv, dir: string): ClientProcess {
   const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout?.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-2_000_000)));
-  child.stderr?.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-2_000_000)));
-  return { name, child, output: () => out };
+  const logFile = path.join(dir, `${name}.log`);
+  const log = createWriteStream(logFile);
+  let head = '';
+  let reconnections = 0;
+  let partial = '';
+  const onData = (c: Buffer): void => {
+    log.write(c);
+    const text = c.toString();
+    if (head.length < HEAD_CHARS) head += text;
+    const lines = (partial + text).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) reconnections += (line.match(RECONNECTED) ?? []).length;
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  child.once('exit', () => log.end());
+  return { name, child, head: () => head, logFile, reconnections: () => reconnections };
 }
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, everyMs = 100): Promise<T> {
@@ -122,7 +144,8 @@ async function diagnoseTask(jsm: JetStreamManager, taskId: string, clients: read
   const advisories = await jsm.streams.info('MEDIA_JOBS_ADVISORIES');
   lines.push(`  MEDIA_JOBS_ADVISORIES: ${advisories.state.messages} messages`);
   for (const c of clients) {
-    for (const line of c.output().split('\n').filter((l) => l.includes(taskId))) lines.push(`  ${c.name}: ${line.slice(0, 600)}`);
+    const output = await fs.readFile(c.logFile, 'utf8').catch(() => '');
+    for (const line of output.split('\n').filter((l) => l.includes(taskId))) lines.push(`  ${c.name}: ${line.slice(0, 600)}`);
   }
   return lines.join('\n');
 }
@@ -190,11 +213,11 @@ async function main(): Promise<void> {
       NATS_PASSWORD: PASSWORDS[`MW_${user.toUpperCase()}_PASSWORD` as keyof typeof PASSWORDS],
       NATS_INBOX_PREFIX: `_INBOX_${user}`,
     });
-    for (const name of ['worker-a', 'worker-b']) children.push(startClient(name, ['serve'], { ...common, ...as('worker'), NATS_CONNECTION_NAME: name }));
-    await until('the workers to serve', async () => children.every((w) => w.output().includes('media-worker serving')) || undefined, 90_000, 200);
-    const gateway = startClient('gateway', ['gateway'], { ...common, ...as('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' });
+    for (const name of ['worker-a', 'worker-b']) children.push(startClient(name, ['serve'], { ...common, ...as('worker'), NATS_CONNECTION_NAME: name }, dir));
+    await until('the workers to serve', async () => children.every((w) => w.head().includes('media-worker serving')) || undefined, 90_000, 200);
+    const gateway = startClient('gateway', ['gateway'], { ...common, ...as('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' }, dir);
     children.push(gateway);
-    const api = await until('the gateway to listen', async () => /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/.exec(gateway.output())?.[1], 60_000, 200);
+    const api = await until('the gateway to listen', async () => /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/.exec(gateway.head())?.[1], 60_000, 200);
 
     // The operator: accounts and top-ups through the same store code as `media-worker accounts`.
     const operatorNc = await connect({ servers: c.urls.split(','), user: 'operator', pass: PASSWORDS.MW_OPERATOR_PASSWORD, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
@@ -325,7 +348,7 @@ async function main(): Promise<void> {
 
     // Submissions while a node was down; the clients' own reconnections.
     const whileDown = kills.map((k) => submissions.filter((s) => s.at >= k.killedAt && s.at < k.restartedAt));
-    const reconnects = children.map((p) => `${p.name} ${(p.output().match(/NATS (reconnected|connection restored)/g) ?? []).length}`);
+    const reconnects = children.map((p) => `${p.name} ${p.reconnections()}`);
     const exitedClients = children.filter((p) => p.child.exitCode !== null || p.child.signalCode !== null).map((p) => p.name);
     const statusCounts = new Map<number, number>();
     for (const s of submissions) statusCounts.set(s.status, (statusCounts.get(s.status) ?? 0) + 1);
@@ -384,7 +407,6 @@ async function main(): Promise<void> {
     for (const p of children) p.child.kill('SIGKILL');
     await cluster?.stop();
     if (values.keep === true) {
-      for (const p of children) await fs.writeFile(path.join(dir, `${p.name}.log`), p.output());
       process.stderr.write(`kept ${dir} (node configurations, nodes' and clients' logs)\n`);
     }
     else await fs.rm(dir, { recursive: true, force: true });
