@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { quoteOnly } from '../src/app/index.js';
 import { parseJob, type LipsyncQuote, type VideoQuote } from '../src/jobs/index.js';
+import { resolveFfprobe, runProcess } from '../src/media/index.js';
 import { ffmpeg, makeClip, makeTempDir, makeTone } from './media/helpers.js';
 import { matroskaHeadersSay, mp3XingFramesDivided, mp4HeadersSay, oggLastGranuleSays } from '../bench/lying-headers.js';
 
@@ -50,6 +51,10 @@ beforeAll(async () => {
   clips['bench.mkv'] = await makeClip(path.join(dir, 'bench.mkv'), bench);
   clips['bench-lie.mp4'] = await lying(clips['bench.mp4'], 'bench-lie.mp4', (f) => mp4HeadersSay(f, 1));
   clips['bench-lie.mkv'] = await lying(clips['bench.mkv'], 'bench-lie.mkv', (f) => matroskaHeadersSay(f, 1));
+  // Its first half: the index (in front) still lists all 75 frames, the bytes of fewer are there.
+  const whole = await readFile(clips['bench.mp4']);
+  clips['bench-half.mp4'] = path.join(dir, 'bench-half.mp4');
+  await writeFile(clips['bench-half.mp4'], whole.subarray(0, Math.floor(whole.length / 2)));
 
   // Audio, 3 s each, lying in each format's own way.
   clips['mp3'] = await lying(await makeTone(path.join(dir, 'tone.mp3'), [], 3), 'tone-lie.mp3', (f) => mp3XingFramesDivided(f, 3));
@@ -68,6 +73,12 @@ beforeAll(async () => {
   await writeFile(clips['aac'], Buffer.concat([await readFile(quiet), await readFile(dense)]));
 }, 60_000);
 afterAll(async () => cleanup());
+
+/** Video frames ffmpeg's decoder delivers from `file` (ffprobe -count_frames). */
+async function decodedFrames(file: string): Promise<number> {
+  const { stdout } = await runProcess(resolveFfprobe(), ['-v', 'error', '-select_streams', 'v:0', '-count_frames', '-show_entries', 'stream=nb_read_frames', '-of', 'csv=p=0', file]);
+  return Number.parseInt(stdout.toString('utf8'), 10);
+}
 
 const quote = (body: unknown) => quoteOnly(parseJob(body), config, { taskId: 'quote-lies', allowLocalPaths: true });
 const upscale = (video_url: string) => quote({ model: 'vendor-video-upscale', input: { video_url, upscale_factor: '2' } }) as Promise<VideoQuote>;
@@ -102,6 +113,22 @@ describe("the benchmark's 3 s clip is quoted 3 s, whatever its container or head
     expect(q).toMatchObject({ creditsUsed: 48, estimated_frames: 75 });
     expect(q.measured.video.video).toMatchObject({ seconds: 3, frames: 75 });
     if (name.includes('lie')) expect(q.measured.video.declared_seconds).toBe(1);
+  });
+});
+
+describe('a truncated lip-sync video is quoted for what it holds', () => {
+  it('the first half of a 3 s MP4 whose index lists 75 frames: the frames there, and their seconds', async () => {
+    const q = await lipsync(clips['bench-half.mp4'] as string, clips['mp3'] as string);
+    const frames = q.measured.video.video?.frames as number;
+    const decoded = await decodedFrames(clips['bench-half.mp4'] as string);
+    // The last frame's bytes may be cut short: listed, but not decoded.
+    expect(frames).toBeGreaterThan(0);
+    expect(frames).toBeLessThan(75);
+    expect(decoded).toBeGreaterThanOrEqual(frames - 1);
+    expect(decoded).toBeLessThanOrEqual(frames);
+    expect(q.duration).toBeCloseTo(frames / 25, 1);
+    expect(q.input.billed_seconds).toBe(Math.ceil(q.duration));
+    expect(q.measured.video.declared_seconds).toBe(3);
   });
 });
 
