@@ -74,6 +74,7 @@ export const TABLES = {
   gpu: { header: ['provider', 'step', 'input', 'wall s', 'output MP/s', 'GPU busy %', 'upscayl-bin s'], labels: 3 },
   inputMeasureCost: { header: ['read', 'ms', 'over headers only'], labels: 1 },
   damagedInputs: { header: ['input', 'quote', 'run', 'code', 'tiles run', 'wasted %'], labels: 4 },
+  damagedLipsyncInputs: { header: ['input', 'quote', 'run', 'code', 'faces run', 'wasted %'], labels: 4 },
   realesrganFlops: {
     header: ['network', 'multiply-adds per input pixel (M)', 'time s', 'GFLOP/s', 'share of the MatMul peak %', 'output MP/s'],
     labels: 1,
@@ -99,5 +100,5 @@ export const BLOCKS: Readonly<Record<string, BlockSpec>> = {
   gateway: { bench: 'gateway', tables: [TABLES.gateway] },
   music: { bench: 'music', tables: [TABLES.music] },
   'cost-model': { bench: 'cost-model', tables: [TABLES.costModel] },
-  'input-measure': { bench: 'input-measure', tables: [TABLES.inputMeasureCost, TABLES.damagedInputs] },
+  'input-measure': { bench: 'input-measure', tables: [TABLES.inputMeasureCost, TABLES.damagedInputs, TABLES.damagedLipsyncInputs] },
 };

@@ -17,7 +17,7 @@ import { describeFormat } from './describe.js';
 import { ffprobeArgs } from './ffmpeg-args.js';
 import { ffmpegReason, isProcessError, runProcess } from './process.js';
 import { isImageFormat, sniffFile } from './sniff.js';
-import { measureStream, packetSchema, type Packet } from './stream-measure.js';
+import { fileSeconds, measureStream, packetSchema, type Packet, type StreamMeasurement } from './stream-measure.js';
 import type { AudioStreamInfo, ContainerKind, MediaInfo, Rational, VideoStreamInfo } from './types.js';
 import { definedFields } from '../defined-fields.js';
 
@@ -110,7 +110,13 @@ export function streamRotation(stream: FfprobeStream): number {
   return 0;
 }
 
-function videoInfo(stream: FfprobeStream, packets: readonly Packet[], index: number): VideoStreamInfo {
+/** A chosen stream as MediaInfo shows it, and its measurement (which fileSeconds combines). */
+interface Measured<T> {
+  info: T;
+  measured: StreamMeasurement | undefined;
+}
+
+function videoInfo(stream: FfprobeStream, packets: readonly Packet[], index: number): Measured<VideoStreamInfo> {
   const width = positiveInteger(stream.width);
   const height = positiveInteger(stream.height);
   if (width === undefined || height === undefined) {
@@ -137,10 +143,10 @@ function videoInfo(stream: FfprobeStream, packets: readonly Packet[], index: num
   const bitRate = positiveInteger(stream.bit_rate);
   if (bitRate !== undefined) info.bitRate = bitRate;
   if (stream.pix_fmt !== undefined) info.pixelFormat = stream.pix_fmt;
-  return info;
+  return { info, measured };
 }
 
-function audioInfo(stream: FfprobeStream, packets: readonly Packet[], index: number): AudioStreamInfo {
+function audioInfo(stream: FfprobeStream, packets: readonly Packet[], index: number): Measured<AudioStreamInfo> {
   const info: AudioStreamInfo = {
     codec: stream.codec_name ?? 'unknown',
     sampleRate: positiveInteger(stream.sample_rate) ?? 0,
@@ -148,7 +154,7 @@ function audioInfo(stream: FfprobeStream, packets: readonly Packet[], index: num
   };
   const measured = measureStream(packets, index);
   if (measured !== undefined) info.seconds = measured.seconds;
-  return info;
+  return { info, measured };
 }
 
 /** The default stream of a type, else its first, with its index; cover art in audio files is not a video stream. */
@@ -182,11 +188,10 @@ export function parseFfprobeOutput(json: unknown, container: ContainerKind): Med
   const video = videoStream === undefined ? undefined : videoInfo(videoStream.stream, packets, videoStream.index);
   const audio = audioStream === undefined ? undefined : audioInfo(audioStream.stream, packets, audioStream.index);
 
-  const spans = [video?.seconds, audio?.seconds].filter((d): d is number => d !== undefined);
-  if (spans.length === 0) {
+  const durationSeconds = fileSeconds(video?.measured, audio?.measured);
+  if (durationSeconds === undefined) {
     throw new JobError('PROBE_FAILED', `The duration of the ${container.toUpperCase()} file could not be measured: its streams hold no timed packets`);
   }
-  const durationSeconds = Math.max(...spans);
 
   const info: MediaInfo = {
     container: container === 'mp4' && videoStream === undefined ? 'm4a' : container,
@@ -195,8 +200,8 @@ export function parseFfprobeOutput(json: unknown, container: ContainerKind): Med
   };
   const declared = declaredDuration(streams, format);
   if (declared !== undefined && Math.abs(declared - durationSeconds) > 0.01 * durationSeconds) info.declaredDurationSeconds = declared;
-  if (video !== undefined) info.video = video;
-  if (audio !== undefined) info.audio = audio;
+  if (video !== undefined) info.video = video.info;
+  if (audio !== undefined) info.audio = audio.info;
   const bitRate = positiveInteger(format.bit_rate);
   if (bitRate !== undefined) info.bitRate = bitRate;
   return info;

@@ -29,6 +29,8 @@ export interface StreamMeasurement {
   packets: number;
   /** From the earliest packet's start to the latest packet's end, seconds. */
   seconds: number;
+  /** A packet's typical length, seconds (see typicalSpacing); absent when nothing tells it. */
+  spacing?: number;
 }
 
 function finite(value: string | number | undefined): number | undefined {
@@ -37,21 +39,37 @@ function finite(value: string | number | undefined): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
-/** A packet's duration counts at most this many times the stream's median one (see measureStream). */
+/** A packet's duration counts at most this many times the stream's typical spacing (see measureStream). */
 export const PACKET_DURATION_CAP = 4;
 
-function median(values: number[]): number | undefined {
+function median(values: readonly number[]): number | undefined {
   if (values.length === 0) return undefined;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
 }
 
 /**
+ * How long a packet of the stream typically lasts: the median gap between successive packet
+ * starts. Timestamps are what places every packet; a packet's duration is a claim the demuxer
+ * often takes from a header (a Matroska track's DefaultDuration, an MP4 mdhd for the last
+ * sample, an Ogg granule), so the durations' median is the fallback, for a single packet.
+ */
+export function typicalSpacing(starts: readonly number[], durations: readonly number[]): number | undefined {
+  const sorted = [...starts].sort((a, b) => a - b);
+  const gaps: number[] = [];
+  for (let i = 1; i < sorted.length; i += 1) {
+    const gap = (sorted[i] as number) - (sorted[i - 1] as number);
+    if (gap > 0) gaps.push(gap);
+  }
+  return median(gaps) ?? median(durations);
+}
+
+/**
  * The packets of stream `index`, measured. `lastDuration` stands in for a packet's missing
  * duration (video: one frame period), so a stream whose packets carry none still spans its last
  * frame. A duration is itself a claim (an Ogg page's edited granule gives the last packet one of
- * 27 hours): none counts more than PACKET_DURATION_CAP times the stream's median. Undefined when
- * the stream has no timed packet.
+ * 27 hours): none counts more than PACKET_DURATION_CAP times the stream's typical spacing.
+ * Undefined when the stream has no timed packet.
  */
 export function measureStream(packets: readonly Packet[], index: number, lastDuration = 0): StreamMeasurement | undefined {
   const timed: { at: number; duration: number | undefined }[] = [];
@@ -64,8 +82,11 @@ export function measureStream(packets: readonly Packet[], index: number, lastDur
     const duration = finite(packet.duration_time);
     timed.push({ at, duration: duration !== undefined && duration > 0 ? duration : undefined });
   }
-  const typical = median(timed.flatMap((p) => (p.duration === undefined ? [] : [p.duration])));
-  const cap = typical === undefined ? Number.POSITIVE_INFINITY : PACKET_DURATION_CAP * typical;
+  const spacing = typicalSpacing(
+    timed.map((p) => p.at),
+    timed.flatMap((p) => (p.duration === undefined ? [] : [p.duration])),
+  );
+  const cap = spacing === undefined ? Number.POSITIVE_INFINITY : PACKET_DURATION_CAP * spacing;
   let start = Number.POSITIVE_INFINITY;
   let end = Number.NEGATIVE_INFINITY;
   for (const { at, duration } of timed) {
@@ -73,7 +94,39 @@ export function measureStream(packets: readonly Packet[], index: number, lastDur
     end = Math.max(end, at + Math.min(duration ?? lastDuration, cap));
   }
   if (count === 0 || !(end > start)) return undefined;
-  return { packets: count, seconds: end - start };
+  return spacing === undefined ? { packets: count, seconds: end - start } : { packets: count, seconds: end - start, spacing };
+}
+
+/**
+ * Audio packets an encoder adds around the samples it was given: the priming packet(s) of its
+ * delay (AAC's 1024 samples, Opus's pre-skip) and the last packet, padded to a whole frame. A
+ * container may say which samples to drop (an MP4 edit list and mdhd, Matroska CodecDelay and
+ * DiscardPadding), or not at all (AAC in Matroska keeps its priming packet, at 0, the video after
+ * it), and what it says is a header: the packets of a file cut at N seconds span up to N s plus
+ * about two packets of audio, whoever wrote it.
+ */
+export const AUDIO_FRAMING_PACKETS = 2;
+/**
+ * The framing allowed in all, whatever spacing the audio's timestamps show: two packets of the
+ * longest frames in use (Opus's 120 ms, AAC's 1024 samples at 8 kHz) fit; audio whose packets
+ * were spaced seconds apart does not hide seconds past the video.
+ */
+export const AUDIO_FRAMING_MAX_SECONDS = 0.5;
+
+/**
+ * The file's duration from its chosen streams' measurements. With a video stream, the video's
+ * span, lengthened only by audio that runs past it by more than the audio's framing
+ * (AUDIO_FRAMING_PACKETS of its spacing, at most AUDIO_FRAMING_MAX_SECONDS): the audio's content
+ * is at least its span less the framing, and only content lengthens a file. So a clip cut at N s
+ * measures N s in every container, and audio that really goes on past the video still counts.
+ * Without video, the audio's whole span (the lip-sync audio: its length does not price, and the
+ * backstop must allow what its decoder delivers). Undefined when neither stream was measured.
+ */
+export function fileSeconds(video: StreamMeasurement | undefined, audio: StreamMeasurement | undefined): number | undefined {
+  if (video === undefined) return audio?.seconds;
+  if (audio === undefined) return video.seconds;
+  const framing = Math.min(AUDIO_FRAMING_PACKETS * (audio.spacing ?? 0), AUDIO_FRAMING_MAX_SECONDS);
+  return Math.max(video.seconds, audio.seconds - framing);
 }
 
 /**

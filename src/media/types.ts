@@ -62,8 +62,10 @@ export interface MediaInfo {
   /** ffprobe's format_name, for logs. */
   formatName: string;
   /**
-   * Measured duration in seconds: the longest span of the chosen video and audio streams' packets
-   * (what the decoders will read), never a container or stream header's claim.
+   * Measured duration in seconds from the chosen streams' packets (what the decoders will read),
+   * never a container or stream header's claim: the video's span, lengthened only by audio that
+   * runs past it by more than its encoder's framing; an audio file's span (stream-measure.ts,
+   * `fileSeconds`).
    */
   durationSeconds: number;
   /** The headers' duration (container, else longest stream), when it differs from the measured one by over 1 %. */

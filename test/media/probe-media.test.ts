@@ -213,7 +213,7 @@ describe('parseFfprobeOutput', () => {
   const video = { index: 0, codec_type: 'video', codec_name: 'h264', width: 640, height: 480, r_frame_rate: '25/1', avg_frame_rate: '25/1' };
   const oneSecond = packets(0, 25, 0.04);
 
-  it('measures the duration from the packets, the longest chosen stream, whatever the headers say', () => {
+  it('measures the duration from the packets, whatever the headers say: audio past the video counts, less its framing', () => {
     const info = parseFfprobeOutput(
       {
         format: { format_name: 'matroska,webm', duration: '1.0' },
@@ -225,11 +225,59 @@ describe('parseFfprobeOutput', () => {
       },
       'mkv',
     );
-    expect(info.durationSeconds).toBeCloseTo(5, 9);
+    // 5 s of audio packets hold at least 5 s less a priming and a padded packet (2 x 20 ms) of content.
+    expect(info.durationSeconds).toBeCloseTo(4.96, 9);
     expect(info.declaredDurationSeconds).toBe(1);
     expect(info.video).toMatchObject({ frameCount: 100, fps: { num: 25, den: 1 } });
     expect(info.video?.seconds).toBeCloseTo(4, 9);
     expect(info.audio?.seconds).toBeCloseTo(5, 9);
+  });
+
+  it.each([
+    // ffmpeg's MKV: the AAC priming packet kept at 0, the video after it, the last packet a whole frame.
+    ['mkv', 'AAC priming at 0, video from 23 ms', packets(1, 132, 0.023), 0.023, 3],
+    // ffmpeg's WebM: Opus's pre-skip before 0, the last packet padded (its DiscardPadding not applied).
+    ['mkv', 'Opus pre-skip before 0', packets(1, 151, 0.02, -0.007), 0.007, 3],
+    // An MP4 whose mdhd was edited: the last AAC packet's trim (read from mdhd) gone.
+    ['mp4', 'the last AAC packet untrimmed', packets(1, 130, 1024 / 44_100), 0, 3],
+    // Audio that really runs on: 3 s of video, 3.2 s of AAC.
+    ['mkv', 'audio 0.2 s past the video', packets(1, 140, 0.023), 0, 3.22 - 2 * 0.023],
+  ] as const)('%s, %s: the audio framing does not lengthen a 3 s video', (container, _what, audio, videoStart, seconds) => {
+    const info = parseFfprobeOutput(
+      {
+        format: { format_name: 'matroska,webm', duration: '3.041' },
+        streams: [video, { index: 1, codec_type: 'audio', codec_name: 'aac', sample_rate: '44100', channels: 1 }],
+        packets: [...packets(0, 75, 0.04, videoStart), ...audio],
+      },
+      container,
+    );
+    expect(info.audio?.seconds).toBeGreaterThan(3);
+    expect(info.durationSeconds).toBeCloseTo(seconds, 6);
+  });
+
+  it('audio packets spaced seconds apart do not hide seconds past the video: the framing is at most 0.5 s', () => {
+    const info = parseFfprobeOutput(
+      {
+        format: { format_name: 'matroska,webm', duration: '3' },
+        streams: [video, { index: 1, codec_type: 'audio', codec_name: 'aac', sample_rate: '44100', channels: 1 }],
+        packets: [...packets(0, 75, 0.04), ...packets(1, 3, 5)],
+      },
+      'mkv',
+    );
+    expect(info.durationSeconds).toBeCloseTo(15 - 0.5, 9);
+  });
+
+  it('an audio file is its whole span: there is no video to compare it with', () => {
+    const audio = { index: 0, codec_type: 'audio', codec_name: 'aac', sample_rate: '44100', channels: 1 };
+    const info = parseFfprobeOutput({ format: { format_name: 'mov', duration: '3' }, streams: [audio], packets: packets(0, 132, 0.023) }, 'm4a');
+    expect(info.durationSeconds).toBeCloseTo(3.036, 9);
+  });
+
+  it("reads a packet's typical length from the starts, not from durations a header gave every packet", () => {
+    // A Matroska DefaultDuration edited to 10 s: every frame claims it; the starts are 40 ms apart.
+    const claimed = packets(0, 25, 0.04).map((p) => ({ ...p, duration_time: '10' }));
+    const info = parseFfprobeOutput({ format: { format_name: 'matroska,webm', duration: '1' }, streams: [video], packets: claimed }, 'mkv');
+    expect(info.durationSeconds).toBeCloseTo(0.96 + 4 * 0.04, 9);
   });
 
   it('leaves packets marked to discard (before an edit list starts) uncounted', () => {
