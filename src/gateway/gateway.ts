@@ -37,7 +37,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     js,
     ledger: store.ledger,
     tasks: store.tasks,
-    quote: quoteClient(nc, settings.quoteTimeoutMs),
+    quote: quoteClient(nc, { timeoutMs: settings.quoteTimeoutMs, inboxPrefix: protocol.natsInboxPrefix }),
     quoteGate: quoteGate(settings.quotesPerAccount),
     metrics,
   });

@@ -16,7 +16,19 @@ export const QUOTE_SUBJECT = `${QUOTE_SERVICE_GROUP}.${QUOTE_ENDPOINT}`;
 /** Core NATS, every host: `<quote id>` of a quote whose requester has gone; it is dropped or aborted. */
 export const QUOTE_ABANDON_SUBJECT = `${QUOTE_SUBJECT}.abandon`;
 /** Headers of a quote request (all optional): its id, whose it is (fair sharing) and until when it is wanted (epoch ms). */
-export const QUOTE_HEADERS = { id: 'Media-Quote-Id', party: 'Media-Quote-Party', deadline: 'Media-Quote-Deadline' } as const;
+export const QUOTE_HEADERS = {
+  id: 'Media-Quote-Id',
+  party: 'Media-Quote-Party',
+  deadline: 'Media-Quote-Deadline',
+  /** Request: "tell me you have it, then every <ms> that you are still on it" (docs/protocol.md). */
+  receipt: 'Media-Quote-Receipt',
+  /** On those interim replies (empty body): `received`, then `working`. */
+  status: 'Media-Quote-Status',
+} as const;
+/** The interim replies' statuses; a reply without the status header is the answer. */
+export const QUOTE_STATUS = { received: 'received', working: 'working' } as const;
+/** Bounds of the heartbeat a requester may ask for (deploy/nats/media-users.conf allows the replies of a 120 s quote at the fastest). */
+export const QUOTE_HEARTBEAT_MS = { min: 1000, max: 60_000 } as const;
 /** Cancellation (cancel.ts): one worker answers. */
 export const CANCEL_ENDPOINT = 'cancel';
 export const CANCEL_SUBJECT = `${QUOTE_SERVICE_GROUP}.${CANCEL_ENDPOINT}`;

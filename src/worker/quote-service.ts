@@ -26,6 +26,8 @@ import { fairLimiter } from './fair-queue.js';
 import {
   QUOTE_ABANDON_SUBJECT,
   QUOTE_HEADERS,
+  QUOTE_HEARTBEAT_MS,
+  QUOTE_STATUS,
   CANCEL_ENDPOINT,
   CAPABILITIES_SUBJECT,
   PROTOCOL_HEADER,
@@ -89,9 +91,11 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
         if (err) return onError(err);
         // The services package's nested nats-core types the headers apart; only get() is used.
         const meta = quoteMeta(msg.headers as unknown as Pick<MsgHdrs, 'get'> | undefined);
+        const receipts = meta.heartbeatMs === undefined ? null : sendReceipts(msg, meta.heartbeatMs);
         void limit(meta.party, async () => {
           const dropped = meta.id !== undefined && abandoned.has(meta.id) ? 'abandoned' : meta.deadline !== undefined && Date.now() >= meta.deadline ? 'expired' : null;
           if (dropped !== null) {
+            receipts?.stop();
             // Nobody waits for the answer any more: nothing is fetched and nothing is sent.
             options.metrics.quotes.inc({ outcome: dropped });
             options.logger.info({ quoteId: meta.id, party: meta.party }, `Quote dropped before it started (${dropped})`);
@@ -100,11 +104,11 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
           const controller = new AbortController();
           const forget = meta.id === undefined ? () => undefined : abandoned.watch(meta.id, controller);
           try {
-            await answer(msg, quote, options, meta, controller.signal);
+            await answer(msg, quote, options, meta, controller.signal, () => receipts?.stop());
           } finally {
             forget();
           }
-        });
+        }).finally(() => receipts?.stop());
       },
       metadata: { schema: 'docs/schemas/quote-request.schema.json' },
     });
@@ -161,13 +165,35 @@ interface QuoteMeta {
   id: string | undefined;
   party: string;
   deadline: number | undefined;
+  /** Receipts asked for, with this heartbeat. */
+  heartbeatMs: number | undefined;
 }
 
-/** The request's optional headers; missing or malformed ones mean "anonymous, no deadline". */
+/** The request's optional headers; missing or malformed ones mean "anonymous, no deadline, no receipts". */
 function quoteMeta(headers: Pick<MsgHdrs, 'get'> | undefined): QuoteMeta {
   const id = headers?.get(QUOTE_HEADERS.id) || undefined;
   const deadline = Number(headers?.get(QUOTE_HEADERS.deadline) || Number.NaN);
-  return { id, party: headers?.get(QUOTE_HEADERS.party) || '', deadline: Number.isFinite(deadline) ? deadline : undefined };
+  const heartbeat = Number(headers?.get(QUOTE_HEADERS.receipt) || Number.NaN);
+  return {
+    id,
+    party: headers?.get(QUOTE_HEADERS.party) || '',
+    deadline: Number.isFinite(deadline) ? deadline : undefined,
+    heartbeatMs: Number.isFinite(heartbeat) ? Math.min(QUOTE_HEARTBEAT_MS.max, Math.max(QUOTE_HEARTBEAT_MS.min, heartbeat)) : undefined,
+  };
+}
+
+/**
+ * Tells the requester at once that the request arrived, then every heartbeat that it is still
+ * waiting or running (empty replies with `Media-Quote-Status`), until stopped: a requester that
+ * hears nothing knows that the request, or the way back, was lost (docs/protocol.md).
+ */
+function sendReceipts(msg: ServiceMsg, heartbeatMs: number): { stop(): void } {
+  const send = (status: string): void => {
+    msg.respond('', { headers: protocolHeaders({ [QUOTE_HEADERS.status]: status }) as unknown as ServiceHeaders });
+  };
+  send(QUOTE_STATUS.received);
+  const timer = setInterval(() => send(QUOTE_STATUS.working), heartbeatMs).unref();
+  return { stop: () => clearInterval(timer) };
 }
 
 const ABANDONED_REMEMBERED = 10_000;
@@ -193,7 +219,8 @@ function abandonBoard() {
   };
 }
 
-async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServiceOptions, meta: QuoteMeta, abandon: AbortSignal): Promise<void> {
+/** `beforeReply`: stops the heartbeats, so that none follows the answer. */
+async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServiceOptions, meta: QuoteMeta, abandon: AbortSignal, beforeReply: () => void): Promise<void> {
   const started = Date.now();
   let reply: { ok: true; body: unknown } | { ok: false; error: JobError };
   try {
@@ -213,6 +240,7 @@ async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServi
     reply = { ok: false, error: toJobError(err) };
   }
   const ms = Date.now() - started;
+  beforeReply();
   if (abandon.aborted) {
     options.metrics.quotes.inc({ outcome: 'abandoned' });
     options.logger.info({ ms, quoteId: meta.id }, 'Quote aborted: its requester has gone');
