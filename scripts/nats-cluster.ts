@@ -306,21 +306,24 @@ async function main(): Promise<void> {
       return ((await res.json()) as { data?: { status?: string } }).data?.status;
     };
     // The workers may still have a backlog when the load stops (two image slots against a load
-    // generator that outruns them on a busy machine). Waiting goes on while tasks keep settling;
-    // a task is declared stuck only when nothing has settled for SETTLE_STALL_MS.
+    // generator that outruns them on a busy machine), and jobs the outbox published late run after
+    // younger ones. Waiting goes on while tasks settle or the jobs stream shrinks; tasks are declared
+    // stuck only when neither has moved for SETTLE_STALL_MS.
     const settled = new Map<string, string>();
     let lastProgress = Date.now();
+    let queued = backlogAtStop;
     while (settled.size < accepted.length && Date.now() - lastProgress < SETTLE_STALL_MS) {
-      let pendingInARow = 0;
       for (const s of accepted) {
         if (settled.has(s.id as string)) continue;
         const st = await statusOf(s).catch(() => undefined);
         if (st !== undefined && st !== 'pending') {
           settled.set(s.id as string, st);
           lastProgress = Date.now();
-          pendingInARow = 0;
-        } else if ((pendingInARow += 1) >= 50) break; // the rest of the backlog, next round
+        }
       }
+      const nowQueued = await jsm.streams.info('MEDIA_JOBS').then((i) => i.state.messages, () => queued);
+      if (nowQueued < queued) lastProgress = Date.now();
+      queued = nowQueued;
       if (settled.size < accepted.length) await sleep(1000);
     }
     const drainedAfterMs = Date.now() - stoppedAt;

@@ -12,7 +12,7 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { kindOfModel, minimumCredits, type Job } from '../jobs/index.js';
-import { type TerminalEvent, confirmedAck, jobSubject } from '../protocol/index.js';
+import { type TerminalEvent, UnconfirmedPublishError, confirmedAck, jobSubject } from '../protocol/index.js';
 import { ApiError } from './errors.js';
 import { newTaskId } from './ids.js';
 import { isNatsUnavailable } from './nats-unavailable.js';
@@ -120,8 +120,10 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
       try {
         await materialise(accountId, debit.entry, debit.seq);
       } catch (err) {
-        // The debit is stored: the outbox consumer creates the task and publishes the job.
-        log.warn({ taskId, err }, 'Publishing the job failed; the outbox will');
+        // The debit is stored: the outbox consumer creates the task and publishes the job. Most
+        // often it is doing so this very moment (its copy is the one NATS is still storing).
+        if (err instanceof UnconfirmedPublishError) log.info({ taskId }, 'The outbox is publishing the job');
+        else log.warn({ taskId, err }, 'Publishing the job failed; the outbox will');
       }
       return submissionView(taskFromDebit(accountId, debit.entry, debit.seq), debit.entry.balance);
     },
