@@ -1,10 +1,11 @@
 /**
  * A JetStream publish acknowledgement that confirms the message is stored. One that does not: a
- * clustered stream's leader that sees a message id whose first copy it is still replicating
+ * clustered stream's leader that sees a message id whose first copy it has staged but not applied
  * answers `{ duplicate: true, seq: 0 }` (nats-server 2.10; later versions answer only once the
- * sequence is known). That copy may still fail (its leader dies before a quorum stored it), so
- * such an answer means "not known yet", never "already stored": read as success it let a
- * submission run without its debit ever landing (scripts/nats-cluster.ts found it).
+ * sequence is known). That copy may still fail: its leader dies before a quorum stored it, or it
+ * is refused when applied (an expected sequence no longer true), and then its id stays staged for
+ * the duplicate window. So such an answer means "not known yet", never "already stored": read as
+ * success it let a submission run without its debit ever landing (scripts/nats-cluster.ts).
  */
 import type { PubAck } from '@nats-io/jetstream';
 
