@@ -49,7 +49,11 @@ function fakeWorker(onRequest: (msg: Msg, n: number) => void): { requests: Msg[]
 
 function abandonsSeen(): string[] {
   const ids: string[] = [];
-  const sub = nc.subscribe('media.quote.abandon', { callback: (_err, msg) => ids.push(msg.string()) });
+  const sub = nc.subscribe('media.quote.abandon', {
+    callback: (_err, msg) => {
+      ids.push(msg.string());
+    },
+  });
   cleanups.push(() => sub.unsubscribe());
   return ids;
 }
@@ -76,7 +80,9 @@ describe('quote requests with receipts', () => {
     const inbox = createInbox();
     const seen: { status: string; protocol: string; bytes: number }[] = [];
     const tap = nc.subscribe(inbox, {
-      callback: (_err, msg) => seen.push({ status: msg.headers?.get(QUOTE_HEADERS.status) ?? '', protocol: msg.headers?.get('Media-Protocol-Version') ?? '', bytes: msg.data.length }),
+      callback: (_err, msg) => {
+        seen.push({ status: msg.headers?.get(QUOTE_HEADERS.status) ?? '', protocol: msg.headers?.get('Media-Protocol-Version') ?? '', bytes: msg.data.length });
+      },
     });
     cleanups.push(() => tap.unsubscribe());
     const h = headers();
