@@ -28,10 +28,10 @@ import sharp from 'sharp';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
 import { terminalEventSchema, type TerminalEvent } from '../src/protocol/index.js';
 import { seededRandom } from '../src/seeded-random.js';
+import { sleep } from '../src/sleep.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface NatsProcess {
   url: string;

@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { sleep } from '../src/sleep.js';
 
 export interface ClusterNode {
   name: string;
@@ -166,7 +167,7 @@ function clusterNode(name: string, config: string, port: number, monitorPort: nu
         // Listening is enough here: a node is healthy only once the cluster it joins has formed.
         const ok = await fetch(`${monitorUrl}/varz`, { signal: AbortSignal.timeout(500) }).then(() => true, () => false);
         if (ok) return;
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
       throw new Error(`nats-server ${name} did not answer on ${monitorUrl} in time; see ${logFile}`);
     },

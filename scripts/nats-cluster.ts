@@ -29,6 +29,7 @@ import sharp from 'sharp';
 import { markdownTable } from '../bench/doc-block.js';
 import { openStore, type Store } from '../src/gateway/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
+import { sleep } from '../src/sleep.js';
 import { auditLedger, type AuditedTask } from './cluster-audit.js';
 import { replaceMarkedBlock } from './marked-block.js';
 import { startCluster, type Cluster } from './nats-cluster-nodes.js';
@@ -43,7 +44,6 @@ const CLIENT_TIMEOUT_MS = 30_000;
 /** A task still pending when no task has settled for this long is stuck (reported, not waited for). */
 const SETTLE_STALL_MS = 60_000;
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const seconds = (ms: number): string => (ms / 1000).toFixed(1);
 
 interface Submission {

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
 import { Ledger } from '../../src/gateway/store/ledger.js';
 import { WriteConflict, writeIf } from '../../src/gateway/store/subject-store.js';
+import { sleep } from '../worker/helpers/jetstream.js';
 import { natsServerBin, parseServerVersion, startCluster, versionAtLeast, type Cluster } from '../../scripts/nats-cluster-nodes.js';
 
 const PASSWORDS = { MW_WORKER_PASSWORD: 'w', MW_GATEWAY_PASSWORD: 'g', MW_OPERATOR_PASSWORD: 'o' };
@@ -35,7 +36,7 @@ describe.skipIf(tooOld !== undefined)(`writes with a message id on an R3 stream$
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-clustered-writes-'));
     cluster = await startCluster(dir, PASSWORDS);
     // JetStream answers once the nodes have elected a meta leader.
-    for (let i = 0; i < 300 && (await cluster.metaLeader()) === undefined; i += 1) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 300 && (await cluster.metaLeader()) === undefined; i += 1) await sleep(100);
     nc = await connect({ servers: cluster.urls.split(','), user: 'operator', pass: PASSWORDS.MW_OPERATOR_PASSWORD });
     jsm = await jetstreamManager(nc);
     js = jetstream(nc);

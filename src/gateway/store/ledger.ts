@@ -15,6 +15,7 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { ledgerEntrySchema, type DebitEntry, type LedgerEntry } from './records.js';
 import type { StoreNames } from './streams.js';
+import { sleep } from '../../sleep.js';
 import { KeyedQueue } from './keyed-queue.js';
 import { WriteConflict, readLast, writeIf, type Versioned } from './subject-store.js';
 
@@ -125,7 +126,7 @@ export class Ledger {
       } catch (err) {
         if (!(err instanceof WriteConflict) || i >= MAX_CONFLICT_RETRIES) throw err;
         // A little jitter spreads writers that keep colliding.
-        await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 * (i + 1))));
+        await sleep(Math.random() * Math.min(50, 2 * (i + 1)));
       }
     }
   }
