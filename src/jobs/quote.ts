@@ -104,10 +104,11 @@ export function measuredStreams(info: MediaInfo): MeasuredStreams {
 
 /**
  * Frames a video upscale processes: the packets measured (one frame each), unless a variable frame
- * rate is resampled to a constant one (then duration x rate).
+ * rate is made constant at its highest rate (then duration x that rate: video/video-geometry.ts).
  */
 function processedFrames(video: VideoStreamInfo, durationSeconds: number): number {
-  return video.variableFrameRate || video.frameCount === undefined ? frameCount(durationSeconds, video.fps) : video.frameCount;
+  if (video.variableFrameRate) return frameCount(durationSeconds, video.cfrRate ?? video.fps);
+  return video.frameCount === undefined ? frameCount(durationSeconds, video.fps) : video.frameCount;
 }
 
 /** The error body the quote service and `media-worker quote` print for a rejected job. */

@@ -37,13 +37,14 @@ import {
   ffmpegFailure,
   formatRate,
   frameTiming,
-  inputMatrix,
+  colourSource,
+  eightBitColourPlan,
   checkVideoDecodes,
   probeVideoExtras,
 } from '../video/index.js';
 import { audioEnvelope, loadBlazeFace, type BlazeFaceDetector, detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels, FACE_DETECTION_PROFILES, type DrivenFaces } from './faces/index.js';
 import { decodeAudio, fitSamples, melSpectrogram } from './audio/index.js';
-import { evenSize, type VideoQuality, DecoderFailure, type SourceDecodeSpec } from './frames/index.js';
+import { type VideoQuality, DecoderFailure, type SourceDecodeSpec } from './frames/index.js';
 import { loadThreadedLipsyncModel, loadLipsyncModel, type LipsyncModel } from './network/index.js';
 import { DEFAULT_CACHE_BYTES, runOutputPass, type OutputPassTimings } from './compose/index.js';
 import { passesInTurn, passesTogether, type PassSteps, type Passes } from './passes.js';
@@ -331,11 +332,15 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const setupMs = performance.now() - r.started;
 
   // ---------------------------------------------------------------- faces and output
+  // Faces are composited into 8-bit frames: HDR is tone-mapped to SDR here (video/colour.ts).
+  const colourFacts = colourSource(extras);
+  const colour = eightBitColourPlan(colourFacts, size);
   const spec: SourceDecodeSpec = {
     inputPath: r.videoPath,
     container: req.videoInfo.container,
     timing,
-    matrix: inputMatrix(extras, size),
+    matrix: colour.inputMatrix,
+    colour: { plan: colour, source: colourFacts },
     interlaced: extras.interlaced === true,
     size,
     maxFrames: allowedFrames(quotedFrames),
@@ -385,6 +390,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
         encode: {
           quality,
           sampleAspect: extras.sampleAspect,
+          colour,
           audio: { path: r.audioPath, container: req.audioInfo.container },
           outputPath: r.partialPath,
         },
@@ -417,7 +423,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   await rename(r.partialPath, r.outputPath);
   const { pass, plan, driven, output } = passes;
 
-  const outSize: Size = quality.mode === 'lossless' ? size : evenSize(size);
+  const outSize: Size = size;
   const encoder = quality.mode === 'lossless' ? { codec: 'libx264rgb', mode: quality.mode } : { codec: quality.encoder.codec, mode: quality.mode };
   return {
     outputPath: r.outputPath,

@@ -89,16 +89,21 @@ export function quietFfmpegArgs(): string[] {
 }
 
 /**
- * Raw rgb24 frames of `size` at `rate` (ffmpeg's rate text, e.g. "30000/1001") on stdin as an input,
+ * Raw RGB frames (rgb24, or 16-bit rgb48le) of `size` at `rate` (ffmpeg's rate text, e.g. "30000/1001") on stdin as an input,
  * whitelisted to the pipe and the rawvideo demuxer. `inputOptions` go just before its `-i`.
  */
-export function rgbPipeInputArgs(size: { width: number; height: number }, rate: string, inputOptions: readonly string[] = []): string[] {
+export function rgbPipeInputArgs(
+  size: { width: number; height: number },
+  rate: string,
+  inputOptions: readonly string[] = [],
+  pixelFormat: 'rgb24' | 'rgb48le' = 'rgb24',
+): string[] {
   return [
     ...safeInputArgs({ demuxers: ['rawvideo'], protocols: ['pipe'] }),
     '-f',
     'rawvideo',
     '-pix_fmt',
-    'rgb24',
+    pixelFormat,
     '-video_size',
     `${size.width}x${size.height}`,
     '-framerate',
@@ -109,9 +114,9 @@ export function rgbPipeInputArgs(size: { width: number; height: number }, rate: 
   ];
 }
 
-/** The output as raw rgb24 frames on stdout (what the pipelines' frame readers take). */
-export function rgbPipeOutputArgs(): string[] {
-  return ['-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'];
+/** The output as raw RGB frames on stdout (what the pipelines' frame readers take): rgb24, or 16-bit rgb48le. */
+export function rgbPipeOutputArgs(pixelFormat: 'rgb24' | 'rgb48le' = 'rgb24'): string[] {
+  return ['-f', 'rawvideo', '-pix_fmt', pixelFormat, 'pipe:1'];
 }
 
 /**

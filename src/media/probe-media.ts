@@ -17,7 +17,7 @@ import { describeFormat } from './describe.js';
 import { ffprobeArgs } from './ffmpeg-args.js';
 import { ffmpegReason, isProcessError, runProcess } from './process.js';
 import { isImageFormat, sniffFile } from './sniff.js';
-import { fileSeconds, measureStream, packetSchema, type Packet, type StreamMeasurement } from './stream-measure.js';
+import { fileSeconds, highestFrameRate, measureStream, packetSchema, packetTimes, type Packet, type StreamMeasurement } from './stream-measure.js';
 import type { AudioStreamInfo, ContainerKind, MediaInfo, Rational, VideoStreamInfo } from './types.js';
 import { definedFields } from '../defined-fields.js';
 
@@ -140,6 +140,11 @@ function videoInfo(stream: FfprobeStream, packets: readonly Packet[], index: num
     frameCount: measured.packets,
     seconds: measured.seconds,
   };
+  if (info.variableFrameRate) {
+    // The rate a variable-frame-rate video is processed (and billed) at: its highest (video-geometry.ts).
+    const highest = highestFrameRate(packetTimes(packets, index));
+    if (highest !== undefined && highest.num * fps.den > fps.num * highest.den) info.cfrRate = highest;
+  }
   const bitRate = positiveInteger(stream.bit_rate);
   if (bitRate !== undefined) info.bitRate = bitRate;
   if (stream.pix_fmt !== undefined) info.pixelFormat = stream.pix_fmt;

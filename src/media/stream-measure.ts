@@ -64,6 +64,51 @@ export function typicalSpacing(starts: readonly number[], durations: readonly nu
   return median(gaps) ?? median(durations);
 }
 
+/** Frame rates cameras and editors use: a measured rate this close to one of them is that rate. */
+const COMMON_RATES: readonly { num: number; den: number }[] = [
+  { num: 24000, den: 1001 }, { num: 24, den: 1 }, { num: 25, den: 1 }, { num: 30000, den: 1001 }, { num: 30, den: 1 },
+  { num: 48, den: 1 }, { num: 50, den: 1 }, { num: 60000, den: 1001 }, { num: 60, den: 1 }, { num: 90, den: 1 },
+  { num: 100, den: 1 }, { num: 120000, den: 1001 }, { num: 120, den: 1 }, { num: 240, den: 1 },
+];
+/** How close (relative) a measured rate must be to a common one to be taken as it. */
+const COMMON_RATE_TOLERANCE = 0.03;
+
+/**
+ * The highest rate a variable-frame-rate stream runs at: one over its shortest usual spacing (the
+ * 10th percentile of the gaps between successive frame times, so one stray short gap does not set
+ * it), taken as the nearest common rate within 3 %, else in thousandths of a frame per second.
+ * Undefined with fewer than two timed frames.
+ */
+export function highestFrameRate(starts: readonly number[]): { num: number; den: number } | undefined {
+  const sorted = [...starts].sort((a, b) => a - b);
+  const gaps: number[] = [];
+  for (let i = 1; i < sorted.length; i += 1) {
+    const gap = (sorted[i] as number) - (sorted[i - 1] as number);
+    if (gap > 1e-6) gaps.push(gap);
+  }
+  if (gaps.length === 0) return undefined;
+  gaps.sort((a, b) => a - b);
+  const shortest = gaps[Math.floor((gaps.length - 1) * 0.1)] as number;
+  const rate = 1 / shortest;
+  let best: { num: number; den: number } | undefined;
+  for (const common of COMMON_RATES) {
+    const distance = Math.abs(common.num / common.den - rate) / rate;
+    if (distance <= COMMON_RATE_TOLERANCE && (best === undefined || distance < Math.abs(best.num / best.den - rate) / rate)) best = common;
+  }
+  return best ?? { num: Math.max(1, Math.round(rate * 1000)), den: 1000 };
+}
+
+/** The timestamps of stream `index`'s shown packets (pts, else dts), seconds. */
+export function packetTimes(packets: readonly Packet[], index: number): number[] {
+  const times: number[] = [];
+  for (const packet of packets) {
+    if (packet.stream_index !== index || packet.flags?.includes('D') === true) continue;
+    const at = finite(packet.pts_time) ?? finite(packet.dts_time);
+    if (at !== undefined) times.push(at);
+  }
+  return times;
+}
+
 /**
  * The packets of stream `index`, measured. `lastDuration` stands in for a packet's missing
  * duration (video: one frame period), so a stream whose packets carry none still spans its last

@@ -41,6 +41,8 @@ export interface VideoStreamInfo {
   fps: Rational;
   /** True when ffprobe's r_frame_rate and avg_frame_rate disagree (a hint of variable frame rate). */
   variableFrameRate: boolean;
+  /** Variable frame rate only: its highest rate, which it is processed and billed at (stream-measure.ts highestFrameRate). */
+  cfrRate?: Rational;
   /** Frames measured: the stream's packets (stream-measure.ts), never a header's count. */
   frameCount?: number;
   /** Seconds the stream's packets span (measured). */

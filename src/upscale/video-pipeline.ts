@@ -18,12 +18,16 @@ import { randomBytes } from 'node:crypto';
 import { rename, rm } from 'node:fs/promises';
 import { getPriority, setPriority } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
-import { type UpscaleResult, upscaleRgb, type LoadedSrModel, type SrModelLoader } from '../inference/index.js';
+import type { LoadedSrModel, SrModelLoader } from '../inference/index.js';
 import { JobError, VIDEO_UPSCALE_CONTAINERS, checkVideo, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
 import { allowedFrames, resolveFfmpeg, spawnProcess, type MediaInfo, type PathNames, type VideoStreamInfo } from '../media/index.js';
 import {
   type AudioPlan,
   BoundedQueue,
+  type ColourPlan,
+  DEFAULT_HDR_MODE,
+  type HdrMode,
+  type StreamMap,
   DEFAULT_ENCODER,
   type EncoderSettings,
   FfmpegFailure,
@@ -34,8 +38,10 @@ import {
   StageGroup,
   type VideoEncoderName,
   type VideoGeometry,
-  audioPlan,
   checkVideoDecodes,
+  colourPlan,
+  colourSource,
+  firstAudio,
   chooseEncoder,
   decoderArgs,
   encoderArgs,
@@ -44,13 +50,13 @@ import {
   ffmpegStage,
   formatRate,
   frameTiming,
-  inputMatrix,
   probeVideoExtras,
   rgbFrameBytes,
+  streamMap,
   videoGeometry,
   writeWithBackpressure,
 } from '../video/index.js';
-import { type BatcherStats, TileBatcher } from './video-batcher.js';
+import { type BatcherStats, TileBatcher, type UpscaledFrame, upscaleFrame } from './video-batcher.js';
 import { definedFields } from '../defined-fields.js';
 
 export interface VideoProgress {
@@ -69,6 +75,8 @@ export interface VideoUpscaleRequest {
   info: MediaInfo;
   /** Model name override (e.g. `esrgan-medium-x2`); default per factor. */
   modelName?: string;
+  /** HDR (PQ / HLG) input kept as 10-bit HDR or tone-mapped to SDR (the job's `hdr`, else the worker's default). Default "keep". */
+  hdr?: HdrMode;
   /** Encoder settings (config); unset fields take DEFAULT_ENCODER's. */
   encoder?: Partial<EncoderSettings>;
   /** Tile side override in input pixels. */
@@ -102,8 +110,14 @@ export interface VideoUpscaleOutcome {
   /** Frames / rate, seconds. */
   durationSeconds: number;
   model: string;
-  encoder: VideoEncoderName;
+  /** The H.264 encoder of an 8-bit result; libx265 for a 10-bit one. */
+  encoder: VideoEncoderName | 'libx265';
+  /** What became of the first audio track (every track is kept: `streams`). */
   audio: AudioPlan['mode'];
+  /** The result's video: codec, bits per sample, transfer (PQ / HLG for HDR), whether it was tone-mapped. */
+  colour: { codec: 'h264' | 'hevc'; bits: 8 | 10; transfer?: string; toneMapped: boolean };
+  /** Streams of the input kept beside the picture, and those MP4 cannot carry, with why. */
+  streams: { kept: number; dropped: StreamMap['dropped'] };
   /** Wall time of the streaming part (decoder start to encoder exit), milliseconds. */
   streamMs: number;
   /** Time inside the network's calls, milliseconds (the part decode and encode hide behind). */
@@ -169,7 +183,10 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
   const loaded = valueOf(model);
   const encoder = valueOf(chosen);
   const geometry = videoGeometry(video, Number(req.factor), loaded.model.scale);
-  const audio = audioPlan(req.info.audio);
+  const source = colourSource(extras);
+  const colour = colourPlan(source, req.hdr ?? DEFAULT_HDR_MODE, geometry.decoded);
+  const streams = streamMap(extras.streams, extras.videoIndex);
+  if (streams.dropped.length > 0) req.logger?.warn({ dropped: streams.dropped }, 'input streams the MP4 result cannot carry were left out');
 
   const partialPath = join(dirname(outputPath), `.${basename(outputPath)}.${randomBytes(4).toString('hex')}.partial`);
   const decodeArgs = decoderArgs({
@@ -177,7 +194,9 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
     container: req.info.container,
     geometry,
     timing,
-    matrix: inputMatrix(extras, geometry.decoded),
+    matrix: colour.inputMatrix,
+    colour,
+    colourSource: source,
     interlaced: extras.interlaced === true,
     videoIndex: extras.videoIndex,
     maxFrames: allowedFrames(quotedFrames),
@@ -187,8 +206,9 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
     timing,
     encoder,
     extras,
-    audio,
-    audioSource: { path: inputPath, container: req.info.container },
+    colour,
+    source: { path: inputPath, container: req.info.container },
+    streams,
     outputPath: partialPath,
   });
   const batcher = new TileBatcher(loaded.model, Math.max(1, loaded.tiling.batch ?? 1) * framesInFlight);
@@ -200,6 +220,7 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
       decodeArgs,
       encodeArgs,
       geometry,
+      depth: colour.depth,
       batcher,
       tiling: { ...loaded.tiling, ...definedFields({ tile: req.tile }) },
       framesInFlight,
@@ -237,8 +258,15 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
     timing: timing.mode,
     durationSeconds: streamed.frames / fps,
     model: loaded.name,
-    encoder: encoder.codec,
-    audio: audio.mode,
+    encoder: colour.output.codec === 'hevc' ? 'libx265' : encoder.codec,
+    audio: firstAudio(streams).mode,
+    colour: {
+      codec: colour.output.codec,
+      bits: colour.output.bits,
+      ...definedFields({ transfer: colour.output.transfer }),
+      toneMapped: colour.toneMap,
+    },
+    streams: { kept: streams.kept.length, dropped: streams.dropped },
     streamMs: streamed.streamMs,
     inferenceMs: batcher.stats.runMs,
     batches: { calls: batcher.stats.calls, tiles: batcher.stats.tiles, largestBatch: batcher.stats.largestBatch },
@@ -250,6 +278,8 @@ interface StreamPlan {
   decodeArgs: string[];
   encodeArgs: string[];
   geometry: VideoGeometry;
+  /** Bits per sample of the frames on the pipes (colour.ts). */
+  depth: ColourPlan['depth'];
   batcher: TileBatcher;
   tiling: LoadedSrModel['tiling'];
   framesInFlight: number;
@@ -269,7 +299,7 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
   const started = performance.now();
   const group = new StageGroup(signal, 'video pipeline');
   const decoded = new BoundedQueue<Buffer>(plan.queueFrames);
-  const upscaled = new BoundedQueue<Promise<UpscaleResult>>(plan.framesInFlight + plan.queueFrames);
+  const upscaled = new BoundedQueue<Promise<UpscaledFrame>>(plan.framesInFlight + plan.queueFrames);
   const slots = new Slots(plan.framesInFlight);
   group.onHalt(() => {
     decoded.fail(group.stopped);
@@ -313,7 +343,7 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
   const readStage = async (): Promise<void> => {
     const stdout = decoder.stdout;
     if (stdout === null) throw new Error('The decoder has no output pipe');
-    const reader = new FrameReader(stdout, rgbFrameBytes(geometry.decoded));
+    const reader = new FrameReader(stdout, rgbFrameBytes(geometry.decoded, plan.depth));
     for (;;) {
       let frame: Buffer | null;
       try {
@@ -330,14 +360,14 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
   };
 
   // Frames inside the network, awaited before returning so no inference outlives the call.
-  const inFlight = new Set<Promise<UpscaleResult>>();
+  const inFlight = new Set<Promise<UpscaledFrame>>();
   const networkStage = async (): Promise<void> => {
     const { width, height } = geometry.decoded;
     for (;;) {
       const frame = await decoded.shift();
       if (frame === undefined) break;
       await slots.acquire();
-      const job = upscaleRgb(plan.batcher, { data: frame, width, height, channels: 3 }, { ...plan.tiling, signal: group.signal }).finally(() => {
+      const job = upscaleFrame(plan.batcher, frame, { width, height }, plan.depth, { ...plan.tiling, signal: group.signal }).finally(() => {
         slots.release();
         inFlight.delete(job);
       });
@@ -351,14 +381,14 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
   const writeStage = async (): Promise<void> => {
     const stdin = encoder.stdin;
     if (stdin === null) throw new Error('The encoder has no input pipe');
-    const frameBytes = rgbFrameBytes(geometry.network);
+    const frameBytes = rgbFrameBytes(geometry.network, plan.depth);
     try {
       for (;;) {
         const job = await upscaled.shift();
         if (job === undefined) break;
         const result = await job;
-        if (result.data.length !== frameBytes) {
-          throw new Error(`Expected upscaled frames of ${frameBytes} bytes but received ${result.data.length}`);
+        if (result.data.byteLength !== frameBytes) {
+          throw new Error(`Expected upscaled frames of ${frameBytes} bytes but received ${result.data.byteLength}`);
         }
         await writeWithBackpressure(stdin, Buffer.from(result.data.buffer, result.data.byteOffset, result.data.byteLength), group.signal);
         framesWritten += 1;

@@ -4,12 +4,14 @@
  * codec arguments, probing extras, frame geometry and rates, whose fault a failed ffmpeg is, and the
  * stage group that stops a pipeline's stages together. Dependencies: media -> video -> {upscale, lipsync}.
  */
+export * from './colour.js';
 export * from './decode-check.js';
 export * from './ffmpeg-failure.js';
 export * from './frame-pipe.js';
 export * from './frame-queue.js';
 export * from './settings.js';
 export * from './stage-group.js';
+export * from './stream-map.js';
 export * from './video-args.js';
 export * from './video-encoders.js';
 export * from './video-frame-reader.js';

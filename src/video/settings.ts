@@ -39,3 +39,8 @@ export interface EncoderSettings {
  * benchmark clip (320x180 output): a third less encoder CPU time than `fast`.
  */
 export const DEFAULT_ENCODER: EncoderSettings = { codec: 'libx264', crf: 18, preset: 'veryfast' };
+
+/** What happens to HDR (PQ or HLG) video: kept as 10-bit HDR, or tone-mapped to 8-bit SDR BT.709 (colour.ts). */
+export const HDR_MODES = ['keep', 'sdr'] as const;
+export type HdrMode = (typeof HDR_MODES)[number];
+export const DEFAULT_HDR_MODE: HdrMode = 'keep';

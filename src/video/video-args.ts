@@ -6,16 +6,19 @@
  * Decoder: the input file (its sniffed demuxer only, file protocol only) -> the first real video
  * stream, deinterlaced when interlaced, rotation applied, scaled to exactly the expected size (a
  * stream that changes resolution midway still yields frames of one size, never a misaligned pipe),
- * converted to RGB with the input's own YUV matrix -> raw rgb24 on stdout. `-xerror`: a damaged input
- * stops the decoder with an error instead of being concealed into glitched frames or silently cut
- * short.
+ * converted to RGB with the input's own YUV matrix (or tone-mapped) -> raw rgb24, or rgb48le for a
+ * 16-bit plan, on stdout (colour.ts). `-xerror`: a damaged input stops the decoder with an error
+ * instead of being concealed into glitched frames or silently cut short.
  *
- * Encoder: raw rgb24 on stdin at the network's output size and the input's rate, plus the input file
- * again for its audio -> factor "1" Lanczos downscale, even-size padding, BT.709 YUV 4:2:0 ->
- * H.264 in MP4 with the audio copied or re-encoded to AAC, `+faststart` for progressive playback.
+ * Encoder: raw RGB on stdin at the network's output size and the input's rate, plus the input file
+ * again for the streams the result keeps (stream-map.ts) -> factor "1" Lanczos downscale, YUV with the
+ * plan's matrix (4:2:0, or 4:4:4 for an odd side) -> H.264 8-bit or HEVC Main10 in MP4 with the
+ * plan's colour tags, `+faststart` for progressive playback.
  */
-import { type AudioStreamInfo, type ContainerKind, fileInput, quietFfmpegArgs, rgbPipeInputArgs, rgbPipeOutputArgs, safeFileInputArgs } from '../media/index.js';
+import { type ContainerKind, fileInput, quietFfmpegArgs, rgbPipeInputArgs, rgbPipeOutputArgs, safeFileInputArgs } from '../media/index.js';
 import type { ColourMatrix, VideoExtras } from './video-probe.js';
+import { type ColourPlan, type ColourSource, colourTagArgs, decodeColourFilters, encodeColourFilters, encodePixelFormat, pipePixelFormat, x265ColourParams } from './colour.js';
+import { type StreamMap, metadataArgs, streamMapArgs } from './stream-map.js';
 import { type FrameTiming, type Size, type VideoGeometry, formatRate } from './video-geometry.js';
 import { X264_PRESETS, type EncoderSettings, type VideoEncoderName, type X264Preset } from './settings.js';
 
@@ -69,36 +72,6 @@ const QSV_PRESET: Readonly<Record<X264Preset, string>> = {
 };
 
 /**
- * Audio codecs copied into the MP4 unchanged. These have registered MP4 sample entries and play in
- * browsers, QuickTime and TVs alike. Left out on purpose: Opus and FLAC (the MP4 mappings exist,
- * but ffmpeg 5 marks FLAC-in-MP4 experimental and Apple's players only recently learned either),
- * Vorbis and PCM (no standard MP4 mapping); those are re-encoded to AAC.
- */
-export const MP4_COPY_AUDIO_CODECS: readonly string[] = ['aac', 'mp3', 'ac3', 'eac3', 'alac'];
-
-export type AudioPlan = { mode: 'none' } | { mode: 'copy'; codec: string } | { mode: 'aac'; bitrate: number; from: string };
-
-export function audioPlan(audio: AudioStreamInfo | undefined): AudioPlan {
-  if (audio === undefined) return { mode: 'none' };
-  if (MP4_COPY_AUDIO_CODECS.includes(audio.codec)) return { mode: 'copy', codec: audio.codec };
-  // 96 kb/s per channel up to stereo's 192, then 64 kb/s for each further channel.
-  const channels = Math.max(1, audio.channels);
-  const bitrate = channels <= 2 ? 96_000 * channels : 192_000 + 64_000 * (channels - 2);
-  return { mode: 'aac', bitrate, from: audio.codec };
-}
-
-function audioCodecArgs(plan: AudioPlan): string[] {
-  switch (plan.mode) {
-    case 'none':
-      return [];
-    case 'copy':
-      return ['-c:a', 'copy'];
-    case 'aac':
-      return ['-c:a', 'aac', '-b:a', String(plan.bitrate)];
-  }
-}
-
-/**
  * The matrix that turns the input's YUV into RGB: its own when tagged, otherwise what players
  * assume for an untagged picture of that size (BT.709 from 720 lines or 1280 columns, BT.601 below).
  */
@@ -113,6 +86,10 @@ export interface DecoderArgsInput {
   geometry: Pick<VideoGeometry, 'decoded'>;
   timing: FrameTiming;
   matrix: ColourMatrix;
+  /** Depth, tone mapping and the matrix to read with (colour.ts); default 8-bit SDR read with `matrix`. */
+  colour?: ColourPlan;
+  /** The input's transfer and primaries, for tone mapping. */
+  colourSource?: Pick<ColourSource, 'transfer' | 'primaries'>;
   /** Deinterlace first (one frame out per frame in, so the frame count stays). */
   interlaced?: boolean;
   /** Which real video stream (`0:V:n`); default the first. */
@@ -124,30 +101,31 @@ export interface DecoderArgsInput {
 /** Deinterlacing with one frame out per frame in, so the frame count stays. */
 export const DEINTERLACE_FILTER = 'bwdif=mode=send_frame:parity=auto:deint=all';
 
-/** Decoded video to rgb24 of exactly `size`, its YUV read with the input's own matrix. */
+/** Decoded video to rgb24 of exactly `size`, its YUV read with the input's own matrix (the 8-bit SDR plan of colour.ts). */
 export function rgbFilters(size: Size, matrix: ColourMatrix): string[] {
-  return [`scale=w=${size.width}:h=${size.height}:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=${matrix}`, 'format=rgb24'];
+  return decodeColourFilters(sdrPlan(matrix), {}, size);
 }
 
-/**
- * rgb24 of `size` to what H.264 takes: an odd side made even by repeating the last column or row
- * (4:2:0 chroma needs even sides; nothing is lost or stretched), then BT.709 YUV 4:2:0, TV range.
- */
-export function yuv420Filters(size: Size): string[] {
-  const right = size.width % 2;
-  const bottom = size.height % 2;
-  const filters: string[] = [];
-  if (right > 0 || bottom > 0) {
-    // fillborders works on planar formats only; smear repeats the last real column/row.
-    filters.push('format=gbrp', `pad=w=${size.width + right}:h=${size.height + bottom}:x=0:y=0`, `fillborders=right=${right}:bottom=${bottom}:mode=smear`);
-  }
-  filters.push('scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd', 'format=yuv420p');
-  return filters;
+/** The plan of 8-bit SDR frames read with `matrix` and written BT.709 (lip-sync's lossless test path and the old callers). */
+function sdrPlan(matrix: ColourMatrix): ColourPlan {
+  return { depth: 8, toneMap: false, inputMatrix: matrix, output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709' } };
+}
+
+/** RGB of `size` to what the encoder takes (colour.ts): YUV with the plan's matrix, 4:2:0, or 4:4:4 where a side is odd. */
+export function yuvFilters(size: Size, plan: Pick<ColourPlan, 'output'>): string[] {
+  return encodeColourFilters(plan, size);
 }
 
 export function decoderArgs(input: DecoderArgsInput): string[] {
-  const filters = [...(input.interlaced === true ? [DEINTERLACE_FILTER] : []), ...rgbFilters(input.geometry.decoded, input.matrix)];
-  const timing = input.timing.mode === 'cfr' ? ['-fps_mode', 'cfr', '-r', formatRate(input.timing.rate)] : ['-fps_mode', 'passthrough'];
+  const colour = input.colour ?? sdrPlan(input.matrix);
+  const filters = [
+    ...(input.interlaced === true ? [DEINTERLACE_FILTER] : []),
+    // Constant rate by the fps filter: each output time shows the frame on screen then (a frame's
+    // time rounded to the nearest output frame); ffmpeg's output-side cfr may show a frame up to one
+    // frame early.
+    ...(input.timing.mode === 'cfr' ? [`fps=${formatRate(input.timing.rate)}`] : []),
+    ...decodeColourFilters(colour, input.colourSource ?? {}, input.geometry.decoded),
+  ];
   return [
     ...quietFfmpegArgs(),
     '-xerror',
@@ -159,9 +137,10 @@ export function decoderArgs(input: DecoderArgsInput): string[] {
     '-dn',
     '-vf',
     filters.join(','),
-    ...timing,
+    '-fps_mode',
+    'passthrough',
     ...(input.maxFrames === undefined ? [] : ['-frames:v', String(input.maxFrames)]),
-    ...rgbPipeOutputArgs(),
+    ...rgbPipeOutputArgs(pipePixelFormat(colour.depth)),
   ];
 }
 
@@ -170,65 +149,75 @@ export interface EncoderArgsInput {
   timing: FrameTiming;
   encoder: EncoderSettings;
   extras: VideoExtras;
-  /** The original file, read again for its audio when the plan keeps audio. */
-  audioSource: { path: string; container: ContainerKind };
-  audio: AudioPlan;
+  /** Bit depth, codec and colour of the result (colour.ts). */
+  colour: ColourPlan;
+  /** The original file, read again for the streams the result keeps. */
+  source: { path: string; container: ContainerKind };
+  /** The streams kept besides the picture (stream-map.ts). */
+  streams: StreamMap;
   /** Where ffmpeg writes the MP4 (absolute). */
   outputPath: string;
 }
 
-/** The encoder's filter chain, from network-size RGB to output-size YUV 4:2:0. */
-export function encoderFilters(geometry: VideoGeometry, extras: Pick<VideoExtras, 'sampleAspect'>): string {
+/** The encoder's filter chain, from network-size RGB to output-size YUV. */
+export function encoderFilters(geometry: VideoGeometry, extras: Pick<VideoExtras, 'sampleAspect'>, colour: Pick<ColourPlan, 'output'> = sdrPlan('bt709')): string {
   const filters: string[] = [];
   const { network, target } = geometry;
   if (network.width !== target.width || network.height !== target.height) {
     filters.push(`scale=w=${target.width}:h=${target.height}:flags=lanczos+accurate_rnd`);
   }
-  // Padded to geometry.output: the same even sides, by the same rule.
-  filters.push(...yuv420Filters(target));
+  filters.push(...yuvFilters(target, colour));
   // The upscale keeps the picture's shape: a non-square pixel stays non-square (a quarter turn swaps it).
   filters.push(`setsar=${extras.sampleAspect.num}/${extras.sampleAspect.den}`);
   return filters.join(',');
 }
 
+/** HEVC's constant quality for an x264 CRF: x265's scale sits about 5 higher for the same look (28 ~ x264's 23). */
+export const X265_CRF_OFFSET = 5;
+
+/**
+ * The video codec options of a plan: the configured H.264 encoder for 8-bit results; libx265 Main10
+ * (hardware HEVC encoders are not used) for 10-bit ones, with its VUI and HDR10 SEI from the plan and
+ * the `hvc1` tag Apple's players need.
+ */
+export function planCodecArgs(settings: EncoderSettings, colour: Pick<ColourPlan, 'output'>): string[] {
+  if (colour.output.codec === 'h264') return videoCodecArgs(settings);
+  videoCodecArgs({ ...settings, codec: 'libx264' }); // the same checks of crf and preset
+  const params = ['log-level=error', ...x265ColourParams(colour)];
+  if (settings.threads !== undefined && settings.threads > 0) params.push(`pools=${settings.threads}`);
+  return ['-c:v', 'libx265', '-preset', settings.preset, '-crf', String(Math.min(51, settings.crf + X265_CRF_OFFSET)), '-x265-params', params.join(':'), '-tag:v', 'hvc1'];
+}
+
 export function encoderArgs(input: EncoderArgsInput): string[] {
-  const { geometry, timing, extras, audio } = input;
+  const { geometry, timing, extras, colour } = input;
   const rate = formatRate(timing.rate);
   const rawInput = rgbPipeInputArgs(
     geometry.network,
     rate,
     // The pipe carries no timestamps: put the first frame where the input's video started.
     extras.videoStartOffset > 0 ? ['-itsoffset', String(extras.videoStartOffset)] : [],
+    pipePixelFormat(colour.depth),
   );
-  const audioInput = audio.mode === 'none' ? [] : safeFileInputArgs(input.audioSource.path, input.audioSource.container);
-  const colourTags = ['-colorspace', 'bt709', '-color_range', 'tv'];
-  if (extras.primaries !== undefined) colourTags.push('-color_primaries', extras.primaries);
-  if (extras.transfer !== undefined) colourTags.push('-color_trc', extras.transfer);
   return [
     ...quietFfmpegArgs(),
     ...rawInput,
-    ...audioInput,
+    ...safeFileInputArgs(input.source.path, input.source.container),
     '-map',
     '0:v:0',
-    ...(audio.mode === 'none' ? [] : ['-map', `1:a:${extras.audioIndex ?? 0}`, '-map_metadata:s:a:0', `1:s:a:${extras.audioIndex ?? 0}`]),
-    // No global metadata or chapters: phone clips carry GPS positions and device names in them.
-    '-map_metadata',
-    '-1',
-    '-map_chapters',
-    '-1',
+    ...streamMapArgs(input.streams, 1),
+    ...metadataArgs(extras.tags, 1),
     '-vf',
-    encoderFilters(geometry, extras),
-    ...videoCodecArgs(input.encoder),
+    encoderFilters(geometry, extras, colour),
+    ...planCodecArgs(input.encoder, colour),
     '-pix_fmt',
-    'yuv420p',
-    ...colourTags,
+    encodePixelFormat(colour, geometry.output),
+    ...colourTagArgs(colour),
     // Exactly the frames sent, at their pipe times: ffmpeg's default for MP4 (cfr) would duplicate the
     // first frame to fill the gap before a video that starts after the audio.
     '-fps_mode',
     'passthrough',
     '-r',
     rate,
-    ...audioCodecArgs(audio),
     '-movflags',
     '+faststart',
     '-f',

@@ -11,9 +11,8 @@
  * - `target`: decoded x upscale factor (the spec's output resolution). Where the network scales
  *   further than the factor (the default x4 network for "2" and "1"), the encoder brings its output
  *   down to the target (Lanczos).
- * - `output`: `target` rounded up to even sides, which 4:2:0 chroma needs. Only factor "1" on an odd
- *   input is affected; the missing column or row is padded with a copy of the last one (nothing of
- *   the picture is lost and nothing is stretched).
+ * - `output`: what is delivered: exactly `target`. An odd side (factor "1" on an odd input) is
+ *   encoded 4:4:4, which has no even-size rule (colour.ts), rather than padded.
  */
 import type { Rational, VideoStreamInfo } from '../media/index.js';
 
@@ -29,8 +28,6 @@ export interface VideoGeometry {
   network: Size;
   target: Size;
   output: Size;
-  /** Pixels added on the right and at the bottom to make `target` even (0 or 1). */
-  pad: { right: number; bottom: number };
   /** Network scale (at least the factor). */
   scale: number;
 }
@@ -52,32 +49,33 @@ export function videoGeometry(
   if (!Number.isInteger(scale) || scale < Math.max(1, factor)) throw new RangeError(`Expected a network scale of at least ${factor} but received ${scale}`);
   const network = { width: decoded.width * scale, height: decoded.height * scale };
   const target = { width: decoded.width * factor, height: decoded.height * factor };
-  const pad = { right: target.width % 2, bottom: target.height % 2 };
-  const output = { width: target.width + pad.right, height: target.height + pad.bottom };
-  return { decoded, network, target, output, pad, scale };
+  return { decoded, network, target, output: { ...target }, scale };
 }
 
-/** Bytes of one interleaved 8-bit RGB frame. */
-export function rgbFrameBytes(size: Size): number {
-  return size.width * size.height * 3;
+/** Bytes of one interleaved RGB frame, 8 bits per sample (or 16). */
+export function rgbFrameBytes(size: Size, depth: 8 | 16 = 8): number {
+  return size.width * size.height * 3 * (depth / 8);
 }
 
 /**
  * How the decoder times its frames.
  * - `passthrough`: every decoded frame once, in order (constant frame rate input): the output has
  *   exactly the input's frames, timed at the input's rate.
- * - `cfr`: variable frame rate input is resampled to a constant rate, its average: frames are
- *   repeated or dropped where the input's spacing departs from the average, so the duration and the
- *   A/V sync are kept and the frame count is duration x average rate (the input's count, to within
- *   a frame or two). MP4 players handle constant rate best, and the encoder's pipe carries no times.
+ * - `cfr`: variable frame rate input becomes constant rate at its highest rate (the shortest usual
+ *   spacing of its frames, probe-media.ts `cfrRate`), each output frame the input frame nearest its
+ *   time: no input frame is dropped (unless two fall within one output frame's time), a frame that
+ *   lasted longer is shown again, so every frame stays within half an output frame of where it was
+ *   and the A/V sync is kept. The frame count is duration x that rate, which the quote bills.
+ *   (Keeping the input's own timestamps would need timestamps on the raw pipes; MP4 players also
+ *   handle constant rate best.)
  */
 export interface FrameTiming {
   mode: 'passthrough' | 'cfr';
   rate: Rational;
 }
 
-export function frameTiming(video: Pick<VideoStreamInfo, 'fps' | 'variableFrameRate'>): FrameTiming {
-  const { num, den } = video.fps;
+export function frameTiming(video: Pick<VideoStreamInfo, 'fps' | 'variableFrameRate' | 'cfrRate'>): FrameTiming {
+  const { num, den } = video.variableFrameRate ? (video.cfrRate ?? video.fps) : video.fps;
   if (!(Number.isInteger(num) && Number.isInteger(den) && num > 0 && den > 0)) {
     throw new RangeError(`Expected a positive frame rate fraction but received ${num}/${den}`);
   }

@@ -10,6 +10,8 @@ import { z } from 'zod';
 import { JobError } from '../errors.js';
 import { isProcessError, resolveFfprobe, runProcess, safeFileInputArgs, type ContainerKind, ffmpegReason, type Rational } from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
+import { type ColourSource, type DolbyVision, contentLightFromSideData, isHdrTransfer, masteringFromSideData, pixelFormatBits } from './colour.js';
+import { type SourceStream, sourceStream } from './stream-map.js';
 
 /** ffmpeg's names for the YUV matrices its scale filter knows (in_color_matrix / out_color_matrix). */
 export type ColourMatrix = 'bt709' | 'bt601' | 'bt470' | 'smpte170m' | 'fcc' | 'smpte240m' | 'bt2020';
@@ -34,6 +36,31 @@ export interface VideoExtras {
    */
   videoIndex: number;
   audioIndex?: number;
+  /** Bits per sample of the video's pixel format (8 when unknown). */
+  bitDepth: number;
+  /** HDR10 metadata, from the stream's side data or its first frame's (colour.ts). */
+  mastering?: ColourSource['mastering'];
+  contentLight?: ColourSource['contentLight'];
+  dolbyVision?: DolbyVision;
+  /** Every stream of the file, in order, for what the result keeps (stream-map.ts). */
+  streams: SourceStream[];
+  /** The file's global tags (title, creation time, ...). */
+  tags: Record<string, string>;
+}
+
+/** The colour facts colourPlan takes. */
+export function colourSource(extras: VideoExtras): ColourSource {
+  return {
+    bitDepth: extras.bitDepth,
+    ...definedFields({
+    matrix: extras.matrix,
+    primaries: extras.primaries,
+    transfer: extras.transfer,
+    mastering: extras.mastering,
+    contentLight: extras.contentLight,
+    dolbyVision: extras.dolbyVision,
+    }),
+  };
 }
 
 const numeric = z.union([z.string(), z.number()]).optional();
@@ -50,11 +77,19 @@ const extrasSchema = z.object({
         color_primaries: z.string().optional(),
         color_transfer: z.string().optional(),
         field_order: z.string().optional(),
+        index: z.number().int().nonnegative().optional(),
+        codec_name: z.string().optional(),
+        pix_fmt: z.string().optional(),
+        channels: z.number().optional(),
+        tags: z.record(z.string(), z.string()).optional(),
+        side_data_list: z.array(z.record(z.string(), z.unknown())).optional(),
       }),
     )
     .default([]),
-  format: z.object({ start_time: numeric }).optional(),
+  format: z.object({ start_time: numeric, tags: z.record(z.string(), z.string()).optional() }).optional(),
 });
+
+const framesSchema = z.object({ frames: z.array(z.object({ side_data_list: z.array(z.record(z.string(), z.unknown())).optional() })).default([]) });
 
 const MATRIX_BY_COLOUR_SPACE: Readonly<Record<string, ColourMatrix>> = {
   bt709: 'bt709',
@@ -114,7 +149,11 @@ export function parseVideoExtras(json: unknown): VideoExtras {
     sampleAspect: parseAspect(stream.sample_aspect_ratio),
     videoStartOffset: Math.max(0, Math.round((videoStart - fileStart) * 1e6) / 1e6),
     videoIndex,
+    bitDepth: pixelFormatBits(stream.pix_fmt),
+    streams: streams.map((s, i) => sourceStream(s, i)),
+    tags: parsed.data?.format?.tags ?? {},
   };
+  addSideData(extras, stream.side_data_list ?? []);
   const audioIndex = pick(streams.filter((s) => s.codec_type === 'audio'));
   if (audioIndex !== undefined) extras.audioIndex = audioIndex;
   const matrix = MATRIX_BY_COLOUR_SPACE[stream.color_space ?? ''];
@@ -123,6 +162,47 @@ export function parseVideoExtras(json: unknown): VideoExtras {
   if (stream.color_transfer !== undefined && !UNKNOWN.has(stream.color_transfer)) extras.transfer = stream.color_transfer;
   if (INTERLACED.has(stream.field_order ?? '')) extras.interlaced = true;
   return extras;
+}
+
+/** HDR10 and Dolby Vision facts from side data (the stream's, or its first frame's), where not already known. */
+export function addSideData(extras: VideoExtras, sideData: readonly Record<string, unknown>[]): void {
+  for (const side of sideData) {
+    const type = side['side_data_type'];
+    if (type === 'Mastering display metadata' && extras.mastering === undefined) {
+      const mastering = masteringFromSideData(side);
+      if (mastering !== undefined) extras.mastering = mastering;
+    } else if (type === 'Content light level metadata' && extras.contentLight === undefined) {
+      const light = contentLightFromSideData(side);
+      if (light !== undefined) extras.contentLight = light;
+    } else if (type === 'DOVI configuration record' && extras.dolbyVision === undefined) {
+      const profile = Number(side['dv_profile']);
+      const compatibility = Number(side['dv_bl_signal_compatibility_id']);
+      if (Number.isInteger(profile) && Number.isInteger(compatibility)) extras.dolbyVision = { profile, compatibility };
+    }
+  }
+}
+
+/** ffprobe's arguments for the side data of the chosen video stream's first frame (HDR10 SEI in HEVC and AV1). */
+export function firstFrameArgs(path: string, container: ContainerKind, videoIndex: number): string[] {
+  return [
+    '-hide_banner',
+    '-v',
+    'error',
+    ...safeFileInputArgs(path, container),
+    '-select_streams',
+    `V:${videoIndex}`,
+    '-read_intervals',
+    '%+#1',
+    '-show_entries',
+    'frame_side_data_list',
+    '-print_format',
+    'json',
+  ];
+}
+
+export function parseFirstFrame(json: unknown): Record<string, unknown>[] {
+  const parsed = framesSchema.safeParse(json);
+  return parsed.success ? (parsed.data.frames[0]?.side_data_list ?? []) : [];
 }
 
 /** ffprobe's arguments: every stream's type and disposition, the video's details and the file's start. */
@@ -134,9 +214,12 @@ export function videoExtrasArgs(path: string, container: ContainerKind): string[
     ...safeFileInputArgs(path, container),
     '-show_entries',
     [
-      'stream=codec_type,sample_aspect_ratio,start_time,color_space,color_primaries,color_transfer,field_order',
-      'stream_disposition=default,attached_pic',
+      'stream=index,codec_type,codec_name,pix_fmt,channels,sample_aspect_ratio,start_time,color_space,color_primaries,color_transfer,field_order',
+      'stream_disposition',
+      'stream_tags',
+      'stream_side_data_list',
       'format=start_time',
+      'format_tags',
     ].join(':'),
     '-print_format',
     'json',
@@ -168,5 +251,20 @@ export async function probeVideoExtras(path: string, container: ContainerKind, o
   } catch (err) {
     throw new JobError('PROBE_FAILED', 'ffprobe returned no usable description of the video stream', { cause: err });
   }
-  return parseVideoExtras(json);
+  const extras = parseVideoExtras(json);
+  // HEVC and AV1 carry HDR10's metadata in the first frame (SEI / OBU), not the container: one frame more, HDR only.
+  if (isHdrTransfer(extras.transfer) && (extras.mastering === undefined || extras.contentLight === undefined)) {
+    try {
+      const first = await runProcess(ffprobe, firstFrameArgs(path, container, extras.videoIndex), {
+        timeoutMs: opts.timeoutMs ?? 30_000,
+        maxStdoutBytes: 1024 * 1024,
+        ...definedFields({ signal: opts.signal }),
+      });
+      addSideData(extras, parseFirstFrame(JSON.parse(first.stdout.toString('utf8'))));
+    } catch (err) {
+      if (isProcessError(err) && err.reason === 'spawn') throw err;
+      // Without its metadata the stream is still HDR: it is kept as HDR, without the SEI.
+    }
+  }
+  return extras;
 }

@@ -6,7 +6,6 @@ import {
   sourceDecoderArgs,
   type FrameStream,
   type SourceDecodeSpec,
-  evenSize,
   lipsyncEncoderArgs,
   lipsyncVideoFilters,
   qualityArgs,
@@ -142,10 +141,12 @@ describe('ffmpeg arguments', () => {
     expect(() => sourceDecoderArgs(spec, { start: 5, end: 5 })).toThrow('Expected the end frame to be an integer of at least 6 but received 5');
   });
 
-  it('encodes even sides, the audio fitted to the duration, and each quality mode', () => {
-    expect(evenSize({ width: 161, height: 120 })).toEqual({ width: 162, height: 120 });
+  it('encodes odd sides exactly (4:4:4), the audio fitted to the duration, and each quality mode', () => {
     expect(lipsyncVideoFilters({ width: 161, height: 121 }, { mode: 'crf', encoder: DEFAULT_ENCODER })).toBe(
-      'format=gbrp,pad=w=162:h=122:x=0:y=0,fillborders=right=1:bottom=1:mode=smear,scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1',
+      'scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv444p,setsar=1/1',
+    );
+    expect(lipsyncVideoFilters({ width: 160, height: 120 }, { mode: 'crf', encoder: DEFAULT_ENCODER })).toBe(
+      'scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1',
     );
     expect(lipsyncVideoFilters({ width: 161, height: 121 }, { mode: 'lossless' }, { num: 4, den: 3 })).toBe('setsar=4/3');
     const encoder = { ...DEFAULT_ENCODER, preset: 'fast' } as const;

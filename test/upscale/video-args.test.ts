@@ -5,11 +5,11 @@
 import { describe, expect, it } from 'vitest';
 import { JobError, ProcessingError } from '../../src/errors.js';
 import { ProcessError, ffmpegReason } from '../../src/media/index.js';
-import { DEFAULT_ENCODER, MP4_COPY_AUDIO_CODECS, audioPlan, decoderArgs, encoderArgs, encoderFilters, inputMatrix, videoCodecArgs, FfmpegFailure, ffmpegFailure, displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry, parseAspect, parseVideoExtras, type VideoExtras } from '../../src/video/index.js';
+import { DEFAULT_ENCODER, MP4_COPY_AUDIO_CODECS, audioPlan, colourPlan, decoderArgs, sourceStream, streamMap, encoderArgs, encoderFilters, inputMatrix, videoCodecArgs, FfmpegFailure, ffmpegFailure, displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry, parseAspect, parseVideoExtras, type VideoExtras } from '../../src/video/index.js';
 import { upscaleFailure } from '../../src/upscale/video-pipeline.js';
 import { pipelineFailure } from '../../src/jobs/index.js';
 
-const square: VideoExtras = { sampleAspect: { num: 1, den: 1 }, videoStartOffset: 0, videoIndex: 0 };
+const square: VideoExtras = { sampleAspect: { num: 1, den: 1 }, videoStartOffset: 0, videoIndex: 0, bitDepth: 8, streams: [], tags: {} };
 
 /** The value following `flag` in an argument list. */
 function after(args: string[], flag: string, from = 0): string | undefined {
@@ -19,24 +19,23 @@ function after(args: string[], flag: string, from = 0): string | undefined {
 
 describe('videoGeometry', () => {
   it.each([
-    // coded w, h, rotation, factor -> decoded, network, output, pad
-    [96, 64, 0, '2', [96, 64], [192, 128], [192, 128], [0, 0]],
-    [96, 64, 0, '4', [96, 64], [384, 256], [384, 256], [0, 0]],
-    [96, 64, 0, '1', [96, 64], [192, 128], [96, 64], [0, 0]],
-    [64, 48, 90, '2', [48, 64], [96, 128], [96, 128], [0, 0]],
-    [64, 48, 270, '4', [48, 64], [192, 256], [192, 256], [0, 0]],
-    [64, 48, 180, '2', [64, 48], [128, 96], [128, 96], [0, 0]],
-    [63, 47, 0, '1', [63, 47], [126, 94], [64, 48], [1, 1]],
-    [63, 48, 0, '1', [63, 48], [126, 96], [64, 48], [1, 0]],
-    [47, 63, 90, '1', [63, 47], [126, 94], [64, 48], [1, 1]],
-    [63, 47, 0, '2', [63, 47], [126, 94], [126, 94], [0, 0]],
-    [1920, 1080, 0, '4', [1920, 1080], [7680, 4320], [7680, 4320], [0, 0]],
-  ] as const)('%ix%i rotated %i at factor %s', (width, height, rotation, factor, decoded, network, output, pad) => {
+    // coded w, h, rotation, factor -> decoded, network, output (exactly decoded x factor, odd sides too)
+    [96, 64, 0, '2', [96, 64], [192, 128], [192, 128]],
+    [96, 64, 0, '4', [96, 64], [384, 256], [384, 256]],
+    [96, 64, 0, '1', [96, 64], [192, 128], [96, 64]],
+    [64, 48, 90, '2', [48, 64], [96, 128], [96, 128]],
+    [64, 48, 270, '4', [48, 64], [192, 256], [192, 256]],
+    [64, 48, 180, '2', [64, 48], [128, 96], [128, 96]],
+    [63, 47, 0, '1', [63, 47], [126, 94], [63, 47]],
+    [63, 48, 0, '1', [63, 48], [126, 96], [63, 48]],
+    [47, 63, 90, '1', [63, 47], [126, 94], [63, 47]],
+    [63, 47, 0, '2', [63, 47], [126, 94], [126, 94]],
+    [1920, 1080, 0, '4', [1920, 1080], [7680, 4320], [7680, 4320]],
+  ] as const)('%ix%i rotated %i at factor %s', (width, height, rotation, factor, decoded, network, output) => {
     const g = videoGeometry({ width, height, rotation }, Number(factor), factor === '4' ? 4 : 2);
     expect([g.decoded.width, g.decoded.height]).toEqual(decoded);
     expect([g.network.width, g.network.height]).toEqual(network);
     expect([g.output.width, g.output.height]).toEqual(output);
-    expect([g.pad.right, g.pad.bottom]).toEqual(pad);
     expect([g.target.width, g.target.height]).toEqual([decoded[0] * Number(factor), decoded[1] * Number(factor)]);
     expect(g.scale).toBe(factor === '4' ? 4 : 2);
   });
@@ -50,13 +49,16 @@ describe('videoGeometry', () => {
     expect(displayedSize({ width: 4, height: 3, rotation: 90 })).toEqual({ width: 3, height: 4 });
     expect(displayedSize({ width: 4, height: 3, rotation: 180 })).toEqual({ width: 4, height: 3 });
     expect(rgbFrameBytes({ width: 4, height: 3 })).toBe(36);
+    expect(rgbFrameBytes({ width: 4, height: 3 }, 16)).toBe(72);
   });
 });
 
 describe('frame timing', () => {
-  it('passes constant-rate frames through and resamples variable-rate input at its average rate', () => {
+  it('passes constant-rate frames through and makes variable-rate input constant at its highest rate', () => {
     expect(frameTiming({ fps: { num: 30000, den: 1001 }, variableFrameRate: false })).toEqual({ mode: 'passthrough', rate: { num: 30000, den: 1001 } });
     expect(frameTiming({ fps: { num: 10, den: 1 }, variableFrameRate: true })).toEqual({ mode: 'cfr', rate: { num: 10, den: 1 } });
+    expect(frameTiming({ fps: { num: 20, den: 1 }, variableFrameRate: true, cfrRate: { num: 30, den: 1 } })).toEqual({ mode: 'cfr', rate: { num: 30, den: 1 } });
+    expect(frameTiming({ fps: { num: 20, den: 1 }, variableFrameRate: false, cfrRate: { num: 30, den: 1 } }).rate).toEqual({ num: 20, den: 1 });
     expect(() => frameTiming({ fps: { num: 0, den: 1 }, variableFrameRate: false })).toThrow('Expected a positive frame rate fraction but received 0/1');
   });
 
@@ -84,7 +86,7 @@ describe('audioPlan', () => {
     ['pcm_s16le', 2, { mode: 'aac', bitrate: 192_000, from: 'pcm_s16le' }],
     ['opus', 6, { mode: 'aac', bitrate: 448_000, from: 'opus' }],
   ] as const)('%s with %i channels', (codec, channels, plan) => {
-    expect(audioPlan({ codec, channels, sampleRate: 48_000 })).toEqual(plan);
+    expect(audioPlan({ codec, channels })).toEqual(plan);
   });
 
   it('has nothing to carry without an audio stream; copies only codecs MP4 players agree on', () => {
@@ -155,11 +157,28 @@ describe('decoderArgs', () => {
     expect(after(args, '-map')).toBe('0:V:1');
   });
 
-  it('resamples variable frame rate to the average rate', () => {
+  it('makes variable frame rate constant with the fps filter (each time shows the frame on screen then)', () => {
     const args = decoderArgs({ inputPath: '/in/vfr.mp4', container: 'mp4', geometry, timing: { mode: 'cfr', rate: { num: 10, den: 1 } }, matrix: 'bt709' });
     expect(after(args, '-format_whitelist')).toBe('mov');
-    expect(after(args, '-fps_mode')).toBe('cfr');
-    expect(after(args, '-r')).toBe('10/1');
+    expect(after(args, '-vf')).toMatch(/^fps=10\/1,scale=/);
+    expect(after(args, '-fps_mode')).toBe('passthrough');
+    expect(args).not.toContain('-r');
+  });
+
+  it('writes 16-bit RGB for a 16-bit plan, read with the BT.2020 matrix; tone-maps with zscale for hdr "sdr"', () => {
+    const hdr10 = { bitDepth: 10, matrix: 'bt2020' as const, primaries: 'bt2020', transfer: 'smpte2084' };
+    const keep = decoderArgs({ inputPath: '/in/hdr.mp4', container: 'mp4', geometry, timing: { mode: 'passthrough', rate: { num: 25, den: 1 } }, matrix: 'bt2020', colour: colourPlan(hdr10, 'keep', geometry.decoded) });
+    expect(after(keep, '-vf')).toBe('scale=w=48:h=64:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=bt2020,format=rgb48le');
+    expect(keep.slice(-5)).toEqual(['-f', 'rawvideo', '-pix_fmt', 'rgb48le', 'pipe:1']);
+    const sdr = decoderArgs({
+      inputPath: '/in/hdr.mp4', container: 'mp4', geometry, timing: { mode: 'passthrough', rate: { num: 25, den: 1 } }, matrix: 'bt2020',
+      colour: colourPlan(hdr10, 'sdr', geometry.decoded), colourSource: hdr10,
+    });
+    expect(after(sdr, '-vf')).toBe(
+      'zscale=w=48:h=64:f=bicubic:tin=smpte2084:min=2020_ncl:pin=2020:rin=limited:t=linear:npl=100,format=gbrpf32le,zscale=p=709,' +
+        'tonemap=tonemap=hable:desat=0,zscale=t=709:m=709:r=full,format=gbrp,format=rgb24',
+    );
+    expect(sdr.slice(-5)).toEqual(['-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1']);
   });
 
   it('refuses a relative path', () => {
@@ -175,22 +194,30 @@ describe('encoderArgs', () => {
     timing: { mode: 'passthrough' as const, rate: { num: 30000, den: 1001 } },
     encoder: DEFAULT_ENCODER,
     extras: square,
-    audioSource: { path: '/in/clip.mov', container: 'mov' as const },
+    colour: colourPlan({ bitDepth: 8 }, 'keep', { width: 96, height: 64 }),
+    source: { path: '/in/clip.mov', container: 'mov' as const },
+    streams: { kept: [], dropped: [] },
     outputPath: '/out/.video.mp4.1234.partial',
   };
+  const withStreams = (streams: Parameters<typeof sourceStream>[0][]) => {
+    const all = streams.map((s, i) => sourceStream(s, i));
+    return { extras: { ...square, streams: all }, streams: streamMap(all, 0) };
+  };
 
-  it('reads raw RGB at the network size and rate from the pipe only, and writes an MP4 file', () => {
-    const args = encoderArgs({ ...base, audio: { mode: 'none' } });
+  it('reads raw RGB at the network size and rate from the pipe, the original for its other streams, and writes an MP4 file', () => {
+    const args = encoderArgs(base);
     const pipeAt = args.indexOf('pipe:0');
     expect(args.slice(args.indexOf('-protocol_whitelist'), pipeAt + 1)).toEqual([
       '-protocol_whitelist', 'pipe', '-format_whitelist', 'rawvideo',
       '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-video_size', '192x128', '-framerate', '30000/1001', '-i', 'pipe:0',
     ]);
-    expect(args.filter((a) => a === '-i')).toHaveLength(1);
-    expect(args).not.toContain('1:a:0');
+    const second = args.lastIndexOf('-protocol_whitelist');
+    expect(args.slice(second, second + 8)).toEqual(['-protocol_whitelist', 'file,pipe', '-format_whitelist', 'mov', '-f', 'mov', '-i', 'file:/in/clip.mov']);
     expect(args).not.toContain('-itsoffset');
+    expect(args.filter((a) => a === '-map')).toHaveLength(1);
     expect(after(args, '-map')).toBe('0:v:0');
-    expect(after(args, '-map_metadata')).toBe('-1');
+    expect(after(args, '-map_metadata')).toBe('1');
+    expect(after(args, '-map_chapters')).toBe('1');
     expect(after(args, '-c:v')).toBe('libx264');
     expect(after(args, '-pix_fmt', pipeAt)).toBe('yuv420p');
     expect(after(args, '-colorspace')).toBe('bt709');
@@ -200,28 +227,69 @@ describe('encoderArgs', () => {
     expect(args.slice(-3)).toEqual(['-f', 'mp4', 'file:/out/.video.mp4.1234.partial']);
   });
 
-  it('takes the audio from the original file through the same whitelists, copied or as AAC', () => {
-    const copy = encoderArgs({ ...base, audio: { mode: 'copy', codec: 'aac' } });
-    const second = copy.lastIndexOf('-protocol_whitelist');
-    expect(copy.slice(second, second + 8)).toEqual(['-protocol_whitelist', 'file,pipe', '-format_whitelist', 'mov', '-f', 'mov', '-i', 'file:/in/clip.mov']);
-    expect(copy).toContain('1:a:0');
-    expect(after(copy, '-map_metadata:s:a:0')).toBe('1:s:a:0');
-    expect(after(copy, '-c:a')).toBe('copy');
-    expect(after(copy, '-map', copy.indexOf('0:v:0'))).toBe('1:a:0');
-    const second2 = encoderArgs({ ...base, audio: { mode: 'copy', codec: 'aac' }, extras: { ...square, audioIndex: 2 } });
-    expect(second2).toContain('1:a:2');
-    expect(after(second2, '-map_metadata:s:a:0')).toBe('1:s:a:2');
-    const aac = encoderArgs({ ...base, audio: { mode: 'aac', bitrate: 192_000, from: 'opus' } });
-    expect(after(aac, '-c:a')).toBe('aac');
-    expect(after(aac, '-b:a')).toBe('192000');
+  it('keeps every audio track (copied, or AAC where MP4 cannot carry it), text subtitles as mov_text and cover art, by their file index', () => {
+    const { extras, streams } = withStreams([
+      { codec_type: 'video', codec_name: 'h264' },
+      { codec_type: 'audio', codec_name: 'aac', channels: 2, tags: { language: 'eng', title: 'Main' } },
+      { codec_type: 'audio', codec_name: 'opus', channels: 6 },
+      { codec_type: 'subtitle', codec_name: 'subrip', tags: { language: 'fra' } },
+      { codec_type: 'subtitle', codec_name: 'hdmv_pgs_subtitle' },
+      { codec_type: 'video', codec_name: 'mjpeg', disposition: { attached_pic: 1 } },
+      { codec_type: 'attachment', codec_name: 'ttf' },
+    ]);
+    const args = encoderArgs({ ...base, extras, streams });
+    const maps = args.flatMap((a, i) => (a === '-map' ? [args[i + 1]] : []));
+    expect(maps).toEqual(['0:v:0', '1:1', '1:2', '1:3', '1:5']);
+    expect(after(args, '-c:a:0')).toBe('copy');
+    expect(after(args, '-metadata:s:a:0')).toBe('handler_name=Main');
+    expect(after(args, '-c:a:1')).toBe('aac');
+    expect(after(args, '-b:a:1')).toBe('448000');
+    expect(after(args, '-c:s:0')).toBe('mov_text');
+    expect(after(args, '-c:v:1')).toBe('copy');
+    expect(after(args, '-disposition:v:1')).toBe('attached_pic');
+    expect(streams.dropped.map((d) => [d.index, d.codec])).toEqual([[4, 'hdmv_pgs_subtitle'], [6, 'ttf']]);
   });
 
-  it('starts the video where it started relative to the audio, and tags the input primaries and transfer', () => {
-    const args = encoderArgs({ ...base, audio: { mode: 'none' }, extras: { ...square, videoStartOffset: 0.042, primaries: 'bt709', transfer: 'smpte2084' } });
+  it('keeps global tags and chapters but removes every location tag', () => {
+    const args = encoderArgs({ ...base, extras: { ...square, tags: { title: 'Trip', 'com.apple.quicktime.location.ISO6709': '+48.85+002.29/', location: 'x', 'location-eng': 'x', creation_time: '2024' } } });
+    const removed = args.flatMap((a, i) => (a === '-metadata' ? [args[i + 1]] : []));
+    expect(removed).toEqual(['com.apple.quicktime.location.ISO6709=', 'location=', 'location-eng=']);
+  });
+
+  it('starts the video where it started relative to the audio, and tags the input primaries and transfer with a matching matrix', () => {
+    const colour = colourPlan({ bitDepth: 8, primaries: 'bt709', transfer: 'bt709' }, 'keep', { width: 96, height: 64 });
+    const args = encoderArgs({ ...base, colour, extras: { ...square, videoStartOffset: 0.042 } });
     expect(after(args, '-itsoffset')).toBe('0.042');
     expect(args.indexOf('-itsoffset')).toBeLessThan(args.indexOf('pipe:0'));
     expect(after(args, '-color_primaries')).toBe('bt709');
-    expect(after(args, '-color_trc')).toBe('smpte2084');
+    expect(after(args, '-color_trc')).toBe('bt709');
+    const wide = encoderArgs({ ...base, colour: colourPlan({ bitDepth: 8, primaries: 'bt2020', transfer: 'bt709' }, 'keep', { width: 96, height: 64 }) });
+    expect([after(wide, '-colorspace'), after(wide, '-color_primaries')]).toEqual(['bt2020nc', 'bt2020']);
+  });
+
+  it('encodes a 16-bit plan as HEVC Main10 with hvc1, its colour and HDR10 metadata in the bitstream too', () => {
+    const colour = colourPlan(
+      {
+        bitDepth: 10, matrix: 'bt2020', primaries: 'bt2020', transfer: 'smpte2084',
+        mastering: { red: [34000, 16000], green: [13250, 34500], blue: [7500, 3000], whitePoint: [15635, 16450], maxLuminance: 10000000, minLuminance: 1 },
+        contentLight: { maxCll: 1000, maxFall: 400 },
+      },
+      'keep',
+      { width: 96, height: 64 },
+    );
+    const args = encoderArgs({ ...base, colour });
+    const pipeAt = args.indexOf('pipe:0');
+    expect(after(args, '-pix_fmt')).toBe('rgb48le');
+    expect(after(args, '-c:v')).toBe('libx265');
+    expect(after(args, '-crf')).toBe('23');
+    expect(after(args, '-tag:v')).toBe('hvc1');
+    expect(after(args, '-x265-params')).toBe(
+      'log-level=error:colormatrix=bt2020nc:range=limited:colorprim=bt2020:transfer=smpte2084:' +
+        'master-display=G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1):max-cll=1000,400:hdr10=1',
+    );
+    expect(after(args, '-pix_fmt', pipeAt)).toBe('yuv420p10le');
+    expect([after(args, '-colorspace'), after(args, '-color_primaries'), after(args, '-color_trc')]).toEqual(['bt2020nc', 'bt2020', 'smpte2084']);
+    expect(after(args, '-vf')).toBe('scale=out_color_matrix=bt2020:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p10le,setsar=1/1');
   });
 
   it.each([
@@ -233,11 +301,10 @@ describe('encoderArgs', () => {
       'scale=w=96:h=64:flags=lanczos+accurate_rnd,scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1',
     ],
     [
-      'factor 1 on an odd input: padded with the last column and row',
+      'factor 1 on an odd input: exactly its size, 4:4:4',
       videoGeometry({ width: 63, height: 47, rotation: 0 }, 1, 2),
       square,
-      'scale=w=63:h=47:flags=lanczos+accurate_rnd,format=gbrp,pad=w=64:h=48:x=0:y=0,fillborders=right=1:bottom=1:mode=smear,' +
-        'scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1',
+      'scale=w=63:h=47:flags=lanczos+accurate_rnd,scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv444p,setsar=1/1',
     ],
     [
       'non-square pixels',
@@ -266,7 +333,8 @@ describe('parseVideoExtras', () => {
       ],
       format: { start_time: '0.000000' },
     });
-    expect(extras).toEqual({ sampleAspect: { num: 4, den: 3 }, videoStartOffset: 0.042, matrix: 'bt470', primaries: 'bt709', videoIndex: 0, audioIndex: 0 });
+    expect(extras).toMatchObject({ sampleAspect: { num: 4, den: 3 }, videoStartOffset: 0.042, matrix: 'bt470', primaries: 'bt709', videoIndex: 0, audioIndex: 0, bitDepth: 8 });
+    expect(extras.transfer).toBeUndefined();
   });
 
   it('picks the streams probeMedia describes: the default one, else the first; cover art is no video', () => {
@@ -299,6 +367,9 @@ describe('parseVideoExtras', () => {
       sampleAspect: { num: 1, den: 1 },
       videoStartOffset: 0,
       videoIndex: 0,
+      bitDepth: 8,
+      streams: [{ index: 0, type: 'video', codec: 'unknown', coverArt: false, tags: {} }],
+      tags: {},
     });
     // A video that starts before the file's start (never after it) has no offset.
     expect(parseVideoExtras({ streams: [{ codec_type: 'video', start_time: '-0.1' }], format: { start_time: '0' } }).videoStartOffset).toBe(0);

@@ -114,7 +114,7 @@ describe('upscaleVideoFile', () => {
     ['av.mp4', '1', [96, 64], 'copy', 1],
     ['ntsc.mov', '2', [160, 96], 'copy', 1],
     ['silent.mp4', '2', [192, 128], 'none', 1],
-    ['odd-opus.mkv', '1', [64, 48], 'aac', 1],
+    ['odd-opus.mkv', '1', [63, 47], 'aac', 1],
     ['odd-opus.mkv', '2', [126, 94], 'aac', 1],
     ['rotated.mp4', '2', [96, 128], 'copy', 1],
     // The real clip starts 42 ms after its audio and lost one frame in its source (a 83 ms step):
@@ -155,12 +155,13 @@ describe('upscaleVideoFile', () => {
     expect(await readdir(outDir)).toEqual(['out.mp4']);
   });
 
-  it('keeps the default audio track of several, as probed', async () => {
+  it('keeps every audio track of several, in order (Opus as AAC, AAC copied)', async () => {
     const { outcome, info } = await upscale('two-tracks.mkv', '2');
     expect(info.audio?.codec).toBe('aac');
     const output = await streamFacts(outcome.outputPath);
-    expect(output.filter((s) => s.type === 'audio').map((s) => s.codec)).toEqual(['aac']);
-    expect(outcome.audio).toBe('copy');
+    expect(output.filter((s) => s.type === 'audio').map((s) => s.codec)).toEqual(['aac', 'aac']);
+    expect(outcome.audio).toBe('aac');
+    expect(outcome.streams).toEqual({ kept: 2, dropped: [] });
   });
 
   it('29.97 fps stays 30000/1001 and the MOV input keeps every frame', async () => {
@@ -225,15 +226,17 @@ describe('upscaleVideoFile', () => {
     for (const c of [0, 1, 2]) expect(Math.abs(mean(output!, c) - mean(input!, c))).toBeLessThan(2);
   });
 
-  it('resamples variable frame rate input to constant frame rate at its average rate', async () => {
+  it('makes variable frame rate input constant at its highest rate (25 fps here), the same duration', async () => {
     const { outcome, info } = await upscale('vfr.mp4', '2');
     expect(info.video?.variableFrameRate).toBe(true);
     expect(outcome.timing).toBe('cfr');
+    expect(outcome.frameRate).toBe('25/1');
     const input = videoOf(await streamFacts(at('vfr.mp4')));
     const output = videoOf(await streamFacts(outcome.outputPath));
     expect(output.frames).toBe(outcome.frames);
-    // Average rate x duration: the input's frame count to within one frame, the same duration.
-    expect(Math.abs(outcome.frames - (input.frames ?? 0))).toBeLessThanOrEqual(1);
+    // Highest rate x duration: more frames than the input's (frames that lasted longer are shown again).
+    expect(Math.abs(outcome.frames - input.duration * 25)).toBeLessThanOrEqual(1);
+    expect(outcome.frames).toBeGreaterThan(input.frames ?? 0);
     expect(Math.abs(output.duration - input.duration)).toBeLessThan(0.15);
   });
 

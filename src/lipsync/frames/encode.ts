@@ -3,9 +3,9 @@
  * job's audio file -> MP4 (H.264 + AAC). Pure argument builders here, and the two pipe helpers
  * (write with backpressure, from media/, and end) the pipeline drives the encoder with.
  *
- * Video: an odd side is made even by repeating the last column or row (4:2:0 chroma needs even
- * sides; nothing is lost or stretched, the same choice as the upscale pipeline), then BT.709 YUV
- * 4:2:0, tagged, with the source's pixel aspect. Quality: constant quality (CRF, the config's
+ * Video: YUV with the colour plan's matrix and tags (video/colour.ts: 8-bit, HDR tone-mapped to
+ * BT.709), 4:2:0, or 4:4:4 where a side is odd so the result keeps the source's exact size (the
+ * same rule as the upscale pipeline), with the source's pixel aspect. Quality: constant quality (CRF, the config's
  * encoder settings) by default; `bitrate` (vendor-lipsync-2-pro: "preserves source bitrate") encodes
  * at constant bitrate, the source's, instead. `lossless` (libx264rgb, -qp 0, RGB kept) exists
  * so that tests can compare pixels exactly; the result is valid MP4 but few players show it.
@@ -15,7 +15,7 @@
  * end within one AAC frame (21 ms at 48 kHz) of the planned duration.
  */
 import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs, type ContainerKind, type Rational } from '../../media/index.js';
-import { type EncoderSettings, videoCodecArgs, yuv420Filters, type Size, formatRate } from '../../video/index.js';
+import { type ColourPlan, type EncoderSettings, colourTagArgs, encodePixelFormat, videoCodecArgs, yuvFilters, type Size, formatRate } from '../../video/index.js';
 import { audioFitFilter } from '../audio/index.js';
 
 export const AAC_BITRATE = 128_000;
@@ -32,16 +32,13 @@ export interface LipsyncEncoderInput {
   /** Pixel aspect of the source (1:1 when unknown). */
   sampleAspect?: Rational;
   quality: VideoQuality;
+  /** The source's 8-bit colour plan (video/colour.ts eightBitColourPlan); default BT.709. */
+  colour?: Pick<ColourPlan, 'output'>;
   audio: { path: string; container: ContainerKind };
   /** The timeline's duration: the audio is fitted to it. */
   durationSeconds: number;
   /** Where ffmpeg writes the MP4 (absolute). */
   outputPath: string;
-}
-
-/** Sides rounded up to even. */
-export function evenSize(size: Size): Size {
-  return { width: size.width + (size.width % 2), height: size.height + (size.height % 2) };
 }
 
 /** The video codec options for a quality choice. */
@@ -71,17 +68,19 @@ export function qualityArgs(quality: VideoQuality): string[] {
 }
 
 /** The filter chain from the pipe's RGB to what the encoder takes. */
-export function lipsyncVideoFilters(size: Size, quality: VideoQuality, sampleAspect: Rational = { num: 1, den: 1 }): string {
-  // Padded to evenSize(size): the same rule.
-  const filters = quality.mode === 'lossless' ? [] : yuv420Filters(size);
+export function lipsyncVideoFilters(size: Size, quality: VideoQuality, sampleAspect: Rational = { num: 1, den: 1 }, colour: Pick<ColourPlan, 'output'> = BT709): string {
+  const filters = quality.mode === 'lossless' ? [] : yuvFilters(size, colour);
   filters.push(`setsar=${sampleAspect.num}/${sampleAspect.den}`);
   return filters.join(',');
 }
 
+const BT709: Pick<ColourPlan, 'output'> = { output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709' } };
+
 export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
   const { size, quality } = input;
   const rate = formatRate(input.rate);
-  const colour = quality.mode === 'lossless' ? ['-pix_fmt', 'rgb24'] : ['-pix_fmt', 'yuv420p', '-colorspace', 'bt709', '-color_range', 'tv'];
+  const plan = input.colour ?? BT709;
+  const colour = quality.mode === 'lossless' ? ['-pix_fmt', 'rgb24'] : ['-pix_fmt', encodePixelFormat(plan, size), ...colourTagArgs(plan)];
   return [
     ...quietFfmpegArgs(),
     ...rgbPipeInputArgs(size, rate),
@@ -96,7 +95,7 @@ export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
     '-map_chapters',
     '-1',
     '-vf',
-    lipsyncVideoFilters(size, quality, input.sampleAspect),
+    lipsyncVideoFilters(size, quality, input.sampleAspect, plan),
     ...qualityArgs(quality),
     ...colour,
     // Exactly the frames sent, at their pipe times.

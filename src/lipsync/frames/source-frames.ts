@@ -19,7 +19,7 @@
  * chunks of `capacity` frames. A clip that fits in the cache is decoded exactly once, whatever the
  * mode; a longer one costs about n^2 / (2 capacity) extra decoded-only frames per backward run.
  */
-import { type ColourMatrix, type FrameTiming, type Size, formatRate, DEINTERLACE_FILTER, rgbFilters, FrameReader } from '../../video/index.js';
+import { type ColourMatrix, type ColourPlan, type ColourSource, type FrameTiming, type Size, decodeColourFilters, formatRate, DEINTERLACE_FILTER, rgbFilters, FrameReader } from '../../video/index.js';
 import { quietFfmpegArgs, rgbPipeOutputArgs, safeFileInputArgs, spawnProcess, type StreamingProcess, type ContainerKind } from '../../media/index.js';
 import { errorMessage } from '../../errors.js';
 import { definedFields } from '../../defined-fields.js';
@@ -30,6 +30,8 @@ export interface SourceDecodeSpec {
   timing: FrameTiming;
   /** The input's YUV matrix (video-args.ts inputMatrix). */
   matrix: ColourMatrix;
+  /** An 8-bit colour plan (video/colour.ts eightBitColourPlan): tone mapping of HDR input; default a plain read with `matrix`. */
+  colour?: { plan: ColourPlan; source: Pick<ColourSource, 'transfer' | 'primaries'> };
   interlaced?: boolean;
   /** Size of the frames on the pipe (the displayed size, or smaller for detection). */
   size: Size;
@@ -64,7 +66,7 @@ export function sourceDecoderArgs(spec: SourceDecodeSpec, range: FrameRange = {}
   if (spec.timing.mode === 'cfr') filters.push(`fps=${formatRate(spec.timing.rate)}`);
   const trim = [...(start > 0 ? [`start_frame=${start}`] : []), ...(end !== undefined ? [`end_frame=${end}`] : [])];
   if (trim.length > 0) filters.push(`trim=${trim.join(':')}`);
-  filters.push(...rgbFilters(spec.size, spec.matrix));
+  filters.push(...(spec.colour === undefined ? rgbFilters(spec.size, spec.matrix) : decodeColourFilters(spec.colour.plan, spec.colour.source, spec.size)));
   return [
     ...quietFfmpegArgs(),
     ...safeFileInputArgs(spec.inputPath, spec.container),

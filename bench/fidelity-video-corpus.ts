@@ -1,0 +1,107 @@
+/**
+ * The video half of the fidelity corpus: short, small clips made with ffmpeg to look like what
+ * people upload (a phone's HDR10 and HLG HEVC, a variable-frame-rate recording, a Matroska file
+ * with several tracks, an odd size). Used by test/video/fidelity.test.ts and bench/fidelity-video.ts,
+ * so the test and the benchmark measure the same files. Each clip is a second or two of a few
+ * dozen pixels: the suite stays fast.
+ */
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { resolveFfmpeg } from '../src/media/index.js';
+
+const run = promisify(execFile);
+
+async function ffmpeg(args: string[]): Promise<void> {
+  await run(resolveFfmpeg({ ffmpegPath: process.env['FFMPEG_PATH'] ?? '' }), ['-hide_banner', '-v', 'error', '-y', ...args]);
+}
+
+/** HDR10's mastering display (a P3-D65 grading monitor, 1000 / 0.0001 cd/m²) and content light, in x265's units. */
+export const HDR10_MASTER_DISPLAY = 'G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1)';
+export const HDR10_MAX_CLL = '1000,400';
+
+/** A colour patch chart over a moving test picture: flat patches give CIEDE2000 something to measure. */
+const chart = (size: string, rate: number, seconds: number): string[] => [
+  '-f',
+  'lavfi',
+  '-i',
+  `testsrc2=size=${size}:rate=${rate}:duration=${seconds}`,
+];
+const tone = (seconds: number, frequency = 440): string[] => ['-f', 'lavfi', '-i', `sine=frequency=${frequency}:sample_rate=48000:duration=${seconds}`];
+
+function x265(transfer: 'smpte2084' | 'arib-std-b67', hdr10: boolean): string[] {
+  const params = ['log-level=error', 'colorprim=bt2020', `transfer=${transfer}`, 'colormatrix=bt2020nc'];
+  if (hdr10) params.push(`master-display=${HDR10_MASTER_DISPLAY}`, `max-cll=${HDR10_MAX_CLL}`);
+  return [
+    '-c:v', 'libx265', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p10le', '-x265-params', params.join(':'),
+    '-color_primaries', 'bt2020', '-color_trc', transfer, '-colorspace', 'bt2020nc', '-tag:v', 'hvc1',
+  ];
+}
+
+export interface VideoCorpus {
+  /** HDR10 HEVC 10-bit PQ, mastering display + MaxCLL, stored 64x48 and rotated 90° (displayed 48x64), AAC. */
+  hdr10: string;
+  /** HLG HEVC 10-bit, 64x48, AAC. */
+  hlg: string;
+  /** 1 s at 30 fps then 1 s at 15 fps, 48x32, with a 2 s tone. */
+  vfr: string;
+  /** Matroska: H.264, 2 audio tracks (eng "Main", fra "Commentaire"), SRT subtitles, 2 chapters, a title, a creation time, a location. */
+  tracks: string;
+  /** 321x181 (odd sides), 4:4:4 H.264, AAC: upscaled at factor 1. */
+  odd: string;
+}
+
+const SRT = '1\n00:00:00,000 --> 00:00:00,400\nHello\n\n2\n00:00:00,500 --> 00:00:00,900\nWorld\n';
+const CHAPTERS = [
+  ';FFMETADATA1',
+  'title=Fidelity corpus',
+  'creation_time=2024-05-01T10:20:30.000000Z',
+  'location=+48.8584+002.2945/',
+  '[CHAPTER]',
+  'TIMEBASE=1/1000',
+  'START=0',
+  'END=500',
+  'title=Opening',
+  '[CHAPTER]',
+  'TIMEBASE=1/1000',
+  'START=500',
+  'END=1000',
+  'title=Ending',
+  '',
+].join('\n');
+
+/** Makes every clip of the corpus in `dir` (in parallel) and returns their paths. */
+export async function makeVideoCorpus(dir: string): Promise<VideoCorpus> {
+  const at = (name: string): string => join(dir, name);
+  await writeFile(at('subs.srt'), SRT);
+  await writeFile(at('meta.txt'), CHAPTERS);
+  const x264 = ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p'];
+  await Promise.all([
+    ffmpeg([...chart('64x48', 24, 0.5), ...tone(0.5), ...x265('smpte2084', true), '-c:a', 'aac', at('hdr10-upright.mp4')]),
+    ffmpeg([...chart('64x48', 24, 0.5), ...tone(0.5), ...x265('arib-std-b67', false), '-c:a', 'aac', at('hlg.mp4')]),
+    ffmpeg([
+      ...chart('48x32', 30, 2), ...tone(2),
+      // A colour of its own per frame (so each output frame can be traced to its input frame), then
+      // every frame of the first second and every other one of the second: 30 fps, then 15 fps.
+      '-vf', "format=gbrp,geq=r='4*N':g='255-4*N':b='mod(97*N\\,256)',select='lt(n\\,30)+not(mod(n\\,2))'", '-fps_mode', 'vfr', ...x264, '-c:a', 'aac', at('vfr.mp4'),
+    ]),
+    ffmpeg([
+      ...chart('64x48', 25, 1), ...tone(1), ...tone(1, 880), '-i', at('subs.srt'), '-i', at('meta.txt'),
+      '-map', '0:v', '-map', '1:a', '-map', '2:a', '-map', '3:s', '-map_metadata', '4', '-map_chapters', '4',
+      ...x264, '-c:a:0', 'aac', '-c:a:1', 'libopus', '-c:s', 'subrip',
+      '-metadata:s:a:0', 'language=eng', '-metadata:s:a:0', 'title=Main',
+      '-metadata:s:a:1', 'language=fra', '-metadata:s:a:1', 'title=Commentaire',
+      '-metadata:s:s:0', 'language=eng', '-disposition:a:0', 'default', '-disposition:a:1', '0',
+      at('tracks.mkv'),
+    ]),
+    ffmpeg([
+      // testsrc2 makes even sizes only: cropped to the odd one.
+      ...chart('322x182', 25, 0.12), ...tone(0.12), '-vf', 'format=yuv444p,crop=321:181:0:0',
+      '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv444p', '-c:a', 'aac', at('odd.mp4'),
+    ]),
+  ]);
+  // A phone holds the sensor landscape and says how to turn it.
+  await ffmpeg(['-i', at('hdr10-upright.mp4'), '-map', '0', '-c', 'copy', '-metadata:s:v:0', 'rotate=90', at('hdr10.mp4')]);
+  return { hdr10: at('hdr10.mp4'), hlg: at('hlg.mp4'), vfr: at('vfr.mp4'), tracks: at('tracks.mkv'), odd: at('odd.mp4') };
+}

@@ -1,0 +1,199 @@
+/**
+ * Which of the input's streams a video result keeps, and how (pure). The result is MP4 whatever
+ * the input's container (docs/contract.md, "Video fidelity"), so each stream goes in as MP4 can
+ * carry it:
+ *
+ * - Every audio track, in order, with its language, title and dispositions: copied untouched when
+ *   MP4 carries its codec (MP4_COPY_AUDIO_CODECS), otherwise re-encoded to AAC at a bitrate for its
+ *   channel count.
+ * - Text subtitles (SubRip, ASS/SSA, WebVTT, mov_text) as MP4's own timed text (mov_text; ASS
+ *   styling is not kept); DVD bitmap subtitles copied. Other bitmap subtitles (Blu-ray PGS, DVB)
+ *   have no MP4 mapping in this ffmpeg and are left out, said in the log and the result's stats.
+ * - Cover art (an attached JPEG, PNG or BMP picture) copied as cover art, never upscaled.
+ * - Chapters and the file's global tags (title, creation time, comment, ...), except location:
+ *   phone clips carry the place they were shot, which is personal data the customer may not know
+ *   is in the file, so every tag whose name says location or GPS is removed.
+ * - Not kept: data streams (timecode tracks, camera telemetry such as GoPro GPMF, which holds GPS)
+ *   and Matroska attachments (fonts), which MP4 cannot hold.
+ */
+import type { AudioStreamInfo } from '../media/index.js';
+
+export type StreamType = 'video' | 'audio' | 'subtitle' | 'data' | 'attachment' | 'other';
+
+export interface SourceStream {
+  /** The stream's index in the file (ffmpeg's `1:<index>`). */
+  index: number;
+  type: StreamType;
+  codec: string;
+  channels?: number;
+  /** An attached picture (cover art), not a video track. */
+  coverArt: boolean;
+  tags: Record<string, string>;
+}
+
+interface RawStream {
+  index?: number | undefined;
+  codec_type?: string | undefined;
+  codec_name?: string | undefined;
+  channels?: number | undefined;
+  disposition?: Record<string, number> | undefined;
+  tags?: Record<string, string> | undefined;
+}
+
+const TYPES: readonly StreamType[] = ['video', 'audio', 'subtitle', 'data', 'attachment'];
+
+export function sourceStream(raw: RawStream, position: number): SourceStream {
+  const type = (TYPES as readonly string[]).includes(raw.codec_type ?? '') ? (raw.codec_type as StreamType) : 'other';
+  const stream: SourceStream = {
+    index: raw.index ?? position,
+    type,
+    codec: raw.codec_name ?? 'unknown',
+    coverArt: type === 'video' && raw.disposition?.['attached_pic'] === 1,
+    tags: raw.tags ?? {},
+  };
+  if (raw.channels !== undefined) stream.channels = raw.channels;
+  return stream;
+}
+
+/**
+ * Audio codecs copied into the MP4 unchanged. These have registered MP4 sample entries and play in
+ * browsers, QuickTime and TVs alike. Left out on purpose: Opus and FLAC (the MP4 mappings exist,
+ * but ffmpeg 5 marks FLAC-in-MP4 experimental and Apple's players only recently learned either),
+ * Vorbis and PCM (no standard MP4 mapping); those are re-encoded to AAC.
+ */
+export const MP4_COPY_AUDIO_CODECS: readonly string[] = ['aac', 'mp3', 'ac3', 'eac3', 'alac'];
+
+export type AudioPlan = { mode: 'none' } | { mode: 'copy'; codec: string } | { mode: 'aac'; bitrate: number; from: string };
+
+export function audioPlan(audio: Pick<AudioStreamInfo, 'codec' | 'channels'> | undefined): AudioPlan {
+  if (audio === undefined) return { mode: 'none' };
+  if (MP4_COPY_AUDIO_CODECS.includes(audio.codec)) return { mode: 'copy', codec: audio.codec };
+  // 96 kb/s per channel up to stereo's 192, then 64 kb/s for each further channel.
+  const channels = Math.max(1, audio.channels);
+  const bitrate = channels <= 2 ? 96_000 * channels : 192_000 + 64_000 * (channels - 2);
+  return { mode: 'aac', bitrate, from: audio.codec };
+}
+
+/** Text subtitle codecs, converted to MP4's timed text. */
+const TEXT_SUBTITLES = new Set(['subrip', 'srt', 'ass', 'ssa', 'webvtt', 'mov_text', 'text']);
+/** Bitmap subtitles MP4 carries as they are. */
+const COPY_SUBTITLES = new Set(['dvd_subtitle']);
+/** Cover art MP4 carries (its `covr` atom takes JPEG, PNG and BMP). */
+const COVER_CODECS = new Set(['mjpeg', 'png', 'bmp']);
+
+export type KeptStream =
+  | { type: 'audio'; index: number; plan: Exclude<AudioPlan, { mode: 'none' }>; title?: string }
+  | { type: 'subtitle'; index: number; mode: 'mov_text' | 'copy'; title?: string }
+  | { type: 'cover'; index: number };
+
+export interface DroppedStream {
+  index: number;
+  type: StreamType;
+  codec: string;
+  reason: string;
+}
+
+export interface StreamMap {
+  kept: KeptStream[];
+  dropped: DroppedStream[];
+}
+
+/** A track's title (Matroska's `title`, an MP4 handler name other than ffmpeg's and players' generic ones). */
+function titleOf(s: SourceStream): { title?: string } {
+  const title = s.tags['title'] ?? s.tags['handler_name'];
+  if (title === undefined || title.trim() === '' || GENERIC_HANDLERS.test(title)) return {};
+  return { title };
+}
+
+/** Handler names muxers write by themselves, which name no track. */
+const GENERIC_HANDLERS = /^(Sound|Video|Subtitle|Text|Core Media (Audio|Video|Text))\s*(Handler|Media Handler)?$|^(SoundHandler|VideoHandler|SubtitleHandler)$/i;
+
+/** What becomes of every stream but the one upscaled (`videoIndex` among the real video streams). */
+export function streamMap(streams: readonly SourceStream[], videoIndex: number): StreamMap {
+  const kept: KeptStream[] = [];
+  const dropped: DroppedStream[] = [];
+  const picture = streams.filter((s) => s.type === 'video' && !s.coverArt)[videoIndex];
+  const drop = (s: SourceStream, reason: string): void => {
+    dropped.push({ index: s.index, type: s.type, codec: s.codec, reason });
+  };
+  for (const s of streams) {
+    if (s === picture) continue;
+    switch (s.type) {
+      case 'audio': {
+        const plan = audioPlan({ codec: s.codec, channels: s.channels ?? 2 });
+        if (plan.mode !== 'none') kept.push({ type: 'audio', index: s.index, plan, ...titleOf(s) });
+        break;
+      }
+      case 'subtitle':
+        if (TEXT_SUBTITLES.has(s.codec)) kept.push({ type: 'subtitle', index: s.index, mode: 'mov_text', ...titleOf(s) });
+        else if (COPY_SUBTITLES.has(s.codec)) kept.push({ type: 'subtitle', index: s.index, mode: 'copy', ...titleOf(s) });
+        else drop(s, `MP4 cannot carry ${s.codec} subtitles`);
+        break;
+      case 'video':
+        if (s.coverArt && COVER_CODECS.has(s.codec)) kept.push({ type: 'cover', index: s.index });
+        else drop(s, s.coverArt ? `MP4 cover art cannot be ${s.codec}` : 'only one video track is upscaled');
+        break;
+      case 'data':
+        drop(s, 'data streams (timecode, telemetry) are not kept');
+        break;
+      case 'attachment':
+        drop(s, 'MP4 cannot carry attachments');
+        break;
+      case 'other':
+        drop(s, 'unknown stream type');
+        break;
+    }
+  }
+  return { kept, dropped };
+}
+
+/** The audio plan of the kept track ffmpeg lists first (what a result reports as its audio). */
+export function firstAudio(map: StreamMap): AudioPlan {
+  const audio = map.kept.find((s) => s.type === 'audio');
+  return audio?.type === 'audio' ? audio.plan : { mode: 'none' };
+}
+
+/**
+ * The encoder's maps and codecs for the kept streams of input `input` (the original file), after
+ * the upscaled picture (output video 0). Stream tags and dispositions follow each mapped stream.
+ */
+export function streamMapArgs(map: StreamMap, input: number): string[] {
+  const args: string[] = [];
+  let audio = 0;
+  let subtitle = 0;
+  let video = 1;
+  // MP4 keeps a track's name in its handler (ffmpeg's `handler_name`), not in a `title` tag.
+  const name = (specifier: string, title: string | undefined): string[] => (title === undefined ? [] : [`-metadata:s:${specifier}`, `handler_name=${title}`]);
+  for (const s of map.kept) {
+    args.push('-map', `${input}:${s.index}`);
+    switch (s.type) {
+      case 'audio':
+        args.push(`-c:a:${audio}`, ...(s.plan.mode === 'copy' ? ['copy'] : ['aac', `-b:a:${audio}`, String(s.plan.bitrate)]), ...name(`a:${audio}`, s.title));
+        audio += 1;
+        break;
+      case 'subtitle':
+        args.push(`-c:s:${subtitle}`, s.mode, ...name(`s:${subtitle}`, s.title));
+        subtitle += 1;
+        break;
+      case 'cover':
+        args.push(`-c:v:${video}`, 'copy', `-disposition:v:${video}`, 'attached_pic');
+        video += 1;
+        break;
+    }
+  }
+  return args;
+}
+
+/** Tag names that hold where a clip was made (QuickTime's ISO 6709 location, Android's, GPS fields). */
+export function isLocationTag(name: string): boolean {
+  return /location|gps|iso6709|xyz/i.test(name);
+}
+
+/** Global metadata and chapters from input `input`, every location tag removed (an empty value deletes it). */
+export function metadataArgs(tags: Readonly<Record<string, string>>, input: number): string[] {
+  const args = ['-map_metadata', String(input), '-map_chapters', String(input)];
+  for (const name of Object.keys(tags)) {
+    if (isLocationTag(name)) args.push('-metadata', `${name}=`);
+  }
+  return args;
+}

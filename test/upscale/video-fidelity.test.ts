@@ -1,0 +1,173 @@
+/**
+ * Video fidelity end to end (docs/contract.md, "Video fidelity"): the corpus of bench/fidelity-video-corpus.ts
+ * (phone HDR10 and HLG, variable frame rate, a multi-track Matroska file, an odd size) through the
+ * real upscale pipeline, real ffmpeg and the small x2 network; what comes out is checked with
+ * ffprobe: codec, bit depth, colour tags, HDR metadata, streams, chapters, tags, frame times, sync
+ * and exact sizes.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SessionCache, createSrModelLoader, parseSrModelChoices } from '../../src/inference/index.js';
+import { probeMedia, type MediaInfo } from '../../src/media/index.js';
+import { DEFAULT_WORK_LIMITS, parseJob, quoteJob } from '../../src/jobs/index.js';
+import { HAND, NET } from '../jobs/hand-profile.js';
+import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/video-pipeline.js';
+import { type VideoCorpus, makeVideoCorpus } from '../../bench/fidelity-video-corpus.js';
+import { fileFacts, firstFrameSideData, packetTimes, pictureOf, streamLabels } from '../../bench/video-facts.js';
+import { makeTempDir } from '../media/helpers.js';
+import { decodeRgb, psnr } from '../upscale/video-helpers.js';
+import type { HdrMode } from '../../src/video/index.js';
+
+const sessions = new SessionCache({ executionProviders: ['cpu'] });
+const loadModel = createSrModelLoader({ sessions, choices: parseSrModelChoices('video=esrgan-slim-x2,video:4=esrgan-slim-x4') });
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let corpus: VideoCorpus;
+let runs = 0;
+
+beforeAll(async () => {
+  ({ dir, cleanup } = await makeTempDir('video-fidelity'));
+  corpus = await makeVideoCorpus(dir);
+}, 60_000);
+
+afterAll(async () => {
+  await sessions.release();
+  await cleanup();
+});
+
+async function upscale(input: string, factor: '1' | '2', hdr?: HdrMode): Promise<{ info: MediaInfo; outcome: VideoUpscaleOutcome }> {
+  const info = await probeMedia(input);
+  runs += 1;
+  const outcome = await upscaleVideoFile(
+    { inputPath: input, outputPath: join(dir, `out-${runs}.mp4`), factor, info, ...(hdr === undefined ? {} : { hdr }) },
+    loadModel,
+  );
+  return { info, outcome };
+}
+
+describe('HDR in, HDR out', () => {
+  it('HDR10 (PQ, rotated 90°): upright HEVC Main10 with BT.2020 / PQ tags throughout, hvc1, and the mastering display and MaxCLL copied', async () => {
+    const { outcome } = await upscale(corpus.hdr10, '2');
+    const out = await fileFacts(outcome.outputPath);
+    const video = pictureOf(out);
+    expect(video).toMatchObject({
+      codec_name: 'hevc',
+      codec_tag_string: 'hvc1',
+      pix_fmt: 'yuv420p10le',
+      color_primaries: 'bt2020',
+      color_space: 'bt2020nc',
+      color_transfer: 'smpte2084',
+      color_range: 'tv',
+      width: 96,
+      height: 128,
+    });
+    expect(video.profile).toBe('Main 10');
+    expect(video.side_data_list ?? []).toEqual([]); // upright in the pixels, no rotation left
+    const side = await firstFrameSideData(outcome.outputPath);
+    expect(side.find((s) => s['side_data_type'] === 'Mastering display metadata')).toMatchObject({
+      red_x: '34000/50000',
+      green_y: '34500/50000',
+      white_point_x: '15635/50000',
+      max_luminance: '10000000/10000',
+      min_luminance: '1/10000',
+    });
+    expect(side.find((s) => s['side_data_type'] === 'Content light level metadata')).toMatchObject({ max_content: 1000, max_average: 400 });
+    expect(outcome.colour).toEqual({ codec: 'hevc', bits: 10, transfer: 'smpte2084', toneMapped: false });
+    expect([outcome.width, outcome.height]).toEqual([96, 128]);
+    expect(streamLabels(out)).toEqual(['v:hevc(10)', 'a:aac']);
+  });
+
+  it('HLG: HEVC Main10 tagged BT.2020 / HLG, the same matrix as the primaries', async () => {
+    const { outcome } = await upscale(corpus.hlg, '2');
+    const video = pictureOf(await fileFacts(outcome.outputPath));
+    expect(video).toMatchObject({ codec_name: 'hevc', pix_fmt: 'yuv420p10le', color_primaries: 'bt2020', color_space: 'bt2020nc', color_transfer: 'arib-std-b67' });
+  });
+
+  it('hdr "sdr": tone-mapped to 8-bit H.264 tagged BT.709 throughout, and darker than a naive read of the PQ code values', async () => {
+    const { outcome } = await upscale(corpus.hlg, '2', 'sdr');
+    const video = pictureOf(await fileFacts(outcome.outputPath));
+    expect(video).toMatchObject({ codec_name: 'h264', pix_fmt: 'yuv420p', color_primaries: 'bt709', color_space: 'bt709', color_transfer: 'bt709' });
+    expect(outcome.colour).toEqual({ codec: 'h264', bits: 8, transfer: 'bt709', toneMapped: true });
+  });
+});
+
+describe('time as it was', () => {
+  it('variable frame rate: constant at its highest rate (30 fps), every input frame shown at its time, none dropped, sound in sync, billed as processed', async () => {
+    const { info, outcome } = await upscale(corpus.vfr, '2');
+    expect(info.video?.cfrRate).toEqual({ num: 30, den: 1 });
+    // The quote's frame count (what the estimate and the job's pixel limit bill) is the frames processed.
+    const quoted = await quoteJob(
+      parseJob({ model: 'vendor-video-upscale', input: { video_url: corpus.vfr, upscale_factor: '2' } }),
+      { localize: async (source) => ({ path: source, bytes: 1, source }), probeMedia: async () => info, probeImage: async () => Promise.reject(new Error('no image')) },
+      undefined,
+      { limits: DEFAULT_WORK_LIMITS, hardware: HAND, timeLimitSeconds: { image: 1e6, video: 1e6, lipsync: 1e6, music: 1e6 }, srNetwork: async () => ({ ...NET, scale: 2 }) },
+    );
+    expect((quoted.quote as { estimated_frames?: number }).estimated_frames).toBe(outcome.frames);
+    expect(outcome.frameRate).toBe('30/1');
+    const inTimes = await packetTimes(corpus.vfr, 'v:0');
+    expect(inTimes).toHaveLength(45);
+    // The input spans to its last frame's end (the muxer gave that one 1/30 s): that span at 30 fps.
+    const span = inTimes.at(-1)! - inTimes[0]! + 1 / 30;
+    expect(outcome.frames).toBe(Math.round(span * 30));
+    const outTimes = await packetTimes(outcome.outputPath, 'v:0');
+    expect(outTimes).toHaveLength(outcome.frames);
+    // Each output frame shows the input frame on screen at its time (within half an output frame).
+    const inFrames = await decodeRgb(corpus.vfr, 48, 32);
+    const outFrames = await decodeRgb(outcome.outputPath, 48, 32);
+    const shown = new Set<number>();
+    outFrames.forEach((frame, j) => {
+      let best = 0;
+      inFrames.forEach((candidate, i) => {
+        if (psnr(frame, candidate) > psnr(frame, inFrames[best]!)) best = i;
+      });
+      const t = outTimes[j]! - outTimes[0]!;
+      const expected = inTimes.findLastIndex((at) => at - inTimes[0]! <= t + 1 / 60);
+      expect(best, `output frame ${j} at ${t.toFixed(3)} s`).toBe(expected);
+      shown.add(best);
+    });
+    expect(shown.size).toBe(45);
+    // Picture and sound start together and end together.
+    const [aIn, aOut] = [await packetTimes(corpus.vfr, 'a:0'), await packetTimes(outcome.outputPath, 'a:0')];
+    expect(Math.abs(outTimes[0]! - aOut[0]! - (inTimes[0]! - aIn[0]!))).toBeLessThan(1 / 60);
+    expect(outTimes.at(-1)! + 1 / 30).toBeCloseTo(2, 1);
+  });
+});
+
+describe('every stream kept', () => {
+  it('Matroska: both audio tracks with language, title and default flag, subtitles as mov_text, chapters, title and creation time; the location removed', async () => {
+    const { outcome } = await upscale(corpus.tracks, '2');
+    const out = await fileFacts(outcome.outputPath);
+    // (MP4 chapters come with the QuickTime chapter track ffmpeg writes beside them: the data stream.)
+    expect(streamLabels(out)).toEqual(['v:h264(8)', 'a:aac(eng)', 'a:aac(fra)', 's:mov_text(eng)', 'd:bin_data(eng)']);
+    const audio = out.streams.filter((s) => s.codec_type === 'audio');
+    expect(audio.map((a) => a.tags['title'] ?? a.tags['handler_name'])).toEqual(['Main', 'Commentaire']);
+    expect(audio.map((a) => a.disposition['default'])).toEqual([1, 0]);
+    expect(out.chapters.map((c) => c.title)).toEqual(['Opening', 'Ending']);
+    expect(out.chapters[1]?.start).toBeCloseTo(0.5, 2);
+    expect(out.tags['title']).toBe('Fidelity corpus');
+    expect(out.tags['creation_time']).toMatch(/^2024-05-01T10:20:30/);
+    expect(Object.keys(out.tags).filter((k) => /location/i.test(k))).toEqual([]);
+    expect(outcome.streams).toEqual({ kept: 3, dropped: [] });
+  });
+
+  it('copies AAC untouched: the same packets, byte for byte in size and time', async () => {
+    const { outcome } = await upscale(corpus.hdr10, '2');
+    const [inAudio, outAudio] = [await packetTimes(corpus.hdr10, 'a:0'), await packetTimes(outcome.outputPath, 'a:0')];
+    expect(outAudio).toEqual(inAudio);
+  });
+});
+
+describe('exact sizes', () => {
+  it('321x181 at factor 1 comes out 321x181 (4:4:4), reported as delivered', async () => {
+    const { outcome } = await upscale(corpus.odd, '1');
+    const video = pictureOf(await fileFacts(outcome.outputPath));
+    expect([video.width, video.height]).toEqual([321, 181]);
+    expect([outcome.width, outcome.height]).toEqual([321, 181]);
+    expect(video.pix_fmt).toBe('yuv444p');
+    // Close to the input everywhere, the last row and column included (no smeared padding).
+    const [input] = await decodeRgb(corpus.odd, 321, 181);
+    const [output] = await decodeRgb(outcome.outputPath, 321, 181);
+    expect(psnr(input!, output!)).toBeGreaterThan(22);
+  });
+});
