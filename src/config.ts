@@ -16,7 +16,7 @@ import { parseLipsyncModelMapping } from './lipsync/settings.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/settings.js';
 import { parseMusicBackends } from './music/settings.js';
 import { PACKAGE_ROOT } from './paths.js';
-import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './video/settings.js';
+import { DEFAULT_ENCODER, DEFAULT_HDR_MODE, HDR_MODES, VIDEO_ENCODERS, X264_PRESETS } from './video/settings.js';
 import { WORKER_SETTINGS, workerSettingsFromEnv, workerSettingsReference } from './worker/settings.js';
 import {
   booleanSetting,
@@ -222,6 +222,12 @@ export const SETTINGS = {
     schema: oneOfSetting(X264_PRESETS),
     default: DEFAULT_ENCODER.preset,
     doc: 'x264 speed preset (mapped to hardware encoders\' own); the CPU encoder must keep up with inference.',
+  }),
+  videoHdr: setting({
+    env: 'MEDIA_WORKER_VIDEO_HDR',
+    schema: oneOfSetting(HDR_MODES),
+    default: DEFAULT_HDR_MODE,
+    doc: 'What happens to HDR (PQ or HLG) video when the job does not say (its `hdr` input): `keep` encodes 10-bit HEVC HDR with its metadata, `sdr` tone-maps to 8-bit H.264 BT.709 (docs/contract.md, "Video fidelity").',
   }),
   videoFramesInFlight: setting({
     env: 'MEDIA_WORKER_VIDEO_FRAMES_IN_FLIGHT',

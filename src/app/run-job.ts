@@ -180,6 +180,7 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
           outputPath,
           factor: quoted.job.input.upscale_factor,
           info: quoted.probes.video,
+          hdr: quoted.job.input.hdr ?? config.videoHdr,
           encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
           framesInFlight: config.videoFramesInFlight,
           ...binaries,

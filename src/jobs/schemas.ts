@@ -8,6 +8,7 @@
  * schema: zod collects every issue at once and does not rank them the way the spec's tables do.
  */
 import { z } from 'zod';
+import { HDR_MODES } from '../video/settings.js';
 import { JobError, type ErrorCode } from '../errors.js';
 import { charCount, expectedText, expectedValue, oneOf } from './messages.js';
 import {
@@ -111,7 +112,9 @@ function imageUpscaleJob(input: Fields): ImageUpscaleJob {
 function videoUpscaleJob(input: Fields): VideoUpscaleJob {
   const video_url = requiredText(input, 'video_url', 'MISSING_VIDEO_URL');
   const upscale_factor = optionalEnum(input, 'upscale_factor', UPSCALE_FACTORS, DEFAULT_UPSCALE_FACTOR, 'INVALID_UPSCALE_FACTOR');
-  return { model: VIDEO_UPSCALE_MODEL, input: { video_url, upscale_factor } };
+  // Absent: the worker's default (MEDIA_WORKER_VIDEO_HDR) decides (docs/contract.md, "Video fidelity").
+  const hdr = optionalEnum(input, 'hdr', HDR_MODES, undefined, 'INVALID_JOB');
+  return { model: VIDEO_UPSCALE_MODEL, input: { video_url, upscale_factor, ...(hdr === undefined ? {} : { hdr }) } };
 }
 
 function lipsyncJob(input: Fields, pickModel: (fields: Fields) => LipsyncModelId): LipsyncJob {

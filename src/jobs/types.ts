@@ -4,6 +4,7 @@
  * validation, defaults are filled in and unknown fields are gone.
  */
 import type { LipsyncModelId } from './models.js';
+import type { HdrMode } from '../video/settings.js';
 
 export const UPSCALE_FACTORS = ['1', '2', '4'] as const;
 export type UpscaleFactor = (typeof UPSCALE_FACTORS)[number];
@@ -31,6 +32,8 @@ export interface ImageUpscaleInput {
 export interface VideoUpscaleInput {
   video_url: string;
   upscale_factor: UpscaleFactor;
+  /** HDR input kept as HDR or tone-mapped to SDR; absent: the worker's default. */
+  hdr?: HdrMode;
 }
 
 export interface LipsyncInput {

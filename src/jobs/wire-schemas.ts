@@ -10,6 +10,7 @@
  * exactly the jobs the job schema accepts.
  */
 import { z } from 'zod';
+import { HDR_MODES } from '../video/settings.js';
 import { JobError } from '../errors.js';
 import { expectedText } from './messages.js';
 import { MUSIC_LYRICS_MAX_CHARS, MUSIC_PROMPT_MAX_CHARS, MUSIC_STYLE_MAX_CHARS, MUSIC_TITLE_MAX_CHARS } from './limits.js';
@@ -44,7 +45,11 @@ const videoJobSchema = z
   .object({
     ...envelope,
     model: z.literal(VIDEO_UPSCALE_MODEL),
-    input: z.object({ video_url: url, upscale_factor: upscaleFactor.optional() }),
+    input: z.object({
+      video_url: url,
+      upscale_factor: upscaleFactor.optional(),
+      hdr: z.enum(HDR_MODES).optional().describe('HDR (PQ, HLG) input kept as 10-bit HDR ("keep") or tone-mapped to SDR ("sdr"); default: the worker\'s setting'),
+    }),
   })
   .strict();
 

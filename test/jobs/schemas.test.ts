@@ -50,6 +50,11 @@ describe('parseJob: accepted jobs, defaults and normalisation', () => {
     });
   });
 
+  it.each(['keep', 'sdr'])('keeps a video upscale\'s hdr "%s"; absent, the worker decides', (hdr) => {
+    expect(parseJob(video({ video_url: VIDEO_URL, hdr })).input).toEqual({ video_url: VIDEO_URL, upscale_factor: '2', hdr });
+    expect(parseJob(video({ video_url: VIDEO_URL })).input).not.toHaveProperty('hdr');
+  });
+
   it('fills lip-sync defaults and keeps the model', () => {
     expect(parseJob(lipsync({}))).toEqual({
       model: 'vendor-lipsync-2',
@@ -195,6 +200,8 @@ const rejections: Case[] = [
   ['a blank video_url (upscale tool)', T('upscale-video', { video_url: '  ' }), 'MISSING_VIDEO_URL'],
   ['video upscale_factor 4 (number)', U(video({ video_url: VIDEO_URL, upscale_factor: 4 })), 'INVALID_UPSCALE_FACTOR'],
   ['video upscale_factor "8" (tool)', T('upscale-video', { video_url: VIDEO_URL, upscale_factor: '8' }), 'INVALID_UPSCALE_FACTOR'],
+  ['hdr "hdr10"', U(video({ video_url: VIDEO_URL, hdr: 'hdr10' })), 'INVALID_JOB'],
+  ['hdr true (tool)', T('upscale-video', { video_url: VIDEO_URL, hdr: true }), 'INVALID_JOB'],
   // lip-sync
   ['no video_url (lip-sync)', T('lipsync', { audio_url: AUDIO_URL }), 'MISSING_VIDEO_URL'],
   ['an empty video_url (lip-sync)', U(lipsync({ video_url: '' })), 'MISSING_VIDEO_URL'],
