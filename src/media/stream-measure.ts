@@ -74,9 +74,10 @@ const COMMON_RATES: readonly { num: number; den: number }[] = [
 const COMMON_RATE_TOLERANCE = 0.03;
 
 /**
- * The highest rate a variable-frame-rate stream runs at: one over its shortest usual spacing (the
- * 10th percentile of the gaps between successive frame times, so one stray short gap does not set
- * it), taken as the nearest common rate within 3 %, else in thousandths of a frame per second.
+ * The highest rate a variable-frame-rate stream runs at: one over the median gap of its fastest
+ * stretch (the gaps between successive frame times within a quarter of their 10th percentile, so
+ * neither one stray short gap nor a phone's timing jitter sets it), taken as the nearest common
+ * rate within 3 %, else in thousandths of a frame per second.
  * Undefined with fewer than two timed frames.
  */
 export function highestFrameRate(starts: readonly number[]): { num: number; den: number } | undefined {
@@ -88,8 +89,10 @@ export function highestFrameRate(starts: readonly number[]): { num: number; den:
   }
   if (gaps.length === 0) return undefined;
   gaps.sort((a, b) => a - b);
-  const shortest = gaps[Math.floor((gaps.length - 1) * 0.1)] as number;
-  const rate = 1 / shortest;
+  // The fastest stretch: gaps within a quarter of the short end (its jitter averages out in the median).
+  const short = gaps[Math.floor((gaps.length - 1) * 0.1)] as number;
+  const fastest = gaps.filter((gap) => gap <= short * 1.25);
+  const rate = 1 / (fastest[Math.floor(fastest.length / 2)] as number);
   let best: { num: number; den: number } | undefined;
   for (const common of COMMON_RATES) {
     const distance = Math.abs(common.num / common.den - rate) / rate;

@@ -117,15 +117,16 @@ export function colourPlan(source: ColourSource, hdr: HdrMode, decoded: Size): C
     return { depth: 8, toneMap: true, inputMatrix, output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709', primaries: 'bt709', transfer: 'bt709' } };
   }
   const deep = hdrInput || source.bitDepth > 8;
-  const wide = source.primaries === 'bt2020' || hdrInput;
+  // HDR without a primaries tag is BT.2020 in practice (what every PQ/HLG camera and grade uses).
+  const primaries = source.primaries ?? (hdrInput ? 'bt2020' : undefined);
+  // The matrix follows the primaries, so the tags never mix BT.709 and BT.2020.
+  const wide = primaries === 'bt2020';
   const output: ColourPlan['output'] = {
     codec: deep ? 'hevc' : 'h264',
     bits: deep ? 10 : 8,
     matrix: wide ? 'bt2020' : 'bt709',
     matrixTag: wide ? 'bt2020nc' : 'bt709',
   };
-  // HDR without a primaries tag is BT.2020 in practice (what every PQ/HLG camera and grade uses).
-  const primaries = source.primaries ?? (hdrInput ? 'bt2020' : undefined);
   if (primaries !== undefined) output.primaries = primaries;
   if (source.transfer !== undefined) output.transfer = source.transfer;
   if (hdrInput && source.mastering !== undefined) output.mastering = source.mastering;

@@ -97,9 +97,10 @@ describe('probeMedia on video', () => {
     expect(info.audio !== undefined).toBe(hasAudio);
   });
 
-  it('flags variable frame rate', async () => {
+  it('flags variable frame rate and finds its highest rate (frames 40 ms apart: 25 fps)', async () => {
     const info = await probeMedia(at('vfr.mp4'));
     expect(info.video?.variableFrameRate).toBe(true);
+    expect(info.video?.cfrRate).toEqual({ num: 25, den: 1 });
   });
 
   it('reports rotation as the clockwise turn ffmpeg itself applies for display', async () => {
@@ -278,6 +279,21 @@ describe('parseFfprobeOutput', () => {
     const claimed = packets(0, 25, 0.04).map((p) => ({ ...p, duration_time: '10' }));
     const info = parseFfprobeOutput({ format: { format_name: 'matroska,webm', duration: '1' }, streams: [video], packets: claimed }, 'mkv');
     expect(info.durationSeconds).toBeCloseTo(0.96 + 4 * 0.04, 9);
+  });
+
+  it('takes the highest rate of a variable-frame-rate video from its shortest usual spacing, snapped to a common rate', () => {
+    const vfr = { ...video, r_frame_rate: '30/1', avg_frame_rate: '20/1' };
+    // 1 s at 30 fps (with a jitter of a millisecond), then 1 s at 15 fps.
+    const times = [...Array.from({ length: 30 }, (_, i) => i / 30 + (i % 2 === 0 ? 0.001 : 0)), ...Array.from({ length: 15 }, (_, i) => 1 + i / 15)];
+    const stamped = times.map((t) => ({ stream_index: 0, pts_time: t.toFixed(6), flags: 'K_' }));
+    const info = parseFfprobeOutput({ format: { format_name: 'mov', duration: '2' }, streams: [vfr], packets: stamped }, 'mp4');
+    expect(info.video?.cfrRate).toEqual({ num: 30, den: 1 });
+    // A constant rate has none; an uncommon highest rate is kept in thousandths.
+    expect(parseFfprobeOutput({ format: { format_name: 'mov', duration: '1' }, streams: [video], packets: oneSecond }, 'mp4').video?.cfrRate).toBeUndefined();
+    const odd = packets(0, 20, 1 / 37).map((p) => ({ ...p, duration_time: undefined }));
+    const slow = packets(0, 5, 0.2, 20 / 37);
+    const info2 = parseFfprobeOutput({ format: { format_name: 'mov', duration: '2' }, streams: [{ ...video, r_frame_rate: '37/1', avg_frame_rate: '10/1' }], packets: [...odd, ...slow] }, 'mp4');
+    expect(info2.video?.cfrRate).toEqual({ num: 37000, den: 1000 });
   });
 
   it('leaves packets marked to discard (before an edit list starts) uncounted', () => {
