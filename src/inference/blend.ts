@@ -1,6 +1,6 @@
 /**
- * Writes tile outputs (float32 planar, as the network returns them) into the 8-bit interleaved
- * output image, blending the feather bands of a tile plan.
+ * Writes tile outputs (float32 planar, as the network returns them) into the interleaved 8-bit or
+ * 16-bit output image, blending the feather bands of a tile plan.
  *
  * Memory stays near the output image: a pixel that one tile alone decides is quantised straight
  * into the output. Only feather pixels wait in float, in two kinds of small stores:
@@ -15,10 +15,92 @@
  */
 import type { AxisTile, TilePlan } from './tile-plan.js';
 
-/** Maps a network output value to 0..255: `value * gain + offset` (then clamp and round). */
+/** Maps a network output value to 0..255 (0..65535 for 16-bit): `value * gain + offset` (then clamp and round). */
 export interface OutputMapping {
   gain: number;
   offset: number;
+}
+
+/**
+ * The one part of compositing that depends on the output's bit depth. Each depth has its own class
+ * so every inner loop sees one array type (the 8-bit path stays as fast as before 16-bit existed);
+ * they are called once per row run, not per value.
+ */
+interface Quantiser {
+  /** `count` pixels from three float planes (at s, s + plane, s + 2 * plane) into interleaved output at d. */
+  planar(data: Float32Array, s: number, plane: number, d: number, count: number): void;
+  /** `count` consecutive values of an interleaved float store at s into the output at d. */
+  run(src: Float32Array, s: number, d: number, count: number): void;
+}
+
+class Quantise8 implements Quantiser {
+  readonly #out: Uint8ClampedArray;
+  readonly #gain: number;
+  readonly #bias: number;
+
+  constructor(output: Uint8Array, mapping: OutputMapping) {
+    // A clamped view rounds and clamps on store, which is the quantisation we want, for free.
+    this.#out = new Uint8ClampedArray(output.buffer, output.byteOffset, output.length);
+    this.#gain = mapping.gain;
+    this.#bias = mapping.offset;
+  }
+
+  planar(data: Float32Array, s: number, plane: number, d: number, count: number): void {
+    const out = this.#out;
+    const gain = this.#gain;
+    const bias = this.#bias;
+    const end = s + count;
+    for (; s < end; s += 1, d += 3) {
+      out[d] = data[s]! * gain + bias;
+      out[d + 1] = data[s + plane]! * gain + bias;
+      out[d + 2] = data[s + 2 * plane]! * gain + bias;
+    }
+  }
+
+  run(src: Float32Array, s: number, d: number, count: number): void {
+    const out = this.#out;
+    const gain = this.#gain;
+    const bias = this.#bias;
+    const end = s + count;
+    for (; s < end; s += 1, d += 1) out[d] = src[s]! * gain + bias;
+  }
+}
+
+/** Clamps to 0..65535 and rounds to nearest (there is no clamped 16-bit array to do it on store). */
+function to16(v: number): number {
+  return v > 0 ? (v < 65535 ? Math.round(v) : 65535) : 0;
+}
+
+class Quantise16 implements Quantiser {
+  readonly #out: Uint16Array;
+  readonly #gain: number;
+  readonly #bias: number;
+
+  constructor(output: Uint16Array, mapping: OutputMapping) {
+    this.#out = output;
+    this.#gain = mapping.gain;
+    this.#bias = mapping.offset;
+  }
+
+  planar(data: Float32Array, s: number, plane: number, d: number, count: number): void {
+    const out = this.#out;
+    const gain = this.#gain;
+    const bias = this.#bias;
+    const end = s + count;
+    for (; s < end; s += 1, d += 3) {
+      out[d] = to16(data[s]! * gain + bias);
+      out[d + 1] = to16(data[s + plane]! * gain + bias);
+      out[d + 2] = to16(data[s + 2 * plane]! * gain + bias);
+    }
+  }
+
+  run(src: Float32Array, s: number, d: number, count: number): void {
+    const out = this.#out;
+    const gain = this.#gain;
+    const bias = this.#bias;
+    const end = s + count;
+    for (; s < end; s += 1, d += 1) out[d] = to16(src[s]! * gain + bias);
+  }
 }
 
 /** Weight of the later tile at each output pixel of a feather band `width` output pixels wide. */
@@ -51,14 +133,12 @@ function scaleSpan(tile: AxisTile, scale: number): Span {
 }
 
 export class TileCompositor {
-  readonly #out: Uint8ClampedArray;
+  readonly #quantise: Quantiser;
   readonly #outWidth: number;
   readonly #tileW: number;
   readonly #tileH: number;
   readonly #cols: Span[];
   readonly #rows: Span[];
-  readonly #gain: number;
-  readonly #offset: number;
   /** Feather band width in output pixels (the same for every seam). */
   readonly #band: number;
   readonly #up: Float32Array;
@@ -71,25 +151,24 @@ export class TileCompositor {
   #next = 0;
 
   /**
-   * @param output interleaved RGB, (plan.width * scale) x (plan.height * scale) x 3; every byte of
-   *   it is written once all tiles have been added.
+   * @param output interleaved RGB, (plan.width * scale) x (plan.height * scale) x 3, 8-bit
+   *   (mapped to 0..255) or 16-bit (mapped to 0..65535); every value of it is written once all
+   *   tiles have been added.
    */
-  constructor(plan: TilePlan, scale: number, output: Uint8Array, mapping: OutputMapping) {
+  constructor(plan: TilePlan, scale: number, output: Uint8Array | Uint16Array, mapping: OutputMapping) {
     const outWidth = plan.width * scale;
     if (output.length !== outWidth * plan.height * scale * 3) {
+      const unit = output instanceof Uint16Array ? '16-bit values' : 'bytes';
       throw new RangeError(
-        `Expected output to hold ${outWidth}x${plan.height * scale}x3 bytes but received ${output.length}`,
+        `Expected output to hold ${outWidth}x${plan.height * scale}x3 ${unit} but received ${output.length}`,
       );
     }
-    // A clamped view rounds and clamps on store, which is the quantisation we want, for free.
-    this.#out = new Uint8ClampedArray(output.buffer, output.byteOffset, output.length);
+    this.#quantise = output instanceof Uint16Array ? new Quantise16(output, mapping) : new Quantise8(output, mapping);
     this.#outWidth = outWidth;
     this.#tileW = plan.tileWidth * scale;
     this.#tileH = plan.tileHeight * scale;
     this.#cols = plan.cols.map((t) => scaleSpan(t, scale));
     this.#rows = plan.rows.map((t) => scaleSpan(t, scale));
-    this.#gain = mapping.gain;
-    this.#offset = mapping.offset;
     this.#band = plan.feather * scale;
     this.#up = featherWeights(this.#band);
   }
@@ -140,21 +219,14 @@ export class TileCompositor {
 
   /** Pixels only this tile covers: quantised straight into the output. */
   #writeOwn(data: Float32Array, offset: number, row: Span, col: Span): void {
-    const out = this.#out;
-    const gain = this.#gain;
-    const bias = this.#offset;
+    const quantise = this.#quantise;
     const tileW = this.#tileW;
     const plane = tileW * this.#tileH;
     const width = col.ownEnd - col.ownStart;
     for (let y = row.ownStart; y < row.ownEnd; y += 1) {
-      let s = offset + (y - row.start) * tileW + (col.ownStart - col.start);
-      let d = (y * this.#outWidth + col.ownStart) * 3;
-      const end = s + width;
-      for (; s < end; s += 1, d += 3) {
-        out[d] = data[s]! * gain + bias;
-        out[d + 1] = data[s + plane]! * gain + bias;
-        out[d + 2] = data[s + 2 * plane]! * gain + bias;
-      }
+      const s = offset + (y - row.start) * tileW + (col.ownStart - col.start);
+      const d = (y * this.#outWidth + col.ownStart) * 3;
+      quantise.planar(data, s, plane, d, width);
     }
   }
 
@@ -234,9 +306,7 @@ export class TileCompositor {
 
   /** Row r is complete: its strips and the row seam above it hold their final values. */
   #finishRow(r: number, row: Span): void {
-    const out = this.#out;
-    const gain = this.#gain;
-    const bias = this.#offset;
+    const quantise = this.#quantise;
     const band = this.#band;
     const seams = this.#cols.length - 1;
     const outWidth = this.#outWidth;
@@ -245,18 +315,15 @@ export class TileCompositor {
       for (let c = 0; c < seams; c += 1) {
         const x0 = (this.#cols[c] as Span).ownEnd;
         for (let y = row.ownStart; y < row.ownEnd; y += 1) {
-          let s = (((y - row.ownStart) * seams + c) * band) * 3;
-          let d = (y * outWidth + x0) * 3;
-          const end = s + band * 3;
-          for (; s < end; s += 1, d += 1) out[d] = strips[s]! * gain + bias;
+          const s = (((y - row.ownStart) * seams + c) * band) * 3;
+          const d = (y * outWidth + x0) * 3;
+          quantise.run(strips, s, d, band * 3);
         }
       }
     }
     const above = this.#bands.get(r - 1);
     if (above !== undefined) {
-      const start = row.leadStart * outWidth * 3;
-      const n = band * outWidth * 3;
-      for (let i = 0; i < n; i += 1) out[start + i] = above[i]! * gain + bias;
+      quantise.run(above, 0, row.leadStart * outWidth * 3, band * outWidth * 3);
       this.#bands.delete(r - 1);
       this.#spare.push(above);
     }

@@ -5,6 +5,8 @@
  * costs. Converters to ONNX live in convert/ (entered through convert/index.ts).
  */
 export * from './blend.js';
+export * from './colour-anchor.js';
+export * from './edge-pad.js';
 export * from './execution-providers.js';
 export * from './graph-cost.js';
 export * from './manifest.js';

@@ -1,11 +1,15 @@
 /**
- * Tiled super-resolution of an 8-bit RGB image: seamless (a tiled result equals the untiled one
- * within 1/255 when the overlap covers the network's receptive field), batched, bounded in memory
- * (the output is written tile by tile into its 8-bit buffer, see blend.ts), and resilient to running
- * out of memory (a failing batch is retried smaller, then with tiles of half the side).
+ * Tiled super-resolution of an 8-bit or 16-bit RGB image: seamless (a tiled result equals the
+ * untiled one within one level when the overlap covers the network's receptive field), batched,
+ * bounded in memory (the output is written tile by tile into its 8-bit or 16-bit buffer, see
+ * blend.ts), and resilient to running out of memory (a failing batch is retried smaller, then with
+ * tiles of half the side).
  *
  * Float32 planar data exists only for the batch being run: tiles are converted from interleaved
- * uint8 just before the call and back just after it.
+ * uint8 (or uint16) just before the call and back just after it. The 16-bit path (upscaleRgb16)
+ * never passes through 8 bits: 0..65535 maps onto the network's range and its float output is
+ * quantised straight to 16 bits. Each depth has its own gather and quantise loops, so the 8-bit
+ * path runs exactly the loops it ran before the 16-bit one existed.
  */
 import { ProcessingError, errorMessage, isJobError } from '../errors.js';
 import { type OutputMapping, TileCompositor } from './blend.js';
@@ -27,7 +31,16 @@ export interface RgbImage {
   channels: 3;
 }
 
-export interface UpscaleResult extends RgbImage {
+export interface RgbImage16 {
+  /** Interleaved 16-bit RGB (0..65535), row-major, no padding between rows. */
+  data: Uint16Array;
+  width: number;
+  height: number;
+  channels: 3;
+}
+
+/** How a tiled upscale went, whatever the bit depth. */
+export interface TilingStats {
   /** Tile side that finished the job (smaller than asked after running out of memory). */
   tile: number;
   /** The tile shape every call used, after fitting the tile to the image. */
@@ -40,6 +53,10 @@ export interface UpscaleResult extends RgbImage {
   /** Times a batch was retried smaller after running out of memory. */
   retries: number;
 }
+
+export interface UpscaleResult extends RgbImage, TilingStats {}
+
+export interface UpscaleResult16 extends RgbImage16, TilingStats {}
 
 export interface UpscaleOptions {
   /** Tile side in input pixels; an image smaller than this on an axis is one tile on that axis. */
@@ -94,7 +111,36 @@ export function defaultFeather(overlap: number): number {
   return Math.min(overlap, 4);
 }
 
+/** What differs between the 8-bit and the 16-bit path: the top value, the buffer and the gather loop. */
+interface Depth<T extends Uint8Array | Uint16Array> {
+  readonly max: number;
+  readonly unit: string;
+  allocate(length: number): T;
+  gather: (src: T, srcWidth: number, x0: number, y0: number, tw: number, th: number, dst: Float32Array, offset: number, gain: number, bias: number) => void;
+}
+
+const DEPTH8: Depth<Uint8Array> = { max: 255, unit: 'bytes', allocate: (n) => new Uint8Array(n), gather: gatherTile };
+const DEPTH16: Depth<Uint16Array> = { max: 65535, unit: '16-bit values', allocate: (n) => new Uint16Array(n), gather: gatherTile16 };
+
+/** Upscales interleaved 8-bit RGB; the result is 8-bit. */
 export async function upscaleRgb(model: SrModel, image: RgbImage, options: UpscaleOptions): Promise<UpscaleResult> {
+  return upscaleTiled(model, image, options, DEPTH8);
+}
+
+/**
+ * Upscales interleaved 16-bit RGB (one HDR video frame, one 16-bit PNG): 0..65535 in, the network
+ * in float, its output quantised to 0..65535. Same options and tiling as upscaleRgb.
+ */
+export async function upscaleRgb16(model: SrModel, image: RgbImage16, options: UpscaleOptions): Promise<UpscaleResult16> {
+  return upscaleTiled(model, image, options, DEPTH16);
+}
+
+async function upscaleTiled<T extends Uint8Array | Uint16Array>(
+  model: SrModel,
+  image: { data: T; width: number; height: number; channels: 3 },
+  options: UpscaleOptions,
+  depth: Depth<T>,
+): Promise<{ data: T; width: number; height: number; channels: 3 } & TilingStats> {
   const { width, height, data } = image;
   const scale = model.scale;
   requireInteger('scale', scale, 1);
@@ -102,7 +148,7 @@ export async function upscaleRgb(model: SrModel, image: RgbImage, options: Upsca
   requireInteger('height', height, 1);
   if (image.channels !== 3 || data.length !== width * height * 3) {
     throw new RangeError(
-      `Expected image data to be ${width}x${height}x3 bytes of interleaved RGB but received ${data.length} bytes with ${String(image.channels)} channels`,
+      `Expected image data to be ${width}x${height}x3 ${depth.unit} of interleaved RGB but received ${data.length} ${depth.unit} with ${String(image.channels)} channels`,
     );
   }
   const overlap = options.overlap;
@@ -113,10 +159,12 @@ export async function upscaleRgb(model: SrModel, image: RgbImage, options: Upsca
   const minTile = options.minTile ?? 32;
   const [lo, hi] = model.range ?? [0, 255];
   if (!(hi > lo)) throw new RangeError(`Expected model range to be increasing but received [${lo}, ${hi}]`);
-  const inGain = (hi - lo) / 255;
-  const mapping: OutputMapping = { gain: 255 / (hi - lo), offset: (-lo * 255) / (hi - lo) };
+  const top = depth.max;
+  const inGain = (hi - lo) / top;
+  const mapping: OutputMapping = { gain: top / (hi - lo), offset: (-lo * top) / (hi - lo) };
+  const gather = depth.gather;
 
-  const output = new Uint8Array(width * scale * height * scale * 3);
+  const output = depth.allocate(width * scale * height * scale * 3);
   let retries = 0;
 
   for (;;) {
@@ -169,7 +217,7 @@ export async function upscaleRgb(model: SrModel, image: RgbImage, options: Upsca
         const index = k + j;
         const col = plan.cols[index % plan.cols.length]!;
         const row = plan.rows[Math.floor(index / plan.cols.length)]!;
-        gatherTile(data, width, col.start, row.start, tw, th, input, j * tileValues, inGain, lo);
+        gather(data, width, col.start, row.start, tw, th, input, j * tileValues, inGain, lo);
       }
       let result: { data: Float32Array; dims: readonly number[] };
       try {
@@ -207,6 +255,32 @@ export async function upscaleRgb(model: SrModel, image: RgbImage, options: Upsca
 /** One tile of interleaved uint8 RGB into three float planes at `offset`: value * gain + bias. */
 export function gatherTile(
   src: Uint8Array,
+  srcWidth: number,
+  x0: number,
+  y0: number,
+  tw: number,
+  th: number,
+  dst: Float32Array,
+  offset: number,
+  gain: number,
+  bias: number,
+): void {
+  const plane = tw * th;
+  let d = offset;
+  for (let y = 0; y < th; y += 1) {
+    let s = ((y0 + y) * srcWidth + x0) * 3;
+    const end = d + tw;
+    for (; d < end; d += 1, s += 3) {
+      dst[d] = src[s]! * gain + bias;
+      dst[d + plane] = src[s + 1]! * gain + bias;
+      dst[d + 2 * plane] = src[s + 2]! * gain + bias;
+    }
+  }
+}
+
+/** gatherTile for interleaved uint16 RGB (a loop of its own, so each sees one array type). */
+export function gatherTile16(
+  src: Uint16Array,
   srcWidth: number,
   x0: number,
   y0: number,

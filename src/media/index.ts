@@ -24,6 +24,9 @@ export {
   type MediaDemuxer,
   type SafeInputOptions,
 } from './ffmpeg-args.js';
+export { embedMetadata, readImageLayout, type EmbeddedMetadata, type ImageLayout } from './image-container.js';
+export { iccColourSpace, iccDescription, imageColourPlan, type ColourHeader, type ImageColourPlan } from './image-colour.js';
+export { cleanExif, exifTiff, summariseExif, type ExifCleaning, type ExifSummary } from './image-metadata.js';
 export { DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_IMAGE_SIDE, probeImage, type ProbeImageOptions } from './probe-image.js';
 export { DEFAULT_PROBE_TIMEOUT_MS, normaliseRotation, parseFfprobeOutput, parseFraction, probeMedia, type ProbeMediaOptions } from './probe-media.js';
 export {
