@@ -30,8 +30,8 @@ const chart = (size: string, rate: number, seconds: number): string[] => [
 ];
 const tone = (seconds: number, frequency = 440): string[] => ['-f', 'lavfi', '-i', `sine=frequency=${frequency}:sample_rate=48000:duration=${seconds}`];
 
-function x265(transfer: 'smpte2084' | 'arib-std-b67', hdr10: boolean): string[] {
-  const params = ['log-level=error', 'colorprim=bt2020', `transfer=${transfer}`, 'colormatrix=bt2020nc'];
+function x265(transfer: 'smpte2084' | 'arib-std-b67', hdr10: boolean, lossless = false): string[] {
+  const params = ['log-level=error', 'colorprim=bt2020', `transfer=${transfer}`, 'colormatrix=bt2020nc', ...(lossless ? ['lossless=1'] : [])];
   if (hdr10) params.push(`master-display=${HDR10_MASTER_DISPLAY}`, `max-cll=${HDR10_MAX_CLL}`);
   return [
     '-c:v', 'libx265', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p10le', '-x265-params', params.join(':'),
@@ -50,6 +50,8 @@ export interface VideoCorpus {
   tracks: string;
   /** 321x181 (odd sides), 4:4:4 H.264, AAC: upscaled at factor 1. */
   odd: string;
+  /** A shallow 10-bit PQ ramp, 320x16, lossless HEVC: 41 grey levels across, a new one every 8 pixels (8 bits would step every 32). */
+  ramp10: string;
 }
 
 const SRT = '1\n00:00:00,000 --> 00:00:00,400\nHello\n\n2\n00:00:00,500 --> 00:00:00,900\nWorld\n';
@@ -100,8 +102,12 @@ export async function makeVideoCorpus(dir: string): Promise<VideoCorpus> {
       ...chart('322x182', 25, 0.12), ...tone(0.12), '-vf', 'format=yuv444p,crop=321:181:0:0',
       '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv444p', '-c:a', 'aac', at('odd.mp4'),
     ]),
+    ffmpeg([
+      '-f', 'lavfi', '-i', 'nullsrc=size=320x16:rate=24:duration=0.09',
+      '-vf', "format=yuv420p10le,geq=lum='400+X*40/319':cb=512:cr=512", ...x265('smpte2084', false, true), at('ramp10.mp4'),
+    ]),
   ]);
   // A phone holds the sensor landscape and says how to turn it.
   await ffmpeg(['-i', at('hdr10-upright.mp4'), '-map', '0', '-c', 'copy', '-metadata:s:v:0', 'rotate=90', at('hdr10.mp4')]);
-  return { hdr10: at('hdr10.mp4'), hlg: at('hlg.mp4'), vfr: at('vfr.mp4'), tracks: at('tracks.mkv'), odd: at('odd.mp4') };
+  return { hdr10: at('hdr10.mp4'), hlg: at('hlg.mp4'), vfr: at('vfr.mp4'), tracks: at('tracks.mkv'), odd: at('odd.mp4'), ramp10: at('ramp10.mp4') };
 }

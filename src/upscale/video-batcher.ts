@@ -12,7 +12,7 @@
  * A combined call that fails is retried request by request, so an out-of-memory error caused by the
  * combination reaches no frame, and a frame's own failure reaches only that frame.
  */
-import { type Nchw, type SrModel, type TensorOutput, type UpscaleOptions, upscaleRgb } from '../inference/index.js';
+import { type Nchw, type SrModel, type TensorOutput, type UpscaleOptions, upscaleRgb, upscaleRgb16 } from '../inference/index.js';
 
 /** An upscaled frame, interleaved RGB at the frames' depth (8 bits per sample, or 16). */
 export interface UpscaledFrame {
@@ -21,12 +21,9 @@ export interface UpscaledFrame {
 
 /**
  * One frame from the decoder's pipe (rgb24, or rgb48le for a 16-bit plan) through the network,
- * returned in the same layout for the encoder's pipe.
- *
- * INTERIM for 16-bit frames, until the 16-bit tiling path (src/inference, branch faith-images) is
- * merged: the frame is rounded to 8 bits for the network and expanded back (x 257), so HDR and
- * 10-bit results have the right container, codec, tags and metadata but the network's pass still
- * quantises to 256 levels.
+ * returned in the same layout for the encoder's pipe. 16-bit frames go through the 16-bit tiling
+ * path (the network in float, quantised straight to 16 bits): never through 8 bits. rgb48le is
+ * little-endian, as a Uint16Array reads it on the x86 and ARM hosts the worker runs on.
  */
 export async function upscaleFrame(
   model: SrModel,
@@ -36,13 +33,15 @@ export async function upscaleFrame(
   options: UpscaleOptions,
 ): Promise<UpscaledFrame> {
   if (depth === 8) return upscaleRgb(model, { data: frame, ...size, channels: 3 }, options);
-  const wide = new Uint16Array(frame.buffer, frame.byteOffset, frame.byteLength / 2);
-  const narrow = new Uint8Array(wide.length);
-  for (let i = 0; i < wide.length; i += 1) narrow[i] = (wide[i]! + 128) / 257;
-  const result = await upscaleRgb(model, { data: narrow, ...size, channels: 3 }, options);
-  const out = new Uint16Array(result.data.length);
-  for (let i = 0; i < out.length; i += 1) out[i] = result.data[i]! * 257;
-  return { data: out };
+  // A Uint16Array view needs an even byte offset; a pipe's chunk may not give one.
+  const data = frame.byteOffset % 2 === 0 ? new Uint16Array(frame.buffer, frame.byteOffset, frame.byteLength / 2) : copy16(frame);
+  return upscaleRgb16(model, { data, ...size, channels: 3 }, options);
+}
+
+function copy16(frame: Buffer): Uint16Array {
+  const data = new Uint16Array(frame.byteLength / 2);
+  frame.copy(Buffer.from(data.buffer));
+  return data;
 }
 
 interface Request {

@@ -172,7 +172,7 @@ export function encoderFilters(geometry: VideoGeometry, extras: Pick<VideoExtras
   return filters.join(',');
 }
 
-/** HEVC's constant quality for an x264 CRF: x265's scale sits about 5 higher for the same look (28 ~ x264's 23). */
+/** HEVC's constant quality for an x264 CRF: x265's scale sits about 5 higher for the same look (28 ~ x264's 23); 0 stays lossless. */
 export const X265_CRF_OFFSET = 5;
 
 /**
@@ -185,7 +185,9 @@ export function planCodecArgs(settings: EncoderSettings, colour: Pick<ColourPlan
   videoCodecArgs({ ...settings, codec: 'libx264' }); // the same checks of crf and preset
   const params = ['log-level=error', ...x265ColourParams(colour)];
   if (settings.threads !== undefined && settings.threads > 0) params.push(`pools=${settings.threads}`);
-  return ['-c:v', 'libx265', '-preset', settings.preset, '-crf', String(Math.min(51, settings.crf + X265_CRF_OFFSET)), '-x265-params', params.join(':'), '-tag:v', 'hvc1'];
+  // CRF 0 means lossless on the x264 scale; x265's CRF 0 is not, its lossless mode is.
+  if (settings.crf === 0) params.push('lossless=1');
+  return ['-c:v', 'libx265', '-preset', settings.preset, '-crf', String(settings.crf === 0 ? 0 : Math.min(51, settings.crf + X265_CRF_OFFSET)), '-x265-params', params.join(':'), '-tag:v', 'hvc1'];
 }
 
 export function encoderArgs(input: EncoderArgsInput): string[] {

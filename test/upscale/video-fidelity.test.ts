@@ -5,10 +5,12 @@
  * ffprobe: codec, bit depth, colour tags, HDR metadata, streams, chapters, tags, frame times, sync
  * and exact sizes.
  */
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache, createSrModelLoader, parseSrModelChoices } from '../../src/inference/index.js';
-import { probeMedia, type MediaInfo } from '../../src/media/index.js';
+import { probeMedia, resolveFfmpeg, type MediaInfo } from '../../src/media/index.js';
 import { DEFAULT_WORK_LIMITS, parseJob, quoteJob } from '../../src/jobs/index.js';
 import { HAND, NET } from '../jobs/hand-profile.js';
 import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/video-pipeline.js';
@@ -18,6 +20,7 @@ import { makeTempDir } from '../media/helpers.js';
 import { decodeRgb, psnr } from '../upscale/video-helpers.js';
 import type { HdrMode } from '../../src/video/index.js';
 
+const run = promisify(execFile);
 const sessions = new SessionCache({ executionProviders: ['cpu'] });
 const loadModel = createSrModelLoader({ sessions, choices: parseSrModelChoices('video=esrgan-slim-x2,video:4=esrgan-slim-x4') });
 
@@ -36,11 +39,18 @@ afterAll(async () => {
   await cleanup();
 });
 
-async function upscale(input: string, factor: '1' | '2', hdr?: HdrMode): Promise<{ info: MediaInfo; outcome: VideoUpscaleOutcome }> {
+/** The 10-bit luma values of row `y` of the first frame. */
+async function lumaRow(path: string, width: number, y: number): Promise<number[]> {
+  const { stdout } = await run(resolveFfmpeg(), ['-v', 'error', '-i', path, '-frames:v', '1', '-vf', `format=gray10le,crop=${width}:1:0:${y}`, '-f', 'rawvideo', 'pipe:1'], { encoding: 'buffer' });
+  const values = new Uint16Array(stdout.buffer, stdout.byteOffset, stdout.byteLength / 2);
+  return [...values];
+}
+
+async function upscale(input: string, factor: '1' | '2', hdr?: HdrMode, encoder?: { crf: number }): Promise<{ info: MediaInfo; outcome: VideoUpscaleOutcome }> {
   const info = await probeMedia(input);
   runs += 1;
   const outcome = await upscaleVideoFile(
-    { inputPath: input, outputPath: join(dir, `out-${runs}.mp4`), factor, info, ...(hdr === undefined ? {} : { hdr }) },
+    { inputPath: input, outputPath: join(dir, `out-${runs}.mp4`), factor, info, ...(hdr === undefined ? {} : { hdr }), ...(encoder === undefined ? {} : { encoder }) },
     loadModel,
   );
   return { info, outcome };
@@ -76,6 +86,27 @@ describe('HDR in, HDR out', () => {
     expect(outcome.colour).toEqual({ codec: 'hevc', bits: 10, transfer: 'smpte2084', toneMapped: false });
     expect([outcome.width, outcome.height]).toEqual([96, 128]);
     expect(streamLabels(out)).toEqual(['v:hevc(10)', 'a:aac']);
+  });
+
+  it('keeps more than 8 bits from decode to encode: a shallow 10-bit ramp stays smooth, without 8-bit steps', async () => {
+    // Lossless encoding (CRF 0), so the encoder's own rounding of a shallow ramp does not hide what the pipeline kept.
+    const { outcome } = await upscale(corpus.ramp10, '2', undefined, { crf: 0 });
+    // The longest run of one value along a row: 8 input pixels per level in 10 bits, 32 where 8 bits step.
+    const longestRun = (row: number[]): number => {
+      let longest = 0;
+      let run = 0;
+      row.forEach((v, i) => {
+        run = i > 0 && v === row[i - 1] ? run + 1 : 1;
+        longest = Math.max(longest, run);
+      });
+      return longest;
+    };
+    const input = await lumaRow(corpus.ramp10, 320, 8);
+    const output = await lumaRow(outcome.outputPath, 640, 16);
+    expect(longestRun(input)).toBeLessThanOrEqual(12);
+    // At x2, an 8-bit step would be a run of about 64 output pixels; 10 bits keep it near 16.
+    expect(longestRun(output)).toBeLessThan(36);
+    expect(new Set(output).size).toBeGreaterThan(30);
   });
 
   it('HLG: HEVC Main10 tagged BT.2020 / HLG, the same matrix as the primaries', async () => {
