@@ -376,6 +376,26 @@ describe('parseVideoExtras', () => {
     expect(parseAspect('N/A')).toEqual({ num: 1, den: 1 });
   });
 
+  it('reads bit depth, HDR10 side data, Dolby Vision configuration, every stream and the global tags', () => {
+    const extras = parseVideoExtras({
+      streams: [
+        {
+          index: 0, codec_type: 'video', codec_name: 'hevc', pix_fmt: 'yuv420p10le', color_transfer: 'arib-std-b67',
+          side_data_list: [
+            { side_data_type: 'DOVI configuration record', dv_profile: 8, dv_bl_signal_compatibility_id: 4 },
+            { side_data_type: 'Content light level metadata', max_content: 800, max_average: 200 },
+          ],
+        },
+        { index: 1, codec_type: 'audio', codec_name: 'aac', channels: 2, tags: { language: 'eng' } },
+        { index: 2, codec_type: 'data', codec_name: 'bin_data', tags: { handler_name: 'Core Media Metadata' } },
+      ],
+      format: { tags: { title: 'Trip', 'com.apple.quicktime.location.ISO6709': '+48.85+002.29/' } },
+    });
+    expect(extras).toMatchObject({ bitDepth: 10, transfer: 'arib-std-b67', dolbyVision: { profile: 8, compatibility: 4 }, contentLight: { maxCll: 800, maxFall: 200 } });
+    expect(extras.streams.map((s) => `${s.index}:${s.type}:${s.codec}`)).toEqual(['0:video:hevc', '1:audio:aac', '2:data:bin_data']);
+    expect(extras.tags['title']).toBe('Trip');
+  });
+
   it('is PROBE_FAILED without a video stream', () => {
     const error = (() => {
       try {
