@@ -33,7 +33,7 @@ export {
   type ProtocolSettingsInput,
   perKind,
 } from './settings.js';
-export { advisoriesStreamConfig, eventsStreamConfig, jobsStreamConfig, type DesiredStream } from './streams.js';
+export { PROVISION_HINT, advisoriesStreamConfig, configDifferences, eventsStreamConfig, jobsStreamConfig, type DesiredStream } from './streams.js';
 export {
   EVENTS_SUBJECT_PREFIX,
   JOBS_SUBJECT_PREFIX,

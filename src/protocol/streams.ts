@@ -1,6 +1,7 @@
 /**
  * The protocol's streams (docs/protocol.md): jobs, terminal events, and the max-deliveries
- * advisories of the jobs stream. Workers and gateways create them alike, so either may start first.
+ * advisories of the jobs stream. Only `media-worker provision` (the operator) creates or changes
+ * them; workers and gateways check that they exist as configured and bind (docs/operations.md).
  */
 import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
@@ -59,4 +60,28 @@ export function advisoriesStreamConfig(s: StreamSettings): DesiredStream {
     max_age: s.eventsMaxAgeDays * DAY_NS,
     num_replicas: s.streamReplicas,
   };
+}
+
+/** What `media-worker provision` is, named in every "missing or differs" message of a process that only binds. */
+export const PROVISION_HINT = 'run `media-worker provision` with the operator\'s credentials (docs/operations.md, "Who creates what")';
+
+/**
+ * Where an existing stream or consumer configuration differs from the desired one, one
+ * `<field>: expected … but found …` per field; empty when it matches. Only the desired fields are
+ * compared (the server fills in the rest); subject lists as sets, flags as booleans, descriptions not at all.
+ */
+export function configDifferences(current: object, desired: object): string[] {
+  const found = current as Record<string, unknown>;
+  const differences: string[] = [];
+  for (const [key, want] of Object.entries(desired)) {
+    if (key === 'name' || key === 'durable_name' || key === 'description' || want === undefined) continue;
+    const have = found[key];
+    const same = Array.isArray(want)
+      ? Array.isArray(have) && have.length === want.length && want.every((x: unknown) => have.includes(x))
+      : typeof want === 'boolean'
+        ? Boolean(have) === want
+        : have === want;
+    if (!same) differences.push(`${key}: expected ${JSON.stringify(want)} but found ${JSON.stringify(have ?? null)}`);
+  }
+  return differences;
 }

@@ -22,7 +22,7 @@ import { startQuoteService, type QuoteService } from './quote-service.js';
 import { createResultStore, type ResultStore } from './results.js';
 import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 import type { WorkerSettings } from './settings.js';
-import { ensureTopology } from './topology.js';
+import { checkTopology } from './topology.js';
 import type { JobExecutor, QuoteFunction } from './types.js';
 import { isLive, nextState, type LifecycleEvent, type WorkerState } from './lifecycle.js';
 import { sleep } from '../sleep.js';
@@ -89,7 +89,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
 
   try {
     const jsm = await jetstreamManager(nc);
-    await ensureTopology(jsm, settings);
+    await checkTopology(jsm, settings);
     const js = jetstream(nc);
     const events = new EventPublisher(nc, js, jsm, settings, logger);
     const results = deps.results ?? createResultStore(settings, logger);
@@ -275,7 +275,7 @@ function startQuoting(
     canRun: async (kind) =>
       settings.quoteUnserved === 'price' ||
       servesNow(kind) ||
-      (await whoCanRun(nc, CAPABILITIES_SUBJECT, kind, { first: true, waitMs: PEER_DISCOVERY_WAIT_MS })).length > 0,
+      (await whoCanRun(nc, CAPABILITIES_SUBJECT, kind, { first: true, waitMs: PEER_DISCOVERY_WAIT_MS, inboxPrefix: settings.natsInboxPrefix })).length > 0,
     cancel: (request) => cancelTask({ nc, events, workerName: settings.natsName, logger: logger.child({ component: 'cancel' }) }, request),
     capabilities: (instance) => capabilities({ ...host, instance }, state(), availability.status(), new Date()),
     logger: logger.child({ component: 'service' }),

@@ -14,6 +14,7 @@ import { sweepPendingOnce } from '../../src/gateway/pending-sweeper.js';
 import { quoteGate } from '../../src/gateway/quote-gate.js';
 import { gatewayService, type GatewayService } from '../../src/gateway/service.js';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
+import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
 import type { DebitEntry } from '../../src/gateway/store/records.js';
 import { eventsStreamConfig, jobsStreamConfig, parseProtocolSettings, type TerminalEvent } from '../../src/protocol/index.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
@@ -34,6 +35,7 @@ beforeAll(async () => {
   jsm = await jetstreamManager(nc);
   await jsm.streams.add(jobsStreamConfig(protocol));
   await jsm.streams.add(eventsStreamConfig(protocol));
+  await ensureStoreStreams(jsm, 'GWTEST');
   store = await openStore(nc, 'GWTEST');
   service = gatewayService({
     js: jetstream(nc),

@@ -100,9 +100,9 @@ describe('discovery', () => {
     });
     expect(byName.get(b.settings.natsName)?.models).toEqual(['vendor-video-upscale']);
 
-    expect((await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'video')).map((c) => c.worker)).toEqual([b.settings.natsName]);
-    expect(await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'lipsync')).toEqual([]);
-    expect(await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'music')).toEqual([]);
+    expect((await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'video', { inboxPrefix: '_INBOX' })).map((c) => c.worker)).toEqual([b.settings.natsName]);
+    expect(await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'lipsync', { inboxPrefix: '_INBOX' })).toEqual([]);
+    expect(await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'music', { inboxPrefix: '_INBOX' })).toEqual([]);
   });
 
   it('refuses quotes for kinds that no live worker can run with MODEL_UNAVAILABLE (503), and prices those another worker runs', async () => {
@@ -133,7 +133,7 @@ describe('discovery', () => {
 });
 
 async function whoCanRunAll() {
-  const found = await discoverWorkers(cp.nc, CAPABILITIES_SUBJECT, { waitMs: 400 });
+  const found = await discoverWorkers(cp.nc, CAPABILITIES_SUBJECT, { waitMs: 400, inboxPrefix: '_INBOX' });
   for (const c of found) capabilitiesSchema.parse(c);
   return found;
 }
