@@ -24,6 +24,7 @@ import {
 import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { configDifferences, messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX } from '../protocol/index.js';
+import { eventOrigin } from './event-origin.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { GatewayService } from './service.js';
 import { ledgerEntrySchema } from './store/records.js';
@@ -43,6 +44,8 @@ export interface ConsumerLoops {
 
 export interface ConsumerNames {
   eventsStream: string;
+  /** Where the claims are (protocol/claims.ts): an event settles only from its task's first claimer. */
+  claimsStream: string;
   consumerPrefix: string;
   names: StoreNames;
 }
@@ -97,6 +100,7 @@ export async function startConsumers(
   metrics: GatewayMetrics,
   logger: Logger,
 ): Promise<ConsumerLoops> {
+  const jsm = await js.jetstreamManager();
   const events = await js.consumers.get(n.eventsStream, `${n.consumerPrefix}-events`);
   const outbox = await js.consumers.get(n.names.ledgerStream, `${n.consumerPrefix}-outbox`);
   const eventMsgs = await events.consume({ max_messages: 64 });
@@ -107,6 +111,12 @@ export async function startConsumers(
     if (!parsed.success) {
       logger.error({ subject: msg.subject, seq: msg.seq }, 'Not a terminal event; skipped');
       metrics.events.inc({ result: 'malformed' });
+      return;
+    }
+    const origin = await eventOrigin(jsm, n.claimsStream, msg.subject, parsed.data);
+    if (!origin.believed) {
+      logger.warn({ security: 'event-origin', subject: msg.subject, seq: msg.seq, taskId: parsed.data.id, reason: origin.reason }, 'Terminal event not believed; skipped');
+      metrics.events.inc({ result: 'not-believed' });
       return;
     }
     const result = await service.settle(parsed.data, logger.child({ taskId: parsed.data.id }));

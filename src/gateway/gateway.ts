@@ -8,7 +8,7 @@
 import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { PROVISION_HINT, configDifferences, connectNats, eventsStreamConfig, jobsStreamConfig, type ProtocolSettings } from '../protocol/index.js';
+import { PROVISION_HINT, claimsStreamConfig, configDifferences, connectNats, eventsStreamConfig, jobsStreamConfig, type ProtocolSettings } from '../protocol/index.js';
 import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, type GatewayApp } from './http/app.js';
 import { GatewayMetrics } from './metrics.js';
@@ -43,7 +43,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     quoteGate: quoteGate(settings.quotesPerAccount),
     metrics,
   });
-  const consumerNames = { eventsStream: protocol.eventsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
+  const consumerNames = { eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
   const consumers = await consumerProblems(jsm, consumerNames);
   if (consumers.length > 0) throw new Error(`The gateway's consumers are not as its settings expect (${consumers.join('; ')}): ${PROVISION_HINT}`);
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger);
@@ -94,7 +94,7 @@ async function watchConnection(nc: NatsConnection, onChange: (connected: boolean
 
 async function workerStreamProblems(jsm: JetStreamManager, protocol: ProtocolSettings): Promise<string[]> {
   const problems: string[] = [];
-  for (const config of [jobsStreamConfig(protocol), eventsStreamConfig(protocol)]) {
+  for (const config of [jobsStreamConfig(protocol), eventsStreamConfig(protocol), claimsStreamConfig(protocol)]) {
     const existing = await jsm.streams.info(config.name).catch((err: unknown) => {
       if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
       throw err;

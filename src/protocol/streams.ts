@@ -6,11 +6,11 @@
 import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { ProtocolSettings } from './settings.js';
-import { EVENTS_SUBJECT_PREFIX, JOBS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from './subjects.js';
+import { CLAIMS_SUBJECT_PREFIX, EVENTS_SUBJECT_PREFIX, JOBS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from './subjects.js';
 
 const DAY_NS = nanos(24 * 60 * 60 * 1000);
 
-type StreamSettings = Pick<ProtocolSettings, 'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'eventsMaxAgeDays' | 'streamReplicas'>;
+type StreamSettings = Pick<ProtocolSettings, 'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'claimsStream' | 'eventsMaxAgeDays' | 'streamReplicas'>;
 
 export type DesiredStream = Pick<StreamConfig, 'name' | 'subjects' | 'retention' | 'storage' | 'discard' | 'max_age' | 'description' | 'num_replicas'> &
   Partial<Pick<StreamConfig, 'max_msgs_per_subject' | 'discard_new_per_subject'>>;
@@ -29,12 +29,31 @@ export function jobsStreamConfig(s: StreamSettings): DesiredStream {
   };
 }
 
-/** Events: at most one per subject (= per task id); a second one is refused, not stored. */
+/** Events: at most one per subject (= per host and task id); a second one is refused, not stored. */
 export function eventsStreamConfig(s: StreamSettings): DesiredStream {
   return {
     name: s.eventsStream,
     description: 'media-worker terminal events, exactly one per task (docs/protocol.md)',
     subjects: [`${EVENTS_SUBJECT_PREFIX}.>`],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.New,
+    max_msgs_per_subject: 1,
+    discard_new_per_subject: true,
+    max_age: s.eventsMaxAgeDays * DAY_NS,
+    num_replicas: s.streamReplicas,
+  };
+}
+
+/**
+ * Claims: a host publishes `media.claims.<host>.<task>` before it runs a task (one per host and
+ * task). The first claim of a task names the only host whose event settles it (docs/protocol.md).
+ */
+export function claimsStreamConfig(s: StreamSettings): DesiredStream {
+  return {
+    name: s.claimsStream,
+    description: 'media-worker claims: which host took each task first (docs/protocol.md)',
+    subjects: [`${CLAIMS_SUBJECT_PREFIX}.*.*`],
     retention: RetentionPolicy.Limits,
     storage: StorageType.File,
     discard: DiscardPolicy.New,

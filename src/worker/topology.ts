@@ -23,6 +23,7 @@ import {
   advisoriesConsumerName,
   configDifferences,
   advisoriesStreamConfig,
+  claimsStreamConfig,
   consumerName,
   eventsStreamConfig,
   jobFilter,
@@ -36,7 +37,7 @@ const ADVISORY_ACK_WAIT_MS = 30_000;
 
 type TopologySettings = Pick<
   WorkerSettings,
-  'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'consumerPrefix' | 'ackWaitMs' | 'maxDeliver' | 'eventsMaxAgeDays' | 'streamReplicas'
+  'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'claimsStream' | 'consumerPrefix' | 'ackWaitMs' | 'maxDeliver' | 'eventsMaxAgeDays' | 'streamReplicas'
 >;
 
 type DesiredConsumer = Required<Pick<ConsumerConfig, 'filter_subject' | 'ack_policy' | 'deliver_policy' | 'ack_wait' | 'max_deliver' | 'description'>> & {
@@ -82,6 +83,7 @@ export async function ensureTopology(jsm: JetStreamManager, s: TopologySettings)
   await ensureStream(jsm, jobsStreamConfig(s));
   await ensureStream(jsm, eventsStreamConfig(s));
   await ensureStream(jsm, advisoriesStreamConfig(s));
+  await ensureStream(jsm, claimsStreamConfig(s));
   for (const kind of JOB_KINDS) await ensureConsumer(jsm, s.jobsStream, jobConsumerConfig(s, kind));
   await ensureConsumer(jsm, s.advisoriesStream, advisoriesConsumerConfig(s));
 }
@@ -92,7 +94,7 @@ export async function ensureTopology(jsm: JetStreamManager, s: TopologySettings)
  */
 export async function checkTopology(jsm: JetStreamManager, s: TopologySettings): Promise<void> {
   const problems: string[] = [];
-  for (const desired of [jobsStreamConfig(s), eventsStreamConfig(s), advisoriesStreamConfig(s)]) {
+  for (const desired of [jobsStreamConfig(s), eventsStreamConfig(s), advisoriesStreamConfig(s), claimsStreamConfig(s)]) {
     const existing = await jsm.streams.info(desired.name).catch(notFound(JetStreamApiCodes.StreamNotFound));
     if (existing === null) problems.push(`stream ${desired.name} does not exist`);
     else problems.push(...configDifferences(existing.config, desired).map((d) => `stream ${desired.name} ${d}`));

@@ -171,7 +171,7 @@ describe('gateway ledger', () => {
     const debit = await store.ledger.debit(account.id, debitOf('crash-1', 15));
     expect(debit.ok).toBe(true);
     expect(await store.tasks.get(account.id, 'crash-1')).toBeNull();
-    const names = { eventsStream: protocol.eventsStream, consumerPrefix: 'gwtest', names: store.names };
+    const names = { eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, consumerPrefix: 'gwtest', names: store.names };
     await ensureConsumers(jsm, names);
     const loops = await startConsumers(jetstream(nc), names, service, new GatewayMetrics(), logger);
     try {

@@ -294,7 +294,7 @@ describe('malformed jobs', () => {
       const event = await eventOf(claimed);
       expect(event, claimed).toMatchObject({ status: 'failed', refund: true, retryable: false, error: { code: 'INVALID_JOB', status: 400 } });
       expect(event.creditsRefunded).toBe(credits);
-      const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: invalidTaskIdSubject(claimed) });
+      const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: invalidTaskIdSubject(w.settings.hostId, claimed) });
       expect(stored?.json()).toMatchObject({ id: claimed });
     }
     await waitFor('every malformed job to be terminated', async () => (await cp.jobsInQueue()) === 0);
