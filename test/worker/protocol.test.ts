@@ -225,7 +225,7 @@ describe('protocol version and event facts', () => {
     sub.unsubscribe();
     expect(progressHeaders.length).toBeGreaterThan(0);
     expect(new Set(progressHeaders)).toEqual(new Set([PROTOCOL_VERSION]));
-    const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.v-1' });
+    const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.*.v-1' });
     expect(stored?.header.get(PROTOCOL_HEADER)).toBe(PROTOCOL_VERSION);
     // Upscale results are kept RESULTS_UPSCALE_LIFETIME_DAYS (7) from when processing started.
     const expiresMs = Date.parse(ok.resultExpiresAt ?? '') - Date.parse(ok.startedAt ?? '');
