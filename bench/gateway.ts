@@ -77,6 +77,7 @@ try {
     GATEWAY_RATE_LIMIT_PER_ACCOUNT: '1000000000',
     GATEWAY_RATE_LIMIT_PER_ADDRESS: '1000000000',
   };
+  await promisify(execFile)(process.execPath, [CLI, 'provision'], { env });
   await started(spawnCli(['serve'], { ...env, LOG_LEVEL: 'info' }), /media-worker serving/);
   const gatewayLog = await started(spawnCli(['gateway'], { ...env, LOG_LEVEL: 'info' }), /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/);
   const base = gatewayLog[1]!;

@@ -15,7 +15,7 @@
  * directory (partial files), besides the job directories the kills left (reclaimed by the sweeps
  * of the restarted workers). Exit status 1 when any count is wrong.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -160,6 +160,8 @@ async function main(): Promise<void> {
     const w = { name, child, exited: new Promise<void>((r) => child.once('exit', () => r())) };
     return w;
   };
+  // The operator's step: streams and consumers exist before any worker binds to them.
+  execFileSync(process.execPath, [CLI, 'provision'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   for (let i = 0; i < workerCount; i += 1) workers.push(startWorker(`fault-worker-${i}`));
   await sleep(4000);
 

@@ -15,7 +15,7 @@
  * client process is restarted). Exit status 1 when a check fails. `--write-docs` writes the figures
  * into docs/operations.md.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -213,6 +213,8 @@ async function main(): Promise<void> {
       NATS_PASSWORD: PASSWORDS[`MW_${user.toUpperCase()}_PASSWORD` as keyof typeof PASSWORDS],
       NATS_INBOX_PREFIX: `_INBOX_${user}`,
     });
+    // The operator provisions every stream and consumer (R3) first: workers and gateways only bind.
+    execFileSync(process.execPath, [CLI, 'provision'], { env: { ...process.env, ...common, ...as('operator') }, stdio: ['ignore', 'ignore', 'inherit'] });
     for (const name of ['worker-a', 'worker-b']) children.push(startClient(name, ['serve'], { ...common, ...as('worker'), NATS_CONNECTION_NAME: name }, dir));
     await until('the workers to serve', async () => children.every((w) => w.head().includes('media-worker serving')) || undefined, 90_000, 200);
     const gateway = startClient('gateway', ['gateway'], { ...common, ...as('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' }, dir);

@@ -28,6 +28,7 @@ import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
 import { encodeClip, faceFrames, SIDE, speechClip } from './lipsync/pipeline-fixtures.js';
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from './worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from './worker/helpers/nats-server.js';
+import { provisionFromEnv } from './helpers/provision.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 const INSTALLER = path.join(PACKAGE_ROOT, 'dist', 'scripts', 'install-lipsync-model.js');
@@ -51,23 +52,24 @@ const stalled: ServerResponse[] = [];
 const files: Record<string, Buffer> = {};
 let running: Serve[] = [];
 
+/** What every `serve` of this file shares (and what the streams and consumers are provisioned with). */
+const baseEnv = (): Record<string, string> => ({
+  NATS_URL: nats.url,
+  LOG_LEVEL: 'info',
+  MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
+  WORKER_HEALTH_PORT: '0',
+  WORKER_HEALTH_HOST: '127.0.0.1',
+  WORKER_ACK_WAIT_MS: '3000',
+  WORKER_HEARTBEAT_MS: '500',
+  WORKER_PULL_EXPIRES_MS: '1000',
+  WORKER_NAK_DELAYS_MS: '200',
+  WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+  RESULTS_BASE_URL: 'https://cdn.example.test/results',
+});
+
 function serve(env: Record<string, string>, options: { uid?: number; gid?: number; cwd?: string } = {}): Serve {
   const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: {
-      ...process.env,
-      NATS_URL: nats.url,
-      LOG_LEVEL: 'info',
-      MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-      WORKER_HEALTH_PORT: '0',
-      WORKER_HEALTH_HOST: '127.0.0.1',
-      WORKER_ACK_WAIT_MS: '3000',
-      WORKER_HEARTBEAT_MS: '500',
-      WORKER_PULL_EXPIRES_MS: '1000',
-      WORKER_NAK_DELAYS_MS: '200',
-      WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
-      RESULTS_BASE_URL: 'https://cdn.example.test/results',
-      ...env,
-    },
+    env: { ...process.env, ...baseEnv(), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
     ...(options.cwd ? { cwd: options.cwd } : {}),
     ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.gid }),
@@ -158,6 +160,7 @@ afterAll(async () => {
 
 beforeEach(async () => {
   await deleteStreams(cp.jsm, STREAMS);
+  await provisionFromEnv(baseEnv());
 });
 
 afterEach(async () => {

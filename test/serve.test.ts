@@ -18,6 +18,7 @@ import { encodeClip, faceFrames, SIDE, speechClip } from './lipsync/pipeline-fix
 import { makeClip } from './media/helpers.js';
 import { controlPlane, waitFor, type ControlPlane } from './worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from './worker/helpers/nats-server.js';
+import { provisionFromEnv } from './helpers/provision.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
@@ -50,6 +51,7 @@ beforeAll(async () => {
   baseUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
 
   nats = await startNatsServer();
+  await provisionFromEnv({ NATS_URL: nats.url });
   daemon = spawn(process.execPath, [CLI, 'serve'], {
     env: {
       ...process.env,

@@ -15,6 +15,7 @@ import {
   DeliverPolicy,
   JetStreamApiCodes,
   JetStreamApiError,
+  type ConsumerConfig,
   type ConsumerMessages,
   type JetStreamClient,
   type JetStreamManager,
@@ -22,7 +23,8 @@ import {
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX } from '../protocol/index.js';
+import { configDifferences, messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX } from '../protocol/index.js';
+import { eventOrigin } from './event-origin.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { GatewayService } from './service.js';
 import { ledgerEntrySchema } from './store/records.js';
@@ -42,29 +44,53 @@ export interface ConsumerLoops {
 
 export interface ConsumerNames {
   eventsStream: string;
+  /** Where the claims are (protocol/claims.ts): an event settles only from its task's first claimer. */
+  claimsStream: string;
   consumerPrefix: string;
   names: StoreNames;
 }
 
-export async function ensureConsumers(jsm: JetStreamManager, n: ConsumerNames): Promise<void> {
-  await ensureDurable(jsm, n.eventsStream, `${n.consumerPrefix}-events`, `${EVENTS_SUBJECT_PREFIX}.>`, 'media-worker gateway: settles tasks from terminal events');
-  await ensureDurable(jsm, n.names.ledgerStream, `${n.consumerPrefix}-outbox`, n.names.ledgerFilter, 'media-worker gateway: task and job of every debit');
+/** The two durables (created by `media-worker provision`; a gateway only checks and binds them). */
+export function durableConfigs(n: ConsumerNames): { stream: string; config: ConsumerConfig & { durable_name: string } }[] {
+  const durable = (stream: string, name: string, filter: string, description: string) => ({
+    stream,
+    config: {
+      durable_name: name,
+      filter_subject: filter,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: nanos(ACK_WAIT_MS),
+      description,
+    } as ConsumerConfig & { durable_name: string },
+  });
+  return [
+    durable(n.eventsStream, `${n.consumerPrefix}-events`, `${EVENTS_SUBJECT_PREFIX}.>`, 'media-worker gateway: settles tasks from terminal events'),
+    durable(n.names.ledgerStream, `${n.consumerPrefix}-outbox`, n.names.ledgerFilter, 'media-worker gateway: task and job of every debit'),
+  ];
 }
 
-async function ensureDurable(jsm: JetStreamManager, stream: string, durable: string, filter: string, description: string): Promise<void> {
-  const existing = await jsm.consumers.info(stream, durable).catch((err: unknown) => {
-    if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound) return null;
-    throw err;
-  });
-  if (existing !== null) return;
-  await jsm.consumers.add(stream, {
-    durable_name: durable,
-    filter_subject: filter,
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
-    ack_wait: nanos(ACK_WAIT_MS),
-    description,
-  });
+/** Provisioning: creates the durables that are missing (an existing one is left as it is). */
+export async function ensureConsumers(jsm: JetStreamManager, n: ConsumerNames): Promise<void> {
+  for (const { stream, config } of durableConfigs(n)) {
+    if ((await jsm.consumers.info(stream, config.durable_name).catch(consumerNotFound)) === null) await jsm.consumers.add(stream, config);
+  }
+}
+
+/** What the gateway does at start: each durable exists with its filter and ack policy, or the problems are listed. */
+export async function consumerProblems(jsm: JetStreamManager, n: ConsumerNames): Promise<string[]> {
+  const problems: string[] = [];
+  for (const { stream, config } of durableConfigs(n)) {
+    const existing = await jsm.consumers.info(stream, config.durable_name).catch(consumerNotFound);
+    const { filter_subject, ack_policy } = config;
+    if (existing === null) problems.push(`consumer ${config.durable_name} on ${stream} does not exist`);
+    else problems.push(...configDifferences(existing.config, { filter_subject, ack_policy }).map((d) => `consumer ${config.durable_name} on ${stream} ${d}`));
+  }
+  return problems;
+}
+
+function consumerNotFound(err: unknown): null {
+  if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound) return null;
+  throw err;
 }
 
 export async function startConsumers(
@@ -74,6 +100,7 @@ export async function startConsumers(
   metrics: GatewayMetrics,
   logger: Logger,
 ): Promise<ConsumerLoops> {
+  const jsm = await js.jetstreamManager();
   const events = await js.consumers.get(n.eventsStream, `${n.consumerPrefix}-events`);
   const outbox = await js.consumers.get(n.names.ledgerStream, `${n.consumerPrefix}-outbox`);
   const eventMsgs = await events.consume({ max_messages: 64 });
@@ -84,6 +111,12 @@ export async function startConsumers(
     if (!parsed.success) {
       logger.error({ subject: msg.subject, seq: msg.seq }, 'Not a terminal event; skipped');
       metrics.events.inc({ result: 'malformed' });
+      return;
+    }
+    const origin = await eventOrigin(jsm, n.claimsStream, msg.subject, parsed.data);
+    if (!origin.believed) {
+      logger.warn({ security: 'event-origin', subject: msg.subject, seq: msg.seq, taskId: parsed.data.id, reason: origin.reason }, 'Terminal event not believed; skipped');
+      metrics.events.inc({ result: 'not-believed' });
       return;
     }
     const result = await service.settle(parsed.data, logger.child({ taskId: parsed.data.id }));

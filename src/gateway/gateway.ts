@@ -1,14 +1,15 @@
 /**
- * The gateway process: connect to NATS, make sure the streams exist (the worker's jobs and events
- * streams too, so a gateway may start before any worker), start the two consumers and the HTTP API.
+ * The gateway process: connect to NATS, check that the streams and its consumers exist as its
+ * settings expect (the worker's jobs and events streams too; `media-worker provision` makes them all,
+ * the gateway changes none), start the two consumers and the HTTP API.
  * `stop()` closes in order: refuse new requests and finish those in progress, stop the consumers,
  * then drain the connection.
  */
 import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { connectNats, eventsStreamConfig, jobsStreamConfig, type ProtocolSettings } from '../protocol/index.js';
-import { ensureConsumers, startConsumers, type ConsumerLoops } from './consumers.js';
+import { PROVISION_HINT, claimsStreamConfig, configDifferences, connectNats, eventsStreamConfig, jobsStreamConfig, type ProtocolSettings } from '../protocol/index.js';
+import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, type GatewayApp } from './http/app.js';
 import { GatewayMetrics } from './metrics.js';
 import { startPendingSweeper } from './pending-sweeper.js';
@@ -29,7 +30,8 @@ export interface GatewayHandle {
 export async function startGateway(settings: GatewaySettings, protocol: ProtocolSettings, logger: Logger): Promise<GatewayHandle> {
   const nc = await connectNats(protocol);
   const jsm = await jetstreamManager(nc);
-  await ensureWorkerStreams(jsm, protocol);
+  const workerStreams = await workerStreamProblems(jsm, protocol);
+  if (workerStreams.length > 0) throw new Error(`The worker protocol's streams are not as the gateway's settings expect (${workerStreams.join('; ')}): ${PROVISION_HINT}`);
   const store = await openStore(nc, settings.streamPrefix, protocol.streamReplicas);
   const js = jetstream(nc);
   const metrics = new GatewayMetrics();
@@ -41,8 +43,9 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     quoteGate: quoteGate(settings.quotesPerAccount),
     metrics,
   });
-  const consumerNames = { eventsStream: protocol.eventsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
-  await ensureConsumers(jsm, consumerNames);
+  const consumerNames = { eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
+  const consumers = await consumerProblems(jsm, consumerNames);
+  if (consumers.length > 0) throw new Error(`The gateway's consumers are not as its settings expect (${consumers.join('; ')}): ${PROVISION_HINT}`);
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger);
   const progress = watchProgress(nc);
   const pendingSweeper = startPendingSweeper({ jsm, names: store.names, service, lifetimesMs: settings.pendingLifetimeMs, logger }, settings.pendingSweepIntervalMs);
@@ -89,15 +92,15 @@ async function watchConnection(nc: NatsConnection, onChange: (connected: boolean
   }
 }
 
-async function ensureWorkerStreams(jsm: JetStreamManager, protocol: ProtocolSettings): Promise<void> {
-  for (const config of [jobsStreamConfig(protocol), eventsStreamConfig(protocol)]) {
-    const exists = await jsm.streams.info(config.name).then(
-      () => true,
-      (err: unknown) => {
-        if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return false;
-        throw err;
-      },
-    );
-    if (!exists) await jsm.streams.add(config).catch(() => undefined); // a worker starting at the same moment may win
+async function workerStreamProblems(jsm: JetStreamManager, protocol: ProtocolSettings): Promise<string[]> {
+  const problems: string[] = [];
+  for (const config of [jobsStreamConfig(protocol), eventsStreamConfig(protocol), claimsStreamConfig(protocol)]) {
+    const existing = await jsm.streams.info(config.name).catch((err: unknown) => {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
+      throw err;
+    });
+    if (existing === null) problems.push(`stream ${config.name} does not exist`);
+    else problems.push(...configDifferences(existing.config, config).map((d) => `stream ${config.name} ${d}`));
   }
+  return problems;
 }

@@ -3,3 +3,5 @@ export { startGateway, type GatewayHandle } from './gateway.js';
 export { gatewaySettingsFromEnv, gatewaySettingsReference, parseGatewaySettings, GATEWAY_SETTINGS, type GatewaySettings } from './settings.js';
 export { openStore, type Store } from './store/index.js';
 export type { LedgerEntry } from './store/records.js';
+export { ensureConsumers } from './consumers.js';
+export { ensureStoreStreams, storeNames, streamConfigs } from './store/streams.js';

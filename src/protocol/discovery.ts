@@ -46,6 +46,11 @@ export function modelsOfKind(kind: JobKind): ModelId[] {
 }
 
 export interface DiscoverOptions {
+  /**
+   * The asker's reply-inbox prefix (NATS_INBOX_PREFIX): under per-role users (deploy/nats/) a role
+   * may subscribe only to its own inboxes, so the default `_INBOX` would be refused.
+   */
+  inboxPrefix: string;
   /** How long to collect replies (default 500 ms). */
   waitMs?: number;
   /** Stop as soon as a reply satisfies this. */
@@ -57,8 +62,8 @@ export interface DiscoverOptions {
  * that arrived within `waitMs`, or up to the first that satisfies `until`. Replies that are not
  * capabilities (another protocol major) are skipped.
  */
-export async function discoverWorkers(nc: NatsConnection, subject: string, options: DiscoverOptions = {}): Promise<Capabilities[]> {
-  const inbox = createInbox();
+export async function discoverWorkers(nc: NatsConnection, subject: string, options: DiscoverOptions): Promise<Capabilities[]> {
+  const inbox = createInbox(options.inboxPrefix);
   const found: Capabilities[] = [];
   const sub = nc.subscribe(inbox);
   const timer = setTimeout(() => sub.unsubscribe(), options.waitMs ?? 500);
@@ -78,7 +83,7 @@ export async function discoverWorkers(nc: NatsConnection, subject: string, optio
 }
 
 /** The live workers that can run `kind` now. */
-export async function whoCanRun(nc: NatsConnection, subject: string, kind: JobKind, options: Omit<DiscoverOptions, 'until'> & { first?: boolean } = {}): Promise<Capabilities[]> {
+export async function whoCanRun(nc: NatsConnection, subject: string, kind: JobKind, options: Omit<DiscoverOptions, 'until'> & { first?: boolean }): Promise<Capabilities[]> {
   const ready = (w: Capabilities): boolean => w.kinds[kind].ready;
   const all = await discoverWorkers(nc, subject, { ...options, ...(options.first ? { until: ready } : {}) });
   return all.filter(ready);

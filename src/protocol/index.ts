@@ -33,8 +33,10 @@ export {
   type ProtocolSettingsInput,
   perKind,
 } from './settings.js';
-export { advisoriesStreamConfig, eventsStreamConfig, jobsStreamConfig, type DesiredStream } from './streams.js';
+export { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, configDifferences, eventsStreamConfig, jobsStreamConfig, type DesiredStream } from './streams.js';
+export { claimTask, firstClaimHost } from './claims.js';
 export {
+  CLAIMS_SUBJECT_PREFIX,
   EVENTS_SUBJECT_PREFIX,
   JOBS_SUBJECT_PREFIX,
   PROGRESS_SUBJECT_PREFIX,
@@ -51,9 +53,13 @@ export {
   CAPABILITIES_SUBJECT,
   TASK_ID_PATTERN,
   advisoriesConsumerName,
+  anyHostClaimSubject,
+  anyHostEventSubject,
+  claimSubject,
   consumerName,
   eventMsgId,
   eventSubject,
+  hostAndTask,
   isTaskId,
   jobFilter,
   jobSubject,

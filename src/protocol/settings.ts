@@ -75,13 +75,19 @@ export const PROTOCOL_SETTINGS = {
     env: 'MEDIA_EVENTS_STREAM',
     schema: jetStreamName,
     default: 'MEDIA_EVENTS',
-    doc: 'Stream of terminal events, one per task id (subjects `media.events.>`).',
+    doc: 'Stream of terminal events, one per host and task id (subjects `media.events.<host>.<task>`).',
   }),
   advisoriesStream: setting({
     env: 'MEDIA_ADVISORIES_STREAM',
     schema: jetStreamName,
     default: 'MEDIA_JOBS_ADVISORIES',
     doc: 'Stream capturing the max-deliveries advisories of the jobs stream.',
+  }),
+  claimsStream: setting({
+    env: 'MEDIA_CLAIMS_STREAM',
+    schema: jetStreamName,
+    default: 'MEDIA_CLAIMS',
+    doc: 'Stream of claims (subjects `media.claims.<host>.<task>`): the host that claimed a task first is the one whose event settles it.',
   }),
   eventsMaxAgeDays: setting({
     env: 'MEDIA_EVENTS_MAX_AGE_DAYS',

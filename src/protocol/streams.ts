@@ -1,15 +1,16 @@
 /**
  * The protocol's streams (docs/protocol.md): jobs, terminal events, and the max-deliveries
- * advisories of the jobs stream. Workers and gateways create them alike, so either may start first.
+ * advisories of the jobs stream. Only `media-worker provision` (the operator) creates or changes
+ * them; workers and gateways check that they exist as configured and bind (docs/operations.md).
  */
 import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { ProtocolSettings } from './settings.js';
-import { EVENTS_SUBJECT_PREFIX, JOBS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from './subjects.js';
+import { CLAIMS_SUBJECT_PREFIX, EVENTS_SUBJECT_PREFIX, JOBS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from './subjects.js';
 
 const DAY_NS = nanos(24 * 60 * 60 * 1000);
 
-type StreamSettings = Pick<ProtocolSettings, 'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'eventsMaxAgeDays' | 'streamReplicas'>;
+type StreamSettings = Pick<ProtocolSettings, 'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'claimsStream' | 'eventsMaxAgeDays' | 'streamReplicas'>;
 
 export type DesiredStream = Pick<StreamConfig, 'name' | 'subjects' | 'retention' | 'storage' | 'discard' | 'max_age' | 'description' | 'num_replicas'> &
   Partial<Pick<StreamConfig, 'max_msgs_per_subject' | 'discard_new_per_subject'>>;
@@ -28,12 +29,31 @@ export function jobsStreamConfig(s: StreamSettings): DesiredStream {
   };
 }
 
-/** Events: at most one per subject (= per task id); a second one is refused, not stored. */
+/** Events: at most one per subject (= per host and task id); a second one is refused, not stored. */
 export function eventsStreamConfig(s: StreamSettings): DesiredStream {
   return {
     name: s.eventsStream,
     description: 'media-worker terminal events, exactly one per task (docs/protocol.md)',
     subjects: [`${EVENTS_SUBJECT_PREFIX}.>`],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.New,
+    max_msgs_per_subject: 1,
+    discard_new_per_subject: true,
+    max_age: s.eventsMaxAgeDays * DAY_NS,
+    num_replicas: s.streamReplicas,
+  };
+}
+
+/**
+ * Claims: a host publishes `media.claims.<host>.<task>` before it runs a task (one per host and
+ * task). The first claim of a task names the only host whose event settles it (docs/protocol.md).
+ */
+export function claimsStreamConfig(s: StreamSettings): DesiredStream {
+  return {
+    name: s.claimsStream,
+    description: 'media-worker claims: which host took each task first (docs/protocol.md)',
+    subjects: [`${CLAIMS_SUBJECT_PREFIX}.*.*`],
     retention: RetentionPolicy.Limits,
     storage: StorageType.File,
     discard: DiscardPolicy.New,
@@ -59,4 +79,28 @@ export function advisoriesStreamConfig(s: StreamSettings): DesiredStream {
     max_age: s.eventsMaxAgeDays * DAY_NS,
     num_replicas: s.streamReplicas,
   };
+}
+
+/** What `media-worker provision` is, named in every "missing or differs" message of a process that only binds. */
+export const PROVISION_HINT = 'run `media-worker provision` with the operator\'s credentials (docs/operations.md, "Who creates what")';
+
+/**
+ * Where an existing stream or consumer configuration differs from the desired one, one
+ * `<field>: expected … but found …` per field; empty when it matches. Only the desired fields are
+ * compared (the server fills in the rest); subject lists as sets, flags as booleans, descriptions not at all.
+ */
+export function configDifferences(current: object, desired: object): string[] {
+  const found = current as Record<string, unknown>;
+  const differences: string[] = [];
+  for (const [key, want] of Object.entries(desired)) {
+    if (key === 'name' || key === 'durable_name' || key === 'description' || want === undefined) continue;
+    const have = found[key];
+    const same = Array.isArray(want)
+      ? Array.isArray(have) && have.length === want.length && want.every((x: unknown) => have.includes(x))
+      : typeof want === 'boolean'
+        ? Boolean(have) === want
+        : have === want;
+    if (!same) differences.push(`${key}: expected ${JSON.stringify(want)} but found ${JSON.stringify(have ?? null)}`);
+  }
+  return differences;
 }

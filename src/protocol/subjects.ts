@@ -6,6 +6,8 @@ import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 
 export const JOBS_SUBJECT_PREFIX = 'media.jobs';
 export const EVENTS_SUBJECT_PREFIX = 'media.events';
+/** `media.claims.<host>.<task>`: a host takes a task before running it (claims.ts). */
+export const CLAIMS_SUBJECT_PREFIX = 'media.claims';
 export const PROGRESS_SUBJECT_PREFIX = 'media.progress';
 
 /** The quote service: NATS services framework name, group and endpoint (request subject `media.quote`). */
@@ -60,8 +62,33 @@ export function kindOfJobSubject(subject: string): JobKind | undefined {
   return (JOB_KINDS as readonly string[]).includes(kind ?? '') ? (kind as JobKind) : undefined;
 }
 
-export function eventSubject(taskId: string): string {
-  return `${EVENTS_SUBJECT_PREFIX}.${taskId}`;
+/**
+ * `media.events.<host>.<task>`: the host is the publisher's WORKER_HOST_ID, which its NATS user
+ * alone may publish under (deploy/nats/media-users.conf), so the server vouches for it.
+ */
+export function eventSubject(host: string, taskId: string): string {
+  return `${EVENTS_SUBJECT_PREFIX}.${host}.${taskId}`;
+}
+
+/** Every host's event of a task (a filter for lookups). */
+export function anyHostEventSubject(taskId: string): string {
+  return `${EVENTS_SUBJECT_PREFIX}.*.${taskId}`;
+}
+
+export function claimSubject(host: string, taskId: string): string {
+  return `${CLAIMS_SUBJECT_PREFIX}.${host}.${taskId}`;
+}
+
+export function anyHostClaimSubject(taskId: string): string {
+  return `${CLAIMS_SUBJECT_PREFIX}.*.${taskId}`;
+}
+
+/** Host and task of `<prefix>.<host>.<task>` (an event's or a claim's subject); undefined for any other shape. */
+export function hostAndTask(prefix: typeof EVENTS_SUBJECT_PREFIX | typeof CLAIMS_SUBJECT_PREFIX, subject: string): { host: string; taskId: string } | undefined {
+  if (!subject.startsWith(`${prefix}.`)) return undefined;
+  const tokens = subject.slice(prefix.length + 1).split('.');
+  const [host, taskId] = tokens;
+  return tokens.length === 2 && host !== undefined && host !== '' && isTaskId(taskId) ? { host, taskId } : undefined;
 }
 
 /** `Nats-Msg-Id` of a terminal event: a second publish inside the duplicate window is a no-op. */

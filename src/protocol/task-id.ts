@@ -63,9 +63,10 @@ export function bodyField(body: unknown, key: string): unknown {
 
 /**
  * Where the failure event of a job whose id is not a task id goes: a claimed id may hold dots or
- * wildcards, so the subject carries its SHA-256 instead (`media.events.invalid.<hex>`, one token
- * more than any task's, still under `media.events.>`); the event's `id` is the claimed id itself.
+ * wildcards, so the subject carries its SHA-256 instead (`media.events.<host>.invalid.<hex>`, one
+ * token more than any task's, still under the host's `media.events.<host>.>`); the event's `id` is
+ * the claimed id itself.
  */
-export function invalidTaskIdSubject(claimed: string): string {
-  return `${EVENTS_SUBJECT_PREFIX}.invalid.${createHash('sha256').update(claimed).digest('hex')}`;
+export function invalidTaskIdSubject(host: string, claimed: string): string {
+  return `${EVENTS_SUBJECT_PREFIX}.${host}.invalid.${createHash('sha256').update(claimed).digest('hex')}`;
 }

@@ -1,8 +1,8 @@
 /**
  * Jobs that exhaust their deliveries (a worker killed again and again, heartbeats lost for longer
  * than the ack wait each time) are not lost silently: the server's max-deliveries advisory is
- * captured in a stream (topology.ts), and one worker turns each into the task's failure event,
- * then removes the job from the work queue.
+ * captured in a stream (topology.ts), and one worker turns each into the task's failure event
+ * (when it can claim the task first), then removes the job from the work queue.
  */
 import type { JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
@@ -29,6 +29,10 @@ export interface AdvisoryRuntime {
   jobsStream: string;
   consumerPrefix: string;
   workerName: string;
+  /** This host's WORKER_HOST_ID. */
+  hostId: string;
+  /** Records this host's claim; returns the first claimer (protocol/claims.ts). */
+  claim(taskId: string): Promise<string>;
 }
 
 export async function handleAdvisory(rt: AdvisoryRuntime, msg: JsMsg): Promise<void> {
@@ -53,8 +57,13 @@ export async function handleAdvisory(rt: AdvisoryRuntime, msg: JsMsg): Promise<v
     } else {
       const taskLog = log.child({ taskId: reading.id });
       const body = reading.body;
-      const existing = await rt.events.find(reading.id);
-      if (existing === null) {
+      // Only the first claimer settles: a task nobody claimed becomes this host's; one another host
+      // claimed (and lost) is left to the control plane's expiry of pending tasks.
+      const first = await rt.claim(reading.id);
+      const existing = await rt.events.find(reading.id, first);
+      if (existing === null && first !== rt.hostId) {
+        taskLog.warn({ claimedBy: first }, 'Job exhausted its deliveries; the host that claimed it first published no event: left to the control plane (docs/protocol.md)');
+      } else if (existing === null) {
         const credits = bodyField(body, 'credits');
         const event = failedEvent(
           reading.id,

@@ -1,12 +1,14 @@
 /**
  * Cancellation (docs/protocol.md, "Cancellation"). A control plane requests `media.cancel` with a
- * task id; one worker answers by publishing the task's terminal event itself (`failed`, code
- * CANCELLED, refund). The events stream keeps one event per task, so that publish decides
- * everything at once:
- *   - stored: the task is cancelled. A queued copy, when a worker pulls it, finds the event and is
- *     acked without running; a running one is stopped by the broadcast on `media.abort.<id>`, which
- *     every worker hears (its own event is then refused as a second one, and it terminates the job);
- *   - refused: the task already ended (completed, failed or cancelled before): nothing changes.
+ * task id; one worker answers. Only the host that claimed a task first can settle it
+ * (protocol/claims.ts), so the answering host claims the task itself:
+ *   - first claimer (the job is queued): it publishes the task's terminal event (`failed`, code
+ *     CANCELLED, refund); a worker that pulls the job later finds the event, or the claim, and acks
+ *     it without running;
+ *   - another host claimed it (it is running there): `media.abort.<id>`, which every worker hears,
+ *     stops that run, and that host publishes the CANCELLED event itself; the reply waits a moment
+ *     for it;
+ *   - the first claimer's event exists already: nothing changes.
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -23,16 +25,50 @@ import {
   type TerminalEvent,
 } from '../protocol/index.js';
 import type { EventPublisher } from './event-publisher.js';
+import { sleep } from '../sleep.js';
 
 export interface CancelRuntime {
   nc: NatsConnection;
   events: EventPublisher;
   workerName: string;
   logger: Logger;
+  /** This host's WORKER_HOST_ID. */
+  hostId: string;
+  /** Records this host's claim; returns the first claimer (protocol/claims.ts). */
+  claim(taskId: string): Promise<string>;
+  /** How long to wait for the running host's own CANCELLED event before answering (default 5 s). */
+  waitMs?: number;
 }
 
-/** Publishes the cancel event (or finds the event that won) and stops any run of the task. Throws only when NATS fails. */
+const CANCEL_WAIT_MS = 5_000;
+const CANCEL_POLL_MS = 200;
+
+/** Cancels the task as its first claimer, or stops the run of the host that claimed it first. Throws only when NATS fails. */
 export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Promise<CancelReply> {
+  const first = await rt.claim(request.id);
+  const settled = await rt.events.find(request.id, first);
+  if (settled !== null) return ended(rt, request.id, settled);
+  const abort = async (): Promise<void> => {
+    rt.nc.publish(abortSubject(request.id), JSON.stringify({ id: request.id }), { headers: protocolHeaders() });
+    await rt.nc.flush();
+  };
+  if (first !== rt.hostId) {
+    await abort();
+    const deadline = Date.now() + (rt.waitMs ?? CANCEL_WAIT_MS);
+    for (;;) {
+      const event = await rt.events.find(request.id, first);
+      if (event !== null) {
+        const cancelled = event.error?.code === 'CANCELLED';
+        rt.logger.info({ taskId: request.id, claimedBy: first, status: event.status }, cancelled ? 'Task cancelled by the host running it' : 'Task ended before the cancel reached it');
+        return cancelled ? { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' } : ended(rt, request.id, event);
+      }
+      if (Date.now() >= deadline) break;
+      await sleep(CANCEL_POLL_MS);
+    }
+    // The host was told to stop; its event (CANCELLED, unless it finished at that very moment) follows.
+    rt.logger.info({ taskId: request.id, claimedBy: first }, 'Task running on another host told to stop; its event follows');
+    return { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' };
+  }
   const now = new Date();
   const event = failedEvent(request.id, request.model, cancelledError(request.reason), request.credits, {
     createdAt: creationTime(request.createdAt, now),
@@ -43,19 +79,17 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
   });
   const result = await rt.events.publish(event);
   if (result === 'published') {
-    rt.nc.publish(abortSubject(request.id), JSON.stringify({ id: request.id }), { headers: protocolHeaders() });
-    await rt.nc.flush();
+    await abort();
     rt.logger.info({ taskId: request.id }, 'Task cancelled: event published, running copies told to stop');
     return { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' };
   }
-  const existing: TerminalEvent | null = await rt.events.find(request.id);
-  rt.logger.info({ taskId: request.id, status: existing?.status }, 'Cancel of a task that had already ended: nothing changes');
-  return {
-    id: request.id,
-    cancelled: false,
-    status: existing?.status ?? 'failed',
-    ...(existing?.error === undefined ? {} : { code: existing.error.code }),
-  };
+  const existing = await rt.events.find(request.id, rt.hostId);
+  return existing === null ? { id: request.id, cancelled: false, status: 'failed' } : ended(rt, request.id, existing);
+}
+
+function ended(rt: CancelRuntime, id: string, existing: TerminalEvent): CancelReply {
+  rt.logger.info({ taskId: id, status: existing.status }, 'Cancel of a task that had already ended: nothing changes');
+  return { id, cancelled: false, status: existing.status, ...(existing.error === undefined ? {} : { code: existing.error.code }) };
 }
 
 /**

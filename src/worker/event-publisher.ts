@@ -1,15 +1,17 @@
 /**
- * Publishes terminal events so that each task id gets exactly one, whatever is retried or raced:
+ * Publishes terminal events on `media.events.<this host>.<task>` so that each task gets at most one
+ * from this host, whatever is retried or raced (the host that claimed the task first is the one a
+ * control plane believes, protocol/claims.ts):
  * - the events stream keeps at most one message per subject and refuses new ones
- *   (`max_msgs_per_subject: 1` + `discard_new_per_subject`), so a second, different event for the
- *   same task is refused with "maximum messages per subject exceeded";
+ *   (`max_msgs_per_subject: 1` + `discard_new_per_subject`), so a second, different event of this
+ *   host for the same task is refused with "maximum messages per subject exceeded";
  * - `Nats-Msg-Id: <id>:terminal` makes a retried publish inside the duplicate window a no-op.
  * Both answers mean "already published", which is what the caller needs to ack the job.
  */
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { type TerminalEvent, UnconfirmedPublishError, eventMsgId, eventSubject, protocolHeaders } from '../protocol/index.js';
+import { type TerminalEvent, UnconfirmedPublishError, anyHostEventSubject, eventMsgId, eventSubject, protocolHeaders } from '../protocol/index.js';
 import { sleep } from '../sleep.js';
 
 /** JetStream API codes that mean "this task already has its event". */
@@ -22,6 +24,8 @@ export type PublishResult = 'published' | 'already-published';
 
 export interface EventPublisherOptions {
   eventsStream: string;
+  /** WORKER_HOST_ID: the subject token its NATS user may publish events under. */
+  hostId: string;
   publishTimeoutMs: number;
   /** How long to keep retrying before giving up (the job is then left to redelivery). */
   publishDeadlineMs: number;
@@ -41,7 +45,7 @@ export class EventPublisher {
     const payload = JSON.stringify(event);
     return this.retry(`publish the terminal event of ${event.id}`, async () => {
       try {
-        const ack = await this.js.publish(subject ?? eventSubject(event.id), payload, {
+        const ack = await this.js.publish(subject ?? eventSubject(this.options.hostId, event.id), payload, {
           msgID: eventMsgId(event.id),
           headers: protocolHeaders(),
           timeout: this.options.publishTimeoutMs,
@@ -51,7 +55,7 @@ export class EventPublisher {
         // A duplicate whose first copy is not stored yet (confirmed-ack.ts): the task has its
         // event only if one can be read; otherwise this is retried until one is stored.
         if (subject === undefined && (await this.find(event.id)) !== null) return 'already-published';
-        throw new UnconfirmedPublishError(subject ?? eventSubject(event.id));
+        throw new UnconfirmedPublishError(subject ?? eventSubject(this.options.hostId, event.id));
       } catch (err) {
         if (err instanceof JetStreamApiError && ALREADY_PUBLISHED_CODES.has(err.code)) return 'already-published';
         throw err;
@@ -59,11 +63,10 @@ export class EventPublisher {
     });
   }
 
-  /** The task's terminal event, or null when it has none yet. */
-  async find(taskId: string): Promise<TerminalEvent | null> {
-    const stored = await this.retry(`look up the terminal event of ${taskId}`, () =>
-      this.jsm.streams.getMessage(this.options.eventsStream, { last_by_subj: eventSubject(taskId) }),
-    );
+  /** A terminal event of the task from any host (`host`: from that one only), or null when it has none yet. */
+  async find(taskId: string, host?: string): Promise<TerminalEvent | null> {
+    const subject = host === undefined ? anyHostEventSubject(taskId) : eventSubject(host, taskId);
+    const stored = await this.retry(`look up the terminal event of ${taskId}`, () => this.jsm.streams.getMessage(this.options.eventsStream, { last_by_subj: subject }));
     return stored === null ? null : stored.json<TerminalEvent>();
   }
 

@@ -26,6 +26,6 @@ export {
 } from './results.js';
 export { WorkerMetrics, setExecutionProvider, workerMetrics, type JobOutcome } from './metrics.js';
 export { decideFailure, type Disposition } from './outcome.js';
-export { TopologyError, ensureTopology } from './topology.js';
+export { TopologyError, checkTopology, ensureTopology } from './topology.js';
 export { type KindChecks, type ReadinessCheck } from './availability.js';
 export { type DiskNeed, diskSpaceCheck } from './disk-space.js';

@@ -80,6 +80,10 @@ export interface Runtime {
   drainSignal: AbortSignal;
   /** Runs of this process by task id, so that a cancel (cancel.ts) can stop them. */
   running: RunningTasks;
+  /** This host's WORKER_HOST_ID. */
+  hostId: string;
+  /** Records this host's claim of a task; returns the host that claimed it first (protocol/claims.ts). */
+  claim(taskId: string): Promise<string>;
 }
 
 type Settlement = 'ack' | 'term';
@@ -156,6 +160,23 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
       log.info({ status: existing.status }, 'Terminal event already published: acking this delivery without running the job');
       await acknowledge(rt, msg, log);
       rt.metrics.recordJob(kind, 'duplicate');
+      return;
+    }
+    // Claimed before anything runs: only the first claimer's event settles the task.
+    let firstHost: string;
+    try {
+      firstHost = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.claim(taskId));
+    } catch (err) {
+      log.error({ err }, 'Could not claim the task; leaving the job to redelivery');
+      rt.metrics.recordJob(kind, 'unpublished');
+      return;
+    }
+    if (firstHost !== rt.hostId) {
+      // Its event from here would not be believed: the task is the first claimer's (a delivery that
+      // host lost settles through the control plane's expiry, docs/protocol.md).
+      log.warn({ claimedBy: firstHost }, 'Task was claimed first by another host: acking this delivery without running the job');
+      await acknowledge(rt, msg, log);
+      rt.metrics.recordJob(kind, 'claimed-elsewhere');
       return;
     }
     await decideTask(rt, delivery, controller, timing, credits);
@@ -428,7 +449,7 @@ function readCredits(body: unknown): number | undefined {
 async function refuseInvalidTaskId(rt: Runtime, msg: JsMsg, kind: JobKind, claimed: string, reason: string, body: unknown): Promise<void> {
   const log = rt.logger.child({ claimedTaskId: claimed.slice(0, 256), kind, attempt: msg.info.deliveryCount });
   const error = new JobError('INVALID_JOB', `Expected a task id of 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-": ${reason}`);
-  const subject = invalidTaskIdSubject(claimed);
+  const subject = invalidTaskIdSubject(rt.hostId, claimed);
   const event = failedEvent(claimed, bodyField(body, 'model'), error, readCredits(body), {
     createdAt: creationTime(bodyField(body, 'createdAt'), msg.time),
     startedAt: null,

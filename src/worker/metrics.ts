@@ -17,6 +17,8 @@ export type JobOutcome =
   | 'declined'
   /** Its terminal event already existed: acked without work. */
   | 'duplicate'
+  /** Another host claimed the task first (it is that host's to settle): acked without work. */
+  | 'claimed-elsewhere'
   /** No readable task id: terminated without an event. */
   | 'unidentified'
   /** The terminal event could not be published: left to redelivery. */

@@ -9,6 +9,7 @@
  * (protocol/settings.ts), shared with the gateway; consumer names are cluster-wide too: every host
  * of one deployment must use the same ones (docs/protocol.md).
  */
+import os from 'node:os';
 import { z } from 'zod';
 import { PROTOCOL_SETTINGS, checkNatsAuth, jetStreamName, perKind } from '../protocol/settings.js';
 import {
@@ -50,6 +51,9 @@ const delayList = z
 
 const MINUTE = 60_000;
 
+/** The host name as one subject token (the default of WORKER_HOST_ID). */
+const HOSTNAME_TOKEN = os.hostname().replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 64) || 'host';
+
 export const WORKER_SETTINGS = {
   ...PROTOCOL_SETTINGS,
   consumerPrefix: setting({
@@ -57,6 +61,12 @@ export const WORKER_SETTINGS = {
     schema: jetStreamName,
     default: 'media-worker',
     doc: 'Durable consumer names are `<prefix>-<kind>` and `<prefix>-advisories`.',
+  }),
+  hostId: setting({
+    env: 'WORKER_HOST_ID',
+    schema: jetStreamName,
+    default: HOSTNAME_TOKEN,
+    doc: "This host's identity in the protocol: its claims and events are published on `media.claims.<id>.<task>` and `media.events.<id>.<task>`, which its NATS user alone may publish (deploy/nats/media-users.conf); a task is settled only by the host that claimed it first (docs/protocol.md).",
   }),
   concurrency: setting({
     env: 'WORKER_CONCURRENCY',
@@ -211,5 +221,5 @@ export const {
   fromEnv: workerSettingsFromEnv,
   reference: workerSettingsReference,
 } = settingsReader(WORKER_SETTINGS, workerSettingsSchema, WorkerSettingsError, (value) =>
-  value.startsWith('media-worker@') ? 'media-worker@<hostname>' : value,
+  value.startsWith('media-worker@') ? 'media-worker@<hostname>' : value === HOSTNAME_TOKEN ? '<hostname>' : value,
 );

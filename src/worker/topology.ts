@@ -1,9 +1,12 @@
 /**
  * Streams (their configurations are the protocol's, protocol/streams.ts) and the worker's durable
- * consumers, created or brought up to date at every start (idempotent, and safe when
- * several hosts start at once: the server accepts an identical add). What cannot be changed in
- * place (a stream's retention or storage, a consumer's filter) is reported instead of recreated:
- * deleting a stream of jobs or events is an operator's decision.
+ * consumers. `ensureTopology` creates them or brings them up to date: it is run by `media-worker
+ * provision` with the operator's credentials (idempotent, and safe when run twice at once: the
+ * server accepts an identical add). What cannot be changed in place (a stream's retention or
+ * storage, a consumer's filter) is reported instead of recreated: deleting a stream of jobs or
+ * events is an operator's decision. A worker only runs `checkTopology`: it binds to what exists
+ * and may change nothing (its user has no such permission: a stream update can copy or write any
+ * stream through sources and republish, docs/operations.md).
  */
 import {
   AckPolicy,
@@ -16,8 +19,11 @@ import {
 import { nanos } from '@nats-io/transport-node';
 import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 import {
+  PROVISION_HINT,
   advisoriesConsumerName,
+  configDifferences,
   advisoriesStreamConfig,
+  claimsStreamConfig,
   consumerName,
   eventsStreamConfig,
   jobFilter,
@@ -31,7 +37,7 @@ const ADVISORY_ACK_WAIT_MS = 30_000;
 
 type TopologySettings = Pick<
   WorkerSettings,
-  'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'consumerPrefix' | 'ackWaitMs' | 'maxDeliver' | 'eventsMaxAgeDays' | 'streamReplicas'
+  'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'claimsStream' | 'consumerPrefix' | 'ackWaitMs' | 'maxDeliver' | 'eventsMaxAgeDays' | 'streamReplicas'
 >;
 
 type DesiredConsumer = Required<Pick<ConsumerConfig, 'filter_subject' | 'ack_policy' | 'deliver_policy' | 'ack_wait' | 'max_deliver' | 'description'>> & {
@@ -77,8 +83,36 @@ export async function ensureTopology(jsm: JetStreamManager, s: TopologySettings)
   await ensureStream(jsm, jobsStreamConfig(s));
   await ensureStream(jsm, eventsStreamConfig(s));
   await ensureStream(jsm, advisoriesStreamConfig(s));
+  await ensureStream(jsm, claimsStreamConfig(s));
   for (const kind of JOB_KINDS) await ensureConsumer(jsm, s.jobsStream, jobConsumerConfig(s, kind));
   await ensureConsumer(jsm, s.advisoriesStream, advisoriesConsumerConfig(s));
+}
+
+/**
+ * What a worker does at start instead: every stream and consumer it uses exists as its settings
+ * say, or it refuses to start with what is missing or differs and the command that fixes it.
+ */
+export async function checkTopology(jsm: JetStreamManager, s: TopologySettings): Promise<void> {
+  const problems: string[] = [];
+  for (const desired of [jobsStreamConfig(s), eventsStreamConfig(s), advisoriesStreamConfig(s), claimsStreamConfig(s)]) {
+    const existing = await jsm.streams.info(desired.name).catch(notFound(JetStreamApiCodes.StreamNotFound));
+    if (existing === null) problems.push(`stream ${desired.name} does not exist`);
+    else problems.push(...configDifferences(existing.config, desired).map((d) => `stream ${desired.name} ${d}`));
+  }
+  const consumers: [string, DesiredConsumer][] = [
+    ...JOB_KINDS.map((kind): [string, DesiredConsumer] => [s.jobsStream, jobConsumerConfig(s, kind)]),
+    [s.advisoriesStream, advisoriesConsumerConfig(s)],
+  ];
+  if (problems.length === 0) {
+    for (const [stream, desired] of consumers) {
+      const existing = await jsm.consumers.info(stream, desired.durable_name).catch(notFound(JetStreamApiCodes.ConsumerNotFound));
+      if (existing === null) problems.push(`consumer ${desired.durable_name} on ${stream} does not exist`);
+      else problems.push(...configDifferences(existing.config, desired).map((d) => `consumer ${desired.durable_name} on ${stream} ${d}`));
+    }
+  }
+  if (problems.length > 0) {
+    throw new TopologyError(`The worker's streams and consumers are not as its settings expect (${problems.join('; ')}): ${PROVISION_HINT}`);
+  }
 }
 
 async function ensureStream(jsm: JetStreamManager, desired: DesiredStream): Promise<void> {

@@ -13,7 +13,7 @@ import { handleAdvisory, type AdvisoryRuntime } from './advisories.js';
 import { Availability, type KindChecks } from './availability.js';
 import { RunningTasks, cancelTask, listenForAborts } from './cancel.js';
 import { capabilities, type HostFacts } from './discovery.js';
-import { CAPABILITIES_SUBJECT, connectNats, advisoriesConsumerName, consumerName, whoCanRun } from '../protocol/index.js';
+import { CAPABILITIES_SUBJECT, claimTask, connectNats, advisoriesConsumerName, consumerName, whoCanRun } from '../protocol/index.js';
 import { EventPublisher } from './event-publisher.js';
 import { startHealthServer, type HealthServer } from './health.js';
 import { handleJobMessage, type Runtime } from './job-runner.js';
@@ -22,7 +22,7 @@ import { startQuoteService, type QuoteService } from './quote-service.js';
 import { createResultStore, type ResultStore } from './results.js';
 import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 import type { WorkerSettings } from './settings.js';
-import { ensureTopology } from './topology.js';
+import { checkTopology } from './topology.js';
 import type { JobExecutor, QuoteFunction } from './types.js';
 import { isLive, nextState, type LifecycleEvent, type WorkerState } from './lifecycle.js';
 import { sleep } from '../sleep.js';
@@ -89,9 +89,11 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
 
   try {
     const jsm = await jetstreamManager(nc);
-    await ensureTopology(jsm, settings);
+    await checkTopology(jsm, settings);
     const js = jetstream(nc);
     const events = new EventPublisher(nc, js, jsm, settings, logger);
+    const claim = (taskId: string): Promise<string> =>
+      claimTask(js, jsm, { claimsStream: settings.claimsStream, host: settings.hostId, timeoutMs: settings.publishTimeoutMs }, taskId);
     const results = deps.results ?? createResultStore(settings, logger);
 
     const availability = new Availability({ slots: settings.concurrency, checks: deps.readiness ?? {}, metrics, logger: logger.child({ component: 'readiness' }) });
@@ -115,11 +117,13 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       inFlight: new Map(),
       drainSignal: parts.drain.signal,
       running: new RunningTasks(),
+      hostId: settings.hostId,
+      claim,
     };
     parts.abortListener = listenForAborts(nc, runtime.running, logger.child({ component: 'cancel' }));
-    parts.quoteService = await startQuoting(settings, deps, { nc, events, availability, metrics, state: () => state });
+    parts.quoteService = await startQuoting(settings, deps, { nc, events, claim, availability, metrics, state: () => state });
     await startJobLoops(parts, settings, { js, availability, runtime });
-    await startAdvisoryLoop(parts, settings, { js, jsm, events, metrics });
+    await startAdvisoryLoop(parts, settings, { js, jsm, events, claim, metrics });
 
     void watchConnection(nc, (up) => {
       connected = up;
@@ -263,9 +267,9 @@ async function startHousekeeping(
 function startQuoting(
   settings: WorkerSettings,
   deps: WorkerDeps,
-  uses: { nc: NatsConnection; events: EventPublisher; availability: Availability; metrics: WorkerMetrics; state: () => WorkerState },
+  uses: { nc: NatsConnection; events: EventPublisher; claim: (taskId: string) => Promise<string>; availability: Availability; metrics: WorkerMetrics; state: () => WorkerState },
 ): Promise<QuoteService> {
-  const { nc, events, availability, metrics, state } = uses;
+  const { nc, events, claim, availability, metrics, state } = uses;
   const logger = deps.logger;
   const host: Omit<HostFacts, 'instance'> = { worker: settings.natsName, version: deps.version ?? '0.0.0', ...deps.host };
   const servesNow = (kind: JobKind): boolean => state() === 'running' && availability.isReady(kind);
@@ -275,8 +279,8 @@ function startQuoting(
     canRun: async (kind) =>
       settings.quoteUnserved === 'price' ||
       servesNow(kind) ||
-      (await whoCanRun(nc, CAPABILITIES_SUBJECT, kind, { first: true, waitMs: PEER_DISCOVERY_WAIT_MS })).length > 0,
-    cancel: (request) => cancelTask({ nc, events, workerName: settings.natsName, logger: logger.child({ component: 'cancel' }) }, request),
+      (await whoCanRun(nc, CAPABILITIES_SUBJECT, kind, { first: true, waitMs: PEER_DISCOVERY_WAIT_MS, inboxPrefix: settings.natsInboxPrefix })).length > 0,
+    cancel: (request) => cancelTask({ nc, events, workerName: settings.natsName, logger: logger.child({ component: 'cancel' }), hostId: settings.hostId, claim }, request),
     capabilities: (instance) => capabilities({ ...host, instance }, state(), availability.status(), new Date()),
     logger: logger.child({ component: 'service' }),
     metrics,
@@ -333,9 +337,9 @@ async function startJobLoops(
 async function startAdvisoryLoop(
   parts: WorkerParts,
   settings: WorkerSettings,
-  uses: { js: ReturnType<typeof jetstream>; jsm: JetStreamManager; events: EventPublisher; metrics: WorkerMetrics },
+  uses: { js: ReturnType<typeof jetstream>; jsm: JetStreamManager; events: EventPublisher; claim: (taskId: string) => Promise<string>; metrics: WorkerMetrics },
 ): Promise<void> {
-  const { js, jsm, events, metrics } = uses;
+  const { js, jsm, events, claim, metrics } = uses;
   const { nc, logger, stopPulling } = parts;
   const advisoryRuntime: AdvisoryRuntime = {
     jsm,
@@ -345,6 +349,8 @@ async function startAdvisoryLoop(
     jobsStream: settings.jobsStream,
     consumerPrefix: settings.consumerPrefix,
     workerName: settings.natsName,
+    hostId: settings.hostId,
+    claim,
   };
   const advisories = await js.consumers.get(settings.advisoriesStream, advisoriesConsumerName(settings.consumerPrefix));
   parts.loops.push(

@@ -14,6 +14,7 @@ import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManage
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
+import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
 import { Ledger } from '../../src/gateway/store/ledger.js';
 import { WriteConflict, writeIf } from '../../src/gateway/store/subject-store.js';
 import { sleep } from '../worker/helpers/jetstream.js';
@@ -74,6 +75,7 @@ describe.skipIf(tooOld !== undefined)(`writes with a message id on an R3 stream$
   });
 
   it("a debit that loses the race to another writer's top-up is stored once, with its sequence", async () => {
+    await ensureStoreStreams(jsm, 'CWGW', 3);
     const store: Store = await openStore(nc, 'CWGW', 3);
     let lostRaces = 0;
     for (let round = 0; round < 10 && lostRaces < 2; round += 1) {

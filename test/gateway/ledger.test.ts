@@ -14,6 +14,7 @@ import { sweepPendingOnce } from '../../src/gateway/pending-sweeper.js';
 import { quoteGate } from '../../src/gateway/quote-gate.js';
 import { gatewayService, type GatewayService } from '../../src/gateway/service.js';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
+import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
 import type { DebitEntry } from '../../src/gateway/store/records.js';
 import { eventsStreamConfig, jobsStreamConfig, parseProtocolSettings, type TerminalEvent } from '../../src/protocol/index.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
@@ -34,6 +35,7 @@ beforeAll(async () => {
   jsm = await jetstreamManager(nc);
   await jsm.streams.add(jobsStreamConfig(protocol));
   await jsm.streams.add(eventsStreamConfig(protocol));
+  await ensureStoreStreams(jsm, 'GWTEST');
   store = await openStore(nc, 'GWTEST');
   service = gatewayService({
     js: jetstream(nc),
@@ -169,7 +171,7 @@ describe('gateway ledger', () => {
     const debit = await store.ledger.debit(account.id, debitOf('crash-1', 15));
     expect(debit.ok).toBe(true);
     expect(await store.tasks.get(account.id, 'crash-1')).toBeNull();
-    const names = { eventsStream: protocol.eventsStream, consumerPrefix: 'gwtest', names: store.names };
+    const names = { eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, consumerPrefix: 'gwtest', names: store.names };
     await ensureConsumers(jsm, names);
     const loops = await startConsumers(jetstream(nc), names, service, new GatewayMetrics(), logger);
     try {

@@ -1,34 +1,38 @@
 /**
  * The service under the shipped NATS configuration (deploy/nats/): one real nats-server requiring
- * TLS (a throwaway CA) and the users of deploy/nats/media-users.conf. `serve` connects as worker,
- * `gateway` as gateway, `accounts` as operator, each with its own reply inbox, and the whole
- * service works: a task completes, a failed one is refunded once. A worker's credentials writing a
+ * TLS (a throwaway CA) and the users of deploy/nats/media-users.conf, with passwords in the
+ * recipe's form whose random part begins with digits (test/helpers/role-nats.ts). `provision` runs
+ * as operator, `serve` as worker host `host1`, `gateway` as gateway, `accounts` as operator, each
+ * with its own reply inbox, and the whole service works: a task completes, a failed one is refunded
+ * once, a kind no worker serves answers 503 MODEL_UNAVAILABLE. A worker's credentials writing a
  * ledger entry or a key record, or reading the gateway's streams or replies, are refused by the
- * server. Bad credentials and TLS settings are named; with NATS stopped the gateway answers 503
+ * server; another worker host's events for a task it did not claim first are not believed, and
+ * counted. Bad credentials and TLS settings are named; with NATS stopped the gateway answers 503
  * with Retry-After, and everyone reconnects when it is back.
  */
 import { createServer, type Server } from 'node:http';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../../src/paths.js';
+import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
+import { failedEvent, firstClaimHost } from '../../src/protocol/index.js';
+import { JobError } from '../../src/errors.js';
+import { provisionFromEnv } from '../helpers/provision.js';
+import { startRoleNats, type Role, type RoleNats } from '../helpers/role-nats.js';
 import { makeThrowawayCa, type ThrowawayCa } from '../helpers/throwaway-ca.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
 import { accountsCommand, CLI, startCommand, startGatewayProcess, type RunningProcess } from './processes.js';
-
-const PASSWORDS = { MW_WORKER_PASSWORD: 'worker-secret-1', MW_GATEWAY_PASSWORD: 'gateway-secret-2', MW_OPERATOR_PASSWORD: 'operator-secret-3' };
 
 let dir: string;
 let ca: ThrowawayCa;
-let nats: TestNatsServer;
+let roles: RoleNats;
 let media: Server;
 let mediaUrl: string;
 let serve: RunningProcess;
@@ -36,21 +40,15 @@ let gateway: RunningProcess & { url: string };
 let common: NodeJS.ProcessEnv;
 let operatorEnv: NodeJS.ProcessEnv;
 let flakyRequests = 0;
-
-const role = (user: 'worker' | 'gateway' | 'operator', password: string): NodeJS.ProcessEnv => ({
-  NATS_USER: user,
-  NATS_PASSWORD: password,
-  NATS_INBOX_PREFIX: `_INBOX_${user}`,
-});
+/** Requests of /slow.png: the first (the quote) is answered at once, later ones (the run) after SLOW_MS. */
+let slowRequests = 0;
+const SLOW_MS = 4000;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-nats-perms-'));
   ca = await makeThrowawayCa(dir);
-  // The shipped configuration as it is, plus server TLS with the throwaway certificate.
-  const config = path.join(dir, 'nats.conf');
-  const shipped = path.relative(dir, path.join(PACKAGE_ROOT, 'deploy', 'nats', 'nats-server.conf'));
-  await writeFile(config, `include "${shipped}"\ntls { cert_file: "${ca.certFile}", key_file: "${ca.keyFile}" }\n`);
-  nats = await startNatsServer({ configFile: config, env: PASSWORDS });
+  // The shipped configuration as it is (and a second worker host, added as docs/operations.md says), plus server TLS.
+  roles = await startRoleNats(dir, { tls: ca, hosts: ['host2'] });
 
   const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer();
   media = createServer((req, res) => {
@@ -58,14 +56,16 @@ beforeAll(async () => {
       flakyRequests += 1;
       res.writeHead(200).end(flakyRequests === 1 ? png : Buffer.from('garbage, not a PNG'));
     } else if (req.url === '/small.png') res.writeHead(200).end(png);
+    else if (req.url === '/slow.png') {
+      slowRequests += 1;
+      setTimeout(() => res.writeHead(200).end(png), slowRequests === 1 ? 0 : SLOW_MS);
+    }
     else res.writeHead(404).end();
   });
   await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
   mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
 
   common = {
-    NATS_URL: nats.url,
-    NATS_TLS_CA_FILE: ca.caFile,
     LOG_LEVEL: 'info',
     MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
     MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
@@ -75,26 +75,28 @@ beforeAll(async () => {
     WORKER_NAK_DELAYS_MS: '100',
     WORKER_MAX_DELIVER: '2',
   };
-  operatorEnv = { ...common, ...role('operator', PASSWORDS.MW_OPERATOR_PASSWORD) };
-  serve = startCommand(['serve'], { ...common, ...role('worker', PASSWORDS.MW_WORKER_PASSWORD) });
+  operatorEnv = { ...common, ...roles.env('operator') };
+  // What the operator runs at install: serve and gateway may only bind.
+  await provisionFromEnv(operatorEnv);
+  serve = startCommand(['serve'], { ...common, ...roles.env('worker-host1') });
   await waitFor('serve to run', () => {
     if (serve.child.exitCode !== null) throw new Error(`serve exited: ${serve.output()}`);
     return serve.output().includes('media-worker serving');
   }, 60_000);
-  gateway = await startGatewayProcess({ ...common, ...role('gateway', PASSWORDS.MW_GATEWAY_PASSWORD), GATEWAY_PORT: '0' });
+  gateway = await startGatewayProcess({ ...common, ...roles.env('gateway'), GATEWAY_PORT: '0' });
 }, 120_000);
 
 afterAll(async () => {
   await gateway?.kill('SIGKILL');
   await serve?.kill('SIGKILL');
-  await nats?.close();
+  await roles?.close();
   media?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
 /** A client with a role's credentials, as a compromised process of that role would have. */
-function connectAs(user: 'worker' | 'gateway' | 'operator', password: string): Promise<NatsConnection> {
-  return connect({ servers: nats.url, user, pass: password, inboxPrefix: `_INBOX_${user}`, tls: { caFile: ca.caFile }, maxReconnectAttempts: 0 });
+function connectAs(role: Role): Promise<NatsConnection> {
+  return roles.connectAs(role);
 }
 
 async function api(method: string, route: string, key: string, body?: unknown): Promise<{ status: number; headers: Headers; body: { data?: Record<string, unknown>; error?: { code: string } } }> {
@@ -146,11 +148,75 @@ describe('the service under the shipped permissions, over TLS', () => {
   }, 120_000);
 });
 
+describe('a kind that no worker serves (issue 31, finding 10)', () => {
+  it('answers 503 MODEL_UNAVAILABLE, not 500: the worker asks its peers on its own inbox', async () => {
+    const account = await newAccount(1000);
+    for (const body of [
+      { model: 'vendor-video-upscale', input: { video_url: `${mediaUrl}/clip.mp4` } },
+      { model: 'vendor-v5-generate-music', input: { prompt: 'a calm song' } },
+    ]) {
+      const r = await api('POST', '/api/v1/generate', account.key, body);
+      expect(r.status, body.model).toBe(503);
+      expect(r.body.error?.code, body.model).toBe('MODEL_UNAVAILABLE');
+    }
+    expect(serve.output()).not.toMatch(/Subscription Violation|permission/i);
+    expect((await api('GET', '/api/v1/balance', account.key)).body.data?.['credits']).toBe(1000);
+  }, 30_000);
+});
+
+describe('another worker host (issue 31, item 2)', () => {
+  it('cannot fail or refund a task that host1 claimed first: refused under host1\'s name, not believed under its own, and counted', async () => {
+    const account = await newAccount(100);
+    const submitted = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${mediaUrl}/slow.png`, upscale_factor: '2' });
+    expect(submitted.status).toBe(200);
+    const taskId = String(submitted.body.data?.['id']);
+    const charge = submitted.body.data?.['creditsUsed'] as number;
+    const notBelieved = async (): Promise<number> => {
+      const text = await (await fetch(`${gateway.url}/metrics`)).text();
+      return Number(/media_gateway_events_total\{result="not-believed"\} (\d+)/.exec(text)?.[1] ?? 0);
+    };
+    const before = await notBelieved();
+    const operator = await connectAs('operator');
+    const attacker = await connectAs('worker-host2');
+    try {
+      // host1 took the job (its claim is stored before it runs) and is fetching its input, slowly.
+      const ojsm = await jetstreamManager(operator);
+      expect(await waitFor('host1 to claim the task', async () => (await firstClaimHost(ojsm, 'MEDIA_CLAIMS', taskId)) ?? undefined, 10_000, 50)).toBe('host1');
+      const js = jetstream(attacker, { timeout: 2000 });
+      const now = new Date();
+      const forged = JSON.stringify(
+        failedEvent(taskId, 'vendor-image-upscale', new JobError('UPSCALE_FAILED', 'forged'), charge, { createdAt: now, startedAt: now, finishedAt: now, attempt: 1, worker: 'host2' }),
+      );
+      await expect(js.publish(`media.events.host1.${taskId}`, forged), 'under host1\'s name').rejects.toThrow(/permission/i);
+      await expect(js.publish(`media.claims.host1.${taskId}`, '{}'), 'a claim under host1\'s name').rejects.toThrow(/permission/i);
+      // Its own claim (second) and its own failed event with a refund: stored, and not believed.
+      await js.publish(`media.claims.host2.${taskId}`, JSON.stringify({ id: taskId }));
+      await js.publish(`media.events.host2.${taskId}`, forged);
+      await waitFor('the gateway to refuse and count it', async () => (await notBelieved()) > before, 10_000, 100);
+      expect(gateway.output()).toMatch(new RegExp(`"security":"event-origin".*"taskId":"${taskId}".*host host2 sent it but host host1 claimed the task first`));
+      expect((await api('GET', `/api/v1/tasks/${taskId}`, account.key)).body.data?.['status']).toBe('pending');
+      expect((await api('GET', '/api/v1/balance', account.key)).body.data?.['credits']).toBe(100 - charge);
+      // host1 finishes: the task completes, charged once, never refunded.
+      const done = await waitFor('host1 to complete the task', async () => {
+        const r = await api('GET', `/api/v1/tasks/${taskId}`, account.key);
+        return r.body.data?.['status'] === 'pending' ? undefined : r.body.data;
+      }, 60_000, 200);
+      expect(done).toMatchObject({ status: 'completed' });
+      const shown = (await accountsCommand(['show', account.id], operatorEnv)) as { credits: number; entries: { type: string }[] };
+      expect(shown.credits).toBe(100 - charge);
+      expect(shown.entries.map((e) => e.type)).toEqual(['open', 'debit']);
+    } finally {
+      await attacker.close();
+      await operator.close();
+    }
+  }, 90_000);
+});
+
 describe("a worker's credentials", () => {
   it('may not write a ledger entry or a key record, nor publish a job: the server refuses and nothing is stored', async () => {
     const account = await newAccount(0);
-    const operator = await connectAs('operator', PASSWORDS.MW_OPERATOR_PASSWORD);
-    const worker = await connectAs('worker', PASSWORDS.MW_WORKER_PASSWORD);
+    const operator = await connectAs('operator');
+    const worker = await connectAs('worker-host1');
     try {
       const opJsm = await jetstreamManager(operator);
       const counts = async () =>
@@ -174,7 +240,7 @@ describe("a worker's credentials", () => {
   }, 30_000);
 
   it("may not read the gateway's streams, subjects or replies", async () => {
-    const worker = await connectAs('worker', PASSWORDS.MW_WORKER_PASSWORD);
+    const worker = await connectAs('worker-host1');
     try {
       const jsm = await jetstreamManager(worker, { timeout: 2000 });
       await expect(jsm.streams.getMessage('GATEWAY_LEDGER', { seq: 1 })).rejects.toThrow(/permission/i);
@@ -202,11 +268,11 @@ describe('credential and TLS settings', () => {
   });
 
   it('a wrong password is named with its user, a missing CA with the TLS setting', async () => {
-    const wrong = await cliFails(['accounts', 'show', 'acct_x'], { ...common, ...role('operator', 'not-the-password') });
+    const wrong = await cliFails(['accounts', 'show', 'acct_x'], { ...operatorEnv, NATS_PASSWORD: 'not-the-password' });
     expect(wrong).toMatch(/NATS at nats:\/\/127\.0\.0\.1:\d+ refused user "operator" with NATS_PASSWORD: .*Authorization Violation/i);
     const noCa = await cliFails(['accounts', 'show', 'acct_x'], { ...operatorEnv, NATS_TLS_CA_FILE: '' });
     expect(noCa).toMatch(/TLS with NATS at .* failed \(NATS_TLS_CA_FILE unset \(the system CAs\)\): .*(certificate|self.signed)/i);
-    const noUser = await cliFails(['accounts', 'show', 'acct_x'], { ...common, NATS_USER: '', NATS_PASSWORD: '' });
+    const noUser = await cliFails(['accounts', 'show', 'acct_x'], { ...operatorEnv, NATS_USER: '', NATS_PASSWORD: '' });
     expect(noUser).toMatch(/refused no credentials/);
   }, 30_000);
 });
@@ -214,14 +280,14 @@ describe('credential and TLS settings', () => {
 describe('NATS stopped', () => {
   it('the gateway answers 503 with Retry-After, not 500; everyone reconnects when it is back', async () => {
     const account = await newAccount(50);
-    await nats.stopProcess();
+    await roles.server.stopProcess();
     try {
       const down = await api('GET', '/api/v1/balance', account.key);
       expect(down.status).toBe(503);
       expect(down.body.error?.code).toBe('SERVICE_UNAVAILABLE');
       expect(Number(down.headers.get('retry-after'))).toBeGreaterThan(0);
     } finally {
-      await nats.startProcess();
+      await roles.server.startProcess();
     }
     await waitFor('the gateway to answer again', async () => (await api('GET', '/api/v1/balance', account.key)).status === 200, 30_000, 500);
     // As a client would: 503 (the worker's quote service not back yet) means come back; nothing else may happen.

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
+import { provisionFromEnv } from '../helpers/provision.js';
 
 export const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
@@ -70,6 +71,8 @@ export async function freePort(): Promise<number> {
 export async function startServeAndGateway(base: NodeJS.ProcessEnv): Promise<{ env: NodeJS.ProcessEnv; serve: RunningProcess; gateway: RunningProcess & { url: string } }> {
   const port = await freePort();
   const env = { ...base, GATEWAY_PORT: String(port), RESULTS_BASE_URL: `http://127.0.0.1:${port}/results/` };
+  // The operator's step at install: serve and gateway only check and bind.
+  await provisionFromEnv(env);
   const serve = startCommand(['serve'], env);
   await waitFor('serve to run', () => serve.output().includes('media-worker serving'), 60_000);
   return { env, serve, gateway: await startGatewayProcess(env) };

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { provisionFromEnv } from '../helpers/provision.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
@@ -41,6 +42,7 @@ beforeAll(async () => {
     MEDIA_WORKER_MUSIC_SECONDS: '1',
   };
   delete env['WORKER_CONCURRENCY'];
+  await provisionFromEnv(env);
   daemon = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   daemon.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   await waitFor('the daemon to serve', () => stderr.includes('media-worker serving'), 60_000);

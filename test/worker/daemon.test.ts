@@ -212,15 +212,15 @@ describe('exactly one event per task', () => {
     expect(await w.metrics.registry.metrics()).toMatch(/media_worker_jobs_total\{kind="image",outcome="duplicate"\} 1/);
   });
 
-  it('refuses a second, different event for a task (the stream keeps the first)', async () => {
-    await worker();
+  it("refuses a second, different event from the same host for a task (the stream keeps the first)", async () => {
+    const w = await worker();
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('race-1', 'fail=permanent'));
     const event = await eventOf('race-1');
     expect(event.status).toBe('failed');
-    // What a racing worker would publish: refused by the per-subject limit, not stored.
+    // What a racing worker of the same host would publish: refused by the per-subject limit, not stored.
     const { jetstream } = await import('@nats-io/jetstream');
     await expect(
-      jetstream(cp.nc).publish('media.events.race-1', JSON.stringify({ ...event, status: 'completed' }), { msgID: 'race-1:other' }),
+      jetstream(cp.nc).publish(`media.events.${w.settings.hostId}.race-1`, JSON.stringify({ ...event, status: 'completed' }), { msgID: 'race-1:other' }),
     ).rejects.toThrow(/maximum messages per subject exceeded/);
     expect(await cp.eventsOf('race-1')).toEqual([event]);
   });
@@ -279,7 +279,7 @@ describe('malformed jobs', () => {
     }
     // No task id anywhere: nothing to bill, so terminated without an event.
     await cp.publishJob('image', 'x', undefined, { raw: encoder.encode('garbage'), msgId: null });
-    // An id that is not a task id: its failure event goes to media.events.invalid.<sha-256 of the id>.
+    // An id that is not a task id: its failure event goes to media.events.<host>.invalid.<sha-256 of the id>.
     await cp.publishJob('image', 'x', { id: 'has.dot', model: 'vendor-image-upscale', input: {}, credits: 7 }, { msgId: null });
     await cp.publishJob('image', 'x', imageJob('ok-body'), { msgId: 'bad.id75273b' });
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('after-bad'));
@@ -294,7 +294,7 @@ describe('malformed jobs', () => {
       const event = await eventOf(claimed);
       expect(event, claimed).toMatchObject({ status: 'failed', refund: true, retryable: false, error: { code: 'INVALID_JOB', status: 400 } });
       expect(event.creditsRefunded).toBe(credits);
-      const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: invalidTaskIdSubject(claimed) });
+      const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: invalidTaskIdSubject(w.settings.hostId, claimed) });
       expect(stored?.json()).toMatchObject({ id: claimed });
     }
     await waitFor('every malformed job to be terminated', async () => (await cp.jobsInQueue()) === 0);

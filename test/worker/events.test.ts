@@ -4,7 +4,9 @@ import {
   completedEvent,
   creationTime,
   eventMsgId,
+  claimSubject,
   eventSubject,
+  hostAndTask,
   failedEvent,
   jobSubject,
   kindOfJobSubject,
@@ -143,7 +145,13 @@ describe('task ids and subjects', () => {
 
   it('names the subjects of the protocol', () => {
     expect(jobSubject('lipsync', 'vendor-lipsync-2')).toBe('media.jobs.lipsync.vendor-lipsync-2');
-    expect(eventSubject('t1')).toBe('media.events.t1');
+    expect(eventSubject('host1', 't1')).toBe('media.events.host1.t1');
+    expect(claimSubject('host1', 't1')).toBe('media.claims.host1.t1');
+    expect(hostAndTask('media.events', 'media.events.host1.t1')).toEqual({ host: 'host1', taskId: 't1' });
+    expect(hostAndTask('media.claims', 'media.claims.host1.t1')).toEqual({ host: 'host1', taskId: 't1' });
+    for (const subject of ['media.events.t1', 'media.events.host1.invalid.ab', 'media.events..t1', 'media.claims.host1.t1']) {
+      expect(hostAndTask('media.events', subject), subject).toBeUndefined();
+    }
     expect(eventMsgId('t1')).toBe('t1:terminal');
     expect(progressSubject('t1')).toBe('media.progress.t1');
     expect(kindOfJobSubject('media.jobs.video.vendor-video-upscale')).toBe('video');

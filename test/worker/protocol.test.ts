@@ -100,9 +100,9 @@ describe('discovery', () => {
     });
     expect(byName.get(b.settings.natsName)?.models).toEqual(['vendor-video-upscale']);
 
-    expect((await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'video')).map((c) => c.worker)).toEqual([b.settings.natsName]);
-    expect(await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'lipsync')).toEqual([]);
-    expect(await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'music')).toEqual([]);
+    expect((await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'video', { inboxPrefix: '_INBOX' })).map((c) => c.worker)).toEqual([b.settings.natsName]);
+    expect(await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'lipsync', { inboxPrefix: '_INBOX' })).toEqual([]);
+    expect(await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'music', { inboxPrefix: '_INBOX' })).toEqual([]);
   });
 
   it('refuses quotes for kinds that no live worker can run with MODEL_UNAVAILABLE (503), and prices those another worker runs', async () => {
@@ -133,7 +133,7 @@ describe('discovery', () => {
 });
 
 async function whoCanRunAll() {
-  const found = await discoverWorkers(cp.nc, CAPABILITIES_SUBJECT, { waitMs: 400 });
+  const found = await discoverWorkers(cp.nc, CAPABILITIES_SUBJECT, { waitMs: 400, inboxPrefix: '_INBOX' });
   for (const c of found) capabilitiesSchema.parse(c);
   return found;
 }
@@ -225,7 +225,7 @@ describe('protocol version and event facts', () => {
     sub.unsubscribe();
     expect(progressHeaders.length).toBeGreaterThan(0);
     expect(new Set(progressHeaders)).toEqual(new Set([PROTOCOL_VERSION]));
-    const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.v-1' });
+    const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.*.v-1' });
     expect(stored?.header.get(PROTOCOL_HEADER)).toBe(PROTOCOL_VERSION);
     // Upscale results are kept RESULTS_UPSCALE_LIFETIME_DAYS (7) from when processing started.
     const expiresMs = Date.parse(ok.resultExpiresAt ?? '') - Date.parse(ok.startedAt ?? '');

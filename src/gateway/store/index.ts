@@ -3,7 +3,8 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Accounts } from './accounts.js';
 import { Ledger } from './ledger.js';
-import { ensureStoreStreams, storeNames, type StoreNames } from './streams.js';
+import { PROVISION_HINT } from '../../protocol/index.js';
+import { storeNames, storeStreamProblems, type StoreNames } from './streams.js';
 import { Tasks } from './tasks.js';
 
 export interface Store {
@@ -13,11 +14,20 @@ export interface Store {
   tasks: Tasks;
 }
 
+/** Binds to the store's streams, which `media-worker provision` made; refuses when one is missing or differs. */
 export async function openStore(nc: NatsConnection, prefix: string, replicas = 1): Promise<Store> {
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
-  await ensureStoreStreams(jsm, prefix, replicas);
+  const problems = await storeStreamProblems(jsm, prefix, replicas);
+  if (problems.length > 0) throw new StoreTopologyError(`The gateway's streams are not as its settings expect (${problems.join('; ')}): ${PROVISION_HINT}`);
   const names = storeNames(prefix);
   const ledger = new Ledger(jsm, js, names);
   return { names, ledger, accounts: new Accounts(jsm, js, names, ledger), tasks: new Tasks(jsm, js, names) };
+}
+
+export class StoreTopologyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreTopologyError';
+  }
 }

@@ -13,6 +13,7 @@
  */
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
+import { configDifferences } from '../../protocol/index.js';
 
 export interface StoreNames {
   accountsStream: string;
@@ -80,7 +81,24 @@ export function streamConfigs(prefix: string, replicas = 1): (Partial<StreamConf
   ];
 }
 
-/** Creates missing streams; an existing one only has its replicas brought to the setting (in place, no data moves by hand). */
+/** What a gateway (and `accounts`) checks at start: each store stream exists as configured; one line per problem. */
+export async function storeStreamProblems(jsm: JetStreamManager, prefix: string, replicas = 1): Promise<string[]> {
+  const problems: string[] = [];
+  for (const config of streamConfigs(prefix, replicas)) {
+    const existing = await jsm.streams.info(config.name).catch((err: unknown) => {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
+      throw err;
+    });
+    if (existing === null) problems.push(`stream ${config.name} does not exist`);
+    else problems.push(...configDifferences(existing.config, config).map((d) => `stream ${config.name} ${d}`));
+  }
+  return problems;
+}
+
+/**
+ * Provisioning (`media-worker provision`, the operator): creates missing streams; an existing one
+ * only has its replicas brought to the setting (in place, no data moves by hand).
+ */
 export async function ensureStoreStreams(jsm: JetStreamManager, prefix: string, replicas = 1): Promise<void> {
   for (const config of streamConfigs(prefix, replicas)) {
     const name = config.name;

@@ -11,6 +11,7 @@ import { parseWorkerSettings, type WorkerSettings, type WorkerSettingsInput } fr
 import type { QuoteFunction } from '../../../src/worker/types.js';
 import { startWorker, type WorkerDeps, type WorkerHandle } from '../../../src/worker/worker.js';
 import { createTestDoubleExecutor, type ExecutionRecord } from '../fixtures/test-double-executor.js';
+import { provisionWorker } from '../../helpers/provision-worker.js';
 
 /** Short timings so that redeliveries and retries happen within a test. */
 export const FAST_SETTINGS: WorkerSettingsInput = {
@@ -49,6 +50,8 @@ export async function startTestWorker(
   const { executor, records } = createTestDoubleExecutor();
   const metrics = new WorkerMetrics();
   const logger = pino({ level: process.env.TEST_WORKER_LOG_LEVEL ?? 'silent' });
+  // What the operator's `media-worker provision` does; the worker itself only binds.
+  await provisionWorker(settings);
   const handle = await startWorker(settings, {
     logger,
     metrics,

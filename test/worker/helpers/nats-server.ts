@@ -34,6 +34,8 @@ export interface NatsServerOptions {
   configFile?: string;
   /** Environment of the server (the configuration's `$VARIABLES`). */
   env?: NodeJS.ProcessEnv;
+  /** Another nats-server than natsServerBinary() (the permission tests run on 2.9 and 2.10 alike). */
+  binary?: string;
 }
 
 /** With `options`, always a server of its own (NATS_URL's server has another configuration). */
@@ -48,6 +50,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   }
 
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-nats-'));
+  const binary = options.binary ?? natsServerBinary();
   let child: ChildProcess | undefined;
   let port = -1;
   let stderrTail = '';
@@ -55,7 +58,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   const startProcess = async (): Promise<void> => {
     // A configuration names its own store (relative, so under the server's working directory, `dir`).
     const store = options.configFile === undefined ? ['-js', '-sd', path.join(dir, 'store')] : ['-c', options.configFile];
-    const proc = spawn(natsServerBinary(), [...store, '-p', String(port), '-a', '127.0.0.1', '--ports_file_dir', dir], {
+    const proc = spawn(binary, [...store, '-p', String(port), '-a', '127.0.0.1', '--ports_file_dir', dir], {
       stdio: ['ignore', 'ignore', 'pipe'],
       cwd: dir,
       env: { ...process.env, ...options.env },
@@ -64,7 +67,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       stderrTail = (stderrTail + chunk.toString()).slice(-4000);
     });
     child = proc;
-    const portsFile = path.join(dir, `${path.basename(natsServerBinary())}_${proc.pid}.ports`);
+    const portsFile = path.join(dir, `${path.basename(binary)}_${proc.pid}.ports`);
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       if (proc.exitCode !== null) throw new Error(`nats-server exited with ${proc.exitCode}: ${stderrTail}`);
