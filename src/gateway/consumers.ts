@@ -24,6 +24,7 @@ import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX } from '../protocol/index.js';
 import type { GatewayMetrics } from './metrics.js';
+import type { ResultCheck } from './result-check.js';
 import type { GatewayService } from './service.js';
 import { ledgerEntrySchema } from './store/records.js';
 import type { StoreNames } from './store/streams.js';
@@ -73,6 +74,7 @@ export async function startConsumers(
   service: GatewayService,
   metrics: GatewayMetrics,
   logger: Logger,
+  checkResult: ResultCheck,
 ): Promise<ConsumerLoops> {
   const events = await js.consumers.get(n.eventsStream, `${n.consumerPrefix}-events`);
   const outbox = await js.consumers.get(n.names.ledgerStream, `${n.consumerPrefix}-outbox`);
@@ -86,7 +88,7 @@ export async function startConsumers(
       metrics.events.inc({ result: 'malformed' });
       return;
     }
-    const result = await service.settle(parsed.data, logger.child({ taskId: parsed.data.id }));
+    const result = await service.settle(parsed.data, logger.child({ taskId: parsed.data.id }), checkResult);
     metrics.events.inc({ result });
   };
 

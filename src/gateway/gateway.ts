@@ -15,6 +15,8 @@ import { startPendingSweeper } from './pending-sweeper.js';
 import { watchProgress } from './progress.js';
 import { quoteClient } from './quote-client.js';
 import { quoteGate } from './quote-gate.js';
+import { resultCheck, resultsBase } from './result-check.js';
+import { securityEvents } from './security-events.js';
 import { gatewayService } from './service.js';
 import type { GatewaySettings } from './settings.js';
 import { openStore } from './store/index.js';
@@ -33,6 +35,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
   const store = await openStore(nc, settings.streamPrefix, protocol.streamReplicas);
   const js = jetstream(nc);
   const metrics = new GatewayMetrics();
+  const security = securityEvents(metrics, logger);
   const service = gatewayService({
     js,
     ledger: store.ledger,
@@ -40,10 +43,11 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     quote: quoteClient(nc, { timeoutMs: settings.quoteTimeoutMs, inboxPrefix: protocol.natsInboxPrefix }),
     quoteGate: quoteGate(settings.quotesPerAccount),
     metrics,
+    security,
   });
   const consumerNames = { eventsStream: protocol.eventsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
   await ensureConsumers(jsm, consumerNames);
-  const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger);
+  const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger, resultCheck(resultsBase(protocol.publicBaseUrl, protocol.resultsDir), security));
   const progress = watchProgress(nc);
   const pendingSweeper = startPendingSweeper({ jsm, names: store.names, service, lifetimesMs: settings.pendingLifetimeMs, logger }, settings.pendingSweepIntervalMs);
   let stopping = false;

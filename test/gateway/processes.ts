@@ -69,7 +69,8 @@ export async function freePort(): Promise<number> {
  */
 export async function startServeAndGateway(base: NodeJS.ProcessEnv): Promise<{ env: NodeJS.ProcessEnv; serve: RunningProcess; gateway: RunningProcess & { url: string } }> {
   const port = await freePort();
-  const env = { ...base, GATEWAY_PORT: String(port), RESULTS_BASE_URL: `http://127.0.0.1:${port}/results/` };
+  // Serving files needs a link secret (the gateway refuses to start without one).
+  const env = { GATEWAY_LINK_SECRET: 'e2e-link-secret-of-at-least-32-characters', ...base, GATEWAY_PORT: String(port), RESULTS_BASE_URL: `http://127.0.0.1:${port}/results/` };
   const serve = startCommand(['serve'], env);
   await waitFor('serve to run', () => serve.output().includes('media-worker serving'), 60_000);
   return { env, serve, gateway: await startGatewayProcess(env) };
