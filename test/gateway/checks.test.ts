@@ -116,7 +116,7 @@ describe('the result check', () => {
 
   it('signs only URLs under the task\'s own folder, whatever else a stored result holds', () => {
     const signer = linkSigner('x'.repeat(32));
-    const record: TaskRecord = { ...{ id: 't_abc', accountId: 'a', model: 'vendor-image-upscale', kind: 'image', createdAt: '2026-01-01T00:00:00.000Z', debitSeq: 1, extras: {} }, status: 'completed', finishedAt: '2026-01-01T00:00:01.000Z' };
+    const record: TaskRecord = { ...{ id: 't_abc', accountId: 'a', model: 'vendor-image-upscale', kind: 'image', creditsUsed: 20, createdAt: '2026-01-01T00:00:00.000Z', debitSeq: 1, extras: {} }, status: 'completed', finishedAt: '2026-01-01T00:00:01.000Z' };
     const view = { result: { own: `${BASE}image/t_abc/output.png`, other: `${BASE}image/t_victim/output.png`, upload: `${BASE}uploads/a/u_1.png` } };
     const shown = withSignedLinks(view, record, { signer, base: BASE, upscaleResultLifetimeDays: 7 })['result'] as Record<string, string>;
     expect(shown['own']).toMatch(/\?expires=\d+&sig=/);
