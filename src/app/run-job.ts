@@ -42,6 +42,7 @@ export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeL
     fetch: {
       allowHttp: config.allowPrivateUrls,
       allowPrivate: config.allowPrivateUrls,
+      privateUrlPrefixes: config.privateOrigins ?? [],
       maxBytes: { image: config.maxImageBytes, audio: config.maxAudioBytes },
       connectTimeoutMs: config.fetchConnectTimeoutMs,
       idleTimeoutMs: config.fetchIdleTimeoutMs,

@@ -253,7 +253,9 @@ async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServi
   } else {
     respondError(msg, reply.error);
     options.metrics.quotes.inc({ outcome: reply.error.code });
-    options.logger.info({ ms, code: reply.error.code }, 'Quote refused');
+    // The customer's message may be deliberately vague (a fetch failure); what really happened is its cause.
+    const detail = reply.error.cause instanceof Error ? { detail: reply.error.cause.message } : {};
+    options.logger.info({ ms, code: reply.error.code, ...detail }, 'Quote refused');
   }
 }
 
