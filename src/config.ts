@@ -13,7 +13,14 @@ import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } fr
 import { DEFAULT_SR_MODEL_CHOICES, EXECUTION_PROVIDER_NAMES, parseExecutionProviders, parseSrModelChoices } from './inference/settings.js';
 import { DEFAULT_WORK_LIMITS, HARDWARE_CLASS_NAMES } from './jobs/index.js';
 import { parseLipsyncModelMapping } from './lipsync/settings.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES, parsePrivateOrigins } from './media/settings.js';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_DEADLINE_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_BYTES,
+  DEFAULT_MIN_BYTES_PER_SECOND,
+  parsePrivateOrigins,
+} from './media/settings.js';
 import { parseMusicBackends } from './music/settings.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { DEFAULT_ENCODER, VIDEO_ENCODERS, X264_PRESETS } from './video/settings.js';
@@ -200,6 +207,12 @@ export const SETTINGS = {
     schema: positiveInt,
     default: String(DEFAULT_DEADLINE_MS),
     doc: 'Longest time one input download may take altogether.',
+  }),
+  fetchMinBytesPerSecond: setting({
+    env: 'MEDIA_WORKER_FETCH_MIN_BYTES_PER_SECOND',
+    schema: nonNegativeInt,
+    default: String(DEFAULT_MIN_BYTES_PER_SECOND),
+    doc: 'Least transfer rate of an input download, judged every 5 s: a slower body (a trickle that never trips the idle timeout) is cut, freeing its quote slot; 0: no minimum.',
   }),
   lipsyncModels: setting({
     env: 'MEDIA_WORKER_LIPSYNC_MODELS',

@@ -22,6 +22,7 @@ export function mediaDepsOptions(
     connectTimeoutMs: config.fetchConnectTimeoutMs,
     idleTimeoutMs: config.fetchIdleTimeoutMs,
     deadlineMs: config.fetchDeadlineMs,
+    minBytesPerSecond: config.fetchMinBytesPerSecond,
     ...definedFields({ ffprobePath: config.ffprobePath }),
   };
 }

@@ -47,6 +47,7 @@ export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeL
       connectTimeoutMs: config.fetchConnectTimeoutMs,
       idleTimeoutMs: config.fetchIdleTimeoutMs,
       deadlineMs: config.fetchDeadlineMs,
+      minBytesPerSecond: config.fetchMinBytesPerSecond,
     },
   });
   return {

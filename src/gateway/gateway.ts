@@ -14,7 +14,7 @@ import { GatewayMetrics } from './metrics.js';
 import { startPendingSweeper } from './pending-sweeper.js';
 import { watchProgress } from './progress.js';
 import { quoteClient } from './quote-client.js';
-import { quoteGate } from './quote-gate.js';
+import { perGatewayCap, quoteGate } from './quote-gate.js';
 import { resultCheck, resultsBase } from './result-check.js';
 import { securityEvents } from './security-events.js';
 import { gatewayService } from './service.js';
@@ -41,7 +41,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     ledger: store.ledger,
     tasks: store.tasks,
     quote: quoteClient(nc, { timeoutMs: settings.quoteTimeoutMs, inboxPrefix: protocol.natsInboxPrefix }),
-    quoteGate: quoteGate(settings.quotesPerAccount),
+    quoteGate: quoteGate(perGatewayCap(settings.quotesPerAccount, settings.gatewayInstances)),
     metrics,
     security,
   });

@@ -82,7 +82,13 @@ export const GATEWAY_SETTINGS = {
     env: 'GATEWAY_QUOTES_PER_ACCOUNT',
     schema: positiveInt,
     default: '2',
-    doc: 'Submissions of one account being priced at once on this gateway; more are refused with 429 TOO_MANY_QUOTES.',
+    doc: 'Submissions of one account being priced at once across the deployment\'s gateways: each gateway admits this divided by GATEWAY_INSTANCES (at least 1); more are refused with 429 TOO_MANY_QUOTES.',
+  }),
+  gatewayInstances: setting({
+    env: 'GATEWAY_INSTANCES',
+    schema: positiveInt,
+    default: '1',
+    doc: 'How many gateways serve the deployment (the same on each): GATEWAY_QUOTES_PER_ACCOUNT is shared out between them, so the per-account cap holds across gateways without shared state.',
   }),
   pendingLifetimeMs: setting({
     env: 'GATEWAY_PENDING_LIFETIME_MS',

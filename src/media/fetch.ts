@@ -37,7 +37,16 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { JobError, abortReason, errorMessage } from '../errors.js';
 import { checkAddress, underPrivatePrefix, type AddressPolicy } from './address-policy.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES, DEFAULT_MAX_REDIRECTS, type InputKind } from './settings.js';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_DEADLINE_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_BYTES,
+  DEFAULT_MAX_REDIRECTS,
+  DEFAULT_MIN_BYTES_PER_SECOND,
+  DEFAULT_RATE_WINDOW_MS,
+  type InputKind,
+} from './settings.js';
 import type { LocalInput } from './types.js';
 import { definedFields } from '../defined-fields.js';
 
@@ -63,6 +72,14 @@ export interface FetchOptions extends AddressPolicy {
   idleTimeoutMs?: number;
   /** The whole download, redirects included. */
   deadlineMs?: number;
+  /**
+   * The least a body must bring per rate window (bytes per second, averaged over `rateWindowMs`);
+   * slower is cut: one byte every few seconds never trips the idle timeout but holds a quote slot
+   * until the deadline. 0: no minimum.
+   */
+  minBytesPerSecond?: number;
+  /** The window the rate is judged over (default 5 s). */
+  rateWindowMs?: number;
   maxRedirects?: number;
   resolve?: Resolver;
   userAgent?: string;
@@ -317,6 +334,7 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
   let url = start;
   let current: Exchange | undefined;
   let fileCreated = false;
+  let slowFailure: JobError | undefined;
 
   // Maps whatever ended the download to the error the job reports: one message for every network
   // failure, the detail as its cause.
@@ -369,6 +387,11 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
       }
 
       let bytes = 0;
+      const slow = rateGuard(opts, () => bytes, (rate, windowMs) => {
+        const failure = new JobError('FETCH_FAILED', `Fetching the ${kind} input from ${displayUrl(url)} was too slow: ${rate} bytes in ${windowMs} ms`);
+        slowFailure = failure;
+        response.destroy(failure);
+      });
       const counter = new Transform({
         transform(chunk: Buffer, _encoding, done) {
           bytes += chunk.length;
@@ -380,7 +403,9 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
       try {
         await pipeline(response, counter, createWriteStream(path, { flags: 'wx', mode: 0o600 }));
       } catch (err) {
-        throw err instanceof JobError && err.code === 'INPUT_TOO_LARGE' ? err : explain(err);
+        throw err instanceof JobError && err.code === 'INPUT_TOO_LARGE' ? err : explain(slowFailure ?? err);
+      } finally {
+        slow.stop();
       }
       return { path, bytes, source: start.href };
     }
@@ -392,6 +417,26 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
     clearTimeout(deadlineTimer);
     current?.close();
   }
+}
+
+/**
+ * Checks every `rateWindowMs` that the body brought at least the minimum rate's worth of bytes
+ * since the last check; `tooSlow` is called once when it did not.
+ */
+function rateGuard(opts: FetchOptions, bytes: () => number, tooSlow: (got: number, windowMs: number) => void): { stop(): void } {
+  const min = opts.minBytesPerSecond ?? DEFAULT_MIN_BYTES_PER_SECOND;
+  const windowMs = opts.rateWindowMs ?? DEFAULT_RATE_WINDOW_MS;
+  if (min <= 0) return { stop: () => undefined };
+  let last = 0;
+  const timer = setInterval(() => {
+    const got = bytes() - last;
+    last = bytes();
+    if (got < (min * windowMs) / 1000) {
+      clearInterval(timer);
+      tooSlow(got, windowMs);
+    }
+  }, windowMs);
+  return { stop: () => clearInterval(timer) };
 }
 
 // ---------------------------------------------------------------- entry point

@@ -19,6 +19,9 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
 export const DEFAULT_DEADLINE_MS = 5 * 60_000;
 export const DEFAULT_MAX_REDIRECTS = 5;
+/** 16 KiB/s over 5 s windows: a trickle (one byte every few seconds) is cut in 5 s, a slow but real link is not. */
+export const DEFAULT_MIN_BYTES_PER_SECOND = 16 * 1024;
+export const DEFAULT_RATE_WINDOW_MS = 5_000;
 
 /**
  * MEDIA_WORKER_PRIVATE_ORIGINS: URL prefixes (`http://127.0.0.1:8080/results/`) that inputs may be

@@ -334,6 +334,18 @@ describe('size caps and timeouts', () => {
     await dirIsEmpty();
   });
 
+  it('cuts a body slower than the minimum rate long before the deadline, and removes the partial file', async () => {
+    const started = performance.now();
+    const err = await failure(localize(local('/trickle'), 'audio', dev({ minBytesPerSecond: 1000, rateWindowMs: 300, idleTimeoutMs: 10_000, deadlineMs: 60_000 })));
+    expect(performance.now() - started).toBeLessThan(1500);
+    expect(err).toMatchObject({ code: 'FETCH_FAILED', retryable: false });
+    expect(err.message).toBe(`Could not fetch the audio input from ${local('/trickle')}`);
+    expect(detailOf(err)).toMatch(/^Fetching the audio input from .*\/trickle was too slow: \d+ bytes in 300 ms$/);
+    await dirIsEmpty();
+    // A body that comes at once is not judged: the check stops with the download.
+    await expect(localize(local('/ok'), 'image', dev({ minBytesPerSecond: 1_000_000, rateWindowMs: 300 }))).resolves.toMatchObject({ bytes: 20_000 });
+  });
+
   it('stops when the job is cancelled, with the abort reason, and removes the partial file', async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error('job cancelled')), 200);
