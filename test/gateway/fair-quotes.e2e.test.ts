@@ -20,7 +20,7 @@ import { startGateway, type GatewayHandle } from '../../src/gateway/gateway.js';
 import { parseGatewaySettings } from '../../src/gateway/settings.js';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
 import { quoteJob } from '../../src/jobs/index.js';
-import { createMediaDeps } from '../../src/media/deps.js';
+import { createMediaDeps } from '../../src/media/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { parseProtocolSettings } from '../../src/protocol/index.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
