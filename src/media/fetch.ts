@@ -80,6 +80,11 @@ export interface FetchOptions extends AddressPolicy {
   minBytesPerSecond?: number;
   /** The window the rate is judged over (default 5 s). */
   rateWindowMs?: number;
+  /**
+   * An operator's own download (model weights): network failures say what happened instead of the
+   * one "Could not fetch" message customers get.
+   */
+  detailedNetworkErrors?: boolean;
   maxRedirects?: number;
   resolve?: Resolver;
   userAgent?: string;
@@ -341,7 +346,7 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
   const explain = (err: unknown): unknown => {
     if (opts.signal?.aborted === true) return abortReason(opts.signal);
     const detail = deadlineHit ? timeoutError(kind, url, `not finished within ${deadlineMs} ms`) : networkError(kind, url, current?.failure() ?? err);
-    return detail.code === 'FETCH_FAILED' ? couldNotFetch(kind, start, detail) : detail;
+    return detail.code === 'FETCH_FAILED' && opts.detailedNetworkErrors !== true ? couldNotFetch(kind, start, detail) : detail;
   };
 
   try {
