@@ -20,7 +20,8 @@ import {
   type Job,
 } from '../jobs/index.js';
 
-export type QuoteVerdict = { ok: true } | { ok: false; reason: string };
+/** `input`: the quote's echo as checked, without fields the schema does not know (it is shown to the customer). */
+export type QuoteVerdict = { ok: true; input: Record<string, unknown> } | { ok: false; reason: string };
 
 const DIMENSIONS = /^([1-9]\d{0,5})×([1-9]\d{0,5})$/;
 const DURATION = /^(\d{1,6}(?:\.\d{1,3})?)s$/;
@@ -46,7 +47,7 @@ function verdict(job: Job, quote: unknown): QuoteVerdict {
       const size = DIMENSIONS.exec(q.input.detected_dimensions);
       if (size === null) return refuse(`detected_dimensions ${JSON.stringify(q.input.detected_dimensions)} is not <width>×<height>`);
       const price = priceImageUpscale(Number(size[1]), Number(size[2]), job.input.upscale_factor);
-      return samePrice([q.creditsUsed, price.creditsUsed, 'creditsUsed'], [q.input.output_tier, price.outputTier, 'output_tier']);
+      return samePrice(q.input, [q.creditsUsed, price.creditsUsed, 'creditsUsed'], [q.input.output_tier, price.outputTier, 'output_tier']);
     }
     case 'vendor-video-upscale': {
       const q = parse(videoQuoteSchema, quote);
@@ -57,6 +58,7 @@ function verdict(job: Job, quote: unknown): QuoteVerdict {
       if (seconds === null) return refuse(`detected_duration ${JSON.stringify(q.input.detected_duration)} is not <seconds>s`);
       const price = priceVideoUpscale(Number(seconds[1]), job.input.upscale_factor);
       return samePrice(
+        q.input,
         [q.creditsUsed, price.creditsUsed, 'creditsUsed'],
         [q.input.billed_seconds, price.billedSeconds, 'billed_seconds'],
         [q.input.credits_per_second, price.creditsPerSecond, 'credits_per_second'],
@@ -65,7 +67,7 @@ function verdict(job: Job, quote: unknown): QuoteVerdict {
     case 'vendor-v5-generate-music': {
       const q = parse(musicQuoteSchema, quote);
       if (typeof q === 'string') return refuse(q);
-      return samePrice([q.creditsUsed, priceMusic().creditsUsed, 'creditsUsed']);
+      return samePrice(q.input, [q.creditsUsed, priceMusic().creditsUsed, 'creditsUsed']);
     }
     default: {
       const q = parse(lipsyncQuoteSchema, quote);
@@ -81,6 +83,7 @@ function verdict(job: Job, quote: unknown): QuoteVerdict {
       if (same !== null) return refuse(same);
       const price = priceLipsync(job.model, q.duration);
       return samePrice(
+        q.input,
         [q.creditsUsed, price.creditsUsed, 'creditsUsed'],
         [q.duration, price.durationSeconds, 'duration'],
         [q.input.billed_seconds, price.billedSeconds, 'billed_seconds'],
@@ -108,9 +111,9 @@ function sameEcho(...pairs: Pair[]): string | null {
   return `its ${differs[2]} ${JSON.stringify(differs[0])} is not the job's ${JSON.stringify(differs[1])}`;
 }
 
-function samePrice(...pairs: Pair[]): QuoteVerdict {
+function samePrice(input: object, ...pairs: Pair[]): QuoteVerdict {
   const differs = pairs.find(([given, expected]) => given !== expected);
-  if (differs === undefined) return { ok: true };
+  if (differs === undefined) return { ok: true, input: { ...input } };
   return refuse(`its ${differs[2]} is ${JSON.stringify(differs[0])} where the price list gives ${JSON.stringify(differs[1])} for its own figures`);
 }
 

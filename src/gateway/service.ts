@@ -76,7 +76,8 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
       deps.security('forged_quote', { accountId, model: job.model, creditsUsed: quoted.creditsUsed, reason: verdict.reason }, `a worker's quote was refused: ${verdict.reason}`);
       throw ApiError.of('SERVICE_UNAVAILABLE', 'The price of this submission could not be confirmed; nothing was charged. Try again later.', { 'retry-after': '5' });
     }
-    return quoted;
+    // What is shown and stored of the quote is what was checked, nothing the worker added.
+    return { ...quoted, input: verdict.input };
   };
 
   const publishJob = async (entry: DebitEntry): Promise<void> => {

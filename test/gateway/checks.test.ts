@@ -37,11 +37,16 @@ const musicQuote = { model: 'vendor-v5-generate-music', creditsUsed: 15, input: 
 
 describe('the quote check', () => {
   it('passes honest quotes of every kind', () => {
-    expect(checkQuote(image, imageQuote)).toEqual({ ok: true });
-    expect(checkQuote(image, { ...imageQuote, creditsUsed: 40, input: { ...imageQuote.input, detected_dimensions: '3000×3000', output_tier: '48mp' } })).toEqual({ ok: true });
-    expect(checkQuote(video, videoQuote)).toEqual({ ok: true });
+    expect(checkQuote(image, imageQuote)).toEqual({ ok: true, input: imageQuote.input });
+    expect(checkQuote(image, { ...imageQuote, creditsUsed: 40, input: { ...imageQuote.input, detected_dimensions: '3000×3000', output_tier: '48mp' } })).toMatchObject({ ok: true });
+    expect(checkQuote(video, videoQuote)).toEqual({ ok: true, input: videoQuote.input });
     expect(checkQuote(lipsync, { ...lipsyncQuote, creditsUsed: 160, duration: 15.04 })).toMatchObject({ ok: true });
-    expect(checkQuote(music, musicQuote)).toEqual({ ok: true });
+    expect(checkQuote(music, musicQuote)).toEqual({ ok: true, input: musicQuote.input });
+  });
+
+  it('keeps of the echo only the fields it checked (it is shown to the customer)', () => {
+    const added = { ...imageQuote, input: { ...imageQuote.input, notice: 'Pay at https://evil.example/' } };
+    expect(checkQuote(image, added)).toEqual({ ok: true, input: imageQuote.input });
   });
 
   it.each([
@@ -132,6 +137,11 @@ describe('JSON bodies', () => {
     expect(nestsDeeperThan(JSON.stringify({ a: '['.repeat(100), b: '\\"[[[[' }), 2)).toBe(false);
     expect(() => parseJsonBody('['.repeat(100_000))).toThrow('Expected JSON nested at most 16 levels deep but received deeper nesting');
     expect(parseJsonBody('{"model":"x","input":{"a":[1,[2]]}}')).toEqual({ model: 'x', input: { a: [1, [2]] } });
+    // Forbidden keys at any depth, escaped or not, found after parsing (no reviver: it costs 40x on wide arrays).
+    for (const body of ['{"a":[{"\\u005f_proto__":1}]}', '[{"b":{"prototype":2}}]', '{"constructor":1}']) {
+      expect(() => parseJsonBody(body)).toThrow(/^Expected no key named "(__proto__|prototype|constructor)" in the body but received one$/);
+    }
+    expect(parseJsonBody('{"c":"__proto__"}')).toEqual({ c: '__proto__' });
   });
 });
 

@@ -44,18 +44,35 @@ export function parseJsonBody(text: string): unknown {
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
     throw new ApiError('INVALID_JOB', 400, `Expected JSON nested at most ${MAX_JSON_DEPTH} levels deep but received deeper nesting`);
   }
-  let forbidden: string | undefined;
   let value: unknown;
   try {
-    value = JSON.parse(text, (key, v: unknown) => {
-      if (FORBIDDEN_KEYS.has(key)) forbidden ??= key;
-      return v;
-    });
+    // No reviver: JSON.parse calls one for every value, 50 times slower on a wide array.
+    value = JSON.parse(text);
   } catch (err) {
     throw new ApiError('INVALID_JOB', 400, `Expected the body to be valid JSON but received invalid JSON (${err instanceof Error ? err.message : String(err)})`);
   }
+  const forbidden = forbiddenKey(value);
   if (forbidden !== undefined) throw new ApiError('INVALID_JOB', 400, `Expected no key named ${JSON.stringify(forbidden)} in the body but received one`);
   return value;
+}
+
+/** The first forbidden key of any object in `value` (JSON.parse keeps `__proto__` as an own key, escaped or not). */
+function forbiddenKey(value: unknown): string | undefined {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const v = pending.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) {
+      for (const item of v) if (typeof item === 'object' && item !== null) pending.push(item);
+      continue;
+    }
+    for (const key of Object.keys(v)) {
+      if (FORBIDDEN_KEYS.has(key)) return key;
+      const child = (v as Record<string, unknown>)[key];
+      if (typeof child === 'object' && child !== null) pending.push(child);
+    }
+  }
+  return undefined;
 }
 
 export function useJsonBodyParser(app: FastifyInstance): void {
