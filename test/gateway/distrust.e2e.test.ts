@@ -232,6 +232,13 @@ describe('behind a proxy', () => {
       // Another client behind the same proxy has its own budget.
       expect((await fetch(`${behind.url}/api/v1/balance`, { headers: { 'x-forwarded-for': '203.0.113.8' } })).status).toBe(401);
     }
+ 
+    // A client that connects directly (not through a trusted proxy) is its socket address, whatever X-Forwarded-For it writes.
+    const elsewhere = await gatewayWith({ trustProxy: '10.0.0.5', rateLimitPerAddress: '10', rateLimitWindowMs: '60000' });
+    const direct = await Promise.all(
+      Array.from({ length: 25 }, (_, i) => fetch(`${elsewhere.url}/api/v1/balance`, { headers: { 'x-forwarded-for': `198.51.100.${i}` } }).then((r) => r.status)),
+    );
+    expect(direct.filter((s) => s === 429)).toHaveLength(15);
   });
 });
 
