@@ -132,6 +132,7 @@ export async function installLipsyncModel(options: InstallOptions): Promise<{ ma
     try {
       downloaded = await localize(options.url, 'video', {
         ...options.fetch,
+        detailedNetworkErrors: true,
         dir: work,
         maxBytes: { video: options.maxBytes ?? DEFAULT_MAX_MODEL_BYTES },
         ...(options.signal ? { signal: options.signal } : {}),

@@ -87,7 +87,7 @@ export async function installMusicgenModel(options: InstallMusicgenOptions): Pro
         const tmp = path.join(work, '.download');
         await mkdir(tmp, { recursive: true });
         try {
-          const got = await localize(url, 'video', { ...options.fetch, dir: tmp, maxBytes: { video: options.maxBytes ?? DEFAULT_MAX_FILE_BYTES }, ...(options.signal ? { signal: options.signal } : {}) });
+          const got = await localize(url, 'video', { ...options.fetch, detailedNetworkErrors: true, dir: tmp, maxBytes: { video: options.maxBytes ?? DEFAULT_MAX_FILE_BYTES }, ...(options.signal ? { signal: options.signal } : {}) });
           await rename(got.path, target);
         } catch (cause) {
           throw new InstallError(`Expected to download ${rel} but ${(cause as Error).message.replaceAll('the video input', rel)}`, { cause });

@@ -13,7 +13,14 @@ import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } fr
 import { DEFAULT_SR_MODEL_CHOICES, EXECUTION_PROVIDER_NAMES, parseExecutionProviders, parseSrModelChoices } from './inference/settings.js';
 import { DEFAULT_WORK_LIMITS, HARDWARE_CLASS_NAMES } from './jobs/index.js';
 import { parseLipsyncModelMapping } from './lipsync/settings.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES } from './media/settings.js';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_DEADLINE_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_BYTES,
+  DEFAULT_MIN_BYTES_PER_SECOND,
+  parsePrivateOrigins,
+} from './media/settings.js';
 import { parseMusicBackends } from './music/settings.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { DEFAULT_ENCODER, DEFAULT_HDR_MODE, HDR_MODES, VIDEO_ENCODERS, X264_PRESETS } from './video/settings.js';
@@ -66,6 +73,9 @@ const srModelChoices = parsedBy(parseSrModelChoices);
 
 // One parser for the music backend list (music/settings.ts); here only its error is reworded.
 const musicBackendList = parsedBy(parseMusicBackends);
+
+// One parser for the private URL prefixes (media/settings.ts); here only its error is reworded.
+const privateOriginList = parsedBy(parsePrivateOrigins);
 
 const httpUrl = z.url({ protocol: /^https?$/, error: (issue) => `Expected an http or https URL but received ${received(issue.input)}` });
 
@@ -155,7 +165,12 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_ALLOW_PRIVATE_URLS',
     schema: booleanSetting,
     default: 'false',
-    doc: 'Development and tests only: allow http:// and private, loopback and link-local destinations for job inputs.',
+    doc: 'Development and tests only: allow http:// and private, loopback and link-local destinations for job inputs. A one-host set-up names its gateway in MEDIA_WORKER_PRIVATE_ORIGINS instead.',
+  }),
+  privateOrigins: setting({
+    env: 'MEDIA_WORKER_PRIVATE_ORIGINS',
+    schema: privateOriginList,
+    doc: 'URL prefixes that job inputs may be fetched from although their address is private, over http too, comma-separated; nothing else private is reached. The one-host recipe names its gateway\'s files: `http://127.0.0.1:8080/results/`.',
   }),
   maxImageBytes: setting({
     env: 'MEDIA_WORKER_MAX_IMAGE_BYTES',
@@ -192,6 +207,12 @@ export const SETTINGS = {
     schema: positiveInt,
     default: String(DEFAULT_DEADLINE_MS),
     doc: 'Longest time one input download may take altogether.',
+  }),
+  fetchMinBytesPerSecond: setting({
+    env: 'MEDIA_WORKER_FETCH_MIN_BYTES_PER_SECOND',
+    schema: nonNegativeInt,
+    default: String(DEFAULT_MIN_BYTES_PER_SECOND),
+    doc: 'Least transfer rate of an input download, judged every 5 s: a slower body (a trickle that never trips the idle timeout) is cut, freeing its quote slot; 0: no minimum.',
   }),
   lipsyncModels: setting({
     env: 'MEDIA_WORKER_LIPSYNC_MODELS',

@@ -17,10 +17,12 @@ export function mediaDepsOptions(
     allowLocalPaths: job.allowLocalPaths,
     allowHttp: config.allowPrivateUrls,
     allowPrivate: config.allowPrivateUrls,
+    privateUrlPrefixes: config.privateOrigins ?? [],
     maxBytes: { image: config.maxImageBytes, video: config.maxVideoBytes, audio: config.maxAudioBytes },
     connectTimeoutMs: config.fetchConnectTimeoutMs,
     idleTimeoutMs: config.fetchIdleTimeoutMs,
     deadlineMs: config.fetchDeadlineMs,
+    minBytesPerSecond: config.fetchMinBytesPerSecond,
     ...definedFields({ ffprobePath: config.ffprobePath }),
   };
 }

@@ -42,10 +42,12 @@ export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeL
     fetch: {
       allowHttp: config.allowPrivateUrls,
       allowPrivate: config.allowPrivateUrls,
+      privateUrlPrefixes: config.privateOrigins ?? [],
       maxBytes: { image: config.maxImageBytes, audio: config.maxAudioBytes },
       connectTimeoutMs: config.fetchConnectTimeoutMs,
       idleTimeoutMs: config.fetchIdleTimeoutMs,
       deadlineMs: config.fetchDeadlineMs,
+      minBytesPerSecond: config.fetchMinBytesPerSecond,
     },
   });
   return {

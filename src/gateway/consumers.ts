@@ -26,6 +26,7 @@ import type { Logger } from 'pino';
 import { configDifferences, messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX } from '../protocol/index.js';
 import { eventOrigin } from './event-origin.js';
 import type { GatewayMetrics } from './metrics.js';
+import type { ResultCheck } from './result-check.js';
 import type { GatewayService } from './service.js';
 import { ledgerEntrySchema } from './store/records.js';
 import type { StoreNames } from './store/streams.js';
@@ -99,6 +100,7 @@ export async function startConsumers(
   service: GatewayService,
   metrics: GatewayMetrics,
   logger: Logger,
+  checkResult: ResultCheck,
 ): Promise<ConsumerLoops> {
   const jsm = await js.jetstreamManager();
   const events = await js.consumers.get(n.eventsStream, `${n.consumerPrefix}-events`);
@@ -119,7 +121,7 @@ export async function startConsumers(
       metrics.events.inc({ result: 'not-believed' });
       return;
     }
-    const result = await service.settle(parsed.data, logger.child({ taskId: parsed.data.id }));
+    const result = await service.settle(parsed.data, logger.child({ taskId: parsed.data.id }), checkResult);
     metrics.events.inc({ result });
   };
 

@@ -15,7 +15,9 @@ import { GatewayMetrics } from './metrics.js';
 import { startPendingSweeper } from './pending-sweeper.js';
 import { watchProgress } from './progress.js';
 import { quoteClient } from './quote-client.js';
-import { quoteGate } from './quote-gate.js';
+import { perGatewayCap, quoteGate } from './quote-gate.js';
+import { resultCheck, resultsBase } from './result-check.js';
+import { securityEvents } from './security-events.js';
 import { gatewayService } from './service.js';
 import type { GatewaySettings } from './settings.js';
 import { openStore } from './store/index.js';
@@ -35,18 +37,20 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
   const store = await openStore(nc, settings.streamPrefix, protocol.streamReplicas);
   const js = jetstream(nc);
   const metrics = new GatewayMetrics();
+  const security = securityEvents(metrics, logger);
   const service = gatewayService({
     js,
     ledger: store.ledger,
     tasks: store.tasks,
     quote: quoteClient(nc, { timeoutMs: settings.quoteTimeoutMs, inboxPrefix: protocol.natsInboxPrefix }),
-    quoteGate: quoteGate(settings.quotesPerAccount),
+    quoteGate: quoteGate(perGatewayCap(settings.quotesPerAccount, settings.gatewayInstances)),
     metrics,
+    security,
   });
   const consumerNames = { eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
   const consumers = await consumerProblems(jsm, consumerNames);
   if (consumers.length > 0) throw new Error(`The gateway's consumers are not as its settings expect (${consumers.join('; ')}): ${PROVISION_HINT}`);
-  const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger);
+  const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger, resultCheck(resultsBase(protocol.publicBaseUrl, protocol.resultsDir), security));
   const progress = watchProgress(nc);
   const pendingSweeper = startPendingSweeper({ jsm, names: store.names, service, lifetimesMs: settings.pendingLifetimeMs, logger }, settings.pendingSweepIntervalMs);
   let stopping = false;

@@ -1,5 +1,6 @@
 /** Prometheus metrics of the gateway, in a registry of its own. */
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { SECURITY_EVENT_KINDS } from './security-events.js';
 
 export class GatewayMetrics {
   readonly registry = new Registry();
@@ -23,9 +24,17 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
   readonly refunds = new Counter({ name: 'media_gateway_refunds_total', help: 'Refunds written to the ledger.', registers: [this.registry] });
+  readonly securityEvents = new Counter({
+    name: 'media_gateway_security_events_total',
+    help: 'Claims of another part of the service that the gateway checked and refused, by kind (src/gateway/security-events.ts).',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
   readonly outbox = new Counter({ name: 'media_gateway_outbox_debits_total', help: 'Debits the outbox consumer made sure of.', registers: [this.registry] });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'media_gateway_' });
+    // Shown at 0 from the start, so that an alert on them has a series to watch.
+    for (const kind of SECURITY_EVENT_KINDS) this.securityEvents.inc({ kind }, 0);
   }
 }

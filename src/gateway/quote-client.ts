@@ -23,7 +23,8 @@ import type { Job } from '../jobs/index.js';
 import { QUOTE_ABANDON_SUBJECT, QUOTE_HEADERS, QUOTE_SUBJECT } from '../protocol/index.js';
 import { ApiError } from './errors.js';
 
-export const quoteSchema = z.object({
+/** The fields the gateway uses; the rest (what the worker measured) is kept for the quote check (quote-check.ts). */
+export const quoteSchema = z.looseObject({
   model: z.string(),
   creditsUsed: z.number().int().nonnegative(),
   duration: z.number().optional(),

@@ -18,6 +18,9 @@ import { newTaskId } from './ids.js';
 import { isNatsUnavailable } from './nats-unavailable.js';
 import type { QuoteClient } from './quote-client.js';
 import type { QuoteGate } from './quote-gate.js';
+import { checkQuote } from './quote-check.js';
+import type { SecurityEventReporter } from './security-events.js';
+import type { ResultCheck } from './result-check.js';
 import type { Ledger } from './store/ledger.js';
 import type { DebitEntry, SubmissionExtras, TaskRecord } from './store/records.js';
 import type { Tasks } from './store/tasks.js';
@@ -32,7 +35,8 @@ export interface GatewayService {
   /** `signal`: aborted when the client has gone (its quote is abandoned). */
   submit(accountId: string, job: Job, endpoint: Endpoint, log: Pick<Logger, 'info' | 'warn'>, signal?: AbortSignal): Promise<Record<string, unknown>>;
   materialise(accountId: string, entry: DebitEntry, seq: number): Promise<void>;
-  settle(event: TerminalEvent, log: Pick<Logger, 'info' | 'warn'>): Promise<'completed' | 'failed' | 'already settled' | 'not ours'>;
+  /** `check`: what the event must pass before it counts (the result check, consumers.ts). */
+  settle(event: TerminalEvent, log: Pick<Logger, 'info' | 'warn'>, check?: ResultCheck): Promise<'completed' | 'failed' | 'already settled' | 'not ours'>;
 }
 
 export interface ServiceDeps {
@@ -42,6 +46,7 @@ export interface ServiceDeps {
   quote: QuoteClient;
   quoteGate: QuoteGate;
   metrics: GatewayMetrics;
+  security: SecurityEventReporter;
 }
 
 export function gatewayService(deps: ServiceDeps): GatewayService {
@@ -59,11 +64,20 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
     if (release === null) {
       throw ApiError.of('TOO_MANY_QUOTES', 'Expected fewer submissions of this account being priced at once; retry when one has been answered', { 'retry-after': '1' });
     }
+    let quoted;
     try {
-      return await quote(job, { party: accountId, ...(signal === undefined ? {} : { signal }) });
+      quoted = await quote(job, { party: accountId, ...(signal === undefined ? {} : { signal }) });
     } finally {
       release();
     }
+    // The worker's price is a claim: it must be the price list's for the figures it reports.
+    const verdict = checkQuote(job, quoted);
+    if (!verdict.ok) {
+      deps.security('forged_quote', { accountId, model: job.model, creditsUsed: quoted.creditsUsed, reason: verdict.reason }, `a worker's quote was refused: ${verdict.reason}`);
+      throw ApiError.of('SERVICE_UNAVAILABLE', 'The price of this submission could not be confirmed; nothing was charged. Try again later.', { 'retry-after': '5' });
+    }
+    // What is shown and stored of the quote is what was checked, nothing the worker added.
+    return { ...quoted, input: verdict.input };
   };
 
   const publishJob = async (entry: DebitEntry): Promise<void> => {
@@ -128,14 +142,15 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
       return submissionView(taskFromDebit(accountId, debit.entry, debit.seq), debit.entry.balance);
     },
 
-    async settle(event, log) {
-      const accountId = await tasks.owner(event.id);
+    async settle(reported, log, check) {
+      const accountId = await tasks.owner(reported.id);
       if (accountId === null) return 'not ours';
       for (;;) {
-        const current = await tasks.get(accountId, event.id);
+        const current = await tasks.get(accountId, reported.id);
         if (current === null) return 'not ours';
         const task = current.value;
         if (task.status !== 'pending') return 'already settled';
+        const event = check === undefined ? reported : check(reported, task);
         let next: TaskRecord;
         if (event.status === 'completed') {
           next = {

@@ -4,6 +4,7 @@
  * (NATS_URL, MEDIA_JOBS_STREAM, RESULTS_DIR, ...; protocol/settings.ts), which the workers read
  * from the same environment, so one environment file serves both.
  */
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import {
   absoluteUrl,
@@ -26,6 +27,34 @@ const MINUTE_MS = 60_000;
 
 const namePrefix = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, {
   error: (issue) => `Expected 1 to 32 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
+});
+
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * GATEWAY_TRUST_PROXY: false (no proxy), a hop count, or the proxies' addresses/CIDRs, in the forms
+ * Fastify's trustProxy takes (proxy-addr). Never "everyone": with every hop trusted the client
+ * address would be the leftmost X-Forwarded-For entry, which the client writes itself.
+ */
+export const trustedProxies = z.string().transform((text, ctx): false | number | string[] => {
+  const value = text.trim().toLowerCase();
+  const refuse = (why: string): never => {
+    ctx.addIssue({ code: 'custom', message: `Expected false, a hop count (1) or the proxies' addresses or CIDRs (10.0.0.5,10.1.0.0/16) but received ${received(text)}${why}` });
+    return z.NEVER;
+  };
+  if (['', 'false', 'no', 'off'].includes(value)) return false;
+  if (['true', 'yes', 'on'].includes(value)) return refuse(' (every address: the client would choose its own address)');
+  if (/^\d{1,2}$/.test(value)) return Number(value) === 0 ? false : Number(value);
+  const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  for (const entry of entries) {
+    if (PROXY_RANGE_NAMES.includes(entry)) continue;
+    const [address, bits, extra] = entry.split('/');
+    const parsed = ipaddr.isValid(address ?? '') ? ipaddr.parse(address ?? '') : null;
+    const max = parsed?.kind() === 'ipv6' ? 128 : 32;
+    const ok = parsed !== null && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) >= 1 && Number(bits) <= max));
+    if (!ok) return refuse(bits === '0' ? ' (a /0 range trusts every address)' : ` (${JSON.stringify(entry)} is no address or CIDR)`);
+  }
+  return entries.length === 0 ? false : entries;
 });
 
 export const GATEWAY_SETTINGS = {
@@ -53,7 +82,13 @@ export const GATEWAY_SETTINGS = {
     env: 'GATEWAY_QUOTES_PER_ACCOUNT',
     schema: positiveInt,
     default: '2',
-    doc: 'Submissions of one account being priced at once on this gateway; more are refused with 429 TOO_MANY_QUOTES.',
+    doc: 'Submissions of one account being priced at once across the deployment\'s gateways: each gateway admits this divided by GATEWAY_INSTANCES (at least 1); more are refused with 429 TOO_MANY_QUOTES.',
+  }),
+  gatewayInstances: setting({
+    env: 'GATEWAY_INSTANCES',
+    schema: positiveInt,
+    default: '1',
+    doc: 'How many gateways serve the deployment (the same on each): GATEWAY_QUOTES_PER_ACCOUNT is shared out between them, so the per-account cap holds across gateways without shared state.',
   }),
   pendingLifetimeMs: setting({
     env: 'GATEWAY_PENDING_LIFETIME_MS',
@@ -67,7 +102,12 @@ export const GATEWAY_SETTINGS = {
     default: '60000',
     doc: 'How often pending tasks are checked against GATEWAY_PENDING_LIFETIME_MS.',
   }),
-  bodyLimitBytes: setting({ env: 'GATEWAY_BODY_LIMIT_BYTES', schema: positiveInt, default: '1048576', doc: 'Largest JSON request body.' }),
+  bodyLimitBytes: setting({
+    env: 'GATEWAY_BODY_LIMIT_BYTES',
+    schema: positiveInt,
+    default: '65536',
+    doc: 'Largest JSON request body (a submission with the longest lyrics, all escaped, is under 50 KB); larger ones get 413 before parsing. Uploads have their own limit (GATEWAY_UPLOAD_MAX_BYTES).',
+  }),
   requestTimeoutMs: setting({
     env: 'GATEWAY_REQUEST_TIMEOUT_MS',
     schema: positiveInt,
@@ -101,9 +141,9 @@ export const GATEWAY_SETTINGS = {
   }),
   trustProxy: setting({
     env: 'GATEWAY_TRUST_PROXY',
-    schema: booleanSetting,
+    schema: trustedProxies,
     default: 'false',
-    doc: 'Behind a reverse proxy: take the client address from X-Forwarded-For (the per-address limit counts it).',
+    doc: 'Behind reverse proxies: their addresses or CIDR ranges, comma-separated (`10.0.0.5,10.1.0.0/16`; also `loopback`, `linklocal`, `uniquelocal`), or the number of proxy hops in front of the gateway (`1`). The client address (the per-address limit counts it) is then the rightmost X-Forwarded-For address that is not a trusted proxy. `false` or `0`: the connection\'s own address. `true` (trust every address) is refused: the client writes the leftmost addresses.',
   }),
   shutdownGraceMs: setting({
     env: 'GATEWAY_SHUTDOWN_GRACE_MS',
@@ -114,13 +154,13 @@ export const GATEWAY_SETTINGS = {
   publicBaseUrl: setting({
     env: 'GATEWAY_PUBLIC_URL',
     schema: absoluteUrl,
-    doc: 'Public URL of this API (used for upload URLs); unset: http://<host>:<port> of the request.',
+    doc: 'Public URL of this API (upload links are built under it when RESULTS_BASE_URL is unset); with GATEWAY_SERVE_RESULTS or GATEWAY_UPLOADS, this or RESULTS_BASE_URL is required: no URL is built from a request\'s Host header.',
   }),
   serveResults: setting({
     env: 'GATEWAY_SERVE_RESULTS',
     schema: booleanSetting,
     default: 'false',
-    doc: 'One-host setups: serve RESULTS_DIR under /results/ (range requests), so RESULTS_BASE_URL may point at this gateway.',
+    doc: 'One-host setups: serve RESULTS_DIR under /results/ (range requests, signed expiring links only), so RESULTS_BASE_URL may point at this gateway; needs GATEWAY_LINK_SECRET and RESULTS_BASE_URL or GATEWAY_PUBLIC_URL.',
   }),
   uploadsEnabled: setting({
     env: 'GATEWAY_UPLOADS',
@@ -131,7 +171,7 @@ export const GATEWAY_SETTINGS = {
   linkSecret: setting({
     env: 'GATEWAY_LINK_SECRET',
     schema: z.string().min(32, { error: (i) => `Expected at least 32 characters but received ${String(i.input).length}` }),
-    doc: 'Secret that signs the expiring links to results and uploads served under /results/; every gateway of a deployment uses the same. Unset: a random one per process (links die with it).',
+    doc: 'Secret that signs the expiring links to results and uploads served under /results/; every gateway of a deployment uses the same. Required with GATEWAY_SERVE_RESULTS or GATEWAY_UPLOADS (the gateway refuses to start without it).',
     secret: true,
   }),
   uploadLifetimeMs: setting({
@@ -168,8 +208,34 @@ export const gatewaySettingsSchema = tableSchema(GATEWAY_SETTINGS).superRefine((
 
 export class GatewaySettingsError extends SettingsError {}
 
-export const {
-  parse: parseGatewaySettings,
-  fromEnv: gatewaySettingsFromEnv,
-  reference: gatewaySettingsReference,
-} = settingsReader(GATEWAY_SETTINGS, gatewaySettingsSchema, GatewaySettingsError);
+const reader = settingsReader(GATEWAY_SETTINGS, gatewaySettingsSchema, GatewaySettingsError);
+
+export const { parse: parseGatewaySettings, reference: gatewaySettingsReference } = reader;
+
+/**
+ * The gateway's settings from the environment, refused (naming the variables) when they would
+ * serve files open: see servedFilesProblem. RESULTS_BASE_URL is the protocol's setting, read here too.
+ */
+export function gatewaySettingsFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: GatewaySettingsInput = {}): GatewaySettings {
+  const settings = reader.fromEnv(env, overrides);
+  const problem = servedFilesProblem(settings, env['RESULTS_BASE_URL']?.trim() || undefined);
+  if (problem !== null) throw new GatewaySettingsError(problem);
+  return settings;
+}
+
+/**
+ * Files are served (results, uploads) only through signed links under a public address this
+ * gateway was told: without GATEWAY_LINK_SECRET every file would be served unsigned (or signed by a
+ * secret that dies with the process), and without RESULTS_BASE_URL or GATEWAY_PUBLIC_URL links
+ * would have to be built from the request's Host header, which the client writes. Fail closed.
+ */
+export function servedFilesProblem(settings: Pick<GatewaySettings, 'serveResults' | 'uploadsEnabled' | 'linkSecret' | 'publicBaseUrl'>, resultsBaseUrl: string | undefined): string | null {
+  if (!settings.serveResults && !settings.uploadsEnabled) return null;
+  const missing = [
+    ...(settings.linkSecret === undefined ? ['GATEWAY_LINK_SECRET'] : []),
+    ...(resultsBaseUrl === undefined && settings.publicBaseUrl === undefined ? ['RESULTS_BASE_URL or GATEWAY_PUBLIC_URL'] : []),
+  ];
+  if (missing.length === 0) return null;
+  const serving = settings.uploadsEnabled ? 'GATEWAY_SERVE_RESULTS=true and GATEWAY_UPLOADS=true' : 'GATEWAY_SERVE_RESULTS=true';
+  return `Invalid setting ${settings.serveResults ? 'GATEWAY_SERVE_RESULTS' : 'GATEWAY_UPLOADS'}: Expected ${missing.join(' and ')} to be set with ${serving} (files are served only through signed links under a configured public address) but received ${missing.length === 1 ? 'it' : 'them'} unset`;
+}

@@ -4,6 +4,7 @@
  */
 import { resultLifetimeMs } from '../protocol/index.js';
 import { signUrlsUnder, type LinkSigner } from './links.js';
+import { taskResultsPrefix } from './result-check.js';
 import type { TaskRecord } from './store/records.js';
 
 export function pollUrl(taskId: string): string {
@@ -60,7 +61,8 @@ export function taskView(task: TaskRecord): Record<string, unknown> {
  * A completed task's result with its links to files this gateway serves signed, expiring when the
  * worker deletes the file: the kind's result lifetime after the task finished (the spec's 14 days
  * for music, 7 for lip-sync, WORKER_UPSCALE_RESULT_LIFETIME_DAYS for upscales), the same link at
- * every poll.
+ * every poll. Only URLs under the task's own results folder are signed: the gateway never signs
+ * a URL it did not build for that task (an upload, another task's result).
  */
 export function withSignedLinks(
   view: Record<string, unknown>,
@@ -70,5 +72,6 @@ export function withSignedLinks(
   if (links === undefined || task.status !== 'completed' || view['result'] === undefined) return view;
   const finished = Date.parse(task.finishedAt ?? task.createdAt);
   const expiresAt = finished + resultLifetimeMs(task.kind, links.upscaleResultLifetimeDays);
-  return { ...view, result: signUrlsUnder(view['result'], links.base, (url) => links.signer.sign(url, expiresAt)) };
+  const own = taskResultsPrefix(links.base, task.kind, task.id);
+  return { ...view, result: signUrlsUnder(view['result'], own, (url) => links.signer.sign(url, expiresAt)) };
 }

@@ -16,6 +16,16 @@ export interface AddressPolicy {
   allowedCidrs?: readonly string[];
 }
 
+/**
+ * Whether `url` lies under one of the named private prefixes (parsePrivateOrigins' form): compared
+ * on the parsed origin and path, so credentials, `..` and percent-encoded dots (all resolved by
+ * the URL parser) cannot step outside a prefix.
+ */
+export function underPrivatePrefix(url: URL, prefixes: readonly string[]): boolean {
+  const target = `${url.origin}${url.pathname}`;
+  return prefixes.some((prefix) => target.startsWith(prefix));
+}
+
 export type AddressVerdict = { allowed: true } | { allowed: false; range: string };
 
 const RANGE_WORDS: Record<string, string> = {

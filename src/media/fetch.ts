@@ -15,7 +15,13 @@
  *
  * Errors: a bad URL or scheme is INVALID_URL (400); a refused destination, an unreachable host or an
  * HTTP error is FETCH_FAILED (422, retryable for timeouts, 5xx, 408 and 429); too many bytes is
- * INPUT_TOO_LARGE (422).
+ * INPUT_TOO_LARGE (422). Whatever went wrong on the network (a refused address, a name that does not
+ * resolve, a refused or reset connection, a timeout, TLS), the message is the same "Could not
+ * fetch ..." and the detail is the error's `cause` (for the log): otherwise the message would tell
+ * an open port from a closed one, or a private address from a dead one.
+ *
+ * `privateUrlPrefixes` (MEDIA_WORKER_PRIVATE_ORIGINS) names the only private places an input may come
+ * from, over http too (the one-host gateway's own /results/); a redirect out of them is judged anew.
  */
 import { randomBytes } from 'node:crypto';
 import { lookup as dnsLookup } from 'node:dns/promises';
@@ -30,8 +36,17 @@ import { rootCertificates } from 'node:tls';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { JobError, abortReason, errorMessage } from '../errors.js';
-import { checkAddress, type AddressPolicy } from './address-policy.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_DEADLINE_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BYTES, DEFAULT_MAX_REDIRECTS, type InputKind } from './settings.js';
+import { checkAddress, underPrivatePrefix, type AddressPolicy } from './address-policy.js';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_DEADLINE_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_BYTES,
+  DEFAULT_MAX_REDIRECTS,
+  DEFAULT_MIN_BYTES_PER_SECOND,
+  DEFAULT_RATE_WINDOW_MS,
+  type InputKind,
+} from './settings.js';
 import type { LocalInput } from './types.js';
 import { definedFields } from '../defined-fields.js';
 
@@ -46,6 +61,8 @@ export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 export interface FetchOptions extends AddressPolicy {
   /** Accept plain http URLs (local development and tests). */
   allowHttp?: boolean;
+  /** URL prefixes (parsePrivateOrigins) fetched whatever their address, over http too; nothing else private. */
+  privateUrlPrefixes?: readonly string[];
   /** Accept local paths and file:// URLs, used in place without copying (the CLI only; never for network jobs). */
   allowLocalPaths?: boolean;
   maxBytes?: Partial<Record<InputKind, number>>;
@@ -55,6 +72,19 @@ export interface FetchOptions extends AddressPolicy {
   idleTimeoutMs?: number;
   /** The whole download, redirects included. */
   deadlineMs?: number;
+  /**
+   * The least a body must bring per rate window (bytes per second, averaged over `rateWindowMs`);
+   * slower is cut: one byte every few seconds never trips the idle timeout but holds a quote slot
+   * until the deadline. 0: no minimum.
+   */
+  minBytesPerSecond?: number;
+  /** The window the rate is judged over (default 5 s). */
+  rateWindowMs?: number;
+  /**
+   * An operator's own download (model weights): network failures say what happened instead of the
+   * one "Could not fetch" message customers get.
+   */
+  detailedNetworkErrors?: boolean;
   maxRedirects?: number;
   resolve?: Resolver;
   userAgent?: string;
@@ -255,6 +285,11 @@ function networkError(kind: InputKind, url: URL, err: unknown): JobError {
   });
 }
 
+/** The one message of every network failure; `detail` (what really happened) goes to the log as its cause. */
+function couldNotFetch(kind: InputKind, start: URL, detail: JobError): JobError {
+  return new JobError('FETCH_FAILED', `Could not fetch the ${kind} input from ${displayUrl(start)}`, { retryable: detail.retryable, cause: detail });
+}
+
 function tooLarge(kind: InputKind, cap: number, url: URL, declared?: number): JobError {
   const received = declared === undefined ? 'more' : `${declared} bytes`;
   return new JobError('INPUT_TOO_LARGE', `Expected at most ${cap} bytes for the ${kind} input but received ${received} from ${displayUrl(url)}`);
@@ -262,8 +297,8 @@ function tooLarge(kind: InputKind, cap: number, url: URL, declared?: number): Jo
 
 // ---------------------------------------------------------------- the download
 
-function checkScheme(url: URL, kind: InputKind, allowHttp: boolean, redirected: boolean): void {
-  if (url.protocol === 'https:' || (url.protocol === 'http:' && allowHttp)) return;
+function checkScheme(url: URL, kind: InputKind, allowHttp: boolean, redirected: boolean, prefixes: readonly string[] = []): void {
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && (allowHttp || underPrivatePrefix(url, prefixes)))) return;
   const what = url.protocol === 'http:' ? 'a plain http URL' : `a ${url.protocol} URL`;
   if (redirected) {
     throw new JobError('FETCH_FAILED', `Expected the ${kind} input to redirect to an https URL but it redirected to ${what}`);
@@ -276,6 +311,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Promise<LocalInput> {
   const cap = opts.maxBytes?.[kind] ?? DEFAULT_MAX_BYTES[kind];
   const maxRedirects = opts.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+  const prefixes = opts.privateUrlPrefixes ?? [];
   const deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
   const allowHttp = opts.allowHttp ?? false;
 
@@ -303,19 +339,22 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
   let url = start;
   let current: Exchange | undefined;
   let fileCreated = false;
+  let slowFailure: JobError | undefined;
 
-  // Maps whatever ended the download to the error the job reports.
+  // Maps whatever ended the download to the error the job reports: one message for every network
+  // failure, the detail as its cause.
   const explain = (err: unknown): unknown => {
     if (opts.signal?.aborted === true) return abortReason(opts.signal);
-    if (deadlineHit) return timeoutError(kind, url, `not finished within ${deadlineMs} ms`);
-    return networkError(kind, url, current?.failure() ?? err);
+    const detail = deadlineHit ? timeoutError(kind, url, `not finished within ${deadlineMs} ms`) : networkError(kind, url, current?.failure() ?? err);
+    return detail.code === 'FETCH_FAILED' && opts.detailedNetworkErrors !== true ? couldNotFetch(kind, start, detail) : detail;
   };
 
   try {
     for (let redirects = 0; ; redirects++) {
-      checkScheme(url, kind, allowHttp, redirects > 0);
+      checkScheme(url, kind, allowHttp, redirects > 0, prefixes);
       try {
-        current = await exchange(url, ctx);
+        // A named private prefix is fetched wherever it resolves; anything else by the address policy.
+        current = await exchange(url, underPrivatePrefix(url, prefixes) ? { ...ctx, policy: { allowPrivate: true } } : ctx);
       } catch (err) {
         throw explain(err);
       }
@@ -353,6 +392,11 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
       }
 
       let bytes = 0;
+      const slow = rateGuard(opts, () => bytes, (rate, windowMs) => {
+        const failure = new JobError('FETCH_FAILED', `Fetching the ${kind} input from ${displayUrl(url)} was too slow: ${rate} bytes in ${windowMs} ms`);
+        slowFailure = failure;
+        response.destroy(failure);
+      });
       const counter = new Transform({
         transform(chunk: Buffer, _encoding, done) {
           bytes += chunk.length;
@@ -364,7 +408,9 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
       try {
         await pipeline(response, counter, createWriteStream(path, { flags: 'wx', mode: 0o600 }));
       } catch (err) {
-        throw err instanceof JobError && err.code === 'INPUT_TOO_LARGE' ? err : explain(err);
+        throw err instanceof JobError && err.code === 'INPUT_TOO_LARGE' ? err : explain(slowFailure ?? err);
+      } finally {
+        slow.stop();
       }
       return { path, bytes, source: start.href };
     }
@@ -376,6 +422,26 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
     clearTimeout(deadlineTimer);
     current?.close();
   }
+}
+
+/**
+ * Checks every `rateWindowMs` that the body brought at least the minimum rate's worth of bytes
+ * since the last check; `tooSlow` is called once when it did not.
+ */
+function rateGuard(opts: FetchOptions, bytes: () => number, tooSlow: (got: number, windowMs: number) => void): { stop(): void } {
+  const min = opts.minBytesPerSecond ?? DEFAULT_MIN_BYTES_PER_SECOND;
+  const windowMs = opts.rateWindowMs ?? DEFAULT_RATE_WINDOW_MS;
+  if (min <= 0) return { stop: () => undefined };
+  let last = 0;
+  const timer = setInterval(() => {
+    const got = bytes() - last;
+    last = bytes();
+    if (got < (min * windowMs) / 1000) {
+      clearInterval(timer);
+      tooSlow(got, windowMs);
+    }
+  }, windowMs);
+  return { stop: () => clearInterval(timer) };
 }
 
 // ---------------------------------------------------------------- entry point
@@ -401,7 +467,7 @@ export async function localize(source: string, kind: InputKind, opts: LocalizeOp
     const what = url === undefined ? `"${displaySource(source)}"` : 'a file: URL';
     throw new JobError('INVALID_URL', `Expected an https URL for the ${kind} input but received ${what}`);
   }
-  checkScheme(url, kind, opts.allowHttp ?? false, false);
+  checkScheme(url, kind, opts.allowHttp ?? false, false, opts.privateUrlPrefixes);
   if (url.hostname === '') {
     throw new JobError('INVALID_URL', `Expected an https URL with a host for the ${kind} input but received "${displaySource(source)}"`);
   }

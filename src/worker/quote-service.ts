@@ -12,9 +12,11 @@
  *
  * Fairness and deadlines of quotes (docs/protocol.md, "Quote service"): the request may name its
  * party (`Media-Quote-Party`, e.g. the account), its id (`Media-Quote-Id`) and a deadline
- * (`Media-Quote-Deadline`, epoch ms). Waiting quotes are shared fairly between parties; a quote
- * whose deadline passed, or whose id was announced on `media.quote.abandon`, is dropped before it
- * fetches anything and aborted if it is already running.
+ * (`Media-Quote-Deadline`, epoch ms). Waiting quotes are shared fairly between parties, and no
+ * party holds more than its share of the slots (partyShare): one account feeding slow URLs through
+ * every gateway leaves the other slots free for everybody else. A quote whose deadline passed, or
+ * whose id was announced on `media.quote.abandon`, is dropped before it fetches anything and
+ * aborted if it is already running.
  */
 import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
@@ -86,13 +88,15 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
   if (options.quote) {
     const quote = options.quote;
     const limit = fairLimiter(options.concurrency);
+    const share = partyLimiter(partyShare(options.concurrency));
     group.addEndpoint(QUOTE_ENDPOINT, {
       handler: (err, msg) => {
         if (err) return onError(err);
         // The services package's nested nats-core types the headers apart; only get() is used.
         const meta = quoteMeta(msg.headers as unknown as Pick<MsgHdrs, 'get'> | undefined);
         const receipts = meta.heartbeatMs === undefined ? null : sendReceipts(msg, meta.heartbeatMs);
-        void limit(meta.party, async () => {
+        // The party's share first (its extra requests wait without holding a slot), then a fair slot.
+        void share(meta.party, () => limit(meta.party, async () => {
           const dropped = meta.id !== undefined && abandoned.has(meta.id) ? 'abandoned' : meta.deadline !== undefined && Date.now() >= meta.deadline ? 'expired' : null;
           if (dropped !== null) {
             receipts?.stop();
@@ -108,7 +112,7 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
           } finally {
             forget();
           }
-        }).finally(() => receipts?.stop());
+        })).finally(() => receipts?.stop());
       },
       metadata: { schema: 'docs/schemas/quote-request.schema.json' },
     });
@@ -131,6 +135,45 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
       abandonSub.unsubscribe();
       await service.stop();
     },
+  };
+}
+
+/**
+ * The most quote slots one party may hold: a quarter of them (at least one). Quote slots are I/O
+ * (downloads and probes, WORKER_QUOTE_CONCURRENCY, apart from the GPU slots), so at least four
+ * parties are served at once however slow one party's inputs are.
+ */
+export function partyShare(slots: number): number {
+  return Math.max(1, Math.floor(slots / 4));
+}
+
+/** At most `cap` tasks of one party at once; the party's others wait in its own line, in order. */
+export function partyLimiter(cap: number): (party: string, task: () => Promise<void>) => Promise<void> {
+  const running = new Map<string, number>();
+  const waiting = new Map<string, (() => void)[]>();
+  return async (party, task) => {
+    const n = running.get(party) ?? 0;
+    if (n >= cap) {
+      await new Promise<void>((resolve) => {
+        const line = waiting.get(party) ?? [];
+        line.push(resolve);
+        waiting.set(party, line);
+      });
+    } else running.set(party, n + 1);
+    try {
+      await task();
+    } finally {
+      // The slot passes straight to the party's next task, if any; else it is given back.
+      const line = waiting.get(party);
+      const next = line?.shift();
+      if (line !== undefined && line.length === 0) waiting.delete(party);
+      if (next !== undefined) next();
+      else {
+        const left = (running.get(party) ?? 1) - 1;
+        if (left > 0) running.set(party, left);
+        else running.delete(party);
+      }
+    }
   };
 }
 
@@ -253,7 +296,9 @@ async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServi
   } else {
     respondError(msg, reply.error);
     options.metrics.quotes.inc({ outcome: reply.error.code });
-    options.logger.info({ ms, code: reply.error.code }, 'Quote refused');
+    // The customer's message may be deliberately vague (a fetch failure); what really happened is its cause.
+    const detail = reply.error.cause instanceof Error ? { detail: reply.error.cause.message } : {};
+    options.logger.info({ ms, code: reply.error.code, ...detail }, 'Quote refused');
   }
 }
 

@@ -143,8 +143,8 @@ export const WORKER_SETTINGS = {
   quoteConcurrency: setting({
     env: 'WORKER_QUOTE_CONCURRENCY',
     schema: positiveInt,
-    default: '2',
-    doc: 'Quote requests answered at once by this host (each downloads and probes its inputs).',
+    default: '8',
+    doc: 'Quote requests answered at once by this host (each downloads and probes its inputs: I/O, apart from the GPU slots of WORKER_CONCURRENCY); one party (account) holds at most a quarter of them.',
   }),
   quoteUnserved: setting({
     env: 'WORKER_QUOTE_UNSERVED',

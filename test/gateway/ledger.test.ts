@@ -10,6 +10,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureConsumers, startConsumers } from '../../src/gateway/consumers.js';
 import { GatewayMetrics } from '../../src/gateway/metrics.js';
+import { securityEvents } from '../../src/gateway/security-events.js';
+import { resultCheck } from '../../src/gateway/result-check.js';
 import { sweepPendingOnce } from '../../src/gateway/pending-sweeper.js';
 import { quoteGate } from '../../src/gateway/quote-gate.js';
 import { gatewayService, type GatewayService } from '../../src/gateway/service.js';
@@ -37,14 +39,16 @@ beforeAll(async () => {
   await jsm.streams.add(eventsStreamConfig(protocol));
   await ensureStoreStreams(jsm, 'GWTEST');
   store = await openStore(nc, 'GWTEST');
+  const metrics = new GatewayMetrics();
   service = gatewayService({
     js: jetstream(nc),
     ledger: store.ledger,
     tasks: store.tasks,
     // Fixed prices: this file is about the ledger, not the worker's quote.
-    quote: async (job) => ({ model: job.model, creditsUsed: 15, input: {} }),
+    quote: async (job) => ({ model: job.model, creditsUsed: 15, input: { custom_mode: false, prompt: 'a song', instrumental: false } }),
     quoteGate: quoteGate(1000),
-    metrics: new GatewayMetrics(),
+    metrics,
+    security: securityEvents(metrics, pino({ level: 'silent' })),
   });
 });
 
@@ -173,7 +177,8 @@ describe('gateway ledger', () => {
     expect(await store.tasks.get(account.id, 'crash-1')).toBeNull();
     const names = { eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, consumerPrefix: 'gwtest', names: store.names };
     await ensureConsumers(jsm, names);
-    const loops = await startConsumers(jetstream(nc), names, service, new GatewayMetrics(), logger);
+    const metrics = new GatewayMetrics();
+    const loops = await startConsumers(jetstream(nc), names, service, metrics, logger, resultCheck('https://results.test/', securityEvents(metrics, logger)));
     try {
       const task = await waitFor('the task', () => store.tasks.get(account.id, 'crash-1').then((t) => t ?? undefined));
       expect(task.value).toMatchObject({ status: 'pending', creditsUsed: 15, kind: 'music' });

@@ -68,9 +68,15 @@ export async function freePort(): Promise<number> {
  * `serve` and `gateway` on one host, the gateway serving RESULTS_DIR on a port chosen here (so
  * RESULTS_BASE_URL is known first and stays the same across a restart of the gateway).
  */
-export async function startServeAndGateway(base: NodeJS.ProcessEnv): Promise<{ env: NodeJS.ProcessEnv; serve: RunningProcess; gateway: RunningProcess & { url: string } }> {
+export async function startServeAndGateway(
+  base: NodeJS.ProcessEnv,
+  /** Settings that depend on the results' address (the one-host recipe's MEDIA_WORKER_PRIVATE_ORIGINS). */
+  more: (resultsBaseUrl: string) => NodeJS.ProcessEnv = () => ({}),
+): Promise<{ env: NodeJS.ProcessEnv; serve: RunningProcess; gateway: RunningProcess & { url: string } }> {
   const port = await freePort();
-  const env = { ...base, GATEWAY_PORT: String(port), RESULTS_BASE_URL: `http://127.0.0.1:${port}/results/` };
+  const resultsBaseUrl = `http://127.0.0.1:${port}/results/`;
+  // Serving files needs a link secret (the gateway refuses to start without one).
+  const env = { GATEWAY_LINK_SECRET: 'e2e-link-secret-of-at-least-32-characters', ...base, GATEWAY_PORT: String(port), RESULTS_BASE_URL: resultsBaseUrl, ...more(resultsBaseUrl) };
   // The operator's step at install: serve and gateway only check and bind.
   await provisionFromEnv(env);
   const serve = startCommand(['serve'], env);

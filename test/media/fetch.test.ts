@@ -6,6 +6,16 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { localize, type LocalizeOptions, type Resolver } from '../../src/media/fetch.js';
 import { failure, makeTempDir } from './helpers.js';
+import type { JobError } from '../../src/errors.js';
+import { parsePrivateOrigins } from '../../src/media/settings.js';
+
+/** What really happened, kept for the log: the customer's message is one for every network failure. */
+const detailOf = (err: JobError): string => (err.cause as Error).message;
+/** A URL as messages show it: without query. */
+const displayed = (url: string): string => {
+  const u = new URL(url);
+  return `${u.protocol}//${u.host}${u.pathname}`;
+};
 
 const BODY = randomBytes(20_000);
 
@@ -42,7 +52,8 @@ beforeAll(async () => {
   main = await serve('127.0.0.1', (req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const hop = Number(url.searchParams.get('hop') ?? '0');
-    switch (url.pathname) {
+    // /results/<route> is <route>: a gateway's served folder, for the named private prefixes.
+    switch (url.pathname.replace(/^\/results\//, '/')) {
       case '/ok':
         res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(BODY.length) });
         res.end(BODY);
@@ -175,7 +186,8 @@ describe('refused destinations', () => {
     const err = await failure(localize(template.replace('PORT', String(main.port)), 'image', strict()));
     expect(err.code).toBe('FETCH_FAILED');
     expect(err.status).toBe(422);
-    expect(err.message).toBe(`Expected a public address for the image input but received ${where}`);
+    expect(err.message).toBe(`Could not fetch the image input from ${displayed(template.replace('PORT', String(main.port)))}`);
+    expect(detailOf(err)).toBe(`Expected a public address for the image input but received ${where}`);
     expect(main.hits.length).toBe(before);
     await dirIsEmpty();
   });
@@ -186,7 +198,7 @@ describe('refused destinations', () => {
       resolve: fakeDns({ 'innocent.example': ['127.0.0.1'] }),
     })));
     expect(err.code).toBe('FETCH_FAILED');
-    expect(err.message).toBe('Expected a public address for the image input but received innocent.example, which resolves to 127.0.0.1 (loopback)');
+    expect(detailOf(err)).toBe('Expected a public address for the image input but received innocent.example, which resolves to 127.0.0.1 (loopback)');
     expect(main.hits.length).toBe(before);
   });
 
@@ -195,14 +207,14 @@ describe('refused destinations', () => {
       resolve: fakeDns({ 'mixed.example': ['127.0.0.1', '10.1.2.3'] }),
       allowedCidrs: ['127.0.0.1/32'],
     })));
-    expect(err.message).toMatch(/mixed\.example, which resolves to 10\.1\.2\.3 \(private\)$/);
+    expect(detailOf(err)).toMatch(/mixed\.example, which resolves to 10\.1\.2\.3 \(private\)$/);
   });
 
   it('refuses a redirect from an allowed server to a private address, which is never contacted', async () => {
     const target = `http://127.0.0.2:${inside.port}/secret`;
     const err = await failure(localize(local(`/to?target=${encodeURIComponent(target)}`), 'video', strict({ allowedCidrs: ['127.0.0.1/32'] })));
     expect(err.code).toBe('FETCH_FAILED');
-    expect(err.message).toBe('Expected a public address for the video input but received 127.0.0.2 (loopback)');
+    expect(detailOf(err)).toBe('Expected a public address for the video input but received 127.0.0.2 (loopback)');
     expect(main.hits.some((h) => h.startsWith('/to'))).toBe(true);
     expect(inside.hits).toEqual([]);
   });
@@ -213,19 +225,61 @@ describe('refused destinations', () => {
       resolve: fakeDns({ 'cdn.example': ['127.0.0.1'], 'intranet.example': ['127.0.0.2'] }),
       allowedCidrs: ['127.0.0.1/32'],
     })));
-    expect(err.message).toBe('Expected a public address for the video input but received intranet.example, which resolves to 127.0.0.2 (loopback)');
+    expect(detailOf(err)).toBe('Expected a public address for the video input but received intranet.example, which resolves to 127.0.0.2 (loopback)');
     expect(inside.hits).toEqual([]);
   });
 
   it('refuses a redirect to the cloud metadata service', async () => {
     const err = await failure(localize(local('/to?target=http://169.254.169.254/latest/meta-data/'), 'image', strict({ allowedCidrs: ['127.0.0.1/32'] })));
-    expect(err.message).toBe('Expected a public address for the image input but received 169.254.169.254 (link-local)');
+    expect(detailOf(err)).toBe('Expected a public address for the image input but received 169.254.169.254 (link-local)');
   });
 
   it('refuses a redirect to another scheme', async () => {
     const err = await failure(localize(local('/to?target=ftp://files.example/a.mp4'), 'video', dev()));
     expect(err.code).toBe('FETCH_FAILED');
     expect(err.message).toBe('Expected the video input to redirect to an https URL but it redirected to a ftp: URL');
+  });
+});
+
+describe('named private prefixes (MEDIA_WORKER_PRIVATE_ORIGINS)', () => {
+  const prefix = () => parsePrivateOrigins(`http://127.0.0.1:${main.port}/results`);
+
+  it('fetches under a named prefix over http although the address is loopback', async () => {
+    expect(prefix()).toEqual([`http://127.0.0.1:${main.port}/results/`]);
+    const input = await localize(local('/results/ok'), 'image', { dir, privateUrlPrefixes: prefix() });
+    expect(input.bytes).toBe(BODY.length);
+  });
+
+  it.each([
+    ['the same host outside the folder', (p: number) => `http://127.0.0.1:${p}/ok`],
+    ['a climb out of the folder', (p: number) => `http://127.0.0.1:${p}/results/../ok`],
+    ['an encoded climb', (p: number) => `http://127.0.0.1:${p}/results/%2e%2e/ok`],
+    ['another port', (p: number) => `http://127.0.0.1:${p + 1}/results/ok`],
+    ['a longer folder name', (p: number) => `http://127.0.0.1:${p}/resultsx/ok`],
+    ['the metadata service', () => 'http://169.254.169.254/results/ok'],
+  ])('refuses %s, with the one message', async (_what, url) => {
+    const before = main.hits.length;
+    const err = await failure(localize(url(main.port), 'image', { dir, privateUrlPrefixes: prefix() }));
+    expect(err.code).toMatch(/^(FETCH_FAILED|INVALID_URL)$/);
+    if (err.code === 'FETCH_FAILED') expect(err.message).toMatch(/^Could not fetch the image input from /);
+    expect(main.hits.length).toBe(before);
+  });
+
+  it('refuses a redirect out of the prefix to another private address, which is never contacted', async () => {
+    // https, so that the scheme passes and the address is what refuses it.
+    const target = `https://127.0.0.2:${inside.port}/secret`;
+    const err = await failure(localize(local(`/results/to?target=${encodeURIComponent(target)}`), 'video', { dir, privateUrlPrefixes: prefix() }));
+    expect(err.message).toBe(`Could not fetch the video input from ${local('/results/to')}`);
+    expect(detailOf(err)).toBe('Expected a public address for the video input but received 127.0.0.2 (loopback)');
+    expect(inside.hits).toEqual([]);
+  });
+
+  it('reads the setting as URL prefixes and refuses anything else', () => {
+    expect(parsePrivateOrigins(' http://127.0.0.1:8080 , https://files.internal/uploads/ ')).toEqual(['http://127.0.0.1:8080/', 'https://files.internal/uploads/']);
+    expect(parsePrivateOrigins('')).toEqual([]);
+    for (const bad of ['127.0.0.1:8080', 'ftp://x/', 'http://u:p@127.0.0.1/', 'http://127.0.0.1/?a=1']) {
+      expect(() => parsePrivateOrigins(bad)).toThrow(`Expected a comma-separated list of http or https URL prefixes such as http://127.0.0.1:8080/results/ but received ${JSON.stringify(bad)}`);
+    }
   });
 });
 
@@ -257,7 +311,7 @@ describe('size caps and timeouts', () => {
     const err = await failure(localize(local('/stall-body'), 'video', dev({ idleTimeoutMs: 300 })));
     expect(err.code).toBe('FETCH_FAILED');
     expect(err.retryable).toBe(true);
-    expect(err.message).toBe(`Fetching the video input from ${local('/stall-body')} timed out: no data for 300 ms`);
+    expect(detailOf(err)).toBe(`Fetching the video input from ${local('/stall-body')} timed out: no data for 300 ms`);
     await dirIsEmpty();
   });
 
@@ -270,14 +324,26 @@ describe('size caps and timeouts', () => {
     const hang: Resolver = () => new Promise(() => {});
     const err = await failure(localize('http://blackhole.example/a.mp4', 'video', dev({ resolve: hang, connectTimeoutMs: 200 })));
     expect(err).toMatchObject({ code: 'FETCH_FAILED', retryable: true });
-    expect(err.message).toBe('Fetching the video input from http://blackhole.example/a.mp4 timed out: no connection within 200 ms');
+    expect(detailOf(err)).toBe('Fetching the video input from http://blackhole.example/a.mp4 timed out: no connection within 200 ms');
   });
 
   it('gives up at the overall deadline even while bytes keep trickling in', async () => {
     const err = await failure(localize(local('/trickle'), 'audio', dev({ idleTimeoutMs: 1_000, deadlineMs: 400 })));
     expect(err).toMatchObject({ code: 'FETCH_FAILED', retryable: true });
-    expect(err.message).toMatch(/timed out: not finished within 400 ms$/);
+    expect(detailOf(err)).toMatch(/timed out: not finished within 400 ms$/);
     await dirIsEmpty();
+  });
+
+  it('cuts a body slower than the minimum rate long before the deadline, and removes the partial file', async () => {
+    const started = performance.now();
+    const err = await failure(localize(local('/trickle'), 'audio', dev({ minBytesPerSecond: 1000, rateWindowMs: 300, idleTimeoutMs: 10_000, deadlineMs: 60_000 })));
+    expect(performance.now() - started).toBeLessThan(1500);
+    expect(err).toMatchObject({ code: 'FETCH_FAILED', retryable: false });
+    expect(err.message).toBe(`Could not fetch the audio input from ${local('/trickle')}`);
+    expect(detailOf(err)).toMatch(/^Fetching the audio input from .*\/trickle was too slow: \d+ bytes in 300 ms$/);
+    await dirIsEmpty();
+    // A body that comes at once is not judged: the check stops with the download.
+    await expect(localize(local('/ok'), 'image', dev({ minBytesPerSecond: 1_000_000, rateWindowMs: 300 }))).resolves.toMatchObject({ bytes: 20_000 });
   });
 
   it('stops when the job is cancelled, with the abort reason, and removes the partial file', async () => {
@@ -302,7 +368,7 @@ describe('HTTP errors', () => {
   it('reports an unresolvable host', async () => {
     const err = await failure(localize('http://nowhere.example/a.png', 'image', dev({ resolve: fakeDns({}) })));
     expect(err.code).toBe('FETCH_FAILED');
-    expect(err.message).toBe('The host nowhere.example of the image input could not be resolved');
+    expect(detailOf(err)).toBe('The host nowhere.example of the image input could not be resolved');
   });
 
   it('reports a refused connection', async () => {
@@ -311,7 +377,33 @@ describe('HTTP errors', () => {
     await closed.close();
     const err = await failure(localize(`http://127.0.0.1:${port}/a.png`, 'image', dev()));
     expect(err).toMatchObject({ code: 'FETCH_FAILED', retryable: true });
-    expect(err.message).toBe(`Fetching the image input from http://127.0.0.1:${port}/a.png failed: ECONNREFUSED`);
+    expect(detailOf(err)).toBe(`Fetching the image input from http://127.0.0.1:${port}/a.png failed: ECONNREFUSED`);
+    expect(err.message).toBe(`Could not fetch the image input from http://127.0.0.1:${port}/a.png`);
+  });
+
+  it('says the same to the customer for a closed port and an open one, refused or not, and a timeout (the detail is the cause)', async () => {
+    const closed = await serve('127.0.0.1', () => {});
+    const port = closed.port;
+    await closed.close();
+    const messages = await Promise.all([
+      failure(localize(`http://127.0.0.1:${port}/a.png`, 'image', strict())),
+      failure(localize(`http://127.0.0.1:${main.port}/a.png`, 'image', strict())),
+      failure(localize(`http://127.0.0.1:${port}/a.png`, 'image', dev())),
+      failure(localize(`http://127.0.0.1:${main.port}/stall-headers`, 'image', dev({ idleTimeoutMs: 200 }))),
+    ]);
+    expect(messages.map((e) => e.message.replace(/:\d+\//, ':PORT/'))).toEqual([
+      'Could not fetch the image input from http://127.0.0.1:PORT/a.png',
+      'Could not fetch the image input from http://127.0.0.1:PORT/a.png',
+      'Could not fetch the image input from http://127.0.0.1:PORT/a.png',
+      'Could not fetch the image input from http://127.0.0.1:PORT/stall-headers',
+    ]);
+    // Refused before connecting (private address) whether open or closed; then ECONNREFUSED and a timeout.
+    expect(messages.map(detailOf).map((d) => d.replace(/:\d+\//, ':PORT/'))).toEqual([
+      'Expected a public address for the image input but received 127.0.0.1 (loopback)',
+      'Expected a public address for the image input but received 127.0.0.1 (loopback)',
+      'Fetching the image input from http://127.0.0.1:PORT/a.png failed: ECONNREFUSED',
+      'Fetching the image input from http://127.0.0.1:PORT/stall-headers timed out: no data for 200 ms',
+    ]);
   });
 });
 

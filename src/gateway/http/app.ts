@@ -3,7 +3,7 @@
  * timeouts, content-type handling and graceful close; @fastify/swagger turns the route schemas
  * into /api/v1/openapi.json; @fastify/static serves RESULTS_DIR with range requests.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import fastifySwagger from '@fastify/swagger';
@@ -17,7 +17,7 @@ import type { GatewayMetrics } from '../metrics.js';
 import { NATS_RETRY_AFTER_SECONDS } from '../nats-unavailable.js';
 import type { ProgressBoard } from '../progress.js';
 import type { Endpoint, GatewayService } from '../service.js';
-import type { GatewaySettings } from '../settings.js';
+import { GatewaySettingsError, servedFilesProblem, type GatewaySettings } from '../settings.js';
 import type { Accounts } from '../store/accounts.js';
 import type { Ledger } from '../store/ledger.js';
 import type { Tasks } from '../store/tasks.js';
@@ -78,7 +78,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     keepAliveTimeout: settings.keepAliveTimeoutMs,
-    trustProxy: settings.trustProxy,
+    trustProxy: trustProxy(settings.trustProxy),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // Errors met while routing (a malformed URL, a task id over 100 characters) get the envelope too.
@@ -156,9 +156,9 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   });
 
   const links = servedLinks(settings, deps.resultsBaseUrl, deps.upscaleResultLifetimeDays);
-  if (settings.serveResults) {
+  if (links !== undefined) {
     await app.register(async (files) => {
-      if (links !== undefined) files.addHook('onRequest', async (req, reply) => guardLink(req, reply, links));
+      files.addHook('onRequest', async (req, reply) => guardLink(req, reply, links));
       await files.register(fastifyStatic, { root: deps.resultsDir, prefix: '/results/', decorateReply: false, index: false, dotfiles: 'deny', cacheControl: false });
     });
   }
@@ -226,13 +226,27 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
 }
 
 /**
- * Links are signed when this gateway serves the files they point to (GATEWAY_SERVE_RESULTS) and
- * knows their public address (RESULTS_BASE_URL, or GATEWAY_PUBLIC_URL + /results/).
+ * Links are signed when this gateway serves the files they point to (GATEWAY_SERVE_RESULTS), with
+ * GATEWAY_LINK_SECRET, under their public address (RESULTS_BASE_URL, or GATEWAY_PUBLIC_URL +
+ * /results/). Serving without either is refused (servedFilesProblem): nothing is served unsigned,
+ * and no address is taken from a request's Host header.
  */
 function servedLinks(settings: GatewaySettings, resultsBaseUrl: string | undefined, upscaleResultLifetimeDays: number): Links | undefined {
-  const base = resultsBaseUrl ?? (settings.publicBaseUrl === undefined ? undefined : new URL('results/', `${settings.publicBaseUrl.replace(/\/?$/, '/')}`).toString());
-  if (!settings.serveResults || base === undefined) return undefined;
-  return { signer: linkSigner(settings.linkSecret ?? randomBytes(32).toString('base64url')), base, upscaleResultLifetimeDays };
+  const problem = servedFilesProblem(settings, resultsBaseUrl);
+  if (problem !== null) throw new GatewaySettingsError(problem);
+  if (!settings.serveResults || settings.linkSecret === undefined) return undefined;
+  const base = resultsBaseUrl ?? new URL('results/', `${(settings.publicBaseUrl ?? '').replace(/\/?$/, '/')}`).toString();
+  return { signer: linkSigner(settings.linkSecret), base, upscaleResultLifetimeDays };
+}
+
+/**
+ * GATEWAY_TRUST_PROXY in Fastify's terms (proxy-addr): the client is the first address, walking
+ * X-Forwarded-For from the socket leftwards, that is not trusted. A hop count trusts that many
+ * hops from the socket (Fastify's own meaning of a number, which its types omit).
+ */
+function trustProxy(setting: GatewaySettings['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof setting === 'number') return (_address, hop) => hop < setting;
+  return setting;
 }
 
 /** A file is served only through a link this gateway's secret signed and that has not expired. */

@@ -26,7 +26,9 @@ const UPLOAD_TYPES = ['application/octet-stream', 'image/*', 'video/*', 'audio/*
 const ACCEPTED = 'JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC, OGG or M4A content';
 
 export function registerUploads(api: FastifyInstance, deps: AppDeps & { links: Links | undefined; schema: object }): void {
-  const { settings } = deps;
+  const { settings, links } = deps;
+  // Uploads need served, signed files (GATEWAY_SERVE_RESULTS, GATEWAY_LINK_SECRET: servedFilesProblem).
+  if (links === undefined) throw new Error('Uploads need GATEWAY_SERVE_RESULTS with GATEWAY_LINK_SECRET and a public base URL');
   const uploadsDir = path.join(deps.resultsDir, 'uploads');
   // One upload at a time per account, so a quota check and its write are not raced by the same account.
   const serial = new KeyedQueue();
@@ -64,11 +66,11 @@ export function registerUploads(api: FastifyInstance, deps: AppDeps & { links: L
         });
         const name = `${id}.${format === 'jpeg' ? 'jpg' : format}`;
         await rename(partial, path.join(accountDir, name));
-        const base = deps.resultsBaseUrl ?? `${settings.publicBaseUrl ?? `${req.protocol}://${req.host}`}/results/`;
-        const url = resultUrl(base, ['uploads', req.accountId, name]);
+        // Under the configured public address, never the request's Host header (the client writes it).
+        const url = resultUrl(links.base, ['uploads', req.accountId, name]);
         const expiresAt = Date.now() + settings.uploadLifetimeMs;
         req.log.info({ upload: name, size, format }, 'Upload stored');
-        return reply.code(201).send(successEnvelope({ url: deps.links === undefined ? url : deps.links.signer.sign(url, expiresAt), format, size }));
+        return reply.code(201).send(successEnvelope({ url: links.signer.sign(url, expiresAt), format, size }));
       } finally {
         await rm(partial, { force: true });
       }
