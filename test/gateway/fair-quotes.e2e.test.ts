@@ -23,6 +23,7 @@ import { quoteJob } from '../../src/jobs/index.js';
 import { createMediaDeps } from '../../src/media/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { parseProtocolSettings } from '../../src/protocol/index.js';
+import { provisionFromEnv } from '../helpers/provision.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
 import { startTestWorker, type TestWorker } from '../worker/helpers/in-process.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
@@ -64,6 +65,7 @@ beforeAll(async () => {
   mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
 
   nats = await startNatsServer();
+  await provisionFromEnv({ NATS_URL: nats.url });
   nc = await connect({ servers: nats.url });
   // Two quote slots, as the finding's worker had; the quotes fetch and probe for real.
   worker = await startTestWorker(nats.url, { quoteConcurrency: 2, quoteUnserved: 'price' }, async (job, signal) => {
