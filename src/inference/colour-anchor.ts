@@ -7,13 +7,24 @@
  *
  * How: the output is averaged over each input pixel's block (exact for an integer factor), the
  * difference to the input is low-passed (a Gaussian of ANCHOR_SIGMA input pixels, edges clamped)
- * and added back, bilinearly spread over the output. An image a few pixels across is then exactly
- * its input's colours on average, whatever the network did to it.
+ * and added back, bilinearly spread over the output.
+ *
+ * With sigma 0 every block is corrected by its own difference: each block's mean becomes its input
+ * pixel exactly (up to rounding). That is for tiny images (TINY_SIDE), where every pixel is
+ * deliberate (an icon, a 1-pixel line) and the network, with no context around it, moves single
+ * columns by 50 levels and more.
  */
 import type { InterleavedImage } from './edge-pad.js';
 
 /** Input pixels; the correction only reaches detail coarser than this. */
 export const ANCHOR_SIGMA = 2;
+/** Images with a side shorter than this are anchored block by block (sigma 0). */
+export const TINY_SIDE = 16;
+
+/** The anchor's sigma for an image of this size. */
+export function anchorSigma(width: number, height: number): number {
+  return Math.min(width, height) < TINY_SIDE ? 0 : ANCHOR_SIGMA;
+}
 
 /** Corrects `output` in place; `output` is `input` scaled by the integer `factor`; `max` is 255 or 65535. */
 export function anchorColours(
@@ -29,8 +40,22 @@ export function anchorColours(
     throw new RangeError(`Expected the output to be ${w * factor}x${h * factor} (factor ${factor}) but received ${ow}x${output.height}`);
   }
   const error = blockError(input, output, factor);
-  const smooth = blur(blur(error, w, h, sigma, true), w, h, sigma, false);
   const out = output.data;
+  if (sigma === 0) {
+    for (let y = 0; y < output.height; y++) {
+      const row = Math.floor(y / factor) * w;
+      for (let x = 0; x < ow; x++) {
+        const e = (row + Math.floor(x / factor)) * 3;
+        const o = (y * ow + x) * 3;
+        for (let k = 0; k < 3; k++) {
+          const v = Math.round(out[o + k]! + error[e + k]!);
+          out[o + k] = v < 0 ? 0 : v > max ? max : v;
+        }
+      }
+    }
+    return;
+  }
+  const smooth = blur(blur(error, w, h, sigma, true), w, h, sigma, false);
   // Each output pixel centre in input coordinates, bilinear between the four nearest input pixels.
   for (let y = 0; y < output.height; y++) {
     const fy = Math.min(h - 1, Math.max(0, (y + 0.5) / factor - 0.5));
