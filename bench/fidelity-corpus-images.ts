@@ -22,6 +22,8 @@ export interface ImageCase {
   factor: UpscaleFactor;
   /** The space the stored values are encoded in (what a colour difference is measured in). */
   space: RgbSpace;
+  /** Side of the patches when the picture is the patch chart (measures keep to patch interiors). */
+  patchSide?: number;
   /** Set for a case that must be refused at quote: the words its message must contain. */
   refusedAs?: string;
   /** EXIF fields written into the input that the output must keep, as the text they appear as. */
@@ -171,6 +173,8 @@ function heicHead(): Buffer {
 }
 
 export const COLUMN_ROWS = 160;
+/** The chart's patch side. */
+const PATCH = 8;
 
 export const EXIF_FIELDS = { make: 'MakeCo', model: 'ModelX 12', copyright: 'Jane Doe 2026', taken: '2024:05:06 07:08:09' };
 
@@ -182,7 +186,7 @@ export interface CorpusOptions {
 /** Writes the corpus into `dir` and describes each file. */
 export async function makeImageCorpus(dir: string, options: CorpusOptions = {}): Promise<ImageCase[]> {
   const at = (name: string): string => path.join(dir, name);
-  const chart = patchChart(CHART_COLOURS, 6, 8); // 48x32
+  const chart = patchChart(CHART_COLOURS, 6, PATCH); // 48x32
   const { width, height } = chart;
   const raw = (data: Buffer, channels: 1 | 2 | 3 | 4, w = width, h = height) => sharp(data, { raw: { width: w, height: h, channels } });
   const cases: ImageCase[] = [];
@@ -200,16 +204,16 @@ export async function makeImageCorpus(dir: string, options: CorpusOptions = {}):
   }
   await add({ name: 'png-grey-alpha', file: at('grey-alpha.png'), factor: '2', space: 'srgb' }, raw(grey, 2).toColourspace('b-w').png().toBuffer());
   const rgba = withAlpha(chart.data, alpha);
-  await add({ name: 'png-rgba-soft', model: FAST, file: at('rgba-soft.png'), factor: '2', space: 'srgb' }, raw(rgba, 4).png().toBuffer());
-  await add({ name: 'png-palette-alpha', model: FAST, file: at('palette-alpha.png'), factor: '2', space: 'srgb' }, raw(rgba, 4).png({ palette: true, colours: 64, dither: 0 }).toBuffer());
-  await add({ name: 'webp-lossless-alpha', model: FAST, file: at('lossless-alpha.webp'), factor: '2', space: 'srgb' }, raw(rgba, 4).webp({ lossless: true }).toBuffer());
-  await add({ name: 'webp-lossy-alpha', model: FAST, file: at('lossy-alpha.webp'), factor: '2', space: 'srgb' }, raw(rgba, 4).webp({ quality: 95, alphaQuality: 100 }).toBuffer());
+  await add({ name: 'png-rgba-soft', patchSide: PATCH, model: FAST, file: at('rgba-soft.png'), factor: '2', space: 'srgb' }, raw(rgba, 4).png().toBuffer());
+  await add({ name: 'png-palette-alpha', patchSide: PATCH, model: FAST, file: at('palette-alpha.png'), factor: '2', space: 'srgb' }, raw(rgba, 4).png({ palette: true, colours: 64, dither: 0 }).toBuffer());
+  await add({ name: 'webp-lossless-alpha', patchSide: PATCH, model: FAST, file: at('lossless-alpha.webp'), factor: '2', space: 'srgb' }, raw(rgba, 4).webp({ lossless: true }).toBuffer());
+  await add({ name: 'webp-lossy-alpha', patchSide: PATCH, model: FAST, file: at('lossy-alpha.webp'), factor: '2', space: 'srgb' }, raw(rgba, 4).webp({ quality: 95, alphaQuality: 100 }).toBuffer());
 
   // Wide gamut: the chart's values stored as Display P3 and Adobe RGB, the profile embedded as it is.
   const p3 = await displayP3Profile();
   const chartJpeg = await raw(chart.data, 3).jpeg({ quality: 95, chromaSubsampling: '4:4:4' }).toBuffer();
-  await add({ name: 'jpeg-display-p3', file: at('display-p3.jpg'), factor: '2', space: 'display-p3' }, embedMetadata(chartJpeg, 'jpeg', { icc: p3 }, chart));
-  await add({ name: 'jpeg-adobe-rgb', file: at('adobe-rgb.jpg'), factor: '2', space: 'adobe-rgb' }, embedMetadata(chartJpeg, 'jpeg', { icc: adobeRgbProfile() }, chart));
+  await add({ name: 'jpeg-display-p3', patchSide: PATCH, file: at('display-p3.jpg'), factor: '2', space: 'display-p3' }, embedMetadata(chartJpeg, 'jpeg', { icc: p3 }, chart));
+  await add({ name: 'jpeg-adobe-rgb', patchSide: PATCH, file: at('adobe-rgb.jpg'), factor: '2', space: 'adobe-rgb' }, embedMetadata(chartJpeg, 'jpeg', { icc: adobeRgbProfile() }, chart));
 
   // 16-bit: a smooth ramp that 8 bits would hold in 19 levels (the issue's measurement), and a chart.
   const rampWidth = 96;
@@ -233,10 +237,10 @@ export async function makeImageCorpus(dir: string, options: CorpusOptions = {}):
     .withMetadata({ orientation: 6 })
     .jpeg({ quality: 95, chromaSubsampling: '4:4:4' })
     .toBuffer();
-  await add({ name: 'jpeg-exif-rotated', file: at('exif-rotated.jpg'), factor: '2', space: 'srgb', exifKept: Object.values(EXIF_FIELDS), model: FAST }, exifJpeg);
+  await add({ name: 'jpeg-exif-rotated', patchSide: PATCH, file: at('exif-rotated.jpg'), factor: '2', space: 'srgb', exifKept: Object.values(EXIF_FIELDS), model: FAST }, exifJpeg);
 
   // CMYK with a profile (keeps holding: converted to sRGB through it).
-  await add({ name: 'jpeg-cmyk', file: at('cmyk.jpg'), factor: '2', space: 'srgb' }, raw(chart.data, 3).withIccProfile('cmyk').jpeg({ quality: 95 }).toBuffer());
+  await add({ name: 'jpeg-cmyk', patchSide: PATCH, file: at('cmyk.jpg'), factor: '2', space: 'srgb' }, raw(chart.data, 3).withIccProfile('cmyk').jpeg({ quality: 95 }).toBuffer());
 
   // Tiny: one pixel, and a column three pixels wide.
   await add({ name: 'png-1x1', file: at('one.png'), factor: '2', space: 'srgb' }, raw(Buffer.from([200, 40, 90]), 3, 1, 1).png().toBuffer());

@@ -4,7 +4,8 @@
  *
  * - mean CIEDE2000 of the output brought back to the input's size (Lanczos-3) against the input, on
  *   the stored values read in the input's own colour space (Display P3 and Adobe RGB cases in those
- *   spaces; CMYK against sharp's own conversion of the input to sRGB, which the output is);
+ *   spaces; CMYK against sharp's own conversion of the input to sRGB, which the output is), over the
+ *   input's opaque pixels and, on the patch chart, the patches' interiors;
  * - bits per sample in and out;
  * - streams in and out: colour channels, alpha, the ICC profile (by its description), EXIF (with
  *   GPS and orientation when present), and a WebP's coding.
@@ -50,7 +51,28 @@ async function storedRgb(file: string, depth: 8 | 16, size?: { width: number; he
   return depth === 16 ? new Uint16Array(data.buffer, data.byteOffset, data.length / 2) : new Uint8Array(data);
 }
 
-async function measure(input: ImageCase, dir: string, loadModel: ReturnType<typeof createSrModelLoader>): Promise<FidelityRow> {
+/**
+ * The pixels measured: the input's fully opaque ones (colour under transparency is not part of the
+ * picture) and, on a patch chart, those at least 2 pixels inside a patch (the colour of a patch, not
+ * the edge between two).
+ */
+async function measuredPixels(input: ImageCase, meta: Metadata, width: number): Promise<(i: number) => boolean> {
+  const alpha = meta.hasAlpha ? await sharp(input.file, { autoOrient: true }).extractChannel('alpha').raw().toBuffer() : undefined;
+  const side = input.patchSide;
+  const inside = (v: number): boolean => side === undefined || (v % side >= 2 && v % side < side - 2);
+  return (i) => (alpha === undefined || alpha[i] === 255) && inside(i % width) && inside(Math.floor(i / width));
+}
+
+/** Only the pixels `keep` selects, three values each. */
+function select(data: Uint8Array | Uint16Array, keep: (i: number) => boolean): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < data.length / 3; i++) if (keep(i)) out.push(data[i * 3]!, data[i * 3 + 1]!, data[i * 3 + 2]!);
+  return out;
+}
+
+type Upscale = typeof upscaleImageFile;
+
+async function measure(input: ImageCase, dir: string, loadModel: ReturnType<typeof createSrModelLoader>, upscale: Upscale): Promise<FidelityRow> {
   let info;
   try {
     info = await probeImage(input.file);
@@ -66,7 +88,7 @@ async function measure(input: ImageCase, dir: string, loadModel: ReturnType<type
   const bitDepthIn = BITS[inMeta.depth] ?? 8;
   const output = path.join(dir, `out-${path.basename(input.file)}`);
   const started = performance.now();
-  const outcome = await upscaleImageFile(
+  const outcome = await upscale(
     { inputPath: input.file, outputPath: output, factor: input.factor, info, ...(input.model === undefined ? {} : { modelName: input.model }) },
     loadModel,
   );
@@ -78,7 +100,8 @@ async function measure(input: ImageCase, dir: string, loadModel: ReturnType<type
   // CMYK came out as sRGB: the reference is the input converted through its profile.
   const reference = await storedRgb(input.file, depth, undefined, inMeta.space === 'cmyk');
   const back = await storedRgb(output, depth, size);
-  const deltaE2000 = meanCiede2000(back, reference, { channels: 3, space: input.space, maxValue: depth === 16 ? 65535 : 255 });
+  const keep = await measuredPixels(input, inMeta, info.width);
+  const deltaE2000 = meanCiede2000(select(back, keep), select(reference, keep), { channels: 3, space: input.space, maxValue: depth === 16 ? 65535 : 255 });
   return {
     case: input.name,
     deltaE2000: Number(deltaE2000.toFixed(3)),
@@ -90,14 +113,21 @@ async function measure(input: ImageCase, dir: string, loadModel: ReturnType<type
   };
 }
 
-export async function imageFidelityRows(): Promise<FidelityRow[]> {
+export interface ImageFidelityOptions {
+  /** Another build's pipeline, to measure before and after side by side (default: this one's). */
+  upscale?: Upscale;
+  /** Rows of the 3-pixel-wide column (default the issue's 500). */
+  columnRows?: number;
+}
+
+export async function imageFidelityRows(options: ImageFidelityOptions = {}): Promise<FidelityRow[]> {
   const dir = await mkdtemp(path.join(tmpdir(), 'media-worker-fidelity-images-'));
   const sessions = new SessionCache({ executionProviders: ['cpu'] });
   try {
     const loadModel = createSrModelLoader({ sessions });
-    const corpus = await makeImageCorpus(dir, { columnRows: 500 });
+    const corpus = await makeImageCorpus(dir, { columnRows: options.columnRows ?? 500 });
     const rows: FidelityRow[] = [];
-    for (const input of corpus) rows.push(await measure(input, dir, loadModel));
+    for (const input of corpus) rows.push(await measure(input, dir, loadModel, options.upscale ?? upscaleImageFile));
     return rows;
   } finally {
     await sessions.release();

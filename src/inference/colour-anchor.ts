@@ -56,25 +56,33 @@ export function anchorColours(
     return;
   }
   const smooth = blur(blur(error, w, h, sigma, true), w, h, sigma, false);
-  // Each output pixel centre in input coordinates, bilinear between the four nearest input pixels.
+  // Bilinear, separably: each output column's two input columns and weight once, each output row's
+  // blend of two input rows once, then two multiplies per value.
+  const xs0 = new Int32Array(ow);
+  const xs1 = new Int32Array(ow);
+  const txs = new Float32Array(ow);
+  for (let x = 0; x < ow; x++) {
+    const fx = Math.min(w - 1, Math.max(0, (x + 0.5) / factor - 0.5));
+    const x0 = Math.floor(fx);
+    xs0[x] = x0 * 3;
+    xs1[x] = Math.min(w - 1, x0 + 1) * 3;
+    txs[x] = fx - x0;
+  }
+  const line = new Float32Array(w * 3);
   for (let y = 0; y < output.height; y++) {
     const fy = Math.min(h - 1, Math.max(0, (y + 0.5) / factor - 0.5));
     const y0 = Math.floor(fy);
-    const y1 = Math.min(h - 1, y0 + 1);
     const ty = fy - y0;
-    for (let x = 0; x < ow; x++) {
-      const fx = Math.min(w - 1, Math.max(0, (x + 0.5) / factor - 0.5));
-      const x0 = Math.floor(fx);
-      const x1 = Math.min(w - 1, x0 + 1);
-      const tx = fx - x0;
-      const a = (y0 * w + x0) * 3;
-      const b = (y0 * w + x1) * 3;
-      const c = (y1 * w + x0) * 3;
-      const d = (y1 * w + x1) * 3;
-      const o = (y * ow + x) * 3;
+    const r0 = y0 * w * 3;
+    const r1 = Math.min(h - 1, y0 + 1) * w * 3;
+    for (let i = 0; i < w * 3; i++) line[i] = (1 - ty) * smooth[r0 + i]! + ty * smooth[r1 + i]!;
+    let o = y * ow * 3;
+    for (let x = 0; x < ow; x++, o += 3) {
+      const a = xs0[x]!;
+      const b = xs1[x]!;
+      const tx = txs[x]!;
       for (let k = 0; k < 3; k++) {
-        const e = (1 - ty) * ((1 - tx) * smooth[a + k]! + tx * smooth[b + k]!) + ty * ((1 - tx) * smooth[c + k]! + tx * smooth[d + k]!);
-        const v = Math.round(out[o + k]! + e);
+        const v = Math.round(out[o + k]! + (1 - tx) * line[a + k]! + tx * line[b + k]!);
         out[o + k] = v < 0 ? 0 : v > max ? max : v;
       }
     }
@@ -85,20 +93,26 @@ export function anchorColours(
 function blockError(input: InterleavedImage<Uint8Array | Uint16Array>, output: InterleavedImage<Uint8Array | Uint16Array>, factor: number): Float32Array {
   const { width: w, height: h } = input;
   const ow = output.width;
-  const sums = new Float64Array(w * h * 3);
-  for (let y = 0; y < output.height; y++) {
-    const row = Math.floor(y / factor) * w;
-    for (let x = 0; x < ow; x++) {
-      const s = (row + Math.floor(x / factor)) * 3;
-      const o = (y * ow + x) * 3;
-      sums[s] = sums[s]! + output.data[o]!;
-      sums[s + 1] = sums[s + 1]! + output.data[o + 1]!;
-      sums[s + 2] = sums[s + 2]! + output.data[o + 2]!;
-    }
-  }
+  const src = output.data;
+  const sums = new Float64Array(w * 3);
   const error = new Float32Array(w * h * 3);
   const n = factor * factor;
-  for (let i = 0; i < error.length; i++) error[i] = input.data[i]! - sums[i]! / n;
+  for (let y = 0; y < h; y++) {
+    sums.fill(0);
+    for (let dy = 0; dy < factor; dy++) {
+      let o = (y * factor + dy) * ow * 3;
+      for (let x = 0; x < w; x++) {
+        const s = x * 3;
+        for (let dx = 0; dx < factor; dx++, o += 3) {
+          sums[s] = sums[s]! + src[o]!;
+          sums[s + 1] = sums[s + 1]! + src[o + 1]!;
+          sums[s + 2] = sums[s + 2]! + src[o + 2]!;
+        }
+      }
+    }
+    const row = y * w * 3;
+    for (let i = 0; i < w * 3; i++) error[row + i] = input.data[row + i]! - sums[i]! / n;
+  }
   return error;
 }
 
@@ -107,23 +121,28 @@ function blur(src: Float32Array, w: number, h: number, sigma: number, horizontal
   const radius = Math.ceil(3 * sigma);
   const kernel = Array.from({ length: 2 * radius + 1 }, (_, i) => Math.exp(-((i - radius) ** 2) / (2 * sigma * sigma)));
   const total = kernel.reduce((a, b) => a + b, 0);
-  const weights = kernel.map((k) => k / total);
+  const weights = Float32Array.from(kernel, (k) => k / total);
   const out = new Float32Array(src.length);
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
+  const length = horizontal ? w : h;
+  const lines = horizontal ? h : w;
+  // Distance between neighbours along the pass and between lines, in values.
+  const step = horizontal ? 3 : w * 3;
+  const lineStep = horizontal ? w * 3 : 3;
+  for (let l = 0; l < lines; l++) {
+    const base = l * lineStep;
+    for (let i = 0; i < length; i++) {
       let r = 0;
       let g = 0;
       let b = 0;
-      for (let i = -radius; i <= radius; i++) {
-        const sx = horizontal ? Math.min(w - 1, Math.max(0, x + i)) : x;
-        const sy = horizontal ? y : Math.min(h - 1, Math.max(0, y + i));
-        const s = (sy * w + sx) * 3;
-        const k = weights[i + radius]!;
+      for (let t = -radius; t <= radius; t++) {
+        const j = i + t;
+        const s = base + (j < 0 ? 0 : j >= length ? length - 1 : j) * step;
+        const k = weights[t + radius]!;
         r += k * src[s]!;
         g += k * src[s + 1]!;
         b += k * src[s + 2]!;
       }
-      const d = (y * w + x) * 3;
+      const d = base + i * step;
       out[d] = r;
       out[d + 1] = g;
       out[d + 2] = b;
