@@ -43,7 +43,7 @@ export {
   type SpawnProcessOptions,
   type StreamingProcess,
 } from './process.js';
-export { isImageFormat, sniffBuffer, sniffFile, type SniffedFormat } from './sniff.js';
+export { describeUnsupportedImage, describeUnsupportedImageFile, isImageFormat, sniffBuffer, sniffFile, type SniffedFormat } from './sniff.js';
 export {
   AUDIO_TOLERANCE_SECONDS,
   FRAME_TOLERANCE,

@@ -182,6 +182,9 @@ const STILL_BRANDS: readonly [string, string][] = [
   ['msf1', 'a HEIF image sequence'],
 ];
 
+/** The sizes a BMP's DIB header comes in (BITMAPCOREHEADER 12 ... BITMAPV5HEADER 124). */
+const BMP_HEADER_SIZES = new Set([12, 16, 40, 52, 56, 64, 108, 124]);
+
 /**
  * What a file this worker does not accept is, when its first bytes say so: "an AVIF image", "a HEIC
  * image", "a TIFF image"... so that a refusal names what it received instead of "content in no
@@ -198,7 +201,7 @@ export function describeUnsupportedImage(buf: Buffer): string | undefined {
   }
   const four = ascii(buf, 0, 4);
   if (four === 'II*\0' || four === 'MM\0*') return 'a TIFF image';
-  if (ascii(buf, 0, 2) === 'BM' && buf.length >= 26 && buf.readUInt32LE(14) >= 12) return 'a BMP image';
+  if (ascii(buf, 0, 2) === 'BM' && buf.length >= 26 && BMP_HEADER_SIZES.has(buf.readUInt32LE(14))) return 'a BMP image';
   if (buf.length >= 2 && buf[0] === 0xff && buf[1] === 0x0a) return 'a JPEG XL image';
   if (buf.length >= 12 && buf.readUInt32BE(0) === 12 && ascii(buf, 4, 8) === 'JXL ') return 'a JPEG XL image';
   if (four === '8BPS') return 'a Photoshop (PSD) file';
