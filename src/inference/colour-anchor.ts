@@ -69,22 +69,52 @@ export function anchorColours(
     txs[x] = fx - x0;
   }
   const line = new Float32Array(w * 3);
+  // 8-bit output through a clamped view: it rounds and clamps on store, as blend.ts does.
+  const clamped = out instanceof Uint8Array ? new Uint8ClampedArray(out.buffer, out.byteOffset, out.length) : undefined;
   for (let y = 0; y < output.height; y++) {
     const fy = Math.min(h - 1, Math.max(0, (y + 0.5) / factor - 0.5));
     const y0 = Math.floor(fy);
     const ty = fy - y0;
     const r0 = y0 * w * 3;
     const r1 = Math.min(h - 1, y0 + 1) * w * 3;
-    for (let i = 0; i < w * 3; i++) line[i] = (1 - ty) * smooth[r0 + i]! + ty * smooth[r1 + i]!;
-    let o = y * ow * 3;
-    for (let x = 0; x < ow; x++, o += 3) {
-      const a = xs0[x]!;
-      const b = xs1[x]!;
-      const tx = txs[x]!;
-      for (let k = 0; k < 3; k++) {
-        const v = Math.round(out[o + k]! + (1 - tx) * line[a + k]! + tx * line[b + k]!);
-        out[o + k] = v < 0 ? 0 : v > max ? max : v;
-      }
+    for (let i = 0; i < w * 3; i++) line[i] = smooth[r0 + i]! + ty * (smooth[r1 + i]! - smooth[r0 + i]!);
+    if (clamped !== undefined) spreadRow8(clamped, y * ow * 3, ow, line, xs0, xs1, txs);
+    else spreadRow(out, y * ow * 3, ow, line, xs0, xs1, txs, max);
+  }
+}
+
+/** Adds one row of bilinear corrections into 8-bit output (the clamped view rounds and clamps). */
+function spreadRow8(out: Uint8ClampedArray, start: number, ow: number, line: Float32Array, xs0: Int32Array, xs1: Int32Array, txs: Float32Array): void {
+  let o = start;
+  for (let x = 0; x < ow; x++, o += 3) {
+    const a = xs0[x]!;
+    const b = xs1[x]!;
+    const tx = txs[x]!;
+    out[o] = out[o]! + line[a]! + tx * (line[b]! - line[a]!);
+    out[o + 1] = out[o + 1]! + line[a + 1]! + tx * (line[b + 1]! - line[a + 1]!);
+    out[o + 2] = out[o + 2]! + line[a + 2]! + tx * (line[b + 2]! - line[a + 2]!);
+  }
+}
+
+/** The same for 16-bit output, rounding and clamping by hand. */
+function spreadRow(
+  out: Uint8Array | Uint16Array,
+  start: number,
+  ow: number,
+  line: Float32Array,
+  xs0: Int32Array,
+  xs1: Int32Array,
+  txs: Float32Array,
+  max: number,
+): void {
+  let o = start;
+  for (let x = 0; x < ow; x++, o += 3) {
+    const a = xs0[x]!;
+    const b = xs1[x]!;
+    const tx = txs[x]!;
+    for (let k = 0; k < 3; k++) {
+      const v = Math.round(out[o + k]! + line[a + k]! + tx * (line[b + k]! - line[a + k]!));
+      out[o + k] = v < 0 ? 0 : v > max ? max : v;
     }
   }
 }
