@@ -9,10 +9,10 @@
  * difference to the input is low-passed (a Gaussian of ANCHOR_SIGMA input pixels, edges clamped)
  * and added back, bilinearly spread over the output.
  *
- * With sigma 0 every block is corrected by its own difference: each block's mean becomes its input
- * pixel exactly (up to rounding). That is for tiny images (TINY_SIDE), where every pixel is
- * deliberate (an icon, a 1-pixel line) and the network, with no context around it, moves single
- * columns by 50 levels and more.
+ * With sigma 0 every block is corrected by its own difference (each block's mean becomes its input
+ * pixel) and every pixel is held near its neighbouring input pixels (anchorBlocks). That is for tiny
+ * images (TINY_SIDE), where every pixel is deliberate (an icon, a 1-pixel line) and the network,
+ * with no context around it, moves single columns by 50 levels and more.
  */
 import type { InterleavedImage } from './edge-pad.js';
 
@@ -20,6 +20,8 @@ import type { InterleavedImage } from './edge-pad.js';
 export const ANCHOR_SIGMA = 2;
 /** Images with a side shorter than this are anchored block by block (sigma 0). */
 export const TINY_SIDE = 16;
+/** 8-bit levels a tiny image's output pixel may stray outside its neighbouring input pixels' range. */
+export const TINY_TOLERANCE = 2;
 
 /** The anchor's sigma for an image of this size. */
 export function anchorSigma(width: number, height: number): number {
@@ -42,17 +44,7 @@ export function anchorColours(
   const error = blockError(input, output, factor);
   const out = output.data;
   if (sigma === 0) {
-    for (let y = 0; y < output.height; y++) {
-      const row = Math.floor(y / factor) * w;
-      for (let x = 0; x < ow; x++) {
-        const e = (row + Math.floor(x / factor)) * 3;
-        const o = (y * ow + x) * 3;
-        for (let k = 0; k < 3; k++) {
-          const v = Math.round(out[o + k]! + error[e + k]!);
-          out[o + k] = v < 0 ? 0 : v > max ? max : v;
-        }
-      }
-    }
+    anchorBlocks(input, output, factor, max, error);
     return;
   }
   const smooth = blur(blur(error, w, h, sigma, true), w, h, sigma, false);
@@ -118,6 +110,55 @@ function spreadRow(
     }
   }
 }
+
+/**
+ * Sigma 0: each block moved by its own difference, then each pixel kept within TINY_TOLERANCE of
+ * the range of the input pixels around it (the two nearest on each axis): on an image a few pixels
+ * across the network has no context, and its within-block structure is mostly halo (single pixels
+ * 60 to 100 levels off beside a sharp column edge). A flat tiny image so comes out flat within 2 levels.
+ */
+function anchorBlocks(
+  input: InterleavedImage<Uint8Array | Uint16Array>,
+  output: InterleavedImage<Uint8Array | Uint16Array>,
+  factor: number,
+  max: number,
+  error: Float32Array,
+): void {
+  const { width: w, height: h, data: src } = input;
+  const ow = output.width;
+  const out = output.data;
+  const tolerance = TINY_TOLERANCE * (max / 255);
+  // The input pixels on each side of an output pixel centre, per axis.
+  const near = (i: number, length: number): [number, number] => {
+    const f = Math.min(length - 1, Math.max(0, (i + 0.5) / factor - 0.5));
+    return [Math.floor(f), Math.min(length - 1, Math.floor(f) + 1)];
+  };
+  // Clamping a pixel moves its block's mean again: a few rounds of correct-then-clamp settle both.
+  for (let round = 0; round < TINY_ROUNDS; round++) {
+    const err = round === 0 ? error : blockError(input, output, factor);
+    for (let y = 0; y < output.height; y++) {
+      const [y0, y1] = near(y, h);
+      const row = Math.floor(y / factor) * w;
+      for (let x = 0; x < ow; x++) {
+        const [x0, x1] = near(x, w);
+        const e = (row + Math.floor(x / factor)) * 3;
+        const o = (y * ow + x) * 3;
+        for (let k = 0; k < 3; k++) {
+          const a = src[(y0 * w + x0) * 3 + k]!;
+          const b = src[(y0 * w + x1) * 3 + k]!;
+          const c = src[(y1 * w + x0) * 3 + k]!;
+          const d = src[(y1 * w + x1) * 3 + k]!;
+          const lo = Math.max(0, Math.min(a, b, c, d) - tolerance);
+          const hi = Math.min(max, Math.max(a, b, c, d) + tolerance);
+          const v = Math.round(out[o + k]! + err[e + k]!);
+          out[o + k] = v < lo ? lo : v > hi ? hi : v;
+        }
+      }
+    }
+  }
+}
+
+const TINY_ROUNDS = 4;
 
 /** Input minus the mean of its block of the output, per channel, as floats. */
 function blockError(input: InterleavedImage<Uint8Array | Uint16Array>, output: InterleavedImage<Uint8Array | Uint16Array>, factor: number): Float32Array {

@@ -69,6 +69,18 @@ describe('anchorColours', () => {
     expect(Math.abs(smooth.data[(40 * 6) * 3]! - 30)).toBeGreaterThan(5);
   });
 
+  it('holds each pixel of a tiny image within 2 levels of its neighbouring input pixels', () => {
+    const input = image(1, 1, () => [200, 40, 90]);
+    // A halo: one pixel of the block far off, the others compensating.
+    const output = image(2, 2, (x, y) => (x === 0 && y === 0 ? [250, 40, 90] : [183, 40, 90]));
+    anchorColours(input, output, 2, 255, 0);
+    const reds = [0, 3, 6, 9].map((i) => output.data[i]!);
+    for (const red of reds) expect(Math.abs(red - 200)).toBeLessThanOrEqual(2);
+    // Clamping the halo moved the block's mean; the rounds after it bring the mean back within a level.
+    expect(Math.abs(reds.reduce((a, b) => a + b, 0) / 4 - 200)).toBeLessThanOrEqual(0.5);
+    expect(reds[0]).toBe(202);
+  });
+
   it('works at 16 bits and clamps to the range', () => {
     const input = image(4, 4, () => [65535, 0, 30000], true);
     const output = image(8, 8, () => [65000, 400, 30500], true);
