@@ -24,7 +24,7 @@ export {
   type MediaDemuxer,
   type SafeInputOptions,
 } from './ffmpeg-args.js';
-export { embedMetadata, readImageLayout, type EmbeddedMetadata, type ImageLayout } from './image-container.js';
+export { crc32, embedMetadata, readImageLayout, type EmbeddedMetadata, type ImageLayout } from './image-container.js';
 export { iccColourSpace, iccDescription, imageColourPlan, type ColourHeader, type ImageColourPlan } from './image-colour.js';
 export { cleanExif, exifTiff, summariseExif, type ExifCleaning, type ExifSummary } from './image-metadata.js';
 export { DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_IMAGE_SIDE, probeImage, type ProbeImageOptions } from './probe-image.js';
@@ -43,7 +43,7 @@ export {
   type SpawnProcessOptions,
   type StreamingProcess,
 } from './process.js';
-export { isImageFormat, sniffBuffer, sniffFile, type SniffedFormat } from './sniff.js';
+export { describeUnsupportedImage, describeUnsupportedImageFile, isImageFormat, sniffBuffer, sniffFile, type SniffedFormat } from './sniff.js';
 export {
   AUDIO_TOLERANCE_SECONDS,
   FRAME_TOLERANCE,

@@ -11,7 +11,8 @@
 import sharp, { type Metadata } from 'sharp';
 import { JobError, firstErrorLine } from '../errors.js';
 import { describeFormat } from './describe.js';
-import { isImageFormat, sniffFile } from './sniff.js';
+import { readImageLayout } from './image-container.js';
+import { describeUnsupportedImageFile, isImageFormat, sniffFile } from './sniff.js';
 import type { ImageFormat, ImageInfo } from './types.js';
 
 /** The spec's largest output at factor 1 (decimal megapixels) and longest side: any larger input can never be accepted. */
@@ -50,7 +51,8 @@ export async function probeImage(path: string, opts: ProbeImageOptions = {}): Pr
 
   const sniffed = await sniffFile(path);
   if (!isImageFormat(sniffed)) {
-    throw new JobError('PROBE_FAILED', `Expected a JPEG, PNG or WebP image but received ${describeFormat(sniffed)}`);
+    const named = sniffed === null ? await describeUnsupportedImageFile(path) : undefined;
+    throw new JobError('PROBE_FAILED', `Expected a JPEG, PNG or WebP image but received ${named ?? describeFormat(sniffed)}`);
   }
   const format: ImageFormat = sniffed;
 
@@ -63,6 +65,13 @@ export async function probeImage(path: string, opts: ProbeImageOptions = {}): Pr
   }
   if (meta.format !== format) {
     throw new JobError('PROBE_FAILED', `Expected a ${format.toUpperCase()} image but the decoder read it as ${String(meta.format)}`);
+  }
+  // Animation is refused like a GIF's (docs/contract.md, "Image fidelity"): one frame of it is not what was sent.
+  const layout = await readImageLayout(path, format);
+  const frames = meta.pages ?? 1;
+  if (layout.animated || frames > 1) {
+    const count = frames > 1 ? ` of ${frames} frames` : '';
+    throw new JobError('PROBE_FAILED', `Expected a still image but received an animated ${format === 'png' ? 'PNG (APNG)' : 'WebP'}${count}; animated images are not upscaled, like animated GIF`);
   }
   const { width, height } = meta.autoOrient;
   if (!Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) {

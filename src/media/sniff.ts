@@ -165,6 +165,61 @@ export function id3TagEnd(buf: Buffer): number | undefined {
   return 10 + size + footer;
 }
 
+// ---------------------------------------------------------------- still images outside the contract
+
+/** Brands that say which still-image format an ISO box file holds (major or compatible). */
+const STILL_BRANDS: readonly [string, string][] = [
+  ['avif', 'an AVIF image'],
+  ['avis', 'an AVIF image sequence'],
+  ['heic', 'a HEIC image'],
+  ['heix', 'a HEIC image'],
+  ['heim', 'a HEIC image'],
+  ['heis', 'a HEIC image'],
+  ['hevc', 'a HEIC image sequence'],
+  ['hevx', 'a HEIC image sequence'],
+  ['crx ', 'a Canon raw (CR3) file'],
+  ['mif1', 'a HEIF image'],
+  ['msf1', 'a HEIF image sequence'],
+];
+
+/** The sizes a BMP's DIB header comes in (BITMAPCOREHEADER 12 ... BITMAPV5HEADER 124). */
+const BMP_HEADER_SIZES = new Set([12, 16, 40, 52, 56, 64, 108, 124]);
+
+/**
+ * What a file this worker does not accept is, when its first bytes say so: "an AVIF image", "a HEIC
+ * image", "a TIFF image"... so that a refusal names what it received instead of "content in no
+ * supported format". Only descriptive: these formats are refused whatever this says.
+ */
+export function describeUnsupportedImage(buf: Buffer): string | undefined {
+  if (buf.length >= 16 && ascii(buf, 4, 8) === 'ftyp') {
+    const size = Math.min(buf.readUInt32BE(0), buf.length);
+    const brands = [ascii(buf, 8, 12)];
+    for (let at = 16; at + 4 <= size; at += 4) brands.push(ascii(buf, at, at + 4));
+    // The most specific brand wins: a HEIF file (mif1) that lists avif is AVIF.
+    for (const [brand, description] of STILL_BRANDS) if (brands.includes(brand)) return description;
+    return undefined;
+  }
+  const four = ascii(buf, 0, 4);
+  if (four === 'II*\0' || four === 'MM\0*') return 'a TIFF image';
+  if (ascii(buf, 0, 2) === 'BM' && buf.length >= 26 && BMP_HEADER_SIZES.has(buf.readUInt32LE(14))) return 'a BMP image';
+  if (buf.length >= 2 && buf[0] === 0xff && buf[1] === 0x0a) return 'a JPEG XL image';
+  if (buf.length >= 12 && buf.readUInt32BE(0) === 12 && ascii(buf, 4, 8) === 'JXL ') return 'a JPEG XL image';
+  if (four === '8BPS') return 'a Photoshop (PSD) file';
+  return undefined;
+}
+
+/** describeUnsupportedImage of a file's first bytes. */
+export async function describeUnsupportedImageFile(path: string): Promise<string | undefined> {
+  const handle = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(256);
+    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    return describeUnsupportedImage(head.subarray(0, bytesRead));
+  } finally {
+    await handle.close();
+  }
+}
+
 // ---------------------------------------------------------------- the dispatcher
 
 /**

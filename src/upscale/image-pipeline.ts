@@ -22,6 +22,7 @@ import sharp, { type Metadata, type Sharp } from 'sharp';
 import { type UpscaleFactor, JobError } from '../jobs/index.js';
 import {
   anchorColours,
+  anchorSigma,
   cropPadding,
   type InterleavedImage,
   isNoPadding,
@@ -86,7 +87,7 @@ export async function upscaleImageFile(req: ImageUpscaleRequest, loadModel: SrMo
   const options: UpscaleOptions = { ...loaded.tiling, ...definedFields({ tile: req.tile, signal: req.signal, onProgress: req.onProgress }) };
   const upscaled = await runNetwork(loaded, colour, options);
   const sized = upscaled.image.width === target.width && upscaled.image.height === target.height ? upscaled.image : await resize(upscaled.image, target);
-  anchorColours(colour, sized, Number(req.factor), plan.depth === 16 ? 65535 : 255);
+  anchorColours(colour, sized, Number(req.factor), plan.depth === 16 ? 65535 : 255, anchorSigma(colour.width, colour.height));
   const alpha = plan.alpha ? await upscaleAlpha(source, target, plan.depth) : undefined;
 
   const pixels = interleave(sized, alpha, plan.grey);
@@ -161,8 +162,8 @@ async function runNetwork(loaded: LoadedSrModel, image: Pixels, options: Upscale
 /** Lanczos-3 to the target size at the image's depth. */
 async function resize(image: Pixels, target: { width: number; height: number }): Promise<Pixels> {
   const sixteen = image.data instanceof Uint16Array;
-  const data = await sharp(bytesOf(image.data), {
-    raw: { width: image.width, height: image.height, channels: 3, ...(sixteen ? { depth: 'ushort' as const } : {}) },
+  const data = await sharp(rawInput(image.data), {
+    raw: { width: image.width, height: image.height, channels: 3 },
     limitInputPixels: false,
   })
     .resize(target.width, target.height, { kernel: 'lanczos3', fit: 'fill' })
@@ -216,8 +217,8 @@ function rawImage(pixels: Uint8Array | Uint16Array, size: { width: number; heigh
   const sixteen = pixels instanceof Uint16Array;
   const channels = ((plan.grey ? 1 : 3) + (plan.alpha ? 1 : 0)) as 1 | 2 | 3 | 4;
   const space = plan.grey ? (sixteen ? 'grey16' : 'b-w') : sixteen ? 'rgb16' : 'srgb';
-  return sharp(bytesOf(pixels), {
-    raw: { width: size.width, height: size.height, channels, ...(sixteen ? { depth: 'ushort' as const } : {}) },
+  return sharp(rawInput(pixels), {
+    raw: { width: size.width, height: size.height, channels },
     limitInputPixels: false,
   }).toColourspace(space);
 }
@@ -234,8 +235,9 @@ function encode(image: Sharp, format: ImageFormat, lossless: boolean): Sharp {
   }
 }
 
-function bytesOf(data: Uint8Array | Uint16Array): Buffer {
-  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+/** sharp takes a raw input's sample depth from the array's type: a Buffer would read 16-bit samples as bytes. */
+function rawInput(data: Uint8Array | Uint16Array): Buffer | Uint16Array {
+  return data instanceof Uint16Array ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
 }
 
 function toUint8(data: Buffer): Uint8Array {

@@ -1,6 +1,7 @@
 /**
  * The image pipeline on real photos with the real converted ESRGAN weights: formats, alpha, EXIF
- * orientation, grey, 16-bit and ICC inputs, and exact output sizes.
+ * orientation, grey, 16-bit and ICC inputs, and exact output sizes (test/upscale/image-fidelity.test.ts
+ * holds the fidelity corpus).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -114,15 +115,16 @@ describe('upscaleImageFile', () => {
     expect([d.meta.width, d.meta.height]).toEqual([96, 64]);
   });
 
-  it('converts an embedded ICC profile to sRGB', async () => {
+  it('keeps an embedded ICC profile: the output carries it and its values stay in its encoding', async () => {
     const p3 = at('p3.jpg');
     await sharp(photo('coffee.png')).resize(48, 32).jpeg({ quality: 95 }).withIccProfile('p3').toFile(p3);
     await upscale(p3, '1', at('p3-x1.jpg'));
-    // The output's pixels are sRGB: they match sharp's own P3 -> sRGB conversion of the input.
-    const expected = await sharp(p3).toColourspace('srgb').raw().toBuffer();
-    const actual = await sharp(at('p3-x1.jpg')).raw().toBuffer();
-    const untransformed = await sharp(p3, { ignoreIcc: true }).raw().toBuffer();
-    expect(psnr(actual, expected)).toBeGreaterThan(psnr(actual, untransformed));
+    expect(Buffer.compare((await sharp(at('p3-x1.jpg')).metadata()).icc!, (await sharp(p3).metadata()).icc!)).toBe(0);
+    // Stored values: the output's match the input's, not the input's converted to sRGB.
+    const stored = await sharp(p3, { ignoreIcc: true }).raw().toBuffer();
+    const converted = await sharp(p3).toColourspace('srgb').raw().toBuffer();
+    const actual = await sharp(at('p3-x1.jpg'), { ignoreIcc: true }).raw().toBuffer();
+    expect(psnr(actual, stored)).toBeGreaterThan(psnr(actual, converted) + 1);
   });
 
   it('refuses a truncated file with PROBE_FAILED before the network runs', async () => {
