@@ -212,6 +212,13 @@ describe('another worker host (issue 31, item 2)', () => {
   }, 90_000);
 });
 
+describe('a worker host started under another host\'s name', () => {
+  it('refuses to start, naming WORKER_HOST_ID and what its user may claim', async () => {
+    const stderr = await cliFails(['serve'], { ...common, ...roles.env('worker-host2'), WORKER_HOST_ID: 'host1', WORKER_HEALTH_PORT: '0' });
+    expect(stderr).toMatch(/may not claim tasks as WORKER_HOST_ID=host1 \(media\.claims\.host1\.\*\): .*Permissions Violation.*each host needs its own NATS user/s);
+  }, 30_000);
+});
+
 describe("a worker's credentials", () => {
   it('may not write a ledger entry or a key record, nor publish a job: the server refuses and nothing is stored', async () => {
     const account = await newAccount(0);
