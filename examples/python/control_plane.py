@@ -33,7 +33,7 @@ from nats.errors import NoRespondersError, TimeoutError as NatsTimeout
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 PROTOCOL_HEADER = "Media-Protocol-Version"
-PROTOCOL_VERSION = "1.0"
+PROTOCOL_VERSION = "2.0"
 
 
 async def discover(nc, wait=0.5):

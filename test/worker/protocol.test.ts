@@ -268,9 +268,9 @@ describe('protocol version and event facts', () => {
 
     const h = natsHeaders();
     h.set('Nats-Msg-Id', 'v-2');
-    h.set(PROTOCOL_HEADER, '2.0');
+    h.set(PROTOCOL_HEADER, '9.0');
     const js = jetstream(cp.nc);
     await js.publish('media.jobs.image.vendor-image-upscale', JSON.stringify(imageJob('v-2')), { headers: h });
-    expect(await eventOf('v-2')).toMatchObject({ status: 'failed', error: { code: 'INVALID_JOB', message: /Media-Protocol-Version to be absent or 1\.<minor>/ } });
+    expect(await eventOf('v-2')).toMatchObject({ status: 'failed', error: { code: 'INVALID_JOB', message: /Media-Protocol-Version to be absent or 2\.<minor>/ } });
   });
 });
