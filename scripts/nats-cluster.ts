@@ -37,7 +37,7 @@ import { startCluster, type Cluster } from './nats-cluster-nodes.js';
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 const OPERATIONS_DOC = path.join(PACKAGE_ROOT, 'docs', 'operations.md');
 const BLOCK = ['<!-- nats-cluster:start -->', '<!-- nats-cluster:end -->'] as const;
-const PASSWORDS = { MW_WORKER_PASSWORD: 'cluster-worker', MW_GATEWAY_PASSWORD: 'cluster-gateway', MW_OPERATOR_PASSWORD: 'cluster-operator' };
+const PASSWORDS = { MW_WORKER_HOST1_PASSWORD: 'cluster-worker', MW_GATEWAY_PASSWORD: 'cluster-gateway', MW_OPERATOR_PASSWORD: 'cluster-operator' };
 const LEDGER_STREAM = 'GATEWAY_LEDGER';
 /** A client's patience: a quote request lost with a dying node is only answered (503) after GATEWAY_QUOTE_TIMEOUT_MS. */
 const CLIENT_TIMEOUT_MS = 30_000;
@@ -210,12 +210,14 @@ async function main(): Promise<void> {
     await fs.mkdir(path.join(dir, 'tmp'));
     const as = (user: string): NodeJS.ProcessEnv => ({
       NATS_USER: user,
-      NATS_PASSWORD: PASSWORDS[`MW_${user.toUpperCase()}_PASSWORD` as keyof typeof PASSWORDS],
-      NATS_INBOX_PREFIX: `_INBOX_${user}`,
+      NATS_PASSWORD: PASSWORDS[`MW_${user.toUpperCase().replace(/-/g, '_')}_PASSWORD` as keyof typeof PASSWORDS],
+      NATS_INBOX_PREFIX: user.startsWith('worker-') ? '_INBOX_worker' : `_INBOX_${user}`,
+      ...(user.startsWith('worker-') ? { WORKER_HOST_ID: user.slice('worker-'.length) } : {}),
     });
     // The operator provisions every stream and consumer (R3) first: workers and gateways only bind.
     execFileSync(process.execPath, [CLI, 'provision'], { env: { ...process.env, ...common, ...as('operator') }, stdio: ['ignore', 'ignore', 'inherit'] });
-    for (const name of ['worker-a', 'worker-b']) children.push(startClient(name, ['serve'], { ...common, ...as('worker'), NATS_CONNECTION_NAME: name }, dir));
+    // Two worker processes of one host (one identity: a task either of them claimed is that host's).
+    for (const name of ['worker-a', 'worker-b']) children.push(startClient(name, ['serve'], { ...common, ...as('worker-host1'), NATS_CONNECTION_NAME: name }, dir));
     await until('the workers to serve', async () => children.every((w) => w.head().includes('media-worker serving')) || undefined, 90_000, 200);
     const gateway = startClient('gateway', ['gateway'], { ...common, ...as('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' }, dir);
     children.push(gateway);

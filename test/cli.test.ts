@@ -45,7 +45,7 @@ afterAll(async () => {
 });
 
 describe('--help', () => {
-  const commands = [[], ['quote'], ['run'], ['serve'], ['upscale-image'], ['upscale-video'], ['lipsync'], ['music'], ['models'], ['models', 'list'], ['models', 'prepare'], ['config'], ['gateway'], ['accounts'], ['accounts', 'create'], ['accounts', 'topup'], ['accounts', 'add-key'], ['accounts', 'show']];
+  const commands = [[], ['quote'], ['run'], ['serve'], ['upscale-image'], ['upscale-video'], ['lipsync'], ['music'], ['models'], ['models', 'list'], ['models', 'prepare'], ['config'], ['gateway'], ['accounts'], ['accounts', 'create'], ['accounts', 'topup'], ['accounts', 'add-key'], ['accounts', 'show'], ['provision']];
   it.each(commands.map((c) => [c.join(' '), c] as const))(
     'media-worker %s --help',
     async (_name, args) => {

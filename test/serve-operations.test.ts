@@ -32,7 +32,7 @@ import { provisionFromEnv } from './helpers/provision.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 const INSTALLER = path.join(PACKAGE_ROOT, 'dist', 'scripts', 'install-lipsync-model.js');
-const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES'];
+const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];
 
 interface Serve {
   child: ChildProcess;

@@ -149,9 +149,9 @@ describe('media-worker serve', () => {
 
   it('announces what it runs on media.capabilities: kinds, models, hardware class and execution provider', async () => {
     const reply = await cp.nc.request('media.capabilities', '', { timeout: 5000 });
-    expect(reply.headers?.get('Media-Protocol-Version')).toBe('1.0');
+    expect(reply.headers?.get('Media-Protocol-Version')).toBe('2.0');
     expect(reply.json()).toMatchObject({
-      protocol: '1.0',
+      protocol: '2.0',
       state: 'running',
       hardwareClass: 'cpu',
       executionProvider: 'cpu',

@@ -8,8 +8,10 @@ It does what a billing control plane does, in the documented order:
   3. job:       publish to media.jobs.<kind>.<model> with Nats-Msg-Id = task id, then publish the
                 same task again (the stream drops the duplicate inside its 2-minute window);
   4. cancel:    publish a second, slow job and cancel it on media.cancel;
-  5. events:    read MEDIA_EVENTS with a durable pull consumer of its own, one event per task:
-                completed -> keep the result; failed -> refund what was deducted.
+  5. events:    read MEDIA_EVENTS with a durable pull consumer of its own, believing an event only
+                from the host that claimed the task first (its subject media.events.<host>.<task>
+                against the first media.claims.*.<task>): completed -> keep the result; failed ->
+                refund what was deducted.
 
 Usage:
   pip install nats-py
@@ -17,8 +19,8 @@ Usage:
       --image-url https://cdn.example.com/a.png --slow-image-url https://cdn.example.com/big.png
 
 Prints one JSON object (what happened) on stdout; exits 1 when the worker broke a promise of the
-protocol. It never creates the worker's streams: start a worker first (docs/protocol.md, "Start
-order").
+protocol. It never creates the worker's streams: `media-worker provision` does (docs/protocol.md,
+"Start order").
 """
 
 import argparse
@@ -31,9 +33,10 @@ import uuid
 import nats
 from nats.errors import NoRespondersError, TimeoutError as NatsTimeout
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
 
 PROTOCOL_HEADER = "Media-Protocol-Version"
-PROTOCOL_VERSION = "1.0"
+PROTOCOL_VERSION = "2.0"
 
 
 async def discover(nc, wait=0.5):
@@ -77,6 +80,23 @@ async def cancel(nc, task_id, credits):
     return json.loads(msg.data)
 
 
+async def first_claim_host(js, task_id):
+    """The host whose claim of the task was stored first, or None (docs/protocol.md, "Who settles a task")."""
+    try:
+        msg = await js.get_msg("MEDIA_CLAIMS", seq=1, subject=f"media.claims.*.{task_id}", next=True)
+    except NotFoundError:
+        return None
+    return msg.subject.split(".")[2]
+
+
+async def believed(js, msg, event):
+    """An event counts only from the task's first claimer: media.events.<host>.<task id>, <host> = that host."""
+    tokens = msg.subject.split(".")
+    if len(tokens) != 4 or tokens[3] != event.get("id"):
+        return False
+    return tokens[2] == await first_claim_host(js, event["id"])
+
+
 async def wait_for_events(js, task_ids, durable, timeout):
     """Reads events with our own durable consumer until every task has one; acks each after 'billing' it."""
     await js.add_consumer(
@@ -94,7 +114,7 @@ async def wait_for_events(js, task_ids, durable, timeout):
                 continue
             for msg in msgs:
                 event = json.loads(msg.data)
-                if event["id"] in task_ids:
+                if event["id"] in task_ids and await believed(js, msg, event):
                     # One transaction keyed by the task id in a real control plane: completed -> store
                     # the result; failed with refund -> give back what was deducted for the task.
                     events.setdefault(event["id"], []).append({**event, "_protocol": msg.headers.get(PROTOCOL_HEADER) if msg.headers else None})

@@ -6,8 +6,21 @@
  * it. Shared by the worker (claim before running) and a control plane (believe an event or not).
  */
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager, type MsgRequest } from '@nats-io/jetstream';
+import { z } from 'zod';
 import { CLAIMS_SUBJECT_PREFIX, anyHostClaimSubject, claimSubject, hostAndTask } from './subjects.js';
 import { protocolHeaders } from './version.js';
+
+/** Body of `media.claims.<host>.<task>` (what a control plane may log; the subject is what counts). */
+export const claimMessageSchema = z.object({
+  /** The task id (the subject's last token). */
+  id: z.string(),
+  /** The claiming host's WORKER_HOST_ID (the subject's host token). */
+  host: z.string(),
+  /** When the host claimed it. */
+  at: z.string(),
+});
+
+export type ClaimMessage = z.infer<typeof claimMessageSchema>;
 
 /** "maximum messages per subject exceeded": this host had claimed the task already. */
 const ALREADY_CLAIMED = 10077;
@@ -28,7 +41,8 @@ export async function firstClaimHost(jsm: JetStreamManager, claimsStream: string
  */
 export async function claimTask(js: JetStreamClient, jsm: JetStreamManager, o: { claimsStream: string; host: string; timeoutMs: number }, taskId: string): Promise<string> {
   try {
-    await js.publish(claimSubject(o.host, taskId), JSON.stringify({ id: taskId, host: o.host, at: new Date().toISOString() }), {
+    const claim: ClaimMessage = { id: taskId, host: o.host, at: new Date().toISOString() };
+    await js.publish(claimSubject(o.host, taskId), JSON.stringify(claim), {
       msgID: `${taskId}:claim:${o.host}`,
       headers: protocolHeaders(),
       timeout: o.timeoutMs,

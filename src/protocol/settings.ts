@@ -63,7 +63,7 @@ export const PROTOCOL_SETTINGS = {
     env: 'NATS_STREAM_REPLICAS',
     schema: intSchema('an integer from 1 to 5', 1, 5),
     default: '1',
-    doc: 'Replicas of every stream (jobs, events, and the gateway\'s accounts, ledger, tasks); 3 on a 3-node cluster (docs/operations.md). Changed in place at start.',
+    doc: 'Replicas of every stream (jobs, events, and the gateway\'s accounts, ledger, tasks); 3 on a 3-node cluster (docs/operations.md). `media-worker provision` applies it in place; the others check it at start.',
   }),
   jobsStream: setting({
     env: 'MEDIA_JOBS_STREAM',

@@ -15,6 +15,7 @@ import {
   videoResultSchema,
 } from '../jobs/index.js';
 import { cancelReplySchema, cancelRequestSchema } from './cancel.js';
+import { claimMessageSchema } from './claims.js';
 import { capabilitiesSchema } from './discovery.js';
 import { terminalEventSchema } from './events.js';
 import { progressMessageSchema } from './progress.js';
@@ -27,7 +28,8 @@ export const WIRE_SCHEMAS = {
   job: { title: 'Job message (media.jobs.<kind>.<model>) and quote request (media.quote)', schema: jobMessageSchema },
   'quote-reply': { title: 'Quote reply (media.quote)', schema: quoteReplySchema },
   'error-reply': { title: 'Refusal of a quote or cancel (with the Nats-Service-Error headers)', schema: errorReplySchema },
-  'terminal-event': { title: 'Terminal event (media.events.<task id>)', schema: terminalEventSchema.extend({ result: resultSchema }) },
+  'terminal-event': { title: 'Terminal event (media.events.<host>.<task id>)', schema: terminalEventSchema.extend({ result: resultSchema }) },
+  claim: { title: 'Claim of a task by a worker host (media.claims.<host>.<task id>)', schema: claimMessageSchema },
   progress: { title: 'Progress (media.progress.<task id>)', schema: progressMessageSchema },
   'cancel-request': { title: 'Cancel request (media.cancel)', schema: cancelRequestSchema },
   'cancel-reply': { title: 'Cancel reply (media.cancel)', schema: cancelReplySchema },

@@ -22,10 +22,11 @@ import { startQuoteService, type QuoteService } from './quote-service.js';
 import { createResultStore, type ResultStore } from './results.js';
 import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 import type { WorkerSettings } from './settings.js';
-import { checkTopology } from './topology.js';
+import { TopologyError, checkTopology } from './topology.js';
 import type { JobExecutor, QuoteFunction } from './types.js';
 import { isLive, nextState, type LifecycleEvent, type WorkerState } from './lifecycle.js';
 import { sleep } from '../sleep.js';
+import { errorMessage } from '../errors.js';
 
 export interface WorkerDeps {
   executor: JobExecutor;
@@ -94,6 +95,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
     const events = new EventPublisher(nc, js, jsm, settings, logger);
     const claim = (taskId: string): Promise<string> =>
       claimTask(js, jsm, { claimsStream: settings.claimsStream, host: settings.hostId, timeoutMs: settings.publishTimeoutMs }, taskId);
+    await checkHostIdentity(claim, settings.hostId);
     const results = deps.results ?? createResultStore(settings, logger);
 
     const availability = new Availability({ slots: settings.concurrency, checks: deps.readiness ?? {}, metrics, logger: logger.child({ component: 'readiness' }) });
@@ -441,6 +443,21 @@ async function sweepLeftoversOnce(sweep: (() => Promise<number>) | undefined, me
     }
   } catch (err) {
     logger.warn({ err }, 'Leftover sweep failed');
+  }
+}
+
+/** A task id no control plane issues: claimed once per host at start, to learn early whether this user may claim as WORKER_HOST_ID. */
+const HOST_CHECK_TASK = '_host-check';
+
+/** Refuses to start when the NATS user may not claim under WORKER_HOST_ID (every job would fail to be claimed). */
+async function checkHostIdentity(claim: (taskId: string) => Promise<string>, hostId: string): Promise<void> {
+  try {
+    await claim(HOST_CHECK_TASK);
+  } catch (err) {
+    throw new TopologyError(
+      `This worker may not claim tasks as WORKER_HOST_ID=${hostId} (media.claims.${hostId}.*): ${errorMessage(err)}; ` +
+        'each host needs its own NATS user allowed its host name (docs/operations.md, "Worker hosts")',
+    );
   }
 }
 

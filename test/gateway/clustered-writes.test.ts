@@ -20,7 +20,7 @@ import { WriteConflict, writeIf } from '../../src/gateway/store/subject-store.js
 import { sleep } from '../worker/helpers/jetstream.js';
 import { natsServerBin, parseServerVersion, startCluster, versionAtLeast, type Cluster } from '../../scripts/nats-cluster-nodes.js';
 
-const PASSWORDS = { MW_WORKER_PASSWORD: 'w', MW_GATEWAY_PASSWORD: 'g', MW_OPERATOR_PASSWORD: 'o' };
+const PASSWORDS = { MW_WORKER_HOST1_PASSWORD: 'w', MW_GATEWAY_PASSWORD: 'g', MW_OPERATOR_PASSWORD: 'o' };
 /** The oldest server docs/operations.md supports for clusters: before it two such writes may both be stored (#4320). */
 const CLUSTER_FLOOR = [2, 10, 23] as const;
 const version = parseServerVersion(execFileSync(natsServerBin(), ['--version']).toString());

@@ -262,13 +262,14 @@ describe('image upscale', () => {
     expect(failed.body.data).toMatchObject({ id, status: 'failed', error: { code: 'PROBE_FAILED' }, creditsRefunded: 20 });
     expect(await balance(account)).toBe(50);
 
-    // Another failure event for the same task: the events stream keeps one per task, so make room
-    // for it, then let the gateway's consumer receive it.
-    const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.${id}` });
+    // Another failure event for the same task from the same host (the first claimer, so believed):
+    // the events stream keeps one per host and task, so make room for it, then let the gateway's
+    // consumer receive it.
+    const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.*.${id}` });
     await cp.jsm.streams.deleteMessage('MEDIA_EVENTS', stored!.seq);
     const h = natsHeaders();
     h.set('Nats-Msg-Id', `${id}:again`);
-    await jetstream(cp.nc).publish(`media.events.${id}`, JSON.stringify(stored!.json()), { headers: h });
+    await jetstream(cp.nc).publish(stored!.subject, JSON.stringify(stored!.json()), { headers: h });
     await waitFor('the second event to be handled', async () => {
       const text = await (await fetch(`${gateway.url}/metrics`)).text();
       return /media_gateway_events_total\{result="already settled"\} [1-9]/.test(text);

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
@@ -210,6 +210,35 @@ describe('another worker host (issue 31, item 2)', () => {
       await operator.close();
     }
   }, 90_000);
+});
+
+describe('cancellation under the shipped users', () => {
+  it("a queued job cancelled by the operator: host1 claims it and publishes the CANCELLED event under its own name, and never runs it", async () => {
+    const operator = await connectAs('operator');
+    try {
+      const id = `cancel_${Date.now()}`;
+      // A lip-sync job nobody here serves: it waits in the queue (the operator may publish jobs).
+      const h = natsHeaders();
+      h.set('Nats-Msg-Id', id);
+      await jetstream(operator).publish('media.jobs.lipsync.vendor-lipsync-2', JSON.stringify({ id, model: 'vendor-lipsync-2', input: {}, credits: 30 }), { headers: h });
+      const reply = await operator.request('media.cancel', JSON.stringify({ id, credits: 30 }), { timeout: 10_000 });
+      expect(reply.json()).toEqual({ id, cancelled: true, status: 'failed', code: 'CANCELLED' });
+      const jsm = await jetstreamManager(operator);
+      expect(await firstClaimHost(jsm, 'MEDIA_CLAIMS', id)).toBe('host1');
+      const event = await jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.host1.${id}` });
+      expect(event?.json()).toMatchObject({ id, status: 'failed', refund: true, creditsRefunded: 30, error: { code: 'CANCELLED' } });
+      expect(serve.output()).not.toMatch(/Permissions Violation/);
+    } finally {
+      await operator.close();
+    }
+  }, 30_000);
+});
+
+describe('a worker host started under another host\'s name', () => {
+  it('refuses to start, naming WORKER_HOST_ID and what its user may claim', async () => {
+    const stderr = await cliFails(['serve'], { ...common, ...roles.env('worker-host2'), WORKER_HOST_ID: 'host1', WORKER_HEALTH_PORT: '0' });
+    expect(stderr).toMatch(/may not claim tasks as WORKER_HOST_ID=host1 \(media\.claims\.host1\.\*\): .*Permissions Violation.*each host needs its own NATS user/s);
+  }, 30_000);
 });
 
 describe("a worker's credentials", () => {

@@ -15,7 +15,7 @@ import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from '
 import { imageJob, startTestWorker, type TestWorker } from './helpers/in-process.js';
 import { startNatsServer, type TestNatsServer } from './helpers/nats-server.js';
 
-const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES'];
+const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];
 const ONLY_IMAGE = { concurrency: 'image=1,video=0,lipsync=0,music=0', readinessIntervalMs: 200 };
 
 let server: TestNatsServer;

@@ -14,7 +14,7 @@ import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from '
 import { FAST_SETTINGS, imageJob, lipsyncJob, startTestWorker, type TestWorker } from './helpers/in-process.js';
 import { startNatsServer, type TestNatsServer } from './helpers/nats-server.js';
 
-const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES'];
+const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];
 const names = { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' };
 
 let server: TestNatsServer;
@@ -388,7 +388,7 @@ describe('quote service', () => {
     expect(info.json()).toMatchObject({
       name: 'media-worker',
       version: '0.1.0',
-      metadata: { protocol: '1.0', capabilities: 'media.capabilities' },
+      metadata: { protocol: '2.0', capabilities: 'media.capabilities' },
       endpoints: [
         { name: 'quote', subject: 'media.quote', queue_group: 'q' },
         { name: 'cancel', subject: 'media.cancel', queue_group: 'q' },

@@ -14,7 +14,7 @@ import { startNatsServer, type TestNatsServer } from './helpers/nats-server.js';
 import { buildWorkerFixture, readRecords, spawnWorker, type WorkerProcess } from './helpers/worker-process.js';
 import type { TranspiledEntry } from './helpers/transpile.js';
 
-const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES'];
+const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];
 
 let server: TestNatsServer;
 let cp: ControlPlane;

@@ -12,6 +12,7 @@ import {
   PROTOCOL_HEADER,
   PROTOCOL_VERSION,
   cancelReplySchema,
+  firstClaimHost,
   capabilitiesSchema,
   discoverWorkers,
   whoCanRun,
@@ -23,7 +24,7 @@ import { ensureTopology } from '../../src/worker/topology.js';
 import { FAST_SETTINGS, imageJob, startTestWorker, type TestWorker } from './helpers/in-process.js';
 import { startNatsServer, type TestNatsServer } from './helpers/nats-server.js';
 
-const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES'];
+const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];
 const names = { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' };
 
 let server: TestNatsServer;
@@ -138,6 +139,21 @@ async function whoCanRunAll() {
   return found;
 }
 
+describe('claims', () => {
+  it('a delivery of a task another host claimed first is acked without running: no event from this host', async () => {
+    await createStreams();
+    // What host-a leaves when it dies mid-job: its claim; the job is redelivered to host-b.
+    await cp.nc.request('media.claims.host-a.claimed-1', JSON.stringify({ id: 'claimed-1', host: 'host-a', at: new Date().toISOString() }));
+    await cp.publishJob('image', 'vendor-image-upscale', imageJob('claimed-1'));
+    const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'host-b' });
+    await waitFor('the job to leave the queue', async () => (await cp.jobsInQueue()) === 0);
+    expect(b.records).toEqual([]);
+    expect(await cp.eventsOf('claimed-1')).toEqual([]);
+    expect(await b.metrics.registry.metrics()).toMatch(/media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 1/);
+    expect(await firstClaimHost(cp.jsm, 'MEDIA_CLAIMS', 'claimed-1')).toBe('host-a');
+  });
+});
+
 describe('cancellation', () => {
   it('a queued job is never started: one CANCELLED event with its refund, and the job leaves the queue unrun', async () => {
     await createStreams();
@@ -178,6 +194,19 @@ describe('cancellation', () => {
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('after-cancel'));
     expect(await eventOf('after-cancel')).toMatchObject({ status: 'completed' });
     expect(await cp.eventsOf('cancel-r')).toHaveLength(1);
+  });
+
+  it('a job running on another host: that host stops it and publishes the one CANCELLED event, whichever host answers', async () => {
+    const a = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'host-a' });
+    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0', hostId: 'host-b' });
+    for (const id of ['cancel-x1', 'cancel-x2']) {
+      await cp.publishJob('image', 'vendor-image-upscale', imageJob(id, 'sleep=30000', { credits: 20 }));
+      await waitFor('the job to start on host-a', () => a.records.some((r) => r.taskId === id));
+      expect((await cancel({ id })).json()).toEqual({ id, cancelled: true, status: 'failed', code: 'CANCELLED' });
+      await waitFor('the cancelled job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 10_000);
+      expect(await cp.eventsOf(id)).toMatchObject([{ status: 'failed', error: { code: 'CANCELLED' }, refund: true }]);
+      expect(await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.host-a.${id}` })).not.toBeNull();
+    }
   });
 
   it('a cancel after completion changes nothing, and a malformed cancel is refused', async () => {
@@ -239,9 +268,9 @@ describe('protocol version and event facts', () => {
 
     const h = natsHeaders();
     h.set('Nats-Msg-Id', 'v-2');
-    h.set(PROTOCOL_HEADER, '2.0');
+    h.set(PROTOCOL_HEADER, '9.0');
     const js = jetstream(cp.nc);
     await js.publish('media.jobs.image.vendor-image-upscale', JSON.stringify(imageJob('v-2')), { headers: h });
-    expect(await eventOf('v-2')).toMatchObject({ status: 'failed', error: { code: 'INVALID_JOB', message: /Media-Protocol-Version to be absent or 1\.<minor>/ } });
+    expect(await eventOf('v-2')).toMatchObject({ status: 'failed', error: { code: 'INVALID_JOB', message: /Media-Protocol-Version to be absent or 2\.<minor>/ } });
   });
 });
