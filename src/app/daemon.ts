@@ -22,6 +22,7 @@ import {
   type WorkerSettings,
 } from '../worker/index.js';
 import { registryOptions } from './layer-options.js';
+import { deviceLine, type DeviceDescription } from './device.js';
 import { probeHardware, withProviderCheck, type ProbedHardware } from './hardware.js';
 import { hardwareClassOf } from './quote-policy.js';
 import { readinessChecks } from './readiness.js';
@@ -30,6 +31,8 @@ import { createEngine, executeJob, quoteOnly, type Engine } from './run-job.js';
 export interface Daemon {
   worker: WorkerHandle;
   settings: WorkerSettings;
+  /** The device the networks run on (the start-up probe's). */
+  device: DeviceDescription;
   /** Drains the worker (jobs finish or are handed back), then releases sessions and model threads. */
   stop(): Promise<void>;
 }
@@ -59,11 +62,12 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     readiness: withProviderCheck(readinessChecks({ config, settings, engine, logger }), hardware.shortfall),
     sweepLeftovers: () => sweepAllLeftovers(config),
     // What discovery reports is what the probe found running, as the quotes and readiness use it.
-    host: { hardwareClass: hardwareClassOf(config), executionProvider: hardware.probe.active },
+    host: { hardwareClass: hardwareClassOf(config), executionProvider: hardware.probe.active, device: hardware.device },
   });
   return {
     worker,
     settings,
+    device: hardware.device,
     async stop() {
       await worker.stop();
       await engine.release();
@@ -107,12 +111,12 @@ function quoteFor(engine: Engine): QuoteFunction {
 }
 
 /** The probe's answer in the log and the metrics: which provider runs, and why a preferred one does not. */
-function reportProbe({ probe, shortfall }: ProbedHardware, logger: Logger): void {
+function reportProbe({ probe, shortfall, device }: ProbedHardware, logger: Logger): void {
   setExecutionProvider(probe.active, probe.requested.join(','));
-  const fields = { provider: probe.active, requested: probe.requested, failures: probe.failures };
+  const fields = { provider: probe.active, requested: probe.requested, failures: probe.failures, device };
   if (shortfall !== null) logger.error(fields, `${shortfall}: image, video and lip-sync are not ready`);
   else if (probe.failures.length > 0) logger.warn(fields, `execution provider ${probe.failures.map((f) => f.provider).join(', ')} could not start; running on ${probe.active}`);
-  else logger.info(fields, `execution provider ${probe.active} runs`);
+  else logger.info(fields, `execution provider ${probe.active} runs: ${deviceLine(device)}`);
 }
 
 /**
