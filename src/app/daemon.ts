@@ -6,7 +6,6 @@
  */
 import path from 'node:path';
 import type { Config } from '../config.js';
-import { ensureModelFile, chooseSrModel } from '../inference/index.js';
 import type { Logger } from '../logger.js';
 import { jobDirSweep, modelTempSweep, sweepLeftovers } from '../media/index.js';
 import { PACKAGE_VERSION } from '../paths.js';
@@ -27,6 +26,8 @@ import { probeHardware, withProviderCheck, type ProbedHardware } from './hardwar
 import { hardwareClassOf } from './quote-policy.js';
 import { readinessChecks } from './readiness.js';
 import { createEngine, executeJob, quoteOnly, type Engine } from './run-job.js';
+import { warmNetworks } from './warm-start.js';
+import { JOB_KINDS } from '../jobs/index.js';
 
 export interface Daemon {
   worker: WorkerHandle;
@@ -51,7 +52,8 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
   reportProbe(hardware, logger);
   const { config } = hardware;
   const engine = createEngine(config, logger, settings.watchdogMs);
-  if (settings.concurrency.image > 0 || settings.concurrency.video > 0) await reportExecutionProvider(engine, logger);
+  // Before the worker exists: nothing reports ready or pulls until every network is open.
+  await warmNetworks(config, engine, JOB_KINDS.filter((kind) => settings.concurrency[kind] > 0), logger);
   const results = createResultStore(settings, logger);
   const worker = await startWorker(settings, {
     executor: executorFor(engine, results),
@@ -119,17 +121,3 @@ function reportProbe({ probe, shortfall, device }: ProbedHardware, logger: Logge
   else logger.info(fields, `execution provider ${probe.active} runs: ${deviceLine(device)}`);
 }
 
-/**
- * Opens the default image network at start: a broken model or GPU set-up shows before the first job.
- * A network that cannot be had here is not fatal: the readiness checks keep image and video from
- * being pulled and say why. The metric comes from the start-up probe (reportProbe).
- */
-async function reportExecutionProvider(engine: Engine, logger: Logger): Promise<void> {
-  try {
-    const file = await ensureModelFile(chooseSrModel(engine.config.srModels, 'image', '2'), { ...registryOptions(engine.config), logger });
-    const session = await engine.sessions.get(file.path);
-    logger.info({ provider: session.provider, providers: session.providers, threads: session.threads }, 'inference ready');
-  } catch (err) {
-    logger.warn({ err }, 'The default super-resolution network cannot be opened; image and video wait for their readiness checks');
-  }
-}
