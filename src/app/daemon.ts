@@ -20,7 +20,6 @@ import {
   type WorkerHandle,
   type WorkerSettings,
 } from '../worker/index.js';
-import { registryOptions } from './layer-options.js';
 import { deviceLine, type DeviceDescription } from './device.js';
 import { probeHardware, withProviderCheck, type ProbedHardware } from './hardware.js';
 import { hardwareClassOf } from './quote-policy.js';
