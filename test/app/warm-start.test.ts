@@ -20,9 +20,9 @@ describe('warm before ready', () => {
   });
 
   it('runs the budget tile on a GPU (the shape large inputs run at), a small one on the CPU', () => {
-    expect(warmDims({ tiling: { tile: 512, batch: 2 } }, true)).toEqual([2, 3, 512, 512]);
-    expect(warmDims({ tiling: { tile: 512, batch: 2 } }, false)).toEqual([1, 3, CPU_WARM_SIDE, CPU_WARM_SIDE]);
-    expect(warmDims({ tiling: {} }, true)).toEqual([1, 3, CPU_WARM_SIDE, CPU_WARM_SIDE]);
+    expect(warmDims({ tiling: { tile: 512, overlap: 10, batch: 2 } }, true)).toEqual([2, 3, 512, 512]);
+    expect(warmDims({ tiling: { tile: 512, overlap: 10, batch: 2 } }, false)).toEqual([1, 3, CPU_WARM_SIDE, CPU_WARM_SIDE]);
+    expect(warmDims({ tiling: { tile: 256, overlap: 10 } }, true)).toEqual([1, 3, 256, 256]);
   });
 
   it('with the real networks: opens and runs them before any job, so the job\'s loader finds them open; what cannot open is reported, not thrown', async () => {
