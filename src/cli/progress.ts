@@ -6,7 +6,8 @@
  * One network call can take a minute (a 512x512 photo is one tile on the CPU), and the pipeline
  * reports nothing during it. So while a countable stage waits for its next step, a timer moves the
  * line on from the time one step takes (measured once a step is done, the printed estimate before),
- * marked `~` and `(estimate)`, and never past the step it waits for.
+ * marked `~` and `(estimate)`, and never past the step it waits for; a step that outlasts the
+ * estimate slows the line down (still moving) and says by how much it is over.
  */
 import type { JobProgress, ProgressReporter } from '../jobs/index.js';
 import { throttle } from '../throttle.js';
@@ -23,7 +24,9 @@ export interface TerminalProgressOptions {
 }
 
 /** Share of the step being waited for that the estimate may fill: the line never claims a step not reported. */
-export const ESTIMATE_CAP = 0.95;
+export const ESTIMATE_CAP = 0.99;
+/** Share of a step the clock fills at the estimated pace; past it the line slows, still moving, towards the cap. */
+export const ESTIMATE_KNEE = 0.9;
 
 /** Figures of a countable stage waiting for its next step, at `sinceStep` seconds after the last one. */
 export interface EstimatedProgress {
@@ -38,7 +41,9 @@ export interface EstimatedProgress {
  * the first step). Pure, so the renderer and its tests agree on one formula.
  */
 export function estimatedProgress(done: number, total: number, secondsPerStep: number, sinceStep: number): EstimatedProgress {
-  const partial = Math.min(ESTIMATE_CAP, Math.max(0, sinceStep / secondsPerStep));
+  // A step that outlasts the estimate (a busy machine) still moves, ever slower: 1 - 0.1 * 0.9 / t.
+  const t = Math.max(0, sinceStep / secondsPerStep);
+  const partial = Math.min(ESTIMATE_CAP, t <= ESTIMATE_KNEE ? t : 1 - ((1 - ESTIMATE_KNEE) * ESTIMATE_KNEE) / t);
   return { fraction: Math.min(1, (done + partial) / total), remaining: secondsPerStep * (total - done) - sinceStep };
 }
 
