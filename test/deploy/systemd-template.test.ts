@@ -87,7 +87,15 @@ describe('two instances on one host', () => {
   const daemons: { proc: ChildProcess; stderr: string }[] = [];
 
   afterAll(async () => {
-    for (const d of daemons) if (d.proc.exitCode === null) d.proc.kill('SIGKILL');
+    await Promise.all(
+      daemons
+        .filter((d) => d.proc.exitCode === null)
+        .map((d) => {
+          const exited = new Promise((resolve) => d.proc.once('exit', resolve));
+          d.proc.kill('SIGKILL');
+          return exited;
+        }),
+    );
     await cp?.close();
     await nats?.close();
     http?.close();

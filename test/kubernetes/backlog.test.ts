@@ -60,7 +60,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await nc?.close();
-  server?.kill('SIGTERM');
+  // The server writes its store until it exits: remove the directory after.
+  if (server?.exitCode === null) {
+    const exited = new Promise((resolve) => server.once('exit', resolve));
+    server.kill('SIGTERM');
+    await exited;
+  }
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
