@@ -144,11 +144,17 @@ export const SETTINGS = {
     default: 'false',
     doc: 'Whether a host configured for a GPU provider (cuda, tensorrt, webgpu first) whose providers all fail the start-up probe may run image, video and lip-sync jobs on the CPU; false: those kinds are not ready (/readyz says why). Estimates follow the provider that runs either way.',
   }),
+  deviceIndex: setting({
+    env: 'MEDIA_WORKER_DEVICE_INDEX',
+    schema: nonNegativeInt,
+    default: '0',
+    doc: 'The GPU this process runs on, as nvidia-smi numbers them (CUDA and TensorRT `deviceId`; CUDA_DEVICE_ORDER is set to PCI_BUS_ID to match). One worker per GPU: systemd/media-worker@.service. WebGPU always takes the default adapter (onnxruntime-node cannot pick one).',
+  }),
   deviceMemoryMb: setting({
     env: 'MEDIA_WORKER_DEVICE_MEMORY_MB',
     schema: nonNegativeInt,
     default: '0',
-    doc: 'GPU memory one super-resolution call may use, MiB: the tile side follows it (the manifest\'s bytes per tile pixel); 0: the manifest\'s tile size.',
+    doc: 'GPU memory one super-resolution call may use, MiB: the tile side follows it (the manifest\'s bytes per tile pixel); 0: a quarter of the device\'s memory when nvidia-smi reports it, else the manifest\'s tile size.',
   }),
   tileRamMb: setting({
     env: 'MEDIA_WORKER_TILE_RAM_MB',

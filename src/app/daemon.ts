@@ -6,7 +6,6 @@
  */
 import path from 'node:path';
 import type { Config } from '../config.js';
-import { ensureModelFile, chooseSrModel } from '../inference/index.js';
 import type { Logger } from '../logger.js';
 import { jobDirSweep, modelTempSweep, sweepLeftovers } from '../media/index.js';
 import { PACKAGE_VERSION } from '../paths.js';
@@ -21,15 +20,19 @@ import {
   type WorkerHandle,
   type WorkerSettings,
 } from '../worker/index.js';
-import { registryOptions } from './layer-options.js';
+import { deviceLine, type DeviceDescription } from './device.js';
 import { probeHardware, withProviderCheck, type ProbedHardware } from './hardware.js';
 import { hardwareClassOf } from './quote-policy.js';
 import { readinessChecks } from './readiness.js';
 import { createEngine, executeJob, quoteOnly, type Engine } from './run-job.js';
+import { warmNetworks } from './warm-start.js';
+import { JOB_KINDS } from '../jobs/index.js';
 
 export interface Daemon {
   worker: WorkerHandle;
   settings: WorkerSettings;
+  /** The device the networks run on (the start-up probe's). */
+  device: DeviceDescription;
   /** Drains the worker (jobs finish or are handed back), then releases sessions and model threads. */
   stop(): Promise<void>;
 }
@@ -48,7 +51,8 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
   reportProbe(hardware, logger);
   const { config } = hardware;
   const engine = createEngine(config, logger, settings.watchdogMs);
-  if (settings.concurrency.image > 0 || settings.concurrency.video > 0) await reportExecutionProvider(engine, logger);
+  // Before the worker exists: nothing reports ready or pulls until every network is open.
+  await warmNetworks(config, engine, JOB_KINDS.filter((kind) => settings.concurrency[kind] > 0), logger);
   const results = createResultStore(settings, logger);
   const worker = await startWorker(settings, {
     executor: executorFor(engine, results),
@@ -59,11 +63,12 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     readiness: withProviderCheck(readinessChecks({ config, settings, engine, logger }), hardware.shortfall),
     sweepLeftovers: () => sweepAllLeftovers(config),
     // What discovery reports is what the probe found running, as the quotes and readiness use it.
-    host: { hardwareClass: hardwareClassOf(config), executionProvider: hardware.probe.active },
+    host: { hardwareClass: hardwareClassOf(config), executionProvider: hardware.probe.active, device: hardware.device },
   });
   return {
     worker,
     settings,
+    device: hardware.device,
     async stop() {
       await worker.stop();
       await engine.release();
@@ -107,25 +112,11 @@ function quoteFor(engine: Engine): QuoteFunction {
 }
 
 /** The probe's answer in the log and the metrics: which provider runs, and why a preferred one does not. */
-function reportProbe({ probe, shortfall }: ProbedHardware, logger: Logger): void {
+function reportProbe({ probe, shortfall, device }: ProbedHardware, logger: Logger): void {
   setExecutionProvider(probe.active, probe.requested.join(','));
-  const fields = { provider: probe.active, requested: probe.requested, failures: probe.failures };
+  const fields = { provider: probe.active, requested: probe.requested, failures: probe.failures, device };
   if (shortfall !== null) logger.error(fields, `${shortfall}: image, video and lip-sync are not ready`);
   else if (probe.failures.length > 0) logger.warn(fields, `execution provider ${probe.failures.map((f) => f.provider).join(', ')} could not start; running on ${probe.active}`);
-  else logger.info(fields, `execution provider ${probe.active} runs`);
+  else logger.info(fields, `execution provider ${probe.active} runs: ${deviceLine(device)}`);
 }
 
-/**
- * Opens the default image network at start: a broken model or GPU set-up shows before the first job.
- * A network that cannot be had here is not fatal: the readiness checks keep image and video from
- * being pulled and say why. The metric comes from the start-up probe (reportProbe).
- */
-async function reportExecutionProvider(engine: Engine, logger: Logger): Promise<void> {
-  try {
-    const file = await ensureModelFile(chooseSrModel(engine.config.srModels, 'image', '2'), { ...registryOptions(engine.config), logger });
-    const session = await engine.sessions.get(file.path);
-    logger.info({ provider: session.provider, providers: session.providers, threads: session.threads }, 'inference ready');
-  } catch (err) {
-    logger.warn({ err }, 'The default super-resolution network cannot be opened; image and video wait for their readiness checks');
-  }
-}

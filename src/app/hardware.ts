@@ -12,11 +12,13 @@ import {
   isGpuProvider,
   probeExecutionProviders,
   providerShortfall,
+  type ExecutionProviderName,
   type ProbeRunner,
   type ProviderProbe,
 } from '../inference/index.js';
 import type { JobKind } from '../jobs/index.js';
 import type { KindChecks } from '../worker/index.js';
+import { describeDevice, deviceBudgetMb, type DeviceDescription } from './device.js';
 
 /** The kinds whose jobs run networks on the execution provider (music runs elsewhere). */
 export const PROVIDER_KINDS: readonly JobKind[] = ['image', 'video', 'lipsync'];
@@ -27,6 +29,8 @@ export interface ProbedHardware {
   config: Config;
   /** Why the network kinds must not run (providerShortfall), or null. */
   shortfall: string | null;
+  /** The device the active provider runs on (capabilities and /readyz name it). */
+  device: DeviceDescription;
 }
 
 /**
@@ -39,13 +43,29 @@ export function tensorrtEnvironment(config: Config): Record<string, string> {
   return { ORT_TENSORRT_ENGINE_CACHE_ENABLE: '1', ORT_TENSORRT_CACHE_PATH: dir, ORT_TENSORRT_TIMING_CACHE_ENABLE: '1' };
 }
 
-/** Probes the configured providers once and derives the config and readiness that follow from it. */
-export async function probeHardware(config: Config, run?: ProbeRunner): Promise<ProbedHardware> {
+/**
+ * Probes the configured providers once, on GPU MEDIA_WORKER_DEVICE_INDEX, and derives the config and
+ * readiness that follow from it; the tile budget follows that GPU's memory when none is configured.
+ */
+export async function probeHardware(
+  config: Config,
+  run?: ProbeRunner,
+  describe: (provider: ExecutionProviderName, index: number) => Promise<DeviceDescription> = describeDevice,
+): Promise<ProbedHardware> {
   if (config.executionProviders.includes('tensorrt')) {
     for (const [name, value] of Object.entries(tensorrtEnvironment(config))) process.env[name] ??= value;
   }
-  const probe = await probeExecutionProviders(config.executionProviders, run);
-  return { probe, config: { ...config, executionProviders: activeProviders(probe) }, shortfall: providerShortfall(probe, config.cpuFallback) };
+  // CUDA numbers GPUs fastest first unless told otherwise; nvidia-smi (and the operator) by PCI bus.
+  // Read when CUDA initialises, which is at the first CUDA session: set before the probe opens one.
+  if (config.executionProviders.some((p) => p === 'cuda' || p === 'tensorrt')) process.env['CUDA_DEVICE_ORDER'] ??= 'PCI_BUS_ID';
+  const probe = await probeExecutionProviders(config.executionProviders, run, config.deviceIndex);
+  const device = await describe(probe.active, config.deviceIndex);
+  return {
+    probe,
+    config: { ...config, executionProviders: activeProviders(probe), deviceMemoryMb: deviceBudgetMb(config.deviceMemoryMb, device) },
+    shortfall: providerShortfall(probe, config.cpuFallback),
+    device,
+  };
 }
 
 /** Adds the provider check to the kinds that run networks: failing while `shortfall` says why. */

@@ -34,7 +34,7 @@ export interface Engine {
 
 /** `timeLimitsMs`: the daemon passes its watchdog settings; the CLI reads the same variable (WORKER_WATCHDOG_MS). */
 export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeLimitsMs = timeLimitsFromEnv()): Engine {
-  const settings = { executionProviders: config.executionProviders, threads: config.threads, logger };
+  const settings = { executionProviders: config.executionProviders, threads: config.threads, deviceIndex: config.deviceIndex, logger };
   const sessions = new SessionCache(settings);
   const inlineSessions = new SessionCache({ ...settings, thread: false });
   const music = createMusicBackends(config, {

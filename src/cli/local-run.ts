@@ -23,6 +23,8 @@ export interface LocalRunOptions {
   hardware?: ProbedHardware;
   /** No processing time limit: the one-off commands run what they are asked, however long it takes. */
   unlimited?: boolean;
+  /** The printed estimate (seconds): the progress line moves from it while a long network call runs. */
+  estimateSeconds?: number;
 }
 
 /** Every kind without a processing time limit (the estimate is still computed and printed). */
@@ -53,7 +55,7 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
   const logger = ctx.logger.child({ taskId, model: job.model });
   const hardware = opts.hardware ?? (await hardwareFor(job, ctx));
   const engine = opts.unlimited === true ? createEngine(hardware.config, logger, NO_TIME_LIMITS) : createEngine(hardware.config, logger);
-  const progress = createTerminalProgress();
+  const progress = createTerminalProgress(process.stderr, definedFields({ estimateSeconds: opts.estimateSeconds }));
   const abort = new AbortController();
   const onSignal = (): void => abort.abort(new Error('Interrupted'));
   process.once('SIGINT', onSignal);

@@ -2,24 +2,81 @@
  * Progress for long local runs: a redrawn bar on a terminal, a plain line every few seconds when
  * stderr is a file or pipe (CI logs stay readable). Progress is a value a timer reports, never thrown.
  * On stderr the bar shares the line with the logs (terminal.ts), so a log line never breaks it.
+ *
+ * One network call can take a minute (a 512x512 photo is one tile on the CPU), and the pipeline
+ * reports nothing during it. So while a countable stage waits for its next step, a timer moves the
+ * line on from the time one step takes (measured once a step is done, the printed estimate before),
+ * marked `~` and `(estimate)`, and never past the step it waits for; a step that outlasts the
+ * estimate slows the line down (still moving) and says by how much it is over.
  */
 import type { JobProgress, ProgressReporter } from '../jobs/index.js';
 import { throttle } from '../throttle.js';
 import { createTerminalLine, stderrTerminal } from './terminal.js';
 
-export function createTerminalProgress(
-  stream: NodeJS.WriteStream = process.stderr,
-  opts: { intervalMs?: number; now?: () => number } = {},
-): ProgressReporter {
+export interface TerminalProgressOptions {
+  /** Least interval between two drawn reports (default 100 ms on a terminal, 5 s on a pipe). */
+  intervalMs?: number;
+  /** How often a waiting stage is redrawn from the estimate (default 500 ms on a terminal, 5 s on a pipe). */
+  tickMs?: number;
+  now?: () => number;
+  /** The processing time printed before the run (`estimateUpscale`): the pace of a stage's first step. */
+  estimateSeconds?: number;
+}
+
+/** Share of the step being waited for that the estimate may fill: the line never claims a step not reported. */
+export const ESTIMATE_CAP = 0.99;
+/** Share of a step the clock fills at the estimated pace; past it the line slows, still moving, towards the cap. */
+export const ESTIMATE_KNEE = 0.9;
+
+/** Figures of a countable stage waiting for its next step, at `sinceStep` seconds after the last one. */
+export interface EstimatedProgress {
+  /** 0..1 of the stage. */
+  fraction: number;
+  /** Seconds left by the estimate; negative when the stage runs past it. */
+  remaining: number;
+}
+
+/**
+ * Where a stage stands by the clock: `secondsPerStep` is the measured pace (or the estimate's before
+ * the first step). Pure, so the renderer and its tests agree on one formula.
+ */
+export function estimatedProgress(done: number, total: number, secondsPerStep: number, sinceStep: number): EstimatedProgress {
+  // A step that outlasts the estimate (a busy machine) still moves, ever slower: 1 - 0.1 * 0.9 / t.
+  const t = Math.max(0, sinceStep / secondsPerStep);
+  const partial = Math.min(ESTIMATE_CAP, t <= ESTIMATE_KNEE ? t : 1 - ((1 - ESTIMATE_KNEE) * ESTIMATE_KNEE) / t);
+  return { fraction: Math.min(1, (done + partial) / total), remaining: secondsPerStep * (total - done) - sinceStep };
+}
+
+export function createTerminalProgress(stream: NodeJS.WriteStream = process.stderr, opts: TerminalProgressOptions = {}): ProgressReporter {
   const now = opts.now ?? Date.now;
   const term = stream === process.stderr ? stderrTerminal() : createTerminalLine(stream);
   const isTty = term.isTty;
   const interval = opts.intervalMs ?? (isTty ? 100 : 5000);
+  const tickMs = opts.tickMs ?? (isTty ? 500 : 5000);
   const startedAt = now();
   let stageStartedAt = startedAt;
+  let stepAt = startedAt;
   let lastStage = '';
+  let current: JobProgress | undefined;
+  let lastDrawnAt = Number.NEGATIVE_INFINITY;
+  let ticker: NodeJS.Timeout | undefined;
+
+  const draw = (text: string): void => {
+    lastDrawnAt = now();
+    if (isTty) term.bar(text);
+    else term.line(text);
+  };
   // A new stage and the last step are drawn at once; the rest at most once per interval.
-  const drawn = throttle((p: JobProgress) => (isTty ? term.bar(line(p)) : term.line(line(p))), interval, { now });
+  const drawn = throttle((p: JobProgress) => draw(line(p)), interval, { now });
+
+  function bar(fraction: number): string {
+    return isTty ? `[${'#'.repeat(Math.round(fraction * 24)).padEnd(24, '.')}] ` : '';
+  }
+
+  function counts(p: JobProgress & { done: number; total: number }): string {
+    const unit = p.unit ?? '';
+    return `${p.done}/${p.total}${unit ? ` ${unit}` : ''}`;
+  }
 
   function line(p: JobProgress): string {
     const elapsed = (now() - stageStartedAt) / 1000;
@@ -28,12 +85,34 @@ export function createTerminalProgress(
     const rate = elapsed > 0 ? p.done / elapsed : 0;
     const eta = rate > 0 ? (p.total - p.done) / rate : undefined;
     const unit = p.unit ?? '';
-    const bar = isTty ? `[${'#'.repeat(Math.round(fraction * 24)).padEnd(24, '.')}] ` : '';
     return (
-      `${p.stage} ${bar}${(fraction * 100).toFixed(1)}% ${p.done}/${p.total}${unit ? ` ${unit}` : ''}` +
+      `${p.stage} ${bar(fraction)}${(fraction * 100).toFixed(1)}% ${counts({ ...p, done: p.done, total: p.total })}` +
       ` ${rate.toFixed(rate < 10 ? 2 : 1)} ${unit || 'items'}/s` +
       (eta === undefined ? '' : ` ETA ${formatSeconds(eta)}`)
     );
+  }
+
+  /** The pace of one step: measured once one is done, else the estimate's share, else unknown. */
+  function secondsPerStep(done: number, total: number): number | undefined {
+    if (done > 0) return (stepAt - stageStartedAt) / 1000 / done;
+    if (opts.estimateSeconds !== undefined && opts.estimateSeconds > 0) return opts.estimateSeconds / total;
+    return undefined;
+  }
+
+  function estimatedLine(p: JobProgress & { done: number; total: number }): string | undefined {
+    const pace = secondsPerStep(p.done, p.total);
+    if (pace === undefined || !(pace > 0)) return undefined;
+    const { fraction, remaining } = estimatedProgress(p.done, p.total, pace, (now() - stepAt) / 1000);
+    const tail = remaining >= 0 ? `ETA ~${formatSeconds(remaining)}` : `${formatSeconds(-remaining)} over the estimate`;
+    return `${p.stage} ${bar(fraction)}~${(fraction * 100).toFixed(1)}% (estimate) ${counts(p)}, ${tail}`;
+  }
+
+  function tick(): void {
+    const p = current;
+    if (p?.done === undefined || !p.total || p.done >= p.total) return;
+    if (now() - lastDrawnAt < tickMs) return;
+    const text = estimatedLine({ ...p, done: p.done, total: p.total });
+    if (text !== undefined) draw(text);
   }
 
   return {
@@ -42,10 +121,19 @@ export function createTerminalProgress(
       if (newStage) {
         lastStage = p.stage;
         stageStartedAt = now();
+        stepAt = stageStartedAt;
+      } else if (p.done !== undefined && p.done !== current?.done) {
+        stepAt = now();
       }
+      current = p;
+      // unref: a waiting bar never keeps the process alive.
+      if (ticker === undefined && p.done !== undefined) ticker = setInterval(tick, Math.max(50, Math.min(tickMs, 1000))).unref();
       drawn.push(p, newStage || p.done === p.total);
     },
     close(message) {
+      clearInterval(ticker);
+      ticker = undefined;
+      current = undefined;
       drawn.close();
       term.clearBar();
       if (message) term.line(`${message} (${formatSeconds((now() - startedAt) / 1000)})`);

@@ -53,6 +53,21 @@ export function providerAttempts(preference: readonly ExecutionProviderName[]): 
   return attempts;
 }
 
+/** One entry of ONNX Runtime's `executionProviders`: a name, or a name with the device to use. */
+export type ProviderOption = ExecutionProviderName | { readonly name: 'cuda' | 'tensorrt'; readonly deviceId: number };
+
+/**
+ * The provider list as ONNX Runtime takes it, pointed at GPU `deviceIndex` (one worker per GPU).
+ * CUDA and TensorRT take a `deviceId`; onnxruntime-node's WebGPU options can only name a device
+ * object made by a browser's WebGPU, so WebGPU runs on Dawn's default adapter whatever the index.
+ */
+export function providerOptions(providers: readonly ExecutionProviderName[], deviceIndex = 0): ProviderOption[] {
+  if (!Number.isInteger(deviceIndex) || deviceIndex < 0) {
+    throw new RangeError(`Expected device index to be a non-negative integer but received ${String(deviceIndex)}`);
+  }
+  return providers.map((name) => (name === 'cuda' || name === 'tensorrt' ? { name, deviceId: deviceIndex } : name));
+}
+
 /** Host cores ONNX Runtime may use for one operator; `configured` 0 or absent means all of them. */
 export function resolveThreadCount(configured: number | undefined, available: number): number {
   if (configured === undefined || configured === 0) return Math.max(1, available);

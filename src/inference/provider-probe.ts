@@ -29,8 +29,8 @@ export interface ProviderProbe {
   failures: readonly ProviderFailure[];
 }
 
-/** Opens a session with this provider list and runs the probe graph once; throws when it cannot. */
-export type ProbeRunner = (providers: readonly ExecutionProviderName[]) => Promise<void>;
+/** Opens a session with this provider list (on GPU `deviceIndex`) and runs the probe graph once; throws when it cannot. */
+export type ProbeRunner = (providers: readonly ExecutionProviderName[], deviceIndex?: number) => Promise<void>;
 
 const PROBE_SIDE = 8;
 
@@ -55,8 +55,8 @@ export function probeGraph(): Uint8Array {
 }
 
 /** The real runner: ONNX Runtime on the calling thread (a few milliseconds on any provider). */
-export const runProbeGraph: ProbeRunner = async (providers) => {
-  const options = sessionOptions(providers, 1);
+export const runProbeGraph: ProbeRunner = async (providers, deviceIndex = 0) => {
+  const options = sessionOptions(providers, 1, deviceIndex);
   checkProviderLibrary(options);
   const session = await ort.InferenceSession.create(probeGraph(), options);
   try {
@@ -76,12 +76,13 @@ export const runProbeGraph: ProbeRunner = async (providers) => {
 export async function probeExecutionProviders(
   requested: readonly ExecutionProviderName[],
   run: ProbeRunner = runProbeGraph,
+  deviceIndex = 0,
 ): Promise<ProviderProbe> {
   const failures: ProviderFailure[] = [];
   for (const providers of providerAttempts(requested)) {
     const provider = providers[0] ?? 'cpu';
     try {
-      await run(providers);
+      await run(providers, deviceIndex);
       return { requested: [...requested], active: provider, failures };
     } catch (error) {
       failures.push({ provider, error: firstErrorLine(error) });

@@ -16,6 +16,7 @@ import {
   isExecutionProviderName,
   missingProviderLibrary,
   providerAttempts,
+  providerOptions,
   resolveThreadCount,
 } from './execution-providers.js';
 import { SessionThread, type ThreadSessionInfo } from './session-thread.js';
@@ -31,6 +32,8 @@ export interface SessionSettings {
   executionProviders?: readonly ExecutionProviderName[];
   /** ONNX Runtime intra-op threads; 0 or absent: one per available core. */
   threads?: number;
+  /** The GPU to run on (CUDA and TensorRT `deviceId`); default 0. */
+  deviceIndex?: number;
   logger?: WarnLogger;
 }
 
@@ -62,6 +65,8 @@ export interface ModelSession extends TensorRunner {
   readonly providers: readonly ExecutionProviderName[];
   readonly requestedProviders: readonly ExecutionProviderName[];
   readonly threads: number;
+  /** The GPU it was opened on (SessionSettings.deviceIndex), for sessions opened again elsewhere. */
+  readonly deviceIndex?: number;
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
   /** Shape of the first input as the graph declares it (strings are free dimensions). */
@@ -84,7 +89,8 @@ export type CreateInferenceSession = (
 
 /** Fails fast, without ONNX Runtime's native error on stderr, for a GPU build that is not installed. */
 export function checkProviderLibrary(options: ort.InferenceSession.SessionOptions): void {
-  const head = options.executionProviders?.[0];
+  const first = options.executionProviders?.[0];
+  const head = typeof first === 'string' ? first : first?.name;
   const missing = isExecutionProviderName(head) ? missingProviderLibrary(head) : undefined;
   if (missing !== undefined) {
     throw new Error(`${missing} is not installed (onnxruntime-node's GPU build: see Dockerfile.cuda)`);
@@ -96,10 +102,10 @@ const createWithOrt: CreateInferenceSession = async (modelPath, options) => {
   return ort.InferenceSession.create(modelPath, options);
 };
 
-/** The options every session gets; `providers` is one attempt of providerAttempts(). */
-export function sessionOptions(providers: readonly ExecutionProviderName[], threads: number): ort.InferenceSession.SessionOptions {
+/** The options every session gets; `providers` is one attempt of providerAttempts(), on GPU `deviceIndex`. */
+export function sessionOptions(providers: readonly ExecutionProviderName[], threads: number, deviceIndex = 0): ort.InferenceSession.SessionOptions {
   return {
-    executionProviders: providers,
+    executionProviders: providerOptions(providers, deviceIndex),
     intraOpNumThreads: threads,
     // One inference at a time per session; parallelism comes from inside each operator.
     interOpNumThreads: 1,
@@ -133,7 +139,7 @@ async function openWithFallback<T>(
   for (const providers of providerAttempts(requested)) {
     let value: T;
     try {
-      value = await open(sessionOptions(providers, threads));
+      value = await open(sessionOptions(providers, threads, settings.deviceIndex));
     } catch (error) {
       lastError = error;
       failures.push({ providers: providers.join(','), error: firstErrorLine(error) });
@@ -159,7 +165,7 @@ export async function openSession(
   create: CreateInferenceSession = createWithOrt,
 ): Promise<InlineSession> {
   const opened = await openWithFallback(modelPath, settings, (options) => create(modelPath, options));
-  return wrapSession(opened.value, { ...opened, modelPath });
+  return wrapSession(opened.value, { ...opened, modelPath, deviceIndex: settings.deviceIndex ?? 0 });
 }
 
 /** Opens one session on a worker thread of its own, without caching (see session-thread.ts). */
@@ -185,6 +191,7 @@ export async function openThreadSession(modelPath: string, settings: SessionSett
     providers: opened.providers,
     requestedProviders: opened.requested,
     threads: opened.threads,
+    deviceIndex: settings.deviceIndex ?? 0,
     inputNames,
     outputNames,
     inputShape,
@@ -229,7 +236,7 @@ export class SessionCache {
 
   get(modelPath: string): Promise<ModelSession> {
     const resolved = path.resolve(modelPath);
-    const key = [resolved, (this.#settings.executionProviders ?? ['cpu']).join(','), this.#settings.threads ?? 0].join('\0');
+    const key = [resolved, (this.#settings.executionProviders ?? ['cpu']).join(','), this.#settings.threads ?? 0, this.#settings.deviceIndex ?? 0].join('\0');
     let pending = this.#sessions.get(key);
     if (pending === undefined) {
       const onThread = this.#create === undefined && (this.#settings.thread ?? true);
@@ -262,6 +269,7 @@ interface WrapInfo {
   providers: readonly ExecutionProviderName[];
   requested: readonly ExecutionProviderName[];
   threads: number;
+  deviceIndex: number;
 }
 
 function wrapSession(session: ort.InferenceSession, info: WrapInfo): InlineSession {
@@ -275,6 +283,7 @@ function wrapSession(session: ort.InferenceSession, info: WrapInfo): InlineSessi
     providers: info.providers,
     requestedProviders: info.requested,
     threads: info.threads,
+    deviceIndex: info.deviceIndex,
     inputNames,
     outputNames,
     inputShape,

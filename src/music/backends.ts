@@ -25,6 +25,8 @@ export interface MusicSettings {
   modelFilesDir?: string | undefined;
   executionProviders: ExecutionProviderName[];
   threads: number;
+  /** The GPU of this process (MEDIA_WORKER_DEVICE_INDEX). */
+  deviceIndex?: number;
   musicDeadlineMs: number;
   musicPollIntervalMs: number;
   aceStepUrl: string;
@@ -47,7 +49,7 @@ export function createMusicBackend(name: MusicBackendName, settings: MusicSettin
     case 'musicgen':
       return new MusicgenBackend({
         dir: modelFolder(settings.musicgenModel, path.resolve(settings.modelFilesDir ?? settings.modelsDir)),
-        sessions: { executionProviders: settings.executionProviders, threads: settings.threads, ...definedFields({ logger: deps.logger }) },
+        sessions: { executionProviders: settings.executionProviders, threads: settings.threads, ...definedFields({ deviceIndex: settings.deviceIndex, logger: deps.logger }) },
       });
     case 'ace-step':
       return new AceStepBackend({ baseUrl: settings.aceStepUrl, ...definedFields({ apiKey: settings.aceStepApiKey }), ...remote });

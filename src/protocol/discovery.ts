@@ -19,6 +19,22 @@ const kindCapabilitySchema = z.object({
   models: z.array(z.string()),
 });
 
+/** The device a worker's networks run on (docs/operations.md, "Hosts with many GPUs"). */
+export const deviceSchema = z.object({
+  kind: z.enum(['gpu', 'cpu']),
+  /** The execution provider that runs (`cpu`, `cuda`, ...). */
+  provider: z.string(),
+  /** GPU index (MEDIA_WORKER_DEVICE_INDEX, as nvidia-smi numbers them); null on the CPU and on WebGPU. */
+  index: z.number().int().nonnegative().nullable(),
+  name: z.string().nullable(),
+  /** Memory of the GPU (of the host, on the CPU), MiB; null when unknown. */
+  memoryMb: z.number().nonnegative().nullable(),
+  /** Why something is unknown, or what to know about it. */
+  note: z.string().optional(),
+});
+
+export type DeviceInfo = z.infer<typeof deviceSchema>;
+
 export const capabilitiesSchema = z.object({
   /** NATS connection name (NATS_CONNECTION_NAME), as in events' `worker`. */
   worker: z.string(),
@@ -33,6 +49,8 @@ export const capabilitiesSchema = z.object({
   hardwareClass: z.string().nullable(),
   /** The ONNX Runtime execution provider in use (`cpu`, `cuda`, ...); null when none was opened. */
   executionProvider: z.string().nullable(),
+  /** The device its networks run on; absent from workers that predate it. */
+  device: deviceSchema.optional(),
   kinds: z.object({ image: kindCapabilitySchema, video: kindCapabilitySchema, lipsync: kindCapabilitySchema, music: kindCapabilitySchema }),
   /** Model ids this host can run now (those of its ready kinds). */
   models: z.array(z.string()),

@@ -18,7 +18,7 @@ export {
   type CancelReply,
   type CancelRequest,
 } from './cancel.js';
-export { capabilitiesSchema, discoverWorkers, modelsOfKind, whoCanRun, type Capabilities, type DiscoverOptions } from './discovery.js';
+export { capabilitiesSchema, deviceSchema, discoverWorkers, modelsOfKind, whoCanRun, type Capabilities, type DeviceInfo, type DiscoverOptions } from './discovery.js';
 export { WIRE_SCHEMAS, wireJsonSchemas, type WireSchemaName } from './wire-schemas.js';
 export { resultLifetimeMs, resultUrl } from './result-url.js';
 export {

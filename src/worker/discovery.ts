@@ -5,7 +5,7 @@
  * protocol/discovery.ts.
  */
 import { JOB_KINDS, type JobKind } from '../jobs/index.js';
-import { PROTOCOL_VERSION, modelsOfKind, type Capabilities } from '../protocol/index.js';
+import { PROTOCOL_VERSION, modelsOfKind, type Capabilities, type DeviceInfo } from '../protocol/index.js';
 import type { KindStatus } from './availability.js';
 import type { WorkerState } from './types.js';
 
@@ -15,6 +15,8 @@ export interface HostFacts {
   version: string;
   hardwareClass?: string | undefined;
   executionProvider?: string | undefined;
+  /** The device the networks run on (GPU index, name, memory; or the CPU). */
+  device?: DeviceInfo | undefined;
 }
 
 /** What this host announces, from its state and each kind's readiness. */
@@ -36,6 +38,7 @@ export function capabilities(host: HostFacts, state: WorkerState, kinds: Readonl
     state: state === 'failed' ? 'stopped' : state,
     hardwareClass: host.hardwareClass ?? null,
     executionProvider: host.executionProvider ?? null,
+    ...(host.device === undefined ? {} : { device: host.device }),
     kinds: perKind,
     models: JOB_KINDS.flatMap((kind) => (perKind[kind].ready ? perKind[kind].models : [])),
     at: now.toISOString(),

@@ -1,7 +1,7 @@
 /**
  * `/metrics` (Prometheus text), `/healthz` (the process is alive and not stopped) and `/readyz`
  * (pulling jobs of at least one kind with a live NATS connection; the body says, per kind, whether
- * it is served and why not) on one small node:http server.
+ * it is served and why not, and which device runs the networks) on one small node:http server.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +13,8 @@ export interface HealthProbe {
   notReadyReason(): string | null;
   /** Added to the /readyz body as `kinds` (what each kind can do here). */
   kinds?(): unknown;
+  /** Added to the /readyz body as `device` (the GPU's index, name and memory, or the CPU). */
+  device?: unknown;
 }
 
 export interface HealthServer {
@@ -41,8 +43,12 @@ export async function startHealthServer(host: string, port: number, registry: Re
     }
     if (path === '/readyz') {
       const reason = probe.notReadyReason();
-      const body = reason === null ? { status: 'ready' } : { status: 'not ready', reason };
-      reply(res, reason === null ? 200 : 503, 'application/json', JSON.stringify(probe.kinds ? { ...body, kinds: probe.kinds() } : body));
+      const body = {
+        ...(reason === null ? { status: 'ready' } : { status: 'not ready', reason }),
+        ...(probe.kinds ? { kinds: probe.kinds() } : {}),
+        ...(probe.device === undefined ? {} : { device: probe.device }),
+      };
+      reply(res, reason === null ? 200 : 503, 'application/json', JSON.stringify(body));
       return;
     }
     reply(res, 404, 'text/plain', 'not found\n');

@@ -54,7 +54,7 @@ export interface WorkerDeps {
    */
   sweepLeftovers?: () => Promise<number>;
   /** What discovery reports of this host's hardware (the CLI's `serve` says what it opened). */
-  host?: Pick<HostFacts, 'hardwareClass' | 'executionProvider'>;
+  host?: Pick<HostFacts, 'hardwareClass' | 'executionProvider' | 'device'>;
 }
 
 /** How long a quote for a kind this host cannot run waits for another live worker to say it can. */
@@ -104,6 +104,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       notReadyReason: () =>
         state !== 'running' ? `worker is ${state}` : !connected ? 'NATS connection lost; reconnecting' : availability.notReadyReason(),
       kinds: () => availability.status(),
+      ...(deps.host?.device === undefined ? {} : { device: deps.host.device }),
     });
     parts.health = health;
     await startHousekeeping(parts, settings, deps, { availability, results, metrics });

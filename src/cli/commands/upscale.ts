@@ -69,9 +69,11 @@ function register(program: Command, spec: UpscaleCommandSpec): void {
         const job = parseJob({ model: spec.model, input: { [spec.urlField]: input, upscale_factor: opts.factor } });
         const stem = `${path.parse(new URL(input, 'file:///').pathname).name || 'output'}-x${opts.factor}`;
         const hardware = await hardwareFor(job, ctx);
-        process.stderr.write(`${estimateLine(await estimateUpscale(job, opts.factor as UpscaleFactor, hardware.config, opts.model))}\n`);
+        const estimate = await estimateUpscale(job, opts.factor as UpscaleFactor, hardware.config, opts.model);
+        process.stderr.write(`${estimateLine(estimate)}\n`);
         const task = await runLocally(job, ctx, {
           hardware,
+          estimateSeconds: estimate.seconds,
           unlimited: true,
           defaultStem: stem,
           ...definedFields({ output: opts.output, modelName: opts.model, tile: opts.tile }),

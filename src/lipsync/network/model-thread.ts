@@ -35,13 +35,13 @@ export async function loadThreadedLipsyncModel(modelId: LipsyncModelId, options:
   const checked = await loadLipsyncModel(modelId, options);
   const file = await ensureModelFile(checked.name, options.registry ?? {});
   const cached = await options.sessions.get(file.path);
-  const key = [file.path, cached.providers.join(','), cached.threads].join('\0');
+  const key = [file.path, cached.providers.join(','), cached.threads, cached.deviceIndex ?? 0].join('\0');
   let pending = threads.get(key);
   if (pending === undefined) {
     pending = (async () => {
       const thread = new SessionThread(file.path);
       try {
-        return { thread, graph: await thread.open(sessionOptions(cached.providers, cached.threads)) };
+        return { thread, graph: await thread.open(sessionOptions(cached.providers, cached.threads, cached.deviceIndex)) };
       } catch (error) {
         await thread.close();
         throw error;
