@@ -5,9 +5,9 @@
  *
  *   node dist/bench/gpu-device.js inputs --work DIR --photo-mp 1 --video-size 1920x1080 --frames 30 [--tag NAME]
  *       writes DIR/photo[-NAME].png (the bundled astronaut, resized) and DIR/clip[-NAME].mp4 (testsrc2, libx264)
- *   node dist/bench/gpu-device.js open --provider webgpu
+ *   node dist/bench/gpu-device.js open --provider webgpu [--networks realesrgan-x4plus,realesrgan-x4fast]
  *       per network and precision: does a session open on exactly that provider (no CPU fallback) and run a tile?
- *   node dist/bench/gpu-device.js run --kind image|video --provider webgpu|cpu --precision fp32|fp16 --input FILE --out FILE [--runs 2]
+ *   node dist/bench/gpu-device.js run --kind image|video --provider webgpu|cpu --precision fp32|fp16 --input FILE --out FILE [--runs 2] [--network NAME]
  *       the worker's own pipeline file to file (upscaleImageFile x4 with x4plus, upscaleVideoFile x2 with x4fast);
  *       the first run opens the session (and compiles WebGPU's shaders), the later ones are warm
  */
@@ -39,6 +39,8 @@ const { positionals, values } = parseArgs({
     input: { type: 'string' },
     out: { type: 'string' },
     runs: { type: 'string', default: '2' },
+    network: { type: 'string' },
+    networks: { type: 'string', default: Object.values(NETWORKS).join(',') },
   },
 });
 
@@ -86,7 +88,7 @@ async function inputs(): Promise<void> {
 /** Opens each network's file on exactly one provider (no fallback) and runs one small tile through it. */
 async function open(): Promise<void> {
   const provider = onlyProvider(values.provider);
-  for (const network of Object.values(NETWORKS)) {
+  for (const network of values.networks.split(',')) {
     const manifest = await getManifest(network);
     if (manifest.task !== 'super-resolution') throw new Error(`Expected ${network} to be a super-resolution model`);
     for (const precision of ['fp32', 'fp16'] as const) {
@@ -122,6 +124,7 @@ async function run(): Promise<void> {
   if (kind !== 'image' && kind !== 'video') throw new RangeError(`Expected --kind image or video but received ${kind}`);
   if (values.input === undefined || values.out === undefined) throw new RangeError('Expected --input FILE and --out FILE');
   const runs = positiveInt('runs', values.runs);
+  const network = values.network ?? NETWORKS[kind];
   // Sessions on exactly this provider: the driver only asks for a GPU run once `open` passed.
   const sessions = new SessionCache({ executionProviders: [provider], threads: 0 });
   const load = createSrModelLoader({ sessions, halfPrecision: precision === 'fp16' });
@@ -130,13 +133,13 @@ async function run(): Promise<void> {
   try {
     const work =
       kind === 'image'
-        ? await probeImage(input).then((info) => () => upscaleImageFile({ inputPath: input, outputPath: output, factor: '4', info, modelName: NETWORKS.image }, load))
-        : await probeMedia(input).then((info) => () => upscaleVideoFile({ inputPath: input, outputPath: output, factor: '2', info, modelName: NETWORKS.video }, load));
+        ? await probeImage(input).then((info) => () => upscaleImageFile({ inputPath: input, outputPath: output, factor: '4', info, modelName: network }, load))
+        : await probeMedia(input).then((info) => () => upscaleVideoFile({ inputPath: input, outputPath: output, factor: '2', info, modelName: network }, load));
     for (let i = 0; i < runs; i += 1) {
       const startMs = Date.now();
       const started = performance.now();
       await work();
-      emit({ event: 'run', kind, provider, precision, network: NETWORKS[kind], run: i + 1, cold: i === 0, startMs, endMs: Date.now(), seconds: (performance.now() - started) / 1000, output });
+      emit({ event: 'run', kind, provider, precision, network, run: i + 1, cold: i === 0, startMs, endMs: Date.now(), seconds: (performance.now() - started) / 1000, output });
     }
   } finally {
     await sessions.release();
