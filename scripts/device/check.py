@@ -259,8 +259,8 @@ class Check:
 
     def row(self, kind, network, engine, input_desc, output_mp, seconds, start=None, end=None, note=""):
         busy = self.sampler.busy(start, end) if (self.sampler and start is not None) else None
-        self.report["rows"].append({"kind": kind, "network": network, "engine": engine, "input": input_desc, "output_mp": round(output_mp, 3),
-                                    "seconds": round(seconds, 3), "mp_per_s": round(output_mp / seconds, 3) if seconds > 0 else None,
+        self.report["rows"].append({"kind": kind, "network": network, "engine": engine, "input": input_desc, "output_mp": float(f"{output_mp:.4g}"),
+                                    "seconds": round(seconds, 3), "mp_per_s": float(f"{output_mp / seconds:.4g}") if seconds > 0 else None,
                                     "gpu_busy_percent": busy, "note": note})
         log(f"{network} | {engine} | {input_desc} | {seconds:.2f} s | busy {busy}")
 

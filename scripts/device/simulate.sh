@@ -9,6 +9,8 @@
 #   DEVICE_PARTS=DIR          parts folder (default .device)
 #   DEVICE_SIM_OUT=DIR        where the report lands (default .device/report-sim)
 #   DEVICE_PYTHON=PATH        the python3 to run (default: this machine's python3, resolved)
+#   DEVICE_SIM_MESA=DIR       a stand-in adapter: Mesa 25's lavapipe from scripts/device/get-mesa.sh, so
+#                             the GPU code paths (WebGPU rows, upscayl-bin) run too, on the CPU
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -47,9 +49,17 @@ else
   network="not isolated: unshare -n is not permitted here ($(unshare -n true 2>&1 | head -n 1))"
 fi
 
-echo "device:simulate: $sim (network: $network)" >&2
+vulkan=()
+adapter="no adapter"
+if [ -n "${DEVICE_SIM_MESA:-}" ]; then
+  vulkan=(VK_DRIVER_FILES="$DEVICE_SIM_MESA/lvp_icd.json" LD_LIBRARY_PATH="$DEVICE_SIM_MESA/lib")
+  adapter="Mesa lavapipe as a stand-in adapter"
+fi
+
+echo "device:simulate: $sim (network: $network; $adapter)" >&2
 status=0
-(cd "$sim/repo" && env -i HOME="$sim/home" PATH="$sim/bin" OUT="$sim/out" DEVICE_SIMULATION="network $network; no node on PATH; empty HOME" \
+(cd "$sim/repo" && env -i HOME="$sim/home" PATH="$sim/bin" OUT="$sim/out" "${vulkan[@]}" \
+  DEVICE_SIMULATION="network $network; no node on PATH; empty HOME; $adapter" \
   "${isolate[@]}" python3 scripts/device/check.py --work "$sim/work" "$@") || status=$?
 mkdir -p "$out"
 cp "$sim/out"/* "$out/" 2>/dev/null || true
