@@ -28,7 +28,8 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, lstatSync } from 'node:fs';
-import { chmod, cp, mkdir, readFile, rename, rm, writeFile, readdir } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readFile, rename, rm, writeFile, readdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
@@ -192,8 +193,7 @@ async function stageItems(stage: string): Promise<string[]> {
 
   const items = ['node', 'app', 'onnxruntime', 'sharp', ...(values['with-ffprobe'] ? ['ffprobe'] : []), 'ffmpeg', 'upscayl', 'ncnn-x4plus'];
   log(`apt-get download ${VULKAN_DEBS.join(' ')}`);
-  const debs = path.join(values.cache, 'debs');
-  await rm(debs, { recursive: true, force: true });
+  const debs = path.join(stage, '..', 'debs');
   await mkdir(debs, { recursive: true });
   try {
     sh('apt-get', ['download', ...VULKAN_DEBS], debs);
@@ -205,6 +205,17 @@ async function stageItems(stage: string): Promise<string[]> {
     log(`WARNING: no Vulkan loader in the pack (run apt-get update first?): ${(error as Error).message}`);
   }
   return items;
+}
+
+/** rename, or copy and remove where the temp folder is on another file system. */
+async function move(from: string, to: string): Promise<void> {
+  try {
+    await rename(from, to);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+    await cp(from, to);
+    await rm(from);
+  }
 }
 
 async function sha256File(file: string): Promise<string> {
@@ -229,13 +240,13 @@ function treeBytes(): number {
 
 async function main(): Promise<void> {
   const out = path.resolve(values.out);
-  const stage = path.join(values.cache, 'stage');
-  await rm(stage, { recursive: true, force: true });
+  // Staging and archives are this run's own (two packs at once must not share them); downloads are cached.
+  const scratch = await mkdtemp(path.join(tmpdir(), 'device-pack-'));
+  const stage = path.join(scratch, 'stage');
   await mkdir(stage, { recursive: true });
   const names = await stageItems(stage);
 
-  const archives = path.join(values.cache, 'archives');
-  await rm(archives, { recursive: true, force: true });
+  const archives = path.join(scratch, 'archives');
   await mkdir(archives, { recursive: true });
   const items: PackItem[] = [];
   for (const name of names) {
@@ -256,11 +267,11 @@ async function main(): Promise<void> {
   for (const part of parts) {
     const dir = path.join(out, part.name);
     await mkdir(dir, { recursive: true });
-    for (const item of part.items) await rename(path.join(archives, item.file), path.join(dir, item.file));
+    for (const item of part.items) await move(path.join(archives, item.file), path.join(dir, item.file));
     await writeFile(path.join(dir, 'MANIFEST.json'), `${JSON.stringify({ part: part.name, items: part.items, plan }, null, 2)}\n`);
   }
   await writeFile(path.join(out, 'plan.json'), `${JSON.stringify(plan, null, 2)}\n`);
-  await rm(stage, { recursive: true, force: true });
+  await rm(scratch, { recursive: true, force: true });
 
   const lines = [
     `Built ${parts.length} part(s) in ${out} (working tree ${(tree / MIB).toFixed(1)} MiB, so at most ${(budget / MIB).toFixed(1)} MiB a part):`,
