@@ -211,7 +211,7 @@ class Check:
         nvidia_icd = Path("/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json")
         if "VK_DRIVER_FILES" not in env and nvidia_icd.is_file() and not any(d.is_dir() and any(d.glob("nvidia*.json")) for d in standard):
             env["VK_DRIVER_FILES"] = str(nvidia_icd)
-        env.setdefault("MEDIA_WORKER_LOG_LEVEL", "warn")
+        env.setdefault("LOG_LEVEL", "warn")
         return env
 
     def choose_ffmpeg(self):
