@@ -242,6 +242,14 @@ async function main(): Promise<void> {
   const out = path.resolve(values.out);
   // Staging and archives are this run's own (two packs at once must not share them); downloads are cached.
   const scratch = await mkdtemp(path.join(tmpdir(), 'device-pack-'));
+  try {
+    await build(out, scratch);
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+async function build(out: string, scratch: string): Promise<void> {
   const stage = path.join(scratch, 'stage');
   await mkdir(stage, { recursive: true });
   const names = await stageItems(stage);
@@ -271,7 +279,6 @@ async function main(): Promise<void> {
     await writeFile(path.join(dir, 'MANIFEST.json'), `${JSON.stringify({ part: part.name, items: part.items, plan }, null, 2)}\n`);
   }
   await writeFile(path.join(out, 'plan.json'), `${JSON.stringify(plan, null, 2)}\n`);
-  await rm(scratch, { recursive: true, force: true });
 
   const lines = [
     `Built ${parts.length} part(s) in ${out} (working tree ${(tree / MIB).toFixed(1)} MiB, so at most ${(budget / MIB).toFixed(1)} MiB a part):`,
@@ -285,4 +292,7 @@ async function main(): Promise<void> {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-await main();
+await main().catch((error: unknown) => {
+  process.stderr.write(`device:pack: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+});
