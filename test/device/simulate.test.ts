@@ -1,0 +1,91 @@
+/**
+ * The device check cannot rot: `device:pack` (uncompressed, to save time) and the check itself run
+ * end to end in the simulated bare machine (scripts/device/simulate.sh: no node on PATH, empty HOME,
+ * no network where `unshare -n` is permitted), on the simulation's small inputs. No GPU here, so
+ * the GPU steps must say there is no adapter, and everything else must really run.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+
+interface Report {
+  simulation: string | null;
+  node_on_path_before: string | null;
+  parts: { present: string[]; problems: string[]; plan: { items: { name: string; part: string }[] } };
+  gpu: { ok: boolean; error?: string };
+  vulkan: { ok: boolean; error?: string; devices?: unknown[] };
+  webgpu_open: { network: string; precision: string; ok: boolean; error?: string }[];
+  steps: { step: string; status: number | null; stdout_tail: string }[];
+  rows: { kind: string; engine: string; seconds: number; output_mp: number; mp_per_s: number }[];
+  skipped: { step: string; reason: string }[];
+}
+
+let dir = '';
+let report: Report;
+let markdown = '';
+let simulated = { status: -1 as number | null, stderr: '' };
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'device-sim-test-'));
+  const parts = path.join(dir, 'parts');
+  const pack = spawnSync(process.execPath, [path.join(PACKAGE_ROOT, 'dist', 'scripts', 'device', 'pack.js'), '--out', parts, '--compress', 'none', '--part-mib', '4096'], { cwd: PACKAGE_ROOT, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+  if (pack.status !== 0) throw new Error(`device:pack failed: ${pack.stderr.slice(-2000)}`);
+  const out = path.join(dir, 'report');
+  const sim = spawnSync('bash', [path.join(PACKAGE_ROOT, 'scripts', 'device', 'simulate.sh')], {
+    cwd: PACKAGE_ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, DEVICE_PARTS: parts, DEVICE_SIM_OUT: out },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  simulated = { status: sim.status, stderr: sim.stderr };
+  report = JSON.parse(await readFile(path.join(out, 'device-check.json'), 'utf8')) as Report;
+  markdown = await readFile(path.join(out, 'device-check.md'), 'utf8');
+}, 240_000);
+
+afterAll(async () => {
+  if (dir !== '') await rm(dir, { recursive: true, force: true });
+});
+
+describe('the device check in a simulated bare machine', () => {
+  it('ran with no node on PATH and every carried part unpacked', () => {
+    expect(simulated.status, simulated.stderr.slice(-2000)).toBe(0);
+    expect(report.node_on_path_before).toBeNull();
+    expect(report.simulation).toMatch(/no node on PATH; empty HOME/);
+    expect(report.parts.problems).toEqual([]);
+    expect(report.parts.present.sort()).toEqual(report.parts.plan.items.map((i) => i.name).sort());
+    expect(report.parts.present).toEqual(expect.arrayContaining(['node', 'app', 'onnxruntime', 'sharp', 'ffmpeg', 'upscayl', 'ncnn-x4plus']));
+  });
+
+  it('made the ONNX files from the carried ncnn weights, byte for byte the manifests', () => {
+    const convert = report.steps.find((s) => s.step === 'convert ncnn to ONNX');
+    expect(convert?.status).toBe(0);
+    expect(convert?.stdout_tail).toMatch(/realesrgan-x4fast\.onnx .* matches manifest/);
+  });
+
+  it('says cleanly that there is no GPU and no adapter', () => {
+    expect(report.gpu.ok).toBe(false);
+    expect(report.gpu.error).toMatch(/nvidia-smi is not on this machine/);
+    expect(report.webgpu_open.length).toBeGreaterThanOrEqual(2);
+    for (const open of report.webgpu_open) {
+      expect(open.ok).toBe(false);
+      expect(open.error).toMatch(/adapter/i);
+    }
+    const upscayl = report.skipped.filter((s) => s.step.startsWith('upscayl-bin'));
+    expect(upscayl.length).toBeGreaterThan(0);
+    for (const s of upscayl) expect(s.reason).toMatch(/no adapter/);
+    const torch = report.skipped.filter((s) => s.step.startsWith('torch'));
+    expect(torch.length).toBeGreaterThan(0);
+    for (const s of torch) expect(s.reason).toMatch(/missing Python package|not installed|no CUDA/);
+  });
+
+  it('upscaled the photo on the CPU provider, file to file, and wrote both reports', () => {
+    const cpu = report.rows.find((r) => r.kind === 'image' && r.engine.startsWith('ours, cpu'));
+    expect(cpu?.seconds).toBeGreaterThan(0);
+    expect(cpu?.output_mp).toBeGreaterThan(0);
+    expect(markdown).toMatch(/\| image \| realesrgan-x4fast \| ours, cpu fp32 \|/);
+    expect(markdown).toMatch(/Skipped:/);
+  });
+});
