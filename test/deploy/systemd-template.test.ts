@@ -19,6 +19,7 @@ import { PACKAGE_ROOT } from '../../src/paths.js';
 import { capabilitiesSchema, CAPABILITIES_SUBJECT, type Capabilities } from '../../src/protocol/index.js';
 import { workerSettingsFromEnv } from '../../src/worker/settings.js';
 import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
+import { provisionFromEnv } from '../helpers/provision.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
 
 const read = (file: string): Promise<string> => readFile(path.join(PACKAGE_ROOT, file), 'utf8');
@@ -109,6 +110,8 @@ describe('two instances on one host', () => {
     await new Promise<void>((resolve) => http!.listen(0, '127.0.0.1', resolve));
     const imageUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}/p.png`;
     nats = await startNatsServer();
+    // The operator's step at install (docs/operations.md, "Who creates what"): instances only bind.
+    await provisionFromEnv({ NATS_URL: nats.url });
 
     for (const { index, env } of instances.slice(0, 2)) {
       // The unit's per-instance values, with the host's paths and NATS replaced by this test's (port 0: any free one).

@@ -14,6 +14,7 @@ const manifests = await readManifests();
 const deployments = manifests.filter((m) => m.kind === 'Deployment');
 const workers = deployments.filter((m) => podSpec(m).containers.some((c) => c.args?.[0] === 'serve'));
 const scaledObjects = manifests.filter((m) => m.kind === 'ScaledObject');
+const jobs = manifests.filter((m) => m.kind === 'Job');
 
 /** The scaler's metadata fields (KEDA docs, scalers/nats-jetstream, 2.8 to the latest). */
 const SCALER_FIELDS = ['natsServerMonitoringEndpoint', 'account', 'stream', 'consumer', 'lagThreshold', 'activationLagThreshold', 'useHttps'];
@@ -40,13 +41,26 @@ describe('deploy/kubernetes', () => {
 
   it('sets only settings that exist, with values every command accepts', () => {
     const known = new Set(knownSettingNames());
-    for (const m of deployments) {
+    for (const m of [...deployments, ...jobs]) {
       for (const c of podSpec(m).containers) {
         const env = containerEnv(c, manifests);
         expect(Object.keys(env).length, m.metadata.name).toBeGreaterThan(0);
         expect(Object.keys(env).filter((name) => !known.has(name)), m.metadata.name).toEqual([]);
         for (const section of SETTINGS_SECTIONS) expect(() => section.load(env), `${m.metadata.name}: ${section.key}`).not.toThrow();
       }
+    }
+  });
+
+  it('the operator provisions in a Job; each worker Deployment is a NATS host of its own (docs/operations.md)', () => {
+    const provision = jobs.filter((m) => podSpec(m).containers.some((c) => c.args?.[0] === 'provision'));
+    expect(provision).toHaveLength(1);
+    expect(containerEnv(podSpec(provision[0]!).containers[0]!, manifests)['NATS_USER']).toBe('operator');
+    const hosts = workers.map((m) => containerEnv(worker(m), manifests)['WORKER_HOST_ID']);
+    expect(hosts.every((h) => h !== undefined)).toBe(true);
+    expect(new Set(hosts).size).toBe(workers.length);
+    for (const m of workers) {
+      const env = containerEnv(worker(m), manifests);
+      expect(env['NATS_USER'], m.metadata.name).toBe(`worker-${env['WORKER_HOST_ID']}`);
     }
   });
 
