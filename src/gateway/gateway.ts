@@ -5,10 +5,10 @@
  * `stop()` closes in order: refuse new requests and finish those in progress, stop the consumers,
  * then drain the connection.
  */
-import { JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { PROVISION_HINT, claimsStreamConfig, configDifferences, connectNats, eventsStreamConfig, jobsStreamConfig, type ProtocolSettings } from '../protocol/index.js';
+import { PROVISION_HINT, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, streamProblems, type ProtocolSettings } from '../protocol/index.js';
 import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, type GatewayApp } from './http/app.js';
 import { GatewayMetrics } from './metrics.js';
@@ -96,15 +96,6 @@ async function watchConnection(nc: NatsConnection, onChange: (connected: boolean
   }
 }
 
-async function workerStreamProblems(jsm: JetStreamManager, protocol: ProtocolSettings): Promise<string[]> {
-  const problems: string[] = [];
-  for (const config of [jobsStreamConfig(protocol), eventsStreamConfig(protocol), claimsStreamConfig(protocol)]) {
-    const existing = await jsm.streams.info(config.name).catch((err: unknown) => {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
-      throw err;
-    });
-    if (existing === null) problems.push(`stream ${config.name} does not exist`);
-    else problems.push(...configDifferences(existing.config, config).map((d) => `stream ${config.name} ${d}`));
-  }
-  return problems;
+function workerStreamProblems(jsm: JetStreamManager, protocol: ProtocolSettings): Promise<string[]> {
+  return streamProblems(jsm, [jobsStreamConfig(protocol), eventsStreamConfig(protocol), claimsStreamConfig(protocol)]);
 }

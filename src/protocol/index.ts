@@ -33,7 +33,7 @@ export {
   type ProtocolSettingsInput,
   perKind,
 } from './settings.js';
-export { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, configDifferences, eventsStreamConfig, jobsStreamConfig, type DesiredStream } from './streams.js';
+export { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, configDifferences, eventsStreamConfig, streamProblems, jobsStreamConfig, type DesiredStream } from './streams.js';
 export { claimTask, firstClaimHost } from './claims.js';
 export {
   CLAIMS_SUBJECT_PREFIX,

@@ -3,7 +3,7 @@
  * advisories of the jobs stream. Only `media-worker provision` (the operator) creates or changes
  * them; workers and gateways check that they exist as configured and bind (docs/operations.md).
  */
-import { DiscardPolicy, RetentionPolicy, StorageType, type StreamConfig } from '@nats-io/jetstream';
+import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { ProtocolSettings } from './settings.js';
 import { CLAIMS_SUBJECT_PREFIX, EVENTS_SUBJECT_PREFIX, JOBS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from './subjects.js';
@@ -103,4 +103,21 @@ export function configDifferences(current: object, desired: object): string[] {
     if (!same) differences.push(`${key}: expected ${JSON.stringify(want)} but found ${JSON.stringify(have ?? null)}`);
   }
   return differences;
+}
+
+/**
+ * What a process that only binds checks at start: each stream exists as `desired` says, one
+ * `stream <name> …` line per problem (missing, or each field that differs); empty when all match.
+ */
+export async function streamProblems(jsm: JetStreamManager, desired: readonly (Pick<StreamConfig, 'name'> & object)[]): Promise<string[]> {
+  const problems: string[] = [];
+  for (const config of desired) {
+    const existing = await jsm.streams.info(config.name).catch((err: unknown) => {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
+      throw err;
+    });
+    if (existing === null) problems.push(`stream ${config.name} does not exist`);
+    else problems.push(...configDifferences(existing.config, config).map((d) => `stream ${config.name} ${d}`));
+  }
+  return problems;
 }

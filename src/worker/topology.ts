@@ -29,6 +29,7 @@ import {
   jobFilter,
   jobsStreamConfig,
   maxDeliveriesAdvisoryFilter,
+  streamProblems,
   type DesiredStream,
 } from '../protocol/index.js';
 import type { WorkerSettings } from './settings.js';
@@ -93,12 +94,7 @@ export async function ensureTopology(jsm: JetStreamManager, s: TopologySettings)
  * say, or it refuses to start with what is missing or differs and the command that fixes it.
  */
 export async function checkTopology(jsm: JetStreamManager, s: TopologySettings): Promise<void> {
-  const problems: string[] = [];
-  for (const desired of [jobsStreamConfig(s), eventsStreamConfig(s), advisoriesStreamConfig(s), claimsStreamConfig(s)]) {
-    const existing = await jsm.streams.info(desired.name).catch(notFound(JetStreamApiCodes.StreamNotFound));
-    if (existing === null) problems.push(`stream ${desired.name} does not exist`);
-    else problems.push(...configDifferences(existing.config, desired).map((d) => `stream ${desired.name} ${d}`));
-  }
+  const problems = await streamProblems(jsm, [jobsStreamConfig(s), eventsStreamConfig(s), advisoriesStreamConfig(s), claimsStreamConfig(s)]);
   const consumers: [string, DesiredConsumer][] = [
     ...JOB_KINDS.map((kind): [string, DesiredConsumer] => [s.jobsStream, jobConsumerConfig(s, kind)]),
     [s.advisoriesStream, advisoriesConsumerConfig(s)],

@@ -13,7 +13,7 @@
  */
 import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { configDifferences } from '../../protocol/index.js';
+import { streamProblems } from '../../protocol/index.js';
 
 export interface StoreNames {
   accountsStream: string;
@@ -82,17 +82,8 @@ export function streamConfigs(prefix: string, replicas = 1): (Partial<StreamConf
 }
 
 /** What a gateway (and `accounts`) checks at start: each store stream exists as configured; one line per problem. */
-export async function storeStreamProblems(jsm: JetStreamManager, prefix: string, replicas = 1): Promise<string[]> {
-  const problems: string[] = [];
-  for (const config of streamConfigs(prefix, replicas)) {
-    const existing = await jsm.streams.info(config.name).catch((err: unknown) => {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
-      throw err;
-    });
-    if (existing === null) problems.push(`stream ${config.name} does not exist`);
-    else problems.push(...configDifferences(existing.config, config).map((d) => `stream ${config.name} ${d}`));
-  }
-  return problems;
+export function storeStreamProblems(jsm: JetStreamManager, prefix: string, replicas = 1): Promise<string[]> {
+  return streamProblems(jsm, streamConfigs(prefix, replicas));
 }
 
 /**
