@@ -190,6 +190,11 @@ export function planCodecArgs(settings: EncoderSettings, colour: Pick<ColourPlan
   return ['-c:v', 'libx265', '-preset', settings.preset, '-crf', String(settings.crf === 0 ? 0 : Math.min(51, settings.crf + X265_CRF_OFFSET)), '-x265-params', params.join(':'), '-tag:v', 'hvc1'];
 }
 
+/** Codec options aimed at the picture (output video 0) only, so they never reach copied cover art. */
+function pictureOnly(args: string[]): string[] {
+  return args.map((arg) => (arg === '-c:v' ? '-c:v:0' : arg === '-tag:v' ? '-tag:v:0' : arg));
+}
+
 export function encoderArgs(input: EncoderArgsInput): string[] {
   const { geometry, timing, extras, colour } = input;
   const rate = formatRate(timing.rate);
@@ -208,10 +213,11 @@ export function encoderArgs(input: EncoderArgsInput): string[] {
     '0:v:0',
     ...streamMapArgs(input.streams, 1),
     ...metadataArgs(extras.tags, 1),
-    '-vf',
+    // The picture is output video 0; cover art, copied, is video 1: its options name it.
+    '-filter:v:0',
     encoderFilters(geometry, extras, colour),
-    ...planCodecArgs(input.encoder, colour),
-    '-pix_fmt',
+    ...pictureOnly(planCodecArgs(input.encoder, colour)),
+    '-pix_fmt:v:0',
     encodePixelFormat(colour, geometry.output),
     ...colourTagArgs(colour),
     // Exactly the frames sent, at their pipe times: ffmpeg's default for MP4 (cfr) would duplicate the

@@ -218,8 +218,8 @@ describe('encoderArgs', () => {
     expect(after(args, '-map')).toBe('0:v:0');
     expect(after(args, '-map_metadata')).toBe('1');
     expect(after(args, '-map_chapters')).toBe('1');
-    expect(after(args, '-c:v')).toBe('libx264');
-    expect(after(args, '-pix_fmt', pipeAt)).toBe('yuv420p');
+    expect(after(args, '-c:v:0')).toBe('libx264');
+    expect(after(args, '-pix_fmt:v:0')).toBe('yuv420p');
     expect(after(args, '-colorspace')).toBe('bt709');
     expect(after(args, '-fps_mode')).toBe('passthrough');
     expect(after(args, '-r')).toBe('30000/1001');
@@ -278,18 +278,17 @@ describe('encoderArgs', () => {
       { width: 96, height: 64 },
     );
     const args = encoderArgs({ ...base, colour });
-    const pipeAt = args.indexOf('pipe:0');
     expect(after(args, '-pix_fmt')).toBe('rgb48le');
-    expect(after(args, '-c:v')).toBe('libx265');
+    expect(after(args, '-c:v:0')).toBe('libx265');
     expect(after(args, '-crf')).toBe('23');
-    expect(after(args, '-tag:v')).toBe('hvc1');
+    expect(after(args, '-tag:v:0')).toBe('hvc1');
     expect(after(args, '-x265-params')).toBe(
       'log-level=error:colormatrix=bt2020nc:range=limited:colorprim=bt2020:transfer=smpte2084:' +
         'master-display=G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1):max-cll=1000,400:hdr10=1',
     );
-    expect(after(args, '-pix_fmt', pipeAt)).toBe('yuv420p10le');
+    expect(after(args, '-pix_fmt:v:0')).toBe('yuv420p10le');
     expect([after(args, '-colorspace'), after(args, '-color_primaries'), after(args, '-color_trc')]).toEqual(['bt2020nc', 'bt2020', 'smpte2084']);
-    expect(after(args, '-vf')).toBe('scale=out_color_matrix=bt2020:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p10le,setsar=1/1');
+    expect(after(args, '-filter:v:0')).toBe('scale=out_color_matrix=bt2020:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p10le,setsar=1/1');
   });
 
   it.each([

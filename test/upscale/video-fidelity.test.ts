@@ -190,9 +190,13 @@ describe('every stream kept', () => {
 });
 
 describe('exact sizes', () => {
-  it('321x181 at factor 1 comes out 321x181 (4:4:4), reported as delivered', async () => {
+  it('321x181 at factor 1 comes out 321x181 (4:4:4), reported as delivered; its cover art copied', async () => {
     const { outcome } = await upscale(corpus.odd, '1');
-    const video = pictureOf(await fileFacts(outcome.outputPath));
+    const out = await fileFacts(outcome.outputPath);
+    const video = pictureOf(out);
+    // The cover art is copied as it was, not upscaled and not taken for the video.
+    expect(streamLabels(out)).toEqual(['v:h264(8)', 'a:aac', 'cover:png']);
+    expect(out.streams.find((s) => s.disposition['attached_pic'] === 1)).toMatchObject({ width: 32, height: 32 });
     expect([video.width, video.height]).toEqual([321, 181]);
     expect([outcome.width, outcome.height]).toEqual([321, 181]);
     expect(video.pix_fmt).toBe('yuv444p');
