@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { JobError, ProcessingError } from '../../src/errors.js';
 import { ProcessError, ffmpegReason } from '../../src/media/index.js';
-import { DEFAULT_ENCODER, MP4_COPY_AUDIO_CODECS, audioPlan, colourPlan, decoderArgs, sourceStream, streamMap, encoderArgs, encoderFilters, inputMatrix, videoCodecArgs, FfmpegFailure, ffmpegFailure, displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry, parseAspect, parseVideoExtras, type VideoExtras } from '../../src/video/index.js';
+import { DEFAULT_ENCODER, MP4_COPY_AUDIO_CODECS, audioPlan, colourPlan, decoderArgs, fineTimescale, sourceStream, streamMap, encoderArgs, encoderFilters, inputMatrix, videoCodecArgs, FfmpegFailure, ffmpegFailure, displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry, parseAspect, parseVideoExtras, type VideoExtras } from '../../src/video/index.js';
 import { upscaleFailure } from '../../src/upscale/video-pipeline.js';
 import { pipelineFailure } from '../../src/jobs/index.js';
 
@@ -213,7 +213,7 @@ describe('encoderArgs', () => {
     ]);
     const second = args.lastIndexOf('-protocol_whitelist');
     expect(args.slice(second, second + 8)).toEqual(['-protocol_whitelist', 'file,pipe', '-format_whitelist', 'mov', '-f', 'mov', '-i', 'file:/in/clip.mov']);
-    expect(args).not.toContain('-itsoffset');
+    expect(args).not.toContain('-enc_time_base:v:0');
     expect(args.filter((a) => a === '-map')).toHaveLength(1);
     expect(after(args, '-map')).toBe('0:v:0');
     expect(after(args, '-map_metadata')).toBe('1');
@@ -259,8 +259,12 @@ describe('encoderArgs', () => {
   it('starts the video where it started relative to the audio, and tags the input primaries and transfer with a matching matrix', () => {
     const colour = colourPlan({ bitDepth: 8, primaries: 'bt709', transfer: 'bt709' }, 'keep', { width: 96, height: 64 });
     const args = encoderArgs({ ...base, colour, extras: { ...square, videoStartOffset: 0.042 } });
-    expect(after(args, '-itsoffset')).toBe('0.042');
-    expect(args.indexOf('-itsoffset')).toBeLessThan(args.indexOf('pipe:0'));
+    // Exactly 42 ms later, in a 90 kHz time base that 30000/1001 divides (the pipe's 1/rate would round it to a frame).
+    expect(after(args, '-filter:v:0')).toMatch(/^settb=1\/90000,setpts=PTS\+3780,/);
+    expect(after(args, '-enc_time_base:v:0')).toBe('1/90000');
+    expect(after(args, '-video_track_timescale')).toBe('90000');
+    expect([fineTimescale({ num: 2997, den: 125 }), fineTimescale({ num: 25, den: 1 }), fineTimescale({ num: 120000, den: 1001 })]).toEqual([89_910, 90_000, 120_000]);
+    expect(args).not.toContain('-itsoffset');
     expect(after(args, '-color_primaries')).toBe('bt709');
     expect(after(args, '-color_trc')).toBe('bt709');
     const wide = encoderArgs({ ...base, colour: colourPlan({ bitDepth: 8, primaries: 'bt2020', transfer: 'bt709' }, 'keep', { width: 96, height: 64 }) });
