@@ -11,12 +11,13 @@
  * - avOffsetMs: (first video time - first audio time) of the output less the input's.
  * - bit depth and streams in and out, as ffprobe reports them.
  *
- * Run directly (`npx tsc -p tsconfig.json && node dist/bench/fidelity-video.js [--timing] [--reps 5]`)
+ * Run directly (`npx tsc -p tsconfig.json && node dist/bench/fidelity-video.js [--no-rows] [--timing] [--reps 5] [--only sdr,hdr]`)
  * it prints the rows; `--timing` also measures (a) the 8-bit SDR streaming wall time of the same
  * clip with main's build (/work/main/dist, or --before DIR) and this one, alternating, and (b) the
  * HDR path (hdr "keep") against the SDR path (hdr "sdr", tone-mapped) on the same HDR10 clip.
  */
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -190,6 +191,14 @@ type Upscale = typeof upscaleVideoFile;
 type Loader = typeof createSrModelLoader;
 type Sessions = typeof SessionCache;
 
+/** CPU seconds of this process (all its threads) and of its reaped children (the ffmpeg processes), from /proc. */
+function cpuSeconds(): number {
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  // After the command: state is field 3; utime, stime, cutime, cstime are fields 14 to 17.
+  const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0);
+  return ticks / 100;
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
@@ -199,7 +208,7 @@ function median(values: number[]): number {
  * (a) The 8-bit SDR path before (another build's dist, main's by default) and after, alternating on
  * one clip; (b) hdr "keep" against hdr "sdr" on one HDR10 clip. Streaming wall times (ms).
  */
-async function timing(beforeDist: string, reps: number): Promise<void> {
+async function timing(beforeDist: string, reps: number, only: readonly string[]): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'mw-bench-fidelity-timing-'));
   const before = {
     upscale: ((await import(pathToFileURL(join(beforeDist, 'src/upscale/index.js')).href)) as { upscaleVideoFile: Upscale }).upscaleVideoFile,
@@ -222,25 +231,43 @@ async function timing(beforeDist: string, reps: number): Promise<void> {
       '-color_primaries', 'bt2020', '-color_trc', 'smpte2084', '-colorspace', 'bt2020nc', '-c:a', 'aac', hdr,
     ]);
     const [infoSdrBefore, infoSdr, infoHdr] = [await before.probe(sdr), await probeMedia(sdr), await probeMedia(hdr)];
-    const times = { before: [] as number[], after: [] as number[], keep: [] as number[], toSdr: [] as number[] };
-    // One warm-up of each, not counted (model load, first-call costs).
-    const once = {
+    type Key = 'before' | 'after' | 'keep' | 'toSdr';
+    const wall: Record<Key, number[]> = { before: [], after: [], keep: [], toSdr: [] };
+    const cpu: Record<Key, number[]> = { before: [], after: [], keep: [], toSdr: [] };
+    const once: Record<Key, () => Promise<number>> = {
       before: async () => (await before.upscale({ inputPath: sdr, outputPath: join(dir, 'b.mp4'), factor: '2', info: infoSdrBefore }, loadBefore)).streamMs,
       after: async () => (await upscaleVideoFile({ inputPath: sdr, outputPath: join(dir, 'a.mp4'), factor: '2', info: infoSdr }, loadAfter)).streamMs,
       keep: async () => (await upscaleVideoFile({ inputPath: hdr, outputPath: join(dir, 'k.mp4'), factor: '2', info: infoHdr, hdr: 'keep' }, loadAfter)).streamMs,
       toSdr: async () => (await upscaleVideoFile({ inputPath: hdr, outputPath: join(dir, 's.mp4'), factor: '2', info: infoHdr, hdr: 'sdr' }, loadAfter)).streamMs,
     };
-    for (const f of Object.values(once)) await f();
-    for (let r = 0; r < reps; r += 1) {
-      const order = r % 2 === 0 ? (['before', 'after', 'keep', 'toSdr'] as const) : (['after', 'before', 'toSdr', 'keep'] as const);
-      for (const key of order) times[key].push(await once[key]());
+    const pairs: [Key, Key][] = [...(only.includes('sdr') ? [['before', 'after'] as [Key, Key]] : []), ...(only.includes('hdr') ? [['keep', 'toSdr'] as [Key, Key]] : [])];
+    // One warm-up of each, not counted (model load, first-call costs).
+    for (const [a, b] of pairs) {
+      await once[a]();
+      await once[b]();
     }
-    const line = (label: string, values: number[]): string => `${label.padEnd(34)} median ${median(values).toFixed(0).padStart(6)} ms  min ${Math.min(...values).toFixed(0).padStart(6)} ms  (${values.map((v) => v.toFixed(0)).join(', ')})`;
-    process.stdout.write(`\nStreaming wall time, 160x90 24 fps 5 s (120 frames), x2 esrgan-slim-x2, ${reps} alternating runs\n`);
-    process.stdout.write(`${line(`8-bit SDR before (${beforeDist})`, times.before)}\n${line('8-bit SDR after (this build)', times.after)}\n`);
-    process.stdout.write(`  after / before: median ${(median(times.after) / median(times.before)).toFixed(3)}, min ${(Math.min(...times.after) / Math.min(...times.before)).toFixed(3)}\n`);
-    process.stdout.write(`${line('HDR10 clip, hdr "keep" (16-bit, x265)', times.keep)}\n${line('HDR10 clip, hdr "sdr" (tone-mapped)', times.toSdr)}\n`);
-    process.stdout.write(`  keep / sdr: median ${(median(times.keep) / median(times.toSdr)).toFixed(3)}, min ${(Math.min(...times.keep) / Math.min(...times.toSdr)).toFixed(3)}\n`);
+    for (let r = 0; r < reps; r += 1) {
+      for (const [a, b] of pairs) {
+        for (const key of r % 2 === 0 ? [a, b] : [b, a]) {
+          const cpuBefore = cpuSeconds();
+          wall[key].push(await once[key]());
+          cpu[key].push((cpuSeconds() - cpuBefore) * 1000);
+        }
+      }
+    }
+    const line = (label: string, key: Key): string =>
+      `${label.padEnd(40)} wall median ${median(wall[key]).toFixed(0).padStart(6)} ms, min ${Math.min(...wall[key]).toFixed(0).padStart(6)} ms; ` +
+      `CPU median ${median(cpu[key]).toFixed(0).padStart(6)} ms, min ${Math.min(...cpu[key]).toFixed(0).padStart(6)} ms  (wall ${wall[key].map((v) => v.toFixed(0)).join(', ')})`;
+    const ratio = (a: Key, b: Key): string =>
+      `wall median ${(median(wall[a]) / median(wall[b])).toFixed(3)}, min ${(Math.min(...wall[a]) / Math.min(...wall[b])).toFixed(3)}; ` +
+      `CPU median ${(median(cpu[a]) / median(cpu[b])).toFixed(3)}, min ${(Math.min(...cpu[a]) / Math.min(...cpu[b])).toFixed(3)}`;
+    process.stdout.write(`\nStreaming, 160x90 24 fps 5 s (120 frames), x2 esrgan-slim-x2, ${reps} alternating runs (CPU: this process and its ffmpeg children)\n`);
+    if (only.includes('sdr')) {
+      process.stdout.write(`${line(`8-bit SDR before (${beforeDist})`, 'before')}\n${line('8-bit SDR after (this build)', 'after')}\n  after / before: ${ratio('after', 'before')}\n`);
+    }
+    if (only.includes('hdr')) {
+      process.stdout.write(`${line('HDR10 clip, hdr "keep" (16-bit, x265)', 'keep')}\n${line('HDR10 clip, hdr "sdr" (tone-mapped, x264)', 'toSdr')}\n  keep / sdr: ${ratio('keep', 'toSdr')}\n`);
+    }
   } finally {
     await sessionsAfter.release();
     await sessionsBefore.release();
@@ -249,7 +276,15 @@ async function timing(beforeDist: string, reps: number): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { timing: { type: 'boolean', default: false }, before: { type: 'string', default: '/work/main/dist' }, reps: { type: 'string', default: '5' }, 'no-rows': { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: {
+      timing: { type: 'boolean', default: false },
+      before: { type: 'string', default: '/work/main/dist' },
+      reps: { type: 'string', default: '5' },
+      only: { type: 'string', default: 'sdr,hdr' },
+      'no-rows': { type: 'boolean', default: false },
+    },
+  });
   if (!values['no-rows']) {
     const rows = await videoFidelityRows();
     for (const row of rows) {
@@ -259,7 +294,7 @@ async function main(): Promise<void> {
       );
     }
   }
-  if (values.timing) await timing(resolve(values.before), Number(values.reps));
+  if (values.timing) await timing(resolve(values.before), Number(values.reps), values.only.split(','));
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
