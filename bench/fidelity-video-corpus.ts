@@ -21,12 +21,19 @@ async function ffmpeg(args: string[]): Promise<void> {
 export const HDR10_MASTER_DISPLAY = 'G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1)';
 export const HDR10_MAX_CLL = '1000,400';
 
-/** A colour patch chart over a moving test picture: flat patches give CIEDE2000 something to measure. */
+/** Side of one flat patch of the chart, pixels. */
+export const PATCH = 8;
+
+/**
+ * A colour patch chart: flat 8x8 patches, 8 levels of red across, 8 of green down, 4 of blue
+ * diagonally, so CIEDE2000 has flat colours to measure away from the edges (bench/fidelity-video.ts).
+ */
 const chart = (size: string, rate: number, seconds: number): string[] => [
   '-f',
   'lavfi',
   '-i',
-  `testsrc2=size=${size}:rate=${rate}:duration=${seconds}`,
+  `color=c=black:size=${size}:rate=${rate}:duration=${seconds},format=gbrp,` +
+    `geq=r='16+28*mod(trunc(X/${PATCH})\\,8)':g='16+28*mod(trunc(Y/${PATCH})\\,8)':b='16+56*mod(trunc(X/${PATCH})+trunc(Y/${PATCH})\\,4)'`,
 ];
 const tone = (seconds: number, frequency = 440): string[] => ['-f', 'lavfi', '-i', `sine=frequency=${frequency}:sample_rate=48000:duration=${seconds}`];
 
@@ -48,7 +55,7 @@ export interface VideoCorpus {
   vfr: string;
   /** Matroska: H.264, 2 audio tracks (eng "Main", fra "Commentaire"), SRT subtitles, 2 chapters, a title, a creation time, a location. */
   tracks: string;
-  /** 321x181 (odd sides), 4:4:4 H.264, AAC: upscaled at factor 1. */
+  /** 321x181 (odd sides), 4:4:4 H.264, AAC, a 32x32 PNG cover: upscaled at factor 1. */
   odd: string;
   /** A shallow 10-bit PQ ramp, 320x16, lossless HEVC: 41 grey levels across, a new one every 8 pixels (8 bits would step every 32). */
   ramp10: string;
@@ -98,9 +105,11 @@ export async function makeVideoCorpus(dir: string): Promise<VideoCorpus> {
       at('tracks.mkv'),
     ]),
     ffmpeg([
-      // testsrc2 makes even sizes only: cropped to the odd one.
-      ...chart('322x182', 25, 0.12), ...tone(0.12), '-vf', 'format=yuv444p,crop=321:181:0:0',
-      '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv444p', '-c:a', 'aac', at('odd.mp4'),
+      // The chart is made at even sizes: cropped to the odd one. A 32x32 PNG cover, as music videos carry.
+      ...chart('322x182', 25, 0.12), ...tone(0.12), '-f', 'lavfi', '-i', 'color=c=orange:size=32x32:duration=0.04',
+      '-map', '0:v', '-map', '1:a', '-map', '2:v', '-filter:v:0', 'format=yuv444p,crop=321:181:0:0',
+      '-c:v:0', 'libx264', '-preset', 'ultrafast', '-pix_fmt:v:0', 'yuv444p', '-c:a', 'aac',
+      '-c:v:1', 'png', '-disposition:v:1', 'attached_pic', at('odd.mp4'),
     ]),
     ffmpeg([
       '-f', 'lavfi', '-i', 'nullsrc=size=320x16:rate=24:duration=0.09',

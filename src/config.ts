@@ -236,7 +236,7 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_VIDEO_ENCODER',
     schema: oneOfSetting(VIDEO_ENCODERS),
     default: 'libx264',
-    doc: 'H.264 encoder for video results: libx264 (CPU), h264_nvenc or h264_qsv when present; an absent hardware encoder falls back to libx264 with a log line.',
+    doc: 'H.264 encoder for 8-bit video results: libx264 (CPU), h264_nvenc or h264_qsv when present; an absent hardware encoder falls back to libx264 with a log line. 10-bit results (HDR, 10-bit input) always use libx265.',
   }),
   videoCrf: setting({
     env: 'MEDIA_WORKER_VIDEO_CRF',
@@ -363,7 +363,7 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_VIDEO_MAX_FPS',
     schema: positiveInt,
     default: String(DEFAULT_WORK_LIMITS.videoMaxFps),
-    doc: 'Highest average frame rate of a video input (upscale and lip-sync); above it the job is refused (FRAME_RATE_TOO_HIGH), never resampled.',
+    doc: 'Highest frame rate of a video input (upscale and lip-sync): its average, or for a variable frame rate the highest it runs at, which it is processed at; above it the job is refused (FRAME_RATE_TOO_HIGH), never resampled.',
   }),
   videoMaxJobOutputPixels: setting({
     env: 'MEDIA_WORKER_VIDEO_MAX_JOB_OUTPUT_PIXELS',

@@ -170,7 +170,8 @@ async function quoteVideo(job: VideoUpscaleJob, deps: QuoteDeps, signal?: AbortS
     const { limits } = policy;
     const size = displayed(info.video);
     checkVideoInputSize(size, limits);
-    checkFrameRate(info.video.fps, limits);
+    // The rate it runs at: a variable frame rate is processed at its highest (video/video-geometry.ts).
+    checkFrameRate(info.video.cfrRate ?? info.video.fps, limits);
     const f = Number(upscale_factor);
     checkVideoOutputSize({ width: size.width * f, height: size.height * f }, size, upscale_factor, limits);
     const frames = processedFrames(info.video, price.durationSeconds);
@@ -211,7 +212,7 @@ async function quoteLipsync(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSign
   if (policy !== undefined && videoInfo.video !== undefined) {
     // The output keeps the input's size and rate: the input's limits are the output's.
     checkVideoInputSize(displayed(videoInfo.video), policy.limits);
-    checkFrameRate(videoInfo.video.fps, policy.limits);
+    checkFrameRate(videoInfo.video.cfrRate ?? videoInfo.video.fps, policy.limits);
   }
   signal?.throwIfAborted();
 

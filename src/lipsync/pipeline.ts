@@ -392,6 +392,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
           sampleAspect: extras.sampleAspect,
           colour,
           audio: { path: r.audioPath, container: req.audioInfo.container },
+          metadataSource: { path: r.videoPath, container: req.videoInfo.container, tags: extras.tags },
           outputPath: r.partialPath,
         },
         cacheBytes: req.cacheBytes ?? DEFAULT_CACHE_BYTES,

@@ -4,8 +4,10 @@
  * together: video-batcher.ts), and a second ffmpeg encodes them from a pipe, taking the audio from
  * the original file. The three stages overlap and are joined by bounded queues, so memory depends
  * on the frame size and the queue lengths, never on the video's length, and no frame touches the
- * disk. Output decisions (sizes, odd sides, rates, variable frame rate, rotation, audio, colour) are
- * documented in video-geometry.ts and video-args.ts.
+ * disk. Output decisions are documented where they are made: sizes, odd sides, rates, variable
+ * frame rate and rotation in video-geometry.ts; colour, bit depth, HDR and the frames' depth (8 or
+ * 16 bits) in colour.ts; which streams are kept in stream-map.ts (all in src/video/, shared with
+ * lip-sync), and docs/contract.md, "Video fidelity".
  *
  * Failure and cancellation: the first failure (or the caller's abort) stops every stage at once:
  * both ffmpeg processes get SIGTERM and then SIGKILL (and their pipes are closed, so neither waits

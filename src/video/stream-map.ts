@@ -189,11 +189,16 @@ export function isLocationTag(name: string): boolean {
   return /location|gps|iso6709|xyz/i.test(name);
 }
 
-/** Global metadata and chapters from input `input`, every location tag removed (an empty value deletes it). */
-export function metadataArgs(tags: Readonly<Record<string, string>>, input: number): string[] {
-  const args = ['-map_metadata', String(input), '-map_chapters', String(input)];
+/** Global metadata from input `input`, every location tag removed (an empty value deletes it). */
+export function globalTagArgs(tags: Readonly<Record<string, string>>, input: number): string[] {
+  const args = ['-map_metadata', String(input)];
   for (const name of Object.keys(tags)) {
     if (isLocationTag(name)) args.push('-metadata', `${name}=`);
   }
   return args;
+}
+
+/** Global metadata (location removed) and chapters from input `input`. */
+export function metadataArgs(tags: Readonly<Record<string, string>>, input: number): string[] {
+  return [...globalTagArgs(tags, input), '-map_chapters', String(input)];
 }

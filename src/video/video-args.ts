@@ -15,7 +15,7 @@
  * plan's matrix (4:2:0, or 4:4:4 for an odd side) -> H.264 8-bit or HEVC Main10 in MP4 with the
  * plan's colour tags, `+faststart` for progressive playback.
  */
-import { type ContainerKind, fileInput, quietFfmpegArgs, rgbPipeInputArgs, rgbPipeOutputArgs, safeFileInputArgs } from '../media/index.js';
+import { type ContainerKind, type Rational, fileInput, quietFfmpegArgs, rgbPipeInputArgs, rgbPipeOutputArgs, safeFileInputArgs } from '../media/index.js';
 import type { ColourMatrix, VideoExtras } from './video-probe.js';
 import { type ColourPlan, type ColourSource, colourTagArgs, decodeColourFilters, encodeColourFilters, encodePixelFormat, pipePixelFormat, x265ColourParams } from './colour.js';
 import { type StreamMap, metadataArgs, streamMapArgs } from './stream-map.js';
@@ -190,16 +190,33 @@ export function planCodecArgs(settings: EncoderSettings, colour: Pick<ColourPlan
   return ['-c:v', 'libx265', '-preset', settings.preset, '-crf', String(settings.crf === 0 ? 0 : Math.min(51, settings.crf + X265_CRF_OFFSET)), '-x265-params', params.join(':'), '-tag:v', 'hvc1'];
 }
 
+/**
+ * The time base a delayed video start is kept in: about 90 kHz (MPEG's clock), a whole multiple of
+ * the rate's numerator so every frame still lands on a whole tick (23.976 = 2997/125 fps: 89,910).
+ */
+export function fineTimescale(rate: Rational): number {
+  return rate.num >= 90_000 ? rate.num : rate.num * Math.max(1, Math.round(90_000 / rate.num));
+}
+
+/** Filters that move every frame `seconds` later, to the tick of `timescale`. */
+export function startOffsetFilters(seconds: number, timescale: number): string[] {
+  return [`settb=1/${timescale}`, `setpts=PTS+${Math.round(seconds * timescale)}`];
+}
+
+/** Codec options aimed at the picture (output video 0) only, so they never reach copied cover art. */
+function pictureOnly(args: string[]): string[] {
+  return args.map((arg) => (arg === '-c:v' ? '-c:v:0' : arg === '-tag:v' ? '-tag:v:0' : arg));
+}
+
 export function encoderArgs(input: EncoderArgsInput): string[] {
   const { geometry, timing, extras, colour } = input;
   const rate = formatRate(timing.rate);
-  const rawInput = rgbPipeInputArgs(
-    geometry.network,
-    rate,
-    // The pipe carries no timestamps: put the first frame where the input's video started.
-    extras.videoStartOffset > 0 ? ['-itsoffset', String(extras.videoStartOffset)] : [],
-    pipePixelFormat(colour.depth),
-  );
+  const rawInput = rgbPipeInputArgs(geometry.network, rate, [], pipePixelFormat(colour.depth));
+  // The pipe carries no timestamps: the first frame goes where the input's video started, in a
+  // time base of about 1/90000 s (the pipe's own, 1/rate, would round the start to a whole frame).
+  const timescale = fineTimescale(timing.rate);
+  const offset = extras.videoStartOffset > 0 ? startOffsetFilters(extras.videoStartOffset, timescale) : [];
+  const fineTime = offset.length > 0 ? ['-enc_time_base:v:0', `1/${timescale}`, '-video_track_timescale', String(timescale)] : [];
   return [
     ...quietFfmpegArgs(),
     ...rawInput,
@@ -208,10 +225,11 @@ export function encoderArgs(input: EncoderArgsInput): string[] {
     '0:v:0',
     ...streamMapArgs(input.streams, 1),
     ...metadataArgs(extras.tags, 1),
-    '-vf',
-    encoderFilters(geometry, extras, colour),
-    ...planCodecArgs(input.encoder, colour),
-    '-pix_fmt',
+    // The picture is output video 0; cover art, copied, is video 1: its options name it.
+    '-filter:v:0',
+    [...offset, encoderFilters(geometry, extras, colour)].join(','),
+    ...pictureOnly(planCodecArgs(input.encoder, colour)),
+    '-pix_fmt:v:0',
     encodePixelFormat(colour, geometry.output),
     ...colourTagArgs(colour),
     // Exactly the frames sent, at their pipe times: ffmpeg's default for MP4 (cfr) would duplicate the
@@ -220,6 +238,7 @@ export function encoderArgs(input: EncoderArgsInput): string[] {
     'passthrough',
     '-r',
     rate,
+    ...fineTime,
     '-movflags',
     '+faststart',
     '-f',

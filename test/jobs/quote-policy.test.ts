@@ -112,6 +112,17 @@ describe('quote with a policy: the work limits', () => {
     expect(err.code).toBe('FRAME_RATE_TOO_HIGH');
   });
 
+  it('a variable frame rate is limited and counted at its highest rate, which it runs at', async () => {
+    const vfr = (cfr: number): MediaInfo => {
+      const info = video(2, 32, 32, { num: 30, den: 1 });
+      return { ...info, video: { ...info.video!, variableFrameRate: true, cfrRate: { num: cfr, den: 1 } } };
+    };
+    const err = await refusal(quoteJob(videoJob('2'), deps({ [VID]: vfr(240) }), undefined, policy()));
+    expect(err.code).toBe('FRAME_RATE_TOO_HIGH');
+    const q = await quoteJob(videoJob('2'), deps({ [VID]: vfr(60) }), undefined, policy());
+    expect((q.quote as { estimated_frames?: number }).estimated_frames).toBe(120);
+  });
+
   it('4K at factor "4" is OUTPUT_TOO_LARGE before any network is looked up', async () => {
     const p = policy();
     const err = await refusal(quoteJob(videoJob('4'), deps({ [VID]: video(2, 3840, 2160, { num: 30, den: 1 }) }), undefined, p));

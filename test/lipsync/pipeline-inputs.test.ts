@@ -15,7 +15,8 @@ import {
   releaseLipsyncThreads,
   parseLipsyncModelMapping,
 } from '../../src/lipsync/index.js';
-import { allowedAudioSeconds, allowedFrames, type MediaInfo } from '../../src/media/index.js';
+import { allowedAudioSeconds, allowedFrames, resolveFfmpeg, runProcess, type MediaInfo } from '../../src/media/index.js';
+import { fileFacts, pictureOf } from '../../bench/video-facts.js';
 import {
   FPS,
   SIDE,
@@ -114,6 +115,25 @@ describe('lip-sync pipeline inputs', () => {
       for (let c = 0; c < 3; c += 1) diff = Math.max(diff, Math.abs((frame.data[3 * (y * 161 + 160) + c] as number) - (source.data[3 * (y * 161 + 160) + c] as number)));
     }
     expect(diff).toBeLessThan(40);
+  });
+
+  it('tone-maps an HLG 10-bit source to 8-bit SDR tagged BT.709 throughout (faces are composited in 8 bits), and still finds the face; its title kept, its location removed', async () => {
+    const webm = await encodeClip(path.join(dir, 'hlg-source.webm'), await faceFrames(12), { width: SIDE, height: SIDE }, 'webm');
+    const clip = path.join(dir, 'hlg.mp4');
+    await runProcess(resolveFfmpeg(), [
+      '-v', 'error', '-y', '-i', webm, '-vf', 'format=yuv420p10le', '-c:v', 'libx265', '-preset', 'ultrafast',
+      '-x265-params', 'log-level=error:colorprim=bt2020:transfer=arib-std-b67:colormatrix=bt2020nc',
+      '-color_primaries', 'bt2020', '-color_trc', 'arib-std-b67', '-colorspace', 'bt2020nc',
+      '-metadata', 'title=Interview', '-metadata', 'location=+48.8584+002.2945/', clip,
+    ]);
+    const outcome = await lipsyncFile(await request(clip, 'hlg-out.mp4', { lossless: false }), deps);
+    expect(outcome.drivenFrames).toBe(12);
+    const facts = await fileFacts(outcome.outputPath);
+    // The source's title kept, where it was shot removed.
+    expect(facts.tags['title']).toBe('Interview');
+    expect(Object.keys(facts.tags).filter((k) => /location/i.test(k))).toEqual([]);
+    const video = pictureOf(facts);
+    expect(video).toMatchObject({ codec_name: 'h264', pix_fmt: 'yuv420p', color_primaries: 'bt709', color_transfer: 'bt709', color_space: 'bt709' });
   });
 
   it('refuses, before decoding anything, an audio that would make the output longer than 240 s', async () => {

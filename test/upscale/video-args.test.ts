@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { JobError, ProcessingError } from '../../src/errors.js';
 import { ProcessError, ffmpegReason } from '../../src/media/index.js';
-import { DEFAULT_ENCODER, MP4_COPY_AUDIO_CODECS, audioPlan, colourPlan, decoderArgs, sourceStream, streamMap, encoderArgs, encoderFilters, inputMatrix, videoCodecArgs, FfmpegFailure, ffmpegFailure, displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry, parseAspect, parseVideoExtras, type VideoExtras } from '../../src/video/index.js';
+import { DEFAULT_ENCODER, MP4_COPY_AUDIO_CODECS, audioPlan, colourPlan, decoderArgs, fineTimescale, sourceStream, streamMap, encoderArgs, encoderFilters, inputMatrix, videoCodecArgs, FfmpegFailure, ffmpegFailure, displayedSize, expectedFrameCount, frameTiming, rgbFrameBytes, videoGeometry, parseAspect, parseVideoExtras, type VideoExtras } from '../../src/video/index.js';
 import { upscaleFailure } from '../../src/upscale/video-pipeline.js';
 import { pipelineFailure } from '../../src/jobs/index.js';
 
@@ -213,13 +213,13 @@ describe('encoderArgs', () => {
     ]);
     const second = args.lastIndexOf('-protocol_whitelist');
     expect(args.slice(second, second + 8)).toEqual(['-protocol_whitelist', 'file,pipe', '-format_whitelist', 'mov', '-f', 'mov', '-i', 'file:/in/clip.mov']);
-    expect(args).not.toContain('-itsoffset');
+    expect(args).not.toContain('-enc_time_base:v:0');
     expect(args.filter((a) => a === '-map')).toHaveLength(1);
     expect(after(args, '-map')).toBe('0:v:0');
     expect(after(args, '-map_metadata')).toBe('1');
     expect(after(args, '-map_chapters')).toBe('1');
-    expect(after(args, '-c:v')).toBe('libx264');
-    expect(after(args, '-pix_fmt', pipeAt)).toBe('yuv420p');
+    expect(after(args, '-c:v:0')).toBe('libx264');
+    expect(after(args, '-pix_fmt:v:0')).toBe('yuv420p');
     expect(after(args, '-colorspace')).toBe('bt709');
     expect(after(args, '-fps_mode')).toBe('passthrough');
     expect(after(args, '-r')).toBe('30000/1001');
@@ -259,8 +259,12 @@ describe('encoderArgs', () => {
   it('starts the video where it started relative to the audio, and tags the input primaries and transfer with a matching matrix', () => {
     const colour = colourPlan({ bitDepth: 8, primaries: 'bt709', transfer: 'bt709' }, 'keep', { width: 96, height: 64 });
     const args = encoderArgs({ ...base, colour, extras: { ...square, videoStartOffset: 0.042 } });
-    expect(after(args, '-itsoffset')).toBe('0.042');
-    expect(args.indexOf('-itsoffset')).toBeLessThan(args.indexOf('pipe:0'));
+    // Exactly 42 ms later, in a 90 kHz time base that 30000/1001 divides (the pipe's 1/rate would round it to a frame).
+    expect(after(args, '-filter:v:0')).toMatch(/^settb=1\/90000,setpts=PTS\+3780,/);
+    expect(after(args, '-enc_time_base:v:0')).toBe('1/90000');
+    expect(after(args, '-video_track_timescale')).toBe('90000');
+    expect([fineTimescale({ num: 2997, den: 125 }), fineTimescale({ num: 25, den: 1 }), fineTimescale({ num: 120000, den: 1001 })]).toEqual([89_910, 90_000, 120_000]);
+    expect(args).not.toContain('-itsoffset');
     expect(after(args, '-color_primaries')).toBe('bt709');
     expect(after(args, '-color_trc')).toBe('bt709');
     const wide = encoderArgs({ ...base, colour: colourPlan({ bitDepth: 8, primaries: 'bt2020', transfer: 'bt709' }, 'keep', { width: 96, height: 64 }) });
@@ -278,18 +282,17 @@ describe('encoderArgs', () => {
       { width: 96, height: 64 },
     );
     const args = encoderArgs({ ...base, colour });
-    const pipeAt = args.indexOf('pipe:0');
     expect(after(args, '-pix_fmt')).toBe('rgb48le');
-    expect(after(args, '-c:v')).toBe('libx265');
+    expect(after(args, '-c:v:0')).toBe('libx265');
     expect(after(args, '-crf')).toBe('23');
-    expect(after(args, '-tag:v')).toBe('hvc1');
+    expect(after(args, '-tag:v:0')).toBe('hvc1');
     expect(after(args, '-x265-params')).toBe(
       'log-level=error:colormatrix=bt2020nc:range=limited:colorprim=bt2020:transfer=smpte2084:' +
         'master-display=G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1):max-cll=1000,400:hdr10=1',
     );
-    expect(after(args, '-pix_fmt', pipeAt)).toBe('yuv420p10le');
+    expect(after(args, '-pix_fmt:v:0')).toBe('yuv420p10le');
     expect([after(args, '-colorspace'), after(args, '-color_primaries'), after(args, '-color_trc')]).toEqual(['bt2020nc', 'bt2020', 'smpte2084']);
-    expect(after(args, '-vf')).toBe('scale=out_color_matrix=bt2020:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p10le,setsar=1/1');
+    expect(after(args, '-filter:v:0')).toBe('scale=out_color_matrix=bt2020:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p10le,setsar=1/1');
   });
 
   it.each([

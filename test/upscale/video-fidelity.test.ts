@@ -180,6 +180,10 @@ describe('every stream kept', () => {
     expect(out.tags['creation_time']).toMatch(/^2024-05-01T10:20:30/);
     expect(Object.keys(out.tags).filter((k) => /location/i.test(k))).toEqual([]);
     expect(outcome.streams).toEqual({ kept: 3, dropped: [] });
+    // Matroska puts AAC's priming packet first and the video 23 ms later: the start is kept to the millisecond.
+    const start = async (path: string): Promise<number> => (await packetTimes(path, 'v:0'))[0]! - (await packetTimes(path, 'a:0'))[0]!;
+    expect(await start(corpus.tracks)).toBeGreaterThan(0.01);
+    expect(Math.abs((await start(outcome.outputPath)) - (await start(corpus.tracks)))).toBeLessThan(0.002);
   });
 
   it('copies AAC untouched: the same packets, byte for byte in size and time', async () => {
@@ -190,9 +194,13 @@ describe('every stream kept', () => {
 });
 
 describe('exact sizes', () => {
-  it('321x181 at factor 1 comes out 321x181 (4:4:4), reported as delivered', async () => {
+  it('321x181 at factor 1 comes out 321x181 (4:4:4), reported as delivered; its cover art copied', async () => {
     const { outcome } = await upscale(corpus.odd, '1');
-    const video = pictureOf(await fileFacts(outcome.outputPath));
+    const out = await fileFacts(outcome.outputPath);
+    const video = pictureOf(out);
+    // The cover art is copied as it was, not upscaled and not taken for the video.
+    expect(streamLabels(out)).toEqual(['v:h264(8)', 'a:aac', 'cover:png']);
+    expect(out.streams.find((s) => s.disposition['attached_pic'] === 1)).toMatchObject({ width: 32, height: 32 });
     expect([video.width, video.height]).toEqual([321, 181]);
     expect([outcome.width, outcome.height]).toEqual([321, 181]);
     expect(video.pix_fmt).toBe('yuv444p');

@@ -47,7 +47,7 @@ export interface OutputPassInput {
   /** Mel features of the audio fitted to the timeline's duration. */
   mel: MelSpectrogram;
   /** Quality, pixel aspect, the audio to mux and the (temporary) output path. */
-  encode: Pick<LipsyncEncoderInput, 'quality' | 'sampleAspect' | 'colour' | 'audio' | 'outputPath'>;
+  encode: Pick<LipsyncEncoderInput, 'quality' | 'sampleAspect' | 'colour' | 'audio' | 'metadataSource' | 'outputPath'>;
   /** Memory for source frames kept for loop and bounce. */
   cacheBytes: number;
   /** Local paths and what to call them in error messages. */

@@ -15,7 +15,7 @@
  * end within one AAC frame (21 ms at 48 kHz) of the planned duration.
  */
 import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs, type ContainerKind, type Rational } from '../../media/index.js';
-import { type ColourPlan, type EncoderSettings, colourTagArgs, encodePixelFormat, videoCodecArgs, yuvFilters, type Size, formatRate } from '../../video/index.js';
+import { type ColourPlan, type EncoderSettings, colourTagArgs, encodePixelFormat, globalTagArgs, videoCodecArgs, yuvFilters, type Size, formatRate } from '../../video/index.js';
 import { audioFitFilter } from '../audio/index.js';
 
 export const AAC_BITRATE = 128_000;
@@ -35,6 +35,8 @@ export interface LipsyncEncoderInput {
   /** The source's 8-bit colour plan (video/colour.ts eightBitColourPlan); default BT.709. */
   colour?: Pick<ColourPlan, 'output'>;
   audio: { path: string; container: ContainerKind };
+  /** The source video and its global tags: its title, creation time and other tags are kept, location removed. */
+  metadataSource?: { path: string; container: ContainerKind; tags: Readonly<Record<string, string>> };
   /** The timeline's duration: the audio is fitted to it. */
   durationSeconds: number;
   /** Where ffmpeg writes the MP4 (absolute). */
@@ -74,6 +76,12 @@ export function lipsyncVideoFilters(size: Size, quality: VideoQuality, sampleAsp
   return filters.join(',');
 }
 
+/** Metadata from input 2 (the source video) without its location tags, or none at all. */
+function metadataInput(source: LipsyncEncoderInput['metadataSource']): string[] {
+  if (source === undefined) return ['-map_metadata', '-1'];
+  return globalTagArgs(source.tags, 2);
+}
+
 const BT709: Pick<ColourPlan, 'output'> = { output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709' } };
 
 export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
@@ -85,13 +93,14 @@ export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
     ...quietFfmpegArgs(),
     ...rgbPipeInputArgs(size, rate),
     ...safeFileInputArgs(input.audio.path, input.audio.container),
+    ...(input.metadataSource === undefined ? [] : safeFileInputArgs(input.metadataSource.path, input.metadataSource.container)),
     '-map',
     '0:v:0',
     '-map',
     '1:a:0',
-    // Neither input's metadata: the audio file's tags and a phone clip's GPS stay out of the result.
-    '-map_metadata',
-    '-1',
+    // The source video's global tags (title, creation time), location removed (video/stream-map.ts);
+    // never the audio file's. No chapters: the timeline moves the source's frames.
+    ...metadataInput(input.metadataSource),
     '-map_chapters',
     '-1',
     '-vf',
