@@ -87,7 +87,8 @@ describe('sessions on a real model', () => {
   /** Real ONNX Runtime, except that the providers in `broken` refuse to start, as without their libraries. */
   function createWithBroken(broken: ExecutionProviderName[], seen: string[][] = []): CreateInferenceSession {
     return (file, options) => {
-      const providers = (options.executionProviders ?? []).map(String);
+      // A GPU provider comes as { name, deviceId } (the device index), the CPU as its name.
+      const providers = (options.executionProviders ?? []).map((p) => (typeof p === 'string' ? p : p.name));
       seen.push(providers);
       const head = providers[0] as ExecutionProviderName;
       if (broken.includes(head)) {

@@ -104,7 +104,17 @@ const musicCustom = {
 } as const;
 
 const imageInput = { title: 'ImageUpscaleInput', type: 'object', properties: { image_url: url('public URL of a JPEG, PNG or WebP image'), upscale_factor: factor }, required: ['image_url'] } as const;
-const videoInput = { title: 'VideoUpscaleInput', type: 'object', properties: { video_url: url('public URL of an MP4, MOV or MKV video, at most 60 s'), upscale_factor: factor }, required: ['video_url'] } as const;
+const hdr = {
+  type: 'string',
+  enum: ['keep', 'sdr'],
+  description: 'HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker\'s (docs/contract.md, "Video fidelity").',
+} as const;
+const videoInput = {
+  title: 'VideoUpscaleInput',
+  type: 'object',
+  properties: { video_url: url('public URL of an MP4, MOV or MKV video, at most 60 s'), upscale_factor: factor, hdr },
+  required: ['video_url'],
+} as const;
 
 const generateBody = {
   oneOf: [
