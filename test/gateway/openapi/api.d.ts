@@ -219,6 +219,11 @@ export interface operations {
                          * @enum {string}
                          */
                         upscale_factor?: "1" | "2" | "4";
+                        /**
+                         * @description HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker's (docs/contract.md, "Video fidelity").
+                         * @enum {string}
+                         */
+                        hdr?: "keep" | "sdr";
                     };
                 };
             };
@@ -921,6 +926,11 @@ export interface operations {
                      * @enum {string}
                      */
                     upscale_factor?: "1" | "2" | "4";
+                    /**
+                     * @description HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker's (docs/contract.md, "Video fidelity").
+                     * @enum {string}
+                     */
+                    hdr?: "keep" | "sdr";
                 };
             };
         };
