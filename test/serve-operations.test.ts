@@ -211,7 +211,13 @@ describe('signals during start-up', () => {
 describe('a worker killed mid-job, beside another sharing its temp directory', () => {
   it('keeps the live job directory in the other\'s sweep; after a restart the dead one\'s is gone and the job completes once', async () => {
     const tmp = await scratch('kill-tmp');
-    const env = { MEDIA_WORKER_TMP_DIR: tmp, RESULTS_DIR: await scratch('kill-results'), WORKER_LEFTOVER_SWEEP_INTERVAL_MS: '300' };
+    const env = {
+      MEDIA_WORKER_TMP_DIR: tmp,
+      RESULTS_DIR: await scratch('kill-results'),
+      WORKER_LEFTOVER_SWEEP_INTERVAL_MS: '300',
+      // The download is held open on purpose: no minimum rate may cut it while the second worker starts.
+      MEDIA_WORKER_FETCH_MIN_BYTES_PER_SECOND: '0',
+    };
     stallPng = true;
     const a = serve(env);
     await a.serving();

@@ -41,6 +41,18 @@ describe.skipIf(tooOld !== undefined)(`writes with a message id on an R3 stream$
     nc = await connect({ servers: cluster.urls.split(','), user: 'operator', pass: PASSWORDS.MW_OPERATOR_PASSWORD });
     jsm = await jetstreamManager(nc);
     js = jetstream(nc);
+    // A meta leader is not yet three peers that may hold a replica: on a loaded machine a stream
+    // created at once is refused ("no suitable peers for placement"). Wait until an R3 stream can be placed.
+    for (let i = 0; ; i += 1) {
+      try {
+        await jsm.streams.add({ name: 'CW_PLACEMENT', subjects: ['cw.placement'], num_replicas: 3 });
+        await jsm.streams.delete('CW_PLACEMENT');
+        break;
+      } catch (err) {
+        if (i >= 150 || !/no suitable peers/i.test(String(err))) throw err;
+        await sleep(200);
+      }
+    }
   }, 60_000);
 
   afterAll(async () => {
