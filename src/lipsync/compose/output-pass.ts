@@ -21,7 +21,7 @@ import { superResolveMouths } from './mouth-sr.js';
 import type { TimelinePlan } from '../timeline.js';
 import type { FaceBox } from '../types.js';
 
-/** Source frames kept for loop and bounce: 82 frames of 1080p, 194 of 720p, 26 s of 360p at 30 fps. */
+/** Source frames kept for loop and bounce: 82 frames of 1080p, 194 of 720p, 26 s of 360p at 30 fps (half as many 16-bit frames). */
 export const DEFAULT_CACHE_BYTES = 512 * 1024 * 1024;
 /** Output frames queued beyond three batches (one being written, one in the network, one being filled). */
 const QUEUE_SLACK = 4;
