@@ -122,9 +122,9 @@ export function colourPlan(source: ColourSource, hdr: HdrMode, decoded: Size): C
 }
 
 /**
- * The plan of a pipeline whose frames are 8-bit (lip-sync, which composites faces into 8-bit
- * frames): HDR is always tone-mapped to SDR BT.709 there, and deeper SDR input is encoded 8-bit,
- * so its tags always describe its pixels (docs/contract.md, "Video fidelity").
+ * The plan of frames that must be 8-bit whatever the job asks (lip-sync's face detection, and its
+ * lossless test encoder, libx264rgb): HDR is always tone-mapped to SDR BT.709 there, and deeper SDR
+ * is read 8-bit, so the tags of anything encoded from them describe the pixels.
  */
 export function eightBitColourPlan(source: ColourSource, decoded: Size): ColourPlan {
   const plan = colourPlan(source, 'sdr', decoded);
