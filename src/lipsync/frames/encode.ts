@@ -1,15 +1,17 @@
 /**
- * The lip-sync result's encoder: raw rgb24 frames (rgb48le for a 16-bit colour plan) on stdin at the
- * source's size and rate, plus the job's audio file -> MP4 (H.264 8-bit or HEVC Main10, + AAC). Pure argument builders here, and the two pipe helpers
- * (write with backpressure, from media/, and end) the pipeline drives the encoder with.
+ * The lip-sync result's encoder: raw rgb24 frames (rgb48le for a 16-bit colour plan) on stdin at
+ * the source's size and rate, plus the job's audio file -> MP4 (H.264 8-bit or HEVC Main10, + AAC).
+ * Pure argument builders here, and the two pipe helpers (write with backpressure, from media/, and
+ * end) the pipeline drives the encoder with.
  *
- * Video: YUV with the colour plan's matrix, codec and tags (video/colour.ts, the upscale's rule:
- * HDR and deeper SDR kept as 10-bit HEVC with the HDR10 metadata, or tone-mapped to 8-bit BT.709), 4:2:0, or 4:4:4 where a side is odd so the result keeps the source's exact size (the
- * same rule as the upscale pipeline), with the source's pixel aspect. Quality: constant quality (CRF, the config's
- * encoder settings) by default; `bitrate` (vendor-lipsync-2-pro: "preserves source bitrate") encodes
- * at constant bitrate, the source's, instead (x264's CBR, or x265's VBV capped at it for HEVC).
- * `lossless` (libx264rgb, -qp 0, 8-bit RGB kept) exists
- * so that tests can compare pixels exactly; the result is valid MP4 but few players show it.
+ * Video: YUV with the colour plan's matrix, codec and tags (video/colour.ts, the upscale's rule: HDR
+ * and deeper SDR kept as 10-bit HEVC with the HDR10 metadata, or tone-mapped to 8-bit BT.709),
+ * 4:2:0, or 4:4:4 where a side is odd so the result keeps the source's exact size (the same rule as
+ * the upscale pipeline), with the source's pixel aspect. Quality: constant quality (CRF, the
+ * config's encoder settings) by default; `bitrate` (vendor-lipsync-2-pro: "preserves source
+ * bitrate") encodes at constant bitrate, the source's, instead (x264's CBR, or x265's VBV capped at
+ * it for HEVC). `lossless` (libx264rgb, -qp 0, 8-bit RGB kept) exists so that tests can compare
+ * pixels exactly; the result is valid MP4 but few players show it.
  *
  * Audio: the job's audio file, padded with silence or cut to exactly the timeline's duration
  * (audio.ts audioFitFilter), AAC. The video has exactly the timeline's frame count, so both streams

@@ -1,11 +1,11 @@
 /**
  * The source video's frames for a lip-sync job, by frame index, with bounded memory.
  *
- * Decoding: ffmpeg writes raw rgb24 frames (rgb48le for a 16-bit colour plan) to a pipe, one process per pass over the file. Frame
- * indices are ffmpeg's own: every decoded frame once in presentation order (constant frame rate
- * input), or the frames of the input resampled to its average rate by the `fps` filter (variable
- * frame rate input such as most GIFs). The same argument builder serves the detection pass and the
- * compositing pass, so both count frames alike. A pass that must start at frame S uses
+ * Decoding: ffmpeg writes raw rgb24 frames (rgb48le for a 16-bit colour plan) to a pipe, one
+ * process per pass over the file. Frame indices are ffmpeg's own: every decoded frame once in
+ * presentation order (constant frame rate input), or the frames of the input resampled to its
+ * average rate by the `fps` filter (variable frame rate input such as most GIFs). The same argument
+ * builder serves the detection pass and the compositing pass, so both count frames alike. A pass that must start at frame S uses
  * `trim=start_frame=S` right after decoding: exact by construction (no timestamp seeking), and the
  * frames before S are only decoded, never converted to RGB or piped.
  *
