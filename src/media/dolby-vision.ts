@@ -1,6 +1,6 @@
 /**
  * Dolby Vision, read from the DOVI configuration record (the MP4 `dvcC`/`dvvC` box, Matroska's block
- * addition mapping) that ffprobe lists in a stream's side data. The record is in the container, so
+ * addition mapping where the demuxer reads it) that ffprobe lists in a stream's side data. The record is in the container, so
  * the quote's probe sees it and refuses what no pipeline can process before anything is charged
  * (docs/contract.md, "Video fidelity"); the video pipelines read the same record and run the same check.
  */
