@@ -254,7 +254,7 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_VIDEO_HDR',
     schema: oneOfSetting(HDR_MODES),
     default: DEFAULT_HDR_MODE,
-    doc: 'What happens to HDR (PQ or HLG) video when the job does not say (its `hdr` input): `keep` encodes 10-bit HEVC HDR with its metadata, `sdr` tone-maps to 8-bit H.264 BT.709 (docs/contract.md, "Video fidelity").',
+    doc: 'What happens to HDR (PQ or HLG) video, upscaled or lip-synced, when the job does not say (its `hdr` input): `keep` encodes 10-bit HEVC HDR with its metadata, `sdr` tone-maps to 8-bit H.264 BT.709 (docs/contract.md, "Video fidelity").',
   }),
   videoFramesInFlight: setting({
     env: 'MEDIA_WORKER_VIDEO_FRAMES_IN_FLIGHT',

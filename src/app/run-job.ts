@@ -219,6 +219,7 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
           model: job.model,
           syncMode: job.input.sync_mode,
           activeSpeaker: job.input.active_speaker,
+          hdr: job.input.hdr ?? config.videoHdr,
           encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
           ...withSignal,
           onProgress: (p) => opts.onProgress?.(p),

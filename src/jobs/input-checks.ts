@@ -4,7 +4,7 @@
  * quote's probes, call the same functions rather than repeating them in other words.
  */
 import { JobError } from '../errors.js';
-import type { AudioStreamInfo, ContainerKind, ImageFormat, MediaInfo, VideoStreamInfo } from '../media/index.js';
+import { checkDolbyVision, type AudioStreamInfo, type ContainerKind, type ImageFormat, type MediaInfo, type VideoStreamInfo } from '../media/index.js';
 import { formatName } from '../media/describe.js';
 import { expectedText } from './messages.js';
 import { durationMilliseconds } from './pricing.js';
@@ -29,6 +29,8 @@ export function checkVideo(field: string, info: MediaInfo, allowed: readonly Con
       expectedText(field, 'a video with a video stream', `${formatName(info.container)} content without one`),
     );
   }
+  // At the quote, so a stream no pipeline can process is never charged and then refunded.
+  checkDolbyVision(info.video.dolbyVision);
   return info.video;
 }
 

@@ -123,7 +123,9 @@ function lipsyncJob(input: Fields, pickModel: (fields: Fields) => LipsyncModelId
   const sync_mode = optionalEnum(input, 'sync_mode', SYNC_MODES, DEFAULT_SYNC_MODE, 'INVALID_SYNC_MODE');
   const model = pickModel(input);
   const active_speaker = optionalBoolean(input, 'active_speaker', false, 'INVALID_ACTIVE_SPEAKER');
-  return { model, input: { video_url, audio_url, sync_mode, active_speaker } };
+  // The video upscale's field and rule: absent, the worker's default decides.
+  const hdr = optionalEnum(input, 'hdr', HDR_MODES, undefined, 'INVALID_JOB');
+  return { model, input: { video_url, audio_url, sync_mode, active_speaker, ...(hdr === undefined ? {} : { hdr }) } };
 }
 
 function musicJob(input: Fields): MusicJob {

@@ -41,6 +41,8 @@ export interface LipsyncInput {
   audio_url: string;
   sync_mode: SyncMode;
   active_speaker: boolean;
+  /** HDR input kept as HDR or tone-mapped to SDR; absent: the worker's default. */
+  hdr?: HdrMode;
 }
 
 export interface MusicSimpleInput {

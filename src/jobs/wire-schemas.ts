@@ -41,6 +41,9 @@ const imageJobSchema = z
   })
   .strict();
 
+/** The video pipelines' HDR choice (video upscale and lip-sync alike). */
+const hdr = z.enum(HDR_MODES).optional().describe('HDR (PQ, HLG) input kept as 10-bit HDR ("keep") or tone-mapped to SDR ("sdr"); default: the worker\'s setting');
+
 const videoJobSchema = z
   .object({
     ...envelope,
@@ -48,7 +51,7 @@ const videoJobSchema = z
     input: z.object({
       video_url: url,
       upscale_factor: upscaleFactor.optional(),
-      hdr: z.enum(HDR_MODES).optional().describe('HDR (PQ, HLG) input kept as 10-bit HDR ("keep") or tone-mapped to SDR ("sdr"); default: the worker\'s setting'),
+      hdr,
     }),
   })
   .strict();
@@ -62,6 +65,7 @@ const lipsyncJobSchema = z
       audio_url: url,
       sync_mode: z.enum(SYNC_MODES).optional().describe('Default "cut_off"'),
       active_speaker: z.boolean().optional(),
+      hdr,
     }),
   })
   .strict();

@@ -38,7 +38,10 @@ import {
   formatRate,
   frameTiming,
   colourSource,
+  colourPlan,
   eightBitColourPlan,
+  DEFAULT_HDR_MODE,
+  type HdrMode,
   checkVideoDecodes,
   probeVideoExtras,
 } from '../video/index.js';
@@ -78,8 +81,10 @@ export interface LipsyncRequest {
   progressIntervalMs?: number;
   /** The configured H.264 encoder (codec, crf, preset); unset fields take DEFAULT_ENCODER's. */
   encoder?: Partial<EncoderSettings>;
-  /** Encode losslessly (libx264rgb, RGB): tests compare pixels with it. */
+  /** Encode losslessly (libx264rgb, 8-bit RGB, so HDR tone-mapped): tests compare pixels with it. */
   lossless?: boolean;
+  /** HDR (PQ / HLG) input kept as 10-bit HDR or tone-mapped to SDR (the job's `hdr`, else the worker's default). Default "keep". */
+  hdr?: HdrMode;
   /** Faces per network call; default the model's (its manifest's batch). */
   batch?: number;
   /** Memory for source frames kept for loop and bounce. Default DEFAULT_CACHE_BYTES. */
@@ -152,6 +157,8 @@ export interface LipsyncOutcome {
   drivenFrames: number;
   faces: { tracks: number; driven: number[]; method: DrivenFaces['method'] };
   encoder: { codec: string; mode: VideoQuality['mode']; bitsPerSecond?: number };
+  /** The result's codec, bit depth and transfer, and whether HDR was tone-mapped (video/colour.ts). */
+  colour: { codec: 'h264' | 'hevc'; bits: 8 | 10; transfer?: string; toneMapped: boolean };
   stats: LipsyncStats;
 }
 
@@ -332,9 +339,12 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const setupMs = performance.now() - r.started;
 
   // ---------------------------------------------------------------- faces and output
-  // Faces are composited into 8-bit frames: HDR is tone-mapped to SDR here (video/colour.ts).
+  // The upscale's rule (video/colour.ts): HDR and deeper SDR stay 16-bit from decoder to encoder
+  // unless the job asks for SDR. Detection sees 8-bit frames (HDR tone-mapped, as the detector was
+  // trained on SDR); the lossless test encoder takes 8-bit RGB only.
   const colourFacts = colourSource(extras);
-  const colour = eightBitColourPlan(colourFacts, size);
+  const detectColour = eightBitColourPlan(colourFacts, size);
+  const colour = req.lossless === true ? detectColour : colourPlan(colourFacts, req.hdr ?? DEFAULT_HDR_MODE, size);
   const spec: SourceDecodeSpec = {
     inputPath: r.videoPath,
     container: req.videoInfo.container,
@@ -345,6 +355,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     size,
     maxFrames: allowedFrames(quotedFrames),
   };
+  const detectSpec: SourceDecodeSpec = { ...spec, colour: { plan: detectColour, source: colourFacts } };
   const limit = facePassLimit(req.syncMode, framesForSeconds(audioSeconds, fps));
   const progress = throttle((p: LipsyncProgress) => req.onProgress?.(p), req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS);
   const detectTotal = Math.min(limit ?? Number.MAX_SAFE_INTEGER, estimatedFrames);
@@ -356,7 +367,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     detect: (faceSignal, onObserved) =>
       runFacePass({
         ffmpeg,
-        spec,
+        spec: detectSpec,
         size: detectAt,
         detector,
         ...definedFields({ limit, signal: faceSignal }),
@@ -425,7 +436,8 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const { pass, plan, driven, output } = passes;
 
   const outSize: Size = size;
-  const encoder = quality.mode === 'lossless' ? { codec: 'libx264rgb', mode: quality.mode } : { codec: quality.encoder.codec, mode: quality.mode };
+  const codec = quality.mode === 'lossless' ? 'libx264rgb' : colour.output.codec === 'hevc' ? 'libx265' : quality.encoder.codec;
+  const encoder = { codec, mode: quality.mode };
   return {
     outputPath: r.outputPath,
     durationSeconds: plan.durationSeconds,
@@ -442,6 +454,12 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     drivenFrames: output.drivenFrames,
     faces: { tracks: pass.tracking.tracks.length, driven: driven.tracks.map((t) => t.id), method: driven.method },
     encoder: quality.mode === 'bitrate' ? { ...encoder, bitsPerSecond: quality.bitsPerSecond } : encoder,
+    colour: {
+      codec: colour.output.codec,
+      bits: colour.output.bits,
+      ...definedFields({ transfer: colour.output.transfer }),
+      toneMapped: colour.toneMap,
+    },
     stats: {
       wallMs: performance.now() - r.started,
       setupMs,

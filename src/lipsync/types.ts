@@ -37,3 +37,14 @@ export interface RgbFrame {
   width: number;
   height: number;
 }
+
+/**
+ * A frame of the output pass, which crops faces from it and pastes mouths into it: 8-bit, or 16-bit
+ * (rgb48le, read in the platform's little-endian order) where the colour plan keeps more than
+ * 8 bits (video/colour.ts). An RgbFrame is one.
+ */
+export interface DeepRgbFrame {
+  data: Uint8Array | Uint16Array;
+  width: number;
+  height: number;
+}

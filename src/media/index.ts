@@ -24,6 +24,7 @@ export {
   type MediaDemuxer,
   type SafeInputOptions,
 } from './ffmpeg-args.js';
+export { checkDolbyVision, dolbyVisionFromSideData, type DolbyVision } from './dolby-vision.js';
 export { crc32, embedMetadata, readImageLayout, type EmbeddedMetadata, type ImageLayout } from './image-container.js';
 export { iccColourSpace, iccDescription, imageColourPlan, type ColourHeader, type ImageColourPlan } from './image-colour.js';
 export { cleanExif, exifTiff, summariseExif, type ExifCleaning, type ExifSummary } from './image-metadata.js';

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { JobError } from '../errors.js';
 import { resolveFfprobe } from './binaries.js';
 import { describeFormat } from './describe.js';
+import { dolbyVisionFromSideData } from './dolby-vision.js';
 import { ffprobeArgs } from './ffmpeg-args.js';
 import { ffmpegReason, isProcessError, runProcess } from './process.js';
 import { isImageFormat, sniffFile } from './sniff.js';
@@ -56,7 +57,7 @@ const streamSchema = z.object({
   channels: z.number().optional(),
   disposition: z.record(z.string(), z.number()).optional(),
   tags: z.record(z.string(), z.string()).optional(),
-  side_data_list: z.array(z.object({ side_data_type: z.string().optional(), rotation: z.number().optional() })).optional(),
+  side_data_list: z.array(z.object({ side_data_type: z.string().optional(), rotation: z.number().optional() }).loose()).optional(),
 });
 
 const ffprobeSchema = z.object({
@@ -148,6 +149,8 @@ function videoInfo(stream: FfprobeStream, packets: readonly Packet[], index: num
   const bitRate = positiveInteger(stream.bit_rate);
   if (bitRate !== undefined) info.bitRate = bitRate;
   if (stream.pix_fmt !== undefined) info.pixelFormat = stream.pix_fmt;
+  const dolbyVision = (stream.side_data_list ?? []).map(dolbyVisionFromSideData).find((dv) => dv !== undefined);
+  if (dolbyVision !== undefined) info.dolbyVision = dolbyVision;
   return { info, measured };
 }
 

@@ -3,6 +3,7 @@
  * validates from these values only; media/ produces them from the file's content (never from its
  * name or extension).
  */
+import type { DolbyVision } from './dolby-vision.js';
 
 export type ImageFormat = 'jpeg' | 'png' | 'webp';
 
@@ -29,7 +30,6 @@ export interface Rational {
   num: number;
   den: number;
 }
-
 export interface VideoStreamInfo {
   codec: string;
   /** Coded width and height (before rotation). */
@@ -49,6 +49,8 @@ export interface VideoStreamInfo {
   seconds?: number;
   bitRate?: number;
   pixelFormat?: string;
+  /** The stream's Dolby Vision configuration record, when it has one (dolby-vision.ts). */
+  dolbyVision?: DolbyVision;
 }
 
 export interface AudioStreamInfo {

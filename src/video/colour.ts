@@ -17,9 +17,10 @@
  *   (H.264 High 4:4:4 or HEVC Main 4:4:4 10), so the result is exactly the size the contract says.
  * - Dolby Vision: a base layer that is HDR10, SDR or HLG (profiles 8.1, 8.2, 8.4, 7) is that
  *   stream, processed as it is tagged (the RPU is not carried); a base layer without a
- *   compatible signal (profile 5, IPTPQc2) is refused (PROBE_FAILED) before any work.
+ *   compatible signal (profile 5, IPTPQc2) is refused (PROBE_FAILED) at the quote
+ *   (media/dolby-vision.ts), and again here should a plan be made without one.
  */
-import { JobError } from '../errors.js';
+import { checkDolbyVision, type DolbyVision } from '../media/index.js';
 import type { ColourMatrix } from './video-probe.js';
 import type { Size } from './video-geometry.js';
 import type { HdrMode } from './settings.js';
@@ -44,11 +45,6 @@ export interface ContentLight {
   maxFall: number;
 }
 
-export interface DolbyVision {
-  profile: number;
-  /** dv_bl_signal_compatibility_id: 0 none, 1 HDR10, 2 SDR, 4 HLG, 6 HDR10 (Blu-ray). */
-  compatibility: number;
-}
 
 /** The colour facts of the input's video stream (video-probe.ts). */
 export interface ColourSource {
@@ -61,6 +57,8 @@ export interface ColourSource {
   contentLight?: ContentLight;
   dolbyVision?: DolbyVision;
 }
+
+export type { DolbyVision };
 
 export type FrameDepth = 8 | 16;
 
@@ -98,17 +96,6 @@ export function pixelFormatBits(pixelFormat: string | undefined): number {
   return 8;
 }
 
-/** Refuses a Dolby Vision stream whose base layer no player can show without the RPU (profile 5). */
-export function checkDolbyVision(dv: DolbyVision | undefined): void {
-  if (dv === undefined) return;
-  if (dv.compatibility === 0) {
-    throw new JobError(
-      'PROBE_FAILED',
-      `Dolby Vision profile ${dv.profile} without an HDR10, SDR or HLG base layer is not supported: export the video as HDR10, HLG or SDR`,
-    );
-  }
-}
-
 export function colourPlan(source: ColourSource, hdr: HdrMode, decoded: Size): ColourPlan {
   checkDolbyVision(source.dolbyVision);
   const inputMatrix = source.matrix ?? untaggedMatrix(source, decoded);
@@ -135,9 +122,9 @@ export function colourPlan(source: ColourSource, hdr: HdrMode, decoded: Size): C
 }
 
 /**
- * The plan of a pipeline whose frames are 8-bit (lip-sync, which composites faces into 8-bit
- * frames): HDR is always tone-mapped to SDR BT.709 there, and deeper SDR input is encoded 8-bit,
- * so its tags always describe its pixels (docs/contract.md, "Video fidelity").
+ * The plan of frames that must be 8-bit whatever the job asks (lip-sync's face detection, and its
+ * lossless test encoder, libx264rgb): HDR is always tone-mapped to SDR BT.709 there, and deeper SDR
+ * is read 8-bit, so the tags of anything encoded from them describe the pixels.
  */
 export function eightBitColourPlan(source: ColourSource, decoded: Size): ColourPlan {
   const plan = colourPlan(source, 'sdr', decoded);

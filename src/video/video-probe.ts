@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import { JobError } from '../errors.js';
-import { isProcessError, resolveFfprobe, runProcess, safeFileInputArgs, type ContainerKind, ffmpegReason, type Rational } from '../media/index.js';
+import { dolbyVisionFromSideData, isProcessError, resolveFfprobe, runProcess, safeFileInputArgs, type ContainerKind, ffmpegReason, type Rational } from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
 import { type ColourSource, type DolbyVision, contentLightFromSideData, isHdrTransfer, masteringFromSideData, pixelFormatBits } from './colour.js';
 import { type SourceStream, sourceStream } from './stream-map.js';
@@ -174,10 +174,9 @@ export function addSideData(extras: VideoExtras, sideData: readonly Record<strin
     } else if (type === 'Content light level metadata' && extras.contentLight === undefined) {
       const light = contentLightFromSideData(side);
       if (light !== undefined) extras.contentLight = light;
-    } else if (type === 'DOVI configuration record' && extras.dolbyVision === undefined) {
-      const profile = Number(side['dv_profile']);
-      const compatibility = Number(side['dv_bl_signal_compatibility_id']);
-      if (Number.isInteger(profile) && Number.isInteger(compatibility)) extras.dolbyVision = { profile, compatibility };
+    } else if (extras.dolbyVision === undefined) {
+      const dolbyVision = dolbyVisionFromSideData(side);
+      if (dolbyVision !== undefined) extras.dolbyVision = dolbyVision;
     }
   }
 }

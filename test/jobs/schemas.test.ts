@@ -55,6 +55,11 @@ describe('parseJob: accepted jobs, defaults and normalisation', () => {
     expect(parseJob(video({ video_url: VIDEO_URL })).input).not.toHaveProperty('hdr');
   });
 
+  it.each(['keep', 'sdr'])('keeps a lip-sync\'s hdr "%s" (the video rule); absent, the worker decides', (hdr) => {
+    expect(parseJob(lipsync({ hdr })).input).toEqual({ video_url: VIDEO_URL, audio_url: AUDIO_URL, sync_mode: 'cut_off', active_speaker: false, hdr });
+    expect(parseJob(lipsync({})).input).not.toHaveProperty('hdr');
+  });
+
   it('fills lip-sync defaults and keeps the model', () => {
     expect(parseJob(lipsync({}))).toEqual({
       model: 'vendor-lipsync-2',
@@ -208,6 +213,8 @@ const rejections: Case[] = [
   ['no audio_url', T('lipsync', { video_url: VIDEO_URL }), 'MISSING_AUDIO_URL'],
   ['a numeric audio_url', U(lipsync({ audio_url: 1 })), 'MISSING_AUDIO_URL'],
   ['sync_mode "CUT_OFF"', U(lipsync({ sync_mode: 'CUT_OFF' })), 'INVALID_SYNC_MODE'],
+  ['lip-sync hdr "HDR"', U(lipsync({ hdr: 'HDR' })), 'INVALID_JOB'],
+  ['lip-sync hdr 1 (tool)', T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, hdr: 1 }), 'INVALID_JOB'],
   ['sync_mode ""', U(lipsync({ sync_mode: '' })), 'INVALID_SYNC_MODE'],
   ['sync_mode "stretch"', T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, sync_mode: 'stretch' }), 'INVALID_SYNC_MODE'],
   ['sync_mode 1', U(lipsync({ sync_mode: 1 })), 'INVALID_SYNC_MODE'],

@@ -303,3 +303,55 @@ describe('compositeFace', () => {
     );
   });
 });
+
+describe('16-bit frames (HDR kept, deeper SDR)', () => {
+  /** The 8-bit frame as 16 bits (x257), plus a sub-8-bit detail (+1..+200) no 8-bit copy could hold. */
+  function deepOf(frame: RgbFrame): { data: Uint16Array; width: number; height: number } {
+    const data = new Uint16Array(frame.data.length);
+    frame.data.forEach((v, i) => (data[i] = Math.min(65_535, v * 257 + (i % 200) + 1)));
+    return { data, width: frame.width, height: frame.height };
+  }
+  let photo: RgbFrame;
+  beforeAll(async () => {
+    photo = await loadRgb(ASTRONAUT);
+  });
+
+  it("cuts the network's 8-bit crop from a 16-bit frame as from its 8-bit twin (within one level)", () => {
+    const crop: FaceCrop = { cx: 240, cy: 150, width: 105, height: 140, angle: 0.2 };
+    const shallow = cropFace(photo, crop, 96);
+    const deep = cropFace(deepOf(photo), crop, 96);
+    let worst = 0;
+    deep.forEach((v, i) => (worst = Math.max(worst, Math.abs(v - (shallow[i] as number)))));
+    expect(deep).toBeInstanceOf(Uint8Array);
+    expect(worst).toBeLessThanOrEqual(1);
+  });
+
+  it('pastes an 8-bit mouth into a 16-bit frame: every unmasked sample keeps its 16 bits, the opaque core is the mouth x 257', () => {
+    const source = deepOf(photo);
+    const frame = { ...source, data: Uint16Array.from(source.data) };
+    const crop: FaceCrop = { cx: 240, cy: 150, width: 105, height: 140, angle: 0 };
+    const generated = { data: new Uint8Array(96 * 96 * 3).fill(200), size: 96 };
+    const { blended } = compositeFace(frame, generated, crop);
+    expect(blended).toBeGreaterThan(1000);
+    let unmaskedChanged = 0;
+    let coreWrong = 0;
+    let core = 0;
+    for (let y = 0; y < frame.height; y++) {
+      for (let x = 0; x < frame.width; x++) {
+        const [u, v] = frameToCrop(crop, x + 0.5, y + 0.5);
+        const alpha = maskAlpha(u, v);
+        for (let c = 0; c < 3; c++) {
+          const i = 3 * (y * frame.width + x) + c;
+          if (alpha === 0 && frame.data[i] !== source.data[i]) unmaskedChanged++;
+          if (alpha === 1) {
+            core++;
+            if (frame.data[i] !== 200 * 257) coreWrong++;
+          }
+        }
+      }
+    }
+    expect(unmaskedChanged).toBe(0);
+    expect(core).toBeGreaterThan(1000);
+    expect(coreWrong).toBe(0);
+  });
+});

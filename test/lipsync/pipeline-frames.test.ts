@@ -19,7 +19,7 @@ import {
   srBandStart,
   srFacesPerCall,
 } from '../../src/lipsync/index.js';
-import { DEFAULT_ENCODER } from '../../src/video/index.js';
+import { DEFAULT_ENCODER, colourPlan } from '../../src/video/index.js';
 import type { MediaInfo } from '../../src/media/index.js';
 import type { SyncMode } from '../../src/jobs/index.js';
 
@@ -165,6 +165,46 @@ describe('ffmpeg arguments', () => {
     expect(args).toEqual(expect.arrayContaining(['-video_size', '160x120', '-framerate', '30000/1001', '-i', 'pipe:0', '-f', 'mp3', '-i', 'file:/media/a.mp3']));
     expect(args.slice(args.indexOf('-af'), args.indexOf('-af') + 2)).toEqual(['-af', 'apad=whole_dur=2.500000,atrim=end=2.500000']);
     expect(args.slice(-3)).toEqual(['-f', 'mp4', 'file:/out/.x.partial']);
+  });
+});
+
+describe('the 16-bit path (video/colour.ts colourPlan)', () => {
+  const hlg = colourPlan({ bitDepth: 10, primaries: 'bt2020', transfer: 'arib-std-b67', matrix: 'bt2020' }, 'keep', { width: 160, height: 120 });
+  const spec: SourceDecodeSpec = {
+    inputPath: '/media/in.mp4',
+    container: 'mp4',
+    timing: { mode: 'passthrough', rate: { num: 25, den: 1 } },
+    matrix: 'bt2020',
+    colour: { plan: hlg, source: { primaries: 'bt2020', transfer: 'arib-std-b67' } },
+    size: { width: 160, height: 120 },
+  };
+
+  it('decodes rgb48le frames with the input matrix, not tone-mapped', () => {
+    expect(hlg.depth).toBe(16);
+    const args = sourceDecoderArgs(spec);
+    expect(args[args.indexOf('-vf') + 1]).toBe('scale=w=160:h=120:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=bt2020,format=rgb48le');
+    expect(args.slice(-5)).toEqual(['-f', 'rawvideo', '-pix_fmt', 'rgb48le', 'pipe:1']);
+  });
+
+  it('encodes rgb48le to HEVC Main10 with the BT.2020 / HLG tags in the container and the bitstream, hvc1; the source bitrate as an x265 VBV cap', () => {
+    const args = lipsyncEncoderArgs({
+      size: { width: 160, height: 120 },
+      rate: { num: 25, den: 1 },
+      quality: { mode: 'crf', encoder: DEFAULT_ENCODER },
+      colour: hlg,
+      audio: { path: '/media/a.mp3', container: 'mp3' },
+      durationSeconds: 2,
+      outputPath: '/out/.x.partial',
+    });
+    expect(args.slice(args.indexOf('-pix_fmt'), args.indexOf('-pix_fmt') + 2)).toEqual(['-pix_fmt', 'rgb48le']);
+    expect(args[args.indexOf('-vf') + 1]).toBe('scale=out_color_matrix=bt2020:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p10le,setsar=1/1');
+    expect(args).toEqual(expect.arrayContaining(['-c:v', 'libx265', '-tag:v', 'hvc1', '-colorspace', 'bt2020nc', '-color_primaries', 'bt2020', '-color_trc', 'arib-std-b67']));
+    expect(args[args.indexOf('-x265-params') + 1]).toBe('log-level=error:colormatrix=bt2020nc:range=limited:colorprim=bt2020:transfer=arib-std-b67');
+    expect(args[args.lastIndexOf('-pix_fmt') + 1]).toBe('yuv420p10le');
+    const cbr = qualityArgs({ mode: 'bitrate', encoder: DEFAULT_ENCODER, bitsPerSecond: 400_000 }, hlg);
+    expect(cbr.slice(0, 6)).toEqual(['-c:v', 'libx265', '-preset', 'veryfast', '-b:v', '400000']);
+    expect(cbr[cbr.indexOf('-x265-params') + 1]).toMatch(/^log-level=error:vbv-maxrate=400:vbv-bufsize=400:colormatrix=bt2020nc/);
+    expect(() => qualityArgs({ mode: 'lossless' }, hlg)).toThrow('Expected an 8-bit colour plan for a lossless result');
   });
 });
 

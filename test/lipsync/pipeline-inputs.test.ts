@@ -1,6 +1,7 @@
 /**
- * lipsyncFile on other inputs: GIF and WebM videos, a video without a face, two faces with and
- * without active_speaker, and the model that is not installed.
+ * lipsyncFile on other inputs: GIF and WebM videos, HLG and PQ 10-bit HEVC (kept HDR, or tone-mapped
+ * with hdr "sdr"), a video without a face, two faces with and without active_speaker, and the model
+ * that is not installed.
  */
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,8 @@ import {
   parseLipsyncModelMapping,
 } from '../../src/lipsync/index.js';
 import { allowedAudioSeconds, allowedFrames, resolveFfmpeg, runProcess, type MediaInfo } from '../../src/media/index.js';
-import { fileFacts, pictureOf } from '../../bench/video-facts.js';
+import { colourPlan, colourSource, decodeColourFilters, encodeColourFilters, probeVideoExtras } from '../../src/video/index.js';
+import { fileFacts, firstFrameSideData, pictureOf } from '../../bench/video-facts.js';
 import {
   FPS,
   SIDE,
@@ -117,23 +119,134 @@ describe('lip-sync pipeline inputs', () => {
     expect(diff).toBeLessThan(40);
   });
 
-  it('tone-maps an HLG 10-bit source to 8-bit SDR tagged BT.709 throughout (faces are composited in 8 bits), and still finds the face; its title kept, its location removed', async () => {
-    const webm = await encodeClip(path.join(dir, 'hlg-source.webm'), await faceFrames(12), { width: SIDE, height: SIDE }, 'webm');
-    const clip = path.join(dir, 'hlg.mp4');
-    await runProcess(resolveFfmpeg(), [
-      '-v', 'error', '-y', '-i', webm, '-vf', 'format=yuv420p10le', '-c:v', 'libx265', '-preset', 'ultrafast',
-      '-x265-params', 'log-level=error:colorprim=bt2020:transfer=arib-std-b67:colormatrix=bt2020nc',
-      '-color_primaries', 'bt2020', '-color_trc', 'arib-std-b67', '-colorspace', 'bt2020nc',
-      '-metadata', 'title=Interview', '-metadata', 'location=+48.8584+002.2945/', clip,
-    ]);
-    const outcome = await lipsyncFile(await request(clip, 'hlg-out.mp4', { lossless: false }), deps);
-    expect(outcome.drivenFrames).toBe(12);
-    const facts = await fileFacts(outcome.outputPath);
-    // The source's title kept, where it was shot removed.
-    expect(facts.tags['title']).toBe('Interview');
-    expect(Object.keys(facts.tags).filter((k) => /location/i.test(k))).toEqual([]);
-    const video = pictureOf(facts);
-    expect(video).toMatchObject({ codec_name: 'h264', pix_fmt: 'yuv420p', color_primaries: 'bt709', color_transfer: 'bt709', color_space: 'bt709' });
+  describe('HDR and 10-bit sources follow the video rule (docs/contract.md, "Video fidelity")', () => {
+    const X265 = ['-c:v', 'libx265', '-preset', 'ultrafast', '-tag:v', 'hvc1'];
+    const HDR10_SEI = 'master-display=G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1):max-cll=1000,400:hdr10=1';
+    let hlg: string;
+    let pq: string;
+
+    /** The face clip made 10-bit HEVC with the given transfer (and its x265 parameters), BT.2020 tags throughout. */
+    async function tenBit(name: string, transfer: string, params: string, tags: string[] = []): Promise<string> {
+      const webm = await encodeClip(path.join(dir, `${name}-source.webm`), await faceFrames(12), { width: SIDE, height: SIDE }, 'webm');
+      const clip = path.join(dir, `${name}.mp4`);
+      await runProcess(resolveFfmpeg(), [
+        '-v', 'error', '-y', '-i', webm, '-vf', 'format=yuv420p10le', ...X265,
+        '-x265-params', `log-level=error:colorprim=bt2020:transfer=${transfer}:colormatrix=bt2020nc${params}`,
+        '-color_primaries', 'bt2020', '-color_trc', transfer, '-colorspace', 'bt2020nc', ...tags, clip,
+      ]);
+      return clip;
+    }
+
+    /**
+     * The 10-bit luma plane of every frame: of a file as stored, or (`vf`) of the source taken
+     * through a filter chain in one ffmpeg process.
+     */
+    async function lumaPlanes(file: string, vf?: string): Promise<Uint16Array[]> {
+      const filter = vf === undefined ? [] : ['-vf', vf];
+      const { stdout } = await runProcess(resolveFfmpeg(), ['-v', 'error', '-i', file, ...filter, '-f', 'rawvideo', '-pix_fmt', 'yuv420p10le', 'pipe:1'], { maxStdoutBytes: 64 * 1024 * 1024 });
+      const frame = SIDE * SIDE * 3; // bytes of one 4:2:0 10-bit frame: 1.5 samples per pixel, 2 bytes each
+      const planes: Uint16Array[] = [];
+      for (let at = 0; at + frame <= stdout.length; at += frame) {
+        const plane = new Uint16Array(SIDE * SIDE);
+        new Uint8Array(plane.buffer).set(stdout.subarray(at, at + SIDE * SIDE * 2));
+        planes.push(plane);
+      }
+      return planes;
+    }
+
+    /** Per frame, the largest luma difference away from the mouth, and the pixels at the mouth that differ by more than 4 levels. */
+    function compare(a: readonly Uint16Array[], b: readonly Uint16Array[]): { away: number; awayDiffering: number; mouth: number } {
+      let away = 0;
+      let awayDiffering = 0;
+      let mouth = 0;
+      for (let i = 0; i < a.length; i += 1) {
+        const m = mouthInFrame(i);
+        for (let y = 0; y < SIDE; y += 1) {
+          for (let x = 0; x < SIDE; x += 1) {
+            const d = Math.abs(((a[i] as Uint16Array)[y * SIDE + x] as number) - ((b[i] as Uint16Array)[y * SIDE + x] as number));
+            if (Math.abs(x - m.x) > 40 || y < m.y - 32 || y > m.y + 42) {
+              away = Math.max(away, d);
+              if (d > 0) awayDiffering += 1;
+            } else if (d > 4) mouth += 1;
+          }
+        }
+      }
+      return { away, awayDiffering, mouth };
+    }
+
+    beforeAll(async () => {
+      hlg = await tenBit('hlg', 'arib-std-b67', '', ['-metadata', 'title=Interview', '-metadata', 'location=+48.8584+002.2945/']);
+      pq = await tenBit('pq', 'smpte2084', `:${HDR10_SEI}`);
+    });
+
+    it('HLG 10-bit: HEVC Main10 tagged BT.2020 / HLG, the face still found and driven; its title kept, its location removed', async () => {
+      const outcome = await lipsyncFile(await request(hlg, 'hlg-out.mp4', { lossless: false }), deps);
+      expect(outcome.drivenFrames).toBe(12);
+      expect(outcome.colour).toEqual({ codec: 'hevc', bits: 10, transfer: 'arib-std-b67', toneMapped: false });
+      expect(outcome.encoder.codec).toBe('libx265');
+      const facts = await fileFacts(outcome.outputPath);
+      expect(facts.tags['title']).toBe('Interview');
+      expect(Object.keys(facts.tags).filter((k) => /location/i.test(k))).toEqual([]);
+      const video = pictureOf(facts);
+      expect(video).toMatchObject({
+        codec_name: 'hevc',
+        codec_tag_string: 'hvc1',
+        pix_fmt: 'yuv420p10le',
+        color_primaries: 'bt2020',
+        color_space: 'bt2020nc',
+        color_transfer: 'arib-std-b67',
+        color_range: 'tv',
+        width: SIDE,
+        height: SIDE,
+      });
+      expect(video.profile).toBe('Main 10');
+    });
+
+    it('HLG 10-bit: nothing passes through 8 bits outside the mouth (lossless HEVC: the 16-bit round trip to the bit), and the mouth is drawn', async () => {
+      const outcome = await lipsyncFile(await request(hlg, 'hlg-lossless.mp4', { lossless: false, encoder: { crf: 0 } }), deps);
+      const out = await lumaPlanes(outcome.outputPath);
+      expect(out).toHaveLength(12);
+      // What the pipeline does to a pixel it does not paste: the source's YUV to RGB and back with
+      // the plan's matrices (video/colour.ts), in 16 bits; and the same through 8-bit RGB.
+      const size = { width: SIDE, height: SIDE };
+      const source = colourSource(await probeVideoExtras(hlg, 'mp4'));
+      const plan = colourPlan(source, 'keep', size);
+      expect(plan.depth).toBe(16);
+      const through = (depth: 8 | 16): string =>
+        [...decodeColourFilters({ ...plan, depth }, source, size), ...encodeColourFilters(plan, size)].join(',');
+      const deep = await lumaPlanes(hlg, through(16));
+      const shallow = await lumaPlanes(hlg, through(8));
+      const kept = compare(deep, out);
+      expect(kept.away).toBeLessThanOrEqual(1);
+      expect(kept.mouth).toBeGreaterThan(12 * 100);
+      // The check can see 8 bits: through rgb24 most of the picture comes back otherwise.
+      expect(compare(deep, shallow).awayDiffering).toBeGreaterThan(12 * 1000);
+    });
+
+    it('PQ (HDR10): HEVC Main10 tagged BT.2020 / PQ, the mastering display and MaxCLL copied', async () => {
+      const outcome = await lipsyncFile(await request(pq, 'pq-out.mp4', { lossless: false }), deps);
+      expect(outcome.drivenFrames).toBe(12);
+      expect(outcome.colour).toEqual({ codec: 'hevc', bits: 10, transfer: 'smpte2084', toneMapped: false });
+      const video = pictureOf(await fileFacts(outcome.outputPath));
+      expect(video).toMatchObject({ codec_name: 'hevc', codec_tag_string: 'hvc1', pix_fmt: 'yuv420p10le', color_primaries: 'bt2020', color_space: 'bt2020nc', color_transfer: 'smpte2084' });
+      const side = await firstFrameSideData(outcome.outputPath);
+      expect(side.find((s) => s['side_data_type'] === 'Mastering display metadata')).toMatchObject({
+        red_x: '34000/50000',
+        green_y: '34500/50000',
+        white_point_x: '15635/50000',
+        max_luminance: '10000000/10000',
+        min_luminance: '1/10000',
+      });
+      expect(side.find((s) => s['side_data_type'] === 'Content light level metadata')).toMatchObject({ max_content: 1000, max_average: 400 });
+    });
+
+    it('hdr "sdr": PQ tone-mapped to 8-bit H.264 tagged BT.709 throughout, the face still driven', async () => {
+      const outcome = await lipsyncFile(await request(pq, 'pq-sdr.mp4', { lossless: false, hdr: 'sdr' }), deps);
+      expect(outcome.drivenFrames).toBe(12);
+      expect(outcome.colour).toEqual({ codec: 'h264', bits: 8, transfer: 'bt709', toneMapped: true });
+      const video = pictureOf(await fileFacts(outcome.outputPath));
+      expect(video).toMatchObject({ codec_name: 'h264', pix_fmt: 'yuv420p', color_primaries: 'bt709', color_transfer: 'bt709', color_space: 'bt709' });
+    });
   });
 
   it('refuses, before decoding anything, an audio that would make the output longer than 240 s', async () => {

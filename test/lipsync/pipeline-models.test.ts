@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache, type SrModelLoader, createSrModelLoader } from '../../src/inference/index.js';
+import { resolveFfmpeg, runProcess } from '../../src/media/index.js';
 import {
   lipsyncFile,
   type LipsyncDeps,
@@ -157,6 +158,28 @@ describe('lip-sync models and cancellation', () => {
       const plain = await lipsyncFile(await request(clip, 'plain-crf.mp4'), deps);
       expect(plain.encoder).toEqual({ codec: 'libx264', mode: 'crf' });
     });
+
+    it("keeps an HLG 10-bit source HDR: super-resolved mouths pasted into 16-bit frames, HEVC Main10 capped at the source's bitrate", async () => {
+      // Fewer frames than the 8-bit clip: super-resolution is the slow part, and 8 show the rule.
+      const hlgFrames = 8;
+      const hlg = path.join(dir, 'large-face-hlg.mp4');
+      await runProcess(resolveFfmpeg(), [
+        '-v', 'error', '-y', '-i', clip, '-frames:v', String(hlgFrames), '-vf', 'format=yuv420p10le', '-c:v', 'libx265', '-preset', 'ultrafast', '-b:v', '600k',
+        '-x265-params', 'log-level=error:colorprim=bt2020:transfer=arib-std-b67:colormatrix=bt2020nc',
+        '-color_primaries', 'bt2020', '-color_trc', 'arib-std-b67', '-colorspace', 'bt2020nc', '-tag:v', 'hvc1', hlg,
+      ]);
+      const source = (await probe(hlg)).video?.bitRate ?? 0;
+      expect(source).toBeGreaterThan(100_000);
+      const pro = await lipsyncFile(await request(hlg, 'pro-hlg.mp4', { model: 'vendor-lipsync-2-pro' }), deps);
+      expect(pro.encoder).toEqual({ codec: 'libx265', mode: 'bitrate', bitsPerSecond: source });
+      expect(pro.colour).toEqual({ codec: 'hevc', bits: 10, transfer: 'arib-std-b67', toneMapped: false });
+      expect(pro.stats.srFaces).toBe(hlgFrames);
+      const facts = await outputFacts(pro.outputPath);
+      expect(facts).toMatchObject({ frames: hlgFrames, width: side, height: side });
+      // x265's VBV caps the rate; on 8 frames it lands under the cap rather than on it.
+      expect(facts.videoBitRate / source).toBeLessThan(1.2);
+      expect(facts.videoBitRate / source).toBeGreaterThan(0.3);
+    });
   });
 
   it('vendor-lipsync-3 turns a tilted face upright for the network and back: the generated mouth follows the tilt', async () => {
@@ -241,7 +264,9 @@ describe('lip-sync models and cancellation', () => {
         'long-face.mp4',
         'plain-crf.mp4',
         'plain.mp4',
+        'large-face-hlg.mp4',
         'pro-bitrate.mp4',
+        'pro-hlg.mp4',
         'pro.mp4',
         'tilted-vendor-lipsync-2.mp4',
         'tilted-vendor-lipsync-3.mp4',

@@ -246,6 +246,7 @@ export const routeSchemas = {
         sync_mode: { type: 'string', enum: [...SYNC_MODES], default: 'cut_off' },
         model: { type: 'string', enum: [...LIPSYNC_MODEL_IDS], default: 'vendor-lipsync-2' },
         active_speaker: { type: 'boolean', default: false },
+        hdr,
       },
       required: ['video_url', 'audio_url'],
       example: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3', sync_mode: 'cut_off' },

@@ -5,12 +5,15 @@
  * and pixels the crop does not cover, are never written, so they keep the source's exact values;
  * crop parts past the frame edge are simply not drawn. The frame keeps its size.
  *
+ * The generated face is 8-bit (the network's precision); into a 16-bit frame it is scaled to 16
+ * bits (x257) and blended there, so the frame's other pixels keep every bit.
+ *
  * The generated image may be larger than the model's 96x96 (vendor-lipsync-2-pro's super-resolved
  * mouth); any square size works, since sampling happens in crop-normalised coordinates.
  */
-import { checkCrop, checkFrame, cropBounds, sampleBilinear, type FaceCrop } from './crop.js';
+import { checkCrop, checkFrame, cropBounds, sampleBilinear, sampleMax, type FaceCrop } from './crop.js';
 import { DEFAULT_MOUTH_MASK, checkMask, maskAlpha, type MouthMask } from './mask.js';
-import type { RgbFrame } from '../types.js';
+import type { DeepRgbFrame } from '../types.js';
 
 /** A square interleaved RGB image produced for a crop. */
 export interface GeneratedFace {
@@ -24,7 +27,7 @@ export interface CompositeStats {
 }
 
 export function compositeFace(
-  frame: RgbFrame,
+  frame: DeepRgbFrame,
   generated: GeneratedFace,
   crop: FaceCrop,
   mask: Readonly<MouthMask> = DEFAULT_MOUTH_MASK,
@@ -45,6 +48,7 @@ export function compositeFace(
   const invW = 1 / crop.width;
   const invH = 1 / crop.height;
   const rgb = new Float64Array(3);
+  const gain = sampleMax(data) / 255;
   let blended = 0;
   for (let y = y0; y < y1; y++) {
     const py = y + 0.5 - crop.cy;
@@ -58,7 +62,7 @@ export function compositeFace(
       const o = 3 * (y * width + x);
       for (let c = 0; c < 3; c++) {
         const src = data[o + c]!;
-        data[o + c] = Math.round(src + alpha * (rgb[c]! - src));
+        data[o + c] = Math.round(src + alpha * (rgb[c]! * gain - src));
       }
       blended++;
     }

@@ -14,7 +14,7 @@
  * with). Where a crop reaches past the frame edge the nearest edge pixel is repeated, so a face cut
  * by the frame edge still gives the model a full crop; compositing skips those off-frame parts.
  */
-import type { FaceBox, RgbFrame } from '../types.js';
+import type { DeepRgbFrame, FaceBox } from '../types.js';
 
 export interface FaceCrop {
   cx: number;
@@ -80,13 +80,13 @@ export function checkCrop(crop: FaceCrop): void {
   }
 }
 
-export function checkFrame(frame: RgbFrame, name = 'frame'): void {
+export function checkFrame(frame: DeepRgbFrame, name = 'frame'): void {
   const { width, height, data } = frame;
   if (!Number.isInteger(width) || width < 1 || !Number.isInteger(height) || height < 1) {
     throw new RangeError(`Expected ${name} to have a positive integer size but received ${width}x${height}`);
   }
   if (data.length !== width * height * 3) {
-    throw new RangeError(`Expected ${name} to hold ${width * height * 3} bytes (RGB ${width}x${height}) but received ${data.length}`);
+    throw new RangeError(`Expected ${name} to hold ${width * height * 3} ${data instanceof Uint16Array ? 'samples' : 'bytes'} (RGB ${width}x${height}) but received ${data.length}`);
   }
 }
 
@@ -166,7 +166,7 @@ export function frameToCrop(crop: FaceCrop, x: number, y: number): [number, numb
  * Bilinear RGB sample of an interleaved image at (x, y) in pixel-centre coordinates (pixel i's centre
  * at i), clamped to the edge, into out[at..at+2] as floats.
  */
-export function sampleBilinear(data: Uint8Array, width: number, height: number, x: number, y: number, out: Float64Array, at = 0): void {
+export function sampleBilinear(data: Uint8Array | Uint16Array, width: number, height: number, x: number, y: number, out: Float64Array, at = 0): void {
   const xc = x <= 0 ? 0 : x >= width - 1 ? width - 1 : x;
   const yc = y <= 0 ? 0 : y >= height - 1 ? height - 1 : y;
   const x0 = Math.floor(xc);
@@ -188,11 +188,17 @@ export function sampleBilinear(data: Uint8Array, width: number, height: number, 
   }
 }
 
+/** The largest sample value of an 8-bit or 16-bit image. */
+export function sampleMax(data: Uint8Array | Uint16Array): number {
+  return data instanceof Uint16Array ? 65_535 : 255;
+}
+
 /**
- * Cuts the crop out of the frame as a size x size interleaved RGB image (the model input before
- * tensor conversion; a crop that is not square is stretched), into `out` when given.
+ * Cuts the crop out of the frame as a size x size interleaved 8-bit RGB image (the model input before
+ * tensor conversion; a crop that is not square is stretched), into `out` when given. A 16-bit frame
+ * gives its 8-bit crop for the network only: the frame itself keeps its 16 bits.
  */
-export function cropFace(frame: RgbFrame, crop: FaceCrop, size: number, out?: Uint8Array): Uint8Array {
+export function cropFace(frame: DeepRgbFrame, crop: FaceCrop, size: number, out?: Uint8Array): Uint8Array {
   checkFrame(frame);
   checkCrop(crop);
   if (!Number.isInteger(size) || size < 1) throw new RangeError(`Expected size to be a positive integer but received ${String(size)}`);
@@ -205,6 +211,7 @@ export function cropFace(frame: RgbFrame, crop: FaceCrop, size: number, out?: Ui
   const stepX = crop.width / size;
   const stepY = crop.height / size;
   const rgb = new Float64Array(3);
+  const toByte = 255 / sampleMax(frame.data);
   for (let v = 0; v < size; v++) {
     const ly = (v + 0.5) * stepY - crop.height / 2;
     for (let u = 0; u < size; u++) {
@@ -214,9 +221,9 @@ export function cropFace(frame: RgbFrame, crop: FaceCrop, size: number, out?: Ui
       const fy = crop.cy + sin * lx + cos * ly - 0.5;
       sampleBilinear(frame.data, frame.width, frame.height, fx, fy, rgb);
       const o = 3 * (v * size + u);
-      target[o] = Math.round(rgb[0]!);
-      target[o + 1] = Math.round(rgb[1]!);
-      target[o + 2] = Math.round(rgb[2]!);
+      target[o] = Math.round(rgb[0]! * toByte);
+      target[o + 1] = Math.round(rgb[1]! * toByte);
+      target[o + 2] = Math.round(rgb[2]! * toByte);
     }
   }
   return target;

@@ -21,7 +21,7 @@ import { superResolveMouths } from './mouth-sr.js';
 import type { TimelinePlan } from '../timeline.js';
 import type { FaceBox } from '../types.js';
 
-/** Source frames kept for loop and bounce: 82 frames of 1080p, 194 of 720p, 26 s of 360p at 30 fps. */
+/** Source frames kept for loop and bounce: 82 frames of 1080p, 194 of 720p, 26 s of 360p at 30 fps (half as many 16-bit frames). */
 export const DEFAULT_CACHE_BYTES = 512 * 1024 * 1024;
 /** Output frames queued beyond three batches (one being written, one in the network, one being filled). */
 const QUEUE_SLACK = 4;
@@ -95,8 +95,8 @@ function deferred(): Deferred {
 }
 
 interface BatchItem {
-  /** A private copy of the source frame, pasted into in place. */
-  frame: Uint8Array;
+  /** A private copy of the source frame (16-bit samples for a 16-bit plan), pasted into in place. */
+  frame: Uint8Array | Uint16Array;
   crop: FaceCrop;
   done: Deferred;
 }
@@ -115,11 +115,30 @@ interface Pending {
   batch?: Batch;
 }
 
+/**
+ * A source frame's private copy to paste into: its bytes, or its 16-bit samples. rgb48le is read as
+ * the platform's own order (little-endian: every platform Node's prebuilt ONNX Runtime serves); the
+ * copy is aligned, which the decoder's buffer need not be.
+ */
+function privateCopy(source: Uint8Array, deep: boolean): Uint8Array | Uint16Array {
+  if (!deep) return new Uint8Array(source);
+  const samples = new Uint16Array(source.length / 2);
+  new Uint8Array(samples.buffer).set(source);
+  return samples;
+}
+
+/** The bytes the encoder's pipe takes from a frame of either depth. */
+function frameBytesOf(frame: Uint8Array | Uint16Array): Uint8Array {
+  return frame instanceof Uint16Array ? new Uint8Array(frame.buffer, frame.byteOffset, frame.byteLength) : frame;
+}
+
 export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResult> {
   const { plan, model, spec } = o;
   const { manifest } = model;
   const { width, height } = spec.size;
-  const frameBytes = width * height * 3;
+  // 16-bit frames (HDR kept, deeper SDR) stay 16-bit from decoder to encoder; only the network's crops are 8-bit.
+  const deep = spec.colour?.plan.depth === 16;
+  const frameBytes = width * height * 3 * (deep ? 2 : 1);
   const faceSize = manifest.face.size;
   const plane = faceSize * faceSize;
   const melSize = manifest.inputs.mel.shape[2] * manifest.inputs.mel.shape[3];
@@ -212,7 +231,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
       compositeFace({ data: item.frame, width, height }, generated[k] as GeneratedFace, item.crop, DEFAULT_MOUTH_MASK);
       stats.pasteMs += performance.now() - t3;
       outstanding.delete(item.done);
-      item.done.resolve(item.frame);
+      item.done.resolve(frameBytesOf(item.frame));
     }
   };
 
@@ -274,7 +293,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
         continue;
       }
       const t0 = performance.now();
-      const frame = new Uint8Array(source);
+      const frame = privateCopy(source, deep);
       const crop = cropForFace(box, { align });
       const face = cropFace({ data: frame, width, height }, crop, faceSize);
       const batch = current;

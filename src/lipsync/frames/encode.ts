@@ -1,24 +1,29 @@
 /**
- * The lip-sync result's encoder: raw rgb24 frames on stdin at the source's size and rate, plus the
- * job's audio file -> MP4 (H.264 + AAC). Pure argument builders here, and the two pipe helpers
- * (write with backpressure, from media/, and end) the pipeline drives the encoder with.
+ * The lip-sync result's encoder: raw rgb24 frames (rgb48le for a 16-bit colour plan) on stdin at
+ * the source's size and rate, plus the job's audio file -> MP4 (H.264 8-bit or HEVC Main10, + AAC).
+ * Pure argument builders here, and the two pipe helpers (write with backpressure, from media/, and
+ * end) the pipeline drives the encoder with.
  *
- * Video: YUV with the colour plan's matrix and tags (video/colour.ts: 8-bit, HDR tone-mapped to
- * BT.709), 4:2:0, or 4:4:4 where a side is odd so the result keeps the source's exact size (the
- * same rule as the upscale pipeline), with the source's pixel aspect. Quality: constant quality (CRF, the config's
- * encoder settings) by default; `bitrate` (vendor-lipsync-2-pro: "preserves source bitrate") encodes
- * at constant bitrate, the source's, instead. `lossless` (libx264rgb, -qp 0, RGB kept) exists
- * so that tests can compare pixels exactly; the result is valid MP4 but few players show it.
+ * Video: YUV with the colour plan's matrix, codec and tags (video/colour.ts, the upscale's rule: HDR
+ * and deeper SDR kept as 10-bit HEVC with the HDR10 metadata, or tone-mapped to 8-bit BT.709),
+ * 4:2:0, or 4:4:4 where a side is odd so the result keeps the source's exact size (the same rule as
+ * the upscale pipeline), with the source's pixel aspect. Quality: constant quality (CRF, the
+ * config's encoder settings) by default; `bitrate` (vendor-lipsync-2-pro: "preserves source
+ * bitrate") encodes at constant bitrate, the source's, instead (x264's CBR, or x265's VBV capped at
+ * it for HEVC). `lossless` (libx264rgb, -qp 0, 8-bit RGB kept) exists so that tests can compare
+ * pixels exactly; the result is valid MP4 but few players show it.
  *
  * Audio: the job's audio file, padded with silence or cut to exactly the timeline's duration
  * (audio.ts audioFitFilter), AAC. The video has exactly the timeline's frame count, so both streams
  * end within one AAC frame (21 ms at 48 kHz) of the planned duration.
  */
 import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs, type ContainerKind, type Rational } from '../../media/index.js';
-import { type ColourPlan, type EncoderSettings, colourTagArgs, encodePixelFormat, globalTagArgs, videoCodecArgs, yuvFilters, type Size, formatRate } from '../../video/index.js';
+import { type ColourPlan, type EncoderSettings, colourTagArgs, encodePixelFormat, globalTagArgs, pipePixelFormat, planCodecArgs, videoCodecArgs, x265ColourParams, yuvFilters, type Size, formatRate } from '../../video/index.js';
 import { audioFitFilter } from '../audio/index.js';
 
 export const AAC_BITRATE = 128_000;
+
+const BT709: Pick<ColourPlan, 'output' | 'depth'> = { depth: 8, output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709' } };
 
 /** How the video stream is compressed. */
 export type VideoQuality =
@@ -32,8 +37,8 @@ export interface LipsyncEncoderInput {
   /** Pixel aspect of the source (1:1 when unknown). */
   sampleAspect?: Rational;
   quality: VideoQuality;
-  /** The source's 8-bit colour plan (video/colour.ts eightBitColourPlan); default BT.709. */
-  colour?: Pick<ColourPlan, 'output'>;
+  /** The source's colour plan (video/colour.ts colourPlan): the frames' depth, the codec and tags; default 8-bit BT.709. */
+  colour?: Pick<ColourPlan, 'output' | 'depth'>;
   audio: { path: string; container: ContainerKind };
   /** The source video and its global tags: its title, creation time and other tags are kept, location removed. */
   metadataSource?: { path: string; container: ContainerKind; tags: Readonly<Record<string, string>> };
@@ -43,16 +48,23 @@ export interface LipsyncEncoderInput {
   outputPath: string;
 }
 
-/** The video codec options for a quality choice. */
-export function qualityArgs(quality: VideoQuality): string[] {
+/** The video codec options for a quality choice and the plan's codec (H.264 8-bit, or HEVC Main10 with its colour and HDR10 parameters). */
+export function qualityArgs(quality: VideoQuality, colour: Pick<ColourPlan, 'output'> = BT709): string[] {
   switch (quality.mode) {
     case 'lossless':
+      if (colour.output.codec !== 'h264') throw new RangeError('Expected an 8-bit colour plan for a lossless result (libx264rgb)');
       return ['-c:v', 'libx264rgb', '-preset', 'ultrafast', '-qp', '0'];
     case 'crf':
-      return videoCodecArgs(quality.encoder);
+      return colour.output.codec === 'h264' ? videoCodecArgs(quality.encoder) : planCodecArgs(quality.encoder, colour);
     case 'bitrate': {
       const rate = quality.bitsPerSecond;
       if (!(Number.isInteger(rate) && rate > 0)) throw new RangeError(`Expected the video bitrate to be a positive integer but received ${String(rate)}`);
+      if (colour.output.codec === 'hevc') {
+        // x265 has no strict CBR mode: its VBV capped at the source's bitrate with a one-second buffer (kb/s).
+        const kbps = String(Math.max(1, Math.round(rate / 1000)));
+        const params = ['log-level=error', `vbv-maxrate=${kbps}`, `vbv-bufsize=${kbps}`, ...x265ColourParams(colour)];
+        return ['-c:v', 'libx265', '-preset', quality.encoder.preset, '-b:v', String(rate), '-x265-params', params.join(':'), '-tag:v', 'hvc1'];
+      }
       // Constant bitrate, not an average target: on easy content x264's ABR mode lands 15-40 % under
       // its target on short clips, and the promise is the source's bitrate. A one-second buffer.
       const b = String(rate);
@@ -82,7 +94,6 @@ function metadataInput(source: LipsyncEncoderInput['metadataSource']): string[] 
   return globalTagArgs(source.tags, 2);
 }
 
-const BT709: Pick<ColourPlan, 'output'> = { output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709' } };
 
 export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
   const { size, quality } = input;
@@ -91,7 +102,7 @@ export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
   const colour = quality.mode === 'lossless' ? ['-pix_fmt', 'rgb24'] : ['-pix_fmt', encodePixelFormat(plan, size), ...colourTagArgs(plan)];
   return [
     ...quietFfmpegArgs(),
-    ...rgbPipeInputArgs(size, rate),
+    ...rgbPipeInputArgs(size, rate, [], pipePixelFormat(plan.depth)),
     ...safeFileInputArgs(input.audio.path, input.audio.container),
     ...(input.metadataSource === undefined ? [] : safeFileInputArgs(input.metadataSource.path, input.metadataSource.container)),
     '-map',
@@ -105,7 +116,7 @@ export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
     '-1',
     '-vf',
     lipsyncVideoFilters(size, quality, input.sampleAspect, plan),
-    ...qualityArgs(quality),
+    ...qualityArgs(quality, plan),
     ...colour,
     // Exactly the frames sent, at their pipe times.
     '-fps_mode',

@@ -1,11 +1,11 @@
 /**
  * The source video's frames for a lip-sync job, by frame index, with bounded memory.
  *
- * Decoding: ffmpeg writes raw rgb24 frames to a pipe, one process per pass over the file. Frame
- * indices are ffmpeg's own: every decoded frame once in presentation order (constant frame rate
- * input), or the frames of the input resampled to its average rate by the `fps` filter (variable
- * frame rate input such as most GIFs). The same argument builder serves the detection pass and the
- * compositing pass, so both count frames alike. A pass that must start at frame S uses
+ * Decoding: ffmpeg writes raw rgb24 frames (rgb48le for a 16-bit colour plan) to a pipe, one
+ * process per pass over the file. Frame indices are ffmpeg's own: every decoded frame once in
+ * presentation order (constant frame rate input), or the frames of the input resampled to its
+ * average rate by the `fps` filter (variable frame rate input such as most GIFs). The same argument
+ * builder serves the detection pass and the compositing pass, so both count frames alike. A pass that must start at frame S uses
  * `trim=start_frame=S` right after decoding: exact by construction (no timestamp seeking), and the
  * frames before S are only decoded, never converted to RGB or piped.
  *
@@ -19,7 +19,7 @@
  * chunks of `capacity` frames. A clip that fits in the cache is decoded exactly once, whatever the
  * mode; a longer one costs about n^2 / (2 capacity) extra decoded-only frames per backward run.
  */
-import { type ColourMatrix, type ColourPlan, type ColourSource, type FrameTiming, type Size, decodeColourFilters, formatRate, DEINTERLACE_FILTER, rgbFilters, FrameReader } from '../../video/index.js';
+import { type ColourMatrix, type ColourPlan, type ColourSource, type FrameTiming, type Size, decodeColourFilters, formatRate, DEINTERLACE_FILTER, pipePixelFormat, rgbFilters, FrameReader } from '../../video/index.js';
 import { quietFfmpegArgs, rgbPipeOutputArgs, safeFileInputArgs, spawnProcess, type StreamingProcess, type ContainerKind } from '../../media/index.js';
 import { errorMessage } from '../../errors.js';
 import { definedFields } from '../../defined-fields.js';
@@ -30,7 +30,10 @@ export interface SourceDecodeSpec {
   timing: FrameTiming;
   /** The input's YUV matrix (video-args.ts inputMatrix). */
   matrix: ColourMatrix;
-  /** An 8-bit colour plan (video/colour.ts eightBitColourPlan): tone mapping of HDR input; default a plain read with `matrix`. */
+  /**
+   * The colour plan (video/colour.ts): rgb24, tone-mapped or not, for an 8-bit plan; rgb48le for a
+   * 16-bit one (HDR kept, deeper SDR). Default a plain 8-bit read with `matrix`.
+   */
   colour?: { plan: ColourPlan; source: Pick<ColourSource, 'transfer' | 'primaries'> };
   interlaced?: boolean;
   /** Size of the frames on the pipe (the displayed size, or smaller for detection). */
@@ -52,7 +55,7 @@ function checkIndex(name: string, value: number, least: number): void {
   }
 }
 
-/** ffmpeg's arguments: frames [start, end) of the first video stream as rgb24 at `spec.size` on stdout. */
+/** ffmpeg's arguments: frames [start, end) of the first video stream as rgb24 (rgb48le for a 16-bit plan) at `spec.size` on stdout. */
 export function sourceDecoderArgs(spec: SourceDecodeSpec, range: FrameRange = {}): string[] {
   const start = range.start ?? 0;
   checkIndex('the start frame', start, 0);
@@ -79,7 +82,7 @@ export function sourceDecoderArgs(spec: SourceDecodeSpec, range: FrameRange = {}
     filters.join(','),
     '-fps_mode',
     'passthrough',
-    ...rgbPipeOutputArgs(),
+    ...rgbPipeOutputArgs(pipePixelFormat(spec.colour?.plan.depth ?? 8)),
   ];
 }
 

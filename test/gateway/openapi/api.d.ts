@@ -455,6 +455,11 @@ export interface operations {
                     model?: "vendor-lipsync-2" | "vendor-lipsync-2-pro" | "vendor-lipsync-3";
                     /** @default false */
                     active_speaker?: boolean;
+                    /**
+                     * @description HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker's (docs/contract.md, "Video fidelity").
+                     * @enum {string}
+                     */
+                    hdr?: "keep" | "sdr";
                 };
             };
         };
