@@ -16,7 +16,7 @@ import { ApiError, errorEnvelope, successEnvelope, toApiError } from '../errors.
 import type { GatewayMetrics } from '../metrics.js';
 import { NATS_RETRY_AFTER_SECONDS } from '../nats-unavailable.js';
 import type { ProgressBoard } from '../progress.js';
-import type { Endpoint, GatewayService } from '../service.js';
+import { taskNotFound, type Endpoint, type GatewayService } from '../service.js';
 import { GatewaySettingsError, servedFilesProblem, type GatewaySettings } from '../settings.js';
 import type { Accounts } from '../store/accounts.js';
 import type { Ledger } from '../store/ledger.js';
@@ -203,6 +203,13 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       // Another account's task is looked up under the caller's account, so it is simply not there.
       if (task === null) throw ApiError.of('TASK_NOT_FOUND', `Expected the id of one of your tasks but received ${JSON.stringify(id)}`);
       return successEnvelope(withSignedLinks(withProgress(taskView(task.value), task.value.status, deps.progress), task.value, links));
+    });
+
+    api.post('/api/v1/tasks/:id/cancel', { schema: routeSchemas.cancel }, async (req) => {
+      const { id } = req.params as { id: string };
+      if (!/^[A-Za-z0-9_-]{1,128}$/.test(id)) throw taskNotFound(id);
+      const task = await deps.service.cancel(req.accountId, id, req.log);
+      return successEnvelope(taskView(task));
     });
 
     api.get('/api/v1/tasks', { schema: routeSchemas.history }, async (req) => {

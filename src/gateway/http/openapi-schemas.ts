@@ -30,6 +30,7 @@ const errorCodes = {
   403: ['UPLOAD_QUOTA_EXCEEDED'],
   404: ['TASK_NOT_FOUND', 'NOT_FOUND'],
   405: ['METHOD_NOT_ALLOWED'],
+  409: ['TASK_NOT_PENDING'],
   410: ['LINK_EXPIRED'],
   413: ['PAYLOAD_TOO_LARGE'],
   414: ['URI_TOO_LONG'],
@@ -272,6 +273,16 @@ export const routeSchemas = {
     security,
     params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
     response: { 200: envelope(task), ...errors(401, 404, 414, 429) },
+  },
+  cancel: {
+    operationId: 'cancelTask',
+    summary: 'Cancel a pending task of the account: refunded once, its worker stops (a settled task: 409 TASK_NOT_PENDING)',
+    description:
+      'Answers the task once the worker\'s CANCELLED event has settled it (status failed, error CANCELLED, creditsRefunded); ' +
+      'rarely still pending, when that event takes longer than 5 s: poll it.',
+    security,
+    params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
+    response: { 200: envelope(task), ...errors(401, 404, 409, 414, 429, 503) },
   },
   history: {
     operationId: 'listTasks',

@@ -85,6 +85,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tasks/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a pending task of the account: refunded once, its worker stops (a settled task: 409 TASK_NOT_PENDING)
+         * @description Answers the task once the worker's CANCELLED event has settled it (status failed, error CANCELLED, creditsRefunded); rarely still pending, when that event takes longer than 5 s: poll it.
+         */
+        post: operations["cancelTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks": {
         parameters: {
             query?: never;
@@ -1293,6 +1313,203 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    cancelTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /**
+                         * Task
+                         * @description Result links to files this gateway serves are signed and expire (docs/contract.md, "Links").
+                         */
+                        data: {
+                            id: string;
+                            model: string;
+                            /** @enum {string} */
+                            status: "pending" | "completed" | "failed";
+                            /** @enum {string} */
+                            mediaType?: "music";
+                            result?: ({
+                                url: string;
+                                /** @enum {string} */
+                                type: "image";
+                                width: number;
+                                height: number;
+                                format: string;
+                            } | {
+                                url: string;
+                                /** @enum {string} */
+                                type: "video";
+                                width: number;
+                                height: number;
+                                duration: number;
+                                frames: number;
+                            } | {
+                                url: string;
+                                /** @enum {string} */
+                                type: "video";
+                                duration: number;
+                            } | {
+                                songs: {
+                                    audio_url: string;
+                                    image_url: string;
+                                    duration: number;
+                                    title: string;
+                                    tags: string;
+                                    prompt: string;
+                                }[];
+                            }) | null;
+                            error?: {
+                                /** @example TASK_EXPIRED */
+                                code: string;
+                                message: string;
+                            };
+                            creditsUsed?: number;
+                            creditsRefunded?: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description pending only, best effort: the worker's latest progress */
+                            progress?: {
+                                stage: string;
+                                percent?: number;
+                                /** Format: date-time */
+                                at: string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description Bearer realm="media-worker", with error="invalid_token" for an unknown or revoked key */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "UNAUTHORIZED";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: TASK_NOT_FOUND, NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_FOUND" | "NOT_FOUND";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: TASK_NOT_PENDING */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_PENDING";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: URI_TOO_LONG */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "URI_TOO_LONG";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE, MODEL_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait (no worker answered) */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "SERVICE_UNAVAILABLE" | "MODEL_UNAVAILABLE";
                             /** @example Expected … but received … */
                             message: string;
                         };

@@ -1,0 +1,141 @@
+/**
+ * What peers' APIs offer beside submitting and polling (issue 33): cancel over HTTP, with the
+ * shipped `media-worker serve` and `media-worker gateway` (dist/) over a real nats-server and real
+ * HTTP. Music jobs wait in the stream (no music slot), so a pending task stays pending until it is
+ * cancelled; image jobs run for real (a small PNG) to have a completed task.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
+import { ffmpeg } from '../media/helpers.js';
+import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
+import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { accountsCommand, startServeAndGateway, type RunningProcess } from './processes.js';
+
+let nats: TestNatsServer;
+let cp: ControlPlane;
+let media: Server;
+let mediaUrl: string;
+let dir: string;
+let serve: RunningProcess;
+let gateway: RunningProcess & { url: string };
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'media-gateway-peers-'));
+  const files: Record<string, Buffer> = { '/small.png': await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer() };
+  // 8 s of frames whose own audio runs 10 s (lip-sync bills the frames), and the job's audio.
+  await ffmpeg([
+    ...['-f', 'lavfi', '-i', 'testsrc2=size=32x32:rate=5:duration=8', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=22050:duration=10'],
+    ...['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', path.join(dir, 'v8a10.mp4')],
+  ]);
+  files['/v8a10.mp4'] = await readFile(path.join(dir, 'v8a10.mp4'));
+  await ffmpeg(['-f', 'lavfi', '-i', 'sine=frequency=440:duration=1', path.join(dir, 'a.mp3')]);
+  files['/a.mp3'] = await readFile(path.join(dir, 'a.mp3'));
+  media = createServer((req, res) => {
+    const body = files[req.url ?? ''];
+    if (body === undefined) res.writeHead(404).end();
+    else res.writeHead(200).end(body);
+  });
+  await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
+  mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
+
+  nats = await startNatsServer();
+  ({ env, serve, gateway } = await startServeAndGateway({
+    NATS_URL: nats.url,
+    LOG_LEVEL: 'info',
+    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
+    MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
+    RESULTS_DIR: path.join(dir, 'results'),
+    WORKER_HEALTH_PORT: '0',
+    // Music and lip-sync wait in the stream: priced, never run, so they stay pending.
+    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+    WORKER_QUOTE_UNSERVED: 'price',
+    MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-test',
+    GATEWAY_SERVE_RESULTS: 'true',
+  }));
+  cp = await controlPlane(nats.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' });
+}, 180_000);
+
+afterAll(async () => {
+  await gateway?.kill('SIGKILL');
+  await serve?.kill('SIGKILL');
+  await cp?.close();
+  await nats?.close();
+  media?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface Account {
+  id: string;
+  key: string;
+}
+
+async function newAccount(credits: number): Promise<Account> {
+  const out = (await accountsCommand(['create', '--name', 'peers', '--credits', String(credits)], env)) as { account: { id: string }; apiKey: string };
+  return { id: out.account.id, key: out.apiKey };
+}
+
+interface Reply {
+  status: number;
+  body: { success: boolean; data?: Record<string, unknown>; error?: { code: string; message: string } };
+}
+
+async function api(method: string, route: string, key: string, body?: unknown): Promise<Reply> {
+  const res = await fetch(`${gateway.url}${route}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as Reply['body'] };
+}
+
+const credits = async (account: Account): Promise<number> => (await api('GET', '/api/v1/balance', account.key)).body.data?.['credits'] as number;
+const music = (account: Account) => api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'a tune' } });
+
+describe('POST /api/v1/tasks/{id}/cancel', () => {
+  it("cancels a pending task of the caller's account through a worker: refunded once, and a second cancel is 409", async () => {
+    const owner = await newAccount(100);
+    const other = await newAccount(100);
+    const submitted = await music(owner);
+    expect(submitted.status).toBe(200);
+    const id = submitted.body.data?.['id'] as string;
+    expect(await credits(owner)).toBe(85);
+
+    // Another account's task is not there for it; nothing changes.
+    const foreign = await api('POST', `/api/v1/tasks/${id}/cancel`, other.key);
+    expect(foreign).toMatchObject({ status: 404, body: { error: { code: 'TASK_NOT_FOUND' } } });
+    expect((await api('GET', `/api/v1/tasks/${id}`, owner.key)).body.data?.['status']).toBe('pending');
+
+    const cancelled = await api('POST', `/api/v1/tasks/${id}/cancel`, owner.key);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.data).toMatchObject({ id, status: 'failed', creditsUsed: 0, creditsRefunded: 15, error: { code: 'CANCELLED' } });
+    expect(await credits(owner)).toBe(100);
+    // The worker's one CANCELLED event, and the job left the queue without running.
+    expect(await cp.eventsOf(id)).toMatchObject([{ status: 'failed', refund: true, error: { code: 'CANCELLED' } }]);
+
+    const again = await api('POST', `/api/v1/tasks/${id}/cancel`, owner.key);
+    expect(again).toMatchObject({ status: 409, body: { error: { code: 'TASK_NOT_PENDING' } } });
+    expect(await credits(owner)).toBe(100);
+    const ledger = (await accountsCommand(['show', owner.id, '--entries', '100'], env)) as { credits: number; entries: { type: string }[] };
+    expect(ledger.entries.filter((e) => e.type === 'refund')).toHaveLength(1);
+  }, 60_000);
+
+  it('a completed task answers 409 and keeps its charge; an unknown id 404', async () => {
+    const owner = await newAccount(100);
+    const submitted = await api('POST', '/api/v1/tools/upscale-image', owner.key, { image_url: `${mediaUrl}/small.png` });
+    expect(submitted.status).toBe(200);
+    const id = submitted.body.data?.['id'] as string;
+    await waitFor('the image task to complete', async () => (await api('GET', `/api/v1/tasks/${id}`, owner.key)).body.data?.['status'] === 'completed', 90_000, 200);
+    const late = await api('POST', `/api/v1/tasks/${id}/cancel`, owner.key);
+    expect(late).toMatchObject({ status: 409, body: { error: { code: 'TASK_NOT_PENDING' } } });
+    expect(late.body.error?.message).toContain('completed');
+    expect(await credits(owner)).toBe(80);
+    expect((await api('POST', '/api/v1/tasks/t_nothing_here/cancel', owner.key)).status).toBe(404);
+  }, 120_000);
+});
