@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import { kindOfModel, minimumCredits, type Job } from '../jobs/index.js';
 import { type TerminalEvent, UnconfirmedPublishError, confirmedAck, jobSubject } from '../protocol/index.js';
 import { ApiError } from './errors.js';
+import { estimateView } from './estimate.js';
 import { newTaskId } from './ids.js';
 import { isNatsUnavailable } from './nats-unavailable.js';
 import type { CancelClient } from './cancel-client.js';
@@ -39,6 +40,8 @@ export interface GatewayService {
   materialise(accountId: string, entry: DebitEntry, seq: number): Promise<void>;
   /** `check`: what the event must pass before it counts (the result check, consumers.ts). */
   settle(event: TerminalEvent, log: Pick<Logger, 'info' | 'warn'>, check?: ResultCheck): Promise<'completed' | 'failed' | 'already settled' | 'not ours'>;
+  /** What the job would cost (POST /api/v1/estimate): the submission's quote and checks, nothing charged. */
+  estimate(accountId: string, job: Job, signal?: AbortSignal): Promise<Record<string, unknown>>;
   /**
    * Cancels a pending task of the account through the protocol's cancel; the task as it stands
    * once the worker's CANCELLED event has settled it (refunded), or still pending when that event
@@ -124,6 +127,11 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
 
   return {
     materialise,
+
+    async estimate(accountId, job, signal) {
+      const quoted = await fairQuote(accountId, job, signal);
+      return estimateView(job, quoted, (await ledger.balance(accountId)) ?? 0);
+    },
 
     async cancel(accountId, taskId, log) {
       const found = await tasks.get(accountId, taskId);

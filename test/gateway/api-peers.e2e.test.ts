@@ -139,3 +139,38 @@ describe('POST /api/v1/tasks/{id}/cancel', () => {
     expect((await api('POST', '/api/v1/tasks/t_nothing_here/cancel', owner.key)).status).toBe(404);
   }, 120_000);
 });
+
+describe('POST /api/v1/estimate', () => {
+  it('prices any submission body through the same quote, charging nothing and creating no task', async () => {
+    const owner = await newAccount(100);
+    // The unified shape takes the lip-sync models too; the bill is the video stream's 8 s, not its own audio's 10 s.
+    const lip = await api('POST', '/api/v1/estimate', owner.key, { model: 'vendor-lipsync-2', input: { video_url: `${mediaUrl}/v8a10.mp4`, audio_url: `${mediaUrl}/a.mp3` } });
+    expect(lip.status).toBe(200);
+    expect(lip.body.data).toMatchObject({ model: 'vendor-lipsync-2', creditsUsed: 80, duration: 8, input: { billed_seconds: 8, credits_per_second: 10 }, balance: 100, sufficient: true });
+    // A tool endpoint's body, told by its fields: the same echo as /tools/upscale-image.
+    const image = await api('POST', '/api/v1/estimate', owner.key, { image_url: `${mediaUrl}/small.png`, upscale_factor: '4' });
+    expect(image.body.data).toMatchObject({ model: 'vendor-image-upscale', creditsUsed: 20, input: { detected_dimensions: '40×27', output_tier: '24mp', upscale_factor: '4' } });
+    const tool = await api('POST', '/api/v1/estimate', owner.key, { video_url: `${mediaUrl}/v8a10.mp4`, audio_url: `${mediaUrl}/a.mp3`, model: 'vendor-lipsync-2-pro' });
+    expect(tool.body.error).toBeUndefined();
+    expect(tool.body.data).toMatchObject({ model: 'vendor-lipsync-2-pro', creditsUsed: 160, duration: 8, balance: 100, sufficient: false });
+    const song = await api('POST', '/api/v1/estimate', owner.key, { model: 'vendor-v5-generate-music', input: { prompt: 'a tune' } });
+    expect(song.body.data).toMatchObject({ creditsUsed: 15 });
+
+    expect(await credits(owner)).toBe(100);
+    expect((await api('GET', '/api/v1/tasks', owner.key)).body.data?.['tasks']).toEqual([]);
+  }, 60_000);
+
+  it("refuses what the submission refuses, with the submission's codes", async () => {
+    const owner = await newAccount(100);
+    expect((await api('POST', '/api/v1/estimate', owner.key, { model: 'nope', input: {} })).body.error?.code).toBe('UNKNOWN_MODEL');
+    expect((await api('POST', '/api/v1/estimate', owner.key, { model: 'vendor-v5-generate-music', input: {} })).body.error?.code).toBe('MISSING_PROMPT');
+    const missing = await api('POST', '/api/v1/estimate', owner.key, { image_url: `${mediaUrl}/missing.png` });
+    expect(missing).toMatchObject({ status: 422, body: { error: { code: 'FETCH_FAILED' } } });
+    const secret = await api('POST', '/api/v1/estimate', owner.key, { image_url: 'file:///etc/passwd' });
+    expect(secret.status).toBe(400);
+    // As at submission, a balance below the least such a job costs is refused before anything is fetched.
+    const poor = await newAccount(10);
+    expect((await api('POST', '/api/v1/estimate', poor.key, { image_url: `${mediaUrl}/small.png` })).status).toBe(402);
+    expect(await credits(owner)).toBe(100);
+  }, 60_000);
+});

@@ -21,6 +21,7 @@ import { GatewaySettingsError, servedFilesProblem, type GatewaySettings } from '
 import type { Accounts } from '../store/accounts.js';
 import type { Ledger } from '../store/ledger.js';
 import type { Tasks } from '../store/tasks.js';
+import { estimateJob } from '../estimate.js';
 import { linkSigner, type LinkSigner } from '../links.js';
 import { taskView, withSignedLinks } from '../views.js';
 import { fromFrameworkError } from './framework-errors.js';
@@ -192,6 +193,15 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       }
     };
 
+    api.post('/api/v1/estimate', { schema: routeSchemas.estimate }, async (req, reply) => {
+      const job = estimateJob(req.body);
+      // As for a submission: the quote is abandoned when the client hangs up.
+      const gone = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) gone.abort();
+      });
+      return successEnvelope(await deps.service.estimate(req.accountId, job, gone.signal));
+    });
     api.post('/api/v1/generate', { schema: routeSchemas.generate }, submit('generate', unifiedJob, 200));
     api.post('/api/v1/tools/lipsync', { schema: routeSchemas.lipsync }, submit('lipsync', (b) => normaliseToolBody('lipsync', b), 202));
     api.post('/api/v1/tools/upscale-image', { schema: routeSchemas.upscaleImage }, submit('upscale-tool', (b) => normaliseToolBody('upscale-image', b), 200));

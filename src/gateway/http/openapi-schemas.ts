@@ -267,6 +267,37 @@ export const routeSchemas = {
     body: { ...videoInput, example: { video_url: 'https://cdn.example.com/clip.mp4', upscale_factor: '2' } },
     response: { 200: envelope(videoSubmitted, ACCEPTED), ...submitErrors },
   },
+  estimate: {
+    operationId: 'estimate',
+    summary: 'What a submission would cost, charging nothing: the same quote and checks as submitting it',
+    description:
+      'The body is any submission\'s: {"model", "input"} for every model (lip-sync included), or a tool endpoint\'s body ' +
+      '(told apart by audio_url, image_url, video_url). Refused with the same codes as the submission; subject to the quote ' +
+      'limits (TOO_MANY_QUOTES) and rate limits; a balance below the least such a job costs is 402 as at submission.',
+    security,
+    body: {
+      type: 'object',
+      description: 'a body of POST /api/v1/generate (any model), /tools/lipsync, /tools/upscale-image or /tools/upscale-video',
+      additionalProperties: true,
+      example: { model: 'vendor-lipsync-2', input: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3' } },
+    },
+    response: {
+      200: envelope({
+        title: 'Estimate',
+        type: 'object',
+        properties: {
+          model: { type: 'string' },
+          creditsUsed: { type: 'integer', minimum: 0, description: 'what the submission would be charged now' },
+          duration: { type: 'number', description: 'lip-sync: the measured video stream\'s seconds (billed)' },
+          input: { type: 'object', additionalProperties: true, description: 'the echo a tool endpoint shows (detected_dimensions and output_tier, detected_duration and billed_seconds, ...)' },
+          balance: { type: 'integer', minimum: 0 },
+          sufficient: { type: 'boolean', description: 'the balance covers creditsUsed now' },
+        },
+        required: ['model', 'creditsUsed', 'input', 'balance', 'sufficient'],
+      }),
+      ...errors(400, 401, 402, 413, 415, 422, 429, 503),
+    },
+  },
   task: {
     operationId: 'getTask',
     summary: 'Poll a task (unknown id and another account\'s task: 404 TASK_NOT_FOUND)',
