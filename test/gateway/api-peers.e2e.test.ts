@@ -174,3 +174,48 @@ describe('POST /api/v1/estimate', () => {
     expect(await credits(owner)).toBe(100);
   }, 60_000);
 });
+
+describe('GET /api/v1/usage', () => {
+  it("lists the account's movements in pages, with task ids, models and signed credits that add up to the balance", async () => {
+    const owner = await newAccount(100);
+    const other = await newAccount(50);
+    await accountsCommand(['topup', owner.id, '7'], env);
+    const song = (await music(owner)).body.data?.['id'] as string;
+    expect((await api('POST', `/api/v1/tasks/${song}/cancel`, owner.key)).status).toBe(200);
+    const image = await api('POST', '/api/v1/tools/upscale-image', owner.key, { image_url: `${mediaUrl}/small.png` });
+    const imageId = image.body.data?.['id'] as string;
+
+    const movements: Record<string, unknown>[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page: Reply = await api('GET', `/api/v1/usage?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`, owner.key);
+      expect(page.status).toBe(200);
+      movements.push(...(page.body.data?.['movements'] as Record<string, unknown>[]));
+      cursor = page.body.data?.['nextCursor'] as string | null;
+      pages += 1;
+    } while (cursor !== null && pages < 10);
+    expect(pages).toBe(3);
+    expect(movements).toMatchObject([
+      { type: 'open', credits: 100, balance: 100 },
+      { type: 'topup', credits: 7, balance: 107 },
+      { type: 'debit', credits: -15, balance: 92, taskId: song, model: 'vendor-v5-generate-music' },
+      { type: 'refund', credits: 15, balance: 107, taskId: song, model: 'vendor-v5-generate-music', reason: 'CANCELLED' },
+      { type: 'debit', credits: -20, balance: 87, taskId: imageId, model: 'vendor-image-upscale' },
+    ]);
+    const sum = movements.reduce((total, m) => total + (m['credits'] as number), 0);
+    expect(sum).toBe(await credits(owner));
+    expect(sum).toBe(87);
+
+    // A range: nothing after now, nothing before the account; the other account sees only its own.
+    const later = await api('GET', `/api/v1/usage?from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, owner.key);
+    expect(later.body.data).toMatchObject({ movements: [], nextCursor: null });
+    const since = movements[2]!['at'] as string;
+    const ranged = await api('GET', `/api/v1/usage?from=${encodeURIComponent(since)}&to=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, owner.key);
+    expect((ranged.body.data?.['movements'] as { type: string }[]).map((m) => m.type)).toEqual(['debit', 'refund', 'debit']);
+    expect((await api('GET', '/api/v1/usage', other.key)).body.data).toMatchObject({ accountId: other.id, movements: [{ type: 'open', credits: 50 }], nextCursor: null });
+    for (const bad of ['from=yesterday', 'limit=0', 'cursor=t_abc']) {
+      expect(await api('GET', `/api/v1/usage?${bad}`, owner.key)).toMatchObject({ status: 400, body: { error: { code: 'INVALID_QUERY' } } });
+    }
+  }, 60_000);
+});

@@ -23,6 +23,7 @@ import type { Ledger } from '../store/ledger.js';
 import type { Tasks } from '../store/tasks.js';
 import { estimateJob } from '../estimate.js';
 import { linkSigner, type LinkSigner } from '../links.js';
+import { usagePage, usageQuerySchema } from '../usage.js';
 import { taskView, withSignedLinks } from '../views.js';
 import { fromFrameworkError } from './framework-errors.js';
 import { useJsonBodyParser } from './json-body.js';
@@ -228,6 +229,16 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       const page = await historyPage(deps, req.accountId, query.data.limit, query.data.cursor);
       const tasks = await Promise.all(page.ids.map((id) => deps.tasks.get(req.accountId, id)));
       return successEnvelope({ tasks: tasks.flatMap((t) => (t === null ? [] : [withSignedLinks(taskView(t.value), t.value, links)])), nextCursor: page.next });
+    });
+
+    api.get('/api/v1/usage', { schema: routeSchemas.usage }, async (req) => {
+      const query = usageQuerySchema.safeParse(req.query);
+      if (!query.success) throw ApiError.of('INVALID_QUERY', query.error.issues[0]?.message ?? 'Invalid query');
+      const page = await usagePage(query.data, {
+        entries: (after, limit) => deps.ledger.entries(req.accountId, after, limit),
+        taskModel: async (taskId) => (await deps.tasks.get(req.accountId, taskId))?.value.model,
+      });
+      return successEnvelope({ accountId: req.accountId, ...page });
     });
 
     api.get('/api/v1/balance', { schema: routeSchemas.balance }, async (req) => {

@@ -325,6 +325,52 @@ export const routeSchemas = {
       ...errors(400, 401, 429),
     },
   },
+  usage: {
+    operationId: 'getUsage',
+    summary: 'The account\'s ledger movements (opening credits, top-ups, debits, refunds), oldest first, in pages',
+    description:
+      'Each movement is signed; all of them from the first add up to the balance. A page reads at most 1,000 ledger entries, ' +
+      'so with a date range it may be short or empty with a nextCursor: follow nextCursor until it is null.',
+    security,
+    querystring: {
+      type: 'object',
+      properties: {
+        from: { type: 'string', format: 'date-time', description: 'inclusive' },
+        to: { type: 'string', format: 'date-time', description: 'exclusive' },
+        limit: { type: 'integer', minimum: 1, maximum: 100, default: 50 },
+        cursor: { type: 'string', pattern: '^u[0-9]{1,15}$' },
+      },
+    },
+    response: {
+      200: envelope({
+        type: 'object',
+        properties: {
+          accountId: { type: 'string' },
+          movements: {
+            type: 'array',
+            items: {
+              title: 'Movement',
+              type: 'object',
+              properties: {
+                type: { type: 'string', enum: ['open', 'topup', 'debit', 'refund'] },
+                credits: { type: 'integer', description: 'signed: debits negative' },
+                balance: { type: 'integer', minimum: 0, description: 'after this movement' },
+                at: { type: 'string', format: 'date-time' },
+                taskId: { type: 'string' },
+                model: { type: 'string' },
+                reason: { type: 'string', description: 'refunds: the failure\'s code' },
+                note: { type: 'string', description: 'top-ups: the operator\'s note' },
+              },
+              required: ['type', 'credits', 'balance', 'at'],
+            },
+          },
+          nextCursor: { type: 'string', nullable: true },
+        },
+        required: ['accountId', 'movements', 'nextCursor'],
+      }),
+      ...errors(400, 401, 429),
+    },
+  },
   balance: {
     operationId: 'getBalance',
     summary: 'The account\'s credit balance',

@@ -142,6 +142,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's ledger movements (opening credits, top-ups, debits, refunds), oldest first, in pages
+         * @description Each movement is signed; all of them from the first add up to the balance. A page reads at most 1,000 ledger entries, so with a date range it may be short or empty with a nextCursor: follow nextCursor until it is null.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/balance": {
         parameters: {
             query?: never;
@@ -1808,6 +1828,114 @@ export interface operations {
                                     /** Format: date-time */
                                     at: string;
                                 };
+                            }[];
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description Bearer realm="media-worker", with error="invalid_token" for an unknown or revoked key */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "UNAUTHORIZED";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description inclusive */
+                from?: string;
+                /** @description exclusive */
+                to?: string;
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            accountId: string;
+                            movements: {
+                                /** @enum {string} */
+                                type: "open" | "topup" | "debit" | "refund";
+                                /** @description signed: debits negative */
+                                credits: number;
+                                /** @description after this movement */
+                                balance: number;
+                                /** Format: date-time */
+                                at: string;
+                                taskId?: string;
+                                model?: string;
+                                /** @description refunds: the failure's code */
+                                reason?: string;
+                                /** @description top-ups: the operator's note */
+                                note?: string;
                             }[];
                             nextCursor: string | null;
                         };
