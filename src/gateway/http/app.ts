@@ -36,7 +36,7 @@ export interface AppDeps {
   settings: GatewaySettings;
   resultsDir: string;
   resultsBaseUrl: string | undefined;
-  /** The worker's WORKER_UPSCALE_RESULT_LIFETIME_DAYS: upscale result links expire with their files. */
+  /** The worker's RESULTS_UPSCALE_LIFETIME_DAYS: upscale result links expire with their files. */
   upscaleResultLifetimeDays: number;
   accounts: Accounts;
   ledger: Ledger;

@@ -74,7 +74,9 @@ const envelope = (data: object, description = 'Success') => ({
   required: ['success', 'data'],
 });
 
-const url = (description: string) => ({ type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2048, description });
+// https only: an http:// input is refused 400 INVALID_URL unless the deployment allows private
+// addresses (MEDIA_WORKER_ALLOW_PRIVATE_URLS, development and one-host setups), which this document does not describe.
+const url = (description: string) => ({ type: 'string', format: 'uri', pattern: '^https://', maxLength: 2048, description });
 const factor = { type: 'string', enum: [...UPSCALE_FACTORS], default: '2', description: '"1" enhances without enlarging' };
 const text = (maxLength: number, description: string) => ({ type: 'string', minLength: 1, maxLength, description });
 
@@ -381,6 +383,9 @@ export const routeSchemas = {
     operationId: 'upload',
     summary: 'Upload a local file (raw bytes; image, video or audio by content) to get a signed, expiring URL to submit',
     security,
+    // The raw bytes; the format is read from them, the Content-Type only has to be one of these.
+    consumes: ['application/octet-stream', 'image/*', 'video/*', 'audio/*'],
+    body: { type: 'string', format: 'binary', description: 'the file\'s bytes (JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC, OGG or M4A)' },
     response: {
       201: envelope({ type: 'object', properties: { url: { type: 'string' }, format: { type: 'string' }, size: { type: 'integer' } }, required: ['url', 'format', 'size'] }),
       ...errors(401, 403, 413, 415, 429),

@@ -2076,7 +2076,15 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description the file's bytes (JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC, OGG or M4A) */
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+                "image/*": string;
+                "video/*": string;
+                "audio/*": string;
+            };
+        };
         responses: {
             /** @description Success */
             201: {
