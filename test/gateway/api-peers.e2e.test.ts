@@ -219,3 +219,19 @@ describe('GET /api/v1/usage', () => {
     }
   }, 60_000);
 });
+
+describe('methods', () => {
+  it('a method such as QUERY on a known path is 405 with Allow, with or without a body', async () => {
+    const owner = await newAccount(10);
+    for (const body of [undefined, '{"model":"vendor-v5-generate-music"}']) {
+      const res = await fetch(`${gateway.url}/api/v1/generate`, {
+        method: 'QUERY',
+        headers: { authorization: `Bearer ${owner.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body }),
+      });
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('POST');
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('METHOD_NOT_ALLOWED');
+    }
+  });
+});

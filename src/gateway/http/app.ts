@@ -136,16 +136,21 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     else if (mapped.status >= 500) req.log.error({ err }, 'Request failed');
     void sendError(reply, mapped);
   });
-  app.setNotFoundHandler((req, reply) => {
+  /** A known path with another method is 405 with the methods it has (RFC 9110, 15.5.6); else 404. */
+  const unmatched = (req: FastifyRequest): ApiError => {
     const path = req.url.split('?')[0] ?? '';
-    // A known path with another method is 405 with the methods it has (RFC 9110, 15.5.6).
     const allowed = HTTP_METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
     if (allowed.length > 0 && !allowed.includes(req.method as (typeof HTTP_METHODS)[number])) {
-      void sendError(reply, ApiError.of('METHOD_NOT_ALLOWED', `Expected ${allowed.join(' or ')} on ${path} but received ${req.method}`, { allow: allowed.join(', ') }));
-      return;
+      return ApiError.of('METHOD_NOT_ALLOWED', `Expected ${allowed.join(' or ')} on ${path} but received ${req.method}`, { allow: allowed.join(', ') });
     }
-    void sendError(reply, ApiError.of('NOT_FOUND', `Expected a path of this API but received ${req.method} ${path}`));
+    return ApiError.of('NOT_FOUND', `Expected a path of this API but received ${req.method} ${path}`);
+  };
+  // Before the body is looked at: Fastify would otherwise refuse a body-carrying method it knows
+  // (QUERY) without a Content-Type, or parse its body, before the not-found handler.
+  app.addHook('onRequest', async (req) => {
+    if (req.is404) throw unmatched(req);
   });
+  app.setNotFoundHandler((req, reply) => void sendError(reply, unmatched(req)));
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
