@@ -13,6 +13,8 @@ export const GATEWAY_ERROR_STATUS = {
   TASK_NOT_FOUND: 404,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
+  /** POST /api/v1/tasks/{id}/cancel on a task that has already completed or failed. */
+  TASK_NOT_PENDING: 409,
   INVALID_QUERY: 400,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,

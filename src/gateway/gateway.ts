@@ -9,6 +9,7 @@ import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jet
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { PROVISION_HINT, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, streamProblems, type ProtocolSettings } from '../protocol/index.js';
+import { cancelClient } from './cancel-client.js';
 import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, type GatewayApp } from './http/app.js';
 import { GatewayMetrics } from './metrics.js';
@@ -29,6 +30,9 @@ export interface GatewayHandle {
   stop(): Promise<void>;
 }
 
+/** A worker answering a cancel of a task running on another host waits up to 5 s for that host's event. */
+const CANCEL_TIMEOUT_MS = 10_000;
+
 export async function startGateway(settings: GatewaySettings, protocol: ProtocolSettings, logger: Logger): Promise<GatewayHandle> {
   const nc = await connectNats(protocol);
   const jsm = await jetstreamManager(nc);
@@ -46,6 +50,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     quoteGate: quoteGate(perGatewayCap(settings.quotesPerAccount, settings.gatewayInstances)),
     metrics,
     security,
+    cancel: cancelClient(nc, CANCEL_TIMEOUT_MS),
   });
   const consumerNames = { eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
   const consumers = await consumerProblems(jsm, consumerNames);

@@ -14,8 +14,10 @@ import type { Logger } from 'pino';
 import { kindOfModel, minimumCredits, type Job } from '../jobs/index.js';
 import { type TerminalEvent, UnconfirmedPublishError, confirmedAck, jobSubject } from '../protocol/index.js';
 import { ApiError } from './errors.js';
+import { estimateView } from './estimate.js';
 import { newTaskId } from './ids.js';
 import { isNatsUnavailable } from './nats-unavailable.js';
+import type { CancelClient } from './cancel-client.js';
 import type { QuoteClient } from './quote-client.js';
 import type { QuoteGate } from './quote-gate.js';
 import { checkQuote } from './quote-check.js';
@@ -28,6 +30,7 @@ import { WriteConflict } from './store/subject-store.js';
 import { pollUrl, submissionView } from './views.js';
 import type { GatewayMetrics } from './metrics.js';
 import { errorMessage } from '../errors.js';
+import { sleep } from '../sleep.js';
 
 export type Endpoint = 'generate' | 'lipsync' | 'upscale-tool';
 
@@ -37,6 +40,14 @@ export interface GatewayService {
   materialise(accountId: string, entry: DebitEntry, seq: number): Promise<void>;
   /** `check`: what the event must pass before it counts (the result check, consumers.ts). */
   settle(event: TerminalEvent, log: Pick<Logger, 'info' | 'warn'>, check?: ResultCheck): Promise<'completed' | 'failed' | 'already settled' | 'not ours'>;
+  /** What the job would cost (POST /api/v1/estimate): the submission's quote and checks, nothing charged. */
+  estimate(accountId: string, job: Job, signal?: AbortSignal): Promise<Record<string, unknown>>;
+  /**
+   * Cancels a pending task of the account through the protocol's cancel; the task as it stands
+   * once the worker's CANCELLED event has settled it (refunded), or still pending when that event
+   * was not seen within the wait. Another account's task is TASK_NOT_FOUND; a settled one TASK_NOT_PENDING.
+   */
+  cancel(accountId: string, taskId: string, log: Pick<Logger, 'info' | 'warn'>): Promise<TaskRecord>;
 }
 
 export interface ServiceDeps {
@@ -47,6 +58,18 @@ export interface ServiceDeps {
   quoteGate: QuoteGate;
   metrics: GatewayMetrics;
   security: SecurityEventReporter;
+  cancel: CancelClient;
+  /** How long a cancel waits for the worker's event to settle the task before answering (default 5 s). */
+  cancelSettleWaitMs?: number;
+}
+
+/** The same answer for an unknown id and another account's task. */
+export function taskNotFound(id: string): ApiError {
+  return ApiError.of('TASK_NOT_FOUND', `Expected the id of one of your tasks but received ${JSON.stringify(id)}`);
+}
+
+function notPending(id: string, status: string): ApiError {
+  return ApiError.of('TASK_NOT_PENDING', `Expected a pending task to cancel but task ${id} is ${status}; nothing changed`);
 }
 
 export function gatewayService(deps: ServiceDeps): GatewayService {
@@ -92,8 +115,42 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
     if (stored.value.status === 'pending') await publishJob(entry);
   };
 
+  /** The task once it is no longer pending, or as it is when `waitMs` has passed. */
+  const settled = async (accountId: string, taskId: string, waitMs: number): Promise<TaskRecord | null> => {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const current = await tasks.get(accountId, taskId);
+      if (current === null || current.value.status !== 'pending' || Date.now() >= deadline) return current?.value ?? null;
+      await sleep(100);
+    }
+  };
+
   return {
     materialise,
+
+    async estimate(accountId, job, signal) {
+      const quoted = await fairQuote(accountId, job, signal);
+      return estimateView(job, quoted, (await ledger.balance(accountId)) ?? 0);
+    },
+
+    async cancel(accountId, taskId, log) {
+      const found = await tasks.get(accountId, taskId);
+      if (found === null) throw taskNotFound(taskId);
+      const task = found.value;
+      if (task.status !== 'pending') throw notPending(task.id, task.status);
+      const reply = await deps.cancel({
+        id: task.id,
+        model: task.model,
+        credits: task.creditsUsed,
+        createdAt: task.createdAt,
+        reason: 'cancelled by its account over the API',
+      });
+      log.info({ taskId, cancelled: reply.cancelled, status: reply.status }, 'Cancel answered');
+      // Either way a terminal event exists now; the events consumer settles (and refunds) from it.
+      const after = (await settled(accountId, taskId, deps.cancelSettleWaitMs ?? 5000)) ?? task;
+      if (!reply.cancelled) throw notPending(task.id, reply.status);
+      return after;
+    },
 
     async submit(accountId, job, endpoint, log, signal) {
       const quoted = await fairQuote(accountId, job, signal);

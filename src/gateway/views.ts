@@ -60,7 +60,7 @@ export function taskView(task: TaskRecord): Record<string, unknown> {
 /**
  * A completed task's result with its links to files this gateway serves signed, expiring when the
  * worker deletes the file: the kind's result lifetime after the task finished (the spec's 14 days
- * for music, 7 for lip-sync, WORKER_UPSCALE_RESULT_LIFETIME_DAYS for upscales), the same link at
+ * for music, 7 for lip-sync, RESULTS_UPSCALE_LIFETIME_DAYS for upscales), the same link at
  * every poll. Only URLs under the task's own results folder are signed: the gateway never signs
  * a URL it did not build for that task (an upload, another task's result).
  */

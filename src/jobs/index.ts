@@ -104,7 +104,7 @@ export {
   type OutputTier,
   type VideoUpscalePrice,
 } from './pricing.js';
-export { errorBody, formatDuration, formatQuoteError, measuredStreams, quoteJob } from './quote.js';
+export { errorBody, formatDuration, formatQuoteError, lipsyncBilledSeconds, measuredStreams, quoteJob } from './quote.js';
 export type {
   ErrorBody,
   ImageQuote,

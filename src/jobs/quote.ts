@@ -103,6 +103,15 @@ export function measuredStreams(info: MediaInfo): MeasuredStreams {
 }
 
 /**
+ * What a lip-sync bills: the video stream's measured span. The file's own audio is replaced by the
+ * job's, so audio running past the last frame does not lengthen the bill (docs/contract.md, "Billing").
+ * A video stream without timed packets falls back to the file's measured span.
+ */
+export function lipsyncBilledSeconds(info: MediaInfo): number {
+  return info.video?.seconds ?? info.durationSeconds;
+}
+
+/**
  * Frames a video upscale processes: the packets measured (one frame each), unless a variable frame
  * rate is made constant at its highest rate (then duration x that rate: video/video-geometry.ts).
  */
@@ -208,7 +217,9 @@ async function quoteLipsync(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSign
   signal?.throwIfAborted();
   const videoInfo = await deps.probeMedia(video.path);
   checkVideo('video_url', videoInfo, LIPSYNC_VIDEO_CONTAINERS);
-  const price = priceLipsync(job.model, videoInfo.durationSeconds);
+  // The 30 s limit reads the file's measured span, as the worker's own check does (lipsync/pipeline.ts).
+  priceLipsync(job.model, videoInfo.durationSeconds);
+  const price = priceLipsync(job.model, lipsyncBilledSeconds(videoInfo));
   if (policy !== undefined && videoInfo.video !== undefined) {
     // The output keeps the input's size and rate: the input's limits are the output's.
     checkVideoInputSize(displayed(videoInfo.video), policy.limits);

@@ -14,6 +14,7 @@ import { securityEvents } from '../../src/gateway/security-events.js';
 import { resultCheck } from '../../src/gateway/result-check.js';
 import { sweepPendingOnce } from '../../src/gateway/pending-sweeper.js';
 import { quoteGate } from '../../src/gateway/quote-gate.js';
+import { cancelClient } from '../../src/gateway/cancel-client.js';
 import { gatewayService, type GatewayService } from '../../src/gateway/service.js';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
 import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
@@ -47,6 +48,7 @@ beforeAll(async () => {
     // Fixed prices: this file is about the ledger, not the worker's quote.
     quote: async (job) => ({ model: job.model, creditsUsed: 15, input: { custom_mode: false, prompt: 'a song', instrumental: false } }),
     quoteGate: quoteGate(1000),
+    cancel: cancelClient(nc, 1000),
     metrics,
     security: securityEvents(metrics, pino({ level: 'silent' })),
   });

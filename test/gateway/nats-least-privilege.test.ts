@@ -164,6 +164,7 @@ const GATEWAY_PUBLISH = [
   'media.jobs.image.vendor-image-upscale',
   'media.quote',
   'media.quote.abandon',
+  'media.cancel',
   'gateway.ledger.acct_enum',
   'gateway.accounts.acct_enum',
   'gateway.keys.0000',

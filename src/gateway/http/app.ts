@@ -16,12 +16,14 @@ import { ApiError, errorEnvelope, successEnvelope, toApiError } from '../errors.
 import type { GatewayMetrics } from '../metrics.js';
 import { NATS_RETRY_AFTER_SECONDS } from '../nats-unavailable.js';
 import type { ProgressBoard } from '../progress.js';
-import type { Endpoint, GatewayService } from '../service.js';
+import { taskNotFound, type Endpoint, type GatewayService } from '../service.js';
 import { GatewaySettingsError, servedFilesProblem, type GatewaySettings } from '../settings.js';
 import type { Accounts } from '../store/accounts.js';
 import type { Ledger } from '../store/ledger.js';
 import type { Tasks } from '../store/tasks.js';
+import { estimateJob } from '../estimate.js';
 import { linkSigner, type LinkSigner } from '../links.js';
+import { usagePage, usageQuerySchema } from '../usage.js';
 import { taskView, withSignedLinks } from '../views.js';
 import { fromFrameworkError } from './framework-errors.js';
 import { useJsonBodyParser } from './json-body.js';
@@ -34,7 +36,7 @@ export interface AppDeps {
   settings: GatewaySettings;
   resultsDir: string;
   resultsBaseUrl: string | undefined;
-  /** The worker's WORKER_UPSCALE_RESULT_LIFETIME_DAYS: upscale result links expire with their files. */
+  /** The worker's RESULTS_UPSCALE_LIFETIME_DAYS: upscale result links expire with their files. */
   upscaleResultLifetimeDays: number;
   accounts: Accounts;
   ledger: Ledger;
@@ -134,16 +136,21 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     else if (mapped.status >= 500) req.log.error({ err }, 'Request failed');
     void sendError(reply, mapped);
   });
-  app.setNotFoundHandler((req, reply) => {
+  /** A known path with another method is 405 with the methods it has (RFC 9110, 15.5.6); else 404. */
+  const unmatched = (req: FastifyRequest): ApiError => {
     const path = req.url.split('?')[0] ?? '';
-    // A known path with another method is 405 with the methods it has (RFC 9110, 15.5.6).
     const allowed = HTTP_METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
     if (allowed.length > 0 && !allowed.includes(req.method as (typeof HTTP_METHODS)[number])) {
-      void sendError(reply, ApiError.of('METHOD_NOT_ALLOWED', `Expected ${allowed.join(' or ')} on ${path} but received ${req.method}`, { allow: allowed.join(', ') }));
-      return;
+      return ApiError.of('METHOD_NOT_ALLOWED', `Expected ${allowed.join(' or ')} on ${path} but received ${req.method}`, { allow: allowed.join(', ') });
     }
-    void sendError(reply, ApiError.of('NOT_FOUND', `Expected a path of this API but received ${req.method} ${path}`));
+    return ApiError.of('NOT_FOUND', `Expected a path of this API but received ${req.method} ${path}`);
+  };
+  // Before the body is looked at: Fastify would otherwise refuse a body-carrying method it knows
+  // (QUERY) without a Content-Type, or parse its body, before the not-found handler.
+  app.addHook('onRequest', async (req) => {
+    if (req.is404) throw unmatched(req);
   });
+  app.setNotFoundHandler((req, reply) => void sendError(reply, unmatched(req)));
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
@@ -192,6 +199,15 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       }
     };
 
+    api.post('/api/v1/estimate', { schema: routeSchemas.estimate }, async (req, reply) => {
+      const job = estimateJob(req.body);
+      // As for a submission: the quote is abandoned when the client hangs up.
+      const gone = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) gone.abort();
+      });
+      return successEnvelope(await deps.service.estimate(req.accountId, job, gone.signal));
+    });
     api.post('/api/v1/generate', { schema: routeSchemas.generate }, submit('generate', unifiedJob, 200));
     api.post('/api/v1/tools/lipsync', { schema: routeSchemas.lipsync }, submit('lipsync', (b) => normaliseToolBody('lipsync', b), 202));
     api.post('/api/v1/tools/upscale-image', { schema: routeSchemas.upscaleImage }, submit('upscale-tool', (b) => normaliseToolBody('upscale-image', b), 200));
@@ -205,12 +221,29 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       return successEnvelope(withSignedLinks(withProgress(taskView(task.value), task.value.status, deps.progress), task.value, links));
     });
 
+    api.post('/api/v1/tasks/:id/cancel', { schema: routeSchemas.cancel }, async (req) => {
+      const { id } = req.params as { id: string };
+      if (!/^[A-Za-z0-9_-]{1,128}$/.test(id)) throw taskNotFound(id);
+      const task = await deps.service.cancel(req.accountId, id, req.log);
+      return successEnvelope(taskView(task));
+    });
+
     api.get('/api/v1/tasks', { schema: routeSchemas.history }, async (req) => {
       const query = historyQuery(settings.historyPageSize).safeParse(req.query);
       if (!query.success) throw ApiError.of('INVALID_QUERY', query.error.issues[0]?.message ?? 'Invalid query');
       const page = await historyPage(deps, req.accountId, query.data.limit, query.data.cursor);
       const tasks = await Promise.all(page.ids.map((id) => deps.tasks.get(req.accountId, id)));
       return successEnvelope({ tasks: tasks.flatMap((t) => (t === null ? [] : [withSignedLinks(taskView(t.value), t.value, links)])), nextCursor: page.next });
+    });
+
+    api.get('/api/v1/usage', { schema: routeSchemas.usage }, async (req) => {
+      const query = usageQuerySchema.safeParse(req.query);
+      if (!query.success) throw ApiError.of('INVALID_QUERY', query.error.issues[0]?.message ?? 'Invalid query');
+      const page = await usagePage(query.data, {
+        entries: (after, limit) => deps.ledger.entries(req.accountId, after, limit),
+        taskModel: async (taskId) => (await deps.tasks.get(req.accountId, taskId))?.value.model,
+      });
+      return successEnvelope({ accountId: req.accountId, ...page });
     });
 
     api.get('/api/v1/balance', { schema: routeSchemas.balance }, async (req) => {

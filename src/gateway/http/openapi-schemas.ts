@@ -30,6 +30,7 @@ const errorCodes = {
   403: ['UPLOAD_QUOTA_EXCEEDED'],
   404: ['TASK_NOT_FOUND', 'NOT_FOUND'],
   405: ['METHOD_NOT_ALLOWED'],
+  409: ['TASK_NOT_PENDING'],
   410: ['LINK_EXPIRED'],
   413: ['PAYLOAD_TOO_LARGE'],
   414: ['URI_TOO_LONG'],
@@ -73,7 +74,9 @@ const envelope = (data: object, description = 'Success') => ({
   required: ['success', 'data'],
 });
 
-const url = (description: string) => ({ type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2048, description });
+// https only: an http:// input is refused 400 INVALID_URL unless the deployment allows private
+// addresses (MEDIA_WORKER_ALLOW_PRIVATE_URLS, development and one-host setups), which this document does not describe.
+const url = (description: string) => ({ type: 'string', format: 'uri', pattern: '^https://', maxLength: 2048, description });
 const factor = { type: 'string', enum: [...UPSCALE_FACTORS], default: '2', description: '"1" enhances without enlarging' };
 const text = (maxLength: number, description: string) => ({ type: 'string', minLength: 1, maxLength, description });
 
@@ -267,12 +270,53 @@ export const routeSchemas = {
     body: { ...videoInput, example: { video_url: 'https://cdn.example.com/clip.mp4', upscale_factor: '2' } },
     response: { 200: envelope(videoSubmitted, ACCEPTED), ...submitErrors },
   },
+  estimate: {
+    operationId: 'estimate',
+    summary: 'What a submission would cost, charging nothing: the same quote and checks as submitting it',
+    description:
+      'The body is any submission\'s: {"model", "input"} for every model (lip-sync included), or a tool endpoint\'s body ' +
+      '(told apart by audio_url, image_url, video_url). Refused with the same codes as the submission; subject to the quote ' +
+      'limits (TOO_MANY_QUOTES) and rate limits; a balance below the least such a job costs is 402 as at submission.',
+    security,
+    body: {
+      type: 'object',
+      description: 'a body of POST /api/v1/generate (any model), /tools/lipsync, /tools/upscale-image or /tools/upscale-video',
+      additionalProperties: true,
+      example: { model: 'vendor-lipsync-2', input: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3' } },
+    },
+    response: {
+      200: envelope({
+        title: 'Estimate',
+        type: 'object',
+        properties: {
+          model: { type: 'string' },
+          creditsUsed: { type: 'integer', minimum: 0, description: 'what the submission would be charged now' },
+          duration: { type: 'number', description: 'lip-sync: the measured video stream\'s seconds (billed)' },
+          input: { type: 'object', additionalProperties: true, description: 'the echo a tool endpoint shows (detected_dimensions and output_tier, detected_duration and billed_seconds, ...)' },
+          balance: { type: 'integer', minimum: 0 },
+          sufficient: { type: 'boolean', description: 'the balance covers creditsUsed now' },
+        },
+        required: ['model', 'creditsUsed', 'input', 'balance', 'sufficient'],
+      }),
+      ...errors(400, 401, 402, 413, 415, 422, 429, 503),
+    },
+  },
   task: {
     operationId: 'getTask',
     summary: 'Poll a task (unknown id and another account\'s task: 404 TASK_NOT_FOUND)',
     security,
     params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
     response: { 200: envelope(task), ...errors(401, 404, 414, 429) },
+  },
+  cancel: {
+    operationId: 'cancelTask',
+    summary: 'Cancel a pending task of the account: refunded once, its worker stops (a settled task: 409 TASK_NOT_PENDING)',
+    description:
+      'Answers the task once the worker\'s CANCELLED event has settled it (status failed, error CANCELLED, creditsRefunded); ' +
+      'rarely still pending, when that event takes longer than 5 s: poll it.',
+    security,
+    params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
+    response: { 200: envelope(task), ...errors(401, 404, 409, 414, 429, 503) },
   },
   history: {
     operationId: 'listTasks',
@@ -281,6 +325,52 @@ export const routeSchemas = {
     querystring: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, cursor: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$' } } },
     response: {
       200: envelope({ type: 'object', properties: { tasks: { type: 'array', items: task }, nextCursor: { type: 'string', nullable: true } }, required: ['tasks', 'nextCursor'] }),
+      ...errors(400, 401, 429),
+    },
+  },
+  usage: {
+    operationId: 'getUsage',
+    summary: 'The account\'s ledger movements (opening credits, top-ups, debits, refunds), oldest first, in pages',
+    description:
+      'Each movement is signed; all of them from the first add up to the balance. A page reads at most 1,000 ledger entries, ' +
+      'so with a date range it may be short or empty with a nextCursor: follow nextCursor until it is null.',
+    security,
+    querystring: {
+      type: 'object',
+      properties: {
+        from: { type: 'string', format: 'date-time', description: 'inclusive' },
+        to: { type: 'string', format: 'date-time', description: 'exclusive' },
+        limit: { type: 'integer', minimum: 1, maximum: 100, default: 50 },
+        cursor: { type: 'string', pattern: '^u[0-9]{1,15}$' },
+      },
+    },
+    response: {
+      200: envelope({
+        type: 'object',
+        properties: {
+          accountId: { type: 'string' },
+          movements: {
+            type: 'array',
+            items: {
+              title: 'Movement',
+              type: 'object',
+              properties: {
+                type: { type: 'string', enum: ['open', 'topup', 'debit', 'refund'] },
+                credits: { type: 'integer', description: 'signed: debits negative' },
+                balance: { type: 'integer', minimum: 0, description: 'after this movement' },
+                at: { type: 'string', format: 'date-time' },
+                taskId: { type: 'string' },
+                model: { type: 'string' },
+                reason: { type: 'string', description: 'refunds: the failure\'s code' },
+                note: { type: 'string', description: 'top-ups: the operator\'s note' },
+              },
+              required: ['type', 'credits', 'balance', 'at'],
+            },
+          },
+          nextCursor: { type: 'string', nullable: true },
+        },
+        required: ['accountId', 'movements', 'nextCursor'],
+      }),
       ...errors(400, 401, 429),
     },
   },
@@ -294,6 +384,9 @@ export const routeSchemas = {
     operationId: 'upload',
     summary: 'Upload a local file (raw bytes; image, video or audio by content) to get a signed, expiring URL to submit',
     security,
+    // The raw bytes; the format is read from them, the Content-Type only has to be one of these.
+    consumes: ['application/octet-stream', 'image/*', 'video/*', 'audio/*'],
+    body: { type: 'string', format: 'binary', description: 'the file\'s bytes (JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC, OGG or M4A)' },
     response: {
       201: envelope({ type: 'object', properties: { url: { type: 'string' }, format: { type: 'string' }, size: { type: 'integer' } }, required: ['url', 'format', 'size'] }),
       ...errors(401, 403, 413, 415, 429),
