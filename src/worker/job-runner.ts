@@ -172,10 +172,14 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
       return;
     }
     if (firstHost !== rt.hostId) {
-      // Its event from here would not be believed: the task is the first claimer's (a delivery that
-      // host lost settles through the control plane's expiry, docs/protocol.md).
-      log.warn({ claimedBy: firstHost }, 'Task was claimed first by another host: acking this delivery without running the job');
-      await acknowledge(rt, msg, log);
+      // Its event from here would not be believed: the task is the first claimer's. Handed back, not
+      // acked, so that the claimer's host (restarted, or a sibling process under the same
+      // WORKER_HOST_ID) can still run it; the last delivery's advisory or the control plane's expiry
+      // settles it otherwise (docs/protocol.md, "Who settles a task").
+      const delayMs = claimedElsewhereDelayMs(attempt, rt.settings.nakDelaysMs);
+      log.warn({ claimedBy: firstHost, delayMs }, 'Task was claimed first by another host: handing this delivery back without running the job');
+      msg.nak(delayMs);
+      await flush(rt);
       rt.metrics.recordJob(kind, 'claimed-elsewhere');
       return;
     }
@@ -258,6 +262,11 @@ async function decideTask(
     rt.metrics.inFlight.dec({ kind });
     await run.settled(log);
   }
+}
+
+/** The transient-retry schedule (WORKER_NAK_DELAYS_MS): the claimer's host gets the same time to come back. */
+export function claimedElsewhereDelayMs(attempt: number, nakDelaysMs: readonly number[]): number {
+  return nakDelaysMs[Math.min(Math.max(attempt, 1), nakDelaysMs.length) - 1] ?? 0;
 }
 
 function validate(reading: { source: 'header' | 'body'; body: unknown }, taskId: string, kind: JobKind, subject: string, protocol: string | undefined): Job {

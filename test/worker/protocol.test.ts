@@ -140,17 +140,34 @@ async function whoCanRunAll() {
 }
 
 describe('claims', () => {
-  it('a delivery of a task another host claimed first is acked without running: no event from this host', async () => {
+  it('a delivery of a task another host claimed first is handed back unrun; the claimer\'s host runs it when it is back', async () => {
     await createStreams();
     // What host-a leaves when it dies mid-job: its claim; the job is redelivered to host-b.
     await cp.nc.request('media.claims.host-a.claimed-1', JSON.stringify({ id: 'claimed-1', host: 'host-a', at: new Date().toISOString() }));
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('claimed-1'));
+    const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'host-b', nakDelaysMs: '2000' });
+    await waitFor('host-b to hand it back', async () => /media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 1/.test(await b.metrics.registry.metrics()));
+    await b.stop();
+    expect(await cp.jobsInQueue()).toBe(1);
+    const a = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'host-a' });
+    expect(await eventOf('claimed-1')).toMatchObject({ status: 'completed', attempt: 2 });
+    expect(await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.host-a.claimed-1' })).not.toBeNull();
+    expect(b.records).toEqual([]);
+    expect(a.records.map((r) => r.taskId)).toEqual(['claimed-1']);
+  });
+
+  it('a task whose claimer never comes back runs out of deliveries on the other host: no event from it, the job removed, left to the control plane', async () => {
+    await createStreams();
+    await cp.nc.request('media.claims.host-a.claimed-2', JSON.stringify({ id: 'claimed-2', host: 'host-a', at: new Date().toISOString() }));
+    await cp.publishJob('image', 'vendor-image-upscale', imageJob('claimed-2'));
     const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'host-b' });
     await waitFor('the job to leave the queue', async () => (await cp.jobsInQueue()) === 0);
     expect(b.records).toEqual([]);
-    expect(await cp.eventsOf('claimed-1')).toEqual([]);
-    expect(await b.metrics.registry.metrics()).toMatch(/media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 1/);
-    expect(await firstClaimHost(cp.jsm, 'MEDIA_CLAIMS', 'claimed-1')).toBe('host-a');
+    expect(await cp.eventsOf('claimed-2')).toEqual([]);
+    const metrics = await b.metrics.registry.metrics();
+    expect(metrics).toMatch(/media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 3/);
+    expect(metrics).toMatch(/media_worker_max_deliveries_advisories_total 1/);
+    expect(await firstClaimHost(cp.jsm, 'MEDIA_CLAIMS', 'claimed-2')).toBe('host-a');
   });
 });
 
