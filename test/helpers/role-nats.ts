@@ -29,6 +29,10 @@ export interface RoleNats {
   /** NATS_USER, NATS_PASSWORD, NATS_INBOX_PREFIX (and WORKER_HOST_ID for a worker host) of a role. */
   env(role: Role): Record<string, string>;
   connectAs(role: Role, options?: { timeout?: number }): Promise<NatsConnection>;
+  /** A role's user, password and inbox as connection options (for helpers that connect themselves). */
+  auth(role: Role): { user: string; pass: string; inboxPrefix: string };
+  /** The environments of `media-worker provision` (operator), `serve` (worker host `host`) and `gateway`. */
+  serviceEnvs(host?: string): { operator: Record<string, string>; worker: Record<string, string>; gateway: Record<string, string> };
   close(): Promise<void>;
 }
 
@@ -70,20 +74,19 @@ export async function startRoleNats(dir: string, options: { hosts?: readonly str
   await writeFile(config, `include "nats-server.conf"\n${tls}`);
   const server = await startNatsServer({ configFile: config, env: passwords, ...(options.binary === undefined ? {} : { binary: options.binary }) });
   const password = (role: Role): string => passwords[passwordVariable(role)] ?? '';
+  const env = (role: Role): Record<string, string> => ({
+    NATS_URL: server.url,
+    NATS_USER: role,
+    NATS_PASSWORD: password(role),
+    NATS_INBOX_PREFIX: inboxPrefix(role),
+    ...(role.startsWith('worker-') ? { WORKER_HOST_ID: role.slice('worker-'.length) } : {}),
+    ...(options.tls === undefined ? {} : { NATS_TLS_CA_FILE: options.tls.caFile }),
+  });
   return {
     server,
     url: server.url,
     passwords,
-    env(role) {
-      return {
-        NATS_URL: server.url,
-        NATS_USER: role,
-        NATS_PASSWORD: password(role),
-        NATS_INBOX_PREFIX: inboxPrefix(role),
-        ...(role.startsWith('worker-') ? { WORKER_HOST_ID: role.slice('worker-'.length) } : {}),
-        ...(options.tls === undefined ? {} : { NATS_TLS_CA_FILE: options.tls.caFile }),
-      };
-    },
+    env,
     connectAs(role, o = {}) {
       return connect({
         servers: server.url,
@@ -94,6 +97,10 @@ export async function startRoleNats(dir: string, options: { hosts?: readonly str
         ...(o.timeout === undefined ? {} : { timeout: o.timeout }),
         ...(options.tls === undefined ? {} : { tls: { caFile: options.tls.caFile } }),
       });
+    },
+    auth: (role) => ({ user: role, pass: password(role), inboxPrefix: inboxPrefix(role) }),
+    serviceEnvs(host = SHIPPED_HOST) {
+      return { operator: env('operator'), worker: env(`worker-${host}`), gateway: env('gateway') };
     },
     close: () => server.close(),
   };
