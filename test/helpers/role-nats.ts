@@ -31,6 +31,8 @@ export interface RoleNats {
   connectAs(role: Role, options?: { timeout?: number }): Promise<NatsConnection>;
   /** A role's user, password and inbox as connection options (for helpers that connect themselves). */
   auth(role: Role): { user: string; pass: string; inboxPrefix: string };
+  /** A role's credentials, inbox (and host id) as worker settings, for a worker started in the test's process. */
+  settingsOf(role: Role): { natsUser: string; natsPassword: string; natsInboxPrefix: string; hostId?: string };
   /** The environments of `media-worker provision` (operator), `serve` (worker host `host`) and `gateway`. */
   serviceEnvs(host?: string): { operator: Record<string, string>; worker: Record<string, string>; gateway: Record<string, string> };
   close(): Promise<void>;
@@ -99,6 +101,12 @@ export async function startRoleNats(dir: string, options: { hosts?: readonly str
       });
     },
     auth: (role) => ({ user: role, pass: password(role), inboxPrefix: inboxPrefix(role) }),
+    settingsOf: (role) => ({
+      natsUser: role,
+      natsPassword: password(role),
+      natsInboxPrefix: inboxPrefix(role),
+      ...(role.startsWith('worker-') ? { hostId: role.slice('worker-'.length) } : {}),
+    }),
     serviceEnvs(host = SHIPPED_HOST) {
       return { operator: env('operator'), worker: env(`worker-${host}`), gateway: env('gateway') };
     },
