@@ -1,7 +1,9 @@
 /**
  * One delivery of one job, from the message to its ack. The order is what makes billing safe:
  *
- *   read the task id ─► event already there? ─yes─► ack (no work)
+ *   read the task id ─► claim ─► the first claimer's event already there? ─yes─► ack (no work)
+ *                              │no
+ *                        first claimer another host? ─yes─► nak(retry delay), unrun
  *                              │no
  *                        validate ─fail─► failure event ─► term
  *                              │
@@ -148,27 +150,23 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
   const controller = new AbortController();
   const unregister = rt.running.add(taskId, controller);
   try {
+    // Claimed before anything runs: only the first claimer's event settles the task.
+    let firstHost: string;
     let existing: TerminalEvent | null;
     try {
-      existing = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId));
+      firstHost = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.claim(taskId));
+      // The first claimer's event only: another host's (a compromised one's) must not make the
+      // claimer's host drop the job unrun.
+      existing = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId, firstHost));
     } catch (err) {
-      log.error({ err }, 'Could not look up the terminal event; leaving the job to redelivery');
+      log.error({ err }, 'Could not claim the task or look up its terminal event; leaving the job to redelivery');
       rt.metrics.recordJob(kind, 'unpublished');
       return;
     }
     if (existing !== null) {
-      log.info({ status: existing.status }, 'Terminal event already published: acking this delivery without running the job');
+      log.info({ status: existing.status, host: firstHost }, 'Terminal event already published: acking this delivery without running the job');
       await acknowledge(rt, msg, log);
       rt.metrics.recordJob(kind, 'duplicate');
-      return;
-    }
-    // Claimed before anything runs: only the first claimer's event settles the task.
-    let firstHost: string;
-    try {
-      firstHost = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.claim(taskId));
-    } catch (err) {
-      log.error({ err }, 'Could not claim the task; leaving the job to redelivery');
-      rt.metrics.recordJob(kind, 'unpublished');
       return;
     }
     if (firstHost !== rt.hostId) {

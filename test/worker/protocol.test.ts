@@ -159,9 +159,11 @@ describe('claims', () => {
     await waitFor('hostb to hand it back', async () => /media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 1/.test(await b.metrics.registry.metrics()));
     await b.stop();
     expect(await cp.jobsInQueue()).toBe(1);
+    // hostb (a compromised host, say) publishes an event for the task: the claimer's host is not put off by it.
+    await jetstream(cp.nc).publish('media.events.hostb.claimed-1', JSON.stringify({ id: 'claimed-1', model: 'vendor-image-upscale', status: 'completed', result: {}, creditsUsed: 20, createdAt: new Date().toISOString() }));
     const a = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'hosta' });
-    expect(await eventOf('claimed-1')).toMatchObject({ status: 'completed', attempt: 2 });
-    expect(await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.hosta.claimed-1' })).not.toBeNull();
+    const own = await waitFor('hosta\'s event', () => cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.hosta.claimed-1' }).then((m) => m ?? undefined), 15_000);
+    expect(own.json()).toMatchObject({ status: 'completed', attempt: 2, worker: a.settings.natsName });
     expect(b.records).toEqual([]);
     expect(a.records.map((r) => r.taskId)).toEqual(['claimed-1']);
   });
