@@ -9,7 +9,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInbox, headers, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/gateway/errors.js';
 import { quoteClient } from '../../src/gateway/quote-client.js';
@@ -52,21 +52,30 @@ afterAll(async () => {
 const client = (o: { receiptWaitMs?: number; heartbeatMs?: number } = {}) => quoteClient(nc, { timeoutMs: TIMEOUT_MS, inboxPrefix: roles.auth('gateway').inboxPrefix, ...o });
 
 /** A stand-in for a worker on media.quote (queue group q, as the real one), answering as told. */
-function fakeWorker(onRequest: (msg: Msg, n: number) => void): { requests: Msg[] } {
+/** Gone at the server before the next test asks (the stand-ins' connection is not the gateway's). */
+async function unsubscribed(sub: Subscription): Promise<void> {
+  sub.unsubscribe();
+  await wk.flush();
+}
+
+async function fakeWorker(onRequest: (msg: Msg, n: number) => void): Promise<{ requests: Msg[] }> {
   const requests: Msg[] = [];
   const sub = wk.subscribe(QUOTE_SUBJECT, { queue: 'q', callback: (_err, msg) => onRequest(msg, requests.push(msg)) });
-  cleanups.push(() => sub.unsubscribe());
+  cleanups.push(() => unsubscribed(sub));
+  // Another connection than the gateway's: the server must have the subscription before the request.
+  await wk.flush();
   return { requests };
 }
 
-function abandonsSeen(): string[] {
+async function abandonsSeen(): Promise<string[]> {
   const ids: string[] = [];
   const sub = wk.subscribe('media.quote.abandon', {
     callback: (_err, msg) => {
       ids.push(msg.string());
     },
   });
-  cleanups.push(() => sub.unsubscribe());
+  cleanups.push(() => unsubscribed(sub));
+  await wk.flush();
   return ids;
 }
 
@@ -115,8 +124,8 @@ describe('quote requests with receipts', () => {
   }, 20_000);
 
   it('a request that no worker acknowledges is sent once more, then answered 503 at once, and both are abandoned', async () => {
-    const swallowed = fakeWorker(() => undefined); // subscribed (so no "no responders"), never answers
-    const abandoned = abandonsSeen();
+    const swallowed = await fakeWorker(() => undefined); // subscribed (so no "no responders"), never answers
+    const abandoned = await abandonsSeen();
     const started = Date.now();
     const err = await failure(client({ receiptWaitMs: 400 })(job, { party: 'acct_a' }));
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -131,7 +140,7 @@ describe('quote requests with receipts', () => {
   });
 
   it('a request lost once is answered through its second sending', async () => {
-    const worker = fakeWorker((msg, n) => {
+    const worker = await fakeWorker((msg, n) => {
       if (n === 1) return; // lost with a node, say
       msg.respond('', { headers: statusHeaders('received') });
       msg.respond(JSON.stringify(priced));
@@ -141,7 +150,7 @@ describe('quote requests with receipts', () => {
   });
 
   it('a worker that falls silent after its receipt is given up on after three missed heartbeats', async () => {
-    fakeWorker((msg) => msg.respond('', { headers: statusHeaders('received') }));
+    await fakeWorker((msg) => msg.respond('', { headers: statusHeaders('received') }));
     const started = Date.now();
     const err = await failure(client({ heartbeatMs: 1000 })(job, { party: 'acct_a' }));
     const waited = Date.now() - started;
@@ -160,7 +169,7 @@ describe('quote requests with receipts', () => {
   });
 
   it("a worker's refusal comes back with the spec's code and status", async () => {
-    fakeWorker((msg) => {
+    await fakeWorker((msg) => {
       const h = headers();
       h.set('Nats-Service-Error', 'PROBE_FAILED');
       h.set('Nats-Service-Error-Code', '422');
