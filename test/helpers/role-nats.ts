@@ -64,6 +64,8 @@ export async function usersWithHosts(hosts: readonly string[]): Promise<string> 
 
 export async function startRoleNats(dir: string, options: { hosts?: readonly string[]; tls?: ThrowawayCa; binary?: string } = {}): Promise<RoleNats> {
   const hosts = options.hosts ?? [];
+  // The host's name ends up in a configuration variable (`$MW_WORKER_<HOST>_PASSWORD`): no `-` there.
+  for (const h of hosts) if (!/^[A-Za-z0-9_]+$/.test(h)) throw new Error(`Expected a worker host name of letters, digits and _ but received ${JSON.stringify(h)}`);
   const users = ['gateway', 'operator', ...[SHIPPED_HOST, ...hosts].map((h) => `worker-${h}`)];
   const leads = ['12e4', '0000', '9e99', '1234', '00e1', '77'];
   const passwords = Object.fromEntries(users.map((u, i) => [passwordVariable(u), recipeSecret(leads[i % leads.length] ?? '1', i + 1)]));
