@@ -1,7 +1,9 @@
 /**
  * One delivery of one job, from the message to its ack. The order is what makes billing safe:
  *
- *   read the task id ─► event already there? ─yes─► ack (no work)
+ *   read the task id ─► claim ─► the first claimer's event already there? ─yes─► ack (no work)
+ *                              │no
+ *                        first claimer another host? ─yes─► nak(retry delay), unrun
  *                              │no
  *                        validate ─fail─► failure event ─► term
  *                              │
@@ -148,34 +150,34 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
   const controller = new AbortController();
   const unregister = rt.running.add(taskId, controller);
   try {
+    // Claimed before anything runs: only the first claimer's event settles the task.
+    let firstHost: string;
     let existing: TerminalEvent | null;
     try {
-      existing = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId));
+      firstHost = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.claim(taskId));
+      // The first claimer's event only: another host's (a compromised one's) must not make the
+      // claimer's host drop the job unrun.
+      existing = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId, firstHost));
     } catch (err) {
-      log.error({ err }, 'Could not look up the terminal event; leaving the job to redelivery');
+      log.error({ err }, 'Could not claim the task or look up its terminal event; leaving the job to redelivery');
       rt.metrics.recordJob(kind, 'unpublished');
       return;
     }
     if (existing !== null) {
-      log.info({ status: existing.status }, 'Terminal event already published: acking this delivery without running the job');
+      log.info({ status: existing.status, host: firstHost }, 'Terminal event already published: acking this delivery without running the job');
       await acknowledge(rt, msg, log);
       rt.metrics.recordJob(kind, 'duplicate');
       return;
     }
-    // Claimed before anything runs: only the first claimer's event settles the task.
-    let firstHost: string;
-    try {
-      firstHost = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.claim(taskId));
-    } catch (err) {
-      log.error({ err }, 'Could not claim the task; leaving the job to redelivery');
-      rt.metrics.recordJob(kind, 'unpublished');
-      return;
-    }
     if (firstHost !== rt.hostId) {
-      // Its event from here would not be believed: the task is the first claimer's (a delivery that
-      // host lost settles through the control plane's expiry, docs/protocol.md).
-      log.warn({ claimedBy: firstHost }, 'Task was claimed first by another host: acking this delivery without running the job');
-      await acknowledge(rt, msg, log);
+      // Its event from here would not be believed: the task is the first claimer's. Handed back, not
+      // acked, so that the claimer's host (restarted, or a sibling process under the same
+      // WORKER_HOST_ID) can still run it; the last delivery's advisory or the control plane's expiry
+      // settles it otherwise (docs/protocol.md, "Who settles a task").
+      const delayMs = claimedElsewhereDelayMs(attempt, rt.settings.nakDelaysMs);
+      log.warn({ claimedBy: firstHost, delayMs }, 'Task was claimed first by another host: handing this delivery back without running the job');
+      msg.nak(delayMs);
+      await flush(rt);
       rt.metrics.recordJob(kind, 'claimed-elsewhere');
       return;
     }
@@ -258,6 +260,11 @@ async function decideTask(
     rt.metrics.inFlight.dec({ kind });
     await run.settled(log);
   }
+}
+
+/** The transient-retry schedule (WORKER_NAK_DELAYS_MS): the claimer's host gets the same time to come back. */
+export function claimedElsewhereDelayMs(attempt: number, nakDelaysMs: readonly number[]): number {
+  return nakDelaysMs[Math.min(Math.max(attempt, 1), nakDelaysMs.length) - 1] ?? 0;
 }
 
 function validate(reading: { source: 'header' | 'body'; body: unknown }, taskId: string, kind: JobKind, subject: string, protocol: string | undefined): Job {

@@ -4,7 +4,9 @@
  * every framework error in the API's envelope; 429s under a storm of requests and of bad keys;
  * upload quotas, expiring links, revoked keys; the OpenAPI document checked by a standard validator
  * and a client generated from it (openapi-typescript + openapi-fetch) used against the gateway.
- * Timeouts and windows are settings, set small here so that the file runs in seconds.
+ * Timeouts and windows are settings, set small here so that the file runs in seconds. NATS is the
+ * shipped per-role configuration (test/helpers/role-nats.ts): `provision` and `accounts` as
+ * operator, `serve` as worker host `host1`, `gateway` as gateway, each with its own reply inbox.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -18,7 +20,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { sleep, waitFor } from '../worker/helpers/jetstream.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { linkSigner } from '../../src/gateway/links.js';
 import type { paths } from './openapi/api.js';
 import { accountsCommand, startServeAndGateway, type RunningProcess } from './processes.js';
@@ -30,7 +32,7 @@ const UPLOAD_LIFETIME_MS = 5000;
 const LINK_SECRET = 'attack-test-secret-of-at-least-32-chars';
 const signer = linkSigner(LINK_SECRET);
 
-let nats: TestNatsServer;
+let roles: RoleNats;
 let media: Server;
 let mediaUrl: string;
 let dir: string;
@@ -63,12 +65,11 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
   mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
 
-  nats = await startNatsServer();
+  roles = await startRoleNats(dir);
   const resultsDir = path.join(dir, 'results');
   await mkdir(path.join(resultsDir, 'image'), { recursive: true });
   await writeFile(path.join(resultsDir, 'image', 'file.png'), png);
   env = {
-    NATS_URL: nats.url,
     LOG_LEVEL: 'info',
     MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
     MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
@@ -92,13 +93,13 @@ beforeAll(async () => {
     GATEWAY_UPLOAD_LIFETIME_MS: String(UPLOAD_LIFETIME_MS),
     GATEWAY_UPLOAD_SWEEP_INTERVAL_MS: '500',
   };
-  ({ env, serve, gateway } = await startServeAndGateway(env));
+  ({ env, serve, gateway } = await startServeAndGateway(env, undefined, roles.serviceEnvs()));
 }, 180_000);
 
 afterAll(async () => {
   await gateway?.kill('SIGKILL');
   await serve?.kill('SIGKILL');
-  await nats?.close();
+  await roles?.close();
   media?.closeAllConnections();
   media?.close();
   await rm(dir, { recursive: true, force: true });

@@ -4,7 +4,9 @@
  * Each endpoint's success and error statuses and bodies; the spec's reference lip-sync charges; an
  * image upscale polled to completion and its result fetched from the gateway; a failure after
  * acceptance refunded once; 402 and 401; 100 concurrent submissions; a gateway killed and restarted
- * while tasks run.
+ * while tasks run. All under the shipped per-role NATS configuration (test/helpers/role-nats.ts):
+ * `provision` and `accounts` as operator, `serve` as worker host `host1`, `gateway` as gateway,
+ * each with its own reply inbox, so a permission the code needs and deploy/nats lacks fails here.
  */
 import { createServer, type Server } from 'node:http';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -18,9 +20,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { ffmpeg } from '../media/helpers.js';
 import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import type { TestNatsServer } from '../worker/helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { accountsCommand, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
 
+let roles: RoleNats;
 let nats: TestNatsServer;
 let cp: ControlPlane;
 let media: Server;
@@ -29,6 +33,7 @@ let dir: string;
 let serve: RunningProcess;
 let gateway: RunningProcess & { url: string };
 let env: NodeJS.ProcessEnv;
+let gatewayEnv: NodeJS.ProcessEnv;
 /** Requests for /flaky.png: the first (the quote) gets a PNG, later ones (the job) garbage. */
 let flakyRequests = 0;
 
@@ -58,9 +63,9 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
   mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
 
-  nats = await startNatsServer();
+  roles = await startRoleNats(dir);
+  nats = roles.server;
   env = {
-    NATS_URL: nats.url,
     LOG_LEVEL: 'info',
     MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
     MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
@@ -78,15 +83,16 @@ beforeAll(async () => {
     GATEWAY_QUOTES_PER_ACCOUNT: '100',
   };
   // The gateway serves RESULTS_DIR, so the results' base URL is the gateway's own.
-  ({ env, serve, gateway } = await startServeAndGateway(env));
-  cp = await controlPlane(nats.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' });
+  ({ env, gatewayEnv, serve, gateway } = await startServeAndGateway(env, undefined, roles.serviceEnvs()));
+  // The tests' own hand in NATS (reading events, replaying one) is the operator's.
+  cp = await controlPlane(nats.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
 }, 180_000);
 
 afterAll(async () => {
   await gateway?.kill('SIGKILL');
   await serve?.kill('SIGKILL');
   await cp?.close();
-  await nats?.close();
+  await roles?.close();
   media?.close();
   await rm(dir, { recursive: true, force: true });
 });
@@ -304,13 +310,14 @@ describe('tasks', () => {
     const account = await newAccount(100);
     const id = (await api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'slow' } })).body.data?.id ?? '';
     expect((await api('GET', `/api/v1/tasks/${id}`, account.key)).body.data).not.toHaveProperty('progress');
-    // What a worker sends on core NATS while the job runs (docs/protocol.md, "Progress").
+    // What a worker sends on core NATS while the job runs (docs/protocol.md, "Progress"), with a worker host's user.
     const message = { id, model: 'vendor-v5-generate-music', stage: 'generate', done: 3, total: 4, percent: 75, at: new Date().toISOString() };
+    const worker = await roles.connectAs('worker-host1');
     const seen = await waitFor('the progress to show', async () => {
-      cp.nc.publish(`media.progress.${id}`, JSON.stringify(message));
+      worker.publish(`media.progress.${id}`, JSON.stringify(message));
       const data = (await api('GET', `/api/v1/tasks/${id}`, account.key)).body.data;
       return data?.['progress'] === undefined ? undefined : data;
-    });
+    }).finally(() => worker.close());
     expect(seen).toMatchObject({ status: 'pending', progress: { stage: 'generate', percent: 75, at: message.at } });
   });
 
@@ -455,7 +462,7 @@ describe('a gateway killed while tasks run', () => {
     await gateway.kill('SIGKILL');
     // The worker goes on and publishes the events while no gateway is there to consume them.
     await waitFor('the events of the four tasks', async () => ((await Promise.all([...ids, failingId].map((id) => cp.eventsOf(id)))).every((e) => e.length === 1) ? true : undefined), 90_000);
-    gateway = await startGatewayProcess(env);
+    gateway = await startGatewayProcess(gatewayEnv);
     for (const id of ids) expect((await pollUntilSettled(account, id)).body.data).toMatchObject({ id, status: 'completed', creditsUsed: 20 });
     expect((await pollUntilSettled(account, failingId)).body.data).toMatchObject({ status: 'failed', creditsRefunded: 20 });
     expect(await balance(account)).toBe(40);

@@ -64,22 +64,37 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** Each role's NATS credentials and inbox (test/helpers/role-nats.ts `env()`), laid over the shared settings. */
+export interface RoleEnvs {
+  operator: NodeJS.ProcessEnv;
+  worker: NodeJS.ProcessEnv;
+  gateway: NodeJS.ProcessEnv;
+}
+
 /**
  * `serve` and `gateway` on one host, the gateway serving RESULTS_DIR on a port chosen here (so
- * RESULTS_BASE_URL is known first and stays the same across a restart of the gateway).
+ * RESULTS_BASE_URL is known first and stays the same across a restart of the gateway). With
+ * `roles`, provisioning runs as operator, `serve` as the worker host and `gateway` as gateway;
+ * the returned `env` is the operator's (for `accounts`), `gatewayEnv` the gateway's (for a restart).
  */
 export async function startServeAndGateway(
   base: NodeJS.ProcessEnv,
   /** Settings that depend on the results' address (the one-host recipe's MEDIA_WORKER_PRIVATE_ORIGINS). */
   more: (resultsBaseUrl: string) => NodeJS.ProcessEnv = () => ({}),
-): Promise<{ env: NodeJS.ProcessEnv; serve: RunningProcess; gateway: RunningProcess & { url: string } }> {
+  roles?: RoleEnvs,
+): Promise<{ env: NodeJS.ProcessEnv; gatewayEnv: NodeJS.ProcessEnv; serve: RunningProcess; gateway: RunningProcess & { url: string } }> {
   const port = await freePort();
   const resultsBaseUrl = `http://127.0.0.1:${port}/results/`;
   // Serving files needs a link secret (the gateway refuses to start without one).
   const env = { GATEWAY_LINK_SECRET: 'e2e-link-secret-of-at-least-32-characters', ...base, GATEWAY_PORT: String(port), RESULTS_BASE_URL: resultsBaseUrl, ...more(resultsBaseUrl) };
   // The operator's step at install: serve and gateway only check and bind.
-  await provisionFromEnv(env);
-  const serve = startCommand(['serve'], env);
-  await waitFor('serve to run', () => serve.output().includes('media-worker serving'), 60_000);
-  return { env, serve, gateway: await startGatewayProcess(env) };
+  const operatorEnv = { ...env, ...roles?.operator };
+  await provisionFromEnv(operatorEnv);
+  const serve = startCommand(['serve'], { ...env, ...roles?.worker });
+  await waitFor('serve to run', () => {
+    if (serve.child.exitCode !== null) throw new Error(`serve exited: ${serve.output()}`);
+    return serve.output().includes('media-worker serving');
+  }, 60_000);
+  const gatewayEnv = { ...env, ...roles?.gateway };
+  return { env: operatorEnv, gatewayEnv, serve, gateway: await startGatewayProcess(gatewayEnv) };
 }

@@ -3,8 +3,13 @@
  * service"), against a real nats-server: a real worker's receipts and heartbeats keep a slow quote
  * alive; a request nobody received is sent once more and then answered 503 within seconds, not
  * after the whole quote timeout; a worker that falls silent after its receipt is given up on.
+ * Under the shipped per-role NATS users (test/helpers/role-nats.ts): the client is the gateway's,
+ * the workers (real and stand-in) answer as worker host `host1`, each on its own reply inbox.
  */
-import { connect, createInbox, headers, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/gateway/errors.js';
 import { quoteClient } from '../../src/gateway/quote-client.js';
@@ -12,20 +17,25 @@ import { parseJob } from '../../src/jobs/index.js';
 import { QUOTE_HEADERS, QUOTE_SUBJECT } from '../../src/protocol/index.js';
 import { sleep } from '../worker/helpers/jetstream.js';
 import { startTestWorker, type TestWorker } from '../worker/helpers/in-process.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 
 const job = parseJob({ model: 'vendor-image-upscale', input: { image_url: 'https://media.test/a.png', upscale_factor: '2' } });
 const priced = { model: 'vendor-image-upscale', creditsUsed: 20, input: { image_url: 'https://media.test/a.png', upscale_factor: '2' } };
 /** Far above every wait these tests expect: an answer after it means the receipts did nothing. */
 const TIMEOUT_MS = 60_000;
 
-let server: TestNatsServer;
+let dir: string;
+let roles: RoleNats;
+/** The gateway's connection, and a worker host's (for the stand-ins). */
 let nc: NatsConnection;
+let wk: NatsConnection;
 const cleanups: (() => Promise<void> | void)[] = [];
 
 beforeAll(async () => {
-  server = await startNatsServer();
-  nc = await connect({ servers: server.url });
+  dir = await mkdtemp(path.join(tmpdir(), 'media-quote-client-'));
+  roles = await startRoleNats(dir);
+  nc = await roles.connectAs('gateway');
+  wk = await roles.connectAs('worker-host1');
 });
 
 afterEach(async () => {
@@ -34,27 +44,38 @@ afterEach(async () => {
 
 afterAll(async () => {
   await nc?.close();
-  await server?.close();
+  await wk?.close();
+  await roles?.close();
+  await rm(dir, { recursive: true, force: true });
 });
 
-const client = (o: { receiptWaitMs?: number; heartbeatMs?: number } = {}) => quoteClient(nc, { timeoutMs: TIMEOUT_MS, inboxPrefix: '_INBOX', ...o });
+const client = (o: { receiptWaitMs?: number; heartbeatMs?: number } = {}) => quoteClient(nc, { timeoutMs: TIMEOUT_MS, inboxPrefix: roles.auth('gateway').inboxPrefix, ...o });
 
 /** A stand-in for a worker on media.quote (queue group q, as the real one), answering as told. */
-function fakeWorker(onRequest: (msg: Msg, n: number) => void): { requests: Msg[] } {
+/** Gone at the server before the next test asks (the stand-ins' connection is not the gateway's). */
+async function unsubscribed(sub: Subscription): Promise<void> {
+  sub.unsubscribe();
+  await wk.flush();
+}
+
+async function fakeWorker(onRequest: (msg: Msg, n: number) => void): Promise<{ requests: Msg[] }> {
   const requests: Msg[] = [];
-  const sub = nc.subscribe(QUOTE_SUBJECT, { queue: 'q', callback: (_err, msg) => onRequest(msg, requests.push(msg)) });
-  cleanups.push(() => sub.unsubscribe());
+  const sub = wk.subscribe(QUOTE_SUBJECT, { queue: 'q', callback: (_err, msg) => onRequest(msg, requests.push(msg)) });
+  cleanups.push(() => unsubscribed(sub));
+  // Another connection than the gateway's: the server must have the subscription before the request.
+  await wk.flush();
   return { requests };
 }
 
-function abandonsSeen(): string[] {
+async function abandonsSeen(): Promise<string[]> {
   const ids: string[] = [];
-  const sub = nc.subscribe('media.quote.abandon', {
+  const sub = wk.subscribe('media.quote.abandon', {
     callback: (_err, msg) => {
       ids.push(msg.string());
     },
   });
-  cleanups.push(() => sub.unsubscribe());
+  cleanups.push(() => unsubscribed(sub));
+  await wk.flush();
   return ids;
 }
 
@@ -70,14 +91,15 @@ async function failure(promise: Promise<unknown>): Promise<ApiError> {
 describe('quote requests with receipts', () => {
   it("a real worker's receipt and heartbeats keep a quote that outlasts the silence window alive", async () => {
     let calls = 0;
-    const worker: TestWorker = await startTestWorker(server.url, {}, (async () => {
+    const quote = async () => {
       calls += 1;
       await sleep(4_500); // longer than 3 missed heartbeats of 1 s
       return priced;
-    }) as never);
+    };
+    const worker: TestWorker = await startTestWorker(roles.url, roles.settingsOf('worker-host1'), quote as never, { provisionAs: roles.settingsOf('operator') });
     cleanups.push(() => worker.stop());
     // The replies on the wire: a receipt, heartbeats, then the answer, each with the protocol header.
-    const inbox = createInbox();
+    const inbox = createInbox(roles.auth('gateway').inboxPrefix);
     const seen: { status: string; protocol: string; bytes: number }[] = [];
     const tap = nc.subscribe(inbox, {
       callback: (_err, msg) => {
@@ -102,8 +124,8 @@ describe('quote requests with receipts', () => {
   }, 20_000);
 
   it('a request that no worker acknowledges is sent once more, then answered 503 at once, and both are abandoned', async () => {
-    const swallowed = fakeWorker(() => undefined); // subscribed (so no "no responders"), never answers
-    const abandoned = abandonsSeen();
+    const swallowed = await fakeWorker(() => undefined); // subscribed (so no "no responders"), never answers
+    const abandoned = await abandonsSeen();
     const started = Date.now();
     const err = await failure(client({ receiptWaitMs: 400 })(job, { party: 'acct_a' }));
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -118,7 +140,7 @@ describe('quote requests with receipts', () => {
   });
 
   it('a request lost once is answered through its second sending', async () => {
-    const worker = fakeWorker((msg, n) => {
+    const worker = await fakeWorker((msg, n) => {
       if (n === 1) return; // lost with a node, say
       msg.respond('', { headers: statusHeaders('received') });
       msg.respond(JSON.stringify(priced));
@@ -128,7 +150,7 @@ describe('quote requests with receipts', () => {
   });
 
   it('a worker that falls silent after its receipt is given up on after three missed heartbeats', async () => {
-    fakeWorker((msg) => msg.respond('', { headers: statusHeaders('received') }));
+    await fakeWorker((msg) => msg.respond('', { headers: statusHeaders('received') }));
     const started = Date.now();
     const err = await failure(client({ heartbeatMs: 1000 })(job, { party: 'acct_a' }));
     const waited = Date.now() - started;
@@ -147,7 +169,7 @@ describe('quote requests with receipts', () => {
   });
 
   it("a worker's refusal comes back with the spec's code and status", async () => {
-    fakeWorker((msg) => {
+    await fakeWorker((msg) => {
       const h = headers();
       h.set('Nats-Service-Error', 'PROBE_FAILED');
       h.set('Nats-Service-Error-Code', '422');

@@ -29,6 +29,12 @@ export interface RoleNats {
   /** NATS_USER, NATS_PASSWORD, NATS_INBOX_PREFIX (and WORKER_HOST_ID for a worker host) of a role. */
   env(role: Role): Record<string, string>;
   connectAs(role: Role, options?: { timeout?: number }): Promise<NatsConnection>;
+  /** A role's user, password and inbox as connection options (for helpers that connect themselves). */
+  auth(role: Role): { user: string; pass: string; inboxPrefix: string };
+  /** A role's credentials, inbox (and host id) as worker settings, for a worker started in the test's process. */
+  settingsOf(role: Role): { natsUser: string; natsPassword: string; natsInboxPrefix: string; hostId?: string };
+  /** The environments of `media-worker provision` (operator), `serve` (worker host `host`) and `gateway`. */
+  serviceEnvs(host?: string): { operator: Record<string, string>; worker: Record<string, string>; gateway: Record<string, string> };
   close(): Promise<void>;
 }
 
@@ -58,6 +64,8 @@ export async function usersWithHosts(hosts: readonly string[]): Promise<string> 
 
 export async function startRoleNats(dir: string, options: { hosts?: readonly string[]; tls?: ThrowawayCa; binary?: string } = {}): Promise<RoleNats> {
   const hosts = options.hosts ?? [];
+  // The host's name ends up in a configuration variable (`$MW_WORKER_<HOST>_PASSWORD`): no `-` there.
+  for (const h of hosts) if (!/^[A-Za-z0-9_]+$/.test(h)) throw new Error(`Expected a worker host name of letters, digits and _ but received ${JSON.stringify(h)}`);
   const users = ['gateway', 'operator', ...[SHIPPED_HOST, ...hosts].map((h) => `worker-${h}`)];
   const leads = ['12e4', '0000', '9e99', '1234', '00e1', '77'];
   const passwords = Object.fromEntries(users.map((u, i) => [passwordVariable(u), recipeSecret(leads[i % leads.length] ?? '1', i + 1)]));
@@ -70,20 +78,19 @@ export async function startRoleNats(dir: string, options: { hosts?: readonly str
   await writeFile(config, `include "nats-server.conf"\n${tls}`);
   const server = await startNatsServer({ configFile: config, env: passwords, ...(options.binary === undefined ? {} : { binary: options.binary }) });
   const password = (role: Role): string => passwords[passwordVariable(role)] ?? '';
+  const env = (role: Role): Record<string, string> => ({
+    NATS_URL: server.url,
+    NATS_USER: role,
+    NATS_PASSWORD: password(role),
+    NATS_INBOX_PREFIX: inboxPrefix(role),
+    ...(role.startsWith('worker-') ? { WORKER_HOST_ID: role.slice('worker-'.length) } : {}),
+    ...(options.tls === undefined ? {} : { NATS_TLS_CA_FILE: options.tls.caFile }),
+  });
   return {
     server,
     url: server.url,
     passwords,
-    env(role) {
-      return {
-        NATS_URL: server.url,
-        NATS_USER: role,
-        NATS_PASSWORD: password(role),
-        NATS_INBOX_PREFIX: inboxPrefix(role),
-        ...(role.startsWith('worker-') ? { WORKER_HOST_ID: role.slice('worker-'.length) } : {}),
-        ...(options.tls === undefined ? {} : { NATS_TLS_CA_FILE: options.tls.caFile }),
-      };
-    },
+    env,
     connectAs(role, o = {}) {
       return connect({
         servers: server.url,
@@ -94,6 +101,16 @@ export async function startRoleNats(dir: string, options: { hosts?: readonly str
         ...(o.timeout === undefined ? {} : { timeout: o.timeout }),
         ...(options.tls === undefined ? {} : { tls: { caFile: options.tls.caFile } }),
       });
+    },
+    auth: (role) => ({ user: role, pass: password(role), inboxPrefix: inboxPrefix(role) }),
+    settingsOf: (role) => ({
+      natsUser: role,
+      natsPassword: password(role),
+      natsInboxPrefix: inboxPrefix(role),
+      ...(role.startsWith('worker-') ? { hostId: role.slice('worker-'.length) } : {}),
+    }),
+    serviceEnvs(host = SHIPPED_HOST) {
+      return { operator: env('operator'), worker: env(`worker-${host}`), gateway: env('gateway') };
     },
     close: () => server.close(),
   };

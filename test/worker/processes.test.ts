@@ -96,6 +96,32 @@ describe('a worker process killed mid-job', () => {
   });
 });
 
+describe('a worker host killed mid-job while another host pulls', () => {
+  it('hands the task back from the other host unrun; the host restarted under the same WORKER_HOST_ID completes it', async () => {
+    const first = await worker({ WORKER_HOST_ID: 'host-a' });
+    await cp.publishJob('image', 'vendor-image-upscale', imageJob('kill-2', 'sleep=2500'));
+    await waitFor('the job to start on host-a', () => readRecords(recordFile).length === 1);
+    first.child.kill('SIGKILL');
+    expect(await first.exited).toBe('SIGKILL');
+
+    // After the ack wait the job is redelivered to host-b, which finds host-a's claim and hands it back.
+    const other = await worker({ WORKER_HOST_ID: 'host-b', WORKER_NAK_DELAYS_MS: '1000' });
+    await waitFor('host-b to hand the task back', () => other.logTail().includes('claimed first by another host: handing this delivery back'), 15_000);
+    other.child.kill('SIGTERM');
+    expect(await other.exited).toBe(0);
+    expect(await cp.jobsInQueue()).toBe(1);
+    expect(await cp.eventsOf('kill-2')).toEqual([]);
+
+    const again = await worker({ WORKER_HOST_ID: 'host-a' });
+    const event = await eventOf('kill-2');
+    expect(event).toMatchObject({ status: 'completed', worker: `proc-worker-${counter}` });
+    expect(readRecords(recordFile).map((r) => r.pid)).toEqual([first.child.pid, again.child.pid]);
+    expect(await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.host-a.kill-2' })).not.toBeNull();
+    await waitFor('the job to be acked', async () => (await cp.jobsInQueue()) === 0);
+    expect(await cp.eventsOf('kill-2')).toHaveLength(1);
+  });
+});
+
 describe('SIGTERM mid-job', () => {
   it('finishes the running job within the grace period, publishes its event, acks, then exits 0', async () => {
     const p = await worker({ WORKER_DRAIN_GRACE_MS: '10000' });

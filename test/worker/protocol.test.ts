@@ -2,8 +2,14 @@
  * What a control plane builds on beyond jobs and events (docs/protocol.md): discovery, the refusal
  * of kinds nobody serves, cancellation (queued, running, after completion), the per-kind queue age,
  * the protocol version, and the facts events carry. Real nats-server, in-process workers with the
- * test-double executor.
+ * test-double executor. The server runs the shipped per-role configuration (test/helpers/role-nats.ts):
+ * each worker is its host's user (`worker-host1`, or `worker-hosta` / `worker-hostb` where a test names
+ * the host) with its inbox, streams are provisioned as operator, and the control plane's side
+ * (publishing jobs, cancels, discovery, reading events) is the operator's.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -22,12 +28,13 @@ import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from '
 import { parseWorkerSettings } from '../../src/worker/settings.js';
 import { ensureTopology } from '../../src/worker/topology.js';
 import { FAST_SETTINGS, imageJob, startTestWorker, type TestWorker } from './helpers/in-process.js';
-import { startNatsServer, type TestNatsServer } from './helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 
 const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];
 const names = { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' };
 
-let server: TestNatsServer;
+let dir: string;
+let roles: RoleNats;
 let cp: ControlPlane;
 let workers: TestWorker[] = [];
 
@@ -38,7 +45,8 @@ async function worker(
   quoteFn?: Parameters<typeof startTestWorker>[2],
   deps: Parameters<typeof startTestWorker>[3] = {},
 ): Promise<TestWorker> {
-  const w = await startTestWorker(server.url, overrides, quoteFn, deps);
+  const host = overrides.hostId ?? 'host1';
+  const w = await startTestWorker(roles.url, { ...roles.settingsOf(`worker-${host}`), ...overrides }, quoteFn, { ...deps, provisionAs: roles.settingsOf('operator') });
   workers.push(w);
   return w;
 }
@@ -49,7 +57,7 @@ async function eventOf(taskId: string, timeoutMs = 15_000) {
 
 /** The streams a worker creates at start, for jobs published before any worker runs. */
 async function createStreams(): Promise<void> {
-  await ensureTopology(cp.jsm, parseWorkerSettings({ ...FAST_SETTINGS, natsUrl: server.url }));
+  await ensureTopology(cp.jsm, parseWorkerSettings({ ...FAST_SETTINGS, natsUrl: roles.url }));
 }
 
 async function cancel(body: unknown) {
@@ -58,13 +66,15 @@ async function cancel(body: unknown) {
 }
 
 beforeAll(async () => {
-  server = await startNatsServer();
-  cp = await controlPlane(server.url, names);
+  dir = await mkdtemp(path.join(tmpdir(), 'media-protocol-'));
+  roles = await startRoleNats(dir, { hosts: ['hosta', 'hostb'] });
+  cp = await controlPlane(roles.url, names, roles.auth('operator'));
 });
 
 afterAll(async () => {
   await cp?.close();
-  await server?.close();
+  await roles?.close();
+  await rm(dir, { recursive: true, force: true });
 });
 
 beforeEach(async () => {
@@ -140,17 +150,36 @@ async function whoCanRunAll() {
 }
 
 describe('claims', () => {
-  it('a delivery of a task another host claimed first is acked without running: no event from this host', async () => {
+  it('a delivery of a task another host claimed first is handed back unrun; the claimer\'s host runs it when it is back', async () => {
     await createStreams();
-    // What host-a leaves when it dies mid-job: its claim; the job is redelivered to host-b.
-    await cp.nc.request('media.claims.host-a.claimed-1', JSON.stringify({ id: 'claimed-1', host: 'host-a', at: new Date().toISOString() }));
+    // What hosta leaves when it dies mid-job: its claim; the job is redelivered to hostb.
+    await cp.nc.request('media.claims.hosta.claimed-1', JSON.stringify({ id: 'claimed-1', host: 'hosta', at: new Date().toISOString() }));
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('claimed-1'));
-    const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'host-b' });
+    const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'hostb', nakDelaysMs: '2000' });
+    await waitFor('hostb to hand it back', async () => /media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 1/.test(await b.metrics.registry.metrics()));
+    await b.stop();
+    expect(await cp.jobsInQueue()).toBe(1);
+    // hostb (a compromised host, say) publishes an event for the task: the claimer's host is not put off by it.
+    await jetstream(cp.nc).publish('media.events.hostb.claimed-1', JSON.stringify({ id: 'claimed-1', model: 'vendor-image-upscale', status: 'completed', result: {}, creditsUsed: 20, createdAt: new Date().toISOString() }));
+    const a = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'hosta' });
+    const own = await waitFor('hosta\'s event', () => cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.hosta.claimed-1' }).then((m) => m ?? undefined), 15_000);
+    expect(own.json()).toMatchObject({ status: 'completed', attempt: 2, worker: a.settings.natsName });
+    expect(b.records).toEqual([]);
+    expect(a.records.map((r) => r.taskId)).toEqual(['claimed-1']);
+  });
+
+  it('a task whose claimer never comes back runs out of deliveries on the other host: no event from it, the job removed, left to the control plane', async () => {
+    await createStreams();
+    await cp.nc.request('media.claims.hosta.claimed-2', JSON.stringify({ id: 'claimed-2', host: 'hosta', at: new Date().toISOString() }));
+    await cp.publishJob('image', 'vendor-image-upscale', imageJob('claimed-2'));
+    const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'hostb' });
     await waitFor('the job to leave the queue', async () => (await cp.jobsInQueue()) === 0);
     expect(b.records).toEqual([]);
-    expect(await cp.eventsOf('claimed-1')).toEqual([]);
-    expect(await b.metrics.registry.metrics()).toMatch(/media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 1/);
-    expect(await firstClaimHost(cp.jsm, 'MEDIA_CLAIMS', 'claimed-1')).toBe('host-a');
+    expect(await cp.eventsOf('claimed-2')).toEqual([]);
+    const metrics = await b.metrics.registry.metrics();
+    expect(metrics).toMatch(/media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 3/);
+    expect(metrics).toMatch(/media_worker_max_deliveries_advisories_total 1/);
+    expect(await firstClaimHost(cp.jsm, 'MEDIA_CLAIMS', 'claimed-2')).toBe('hosta');
   });
 });
 
@@ -197,15 +226,15 @@ describe('cancellation', () => {
   });
 
   it('a job running on another host: that host stops it and publishes the one CANCELLED event, whichever host answers', async () => {
-    const a = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'host-a' });
-    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0', hostId: 'host-b' });
+    const a = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'hosta' });
+    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0', hostId: 'hostb' });
     for (const id of ['cancel-x1', 'cancel-x2']) {
       await cp.publishJob('image', 'vendor-image-upscale', imageJob(id, 'sleep=30000', { credits: 20 }));
-      await waitFor('the job to start on host-a', () => a.records.some((r) => r.taskId === id));
+      await waitFor('the job to start on hosta', () => a.records.some((r) => r.taskId === id));
       expect((await cancel({ id })).json()).toEqual({ id, cancelled: true, status: 'failed', code: 'CANCELLED' });
       await waitFor('the cancelled job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 10_000);
       expect(await cp.eventsOf(id)).toMatchObject([{ status: 'failed', error: { code: 'CANCELLED' }, refund: true }]);
-      expect(await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.host-a.${id}` })).not.toBeNull();
+      expect(await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.hosta.${id}` })).not.toBeNull();
     }
   });
 

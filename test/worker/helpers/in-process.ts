@@ -42,7 +42,10 @@ export async function startTestWorker(
   url: string,
   overrides: WorkerSettingsInput = {},
   quote?: QuoteFunction,
-  deps: Partial<Pick<WorkerDeps, 'readiness' | 'sweepLeftovers' | 'executor'>> = {},
+  deps: Partial<Pick<WorkerDeps, 'readiness' | 'sweepLeftovers' | 'executor'>> & {
+    /** Credentials allowed to provision, where the worker's own may only bind (test/helpers/role-nats.ts). */
+    provisionAs?: WorkerSettingsInput;
+  } = {},
 ): Promise<TestWorker> {
   const resultsDir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-results-'));
   counter += 1;
@@ -51,7 +54,7 @@ export async function startTestWorker(
   const metrics = new WorkerMetrics();
   const logger = pino({ level: process.env.TEST_WORKER_LOG_LEVEL ?? 'silent' });
   // What the operator's `media-worker provision` does; the worker itself only binds.
-  await provisionWorker(settings);
+  await provisionWorker(deps.provisionAs === undefined ? settings : parseWorkerSettings({ ...FAST_SETTINGS, natsUrl: url, resultsDir, ...overrides, ...deps.provisionAs }));
   const handle = await startWorker(settings, {
     logger,
     metrics,

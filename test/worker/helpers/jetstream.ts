@@ -20,8 +20,13 @@ export interface ControlPlane {
   close(): Promise<void>;
 }
 
-export async function controlPlane(url: string, settings: Pick<WorkerSettings, 'jobsStream' | 'eventsStream'>): Promise<ControlPlane> {
-  const nc = await connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
+/** `auth`: a role's credentials and inbox, on a server that requires them (test/helpers/role-nats.ts). */
+export async function controlPlane(
+  url: string,
+  settings: Pick<WorkerSettings, 'jobsStream' | 'eventsStream'>,
+  auth: { user?: string; pass?: string; inboxPrefix?: string } = {},
+): Promise<ControlPlane> {
+  const nc = await connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 200, ...auth });
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const events = async (): Promise<TerminalEvent[]> => {
