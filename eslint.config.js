@@ -82,8 +82,9 @@ export default defineConfig(
           // so that src/config.ts reads every setting without loading ONNX Runtime or sharp.
           // The tile plan is pure geometry that the contract prices with (jobs/cost-model.ts): the
           // gateway quotes without loading ONNX Runtime. The format names (media/describe.ts) are a
-          // plain table that the contract's messages read without loading sharp.
-          entries: ['index.ts', 'settings.ts', 'inference/tile-plan.ts', 'media/describe.ts'],
+          // plain table that the contract's messages read without loading sharp, and the Dolby Vision
+          // rule (media/dolby-vision.ts) a pure check the contract's input checks run.
+          entries: ['index.ts', 'settings.ts', 'inference/tile-plan.ts', 'media/describe.ts', 'media/dolby-vision.ts'],
           // src/cli.ts installs its signal handlers before it loads the program (cli/startup-signals.ts):
           // a barrel would load every command first.
           withoutIndex: ['cli'],

@@ -4,7 +4,9 @@
  * quote's probes, call the same functions rather than repeating them in other words.
  */
 import { JobError } from '../errors.js';
-import { checkDolbyVision, type AudioStreamInfo, type ContainerKind, type ImageFormat, type MediaInfo, type VideoStreamInfo } from '../media/index.js';
+import type { AudioStreamInfo, ContainerKind, ImageFormat, MediaInfo, VideoStreamInfo } from '../media/index.js';
+// The pure rule, not the folder's index: src/config.ts reads the contract without loading sharp.
+import { checkDolbyVision } from '../media/dolby-vision.js';
 import { formatName } from '../media/describe.js';
 import { expectedText } from './messages.js';
 import { durationMilliseconds } from './pricing.js';
