@@ -18,7 +18,8 @@ import {
 } from '../../src/lipsync/index.js';
 import { allowedAudioSeconds, allowedFrames, resolveFfmpeg, runProcess, type MediaInfo } from '../../src/media/index.js';
 import { colourPlan, colourSource, decodeColourFilters, encodeColourFilters, probeVideoExtras } from '../../src/video/index.js';
-import { fileFacts, firstFrameSideData, pictureOf } from '../../bench/video-facts.js';
+import { fileFacts, pictureOf } from '../../bench/video-facts.js';
+import { expectCorpusHdr10Metadata } from '../helpers/hdr10-metadata.js';
 import {
   FPS,
   SIDE,
@@ -229,15 +230,7 @@ describe('lip-sync pipeline inputs', () => {
       expect(outcome.colour).toEqual({ codec: 'hevc', bits: 10, transfer: 'smpte2084', toneMapped: false });
       const video = pictureOf(await fileFacts(outcome.outputPath));
       expect(video).toMatchObject({ codec_name: 'hevc', codec_tag_string: 'hvc1', pix_fmt: 'yuv420p10le', color_primaries: 'bt2020', color_space: 'bt2020nc', color_transfer: 'smpte2084' });
-      const side = await firstFrameSideData(outcome.outputPath);
-      expect(side.find((s) => s['side_data_type'] === 'Mastering display metadata')).toMatchObject({
-        red_x: '34000/50000',
-        green_y: '34500/50000',
-        white_point_x: '15635/50000',
-        max_luminance: '10000000/10000',
-        min_luminance: '1/10000',
-      });
-      expect(side.find((s) => s['side_data_type'] === 'Content light level metadata')).toMatchObject({ max_content: 1000, max_average: 400 });
+      await expectCorpusHdr10Metadata(outcome.outputPath);
     });
 
     it('hdr "sdr": PQ tone-mapped to 8-bit H.264 tagged BT.709 throughout, the face still driven', async () => {

@@ -15,7 +15,8 @@ import { DEFAULT_WORK_LIMITS, parseJob, quoteJob } from '../../src/jobs/index.js
 import { HAND, NET } from '../jobs/hand-profile.js';
 import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/video-pipeline.js';
 import { type VideoCorpus, makeVideoCorpus } from '../../bench/fidelity-video-corpus.js';
-import { fileFacts, firstFrameSideData, packetTimes, pictureOf, streamLabels } from '../../bench/video-facts.js';
+import { fileFacts, packetTimes, pictureOf, streamLabels } from '../../bench/video-facts.js';
+import { expectCorpusHdr10Metadata } from '../helpers/hdr10-metadata.js';
 import { makeTempDir } from '../media/helpers.js';
 import { decodeRgb, psnr } from '../upscale/video-helpers.js';
 import type { HdrMode } from '../../src/video/index.js';
@@ -74,15 +75,7 @@ describe('HDR in, HDR out', () => {
     });
     expect(video.profile).toBe('Main 10');
     expect(video.side_data_list ?? []).toEqual([]); // upright in the pixels, no rotation left
-    const side = await firstFrameSideData(outcome.outputPath);
-    expect(side.find((s) => s['side_data_type'] === 'Mastering display metadata')).toMatchObject({
-      red_x: '34000/50000',
-      green_y: '34500/50000',
-      white_point_x: '15635/50000',
-      max_luminance: '10000000/10000',
-      min_luminance: '1/10000',
-    });
-    expect(side.find((s) => s['side_data_type'] === 'Content light level metadata')).toMatchObject({ max_content: 1000, max_average: 400 });
+    await expectCorpusHdr10Metadata(outcome.outputPath);
     expect(outcome.colour).toEqual({ codec: 'hevc', bits: 10, transfer: 'smpte2084', toneMapped: false });
     expect([outcome.width, outcome.height]).toEqual([96, 128]);
     expect(streamLabels(out)).toEqual(['v:hevc(10)', 'a:aac']);
