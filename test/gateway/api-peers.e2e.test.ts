@@ -1,99 +1,43 @@
 /**
  * What peers' APIs offer beside submitting and polling (issue 33): cancel over HTTP, with the
- * shipped `media-worker serve` and `media-worker gateway` (dist/) over a real nats-server and real
- * HTTP. Music jobs wait in the stream (no music slot), so a pending task stays pending until it is
- * cancelled; image jobs run for real (a small PNG) to have a completed task.
+ * shipped `media-worker serve` and `media-worker gateway` (dist/) over a real nats-server under the
+ * shipped per-role users and real HTTP (./e2e-harness.ts). Music jobs wait in the stream (no music
+ * slot), so a pending task stays pending until it is cancelled; image jobs run for real (a small
+ * PNG) to have a completed task.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { ffmpeg } from '../media/helpers.js';
-import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
-import { accountsCommand, startServeAndGateway, type RunningProcess } from './processes.js';
+import { waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
+import { useGatewayE2e, type Account, type Reply } from './e2e-harness.js';
+import { accountsCommand, type RunningProcess } from './processes.js';
 
-let nats: TestNatsServer;
+const e2e = useGatewayE2e({
+  name: 'media-gateway-peers-',
+  async files(dir) {
+    const files: Record<string, Buffer> = { '/small.png': await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer() };
+    // 8 s of frames whose own audio runs 10 s (lip-sync bills the frames), and the job's audio.
+    await ffmpeg([
+      ...['-f', 'lavfi', '-i', 'testsrc2=size=32x32:rate=5:duration=8', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=22050:duration=10'],
+      ...['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', path.join(dir, 'v8a10.mp4')],
+    ]);
+    files['/v8a10.mp4'] = await readFile(path.join(dir, 'v8a10.mp4'));
+    await ffmpeg(['-f', 'lavfi', '-i', 'sine=frequency=440:duration=1', path.join(dir, 'a.mp3')]);
+    files['/a.mp3'] = await readFile(path.join(dir, 'a.mp3'));
+    return files;
+  },
+});
+const { api, newAccount } = e2e;
 let cp: ControlPlane;
-let media: Server;
 let mediaUrl: string;
-let dir: string;
-let serve: RunningProcess;
 let gateway: RunningProcess & { url: string };
 let env: NodeJS.ProcessEnv;
-
-beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'media-gateway-peers-'));
-  const files: Record<string, Buffer> = { '/small.png': await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer() };
-  // 8 s of frames whose own audio runs 10 s (lip-sync bills the frames), and the job's audio.
-  await ffmpeg([
-    ...['-f', 'lavfi', '-i', 'testsrc2=size=32x32:rate=5:duration=8', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=22050:duration=10'],
-    ...['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', path.join(dir, 'v8a10.mp4')],
-  ]);
-  files['/v8a10.mp4'] = await readFile(path.join(dir, 'v8a10.mp4'));
-  await ffmpeg(['-f', 'lavfi', '-i', 'sine=frequency=440:duration=1', path.join(dir, 'a.mp3')]);
-  files['/a.mp3'] = await readFile(path.join(dir, 'a.mp3'));
-  media = createServer((req, res) => {
-    const body = files[req.url ?? ''];
-    if (body === undefined) res.writeHead(404).end();
-    else res.writeHead(200).end(body);
-  });
-  await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
-  mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
-
-  nats = await startNatsServer();
-  ({ env, serve, gateway } = await startServeAndGateway({
-    NATS_URL: nats.url,
-    LOG_LEVEL: 'info',
-    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-    MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
-    RESULTS_DIR: path.join(dir, 'results'),
-    WORKER_HEALTH_PORT: '0',
-    // Music and lip-sync wait in the stream: priced, never run, so they stay pending.
-    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
-    WORKER_QUOTE_UNSERVED: 'price',
-    MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-test',
-    GATEWAY_SERVE_RESULTS: 'true',
-  }));
-  cp = await controlPlane(nats.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' });
-}, 180_000);
-
-afterAll(async () => {
-  await gateway?.kill('SIGKILL');
-  await serve?.kill('SIGKILL');
-  await cp?.close();
-  await nats?.close();
-  media?.close();
-  await rm(dir, { recursive: true, force: true });
+beforeAll(() => {
+  ({ cp, mediaUrl, gateway, env } = e2e);
 });
-
-interface Account {
-  id: string;
-  key: string;
-}
-
-async function newAccount(credits: number): Promise<Account> {
-  const out = (await accountsCommand(['create', '--name', 'peers', '--credits', String(credits)], env)) as { account: { id: string }; apiKey: string };
-  return { id: out.account.id, key: out.apiKey };
-}
-
-interface Reply {
-  status: number;
-  body: { success: boolean; data?: Record<string, unknown>; error?: { code: string; message: string } };
-}
-
-async function api(method: string, route: string, key: string, body?: unknown): Promise<Reply> {
-  const res = await fetch(`${gateway.url}${route}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Reply['body'] };
-}
 
 const credits = async (account: Account): Promise<number> => (await api('GET', '/api/v1/balance', account.key)).body.data?.['credits'] as number;
 const music = (account: Account) => api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'a tune' } });

@@ -8,9 +8,7 @@
  * shipped per-role configuration (test/helpers/role-nats.ts): `provision` and `accounts` as
  * operator, `serve` as worker host `host1`, `gateway` as gateway, each with its own reply inbox.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
@@ -23,6 +21,7 @@ import { sleep, waitFor } from '../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { linkSigner } from '../../src/gateway/links.js';
 import type { paths } from './openapi/api.js';
+import { startMediaServer, type MediaServer } from './media-server.js';
 import { accountsCommand, startServeAndGateway, type RunningProcess } from './processes.js';
 
 const RATE_WINDOW_MS = 3000;
@@ -33,37 +32,21 @@ const LINK_SECRET = 'attack-test-secret-of-at-least-32-chars';
 const signer = linkSigner(LINK_SECRET);
 
 let roles: RoleNats;
-let media: Server;
+let media: MediaServer;
 let mediaUrl: string;
 let dir: string;
 let serve: RunningProcess;
 let gateway: RunningProcess & { url: string };
 let env: NodeJS.ProcessEnv;
 /** Connections the media server has open on /slow/*, and how many it ever saw. */
-const slow = { open: 0, seen: 0 };
+let slow: MediaServer['slow'];
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-gateway-attack-'));
   const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer();
-  media = createServer((req: IncomingMessage, res: ServerResponse) => {
-    if (req.url?.startsWith('/slow/')) {
-      // Headers at once, then one byte a second: never idle long enough for a read timeout.
-      slow.open += 1;
-      slow.seen += 1;
-      res.writeHead(200, { 'content-type': 'image/png', 'content-length': String(png.length) });
-      let i = 0;
-      const timer = setInterval(() => res.write(png.subarray(i, ++i)), 1000);
-      res.once('close', () => {
-        clearInterval(timer);
-        slow.open -= 1;
-      });
-      return;
-    }
-    if (req.url === '/small.png') res.writeHead(200).end(png);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
-  mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
+  media = await startMediaServer({ '/small.png': png }, { slowBody: png });
+  mediaUrl = media.url;
+  slow = media.slow;
 
   roles = await startRoleNats(dir);
   const resultsDir = path.join(dir, 'results');
@@ -100,7 +83,6 @@ afterAll(async () => {
   await gateway?.kill('SIGKILL');
   await serve?.kill('SIGKILL');
   await roles?.close();
-  media?.closeAllConnections();
   media?.close();
   await rm(dir, { recursive: true, force: true });
 });

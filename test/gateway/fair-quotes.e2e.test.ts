@@ -5,14 +5,14 @@
  * image's price feeds slow URLs (one byte a second) through both gateways, and another account's
  * submission is answered within 5 s. The account's cap is shared out between the gateways
  * (GATEWAY_INSTANCES), the worker holds it to its share of the slots, and the slow downloads are
- * cut by the minimum transfer rate, not by the deadline.
+ * cut by the minimum transfer rate, not by the deadline. NATS is the shipped per-role configuration
+ * (test/helpers/role-nats.ts): the worker as host `host1`, the gateways as gateway, accounts and
+ * provisioning as operator.
  */
-import { createServer, type Server } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,49 +26,36 @@ import { parseProtocolSettings } from '../../src/protocol/index.js';
 import { provisionFromEnv } from '../helpers/provision.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
 import { startTestWorker, type TestWorker } from '../worker/helpers/in-process.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
+import { startMediaServer, type MediaServer } from './media-server.js';
 
 /** The rate window of the worker's downloads here (5 s by default). */
 const RATE_WINDOW_MS = 2000;
 
-let nats: TestNatsServer;
+let roles: RoleNats;
 let nc: NatsConnection;
 let store: Store;
-let media: Server;
+let media: MediaServer;
 let mediaUrl: string;
 let dir: string;
 let worker: TestWorker;
 const gateways: GatewayHandle[] = [];
-const slow = { open: 0, seen: 0 };
+/** Connections the media server has open on /slow/*, and how many it ever saw. */
+let slow: MediaServer['slow'];
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-gateway-fair-'));
   const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer();
-  media = createServer((req, res) => {
-    if (req.url?.startsWith('/slow/')) {
-      // Headers at once, then one byte a second: never idle long enough for a read timeout.
-      slow.open += 1;
-      slow.seen += 1;
-      res.writeHead(200, { 'content-type': 'image/png', 'content-length': String(png.length) });
-      let i = 0;
-      const timer = setInterval(() => res.write(png.subarray(i, ++i)), 1000);
-      res.once('close', () => {
-        clearInterval(timer);
-        slow.open -= 1;
-      });
-      return;
-    }
-    if (req.url === '/small.png') res.writeHead(200).end(png);
-    else res.writeHead(404).end();
-  });
-  await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
-  mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
+  media = await startMediaServer({ '/small.png': png }, { slowBody: png });
+  mediaUrl = media.url;
+  slow = media.slow;
 
-  nats = await startNatsServer();
-  await provisionFromEnv({ NATS_URL: nats.url });
-  nc = await connect({ servers: nats.url });
+  roles = await startRoleNats(dir);
+  await provisionFromEnv(roles.env('operator'));
+  // Accounts are the operator's (`media-worker accounts`).
+  nc = await roles.connectAs('operator');
   // Two quote slots, as the finding's worker had; the quotes fetch and probe for real.
-  worker = await startTestWorker(nats.url, { quoteConcurrency: 2, quoteUnserved: 'price' }, async (job, signal) => {
+  worker = await startTestWorker(roles.url, { ...roles.settingsOf('worker-host1'), quoteConcurrency: 2, quoteUnserved: 'price' }, async (job, signal) => {
     const jobDir = await mkdtemp(path.join(dir, 'job-'));
     try {
       const deps = createMediaDeps({ dir: jobDir, signal, allowHttp: true, allowPrivate: true, rateWindowMs: RATE_WINDOW_MS });
@@ -76,12 +63,13 @@ beforeAll(async () => {
     } finally {
       await rm(jobDir, { recursive: true, force: true });
     }
-  });
+  }, { provisionAs: roles.settingsOf('operator') });
+  const { user, pass, inboxPrefix } = roles.auth('gateway');
   for (let i = 0; i < 2; i++) {
     gateways.push(
       await startGateway(
         parseGatewaySettings({ host: '127.0.0.1', port: '0', quotesPerAccount: '2', gatewayInstances: '2', quoteTimeoutMs: '60000' }),
-        parseProtocolSettings({ natsUrl: nats.url, resultsDir: path.join(dir, 'results') }),
+        parseProtocolSettings({ natsUrl: roles.url, natsUser: user, natsPassword: pass, natsInboxPrefix: inboxPrefix, resultsDir: path.join(dir, 'results') }),
         pino({ level: 'silent' }),
       ),
     );
@@ -93,8 +81,7 @@ afterAll(async () => {
   for (const g of gateways) await g.stop().catch(() => undefined);
   await worker?.stop();
   await nc?.close();
-  await nats?.close();
-  media?.closeAllConnections();
+  await roles?.close();
   media?.close();
   await rm(dir, { recursive: true, force: true });
 });

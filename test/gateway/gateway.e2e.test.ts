@@ -8,123 +8,65 @@
  * `provision` and `accounts` as operator, `serve` as worker host `host1`, `gateway` as gateway,
  * each with its own reply inbox, so a permission the code needs and deploy/nats lacks fails here.
  */
-import { createServer, type Server } from 'node:http';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { ffmpeg } from '../media/helpers.js';
-import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
+import { waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
 import type { TestNatsServer } from '../worker/helpers/nats-server.js';
-import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
-import { accountsCommand, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
+import type { RoleNats } from '../helpers/role-nats.js';
+import { useGatewayE2e, type Account, type Reply } from './e2e-harness.js';
+import { accountsCommand, type RunningProcess } from './processes.js';
 
-let roles: RoleNats;
-let nats: TestNatsServer;
-let cp: ControlPlane;
-let media: Server;
-let mediaUrl: string;
-let dir: string;
-let serve: RunningProcess;
-let gateway: RunningProcess & { url: string };
-let env: NodeJS.ProcessEnv;
-let gatewayEnv: NodeJS.ProcessEnv;
 /** Requests for /flaky.png: the first (the quote) gets a PNG, later ones (the job) garbage. */
 let flakyRequests = 0;
+let png: Buffer;
 
 const LIPSYNC_SECONDS = [3, 5, 10, 15, 15.04, 20, 30];
 
-beforeAll(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'media-gateway-e2e-'));
-  const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer();
-  const files: Record<string, Buffer> = { '/small.png': png, '/notes.txt': Buffer.from('not an image\n') };
-  for (const s of LIPSYNC_SECONDS) {
-    const out = path.join(dir, `v${s}.mp4`);
-    await ffmpeg(['-f', 'lavfi', '-i', 'color=c=gray:s=16x16:r=25', '-t', String(s), '-c:v', 'libx264', '-pix_fmt', 'yuv420p', out]);
-    files[`/v${s}.mp4`] = await readFile(out);
-  }
-  await ffmpeg(['-f', 'lavfi', '-i', 'sine=frequency=440:duration=1', path.join(dir, 'a.mp3')]);
-  files['/a.mp3'] = await readFile(path.join(dir, 'a.mp3'));
-  media = createServer((req, res) => {
-    if (req.url === '/flaky.png') {
-      flakyRequests += 1;
-      res.writeHead(200).end(flakyRequests === 1 ? png : Buffer.from('garbage, not a PNG'));
-      return;
+const e2e = useGatewayE2e({
+  name: 'media-gateway-e2e-',
+  async files(dir) {
+    png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer();
+    const files: Record<string, Buffer> = { '/small.png': png, '/notes.txt': Buffer.from('not an image\n') };
+    for (const s of LIPSYNC_SECONDS) {
+      const out = path.join(dir, `v${s}.mp4`);
+      await ffmpeg(['-f', 'lavfi', '-i', 'color=c=gray:s=16x16:r=25', '-t', String(s), '-c:v', 'libx264', '-pix_fmt', 'yuv420p', out]);
+      files[`/v${s}.mp4`] = await readFile(out);
     }
-    const body = files[req.url ?? ''];
-    if (body === undefined) res.writeHead(404).end();
-    else res.writeHead(200).end(body);
-  });
-  await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
-  mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
-
-  roles = await startRoleNats(dir);
-  nats = roles.server;
-  env = {
-    LOG_LEVEL: 'info',
-    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-    MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
-    RESULTS_DIR: path.join(dir, 'results'),
-    WORKER_HEALTH_PORT: '0',
-    // Lip-sync and music jobs only need pricing here: nobody runs them (they wait in the stream).
-    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
-    // ...so their quotes are priced although no live worker can run them (the default refuses: MODEL_UNAVAILABLE).
-    WORKER_QUOTE_UNSERVED: 'price',
-    MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-test',
-    GATEWAY_SERVE_RESULTS: 'true',
+    await ffmpeg(['-f', 'lavfi', '-i', 'sine=frequency=440:duration=1', path.join(dir, 'a.mp3')]);
+    files['/a.mp3'] = await readFile(path.join(dir, 'a.mp3'));
+    return files;
+  },
+  route(req, res) {
+    if (req.url !== '/flaky.png') return false;
+    flakyRequests += 1;
+    res.writeHead(200).end(flakyRequests === 1 ? png : Buffer.from('garbage, not a PNG'));
+    return true;
+  },
+  env: {
     GATEWAY_UPLOADS: 'true',
     GATEWAY_UPLOAD_MAX_BYTES: '200000',
     // The race below is about the ledger: every submission is let through to its quote.
     GATEWAY_QUOTES_PER_ACCOUNT: '100',
-  };
-  // The gateway serves RESULTS_DIR, so the results' base URL is the gateway's own.
-  ({ env, gatewayEnv, serve, gateway } = await startServeAndGateway(env, undefined, roles.serviceEnvs()));
-  // The tests' own hand in NATS (reading events, replaying one) is the operator's.
-  cp = await controlPlane(nats.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
-}, 180_000);
-
-afterAll(async () => {
-  await gateway?.kill('SIGKILL');
-  await serve?.kill('SIGKILL');
-  await cp?.close();
-  await roles?.close();
-  media?.close();
-  await rm(dir, { recursive: true, force: true });
+  },
 });
-
-interface Account {
-  id: string;
-  key: string;
-}
-
-async function newAccount(credits: number): Promise<Account> {
-  const out = (await accountsCommand(['create', '--name', 'e2e', '--credits', String(credits)], env)) as { account: { id: string }; apiKey: string; credits: number };
-  expect(out.credits).toBe(credits);
-  return { id: out.account.id, key: out.apiKey };
-}
-
-interface Reply {
-  status: number;
-  body: { success: boolean; data?: Record<string, unknown> & { id?: string }; error?: { code: string; message: string } };
-}
-
-async function api(method: string, route: string, key: string | null, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
-  const res = await fetch(`${gateway.url}${route}`, {
-    method,
-    headers: {
-      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...headers,
-    },
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  });
-  return { status: res.status, body: (await res.json()) as Reply['body'] };
-}
+const { api, newAccount } = e2e;
+let roles: RoleNats;
+let nats: TestNatsServer;
+let cp: ControlPlane;
+let mediaUrl: string;
+let serve: RunningProcess;
+let gateway: RunningProcess & { url: string };
+let env: NodeJS.ProcessEnv;
+beforeAll(() => {
+  ({ roles, cp, mediaUrl, serve, gateway, env } = e2e);
+  nats = roles.server;
+});
 
 async function balance(account: Account): Promise<number> {
   const reply = await api('GET', '/api/v1/balance', account.key);
@@ -462,7 +404,7 @@ describe('a gateway killed while tasks run', () => {
     await gateway.kill('SIGKILL');
     // The worker goes on and publishes the events while no gateway is there to consume them.
     await waitFor('the events of the four tasks', async () => ((await Promise.all([...ids, failingId].map((id) => cp.eventsOf(id)))).every((e) => e.length === 1) ? true : undefined), 90_000);
-    gateway = await startGatewayProcess(gatewayEnv);
+    gateway = await e2e.restartGateway();
     for (const id of ids) expect((await pollUntilSettled(account, id)).body.data).toMatchObject({ id, status: 'completed', creditsUsed: 20 });
     expect((await pollUntilSettled(account, failingId)).body.data).toMatchObject({ status: 'failed', creditsRefunded: 20 });
     expect(await balance(account)).toBe(40);

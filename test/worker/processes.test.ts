@@ -2,7 +2,10 @@
  * Worker daemons in child processes (fixtures/worker-process.ts) against a real nats-server: a
  * worker SIGKILLed mid-job, SIGTERM mid-job (finish within grace, or hand back), and 200 jobs
  * across two processes. Each job start is recorded by the test-double executor in a file, so
- * "ran once" is counted, not assumed.
+ * "ran once" is counted, not assumed. The server runs the shipped per-role configuration
+ * (test/helpers/role-nats.ts): each process is its host's user (`worker-host1`, or `worker-hosta` /
+ * `worker-hostb` where a test names the host) with its inbox, and the streams are provisioned and
+ * read as operator.
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -10,24 +13,27 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { controlPlane, deleteStreams, waitFor, type ControlPlane } from './helpers/jetstream.js';
 import { imageJob } from './helpers/in-process.js';
-import { startNatsServer, type TestNatsServer } from './helpers/nats-server.js';
+import { provisionFromEnv } from '../helpers/provision.js';
+import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { buildWorkerFixture, readRecords, spawnWorker, type WorkerProcess } from './helpers/worker-process.js';
 import type { TranspiledEntry } from './helpers/transpile.js';
 
 const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];
 
-let server: TestNatsServer;
+let roles: RoleNats;
 let cp: ControlPlane;
 let fixture: TranspiledEntry;
+let dir: string;
 let tmp: string;
 let recordFile: string;
 let processes: WorkerProcess[] = [];
 let counter = 0;
 
+/** `WORKER_HOST_ID` names the host whose user the process is (host1 when not given). */
 async function worker(env: Record<string, string> = {}): Promise<WorkerProcess> {
   counter += 1;
-  const p = await spawnWorker(fixture.entry, {
-    NATS_URL: server.url,
+  const host = env['WORKER_HOST_ID'] ?? 'host1';
+  const settings = {
     NATS_CONNECTION_NAME: `proc-worker-${counter}`,
     WORKER_ACK_WAIT_MS: '2000',
     WORKER_HEARTBEAT_MS: '300',
@@ -40,7 +46,10 @@ async function worker(env: Record<string, string> = {}): Promise<WorkerProcess> 
     RESULTS_DIR: path.join(tmp, 'results'),
     TEST_RECORD_FILE: recordFile,
     ...env,
-  });
+  };
+  // The operator's step (`media-worker provision`) with the same WORKER_* settings: the worker only binds.
+  await provisionFromEnv({ ...settings, ...roles.env('operator') });
+  const p = await spawnWorker(fixture.entry, { ...settings, ...roles.env(`worker-${host}`) });
   processes.push(p);
   return p;
 }
@@ -50,14 +59,16 @@ async function eventOf(taskId: string, timeoutMs = 20_000) {
 }
 
 beforeAll(async () => {
-  [server, fixture] = await Promise.all([startNatsServer(), buildWorkerFixture()]);
-  cp = await controlPlane(server.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' });
+  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-proc-nats-'));
+  [roles, fixture] = await Promise.all([startRoleNats(dir, { hosts: ['hosta', 'hostb'] }), buildWorkerFixture()]);
+  cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
 });
 
 afterAll(async () => {
   await cp?.close();
-  await server?.close();
+  await roles?.close();
   await fixture?.cleanup();
+  await fs.rm(dir, { recursive: true, force: true });
 });
 
 beforeEach(async () => {
@@ -98,25 +109,25 @@ describe('a worker process killed mid-job', () => {
 
 describe('a worker host killed mid-job while another host pulls', () => {
   it('hands the task back from the other host unrun; the host restarted under the same WORKER_HOST_ID completes it', async () => {
-    const first = await worker({ WORKER_HOST_ID: 'host-a' });
+    const first = await worker({ WORKER_HOST_ID: 'hosta' });
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('kill-2', 'sleep=2500'));
-    await waitFor('the job to start on host-a', () => readRecords(recordFile).length === 1);
+    await waitFor('the job to start on hosta', () => readRecords(recordFile).length === 1);
     first.child.kill('SIGKILL');
     expect(await first.exited).toBe('SIGKILL');
 
-    // After the ack wait the job is redelivered to host-b, which finds host-a's claim and hands it back.
-    const other = await worker({ WORKER_HOST_ID: 'host-b', WORKER_NAK_DELAYS_MS: '1000' });
-    await waitFor('host-b to hand the task back', () => other.logTail().includes('claimed first by another host: handing this delivery back'), 15_000);
+    // After the ack wait the job is redelivered to hostb, which finds hosta's claim and hands it back.
+    const other = await worker({ WORKER_HOST_ID: 'hostb', WORKER_NAK_DELAYS_MS: '1000' });
+    await waitFor('hostb to hand the task back', () => other.logTail().includes('claimed first by another host: handing this delivery back'), 15_000);
     other.child.kill('SIGTERM');
     expect(await other.exited).toBe(0);
     expect(await cp.jobsInQueue()).toBe(1);
     expect(await cp.eventsOf('kill-2')).toEqual([]);
 
-    const again = await worker({ WORKER_HOST_ID: 'host-a' });
+    const again = await worker({ WORKER_HOST_ID: 'hosta' });
     const event = await eventOf('kill-2');
     expect(event).toMatchObject({ status: 'completed', worker: `proc-worker-${counter}` });
     expect(readRecords(recordFile).map((r) => r.pid)).toEqual([first.child.pid, again.child.pid]);
-    expect(await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.host-a.kill-2' })).not.toBeNull();
+    expect(await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.hosta.kill-2' })).not.toBeNull();
     await waitFor('the job to be acked', async () => (await cp.jobsInQueue()) === 0);
     expect(await cp.eventsOf('kill-2')).toHaveLength(1);
   });
