@@ -2,7 +2,9 @@
  * `media-worker serve` as shipped (dist/), against a real nats-server: a real image job fetched over
  * http from a local server (private addresses allowed for the test), upscaled with the real
  * weights, stored, and announced by exactly one completed event; the quote service; a job naming a
- * local file is refused (network jobs never read local files); SIGTERM exits 0.
+ * local file is refused (network jobs never read local files); SIGTERM exits 0. The server runs the
+ * shipped per-role users (test/helpers/role-nats.ts): `serve` as `worker-host1`, provisioning and the
+ * control plane's side (jobs, quotes, capabilities, cancel, events) as operator.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
@@ -17,12 +19,12 @@ import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
 import { encodeClip, faceFrames, SIDE, speechClip } from './lipsync/pipeline-fixtures.js';
 import { makeClip } from './media/helpers.js';
 import { controlPlane, waitFor, type ControlPlane } from './worker/helpers/jetstream.js';
-import { startNatsServer, type TestNatsServer } from './worker/helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from './helpers/role-nats.js';
 import { provisionFromEnv } from './helpers/provision.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
-let nats: TestNatsServer;
+let roles: RoleNats;
 let cp: ControlPlane;
 let http: Server;
 let baseUrl: string;
@@ -50,12 +52,12 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
 
-  nats = await startNatsServer();
-  await provisionFromEnv({ NATS_URL: nats.url });
+  roles = await startRoleNats(dir);
+  await provisionFromEnv(roles.env('operator'));
   daemon = spawn(process.execPath, [CLI, 'serve'], {
     env: {
       ...process.env,
-      NATS_URL: nats.url,
+      ...roles.env('worker-host1'),
       LOG_LEVEL: 'info',
       MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
       MEDIA_WORKER_TMP_DIR: (tmpDir = await mkdtemp(path.join(dir, 'tmp-'))),
@@ -70,13 +72,13 @@ beforeAll(async () => {
   daemon.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   daemonExit = new Promise((resolve) => daemon.once('exit', (code) => resolve(code)));
   await waitFor('the daemon to serve', () => stderr.includes('media-worker serving'), 60_000);
-  cp = await controlPlane(nats.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' });
+  cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
 });
 
 afterAll(async () => {
   if (daemon.exitCode === null) daemon.kill('SIGKILL');
   await cp?.close();
-  await nats?.close();
+  await roles?.close();
   http?.close();
   await rm(dir, { recursive: true, force: true });
 });

@@ -1,8 +1,9 @@
 /**
  * The gateway believes nothing it can check (issue 31, findings 3, 4, 6, 7 and 8), with a real
- * nats-server, the gateway started as `media-worker gateway` starts it (startGateway), real HTTP,
- * and this file playing a taken-over worker: it answers `media.quote` and publishes terminal
- * events with nothing but what a worker may send.
+ * nats-server under the shipped per-role users, the gateway started as `media-worker gateway` starts
+ * it (startGateway, as `gateway`), real HTTP, and this file playing a taken-over worker with its
+ * host's credentials (`worker-takenover`): it answers `media.quote` and publishes terminal events
+ * with nothing but what a worker may send.
  *
  * - A quote of 900 credits for a 20-credit image is refused (503, nothing charged) and counted as a
  *   security event; an honest one is charged its price.
@@ -20,7 +21,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { pino, type Logger } from 'pino';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,14 +33,16 @@ import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { QUOTE_SUBJECT, claimTask, eventSubject, parseProtocolSettings, type TerminalEvent } from '../../src/protocol/index.js';
 import { provisionFromEnv } from '../helpers/provision.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { freePort } from './processes.js';
 
 const LINK_SECRET = 'distrust-test-secret-of-at-least-32-chars';
 
-let nats: TestNatsServer;
-/** The taken-over worker's connection. */
+let roles: RoleNats;
+/** The taken-over worker's connection: its host's user, nothing more. */
 let worker: NatsConnection;
+/** The operator's (accounts). */
+let operator: NatsConnection;
 let js: JetStreamClient;
 let store: Store;
 let dir: string;
@@ -50,16 +53,22 @@ const gateways: GatewayHandle[] = [];
 /** How the fake worker prices the next quote: honestly, or at this many credits. */
 let forgedPrice: number | null = null;
 /** The worker host an attacker took over: its event is believed (it claimed the task), what it says is checked. */
-const TAKEN_OVER = 'taken-over';
+const TAKEN_OVER = 'takenover';
 
 function captureLogger(): Logger {
   return pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) });
 }
 
+/** The gateway's user and inbox in the shipped configuration. */
+function gatewayNats() {
+  const { user, pass, inboxPrefix } = roles.auth('gateway');
+  return { natsUrl: roles.url, natsUser: user, natsPassword: pass, natsInboxPrefix: inboxPrefix };
+}
+
 async function gatewayWith(settings: GatewaySettingsInput, port = 0): Promise<GatewayHandle> {
   const g = await startGateway(
     parseGatewaySettings({ host: '127.0.0.1', port: String(port), ...settings }),
-    parseProtocolSettings({ natsUrl: nats.url, resultsDir: path.join(dir, 'results'), publicBaseUrl: base }),
+    parseProtocolSettings({ ...gatewayNats(), resultsDir: path.join(dir, 'results'), publicBaseUrl: base }),
     captureLogger(),
   );
   gateways.push(g);
@@ -68,14 +77,15 @@ async function gatewayWith(settings: GatewaySettingsInput, port = 0): Promise<Ga
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-gateway-distrust-'));
-  nats = await startNatsServer();
-  await provisionFromEnv({ NATS_URL: nats.url });
-  worker = await connect({ servers: nats.url });
+  roles = await startRoleNats(dir, { hosts: [TAKEN_OVER] });
+  await provisionFromEnv(roles.env('operator'));
+  worker = await roles.connectAs(`worker-${TAKEN_OVER}`);
+  operator = await roles.connectAs('operator');
   js = jetstream(worker);
   const port = await freePort();
   base = `http://127.0.0.1:${port}/results/`;
   gateway = await gatewayWith({ serveResults: 'true', uploadsEnabled: 'true', linkSecret: LINK_SECRET }, port);
-  store = await openStore(worker, 'GATEWAY');
+  store = await openStore(operator, 'GATEWAY');
   // The worker's quote service as a taken-over host runs it: same subject, same queue group.
   worker.subscribe(QUOTE_SUBJECT, {
     queue: 'q',
@@ -90,7 +100,8 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const g of gateways) await g.stop().catch(() => undefined);
   await worker?.close();
-  await nats?.close();
+  await operator?.close();
+  await roles?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -196,7 +207,7 @@ describe('served files fail closed', () => {
   it('refuses to start serving files without a link secret or a public address, and so does `config`', async () => {
     await expect(gatewayWith({ serveResults: 'true' })).rejects.toThrow(GatewaySettingsError);
     const settings = parseGatewaySettings({ host: '127.0.0.1', port: '0', serveResults: 'true', uploadsEnabled: 'true', linkSecret: LINK_SECRET });
-    const noAddress = parseProtocolSettings({ natsUrl: nats.url, resultsDir: path.join(dir, 'results') });
+    const noAddress = parseProtocolSettings({ ...gatewayNats(), resultsDir: path.join(dir, 'results') });
     await expect(startGateway(settings, noAddress, captureLogger())).rejects.toThrow(/Expected RESULTS_BASE_URL or GATEWAY_PUBLIC_URL to be set with GATEWAY_SERVE_RESULTS=true and GATEWAY_UPLOADS=true/);
     const { problems } = effectiveSettings({ GATEWAY_SERVE_RESULTS: 'true', GATEWAY_UPLOADS: 'true' });
     expect(problems).toContain(

@@ -1,6 +1,7 @@
 /**
  * The README's one-host recipe without opening the host (issue 31, finding 9), as shipped (dist/):
- * a real nats-server, `serve` and `gateway` with MEDIA_WORKER_PRIVATE_ORIGINS naming the gateway's
+ * a real nats-server with the shipped per-role users (`provision` and `accounts` as operator, `serve`
+ * as `worker-host1`, the gateway as `gateway`), `serve` and `gateway` with MEDIA_WORKER_PRIVATE_ORIGINS naming the gateway's
  * /results/ and no MEDIA_WORKER_ALLOW_PRIVATE_URLS. An upload is fetched and priced; every other
  * local place (the gateway outside /results/, an open port, a closed port, the metadata address)
  * is refused: plain http outside the prefix before any network, https with the one "Could not
@@ -14,10 +15,10 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { accountsCommand, freePort, startServeAndGateway, type RunningProcess } from './processes.js';
 
-let nats: TestNatsServer;
+let roles: RoleNats;
 let dir: string;
 let serve: RunningProcess;
 let gateway: RunningProcess & { url: string };
@@ -32,10 +33,9 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
   openPort = (listener.address() as { port: number }).port;
   closeOpen = () => listener.close();
-  nats = await startNatsServer();
+  roles = await startRoleNats(dir);
   ({ env, serve, gateway } = await startServeAndGateway(
     {
-      NATS_URL: nats.url,
       LOG_LEVEL: 'info',
       MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
       RESULTS_DIR: path.join(dir, 'results'),
@@ -47,13 +47,14 @@ beforeAll(async () => {
       MEDIA_WORKER_FETCH_CONNECT_TIMEOUT_MS: '2000',
     },
     (resultsBaseUrl) => ({ MEDIA_WORKER_PRIVATE_ORIGINS: resultsBaseUrl }),
+    roles.serviceEnvs(),
   ));
 }, 180_000);
 
 afterAll(async () => {
   await gateway?.kill('SIGKILL');
   await serve?.kill('SIGKILL');
-  await nats?.close();
+  await roles?.close();
   closeOpen?.();
   await rm(dir, { recursive: true, force: true });
 });

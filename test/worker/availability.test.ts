@@ -2,7 +2,8 @@
  * Readiness per kind against a real nats-server: a kind whose check fails is not pulled (its job
  * stays in the stream, /readyz and the metrics say why) and is served once the check passes; a
  * full disk (a fake statfs) is such a state; a job that hits ENOSPC anyway is handed back (nak),
- * never failed for good.
+ * never failed for good. Under the shipped per-role users (test/helpers/role-nats.ts): the worker as
+ * `worker-host1`, provisioning and the control plane's side as operator.
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -13,25 +14,33 @@ import { diskSpaceCheck } from '../../src/worker/disk-space.js';
 import type { JobExecutor } from '../../src/worker/types.js';
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from './helpers/jetstream.js';
 import { imageJob, startTestWorker, type TestWorker } from './helpers/in-process.js';
-import { startNatsServer, type TestNatsServer } from './helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 
 const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];
 const ONLY_IMAGE = { concurrency: 'image=1,video=0,lipsync=0,music=0', readinessIntervalMs: 200 };
 
-let server: TestNatsServer;
+let roles: RoleNats;
+let natsDir: string;
 let cp: ControlPlane;
 let workers: TestWorker[] = [];
 let dir: string;
 
 beforeAll(async () => {
-  server = await startNatsServer();
-  cp = await controlPlane(server.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' });
+  natsDir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-availability-nats-'));
+  roles = await startRoleNats(natsDir);
+  cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
 });
 
 afterAll(async () => {
   await cp?.close();
-  await server?.close();
+  await roles?.close();
+  await fs.rm(natsDir, { recursive: true, force: true });
 });
+
+/** A worker as `worker-host1`, its streams provisioned as operator. */
+function worker(overrides: Parameters<typeof startTestWorker>[1], deps: Parameters<typeof startTestWorker>[3]): Promise<TestWorker> {
+  return startTestWorker(roles.url, { ...roles.settingsOf('worker-host1'), ...overrides }, undefined, { ...deps, provisionAs: roles.settingsOf('operator') });
+}
 
 beforeEach(async () => {
   await deleteStreams(cp.jsm, STREAMS);
@@ -57,7 +66,7 @@ describe('a kind whose readiness check fails', () => {
   it('is not pulled: its job waits in the stream, /readyz and the metrics say why, and it is served once the check passes', async () => {
     let installed = false;
     const weights: ReadinessCheck = { name: 'fake-weights', run: async () => (installed ? null : 'weights not installed') };
-    const w = await startTestWorker(server.url, ONLY_IMAGE, undefined, { readiness: { image: [weights] } });
+    const w = await worker(ONLY_IMAGE, { readiness: { image: [weights] } });
     workers.push(w);
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('wait-1'));
 
@@ -89,7 +98,7 @@ describe('a kind whose readiness check fails', () => {
     let ok = true;
     const flaky: ReadinessCheck = { name: 'fake-disk', run: async () => (ok ? null : 'disk full') };
     // A long pull: without withdrawing it, the job published below would be delivered into it.
-    const w = await startTestWorker(server.url, { ...ONLY_IMAGE, pullExpiresMs: 20_000 }, undefined, { readiness: { image: [flaky] } });
+    const w = await worker({ ...ONLY_IMAGE, pullExpiresMs: 20_000 }, { readiness: { image: [flaky] } });
     workers.push(w);
     await sleep(300); // the slot's pull is open
     ok = false;
@@ -105,7 +114,7 @@ describe('a kind whose readiness check fails', () => {
 
   it('leaves the host ready for the kinds that can run, naming the one that cannot', async () => {
     const never: ReadinessCheck = { name: 'lipsync-model', run: async () => 'no manifest for wav2lip' };
-    const w = await startTestWorker(server.url, { concurrency: 'image=1,video=0,lipsync=1,music=0' }, undefined, { readiness: { lipsync: [never] } });
+    const w = await worker({ concurrency: 'image=1,video=0,lipsync=1,music=0' }, { readiness: { lipsync: [never] } });
     workers.push(w);
     const r = await readyz(w);
     expect(r.status).toBe(200);
@@ -124,7 +133,7 @@ describe('disk space', () => {
       reserveBytes: 0,
       freeBytes: async () => free,
     });
-    const w = await startTestWorker(server.url, ONLY_IMAGE, undefined, { readiness: { image: [disk] } });
+    const w = await worker(ONLY_IMAGE, { readiness: { image: [disk] } });
     workers.push(w);
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('disk-1'));
     const r = await readyz(w);
@@ -149,7 +158,7 @@ describe('disk space', () => {
       }
       return { creditsUsed: 20, result: { url: 'https://cdn.test/x', type: 'image', width: 2, height: 2, format: 'png' } };
     };
-    const w = await startTestWorker(server.url, { ...ONLY_IMAGE, nakDelaysMs: '100' }, undefined, { executor });
+    const w = await worker({ ...ONLY_IMAGE, nakDelaysMs: '100' }, { executor });
     workers.push(w);
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('enospc-1'));
     const event = await waitFor('the event', async () => (await cp.eventsOf('enospc-1'))[0]);

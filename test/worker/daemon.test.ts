@@ -1,8 +1,12 @@
 /**
- * The daemon against a real nats-server (started here on a free port unless NATS_URL is set), with
- * an in-process worker and the test-double executor. The process-level cases (SIGKILL, SIGTERM,
- * two worker processes) are in processes.test.ts.
+ * The daemon against a real nats-server (started here on a free port) running the shipped per-role
+ * users (test/helpers/role-nats.ts: the worker as `worker-host1` with its inbox, provisioning and the
+ * control plane's side as operator), with an in-process worker and the test-double executor. The
+ * process-level cases (SIGKILL, SIGTERM, two worker processes) are in processes.test.ts.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -12,17 +16,18 @@ import { invalidTaskIdSubject } from '../../src/protocol/index.js';
 import { ensureTopology } from '../../src/worker/topology.js';
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from './helpers/jetstream.js';
 import { FAST_SETTINGS, imageJob, lipsyncJob, startTestWorker, type TestWorker } from './helpers/in-process.js';
-import { startNatsServer, type TestNatsServer } from './helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 
 const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];
 const names = { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' };
 
-let server: TestNatsServer;
+let dir: string;
+let roles: RoleNats;
 let cp: ControlPlane;
 let workers: TestWorker[] = [];
 
 async function worker(overrides: Parameters<typeof startTestWorker>[1] = {}, quote?: Parameters<typeof startTestWorker>[2]): Promise<TestWorker> {
-  const w = await startTestWorker(server.url, overrides, quote);
+  const w = await startTestWorker(roles.url, { ...roles.settingsOf('worker-host1'), ...overrides }, quote, { provisionAs: roles.settingsOf('operator') });
   workers.push(w);
   return w;
 }
@@ -32,13 +37,15 @@ async function eventOf(taskId: string, timeoutMs = 15_000) {
 }
 
 beforeAll(async () => {
-  server = await startNatsServer();
-  cp = await controlPlane(server.url, names);
+  dir = await mkdtemp(path.join(tmpdir(), 'media-daemon-'));
+  roles = await startRoleNats(dir);
+  cp = await controlPlane(roles.url, names, roles.auth('operator'));
 });
 
 afterAll(async () => {
   await cp?.close();
-  await server?.close();
+  await roles?.close();
+  await rm(dir, { recursive: true, force: true });
 });
 
 beforeEach(async () => {
@@ -226,7 +233,7 @@ describe('exactly one event per task', () => {
   });
 
   it('turns a job that exhausted its deliveries (max-deliveries advisory) into one failure event', async () => {
-    const settings = parseWorkerSettings({ ...FAST_SETTINGS, natsUrl: server.url, ackWaitMs: 1000, heartbeatMs: 200, maxDeliver: 2 });
+    const settings = parseWorkerSettings({ ...FAST_SETTINGS, natsUrl: roles.url, ackWaitMs: 1000, heartbeatMs: 200, maxDeliver: 2 });
     await ensureTopology(await jetstreamManager(cp.nc), settings);
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('lost-1', '', { credits: 40 }));
     // A worker that takes the job and dies, twice: pull it and never answer.
@@ -310,11 +317,11 @@ describe('malformed jobs', () => {
 
 describe('the NATS server restarts', () => {
   it('finishes a job that was running across a server restart, with exactly one event', async (ctx) => {
-    if (!server.owned) ctx.skip();
+    if (!roles.server.owned) ctx.skip();
     const w = await worker({ ackWaitMs: 5000, heartbeatMs: 500 });
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('restart-1', 'sleep=2500'));
     await waitFor('the job to start', () => w.records.length === 1);
-    await server.restart(800);
+    await roles.server.restart(800);
     const event = await eventOf('restart-1', 30_000);
     expect(event).toMatchObject({ status: 'completed', attempt: 1 });
     await waitFor('the job to be acked', async () => (await cp.jobsInQueue()) === 0, 15_000);
@@ -453,7 +460,7 @@ describe('quote service', () => {
 describe('topology', () => {
   it('creates streams and consumers idempotently and updates the ack wait of an existing consumer', async () => {
     const jsm = await jetstreamManager(cp.nc);
-    const base = { ...FAST_SETTINGS, natsUrl: server.url };
+    const base = { ...FAST_SETTINGS, natsUrl: roles.url };
     await Promise.all([ensureTopology(jsm, parseWorkerSettings(base)), ensureTopology(jsm, parseWorkerSettings(base))]);
     await ensureTopology(jsm, parseWorkerSettings({ ...base, ackWaitMs: 7000 }));
     const consumer = await jsm.consumers.info('MEDIA_JOBS', 'media-worker-video');
