@@ -1,6 +1,7 @@
 /**
  * `media-worker serve` as shipped (dist/), run as an operator runs it, against a real nats-server
- * and a local http server for the inputs:
+ * with the shipped per-role users (`serve` as `worker-host1`, provisioning and the control plane's
+ * side as operator) and a local http server for the inputs:
  * - SIGTERM or SIGINT at several points of start-up: exit 0;
  * - a worker SIGKILLed mid-job while another shares its temp directory: the other's sweep keeps the
  *   live job's directory; after a restart the dead one's directory is gone and the job completes
@@ -27,7 +28,7 @@ import { sha256Hex } from '../src/inference/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
 import { encodeClip, faceFrames, SIDE, speechClip } from './lipsync/pipeline-fixtures.js';
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from './worker/helpers/jetstream.js';
-import { startNatsServer, type TestNatsServer } from './worker/helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from './helpers/role-nats.js';
 import { provisionFromEnv } from './helpers/provision.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
@@ -42,7 +43,7 @@ interface Serve {
   serving(): Promise<number>;
 }
 
-let nats: TestNatsServer;
+let roles: RoleNats;
 let cp: ControlPlane;
 let http: Server;
 let base: string;
@@ -54,7 +55,7 @@ let running: Serve[] = [];
 
 /** What every `serve` of this file shares (and what the streams and consumers are provisioned with). */
 const baseEnv = (): Record<string, string> => ({
-  NATS_URL: nats.url,
+  ...roles.env('worker-host1'),
   LOG_LEVEL: 'info',
   MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
   WORKER_HEALTH_PORT: '0',
@@ -145,14 +146,14 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  nats = await startNatsServer();
-  cp = await controlPlane(nats.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' });
+  roles = await startRoleNats(await fs.mkdtemp(path.join(dir, 'nats-')));
+  cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
 });
 
 afterAll(async () => {
   for (const res of stalled) res.destroy();
   await cp?.close();
-  await nats?.close();
+  await roles?.close();
   http?.closeAllConnections();
   http?.close();
   await fs.rm(dir, { recursive: true, force: true });
@@ -160,7 +161,7 @@ afterAll(async () => {
 
 beforeEach(async () => {
   await deleteStreams(cp.jsm, STREAMS);
-  await provisionFromEnv(baseEnv());
+  await provisionFromEnv({ ...baseEnv(), ...roles.env('operator') });
 });
 
 afterEach(async () => {

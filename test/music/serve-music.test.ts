@@ -3,23 +3,25 @@
  * generated MusicGen TEST model: a job on NATS -> exactly one completed event with 2 songs whose
  * MP3s ffprobe accepts and whose covers are 1024x1024 JPEGs in the results store; a job with
  * lyrics -> one failed GENERATION_FAILED event naming why. WORKER_CONCURRENCY is left unset:
- * configuring a music backend is what turns the music slot on.
+ * configuring a music backend is what turns the music slot on. Under the shipped per-role users
+ * (test/helpers/role-nats.ts): `serve` as `worker-host1`, provisioning and jobs as operator, the
+ * progress read as gateway.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { provisionFromEnv } from '../helpers/provision.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
-let nats: TestNatsServer;
+let roles: RoleNats;
 let cp: ControlPlane;
 let watcher: NatsConnection;
 let dir: string;
@@ -28,10 +30,9 @@ let stderr = '';
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-worker-serve-music-'));
-  nats = await startNatsServer();
+  roles = await startRoleNats(dir);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    NATS_URL: nats.url,
     LOG_LEVEL: 'info',
     MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
     RESULTS_DIR: path.join(dir, 'results'),
@@ -42,19 +43,20 @@ beforeAll(async () => {
     MEDIA_WORKER_MUSIC_SECONDS: '1',
   };
   delete env['WORKER_CONCURRENCY'];
-  await provisionFromEnv(env);
-  daemon = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  await provisionFromEnv({ ...env, ...roles.env('operator') });
+  daemon = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, ...roles.env('worker-host1') }, stdio: ['ignore', 'ignore', 'pipe'] });
   daemon.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   await waitFor('the daemon to serve', () => stderr.includes('media-worker serving'), 60_000);
-  cp = await controlPlane(nats.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' });
-  watcher = await connect({ servers: nats.url });
+  cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
+  // Progress is the gateway's to read.
+  watcher = await roles.connectAs('gateway');
 });
 
 afterAll(async () => {
   if (daemon.exitCode === null) daemon.kill('SIGKILL');
   await cp?.close();
   await watcher?.close();
-  await nats?.close();
+  await roles?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
