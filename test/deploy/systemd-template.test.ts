@@ -3,7 +3,7 @@
  * then the environment file, then what ExecStart's env(1) sets, with %i, %H and ${VAR} expanded),
  * every instance gets settings that exist, its own GPU, health port, temp, results and TensorRT
  * cache directories; and two instances started as the unit starts them (`serve`, their index and
- * name from the unit, a real nats-server) say which device they run on and both take jobs from
+ * name from the unit, a real nats-server with the shipped per-role users) say which device they run on and both take jobs from
  * the same stream.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -20,7 +20,7 @@ import { capabilitiesSchema, CAPABILITIES_SUBJECT, type Capabilities } from '../
 import { workerSettingsFromEnv } from '../../src/worker/settings.js';
 import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jetstream.js';
 import { provisionFromEnv } from '../helpers/provision.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 
 const read = (file: string): Promise<string> => readFile(path.join(PACKAGE_ROOT, file), 'utf8');
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
@@ -81,7 +81,7 @@ describe('systemd/media-worker@.service', () => {
 });
 
 describe('two instances on one host', () => {
-  let nats: TestNatsServer | undefined;
+  let roles: RoleNats | undefined;
   let cp: ControlPlane | undefined;
   let http: Server | undefined;
   let dir = '';
@@ -98,7 +98,7 @@ describe('two instances on one host', () => {
         }),
     );
     await cp?.close();
-    await nats?.close();
+    await roles?.close();
     http?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
@@ -109,16 +109,17 @@ describe('two instances on one host', () => {
     http = createServer((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(png));
     await new Promise<void>((resolve) => http!.listen(0, '127.0.0.1', resolve));
     const imageUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}/p.png`;
-    nats = await startNatsServer();
-    // The operator's step at install (docs/operations.md, "Who creates what"): instances only bind.
-    await provisionFromEnv({ NATS_URL: nats.url });
+    // The shipped per-role users: the instances as their host's user, the operator's step at install
+    // (docs/operations.md, "Who creates what") as operator: instances only bind.
+    roles = await startRoleNats(await mkdtemp(path.join(dir, 'nats-')));
+    await provisionFromEnv(roles.env('operator'));
 
     for (const { index, env } of instances.slice(0, 2)) {
       // The unit's per-instance values, with the host's paths and NATS replaced by this test's (port 0: any free one).
       const proc = spawn(process.execPath, [CLI, 'serve'], {
         env: {
           ...process.env,
-          NATS_URL: nats.url,
+          ...roles.env('worker-host1'),
           LOG_LEVEL: 'info',
           LOG_FORMAT: 'json',
           MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
@@ -157,7 +158,7 @@ describe('two instances on one host', () => {
       expect(ready.device).toEqual(s.device);
     }
 
-    cp = await controlPlane(nats.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' });
+    cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
     // Discovery names each instance and its device.
     const replies: Capabilities[] = [];
     const inbox = cp.nc.subscribe(`_INBOX.gpus.${Date.now()}`);

@@ -15,11 +15,10 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
 import type { ThrowawayCa } from './throwaway-ca.js';
+import { SHIPPED_HOST, passwordVariable, usersWithHosts } from '../../scripts/nats-users.js';
 
 export type Role = 'gateway' | 'operator' | `worker-${string}`;
 
-const SHIPPED_HOST = 'host1';
-const HOST_BLOCK = /^ *# worker host "host1": begin[^\n]*\n[\s\S]*?# worker host "host1": end[^\n]*\n/m;
 
 export interface RoleNats {
   server: TestNatsServer;
@@ -45,33 +44,19 @@ export function recipeSecret(lead: string, seed: number): string {
   return `mw${hex}`;
 }
 
-export function passwordVariable(user: string): string {
-  return `MW_${user.toUpperCase().replace(/-/g, '_')}_PASSWORD`;
-}
-
 export function inboxPrefix(role: Role): string {
   return role.startsWith('worker-') ? '_INBOX_worker' : `_INBOX_${role}`;
 }
 
-/** The shipped users file with the host block repeated for each extra host. */
-export async function usersWithHosts(hosts: readonly string[]): Promise<string> {
-  const shipped = await readFile(path.join(PACKAGE_ROOT, 'deploy', 'nats', 'media-users.conf'), 'utf8');
-  const block = HOST_BLOCK.exec(shipped)?.[0];
-  if (block === undefined) throw new Error('deploy/nats/media-users.conf has no worker host block');
-  const copies = hosts.map((h) => block.replaceAll(SHIPPED_HOST, h).replaceAll(SHIPPED_HOST.toUpperCase(), h.toUpperCase()));
-  return shipped.replace(block, [block, ...copies].join(''));
-}
-
 export async function startRoleNats(dir: string, options: { hosts?: readonly string[]; tls?: ThrowawayCa; binary?: string } = {}): Promise<RoleNats> {
   const hosts = options.hosts ?? [];
-  // The host's name ends up in a configuration variable (`$MW_WORKER_<HOST>_PASSWORD`): no `-` there.
-  for (const h of hosts) if (!/^[A-Za-z0-9_]+$/.test(h)) throw new Error(`Expected a worker host name of letters, digits and _ but received ${JSON.stringify(h)}`);
+  const usersFile = await usersWithHosts(hosts);
   const users = ['gateway', 'operator', ...[SHIPPED_HOST, ...hosts].map((h) => `worker-${h}`)];
   const leads = ['12e4', '0000', '9e99', '1234', '00e1', '77'];
   const passwords = Object.fromEntries(users.map((u, i) => [passwordVariable(u), recipeSecret(leads[i % leads.length] ?? '1', i + 1)]));
   // The shipped server file, its users file beside it (with the extra hosts), plus TLS when asked.
   const shippedServer = await readFile(path.join(PACKAGE_ROOT, 'deploy', 'nats', 'nats-server.conf'), 'utf8');
-  await writeFile(path.join(dir, 'media-users.conf'), await usersWithHosts(hosts));
+  await writeFile(path.join(dir, 'media-users.conf'), usersFile);
   await writeFile(path.join(dir, 'nats-server.conf'), shippedServer);
   const config = path.join(dir, 'nats.conf');
   const tls = options.tls === undefined ? '' : `tls { cert_file: "${options.tls.certFile}", key_file: "${options.tls.keyFile}" }\n`;
