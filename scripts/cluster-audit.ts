@@ -2,7 +2,8 @@
  * The money and event checks of scripts/nats-cluster.ts, pure: from each account's ledger entries
  * and API balance and each task's status and event count, what does not add up. Every balance
  * equals the sum of its ledger; each entry's running balance is right; each task is debited
- * once, refunded at most once and exactly when it failed; each task has exactly one event.
+ * once, refunded at most once and exactly when it failed; each task has exactly one event, from
+ * the host whose claim of it was stored first (the only host whose event settles it).
  */
 import type { LedgerEntry } from '../src/gateway/index.js';
 
@@ -17,8 +18,10 @@ export interface AuditedTask {
   id: string;
   accountId: string;
   status: string;
-  /** Messages on the task's event subject. */
-  events: number;
+  /** The hosts of the task's events (`media.events.<host>.<task>`, one message each). */
+  eventHosts: string[];
+  /** The host whose claim of the task was stored first, or null when none was. */
+  firstClaim: string | null;
 }
 
 export interface Audit {
@@ -52,7 +55,8 @@ export function auditLedger(accounts: readonly AuditedAccount[], tasks: readonly
     if (task.status === 'failed' && r !== 1) problems.push(`${task.id}: failed but refunded ${r} times`);
     if (task.status === 'completed' && r !== 0) problems.push(`${task.id}: completed but refunded`);
     if (task.status !== 'completed' && task.status !== 'failed') problems.push(`${task.id}: ended ${task.status}`);
-    if (task.events !== 1) problems.push(`${task.id}: ${task.events} events`);
+    if (task.eventHosts.length !== 1) problems.push(`${task.id}: ${task.eventHosts.length} events (${task.eventHosts.join(', ')})`);
+    else if (task.eventHosts[0] !== task.firstClaim) problems.push(`${task.id}: its event is from ${task.eventHosts[0]} but ${String(task.firstClaim)} claimed it first`);
   }
   const known = new Set(tasks.map((t) => t.id));
   for (const id of debits.keys()) if (!known.has(id)) problems.push(`${id}: debited but never accepted by the API (an unseen task)`);

@@ -1,6 +1,7 @@
 /**
  * A 3-node nats-server cluster on 127.0.0.1 for scripts/nats-cluster.ts: each node with its own
- * client, route and monitoring port and store, the shipped users (deploy/nats/media-users.conf),
+ * client, route and monitoring port and store, the shipped users (deploy/nats/media-users.conf,
+ * with more worker hosts where asked: scripts/nats-users.ts),
  * JetStream with `sync_interval: always` where the server knows it (2.10+). Nodes can be SIGKILLed
  * and restarted on the same ports and store; the meta leader is read from each node's /jsz.
  */
@@ -9,8 +10,8 @@ import fs from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { PACKAGE_ROOT } from '../src/paths.js';
 import { sleep } from '../src/sleep.js';
+import { usersWithHosts } from './nats-users.js';
 
 export interface ClusterNode {
   name: string;
@@ -33,8 +34,6 @@ export interface Cluster {
   byName(name: string): ClusterNode;
   stop(): Promise<void>;
 }
-
-const USERS_CONF = path.join(PACKAGE_ROOT, 'deploy', 'nats', 'media-users.conf');
 
 export function natsServerBin(): string {
   return process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
@@ -78,10 +77,12 @@ export function nodeConfig(o: { name: string; port: number; routePort: number; m
   ].join('\n');
 }
 
-export async function startCluster(dir: string, env: NodeJS.ProcessEnv, size = 3): Promise<Cluster> {
+/** `hosts`: worker hosts besides the shipped `host1` (each with `MW_WORKER_<HOST>_PASSWORD` in `env`). */
+export async function startCluster(dir: string, env: NodeJS.ProcessEnv, size = 3, hosts: readonly string[] = []): Promise<Cluster> {
   const { stdout } = await promisify(execFile)(natsServerBin(), ['--version']);
   const version = parseServerVersion(stdout);
   const syncAlways = versionAtLeast(version, [2, 10]);
+  await fs.writeFile(path.join(dir, 'media-users.conf'), await usersWithHosts(hosts));
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ port: await freePort(), routePort: await freePort(), monitorPort: await freePort() })));
   const nodes = await Promise.all(
     ports.map(async (p, i) => {
@@ -94,7 +95,7 @@ export async function startCluster(dir: string, env: NodeJS.ProcessEnv, size = 3
           ...p,
           routes: ports.map((q) => q.routePort),
           storeDir: path.join(dir, name),
-          usersInclude: path.relative(dir, USERS_CONF),
+          usersInclude: 'media-users.conf',
           syncAlways,
         }),
       );

@@ -3,13 +3,15 @@
  *
  *   npm run cluster:failover -- [--accounts 4] [--concurrency 6] [--down-s 20] [--steady-s 6] [--write-docs] [--keep]
  *
- * Starts three nats-servers on 127.0.0.1 (the shipped users of deploy/nats/media-users.conf,
- * `sync_interval: always` where the server knows it), a gateway and two workers given all three
+ * Starts three nats-servers on 127.0.0.1 (the shipped users of deploy/nats/media-users.conf with a
+ * second worker host added as docs/operations.md says,
+ * `sync_interval: always` where the server knows it), a gateway and two worker hosts given all three
  * URLs and NATS_STREAM_REPLICAS=3 (so every stream is R3), and creates accounts. Submissions (image
  * upscales, 1 in 5 failing after acceptance and refunded) and top-ups run all along. It SIGKILLs
  * the meta leader, restarts it `--down-s` later, waits until it is healthy, then does the same to
  * the ledger stream's leader. When the load stops and every task has settled it checks: each task
- * debited once, refunded at most once and exactly when it failed, exactly one event per task,
+ * debited once, refunded at most once and exactly when it failed, exactly one event per task and
+ * that from the host whose claim of it is the first,
  * every balance equal to its ledger's sum; and it counts submissions accepted while a node was
  * down, the time to a new leader and to a healthy node, and the clients' own reconnections (no
  * client process is restarted). Exit status 1 when a check fails. `--write-docs` writes the figures
@@ -29,6 +31,7 @@ import sharp from 'sharp';
 import { markdownTable } from '../bench/doc-block.js';
 import { openStore, type Store } from '../src/gateway/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
+import { EVENTS_SUBJECT_PREFIX, anyHostEventSubject, firstClaimHost, hostAndTask } from '../src/protocol/index.js';
 import { sleep } from '../src/sleep.js';
 import { auditLedger, type AuditedTask } from './cluster-audit.js';
 import { replaceMarkedBlock } from './marked-block.js';
@@ -37,7 +40,14 @@ import { startCluster, type Cluster } from './nats-cluster-nodes.js';
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 const OPERATIONS_DOC = path.join(PACKAGE_ROOT, 'docs', 'operations.md');
 const BLOCK = ['<!-- nats-cluster:start -->', '<!-- nats-cluster:end -->'] as const;
-const PASSWORDS = { MW_WORKER_HOST1_PASSWORD: 'cluster-worker', MW_GATEWAY_PASSWORD: 'cluster-gateway', MW_OPERATOR_PASSWORD: 'cluster-operator' };
+/** Worker hosts: `host1` of the shipped file and one more, each a user of its own (per-host claims). */
+const HOSTS = ['host1', 'host2'] as const;
+const PASSWORDS = {
+  MW_WORKER_HOST1_PASSWORD: 'cluster-worker-1',
+  MW_WORKER_HOST2_PASSWORD: 'cluster-worker-2',
+  MW_GATEWAY_PASSWORD: 'cluster-gateway',
+  MW_OPERATOR_PASSWORD: 'cluster-operator',
+};
 const LEDGER_STREAM = 'GATEWAY_LEDGER';
 /** A client's patience: a quote request lost with a dying node is only answered (503) after GATEWAY_QUOTE_TIMEOUT_MS. */
 const CLIENT_TIMEOUT_MS = 30_000;
@@ -113,7 +123,7 @@ async function streamLeader(jsm: JetStreamManager, stream: string): Promise<stri
   return info.cluster?.leader || undefined;
 }
 
-const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS'];
+const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS'];
 
 async function caughtUp(jsm: JetStreamManager, node: string): Promise<boolean> {
   for (const stream of STREAMS) {
@@ -139,8 +149,8 @@ async function diagnoseTask(jsm: JetStreamManager, taskId: string, clients: read
   for (const c of await jsm.consumers.list('MEDIA_JOBS').next()) {
     lines.push(`  consumer ${c.name}: delivered ${c.delivered.stream_seq}, ack floor ${c.ack_floor.stream_seq}, pending ${c.num_pending}, ack pending ${c.num_ack_pending}, redelivered ${c.num_redelivered}`);
   }
-  const events = await jsm.streams.info('MEDIA_EVENTS', { subjects_filter: `media.events.${taskId}` });
-  lines.push(`  events: ${events.state.subjects?.[`media.events.${taskId}`] ?? 0}`);
+  const events = await jsm.streams.info('MEDIA_EVENTS', { subjects_filter: anyHostEventSubject(taskId) });
+  lines.push(`  events: ${JSON.stringify(events.state.subjects ?? {})}; first claim: ${String(await firstClaimHost(jsm, 'MEDIA_CLAIMS', taskId))}`);
   const advisories = await jsm.streams.info('MEDIA_JOBS_ADVISORIES');
   lines.push(`  MEDIA_JOBS_ADVISORIES: ${advisories.state.messages} messages`);
   for (const c of clients) {
@@ -176,7 +186,7 @@ async function main(): Promise<void> {
   const children: ClientProcess[] = [];
   let cluster: Cluster | undefined;
   try {
-    cluster = await startCluster(dir, PASSWORDS);
+    cluster = await startCluster(dir, PASSWORDS, 3, HOSTS.slice(1));
     const c = cluster;
     const firstMeta = await until('a meta leader', () => c.metaLeader());
     process.stderr.write(`cluster of 3 (${c.version}) up, meta leader ${firstMeta}\n`);
@@ -216,8 +226,8 @@ async function main(): Promise<void> {
     });
     // The operator provisions every stream and consumer (R3) first: workers and gateways only bind.
     execFileSync(process.execPath, [CLI, 'provision'], { env: { ...process.env, ...common, ...as('operator') }, stdio: ['ignore', 'ignore', 'inherit'] });
-    // Two worker processes of one host (one identity: a task either of them claimed is that host's).
-    for (const name of ['worker-a', 'worker-b']) children.push(startClient(name, ['serve'], { ...common, ...as('worker-host1'), NATS_CONNECTION_NAME: name }, dir));
+    // Two worker hosts, each its own user: a task one of them claimed first is handed back by the other.
+    for (const host of HOSTS) children.push(startClient(`worker-${host}`, ['serve'], { ...common, ...as(`worker-${host}`), NATS_CONNECTION_NAME: `worker-${host}` }, dir));
     await until('the workers to serve', async () => children.every((w) => w.head().includes('media-worker serving')) || undefined, 90_000, 200);
     const gateway = startClient('gateway', ['gateway'], { ...common, ...as('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' }, dir);
     children.push(gateway);
@@ -334,12 +344,20 @@ async function main(): Promise<void> {
     const tasks: AuditedTask[] = [];
     for (const s of accepted) {
       const status = settled.get(s.id as string) ?? (await statusOf(s).catch(() => undefined)) ?? 'unknown';
-      tasks.push({ id: s.id as string, accountId: s.accountId, status, events: 0 });
+      tasks.push({ id: s.id as string, accountId: s.accountId, status, eventHosts: [], firstClaim: null });
     }
     process.stderr.write(`${seconds(Date.now() - started)} s: ${settled.size} of ${accepted.length} tasks settled, ${seconds(drainedAfterMs)} s after the load stopped with ${backlogAtStop} jobs queued\n`);
     await sleep(2000); // a failure's refund follows its status by a moment
-    const eventCounts = (await jsm.streams.info('MEDIA_EVENTS', { subjects_filter: 'media.events.>' })).state.subjects ?? {};
-    for (const t of tasks) t.events = eventCounts[`media.events.${t.id}`] ?? 0;
+    // Every event subject is `media.events.<host>.<task>` (one message each): a task's events by host.
+    const eventHosts = new Map<string, string[]>();
+    for (const subject of Object.keys((await jsm.streams.info('MEDIA_EVENTS', { subjects_filter: 'media.events.>' })).state.subjects ?? {})) {
+      const parsed = hostAndTask(EVENTS_SUBJECT_PREFIX, subject);
+      if (parsed !== undefined) eventHosts.set(parsed.taskId, [...(eventHosts.get(parsed.taskId) ?? []), parsed.host]);
+    }
+    for (const t of tasks) {
+      t.eventHosts = eventHosts.get(t.id) ?? [];
+      t.firstClaim = await firstClaimHost(jsm, 'MEDIA_CLAIMS', t.id);
+    }
     const ledgers = [];
     for (const a of accounts) {
       const res = await fetch(`${api}/api/v1/balance`, { headers: { authorization: `Bearer ${a.key}` } });
@@ -379,13 +397,13 @@ async function main(): Promise<void> {
     const completed = tasks.filter((t) => t.status === 'completed').length;
     const failed = tasks.filter((t) => t.status === 'failed').length;
     const summary = markdownTable(
-      ['submissions (HTTP status: count)', 'tasks accepted', 'jobs queued when the load stopped / all settled after (s)', 'completed / failed', 'with exactly one event', 'debits / refunds', 'top-ups ok / failed', 'balances = ledger sums', 'client reconnections (none restarted)', 'problems'],
+      ['submissions (HTTP status: count)', 'tasks accepted', 'jobs queued when the load stopped / all settled after (s)', 'completed / failed', 'with exactly one event, from the first claimer', 'debits / refunds', 'top-ups ok / failed', 'balances = ledger sums', 'client reconnections (none restarted)', 'problems'],
       [[
         [...statusCounts].map(([s, k]) => `${s === 0 ? `no answer in ${CLIENT_TIMEOUT_MS / 1000} s` : s}: ${k}`).join(', '),
         String(tasks.length),
         `${backlogAtStop} / ${seconds(drainedAfterMs)}`,
         `${completed} / ${failed}`,
-        String(tasks.filter((t) => t.events === 1).length),
+        String(tasks.filter((t) => t.eventHosts.length === 1 && t.eventHosts[0] === t.firstClaim).length),
         `${audit.debits} / ${audit.refunds}`,
         `${topupsOk} / ${topupsFailed}`,
         `${ledgers.filter((l) => !audit.problems.some((p) => p.startsWith(l.id))).length} of ${ledgers.length}`,
