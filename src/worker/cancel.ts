@@ -9,6 +9,9 @@
  *     stops that run, and that host publishes the CANCELLED event itself; the reply waits a moment
  *     for it;
  *   - the first claimer's event exists already: nothing changes.
+ * The event says what is known of the task: a run in this process gives its delivery's attempt,
+ * start and creation time (RunFacts); a queued job its creation time from the job message
+ * (queued-job.ts); else the request's fields.
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -17,14 +20,15 @@ import {
   ABORT_SUBJECT_PREFIX,
   abortSubject,
   cancelledError,
-  creationTime,
   failedEvent,
   protocolHeaders,
+  timestamp,
   type CancelReply,
   type CancelRequest,
   type TerminalEvent,
 } from '../protocol/index.js';
 import type { EventPublisher } from './event-publisher.js';
+import type { QueuedJob } from './queued-job.js';
 import { sleep } from '../sleep.js';
 
 export interface CancelRuntime {
@@ -38,6 +42,22 @@ export interface CancelRuntime {
   claim(taskId: string): Promise<string>;
   /** How long to wait for the running host's own CANCELLED event before answering (default 5 s). */
   waitMs?: number;
+  /** What a run of the task in this process knows of it, if one runs (RunningTasks.facts). */
+  runHere?(taskId: string): RunFacts | undefined;
+  /** The task's job still in the jobs stream, if it can be found (queued-job.ts). */
+  queuedJob?(taskId: string, model: string | undefined): Promise<QueuedJob | null>;
+}
+
+/** What one delivery of a task knows of it, for the event of a cancel that ends it. */
+export interface RunFacts {
+  model: unknown;
+  credits: number | undefined;
+  /** The job's `createdAt`, else when the stream stored it. */
+  createdAt: Date;
+  /** The delivery's number, as the server counts it. */
+  attempt: number;
+  /** When processing started; null until it does. */
+  startedAt: Date | null;
 }
 
 const CANCEL_WAIT_MS = 5_000;
@@ -69,14 +89,7 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
     rt.logger.info({ taskId: request.id, claimedBy: first }, 'Task running on another host told to stop; its event follows');
     return { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' };
   }
-  const now = new Date();
-  const event = failedEvent(request.id, request.model, cancelledError(request.reason), request.credits, {
-    createdAt: creationTime(request.createdAt, now),
-    startedAt: null,
-    finishedAt: now,
-    attempt: 0,
-    worker: rt.workerName,
-  });
+  const event = await cancelEvent(rt, request);
   const result = await rt.events.publish(event);
   if (result === 'published') {
     await abort();
@@ -85,6 +98,38 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
   }
   const existing = await rt.events.find(request.id, rt.hostId);
   return existing === null ? { id: request.id, cancelled: false, status: 'failed' } : ended(rt, request.id, existing);
+}
+
+/**
+ * The CANCELLED event, published by the first claimer before it stops any run (so that a run that
+ * starts meanwhile finds it). A run here tells its attempt and start; else the task was never
+ * delivered (attempt 0, startedAt null). The creation time is the job's where it is known (the run's,
+ * the request's, the queued job's), else the cancel's: the first the protocol heard of the task.
+ */
+async function cancelEvent(rt: CancelRuntime, request: CancelRequest): Promise<TerminalEvent> {
+  const run = rt.runHere?.(request.id);
+  const requested = timestamp(request.createdAt);
+  // Only when neither a run nor the request says when the task was created: the lookup reads the queue.
+  const queued = run === undefined && requested === undefined ? await lookUpQueued(rt, request) : null;
+  const now = new Date();
+  return failedEvent(request.id, run?.model ?? queued?.model ?? request.model, cancelledError(request.reason), request.credits ?? run?.credits ?? queued?.credits, {
+    createdAt: run?.createdAt ?? requested ?? queued?.createdAt ?? now,
+    startedAt: run?.startedAt ?? null,
+    finishedAt: now,
+    attempt: run?.attempt ?? 0,
+    worker: rt.workerName,
+  });
+}
+
+/** The queued job, or null when it cannot be read: the cancel goes ahead without it. */
+async function lookUpQueued(rt: CancelRuntime, request: CancelRequest): Promise<QueuedJob | null> {
+  if (rt.queuedJob === undefined) return null;
+  try {
+    return await rt.queuedJob(request.id, request.model);
+  } catch (err) {
+    rt.logger.warn({ err, taskId: request.id }, 'Could not look the cancelled job up in the jobs stream; its event says the cancel\'s time as createdAt');
+    return null;
+  }
 }
 
 function ended(rt: CancelRuntime, id: string, existing: TerminalEvent): CancelReply {
@@ -97,28 +142,34 @@ function ended(rt: CancelRuntime, id: string, existing: TerminalEvent): CancelRe
  * than one (a redelivery waiting for an earlier run), so each run registers its own.
  */
 export class RunningTasks {
-  readonly #runs = new Map<string, Set<AbortController>>();
+  readonly #runs = new Map<string, Map<AbortController, RunFacts>>();
 
-  /** Registers a run; returns the function that forgets it. */
-  add(taskId: string, controller: AbortController): () => void {
-    let set = this.#runs.get(taskId);
-    if (set === undefined) {
-      set = new Set();
-      this.#runs.set(taskId, set);
+  /** Registers a run and what it knows of its task; returns the function that forgets it. */
+  add(taskId: string, controller: AbortController, facts: RunFacts): () => void {
+    let runs = this.#runs.get(taskId);
+    if (runs === undefined) {
+      runs = new Map();
+      this.#runs.set(taskId, runs);
     }
-    set.add(controller);
+    runs.set(controller, facts);
     return () => {
-      set.delete(controller);
-      if (set.size === 0 && this.#runs.get(taskId) === set) this.#runs.delete(taskId);
+      runs.delete(controller);
+      if (runs.size === 0 && this.#runs.get(taskId) === runs) this.#runs.delete(taskId);
     };
+  }
+
+  /** The facts of the task's run that got furthest (processing, else the latest delivery); undefined when none runs here. */
+  facts(taskId: string): RunFacts | undefined {
+    const runs = [...(this.#runs.get(taskId)?.values() ?? [])];
+    return runs.find((run) => run.startedAt !== null) ?? runs.at(-1);
   }
 
   /** Aborts every run of the task with `reason`; returns how many there were. */
   abort(taskId: string, reason: JobError): number {
-    const set = this.#runs.get(taskId);
-    if (set === undefined) return 0;
-    for (const controller of set) controller.abort(reason);
-    return set.size;
+    const runs = this.#runs.get(taskId);
+    if (runs === undefined) return 0;
+    for (const controller of runs.keys()) controller.abort(reason);
+    return runs.size;
   }
 }
 
