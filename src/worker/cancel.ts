@@ -8,6 +8,9 @@
  *   - another host claimed it (it is running there): `media.abort.<id>`, which every worker hears,
  *     stops that run, and that host publishes the CANCELLED event itself; the reply waits a moment
  *     for it;
+ *   - another process of this host runs it (a host of several GPUs, a Deployment's pods): asked
+ *     on `media.abort.<id>` with a reply subject, it stops the run, answers, and publishes the
+ *     CANCELLED event itself;
  *   - the first claimer's event exists already: nothing changes.
  * The event says what is known of the task: a run in this process gives its delivery's attempt,
  * start and creation time (RunFacts); a queued job its creation time from the job message
@@ -42,6 +45,8 @@ export interface CancelRuntime {
   claim(taskId: string): Promise<string>;
   /** How long to wait for the running host's own CANCELLED event before answering (default 5 s). */
   waitMs?: number;
+  /** How long to wait for another process of this host to say it runs the task (default 0.5 s). */
+  siblingAnswerMs?: number;
   /** What a run of the task in this process knows of it, if one runs (RunningTasks.facts). */
   runHere?(taskId: string): RunFacts | undefined;
   /** The task's job still in the jobs stream, if it can be found (queued-job.ts). */
@@ -62,6 +67,8 @@ export interface RunFacts {
 
 const CANCEL_WAIT_MS = 5_000;
 const CANCEL_POLL_MS = 200;
+/** How long the first claimer waits for another process of its host to say it runs the task. */
+const SIBLING_ANSWER_MS = 500;
 
 /** Cancels the task as its first claimer, or stops the run of the host that claimed it first. Throws only when NATS fails. */
 export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Promise<CancelReply> {
@@ -74,20 +81,18 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
   };
   if (first !== rt.hostId) {
     await abort();
-    const deadline = Date.now() + (rt.waitMs ?? CANCEL_WAIT_MS);
-    for (;;) {
-      const event = await rt.events.find(request.id, first);
-      if (event !== null) {
-        const cancelled = event.error?.code === 'CANCELLED';
-        rt.logger.info({ taskId: request.id, claimedBy: first, status: event.status }, cancelled ? 'Task cancelled by the host running it' : 'Task ended before the cancel reached it');
-        return cancelled ? { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' } : ended(rt, request.id, event);
-      }
-      if (Date.now() >= deadline) break;
-      await sleep(CANCEL_POLL_MS);
-    }
+    const reply = await replyFromRunner(rt, request.id, first);
+    if (reply !== null) return reply;
     // The host was told to stop; its event (CANCELLED, unless it finished at that very moment) follows.
     rt.logger.info({ taskId: request.id, claimedBy: first }, 'Task running on another host told to stop; its event follows');
     return { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' };
+  }
+  // Another process of this host (one per GPU, pods of one Deployment) may run it: stopped, it
+  // publishes the CANCELLED event with its run's attempt and start, which this one cannot know.
+  if (rt.runHere?.(request.id) === undefined && (await stoppedBySibling(rt, request.id))) {
+    const reply = await replyFromRunner(rt, request.id, first);
+    if (reply !== null) return reply;
+    rt.logger.warn({ taskId: request.id }, 'Another process of this host stopped the task but published no event in time: settling it here');
   }
   const event = await cancelEvent(rt, request);
   const result = await rt.events.publish(event);
@@ -98,6 +103,42 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
   }
   const existing = await rt.events.find(request.id, rt.hostId);
   return existing === null ? { id: request.id, cancelled: false, status: 'failed' } : ended(rt, request.id, existing);
+}
+
+/** The reply once the host running the task has published its event (up to waitMs), or null. */
+async function replyFromRunner(rt: CancelRuntime, taskId: string, host: string): Promise<CancelReply | null> {
+  const deadline = Date.now() + (rt.waitMs ?? CANCEL_WAIT_MS);
+  for (;;) {
+    const event = await rt.events.find(taskId, host);
+    if (event !== null) {
+      const cancelled = event.error?.code === 'CANCELLED';
+      rt.logger.info({ taskId, claimedBy: host, status: event.status }, cancelled ? 'Task cancelled by the process running it' : 'Task ended before the cancel reached it');
+      return cancelled ? { id: taskId, cancelled: true, status: 'failed', code: 'CANCELLED' } : ended(rt, taskId, event);
+    }
+    if (Date.now() >= deadline) return null;
+    await sleep(CANCEL_POLL_MS);
+  }
+}
+
+/**
+ * Asks `media.abort.<task id>` with a reply subject: a worker that runs the task stops it and
+ * answers (listenForAborts). True when one did within SIBLING_ANSWER_MS; a worker that predates
+ * the answer is taken as not running it.
+ */
+async function stoppedBySibling(rt: CancelRuntime, taskId: string): Promise<boolean> {
+  try {
+    await rt.nc.request(abortSubject(taskId), JSON.stringify({ id: taskId }), { timeout: rt.siblingAnswerMs ?? SIBLING_ANSWER_MS, headers: protocolHeaders() });
+    return true;
+  } catch (err) {
+    if (noAnswer(err)) return false;
+    throw err;
+  }
+}
+
+/** A request that nobody answered (timeout, or no subscriber at all), as @nats-io/nats-core names it. */
+function noAnswer(err: unknown): boolean {
+  const e = err instanceof Error && err.name === 'RequestError' && err.cause instanceof Error ? err.cause : err;
+  return e instanceof Error && (e.name === 'TimeoutError' || e.name.startsWith('NoResponders'));
 }
 
 /**
@@ -180,7 +221,10 @@ export function listenForAborts(nc: NatsConnection, running: RunningTasks, logge
       if (err) return;
       const taskId = msg.subject.slice(ABORT_SUBJECT_PREFIX.length + 1);
       const stopped = running.abort(taskId, cancelledError(undefined));
-      if (stopped > 0) logger.info({ taskId, runs: stopped }, 'Stopping a cancelled task');
+      if (stopped === 0) return;
+      logger.info({ taskId, runs: stopped }, 'Stopping a cancelled task');
+      // The cancelling process of this host waits for this: the event will come from here.
+      if (msg.reply) msg.respond(JSON.stringify({ id: taskId, stopping: stopped }), { headers: protocolHeaders() });
     },
   });
 }

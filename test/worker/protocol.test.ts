@@ -274,6 +274,22 @@ describe('cancellation', () => {
     }
   });
 
+  it('a job running in another process of the same host: that process stops it and its event says the run, whichever process answers', async () => {
+    const runner = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'hosta' });
+    // A sibling under the same WORKER_HOST_ID (one process per GPU) that runs no images.
+    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0', hostId: 'hosta' });
+    // The cancel goes to either process (queue group q): several tasks, so both answer some.
+    for (const id of ['cancel-s1', 'cancel-s2', 'cancel-s3', 'cancel-s4']) {
+      await cp.publishJob('image', 'vendor-image-upscale', imageJob(id, 'sleep=30000', { credits: 20 }));
+      await waitFor('the job to start', () => runner.records.some((r) => r.taskId === id));
+      expect((await cancel({ id })).json()).toEqual({ id, cancelled: true, status: 'failed', code: 'CANCELLED' });
+      await waitFor('the cancelled job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 10_000);
+      const events = await cp.eventsOf(id);
+      expect(events, id).toMatchObject([{ status: 'failed', error: { code: 'CANCELLED' }, attempt: 1, worker: runner.settings.natsName }]);
+      expect(events[0]?.startedAt, id).not.toBeNull();
+    }
+  });
+
   it('a cancel after completion changes nothing, and a malformed cancel is refused', async () => {
     await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0' });
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('done-1'));
