@@ -17,11 +17,11 @@ export function abortSubject(taskId: string): string {
 export const cancelRequestSchema = z
   .object({
     id: z.string().regex(TASK_ID_PATTERN),
-    /** Echoed in the event as a failure event would report it (the worker does not look the job up). */
+    /** The event's model when the worker finds no job of the task (else the job's); narrows that search. */
     model: z.string().max(128).optional(),
-    /** What the control plane deducted: echoed as `creditsRefunded`. */
+    /** What the control plane deducted: echoed as `creditsRefunded` (else the job's `credits`). */
     credits: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
-    /** When the task was submitted: echoed as `createdAt` (default: now). */
+    /** When the task was submitted: the event's `createdAt` unless a run of the job says (docs/protocol.md, "Cancellation"). */
     createdAt: z.string().max(64).optional(),
     /** Why, for people: appended to the event's message. */
     reason: z.string().max(500).optional(),

@@ -105,9 +105,12 @@ function timingFields(t: EventTiming): Pick<TerminalEvent, 'createdAt' | 'starte
  * knows when the task was submitted), else when the job message was stored in the stream.
  */
 export function creationTime(bodyCreatedAt: unknown, storedAt: Date): Date {
-  if (typeof bodyCreatedAt === 'string') {
-    const t = new Date(bodyCreatedAt);
-    if (!Number.isNaN(t.getTime())) return t;
-  }
-  return storedAt;
+  return timestamp(bodyCreatedAt) ?? storedAt;
+}
+
+/** `value` as a time when it is a string that names one (ISO 8601), else undefined. */
+export function timestamp(value: unknown): Date | undefined {
+  if (typeof value !== 'string') return undefined;
+  const t = new Date(value);
+  return Number.isNaN(t.getTime()) ? undefined : t;
 }

@@ -6,7 +6,7 @@
 export { connectNats, connectionOptions } from './connection.js';
 export { UnconfirmedPublishError, confirmedAck } from './confirmed-ack.js';
 export { unreadableFiles } from './nats-credentials.js';
-export { completedEvent, creationTime, failedEvent, terminalEventSchema, type EventTiming, type TerminalEvent } from './events.js';
+export { completedEvent, creationTime, failedEvent, terminalEventSchema, timestamp, type EventTiming, type TerminalEvent } from './events.js';
 export { progressMessage, progressMessageSchema, type ProgressMessage } from './progress.js';
 export { PROTOCOL_HEADER, PROTOCOL_VERSION, protocolHeaders, protocolMismatch } from './version.js';
 export {
@@ -19,7 +19,7 @@ export {
   type CancelRequest,
 } from './cancel.js';
 export { capabilitiesSchema, deviceSchema, discoverWorkers, modelsOfKind, whoCanRun, type Capabilities, type DeviceInfo, type DiscoverOptions } from './discovery.js';
-export { WIRE_SCHEMAS, wireJsonSchemas, type WireSchemaName } from './wire-schemas.js';
+export { WIRE_SCHEMAS, endpointSchemaMetadata, wireJsonSchemas, wireSchemaPath, type WireSchemaName } from './wire-schemas.js';
 export { resultLifetimeMs, resultUrl } from './result-url.js';
 export {
   PROTOCOL_SETTINGS,
@@ -69,6 +69,7 @@ export {
 } from './subjects.js';
 export {
   MSG_ID_HEADER,
+  bodyCredits,
   bodyField,
   decodeBody,
   invalidTaskIdSubject,

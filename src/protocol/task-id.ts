@@ -61,6 +61,12 @@ export function bodyField(body: unknown, key: string): unknown {
   return Object.hasOwn(body, key) ? (body as Record<string, unknown>)[key] : undefined;
 }
 
+/** A job body's `credits` when it is a whole non-negative number (echoed as `creditsRefunded`), else undefined. */
+export function bodyCredits(body: unknown): number | undefined {
+  const credits = bodyField(body, 'credits');
+  return typeof credits === 'number' && Number.isSafeInteger(credits) && credits >= 0 ? credits : undefined;
+}
+
 /**
  * Where the failure event of a job whose id is not a task id goes: a claimed id may hold dots or
  * wildcards, so the subject carries its SHA-256 instead (`media.events.<host>.invalid.<hex>`, one

@@ -42,6 +42,19 @@ export const WIRE_SCHEMAS = {
 
 export type WireSchemaName = keyof typeof WIRE_SCHEMAS;
 
+/** Where a message's JSON Schema is committed, relative to the package root (what `$SRV.INFO` advertises). */
+export function wireSchemaPath(name: WireSchemaName): string {
+  return `docs/schemas/${name}.schema.json`;
+}
+
+/**
+ * The `$SRV.INFO` metadata of an endpoint: the schemas of its request and of its reply. Typed by
+ * name, so an endpoint cannot advertise a file that the export does not write.
+ */
+export function endpointSchemaMetadata(request: WireSchemaName, reply: WireSchemaName): Record<string, string> {
+  return { schema: wireSchemaPath(request), reply_schema: wireSchemaPath(reply), error_schema: wireSchemaPath('error-reply') };
+}
+
 /** The JSON Schema documents, by file name (`<name>.schema.json`), as they are committed. */
 export function wireJsonSchemas(): Record<string, unknown> {
   const out: Record<string, unknown> = {};

@@ -7,7 +7,7 @@
 import type { JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { creationTime, failedEvent, kindOfJobSubject, bodyField, messageJson, readTaskId } from '../protocol/index.js';
+import { creationTime, failedEvent, kindOfJobSubject, bodyCredits, bodyField, messageJson, readTaskId } from '../protocol/index.js';
 import type { EventPublisher } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
 import { deliveriesExhaustedError } from './outcome.js';
@@ -64,12 +64,11 @@ export async function handleAdvisory(rt: AdvisoryRuntime, msg: JsMsg): Promise<v
       if (existing === null && first !== rt.hostId) {
         taskLog.warn({ claimedBy: first }, 'Job exhausted its deliveries; the host that claimed it first published no event: left to the control plane (docs/protocol.md)');
       } else if (existing === null) {
-        const credits = bodyField(body, 'credits');
         const event = failedEvent(
           reading.id,
           bodyField(body, 'model'),
           deliveriesExhaustedError(kindOfJobSubject(stored.subject), advisory.deliveries),
-          typeof credits === 'number' && Number.isSafeInteger(credits) && credits >= 0 ? credits : undefined,
+          bodyCredits(body),
           {
             createdAt: creationTime(bodyField(body, 'createdAt'), stored.time),
             startedAt: null,

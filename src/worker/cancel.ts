@@ -8,7 +8,13 @@
  *   - another host claimed it (it is running there): `media.abort.<id>`, which every worker hears,
  *     stops that run, and that host publishes the CANCELLED event itself; the reply waits a moment
  *     for it;
+ *   - another process of this host runs it (a host of several GPUs, a Deployment's pods): asked
+ *     on `media.abort.<id>` with a reply subject, it stops the run, answers, and publishes the
+ *     CANCELLED event itself;
  *   - the first claimer's event exists already: nothing changes.
+ * The event says what is known of the task: a run in this process gives its delivery's attempt,
+ * start and creation time (RunFacts); a queued job its creation time from the job message
+ * (queued-job.ts); else the request's fields.
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -17,14 +23,15 @@ import {
   ABORT_SUBJECT_PREFIX,
   abortSubject,
   cancelledError,
-  creationTime,
   failedEvent,
   protocolHeaders,
+  timestamp,
   type CancelReply,
   type CancelRequest,
   type TerminalEvent,
 } from '../protocol/index.js';
 import type { EventPublisher } from './event-publisher.js';
+import type { QueuedJob } from './queued-job.js';
 import { sleep } from '../sleep.js';
 
 export interface CancelRuntime {
@@ -38,10 +45,30 @@ export interface CancelRuntime {
   claim(taskId: string): Promise<string>;
   /** How long to wait for the running host's own CANCELLED event before answering (default 5 s). */
   waitMs?: number;
+  /** How long to wait for another process of this host to say it runs the task (default 0.5 s). */
+  siblingAnswerMs?: number;
+  /** What a run of the task in this process knows of it, if one runs (RunningTasks.facts). */
+  runHere?(taskId: string): RunFacts | undefined;
+  /** The task's job still in the jobs stream, if it can be found (queued-job.ts). */
+  queuedJob?(taskId: string, model: string | undefined): Promise<QueuedJob | null>;
+}
+
+/** What one delivery of a task knows of it, for the event of a cancel that ends it. */
+export interface RunFacts {
+  model: unknown;
+  credits: number | undefined;
+  /** The job's `createdAt`, else when the stream stored it. */
+  createdAt: Date;
+  /** The delivery's number, as the server counts it. */
+  attempt: number;
+  /** When processing started; null until it does. */
+  startedAt: Date | null;
 }
 
 const CANCEL_WAIT_MS = 5_000;
 const CANCEL_POLL_MS = 200;
+/** How long the first claimer waits for another process of its host to say it runs the task. */
+const SIBLING_ANSWER_MS = 500;
 
 /** Cancels the task as its first claimer, or stops the run of the host that claimed it first. Throws only when NATS fails. */
 export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Promise<CancelReply> {
@@ -54,29 +81,20 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
   };
   if (first !== rt.hostId) {
     await abort();
-    const deadline = Date.now() + (rt.waitMs ?? CANCEL_WAIT_MS);
-    for (;;) {
-      const event = await rt.events.find(request.id, first);
-      if (event !== null) {
-        const cancelled = event.error?.code === 'CANCELLED';
-        rt.logger.info({ taskId: request.id, claimedBy: first, status: event.status }, cancelled ? 'Task cancelled by the host running it' : 'Task ended before the cancel reached it');
-        return cancelled ? { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' } : ended(rt, request.id, event);
-      }
-      if (Date.now() >= deadline) break;
-      await sleep(CANCEL_POLL_MS);
-    }
+    const reply = await replyFromRunner(rt, request.id, first);
+    if (reply !== null) return reply;
     // The host was told to stop; its event (CANCELLED, unless it finished at that very moment) follows.
     rt.logger.info({ taskId: request.id, claimedBy: first }, 'Task running on another host told to stop; its event follows');
     return { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' };
   }
-  const now = new Date();
-  const event = failedEvent(request.id, request.model, cancelledError(request.reason), request.credits, {
-    createdAt: creationTime(request.createdAt, now),
-    startedAt: null,
-    finishedAt: now,
-    attempt: 0,
-    worker: rt.workerName,
-  });
+  // Another process of this host (one per GPU, pods of one Deployment) may run it: stopped, it
+  // publishes the CANCELLED event with its run's attempt and start, which this one cannot know.
+  if (rt.runHere?.(request.id) === undefined && (await stoppedBySibling(rt, request.id))) {
+    const reply = await replyFromRunner(rt, request.id, first);
+    if (reply !== null) return reply;
+    rt.logger.warn({ taskId: request.id }, 'Another process of this host stopped the task but published no event in time: settling it here');
+  }
+  const event = await cancelEvent(rt, request);
   const result = await rt.events.publish(event);
   if (result === 'published') {
     await abort();
@@ -85,6 +103,74 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
   }
   const existing = await rt.events.find(request.id, rt.hostId);
   return existing === null ? { id: request.id, cancelled: false, status: 'failed' } : ended(rt, request.id, existing);
+}
+
+/** The reply once the host running the task has published its event (up to waitMs), or null. */
+async function replyFromRunner(rt: CancelRuntime, taskId: string, host: string): Promise<CancelReply | null> {
+  const deadline = Date.now() + (rt.waitMs ?? CANCEL_WAIT_MS);
+  for (;;) {
+    const event = await rt.events.find(taskId, host);
+    if (event !== null) {
+      const cancelled = event.error?.code === 'CANCELLED';
+      rt.logger.info({ taskId, claimedBy: host, status: event.status }, cancelled ? 'Task cancelled by the process running it' : 'Task ended before the cancel reached it');
+      return cancelled ? { id: taskId, cancelled: true, status: 'failed', code: 'CANCELLED' } : ended(rt, taskId, event);
+    }
+    if (Date.now() >= deadline) return null;
+    await sleep(CANCEL_POLL_MS);
+  }
+}
+
+/**
+ * Asks `media.abort.<task id>` with a reply subject: a worker that runs the task stops it and
+ * answers (listenForAborts). True when one did within SIBLING_ANSWER_MS; a worker that predates
+ * the answer is taken as not running it.
+ */
+async function stoppedBySibling(rt: CancelRuntime, taskId: string): Promise<boolean> {
+  try {
+    await rt.nc.request(abortSubject(taskId), JSON.stringify({ id: taskId }), { timeout: rt.siblingAnswerMs ?? SIBLING_ANSWER_MS, headers: protocolHeaders() });
+    return true;
+  } catch (err) {
+    if (noAnswer(err)) return false;
+    throw err;
+  }
+}
+
+/** A request that nobody answered (timeout, or no subscriber at all), as @nats-io/nats-core names it. */
+function noAnswer(err: unknown): boolean {
+  const e = err instanceof Error && err.name === 'RequestError' && err.cause instanceof Error ? err.cause : err;
+  return e instanceof Error && (e.name === 'TimeoutError' || e.name.startsWith('NoResponders'));
+}
+
+/**
+ * The CANCELLED event, published by the first claimer before it stops any run (so that a run that
+ * starts meanwhile finds it). A run here tells its attempt and start; else the task was never
+ * delivered (attempt 0, startedAt null). The creation time is the job's where it is known (the run's,
+ * the request's, the queued job's), else the cancel's: the first the protocol heard of the task.
+ */
+async function cancelEvent(rt: CancelRuntime, request: CancelRequest): Promise<TerminalEvent> {
+  const run = rt.runHere?.(request.id);
+  const requested = timestamp(request.createdAt);
+  // Only when neither a run nor the request says when the task was created: the lookup reads the queue.
+  const queued = run === undefined && requested === undefined ? await lookUpQueued(rt, request) : null;
+  const now = new Date();
+  return failedEvent(request.id, run?.model ?? queued?.model ?? request.model, cancelledError(request.reason), request.credits ?? run?.credits ?? queued?.credits, {
+    createdAt: run?.createdAt ?? requested ?? queued?.createdAt ?? now,
+    startedAt: run?.startedAt ?? null,
+    finishedAt: now,
+    attempt: run?.attempt ?? 0,
+    worker: rt.workerName,
+  });
+}
+
+/** The queued job, or null when it cannot be read: the cancel goes ahead without it. */
+async function lookUpQueued(rt: CancelRuntime, request: CancelRequest): Promise<QueuedJob | null> {
+  if (rt.queuedJob === undefined) return null;
+  try {
+    return await rt.queuedJob(request.id, request.model);
+  } catch (err) {
+    rt.logger.warn({ err, taskId: request.id }, 'Could not look the cancelled job up in the jobs stream; its event says the cancel\'s time as createdAt');
+    return null;
+  }
 }
 
 function ended(rt: CancelRuntime, id: string, existing: TerminalEvent): CancelReply {
@@ -97,28 +183,34 @@ function ended(rt: CancelRuntime, id: string, existing: TerminalEvent): CancelRe
  * than one (a redelivery waiting for an earlier run), so each run registers its own.
  */
 export class RunningTasks {
-  readonly #runs = new Map<string, Set<AbortController>>();
+  readonly #runs = new Map<string, Map<AbortController, RunFacts>>();
 
-  /** Registers a run; returns the function that forgets it. */
-  add(taskId: string, controller: AbortController): () => void {
-    let set = this.#runs.get(taskId);
-    if (set === undefined) {
-      set = new Set();
-      this.#runs.set(taskId, set);
+  /** Registers a run and what it knows of its task; returns the function that forgets it. */
+  add(taskId: string, controller: AbortController, facts: RunFacts): () => void {
+    let runs = this.#runs.get(taskId);
+    if (runs === undefined) {
+      runs = new Map();
+      this.#runs.set(taskId, runs);
     }
-    set.add(controller);
+    runs.set(controller, facts);
     return () => {
-      set.delete(controller);
-      if (set.size === 0 && this.#runs.get(taskId) === set) this.#runs.delete(taskId);
+      runs.delete(controller);
+      if (runs.size === 0 && this.#runs.get(taskId) === runs) this.#runs.delete(taskId);
     };
+  }
+
+  /** The facts of the task's run that got furthest (processing, else the latest delivery); undefined when none runs here. */
+  facts(taskId: string): RunFacts | undefined {
+    const runs = [...(this.#runs.get(taskId)?.values() ?? [])];
+    return runs.find((run) => run.startedAt !== null) ?? runs.at(-1);
   }
 
   /** Aborts every run of the task with `reason`; returns how many there were. */
   abort(taskId: string, reason: JobError): number {
-    const set = this.#runs.get(taskId);
-    if (set === undefined) return 0;
-    for (const controller of set) controller.abort(reason);
-    return set.size;
+    const runs = this.#runs.get(taskId);
+    if (runs === undefined) return 0;
+    for (const controller of runs.keys()) controller.abort(reason);
+    return runs.size;
   }
 }
 
@@ -129,7 +221,10 @@ export function listenForAborts(nc: NatsConnection, running: RunningTasks, logge
       if (err) return;
       const taskId = msg.subject.slice(ABORT_SUBJECT_PREFIX.length + 1);
       const stopped = running.abort(taskId, cancelledError(undefined));
-      if (stopped > 0) logger.info({ taskId, runs: stopped }, 'Stopping a cancelled task');
+      if (stopped === 0) return;
+      logger.info({ taskId, runs: stopped }, 'Stopping a cancelled task');
+      // The cancelling process of this host waits for this: the event will come from here.
+      if (msg.reply) msg.respond(JSON.stringify({ id: taskId, stopping: stopped }), { headers: protocolHeaders() });
     },
   });
 }

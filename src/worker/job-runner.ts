@@ -34,6 +34,7 @@ import {
 import {
   MSG_ID_HEADER,
   PROTOCOL_HEADER,
+  bodyCredits,
   bodyField,
   completedEvent,
   creationTime,
@@ -44,7 +45,7 @@ import {
   type EventTiming,
   type TerminalEvent,
 } from '../protocol/index.js';
-import type { RunningTasks } from './cancel.js';
+import type { RunFacts, RunningTasks } from './cancel.js';
 import type { EventPublisher } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
 import { decideFailure } from './outcome.js';
@@ -143,12 +144,14 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
   const { msg, kind, taskId, reading, log } = delivery;
   const attempt = msg.info.deliveryCount;
   const createdAt = creationTime(bodyField(reading.body, 'createdAt'), msg.time);
-  const credits = readCredits(reading.body);
+  const credits = bodyCredits(reading.body);
   const timing = (startedAt: Date | null) => ({ createdAt, startedAt, finishedAt: new Date(), attempt, worker: rt.workerName });
 
-  // Registered before the lookup: a cancel that lands between the lookup and the start still stops it.
+  // Registered before the lookup: a cancel that lands between the lookup and the start still stops it,
+  // and its event tells this delivery's facts (cancel.ts).
   const controller = new AbortController();
-  const unregister = rt.running.add(taskId, controller);
+  const facts: RunFacts = { model: bodyField(reading.body, 'model'), credits, createdAt, attempt, startedAt: null };
+  const unregister = rt.running.add(taskId, controller, facts);
   try {
     // Claimed before anything runs: only the first claimer's event settles the task.
     let firstHost: string;
@@ -181,7 +184,7 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
       rt.metrics.recordJob(kind, 'claimed-elsewhere');
       return;
     }
-    await decideTask(rt, delivery, controller, timing, credits);
+    await decideTask(rt, delivery, controller, timing, facts);
   } finally {
     unregister();
   }
@@ -193,9 +196,10 @@ async function decideTask(
   delivery: Delivery,
   controller: AbortController,
   timing: (startedAt: Date | null) => EventTiming,
-  credits: number | undefined,
+  facts: RunFacts,
 ): Promise<void> {
   const { msg, kind, taskId, reading, log } = delivery;
+  const credits = facts.credits;
   const attempt = msg.info.deliveryCount;
   const waitedMs = queueAgeMs(msg.time, new Date());
   if (waitedMs > rt.settings.maxQueueAgeMs[kind]) {
@@ -218,6 +222,7 @@ async function decideTask(
   }
 
   const startedAt = new Date();
+  facts.startedAt = startedAt;
   rt.metrics.inFlight.inc({ kind });
   const run = runExecutor(rt, job, msg, kind, taskId, attempt, log, controller);
   try {
@@ -443,10 +448,6 @@ async function withHeartbeat<T>(msg: JsMsg, intervalMs: number, work: Promise<T>
   }
 }
 
-function readCredits(body: unknown): number | undefined {
-  const credits = bodyField(body, 'credits');
-  return typeof credits === 'number' && Number.isSafeInteger(credits) && credits >= 0 ? credits : undefined;
-}
 
 /**
  * A job whose header or body names an id that is not a task id (`bad.id`): the control plane billed
@@ -457,7 +458,7 @@ async function refuseInvalidTaskId(rt: Runtime, msg: JsMsg, kind: JobKind, claim
   const log = rt.logger.child({ claimedTaskId: claimed.slice(0, 256), kind, attempt: msg.info.deliveryCount });
   const error = new JobError('INVALID_JOB', `Expected a task id of 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-": ${reason}`);
   const subject = invalidTaskIdSubject(rt.hostId, claimed);
-  const event = failedEvent(claimed, bodyField(body, 'model'), error, readCredits(body), {
+  const event = failedEvent(claimed, bodyField(body, 'model'), error, bodyCredits(body), {
     createdAt: creationTime(bodyField(body, 'createdAt'), msg.time),
     startedAt: null,
     finishedAt: new Date(),

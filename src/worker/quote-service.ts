@@ -39,6 +39,7 @@ import {
   QUOTE_SERVICE_NAME,
   cancelRequestSchema,
   decodeBody,
+  endpointSchemaMetadata,
   protocolHeaders,
   protocolMismatch,
   type CancelReply,
@@ -114,12 +115,13 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
           }
         })).finally(() => receipts?.stop());
       },
-      metadata: { schema: 'docs/schemas/quote-request.schema.json' },
+      // A quote request is a job message (docs/protocol.md, "Quote service").
+      metadata: endpointSchemaMetadata('job', 'quote-reply'),
     });
   }
   group.addEndpoint(CANCEL_ENDPOINT, {
     handler: (err, msg) => (err ? onError(err) : void answerCancel(msg, options)),
-    metadata: { schema: 'docs/schemas/cancel-request.schema.json' },
+    metadata: endpointSchemaMetadata('cancel-request', 'cancel-reply'),
   });
   // Every host answers, so not a framework endpoint: @nats-io/services 3.0.0-25 turns the empty
   // queue group that would say so into its default `q`, where only one host would answer.

@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { handleAdvisory, type AdvisoryRuntime } from './advisories.js';
 import { Availability, type KindChecks } from './availability.js';
 import { RunningTasks, cancelTask, listenForAborts } from './cancel.js';
+import { findQueuedJob } from './queued-job.js';
 import { capabilities, type HostFacts } from './discovery.js';
 import { CAPABILITIES_SUBJECT, claimTask, connectNats, advisoriesConsumerName, consumerName, whoCanRun } from '../protocol/index.js';
 import { EventPublisher } from './event-publisher.js';
@@ -124,7 +125,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       claim,
     };
     parts.abortListener = listenForAborts(nc, runtime.running, logger.child({ component: 'cancel' }));
-    parts.quoteService = await startQuoting(settings, deps, { nc, events, claim, availability, metrics, state: () => state });
+    parts.quoteService = await startQuoting(settings, deps, { nc, jsm, events, claim, running: runtime.running, availability, metrics, state: () => state });
     await startJobLoops(parts, settings, { js, availability, runtime });
     await startAdvisoryLoop(parts, settings, { js, jsm, events, claim, metrics });
 
@@ -270,9 +271,18 @@ async function startHousekeeping(
 function startQuoting(
   settings: WorkerSettings,
   deps: WorkerDeps,
-  uses: { nc: NatsConnection; events: EventPublisher; claim: (taskId: string) => Promise<string>; availability: Availability; metrics: WorkerMetrics; state: () => WorkerState },
+  uses: {
+    nc: NatsConnection;
+    jsm: JetStreamManager;
+    events: EventPublisher;
+    claim: (taskId: string) => Promise<string>;
+    running: RunningTasks;
+    availability: Availability;
+    metrics: WorkerMetrics;
+    state: () => WorkerState;
+  },
 ): Promise<QuoteService> {
-  const { nc, events, claim, availability, metrics, state } = uses;
+  const { nc, jsm, events, claim, running, availability, metrics, state } = uses;
   const logger = deps.logger;
   const host: Omit<HostFacts, 'instance'> = { worker: settings.natsName, version: deps.version ?? '0.0.0', ...deps.host };
   const servesNow = (kind: JobKind): boolean => state() === 'running' && availability.isReady(kind);
@@ -283,7 +293,20 @@ function startQuoting(
       settings.quoteUnserved === 'price' ||
       servesNow(kind) ||
       (await whoCanRun(nc, CAPABILITIES_SUBJECT, kind, { first: true, waitMs: PEER_DISCOVERY_WAIT_MS, inboxPrefix: settings.natsInboxPrefix })).length > 0,
-    cancel: (request) => cancelTask({ nc, events, workerName: settings.natsName, logger: logger.child({ component: 'cancel' }), hostId: settings.hostId, claim }, request),
+    cancel: (request) =>
+      cancelTask(
+        {
+          nc,
+          events,
+          workerName: settings.natsName,
+          logger: logger.child({ component: 'cancel' }),
+          hostId: settings.hostId,
+          claim,
+          runHere: (taskId) => running.facts(taskId),
+          queuedJob: (taskId, model) => findQueuedJob({ jsm, jobsStream: settings.jobsStream }, taskId, model),
+        },
+        request,
+      ),
     capabilities: (instance) => capabilities({ ...host, instance }, state(), availability.status(), new Date()),
     logger: logger.child({ component: 'service' }),
     metrics,

@@ -186,7 +186,9 @@ describe('claims', () => {
 describe('cancellation', () => {
   it('a queued job is never started: one CANCELLED event with its refund, and the job leaves the queue unrun', async () => {
     await createStreams();
-    await cp.publishJob('image', 'vendor-image-upscale', imageJob('cancel-q', '', { credits: 40 }));
+    // Other jobs ahead of it in the queue: the cancel finds its own job among them.
+    for (const id of ['queued-a', 'queued-b']) await cp.publishJob('image', 'vendor-image-upscale', imageJob(id));
+    await cp.publishJob('image', 'vendor-image-upscale', imageJob('cancel-q', '', { credits: 40, createdAt: '2025-03-01T12:00:00.000Z' }));
     // No worker of the kind yet: the cancel is answered by any worker.
     await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0' });
     const reply = await cancel({ id: 'cancel-q', model: 'vendor-image-upscale', credits: 40, reason: 'user asked' });
@@ -197,28 +199,61 @@ describe('cancellation', () => {
       refund: true,
       creditsRefunded: 40,
       retryable: false,
+      // Never delivered: the protocol's 0, and no start.
       attempt: 0,
+      startedAt: null,
+      durationMs: null,
+      // The cancel carried no createdAt: the job message's.
+      createdAt: '2025-03-01T12:00:00.000Z',
       model: 'vendor-image-upscale',
       error: { code: 'CANCELLED', status: 409, message: 'Cancelled by the control plane: user asked' },
     });
     const image = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0' });
-    await waitFor('the cancelled job to leave the queue', async () => (await cp.jobsInQueue()) === 0);
-    expect(image.records).toEqual([]);
+    await waitFor('the other jobs to run and the cancelled one to leave the queue', async () => (await cp.jobsInQueue()) === 0);
+    expect(image.records.map((r) => r.taskId).sort()).toEqual(['queued-a', 'queued-b']);
     expect(await cp.eventsOf('cancel-q')).toHaveLength(1);
+  });
+
+  it('a cancel with nothing but the id reports the queued job\'s model, credits and stored time; one the worker never saw, the cancel\'s time', async () => {
+    await createStreams();
+    const published = Date.now();
+    await cp.publishJob('image', 'vendor-image-upscale', imageJob('cancel-bare', '', { credits: 30 }));
+    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0' });
+    expect((await cancel({ id: 'cancel-bare' })).json()).toMatchObject({ cancelled: true });
+    const event = await eventOf('cancel-bare');
+    expect(event).toMatchObject({ model: 'vendor-image-upscale', creditsRefunded: 30, attempt: 0, startedAt: null });
+    // No createdAt in the job either: when the stream stored it, before the cancel.
+    expect(Date.parse(event.createdAt)).toBeGreaterThanOrEqual(published - 1000);
+    expect(Date.parse(event.createdAt)).toBeLessThan(Date.parse(event.finishedAt));
+
+    const asked = Date.now();
+    expect((await cancel({ id: 'never-published' })).json()).toMatchObject({ cancelled: true });
+    const unknown = await eventOf('never-published');
+    expect(unknown).toMatchObject({ model: null, attempt: 0, startedAt: null });
+    expect(unknown.creditsRefunded).toBeUndefined();
+    expect(unknown.createdAt).toBe(unknown.finishedAt);
+    expect(Date.parse(unknown.createdAt)).toBeGreaterThanOrEqual(asked - 1000);
   });
 
   it('a running job stops within seconds, with exactly one CANCELLED event; the worker goes on serving', async () => {
     const w = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0' });
-    await cp.publishJob('image', 'vendor-image-upscale', imageJob('cancel-r', 'sleep=30000', { credits: 20 }));
+    const published = Date.now();
+    await cp.publishJob('image', 'vendor-image-upscale', imageJob('cancel-r', 'sleep=30000', { credits: 20, createdAt: '2025-03-01T12:00:00.000Z' }));
     await waitFor('the job to start', () => w.records.length === 1);
     const asked = Date.now();
+    // Nothing but the id: the run in this worker says the rest.
     const reply = await cancel({ id: 'cancel-r' });
     expect(reply.json()).toMatchObject({ cancelled: true });
     await waitFor('the cancelled job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 10_000);
     const stoppedMs = Date.now() - asked;
     expect(stoppedMs).toBeLessThan(5000);
     await waitFor('the slot to be free', async () => /media_worker_jobs_in_flight\{kind="image"\} 0/.test(await w.metrics.registry.metrics()));
-    expect(await cp.eventsOf('cancel-r')).toMatchObject([{ status: 'failed', error: { code: 'CANCELLED' }, refund: true }]);
+    const [event] = await cp.eventsOf('cancel-r');
+    // The delivery that ran it, when it started, and the job's creation time: not "never delivered".
+    expect(event).toMatchObject({ status: 'failed', error: { code: 'CANCELLED' }, refund: true, attempt: 1, createdAt: '2025-03-01T12:00:00.000Z', model: 'vendor-image-upscale', creditsRefunded: 20 });
+    expect(Date.parse(event!.startedAt!)).toBeGreaterThanOrEqual(published - 1000);
+    expect(Date.parse(event!.startedAt!)).toBeLessThanOrEqual(Date.parse(event!.finishedAt));
+    expect(event!.durationMs).toBe(Date.parse(event!.finishedAt) - Date.parse(event!.startedAt!));
     // The slot is free again: the next job runs.
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('after-cancel'));
     expect(await eventOf('after-cancel')).toMatchObject({ status: 'completed' });
@@ -233,8 +268,25 @@ describe('cancellation', () => {
       await waitFor('the job to start on hosta', () => a.records.some((r) => r.taskId === id));
       expect((await cancel({ id })).json()).toEqual({ id, cancelled: true, status: 'failed', code: 'CANCELLED' });
       await waitFor('the cancelled job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 10_000);
-      expect(await cp.eventsOf(id)).toMatchObject([{ status: 'failed', error: { code: 'CANCELLED' }, refund: true }]);
+      expect(await cp.eventsOf(id)).toMatchObject([{ status: 'failed', error: { code: 'CANCELLED' }, refund: true, attempt: 1 }]);
+      expect((await cp.eventsOf(id))[0]?.startedAt).not.toBeNull();
       expect(await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.hosta.${id}` })).not.toBeNull();
+    }
+  });
+
+  it('a job running in another process of the same host: that process stops it and its event says the run, whichever process answers', async () => {
+    const runner = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'hosta' });
+    // A sibling under the same WORKER_HOST_ID (one process per GPU) that runs no images.
+    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0', hostId: 'hosta' });
+    // The cancel goes to either process (queue group q): several tasks, so both answer some.
+    for (const id of ['cancel-s1', 'cancel-s2', 'cancel-s3', 'cancel-s4']) {
+      await cp.publishJob('image', 'vendor-image-upscale', imageJob(id, 'sleep=30000', { credits: 20 }));
+      await waitFor('the job to start', () => runner.records.some((r) => r.taskId === id));
+      expect((await cancel({ id })).json()).toEqual({ id, cancelled: true, status: 'failed', code: 'CANCELLED' });
+      await waitFor('the cancelled job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 10_000);
+      const events = await cp.eventsOf(id);
+      expect(events, id).toMatchObject([{ status: 'failed', error: { code: 'CANCELLED' }, attempt: 1, worker: runner.settings.natsName }]);
+      expect(events[0]?.startedAt, id).not.toBeNull();
     }
   });
 

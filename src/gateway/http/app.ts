@@ -28,7 +28,7 @@ import { taskView, withSignedLinks } from '../views.js';
 import { fromFrameworkError } from './framework-errors.js';
 import { useJsonBodyParser } from './json-body.js';
 import { withRedactedRequests } from './log-redaction.js';
-import { routeSchemas, withSubmissionLinks } from './openapi-schemas.js';
+import { openapiComponentSchemas, routeSchemas, withSubmissionLinks } from './openapi-schemas.js';
 import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
 
@@ -105,7 +105,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     openapi: {
       openapi: '3.0.3',
       info: { title: 'media-worker gateway', version: PACKAGE_VERSION, description: 'The media service HTTP API (media-service-spec.md sections 1-5, 7; docs/contract.md).' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } }, schemas: openapiComponentSchemas },
     },
     transformObject: (doc) => ('openapiObject' in doc ? withSubmissionLinks(doc.openapiObject) : doc.swaggerObject),
   });

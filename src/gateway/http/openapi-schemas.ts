@@ -1,7 +1,7 @@
 /**
  * JSON schemas of the API for the OpenAPI document (/api/v1/openapi.json), complete enough for a
  * client generator: every field of spec section 4 with its limits, enums and defaults (one schema
- * per model, `oneOf` on `model` for /generate), each status with its error codes, the upscale
+ * per model, `oneOf` over named schemas with a discriminator on `model` for /generate), each status with its error codes, the upscale
  * `input` echo, each kind's `result`, examples, and links from a submission to its task. They
  * document; request bodies are validated by the worker's own parsers (src/jobs/schemas.ts), which
  * give the spec's error codes in the spec's order, something a JSON-schema validator cannot.
@@ -91,19 +91,39 @@ const musicSimple = {
   required: ['prompt'],
 } as const;
 
-const musicCustom = {
+// Custom mode: lyrics unless instrumental, said by the schema (two shapes told apart by
+// `instrumental`) so that validators and generated clients enforce it, as parseJob does.
+const musicCustomFields = {
+  custom_mode: { type: 'boolean', enum: [true] },
+  title: text(MUSIC_TITLE_MAX_CHARS, 'song title'),
+  style: text(MUSIC_STYLE_MAX_CHARS, 'style tags'),
+  vocal_gender: { type: 'string', enum: [...VOCAL_GENDERS] },
+  negative_tags: text(MUSIC_NEGATIVE_TAGS_MAX_CHARS, 'styles to avoid (limit chosen by this API: the style\'s)'),
+} as const;
+
+const musicCustomSong = {
   title: 'MusicCustomInput',
+  description: 'Custom mode with vocals: lyrics required (MISSING_LYRICS)',
   type: 'object',
   properties: {
-    custom_mode: { type: 'boolean', enum: [true] },
-    title: text(MUSIC_TITLE_MAX_CHARS, 'song title'),
-    style: text(MUSIC_STYLE_MAX_CHARS, 'style tags'),
-    lyrics: text(MUSIC_LYRICS_MAX_CHARS, 'required unless instrumental'),
-    instrumental: { type: 'boolean', default: false },
-    vocal_gender: { type: 'string', enum: [...VOCAL_GENDERS] },
-    negative_tags: text(MUSIC_NEGATIVE_TAGS_MAX_CHARS, 'styles to avoid (limit chosen by this API: the style\'s)'),
+    ...musicCustomFields,
+    lyrics: text(MUSIC_LYRICS_MAX_CHARS, 'the lyrics sung'),
+    // No default: a generated client would make it required (openapi-typescript reads defaults so).
+    instrumental: { type: 'boolean', enum: [false] },
   },
-  required: ['custom_mode', 'title', 'style'],
+  required: ['custom_mode', 'title', 'style', 'lyrics'],
+} as const;
+
+const musicCustomInstrumental = {
+  title: 'MusicCustomInstrumentalInput',
+  description: 'Custom mode without vocals: lyrics optional',
+  type: 'object',
+  properties: {
+    ...musicCustomFields,
+    lyrics: text(MUSIC_LYRICS_MAX_CHARS, 'optional for an instrumental'),
+    instrumental: { type: 'boolean', enum: [true] },
+  },
+  required: ['custom_mode', 'title', 'style', 'instrumental'],
 } as const;
 
 const imageInput = { title: 'ImageUpscaleInput', type: 'object', properties: { image_url: url('public URL of a JPEG, PNG or WebP image'), upscale_factor: factor }, required: ['image_url'] } as const;
@@ -119,13 +139,33 @@ const videoInput = {
   required: ['video_url'],
 } as const;
 
+/** The variants of the unified endpoint's body, told apart by `model`: named, as OpenAPI's discriminator requires. */
+const generateVariants = {
+  GenerateMusic: {
+    title: 'GenerateMusic',
+    type: 'object',
+    properties: { model: { type: 'string', enum: ['vendor-v5-generate-music'] }, input: { oneOf: [musicSimple, musicCustomSong, musicCustomInstrumental] } },
+    required: ['model', 'input'],
+  },
+  GenerateImageUpscale: { title: 'GenerateImageUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-image-upscale'] }, input: imageInput }, required: ['model', 'input'] },
+  GenerateVideoUpscale: { title: 'GenerateVideoUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-video-upscale'] }, input: videoInput }, required: ['model', 'input'] },
+} as const;
+
+const componentRef = (name: keyof typeof generateVariants) => `#/components/schemas/${name}`;
+
+/** The document's named schemas (`components.schemas`), referenced by the route schemas below. */
+export const openapiComponentSchemas: Record<string, object> = generateVariants;
+
 const generateBody = {
-  oneOf: [
-    { title: 'GenerateMusic', type: 'object', properties: { model: { type: 'string', enum: ['vendor-v5-generate-music'] }, input: { oneOf: [musicSimple, musicCustom] } }, required: ['model', 'input'] },
-    { title: 'GenerateImageUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-image-upscale'] }, input: imageInput }, required: ['model', 'input'] },
-    { title: 'GenerateVideoUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-video-upscale'] }, input: videoInput }, required: ['model', 'input'] },
-  ],
-  discriminator: { propertyName: 'model' },
+  oneOf: (Object.keys(generateVariants) as (keyof typeof generateVariants)[]).map((name) => ({ $ref: componentRef(name) })),
+  discriminator: {
+    propertyName: 'model',
+    mapping: {
+      'vendor-v5-generate-music': componentRef('GenerateMusic'),
+      'vendor-image-upscale': componentRef('GenerateImageUpscale'),
+      'vendor-video-upscale': componentRef('GenerateVideoUpscale'),
+    },
+  },
   example: { model: 'vendor-v5-generate-music', input: { prompt: 'a calm piano piece for a rainy morning', instrumental: true } },
 };
 

@@ -199,7 +199,106 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        /** GenerateMusic */
+        GenerateMusic: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            model: "vendor-v5-generate-music";
+            input: {
+                /**
+                 * @default false
+                 * @enum {boolean}
+                 */
+                custom_mode: false;
+                /** @description what the song is about */
+                prompt: string;
+                /** @default false */
+                instrumental: boolean;
+            } | {
+                /** @enum {boolean} */
+                custom_mode: true;
+                /** @description song title */
+                title: string;
+                /** @description style tags */
+                style: string;
+                /** @enum {string} */
+                vocal_gender?: "m" | "f";
+                /** @description styles to avoid (limit chosen by this API: the style's) */
+                negative_tags?: string;
+                /** @description the lyrics sung */
+                lyrics: string;
+                /** @enum {boolean} */
+                instrumental?: false;
+            } | {
+                /** @enum {boolean} */
+                custom_mode: true;
+                /** @description song title */
+                title: string;
+                /** @description style tags */
+                style: string;
+                /** @enum {string} */
+                vocal_gender?: "m" | "f";
+                /** @description styles to avoid (limit chosen by this API: the style's) */
+                negative_tags?: string;
+                /** @description optional for an instrumental */
+                lyrics?: string;
+                /** @enum {boolean} */
+                instrumental: true;
+            };
+        };
+        /** GenerateImageUpscale */
+        GenerateImageUpscale: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            model: "vendor-image-upscale";
+            /** ImageUpscaleInput */
+            input: {
+                /**
+                 * Format: uri
+                 * @description public URL of a JPEG, PNG or WebP image
+                 */
+                image_url: string;
+                /**
+                 * @description "1" enhances without enlarging
+                 * @default 2
+                 * @enum {string}
+                 */
+                upscale_factor: "1" | "2" | "4";
+            };
+        };
+        /** GenerateVideoUpscale */
+        GenerateVideoUpscale: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            model: "vendor-video-upscale";
+            /** VideoUpscaleInput */
+            input: {
+                /**
+                 * Format: uri
+                 * @description public URL of an MP4, MOV or MKV video, at most 60 s
+                 */
+                video_url: string;
+                /**
+                 * @description "1" enhances without enlarging
+                 * @default 2
+                 * @enum {string}
+                 */
+                upscale_factor: "1" | "2" | "4";
+                /**
+                 * @description HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker's (docs/contract.md, "Video fidelity").
+                 * @enum {string}
+                 */
+                hdr?: "keep" | "sdr";
+            };
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -412,75 +511,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @enum {string} */
-                    model: "vendor-v5-generate-music";
-                    input: {
-                        /**
-                         * @default false
-                         * @enum {boolean}
-                         */
-                        custom_mode?: false;
-                        /** @description what the song is about */
-                        prompt: string;
-                        /** @default false */
-                        instrumental?: boolean;
-                    } | {
-                        /** @enum {boolean} */
-                        custom_mode: true;
-                        /** @description song title */
-                        title: string;
-                        /** @description style tags */
-                        style: string;
-                        /** @description required unless instrumental */
-                        lyrics?: string;
-                        /** @default false */
-                        instrumental?: boolean;
-                        /** @enum {string} */
-                        vocal_gender?: "m" | "f";
-                        /** @description styles to avoid (limit chosen by this API: the style's) */
-                        negative_tags?: string;
-                    };
-                } | {
-                    /** @enum {string} */
-                    model: "vendor-image-upscale";
-                    /** ImageUpscaleInput */
-                    input: {
-                        /**
-                         * Format: uri
-                         * @description public URL of a JPEG, PNG or WebP image
-                         */
-                        image_url: string;
-                        /**
-                         * @description "1" enhances without enlarging
-                         * @default 2
-                         * @enum {string}
-                         */
-                        upscale_factor?: "1" | "2" | "4";
-                    };
-                } | {
-                    /** @enum {string} */
-                    model: "vendor-video-upscale";
-                    /** VideoUpscaleInput */
-                    input: {
-                        /**
-                         * Format: uri
-                         * @description public URL of an MP4, MOV or MKV video, at most 60 s
-                         */
-                        video_url: string;
-                        /**
-                         * @description "1" enhances without enlarging
-                         * @default 2
-                         * @enum {string}
-                         */
-                        upscale_factor?: "1" | "2" | "4";
-                        /**
-                         * @description HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker's (docs/contract.md, "Video fidelity").
-                         * @enum {string}
-                         */
-                        hdr?: "keep" | "sdr";
-                    };
-                };
+                "application/json": components["schemas"]["GenerateMusic"] | components["schemas"]["GenerateImageUpscale"] | components["schemas"]["GenerateVideoUpscale"];
             };
         };
         responses: {
