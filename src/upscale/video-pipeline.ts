@@ -1,5 +1,5 @@
 /**
- * Video upscaling, file in, MP4 out, as one stream: an ffmpeg decoder writes raw RGB frames to a
+ * Video upscaling, file in, MP4 (or Matroska for Matroska) out, as one stream: an ffmpeg decoder writes raw RGB frames to a
  * pipe, the super-resolution network upscales them (several frames in flight, their tiles batched
  * together: video-batcher.ts), and a second ffmpeg encodes them from a pipe, taking the audio from
  * the original file. The three stages overlap and are joined by bounded queues, so memory depends
@@ -13,7 +13,7 @@
  * both ffmpeg processes get SIGTERM and then SIGKILL (and their pipes are closed, so neither waits
  * on the other), the queues wake their waiters, and the call returns only after both processes
  * were reaped and the partial output was removed. The output is written under a temporary name
- * beside the target and renamed into place on success, so a half-written MP4 never has the
+ * beside the target and renamed into place on success, so a half-written result never has the
  * requested name.
  */
 import { randomBytes } from 'node:crypto';
@@ -55,6 +55,8 @@ import {
   probeVideoExtras,
   rgbFrameBytes,
   streamMap,
+  videoResultFormat,
+  type ResultFormat,
   videoGeometry,
   writeWithBackpressure,
 } from '../video/index.js';
@@ -118,7 +120,9 @@ export interface VideoUpscaleOutcome {
   audio: AudioPlan['mode'];
   /** The result's video: codec, bits per sample, transfer (PQ / HLG for HDR), whether it was tone-mapped. */
   colour: { codec: 'h264' | 'hevc'; bits: 8 | 10; transfer?: string; toneMapped: boolean };
-  /** Streams of the input kept beside the picture, and those MP4 cannot carry, with why. */
+  /** The result's container (the input's: Matroska for Matroska and WebM, else MP4), its extension and media type. */
+  format: Pick<ResultFormat, 'container' | 'ext' | 'mediaType'>;
+  /** Streams of the input kept beside the picture, and those the result's container cannot carry, with why. */
   streams: { kept: number; dropped: StreamMap['dropped'] };
   /** Wall time of the streaming part (decoder start to encoder exit), milliseconds. */
   streamMs: number;
@@ -187,8 +191,9 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
   const geometry = videoGeometry(video, Number(req.factor), loaded.model.scale);
   const source = colourSource(extras);
   const colour = colourPlan(source, req.hdr ?? DEFAULT_HDR_MODE, geometry.decoded);
-  const streams = streamMap(extras.streams, extras.videoIndex);
-  if (streams.dropped.length > 0) req.logger?.warn({ dropped: streams.dropped }, 'input streams the MP4 result cannot carry were left out');
+  const format = videoResultFormat(req.info.container);
+  const streams = streamMap(extras.streams, extras.videoIndex, format.container);
+  if (streams.dropped.length > 0) req.logger?.warn({ dropped: streams.dropped }, `input streams the ${format.container.toUpperCase()} result cannot carry were left out`);
 
   const partialPath = join(dirname(outputPath), `.${basename(outputPath)}.${randomBytes(4).toString('hex')}.partial`);
   const decodeArgs = decoderArgs({
@@ -268,6 +273,7 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
       ...definedFields({ transfer: colour.output.transfer }),
       toneMapped: colour.toneMap,
     },
+    format: { container: format.container, ext: format.ext, mediaType: format.mediaType },
     streams: { kept: streams.kept.length, dropped: streams.dropped },
     streamMs: streamed.streamMs,
     inferenceMs: batcher.stats.runMs,

@@ -11,6 +11,7 @@ export * from './frame-pipe.js';
 export * from './frame-queue.js';
 export * from './settings.js';
 export * from './stage-group.js';
+export * from './result-container.js';
 export * from './stream-map.js';
 export * from './video-args.js';
 export * from './video-encoders.js';

@@ -1,0 +1,109 @@
+/**
+ * The result's container and what each stream becomes in it (src/video/result-container.ts,
+ * stream-map.ts), and the encoder's arguments for them: Matroska keeps everything it has a track
+ * for, untouched; MP4 converts or leaves out what it cannot carry; location tags go from every stream.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_ENCODER,
+  colourPlan,
+  encoderArgs,
+  sourceStream,
+  streamMap,
+  videoGeometry,
+  videoResultFormat,
+  type VideoExtras,
+} from '../../src/video/index.js';
+import type { ContainerKind } from '../../src/media/index.js';
+
+const after = (args: string[], flag: string): string | undefined => {
+  const i = args.indexOf(flag);
+  return i === -1 ? undefined : args[i + 1];
+};
+const all = (args: string[], flag: string): string[] => args.flatMap((a, i) => (a === flag ? [args[i + 1]!] : []));
+
+/** A Matroska file with a bit of everything. */
+const SOURCE = [
+  { codec_type: 'video', codec_name: 'hevc' },
+  { codec_type: 'audio', codec_name: 'opus', channels: 2, tags: { language: 'eng', title: 'Main', LOCATION: '+48.85+002.29/' } },
+  { codec_type: 'audio', codec_name: 'pcm_s24le', channels: 6 },
+  { codec_type: 'subtitle', codec_name: 'hdmv_pgs_subtitle', tags: { language: 'eng' } },
+  { codec_type: 'subtitle', codec_name: 'dvb_subtitle' },
+  { codec_type: 'subtitle', codec_name: 'ass' },
+  { codec_type: 'data', codec_name: 'bin_data' },
+  { codec_type: 'attachment', codec_name: 'ttf', tags: { filename: 'Font.ttf' } },
+  { codec_type: 'video', codec_name: 'png', disposition: { attached_pic: 1 } },
+].map((s, i) => sourceStream(s, i));
+
+const extras: VideoExtras = { sampleAspect: { num: 1, den: 1 }, videoStartOffset: 0, videoIndex: 0, bitDepth: 10, streams: SOURCE, tags: { title: 'Trip', location: 'x' } };
+const hdr = colourPlan({ bitDepth: 10, matrix: 'bt2020', primaries: 'bt2020', transfer: 'smpte2084' }, 'keep', { width: 96, height: 64 });
+const encode = (container: 'mp4' | 'mkv'): string[] =>
+  encoderArgs({
+    geometry: videoGeometry({ width: 96, height: 64, rotation: 0 }, 2, 2),
+    timing: { mode: 'passthrough', rate: { num: 24, den: 1 } },
+    encoder: DEFAULT_ENCODER,
+    extras,
+    colour: hdr,
+    source: { path: '/in/clip.mkv', container: 'mkv' },
+    streams: streamMap(SOURCE, 0, container),
+    outputPath: `/out/result.${container}`,
+  });
+
+describe('videoResultFormat', () => {
+  it.each<[ContainerKind, string, string]>([
+    ['mkv', 'mkv', 'video/x-matroska'],
+    ['webm', 'mkv', 'video/x-matroska'],
+    ['mp4', 'mp4', 'video/mp4'],
+    ['mov', 'mp4', 'video/mp4'],
+    ['m4v', 'mp4', 'video/mp4'],
+  ])('%s in: %s out, served as %s', (input, ext, mediaType) => {
+    expect(videoResultFormat(input)).toMatchObject({ ext, container: ext, mediaType });
+  });
+});
+
+describe('streamMap into Matroska', () => {
+  it('keeps every audio track, every subtitle (bitmap too) and attachments, copied; leaves out data streams and cover art, saying why', () => {
+    const map = streamMap(SOURCE, 0, 'mkv');
+    expect(map.container).toBe('mkv');
+    expect(map.kept.map((s) => [s.index, s.type, 'plan' in s ? s.plan.mode : 'mode' in s ? s.mode : '-'])).toEqual([
+      [1, 'audio', 'copy'],
+      [2, 'audio', 'copy'],
+      [3, 'subtitle', 'copy'],
+      [4, 'subtitle', 'copy'],
+      [5, 'subtitle', 'copy'],
+      [7, 'attachment', '-'],
+    ]);
+    expect(map.dropped.map((d) => [d.index, d.codec])).toEqual([[6, 'bin_data'], [8, 'png']]);
+    expect(map.dropped.every((d) => d.reason.length > 10)).toBe(true);
+  });
+
+  it('writes Matroska: every stream copied, no hvc1 tag, no MP4 options, each stream`s location removed, dispositions as they were', () => {
+    const args = encode('mkv');
+    expect(all(args, '-map')).toEqual(['0:v:0', '1:1', '1:2', '1:3', '1:4', '1:5', '1:7']);
+    for (const flag of ['-c:a:0', '-c:a:1', '-c:s:0', '-c:s:1', '-c:s:2', '-c:t:0']) expect(after(args, flag), flag).toBe('copy');
+    expect(args).not.toContain('-tag:v:0');
+    expect(args).not.toContain('-movflags');
+    expect(args).not.toContain('-video_track_timescale');
+    // The title stays Matroska's own tag: no MP4 handler name.
+    expect(all(args, '-metadata:s:a:0')).toEqual(['LOCATION=']);
+    expect(all(args, '-metadata')).toEqual(['location=']);
+    expect(after(args, '-disposition:v:0')).toBe('default');
+    expect(after(args, '-default_mode')).toBe('passthrough');
+    expect(args.slice(-3)).toEqual(['-f', 'matroska', 'file:/out/result.mkv']);
+  });
+});
+
+describe('streamMap into MP4', () => {
+  it('converts what MP4 cannot carry and leaves out the rest; removes location from each stream too', () => {
+    const map = streamMap(SOURCE, 0, 'mp4');
+    expect(map.kept.map((s) => [s.index, s.type])).toEqual([[1, 'audio'], [2, 'audio'], [5, 'subtitle'], [8, 'cover']]);
+    expect(map.dropped.map((d) => d.codec)).toEqual(['hdmv_pgs_subtitle', 'dvb_subtitle', 'bin_data', 'ttf']);
+    const args = encode('mp4');
+    expect(after(args, '-c:a:0')).toBe('aac'); // Opus: MP4 players disagree on it
+    expect(after(args, '-c:a:1')).toBe('aac');
+    expect(after(args, '-c:s:0')).toBe('mov_text');
+    expect(all(args, '-metadata:s:a:0')).toEqual(['handler_name=Main', 'LOCATION=']);
+    expect(after(args, '-tag:v:0')).toBe('hvc1');
+    expect(args.slice(-4)).toEqual(['+faststart', '-f', 'mp4', 'file:/out/result.mp4']);
+  });
+});
