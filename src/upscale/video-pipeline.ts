@@ -55,6 +55,7 @@ import {
   probeVideoExtras,
   rgbFrameBytes,
   streamMap,
+  argsForFfmpeg,
   videoResultFormat,
   type ResultFormat,
   videoGeometry,
@@ -196,7 +197,7 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
   if (streams.dropped.length > 0) req.logger?.warn({ dropped: streams.dropped }, `input streams the ${format.container.toUpperCase()} result cannot carry were left out`);
 
   const partialPath = join(dirname(outputPath), `.${basename(outputPath)}.${randomBytes(4).toString('hex')}.partial`);
-  const decodeArgs = decoderArgs({
+  const decodeArgs = await argsForFfmpeg(ffmpeg, decoderArgs({
     inputPath,
     container: req.info.container,
     geometry,
@@ -207,8 +208,8 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
     interlaced: extras.interlaced === true,
     videoIndex: extras.videoIndex,
     maxFrames: allowedFrames(quotedFrames),
-  });
-  const encodeArgs = encoderArgs({
+  }));
+  const encodeArgs = await argsForFfmpeg(ffmpeg, encoderArgs({
     geometry,
     timing,
     encoder,
@@ -217,7 +218,7 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
     source: { path: inputPath, container: req.info.container },
     streams,
     outputPath: partialPath,
-  });
+  }));
   const batcher = new TileBatcher(loaded.model, Math.max(1, loaded.tiling.batch ?? 1) * framesInFlight);
 
   let streamed: { frames: number; streamMs: number };

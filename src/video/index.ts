@@ -7,6 +7,7 @@
 export * from './colour.js';
 export * from './decode-check.js';
 export * from './ffmpeg-failure.js';
+export * from './ffmpeg-version.js';
 export * from './frame-pipe.js';
 export * from './frame-queue.js';
 export * from './settings.js';

@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache, createSrModelLoader, parseSrModelChoices } from '../../src/inference/index.js';
 import { probeMedia, resolveFfmpeg } from '../../src/media/index.js';
-import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/video-pipeline.js';
+import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/index.js';
 import { CORPUS_FONT, type VideoCorpus, makeVideoCorpus } from '../../bench/fidelity-video-corpus.js';
 import { type FileFacts, fileFacts, packetTimes, pictureOf, streamLabels } from '../../bench/video-facts.js';
 import { expectCorpusHdr10Metadata } from '../helpers/hdr10-metadata.js';
