@@ -56,7 +56,7 @@ export interface VideoCorpus {
   vfr: string;
   /** Matroska: H.264, 2 audio tracks (eng "Main", fra "Commentaire"), SRT subtitles, 2 chapters, a title, a creation time, a location. */
   tracks: string;
-  /** 321x181 (odd sides), 4:4:4 H.264, AAC, a 32x32 PNG cover: upscaled at factor 1. */
+  /** 321x181 (odd sides), 4:4:4 H.264, AAC, a 32x32 PNG cover, a timecode track (01:02:03:04): upscaled at factor 1. */
   odd: string;
   /** A shallow 10-bit PQ ramp, 320x16, lossless HEVC: 41 grey levels across, a new one every 8 pixels (8 bits would step every 32). */
   ramp10: string;
@@ -121,7 +121,7 @@ export async function makeVideoCorpus(dir: string): Promise<VideoCorpus> {
       ...chart('322x182', 25, 0.12), ...tone(0.12), '-f', 'lavfi', '-i', 'color=c=orange:size=32x32:duration=0.04',
       '-map', '0:v', '-map', '1:a', '-map', '2:v', '-filter:v:0', 'format=yuv444p,crop=321:181:0:0',
       '-c:v:0', 'libx264', '-preset', 'ultrafast', '-pix_fmt:v:0', 'yuv444p', '-c:a', 'aac',
-      '-c:v:1', 'png', '-disposition:v:1', 'attached_pic', at('odd.mp4'),
+      '-c:v:1', 'png', '-disposition:v:1', 'attached_pic', '-metadata:s:v:0', 'timecode=01:02:03:04', at('odd.mp4'),
     ]),
     ffmpeg([
       '-f', 'lavfi', '-i', 'nullsrc=size=320x16:rate=24:duration=0.09',

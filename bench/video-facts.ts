@@ -67,7 +67,7 @@ export function streamLabels(facts: FileFacts): string[] {
   return facts.streams.map((s) => {
     const language = s.tags['language'] !== undefined && s.tags['language'] !== 'und' ? `(${s.tags['language']})` : '';
     if (s.codec_type === 'video') return s.disposition['attached_pic'] === 1 ? `cover:${s.codec_name}` : `v:${s.codec_name}(${s.bits ?? 8})`;
-    return `${s.codec_type.slice(0, 1)}:${s.codec_name}${language}`;
+    return `${s.codec_type.slice(0, 1)}:${s.codec_name ?? s.codec_tag_string}${language}`;
   });
 }
 

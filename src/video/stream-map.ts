@@ -17,9 +17,10 @@
  *   styling is not kept); DVD bitmap subtitles copied. Other bitmap subtitles (Blu-ray PGS, DVB)
  *   have no MP4 mapping in this ffmpeg and are left out, said in the log and the result's stats.
  * - Cover art (an attached JPEG, PNG or BMP picture) copied as cover art, never upscaled.
- * - Not kept: data streams (timecode tracks, camera telemetry such as GoPro GPMF, which holds GPS).
+ * - Not kept: data streams other than timecode (camera telemetry such as GoPro GPMF, which holds GPS).
  *
- * Both: chapters and the file's global tags (title, creation time, comment, ...), and each kept
+ * Both: a timecode track (MP4/MOV `tmcd`) is written again with the same start (a new `tmcd` track in
+ * MP4, the video track's `timecode` tag in Matroska), as the picture it counts is new; chapters and the file's global tags (title, creation time, comment, ...), and each kept
  * stream's own tags (language, title, ...), except location: phone clips carry the place they were
  * shot, which is personal data the customer may not know is in the file, so every tag whose name
  * says location or GPS is removed, from the file and from every stream.
@@ -100,6 +101,8 @@ export type KeptStream = (
   | { type: 'subtitle'; index: number; mode: 'text' | 'copy'; title?: string }
   | { type: 'cover'; index: number }
   | { type: 'attachment'; index: number }
+  /** A timecode track (MP4/MOV `tmcd`), written again from its start time: the picture is new, so the track cannot be copied. */
+  | { type: 'timecode'; index: number; start: string }
 ) &
   Located;
 
@@ -150,7 +153,7 @@ function intoMp4(s: SourceStream): Verdict {
       if (s.coverArt && COVER_CODECS.has(s.codec)) return { type: 'cover', index: s.index };
       return { drop: s.coverArt ? `MP4 cover art cannot be ${s.codec}` : 'only one video track is upscaled' };
     case 'data':
-      return { drop: 'data streams (timecode, telemetry) are not kept' };
+      return { drop: 'data streams other than timecode (camera telemetry such as GoPro GPMF, which holds GPS) are not kept' };
     case 'attachment':
       return { drop: 'MP4 cannot carry attachments' };
     case 'other':
@@ -173,10 +176,19 @@ function intoMatroska(s: SourceStream): Verdict {
     case 'attachment':
       return { type: 'attachment', index: s.index };
     case 'data':
-      return { drop: 'Matroska cannot carry data streams (timecode, telemetry)' };
+      return { drop: 'Matroska cannot carry data streams (camera telemetry)' };
     case 'other':
       return { drop: 'unknown stream type' };
   }
+}
+
+/** A SMPTE timecode as ffmpeg writes and reads it (`01:02:03:04`, `;` for drop frame); anything else is not passed on. */
+const TIMECODE = /^\d{2}:\d{2}:\d{2}[:;.]\d{2,3}$/;
+
+/** The start timecode of a timecode track (its own tag, else the picture's), when it is one ffmpeg can write. */
+function timecodeOf(s: SourceStream, picture: SourceStream | undefined): string | undefined {
+  const start = s.tags['timecode'] ?? picture?.tags['timecode'];
+  return start !== undefined && TIMECODE.test(start) ? start : undefined;
 }
 
 /** What becomes of every stream but the one upscaled (`videoIndex` among the real video streams), in `container`. */
@@ -185,8 +197,16 @@ export function streamMap(streams: readonly SourceStream[], videoIndex: number, 
   const dropped: DroppedStream[] = [];
   const picture = streams.filter((s) => s.type === 'video' && !s.coverArt)[videoIndex];
   const into = container === 'mkv' ? intoMatroska : intoMp4;
+  let timecode = false;
   for (const s of streams) {
     if (s === picture) continue;
+    const start = s.type === 'data' && s.tags['timecode'] !== undefined ? timecodeOf(s, picture) : undefined;
+    if (start !== undefined && !timecode) {
+      // One timecode for the one picture: MP4 writes it as a new tmcd track, Matroska as the video's tag.
+      kept.push({ type: 'timecode', index: s.index, start });
+      timecode = true;
+      continue;
+    }
     const verdict = into(s);
     if ('drop' in verdict) dropped.push({ index: s.index, type: s.type, codec: s.codec, reason: verdict.drop });
     else kept.push({ ...verdict, ...locatedOf(s) });
@@ -213,6 +233,10 @@ export function streamMapArgs(map: StreamMap, input: number): string[] {
   const name = (specifier: string, title: string | undefined): string[] =>
     title === undefined || map.container !== 'mp4' ? [] : [`-metadata:s:${specifier}`, `handler_name=${title}`];
   for (const s of map.kept) {
+    if (s.type === 'timecode') {
+      args.push('-metadata:s:v:0', `timecode=${s.start}`);
+      continue;
+    }
     const kind = s.type === 'audio' ? 'a' : s.type === 'subtitle' ? 's' : s.type === 'cover' ? 'v' : 't';
     const specifier = `${kind}:${counts[kind]}`;
     args.push('-map', `${input}:${s.index}`);

@@ -187,12 +187,17 @@ describe('every stream kept', () => {
 });
 
 describe('exact sizes', () => {
-  it('321x181 at factor 1 comes out 321x181 (4:4:4), reported as delivered; its cover art copied', async () => {
+  it('321x181 at factor 1 comes out 321x181 (4:4:4), reported as delivered; its cover art copied, its timecode track written again', async () => {
     const { outcome } = await upscale(corpus.odd, '1');
     const out = await fileFacts(outcome.outputPath);
     const video = pictureOf(out);
-    // The cover art is copied as it was, not upscaled and not taken for the video.
-    expect(streamLabels(out)).toEqual(['v:h264(8)', 'a:aac', 'cover:png']);
+    // The cover art is copied as it was, not upscaled and not taken for the video; the timecode
+    // track (`tmcd`, a data stream ffprobe names no codec for) starts where it started.
+    const labels = ['v:h264(8)', 'a:aac', 'd:tmcd(eng)', 'cover:png'];
+    expect(streamLabels(await fileFacts(corpus.odd))).toEqual(labels);
+    expect(streamLabels(out)).toEqual(labels);
+    expect(out.streams[2]).toMatchObject({ codec_tag_string: 'tmcd', tags: { timecode: '01:02:03:04' } });
+    expect(outcome.streams).toEqual({ kept: 3, dropped: [] });
     expect(out.streams.find((s) => s.disposition['attached_pic'] === 1)).toMatchObject({ width: 32, height: 32 });
     expect([video.width, video.height]).toEqual([321, 181]);
     expect([outcome.width, outcome.height]).toEqual([321, 181]);

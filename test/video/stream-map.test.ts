@@ -107,3 +107,37 @@ describe('streamMap into MP4', () => {
     expect(args.slice(-4)).toEqual(['+faststart', '-f', 'mp4', 'file:/out/result.mp4']);
   });
 });
+
+describe('timecode', () => {
+  const withTimecode = (timecode: string) =>
+    [
+      { codec_type: 'video', codec_name: 'h264', tags: { timecode } },
+      { codec_type: 'audio', codec_name: 'aac', channels: 2 },
+      { codec_type: 'data', codec_name: 'unknown', tags: { timecode } },
+      { codec_type: 'data', codec_name: 'unknown', tags: { handler_name: 'GoPro MET' } },
+    ].map((s, i) => sourceStream(s, i));
+
+  it.each(['mp4', 'mkv'] as const)('into %s: the timecode track is written again from its start, not mapped; telemetry is left out', (container) => {
+    const map = streamMap(withTimecode('01:02:03:04'), 0, container);
+    expect(map.kept).toContainEqual({ type: 'timecode', index: 2, start: '01:02:03:04' });
+    expect(map.dropped.map((d) => d.index)).toEqual([3]);
+    const args = encoderArgs({
+      geometry: videoGeometry({ width: 96, height: 64, rotation: 0 }, 2, 2),
+      timing: { mode: 'passthrough', rate: { num: 25, den: 1 } },
+      encoder: DEFAULT_ENCODER,
+      extras: { ...extras, streams: withTimecode('01:02:03:04') },
+      colour: colourPlan({ bitDepth: 8 }, 'keep', { width: 96, height: 64 }),
+      source: { path: '/in/clip.mp4', container: 'mp4' },
+      streams: map,
+      outputPath: '/out/result',
+    });
+    expect(all(args, '-map')).toEqual(['0:v:0', '1:1']);
+    expect(all(args, '-metadata:s:v:0')).toEqual(['timecode=01:02:03:04']);
+  });
+
+  it('a timecode ffmpeg could not write is not passed on: the track is left out', () => {
+    const map = streamMap(withTimecode('01:02:03:04 -f null'), 0, 'mp4');
+    expect(map.kept.some((s) => s.type === 'timecode')).toBe(false);
+    expect(map.dropped.map((d) => d.index)).toEqual([2, 3]);
+  });
+});
