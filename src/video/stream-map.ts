@@ -5,8 +5,8 @@
  *
  * Into Matroska, every stream is copied as it is: every audio track whatever its codec, every
  * subtitle track (text and bitmap: SubRip, ASS, WebVTT, Blu-ray PGS, DVB, DVD), attachments (fonts).
- * Left out: data streams (ffmpeg's Matroska muxer has no data tracks) and cover art (an image
- * attachment, which ffmpeg reads as an attached picture and its muxer would write as a video track).
+ * Cover art goes back as the image attachment it came as. Left out: data streams (ffmpeg's Matroska
+ * muxer has no data tracks).
  *
  * Into MP4, each stream goes in as MP4 can carry it:
  *
@@ -25,7 +25,7 @@
  * shot, which is personal data the customer may not know is in the file, so every tag whose name
  * says location or GPS is removed, from the file and from every stream.
  */
-import type { AudioStreamInfo } from '../media/index.js';
+import { type AudioStreamInfo, type ContainerKind, fileInput, quietFfmpegArgs, safeFileInputArgs } from '../media/index.js';
 import type { ResultContainer } from './result-container.js';
 
 export type StreamType = 'video' | 'audio' | 'subtitle' | 'data' | 'attachment' | 'other';
@@ -99,7 +99,8 @@ interface Located {
 export type KeptStream = (
   | { type: 'audio'; index: number; plan: Exclude<AudioPlan, { mode: 'none' }>; title?: string }
   | { type: 'subtitle'; index: number; mode: 'text' | 'copy'; title?: string }
-  | { type: 'cover'; index: number }
+  /** Cover art; into Matroska, written as the image attachment Matroska keeps covers in. */
+  | { type: 'cover'; index: number; attachment?: { filename: string; mimetype: string } }
   | { type: 'attachment'; index: number }
   /** A timecode track (MP4/MOV `tmcd`), written again from its start time: the picture is new, so the track cannot be copied. */
   | { type: 'timecode'; index: number; start: string }
@@ -170,9 +171,11 @@ function intoMatroska(s: SourceStream): Verdict {
       // MP4's own timed text has no Matroska mapping; as SubRip it keeps its text and times.
       return { type: 'subtitle', index: s.index, mode: s.codec === 'mov_text' ? 'text' : 'copy' };
     case 'video':
-      // ffmpeg 5.1's Matroska muxer writes an attached picture as a second video track, not as the
-      // image attachment Matroska keeps covers in: leaving it out is better than a stray track.
-      return { drop: s.coverArt ? 'ffmpeg writes Matroska cover art as a video track' : 'only one video track is upscaled' };
+      if (!s.coverArt) return { drop: 'only one video track is upscaled' };
+      if (!COVER_CODECS.has(s.codec)) return { drop: `cover art cannot be ${s.codec}` };
+      // ffmpeg 5.1's Matroska muxer would write an attached picture as a second video track: the
+      // pipeline takes the image out and attaches it (coverExtractArgs, streamMapArgs).
+      return { type: 'cover', index: s.index, attachment: coverAttachment(s) };
     case 'attachment':
       return { type: 'attachment', index: s.index };
     case 'data':
@@ -189,6 +192,19 @@ const TIMECODE = /^\d{2}:\d{2}:\d{2}[:;.]\d{2,3}$/;
 function timecodeOf(s: SourceStream, picture: SourceStream | undefined): string | undefined {
   const start = s.tags['timecode'] ?? picture?.tags['timecode'];
   return start !== undefined && TIMECODE.test(start) ? start : undefined;
+}
+
+const COVER_TYPES: Readonly<Record<string, { mimetype: string; ext: string }>> = {
+  mjpeg: { mimetype: 'image/jpeg', ext: 'jpg' },
+  png: { mimetype: 'image/png', ext: 'png' },
+  bmp: { mimetype: 'image/bmp', ext: 'bmp' },
+};
+
+/** A cover's attachment name and media type: its own where Matroska gave it them, else by its codec. */
+function coverAttachment(s: SourceStream): { filename: string; mimetype: string } {
+  const type = COVER_TYPES[s.codec] ?? { mimetype: 'application/octet-stream', ext: 'bin' };
+  const filename = s.tags['filename'];
+  return { filename: filename !== undefined && filename.trim() !== '' ? filename : `cover.${type.ext}`, mimetype: type.mimetype };
 }
 
 /** What becomes of every stream but the one upscaled (`videoIndex` among the real video streams), in `container`. */
@@ -225,8 +241,9 @@ export function firstAudio(map: StreamMap): AudioPlan {
  * the upscaled picture (output video 0). Stream tags and dispositions follow each mapped stream,
  * less their location tags.
  */
-export function streamMapArgs(map: StreamMap, input: number): string[] {
+export function streamMapArgs(map: StreamMap, input: number, coverFiles: ReadonlyMap<number, string> = new Map()): string[] {
   const args: string[] = [];
+  const attached: { file: string; filename: string; mimetype: string }[] = [];
   const counts = { a: 0, s: 0, v: 1, t: 0 };
   // MP4 keeps a track's name in its handler (ffmpeg's `handler_name`), not in a `title` tag;
   // Matroska keeps the `title` tag itself, copied with the stream's other tags.
@@ -235,6 +252,12 @@ export function streamMapArgs(map: StreamMap, input: number): string[] {
   for (const s of map.kept) {
     if (s.type === 'timecode') {
       args.push('-metadata:s:v:0', `timecode=${s.start}`);
+      continue;
+    }
+    if (s.type === 'cover' && s.attachment !== undefined) {
+      const file = coverFiles.get(s.index);
+      if (file === undefined) throw new Error(`Expected the extracted file of cover stream ${s.index}`);
+      attached.push({ file, ...s.attachment });
       continue;
     }
     const kind = s.type === 'audio' ? 'a' : s.type === 'subtitle' ? 's' : s.type === 'cover' ? 'v' : 't';
@@ -257,7 +280,23 @@ export function streamMapArgs(map: StreamMap, input: number): string[] {
     for (const tag of s.locationTags ?? []) args.push(`-metadata:s:${specifier}`, `${tag}=`);
     counts[kind] += 1;
   }
+  // Files attached with -attach come after every mapped stream, attachments included.
+  for (const cover of attached) {
+    const specifier = `-metadata:s:t:${counts.t}`;
+    args.push('-attach', fileInput(cover.file), specifier, `mimetype=${cover.mimetype}`, specifier, `filename=${cover.filename}`);
+    counts.t += 1;
+  }
   return args;
+}
+
+/** The covers the pipeline must take out of the source before encoding (Matroska's, which are attached as files). */
+export function coversToExtract(map: StreamMap): number[] {
+  return map.kept.flatMap((s) => (s.type === 'cover' && s.attachment !== undefined ? [s.index] : []));
+}
+
+/** ffmpeg's arguments that write cover stream `index` of the source, its one packet as it is, to `outputPath`. */
+export function coverExtractArgs(source: { path: string; container: ContainerKind }, index: number, outputPath: string): string[] {
+  return [...quietFfmpegArgs(), ...safeFileInputArgs(source.path, source.container), '-map', `0:${index}`, '-c', 'copy', '-frames:v', '1', '-f', 'image2', fileInput(outputPath)];
 }
 
 /** Tag names that hold where a clip was made (QuickTime's ISO 6709 location, Android's, GPS fields). */

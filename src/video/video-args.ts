@@ -156,6 +156,8 @@ export interface EncoderArgsInput {
   source: { path: string; container: ContainerKind };
   /** The streams kept besides the picture, and the container they go in (stream-map.ts). */
   streams: StreamMap;
+  /** Matroska covers taken out of the source (coversToExtract), by stream index. */
+  coverFiles?: ReadonlyMap<number, string>;
   /** Where ffmpeg writes the result (absolute). */
   outputPath: string;
 }
@@ -247,7 +249,7 @@ export function encoderArgs(input: EncoderArgsInput): string[] {
     // input had it: without any, ffmpeg marks the first track of each type default where none is.
     '-disposition:v:0',
     'default',
-    ...streamMapArgs(input.streams, 1),
+    ...streamMapArgs(input.streams, 1, input.coverFiles),
     ...metadataArgs(extras.tags, 1),
     // The picture is output video 0; cover art, copied, is video 1: its options name it.
     '-filter:v:0',

@@ -3,10 +3,11 @@
  * what MP4 cannot carry (bitmap PGS and DVB subtitles, Opus and FLAC, a font attachment) through the
  * real upscale pipeline, real ffmpeg and the small x2 network; the result is checked with ffprobe:
  * every stream with its codec, language, title and dispositions, the attachment's bytes, chapters,
- * tags without location (global and per stream), HDR10 side data, and the audio copied untouched.
+ * the cover (an image attachment) byte for byte, tags without location (global and per stream),
+ * HDR10 side data, and the audio copied untouched.
  */
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,13 +58,11 @@ describe('Matroska in, Matroska out', () => {
     const { stdout } = await run('ffprobe', ['-v', 'error', '-show_entries', 'format=format_name', '-of', 'default=nw=1:nk=1', outcome.outputPath]);
     expect(stdout.trim()).toBe('matroska,webm');
     expect(streamLabels(input)).toEqual(['v:hevc(10)', 'a:opus(eng)', 'a:flac(fra)', 's:hdmv_pgs_subtitle(eng)', 's:dvb_subtitle(deu)', 's:subrip(fra)', 'a:ttf', 'cover:png']);
-    expect(streamLabels(out)).toEqual(['v:hevc(10)', 'a:opus(eng)', 'a:flac(fra)', 's:hdmv_pgs_subtitle(eng)', 's:dvb_subtitle(deu)', 's:subrip(fra)', 'a:ttf']);
-    // Everything but the picture (upscaled) and the cover (left out, below) as it went in.
+    expect(streamLabels(out)).toEqual(streamLabels(input));
+    // Everything but the picture (upscaled) as it went in.
     expect(described(out).slice(1)).toEqual(described(input).slice(1));
     expect(described(out)[3]).toBe('subtitle hdmv_pgs_subtitle eng Signs forced');
-    // Only the cover is left out, and the outcome says so.
-    expect(outcome.streams.kept).toBe(6);
-    expect(outcome.streams.dropped).toEqual([{ index: 7, type: 'video', codec: 'png', reason: expect.stringMatching(/cover art/) }]);
+    expect(outcome.streams).toEqual({ kept: 7, dropped: [] });
   });
 
   it('copies audio and subtitles untouched and in sync: the same packets at the same times, relative to the picture', async () => {
@@ -93,6 +92,16 @@ describe('Matroska in, Matroska out', () => {
     expect(font?.tags).toMatchObject({ filename: CORPUS_FONT.name, mimetype: CORPUS_FONT.mimetype });
     await run(resolveFfmpeg(), ['-v', 'error', '-y', '-dump_attachment:t:0', join(dir, 'dumped.ttf'), '-i', outcome.outputPath], { cwd: dir }).catch(() => undefined); // ffmpeg exits 1: no output file named
     expect(await readFile(join(dir, 'dumped.ttf'))).toEqual(CORPUS_FONT.bytes);
+  });
+
+  it('keeps the cover as the image attachment it came as, byte for byte, not upscaled', async () => {
+    const cover = out.streams.find((s) => s.disposition['attached_pic'] === 1);
+    expect(cover).toMatchObject({ codec_name: 'png', width: 32, height: 32, tags: { filename: 'cover.png', mimetype: 'image/png' } });
+    const dumped = join(dir, 'cover-out.png');
+    await run(resolveFfmpeg(), ['-v', 'error', '-y', '-i', outcome.outputPath, '-map', `0:${cover!.index}`, '-c', 'copy', '-frames:v', '1', '-f', 'image2', dumped]);
+    expect(await readFile(dumped)).toEqual(await readFile(join(dir, 'cover.png')));
+    // Nothing left beside the result (the extracted cover, the partial file).
+    expect((await readdir(dir)).filter((name) => name.startsWith('.out.mkv'))).toEqual([]);
   });
 
   it('keeps chapters and the title; removes location from the file and from every stream', () => {

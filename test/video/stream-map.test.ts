@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_ENCODER,
   colourPlan,
+  coverExtractArgs,
   encoderArgs,
   sourceStream,
   streamMap,
@@ -37,8 +38,9 @@ const SOURCE = [
 
 const extras: VideoExtras = { sampleAspect: { num: 1, den: 1 }, videoStartOffset: 0, videoIndex: 0, bitDepth: 10, streams: SOURCE, tags: { title: 'Trip', location: 'x' } };
 const hdr = colourPlan({ bitDepth: 10, matrix: 'bt2020', primaries: 'bt2020', transfer: 'smpte2084' }, 'keep', { width: 96, height: 64 });
-const encode = (container: 'mp4' | 'mkv'): string[] =>
+const encode = (container: 'mp4' | 'mkv', coverFiles: ReadonlyMap<number, string> = new Map([[8, '/tmp/cover-8']])): string[] =>
   encoderArgs({
+    coverFiles,
     geometry: videoGeometry({ width: 96, height: 64, rotation: 0 }, 2, 2),
     timing: { mode: 'passthrough', rate: { num: 24, den: 1 } },
     encoder: DEFAULT_ENCODER,
@@ -62,7 +64,7 @@ describe('videoResultFormat', () => {
 });
 
 describe('streamMap into Matroska', () => {
-  it('keeps every audio track, every subtitle (bitmap too) and attachments, copied; leaves out data streams and cover art, saying why', () => {
+  it('keeps every audio track, every subtitle (bitmap too), attachments and the cover, copied; leaves out data streams, saying why', () => {
     const map = streamMap(SOURCE, 0, 'mkv');
     expect(map.container).toBe('mkv');
     expect(map.kept.map((s) => [s.index, s.type, 'plan' in s ? s.plan.mode : 'mode' in s ? s.mode : '-'])).toEqual([
@@ -72,14 +74,19 @@ describe('streamMap into Matroska', () => {
       [4, 'subtitle', 'copy'],
       [5, 'subtitle', 'copy'],
       [7, 'attachment', '-'],
+      [8, 'cover', '-'],
     ]);
-    expect(map.dropped.map((d) => [d.index, d.codec])).toEqual([[6, 'bin_data'], [8, 'png']]);
+    expect(map.dropped.map((d) => [d.index, d.codec])).toEqual([[6, 'bin_data']]);
     expect(map.dropped.every((d) => d.reason.length > 10)).toBe(true);
   });
 
-  it('writes Matroska: every stream copied, no hvc1 tag, no MP4 options, each stream`s location removed, dispositions as they were', () => {
+  it('writes Matroska: every stream copied, the cover attached from its file, no hvc1 tag, no MP4 options, each stream`s location removed, dispositions as they were', () => {
+    expect(() => encode('mkv', new Map())).toThrow(/cover stream 8/);
     const args = encode('mkv');
     expect(all(args, '-map')).toEqual(['0:v:0', '1:1', '1:2', '1:3', '1:4', '1:5', '1:7']);
+    // After the mapped attachment (t:0): the cover, by its codec's name and type.
+    expect(all(args, '-attach')).toEqual(['file:/tmp/cover-8']);
+    expect(all(args, '-metadata:s:t:1')).toEqual(['mimetype=image/png', 'filename=cover.png']);
     for (const flag of ['-c:a:0', '-c:a:1', '-c:s:0', '-c:s:1', '-c:s:2', '-c:t:0']) expect(after(args, flag), flag).toBe('copy');
     expect(args).not.toContain('-tag:v:0');
     expect(args).not.toContain('-movflags');
@@ -139,5 +146,15 @@ describe('timecode', () => {
     const map = streamMap(withTimecode('01:02:03:04 -f null'), 0, 'mp4');
     expect(map.kept.some((s) => s.type === 'timecode')).toBe(false);
     expect(map.dropped.map((d) => d.index)).toEqual([2, 3]);
+  });
+});
+
+describe('coverExtractArgs', () => {
+  it('copies the one packet of the cover stream, read with the sniffed demuxer only, to an image file', () => {
+    const args = coverExtractArgs({ path: '/in/clip.mkv', container: 'mkv' }, 8, '/out/.x.partial.cover-8');
+    expect(after(args, '-map')).toBe('0:8');
+    expect(after(args, '-c')).toBe('copy');
+    expect(after(args, '-format_whitelist')).toBe('matroska');
+    expect(args.slice(-3)).toEqual(['-f', 'image2', 'file:/out/.x.partial.cover-8']);
   });
 });
