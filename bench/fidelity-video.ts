@@ -26,7 +26,7 @@ import { parseArgs, promisify } from 'node:util';
 import { SessionCache, createSrModelLoader, parseSrModelChoices, type SrModelLoader } from '../src/inference/index.js';
 import { type MediaInfo, probeMedia, resolveFfmpeg } from '../src/media/index.js';
 import { type VideoUpscaleOutcome, upscaleVideoFile } from '../src/upscale/index.js';
-import type { HdrMode } from '../src/video/index.js';
+import { type HdrMode, videoResultFormat } from '../src/video/index.js';
 import { meanCiede2000 } from './colour-difference.js';
 import { PATCH, makeVideoCorpus, type VideoCorpus } from './fidelity-video-corpus.js';
 import type { FidelityRow } from './fidelity-row.js';
@@ -50,6 +50,7 @@ const CASES: readonly Case[] = [
   { name: 'hlg-hevc-10bit', input: (c) => c.hlg, factor: '2' },
   { name: 'vfr-30-then-15fps', input: (c) => c.vfr, factor: '2' },
   { name: 'mkv-2-audio-srt-chapters', input: (c) => c.tracks, factor: '2' },
+  { name: 'mkv-pgs-dvb-font-hdr10', input: (c) => c.bitmaps, factor: '2' },
   { name: 'odd-321x181-factor-1', input: (c) => c.odd, factor: '1' },
   { name: 'ramp-10bit-pq', input: (c) => c.ramp10, factor: '2' },
 ];
@@ -141,9 +142,10 @@ async function avOffsetMs(input: string, output: string): Promise<number | undef
   return Math.round((vout[0]! - aout[0]! - (vin[0]! - ain[0]!)) * 10_000) / 10;
 }
 
-async function upscaleCase(input: string, output: string, factor: '1' | '2', loadModel: SrModelLoader, hdr?: HdrMode): Promise<{ info: MediaInfo; outcome: VideoUpscaleOutcome }> {
+/** Upscales `input` to `stem` + the extension of its result's container. */
+async function upscaleCase(input: string, stem: string, factor: '1' | '2', loadModel: SrModelLoader, hdr?: HdrMode): Promise<{ info: MediaInfo; outcome: VideoUpscaleOutcome }> {
   const info = await probeMedia(input);
-  const outcome = await upscaleVideoFile({ inputPath: input, outputPath: output, factor, info, ...(hdr === undefined ? {} : { hdr }) }, loadModel);
+  const outcome = await upscaleVideoFile({ inputPath: input, outputPath: `${stem}.${videoResultFormat(info.container).ext}`, factor, info, ...(hdr === undefined ? {} : { hdr }) }, loadModel);
   return { info, outcome };
 }
 
@@ -156,8 +158,8 @@ export async function videoFidelityRows(): Promise<FidelityRow[]> {
     const rows: FidelityRow[] = [];
     for (const [i, c] of CASES.entries()) {
       const input = c.input(corpus);
-      const output = join(dir, `out-${i}.mp4`);
-      const { info, outcome } = await upscaleCase(input, output, c.factor, loadModel, c.hdr);
+      const { info, outcome } = await upscaleCase(input, join(dir, `out-${i}`), c.factor, loadModel, c.hdr);
+      const output = outcome.outputPath;
       const [inFacts, outFacts] = [await fileFacts(input), await fileFacts(output)];
       const video = info.video!;
       const quarter = video.rotation === 90 || video.rotation === 270;
@@ -174,6 +176,8 @@ export async function videoFidelityRows(): Promise<FidelityRow[]> {
           `${displayed.width}x${displayed.height} -> ${outcome.width}x${outcome.height}`,
           `${video.frameCount ?? '?'} frames -> ${outcome.frames} at ${outcome.frameRate}`,
           ...(outFacts.chapters.length > 0 ? [`${outFacts.chapters.length} chapters`] : []),
+          ...(outcome.streams.dropped.length > 0 ? [`dropped ${outcome.streams.dropped.map((d) => `${d.codec} (${d.reason})`).join(', ')}`] : []),
+          outcome.format.ext,
         ].join('; '),
       };
       const offset = await avOffsetMs(input, output);

@@ -57,7 +57,7 @@ describe('Matroska in, Matroska out', () => {
     expect(outcome.format).toEqual({ container: 'mkv', ext: 'mkv', mediaType: 'video/x-matroska' });
     const { stdout } = await run('ffprobe', ['-v', 'error', '-show_entries', 'format=format_name', '-of', 'default=nw=1:nk=1', outcome.outputPath]);
     expect(stdout.trim()).toBe('matroska,webm');
-    expect(streamLabels(input)).toEqual(['v:hevc(10)', 'a:opus(eng)', 'a:flac(fra)', 's:hdmv_pgs_subtitle(eng)', 's:dvb_subtitle(deu)', 's:subrip(fra)', 'a:ttf', 'cover:png']);
+    expect(streamLabels(input)).toEqual(['v:hevc(10)', 'a:opus(eng)', 'a:flac(fra)', 's:hdmv_pgs_subtitle(eng)', 's:dvb_subtitle(deu)', 's:subrip(fra)', 't:ttf', 'cover:png']);
     expect(streamLabels(out)).toEqual(streamLabels(input));
     // Everything but the picture (upscaled) as it went in.
     expect(described(out).slice(1)).toEqual(described(input).slice(1));
