@@ -194,6 +194,9 @@ function timecodeOf(s: SourceStream, picture: SourceStream | undefined): string 
   return start !== undefined && TIMECODE.test(start) ? start : undefined;
 }
 
+/** Matroska's cover art convention names four images (cover, small_cover, and their landscape forms); twice that is plenty. */
+export const MAX_MATROSKA_COVERS = 8;
+
 const COVER_TYPES: Readonly<Record<string, { mimetype: string; ext: string }>> = {
   mjpeg: { mimetype: 'image/jpeg', ext: 'jpg' },
   png: { mimetype: 'image/png', ext: 'png' },
@@ -214,6 +217,7 @@ export function streamMap(streams: readonly SourceStream[], videoIndex: number, 
   const picture = streams.filter((s) => s.type === 'video' && !s.coverArt)[videoIndex];
   const into = container === 'mkv' ? intoMatroska : intoMp4;
   let timecode = false;
+  let covers = 0;
   for (const s of streams) {
     if (s === picture) continue;
     const start = s.type === 'data' && s.tags['timecode'] !== undefined ? timecodeOf(s, picture) : undefined;
@@ -223,7 +227,9 @@ export function streamMap(streams: readonly SourceStream[], videoIndex: number, 
       timecode = true;
       continue;
     }
-    const verdict = into(s);
+    // Each Matroska cover costs an ffmpeg run to take it out: a file listing hundreds is not a cover.
+    const verdict = s.coverArt && container === 'mkv' && covers >= MAX_MATROSKA_COVERS ? { drop: `more than ${MAX_MATROSKA_COVERS} cover images` } : into(s);
+    if ('type' in verdict && verdict.type === 'cover') covers += 1;
     if ('drop' in verdict) dropped.push({ index: s.index, type: s.type, codec: s.codec, reason: verdict.drop });
     else kept.push({ ...verdict, ...locatedOf(s) });
   }

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_ENCODER,
+  MAX_MATROSKA_COVERS,
   colourPlan,
   coverExtractArgs,
   encoderArgs,
@@ -156,5 +157,15 @@ describe('coverExtractArgs', () => {
     expect(after(args, '-c')).toBe('copy');
     expect(after(args, '-format_whitelist')).toBe('matroska');
     expect(args.slice(-3)).toEqual(['-f', 'image2', 'file:/out/.x.partial.cover-8']);
+  });
+});
+
+describe('Matroska covers', () => {
+  it(`keeps at most ${MAX_MATROSKA_COVERS} (each is an ffmpeg run to take out), the rest listed as dropped`, () => {
+    const many = [{ codec_type: 'video', codec_name: 'h264' }, ...Array.from({ length: 12 }, () => ({ codec_type: 'video', codec_name: 'mjpeg', disposition: { attached_pic: 1 } }))].map((s, i) => sourceStream(s, i));
+    const map = streamMap(many, 0, 'mkv');
+    expect(map.kept.filter((s) => s.type === 'cover')).toHaveLength(MAX_MATROSKA_COVERS);
+    expect(map.dropped).toHaveLength(12 - MAX_MATROSKA_COVERS);
+    expect(map.kept[0]).toMatchObject({ type: 'cover', attachment: { filename: 'cover.jpg', mimetype: 'image/jpeg' } });
   });
 });
