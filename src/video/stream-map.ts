@@ -19,11 +19,12 @@
  * - Cover art (an attached JPEG, PNG or BMP picture) copied as cover art, never upscaled.
  * - Not kept: data streams other than timecode (camera telemetry such as GoPro GPMF, which holds GPS).
  *
- * Both: a timecode track (MP4/MOV `tmcd`) is written again with the same start (a new `tmcd` track in
- * MP4, the video track's `timecode` tag in Matroska), as the picture it counts is new; chapters and the file's global tags (title, creation time, comment, ...), and each kept
- * stream's own tags (language, title, ...), except location: phone clips carry the place they were
- * shot, which is personal data the customer may not know is in the file, so every tag whose name
- * says location or GPS is removed, from the file and from every stream.
+ * Both: a timecode track (MP4/MOV `tmcd`) is written again with the same start (a new `tmcd` track
+ * in MP4, the video track's `timecode` tag in Matroska), as the picture it counts is new. Chapters,
+ * the file's global tags (title, creation time, comment, ...) and each kept stream's own tags
+ * (language, title, ...) are kept, except location: phone clips carry the place they were shot,
+ * which is personal data the customer may not know is in the file, so every tag whose name says
+ * location or GPS is removed, from the file and from every stream.
  */
 import { type AudioStreamInfo, type ContainerKind, fileInput, quietFfmpegArgs, safeFileInputArgs } from '../media/index.js';
 import type { ResultContainer } from './result-container.js';
