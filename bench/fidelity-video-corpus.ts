@@ -10,6 +10,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resolveFfmpeg } from '../src/media/index.js';
+import { pgsSubtitles } from './pgs-subtitle.js';
 
 const run = promisify(execFile);
 
@@ -55,11 +56,20 @@ export interface VideoCorpus {
   vfr: string;
   /** Matroska: H.264, 2 audio tracks (eng "Main", fra "Commentaire"), SRT subtitles, 2 chapters, a title, a creation time, a location. */
   tracks: string;
-  /** 321x181 (odd sides), 4:4:4 H.264, AAC, a 32x32 PNG cover: upscaled at factor 1. */
+  /** 321x181 (odd sides), 4:4:4 H.264, AAC, a 32x32 PNG cover, a timecode track (01:02:03:04): upscaled at factor 1. */
   odd: string;
   /** A shallow 10-bit PQ ramp, 320x16, lossless HEVC: 41 grey levels across, a new one every 8 pixels (8 bits would step every 32). */
   ramp10: string;
+  /**
+   * Matroska with what MP4 cannot carry: HDR10 HEVC 64x48 (1 s); Opus (eng "Main", with a location
+   * tag of its own) and FLAC (fra); Blu-ray PGS (eng "Signs", forced), DVB (deu) and SubRip (fra)
+   * subtitles; a font attachment; a PNG cover (an image attachment); 2 chapters, a title and a location.
+   */
+  bitmaps: string;
 }
+
+/** The font attached to the `bitmaps` clip: any bytes do, the test checks they come back unchanged. */
+export const CORPUS_FONT = { name: 'CorpusSans.ttf', mimetype: 'application/x-truetype-font', bytes: Buffer.from('corpus font bytes, not a real font\n'.repeat(8)) };
 
 const SRT = '1\n00:00:00,000 --> 00:00:00,400\nHello\n\n2\n00:00:00,500 --> 00:00:00,900\nWorld\n';
 const CHAPTERS = [
@@ -84,6 +94,8 @@ const CHAPTERS = [
 export async function makeVideoCorpus(dir: string): Promise<VideoCorpus> {
   const at = (name: string): string => join(dir, name);
   await writeFile(at('subs.srt'), SRT);
+  await writeFile(at('subs.sup'), pgsSubtitles({ width: 64, height: 48, box: { x: 16, y: 36, width: 32, height: 8 } }, [{ start: 0, end: 0.4 }, { start: 0.5, end: 0.9 }]));
+  await writeFile(at(CORPUS_FONT.name), CORPUS_FONT.bytes);
   await writeFile(at('meta.txt'), CHAPTERS);
   const x264 = ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p'];
   await Promise.all([
@@ -109,14 +121,31 @@ export async function makeVideoCorpus(dir: string): Promise<VideoCorpus> {
       ...chart('322x182', 25, 0.12), ...tone(0.12), '-f', 'lavfi', '-i', 'color=c=orange:size=32x32:duration=0.04',
       '-map', '0:v', '-map', '1:a', '-map', '2:v', '-filter:v:0', 'format=yuv444p,crop=321:181:0:0',
       '-c:v:0', 'libx264', '-preset', 'ultrafast', '-pix_fmt:v:0', 'yuv444p', '-c:a', 'aac',
-      '-c:v:1', 'png', '-disposition:v:1', 'attached_pic', at('odd.mp4'),
+      '-c:v:1', 'png', '-disposition:v:1', 'attached_pic', '-metadata:s:v:0', 'timecode=01:02:03:04', at('odd.mp4'),
     ]),
     ffmpeg([
       '-f', 'lavfi', '-i', 'nullsrc=size=320x16:rate=24:duration=0.09',
       '-vf', "format=yuv420p10le,geq=lum='400+X*40/319':cb=512:cr=512", ...x265('smpte2084', false, true), at('ramp10.mp4'),
     ]),
   ]);
+  await ffmpeg(['-f', 'lavfi', '-i', 'color=c=orange:size=32x32', '-frames:v', '1', at('cover.png')]);
+  await ffmpeg([
+    // The DVB track is encoded from the PGS one (ffmpeg encodes bitmap subtitles from bitmaps only);
+    // -fix_sub_duration ends each cue where the next begins, not at the end of time.
+    ...chart('64x48', 24, 1), ...tone(1), ...tone(1, 660), '-fix_sub_duration', '-i', at('subs.sup'), '-i', at('subs.srt'), '-i', at('meta.txt'),
+    '-map', '0:v', '-map', '1:a', '-map', '2:a', '-map', '3:s', '-map', '3:s', '-map', '4:s', '-map_metadata', '5', '-map_chapters', '5',
+    // Matroska has no codec tags (no hvc1).
+    ...x265('smpte2084', true).slice(0, -2), '-c:a:0', 'libopus', '-c:a:1', 'flac', '-c:s:0', 'copy', '-c:s:1', 'dvbsub', '-c:s:2', 'subrip',
+    '-metadata:s:a:0', 'language=eng', '-metadata:s:a:0', 'title=Main', '-metadata:s:a:0', 'location=+48.8584+002.2945/',
+    '-metadata:s:a:1', 'language=fra',
+    '-metadata:s:s:0', 'language=eng', '-metadata:s:s:0', 'title=Signs', '-disposition:s:0', 'forced',
+    '-metadata:s:s:1', 'language=deu', '-metadata:s:s:2', 'language=fra',
+    // Matroska keeps a cover as an image attachment (ffmpeg reads it back as an attached picture).
+    '-attach', at(CORPUS_FONT.name), '-metadata:s:t:0', `mimetype=${CORPUS_FONT.mimetype}`,
+    '-attach', at('cover.png'), '-metadata:s:t:1', 'mimetype=image/png',
+    at('bitmaps.mkv'),
+  ]);
   // A phone holds the sensor landscape and says how to turn it.
   await ffmpeg(['-i', at('hdr10-upright.mp4'), '-map', '0', '-c', 'copy', '-metadata:s:v:0', 'rotate=90', at('hdr10.mp4')]);
-  return { hdr10: at('hdr10.mp4'), hlg: at('hlg.mp4'), vfr: at('vfr.mp4'), tracks: at('tracks.mkv'), odd: at('odd.mp4'), ramp10: at('ramp10.mp4') };
+  return { hdr10: at('hdr10.mp4'), hlg: at('hlg.mp4'), vfr: at('vfr.mp4'), tracks: at('tracks.mkv'), odd: at('odd.mp4'), ramp10: at('ramp10.mp4'), bitmaps: at('bitmaps.mkv') };
 }

@@ -14,7 +14,8 @@
  * Run directly (`npx tsc -p tsconfig.json && node dist/bench/fidelity-video.js [--no-rows] [--timing] [--reps 5] [--only sdr,hdr]`)
  * it prints the rows; `--timing` also measures (a) the 8-bit SDR streaming wall time of the same
  * clip with main's build (/work/main/dist, or --before DIR) and this one, alternating, and (b) the
- * HDR path (hdr "keep") against the SDR path (hdr "sdr", tone-mapped) on the same HDR10 clip.
+ * HDR path (hdr "keep") against the SDR path (hdr "sdr", tone-mapped) on the same HDR10 clip, for the
+ * upscale and (`--only lipsync`, or with the others: `--only sdr,hdr,lipsync`) for lip-sync.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -26,7 +27,9 @@ import { parseArgs, promisify } from 'node:util';
 import { SessionCache, createSrModelLoader, parseSrModelChoices, type SrModelLoader } from '../src/inference/index.js';
 import { type MediaInfo, probeMedia, resolveFfmpeg } from '../src/media/index.js';
 import { type VideoUpscaleOutcome, upscaleVideoFile } from '../src/upscale/index.js';
-import type { HdrMode } from '../src/video/index.js';
+import { lipsyncFile, parseLipsyncModelMapping, releaseLipsyncThreads } from '../src/lipsync/index.js';
+import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
+import { type HdrMode, videoResultFormat } from '../src/video/index.js';
 import { meanCiede2000 } from './colour-difference.js';
 import { PATCH, makeVideoCorpus, type VideoCorpus } from './fidelity-video-corpus.js';
 import type { FidelityRow } from './fidelity-row.js';
@@ -50,6 +53,7 @@ const CASES: readonly Case[] = [
   { name: 'hlg-hevc-10bit', input: (c) => c.hlg, factor: '2' },
   { name: 'vfr-30-then-15fps', input: (c) => c.vfr, factor: '2' },
   { name: 'mkv-2-audio-srt-chapters', input: (c) => c.tracks, factor: '2' },
+  { name: 'mkv-pgs-dvb-font-hdr10', input: (c) => c.bitmaps, factor: '2' },
   { name: 'odd-321x181-factor-1', input: (c) => c.odd, factor: '1' },
   { name: 'ramp-10bit-pq', input: (c) => c.ramp10, factor: '2' },
 ];
@@ -141,9 +145,10 @@ async function avOffsetMs(input: string, output: string): Promise<number | undef
   return Math.round((vout[0]! - aout[0]! - (vin[0]! - ain[0]!)) * 10_000) / 10;
 }
 
-async function upscaleCase(input: string, output: string, factor: '1' | '2', loadModel: SrModelLoader, hdr?: HdrMode): Promise<{ info: MediaInfo; outcome: VideoUpscaleOutcome }> {
+/** Upscales `input` to `stem` + the extension of its result's container. */
+async function upscaleCase(input: string, stem: string, factor: '1' | '2', loadModel: SrModelLoader, hdr?: HdrMode): Promise<{ info: MediaInfo; outcome: VideoUpscaleOutcome }> {
   const info = await probeMedia(input);
-  const outcome = await upscaleVideoFile({ inputPath: input, outputPath: output, factor, info, ...(hdr === undefined ? {} : { hdr }) }, loadModel);
+  const outcome = await upscaleVideoFile({ inputPath: input, outputPath: `${stem}.${videoResultFormat(info.container).ext}`, factor, info, ...(hdr === undefined ? {} : { hdr }) }, loadModel);
   return { info, outcome };
 }
 
@@ -156,8 +161,8 @@ export async function videoFidelityRows(): Promise<FidelityRow[]> {
     const rows: FidelityRow[] = [];
     for (const [i, c] of CASES.entries()) {
       const input = c.input(corpus);
-      const output = join(dir, `out-${i}.mp4`);
-      const { info, outcome } = await upscaleCase(input, output, c.factor, loadModel, c.hdr);
+      const { info, outcome } = await upscaleCase(input, join(dir, `out-${i}`), c.factor, loadModel, c.hdr);
+      const output = outcome.outputPath;
       const [inFacts, outFacts] = [await fileFacts(input), await fileFacts(output)];
       const video = info.video!;
       const quarter = video.rotation === 90 || video.rotation === 270;
@@ -174,6 +179,8 @@ export async function videoFidelityRows(): Promise<FidelityRow[]> {
           `${displayed.width}x${displayed.height} -> ${outcome.width}x${outcome.height}`,
           `${video.frameCount ?? '?'} frames -> ${outcome.frames} at ${outcome.frameRate}`,
           ...(outFacts.chapters.length > 0 ? [`${outFacts.chapters.length} chapters`] : []),
+          ...(outcome.streams.dropped.length > 0 ? [`dropped ${outcome.streams.dropped.map((d) => `${d.codec} (${d.reason})`).join(', ')}`] : []),
+          outcome.format.ext,
         ].join('; '),
       };
       const offset = await avOffsetMs(input, output);
@@ -217,6 +224,7 @@ async function timing(beforeDist: string, reps: number, only: readonly string[])
   };
   const sessionsAfter = new SessionCache({ executionProviders: ['cpu'] });
   const sessionsBefore = new before.inference.SessionCache({ executionProviders: ['cpu'] });
+  const lipSessions = new SessionCache({ thread: false, threads: 1 });
   try {
     const loadAfter = createSrModelLoader({ sessions: sessionsAfter, choices: parseSrModelChoices(MODEL_CHOICES) });
     const loadBefore = before.inference.createSrModelLoader({ sessions: sessionsBefore, choices: before.inference.parseSrModelChoices(MODEL_CHOICES) });
@@ -231,16 +239,39 @@ async function timing(beforeDist: string, reps: number, only: readonly string[])
       '-color_primaries', 'bt2020', '-color_trc', 'smpte2084', '-colorspace', 'bt2020nc', '-c:a', 'aac', hdr,
     ]);
     const [infoSdrBefore, infoSdr, infoHdr] = [await before.probe(sdr), await probeMedia(sdr), await probeMedia(hdr)];
-    type Key = 'before' | 'after' | 'keep' | 'toSdr';
-    const wall: Record<Key, number[]> = { before: [], after: [], keep: [], toSdr: [] };
-    const cpu: Record<Key, number[]> = { before: [], after: [], keep: [], toSdr: [] };
+    // Lip-sync: the astronaut (a face BlazeFace finds) as a 256x256 HDR10 clip of 2 s with speech,
+    // the generated wav2lip-test network; its wall time from start to the encoder's exit.
+    const face = join(dir, 'face-hdr10.mp4');
+    const speech = resolve('test/lipsync/fixtures/speech-16k.wav');
+    if (only.includes('lipsync')) {
+      await ff([
+        '-loop', '1', '-framerate', '25', '-i', DEFAULT_SAMPLE_IMAGE, '-i', speech, '-t', '2', '-vf', 'scale=256:256,format=yuv420p10le',
+        '-c:v', 'libx265', '-preset', 'veryfast', '-x265-params', 'log-level=error:colorprim=bt2020:transfer=smpte2084:colormatrix=bt2020nc:max-cll=1000,400',
+        '-color_primaries', 'bt2020', '-color_trc', 'smpte2084', '-colorspace', 'bt2020nc', '-c:a', 'aac', face,
+      ]);
+    }
+    const lipDeps = { sessions: lipSessions, lipsyncModelMapping: parseLipsyncModelMapping('wav2lip-test') };
+    const lipsync = async (mode: HdrMode, output: string): Promise<number> => {
+      const [videoInfo, audioInfo] = [await probeMedia(face), await probeMedia(speech)];
+      const request = { videoPath: face, videoInfo, audioPath: speech, audioInfo, outputPath: join(dir, output), model: 'vendor-lipsync-2' as const, syncMode: 'cut_off' as const, activeSpeaker: false, hdr: mode };
+      return (await lipsyncFile(request, lipDeps)).stats.wallMs;
+    };
+    type Key = 'before' | 'after' | 'keep' | 'toSdr' | 'lipKeep' | 'lipSdr';
+    const wall: Record<Key, number[]> = { before: [], after: [], keep: [], toSdr: [], lipKeep: [], lipSdr: [] };
+    const cpu: Record<Key, number[]> = { before: [], after: [], keep: [], toSdr: [], lipKeep: [], lipSdr: [] };
     const once: Record<Key, () => Promise<number>> = {
       before: async () => (await before.upscale({ inputPath: sdr, outputPath: join(dir, 'b.mp4'), factor: '2', info: infoSdrBefore }, loadBefore)).streamMs,
       after: async () => (await upscaleVideoFile({ inputPath: sdr, outputPath: join(dir, 'a.mp4'), factor: '2', info: infoSdr }, loadAfter)).streamMs,
       keep: async () => (await upscaleVideoFile({ inputPath: hdr, outputPath: join(dir, 'k.mp4'), factor: '2', info: infoHdr, hdr: 'keep' }, loadAfter)).streamMs,
       toSdr: async () => (await upscaleVideoFile({ inputPath: hdr, outputPath: join(dir, 's.mp4'), factor: '2', info: infoHdr, hdr: 'sdr' }, loadAfter)).streamMs,
+      lipKeep: () => lipsync('keep', 'lip-keep.mp4'),
+      lipSdr: () => lipsync('sdr', 'lip-sdr.mp4'),
     };
-    const pairs: [Key, Key][] = [...(only.includes('sdr') ? [['before', 'after'] as [Key, Key]] : []), ...(only.includes('hdr') ? [['keep', 'toSdr'] as [Key, Key]] : [])];
+    const pairs: [Key, Key][] = [
+      ...(only.includes('sdr') ? [['before', 'after'] as [Key, Key]] : []),
+      ...(only.includes('hdr') ? [['keep', 'toSdr'] as [Key, Key]] : []),
+      ...(only.includes('lipsync') ? [['lipKeep', 'lipSdr'] as [Key, Key]] : []),
+    ];
     // One warm-up of each, not counted (model load, first-call costs).
     for (const [a, b] of pairs) {
       await once[a]();
@@ -268,7 +299,15 @@ async function timing(beforeDist: string, reps: number, only: readonly string[])
     if (only.includes('hdr')) {
       process.stdout.write(`${line('HDR10 clip, hdr "keep" (16-bit, x265)', 'keep')}\n${line('HDR10 clip, hdr "sdr" (tone-mapped, x264)', 'toSdr')}\n  keep / sdr: ${ratio('keep', 'toSdr')}\n`);
     }
+    if (only.includes('lipsync')) {
+      process.stdout.write(
+        `\nLip-sync, 256x256 HDR10 25 fps 2 s (50 frames), wav2lip-test, ${reps} alternating runs (wall: lipsyncFile's own)\n` +
+          `${line('lip-sync hdr "keep" (16-bit, x265)', 'lipKeep')}\n${line('lip-sync hdr "sdr" (tone-mapped, x264)', 'lipSdr')}\n  keep / sdr: ${ratio('lipKeep', 'lipSdr')}\n`,
+      );
+    }
   } finally {
+    await releaseLipsyncThreads();
+    await lipSessions.release();
     await sessionsAfter.release();
     await sessionsBefore.release();
     await rm(dir, { recursive: true, force: true });
@@ -281,7 +320,7 @@ async function main(): Promise<void> {
       timing: { type: 'boolean', default: false },
       before: { type: 'string', default: '/work/main/dist' },
       reps: { type: 'string', default: '5' },
-      only: { type: 'string', default: 'sdr,hdr' },
+      only: { type: 'string', default: 'sdr,hdr,lipsync' },
       'no-rows': { type: 'boolean', default: false },
     },
   });

@@ -62,12 +62,15 @@ export function pictureOf(facts: FileFacts): StreamFacts {
   return video;
 }
 
-/** Streams as short labels: `v:hevc(10)`, `a:aac(eng)`, `s:mov_text(eng)`, `cover:mjpeg`. */
+/** ffmpeg's stream specifier letters. */
+const TYPE_LETTERS: Readonly<Record<string, string>> = { audio: 'a', subtitle: 's', data: 'd', attachment: 't' };
+
+/** Streams as short labels: `v:hevc(10)`, `a:aac(eng)`, `s:mov_text(eng)`, `t:ttf` (an attachment), `cover:mjpeg`. */
 export function streamLabels(facts: FileFacts): string[] {
   return facts.streams.map((s) => {
     const language = s.tags['language'] !== undefined && s.tags['language'] !== 'und' ? `(${s.tags['language']})` : '';
     if (s.codec_type === 'video') return s.disposition['attached_pic'] === 1 ? `cover:${s.codec_name}` : `v:${s.codec_name}(${s.bits ?? 8})`;
-    return `${s.codec_type.slice(0, 1)}:${s.codec_name}${language}`;
+    return `${TYPE_LETTERS[s.codec_type] ?? s.codec_type}:${s.codec_name ?? s.codec_tag_string}${language}`;
   });
 }
 

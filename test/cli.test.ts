@@ -221,6 +221,22 @@ describe('upscale-image and run', () => {
   });
 });
 
+describe('upscale-video', () => {
+  it('names a Matroska input`s result .mkv (Matroska in, Matroska out) and an MP4`s .mp4, in the file and the printed url', async () => {
+    const ffmpeg = (args: string[]): Promise<unknown> =>
+      new Promise((resolve, reject) => execFile('ffmpeg', ['-v', 'error', '-y', ...args], (err) => (err === null ? resolve(undefined) : reject(err))));
+    const outDir = path.join(dir, 'videos');
+    for (const ext of ['mkv', 'mp4']) {
+      const clip = path.join(dir, `tiny.${ext}`);
+      await ffmpeg(['-f', 'lavfi', '-i', 'testsrc=size=32x24:rate=10:duration=0.3', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', clip]);
+      const r = await cli(['upscale-video', clip, '--factor', '2', '-o', `${outDir}/`], { env: { MEDIA_WORKER_SR_MODELS: 'video=esrgan-slim-x2' } });
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', result: { type: 'video', url: path.join(outDir, `tiny-x2.${ext}`), width: 64, height: 48 } });
+    }
+    expect((await readdir(outDir)).sort()).toEqual(['tiny-x2.mkv', 'tiny-x2.mp4']);
+  });
+});
+
 describe('lipsync', () => {
   let video: string;
   let audio: string;

@@ -14,6 +14,7 @@ import { createMediaDeps, withJobDir } from '../media/index.js';
 import { mediaDepsOptions, registryOptions } from './layer-options.js';
 import { srHardwareOptions } from './hardware.js';
 import { upscaleImageFile, upscaleVideoFile } from '../upscale/index.js';
+import { videoResultFormat } from '../video/index.js';
 import { releaseLipsyncThreads, lipsyncFile } from '../lipsync/index.js';
 import { createMusicBackends, generateMusicJob, type MusicBackend } from '../music/index.js';
 
@@ -175,7 +176,9 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
       return { url: stored.url, type: 'image', width: outcome.width, height: outcome.height, format: outcome.format };
     }
     case 'video': {
-      const outputPath = path.join(dir, 'output.mp4');
+      // Matroska in, Matroska out (docs/contract.md, "Video fidelity"): the name says the container.
+      const { ext } = videoResultFormat(quoted.probes.video.container);
+      const outputPath = path.join(dir, `output.${ext}`);
       const outcome = await upscaleVideoFile(
         {
           inputPath: quoted.inputs.video.path,
@@ -196,7 +199,7 @@ async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts:
         { srModel: outcome.model, frames: outcome.frames, width: outcome.width, height: outcome.height, encoder: outcome.encoder },
         'video upscaled',
       );
-      const stored = await opts.store(outputPath, { taskId: opts.taskId, ext: 'mp4', kind: 'video' });
+      const stored = await opts.store(outputPath, { taskId: opts.taskId, ext, kind: 'video' });
       return {
         url: stored.url,
         type: 'video',

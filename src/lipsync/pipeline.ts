@@ -43,6 +43,7 @@ import {
   DEFAULT_HDR_MODE,
   type HdrMode,
   checkVideoDecodes,
+  ffmpegVersion,
   probeVideoExtras,
 } from '../video/index.js';
 import { audioEnvelope, loadBlazeFace, type BlazeFaceDetector, detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels, FACE_DETECTION_PROFILES, type DrivenFaces } from './faces/index.js';
@@ -254,6 +255,8 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   let ffmpeg: string;
   try {
     ffmpeg = resolveFfmpeg(definedFields({ ffmpegPath: deps.ffmpegPath }));
+    // Read once before any decoder starts: the frame streams spawn with the option it names (video/ffmpeg-version.ts).
+    await ffmpegVersion(ffmpeg);
   } catch (error) {
     throw new ProcessingError(errorMessage(error), { retryable: true, cause: error });
   }

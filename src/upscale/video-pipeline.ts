@@ -1,5 +1,5 @@
 /**
- * Video upscaling, file in, MP4 out, as one stream: an ffmpeg decoder writes raw RGB frames to a
+ * Video upscaling, file in, MP4 (or Matroska for Matroska) out, as one stream: an ffmpeg decoder writes raw RGB frames to a
  * pipe, the super-resolution network upscales them (several frames in flight, their tiles batched
  * together: video-batcher.ts), and a second ffmpeg encodes them from a pipe, taking the audio from
  * the original file. The three stages overlap and are joined by bounded queues, so memory depends
@@ -13,7 +13,7 @@
  * both ffmpeg processes get SIGTERM and then SIGKILL (and their pipes are closed, so neither waits
  * on the other), the queues wake their waiters, and the call returns only after both processes
  * were reaped and the partial output was removed. The output is written under a temporary name
- * beside the target and renamed into place on success, so a half-written MP4 never has the
+ * beside the target and renamed into place on success, so a half-written result never has the
  * requested name.
  */
 import { randomBytes } from 'node:crypto';
@@ -22,7 +22,7 @@ import { getPriority, setPriority } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import type { LoadedSrModel, SrModelLoader } from '../inference/index.js';
 import { JobError, VIDEO_UPSCALE_CONTAINERS, checkVideo, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
-import { allowedFrames, resolveFfmpeg, spawnProcess, type MediaInfo, type PathNames, type VideoStreamInfo } from '../media/index.js';
+import { allowedFrames, resolveFfmpeg, runProcess, spawnProcess, type MediaInfo, type PathNames, type VideoStreamInfo } from '../media/index.js';
 import {
   type AudioPlan,
   BoundedQueue,
@@ -55,6 +55,11 @@ import {
   probeVideoExtras,
   rgbFrameBytes,
   streamMap,
+  coverExtractArgs,
+  coversToExtract,
+  argsForFfmpeg,
+  videoResultFormat,
+  type ResultFormat,
   videoGeometry,
   writeWithBackpressure,
 } from '../video/index.js';
@@ -118,7 +123,9 @@ export interface VideoUpscaleOutcome {
   audio: AudioPlan['mode'];
   /** The result's video: codec, bits per sample, transfer (PQ / HLG for HDR), whether it was tone-mapped. */
   colour: { codec: 'h264' | 'hevc'; bits: 8 | 10; transfer?: string; toneMapped: boolean };
-  /** Streams of the input kept beside the picture, and those MP4 cannot carry, with why. */
+  /** The result's container (the input's: Matroska for Matroska and WebM, else MP4), its extension and media type. */
+  format: Pick<ResultFormat, 'container' | 'ext' | 'mediaType'>;
+  /** Streams of the input kept beside the picture, and those the result's container cannot carry, with why. */
   streams: { kept: number; dropped: StreamMap['dropped'] };
   /** Wall time of the streaming part (decoder start to encoder exit), milliseconds. */
   streamMs: number;
@@ -187,60 +194,66 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
   const geometry = videoGeometry(video, Number(req.factor), loaded.model.scale);
   const source = colourSource(extras);
   const colour = colourPlan(source, req.hdr ?? DEFAULT_HDR_MODE, geometry.decoded);
-  const streams = streamMap(extras.streams, extras.videoIndex);
-  if (streams.dropped.length > 0) req.logger?.warn({ dropped: streams.dropped }, 'input streams the MP4 result cannot carry were left out');
-
+  const format = videoResultFormat(req.info.container);
   const partialPath = join(dirname(outputPath), `.${basename(outputPath)}.${randomBytes(4).toString('hex')}.partial`);
-  const decodeArgs = decoderArgs({
-    inputPath,
-    container: req.info.container,
-    geometry,
-    timing,
-    matrix: colour.inputMatrix,
-    colour,
-    colourSource: source,
-    interlaced: extras.interlaced === true,
-    videoIndex: extras.videoIndex,
-    maxFrames: allowedFrames(quotedFrames),
-  });
-  const encodeArgs = encoderArgs({
-    geometry,
-    timing,
-    encoder,
-    extras,
-    colour,
-    source: { path: inputPath, container: req.info.container },
-    streams,
-    outputPath: partialPath,
-  });
+  const original = { path: inputPath, container: req.info.container };
+  const covers = await extractCovers(ffmpeg, original, streamMap(extras.streams, extras.videoIndex, format.container), partialPath, req.signal);
+  const { streams } = covers;
+  if (streams.dropped.length > 0) req.logger?.warn({ dropped: streams.dropped }, `input streams the ${format.container.toUpperCase()} result cannot carry were left out`);
   const batcher = new TileBatcher(loaded.model, Math.max(1, loaded.tiling.batch ?? 1) * framesInFlight);
-
   let streamed: { frames: number; streamMs: number };
   try {
-    streamed = await runStreams({
-      ffmpeg,
-      decodeArgs,
-      encodeArgs,
+    const decodeArgs = await argsForFfmpeg(ffmpeg, decoderArgs({
+      inputPath,
+      container: req.info.container,
       geometry,
-      depth: colour.depth,
-      batcher,
-      tiling: { ...loaded.tiling, ...definedFields({ tile: req.tile }) },
-      framesInFlight,
-      queueFrames,
-      framesTotal: quotedFrames,
-      paths: [
-        [inputPath, 'input'],
-        [partialPath, 'output'],
-      ],
-      signal: req.signal,
-      onProgress: req.onProgress,
-      progressIntervalMs: req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
-      ffmpegNice: req.ffmpegNice ?? DEFAULT_FFMPEG_NICE,
-    });
-    await rename(partialPath, outputPath);
-  } catch (error) {
-    await rm(partialPath, { force: true });
-    throw error;
+      timing,
+      matrix: colour.inputMatrix,
+      colour,
+      colourSource: source,
+      interlaced: extras.interlaced === true,
+      videoIndex: extras.videoIndex,
+      maxFrames: allowedFrames(quotedFrames),
+    }));
+    const encodeArgs = await argsForFfmpeg(ffmpeg, encoderArgs({
+      geometry,
+      timing,
+      encoder,
+      extras,
+      colour,
+      source: original,
+      streams,
+      coverFiles: covers.files,
+      outputPath: partialPath,
+    }));
+    try {
+      streamed = await runStreams({
+        ffmpeg,
+        decodeArgs,
+        encodeArgs,
+        geometry,
+        depth: colour.depth,
+        batcher,
+        tiling: { ...loaded.tiling, ...definedFields({ tile: req.tile }) },
+        framesInFlight,
+        queueFrames,
+        framesTotal: quotedFrames,
+        paths: [
+          [inputPath, 'input'],
+          [partialPath, 'output'],
+        ],
+        signal: req.signal,
+        onProgress: req.onProgress,
+        progressIntervalMs: req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
+        ffmpegNice: req.ffmpegNice ?? DEFAULT_FFMPEG_NICE,
+      });
+      await rename(partialPath, outputPath);
+    } catch (error) {
+      await rm(partialPath, { force: true });
+      throw error;
+    }
+  } finally {
+    await Promise.all([...covers.files.values()].map((file) => rm(file, { force: true })));
   }
 
   if (timing.mode === 'passthrough' && video.frameCount !== undefined && video.frameCount !== streamed.frames) {
@@ -268,11 +281,45 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
       ...definedFields({ transfer: colour.output.transfer }),
       toneMapped: colour.toneMap,
     },
+    format: { container: format.container, ext: format.ext, mediaType: format.mediaType },
     streams: { kept: streams.kept.length, dropped: streams.dropped },
     streamMs: streamed.streamMs,
     inferenceMs: batcher.stats.runMs,
     batches: { calls: batcher.stats.calls, tiles: batcher.stats.tiles, largestBatch: batcher.stats.largestBatch },
   };
+}
+
+/**
+ * Takes each Matroska cover out of the source into a file beside the partial output, for `-attach`
+ * (stream-map.ts). A cover that cannot be read is left out, said in the log and the outcome.
+ */
+async function extractCovers(
+  ffmpeg: string,
+  original: { path: string; container: MediaInfo['container'] },
+  streams: StreamMap,
+  partialPath: string,
+  signal: AbortSignal | undefined,
+): Promise<{ streams: StreamMap; files: Map<number, string> }> {
+  const files = new Map<number, string>();
+  const failed = new Set<number>();
+  for (const index of coversToExtract(streams)) {
+    const file = `${partialPath}.cover-${index}`;
+    try {
+      await runProcess(ffmpeg, coverExtractArgs(original, index, file), { timeoutMs: 30_000, ...definedFields({ signal }) });
+      files.set(index, file);
+    } catch (error) {
+      await rm(file, { force: true });
+      if (signal?.aborted === true) {
+        await Promise.all([...files.values()].map((done) => rm(done, { force: true })));
+        throw error;
+      }
+      failed.add(index);
+    }
+  }
+  if (failed.size === 0) return { streams, files };
+  const kept = streams.kept.filter((s) => !failed.has(s.index));
+  const dropped = streams.kept.filter((s) => failed.has(s.index)).map((s) => ({ index: s.index, type: 'video' as const, codec: 'cover', reason: 'the cover art could not be read' }));
+  return { streams: { ...streams, kept, dropped: [...streams.dropped, ...dropped] }, files };
 }
 
 interface StreamPlan {

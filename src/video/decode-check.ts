@@ -11,6 +11,7 @@
  * decoders' own `-frames:v` cap is the second half (docs/contract.md, "The bill is what runs").
  */
 import { JobError } from '../errors.js';
+import { argsForFfmpeg } from './ffmpeg-version.js';
 import { ffmpegReason, isProcessError, quietFfmpegArgs, runProcess, safeFileInputArgs, type ContainerKind } from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
 
@@ -80,7 +81,7 @@ export async function checkVideoDecodes(input: DecodeCheckInput): Promise<number
   const timeoutMs = input.timeoutMs ?? DEFAULT_DECODE_CHECK_TIMEOUT_MS;
   let report: string;
   try {
-    const { stdout } = await runProcess(input.ffmpeg, decodeCheckArgs(input), {
+    const { stdout } = await runProcess(input.ffmpeg, await argsForFfmpeg(input.ffmpeg, decodeCheckArgs(input)), {
       timeoutMs,
       maxStdoutBytes: 1024 * 1024,
       ...definedFields({ signal: input.signal }),

@@ -12,13 +12,14 @@
  *
  * Encoder: raw RGB on stdin at the network's output size and the input's rate, plus the input file
  * again for the streams the result keeps (stream-map.ts) -> factor "1" Lanczos downscale, YUV with the
- * plan's matrix (4:2:0, or 4:4:4 for an odd side) -> H.264 8-bit or HEVC Main10 in MP4 with the
- * plan's colour tags, `+faststart` for progressive playback.
+ * plan's matrix (4:2:0, or 4:4:4 for an odd side) -> H.264 8-bit or HEVC Main10 with the plan's
+ * colour tags, in MP4 (`+faststart` for progressive playback) or Matroska (result-container.ts).
  */
 import { type ContainerKind, type Rational, fileInput, quietFfmpegArgs, rgbPipeInputArgs, rgbPipeOutputArgs, safeFileInputArgs } from '../media/index.js';
 import type { ColourMatrix, VideoExtras } from './video-probe.js';
 import { type ColourPlan, type ColourSource, colourTagArgs, decodeColourFilters, encodeColourFilters, encodePixelFormat, pipePixelFormat, x265ColourParams } from './colour.js';
 import { type StreamMap, metadataArgs, streamMapArgs } from './stream-map.js';
+import { resultFormatOf } from './result-container.js';
 import { type FrameTiming, type Size, type VideoGeometry, formatRate } from './video-geometry.js';
 import { X264_PRESETS, type EncoderSettings, type VideoEncoderName, type X264Preset } from './settings.js';
 
@@ -153,9 +154,11 @@ export interface EncoderArgsInput {
   colour: ColourPlan;
   /** The original file, read again for the streams the result keeps. */
   source: { path: string; container: ContainerKind };
-  /** The streams kept besides the picture (stream-map.ts). */
+  /** The streams kept besides the picture, and the container they go in (stream-map.ts). */
   streams: StreamMap;
-  /** Where ffmpeg writes the MP4 (absolute). */
+  /** Matroska covers taken out of the source (coversToExtract), by stream index. */
+  coverFiles?: ReadonlyMap<number, string>;
+  /** Where ffmpeg writes the result (absolute). */
   outputPath: string;
 }
 
@@ -203,32 +206,55 @@ export function startOffsetFilters(seconds: number, timescale: number): string[]
   return [`settb=1/${timescale}`, `setpts=PTS+${Math.round(seconds * timescale)}`];
 }
 
-/** Codec options aimed at the picture (output video 0) only, so they never reach copied cover art. */
-function pictureOnly(args: string[]): string[] {
-  return args.map((arg) => (arg === '-c:v' ? '-c:v:0' : arg === '-tag:v' ? '-tag:v:0' : arg));
+/** Codec options aimed at the picture (output video 0) only, so they never reach copied cover art; no codec tag in Matroska (it has none). */
+function pictureOnly(args: string[], container: StreamMap['container']): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i]!;
+    if (arg === '-tag:v' && container !== 'mp4') i += 1;
+    else out.push(arg === '-c:v' ? '-c:v:0' : arg === '-tag:v' ? '-tag:v:0' : arg);
+  }
+  return out;
+}
+
+/**
+ * The muxer's options: MP4's index first (`+faststart`) and, for a delayed start, its track time
+ * base; Matroska's dispositions as the input had them (its default would mark the first track of
+ * each type default where none is).
+ */
+function muxerArgs(container: StreamMap['container'], fineTimescale: number | undefined): string[] {
+  const format = resultFormatOf(container);
+  if (format.muxer !== 'mp4') return ['-default_mode', 'passthrough', '-f', format.muxer];
+  return [...(fineTimescale === undefined ? [] : ['-video_track_timescale', String(fineTimescale)]), '-movflags', '+faststart', '-f', format.muxer];
 }
 
 export function encoderArgs(input: EncoderArgsInput): string[] {
   const { geometry, timing, extras, colour } = input;
+  const { container } = input.streams;
   const rate = formatRate(timing.rate);
   const rawInput = rgbPipeInputArgs(geometry.network, rate, [], pipePixelFormat(colour.depth));
   // The pipe carries no timestamps: the first frame goes where the input's video started, in a
-  // time base of about 1/90000 s (the pipe's own, 1/rate, would round the start to a whole frame).
+  // time base of about 1/90000 s (the pipe's own, 1/rate, would round the start to a whole frame;
+  // Matroska stores milliseconds whatever it is given).
   const timescale = fineTimescale(timing.rate);
   const offset = extras.videoStartOffset > 0 ? startOffsetFilters(extras.videoStartOffset, timescale) : [];
-  const fineTime = offset.length > 0 ? ['-enc_time_base:v:0', `1/${timescale}`, '-video_track_timescale', String(timescale)] : [];
+  const fineTime = offset.length > 0 ? ['-enc_time_base:v:0', `1/${timescale}`] : [];
   return [
     ...quietFfmpegArgs(),
     ...rawInput,
     ...safeFileInputArgs(input.source.path, input.source.container),
     '-map',
     '0:v:0',
-    ...streamMapArgs(input.streams, 1),
+    // The picture is the default video. Naming one disposition keeps every copied stream's as the
+    // input had it: without any, ffmpeg marks the first track of each type default where none is.
+    '-disposition:v:0',
+    'default',
+    ...streamMapArgs(input.streams, 1, input.coverFiles),
     ...metadataArgs(extras.tags, 1),
     // The picture is output video 0; cover art, copied, is video 1: its options name it.
     '-filter:v:0',
     [...offset, encoderFilters(geometry, extras, colour)].join(','),
-    ...pictureOnly(planCodecArgs(input.encoder, colour)),
+    ...pictureOnly(planCodecArgs(input.encoder, colour), container),
     '-pix_fmt:v:0',
     encodePixelFormat(colour, geometry.output),
     ...colourTagArgs(colour),
@@ -239,10 +265,7 @@ export function encoderArgs(input: EncoderArgsInput): string[] {
     '-r',
     rate,
     ...fineTime,
-    '-movflags',
-    '+faststart',
-    '-f',
-    'mp4',
+    ...muxerArgs(container, offset.length > 0 ? timescale : undefined),
     fileInput(input.outputPath),
   ];
 }

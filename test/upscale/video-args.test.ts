@@ -196,7 +196,7 @@ describe('encoderArgs', () => {
     extras: square,
     colour: colourPlan({ bitDepth: 8 }, 'keep', { width: 96, height: 64 }),
     source: { path: '/in/clip.mov', container: 'mov' as const },
-    streams: { kept: [], dropped: [] },
+    streams: { container: 'mp4' as const, kept: [], dropped: [] },
     outputPath: '/out/.video.mp4.1234.partial',
   };
   const withStreams = (streams: Parameters<typeof sourceStream>[0][]) => {

@@ -19,7 +19,7 @@ import { fileFacts, packetTimes, pictureOf, streamLabels } from '../../bench/vid
 import { expectCorpusHdr10Metadata } from '../helpers/hdr10-metadata.js';
 import { makeTempDir } from '../media/helpers.js';
 import { decodeRgb, psnr } from '../upscale/video-helpers.js';
-import type { HdrMode } from '../../src/video/index.js';
+import { type HdrMode, videoResultFormat } from '../../src/video/index.js';
 
 const run = promisify(execFile);
 const sessions = new SessionCache({ executionProviders: ['cpu'] });
@@ -51,7 +51,7 @@ async function upscale(input: string, factor: '1' | '2', hdr?: HdrMode, encoder?
   const info = await probeMedia(input);
   runs += 1;
   const outcome = await upscaleVideoFile(
-    { inputPath: input, outputPath: join(dir, `out-${runs}.mp4`), factor, info, ...(hdr === undefined ? {} : { hdr }), ...(encoder === undefined ? {} : { encoder }) },
+    { inputPath: input, outputPath: join(dir, `out-${runs}.${videoResultFormat(info.container).ext}`), factor, info, ...(hdr === undefined ? {} : { hdr }), ...(encoder === undefined ? {} : { encoder }) },
     loadModel,
   );
   return { info, outcome };
@@ -159,13 +159,13 @@ describe('time as it was', () => {
 });
 
 describe('every stream kept', () => {
-  it('Matroska: both audio tracks with language, title and default flag, subtitles as mov_text, chapters, title and creation time; the location removed', async () => {
+  it('Matroska: Matroska out with both audio tracks copied (AAC and Opus) with language, title and default flag, SubRip subtitles, chapters, title and creation time; the location removed', async () => {
     const { outcome } = await upscale(corpus.tracks, '2');
+    expect(outcome.format).toEqual({ container: 'mkv', ext: 'mkv', mediaType: 'video/x-matroska' });
     const out = await fileFacts(outcome.outputPath);
-    // (MP4 chapters come with the QuickTime chapter track ffmpeg writes beside them: the data stream.)
-    expect(streamLabels(out)).toEqual(['v:h264(8)', 'a:aac(eng)', 'a:aac(fra)', 's:mov_text(eng)', 'd:bin_data(eng)']);
+    expect(streamLabels(out)).toEqual(['v:h264(8)', 'a:aac(eng)', 'a:opus(fra)', 's:subrip(eng)']);
     const audio = out.streams.filter((s) => s.codec_type === 'audio');
-    expect(audio.map((a) => a.tags['title'] ?? a.tags['handler_name'])).toEqual(['Main', 'Commentaire']);
+    expect(audio.map((a) => a.tags['title'])).toEqual(['Main', 'Commentaire']);
     expect(audio.map((a) => a.disposition['default'])).toEqual([1, 0]);
     expect(out.chapters.map((c) => c.title)).toEqual(['Opening', 'Ending']);
     expect(out.chapters[1]?.start).toBeCloseTo(0.5, 2);
@@ -187,12 +187,17 @@ describe('every stream kept', () => {
 });
 
 describe('exact sizes', () => {
-  it('321x181 at factor 1 comes out 321x181 (4:4:4), reported as delivered; its cover art copied', async () => {
+  it('321x181 at factor 1 comes out 321x181 (4:4:4), reported as delivered; its cover art copied, its timecode track written again', async () => {
     const { outcome } = await upscale(corpus.odd, '1');
     const out = await fileFacts(outcome.outputPath);
     const video = pictureOf(out);
-    // The cover art is copied as it was, not upscaled and not taken for the video.
-    expect(streamLabels(out)).toEqual(['v:h264(8)', 'a:aac', 'cover:png']);
+    // The cover art is copied as it was, not upscaled and not taken for the video; the timecode
+    // track (`tmcd`, a data stream ffprobe names no codec for) starts where it started.
+    const labels = ['v:h264(8)', 'a:aac', 'd:tmcd(eng)', 'cover:png'];
+    expect(streamLabels(await fileFacts(corpus.odd))).toEqual(labels);
+    expect(streamLabels(out)).toEqual(labels);
+    expect(out.streams[2]).toMatchObject({ codec_tag_string: 'tmcd', tags: { timecode: '01:02:03:04' } });
+    expect(outcome.streams).toEqual({ kept: 3, dropped: [] });
     expect(out.streams.find((s) => s.disposition['attached_pic'] === 1)).toMatchObject({ width: 32, height: 32 });
     expect([video.width, video.height]).toEqual([321, 181]);
     expect([outcome.width, outcome.height]).toEqual([321, 181]);

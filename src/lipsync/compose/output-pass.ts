@@ -10,7 +10,7 @@
  */
 import type { LoadedSrModel } from '../../inference/index.js';
 import { spawnProcess, type PathNames } from '../../media/index.js';
-import { BoundedQueue, StageGroup, endPipe, ffmpegStage, writeWithBackpressure } from '../../video/index.js';
+import { BoundedQueue, StageGroup, endPipe, ffmpegStage, frameTimingOptionOf, withFrameTimingOption, writeWithBackpressure } from '../../video/index.js';
 import { compositeFace, type GeneratedFace } from './composite.js';
 import { cropFace, cropForFace, type FaceCrop } from './crop.js';
 import { lipsyncEncoderArgs, type LipsyncEncoderInput, SourceFrames, cacheCapacity, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from '../frames/index.js';
@@ -172,7 +172,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
 
   const encoder = spawnProcess(
     o.ffmpeg,
-    lipsyncEncoderArgs({ ...o.encode, size: spec.size, rate: plan.fps, durationSeconds: plan.durationSeconds }),
+    withFrameTimingOption(lipsyncEncoderArgs({ ...o.encode, size: spec.size, rate: plan.fps, durationSeconds: plan.durationSeconds }), frameTimingOptionOf(o.ffmpeg)),
     { stdin: 'pipe', stdout: 'ignore', signal: group.signal },
   );
   group.onHalt(() => encoder.stdin?.destroy());

@@ -19,7 +19,7 @@
  * chunks of `capacity` frames. A clip that fits in the cache is decoded exactly once, whatever the
  * mode; a longer one costs about n^2 / (2 capacity) extra decoded-only frames per backward run.
  */
-import { type ColourMatrix, type ColourPlan, type ColourSource, type FrameTiming, type Size, decodeColourFilters, formatRate, DEINTERLACE_FILTER, pipePixelFormat, rgbFilters, FrameReader } from '../../video/index.js';
+import { type ColourMatrix, type ColourPlan, type ColourSource, type FrameTiming, type Size, decodeColourFilters, formatRate, DEINTERLACE_FILTER, pipePixelFormat, rgbFilters, FrameReader, frameTimingOptionOf, withFrameTimingOption } from '../../video/index.js';
 import { quietFfmpegArgs, rgbPipeOutputArgs, safeFileInputArgs, spawnProcess, type StreamingProcess, type ContainerKind } from '../../media/index.js';
 import { errorMessage } from '../../errors.js';
 import { definedFields } from '../../defined-fields.js';
@@ -108,7 +108,7 @@ export class DecoderFailure extends Error {
  * process it killed itself.
  */
 export function ffmpegFrameStream(ffmpeg: string, args: readonly string[], frameBytes: number, signal?: AbortSignal): FrameStream {
-  const proc: StreamingProcess = spawnProcess(ffmpeg, args, { stdout: 'pipe', ...definedFields({ signal }) });
+  const proc: StreamingProcess = spawnProcess(ffmpeg, withFrameTimingOption(args, frameTimingOptionOf(ffmpeg)), { stdout: 'pipe', ...definedFields({ signal }) });
   const stdout = proc.stdout;
   if (stdout === null) throw new Error('The decoder has no output pipe');
   const reader = new FrameReader(stdout, frameBytes);
