@@ -88,6 +88,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     forceCloseConnections: 'idle',
     // Errors met while routing (a malformed URL, a task id over 100 characters) get the envelope too.
     frameworkErrors: (err, _req, reply) => void sendError(reply, fromFrameworkError(err) ?? toApiError(err)),
+    // A GET (the polls, thousands a second) is logged once, when answered (the hook below), not twice.
+    disableRequestLogging: (req) => req.method === 'GET',
   });
   // Fastify types the instance by its logger; a pino Logger and Fastify's base logger differ only in typing.
   const plain = app as unknown as FastifyInstance;
@@ -124,6 +126,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     if (!UNLIMITED_PATHS.has(req.url)) await limits.byAddress(req);
   });
   app.addHook('onResponse', async (req, reply) => {
+    if (req.method === 'GET') req.log.info({ req, res: reply, responseTime: reply.elapsedTime }, 'request completed');
     metrics.requests.observe(
       { route: req.routeOptions.url ?? 'unmatched', method: req.method, status: String(reply.statusCode) },
       reply.elapsedTime / 1000,

@@ -8,10 +8,12 @@
 import { DeliverPolicy, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
 import { nuid, type NatsConnection } from '@nats-io/transport-node';
 
-/** The server sends an idle heartbeat every half of a pull's expiry (the client's minimum, 500 ms). */
-const PULL_EXPIRES_MS = 1000;
-/** Two heartbeats missed: the watch may be behind, so nothing it fed is served. */
-export const LIVENESS_MS = 1200;
+/** The server sends a heartbeat this often while nothing else arrives (the client's minimum). */
+const HEARTBEAT_MS = 500;
+/** Each pull lasts this long; heartbeats keep coming while it is open. */
+const PULL_EXPIRES_MS = 30_000;
+/** Three heartbeats missed: the watch may be behind, so nothing it fed is served. */
+export const LIVENESS_MS = 3 * HEARTBEAT_MS;
 /** An abandoned watch's consumer (its gateway died) is removed by the server after this. */
 const INACTIVE_THRESHOLD_MS = 60_000;
 
@@ -37,7 +39,7 @@ export async function watchStream(nc: NatsConnection, js: JetStreamClient, optio
     deliver_policy: DeliverPolicy.New,
     inactive_threshold: INACTIVE_THRESHOLD_MS,
   });
-  const messages = await consumer.consume({ expires: PULL_EXPIRES_MS, max_messages: 512 });
+  const messages = await consumer.consume({ expires: PULL_EXPIRES_MS, idle_heartbeat: HEARTBEAT_MS, max_messages: 512 });
   let heardAtMs = Date.now();
   let connected = true;
   let wasLive = true;
