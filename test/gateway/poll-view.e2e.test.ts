@@ -17,7 +17,7 @@ import { hashApiKey } from '../../src/gateway/ids.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
-import { accountsCommand, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
+import { accountsCommand, serviceTestEnv, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
 
 /** The bound the view promises for a change made elsewhere (docs/operations.md, "Polling from memory"). */
 const CROSS_GATEWAY_MS = 1000;
@@ -38,16 +38,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
   imageUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}/small.png`;
   roles = await startRoleNats(dir);
-  const env = {
-    LOG_LEVEL: 'info',
-    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-    MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
-    RESULTS_DIR: path.join(dir, 'results'),
-    WORKER_HEALTH_PORT: '0',
-    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
-    WORKER_QUOTE_UNSERVED: 'price',
-    GATEWAY_SERVE_RESULTS: 'true',
-  };
+  const env = await serviceTestEnv(dir);
   let gatewayEnv: NodeJS.ProcessEnv;
   ({ env: operatorEnv, gatewayEnv, serve, gateway: gatewayA } = await startServeAndGateway(env, undefined, roles.serviceEnvs()));
   gatewayB = await startGatewayProcess({ ...gatewayEnv, GATEWAY_PORT: '0' });
