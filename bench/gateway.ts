@@ -16,7 +16,7 @@
  * quotes in flight (GATEWAY_QUOTES_PER_ACCOUNT).
  *
  * Prints one JSON object. Figures only, no assertions (timings belong here, not in tests).
- * Usage: node dist/bench/gateway.js [--submissions N] [--concurrency C] [--connections K] [--duration-ms MS] [--rounds R] [--write-docs [--docs-block NAME]]
+ * Usage: node dist/bench/gateway.js [--submissions N] [--concurrency C] [--connections K] [--duration-ms MS] [--rounds R] [--gateway-cli PATH] [--write-docs [--docs-block NAME]]
  *
  * --write-docs also puts the figures in docs/benchmarks.md between <!-- bench:gateway begin/end --> (bench/doc-block.ts).
  */
@@ -44,6 +44,8 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '16' },
     'duration-ms': { type: 'string', default: '5000' },
     rounds: { type: 'string', default: '3' },
+    // Another build's CLI for the gateway process only (e.g. main's dist/src/cli.js, to compare before and after).
+    'gateway-cli': { type: 'string', default: CLI },
     ...DOCS_OPTIONS,
   },
 });
@@ -93,7 +95,7 @@ try {
   // BENCH_GATEWAY_NODE_OPTIONS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the gateway.
   const profile = process.env['BENCH_GATEWAY_NODE_OPTIONS'];
   const gatewayLog = await startedLogging(
-    [CLI, 'gateway'],
+    [values['gateway-cli'], 'gateway'],
     { ...env, LOG_LEVEL: 'info', ...(profile === undefined ? {} : { NODE_OPTIONS: profile }) },
     path.join(dir, 'gateway.log'),
     /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/,
