@@ -50,7 +50,7 @@ export interface PollViewDeps {
   tasks: Tasks;
   ledger: Ledger;
   accounts: Accounts;
-  logger: Pick<Logger, 'warn'>;
+  logger: Pick<Logger, 'warn' | 'error'>;
   metrics: GatewayMetrics;
 }
 
@@ -86,6 +86,10 @@ async function family<S extends z.ZodType>(
     },
     onInterrupt: () => cache.clear(),
     onError: (err) => deps.logger.warn({ err, stream }, 'A store watch stopped; polls read the store'),
+  }).catch((err: unknown): StreamWatch => {
+    // Correct without it, only slower: every lookup of this family reads the store.
+    deps.logger.error({ err, stream, filter }, `The poll view cannot watch ${stream} (a NATS user without the consumer permissions of deploy/nats/media-users.conf?); its polls read the store`);
+    return { live: () => false, stop: async () => undefined };
   });
   const counted = { hit: deps.metrics.viewReads.labels(name, 'hit'), miss: deps.metrics.viewReads.labels(name, 'miss'), bypass: deps.metrics.viewReads.labels(name, 'bypass') };
   return { cache, watch, counted };
