@@ -14,7 +14,7 @@ const HEARTBEAT_MS = 500;
 const PULL_EXPIRES_MS = 30_000;
 /** Three heartbeats missed: the watch may be behind, so nothing it fed is served. */
 export const LIVENESS_MS = 3 * HEARTBEAT_MS;
-/** An abandoned watch's consumer (its gateway died) is removed by the server after this. */
+/** An abandoned watch's consumer (its gateway died) is removed by the server after this (the client re-creates one with 5 min). */
 const INACTIVE_THRESHOLD_MS = 60_000;
 
 export interface StreamWatch {
