@@ -5,20 +5,24 @@
  * - submissions per second through POST /api/v1/generate (music: priced by the worker's quote
  *   service, debited, stored and published; nobody runs them, WORKER_CONCURRENCY music=0) and through
  *   POST /api/v1/tools/upscale-image (the quote fetches and probes a small PNG served locally);
- * - latency of GET /api/v1/tasks/{id} (p50, p99), at a given concurrency.
+ * - polls: GET /api/v1/tasks/{id} over the submitted tasks and GET /api/v1/balance, closed-loop on
+ *   `connections` keep-alive sockets for `duration-ms` (bench/http-load.ts), side by side in the same
+ *   run with the architecture's floor: a bare Fastify route doing one NATS direct get of the task
+ *   (bench/floor-server.ts), in its own process like the gateway. `rounds` alternations of floor and
+ *   gateway; the median round of each is reported, with the ratio gateway / floor.
  *
  * With the limits on: both rate limits check every request (budgets set above the load, so that
  * the figures are the cost of checking, not of refusing), and the account may have `concurrency`
  * quotes in flight (GATEWAY_QUOTES_PER_ACCOUNT).
  *
  * Prints one JSON object. Figures only, no assertions (timings belong here, not in tests).
- * Usage: node dist/bench/gateway.js [--submissions N] [--gets N] [--concurrency C] [--write-docs [--docs-block NAME]]
+ * Usage: node dist/bench/gateway.js [--submissions N] [--concurrency C] [--connections K] [--duration-ms MS] [--rounds R] [--gateway-cli PATH] [--write-docs [--docs-block NAME]]
  *
  * --write-docs also puts the figures in docs/benchmarks.md between <!-- bench:gateway begin/end --> (bench/doc-block.ts).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -30,21 +34,28 @@ import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
 import { TABLES } from './blocks.js';
 import { describeMachine, machineInfo } from './common.js';
 import { DOCS_OPTIONS, docsTarget, writeDocsBlock } from './doc-block.js';
+import { closedLoop, type LoadResult } from './http-load.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 const { values } = parseArgs({
   options: {
     submissions: { type: 'string', default: '500' },
-    gets: { type: 'string', default: '5000' },
     concurrency: { type: 'string', default: '16' },
+    connections: { type: 'string', default: '16' },
+    'duration-ms': { type: 'string', default: '5000' },
+    rounds: { type: 'string', default: '3' },
+    // Another build's CLI for the gateway process only (e.g. main's dist/src/cli.js, to compare before and after).
+    'gateway-cli': { type: 'string', default: CLI },
     ...DOCS_OPTIONS,
   },
 });
 const target = await docsTarget('gateway', values);
 const machine = describeMachine(machineInfo());
 const SUBMISSIONS = positive(values.submissions, 'submissions');
-const GETS = positive(values.gets, 'gets');
 const CONCURRENCY = positive(values.concurrency, 'concurrency');
+const CONNECTIONS = positive(values.connections, 'connections');
+const DURATION_MS = positive(values['duration-ms'], 'duration-ms');
+const ROUNDS = positive(values.rounds, 'rounds');
 
 function positive(raw: string | undefined, name: string): number {
   const n = Number(raw);
@@ -79,7 +90,16 @@ try {
   };
   await promisify(execFile)(process.execPath, [CLI, 'provision'], { env });
   await started(spawnCli(['serve'], { ...env, LOG_LEVEL: 'info' }), /media-worker serving/);
-  const gatewayLog = await started(spawnCli(['gateway'], { ...env, LOG_LEVEL: 'info' }), /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/);
+  // The gateway logs every request at info, as deployed, to a file as a log collector would take
+  // it: a pipe to this process (busy generating load) would fill and stall the gateway's writes.
+  // BENCH_GATEWAY_NODE_OPTIONS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the gateway.
+  const profile = process.env['BENCH_GATEWAY_NODE_OPTIONS'];
+  const gatewayLog = await startedLogging(
+    [values['gateway-cli'], 'gateway'],
+    { ...env, LOG_LEVEL: 'info', ...(profile === undefined ? {} : { NODE_OPTIONS: profile }) },
+    path.join(dir, 'gateway.log'),
+    /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/,
+  );
   const base = gatewayLog[1]!;
   const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'accounts', 'create', '--name', 'bench', '--credits', String(1e9)], { env });
   const key = (JSON.parse(stdout) as { apiKey: string }).apiKey;
@@ -94,30 +114,59 @@ try {
   const music = await timed(SUBMISSIONS, CONCURRENCY, submit({ model: 'vendor-v5-generate-music', input: { prompt: 'bench' } }, '/api/v1/generate'));
   const images = await timed(Math.max(1, Math.floor(SUBMISSIONS / 5)), CONCURRENCY, submit({ image_url: imageUrl }, '/api/v1/tools/upscale-image'));
   const ids = music.results;
-  let i = 0;
-  const gets = await timed(GETS, CONCURRENCY, async () => {
-    const id = ids[i++ % ids.length]!;
-    const res = await fetch(`${base}/api/v1/tasks/${id}`, { headers: { authorization: headers.authorization } });
-    if (res.status !== 200) throw new Error(`GET answered ${res.status}`);
-    await res.arrayBuffer();
-    return id;
-  });
+  const accountId = (JSON.parse(stdout) as { account: { id: string } }).account.id;
+  const floorLog = await started(
+    spawnNode(path.join(PACKAGE_ROOT, 'dist', 'bench', 'floor-server.js'), { ...env, FLOOR_STREAM: 'GATEWAY_TASKS', FLOOR_SUBJECT_PREFIX: `gateway.tasks.${accountId}.` }),
+    /floor listening (http:\/\/\S+)/,
+  );
   media.close();
+  const load = (url: string, route: (n: number) => string, auth: boolean) =>
+    closedLoop({ url, path: route, headers: auth ? { authorization: headers.authorization } : {}, connections: CONNECTIONS, warmupMs: 1000, durationMs: DURATION_MS });
+  const loadAverage = os.loadavg().map((l) => l.toFixed(2)).join(' ');
+  const rounds: { floor: LoadResult; tasks: LoadResult; balance: LoadResult }[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const floor = await load(floorLog[1]!, (n) => `/tasks/${ids[n % ids.length]!}`, false);
+    const tasks = await load(base, (n) => `/api/v1/tasks/${ids[n % ids.length]!}`, true);
+    const balance = await load(base, () => '/api/v1/balance', true);
+    rounds.push({ floor, tasks, balance });
+  }
+  const median = (pick: (round: (typeof rounds)[number]) => LoadResult): LoadResult => {
+    const sorted = rounds.map(pick).sort((a, b) => a.perSecond - b.perSecond);
+    return sorted[Math.floor(sorted.length / 2)]!;
+  };
+  // How the gateway answered: from memory (hit), by reading the store (miss, bypass).
+  const viewReads = (await (await fetch(`${base}/metrics`)).text()).split('\n').filter((l) => l.startsWith('media_gateway_view_reads_total{'));
+  const polls = { floor: median((x) => x.floor), tasks: median((x) => x.tasks), balance: median((x) => x.balance) };
+  const ratio = Number((polls.tasks.perSecond / polls.floor.perSecond).toFixed(2));
   const row = (label: string, t: Timed<unknown>): string[] => {
     const s = summary(t);
     return [label, String(s['count']), String(s['perSecond']), String(s['p50Ms']), String(s['p99Ms']), String(s['maxMs'])];
   };
-  const caption = `One host (nats-server, serve, gateway), ${CONCURRENCY} requests at a time, rate limits and the quote cap on (checked on every request, budgets above the load):`;
-  const rows = [row('music submissions (POST /api/v1/generate)', music), row('image submissions (POST /api/v1/tools/upscale-image)', images), row('GET /api/v1/tasks/{id}', gets)];
+  const pollRow = (label: string, t: LoadResult): string[] => [label, String(t.count), String(t.perSecond), String(t.p50Ms), String(t.p99Ms), String(t.maxMs)];
+  const caption =
+    `One host (nats-server, serve, gateway), submissions ${CONCURRENCY} at a time; polls closed-loop on ${CONNECTIONS} keep-alive connections for ${DURATION_MS / 1000} s, ` +
+    `the median of ${ROUNDS} rounds alternating with the floor (a bare Fastify route doing one NATS direct get, no authentication or limits). ` +
+    `Rate limits and the quote cap on (checked on every request, budgets above the load). Gateway polls / floor: ${ratio}; load average before the polls ${loadAverage}:`;
+  const rows = [
+    row('music submissions (POST /api/v1/generate)', music),
+    row('image submissions (POST /api/v1/tools/upscale-image)', images),
+    pollRow('floor: bare Fastify route, one NATS direct get', polls.floor),
+    pollRow('GET /api/v1/tasks/{id}', polls.tasks),
+    pollRow('GET /api/v1/balance', polls.balance),
+  ];
   await writeDocsBlock(target, 'gateway', [{ caption, header: TABLES.gateway.header, rows }], machine);
   process.stdout.write(
     `${JSON.stringify(
       {
-        machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version },
+        machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadAverage },
         concurrency: CONCURRENCY,
+        connections: CONNECTIONS,
         musicSubmissions: summary(music),
         imageSubmissions: summary(images),
-        getTask: summary(gets),
+        polls,
+        tasksOverFloor: ratio,
+        viewReads,
+        rounds,
       },
       null,
       2,
@@ -161,7 +210,11 @@ function summary(t: Timed<unknown>): Record<string, number> {
 }
 
 function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnNode(CLI, env, args);
+}
+
+function spawnNode(script: string, env: NodeJS.ProcessEnv, args: string[] = []): ChildProcess {
+  const child = spawn(process.execPath, [script, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   return child;
 }
@@ -175,6 +228,10 @@ async function started(child: ChildProcess, line: RegExp): Promise<RegExpExecArr
       const match = line.exec(out);
       if (match) {
         clearTimeout(timer);
+        // From here on the output is drained, not kept: a gateway logging every request would
+        // otherwise grow this string (and the search through it) for the whole run.
+        child.stdout?.off('data', onData).resume();
+        child.stderr?.off('data', onData).resume();
         resolve(match);
       }
     };
@@ -184,8 +241,23 @@ async function started(child: ChildProcess, line: RegExp): Promise<RegExpExecArr
   });
 }
 
+/** Starts `node args` writing its output to `logFile`, and waits for `line` there. */
+async function startedLogging(args: string[], env: NodeJS.ProcessEnv, logFile: string, line: RegExp): Promise<RegExpExecArray> {
+  const log = await open(logFile, 'w');
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', log.fd, log.fd] });
+  children.push(child);
+  await log.close();
+  for (let i = 0; i < 2400; i++) {
+    const match = line.exec(await readFile(logFile, 'utf8'));
+    if (match) return match;
+    if (child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`Expected ${line} in ${logFile}: ${(await readFile(logFile, 'utf8')).slice(-2000)}`);
+}
+
 async function startNats(): Promise<string> {
-  const bin = existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server';
+  const bin = process.env['NATS_SERVER_BIN'] ?? (existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server');
   const child = spawn(bin, ['-p', '-1', '-a', '127.0.0.1', '-js', '-sd', path.join(dir, 'nats'), '--ports_file_dir', dir], { stdio: 'ignore' });
   children.push(child);
   const file = path.join(dir, `${path.basename(bin)}_${child.pid}.ports`);

@@ -22,6 +22,7 @@ import { securityEvents } from './security-events.js';
 import { gatewayService } from './service.js';
 import type { GatewaySettings } from './settings.js';
 import { openStore } from './store/index.js';
+import { startPollView } from './view/poll-view.js';
 
 export interface GatewayHandle {
   /** The address the API listens on. */
@@ -57,6 +58,10 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
   if (consumers.length > 0) throw new Error(`The gateway's consumers are not as its settings expect (${consumers.join('; ')}): ${PROVISION_HINT}`);
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger, resultCheck(resultsBase(protocol.publicBaseUrl, protocol.resultsDir), security));
   const progress = watchProgress(nc);
+  const view = await startPollView(
+    { nc, js, names: store.names, tasks: store.tasks, ledger: store.ledger, accounts: store.accounts, logger, metrics },
+    { maxEntries: settings.viewCacheEntries, maxAgeMs: settings.viewMaxAgeMs },
+  );
   const pendingSweeper = startPendingSweeper({ jsm, names: store.names, service, lifetimesMs: settings.pendingLifetimeMs, logger }, settings.pendingSweepIntervalMs);
   let stopping = false;
   let natsUp = true;
@@ -76,6 +81,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     metrics,
     logger,
     progress,
+    view,
     notReadyReason: () => (stopping ? 'stopping' : nc.isClosed() ? 'NATS connection closed' : natsUp ? null : 'NATS connection lost; reconnecting'),
   });
   const url = await app.listen({ host: settings.host, port: settings.port });
@@ -88,6 +94,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
       await pendingSweeper.stop();
       await loops.stop();
       progress.stop();
+      await view.stop();
       await nc.drain();
     },
   };

@@ -30,6 +30,12 @@ export class GatewayMetrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+  readonly viewReads = new Counter({
+    name: 'media_gateway_view_reads_total',
+    help: 'Poll-view lookups (tasks, balances, keys) by outcome: hit (memory), miss (read the store, then cached), bypass (watch not live: read the store).',
+    labelNames: ['family', 'outcome'] as const,
+    registers: [this.registry],
+  });
   readonly outbox = new Counter({ name: 'media_gateway_outbox_debits_total', help: 'Debits the outbox consumer made sure of.', registers: [this.registry] });
 
   constructor() {

@@ -102,6 +102,18 @@ export const GATEWAY_SETTINGS = {
     default: '60000',
     doc: 'How often pending tasks are checked against GATEWAY_PENDING_LIFETIME_MS.',
   }),
+  viewCacheEntries: setting({
+    env: 'GATEWAY_VIEW_CACHE_ENTRIES',
+    schema: positiveInt,
+    default: '20000',
+    doc: 'The most tasks, balances and API keys (each) a gateway keeps in memory to answer polls; the least recently written leave first, a miss reads the store.',
+  }),
+  viewMaxAgeMs: setting({
+    env: 'GATEWAY_VIEW_MAX_AGE_MS',
+    schema: positiveInt,
+    default: '300000',
+    doc: 'The longest a task, balance or API key is answered from memory before it is read from the store again (finished tasks leave after 60 s at most); watches keep them current meanwhile.',
+  }),
   bodyLimitBytes: setting({
     env: 'GATEWAY_BODY_LIMIT_BYTES',
     schema: positiveInt,

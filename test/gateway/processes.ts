@@ -3,6 +3,7 @@
  * `gateway` (its address read from its log line) and `accounts`.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -62,6 +63,24 @@ export async function freePort(): Promise<number> {
   const { port } = probe.address() as AddressInfo;
   await new Promise((resolve) => probe.close(resolve));
   return port;
+}
+
+/**
+ * The settings a service end-to-end test starts from: one image slot (the other kinds are priced
+ * but never run, so their tasks stay pending), private URLs allowed, RESULTS_DIR and temporary
+ * files under `dir`, results served by the gateway.
+ */
+export async function serviceTestEnv(dir: string): Promise<NodeJS.ProcessEnv> {
+  return {
+    LOG_LEVEL: 'info',
+    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
+    MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
+    RESULTS_DIR: path.join(dir, 'results'),
+    WORKER_HEALTH_PORT: '0',
+    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+    WORKER_QUOTE_UNSERVED: 'price',
+    GATEWAY_SERVE_RESULTS: 'true',
+  };
 }
 
 /** Each role's NATS credentials and inbox (test/helpers/role-nats.ts `env()`), laid over the shared settings. */

@@ -25,6 +25,7 @@ import { estimateJob } from '../estimate.js';
 import { linkSigner, type LinkSigner } from '../links.js';
 import { usagePage, usageQuerySchema } from '../usage.js';
 import { taskView, withSignedLinks } from '../views.js';
+import type { PollView } from '../view/poll-view.js';
 import { fromFrameworkError } from './framework-errors.js';
 import { useJsonBodyParser } from './json-body.js';
 import { withRedactedRequests } from './log-redaction.js';
@@ -45,6 +46,8 @@ export interface AppDeps {
   metrics: GatewayMetrics;
   logger: Logger;
   progress: ProgressBoard;
+  /** Tasks, balances and API keys as polls see them (view/poll-view.ts). */
+  view: PollView;
   /** null when ready, else why not. */
   notReadyReason(): string | null;
 }
@@ -85,6 +88,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     forceCloseConnections: 'idle',
     // Errors met while routing (a malformed URL, a task id over 100 characters) get the envelope too.
     frameworkErrors: (err, _req, reply) => void sendError(reply, fromFrameworkError(err) ?? toApiError(err)),
+    // A GET (the polls, thousands a second) is logged once, when answered (the hook below), not twice.
+    disableRequestLogging: (req) => req.method === 'GET',
   });
   // Fastify types the instance by its logger; a pino Logger and Fastify's base logger differ only in typing.
   const plain = app as unknown as FastifyInstance;
@@ -121,6 +126,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     if (!UNLIMITED_PATHS.has(req.url)) await limits.byAddress(req);
   });
   app.addHook('onResponse', async (req, reply) => {
+    if (req.method === 'GET') req.log.info({ req, res: reply, responseTime: reply.elapsedTime }, 'request completed');
     metrics.requests.observe(
       { route: req.routeOptions.url ?? 'unmatched', method: req.method, status: String(reply.statusCode) },
       reply.elapsedTime / 1000,
@@ -173,7 +179,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   await app.register(async (api) => {
     api.addHook('onRequest', async (req) => {
       if (req.url === '/api/v1/openapi.json') return;
-      req.accountId = await authenticate(req, deps.accounts);
+      req.accountId = await authenticate(req, deps.view);
       req.log = req.log.child({ accountId: req.accountId });
       await limits.byAccount(req);
     });
@@ -215,10 +221,10 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
 
     api.get('/api/v1/tasks/:id', { schema: routeSchemas.task }, async (req) => {
       const { id } = req.params as { id: string };
-      const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.tasks.get(req.accountId, id) : null;
+      const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.view.task(req.accountId, id) : null;
       // Another account's task is looked up under the caller's account, so it is simply not there.
-      if (task === null) throw ApiError.of('TASK_NOT_FOUND', `Expected the id of one of your tasks but received ${JSON.stringify(id)}`);
-      return successEnvelope(withSignedLinks(withProgress(taskView(task.value), task.value.status, deps.progress), task.value, links));
+      if (task === null) throw taskNotFound(id);
+      return successEnvelope(withSignedLinks(withProgress(taskView(task), task.status, deps.progress), task, links));
     });
 
     api.post('/api/v1/tasks/:id/cancel', { schema: routeSchemas.cancel }, async (req) => {
@@ -247,7 +253,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     });
 
     api.get('/api/v1/balance', { schema: routeSchemas.balance }, async (req) => {
-      return successEnvelope({ accountId: req.accountId, credits: (await deps.ledger.balance(req.accountId)) ?? 0 });
+      return successEnvelope({ accountId: req.accountId, credits: (await deps.view.balance(req.accountId)) ?? 0 });
     });
 
     // In a scope of its own: the raw-bytes parser must not reach the JSON endpoints.
@@ -352,14 +358,14 @@ function historyQuery(defaultLimit: number) {
 /** RFC 6750: a 401 names the scheme, and says when the key itself was the problem. */
 const CHALLENGE = 'Bearer realm="media-worker"';
 
-async function authenticate(req: FastifyRequest, accounts: Accounts): Promise<string> {
+async function authenticate(req: FastifyRequest, view: PollView): Promise<string> {
   const header = req.headers.authorization;
   const refuse = (message: string, error?: string) =>
     ApiError.of('UNAUTHORIZED', message, { 'www-authenticate': error === undefined ? CHALLENGE : `${CHALLENGE}, error="${error}"` });
   if (header === undefined) throw refuse('Expected an Authorization header "Bearer <API key>" but received nothing');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (match === null) throw refuse('Expected an Authorization header "Bearer <API key>" but received another scheme', 'invalid_request');
-  const accountId = await accounts.byKey(match[1]!);
+  const accountId = await view.accountOfKey(match[1]!);
   if (accountId === null) throw refuse('Expected a valid API key but received an unknown or revoked one', 'invalid_token');
   return accountId;
 }

@@ -7,7 +7,7 @@ import { hashApiKey, newAccountId, newApiKey } from '../ids.js';
 import type { Ledger } from './ledger.js';
 import { accountRecordSchema, keyRecordSchema, type AccountRecord, type KeyRecord } from './records.js';
 import type { StoreNames } from './streams.js';
-import { readLast, writeIf } from './subject-store.js';
+import { readLast, writeIf, type Versioned } from './subject-store.js';
 
 const KEY_ID_LENGTH = 16;
 const KEY_ID_PATTERN = /^[0-9a-f]{16}$/;
@@ -42,8 +42,13 @@ export class Accounts {
 
   /** The account of an API key, or null for an unknown or revoked key. */
   async byKey(apiKey: string): Promise<string | null> {
-    const key = await readLast(this.jsm, this.names.accountsStream, this.names.keySubject(hashApiKey(apiKey)), keyRecordSchema);
+    const key = await this.keyRecord(hashApiKey(apiKey));
     return key === null || key.value.revokedAt !== undefined ? null : key.value.accountId;
+  }
+
+  /** The record of the key with this SHA-256 (revoked ones too), with its stream sequence. */
+  keyRecord(keyHash: string): Promise<Versioned<KeyRecord> | null> {
+    return readLast(this.jsm, this.names.accountsStream, this.names.keySubject(keyHash), keyRecordSchema);
   }
 
   /**
@@ -60,7 +65,7 @@ export class Accounts {
     return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 
-  /** Revokes the account's key with this id; false when the account has no such key. Takes effect at the next request. */
+  /** Revokes the account's key with this id; false when the account has no such key. Every gateway refuses it within a second (its key watch, src/gateway/view). */
   async revokeKey(accountId: string, keyId: string): Promise<boolean> {
     if (!KEY_ID_PATTERN.test(keyId)) return false;
     for (const hash of await this.keyHashes()) {

@@ -12,7 +12,7 @@
  * 3. Every debit names its task and carries its job (the outbox, see ../service.ts), and is
  *    stored once: sent again after a lost answer, its message id makes it a duplicate.
  */
-import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager, PubAck } from '@nats-io/jetstream';
 import { ledgerEntrySchema, type DebitEntry, type LedgerEntry } from './records.js';
 import type { StoreNames } from './streams.js';
 import { sleep } from '../../sleep.js';
@@ -26,12 +26,18 @@ export type DebitOutcome = { ok: true; seq: number; entry: DebitEntry } | { ok: 
 export class Ledger {
   /** This process's writes to one account, one at a time (keyed-queue.ts says why). */
   private readonly writes = new KeyedQueue();
+  private readonly listeners: ((accountId: string, seq: number, entry: LedgerEntry) => void)[] = [];
 
   constructor(
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
     private readonly names: StoreNames,
   ) {}
+
+  /** Called with every entry this process writes, once stored (the poll view's read-your-writes). */
+  onWrite(listener: (accountId: string, seq: number, entry: LedgerEntry) => void): void {
+    this.listeners.push(listener);
+  }
 
   async last(accountId: string): Promise<Versioned<LedgerEntry> | null> {
     return readLast(this.jsm, this.names.ledgerStream, this.names.ledgerSubject(accountId), ledgerEntrySchema);
@@ -43,14 +49,15 @@ export class Ledger {
 
   /** The first entry of an account: its balance starts at `amount`. Fails if the account has entries. */
   async open(accountId: string, amount: number): Promise<void> {
-    await writeIf(this.js, this.names.ledgerSubject(accountId), { type: 'open', amount, balance: amount, at: now(), debits: 0 } satisfies LedgerEntry, 0);
+    const entry: LedgerEntry = { type: 'open', amount, balance: amount, at: now(), debits: 0 };
+    this.written(accountId, await writeIf(this.js, this.names.ledgerSubject(accountId), entry, 0), entry);
   }
 
   async topup(accountId: string, amount: number, note?: string): Promise<number> {
     return this.retry(accountId, async () => {
       const last = await this.mustLast(accountId);
       const entry: LedgerEntry = { type: 'topup', amount, balance: last.value.balance + amount, at: now(), ...(note === undefined ? {} : { note }), ...carried(last.value) };
-      await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq);
+      this.written(accountId, await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq), entry);
       return entry.balance;
     });
   }
@@ -62,7 +69,7 @@ export class Ledger {
       if (last.value.balance < debit.amount) return { ok: false, balance: last.value.balance };
       const counted = last.value.debits === undefined ? {} : { debits: last.value.debits + 1 };
       const entry: DebitEntry = { type: 'debit', ...debit, balance: last.value.balance - debit.amount, at: debit.job.createdAt, ...counted };
-      const ack = await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq, `debit:${debit.taskId}`);
+      const ack = this.written(accountId, await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq, `debit:${debit.taskId}`), entry);
       return { ok: true, seq: ack.seq, entry };
     });
   }
@@ -76,7 +83,7 @@ export class Ledger {
       const last = await this.mustLast(accountId);
       if (await this.findRefund(accountId, taskId, debitSeq, last.seq)) return false;
       const entry: LedgerEntry = { type: 'refund', taskId, amount, balance: last.value.balance + amount, at: now(), reason, ...carried(last.value) };
-      const ack = await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq, `refund:${taskId}`);
+      const ack = this.written(accountId, await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq, `refund:${taskId}`), entry);
       return !ack.duplicate;
     });
   }
@@ -106,6 +113,11 @@ export class Ledger {
       after = page[page.length - 1]!.seq;
     }
     return false;
+  }
+
+  private written(accountId: string, ack: PubAck, entry: LedgerEntry): PubAck {
+    for (const listener of this.listeners) listener(accountId, ack.seq, entry);
+    return ack;
   }
 
   private async mustLast(accountId: string): Promise<Versioned<LedgerEntry>> {

@@ -13,11 +13,18 @@ const ownerSchema = z.object({ accountId: z.string() });
 const orderSchema = z.object({ taskId: z.string() });
 
 export class Tasks {
+  private readonly listeners: ((seq: number, task: TaskRecord) => void)[] = [];
+
   constructor(
     private readonly jsm: JetStreamManager,
     private readonly js: JetStreamClient,
     private readonly names: StoreNames,
   ) {}
+
+  /** Called with every task record this process writes, once stored (the poll view's read-your-writes). */
+  onWrite(listener: (seq: number, task: TaskRecord) => void): void {
+    this.listeners.push(listener);
+  }
 
   async get(accountId: string, taskId: string): Promise<Versioned<TaskRecord> | null> {
     return readLast(this.jsm, this.names.tasksStream, this.names.taskSubject(accountId, taskId), taskRecordSchema);
@@ -36,6 +43,7 @@ export class Tasks {
     if (n !== undefined) await writeIf(this.js, this.names.orderSubject(task.accountId, n), { taskId: task.id }, 0).catch(ignoreConflict);
     try {
       const ack = await writeIf(this.js, this.names.taskSubject(task.accountId, task.id), task, 0);
+      this.written(ack.seq, task);
       return { seq: ack.seq, value: task };
     } catch (err) {
       if (!(err instanceof WriteConflict)) throw err;
@@ -47,7 +55,11 @@ export class Tasks {
 
   /** Replaces the task if it is still at `seq`; a WriteConflict otherwise. */
   async replace(current: Versioned<TaskRecord>, next: TaskRecord): Promise<void> {
-    await writeIf(this.js, this.names.taskSubject(next.accountId, next.id), next, current.seq);
+    this.written((await writeIf(this.js, this.names.taskSubject(next.accountId, next.id), next, current.seq)).seq, next);
+  }
+
+  private written(seq: number, task: TaskRecord): void {
+    for (const listener of this.listeners) listener(seq, task);
   }
 
   /**
