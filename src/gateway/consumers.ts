@@ -52,7 +52,7 @@ export interface ConsumerNames {
   names: StoreNames;
 }
 
-/** The two durables (created by `media-worker provision`; a gateway only checks and binds them). */
+/** The durables: these two and the webhooks' (webhooks/queue.ts); `media-worker provision` creates them, a gateway only checks and binds them. */
 export function durableConfigs(n: ConsumerNames): { stream: string; config: ConsumerConfig & { durable_name: string } }[] {
   const durable = (stream: string, name: string, filter: string, description: string) => ({
     stream,

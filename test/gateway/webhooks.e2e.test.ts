@@ -12,11 +12,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import createClient from 'openapi-fetch';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
+import type { paths } from './openapi/api.js';
 import { accountsCommand, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
 
 interface Received {
@@ -141,6 +143,15 @@ async function settledWebhook(key: string, taskId: string, status: string, timeo
 }
 
 describe('signed webhooks', () => {
+  it('the OpenAPI document describes the webhook request as each submission\'s callback', async () => {
+    const doc = (await (await fetch(`${gateway.url}/api/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, { callbacks?: Record<string, Record<string, unknown>> }>> };
+    for (const route of ['/api/v1/generate', '/api/v1/tools/lipsync', '/api/v1/tools/upscale-image', '/api/v1/tools/upscale-video']) {
+      const callback = doc.paths[route]?.['post']?.callbacks?.['taskFinished']?.['{$request.body#/webhook_url}'] as { post: { parameters: { name: string }[] } } | undefined;
+      expect(callback?.post.parameters.map((p) => p.name), route).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+    }
+    expect(doc.paths['/api/v1/tasks/{id}/webhook/retry']?.['post']).toBeDefined();
+  });
+
   it('a private or non-https webhook_url is refused at submission with 400 INVALID_WEBHOOK_URL, nothing charged', async () => {
     const account = await newAccount(100);
     for (const hook of ['https://10.0.0.5/hook', 'http://169.254.169.254/latest', 'https://[fd00::1]/x', 'ftp://127.0.0.1/x', 'not a url']) {
@@ -149,8 +160,10 @@ describe('signed webhooks', () => {
       expect(res.body.error?.code, hook).toBe('INVALID_WEBHOOK_URL');
       expect(res.body.error?.message.length).toBeGreaterThan(20);
     }
-    const tool = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${mediaUrl}/small.png`, webhook_url: 'https://192.168.0.1/' });
-    expect(tool.body.error?.code).toBe('INVALID_WEBHOOK_URL');
+    // The generated client knows webhook_url and the code.
+    const client = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${account.key}` } });
+    const tool = await client.POST('/api/v1/tools/upscale-image', { body: { image_url: `${mediaUrl}/small.png`, webhook_url: 'https://192.168.0.1/' } });
+    expect([tool.response.status, tool.error?.error.code]).toEqual([400, 'INVALID_WEBHOOK_URL']);
     expect((await api('GET', '/api/v1/balance', account.key)).body.data?.['credits']).toBe(100);
   }, 60_000);
 
@@ -178,8 +191,10 @@ describe('signed webhooks', () => {
     // Sent again on request: the same id, signed by both secrets during a rotation.
     const rotated = (await accountsCommand(['webhook-secret', account.id, '--rotate'], env)) as { webhookSecret: string };
     expect(rotated.webhookSecret).not.toBe(account.secret);
-    const again = await api('POST', `/api/v1/tasks/${id}/webhook/retry`, account.key);
-    expect(again.status).toBe(202);
+    const client = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${account.key}` } });
+    const again = await client.POST('/api/v1/tasks/{id}/webhook/retry', { params: { path: { id } } });
+    expect(again.response.status).toBe(202);
+    expect(again.data?.data.webhook).toMatchObject({ id: `msg_${id}_completed`, status: 'pending', attempts: 3 });
     await waitFor('the retried webhook', () => at('/flaky').length === 4, 30_000);
     const fourth = at('/flaky')[3]!;
     expect(fourth.headers['webhook-id']).toBe(`msg_${id}_completed`);

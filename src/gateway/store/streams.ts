@@ -1,5 +1,5 @@
 /**
- * The gateway's state lives in three JetStream streams, so the only server is the nats-server the
+ * The gateway's state lives in four JetStream streams, so the only server is the nats-server the
  * workers already need and any number of gateways can share it:
  *
  * | stream | subjects | holds |
