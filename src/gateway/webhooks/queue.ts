@@ -15,7 +15,7 @@ import type { TaskRecord } from '../store/records.js';
 import type { StoreNames } from '../store/streams.js';
 import type { Tasks } from '../store/tasks.js';
 import { postWebhook, type DeliveryResult } from './delivery.js';
-import { deliveryMessageSchema, endpointOf, signingSecrets, webhookEvent, type DeliveryMessage, type WebhookState } from './records.js';
+import { deliveryMessageSchema, endpointOf, signingSecrets, webhookEvent, type DeliveryMessage, type WebhookAccount, type WebhookState } from './records.js';
 import { nextStep } from './schedule.js';
 import { webhookHeaders } from './signing.js';
 import type { WebhookStore } from './store.js';
@@ -110,12 +110,9 @@ async function handle(msg: JsMsg, deps: DeliveryDeps): Promise<void> {
   const attempts = (previous?.attempts ?? 0) + 1;
   const nowMs = Date.now();
   const account = (await deps.store.account(task.accountId))?.value ?? null;
-  const endpoint = endpointOf(task, account);
-  const target = endpoint === null ? null : parseWebhookUrl(endpoint.url, deps.policy);
-  const unsendable =
-    account === null ? 'the account has no webhook secret' : target === null ? 'no endpoint: the account\'s default endpoint was removed or turned off' : 'problem' in target ? target.problem : null;
-  if (account === null || target === null || !('url' in target) || unsendable !== null) {
-    const error = unsendable ?? 'not sendable';
+  const target = sendTo(task, account, deps.policy);
+  if ('problem' in target) {
+    const error = target.problem;
     await deps.store.putState(task.id, stateOf(delivery, 'failed', attempts - 1, previous?.lastResponse === undefined ? { error } : { ...previous.lastResponse, error }));
     deps.metrics.webhookAttempts.inc({ outcome: 'skipped' });
     log.warn({ reason: error }, 'Webhook not sent');
@@ -123,7 +120,7 @@ async function handle(msg: JsMsg, deps: DeliveryDeps): Promise<void> {
     return;
   }
   const body = JSON.stringify(deps.body(task));
-  const headers = webhookHeaders(signingSecrets(account, nowMs), delivery.webhookId, Math.floor(nowMs / 1000), body);
+  const headers = webhookHeaders(signingSecrets(target.account, nowMs), delivery.webhookId, Math.floor(nowMs / 1000), body);
   const heartbeat = setInterval(() => msg.working(), HEARTBEAT_MS);
   const timer = deps.metrics.webhookDuration.startTimer();
   let result: DeliveryResult;
@@ -143,15 +140,24 @@ async function handle(msg: JsMsg, deps: DeliveryDeps): Promise<void> {
   if (step.action === 'retry') {
     await deps.store.putState(task.id, { ...stateOf(delivery, 'pending', attempts, response), lastAttemptAt, nextAttemptAt: new Date(Date.now() + step.delayMs).toISOString() });
     deps.metrics.webhookAttempts.inc({ outcome: 'retried' });
-    log.info({ attempt: attempts, status: result.status, error: result.error, delayMs: step.delayMs }, 'Webhook attempt failed; retried later');
+    log.info({ attempt: attempts, status: result.status, failure: result.error, delayMs: step.delayMs }, 'Webhook attempt failed; retried later');
     msg.nak(step.delayMs);
     return;
   }
   await deps.store.putState(task.id, { ...stateOf(delivery, step.status, attempts, response), lastAttemptAt });
-  if (step.status === 'failed' && step.gone && endpoint!.isDefault) await deps.store.turnDefaultOff(task.accountId, endpoint!.url, lastAttemptAt);
+  if (step.status === 'failed' && step.gone && target.isDefault) await deps.store.turnDefaultOff(task.accountId, target.endpoint, lastAttemptAt);
   deps.metrics.webhookAttempts.inc({ outcome: step.status });
   log.info({ attempt: attempts, status: result.status, outcome: step.status }, step.status === 'delivered' ? 'Webhook delivered' : `Webhook given up: ${step.reason}`);
   await msg.ackAck();
+}
+
+/** Where the webhook goes now and who signs it, or why it cannot be sent. */
+function sendTo(task: TaskRecord, account: WebhookAccount | null, policy: TargetPolicy): { account: WebhookAccount; url: URL; endpoint: string; isDefault: boolean } | { problem: string } {
+  if (account === null) return { problem: 'the account has no webhook secret' };
+  const endpoint = endpointOf(task, account);
+  if (endpoint === null) return { problem: 'no endpoint: the account\'s default endpoint was removed or turned off' };
+  const parsed = parseWebhookUrl(endpoint.url, policy);
+  return 'problem' in parsed ? parsed : { account, url: parsed.url, endpoint: endpoint.url, isDefault: endpoint.isDefault };
 }
 
 function stateOf(delivery: DeliveryMessage, status: WebhookState['status'], attempts: number, lastResponse: WebhookState['lastResponse']): WebhookState {
