@@ -15,7 +15,7 @@ import https from 'node:https';
 import { isIP, type LookupFunction, type Socket } from 'node:net';
 import { errorMessage } from '../../errors.js';
 import type { Resolver } from '../../media/index.js';
-import { addressProblem, systemResolver, type TargetPolicy } from './target.js';
+import { addressProblem, bareHost, systemResolver, type TargetPolicy } from './target.js';
 
 export interface DeliveryOptions {
   policy: TargetPolicy;
@@ -76,7 +76,7 @@ export function postWebhook(url: URL, headers: Record<string, string>, body: str
       clearTimeout(deadline);
       resolve(result);
     };
-    const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    const host = bareHost(url);
     if (isIP(host) !== 0) {
       const problem = addressProblem(url, host, opts.policy);
       if (problem !== null) {

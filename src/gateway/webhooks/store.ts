@@ -37,25 +37,26 @@ export class WebhookStore {
    * none; with it, the replaced secret keeps signing for ROTATION_OVERLAP_MS.
    */
   async newSecret(accountId: string, rotate: boolean, nowMs = Date.now()): Promise<{ secret: string; previousUntil?: string } | { exists: true }> {
-    for (;;) {
-      const current = await this.account(accountId);
-      if (current !== null && !rotate) return { exists: true };
+    let made: { secret: string; previousUntil?: string } | { exists: true } = { exists: true };
+    await this.write(accountId, (current) => {
+      if (current !== null && !rotate) return null;
       const secret = newWebhookSecret();
-      const previousUntil = current === null ? undefined : new Date(nowMs + ROTATION_OVERLAP_MS).toISOString();
-      const { previousSecret: _p, previousUntil: _u, ...kept } = current?.value ?? {};
-      const next: WebhookAccount = { ...kept, secret, ...(current === null ? {} : { previousSecret: current.value.secret, previousUntil }) };
-      try {
-        await writeIf(this.js, this.names.webhookAccountSubject(accountId), next, current?.seq ?? 0);
-        return { secret, ...(previousUntil === undefined ? {} : { previousUntil }) };
-      } catch (err) {
-        if (!(err instanceof WriteConflict)) throw err;
+      if (current === null) {
+        made = { secret };
+        return { secret };
       }
-    }
+      const { previousSecret: _p, previousUntil: _u, ...kept } = current;
+      const previousUntil = new Date(nowMs + ROTATION_OVERLAP_MS).toISOString();
+      made = { secret, previousUntil };
+      return { ...kept, secret, previousSecret: current.secret, previousUntil };
+    });
+    return made;
   }
 
   /** Sets (or, with null, removes) the account's default endpoint; false when it has no secret yet. */
   async setDefaultUrl(accountId: string, url: string | null): Promise<boolean> {
-    return this.update(accountId, (current) => {
+    return this.write(accountId, (current) => {
+      if (current === null) return null;
       const { defaultUrl: _d, defaultOffAt: _o, ...kept } = current;
       return url === null ? kept : { ...kept, defaultUrl: url };
     });
@@ -63,18 +64,20 @@ export class WebhookStore {
 
   /** After a 410 from the default endpoint: off, unless the account has set another one since. */
   async turnDefaultOff(accountId: string, url: string, at: string): Promise<void> {
-    await this.update(accountId, (current) => (current.defaultUrl === url && current.defaultOffAt === undefined ? { ...current, defaultOffAt: at } : null));
+    await this.write(accountId, (current) => (current?.defaultUrl === url && current.defaultOffAt === undefined ? { ...current, defaultOffAt: at } : null));
   }
 
-  /** `change` returns the next record, or null to leave it; false when the account has no record. */
-  private async update(accountId: string, change: (current: WebhookAccount) => WebhookAccount | null): Promise<boolean> {
+  /**
+   * `change` returns the next record (from the current one, null when none), or null to leave it;
+   * run again when another writer got in between. Returns whether a record was written.
+   */
+  private async write(accountId: string, change: (current: WebhookAccount | null) => WebhookAccount | null): Promise<boolean> {
     for (;;) {
       const current = await this.account(accountId);
-      if (current === null) return false;
-      const next = change(current.value);
-      if (next === null) return true;
+      const next = change(current?.value ?? null);
+      if (next === null) return false;
       try {
-        await writeIf(this.js, this.names.webhookAccountSubject(accountId), next, current.seq);
+        await writeIf(this.js, this.names.webhookAccountSubject(accountId), next, current?.seq ?? 0);
         return true;
       } catch (err) {
         if (!(err instanceof WriteConflict)) throw err;

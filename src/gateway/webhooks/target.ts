@@ -33,7 +33,8 @@ export function parseWebhookUrl(raw: unknown, policy: TargetPolicy): { url: URL 
   return { url };
 }
 
-function bareHost(url: URL): string {
+/** The URL's host without the brackets of an IPv6 literal. */
+export function bareHost(url: URL): string {
   return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
 }
 
