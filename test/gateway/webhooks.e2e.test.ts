@@ -187,6 +187,10 @@ describe('signed webhooks', () => {
     expect(JSON.parse(requests[2]!.body)).toEqual({ success: true, data: polled });
     expect(polled['status']).toBe('completed');
     expect(webhook).toMatchObject({ id: `msg_${id}_completed`, event: 'completed', status: 'delivered', attempts: 3, lastResponse: { status: 204 } });
+    const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
+    const count = (outcome: string) => Number(new RegExp(`^media_gateway_webhook_attempts_total\\{outcome="${outcome}"\\} (\\d+)`, 'm').exec(metrics)?.[1] ?? 0);
+    expect(count('retried')).toBeGreaterThanOrEqual(2);
+    expect(count('delivered')).toBeGreaterThanOrEqual(1);
 
     // Sent again on request: the same id, signed by both secrets during a rotation.
     const rotated = (await accountsCommand(['webhook-secret', account.id, '--rotate'], env)) as { webhookSecret: string };
@@ -194,7 +198,7 @@ describe('signed webhooks', () => {
     const client = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${account.key}` } });
     const again = await client.POST('/api/v1/tasks/{id}/webhook/retry', { params: { path: { id } } });
     expect(again.response.status).toBe(202);
-    expect(again.data?.data.webhook).toMatchObject({ id: `msg_${id}_completed`, status: 'pending', attempts: 3 });
+    expect(again.data?.data.webhook?.id).toBe(`msg_${id}_completed`);
     await waitFor('the retried webhook', () => at('/flaky').length === 4, 30_000);
     const fourth = at('/flaky')[3]!;
     expect(fourth.headers['webhook-id']).toBe(`msg_${id}_completed`);

@@ -245,7 +245,7 @@ const task = {
         id: { type: 'string', description: 'the webhook-id header, the same on every attempt' },
         event: { type: 'string', enum: ['completed', 'failed', 'expired', 'cancelled'] },
         status: { type: 'string', enum: ['pending', 'delivered', 'failed'] },
-        attempts: { type: 'integer', minimum: 0 },
+        attempts: { type: 'integer', minimum: 0, description: 'requests made since it was queued (a retry over the API starts again at 0)' },
         lastAttemptAt: { type: 'string', format: 'date-time' },
         nextAttemptAt: { type: 'string', format: 'date-time' },
         lastResponse: {

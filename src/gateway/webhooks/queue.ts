@@ -4,7 +4,9 @@
  * stays unacknowledged while its request is under way (kept alive with `working()`), so a gateway
  * that dies mid-request leaves it to be redelivered after the ack wait, to itself once restarted or
  * to another gateway. A failed attempt is negatively acknowledged with the schedule's delay (the
- * server keeps it and redelivers it then); the delivery count is the attempt number.
+ * server keeps it and redelivers it then). The attempt number is the state's count, not the
+ * server's delivery count, which also counts redeliveries that made no request (a task not yet
+ * stored as settled, a gateway error).
  */
 import { AckPolicy, DeliverPolicy, type ConsumerConfig, type ConsumerMessages, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
@@ -130,7 +132,7 @@ async function handle(msg: JsMsg, deps: DeliveryDeps): Promise<void> {
     clearInterval(heartbeat);
     timer();
   }
-  const step = nextStep(result, msg.info.deliveryCount, deps.retryDelaysMs, Date.now());
+  const step = nextStep(result, attempts, deps.retryDelaysMs, Date.now());
   const response = {
     ...(result.status === undefined ? {} : { status: result.status }),
     ...(result.body === undefined || result.body === '' ? {} : { body: result.body.slice(0, SHOWN_BODY_CHARS) }),

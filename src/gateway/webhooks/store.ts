@@ -106,9 +106,9 @@ export class WebhookStore {
     const subject = this.names.webhookQueueSubject(task.id);
     const queue = async (options: { msgID?: string }) => confirmedAck(await this.js.publish(subject, JSON.stringify(message), options), subject);
     if (again) {
-      // The state first: the delivery, once queued, writes its own.
+      // The state first: the delivery, once queued, writes its own. The count starts over with the schedule.
       const previous = await this.state(task.id);
-      await this.putState(task.id, { id: message.webhookId, event, status: 'pending', attempts: previous?.attempts ?? 0, ...(previous?.lastResponse === undefined ? {} : { lastResponse: previous.lastResponse }) });
+      await this.putState(task.id, { id: message.webhookId, event, status: 'pending', attempts: 0, ...(previous?.lastResponse === undefined ? {} : { lastResponse: previous.lastResponse }) });
       await queue({});
       return message;
     }

@@ -1540,6 +1540,7 @@ export interface operations {
                                 event: "completed" | "failed" | "expired" | "cancelled";
                                 /** @enum {string} */
                                 status: "pending" | "delivered" | "failed";
+                                /** @description requests made since it was queued (a retry over the API starts again at 0) */
                                 attempts: number;
                                 /** Format: date-time */
                                 lastAttemptAt?: string;
@@ -1724,6 +1725,7 @@ export interface operations {
                                 event: "completed" | "failed" | "expired" | "cancelled";
                                 /** @enum {string} */
                                 status: "pending" | "delivered" | "failed";
+                                /** @description requests made since it was queued (a retry over the API starts again at 0) */
                                 attempts: number;
                                 /** Format: date-time */
                                 lastAttemptAt?: string;
@@ -1946,6 +1948,7 @@ export interface operations {
                                 event: "completed" | "failed" | "expired" | "cancelled";
                                 /** @enum {string} */
                                 status: "pending" | "delivered" | "failed";
+                                /** @description requests made since it was queued (a retry over the API starts again at 0) */
                                 attempts: number;
                                 /** Format: date-time */
                                 lastAttemptAt?: string;
@@ -2166,6 +2169,7 @@ export interface operations {
                                     event: "completed" | "failed" | "expired" | "cancelled";
                                     /** @enum {string} */
                                     status: "pending" | "delivered" | "failed";
+                                    /** @description requests made since it was queued (a retry over the API starts again at 0) */
                                     attempts: number;
                                     /** Format: date-time */
                                     lastAttemptAt?: string;
