@@ -248,10 +248,12 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
             finishedAt: event.finishedAt,
           };
         }
+        // Queued before the task is stored as settled (an outbox): whatever dies after this, the
+        // delivery exists, and it waits for the task to be settled (webhooks/queue.ts). Settled
+        // otherwise by another writer, that one queues its own in its place.
+        await deps.webhooks?.enqueue(next);
         try {
           await tasks.replace(current, next);
-          // Before the event is acknowledged: a crash here is settled again, and queued then.
-          await deps.webhooks?.enqueue(next);
           return event.status;
         } catch (err) {
           if (!(err instanceof WriteConflict)) throw err;

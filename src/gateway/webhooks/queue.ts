@@ -102,9 +102,16 @@ async function handle(msg: JsMsg, deps: DeliveryDeps): Promise<void> {
   const delivery = parsed.data;
   const log = deps.logger.child({ taskId: delivery.taskId, webhookId: delivery.webhookId });
   const task = (await deps.tasks.get(delivery.accountId, delivery.taskId))?.value;
+  // Queued just before its task was stored as settled: wait for that (or for the settle that
+  // replaces this delivery with its own, the sweeper's expiry after a crash).
+  if (task?.status === 'pending') {
+    // Most often it is stored milliseconds later: look again soon, then less and less often.
+    msg.nak(Math.min(INTERNAL_RETRY_MS, 100 * 2 ** Math.min(10, msg.info.deliveryCount)));
+    return;
+  }
   // The task is the one the delivery names, in the state it announces; anything else is not sent.
   if (task === undefined || webhookEvent(task) !== delivery.event) {
-    log.warn({ event: delivery.event }, 'Webhook delivery for no such settled task; dropped');
+    log.warn({ event: delivery.event, status: task?.status }, 'Webhook delivery for a task settled otherwise; dropped');
     msg.term();
     return;
   }

@@ -94,9 +94,9 @@ export class WebhookStore {
   }
 
   /**
-   * Queues the webhook of a settled task that asked for one (nothing otherwise). Sent again (an
-   * event redelivered, a settle retried), the message id makes it a duplicate, and a delivery
-   * already under way (it has a state) is not queued twice. `again`: a retry asked over the API,
+   * Queues the webhook of a task settled as `task` says (it may not be stored yet), if it asked for
+   * one. Sent again (an event redelivered, a settle retried), the message id makes it a duplicate,
+   * and a delivery already under way (it has a state of this webhook-id) is not queued twice. `again`: a retry asked over the API,
    * always queued; it replaces a delivery still waiting in the queue.
    */
   async enqueue(task: TaskRecord, again = false): Promise<DeliveryMessage | null> {
@@ -112,13 +112,19 @@ export class WebhookStore {
       await queue({});
       return message;
     }
-    if ((await this.state(task.id)) !== null) return message;
+    const state = await this.state(task.id);
+    if (state?.id === message.webhookId) return message;
     // Queued first, so a crash in between leaves no state and the next try queues it (a duplicate
-    // within the window); the first state only if the delivery has not written one already.
+    // within the window, dropped by the server); then the first state, unless the delivery has
+    // written one already. A state of another event (a settle that lost its race) is replaced.
     await queue({ msgID: message.webhookId });
-    await writeIf(this.js, this.names.webhookStateSubject(task.id), { id: message.webhookId, event, status: 'pending', attempts: 0 } satisfies WebhookState, 0).catch((err: unknown) => {
-      if (!(err instanceof WriteConflict)) throw err;
-    });
+    const first: WebhookState = { id: message.webhookId, event, status: 'pending', attempts: 0 };
+    if (state !== null) await this.putState(task.id, first);
+    else {
+      await writeIf(this.js, this.names.webhookStateSubject(task.id), first, 0).catch((err: unknown) => {
+        if (!(err instanceof WriteConflict)) throw err;
+      });
+    }
     return message;
   }
 }
