@@ -96,8 +96,8 @@ export class WebhookStore {
   /**
    * Queues the webhook of a task settled as `task` says (it may not be stored yet), if it asked for
    * one. Sent again (an event redelivered, a settle retried), the message id makes it a duplicate,
-   * and a delivery already under way (it has a state of this webhook-id) is not queued twice. `again`: a retry asked over the API,
-   * always queued; it replaces a delivery still waiting in the queue.
+   * and a delivery already under way (it has a state of this webhook-id) is not queued twice.
+   * `again`: a retry asked over the API, always queued; it replaces a delivery still waiting.
    */
   async enqueue(task: TaskRecord, again = false): Promise<DeliveryMessage | null> {
     const event = webhookEvent(task);
@@ -116,8 +116,9 @@ export class WebhookStore {
     if (state?.id === message.webhookId) return message;
     // Queued first, so a crash in between leaves no state and the next try queues it (a duplicate
     // within the window, dropped by the server); then the first state, unless the delivery has
-    // written one already. A state of another event (a settle that lost its race) is replaced.
-    await queue({ msgID: message.webhookId });
+    // written one already. A state of another event (a settle that lost its race) is replaced, and
+    // its delivery too: under an id of its own, since this one's may have been replaced before.
+    await queue({ msgID: state === null ? message.webhookId : `${message.webhookId}:after:${state.id}` });
     const first: WebhookState = { id: message.webhookId, event, status: 'pending', attempts: 0 };
     if (state !== null) await this.putState(task.id, first);
     else {

@@ -138,6 +138,21 @@ describe('the webhook queue', () => {
     expect(at('/lost-race').map((s) => s.headers['webhook-id'])).toEqual([`msg_${task.id}_expired`]);
   }, 60_000);
 
+  it('the settle that stored its task wins, whichever queued first', async () => {
+    await accountWithSecret('acct_q5');
+    const task = await pendingTask('acct_q5', { webhookUrl: `${base}/race` });
+    const expired: TaskRecord = { ...task, status: 'failed', error: { code: 'TASK_EXPIRED', message: 'expired' }, creditsRefunded: 1, finishedAt: new Date().toISOString() };
+    // The sweeper queues its expiry, a worker's completion queues after it, the sweeper stores
+    // first; the worker's settle then finds the task settled and queues the expiry again.
+    await store.webhooks.enqueue(expired);
+    await store.webhooks.enqueue(completed(task));
+    await settle(task, expired);
+    await store.webhooks.enqueue(expired);
+    await waitFor('the delivery', () => at('/race').length >= 1, 30_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(at('/race').map((s) => s.headers['webhook-id'])).toEqual([`msg_${task.id}_expired`]);
+  }, 60_000);
+
   it('429 waits what Retry-After says, not the schedule', async () => {
     await accountWithSecret('acct_q3');
     answers['/busy'] = (i, res) => (i === 0 ? res.writeHead(429, { 'retry-after': '2' }).end() : res.writeHead(200).end());
