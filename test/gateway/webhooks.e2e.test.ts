@@ -192,7 +192,9 @@ describe('signed webhooks', () => {
     expect(count('retried')).toBeGreaterThanOrEqual(2);
     expect(count('delivered')).toBeGreaterThanOrEqual(1);
 
-    // Sent again on request: the same id, signed by both secrets during a rotation.
+    // Sent again on request: the same id, signed by both secrets during a rotation. The secret is
+    // printed once: asked again without --rotate, it is refused.
+    await expect(accountsCommand(['webhook-secret', account.id], env)).rejects.toThrow(/--rotate/);
     const rotated = (await accountsCommand(['webhook-secret', account.id, '--rotate'], env)) as { webhookSecret: string };
     expect(rotated.webhookSecret).not.toBe(account.secret);
     const client = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${account.key}` } });

@@ -32,6 +32,9 @@ const MAX_RESPONSE_BYTES = 1024;
 const SHOWN_BODY_CHARS = 256;
 /** Deliveries under way at once per gateway: a slow endpoint does not hold up the others. */
 const IN_FLIGHT = 16;
+/** Of which one account's may hold this many; its others wait BUSY_RETRY_MS and are offered again. */
+const PER_ACCOUNT = 4;
+const BUSY_RETRY_MS = 1000;
 /** A failure of the gateway itself (NATS unreachable): the delivery is tried again after this. */
 const INTERNAL_RETRY_MS = 5_000;
 
@@ -80,11 +83,33 @@ export async function startWebhookDeliveries(deps: DeliveryDeps): Promise<{ stop
 
 async function run(messages: ConsumerMessages, deps: DeliveryDeps): Promise<void> {
   const inFlight = new Set<Promise<void>>();
+  const perAccount = new Map<string, number>();
   for await (const msg of messages) {
-    const one = handle(msg, deps).catch((err: unknown) => {
-      deps.logger.warn({ err, subject: msg.subject, seq: msg.seq }, 'Webhook delivery failed in the gateway; retried');
-      msg.nak(INTERNAL_RETRY_MS);
-    });
+    const parsed = deliveryMessageSchema.safeParse(messageJson(msg));
+    if (!parsed.success) {
+      deps.logger.error({ subject: msg.subject, seq: msg.seq }, 'Not a webhook delivery; dropped');
+      msg.term();
+      continue;
+    }
+    const { accountId } = parsed.data;
+    const busy = perAccount.get(accountId) ?? 0;
+    // One account's slow endpoint holds at most its share of this gateway's slots; its other
+    // deliveries are offered again shortly, to any gateway (no attempt is counted).
+    if (busy >= PER_ACCOUNT) {
+      msg.nak(BUSY_RETRY_MS);
+      continue;
+    }
+    perAccount.set(accountId, busy + 1);
+    const one = handle(msg, parsed.data, deps)
+      .catch((err: unknown) => {
+        deps.logger.warn({ err, subject: msg.subject, seq: msg.seq }, 'Webhook delivery failed in the gateway; retried');
+        msg.nak(INTERNAL_RETRY_MS);
+      })
+      .finally(() => {
+        const left = (perAccount.get(accountId) ?? 1) - 1;
+        if (left === 0) perAccount.delete(accountId);
+        else perAccount.set(accountId, left);
+      });
     inFlight.add(one);
     void one.finally(() => inFlight.delete(one));
     if (inFlight.size >= IN_FLIGHT) await Promise.race(inFlight);
@@ -92,14 +117,7 @@ async function run(messages: ConsumerMessages, deps: DeliveryDeps): Promise<void
   await Promise.all(inFlight);
 }
 
-async function handle(msg: JsMsg, deps: DeliveryDeps): Promise<void> {
-  const parsed = deliveryMessageSchema.safeParse(messageJson(msg));
-  if (!parsed.success) {
-    deps.logger.error({ subject: msg.subject, seq: msg.seq }, 'Not a webhook delivery; dropped');
-    msg.term();
-    return;
-  }
-  const delivery = parsed.data;
+async function handle(msg: JsMsg, delivery: DeliveryMessage, deps: DeliveryDeps): Promise<void> {
   const log = deps.logger.child({ taskId: delivery.taskId, webhookId: delivery.webhookId });
   const task = (await deps.tasks.get(delivery.accountId, delivery.taskId))?.value;
   // Queued just before its task was stored as settled: wait for that (or for the settle that

@@ -153,6 +153,33 @@ describe('the webhook queue', () => {
     expect(at('/race').map((s) => s.headers['webhook-id'])).toEqual([`msg_${task.id}_expired`]);
   }, 60_000);
 
+  it('one account\'s hanging endpoint holds at most 4 of the gateway\'s 16 slots; another account is served meanwhile', async () => {
+    await accountWithSecret('acct_slow');
+    await accountWithSecret('acct_quick');
+    const held: ServerResponse[] = [];
+    let open = 0;
+    let mostOpen = 0;
+    answers['/hanging'] = (_i, res) => {
+      open += 1;
+      mostOpen = Math.max(mostOpen, open);
+      res.on('close', () => (open -= 1));
+      held.push(res);
+    };
+    for (let i = 0; i < 20; i++) {
+      const task = await pendingTask('acct_slow', { webhookUrl: `${base}/hanging` });
+      await store.webhooks.enqueue(completed(task));
+      await settle(task, completed(task));
+    }
+    await waitFor('the slow account\'s first requests', () => open >= 4, 30_000);
+    const quick = await pendingTask('acct_quick', { webhookUrl: `${base}/quick` });
+    await store.webhooks.enqueue(completed(quick));
+    await settle(quick, completed(quick));
+    await waitFor('the other account\'s delivery', () => at('/quick').length === 1, 30_000);
+    expect(mostOpen).toBe(4);
+    for (const res of held) res.writeHead(200).end();
+    answers['/hanging'] = (_i, res) => res.writeHead(200).end();
+  }, 60_000);
+
   it('429 waits what Retry-After says, not the schedule', async () => {
     await accountWithSecret('acct_q3');
     answers['/busy'] = (i, res) => (i === 0 ? res.writeHead(429, { 'retry-after': '2' }).end() : res.writeHead(200).end());
