@@ -14,6 +14,7 @@ const NOT_SETTINGS = new Set([
   'GATEWAY_ACCOUNTS',
   'GATEWAY_LEDGER',
   'GATEWAY_TASKS',
+  'GATEWAY_WEBHOOKS',
   // An old name, documented as renamed.
   'MEDIA_WORKER_RESULTS_DIR',
   // The worker's settings table, named as code.

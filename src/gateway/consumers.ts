@@ -30,6 +30,7 @@ import type { ResultCheck } from './result-check.js';
 import type { GatewayService } from './service.js';
 import { ledgerEntrySchema } from './store/records.js';
 import type { StoreNames } from './store/streams.js';
+import { webhookConsumerConfig } from './webhooks/queue.js';
 
 /**
  * Handling a message takes milliseconds; a short ack wait bounds how long messages handed to a
@@ -51,7 +52,7 @@ export interface ConsumerNames {
   names: StoreNames;
 }
 
-/** The two durables (created by `media-worker provision`; a gateway only checks and binds them). */
+/** The durables: these two and the webhooks' (webhooks/queue.ts); `media-worker provision` creates them, a gateway only checks and binds them. */
 export function durableConfigs(n: ConsumerNames): { stream: string; config: ConsumerConfig & { durable_name: string } }[] {
   const durable = (stream: string, name: string, filter: string, description: string) => ({
     stream,
@@ -67,6 +68,8 @@ export function durableConfigs(n: ConsumerNames): { stream: string; config: Cons
   return [
     durable(n.eventsStream, `${n.consumerPrefix}-events`, `${EVENTS_SUBJECT_PREFIX}.>`, 'media-worker gateway: settles tasks from terminal events'),
     durable(n.names.ledgerStream, `${n.consumerPrefix}-outbox`, n.names.ledgerFilter, 'media-worker gateway: task and job of every debit'),
+    // The webhooks' deliveries have a loop of their own (webhooks/queue.ts).
+    webhookConsumerConfig(n.names, n.consumerPrefix),
   ];
 }
 

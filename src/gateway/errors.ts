@@ -32,6 +32,10 @@ export const GATEWAY_ERROR_STATUS = {
   TOO_MANY_QUOTES: 429,
   /** No worker answered the quote request, or NATS did not answer: nothing was charged (with Retry-After). */
   SERVICE_UNAVAILABLE: 503,
+  /** A `webhook_url` that is not https to a public address (docs/contract.md, "Webhooks"), or an account without a webhook secret. */
+  INVALID_WEBHOOK_URL: 400,
+  /** POST /api/v1/tasks/{id}/webhook/retry for a task without a webhook, or not finished yet. */
+  WEBHOOK_NOT_RETRYABLE: 409,
   /** The submission could not be stored (NATS unreachable); nothing was charged. */
   SUBMIT_FAILED: 500,
 } as const;

@@ -11,7 +11,11 @@ import type { Logger } from 'pino';
 import { PROVISION_HINT, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, streamProblems, type ProtocolSettings } from '../protocol/index.js';
 import { cancelClient } from './cancel-client.js';
 import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
-import { buildApp, type GatewayApp } from './http/app.js';
+import { buildApp, servedLinks, type GatewayApp } from './http/app.js';
+import { PACKAGE_VERSION } from '../paths.js';
+import { successEnvelope } from './errors.js';
+import { taskView, withSignedLinks } from './views.js';
+import { startWebhookDeliveries } from './webhooks/queue.js';
 import { GatewayMetrics } from './metrics.js';
 import { startPendingSweeper } from './pending-sweeper.js';
 import { watchProgress } from './progress.js';
@@ -52,11 +56,28 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     metrics,
     security,
     cancel: cancelClient(nc, CANCEL_TIMEOUT_MS),
+    webhooks: store.webhooks,
   });
   const consumerNames = { eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
   const consumers = await consumerProblems(jsm, consumerNames);
   if (consumers.length > 0) throw new Error(`The gateway's consumers are not as its settings expect (${consumers.join('; ')}): ${PROVISION_HINT}`);
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger, resultCheck(resultsBase(protocol.publicBaseUrl, protocol.resultsDir), security));
+  const webhookPolicy = { allowLoopback: settings.webhookAllowLoopback };
+  const links = servedLinks(settings, protocol.publicBaseUrl, protocol.upscaleResultLifetimeDays);
+  const webhooks = await startWebhookDeliveries({
+    js,
+    store: store.webhooks,
+    tasks: store.tasks,
+    names: store.names,
+    consumerPrefix: settings.consumerPrefix,
+    policy: webhookPolicy,
+    retryDelaysMs: settings.webhookRetryDelaysMs,
+    // The JSON a poll of the task answers, its result links signed.
+    body: (task) => successEnvelope(withSignedLinks(taskView(task), task, links)),
+    userAgent: `media-worker-gateway/${PACKAGE_VERSION} (webhooks)`,
+    metrics,
+    logger: logger.child({ component: 'webhooks' }),
+  });
   const progress = watchProgress(nc);
   const view = await startPollView(
     { nc, js, names: store.names, tasks: store.tasks, ledger: store.ledger, accounts: store.accounts, logger, metrics },
@@ -82,6 +103,8 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     logger,
     progress,
     view,
+    webhooks: store.webhooks,
+    webhookPolicy,
     notReadyReason: () => (stopping ? 'stopping' : nc.isClosed() ? 'NATS connection closed' : natsUp ? null : 'NATS connection lost; reconnecting'),
   });
   const url = await app.listen({ host: settings.host, port: settings.port });
@@ -93,6 +116,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
       await app.close();
       await pendingSweeper.stop();
       await loops.stop();
+      await webhooks.stop();
       progress.stop();
       await view.stop();
       await nc.drain();

@@ -5,3 +5,4 @@ export { openStore, type Store } from './store/index.js';
 export type { LedgerEntry } from './store/records.js';
 export { ensureConsumers } from './consumers.js';
 export { ensureStoreStreams, storeNames, streamConfigs } from './store/streams.js';
+export { destinationProblem, parseWebhookUrl } from './webhooks/target.js';

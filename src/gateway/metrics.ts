@@ -36,6 +36,18 @@ export class GatewayMetrics {
     labelNames: ['family', 'outcome'] as const,
     registers: [this.registry],
   });
+  readonly webhookAttempts = new Counter({
+    name: 'media_gateway_webhook_attempts_total',
+    help: 'Webhook requests by outcome: delivered (2xx), retried, failed (410, or no attempt left), skipped (no endpoint or secret).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly webhookDuration = new Histogram({
+    name: 'media_gateway_webhook_request_duration_seconds',
+    help: 'Time of one webhook request, to its answer or failure.',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+    registers: [this.registry],
+  });
   readonly outbox = new Counter({ name: 'media_gateway_outbox_debits_total', help: 'Debits the outbox consumer made sure of.', registers: [this.registry] });
 
   constructor() {

@@ -30,13 +30,22 @@ import { WriteConflict } from './store/subject-store.js';
 import { pollUrl, submissionView } from './views.js';
 import type { GatewayMetrics } from './metrics.js';
 import { errorMessage } from '../errors.js';
+import type { WebhookStore } from './webhooks/store.js';
 import { sleep } from '../sleep.js';
 
 export type Endpoint = 'generate' | 'lipsync' | 'upscale-tool';
 
 export interface GatewayService {
   /** `signal`: aborted when the client has gone (its quote is abandoned). */
-  submit(accountId: string, job: Job, endpoint: Endpoint, log: Pick<Logger, 'info' | 'warn'>, signal?: AbortSignal): Promise<Record<string, unknown>>;
+  /** `webhook`: where the task's webhook goes (webhooks/submission.ts), stored with the debit. */
+  submit(
+    accountId: string,
+    job: Job,
+    endpoint: Endpoint,
+    log: Pick<Logger, 'info' | 'warn'>,
+    signal?: AbortSignal,
+    webhook?: Pick<SubmissionExtras, 'webhookUrl' | 'webhookDefault'>,
+  ): Promise<Record<string, unknown>>;
   materialise(accountId: string, entry: DebitEntry, seq: number): Promise<void>;
   /** `check`: what the event must pass before it counts (the result check, consumers.ts). */
   settle(event: TerminalEvent, log: Pick<Logger, 'info' | 'warn'>, check?: ResultCheck): Promise<'completed' | 'failed' | 'already settled' | 'not ours'>;
@@ -59,6 +68,8 @@ export interface ServiceDeps {
   metrics: GatewayMetrics;
   security: SecurityEventReporter;
   cancel: CancelClient;
+  /** Queues the webhook of each task settled (webhooks/store.ts); absent, none is sent. */
+  webhooks?: Pick<WebhookStore, 'enqueue'>;
   /** How long a cancel waits for the worker's event to settle the task before answering (default 5 s). */
   cancelSettleWaitMs?: number;
 }
@@ -152,17 +163,19 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
       return after;
     },
 
-    async submit(accountId, job, endpoint, log, signal) {
+    async submit(accountId, job, endpoint, log, signal, webhook = {}) {
       const quoted = await fairQuote(accountId, job, signal);
       const taskId = newTaskId();
       const createdAt = new Date().toISOString();
       const kind = kindOfModel(job.model);
-      const extras: SubmissionExtras =
-        endpoint === 'lipsync'
+      const extras: SubmissionExtras = {
+        ...(endpoint === 'lipsync'
           ? { pollUrl: pollUrl(taskId), ...(quoted.duration === undefined ? {} : { duration: quoted.duration }) }
           : endpoint === 'upscale-tool'
             ? { input: quoted.input }
-            : {};
+            : {}),
+        ...webhook,
+      };
       const debit = await ledger
         .debit(accountId, {
           amount: quoted.creditsUsed,
@@ -206,7 +219,11 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
         const current = await tasks.get(accountId, reported.id);
         if (current === null) return 'not ours';
         const task = current.value;
-        if (task.status !== 'pending') return 'already settled';
+        if (task.status !== 'pending') {
+          // Settled before, perhaps by a gateway that died before queueing the webhook: queued now (once).
+          await deps.webhooks?.enqueue(task);
+          return 'already settled';
+        }
         const event = check === undefined ? reported : check(reported, task);
         let next: TaskRecord;
         if (event.status === 'completed') {
@@ -231,6 +248,10 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
             finishedAt: event.finishedAt,
           };
         }
+        // Queued before the task is stored as settled (an outbox): whatever dies after this, the
+        // delivery exists, and it waits for the task to be settled (webhooks/queue.ts). Settled
+        // otherwise by another writer, that one queues its own in its place.
+        await deps.webhooks?.enqueue(next);
         try {
           await tasks.replace(current, next);
           return event.status;

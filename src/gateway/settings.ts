@@ -22,11 +22,22 @@ import {
   type SettingsOf,
 } from '../settings-table.js';
 import { perKind } from '../protocol/index.js';
+import { DEFAULT_RETRY_DELAYS_MS, MIN_RETRY_SPAN_MS, shortestSpanMs } from './webhooks/schedule.js';
 
 const MINUTE_MS = 60_000;
 
 const namePrefix = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, {
   error: (issue) => `Expected 1 to 32 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
+});
+
+/** GATEWAY_WEBHOOK_RETRY_DELAYS_MS: the delays between a webhook's attempts, comma-separated milliseconds. */
+const retryDelays = z.string().transform((text, ctx): number[] => {
+  const parts = text.split(',').map((p) => p.trim());
+  if (parts.length === 0 || parts.some((p) => !/^\d{1,12}$/.test(p) || Number(p) < 1)) {
+    ctx.addIssue({ code: 'custom', message: `Expected positive integers (milliseconds) separated by commas but received ${received(text)}` });
+    return z.NEVER;
+  }
+  return parts.map(Number);
 });
 
 const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
@@ -206,6 +217,18 @@ export const GATEWAY_SETTINGS = {
     doc: 'How often expired uploads (older than GATEWAY_UPLOAD_LIFETIME_MS) are deleted.',
   }),
   uploadMaxBytes: setting({ env: 'GATEWAY_UPLOAD_MAX_BYTES', schema: positiveInt, default: '104857600', doc: 'Largest upload accepted.' }),
+  webhookAllowLoopback: setting({
+    env: 'GATEWAY_WEBHOOK_ALLOW_LOOPBACK',
+    schema: booleanSetting,
+    default: 'false',
+    doc: 'Development and tests only: webhooks may go to loopback addresses, over plain http too (otherwise only https to public addresses), and GATEWAY_WEBHOOK_RETRY_DELAYS_MS may retry for less than 24 h.',
+  }),
+  webhookRetryDelaysMs: setting({
+    env: 'GATEWAY_WEBHOOK_RETRY_DELAYS_MS',
+    schema: retryDelays,
+    default: DEFAULT_RETRY_DELAYS_MS.join(','),
+    doc: 'Delays between the attempts of a webhook, each with ±10 % jitter (docs/contract.md, "Webhooks"); their sum less the jitter must reach 24 h.',
+  }),
   historyPageSize: setting({ env: 'GATEWAY_HISTORY_PAGE_SIZE', schema: intSchema('an integer from 1 to 100', 1, 100), default: '20', doc: 'Default page size of GET /api/v1/tasks.' }),
 } as const;
 
@@ -215,6 +238,13 @@ export type GatewaySettingsInput = SettingsInput<typeof GATEWAY_SETTINGS>;
 export const gatewaySettingsSchema = tableSchema(GATEWAY_SETTINGS).superRefine((v, ctx) => {
   if (v.uploadsEnabled && !v.serveResults) {
     ctx.addIssue({ code: 'custom', path: ['uploadsEnabled'], message: 'Expected GATEWAY_SERVE_RESULTS=true with GATEWAY_UPLOADS=true but received false' });
+  }
+  if (!v.webhookAllowLoopback && shortestSpanMs(v.webhookRetryDelaysMs) < MIN_RETRY_SPAN_MS) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['webhookRetryDelaysMs'],
+      message: `Expected delays retrying a webhook for at least 24 h (${MIN_RETRY_SPAN_MS} ms, less 10 % jitter each) but received ${Math.round(shortestSpanMs(v.webhookRetryDelaysMs))} ms`,
+    });
   }
 });
 

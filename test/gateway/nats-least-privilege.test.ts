@@ -21,7 +21,7 @@ import { startRoleNats, type RoleNats, type Role } from '../helpers/role-nats.js
 import { checkTopology, parseWorkerSettings } from '../../src/worker/index.js';
 import { natsServerBinary } from '../worker/helpers/nats-server.js';
 
-const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'KV_media', 'EVIL'] as const;
+const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'KV_media', 'EVIL'] as const;
 type Stream = (typeof STREAMS)[number];
 /** The durables `media-worker provision` makes, and one nobody made. */
 const CONSUMERS: Record<Stream, string[]> = {
@@ -32,6 +32,7 @@ const CONSUMERS: Record<Stream, string[]> = {
   GATEWAY_ACCOUNTS: ['evil'],
   GATEWAY_LEDGER: ['gateway-outbox', 'evil'],
   GATEWAY_TASKS: ['evil'],
+  GATEWAY_WEBHOOKS: ['gateway-webhooks', 'evil'],
   KV_media: ['evil'],
   EVIL: ['evil'],
 };
@@ -58,6 +59,9 @@ const SUBJECTS = [
   'gateway.tasks.acct_enum.t_enum',
   'gateway.owners.t_enum',
   'gateway.order.acct_enum.1',
+  'gateway.webhooks.queue.t_enum',
+  'gateway.webhooks.state.t_enum',
+  'gateway.webhooks.account.acct_enum',
   '$KV.media.key',
   '$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.MEDIA_JOBS.media-worker-image',
   '_INBOX.x',
@@ -147,11 +151,12 @@ const WORKER_JS = (): string[] => {
 };
 const GATEWAY_JS = [
   '$JS.API.INFO',
-  ...['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS'].map((s) => `$JS.API.STREAM.INFO.${s}`),
+  ...['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS'].map((s) => `$JS.API.STREAM.INFO.${s}`),
   '$JS.API.STREAM.MSG.GET.MEDIA_CLAIMS',
   '$JS.API.STREAM.MSG.GET.GATEWAY_ACCOUNTS',
+  '$JS.API.STREAM.MSG.GET.GATEWAY_WEBHOOKS',
   ...['GATEWAY_LEDGER', 'GATEWAY_TASKS'].flatMap((s) => [`$JS.API.STREAM.MSG.GET.${s}`, `$JS.API.DIRECT.GET.${s}`, `$JS.API.DIRECT.GET.${s}.x`]),
-  ...['MEDIA_EVENTS', 'GATEWAY_LEDGER'].flatMap((s) => CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`])),
+  ...['MEDIA_EVENTS', 'GATEWAY_LEDGER', 'GATEWAY_WEBHOOKS'].flatMap((s) => CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`])),
   // The poll view's ordered consumers (src/gateway/view) pull from consumers they name themselves;
   // creating one is allowed only with its own filter, which the enumeration's `x` filter is not.
   ...['GATEWAY_ACCOUNTS', 'GATEWAY_TASKS'].flatMap((s) => CONSUMERS[s as Stream].map((c) => `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`)),
@@ -174,6 +179,9 @@ const GATEWAY_PUBLISH = [
   'gateway.tasks.acct_enum.t_enum',
   'gateway.owners.t_enum',
   'gateway.order.acct_enum.1',
+  'gateway.webhooks.queue.t_enum',
+  'gateway.webhooks.state.t_enum',
+  'gateway.webhooks.account.acct_enum',
 ];
 const WORKER_SUBSCRIBE = ['_INBOX_worker.x', 'media.quote', 'media.quote.abandon', 'media.cancel', 'media.capabilities', 'media.abort.t_enum', '$SRV.PING'];
 const GATEWAY_SUBSCRIBE = ['_INBOX_gateway.x', 'media.progress.t_enum'];
@@ -257,7 +265,7 @@ describe.each(servers)('a worker host attacking through stream configuration on 
       expect(after.republish).toBeUndefined();
       expect(after.sources ?? []).toEqual([]);
       expect(after).toEqual(before);
-      expect((await ojsm.streams.names().next()).sort()).toEqual(['GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'MEDIA_CLAIMS', 'MEDIA_EVENTS', 'MEDIA_JOBS', 'MEDIA_JOBS_ADVISORIES']);
+      expect((await ojsm.streams.names().next()).sort()).toEqual(['GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'MEDIA_CLAIMS', 'MEDIA_EVENTS', 'MEDIA_JOBS', 'MEDIA_JOBS_ADVISORIES']);
     } finally {
       await worker.close();
       await operator.close();

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { gatewaySettingsFromEnv, openStore, type Store } from '../../gateway/index.js';
+import { destinationProblem, gatewaySettingsFromEnv, openStore, parseWebhookUrl, type GatewaySettings, type Store } from '../../gateway/index.js';
 import { connectNats, protocolSettingsFromEnv } from '../../protocol/index.js';
 import { UsageError } from '../job-arg.js';
 import { reportFailure } from '../exit.js';
@@ -12,13 +12,16 @@ export function registerAccounts(program: Command): void {
 
   accounts
     .command('create')
-    .description('Creates an account with an API key; the key is printed once and stored only as its SHA-256.')
+    .description(
+      'Creates an account with an API key and a webhook signing secret (whsec_…); both are printed once. The key is stored only as its SHA-256; the secret as it is (webhooks are signed with it).',
+    )
     .requiredOption('--name <name>', 'a name for the operator\'s records')
     .option('--credits <n>', 'opening balance', '0')
     .action(async (opts: { name: string; credits: string }) => {
       await withStore(async (store) => {
         const { account, apiKey } = await store.accounts.create(opts.name, credits(opts.credits));
-        return { account, apiKey, credits: await store.ledger.balance(account.id) };
+        const made = await store.webhooks.newSecret(account.id, false);
+        return { account, apiKey, webhookSecret: 'secret' in made ? made.secret : undefined, credits: await store.ledger.balance(account.id) };
       });
     });
 
@@ -70,6 +73,50 @@ export function registerAccounts(program: Command): void {
     });
 
   accounts
+    .command('webhook-secret')
+    .description(
+      'Makes the account\'s webhook signing secret (whsec_…) and prints it once. An account that has one needs --rotate: the new secret signs from now on, ' +
+        'and the old one too for 24 hours (both signatures are sent), so receivers can switch without losing a webhook.',
+    )
+    .argument('<account>', 'account id (acct_…)')
+    .option('--rotate', 'replace the existing secret (the old one keeps signing for 24 h)')
+    .action(async (accountId: string, opts: { rotate?: boolean }) => {
+      await withStore(async (store) => {
+        await mustExist(store, accountId);
+        const made = await store.webhooks.newSecret(accountId, opts.rotate === true);
+        if (!('secret' in made)) throw new UsageError('Expected --rotate for an account that has a webhook secret already (it was printed when it was made)');
+        return { accountId, webhookSecret: made.secret, ...(made.previousUntil === undefined ? {} : { previousSecretSignsUntil: made.previousUntil }) };
+      });
+    });
+
+  accounts
+    .command('webhook-url')
+    .description(
+      'Sets the account\'s default webhook endpoint (used by submissions without webhook_url; https to a public address, ' +
+        'GATEWAY_WEBHOOK_ALLOW_LOOPBACK allowing loopback), or removes it with --clear. Setting it again turns it back on after a 410.',
+    )
+    .argument('<account>', 'account id (acct_…)')
+    .argument('[url]', 'the endpoint')
+    .option('--clear', 'remove the default endpoint')
+    .action(async (accountId: string, raw: string | undefined, opts: { clear?: boolean }) => {
+      await withStore(async (store, settings) => {
+        await mustExist(store, accountId);
+        if ((raw === undefined) === (opts.clear !== true)) throw new UsageError('Expected either a URL or --clear');
+        let url: string | null = null;
+        if (raw !== undefined) {
+          const policy = { allowLoopback: settings.webhookAllowLoopback };
+          const parsed = parseWebhookUrl(raw, policy);
+          if ('problem' in parsed) throw new UsageError(parsed.problem);
+          const problem = await destinationProblem(parsed.url, policy);
+          if (problem !== null) throw new UsageError(`Expected the URL to reach a public address but ${problem}`);
+          url = parsed.url.toString();
+        }
+        if (!(await store.webhooks.setDefaultUrl(accountId, url))) throw new UsageError('Expected an account with a webhook secret: make one first with `accounts webhook-secret`');
+        return { accountId, defaultWebhookUrl: url };
+      });
+    });
+
+  accounts
     .command('show')
     .description('Shows an account, its balance and its latest ledger entries.')
     .argument('<account>', 'account id (acct_…)')
@@ -101,13 +148,13 @@ async function mustExist(store: Store, accountId: string) {
   return account;
 }
 
-async function withStore(action: (store: Store) => Promise<unknown>): Promise<void> {
+async function withStore(action: (store: Store, settings: GatewaySettings) => Promise<unknown>): Promise<void> {
   try {
     const settings = gatewaySettingsFromEnv();
     const protocol = protocolSettingsFromEnv();
     const nc = await connectNats({ ...protocol, natsName: 'media-worker-accounts' });
     try {
-      const out = await action(await openStore(nc, settings.streamPrefix, protocol.streamReplicas));
+      const out = await action(await openStore(nc, settings.streamPrefix, protocol.streamReplicas), settings);
       process.stdout.write(`${JSON.stringify(out)}\n`);
     } finally {
       await nc.close();

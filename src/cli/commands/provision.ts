@@ -30,7 +30,7 @@ export async function provision(jsm: JetStreamManager, s: ProvisionSettings): Pr
   await ensureStoreStreams(jsm, s.gateway.streamPrefix, s.protocol.streamReplicas);
   await ensureConsumers(jsm, { eventsStream: s.protocol.eventsStream, claimsStream: s.protocol.claimsStream, consumerPrefix: s.gateway.consumerPrefix, names: storeNames(s.gateway.streamPrefix) });
   const streams = [s.worker.jobsStream, s.worker.eventsStream, s.worker.advisoriesStream, s.worker.claimsStream, ...streamConfigs(s.gateway.streamPrefix).map((c) => c.name)];
-  const consumers = [...(await listDurables(jsm, s.worker.jobsStream)), ...(await listDurables(jsm, s.worker.advisoriesStream)), ...(await listDurables(jsm, s.protocol.eventsStream)), ...(await listDurables(jsm, storeNames(s.gateway.streamPrefix).ledgerStream))];
+  const consumers = [...(await listDurables(jsm, s.worker.jobsStream)), ...(await listDurables(jsm, s.worker.advisoriesStream)), ...(await listDurables(jsm, s.protocol.eventsStream)), ...(await listDurables(jsm, storeNames(s.gateway.streamPrefix).ledgerStream)), ...(await listDurables(jsm, storeNames(s.gateway.streamPrefix).webhooksStream))];
   return { streams, consumers };
 }
 
@@ -45,7 +45,7 @@ export function registerProvision(program: Command): void {
     .command('provision')
     .summary('operators: create or update every stream and durable consumer (at install and upgrade)')
     .description(
-      'Creates the streams (MEDIA_JOBS, MEDIA_EVENTS, MEDIA_JOBS_ADVISORIES, MEDIA_CLAIMS, <GATEWAY_STREAM_PREFIX>_ACCOUNTS/_LEDGER/_TASKS) and the ' +
+      'Creates the streams (MEDIA_JOBS, MEDIA_EVENTS, MEDIA_JOBS_ADVISORIES, MEDIA_CLAIMS, <GATEWAY_STREAM_PREFIX>_ACCOUNTS/_LEDGER/_TASKS/_WEBHOOKS) and the ' +
         'durable consumers of workers and gateways, or brings them to the settings (the same environment as serve and gateway: ' +
         'WORKER_ACK_WAIT_MS, WORKER_MAX_DELIVER, NATS_STREAM_REPLICAS, ...). Idempotent. Run with the operator\'s NATS credentials: ' +
         'workers and gateways may not change a stream, they check and bind. Prints JSON.',

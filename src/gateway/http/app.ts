@@ -21,6 +21,7 @@ import { GatewaySettingsError, servedFilesProblem, type GatewaySettings } from '
 import type { Accounts } from '../store/accounts.js';
 import type { Ledger } from '../store/ledger.js';
 import type { Tasks } from '../store/tasks.js';
+import type { TaskRecord } from '../store/records.js';
 import { estimateJob } from '../estimate.js';
 import { linkSigner, type LinkSigner } from '../links.js';
 import { usagePage, usageQuerySchema } from '../usage.js';
@@ -32,6 +33,9 @@ import { withRedactedRequests } from './log-redaction.js';
 import { openapiComponentSchemas, routeSchemas, withSubmissionLinks } from './openapi-schemas.js';
 import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
+import { wantsWebhook, withWebhookState } from '../webhooks/records.js';
+import type { WebhookStore } from '../webhooks/store.js';
+import { submissionWebhook } from '../webhooks/submission.js';
 
 export interface AppDeps {
   settings: GatewaySettings;
@@ -48,6 +52,10 @@ export interface AppDeps {
   progress: ProgressBoard;
   /** Tasks, balances and API keys as polls see them (view/poll-view.ts). */
   view: PollView;
+  /** Accounts' webhook secrets and defaults, and each task's webhook state (src/gateway/webhooks/). */
+  webhooks: WebhookStore;
+  /** GATEWAY_WEBHOOK_ALLOW_LOOPBACK, as the webhooks' address policy. */
+  webhookPolicy: { allowLoopback: boolean };
   /** null when ready, else why not. */
   notReadyReason(): string | null;
 }
@@ -196,7 +204,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
         reply.raw.once('close', () => {
           if (!reply.raw.writableFinished) gone.abort();
         });
-        const data = await deps.service.submit(req.accountId, job, endpoint, req.log, gone.signal);
+        const webhook = await submissionWebhook(req.body, req.accountId, deps.webhooks, deps.webhookPolicy);
+        const data = await deps.service.submit(req.accountId, job, endpoint, req.log, gone.signal, webhook);
         metrics.submissions.inc({ model, outcome: 'accepted' });
         return await reply.code(status).send(successEnvelope(data));
       } catch (err) {
@@ -207,6 +216,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
 
     api.post('/api/v1/estimate', { schema: routeSchemas.estimate }, async (req, reply) => {
       const job = estimateJob(req.body);
+      // A webhook_url the submission would refuse is refused here too.
+      await submissionWebhook(req.body, req.accountId, deps.webhooks, deps.webhookPolicy);
       // As for a submission: the quote is abandoned when the client hangs up.
       const gone = new AbortController();
       reply.raw.once('close', () => {
@@ -224,7 +235,19 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.view.task(req.accountId, id) : null;
       // Another account's task is looked up under the caller's account, so it is simply not there.
       if (task === null) throw taskNotFound(id);
-      return successEnvelope(withSignedLinks(withProgress(taskView(task), task.status, deps.progress), task, links));
+      const view = withSignedLinks(withProgress(taskView(task), task.status, deps.progress), task, links);
+      return successEnvelope(await withWebhook(view, task, deps.webhooks));
+    });
+
+    api.post('/api/v1/tasks/:id/webhook/retry', { schema: routeSchemas.webhookRetry }, async (req, reply) => {
+      const { id } = req.params as { id: string };
+      const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.tasks.get(req.accountId, id) : null;
+      if (task === null) throw taskNotFound(id);
+      if (!wantsWebhook(task.value)) throw ApiError.of('WEBHOOK_NOT_RETRYABLE', `Expected a task with a webhook but task ${id} has none (no webhook_url and no default endpoint at submission)`);
+      if (task.value.status === 'pending') throw ApiError.of('WEBHOOK_NOT_RETRYABLE', `Expected a finished task but task ${id} is pending; its webhook is sent when it finishes`);
+      await deps.webhooks.enqueue(task.value, true);
+      req.log.info({ taskId: id }, 'Webhook queued again');
+      return reply.code(202).send(successEnvelope(await withWebhook(withSignedLinks(taskView(task.value), task.value, links), task.value, deps.webhooks)));
     });
 
     api.post('/api/v1/tasks/:id/cancel', { schema: routeSchemas.cancel }, async (req) => {
@@ -270,12 +293,18 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
  * /results/). Serving without either is refused (servedFilesProblem): nothing is served unsigned,
  * and no address is taken from a request's Host header.
  */
-function servedLinks(settings: GatewaySettings, resultsBaseUrl: string | undefined, upscaleResultLifetimeDays: number): Links | undefined {
+export function servedLinks(settings: GatewaySettings, resultsBaseUrl: string | undefined, upscaleResultLifetimeDays: number): Links | undefined {
   const problem = servedFilesProblem(settings, resultsBaseUrl);
   if (problem !== null) throw new GatewaySettingsError(problem);
   if (!settings.serveResults || settings.linkSecret === undefined) return undefined;
   const base = resultsBaseUrl ?? new URL('results/', `${(settings.publicBaseUrl ?? '').replace(/\/?$/, '/')}`).toString();
   return { signer: linkSigner(settings.linkSecret), base, upscaleResultLifetimeDays };
+}
+
+/** A settled task's webhook state is read only for a task that asked for a webhook. */
+async function withWebhook(view: Record<string, unknown>, task: TaskRecord, webhooks: WebhookStore): Promise<Record<string, unknown>> {
+  if (task.status === 'pending' || !wantsWebhook(task)) return view;
+  return withWebhookState(view, task, await webhooks.state(task.id));
 }
 
 /**

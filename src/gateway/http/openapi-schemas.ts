@@ -24,13 +24,14 @@ const errorCodes = {
     'INVALID_JOB', 'UNKNOWN_MODEL', 'MISSING_PROMPT', 'PROMPT_TOO_LONG', 'MISSING_STYLE', 'STYLE_TOO_LONG', 'MISSING_TITLE', 'TITLE_TOO_LONG',
     'MISSING_LYRICS', 'LYRICS_TOO_LONG', 'INVALID_VOCAL_GENDER', 'MISSING_VIDEO_URL', 'MISSING_AUDIO_URL', 'MISSING_IMAGE_URL', 'INVALID_SYNC_MODE',
     'INVALID_MODEL', 'INVALID_ACTIVE_SPEAKER', 'INVALID_UPSCALE_FACTOR', 'INVALID_URL', 'INVALID_QUERY',
+    'INVALID_WEBHOOK_URL',
   ],
   401: ['UNAUTHORIZED'],
   402: ['INSUFFICIENT_CREDITS'],
   403: ['UPLOAD_QUOTA_EXCEEDED'],
   404: ['TASK_NOT_FOUND', 'NOT_FOUND'],
   405: ['METHOD_NOT_ALLOWED'],
-  409: ['TASK_NOT_PENDING'],
+  409: ['TASK_NOT_PENDING', 'WEBHOOK_NOT_RETRYABLE'],
   410: ['LINK_EXPIRED'],
   413: ['PAYLOAD_TOO_LARGE'],
   414: ['URI_TOO_LONG'],
@@ -139,16 +140,26 @@ const videoInput = {
   required: ['video_url'],
 } as const;
 
+const webhookUrl = {
+  type: 'string',
+  format: 'uri',
+  pattern: '^https://',
+  maxLength: 2048,
+  description:
+    'Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). ' +
+    'https to a public address; absent: the account\'s default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.',
+} as const;
+
 /** The variants of the unified endpoint's body, told apart by `model`: named, as OpenAPI's discriminator requires. */
 const generateVariants = {
   GenerateMusic: {
     title: 'GenerateMusic',
     type: 'object',
-    properties: { model: { type: 'string', enum: ['vendor-v5-generate-music'] }, input: { oneOf: [musicSimple, musicCustomSong, musicCustomInstrumental] } },
+    properties: { model: { type: 'string', enum: ['vendor-v5-generate-music'] }, input: { oneOf: [musicSimple, musicCustomSong, musicCustomInstrumental] }, webhook_url: webhookUrl },
     required: ['model', 'input'],
   },
-  GenerateImageUpscale: { title: 'GenerateImageUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-image-upscale'] }, input: imageInput }, required: ['model', 'input'] },
-  GenerateVideoUpscale: { title: 'GenerateVideoUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-video-upscale'] }, input: videoInput }, required: ['model', 'input'] },
+  GenerateImageUpscale: { title: 'GenerateImageUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-image-upscale'] }, input: imageInput, webhook_url: webhookUrl }, required: ['model', 'input'] },
+  GenerateVideoUpscale: { title: 'GenerateVideoUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-video-upscale'] }, input: videoInput, webhook_url: webhookUrl }, required: ['model', 'input'] },
 } as const;
 
 const componentRef = (name: keyof typeof generateVariants) => `#/components/schemas/${name}`;
@@ -261,6 +272,28 @@ const task = {
       properties: { stage: { type: 'string' }, percent: { type: 'number' }, at: { type: 'string', format: 'date-time' } },
       required: ['stage', 'at'],
     },
+    webhook: {
+      title: 'WebhookState',
+      type: 'object',
+      description: 'a finished task with a webhook (webhook_url, or the account\'s default at submission): its delivery',
+      properties: {
+        id: { type: 'string', description: 'the webhook-id header, the same on every attempt' },
+        event: { type: 'string', enum: ['completed', 'failed', 'expired', 'cancelled'] },
+        status: { type: 'string', enum: ['pending', 'delivered', 'failed'] },
+        attempts: { type: 'integer', minimum: 0, description: 'requests made since it was queued (a retry over the API starts again at 0)' },
+        lastAttemptAt: { type: 'string', format: 'date-time' },
+        nextAttemptAt: { type: 'string', format: 'date-time' },
+        lastResponse: {
+          type: 'object',
+          properties: {
+            status: { type: 'integer', description: 'the endpoint\'s HTTP status' },
+            body: { type: 'string', description: 'the first 256 characters of its body' },
+            error: { type: 'string', description: 'why no answer came (refused address, timeout, connection)' },
+          },
+        },
+      },
+      required: ['id', 'event', 'status', 'attempts'],
+    },
   },
   required: ['id', 'model', 'status', 'createdAt'],
 } as const;
@@ -290,6 +323,7 @@ export const routeSchemas = {
         model: { type: 'string', enum: [...LIPSYNC_MODEL_IDS], default: 'vendor-lipsync-2' },
         active_speaker: { type: 'boolean', default: false },
         hdr,
+        webhook_url: webhookUrl,
       },
       required: ['video_url', 'audio_url'],
       example: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3', sync_mode: 'cut_off' },
@@ -300,14 +334,14 @@ export const routeSchemas = {
     operationId: 'upscaleImage',
     summary: 'Submit an image upscale with dimension detection',
     security,
-    body: { ...imageInput, example: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '2' } },
+    body: { ...imageInput, properties: { ...imageInput.properties, webhook_url: webhookUrl }, example: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '2' } },
     response: { 200: envelope(imageSubmitted, ACCEPTED), ...submitErrors },
   },
   upscaleVideo: {
     operationId: 'upscaleVideo',
     summary: 'Submit a video upscale with duration detection',
     security,
-    body: { ...videoInput, example: { video_url: 'https://cdn.example.com/clip.mp4', upscale_factor: '2' } },
+    body: { ...videoInput, properties: { ...videoInput.properties, webhook_url: webhookUrl }, example: { video_url: 'https://cdn.example.com/clip.mp4', upscale_factor: '2' } },
     response: { 200: envelope(videoSubmitted, ACCEPTED), ...submitErrors },
   },
   estimate: {
@@ -357,6 +391,14 @@ export const routeSchemas = {
     security,
     params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
     response: { 200: envelope(task), ...errors(401, 404, 409, 414, 429, 503) },
+  },
+  webhookRetry: {
+    operationId: 'retryTaskWebhook',
+    summary: 'Send a finished task\'s webhook again (same webhook-id; the retry schedule starts over)',
+    description: 'A task without a webhook, or still pending: 409 WEBHOOK_NOT_RETRYABLE. Answers the task with its webhook state.',
+    security,
+    params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
+    response: { 202: envelope(task, 'Queued: the webhook is sent again'), ...errors(401, 404, 409, 414, 429, 503) },
   },
   history: {
     operationId: 'listTasks',
@@ -449,8 +491,40 @@ export function withSubmissionLinks<T extends object>(doc: T): T {
       const response = status === undefined ? undefined : operation.responses?.[status];
       if (response !== undefined) {
         response['links'] = { GetTask: { operationId: 'getTask', parameters: { id: '$response.body#/data/id' }, description: 'Poll the task until it is completed or failed' } };
+        (operation as Record<string, unknown>)['callbacks'] = webhookCallbacks();
       }
     }
   }
   return doc;
+}
+
+/** The webhook request a submission's `webhook_url` gets when its task finishes (Standard Webhooks v1). */
+function webhookCallbacks(): Record<string, unknown> {
+  const header = (name: string, description: string, example: string) => ({ name, in: 'header', required: true, description, schema: { type: 'string' }, example });
+  return {
+    taskFinished: {
+      '{$request.body#/webhook_url}': {
+        post: {
+          summary: 'The task, finished (completed, failed, expired or cancelled): the JSON GET /api/v1/tasks/{id} answers',
+          description:
+            'Verify webhook-signature before trusting the body: base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>" under the ' +
+            'account\'s secret (the bytes after whsec_, base64-decoded); during a secret rotation two signatures, space-separated. ' +
+            'Any 2xx is delivered; 410 stops (and turns an account\'s default endpoint off); 429 and 503 are retried after Retry-After; ' +
+            'anything else within 15 s is retried for at least 24 h (docs/contract.md, "Webhooks"). Deduplicate by webhook-id.',
+          parameters: [
+            header('webhook-id', 'one per task and event, the same on every attempt', 'msg_t_00mwuxbfpww8417u0zg9rb_completed'),
+            header('webhook-timestamp', 'seconds since the epoch when this attempt was signed', '1767225600'),
+            header('webhook-signature', 'v1,<base64 signature>, space-separated when two secrets sign', 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE='),
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: callbackBody() } } },
+          responses: { '2XX': { description: 'Delivered' }, '410': { description: 'Gone: no more attempts' } },
+        },
+      },
+    },
+  };
+}
+
+function callbackBody(): Record<string, unknown> {
+  const { webhook: _w, progress: _p, ...properties } = task.properties;
+  return { type: 'object', properties: { success: { type: 'boolean', enum: [true] }, data: { ...task, properties } }, required: ['success', 'data'] };
 }

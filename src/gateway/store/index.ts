@@ -1,4 +1,4 @@
-/** The gateway's store over one NATS connection: accounts, ledger, tasks. */
+/** The gateway's store over one NATS connection: accounts, ledger, tasks, webhooks. */
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Accounts } from './accounts.js';
@@ -6,12 +6,14 @@ import { Ledger } from './ledger.js';
 import { PROVISION_HINT } from '../../protocol/index.js';
 import { storeNames, storeStreamProblems, type StoreNames } from './streams.js';
 import { Tasks } from './tasks.js';
+import { WebhookStore } from '../webhooks/store.js';
 
 export interface Store {
   names: StoreNames;
   accounts: Accounts;
   ledger: Ledger;
   tasks: Tasks;
+  webhooks: WebhookStore;
 }
 
 /** Binds to the store's streams, which `media-worker provision` made; refuses when one is missing or differs. */
@@ -22,7 +24,7 @@ export async function openStore(nc: NatsConnection, prefix: string, replicas = 1
   if (problems.length > 0) throw new StoreTopologyError(`The gateway's streams are not as its settings expect (${problems.join('; ')}): ${PROVISION_HINT}`);
   const names = storeNames(prefix);
   const ledger = new Ledger(jsm, js, names);
-  return { names, ledger, accounts: new Accounts(jsm, js, names, ledger), tasks: new Tasks(jsm, js, names) };
+  return { names, ledger, accounts: new Accounts(jsm, js, names, ledger), tasks: new Tasks(jsm, js, names), webhooks: new WebhookStore(jsm, js, names) };
 }
 
 export class StoreTopologyError extends Error {

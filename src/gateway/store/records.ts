@@ -18,6 +18,10 @@ export const submissionExtrasSchema = z.object({
   duration: z.number().optional(),
   input: z.record(z.string(), z.unknown()).optional(),
   pollUrl: z.string().optional(),
+  /** The submission's `webhook_url` (webhooks/), checked when it was accepted. */
+  webhookUrl: z.string().optional(),
+  /** No `webhook_url`, but the account had a default endpoint at submission: the webhook goes there. */
+  webhookDefault: z.boolean().optional(),
 });
 export type SubmissionExtras = z.infer<typeof submissionExtrasSchema>;
 

@@ -1,5 +1,5 @@
 /**
- * The gateway's state lives in three JetStream streams, so the only server is the nats-server the
+ * The gateway's state lives in four JetStream streams, so the only server is the nats-server the
  * workers already need and any number of gateways can share it:
  *
  * | stream | subjects | holds |
@@ -7,6 +7,7 @@
  * | `<P>_ACCOUNTS` | `<p>.accounts.<account>`, `<p>.keys.<key hash>` | account records; key hash -> account (one message per subject) |
  * | `<P>_LEDGER` | `<p>.ledger.<account>` | every balance change of an account, in order; the last one holds the balance |
  * | `<P>_TASKS` | `<p>.tasks.<account>.<task>`, `<p>.owners.<task>`, `<p>.order.<account>.<n>` | the latest state of each task; task -> account; the account's n-th task (history pages) |
+ * | `<P>_WEBHOOKS` | `<p>.webhooks.queue.<task>`, `<p>.webhooks.state.<task>`, `<p>.webhooks.account.<account>` | the delivery of each task's webhook (the shared consumer's queue); its state; an account's secret and default endpoint |
  *
  * Every write that depends on what it read is a publish with "expected last subject sequence"
  * (optimistic concurrency; on nats-server 2.9 too). `<p>` is the prefix in lower case.
@@ -28,6 +29,11 @@ export interface StoreNames {
   accountTasksFilter(accountId: string): string;
   ownerSubject(taskId: string): string;
   orderSubject(accountId: string, n: number): string;
+  webhooksStream: string;
+  webhookQueueSubject(taskId: string): string;
+  webhookQueueFilter: string;
+  webhookStateSubject(taskId: string): string;
+  webhookAccountSubject(accountId: string): string;
 }
 
 export function storeNames(prefix: string): StoreNames {
@@ -45,6 +51,11 @@ export function storeNames(prefix: string): StoreNames {
     accountTasksFilter: (a) => `${p}.tasks.${a}.*`,
     ownerSubject: (t) => `${p}.owners.${t}`,
     orderSubject: (a, n) => `${p}.order.${a}.${n}`,
+    webhooksStream: `${prefix}_WEBHOOKS`,
+    webhookQueueSubject: (t) => `${p}.webhooks.queue.${t}`,
+    webhookQueueFilter: `${p}.webhooks.queue.*`,
+    webhookStateSubject: (t) => `${p}.webhooks.state.${t}`,
+    webhookAccountSubject: (a) => `${p}.webhooks.account.${a}`,
   };
 }
 
@@ -77,6 +88,16 @@ export function streamConfigs(prefix: string, replicas = 1): (Partial<StreamConf
       // Direct get reads "the next task after sequence n" for the pending-task sweep.
       allow_direct: true,
       description: 'media-worker gateway: tasks',
+    },
+    {
+      ...common,
+      name: n.webhooksStream,
+      subjects: [`${p}.webhooks.queue.*`, `${p}.webhooks.state.*`, `${p}.webhooks.account.*`],
+      // The latest of each: a retry asked over the API replaces the task's delivery in the queue.
+      max_msgs_per_subject: 1,
+      // A delivery is queued with `Nats-Msg-Id: <webhook-id>`: an event settled again is no second delivery.
+      duplicate_window: nanos(LEDGER_DUPLICATE_WINDOW_MS),
+      description: 'media-worker gateway: webhook deliveries, their state, accounts\' webhook secrets',
     },
   ];
 }

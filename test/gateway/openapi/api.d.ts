@@ -105,6 +105,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tasks/{id}/webhook/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a finished task's webhook again (same webhook-id; the retry schedule starts over)
+         * @description A task without a webhook, or still pending: 409 WEBHOOK_NOT_RETRYABLE. Answers the task with its webhook state.
+         */
+        post: operations["retryTaskWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks/{id}/cancel": {
         parameters: {
             query?: never;
@@ -248,6 +268,11 @@ export interface components {
                 /** @enum {boolean} */
                 instrumental: true;
             };
+            /**
+             * Format: uri
+             * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
+             */
+            webhook_url?: string;
         };
         /** GenerateImageUpscale */
         GenerateImageUpscale: {
@@ -270,6 +295,11 @@ export interface components {
                  */
                 upscale_factor: "1" | "2" | "4";
             };
+            /**
+             * Format: uri
+             * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
+             */
+            webhook_url?: string;
         };
         /** GenerateVideoUpscale */
         GenerateVideoUpscale: {
@@ -297,6 +327,11 @@ export interface components {
                  */
                 hdr?: "keep" | "sdr";
             };
+            /**
+             * Format: uri
+             * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
+             */
+            webhook_url?: string;
         };
     };
     responses: never;
@@ -350,7 +385,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -361,7 +396,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -539,7 +574,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -550,7 +585,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -746,6 +781,11 @@ export interface operations {
                      * @enum {string}
                      */
                     hdr?: "keep" | "sdr";
+                    /**
+                     * Format: uri
+                     * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
+                     */
+                    webhook_url?: string;
                 };
             };
         };
@@ -778,7 +818,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -789,7 +829,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -969,6 +1009,11 @@ export interface operations {
                      * @enum {string}
                      */
                     upscale_factor?: "1" | "2" | "4";
+                    /**
+                     * Format: uri
+                     * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
+                     */
+                    webhook_url?: string;
                 };
             };
         };
@@ -1026,7 +1071,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1037,7 +1082,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1222,6 +1267,11 @@ export interface operations {
                      * @enum {string}
                      */
                     hdr?: "keep" | "sdr";
+                    /**
+                     * Format: uri
+                     * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
+                     */
+                    webhook_url?: string;
                 };
             };
         };
@@ -1263,7 +1313,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1274,7 +1324,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1510,6 +1560,32 @@ export interface operations {
                                 /** Format: date-time */
                                 at: string;
                             };
+                            /**
+                             * WebhookState
+                             * @description a finished task with a webhook (webhook_url, or the account's default at submission): its delivery
+                             */
+                            webhook?: {
+                                /** @description the webhook-id header, the same on every attempt */
+                                id: string;
+                                /** @enum {string} */
+                                event: "completed" | "failed" | "expired" | "cancelled";
+                                /** @enum {string} */
+                                status: "pending" | "delivered" | "failed";
+                                /** @description requests made since it was queued (a retry over the API starts again at 0) */
+                                attempts: number;
+                                /** Format: date-time */
+                                lastAttemptAt?: string;
+                                /** Format: date-time */
+                                nextAttemptAt?: string;
+                                lastResponse?: {
+                                    /** @description the endpoint's HTTP status */
+                                    status?: number;
+                                    /** @description the first 256 characters of its body */
+                                    body?: string;
+                                    /** @description why no answer came (refused address, timeout, connection) */
+                                    error?: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -1584,6 +1660,229 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    retryTaskWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued: the webhook is sent again */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /**
+                         * Task
+                         * @description Result links to files this gateway serves are signed and expire (docs/contract.md, "Links").
+                         */
+                        data: {
+                            id: string;
+                            model: string;
+                            /** @enum {string} */
+                            status: "pending" | "completed" | "failed";
+                            /** @enum {string} */
+                            mediaType?: "music";
+                            result?: ({
+                                url: string;
+                                /** @enum {string} */
+                                type: "image";
+                                width: number;
+                                height: number;
+                                format: string;
+                            } | {
+                                url: string;
+                                /** @enum {string} */
+                                type: "video";
+                                width: number;
+                                height: number;
+                                duration: number;
+                                frames: number;
+                            } | {
+                                url: string;
+                                /** @enum {string} */
+                                type: "video";
+                                duration: number;
+                            } | {
+                                songs: {
+                                    audio_url: string;
+                                    image_url: string;
+                                    duration: number;
+                                    title: string;
+                                    tags: string;
+                                    prompt: string;
+                                }[];
+                            }) | null;
+                            error?: {
+                                /** @example TASK_EXPIRED */
+                                code: string;
+                                message: string;
+                            };
+                            creditsUsed?: number;
+                            creditsRefunded?: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description pending only, best effort: the worker's latest progress */
+                            progress?: {
+                                stage: string;
+                                percent?: number;
+                                /** Format: date-time */
+                                at: string;
+                            };
+                            /**
+                             * WebhookState
+                             * @description a finished task with a webhook (webhook_url, or the account's default at submission): its delivery
+                             */
+                            webhook?: {
+                                /** @description the webhook-id header, the same on every attempt */
+                                id: string;
+                                /** @enum {string} */
+                                event: "completed" | "failed" | "expired" | "cancelled";
+                                /** @enum {string} */
+                                status: "pending" | "delivered" | "failed";
+                                /** @description requests made since it was queued (a retry over the API starts again at 0) */
+                                attempts: number;
+                                /** Format: date-time */
+                                lastAttemptAt?: string;
+                                /** Format: date-time */
+                                nextAttemptAt?: string;
+                                lastResponse?: {
+                                    /** @description the endpoint's HTTP status */
+                                    status?: number;
+                                    /** @description the first 256 characters of its body */
+                                    body?: string;
+                                    /** @description why no answer came (refused address, timeout, connection) */
+                                    error?: string;
+                                };
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description Bearer realm="media-worker", with error="invalid_token" for an unknown or revoked key */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "UNAUTHORIZED";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: TASK_NOT_FOUND, NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_FOUND" | "NOT_FOUND";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: URI_TOO_LONG */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "URI_TOO_LONG";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE, MODEL_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait (no worker answered) */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "SERVICE_UNAVAILABLE" | "MODEL_UNAVAILABLE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1669,6 +1968,32 @@ export interface operations {
                                 /** Format: date-time */
                                 at: string;
                             };
+                            /**
+                             * WebhookState
+                             * @description a finished task with a webhook (webhook_url, or the account's default at submission): its delivery
+                             */
+                            webhook?: {
+                                /** @description the webhook-id header, the same on every attempt */
+                                id: string;
+                                /** @enum {string} */
+                                event: "completed" | "failed" | "expired" | "cancelled";
+                                /** @enum {string} */
+                                status: "pending" | "delivered" | "failed";
+                                /** @description requests made since it was queued (a retry over the API starts again at 0) */
+                                attempts: number;
+                                /** Format: date-time */
+                                lastAttemptAt?: string;
+                                /** Format: date-time */
+                                nextAttemptAt?: string;
+                                lastResponse?: {
+                                    /** @description the endpoint's HTTP status */
+                                    status?: number;
+                                    /** @description the first 256 characters of its body */
+                                    body?: string;
+                                    /** @description why no answer came (refused address, timeout, connection) */
+                                    error?: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -1711,7 +2036,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: TASK_NOT_PENDING */
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1722,7 +2047,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "TASK_NOT_PENDING";
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1864,13 +2189,39 @@ export interface operations {
                                     /** Format: date-time */
                                     at: string;
                                 };
+                                /**
+                                 * WebhookState
+                                 * @description a finished task with a webhook (webhook_url, or the account's default at submission): its delivery
+                                 */
+                                webhook?: {
+                                    /** @description the webhook-id header, the same on every attempt */
+                                    id: string;
+                                    /** @enum {string} */
+                                    event: "completed" | "failed" | "expired" | "cancelled";
+                                    /** @enum {string} */
+                                    status: "pending" | "delivered" | "failed";
+                                    /** @description requests made since it was queued (a retry over the API starts again at 0) */
+                                    attempts: number;
+                                    /** Format: date-time */
+                                    lastAttemptAt?: string;
+                                    /** Format: date-time */
+                                    nextAttemptAt?: string;
+                                    lastResponse?: {
+                                        /** @description the endpoint's HTTP status */
+                                        status?: number;
+                                        /** @description the first 256 characters of its body */
+                                        body?: string;
+                                        /** @description why no answer came (refused address, timeout, connection) */
+                                        error?: string;
+                                    };
+                                };
                             }[];
                             nextCursor: string | null;
                         };
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1881,7 +2232,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1978,7 +2329,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1989,7 +2340,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };

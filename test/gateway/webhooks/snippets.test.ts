@@ -1,0 +1,85 @@
+/**
+ * The receiver snippets of docs/contract.md ("Webhooks"), run as written: Node imports the
+ * block, python3 executes it (standard library only, no network). Each must accept the Standard
+ * Webhooks reference example and requests the gateway's signing makes (one secret, or two during a
+ * rotation), and refuse a changed body, a wrong secret, an old timestamp.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PACKAGE_ROOT } from '../../../src/paths.js';
+import { newWebhookSecret, webhookHeaders } from '../../../src/gateway/webhooks/signing.js';
+
+const REFERENCE = {
+  secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  headers: { 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' },
+  body: '{"test": 2432232314}',
+};
+const FOREVER = 10 ** 12;
+
+async function snippet(marker: string): Promise<string> {
+  const doc = await readFile(path.join(PACKAGE_ROOT, 'docs', 'contract.md'), 'utf8');
+  const match = new RegExp(`<!-- ${marker} -->\\n\`\`\`\\w+\\n([\\s\\S]*?)\\n\`\`\``).exec(doc);
+  if (match === null) throw new Error(`No ${marker} block in docs/contract.md`);
+  return match[1]!;
+}
+
+interface Case {
+  name: string;
+  secret: string;
+  headers: Record<string, string>;
+  body: string;
+  tolerance: number;
+  valid: boolean;
+}
+
+function cases(): Case[] {
+  const now = Math.floor(Date.now() / 1000);
+  const current = newWebhookSecret();
+  const previous = newWebhookSecret();
+  const body = JSON.stringify({ success: true, data: { id: 't_x', status: 'completed', note: 'ünïcode' } });
+  const rotated = webhookHeaders([current, previous], 'msg_t_x_completed', now, body);
+  return [
+    { name: 'reference example', ...REFERENCE, tolerance: FOREVER, valid: true },
+    { name: 'reference example, too old', ...REFERENCE, tolerance: 300, valid: false },
+    { name: 'reference example, body changed', ...REFERENCE, body: '{"test": 2432232315}', tolerance: FOREVER, valid: false },
+    { name: 'rotation: the new secret', secret: current, headers: rotated, body, tolerance: 300, valid: true },
+    { name: 'rotation: the old secret', secret: previous, headers: rotated, body, tolerance: 300, valid: true },
+    { name: 'another secret', secret: newWebhookSecret(), headers: rotated, body, tolerance: 300, valid: false },
+  ];
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'webhook-snippets-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('the receiver snippets of docs/contract.md', () => {
+  it('Node: accepts what is signed, refuses the rest', async () => {
+    const file = path.join(dir, 'verify.mjs');
+    await writeFile(file, await snippet('webhook-verify-node'));
+    const { verifyWebhook } = (await import(pathToFileURL(file).href)) as { verifyWebhook: (s: string, h: Record<string, string>, b: string, t: number) => boolean };
+    for (const c of cases()) expect(verifyWebhook(c.secret, c.headers, c.body, c.tolerance), c.name).toBe(c.valid);
+  });
+
+  it('Python: accepts what is signed, refuses the rest', async () => {
+    const file = path.join(dir, 'verify.py');
+    const all = cases();
+    const harness = [
+      await snippet('webhook-verify-python'),
+      'import json, sys',
+      'for c in json.loads(sys.argv[1]):',
+      '    print(json.dumps(verify_webhook(c["secret"], c["headers"], c["body"].encode(), c["tolerance"])))',
+    ].join('\n');
+    await writeFile(file, harness);
+    const { stdout } = await promisify(execFile)('python3', [file, JSON.stringify(all)]);
+    expect(stdout.trim().split('\n').map((l) => JSON.parse(l) as boolean)).toEqual(all.map((c) => c.valid));
+  });
+});
