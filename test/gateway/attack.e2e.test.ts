@@ -382,4 +382,37 @@ describe('the OpenAPI document', () => {
     const history = await client.GET('/api/v1/tasks', { params: { query: { limit: 1 } } });
     expect(history.data?.data.tasks.map((t) => t.id)).toEqual([accepted.id]);
   });
+
+  it('drives the peers\' endpoints with the generated client: estimate charges nothing, usage reconciles, cancel answers typed errors', async () => {
+    await freshWindow();
+    const key = await newAccount(100);
+    const client = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${key}` } });
+    const estimate = await client.POST('/api/v1/estimate', { body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' } });
+    expect(estimate.data?.data).toMatchObject({ model: 'vendor-image-upscale', creditsUsed: 20, balance: 100, sufficient: true, input: { detected_dimensions: '40×27' } });
+    expect((await client.GET('/api/v1/balance')).data?.data.credits).toBe(100);
+    const refused = await client.POST('/api/v1/estimate', { body: { image_url: 'file:///etc/passwd' } });
+    expect([refused.response.status, refused.error?.error.code]).toEqual([400, 'INVALID_URL']);
+
+    const submitted = await client.POST('/api/v1/tools/upscale-image', { body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' } });
+    const id = submitted.data!.data.id;
+    const usage = await client.GET('/api/v1/usage', { params: { query: { limit: 10 } } });
+    expect(usage.data?.data.movements.map((m) => [m.type, m.credits, m.taskId])).toEqual([['open', 100, undefined], ['debit', -20, id]]);
+    expect(usage.data?.data.nextCursor).toBeNull();
+
+    const unknown = await client.POST('/api/v1/tasks/{id}/cancel', { params: { path: { id: 't_not_a_task' } } });
+    expect([unknown.response.status, unknown.error?.error.code]).toEqual([404, 'TASK_NOT_FOUND']);
+    const stranger = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${await newAccount(10)}` } });
+    const foreign = await stranger.POST('/api/v1/tasks/{id}/cancel', { params: { path: { id } } });
+    expect([foreign.response.status, foreign.error?.error.code]).toEqual([404, 'TASK_NOT_FOUND']);
+    // Once the image has run, a cancel is 409 and the charge stays.
+    let status: string | undefined = 'pending';
+    for (let i = 0; i < 300 && status === 'pending'; i += 1) {
+      status = (await client.GET('/api/v1/tasks/{id}', { params: { path: { id } } })).data?.data.status;
+      if (status === 'pending') await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(status).toBe('completed');
+    const late = await client.POST('/api/v1/tasks/{id}/cancel', { params: { path: { id } } });
+    expect([late.response.status, late.error?.error.code]).toEqual([409, 'TASK_NOT_PENDING']);
+    expect((await client.GET('/api/v1/balance')).data?.data.credits).toBe(80);
+  }, 60_000);
 });

@@ -28,7 +28,7 @@ import { provisionFromEnv } from '../helpers/provision.js';
 import { startRoleNats, type Role, type RoleNats } from '../helpers/role-nats.js';
 import { makeThrowawayCa, type ThrowawayCa } from '../helpers/throwaway-ca.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
-import { accountsCommand, CLI, startCommand, startGatewayProcess, type RunningProcess } from './processes.js';
+import { accountsCommand, CLI, startCommand, startGatewayProcess, workerTestEnv, type RunningProcess } from './processes.js';
 
 let dir: string;
 let ca: ThrowawayCa;
@@ -66,12 +66,7 @@ beforeAll(async () => {
   mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
 
   common = {
-    LOG_LEVEL: 'info',
-    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-    MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
-    RESULTS_DIR: path.join(dir, 'results'),
-    WORKER_HEALTH_PORT: '0',
-    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+    ...(await workerTestEnv(dir)),
     WORKER_NAK_DELAYS_MS: '100',
     WORKER_MAX_DELIVER: '2',
   };

@@ -16,7 +16,12 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
-import { accountsCommand, freePort, startServeAndGateway, type RunningProcess } from './processes.js';
+import { accountsCommand, freePort, serviceTestEnv, startServeAndGateway, type RunningProcess } from './processes.js';
+
+function withoutPrivateUrls(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { MEDIA_WORKER_ALLOW_PRIVATE_URLS: _allowed, ...rest } = env;
+  return rest;
+}
 
 let roles: RoleNats;
 let dir: string;
@@ -36,13 +41,8 @@ beforeAll(async () => {
   roles = await startRoleNats(dir);
   ({ env, serve, gateway } = await startServeAndGateway(
     {
-      LOG_LEVEL: 'info',
-      MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
-      RESULTS_DIR: path.join(dir, 'results'),
-      WORKER_HEALTH_PORT: '0',
-      WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
-      WORKER_QUOTE_UNSERVED: 'price',
-      GATEWAY_SERVE_RESULTS: 'true',
+      // The recipe allows the gateway's own origin (below), never private URLs in general.
+      ...withoutPrivateUrls(await serviceTestEnv(dir)),
       GATEWAY_UPLOADS: 'true',
       MEDIA_WORKER_FETCH_CONNECT_TIMEOUT_MS: '2000',
     },

@@ -66,11 +66,10 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * The settings a service end-to-end test starts from: one image slot (the other kinds are priced
- * but never run, so their tasks stay pending), private URLs allowed, RESULTS_DIR and temporary
- * files under `dir`, results served by the gateway.
+ * The worker's side of a service end-to-end test: one image slot (the other kinds are not run),
+ * private URLs allowed, RESULTS_DIR and temporary files under `dir`.
  */
-export async function serviceTestEnv(dir: string): Promise<NodeJS.ProcessEnv> {
+export async function workerTestEnv(dir: string): Promise<NodeJS.ProcessEnv> {
   return {
     LOG_LEVEL: 'info',
     MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
@@ -78,9 +77,15 @@ export async function serviceTestEnv(dir: string): Promise<NodeJS.ProcessEnv> {
     RESULTS_DIR: path.join(dir, 'results'),
     WORKER_HEALTH_PORT: '0',
     WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
-    WORKER_QUOTE_UNSERVED: 'price',
-    GATEWAY_SERVE_RESULTS: 'true',
   };
+}
+
+/**
+ * The settings a service end-to-end test starts from: the worker's (above), the kinds it does not
+ * run priced anyway (their tasks stay pending), results served by the gateway.
+ */
+export async function serviceTestEnv(dir: string): Promise<NodeJS.ProcessEnv> {
+  return { ...(await workerTestEnv(dir)), WORKER_QUOTE_UNSERVED: 'price', GATEWAY_SERVE_RESULTS: 'true' };
 }
 
 /** Each role's NATS credentials and inbox (test/helpers/role-nats.ts `env()`), laid over the shared settings. */
