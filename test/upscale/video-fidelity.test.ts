@@ -102,10 +102,15 @@ describe('HDR in, HDR out', () => {
     expect(new Set(output).size).toBeGreaterThan(30);
   });
 
-  it('HLG: HEVC Main10 tagged BT.2020 / HLG, the same matrix as the primaries', async () => {
+  it('HLG: HEVC Main10 tagged BT.2020 / HLG, the same matrix as the primaries; the phone\'s QuickTime keys kept, its location not', async () => {
     const { outcome } = await upscale(corpus.hlg, '2');
-    const video = pictureOf(await fileFacts(outcome.outputPath));
+    const out = await fileFacts(outcome.outputPath);
+    const video = pictureOf(out);
     expect(video).toMatchObject({ codec_name: 'hevc', pix_fmt: 'yuv420p10le', color_primaries: 'bt2020', color_space: 'bt2020nc', color_transfer: 'arib-std-b67' });
+    expect(out.tags).toMatchObject({ 'com.apple.quicktime.make': 'Apple', 'com.apple.quicktime.creationdate': '2024-05-01T10:20:30+0200' });
+    expect(Object.keys(out.tags).filter((k) => /location/i.test(k))).toEqual([]);
+    // The MP4's own file type, not the source's written again as a key.
+    expect(out.tags['major_brand']).toBe('isom');
   });
 
   it('hdr "sdr": tone-mapped to 8-bit H.264 tagged BT.709 throughout, and darker than a naive read of the PQ code values', async () => {
