@@ -161,6 +161,21 @@ describe('time as it was', () => {
     expect(Math.abs(outTimes[0]! - aOut[0]! - (inTimes[0]! - aIn[0]!))).toBeLessThan(1 / 60);
     expect(outTimes.at(-1)! + 1 / 30).toBeCloseTo(2, 1);
   });
+
+  it('variable frame rate with sound running 0.4 s past the last frame: the quote counts the frames processed, not the sound', async () => {
+    const longer = join(dir, 'vfr-long-audio.mp4');
+    await run(resolveFfmpeg(), ['-v', 'error', '-i', corpus.vfr, '-f', 'lavfi', '-i', 'sine=f=440:r=48000:d=2.4', '-map', '0:v', '-map', '1:a', '-c:v', 'copy', '-c:a', 'aac', longer]);
+    const { info, outcome } = await upscale(longer, '2');
+    expect(info.durationSeconds).toBeGreaterThan(2.3);
+    const quoted = await quoteJob(
+      parseJob({ model: 'vendor-video-upscale', input: { video_url: longer, upscale_factor: '2' } }),
+      { localize: async (source) => ({ path: source, bytes: 1, source }), probeMedia: async () => info, probeImage: async () => Promise.reject(new Error('no image')) },
+      undefined,
+      { limits: DEFAULT_WORK_LIMITS, hardware: HAND, timeLimitSeconds: { image: 1e6, video: 1e6, lipsync: 1e6, music: 1e6 }, srNetwork: async () => ({ ...NET, scale: 2 }) },
+    );
+    expect((quoted.quote as { estimated_frames?: number }).estimated_frames).toBe(outcome.frames);
+    expect(await packetTimes(outcome.outputPath, 'v:0')).toHaveLength(outcome.frames);
+  });
 });
 
 describe('every stream kept', () => {
