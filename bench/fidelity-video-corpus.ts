@@ -100,7 +100,12 @@ export async function makeVideoCorpus(dir: string): Promise<VideoCorpus> {
   const x264 = ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p'];
   await Promise.all([
     ffmpeg([...chart('64x48', 24, 0.5), ...tone(0.5), ...x265('smpte2084', true), '-c:a', 'aac', at('hdr10-upright.mp4')]),
-    ffmpeg([...chart('64x48', 24, 0.5), ...tone(0.5), ...x265('arib-std-b67', false), '-c:a', 'aac', at('hlg.mp4')]),
+    ffmpeg([
+      ...chart('64x48', 24, 0.5), ...tone(0.5), ...x265('arib-std-b67', false), '-c:a', 'aac',
+      // A phone's QuickTime metadata keys (reverse-DNS names), its location among them.
+      '-movflags', 'use_metadata_tags', '-metadata', 'com.apple.quicktime.make=Apple', '-metadata', 'com.apple.quicktime.creationdate=2024-05-01T10:20:30+0200',
+      '-metadata', 'com.apple.quicktime.location.ISO6709=+48.8584+002.2945+035.000/', at('hlg.mp4'),
+    ]),
     ffmpeg([
       ...chart('48x32', 30, 2), ...tone(2),
       // A colour of its own per frame (so each output frame can be traced to its input frame), then

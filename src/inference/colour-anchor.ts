@@ -41,12 +41,12 @@ export function anchorColours(
   if (!Number.isInteger(factor) || factor < 1 || ow !== w * factor || output.height !== h * factor) {
     throw new RangeError(`Expected the output to be ${w * factor}x${h * factor} (factor ${factor}) but received ${ow}x${output.height}`);
   }
-  const error = blockError(input, output, factor);
-  const out = output.data;
   if (sigma === 0) {
-    anchorBlocks(input, output, factor, max, error);
+    anchorBlocks(input, output, factor, max);
     return;
   }
+  const error = blockError(input, output, factor);
+  const out = output.data;
   const smooth = blur(blur(error, w, h, sigma, true), w, h, sigma, false);
   // Bilinear, separably: each output column's two input columns and weight once, each output row's
   // blend of two input rows once, then two multiplies per value.
@@ -112,18 +112,15 @@ function spreadRow(
 }
 
 /**
- * Sigma 0: each block moved by its own difference, then each pixel kept within TINY_TOLERANCE of
+ * Sigma 0: each block moved by one shift of its own, and each pixel kept within TINY_TOLERANCE of
  * the range of the input pixels around it (the two nearest on each axis): on an image a few pixels
  * across the network has no context, and its within-block structure is mostly halo (single pixels
- * 60 to 100 levels off beside a sharp column edge). A flat tiny image so comes out flat within 2 levels.
+ * 60 to 100 levels off beside a sharp column edge). The shift is the one whose clamped pixels have
+ * the input pixel's mean (found by bisection: the clamped mean grows with the shift), so a block
+ * whose pixels hit a clamp (a full-strength colour beside its opposite) still averages to its input
+ * pixel. A flat tiny image so comes out flat within 2 levels.
  */
-function anchorBlocks(
-  input: InterleavedImage<Uint8Array | Uint16Array>,
-  output: InterleavedImage<Uint8Array | Uint16Array>,
-  factor: number,
-  max: number,
-  error: Float32Array,
-): void {
+function anchorBlocks(input: InterleavedImage<Uint8Array | Uint16Array>, output: InterleavedImage<Uint8Array | Uint16Array>, factor: number, max: number): void {
   const { width: w, height: h, data: src } = input;
   const ow = output.width;
   const out = output.data;
@@ -133,32 +130,50 @@ function anchorBlocks(
     const f = Math.min(length - 1, Math.max(0, (i + 0.5) / factor - 0.5));
     return [Math.floor(f), Math.min(length - 1, Math.floor(f) + 1)];
   };
-  // Clamping a pixel moves its block's mean again: a few rounds of correct-then-clamp settle both.
-  for (let round = 0; round < TINY_ROUNDS; round++) {
-    const err = round === 0 ? error : blockError(input, output, factor);
-    for (let y = 0; y < output.height; y++) {
-      const [y0, y1] = near(y, h);
-      const row = Math.floor(y / factor) * w;
-      for (let x = 0; x < ow; x++) {
-        const [x0, x1] = near(x, w);
-        const e = (row + Math.floor(x / factor)) * 3;
-        const o = (y * ow + x) * 3;
-        for (let k = 0; k < 3; k++) {
-          const a = src[(y0 * w + x0) * 3 + k]!;
-          const b = src[(y0 * w + x1) * 3 + k]!;
-          const c = src[(y1 * w + x0) * 3 + k]!;
-          const d = src[(y1 * w + x1) * 3 + k]!;
-          const lo = Math.max(0, Math.min(a, b, c, d) - tolerance);
-          const hi = Math.min(max, Math.max(a, b, c, d) + tolerance);
-          const v = Math.round(out[o + k]! + err[e + k]!);
-          out[o + k] = v < lo ? lo : v > hi ? hi : v;
+  const n = factor * factor;
+  const at = new Int32Array(n);
+  const base = new Float64Array(n);
+  const lo = new Float64Array(n);
+  const hi = new Float64Array(n);
+  const clamped = (i: number, shift: number): number => Math.min(hi[i]!, Math.max(lo[i]!, Math.round(base[i]! + shift)));
+  const meanAt = (shift: number): number => {
+    let sum = 0;
+    for (let i = 0; i < n; i++) sum += clamped(i, shift);
+    return sum / n;
+  };
+  for (let by = 0; by < h; by++) {
+    for (let bx = 0; bx < w; bx++) {
+      for (let k = 0; k < 3; k++) {
+        for (let dy = 0, i = 0; dy < factor; dy++) {
+          const y = by * factor + dy;
+          const [y0, y1] = near(y, h);
+          for (let dx = 0; dx < factor; dx++, i++) {
+            const x = bx * factor + dx;
+            const [x0, x1] = near(x, w);
+            const a = src[(y0 * w + x0) * 3 + k]!;
+            const b = src[(y0 * w + x1) * 3 + k]!;
+            const c = src[(y1 * w + x0) * 3 + k]!;
+            const d = src[(y1 * w + x1) * 3 + k]!;
+            at[i] = (y * ow + x) * 3 + k;
+            base[i] = out[at[i]!]!;
+            lo[i] = Math.max(0, Math.min(a, b, c, d) - tolerance);
+            hi[i] = Math.min(max, Math.max(a, b, c, d) + tolerance);
+          }
         }
+        const target = src[(by * w + bx) * 3 + k]!;
+        let below = -max;
+        let above = max;
+        for (let step = 0; step < 40 && above - below > 1e-3; step++) {
+          const middle = (below + above) / 2;
+          if (meanAt(middle) < target) below = middle;
+          else above = middle;
+        }
+        const shift = Math.abs(meanAt(below) - target) < Math.abs(meanAt(above) - target) ? below : above;
+        for (let i = 0; i < n; i++) out[at[i]!] = clamped(i, shift);
       }
     }
   }
 }
-
-const TINY_ROUNDS = 4;
 
 /** Input minus the mean of its block of the output, per channel, as floats. */
 function blockError(input: InterleavedImage<Uint8Array | Uint16Array>, output: InterleavedImage<Uint8Array | Uint16Array>, factor: number): Float32Array {

@@ -113,10 +113,11 @@ export function lipsyncBilledSeconds(info: MediaInfo): number {
 
 /**
  * Frames a video upscale processes: the packets measured (one frame each), unless a variable frame
- * rate is made constant at its highest rate (then duration x that rate: video/video-geometry.ts).
+ * rate is made constant at its highest rate (then the video stream's span x that rate:
+ * video/video-geometry.ts). Sound running past the last frame lengthens the bill, not the frames.
  */
 function processedFrames(video: VideoStreamInfo, durationSeconds: number): number {
-  if (video.variableFrameRate) return frameCount(durationSeconds, video.cfrRate ?? video.fps);
+  if (video.variableFrameRate) return frameCount(video.seconds ?? durationSeconds, video.cfrRate ?? video.fps);
   return video.frameCount === undefined ? frameCount(durationSeconds, video.fps) : video.frameCount;
 }
 

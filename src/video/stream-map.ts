@@ -311,11 +311,32 @@ export function isLocationTag(name: string): boolean {
   return /location|gps|iso6709|xyz/i.test(name);
 }
 
-/** Global metadata from input `input`, every location tag removed (an empty value deletes it). */
+/**
+ * Whether the tags hold QuickTime metadata keys (reverse-DNS names: a phone's
+ * `com.apple.quicktime.make`, `.model`, `.creationdate`, `.software`). MP4's default, iTunes-style
+ * tags have no place for them, so an MP4 result keeps them only as QuickTime keys (`mp4Movflags`).
+ */
+export function hasQuickTimeKeys(tags: Readonly<Record<string, string>>): boolean {
+  return Object.keys(tags).some((name) => name.includes('.') && !isLocationTag(name));
+}
+
+/** The MP4 muxer's flags: the index first, and the file's tags as QuickTime keys where the source has such keys. */
+export function mp4Movflags(tags: Readonly<Record<string, string>>): string {
+  return hasQuickTimeKeys(tags) ? '+faststart+use_metadata_tags' : '+faststart';
+}
+
+/** The source's file type, which ffmpeg lists among its tags: written as keys, they would describe the wrong file. */
+const FILE_TYPE_TAGS = ['major_brand', 'minor_version', 'compatible_brands'];
+
+/**
+ * Global metadata from input `input`, every location tag removed (an empty value deletes it); with
+ * QuickTime keys, which are written as they are, the source's file-type tags removed too.
+ */
 export function globalTagArgs(tags: Readonly<Record<string, string>>, input: number): string[] {
   const args = ['-map_metadata', String(input)];
+  const keys = hasQuickTimeKeys(tags);
   for (const name of Object.keys(tags)) {
-    if (isLocationTag(name)) args.push('-metadata', `${name}=`);
+    if (isLocationTag(name) || (keys && FILE_TYPE_TAGS.includes(name))) args.push('-metadata', `${name}=`);
   }
   return args;
 }

@@ -18,7 +18,7 @@
 import { type ContainerKind, type Rational, fileInput, quietFfmpegArgs, rgbPipeInputArgs, rgbPipeOutputArgs, safeFileInputArgs } from '../media/index.js';
 import type { ColourMatrix, VideoExtras } from './video-probe.js';
 import { type ColourPlan, type ColourSource, colourTagArgs, decodeColourFilters, encodeColourFilters, encodePixelFormat, pipePixelFormat, x265ColourParams } from './colour.js';
-import { type StreamMap, metadataArgs, streamMapArgs } from './stream-map.js';
+import { type StreamMap, metadataArgs, mp4Movflags, streamMapArgs } from './stream-map.js';
 import { resultFormatOf } from './result-container.js';
 import { type FrameTiming, type Size, type VideoGeometry, formatRate } from './video-geometry.js';
 import { X264_PRESETS, type EncoderSettings, type VideoEncoderName, type X264Preset } from './settings.js';
@@ -218,14 +218,15 @@ function pictureOnly(args: string[], container: StreamMap['container']): string[
 }
 
 /**
- * The muxer's options: MP4's index first (`+faststart`) and, for a delayed start, its track time
- * base; Matroska's dispositions as the input had them (its default would mark the first track of
- * each type default where none is).
+ * The muxer's options: MP4's index first (`+faststart`), QuickTime keys where the source has them
+ * (stream-map.ts `mp4Movflags`) and, for a delayed start, its track time base; Matroska's
+ * dispositions as the input had them (its default would mark the first track of each type default
+ * where none is).
  */
-function muxerArgs(container: StreamMap['container'], fineTimescale: number | undefined): string[] {
+function muxerArgs(container: StreamMap['container'], fineTimescale: number | undefined, tags: Readonly<Record<string, string>>): string[] {
   const format = resultFormatOf(container);
   if (format.muxer !== 'mp4') return ['-default_mode', 'passthrough', '-f', format.muxer];
-  return [...(fineTimescale === undefined ? [] : ['-video_track_timescale', String(fineTimescale)]), '-movflags', '+faststart', '-f', format.muxer];
+  return [...(fineTimescale === undefined ? [] : ['-video_track_timescale', String(fineTimescale)]), '-movflags', mp4Movflags(tags), '-f', format.muxer];
 }
 
 export function encoderArgs(input: EncoderArgsInput): string[] {
@@ -265,7 +266,7 @@ export function encoderArgs(input: EncoderArgsInput): string[] {
     '-r',
     rate,
     ...fineTime,
-    ...muxerArgs(container, offset.length > 0 ? timescale : undefined),
+    ...muxerArgs(container, offset.length > 0 ? timescale : undefined, extras.tags),
     fileInput(input.outputPath),
   ];
 }

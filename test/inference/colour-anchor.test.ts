@@ -81,6 +81,28 @@ describe('anchorColours', () => {
     expect(reds[0]).toBe(202);
   });
 
+  it('keeps a tiny image\'s full-strength colour beside its opposite: each block averages to its input pixel though its pixels hit the range', () => {
+    // 2x4, as a 2x700 strip: a row of full red over a row of none (and the reverse in green).
+    const input = image(2, 4, (_x, y) => (y % 2 === 0 ? [255, 0, 128] : [0, 255, 128]));
+    // The network's x4 block: a ramp around the input value, stored as 8 bits (so clipped at 0 and 255).
+    const clip = (v: number): number => Math.min(255, Math.max(0, Math.round(v)));
+    const output = image(8, 16, (x, y) => {
+      const i = (y % 4) * 4 + (x % 4);
+      const [r, g, b] = input.data.subarray((Math.floor(y / 4) * 2 + Math.floor(x / 4)) * 3);
+      return [clip(r! - 30 + 3 * i), clip(g! - 30 + 3 * i), clip(b! - 30 + 3 * i)];
+    });
+    anchorColours(input, output, 4, 255, anchorSigma(2, 4));
+    for (let y = 0; y < 4; y++) {
+      for (let x = 0; x < 2; x++) {
+        for (let k = 0; k < 3; k++) {
+          let sum = 0;
+          for (let dy = 0; dy < 4; dy++) for (let dx = 0; dx < 4; dx++) sum += output.data[((y * 4 + dy) * 8 + x * 4 + dx) * 3 + k]!;
+          expect(Math.abs(sum / 16 - input.data[(y * 2 + x) * 3 + k]!), `block ${x},${y} channel ${k}`).toBeLessThanOrEqual(0.5);
+        }
+      }
+    }
+  });
+
   it('works at 16 bits and clamps to the range', () => {
     const input = image(4, 4, () => [65535, 0, 30000], true);
     const output = image(8, 8, () => [65000, 400, 30500], true);

@@ -165,6 +165,22 @@ describe('ffmpeg arguments', () => {
     expect(args).toEqual(expect.arrayContaining(['-video_size', '160x120', '-framerate', '30000/1001', '-i', 'pipe:0', '-f', 'mp3', '-i', 'file:/media/a.mp3']));
     expect(args.slice(args.indexOf('-af'), args.indexOf('-af') + 2)).toEqual(['-af', 'apad=whole_dur=2.500000,atrim=end=2.500000']);
     expect(args.slice(-3)).toEqual(['-f', 'mp4', 'file:/out/.x.partial']);
+    expect(args[args.indexOf('-movflags') + 1]).toBe('+faststart');
+  });
+
+  it("keeps a phone source's QuickTime keys as keys, less its location and its file type", () => {
+    const tags = { 'com.apple.quicktime.make': 'Apple', 'com.apple.quicktime.location.ISO6709': '+48.85+002.29/', major_brand: 'qt  ' };
+    const args = lipsyncEncoderArgs({
+      size: { width: 160, height: 120 },
+      rate: { num: 30, den: 1 },
+      quality: { mode: 'crf', encoder: DEFAULT_ENCODER },
+      audio: { path: '/media/a.mp3', container: 'mp3' },
+      metadataSource: { path: '/media/v.mov', container: 'mov', tags },
+      durationSeconds: 2,
+      outputPath: '/out/.x.partial',
+    });
+    expect(args[args.indexOf('-movflags') + 1]).toBe('+faststart+use_metadata_tags');
+    expect(args.flatMap((a, i) => (a === '-metadata' ? [args[i + 1]] : []))).toEqual(['com.apple.quicktime.location.ISO6709=', 'major_brand=']);
   });
 });
 

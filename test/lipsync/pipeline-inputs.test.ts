@@ -176,17 +176,22 @@ describe('lip-sync pipeline inputs', () => {
     }
 
     beforeAll(async () => {
-      hlg = await tenBit('hlg', 'arib-std-b67', '', ['-metadata', 'title=Interview', '-metadata', 'location=+48.8584+002.2945/']);
+      hlg = await tenBit('hlg', 'arib-std-b67', '', [
+        '-metadata', 'title=Interview', '-metadata', 'location=+48.8584+002.2945/',
+        // A phone's QuickTime keys, its location among them.
+        '-movflags', 'use_metadata_tags', '-metadata', 'com.apple.quicktime.make=Apple', '-metadata', 'com.apple.quicktime.location.ISO6709=+48.8584+002.2945/',
+      ]);
       pq = await tenBit('pq', 'smpte2084', `:${HDR10_SEI}`);
     });
 
-    it('HLG 10-bit: HEVC Main10 tagged BT.2020 / HLG, the face still found and driven; its title kept, its location removed', async () => {
+    it('HLG 10-bit: HEVC Main10 tagged BT.2020 / HLG, the face still found and driven; its title and QuickTime keys kept, its location removed', async () => {
       const outcome = await lipsyncFile(await request(hlg, 'hlg-out.mp4', { lossless: false }), deps);
       expect(outcome.drivenFrames).toBe(12);
       expect(outcome.colour).toEqual({ codec: 'hevc', bits: 10, transfer: 'arib-std-b67', toneMapped: false });
       expect(outcome.encoder.codec).toBe('libx265');
       const facts = await fileFacts(outcome.outputPath);
       expect(facts.tags['title']).toBe('Interview');
+      expect(facts.tags['com.apple.quicktime.make']).toBe('Apple');
       expect(Object.keys(facts.tags).filter((k) => /location/i.test(k))).toEqual([]);
       const video = pictureOf(facts);
       expect(video).toMatchObject({

@@ -254,6 +254,15 @@ describe('encoderArgs', () => {
     const args = encoderArgs({ ...base, extras: { ...square, tags: { title: 'Trip', 'com.apple.quicktime.location.ISO6709': '+48.85+002.29/', location: 'x', 'location-eng': 'x', creation_time: '2024' } } });
     const removed = args.flatMap((a, i) => (a === '-metadata' ? [args[i + 1]] : []));
     expect(removed).toEqual(['com.apple.quicktime.location.ISO6709=', 'location=', 'location-eng=']);
+    // Only location keys among the reverse-DNS names: MP4's usual tags hold the rest.
+    expect(after(args, '-movflags')).toBe('+faststart');
+  });
+
+  it("writes a phone's QuickTime keys (make, creation date) as keys in MP4, without the source's file type", () => {
+    const tags = { 'com.apple.quicktime.make': 'Apple', 'com.apple.quicktime.creationdate': '2024-05-01T10:20:30+0200', major_brand: 'qt  ', minor_version: '0', compatible_brands: 'qt  ' };
+    const args = encoderArgs({ ...base, extras: { ...square, tags } });
+    expect(after(args, '-movflags')).toBe('+faststart+use_metadata_tags');
+    expect(args.flatMap((a, i) => (a === '-metadata' ? [args[i + 1]] : []))).toEqual(['major_brand=', 'minor_version=', 'compatible_brands=']);
   });
 
   it('starts the video where it started relative to the audio, and tags the input primaries and transfer with a matching matrix', () => {

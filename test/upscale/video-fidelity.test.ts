@@ -102,10 +102,15 @@ describe('HDR in, HDR out', () => {
     expect(new Set(output).size).toBeGreaterThan(30);
   });
 
-  it('HLG: HEVC Main10 tagged BT.2020 / HLG, the same matrix as the primaries', async () => {
+  it('HLG: HEVC Main10 tagged BT.2020 / HLG, the same matrix as the primaries; the phone\'s QuickTime keys kept, its location not', async () => {
     const { outcome } = await upscale(corpus.hlg, '2');
-    const video = pictureOf(await fileFacts(outcome.outputPath));
+    const out = await fileFacts(outcome.outputPath);
+    const video = pictureOf(out);
     expect(video).toMatchObject({ codec_name: 'hevc', pix_fmt: 'yuv420p10le', color_primaries: 'bt2020', color_space: 'bt2020nc', color_transfer: 'arib-std-b67' });
+    expect(out.tags).toMatchObject({ 'com.apple.quicktime.make': 'Apple', 'com.apple.quicktime.creationdate': '2024-05-01T10:20:30+0200' });
+    expect(Object.keys(out.tags).filter((k) => /location/i.test(k))).toEqual([]);
+    // The MP4's own file type, not the source's written again as a key.
+    expect(out.tags['major_brand']).toBe('isom');
   });
 
   it('hdr "sdr": tone-mapped to 8-bit H.264 tagged BT.709 throughout, and darker than a naive read of the PQ code values', async () => {
@@ -155,6 +160,21 @@ describe('time as it was', () => {
     const [aIn, aOut] = [await packetTimes(corpus.vfr, 'a:0'), await packetTimes(outcome.outputPath, 'a:0')];
     expect(Math.abs(outTimes[0]! - aOut[0]! - (inTimes[0]! - aIn[0]!))).toBeLessThan(1 / 60);
     expect(outTimes.at(-1)! + 1 / 30).toBeCloseTo(2, 1);
+  });
+
+  it('variable frame rate with sound running 0.4 s past the last frame: the quote counts the frames processed, not the sound', async () => {
+    const longer = join(dir, 'vfr-long-audio.mp4');
+    await run(resolveFfmpeg(), ['-v', 'error', '-i', corpus.vfr, '-f', 'lavfi', '-i', 'sine=f=440:r=48000:d=2.4', '-map', '0:v', '-map', '1:a', '-c:v', 'copy', '-c:a', 'aac', longer]);
+    const { info, outcome } = await upscale(longer, '2');
+    expect(info.durationSeconds).toBeGreaterThan(2.3);
+    const quoted = await quoteJob(
+      parseJob({ model: 'vendor-video-upscale', input: { video_url: longer, upscale_factor: '2' } }),
+      { localize: async (source) => ({ path: source, bytes: 1, source }), probeMedia: async () => info, probeImage: async () => Promise.reject(new Error('no image')) },
+      undefined,
+      { limits: DEFAULT_WORK_LIMITS, hardware: HAND, timeLimitSeconds: { image: 1e6, video: 1e6, lipsync: 1e6, music: 1e6 }, srNetwork: async () => ({ ...NET, scale: 2 }) },
+    );
+    expect((quoted.quote as { estimated_frames?: number }).estimated_frames).toBe(outcome.frames);
+    expect(await packetTimes(outcome.outputPath, 'v:0')).toHaveLength(outcome.frames);
   });
 });
 

@@ -18,7 +18,7 @@
  * end within one AAC frame (21 ms at 48 kHz) of the planned duration.
  */
 import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs, type ContainerKind, type Rational } from '../../media/index.js';
-import { type ColourPlan, type EncoderSettings, colourTagArgs, encodePixelFormat, globalTagArgs, pipePixelFormat, planCodecArgs, videoCodecArgs, x265ColourParams, yuvFilters, type Size, formatRate } from '../../video/index.js';
+import { type ColourPlan, type EncoderSettings, colourTagArgs, encodePixelFormat, globalTagArgs, mp4Movflags, pipePixelFormat, planCodecArgs, videoCodecArgs, x265ColourParams, yuvFilters, type Size, formatRate } from '../../video/index.js';
 import { audioFitFilter } from '../audio/index.js';
 
 export const AAC_BITRATE = 128_000;
@@ -130,7 +130,7 @@ export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
     '-b:a',
     String(AAC_BITRATE),
     '-movflags',
-    '+faststart',
+    mp4Movflags(input.metadataSource?.tags ?? {}),
     '-f',
     'mp4',
     fileInput(input.outputPath),
