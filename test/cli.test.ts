@@ -5,6 +5,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
@@ -234,6 +235,27 @@ describe('upscale-video', () => {
       expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', result: { type: 'video', url: path.join(outDir, `tiny-x2.${ext}`), width: 64, height: 48 } });
     }
     expect((await readdir(outDir)).sort()).toEqual(['tiny-x2.mkv', 'tiny-x2.mp4']);
+  });
+
+  it('keeps HLG as 10-bit HLG by default and tone-maps it to 8-bit BT.709 with --hdr sdr; refuses another mode', async () => {
+    const clip = path.join(dir, 'hlg.mp4');
+    await new Promise((resolve, reject) =>
+      execFile('ffmpeg', ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc=size=32x24:rate=10:duration=0.3', '-c:v', 'libx265', '-x265-params', 'log-level=error', '-preset', 'ultrafast',
+        '-pix_fmt', 'yuv420p10le', '-color_primaries', 'bt2020', '-color_trc', 'arib-std-b67', '-colorspace', 'bt2020nc', clip], (err) => (err === null ? resolve(undefined) : reject(err))));
+    const probe = async (file: string): Promise<Record<string, unknown>> => {
+      const { stdout } = await promisify(execFile)('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=codec_name,pix_fmt,color_transfer', '-of', 'json', file]);
+      return (JSON.parse(stdout) as { streams: Record<string, unknown>[] }).streams[0]!;
+    };
+    const env = { env: { MEDIA_WORKER_SR_MODELS: 'video=esrgan-slim-x2' } };
+    const kept = await cli(['upscale-video', clip, '-o', path.join(dir, 'hlg-keep.mp4')], env);
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(await probe(path.join(dir, 'hlg-keep.mp4'))).toMatchObject({ codec_name: 'hevc', pix_fmt: 'yuv420p10le', color_transfer: 'arib-std-b67' });
+    const sdr = await cli(['upscale-video', clip, '--hdr', 'sdr', '-o', path.join(dir, 'hlg-sdr.mp4')], env);
+    expect(sdr.code, sdr.stderr).toBe(0);
+    expect(await probe(path.join(dir, 'hlg-sdr.mp4'))).toMatchObject({ codec_name: 'h264', pix_fmt: 'yuv420p', color_transfer: 'bt709' });
+    const bad = await cli(['upscale-video', clip, '--hdr', 'dim']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('keep, sdr');
   });
 });
 

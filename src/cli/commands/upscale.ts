@@ -8,6 +8,7 @@ import { parsePositiveInt } from '../flags.js';
 import { estimateLine, estimateUpscale } from '../estimate.js';
 import { hardwareFor, runLocally } from '../local-run.js';
 import { definedFields } from '../../defined-fields.js';
+import { HDR_MODES } from '../../video/settings.js';
 
 interface UpscaleCommandSpec {
   name: 'upscale-image' | 'upscale-video';
@@ -17,6 +18,8 @@ interface UpscaleCommandSpec {
   description: string;
   /** Input used when none is given (the README's first command). */
   defaultInput?: string;
+  /** Takes the job's `hdr` field (video only). */
+  hdrChoice?: true;
 }
 
 const COMMANDS: UpscaleCommandSpec[] = [
@@ -37,9 +40,12 @@ const COMMANDS: UpscaleCommandSpec[] = [
     model: 'vendor-video-upscale',
     urlField: 'video_url',
     summary: 'upscale one video (MP4, MOV or MKV, up to 60 s) frame by frame, streaming',
+    hdrChoice: true,
     description:
-      'Upscales INPUT by 1, 2 or 4 through ffmpeg pipes (no frame touches the disk) and writes an MP4 ' +
-      '(H.264, the input audio carried over). Shows frames done, fps and ETA on stderr.',
+      'Upscales INPUT by 1, 2 or 4 through ffmpeg pipes (no frame touches the disk) and writes an MP4, or a ' +
+      'Matroska file for a Matroska or WebM input: H.264 for 8-bit SDR, HEVC Main10 for HDR (--hdr sdr tone-maps) ' +
+      'and 10-bit input, every audio, subtitle and chapter kept (docs/contract.md, "Video fidelity"). Shows frames ' +
+      'done, fps and ETA on stderr.',
   },
 ];
 
@@ -62,11 +68,17 @@ function register(program: Command, spec: UpscaleCommandSpec): void {
     .addOption(new Option('-f, --factor <FACTOR>', 'upscale factor').choices([...UPSCALE_FACTORS]).default('2'))
     .option('-m, --model <NAME>', 'super-resolution model (see `media-worker models list`); default per factor')
     .option('-t, --tile <N>', "tile side in input pixels (default: the model manifest's)", parsePositiveInt('--tile'))
-    .option('-o, --output <PATH>', 'result file, or a directory for it (an existing one, or any path ending in /, created if missing; default: <input name>-x<factor>.<ext> here)')
-    .action(async (input: string, opts: { factor: string; model?: string; tile?: number; output?: string }) => {
+    .option('-o, --output <PATH>', 'result file, or a directory for it (an existing one, or any path ending in /, created if missing; default: <input name>-x<factor>.<ext> here)');
+  if (spec.hdrChoice === true) {
+    command.addOption(
+      new Option('--hdr <MODE>', 'HDR (PQ, HLG) input kept as 10-bit HDR, or tone-mapped to SDR (default: MEDIA_WORKER_VIDEO_HDR)').choices([...HDR_MODES]),
+    );
+  }
+  command
+    .action(async (input: string, opts: { factor: string; model?: string; tile?: number; output?: string; hdr?: string }) => {
       try {
         const ctx = cliContext();
-        const job = parseJob({ model: spec.model, input: { [spec.urlField]: input, upscale_factor: opts.factor } });
+        const job = parseJob({ model: spec.model, input: { [spec.urlField]: input, upscale_factor: opts.factor, ...definedFields({ hdr: opts.hdr }) } });
         const stem = `${path.parse(new URL(input, 'file:///').pathname).name || 'output'}-x${opts.factor}`;
         const hardware = await hardwareFor(job, ctx);
         const estimate = await estimateUpscale(job, opts.factor as UpscaleFactor, hardware.config, opts.model);
