@@ -8,21 +8,14 @@ import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureConsumers } from '../../../src/gateway/consumers.js';
-import { GatewayMetrics } from '../../../src/gateway/metrics.js';
-import { openStore, type Store } from '../../../src/gateway/store/index.js';
+import type { Store } from '../../../src/gateway/store/index.js';
 import type { TaskRecord } from '../../../src/gateway/store/records.js';
-import { ensureStoreStreams } from '../../../src/gateway/store/streams.js';
 import { postWebhook, type DeliveryOptions } from '../../../src/gateway/webhooks/delivery.js';
-import { startWebhookDeliveries } from '../../../src/gateway/webhooks/queue.js';
 import { signingSecrets } from '../../../src/gateway/webhooks/records.js';
 import { webhookHeaders } from '../../../src/gateway/webhooks/signing.js';
 import { waitFor } from '../../worker/helpers/jetstream.js';
-import { startNatsServer, type TestNatsServer } from '../../worker/helpers/nats-server.js';
+import { startQueueHarness, type QueueHarness } from './harness.js';
 
 const dev: DeliveryOptions = { policy: { allowLoopback: true }, timeoutMs: 1500, maxResponseBytes: 1024, userAgent: 'test' };
 
@@ -43,10 +36,8 @@ let rawBase: string;
 let rawBehaviour: (socket: Socket) => void = () => undefined;
 const trickles: NodeJS.Timeout[] = [];
 
-let nats: TestNatsServer;
-let nc: NatsConnection;
+let harness: QueueHarness;
 let store: Store;
-let deliveries: { stop(): Promise<void> };
 
 beforeAll(async () => {
   httpReceiver = createServer((req, res) => {
@@ -82,34 +73,14 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => rawReceiver.listen(0, '127.0.0.1', resolve));
   rawBase = `http://127.0.0.1:${(rawReceiver.address() as AddressInfo).port}`;
 
-  nats = await startNatsServer();
-  nc = await connect({ servers: nats.url });
-  const jsm = await jetstreamManager(nc);
-  await ensureStoreStreams(jsm, 'WHATK');
-  store = await openStore(nc, 'WHATK');
-  await jsm.streams.add({ name: 'EVATK', subjects: ['evatk.>'] });
-  await ensureConsumers(jsm, { eventsStream: 'EVATK', claimsStream: 'EVATK', consumerPrefix: 'whatk', names: store.names });
-  deliveries = await startWebhookDeliveries({
-    js: jetstream(nc),
-    store: store.webhooks,
-    tasks: store.tasks,
-    names: store.names,
-    consumerPrefix: 'whatk',
-    policy: { allowLoopback: true },
-    retryDelaysMs: [60_000],
-    body: (task) => ({ success: true, data: { id: task.id, status: task.status } }),
-    userAgent: 'test',
-    metrics: new GatewayMetrics(),
-    logger: pino({ level: 'silent' }),
-  });
+  harness = await startQueueHarness('WHATK', [60_000]);
+  store = harness.store;
 }, 60_000);
 
 afterAll(async () => {
   trickles.forEach((t) => clearInterval(t));
   for (const res of held) res.destroy();
-  await deliveries?.stop();
-  await nc?.close();
-  await nats?.close();
+  await harness?.stop();
   httpReceiver?.closeAllConnections();
   httpReceiver?.close();
   for (const s of rawSockets) s.destroy();
