@@ -4,9 +4,9 @@
  * of store records kept current by a watch of its stream (stream-watch.ts) and by this gateway's
  * own writes as it makes them (so a balance just debited here is never shown as it was before).
  * A miss, or any request while a watch is not live, is a direct read of the store, whose answer
- * is cached, "none" included (a record written since arrives by the watch, whose sequence is
- * higher, and replaces it): a client polling an unknown id or key again and again costs one read
- * per ABSENT_LIFETIME_MS, not one per poll. Staleness: a value changed by another gateway is replaced as soon as this gateway's
+ * is cached, for tasks and balances "none" included (a record written since arrives by the watch,
+ * whose sequence is higher, and replaces it): a client polling an unknown task id again and again
+ * costs one read per ABSENT_LIFETIME_MS, not one per poll. Staleness: a value changed by another gateway is replaced as soon as this gateway's
  * watch delivers the change (milliseconds; docs/operations.md, "Polling from memory"); a watch
  * that falls silent for LIVENESS_MS empties its cache and its reads go to the store again.
  */
@@ -45,7 +45,7 @@ export interface PollViewLimits {
 /** A finished task is usually polled once more; it leaves sooner than the others. */
 const FINISHED_TASK_LIFETIME_MS = 60_000;
 /**
- * "None" (an unknown task id, a key that does not exist) is remembered this long. Correct for
+ * "None" (an unknown task id, an account without a ledger) is remembered this long. Correct for
  * longer (the watch brings a record written since); short so that a flood of random ids does not
  * keep real entries out of the bound for long.
  */
@@ -109,8 +109,12 @@ async function family<S extends z.ZodType>(
   return { cache, watch, counted };
 }
 
-/** The cached value, or the store's (cached when the watch is live). */
-async function cachedRead<V>(f: Family<V>, key: string, read: () => Promise<Versioned<V> | null>): Promise<V | null> {
+/**
+ * The cached value, or the store's (cached when the watch is live). `absentToo`: whether "none" is
+ * cached as well; not for API keys, which anyone may send before any limit by account applies (a
+ * flood of random keys would push the real ones out of the bound).
+ */
+async function cachedRead<V>(f: Family<V>, key: string, read: () => Promise<Versioned<V> | null>, absentToo = true): Promise<V | null> {
   const now = Date.now();
   const live = f.watch.live(now);
   if (live) {
@@ -123,7 +127,7 @@ async function cachedRead<V>(f: Family<V>, key: string, read: () => Promise<Vers
   (live ? f.counted.miss : f.counted.bypass).inc();
   const epoch = f.cache.epoch;
   const found = await read();
-  if (!live) return found?.value ?? null;
+  if (!live || (found === null && !absentToo)) return found?.value ?? null;
   return f.cache.fill(key, found?.seq ?? ABSENT_SEQ, found?.value ?? null, epoch, Date.now());
 }
 
@@ -156,7 +160,7 @@ export async function startPollView(deps: PollViewDeps, limits: PollViewLimits):
     balance: async (accountId) => (await cachedRead(balances, accountId, () => deps.ledger.last(accountId)))?.balance ?? null,
     async accountOfKey(apiKey) {
       const hash = hashApiKey(apiKey);
-      const key: KeyRecord | null = await cachedRead(keys, hash, () => deps.accounts.keyRecord(hash));
+      const key: KeyRecord | null = await cachedRead(keys, hash, () => deps.accounts.keyRecord(hash), false);
       return key === null || key.revokedAt !== undefined ? null : key.accountId;
     },
     async stop() {
