@@ -68,6 +68,8 @@ export function parseWebhookUrl(raw: unknown, policy: TargetPolicy): { url: URL 
   const schemes = policy.allowLoopback ? ['https:', 'http:'] : ['https:'];
   if (!schemes.includes(url.protocol)) return { problem: `Expected webhook_url to be an https URL but received a ${url.protocol} URL` };
   if (url.username !== '' || url.password !== '') return { problem: 'Expected webhook_url without credentials (user:password@) but received some' };
+  // Parsing escapes what the URL may not hold as it is (a space becomes %20): the stored form is bounded too.
+  if (url.href.length > MAX_WEBHOOK_URL_LENGTH) return { problem: `Expected webhook_url of at most ${MAX_WEBHOOK_URL_LENGTH} characters, escaped, but received ${url.href.length}` };
   return { url };
 }
 

@@ -13,6 +13,7 @@ import type { Store } from '../../../src/gateway/store/index.js';
 import type { TaskRecord } from '../../../src/gateway/store/records.js';
 import { postWebhook, type DeliveryOptions } from '../../../src/gateway/webhooks/delivery.js';
 import { signingSecrets } from '../../../src/gateway/webhooks/records.js';
+import { MAX_WEBHOOK_URL_LENGTH, parseWebhookUrl } from '../../../src/gateway/webhooks/target.js';
 import { webhookHeaders } from '../../../src/gateway/webhooks/signing.js';
 import { waitFor } from '../../worker/helpers/jetstream.js';
 import { startQueueHarness, type QueueHarness } from './harness.js';
@@ -126,6 +127,15 @@ describe('a hostile receiver', () => {
     const result = await postWebhook(new URL(`${rawBase}/x`), {}, '{}', dev);
     expect(result.status).toBeUndefined();
     expect(result.error).toMatch(/header/i);
+  });
+});
+
+describe('the URL', () => {
+  it('is bounded as stored (escaped), not only as sent: 2,000 spaces are 6,000 characters', () => {
+    const raw = `https://example.com/a${' '.repeat(2000)}b`;
+    expect(raw.length).toBeLessThanOrEqual(MAX_WEBHOOK_URL_LENGTH);
+    const parsed = parseWebhookUrl(raw, { allowLoopback: false });
+    expect(parsed).toEqual({ problem: expect.stringMatching(/at most 2048 characters, escaped/) as unknown });
   });
 });
 
