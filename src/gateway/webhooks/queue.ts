@@ -49,6 +49,11 @@ export function webhookConsumerConfig(names: StoreNames, consumerPrefix: string)
       ack_wait: nanos(ACK_WAIT_MS),
       // The schedule decides when a delivery ends (nextStep), not a delivery count.
       max_deliver: -1,
+      // A delivery waiting for its retry (nak with delay) stays unacknowledged for up to hours. With
+      // the server's default cap (1,000) one account with a thousand failing endpoints' webhooks
+      // would stop every account's deliveries until its retries came round; waiting costs the
+      // server a little memory each, not a slot.
+      max_ack_pending: -1,
       description: 'media-worker gateway: webhook deliveries',
     } as ConsumerConfig & { durable_name: string },
   };

@@ -5,6 +5,7 @@
  * rotations within a day (which secrets sign).
  */
 import { createHmac } from 'node:crypto';
+import { jetstream } from '@nats-io/jetstream';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -60,7 +61,8 @@ beforeAll(async () => {
           res.once('drain', pump);
         };
         pump();
-      } else res.writeHead(200).end('ok');
+      } else if (req.url === '/fail') res.writeHead(500).end('down');
+      else res.writeHead(200).end('ok');
     });
   });
   await new Promise<void>((resolve) => httpReceiver.listen(0, '127.0.0.1', resolve));
@@ -180,6 +182,37 @@ describe('retries over the API', () => {
     expect(seen.filter((s) => s.path === '/hold')).toHaveLength(2);
     expect(new Set(seen.filter((s) => s.path === '/hold').map((s) => s.headers['webhook-id']))).toEqual(new Set(['msg_t_storm_completed']));
   }, 60_000);
+});
+
+describe('many waiting retries', () => {
+  it('an account with over a thousand webhooks waiting for their retry does not stop every other account\'s', async () => {
+    const { nc, store: s } = harness;
+    await s.webhooks.newSecret('acct_many', false);
+    await s.webhooks.newSecret('acct_other', false);
+    const js = jetstream(nc);
+    const finished = (id: string, accountId: string, url: string): TaskRecord => ({
+      id, accountId, model: 'vendor-image-upscale', kind: 'image', status: 'completed', creditsUsed: 1, createdAt: new Date().toISOString(), debitSeq: 1,
+      extras: { webhookUrl: url }, result: { url: 'https://x/y.png' }, finishedAt: new Date().toISOString(),
+    });
+    // 1,050 finished tasks whose endpoint fails: each attempt waits a minute for its retry (nak with delay).
+    for (let batch = 0; batch < 21; batch += 1) {
+      await Promise.all(
+        Array.from({ length: 50 }, async (_, i) => {
+          const task = finished(`t_many_${batch}_${i}`, 'acct_many', `${base}/fail`);
+          await s.tasks.ensure(task);
+          const subject = s.names.webhookQueueSubject(task.id);
+          await js.publish(subject, JSON.stringify({ webhookId: `msg_${task.id}_completed`, taskId: task.id, accountId: task.accountId, event: 'completed' }));
+        }),
+      );
+    }
+    // A thousand of them waiting (the server's default limit of unacknowledged messages per consumer).
+    await waitFor('a thousand first attempts', () => seen.filter((r) => r.path === '/fail').length >= 1000, 60_000, 100);
+    const other = finished('t_other_1', 'acct_other', `${base}/ok-other`);
+    await s.tasks.ensure(other);
+    await s.webhooks.enqueue(other);
+    // Generous: it goes at once when nothing holds it; held, it would wait for the minute's retries.
+    await waitFor('the other account\'s webhook', () => seen.some((r) => r.path === '/ok-other'), 20_000, 100);
+  }, 120_000);
 });
 
 describe('secret rotation', () => {

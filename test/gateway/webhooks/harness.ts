@@ -7,6 +7,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { ensureConsumers } from '../../../src/gateway/consumers.js';
 import { GatewayMetrics } from '../../../src/gateway/metrics.js';
+import { EVENTS_SUBJECT_PREFIX } from '../../../src/protocol/index.js';
 import { openStore, type Store } from '../../../src/gateway/store/index.js';
 import { ensureStoreStreams } from '../../../src/gateway/store/streams.js';
 import { startWebhookDeliveries } from '../../../src/gateway/webhooks/queue.js';
@@ -26,8 +27,9 @@ export async function startQueueHarness(prefix: string, retryDelaysMs: number[])
   await ensureStoreStreams(jsm, prefix);
   const store = await openStore(nc, prefix);
   const consumerPrefix = prefix.toLowerCase();
-  // Only the webhooks' durable is used here; the events stream of ensureConsumers' others is not needed.
-  await jsm.streams.add({ name: `${prefix}_EV`, subjects: [`${consumerPrefix}-ev.>`] });
+  // Only the webhooks' durable is used here; the events stream is there for ensureConsumers' others
+  // (with the subjects their filter names: nats-server 2.9 refuses a filter outside its stream's).
+  await jsm.streams.add({ name: `${prefix}_EV`, subjects: [`${EVENTS_SUBJECT_PREFIX}.>`] });
   await ensureConsumers(jsm, { eventsStream: `${prefix}_EV`, claimsStream: `${prefix}_EV`, consumerPrefix, names: store.names });
   const deliveries = await startWebhookDeliveries({
     js: jetstream(nc),
