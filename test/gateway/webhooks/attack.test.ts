@@ -30,6 +30,8 @@ interface Seen {
 const seen: Seen[] = [];
 /** Requests to /hold wait here until the test lets them go. */
 const held: ServerResponse[] = [];
+/** Requests to /hang are never answered (the delivery's deadline ends them). */
+const hung: ServerResponse[] = [];
 let httpReceiver: Server;
 let rawReceiver: TcpServer;
 const rawSockets = new Set<Socket>();
@@ -62,6 +64,7 @@ beforeAll(async () => {
         };
         pump();
       } else if (req.url === '/fail') res.writeHead(500).end('down');
+      else if (req.url === '/hang') hung.push(res);
       else res.writeHead(200).end('ok');
     });
   });
@@ -82,7 +85,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   trickles.forEach((t) => clearInterval(t));
-  for (const res of held) res.destroy();
+  for (const res of [...held, ...hung]) res.destroy();
   await harness?.stop();
   httpReceiver?.closeAllConnections();
   httpReceiver?.close();
@@ -213,6 +216,52 @@ describe('many waiting retries', () => {
     // Generous: it goes at once when nothing holds it; held, it would wait for the minute's retries.
     await waitFor('the other account\'s webhook', () => seen.some((r) => r.path === '/ok-other'), 20_000, 100);
   }, 120_000);
+});
+
+describe('one account\'s many webhooks for a hanging endpoint', () => {
+  it('are not offered to the gateways again and again while its slots are taken', async () => {
+    const { nc, store: s } = harness;
+    await s.webhooks.newSecret('acct_hang', false);
+    const js = jetstream(nc);
+    const jsm = await js.jetstreamManager();
+    await Promise.all(
+      Array.from({ length: 300 }, async (_, i) => {
+        const task: TaskRecord = {
+          id: `t_hang_${i}`, accountId: 'acct_hang', model: 'vendor-image-upscale', kind: 'image', status: 'completed', creditsUsed: 1, createdAt: new Date().toISOString(), debitSeq: 1,
+          extras: { webhookUrl: `${base}/hang` }, result: { url: 'https://x/y.png' }, finishedAt: new Date().toISOString(),
+        };
+        await s.tasks.ensure(task);
+        await js.publish(s.names.webhookQueueSubject(task.id), JSON.stringify({ webhookId: `msg_${task.id}_completed`, taskId: task.id, accountId: task.accountId, event: 'completed' }));
+      }),
+    );
+    await waitFor('its four slots taken', () => hung.length >= 4, 20_000, 50);
+    await new Promise((r) => setTimeout(r, 2000));
+    const offered = async () => (await jsm.consumers.info(s.names.webhooksStream, 'whatk-webhooks')).delivered.consumer_seq;
+    const before = await offered();
+    await new Promise((r) => setTimeout(r, 6000));
+    const during = (await offered()) - before;
+    // Offered again every second, 296 waiting deliveries were about 1,800 offers in 6 s; paced, a few dozen.
+    expect(during).toBeLessThan(600);
+    expect(hung.length).toBe(4);
+  }, 60_000);
+
+  it('a burst for a fast endpoint still goes through at the endpoint\'s pace', async () => {
+    const { nc, store: s } = harness;
+    await s.webhooks.newSecret('acct_burst', false);
+    const js = jetstream(nc);
+    await Promise.all(
+      Array.from({ length: 200 }, async (_, i) => {
+        const task: TaskRecord = {
+          id: `t_burst_${i}`, accountId: 'acct_burst', model: 'vendor-image-upscale', kind: 'image', status: 'completed', creditsUsed: 1, createdAt: new Date().toISOString(), debitSeq: 1,
+          extras: { webhookUrl: `${base}/burst` }, result: { url: 'https://x/y.png' }, finishedAt: new Date().toISOString(),
+        };
+        await s.tasks.ensure(task);
+        await js.publish(s.names.webhookQueueSubject(task.id), JSON.stringify({ webhookId: `msg_${task.id}_completed`, taskId: task.id, accountId: task.accountId, event: 'completed' }));
+      }),
+    );
+    // Generous: at the pace of four requests of a few milliseconds, the 200 take seconds.
+    await waitFor('all 200 delivered', () => new Set(seen.filter((r) => r.path === '/burst').map((r) => r.headers['webhook-id'])).size === 200, 45_000, 100);
+  }, 60_000);
 });
 
 describe('secret rotation', () => {
