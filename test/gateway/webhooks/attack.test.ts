@@ -93,6 +93,19 @@ afterAll(async () => {
   rawReceiver?.close();
 });
 
+/** A finished task that asked for a webhook to `url`. */
+function finished(id: string, accountId: string, url: string): TaskRecord {
+  const at = new Date().toISOString();
+  return { id, accountId, model: 'vendor-image-upscale', kind: 'image', status: 'completed', creditsUsed: 1, createdAt: at, debitSeq: 1, extras: { webhookUrl: url }, result: { url: 'https://x/y.png' }, finishedAt: at };
+}
+
+/** Stores `task` as finished and queues its delivery straight away (what settle() does, without its checks). */
+async function storedAndQueued(task: TaskRecord): Promise<void> {
+  await harness.store.tasks.ensure(task);
+  const message = { webhookId: `msg_${task.id}_completed`, taskId: task.id, accountId: task.accountId, event: 'completed' };
+  await jetstream(harness.nc).publish(harness.store.names.webhookQueueSubject(task.id), JSON.stringify(message));
+}
+
 describe('a hostile receiver', () => {
   it('trickling its body for ever: the deadline still ends the attempt', async () => {
     const started = Date.now();
@@ -189,30 +202,19 @@ describe('retries over the API', () => {
 
 describe('many waiting retries', () => {
   it('an account with over a thousand webhooks waiting for their retry does not stop every other account\'s', async () => {
-    const { nc, store: s } = harness;
-    await s.webhooks.newSecret('acct_many', false);
-    await s.webhooks.newSecret('acct_other', false);
-    const js = jetstream(nc);
-    const finished = (id: string, accountId: string, url: string): TaskRecord => ({
-      id, accountId, model: 'vendor-image-upscale', kind: 'image', status: 'completed', creditsUsed: 1, createdAt: new Date().toISOString(), debitSeq: 1,
-      extras: { webhookUrl: url }, result: { url: 'https://x/y.png' }, finishedAt: new Date().toISOString(),
-    });
+    await store.webhooks.newSecret('acct_many', false);
+    await store.webhooks.newSecret('acct_other', false);
     // 1,050 finished tasks whose endpoint fails: each attempt waits a minute for its retry (nak with delay).
     for (let batch = 0; batch < 21; batch += 1) {
       await Promise.all(
-        Array.from({ length: 50 }, async (_, i) => {
-          const task = finished(`t_many_${batch}_${i}`, 'acct_many', `${base}/fail`);
-          await s.tasks.ensure(task);
-          const subject = s.names.webhookQueueSubject(task.id);
-          await js.publish(subject, JSON.stringify({ webhookId: `msg_${task.id}_completed`, taskId: task.id, accountId: task.accountId, event: 'completed' }));
-        }),
+        Array.from({ length: 50 }, (_, i) => storedAndQueued(finished(`t_many_${batch}_${i}`, 'acct_many', `${base}/fail`))),
       );
     }
     // A thousand of them waiting (the server's default limit of unacknowledged messages per consumer).
     await waitFor('a thousand first attempts', () => seen.filter((r) => r.path === '/fail').length >= 1000, 60_000, 100);
     const other = finished('t_other_1', 'acct_other', `${base}/ok-other`);
-    await s.tasks.ensure(other);
-    await s.webhooks.enqueue(other);
+    await store.tasks.ensure(other);
+    await store.webhooks.enqueue(other);
     // Generous: it goes at once when nothing holds it; held, it would wait for the minute's retries.
     await waitFor('the other account\'s webhook', () => seen.some((r) => r.path === '/ok-other'), 20_000, 100);
   }, 120_000);
@@ -220,23 +222,14 @@ describe('many waiting retries', () => {
 
 describe('one account\'s many webhooks for a hanging endpoint', () => {
   it('are not offered to the gateways again and again while its slots are taken', async () => {
-    const { nc, store: s } = harness;
-    await s.webhooks.newSecret('acct_hang', false);
-    const js = jetstream(nc);
-    const jsm = await js.jetstreamManager();
+    await store.webhooks.newSecret('acct_hang', false);
+    const jsm = await jetstream(harness.nc).jetstreamManager();
     await Promise.all(
-      Array.from({ length: 300 }, async (_, i) => {
-        const task: TaskRecord = {
-          id: `t_hang_${i}`, accountId: 'acct_hang', model: 'vendor-image-upscale', kind: 'image', status: 'completed', creditsUsed: 1, createdAt: new Date().toISOString(), debitSeq: 1,
-          extras: { webhookUrl: `${base}/hang` }, result: { url: 'https://x/y.png' }, finishedAt: new Date().toISOString(),
-        };
-        await s.tasks.ensure(task);
-        await js.publish(s.names.webhookQueueSubject(task.id), JSON.stringify({ webhookId: `msg_${task.id}_completed`, taskId: task.id, accountId: task.accountId, event: 'completed' }));
-      }),
+      Array.from({ length: 300 }, (_, i) => storedAndQueued(finished(`t_hang_${i}`, 'acct_hang', `${base}/hang`))),
     );
     await waitFor('its four slots taken', () => hung.length >= 4, 20_000, 50);
     await new Promise((r) => setTimeout(r, 2000));
-    const offered = async () => (await jsm.consumers.info(s.names.webhooksStream, 'whatk-webhooks')).delivered.consumer_seq;
+    const offered = async () => (await jsm.consumers.info(store.names.webhooksStream, 'whatk-webhooks')).delivered.consumer_seq;
     const before = await offered();
     await new Promise((r) => setTimeout(r, 6000));
     const during = (await offered()) - before;
@@ -246,18 +239,9 @@ describe('one account\'s many webhooks for a hanging endpoint', () => {
   }, 60_000);
 
   it('a burst for a fast endpoint still goes through at the endpoint\'s pace', async () => {
-    const { nc, store: s } = harness;
-    await s.webhooks.newSecret('acct_burst', false);
-    const js = jetstream(nc);
+    await store.webhooks.newSecret('acct_burst', false);
     await Promise.all(
-      Array.from({ length: 200 }, async (_, i) => {
-        const task: TaskRecord = {
-          id: `t_burst_${i}`, accountId: 'acct_burst', model: 'vendor-image-upscale', kind: 'image', status: 'completed', creditsUsed: 1, createdAt: new Date().toISOString(), debitSeq: 1,
-          extras: { webhookUrl: `${base}/burst` }, result: { url: 'https://x/y.png' }, finishedAt: new Date().toISOString(),
-        };
-        await s.tasks.ensure(task);
-        await js.publish(s.names.webhookQueueSubject(task.id), JSON.stringify({ webhookId: `msg_${task.id}_completed`, taskId: task.id, accountId: task.accountId, event: 'completed' }));
-      }),
+      Array.from({ length: 200 }, (_, i) => storedAndQueued(finished(`t_burst_${i}`, 'acct_burst', `${base}/burst`))),
     );
     // Generous: at the pace of four requests of a few milliseconds, the 200 take seconds.
     await waitFor('all 200 delivered', () => new Set(seen.filter((r) => r.path === '/burst').map((r) => r.headers['webhook-id'])).size === 200, 45_000, 100);
