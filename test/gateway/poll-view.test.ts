@@ -4,42 +4,20 @@
  * from memory; the other learns it from its watch; a watch that cannot start leaves lookups
  * correct (read from the store each time).
  */
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstream } from '@nats-io/jetstream';
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from '@nats-io/transport-node';
+import { describe, expect, it } from 'vitest';
 import { GatewayMetrics } from '../../src/gateway/metrics.js';
-import { openStore, type Store } from '../../src/gateway/store/index.js';
-import type { TaskRecord } from '../../src/gateway/store/records.js';
-import { ensureStoreStreams, storeNames } from '../../src/gateway/store/streams.js';
-import { startPollView, type PollView } from '../../src/gateway/view/poll-view.js';
+import { openStore } from '../../src/gateway/store/index.js';
+import { storeNames } from '../../src/gateway/store/streams.js';
+import { startPollView } from '../../src/gateway/view/poll-view.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { pendingTask, pollViewFixture, viewLimits, viewLogger, viewReads } from './poll-view-helpers.js';
 
 const PREFIX = 'PVTEST';
-const logger = pino({ level: 'silent' });
-const limits = { maxEntries: 100, maxAgeMs: 60_000 };
-
-let nats: TestNatsServer;
-const connections: NatsConnection[] = [];
-const views: PollView[] = [];
-
-interface Gateway {
-  store: Store;
-  view: PollView;
-  metrics: GatewayMetrics;
-}
-
-async function gateway(names = storeNames(PREFIX)): Promise<Gateway> {
-  const nc = await connect({ servers: nats.url });
-  connections.push(nc);
-  const store = await openStore(nc, PREFIX);
-  const metrics = new GatewayMetrics();
-  const view = await startPollView({ nc, js: jetstream(nc), names, tasks: store.tasks, ledger: store.ledger, accounts: store.accounts, logger, metrics }, limits);
-  views.push(view);
-  return { store, view, metrics };
-}
+const fixture = pollViewFixture(PREFIX);
+const { gateway, connections, views } = fixture;
 
 /**
  * A TCP relay to the server whose answers to the client can be held back for a while: a watch
@@ -72,28 +50,6 @@ async function holdableRelay(target: string): Promise<{ url: string; hold(ms: nu
   };
 }
 
-async function reads(g: Gateway, family: string, outcome: string): Promise<number> {
-  const metric = (await g.metrics.viewReads.get()).values.find((v) => v.labels['family'] === family && v.labels['outcome'] === outcome);
-  return metric?.value ?? 0;
-}
-
-function pendingTask(accountId: string, id: string): TaskRecord {
-  return { id, accountId, model: 'vendor-image-upscale', kind: 'image', status: 'pending', creditsUsed: 20, createdAt: new Date().toISOString(), debitSeq: 1, extras: {} };
-}
-
-beforeAll(async () => {
-  nats = await startNatsServer();
-  const nc = await connect({ servers: nats.url });
-  connections.push(nc);
-  await ensureStoreStreams(await jetstreamManager(nc), PREFIX);
-}, 60_000);
-
-afterAll(async () => {
-  for (const view of views) await view.stop();
-  for (const nc of connections) await nc.close();
-  await nats?.close();
-});
-
 describe('the poll view', () => {
   it('serves what its gateway wrote from memory at once, and what another wrote once its watch delivers it', async () => {
     const a = await gateway();
@@ -101,7 +57,7 @@ describe('the poll view', () => {
     const { account, apiKey } = await a.store.accounts.create('pv', 100);
     // A has the balance from its own write: no read of the store.
     expect(await a.view.balance(account.id)).toBe(100);
-    expect(await reads(a, 'balances', 'miss')).toBe(0);
+    expect(await viewReads(a, 'balances', 'miss')).toBe(0);
     expect(await b.view.accountOfKey(apiKey)).toBe(account.id);
     expect(await b.view.balance(account.id)).toBe(100);
 
@@ -121,22 +77,22 @@ describe('the poll view', () => {
     const keyId = (await a.store.accounts.listKeys(account.id))[0]!.keyId;
     await a.store.accounts.revokeKey(account.id, keyId);
     await waitFor('both to refuse the revoked key', async () => (await a.view.accountOfKey(apiKey)) === null && (await b.view.accountOfKey(apiKey)) === null, 5_000, 10);
-    expect(await reads(b, 'tasks', 'hit')).toBeGreaterThan(0);
-    expect(await reads(b, 'keys', 'hit')).toBeGreaterThan(0);
+    expect(await viewReads(b, 'tasks', 'hit')).toBeGreaterThan(0);
+    expect(await viewReads(b, 'keys', 'hit')).toBeGreaterThan(0);
   }, 60_000);
 
   it('shows a debit made through its gateway at once, however late its watch is (read-your-writes)', async () => {
-    const relay = await holdableRelay(nats.url);
+    const relay = await holdableRelay(fixture.nats().url);
     try {
-      const direct = await connect({ servers: nats.url });
+      const direct = await connect({ servers: fixture.nats().url });
       const watching = await connect({ servers: relay.url });
       connections.push(direct, watching);
       const store = await openStore(direct, PREFIX);
       const metrics = new GatewayMetrics();
-      const view = await startPollView({ nc: watching, js: jetstream(watching), names: storeNames(PREFIX), tasks: store.tasks, ledger: store.ledger, accounts: store.accounts, logger, metrics }, limits);
+      const view = await startPollView({ nc: watching, js: jetstream(watching), names: storeNames(PREFIX), tasks: store.tasks, ledger: store.ledger, accounts: store.accounts, logger: viewLogger, metrics }, viewLimits);
       views.push(view);
       const { account } = await store.accounts.create('pv-ryw', 100);
-      await waitFor('the opening balance in memory', async () => (await view.balance(account.id)) === 100 && (await reads({ store, view, metrics }, 'balances', 'hit')) > 0, 5_000, 10);
+      await waitFor('the opening balance in memory', async () => (await view.balance(account.id)) === 100 && (await viewReads({ metrics }, 'balances', 'hit')) > 0, 5_000, 10);
       // The watch hears nothing for 400 ms (under its liveness of 1.5 s): only the write itself can tell the view.
       relay.hold(400);
       const debit = await store.ledger.debit(account.id, {
@@ -158,8 +114,8 @@ describe('the poll view', () => {
     const { account, apiKey } = await broken.store.accounts.create('pv-broken', 5);
     expect(await broken.view.accountOfKey(apiKey)).toBe(account.id);
     expect(await broken.view.accountOfKey(apiKey)).toBe(account.id);
-    expect(await reads(broken, 'keys', 'bypass')).toBe(2);
-    expect(await reads(broken, 'keys', 'hit')).toBe(0);
+    expect(await viewReads(broken, 'keys', 'bypass')).toBe(2);
+    expect(await viewReads(broken, 'keys', 'hit')).toBe(0);
     expect(await broken.view.accountOfKey('mwk_unknown')).toBeNull();
   }, 60_000);
 });

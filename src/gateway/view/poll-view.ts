@@ -4,7 +4,9 @@
  * of store records kept current by a watch of its stream (stream-watch.ts) and by this gateway's
  * own writes as it makes them (so a balance just debited here is never shown as it was before).
  * A miss, or any request while a watch is not live, is a direct read of the store, whose answer
- * is cached. Staleness: a value changed by another gateway is replaced as soon as this gateway's
+ * is cached, for tasks and balances "none" included (a record written since arrives by the watch,
+ * whose sequence is higher, and replaces it): a client polling an unknown task id again and again
+ * costs one read per ABSENT_LIFETIME_MS, not one per poll. Staleness: a value changed by another gateway is replaced as soon as this gateway's
  * watch delivers the change (milliseconds; docs/operations.md, "Polling from memory"); a watch
  * that falls silent for LIVENESS_MS empties its cache and its reads go to the store again.
  */
@@ -42,6 +44,14 @@ export interface PollViewLimits {
 
 /** A finished task is usually polled once more; it leaves sooner than the others. */
 const FINISHED_TASK_LIFETIME_MS = 60_000;
+/**
+ * "None" (an unknown task id, an account without a ledger) is remembered this long. Correct for
+ * longer (the watch brings a record written since); short so that a flood of random ids does not
+ * keep real entries out of the bound for long.
+ */
+const ABSENT_LIFETIME_MS = 30_000;
+/** What an absent record is cached as (sequence 0: any record heard later is newer). */
+const ABSENT_SEQ = 0;
 
 export interface PollViewDeps {
   nc: NatsConnection;
@@ -56,7 +66,8 @@ export interface PollViewDeps {
 
 /** One cached store subject family: its cache and the watch that keeps it current. */
 interface Family<V> {
-  cache: VersionedCache<V>;
+  /** null: the store has no such record (see ABSENT_LIFETIME_MS). */
+  cache: VersionedCache<V | null>;
   watch: StreamWatch;
   counted: Record<'hit' | 'miss' | 'bypass', { inc(): void }>;
 }
@@ -74,7 +85,10 @@ async function family<S extends z.ZodType>(
   bounds: CacheBounds<z.output<S>>,
   keyOf: (subject: string, record: z.output<S>) => string | null,
 ): Promise<Family<z.output<S>>> {
-  const cache = new VersionedCache<z.output<S>>(bounds);
+  const cache = new VersionedCache<z.output<S> | null>({
+    ...bounds,
+    expired: (value, atMs, nowMs) => (value === null ? nowMs - atMs >= ABSENT_LIFETIME_MS : (bounds.expired?.(value, atMs, nowMs) ?? false)),
+  });
   const watch = await watchStream(deps.nc, deps.js, {
     stream,
     filter,
@@ -95,8 +109,12 @@ async function family<S extends z.ZodType>(
   return { cache, watch, counted };
 }
 
-/** The cached value, or the store's (cached when the watch is live). */
-async function cachedRead<V>(f: Family<V>, key: string, read: () => Promise<Versioned<V> | null>): Promise<V | null> {
+/**
+ * The cached value, or the store's (cached when the watch is live). `absentToo`: whether "none" is
+ * cached as well; not for API keys, which anyone may send before any limit by account applies (a
+ * flood of random keys would push the real ones out of the bound).
+ */
+async function cachedRead<V>(f: Family<V>, key: string, read: () => Promise<Versioned<V> | null>, absentToo = true): Promise<V | null> {
   const now = Date.now();
   const live = f.watch.live(now);
   if (live) {
@@ -109,8 +127,8 @@ async function cachedRead<V>(f: Family<V>, key: string, read: () => Promise<Vers
   (live ? f.counted.miss : f.counted.bypass).inc();
   const epoch = f.cache.epoch;
   const found = await read();
-  if (found === null) return null;
-  return live ? f.cache.fill(key, found.seq, found.value, epoch, Date.now()) : found.value;
+  if (!live || (found === null && !absentToo)) return found?.value ?? null;
+  return f.cache.fill(key, found?.seq ?? ABSENT_SEQ, found?.value ?? null, epoch, Date.now());
 }
 
 /** The last token of a subject. */
@@ -142,7 +160,7 @@ export async function startPollView(deps: PollViewDeps, limits: PollViewLimits):
     balance: async (accountId) => (await cachedRead(balances, accountId, () => deps.ledger.last(accountId)))?.balance ?? null,
     async accountOfKey(apiKey) {
       const hash = hashApiKey(apiKey);
-      const key: KeyRecord | null = await cachedRead(keys, hash, () => deps.accounts.keyRecord(hash));
+      const key: KeyRecord | null = await cachedRead(keys, hash, () => deps.accounts.keyRecord(hash), false);
       return key === null || key.revokedAt !== undefined ? null : key.accountId;
     },
     async stop() {

@@ -15,7 +15,7 @@ import https from 'node:https';
 import { isIP, type LookupFunction, type Socket } from 'node:net';
 import { errorMessage } from '../../errors.js';
 import type { Resolver } from '../../media/index.js';
-import { addressProblem, bareHost, systemResolver, type TargetPolicy } from './target.js';
+import { addressProblem, bareHost, resolverFor, type TargetPolicy } from './target.js';
 
 export interface DeliveryOptions {
   policy: TargetPolicy;
@@ -37,7 +37,7 @@ export interface DeliveryResult {
 class Refused extends Error {}
 
 function guardedLookup(url: URL, opts: DeliveryOptions): LookupFunction {
-  const resolve = opts.resolve ?? systemResolver;
+  const resolve = opts.resolve ?? resolverFor(opts.policy);
   // Node's LookupFunction callback is overloaded; it is called in the shape `options.all` asks for.
   return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     resolve(hostname)

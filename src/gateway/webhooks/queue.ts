@@ -32,9 +32,34 @@ const MAX_RESPONSE_BYTES = 1024;
 const SHOWN_BODY_CHARS = 256;
 /** Deliveries under way at once per gateway: a slow endpoint does not hold up the others. */
 const IN_FLIGHT = 16;
-/** Of which one account's may hold this many; its others wait BUSY_RETRY_MS and are offered again. */
+/** Of which one account's may hold this many; its others wait (busyDelayMs) and are offered again. */
 const PER_ACCOUNT = 4;
 const BUSY_RETRY_MS = 1000;
+/** An account's turned-away deliveries are counted over this window. */
+const BUSY_WINDOW_MS = 10_000;
+const MAX_BUSY_DELAY_MS = 5 * 60_000;
+/** The least a request is taken to hold its slot, for the pace (a request that just began says little). */
+const MIN_HELD_MS = 100;
+
+/**
+ * How long a delivery turned away (its account's slots all taken) waits before it is offered
+ * again: BUSY_RETRY_MS, plus, at random, up to about the time the deliveries this account had
+ * turned away lately need to get through its slots at the pace its requests now take (`heldMs`:
+ * the oldest of its requests under way). A burst for a fast endpoint goes through in seconds, and
+ * thousands of webhooks for a hanging one cost a few redeliveries a second instead of thousands
+ * (each was offered again every second). Pure.
+ */
+export function busyDelayMs(turnedAway: number, heldMs: number, random: () => number = Math.random): number {
+  const spread = Math.min(MAX_BUSY_DELAY_MS, (Math.max(0, turnedAway - PER_ACCOUNT) * Math.max(MIN_HELD_MS, heldMs)) / PER_ACCOUNT);
+  return Math.round(BUSY_RETRY_MS + random() * spread);
+}
+
+/** One account's deliveries in this gateway: when each request under way began, and those turned away lately. */
+interface AccountSlots {
+  startedAt: number[];
+  turnedAway: number;
+  windowStartMs: number;
+}
 /** A failure of the gateway itself (NATS unreachable): the delivery is tried again after this. */
 const INTERNAL_RETRY_MS = 5_000;
 
@@ -49,6 +74,11 @@ export function webhookConsumerConfig(names: StoreNames, consumerPrefix: string)
       ack_wait: nanos(ACK_WAIT_MS),
       // The schedule decides when a delivery ends (nextStep), not a delivery count.
       max_deliver: -1,
+      // A delivery waiting for its retry (nak with delay) stays unacknowledged for up to hours. With
+      // the server's default cap (1,000) one account with a thousand failing endpoints' webhooks
+      // would stop every account's deliveries until its retries came round; waiting costs the
+      // server a little memory each, not a slot.
+      max_ack_pending: -1,
       description: 'media-worker gateway: webhook deliveries',
     } as ConsumerConfig & { durable_name: string },
   };
@@ -83,7 +113,7 @@ export async function startWebhookDeliveries(deps: DeliveryDeps): Promise<{ stop
 
 async function run(messages: ConsumerMessages, deps: DeliveryDeps): Promise<void> {
   const inFlight = new Set<Promise<void>>();
-  const perAccount = new Map<string, number>();
+  const perAccount = new Map<string, AccountSlots>();
   for await (const msg of messages) {
     const parsed = deliveryMessageSchema.safeParse(messageJson(msg));
     if (!parsed.success) {
@@ -92,23 +122,27 @@ async function run(messages: ConsumerMessages, deps: DeliveryDeps): Promise<void
       continue;
     }
     const { accountId } = parsed.data;
-    const busy = perAccount.get(accountId) ?? 0;
+    const now = Date.now();
+    const slots = perAccount.get(accountId) ?? { startedAt: [], turnedAway: 0, windowStartMs: now };
+    perAccount.set(accountId, slots);
     // One account's slow endpoint holds at most its share of this gateway's slots; its other
-    // deliveries are offered again shortly, to any gateway (no attempt is counted).
-    if (busy >= PER_ACCOUNT) {
-      msg.nak(BUSY_RETRY_MS);
+    // deliveries are offered again later, to any gateway (no attempt is counted).
+    if (slots.startedAt.length >= PER_ACCOUNT) {
+      if (now - slots.windowStartMs >= BUSY_WINDOW_MS) Object.assign(slots, { turnedAway: 0, windowStartMs: now });
+      slots.turnedAway += 1;
+      msg.nak(busyDelayMs(slots.turnedAway, now - Math.min(...slots.startedAt)));
       continue;
     }
-    perAccount.set(accountId, busy + 1);
+    slots.startedAt.push(now);
     const one = handle(msg, parsed.data, deps)
       .catch((err: unknown) => {
         deps.logger.warn({ err, subject: msg.subject, seq: msg.seq }, 'Webhook delivery failed in the gateway; retried');
         msg.nak(INTERNAL_RETRY_MS);
       })
       .finally(() => {
-        const left = (perAccount.get(accountId) ?? 1) - 1;
-        if (left === 0) perAccount.delete(accountId);
-        else perAccount.set(accountId, left);
+        slots.startedAt.splice(slots.startedAt.indexOf(now), 1);
+        // Kept while its turned-away count matters, so that a burst is paced, then forgotten.
+        if (slots.startedAt.length === 0 && (slots.turnedAway === 0 || Date.now() - slots.windowStartMs >= BUSY_WINDOW_MS)) perAccount.delete(accountId);
       });
     inFlight.add(one);
     void one.finally(() => inFlight.delete(one));

@@ -85,3 +85,17 @@ export function withWebhookState(view: Record<string, unknown>, task: TaskRecord
   if (event === null || !wantsWebhook(task)) return view;
   return { ...view, webhook: state ?? { id: webhookId(task.id, event), event, status: 'pending', attempts: 0 } };
 }
+
+/** Longer than one request may take (15 s) and its state write: see awaitingFirstAttempt. */
+export const RETRY_COALESCE_MS = 30_000;
+
+/**
+ * Queued (first or by a retry) at most RETRY_COALESCE_MS ago and not tried since: its delivery is
+ * waiting or under way. After that long without an attempt (a queue write that failed after its
+ * state was written), a retry queues it again.
+ */
+export function awaitingFirstAttempt(state: WebhookState, id: string, nowMs: number): boolean {
+  if (state.id !== id || state.status !== 'pending' || state.attempts !== 0 || state.nextAttemptAt === undefined) return false;
+  const queuedAt = Date.parse(state.nextAttemptAt);
+  return nowMs - queuedAt < RETRY_COALESCE_MS;
+}

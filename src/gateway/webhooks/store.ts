@@ -11,6 +11,7 @@ import type { TaskRecord } from '../store/records.js';
 import { newWebhookSecret } from './signing.js';
 import {
   ROTATION_OVERLAP_MS,
+  awaitingFirstAttempt,
   webhookAccountSchema,
   webhookEvent,
   webhookId,
@@ -97,18 +98,23 @@ export class WebhookStore {
    * Queues the webhook of a task settled as `task` says (it may not be stored yet), if it asked for
    * one. Sent again (an event redelivered, a settle retried), the message id makes it a duplicate,
    * and a delivery already under way (it has a state of this webhook-id) is not queued twice.
-   * `again`: a retry asked over the API, always queued; it replaces a delivery still waiting.
+   * `again`: a retry asked over the API: queued again (replacing a delivery still waiting), unless
+   * the webhook is already queued and not yet tried (awaitingFirstAttempt).
    */
-  async enqueue(task: TaskRecord, again = false): Promise<DeliveryMessage | null> {
+  async enqueue(task: TaskRecord, again = false, nowMs = Date.now()): Promise<DeliveryMessage | null> {
     const event = webhookEvent(task);
     if (event === null || !wantsWebhook(task)) return null;
     const message: DeliveryMessage = { webhookId: webhookId(task.id, event), taskId: task.id, accountId: task.accountId, event };
     const subject = this.names.webhookQueueSubject(task.id);
     const queue = async (options: { msgID?: string }) => confirmedAck(await this.js.publish(subject, JSON.stringify(message), options), subject);
+    const due = new Date(nowMs).toISOString();
     if (again) {
-      // The state first: the delivery, once queued, writes its own. The count starts over with the schedule.
       const previous = await this.state(task.id);
-      await this.putState(task.id, { id: message.webhookId, event, status: 'pending', attempts: 0, ...(previous?.lastResponse === undefined ? {} : { lastResponse: previous.lastResponse }) });
+      // Queued and not yet tried: its request may be under way, and a second copy would be a second
+      // request at once (a storm of retries, several at a time to any URL). Nothing to add.
+      if (previous !== null && awaitingFirstAttempt(previous, message.webhookId, nowMs)) return message;
+      // The state first: the delivery, once queued, writes its own. The count starts over with the schedule.
+      await this.putState(task.id, { id: message.webhookId, event, status: 'pending', attempts: 0, nextAttemptAt: due, ...(previous?.lastResponse === undefined ? {} : { lastResponse: previous.lastResponse }) });
       await queue({});
       return message;
     }
@@ -119,7 +125,7 @@ export class WebhookStore {
     // written one already. A state of another event (a settle that lost its race) is replaced, and
     // its delivery too: under an id of its own, since this one's may have been replaced before.
     await queue({ msgID: state === null ? message.webhookId : `${message.webhookId}:after:${state.id}` });
-    const first: WebhookState = { id: message.webhookId, event, status: 'pending', attempts: 0 };
+    const first: WebhookState = { id: message.webhookId, event, status: 'pending', attempts: 0, nextAttemptAt: due };
     if (state !== null) await this.putState(task.id, first);
     else {
       await writeIf(this.js, this.names.webhookStateSubject(task.id), first, 0).catch((err: unknown) => {
@@ -129,3 +135,4 @@ export class WebhookStore {
     return message;
   }
 }
+

@@ -1,10 +1,11 @@
 /**
  * Where a webhook may go: https to a public address, judged by the job inputs' address policy
  * (media/address-policy.ts: only global unicast passes), at submission and again at every delivery
- * on the address actually connected to (delivery.ts). GATEWAY_WEBHOOK_ALLOW_LOOPBACK, for
+ * on the address actually connected to (delivery.ts); names are resolved by DNS queries with a
+ * deadline of their own (dnsResolver). GATEWAY_WEBHOOK_ALLOW_LOOPBACK, for
  * development and tests, lets loopback addresses through, over plain http too; nothing else private.
  */
-import { lookup } from 'node:dns/promises';
+import { lookup, Resolver as DnsResolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { checkAddress, type ResolvedAddress, type Resolver } from '../../media/index.js';
 
@@ -14,8 +15,45 @@ export interface TargetPolicy {
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
+/** The system's resolver (getaddrinfo: /etc/hosts, then DNS): for loopback development only, see dnsResolver. */
 export const systemResolver: Resolver = async (hostname) =>
   (await lookup(hostname, { all: true, verbatim: true })).map((a): ResolvedAddress => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+
+/** A query's first wait and its tries (c-ares doubles the wait each try): at most about 4.5 s, both families at once. */
+const DNS_TIMEOUT_MS = 1500;
+const DNS_TRIES = 2;
+
+/**
+ * A customer's webhook host is resolved by DNS queries (c-ares, on the event loop), not by the
+ * system's getaddrinfo: getaddrinfo runs on libuv's four threads, which the gateway's file reads
+ * and writes (uploads, served results) share, and waits as long as the system says. A webhook_url
+ * on a domain whose name servers never answer would hold a thread per submission (four at once
+ * stall every file operation) and the submission with it; here it costs a socket and ends within
+ * the deadline above. `servers`: the name servers (default: the system's, from /etc/resolv.conf).
+ */
+export function dnsResolver(servers?: readonly string[]): Resolver {
+  const dns = new DnsResolver({ timeout: DNS_TIMEOUT_MS, tries: DNS_TRIES });
+  if (servers !== undefined) dns.setServers(servers);
+  return async (hostname) => {
+    const [v4, v6] = await Promise.allSettled([dns.resolve4(hostname), dns.resolve6(hostname)]);
+    const answers = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address): ResolvedAddress => ({ address, family: 4 })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address): ResolvedAddress => ({ address, family: 6 })) : []),
+    ];
+    if (answers.length === 0 && v4.status === 'rejected') throw v4.reason;
+    return answers;
+  };
+}
+
+const publicResolver = dnsResolver();
+
+/**
+ * The resolver for a policy: DNS queries (dnsResolver); in loopback development the system's, so
+ * that names of /etc/hosts such as `localhost` work.
+ */
+export function resolverFor(policy: TargetPolicy): Resolver {
+  return policy.allowLoopback ? systemResolver : publicResolver;
+}
 
 /** The URL's form (pure): why it cannot be a webhook endpoint, or the parsed URL. */
 export function parseWebhookUrl(raw: unknown, policy: TargetPolicy): { url: URL } | { problem: string } {
@@ -30,6 +68,8 @@ export function parseWebhookUrl(raw: unknown, policy: TargetPolicy): { url: URL 
   const schemes = policy.allowLoopback ? ['https:', 'http:'] : ['https:'];
   if (!schemes.includes(url.protocol)) return { problem: `Expected webhook_url to be an https URL but received a ${url.protocol} URL` };
   if (url.username !== '' || url.password !== '') return { problem: 'Expected webhook_url without credentials (user:password@) but received some' };
+  // Parsing escapes what the URL may not hold as it is (a space becomes %20): the stored form is bounded too.
+  if (url.href.length > MAX_WEBHOOK_URL_LENGTH) return { problem: `Expected webhook_url of at most ${MAX_WEBHOOK_URL_LENGTH} characters, escaped, but received ${url.href.length}` };
   return { url };
 }
 
@@ -48,7 +88,7 @@ export function addressProblem(url: URL, address: string, policy: TargetPolicy):
 }
 
 /** The host's addresses (its literal address, or every DNS answer), each judged; why not, or null. */
-export async function destinationProblem(url: URL, policy: TargetPolicy, resolve: Resolver = systemResolver): Promise<string | null> {
+export async function destinationProblem(url: URL, policy: TargetPolicy, resolve: Resolver = resolverFor(policy)): Promise<string | null> {
   const host = bareHost(url);
   let addresses: string[];
   if (isIP(host) !== 0) addresses = [host];

@@ -7,18 +7,11 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureConsumers } from '../../../src/gateway/consumers.js';
-import { GatewayMetrics } from '../../../src/gateway/metrics.js';
-import { openStore, type Store } from '../../../src/gateway/store/index.js';
+import type { Store } from '../../../src/gateway/store/index.js';
 import type { TaskRecord } from '../../../src/gateway/store/records.js';
-import { ensureStoreStreams } from '../../../src/gateway/store/streams.js';
-import { startWebhookDeliveries } from '../../../src/gateway/webhooks/queue.js';
 import { waitFor } from '../../worker/helpers/jetstream.js';
-import { startNatsServer, type TestNatsServer } from '../../worker/helpers/nats-server.js';
+import { startQueueHarness, type QueueHarness } from './harness.js';
 
 interface Seen {
   path: string;
@@ -27,10 +20,8 @@ interface Seen {
   at: number;
 }
 
-let nats: TestNatsServer;
-let nc: NatsConnection;
+let harness: QueueHarness;
 let store: Store;
-let deliveries: { stop(): Promise<void> };
 let receiver: Server;
 let base: string;
 const seen: Seen[] = [];
@@ -50,33 +41,12 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
-  nats = await startNatsServer();
-  nc = await connect({ servers: nats.url });
-  const jsm = await jetstreamManager(nc);
-  await ensureStoreStreams(jsm, 'WHTEST');
-  store = await openStore(nc, 'WHTEST');
-  // Only the webhooks' durable is used here; the events stream of ensureConsumers' others is not needed.
-  await jsm.streams.add({ name: 'EV', subjects: ['ev.>'] });
-  await ensureConsumers(jsm, { eventsStream: 'EV', claimsStream: 'EV', consumerPrefix: 'wh', names: store.names });
-  deliveries = await startWebhookDeliveries({
-    js: jetstream(nc),
-    store: store.webhooks,
-    tasks: store.tasks,
-    names: store.names,
-    consumerPrefix: 'wh',
-    policy: { allowLoopback: true },
-    retryDelaysMs: [200, 200, 200],
-    body: (task) => ({ success: true, data: { id: task.id, status: task.status } }),
-    userAgent: 'test',
-    metrics: new GatewayMetrics(),
-    logger: pino({ level: 'silent' }),
-  });
+  harness = await startQueueHarness('WHTEST', [200, 200, 200]);
+  store = harness.store;
 }, 60_000);
 
 afterAll(async () => {
-  await deliveries?.stop();
-  await nc?.close();
-  await nats?.close();
+  await harness?.stop();
   receiver?.closeAllConnections();
   receiver?.close();
 });
