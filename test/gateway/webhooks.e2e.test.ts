@@ -19,7 +19,7 @@ import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import type { paths } from './openapi/api.js';
-import { accountsCommand, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
+import { accountsCommand, serviceTestEnv, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
 
 interface Received {
   path: string;
@@ -66,15 +66,8 @@ beforeAll(async () => {
   roles = await startRoleNats(dir);
   ({ env, gatewayEnv, serve, gateway } = await startServeAndGateway(
     {
-      LOG_LEVEL: 'info',
-      MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-      MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
-      RESULTS_DIR: path.join(dir, 'results'),
-      WORKER_HEALTH_PORT: '0',
       // Music waits in the stream (priced, never run): a pending task to cancel.
-      WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
-      WORKER_QUOTE_UNSERVED: 'price',
-      GATEWAY_SERVE_RESULTS: 'true',
+      ...(await serviceTestEnv(dir)),
       GATEWAY_WEBHOOK_ALLOW_LOOPBACK: 'true',
       GATEWAY_WEBHOOK_RETRY_DELAYS_MS: '300,300,300,300',
     },
