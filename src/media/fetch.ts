@@ -24,7 +24,6 @@
  * from, over http too (the one-host gateway's own /results/); a redirect out of them is judged anew.
  */
 import { randomBytes } from 'node:crypto';
-import { lookup as dnsLookup } from 'node:dns/promises';
 import { createWriteStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import http, { type IncomingMessage } from 'node:http';
@@ -47,16 +46,11 @@ import {
   DEFAULT_RATE_WINDOW_MS,
   type InputKind,
 } from './settings.js';
+import { publicResolver, systemResolver, type Resolver } from './resolvers.js';
 import type { LocalInput } from './types.js';
 import { definedFields } from '../defined-fields.js';
 
-export interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
-}
-
-/** Name resolution; the default is the system resolver (getaddrinfo, so /etc/hosts counts). */
-export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
+export type { ResolvedAddress, Resolver } from './resolvers.js';
 
 export interface FetchOptions extends AddressPolicy {
   /** Accept plain http URLs (local development and tests). */
@@ -86,6 +80,7 @@ export interface FetchOptions extends AddressPolicy {
    */
   detailedNetworkErrors?: boolean;
   maxRedirects?: number;
+  /** Name resolution; default: DNS queries for customers' hosts, the system's resolver where private URLs are allowed (resolvers.ts). */
   resolve?: Resolver;
   userAgent?: string;
   /** Extra trusted CA certificates (PEM) for https, added to Node's bundled roots (an internal store; tests). */
@@ -97,11 +92,6 @@ export interface LocalizeOptions extends FetchOptions {
   dir: string;
   signal?: AbortSignal;
 }
-
-const defaultResolver: Resolver = async (hostname) => {
-  const answers = await dnsLookup(hostname, { all: true, verbatim: true });
-  return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
-};
 
 /** The URL without credentials and query string: signed URLs carry secrets there, errors go to logs. */
 function displayUrl(url: URL): string {
@@ -326,7 +316,9 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
   const ctx: ExchangeContext = {
     kind,
     policy: { allowPrivate: opts.allowPrivate ?? false, allowedCidrs: opts.allowedCidrs ?? [] },
-    resolve: opts.resolve ?? defaultResolver,
+    // Customers' hosts by DNS queries with a deadline (resolvers.ts); what the operator allowed
+    // (private URLs in development, private origins) by the system's resolver.
+    resolve: opts.resolve ?? (opts.allowPrivate === true ? systemResolver : publicResolver()),
     connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
     userAgent: opts.userAgent ?? 'media-worker',
@@ -354,7 +346,7 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
       checkScheme(url, kind, allowHttp, redirects > 0, prefixes);
       try {
         // A named private prefix is fetched wherever it resolves; anything else by the address policy.
-        current = await exchange(url, underPrivatePrefix(url, prefixes) ? { ...ctx, policy: { allowPrivate: true } } : ctx);
+        current = await exchange(url, underPrivatePrefix(url, prefixes) ? { ...ctx, policy: { allowPrivate: true }, resolve: opts.resolve ?? systemResolver } : ctx);
       } catch (err) {
         throw explain(err);
       }

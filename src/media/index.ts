@@ -7,9 +7,8 @@ export {
   localize,
   type FetchOptions,
   type LocalizeOptions,
-  type ResolvedAddress,
-  type Resolver,
 } from './fetch.js';
+export { dnsResolver, publicResolver, systemResolver, type ResolvedAddress, type Resolver } from './resolvers.js';
 export {
   MEDIA_DEMUXERS,
   SAFE_PROTOCOLS,

@@ -2,12 +2,11 @@
  * Where a webhook may go: https to a public address, judged by the job inputs' address policy
  * (media/address-policy.ts: only global unicast passes), at submission and again at every delivery
  * on the address actually connected to (delivery.ts); names are resolved by DNS queries with a
- * deadline of their own (dnsResolver). GATEWAY_WEBHOOK_ALLOW_LOOPBACK, for
+ * deadline of their own (media/resolvers.ts, why there). GATEWAY_WEBHOOK_ALLOW_LOOPBACK, for
  * development and tests, lets loopback addresses through, over plain http too; nothing else private.
  */
-import { lookup, Resolver as DnsResolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { checkAddress, type ResolvedAddress, type Resolver } from '../../media/index.js';
+import { checkAddress, publicResolver, systemResolver, type Resolver } from '../../media/index.js';
 
 export interface TargetPolicy {
   allowLoopback: boolean;
@@ -15,44 +14,12 @@ export interface TargetPolicy {
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
-/** The system's resolver (getaddrinfo: /etc/hosts, then DNS): for loopback development only, see dnsResolver. */
-export const systemResolver: Resolver = async (hostname) =>
-  (await lookup(hostname, { all: true, verbatim: true })).map((a): ResolvedAddress => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
-
-/** A query's first wait and its tries (c-ares doubles the wait each try): at most about 4.5 s, both families at once. */
-const DNS_TIMEOUT_MS = 1500;
-const DNS_TRIES = 2;
-
-/**
- * A customer's webhook host is resolved by DNS queries (c-ares, on the event loop), not by the
- * system's getaddrinfo: getaddrinfo runs on libuv's four threads, which the gateway's file reads
- * and writes (uploads, served results) share, and waits as long as the system says. A webhook_url
- * on a domain whose name servers never answer would hold a thread per submission (four at once
- * stall every file operation) and the submission with it; here it costs a socket and ends within
- * the deadline above. `servers`: the name servers (default: the system's, from /etc/resolv.conf).
- */
-export function dnsResolver(servers?: readonly string[]): Resolver {
-  const dns = new DnsResolver({ timeout: DNS_TIMEOUT_MS, tries: DNS_TRIES });
-  if (servers !== undefined) dns.setServers(servers);
-  return async (hostname) => {
-    const [v4, v6] = await Promise.allSettled([dns.resolve4(hostname), dns.resolve6(hostname)]);
-    const answers = [
-      ...(v4.status === 'fulfilled' ? v4.value.map((address): ResolvedAddress => ({ address, family: 4 })) : []),
-      ...(v6.status === 'fulfilled' ? v6.value.map((address): ResolvedAddress => ({ address, family: 6 })) : []),
-    ];
-    if (answers.length === 0 && v4.status === 'rejected') throw v4.reason;
-    return answers;
-  };
-}
-
-const publicResolver = dnsResolver();
-
 /**
  * The resolver for a policy: DNS queries (dnsResolver); in loopback development the system's, so
  * that names of /etc/hosts such as `localhost` work.
  */
 export function resolverFor(policy: TargetPolicy): Resolver {
-  return policy.allowLoopback ? systemResolver : publicResolver;
+  return policy.allowLoopback ? systemResolver : publicResolver();
 }
 
 /** The URL's form (pure): why it cannot be a webhook endpoint, or the parsed URL. */

@@ -1,5 +1,5 @@
 /**
- * The webhooks' name resolution (webhooks/target.ts, dnsResolver) against local DNS servers over
+ * The name resolution of customers' hosts (media/resolvers.ts, dnsResolver: webhooks and inputs) against local DNS servers over
  * real UDP: one that answers (its answers judged like any address), and one that never answers, as
  * an attacker's name servers would: the lookups end within their deadline, and meanwhile libuv's
  * threads stay free for the gateway's file operations (getaddrinfo would hold one per lookup).
@@ -7,7 +7,8 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { destinationProblem, dnsResolver } from '../../../src/gateway/webhooks/target.js';
+import { destinationProblem } from '../../../src/gateway/webhooks/target.js';
+import { dnsResolver } from '../../../src/media/index.js';
 
 const strict = { allowLoopback: false };
 /** name -> its A records; every other name has none (NOERROR, no answer). */
