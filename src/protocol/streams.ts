@@ -29,12 +29,12 @@ export function jobsStreamConfig(s: StreamSettings): DesiredStream {
   };
 }
 
-/** Events: at most one per subject (= per host and task id); a second one is refused, not stored. */
-export function eventsStreamConfig(s: StreamSettings): DesiredStream {
+/**
+ * Events and claims keep the first message of each subject for the events' lifetime: a second one
+ * is refused by the server, not stored over the first.
+ */
+function firstWritePerSubject(s: StreamSettings): Omit<DesiredStream, 'name' | 'description' | 'subjects'> {
   return {
-    name: s.eventsStream,
-    description: 'media-worker terminal events, exactly one per task (docs/protocol.md)',
-    subjects: [`${EVENTS_SUBJECT_PREFIX}.>`],
     retention: RetentionPolicy.Limits,
     storage: StorageType.File,
     discard: DiscardPolicy.New,
@@ -42,6 +42,16 @@ export function eventsStreamConfig(s: StreamSettings): DesiredStream {
     discard_new_per_subject: true,
     max_age: s.eventsMaxAgeDays * DAY_NS,
     num_replicas: s.streamReplicas,
+  };
+}
+
+/** Events: at most one per subject (= per host and task id); a second one is refused, not stored. */
+export function eventsStreamConfig(s: StreamSettings): DesiredStream {
+  return {
+    name: s.eventsStream,
+    description: 'media-worker terminal events, exactly one per task (docs/protocol.md)',
+    subjects: [`${EVENTS_SUBJECT_PREFIX}.>`],
+    ...firstWritePerSubject(s),
   };
 }
 
@@ -54,13 +64,7 @@ export function claimsStreamConfig(s: StreamSettings): DesiredStream {
     name: s.claimsStream,
     description: 'media-worker claims: which host took each task first (docs/protocol.md)',
     subjects: [`${CLAIMS_SUBJECT_PREFIX}.*.*`],
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.File,
-    discard: DiscardPolicy.New,
-    max_msgs_per_subject: 1,
-    discard_new_per_subject: true,
-    max_age: s.eventsMaxAgeDays * DAY_NS,
-    num_replicas: s.streamReplicas,
+    ...firstWritePerSubject(s),
   };
 }
 

@@ -22,7 +22,7 @@ import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { linkSigner } from '../../src/gateway/links.js';
 import type { paths } from './openapi/api.js';
 import { startMediaServer, type MediaServer } from './media-server.js';
-import { accountsCommand, startServeAndGateway, type RunningProcess } from './processes.js';
+import { accountsCommand, startServeAndGateway, workerTestEnv, type RunningProcess } from './processes.js';
 
 const RATE_WINDOW_MS = 3000;
 const PER_ACCOUNT = 25;
@@ -53,12 +53,7 @@ beforeAll(async () => {
   await mkdir(path.join(resultsDir, 'image'), { recursive: true });
   await writeFile(path.join(resultsDir, 'image', 'file.png'), png);
   env = {
-    LOG_LEVEL: 'info',
-    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-    MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
-    RESULTS_DIR: resultsDir,
-    WORKER_HEALTH_PORT: '0',
-    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+    ...(await workerTestEnv(dir)),
     WORKER_QUOTE_CONCURRENCY: '2',
     WORKER_QUOTE_TIMEOUT_MS: '60000',
     GATEWAY_QUOTE_TIMEOUT_MS: '60000',

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { controlPlane, type ControlPlane } from '../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { startMediaServer, type MediaServer } from './media-server.js';
-import { accountsCommand, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
+import { accountsCommand, serviceTestEnv, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
 
 export interface Account {
   id: string;
@@ -90,17 +90,9 @@ export function useGatewayE2e(options: GatewayE2eOptions): GatewayE2e {
     e2e.mediaUrl = media.url;
     e2e.roles = await startRoleNats(e2e.dir);
     const env = {
-      LOG_LEVEL: 'info',
-      MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-      MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(e2e.dir, 'tmp-')),
-      RESULTS_DIR: path.join(e2e.dir, 'results'),
-      WORKER_HEALTH_PORT: '0',
-      // Lip-sync and music jobs only need pricing: nobody runs them (they wait in the stream)...
-      WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
-      // ...so their quotes are priced although no live worker can run them (the default refuses: MODEL_UNAVAILABLE).
-      WORKER_QUOTE_UNSERVED: 'price',
+      // Lip-sync and music jobs only need pricing: nobody runs them (they wait in the stream).
+      ...(await serviceTestEnv(e2e.dir)),
       MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-test',
-      GATEWAY_SERVE_RESULTS: 'true',
       ...options.env,
     };
     // The gateway serves RESULTS_DIR, so the results' base URL is the gateway's own.

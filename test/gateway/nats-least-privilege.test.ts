@@ -39,6 +39,18 @@ const CONSUMERS: Record<Stream, string[]> = {
 const STREAM_OPS = ['CREATE', 'UPDATE', 'DELETE', 'PURGE', 'INFO', 'MSG.GET', 'MSG.DELETE', 'DIRECT.GET', 'DIRECT.GET.subject', 'SNAPSHOT', 'RESTORE', 'LEADER.STEPDOWN', 'PEER.REMOVE'] as const;
 const CONSUMER_OPS = ['CREATE', 'CREATE.named', 'CREATE.filtered', 'DURABLE.CREATE', 'DELETE', 'INFO', 'MSG.NEXT', 'LEADER.STEPDOWN', 'NAMES', 'LIST'] as const;
 const ACCOUNT_OPS = ['$JS.API.INFO', '$JS.API.STREAM.NAMES', '$JS.API.STREAM.LIST', '$JS.API.META.LEADER.STEPDOWN', '$JS.API.SERVER.REMOVE', '$JS.API.ACCOUNT.PURGE.x'];
+/** One subject of every family of the gateway's own store (all of them its alone). */
+const GATEWAY_STORE = [
+  'gateway.ledger.acct_enum',
+  'gateway.accounts.acct_enum',
+  'gateway.keys.0000',
+  'gateway.tasks.acct_enum.t_enum',
+  'gateway.owners.t_enum',
+  'gateway.order.acct_enum.1',
+  'gateway.webhooks.queue.t_enum',
+  'gateway.webhooks.state.t_enum',
+  'gateway.webhooks.account.acct_enum',
+];
 /** One subject of every family the service uses, plus what no role should touch. */
 const SUBJECTS = [
   'media.jobs.image.vendor-image-upscale',
@@ -53,15 +65,7 @@ const SUBJECTS = [
   'media.cancel',
   'media.capabilities',
   'media.abort.t_enum',
-  'gateway.ledger.acct_enum',
-  'gateway.accounts.acct_enum',
-  'gateway.keys.0000',
-  'gateway.tasks.acct_enum.t_enum',
-  'gateway.owners.t_enum',
-  'gateway.order.acct_enum.1',
-  'gateway.webhooks.queue.t_enum',
-  'gateway.webhooks.state.t_enum',
-  'gateway.webhooks.account.acct_enum',
+  ...GATEWAY_STORE,
   '$KV.media.key',
   '$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.MEDIA_JOBS.media-worker-image',
   '_INBOX.x',
@@ -173,15 +177,7 @@ const GATEWAY_PUBLISH = [
   'media.quote',
   'media.quote.abandon',
   'media.cancel',
-  'gateway.ledger.acct_enum',
-  'gateway.accounts.acct_enum',
-  'gateway.keys.0000',
-  'gateway.tasks.acct_enum.t_enum',
-  'gateway.owners.t_enum',
-  'gateway.order.acct_enum.1',
-  'gateway.webhooks.queue.t_enum',
-  'gateway.webhooks.state.t_enum',
-  'gateway.webhooks.account.acct_enum',
+  ...GATEWAY_STORE,
 ];
 const WORKER_SUBSCRIBE = ['_INBOX_worker.x', 'media.quote', 'media.quote.abandon', 'media.cancel', 'media.capabilities', 'media.abort.t_enum', '$SRV.PING'];
 const GATEWAY_SUBSCRIBE = ['_INBOX_gateway.x', 'media.progress.t_enum'];
