@@ -21,7 +21,6 @@
  * --write-docs also puts the figures in docs/benchmarks.md between <!-- bench:gateway begin/end --> (bench/doc-block.ts).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -35,6 +34,7 @@ import { TABLES } from './blocks.js';
 import { describeMachine, machineInfo } from './common.js';
 import { DOCS_OPTIONS, docsTarget, writeDocsBlock } from './doc-block.js';
 import { closedLoop, type LoadResult } from './http-load.js';
+import { startBenchNats } from './nats-server.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 const { values } = parseArgs({
@@ -66,7 +66,7 @@ function positive(raw: string | undefined, name: string): number {
 const children: ChildProcess[] = [];
 const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-gateway-'));
 try {
-  const natsUrl = await startNats();
+  const natsUrl = await startBenchNats(dir, children);
   const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(64, 42).png().toBuffer();
   const media = createServer((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(png));
   await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
@@ -254,17 +254,4 @@ async function startedLogging(args: string[], env: NodeJS.ProcessEnv, logFile: s
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`Expected ${line} in ${logFile}: ${(await readFile(logFile, 'utf8')).slice(-2000)}`);
-}
-
-async function startNats(): Promise<string> {
-  const bin = process.env['NATS_SERVER_BIN'] ?? (existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server');
-  const child = spawn(bin, ['-p', '-1', '-a', '127.0.0.1', '-js', '-sd', path.join(dir, 'nats'), '--ports_file_dir', dir], { stdio: 'ignore' });
-  children.push(child);
-  const file = path.join(dir, `${path.basename(bin)}_${child.pid}.ports`);
-  for (let i = 0; i < 200; i++) {
-    const ports = await readFile(file, 'utf8').then((t) => JSON.parse(t) as { nats: string[] }, () => null);
-    if (ports?.nats[0]) return ports.nats[0];
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('nats-server did not start');
 }

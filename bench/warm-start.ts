@@ -10,21 +10,21 @@
  * Usage: node dist/bench/warm-start.js [--kind image|video] [--rounds N] [--size WxH] [--cli PATH]
  * (--cli: another build's dist/src/cli.js, to measure it the same way; video: a 1 s clip at 12 fps.)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, promisify } from 'node:util';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import sharp from 'sharp';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { terminalEventSchema, type TerminalEvent } from '../src/protocol/index.js';
+import { anyHostEventSubject, terminalEventSchema, type TerminalEvent } from '../src/protocol/index.js';
 import { median } from './common.js';
 import { cpuSeconds } from './cpu-time.js';
+import { startBenchNats } from './nats-server.js';
 
 const { values } = parseArgs({
   options: {
@@ -45,7 +45,7 @@ const dir = await mkdtemp(path.join(os.tmpdir(), 'media-worker-warm-'));
 const children: ChildProcess[] = [];
 
 try {
-  const natsUrl = await startNats();
+  const natsUrl = await startBenchNats(dir, children);
   // A photo, not a flat colour: the network's work does not depend on it, the encoder's does a little.
   const input = KIND === 'image' ? await photo() : await clip();
   const media = createServer((_req, res) => res.writeHead(200, { 'content-type': KIND === 'image' ? 'image/png' : 'video/mp4' }).end(input));
@@ -57,22 +57,22 @@ try {
 
   const warmSteps: unknown[] = [];
   const rounds: { startMs: number; firstMs: number; secondMs: number; ratio: number; firstCpuMs: number; secondCpuMs: number; cpuRatio: number }[] = [];
+  const env = {
+    ...process.env,
+    NATS_URL: natsUrl,
+    LOG_LEVEL: 'info',
+    LOG_FORMAT: 'json',
+    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
+    RESULTS_DIR: path.join(dir, 'results'),
+    MEDIA_WORKER_TMP_DIR: path.join(dir, 'tmp'),
+    WORKER_HEALTH_PORT: '0',
+    WORKER_CONCURRENCY: KIND === 'image' ? 'image=1,video=0,lipsync=0,music=0' : 'image=0,video=1,lipsync=0,music=0',
+  };
+  // serve only binds: the streams and consumers are the operator's to make (docs/operations.md).
+  await promisify(execFile)(process.execPath, [CLI, 'provision'], { env });
   for (let round = 0; round < ROUNDS; round++) {
     const t0 = performance.now();
-    const daemon = spawn(process.execPath, [CLI, 'serve'], {
-      env: {
-        ...process.env,
-        NATS_URL: natsUrl,
-        LOG_LEVEL: 'info',
-        LOG_FORMAT: 'json',
-        MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-        RESULTS_DIR: path.join(dir, 'results'),
-        MEDIA_WORKER_TMP_DIR: path.join(dir, 'tmp'),
-        WORKER_HEALTH_PORT: '0',
-        WORKER_CONCURRENCY: KIND === 'image' ? 'image=1,video=0,lipsync=0,music=0' : 'image=0,video=1,lipsync=0,music=0',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const daemon = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     children.push(daemon);
     const log = await started(daemon, /media-worker serving/);
     // What the warm start opened before the worker reported ready: what a cold first job would pay.
@@ -128,7 +128,7 @@ try {
 
   async function eventOf(id: string): Promise<TerminalEvent> {
     for (let i = 0; i < 6000; i++) {
-      const stored = await jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.${id}` }).catch(() => null);
+      const stored = await jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: anyHostEventSubject(id) }).catch(() => null);
       if (stored) return terminalEventSchema.parse(stored.json());
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -168,17 +168,4 @@ async function started(child: ChildProcess, line: RegExp): Promise<string> {
     });
     child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out.slice(-2000)}`)));
   });
-}
-
-async function startNats(): Promise<string> {
-  const bin = process.env['NATS_SERVER_BIN'] ?? (existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server');
-  const child = spawn(bin, ['-p', '-1', '-a', '127.0.0.1', '-js', '-sd', path.join(dir, 'nats'), '--ports_file_dir', dir], { stdio: 'ignore' });
-  children.push(child);
-  const file = path.join(dir, `${path.basename(bin)}_${child.pid}.ports`);
-  for (let i = 0; i < 200; i++) {
-    const ports = await readFile(file, 'utf8').then((t) => JSON.parse(t) as { nats: string[] }, () => null);
-    if (ports?.nats[0]) return ports.nats[0];
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('nats-server did not start');
 }
