@@ -4,15 +4,14 @@
  * point per model and factor, bicubic as the reference. Drawn as SVG by hand, rendered to PNG by
  * sharp (librsvg).
  *
- *   npm run build && node dist/bench/chart.js [--quality .cache/bench/quality.json]
- *       [--speed .cache/bench/speed.json] [--out docs/quality-vs-speed] [--highlight esrgan-slim-x2,...]
+ *   media-worker bench chart --help
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { readResults, resultsPath, shortName, splitList } from './common.js';
+import { benchCli } from './harness.js';
 
 export interface ChartPoint {
   /** `bicubic` or a model name. */
@@ -27,6 +26,8 @@ export interface ChartOptions {
   subtitle: string;
   /** Model names drawn with a ring and marked as the default. */
   highlight?: readonly string[];
+  /** The x axis' title; default: the file pipeline's speed (bench/image-speed.ts). */
+  xLabel?: string;
   width?: number;
   height?: number;
 }
@@ -88,7 +89,7 @@ export function renderChart(points: readonly ChartPoint[], options: ChartOptions
     if (Number.isInteger(v)) parts.push(`<text x="${m.left - 10}" y="${y(v) + 4}" ${FONT} font-size="13" fill="#333" text-anchor="end">${v}</text>`);
   }
   parts.push(`<rect x="${m.left}" y="${m.top}" width="${pw}" height="${ph}" fill="none" stroke="#888"/>`);
-  parts.push(`<text x="${m.left + pw / 2}" y="${height - 22}" ${FONT} font-size="14" fill="#222" text-anchor="middle">output megapixels per second, file in to file out (log scale; right is faster)</text>`);
+  parts.push(`<text x="${m.left + pw / 2}" y="${height - 22}" ${FONT} font-size="14" fill="#222" text-anchor="middle">${escapeXml(options.xLabel ?? 'output megapixels per second, file in to file out (log scale; right is faster)')}</text>`);
   parts.push(
     `<text transform="translate(24 ${m.top + ph / 2}) rotate(-90)" ${FONT} font-size="14" fill="#222" text-anchor="middle">mean PSNR, dB (Y, border trimmed; up is better)</text>`,
   );
@@ -166,27 +167,37 @@ function speedLine(results: unknown): string {
   return m === undefined ? input : `${input}${m.cpu ?? 'unknown CPU'}, ${m.cores ?? '?'} cores, ${m.date?.slice(0, 10) ?? ''}`;
 }
 
+/** Writes the chart as FILE.svg and FILE.png. */
+export async function writeChart(file: string, svg: string): Promise<void> {
+  await mkdir(path.dirname(path.resolve(file)), { recursive: true });
+  await writeFile(`${file}.svg`, `${svg}\n`);
+  await sharp(Buffer.from(svg), { density: 144 }).png({ compressionLevel: 9 }).toFile(`${file}.png`);
+  console.log(`chart written to ${file}.svg and ${file}.png`);
+}
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({
+  const cli = benchCli({
+    name: 'chart',
     options: {
-      quality: { type: 'string', default: resultsPath('quality') },
-      speed: { type: 'string', default: resultsPath('speed') },
-      out: { type: 'string', default: path.join(PACKAGE_ROOT, 'docs', 'quality-vs-speed') },
-      highlight: { type: 'string' },
+      quality: { type: 'string', arg: 'FILE', help: 'results of bench quality', default: resultsPath('quality') },
+      speed: { type: 'string', arg: 'FILE', help: 'results of bench image-speed', default: resultsPath('speed') },
+      out: { type: 'string', arg: 'FILE', help: 'the chart, written to FILE.svg and FILE.png', default: path.join(PACKAGE_ROOT, 'docs', 'quality-vs-speed') },
+      highlight: { type: 'string', arg: 'NAME[,NAME]', help: 'networks ringed and marked as the default' },
     },
   });
+  const { values } = cli;
   const quality = await readResults(values.quality);
   const speed = await readResults(values.speed);
   const photos = (quality as { settings?: { photos?: { name: string }[] } }).settings?.photos?.length ?? 0;
-  const svg = renderChart(joinResults(quality, speed), {
+  const points = joinResults(quality, speed);
+  const svg = renderChart(points, {
     title: 'Super-resolution quality against speed (ONNX Runtime, CPU)',
     subtitle: `UpscalerJS ESRGAN weights. PSNR: mean of ${photos} bicubic-downscaled photos. Speed: ${speedLine(speed)}`,
     ...(values.highlight === undefined ? {} : { highlight: splitList(values.highlight) }),
   });
-  await writeFile(`${values.out}.svg`, `${svg}\n`);
-  await sharp(Buffer.from(svg), { density: 144 }).png({ compressionLevel: 9 }).toFile(`${values.out}.png`);
-  console.log(`chart written to ${values.out}.svg and ${values.out}.png`);
+  await writeChart(values.out, svg);
+  await cli.done({ data: { points } });
 }
 
-// Only when run as a script, so the rendering can be imported by a test.
+// Only when run as a script, so the rendering can be imported by a test and by bench/quality.ts.
 if (process.argv[1] !== undefined && import.meta.url.endsWith(path.basename(process.argv[1]))) await main();

@@ -8,7 +8,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { type SuperResolutionManifest, listManifests, type RgbImage } from '../src/inference/index.js';
+import { type RegistryOptions, type SuperResolutionManifest, listManifests, type RgbImage } from '../src/inference/index.js';
+import { registryOptions } from '../src/app/index.js';
+import { loadConfig } from '../src/config.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
 
 export interface BenchPhoto {
@@ -78,6 +80,14 @@ export async function resizeCubic(image: RgbImage, width: number, height: number
   return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, channels: 3 };
 }
 
+/**
+ * Where the benchmarks find networks: MEDIA_WORKER_MODELS_DIR (and MEDIA_WORKER_MODEL_FILES_DIR),
+ * as the worker does, so a network adopted with `media-worker models add` runs like a shipped one.
+ */
+export function benchRegistry(): RegistryOptions {
+  return registryOptions(loadConfig(process.env));
+}
+
 /** Super-resolution manifests at the given scales, sorted by scale then size (slim, medium, thick). */
 export async function srManifests(scales: readonly number[], names?: readonly string[]): Promise<SuperResolutionManifest[]> {
   const order = ['slim', 'medium', 'thick'];
@@ -85,7 +95,10 @@ export async function srManifests(scales: readonly number[], names?: readonly st
     const i = order.findIndex((o) => m.name.includes(`-${o}-`));
     return i < 0 ? order.length : i;
   };
-  return (await listManifests())
+  const all = await listManifests(benchRegistry());
+  const unknown = (names ?? []).filter((n) => !all.some((m) => m.name === n));
+  if (unknown.length > 0) throw new Error(`Expected networks of the registry (media-worker models list) but received ${unknown.join(', ')}`);
+  return all
     .filter((m): m is SuperResolutionManifest => m.task === 'super-resolution')
     .filter((m) => scales.includes(m.scale) && (names === undefined || names.includes(m.name)))
     .sort((a, b) => a.scale - b.scale || rank(a) - rank(b) || a.name.localeCompare(b.name));

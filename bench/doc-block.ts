@@ -186,8 +186,8 @@ export function commandLine(bench: string, args: readonly string[]): string {
 }
 
 export interface DocsFlags {
-  'write-docs'?: boolean;
-  'docs-block'?: string;
+  'write-docs'?: boolean | undefined;
+  'docs-block'?: string | undefined;
 }
 
 /**

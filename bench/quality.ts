@@ -1,5 +1,6 @@
 /**
- * Quality benchmark: how much each super-resolution network recovers over bicubic upscaling.
+ * Quality benchmark: how much each super-resolution network recovers over bicubic upscaling, and
+ * what it costs on this machine, so that an engineer sees whether their network beats the default.
  *
  * Each real photo is centre-cropped (at most --max-side, sides divisible by 4), downscaled by the
  * scale with libvips' bicubic kernel, then brought back to full size by bicubic and by every model
@@ -8,21 +9,18 @@
  * Scores, fidelity: PSNR and SSIM (11x11 Gaussian, sigma 1.5, K1 0.01, K2 0.03) on the BT.601 luma,
  * border of `scale` pixels left out; what users see: sharpness (mean luma gradient over the
  * original's; bicubic is about 0.5 at x4) and lattice blockiness (the mean luma step across every
- * `scale`-th row and column boundary over the mean step elsewhere; 1.0 = no grid). Prints per-photo
- * tables and means, writes .cache/bench/quality.json for bench/chart.ts, and with --picture
- * a side-by-side PNG (original, bicubic, each network) of one region of --picture-photo.
+ * `scale`-th row and column boundary over the mean step elsewhere; 1.0 = no grid); speed: output
+ * megapixels per second of the upscale. Prints per-photo tables and means, writes
+ * .cache/bench/quality.json for bench/chart.ts, draws PSNR against speed (the chart of bench/chart.ts,
+ * the default networks ringed), and with --picture a side-by-side PNG (original, bicubic, each
+ * network) of one region of --picture-photo.
  *
- *   npm run build && node dist/bench/quality.js [--photos astronaut,chelsea,...|PATH,...]
- *       [--scales 2,4] [--models esrgan-slim-x4,...] [--max-side 512] [--threads 0] [--json FILE]
- *       [--picture docs/quality-x4.png --picture-photo chelsea --picture-region x,y,size]
- *       [--write-docs [--docs-block quality|quality-realesrgan]]
- *
- * --write-docs puts the tables in docs/benchmarks.md between <!-- bench:quality begin/end --> (or
- * the block --docs-block names; bench/doc-block.ts).
+ *   media-worker bench quality --model realesrgan-x4fast,my-net    (the bundled photos, small crops)
  */
-import { parseArgs } from 'node:util';
-import { type SuperResolutionManifest, SessionCache, type RgbImage, upscaleRgb, createSrModelLoader } from '../src/inference/index.js';
+import { type SuperResolutionManifest, SessionCache, type RgbImage, upscaleRgb, createSrModelLoader, parseExecutionProviders, parseSrModelChoices, chooseSrModel } from '../src/inference/index.js';
 import {
+  BENCH_PHOTOS,
+  benchRegistry,
   type BenchPhoto,
   describeMachine,
   formatTable,
@@ -42,8 +40,10 @@ import {
 } from './common.js';
 import { blockiness, lumaBt601, psnr, sharpnessRatio, ssim, trimBorder } from './metrics.js';
 import { TABLES } from './blocks.js';
-import { DOCS_OPTIONS, type DocTable, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { type DocTable, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 import sharp from 'sharp';
+import { benchCli } from './harness.js';
+import { type ChartPoint, renderChart, writeChart } from './chart.js';
 
 export interface QualityRow {
   photo: string;
@@ -64,22 +64,32 @@ export interface QualityRow {
 }
 
 /** A method's means over the photos of one scale. */
-export type QualityMean = Pick<QualityRow, 'scale' | 'method' | 'psnr' | 'ssim' | 'sharpness' | 'blockiness'> & { photos: number };
+export type QualityMean = Pick<QualityRow, 'scale' | 'method' | 'psnr' | 'ssim' | 'sharpness' | 'blockiness'> & {
+  photos: number;
+  /** Output megapixels per second over the photos (total pixels over total time). */
+  mpPerS: number;
+};
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'quality',
   options: {
-    photos: { type: 'string' },
-    scales: { type: 'string', default: '2,4' },
-    models: { type: 'string' },
-    'max-side': { type: 'string', default: '512' },
-    threads: { type: 'string', default: '0' },
-    json: { type: 'string', default: resultsPath('quality') },
-    picture: { type: 'string' },
-    'picture-photo': { type: 'string', default: 'chelsea' },
-    'picture-region': { type: 'string', default: '0,0,192' },
-    ...DOCS_OPTIONS,
+    photos: { type: 'string', arg: 'NAME|PATH[,...]', help: `photos: ${BENCH_PHOTOS.map((p) => p.name).join(', ')} or files`, default: 'astronaut,chelsea,coffee' },
+    scales: { type: 'string', arg: '2,4', help: 'the scales measured', default: '2,4' },
+    'max-side': { type: 'string', arg: 'PX', help: 'centre crop of each photo, at most this many pixels a side', default: '192' },
+    results: { type: 'string', arg: 'FILE', help: 'where the results go for bench/chart.ts', default: resultsPath('quality') },
+    chart: { type: 'string', arg: 'FILE', help: 'PSNR against speed, drawn to FILE.svg and FILE.png', default: resultsPath('quality-chart').replace(/\.json$/, '') },
+    picture: { type: 'string', arg: 'FILE.png', help: 'also a side-by-side picture of one region (original, bicubic, each network)' },
+    'picture-photo': { type: 'string', arg: 'NAME', help: 'the photo of --picture', default: 'chelsea' },
+    'picture-region': { type: 'string', arg: 'X,Y,SIZE', help: 'the region of --picture, in output pixels', default: '0,0,192' },
   },
+  common: {
+    model: { help: 'networks to compare (default: every super-resolution network at the scales)' },
+    providers: { default: 'cpu' },
+    threads: { default: '0' },
+  },
+  notes: 'The default run (three bundled photos, 192-pixel crops) takes a minute or two on 2 cores with every network;\n--model A,B compares just those (and bicubic).',
 });
+const values = cli.values;
 
 async function main(): Promise<void> {
   const target = await docsTarget('quality', values);
@@ -87,12 +97,13 @@ async function main(): Promise<void> {
   const maxSide = intOption('max-side', values['max-side'], 16) ?? 512;
   const threads = intOption('threads', values.threads) ?? 0;
   const photos = selectPhotos(values.photos);
-  const manifests = await srManifests([2, 3, 4, 8], values.models === undefined ? undefined : splitList(values.models));
+  const manifests = await srManifests([2, 3, 4, 8], values.model === undefined ? undefined : splitList(values.model));
   /** The networks measured at a scale: that scale's own, and the x4 Real-ESRGAN nets followed by a downscale (a job's path). */
   const atScale = (scale: number): SuperResolutionManifest[] =>
     manifests.filter((m) => m.scale === scale || (m.scale > scale && m.source.kind === 'ncnn-npm-tarball'));
   const machine = machineInfo();
-  const loadModel = createSrModelLoader({ sessions: new SessionCache({ executionProviders: ['cpu'], threads }) });
+  const providers = parseExecutionProviders(values.providers);
+  const loadModel = createSrModelLoader({ sessions: new SessionCache({ executionProviders: providers, threads }), ...benchRegistry() });
 
   console.log(describeMachine(machine));
   console.log(`photos: ${photos.map((p) => p.name).join(', ')}; centre crop at most ${maxSide}px, sides divisible by 4`);
@@ -112,8 +123,37 @@ async function main(): Promise<void> {
 
   const means = meansOf(rows);
   const tables = scales.flatMap((scale) => report(scale, rows, means));
-  await writeResults(values.json, { kind: 'quality', machine, settings: { maxSide, threads, photos }, rows, means });
-  await writeDocsBlock(target, 'quality', tables, describeMachine(machine));
+  tables.push(...scales.map((scale) => speedTable(scale, means)));
+  await writeResults(values.results, { kind: 'quality', machine, settings: { maxSide, threads, providers, photos }, rows, means });
+  await drawChart(values.chart, means, photos.length, maxSide, describeMachine(machine));
+  await writeDocsBlock(target, 'quality', tables.slice(0, tables.length - scales.length), describeMachine(machine));
+  await cli.done({ tables, data: { rows, means } });
+}
+
+/** PSNR against output megapixels per second, the default networks (MEDIA_WORKER_SR_MODELS' defaults) ringed. */
+async function drawChart(file: string, means: readonly QualityMean[], photos: number, maxSide: number, machine: string): Promise<void> {
+  const choices = parseSrModelChoices('');
+  const defaults = (['image', 'video'] as const).map((use) => chooseSrModel(choices, use, '4'));
+  const points: ChartPoint[] = means.map((m) => ({ method: m.method, scale: m.scale, psnr: m.psnr, mpPerS: m.mpPerS }));
+  const svg = renderChart(points, {
+    title: 'Super-resolution quality against speed on this machine',
+    subtitle: `PSNR: mean of ${photos} bicubic-downscaled photos (crops of at most ${maxSide} px). ${machine.slice(0, 110)}`,
+    xLabel: 'output megapixels per second of the upscale, in memory (log scale; right is faster)',
+    highlight: defaults,
+  });
+  await writeChart(file, svg);
+}
+
+/** Speed of each method at a scale, with sharpness and blockiness beside it: the at-a-glance comparison. */
+function speedTable(scale: number, means: readonly QualityMean[]): DocTable {
+  const header = ['method', 'PSNR dB', 'sharpness', 'blockiness', 'output MP/s'];
+  const rows = means
+    .filter((m) => m.scale === scale)
+    .map((m) => [m.method, m.psnr.toFixed(2), m.sharpness.toFixed(3), m.blockiness.toFixed(3), m.mpPerS.toPrecision(3)]);
+  const caption = `x${scale}: at a glance (means over the photos; speed on this machine)`;
+  console.log(`\n${caption}`);
+  console.log(formatTable(header, rows));
+  return { caption, header, rows };
 }
 
 async function scorePhoto(
@@ -218,6 +258,7 @@ function meansOf(rows: readonly QualityRow[]): QualityMean[] {
     sharpness: mean(g.map((r) => r.sharpness)),
     blockiness: mean(g.map((r) => r.blockiness)),
     photos: g.length,
+    mpPerS: g.reduce((sum, r) => sum + r.width * r.height * r.scale * r.scale, 0) / 1e6 / (g.reduce((sum, r) => sum + r.ms, 0) / 1000),
   }));
 }
 
