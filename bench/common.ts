@@ -8,7 +8,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { type RegistryOptions, type SuperResolutionManifest, listManifests, type RgbImage } from '../src/inference/index.js';
+import { defaultModelsDir, type RegistryOptions, type SuperResolutionManifest, listManifests, type RgbImage } from '../src/inference/index.js';
 import { registryOptions } from '../src/app/index.js';
 import { loadConfig } from '../src/config.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
@@ -86,6 +86,12 @@ export async function resizeCubic(image: RgbImage, width: number, height: number
  */
 export function benchRegistry(): RegistryOptions {
   return registryOptions(loadConfig(process.env));
+}
+
+/** Where a network's file is (present or not) under benchRegistry(). */
+export function modelFilePath(manifest: Pick<SuperResolutionManifest, 'file'>): string {
+  const registry = benchRegistry();
+  return path.join(registry.filesDir ?? registry.modelsDir ?? defaultModelsDir(), manifest.file);
 }
 
 /** Super-resolution manifests at the given scales, sorted by scale then size (slim, medium, thick). */

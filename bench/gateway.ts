@@ -8,7 +8,7 @@
  * - polls: GET /api/v1/tasks/{id} over the submitted tasks and GET /api/v1/balance, closed-loop on
  *   `connections` keep-alive sockets for `duration-ms` (bench/http-load.ts), side by side in the same
  *   run with the architecture's floor: a bare Fastify route doing one NATS direct get of the task
- *   (bench/floor-server.ts), in its own process like the gateway. `rounds` alternations of floor and
+ *   (bench/floor-server.ts), in its own process like the gateway. `--repeat` alternations of floor and
  *   gateway; the median round of each is reported, with the ratio gateway / floor.
  *
  * With the limits on: both rate limits check every request (budgets set above the load, so that
@@ -16,9 +16,8 @@
  * quotes in flight (GATEWAY_QUOTES_PER_ACCOUNT).
  *
  * Prints one JSON object. Figures only, no assertions (timings belong here, not in tests).
- * Usage: node dist/bench/gateway.js [--submissions N] [--concurrency C] [--connections K] [--duration-ms MS] [--rounds R] [--gateway-cli PATH] [--write-docs [--docs-block NAME]]
  *
- * --write-docs also puts the figures in docs/benchmarks.md between <!-- bench:gateway begin/end --> (bench/doc-block.ts).
+ *   media-worker bench gateway --help
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
@@ -27,35 +26,36 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
 import { TABLES } from './blocks.js';
 import { describeMachine, machineInfo } from './common.js';
-import { DOCS_OPTIONS, docsTarget, writeDocsBlock } from './doc-block.js';
+import { benchCli } from './harness.js';
+import { docsTarget, writeDocsBlock } from './doc-block.js';
 import { closedLoop, type LoadResult } from './http-load.js';
 import { startBenchNats } from './nats-server.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'gateway',
   options: {
-    submissions: { type: 'string', default: '500' },
-    concurrency: { type: 'string', default: '16' },
-    connections: { type: 'string', default: '16' },
-    'duration-ms': { type: 'string', default: '5000' },
-    rounds: { type: 'string', default: '3' },
+    submissions: { type: 'string', arg: 'N', help: 'submissions through each POST route', default: '500' },
+    concurrency: { type: 'string', arg: 'C', help: 'submissions in flight (and quotes in flight per account)', default: '16' },
+    connections: { type: 'string', arg: 'K', help: 'keep-alive sockets of the polls', default: '16' },
+    'duration-ms': { type: 'string', arg: 'MS', help: 'length of each poll measurement', default: '5000' },
     // Another build's CLI for the gateway process only (e.g. main's dist/src/cli.js, to compare before and after).
-    'gateway-cli': { type: 'string', default: CLI },
-    ...DOCS_OPTIONS,
+    'gateway-cli': { type: 'string', arg: 'PATH', help: 'another build\'s dist/src/cli.js for the gateway process (before and after)', default: CLI },
   },
+  common: { repeat: { default: '3', help: 'alternations of floor and gateway (the median round is reported)' } },
 });
+const values = cli.values;
 const target = await docsTarget('gateway', values);
 const machine = describeMachine(machineInfo());
 const SUBMISSIONS = positive(values.submissions, 'submissions');
 const CONCURRENCY = positive(values.concurrency, 'concurrency');
 const CONNECTIONS = positive(values.connections, 'connections');
 const DURATION_MS = positive(values['duration-ms'], 'duration-ms');
-const ROUNDS = positive(values.rounds, 'rounds');
+const ROUNDS = positive(values.repeat, 'repeat');
 
 function positive(raw: string | undefined, name: string): number {
   const n = Number(raw);
@@ -155,6 +155,7 @@ try {
     pollRow('GET /api/v1/balance', polls.balance),
   ];
   await writeDocsBlock(target, 'gateway', [{ caption, header: TABLES.gateway.header, rows }], machine);
+  await cli.done({ tables: [{ caption, header: TABLES.gateway.header, rows }] });
   process.stdout.write(
     `${JSON.stringify(
       {

@@ -11,15 +11,13 @@
  * environment's settings with the provider replaced. On a CPU host the same steps run on the CPU:
  * keep them small there (--photo-mp 0.06 --frames 2 --video-size 640x360).
  *
- *   npm run bench:gpu -- [--providers cuda,cpu] [--photo-mp 1] [--frames 60] [--video-size 1920x1080]
- *       [--upscayl-bin PATH] [--write-docs [--docs-block NAME]]
+ *   media-worker bench gpu --help
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { loadConfig } from '../src/config.js';
 import { srHardwareOptions } from '../src/app/index.js';
@@ -29,23 +27,21 @@ import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
 import { upscaleImageFile, upscaleVideoFile } from '../src/upscale/index.js';
 import { TABLES } from './blocks.js';
 import { describeMachine, machineInfo } from './common.js';
-import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { benchCli } from './harness.js';
+import { docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'gpu',
   options: {
-    providers: { type: 'string', default: 'tensorrt,cuda,cpu' },
-    'photo-mp': { type: 'string', default: '1' },
-    frames: { type: 'string', default: '60' },
-    'video-size': { type: 'string', default: '1920x1080' },
-    'upscayl-bin': { type: 'string' },
-    help: { type: 'boolean', short: 'h', default: false },
-    ...DOCS_OPTIONS,
+    'photo-mp': { type: 'string', arg: 'MP', help: 'megapixels of the photo upscaled x4', default: '1' },
+    frames: { type: 'string', arg: 'N', help: 'frames of the clip upscaled x2', default: '60' },
+    'video-size': { type: 'string', arg: 'WxH', help: 'the clip\'s size', default: '1920x1080' },
+    'upscayl-bin': { type: 'string', arg: 'PATH', help: 'upscayl-bin to compare with (default .cache/upscayl/upscayl-bin, where present)' },
   },
+  common: { providers: { default: 'tensorrt,cuda,cpu', help: 'execution providers measured, each on its own where its probe passes' } },
+  notes: 'On a CPU host keep it small: --providers cpu --photo-mp 0.06 --frames 2 --video-size 640x360.',
 });
-if (values.help) {
-  process.stdout.write('npm run bench:gpu -- [--providers tensorrt,cuda,cpu] [--photo-mp 1] [--frames 60] [--video-size 1920x1080] [--upscayl-bin PATH] [--write-docs]\n');
-  process.exit(0);
-}
+const values = cli.values;
 
 const target = await docsTarget('gpu', values);
 const machine = describeMachine(machineInfo());
@@ -136,4 +132,6 @@ try {
 
 const header = TABLES.gpu.header;
 console.log(`\n${markdownTable(header, rows)}`);
-await writeDocsBlock(target, 'gpu', [{ caption: 'File to file, one run each after a warm-up of the photo step (sessions open, engines built):', header, rows }], machine);
+const tables = [{ caption: 'File to file, one run each after a warm-up of the photo step (sessions open, engines built):', header, rows }];
+await writeDocsBlock(target, 'gpu', tables, machine);
+await cli.done({ tables });

@@ -4,17 +4,13 @@
  * peak resident set of a child process that does nothing else (ONNX Runtime's threads included).
  * Prints the peak next to the size of the 8-bit output, the floor any pipeline needs.
  *
- *   npm run build && node dist/bench/image-memory.js [--side 4898] [--factor 2] [--model esrgan-slim-x2]
- *       [--write-docs [--docs-block NAME]]
- *
- * --write-docs puts the table in docs/benchmarks.md between <!-- bench:image-memory begin/end --> (bench/doc-block.ts).
+ *   media-worker bench image-memory --help
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { SessionCache, createSrModelLoader } from '../src/inference/index.js';
 import type { UpscaleFactor } from '../src/jobs/index.js';
@@ -22,20 +18,22 @@ import { probeImage } from '../src/media/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { upscaleImageFile } from '../src/upscale/index.js';
 import { TABLES } from './blocks.js';
-import { describeMachine, machineInfo } from './common.js';
-import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { benchRegistry, describeMachine, machineInfo } from './common.js';
+import { benchCli } from './harness.js';
+import { docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'image-memory',
   options: {
-    side: { type: 'string', default: '4898' },
-    factor: { type: 'string', default: '2' },
-    model: { type: 'string' },
-    child: { type: 'boolean', default: false },
-    input: { type: 'string' },
-    output: { type: 'string' },
-    ...DOCS_OPTIONS,
+    side: { type: 'string', arg: 'PX', help: 'input side of the square test image', default: '4898' },
+    factor: { type: 'string', arg: '1|2|4', help: 'the upscale factor', default: '2' },
+    child: { type: 'boolean', help: 'internal: the measured child process', hidden: true },
+    input: { type: 'string', arg: 'FILE', help: 'internal: the child\'s input', hidden: true },
+    output: { type: 'string', arg: 'FILE', help: 'internal: the child\'s output', hidden: true },
   },
+  common: { model: { help: 'the network (default: the image default of MEDIA_WORKER_SR_MODELS)' } },
 });
+const values = cli.values;
 
 const factor = values.factor as UpscaleFactor;
 
@@ -47,7 +45,7 @@ if (values.child) {
   const started = performance.now();
   await upscaleImageFile(
     { inputPath: input, outputPath: output, factor, info: await probeImage(input), ...(values.model === undefined ? {} : { modelName: values.model }) },
-    createSrModelLoader({ sessions }),
+    createSrModelLoader({ sessions, ...benchRegistry() }),
   );
   const seconds = (performance.now() - started) / 1000;
   await sessions.release();
@@ -92,6 +90,7 @@ if (values.child) {
     console.log(`\n${markdownTable(TABLES.imageMemory.header, [row])}`);
     const caption = 'Peak resident set of a child process running the whole file-to-file pipeline (PNG in, PNG out):';
     await writeDocsBlock(target, 'image-memory', [{ caption, header: TABLES.imageMemory.header, rows: [row] }], machine);
+    await cli.done({ tables: [{ caption, header: TABLES.imageMemory.header, rows: [row] }] });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -7,27 +7,23 @@
  * - bare: the tiling engine alone (upscaleRgb on decoded 8-bit RGB already in memory).
  *
  * Bicubic (sharp, file in, file out) is measured too as the floor every model is compared against.
- * Sessions are opened and every path run once before timing (warm-up excluded); then --reps runs,
+ * Sessions are opened and every path run once before timing (warm-up excluded); then --repeat runs,
  * file and bare alternating so a busy neighbour slows both alike. The tables give the fastest run
  * (the least disturbed on a shared machine); the JSON keeps every run and the median. Writes
  * .cache/bench/speed.json for bench/chart.ts.
  *
- *   npm run build && node dist/bench/image-speed.js [--image PATH] [--size 512] [--reps 2]
- *       [--scales 2,4] [--models esrgan-slim-x4,...] [--threads 0] [--tile N] [--format png|jpeg|webp] [--json FILE]
- *       [--write-docs [--docs-block NAME]]
- *
- * --write-docs puts the table in docs/benchmarks.md between <!-- bench:image-speed begin/end --> (bench/doc-block.ts).
+ *   media-worker bench image-speed --help
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { probeImage } from '../src/media/index.js';
-import { SessionCache, upscaleRgb, createSrModelLoader } from '../src/inference/index.js';
+import { SessionCache, upscaleRgb, createSrModelLoader, parseExecutionProviders } from '../src/inference/index.js';
 import { upscaleImageFile } from '../src/upscale/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import {
+  benchRegistry,
   describeMachine,
   formatTable,
   intOption,
@@ -44,7 +40,8 @@ import {
   writeResults,
 } from './common.js';
 import { TABLES } from './blocks.js';
-import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { benchCli } from './harness.js';
+import { docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
 export interface SpeedRow {
   scale: number;
@@ -64,34 +61,38 @@ export interface SpeedRow {
 const FORMATS = ['png', 'jpeg', 'webp'] as const;
 type Format = (typeof FORMATS)[number];
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'image-speed',
   options: {
-    image: { type: 'string', default: DEFAULT_SAMPLE_IMAGE },
-    size: { type: 'string', default: '512' },
-    reps: { type: 'string', default: '2' },
-    scales: { type: 'string', default: '2,4' },
-    models: { type: 'string' },
-    threads: { type: 'string', default: '0' },
-    tile: { type: 'string' },
-    format: { type: 'string', default: 'png' },
-    json: { type: 'string', default: resultsPath('speed') },
-    ...DOCS_OPTIONS,
+    image: { type: 'string', arg: 'PATH', help: 'the photo, centre-cropped to --size', default: DEFAULT_SAMPLE_IMAGE },
+    size: { type: 'string', arg: 'PX', help: 'crop side in input pixels', default: '512' },
+    scales: { type: 'string', arg: '2,4', help: 'the scales measured', default: '2,4' },
+    format: { type: 'string', arg: 'png|jpeg|webp', help: 'the file format in and out', default: 'png' },
+    results: { type: 'string', arg: 'FILE', help: 'where the results go for bench/chart.ts', default: resultsPath('speed') },
+  },
+  common: {
+    model: { help: 'networks to time (default: every super-resolution network at the scales)' },
+    providers: { default: 'cpu' },
+    threads: { default: '0' },
+    tile: {},
+    repeat: { default: '2' },
   },
 });
+const values = cli.values;
 
 async function main(): Promise<void> {
   const target = await docsTarget('image-speed', values);
   const size = intOption('size', values.size, 16) ?? 512;
-  const reps = intOption('reps', values.reps, 1) ?? 2;
+  const reps = intOption('repeat', values.repeat, 1) ?? 2;
   const threads = intOption('threads', values.threads) ?? 0;
   const tile = intOption('tile', values.tile, 16);
   const scales = scalesOption(values.scales);
   const format = values.format as Format;
   if (!FORMATS.includes(format)) throw new RangeError(`Expected --format to be one of ${FORMATS.join(', ')} but received ${JSON.stringify(values.format)}`);
-  const manifests = await srManifests(scales, values.models === undefined ? undefined : splitList(values.models));
+  const manifests = await srManifests(scales, values.model === undefined ? undefined : splitList(values.model));
   const machine = machineInfo();
-  const sessions = new SessionCache({ executionProviders: ['cpu'], threads });
-  const loadModel = createSrModelLoader({ sessions, ...(tile === undefined ? {} : { tile }) });
+  const sessions = new SessionCache({ executionProviders: parseExecutionProviders(values.providers), threads });
+  const loadModel = createSrModelLoader({ sessions, ...benchRegistry(), ...(tile === undefined ? {} : { tile }) });
 
   const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-speed-'));
   try {
@@ -161,7 +162,7 @@ async function main(): Promise<void> {
       r.file.median.toFixed(0),
     ]);
     console.log(`\n${formatTable(header, body)}\n\nMarkdown:\n\n${markdownTable(header, body)}`);
-    await writeResults(values.json, {
+    await writeResults(values.results, {
       kind: 'speed',
       machine,
       settings: { image: path.basename(values.image), width: rgb.width, height: rgb.height, format, reps, threads, tile },
@@ -169,6 +170,7 @@ async function main(): Promise<void> {
     });
     const caption = `${path.basename(values.image)}, centre crop ${rgb.width}x${rgb.height} ${format}, fastest of ${reps} runs:`;
     await writeDocsBlock(target, 'image-speed', [{ caption, header, rows: body }], describeMachine(machine));
+    await cli.done({ tables: [{ caption, header, rows: body }], data: { rows } });
   } finally {
     await sessions.release();
     await rm(dir, { recursive: true, force: true });

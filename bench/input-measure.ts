@@ -2,7 +2,7 @@
  * The bill is what runs (docs/contract.md): what measuring inputs from their streams costs, and how
  * much network work damaged inputs waste.
  *
- * (a) Quote cost: a 60 s 1080p H.264 + AAC clip made by ffmpeg, read three ways, median of --reps:
+ * (a) Quote cost: a 60 s 1080p H.264 + AAC clip made by ffmpeg, read three ways, median of --repeat:
  *     ffprobe's headers only (the quote before), the quote's probe with every packet listed (now),
  *     and the decode check the pipelines run before the network (not part of the quote).
  * (b) Wasted work: a corpus of damaged inputs made from a real ffmpeg-made clip (truncated,
@@ -13,12 +13,11 @@
  *     the quoted job's network work done before a failure that is refunded. A refusal at the
  *     quote, or a delivered job, wastes nothing.
  *
- *   node dist/bench/input-measure.js [--reps 3] [--seconds 60] [--only a,b] [--write-docs]
+ *   media-worker bench input-measure --help
  */
 import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { quoteOnly } from '../src/app/index.js';
 import { isJobError } from '../src/errors.js';
@@ -32,21 +31,23 @@ import { checkVideoDecodes } from '../src/video/index.js';
 import { seededRandom } from '../src/seeded-random.js';
 import { TABLES } from './blocks.js';
 import { describeMachine, machineInfo } from './common.js';
-import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock, type DocTable } from './doc-block.js';
+import { benchCli } from './harness.js';
+import { docsTarget, markdownTable, writeDocsBlock, type DocTable } from './doc-block.js';
 import { countingLoader } from './network-work.js';
 import { matroskaHeadersSay, mp4HeadersSay } from './lying-headers.js';
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'input-measure',
   options: {
-    reps: { type: 'string', default: '3' },
-    seconds: { type: 'string', default: '60' },
-    only: { type: 'string', default: 'a,b' },
-    ...DOCS_OPTIONS,
+    seconds: { type: 'string', arg: 'S', help: '(a): length of the 1080p clip', default: '60' },
+    only: { type: 'string', arg: 'a,b', help: '(a) quote cost, (b) wasted work on damaged inputs', default: 'a,b' },
   },
+  common: { repeat: { default: '3', help: '(a): runs of each read (medians are reported)' } },
 });
-const reps = Number(values.reps);
+const values = cli.values;
+const reps = Number(values.repeat);
 const longSeconds = Number(values.seconds);
-if (!(Number.isInteger(reps) && reps >= 1)) throw new RangeError(`Expected --reps to be a positive integer but received ${JSON.stringify(values.reps)}`);
+if (!(Number.isInteger(reps) && reps >= 1)) throw new RangeError(`Expected --repeat to be a positive integer but received ${JSON.stringify(values.repeat)}`);
 if (!(longSeconds > 0)) throw new RangeError(`Expected --seconds to be a positive number but received ${JSON.stringify(values.seconds)}`);
 const only = new Set((values.only ?? '').split(','));
 const target = await docsTarget('input-measure', values);
@@ -147,6 +148,7 @@ try {
     }
   }
   await writeDocsBlock(target, 'input-measure', tables, machine);
+  await cli.done({ tables });
 } finally {
   await rm(work, { recursive: true, force: true });
 }

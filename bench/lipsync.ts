@@ -24,16 +24,11 @@
  * real Wav2Lip (96x96 GAN generator, ~36 M parameters) on a multi-core CPU, no measurement (no
  * real weights can be had here); pass another value to see another network.
  *
- *   npx tsc -p tsconfig.json && node dist/bench/lipsync.js [--size 1280x720] [--fps 25]
- *       [--seconds 10] [--model-ms 25] [--batch 16] [--threads N] [--only A,S,B,C] [--repeat 1]
- *       [--write-docs [--docs-block NAME]]
- *
- * --write-docs puts the tables in docs/benchmarks.md between <!-- bench:lipsync begin/end --> (bench/doc-block.ts).
+ *   media-worker bench lipsync --help
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { SessionCache } from '../src/inference/index.js';
 import { findOnPath, probeMedia, resolveFfmpeg, runProcess, spawnProcess, type MediaInfo } from '../src/media/index.js';
@@ -42,21 +37,22 @@ import { DEFAULT_ENCODER, inputMatrix, displayedSize, frameTiming, probeVideoExt
 import { captureFacePatch, loadBlazeFace, lipsyncEncoderArgs, detectionSize, runFacePass, decodeAudio, FACE_DETECTION_PROFILES, frameThumbnail, melChunk, melSpectrogram, lipsyncFile, type LipsyncOutcome, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec, type RgbFrame, loadThreadedLipsyncModel, releaseLipsyncThreads, loadLipsyncModel, parseLipsyncModelMapping, type LipsyncModel } from '../src/lipsync/index.js';
 import { TABLES } from './blocks.js';
 import { describeMachine, machineInfo } from './common.js';
-import { DOCS_OPTIONS, type DocTable, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { benchCli } from './harness.js';
+import { type DocTable, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'lipsync',
   options: {
-    size: { type: 'string', default: '1280x720' },
-    fps: { type: 'string', default: '25' },
-    seconds: { type: 'string', default: '10' },
-    'model-ms': { type: 'string', default: '25' },
-    batch: { type: 'string', default: '16' },
-    threads: { type: 'string', default: '0' },
-    only: { type: 'string', default: 'A,S,B,C' },
-    repeat: { type: 'string', default: '1' },
-    ...DOCS_OPTIONS,
+    size: { type: 'string', arg: 'WxH', help: 'the talking-head clip\'s size', default: '1280x720' },
+    fps: { type: 'string', arg: 'N', help: 'its frame rate', default: '25' },
+    seconds: { type: 'string', arg: 'S', help: 'its length', default: '10' },
+    'model-ms': { type: 'string', arg: 'MS', help: 'runs B and C: the stand-in cost of a real lip-sync network per face', default: '25' },
+    batch: { type: 'string', arg: 'N', help: 'faces per lip-sync network call', default: '16' },
+    only: { type: 'string', arg: 'A,S,B,C', help: 'the runs (A pipeline, S stages, B calling thread, C worker thread)', default: 'A,S,B,C' },
   },
+  common: { threads: { default: '0' }, repeat: { default: '1' } },
 });
+const values = cli.values;
 
 const [width, height] = (values.size ?? '').split('x').map(Number) as [number, number];
 if (!(Number.isInteger(width) && Number.isInteger(height) && width > 0 && height > 0)) {
@@ -383,6 +379,7 @@ try {
   }
   console.log(`\n${tables.map((t) => markdownTable(t.header, t.rows)).join('\n\n')}`);
   await writeDocsBlock(target, 'lipsync', tables, machine);
+  await cli.done({ tables });
 } finally {
   await releaseLipsyncThreads();
   await sessions.release();

@@ -5,8 +5,7 @@
  * adds. The test model's figures measure the decoding loop and the ONNX Runtime calls with a
  * full-size 24-layer cache, not music quality.
  *
- *   npx tsc -p tsconfig.json && node dist/bench/music.js [--seconds 5] [--repeat 2]
- *       [--model musicgen-test,musicgen-small] [--threads N] [--providers cpu] [--write-docs [--docs-block NAME]]
+ *   media-worker bench music --help
  *
  * Prints one JSON line per run; --write-docs also puts them in docs/benchmarks.md as a table between
  * <!-- bench:music begin/end --> (bench/doc-block.ts).
@@ -15,30 +14,25 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { parseExecutionProviders, defaultModelsDir } from '../src/inference/index.js';
 import { finishSongs, MusicgenBackend, MUSICGEN_TEST_NAME, toMusicRequest } from '../src/music/index.js';
 import { TABLES } from './blocks.js';
 import { describeMachine, machineInfo } from './common.js';
-import { DOCS_OPTIONS, DOCS_USAGE, docsTarget, writeDocsBlock } from './doc-block.js';
+import { benchCli } from './harness.js';
+import { docsTarget, writeDocsBlock } from './doc-block.js';
 
-const { values } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '5' },
-    repeat: { type: 'string', default: '2' },
-    model: { type: 'string', default: `${MUSICGEN_TEST_NAME},musicgen-small` },
-    threads: { type: 'string', default: '0' },
-    providers: { type: 'string', default: 'cpu' },
-    help: { type: 'boolean', short: 'h' },
-    ...DOCS_OPTIONS,
+const cli = benchCli({
+  name: 'music',
+  options: { seconds: { type: 'string', arg: 'S', help: 'seconds of each song', default: '5' } },
+  common: {
+    model: { default: `${MUSICGEN_TEST_NAME},musicgen-small`, help: 'musicgen model folders (musicgen-test is generated; others installed by scripts/install-musicgen-model.ts)' },
+    providers: { default: 'cpu' },
+    threads: { default: '0' },
+    repeat: { default: '2', help: 'runs of each model (every run is reported)' },
   },
 });
-if (values.help === true) {
-  console.log(`usage: node dist/bench/music.js [--seconds 5] [--repeat 2] [--model musicgen-test,musicgen-small] [--threads N] [--providers cpu] ${DOCS_USAGE}`);
-  console.log('--write-docs: also write the table into docs/benchmarks.md between <!-- bench:music begin/end --> (--docs-block: another of its blocks)');
-  process.exit(0);
-}
+const values = cli.values;
 const target = await docsTarget('music', values);
 const machine = describeMachine(machineInfo());
 const table: string[][] = [];
@@ -104,6 +98,9 @@ try {
   if (table.length > 0) {
     const caption = `Providers ${values.providers}, ${os.availableParallelism()} cores; musicgen-test is the generated test model (timings of the decoding loop, not of music quality):`;
     await writeDocsBlock(target, 'music', [{ caption, header: TABLES.music.header, rows: table }], machine);
+    await cli.done({ tables: [{ caption, header: TABLES.music.header, rows: table }] });
+  } else {
+    await cli.done({});
   }
 } finally {
   await rm(work, { recursive: true, force: true });

@@ -10,25 +10,28 @@
  * with the tile the budget gives (here: the whole crop), each against one untiled ONNX Runtime call
  * on the same crop, measured in the same run: the wall ratio follows the computed share.
  *
- *   npm run build && node dist/bench/tile-budget.js [--reps 1] [--time-models realesrgan-x4fast[,realesrgan-x4plus]]
- *       [--write-docs [--docs-block NAME]]
+ *   media-worker bench tile-budget --help
  */
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { ensureModelFile, openSession, planTiles, type RgbImage, srModel, tileSizeForBudget, upscaleRgb } from '../src/inference/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
 import { TABLES } from './blocks.js';
-import { describeMachine, machineInfo, median } from './common.js';
-import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { describeMachine, intOption, machineInfo, median } from './common.js';
+import { benchCli } from './harness.js';
+import { docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
-const { values } = parseArgs({ options: { reps: { type: 'string', default: '1' }, 'time-models': { type: 'string', default: 'realesrgan-x4fast' }, help: { type: 'boolean', short: 'h', default: false }, ...DOCS_OPTIONS } });
-if (values.help) {
-  process.stdout.write('node dist/bench/tile-budget.js [--reps 1] [--write-docs [--docs-block NAME]]: computed share of tiles sized by memory, and their time against one untiled call\n');
-  process.exit(0);
-}
-const reps = Number(values.reps);
+const cli = benchCli({
+  name: 'tile-budget',
+  options: {},
+  common: {
+    model: { default: 'realesrgan-x4fast', help: 'networks timed: realesrgan-x4fast and/or realesrgan-x4plus (15 times its cost)' },
+    repeat: { default: '1', help: 'runs of each timing (medians are reported)' },
+  },
+});
+const values = cli.values;
+const reps = intOption('repeat', values.repeat, 1) ?? 1;
 const target = await docsTarget('tile-budget', values);
 const machine = describeMachine(machineInfo());
 const registry = { modelsDir: path.join(PACKAGE_ROOT, 'models') };
@@ -72,11 +75,11 @@ function planar(image: RgbImage): Float32Array {
   return out;
 }
 
-// x4plus costs 15 times x4fast per pixel: its timing is opt-in (--time-models realesrgan-x4fast,realesrgan-x4plus).
+// x4plus costs 15 times x4fast per pixel: its timing is opt-in (--model realesrgan-x4fast,realesrgan-x4plus).
 const cases = [
   { name: 'realesrgan-x4fast', width: 384, height: 288, tiles: [128, 384] },
   { name: 'realesrgan-x4plus', width: 256, height: 192, tiles: [176, 256] },
-].filter((c) => values['time-models'].split(',').includes(c.name));
+].filter((c) => values.model.split(',').includes(c.name));
 const timeRows: string[][] = [];
 for (const c of cases) {
   const file = await ensureModelFile(c.name, registry);
@@ -113,12 +116,9 @@ for (const c of cases) {
 const timeHeader = TABLES.tileBudgetTime.header;
 console.log(`\n${markdownTable(timeHeader, timeRows)}`);
 
-await writeDocsBlock(
-  target,
-  'tile-budget',
-  [
-    { caption: `Real-ESRGAN x4plus (overlap ${overlap}, ${bytesPerPixel} bytes per tile pixel): computed input pixels over the photo's, per tile choice:`, header: shareHeader, rows: shareRows },
-    { caption: `On this machine, ${path.basename('chelsea.png')} crops, medians of ${reps}: the tiled pipeline against one untiled ONNX Runtime call:`, header: timeHeader, rows: timeRows },
-  ],
-  machine,
-);
+const tables = [
+  { caption: `Real-ESRGAN x4plus (overlap ${overlap}, ${bytesPerPixel} bytes per tile pixel): computed input pixels over the photo's, per tile choice:`, header: shareHeader, rows: shareRows },
+  { caption: `On this machine, ${path.basename('chelsea.png')} crops, medians of ${reps}: the tiled pipeline against one untiled ONNX Runtime call:`, header: timeHeader, rows: timeRows },
+];
+await writeDocsBlock(target, 'tile-budget', tables, machine);
+await cli.done({ tables });

@@ -7,54 +7,55 @@
  * of the two wall times (goal <= 1.15), the same ratio of CPU time (all threads of the process: a
  * steadier figure on a machine that other work shares), the output megapixels per second of the
  * pipeline, and how much of the pipeline's time was spent outside ONNX Runtime. Both are measured in the same run,
- * alternating, after a warm-up; medians of --reps.
+ * alternating, after a warm-up; medians of --repeat.
  *
  * Overlap scan (--scan-overlap): for each model and photo, a crop exactly two tiles wide and high,
  * so every kept pixel next to the seams has exactly `overlap` pixels of context; tiled with a hard
  * cut (feather 0) against untiled. Prints the largest 8-bit difference per overlap: the smallest
  * overlap with a difference <= 1 is what a model needs for seamless tiling, the one with 0 is exact.
  *
- *   npx tsc -p tsconfig.json && node dist/bench/tiling.js [--size 256] [--tile N[,N...]] [--overlap N]
- *       [--batch N] [--reps 3] [--threads N] [--inline] [--models esrgan-slim-x4,...] [--image PATH]
+ *   media-worker bench tiling [--scan-overlap] --help
  *
  * The pipeline runs its session on a worker thread, as the worker daemon does (--inline: on the
  * main thread); the reference call is bare ONNX Runtime on the main thread.
- *   node dist/bench/tiling.js --scan-overlap [--scan-tile 64] [--overlaps 0,2,4,6,8,12,16]
  *
  * Either mode takes [--write-docs [--docs-block NAME]]: the table goes into docs/benchmarks.md
  * between <!-- bench:tiling begin/end --> (the scan: <!-- bench:tiling-overlap ... -->; bench/doc-block.ts).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { type SuperResolutionManifest, defaultModelsDir, listManifests, type ModelSession, openSession, openThreadSession, type RgbImage, type SrModel, gatherTile, upscaleRgb } from '../src/inference/index.js';
+import { type SuperResolutionManifest, listManifests, type ModelSession, openSession, openThreadSession, type RgbImage, type SrModel, gatherTile, upscaleRgb } from '../src/inference/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../src/paths.js';
 import { TABLES } from './blocks.js';
-import { describeMachine, machineInfo } from './common.js';
-import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { benchRegistry, describeMachine, machineInfo, modelFilePath } from './common.js';
+import { benchCli } from './harness.js';
+import { type DocTable, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
 const PHOTOS = BUNDLED_PHOTOS_DIR;
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'tiling',
   options: {
-    size: { type: 'string', default: '256' },
-    tile: { type: 'string' },
-    overlap: { type: 'string' },
-    feather: { type: 'string' },
-    batch: { type: 'string' },
-    reps: { type: 'string', default: '3' },
-    threads: { type: 'string', default: '0' },
-    inline: { type: 'boolean', default: false },
-    models: { type: 'string' },
-    image: { type: 'string', default: path.join(PHOTOS, 'astronaut.png') },
-    'scan-overlap': { type: 'boolean', default: false },
-    'scan-tile': { type: 'string', default: '64' },
-    overlaps: { type: 'string', default: '0,2,4,6,8,10,12,16' },
-    photos: { type: 'string', default: 'astronaut.png,coffee.png,chelsea.png' },
-    ...DOCS_OPTIONS,
+    size: { type: 'string', arg: 'PX', help: 'speed: crop side in input pixels', default: '256' },
+    overlap: { type: 'string', arg: 'PX', help: "speed: context pixels per tile side (default: the manifest's)" },
+    feather: { type: 'string', arg: 'PX', help: 'speed: blend band at the seams (default: the engine\'s)' },
+    batch: { type: 'string', arg: 'N', help: "speed: tiles per call (default: the manifest's)" },
+    inline: { type: 'boolean', help: "speed: the pipeline's session on the main thread instead of its worker thread" },
+    image: { type: 'string', arg: 'PATH', help: 'speed: the photo', default: path.join(PHOTOS, 'astronaut.png') },
+    'scan-overlap': { type: 'boolean', help: 'the overlap scan instead of speed: largest difference tiled against untiled per overlap' },
+    'scan-tile': { type: 'string', arg: 'PX', help: 'scan: tile edge', default: '64' },
+    overlaps: { type: 'string', arg: 'N,N,...', help: 'scan: the overlaps tried', default: '0,2,4,6,8,10,12,16' },
+    photos: { type: 'string', arg: 'FILE,FILE,...', help: 'scan: bundled photos', default: 'astronaut.png,coffee.png,chelsea.png' },
+  },
+  common: {
+    model: { help: 'networks to measure (default: every super-resolution network whose file is present)' },
+    threads: { default: '0' },
+    tile: { help: "speed: tile edges tried, N[,N...] (default: the manifest's)" },
+    repeat: { default: '3', help: 'speed: runs of each measurement (medians are reported)' },
   },
 });
+const values = cli.values;
 
 function int(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
@@ -103,21 +104,20 @@ function median(xs: number[]): number {
 }
 
 async function selectedManifests(): Promise<SuperResolutionManifest[]> {
-  const wanted = values.models?.split(',').map((s) => s.trim());
-  const all = (await listManifests()).filter((m): m is SuperResolutionManifest => m.task === 'super-resolution');
-  const dir = defaultModelsDir();
-  return all.filter((m) => (wanted ? wanted.includes(m.name) : existsSync(path.join(dir, m.file))));
+  const wanted = values.model?.split(',').map((s) => s.trim());
+  const all = (await listManifests(benchRegistry())).filter((m): m is SuperResolutionManifest => m.task === 'super-resolution');
+  return all.filter((m) => (wanted ? wanted.includes(m.name) : existsSync(modelFilePath(m))));
 }
 
-async function speed(target: string | undefined, machine: string): Promise<void> {
+async function speed(target: string | undefined, machine: string): Promise<DocTable[]> {
   const size = int('size', values.size) ?? 256;
-  const reps = Math.max(1, int('reps', values.reps) ?? 3);
+  const reps = Math.max(1, int('repeat', values.repeat) ?? 3);
   const image = await crop(values.image, size, size);
   console.log(`image: ${path.basename(values.image)} crop ${image.width}x${image.height}; reps ${reps}; medians`);
   console.log('model            | tile/ovl/bat | tiles | ORT untiled ms | pipeline ms | ratio | cpu ratio | outside ORT ms | out MP/s');
   const rows: string[][] = [];
   for (const manifest of await selectedManifests()) {
-    const file = path.join(defaultModelsDir(), manifest.file);
+    const file = modelFilePath(manifest);
     const settings = { threads: int('threads', values.threads) ?? 0 };
     // The reference is bare ONNX Runtime on this thread; the pipeline uses the session as the
     // worker does (on its own thread, unless --inline).
@@ -188,9 +188,10 @@ async function speed(target: string | undefined, machine: string): Promise<void>
   console.log(`\n${markdownTable(header, rows)}`);
   const caption = `${path.basename(values.image)}, crop ${image.width}x${image.height}, medians of ${reps}; the pipeline ${values.inline ? 'on the main thread' : 'on its worker thread'}:`;
   await writeDocsBlock(target, 'tiling', [{ caption, header, rows }], machine);
+  return [{ caption, header, rows }];
 }
 
-async function scanOverlap(target: string | undefined, machine: string): Promise<void> {
+async function scanOverlap(target: string | undefined, machine: string): Promise<DocTable[]> {
   const tile = int('scan-tile', values['scan-tile']) ?? 64;
   const overlaps = values.overlaps.split(',').map((s) => int('overlaps', s) ?? 0).filter((o) => tile > 2 * o);
   const photos = values.photos.split(',').map((s) => s.trim());
@@ -199,7 +200,7 @@ async function scanOverlap(target: string | undefined, machine: string): Promise
   console.log(`model            | ${overlaps.map((o) => `ovl ${o}`.padStart(12)).join(' | ')}`);
   const rows: string[][] = [];
   for (const manifest of await selectedManifests()) {
-    const session = await openSession(path.join(defaultModelsDir(), manifest.file), { threads: int('threads', values.threads) ?? 0 });
+    const session = await openSession(modelFilePath(manifest), { threads: int('threads', values.threads) ?? 0 });
     const model = srModel(session, manifest);
     const cells: string[] = [];
     for (const overlap of overlaps) {
@@ -226,10 +227,11 @@ async function scanOverlap(target: string | undefined, machine: string): Promise
   console.log(`\n${markdownTable(header, rows)}`);
   const caption = `Largest 8-bit difference, tiled (tile ${tile}, hard cut) against untiled, over ${photos.join(', ')}; in brackets, values off by more than 1:`;
   await writeDocsBlock(target, 'tiling', [{ caption, header, rows }], machine);
+  return [{ caption, header, rows }];
 }
 
 const scan = values['scan-overlap'];
 const target = await docsTarget('tiling', values, scan ? 'tiling-overlap' : 'tiling');
 const machine = describeMachine(machineInfo());
 console.log(machine);
-await (scan ? scanOverlap(target, machine) : speed(target, machine));
+await cli.done({ tables: await (scan ? scanOverlap(target, machine) : speed(target, machine)) });

@@ -16,22 +16,17 @@
  * gets). UpscalerJS runs with its defaults (no patchSize: the whole image in one call) unless
  * --patch-size is given; ours with the manifest's tile settings unless --tile is given (a tile as
  * large as the image makes both sides do the same arithmetic). Each side runs once untimed
- * (warm-up excluded for both), then --reps alternating runs; the tables use each side's fastest
+ * (warm-up excluded for both), then --repeat alternating runs; the tables use each side's fastest
  * run (the least disturbed on a shared machine) and show the ratio of medians too. The two outputs
  * are compared (PSNR of ours against UpscalerJS's) to show both computed the same thing.
  *
- *   npm run build && node dist/bench/upscalerjs.js [--image PATH] [--size 256] [--reps 2]
- *       [--models esrgan-slim-x2,...] [--tile N] [--patch-size N --padding N] [--json FILE]
- *       [--write-docs [--docs-block NAME]]
- *
- * --write-docs puts the table in docs/benchmarks.md between <!-- bench:upscalerjs begin/end --> (bench/doc-block.ts).
+ *   media-worker bench upscalerjs --help
  */
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
 import * as tfWasm from '@tensorflow/tfjs-backend-wasm';
 import sharp from 'sharp';
@@ -57,7 +52,8 @@ import {
 } from './common.js';
 import { lumaBt601, psnr } from './metrics.js';
 import { TABLES } from './blocks.js';
-import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { benchCli } from './harness.js';
+import { docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
 const require = createRequire(path.join(PACKAGE_ROOT, 'package.json'));
 
@@ -69,19 +65,22 @@ interface Upscaler {
 }
 type UpscalerClass = new (options: { model: unknown }) => Upscaler;
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'upscalerjs',
   options: {
-    image: { type: 'string', default: DEFAULT_SAMPLE_IMAGE },
-    size: { type: 'string', default: '256' },
-    reps: { type: 'string', default: '2' },
-    tile: { type: 'string' },
-    models: { type: 'string' },
-    'patch-size': { type: 'string' },
-    padding: { type: 'string' },
-    json: { type: 'string', default: resultsPath('upscalerjs') },
-    ...DOCS_OPTIONS,
+    image: { type: 'string', arg: 'PATH', help: 'the photo, centre-cropped to --size', default: DEFAULT_SAMPLE_IMAGE },
+    size: { type: 'string', arg: 'PX', help: 'crop side in input pixels', default: '256' },
+    'patch-size': { type: 'string', arg: 'PX', help: "UpscalerJS's patchSize (default: the whole image in one call)" },
+    padding: { type: 'string', arg: 'PX', help: "UpscalerJS's padding, with --patch-size" },
+    results: { type: 'string', arg: 'FILE', help: 'where the results go', default: resultsPath('upscalerjs') },
+  },
+  common: {
+    model: { help: 'ESRGAN networks of @upscalerjs/esrgan-* (default: every one at x2 and x4)' },
+    tile: { help: "our tile edge in input pixels (default: each network's manifest)" },
+    repeat: { default: '2' },
   },
 });
+const values = cli.values;
 
 /**
  * UpscalerJS's Upscaler as `upscaler/node` assembles it, with TF.js (wasm) instead of tfjs-node.
@@ -156,11 +155,11 @@ interface PeerRow {
 async function main(): Promise<void> {
   const target = await docsTarget('upscalerjs', values);
   const size = intOption('size', values.size, 16) ?? 256;
-  const reps = intOption('reps', values.reps, 1) ?? 2;
+  const reps = intOption('repeat', values.repeat, 1) ?? 2;
   const tile = intOption('tile', values.tile, 16);
   const patchSize = intOption('patch-size', values['patch-size'], 1);
   const padding = intOption('padding', values.padding);
-  const manifests = await srManifests([2, 4], values.models === undefined ? undefined : splitList(values.models));
+  const manifests = await srManifests([2, 4], values.model === undefined ? undefined : splitList(values.model));
 
   await tf.setBackend('wasm');
   await tf.ready();
@@ -263,7 +262,7 @@ async function main(): Promise<void> {
       r.agreementDb.toFixed(1),
     ]);
     console.log(`\n${formatTable(header, body)}\n\nMarkdown:\n\n${markdownTable(header, body)}`);
-    await writeResults(values.json, {
+    await writeResults(values.results, {
       kind: 'upscalerjs',
       machine,
       settings: { image: path.basename(values.image), width: rgb.width, height: rgb.height, reps, tile, patchSize, padding, wasmThreads, simd, versions },
@@ -271,6 +270,7 @@ async function main(): Promise<void> {
     });
     const caption = `${path.basename(values.image)}, centre crop ${rgb.width}x${rgb.height} PNG, file in and file out; ${patching}; ${ourTiles}; fastest of ${reps} runs:`;
     await writeDocsBlock(target, 'upscalerjs', [{ caption, header, rows: body }], describeMachine(machine));
+    await cli.done({ tables: [{ caption, header, rows: body }] });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

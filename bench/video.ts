@@ -13,18 +13,13 @@
  *     its ffmpeg children, sampled from /proc every 20 ms) for a short and a long input.
  *     Goal: long / short <= 1.2.
  *
- *   npx tsc -p tsconfig.json && node dist/bench/video.js [--size 160x90] [--fps 24]
- *       [--seconds 10] [--long-seconds 60] [--factor 2] [--model NAME] [--frames-in-flight 2]
- *       [--reps 5] [--only a,b,c] [--threads N] [--nice N] [--write-docs [--docs-block NAME]]
- *
- * --write-docs puts the table in docs/benchmarks.md between <!-- bench:video begin/end --> (bench/doc-block.ts).
+ *   media-worker bench video --help
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { SessionCache, type UpscaleResult, upscaleRgb, createSrModelLoader } from '../src/inference/index.js';
 import type { UpscaleFactor } from '../src/jobs/index.js';
@@ -32,28 +27,31 @@ import { probeMedia, resolveFfmpeg, runProcess, type MediaInfo } from '../src/me
 import { DEFAULT_ENCODER, decoderArgs, inputMatrix, videoCodecArgs, frameTiming, rgbFrameBytes, videoGeometry, probeVideoExtras } from '../src/video/index.js';
 import { TileBatcher, upscaleVideoFile } from '../src/upscale/index.js';
 import { TABLES } from './blocks.js';
-import { describeMachine, machineInfo } from './common.js';
-import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { benchRegistry, describeMachine, machineInfo } from './common.js';
+import { benchCli } from './harness.js';
+import { docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'video',
   options: {
-    size: { type: 'string', default: '160x90' },
-    fps: { type: 'string', default: '24' },
-    seconds: { type: 'string', default: '10' },
-    'long-seconds': { type: 'string', default: '60' },
-    factor: { type: 'string', default: '2' },
-    model: { type: 'string' },
-    'frames-in-flight': { type: 'string', default: '2' },
-    reps: { type: 'string', default: '5' },
-    only: { type: 'string', default: 'a,b,c' },
-    threads: { type: 'string', default: '0' },
-    nice: { type: 'string' },
-    // Internal: run one upscale in this process (the child of the memory benchmark).
-    child: { type: 'string' },
-    out: { type: 'string' },
-    ...DOCS_OPTIONS,
+    size: { type: 'string', arg: 'WxH', help: 'the synthetic clip\'s size', default: '160x90' },
+    fps: { type: 'string', arg: 'N', help: 'its frame rate', default: '24' },
+    seconds: { type: 'string', arg: 'S', help: 'its length', default: '10' },
+    'long-seconds': { type: 'string', arg: 'S', help: '(c): the long input\'s length', default: '60' },
+    factor: { type: 'string', arg: '1|2|4', help: 'the upscale factor', default: '2' },
+    'frames-in-flight': { type: 'string', arg: 'N', help: 'frames the pipeline keeps in flight', default: '2' },
+    only: { type: 'string', arg: 'a,b,c', help: '(a) overlap, (b) frames on disk, (c) memory', default: 'a,b,c' },
+    nice: { type: 'string', arg: 'N', help: "ffmpeg's niceness" },
+    child: { type: 'string', arg: 'FILE', help: 'internal: one upscale in this process (the memory child)', hidden: true },
+    out: { type: 'string', arg: 'FILE', help: "internal: the child's output", hidden: true },
+  },
+  common: {
+    model: { help: 'the network (default: the video default of MEDIA_WORKER_SR_MODELS)' },
+    threads: { default: '0' },
+    repeat: { default: '5' },
   },
 });
+const values = cli.values;
 
 const ffmpeg = resolveFfmpeg({ ffmpegPath: process.env['FFMPEG_PATH'] ?? '' });
 const factor = values.factor as UpscaleFactor;
@@ -61,7 +59,7 @@ if (!['1', '2', '4'].includes(factor)) throw new RangeError(`Expected --factor t
 const framesInFlight = positive('frames-in-flight', values['frames-in-flight']);
 const threads = Number(values.threads);
 const sessions = new SessionCache({ executionProviders: ['cpu'], ...(threads > 0 ? { threads } : {}) });
-const loadModel = createSrModelLoader({ sessions });
+const loadModel = createSrModelLoader({ sessions, ...benchRegistry() });
 
 /** Request options the command line sets for every pipeline run. */
 function common(): { modelName?: string; ffmpegNice?: number } {
@@ -230,7 +228,7 @@ async function main(): Promise<void> {
   console.log(machine);
   const table: string[][] = [];
   const only = new Set(values.only.split(','));
-  const reps = positive('reps', values.reps);
+  const reps = positive('repeat', values.repeat);
   const seconds = Number(values.seconds);
   const work = await mkdtemp(path.join(tmpdir(), 'media-worker-bench-video-'));
   try {
@@ -296,6 +294,7 @@ async function main(): Promise<void> {
       `${values.size} at ${values.fps} fps, ${frames.length} frames (${seconds} s) + AAC, factor ${factor} to ${geometry.output.width}x${geometry.output.height}, ` +
       `${model}, ${framesInFlight} frames in flight, ${reps} runs (peak RSS: one run each):`;
     await writeDocsBlock(target, 'video', [{ caption, header: TABLES.video.header, rows: table }], machine);
+    await cli.done({ tables: [{ caption, header: TABLES.video.header, rows: table }] });
   } finally {
     await sessions.release();
     await rm(work, { recursive: true, force: true });

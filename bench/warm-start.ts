@@ -7,8 +7,8 @@
  * event's durationMs: from the worker taking it to its result stored). Goal: at most 1.2 on this CPU.
  *
  * Prints one JSON object. Figures only, no assertions (timings belong here, not in tests).
- * Usage: node dist/bench/warm-start.js [--kind image|video] [--rounds N] [--size WxH] [--cli PATH]
- * (--cli: another build's dist/src/cli.js, to measure it the same way; video: a 1 s clip at 12 fps.)
+ *
+ *   media-worker bench warm-start --help
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -16,29 +16,32 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs, promisify } from 'node:util';
+import { promisify } from 'node:util';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import sharp from 'sharp';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { anyHostEventSubject, terminalEventSchema, type TerminalEvent } from '../src/protocol/index.js';
 import { median } from './common.js';
+import { benchCli } from './harness.js';
 import { cpuSeconds } from './cpu-time.js';
 import { startBenchNats } from './nats-server.js';
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'warm-start',
   options: {
-    kind: { type: 'string', default: 'image' },
-    rounds: { type: 'string', default: '3' },
-    size: { type: 'string', default: '64x48' },
-    cli: { type: 'string' },
+    kind: { type: 'string', arg: 'image|video', help: 'the jobs the daemon serves (video: a 1 s clip at 12 fps)', default: 'image' },
+    size: { type: 'string', arg: 'WxH', help: 'the input\'s size', default: '64x48' },
+    cli: { type: 'string', arg: 'PATH', help: "another build's dist/src/cli.js, measured the same way" },
   },
+  common: { repeat: { default: '3', help: 'rounds, each a fresh daemon taking two jobs (medians are reported)' } },
 });
+const values = cli.values;
 const KIND = values.kind;
 if (KIND !== 'image' && KIND !== 'video') throw new RangeError(`Expected --kind image or video but received ${KIND}`);
-const ROUNDS = Number(values.rounds);
+const ROUNDS = Number(values.repeat);
 const [WIDTH, HEIGHT] = (values.size ?? '64x48').split('x').map(Number) as [number, number];
-if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !(WIDTH > 0) || !(HEIGHT > 0)) throw new RangeError(`Expected --rounds N and --size WxH but received ${values.rounds} and ${values.size}`);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !(WIDTH > 0) || !(HEIGHT > 0)) throw new RangeError(`Expected --repeat N and --size WxH but received ${values.repeat} and ${values.size}`);
 const CLI = path.resolve(values.cli ?? path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js'));
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'media-worker-warm-'));
@@ -109,22 +112,19 @@ try {
   }
   media.close();
   await nc.close();
-  process.stdout.write(
-    `${JSON.stringify(
-      {
-        machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version },
-        cli: path.relative(PACKAGE_ROOT, CLI),
-        input: `${WIDTH}x${HEIGHT} ${KIND === 'image' ? 'PNG' : 'H.264 clip, 1 s at 12 fps'}, upscale_factor 2 (the default ${KIND} network)`,
-        rounds,
-        medianCpuRatio: median(rounds.map((r) => r.cpuRatio)),
-        medianRatio: median(rounds.map((r) => r.ratio)),
-        medianStartMs: median(rounds.map((r) => r.startMs)),
-        warmSteps,
-      },
-      null,
-      2,
-    )}\n`,
-  );
+  const figures = {
+    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version },
+    cli: path.relative(PACKAGE_ROOT, CLI),
+    input: `${WIDTH}x${HEIGHT} ${KIND === 'image' ? 'PNG' : 'H.264 clip, 1 s at 12 fps'}, upscale_factor 2 (the default ${KIND} network)`,
+    rounds,
+    medianCpuRatio: median(rounds.map((r) => r.cpuRatio)),
+    medianRatio: median(rounds.map((r) => r.ratio)),
+    medianStartMs: median(rounds.map((r) => r.startMs)),
+    warmSteps,
+  };
+  process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+  const { machine: _machine, ...data } = figures;
+  await cli.done({ data });
 
   async function eventOf(id: string): Promise<TerminalEvent> {
     for (let i = 0; i < 6000; i++) {
