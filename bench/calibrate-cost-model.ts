@@ -4,7 +4,7 @@
  *
  * - network: ONNX Runtime multiply-adds per second (the manifest's macsPerInputPixel x the input
  *   pixels the tiles really cover), for the slim and thick x4 networks on a real photo, one thread
- *   per core; fastest and median of --reps after a warm-up run.
+ *   per core; fastest and median of --repeat after a warm-up run.
  * - x264 encode and decode: seconds per megapixel of frames, with real ffmpeg on a clip made from a
  *   real photo (a pan across it, so frames differ like a video's do). Encode is the time of
  *   "make the frames + encode" less "make the frames alone" (both piped as raw RGB, as the video
@@ -12,26 +12,32 @@
  *
  * Times are CPU seconds (this process, its threads and its ffmpeg children) divided by the cores,
  * besides wall time: on a shared machine the wall time grows with the neighbours' load, the CPU
- * time much less. Rates are from the fastest of --reps.
+ * time much less. Rates are from the fastest of --repeat.
  *
- *   npm run build && node dist/bench/calibrate-cost-model.js [--reps 3] [--json FILE]
+ *   media-worker bench calibrate-cost-model --help
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { getManifest, ensureModelFile, type SuperResolutionManifest, SessionCache, defaultFeather, upscaleRgb, planTiles } from '../src/inference/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { DEFAULT_ENCODER } from '../src/video/index.js';
 import { cpuSeconds } from './cpu-time.js';
+import { benchCli } from './harness.js';
 import { describeMachine, intOption, loadRgb, machineInfo, median, timed, writeResults } from './common.js';
 
-const { values } = parseArgs({
-  options: { reps: { type: 'string' }, json: { type: 'string' }, only: { type: 'string' } },
+const cli = benchCli({
+  name: 'calibrate-cost-model',
+  options: {
+    only: { type: 'string', arg: 'network,codec', help: 'what is measured', default: 'network,codec' },
+    results: { type: 'string', arg: 'FILE', help: 'also write the figures to FILE' },
+  },
+  common: { repeat: { default: '3' } },
 });
-const reps = intOption('reps', values.reps, 1) ?? 3;
-const only = values.only?.split(',') ?? ['network', 'codec'];
+const values = cli.values;
+const reps = intOption('repeat', values.repeat, 1) ?? 3;
+const only = values.only.split(',');
 
 interface NetworkRow {
   model: string;
@@ -184,4 +190,5 @@ if (only.includes('codec')) {
     await rm(dir, { recursive: true, force: true });
   }
 }
-if (values.json !== undefined) await writeResults(values.json, { machine, reps, ...results });
+if (values.results !== undefined) await writeResults(values.results, { machine, reps, ...results });
+await cli.done({ data: results });

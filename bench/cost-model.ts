@@ -11,16 +11,12 @@
  * wall time grows with the neighbours' load; the CPU time is the work itself, so CPU / cores is
  * what the run would take with the cores to itself (what the estimate is for).
  *
- *   npm run build && node dist/bench/cost-model.js [--reps 1] [--only image,video] [--json FILE]
- *       [--write-docs [--docs-block NAME]]
- *
- * --write-docs puts the table in docs/benchmarks.md between <!-- bench:cost-model begin/end --> (bench/doc-block.ts).
+ *   media-worker bench cost-model --help
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { createEngine, executeJob, quoteOnly } from '../src/app/index.js';
@@ -29,12 +25,21 @@ import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { cpuSeconds } from './cpu-time.js';
 import { describeMachine, intOption, machineInfo, median, writeResults } from './common.js';
 import { TABLES } from './blocks.js';
-import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { benchCli } from './harness.js';
+import { docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
-const { values } = parseArgs({ options: { reps: { type: 'string' }, only: { type: 'string' }, json: { type: 'string' }, ...DOCS_OPTIONS } });
+const cli = benchCli({
+  name: 'cost-model',
+  options: {
+    only: { type: 'string', arg: 'image,video', help: 'the kinds of job run', default: 'image,video' },
+    results: { type: 'string', arg: 'FILE', help: 'also write the rows to FILE' },
+  },
+  common: { repeat: { default: '1', help: 'runs of each job (medians are reported)' } },
+});
+const values = cli.values;
 const target = await docsTarget('cost-model', values);
-const reps = intOption('reps', values.reps, 1) ?? 1;
-const only = values.only?.split(',') ?? ['image', 'video'];
+const reps = intOption('repeat', values.repeat, 1) ?? 1;
+const only = values.only.split(',');
 
 interface Case {
   name: string;
@@ -144,7 +149,7 @@ try {
   await engine.release();
   await rm(dir, { recursive: true, force: true });
 }
-if (values.json !== undefined) await writeResults(values.json, { machine: machineInfo(), rows });
+if (values.results !== undefined) await writeResults(values.results, { machine: machineInfo(), rows });
 const table = rows.map((r) => [
   r.name,
   r.hardwareClass,
@@ -159,3 +164,4 @@ const table = rows.map((r) => [
 console.log(`\n${markdownTable(TABLES.costModel.header, table)}`);
 const caption = `The estimate against real runs through executeJob after a warm-up run, medians of ${reps}:`;
 await writeDocsBlock(target, 'cost-model', [{ caption, header: TABLES.costModel.header, rows: table }], machine);
+await cli.done({ tables: [{ caption, header: TABLES.costModel.header, rows: table }] });

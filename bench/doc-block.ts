@@ -34,14 +34,6 @@ export type Block =
   | { kind: 'tables'; tables: readonly DocTable[]; command: string; machine: string }
   | { kind: 'pending'; command: string };
 
-/** The command-line options every benchmark takes for its docs. */
-export const DOCS_OPTIONS = {
-  'write-docs': { type: 'boolean', default: false },
-  'docs-block': { type: 'string' },
-} as const;
-
-export const DOCS_USAGE = '[--write-docs [--docs-block NAME]]';
-
 export const beginMarker = (name: string): string => `<!-- bench:${name} begin -->`;
 export const endMarker = (name: string): string => `<!-- bench:${name} end -->`;
 

@@ -11,7 +11,7 @@
  * - avOffsetMs: (first video time - first audio time) of the output less the input's.
  * - bit depth and streams in and out, as ffprobe reports them.
  *
- * Run directly (`npx tsc -p tsconfig.json && node dist/bench/fidelity-video.js [--no-rows] [--timing] [--reps 5] [--only sdr,hdr]`)
+ * Run directly (`npx tsc -p tsconfig.json && node dist/bench/fidelity-video.js [--no-rows] [--timing] [--repeat 5] [--only sdr,hdr]`)
  * it prints the rows; `--timing` also measures (a) the 8-bit SDR streaming wall time of the same
  * clip with main's build (/work/main/dist, or --before DIR) and this one, alternating, and (b) the
  * HDR path (hdr "keep") against the SDR path (hdr "sdr", tone-mapped) on the same HDR10 clip, for the
@@ -23,7 +23,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { promisify } from 'node:util';
 import { SessionCache, createSrModelLoader, parseSrModelChoices, type SrModelLoader } from '../src/inference/index.js';
 import { type MediaInfo, probeMedia, resolveFfmpeg } from '../src/media/index.js';
 import { type VideoUpscaleOutcome, upscaleVideoFile } from '../src/upscale/index.js';
@@ -33,6 +33,7 @@ import { type HdrMode, videoResultFormat } from '../src/video/index.js';
 import { meanCiede2000 } from './colour-difference.js';
 import { PATCH, makeVideoCorpus, type VideoCorpus } from './fidelity-video-corpus.js';
 import type { FidelityRow } from './fidelity-row.js';
+import { benchCli } from './harness.js';
 import { type FileFacts, fileFacts, packetTimes, pictureOf, streamLabels } from './video-facts.js';
 
 const run = promisify(execFile);
@@ -315,25 +316,26 @@ async function timing(beforeDist: string, reps: number, only: readonly string[])
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
+  const cli = benchCli({
+    name: 'fidelity-video',
     options: {
-      timing: { type: 'boolean', default: false },
-      before: { type: 'string', default: '/work/main/dist' },
-      reps: { type: 'string', default: '5' },
-      only: { type: 'string', default: 'sdr,hdr,lipsync' },
-      'no-rows': { type: 'boolean', default: false },
+      timing: { type: 'boolean', help: 'also time the 8-bit path against --before, and HDR against SDR' },
+      before: { type: 'string', arg: 'DIST', help: "another build's dist/ for --timing", default: '/work/main/dist' },
+      only: { type: 'string', arg: 'sdr,hdr,lipsync', help: 'the timings run', default: 'sdr,hdr,lipsync' },
+      'no-rows': { type: 'boolean', help: 'leave out the fidelity rows' },
     },
+    common: { repeat: { default: '5', help: 'alternating runs of each timing' } },
   });
-  if (!values['no-rows']) {
-    const rows = await videoFidelityRows();
-    for (const row of rows) {
-      process.stdout.write(
-        `${row.case.padEnd(26)} dE00 ${String(row.deltaE2000 ?? '-').padStart(5)}  A/V ${String(row.avOffsetMs ?? '-').padStart(5)} ms  bits ${row.bitDepthIn}->${row.bitDepthOut}  ` +
-          `streams ${row.streamsIn.join(',')} -> ${row.streamsOut.join(',')}  (${row.notes ?? ''})\n`,
-      );
-    }
+  const { values } = cli;
+  const rows = values['no-rows'] ? [] : await videoFidelityRows();
+  for (const row of rows) {
+    process.stdout.write(
+      `${row.case.padEnd(26)} dE00 ${String(row.deltaE2000 ?? '-').padStart(5)}  A/V ${String(row.avOffsetMs ?? '-').padStart(5)} ms  bits ${row.bitDepthIn}->${row.bitDepthOut}  ` +
+        `streams ${row.streamsIn.join(',')} -> ${row.streamsOut.join(',')}  (${row.notes ?? ''})\n`,
+    );
   }
-  if (values.timing) await timing(resolve(values.before), Number(values.reps), values.only.split(','));
+  if (values.timing) await timing(resolve(values.before), Number(values.repeat), values.only.split(','));
+  await cli.done({ data: { rows } });
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

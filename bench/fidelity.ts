@@ -5,10 +5,10 @@
  * `--images` or `--video` runs one half. The timing of the 8-bit path before and after, and of HDR
  * against SDR, is `node dist/bench/fidelity-video.js --no-rows --timing --before OTHER_DIST`.
  */
-import { parseArgs } from 'node:util';
 import { describeMachine, formatTable, machineInfo } from './common.js';
 import { imageFidelityRows } from './fidelity-images.js';
 import type { FidelityRow } from './fidelity-row.js';
+import { benchCli } from './harness.js';
 import { videoFidelityRows } from './fidelity-video.js';
 
 const HEADER = ['case', 'ΔE00', 'A/V ms', 'bits', 'streams in', 'streams out', 'notes'];
@@ -26,13 +26,21 @@ function cells(row: FidelityRow): string[] {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { images: { type: 'boolean', default: false }, video: { type: 'boolean', default: false } } });
+  const cli = benchCli({
+    name: 'fidelity',
+    options: {
+      images: { type: 'boolean', help: 'only the image half of the corpus' },
+      video: { type: 'boolean', help: 'only the video half of the corpus' },
+    },
+  });
+  const { values } = cli;
   const both = !values.images && !values.video;
   const rows: FidelityRow[] = [];
   if (both || values.images) rows.push(...(await imageFidelityRows()));
   if (both || values.video) rows.push(...(await videoFidelityRows()));
   console.log(describeMachine(machineInfo()));
   console.log(formatTable(HEADER, rows.map(cells)));
+  await cli.done({ tables: [{ header: HEADER, rows: rows.map(cells) }] });
 }
 
 main().catch((error: unknown) => {

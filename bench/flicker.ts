@@ -5,32 +5,30 @@
  * stretch of opencv-doc's Megamind.avi, downscaled x4 first, then upscaled x4 by the real video
  * pipeline (decoder, tiles, encoder at CRF 18); outputs are decoded back and compared at full size.
  *
- *   npm run build && node dist/bench/flicker.js [--models realesrgan-x4fast,esrgan-slim-x4,realesrgan-x4plus]
- *       [--start 2] [--seconds 2] [--video PATH] [--write-docs [--docs-block NAME]]
- *
- * --write-docs puts the table in docs/benchmarks.md between <!-- bench:flicker begin/end --> (bench/doc-block.ts).
+ *   media-worker bench flicker --help
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { SessionCache, createSrModelLoader } from '../src/inference/index.js';
 import { resolveFfmpeg, probeMedia, runProcess } from '../src/media/index.js';
 import { upscaleVideoFile } from '../src/upscale/index.js';
-import { describeMachine, formatTable, machineInfo, splitList } from './common.js';
+import { benchRegistry, describeMachine, formatTable, machineInfo, splitList } from './common.js';
 import { TABLES } from './blocks.js';
-import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { benchCli } from './harness.js';
+import { docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 import { lumaBt601, meanFrameChange, type Plane } from './metrics.js';
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'flicker',
   options: {
-    models: { type: 'string', default: 'realesrgan-x4fast,esrgan-slim-x4,realesrgan-x4plus' },
-    start: { type: 'string', default: '2' },
-    seconds: { type: 'string', default: '2' },
-    video: { type: 'string', default: '/usr/share/doc/opencv-doc/examples/data/Megamind.avi' },
-    ...DOCS_OPTIONS,
+    start: { type: 'string', arg: 'S', help: 'where the stretch of the clip starts', default: '2' },
+    seconds: { type: 'string', arg: 'S', help: 'its length', default: '2' },
+    video: { type: 'string', arg: 'PATH', help: 'the clip', default: '/usr/share/doc/opencv-doc/examples/data/Megamind.avi' },
   },
+  common: { model: { default: 'realesrgan-x4fast,esrgan-slim-x4,realesrgan-x4plus' } },
 });
+const values = cli.values;
 
 const ffmpeg = resolveFfmpeg();
 
@@ -52,7 +50,7 @@ async function main(): Promise<void> {
   console.log(`# ${machine}`);
   const work = await mkdtemp(path.join(tmpdir(), 'bench-flicker-'));
   const sessions = new SessionCache({ executionProviders: ['cpu'] });
-  const loadModel = createSrModelLoader({ sessions });
+  const loadModel = createSrModelLoader({ sessions, ...benchRegistry() });
   try {
     const small = path.join(work, 'small.mp4');
     // A quarter of each side, kept even for 4:2:0.
@@ -68,7 +66,7 @@ async function main(): Promise<void> {
     const bicubic = meanFrameChange(await frames(small, W, H, `scale=${W}:${H}:flags=bicubic`));
     console.log(`# ${values.video} from ${values.start} s for ${values.seconds} s, downscaled to ${w}x${h}, upscaled x4 to ${W}x${H}`);
     const rows: string[][] = [['bicubic', bicubic.toFixed(3), '1.00', '']];
-    for (const model of splitList(values.models)) {
+    for (const model of splitList(values.model)) {
       const out = path.join(work, `${model}.mp4`);
       const started = performance.now();
       await upscaleVideoFile({ inputPath: small, outputPath: out, factor: '4', info, modelName: model }, loadModel);
@@ -82,6 +80,7 @@ async function main(): Promise<void> {
     console.log('\n' + markdownTable(header, rows));
     const caption = `${path.basename(values.video)} from ${values.start} s for ${values.seconds} s, downscaled to ${w}x${h}, upscaled x4 to ${W}x${H}:`;
     await writeDocsBlock(target, 'flicker', [{ caption, header, rows }], machine);
+    await cli.done({ tables: [{ caption, header, rows }] });
   } finally {
     await sessions.release();
     await rm(work, { recursive: true, force: true });

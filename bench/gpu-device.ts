@@ -11,7 +11,6 @@
  *       the worker's own pipeline file to file (upscaleImageFile x4 with x4plus, upscaleVideoFile x2 with x4fast);
  *       the first run opens the session (and compiles WebGPU's shaders), the later ones are warm
  */
-import { parseArgs } from 'node:util';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -21,28 +20,33 @@ import { probeImage, probeMedia, resolveFfmpeg, runProcess } from '../src/media/
 import { BUNDLED_PHOTOS_DIR } from '../src/paths.js';
 import { upscaleImageFile, upscaleVideoFile } from '../src/upscale/index.js';
 import { firstErrorLine } from '../src/errors.js';
+import { benchCli } from './harness.js';
 
 const NETWORKS = { image: 'realesrgan-x4plus', video: 'realesrgan-x4fast' } as const;
 const FPS = 30;
 
-const { positionals, values } = parseArgs({
-  allowPositionals: true,
+// Its flags are scripts/device/check.py's: one provider and network names of its own, not the common flags.
+const cli = benchCli({
+  name: 'gpu-device',
+  positionals: 'inputs|open|run',
   options: {
-    work: { type: 'string', default: '.' },
-    tag: { type: 'string', default: '' },
-    'photo-mp': { type: 'string', default: '1' },
-    'video-size': { type: 'string', default: '1920x1080' },
-    frames: { type: 'string', default: '30' },
-    provider: { type: 'string', default: 'webgpu' },
-    precision: { type: 'string', default: 'fp32' },
-    kind: { type: 'string', default: 'image' },
-    input: { type: 'string' },
-    out: { type: 'string' },
-    runs: { type: 'string', default: '2' },
-    network: { type: 'string' },
-    networks: { type: 'string', default: Object.values(NETWORKS).join(',') },
+    work: { type: 'string', arg: 'DIR', help: 'inputs: where the photo and the clip go', default: '.' },
+    tag: { type: 'string', arg: 'NAME', help: 'inputs: suffix of their names', default: '' },
+    'photo-mp': { type: 'string', arg: 'MP', help: 'inputs: megapixels of the photo', default: '1' },
+    'video-size': { type: 'string', arg: 'WxH', help: 'inputs: the clip\'s size', default: '1920x1080' },
+    frames: { type: 'string', arg: 'N', help: 'inputs: the clip\'s frames', default: '30' },
+    provider: { type: 'string', arg: 'NAME', help: 'open, run: the one execution provider', default: 'webgpu' },
+    precision: { type: 'string', arg: 'fp32|fp16', help: 'run: the graphs\' precision', default: 'fp32' },
+    kind: { type: 'string', arg: 'image|video', help: 'run: the pipeline', default: 'image' },
+    input: { type: 'string', arg: 'FILE', help: 'run: the input' },
+    out: { type: 'string', arg: 'FILE', help: 'run: the output' },
+    runs: { type: 'string', arg: 'N', help: 'run: runs (the first opens the session)', default: '2' },
+    network: { type: 'string', arg: 'NAME', help: 'run: the network (default: x4plus for images, x4fast for video)' },
+    networks: { type: 'string', arg: 'NAME,NAME', help: 'open: the networks tried', default: Object.values(NETWORKS).join(',') },
   },
+  notes: 'Driven by scripts/device/check.py; each sub-command prints JSON lines.',
 });
+const { positionals, values } = cli;
 
 function emit(record: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(record)}\n`);
@@ -156,4 +160,5 @@ if (command === undefined) {
     emit({ event: 'error', error: firstErrorLine(error) });
     process.exitCode = 1;
   });
+  await cli.done({});
 }

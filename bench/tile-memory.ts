@@ -5,29 +5,27 @@
  * then runs one tile of the measured side: the growth of the peak over the warm one, divided by the
  * tile's pixels, for two sides; the slope between them leaves out what does not grow with the tile.
  *
- *   npm run build && node dist/bench/tile-memory.js [--model realesrgan-x4plus] [--sides 96,192]
+ *   media-worker bench tile-memory --help
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { ensureModelFile, openSession } from '../src/inference/index.js';
-import path from 'node:path';
-import { PACKAGE_ROOT } from '../src/paths.js';
+import { benchRegistry } from './common.js';
+import { benchCli } from './harness.js';
 
-const { values } = parseArgs({
+const cli = benchCli({
+  name: 'tile-memory',
   options: {
-    model: { type: 'string', default: 'realesrgan-x4plus' },
-    sides: { type: 'string', default: '96,192' },
-    child: { type: 'string' },
-    help: { type: 'boolean', short: 'h', default: false },
+    sides: { type: 'string', arg: 'A,B', help: 'the two tile sides measured', default: '96,192' },
+    child: { type: 'string', arg: 'SIDE', help: 'internal: one measurement in this process', hidden: true },
   },
+  common: { model: { default: 'realesrgan-x4plus', help: 'the network (one)' } },
 });
+const values = cli.values;
 
-if (values.help) {
-  process.stdout.write('node dist/bench/tile-memory.js [--model NAME] [--sides A,B]: bytes of memory per tile input pixel, measured on the CPU\n');
-} else if (values.child !== undefined) {
+if (values.child !== undefined) {
   const side = Number(values.child);
-  const file = await ensureModelFile(values.model, { modelsDir: path.join(PACKAGE_ROOT, 'models') });
+  const file = await ensureModelFile(values.model, benchRegistry());
   const session = await openSession(file.path, { executionProviders: ['cpu'] });
   await session.run(new Float32Array(3 * 16 * 16), [1, 3, 16, 16]);
   const before = process.resourceUsage().maxRSS;
@@ -46,5 +44,8 @@ if (values.help) {
   if (a !== undefined && b !== undefined && a !== b) {
     const slope = ((b.growthKb - a.growthKb) * 1024) / (b.side * b.side - a.side * a.side);
     process.stdout.write(`${values.model}: ${slope.toFixed(0)} bytes per tile input pixel (slope ${a.side} -> ${b.side})\n`);
+    await cli.done({ data: { rows, bytesPerPixel: Math.round(slope) } });
+  } else {
+    await cli.done({ data: { rows } });
   }
 }

@@ -4,6 +4,7 @@
 import { Command } from 'commander';
 import { PACKAGE_VERSION } from '../paths.js';
 import { registerAccounts } from './commands/accounts.js';
+import { registerBench } from './commands/bench.js';
 import { registerConfig } from './commands/config.js';
 import { registerGateway } from './commands/gateway.js';
 import { registerLipsync } from './commands/lipsync.js';
@@ -18,7 +19,9 @@ import { registerUpscaleCommands } from './commands/upscale.js';
 const program = new Command('media-worker')
   .description('Media jobs on a GPU host: image and video upscaling, lip-sync, music; from the command line or NATS JetStream.')
   .version(PACKAGE_VERSION)
-  .showHelpAfterError('(add --help for usage)');
+  .showHelpAfterError('(add --help for usage)')
+  // Options after a command name are that command's: `bench NAME` passes them all to the benchmark.
+  .enablePositionalOptions();
 
 registerQuote(program);
 registerRun(program);
@@ -31,5 +34,6 @@ registerLipsync(program);
 registerMusic(program);
 registerModels(program);
 registerConfig(program);
+registerBench(program);
 
 await program.parseAsync(process.argv);
