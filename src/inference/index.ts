@@ -21,3 +21,4 @@ export * from './tile-budget.js';
 export * from './tile-plan.js';
 export * from './tiling.js';
 export * from './convert/index.js';
+export * from './adopt/index.js';

@@ -75,6 +75,18 @@ export const modelSourceSchema = z.discriminatedUnion('kind', [
     generator: z.string().min(1),
   }),
   z.object({
+    /**
+     * A network of the operator's, adopted with `media-worker models add` (inference/adopt/): the
+     * file was copied into the registry then; where it came from is the operator's to record.
+     */
+    kind: z.literal('adopted'),
+    /** The file it was adopted from, as given. */
+    from: z.string().min(1),
+    adoptedAt: z.iso.datetime(),
+    /** Where the operator obtained the network (provenance); null until they fill it in. */
+    url: z.url().nullable(),
+  }),
+  z.object({
     /** Installed by the operator (weights that cannot ship with the project). */
     kind: z.literal('external'),
     /** Where the operator obtained the file, for the record. */
@@ -123,7 +135,8 @@ const baseFields = {
   format: z.literal('onnx'),
   opset: positiveInt,
   params: positiveInt,
-  licence: licenceSchema,
+  /** Null: not filled in yet (an adopted network, until its operator records its licence). */
+  licence: licenceSchema.nullable(),
   source: modelSourceSchema,
   converter: z.object({ name: z.string().min(1), version: z.string().min(1) }).optional(),
 };

@@ -135,6 +135,10 @@ async function produceBytes(manifest: ModelManifest, file: string, manifestPath:
       const from = source.url === undefined ? '' : ` (obtained from ${source.url})`;
       throw new ModelRegistryError(`Expected model file ${file} for ${manifest.name}${from} but it is missing: ${source.instructions}`);
     }
+    case 'adopted':
+      throw new ModelRegistryError(
+        `Expected model file ${file} for ${manifest.name} (adopted from ${source.from}) but it is missing: copy the adopted file there (sha256 ${manifest.sha256})`,
+      );
     case 'upscalerjs-tfjs': {
       checkConverterVersion(manifest, CONVERTER_VERSION, file, manifestPath);
       const origin = `converted from ${source.package}@${source.version}`;

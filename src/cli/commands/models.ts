@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { ensureModelFile, listManifests, allowModelFetching } from '../../inference/index.js';
+import { adoptNetwork, AdoptError, ensureModelFile, listManifests, allowModelFetching, unfilledFields, type Range } from '../../inference/index.js';
 import { registryOptions } from '../../app/index.js';
 import { cliContext } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
@@ -31,8 +31,11 @@ export function registerModels(program: Command): void {
           for (const m of manifests) {
             const scale = m.task === 'super-resolution' ? `x${m.scale}` : '';
             const file = path.join(filesDir, m.file);
-            const state = existsSync(file) ? 'present' : m.source.kind === 'external' ? 'missing (operator-installed)' : 'missing (made on first use)';
-            process.stdout.write(`${m.name.padEnd(24)} ${m.task.padEnd(18)} ${scale.padEnd(4)} ${m.file.padEnd(28)} ${state}\n`);
+            const installed = m.source.kind === 'external' || m.source.kind === 'adopted';
+            const state = existsSync(file) ? 'present' : installed ? 'missing (operator-installed)' : 'missing (made on first use)';
+            const unfilled = unfilledFields(m);
+            const note = unfilled.length === 0 ? '' : `; ${unfilled.join(' and ')} not filled in (${path.join(path.resolve(registry.modelsDir), `${m.name}.json`)})`;
+            process.stdout.write(`${m.name.padEnd(24)} ${m.task.padEnd(18)} ${scale.padEnd(4)} ${m.file.padEnd(28)} ${state}${note}\n`);
           }
         }
         process.exitCode = EXIT_OK;
@@ -61,7 +64,7 @@ export function registerModels(program: Command): void {
         if (unknown.length > 0) throw new Error(`Unknown model ${unknown.join(', ')}; known: ${manifests.map((m) => m.name).join(', ')}`);
         let failed = 0;
         for (const m of chosen) {
-          if (m.source.kind === 'external') {
+          if (m.source.kind === 'external' || m.source.kind === 'adopted') {
             process.stdout.write(`${m.name}: not installed here (operator-provided weights); see its manifest\n`);
             continue;
           }
@@ -78,4 +81,52 @@ export function registerModels(program: Command): void {
         process.exitCode = reportFailure(err);
       }
     });
+
+  models
+    .command('add')
+    .description(
+      'Adopts a super-resolution network of your own: reads the graph (one float32 NCHW RGB input and output, free height and ' +
+        'width), finds its scale and input range by a probe run, counts its multiply-adds per pixel, measures its memory per ' +
+        'tile pixel and how far its output pixels reach, checks that tiled and untiled runs agree, then copies the file into ' +
+        'MEDIA_WORKER_MODEL_FILES_DIR (else MEDIA_WORKER_MODELS_DIR) and writes NAME.json beside the shipped manifests. ' +
+        'Its licence and source.url are left for you to fill in (models list says so). A file it cannot use is refused in ' +
+        'one line and nothing is written.',
+    )
+    .argument('<FILE>', 'the .onnx file')
+    .requiredOption('--name <NAME>', 'its name in the registry (lower-case letters, digits, dots, dashes): --model NAME, MEDIA_WORKER_SR_MODELS')
+    .option('--range <LOW,HIGH>', 'the input range it was trained on (default: found by the probe among 0,1 0,255 -1,1)')
+    .option('--description <TEXT>', "the manifest's description")
+    .option('--threads <N>', 'ONNX Runtime threads for the probes (default: one per core)')
+    .action(async (file: string, opts: { name: string; range?: string; description?: string; threads?: string }) => {
+      try {
+        const { config } = cliContext();
+        const registry = registryOptions(config);
+        const report = await adoptNetwork({
+          file,
+          name: opts.name,
+          registry,
+          ...(opts.range === undefined ? {} : { range: rangeOption(opts.range) }),
+          ...(opts.description === undefined ? {} : { description: opts.description }),
+          ...(opts.threads === undefined ? {} : { threads: Number(opts.threads) }),
+          progress: (line) => process.stderr.write(`  ${line}\n`),
+        });
+        const m = report.manifest;
+        process.stdout.write(
+          `adopted ${m.name}: x${m.scale}, input range [${m.input.range.join(', ')}], ${m.macsPerInputPixel} multiply-adds per input pixel, ` +
+            `${m.tile.bytesPerPixel} bytes per tile pixel, tile ${m.tile.size} overlap ${m.tile.overlap}, sha256 ${m.sha256}\n` +
+            `wrote ${report.filePath}\nwrote ${report.manifestPath} (fill in its licence and source.url)\n`,
+        );
+        process.exitCode = EXIT_OK;
+      } catch (err) {
+        process.exitCode = reportFailure(err instanceof AdoptError ? new Error(`cannot adopt ${file}: ${err.message}; nothing written`) : err);
+      }
+    });
+}
+
+function rangeOption(text: string): Range {
+  const [low, high, ...rest] = text.split(',').map(Number);
+  if (low === undefined || high === undefined || rest.length > 0 || !Number.isFinite(low) || !Number.isFinite(high) || !(low < high)) {
+    throw new AdoptError(`Expected --range LOW,HIGH with LOW < HIGH (0,1 or 0,255) but received ${JSON.stringify(text)}`);
+  }
+  return [low, high];
 }
