@@ -155,7 +155,7 @@ export async function measureReach(runner: TensorRunner, photoFile: string, scal
  * process's peak resident set from a warm 16-pixel call to calls of two sides, the slope between
  * them (what does not grow with the tile left out). Run it before any larger call raises the peak.
  */
-export async function measureBytesPerPixel(runner: TensorRunner, photo: (side: number) => Promise<RgbImage>, range: Range, sides: readonly [number, number] = [64, 128]): Promise<number> {
+export async function measureBytesPerPixel(runner: TensorRunner, photo: (side: number) => Promise<RgbImage>, range: Range, sides: readonly [number, number] = [96, 192]): Promise<number> {
   await runImage(runner, await photo(16), range);
   const peaks: number[] = [];
   for (const side of sides) {
