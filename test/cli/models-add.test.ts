@@ -10,12 +10,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseManifest } from '../../src/inference/index.js';
+import { ensureModelFile, parseManifest } from '../../src/inference/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../../src/paths.js';
 import { seededRandom } from '../../src/seeded-random.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
-const SHIPPED = path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4fast.onnx');
 
 interface Run {
   code: number;
@@ -48,7 +47,8 @@ afterAll(async () => {
 describe('models add', () => {
   it('adopts a copy of the compact Real-ESRGAN graph, which then upscales exactly as the original', async () => {
     const copy = path.join(dir, 'my-x4.onnx');
-    await copyFile(SHIPPED, copy);
+    // The shipped file as the registry has it (converted on first use where models prepare has not run).
+    await copyFile((await ensureModelFile('realesrgan-x4fast')).path, copy);
     const env = { MEDIA_WORKER_MODELS_DIR: modelsDir };
     const added = await cli(['models', 'add', copy, '--name', 'my-x4', '--threads', '2'], env);
     expect(added.code, added.stderr).toBe(0);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adoptNetwork, AdoptError, buildModel, encodeModel, floatTensor, floatValueInfo, node, unfilledFields, type Dim } from '../../src/inference/index.js';
+import { adoptNetwork, AdoptError, buildModel, ensureModelFile, encodeModel, floatTensor, floatValueInfo, node, unfilledFields, type Dim } from '../../src/inference/index.js';
 import { checkImageGraph, readGraphFacts } from '../../src/inference/adopt/graph-facts.js';
 import { seededRandom } from '../../src/seeded-random.js';
 
@@ -53,6 +53,20 @@ describe('graphs refused before anything runs', () => {
     expect(() => readGraphFacts(bytes)).toThrow(AdoptError);
     expect(() => readGraphFacts(bytes)).toThrow(/^not an ONNX model/);
   });
+});
+
+describe('a graph with float16 weights and float32 input and output', () => {
+  it('is adopted like the float32 graph it was made from', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'adopt-fp16-'));
+    try {
+      const report = await adoptNetwork({ file: (await ensureModelFile('realesrgan-x4fast-fp16')).path, name: 'mine-fp16', registry: { modelsDir: dir }, threads: 2 });
+      expect(report.facts.float16Weights).toBe(true);
+      expect(report.manifest).toMatchObject({ scale: 4, input: { range: [0, 255] }, macsPerInputPixel: 1209024 });
+      expect(report.agreement.maxDiff).toBeLessThanOrEqual(1);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
 
 describe('networks refused by their probe, with nothing written', () => {
