@@ -196,7 +196,8 @@ async function peakRss(input: string, output: string): Promise<{ peak: number; m
   if (values.model) args.push('--model', values.model);
   if (values.nice !== undefined) args.push('--nice', values.nice);
   const started = performance.now();
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+  // Whatever the child prints is progress: onto stderr, so that --json keeps stdout to its document.
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 2, 'inherit'] });
   let peak = 0;
   let running = true;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
