@@ -123,7 +123,7 @@ async function streamLeader(jsm: JetStreamManager, stream: string): Promise<stri
   return info.cluster?.leader || undefined;
 }
 
-const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS'];
+const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'GATEWAY_IDEMPOTENCY'];
 
 async function caughtUp(jsm: JetStreamManager, node: string): Promise<boolean> {
   for (const stream of STREAMS) {
