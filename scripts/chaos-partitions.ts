@@ -134,7 +134,16 @@ interface Answer {
   code?: string;
 }
 
+/** Every answer the clients got, by HTTP status (0: none within ATTEMPT_TIMEOUT_MS): what customers saw. */
+const answers = new Map<number, number>();
+
 async function post(gateway: string, route: string, account: Account, body: unknown, key: string): Promise<Answer> {
+  const answer = await postOnce(gateway, route, account, body, key);
+  answers.set(answer.status, (answers.get(answer.status) ?? 0) + 1);
+  return answer;
+}
+
+async function postOnce(gateway: string, route: string, account: Account, body: unknown, key: string): Promise<Answer> {
   try {
     const res = await fetch(`${gateway}${route}`, {
       method: 'POST',
@@ -486,7 +495,7 @@ async function inside(): Promise<void> {
     const failed = counts.lost + counts.double_charged + counts.multiple_events + counts.ledger_mismatches + counts.stuck_after_heal > 0 || counts.recovery_seconds_max > RECOVERY_GOAL_S;
     process.exitCode = failed ? 1 : 0;
     media.close();
-    process.stdout.write(`${JSON.stringify({ ...counts, problems: problems.length, operations: ops.length, tasks: tasks.length, recoveries, seconds_per_fault: seconds, nats: c.version.replace(/^nats-server:\s*/, ''), cores: os.cpus().length, ok: !failed })}\n`);
+    process.stdout.write(`${JSON.stringify({ ...counts, problems: problems.length, operations: ops.length, answers: Object.fromEntries([...answers].sort((a, b) => a[0] - b[0])), max_attempts: Math.max(0, ...ops.map((o) => o.attempts)), tasks: tasks.length, recoveries, seconds_per_fault: seconds, nats: c.version.replace(/^nats-server:\s*/, ''), cores: os.cpus().length, ok: !failed })}\n`);
   } finally {
     await operatorNc?.close().catch(() => undefined);
     for (const p of procs) p.child.kill('SIGKILL');
