@@ -38,7 +38,7 @@ import { EVENTS_SUBJECT_PREFIX, firstClaimHost, hostAndTask } from '../src/proto
 import { sleep } from '../src/sleep.js';
 import { check, type CheckedTask, type ClientOp } from './chaos/checker.js';
 import * as net from './chaos/netns.js';
-import { startCluster, type Cluster } from './nats-cluster-nodes.js';
+import { startCluster, until, type Cluster } from './nats-cluster-nodes.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 const SIDECAR = path.join(PACKAGE_ROOT, 'dist', 'scripts', 'chaos', 'sidecar.js');
@@ -111,16 +111,6 @@ function startIn(member: string, name: string, command: string[], env: NodeJS.Pr
   child.stderr?.on('data', onData);
   child.once('exit', () => log.end());
   return { name, child, head: () => head };
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, everyMs = 200): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await sleep(everyMs);
-  }
 }
 
 interface Account {

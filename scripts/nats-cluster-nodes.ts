@@ -35,6 +35,17 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
+/** `probe`'s first defined value, asked every `everyMs` (a probe that throws counts as undefined), or a timeout error. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
 export function natsServerBin(): string {
   return process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
 }
