@@ -36,6 +36,9 @@ import { sleep } from '../sleep.js';
 
 export type Endpoint = 'generate' | 'lipsync' | 'upscale-tool';
 
+/** Waits before each further write of a task record whose first write failed (about a leader election in all). */
+const TASK_RECORD_RETRIES_MS = [0, 250, 1000, 2000];
+
 export interface GatewayService {
   /** `signal`: aborted when the client has gone (its quote is abandoned). */
   /** `webhook`: where the task's webhook goes (webhooks/submission.ts), stored with the debit. */
@@ -146,8 +149,25 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
       // often it is doing so this very moment (its copy is the one NATS is still storing).
       if (err instanceof UnconfirmedPublishError) log.info({ taskId }, 'The outbox is publishing the job');
       else log.warn({ taskId, err }, 'Publishing the job failed; the outbox will');
+      // The answer names the task, and the client reads it next (a poll, a cancel, perhaps through
+      // another gateway): its record is written before the answer, not left to the outbox alone
+      // (a cancel right after an answer given in a partition found no task: chaos:partitions).
+      await taskStored(accountId, entry, seq, log);
     }
     return submissionView(taskFromDebit(accountId, entry, seq), entry.balance);
+  };
+
+  /** The task's record, written again a few times when the first write failed; the outbox remains if all fail. */
+  const taskStored = async (accountId: string, entry: DebitEntry, seq: number, log: Pick<Logger, 'info' | 'warn'>): Promise<void> => {
+    for (const wait of TASK_RECORD_RETRIES_MS) {
+      await sleep(wait);
+      try {
+        await tasks.ensure(taskFromDebit(accountId, entry, seq), entry.debits);
+        return;
+      } catch (err) {
+        log.warn({ taskId: entry.taskId, err }, 'Storing the task record failed');
+      }
+    }
   };
 
   /** The task once it is no longer pending, or as it is when `waitMs` has passed. */
