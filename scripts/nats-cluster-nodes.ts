@@ -35,6 +35,17 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
+/** `probe`'s first defined value, asked every `everyMs` (a probe that throws counts as undefined), or a timeout error. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
 export function natsServerBin(): string {
   return process.env['NATS_SERVER_BIN'] ?? '/usr/sbin/nats-server';
 }
@@ -65,25 +76,37 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-export function nodeConfig(o: { name: string; port: number; routePort: number; monitorPort: number; routes: number[]; storeDir: string; usersInclude: string; syncAlways: boolean }): string {
+/** `host`: the node's address (127.0.0.1 unless given); `routes`: its peers' route ports, on `routeHosts` (127.0.0.1 unless given). */
+export function nodeConfig(o: { name: string; port: number; routePort: number; monitorPort: number; routes: number[]; storeDir: string; usersInclude: string; syncAlways: boolean; host?: string; routeHosts?: string[] }): string {
+  const host = o.host ?? '127.0.0.1';
   return [
     `server_name: ${o.name}`,
-    `listen: 127.0.0.1:${o.port}`,
-    `http: 127.0.0.1:${o.monitorPort}`,
+    `listen: ${host}:${o.port}`,
+    `http: ${host}:${o.monitorPort}`,
     `jetstream { store_dir: "${o.storeDir}"${o.syncAlways ? ', sync_interval: always' : ''} }`,
-    `cluster { name: media, listen: 127.0.0.1:${o.routePort}, routes: [${o.routes.map((p) => `nats-route://127.0.0.1:${p}`).join(', ')}] }`,
+    `cluster { name: media, listen: ${host}:${o.routePort}, routes: [${o.routes.map((p, i) => `nats-route://${o.routeHosts?.[i] ?? '127.0.0.1'}:${p}`).join(', ')}] }`,
     `include "${o.usersInclude}"`,
     '',
   ].join('\n');
 }
 
+/**
+ * Where the nodes run, for scripts/chaos-partitions.ts: node i (0-based) on its own address and fixed
+ * ports, started through `wrap` (`ip netns exec <namespace>`). Without it, 127.0.0.1 and free ports.
+ */
+export interface NodePlacement {
+  host(i: number): string;
+  wrap(i: number): string[];
+  ports: { port: number; routePort: number; monitorPort: number };
+}
+
 /** `hosts`: worker hosts besides the shipped `host1` (each with `MW_WORKER_<HOST>_PASSWORD` in `env`). */
-export async function startCluster(dir: string, env: NodeJS.ProcessEnv, size = 3, hosts: readonly string[] = []): Promise<Cluster> {
+export async function startCluster(dir: string, env: NodeJS.ProcessEnv, size = 3, hosts: readonly string[] = [], placement?: NodePlacement): Promise<Cluster> {
   const { stdout } = await promisify(execFile)(natsServerBin(), ['--version']);
   const version = parseServerVersion(stdout);
   const syncAlways = versionAtLeast(version, [2, 10]);
   await fs.writeFile(path.join(dir, 'media-users.conf'), await usersWithHosts(hosts));
-  const ports = await Promise.all(Array.from({ length: size }, async () => ({ port: await freePort(), routePort: await freePort(), monitorPort: await freePort() })));
+  const ports = await Promise.all(Array.from({ length: size }, async () => placement?.ports ?? { port: await freePort(), routePort: await freePort(), monitorPort: await freePort() }));
   const nodes = await Promise.all(
     ports.map(async (p, i) => {
       const name = `n${i + 1}`;
@@ -97,9 +120,10 @@ export async function startCluster(dir: string, env: NodeJS.ProcessEnv, size = 3
           storeDir: path.join(dir, name),
           usersInclude: 'media-users.conf',
           syncAlways,
+          ...(placement === undefined ? {} : { host: placement.host(i), routeHosts: ports.map((_, j) => placement.host(j)) }),
         }),
       );
-      return clusterNode(name, config, p.port, p.monitorPort, env, path.join(dir, `${name}.log`));
+      return clusterNode(name, config, p.port, p.monitorPort, env, path.join(dir, `${name}.log`), placement === undefined ? undefined : { host: placement.host(i), wrap: placement.wrap(i) });
     }),
   );
   await Promise.all(nodes.map((n) => n.start()));
@@ -137,10 +161,12 @@ async function jsz(node: ClusterNode): Promise<Jsz | undefined> {
   }
 }
 
-function clusterNode(name: string, config: string, port: number, monitorPort: number, env: NodeJS.ProcessEnv, logFile: string): ClusterNode {
+function clusterNode(name: string, config: string, port: number, monitorPort: number, env: NodeJS.ProcessEnv, logFile: string, at?: { host: string; wrap: string[] }): ClusterNode {
   let child: ChildProcess | undefined;
-  const clientUrl = `nats://127.0.0.1:${port}`;
-  const monitorUrl = `http://127.0.0.1:${monitorPort}`;
+  const host = at?.host ?? '127.0.0.1';
+  const clientUrl = `nats://${host}:${port}`;
+  const monitorUrl = `http://${host}:${monitorPort}`;
+  const command = [...(at?.wrap ?? []), natsServerBin(), '-c', config];
   return {
     name,
     clientUrl,
@@ -160,7 +186,7 @@ function clusterNode(name: string, config: string, port: number, monitorPort: nu
     },
     async start() {
       const log = await fs.open(logFile, 'a');
-      const proc = spawn(natsServerBin(), ['-c', config], { env: { ...process.env, ...env }, stdio: ['ignore', log.fd, log.fd] });
+      const proc = spawn(command[0]!, command.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', log.fd, log.fd] });
       child = proc;
       proc.once('exit', () => void log.close());
       for (let i = 0; i < 400; i += 1) {

@@ -35,7 +35,7 @@ import { EVENTS_SUBJECT_PREFIX, anyHostEventSubject, firstClaimHost, hostAndTask
 import { sleep } from '../src/sleep.js';
 import { auditLedger, type AuditedTask } from './cluster-audit.js';
 import { replaceMarkedBlock } from './marked-block.js';
-import { startCluster, type Cluster } from './nats-cluster-nodes.js';
+import { startCluster, until, type Cluster } from './nats-cluster-nodes.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 const OPERATIONS_DOC = path.join(PACKAGE_ROOT, 'docs', 'operations.md');
@@ -108,22 +108,12 @@ function startClient(name: string, args: string[], env: NodeJS.ProcessEnv, dir: 
   return { name, child, head: () => head, logFile, reconnections: () => reconnections };
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
-
 async function streamLeader(jsm: JetStreamManager, stream: string): Promise<string | undefined> {
   const info = await jsm.streams.info(stream);
   return info.cluster?.leader || undefined;
 }
 
-const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS'];
+const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'GATEWAY_IDEMPOTENCY'];
 
 async function caughtUp(jsm: JetStreamManager, node: string): Promise<boolean> {
   for (const stream of STREAMS) {

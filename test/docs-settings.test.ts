@@ -15,6 +15,7 @@ const NOT_SETTINGS = new Set([
   'GATEWAY_LEDGER',
   'GATEWAY_TASKS',
   'GATEWAY_WEBHOOKS',
+  'GATEWAY_IDEMPOTENCY',
   // An old name, documented as renamed.
   'MEDIA_WORKER_RESULTS_DIR',
   // The worker's settings table, named as code.

@@ -36,6 +36,12 @@ export const GATEWAY_ERROR_STATUS = {
   INVALID_WEBHOOK_URL: 400,
   /** POST /api/v1/tasks/{id}/webhook/retry for a task without a webhook, or not finished yet. */
   WEBHOOK_NOT_RETRYABLE: 409,
+  /** An `Idempotency-Key` header that is empty, longer than 255 characters or has characters outside visible ASCII (idempotency.ts). */
+  INVALID_IDEMPOTENCY_KEY: 400,
+  /** The first request with this `Idempotency-Key` is still being handled (with Retry-After). */
+  IDEMPOTENCY_KEY_IN_USE: 409,
+  /** This `Idempotency-Key` was used with another request (path or body); nothing was done. */
+  IDEMPOTENCY_KEY_REUSED: 422,
   /** The submission could not be stored (NATS unreachable); nothing was charged. */
   SUBMIT_FAILED: 500,
 } as const;

@@ -104,6 +104,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     progress,
     view,
     webhooks: store.webhooks,
+    idempotency: store.idempotency,
     webhookPolicy,
     notReadyReason: () => (stopping ? 'stopping' : nc.isClosed() ? 'NATS connection closed' : natsUp ? null : 'NATS connection lost; reconnecting'),
   });

@@ -24,6 +24,7 @@ import { checkQuote } from './quote-check.js';
 import type { SecurityEventReporter } from './security-events.js';
 import type { ResultCheck } from './result-check.js';
 import type { Ledger } from './store/ledger.js';
+import type { Reservation } from './store/idempotency-keys.js';
 import type { DebitEntry, SubmissionExtras, TaskRecord } from './store/records.js';
 import type { Tasks } from './store/tasks.js';
 import { WriteConflict } from './store/subject-store.js';
@@ -35,6 +36,9 @@ import { sleep } from '../sleep.js';
 
 export type Endpoint = 'generate' | 'lipsync' | 'upscale-tool';
 
+/** Waits before each further write of a task record whose first write failed (about a leader election in all). */
+const TASK_RECORD_RETRIES_MS = [0, 250, 1000, 2000];
+
 export interface GatewayService {
   /** `signal`: aborted when the client has gone (its quote is abandoned). */
   /** `webhook`: where the task's webhook goes (webhooks/submission.ts), stored with the debit. */
@@ -45,6 +49,8 @@ export interface GatewayService {
     log: Pick<Logger, 'info' | 'warn'>,
     signal?: AbortSignal,
     webhook?: Pick<SubmissionExtras, 'webhookUrl' | 'webhookDefault'>,
+    /** An Idempotency-Key's reservation: the task id to use, and the ledger sequence after which its one debit is looked for. */
+    once?: Reservation,
   ): Promise<Record<string, unknown>>;
   materialise(accountId: string, entry: DebitEntry, seq: number): Promise<void>;
   /** `check`: what the event must pass before it counts (the result check, consumers.ts). */
@@ -73,6 +79,12 @@ export interface ServiceDeps {
   /** How long a cancel waits for the worker's event to settle the task before answering (default 5 s). */
   cancelSettleWaitMs?: number;
 }
+
+/**
+ * The ledger did not confirm a debit: rarely it was stored after all (the task then exists,
+ * charged once). An Idempotency-Key's request that ends so keeps its key bound to its task.
+ */
+export class UnconfirmedDebit extends ApiError {}
 
 /** The same answer for an unknown id and another account's task. */
 export function taskNotFound(id: string): ApiError {
@@ -126,6 +138,38 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
     if (stored.value.status === 'pending') await publishJob(entry);
   };
 
+  /** A stored debit's answer: its task created and its job published (or left to the outbox). */
+  const accepted = async (accountId: string, entry: DebitEntry, seq: number, log: Pick<Logger, 'info' | 'warn'>): Promise<Record<string, unknown>> => {
+    const taskId = entry.taskId;
+    log.info({ taskId, model: entry.job.model, credits: entry.amount, balance: entry.balance }, 'Task accepted');
+    try {
+      await materialise(accountId, entry, seq);
+    } catch (err) {
+      // The debit is stored: the outbox consumer creates the task and publishes the job. Most
+      // often it is doing so this very moment (its copy is the one NATS is still storing).
+      if (err instanceof UnconfirmedPublishError) log.info({ taskId }, 'The outbox is publishing the job');
+      else log.warn({ taskId, err }, 'Publishing the job failed; the outbox will');
+      // The answer names the task, and the client reads it next (a poll, a cancel, perhaps through
+      // another gateway): its record is written before the answer, not left to the outbox alone
+      // (a cancel right after an answer given in a partition found no task: chaos:partitions).
+      await taskStored(accountId, entry, seq, log);
+    }
+    return submissionView(taskFromDebit(accountId, entry, seq), entry.balance);
+  };
+
+  /** The task's record, written again a few times when the first write failed; the outbox remains if all fail. */
+  const taskStored = async (accountId: string, entry: DebitEntry, seq: number, log: Pick<Logger, 'info' | 'warn'>): Promise<void> => {
+    for (const wait of TASK_RECORD_RETRIES_MS) {
+      await sleep(wait);
+      try {
+        await tasks.ensure(taskFromDebit(accountId, entry, seq), entry.debits);
+        return;
+      } catch (err) {
+        log.warn({ taskId: entry.taskId, err }, 'Storing the task record failed');
+      }
+    }
+  };
+
   /** The task once it is no longer pending, or as it is when `waitMs` has passed. */
   const settled = async (accountId: string, taskId: string, waitMs: number): Promise<TaskRecord | null> => {
     const deadline = Date.now() + waitMs;
@@ -163,9 +207,13 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
       return after;
     },
 
-    async submit(accountId, job, endpoint, log, signal, webhook = {}) {
+    async submit(accountId, job, endpoint, log, signal, webhook = {}, once) {
+      // A retry of a submission whose debit is stored (its answer was lost) answers with that task,
+      // without a quote: the balance may no longer cover a second one.
+      const earlier = once === undefined ? null : await ledger.findDebit(accountId, once.taskId, once.ledgerSeq);
+      if (earlier !== null) return accepted(accountId, earlier.value, earlier.seq, log);
       const quoted = await fairQuote(accountId, job, signal);
-      const taskId = newTaskId();
+      const taskId = once?.taskId ?? newTaskId();
       const createdAt = new Date().toISOString();
       const kind = kindOfModel(job.model);
       const extras: SubmissionExtras = {
@@ -183,33 +231,25 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
           kind,
           job: { id: taskId, model: job.model, input: job.input as unknown as Record<string, unknown>, credits: quoted.creditsUsed, createdAt },
           extras,
-        })
+        }, once?.ledgerSeq)
         .catch((err: unknown) => {
           // Almost always nothing was stored. If the write landed and only its confirmation was lost,
           // the outbox still creates and runs the task: it shows in the history, charged once.
           log.warn({ taskId, err }, 'Storing the debit failed');
           if (isNatsUnavailable(err)) {
-            throw ApiError.of(
+            throw new UnconfirmedDebit(
               'SERVICE_UNAVAILABLE',
-              'The ledger (NATS) did not confirm the debit; try again later. Rarely it was stored after all: the task then shows in GET /api/v1/tasks, charged once.',
+              503,
+              'The ledger (NATS) did not confirm the debit; try again later (with the same Idempotency-Key, safely). Rarely it was stored after all: the task then shows in GET /api/v1/tasks, charged once.',
             );
           }
           const message = `The job could not be started: the ledger did not confirm the debit (${errorMessage(err)})`;
-          throw kind === 'lipsync' ? new ApiError('LIPSYNC_SUBMIT_FAILED', 500, message) : ApiError.of('SUBMIT_FAILED', message);
+          throw new UnconfirmedDebit(kind === 'lipsync' ? 'LIPSYNC_SUBMIT_FAILED' : 'SUBMIT_FAILED', 500, message);
         });
       if (!debit.ok) {
         throw insufficient(quoted.creditsUsed, debit.balance, '');
       }
-      log.info({ taskId, model: job.model, credits: quoted.creditsUsed, balance: debit.entry.balance }, 'Task accepted');
-      try {
-        await materialise(accountId, debit.entry, debit.seq);
-      } catch (err) {
-        // The debit is stored: the outbox consumer creates the task and publishes the job. Most
-        // often it is doing so this very moment (its copy is the one NATS is still storing).
-        if (err instanceof UnconfirmedPublishError) log.info({ taskId }, 'The outbox is publishing the job');
-        else log.warn({ taskId, err }, 'Publishing the job failed; the outbox will');
-      }
-      return submissionView(taskFromDebit(accountId, debit.entry, debit.seq), debit.entry.balance);
+      return accepted(accountId, debit.entry, debit.seq, log);
     },
 
     async settle(reported, log, check) {

@@ -24,6 +24,12 @@ type ConnectionSettings = Pick<
   | 'natsInboxPrefix'
 >;
 
+/** A PING this often (a few bytes each way)... */
+const PING_INTERVAL_MS = 5000;
+/** ...and this many unanswered make the server silent: the connection moves on. */
+const SILENT_SERVER_PINGS = 2;
+const CONNECT_TIMEOUT_MS = 8000;
+
 export async function connectionOptions(s: ConnectionSettings): Promise<NodeConnectionOptions> {
   const options: NodeConnectionOptions = {
     servers: s.natsUrl.split(',').map((u) => u.trim()).filter(Boolean),
@@ -31,6 +37,15 @@ export async function connectionOptions(s: ConnectionSettings): Promise<NodeConn
     // A daemon outlives server restarts and upgrades: never give up reconnecting.
     maxReconnectAttempts: -1,
     reconnectTimeWait: 1000,
+    // A server cut off by a partition drops packets without closing the connection: only the
+    // client's PINGs tell. The client's default (every 2 minutes) kept workers on an isolated node,
+    // idle, for the whole partition (npm run chaos:partitions); now a silent server is left after
+    // SILENT_SERVER_PINGS unanswered PINGs, within about 15 s, for another server of the list.
+    pingInterval: PING_INTERVAL_MS,
+    maxPingOut: SILENT_SERVER_PINGS,
+    // And a server that accepts no connection in this time is passed over for the next (the
+    // client's default waits 20 s on each, on an isolated node's unanswered SYNs).
+    timeout: CONNECT_TIMEOUT_MS,
     inboxPrefix: s.natsInboxPrefix,
   };
   if (s.natsCredsFile !== undefined) options.authenticator = credsAuthenticator(await fs.readFile(s.natsCredsFile));

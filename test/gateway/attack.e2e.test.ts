@@ -355,9 +355,13 @@ describe('the OpenAPI document', () => {
   it('drives a generated client (openapi-fetch) against the running gateway: submit, follow the link to the task, typed errors', async () => {
     const key = await newAccount(100);
     const client = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${key}` } });
-    const submitted = await client.POST('/api/v1/tools/upscale-image', { body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' } });
+    // The document declares Idempotency-Key, so the generated client sends one; the retry is the first answer.
+    const once = { header: { 'idempotency-key': crypto.randomUUID() } };
+    const submitted = await client.POST('/api/v1/tools/upscale-image', { params: once, body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' } });
     expect(submitted.response.status).toBe(200);
     const accepted = submitted.data!.data;
+    const retried = await client.POST('/api/v1/tools/upscale-image', { params: once, body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' } });
+    expect([retried.response.status, retried.response.headers.get('idempotent-replayed'), retried.data?.data.id]).toEqual([200, 'true', accepted.id]);
     expect(accepted.input).toEqual({ image_url: `${mediaUrl}/small.png`, upscale_factor: '2', detected_dimensions: '40×27', output_tier: '24mp' });
     expect([accepted.creditsUsed, accepted.creditsRemaining]).toEqual([20, 80]);
     // The document's link: GET /api/v1/tasks/{id} with the returned data.id.

@@ -21,7 +21,7 @@ import { startRoleNats, type RoleNats, type Role } from '../helpers/role-nats.js
 import { checkTopology, parseWorkerSettings } from '../../src/worker/index.js';
 import { natsServerBinary } from '../worker/helpers/nats-server.js';
 
-const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'KV_media', 'EVIL'] as const;
+const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'GATEWAY_IDEMPOTENCY', 'KV_media', 'EVIL'] as const;
 type Stream = (typeof STREAMS)[number];
 /** The durables `media-worker provision` makes, and one nobody made. */
 const CONSUMERS: Record<Stream, string[]> = {
@@ -33,6 +33,7 @@ const CONSUMERS: Record<Stream, string[]> = {
   GATEWAY_LEDGER: ['gateway-outbox', 'evil'],
   GATEWAY_TASKS: ['evil'],
   GATEWAY_WEBHOOKS: ['gateway-webhooks', 'evil'],
+  GATEWAY_IDEMPOTENCY: ['evil'],
   KV_media: ['evil'],
   EVIL: ['evil'],
 };
@@ -50,6 +51,7 @@ const GATEWAY_STORE = [
   'gateway.webhooks.queue.t_enum',
   'gateway.webhooks.state.t_enum',
   'gateway.webhooks.account.acct_enum',
+  'gateway.idempotency.acct_enum.key_enum',
 ];
 /** One subject of every family the service uses, plus what no role should touch. */
 const SUBJECTS = [
@@ -155,10 +157,11 @@ const WORKER_JS = (): string[] => {
 };
 const GATEWAY_JS = [
   '$JS.API.INFO',
-  ...['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS'].map((s) => `$JS.API.STREAM.INFO.${s}`),
+  ...['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'GATEWAY_IDEMPOTENCY'].map((s) => `$JS.API.STREAM.INFO.${s}`),
   '$JS.API.STREAM.MSG.GET.MEDIA_CLAIMS',
   '$JS.API.STREAM.MSG.GET.GATEWAY_ACCOUNTS',
   '$JS.API.STREAM.MSG.GET.GATEWAY_WEBHOOKS',
+  '$JS.API.STREAM.MSG.GET.GATEWAY_IDEMPOTENCY',
   ...['GATEWAY_LEDGER', 'GATEWAY_TASKS'].flatMap((s) => [`$JS.API.STREAM.MSG.GET.${s}`, `$JS.API.DIRECT.GET.${s}`, `$JS.API.DIRECT.GET.${s}.x`]),
   ...['MEDIA_EVENTS', 'GATEWAY_LEDGER', 'GATEWAY_WEBHOOKS'].flatMap((s) => CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`])),
   // The poll view's ordered consumers (src/gateway/view) pull from consumers they name themselves;
@@ -261,7 +264,7 @@ describe.each(servers)('a worker host attacking through stream configuration on 
       expect(after.republish).toBeUndefined();
       expect(after.sources ?? []).toEqual([]);
       expect(after).toEqual(before);
-      expect((await ojsm.streams.names().next()).sort()).toEqual(['GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'MEDIA_CLAIMS', 'MEDIA_EVENTS', 'MEDIA_JOBS', 'MEDIA_JOBS_ADVISORIES']);
+      expect((await ojsm.streams.names().next()).sort()).toEqual(['GATEWAY_ACCOUNTS', 'GATEWAY_IDEMPOTENCY', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'MEDIA_CLAIMS', 'MEDIA_EVENTS', 'MEDIA_JOBS', 'MEDIA_JOBS_ADVISORIES']);
     } finally {
       await worker.close();
       await operator.close();

@@ -45,7 +45,7 @@ export function registerProvision(program: Command): void {
     .command('provision')
     .summary('operators: create or update every stream and durable consumer (at install and upgrade)')
     .description(
-      'Creates the streams (MEDIA_JOBS, MEDIA_EVENTS, MEDIA_JOBS_ADVISORIES, MEDIA_CLAIMS, <GATEWAY_STREAM_PREFIX>_ACCOUNTS/_LEDGER/_TASKS/_WEBHOOKS) and the ' +
+      'Creates the streams (MEDIA_JOBS, MEDIA_EVENTS, MEDIA_JOBS_ADVISORIES, MEDIA_CLAIMS, <GATEWAY_STREAM_PREFIX>_ACCOUNTS/_LEDGER/_TASKS/_WEBHOOKS/_IDEMPOTENCY) and the ' +
         'durable consumers of workers and gateways, or brings them to the settings (the same environment as serve and gateway: ' +
         'WORKER_ACK_WAIT_MS, WORKER_MAX_DELIVER, NATS_STREAM_REPLICAS, ...). Idempotent. Run with the operator\'s NATS credentials: ' +
         'workers and gateways may not change a stream, they check and bind. Prints JSON.',

@@ -33,6 +33,9 @@ import { withRedactedRequests } from './log-redaction.js';
 import { openapiComponentSchemas, routeSchemas, withSubmissionLinks } from './openapi-schemas.js';
 import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
+import { idempotent } from './idempotent-route.js';
+import type { IdempotencyKeys } from '../store/idempotency-keys.js';
+import { newTaskId } from '../ids.js';
 import { wantsWebhook, withWebhookState } from '../webhooks/records.js';
 import type { WebhookStore } from '../webhooks/store.js';
 import { submissionWebhook } from '../webhooks/submission.js';
@@ -54,6 +57,8 @@ export interface AppDeps {
   view: PollView;
   /** Accounts' webhook secrets and defaults, and each task's webhook state (src/gateway/webhooks/). */
   webhooks: WebhookStore;
+  /** Each account's Idempotency-Keys (../idempotency.ts). */
+  idempotency: IdempotencyKeys;
   /** GATEWAY_WEBHOOK_ALLOW_LOOPBACK, as the webhooks' address policy. */
   webhookPolicy: { allowLoopback: boolean };
   /** null when ready, else why not. */
@@ -194,7 +199,11 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
 
     api.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-    const submit = (endpoint: Endpoint, toJob: (body: unknown) => Job, status: number) => async (req: FastifyRequest, reply: FastifyReply) => {
+    // A POST that charges or changes state is safe to retry with an Idempotency-Key; a claim holds as long as a request may take.
+    const once = { keys: deps.idempotency, leaseMs: settings.requestTimeoutMs };
+    // A submission's key keeps one task id, and the ledger sequence after which its one debit is looked for.
+    const reserve = async (accountId: string) => ({ taskId: newTaskId(), ledgerSeq: (await deps.ledger.last(accountId))?.seq ?? 0 });
+    const submit = (endpoint: Endpoint, toJob: (body: unknown) => Job, status: number) => idempotent(once, async (req, reply, reservation) => {
       let model = 'invalid';
       try {
         const job = toJob(req.body);
@@ -205,14 +214,14 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
           if (!reply.raw.writableFinished) gone.abort();
         });
         const webhook = await submissionWebhook(req.body, req.accountId, deps.webhooks, deps.webhookPolicy);
-        const data = await deps.service.submit(req.accountId, job, endpoint, req.log, gone.signal, webhook);
+        const data = await deps.service.submit(req.accountId, job, endpoint, req.log, gone.signal, webhook, reservation);
         metrics.submissions.inc({ model, outcome: 'accepted' });
-        return await reply.code(status).send(successEnvelope(data));
+        return { status, body: successEnvelope(data) };
       } catch (err) {
         metrics.submissions.inc({ model, outcome: toApiError(err).code });
         throw err;
       }
-    };
+    }, reserve);
 
     api.post('/api/v1/estimate', { schema: routeSchemas.estimate }, async (req, reply) => {
       const job = estimateJob(req.body);
@@ -239,7 +248,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       return successEnvelope(await withWebhook(view, task, deps.webhooks));
     });
 
-    api.post('/api/v1/tasks/:id/webhook/retry', { schema: routeSchemas.webhookRetry }, async (req, reply) => {
+    api.post('/api/v1/tasks/:id/webhook/retry', { schema: routeSchemas.webhookRetry }, idempotent(once, async (req) => {
       const { id } = req.params as { id: string };
       const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.tasks.get(req.accountId, id) : null;
       if (task === null) throw taskNotFound(id);
@@ -247,15 +256,15 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       if (task.value.status === 'pending') throw ApiError.of('WEBHOOK_NOT_RETRYABLE', `Expected a finished task but task ${id} is pending; its webhook is sent when it finishes`);
       await deps.webhooks.enqueue(task.value, true);
       req.log.info({ taskId: id }, 'Webhook queued again');
-      return reply.code(202).send(successEnvelope(await withWebhook(withSignedLinks(taskView(task.value), task.value, links), task.value, deps.webhooks)));
-    });
+      return { status: 202, body: successEnvelope(await withWebhook(withSignedLinks(taskView(task.value), task.value, links), task.value, deps.webhooks)) };
+    }));
 
-    api.post('/api/v1/tasks/:id/cancel', { schema: routeSchemas.cancel }, async (req) => {
+    api.post('/api/v1/tasks/:id/cancel', { schema: routeSchemas.cancel }, idempotent(once, async (req) => {
       const { id } = req.params as { id: string };
       if (!/^[A-Za-z0-9_-]{1,128}$/.test(id)) throw taskNotFound(id);
       const task = await deps.service.cancel(req.accountId, id, req.log);
-      return successEnvelope(taskView(task));
-    });
+      return { status: 200, body: successEnvelope(taskView(task)) };
+    }));
 
     api.get('/api/v1/tasks', { schema: routeSchemas.history }, async (req) => {
       const query = historyQuery(settings.historyPageSize).safeParse(req.query);

@@ -24,19 +24,19 @@ const errorCodes = {
     'INVALID_JOB', 'UNKNOWN_MODEL', 'MISSING_PROMPT', 'PROMPT_TOO_LONG', 'MISSING_STYLE', 'STYLE_TOO_LONG', 'MISSING_TITLE', 'TITLE_TOO_LONG',
     'MISSING_LYRICS', 'LYRICS_TOO_LONG', 'INVALID_VOCAL_GENDER', 'MISSING_VIDEO_URL', 'MISSING_AUDIO_URL', 'MISSING_IMAGE_URL', 'INVALID_SYNC_MODE',
     'INVALID_MODEL', 'INVALID_ACTIVE_SPEAKER', 'INVALID_UPSCALE_FACTOR', 'INVALID_URL', 'INVALID_QUERY',
-    'INVALID_WEBHOOK_URL',
+    'INVALID_WEBHOOK_URL', 'INVALID_IDEMPOTENCY_KEY',
   ],
   401: ['UNAUTHORIZED'],
   402: ['INSUFFICIENT_CREDITS'],
   403: ['UPLOAD_QUOTA_EXCEEDED'],
   404: ['TASK_NOT_FOUND', 'NOT_FOUND'],
   405: ['METHOD_NOT_ALLOWED'],
-  409: ['TASK_NOT_PENDING', 'WEBHOOK_NOT_RETRYABLE'],
+  409: ['TASK_NOT_PENDING', 'WEBHOOK_NOT_RETRYABLE', 'IDEMPOTENCY_KEY_IN_USE'],
   410: ['LINK_EXPIRED'],
   413: ['PAYLOAD_TOO_LARGE'],
   414: ['URI_TOO_LONG'],
   415: ['UNSUPPORTED_MEDIA_TYPE'],
-  422: ['PROBE_FAILED', 'VIDEO_TOO_LONG', 'OUTPUT_TOO_LARGE', 'INPUT_TOO_LARGE', 'FETCH_FAILED', 'VIDEO_TOO_LARGE', 'FRAME_RATE_TOO_HIGH', 'AUDIO_TOO_LONG', 'JOB_TOO_COSTLY'],
+  422: ['PROBE_FAILED', 'VIDEO_TOO_LONG', 'OUTPUT_TOO_LARGE', 'INPUT_TOO_LARGE', 'FETCH_FAILED', 'VIDEO_TOO_LARGE', 'FRAME_RATE_TOO_HIGH', 'AUDIO_TOO_LONG', 'JOB_TOO_COSTLY', 'IDEMPOTENCY_KEY_REUSED'],
   429: ['RATE_LIMITED', 'TOO_MANY_QUOTES'],
   500: ['INTERNAL_ERROR', 'SUBMIT_FAILED', 'LIPSYNC_SUBMIT_FAILED'],
   503: ['SERVICE_UNAVAILABLE', 'MODEL_UNAVAILABLE'],
@@ -70,6 +70,7 @@ const errors = (...statuses: Status[]) => Object.fromEntries(statuses.map((s) =>
 
 const envelope = (data: object, description = 'Success') => ({
   description,
+  headers: { 'idempotent-replayed': { type: 'string', enum: ['true'], description: 'present on the stored first answer to a request sent again with its Idempotency-Key' } },
   type: 'object',
   properties: { success: { type: 'boolean', enum: [true] }, data },
   required: ['success', 'data'],
@@ -300,13 +301,33 @@ const task = {
 
 const security = [{ bearer: [] }];
 const ACCEPTED = 'Accepted and charged: poll the task (link GetTask)';
-const submitErrors = errors(400, 401, 402, 413, 415, 422, 429, 500, 503);
+const submitErrors = errors(400, 401, 402, 409, 413, 415, 422, 429, 500, 503);
+
+/**
+ * The request header of every POST that charges or changes state (IETF httpapi draft
+ * "The Idempotency-Key HTTP Header Field"; src/gateway/idempotency.ts).
+ */
+const idempotencyKey = {
+  type: 'object',
+  properties: {
+    'idempotency-key': {
+      type: 'string',
+      pattern: '^"?[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,255}"?$',
+      description:
+        'Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same ' +
+        'path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 ' +
+        'IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account.',
+      example: '8e03978e-40d5-43e8-bc93-6894a57f9324',
+    },
+  },
+};
 
 export const routeSchemas = {
   generate: {
     operationId: 'generate',
     summary: 'Submit a music generation or an image or video upscale (unified endpoint)',
     security,
+    headers: idempotencyKey,
     body: generateBody,
     response: { 200: envelope(submitted, ACCEPTED), ...submitErrors },
   },
@@ -314,6 +335,7 @@ export const routeSchemas = {
     operationId: 'lipsync',
     summary: 'Submit a lip-sync job (202; poll pollUrl)',
     security,
+    headers: idempotencyKey,
     body: {
       type: 'object',
       properties: {
@@ -334,6 +356,7 @@ export const routeSchemas = {
     operationId: 'upscaleImage',
     summary: 'Submit an image upscale with dimension detection',
     security,
+    headers: idempotencyKey,
     body: { ...imageInput, properties: { ...imageInput.properties, webhook_url: webhookUrl }, example: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '2' } },
     response: { 200: envelope(imageSubmitted, ACCEPTED), ...submitErrors },
   },
@@ -341,6 +364,7 @@ export const routeSchemas = {
     operationId: 'upscaleVideo',
     summary: 'Submit a video upscale with duration detection',
     security,
+    headers: idempotencyKey,
     body: { ...videoInput, properties: { ...videoInput.properties, webhook_url: webhookUrl }, example: { video_url: 'https://cdn.example.com/clip.mp4', upscale_factor: '2' } },
     response: { 200: envelope(videoSubmitted, ACCEPTED), ...submitErrors },
   },
@@ -389,16 +413,18 @@ export const routeSchemas = {
       'Answers the task once the worker\'s CANCELLED event has settled it (status failed, error CANCELLED, creditsRefunded); ' +
       'rarely still pending, when that event takes longer than 5 s: poll it.',
     security,
+    headers: idempotencyKey,
     params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
-    response: { 200: envelope(task), ...errors(401, 404, 409, 414, 429, 503) },
+    response: { 200: envelope(task), ...errors(400, 401, 404, 409, 414, 422, 429, 503) },
   },
   webhookRetry: {
     operationId: 'retryTaskWebhook',
     summary: 'Send a finished task\'s webhook again (same webhook-id; the retry schedule starts over)',
     description: 'A task without a webhook, or still pending: 409 WEBHOOK_NOT_RETRYABLE. Answers the task with its webhook state.',
     security,
+    headers: idempotencyKey,
     params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
-    response: { 202: envelope(task, 'Queued: the webhook is sent again'), ...errors(401, 404, 409, 414, 429, 503) },
+    response: { 202: envelope(task, 'Queued: the webhook is sent again'), ...errors(400, 401, 404, 409, 414, 422, 429, 503) },
   },
   history: {
     operationId: 'listTasks',

@@ -1,7 +1,8 @@
-/** The gateway's store over one NATS connection: accounts, ledger, tasks, webhooks. */
+/** The gateway's store over one NATS connection: accounts, ledger, tasks, webhooks, idempotency keys. */
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Accounts } from './accounts.js';
+import { IdempotencyKeys } from './idempotency-keys.js';
 import { Ledger } from './ledger.js';
 import { PROVISION_HINT } from '../../protocol/index.js';
 import { storeNames, storeStreamProblems, type StoreNames } from './streams.js';
@@ -14,6 +15,7 @@ export interface Store {
   ledger: Ledger;
   tasks: Tasks;
   webhooks: WebhookStore;
+  idempotency: IdempotencyKeys;
 }
 
 /** Binds to the store's streams, which `media-worker provision` made; refuses when one is missing or differs. */
@@ -24,7 +26,7 @@ export async function openStore(nc: NatsConnection, prefix: string, replicas = 1
   if (problems.length > 0) throw new StoreTopologyError(`The gateway's streams are not as its settings expect (${problems.join('; ')}): ${PROVISION_HINT}`);
   const names = storeNames(prefix);
   const ledger = new Ledger(jsm, js, names);
-  return { names, ledger, accounts: new Accounts(jsm, js, names, ledger), tasks: new Tasks(jsm, js, names), webhooks: new WebhookStore(jsm, js, names) };
+  return { names, ledger, accounts: new Accounts(jsm, js, names, ledger), tasks: new Tasks(jsm, js, names), webhooks: new WebhookStore(jsm, js, names), idempotency: new IdempotencyKeys(jsm, js, names) };
 }
 
 export class StoreTopologyError extends Error {

@@ -62,10 +62,19 @@ export class Ledger {
     });
   }
 
-  /** Deducts `debit.amount` if the balance covers it; the entry's `balance` is filled in here. */
-  async debit(accountId: string, debit: Omit<DebitEntry, 'balance' | 'at' | 'type' | 'debits'>): Promise<DebitOutcome> {
+  /**
+   * Deducts `debit.amount` if the balance covers it; the entry's `balance` is filled in here. With
+   * `onceAfter` (a sequence of the account's ledger), a debit of the same task after it is the
+   * outcome instead of a second one: it is looked for between the read and the write that expects
+   * the read's sequence, so two writers of one task cannot both debit (an Idempotency-Key's retries).
+   */
+  async debit(accountId: string, debit: Omit<DebitEntry, 'balance' | 'at' | 'type' | 'debits'>, onceAfter?: number): Promise<DebitOutcome> {
     return this.retry(accountId, async () => {
       const last = await this.mustLast(accountId);
+      if (onceAfter !== undefined) {
+        const earlier = await this.findDebit(accountId, debit.taskId, onceAfter, last.seq);
+        if (earlier !== null) return { ok: true, seq: earlier.seq, entry: earlier.value };
+      }
       if (last.value.balance < debit.amount) return { ok: false, balance: last.value.balance };
       const counted = last.value.debits === undefined ? {} : { debits: last.value.debits + 1 };
       const entry: DebitEntry = { type: 'debit', ...debit, balance: last.value.balance - debit.amount, at: debit.job.createdAt, ...counted };
@@ -104,15 +113,31 @@ export class Ledger {
     return out;
   }
 
-  private async findRefund(accountId: string, taskId: string, debitSeq: number, lastSeq: number): Promise<boolean> {
-    let after = debitSeq;
+  /** The debit of `taskId` after sequence `afterSeq`, if any (an Idempotency-Key's task, charged by an earlier attempt). */
+  async findDebit(accountId: string, taskId: string, afterSeq: number, lastSeq?: number): Promise<{ seq: number; value: DebitEntry } | null> {
+    const until = lastSeq ?? (await this.last(accountId))?.seq ?? 0;
+    let found: { seq: number; value: DebitEntry } | null = null;
+    await this.scan(accountId, afterSeq, until, (e) => {
+      if (e.value.type === 'debit' && e.value.taskId === taskId) found = { seq: e.seq, value: e.value };
+      return found !== null;
+    });
+    return found;
+  }
+
+  /** Calls `hit` on the entries after `afterSeq` up to `lastSeq`, a page at a time, until it says true; whether it did. */
+  private async scan(accountId: string, afterSeq: number, lastSeq: number, hit: (e: Versioned<LedgerEntry>) => boolean): Promise<boolean> {
+    let after = afterSeq;
     while (after < lastSeq) {
       const page = await this.entries(accountId, after, 256);
       if (page.length === 0) return false;
-      if (page.some((e) => e.value.type === 'refund' && e.value.taskId === taskId)) return true;
+      if (page.some(hit)) return true;
       after = page[page.length - 1]!.seq;
     }
     return false;
+  }
+
+  private findRefund(accountId: string, taskId: string, debitSeq: number, lastSeq: number): Promise<boolean> {
+    return this.scan(accountId, debitSeq, lastSeq, (e) => e.value.type === 'refund' && e.value.taskId === taskId);
   }
 
   private written(accountId: string, ack: PubAck, entry: LedgerEntry): PubAck {

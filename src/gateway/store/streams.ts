@@ -1,5 +1,5 @@
 /**
- * The gateway's state lives in four JetStream streams, so the only server is the nats-server the
+ * The gateway's state lives in five JetStream streams, so the only server is the nats-server the
  * workers already need and any number of gateways can share it:
  *
  * | stream | subjects | holds |
@@ -8,6 +8,7 @@
  * | `<P>_LEDGER` | `<p>.ledger.<account>` | every balance change of an account, in order; the last one holds the balance |
  * | `<P>_TASKS` | `<p>.tasks.<account>.<task>`, `<p>.owners.<task>`, `<p>.order.<account>.<n>` | the latest state of each task; task -> account; the account's n-th task (history pages) |
  * | `<P>_WEBHOOKS` | `<p>.webhooks.queue.<task>`, `<p>.webhooks.state.<task>`, `<p>.webhooks.account.<account>` | the delivery of each task's webhook (the shared consumer's queue); its state; an account's secret and default endpoint |
+ * | `<P>_IDEMPOTENCY` | `<p>.idempotency.<account>.<key hash>` | each `Idempotency-Key` of an account: claimed, then the answer to replay (24 h; idempotency.ts) |
  *
  * Every write that depends on what it read is a publish with "expected last subject sequence"
  * (optimistic concurrency; on nats-server 2.9 too). `<p>` is the prefix in lower case.
@@ -34,6 +35,8 @@ export interface StoreNames {
   webhookQueueFilter: string;
   webhookStateSubject(taskId: string): string;
   webhookAccountSubject(accountId: string): string;
+  idempotencyStream: string;
+  idempotencySubject(accountId: string, keyHash: string): string;
 }
 
 export function storeNames(prefix: string): StoreNames {
@@ -56,11 +59,16 @@ export function storeNames(prefix: string): StoreNames {
     webhookQueueFilter: `${p}.webhooks.queue.*`,
     webhookStateSubject: (t) => `${p}.webhooks.state.${t}`,
     webhookAccountSubject: (a) => `${p}.webhooks.account.${a}`,
+    idempotencyStream: `${prefix}_IDEMPOTENCY`,
+    idempotencySubject: (a, h) => `${p}.idempotency.${a}.${h}`,
   };
 }
 
 /** Debits and refunds carry `Nats-Msg-Id: debit|refund:<task>:<expected sequence>` (subject-store.ts); the window covers a write sent again after a lost answer many times over. */
 const LEDGER_DUPLICATE_WINDOW_MS = 60 * 60 * 1000;
+
+/** How long an `Idempotency-Key` is remembered after its last write (the IETF draft's and Stripe's 24 h). */
+export const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 
 /** `replicas`: NATS_STREAM_REPLICAS, the same for every stream of a deployment (docs/operations.md). */
 export function streamConfigs(prefix: string, replicas = 1): (Partial<StreamConfig> & { name: string })[] {
@@ -98,6 +106,15 @@ export function streamConfigs(prefix: string, replicas = 1): (Partial<StreamConf
       // A delivery is queued with `Nats-Msg-Id: <webhook-id>`: an event settled again is no second delivery.
       duplicate_window: nanos(LEDGER_DUPLICATE_WINDOW_MS),
       description: 'media-worker gateway: webhook deliveries, their state, accounts\' webhook secrets',
+    },
+    {
+      ...common,
+      name: n.idempotencyStream,
+      subjects: [`${p}.idempotency.*.*`],
+      // The key's latest state (claimed, then answered, or freed); every change expects the sequence it read.
+      max_msgs_per_subject: 1,
+      max_age: nanos(IDEMPOTENCY_KEY_LIFETIME_MS),
+      description: 'media-worker gateway: Idempotency-Key claims and the answers they replay',
     },
   ];
 }

@@ -361,6 +361,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -385,7 +387,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -396,7 +398,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -477,7 +479,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -488,7 +490,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -540,7 +542,10 @@ export interface operations {
     generate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -553,6 +558,8 @@ export interface operations {
             /** @description Accepted and charged: poll the task (link GetTask) */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -574,7 +581,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -585,7 +592,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -630,6 +637,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
             /** @description Error: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
@@ -666,7 +691,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -677,7 +702,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -747,7 +772,10 @@ export interface operations {
     lipsync: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -793,6 +821,8 @@ export interface operations {
             /** @description Accepted and charged: poll the task (link GetTask) */
             202: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -818,7 +848,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -829,7 +859,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -874,6 +904,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
             /** @description Error: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
@@ -910,7 +958,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -921,7 +969,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -991,7 +1039,10 @@ export interface operations {
     upscaleImage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1021,6 +1072,8 @@ export interface operations {
             /** @description Accepted and charged: poll the task (link GetTask) */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1071,7 +1124,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1082,7 +1135,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1127,6 +1180,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
             /** @description Error: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
@@ -1163,7 +1234,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1174,7 +1245,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1244,7 +1315,10 @@ export interface operations {
     upscaleVideo: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1279,6 +1353,8 @@ export interface operations {
             /** @description Accepted and charged: poll the task (link GetTask) */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1313,7 +1389,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1324,7 +1400,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1369,6 +1445,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
             /** @description Error: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
@@ -1405,7 +1499,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1416,7 +1510,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1497,6 +1591,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1671,7 +1767,10 @@ export interface operations {
     retryTaskWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -1682,6 +1781,8 @@ export interface operations {
             /** @description Queued: the webhook is sent again */
             202: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1775,6 +1876,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
             /** @description Error: UNAUTHORIZED */
             401: {
                 headers: {
@@ -1813,7 +1932,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE */
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1824,7 +1943,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE";
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1843,6 +1962,24 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "URI_TOO_LONG";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1894,7 +2031,10 @@ export interface operations {
     cancelTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -1905,6 +2045,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1998,6 +2140,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
             /** @description Error: UNAUTHORIZED */
             401: {
                 headers: {
@@ -2036,7 +2196,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE */
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2047,7 +2207,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE";
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2066,6 +2226,24 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "URI_TOO_LONG";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2129,6 +2307,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2221,7 +2401,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2232,7 +2412,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2300,6 +2480,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2329,7 +2511,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2340,7 +2522,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2401,6 +2583,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2476,6 +2660,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,0 +1,134 @@
+/**
+ * `Idempotency-Key` (IETF httpapi draft "The Idempotency-Key HTTP Header Field"; Stripe's practice):
+ * a POST that charges or changes state, sent again with the same key and the same request, gets the
+ * first answer again instead of being done twice.
+ *
+ * - The key is claimed in JetStream (store/idempotency-keys.ts) with a write that expects the
+ *   subject's sequence it read, before anything is charged: of any number of requests on any number
+ *   of gateways, one wins; the others see its claim.
+ * - Same key, same request (route and canonical body: the fingerprint): the stored answer, replayed;
+ *   while the first is still being handled, 409 IDEMPOTENCY_KEY_IN_USE (retry later).
+ * - Same key, another request: 422 IDEMPOTENCY_KEY_REUSED; nothing is done.
+ * - Only 2xx answers are stored. A request that fails changed nothing and gives its key back (the
+ *   client may fix the request and send it again under the same key), except a submission whose
+ *   debit NATS did not confirm: its key stays bound to its request and task id, so the retry finds
+ *   the debit if it was stored, or makes it (ledger.ts `debit` with `onceAfter`).
+ * - A claim whose gateway died is taken over when its lease (the request timeout) has run out; the
+ *   submission's task id and ledger sequence are kept, so a takeover never charges twice.
+ */
+import { createHash } from 'node:crypto';
+import { ApiError } from './errors.js';
+import type { IdempotencyKeys, IdempotencyRecord, Reservation } from './store/idempotency-keys.js';
+import { WriteConflict } from './store/subject-store.js';
+
+/** The longest key (Stripe's 255). */
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+
+/**
+ * The header's value as the key: an sf-string (the draft's form, `"..."`) or the bare token most
+ * clients send (Stripe's); 1-255 visible ASCII characters. `undefined` when there is no header.
+ */
+export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (Array.isArray(header)) throw invalidKey('received the header more than once');
+  const quoted = /^"(.*)"$/.exec(header.trim());
+  const key = quoted === null ? header.trim() : quoted[1]!;
+  if (key.length === 0) throw invalidKey('received an empty one');
+  if (key.length > IDEMPOTENCY_KEY_MAX_LENGTH) throw invalidKey(`received ${key.length} characters`);
+  if (!/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(key)) throw invalidKey('received a character outside that range (a space, a quote, a backslash or a non-ASCII one)');
+  return key;
+}
+
+function invalidKey(why: string): ApiError {
+  return ApiError.of('INVALID_IDEMPOTENCY_KEY', `Expected an Idempotency-Key of 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters (a UUID v4 is best) without quotes or backslashes inside, but ${why}`);
+}
+
+/** The request a key is bound to: method, path and the body with its object keys sorted (so field order does not matter). */
+export function requestFingerprint(method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(JSON.stringify([method.toUpperCase(), path, canonical(body ?? null)]), 'utf8').digest('base64url');
+}
+
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]));
+  }
+  return value;
+}
+
+export type Decision =
+  | { action: 'claim'; reservation: Reservation | undefined }
+  | { action: 'replay'; status: number; body: unknown }
+  | { action: 'reused' }
+  | { action: 'in use' };
+
+/** What a request with `fingerprint` does given the key's record (pure). A claim whose lease ran out is taken over with its reservation. */
+export function decide(record: IdempotencyRecord | undefined, fingerprint: string, nowMs: number): Decision {
+  if (record === undefined || record.state === 'free') return { action: 'claim', reservation: undefined };
+  if (record.fingerprint !== fingerprint) return { action: 'reused' };
+  if (record.state === 'answered') return { action: 'replay', status: record.status, body: record.body };
+  return record.leaseUntil > nowMs ? { action: 'in use' } : { action: 'claim', reservation: record.reservation };
+}
+
+/** A key held by this request: `reservation` for a submission; `finish` stores the answer, or gives the key back. */
+export interface HeldKey {
+  reservation: Reservation | undefined;
+  answered(status: number, body: unknown): Promise<void>;
+  /** `keepBound`: the request may have charged (an unconfirmed debit); the key stays bound to it, and a retry takes over at once. */
+  failed(keepBound: boolean): Promise<void>;
+}
+
+export type Acquired = { replay: { status: number; body: unknown } } | { held: HeldKey };
+
+export interface AcquireOptions {
+  accountId: string;
+  key: string;
+  fingerprint: string;
+  leaseMs: number;
+  /** For a submission: a new task id and the account's last ledger sequence, made once per key. */
+  reserve?: () => Promise<Reservation>;
+  /** Where a failure to store the answer or give the key back is told (the answer still goes out). */
+  warn(message: string, err: unknown): void;
+}
+
+/** Rounds of read-then-claim before the key is called in use (each lost round means another request changed it). */
+const CLAIM_ROUNDS = 5;
+
+export async function acquireKey(keys: IdempotencyKeys, o: AcquireOptions): Promise<Acquired> {
+  for (let round = 0; round < CLAIM_ROUNDS; round++) {
+    const current = await keys.get(o.accountId, o.key);
+    const decision = decide(current?.value, o.fingerprint, Date.now());
+    if (decision.action === 'replay') return { replay: { status: decision.status, body: decision.body } };
+    if (decision.action === 'reused') throw reused();
+    if (decision.action === 'in use') throw inUse();
+    const reservation = decision.reservation ?? (await o.reserve?.());
+    const claim: IdempotencyRecord = { state: 'claimed', fingerprint: o.fingerprint, leaseUntil: Date.now() + o.leaseMs, ...(reservation === undefined ? {} : { reservation }) };
+    let seq: number;
+    try {
+      seq = await keys.write(o.accountId, o.key, claim, current?.seq ?? 0);
+    } catch (err) {
+      if (err instanceof WriteConflict) continue;
+      throw err;
+    }
+    // Writes after the claim expect its sequence: a request that took the key over meanwhile wins.
+    const settle = async (record: IdempotencyRecord, what: string) => {
+      await keys.write(o.accountId, o.key, record, seq).catch((err: unknown) => o.warn(`The Idempotency-Key could not be ${what}`, err));
+    };
+    return {
+      held: {
+        reservation,
+        answered: (status, body) => settle({ state: 'answered', fingerprint: o.fingerprint, status, body, at: new Date().toISOString() }, 'stored with its answer'),
+        failed: (keepBound) => settle(keepBound ? { ...claim, leaseUntil: 0 } : { state: 'free' }, keepBound ? 'opened to a retry' : 'given back'),
+      },
+    };
+  }
+  throw inUse();
+}
+
+function reused(): ApiError {
+  return ApiError.of('IDEMPOTENCY_KEY_REUSED', 'Expected this Idempotency-Key with the request it was first sent with (same path and body) but received another one; nothing was done. Use a new key for a new request.');
+}
+
+function inUse(): ApiError {
+  return ApiError.of('IDEMPOTENCY_KEY_IN_USE', 'Expected one request at a time per Idempotency-Key but the first one with this key is still being handled; retry it shortly', { 'retry-after': '1' });
+}
