@@ -127,19 +127,8 @@ export interface EdgeError {
  */
 export async function edgeError(file: string, colour: readonly number[]): Promise<EdgeError> {
   const data = await sharp(file).ensureAlpha().toColourspace('srgb').raw().toBuffer();
-  let sum = 0;
-  let max = 0;
-  let pixels = 0;
-  for (let i = 0; i < data.length; i += 4) {
-    const a = data[i + 3]!;
-    if (a === 0 || a === 255) continue;
-    pixels++;
-    let worst = 0;
-    for (let k = 0; k < 3; k++) worst = Math.max(worst, (Math.abs(data[i + k]! - colour[k]!) * a) / 255);
-    sum += worst;
-    max = Math.max(max, worst);
-  }
-  return { mean: pixels === 0 ? 0 : sum / pixels, max, pixels };
+  const errors = partlyVisibleErrors(data, data, (_, k) => colour[k]!);
+  return { mean: meanOf(errors), max: Math.max(0, ...errors), pixels: errors.length };
 }
 
 /**
@@ -153,17 +142,27 @@ export async function softEdgeError(input: string, output: string, size: { width
     return (resize ? image.resize(size.width, size.height, { kernel: 'lanczos3', fit: 'fill' }) : image).toColourspace('srgb').raw().toBuffer();
   };
   const [was, got] = [await read(input, false), await read(output, true)];
-  let sum = 0;
-  let pixels = 0;
-  for (let i = 0; i < was.length; i += 4) {
-    const a = was[i + 3]!;
+  return meanOf(partlyVisibleErrors(got, was, (i, k) => was[i + k]!));
+}
+
+/**
+ * For each pixel that `alpha` (RGBA; its alpha read) shows partly: the worst channel of
+ * |got - want| x alpha / 255, RGBA `got` at value offset i against `want(i, channel)`.
+ */
+function partlyVisibleErrors(got: Buffer, alpha: Buffer, want: (i: number, k: number) => number): number[] {
+  const errors: number[] = [];
+  for (let i = 0; i < alpha.length; i += 4) {
+    const a = alpha[i + 3]!;
     if (a === 0 || a === 255) continue;
-    pixels++;
     let worst = 0;
-    for (let k = 0; k < 3; k++) worst = Math.max(worst, (Math.abs(got[i + k]! - was[i + k]!) * a) / 255);
-    sum += worst;
+    for (let k = 0; k < 3; k++) worst = Math.max(worst, (Math.abs(got[i + k]! - want(i, k)) * a) / 255);
+    errors.push(worst);
   }
-  return pixels === 0 ? 0 : sum / pixels;
+  return errors;
+}
+
+function meanOf(xs: readonly number[]): number {
+  return xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length;
 }
 
 /** The image composited over a flat background (for looking at). */
