@@ -10,6 +10,10 @@
  * - streams in and out: colour channels, alpha, the ICC profile (by its description), EXIF (with
  *   GPS and orientation when present), and a WebP's coding.
  *
+ * Cases with alpha also note their soft edge's visible error, with and without the transparent fill
+ * (issue 40), and the hard-edge discs of bench/fidelity-corpus-alpha.ts are rows of their own: the
+ * visible error on their edge pixels, with and without the fill, with the default network.
+ *
  * Refused cases are rows too: their note is the refusal. Channel and metadata cases run the compact
  * network the corpus names; colour cases run what the pipeline picks (Real-ESRGAN x4plus).
  */
@@ -18,10 +22,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp, { type Metadata } from 'sharp';
 import { SessionCache, createSrModelLoader } from '../src/inference/index.js';
-import { iccDescription, probeImage, readImageLayout, summariseExif } from '../src/media/index.js';
+import { type ImageInfo, iccDescription, probeImage, readImageLayout, summariseExif } from '../src/media/index.js';
 import { upscaleImageFile } from '../src/upscale/index.js';
 import { meanCiede2000 } from './colour-difference.js';
 import { type ImageCase, makeImageCorpus } from './fidelity-corpus-images.js';
+import { type EdgeError, type HardEdgeCase, edgeError, makeHardEdgeCases, softEdgeError } from './fidelity-corpus-alpha.js';
 import type { FidelityRow } from './fidelity-row.js';
 
 const BITS: Record<string, number> = { uchar: 8, char: 8, ushort: 16, short: 16 };
@@ -102,6 +107,7 @@ async function measure(input: ImageCase, dir: string, loadModel: ReturnType<type
   const back = await storedRgb(output, depth, size);
   const keep = await measuredPixels(input, inMeta, info.width);
   const deltaE2000 = meanCiede2000(select(back, keep), select(reference, keep), { channels: 3, space: input.space, maxValue: depth === 16 ? 65535 : 255 });
+  const soft = inMeta.hasAlpha ? `; ${await softEdgeNote(input, info, dir, loadModel, upscale, output)}` : '';
   return {
     case: input.name,
     deltaE2000: Number(deltaE2000.toFixed(3)),
@@ -109,7 +115,47 @@ async function measure(input: ImageCase, dir: string, loadModel: ReturnType<type
     bitDepthOut,
     streamsIn,
     streamsOut: await streamsOf(output, outMeta),
-    notes: `${info.width}x${info.height} x${input.factor} -> ${outcome.width}x${outcome.height}, ${outcome.model}, ${Math.round(ms)} ms`,
+    notes: `${info.width}x${info.height} x${input.factor} -> ${outcome.width}x${outcome.height}, ${outcome.model}, ${Math.round(ms)} ms${soft}`,
+  };
+}
+
+/**
+ * A soft alpha edge's visible error (bench/fidelity-corpus-alpha.ts, softEdgeError) with the
+ * transparent fill (`output`, already made) and, in the same run, without it.
+ */
+async function softEdgeNote(input: ImageCase, info: ImageInfo, dir: string, loadModel: ReturnType<typeof createSrModelLoader>, upscale: Upscale, output: string): Promise<string> {
+  const stored = path.join(dir, `out-stored-${path.basename(input.file)}`);
+  const model = input.model === undefined ? {} : { modelName: input.model };
+  await upscale({ inputPath: input.file, outputPath: stored, factor: input.factor, info, transparentFill: false, ...model }, loadModel);
+  const size = { width: info.width, height: info.height };
+  const [filled, before] = [await softEdgeError(input.file, output, size), await softEdgeError(input.file, stored, size)];
+  return `soft edge error ${filled.toFixed(2)} (colour under the transparency as stored: ${before.toFixed(2)})`;
+}
+
+/**
+ * A hard alpha edge (issue 40), with the pipeline's default network at x2: the visible error on the
+ * output's edge pixels (bench/fidelity-corpus-alpha.ts), with the transparent fill and, in the same
+ * run, without it (the colour under the transparency as stored, as before the fill).
+ */
+async function measureHardEdge(input: HardEdgeCase, dir: string, loadModel: ReturnType<typeof createSrModelLoader>, upscale: Upscale): Promise<FidelityRow> {
+  const info = await probeImage(input.file);
+  const inMeta = await sharp(input.file).metadata();
+  const outputs = [true, false].map((fill) => path.join(dir, `out-${fill ? 'fill' : 'stored'}-${path.basename(input.file)}`));
+  const errors: EdgeError[] = [];
+  for (const [i, output] of outputs.entries()) {
+    await upscale({ inputPath: input.file, outputPath: output, factor: '2', info, transparentFill: i === 0 }, loadModel);
+    errors.push(await edgeError(output, input.colour));
+  }
+  const [filled, stored] = errors as [EdgeError, EdgeError];
+  const outMeta = await sharp(outputs[0]!).metadata();
+  const figures = (e: EdgeError): string => `mean ${e.mean.toFixed(1)} max ${e.max.toFixed(0)}`;
+  return {
+    case: `hard-edge ${input.name}`,
+    bitDepthIn: BITS[inMeta.depth] ?? 8,
+    bitDepthOut: BITS[outMeta.depth] ?? 8,
+    streamsIn: await streamsOf(input.file, inMeta),
+    streamsOut: await streamsOf(outputs[0]!, outMeta),
+    notes: `edge error over ${filled.pixels} px: ${figures(filled)} (colour under the transparency as stored: ${figures(stored)})`,
   };
 }
 
@@ -128,6 +174,7 @@ export async function imageFidelityRows(options: ImageFidelityOptions = {}): Pro
     const corpus = await makeImageCorpus(dir, { columnRows: options.columnRows ?? 500 });
     const rows: FidelityRow[] = [];
     for (const input of corpus) rows.push(await measure(input, dir, loadModel, options.upscale ?? upscaleImageFile));
+    for (const input of await makeHardEdgeCases(dir)) rows.push(await measureHardEdge(input, dir, loadModel, options.upscale ?? upscaleImageFile));
     return rows;
   } finally {
     await sessions.release();

@@ -4,11 +4,12 @@
  * (`upscale-image`, ...) all come through here.
  */
 import { randomUUID } from 'node:crypto';
-import { copyFile, mkdir, rename, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { createEngine, executeJob, PROVIDER_KINDS, probeHardware, type ExecutedJob, type ProbedHardware, type StoreFile, type TimeLimitsMs } from '../app/index.js';
 import { deadlineError, kindOfModel, reportedModel, type Job } from '../jobs/index.js';
 import type { CliContext } from './context.js';
+import { namedOutputFile, refuseMisnamed, refuseMisnamedOutput } from './output-name.js';
 import { createTerminalProgress } from './progress.js';
 import { definedFields } from '../defined-fields.js';
 
@@ -53,6 +54,7 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
   const createdAt = new Date().toISOString();
   const taskId = job.id ?? `local-${randomUUID()}`;
   const logger = ctx.logger.child({ taskId, model: job.model });
+  await refuseMisnamedOutput(job, opts.output);
   const hardware = opts.hardware ?? (await hardwareFor(job, ctx));
   const engine = opts.unlimited === true ? createEngine(hardware.config, logger, NO_TIME_LIMITS) : createEngine(hardware.config, logger);
   const progress = createTerminalProgress(process.stderr, definedFields({ estimateSeconds: opts.estimateSeconds }));
@@ -97,25 +99,17 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
 function storeAt(opts: LocalRunOptions): StoreFile {
   return async (localPath, meta) => {
     // A task of several files (music) writes them into the output directory under their names.
+    const named = meta.name === undefined ? await namedOutputFile(opts.output) : undefined;
+    // The name says the format (cli/output-name.ts): checked before the run for a local input, here for a URL's.
+    if (named !== undefined) refuseMisnamed(named, meta.ext);
     const target =
       meta.name === undefined
-        ? await outputPath(opts, `${opts.defaultStem}.${meta.ext}`)
+        ? (named ?? path.resolve(opts.output ?? '.', `${opts.defaultStem}.${meta.ext}`))
         : path.resolve(opts.output ?? '.', `${opts.defaultStem}-${meta.name}.${meta.ext}`);
     await mkdir(path.dirname(target), { recursive: true });
     await moveFile(localPath, target);
     return { url: target };
   };
-}
-
-/**
- * `-o` names a file, or a directory to put the result in: an existing directory, or any path
- * written with a trailing separator (`-o results/`), which is created when missing.
- */
-async function outputPath(opts: LocalRunOptions, fileName: string): Promise<string> {
-  if (opts.output === undefined) return path.resolve(fileName);
-  const namesDir = opts.output.endsWith('/') || opts.output.endsWith(path.sep);
-  const isDir = namesDir || (await stat(opts.output).then((s) => s.isDirectory(), () => false));
-  return path.resolve(isDir ? path.join(opts.output, fileName) : opts.output);
 }
 
 /** rename, or copy then remove when the job directory is on another filesystem. */

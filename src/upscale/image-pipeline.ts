@@ -6,7 +6,9 @@
  *
  * - colour in the source's own encoding with its ICC profile embedded again (media/image-colour.ts;
  *   CMYK is the exception, converted to sRGB), 16-bit samples kept 16-bit end to end;
- * - alpha for grey + alpha, RGBA, palette and WebP; grey stays grey;
+ * - alpha for grey + alpha, RGBA, palette and WebP; grey stays grey; the colour stored under fully
+ *   transparent pixels never reaches the picture: it is filled from the visible pixels before the
+ *   network (upscale/transparent-fill.ts), so a hard alpha edge gets no rim of that colour;
  * - EXIF kept, cleaned (orientation reset, GPS and thumbnail removed: media/image-metadata.ts) and
  *   written back with the profile byte for byte (media/image-container.ts);
  * - a lossless WebP stays lossless; tiny images are edge-padded for the network and every output's
@@ -38,6 +40,7 @@ import {
 } from '../inference/index.js';
 import { type ImageColourPlan, type ImageFormat, type ImageInfo, cleanExif, embedMetadata, imageColourPlan, readImageLayout } from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
+import { fillTransparent } from './transparent-fill.js';
 
 export interface ImageUpscaleRequest {
   inputPath: string;
@@ -51,6 +54,11 @@ export interface ImageUpscaleRequest {
   tile?: number;
   signal?: AbortSignal;
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Fill the colour under fully transparent pixels from the visible ones before the network
+   * (default true). False runs the stored colour as it is: only for measuring the fill (bench).
+   */
+  transparentFill?: boolean;
 }
 
 export interface ImageUpscaleOutcome {
@@ -76,9 +84,12 @@ export async function upscaleImageFile(req: ImageUpscaleRequest, loadModel: SrMo
   const header = await readHeader(req.inputPath);
   const plan = imageColourPlan(header);
   const source = decoder(req.inputPath, req.info, plan);
-  const colour = await decodeColour(source, plan).catch((error: unknown) => {
+  const stored = await decodeColour(source, plan).catch((error: unknown) => {
     throw error instanceof JobError ? error : new JobError('PROBE_FAILED', `The image could not be decoded as quoted: ${(error as Error).message}`, { cause: error });
   });
+  const max = plan.depth === 16 ? 65535 : 255;
+  // The filled colour is what the network sees and what the output is anchored to.
+  const colour = plan.alpha && req.transparentFill !== false ? fillColour(stored, await decodeAlpha(source, plan.depth), max) : stored;
   if (colour.width !== req.info.width || colour.height !== req.info.height) {
     // The probe and the decoder must agree on orientation; a mismatch would mis-price the job.
     throw new JobError('PROBE_FAILED', `Expected the decoded image to be ${req.info.width}×${req.info.height} but it is ${colour.width}×${colour.height}`);
@@ -87,7 +98,7 @@ export async function upscaleImageFile(req: ImageUpscaleRequest, loadModel: SrMo
   const options: UpscaleOptions = { ...loaded.tiling, ...definedFields({ tile: req.tile, signal: req.signal, onProgress: req.onProgress }) };
   const upscaled = await runNetwork(loaded, colour, options);
   const sized = upscaled.image.width === target.width && upscaled.image.height === target.height ? upscaled.image : await resize(upscaled.image, target);
-  anchorColours(colour, sized, Number(req.factor), plan.depth === 16 ? 65535 : 255, anchorSigma(colour.width, colour.height));
+  anchorColours(colour, sized, Number(req.factor), max, anchorSigma(colour.width, colour.height));
   const alpha = plan.alpha ? await upscaleAlpha(source, target, plan.depth) : undefined;
 
   const pixels = interleave(sized, alpha, plan.grey);
@@ -175,15 +186,34 @@ async function resize(image: Pixels, target: { width: number; height: number }):
 }
 
 /**
- * Alpha is a mask, not a photo: a Lanczos-3 resize keeps its edges crisp without running a
- * network trained on natural images over it. Taken after converting to RGB(A) at the plan's depth,
- * so that grey + alpha gives its alpha band, not its grey one.
+ * The alpha band, taken after converting to RGB(A) at the plan's depth, so that grey + alpha gives
+ * its alpha band, not its grey one.
  */
-async function upscaleAlpha(source: Sharp, target: { width: number; height: number }, depth: 8 | 16): Promise<Uint8Array | Uint16Array> {
-  const data = await source
+function alphaBand(source: Sharp, depth: 8 | 16): Sharp {
+  return source
     .clone()
     .toColourspace(depth === 16 ? 'rgb16' : 'srgb')
-    .extractChannel('alpha')
+    .extractChannel('alpha');
+}
+
+async function decodeAlpha(source: Sharp, depth: 8 | 16): Promise<Uint8Array | Uint16Array> {
+  const data = await alphaBand(source, depth)
+    .raw({ depth: depth === 16 ? 'ushort' : 'uchar' })
+    .toBuffer();
+  return depth === 16 ? toUint16(data) : toUint8(data);
+}
+
+/** fillTransparent at the image's depth. */
+function fillColour(colour: Pixels, alpha: Uint8Array | Uint16Array, max: number): Pixels {
+  return colour.data instanceof Uint16Array ? fillTransparent(colour as RgbImage16, alpha, max) : fillTransparent(colour as RgbImage, alpha, max);
+}
+
+/**
+ * Alpha is a mask, not a photo: a Lanczos-3 resize keeps its edges crisp without running a
+ * network trained on natural images over it.
+ */
+async function upscaleAlpha(source: Sharp, target: { width: number; height: number }, depth: 8 | 16): Promise<Uint8Array | Uint16Array> {
+  const data = await alphaBand(source, depth)
     .resize(target.width, target.height, { kernel: 'lanczos3', fit: 'fill' })
     .raw({ depth: depth === 16 ? 'ushort' : 'uchar' })
     .toBuffer();

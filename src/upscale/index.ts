@@ -2,3 +2,4 @@
 export * from './image-pipeline.js';
 export * from './video-batcher.js';
 export * from './video-pipeline.js';
+export { DILATE_RINGS, fillTransparent } from './transparent-fill.js';

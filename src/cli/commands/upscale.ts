@@ -7,6 +7,7 @@ import { EXIT_OK, reportFailure } from '../exit.js';
 import { parsePositiveInt } from '../flags.js';
 import { estimateLine, estimateUpscale } from '../estimate.js';
 import { hardwareFor, runLocally } from '../local-run.js';
+import { refuseMisnamedOutput } from '../output-name.js';
 import { definedFields } from '../../defined-fields.js';
 import { HDR_MODES } from '../../video/settings.js';
 
@@ -29,7 +30,8 @@ const COMMANDS: UpscaleCommandSpec[] = [
     urlField: 'image_url',
     summary: 'upscale one image (JPEG, PNG or WebP) with the super-resolution network',
     description:
-      'Upscales INPUT by 1, 2 or 4 and writes the result in the same format. The default network ' +
+      'Upscales INPUT by 1, 2 or 4 and writes the result in the same format (an -o file named with another ' +
+      "format's extension is refused before the run). The default network " +
       '(Real-ESRGAN x4plus, MEDIA_WORKER_SR_MODELS) upscales x4; factors 2 and 1 are its output brought ' +
       'down by a Lanczos resize, so 1 enhances at the same resolution. Without INPUT, the bundled sample photo ' +
       `is used (${path.relative(process.cwd(), DEFAULT_SAMPLE_IMAGE)}).`,
@@ -44,7 +46,9 @@ const COMMANDS: UpscaleCommandSpec[] = [
     description:
       'Upscales INPUT by 1, 2 or 4 through ffmpeg pipes (no frame touches the disk) and writes an MP4, or a ' +
       'Matroska file for a Matroska or WebM input: H.264 for 8-bit SDR, HEVC Main10 for HDR (--hdr sdr tone-maps) ' +
-      'and 10-bit input, every audio, subtitle and chapter kept (docs/contract.md, "Video fidelity"). Shows frames ' +
+      'and 10-bit input, every audio, subtitle and chapter kept (docs/contract.md, "Video fidelity"). The -o file ' +
+      'must be named for that container: OUT.mp4 for a Matroska input is refused before the run, naming the ' +
+      'extension to use (.mkv). Shows frames ' +
       'done, fps and ETA on stderr.',
   },
 ];
@@ -80,6 +84,8 @@ function register(program: Command, spec: UpscaleCommandSpec): void {
         const ctx = cliContext();
         const job = parseJob({ model: spec.model, input: { [spec.urlField]: input, upscale_factor: opts.factor, ...definedFields({ hdr: opts.hdr }) } });
         const stem = `${path.parse(new URL(input, 'file:///').pathname).name || 'output'}-x${opts.factor}`;
+        // Before the estimate: a file named for another format is refused before anything is printed.
+        await refuseMisnamedOutput(job, opts.output);
         const hardware = await hardwareFor(job, ctx);
         const estimate = await estimateUpscale(job, opts.factor as UpscaleFactor, hardware.config, opts.model);
         process.stderr.write(`${estimateLine(estimate)}\n`);
