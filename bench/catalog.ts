@@ -36,6 +36,7 @@ export const BENCHMARKS: readonly BenchEntry[] = [
   { name: 'calibrate-cost-model', summary: "measures this machine's speeds for the cost model" },
   { name: 'fidelity', summary: 'colour, A/V offset, bit depth and streams through the real pipelines (fidelity corpus)' },
   { name: 'fidelity-video', summary: 'the video half of the fidelity corpus, and 8-bit/HDR timing' },
+  { name: 'fidelity-alpha-edges', summary: 'hard transparent edges: visible error on edge pixels, and what the transparent fill costs opaque images' },
 ];
 
 export function findBenchmark(name: string): BenchEntry | undefined {

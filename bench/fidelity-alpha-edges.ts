@@ -5,7 +5,7 @@
  * white and over black into --keep DIR for looking at. `--before DIR` runs another build's command
  * line (a package root with dist/, e.g. main's) on the same files first, for the figures before.
  *
- *   npm run build && node dist/bench/fidelity-alpha-edges.js [--before /work/main] [--factor 2] [--model NAME] [--keep DIR]
+ *   npm run bench:fidelity-alpha-edges -- [--before /work/main] [--factor 2] [--model NAME] [--keep DIR]
  *
  * `--opaque-cost` times the pipeline on opaque images (an RGB photo and the same photo as opaque
  * RGBA) with the fill on and off, alternating in one run, and prints the ratio of the medians, and
@@ -16,7 +16,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs, promisify } from 'node:util';
+import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { SessionCache, createSrModelLoader } from '../src/inference/index.js';
 import { probeImage } from '../src/media/index.js';
@@ -24,6 +24,8 @@ import { PACKAGE_ROOT } from '../src/paths.js';
 import { fillTransparent, upscaleImageFile } from '../src/upscale/index.js';
 import { describeMachine, formatTable, intOption, machineInfo, median } from './common.js';
 import { composite, edgeError, makeHardEdgeCases } from './fidelity-corpus-alpha.js';
+import type { DocTable } from './doc-block.js';
+import { benchCli } from './harness.js';
 
 const run = promisify(execFile);
 
@@ -35,7 +37,7 @@ async function upscaleWith(root: string, input: string, output: string, factor: 
   });
 }
 
-async function edges(opts: { before?: string; factor: string; model?: string; keep?: string }): Promise<void> {
+async function edges(opts: { before?: string; factor: string; model?: string; keep?: string }): Promise<DocTable> {
   const dir = await mkdtemp(path.join(tmpdir(), 'media-worker-alpha-edges-'));
   try {
     if (opts.keep !== undefined) await mkdir(opts.keep, { recursive: true });
@@ -57,14 +59,17 @@ async function edges(opts: { before?: string; factor: string; model?: string; ke
         }
       }
     }
-    console.log(`upscale-image --factor ${opts.factor}${opts.model === undefined ? ' (default network)' : ` --model ${opts.model}`}`);
-    console.log(formatTable(['case', 'build', 'edge px', 'mean', 'max', 'wall (CLI)'], rows));
+    const caption = `upscale-image --factor ${opts.factor}${opts.model === undefined ? ' (default network)' : ` --model ${opts.model}`}`;
+    const header = ['case', 'build', 'edge px', 'mean', 'max', 'wall (CLI)'];
+    console.log(caption);
+    console.log(formatTable(header, rows));
+    return { caption, header, rows };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-async function opaqueCost(opts: { model?: string; rounds: number }): Promise<void> {
+async function opaqueCost(opts: { model?: string; rounds: number }): Promise<DocTable> {
   const dir = await mkdtemp(path.join(tmpdir(), 'media-worker-opaque-cost-'));
   const sessions = new SessionCache({ executionProviders: ['cpu'] });
   try {
@@ -102,8 +107,11 @@ async function opaqueCost(opts: { model?: string; rounds: number }): Promise<voi
       const step = await fillStepMs(file);
       rows.push([path.basename(file), `${info.width}x${info.height}`, ratio(wall), ratio(cpu), `${step.toFixed(2)} ms = ${((100 * step) / median(wall.off)).toFixed(3)} %`]);
     }
-    console.log(`opaque images x2, ${opts.model ?? 'default network'}, median of ${opts.rounds} runs each, fill on and off alternating`);
-    console.log(formatTable(['image', 'size', 'wall, on / off', 'CPU, on / off', 'the fill step alone (share of wall, fill off)'], rows));
+    const caption = `opaque images x2, ${opts.model ?? 'default network'}, median of ${opts.rounds} runs each, fill on and off alternating`;
+    const header = ['image', 'size', 'wall, on / off', 'CPU, on / off', 'the fill step alone (share of wall, fill off)'];
+    console.log(caption);
+    console.log(formatTable(header, rows));
+    return { caption, header, rows };
   } finally {
     await sessions.release();
     await rm(dir, { recursive: true, force: true });
@@ -129,31 +137,29 @@ async function fillStepMs(file: string): Promise<number> {
   return median(times);
 }
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      before: { type: 'string' },
-      factor: { type: 'string', default: '2' },
-      model: { type: 'string' },
-      keep: { type: 'string' },
-      'opaque-cost': { type: 'boolean', default: false },
-      rounds: { type: 'string' },
-    },
-  });
-  console.log(describeMachine(machineInfo()));
-  if (values['opaque-cost']) {
-    await opaqueCost({ rounds: intOption('--rounds', values.rounds, 1) ?? 10, ...(values.model === undefined ? {} : { model: values.model }) });
-    return;
-  }
-  await edges({
-    factor: values.factor,
-    ...(values.before === undefined ? {} : { before: path.resolve(values.before) }),
-    ...(values.model === undefined ? {} : { model: values.model }),
-    ...(values.keep === undefined ? {} : { keep: path.resolve(values.keep) }),
-  });
-}
-
-main().catch((error: unknown) => {
-  console.error(error instanceof Error ? error.message : error);
-  process.exit(1);
+const cli = benchCli({
+  name: 'fidelity-alpha-edges',
+  notes: 'Without --opaque-cost: each hard-edge disc through the built command line, the visible error on its edge pixels (mean, max levels).',
+  options: {
+    before: { type: 'string', arg: 'ROOT', help: "another build's package root (with dist/, e.g. main's): its figures first, on the same files" },
+    factor: { type: 'string', arg: 'N', help: 'upscale factor', default: '2' },
+    keep: { type: 'string', arg: 'DIR', help: 'keep each result composited over white and over black here' },
+    'opaque-cost': { type: 'boolean', help: 'time opaque images with the fill on and off instead (ratio of medians)' },
+  },
+  common: {
+    model: { help: 'the network (default: the default image network)' },
+    repeat: { default: '10', help: 'with --opaque-cost: runs of each, fill on and off alternating' },
+  },
 });
+const values = cli.values;
+console.log(describeMachine(machineInfo()));
+const model = values.model === undefined ? {} : { model: values.model };
+const table = values['opaque-cost']
+  ? await opaqueCost({ rounds: intOption('--repeat', values.repeat, 1) ?? 10, ...model })
+  : await edges({
+      factor: values.factor,
+      ...(values.before === undefined ? {} : { before: path.resolve(values.before) }),
+      ...model,
+      ...(values.keep === undefined ? {} : { keep: path.resolve(values.keep) }),
+    });
+await cli.done({ tables: [table] });
