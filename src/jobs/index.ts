@@ -4,33 +4,22 @@
  */
 export { ERROR_STATUS, JobError, ProcessingError, isExplainedFailure, isJobError, type ErrorCode, type JobErrorOptions } from '../errors.js';
 export { KIND_FAILURE_CODE, asJobError, deadlineError, pipelineFailure, type StopReason } from './failures.js';
-export {
-  DEFAULT_LIPSYNC_MODEL,
-  IMAGE_UPSCALE_MODEL,
-  JOB_KINDS,
-  LIPSYNC_MODEL_IDS,
-  MODEL_IDS,
-  MUSIC_MODEL,
-  MUSIC_REPORTED_MODEL,
-  VIDEO_UPSCALE_MODEL,
-  isLipsyncModelId,
-  isModelId,
-  kindOfModel,
-  reportedModel,
-  type JobKind,
-  type LipsyncModelId,
-  type ModelId,
-} from './models.js';
+export type { Fields, Job, JobKind, JobOf, KindContract, KindSettingDefaults, KindTool, KindTypeMap, KindedJob, ModelOf, Quote, QuoteOf, QuoteVerdict, QuotedJob, QuotedOf, ResultOf, TaskResult } from './kind-contract.js';
+export { JOB_KINDS, KINDS, allKinds, byKind, kindContract, modelsClaimedTwice, type AnyKindContract, type ModelEntry } from './kinds/index.js';
+export { MEDIA_TYPES, isJobOfKind, isModelId, kindOfModel, kindedJob, modelEntry, modelsOfKind, reportedModel, MODEL_IDS, type ModelId } from './models.js';
+export { IMAGE_UPSCALE_MODEL, imageQuoteSchema, imageResultSchema } from './kinds/image-upscale.js';
+export { VIDEO_UPSCALE_MODEL, videoQuoteSchema, videoResultSchema } from './kinds/video-upscale.js';
+export { lipsyncBilledSeconds, lipsyncQuoteSchema, lipsyncResultSchema } from './kinds/lipsync.js';
+export { DEFAULT_LIPSYNC_MODEL, LIPSYNC_MODEL_IDS, isLipsyncModelId, type LipsyncModelId } from './kinds/lipsync-models.js';
+export { MUSIC_MODEL, MUSIC_REPORTED_MODEL, musicQuoteSchema, musicResultSchema } from './kinds/music.js';
 export {
   DEFAULT_SYNC_MODE,
   DEFAULT_UPSCALE_FACTOR,
   SYNC_MODES,
-  TOOL_NAMES,
   UPSCALE_FACTORS,
   VOCAL_GENDERS,
   type ImageUpscaleInput,
   type ImageUpscaleJob,
-  type Job,
   type LipsyncInput,
   type LipsyncJob,
   type MusicCustomInput,
@@ -38,7 +27,6 @@ export {
   type MusicJob,
   type MusicSimpleInput,
   type SyncMode,
-  type ToolName,
   type JobProgress,
   type ProgressReporter,
   type UpscaleFactor,
@@ -46,23 +34,9 @@ export {
   type VideoUpscaleJob,
   type VocalGender,
 } from './types.js';
-export { normaliseToolBody, parseJob } from './schemas.js';
-export type { ImageResult, LipsyncResult, MusicResult, Song, TaskResult, VideoResult } from './results.js';
-export {
-  JOB_ENVELOPE_FIELDS,
-  checkJobEnvelope,
-  errorReplySchema,
-  imageQuoteSchema,
-  imageResultSchema,
-  jobMessageSchema,
-  lipsyncQuoteSchema,
-  lipsyncResultSchema,
-  musicQuoteSchema,
-  musicResultSchema,
-  quoteReplySchema,
-  videoQuoteSchema,
-  videoResultSchema,
-} from './wire-schemas.js';
+export { TOOL_NAMES, normaliseToolBody, parseJob, toolsByMarker, type ToolName } from './schemas.js';
+export type { ImageResult, LipsyncResult, MusicResult, Song, VideoResult } from './results.js';
+export { JOB_ENVELOPE_FIELDS, TASK_ID_REGEX, checkJobEnvelope, errorReplySchema, jobMessageSchema, quoteReplySchema, resultSchema } from './wire-schemas.js';
 export {
   IMAGE_MAX_OUTPUT_MEGAPIXELS,
   IMAGE_MAX_OUTPUT_SIDE_PX,
@@ -92,7 +66,6 @@ export {
   priceImageUpscale,
   priceLipsync,
   priceMusic,
-  minimumCredits,
   priceVideoUpscale,
   roundedSeconds,
   type DurationPrice,
@@ -104,7 +77,7 @@ export {
   type OutputTier,
   type VideoUpscalePrice,
 } from './pricing.js';
-export { errorBody, formatDuration, formatQuoteError, lipsyncBilledSeconds, measuredStreams, quoteJob } from './quote.js';
+export { checkQuote, errorBody, formatDuration, formatQuoteError, measuredStreams, minimumCredits, quoteJob } from './quote.js';
 export type {
   ErrorBody,
   ImageQuote,
@@ -115,12 +88,10 @@ export type {
   MeasuredStreams,
   MusicQuote,
   MusicQuoteInput,
-  Quote,
   QuoteDeps,
   QuoteEstimate,
   QuotePolicy,
   QuotedImageJob,
-  QuotedJob,
   QuotedLipsyncJob,
   QuotedMusicJob,
   QuotedVideoJob,
@@ -159,3 +130,4 @@ export {
   type HardwareProfile,
 } from './hardware-classes.js';
 export { charCount, describeValue, expectedText, expectedValue, oneOf } from './messages.js';
+export { submittedTask } from './openapi-parts.js';

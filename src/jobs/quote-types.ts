@@ -5,7 +5,8 @@
 import type { JobError } from '../errors.js';
 import type { SrNetworkCost } from './cost-model.js';
 import type { HardwareProfile } from './hardware-classes.js';
-import type { JobKind, LipsyncModelId } from './models.js';
+import type { JobKind } from './kind-contract.js';
+import type { LipsyncModelId } from './kinds/lipsync-models.js';
 import type { WorkLimits } from './work-limits.js';
 import type { OutputTier } from './pricing.js';
 import type { ImageUpscaleJob, LipsyncJob, MusicJob, SyncMode, UpscaleFactor, VideoUpscaleJob } from './types.js';
@@ -120,9 +121,6 @@ export interface MusicQuote {
   input: MusicQuoteInput;
 }
 
-/** What the CLI prints and the quote service answers: plain JSON. */
-export type Quote = ImageQuote | VideoQuote | LipsyncQuote | MusicQuote;
-
 // Everything processing needs after a quote, narrowed by `kind`. The absent inputs are spelled
 // `?: undefined` so that `quoted.inputs.video` can be read on the union without narrowing first.
 
@@ -157,8 +155,6 @@ export interface QuotedMusicJob {
   inputs: { image?: undefined; video?: undefined; audio?: undefined };
   probes: { image?: undefined; video?: undefined; audio?: undefined };
 }
-
-export type QuotedJob = QuotedImageJob | QuotedVideoJob | QuotedLipsyncJob | QuotedMusicJob;
 
 export interface ErrorBody {
   error: { code: JobError['code']; status: number; message: string };

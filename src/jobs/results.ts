@@ -42,5 +42,3 @@ export interface MusicResult {
   songs: Song[];
 }
 
-export type TaskResult = ImageResult | VideoResult | LipsyncResult | MusicResult;
-

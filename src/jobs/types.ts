@@ -1,9 +1,9 @@
 /**
- * The validated job: what `parseJob` and `normaliseToolBody` return and what every pipeline
- * receives. Field names inside `input` are the spec's. Once a value has this type it has passed
+ * Each kind's validated job: what `parseJob` and `normaliseToolBody` return and what its pipeline
+ * receives (the union `Job` is in kind-contract.ts). Field names inside `input` are the spec's. Once a value has this type it has passed
  * validation, defaults are filled in and unknown fields are gone.
  */
-import type { LipsyncModelId } from './models.js';
+import type { LipsyncModelId } from './kinds/lipsync-models.js';
 import type { HdrMode } from '../video/settings.js';
 
 export const UPSCALE_FACTORS = ['1', '2', '4'] as const;
@@ -83,12 +83,6 @@ export interface MusicJob extends JobBase {
   model: 'vendor-v5-generate-music';
   input: MusicInput;
 }
-
-export type Job = ImageUpscaleJob | VideoUpscaleJob | LipsyncJob | MusicJob;
-
-export const TOOL_NAMES = ['upscale-image', 'upscale-video', 'lipsync'] as const;
-/** The spec's dedicated tool endpoints (`/api/v1/tools/<name>`), whose bodies are flat. */
-export type ToolName = (typeof TOOL_NAMES)[number];
 
 /** What a running job reports (docs/protocol.md, progress messages): the CLI's bar and the worker's progress events read the same value. */
 export interface JobProgress {

@@ -13,7 +13,7 @@ import {
   priceVideoUpscale,
   roundedSeconds,
 } from '../../src/jobs/pricing.js';
-import type { LipsyncModelId } from '../../src/jobs/models.js';
+import type { LipsyncModelId } from '../../src/jobs/index.js';
 import type { UpscaleFactor } from '../../src/jobs/types.js';
 
 function codeOf(fn: () => unknown): ErrorCode | 'no error' {

@@ -1,23 +1,14 @@
 /**
  * JSON schemas of the API for the OpenAPI document (/api/v1/openapi.json), complete enough for a
  * client generator: every field of spec section 4 with its limits, enums and defaults (one schema
- * per model, `oneOf` over named schemas with a discriminator on `model` for /generate), each status with its error codes, the upscale
- * `input` echo, each kind's `result`, examples, and links from a submission to its task. They
- * document; request bodies are validated by the worker's own parsers (src/jobs/schemas.ts), which
- * give the spec's error codes in the spec's order, something a JSON-schema validator cannot.
- * OpenAPI 3.0.3: single values are one-element enums (3.0 has no `const`).
+ * per model, `oneOf` over named schemas with a discriminator on `model` for /generate), each status with its error codes, the tool
+ * endpoints' echo, each kind's `result`, examples, and links from a submission to its task. The
+ * kinds' parts come from their descriptors (src/jobs/kinds/), assembled here by looping over the
+ * registry. They document; request bodies are validated by the worker's own parsers
+ * (src/jobs/schemas.ts), which give the spec's error codes in the spec's order, something a
+ * JSON-schema validator cannot. OpenAPI 3.0.3: single values are one-element enums (3.0 has no `const`).
  */
-import {
-  LIPSYNC_MODEL_IDS,
-  MUSIC_LYRICS_MAX_CHARS,
-  MUSIC_NEGATIVE_TAGS_MAX_CHARS,
-  MUSIC_PROMPT_MAX_CHARS,
-  MUSIC_STYLE_MAX_CHARS,
-  MUSIC_TITLE_MAX_CHARS,
-  SYNC_MODES,
-  UPSCALE_FACTORS,
-  VOCAL_GENDERS,
-} from '../../jobs/index.js';
+import { allKinds, submittedTask, type AnyKindContract } from '../../jobs/index.js';
 
 const errorCodes = {
   400: [
@@ -75,71 +66,6 @@ const envelope = (data: object, description = 'Success') => ({
   required: ['success', 'data'],
 });
 
-// https only: an http:// input is refused 400 INVALID_URL unless the deployment allows private
-// addresses (MEDIA_WORKER_ALLOW_PRIVATE_URLS, development and one-host setups), which this document does not describe.
-const url = (description: string) => ({ type: 'string', format: 'uri', pattern: '^https://', maxLength: 2048, description });
-const factor = { type: 'string', enum: [...UPSCALE_FACTORS], default: '2', description: '"1" enhances without enlarging' };
-const text = (maxLength: number, description: string) => ({ type: 'string', minLength: 1, maxLength, description });
-
-const musicSimple = {
-  title: 'MusicSimpleInput',
-  type: 'object',
-  properties: {
-    custom_mode: { type: 'boolean', enum: [false], default: false },
-    prompt: text(MUSIC_PROMPT_MAX_CHARS, 'what the song is about'),
-    instrumental: { type: 'boolean', default: false },
-  },
-  required: ['prompt'],
-} as const;
-
-// Custom mode: lyrics unless instrumental, said by the schema (two shapes told apart by
-// `instrumental`) so that validators and generated clients enforce it, as parseJob does.
-const musicCustomFields = {
-  custom_mode: { type: 'boolean', enum: [true] },
-  title: text(MUSIC_TITLE_MAX_CHARS, 'song title'),
-  style: text(MUSIC_STYLE_MAX_CHARS, 'style tags'),
-  vocal_gender: { type: 'string', enum: [...VOCAL_GENDERS] },
-  negative_tags: text(MUSIC_NEGATIVE_TAGS_MAX_CHARS, 'styles to avoid (limit chosen by this API: the style\'s)'),
-} as const;
-
-const musicCustomSong = {
-  title: 'MusicCustomInput',
-  description: 'Custom mode with vocals: lyrics required (MISSING_LYRICS)',
-  type: 'object',
-  properties: {
-    ...musicCustomFields,
-    lyrics: text(MUSIC_LYRICS_MAX_CHARS, 'the lyrics sung'),
-    // No default: a generated client would make it required (openapi-typescript reads defaults so).
-    instrumental: { type: 'boolean', enum: [false] },
-  },
-  required: ['custom_mode', 'title', 'style', 'lyrics'],
-} as const;
-
-const musicCustomInstrumental = {
-  title: 'MusicCustomInstrumentalInput',
-  description: 'Custom mode without vocals: lyrics optional',
-  type: 'object',
-  properties: {
-    ...musicCustomFields,
-    lyrics: text(MUSIC_LYRICS_MAX_CHARS, 'optional for an instrumental'),
-    instrumental: { type: 'boolean', enum: [true] },
-  },
-  required: ['custom_mode', 'title', 'style', 'instrumental'],
-} as const;
-
-const imageInput = { title: 'ImageUpscaleInput', type: 'object', properties: { image_url: url('public URL of a JPEG, PNG or WebP image'), upscale_factor: factor }, required: ['image_url'] } as const;
-const hdr = {
-  type: 'string',
-  enum: ['keep', 'sdr'],
-  description: 'HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker\'s (docs/contract.md, "Video fidelity").',
-} as const;
-const videoInput = {
-  title: 'VideoUpscaleInput',
-  type: 'object',
-  properties: { video_url: url('public URL of an MP4, MOV or MKV video, at most 60 s'), upscale_factor: factor, hdr },
-  required: ['video_url'],
-} as const;
-
 const webhookUrl = {
   type: 'string',
   format: 'uri',
@@ -150,107 +76,34 @@ const webhookUrl = {
     'https to a public address; absent: the account\'s default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.',
 } as const;
 
-/** The variants of the unified endpoint's body, told apart by `model`: named, as OpenAPI's discriminator requires. */
-const generateVariants = {
-  GenerateMusic: {
-    title: 'GenerateMusic',
-    type: 'object',
-    properties: { model: { type: 'string', enum: ['vendor-v5-generate-music'] }, input: { oneOf: [musicSimple, musicCustomSong, musicCustomInstrumental] }, webhook_url: webhookUrl },
-    required: ['model', 'input'],
-  },
-  GenerateImageUpscale: { title: 'GenerateImageUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-image-upscale'] }, input: imageInput, webhook_url: webhookUrl }, required: ['model', 'input'] },
-  GenerateVideoUpscale: { title: 'GenerateVideoUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-video-upscale'] }, input: videoInput, webhook_url: webhookUrl }, required: ['model', 'input'] },
-} as const;
+/** The kinds the unified endpoint takes, the spec's own model of it first (spec 1.5). */
+const onGenerate = allKinds()
+  .filter((kind) => kind.onGenerate && kind.openapi.generate !== undefined)
+  .sort((a, b) => Number(b.openapi.generate?.first === true) - Number(a.openapi.generate?.first === true));
 
-const componentRef = (name: keyof typeof generateVariants) => `#/components/schemas/${name}`;
+/** The variants of the unified endpoint's body, told apart by `model`: named, as OpenAPI's discriminator requires. */
+const generateVariants: Record<string, object> = Object.fromEntries(
+  onGenerate.map((kind) => {
+    const { name, input } = kind.openapi.generate!;
+    return [name, { title: name, type: 'object', properties: { model: { type: 'string', enum: [...kind.models] }, input, webhook_url: webhookUrl }, required: ['model', 'input'] }];
+  }),
+);
+
+const componentRef = (name: string) => `#/components/schemas/${name}`;
 
 /** The document's named schemas (`components.schemas`), referenced by the route schemas below. */
 export const openapiComponentSchemas: Record<string, object> = generateVariants;
 
 const generateBody = {
-  oneOf: (Object.keys(generateVariants) as (keyof typeof generateVariants)[]).map((name) => ({ $ref: componentRef(name) })),
+  oneOf: Object.keys(generateVariants).map((name) => ({ $ref: componentRef(name) })),
   discriminator: {
     propertyName: 'model',
-    mapping: {
-      'vendor-v5-generate-music': componentRef('GenerateMusic'),
-      'vendor-image-upscale': componentRef('GenerateImageUpscale'),
-      'vendor-video-upscale': componentRef('GenerateVideoUpscale'),
-    },
+    mapping: Object.fromEntries(onGenerate.flatMap((kind) => kind.models.map((model) => [model, componentRef(kind.openapi.generate!.name)]))),
   },
   example: { model: 'vendor-v5-generate-music', input: { prompt: 'a calm piano piece for a rainy morning', instrumental: true } },
 };
 
-const shortTask = {
-  id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$', example: 't_00mwuxbfpww8417u0zg9rb' },
-  model: { type: 'string' },
-  status: { type: 'string', enum: ['pending'] },
-  creditsUsed: { type: 'integer', minimum: 0 },
-  creditsRemaining: { type: 'integer', minimum: 0 },
-  createdAt: { type: 'string', format: 'date-time' },
-} as const;
-const shortRequired = ['id', 'model', 'status', 'creditsUsed', 'creditsRemaining', 'createdAt'];
-
-const submitted = { title: 'Submitted', type: 'object', properties: shortTask, required: shortRequired } as const;
-const lipsyncSubmitted = {
-  title: 'LipsyncSubmitted',
-  type: 'object',
-  properties: { ...shortTask, pollUrl: { type: 'string', example: '/api/v1/tasks/t_00mwuxbfpww8417u0zg9rb' }, duration: { type: 'number', description: 'measured video seconds' } },
-  required: [...shortRequired, 'pollUrl', 'duration'],
-} as const;
-const imageSubmitted = {
-  title: 'ImageUpscaleSubmitted',
-  type: 'object',
-  properties: {
-    ...shortTask,
-    input: {
-      type: 'object',
-      properties: { image_url: { type: 'string' }, upscale_factor: factor, detected_dimensions: { type: 'string', example: '640×480' }, output_tier: { type: 'string', enum: ['24mp', '48mp', '96mp'] } },
-      required: ['image_url', 'upscale_factor', 'detected_dimensions', 'output_tier'],
-    },
-  },
-  required: [...shortRequired, 'input'],
-  example: {
-    id: 't_00mwuxbfpww8417u0zg9rb', model: 'vendor-image-upscale', status: 'pending', creditsUsed: 20, creditsRemaining: 80, createdAt: '2026-01-01T00:00:00.000Z',
-    input: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '2', detected_dimensions: '640×480', output_tier: '24mp' },
-  },
-} as const;
-const videoSubmitted = {
-  title: 'VideoUpscaleSubmitted',
-  type: 'object',
-  properties: {
-    ...shortTask,
-    input: {
-      type: 'object',
-      properties: {
-        video_url: { type: 'string' }, upscale_factor: factor, detected_duration: { type: 'string', example: '3s' }, billed_seconds: { type: 'integer' }, credits_per_second: { type: 'integer' },
-      },
-      required: ['video_url', 'upscale_factor', 'detected_duration', 'billed_seconds', 'credits_per_second'],
-    },
-  },
-  required: [...shortRequired, 'input'],
-} as const;
-
-const imageResult = { title: 'ImageResult', type: 'object', properties: { url: { type: 'string' }, type: { type: 'string', enum: ['image'] }, width: { type: 'integer' }, height: { type: 'integer' }, format: { type: 'string' } }, required: ['url', 'type', 'width', 'height', 'format'] };
-const videoResult = {
-  title: 'VideoResult', type: 'object',
-  properties: { url: { type: 'string' }, type: { type: 'string', enum: ['video'] }, width: { type: 'integer' }, height: { type: 'integer' }, duration: { type: 'number' }, frames: { type: 'integer' } },
-  required: ['url', 'type', 'width', 'height', 'duration', 'frames'],
-};
-const lipsyncResult = { title: 'LipsyncResult', type: 'object', properties: { url: { type: 'string' }, type: { type: 'string', enum: ['video'] }, duration: { type: 'number' } }, required: ['url', 'type', 'duration'] };
-const musicResult = {
-  title: 'MusicResult', type: 'object',
-  properties: {
-    songs: {
-      type: 'array', minItems: 2, maxItems: 2,
-      items: {
-        type: 'object',
-        properties: { audio_url: { type: 'string' }, image_url: { type: 'string' }, duration: { type: 'number' }, title: { type: 'string' }, tags: { type: 'string' }, prompt: { type: 'string' } },
-        required: ['audio_url', 'image_url', 'duration', 'title', 'tags', 'prompt'],
-      },
-    },
-  },
-  required: ['songs'],
-};
+const submitted = submittedTask('Submitted');
 
 const task = {
   title: 'Task',
@@ -261,7 +114,7 @@ const task = {
     model: { type: 'string' },
     status: { type: 'string', enum: ['pending', 'completed', 'failed'] },
     mediaType: { type: 'string', enum: ['music'] },
-    result: { oneOf: [imageResult, videoResult, lipsyncResult, musicResult], nullable: true },
+    result: { oneOf: allKinds().map((kind) => kind.openapi.result), nullable: true },
     error: { type: 'object', properties: { code: { type: 'string', example: 'TASK_EXPIRED' }, message: { type: 'string' } }, required: ['code', 'message'] },
     creditsUsed: { type: 'integer' },
     creditsRefunded: { type: 'integer' },
@@ -309,40 +162,6 @@ export const routeSchemas = {
     security,
     body: generateBody,
     response: { 200: envelope(submitted, ACCEPTED), ...submitErrors },
-  },
-  lipsync: {
-    operationId: 'lipsync',
-    summary: 'Submit a lip-sync job (202; poll pollUrl)',
-    security,
-    body: {
-      type: 'object',
-      properties: {
-        video_url: url('public URL of the video, at most 30 s'),
-        audio_url: url('public URL of the audio'),
-        sync_mode: { type: 'string', enum: [...SYNC_MODES], default: 'cut_off' },
-        model: { type: 'string', enum: [...LIPSYNC_MODEL_IDS], default: 'vendor-lipsync-2' },
-        active_speaker: { type: 'boolean', default: false },
-        hdr,
-        webhook_url: webhookUrl,
-      },
-      required: ['video_url', 'audio_url'],
-      example: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3', sync_mode: 'cut_off' },
-    },
-    response: { 202: envelope(lipsyncSubmitted, ACCEPTED), ...submitErrors },
-  },
-  upscaleImage: {
-    operationId: 'upscaleImage',
-    summary: 'Submit an image upscale with dimension detection',
-    security,
-    body: { ...imageInput, properties: { ...imageInput.properties, webhook_url: webhookUrl }, example: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '2' } },
-    response: { 200: envelope(imageSubmitted, ACCEPTED), ...submitErrors },
-  },
-  upscaleVideo: {
-    operationId: 'upscaleVideo',
-    summary: 'Submit a video upscale with duration detection',
-    security,
-    body: { ...videoInput, properties: { ...videoInput.properties, webhook_url: webhookUrl }, example: { video_url: 'https://cdn.example.com/clip.mp4', upscale_factor: '2' } },
-    response: { 200: envelope(videoSubmitted, ACCEPTED), ...submitErrors },
   },
   estimate: {
     operationId: 'estimate',
@@ -476,7 +295,26 @@ export const routeSchemas = {
   },
 } as const;
 
-const SUBMISSIONS: Record<string, string> = { generate: '200', lipsync: '202', upscaleImage: '200', upscaleVideo: '200' };
+/**
+ * Each spec tool endpoint (`POST /api/v1/tools/<name>`) of the kinds that have one, keyed by its
+ * name: the kind's body (with webhook_url) and its accepted response.
+ */
+export function toolRouteSchema(kind: AnyKindContract) {
+  const tool = kind.tool!;
+  const body = tool.body as { properties: Record<string, unknown> };
+  return {
+    operationId: tool.operationId,
+    summary: tool.summary,
+    security,
+    body: { ...tool.body, properties: { ...body.properties, webhook_url: webhookUrl } },
+    response: { [tool.status]: envelope(tool.submitted, ACCEPTED), ...submitErrors },
+  };
+}
+
+const SUBMISSIONS: Record<string, string> = {
+  generate: '200',
+  ...Object.fromEntries(allKinds().flatMap((kind) => (kind.tool === undefined ? [] : [[kind.tool.operationId, String(kind.tool.status)]]))),
+};
 
 /**
  * Adds what @fastify/swagger cannot say from route schemas: each submission's success response
