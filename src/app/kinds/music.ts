@@ -1,0 +1,42 @@
+/**
+ * Music's runtime half: the configured backends (src/music/), ready when one says so (weights
+ * installed, server answering: asked again at every check, since a server can go away). It runs
+ * nothing on this host's execution provider, and a host with a backend configured serves one job
+ * at a time unless WORKER_CONCURRENCY says otherwise (its default leaves music off).
+ */
+import { generateMusicJob, musicReadiness } from '../../music/index.js';
+import type { KindRuntime } from '../kind-runtime.js';
+
+export const musicRuntime: KindRuntime<'music'> = {
+  async run(quoted, { dir, engine, opts, binaries }) {
+    const result = await generateMusicJob(quoted.job.input, {
+      taskId: opts.taskId,
+      dir,
+      backends: engine.music,
+      seconds: engine.config.musicSeconds,
+      signal: opts.signal ?? new AbortController().signal,
+      logger: opts.logger,
+      store: (localPath, meta) => opts.store(localPath, { taskId: opts.taskId, kind: 'music', ...meta }),
+      onProgress: (p) => opts.onProgress?.(p),
+      ...binaries,
+    });
+    opts.logger.info({ songs: result.songs.map((s) => ({ duration: s.duration, title: s.title })) }, 'music generated');
+    return result;
+  },
+  readiness: (ctx) => [
+    {
+      name: 'music-backend',
+      run: async () => {
+        const music = await musicReadiness(ctx.engine.music);
+        return music.ready ? null : (music.reason ?? 'no music backend is ready');
+      },
+    },
+  ],
+  diskNeed() {
+    const output = 64 * 1024 * 1024;
+    return { temp: output, results: output };
+  },
+  warm() {},
+  usesExecutionProvider: false,
+  configuredSlots: (config) => ((config.musicBackends?.length ?? 0) > 0 ? 1 : 0),
+};
