@@ -130,4 +130,4 @@ export {
   type HardwareProfile,
 } from './hardware-classes.js';
 export { charCount, describeValue, expectedText, expectedValue, oneOf } from './messages.js';
-export { submittedTask } from './openapi-parts.js';
+export { HTTPS_URL_PATTERN, submittedTask } from './openapi-parts.js';

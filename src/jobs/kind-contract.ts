@@ -89,10 +89,11 @@ export interface KindTool<K extends JobKind> {
 
 /** The kind's part of the OpenAPI document (OpenAPI 3.0 schema objects; the gateway assembles them). */
 export interface KindOpenApi {
-  /** Its variant of POST /api/v1/generate's body (a named component), when the unified endpoint takes it. */
-  generate?: { name: string; input: Record<string, unknown>; first?: boolean };
-  /** Its `input` for an estimate's {model, input} body when it is not on /generate. */
-  estimateInput?: Record<string, unknown>;
+  /**
+   * Its `{model, input}` body as a named component: a variant of POST /api/v1/generate's body when
+   * the unified endpoint takes it (`first`: listed first), and of POST /api/v1/estimate's always.
+   */
+  unified: { name: string; input: Record<string, unknown>; first?: boolean };
   /** Its completed task's `result`, closed so that each kind's result matches exactly one branch. */
   result: Record<string, unknown>;
 }

@@ -5,9 +5,16 @@
  */
 import { UPSCALE_FACTORS } from './types.js';
 
-// https only: an http:// input is refused 400 INVALID_URL unless the deployment allows private
-// addresses (MEDIA_WORKER_ALLOW_PRIVATE_URLS, development and one-host setups), which this document does not describe.
-export const url = (description: string) => ({ type: 'string', format: 'uri', pattern: '^https://', maxLength: 2048, description });
+/**
+ * An https URL with a host, as the fetch reads it (media/fetch.ts: a URL that does not parse, another
+ * scheme or no host is 400 INVALID_URL): optional user info, a host name or a bracketed IPv6
+ * address, an optional port (at most 65535), then anything without spaces. An http:// input is refused too unless
+ * the deployment allows it: development, and a one-host set-up's own upload links, which the
+ * gateway's document adds to this pattern (gateway/http/openapi-schemas.ts, withUploadLinks).
+ */
+export const HTTPS_URL_PATTERN = '^https:///*(?:[^\\s/?#@]*@)?(?:[^\\s/?#@:\\[\\]]+|\\[[0-9A-Fa-f:.]+\\])(?::(?:[0-9]{0,4}|[0-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(?:[/?#]\\S*)?$';
+
+export const url = (description: string) => ({ type: 'string', format: 'uri', pattern: HTTPS_URL_PATTERN, maxLength: 2048, description });
 export const factor = { type: 'string', enum: [...UPSCALE_FACTORS], default: '2', description: '"1" enhances without enlarging' };
 export const text = (maxLength: number, description: string) => ({ type: 'string', minLength: 1, maxLength, description });
 

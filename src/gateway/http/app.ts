@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { JobError, MODEL_IDS, allKinds, isModelId, kindContract, kindOfModel, oneOf, parseJob, type Job, expectedValue } from '../../jobs/index.js';
 import { PACKAGE_VERSION } from '../../paths.js';
+import { resultUrl } from '../../protocol/index.js';
 import { ApiError, errorEnvelope, successEnvelope, toApiError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { NATS_RETRY_AFTER_SECONDS } from '../nats-unavailable.js';
@@ -30,7 +31,7 @@ import type { PollView } from '../view/poll-view.js';
 import { fromFrameworkError } from './framework-errors.js';
 import { useJsonBodyParser } from './json-body.js';
 import { withRedactedRequests } from './log-redaction.js';
-import { openapiComponentSchemas, routeSchemas, toolRouteSchema, withSubmissionLinks } from './openapi-schemas.js';
+import { openapiComponentSchemas, routeSchemas, toolRouteSchema, withSubmissionLinks, withUploadLinks } from './openapi-schemas.js';
 import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
 import { wantsWebhook, withWebhookState } from '../webhooks/records.js';
@@ -115,13 +116,16 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   app.setValidatorCompiler(() => (data) => ({ value: data }));
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
+  const links = servedLinks(settings, deps.resultsBaseUrl, deps.upscaleResultLifetimeDays);
+  // Where upload links start, when this gateway hands them out: the document takes them as inputs.
+  const uploadsBase = settings.uploadsEnabled && links !== undefined ? resultUrl(links.base, ['uploads', '']) : undefined;
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.0.3',
       info: { title: 'media-worker gateway', version: PACKAGE_VERSION, description: 'The media service HTTP API (media-service-spec.md sections 1-5, 7; docs/contract.md).' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } }, schemas: openapiComponentSchemas },
     },
-    transformObject: (doc) => ('openapiObject' in doc ? withSubmissionLinks(doc.openapiObject) : doc.swaggerObject),
+    transformObject: (doc) => ('openapiObject' in doc ? withSubmissionLinks(withUploadLinks(doc.openapiObject, uploadsBase)) : doc.swaggerObject),
   });
 
   // The id is in every log line of the request; echoed so a client can quote it.
@@ -177,7 +181,6 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
-  const links = servedLinks(settings, deps.resultsBaseUrl, deps.upscaleResultLifetimeDays);
   if (links !== undefined) {
     await app.register(async (files) => {
       files.addHook('onRequest', async (req, reply) => guardLink(req, reply, links));

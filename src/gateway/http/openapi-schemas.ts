@@ -8,7 +8,7 @@
  * (src/jobs/schemas.ts), which give the spec's error codes in the spec's order, something a
  * JSON-schema validator cannot. OpenAPI 3.0.3: single values are one-element enums (3.0 has no `const`).
  */
-import { allKinds, submittedTask, type AnyKindContract } from '../../jobs/index.js';
+import { HTTPS_URL_PATTERN, allKinds, submittedTask, toolsByMarker, type AnyKindContract, type JobKind, type KindTool } from '../../jobs/index.js';
 
 const errorCodes = {
   400: [
@@ -69,7 +69,7 @@ const envelope = (data: object, description = 'Success') => ({
 const webhookUrl = {
   type: 'string',
   format: 'uri',
-  pattern: '^https://',
+  pattern: HTTPS_URL_PATTERN,
   maxLength: 2048,
   description:
     'Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). ' +
@@ -77,14 +77,13 @@ const webhookUrl = {
 } as const;
 
 /** The kinds the unified endpoint takes, the spec's own model of it first (spec 1.5). */
-const onGenerate = allKinds()
-  .filter((kind) => kind.onGenerate && kind.openapi.generate !== undefined)
-  .sort((a, b) => Number(b.openapi.generate?.first === true) - Number(a.openapi.generate?.first === true));
+const unifiedFirst = allKinds().sort((a, b) => Number(b.openapi.unified.first === true) - Number(a.openapi.unified.first === true));
+const onGenerate = unifiedFirst.filter((kind) => kind.onGenerate);
 
-/** The variants of the unified endpoint's body, told apart by `model`: named, as OpenAPI's discriminator requires. */
-const generateVariants: Record<string, object> = Object.fromEntries(
-  onGenerate.map((kind) => {
-    const { name, input } = kind.openapi.generate!;
+/** Each kind's `{model, input}` body, told apart by `model`: named, as OpenAPI's discriminator requires. */
+const unifiedVariants: Record<string, object> = Object.fromEntries(
+  unifiedFirst.map((kind) => {
+    const { name, input } = kind.openapi.unified;
     return [name, { title: name, type: 'object', properties: { model: { type: 'string', enum: [...kind.models] }, input, webhook_url: webhookUrl }, required: ['model', 'input'] }];
   }),
 );
@@ -92,14 +91,19 @@ const generateVariants: Record<string, object> = Object.fromEntries(
 const componentRef = (name: string) => `#/components/schemas/${name}`;
 
 /** The document's named schemas (`components.schemas`), referenced by the route schemas below. */
-export const openapiComponentSchemas: Record<string, object> = generateVariants;
+export const openapiComponentSchemas: Record<string, object> = unifiedVariants;
 
-const generateBody = {
-  oneOf: Object.keys(generateVariants).map((name) => ({ $ref: componentRef(name) })),
+/** A oneOf over the kinds' `{model, input}` components, with the discriminator on `model`. */
+const unifiedBody = (kinds: typeof unifiedFirst) => ({
+  oneOf: kinds.map((kind) => ({ $ref: componentRef(kind.openapi.unified.name) })),
   discriminator: {
     propertyName: 'model',
-    mapping: Object.fromEntries(onGenerate.flatMap((kind) => kind.models.map((model) => [model, componentRef(kind.openapi.generate!.name)]))),
+    mapping: Object.fromEntries(kinds.flatMap((kind) => kind.models.map((model) => [model, componentRef(kind.openapi.unified.name)]))),
   },
+});
+
+const generateBody = {
+  ...unifiedBody(onGenerate),
   example: { model: 'vendor-v5-generate-music', input: { prompt: 'a calm piano piece for a rainy morning', instrumental: true } },
 };
 
@@ -171,12 +175,7 @@ export const routeSchemas = {
       '(told apart by audio_url, image_url, video_url). Refused with the same codes as the submission; subject to the quote ' +
       'limits (TOO_MANY_QUOTES) and rate limits; a balance below the least such a job costs is 402 as at submission.',
     security,
-    body: {
-      type: 'object',
-      description: 'a body of POST /api/v1/generate (any model), /tools/lipsync, /tools/upscale-image or /tools/upscale-video',
-      additionalProperties: true,
-      example: { model: 'vendor-lipsync-2', input: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3' } },
-    },
+    body: estimateBody(),
     response: {
       200: envelope({
         title: 'Estimate',
@@ -289,7 +288,19 @@ export const routeSchemas = {
     consumes: ['application/octet-stream', 'image/*', 'video/*', 'audio/*'],
     body: { type: 'string', format: 'binary', description: 'the file\'s bytes (JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC, OGG or M4A)' },
     response: {
-      201: envelope({ type: 'object', properties: { url: { type: 'string' }, format: { type: 'string' }, size: { type: 'integer' } }, required: ['url', 'format', 'size'] }),
+      201: envelope({
+        type: 'object',
+        properties: {
+          url: {
+            type: 'string',
+            format: 'uri',
+            description: 'a signed, expiring link under this gateway\'s public address, to submit as an input URL (http:// in a one-host set-up without TLS: the input URL patterns of this document then take it)',
+          },
+          format: { type: 'string' },
+          size: { type: 'integer' },
+        },
+        required: ['url', 'format', 'size'],
+      }),
       ...errors(401, 403, 413, 415, 429),
     },
   },
@@ -301,13 +312,38 @@ export const routeSchemas = {
  */
 export function toolRouteSchema(kind: AnyKindContract) {
   const tool = kind.tool!;
-  const body = tool.body as { properties: Record<string, unknown> };
   return {
     operationId: tool.operationId,
     summary: tool.summary,
     security,
-    body: { ...tool.body, properties: { ...body.properties, webhook_url: webhookUrl } },
+    body: toolBody(tool),
     response: { [tool.status]: envelope(tool.submitted, ACCEPTED), ...submitErrors },
+  };
+}
+
+/** A tool endpoint's body: the kind's, with webhook_url. */
+function toolBody(tool: KindTool<JobKind>): Record<string, unknown> {
+  const { properties } = tool.body as { properties: Record<string, unknown> };
+  return { ...tool.body, properties: { ...properties, webhook_url: webhookUrl } };
+}
+
+/**
+ * POST /api/v1/estimate's body: the union of the submissions' bodies, as the gateway tells them
+ * apart (gateway/estimate.ts): `{model, input}` for every kind (told apart by `model`), or a tool
+ * endpoint's body without `input`, told apart by the tools' markers in the order the gateway asks
+ * them (a body with an earlier tool's marker is that tool's). So each body the gateway takes matches
+ * exactly one branch, and `{}` none.
+ */
+function estimateBody(): Record<string, unknown> {
+  const tools = toolsByMarker();
+  const toolBranches = tools.map((tool, i) => {
+    const { example: _example, ...body } = toolBody(tool);
+    return { ...body, not: { anyOf: [{ required: ['input'] }, ...tools.slice(0, i).map((earlier) => ({ required: [earlier.marker] }))] } };
+  });
+  return {
+    description: 'a body of POST /api/v1/generate (any model, lip-sync included), or of a tool endpoint (/tools/lipsync, /tools/upscale-image, /tools/upscale-video)',
+    oneOf: [{ title: 'EstimateUnified', ...unifiedBody(unifiedFirst) }, ...toolBranches],
+    example: { model: 'vendor-lipsync-2', input: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3' } },
   };
 }
 
@@ -334,6 +370,32 @@ export function withSubmissionLinks<T extends object>(doc: T): T {
     }
   }
   return doc;
+}
+
+/**
+ * In a one-host set-up without TLS the upload endpoint hands out http:// links under this gateway's
+ * public address, which the API takes as inputs (its workers name the gateway in
+ * MEDIA_WORKER_PRIVATE_ORIGINS): the document's input URL patterns take them too. `uploadsBase`:
+ * where upload links start (`<results base>uploads/`), when this gateway serves uploads.
+ */
+export function withUploadLinks<T extends object>(doc: T, uploadsBase: string | undefined): T {
+  if (uploadsBase === undefined || uploadsBase.startsWith('https://')) return doc;
+  const uploads = `^${uploadsBase.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\S*$`;
+  const visit = (node: unknown, key: string | undefined): void => {
+    if (Array.isArray(node)) for (const item of node) visit(item, undefined);
+    if (typeof node !== 'object' || node === null) return;
+    const schema = node as Record<string, unknown>;
+    // Inputs only: a webhook goes to the customer's own https endpoint.
+    if (schema['pattern'] === HTTPS_URL_PATTERN && key !== 'webhook_url') {
+      schema['pattern'] = `${HTTPS_URL_PATTERN}|${uploads}`;
+      schema['description'] = `${String(schema['description'] ?? '')} (or a link POST /api/v1/uploads gave: ${uploadsBase}…)`;
+    }
+    for (const [childKey, child] of Object.entries(schema)) visit(child, childKey);
+  };
+  // A copy: the document shares its schema objects with the routes and the kinds' descriptors.
+  const copy = structuredClone(doc);
+  visit(copy, undefined);
+  return copy;
 }
 
 /** The webhook request a submission's `webhook_url` gets when its task finishes (Standard Webhooks v1). */

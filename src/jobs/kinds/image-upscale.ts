@@ -146,7 +146,7 @@ export const imageUpscaleKind: KindContract<'image'> = {
   failure: { code: 'UPSCALE_FAILED', opening: 'Processing failed' },
   settings: { concurrency: 1, watchdogMs: 15 * MINUTE, maxQueueAgeMs: 60 * MINUTE, pendingLifetimeMs: 60 * MINUTE },
   openapi: {
-    generate: { name: 'GenerateImageUpscale', input: imageInput },
+    unified: { name: 'GenerateImageUpscale', input: imageInput },
     result: {
       title: 'ImageResult',
       type: 'object',

@@ -139,6 +139,15 @@ async function quote(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSignal, pol
   };
 }
 
+/** Its fields as the OpenAPI document shows them (the tool body adds `model`). */
+const lipsyncFields = {
+  video_url: openapiUrl('public URL of the video, at most 30 s'),
+  audio_url: openapiUrl('public URL of the audio'),
+  sync_mode: { type: 'string', enum: [...SYNC_MODES], default: 'cut_off' },
+  active_speaker: { type: 'boolean', default: false },
+  hdr: openapiHdr,
+};
+
 export const lipsyncKind: KindContract<'lipsync'> = {
   kind: 'lipsync',
   label: 'lip-sync',
@@ -158,12 +167,12 @@ export const lipsyncKind: KindContract<'lipsync'> = {
     body: {
       type: 'object',
       properties: {
-        video_url: openapiUrl('public URL of the video, at most 30 s'),
-        audio_url: openapiUrl('public URL of the audio'),
-        sync_mode: { type: 'string', enum: [...SYNC_MODES], default: 'cut_off' },
+        video_url: lipsyncFields.video_url,
+        audio_url: lipsyncFields.audio_url,
+        sync_mode: lipsyncFields.sync_mode,
         model: { type: 'string', enum: [...LIPSYNC_MODEL_IDS], default: 'vendor-lipsync-2' },
-        active_speaker: { type: 'boolean', default: false },
-        hdr: openapiHdr,
+        active_speaker: lipsyncFields.active_speaker,
+        hdr: lipsyncFields.hdr,
       },
       required: ['video_url', 'audio_url'],
       example: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3', sync_mode: 'cut_off' },
@@ -205,11 +214,16 @@ export const lipsyncKind: KindContract<'lipsync'> = {
   // The spec's 4 minutes of processing (section 8).
   settings: { concurrency: 1, watchdogMs: 4 * MINUTE, maxQueueAgeMs: 60 * MINUTE, pendingLifetimeMs: 60 * MINUTE },
   openapi: {
+    // Off /generate, but an estimate takes it (docs/contract.md, "Estimates").
+    unified: { name: 'EstimateLipsync', input: { title: 'LipsyncInput', type: 'object', properties: lipsyncFields, required: ['video_url', 'audio_url'] } },
     result: {
       title: 'LipsyncResult',
       type: 'object',
       properties: { url: { type: 'string' }, type: { type: 'string', enum: ['video'] }, duration: { type: 'number' } },
       required: ['url', 'type', 'duration'],
+      // Closed: a video upscale's result (type "video" too, with width, height and frames) is not one,
+      // so each kind's result matches exactly one branch of the task's `oneOf`.
+      additionalProperties: false,
     },
   },
 };

@@ -192,7 +192,7 @@ export const musicKind: KindContract<'music'> = {
   settings: { concurrency: 0, watchdogMs: 10 * MINUTE, maxQueueAgeMs: 60 * MINUTE, pendingLifetimeMs: 60 * MINUTE },
   openapi: {
     // The spec's own model of the unified endpoint (spec 1.5): listed first.
-    generate: { name: 'GenerateMusic', input: { oneOf: [musicSimple, musicCustomSong, musicCustomInstrumental] }, first: true },
+    unified: { name: 'GenerateMusic', input: { oneOf: [musicSimple, musicCustomSong, musicCustomInstrumental] }, first: true },
     result: {
       title: 'MusicResult',
       type: 'object',

@@ -169,7 +169,7 @@ export const videoUpscaleKind: KindContract<'video'> = {
   failure: { code: 'UPSCALE_FAILED', opening: 'Video upscaling failed' },
   settings: { concurrency: 1, watchdogMs: 30 * MINUTE, maxQueueAgeMs: 120 * MINUTE, pendingLifetimeMs: 120 * MINUTE },
   openapi: {
-    generate: { name: 'GenerateVideoUpscale', input: videoInput },
+    unified: { name: 'GenerateVideoUpscale', input: videoInput },
     result: {
       title: 'VideoResult',
       type: 'object',
