@@ -36,7 +36,7 @@ export async function standInGateway(options: StandInOptions): Promise<GatewayAp
   return buildApp({
     settings: gatewaySettingsFromEnv(options.env),
     resultsDir: options.resultsDir,
-    resultsBaseUrl: undefined,
+    resultsBaseUrl: options.env['RESULTS_BASE_URL'],
     upscaleResultLifetimeDays: 7,
     accounts: {} as never,
     ledger: {} as never,

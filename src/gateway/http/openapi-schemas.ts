@@ -388,7 +388,7 @@ export function withUploadLinks<T extends object>(doc: T, uploadsBase: string | 
     // Inputs only: a webhook goes to the customer's own https endpoint.
     if (schema['pattern'] === HTTPS_URL_PATTERN && key !== 'webhook_url') {
       schema['pattern'] = `${HTTPS_URL_PATTERN}|${uploads}`;
-      schema['description'] = `${String(schema['description'] ?? '')} (or a link POST /api/v1/uploads gave: ${uploadsBase}…)`;
+      schema['description'] = `${String(schema['description'] ?? '')} (or a link POST /api/v1/uploads gave, http:// in this set-up)`;
     }
     for (const [childKey, child] of Object.entries(schema)) visit(child, childKey);
   };
