@@ -44,6 +44,6 @@ export interface KindRuntime<K extends JobKind> {
   warm(ctx: WarmContext): void;
   /** Whether its jobs run networks on the execution provider (a host whose provider fails does not take them). */
   usesExecutionProvider: boolean;
-  /** Slots a host configured for it gets while WORKER_CONCURRENCY is unset and leaves it at 0 (music: a backend). */
+  /** Slots a host configured for it gets while WORKER_CONCURRENCY is unset and leaves it at 0 (a backend configured, say). */
   configuredSlots?(config: Config): number;
 }

@@ -6,10 +6,10 @@
 import { toolsByMarker, parseJob, type Job } from '../jobs/index.js';
 
 /**
- * A body with `input` is the unified shape `{model, input}`, for every model (lip-sync included:
+ * A body with `input` is the unified shape `{model, input}`, for every model (those off /generate included:
  * an estimate submits nothing). Without `input` it is a tool endpoint's body, told apart by the
  * field that marks each tool's body (its `marker`; a tool whose body holds another's marker is
- * asked first: lip-sync's audio_url before the video upscale's video_url). Anything else is parsed
+ * asked first: audio_url before the video upscale's video_url). Anything else is parsed
  * as the unified shape, for its error.
  */
 export function estimateJob(body: unknown): Job {

@@ -10,49 +10,28 @@ export { MEDIA_TYPES, isJobOfKind, isModelId, kindOfModel, kindedJob, modelEntry
 export { IMAGE_UPSCALE_MODEL, imageQuoteSchema, imageResultSchema } from './kinds/image-upscale.js';
 export { VIDEO_UPSCALE_MODEL, videoQuoteSchema, videoResultSchema } from './kinds/video-upscale.js';
 export { lipsyncBilledSeconds, lipsyncQuoteSchema, lipsyncResultSchema } from './kinds/lipsync.js';
-export { DEFAULT_LIPSYNC_MODEL, LIPSYNC_MODEL_IDS, isLipsyncModelId, type LipsyncModelId } from './kinds/lipsync-models.js';
 export { MUSIC_MODEL, MUSIC_REPORTED_MODEL, musicQuoteSchema, musicResultSchema } from './kinds/music.js';
+// Each kind's own types, model ids and limits, from its room.
+export * from './kinds/lipsync-types.js';
+export * from './kinds/music-types.js';
 export {
-  DEFAULT_SYNC_MODE,
   DEFAULT_UPSCALE_FACTOR,
-  SYNC_MODES,
   UPSCALE_FACTORS,
-  VOCAL_GENDERS,
   type ImageUpscaleInput,
   type ImageUpscaleJob,
-  type LipsyncInput,
-  type LipsyncJob,
-  type MusicCustomInput,
-  type MusicInput,
-  type MusicJob,
-  type MusicSimpleInput,
-  type SyncMode,
   type JobProgress,
   type ProgressReporter,
   type UpscaleFactor,
   type VideoUpscaleInput,
   type VideoUpscaleJob,
-  type VocalGender,
 } from './types.js';
 export { TOOL_NAMES, normaliseToolBody, parseJob, toolsByMarker, type ToolName } from './schemas.js';
-export type { ImageResult, LipsyncResult, MusicResult, Song, VideoResult } from './results.js';
+export type { ImageResult, VideoResult } from './results.js';
 export { JOB_ENVELOPE_FIELDS, TASK_ID_REGEX, checkJobEnvelope, errorReplySchema, jobMessageSchema, quoteReplySchema, resultSchema } from './wire-schemas.js';
 export {
   IMAGE_MAX_OUTPUT_MEGAPIXELS,
   IMAGE_MAX_OUTPUT_SIDE_PX,
   IMAGE_UPSCALE_FORMATS,
-  LIPSYNC_AUDIO_CONTAINERS,
-  LIPSYNC_MAX_PROCESSING_SECONDS,
-  LIPSYNC_MAX_VIDEO_SECONDS,
-  LIPSYNC_RESULT_URL_LIFETIME_DAYS,
-  LIPSYNC_VIDEO_CONTAINERS,
-  MUSIC_AUDIO_URL_LIFETIME_DAYS,
-  MUSIC_LYRICS_MAX_CHARS,
-  MUSIC_PROMPT_MAX_CHARS,
-  MUSIC_SONGS_PER_GENERATION,
-  MUSIC_STYLE_MAX_CHARS,
-  MUSIC_NEGATIVE_TAGS_MAX_CHARS,
-  MUSIC_TITLE_MAX_CHARS,
   VIDEO_UPSCALE_CONTAINERS,
   VIDEO_UPSCALE_MAX_SECONDS,
 } from './limits.js';
@@ -83,17 +62,11 @@ export type {
   ImageQuote,
   ImageQuoteInput,
   InputKind,
-  LipsyncQuote,
-  LipsyncQuoteInput,
   MeasuredStreams,
-  MusicQuote,
-  MusicQuoteInput,
   QuoteDeps,
   QuoteEstimate,
   QuotePolicy,
   QuotedImageJob,
-  QuotedLipsyncJob,
-  QuotedMusicJob,
   QuotedVideoJob,
   VideoQuote,
   VideoQuoteInput,
@@ -105,17 +78,15 @@ export {
   checkEstimate,
   checkFrameRate,
   checkJobOutputPixels,
-  checkLipsyncOutput,
   checkVideoInputSize,
   checkVideoOutputSize,
   type WorkLimits,
 } from './work-limits.js';
+export { checkLipsyncOutput, estimateLipsync, lipsyncOutputSeconds, type LipsyncCostRequest } from './kinds/lipsync-cost.js';
 export {
   estimateImageUpscale,
-  estimateLipsync,
   estimateVideoUpscale,
   frameCount,
-  lipsyncOutputSeconds,
   tiledInputPixels,
   type CostEstimate,
   type SrNetworkCost,

@@ -40,7 +40,7 @@ export function isJobOfKind<K extends JobKind>(job: Job, kind: K): job is JobOf<
 
 /**
  * The model id a completed task reports (spec 2.3): the kind's `reportedModel` where it has one
- * (music reports `vendor/generate-music`), else the submitted id. Pending tasks and quotes always
+ * (spec 2.3), else the submitted id. Pending tasks and quotes always
  * carry the submitted id.
  */
 export function reportedModel(model: ModelId): string {

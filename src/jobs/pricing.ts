@@ -9,12 +9,11 @@
  */
 import { JobError } from '../errors.js';
 import { expectedText, expectedValue } from './messages.js';
-import type { LipsyncModelId } from './kinds/lipsync-models.js';
+import { LIPSYNC_MAX_VIDEO_SECONDS, type LipsyncModelId } from './kinds/lipsync-types.js';
 import type { UpscaleFactor } from './types.js';
 import {
   IMAGE_MAX_OUTPUT_MEGAPIXELS,
   IMAGE_MAX_OUTPUT_SIDE_PX,
-  LIPSYNC_MAX_VIDEO_SECONDS,
   VIDEO_UPSCALE_MAX_SECONDS,
 } from './limits.js';
 

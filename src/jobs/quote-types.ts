@@ -6,10 +6,9 @@ import type { JobError } from '../errors.js';
 import type { SrNetworkCost } from './cost-model.js';
 import type { HardwareProfile } from './hardware-classes.js';
 import type { JobKind } from './kind-contract.js';
-import type { LipsyncModelId } from './kinds/lipsync-models.js';
 import type { WorkLimits } from './work-limits.js';
 import type { OutputTier } from './pricing.js';
-import type { ImageUpscaleJob, LipsyncJob, MusicJob, SyncMode, UpscaleFactor, VideoUpscaleJob } from './types.js';
+import type { ImageUpscaleJob, UpscaleFactor, VideoUpscaleJob } from './types.js';
 import type { ImageInfo, LocalInput, MediaInfo } from '../media/index.js';
 
 export type InputKind = 'image' | 'video' | 'audio';
@@ -39,7 +38,7 @@ export interface QuotePolicy {
 
 /** What the quote shows of the cost estimate (top level, beside `creditsUsed`), with a policy. */
 export interface QuoteEstimate {
-  /** Frames processed (1 for an image; lip-sync: output frames). */
+  /** Frames processed (1 for an image; the output's frames where they differ from the input's). */
   estimated_frames?: number;
   /** Estimated processing seconds on `hardware_class`. */
   estimated_seconds?: number;
@@ -77,20 +76,6 @@ export interface VideoQuoteInput {
   credits_per_second: number;
 }
 
-export interface LipsyncQuoteInput {
-  video_url: string;
-  audio_url: string;
-  sync_mode: SyncMode;
-  active_speaker: boolean;
-  model: LipsyncModelId;
-  billed_seconds: number;
-  credits_per_second: number;
-}
-
-export type MusicQuoteInput =
-  | { custom_mode: false; prompt: string; instrumental: boolean }
-  | { custom_mode: true; title: string; style: string; instrumental: boolean };
-
 export interface ImageQuote extends QuoteEstimate {
   model: ImageUpscaleJob['model'];
   creditsUsed: number;
@@ -103,22 +88,6 @@ export interface VideoQuote extends QuoteEstimate {
   input: VideoQuoteInput;
   /** What the video file was measured as. */
   measured: { video: MeasuredStreams };
-}
-
-export interface LipsyncQuote extends QuoteEstimate {
-  model: LipsyncModelId;
-  creditsUsed: number;
-  /** Measured video duration in seconds, rounded to milliseconds (spec 2.2 `duration`). */
-  duration: number;
-  input: LipsyncQuoteInput;
-  /** What the video and the audio file were measured as. */
-  measured: { video: MeasuredStreams; audio: MeasuredStreams };
-}
-
-export interface MusicQuote {
-  model: MusicJob['model'];
-  creditsUsed: number;
-  input: MusicQuoteInput;
 }
 
 // Everything processing needs after a quote, narrowed by `kind`. The absent inputs are spelled
@@ -138,22 +107,6 @@ export interface QuotedVideoJob {
   quote: VideoQuote;
   inputs: { image?: undefined; video: LocalInput; audio?: undefined };
   probes: { image?: undefined; video: MediaInfo; audio?: undefined };
-}
-
-export interface QuotedLipsyncJob {
-  kind: 'lipsync';
-  job: LipsyncJob;
-  quote: LipsyncQuote;
-  inputs: { image?: undefined; video: LocalInput; audio: LocalInput };
-  probes: { image?: undefined; video: MediaInfo; audio: MediaInfo };
-}
-
-export interface QuotedMusicJob {
-  kind: 'music';
-  job: MusicJob;
-  quote: MusicQuote;
-  inputs: { image?: undefined; video?: undefined; audio?: undefined };
-  probes: { image?: undefined; video?: undefined; audio?: undefined };
 }
 
 export interface ErrorBody {

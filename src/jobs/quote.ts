@@ -36,8 +36,8 @@ function quoteOfKind<K extends JobKind>(k: { kind: K; job: JobOf<K> }, deps: Quo
 
 /**
  * The least any job like this one can cost, known before anything is fetched (the kind's
- * `minimumCredits`: the lowest image tier, one second of video at the factor's rate, the lip-sync
- * model's minimum, the music price). A balance below it is refused before the quote spends a
+ * `minimumCredits`: the lowest image tier, one second of video at the factor's rate, a model's
+ * minimum charge, a fixed price). A balance below it is refused before the quote spends a
  * download on it.
  */
 export function minimumCredits(job: Job): number {

@@ -21,7 +21,7 @@ export const envelope = {
   createdAt: z.string().optional().describe('ISO 8601 submission time, echoed in the event (else when the stream stored the job)'),
 };
 
-/** The video pipelines' HDR choice (video upscale and lip-sync alike). */
+/** The video pipelines' HDR choice (every kind that reads a video alike). */
 export const hdr = z.enum(HDR_MODES).optional().describe('HDR (PQ, HLG) input kept as 10-bit HDR ("keep") or tone-mapped to SDR ("sdr"); default: the worker\'s setting');
 
 export const estimate = {

@@ -12,7 +12,7 @@ import {
   priceMusic,
   priceVideoUpscale,
   roundedSeconds,
-} from '../../src/jobs/pricing.js';
+} from '../../src/jobs/index.js';
 import type { LipsyncModelId } from '../../src/jobs/index.js';
 import type { UpscaleFactor } from '../../src/jobs/types.js';
 

@@ -14,7 +14,7 @@ export type KeyRecord = z.infer<typeof keyRecordSchema>;
 
 const credits = z.number().int().nonnegative();
 
-/** What the API answered at submission beyond the short task object (lip-sync duration, tool `input`). */
+/** What the API answered at submission beyond the short task object (a tool's echo: poll URL and duration, or `input`). */
 export const submissionExtrasSchema = z.object({
   duration: z.number().optional(),
   input: z.record(z.string(), z.unknown()).optional(),

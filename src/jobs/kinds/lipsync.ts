@@ -4,20 +4,30 @@
  */
 import { z } from 'zod';
 import { HDR_MODES } from '../../video/settings.js';
-import { estimateLipsync, frameCount, lipsyncOutputSeconds } from '../cost-model.js';
+import { frameCount } from '../cost-model.js';
 import { asObject, optionalBoolean, optionalEnum, requiredText } from '../fields.js';
 import { checkAudio, checkVideo } from '../input-checks.js';
 import type { Fields, KindContract } from '../kind-contract.js';
-import { LIPSYNC_AUDIO_CONTAINERS, LIPSYNC_RESULT_URL_LIFETIME_DAYS, LIPSYNC_VIDEO_CONTAINERS } from '../limits.js';
 import { hdr as openapiHdr, submittedTask, url as openapiUrl } from '../openapi-parts.js';
 import { LIPSYNC_RATES, durationMilliseconds, priceLipsync } from '../pricing.js';
 import { checkedEstimate, displayed, measuredStreams } from '../quote-parts.js';
 import { parseQuote, refuse, sameEcho, samePrice } from '../quote-recheck.js';
-import type { QuoteDeps, QuoteEstimate, QuotePolicy, QuotedLipsyncJob } from '../quote-types.js';
-import { DEFAULT_SYNC_MODE, SYNC_MODES, type LipsyncJob } from '../types.js';
-import { checkFrameRate, checkLipsyncOutput, checkVideoInputSize } from '../work-limits.js';
+import type { QuoteDeps, QuoteEstimate, QuotePolicy } from '../quote-types.js';
+import { checkFrameRate, checkVideoInputSize } from '../work-limits.js';
+import { checkLipsyncOutput, estimateLipsync, lipsyncOutputSeconds } from './lipsync-cost.js';
 import { envelope, estimate, hdr, measuredStreamsSchema, url } from '../wire-parts.js';
-import { DEFAULT_LIPSYNC_MODEL, LIPSYNC_MODEL_IDS, type LipsyncModelId } from './lipsync-models.js';
+import {
+  DEFAULT_LIPSYNC_MODEL,
+  DEFAULT_SYNC_MODE,
+  LIPSYNC_AUDIO_CONTAINERS,
+  LIPSYNC_MODEL_IDS,
+  LIPSYNC_RESULT_URL_LIFETIME_DAYS,
+  LIPSYNC_VIDEO_CONTAINERS,
+  SYNC_MODES,
+  type LipsyncJob,
+  type LipsyncModelId,
+  type QuotedLipsyncJob,
+} from './lipsync-types.js';
 import type { MediaInfo } from '../../media/index.js';
 
 const MINUTE = 60_000;

@@ -5,6 +5,9 @@
 import { z } from 'zod';
 import { optionalBoolean, optionalEnum, optionalText, requiredText } from '../fields.js';
 import type { Fields, KindContract } from '../kind-contract.js';
+import { text as openapiText } from '../openapi-parts.js';
+import { MUSIC_CREDITS, priceMusic } from '../pricing.js';
+import { parseQuote, refuse, samePrice } from '../quote-recheck.js';
 import {
   MUSIC_AUDIO_URL_LIFETIME_DAYS,
   MUSIC_LYRICS_MAX_CHARS,
@@ -12,12 +15,12 @@ import {
   MUSIC_PROMPT_MAX_CHARS,
   MUSIC_STYLE_MAX_CHARS,
   MUSIC_TITLE_MAX_CHARS,
-} from '../limits.js';
-import { text as openapiText } from '../openapi-parts.js';
-import { MUSIC_CREDITS, priceMusic } from '../pricing.js';
-import { parseQuote, refuse, samePrice } from '../quote-recheck.js';
-import type { MusicQuoteInput, QuotedMusicJob } from '../quote-types.js';
-import { VOCAL_GENDERS, type MusicInput, type MusicJob } from '../types.js';
+  VOCAL_GENDERS,
+  type MusicInput,
+  type MusicJob,
+  type MusicQuoteInput,
+  type QuotedMusicJob,
+} from './music-types.js';
 import { envelope, text } from '../wire-parts.js';
 
 export const MUSIC_MODEL = 'vendor-v5-generate-music';
