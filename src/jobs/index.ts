@@ -7,13 +7,13 @@ export { KIND_FAILURE_CODE, asJobError, deadlineError, pipelineFailure, type Sto
 export type { Fields, Job, JobKind, JobOf, KindContract, KindSettingDefaults, KindTool, KindTypeMap, KindedJob, ModelOf, Quote, QuoteOf, QuoteVerdict, QuotedJob, QuotedOf, ResultOf, TaskResult } from './kind-contract.js';
 export { JOB_KINDS, KINDS, allKinds, byKind, kindContract, modelsClaimedTwice, type AnyKindContract, type ModelEntry } from './kinds/index.js';
 export { MEDIA_TYPES, isJobOfKind, isModelId, kindOfModel, kindedJob, modelEntry, modelsOfKind, reportedModel, MODEL_IDS, type ModelId } from './models.js';
-export { IMAGE_UPSCALE_MODEL, imageQuoteSchema, imageResultSchema } from './kinds/image-upscale.js';
-export { VIDEO_UPSCALE_MODEL, videoQuoteSchema, videoResultSchema } from './kinds/video-upscale.js';
-export { lipsyncBilledSeconds, lipsyncQuoteSchema, lipsyncResultSchema } from './kinds/lipsync.js';
-export { MUSIC_MODEL, MUSIC_REPORTED_MODEL, musicQuoteSchema, musicResultSchema } from './kinds/music.js';
+export { IMAGE_UPSCALE_MODEL, imageQuoteSchema, imageResultSchema } from './kinds/image-upscale/contract.js';
+export { VIDEO_UPSCALE_MODEL, videoQuoteSchema, videoResultSchema } from './kinds/video-upscale/contract.js';
+export { lipsyncBilledSeconds, lipsyncQuoteSchema, lipsyncResultSchema } from './kinds/lipsync/contract.js';
+export { MUSIC_MODEL, MUSIC_REPORTED_MODEL, musicQuoteSchema, musicResultSchema } from './kinds/music/contract.js';
 // Each kind's own types, model ids and limits, from its room.
-export * from './kinds/lipsync-types.js';
-export * from './kinds/music-types.js';
+export * from './kinds/lipsync/types.js';
+export * from './kinds/music/types.js';
 export {
   DEFAULT_UPSCALE_FACTOR,
   UPSCALE_FACTORS,
@@ -82,7 +82,7 @@ export {
   checkVideoOutputSize,
   type WorkLimits,
 } from './work-limits.js';
-export { checkLipsyncOutput, estimateLipsync, lipsyncOutputSeconds, type LipsyncCostRequest } from './kinds/lipsync-cost.js';
+export { checkLipsyncOutput, estimateLipsync, lipsyncOutputSeconds, type LipsyncCostRequest } from './kinds/lipsync/cost.js';
 export {
   estimateImageUpscale,
   estimateVideoUpscale,

@@ -14,8 +14,8 @@ import type { ErrorCode } from '../errors.js';
 import type { ImageUpscaleJob, VideoUpscaleJob } from './types.js';
 import type { ImageQuote, QuoteDeps, QuotePolicy, QuotedImageJob, QuotedVideoJob, VideoQuote } from './quote-types.js';
 import type { ImageResult, VideoResult } from './results.js';
-import type { LipsyncJob, LipsyncQuote, LipsyncResult, QuotedLipsyncJob } from './kinds/lipsync-types.js';
-import type { MusicJob, MusicQuote, MusicResult, QuotedMusicJob } from './kinds/music-types.js';
+import type { LipsyncJob, LipsyncQuote, LipsyncResult, QuotedLipsyncJob } from './kinds/lipsync/types.js';
+import type { MusicJob, MusicQuote, MusicResult, QuotedMusicJob } from './kinds/music/types.js';
 
 /** Each kind's types: its job (and so its model ids), its quote, what processing receives, its result. */
 export interface KindTypeMap {

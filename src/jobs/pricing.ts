@@ -9,7 +9,7 @@
  */
 import { JobError } from '../errors.js';
 import { expectedText, expectedValue } from './messages.js';
-import { LIPSYNC_MAX_VIDEO_SECONDS, type LipsyncModelId } from './kinds/lipsync-types.js';
+import { LIPSYNC_MAX_VIDEO_SECONDS, type LipsyncModelId } from './kinds/lipsync/types.js';
 import type { UpscaleFactor } from './types.js';
 import {
   IMAGE_MAX_OUTPUT_MEGAPIXELS,

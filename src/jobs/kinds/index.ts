@@ -6,10 +6,10 @@
  * those lists. No discovery by walking files, no registration by import side effect.
  */
 import type { Fields, JobKind, JobOf, KindContract, KindedJob, ModelOf } from '../kind-contract.js';
-import { imageUpscaleKind } from './image-upscale.js';
-import { lipsyncKind } from './lipsync.js';
-import { musicKind } from './music.js';
-import { videoUpscaleKind } from './video-upscale.js';
+import { imageUpscaleKind } from './image-upscale/contract.js';
+import { lipsyncKind } from './lipsync/contract.js';
+import { musicKind } from './music/contract.js';
+import { videoUpscaleKind } from './video-upscale/contract.js';
 
 export const KINDS: { readonly [K in JobKind]: KindContract<K> } = {
   image: imageUpscaleKind,

@@ -3,11 +3,11 @@
  * the contract decides for it. The backends are in src/music/, bound in src/app/kinds/music.ts.
  */
 import { z } from 'zod';
-import { optionalBoolean, optionalEnum, optionalText, requiredText } from '../fields.js';
-import type { Fields, KindContract } from '../kind-contract.js';
-import { text as openapiText } from '../openapi-parts.js';
-import { MUSIC_CREDITS, priceMusic } from '../pricing.js';
-import { parseQuote, refuse, samePrice } from '../quote-recheck.js';
+import { optionalBoolean, optionalEnum, optionalText, requiredText } from '../../fields.js';
+import type { Fields, KindContract } from '../../kind-contract.js';
+import { text as openapiText } from '../../openapi-parts.js';
+import { MUSIC_CREDITS, priceMusic } from '../../pricing.js';
+import { parseQuote, refuse, samePrice } from '../../quote-recheck.js';
 import {
   MUSIC_AUDIO_URL_LIFETIME_DAYS,
   MUSIC_LYRICS_MAX_CHARS,
@@ -20,8 +20,8 @@ import {
   type MusicJob,
   type MusicQuoteInput,
   type QuotedMusicJob,
-} from './music-types.js';
-import { envelope, text } from '../wire-parts.js';
+} from './types.js';
+import { envelope, text } from '../../wire-parts.js';
 
 export const MUSIC_MODEL = 'vendor-v5-generate-music';
 

@@ -3,19 +3,19 @@
  * contract decides for it. The pipeline is in src/lipsync/, bound in src/app/kinds/lipsync.ts.
  */
 import { z } from 'zod';
-import { HDR_MODES } from '../../video/settings.js';
-import { frameCount } from '../cost-model.js';
-import { asObject, optionalBoolean, optionalEnum, requiredText } from '../fields.js';
-import { checkAudio, checkVideo } from '../input-checks.js';
-import type { Fields, KindContract } from '../kind-contract.js';
-import { hdr as openapiHdr, submittedTask, url as openapiUrl } from '../openapi-parts.js';
-import { LIPSYNC_RATES, durationMilliseconds, priceLipsync } from '../pricing.js';
-import { checkedEstimate, displayed, measuredStreams } from '../quote-parts.js';
-import { parseQuote, refuse, sameEcho, samePrice } from '../quote-recheck.js';
-import type { QuoteDeps, QuoteEstimate, QuotePolicy } from '../quote-types.js';
-import { checkFrameRate, checkVideoInputSize } from '../work-limits.js';
-import { checkLipsyncOutput, estimateLipsync, lipsyncOutputSeconds } from './lipsync-cost.js';
-import { envelope, estimate, hdr, measuredStreamsSchema, url } from '../wire-parts.js';
+import { HDR_MODES } from '../../../video/settings.js';
+import { frameCount } from '../../cost-model.js';
+import { asObject, optionalBoolean, optionalEnum, requiredText } from '../../fields.js';
+import { checkAudio, checkVideo } from '../../input-checks.js';
+import type { Fields, KindContract } from '../../kind-contract.js';
+import { hdr as openapiHdr, submittedTask, url as openapiUrl } from '../../openapi-parts.js';
+import { LIPSYNC_RATES, durationMilliseconds, priceLipsync } from '../../pricing.js';
+import { checkedEstimate, displayed, measuredStreams } from '../../quote-parts.js';
+import { parseQuote, refuse, sameEcho, samePrice } from '../../quote-recheck.js';
+import type { QuoteDeps, QuoteEstimate, QuotePolicy } from '../../quote-types.js';
+import { checkFrameRate, checkVideoInputSize } from '../../work-limits.js';
+import { checkLipsyncOutput, estimateLipsync, lipsyncOutputSeconds } from './cost.js';
+import { envelope, estimate, hdr, measuredStreamsSchema, url } from '../../wire-parts.js';
 import {
   DEFAULT_LIPSYNC_MODEL,
   DEFAULT_SYNC_MODE,
@@ -27,8 +27,8 @@ import {
   type LipsyncJob,
   type LipsyncModelId,
   type QuotedLipsyncJob,
-} from './lipsync-types.js';
-import type { MediaInfo } from '../../media/index.js';
+} from './types.js';
+import type { MediaInfo } from '../../../media/index.js';
 
 const MINUTE = 60_000;
 

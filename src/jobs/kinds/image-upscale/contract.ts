@@ -3,18 +3,18 @@
  * contract decides for it. The pipeline is in src/upscale/, bound in src/app/kinds/image-upscale.ts.
  */
 import { z } from 'zod';
-import { asObject, optionalEnum, requiredText } from '../fields.js';
-import type { Fields, KindContract } from '../kind-contract.js';
-import { IMAGE_UPSCALE_FORMATS } from '../limits.js';
-import { factor, submittedTask, url as openapiUrl } from '../openapi-parts.js';
-import { IMAGE_TIERS, priceImageUpscale } from '../pricing.js';
-import { checkFormat } from '../input-checks.js';
-import { estimateImageUpscale } from '../cost-model.js';
-import { checkedEstimate } from '../quote-parts.js';
-import { parseQuote, refuse, sameEcho, samePrice } from '../quote-recheck.js';
-import type { QuoteDeps, QuoteEstimate, QuotePolicy, QuotedImageJob } from '../quote-types.js';
-import { DEFAULT_UPSCALE_FACTOR, UPSCALE_FACTORS, type ImageUpscaleJob } from '../types.js';
-import { envelope, estimate, upscaleFactor, url } from '../wire-parts.js';
+import { asObject, optionalEnum, requiredText } from '../../fields.js';
+import type { Fields, KindContract } from '../../kind-contract.js';
+import { IMAGE_UPSCALE_FORMATS } from '../../limits.js';
+import { factor, submittedTask, url as openapiUrl } from '../../openapi-parts.js';
+import { IMAGE_TIERS, priceImageUpscale } from '../../pricing.js';
+import { checkFormat } from '../../input-checks.js';
+import { estimateImageUpscale } from '../../cost-model.js';
+import { checkedEstimate } from '../../quote-parts.js';
+import { parseQuote, refuse, sameEcho, samePrice } from '../../quote-recheck.js';
+import type { QuoteDeps, QuoteEstimate, QuotePolicy, QuotedImageJob } from '../../quote-types.js';
+import { DEFAULT_UPSCALE_FACTOR, UPSCALE_FACTORS, type ImageUpscaleJob } from '../../types.js';
+import { envelope, estimate, upscaleFactor, url } from '../../wire-parts.js';
 
 export const IMAGE_UPSCALE_MODEL = 'vendor-image-upscale';
 

@@ -3,7 +3,7 @@
  * file of its own without runtime imports: the registry's type map (kind-contract.ts) reads it as
  * well as the kind's descriptor (music.ts).
  */
-import type { JobBase } from '../types.js';
+import type { JobBase } from '../../types.js';
 
 export const MUSIC_SONGS_PER_GENERATION = 2;
 export const MUSIC_PROMPT_MAX_CHARS = 500;

@@ -3,20 +3,20 @@
  * contract decides for it. The pipeline is in src/upscale/, bound in src/app/kinds/video-upscale.ts.
  */
 import { z } from 'zod';
-import { HDR_MODES } from '../../video/settings.js';
-import { estimateVideoUpscale } from '../cost-model.js';
-import { asObject, optionalEnum, requiredText } from '../fields.js';
-import { checkVideo } from '../input-checks.js';
-import type { Fields, KindContract } from '../kind-contract.js';
-import { VIDEO_UPSCALE_CONTAINERS } from '../limits.js';
-import { factor, hdr as openapiHdr, submittedTask, url as openapiUrl } from '../openapi-parts.js';
-import { VIDEO_UPSCALE_CREDITS_PER_SECOND, priceVideoUpscale } from '../pricing.js';
-import { checkedEstimate, displayed, formatDuration, measuredStreams, processedFrames } from '../quote-parts.js';
-import { parseQuote, refuse, sameEcho, samePrice } from '../quote-recheck.js';
-import type { QuoteDeps, QuoteEstimate, QuotePolicy, QuotedVideoJob } from '../quote-types.js';
-import { DEFAULT_UPSCALE_FACTOR, UPSCALE_FACTORS, type VideoUpscaleJob } from '../types.js';
-import { checkFrameRate, checkJobOutputPixels, checkVideoInputSize, checkVideoOutputSize } from '../work-limits.js';
-import { envelope, estimate, hdr, measuredStreamsSchema, upscaleFactor, url } from '../wire-parts.js';
+import { HDR_MODES } from '../../../video/settings.js';
+import { estimateVideoUpscale } from '../../cost-model.js';
+import { asObject, optionalEnum, requiredText } from '../../fields.js';
+import { checkVideo } from '../../input-checks.js';
+import type { Fields, KindContract } from '../../kind-contract.js';
+import { VIDEO_UPSCALE_CONTAINERS } from '../../limits.js';
+import { factor, hdr as openapiHdr, submittedTask, url as openapiUrl } from '../../openapi-parts.js';
+import { VIDEO_UPSCALE_CREDITS_PER_SECOND, priceVideoUpscale } from '../../pricing.js';
+import { checkedEstimate, displayed, formatDuration, measuredStreams, processedFrames } from '../../quote-parts.js';
+import { parseQuote, refuse, sameEcho, samePrice } from '../../quote-recheck.js';
+import type { QuoteDeps, QuoteEstimate, QuotePolicy, QuotedVideoJob } from '../../quote-types.js';
+import { DEFAULT_UPSCALE_FACTOR, UPSCALE_FACTORS, type VideoUpscaleJob } from '../../types.js';
+import { checkFrameRate, checkJobOutputPixels, checkVideoInputSize, checkVideoOutputSize } from '../../work-limits.js';
+import { envelope, estimate, hdr, measuredStreamsSchema, upscaleFactor, url } from '../../wire-parts.js';
 
 export const VIDEO_UPSCALE_MODEL = 'vendor-video-upscale';
 

@@ -2,12 +2,12 @@
  * Lip-sync's part of the cost model and of the work limits (cost-model.ts, work-limits.ts): the
  * output its sync mode makes, what that costs to process, and output longer than the credits cover.
  */
-import { JobError } from '../../errors.js';
-import { MEGA, roundUpTenth, total, type CostEstimate } from '../cost-model.js';
-import type { HardwareProfile } from '../hardware-classes.js';
-import { expectedText } from '../messages.js';
-import type { WorkLimits } from '../work-limits.js';
-import type { SyncMode } from './lipsync-types.js';
+import { JobError } from '../../../errors.js';
+import { MEGA, roundUpTenth, total, type CostEstimate } from '../../cost-model.js';
+import type { HardwareProfile } from '../../hardware-classes.js';
+import { expectedText } from '../../messages.js';
+import type { WorkLimits } from '../../work-limits.js';
+import type { SyncMode } from './types.js';
 
 /**
  * Seconds of output each sync mode produces (spec 4.2, the semantics of src/lipsync/timeline.ts,

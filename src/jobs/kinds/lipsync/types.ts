@@ -5,10 +5,10 @@
  * vendor-lipsync-3 appears only in the spec's pricing table; this worker accepts it everywhere
  * (docs/contract.md).
  */
-import type { HdrMode } from '../../video/settings.js';
-import type { ContainerKind, LocalInput, MediaInfo } from '../../media/index.js';
-import type { MeasuredStreams, QuoteEstimate } from '../quote-types.js';
-import type { JobBase } from '../types.js';
+import type { HdrMode } from '../../../video/settings.js';
+import type { ContainerKind, LocalInput, MediaInfo } from '../../../media/index.js';
+import type { MeasuredStreams, QuoteEstimate } from '../../quote-types.js';
+import type { JobBase } from '../../types.js';
 export const LIPSYNC_MODEL_IDS = ['vendor-lipsync-2', 'vendor-lipsync-2-pro', 'vendor-lipsync-3'] as const;
 
 export type LipsyncModelId = (typeof LIPSYNC_MODEL_IDS)[number];
