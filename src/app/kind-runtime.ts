@@ -10,6 +10,7 @@ import type { JobKind, QuotedOf, ResultOf } from '../jobs/index.js';
 import type { SrUse, SR_FACTORS } from '../inference/index.js';
 import type { DiskNeed, ReadinessCheck } from '../worker/index.js';
 import type { ReadinessContext } from './readiness-checks.js';
+import type { KindStates } from './kinds/index.js';
 import type { Engine, ExecuteOptions } from './run-job.js';
 
 /** What a pipeline binding gets besides its quoted job. */
@@ -44,6 +45,8 @@ export interface KindRuntime<K extends JobKind> {
   warm(ctx: WarmContext): void;
   /** Whether its jobs run networks on the execution provider (a host whose provider fails does not take them). */
   usesExecutionProvider: boolean;
+  /** Releases what it keeps open between jobs (threads, backends: its part of `engine.kinds`), at shutdown. */
+  release?(states: KindStates): Promise<unknown>;
   /** Slots a host configured for it gets while WORKER_CONCURRENCY is unset and leaves it at 0 (a backend configured, say). */
   configuredSlots?(config: Config): number;
 }

@@ -7,28 +7,26 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { definedFields } from '../defined-fields.js';
 import { SessionCache, createSrModelLoader, type SrModelLoader } from '../inference/index.js';
-import { JobError, pipelineFailure, quoteJob, type Job, type JobKind, type JobProgress, type Quote, type QuotedJob, type QuotedOf, type TaskResult } from '../jobs/index.js';
+import { JOB_KINDS, JobError, pipelineFailure, quoteJob, type Job, type JobKind, type JobProgress, type Quote, type QuotedJob, type QuotedOf, type TaskResult } from '../jobs/index.js';
 import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './quote-policy.js';
 import { createMediaDeps, withJobDir } from '../media/index.js';
 import { mediaDepsOptions, registryOptions } from './layer-options.js';
 import { srHardwareOptions } from './hardware.js';
-import { releaseLipsyncThreads } from '../lipsync/index.js';
 import type { PipelineContext } from './kind-runtime.js';
-import { RUNTIMES } from './kinds/index.js';
-import { createMusicBackends, type MusicBackend } from '../music/index.js';
+import { RUNTIMES, openKindStates, type KindStates } from './kinds/index.js';
 
 /** Long-lived state shared by every job of a process: sessions are created once and reused. */
 export interface Engine {
   config: Config;
   sessions: SessionCache;
-  /** Sessions on the calling thread, for networks of several inputs or outputs (face detection, lip-sync). */
+  /** Sessions on the calling thread, for networks of several inputs or outputs (face detection, mouth synchronisation). */
   inlineSessions: SessionCache;
   loadSrModel: SrModelLoader;
-  /** The configured music backends, in the operator's order (MEDIA_WORKER_MUSIC_BACKENDS). */
-  music: MusicBackend[];
+  /** What the kinds keep open between jobs, opened once here (src/app/kinds/index.ts). */
+  kinds: KindStates;
   /** Processing time limit per kind (the daemon's watchdog): the quote refuses what could not finish in it. */
   timeLimitsMs: TimeLimitsMs;
-  /** Releases every session and model thread (shutdown). */
+  /** Releases every session, and what each kind's runtime keeps open (shutdown). */
   release(): Promise<void>;
 }
 
@@ -37,28 +35,16 @@ export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeL
   const settings = { executionProviders: config.executionProviders, threads: config.threads, deviceIndex: config.deviceIndex, logger };
   const sessions = new SessionCache(settings);
   const inlineSessions = new SessionCache({ ...settings, thread: false });
-  const music = createMusicBackends(config, {
-    logger,
-    fetch: {
-      allowHttp: config.allowPrivateUrls,
-      allowPrivate: config.allowPrivateUrls,
-      privateUrlPrefixes: config.privateOrigins ?? [],
-      maxBytes: { image: config.maxImageBytes, audio: config.maxAudioBytes },
-      connectTimeoutMs: config.fetchConnectTimeoutMs,
-      idleTimeoutMs: config.fetchIdleTimeoutMs,
-      deadlineMs: config.fetchDeadlineMs,
-      minBytesPerSecond: config.fetchMinBytesPerSecond,
-    },
-  });
+  const kinds = openKindStates(config, logger);
   return {
     config,
     sessions,
     inlineSessions,
     timeLimitsMs,
     loadSrModel: createSrModelLoader({ sessions, choices: config.srModels, ...srHardwareOptions(config), ...registryOptions(config), logger }),
-    music,
+    kinds,
     async release() {
-      await Promise.all([sessions.release(), inlineSessions.release(), releaseLipsyncThreads(), ...music.map((b) => b.release?.())]);
+      await Promise.all([sessions.release(), inlineSessions.release(), ...JOB_KINDS.map((kind) => RUNTIMES[kind].release?.(kinds))]);
     },
   };
 }
@@ -66,7 +52,7 @@ export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeL
 /**
  * Moves a finished file to where results live and says where it can be fetched: a public URL
  * (the daemon's results store) or a local path (the command line). `name` (file name without
- * extension) is set for tasks with several files: music's `song-1`, `cover-1`, ...
+ * extension) is set for tasks with several files: `song-1`, `cover-1`, ...
  */
 export type StoreFile = (localPath: string, meta: { taskId: string; ext: string; kind: QuotedJob['kind']; name?: string }) => Promise<{ url: string }>;
 

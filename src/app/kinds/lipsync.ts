@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { LIPSYNC_MODEL_IDS } from '../../jobs/index.js';
-import { DEFAULT_MAX_OUTPUT_SECONDS, FACE_DETECTION_PROFILES, lipsyncFile, loadBlazeFace, loadLipsyncModel, loadThreadedLipsyncModel } from '../../lipsync/index.js';
+import { DEFAULT_MAX_OUTPUT_SECONDS, FACE_DETECTION_PROFILES, lipsyncFile, loadBlazeFace, loadLipsyncModel, loadThreadedLipsyncModel, releaseLipsyncThreads } from '../../lipsync/index.js';
 import { definedFields } from '../../defined-fields.js';
 import type { KindRuntime } from '../kind-runtime.js';
 import { registryOptions } from '../layer-options.js';
@@ -77,5 +77,7 @@ export const lipsyncRuntime: KindRuntime<'lipsync'> = {
     for (const model of faceDetectors()) ctx.step(`face detector ${model}`, () => loadBlazeFace(model, { sessions: engine.inlineSessions, registry }));
     ctx.sr('mouth', '4');
   },
+  // Its networks run on threads of their own (loadThreadedLipsyncModel).
+  release: () => releaseLipsyncThreads(),
   usesExecutionProvider: true,
 };

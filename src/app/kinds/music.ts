@@ -4,7 +4,9 @@
  * nothing on this host's execution provider, and a host with a backend configured serves one job
  * at a time unless WORKER_CONCURRENCY says otherwise (its default leaves music off).
  */
-import { generateMusicJob, musicReadiness } from '../../music/index.js';
+import type { Config } from '../../config.js';
+import type { Logger } from '../../logger.js';
+import { createMusicBackends, generateMusicJob, musicReadiness, type MusicBackend } from '../../music/index.js';
 import type { KindRuntime } from '../kind-runtime.js';
 
 export const musicRuntime: KindRuntime<'music'> = {
@@ -12,7 +14,7 @@ export const musicRuntime: KindRuntime<'music'> = {
     const result = await generateMusicJob(quoted.job.input, {
       taskId: opts.taskId,
       dir,
-      backends: engine.music,
+      backends: engine.kinds.music,
       seconds: engine.config.musicSeconds,
       signal: opts.signal ?? new AbortController().signal,
       logger: opts.logger,
@@ -27,7 +29,7 @@ export const musicRuntime: KindRuntime<'music'> = {
     {
       name: 'music-backend',
       run: async () => {
-        const music = await musicReadiness(ctx.engine.music);
+        const music = await musicReadiness(ctx.engine.kinds.music);
         return music.ready ? null : (music.reason ?? 'no music backend is ready');
       },
     },
@@ -38,5 +40,23 @@ export const musicRuntime: KindRuntime<'music'> = {
   },
   warm() {},
   usesExecutionProvider: false,
+  release: (states) => Promise.all(states.music.map((backend) => backend.release?.())),
   configuredSlots: (config) => ((config.musicBackends?.length ?? 0) > 0 ? 1 : 0),
 };
+
+/** The configured backends, with the fetch rules of the job inputs (a remote backend's files are fetched as inputs are). */
+export function openMusicBackends(config: Config, logger: Logger): MusicBackend[] {
+  return createMusicBackends(config, {
+    logger,
+    fetch: {
+      allowHttp: config.allowPrivateUrls,
+      allowPrivate: config.allowPrivateUrls,
+      privateUrlPrefixes: config.privateOrigins ?? [],
+      maxBytes: { image: config.maxImageBytes, audio: config.maxAudioBytes },
+      connectTimeoutMs: config.fetchConnectTimeoutMs,
+      idleTimeoutMs: config.fetchIdleTimeoutMs,
+      deadlineMs: config.fetchDeadlineMs,
+      minBytesPerSecond: config.fetchMinBytesPerSecond,
+    },
+  });
+}
