@@ -1,6 +1,6 @@
 /**
  * A seeded random stream (mulberry32: small, fast, good enough for sampling): the same seed gives
- * the same sequence. A leaf any layer may import: MusicGen's sampler, the fault-injection script and
+ * the same sequence. A leaf any layer may import: a generator's sampler, the fault-injection script and
  * the tests draw from it.
  */
 export function seededRandom(seed: number): () => number {

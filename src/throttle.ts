@@ -1,5 +1,5 @@
 /**
- * The one throttle of progress reports (the daemon's progress messages, lip-sync's callbacks, the
+ * The one throttle of progress reports (the daemon's progress messages, a pipeline's callbacks, the
  * command line's bar): a value goes out at once when it is urgent (a new stage, the last step) or
  * when the interval has passed since the last one went out; otherwise it is dropped, or with
  * `trailing` held, and the latest held value goes out when the interval ends. Progress is

@@ -19,7 +19,7 @@ describe('docs/protocol.md', () => {
     const doc = await readFile(path.join(PACKAGE_ROOT, 'docs', 'protocol.md'), 'utf8');
     const stages = [...doc.matchAll(/"stage": "([^"]+)"/g)].map((m) => m[1]);
     expect(stages.length).toBeGreaterThan(0);
-    const sources = await Promise.all(['src/app/run-job.ts', 'src/lipsync/pipeline.ts'].map((f) => readFile(path.join(PACKAGE_ROOT, f), 'utf8')));
+    const sources = await Promise.all(['src/app/run-job.ts', 'src/app/kinds/image-upscale.ts', 'src/app/kinds/video-upscale.ts', 'src/lipsync/pipeline.ts'].map((f) => readFile(path.join(PACKAGE_ROOT, f), 'utf8')));
     for (const stage of stages) expect(sources.some((text) => text.includes(`stage: '${stage}'`) || text.includes(`'${stage}'`))).toBe(true);
   });
 });

@@ -21,12 +21,13 @@ import {
   type WorkerSettings,
 } from '../worker/index.js';
 import { deviceLine, type DeviceDescription } from './device.js';
-import { probeHardware, withProviderCheck, type ProbedHardware } from './hardware.js';
+import { PROVIDER_KINDS, probeHardware, withProviderCheck, type ProbedHardware } from './hardware.js';
 import { hardwareClassOf } from './quote-policy.js';
 import { readinessChecks } from './readiness.js';
 import { createEngine, executeJob, quoteOnly, type Engine } from './run-job.js';
 import { warmNetworks } from './warm-start.js';
-import { JOB_KINDS } from '../jobs/index.js';
+import { JOB_KINDS, KINDS } from '../jobs/index.js';
+import { RUNTIMES } from './kinds/index.js';
 
 export interface Daemon {
   worker: WorkerHandle;
@@ -37,9 +38,9 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-/** The daemon's settings from the environment, with the music slot a configured backend implies. */
+/** The daemon's settings from the environment, with the slots a kind's configuration implies (a generation backend, say). */
 export function daemonSettings(config: Config, env: NodeJS.ProcessEnv = process.env): WorkerSettings {
-  return withMusicSlot(workerSettingsFromEnv(env), (config.musicBackends?.length ?? 0) > 0, env['WORKER_CONCURRENCY'] !== undefined);
+  return withConfiguredSlots(workerSettingsFromEnv(env), config, env['WORKER_CONCURRENCY'] !== undefined);
 }
 
 /**
@@ -77,12 +78,17 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
 }
 
 /**
- * A host with a music backend configured serves one music job at a time unless WORKER_CONCURRENCY
- * says otherwise (its default leaves music off, for hosts without one).
+ * A kind whose runtime says the host is configured for it (`configuredSlots`: a backend configured)
+ * gets those slots while WORKER_CONCURRENCY is unset and its default leaves the kind at 0.
  */
-export function withMusicSlot(settings: WorkerSettings, musicConfigured: boolean, concurrencySet: boolean): WorkerSettings {
-  if (!musicConfigured || concurrencySet || settings.concurrency.music > 0) return settings;
-  return { ...settings, concurrency: { ...settings.concurrency, music: 1 } };
+export function withConfiguredSlots(settings: WorkerSettings, config: Config, concurrencySet: boolean): WorkerSettings {
+  if (concurrencySet) return settings;
+  let concurrency = settings.concurrency;
+  for (const kind of JOB_KINDS) {
+    const slots = RUNTIMES[kind].configuredSlots?.(config) ?? 0;
+    if (concurrency[kind] === 0 && slots > 0) concurrency = { ...concurrency, [kind]: slots };
+  }
+  return concurrency === settings.concurrency ? settings : { ...settings, concurrency };
 }
 
 /** Job directories (temp dir) and half-written model files whose process is gone. */
@@ -115,7 +121,7 @@ function quoteFor(engine: Engine): QuoteFunction {
 function reportProbe({ probe, shortfall, device }: ProbedHardware, logger: Logger): void {
   setExecutionProvider(probe.active, probe.requested.join(','));
   const fields = { provider: probe.active, requested: probe.requested, failures: probe.failures, device };
-  if (shortfall !== null) logger.error(fields, `${shortfall}: image, video and lip-sync are not ready`);
+  if (shortfall !== null) logger.error(fields, `${shortfall}: ${PROVIDER_KINDS.map((kind) => KINDS[kind].label).join(', ')} are not ready`);
   else if (probe.failures.length > 0) logger.warn(fields, `execution provider ${probe.failures.map((f) => f.provider).join(', ')} could not start; running on ${probe.active}`);
   else logger.info(fields, `execution provider ${probe.active} runs: ${deviceLine(device)}`);
 }

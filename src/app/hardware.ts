@@ -16,12 +16,13 @@ import {
   type ProbeRunner,
   type ProviderProbe,
 } from '../inference/index.js';
-import type { JobKind } from '../jobs/index.js';
+import { JOB_KINDS, type JobKind } from '../jobs/index.js';
+import { RUNTIMES } from './kinds/index.js';
 import type { KindChecks } from '../worker/index.js';
 import { describeDevice, deviceBudgetMb, type DeviceDescription } from './device.js';
 
-/** The kinds whose jobs run networks on the execution provider (music runs elsewhere). */
-export const PROVIDER_KINDS: readonly JobKind[] = ['image', 'video', 'lipsync'];
+/** The kinds whose jobs run networks on the execution provider (their runtime's `usesExecutionProvider`). */
+export const PROVIDER_KINDS: readonly JobKind[] = JOB_KINDS.filter((kind) => RUNTIMES[kind].usesExecutionProvider);
 
 export interface ProbedHardware {
   probe: ProviderProbe;

@@ -3,7 +3,7 @@
  * pipeline -> stored result), the quote's policy, each kind's readiness, and the daemon's wiring.
  * README "A job's path" follows one job through these files.
  */
-export { daemonSettings, startDaemon, withMusicSlot, type Daemon } from './daemon.js';
+export { daemonSettings, startDaemon, withConfiguredSlots, type Daemon } from './daemon.js';
 export { PROVIDER_KINDS, probeHardware, srHardwareOptions, tensorrtEnvironment, tileMemoryBytes, withProviderCheck, type ProbedHardware } from './hardware.js';
 export { mediaDepsOptions, registryOptions } from './layer-options.js';
 export {
@@ -16,5 +16,7 @@ export {
   workerCores,
   type TimeLimitsMs,
 } from './quote-policy.js';
-export { KIND_READINESS, readinessChecks, type ReadinessContext } from './readiness.js';
+export { diskNeed, readinessChecks, type ReadinessContext } from './readiness.js';
+export { RUNTIMES } from './kinds/index.js';
+export type { KindRuntime, PipelineContext, WarmContext } from './kind-runtime.js';
 export { createEngine, executeJob, quoteOnly, type Engine, type ExecuteOptions, type ExecutedJob, type StoreFile } from './run-job.js';

@@ -11,6 +11,7 @@ import {
   JobError,
   hardwareClassForProviders,
   hardwareProfile,
+  byKind,
   type HardwareClassName,
   type JobKind,
   type QuotePolicy,
@@ -81,12 +82,7 @@ export function quotePolicy(config: Config, timeLimitsMs: TimeLimitsMs, explicit
   return {
     limits: workLimits(config),
     hardware: hardwareProfile(hardwareClassOf(config), workerCores(config)),
-    timeLimitSeconds: {
-      image: seconds(timeLimitsMs.image),
-      video: seconds(timeLimitsMs.video),
-      lipsync: seconds(timeLimitsMs.lipsync),
-      music: seconds(timeLimitsMs.music),
-    },
+    timeLimitSeconds: byKind((kind) => seconds(timeLimitsMs[kind.kind])),
     srNetwork: (kind, factor) => srNetworkCost(srModelForJob(config.srModels, kind, factor, explicitModel), config, explicitModel !== undefined),
   };
 }

@@ -3,33 +3,30 @@
  * quote (fetch, probe, price), the pipeline for the job's kind, then `store` moves the output to
  * where results live and names it. Nothing here knows NATS or the terminal.
  */
-import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { definedFields } from '../defined-fields.js';
 import { SessionCache, createSrModelLoader, type SrModelLoader } from '../inference/index.js';
-import { JobError, pipelineFailure, quoteJob, type Job, type JobProgress, type Quote, type QuotedJob, type TaskResult } from '../jobs/index.js';
+import { JOB_KINDS, JobError, pipelineFailure, quoteJob, type Job, type JobKind, type JobProgress, type Quote, type QuotedJob, type QuotedOf, type TaskResult } from '../jobs/index.js';
 import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './quote-policy.js';
 import { createMediaDeps, withJobDir } from '../media/index.js';
 import { mediaDepsOptions, registryOptions } from './layer-options.js';
 import { srHardwareOptions } from './hardware.js';
-import { upscaleImageFile, upscaleVideoFile } from '../upscale/index.js';
-import { videoResultFormat } from '../video/index.js';
-import { releaseLipsyncThreads, lipsyncFile } from '../lipsync/index.js';
-import { createMusicBackends, generateMusicJob, type MusicBackend } from '../music/index.js';
+import type { PipelineContext } from './kind-runtime.js';
+import { RUNTIMES, openKindStates, type KindStates } from './kinds/index.js';
 
 /** Long-lived state shared by every job of a process: sessions are created once and reused. */
 export interface Engine {
   config: Config;
   sessions: SessionCache;
-  /** Sessions on the calling thread, for networks of several inputs or outputs (face detection, lip-sync). */
+  /** Sessions on the calling thread, for networks of several inputs or outputs (face detection, mouth synchronisation). */
   inlineSessions: SessionCache;
   loadSrModel: SrModelLoader;
-  /** The configured music backends, in the operator's order (MEDIA_WORKER_MUSIC_BACKENDS). */
-  music: MusicBackend[];
+  /** What the kinds keep open between jobs, opened once here (src/app/kinds/index.ts). */
+  kinds: KindStates;
   /** Processing time limit per kind (the daemon's watchdog): the quote refuses what could not finish in it. */
   timeLimitsMs: TimeLimitsMs;
-  /** Releases every session and model thread (shutdown). */
+  /** Releases every session, and what each kind's runtime keeps open (shutdown). */
   release(): Promise<void>;
 }
 
@@ -38,28 +35,16 @@ export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeL
   const settings = { executionProviders: config.executionProviders, threads: config.threads, deviceIndex: config.deviceIndex, logger };
   const sessions = new SessionCache(settings);
   const inlineSessions = new SessionCache({ ...settings, thread: false });
-  const music = createMusicBackends(config, {
-    logger,
-    fetch: {
-      allowHttp: config.allowPrivateUrls,
-      allowPrivate: config.allowPrivateUrls,
-      privateUrlPrefixes: config.privateOrigins ?? [],
-      maxBytes: { image: config.maxImageBytes, audio: config.maxAudioBytes },
-      connectTimeoutMs: config.fetchConnectTimeoutMs,
-      idleTimeoutMs: config.fetchIdleTimeoutMs,
-      deadlineMs: config.fetchDeadlineMs,
-      minBytesPerSecond: config.fetchMinBytesPerSecond,
-    },
-  });
+  const kinds = openKindStates(config, logger);
   return {
     config,
     sessions,
     inlineSessions,
     timeLimitsMs,
     loadSrModel: createSrModelLoader({ sessions, choices: config.srModels, ...srHardwareOptions(config), ...registryOptions(config), logger }),
-    music,
+    kinds,
     async release() {
-      await Promise.all([sessions.release(), inlineSessions.release(), releaseLipsyncThreads(), ...music.map((b) => b.release?.())]);
+      await Promise.all([sessions.release(), inlineSessions.release(), ...JOB_KINDS.map((kind) => RUNTIMES[kind].release?.(kinds))]);
     },
   };
 }
@@ -67,7 +52,7 @@ export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeL
 /**
  * Moves a finished file to where results live and says where it can be fetched: a public URL
  * (the daemon's results store) or a local path (the command line). `name` (file name without
- * extension) is set for tasks with several files: music's `song-1`, `cover-1`, ...
+ * extension) is set for tasks with several files: `song-1`, `cover-1`, ...
  */
 export type StoreFile = (localPath: string, meta: { taskId: string; ext: string; kind: QuotedJob['kind']; name?: string }) => Promise<{ url: string }>;
 
@@ -150,113 +135,20 @@ function refuseUndercharged(job: Job, quote: Quote): void {
   }
 }
 
-async function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts: ExecuteOptions): Promise<TaskResult> {
+function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts: ExecuteOptions): Promise<TaskResult> {
   const { config } = engine;
-  // The optional fields every pipeline takes, prepared once.
-  const binaries = definedFields({ ffmpegPath: config.ffmpegPath, ffprobePath: config.ffprobePath });
-  const withSignal = definedFields({ signal: opts.signal });
-  const upscaleChoices = definedFields({ modelName: opts.modelName, tile: opts.tile, signal: opts.signal });
-  switch (quoted.kind) {
-    case 'image': {
-      const ext = quoted.probes.image.format === 'jpeg' ? 'jpg' : quoted.probes.image.format;
-      const outputPath = path.join(dir, `output.${ext}`);
-      const outcome = await upscaleImageFile(
-        {
-          inputPath: quoted.inputs.image.path,
-          outputPath,
-          factor: quoted.job.input.upscale_factor,
-          info: quoted.probes.image,
-          ...upscaleChoices,
-          onProgress: (done, total) => opts.onProgress?.({ stage: 'upscaling', done, total, unit: 'tiles' }),
-        },
-        engine.loadSrModel,
-      );
-      opts.logger.info({ srModel: outcome.model, tile: outcome.tile, width: outcome.width, height: outcome.height }, 'image upscaled');
-      const stored = await opts.store(outputPath, { taskId: opts.taskId, ext, kind: 'image' });
-      return { url: stored.url, type: 'image', width: outcome.width, height: outcome.height, format: outcome.format };
-    }
-    case 'video': {
-      // Matroska in, Matroska out (docs/contract.md, "Video fidelity"): the name says the container.
-      const { ext } = videoResultFormat(quoted.probes.video.container);
-      const outputPath = path.join(dir, `output.${ext}`);
-      const outcome = await upscaleVideoFile(
-        {
-          inputPath: quoted.inputs.video.path,
-          outputPath,
-          factor: quoted.job.input.upscale_factor,
-          info: quoted.probes.video,
-          hdr: quoted.job.input.hdr ?? config.videoHdr,
-          encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
-          framesInFlight: config.videoFramesInFlight,
-          ...binaries,
-          ...upscaleChoices,
-          onProgress: (p) => opts.onProgress?.({ stage: 'upscaling', done: p.framesDone, total: p.framesTotal, unit: 'frames' }),
-          logger: opts.logger,
-        },
-        engine.loadSrModel,
-      );
-      opts.logger.info(
-        { srModel: outcome.model, frames: outcome.frames, width: outcome.width, height: outcome.height, encoder: outcome.encoder },
-        'video upscaled',
-      );
-      const stored = await opts.store(outputPath, { taskId: opts.taskId, ext, kind: 'video' });
-      return {
-        url: stored.url,
-        type: 'video',
-        width: outcome.width,
-        height: outcome.height,
-        duration: outcome.durationSeconds,
-        frames: outcome.frames,
-      };
-    }
-    case 'lipsync': {
-      const outputPath = path.join(dir, 'output.mp4');
-      const { job } = quoted;
-      const outcome = await lipsyncFile(
-        {
-          videoPath: quoted.inputs.video.path,
-          videoInfo: quoted.probes.video,
-          audioPath: quoted.inputs.audio.path,
-          audioInfo: quoted.probes.audio,
-          outputPath,
-          model: job.model,
-          syncMode: job.input.sync_mode,
-          activeSpeaker: job.input.active_speaker,
-          hdr: job.input.hdr ?? config.videoHdr,
-          encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
-          ...withSignal,
-          onProgress: (p) => opts.onProgress?.(p),
-          logger: opts.logger,
-        },
-        {
-          sessions: engine.inlineSessions,
-          lipsyncModelMapping: config.lipsyncModels,
-          loadSrModel: engine.loadSrModel,
-          registry: registryOptions(config),
-          ...binaries,
-        },
-      );
-      opts.logger.info(
-        { network: outcome.network, frames: outcome.frames, drivenFrames: outcome.drivenFrames, durationSeconds: outcome.durationSeconds },
-        'lip-sync done',
-      );
-      const stored = await opts.store(outputPath, { taskId: opts.taskId, ext: 'mp4', kind: 'lipsync' });
-      return { url: stored.url, type: 'video', duration: outcome.durationSeconds };
-    }
-    case 'music': {
-      const result = await generateMusicJob(quoted.job.input, {
-        taskId: opts.taskId,
-        dir,
-        backends: engine.music,
-        seconds: config.musicSeconds,
-        signal: opts.signal ?? new AbortController().signal,
-        logger: opts.logger,
-        store: (localPath, meta) => opts.store(localPath, { taskId: opts.taskId, kind: 'music', ...meta }),
-        onProgress: (p) => opts.onProgress?.(p),
-        ...binaries,
-      });
-      opts.logger.info({ songs: result.songs.map((s) => ({ duration: s.duration, title: s.title })) }, 'music generated');
-      return result;
-    }
-  }
+  const context: PipelineContext = {
+    dir,
+    engine,
+    opts,
+    binaries: definedFields({ ffmpegPath: config.ffmpegPath, ffprobePath: config.ffprobePath }),
+    withSignal: definedFields({ signal: opts.signal }),
+    upscaleChoices: definedFields({ modelName: opts.modelName, tile: opts.tile, signal: opts.signal }),
+  };
+  return runOfKind(quoted.kind, quoted, context);
+}
+
+/** The kind's pipeline binding (its runtime's `run`, src/app/kinds/). */
+function runOfKind<K extends JobKind>(kind: K, quoted: QuotedOf<K>, context: PipelineContext): Promise<TaskResult> {
+  return RUNTIMES[kind].run(quoted, context);
 }

@@ -1,8 +1,7 @@
 /**
  * Warm before ready: before the daemon reports ready and pulls, it opens every network the kinds it
- * serves run (each use and factor's super-resolution network, lip-sync's networks on their threads,
- * the face detectors, the mouth upscaler) through the same loaders and caches the pipelines use, and
- * runs each super-resolution network once. The first job then pays no start-up: no graph to load and
+ * serves run (each kind's runtime says which: its `warm`, src/app/kinds/) through the same loaders
+ * and caches the pipelines use, and runs each super-resolution network once. The first job then pays no start-up: no graph to load and
  * optimise, no thread pool to start, and on a GPU no CUDA context, cuDNN plan or TensorRT engine
  * for the tile shape of a large input (the budget tile: the shape every tile of a large image and
  * every frame of a large video has).
@@ -12,19 +11,17 @@
  */
 import type { Config } from '../config.js';
 import { isGpuProvider, SR_FACTORS, type LoadedSrModel, type SrUse } from '../inference/index.js';
-import { LIPSYNC_MODEL_IDS, type JobKind } from '../jobs/index.js';
-import { FACE_DETECTION_PROFILES, loadBlazeFace, loadThreadedLipsyncModel } from '../lipsync/index.js';
+import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 import type { Logger } from '../logger.js';
 import { errorMessage } from '../errors.js';
-import { definedFields } from '../defined-fields.js';
-import { registryOptions } from './layer-options.js';
+import { RUNTIMES } from './kinds/index.js';
 import type { Engine } from './run-job.js';
 
 /** The side of the warm-up run on the CPU: enough to start every kernel and thread, cheap on any network. */
 export const CPU_WARM_SIDE = 16;
 
 export interface WarmStep {
-  /** What was opened: `sr image x2`, `lipsync vendor-lipsync-2`, `face detector blazeface-front-128`. */
+  /** What was opened: `sr image x2`, `face detector blazeface-front-128`, ... */
   what: string;
   ms: number;
   /** Why it could not be opened; absent when it was. */
@@ -49,22 +46,9 @@ export function warmPlan(served: readonly JobKind[], engine: Engine, gpu: boolea
       },
     });
   };
-  const config = engine.config;
-  const registry = registryOptions(config);
-  if (served.includes('image')) for (const f of SR_FACTORS) sr('image', f);
-  if (served.includes('video')) for (const f of SR_FACTORS) sr('video', f);
-  if (served.includes('lipsync')) {
-    for (const id of LIPSYNC_MODEL_IDS) {
-      steps.push({
-        what: `lipsync ${id}`,
-        run: () => loadThreadedLipsyncModel(id, { sessions: engine.inlineSessions, registry, ...definedFields({ mapping: config.lipsyncModels }) }),
-      });
-    }
-    for (const model of new Set(Object.values(FACE_DETECTION_PROFILES).map((p) => p.model))) {
-      steps.push({ what: `face detector ${model}`, run: () => loadBlazeFace(model, { sessions: engine.inlineSessions, registry }) });
-    }
-    sr('mouth', '4');
-  }
+  // In the registry's order, whatever order `served` names them in.
+  const context = { engine, sr, step: (what: string, run: () => Promise<unknown>) => steps.push({ what, run }) };
+  for (const kind of JOB_KINDS) if (served.includes(kind)) RUNTIMES[kind].warm(context);
   return steps;
 }
 

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { createEngine, executeJob, PROVIDER_KINDS, probeHardware, type ExecutedJob, type ProbedHardware, type StoreFile, type TimeLimitsMs } from '../app/index.js';
-import { deadlineError, kindOfModel, reportedModel, type Job } from '../jobs/index.js';
+import { byKind, deadlineError, kindOfModel, reportedModel, type Job } from '../jobs/index.js';
 import type { CliContext } from './context.js';
 import { namedOutputFile, refuseMisnamed, refuseMisnamedOutput } from './output-name.js';
 import { createTerminalProgress } from './progress.js';
@@ -29,7 +29,7 @@ export interface LocalRunOptions {
 }
 
 /** Every kind without a processing time limit (the estimate is still computed and printed). */
-export const NO_TIME_LIMITS: TimeLimitsMs = { image: Infinity, video: Infinity, lipsync: Infinity, music: Infinity };
+export const NO_TIME_LIMITS: TimeLimitsMs = byKind(() => Infinity);
 
 /** The probe, refusing a kind that runs networks when the configured GPU is missing and the CPU may not stand in. */
 export async function hardwareFor(job: Job, ctx: CliContext): Promise<ProbedHardware> {
@@ -62,7 +62,7 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
   const onSignal = (): void => abort.abort(new Error('Interrupted'));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  // The kind's time limit, as the daemon applies it (WORKER_WATCHDOG_MS; lip-sync: the spec's 4 minutes);
+  // The kind's time limit, as the daemon applies it (WORKER_WATCHDOG_MS; the kind's default: its descriptor's);
   // none for the one-off commands (setTimeout would read Infinity as 1 ms).
   const kind = kindOfModel(job.model);
   const limitMs = engine.timeLimitsMs[kind];
@@ -98,7 +98,7 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
 
 function storeAt(opts: LocalRunOptions): StoreFile {
   return async (localPath, meta) => {
-    // A task of several files (music) writes them into the output directory under their names.
+    // A task of several files (songs and covers) writes them into the output directory under their names.
     const named = meta.name === undefined ? await namedOutputFile(opts.output) : undefined;
     // The name says the format (cli/output-name.ts): checked before the run for a local input, here for a URL's.
     if (named !== undefined) refuseMisnamed(named, meta.ext);

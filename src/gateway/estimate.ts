@@ -3,22 +3,21 @@
  * same quote and the same checks as a submission, charging nothing. Pure: which job a body is, and
  * what the answer shows.
  */
-import { normaliseToolBody, parseJob, type Job } from '../jobs/index.js';
+import { toolsByMarker, parseJob, type Job } from '../jobs/index.js';
 
 /**
- * A body with `input` is the unified shape `{model, input}`, for every model (lip-sync included:
- * an estimate submits nothing). Without `input` it is a tool endpoint's body, told apart by its
- * URL fields: `audio_url` is lip-sync's, else `image_url` the image upscale's, else `video_url` the
- * video upscale's. Anything else is parsed as the unified shape, for its error.
+ * A body with `input` is the unified shape `{model, input}`, for every model (those off /generate included:
+ * an estimate submits nothing). Without `input` it is a tool endpoint's body, told apart by the
+ * field that marks each tool's body (its `marker`; a tool whose body holds another's marker is
+ * asked first: audio_url before the video upscale's video_url). Anything else is parsed
+ * as the unified shape, for its error.
  */
 export function estimateJob(body: unknown): Job {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return parseJob(body);
   const fields = body as Record<string, unknown>;
   if (Object.hasOwn(fields, 'input')) return parseJob({ model: fields['model'], input: fields['input'] });
-  if (Object.hasOwn(fields, 'audio_url')) return normaliseToolBody('lipsync', body);
-  if (Object.hasOwn(fields, 'image_url')) return normaliseToolBody('upscale-image', body);
-  if (Object.hasOwn(fields, 'video_url')) return normaliseToolBody('upscale-video', body);
-  return parseJob(body);
+  const tool = toolsByMarker().find((t) => Object.hasOwn(fields, t.marker));
+  return tool === undefined ? parseJob(body) : tool.parse(fields);
 }
 
 export interface EstimatedQuote {

@@ -36,7 +36,7 @@ export function linkSigner(secret: string): LinkSigner {
   };
 }
 
-/** Every string in `value` under `base` signed (a result may hold several URLs: music has two songs). */
+/** Every string in `value` under `base` signed (a result may hold several URLs: two songs and their covers). */
 export function signUrlsUnder(value: unknown, base: string, sign: (url: string) => string): unknown {
   if (typeof value === 'string') return value.startsWith(base) ? sign(value) : value;
   if (Array.isArray(value)) return value.map((v) => signUrlsUnder(v, base, sign));

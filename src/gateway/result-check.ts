@@ -6,17 +6,7 @@
  * (docs/contract.md, "What the gateway checks"). Pure but for the report of the security event.
  */
 import { pathToFileURL } from 'node:url';
-import type { z } from 'zod';
-import {
-  KIND_FAILURE_CODE,
-  imageResultSchema,
-  isModelId,
-  lipsyncResultSchema,
-  musicResultSchema,
-  reportedModel,
-  videoResultSchema,
-  type JobKind,
-} from '../jobs/index.js';
+import { KIND_FAILURE_CODE, KINDS, isModelId, reportedModel, type JobKind } from '../jobs/index.js';
 import { resultUrl, type TerminalEvent } from '../protocol/index.js';
 import type { SecurityEventReporter } from './security-events.js';
 
@@ -25,12 +15,6 @@ export type ResultVerdict = { ok: true } | { ok: false; reason: string };
 /** One file name as the worker's result store makes them (resultRelativePath). */
 const FILE_NAME = /^[A-Za-z0-9_-]{1,64}\.[a-z0-9]{1,8}$/;
 
-const RESULT_SCHEMAS: Readonly<Record<JobKind, z.ZodType>> = {
-  image: imageResultSchema,
-  video: videoResultSchema,
-  lipsync: lipsyncResultSchema,
-  music: musicResultSchema,
-};
 
 /** Where results are published: RESULTS_BASE_URL, else the file:// URL of RESULTS_DIR (development). */
 export function resultsBase(publicBaseUrl: string | undefined, resultsDir: string): string {
@@ -53,10 +37,10 @@ export interface CheckedTask {
 export function checkResult(event: TerminalEvent, task: CheckedTask, base: string): ResultVerdict {
   const model = isModelId(task.model) ? reportedModel(task.model) : task.model;
   if (event.model !== model) return { ok: false, reason: `the event's model ${JSON.stringify(event.model)} is not the task's ${JSON.stringify(model)}` };
-  const parsed = RESULT_SCHEMAS[task.kind].safeParse(event.result);
-  if (!parsed.success) return { ok: false, reason: `the result is not a ${task.kind} result (${parsed.error.issues[0]?.path.join('.') || 'result'}: ${parsed.error.issues[0]?.message ?? 'invalid'})` };
+  const read = readResult(task.kind, event.result);
+  if ('issue' in read) return { ok: false, reason: `the result is not a ${task.kind} result (${read.issue?.path.join('.') || 'result'}: ${read.issue?.message ?? 'invalid'})` };
   const prefix = taskResultsPrefix(base, task.kind, task.id);
-  const urls = task.kind === 'music' ? (parsed.data as z.infer<typeof musicResultSchema>).songs.flatMap((s) => [s.audio_url, s.image_url]) : [(parsed.data as { url: string }).url];
+  const { urls } = read;
   const stray = urls.find((url) => !url.startsWith(prefix) || !FILE_NAME.test(url.slice(prefix.length)));
   if (stray !== undefined) return { ok: false, reason: `the result references ${describe(stray)}, outside the task's own results (${prefix})` };
   return { ok: true };
@@ -66,6 +50,13 @@ export function checkResult(event: TerminalEvent, task: CheckedTask, base: strin
 function describe(url: string): string {
   const bare = url.split(/[?#]/)[0] ?? '';
   return JSON.stringify(bare.length > 200 ? `${bare.slice(0, 197)}...` : bare);
+}
+
+/** The result as its kind's schema reads it, with every file URL it holds (the kind's `resultUrls`). */
+function readResult<K extends JobKind>(kind: K, raw: unknown): { urls: string[] } | { issue: { path: PropertyKey[]; message: string } | undefined } {
+  const contract = KINDS[kind];
+  const parsed = contract.schemas.result.safeParse(raw);
+  return parsed.success ? { urls: contract.resultUrls(parsed.data) } : { issue: parsed.error.issues[0] };
 }
 
 /** The failure a refused result becomes: the task fails and its credits are refunded. */

@@ -11,7 +11,7 @@
  */
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import { kindOfModel, minimumCredits, type Job } from '../jobs/index.js';
+import { kindContract, kindOfModel, minimumCredits, type Job, type JobKind, type KindTool } from '../jobs/index.js';
 import { type TerminalEvent, UnconfirmedPublishError, confirmedAck, jobSubject } from '../protocol/index.js';
 import { ApiError } from './errors.js';
 import { estimateView } from './estimate.js';
@@ -34,7 +34,8 @@ import { errorMessage } from '../errors.js';
 import type { WebhookStore } from './webhooks/store.js';
 import { sleep } from '../sleep.js';
 
-export type Endpoint = 'generate' | 'lipsync' | 'upscale-tool';
+/** Where a submission came in, as what its accepted response adds: nothing (`generate`) or its tool's echo. */
+export type Endpoint = 'generate' | KindTool<JobKind>['echo'];
 
 /** Waits before each further write of a task record whose first write failed (about a leader election in all). */
 const TASK_RECORD_RETRIES_MS = [0, 250, 1000, 2000];
@@ -217,9 +218,9 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
       const createdAt = new Date().toISOString();
       const kind = kindOfModel(job.model);
       const extras: SubmissionExtras = {
-        ...(endpoint === 'lipsync'
+        ...(endpoint === 'poll-url-and-duration'
           ? { pollUrl: pollUrl(taskId), ...(quoted.duration === undefined ? {} : { duration: quoted.duration }) }
-          : endpoint === 'upscale-tool'
+          : endpoint === 'input'
             ? { input: quoted.input }
             : {}),
         ...webhook,
@@ -244,7 +245,8 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
             );
           }
           const message = `The job could not be started: the ledger did not confirm the debit (${errorMessage(err)})`;
-          throw new UnconfirmedDebit(kind === 'lipsync' ? 'LIPSYNC_SUBMIT_FAILED' : 'SUBMIT_FAILED', 500, message);
+          const code = kindContract(kind).failure.submit ?? 'SUBMIT_FAILED';
+          throw new UnconfirmedDebit(code, 500, message);
         });
       if (!debit.ok) {
         throw insufficient(quoted.creditsUsed, debit.balance, '');

@@ -21,10 +21,9 @@ import {
   type SettingsInput,
   type SettingsOf,
 } from '../settings-table.js';
-import { perKind } from '../protocol/index.js';
+import { perKindSetting } from '../protocol/index.js';
 import { DEFAULT_RETRY_DELAYS_MS, MIN_RETRY_SPAN_MS, shortestSpanMs } from './webhooks/schedule.js';
 
-const MINUTE_MS = 60_000;
 
 const namePrefix = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, {
   error: (issue) => `Expected 1 to 32 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
@@ -103,8 +102,7 @@ export const GATEWAY_SETTINGS = {
   }),
   pendingLifetimeMs: setting({
     env: 'GATEWAY_PENDING_LIFETIME_MS',
-    schema: perKind('a positive integer', { image: 60 * MINUTE_MS, video: 120 * MINUTE_MS, lipsync: 60 * MINUTE_MS, music: 60 * MINUTE_MS }, 1),
-    default: `image=${60 * MINUTE_MS},video=${120 * MINUTE_MS},lipsync=${60 * MINUTE_MS},music=${60 * MINUTE_MS}`,
+    ...perKindSetting('a positive integer', 'pendingLifetimeMs', 1),
     doc: 'How long a task of each kind may stay pending; then it fails with TASK_EXPIRED and is refunded (once, whatever a worker reports later).',
   }),
   pendingSweepIntervalMs: setting({

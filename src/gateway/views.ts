@@ -12,8 +12,8 @@ export function pollUrl(taskId: string): string {
 }
 
 /**
- * The submission response (2.2): the short object for the unified endpoint; lip-sync adds
- * `pollUrl` and `duration`, the upscale tools the `input` echo.
+ * The submission response (2.2): the short object for the unified endpoint, and what a tool
+ * endpoint adds (its `echo`: `pollUrl` and `duration`, or the `input` echo).
  */
 export function submissionView(task: TaskRecord, creditsRemaining: number): Record<string, unknown> {
   return {
@@ -59,8 +59,8 @@ export function taskView(task: TaskRecord): Record<string, unknown> {
 
 /**
  * A completed task's result with its links to files this gateway serves signed, expiring when the
- * worker deletes the file: the kind's result lifetime after the task finished (the spec's 14 days
- * for music, 7 for lip-sync, RESULTS_UPSCALE_LIFETIME_DAYS for upscales), the same link at
+ * worker deletes the file: the kind's result lifetime after the task finished (the spec's days,
+ * or RESULTS_UPSCALE_LIFETIME_DAYS: protocol/result-url.ts), the same link at
  * every poll. Only URLs under the task's own results folder are signed: the gateway never signs
  * a URL it did not build for that task (an upload, another task's result).
  */

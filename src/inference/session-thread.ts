@@ -8,7 +8,7 @@
  * stays free; the price is one copy of each input batch (outputs are transferred, not copied).
  *
  * A run takes named float32 inputs and returns the named outputs, so networks with several inputs
- * (the lip-sync network: mel and faces) run here as well as the one-in, one-out upscalers.
+ * (a mouth-synchronising network: mel and faces) run here as well as the one-in, one-out upscalers.
  *
  * The worker is plain CommonJS evaluated from a string, so it runs the same way from the
  * TypeScript sources (tests) and from dist/ without a build step of its own.

@@ -45,7 +45,7 @@ export interface TensorOutput {
   dims: readonly number[];
 }
 
-/** One float32 input of a network with several (the lip-sync network's mel and faces). */
+/** One float32 input of a network with several (a mouth-synchronising network's mel and faces). */
 export interface NamedTensor {
   name: string;
   data: Float32Array;

@@ -1,6 +1,6 @@
 /**
  * Which super-resolution network serves which use: image and video jobs per upscale factor, and
- * the mouth pass of vendor-lipsync-2-pro. A setting (MEDIA_WORKER_SR_MODELS) overrides entries of
+ * the mouth pass of the pro mouth-synchronising model. A setting (MEDIA_WORKER_SR_MODELS) overrides entries of
  * the defaults below; pure and free of heavy imports, so reading settings loads no runtime.
  *
  * Defaults (docs/benchmarks.md, "Real-ESRGAN"): Real-ESRGAN x4plus for images at every factor

@@ -1,7 +1,7 @@
 /**
  * Loading the super-resolution network for a use: the choice (sr-choice.ts: settings over the
  * defaults, or the caller's explicit name), its manifest, the checksum-verified file (converted on
- * first use), then a cached ONNX Runtime session. The image, video and lip-sync pipelines take the
+ * first use), then a cached ONNX Runtime session. The pipelines that upscale take the
  * resulting loader, so none of them knows about files or sessions. Failures the job's owner caused
  * (a `--model` that is no super-resolution network, or too small a scale) are INVALID_MODEL.
  */

@@ -1,7 +1,7 @@
 /**
  * What a job will cost to process, decided at quote time from what the probe already knows: frames,
  * pixels in and out per frame, the network's multiply-adds per input pixel (its manifest), the
- * encoder's output, and for lip-sync the output length its sync mode produces. Pure: numbers in,
+ * encoder's output (a kind with figures of its own adds them in its room, src/jobs/kinds/). Pure: numbers in,
  * an estimate out, so the quote, the worker's re-check and the tests agree.
  *
  * Time = setup + network + codecs, where
@@ -13,7 +13,7 @@
  */
 import { planTiles } from '../inference/tile-plan.js';
 import type { HardwareProfile } from './hardware-classes.js';
-import type { SyncMode, UpscaleFactor } from './types.js';
+import type { UpscaleFactor } from './types.js';
 
 /** What the cost model needs of a super-resolution network (from its manifest). */
 export interface SrNetworkCost {
@@ -38,7 +38,7 @@ export interface CostEstimate {
   parts: { setup: number; network: number; decode: number; encode: number; other: number };
 }
 
-const MEGA = 1e6;
+export const MEGA = 1e6;
 
 /**
  * Per tiled output pixel, seconds on one core: float conversion, tile blending and copying around
@@ -61,11 +61,11 @@ function networkSeconds(width: number, height: number, network: SrNetworkCost, h
   return { seconds: macs / hw.networkMacsPerSecond + perPixel, macs };
 }
 
-function total(hw: HardwareProfile, network: number, codecs: number): number {
+export function total(hw: HardwareProfile, network: number, codecs: number): number {
   return hw.setupSeconds + (hw.overlapsCodecs ? Math.max(network, codecs) : network + codecs);
 }
 
-function roundUpTenth(seconds: number): number {
+export function roundUpTenth(seconds: number): number {
   return Math.ceil(seconds * 10 - 1e-9) / 10;
 }
 
@@ -123,49 +123,5 @@ export function estimateVideoUpscale(req: VideoCostRequest, network: SrNetworkCo
     networkMacs: perFrame.macs * req.frames,
     seconds: roundUpTenth(total(hw, net, decode + encode)),
     parts: { setup: hw.setupSeconds, network: net, decode, encode, other: 0 },
-  };
-}
-
-/**
- * Seconds of output each sync mode produces (spec 4.2, the semantics of src/lipsync/timeline.ts,
- * which plans the same in whole frames): the audio's for loop, bounce and remap; the shorter
- * input's for cut_off; the longer input's for silence.
- */
-export function lipsyncOutputSeconds(mode: SyncMode, videoSeconds: number, audioSeconds: number): number {
-  switch (mode) {
-    case 'cut_off':
-      return Math.min(videoSeconds, audioSeconds);
-    case 'silence':
-      return Math.max(videoSeconds, audioSeconds);
-    case 'loop':
-    case 'bounce':
-    case 'remap':
-      return audioSeconds;
-  }
-}
-
-export interface LipsyncCostRequest {
-  width: number;
-  height: number;
-  /** Output frames (the output runs at the source frame rate). */
-  frames: number;
-}
-
-/**
- * Every output frame is decoded (twice: the face pass and the output pass read the video), run
- * through detection, the lip-sync network and the paste, and encoded at the input's size.
- */
-export function estimateLipsync(req: LipsyncCostRequest, hw: HardwareProfile): CostEstimate {
-  const pixels = req.width * req.height;
-  const decode = ((2 * pixels * req.frames) / MEGA) * hw.decodeSecondsPerMegapixel;
-  const encode = ((pixels * req.frames) / MEGA) * hw.encodeSecondsPerMegapixel;
-  const faces = req.frames * hw.lipsyncSecondsPerFrame;
-  return {
-    frames: req.frames,
-    inputPixelsPerFrame: pixels,
-    outputPixelsPerFrame: pixels,
-    networkMacs: 0,
-    seconds: roundUpTenth(total(hw, faces, decode + encode)),
-    parts: { setup: hw.setupSeconds, network: faces, decode, encode, other: 0 },
   };
 }

@@ -5,32 +5,23 @@
  * of that code. Nothing here looks at message text.
  */
 import { JobError, ProcessingError, errorMessage, isJobError, type ErrorCode } from '../errors.js';
-import type { JobKind } from './models.js';
+import type { JobKind } from './kind-contract.js';
+import { KINDS, byKind } from './kinds/index.js';
 
-/** The spec's processing failure code for each kind (image and video use this worker's UPSCALE_FAILED). */
-export const KIND_FAILURE_CODE: Readonly<Record<JobKind, ErrorCode>> = {
-  image: 'UPSCALE_FAILED',
-  video: 'UPSCALE_FAILED',
-  lipsync: 'LIPSYNC_FAILED',
-  music: 'GENERATION_FAILED',
-};
+/** The spec's processing failure code for each kind (its descriptor's `failure.code`). */
+export const KIND_FAILURE_CODE: Readonly<Record<JobKind, ErrorCode>> = byKind((kind) => kind.failure.code);
 
 /** How a failure that says nothing of its own opens its message, for each kind's pipeline. */
-const PIPELINE_FAILED: Readonly<Record<JobKind, string>> = {
-  image: 'Processing failed',
-  video: 'Video upscaling failed',
-  lipsync: 'Lip-sync failed',
-  music: 'Processing failed',
-};
+const PIPELINE_FAILED = (kind: JobKind): string => KINDS[kind].failure.opening;
 
 /** A pipeline's failure as the job's error: the one place where a pipeline's failures get the kind's code. */
 export function pipelineFailure(err: unknown, kind: JobKind): JobError {
-  return asJobError(err, kind, PIPELINE_FAILED[kind]);
+  return asJobError(err, kind, PIPELINE_FAILED(kind));
 }
 
 /**
- * The failure of a job that ran past its kind's time limit (WORKER_WATCHDOG_MS; lip-sync: LIPSYNC_FAILED
- * after the spec's 4 minutes). The daemon's job runner and the command line apply the same limit.
+ * The failure of a job that ran past its kind's time limit (WORKER_WATCHDOG_MS; the kind's failure
+ * code). The daemon's job runner and the command line apply the same limit.
  */
 export function deadlineError(kind: JobKind, limitMs: number): JobError {
   return new JobError(KIND_FAILURE_CODE[kind], `Processing took longer than ${formatLimit(limitMs)}, the limit for ${kind} jobs`);

@@ -4,81 +4,34 @@
  */
 export { ERROR_STATUS, JobError, ProcessingError, isExplainedFailure, isJobError, type ErrorCode, type JobErrorOptions } from '../errors.js';
 export { KIND_FAILURE_CODE, asJobError, deadlineError, pipelineFailure, type StopReason } from './failures.js';
+export type { Fields, Job, JobKind, JobOf, KindContract, KindSettingDefaults, KindTool, KindTypeMap, KindedJob, ModelOf, Quote, QuoteOf, QuoteVerdict, QuotedJob, QuotedOf, ResultOf, TaskResult } from './kind-contract.js';
+export { JOB_KINDS, KINDS, allKinds, byKind, kindContract, modelsClaimedTwice, type AnyKindContract, type ModelEntry } from './kinds/index.js';
+export { MEDIA_TYPES, isJobOfKind, isModelId, kindOfModel, kindedJob, modelEntry, modelsOfKind, reportedModel, MODEL_IDS, type ModelId } from './models.js';
+export { IMAGE_UPSCALE_MODEL, imageQuoteSchema, imageResultSchema } from './kinds/image-upscale/contract.js';
+export { VIDEO_UPSCALE_MODEL, videoQuoteSchema, videoResultSchema } from './kinds/video-upscale/contract.js';
+export { lipsyncBilledSeconds, lipsyncQuoteSchema, lipsyncResultSchema } from './kinds/lipsync/contract.js';
+export { MUSIC_MODEL, MUSIC_REPORTED_MODEL, musicQuoteSchema, musicResultSchema } from './kinds/music/contract.js';
+// Each kind's own types, model ids and limits, from its room.
+export * from './kinds/lipsync/types.js';
+export * from './kinds/music/types.js';
 export {
-  DEFAULT_LIPSYNC_MODEL,
-  IMAGE_UPSCALE_MODEL,
-  JOB_KINDS,
-  LIPSYNC_MODEL_IDS,
-  MODEL_IDS,
-  MUSIC_MODEL,
-  MUSIC_REPORTED_MODEL,
-  VIDEO_UPSCALE_MODEL,
-  isLipsyncModelId,
-  isModelId,
-  kindOfModel,
-  reportedModel,
-  type JobKind,
-  type LipsyncModelId,
-  type ModelId,
-} from './models.js';
-export {
-  DEFAULT_SYNC_MODE,
   DEFAULT_UPSCALE_FACTOR,
-  SYNC_MODES,
-  TOOL_NAMES,
   UPSCALE_FACTORS,
-  VOCAL_GENDERS,
   type ImageUpscaleInput,
   type ImageUpscaleJob,
-  type Job,
-  type LipsyncInput,
-  type LipsyncJob,
-  type MusicCustomInput,
-  type MusicInput,
-  type MusicJob,
-  type MusicSimpleInput,
-  type SyncMode,
-  type ToolName,
   type JobProgress,
   type ProgressReporter,
   type UpscaleFactor,
   type VideoUpscaleInput,
   type VideoUpscaleJob,
-  type VocalGender,
 } from './types.js';
-export { normaliseToolBody, parseJob } from './schemas.js';
-export type { ImageResult, LipsyncResult, MusicResult, Song, TaskResult, VideoResult } from './results.js';
-export {
-  JOB_ENVELOPE_FIELDS,
-  checkJobEnvelope,
-  errorReplySchema,
-  imageQuoteSchema,
-  imageResultSchema,
-  jobMessageSchema,
-  lipsyncQuoteSchema,
-  lipsyncResultSchema,
-  musicQuoteSchema,
-  musicResultSchema,
-  quoteReplySchema,
-  videoQuoteSchema,
-  videoResultSchema,
-} from './wire-schemas.js';
+export { TOOL_NAMES, normaliseToolBody, parseJob, toolsByMarker, type ToolName } from './schemas.js';
+export type { ImageResult, VideoResult } from './results.js';
+export { JOB_ENVELOPE_FIELDS, TASK_ID_REGEX, checkJobEnvelope, errorReplySchema, jobMessageSchema, quoteReplySchema, resultSchema } from './wire-schemas.js';
 export {
   IMAGE_MAX_OUTPUT_MEGAPIXELS,
   IMAGE_MAX_OUTPUT_SIDE_PX,
   IMAGE_UPSCALE_FORMATS,
-  LIPSYNC_AUDIO_CONTAINERS,
-  LIPSYNC_MAX_PROCESSING_SECONDS,
-  LIPSYNC_MAX_VIDEO_SECONDS,
-  LIPSYNC_RESULT_URL_LIFETIME_DAYS,
-  LIPSYNC_VIDEO_CONTAINERS,
-  MUSIC_AUDIO_URL_LIFETIME_DAYS,
-  MUSIC_LYRICS_MAX_CHARS,
-  MUSIC_PROMPT_MAX_CHARS,
-  MUSIC_SONGS_PER_GENERATION,
-  MUSIC_STYLE_MAX_CHARS,
-  MUSIC_NEGATIVE_TAGS_MAX_CHARS,
-  MUSIC_TITLE_MAX_CHARS,
   VIDEO_UPSCALE_CONTAINERS,
   VIDEO_UPSCALE_MAX_SECONDS,
 } from './limits.js';
@@ -92,7 +45,6 @@ export {
   priceImageUpscale,
   priceLipsync,
   priceMusic,
-  minimumCredits,
   priceVideoUpscale,
   roundedSeconds,
   type DurationPrice,
@@ -104,25 +56,17 @@ export {
   type OutputTier,
   type VideoUpscalePrice,
 } from './pricing.js';
-export { errorBody, formatDuration, formatQuoteError, lipsyncBilledSeconds, measuredStreams, quoteJob } from './quote.js';
+export { checkQuote, errorBody, formatDuration, formatQuoteError, measuredStreams, minimumCredits, quoteJob } from './quote.js';
 export type {
   ErrorBody,
   ImageQuote,
   ImageQuoteInput,
   InputKind,
-  LipsyncQuote,
-  LipsyncQuoteInput,
   MeasuredStreams,
-  MusicQuote,
-  MusicQuoteInput,
-  Quote,
   QuoteDeps,
   QuoteEstimate,
   QuotePolicy,
   QuotedImageJob,
-  QuotedJob,
-  QuotedLipsyncJob,
-  QuotedMusicJob,
   QuotedVideoJob,
   VideoQuote,
   VideoQuoteInput,
@@ -134,17 +78,15 @@ export {
   checkEstimate,
   checkFrameRate,
   checkJobOutputPixels,
-  checkLipsyncOutput,
   checkVideoInputSize,
   checkVideoOutputSize,
   type WorkLimits,
 } from './work-limits.js';
+export { checkLipsyncOutput, estimateLipsync, lipsyncOutputSeconds, type LipsyncCostRequest } from './kinds/lipsync/cost.js';
 export {
   estimateImageUpscale,
-  estimateLipsync,
   estimateVideoUpscale,
   frameCount,
-  lipsyncOutputSeconds,
   tiledInputPixels,
   type CostEstimate,
   type SrNetworkCost,
@@ -159,3 +101,4 @@ export {
   type HardwareProfile,
 } from './hardware-classes.js';
 export { charCount, describeValue, expectedText, expectedValue, oneOf } from './messages.js';
+export { HTTPS_URL_PATTERN, submittedTask } from './openapi-parts.js';

@@ -1,65 +1,56 @@
 /**
- * The spec's model identifiers and what each one is. Every other module asks this one which kind
- * of job a model id names, so a new model is added in one place.
+ * The spec's model identifiers and what each one is, derived from the registry of kinds
+ * (kinds/index.ts). Every other module asks this one which kind of job a model id names, so a new
+ * model is added in its kind's descriptor alone.
  */
+import type { Job, JobKind, JobOf, KindedJob, ModelOf } from './kind-contract.js';
+import { KINDS, MODEL_ENTRIES, allKinds, type ModelEntry } from './kinds/index.js';
 
-export const MODEL_IDS = [
-  'vendor-image-upscale',
-  'vendor-video-upscale',
-  'vendor-lipsync-2',
-  'vendor-lipsync-2-pro',
-  'vendor-lipsync-3',
-  'vendor-v5-generate-music',
-] as const;
+export type ModelId = ModelOf<JobKind>;
 
-export type ModelId = (typeof MODEL_IDS)[number];
+export const MODEL_IDS: readonly ModelId[] = MODEL_ENTRIES.map((entry) => entry.model);
 
-/**
- * Lip-sync models in the spec's order. vendor-lipsync-3 appears only in the spec's pricing table;
- * this worker accepts it everywhere (docs/contract.md).
- */
-export const LIPSYNC_MODEL_IDS = ['vendor-lipsync-2', 'vendor-lipsync-2-pro', 'vendor-lipsync-3'] as const;
-
-export type LipsyncModelId = (typeof LIPSYNC_MODEL_IDS)[number];
-
-export const DEFAULT_LIPSYNC_MODEL: LipsyncModelId = 'vendor-lipsync-2';
-
-export const IMAGE_UPSCALE_MODEL = 'vendor-image-upscale';
-export const VIDEO_UPSCALE_MODEL = 'vendor-video-upscale';
-export const MUSIC_MODEL = 'vendor-v5-generate-music';
-
-/** The id a completed music task reports instead of the id it was submitted with (spec 2.3). */
-export const MUSIC_REPORTED_MODEL = 'vendor/generate-music';
-
-export type JobKind = 'image' | 'video' | 'lipsync' | 'music';
-
-export const JOB_KINDS = ['image', 'video', 'lipsync', 'music'] as const satisfies readonly JobKind[];
-
-const KIND_OF_MODEL: Readonly<Record<ModelId, JobKind>> = {
-  'vendor-image-upscale': 'image',
-  'vendor-video-upscale': 'video',
-  'vendor-lipsync-2': 'lipsync',
-  'vendor-lipsync-2-pro': 'lipsync',
-  'vendor-lipsync-3': 'lipsync',
-  'vendor-v5-generate-music': 'music',
-};
+const ENTRY_OF_MODEL: ReadonlyMap<string, ModelEntry> = new Map(MODEL_ENTRIES.map((entry) => [entry.model, entry]));
 
 export function isModelId(value: unknown): value is ModelId {
-  return typeof value === 'string' && (MODEL_IDS as readonly string[]).includes(value);
+  return typeof value === 'string' && ENTRY_OF_MODEL.has(value);
 }
 
-export function isLipsyncModelId(value: unknown): value is LipsyncModelId {
-  return typeof value === 'string' && (LIPSYNC_MODEL_IDS as readonly string[]).includes(value);
+/** A model id with its kind, for dispatch (see `kindContract`). */
+export function modelEntry(model: ModelId): ModelEntry {
+  return ENTRY_OF_MODEL.get(model)!;
 }
 
 export function kindOfModel(model: ModelId): JobKind {
-  return KIND_OF_MODEL[model];
+  return modelEntry(model).kind;
 }
 
 /**
- * The model id a completed task reports (spec 2.3): music reports `vendor/generate-music`, every
- * other model reports itself. Pending tasks and quotes always carry the submitted id.
+ * A parsed job with its kind beside it. The parse boundary: a Job's model names its kind, which
+ * the type of the union cannot say; past this point dispatch by kind needs no cast.
+ */
+export function kindedJob(job: Job): KindedJob {
+  return { kind: kindOfModel(job.model), job } as KindedJob;
+}
+
+/** Whether a job is of a kind, narrowing it. */
+export function isJobOfKind<K extends JobKind>(job: Job, kind: K): job is JobOf<K> {
+  return kindOfModel(job.model) === kind;
+}
+
+/**
+ * The model id a completed task reports (spec 2.3): the kind's `reportedModel` where it has one
+ * (spec 2.3), else the submitted id. Pending tasks and quotes always
+ * carry the submitted id.
  */
 export function reportedModel(model: ModelId): string {
-  return model === MUSIC_MODEL ? MUSIC_REPORTED_MODEL : model;
+  return KINDS[kindOfModel(model)].reportedModel ?? model;
+}
+
+/** The kinds' `mediaType`s (spec 2.3), for the schemas of events and task records. */
+export const MEDIA_TYPES = allKinds().flatMap((kind) => (kind.mediaType === undefined ? [] : [kind.mediaType])) as [string, ...string[]];
+
+/** The models of a kind (discovery's list). */
+export function modelsOfKind(kind: JobKind): ModelId[] {
+  return [...KINDS[kind].models];
 }

@@ -9,12 +9,11 @@
  */
 import { JobError } from '../errors.js';
 import { expectedText, expectedValue } from './messages.js';
-import type { LipsyncModelId } from './models.js';
-import type { Job, UpscaleFactor } from './types.js';
+import { LIPSYNC_MAX_VIDEO_SECONDS, type LipsyncModelId } from './kinds/lipsync/types.js';
+import type { UpscaleFactor } from './types.js';
 import {
   IMAGE_MAX_OUTPUT_MEGAPIXELS,
   IMAGE_MAX_OUTPUT_SIDE_PX,
-  LIPSYNC_MAX_VIDEO_SECONDS,
   VIDEO_UPSCALE_MAX_SECONDS,
 } from './limits.js';
 
@@ -158,24 +157,6 @@ export function priceImageUpscale(width: number, height: number, factor: Upscale
     );
   }
   return { creditsUsed: tier.credits, outputWidth, outputHeight, outputMegapixels, outputTier: tier.tier };
-}
-
-/**
- * The least any job like this one can cost, known before anything is fetched: the lowest image
- * tier, one second of video at the factor's rate, the lip-sync model's minimum, the music price.
- * A balance below it is refused before the quote spends a download on it.
- */
-export function minimumCredits(job: Job): number {
-  switch (job.model) {
-    case 'vendor-image-upscale':
-      return IMAGE_TIERS[0]!.credits;
-    case 'vendor-video-upscale':
-      return VIDEO_UPSCALE_CREDITS_PER_SECOND[job.input.upscale_factor];
-    case 'vendor-v5-generate-music':
-      return MUSIC_CREDITS;
-    default:
-      return LIPSYNC_RATES[job.model].minimumCredits;
-  }
 }
 
 export function priceMusic(): MusicPrice {

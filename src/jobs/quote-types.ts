@@ -5,10 +5,10 @@
 import type { JobError } from '../errors.js';
 import type { SrNetworkCost } from './cost-model.js';
 import type { HardwareProfile } from './hardware-classes.js';
-import type { JobKind, LipsyncModelId } from './models.js';
+import type { JobKind } from './kind-contract.js';
 import type { WorkLimits } from './work-limits.js';
 import type { OutputTier } from './pricing.js';
-import type { ImageUpscaleJob, LipsyncJob, MusicJob, SyncMode, UpscaleFactor, VideoUpscaleJob } from './types.js';
+import type { ImageUpscaleJob, UpscaleFactor, VideoUpscaleJob } from './types.js';
 import type { ImageInfo, LocalInput, MediaInfo } from '../media/index.js';
 
 export type InputKind = 'image' | 'video' | 'audio';
@@ -38,7 +38,7 @@ export interface QuotePolicy {
 
 /** What the quote shows of the cost estimate (top level, beside `creditsUsed`), with a policy. */
 export interface QuoteEstimate {
-  /** Frames processed (1 for an image; lip-sync: output frames). */
+  /** Frames processed (1 for an image; the output's frames where they differ from the input's). */
   estimated_frames?: number;
   /** Estimated processing seconds on `hardware_class`. */
   estimated_seconds?: number;
@@ -76,20 +76,6 @@ export interface VideoQuoteInput {
   credits_per_second: number;
 }
 
-export interface LipsyncQuoteInput {
-  video_url: string;
-  audio_url: string;
-  sync_mode: SyncMode;
-  active_speaker: boolean;
-  model: LipsyncModelId;
-  billed_seconds: number;
-  credits_per_second: number;
-}
-
-export type MusicQuoteInput =
-  | { custom_mode: false; prompt: string; instrumental: boolean }
-  | { custom_mode: true; title: string; style: string; instrumental: boolean };
-
 export interface ImageQuote extends QuoteEstimate {
   model: ImageUpscaleJob['model'];
   creditsUsed: number;
@@ -103,25 +89,6 @@ export interface VideoQuote extends QuoteEstimate {
   /** What the video file was measured as. */
   measured: { video: MeasuredStreams };
 }
-
-export interface LipsyncQuote extends QuoteEstimate {
-  model: LipsyncModelId;
-  creditsUsed: number;
-  /** Measured video duration in seconds, rounded to milliseconds (spec 2.2 `duration`). */
-  duration: number;
-  input: LipsyncQuoteInput;
-  /** What the video and the audio file were measured as. */
-  measured: { video: MeasuredStreams; audio: MeasuredStreams };
-}
-
-export interface MusicQuote {
-  model: MusicJob['model'];
-  creditsUsed: number;
-  input: MusicQuoteInput;
-}
-
-/** What the CLI prints and the quote service answers: plain JSON. */
-export type Quote = ImageQuote | VideoQuote | LipsyncQuote | MusicQuote;
 
 // Everything processing needs after a quote, narrowed by `kind`. The absent inputs are spelled
 // `?: undefined` so that `quoted.inputs.video` can be read on the union without narrowing first.
@@ -141,24 +108,6 @@ export interface QuotedVideoJob {
   inputs: { image?: undefined; video: LocalInput; audio?: undefined };
   probes: { image?: undefined; video: MediaInfo; audio?: undefined };
 }
-
-export interface QuotedLipsyncJob {
-  kind: 'lipsync';
-  job: LipsyncJob;
-  quote: LipsyncQuote;
-  inputs: { image?: undefined; video: LocalInput; audio: LocalInput };
-  probes: { image?: undefined; video: MediaInfo; audio: MediaInfo };
-}
-
-export interface QuotedMusicJob {
-  kind: 'music';
-  job: MusicJob;
-  quote: MusicQuote;
-  inputs: { image?: undefined; video?: undefined; audio?: undefined };
-  probes: { image?: undefined; video?: undefined; audio?: undefined };
-}
-
-export type QuotedJob = QuotedImageJob | QuotedVideoJob | QuotedLipsyncJob | QuotedMusicJob;
 
 export interface ErrorBody {
   error: { code: JobError['code']; status: number; message: string };

@@ -19,28 +19,3 @@ export interface VideoResult {
   duration: number;
   frames: number;
 }
-
-/** Spec 2.3's lip-sync result. */
-export interface LipsyncResult {
-  url: string;
-  type: 'video';
-  duration: number;
-}
-
-/** One finished song: the spec 2.3 `songs[]` entry. */
-export interface Song {
-  audio_url: string;
-  image_url: string;
-  duration: number;
-  title: string;
-  tags: string;
-  prompt: string;
-}
-
-/** Spec 2.3's music result: exactly two songs. */
-export interface MusicResult {
-  songs: Song[];
-}
-
-export type TaskResult = ImageResult | VideoResult | LipsyncResult | MusicResult;
-

@@ -7,7 +7,6 @@
  */
 import { JobError } from '../errors.js';
 import { expectedText } from './messages.js';
-import type { SyncMode } from './types.js';
 
 export interface WorkLimits {
   /** Longest side of a video input (after rotation), px. */
@@ -117,25 +116,6 @@ export function checkJobOutputPixels(frames: number, pixelsPerFrame: number, lim
         'the output of the job',
         `at most ${groupDigits(limits.videoMaxJobOutputPixels)} pixels in all`,
         `${groupDigits(total)} (${groupDigits(frames)} frames of ${groupDigits(pixelsPerFrame)} pixels)`,
-      ),
-    );
-  }
-}
-
-/**
- * Lip-sync output longer than the credits cover allows: AUDIO_TOO_LONG. `coveredSeconds` is what
- * the credits pay for (credits / rate: the minimum charge covers its seconds too).
- */
-export function checkLipsyncOutput(mode: SyncMode, outputSeconds: number, coveredSeconds: number, limits: WorkLimits): void {
-  const maxMs = Math.floor(coveredSeconds * limits.lipsyncMaxOutputPercent * 10);
-  const outMs = Math.round(outputSeconds * 1000);
-  if (outMs > maxMs) {
-    throw new JobError(
-      'AUDIO_TOO_LONG',
-      expectedText(
-        `the output for sync_mode "${mode}"`,
-        `at most ${maxMs / 1000} seconds (${limits.lipsyncMaxOutputPercent} % of the ${coveredSeconds} s the credits cover)`,
-        `${outMs / 1000} seconds (it follows the audio)`,
       ),
     );
   }

@@ -167,7 +167,7 @@ export const AUDIO_FRAMING_MAX_SECONDS = 0.5;
  * (AUDIO_FRAMING_PACKETS of its spacing, at most AUDIO_FRAMING_MAX_SECONDS): the audio's content
  * is at least its span less the framing, and only content lengthens a file. So a clip cut at N s
  * measures N s in every container, and audio that really goes on past the video still counts.
- * Without video, the audio's whole span (the lip-sync audio: its length does not price, and the
+ * Without video, the audio's whole span (an audio-only input: its length does not price, and the
  * backstop must allow what its decoder delivers). Undefined when neither stream was measured.
  */
 export function fileSeconds(video: StreamMeasurement | undefined, audio: StreamMeasurement | undefined): number | undefined {

@@ -99,7 +99,7 @@ export function jobDirSweep(root: string): LeftoverSweep {
 
 /**
  * Temporaries in a model files directory: half-written weights (`<file>.<owner>.<random>.tmp`,
- * convert.ts's writeFileAtomic) and the lip-sync installer's work directories (`.install-<owner>-…`).
+ * convert.ts's writeFileAtomic) and a model installer's work directories (`.install-<owner>-…`).
  */
 export function modelTempSweep(filesDir: string): LeftoverSweep {
   return {

@@ -6,7 +6,7 @@
  */
 import { createInbox, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
-import { MODEL_IDS, kindOfModel, type JobKind, type ModelId } from '../jobs/index.js';
+import { JOB_KINDS, modelsOfKind, type JobKind } from '../jobs/index.js';
 
 const kindCapabilitySchema = z.object({
   /** Jobs of the kind this host runs at once (WORKER_CONCURRENCY); 0: not served here. */
@@ -51,7 +51,7 @@ export const capabilitiesSchema = z.object({
   executionProvider: z.string().nullable(),
   /** The device its networks run on; absent from workers that predate it. */
   device: deviceSchema.optional(),
-  kinds: z.object({ image: kindCapabilitySchema, video: kindCapabilitySchema, lipsync: kindCapabilitySchema, music: kindCapabilitySchema }),
+  kinds: z.object(Object.fromEntries(JOB_KINDS.map((kind) => [kind, kindCapabilitySchema])) as Record<JobKind, typeof kindCapabilitySchema>),
   /** Model ids this host can run now (those of its ready kinds). */
   models: z.array(z.string()),
   at: z.string(),
@@ -59,9 +59,7 @@ export const capabilitiesSchema = z.object({
 
 export type Capabilities = z.infer<typeof capabilitiesSchema>;
 
-export function modelsOfKind(kind: JobKind): ModelId[] {
-  return MODEL_IDS.filter((model) => kindOfModel(model) === kind);
-}
+export { modelsOfKind };
 
 export interface DiscoverOptions {
   /**

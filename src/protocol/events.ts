@@ -5,15 +5,15 @@
  */
 import { z } from 'zod';
 import type { JobError } from '../errors.js';
-import { MUSIC_MODEL, isModelId, reportedModel } from '../jobs/index.js';
+import { KINDS, MEDIA_TYPES, isModelId, kindOfModel, reportedModel } from '../jobs/index.js';
 
 export const terminalEventSchema = z.object({
   id: z.string(),
-  /** As spec 2.3 reports it (music: `vendor/generate-music`); null when the job named no model. */
+  /** As spec 2.3 reports it (the kind's `reportedModel`, where it has one); null when the job named no model. */
   model: z.string().nullable(),
   status: z.enum(['completed', 'failed']),
-  /** `music` for music tasks (spec 2.3); absent otherwise. */
-  mediaType: z.literal('music').optional(),
+  /** The kind's `mediaType`, for the kinds that have one (spec 2.3); absent otherwise. */
+  mediaType: z.literal(MEDIA_TYPES).optional(),
   result: z.unknown(),
   creditsUsed: z.number().int().nonnegative(),
   createdAt: z.string(),
@@ -85,7 +85,10 @@ export function failedEvent(taskId: string, model: unknown, error: JobError, cre
 }
 
 function modelFields(model: unknown): Pick<TerminalEvent, 'model' | 'mediaType'> {
-  if (isModelId(model)) return { model: reportedModel(model), ...(model === MUSIC_MODEL ? { mediaType: 'music' as const } : {}) };
+  if (isModelId(model)) {
+    const mediaType = KINDS[kindOfModel(model)].mediaType;
+    return { model: reportedModel(model), ...(mediaType === undefined ? {} : { mediaType }) };
+  }
   return { model: typeof model === 'string' ? model : null };
 }
 

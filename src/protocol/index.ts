@@ -32,6 +32,7 @@ export {
   type ProtocolSettings,
   type ProtocolSettingsInput,
   perKind,
+  perKindSetting,
 } from './settings.js';
 export { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, configDifferences, eventsStreamConfig, streamProblems, jobsStreamConfig, type DesiredStream } from './streams.js';
 export { claimTask, firstClaimHost } from './claims.js';

@@ -9,7 +9,7 @@ import type { JobProgress } from '../jobs/index.js';
 export const progressMessageSchema = z.object({
   id: z.string(),
   model: z.string(),
-  /** `fetching and probing`, `upscaling`, `detecting faces`, `lip-syncing`, ... */
+  /** `fetching and probing`, `upscaling`, `detecting faces`, ... (each pipeline names its own) */
   stage: z.string(),
   done: z.number().nonnegative().optional(),
   total: z.number().nonnegative().optional(),

@@ -1,4 +1,4 @@
-import { LIPSYNC_RESULT_URL_LIFETIME_DAYS, MUSIC_AUDIO_URL_LIFETIME_DAYS, type JobKind } from '../jobs/index.js';
+import { KINDS, type JobKind } from '../jobs/index.js';
 
 /**
  * The public URL of a stored file: RESULTS_BASE_URL joined with its path segments, each encoded.
@@ -13,18 +13,11 @@ export function resultUrl(publicBaseUrl: string, segments: readonly string[]): s
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
- * How long a result lives (and its URL works): the spec's 7 days for lip-sync and 14 for music,
- * RESULTS_UPSCALE_LIFETIME_DAYS for upscales. The worker sweeps by it; the gateway's signed links
- * expire by it.
+ * How long a result lives (and its URL works): the kind's `resultLifetimeDays` (the spec's days), or
+ * RESULTS_UPSCALE_LIFETIME_DAYS for the kinds that follow that setting. The worker sweeps by it; the
+ * gateway's signed links expire by it.
  */
 export function resultLifetimeMs(kind: JobKind, upscaleResultLifetimeDays: number): number {
-  switch (kind) {
-    case 'lipsync':
-      return LIPSYNC_RESULT_URL_LIFETIME_DAYS * DAY_MS;
-    case 'music':
-      return MUSIC_AUDIO_URL_LIFETIME_DAYS * DAY_MS;
-    case 'image':
-    case 'video':
-      return upscaleResultLifetimeDays * DAY_MS;
-  }
+  const days = KINDS[kind].resultLifetimeDays;
+  return (days === 'upscale-setting' ? upscaleResultLifetimeDays : days) * DAY_MS;
 }

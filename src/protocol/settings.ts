@@ -9,7 +9,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { JOB_KINDS, type JobKind } from '../jobs/index.js';
+import { JOB_KINDS, allKinds, byKind, type JobKind, type KindSettingDefaults } from '../jobs/index.js';
 import {
   absoluteUrl,
   intSchema,
@@ -29,6 +29,11 @@ import { credentialProblems, type NatsCredentialSettings } from './nats-credenti
 export const jetStreamName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
   error: (issue) => `Expected 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
 });
+
+/** The kinds whose results live as long as the spec says: `<label>: <days> days`. */
+const SPEC_LIFETIMES = allKinds()
+  .flatMap((kind) => (kind.resultLifetimeDays === 'upscale-setting' ? [] : [`${kind.label}: ${kind.resultLifetimeDays} days`]))
+  .join(' and ');
 
 export const PROTOCOL_SETTINGS = {
   natsUrl: setting({
@@ -105,7 +110,7 @@ export const PROTOCOL_SETTINGS = {
     env: 'RESULTS_UPSCALE_LIFETIME_DAYS',
     schema: positiveInt,
     default: '7',
-    doc: 'Lifetime of image and video upscale results (lip-sync: 7 days and music: 14 days are the spec\'s).',
+    doc: `Lifetime of image and video upscale results (${SPEC_LIFETIMES} are the spec's).`,
   }),
   publicBaseUrl: setting({
     env: 'RESULTS_BASE_URL',
@@ -132,14 +137,21 @@ export const {
 } = settingsReader(PROTOCOL_SETTINGS, protocolSettingsSchema, ProtocolSettingsError);
 
 /**
+ * A setting with one value per kind, its default read off the kinds' descriptors (their
+ * `settings[key]`): the schema of `perKind` and the default's text, `image=1,video=1,...`.
+ */
+export function perKindSetting(expectation: string, key: keyof KindSettingDefaults, min: number) {
+  const fallback = byKind((kind) => kind.settings[key]);
+  return { schema: perKind(expectation, fallback, min), default: JOB_KINDS.map((kind) => `${kind}=${fallback[kind]}`).join(',') };
+}
+
+/**
  * `image=2,video=1` (environment) or `{ image: 2, video: 1 }` (code): one non-negative integer per
  * kind; kinds left out take the value of `fallback`.
  */
 export function perKind(expectation: string, fallback: Record<JobKind, number>, min: number) {
   const value = intSchema(expectation, min);
-  const objectForm = z
-    .object({ image: value.optional(), video: value.optional(), lipsync: value.optional(), music: value.optional() })
-    .strict();
+  const objectForm = z.object(Object.fromEntries(JOB_KINDS.map((kind) => [kind, value.optional()])) as Record<JobKind, z.ZodOptional<typeof value>>).strict();
   return z
     .union([z.string(), objectForm])
     .transform((input, ctx): Record<JobKind, number> => {

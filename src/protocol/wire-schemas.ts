@@ -5,23 +5,13 @@
  * the protocol without a schema is visible here.
  */
 import { z } from 'zod';
-import {
-  errorReplySchema,
-  imageResultSchema,
-  jobMessageSchema,
-  lipsyncResultSchema,
-  musicResultSchema,
-  quoteReplySchema,
-  videoResultSchema,
-} from '../jobs/index.js';
+import { allKinds, errorReplySchema, jobMessageSchema, quoteReplySchema, resultSchema } from '../jobs/index.js';
 import { cancelReplySchema, cancelRequestSchema } from './cancel.js';
 import { claimMessageSchema } from './claims.js';
 import { capabilitiesSchema } from './discovery.js';
 import { terminalEventSchema } from './events.js';
 import { progressMessageSchema } from './progress.js';
 import { PROTOCOL_VERSION } from './version.js';
-
-const resultSchema = z.union([imageResultSchema, videoResultSchema, lipsyncResultSchema, musicResultSchema, z.null()]);
 
 /** File name (without `.schema.json`) -> what it describes and its schema. */
 export const WIRE_SCHEMAS = {
@@ -34,11 +24,12 @@ export const WIRE_SCHEMAS = {
   'cancel-request': { title: 'Cancel request (media.cancel)', schema: cancelRequestSchema },
   'cancel-reply': { title: 'Cancel reply (media.cancel)', schema: cancelReplySchema },
   capabilities: { title: 'Capabilities of one worker (media.capabilities)', schema: capabilitiesSchema },
-  'result-image': { title: 'Result of a completed vendor-image-upscale task', schema: imageResultSchema },
-  'result-video': { title: 'Result of a completed vendor-video-upscale task', schema: videoResultSchema },
-  'result-lipsync': { title: 'Result of a completed lip-sync task', schema: lipsyncResultSchema },
-  'result-music': { title: 'Result of a completed music task', schema: musicResultSchema },
 } as const;
+
+/** Each kind's result (`result-<kind>`), from its descriptor. */
+const RESULT_SCHEMAS: Readonly<Record<string, { title: string; schema: z.ZodType }>> = Object.fromEntries(
+  allKinds().map((kind) => [`result-${kind.kind}`, { title: kind.schemas.resultTitle, schema: kind.schemas.result }]),
+);
 
 export type WireSchemaName = keyof typeof WIRE_SCHEMAS;
 
@@ -58,7 +49,7 @@ export function endpointSchemaMetadata(request: WireSchemaName, reply: WireSchem
 /** The JSON Schema documents, by file name (`<name>.schema.json`), as they are committed. */
 export function wireJsonSchemas(): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [name, { title, schema }] of Object.entries(WIRE_SCHEMAS)) {
+  for (const [name, { title, schema }] of Object.entries({ ...WIRE_SCHEMAS, ...RESULT_SCHEMAS })) {
     // Input shapes: what a sender may write (optional fields with defaults stay optional).
     const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
     out[`${name}.schema.json`] = {

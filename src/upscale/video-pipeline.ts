@@ -7,7 +7,7 @@
  * disk. Output decisions are documented where they are made: sizes, odd sides, rates, variable
  * frame rate and rotation in video-geometry.ts; colour, bit depth, HDR and the frames' depth (8 or
  * 16 bits) in colour.ts; which streams are kept in stream-map.ts (all in src/video/, shared with
- * lip-sync), and docs/contract.md, "Video fidelity".
+ * the mouth-synchronising pipeline), and docs/contract.md, "Video fidelity".
  *
  * Failure and cancellation: the first failure (or the caller's abort) stops every stage at once:
  * both ffmpeg processes get SIGTERM and then SIGKILL (and their pipes are closed, so neither waits

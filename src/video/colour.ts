@@ -1,6 +1,6 @@
 /**
  * Colour, dynamic range and bit depth of a video result, decided once from the probe (pure). Both
- * video pipelines (upscale and lip-sync) take their decoder's RGB conversion, their frames' bit
+ * video pipelines (upscale and mouth synchronisation) take their decoder's RGB conversion, their frames' bit
  * depth, the encoder's YUV conversion and every colour tag from one `ColourPlan`, so the tags can
  * never disagree with the pixels. The rules (docs/contract.md, "Video fidelity"):
  *
@@ -13,7 +13,7 @@
  *   BT.2020 primaries, and the mastering-display and content-light metadata copied.
  * - PQ / HLG with `hdr: "sdr"`: tone-mapped in the decoder (zscale to linear light, BT.709
  *   primaries, the Hable operator, BT.709 transfer), then the 8-bit path, tagged BT.709 throughout.
- * - An odd output side (factor 1 on an odd input, or lip-sync on an odd source) is encoded 4:4:4
+ * - An odd output side (factor 1 on an odd input, or mouth synchronisation on an odd source) is encoded 4:4:4
  *   (H.264 High 4:4:4 or HEVC Main 4:4:4 10), so the result is exactly the size the contract says.
  * - Dolby Vision: a base layer that is HDR10, SDR or HLG (profiles 8.1, 8.2, 8.4, 7) is that
  *   stream, processed as it is tagged (the RPU is not carried); a base layer without a
@@ -122,7 +122,7 @@ export function colourPlan(source: ColourSource, hdr: HdrMode, decoded: Size): C
 }
 
 /**
- * The plan of frames that must be 8-bit whatever the job asks (lip-sync's face detection, and its
+ * The plan of frames that must be 8-bit whatever the job asks (face detection before mouth synchronisation, and its
  * lossless test encoder, libx264rgb): HDR is always tone-mapped to SDR BT.709 there, and deeper SDR
  * is read 8-bit, so the tags of anything encoded from them describe the pixels.
  */

@@ -4,7 +4,7 @@
  * a probe cannot: a bitstream damaged at 93 % of the file fails here, at the start, instead of
  * after 93 % of the frames were upscaled and then refunded. It decodes exactly as the pipeline's
  * decoder does (`strict`: `-xerror` or not, the same whitelists and stream), so a file that passes
- * decodes there too, and its frame count is the pipeline's (lip-sync's forecast).
+ * decodes there too, and its frame count is the pipeline's (the mouth synchronisation's forecast).
  *
  * It is also the backstop's first half: it stops one frame past what the quote allows
  * (`allowedFrames`), so a file that grew after its quote ends the job here, before any work; the
@@ -25,7 +25,7 @@ export interface DecodeCheckInput {
   maxFrames: number;
   /**
    * Whether damage the decoder could conceal fails the check (`-xerror`), as it fails the video
-   * upscale's decoder; lip-sync's decoders conceal it, as players do, so its check does too.
+   * upscale's decoder; the mouth synchronisation's decoders conceal it, as players do, so its check does too.
    */
   strict: boolean;
   signal?: AbortSignal;

@@ -3,7 +3,7 @@
  * resolves at once while the pipe's buffer has room, otherwise once it drained, so the producer
  * never queues more than one buffer ahead of the encoder; and ending it once everything written
  * was flushed. Neither ever hangs on a dead pipe: a stop, an error or an early close rejects.
- * Shared by the pipelines that encode from a pipe (video upscale, lip-sync).
+ * Shared by the pipelines that encode from a pipe (video upscale, mouth synchronisation).
  */
 import type { Writable } from 'node:stream';
 

@@ -1,8 +1,8 @@
 /**
- * What every video pipeline shares (upscale and lip-sync): decoding to raw RGB frames and the frame
+ * What every video pipeline shares (the upscale and the mouth synchronisation): decoding to raw RGB frames and the frame
  * reader, the bounded frame queue, the frame pipe into an encoder and its end, encoder choice and
  * codec arguments, probing extras, frame geometry and rates, whose fault a failed ffmpeg is, and the
- * stage group that stops a pipeline's stages together. Dependencies: media -> video -> {upscale, lipsync}.
+ * stage group that stops a pipeline's stages together. Dependencies: media -> video -> the video pipelines.
  */
 export * from './colour.js';
 export * from './decode-check.js';

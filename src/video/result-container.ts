@@ -4,8 +4,8 @@
  * bitmap subtitles, attachments such as fonts, chapters, tags), where MP4 would drop or convert
  * some. Everything else gives MP4. The rule reads the input's container only, never its streams, so
  * the result's name is known before the job runs and is the same for every file of one container
- * (docs/contract.md, "Video fidelity"). Lip-sync always writes MP4: it keeps no stream of the source
- * but the picture (the spec's lip-sync result is an MP4).
+ * (docs/contract.md, "Video fidelity"). The mouth-synchronising pipeline always writes MP4: it keeps
+ * no stream of the source but the picture (the spec's result of that kind is an MP4).
  */
 import type { ContainerKind } from '../media/index.js';
 

@@ -107,7 +107,7 @@ export function rgbFilters(size: Size, matrix: ColourMatrix): string[] {
   return decodeColourFilters(sdrPlan(matrix), {}, size);
 }
 
-/** The plan of 8-bit SDR frames read with `matrix` and written BT.709 (lip-sync's lossless test path and the old callers). */
+/** The plan of 8-bit SDR frames read with `matrix` and written BT.709 (the mouth synchronisation's lossless test path and the old callers). */
 function sdrPlan(matrix: ColourMatrix): ColourPlan {
   return { depth: 8, toneMap: false, inputMatrix: matrix, output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709' } };
 }

@@ -1,6 +1,6 @@
 /**
  * Which kinds this host can run right now. Each kind has a list of checks (its models present and
- * loadable, its directories writable, enough free disk, a music backend ready, ...), handed in by
+ * loadable, its directories writable, enough free disk, a generation backend ready, ...), handed in by
  * whoever composes the worker (the CLI's `serve`, src/app/readiness.ts): the daemon itself knows no
  * pipeline. A kind is pulled only while every one of its checks passes, so a host that cannot run
  * a job leaves it in the stream for one that can, instead of taking it and failing it.
@@ -16,7 +16,7 @@ import { JOB_KINDS } from '../jobs/index.js';
 import { sleep } from '../sleep.js';
 
 export interface ReadinessCheck {
-  /** Short, stable name (a metric label): `results-dir`, `sr-models`, `lipsync-model`, `disk-space`. */
+  /** Short, stable name (a metric label): `results-dir`, `sr-models`, `disk-space`, a kind's own (src/app/kinds/). */
   name: string;
   /** Also run right before every pull (must be cheap). */
   beforeEachPull?: boolean;
@@ -96,7 +96,7 @@ export class Availability {
 
   /**
    * Null when at least one served kind can run; else why not (every served kind with its reasons).
-   * A host serving image but not lip-sync is ready: it does useful work, and /readyz lists the rest.
+   * A host serving image but not another kind is ready: it does useful work, and /readyz lists the rest.
    */
   notReadyReason(): string | null {
     const served = this.servedKinds();

@@ -1,8 +1,8 @@
 /**
  * Finished results: files under `<results dir>/<kind>/<task id>/<name>.<ext>`, served by whatever
  * serves that directory at the public base URL (the spec's {cdn_url}). A sweeper deletes each file
- * when its kind's lifetime has passed since it was stored: lip-sync 7 days and music 14 days
- * (spec section 8), upscales as configured. The lifetime is read from the directory a file lives
+ * when its kind's lifetime has passed since it was stored: the spec's days for the kinds that have
+ * them (section 8), upscales as configured (protocol/result-url.ts). The lifetime is read from the directory a file lives
  * in and its modification time, so no index has to survive restarts.
  */
 import { constants as fsConstants } from 'node:fs';
@@ -38,7 +38,7 @@ export interface StoreOptions {
   kind: JobKind;
   /** File extension without the dot, lower case: `mp4`, `png`, `mp3`. */
   ext: string;
-  /** File name without extension, for tasks with several files (music: `song-1`, `cover-1`); default `output`. */
+  /** File name without extension, for tasks with several files (a song and its cover: `song-1`, `cover-1`); default `output`. */
   name?: string;
 }
 

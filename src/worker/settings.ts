@@ -11,7 +11,7 @@
  */
 import os from 'node:os';
 import { z } from 'zod';
-import { PROTOCOL_SETTINGS, checkNatsAuth, jetStreamName, perKind } from '../protocol/settings.js';
+import { PROTOCOL_SETTINGS, checkNatsAuth, jetStreamName, perKindSetting } from '../protocol/settings.js';
 import {
   intSchema,
   nonEmptyText,
@@ -70,8 +70,7 @@ export const WORKER_SETTINGS = {
   }),
   concurrency: setting({
     env: 'WORKER_CONCURRENCY',
-    schema: perKind('a non-negative integer', { image: 1, video: 1, lipsync: 1, music: 0 }, 0),
-    default: 'image=1,video=1,lipsync=1,music=0',
+    ...perKindSetting('a non-negative integer', 'concurrency', 0),
     doc: 'Jobs of each kind run at once on this host; 0: this host does not serve the kind. A kind that cannot run here (lip-sync weights not installed, disk full) is not pulled whatever this says, until its checks pass (/readyz).',
   }),
   ackWaitMs: setting({
@@ -100,14 +99,12 @@ export const WORKER_SETTINGS = {
   }),
   watchdogMs: setting({
     env: 'WORKER_WATCHDOG_MS',
-    schema: perKind('a positive integer', { image: 15 * MINUTE, video: 30 * MINUTE, lipsync: 4 * MINUTE, music: 10 * MINUTE }, 1),
-    default: `image=${15 * MINUTE},video=${30 * MINUTE},lipsync=${4 * MINUTE},music=${10 * MINUTE}`,
+    ...perKindSetting('a positive integer', 'watchdogMs', 1),
     doc: 'Longest processing time per kind before the job fails (lip-sync: 4 minutes, spec section 8); `run` and the per-kind commands apply the same limits.',
   }),
   maxQueueAgeMs: setting({
     env: 'WORKER_MAX_QUEUE_AGE_MS',
-    schema: perKind('a positive integer', { image: 60 * MINUTE, video: 120 * MINUTE, lipsync: 60 * MINUTE, music: 60 * MINUTE }, 1),
-    default: `image=${60 * MINUTE},video=${120 * MINUTE},lipsync=${60 * MINUTE},music=${60 * MINUTE}`,
+    ...perKindSetting('a positive integer', 'maxQueueAgeMs', 1),
     doc: 'Longest time a job of each kind may wait in the jobs stream (from when it was stored, retries included); older, a worker of the kind ends it with QUEUE_TIMEOUT and a refund instead of running it.',
   }),
   drainGraceMs: setting({

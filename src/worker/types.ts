@@ -32,7 +32,7 @@ export interface JobOutput {
  * Runs one job. Throws a JobError on failure: `retryable: true` means another attempt later could
  * succeed (download timeout, out of memory) and the job is handed back with a delay; otherwise the
  * task fails for good with that code. Anything else thrown counts as a permanent failure of the
- * kind's processing code (UPSCALE_FAILED, LIPSYNC_FAILED, GENERATION_FAILED).
+ * kind's processing code (its descriptor's `failure.code`: UPSCALE_FAILED, ...).
  */
 export type JobExecutor = (job: Job, ctx: JobContext) => Promise<JobOutput>;
 

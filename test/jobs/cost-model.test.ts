@@ -5,12 +5,12 @@ import {
   estimateVideoUpscale,
   frameCount,
   lipsyncOutputSeconds,
-  TILE_OUTPUT_CORE_SECONDS_PER_PIXEL,
   tiledInputPixels,
   type SrNetworkCost,
-} from '../../src/jobs/cost-model.js';
+} from '../../src/jobs/index.js';
+import { TILE_OUTPUT_CORE_SECONDS_PER_PIXEL } from '../../src/jobs/cost-model.js';
 import { HARDWARE_CLASSES, hardwareClassForProviders, hardwareProfile } from '../../src/jobs/hardware-classes.js';
-import type { SyncMode } from '../../src/jobs/types.js';
+import type { SyncMode } from '../../src/jobs/index.js';
 
 import { HAND, NET } from './hand-profile.js';
 

@@ -8,7 +8,7 @@ import {
   reportedModel,
   type JobKind,
   type ModelId,
-} from '../../src/jobs/models.js';
+} from '../../src/jobs/index.js';
 
 describe('model ids', () => {
   it('are exactly the spec identifiers', () => {

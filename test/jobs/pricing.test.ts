@@ -12,8 +12,8 @@ import {
   priceMusic,
   priceVideoUpscale,
   roundedSeconds,
-} from '../../src/jobs/pricing.js';
-import type { LipsyncModelId } from '../../src/jobs/models.js';
+} from '../../src/jobs/index.js';
+import type { LipsyncModelId } from '../../src/jobs/index.js';
 import type { UpscaleFactor } from '../../src/jobs/types.js';
 
 function codeOf(fn: () => unknown): ErrorCode | 'no error' {

@@ -4,7 +4,7 @@ import type { HardwareProfile } from '../../src/jobs/hardware-classes.js';
 import { quoteJob } from '../../src/jobs/quote.js';
 import type { QuoteDeps, QuotePolicy } from '../../src/jobs/quote-types.js';
 import { parseJob } from '../../src/jobs/schemas.js';
-import { SYNC_MODES, type SyncMode } from '../../src/jobs/types.js';
+import { SYNC_MODES, type SyncMode } from '../../src/jobs/index.js';
 import { DEFAULT_WORK_LIMITS } from '../../src/jobs/work-limits.js';
 import type { ImageInfo, MediaInfo } from '../../src/media/index.js';
 

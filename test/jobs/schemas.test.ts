@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ERROR_STATUS, JobError, type ErrorCode } from '../../src/errors.js';
 import { normaliseToolBody, parseJob } from '../../src/jobs/schemas.js';
-import type { ToolName } from '../../src/jobs/types.js';
+import type { ToolName } from '../../src/jobs/index.js';
 
 const IMAGE_URL = 'https://media.example/photo.jpg';
 const VIDEO_URL = 'https://media.example/clip.mp4';

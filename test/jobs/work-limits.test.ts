@@ -8,7 +8,7 @@ import {
   checkLipsyncOutput,
   checkVideoInputSize,
   checkVideoOutputSize,
-} from '../../src/jobs/work-limits.js';
+} from '../../src/jobs/index.js';
 
 const L = DEFAULT_WORK_LIMITS;
 

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { gatewaySettingsFromEnv, startGateway } from '../../gateway/index.js';
+import { TOOL_NAMES } from '../../jobs/index.js';
 import { protocolSettingsFromEnv } from '../../protocol/index.js';
 import { cliContext } from '../context.js';
 import { reportFailure } from '../exit.js';
@@ -9,7 +10,7 @@ export function registerGateway(program: Command): void {
     .command('gateway')
     .summary('serve the spec\'s HTTP API (accounts, credits, tasks) on top of the workers, over NATS')
     .description(
-      'The reference control plane: POST /api/v1/generate, /api/v1/tools/{lipsync,upscale-image,upscale-video}, ' +
+      `The reference control plane: POST /api/v1/generate, /api/v1/tools/{${TOOL_NAMES.join(',')}}, ` +
         'GET /api/v1/tasks/{id}, with Bearer API keys (`media-worker accounts create`), credits deducted at ' +
         'submission and refunded once on failure, prices from the workers\' quote service (media.quote). ' +
         'Tasks and the ledger live in NATS JetStream (NATS_URL), so several gateways may run at once. ' +

@@ -10,8 +10,9 @@ import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { JobError, LIPSYNC_MODEL_IDS, MODEL_IDS, normaliseToolBody, oneOf, parseJob, type Job, expectedValue } from '../../jobs/index.js';
+import { JobError, MODEL_IDS, allKinds, isModelId, kindContract, kindOfModel, oneOf, parseJob, type Job, expectedValue } from '../../jobs/index.js';
 import { PACKAGE_VERSION } from '../../paths.js';
+import { resultUrl } from '../../protocol/index.js';
 import { ApiError, errorEnvelope, successEnvelope, toApiError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { NATS_RETRY_AFTER_SECONDS } from '../nats-unavailable.js';
@@ -30,7 +31,7 @@ import type { PollView } from '../view/poll-view.js';
 import { fromFrameworkError } from './framework-errors.js';
 import { useJsonBodyParser } from './json-body.js';
 import { withRedactedRequests } from './log-redaction.js';
-import { openapiComponentSchemas, routeSchemas, withSubmissionLinks } from './openapi-schemas.js';
+import { openapiComponentSchemas, routeSchemas, toolRouteSchema, withSubmissionLinks, withUploadLinks } from './openapi-schemas.js';
 import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
 import { idempotent } from './idempotent-route.js';
@@ -81,7 +82,8 @@ declare module 'fastify' {
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-const UNIFIED_MODELS = MODEL_IDS.filter((m) => !(LIPSYNC_MODEL_IDS as readonly string[]).includes(m));
+/** The models POST /api/v1/generate takes: those of the kinds on it. */
+const UNIFIED_MODELS = MODEL_IDS.filter((m) => kindContract(kindOfModel(m)).onGenerate);
 
 export type GatewayApp = FastifyInstance;
 
@@ -119,13 +121,16 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   app.setValidatorCompiler(() => (data) => ({ value: data }));
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
+  const links = servedLinks(settings, deps.resultsBaseUrl, deps.upscaleResultLifetimeDays);
+  // Where upload links start, when this gateway hands them out: the document takes them as inputs.
+  const uploadsBase = settings.uploadsEnabled && links !== undefined ? resultUrl(links.base, ['uploads', '']) : undefined;
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.0.3',
       info: { title: 'media-worker gateway', version: PACKAGE_VERSION, description: 'The media service HTTP API (media-service-spec.md sections 1-5, 7; docs/contract.md).' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } }, schemas: openapiComponentSchemas },
     },
-    transformObject: (doc) => ('openapiObject' in doc ? withSubmissionLinks(doc.openapiObject) : doc.swaggerObject),
+    transformObject: (doc) => ('openapiObject' in doc ? withSubmissionLinks(withUploadLinks(doc.openapiObject, uploadsBase)) : doc.swaggerObject),
   });
 
   // The id is in every log line of the request; echoed so a client can quote it.
@@ -181,7 +186,6 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
   });
 
-  const links = servedLinks(settings, deps.resultsBaseUrl, deps.upscaleResultLifetimeDays);
   if (links !== undefined) {
     await app.register(async (files) => {
       files.addHook('onRequest', async (req, reply) => guardLink(req, reply, links));
@@ -235,9 +239,11 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       return successEnvelope(await deps.service.estimate(req.accountId, job, gone.signal));
     });
     api.post('/api/v1/generate', { schema: routeSchemas.generate }, submit('generate', unifiedJob, 200));
-    api.post('/api/v1/tools/lipsync', { schema: routeSchemas.lipsync }, submit('lipsync', (b) => normaliseToolBody('lipsync', b), 202));
-    api.post('/api/v1/tools/upscale-image', { schema: routeSchemas.upscaleImage }, submit('upscale-tool', (b) => normaliseToolBody('upscale-image', b), 200));
-    api.post('/api/v1/tools/upscale-video', { schema: routeSchemas.upscaleVideo }, submit('upscale-tool', (b) => normaliseToolBody('upscale-video', b), 200));
+    // Each kind's tool endpoint, with its own status and echo (spec 2.2).
+    for (const kind of allKinds()) {
+      const tool = kind.tool;
+      if (tool !== undefined) api.post(`/api/v1/tools/${tool.name}`, { schema: toolRouteSchema(kind) }, submit(tool.echo, (b) => tool.parse(b as Record<string, unknown>), tool.status));
+    }
 
     api.get('/api/v1/tasks/:id', { schema: routeSchemas.task }, async (req) => {
       const { id } = req.params as { id: string };
@@ -367,13 +373,18 @@ function withProgress(view: Record<string, unknown>, status: string, board: Prog
   return progress === undefined ? view : { ...view, progress };
 }
 
-/** The unified endpoint's body; lip-sync has its own endpoint (spec 1.5, 4.1), and the caller chooses neither id nor credits. */
+/**
+ * The unified endpoint's body; a kind off it (spec 1.5, 4.1) is pointed to its own endpoint, and the
+ * caller chooses neither id nor credits.
+ */
 function unifiedJob(body: unknown): Job {
   const fields = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
   if (fields === undefined) return parseJob(body);
   const model = fields['model'];
-  if (typeof model === 'string' && (LIPSYNC_MODEL_IDS as readonly string[]).includes(model)) {
-    throw new JobError('UNKNOWN_MODEL', `${expectedValue('model', oneOf(UNIFIED_MODELS), model)} (lip-sync: POST /api/v1/tools/lipsync)`);
+  const kind = isModelId(model) ? kindContract(kindOfModel(model)) : undefined;
+  if (kind !== undefined && !kind.onGenerate) {
+    const elsewhere = kind.tool === undefined ? '' : ` (${kind.label}: POST /api/v1/tools/${kind.tool.name})`;
+    throw new JobError('UNKNOWN_MODEL', `${expectedValue('model', oneOf(UNIFIED_MODELS), model)}${elsewhere}`);
   }
   return parseJob({ model: fields['model'], input: fields['input'] });
 }

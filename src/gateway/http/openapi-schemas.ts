@@ -1,23 +1,14 @@
 /**
  * JSON schemas of the API for the OpenAPI document (/api/v1/openapi.json), complete enough for a
  * client generator: every field of spec section 4 with its limits, enums and defaults (one schema
- * per model, `oneOf` over named schemas with a discriminator on `model` for /generate), each status with its error codes, the upscale
- * `input` echo, each kind's `result`, examples, and links from a submission to its task. They
- * document; request bodies are validated by the worker's own parsers (src/jobs/schemas.ts), which
- * give the spec's error codes in the spec's order, something a JSON-schema validator cannot.
- * OpenAPI 3.0.3: single values are one-element enums (3.0 has no `const`).
+ * per model, `oneOf` over named schemas with a discriminator on `model` for /generate), each status with its error codes, the tool
+ * endpoints' echo, each kind's `result`, examples, and links from a submission to its task. The
+ * kinds' parts come from their descriptors (src/jobs/kinds/), assembled here by looping over the
+ * registry. They document; request bodies are validated by the worker's own parsers
+ * (src/jobs/schemas.ts), which give the spec's error codes in the spec's order, something a
+ * JSON-schema validator cannot. OpenAPI 3.0.3: single values are one-element enums (3.0 has no `const`).
  */
-import {
-  LIPSYNC_MODEL_IDS,
-  MUSIC_LYRICS_MAX_CHARS,
-  MUSIC_NEGATIVE_TAGS_MAX_CHARS,
-  MUSIC_PROMPT_MAX_CHARS,
-  MUSIC_STYLE_MAX_CHARS,
-  MUSIC_TITLE_MAX_CHARS,
-  SYNC_MODES,
-  UPSCALE_FACTORS,
-  VOCAL_GENDERS,
-} from '../../jobs/index.js';
+import { HTTPS_URL_PATTERN, allKinds, submittedTask, toolsByMarker, type AnyKindContract, type JobKind, type KindTool } from '../../jobs/index.js';
 
 const errorCodes = {
   400: [
@@ -76,182 +67,48 @@ const envelope = (data: object, description = 'Success') => ({
   required: ['success', 'data'],
 });
 
-// https only: an http:// input is refused 400 INVALID_URL unless the deployment allows private
-// addresses (MEDIA_WORKER_ALLOW_PRIVATE_URLS, development and one-host setups), which this document does not describe.
-const url = (description: string) => ({ type: 'string', format: 'uri', pattern: '^https://', maxLength: 2048, description });
-const factor = { type: 'string', enum: [...UPSCALE_FACTORS], default: '2', description: '"1" enhances without enlarging' };
-const text = (maxLength: number, description: string) => ({ type: 'string', minLength: 1, maxLength, description });
-
-const musicSimple = {
-  title: 'MusicSimpleInput',
-  type: 'object',
-  properties: {
-    custom_mode: { type: 'boolean', enum: [false], default: false },
-    prompt: text(MUSIC_PROMPT_MAX_CHARS, 'what the song is about'),
-    instrumental: { type: 'boolean', default: false },
-  },
-  required: ['prompt'],
-} as const;
-
-// Custom mode: lyrics unless instrumental, said by the schema (two shapes told apart by
-// `instrumental`) so that validators and generated clients enforce it, as parseJob does.
-const musicCustomFields = {
-  custom_mode: { type: 'boolean', enum: [true] },
-  title: text(MUSIC_TITLE_MAX_CHARS, 'song title'),
-  style: text(MUSIC_STYLE_MAX_CHARS, 'style tags'),
-  vocal_gender: { type: 'string', enum: [...VOCAL_GENDERS] },
-  negative_tags: text(MUSIC_NEGATIVE_TAGS_MAX_CHARS, 'styles to avoid (limit chosen by this API: the style\'s)'),
-} as const;
-
-const musicCustomSong = {
-  title: 'MusicCustomInput',
-  description: 'Custom mode with vocals: lyrics required (MISSING_LYRICS)',
-  type: 'object',
-  properties: {
-    ...musicCustomFields,
-    lyrics: text(MUSIC_LYRICS_MAX_CHARS, 'the lyrics sung'),
-    // No default: a generated client would make it required (openapi-typescript reads defaults so).
-    instrumental: { type: 'boolean', enum: [false] },
-  },
-  required: ['custom_mode', 'title', 'style', 'lyrics'],
-} as const;
-
-const musicCustomInstrumental = {
-  title: 'MusicCustomInstrumentalInput',
-  description: 'Custom mode without vocals: lyrics optional',
-  type: 'object',
-  properties: {
-    ...musicCustomFields,
-    lyrics: text(MUSIC_LYRICS_MAX_CHARS, 'optional for an instrumental'),
-    instrumental: { type: 'boolean', enum: [true] },
-  },
-  required: ['custom_mode', 'title', 'style', 'instrumental'],
-} as const;
-
-const imageInput = { title: 'ImageUpscaleInput', type: 'object', properties: { image_url: url('public URL of a JPEG, PNG or WebP image'), upscale_factor: factor }, required: ['image_url'] } as const;
-const hdr = {
-  type: 'string',
-  enum: ['keep', 'sdr'],
-  description: 'HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker\'s (docs/contract.md, "Video fidelity").',
-} as const;
-const videoInput = {
-  title: 'VideoUpscaleInput',
-  type: 'object',
-  properties: { video_url: url('public URL of an MP4, MOV or MKV video, at most 60 s'), upscale_factor: factor, hdr },
-  required: ['video_url'],
-} as const;
-
 const webhookUrl = {
   type: 'string',
   format: 'uri',
-  pattern: '^https://',
+  pattern: HTTPS_URL_PATTERN,
   maxLength: 2048,
   description:
     'Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). ' +
     'https to a public address; absent: the account\'s default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.',
 } as const;
 
-/** The variants of the unified endpoint's body, told apart by `model`: named, as OpenAPI's discriminator requires. */
-const generateVariants = {
-  GenerateMusic: {
-    title: 'GenerateMusic',
-    type: 'object',
-    properties: { model: { type: 'string', enum: ['vendor-v5-generate-music'] }, input: { oneOf: [musicSimple, musicCustomSong, musicCustomInstrumental] }, webhook_url: webhookUrl },
-    required: ['model', 'input'],
-  },
-  GenerateImageUpscale: { title: 'GenerateImageUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-image-upscale'] }, input: imageInput, webhook_url: webhookUrl }, required: ['model', 'input'] },
-  GenerateVideoUpscale: { title: 'GenerateVideoUpscale', type: 'object', properties: { model: { type: 'string', enum: ['vendor-video-upscale'] }, input: videoInput, webhook_url: webhookUrl }, required: ['model', 'input'] },
-} as const;
+/** The kinds the unified endpoint takes, the spec's own model of it first (spec 1.5). */
+const unifiedFirst = allKinds().sort((a, b) => Number(b.openapi.unified.first === true) - Number(a.openapi.unified.first === true));
+const onGenerate = unifiedFirst.filter((kind) => kind.onGenerate);
 
-const componentRef = (name: keyof typeof generateVariants) => `#/components/schemas/${name}`;
+/** Each kind's `{model, input}` body, told apart by `model`: named, as OpenAPI's discriminator requires. */
+const unifiedVariants: Record<string, object> = Object.fromEntries(
+  unifiedFirst.map((kind) => {
+    const { name, input } = kind.openapi.unified;
+    return [name, { title: name, type: 'object', properties: { model: { type: 'string', enum: [...kind.models] }, input, webhook_url: webhookUrl }, required: ['model', 'input'] }];
+  }),
+);
+
+const componentRef = (name: string) => `#/components/schemas/${name}`;
 
 /** The document's named schemas (`components.schemas`), referenced by the route schemas below. */
-export const openapiComponentSchemas: Record<string, object> = generateVariants;
+export const openapiComponentSchemas: Record<string, object> = unifiedVariants;
 
-const generateBody = {
-  oneOf: (Object.keys(generateVariants) as (keyof typeof generateVariants)[]).map((name) => ({ $ref: componentRef(name) })),
+/** A oneOf over the kinds' `{model, input}` components, with the discriminator on `model`. */
+const unifiedBody = (kinds: typeof unifiedFirst) => ({
+  oneOf: kinds.map((kind) => ({ $ref: componentRef(kind.openapi.unified.name) })),
   discriminator: {
     propertyName: 'model',
-    mapping: {
-      'vendor-v5-generate-music': componentRef('GenerateMusic'),
-      'vendor-image-upscale': componentRef('GenerateImageUpscale'),
-      'vendor-video-upscale': componentRef('GenerateVideoUpscale'),
-    },
+    mapping: Object.fromEntries(kinds.flatMap((kind) => kind.models.map((model) => [model, componentRef(kind.openapi.unified.name)]))),
   },
+});
+
+const generateBody = {
+  ...unifiedBody(onGenerate),
   example: { model: 'vendor-v5-generate-music', input: { prompt: 'a calm piano piece for a rainy morning', instrumental: true } },
 };
 
-const shortTask = {
-  id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$', example: 't_00mwuxbfpww8417u0zg9rb' },
-  model: { type: 'string' },
-  status: { type: 'string', enum: ['pending'] },
-  creditsUsed: { type: 'integer', minimum: 0 },
-  creditsRemaining: { type: 'integer', minimum: 0 },
-  createdAt: { type: 'string', format: 'date-time' },
-} as const;
-const shortRequired = ['id', 'model', 'status', 'creditsUsed', 'creditsRemaining', 'createdAt'];
-
-const submitted = { title: 'Submitted', type: 'object', properties: shortTask, required: shortRequired } as const;
-const lipsyncSubmitted = {
-  title: 'LipsyncSubmitted',
-  type: 'object',
-  properties: { ...shortTask, pollUrl: { type: 'string', example: '/api/v1/tasks/t_00mwuxbfpww8417u0zg9rb' }, duration: { type: 'number', description: 'measured video seconds' } },
-  required: [...shortRequired, 'pollUrl', 'duration'],
-} as const;
-const imageSubmitted = {
-  title: 'ImageUpscaleSubmitted',
-  type: 'object',
-  properties: {
-    ...shortTask,
-    input: {
-      type: 'object',
-      properties: { image_url: { type: 'string' }, upscale_factor: factor, detected_dimensions: { type: 'string', example: '640×480' }, output_tier: { type: 'string', enum: ['24mp', '48mp', '96mp'] } },
-      required: ['image_url', 'upscale_factor', 'detected_dimensions', 'output_tier'],
-    },
-  },
-  required: [...shortRequired, 'input'],
-  example: {
-    id: 't_00mwuxbfpww8417u0zg9rb', model: 'vendor-image-upscale', status: 'pending', creditsUsed: 20, creditsRemaining: 80, createdAt: '2026-01-01T00:00:00.000Z',
-    input: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '2', detected_dimensions: '640×480', output_tier: '24mp' },
-  },
-} as const;
-const videoSubmitted = {
-  title: 'VideoUpscaleSubmitted',
-  type: 'object',
-  properties: {
-    ...shortTask,
-    input: {
-      type: 'object',
-      properties: {
-        video_url: { type: 'string' }, upscale_factor: factor, detected_duration: { type: 'string', example: '3s' }, billed_seconds: { type: 'integer' }, credits_per_second: { type: 'integer' },
-      },
-      required: ['video_url', 'upscale_factor', 'detected_duration', 'billed_seconds', 'credits_per_second'],
-    },
-  },
-  required: [...shortRequired, 'input'],
-} as const;
-
-const imageResult = { title: 'ImageResult', type: 'object', properties: { url: { type: 'string' }, type: { type: 'string', enum: ['image'] }, width: { type: 'integer' }, height: { type: 'integer' }, format: { type: 'string' } }, required: ['url', 'type', 'width', 'height', 'format'] };
-const videoResult = {
-  title: 'VideoResult', type: 'object',
-  properties: { url: { type: 'string' }, type: { type: 'string', enum: ['video'] }, width: { type: 'integer' }, height: { type: 'integer' }, duration: { type: 'number' }, frames: { type: 'integer' } },
-  required: ['url', 'type', 'width', 'height', 'duration', 'frames'],
-};
-const lipsyncResult = { title: 'LipsyncResult', type: 'object', properties: { url: { type: 'string' }, type: { type: 'string', enum: ['video'] }, duration: { type: 'number' } }, required: ['url', 'type', 'duration'] };
-const musicResult = {
-  title: 'MusicResult', type: 'object',
-  properties: {
-    songs: {
-      type: 'array', minItems: 2, maxItems: 2,
-      items: {
-        type: 'object',
-        properties: { audio_url: { type: 'string' }, image_url: { type: 'string' }, duration: { type: 'number' }, title: { type: 'string' }, tags: { type: 'string' }, prompt: { type: 'string' } },
-        required: ['audio_url', 'image_url', 'duration', 'title', 'tags', 'prompt'],
-      },
-    },
-  },
-  required: ['songs'],
-};
+const submitted = submittedTask('Submitted');
 
 const task = {
   title: 'Task',
@@ -262,7 +119,7 @@ const task = {
     model: { type: 'string' },
     status: { type: 'string', enum: ['pending', 'completed', 'failed'] },
     mediaType: { type: 'string', enum: ['music'] },
-    result: { oneOf: [imageResult, videoResult, lipsyncResult, musicResult], nullable: true },
+    result: { oneOf: allKinds().map((kind) => kind.openapi.result), nullable: true },
     error: { type: 'object', properties: { code: { type: 'string', example: 'TASK_EXPIRED' }, message: { type: 'string' } }, required: ['code', 'message'] },
     creditsUsed: { type: 'integer' },
     creditsRefunded: { type: 'integer' },
@@ -331,43 +188,6 @@ export const routeSchemas = {
     body: generateBody,
     response: { 200: envelope(submitted, ACCEPTED), ...submitErrors },
   },
-  lipsync: {
-    operationId: 'lipsync',
-    summary: 'Submit a lip-sync job (202; poll pollUrl)',
-    security,
-    headers: idempotencyKey,
-    body: {
-      type: 'object',
-      properties: {
-        video_url: url('public URL of the video, at most 30 s'),
-        audio_url: url('public URL of the audio'),
-        sync_mode: { type: 'string', enum: [...SYNC_MODES], default: 'cut_off' },
-        model: { type: 'string', enum: [...LIPSYNC_MODEL_IDS], default: 'vendor-lipsync-2' },
-        active_speaker: { type: 'boolean', default: false },
-        hdr,
-        webhook_url: webhookUrl,
-      },
-      required: ['video_url', 'audio_url'],
-      example: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3', sync_mode: 'cut_off' },
-    },
-    response: { 202: envelope(lipsyncSubmitted, ACCEPTED), ...submitErrors },
-  },
-  upscaleImage: {
-    operationId: 'upscaleImage',
-    summary: 'Submit an image upscale with dimension detection',
-    security,
-    headers: idempotencyKey,
-    body: { ...imageInput, properties: { ...imageInput.properties, webhook_url: webhookUrl }, example: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '2' } },
-    response: { 200: envelope(imageSubmitted, ACCEPTED), ...submitErrors },
-  },
-  upscaleVideo: {
-    operationId: 'upscaleVideo',
-    summary: 'Submit a video upscale with duration detection',
-    security,
-    headers: idempotencyKey,
-    body: { ...videoInput, properties: { ...videoInput.properties, webhook_url: webhookUrl }, example: { video_url: 'https://cdn.example.com/clip.mp4', upscale_factor: '2' } },
-    response: { 200: envelope(videoSubmitted, ACCEPTED), ...submitErrors },
-  },
   estimate: {
     operationId: 'estimate',
     summary: 'What a submission would cost, charging nothing: the same quote and checks as submitting it',
@@ -376,12 +196,7 @@ export const routeSchemas = {
       '(told apart by audio_url, image_url, video_url). Refused with the same codes as the submission; subject to the quote ' +
       'limits (TOO_MANY_QUOTES) and rate limits; a balance below the least such a job costs is 402 as at submission.',
     security,
-    body: {
-      type: 'object',
-      description: 'a body of POST /api/v1/generate (any model), /tools/lipsync, /tools/upscale-image or /tools/upscale-video',
-      additionalProperties: true,
-      example: { model: 'vendor-lipsync-2', input: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3' } },
-    },
+    body: estimateBody(),
     response: {
       200: envelope({
         title: 'Estimate',
@@ -496,13 +311,70 @@ export const routeSchemas = {
     consumes: ['application/octet-stream', 'image/*', 'video/*', 'audio/*'],
     body: { type: 'string', format: 'binary', description: 'the file\'s bytes (JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC, OGG or M4A)' },
     response: {
-      201: envelope({ type: 'object', properties: { url: { type: 'string' }, format: { type: 'string' }, size: { type: 'integer' } }, required: ['url', 'format', 'size'] }),
+      201: envelope({
+        type: 'object',
+        properties: {
+          url: {
+            type: 'string',
+            format: 'uri',
+            description: 'a signed, expiring link under this gateway\'s public address, to submit as an input URL (http:// in a one-host set-up without TLS: the input URL patterns of this document then take it)',
+          },
+          format: { type: 'string' },
+          size: { type: 'integer' },
+        },
+        required: ['url', 'format', 'size'],
+      }),
       ...errors(401, 403, 413, 415, 429),
     },
   },
 } as const;
 
-const SUBMISSIONS: Record<string, string> = { generate: '200', lipsync: '202', upscaleImage: '200', upscaleVideo: '200' };
+/**
+ * Each spec tool endpoint (`POST /api/v1/tools/<name>`) of the kinds that have one, keyed by its
+ * name: the kind's body (with webhook_url) and its accepted response.
+ */
+export function toolRouteSchema(kind: AnyKindContract) {
+  const tool = kind.tool!;
+  return {
+    operationId: tool.operationId,
+    summary: tool.summary,
+    security,
+    headers: idempotencyKey,
+    body: toolBody(tool),
+    response: { [tool.status]: envelope(tool.submitted, ACCEPTED), ...submitErrors },
+  };
+}
+
+/** A tool endpoint's body: the kind's, with webhook_url. */
+function toolBody(tool: KindTool<JobKind>): Record<string, unknown> {
+  const { properties } = tool.body as { properties: Record<string, unknown> };
+  return { ...tool.body, properties: { ...properties, webhook_url: webhookUrl } };
+}
+
+/**
+ * POST /api/v1/estimate's body: the union of the submissions' bodies, as the gateway tells them
+ * apart (gateway/estimate.ts): `{model, input}` for every kind (told apart by `model`), or a tool
+ * endpoint's body without `input`, told apart by the tools' markers in the order the gateway asks
+ * them (a body with an earlier tool's marker is that tool's). So each body the gateway takes matches
+ * exactly one branch, and `{}` none.
+ */
+function estimateBody(): Record<string, unknown> {
+  const tools = toolsByMarker();
+  const toolBranches = tools.map((tool, i) => {
+    const { example: _example, ...body } = toolBody(tool);
+    return { ...body, not: { anyOf: [{ required: ['input'] }, ...tools.slice(0, i).map((earlier) => ({ required: [earlier.marker] }))] } };
+  });
+  return {
+    description: 'a body of POST /api/v1/generate (any model, lip-sync included), or of a tool endpoint (/tools/lipsync, /tools/upscale-image, /tools/upscale-video)',
+    oneOf: [{ title: 'EstimateUnified', ...unifiedBody(unifiedFirst) }, ...toolBranches],
+    example: { model: 'vendor-lipsync-2', input: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3' } },
+  };
+}
+
+const SUBMISSIONS: Record<string, string> = {
+  generate: '200',
+  ...Object.fromEntries(allKinds().flatMap((kind) => (kind.tool === undefined ? [] : [[kind.tool.operationId, String(kind.tool.status)]]))),
+};
 
 /**
  * Adds what @fastify/swagger cannot say from route schemas: each submission's success response
@@ -522,6 +394,32 @@ export function withSubmissionLinks<T extends object>(doc: T): T {
     }
   }
   return doc;
+}
+
+/**
+ * In a one-host set-up without TLS the upload endpoint hands out http:// links under this gateway's
+ * public address, which the API takes as inputs (its workers name the gateway in
+ * MEDIA_WORKER_PRIVATE_ORIGINS): the document's input URL patterns take them too. `uploadsBase`:
+ * where upload links start (`<results base>uploads/`), when this gateway serves uploads.
+ */
+export function withUploadLinks<T extends object>(doc: T, uploadsBase: string | undefined): T {
+  if (uploadsBase === undefined || uploadsBase.startsWith('https://')) return doc;
+  const uploads = `^${uploadsBase.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\S*$`;
+  const visit = (node: unknown, key: string | undefined): void => {
+    if (Array.isArray(node)) for (const item of node) visit(item, undefined);
+    if (typeof node !== 'object' || node === null) return;
+    const schema = node as Record<string, unknown>;
+    // Inputs only: a webhook goes to the customer's own https endpoint.
+    if (schema['pattern'] === HTTPS_URL_PATTERN && key !== 'webhook_url') {
+      schema['pattern'] = `${HTTPS_URL_PATTERN}|${uploads}`;
+      schema['description'] = `${String(schema['description'] ?? '')} (or a link POST /api/v1/uploads gave, http:// in this set-up)`;
+    }
+    for (const [childKey, child] of Object.entries(schema)) visit(child, childKey);
+  };
+  // A copy: the document shares its schema objects with the routes and the kinds' descriptors.
+  const copy = structuredClone(doc);
+  visit(copy, undefined);
+  return copy;
 }
 
 /** The webhook request a submission's `webhook_url` gets when its task finishes (Standard Webhooks v1). */

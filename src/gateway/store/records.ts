@@ -3,6 +3,7 @@
  * trusted.
  */
 import { z } from 'zod';
+import { JOB_KINDS, MEDIA_TYPES } from '../../jobs/index.js';
 
 export const accountRecordSchema = z.object({ id: z.string(), name: z.string(), createdAt: z.string() });
 export type AccountRecord = z.infer<typeof accountRecordSchema>;
@@ -13,7 +14,7 @@ export type KeyRecord = z.infer<typeof keyRecordSchema>;
 
 const credits = z.number().int().nonnegative();
 
-/** What the API answered at submission beyond the short task object (lip-sync duration, tool `input`). */
+/** What the API answered at submission beyond the short task object (a tool's echo: poll URL and duration, or `input`). */
 export const submissionExtrasSchema = z.object({
   duration: z.number().optional(),
   input: z.record(z.string(), z.unknown()).optional(),
@@ -57,7 +58,7 @@ export const ledgerEntrySchema = z.discriminatedUnion('type', [
     ...debitCount,
     at: z.string(),
     taskId: z.string(),
-    kind: z.enum(['image', 'video', 'lipsync', 'music']),
+    kind: z.enum(JOB_KINDS),
     job: jobMessageSchema,
     extras: submissionExtrasSchema,
   }),
@@ -69,9 +70,9 @@ export type DebitEntry = Extract<LedgerEntry, { type: 'debit' }>;
 export const taskRecordSchema = z.object({
   id: z.string(),
   accountId: z.string(),
-  /** The model submitted; a completed task reports the event's model (music: vendor/generate-music). */
+  /** The model submitted; a completed task reports the event's model (its kind's reportedModel). */
   model: z.string(),
-  kind: z.enum(['image', 'video', 'lipsync', 'music']),
+  kind: z.enum(JOB_KINDS),
   status: z.enum(['pending', 'completed', 'failed']),
   creditsUsed: credits,
   createdAt: z.string(),
@@ -79,7 +80,7 @@ export const taskRecordSchema = z.object({
   debitSeq: z.number().int().positive(),
   extras: submissionExtrasSchema,
   reportedModel: z.string().optional(),
-  mediaType: z.literal('music').optional(),
+  mediaType: z.literal(MEDIA_TYPES).optional(),
   result: z.unknown().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   creditsRefunded: credits.optional(),

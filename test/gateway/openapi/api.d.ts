@@ -37,23 +37,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/tools/lipsync": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Submit a lip-sync job (202; poll pollUrl) */
-        post: operations["lipsync"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v1/tools/upscale-image": {
         parameters: {
             query?: never;
@@ -82,6 +65,23 @@ export interface paths {
         put?: never;
         /** Submit a video upscale with duration detection */
         post: operations["upscaleVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tools/lipsync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Submit a lip-sync job (202; poll pollUrl) */
+        post: operations["lipsync"];
         delete?: never;
         options?: never;
         head?: never;
@@ -285,7 +285,7 @@ export interface components {
             input: {
                 /**
                  * Format: uri
-                 * @description public URL of a JPEG, PNG or WebP image
+                 * @description public URL of a JPEG, PNG or WebP image (or a link POST /api/v1/uploads gave, http:// in this set-up)
                  */
                 image_url: string;
                 /**
@@ -312,7 +312,7 @@ export interface components {
             input: {
                 /**
                  * Format: uri
-                 * @description public URL of an MP4, MOV or MKV video, at most 60 s
+                 * @description public URL of an MP4, MOV or MKV video, at most 60 s (or a link POST /api/v1/uploads gave, http:// in this set-up)
                  */
                 video_url: string;
                 /**
@@ -321,6 +321,44 @@ export interface components {
                  * @enum {string}
                  */
                 upscale_factor: "1" | "2" | "4";
+                /**
+                 * @description HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker's (docs/contract.md, "Video fidelity").
+                 * @enum {string}
+                 */
+                hdr?: "keep" | "sdr";
+            };
+            /**
+             * Format: uri
+             * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
+             */
+            webhook_url?: string;
+        };
+        /** EstimateLipsync */
+        EstimateLipsync: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            model: "vendor-lipsync-2" | "vendor-lipsync-2-pro" | "vendor-lipsync-3";
+            /** LipsyncInput */
+            input: {
+                /**
+                 * Format: uri
+                 * @description public URL of the video, at most 30 s (or a link POST /api/v1/uploads gave, http:// in this set-up)
+                 */
+                video_url: string;
+                /**
+                 * Format: uri
+                 * @description public URL of the audio (or a link POST /api/v1/uploads gave, http:// in this set-up)
+                 */
+                audio_url: string;
+                /**
+                 * @default cut_off
+                 * @enum {string}
+                 */
+                sync_mode: "cut_off" | "loop" | "bounce" | "silence" | "remap";
+                /** @default false */
+                active_speaker: boolean;
                 /**
                  * @description HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker's (docs/contract.md, "Video fidelity").
                  * @enum {string}
@@ -349,11 +387,81 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description a body of POST /api/v1/generate (any model), /tools/lipsync, /tools/upscale-image or /tools/upscale-video */
+        /** @description a body of POST /api/v1/generate (any model, lip-sync included), or of a tool endpoint (/tools/lipsync, /tools/upscale-image, /tools/upscale-video) */
         requestBody: {
             content: {
-                "application/json": {
-                    [key: string]: unknown;
+                "application/json": (components["schemas"]["GenerateMusic"] | components["schemas"]["GenerateImageUpscale"] | components["schemas"]["GenerateVideoUpscale"] | components["schemas"]["EstimateLipsync"]) | {
+                    /**
+                     * Format: uri
+                     * @description public URL of the video, at most 30 s (or a link POST /api/v1/uploads gave, http:// in this set-up)
+                     */
+                    video_url: string;
+                    /**
+                     * Format: uri
+                     * @description public URL of the audio (or a link POST /api/v1/uploads gave, http:// in this set-up)
+                     */
+                    audio_url: string;
+                    /**
+                     * @default cut_off
+                     * @enum {string}
+                     */
+                    sync_mode?: "cut_off" | "loop" | "bounce" | "silence" | "remap";
+                    /**
+                     * @default vendor-lipsync-2
+                     * @enum {string}
+                     */
+                    model?: "vendor-lipsync-2" | "vendor-lipsync-2-pro" | "vendor-lipsync-3";
+                    /** @default false */
+                    active_speaker?: boolean;
+                    /**
+                     * @description HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker's (docs/contract.md, "Video fidelity").
+                     * @enum {string}
+                     */
+                    hdr?: "keep" | "sdr";
+                    /**
+                     * Format: uri
+                     * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
+                     */
+                    webhook_url?: string;
+                } | {
+                    /**
+                     * Format: uri
+                     * @description public URL of a JPEG, PNG or WebP image (or a link POST /api/v1/uploads gave, http:// in this set-up)
+                     */
+                    image_url: string;
+                    /**
+                     * @description "1" enhances without enlarging
+                     * @default 2
+                     * @enum {string}
+                     */
+                    upscale_factor?: "1" | "2" | "4";
+                    /**
+                     * Format: uri
+                     * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
+                     */
+                    webhook_url?: string;
+                } | {
+                    /**
+                     * Format: uri
+                     * @description public URL of an MP4, MOV or MKV video, at most 60 s (or a link POST /api/v1/uploads gave, http:// in this set-up)
+                     */
+                    video_url: string;
+                    /**
+                     * @description "1" enhances without enlarging
+                     * @default 2
+                     * @enum {string}
+                     */
+                    upscale_factor?: "1" | "2" | "4";
+                    /**
+                     * @description HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker's (docs/contract.md, "Video fidelity").
+                     * @enum {string}
+                     */
+                    hdr?: "keep" | "sdr";
+                    /**
+                     * Format: uri
+                     * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
+                     */
+                    webhook_url?: string;
                 };
             };
         };
@@ -361,8 +469,6 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
-                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -387,7 +493,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -398,7 +504,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -479,7 +585,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -490,7 +596,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -542,10 +648,7 @@ export interface operations {
     generate: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
-                "idempotency-key"?: string;
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -558,8 +661,6 @@ export interface operations {
             /** @description Accepted and charged: poll the task (link GetTask) */
             200: {
                 headers: {
-                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
-                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -581,7 +682,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -592,7 +693,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -637,24 +738,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
             /** @description Error: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
@@ -691,7 +774,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -702,274 +785,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
-            429: {
-                headers: {
-                    /** @description seconds to wait */
-                    "retry-after"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
-            /** @description Error: INTERNAL_ERROR, SUBMIT_FAILED, LIPSYNC_SUBMIT_FAILED */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "INTERNAL_ERROR" | "SUBMIT_FAILED" | "LIPSYNC_SUBMIT_FAILED";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
-            /** @description Error: SERVICE_UNAVAILABLE, MODEL_UNAVAILABLE */
-            503: {
-                headers: {
-                    /** @description seconds to wait (no worker answered) */
-                    "retry-after"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "SERVICE_UNAVAILABLE" | "MODEL_UNAVAILABLE";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
-    };
-    lipsync: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
-                "idempotency-key"?: string;
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /**
-                     * Format: uri
-                     * @description public URL of the video, at most 30 s
-                     */
-                    video_url: string;
-                    /**
-                     * Format: uri
-                     * @description public URL of the audio
-                     */
-                    audio_url: string;
-                    /**
-                     * @default cut_off
-                     * @enum {string}
-                     */
-                    sync_mode?: "cut_off" | "loop" | "bounce" | "silence" | "remap";
-                    /**
-                     * @default vendor-lipsync-2
-                     * @enum {string}
-                     */
-                    model?: "vendor-lipsync-2" | "vendor-lipsync-2-pro" | "vendor-lipsync-3";
-                    /** @default false */
-                    active_speaker?: boolean;
-                    /**
-                     * @description HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker's (docs/contract.md, "Video fidelity").
-                     * @enum {string}
-                     */
-                    hdr?: "keep" | "sdr";
-                    /**
-                     * Format: uri
-                     * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
-                     */
-                    webhook_url?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Accepted and charged: poll the task (link GetTask) */
-            202: {
-                headers: {
-                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
-                    "idempotent-replayed"?: "true";
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** LipsyncSubmitted */
-                        data: {
-                            /** @example t_00mwuxbfpww8417u0zg9rb */
-                            id: string;
-                            model: string;
-                            /** @enum {string} */
-                            status: "pending";
-                            creditsUsed: number;
-                            creditsRemaining: number;
-                            /** Format: date-time */
-                            createdAt: string;
-                            /** @example /api/v1/tasks/t_00mwuxbfpww8417u0zg9rb */
-                            pollUrl: string;
-                            /** @description measured video seconds */
-                            duration: number;
-                        };
-                    };
-                };
-            };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
-            /** @description Error: UNAUTHORIZED */
-            401: {
-                headers: {
-                    /** @description Bearer realm="media-worker", with error="invalid_token" for an unknown or revoked key */
-                    "www-authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "UNAUTHORIZED";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
-            /** @description Error: INSUFFICIENT_CREDITS */
-            402: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "INSUFFICIENT_CREDITS";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
-            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
-            /** @description Error: PAYLOAD_TOO_LARGE */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "PAYLOAD_TOO_LARGE";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
-            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "UNSUPPORTED_MEDIA_TYPE";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1039,10 +855,7 @@ export interface operations {
     upscaleImage: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
-                "idempotency-key"?: string;
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -1051,7 +864,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uri
-                     * @description public URL of a JPEG, PNG or WebP image
+                     * @description public URL of a JPEG, PNG or WebP image (or a link POST /api/v1/uploads gave, http:// in this set-up)
                      */
                     image_url: string;
                     /**
@@ -1072,8 +885,6 @@ export interface operations {
             /** @description Accepted and charged: poll the task (link GetTask) */
             200: {
                 headers: {
-                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
-                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1124,7 +935,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1135,7 +946,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1180,24 +991,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
             /** @description Error: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
@@ -1234,7 +1027,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1245,7 +1038,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1315,10 +1108,7 @@ export interface operations {
     upscaleVideo: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
-                "idempotency-key"?: string;
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -1327,7 +1117,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: uri
-                     * @description public URL of an MP4, MOV or MKV video, at most 60 s
+                     * @description public URL of an MP4, MOV or MKV video, at most 60 s (or a link POST /api/v1/uploads gave, http:// in this set-up)
                      */
                     video_url: string;
                     /**
@@ -1353,8 +1143,6 @@ export interface operations {
             /** @description Accepted and charged: poll the task (link GetTask) */
             200: {
                 headers: {
-                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
-                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1389,7 +1177,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1400,7 +1188,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1445,8 +1233,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
-            409: {
+            /** @description Error: PAYLOAD_TOO_LARGE */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1456,7 +1244,233 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
+                            code: "PAYLOAD_TOO_LARGE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "UNSUPPORTED_MEDIA_TYPE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: INTERNAL_ERROR, SUBMIT_FAILED, LIPSYNC_SUBMIT_FAILED */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "INTERNAL_ERROR" | "SUBMIT_FAILED" | "LIPSYNC_SUBMIT_FAILED";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: SERVICE_UNAVAILABLE, MODEL_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait (no worker answered) */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "SERVICE_UNAVAILABLE" | "MODEL_UNAVAILABLE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    lipsync: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description public URL of the video, at most 30 s (or a link POST /api/v1/uploads gave, http:// in this set-up)
+                     */
+                    video_url: string;
+                    /**
+                     * Format: uri
+                     * @description public URL of the audio (or a link POST /api/v1/uploads gave, http:// in this set-up)
+                     */
+                    audio_url: string;
+                    /**
+                     * @default cut_off
+                     * @enum {string}
+                     */
+                    sync_mode?: "cut_off" | "loop" | "bounce" | "silence" | "remap";
+                    /**
+                     * @default vendor-lipsync-2
+                     * @enum {string}
+                     */
+                    model?: "vendor-lipsync-2" | "vendor-lipsync-2-pro" | "vendor-lipsync-3";
+                    /** @default false */
+                    active_speaker?: boolean;
+                    /**
+                     * @description HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker's (docs/contract.md, "Video fidelity").
+                     * @enum {string}
+                     */
+                    hdr?: "keep" | "sdr";
+                    /**
+                     * Format: uri
+                     * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
+                     */
+                    webhook_url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted and charged: poll the task (link GetTask) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** LipsyncSubmitted */
+                        data: {
+                            /** @example t_00mwuxbfpww8417u0zg9rb */
+                            id: string;
+                            model: string;
+                            /** @enum {string} */
+                            status: "pending";
+                            creditsUsed: number;
+                            creditsRemaining: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @example /api/v1/tasks/t_00mwuxbfpww8417u0zg9rb */
+                            pollUrl: string;
+                            /** @description measured video seconds */
+                            duration: number;
+                        };
+                    };
+                };
+            };
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description Bearer realm="media-worker", with error="invalid_token" for an unknown or revoked key */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "UNAUTHORIZED";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: INSUFFICIENT_CREDITS */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "INSUFFICIENT_CREDITS";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1499,7 +1513,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1510,7 +1524,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1591,8 +1605,6 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
-                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1767,10 +1779,7 @@ export interface operations {
     retryTaskWebhook: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
-                "idempotency-key"?: string;
-            };
+            header?: never;
             path: {
                 id: string;
             };
@@ -1781,8 +1790,6 @@ export interface operations {
             /** @description Queued: the webhook is sent again */
             202: {
                 headers: {
-                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
-                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1876,24 +1883,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
             /** @description Error: UNAUTHORIZED */
             401: {
                 headers: {
@@ -1932,7 +1921,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1943,7 +1932,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1962,24 +1951,6 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "URI_TOO_LONG";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2031,10 +2002,7 @@ export interface operations {
     cancelTask: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
-                "idempotency-key"?: string;
-            };
+            header?: never;
             path: {
                 id: string;
             };
@@ -2045,8 +2013,6 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
-                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2140,24 +2106,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
             /** @description Error: UNAUTHORIZED */
             401: {
                 headers: {
@@ -2196,7 +2144,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2207,7 +2155,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2226,24 +2174,6 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "URI_TOO_LONG";
-                            /** @example Expected … but received … */
-                            message: string;
-                        };
-                    };
-                };
-            };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: false;
-                        error: {
-                            /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2307,8 +2237,6 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
-                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2401,7 +2329,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2412,7 +2340,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2480,8 +2408,6 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
-                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2511,7 +2437,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2522,7 +2448,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2583,8 +2509,6 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
-                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
-                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2660,8 +2584,6 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
-                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
-                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2669,6 +2591,10 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: {
+                            /**
+                             * Format: uri
+                             * @description a signed, expiring link under this gateway's public address, to submit as an input URL (http:// in a one-host set-up without TLS: the input URL patterns of this document then take it)
+                             */
                             url: string;
                             format: string;
                             size: number;

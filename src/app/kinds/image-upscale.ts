@@ -1,0 +1,37 @@
+/** The image upscale's runtime half: src/upscale/'s image pipeline, the default networks, its disk need. */
+import path from 'node:path';
+import { IMAGE_MAX_OUTPUT_MEGAPIXELS } from '../../jobs/index.js';
+import { SR_FACTORS } from '../../inference/index.js';
+import { upscaleImageFile } from '../../upscale/index.js';
+import type { KindRuntime } from '../kind-runtime.js';
+import { srReadiness } from '../readiness-checks.js';
+
+export const imageUpscaleRuntime: KindRuntime<'image'> = {
+  async run(quoted, { dir, engine, opts, upscaleChoices }) {
+    const ext = quoted.probes.image.format === 'jpeg' ? 'jpg' : quoted.probes.image.format;
+    const outputPath = path.join(dir, `output.${ext}`);
+    const outcome = await upscaleImageFile(
+      {
+        inputPath: quoted.inputs.image.path,
+        outputPath,
+        factor: quoted.job.input.upscale_factor,
+        info: quoted.probes.image,
+        ...upscaleChoices,
+        onProgress: (done, total) => opts.onProgress?.({ stage: 'upscaling', done, total, unit: 'tiles' }),
+      },
+      engine.loadSrModel,
+    );
+    opts.logger.info({ srModel: outcome.model, tile: outcome.tile, width: outcome.width, height: outcome.height }, 'image upscaled');
+    const stored = await opts.store(outputPath, { taskId: opts.taskId, ext, kind: 'image' });
+    return { url: stored.url, type: 'image', width: outcome.width, height: outcome.height, format: outcome.format };
+  },
+  readiness: (ctx) => [srReadiness(ctx, 'image')],
+  diskNeed(config) {
+    const output = IMAGE_MAX_OUTPUT_MEGAPIXELS * 1_000_000 * 4;
+    return { temp: config.maxImageBytes + output, results: output };
+  },
+  warm(ctx) {
+    for (const f of SR_FACTORS) ctx.sr('image', f);
+  },
+  usesExecutionProvider: true,
+};

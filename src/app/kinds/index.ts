@@ -1,0 +1,31 @@
+/**
+ * The registry of the kinds' runtime halves: one line per kind, typed `{ [K in JobKind]: KindRuntime<K> }`
+ * so that a kind of the contract's registry without a runtime does not compile.
+ */
+import type { Config } from '../../config.js';
+import type { JobKind } from '../../jobs/index.js';
+import type { Logger } from '../../logger.js';
+import type { MusicBackend } from '../../music/index.js';
+import type { KindRuntime } from '../kind-runtime.js';
+import { imageUpscaleRuntime } from './image-upscale.js';
+import { lipsyncRuntime } from './lipsync.js';
+import { musicRuntime, openMusicBackends } from './music.js';
+import { videoUpscaleRuntime } from './video-upscale.js';
+
+export const RUNTIMES: { readonly [K in JobKind]: KindRuntime<K> } = {
+  image: imageUpscaleRuntime,
+  video: videoUpscaleRuntime,
+  lipsync: lipsyncRuntime,
+  music: musicRuntime,
+};
+
+/** What the kinds keep open between jobs (one line per kind that keeps anything), on the engine. */
+export interface KindStates {
+  /** The configured backends, in the operator's order (MEDIA_WORKER_MUSIC_BACKENDS). */
+  music: MusicBackend[];
+}
+
+/** Opens what the kinds keep open, once per process (createEngine). */
+export function openKindStates(config: Config, logger: Logger): KindStates {
+  return { music: openMusicBackends(config, logger) };
+}

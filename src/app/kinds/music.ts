@@ -1,0 +1,62 @@
+/**
+ * Music's runtime half: the configured backends (src/music/), ready when one says so (weights
+ * installed, server answering: asked again at every check, since a server can go away). It runs
+ * nothing on this host's execution provider, and a host with a backend configured serves one job
+ * at a time unless WORKER_CONCURRENCY says otherwise (its default leaves music off).
+ */
+import type { Config } from '../../config.js';
+import type { Logger } from '../../logger.js';
+import { createMusicBackends, generateMusicJob, musicReadiness, type MusicBackend } from '../../music/index.js';
+import type { KindRuntime } from '../kind-runtime.js';
+
+export const musicRuntime: KindRuntime<'music'> = {
+  async run(quoted, { dir, engine, opts, binaries }) {
+    const result = await generateMusicJob(quoted.job.input, {
+      taskId: opts.taskId,
+      dir,
+      backends: engine.kinds.music,
+      seconds: engine.config.musicSeconds,
+      signal: opts.signal ?? new AbortController().signal,
+      logger: opts.logger,
+      store: (localPath, meta) => opts.store(localPath, { taskId: opts.taskId, kind: 'music', ...meta }),
+      onProgress: (p) => opts.onProgress?.(p),
+      ...binaries,
+    });
+    opts.logger.info({ songs: result.songs.map((s) => ({ duration: s.duration, title: s.title })) }, 'music generated');
+    return result;
+  },
+  readiness: (ctx) => [
+    {
+      name: 'music-backend',
+      run: async () => {
+        const music = await musicReadiness(ctx.engine.kinds.music);
+        return music.ready ? null : (music.reason ?? 'no music backend is ready');
+      },
+    },
+  ],
+  diskNeed() {
+    const output = 64 * 1024 * 1024;
+    return { temp: output, results: output };
+  },
+  warm() {},
+  usesExecutionProvider: false,
+  release: (states) => Promise.all(states.music.map((backend) => backend.release?.())),
+  configuredSlots: (config) => ((config.musicBackends?.length ?? 0) > 0 ? 1 : 0),
+};
+
+/** The configured backends, with the fetch rules of the job inputs (a remote backend's files are fetched as inputs are). */
+export function openMusicBackends(config: Config, logger: Logger): MusicBackend[] {
+  return createMusicBackends(config, {
+    logger,
+    fetch: {
+      allowHttp: config.allowPrivateUrls,
+      allowPrivate: config.allowPrivateUrls,
+      privateUrlPrefixes: config.privateOrigins ?? [],
+      maxBytes: { image: config.maxImageBytes, audio: config.maxAudioBytes },
+      connectTimeoutMs: config.fetchConnectTimeoutMs,
+      idleTimeoutMs: config.fetchIdleTimeoutMs,
+      deadlineMs: config.fetchDeadlineMs,
+      minBytesPerSecond: config.fetchMinBytesPerSecond,
+    },
+  });
+}
