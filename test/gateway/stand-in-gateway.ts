@@ -41,6 +41,8 @@ export async function standInGateway(options: StandInOptions): Promise<GatewayAp
     accounts: {} as never,
     ledger: {} as never,
     tasks: {} as never,
+    // Without an Idempotency-Key header (these tests send none) a route never reaches the keys.
+    idempotency: {} as never,
     service: {
       submit: refused,
       estimate: async (_account: string, job: Job) => {

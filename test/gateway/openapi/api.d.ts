@@ -469,6 +469,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -493,7 +495,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -504,7 +506,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -585,7 +587,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -596,7 +598,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -648,7 +650,10 @@ export interface operations {
     generate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -661,6 +666,8 @@ export interface operations {
             /** @description Accepted and charged: poll the task (link GetTask) */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -682,7 +689,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -693,7 +700,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -738,6 +745,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
             /** @description Error: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
@@ -774,7 +799,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -785,7 +810,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -855,7 +880,10 @@ export interface operations {
     upscaleImage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -885,6 +913,8 @@ export interface operations {
             /** @description Accepted and charged: poll the task (link GetTask) */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -935,7 +965,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -946,7 +976,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -991,6 +1021,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
             /** @description Error: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
@@ -1027,7 +1075,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1038,7 +1086,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1108,7 +1156,10 @@ export interface operations {
     upscaleVideo: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1143,6 +1194,8 @@ export interface operations {
             /** @description Accepted and charged: poll the task (link GetTask) */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1177,7 +1230,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1188,7 +1241,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1233,6 +1286,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
             /** @description Error: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
@@ -1269,7 +1340,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1280,7 +1351,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1350,7 +1421,10 @@ export interface operations {
     lipsync: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
+                "idempotency-key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1396,6 +1470,8 @@ export interface operations {
             /** @description Accepted and charged: poll the task (link GetTask) */
             202: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1421,7 +1497,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1432,7 +1508,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1477,6 +1553,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
             /** @description Error: PAYLOAD_TOO_LARGE */
             413: {
                 headers: {
@@ -1513,7 +1607,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY */
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1524,7 +1618,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY";
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1605,6 +1699,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1779,7 +1875,10 @@ export interface operations {
     retryTaskWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -1790,6 +1889,8 @@ export interface operations {
             /** @description Queued: the webhook is sent again */
             202: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1883,6 +1984,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
             /** @description Error: UNAUTHORIZED */
             401: {
                 headers: {
@@ -1921,7 +2040,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE */
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1932,7 +2051,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE";
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1951,6 +2070,24 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "URI_TOO_LONG";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2002,7 +2139,10 @@ export interface operations {
     cancelTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional; a UUID v4 per operation, sent again unchanged on every retry of it. Within 24 h the same key with the same path and body answers the first 2xx again (header Idempotent-Replayed: true; charged once); with another body 422 IDEMPOTENCY_KEY_REUSED; while the first is still handled 409 IDEMPOTENCY_KEY_IN_USE (Retry-After). Keys are per account. */
+                "idempotency-key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2013,6 +2153,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2106,6 +2248,24 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
             /** @description Error: UNAUTHORIZED */
             401: {
                 headers: {
@@ -2144,7 +2304,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE */
+            /** @description Error: TASK_NOT_PENDING, WEBHOOK_NOT_RETRYABLE, IDEMPOTENCY_KEY_IN_USE */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2155,7 +2315,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE";
+                            code: "TASK_NOT_PENDING" | "WEBHOOK_NOT_RETRYABLE" | "IDEMPOTENCY_KEY_IN_USE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2174,6 +2334,24 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "URI_TOO_LONG";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: PROBE_FAILED, VIDEO_TOO_LONG, OUTPUT_TOO_LARGE, INPUT_TOO_LARGE, FETCH_FAILED, VIDEO_TOO_LARGE, FRAME_RATE_TOO_HIGH, AUDIO_TOO_LONG, JOB_TOO_COSTLY, IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "PROBE_FAILED" | "VIDEO_TOO_LONG" | "OUTPUT_TOO_LARGE" | "INPUT_TOO_LARGE" | "FETCH_FAILED" | "VIDEO_TOO_LARGE" | "FRAME_RATE_TOO_HIGH" | "AUDIO_TOO_LONG" | "JOB_TOO_COSTLY" | "IDEMPOTENCY_KEY_REUSED";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2237,6 +2415,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2329,7 +2509,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2340,7 +2520,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2408,6 +2588,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2437,7 +2619,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2448,7 +2630,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2509,6 +2691,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2584,6 +2768,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description present on the stored first answer to a request sent again with its Idempotency-Key */
+                    "idempotent-replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
