@@ -111,7 +111,7 @@ function storeAt(opts: LocalRunOptions): StoreFile {
  * `-o` names a file, or a directory to put the result in: an existing directory, or any path
  * written with a trailing separator (`-o results/`), which is created when missing.
  */
-async function outputPath(opts: LocalRunOptions, fileName: string): Promise<string> {
+export async function outputPath(opts: Pick<LocalRunOptions, 'output'>, fileName: string): Promise<string> {
   if (opts.output === undefined) return path.resolve(fileName);
   const namesDir = opts.output.endsWith('/') || opts.output.endsWith(path.sep);
   const isDir = namesDir || (await stat(opts.output).then((s) => s.isDirectory(), () => false));
@@ -119,7 +119,7 @@ async function outputPath(opts: LocalRunOptions, fileName: string): Promise<stri
 }
 
 /** rename, or copy then remove when the job directory is on another filesystem. */
-async function moveFile(from: string, to: string): Promise<void> {
+export async function moveFile(from: string, to: string): Promise<void> {
   try {
     await rename(from, to);
   } catch (err) {

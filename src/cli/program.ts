@@ -10,6 +10,7 @@ import { registerLipsync } from './commands/lipsync.js';
 import { registerModels } from './commands/models.js';
 import { registerProvision } from './commands/provision.js';
 import { registerMusic } from './commands/music.js';
+import { registerMusicVideo } from './commands/music-video.js';
 import { registerQuote } from './commands/quote.js';
 import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
@@ -29,6 +30,7 @@ registerProvision(program);
 registerUpscaleCommands(program);
 registerLipsync(program);
 registerMusic(program);
+registerMusicVideo(program);
 registerModels(program);
 registerConfig(program);
 
