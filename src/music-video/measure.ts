@@ -113,9 +113,18 @@ export interface AudioToMeasure {
 }
 
 /**
+ * The audio input as both the measure and the render read it: a packet the demuxer could only read
+ * part of (a file cut short of what its headers say) is dropped, not decoded, so a cut file is
+ * measured and rendered as the audio that is there, and decoding errors are left to mean damage.
+ */
+export function audioInputArgs(audio: Pick<AudioToMeasure, 'path' | 'container'>): string[] {
+  return ['-fflags', '+discardcorrupt', ...safeFileInputArgs(audio.path, audio.container)];
+}
+
+/**
  * ffmpeg's arguments: decode the first audio stream, stopping at the first decoding error
- * (`-xerror`), as one channel of 8-bit samples at `sampleRate` on stdout, so one byte is one
- * sample. Stops `DECODE_SLACK_SECONDS` past the limit.
+ * (`-xerror`: damaged bytes inside the stream), as one channel of 8-bit samples at `sampleRate`
+ * on stdout, so one byte is one sample. Stops `DECODE_SLACK_SECONDS` past the limit.
  */
 export function audioMeasureArgs(audio: AudioToMeasure, maxSeconds = MUSIC_VIDEO_MAX_AUDIO_SECONDS): string[] {
   if (!Number.isInteger(audio.sampleRate) || audio.sampleRate < 1) {
@@ -124,7 +133,7 @@ export function audioMeasureArgs(audio: AudioToMeasure, maxSeconds = MUSIC_VIDEO
   return [
     ...quietFfmpegArgs(),
     '-xerror',
-    ...safeFileInputArgs(audio.path, audio.container),
+    ...audioInputArgs(audio),
     '-map', '0:a:0', '-vn', '-sn', '-dn',
     '-t', String(maxSeconds + DECODE_SLACK_SECONDS),
     '-ac', '1', '-ar', String(audio.sampleRate), '-c:a', 'pcm_u8', '-f', 'u8', 'pipe:1',

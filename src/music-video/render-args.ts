@@ -7,10 +7,11 @@
  * showfreqs; its alpha plane (extractplanes) becomes the alpha of a plain white plate (alphamerge),
  * which is a plane copy where converting the drawn RGBA frame to YUVA costs more than drawing it.
  *
- * Length: the video has ceil(duration × 30) frames, so it ends within one frame after the audio;
- * the visualiser's audio is padded with silence so it never runs out before that frame.
+ * Length: the video has ceil(duration × 30) frames (trimmed in the graph), so it ends within one
+ * frame after the audio; the visualiser's audio is padded with silence so it never runs out first.
  */
-import { fileInput, quietFfmpegArgs, safeFileInputArgs, safeInputArgs, type ContainerKind } from '../media/index.js';
+import { fileInput, quietFfmpegArgs, safeInputArgs, type ContainerKind } from '../media/index.js';
+import { audioInputArgs } from './measure.js';
 import { MUSIC_VIDEO_FPS, type MusicVideoStyle } from './contract.js';
 import { LINE_HEIGHT_EM, type Box, type MusicVideoLayout } from './layout.js';
 
@@ -143,14 +144,16 @@ function visualiserChain(plan: RenderPlan, style: Exclude<MusicVideoStyle, 'stil
   ];
 }
 
-/** The whole filter graph; its video output is `[video]`. */
+/**
+ * The whole filter graph; its video output is `[video]`, cut at its last frame by `trim`: a video
+ * that ends in the graph lets ffmpeg finish the audio, where `-frames:v` made it drop the audio
+ * encoder's last packets (0.1 s short of the song).
+ */
 export function filterGraph(plan: RenderPlan): string {
   const chains = stillChain(plan);
-  if (plan.style === 'still') {
-    chains[chains.length - 1] = chains[chains.length - 1]!.replace(/\[still\]$/, '[video]');
-  } else {
-    chains.push(...visualiserChain(plan, plan.style));
-  }
+  if (plan.style !== 'still') chains.push(...visualiserChain(plan, plan.style));
+  const last = chains.length - 1;
+  chains[last] = chains[last]!.replace(/\[(still|video)\]$/, `,trim=end_frame=${frameCount(plan.durationSeconds)}[video]`);
   return chains.join(';');
 }
 
@@ -166,7 +169,8 @@ export function renderArgs(plan: RenderPlan): string[] {
   return [
     ...quietFfmpegArgs(),
     '-y',
-    ...safeFileInputArgs(plan.audio.path, plan.audio.container),
+    // The audio as the quote measured it (measure.ts): a cut-short last packet dropped there and here.
+    ...audioInputArgs(plan.audio),
     ...safeInputArgs({ demuxers: ['png_pipe'] }),
     '-f',
     'png_pipe',
@@ -178,8 +182,6 @@ export function renderArgs(plan: RenderPlan): string[] {
     '[video]',
     '-map',
     '0:a:0',
-    '-frames:v',
-    String(frameCount(plan.durationSeconds)),
     '-c:v',
     'libx264',
     '-preset',
