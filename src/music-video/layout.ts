@@ -29,10 +29,10 @@ export interface MusicVideoLayout {
 
 /** Fractions of the frame, by aspect ratio: cover side, cover top, title top, band top, band height. */
 const PROPORTIONS: Readonly<Record<MusicVideoAspectRatio, { cover: number; coverTop: number; titleTop: number; bandTop: number; bandHeight: number; fontSize: number }>> = {
-  // 1920x1080: a 580 px cover from 60 to 640, the title from 660, the band from 820 to 1020.
-  '16:9': { cover: 0.537, coverTop: 0.0556, titleTop: 0.6111, bandTop: 0.7593, bandHeight: 0.1852, fontSize: 0.0556 },
-  // 1080x1080: a 540 px cover from 60 to 600, the title from 620, the band from 820 to 1020.
-  '1:1': { cover: 0.5, coverTop: 0.0556, titleTop: 0.5741, bandTop: 0.7593, bandHeight: 0.1852, fontSize: 0.0519 },
+  // 1920x1080: a 580 px cover from 60 to 640, the title from 676, the band from 820 to 1020.
+  '16:9': { cover: 0.537, coverTop: 0.0556, titleTop: 0.625, bandTop: 0.7593, bandHeight: 0.1852, fontSize: 0.0556 },
+  // 1080x1080: a 540 px cover from 60 to 600, the title from 636, the band from 820 to 1020.
+  '1:1': { cover: 0.5, coverTop: 0.0556, titleTop: 0.5889, bandTop: 0.7593, bandHeight: 0.1852, fontSize: 0.0519 },
   // 1080x1920: a 900 px cover from 300 to 1200, the title from 1270, the band from 1460 to 1760.
   '9:16': { cover: 0.4688, coverTop: 0.1563, titleTop: 0.6615, bandTop: 0.7604, bandHeight: 0.1563, fontSize: 0.0313 },
 };

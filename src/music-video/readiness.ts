@@ -12,6 +12,7 @@ import { FONT_NEED, findFontFile } from './font.js';
 export const REQUIRED_FILTERS = [
   'showwaves', 'showfreqs', 'drawtext', 'scale', 'crop', 'boxblur', 'colorchannelmixer', 'overlay', 'loop',
   'settb', 'setpts', 'setsar', 'split', 'format', 'extractplanes', 'alphamerge', 'color', 'aresample', 'aformat', 'apad',
+  'trim', 'drawbox', 'volume',
 ] as const;
 export const REQUIRED_ENCODERS = ['libx264', 'aac', 'pcm_u8'] as const;
 /** The render's demuxers: the cover's, and every accepted audio container's. */

@@ -209,7 +209,7 @@ describe('render arguments', () => {
     const titled = filterGraph(plan({ title: { files: ['/job/title-0.txt', '/job/title-1.txt'], fontSize: 50, fontFile: '/fonts/Bold.ttf' } }));
     expect(titled.match(/drawtext=expansion=none/g)).toHaveLength(2);
     expect(titled).toContain('textfile=/job/title-1.txt:fontsize=50');
-    expect(titled).toContain('y=723');
+    expect(titled).toContain('y=739');
   });
 
   it('measures audio by decoding every sample, stopping at an error or a second past the limit', () => {
