@@ -7,7 +7,9 @@
  * `--cores` otherwise idle cores (audio seconds / (CPU seconds / cores)).
  *
  *   npm run bench:music-video -- [--seconds 30] [--styles waveform,spectrum,still] [--aspect-ratio 16:9] [--cores 2]
+ *       [--presets ultrafast,veryfast]
  *
+ * --presets: x264 presets to compare (default: each style's own, ENCODER_SETTINGS).
  * Prints a Markdown table (docs/benchmarks.md, "Music video").
  */
 import { execFile } from 'node:child_process';
@@ -26,15 +28,18 @@ import {
   type MusicVideoStyle,
 } from '../src/music-video/index.js';
 
-const USAGE = 'usage: npm run bench:music-video -- [--seconds 30] [--styles waveform,spectrum,still] [--aspect-ratio 16:9|1:1|9:16] [--cores 2]';
+const USAGE =
+  'usage: npm run bench:music-video -- [--seconds 30] [--styles waveform,spectrum,still] [--aspect-ratio 16:9|1:1|9:16] [--cores 2] [--presets ultrafast,veryfast]';
+const PRESETS = ['ultrafast', 'superfast', 'veryfast', 'faster', 'fast', 'medium'];
 
-function options(): { seconds: number; styles: MusicVideoStyle[]; aspect: MusicVideoAspectRatio; cores: number } {
+function options(): { seconds: number; styles: MusicVideoStyle[]; aspect: MusicVideoAspectRatio; cores: number; presets: (string | undefined)[] } {
   const { values } = parseArgs({
     options: {
       seconds: { type: 'string', default: '30' },
       styles: { type: 'string', default: MUSIC_VIDEO_STYLES.join(',') },
       'aspect-ratio': { type: 'string', default: '16:9' },
       cores: { type: 'string', default: String(os.availableParallelism()) },
+      presets: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -51,7 +56,9 @@ function options(): { seconds: number; styles: MusicVideoStyle[]; aspect: MusicV
   if (!(Number.isInteger(cores) && cores > 0)) throw new Error(`--cores must be a positive whole number, not ${values.cores}`);
   if (!styles.every((s) => MUSIC_VIDEO_STYLES.includes(s))) throw new Error(`--styles takes ${MUSIC_VIDEO_STYLES.join(', ')}, not ${values.styles}`);
   if (!MUSIC_VIDEO_ASPECT_RATIOS.includes(aspect)) throw new Error(`--aspect-ratio takes ${MUSIC_VIDEO_ASPECT_RATIOS.join(', ')}, not ${aspect}`);
-  return { seconds, styles, aspect, cores };
+  const presets = values.presets === undefined ? [undefined] : values.presets.split(',');
+  if (!presets.every((p) => p === undefined || PRESETS.includes(p))) throw new Error(`--presets takes ${PRESETS.join(', ')}, not ${values.presets}`);
+  return { seconds, styles, aspect, cores, presets };
 }
 
 const run = promisify(execFile);
@@ -68,6 +75,44 @@ async function makeInputs(dir: string, seconds: number): Promise<{ audio: string
   return { audio, cover };
 }
 
+interface RowInput {
+  audio: string;
+  cover: string;
+  seconds: number;
+  style: MusicVideoStyle;
+  preset: string | undefined;
+  aspect: MusicVideoAspectRatio;
+  cores: number;
+  work: string;
+}
+
+/** One render, measured: its table row. */
+async function renderRow(r: RowInput): Promise<string> {
+  const output = path.join(r.work, `${r.style}.mp4`);
+  const cpuBefore = cpuSeconds();
+  const start = performance.now();
+  await renderMusicVideo({
+    audio: { path: r.audio, container: 'mp3', sampleRate: 44_100 },
+    imagePath: r.cover,
+    durationSeconds: r.seconds,
+    style: r.style,
+    aspectRatio: r.aspect,
+    title: 'Benchmark Song',
+    workDir: r.work,
+    outputPath: output,
+    ...(r.preset === undefined ? {} : { encoder: { preset: r.preset } }),
+  });
+  const wall = (performance.now() - start) / 1000;
+  const cpu = cpuSeconds() - cpuBefore;
+  const bytes = (await stat(output)).size;
+  const e = { ...ENCODER_SETTINGS[r.style], ...(r.preset === undefined ? {} : { preset: r.preset }) };
+  const encoder = `x264 ${e.preset}${e.tune === undefined ? '' : ` tune ${e.tune}`} crf ${e.crf} g ${e.gop}`;
+  return (
+    `| ${r.style} | ${encoder} | ${wall.toFixed(2)} | ${(r.seconds / wall).toFixed(2)} | ${cpu.toFixed(2)} | ${(r.seconds / (cpu / r.cores)).toFixed(2)} | ` +
+    `${(bytes / 1e6).toFixed(1)} | ${((bytes * 8) / r.seconds / 1e6).toFixed(2)} |`
+  );
+}
+
 async function main(): Promise<void> {
   const opts = options();
   const work = await mkdtemp(path.join(os.tmpdir(), 'bench-music-video-'));
@@ -82,28 +127,7 @@ async function main(): Promise<void> {
     console.log('| style | encoder | wall s | ratio to real time | CPU s | CPU ratio | MB | Mbit/s |');
     console.log('|---|---|---|---|---|---|---|---|');
     for (const style of opts.styles) {
-      const output = path.join(work, `${style}.mp4`);
-      const cpuBefore = cpuSeconds();
-      const start = performance.now();
-      await renderMusicVideo({
-        audio: { path: audio, container: 'mp3', sampleRate: 44_100 },
-        imagePath: cover,
-        durationSeconds: seconds,
-        style,
-        aspectRatio: opts.aspect,
-        title: 'Benchmark Song',
-        workDir: work,
-        outputPath: output,
-      });
-      const wall = (performance.now() - start) / 1000;
-      const cpu = cpuSeconds() - cpuBefore;
-      const bytes = (await stat(output)).size;
-      const e = ENCODER_SETTINGS[style];
-      const encoder = `x264 ${e.preset}${e.tune === undefined ? '' : ` tune ${e.tune}`} crf ${e.crf} g ${e.gop}`;
-      console.log(
-        `| ${style} | ${encoder} | ${wall.toFixed(2)} | ${(seconds / wall).toFixed(2)} | ${cpu.toFixed(2)} | ${(seconds / (cpu / opts.cores)).toFixed(2)} | ` +
-          `${(bytes / 1e6).toFixed(1)} | ${((bytes * 8) / seconds / 1e6).toFixed(2)} |`,
-      );
+      for (const preset of opts.presets) console.log(await renderRow({ audio, cover, seconds, style, preset, aspect: opts.aspect, cores: opts.cores, work }));
     }
   } finally {
     await rm(work, { recursive: true, force: true });

@@ -57,6 +57,8 @@ export interface RenderPlan {
   title?: { files: readonly string[]; fontSize: number; fontFile: string };
   /** Metadata title of the MP4 (the job's title as given). */
   metadataTitle?: string;
+  /** Another encoder setting than the style's (the benchmark's comparison). */
+  encoder?: Partial<EncoderSettings>;
   outputPath: string;
 }
 
@@ -168,7 +170,7 @@ export function outputSampleRate(inputRate: number): number {
 
 /** ffmpeg's arguments: audio and cover in (whitelisted), the MP4 out, progress on stdout. */
 export function renderArgs(plan: RenderPlan): string[] {
-  const encoder = ENCODER_SETTINGS[plan.style];
+  const encoder = { ...ENCODER_SETTINGS[plan.style], ...plan.encoder };
   const rate = outputSampleRate(plan.audio.sampleRate);
   return [
     ...quietFfmpegArgs(),

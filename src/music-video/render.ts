@@ -15,7 +15,7 @@ import { prepareCover } from './cover.js';
 import { findFontFile, FONT_NEED } from './font.js';
 import { fitTitle, layoutFor } from './layout.js';
 import type { QuotedMusicVideo } from './measure.js';
-import { frameCount, renderArgs, type RenderPlan } from './render-args.js';
+import { frameCount, renderArgs, type EncoderSettings, type RenderPlan } from './render-args.js';
 
 export const RENDER_STAGE = 'rendering';
 
@@ -35,6 +35,8 @@ export interface RenderMusicVideoOptions {
   ffmpegPath?: string;
   /** The title's font; by default fontconfig's (font.ts). */
   fontFile?: string;
+  /** Another encoder setting than the style's (render-args.ts ENCODER_SETTINGS): for the benchmark's comparison. */
+  encoder?: Partial<EncoderSettings>;
   signal?: AbortSignal;
   timeoutMs?: number;
   onProgress?: (progress: JobProgress) => void;
@@ -90,7 +92,7 @@ export async function renderMusicVideo(opts: RenderMusicVideoOptions): Promise<R
     style: opts.style,
     layout,
     outputPath: opts.outputPath,
-    ...definedFields({ title, metadataTitle: opts.title }),
+    ...definedFields({ title, metadataTitle: opts.title, encoder: opts.encoder }),
   };
   const total = frameCount(opts.durationSeconds);
   await runRender(ffmpeg, renderArgs(plan), total, opts);
