@@ -3,7 +3,8 @@
  * and title fitting, the ffmpeg argument builders and the readiness listing parser.
  */
 import { describe, expect, it } from 'vitest';
-import { ERROR_STATUS, JobError, type ErrorCode } from '../../src/errors.js';
+import { ERROR_STATUS, type ErrorCode, type JobError } from '../../src/errors.js';
+import { failure } from '../media/helpers.js';
 import {
   MUSIC_VIDEO_ERROR_CODES,
   musicVideoInputSchema,
@@ -18,15 +19,8 @@ import { audioMeasureArgs } from '../../src/music-video/measure.js';
 const AUDIO = 'https://media.example/song.mp3';
 const IMAGE = 'https://media.example/cover.jpg';
 
-function rejection(fn: () => unknown): JobError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof JobError) return err;
-    throw err;
-  }
-  throw new Error('expected a JobError, but the value was accepted');
-}
+/** The JobError a synchronous call throws (media/helpers' `failure`, for a call that does not return a promise). */
+const rejection = (fn: () => unknown): Promise<JobError> => failure(Promise.resolve().then(fn));
 
 describe('parseMusicVideoInput', () => {
   it('fills the defaults and keeps a generated song\'s URLs as they are', () => {
@@ -63,15 +57,15 @@ describe('parseMusicVideoInput', () => {
     ['aspect_ratio as a number', { audio_url: AUDIO, image_url: IMAGE, aspect_ratio: 1 }, 'INVALID_ASPECT_RATIO'],
   ];
 
-  it.each(rejections)('%s -> %s', (_label, raw, code) => {
-    const err = rejection(() => parseMusicVideoInput(raw));
+  it.each(rejections)('%s -> %s', async (_label, raw, code) => {
+    const err = await rejection(() => parseMusicVideoInput(raw));
     expect(err.code).toBe(code);
     expect(err.status).toBe(400);
     expect(err.message).toMatch(/^Expected .+ to be .+ but received .+$/s);
   });
 
-  it('names the 80-character limit and the count', () => {
-    expect(rejection(() => parseMusicVideoInput({ audio_url: AUDIO, image_url: IMAGE, title: 'é'.repeat(81) })).message).toBe(
+  it('names the 80-character limit and the count', async () => {
+    expect((await rejection(() => parseMusicVideoInput({ audio_url: AUDIO, image_url: IMAGE, title: 'é'.repeat(81) }))).message).toBe(
       'Expected title to be at most 80 characters but received 81 characters',
     );
   });
@@ -109,11 +103,11 @@ describe('priceMusicVideo', () => {
     });
   });
 
-  it('refuses audio over 8 minutes with AUDIO_TOO_LONG and no duration with PROBE_FAILED', () => {
-    const long = rejection(() => priceMusicVideo(480.001));
+  it('refuses audio over 8 minutes with AUDIO_TOO_LONG and no duration with PROBE_FAILED', async () => {
+    const long = await rejection(() => priceMusicVideo(480.001));
     expect([long.code, long.status, long.message]).toEqual(['AUDIO_TOO_LONG', 422, 'Expected the audio duration to be at most 480 seconds (8 minutes) but received 480.001 seconds']);
-    expect(rejection(() => priceMusicVideo(0)).code).toBe('PROBE_FAILED');
-    expect(rejection(() => priceMusicVideo(Number.NaN)).code).toBe('PROBE_FAILED');
+    expect((await rejection(() => priceMusicVideo(0))).code).toBe('PROBE_FAILED');
+    expect((await rejection(() => priceMusicVideo(Number.NaN))).code).toBe('PROBE_FAILED');
   });
 });
 
