@@ -12,7 +12,9 @@ export const DEBIAN_FONT_FILE = '/usr/share/fonts/truetype/dejavu/DejaVuSans-Bol
 /** What readiness names when no font is found. */
 export const FONT_NEED = 'a TrueType font for the title (Debian: apt-get install fonts-dejavu-core fontconfig)';
 
+/** A readable file named as a font (drawtext would silently fall back to another for anything else). */
 async function readable(file: string): Promise<boolean> {
+  if (!/\.(ttf|otf|ttc)$/i.test(file)) return false;
   return access(file, constants.R_OK).then(
     () => true,
     () => false,
@@ -29,7 +31,7 @@ export async function findFontFile(explicit?: string): Promise<string | undefine
       () => '',
     );
     // fontconfig answers with its nearest font when the one asked for is missing: any scalable font will do.
-    if (/\.(ttf|otf|ttc)$/i.test(found) && (await readable(found))) return found;
+    if (await readable(found)) return found;
   }
   return (await readable(DEBIAN_FONT_FILE)) ? DEBIAN_FONT_FILE : undefined;
 }

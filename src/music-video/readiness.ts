@@ -4,10 +4,16 @@
  * a font for the title. No GPU and no network: any host with these can run the kind. What is
  * missing is named, one entry each, so an operator knows what to install.
  */
-import { errorMessage } from '../errors.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import { errorMessage, firstErrorLine } from '../errors.js';
 import { resolveFfmpeg, runProcess } from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
+import { MUSIC_VIDEO_STYLES } from './contract.js';
 import { FONT_NEED, findFontFile } from './font.js';
+import { renderMusicVideo } from './render.js';
 
 export const REQUIRED_FILTERS = [
   'showwaves', 'showfreqs', 'drawtext', 'scale', 'crop', 'boxblur', 'colorchannelmixer', 'overlay', 'loop',
@@ -28,6 +34,8 @@ export interface MusicVideoReadiness {
 
 export interface ReadinessOptions {
   ffmpegPath?: string;
+  /** Where the trial render's files go (removed after); default the system's. */
+  tmpDir?: string;
   /** An operator's font file; by default fontconfig's DejaVu Sans Bold. */
   fontFile?: string;
   signal?: AbortSignal;
@@ -74,5 +82,45 @@ export async function musicVideoReadiness(opts: ReadinessOptions = {}): Promise<
   }
   const fontFile = await findFontFile(opts.fontFile);
   if (fontFile === undefined) missing.push(opts.fontFile === undefined ? FONT_NEED : `the font file ${opts.fontFile} (not readable)`);
+  if (ffmpeg !== undefined && fontFile !== undefined && missing.length === 0) {
+    const failure = await trialRender(ffmpeg, fontFile, opts);
+    if (failure !== undefined) missing.push(`an ffmpeg that renders a music video (${failure})`);
+  }
   return { ready: missing.length === 0, missing, ...definedFields({ fontFile }) };
+}
+
+/**
+ * A fifth of a second of each style, titled, rendered for real: what the listings cannot say (an
+ * option a filter of an older ffmpeg lacks, a font drawtext cannot open) fails here. Undefined
+ * when every style rendered; else the first failure's first line.
+ */
+async function trialRender(ffmpeg: string, fontFile: string, opts: ReadinessOptions): Promise<string | undefined> {
+  const dir = await mkdtemp(path.join(opts.tmpDir ?? os.tmpdir(), 'music-video-readiness-'));
+  try {
+    const audio = path.join(dir, 'tone.wav');
+    await runProcess(ffmpeg, ['-hide_banner', '-nostdin', '-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=0.2', audio], { timeoutMs: 20_000 });
+    const image = path.join(dir, 'cover.png');
+    await sharp({ create: { width: 32, height: 16, channels: 3, background: '#4060a0' } }).png().toFile(image);
+    for (const style of MUSIC_VIDEO_STYLES) {
+      await renderMusicVideo({
+        audio: { path: audio, container: 'wav', sampleRate: 44_100 },
+        imagePath: image,
+        durationSeconds: 0.2,
+        style,
+        aspectRatio: '1:1',
+        title: 'Readiness',
+        workDir: dir,
+        outputPath: path.join(dir, `${style}.mp4`),
+        ffmpegPath: ffmpeg,
+        fontFile,
+        timeoutMs: 60_000,
+        ...definedFields({ signal: opts.signal }),
+      });
+    }
+    return undefined;
+  } catch (err) {
+    return firstErrorLine(err);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }

@@ -325,6 +325,15 @@ describe('readiness', () => {
     expect(lacking.missing[0]).toMatch(/^ffmpeg \(/);
     expect(lacking.missing[1]).toBe(`the font file ${file('no-font.ttf')} (not readable)`);
   });
+
+  it('an ffmpeg that lists every filter but cannot render (an option its filters lack) fails the trial render', async () => {
+    const fake = file('listing-ffmpeg');
+    await writeFile(fake, `#!/bin/sh\ncase "$2" in -filters|-encoders|-demuxers) exec ffmpeg "$@";; esac\necho "Option rate not found." >&2\nexit 1\n`, { mode: 0o755 });
+    const r = await musicVideoReadiness({ ffmpegPath: fake, tmpDir: dir });
+    expect(r.ready).toBe(false);
+    expect(r.missing).toEqual(['an ffmpeg that renders a music video (listing-ffmpeg exited with code 1)']);
+    expect((await readdir(dir)).filter((name) => name.startsWith('music-video-readiness-'))).toEqual([]);
+  });
 });
 
 describe('the music-video command', () => {
