@@ -10,7 +10,7 @@
  * Length: the video has ceil(duration × 30) frames (trimmed in the graph), so it ends within one
  * frame after the audio; the visualiser's audio is padded with silence so it never runs out first.
  */
-import { fileInput, quietFfmpegArgs, safeInputArgs, type ContainerKind } from '../media/index.js';
+import { allowedAudioSeconds, fileInput, quietFfmpegArgs, safeInputArgs, type ContainerKind } from '../media/index.js';
 import { audioInputArgs } from './measure.js';
 import { MUSIC_VIDEO_FPS, type MusicVideoStyle } from './contract.js';
 import { LINE_HEIGHT_EM, type Box, type MusicVideoLayout } from './layout.js';
@@ -175,7 +175,10 @@ export function renderArgs(plan: RenderPlan): string[] {
   return [
     ...quietFfmpegArgs(),
     '-y',
-    // The audio as the quote measured it (measure.ts): a cut-short last packet dropped there and here.
+    // The bill is what runs: no more audio is read than the quote measured (and a resampler's
+    // last block), whatever the file became since. Then the audio as the quote read it (measure.ts).
+    '-t',
+    allowedAudioSeconds(plan.durationSeconds).toFixed(3),
     ...audioInputArgs(plan.audio),
     ...safeInputArgs({ demuxers: ['png_pipe'] }),
     '-f',

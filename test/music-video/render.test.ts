@@ -295,6 +295,17 @@ describe('the render', () => {
     expect(streams.map((s) => s.codec_name)).toEqual(['h264', 'aac']);
   }, 120_000);
 
+  it('the bill is what runs: audio that grew after its quote is rendered only as long as quoted', async () => {
+    const wav = await makeWav('grows.wav', 2);
+    const quoted = await quote(wav, cover, { style: 'still' }, 'grows');
+    await copyFile(await makeWav('longer.wav', 6), wav);
+    const output = file('grows.mp4');
+    await renderMusicVideo({ ...renderInputs(quoted), workDir: path.join(dir, 'grows'), outputPath: output });
+    const { streams, format } = await probe(output);
+    expect(streams.find((s) => s.codec_type === 'video')?.nb_frames).toBe('60');
+    expect(Number(format.duration)).toBeLessThanOrEqual(2.1);
+  }, 120_000);
+
   it('stops on its signal: the promise rejects with the reason and ffmpeg is gone', async () => {
     const quoted = await quote(await makeWav('ten.wav', 10), cover, {}, 'abort');
     const abort = new AbortController();
