@@ -72,7 +72,7 @@ export default defineConfig(
             ['video', 'inference'],
             ['jobs'],
             ['protocol'],
-            ['upscale', 'lipsync', 'music', 'worker', 'gateway'],
+            ['upscale', 'lipsync', 'music', 'music-video', 'worker', 'gateway'],
             ['config.ts'],
             ['app'],
             ['cli'],

@@ -30,6 +30,10 @@ export const ERROR_STATUS = {
   INVALID_ACTIVE_SPEAKER: 400,
   INVALID_UPSCALE_FACTOR: 400,
   INVALID_URL: 400,
+  // vendor-music-video (docs/music-video.md)
+  INVALID_TITLE: 400,
+  INVALID_STYLE: 400,
+  INVALID_ASPECT_RATIO: 400,
   // Billing (402)
   INSUFFICIENT_CREDITS: 402,
   // Media checks (422)
@@ -48,6 +52,7 @@ export const ERROR_STATUS = {
   LIPSYNC_SUBMIT_FAILED: 500,
   LIPSYNC_FAILED: 500,
   UPSCALE_FAILED: 500,
+  MUSIC_VIDEO_FAILED: 500,
   INTERNAL_ERROR: 500,
   // The worker protocol (docs/protocol.md): what no live worker can run, a cancel, a job that waited too long
   MODEL_UNAVAILABLE: 503,

@@ -113,7 +113,7 @@ function storeAt(opts: LocalRunOptions): StoreFile {
 }
 
 /** rename, or copy then remove when the job directory is on another filesystem. */
-async function moveFile(from: string, to: string): Promise<void> {
+export async function moveFile(from: string, to: string): Promise<void> {
   try {
     await rename(from, to);
   } catch (err) {

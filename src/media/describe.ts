@@ -26,6 +26,7 @@ const FORMATS: Readonly<Record<SniffedFormat, FormatNames>> = {
   wav: { name: 'WAV', description: 'a WAV file' },
   aac: { name: 'AAC', description: 'an AAC (ADTS) file' },
   ogg: { name: 'OGG', description: 'an Ogg file' },
+  flac: { name: 'FLAC', description: 'a FLAC file' },
 };
 
 export function describeFormat(format: SniffedFormat | null): string {

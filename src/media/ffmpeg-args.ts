@@ -11,7 +11,7 @@ import { PACKET_ENTRIES } from './stream-measure.js';
 import type { ContainerKind } from './types.js';
 
 /** ffmpeg demuxer names (as matched by `-format_whitelist`) for the containers we accept. */
-export const MEDIA_DEMUXERS = ['mov', 'matroska', 'gif', 'mp3', 'wav', 'aac', 'ogg'] as const;
+export const MEDIA_DEMUXERS = ['mov', 'matroska', 'gif', 'mp3', 'wav', 'aac', 'ogg', 'flac'] as const;
 export type MediaDemuxer = (typeof MEDIA_DEMUXERS)[number];
 
 export const SAFE_PROTOCOLS = ['file', 'pipe'] as const;
@@ -28,6 +28,7 @@ const DEMUXER_BY_CONTAINER: Record<ContainerKind, MediaDemuxer> = {
   wav: 'wav',
   aac: 'aac',
   ogg: 'ogg',
+  flac: 'flac',
 };
 
 /** The demuxer that reads a container kind. */

@@ -239,6 +239,7 @@ export function sniffBuffer(buf: Buffer): SniffedFormat | null {
     return null;
   }
   if (riff === 'OggS' && buf[4] === 0) return 'ogg';
+  if (riff === 'fLaC') return 'flac';
 
   const iso = sniffIsoBmff(buf);
   if (iso !== undefined) return iso;
@@ -246,6 +247,8 @@ export function sniffBuffer(buf: Buffer): SniffedFormat | null {
   if (ebml !== undefined) return ebml;
 
   const tagEnd = id3TagEnd(buf);
+  // Some taggers put an ID3v2 tag before a FLAC stream too; ffmpeg's flac demuxer skips it.
+  if (tagEnd !== undefined && ascii(buf, tagEnd, tagEnd + 4) === 'fLaC') return 'flac';
   if (tagEnd !== undefined) return sniffAudioFrames(buf, tagEnd);
   return sniffAudioFrames(buf, 0);
 }

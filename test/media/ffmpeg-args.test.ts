@@ -21,7 +21,7 @@ import { makeClip, makeTempDir } from './helpers.js';
 
 describe('argument builders', () => {
   it('whitelists file and pipe protocols and the accepted demuxers by default', () => {
-    expect(safeInputArgs()).toEqual(['-protocol_whitelist', 'file,pipe', '-format_whitelist', 'mov,matroska,gif,mp3,wav,aac,ogg']);
+    expect(safeInputArgs()).toEqual(['-protocol_whitelist', 'file,pipe', '-format_whitelist', 'mov,matroska,gif,mp3,wav,aac,ogg,flac']);
     expect(MEDIA_DEMUXERS).not.toContain('hls');
     expect(MEDIA_DEMUXERS).not.toContain('concat');
   });

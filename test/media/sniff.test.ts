@@ -30,11 +30,13 @@ beforeAll(async () => {
     ['aac', makeTone(p('aac.aac'), ['-c:a', 'aac'])],
     ['ogg', makeTone(p('ogg.ogg'), ['-c:a', 'libopus'])],
     ['m4a', makeTone(p('m4a.m4a'), ['-c:a', 'aac'])],
+    ['flac', makeTone(p('flac.flac'), ['-c:a', 'flac'])],
   ];
   await Promise.all(jobs.map(([, job]) => job));
   const names: Record<SniffedFormat, string> = {
     jpeg: 'jpeg.bin', png: 'png.bin', webp: 'webp.bin', gif: 'gif.gif', mp4: 'mp4.mp4', mov: 'mov.mov', m4v: 'm4v.m4v',
     mkv: 'mkv.mkv', webm: 'webm.webm', mp3: 'mp3.mp3', wav: 'wav.wav', aac: 'aac.aac', ogg: 'ogg.ogg', m4a: 'm4a.m4a',
+    flac: 'flac.flac',
   };
   for (const [format] of jobs) files.set(format, p(names[format]));
 });
@@ -44,7 +46,7 @@ afterAll(async () => {
 });
 
 describe('sniffFile on real files written by ffmpeg and sharp', () => {
-  const formats: SniffedFormat[] = ['jpeg', 'png', 'webp', 'gif', 'mp4', 'mov', 'm4v', 'mkv', 'webm', 'mp3', 'wav', 'aac', 'ogg', 'm4a'];
+  const formats: SniffedFormat[] = ['jpeg', 'png', 'webp', 'gif', 'mp4', 'mov', 'm4v', 'mkv', 'webm', 'mp3', 'wav', 'aac', 'ogg', 'm4a', 'flac'];
   it.each(formats)('recognises %s', async (format) => {
     const path = files.get(format);
     expect(path).toBeDefined();
@@ -127,6 +129,11 @@ describe('MP3 and AAC behind ID3 tags', () => {
     const bare = mp3.subarray(id3TagEnd(mp3) ?? 0);
     expect(bare[0]).toBe(0xff);
     expect(sniffBuffer(bare)).toBe('mp3');
+  });
+
+  it('finds a FLAC stream after an ID3 tag', async () => {
+    const flac = await readFile(files.get('flac') ?? '');
+    expect(sniffBuffer(Buffer.concat([id3(500), flac]))).toBe('flac');
   });
 
   it('finds AAC frames after an ID3 tag', async () => {
