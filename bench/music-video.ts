@@ -16,8 +16,10 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs, promisify } from 'node:util';
+import { promisify } from 'node:util';
 import { cpuSeconds } from './cpu-time.js';
+import { markdownTable } from './doc-block.js';
+import { benchCli, UsageError } from './harness.js';
 import {
   ENCODER_SETTINGS,
   MUSIC_VIDEO_ASPECT_RATIOS,
@@ -28,36 +30,32 @@ import {
   type MusicVideoStyle,
 } from '../src/music-video/index.js';
 
-const USAGE =
-  'usage: npm run bench:music-video -- [--seconds 30] [--styles waveform,spectrum,still] [--aspect-ratio 16:9|1:1|9:16] [--cores 2] [--presets ultrafast,veryfast]';
 const PRESETS = ['ultrafast', 'superfast', 'veryfast', 'faster', 'fast', 'medium'];
 
+const cli = benchCli({
+  name: 'music-video',
+  notes: 'Prints a Markdown table (docs/benchmarks.md, "Music video"). CPU ratio: audio seconds / (CPU seconds / --cores).',
+  options: {
+    seconds: { type: 'string', arg: 'S', help: 'length of the generated song, 1 to 480', default: '30' },
+    styles: { type: 'string', arg: 'LIST', help: 'styles to render', default: MUSIC_VIDEO_STYLES.join(',') },
+    'aspect-ratio': { type: 'string', arg: 'R', help: MUSIC_VIDEO_ASPECT_RATIOS.join(', '), default: '16:9' },
+    cores: { type: 'string', arg: 'N', help: 'cores the CPU ratio is for', default: String(os.availableParallelism()) },
+    presets: { type: 'string', arg: 'LIST', help: `x264 presets to compare (${PRESETS.join(', ')}; default: each style's own, ENCODER_SETTINGS)` },
+  },
+});
+
 function options(): { seconds: number; styles: MusicVideoStyle[]; aspect: MusicVideoAspectRatio; cores: number; presets: (string | undefined)[] } {
-  const { values } = parseArgs({
-    options: {
-      seconds: { type: 'string', default: '30' },
-      styles: { type: 'string', default: MUSIC_VIDEO_STYLES.join(',') },
-      'aspect-ratio': { type: 'string', default: '16:9' },
-      cores: { type: 'string', default: String(os.availableParallelism()) },
-      presets: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-  });
-  if (values.help === true) {
-    console.log(USAGE);
-    process.exit(0);
-  }
+  const values = cli.values;
   const seconds = Number(values.seconds);
   const cores = Number(values.cores);
   const styles = values.styles.split(',') as MusicVideoStyle[];
   const aspect = values['aspect-ratio'] as MusicVideoAspectRatio;
-  if (!(seconds > 0 && seconds <= 480)) throw new Error(`--seconds must be a number of seconds from 1 to 480, not ${values.seconds}`);
-  if (!(Number.isInteger(cores) && cores > 0)) throw new Error(`--cores must be a positive whole number, not ${values.cores}`);
-  if (!styles.every((s) => MUSIC_VIDEO_STYLES.includes(s))) throw new Error(`--styles takes ${MUSIC_VIDEO_STYLES.join(', ')}, not ${values.styles}`);
-  if (!MUSIC_VIDEO_ASPECT_RATIOS.includes(aspect)) throw new Error(`--aspect-ratio takes ${MUSIC_VIDEO_ASPECT_RATIOS.join(', ')}, not ${aspect}`);
+  if (!(seconds > 0 && seconds <= 480)) throw new UsageError(`--seconds must be a number of seconds from 1 to 480, not ${values.seconds}`);
+  if (!(Number.isInteger(cores) && cores > 0)) throw new UsageError(`--cores must be a positive whole number, not ${values.cores}`);
+  if (!styles.every((s) => MUSIC_VIDEO_STYLES.includes(s))) throw new UsageError(`--styles takes ${MUSIC_VIDEO_STYLES.join(', ')}, not ${values.styles}`);
+  if (!MUSIC_VIDEO_ASPECT_RATIOS.includes(aspect)) throw new UsageError(`--aspect-ratio takes ${MUSIC_VIDEO_ASPECT_RATIOS.join(', ')}, not ${aspect}`);
   const presets = values.presets === undefined ? [undefined] : values.presets.split(',');
-  if (!presets.every((p) => p === undefined || PRESETS.includes(p))) throw new Error(`--presets takes ${PRESETS.join(', ')}, not ${values.presets}`);
+  if (!presets.every((p) => p === undefined || PRESETS.includes(p))) throw new UsageError(`--presets takes ${PRESETS.join(', ')}, not ${values.presets}`);
   return { seconds, styles, aspect, cores, presets };
 }
 
@@ -87,7 +85,7 @@ interface RowInput {
 }
 
 /** One render, measured: its table row. */
-async function renderRow(r: RowInput): Promise<string> {
+async function renderRow(r: RowInput): Promise<string[]> {
   const output = path.join(r.work, `${r.style}.mp4`);
   const cpuBefore = cpuSeconds();
   const start = performance.now();
@@ -107,10 +105,7 @@ async function renderRow(r: RowInput): Promise<string> {
   const bytes = (await stat(output)).size;
   const e = { ...ENCODER_SETTINGS[r.style], ...(r.preset === undefined ? {} : { preset: r.preset }) };
   const encoder = `x264 ${e.preset}${e.tune === undefined ? '' : ` tune ${e.tune}`} crf ${e.crf} g ${e.gop}`;
-  return (
-    `| ${r.style} | ${encoder} | ${wall.toFixed(2)} | ${(r.seconds / wall).toFixed(2)} | ${cpu.toFixed(2)} | ${(r.seconds / (cpu / r.cores)).toFixed(2)} | ` +
-    `${(bytes / 1e6).toFixed(1)} | ${((bytes * 8) / r.seconds / 1e6).toFixed(2)} |`
-  );
+  return [r.style, encoder, wall.toFixed(2), (r.seconds / wall).toFixed(2), cpu.toFixed(2), (r.seconds / (cpu / r.cores)).toFixed(2), (bytes / 1e6).toFixed(1), ((bytes * 8) / r.seconds / 1e6).toFixed(2)];
 }
 
 async function main(): Promise<void> {
@@ -123,20 +118,16 @@ async function main(): Promise<void> {
     const decodeWall = (performance.now() - decodeStart) / 1000;
     console.log(`Machine: ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.availableParallelism()} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}; ffmpeg: ${(await run('ffmpeg', ['-version'])).stdout.split('\n')[0]}`);
     console.log(`Audio: ${seconds.toFixed(3)} s MP3 (decoded and counted in ${decodeWall.toFixed(2)} s); cover 1024x1024 JPEG; aspect ratio ${opts.aspect}; CPU ratio on ${opts.cores} cores`);
-    console.log('');
-    console.log('| style | encoder | wall s | ratio to real time | CPU s | CPU ratio | MB | Mbit/s |');
-    console.log('|---|---|---|---|---|---|---|---|');
+    const header = ['style', 'encoder', 'wall s', 'ratio to real time', 'CPU s', 'CPU ratio', 'MB', 'Mbit/s'];
+    const rows: string[][] = [];
     for (const style of opts.styles) {
-      for (const preset of opts.presets) console.log(await renderRow({ audio, cover, seconds, style, preset, aspect: opts.aspect, cores: opts.cores, work }));
+      for (const preset of opts.presets) rows.push(await renderRow({ audio, cover, seconds, style, preset, aspect: opts.aspect, cores: opts.cores, work }));
     }
+    console.log(`\n${markdownTable(header, rows)}`);
+    await cli.done({ tables: [{ header, rows }] });
   } finally {
     await rm(work, { recursive: true, force: true });
   }
 }
 
-try {
-  await main();
-} catch (err) {
-  console.error(`bench:music-video: ${err instanceof Error ? err.message : String(err)}`);
-  process.exitCode = 2;
-}
+await main();
