@@ -8,7 +8,7 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { PROVISION_HINT, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, streamProblems, type ProtocolSettings } from '../protocol/index.js';
+import { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, streamProblems, type ProtocolSettings } from '../protocol/index.js';
 import { cancelClient } from './cancel-client.js';
 import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, servedLinks, type GatewayApp } from './http/app.js';
@@ -58,7 +58,14 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     cancel: cancelClient(nc, CANCEL_TIMEOUT_MS),
     webhooks: store.webhooks,
   });
-  const consumerNames = { eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
+  const consumerNames = {
+    eventsStream: protocol.eventsStream,
+    claimsStream: protocol.claimsStream,
+    jobsStream: protocol.jobsStream,
+    advisoriesStream: protocol.advisoriesStream,
+    consumerPrefix: settings.consumerPrefix,
+    names: store.names,
+  };
   const consumers = await consumerProblems(jsm, consumerNames);
   if (consumers.length > 0) throw new Error(`The gateway's consumers are not as its settings expect (${consumers.join('; ')}): ${PROVISION_HINT}`);
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger, resultCheck(resultsBase(protocol.publicBaseUrl, protocol.resultsDir), security));
@@ -133,5 +140,5 @@ async function watchConnection(nc: NatsConnection, onChange: (connected: boolean
 }
 
 function workerStreamProblems(jsm: JetStreamManager, protocol: ProtocolSettings): Promise<string[]> {
-  return streamProblems(jsm, [jobsStreamConfig(protocol), eventsStreamConfig(protocol), claimsStreamConfig(protocol)]);
+  return streamProblems(jsm, [jobsStreamConfig(protocol), eventsStreamConfig(protocol), advisoriesStreamConfig(protocol), claimsStreamConfig(protocol)]);
 }

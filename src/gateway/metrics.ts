@@ -48,6 +48,12 @@ export class GatewayMetrics {
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
     registers: [this.registry],
   });
+  readonly exhaustedJobs = new Counter({
+    name: 'media_gateway_exhausted_jobs_total',
+    help: 'Max-deliveries advisories of the jobs stream handled, by outcome (failed: the task failed and was refunded here).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly outbox = new Counter({ name: 'media_gateway_outbox_debits_total', help: 'Debits the outbox consumer made sure of.', registers: [this.registry] });
 
   constructor() {

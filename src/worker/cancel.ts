@@ -13,8 +13,8 @@
  *     CANCELLED event itself;
  *   - the first claimer's event exists already: nothing changes.
  * The event says what is known of the task: a run in this process gives its delivery's attempt,
- * start and creation time (RunFacts); a queued job its creation time from the job message
- * (queued-job.ts); else the request's fields.
+ * start and creation time (RunFacts); else the request's fields. A queued job is not read: workers
+ * may not read the queue by sequence (docs/operations.md, "A worker host taken over").
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -31,7 +31,6 @@ import {
   type TerminalEvent,
 } from '../protocol/index.js';
 import type { EventPublisher } from './event-publisher.js';
-import type { QueuedJob } from './queued-job.js';
 import { sleep } from '../sleep.js';
 
 export interface CancelRuntime {
@@ -49,8 +48,6 @@ export interface CancelRuntime {
   siblingAnswerMs?: number;
   /** What a run of the task in this process knows of it, if one runs (RunningTasks.facts). */
   runHere?(taskId: string): RunFacts | undefined;
-  /** The task's job still in the jobs stream, if it can be found (queued-job.ts). */
-  queuedJob?(taskId: string, model: string | undefined): Promise<QueuedJob | null>;
 }
 
 /** What one delivery of a task knows of it, for the event of a cancel that ends it. */
@@ -149,28 +146,14 @@ function noAnswer(err: unknown): boolean {
  */
 async function cancelEvent(rt: CancelRuntime, request: CancelRequest): Promise<TerminalEvent> {
   const run = rt.runHere?.(request.id);
-  const requested = timestamp(request.createdAt);
-  // Only when neither a run nor the request says when the task was created: the lookup reads the queue.
-  const queued = run === undefined && requested === undefined ? await lookUpQueued(rt, request) : null;
   const now = new Date();
-  return failedEvent(request.id, run?.model ?? queued?.model ?? request.model, cancelledError(request.reason), request.credits ?? run?.credits ?? queued?.credits, {
-    createdAt: run?.createdAt ?? requested ?? queued?.createdAt ?? now,
+  return failedEvent(request.id, run?.model ?? request.model, cancelledError(request.reason), request.credits ?? run?.credits, {
+    createdAt: run?.createdAt ?? timestamp(request.createdAt) ?? now,
     startedAt: run?.startedAt ?? null,
     finishedAt: now,
     attempt: run?.attempt ?? 0,
     worker: rt.workerName,
   });
-}
-
-/** The queued job, or null when it cannot be read: the cancel goes ahead without it. */
-async function lookUpQueued(rt: CancelRuntime, request: CancelRequest): Promise<QueuedJob | null> {
-  if (rt.queuedJob === undefined) return null;
-  try {
-    return await rt.queuedJob(request.id, request.model);
-  } catch (err) {
-    rt.logger.warn({ err, taskId: request.id }, 'Could not look the cancelled job up in the jobs stream; its event says the cancel\'s time as createdAt');
-    return null;
-  }
 }
 
 function ended(rt: CancelRuntime, id: string, existing: TerminalEvent): CancelReply {

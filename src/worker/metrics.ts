@@ -74,11 +74,6 @@ export class WorkerMetrics {
     labelNames: ['status'] as const,
     registers: [this.registry],
   });
-  readonly advisories = new Counter({
-    name: 'media_worker_max_deliveries_advisories_total',
-    help: 'Max-deliveries advisories turned into failure events (or found already settled).',
-    registers: [this.registry],
-  });
   readonly quotes = new Counter({
     name: 'media_worker_quotes_total',
     help: 'Quote requests answered, by outcome (ok or the error code).',
