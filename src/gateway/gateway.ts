@@ -15,11 +15,12 @@ import { buildApp, servedLinks, type GatewayApp } from './http/app.js';
 import { PACKAGE_VERSION } from '../paths.js';
 import { successEnvelope } from './errors.js';
 import { taskView, withSignedLinks } from './views.js';
-import { startWebhookDeliveries } from './webhooks/queue.js';
+import { startWebhookDeliveries, webhookConsumerConfig } from './webhooks/queue.js';
+import { watchFleet } from './fleet-gauges.js';
 import { GatewayMetrics } from './metrics.js';
 import { startPendingSweeper } from './pending-sweeper.js';
 import { watchProgress } from './progress.js';
-import { quoteClient } from './quote-client.js';
+import { quoteClient, timedQuotes } from './quote-client.js';
 import { perGatewayCap, quoteGate } from './quote-gate.js';
 import { resultCheck, resultsBase } from './result-check.js';
 import { securityEvents } from './security-events.js';
@@ -51,7 +52,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     js,
     ledger: store.ledger,
     tasks: store.tasks,
-    quote: quoteClient(nc, { timeoutMs: settings.quoteTimeoutMs, inboxPrefix: protocol.natsInboxPrefix }),
+    quote: timedQuotes(quoteClient(nc, { timeoutMs: settings.quoteTimeoutMs, inboxPrefix: protocol.natsInboxPrefix }), metrics),
     quoteGate: quoteGate(perGatewayCap(settings.quotesPerAccount, settings.gatewayInstances)),
     metrics,
     security,
@@ -91,10 +92,14 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     { maxEntries: settings.viewCacheEntries, maxAgeMs: settings.viewMaxAgeMs },
   );
   const pendingSweeper = startPendingSweeper({ jsm, names: store.names, service, lifetimesMs: settings.pendingLifetimeMs, logger }, settings.pendingSweepIntervalMs);
+  const webhookDurable = webhookConsumerConfig(store.names, settings.consumerPrefix);
+  watchFleet(metrics, { jsm, jobsStream: protocol.jobsStream, webhooks: { stream: webhookDurable.stream, durable: webhookDurable.config.durable_name }, viewLive: () => view.live() });
   let stopping = false;
   let natsUp = true;
+  metrics.natsConnected.set(1);
   void watchConnection(nc, (up) => {
     natsUp = up;
+    metrics.natsConnected.set(up ? 1 : 0);
     logger.warn({ connected: up }, up ? 'NATS reconnected' : 'NATS connection lost; reconnecting');
   });
   const app = await buildApp({

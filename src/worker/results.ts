@@ -54,6 +54,14 @@ export interface StoredResult {
 export interface SweepReport {
   removed: number;
   kept: number;
+  /** Files that could not be checked or removed (logged): their lifetime may be over. */
+  errors: number;
+}
+
+/** What the worker's metrics hear of each sweep. */
+export interface SweepObserver {
+  swept(report: SweepReport): void;
+  failed(): void;
 }
 
 /** The relative location of a result; throws on a value that could leave the results directory. */
@@ -105,7 +113,7 @@ export class ResultStore {
 
   /** Deletes expired results (and empty task directories); never throws for one bad entry. */
   async sweep(now: Date = new Date()): Promise<SweepReport> {
-    const report: SweepReport = { removed: 0, kept: 0 };
+    const report: SweepReport = { removed: 0, kept: 0, errors: 0 };
     for (const kind of JOB_KINDS) {
       const lifetime = resultLifetimeMs(kind, this.settings.upscaleResultLifetimeDays);
       const kindDir = path.join(this.settings.resultsDir, kind);
@@ -128,6 +136,7 @@ export class ResultStore {
               report.kept += 1;
             }
           } catch (err) {
+            report.errors += 1;
             this.logger?.warn({ err, path: filePath }, 'Could not sweep a result file');
           }
         }
@@ -139,16 +148,20 @@ export class ResultStore {
   }
 
   /** Sweeps now and then every `intervalMs`; returns the function that stops it. */
-  startSweeper(intervalMs: number): () => void {
+  startSweeper(intervalMs: number, observer?: SweepObserver): () => void {
     let running = false;
     const run = (): void => {
       if (running) return;
       running = true;
       this.sweep()
         .then((r) => {
+          observer?.swept(r);
           if (r.removed > 0) this.logger?.info(r, 'Swept expired results');
         })
-        .catch((err: unknown) => this.logger?.error({ err }, 'Result sweep failed'))
+        .catch((err: unknown) => {
+          observer?.failed();
+          this.logger?.error({ err }, 'Result sweep failed');
+        })
         .finally(() => {
           running = false;
         });

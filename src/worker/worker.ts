@@ -126,8 +126,10 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
     parts.quoteService = await startQuoting(settings, deps, { nc, events, claim, running: runtime.running, availability, metrics, state: () => state });
     await startJobLoops(parts, settings, { js, availability, runtime });
 
+    metrics.natsConnected.set(1);
     void watchConnection(nc, (up) => {
       connected = up;
+      metrics.natsConnected.set(up ? 1 : 0);
       logger[up ? 'info' : 'warn'](up ? 'NATS connection restored' : 'NATS connection lost; reconnecting');
     });
 
@@ -261,7 +263,15 @@ async function startHousekeeping(
     timer.unref();
     timers.push(() => clearInterval(timer));
   }
-  timers.push(results.startSweeper(settings.sweepIntervalMs));
+  timers.push(
+    results.startSweeper(settings.sweepIntervalMs, {
+      swept(report) {
+        metrics.resultsSweepErrors.inc(report.errors);
+        if (report.errors === 0) metrics.resultsSweepLastSuccess.setToCurrentTime();
+      },
+      failed: () => metrics.resultsSweepErrors.inc(),
+    }),
+  );
 }
 
 /** The quote service (media.quote, cancellation, discovery), answering for this host. */

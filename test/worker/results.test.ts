@@ -85,14 +85,14 @@ describe('sweep', () => {
     const now = Date.now();
     const exists = (p: string) => fs.access(p).then(() => true, () => false);
 
-    expect(await store.sweep(new Date(now + 2 * DAY))).toEqual({ removed: 0, kept: 3 });
-    expect(await store.sweep(new Date(now + 3 * DAY + 1000))).toEqual({ removed: 1, kept: 2 });
+    expect(await store.sweep(new Date(now + 2 * DAY))).toEqual({ removed: 0, kept: 3, errors: 0 });
+    expect(await store.sweep(new Date(now + 3 * DAY + 1000))).toEqual({ removed: 1, kept: 2, errors: 0 });
     expect(await exists(stored.image.path)).toBe(false);
     expect(await exists(path.dirname(stored.image.path))).toBe(false);
-    expect(await store.sweep(new Date(now + 7 * DAY + 1000))).toEqual({ removed: 1, kept: 1 });
+    expect(await store.sweep(new Date(now + 7 * DAY + 1000))).toEqual({ removed: 1, kept: 1, errors: 0 });
     expect(await exists(stored.lipsync.path)).toBe(false);
     expect(await exists(stored.music.path)).toBe(true);
-    expect(await store.sweep(new Date(now + 14 * DAY + 1000))).toEqual({ removed: 1, kept: 0 });
+    expect(await store.sweep(new Date(now + 14 * DAY + 1000))).toEqual({ removed: 1, kept: 0, errors: 0 });
     expect(await exists(stored.music.path)).toBe(false);
   });
 
@@ -102,12 +102,12 @@ describe('sweep', () => {
     const partial = path.join(resultsDir, 'image', 't', 'output.png.partial-1-2');
     await fs.mkdir(path.dirname(partial), { recursive: true });
     await fs.writeFile(partial, 'x');
-    expect(await store.sweep(new Date(Date.now() + DAY / 2))).toEqual({ removed: 0, kept: 1 });
-    expect(await store.sweep(new Date(Date.now() + DAY + 1000))).toEqual({ removed: 1, kept: 0 });
+    expect(await store.sweep(new Date(Date.now() + DAY / 2))).toEqual({ removed: 0, kept: 1, errors: 0 });
+    expect(await store.sweep(new Date(Date.now() + DAY + 1000))).toEqual({ removed: 1, kept: 0, errors: 0 });
   });
 
   it('is a no-op on a missing results directory', async () => {
     const store = createResultStore({ resultsDir: path.join(dir, 'nothing-here'), upscaleResultLifetimeDays: 7 });
-    expect(await store.sweep()).toEqual({ removed: 0, kept: 0 });
+    expect(await store.sweep()).toEqual({ removed: 0, kept: 0, errors: 0 });
   });
 });
