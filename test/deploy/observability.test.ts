@@ -97,6 +97,8 @@ describe('the metric names of the rules and the dashboard', () => {
     expect(gateway).toMatch(/^media_gateway_nats_connected 1$/m);
     expect(worker).toMatch(/^media_worker_nats_connected 1$/m);
     expect(worker).toMatch(/^media_worker_results_sweep_last_success_timestamp_seconds [1-9]/m);
+    // Started as shipped, the gateway prints no deprecation (Fastify's FSTDEP023 did at every start).
+    expect(e2e.gateway.output()).not.toMatch(/FSTDEP|DeprecationWarning/);
   });
 
   it('say what the deployment does: a queued job, its age, the credits taken, the quote timed', async () => {
