@@ -8,9 +8,10 @@
  *   - another host claimed it (it is running there): `media.abort.<id>`, which every worker hears,
  *     stops that run, and that host publishes the CANCELLED event itself; the reply waits a moment
  *     for it;
- *   - another process of this host runs it (a host of several GPUs, a Deployment's pods): asked
- *     on `media.abort.<id>` with a reply subject, it stops the run, answers, and publishes the
- *     CANCELLED event itself;
+ *   - this process or another of this host runs it (a host of several GPUs, a Deployment's pods):
+ *     asked on `media.abort.<id>` with a reply subject, it stops the run, answers, removes what the
+ *     run stored, and publishes the CANCELLED event itself (job-runner.ts): no result is served
+ *     once the refund is final;
  *   - the first claimer's event exists already: nothing changes.
  * The event says what is known of the task: a run in this process gives its delivery's attempt,
  * start and creation time (RunFacts); else the request's fields. A queued job is not read: workers
@@ -48,6 +49,8 @@ export interface CancelRuntime {
   siblingAnswerMs?: number;
   /** What a run of the task in this process knows of it, if one runs (RunningTasks.facts). */
   runHere?(taskId: string): RunFacts | undefined;
+  /** Removes what a run stored for the task (ResultStore.discard), before a cancel settles it here. */
+  discardResults?(taskId: string): Promise<void>;
 }
 
 /** What one delivery of a task knows of it, for the event of a cancel that ends it. */
@@ -73,7 +76,7 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
   const settled = await rt.events.find(request.id, first);
   if (settled !== null) return ended(rt, request.id, settled);
   const abort = async (): Promise<void> => {
-    rt.nc.publish(abortSubject(request.id), JSON.stringify({ id: request.id }), { headers: protocolHeaders() });
+    rt.nc.publish(abortSubject(request.id), abortBody(request), { headers: protocolHeaders() });
     await rt.nc.flush();
   };
   if (first !== rt.hostId) {
@@ -84,12 +87,14 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
     rt.logger.info({ taskId: request.id, claimedBy: first }, 'Task running on another host told to stop; its event follows');
     return { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' };
   }
-  // Another process of this host (one per GPU, pods of one Deployment) may run it: stopped, it
-  // publishes the CANCELLED event with its run's attempt and start, which this one cannot know.
-  if (rt.runHere?.(request.id) === undefined && (await stoppedBySibling(rt, request.id))) {
+  // This process or another of this host (one per GPU, pods of one Deployment) may run it: stopped,
+  // the run removes what it stored, then publishes the CANCELLED event with its attempt and start,
+  // so that no result is served once the refund is final.
+  if (await stoppedBySibling(rt, request)) {
     const reply = await replyFromRunner(rt, request.id, first);
     if (reply !== null) return reply;
-    rt.logger.warn({ taskId: request.id }, 'Another process of this host stopped the task but published no event in time: settling it here');
+    rt.logger.warn({ taskId: request.id }, 'The process running the task stopped it but published no event in time: settling it here');
+    await rt.discardResults?.(request.id);
   }
   const event = await cancelEvent(rt, request);
   const result = await rt.events.publish(event);
@@ -122,13 +127,28 @@ async function replyFromRunner(rt: CancelRuntime, taskId: string, host: string):
  * answers (listenForAborts). True when one did within SIBLING_ANSWER_MS; a worker that predates
  * the answer is taken as not running it.
  */
-async function stoppedBySibling(rt: CancelRuntime, taskId: string): Promise<boolean> {
+async function stoppedBySibling(rt: CancelRuntime, request: CancelRequest): Promise<boolean> {
   try {
-    await rt.nc.request(abortSubject(taskId), JSON.stringify({ id: taskId }), { timeout: rt.siblingAnswerMs ?? SIBLING_ANSWER_MS, headers: protocolHeaders() });
+    await rt.nc.request(abortSubject(request.id), abortBody(request), { timeout: rt.siblingAnswerMs ?? SIBLING_ANSWER_MS, headers: protocolHeaders() });
     return true;
   } catch (err) {
     if (noAnswer(err)) return false;
     throw err;
+  }
+}
+
+/** `media.abort.<task id>`'s body: the task and the cancel's reason, which the running process's event says. */
+function abortBody(request: CancelRequest): string {
+  return JSON.stringify({ id: request.id, ...(request.reason === undefined ? {} : { reason: request.reason }) });
+}
+
+/** The reason an abort message carries, if it is one (bounded as a cancel request's). */
+function abortReason(data: string): string | undefined {
+  try {
+    const reason = (JSON.parse(data) as { reason?: unknown }).reason;
+    return typeof reason === 'string' && reason.length <= 500 ? reason : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -139,10 +159,11 @@ function noAnswer(err: unknown): boolean {
 }
 
 /**
- * The CANCELLED event, published by the first claimer before it stops any run (so that a run that
- * starts meanwhile finds it). A run here tells its attempt and start; else the task was never
- * delivered (attempt 0, startedAt null). The creation time is the job's where it is known (the run's,
- * the request's, the queued job's), else the cancel's: the first the protocol heard of the task.
+ * The CANCELLED event of a task no process of this host runs (or whose run published nothing in
+ * time), published before it tells other hosts to stop (so that a run that starts meanwhile finds
+ * it). A run here tells its attempt and start; else the task was never delivered (attempt 0,
+ * startedAt null). The creation time is the run's or the request's, else the cancel's: the first
+ * the protocol heard of the task.
  */
 async function cancelEvent(rt: CancelRuntime, request: CancelRequest): Promise<TerminalEvent> {
   const run = rt.runHere?.(request.id);
@@ -203,7 +224,7 @@ export function listenForAborts(nc: NatsConnection, running: RunningTasks, logge
     callback: (err, msg) => {
       if (err) return;
       const taskId = msg.subject.slice(ABORT_SUBJECT_PREFIX.length + 1);
-      const stopped = running.abort(taskId, cancelledError(undefined));
+      const stopped = running.abort(taskId, cancelledError(abortReason(msg.string())));
       if (stopped === 0) return;
       logger.info({ taskId, runs: stopped }, 'Stopping a cancelled task');
       // The cancelling process of this host waits for this: the event will come from here.

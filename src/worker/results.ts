@@ -64,10 +64,15 @@ export interface SweepObserver {
   failed(): void;
 }
 
+/** A task id that cannot leave the results directory, or a TypeError. */
+function checkTaskId(taskId: string): void {
+  if (!isTaskId(taskId)) throw new TypeError(`Expected taskId to be 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(taskId)}`);
+}
+
 /** The relative location of a result; throws on a value that could leave the results directory. */
 export function resultRelativePath(options: StoreOptions): string[] {
   const name = options.name ?? 'output';
-  if (!isTaskId(options.taskId)) throw new TypeError(`Expected taskId to be 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(options.taskId)}`);
+  checkTaskId(options.taskId);
   if (!(JOB_KINDS as readonly string[]).includes(options.kind)) throw new TypeError(`Expected kind to be one of ${JOB_KINDS.join(', ')} but received ${JSON.stringify(options.kind)}`);
   if (!EXT_PATTERN.test(options.ext)) throw new TypeError(`Expected ext to be 1 to 8 characters of a-z or 0-9 but received ${JSON.stringify(options.ext)}`);
   if (!NAME_PATTERN.test(name)) throw new TypeError(`Expected name to be 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(name)}`);
@@ -109,6 +114,15 @@ export class ResultStore {
       await fs.rm(partial, { force: true });
       throw err;
     }
+  }
+
+  /**
+   * Removes every result of a task (its folder under each kind): what a run stored before it was
+   * cancelled or failed must not stay served (a predictable path, maybe on an unsigned CDN).
+   */
+  async discard(taskId: string): Promise<void> {
+    checkTaskId(taskId);
+    await Promise.all(JOB_KINDS.map((kind) => fs.rm(path.join(this.settings.resultsDir, kind, taskId), { recursive: true, force: true })));
   }
 
   /** Deletes expired results (and empty task directories); never throws for one bad entry. */

@@ -121,9 +121,10 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       running: new RunningTasks(),
       hostId: settings.hostId,
       claim,
+      discardResults: (taskId) => results.discard(taskId),
     };
     parts.abortListener = listenForAborts(nc, runtime.running, logger.child({ component: 'cancel' }));
-    parts.quoteService = await startQuoting(settings, deps, { nc, events, claim, running: runtime.running, availability, metrics, state: () => state });
+    parts.quoteService = await startQuoting(settings, deps, { nc, events, claim, running: runtime.running, discardResults: runtime.discardResults, availability, metrics, state: () => state });
     await startJobLoops(parts, settings, { js, availability, runtime });
 
     metrics.natsConnected.set(1);
@@ -283,12 +284,13 @@ function startQuoting(
     events: EventPublisher;
     claim: (taskId: string) => Promise<string>;
     running: RunningTasks;
+    discardResults: (taskId: string) => Promise<void>;
     availability: Availability;
     metrics: WorkerMetrics;
     state: () => WorkerState;
   },
 ): Promise<QuoteService> {
-  const { nc, events, claim, running, availability, metrics, state } = uses;
+  const { nc, events, claim, running, discardResults, availability, metrics, state } = uses;
   const logger = deps.logger;
   const host: Omit<HostFacts, 'instance'> = { worker: settings.natsName, version: deps.version ?? '0.0.0', ...deps.host };
   const servesNow = (kind: JobKind): boolean => state() === 'running' && availability.isReady(kind);
@@ -309,6 +311,7 @@ function startQuoting(
           hostId: settings.hostId,
           claim,
           runHere: (taskId) => running.facts(taskId),
+          discardResults,
         },
         request,
       ),
