@@ -3,7 +3,8 @@
 # on the bare GPU machine: a copy of what the device tool sends (the tracked and untracked-not-ignored
 # files) plus the carried parts (.device/, from `npm run device:pack`), no node on PATH (only python3
 # and a few basic tools), an empty HOME, and no network (`unshare -n` where it is permitted; the
-# report says when it was not). The GPU steps report that there is no adapter; the rest really runs.
+# report says when it was not), and no Vulkan driver (the host's are hidden). The GPU steps report
+# that there is no adapter; the rest really runs.
 #
 #   npm run device:simulate [-- CHECK-ARGS...]      default CHECK-ARGS: --small
 #   DEVICE_PARTS=DIR          parts folder (default .device)
@@ -49,8 +50,12 @@ else
   network="not isolated: unshare -n is not permitted here ($(unshare -n true 2>&1 | head -n 1))"
 fi
 
-vulkan=()
-adapter="no adapter"
+# A bare machine has no Vulkan driver, whatever this one has installed (Mesa's lavapipe comes with
+# ffmpeg on Debian): the loader is pointed at an empty folder (VK_DRIVER_FILES since loader 1.3.207,
+# VK_ICD_FILENAMES before) and its implicit layers are off, so the GPU steps find no adapter.
+mkdir -p "$sim/no-vulkan-drivers"
+vulkan=(VK_DRIVER_FILES="$sim/no-vulkan-drivers" VK_ICD_FILENAMES="$sim/no-vulkan-drivers" VK_LOADER_LAYERS_DISABLE="~implicit~")
+adapter="no adapter (the host's Vulkan drivers hidden)"
 if [ -n "${DEVICE_SIM_MESA:-}" ]; then
   vulkan=(VK_DRIVER_FILES="$DEVICE_SIM_MESA/lvp_icd.json" LD_LIBRARY_PATH="$DEVICE_SIM_MESA/lib")
   adapter="Mesa lavapipe as a stand-in adapter"

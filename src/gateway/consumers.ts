@@ -1,5 +1,5 @@
 /**
- * The gateway's two durable consumers, shared by every gateway of a deployment (each message is
+ * The gateway's durable consumers, shared by every gateway of a deployment (each message is
  * handled by one of them):
  *
  * - `<prefix>-events` on the worker's events stream (`media.events.>`): settles each task from its
@@ -7,6 +7,8 @@
  *   (settle() is idempotent on the task id).
  * - `<prefix>-outbox` on the ledger: for every debit, makes sure its task exists and its job is
  *   published (service.ts explains why that repairs a crash between debit and publish).
+ * - `<prefix>-advisories` on the captured max-deliveries advisories of the jobs stream: fails and
+ *   refunds the task of a job whose deliveries ran out, and removes the job (exhausted-jobs.ts).
  *
  * A message is acked only after its effect is stored; a failure naks it for a retry.
  */
@@ -23,8 +25,9 @@ import {
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { configDifferences, messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX } from '../protocol/index.js';
+import { configDifferences, messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from '../protocol/index.js';
 import { eventOrigin } from './event-origin.js';
+import { settleExhaustedJob } from './exhausted-jobs.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { ResultCheck } from './result-check.js';
 import type { GatewayService } from './service.js';
@@ -46,13 +49,16 @@ export interface ConsumerLoops {
 
 export interface ConsumerNames {
   eventsStream: string;
+  /** The work queue and the stream capturing its max-deliveries advisories. */
+  jobsStream: string;
+  advisoriesStream: string;
   /** Where the claims are (protocol/claims.ts): an event settles only from its task's first claimer. */
   claimsStream: string;
   consumerPrefix: string;
   names: StoreNames;
 }
 
-/** The durables: these two and the webhooks' (webhooks/queue.ts); `media-worker provision` creates them, a gateway only checks and binds them. */
+/** The durables: these three and the webhooks' (webhooks/queue.ts); `media-worker provision` creates them, a gateway only checks and binds them. */
 export function durableConfigs(n: ConsumerNames): { stream: string; config: ConsumerConfig & { durable_name: string } }[] {
   const durable = (stream: string, name: string, filter: string, description: string) => ({
     stream,
@@ -68,6 +74,7 @@ export function durableConfigs(n: ConsumerNames): { stream: string; config: Cons
   return [
     durable(n.eventsStream, `${n.consumerPrefix}-events`, `${EVENTS_SUBJECT_PREFIX}.>`, 'media-worker gateway: settles tasks from terminal events'),
     durable(n.names.ledgerStream, `${n.consumerPrefix}-outbox`, n.names.ledgerFilter, 'media-worker gateway: task and job of every debit'),
+    durable(n.advisoriesStream, `${n.consumerPrefix}-advisories`, maxDeliveriesAdvisoryFilter(n.jobsStream), 'media-worker gateway: fails the tasks of jobs that exhausted their deliveries'),
     // The webhooks' deliveries have a loop of their own (webhooks/queue.ts).
     webhookConsumerConfig(n.names, n.consumerPrefix),
   ];
@@ -108,8 +115,10 @@ export async function startConsumers(
   const jsm = await js.jetstreamManager();
   const events = await js.consumers.get(n.eventsStream, `${n.consumerPrefix}-events`);
   const outbox = await js.consumers.get(n.names.ledgerStream, `${n.consumerPrefix}-outbox`);
+  const advisories = await js.consumers.get(n.advisoriesStream, `${n.consumerPrefix}-advisories`);
   const eventMsgs = await events.consume({ max_messages: 64 });
   const outboxMsgs = await outbox.consume({ max_messages: 64 });
+  const advisoryMsgs = await advisories.consume({ max_messages: 8 });
 
   const onEvent = async (msg: JsMsg): Promise<void> => {
     const parsed = terminalEventSchema.safeParse(messageJson(msg));
@@ -140,11 +149,17 @@ export async function startConsumers(
     metrics.outbox.inc();
   };
 
-  const loops = [loop(eventMsgs, onEvent, logger, 'events'), loop(outboxMsgs, onDebit, logger, 'outbox')];
+  const exhausted = { jsm, jobsStream: n.jobsStream, eventsStream: n.eventsStream, claimsStream: n.claimsStream, service, logger: logger.child({ component: 'advisories' }) };
+  const onAdvisory = async (msg: JsMsg): Promise<void> => {
+    metrics.exhaustedJobs.inc({ outcome: await settleExhaustedJob(exhausted, messageJson(msg)) });
+  };
+
+  const loops = [loop(eventMsgs, onEvent, logger, 'events'), loop(outboxMsgs, onDebit, logger, 'outbox'), loop(advisoryMsgs, onAdvisory, logger, 'advisories')];
   return {
     async stop() {
       await eventMsgs.close();
       await outboxMsgs.close();
+      await advisoryMsgs.close();
       await Promise.all(loops);
     },
   };

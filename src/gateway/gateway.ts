@@ -8,18 +8,19 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { PROVISION_HINT, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, streamProblems, type ProtocolSettings } from '../protocol/index.js';
+import { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, streamProblems, type ProtocolSettings } from '../protocol/index.js';
 import { cancelClient } from './cancel-client.js';
 import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, servedLinks, type GatewayApp } from './http/app.js';
 import { PACKAGE_VERSION } from '../paths.js';
 import { successEnvelope } from './errors.js';
 import { taskView, withSignedLinks } from './views.js';
-import { startWebhookDeliveries } from './webhooks/queue.js';
+import { startWebhookDeliveries, webhookConsumerConfig } from './webhooks/queue.js';
+import { watchFleet } from './fleet-gauges.js';
 import { GatewayMetrics } from './metrics.js';
 import { startPendingSweeper } from './pending-sweeper.js';
 import { watchProgress } from './progress.js';
-import { quoteClient } from './quote-client.js';
+import { quoteClient, timedQuotes } from './quote-client.js';
 import { perGatewayCap, quoteGate } from './quote-gate.js';
 import { resultCheck, resultsBase } from './result-check.js';
 import { securityEvents } from './security-events.js';
@@ -51,14 +52,21 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     js,
     ledger: store.ledger,
     tasks: store.tasks,
-    quote: quoteClient(nc, { timeoutMs: settings.quoteTimeoutMs, inboxPrefix: protocol.natsInboxPrefix }),
+    quote: timedQuotes(quoteClient(nc, { timeoutMs: settings.quoteTimeoutMs, inboxPrefix: protocol.natsInboxPrefix }), metrics),
     quoteGate: quoteGate(perGatewayCap(settings.quotesPerAccount, settings.gatewayInstances)),
     metrics,
     security,
     cancel: cancelClient(nc, CANCEL_TIMEOUT_MS),
     webhooks: store.webhooks,
   });
-  const consumerNames = { eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, consumerPrefix: settings.consumerPrefix, names: store.names };
+  const consumerNames = {
+    eventsStream: protocol.eventsStream,
+    claimsStream: protocol.claimsStream,
+    jobsStream: protocol.jobsStream,
+    advisoriesStream: protocol.advisoriesStream,
+    consumerPrefix: settings.consumerPrefix,
+    names: store.names,
+  };
   const consumers = await consumerProblems(jsm, consumerNames);
   if (consumers.length > 0) throw new Error(`The gateway's consumers are not as its settings expect (${consumers.join('; ')}): ${PROVISION_HINT}`);
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger, resultCheck(resultsBase(protocol.publicBaseUrl, protocol.resultsDir), security));
@@ -84,10 +92,14 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
     { maxEntries: settings.viewCacheEntries, maxAgeMs: settings.viewMaxAgeMs },
   );
   const pendingSweeper = startPendingSweeper({ jsm, names: store.names, service, lifetimesMs: settings.pendingLifetimeMs, logger }, settings.pendingSweepIntervalMs);
+  const webhookDurable = webhookConsumerConfig(store.names, settings.consumerPrefix);
+  watchFleet(metrics, { jsm, jobsStream: protocol.jobsStream, webhooks: { stream: webhookDurable.stream, durable: webhookDurable.config.durable_name }, viewLive: () => view.live() });
   let stopping = false;
   let natsUp = true;
+  metrics.natsConnected.set(1);
   void watchConnection(nc, (up) => {
     natsUp = up;
+    metrics.natsConnected.set(up ? 1 : 0);
     logger.warn({ connected: up }, up ? 'NATS reconnected' : 'NATS connection lost; reconnecting');
   });
   const app = await buildApp({
@@ -134,5 +146,5 @@ async function watchConnection(nc: NatsConnection, onChange: (connected: boolean
 }
 
 function workerStreamProblems(jsm: JetStreamManager, protocol: ProtocolSettings): Promise<string[]> {
-  return streamProblems(jsm, [jobsStreamConfig(protocol), eventsStreamConfig(protocol), claimsStreamConfig(protocol)]);
+  return streamProblems(jsm, [jobsStreamConfig(protocol), eventsStreamConfig(protocol), advisoriesStreamConfig(protocol), claimsStreamConfig(protocol)]);
 }

@@ -22,6 +22,7 @@ import { z } from 'zod';
 import type { Job } from '../jobs/index.js';
 import { QUOTE_ABANDON_SUBJECT, QUOTE_HEADERS, QUOTE_SUBJECT } from '../protocol/index.js';
 import { ApiError } from './errors.js';
+import type { GatewayMetrics } from './metrics.js';
 
 /** The fields the gateway uses; the rest (what the worker measured) is kept for the quote check (quote-check.ts). */
 export const quoteSchema = z.looseObject({
@@ -95,6 +96,21 @@ export function quoteClient(nc: NatsConnection, options: QuoteClientOptions): Qu
         case 'aborted':
           throw ApiError.of('SERVICE_UNAVAILABLE', 'The client closed the request; its quote was abandoned and nothing was charged');
       }
+    }
+  };
+}
+
+/** The client, each quote timed in `media_gateway_quote_duration_seconds` by outcome (ok or the error code). */
+export function timedQuotes(client: QuoteClient, metrics: Pick<GatewayMetrics, 'quoteDuration'>): QuoteClient {
+  return async (job, request) => {
+    const end = metrics.quoteDuration.startTimer();
+    try {
+      const quote = await client(job, request);
+      end({ outcome: 'ok' });
+      return quote;
+    } catch (err) {
+      end({ outcome: err instanceof ApiError ? err.code : 'error' });
+      throw err;
     }
   };
 }

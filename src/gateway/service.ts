@@ -251,6 +251,7 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
       if (!debit.ok) {
         throw insufficient(quoted.creditsUsed, debit.balance, '');
       }
+      metrics.credits.inc({ direction: 'debited' }, debit.entry.amount);
       return accepted(accountId, debit.entry, debit.seq, log);
     },
 
@@ -280,7 +281,10 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
         } else {
           const code = event.error?.code ?? 'INTERNAL_ERROR';
           const wrote = await ledger.refundOnce(accountId, task.id, task.creditsUsed, task.debitSeq, code);
-          if (wrote) metrics.refunds.inc();
+          if (wrote) {
+            metrics.refunds.inc();
+            metrics.credits.inc({ direction: 'refunded' }, task.creditsUsed);
+          }
           log.info({ taskId: task.id, code, credits: task.creditsUsed, refundWritten: wrote }, 'Task failed; credits refunded');
           next = {
             ...task,
@@ -296,6 +300,7 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
         await deps.webhooks?.enqueue(next);
         try {
           await tasks.replace(current, next);
+          metrics.tasksSettled.inc({ kind: task.kind, status: next.status, code: next.error?.code ?? '' });
           return event.status;
         } catch (err) {
           if (!(err instanceof WriteConflict)) throw err;

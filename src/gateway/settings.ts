@@ -80,7 +80,7 @@ export const GATEWAY_SETTINGS = {
     env: 'GATEWAY_CONSUMER_PREFIX',
     schema: namePrefix,
     default: 'gateway',
-    doc: 'Durable consumers `<prefix>-events` (MEDIA_EVENTS) and `<prefix>-outbox` (the ledger); gateways of one deployment share them.',
+    doc: 'Durable consumers `<prefix>-events` (MEDIA_EVENTS), `<prefix>-outbox` (the ledger), `<prefix>-advisories` (MEDIA_JOBS_ADVISORIES) and `<prefix>-webhooks`; gateways of one deployment share them.',
   }),
   quoteTimeoutMs: setting({
     env: 'GATEWAY_QUOTE_TIMEOUT_MS',

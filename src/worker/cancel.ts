@@ -8,13 +8,14 @@
  *   - another host claimed it (it is running there): `media.abort.<id>`, which every worker hears,
  *     stops that run, and that host publishes the CANCELLED event itself; the reply waits a moment
  *     for it;
- *   - another process of this host runs it (a host of several GPUs, a Deployment's pods): asked
- *     on `media.abort.<id>` with a reply subject, it stops the run, answers, and publishes the
- *     CANCELLED event itself;
+ *   - this process or another of this host runs it (a host of several GPUs, a Deployment's pods):
+ *     asked on `media.abort.<id>` with a reply subject, it stops the run, answers, removes what the
+ *     run stored, and publishes the CANCELLED event itself (job-runner.ts): no result is served
+ *     once the refund is final;
  *   - the first claimer's event exists already: nothing changes.
  * The event says what is known of the task: a run in this process gives its delivery's attempt,
- * start and creation time (RunFacts); a queued job its creation time from the job message
- * (queued-job.ts); else the request's fields.
+ * start and creation time (RunFacts); else the request's fields. A queued job is not read: workers
+ * may not read the queue by sequence (docs/operations.md, "A worker host taken over").
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -31,7 +32,6 @@ import {
   type TerminalEvent,
 } from '../protocol/index.js';
 import type { EventPublisher } from './event-publisher.js';
-import type { QueuedJob } from './queued-job.js';
 import { sleep } from '../sleep.js';
 
 export interface CancelRuntime {
@@ -49,8 +49,8 @@ export interface CancelRuntime {
   siblingAnswerMs?: number;
   /** What a run of the task in this process knows of it, if one runs (RunningTasks.facts). */
   runHere?(taskId: string): RunFacts | undefined;
-  /** The task's job still in the jobs stream, if it can be found (queued-job.ts). */
-  queuedJob?(taskId: string, model: string | undefined): Promise<QueuedJob | null>;
+  /** Removes what a run stored for the task (ResultStore.discard), before a cancel settles it here. */
+  discardResults?(taskId: string): Promise<void>;
 }
 
 /** What one delivery of a task knows of it, for the event of a cancel that ends it. */
@@ -76,7 +76,7 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
   const settled = await rt.events.find(request.id, first);
   if (settled !== null) return ended(rt, request.id, settled);
   const abort = async (): Promise<void> => {
-    rt.nc.publish(abortSubject(request.id), JSON.stringify({ id: request.id }), { headers: protocolHeaders() });
+    rt.nc.publish(abortSubject(request.id), abortBody(request), { headers: protocolHeaders() });
     await rt.nc.flush();
   };
   if (first !== rt.hostId) {
@@ -87,12 +87,14 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
     rt.logger.info({ taskId: request.id, claimedBy: first }, 'Task running on another host told to stop; its event follows');
     return { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' };
   }
-  // Another process of this host (one per GPU, pods of one Deployment) may run it: stopped, it
-  // publishes the CANCELLED event with its run's attempt and start, which this one cannot know.
-  if (rt.runHere?.(request.id) === undefined && (await stoppedBySibling(rt, request.id))) {
+  // This process or another of this host (one per GPU, pods of one Deployment) may run it: stopped,
+  // the run removes what it stored, then publishes the CANCELLED event with its attempt and start,
+  // so that no result is served once the refund is final.
+  if (await stoppedBySibling(rt, request)) {
     const reply = await replyFromRunner(rt, request.id, first);
     if (reply !== null) return reply;
-    rt.logger.warn({ taskId: request.id }, 'Another process of this host stopped the task but published no event in time: settling it here');
+    rt.logger.warn({ taskId: request.id }, 'The process running the task stopped it but published no event in time: settling it here');
+    await rt.discardResults?.(request.id);
   }
   const event = await cancelEvent(rt, request);
   const result = await rt.events.publish(event);
@@ -125,13 +127,28 @@ async function replyFromRunner(rt: CancelRuntime, taskId: string, host: string):
  * answers (listenForAborts). True when one did within SIBLING_ANSWER_MS; a worker that predates
  * the answer is taken as not running it.
  */
-async function stoppedBySibling(rt: CancelRuntime, taskId: string): Promise<boolean> {
+async function stoppedBySibling(rt: CancelRuntime, request: CancelRequest): Promise<boolean> {
   try {
-    await rt.nc.request(abortSubject(taskId), JSON.stringify({ id: taskId }), { timeout: rt.siblingAnswerMs ?? SIBLING_ANSWER_MS, headers: protocolHeaders() });
+    await rt.nc.request(abortSubject(request.id), abortBody(request), { timeout: rt.siblingAnswerMs ?? SIBLING_ANSWER_MS, headers: protocolHeaders() });
     return true;
   } catch (err) {
     if (noAnswer(err)) return false;
     throw err;
+  }
+}
+
+/** `media.abort.<task id>`'s body: the task and the cancel's reason, which the running process's event says. */
+function abortBody(request: CancelRequest): string {
+  return JSON.stringify({ id: request.id, ...(request.reason === undefined ? {} : { reason: request.reason }) });
+}
+
+/** The reason an abort message carries, if it is one (bounded as a cancel request's). */
+function abortReason(data: string): string | undefined {
+  try {
+    const reason = (JSON.parse(data) as { reason?: unknown }).reason;
+    return typeof reason === 'string' && reason.length <= 500 ? reason : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -142,35 +159,22 @@ function noAnswer(err: unknown): boolean {
 }
 
 /**
- * The CANCELLED event, published by the first claimer before it stops any run (so that a run that
- * starts meanwhile finds it). A run here tells its attempt and start; else the task was never
- * delivered (attempt 0, startedAt null). The creation time is the job's where it is known (the run's,
- * the request's, the queued job's), else the cancel's: the first the protocol heard of the task.
+ * The CANCELLED event of a task no process of this host runs (or whose run published nothing in
+ * time), published before it tells other hosts to stop (so that a run that starts meanwhile finds
+ * it). A run here tells its attempt and start; else the task was never delivered (attempt 0,
+ * startedAt null). The creation time is the run's or the request's, else the cancel's: the first
+ * the protocol heard of the task.
  */
 async function cancelEvent(rt: CancelRuntime, request: CancelRequest): Promise<TerminalEvent> {
   const run = rt.runHere?.(request.id);
-  const requested = timestamp(request.createdAt);
-  // Only when neither a run nor the request says when the task was created: the lookup reads the queue.
-  const queued = run === undefined && requested === undefined ? await lookUpQueued(rt, request) : null;
   const now = new Date();
-  return failedEvent(request.id, run?.model ?? queued?.model ?? request.model, cancelledError(request.reason), request.credits ?? run?.credits ?? queued?.credits, {
-    createdAt: run?.createdAt ?? requested ?? queued?.createdAt ?? now,
+  return failedEvent(request.id, run?.model ?? request.model, cancelledError(request.reason), request.credits ?? run?.credits, {
+    createdAt: run?.createdAt ?? timestamp(request.createdAt) ?? now,
     startedAt: run?.startedAt ?? null,
     finishedAt: now,
     attempt: run?.attempt ?? 0,
     worker: rt.workerName,
   });
-}
-
-/** The queued job, or null when it cannot be read: the cancel goes ahead without it. */
-async function lookUpQueued(rt: CancelRuntime, request: CancelRequest): Promise<QueuedJob | null> {
-  if (rt.queuedJob === undefined) return null;
-  try {
-    return await rt.queuedJob(request.id, request.model);
-  } catch (err) {
-    rt.logger.warn({ err, taskId: request.id }, 'Could not look the cancelled job up in the jobs stream; its event says the cancel\'s time as createdAt');
-    return null;
-  }
 }
 
 function ended(rt: CancelRuntime, id: string, existing: TerminalEvent): CancelReply {
@@ -220,7 +224,7 @@ export function listenForAborts(nc: NatsConnection, running: RunningTasks, logge
     callback: (err, msg) => {
       if (err) return;
       const taskId = msg.subject.slice(ABORT_SUBJECT_PREFIX.length + 1);
-      const stopped = running.abort(taskId, cancelledError(undefined));
+      const stopped = running.abort(taskId, cancelledError(abortReason(msg.string())));
       if (stopped === 0) return;
       logger.info({ taskId, runs: stopped }, 'Stopping a cancelled task');
       // The cancelling process of this host waits for this: the event will come from here.

@@ -46,7 +46,7 @@ import {
   type TerminalEvent,
 } from '../protocol/index.js';
 import type { RunFacts, RunningTasks } from './cancel.js';
-import type { EventPublisher } from './event-publisher.js';
+import type { EventPublisher, PublishResult } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
 import { decideFailure } from './outcome.js';
 import { createProgressPublisher } from './progress.js';
@@ -58,6 +58,11 @@ import type { JobExecutor, JobOutput } from './types.js';
 
 /** How long an aborted executor may take to return before its slot is freed anyway. */
 const ABORTED_EXECUTOR_GRACE_MS = 10_000;
+/**
+ * How long a stopped run's failure event (a cancel's refund, say) waits for the executor to return
+ * and its results to be removed: within the 5 s a cancel waits for the running process's event.
+ */
+const STOPPED_EXECUTOR_WAIT_MS = 4_000;
 const ACK_TIMEOUT_MS = 5_000;
 
 export type RunnerSettings = Pick<
@@ -87,6 +92,8 @@ export interface Runtime {
   hostId: string;
   /** Records this host's claim of a task; returns the host that claimed it first (protocol/claims.ts). */
   claim(taskId: string): Promise<string>;
+  /** Removes what a run of the task stored (ResultStore.discard): a task that did not complete delivers nothing. */
+  discardResults(taskId: string): Promise<void>;
 }
 
 type Settlement = 'ack' | 'term';
@@ -232,7 +239,10 @@ async function decideTask(
     if (outcome.type === 'completed') {
       const expiresAt = new Date(startedAt.getTime() + resultLifetimeMs(kind, rt.settings.upscaleResultLifetimeDays));
       const event = completedEvent(taskId, job.model, outcome.output, timing(startedAt), expiresAt);
-      if (await publishAndSettle(rt, msg, event, 'ack', log)) {
+      const published = await publishAndSettle(rt, msg, event, 'ack', log);
+      // Another event of this host came first (a cancel settled it meanwhile): the result goes.
+      if (published === 'already-published') await discardUnlessCompleted(rt, taskId, log);
+      if (published !== null) {
         log.info({ creditsUsed: outcome.output.creditsUsed, seconds }, 'Job completed');
         rt.metrics.recordJob(kind, 'completed', seconds);
       } else {
@@ -240,6 +250,13 @@ async function decideTask(
       }
       return;
     }
+
+    // Not completed (failed, cancelled, past its deadline, handed back): what the run stored must go
+    // before its event settles the task (a refund final while the picture is still served is the
+    // customer's to keep), and again whenever an executor that ignored the stop returns later.
+    await run.settled(log, STOPPED_EXECUTOR_WAIT_MS);
+    await discardUnlessCompleted(rt, taskId, log);
+    void run.done.then(() => discardUnlessCompleted(rt, taskId, log));
 
     if (outcome.type === 'interrupted') {
       log.warn('Drain grace period over: handing the job back to another worker');
@@ -262,8 +279,21 @@ async function decideTask(
     rt.metrics.recordJob(kind, (await publishAndSettle(rt, msg, event, 'term', log)) ? 'failed' : 'unpublished', seconds);
   } finally {
     run.heartbeat.stop();
+    await run.settled(log, ABORTED_EXECUTOR_GRACE_MS);
     rt.metrics.inFlight.dec({ kind });
-    await run.settled(log);
+  }
+}
+
+/**
+ * Removes the task's results unless this host's event for it says completed (another process of
+ * this host, sharing RESULTS_DIR, may have completed it). Never throws: the sweeper is the backstop.
+ */
+async function discardUnlessCompleted(rt: Runtime, taskId: string, log: Logger): Promise<void> {
+  try {
+    const own = await rt.events.find(taskId, rt.hostId);
+    if (own?.status !== 'completed') await rt.discardResults(taskId);
+  } catch (err) {
+    log.warn({ err }, 'Could not remove the results of a task that did not complete');
   }
 }
 
@@ -297,8 +327,10 @@ type ExecutionOutcome =
 interface Execution {
   outcome: Promise<ExecutionOutcome>;
   heartbeat: Heartbeat;
-  /** Waits (bounded) for the executor to return, so a slot is not reused while it still holds the GPU. */
-  settled(log: Logger): Promise<void>;
+  /** Waits (up to `waitMs`) for the executor to return, so a slot is not reused while it still holds the GPU. */
+  settled(log: Logger, waitMs: number): Promise<void>;
+  /** Resolves when the executor has returned, however late. */
+  done: Promise<void>;
 }
 
 function runExecutor(
@@ -363,35 +395,34 @@ function runExecutor(
     progress.close();
   });
 
+  const done = execution.then(
+    () => undefined,
+    () => undefined,
+  );
   return {
     outcome,
     heartbeat,
-    async settled(log) {
+    done,
+    async settled(log, waitMs) {
       if (executorDone) return;
-      const settledInTime = await Promise.race([
-        execution.then(
-          () => true,
-          () => true,
-        ),
-        sleep(ABORTED_EXECUTOR_GRACE_MS).then(() => false),
-      ]);
-      if (!settledInTime) log.error({ graceMs: ABORTED_EXECUTOR_GRACE_MS }, 'Executor did not return after being aborted; freeing its slot anyway');
+      const settledInTime = await Promise.race([done.then(() => true), sleep(waitMs).then(() => false)]);
+      if (!settledInTime && waitMs >= ABORTED_EXECUTOR_GRACE_MS) log.error({ graceMs: waitMs }, 'Executor did not return after being aborted; freeing its slot anyway');
     },
   };
 }
 
 /**
- * Publishes the terminal event, then acks or terminates the job. Returns false when the event
- * could not be stored: the job is then neither acked nor terminated, and comes back after the ack
- * wait (heartbeats stop), which is safe.
+ * Publishes the terminal event, then acks or terminates the job; says whether this event or an
+ * earlier one of this host was stored. Null when the event could not be stored: the job is then
+ * neither acked nor terminated, and comes back after the ack wait (heartbeats stop), which is safe.
  */
-async function publishAndSettle(rt: Runtime, msg: JsMsg, event: TerminalEvent, settlement: Settlement, log: Logger): Promise<boolean> {
+async function publishAndSettle(rt: Runtime, msg: JsMsg, event: TerminalEvent, settlement: Settlement, log: Logger): Promise<PublishResult | null> {
   let result;
   try {
     result = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.publish(event));
   } catch (err) {
     log.error({ err, status: event.status }, 'Could not publish the terminal event; leaving the job to redelivery');
-    return false;
+    return null;
   }
   if (result === 'already-published') {
     log.warn({ status: event.status }, 'This task already had its terminal event (another delivery won); not publishing a second one');
@@ -400,7 +431,7 @@ async function publishAndSettle(rt: Runtime, msg: JsMsg, event: TerminalEvent, s
   }
   if (settlement === 'ack') await acknowledge(rt, msg, log);
   else await terminate(rt, msg);
-  return true;
+  return result;
 }
 
 /** Ack with the server's confirmation: a drain that follows must not overtake it. */

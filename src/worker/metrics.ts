@@ -74,9 +74,19 @@ export class WorkerMetrics {
     labelNames: ['status'] as const,
     registers: [this.registry],
   });
-  readonly advisories = new Counter({
-    name: 'media_worker_max_deliveries_advisories_total',
-    help: 'Max-deliveries advisories turned into failure events (or found already settled).',
+  readonly natsConnected = new Gauge({
+    name: 'media_worker_nats_connected',
+    help: '1 while the worker is connected to NATS, 0 while it reconnects.',
+    registers: [this.registry],
+  });
+  readonly resultsSweepLastSuccess = new Gauge({
+    name: 'media_worker_results_sweep_last_success_timestamp_seconds',
+    help: 'When the results sweeper last finished a pass with no file it could not check or remove (Unix seconds).',
+    registers: [this.registry],
+  });
+  readonly resultsSweepErrors = new Counter({
+    name: 'media_worker_results_sweep_errors_total',
+    help: 'Result files the sweeper could not check or remove, and sweeps that failed.',
     registers: [this.registry],
   });
   readonly quotes = new Counter({

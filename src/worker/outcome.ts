@@ -4,7 +4,6 @@
  * message text.
  */
 import { JobError } from '../errors.js';
-import { KIND_FAILURE_CODE, type JobKind } from '../jobs/index.js';
 
 export type Disposition =
   | { action: 'retry'; delayMs: number; error: JobError }
@@ -25,12 +24,6 @@ export function decideFailure(given: JobError, attempt: number, maxDeliver: numb
   // Still retryable: the event tells billing and clients it was transient, retried until the limit.
   const exhausted = new JobError(error.code, `${error.message} (gave up after ${attempt} attempts)`, { retryable: true, cause: error });
   return { action: 'fail', error: exhausted };
-}
-
-/** The failure of a job whose every delivery was lost (worker killed, heartbeats stopped). */
-export function deliveriesExhaustedError(kind: JobKind | undefined, deliveries: number): JobError {
-  const code = kind === undefined ? 'INTERNAL_ERROR' : KIND_FAILURE_CODE[kind];
-  return new JobError(code, `No worker finished the job in ${deliveries} deliveries`, { retryable: true });
 }
 
 /**

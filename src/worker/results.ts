@@ -54,12 +54,25 @@ export interface StoredResult {
 export interface SweepReport {
   removed: number;
   kept: number;
+  /** Files that could not be checked or removed (logged): their lifetime may be over. */
+  errors: number;
+}
+
+/** What the worker's metrics hear of each sweep. */
+export interface SweepObserver {
+  swept(report: SweepReport): void;
+  failed(): void;
+}
+
+/** A task id that cannot leave the results directory, or a TypeError. */
+function checkTaskId(taskId: string): void {
+  if (!isTaskId(taskId)) throw new TypeError(`Expected taskId to be 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(taskId)}`);
 }
 
 /** The relative location of a result; throws on a value that could leave the results directory. */
 export function resultRelativePath(options: StoreOptions): string[] {
   const name = options.name ?? 'output';
-  if (!isTaskId(options.taskId)) throw new TypeError(`Expected taskId to be 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(options.taskId)}`);
+  checkTaskId(options.taskId);
   if (!(JOB_KINDS as readonly string[]).includes(options.kind)) throw new TypeError(`Expected kind to be one of ${JOB_KINDS.join(', ')} but received ${JSON.stringify(options.kind)}`);
   if (!EXT_PATTERN.test(options.ext)) throw new TypeError(`Expected ext to be 1 to 8 characters of a-z or 0-9 but received ${JSON.stringify(options.ext)}`);
   if (!NAME_PATTERN.test(name)) throw new TypeError(`Expected name to be 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(name)}`);
@@ -103,9 +116,18 @@ export class ResultStore {
     }
   }
 
+  /**
+   * Removes every result of a task (its folder under each kind): what a run stored before it was
+   * cancelled or failed must not stay served (a predictable path, maybe on an unsigned CDN).
+   */
+  async discard(taskId: string): Promise<void> {
+    checkTaskId(taskId);
+    await Promise.all(JOB_KINDS.map((kind) => fs.rm(path.join(this.settings.resultsDir, kind, taskId), { recursive: true, force: true })));
+  }
+
   /** Deletes expired results (and empty task directories); never throws for one bad entry. */
   async sweep(now: Date = new Date()): Promise<SweepReport> {
-    const report: SweepReport = { removed: 0, kept: 0 };
+    const report: SweepReport = { removed: 0, kept: 0, errors: 0 };
     for (const kind of JOB_KINDS) {
       const lifetime = resultLifetimeMs(kind, this.settings.upscaleResultLifetimeDays);
       const kindDir = path.join(this.settings.resultsDir, kind);
@@ -128,6 +150,7 @@ export class ResultStore {
               report.kept += 1;
             }
           } catch (err) {
+            report.errors += 1;
             this.logger?.warn({ err, path: filePath }, 'Could not sweep a result file');
           }
         }
@@ -139,16 +162,20 @@ export class ResultStore {
   }
 
   /** Sweeps now and then every `intervalMs`; returns the function that stops it. */
-  startSweeper(intervalMs: number): () => void {
+  startSweeper(intervalMs: number, observer?: SweepObserver): () => void {
     let running = false;
     const run = (): void => {
       if (running) return;
       running = true;
       this.sweep()
         .then((r) => {
+          observer?.swept(r);
           if (r.removed > 0) this.logger?.info(r, 'Swept expired results');
         })
-        .catch((err: unknown) => this.logger?.error({ err }, 'Result sweep failed'))
+        .catch((err: unknown) => {
+          observer?.failed();
+          this.logger?.error({ err }, 'Result sweep failed');
+        })
         .finally(() => {
           running = false;
         });

@@ -60,7 +60,7 @@ export const WORKER_SETTINGS = {
     env: 'MEDIA_CONSUMER_PREFIX',
     schema: jetStreamName,
     default: 'media-worker',
-    doc: 'Durable consumer names are `<prefix>-<kind>` and `<prefix>-advisories`.',
+    doc: 'Durable consumer names are `<prefix>-<kind>` (the max-deliveries advisories have the gateway\'s durable, GATEWAY_CONSUMER_PREFIX).',
   }),
   hostId: setting({
     env: 'WORKER_HOST_ID',

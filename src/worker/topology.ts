@@ -28,13 +28,10 @@ import {
   eventsStreamConfig,
   jobFilter,
   jobsStreamConfig,
-  maxDeliveriesAdvisoryFilter,
   streamProblems,
   type DesiredStream,
 } from '../protocol/index.js';
 import type { WorkerSettings } from './settings.js';
-
-const ADVISORY_ACK_WAIT_MS = 30_000;
 
 type TopologySettings = Pick<
   WorkerSettings,
@@ -57,18 +54,6 @@ export function jobConsumerConfig(s: TopologySettings, kind: JobKind): DesiredCo
   };
 }
 
-export function advisoriesConsumerConfig(s: TopologySettings): DesiredConsumer {
-  return {
-    durable_name: advisoriesConsumerName(s.consumerPrefix),
-    description: 'media-worker max-deliveries advisories',
-    filter_subject: maxDeliveriesAdvisoryFilter(s.jobsStream),
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
-    ack_wait: nanos(ADVISORY_ACK_WAIT_MS),
-    max_deliver: -1,
-  };
-}
-
 export class TopologyError extends Error {
   constructor(message: string) {
     super(message);
@@ -78,7 +63,7 @@ export class TopologyError extends Error {
 
 /**
  * Streams first, then the consumers: one per kind (all kinds, so that jobs of a kind no host
- * serves yet are kept and counted by the consumer), and the advisories consumer.
+ * serves yet are kept and counted by the consumer) (the advisories stream's consumer is the gateway's: gateway/consumers.ts).
  */
 export async function ensureTopology(jsm: JetStreamManager, s: TopologySettings): Promise<void> {
   await ensureStream(jsm, jobsStreamConfig(s));
@@ -86,7 +71,9 @@ export async function ensureTopology(jsm: JetStreamManager, s: TopologySettings)
   await ensureStream(jsm, advisoriesStreamConfig(s));
   await ensureStream(jsm, claimsStreamConfig(s));
   for (const kind of JOB_KINDS) await ensureConsumer(jsm, s.jobsStream, jobConsumerConfig(s, kind));
-  await ensureConsumer(jsm, s.advisoriesStream, advisoriesConsumerConfig(s));
+  // Workers handled the advisories until their user lost the reads of the queue by sequence; the
+  // gateway's durable takes them now, and a work-queue stream allows one consumer per filter.
+  await jsm.consumers.delete(s.advisoriesStream, advisoriesConsumerName(s.consumerPrefix)).catch(notFound(JetStreamApiCodes.ConsumerNotFound));
 }
 
 /**
@@ -94,11 +81,8 @@ export async function ensureTopology(jsm: JetStreamManager, s: TopologySettings)
  * say, or it refuses to start with what is missing or differs and the command that fixes it.
  */
 export async function checkTopology(jsm: JetStreamManager, s: TopologySettings): Promise<void> {
-  const problems = await streamProblems(jsm, [jobsStreamConfig(s), eventsStreamConfig(s), advisoriesStreamConfig(s), claimsStreamConfig(s)]);
-  const consumers: [string, DesiredConsumer][] = [
-    ...JOB_KINDS.map((kind): [string, DesiredConsumer] => [s.jobsStream, jobConsumerConfig(s, kind)]),
-    [s.advisoriesStream, advisoriesConsumerConfig(s)],
-  ];
+  const problems = await streamProblems(jsm, [jobsStreamConfig(s), eventsStreamConfig(s), claimsStreamConfig(s)]);
+  const consumers = JOB_KINDS.map((kind): [string, DesiredConsumer] => [s.jobsStream, jobConsumerConfig(s, kind)]);
   if (problems.length === 0) {
     for (const [stream, desired] of consumers) {
       const existing = await jsm.consumers.info(stream, desired.durable_name).catch(notFound(JetStreamApiCodes.ConsumerNotFound));

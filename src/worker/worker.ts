@@ -3,18 +3,16 @@
  * slot) -> draining (no new pulls; running jobs finish within the grace period or are handed back)
  * -> stopped (connection drained), or failed when the connection closes for good (lifecycle.ts says
  * which state follows which event). SIGTERM handling belongs to the caller, which calls stop().
- * startWorker reads in that order: housekeeping, quoting, the job loops, the advisory loop; every
+ * startWorker reads in that order: housekeeping, quoting, the job loops; every
  * ending goes through tearDown().
  */
-import { jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { handleAdvisory, type AdvisoryRuntime } from './advisories.js';
 import { Availability, type KindChecks } from './availability.js';
 import { RunningTasks, cancelTask, listenForAborts } from './cancel.js';
-import { findQueuedJob } from './queued-job.js';
 import { capabilities, type HostFacts } from './discovery.js';
-import { CAPABILITIES_SUBJECT, claimTask, connectNats, advisoriesConsumerName, consumerName, whoCanRun } from '../protocol/index.js';
+import { CAPABILITIES_SUBJECT, claimTask, connectNats, consumerName, whoCanRun } from '../protocol/index.js';
 import { EventPublisher } from './event-publisher.js';
 import { startHealthServer, type HealthServer } from './health.js';
 import { handleJobMessage, type Runtime } from './job-runner.js';
@@ -123,14 +121,16 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       running: new RunningTasks(),
       hostId: settings.hostId,
       claim,
+      discardResults: (taskId) => results.discard(taskId),
     };
     parts.abortListener = listenForAborts(nc, runtime.running, logger.child({ component: 'cancel' }));
-    parts.quoteService = await startQuoting(settings, deps, { nc, jsm, events, claim, running: runtime.running, availability, metrics, state: () => state });
+    parts.quoteService = await startQuoting(settings, deps, { nc, events, claim, running: runtime.running, discardResults: runtime.discardResults, availability, metrics, state: () => state });
     await startJobLoops(parts, settings, { js, availability, runtime });
-    await startAdvisoryLoop(parts, settings, { js, jsm, events, claim, metrics });
 
+    metrics.natsConnected.set(1);
     void watchConnection(nc, (up) => {
       connected = up;
+      metrics.natsConnected.set(up ? 1 : 0);
       logger[up ? 'info' : 'warn'](up ? 'NATS connection restored' : 'NATS connection lost; reconnecting');
     });
 
@@ -264,7 +264,15 @@ async function startHousekeeping(
     timer.unref();
     timers.push(() => clearInterval(timer));
   }
-  timers.push(results.startSweeper(settings.sweepIntervalMs));
+  timers.push(
+    results.startSweeper(settings.sweepIntervalMs, {
+      swept(report) {
+        metrics.resultsSweepErrors.inc(report.errors);
+        if (report.errors === 0) metrics.resultsSweepLastSuccess.setToCurrentTime();
+      },
+      failed: () => metrics.resultsSweepErrors.inc(),
+    }),
+  );
 }
 
 /** The quote service (media.quote, cancellation, discovery), answering for this host. */
@@ -273,16 +281,16 @@ function startQuoting(
   deps: WorkerDeps,
   uses: {
     nc: NatsConnection;
-    jsm: JetStreamManager;
     events: EventPublisher;
     claim: (taskId: string) => Promise<string>;
     running: RunningTasks;
+    discardResults: (taskId: string) => Promise<void>;
     availability: Availability;
     metrics: WorkerMetrics;
     state: () => WorkerState;
   },
 ): Promise<QuoteService> {
-  const { nc, jsm, events, claim, running, availability, metrics, state } = uses;
+  const { nc, events, claim, running, discardResults, availability, metrics, state } = uses;
   const logger = deps.logger;
   const host: Omit<HostFacts, 'instance'> = { worker: settings.natsName, version: deps.version ?? '0.0.0', ...deps.host };
   const servesNow = (kind: JobKind): boolean => state() === 'running' && availability.isReady(kind);
@@ -303,7 +311,7 @@ function startQuoting(
           hostId: settings.hostId,
           claim,
           runHere: (taskId) => running.facts(taskId),
-          queuedJob: (taskId, model) => findQueuedJob({ jsm, jobsStream: settings.jobsStream }, taskId, model),
+          discardResults,
         },
         request,
       ),
@@ -357,39 +365,6 @@ async function startJobLoops(
       parts.loops.push(pullLoop({ consumer, expiresMs: settings.pullExpiresMs, pulling, stopSignal: stopPulling.signal, logger: slotLogger, nc, handle, ready, onUnready }));
     }
   }
-}
-
-/** The loop over the captured max-deliveries advisories: each becomes its task's failure event (advisories.ts). */
-async function startAdvisoryLoop(
-  parts: WorkerParts,
-  settings: WorkerSettings,
-  uses: { js: ReturnType<typeof jetstream>; jsm: JetStreamManager; events: EventPublisher; claim: (taskId: string) => Promise<string>; metrics: WorkerMetrics },
-): Promise<void> {
-  const { js, jsm, events, claim, metrics } = uses;
-  const { nc, logger, stopPulling } = parts;
-  const advisoryRuntime: AdvisoryRuntime = {
-    jsm,
-    events,
-    logger: logger.child({ component: 'advisories' }),
-    metrics,
-    jobsStream: settings.jobsStream,
-    consumerPrefix: settings.consumerPrefix,
-    workerName: settings.natsName,
-    hostId: settings.hostId,
-    claim,
-  };
-  const advisories = await js.consumers.get(settings.advisoriesStream, advisoriesConsumerName(settings.consumerPrefix));
-  parts.loops.push(
-    pullLoop({
-      consumer: advisories,
-      expiresMs: settings.pullExpiresMs,
-      pulling: () => !stopPulling.signal.aborted,
-      stopSignal: stopPulling.signal,
-      logger: advisoryRuntime.logger,
-      nc,
-      handle: (msg) => handleAdvisory(advisoryRuntime, msg),
-    }),
-  );
 }
 
 /**

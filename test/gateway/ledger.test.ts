@@ -19,7 +19,7 @@ import { gatewayService, type GatewayService } from '../../src/gateway/service.j
 import { openStore, type Store } from '../../src/gateway/store/index.js';
 import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
 import type { DebitEntry } from '../../src/gateway/store/records.js';
-import { eventsStreamConfig, jobsStreamConfig, parseProtocolSettings, type TerminalEvent } from '../../src/protocol/index.js';
+import { advisoriesStreamConfig, eventsStreamConfig, jobsStreamConfig, parseProtocolSettings, type TerminalEvent } from '../../src/protocol/index.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
 
@@ -38,6 +38,7 @@ beforeAll(async () => {
   jsm = await jetstreamManager(nc);
   await jsm.streams.add(jobsStreamConfig(protocol));
   await jsm.streams.add(eventsStreamConfig(protocol));
+  await jsm.streams.add(advisoriesStreamConfig(protocol));
   await ensureStoreStreams(jsm, 'GWTEST');
   store = await openStore(nc, 'GWTEST');
   const metrics = new GatewayMetrics();
@@ -177,7 +178,14 @@ describe('gateway ledger', () => {
     const debit = await store.ledger.debit(account.id, debitOf('crash-1', 15));
     expect(debit.ok).toBe(true);
     expect(await store.tasks.get(account.id, 'crash-1')).toBeNull();
-    const names = { eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, consumerPrefix: 'gwtest', names: store.names };
+    const names = {
+      eventsStream: protocol.eventsStream,
+      claimsStream: protocol.claimsStream,
+      jobsStream: protocol.jobsStream,
+      advisoriesStream: protocol.advisoriesStream,
+      consumerPrefix: 'gwtest',
+      names: store.names,
+    };
     await ensureConsumers(jsm, names);
     const metrics = new GatewayMetrics();
     const loops = await startConsumers(jetstream(nc), names, service, metrics, logger, resultCheck('https://results.test/', securityEvents(metrics, logger)));

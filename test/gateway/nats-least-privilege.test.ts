@@ -13,7 +13,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provisionFromEnv } from '../helpers/provision.js';
@@ -27,7 +27,7 @@ type Stream = (typeof STREAMS)[number];
 const CONSUMERS: Record<Stream, string[]> = {
   MEDIA_JOBS: ['media-worker-image', 'evil'],
   MEDIA_EVENTS: ['gateway-events', 'evil'],
-  MEDIA_JOBS_ADVISORIES: ['media-worker-advisories', 'evil'],
+  MEDIA_JOBS_ADVISORIES: ['gateway-advisories', 'evil'],
   MEDIA_CLAIMS: ['evil'],
   GATEWAY_ACCOUNTS: ['evil'],
   GATEWAY_LEDGER: ['gateway-outbox', 'evil'],
@@ -147,23 +147,26 @@ async function subscribable(nc: NatsConnection, subjects: readonly string[]): Pr
 const WORKER_JS = (): string[] => {
   return [
     '$JS.API.INFO',
-    ...['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'].map((s) => `$JS.API.STREAM.INFO.${s}`),
-    '$JS.API.STREAM.MSG.GET.MEDIA_JOBS',
-    '$JS.API.STREAM.MSG.DELETE.MEDIA_JOBS',
+    ...['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_CLAIMS'].map((s) => `$JS.API.STREAM.INFO.${s}`),
+    // No read or delete of MEDIA_JOBS by sequence (nor direct get): queued jobs reach a worker only by its consumers.
     '$JS.API.STREAM.MSG.GET.MEDIA_EVENTS',
     '$JS.API.STREAM.MSG.GET.MEDIA_CLAIMS',
-    ...['MEDIA_JOBS', 'MEDIA_JOBS_ADVISORIES'].flatMap((s) => CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`])),
+    ...CONSUMERS.MEDIA_JOBS.flatMap((c) => [`$JS.API.CONSUMER.INFO.MEDIA_JOBS.${c}`, `$JS.API.CONSUMER.MSG.NEXT.MEDIA_JOBS.${c}`]),
   ];
 };
 const GATEWAY_JS = [
   '$JS.API.INFO',
-  ...['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'GATEWAY_IDEMPOTENCY'].map((s) => `$JS.API.STREAM.INFO.${s}`),
+  ...['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'GATEWAY_IDEMPOTENCY'].map((s) => `$JS.API.STREAM.INFO.${s}`),
   '$JS.API.STREAM.MSG.GET.MEDIA_CLAIMS',
+  // Jobs whose deliveries ran out: read, settled and removed (src/gateway/exhausted-jobs.ts).
+  '$JS.API.STREAM.MSG.GET.MEDIA_JOBS',
+  '$JS.API.STREAM.MSG.DELETE.MEDIA_JOBS',
+  '$JS.API.STREAM.MSG.GET.MEDIA_EVENTS',
   '$JS.API.STREAM.MSG.GET.GATEWAY_ACCOUNTS',
   '$JS.API.STREAM.MSG.GET.GATEWAY_WEBHOOKS',
   '$JS.API.STREAM.MSG.GET.GATEWAY_IDEMPOTENCY',
   ...['GATEWAY_LEDGER', 'GATEWAY_TASKS'].flatMap((s) => [`$JS.API.STREAM.MSG.GET.${s}`, `$JS.API.DIRECT.GET.${s}`, `$JS.API.DIRECT.GET.${s}.x`]),
-  ...['MEDIA_EVENTS', 'GATEWAY_LEDGER', 'GATEWAY_WEBHOOKS'].flatMap((s) => CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`])),
+  ...['MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'GATEWAY_LEDGER', 'GATEWAY_WEBHOOKS'].flatMap((s) => CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`])),
   // The poll view's ordered consumers (src/gateway/view) pull from consumers they name themselves;
   // creating one is allowed only with its own filter, which the enumeration's `x` filter is not.
   ...['GATEWAY_ACCOUNTS', 'GATEWAY_TASKS'].flatMap((s) => CONSUMERS[s as Stream].map((c) => `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`)),
@@ -265,6 +268,25 @@ describe.each(servers)('a worker host attacking through stream configuration on 
       expect(after.sources ?? []).toEqual([]);
       expect(after).toEqual(before);
       expect((await ojsm.streams.names().next()).sort()).toEqual(['GATEWAY_ACCOUNTS', 'GATEWAY_IDEMPOTENCY', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'MEDIA_CLAIMS', 'MEDIA_EVENTS', 'MEDIA_JOBS', 'MEDIA_JOBS_ADVISORIES']);
+    } finally {
+      await worker.close();
+      await operator.close();
+    }
+  }, 30_000);
+
+  it('cannot read a queued job by its sequence (message get, direct get) nor delete it: the job stays queued', async () => {
+    const worker = await nats.connectAs('worker-host1');
+    const operator = await nats.connectAs('operator');
+    try {
+      const queued = await jetstream(operator).publish('media.jobs.image.vendor-image-upscale', JSON.stringify({ id: 't_queued', model: 'vendor-image-upscale', input: {} }), { msgID: 't_queued' });
+      const wjsm = await jetstreamManager(worker, { timeout: 2000 });
+      await expect(wjsm.streams.getMessage('MEDIA_JOBS', { seq: queued.seq })).rejects.toThrow(/permission|timeout/i);
+      await expect(wjsm.streams.getMessage('MEDIA_JOBS', { last_by_subj: 'media.jobs.image.vendor-image-upscale' })).rejects.toThrow(/permission|timeout/i);
+      await expect(wjsm.direct.getMessage('MEDIA_JOBS', { seq: queued.seq })).rejects.toThrow(/permission|timeout/i);
+      await expect(wjsm.streams.deleteMessage('MEDIA_JOBS', queued.seq)).rejects.toThrow(/permission|timeout/i);
+      const ojsm = await jetstreamManager(operator);
+      expect((await ojsm.streams.getMessage('MEDIA_JOBS', { seq: queued.seq }))?.json()).toMatchObject({ id: 't_queued' });
+      await ojsm.streams.deleteMessage('MEDIA_JOBS', queued.seq);
     } finally {
       await worker.close();
       await operator.close();

@@ -231,36 +231,6 @@ describe('exactly one event per task', () => {
     ).rejects.toThrow(/maximum messages per subject exceeded/);
     expect(await cp.eventsOf('race-1')).toEqual([event]);
   });
-
-  it('turns a job that exhausted its deliveries (max-deliveries advisory) into one failure event', async () => {
-    const settings = parseWorkerSettings({ ...FAST_SETTINGS, natsUrl: roles.url, ackWaitMs: 1000, heartbeatMs: 200, maxDeliver: 2 });
-    await ensureTopology(await jetstreamManager(cp.nc), settings);
-    await cp.publishJob('image', 'vendor-image-upscale', imageJob('lost-1', '', { credits: 40 }));
-    // A worker that takes the job and dies, twice: pull it and never answer.
-    const { jetstream } = await import('@nats-io/jetstream');
-    const consumer = await jetstream(cp.nc).consumers.get('MEDIA_JOBS', 'media-worker-image');
-    // Pulled until the server has delivered it twice (a pull may also see a delivery again under
-    // load, so the count, not the number of pulls, says when both deliveries happened).
-    let delivered = 0;
-    await waitFor('two deliveries', async () => {
-      const msg = await consumer.next({ expires: 1000 });
-      if (msg !== null) delivered = Math.max(delivered, msg.info.deliveryCount);
-      return delivered >= 2;
-    });
-    expect(delivered).toBe(2);
-    const w = await worker({ ackWaitMs: 1000, heartbeatMs: 200, maxDeliver: 2 });
-    const event = await eventOf('lost-1');
-    expect(event).toMatchObject({
-      status: 'failed',
-      refund: true,
-      creditsRefunded: 40,
-      attempt: 2,
-      startedAt: null,
-      error: { code: 'UPSCALE_FAILED', message: 'No worker finished the job in 2 deliveries' },
-    });
-    await waitFor('the exhausted job to be removed', async () => (await cp.jobsInQueue()) === 0);
-    expect(w.records).toHaveLength(0);
-  });
 });
 
 describe('malformed jobs', () => {

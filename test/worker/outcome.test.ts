@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { JobError, ProcessingError } from '../../src/errors.js';
 import { asJobError, deadlineError, pipelineFailure } from '../../src/jobs/index.js';
-import { decideFailure, outOfSpace, deliveriesExhaustedError } from '../../src/worker/outcome.js';
+import { decideFailure, outOfSpace } from '../../src/worker/outcome.js';
 
 const transient = new JobError('FETCH_FAILED', 'download timed out', { retryable: true });
 const permanent = new JobError('PROBE_FAILED', 'not a video');
@@ -68,8 +68,6 @@ describe('errors of the daemon', () => {
       message: 'Processing took longer than 4 minutes, the limit for lipsync jobs',
     });
     expect(deadlineError('image', 1000).message).toBe('Processing took longer than 1 seconds, the limit for image jobs');
-    expect(deliveriesExhaustedError('video', 5).toJSON()).toEqual({ code: 'UPSCALE_FAILED', status: 500, message: 'No worker finished the job in 5 deliveries' });
-    expect(deliveriesExhaustedError(undefined, 2).code).toBe('INTERNAL_ERROR');
   });
 });
 

@@ -15,6 +15,8 @@ afterEach(async () => {
   await fs.rm(dir, { recursive: true, force: true });
 });
 
+const exists = (p: string): Promise<boolean> => fs.access(p).then(() => true, () => false);
+
 async function scratchFile(name: string, content = 'data'): Promise<string> {
   const p = path.join(dir, 'scratch', name);
   await fs.mkdir(path.dirname(p), { recursive: true });
@@ -83,16 +85,15 @@ describe('sweep', () => {
       music: await store.storeResult(await scratchFile('m'), { taskId: 'mus', kind: 'music', ext: 'mp3' }),
     };
     const now = Date.now();
-    const exists = (p: string) => fs.access(p).then(() => true, () => false);
 
-    expect(await store.sweep(new Date(now + 2 * DAY))).toEqual({ removed: 0, kept: 3 });
-    expect(await store.sweep(new Date(now + 3 * DAY + 1000))).toEqual({ removed: 1, kept: 2 });
+    expect(await store.sweep(new Date(now + 2 * DAY))).toEqual({ removed: 0, kept: 3, errors: 0 });
+    expect(await store.sweep(new Date(now + 3 * DAY + 1000))).toEqual({ removed: 1, kept: 2, errors: 0 });
     expect(await exists(stored.image.path)).toBe(false);
     expect(await exists(path.dirname(stored.image.path))).toBe(false);
-    expect(await store.sweep(new Date(now + 7 * DAY + 1000))).toEqual({ removed: 1, kept: 1 });
+    expect(await store.sweep(new Date(now + 7 * DAY + 1000))).toEqual({ removed: 1, kept: 1, errors: 0 });
     expect(await exists(stored.lipsync.path)).toBe(false);
     expect(await exists(stored.music.path)).toBe(true);
-    expect(await store.sweep(new Date(now + 14 * DAY + 1000))).toEqual({ removed: 1, kept: 0 });
+    expect(await store.sweep(new Date(now + 14 * DAY + 1000))).toEqual({ removed: 1, kept: 0, errors: 0 });
     expect(await exists(stored.music.path)).toBe(false);
   });
 
@@ -102,12 +103,26 @@ describe('sweep', () => {
     const partial = path.join(resultsDir, 'image', 't', 'output.png.partial-1-2');
     await fs.mkdir(path.dirname(partial), { recursive: true });
     await fs.writeFile(partial, 'x');
-    expect(await store.sweep(new Date(Date.now() + DAY / 2))).toEqual({ removed: 0, kept: 1 });
-    expect(await store.sweep(new Date(Date.now() + DAY + 1000))).toEqual({ removed: 1, kept: 0 });
+    expect(await store.sweep(new Date(Date.now() + DAY / 2))).toEqual({ removed: 0, kept: 1, errors: 0 });
+    expect(await store.sweep(new Date(Date.now() + DAY + 1000))).toEqual({ removed: 1, kept: 0, errors: 0 });
+  });
+
+  it("discards every result of one task, of any kind, and no other task's; refuses an id that could leave the directory", async () => {
+    const resultsDir = path.join(dir, 'results');
+    const store = createResultStore({ resultsDir, upscaleResultLifetimeDays: 30 });
+    const mine = await store.storeResult(await scratchFile('a.png'), { taskId: 't_mine', kind: 'image', ext: 'png' });
+    const other = await store.storeResult(await scratchFile('b.png'), { taskId: 't_other', kind: 'image', ext: 'png' });
+    await store.discard('t_mine');
+    expect(await exists(mine.path)).toBe(false);
+    expect(await exists(path.dirname(mine.path))).toBe(false);
+    expect(await exists(other.path)).toBe(true);
+    await store.discard('t_never_stored');
+    await expect(store.discard('../image')).rejects.toThrow(/Expected taskId/);
+    expect(await exists(other.path)).toBe(true);
   });
 
   it('is a no-op on a missing results directory', async () => {
     const store = createResultStore({ resultsDir: path.join(dir, 'nothing-here'), upscaleResultLifetimeDays: 7 });
-    expect(await store.sweep()).toEqual({ removed: 0, kept: 0 });
+    expect(await store.sweep()).toEqual({ removed: 0, kept: 0, errors: 0 });
   });
 });

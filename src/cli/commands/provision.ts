@@ -20,7 +20,7 @@ const gatewayNames = settingsReader(GATEWAY_NAMES, tableSchema(GATEWAY_NAMES), S
 
 export interface ProvisionSettings {
   worker: WorkerSettings;
-  protocol: Pick<ProtocolSettings, 'eventsStream' | 'claimsStream' | 'streamReplicas'>;
+  protocol: Pick<ProtocolSettings, 'eventsStream' | 'claimsStream' | 'jobsStream' | 'advisoriesStream' | 'streamReplicas'>;
   gateway: { streamPrefix: string; consumerPrefix: string };
 }
 
@@ -28,7 +28,14 @@ export interface ProvisionSettings {
 export async function provision(jsm: JetStreamManager, s: ProvisionSettings): Promise<{ streams: string[]; consumers: string[] }> {
   await ensureTopology(jsm, s.worker);
   await ensureStoreStreams(jsm, s.gateway.streamPrefix, s.protocol.streamReplicas);
-  await ensureConsumers(jsm, { eventsStream: s.protocol.eventsStream, claimsStream: s.protocol.claimsStream, consumerPrefix: s.gateway.consumerPrefix, names: storeNames(s.gateway.streamPrefix) });
+  await ensureConsumers(jsm, {
+    eventsStream: s.protocol.eventsStream,
+    claimsStream: s.protocol.claimsStream,
+    jobsStream: s.protocol.jobsStream,
+    advisoriesStream: s.protocol.advisoriesStream,
+    consumerPrefix: s.gateway.consumerPrefix,
+    names: storeNames(s.gateway.streamPrefix),
+  });
   const streams = [s.worker.jobsStream, s.worker.eventsStream, s.worker.advisoriesStream, s.worker.claimsStream, ...streamConfigs(s.gateway.streamPrefix).map((c) => c.name)];
   const consumers = [...(await listDurables(jsm, s.worker.jobsStream)), ...(await listDurables(jsm, s.worker.advisoriesStream)), ...(await listDurables(jsm, s.protocol.eventsStream)), ...(await listDurables(jsm, storeNames(s.gateway.streamPrefix).ledgerStream)), ...(await listDurables(jsm, storeNames(s.gateway.streamPrefix).webhooksStream))];
   return { streams, consumers };

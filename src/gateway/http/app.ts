@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import fastifySwagger from '@fastify/swagger';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { JobError, MODEL_IDS, allKinds, isModelId, kindContract, kindOfModel, oneOf, parseJob, type Job, expectedValue } from '../../jobs/index.js';
@@ -104,7 +104,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     // Errors met while routing (a malformed URL, a task id over 100 characters) get the envelope too.
     frameworkErrors: (err, _req, reply) => void sendError(reply, fromFrameworkError(err) ?? toApiError(err)),
     // A GET (the polls, thousands a second) is logged once, when answered (the hook below), not twice.
-    disableRequestLogging: (req) => req.method === 'GET',
+    logController: new LogController({ disableRequestLogging: (req) => req.method === 'GET' }),
   });
   // Fastify types the instance by its logger; a pino Logger and Fastify's base logger differ only in typing.
   const plain = app as unknown as FastifyInstance;

@@ -32,6 +32,8 @@ export interface PollView {
   balance(accountId: string): Promise<number | null>;
   /** The account of a valid, unrevoked API key; null otherwise. */
   accountOfKey(apiKey: string): Promise<string | null>;
+  /** Whether each family's watch is live now (polls answered from memory), for /metrics. */
+  live(): Record<'tasks' | 'balances' | 'keys', boolean>;
   stop(): Promise<void>;
 }
 
@@ -162,6 +164,10 @@ export async function startPollView(deps: PollViewDeps, limits: PollViewLimits):
       const hash = hashApiKey(apiKey);
       const key: KeyRecord | null = await cachedRead(keys, hash, () => deps.accounts.keyRecord(hash), false);
       return key === null || key.revokedAt !== undefined ? null : key.accountId;
+    },
+    live() {
+      const now = Date.now();
+      return { tasks: tasks.watch.live(now), balances: balances.watch.live(now), keys: keys.watch.live(now) };
     },
     async stop() {
       await Promise.all([tasks.watch.stop(), balances.watch.stop(), keys.watch.stop()]);

@@ -7,7 +7,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { ensureConsumers } from '../../../src/gateway/consumers.js';
 import { GatewayMetrics } from '../../../src/gateway/metrics.js';
-import { EVENTS_SUBJECT_PREFIX } from '../../../src/protocol/index.js';
+import { EVENTS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from '../../../src/protocol/index.js';
 import { openStore, type Store } from '../../../src/gateway/store/index.js';
 import { ensureStoreStreams } from '../../../src/gateway/store/streams.js';
 import { startWebhookDeliveries } from '../../../src/gateway/webhooks/queue.js';
@@ -30,7 +30,8 @@ export async function startQueueHarness(prefix: string, retryDelaysMs: number[])
   // Only the webhooks' durable is used here; the events stream is there for ensureConsumers' others
   // (with the subjects their filter names: nats-server 2.9 refuses a filter outside its stream's).
   await jsm.streams.add({ name: `${prefix}_EV`, subjects: [`${EVENTS_SUBJECT_PREFIX}.>`] });
-  await ensureConsumers(jsm, { eventsStream: `${prefix}_EV`, claimsStream: `${prefix}_EV`, consumerPrefix, names: store.names });
+  await jsm.streams.add({ name: `${prefix}_ADV`, subjects: [maxDeliveriesAdvisoryFilter(`${prefix}_JOBS`)] });
+  await ensureConsumers(jsm, { eventsStream: `${prefix}_EV`, claimsStream: `${prefix}_EV`, jobsStream: `${prefix}_JOBS`, advisoriesStream: `${prefix}_ADV`, consumerPrefix, names: store.names });
   const deliveries = await startWebhookDeliveries({
     js: jetstream(nc),
     store: store.webhooks,
