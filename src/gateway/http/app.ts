@@ -33,6 +33,8 @@ import { withRedactedRequests } from './log-redaction.js';
 import { openapiComponentSchemas, routeSchemas, withSubmissionLinks } from './openapi-schemas.js';
 import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
+import { taskEventHub } from '../task-events/hub.js';
+import { registerTaskEvents } from '../task-events/route.js';
 import { wantsWebhook, withWebhookState } from '../webhooks/records.js';
 import type { WebhookStore } from '../webhooks/store.js';
 import { submissionWebhook } from '../webhooks/submission.js';
@@ -184,6 +186,17 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     });
   }
 
+  // Live task events: one hub per gateway, fed by its one progress subscription and the poll view's watch.
+  const shown = async (task: TaskRecord) => withWebhook(withSignedLinks(taskView(task), task, links), task, deps.webhooks);
+  const events = taskEventHub(
+    { task: deps.view.task, shown, onError: (err, taskId) => app.log.warn({ err, taskId }, 'A live event stream could not be served') },
+    { perAccount: settings.eventStreamsPerAccount, perGateway: settings.eventStreams, heartbeatMs: settings.eventHeartbeatMs },
+  );
+  deps.progress.onMessage(events.heardProgress);
+  deps.view.onTask(events.heardTask);
+  // Open streams are no idle connections: ended here (clients resume elsewhere) so that close does not wait on them.
+  app.addHook('preClose', async () => events.close());
+
   await app.register(async (api) => {
     api.addHook('onRequest', async (req) => {
       if (req.url === '/api/v1/openapi.json') return;
@@ -238,6 +251,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       const view = withSignedLinks(withProgress(taskView(task), task.status, deps.progress), task, links);
       return successEnvelope(await withWebhook(view, task, deps.webhooks));
     });
+
+    registerTaskEvents(api as unknown as FastifyInstance, { hub: events, progress: deps.progress, task: deps.view.task, schema: routeSchemas.taskEvents });
 
     api.post('/api/v1/tasks/:id/webhook/retry', { schema: routeSchemas.webhookRetry }, async (req, reply) => {
       const { id } = req.params as { id: string };

@@ -32,6 +32,8 @@ export interface PollView {
   balance(accountId: string): Promise<number | null>;
   /** The account of a valid, unrevoked API key; null otherwise. */
   accountOfKey(apiKey: string): Promise<string | null>;
+  /** Called with every task record heard (the watch, this gateway's writes): the live events learn of settled tasks here. */
+  onTask(listener: (task: TaskRecord) => void): void;
   stop(): Promise<void>;
 }
 
@@ -84,6 +86,7 @@ async function family<S extends z.ZodType>(
   schema: S,
   bounds: CacheBounds<z.output<S>>,
   keyOf: (subject: string, record: z.output<S>) => string | null,
+  onRecord: (record: z.output<S>) => void = () => undefined,
 ): Promise<Family<z.output<S>>> {
   const cache = new VersionedCache<z.output<S> | null>({
     ...bounds,
@@ -96,7 +99,10 @@ async function family<S extends z.ZodType>(
       const parsed = schema.safeParse(data);
       const key = parsed.success ? keyOf(subject, parsed.data) : null;
       if (!parsed.success || key === null) deps.logger.warn({ subject, seq }, 'A store record that does not match its subject was not cached');
-      else cache.offer(key, seq, parsed.data, Date.now());
+      else {
+        cache.offer(key, seq, parsed.data, Date.now());
+        onRecord(parsed.data);
+      }
     },
     onInterrupt: () => cache.clear(),
     onError: (err) => deps.logger.warn({ err, stream }, 'A store watch stopped; polls read the store'),
@@ -139,6 +145,10 @@ function lastToken(subject: string): string {
 export async function startPollView(deps: PollViewDeps, limits: PollViewLimits): Promise<PollView> {
   const { names } = deps;
   const bounds = { maxEntries: limits.maxEntries, maxAgeMs: limits.maxAgeMs };
+  const taskListeners: ((task: TaskRecord) => void)[] = [];
+  const heard = (task: TaskRecord) => {
+    for (const listener of taskListeners) listener(task);
+  };
   const tasks = await family(
     deps,
     'tasks',
@@ -147,12 +157,16 @@ export async function startPollView(deps: PollViewDeps, limits: PollViewLimits):
     taskRecordSchema,
     { ...bounds, expired: (task: TaskRecord, atMs, nowMs) => task.status !== 'pending' && nowMs - atMs >= FINISHED_TASK_LIFETIME_MS },
     (subject, task) => (subject === names.taskSubject(task.accountId, task.id) ? taskKey(task.accountId, task.id) : null),
+    heard,
   );
   const balances = await family(deps, 'balances', names.ledgerStream, names.ledgerFilter, ledgerEntrySchema, bounds, (subject) => lastToken(subject));
   const keys = await family(deps, 'keys', names.accountsStream, names.keySubject('*'), keyRecordSchema, bounds, (subject) => lastToken(subject));
 
   // This gateway's own writes are known before any watch delivers them: read-your-writes here.
-  deps.tasks.onWrite((seq, task) => tasks.cache.offer(taskKey(task.accountId, task.id), seq, task, Date.now()));
+  deps.tasks.onWrite((seq, task) => {
+    tasks.cache.offer(taskKey(task.accountId, task.id), seq, task, Date.now());
+    heard(task);
+  });
   deps.ledger.onWrite((accountId, seq, entry) => balances.cache.offer(accountId, seq, entry, Date.now()));
 
   return {
@@ -163,6 +177,7 @@ export async function startPollView(deps: PollViewDeps, limits: PollViewLimits):
       const key: KeyRecord | null = await cachedRead(keys, hash, () => deps.accounts.keyRecord(hash), false);
       return key === null || key.revokedAt !== undefined ? null : key.accountId;
     },
+    onTask: (listener) => void taskListeners.push(listener),
     async stop() {
       await Promise.all([tasks.watch.stop(), balances.watch.stop(), keys.watch.stop()]);
     },
