@@ -2,15 +2,16 @@
  * Live task events (GET /api/v1/tasks/{id}/events) against the shipped gateway and worker on real
  * NATS: an image upscale followed by its owner (progress, then the terminal task as a poll shows
  * it), refused to another account, resumed with Last-Event-ID; the per-account and per-gateway
- * bounds; heartbeats; and `media-worker tasks watch` following a task.
+ * bounds; heartbeats; and `media-worker tasks watch` and examples/python/follow_task.py following
+ * a task (the Python one skipped where python3 is missing).
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { serverSentEvents, type ServerSentEvent } from '../../src/cli/event-stream.js';
-import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
+import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../../src/paths.js';
 import { useGatewayE2e } from './e2e-harness.js';
 import { CLI } from './processes.js';
 
@@ -18,7 +19,7 @@ const e2e = useGatewayE2e({
   name: 'media-task-events-',
   async files() {
     // Large enough for several tiles, so that the upscale reports progress while a stream is open.
-    const photo = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(400, 300).png().toBuffer();
+    const photo = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(256, 192).png().toBuffer();
     return { '/photo.png': photo };
   },
   env: {
@@ -28,6 +29,16 @@ const e2e = useGatewayE2e({
     GATEWAY_EVENT_HEARTBEAT_MS: '300',
   },
 });
+
+const PYTHON_EXAMPLE = path.join(PACKAGE_ROOT, 'examples', 'python', 'follow_task.py');
+const hasPython = (() => {
+  try {
+    execFileSync('python3', ['--version'], { stdio: 'ignore', timeout: 20_000 });
+    return true;
+  } catch {
+    return false;
+  }
+})();
 
 interface Opened {
   status: number;
@@ -169,10 +180,20 @@ describe('live task events', () => {
     const other = await e2e.newAccount(1000);
     const id = await submitUpscale(owner.key);
     const run = promisify(execFile);
-    const { stdout, stderr } = await run(process.execPath, [CLI, 'tasks', 'watch', id, '--url', e2e.gateway.url], { env: { ...process.env, MEDIA_WORKER_API_KEY: owner.key } });
+    const env = { ...process.env, MEDIA_WORKER_API_KEY: owner.key };
+    // The shipped CLI and the Python example follow the same task side by side.
+    const [cli, python] = await Promise.all([
+      run(process.execPath, [CLI, 'tasks', 'watch', id, '--url', e2e.gateway.url], { env }),
+      hasPython ? run('python3', [PYTHON_EXAMPLE, '--url', e2e.gateway.url, '--task', id], { env, timeout: 170_000 }) : undefined,
+    ]);
     const polled = await e2e.api('GET', `/api/v1/tasks/${id}`, owner.key);
-    expect(JSON.parse(stdout)).toEqual(polled.body.data);
-    expect(stderr).toContain(`${id}: completed`);
+    expect(JSON.parse(cli.stdout)).toEqual(polled.body.data);
+    expect(cli.stderr).toContain(`${id}: completed`);
+    expect(cli.stderr).toMatch(new RegExp(`${id}: upscaling \\d+/\\d+ tiles`));
+    if (python !== undefined) {
+      expect(JSON.parse(python.stdout)).toEqual(polled.body.data);
+      expect(python.stderr).toContain(`${id}: completed`);
+    }
 
     const refused = await run(process.execPath, [CLI, 'tasks', 'watch', id, '--url', e2e.gateway.url, '--api-key', other.key]).catch((err: { code: number; stderr: string }) => err);
     expect(refused).toMatchObject({ code: 1 });
