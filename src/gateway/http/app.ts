@@ -252,7 +252,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       return successEnvelope(await withWebhook(view, task, deps.webhooks));
     });
 
-    registerTaskEvents(api as unknown as FastifyInstance, { hub: events, progress: deps.progress, task: deps.view.task, schema: routeSchemas.taskEvents });
+    registerTaskEvents(api, { hub: events, progress: deps.progress, task: deps.view.task, schema: routeSchemas.taskEvents });
 
     api.post('/api/v1/tasks/:id/webhook/retry', { schema: routeSchemas.webhookRetry }, async (req, reply) => {
       const { id } = req.params as { id: string };

@@ -37,11 +37,7 @@ export function registerTaskEvents(api: FastifyInstance, deps: TaskEventRouteDep
     const after = last.kind === 'progress' ? last.position : null;
     // Refused (429) before anything is written, so the error has its usual envelope.
     const stream = deps.hub.open(req.accountId, id, () => sink(req, reply), after);
-    reply.raw.once('close', () => {
-      stream.close();
-      // A taken-over reply skips the app's onResponse log line: the stream's own says how long it was open.
-      req.log.info({ taskId: id, responseTime: reply.elapsedTime }, 'event stream closed');
-    });
+    reply.raw.once('close', () => stream.close());
     const latest = deps.progress.latest(id);
     const position = latest === undefined ? null : positionOf(latest);
     if (latest !== undefined && position !== null && isAfter(position, after)) stream.progress(latest);
