@@ -20,6 +20,9 @@ const NOT_SETTINGS = new Set([
   'MEDIA_WORKER_RESULTS_DIR',
   // The worker's settings table, named as code.
   'WORKER_SETTINGS',
+  // A client's, not the service's: `media-worker tasks watch` and the Python example read them.
+  'MEDIA_WORKER_API_KEY',
+  'MEDIA_WORKER_URL',
 ]);
 
 describe('setting names in docs/*.md', () => {

@@ -15,6 +15,7 @@ import { registerMusicVideo } from './commands/music-video.js';
 import { registerQuote } from './commands/quote.js';
 import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
+import { registerTasks } from './commands/tasks.js';
 import { registerUpscaleCommands } from './commands/upscale.js';
 
 const program = new Command('media-worker')
@@ -28,6 +29,7 @@ registerQuote(program);
 registerRun(program);
 registerServe(program);
 registerGateway(program);
+registerTasks(program);
 registerAccounts(program);
 registerProvision(program);
 registerUpscaleCommands(program);

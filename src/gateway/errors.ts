@@ -30,6 +30,8 @@ export const GATEWAY_ERROR_STATUS = {
   RATE_LIMITED: 429,
   /** The account already has GATEWAY_QUOTES_PER_ACCOUNT submissions being priced. */
   TOO_MANY_QUOTES: 429,
+  /** GET /api/v1/tasks/{id}/events over GATEWAY_EVENT_STREAMS_PER_ACCOUNT or GATEWAY_EVENT_STREAMS (with Retry-After). */
+  TOO_MANY_STREAMS: 429,
   /** No worker answered the quote request, or NATS did not answer: nothing was charged (with Retry-After). */
   SERVICE_UNAVAILABLE: 503,
   /** A `webhook_url` that is not https to a public address (docs/contract.md, "Webhooks"), or an account without a webhook secret. */

@@ -2,50 +2,60 @@
  * The latest progress of running tasks, from the workers' `media.progress.<task id>` (core NATS,
  * best effort, docs/protocol.md). Every gateway subscribes (no queue group), so whichever one a
  * poll reaches knows it. Held in memory only, bounded, and dropped when a task settles: it is a
- * hint for the caller, never state.
+ * hint for the caller, never state. The same one subscription feeds the live task events
+ * (task-events/hub.ts) through `onMessage`: no NATS subscription per open stream.
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { z } from 'zod';
-import { PROGRESS_SUBJECT_PREFIX } from '../protocol/index.js';
+import { PROGRESS_SUBJECT_PREFIX, progressMessageSchema, type ProgressMessage } from '../protocol/index.js';
 
-const progressSchema = z.object({
-  id: z.string(),
-  stage: z.string(),
-  percent: z.number().optional(),
-  at: z.string(),
-});
-
-export type TaskProgress = Omit<z.infer<typeof progressSchema>, 'id'>;
+/** What a poll of a pending task shows (its `progress`). */
+export interface TaskProgress {
+  stage: string;
+  percent?: number;
+  at: string;
+}
 
 const MAX_TRACKED = 10_000;
 
 export interface ProgressBoard {
   get(taskId: string): TaskProgress | undefined;
+  /** The whole latest message (the live events' first event of a new stream). */
+  latest(taskId: string): ProgressMessage | undefined;
   forget(taskId: string): void;
+  /** Called with every message heard, after it is recorded. */
+  onMessage(listener: (message: ProgressMessage) => void): void;
   stop(): void;
 }
 
 export function watchProgress(nc: NatsConnection): ProgressBoard {
-  const latest = new Map<string, TaskProgress>();
+  const latest = new Map<string, ProgressMessage>();
+  const listeners: ((message: ProgressMessage) => void)[] = [];
   const sub: Subscription = nc.subscribe(`${PROGRESS_SUBJECT_PREFIX}.>`, {
     callback: (err, msg) => {
       if (err) return;
       let parsed;
       try {
-        parsed = progressSchema.safeParse(msg.json());
+        parsed = progressMessageSchema.safeParse(msg.json());
       } catch {
         return;
       }
       if (!parsed.success) return;
-      const { id, ...progress } = parsed.data;
-      latest.delete(id); // re-inserted last: the map's order is the eviction order
-      latest.set(id, progress);
+      const message = parsed.data;
+      latest.delete(message.id); // re-inserted last: the map's order is the eviction order
+      latest.set(message.id, message);
       if (latest.size > MAX_TRACKED) latest.delete(latest.keys().next().value as string);
+      for (const listener of listeners) listener(message);
     },
   });
   return {
-    get: (taskId) => latest.get(taskId),
+    get(taskId) {
+      const message = latest.get(taskId);
+      if (message === undefined) return undefined;
+      return { stage: message.stage, ...(message.percent === undefined ? {} : { percent: message.percent }), at: message.at };
+    },
+    latest: (taskId) => latest.get(taskId),
     forget: (taskId) => void latest.delete(taskId),
+    onMessage: (listener) => void listeners.push(listener),
     stop: () => sub.unsubscribe(),
   };
 }

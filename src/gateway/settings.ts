@@ -227,6 +227,24 @@ export const GATEWAY_SETTINGS = {
     default: DEFAULT_RETRY_DELAYS_MS.join(','),
     doc: 'Delays between the attempts of a webhook, each with ±10 % jitter (docs/contract.md, "Webhooks"); their sum less the jitter must reach 24 h.',
   }),
+  eventStreams: setting({
+    env: 'GATEWAY_EVENT_STREAMS',
+    schema: positiveInt,
+    default: '5000',
+    doc: 'Open live-event streams (GET /api/v1/tasks/{id}/events) this gateway holds; more get 429 TOO_MANY_STREAMS.',
+  }),
+  eventStreamsPerAccount: setting({
+    env: 'GATEWAY_EVENT_STREAMS_PER_ACCOUNT',
+    schema: positiveInt,
+    default: '50',
+    doc: 'Open live-event streams one account holds on this gateway; more get 429 TOO_MANY_STREAMS.',
+  }),
+  eventHeartbeatMs: setting({
+    env: 'GATEWAY_EVENT_HEARTBEAT_MS',
+    schema: positiveInt,
+    default: '15000',
+    doc: 'Interval of the comment line that keeps an idle live-event stream open (and of its check that its task has not settled unheard).',
+  }),
   historyPageSize: setting({ env: 'GATEWAY_HISTORY_PAGE_SIZE', schema: intSchema('an integer from 1 to 100', 1, 100), default: '20', doc: 'Default page size of GET /api/v1/tasks.' }),
 } as const;
 

@@ -18,11 +18,13 @@ export const progressMessageSchema = z.object({
   /** 0..100 with one decimal. */
   percent: z.number().min(0).max(100).optional(),
   at: z.string(),
+  /** 1, 2, 3, ... per attempt of the job: with `at`, orders the messages (the gateway's event ids, docs/contract.md). */
+  seq: z.number().int().positive().optional(),
 });
 
 export type ProgressMessage = z.infer<typeof progressMessageSchema>;
 
-export function progressMessage(taskId: string, model: string, progress: JobProgress, now: Date): ProgressMessage {
+export function progressMessage(taskId: string, model: string, progress: JobProgress, now: Date, seq?: number): ProgressMessage {
   const percent = progress.percent ?? (progress.done !== undefined && progress.total ? (progress.done / progress.total) * 100 : undefined);
   return {
     id: taskId,
@@ -33,5 +35,6 @@ export function progressMessage(taskId: string, model: string, progress: JobProg
     ...(progress.unit === undefined ? {} : { unit: progress.unit }),
     ...(percent === undefined || !Number.isFinite(percent) ? {} : { percent: Math.round(Math.min(100, Math.max(0, percent)) * 10) / 10 }),
     at: now.toISOString(),
+    ...(seq === undefined ? {} : { seq }),
   };
 }

@@ -12,8 +12,9 @@ import { progressMessage, progressSubject, protocolHeaders } from '../protocol/i
 export function createProgressPublisher(nc: NatsConnection, taskId: string, model: string, intervalMs: number): ProgressReporter {
   const subject = progressSubject(taskId);
   let lastStage: string | undefined;
+  let seq = 0;
   const messages = throttle(
-    (progress: JobProgress) => nc.publish(subject, JSON.stringify(progressMessage(taskId, model, progress, new Date())), { headers: protocolHeaders() }),
+    (progress: JobProgress) => nc.publish(subject, JSON.stringify(progressMessage(taskId, model, progress, new Date(), ++seq)), { headers: protocolHeaders() }),
     intervalMs,
     { trailing: true },
   );

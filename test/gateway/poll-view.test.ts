@@ -81,6 +81,21 @@ describe('the poll view', () => {
     expect(await viewReads(b, 'keys', 'hit')).toBeGreaterThan(0);
   }, 60_000);
 
+  it('tells its listeners of every task record: its own writes at once, another gateway\'s by its watch (how live events learn a task settled)', async () => {
+    const a = await gateway();
+    const b = await gateway();
+    const heardByA: string[] = [];
+    const heardByB: string[] = [];
+    a.view.onTask((t) => heardByA.push(`${t.id}:${t.status}`));
+    b.view.onTask((t) => heardByB.push(`${t.id}:${t.status}`));
+    const task = pendingTask('acct_listen', 't_pv_listen');
+    const stored = await a.store.tasks.ensure(task);
+    await a.store.tasks.replace(stored, { ...task, status: 'failed', error: { code: 'TASK_EXPIRED', message: 'expired' }, finishedAt: new Date().toISOString() });
+    expect(heardByA).toContain('t_pv_listen:failed');
+    await waitFor('B to hear the settled record', () => heardByB.includes('t_pv_listen:failed'), 5_000, 10);
+    expect(heardByB.filter((h) => h.startsWith('t_pv_listen:'))).toEqual(['t_pv_listen:pending', 't_pv_listen:failed']);
+  }, 60_000);
+
   it('shows a debit made through its gateway at once, however late its watch is (read-your-writes)', async () => {
     const relay = await holdableRelay(fixture.nats().url);
     try {

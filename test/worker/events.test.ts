@@ -122,6 +122,8 @@ describe('progress reporter', () => {
     reporter.close();
     vi.advanceTimersByTime(5000);
     expect(sent).toHaveLength(3);
+    // Counted per attempt: the gateway's live events name and order messages by at and seq.
+    expect(sent.map((m) => (m.body as { seq?: number }).seq)).toEqual([1, 2, 3]);
   });
 });
 

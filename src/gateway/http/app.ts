@@ -37,6 +37,8 @@ import { registerUploads } from './uploads.js';
 import { idempotent } from './idempotent-route.js';
 import type { IdempotencyKeys } from '../store/idempotency-keys.js';
 import { newTaskId } from '../ids.js';
+import { taskEventHub } from '../task-events/hub.js';
+import { registerTaskEvents } from '../task-events/route.js';
 import { wantsWebhook, withWebhookState } from '../webhooks/records.js';
 import type { WebhookStore } from '../webhooks/store.js';
 import { submissionWebhook } from '../webhooks/submission.js';
@@ -193,6 +195,17 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     });
   }
 
+  // Live task events: one hub per gateway, fed by its one progress subscription and the poll view's watch.
+  const shown = async (task: TaskRecord) => withWebhook(withSignedLinks(taskView(task), task, links), task, deps.webhooks);
+  const events = taskEventHub(
+    { task: deps.view.task, shown, onError: (err, taskId) => app.log.warn({ err, taskId }, 'A live event stream could not be served') },
+    { perAccount: settings.eventStreamsPerAccount, perGateway: settings.eventStreams, heartbeatMs: settings.eventHeartbeatMs },
+  );
+  deps.progress.onMessage(events.heardProgress);
+  deps.view.onTask(events.heardTask);
+  // Open streams are no idle connections: ended here (clients resume elsewhere) so that close does not wait on them.
+  app.addHook('preClose', async () => events.close());
+
   await app.register(async (api) => {
     api.addHook('onRequest', async (req) => {
       if (req.url === '/api/v1/openapi.json') return;
@@ -253,6 +266,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       const view = withSignedLinks(withProgress(taskView(task), task.status, deps.progress), task, links);
       return successEnvelope(await withWebhook(view, task, deps.webhooks));
     });
+
+    registerTaskEvents(api, { hub: events, progress: deps.progress, task: deps.view.task, schema: routeSchemas.taskEvents });
 
     api.post('/api/v1/tasks/:id/webhook/retry', { schema: routeSchemas.webhookRetry }, idempotent(once, async (req) => {
       const { id } = req.params as { id: string };

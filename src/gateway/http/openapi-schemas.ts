@@ -221,6 +221,26 @@ export const routeSchemas = {
     params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
     response: { 200: envelope(task), ...errors(401, 404, 414, 429) },
   },
+  taskEvents: {
+    operationId: 'streamTaskEvents',
+    summary: 'Follow a task live: server-sent events (progress, then the terminal task; docs/contract.md, "Live task events")',
+    description:
+      'text/event-stream: `progress` events (the worker\'s stage, percent, done/total/unit, at; id `<at ms>-<seq>`) while pending, ' +
+      'then one `completed`, `failed`, `expired` or `cancelled` event (id `end`) whose data is the task as GET /api/v1/tasks/{id} shows it, ' +
+      'then the stream ends; a comment line every 15 s keeps it open. A settled task answers its terminal event at once. ' +
+      'Last-Event-ID resumes after that event (`end`: 204, nothing follows). Open streams are bounded per account and per gateway (429 TOO_MANY_STREAMS).',
+    security,
+    params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
+    headers: { type: 'object', properties: { 'last-event-id': { type: 'string', description: 'the id of the last event received' } } },
+    response: {
+      200: {
+        description: 'The task\'s events',
+        content: { 'text/event-stream': { schema: { type: 'string', example: 'id: 1772366430000-3\nevent: progress\ndata: {"id":"t_00mwuxbfpww8417u0zg9rb","model":"vendor-image-upscale","stage":"upscaling","done":3,"total":8,"unit":"tiles","percent":37.5,"at":"2026-03-01T12:00:30.000Z","seq":3}\n\n' } } },
+      },
+      204: { description: 'Last-Event-ID was the terminal event (`end`): nothing comes after it', type: 'null' },
+      ...errors(401, 404, 414, 429),
+    },
+  },
   cancel: {
     operationId: 'cancelTask',
     summary: 'Cancel a pending task of the account: refunded once, its worker stops (a settled task: 409 TASK_NOT_PENDING)',

@@ -34,6 +34,8 @@ export interface PollView {
   accountOfKey(apiKey: string): Promise<string | null>;
   /** Whether each family's watch is live now (polls answered from memory), for /metrics. */
   live(): Record<'tasks' | 'balances' | 'keys', boolean>;
+  /** Called with every task record heard (the watch, this gateway's writes): the live events learn of settled tasks here. */
+  onTask(listener: (task: TaskRecord) => void): void;
   stop(): Promise<void>;
 }
 
@@ -86,6 +88,7 @@ async function family<S extends z.ZodType>(
   schema: S,
   bounds: CacheBounds<z.output<S>>,
   keyOf: (subject: string, record: z.output<S>) => string | null,
+  onRecord: (record: z.output<S>) => void = () => undefined,
 ): Promise<Family<z.output<S>>> {
   const cache = new VersionedCache<z.output<S> | null>({
     ...bounds,
@@ -98,7 +101,10 @@ async function family<S extends z.ZodType>(
       const parsed = schema.safeParse(data);
       const key = parsed.success ? keyOf(subject, parsed.data) : null;
       if (!parsed.success || key === null) deps.logger.warn({ subject, seq }, 'A store record that does not match its subject was not cached');
-      else cache.offer(key, seq, parsed.data, Date.now());
+      else {
+        cache.offer(key, seq, parsed.data, Date.now());
+        onRecord(parsed.data);
+      }
     },
     onInterrupt: () => cache.clear(),
     onError: (err) => deps.logger.warn({ err, stream }, 'A store watch stopped; polls read the store'),
@@ -141,6 +147,10 @@ function lastToken(subject: string): string {
 export async function startPollView(deps: PollViewDeps, limits: PollViewLimits): Promise<PollView> {
   const { names } = deps;
   const bounds = { maxEntries: limits.maxEntries, maxAgeMs: limits.maxAgeMs };
+  const taskListeners: ((task: TaskRecord) => void)[] = [];
+  const heard = (task: TaskRecord) => {
+    for (const listener of taskListeners) listener(task);
+  };
   const tasks = await family(
     deps,
     'tasks',
@@ -149,12 +159,16 @@ export async function startPollView(deps: PollViewDeps, limits: PollViewLimits):
     taskRecordSchema,
     { ...bounds, expired: (task: TaskRecord, atMs, nowMs) => task.status !== 'pending' && nowMs - atMs >= FINISHED_TASK_LIFETIME_MS },
     (subject, task) => (subject === names.taskSubject(task.accountId, task.id) ? taskKey(task.accountId, task.id) : null),
+    heard,
   );
   const balances = await family(deps, 'balances', names.ledgerStream, names.ledgerFilter, ledgerEntrySchema, bounds, (subject) => lastToken(subject));
   const keys = await family(deps, 'keys', names.accountsStream, names.keySubject('*'), keyRecordSchema, bounds, (subject) => lastToken(subject));
 
   // This gateway's own writes are known before any watch delivers them: read-your-writes here.
-  deps.tasks.onWrite((seq, task) => tasks.cache.offer(taskKey(task.accountId, task.id), seq, task, Date.now()));
+  deps.tasks.onWrite((seq, task) => {
+    tasks.cache.offer(taskKey(task.accountId, task.id), seq, task, Date.now());
+    heard(task);
+  });
   deps.ledger.onWrite((accountId, seq, entry) => balances.cache.offer(accountId, seq, entry, Date.now()));
 
   return {
@@ -169,6 +183,7 @@ export async function startPollView(deps: PollViewDeps, limits: PollViewLimits):
       const now = Date.now();
       return { tasks: tasks.watch.live(now), balances: balances.watch.live(now), keys: keys.watch.live(now) };
     },
+    onTask: (listener) => void taskListeners.push(listener),
     async stop() {
       await Promise.all([tasks.watch.stop(), balances.watch.stop(), keys.watch.stop()]);
     },

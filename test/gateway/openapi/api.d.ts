@@ -105,6 +105,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tasks/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a task live: server-sent events (progress, then the terminal task; docs/contract.md, "Live task events")
+         * @description text/event-stream: `progress` events (the worker's stage, percent, done/total/unit, at; id `<at ms>-<seq>`) while pending, then one `completed`, `failed`, `expired` or `cancelled` event (id `end`) whose data is the task as GET /api/v1/tasks/{id} shows it, then the stream ends; a comment line every 15 s keeps it open. A settled task answers its terminal event at once. Last-Event-ID resumes after that event (`end`: 204, nothing follows). Open streams are bounded per account and per gateway (429 TOO_MANY_STREAMS).
+         */
+        get: operations["streamTaskEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks/{id}/webhook/retry": {
         parameters: {
             query?: never;
@@ -1793,6 +1813,114 @@ export interface operations {
                         };
                     };
                 };
+            };
+            /** @description Error: UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description Bearer realm="media-worker", with error="invalid_token" for an unknown or revoked key */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "UNAUTHORIZED";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: TASK_NOT_FOUND, NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "TASK_NOT_FOUND" | "NOT_FOUND";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: URI_TOO_LONG */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "URI_TOO_LONG";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            429: {
+                headers: {
+                    /** @description seconds to wait */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    streamTaskEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the id of the last event received */
+                "last-event-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task's events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Last-Event-ID was the terminal event (`end`): nothing comes after it */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Error: UNAUTHORIZED */
             401: {
