@@ -30,6 +30,7 @@ export const BENCHMARKS: readonly BenchEntry[] = [
   { name: 'lipsync-framing', summary: 'face framing of the lip-sync crop on real faces' },
   { name: 'music', summary: 'music generation real-time factor and the finishing stage' },
   { name: 'music-video', summary: 'music video render speed per style against real time (1080p), and the encoder presets traded' },
+  { name: 'task-events', summary: 'what 1,000 idle live-event streams cost one gateway, beside 1,000 polls a second' },
   { name: 'gateway', summary: 'HTTP gateway submissions and reads per second against a real nats-server' },
   { name: 'warm-start', summary: "a freshly started daemon's first job against its second (warm before ready)" },
   { name: 'input-measure', summary: 'what measuring inputs from their streams costs, and the network work damaged inputs waste' },

@@ -155,7 +155,7 @@ const values = cli.values;
 console.log(describeMachine(machineInfo()));
 const model = values.model === undefined ? {} : { model: values.model };
 const table = values['opaque-cost']
-  ? await opaqueCost({ rounds: intOption('--repeat', values.repeat, 1) ?? 10, ...model })
+  ? await opaqueCost({ rounds: intOption('repeat', values.repeat, 1) ?? 10, ...model })
   : await edges({
       factor: values.factor,
       ...(values.before === undefined ? {} : { before: path.resolve(values.before) }),

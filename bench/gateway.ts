@@ -33,6 +33,7 @@ import { describeMachine, machineInfo } from './common.js';
 import { benchCli } from './harness.js';
 import { docsTarget, writeDocsBlock } from './doc-block.js';
 import { closedLoop, type LoadResult } from './http-load.js';
+import { started } from './child-output.js';
 import { startBenchNats } from './nats-server.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
@@ -218,28 +219,6 @@ function spawnNode(script: string, env: NodeJS.ProcessEnv, args: string[] = []):
   const child = spawn(process.execPath, [script, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   return child;
-}
-
-async function started(child: ChildProcess, line: RegExp): Promise<RegExpExecArray> {
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`Timed out waiting for ${line}: ${out.slice(-2000)}`)), 120_000);
-    const onData = (c: Buffer): void => {
-      out += c.toString();
-      const match = line.exec(out);
-      if (match) {
-        clearTimeout(timer);
-        // From here on the output is drained, not kept: a gateway logging every request would
-        // otherwise grow this string (and the search through it) for the whole run.
-        child.stdout?.off('data', onData).resume();
-        child.stderr?.off('data', onData).resume();
-        resolve(match);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out.slice(-2000)}`)));
-  });
 }
 
 /** Starts `node args` writing its output to `logFile`, and waits for `line` there. */

@@ -14,57 +14,35 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs, promisify } from 'node:util';
+import { promisify } from 'node:util';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { started as startedChild } from './child-output.js';
+import { intOption } from './common.js';
 import { cpuSeconds } from './cpu-time.js';
+import { benchCli } from './harness.js';
 import { startBenchNats } from './nats-server.js';
 
-const USAGE = `Usage: node dist/bench/task-events.js [--streams N] [--tasks T] [--polls-per-second P] [--idle-ms MS] [--heartbeat-ms MS]
-
-  --streams N            open idle event streams (default 1000)
-  --tasks T              pending tasks the streams follow, N/T streams each (default 100)
-  --polls-per-second P   the polling side's rate of GET /api/v1/tasks/{id} (default 1000)
-  --idle-ms MS           each measuring window (default 30000: two heartbeats)
-  --heartbeat-ms MS      GATEWAY_EVENT_HEARTBEAT_MS (default 15000, the shipped default)
-  --help                 this text
-`;
+const cli = benchCli({
+  name: 'task-events',
+  notes: 'The goal (under 100 MB and 5 % of a core for 1,000 idle streams) is compared by the reader: docs/benchmarks.md.',
+  options: {
+    streams: { type: 'string', arg: 'N', help: 'open idle event streams', default: '1000' },
+    tasks: { type: 'string', arg: 'T', help: 'pending tasks the streams follow, N/T streams each', default: '100' },
+    'polls-per-second': { type: 'string', arg: 'P', help: "the polling side's rate of GET /api/v1/tasks/{id}", default: '1000' },
+    'idle-ms': { type: 'string', arg: 'MS', help: 'each measuring window (two heartbeats by default)', default: '30000' },
+    'heartbeat-ms': { type: 'string', arg: 'MS', help: 'GATEWAY_EVENT_HEARTBEAT_MS (the shipped default)', default: '15000' },
+  },
+});
 
 function options(): { streams: number; tasks: number; pollsPerSecond: number; idleMs: number; heartbeatMs: number } {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      strict: true,
-      options: {
-        streams: { type: 'string', default: '1000' },
-        tasks: { type: 'string', default: '100' },
-        'polls-per-second': { type: 'string', default: '1000' },
-        'idle-ms': { type: 'string', default: '30000' },
-        'heartbeat-ms': { type: 'string', default: '15000' },
-        help: { type: 'boolean', default: false },
-      },
-    }).values;
-  } catch (err) {
-    process.stderr.write(`bench/task-events: ${(err as Error).message} (--help for usage)\n`);
-    process.exit(2);
-  }
-  if (parsed.help) {
-    process.stdout.write(USAGE);
-    process.exit(0);
-  }
-  const positive = (raw: string, name: string): number => {
-    const n = Number(raw);
-    if (!Number.isSafeInteger(n) || n < 1) {
-      process.stderr.write(`bench/task-events: Expected --${name} to be a positive integer but received ${JSON.stringify(raw)}\n`);
-      process.exit(2);
-    }
-    return n;
-  };
+  const values = cli.values;
+  const positive = (raw: string, name: string): number => intOption(name, raw, 1)!;
   return {
-    streams: positive(parsed.streams, 'streams'),
-    tasks: positive(parsed.tasks, 'tasks'),
-    pollsPerSecond: positive(parsed['polls-per-second'], 'polls-per-second'),
-    idleMs: positive(parsed['idle-ms'], 'idle-ms'),
-    heartbeatMs: positive(parsed['heartbeat-ms'], 'heartbeat-ms'),
+    streams: positive(values.streams, 'streams'),
+    tasks: positive(values.tasks, 'tasks'),
+    pollsPerSecond: positive(values['polls-per-second'], 'polls-per-second'),
+    idleMs: positive(values['idle-ms'], 'idle-ms'),
+    heartbeatMs: positive(values['heartbeat-ms'], 'heartbeat-ms'),
   };
 }
 
@@ -159,20 +137,21 @@ try {
   agent.destroy();
   const pollRate = round((answered - answered0) / (opts.idleMs / 1000), 1);
 
-  process.stdout.write(
-    `${JSON.stringify(
-      {
-        machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadAverage: os.loadavg().map((l) => round(l, 2)) },
-        settings: opts,
-        gatewayIdle: idle,
-        streams: { open: opened, ...streams, rssDeltaMb: round(streams.rssMb - idle.rssMb, 1), cpuShareOverIdle: round(streams.cpuShare - idle.cpuShare, 2) },
-        afterStreamsClosed: afterStreams,
-        polls: { answeredPerSecond: pollRate, failed, ...polls, rssDeltaMb: round(polls.rssMb - afterStreams.rssMb, 1), cpuShareOverIdle: round(polls.cpuShare - idle.cpuShare, 2) },
-      },
-      null,
-      2,
-    )}\n`,
-  );
+  const result = {
+    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadAverage: os.loadavg().map((l) => round(l, 2)) },
+    settings: opts,
+    gatewayIdle: idle,
+    streams: { open: opened, ...streams, rssDeltaMb: round(streams.rssMb - idle.rssMb, 1), cpuShareOverIdle: round(streams.cpuShare - idle.cpuShare, 2) },
+    afterStreamsClosed: afterStreams,
+    polls: { answeredPerSecond: pollRate, failed, ...polls, rssDeltaMb: round(polls.rssMb - afterStreams.rssMb, 1), cpuShareOverIdle: round(polls.cpuShare - idle.cpuShare, 2) },
+  };
+  const header = ['30 s window', 'RSS change MB', 'CPU over the idle gateway, % of a core'];
+  const rows = [
+    [`${result.streams.open} open idle streams`, String(result.streams.rssDeltaMb), String(result.streams.cpuShareOverIdle)],
+    [`${opts.pollsPerSecond} polls/s (${pollRate} answered)`, String(result.polls.rssDeltaMb), String(result.polls.cpuShareOverIdle)],
+  ];
+  console.log(JSON.stringify(result, null, 2));
+  await cli.done({ tables: [{ header, rows }], data: result });
 } finally {
   for (const req of sockets) req.destroy();
   for (const child of children.reverse()) child.kill('SIGTERM');
@@ -193,23 +172,7 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-async function started(child: ChildProcess, line: RegExp): Promise<RegExpExecArray> {
+function started(child: ChildProcess, line: RegExp): Promise<RegExpExecArray> {
   children.push(child);
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`Timed out waiting for ${line}: ${out.slice(-2000)}`)), 120_000);
-    const onData = (c: Buffer): void => {
-      out += c.toString();
-      const match = line.exec(out);
-      if (match === null) return;
-      clearTimeout(timer);
-      // Drained from here on, not kept.
-      child.stdout?.off('data', onData).resume();
-      child.stderr?.off('data', onData).resume();
-      resolve(match);
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out.slice(-2000)}`)));
-  });
+  return startedChild(child, line);
 }
