@@ -14,7 +14,7 @@ import {
 import { CHAR_WIDTH_EM, LINE_HEIGHT_EM, fitTitle, layoutFor } from '../../src/music-video/layout.js';
 import { filterGraph, filterValue, frameCount, outputSampleRate, renderArgs, type RenderPlan } from '../../src/music-video/render-args.js';
 import { listedNames, missingFrom } from '../../src/music-video/readiness.js';
-import { audioMeasureArgs } from '../../src/music-video/measure.js';
+import { audioMeasureArgs } from '../../src/jobs/index.js';
 
 const AUDIO = 'https://media.example/song.mp3';
 const IMAGE = 'https://media.example/cover.jpg';

@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMediaDeps } from '../../src/media/index.js';
 import {
+  MUSIC_VIDEO_MODEL,
   layoutFor,
   musicVideoReadiness,
   parseMusicVideoInput,
@@ -59,7 +60,7 @@ afterAll(async () => {
 async function quote(audio: string, image = cover, extra: Record<string, unknown> = {}, sub = 'q'): Promise<QuotedMusicVideo> {
   const input = parseMusicVideoInput({ audio_url: audio, image_url: image, ...extra });
   await mkdir(path.join(dir, sub), { recursive: true });
-  return quoteMusicVideo(input, createMediaDeps({ dir: path.join(dir, sub), allowLocalPaths: true }));
+  return quoteMusicVideo({ model: MUSIC_VIDEO_MODEL, input }, createMediaDeps({ dir: path.join(dir, sub), allowLocalPaths: true }));
 }
 
 interface Probed {
