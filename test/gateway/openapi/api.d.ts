@@ -371,6 +371,46 @@ export interface components {
              */
             webhook_url?: string;
         };
+        /** GenerateMusicVideo */
+        GenerateMusicVideo: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            model: "vendor-music-video";
+            /** MusicVideoInput */
+            input: {
+                /**
+                 * Format: uri
+                 * @description public URL of the song: MP3, WAV, AAC, OGG, M4A or FLAC, at most 8 minutes (a generated song's audio_url works as it is) (or a link POST /api/v1/uploads gave, http:// in this set-up)
+                 */
+                audio_url: string;
+                /**
+                 * Format: uri
+                 * @description public URL of the cover: JPEG, PNG or WebP (a generated song's image_url works as it is) (or a link POST /api/v1/uploads gave, http:// in this set-up)
+                 */
+                image_url: string;
+                /** @description drawn on the video under the cover */
+                title?: string;
+                /**
+                 * @description the visualiser: a waveform, a spectrum, or none
+                 * @default waveform
+                 * @enum {string}
+                 */
+                style: "waveform" | "spectrum" | "still";
+                /**
+                 * @description 1920x1080, 1080x1080 or 1080x1920
+                 * @default 16:9
+                 * @enum {string}
+                 */
+                aspect_ratio: "16:9" | "1:1" | "9:16";
+            };
+            /**
+             * Format: uri
+             * @description Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.
+             */
+            webhook_url?: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -390,7 +430,7 @@ export interface operations {
         /** @description a body of POST /api/v1/generate (any model, lip-sync included), or of a tool endpoint (/tools/lipsync, /tools/upscale-image, /tools/upscale-video) */
         requestBody: {
             content: {
-                "application/json": (components["schemas"]["GenerateMusic"] | components["schemas"]["GenerateImageUpscale"] | components["schemas"]["GenerateVideoUpscale"] | components["schemas"]["EstimateLipsync"]) | {
+                "application/json": (components["schemas"]["GenerateMusic"] | components["schemas"]["GenerateImageUpscale"] | components["schemas"]["GenerateVideoUpscale"] | components["schemas"]["EstimateLipsync"] | components["schemas"]["GenerateMusicVideo"]) | {
                     /**
                      * Format: uri
                      * @description public URL of the video, at most 30 s (or a link POST /api/v1/uploads gave, http:// in this set-up)
@@ -495,7 +535,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -506,7 +546,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -659,7 +699,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["GenerateMusic"] | components["schemas"]["GenerateImageUpscale"] | components["schemas"]["GenerateVideoUpscale"];
+                "application/json": components["schemas"]["GenerateMusic"] | components["schemas"]["GenerateImageUpscale"] | components["schemas"]["GenerateVideoUpscale"] | components["schemas"]["GenerateMusicVideo"];
             };
         };
         responses: {
@@ -689,7 +729,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -700,7 +740,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -965,7 +1005,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -976,7 +1016,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1230,7 +1270,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1241,7 +1281,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1497,7 +1537,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1508,7 +1548,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1747,6 +1787,15 @@ export interface operations {
                                     tags: string;
                                     prompt: string;
                                 }[];
+                            } | {
+                                url: string;
+                                /** @enum {string} */
+                                type: "video";
+                                duration: number;
+                                /** @enum {integer} */
+                                width: 1920 | 1080;
+                                /** @enum {integer} */
+                                height: 1080 | 1920;
                             }) | null;
                             error?: {
                                 /** @example TASK_EXPIRED */
@@ -1937,6 +1986,15 @@ export interface operations {
                                     tags: string;
                                     prompt: string;
                                 }[];
+                            } | {
+                                url: string;
+                                /** @enum {string} */
+                                type: "video";
+                                duration: number;
+                                /** @enum {integer} */
+                                width: 1920 | 1080;
+                                /** @enum {integer} */
+                                height: 1080 | 1920;
                             }) | null;
                             error?: {
                                 /** @example TASK_EXPIRED */
@@ -1984,7 +2042,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1995,7 +2053,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2201,6 +2259,15 @@ export interface operations {
                                     tags: string;
                                     prompt: string;
                                 }[];
+                            } | {
+                                url: string;
+                                /** @enum {string} */
+                                type: "video";
+                                duration: number;
+                                /** @enum {integer} */
+                                width: 1920 | 1080;
+                                /** @enum {integer} */
+                                height: 1080 | 1920;
                             }) | null;
                             error?: {
                                 /** @example TASK_EXPIRED */
@@ -2248,7 +2315,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2259,7 +2326,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2460,6 +2527,15 @@ export interface operations {
                                         tags: string;
                                         prompt: string;
                                     }[];
+                                } | {
+                                    url: string;
+                                    /** @enum {string} */
+                                    type: "video";
+                                    duration: number;
+                                    /** @enum {integer} */
+                                    width: 1920 | 1080;
+                                    /** @enum {integer} */
+                                    height: 1080 | 1920;
                                 }) | null;
                                 error?: {
                                     /** @example TASK_EXPIRED */
@@ -2509,7 +2585,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2520,7 +2596,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2619,7 +2695,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2630,7 +2706,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
                             /** @example Expected … but received … */
                             message: string;
                         };
