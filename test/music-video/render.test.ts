@@ -379,6 +379,24 @@ describe('the music-video command', () => {
     expect(await readdir(tmp)).toEqual([]);
   }, 120_000);
 
+  it('media-worker run takes a music video job as the daemon does: the same price, an MP4 named by the task', async () => {
+    const tmp = path.join(dir, 'run-tmp');
+    await mkdir(tmp);
+    const outDir = path.join(dir, 'run-out');
+    const job = { id: 'cli-mv-1', model: 'vendor-music-video', input: { audio_url: song, image_url: cover, aspect_ratio: '9:16', style: 'still' } };
+    const r = await cli(['run', JSON.stringify(job), '-o', `${outDir}/`], { MEDIA_WORKER_TMP_DIR: tmp });
+    expect(r.code).toBe(0);
+    const task = JSON.parse(r.stdout);
+    expect(task).toMatchObject({
+      id: 'cli-mv-1', model: 'vendor-music-video', status: 'completed', creditsUsed: 20,
+      result: { type: 'video', duration: 4, width: 1080, height: 1920 },
+    });
+    expect(task.result.url).toBe(path.join(outDir, 'cli-mv-1.mp4'));
+    const streams = (await probe(task.result.url)).streams;
+    expect(streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', 1080, 1920], ['aac', undefined, undefined]]);
+    expect(await readdir(tmp)).toEqual([]);
+  }, 120_000);
+
   it('answers a wrong style with INVALID_STYLE and exit status 2', async () => {
     const r = await cli(['music-video', '--audio', song, '--image', cover, '--style', 'bars']);
     expect(r.code).toBe(2);
