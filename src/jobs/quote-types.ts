@@ -20,7 +20,7 @@ export interface QuoteDeps {
   probeImage(path: string): Promise<ImageInfo>;
   /** Throws JobError PROBE_FAILED on unreadable input. */
   probeMedia(path: string): Promise<MediaInfo>;
-  /** The FFMPEG_PATH setting, for a quote that decodes its input (the music video's audio); unset: ffmpeg on the PATH. */
+  /** The FFMPEG_PATH setting, for a quote that decodes an input with ffmpeg to measure it; unset: ffmpeg on the PATH. */
   ffmpegPath?: string;
 }
 
