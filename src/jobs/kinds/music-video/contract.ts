@@ -14,7 +14,7 @@ import type { Fields, KindContract } from '../../kind-contract.js';
 import { charCount, expectedText, expectedValue, oneOf } from '../../messages.js';
 import { text as openapiText, url as openapiUrl } from '../../openapi-parts.js';
 import { MUSIC_VIDEO_MINIMUM_CREDITS, priceMusicVideo } from '../../pricing.js';
-import { parseQuote, refuse, sameEcho, samePrice } from '../../quote-recheck.js';
+import { parseQuote, refuse, sameDurationPrice, sameEcho } from '../../quote-recheck.js';
 import { envelope, url } from '../../wire-parts.js';
 import { quoteMusicVideo } from './measure.js';
 import {
@@ -150,8 +150,6 @@ export const musicVideoResultSchema = z.object({
   height: z.number(),
 });
 
-const DURATION = /^(\d{1,6}(?:\.\d{1,3})?)s$/;
-
 const musicVideoInput = {
   title: 'MusicVideoInput',
   type: 'object',
@@ -185,20 +183,7 @@ export const musicVideoKind: KindContract<'music-video'> = {
       [q.input.aspect_ratio, input.aspect_ratio, 'aspect_ratio'],
     );
     if (same !== null) return refuse(same);
-    const seconds = DURATION.exec(q.input.detected_duration);
-    if (seconds === null) return refuse(`detected_duration ${JSON.stringify(q.input.detected_duration)} is not <seconds>s`);
-    let price;
-    try {
-      price = priceMusicVideo(Number(seconds[1]));
-    } catch {
-      return refuse(`detected_duration ${q.input.detected_duration} is not a duration this model takes`);
-    }
-    return samePrice(
-      q.input,
-      [q.creditsUsed, price.creditsUsed, 'creditsUsed'],
-      [q.input.billed_seconds, price.billedSeconds, 'billed_seconds'],
-      [q.input.credits_per_second, price.creditsPerSecond, 'credits_per_second'],
-    );
+    return sameDurationPrice(q.input, q.creditsUsed, priceMusicVideo);
   },
   schemas: { job: musicVideoJobSchema, quote: musicVideoQuoteSchema, result: musicVideoResultSchema, resultTitle: `Result of a completed ${MUSIC_VIDEO_MODEL} task` },
   resultUrls: (result) => [result.url],
