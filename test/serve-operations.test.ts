@@ -64,7 +64,7 @@ const baseEnv = (): Record<string, string> => ({
   WORKER_HEARTBEAT_MS: '500',
   WORKER_PULL_EXPIRES_MS: '1000',
   WORKER_NAK_DELAYS_MS: '200',
-  WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+  WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0,music-video=0',
   RESULTS_BASE_URL: 'https://cdn.example.test/results',
 });
 
@@ -268,7 +268,7 @@ describe('a fresh install without lip-sync weights', () => {
       MEDIA_WORKER_MODEL_FILES_DIR: weights,
       MEDIA_WORKER_TMP_DIR: await scratch('fresh-tmp'),
       RESULTS_DIR: await scratch('fresh-results'),
-      WORKER_CONCURRENCY: 'image=1,video=0,lipsync=1,music=0',
+      WORKER_CONCURRENCY: 'image=1,video=0,lipsync=1,music=0,music-video=0',
       WORKER_READINESS_INTERVAL_MS: '500',
     };
     const s = serve(env);

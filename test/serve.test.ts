@@ -64,7 +64,7 @@ beforeAll(async () => {
       RESULTS_DIR: path.join(dir, 'results'),
       RESULTS_BASE_URL: 'https://cdn.example.test/results',
       WORKER_HEALTH_PORT: '0',
-      WORKER_CONCURRENCY: 'image=1,video=1,lipsync=1,music=0',
+      WORKER_CONCURRENCY: 'image=1,video=1,lipsync=1,music=0,music-video=0',
       MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-test',
     },
     stdio: ['ignore', 'ignore', 'pipe'],

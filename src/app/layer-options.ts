@@ -23,7 +23,7 @@ export function mediaDepsOptions(
     idleTimeoutMs: config.fetchIdleTimeoutMs,
     deadlineMs: config.fetchDeadlineMs,
     minBytesPerSecond: config.fetchMinBytesPerSecond,
-    ...definedFields({ ffprobePath: config.ffprobePath }),
+    ...definedFields({ ffprobePath: config.ffprobePath, ffmpegPath: config.ffmpegPath }),
   };
 }
 

@@ -14,6 +14,9 @@ export { MUSIC_MODEL, MUSIC_REPORTED_MODEL, musicQuoteSchema, musicResultSchema 
 // Each kind's own types, model ids and limits, from its room.
 export * from './kinds/lipsync/types.js';
 export * from './kinds/music/types.js';
+export * from './kinds/music-video/types.js';
+export { MUSIC_VIDEO_ERROR_CODES, MUSIC_VIDEO_FAILURE_CODE, musicVideoInputSchema, musicVideoQuoteSchema, musicVideoResultSchema, parseMusicVideoInput } from './kinds/music-video/contract.js';
+export { DEFAULT_AUDIO_DECODE_TIMEOUT_MS, audioInputArgs, audioMeasureArgs, measureAudioSeconds, quoteMusicVideo, type AudioToMeasure, type MeasureOptions } from './kinds/music-video/measure.js';
 export {
   DEFAULT_UPSCALE_FACTOR,
   UPSCALE_FACTORS,
@@ -39,6 +42,11 @@ export {
   IMAGE_TIERS,
   LIPSYNC_RATES,
   MUSIC_CREDITS,
+  MUSIC_VIDEO_CREDITS_PER_SECOND,
+  MUSIC_VIDEO_MINIMUM_CREDITS,
+  checkMusicVideoAudioLength,
+  priceMusicVideo,
+  type MusicVideoPrice,
   VIDEO_UPSCALE_CREDITS_PER_SECOND,
   billedSeconds,
   durationMilliseconds,

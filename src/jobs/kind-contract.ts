@@ -16,6 +16,7 @@ import type { ImageQuote, QuoteDeps, QuotePolicy, QuotedImageJob, QuotedVideoJob
 import type { ImageResult, VideoResult } from './results.js';
 import type { LipsyncJob, LipsyncQuote, LipsyncResult, QuotedLipsyncJob } from './kinds/lipsync/types.js';
 import type { MusicJob, MusicQuote, MusicResult, QuotedMusicJob } from './kinds/music/types.js';
+import type { MusicVideoJob, MusicVideoQuote, MusicVideoResult, QuotedMusicVideoJob } from './kinds/music-video/types.js';
 
 /** Each kind's types: its job (and so its model ids), its quote, what processing receives, its result. */
 export interface KindTypeMap {
@@ -23,6 +24,7 @@ export interface KindTypeMap {
   video: { job: VideoUpscaleJob; quote: VideoQuote; quoted: QuotedVideoJob; result: VideoResult };
   lipsync: { job: LipsyncJob; quote: LipsyncQuote; quoted: QuotedLipsyncJob; result: LipsyncResult };
   music: { job: MusicJob; quote: MusicQuote; quoted: QuotedMusicJob; result: MusicResult };
+  'music-video': { job: MusicVideoJob; quote: MusicVideoQuote; quoted: QuotedMusicVideoJob; result: MusicVideoResult };
 }
 
 export type JobKind = keyof KindTypeMap;

@@ -10,6 +10,7 @@
 import { JobError } from '../errors.js';
 import { expectedText, expectedValue } from './messages.js';
 import { LIPSYNC_MAX_VIDEO_SECONDS, type LipsyncModelId } from './kinds/lipsync/types.js';
+import { MUSIC_VIDEO_MAX_AUDIO_SECONDS } from './kinds/music-video/types.js';
 import type { UpscaleFactor } from './types.js';
 import {
   IMAGE_MAX_OUTPUT_MEGAPIXELS,
@@ -177,5 +178,38 @@ function checkDuration(durationSeconds: number, maxSeconds: number): number {
 function checkDimension(subject: string, value: number): void {
   if (!Number.isSafeInteger(value) || value < 1) {
     throw new JobError('PROBE_FAILED', expectedValue(subject, 'a positive whole number of pixels', value));
+  }
+}
+
+// Music video (docs/music-video.md): 2 credits per started second of the decoded audio, at least 20.
+
+export const MUSIC_VIDEO_CREDITS_PER_SECOND = 2;
+export const MUSIC_VIDEO_MINIMUM_CREDITS = 20;
+
+export interface MusicVideoPrice extends DurationPrice {
+  minimumCredits: number;
+}
+
+/** max(20, ceil(seconds) x 2); PROBE_FAILED for no real duration, AUDIO_TOO_LONG over 8 minutes. */
+export function priceMusicVideo(audioSeconds: number): MusicVideoPrice {
+  const ms = durationMilliseconds(audioSeconds, 'the audio duration');
+  checkMusicVideoAudioLength(ms / 1000);
+  const billed = Math.ceil(ms / 1000);
+  return {
+    creditsUsed: Math.max(MUSIC_VIDEO_MINIMUM_CREDITS, billed * MUSIC_VIDEO_CREDITS_PER_SECOND),
+    durationSeconds: ms / 1000,
+    billedSeconds: billed,
+    creditsPerSecond: MUSIC_VIDEO_CREDITS_PER_SECOND,
+    minimumCredits: MUSIC_VIDEO_MINIMUM_CREDITS,
+  };
+}
+
+/** AUDIO_TOO_LONG past 8 minutes (seconds already rounded to milliseconds, or a decoder's count). */
+export function checkMusicVideoAudioLength(seconds: number): void {
+  if (seconds > MUSIC_VIDEO_MAX_AUDIO_SECONDS) {
+    throw new JobError(
+      'AUDIO_TOO_LONG',
+      expectedText('the audio duration', `at most ${MUSIC_VIDEO_MAX_AUDIO_SECONDS} seconds (8 minutes)`, `${Math.round(seconds * 1000) / 1000} seconds`),
+    );
   }
 }

@@ -7,6 +7,7 @@
  */
 import type { z } from 'zod';
 import type { QuoteVerdict } from './kind-contract.js';
+import type { DurationPrice } from './pricing.js';
 
 export type Pair = [given: unknown, expected: unknown, field: string];
 
@@ -35,4 +36,26 @@ export function samePrice(input: object, ...pairs: Pair[]): QuoteVerdict {
 
 export function refuse(reason: string): QuoteVerdict {
   return { ok: false, reason };
+}
+
+const DURATION = /^(\d{1,6}(?:\.\d{1,3})?)s$/;
+
+/** The echo of a quote priced by a measured duration (`detected_duration`, `"12.4s"`), and its price. */
+export interface DurationEcho {
+  detected_duration: string;
+  billed_seconds: number;
+  credits_per_second: number;
+}
+
+/** A duration-priced quote: its `detected_duration` priced again must give its credits, billed seconds and rate. */
+export function sameDurationPrice(input: DurationEcho, creditsUsed: number, price: (seconds: number) => DurationPrice): QuoteVerdict {
+  const seconds = DURATION.exec(input.detected_duration);
+  if (seconds === null) return refuse(`detected_duration ${JSON.stringify(input.detected_duration)} is not <seconds>s`);
+  const expected = price(Number(seconds[1]));
+  return samePrice(
+    input,
+    [creditsUsed, expected.creditsUsed, 'creditsUsed'],
+    [input.billed_seconds, expected.billedSeconds, 'billed_seconds'],
+    [input.credits_per_second, expected.creditsPerSecond, 'credits_per_second'],
+  );
 }

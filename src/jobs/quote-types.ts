@@ -20,6 +20,8 @@ export interface QuoteDeps {
   probeImage(path: string): Promise<ImageInfo>;
   /** Throws JobError PROBE_FAILED on unreadable input. */
   probeMedia(path: string): Promise<MediaInfo>;
+  /** The FFMPEG_PATH setting, for a quote that decodes an input with ffmpeg to measure it; unset: ffmpeg on the PATH. */
+  ffmpegPath?: string;
 }
 
 /**

@@ -15,6 +15,7 @@ export interface MediaDeps {
   localize(source: string, kind: InputKind, signal?: AbortSignal): Promise<LocalInput>;
   probeImage(path: string): Promise<ImageInfo>;
   probeMedia(path: string): Promise<MediaInfo>;
+  ffmpegPath?: string;
 }
 
 export interface MediaDepsOptions extends FetchOptions, ProbeImageOptions {
@@ -23,11 +24,13 @@ export interface MediaDepsOptions extends FetchOptions, ProbeImageOptions {
   /** Cancels every probe and download made through these deps (a per-call signal is added to it). */
   signal?: AbortSignal;
   ffprobePath?: string;
+  /** Handed on to quotes that decode with ffmpeg. */
+  ffmpegPath?: string;
   probeTimeoutMs?: number;
 }
 
 export function createMediaDeps(options: MediaDepsOptions): MediaDeps {
-  const { signal, ffprobePath, probeTimeoutMs, maxPixels, maxSide, verifyDecode, ...fetchOptions } = options;
+  const { signal, ffprobePath, ffmpegPath, probeTimeoutMs, maxPixels, maxSide, verifyDecode, ...fetchOptions } = options;
   const combine = (extra?: AbortSignal): AbortSignal | undefined =>
     extra === undefined ? signal : signal === undefined ? extra : AbortSignal.any([signal, extra]);
 
@@ -38,5 +41,6 @@ export function createMediaDeps(options: MediaDepsOptions): MediaDeps {
     },
     probeImage: (path) => probeImage(path, definedFields({ maxPixels, maxSide, verifyDecode })),
     probeMedia: (path) => probeMedia(path, definedFields({ ffprobePath, timeoutMs: probeTimeoutMs, signal })),
+    ...definedFields({ ffmpegPath }),
   };
 }

@@ -1,7 +1,9 @@
 /**
  * `vendor-music-video`: a song and its cover made into an MP4 with a visualiser (docs/music-video.md).
- * The contract half (contract.ts, price.ts) is pure; the rest measures inputs and runs ffmpeg.
+ * Its contract half (parser, price, quote) is in src/jobs/kinds/music-video/; here, the render and readiness.
  */
+// The contract half lives in src/jobs/kinds/music-video/ (the gateway reads it); offered here too,
+// so that the pipeline's users (the command line, the benchmark) have one way in.
 export {
   DEFAULT_MUSIC_VIDEO_ASPECT_RATIO,
   DEFAULT_MUSIC_VIDEO_STYLE,
@@ -17,22 +19,26 @@ export {
   MUSIC_VIDEO_SIZES,
   MUSIC_VIDEO_STYLES,
   MUSIC_VIDEO_TITLE_MAX_CHARS,
+  MUSIC_VIDEO_CREDITS_PER_SECOND,
+  MUSIC_VIDEO_MINIMUM_CREDITS,
   musicVideoInputSchema,
   parseMusicVideoInput,
-  type MusicVideoAspectRatio,
-  type MusicVideoInput,
-  type MusicVideoStyle,
-} from './contract.js';
-export { MUSIC_VIDEO_CREDITS_PER_SECOND, MUSIC_VIDEO_MINIMUM_CREDITS, checkAudioLength, priceMusicVideo, type MusicVideoPrice } from './price.js';
-export {
+  priceMusicVideo,
+  checkMusicVideoAudioLength as checkAudioLength,
   audioMeasureArgs,
   measureAudioSeconds,
   quoteMusicVideo,
   type MeasureOptions,
+  type MusicVideoAspectRatio,
+  type MusicVideoInput,
+  type MusicVideoJob,
+  type MusicVideoPrice,
   type MusicVideoQuote,
   type MusicVideoQuoteInput,
-  type QuotedMusicVideo,
-} from './measure.js';
+  type MusicVideoStyle,
+  type QuotedMusicVideoJob,
+  type QuotedMusicVideoJob as QuotedMusicVideo,
+} from '../jobs/index.js';
 export { ENCODER_SETTINGS, filterGraph, frameCount, renderArgs, type EncoderSettings, type RenderPlan } from './render-args.js';
 export { RENDER_STAGE, renderInputs, renderMusicVideo, type RenderMusicVideoOptions, type RenderedMusicVideo } from './render.js';
 export { musicVideoReadiness, REQUIRED_DEMUXERS, REQUIRED_ENCODERS, REQUIRED_FILTERS, type MusicVideoReadiness, type ReadinessOptions } from './readiness.js';

@@ -7,7 +7,7 @@
  * centred in it); the whole frame behind it is the same cover scaled to fill, blurred and darkened,
  * so a cover of any shape leaves no black bars (docs/music-video.md, "Output").
  */
-import { MUSIC_VIDEO_SIZES, type MusicVideoAspectRatio } from './contract.js';
+import { MUSIC_VIDEO_SIZES, type MusicVideoAspectRatio } from '../jobs/index.js';
 
 export interface Box {
   x: number;

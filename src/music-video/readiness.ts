@@ -11,7 +11,7 @@ import sharp from 'sharp';
 import { errorMessage, firstErrorLine } from '../errors.js';
 import { resolveFfmpeg, runProcess } from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
-import { MUSIC_VIDEO_STYLES } from './contract.js';
+import { MUSIC_VIDEO_STYLES } from '../jobs/index.js';
 import { FONT_NEED, findFontFile } from './font.js';
 import { renderMusicVideo } from './render.js';
 

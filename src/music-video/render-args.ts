@@ -11,8 +11,7 @@
  * frame after the audio; the visualiser's audio is padded with silence so it never runs out first.
  */
 import { allowedAudioSeconds, fileInput, quietFfmpegArgs, safeInputArgs, type ContainerKind } from '../media/index.js';
-import { audioInputArgs } from './measure.js';
-import { MUSIC_VIDEO_FPS, type MusicVideoStyle } from './contract.js';
+import { MUSIC_VIDEO_FPS, audioInputArgs, type MusicVideoStyle } from '../jobs/index.js';
 import { LINE_HEIGHT_EM, type Box, type MusicVideoLayout } from './layout.js';
 
 /** The encoder's settings per style, and why (docs/music-video.md, "Encoder settings"). */

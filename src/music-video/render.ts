@@ -6,15 +6,13 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ProcessingError } from '../errors.js';
-import type { JobProgress } from '../jobs/index.js';
+import { MUSIC_VIDEO_FPS, MUSIC_VIDEO_SIZES, type JobProgress, type MusicVideoAspectRatio, type MusicVideoStyle, type QuotedMusicVideoJob } from '../jobs/index.js';
 import { ffmpegReason, isProcessError, resolveFfmpeg, spawnProcess, type ContainerKind } from '../media/index.js';
 import { parseProgressFrames } from '../video/index.js';
 import { definedFields } from '../defined-fields.js';
-import { MUSIC_VIDEO_FPS, MUSIC_VIDEO_SIZES, type MusicVideoAspectRatio, type MusicVideoStyle } from './contract.js';
 import { prepareCover } from './cover.js';
 import { findFontFile, FONT_NEED } from './font.js';
 import { fitTitle, layoutFor } from './layout.js';
-import type { QuotedMusicVideo } from './measure.js';
 import { frameCount, renderArgs, type EncoderSettings, type RenderPlan } from './render-args.js';
 
 export const RENDER_STAGE = 'rendering';
@@ -52,10 +50,11 @@ export interface RenderedMusicVideo {
 }
 
 /** What a render takes from a quote: the measured files and the job's choices. */
-export function renderInputs(quoted: QuotedMusicVideo): Pick<RenderMusicVideoOptions, 'audio' | 'imagePath' | 'durationSeconds' | 'style' | 'aspectRatio' | 'title'> {
-  const { input, inputs, probes, price } = quoted;
+export function renderInputs(quoted: QuotedMusicVideoJob): Pick<RenderMusicVideoOptions, 'audio' | 'imagePath' | 'durationSeconds' | 'style' | 'aspectRatio' | 'title'> {
+  const { inputs, probes, price, audioSampleRate } = quoted;
+  const { input } = quoted.job;
   return {
-    audio: { path: inputs.audio.path, container: probes.audio.container, sampleRate: probes.audioSampleRate },
+    audio: { path: inputs.audio.path, container: probes.audio.container, sampleRate: audioSampleRate },
     imagePath: inputs.image.path,
     durationSeconds: price.durationSeconds,
     style: input.style,

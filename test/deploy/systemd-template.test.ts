@@ -129,7 +129,7 @@ describe('two instances on one host', () => {
           RESULTS_DIR: path.join(dir, 'results', `gpu${index}`),
           RESULTS_BASE_URL: env['RESULTS_BASE_URL'],
           WORKER_HEALTH_PORT: '0',
-          WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+          WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0,music-video=0',
           MEDIA_WORKER_SR_MODELS: 'image=realesrgan-x4fast',
           MEDIA_WORKER_THREADS: '1',
         },

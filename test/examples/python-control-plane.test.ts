@@ -43,7 +43,7 @@ describe.skipIf(missing !== undefined)(`the Python control plane example${missin
   beforeAll(async () => {
     server = await startNatsServer();
     const quote = async (job: { model: string; input: unknown }) => ({ model: job.model, creditsUsed: 20, input: job.input });
-    worker = await startTestWorker(server.url, { concurrency: 'image=2,video=0,lipsync=0,music=0' }, quote as never);
+    worker = await startTestWorker(server.url, { concurrency: 'image=2,video=0,lipsync=0,music=0,music-video=0' }, quote as never);
   });
 
   afterAll(async () => {

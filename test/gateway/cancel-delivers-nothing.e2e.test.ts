@@ -29,7 +29,7 @@ const e2e = useGatewayE2e({
     await promisify(execFile)('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=48x32:rate=10', '-t', '1', '-c:v', 'libx264', '-pix_fmt', 'yuv420p', video]);
     return { '/photo.png': photo, '/clip.mp4': await readFile(video) };
   },
-  env: { WORKER_CONCURRENCY: 'image=1,video=1,lipsync=0,music=0' },
+  env: { WORKER_CONCURRENCY: 'image=1,video=1,lipsync=0,music=0,music-video=0' },
 });
 
 function resultsOf(kind: string, id: string): string {

@@ -292,7 +292,7 @@ describe('the contract as it was before the kinds moved (issue 37)', () => {
   it('quotes the corpus on real media with the same replies and refusals', async () => {
     const replies: Record<string, unknown> = {};
     for (const [name, body] of quotedJobs()) {
-      replies[name] = await outcome(() => quoteOnly(parseJob(body), config, { taskId: 'snapshot', allowLocalPaths: true, timeLimitsMs: { image: 3_600_000, video: 1_800_000, lipsync: 240_000, music: 600_000 } }));
+      replies[name] = await outcome(() => quoteOnly(parseJob(body), config, { taskId: 'snapshot', allowLocalPaths: true, timeLimitsMs: { image: 3_600_000, video: 1_800_000, lipsync: 240_000, music: 600_000, 'music-video': 1_800_000 } }));
     }
     await compare('quotes.json', stable(replies));
   }, 120_000);

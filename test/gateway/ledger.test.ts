@@ -140,7 +140,7 @@ describe('gateway ledger', () => {
     const accepted = await service.submit(account.id, musicJob as never, 'generate', logger);
     const taskId = accepted['id'] as string;
     expect(await store.ledger.balance(account.id)).toBe(15);
-    const deps = { jsm, names: store.names, service, lifetimesMs: { image: 60_000, video: 60_000, lipsync: 60_000, music: 5_000 }, logger };
+    const deps = { jsm, names: store.names, service, lifetimesMs: { image: 60_000, video: 60_000, lipsync: 60_000, music: 5_000, 'music-video': 60_000 }, logger };
     // Not yet: 1 s after submission.
     const early = await sweepPendingOnce(deps, 1, Date.now() + 1000);
     expect(early.expired).toBe(0);

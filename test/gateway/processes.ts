@@ -76,7 +76,7 @@ export async function workerTestEnv(dir: string): Promise<NodeJS.ProcessEnv> {
     MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
     RESULTS_DIR: path.join(dir, 'results'),
     WORKER_HEALTH_PORT: '0',
-    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0,music-video=0',
   };
 }
 

@@ -18,6 +18,7 @@ describe('model ids', () => {
         'vendor-lipsync-2',
         'vendor-lipsync-2-pro',
         'vendor-lipsync-3',
+        'vendor-music-video',
         'vendor-v5-generate-music',
         'vendor-video-upscale',
       ].sort(),

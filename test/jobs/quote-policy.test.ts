@@ -20,7 +20,7 @@ function policy(overrides: Partial<QuotePolicy> = {}): QuotePolicy & { asked: st
     limits: DEFAULT_WORK_LIMITS,
     hardware: HAND,
     // 80 % of 100 s: estimates up to 80 s pass
-    timeLimitSeconds: { image: 100, video: 100, lipsync: 100, music: 100 },
+    timeLimitSeconds: { image: 100, video: 100, lipsync: 100, music: 100, 'music-video': 100 },
     srNetwork: async (kind, factor) => {
       asked.push(`${kind} ${factor}`);
       return { ...NET, scale: factor === '4' ? 4 : 2 };
@@ -87,7 +87,7 @@ describe('quote with a policy: never accept what cannot finish', () => {
   });
 
   it('the limit is the kind\'s: the same job passes with a longer video limit', async () => {
-    const p = policy({ timeLimitSeconds: { image: 100, video: 102, lipsync: 100, music: 100 } });
+    const p = policy({ timeLimitSeconds: { image: 100, video: 102, lipsync: 100, music: 100, 'music-video': 100 } });
     await expect(quoteJob(videoJob(), deps({ [VID]: video(8.1, 64, 64, { num: 10, den: 1 }) }), undefined, p)).resolves.toBeDefined();
   });
 
@@ -96,7 +96,7 @@ describe('quote with a policy: never accept what cannot finish', () => {
     const job = parseJob({ model: 'vendor-image-upscale', input: { image_url: IMG, upscale_factor: '4' } });
     const ok = await quoteJob(job, deps({ [IMG]: image }), undefined, policy());
     expect(ok.quote).toMatchObject({ estimated_frames: 1, estimated_seconds: 1 });
-    const tight = policy({ timeLimitSeconds: { image: 1, video: 100, lipsync: 100, music: 100 } });
+    const tight = policy({ timeLimitSeconds: { image: 1, video: 100, lipsync: 100, music: 100, 'music-video': 100 } });
     expect((await refusal(quoteJob(job, deps({ [IMG]: image }), undefined, tight))).code).toBe('JOB_TOO_COSTLY');
   });
 
@@ -173,7 +173,7 @@ describe('quote with a policy: lip-sync output length per sync mode', () => {
   });
 
   it('a lip-sync estimate over its limit is JOB_TOO_COSTLY', async () => {
-    const p = policy({ timeLimitSeconds: { image: 100, video: 100, lipsync: 60, music: 100 } });
+    const p = policy({ timeLimitSeconds: { image: 100, video: 100, lipsync: 60, music: 100, 'music-video': 100 } });
     // 100 frames x 0.5 s = 50 s > 48 s (80 % of 60)
     expect((await refusal(quoteJob(lipsync('loop'), files(10), undefined, p))).code).toBe('JOB_TOO_COSTLY');
   });

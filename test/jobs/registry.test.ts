@@ -21,14 +21,22 @@ import {
 
 describe('the registry of kinds', () => {
   it('lists every kind once, each under its own key', () => {
-    expect(JOB_KINDS).toEqual(['image', 'video', 'lipsync', 'music']);
+    expect(JOB_KINDS).toEqual(['image', 'video', 'lipsync', 'music', 'music-video']);
     for (const kind of JOB_KINDS) expect(KINDS[kind].kind).toBe(kind);
   });
 
   it('refuses a model id claimed by two kinds', () => {
     expect(modelsClaimedTwice(allKinds())).toEqual({});
-    const twice = [...allKinds(), { kind: 'music-video', models: ['vendor-v5-generate-music', 'vendor-music-video'] }];
-    expect(modelsClaimedTwice(twice)).toEqual({ 'vendor-v5-generate-music': ['music', 'music-video'] });
+    // A sixth kind that claims the music video's id (and its own): the id is named with both claimants.
+    const twice = [...allKinds(), { kind: 'music-video-hd', models: ['vendor-music-video', 'vendor-music-video-hd'] }];
+    expect(modelsClaimedTwice(twice)).toEqual({ 'vendor-music-video': ['music-video', 'music-video-hd'] });
+  });
+
+  it('registers the music video under its model id, on the unified endpoint, with no tool', () => {
+    expect(kindOfModel('vendor-music-video')).toBe('music-video');
+    expect(KINDS['music-video'].onGenerate).toBe(true);
+    expect(KINDS['music-video'].tool).toBeUndefined();
+    expect(KINDS['music-video'].resultLifetimeDays).toBe(KINDS.music.resultLifetimeDays);
   });
 
   it('derives the model ids, each naming its kind, in the registry\'s order', () => {
@@ -38,14 +46,14 @@ describe('the registry of kinds', () => {
 
   it('derives the tools and the failure codes from the descriptors', () => {
     expect(TOOL_NAMES).toEqual(['upscale-image', 'upscale-video', 'lipsync']);
-    expect(KIND_FAILURE_CODE).toEqual({ image: 'UPSCALE_FAILED', video: 'UPSCALE_FAILED', lipsync: 'LIPSYNC_FAILED', music: 'GENERATION_FAILED' });
+    expect(KIND_FAILURE_CODE).toEqual({ image: 'UPSCALE_FAILED', video: 'UPSCALE_FAILED', lipsync: 'LIPSYNC_FAILED', music: 'GENERATION_FAILED', 'music-video': 'MUSIC_VIDEO_FAILED' });
   });
 
   it('types a descriptor by its kind (compile-time: these lines must stay errors)', () => {
     // @ts-expect-error a lip-sync descriptor is not the image kind's
     const wrong: KindContract<'image'> = KINDS.lipsync;
-    // @ts-expect-error a registry without music does not have the registry's type
-    const partial: { [K in JobKind]: KindContract<K> } = { image: KINDS.image, video: KINDS.video, lipsync: KINDS.lipsync };
+    // @ts-expect-error a registry without the music video does not have the registry's type
+    const partial: { [K in JobKind]: KindContract<K> } = { image: KINDS.image, video: KINDS.video, lipsync: KINDS.lipsync, music: KINDS.music };
     expect([wrong, partial]).toHaveLength(2);
   });
 });

@@ -307,7 +307,7 @@ describe('messages are worded one way', () => {
     [U({ model: 'vendor-image-upscale', input: {} , id: 7 }), 'Expected id to be 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-" but received 7 (number)'],
     [
       U({ model: 'x', input: {} }),
-      'Expected model to be one of "vendor-image-upscale", "vendor-video-upscale", "vendor-lipsync-2", "vendor-lipsync-2-pro", "vendor-lipsync-3", "vendor-v5-generate-music" but received "x" (string)',
+      'Expected model to be one of "vendor-image-upscale", "vendor-video-upscale", "vendor-lipsync-2", "vendor-lipsync-2-pro", "vendor-lipsync-3", "vendor-v5-generate-music", "vendor-music-video" but received "x" (string)',
     ],
     [U(custom({ custom_mode: 1 })), 'Expected custom_mode to be a boolean but received 1 (number)'],
   ];

@@ -14,7 +14,7 @@ import {
 import { CHAR_WIDTH_EM, LINE_HEIGHT_EM, fitTitle, layoutFor } from '../../src/music-video/layout.js';
 import { filterGraph, filterValue, frameCount, outputSampleRate, renderArgs, type RenderPlan } from '../../src/music-video/render-args.js';
 import { listedNames, missingFrom } from '../../src/music-video/readiness.js';
-import { audioMeasureArgs } from '../../src/music-video/measure.js';
+import { audioMeasureArgs, checkQuote } from '../../src/jobs/index.js';
 
 const AUDIO = 'https://media.example/song.mp3';
 const IMAGE = 'https://media.example/cover.jpg';
@@ -224,5 +224,23 @@ describe('readiness listing', () => {
     expect([...listedNames(encoders)].sort()).toEqual(['aac', 'libx264']);
     expect(listedNames(demuxers)).toEqual(new Set(['mov', 'mp4', 'm4a', '3gp', '3g2', 'mj2', 'png_pipe']));
     expect(missingFrom('filter', ['showwaves', 'showfreqs', 'drawtext'], listedNames(filters))).toEqual(['ffmpeg filter showfreqs']);
+  });
+});
+
+describe("the gateway's re-check of a music video quote (checkQuote)", () => {
+  const job = { model: 'vendor-music-video' as const, input: parseMusicVideoInput({ audio_url: AUDIO, image_url: IMAGE, title: 'Twelve' }) };
+  const echo = { ...job.input, detected_duration: '12.4s', billed_seconds: 13, credits_per_second: 2 };
+  const quote = { model: 'vendor-music-video', creditsUsed: 26, input: echo };
+
+  it('accepts the price list\'s price for the measured duration, echoing the measurement', () => {
+    expect(checkQuote(job, quote)).toEqual({ ok: true, input: echo });
+  });
+
+  it('refuses another price, another echo, a duration over 8 minutes', () => {
+    expect(checkQuote(job, { ...quote, creditsUsed: 20 })).toMatchObject({ ok: false, reason: expect.stringContaining('creditsUsed is 20 where the price list gives 26') });
+    expect(checkQuote(job, { ...quote, input: { ...echo, billed_seconds: 12 } })).toMatchObject({ ok: false, reason: expect.stringContaining('billed_seconds') });
+    expect(checkQuote(job, { ...quote, input: { ...echo, title: 'Other' } })).toMatchObject({ ok: false, reason: expect.stringContaining('title') });
+    expect(checkQuote(job, { ...quote, input: { ...echo, style: 'still' } })).toMatchObject({ ok: false, reason: expect.stringContaining('style') });
+    expect(checkQuote(job, { ...quote, creditsUsed: 962, input: { ...echo, detected_duration: '480.5s', billed_seconds: 481 } })).toMatchObject({ ok: false, reason: expect.stringContaining('AUDIO_TOO_LONG') });
   });
 });

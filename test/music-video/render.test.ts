@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMediaDeps } from '../../src/media/index.js';
 import {
+  MUSIC_VIDEO_MODEL,
   layoutFor,
   musicVideoReadiness,
   parseMusicVideoInput,
@@ -59,7 +60,7 @@ afterAll(async () => {
 async function quote(audio: string, image = cover, extra: Record<string, unknown> = {}, sub = 'q'): Promise<QuotedMusicVideo> {
   const input = parseMusicVideoInput({ audio_url: audio, image_url: image, ...extra });
   await mkdir(path.join(dir, sub), { recursive: true });
-  return quoteMusicVideo(input, createMediaDeps({ dir: path.join(dir, sub), allowLocalPaths: true }));
+  return quoteMusicVideo({ model: MUSIC_VIDEO_MODEL, input }, createMediaDeps({ dir: path.join(dir, sub), allowLocalPaths: true }));
 }
 
 interface Probed {
@@ -375,6 +376,24 @@ describe('the music-video command', () => {
       result: { url: out, type: 'video', duration: 4, width: 1080, height: 1080 },
     });
     expect((await probe(out)).streams.map((s) => [s.codec_name, s.width])).toEqual([['h264', 1080], ['aac', undefined]]);
+    expect(await readdir(tmp)).toEqual([]);
+  }, 120_000);
+
+  it('media-worker run takes a music video job as the daemon does: the same price, an MP4 named by the task', async () => {
+    const tmp = path.join(dir, 'run-tmp');
+    await mkdir(tmp);
+    const outDir = path.join(dir, 'run-out');
+    const job = { id: 'cli-mv-1', model: 'vendor-music-video', input: { audio_url: song, image_url: cover, aspect_ratio: '9:16', style: 'still' } };
+    const r = await cli(['run', JSON.stringify(job), '-o', `${outDir}/`], { MEDIA_WORKER_TMP_DIR: tmp });
+    expect(r.code).toBe(0);
+    const task = JSON.parse(r.stdout);
+    expect(task).toMatchObject({
+      id: 'cli-mv-1', model: 'vendor-music-video', status: 'completed', creditsUsed: 20,
+      result: { type: 'video', duration: 4, width: 1080, height: 1920 },
+    });
+    expect(task.result.url).toBe(path.join(outDir, 'cli-mv-1.mp4'));
+    const streams = (await probe(task.result.url)).streams;
+    expect(streams.map((s) => [s.codec_name, s.width, s.height])).toEqual([['h264', 1080, 1920], ['aac', undefined, undefined]]);
     expect(await readdir(tmp)).toEqual([]);
   }, 120_000);
 

@@ -17,7 +17,7 @@ import { imageJob, startTestWorker, type TestWorker } from './helpers/in-process
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 
 const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];
-const ONLY_IMAGE = { concurrency: 'image=1,video=0,lipsync=0,music=0', readinessIntervalMs: 200 };
+const ONLY_IMAGE = { concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', readinessIntervalMs: 200 };
 
 let roles: RoleNats;
 let natsDir: string;
@@ -114,7 +114,7 @@ describe('a kind whose readiness check fails', () => {
 
   it('leaves the host ready for the kinds that can run, naming the one that cannot', async () => {
     const never: ReadinessCheck = { name: 'lipsync-model', run: async () => 'no manifest for wav2lip' };
-    const w = await worker({ concurrency: 'image=1,video=0,lipsync=1,music=0' }, { readiness: { lipsync: [never] } });
+    const w = await worker({ concurrency: 'image=1,video=0,lipsync=1,music=0,music-video=0' }, { readiness: { lipsync: [never] } });
     workers.push(w);
     const r = await readyz(w);
     expect(r.status).toBe(200);

@@ -134,7 +134,7 @@ describe('a job that completes', () => {
 describe('ownership of long jobs', () => {
   it('keeps a job longer than the ack wait with heartbeats: it is not redelivered', async () => {
     // Two workers: a redelivery would go to the idle one and run the job a second time.
-    const options = { ackWaitMs: 1500, heartbeatMs: 300, concurrency: 'image=1,video=0,lipsync=0,music=0' };
+    const options = { ackWaitMs: 1500, heartbeatMs: 300, concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0' };
     const [a, b] = await Promise.all([worker(options), worker(options)]);
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('long-1', 'sleep=4500'));
     const event = await eventOf('long-1', 20_000);

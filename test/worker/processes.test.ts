@@ -39,7 +39,7 @@ async function worker(env: Record<string, string> = {}): Promise<WorkerProcess> 
     WORKER_HEARTBEAT_MS: '300',
     WORKER_PULL_EXPIRES_MS: '1000',
     WORKER_NAK_DELAYS_MS: '100',
-    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
+    WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0,music-video=0',
     WORKER_DRAIN_GRACE_MS: '10000',
     WORKER_HEALTH_PORT: '0',
     WORKER_HEALTH_HOST: '127.0.0.1',
@@ -168,7 +168,7 @@ describe('SIGTERM mid-job', () => {
 
 describe('two worker processes', () => {
   it('complete 200 small jobs between them, none twice', async () => {
-    const env = { WORKER_CONCURRENCY: 'image=4,video=0,lipsync=0,music=0' };
+    const env = { WORKER_CONCURRENCY: 'image=4,video=0,lipsync=0,music=0,music-video=0' };
     const [a, b] = await Promise.all([worker(env), worker(env)]);
     const ids = Array.from({ length: 200 }, (_, i) => `bulk-${String(i).padStart(3, '0')}`);
     await Promise.all(ids.map((id) => cp.publishJob('image', 'vendor-image-upscale', imageJob(id, 'sleep=20'))));

@@ -90,8 +90,8 @@ afterEach(async () => {
 describe('discovery', () => {
   it('every live worker announces its kinds, models, readiness with reasons, hardware and versions', async () => {
     const noWeights: ReadinessCheck = { name: 'lipsync-model', run: () => Promise.resolve('weights not installed') };
-    const a = await worker({ concurrency: 'image=2,video=0,lipsync=1,music=0' }, quote as never, { readiness: { lipsync: [noWeights] } });
-    const b = await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0' });
+    const a = await worker({ concurrency: 'image=2,video=0,lipsync=1,music=0,music-video=0' }, quote as never, { readiness: { lipsync: [noWeights] } });
+    const b = await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0,music-video=0' });
 
     const all = await waitFor('both workers to answer', async () => {
       const found = await whoCanRunAll();
@@ -119,7 +119,7 @@ describe('discovery', () => {
 
   it('refuses quotes for kinds that no live worker can run with MODEL_UNAVAILABLE (503), and prices those another worker runs', async () => {
     // The only quoting host serves image; a second host serves video (and answers no quotes).
-    await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0' }, quote as never);
+    await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0' }, quote as never);
     const request = (body: unknown) => cp.nc.request('media.quote', JSON.stringify(body), { timeout: 5000 });
 
     const music = await request({ model: 'vendor-v5-generate-music', input: { prompt: 'a calm song' } });
@@ -129,7 +129,7 @@ describe('discovery', () => {
 
     const video = { model: 'vendor-video-upscale', input: { video_url: 'https://media.test/v.mp4' } };
     expect((await request(video)).json()).toMatchObject({ error: { code: 'MODEL_UNAVAILABLE' } });
-    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0' });
+    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0,music-video=0' });
     expect((await request(video)).json()).toMatchObject({ model: 'vendor-video-upscale', creditsUsed: 20 });
     expect((await request({ model: 'vendor-image-upscale', input: { image_url: 'https://media.test/a.png' } })).json()).toMatchObject({ creditsUsed: 20 });
     expect((await request({ model: 'vendor-v5-generate-music', input: { prompt: 'x' }, priority: 'high' })).json()).toMatchObject({
@@ -138,7 +138,7 @@ describe('discovery', () => {
   });
 
   it('prices kinds nobody runs when WORKER_QUOTE_UNSERVED=price (workers started from the backlog)', async () => {
-    await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', quoteUnserved: 'price' }, quote as never);
+    await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', quoteUnserved: 'price' }, quote as never);
     const music = await cp.nc.request('media.quote', JSON.stringify({ model: 'vendor-v5-generate-music', input: { prompt: 'a calm song' } }), { timeout: 5000 });
     expect(music.json()).toMatchObject({ model: 'vendor-v5-generate-music', creditsUsed: 20 });
   });
@@ -156,13 +156,13 @@ describe('claims', () => {
     // What hosta leaves when it dies mid-job: its claim; the job is redelivered to hostb.
     await cp.nc.request('media.claims.hosta.claimed-1', JSON.stringify({ id: 'claimed-1', host: 'hosta', at: new Date().toISOString() }));
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('claimed-1'));
-    const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'hostb', nakDelaysMs: '2000' });
+    const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', hostId: 'hostb', nakDelaysMs: '2000' });
     await waitFor('hostb to hand it back', async () => /media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 1/.test(await b.metrics.registry.metrics()));
     await b.stop();
     expect(await cp.jobsInQueue()).toBe(1);
     // hostb (a compromised host, say) publishes an event for the task: the claimer's host is not put off by it.
     await jetstream(cp.nc).publish('media.events.hostb.claimed-1', JSON.stringify({ id: 'claimed-1', model: 'vendor-image-upscale', status: 'completed', result: {}, creditsUsed: 20, createdAt: new Date().toISOString() }));
-    const a = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'hosta' });
+    const a = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', hostId: 'hosta' });
     const own = await waitFor('hosta\'s event', () => cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.hosta.claimed-1' }).then((m) => m ?? undefined), 15_000);
     expect(own.json()).toMatchObject({ status: 'completed', attempt: 2, worker: a.settings.natsName });
     expect(b.records).toEqual([]);
@@ -173,7 +173,7 @@ describe('claims', () => {
     await createStreams();
     await cp.nc.request('media.claims.hosta.claimed-2', JSON.stringify({ id: 'claimed-2', host: 'hosta', at: new Date().toISOString() }));
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('claimed-2'));
-    const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'hostb' });
+    const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', hostId: 'hostb' });
     // The workers may not read or remove jobs by sequence: the captured advisory is the control
     // plane's (the reference gateway fails the task and removes the job: test/gateway/exhausted-jobs.test.ts).
     await waitFor('the max-deliveries advisory to be captured', async () => (await cp.jsm.streams.info('MEDIA_JOBS_ADVISORIES')).state.messages === 1);
@@ -200,7 +200,7 @@ describe('cancellation', () => {
     for (const id of ['queued-a', 'queued-b']) await cp.publishJob('image', 'vendor-image-upscale', imageJob(id));
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('cancel-q', '', { credits: 40, createdAt: '2025-03-01T12:00:00.000Z' }));
     // No worker of the kind yet: the cancel is answered by any worker.
-    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0' });
+    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0,music-video=0' });
     const reply = await cancel({ id: 'cancel-q', model: 'vendor-image-upscale', credits: 40, createdAt: '2025-03-01T12:00:00.000Z', reason: 'user asked' });
     expect(cancelReplySchema.parse(reply.json())).toEqual({ id: 'cancel-q', cancelled: true, status: 'failed', code: 'CANCELLED' });
     const event = await eventOf('cancel-q');
@@ -218,7 +218,7 @@ describe('cancellation', () => {
       model: 'vendor-image-upscale',
       error: { code: 'CANCELLED', status: 409, message: 'Cancelled by the control plane: user asked' },
     });
-    const image = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0' });
+    const image = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0' });
     await waitFor('the other jobs to run and the cancelled one to leave the queue', async () => (await cp.jobsInQueue()) === 0);
     expect(image.records.map((r) => r.taskId).sort()).toEqual(['queued-a', 'queued-b']);
     expect(await cp.eventsOf('cancel-q')).toHaveLength(1);
@@ -227,7 +227,7 @@ describe('cancellation', () => {
   it('a cancel with nothing but the id reports what the request says and the cancel\'s time: the worker does not read the queued job', async () => {
     await createStreams();
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('cancel-bare', '', { credits: 30, createdAt: '2025-03-01T12:00:00.000Z' }));
-    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0' });
+    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0,music-video=0' });
     const asked = Date.now();
     expect((await cancel({ id: 'cancel-bare' })).json()).toMatchObject({ cancelled: true });
     const unknown = await eventOf('cancel-bare');
@@ -238,7 +238,7 @@ describe('cancellation', () => {
   });
 
   it('a running job stops within seconds, with exactly one CANCELLED event; the worker goes on serving', async () => {
-    const w = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0' });
+    const w = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0' });
     const published = Date.now();
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('cancel-r', 'sleep=30000', { credits: 20, createdAt: '2025-03-01T12:00:00.000Z' }));
     await waitFor('the job to start', () => w.records.length === 1);
@@ -263,8 +263,8 @@ describe('cancellation', () => {
   });
 
   it('a job running on another host: that host stops it and publishes the one CANCELLED event, whichever host answers', async () => {
-    const a = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'hosta' });
-    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0', hostId: 'hostb' });
+    const a = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', hostId: 'hosta' });
+    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0,music-video=0', hostId: 'hostb' });
     for (const id of ['cancel-x1', 'cancel-x2']) {
       await cp.publishJob('image', 'vendor-image-upscale', imageJob(id, 'sleep=30000', { credits: 20 }));
       await waitFor('the job to start on hosta', () => a.records.some((r) => r.taskId === id));
@@ -277,9 +277,9 @@ describe('cancellation', () => {
   });
 
   it('a job running in another process of the same host: that process stops it and its event says the run, whichever process answers', async () => {
-    const runner = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', hostId: 'hosta' });
+    const runner = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', hostId: 'hosta' });
     // A sibling under the same WORKER_HOST_ID (one process per GPU) that runs no images.
-    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0', hostId: 'hosta' });
+    await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0,music-video=0', hostId: 'hosta' });
     // The cancel goes to either process (queue group q): several tasks, so both answer some.
     for (const id of ['cancel-s1', 'cancel-s2', 'cancel-s3', 'cancel-s4']) {
       await cp.publishJob('image', 'vendor-image-upscale', imageJob(id, 'sleep=30000', { credits: 20 }));
@@ -293,7 +293,7 @@ describe('cancellation', () => {
   });
 
   it('a cancel after completion changes nothing, and a malformed cancel is refused', async () => {
-    await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0' });
+    await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0' });
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('done-1'));
     const done = await eventOf('done-1');
     const reply = await cancel({ id: 'done-1' });
@@ -316,7 +316,7 @@ describe('queue age', () => {
     await createStreams();
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('old-1', '', { credits: 30 }));
     await sleep(1200);
-    const w = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', maxQueueAgeMs: 'image=1000' });
+    const w = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', maxQueueAgeMs: 'image=1000' });
     const event = await eventOf('old-1');
     expect(event).toMatchObject({ status: 'failed', refund: true, creditsRefunded: 30, retryable: false, error: { code: 'QUEUE_TIMEOUT', status: 503 } });
     expect(event.error?.message).toMatch(/waited 1\.\d s in the queue, longer than the 1 s allowed \(WORKER_MAX_QUEUE_AGE_MS\)/);
@@ -328,7 +328,7 @@ describe('queue age', () => {
 
 describe('protocol version and event facts', () => {
   it('events and progress carry the version header; a job for another major is refused; events say attempts, retryable and expiry', async () => {
-    await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0', maxDeliver: 2 });
+    await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', maxDeliver: 2 });
     const progressHeaders: string[] = [];
     const sub = cp.nc.subscribe('media.progress.v-1', { callback: (_e, m) => void progressHeaders.push(m.headers?.get(PROTOCOL_HEADER) ?? '') });
     const before = Date.now();

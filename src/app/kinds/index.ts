@@ -10,6 +10,7 @@ import type { KindRuntime } from '../kind-runtime.js';
 import { imageUpscaleRuntime } from './image-upscale.js';
 import { lipsyncRuntime } from './lipsync.js';
 import { musicRuntime, openMusicBackends } from './music.js';
+import { musicVideoRuntime } from './music-video.js';
 import { videoUpscaleRuntime } from './video-upscale.js';
 
 export const RUNTIMES: { readonly [K in JobKind]: KindRuntime<K> } = {
@@ -17,6 +18,7 @@ export const RUNTIMES: { readonly [K in JobKind]: KindRuntime<K> } = {
   video: videoUpscaleRuntime,
   lipsync: lipsyncRuntime,
   music: musicRuntime,
+  'music-video': musicVideoRuntime,
 };
 
 /** What the kinds keep open between jobs (one line per kind that keeps anything), on the engine. */

@@ -88,7 +88,7 @@ async function musicVideoCommand(flags: MusicVideoFlags): Promise<Record<string,
       async (dir) => {
         measuring.report({ stage: 'fetching and measuring' });
         const deps = createMediaDeps(mediaDepsOptions(ctx.config, { dir, allowLocalPaths: true, signal: abort.signal }));
-        const quoted = await quoteMusicVideo(input, deps, { signal: abort.signal, ...definedFields({ ffmpegPath: ctx.config.ffmpegPath }) });
+        const quoted = await quoteMusicVideo({ model: MUSIC_VIDEO_MODEL, input }, deps, { signal: abort.signal, ...definedFields({ ffmpegPath: ctx.config.ffmpegPath }) });
         const { price } = quoted;
         measuring.close(
           `${quoted.quote.input.detected_duration} of audio: ${price.creditsUsed} credits (${price.billedSeconds} s x ${price.creditsPerSecond}, at least ${price.minimumCredits})`,

@@ -9,6 +9,7 @@ import type { Fields, JobKind, JobOf, KindContract, KindedJob, ModelOf } from '.
 import { imageUpscaleKind } from './image-upscale/contract.js';
 import { lipsyncKind } from './lipsync/contract.js';
 import { musicKind } from './music/contract.js';
+import { musicVideoKind } from './music-video/contract.js';
 import { videoUpscaleKind } from './video-upscale/contract.js';
 
 export const KINDS: { readonly [K in JobKind]: KindContract<K> } = {
@@ -16,6 +17,7 @@ export const KINDS: { readonly [K in JobKind]: KindContract<K> } = {
   video: videoUpscaleKind,
   lipsync: lipsyncKind,
   music: musicKind,
+  'music-video': musicVideoKind,
 };
 
 /** The kinds in the registry's order. */

@@ -12,7 +12,7 @@ import { VIDEO_UPSCALE_CONTAINERS } from '../../limits.js';
 import { factor, hdr as openapiHdr, submittedTask, url as openapiUrl } from '../../openapi-parts.js';
 import { VIDEO_UPSCALE_CREDITS_PER_SECOND, priceVideoUpscale } from '../../pricing.js';
 import { checkedEstimate, displayed, formatDuration, measuredStreams, processedFrames } from '../../quote-parts.js';
-import { parseQuote, refuse, sameEcho, samePrice } from '../../quote-recheck.js';
+import { parseQuote, refuse, sameDurationPrice, sameEcho } from '../../quote-recheck.js';
 import type { QuoteDeps, QuoteEstimate, QuotePolicy, QuotedVideoJob } from '../../quote-types.js';
 import { DEFAULT_UPSCALE_FACTOR, UPSCALE_FACTORS, type VideoUpscaleJob } from '../../types.js';
 import { checkFrameRate, checkJobOutputPixels, checkVideoInputSize, checkVideoOutputSize } from '../../work-limits.js';
@@ -21,7 +21,6 @@ import { envelope, estimate, hdr, measuredStreamsSchema, upscaleFactor, url } fr
 export const VIDEO_UPSCALE_MODEL = 'vendor-video-upscale';
 
 const MINUTE = 60_000;
-const DURATION = /^(\d{1,6}(?:\.\d{1,3})?)s$/;
 
 function parse(input: Fields): VideoUpscaleJob {
   const video_url = requiredText(input, 'video_url', 'MISSING_VIDEO_URL');
@@ -153,15 +152,7 @@ export const videoUpscaleKind: KindContract<'video'> = {
     if (typeof q === 'string') return refuse(q);
     const same = sameEcho([q.input.video_url, job.input.video_url, 'video_url'], [q.input.upscale_factor, job.input.upscale_factor, 'upscale_factor']);
     if (same !== null) return refuse(same);
-    const seconds = DURATION.exec(q.input.detected_duration);
-    if (seconds === null) return refuse(`detected_duration ${JSON.stringify(q.input.detected_duration)} is not <seconds>s`);
-    const price = priceVideoUpscale(Number(seconds[1]), job.input.upscale_factor);
-    return samePrice(
-      q.input,
-      [q.creditsUsed, price.creditsUsed, 'creditsUsed'],
-      [q.input.billed_seconds, price.billedSeconds, 'billed_seconds'],
-      [q.input.credits_per_second, price.creditsPerSecond, 'credits_per_second'],
-    );
+    return sameDurationPrice(q.input, q.creditsUsed, (seconds) => priceVideoUpscale(seconds, job.input.upscale_factor));
   },
   schemas: { job: videoJobSchema, quote: videoQuoteSchema, result: videoResultSchema, resultTitle: `Result of a completed ${VIDEO_UPSCALE_MODEL} task` },
   resultUrls: (result) => [result.url],

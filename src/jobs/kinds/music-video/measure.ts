@@ -1,5 +1,5 @@
 /**
- * The quote's media part: fetch, measure and check the audio, then the cover. Inputs are measured,
+ * The music video's quote: fetch, measure and check the audio, then the cover. Inputs are measured,
  * never believed: the audio's format is its content's (probe-media.ts sniffs it), its length is
  * what its decoder delivers (every sample counted, `-xerror`, so damaged audio fails here, before
  * anything is charged or rendered), and the cover is sniffed and decoded once (probe-image.ts).
@@ -9,8 +9,11 @@
  * the decoded length; then fetch and probe the cover. The audio goes first because its length
  * decides the refusal and the price: an over-long song costs no cover download.
  */
-import { JobError } from '../errors.js';
-import { checkAudio, checkFormat, formatDuration } from '../jobs/index.js';
+import { JobError } from '../../../errors.js';
+import { checkAudio, checkFormat } from '../../input-checks.js';
+import { checkMusicVideoAudioLength, priceMusicVideo } from '../../pricing.js';
+import { formatDuration } from '../../quote-parts.js';
+import type { QuoteDeps } from '../../quote-types.js';
 import {
   ffmpegReason,
   isProcessError,
@@ -19,47 +22,20 @@ import {
   safeFileInputArgs,
   spawnProcess,
   type ContainerKind,
-  type ImageInfo,
-  type LocalInput,
-  type MediaDeps,
-  type MediaInfo,
-} from '../media/index.js';
-import { definedFields } from '../defined-fields.js';
+} from '../../../media/index.js';
+import { definedFields } from '../../../defined-fields.js';
 import {
   MUSIC_VIDEO_AUDIO_CONTAINERS,
   MUSIC_VIDEO_IMAGE_FORMATS,
   MUSIC_VIDEO_MAX_AUDIO_SECONDS,
   MUSIC_VIDEO_MODEL,
-  type MusicVideoInput,
-} from './contract.js';
-import { checkAudioLength, priceMusicVideo, type MusicVideoPrice } from './price.js';
+  type MusicVideoJob,
+  type QuotedMusicVideoJob,
+} from './types.js';
 
 export const DEFAULT_AUDIO_DECODE_TIMEOUT_MS = 120_000;
 /** Decoding stops this far past the limit: enough to say "too long", never hours of a lying file. */
 const DECODE_SLACK_SECONDS = 1;
-
-/** The quote's echo of the input (spec 2.2's naming, as the video upscale's). */
-export interface MusicVideoQuoteInput extends MusicVideoInput {
-  /** The decoded duration, `12.4s`. */
-  detected_duration: string;
-  billed_seconds: number;
-  credits_per_second: number;
-}
-
-export interface MusicVideoQuote {
-  model: typeof MUSIC_VIDEO_MODEL;
-  creditsUsed: number;
-  input: MusicVideoQuoteInput;
-}
-
-/** A priced job with its local files and what was measured in them, handed on to the render. */
-export interface QuotedMusicVideo {
-  input: MusicVideoInput;
-  quote: MusicVideoQuote;
-  price: MusicVideoPrice;
-  inputs: { audio: LocalInput; image: LocalInput };
-  probes: { audio: MediaInfo; image: ImageInfo; audioSampleRate: number };
-}
 
 export interface MeasureOptions {
   ffmpegPath?: string;
@@ -67,15 +43,16 @@ export interface MeasureOptions {
   decodeTimeoutMs?: number;
 }
 
-/** Prices a parsed music video job from its measured inputs (order in the module comment). */
-export async function quoteMusicVideo(input: MusicVideoInput, deps: MediaDeps, opts: MeasureOptions = {}): Promise<QuotedMusicVideo> {
+/** Prices a music video job from its measured inputs (order in the module comment). */
+export async function quoteMusicVideo(job: MusicVideoJob, deps: QuoteDeps, opts: MeasureOptions = {}): Promise<QuotedMusicVideoJob> {
+  const { input } = job;
   const { signal } = opts;
   signal?.throwIfAborted();
   const audio = await deps.localize(input.audio_url, 'audio', signal);
   signal?.throwIfAborted();
   const audioInfo = await deps.probeMedia(audio.path);
   const stream = checkAudio('audio_url', audioInfo, MUSIC_VIDEO_AUDIO_CONTAINERS);
-  checkAudioLength(audioInfo.durationSeconds);
+  checkMusicVideoAudioLength(audioInfo.durationSeconds);
   const sampleRate = stream.sampleRate > 0 ? stream.sampleRate : 48_000;
   const decodedSeconds = await measureAudioSeconds({ path: audio.path, container: audioInfo.container, sampleRate }, opts);
   const price = priceMusicVideo(decodedSeconds);
@@ -87,7 +64,8 @@ export async function quoteMusicVideo(input: MusicVideoInput, deps: MediaDeps, o
   checkFormat('image_url', imageInfo.format, MUSIC_VIDEO_IMAGE_FORMATS);
 
   return {
-    input,
+    kind: 'music-video',
+    job,
     quote: {
       model: MUSIC_VIDEO_MODEL,
       creditsUsed: price.creditsUsed,
@@ -99,8 +77,9 @@ export async function quoteMusicVideo(input: MusicVideoInput, deps: MediaDeps, o
       },
     },
     price,
+    audioSampleRate: sampleRate,
     inputs: { audio, image },
-    probes: { audio: audioInfo, image: imageInfo, audioSampleRate: sampleRate },
+    probes: { audio: audioInfo, image: imageInfo },
   };
 }
 
@@ -163,6 +142,6 @@ export async function measureAudioSeconds(audio: AudioToMeasure, opts: MeasureOp
   }
   if (samples === 0) throw new JobError('PROBE_FAILED', 'The audio decodes to no sound at all');
   const seconds = samples / audio.sampleRate;
-  checkAudioLength(seconds);
+  checkMusicVideoAudioLength(seconds);
   return seconds;
 }
