@@ -52,10 +52,11 @@ export async function standInGateway(options: StandInOptions): Promise<GatewayAp
     } as never,
     metrics: new GatewayMetrics(),
     logger: pino({ level: 'silent' }),
-    progress: { get: () => undefined, forget: () => undefined } as never,
+    progress: { get: () => undefined, forget: () => undefined, onMessage: () => undefined } as never,
     view: {
       accountOfKey: async (key: string) => (key === ACCOUNT_KEY ? ACCOUNT_ID : null),
       task: async (_account: string, id: string) => tasks[id] ?? null,
+      onTask: () => undefined,
     } as never,
     webhooks: { account: async () => null } as never,
     webhookPolicy: { allowLoopback: false },
