@@ -119,6 +119,7 @@ describe('a job that completes', () => {
         video: { slots: 1, ready: true, reasons: [] },
         lipsync: { slots: 1, ready: true, reasons: [] },
         music: { slots: 1, ready: true, reasons: [] },
+        'music-video': { slots: 1, ready: true, reasons: [] },
       },
     });
     const metrics = await (await fetch(`${base}/metrics`)).text();
@@ -441,6 +442,6 @@ describe('topology', () => {
     expect(jobs.config).toMatchObject({ subjects: ['media.jobs.>'], retention: 'workqueue' });
     const names: string[] = [];
     for await (const c of jsm.consumers.list('MEDIA_JOBS')) names.push(c.name);
-    expect(names.sort()).toEqual(['media-worker-image', 'media-worker-lipsync', 'media-worker-music', 'media-worker-video']);
+    expect(names.sort()).toEqual(['media-worker-image', 'media-worker-lipsync', 'media-worker-music', 'media-worker-music-video', 'media-worker-video']);
   });
 });
