@@ -84,7 +84,7 @@ export default defineConfig(
           // gateway quotes without loading ONNX Runtime. The format names (media/describe.ts) are a
           // plain table that the contract's messages read without loading sharp, and the Dolby Vision
           // rule (media/dolby-vision.ts) a pure check the contract's input checks run.
-          entries: ['index.ts', 'settings.ts', 'inference/tile-plan.ts', 'media/describe.ts', 'media/dolby-vision.ts'],
+          entries: ['index.ts', 'settings.ts', 'inference/tile-plan.ts', 'media/describe.ts', 'media/dolby-vision.ts', 'media/ffmpeg-light.ts'],
           // src/cli.ts installs its signal handlers before it loads the program (cli/startup-signals.ts):
           // a barrel would load every command first.
           withoutIndex: ['cli'],

@@ -22,7 +22,7 @@ import {
   safeFileInputArgs,
   spawnProcess,
   type ContainerKind,
-} from '../../../media/index.js';
+} from '../../../media/ffmpeg-light.js';
 import { definedFields } from '../../../defined-fields.js';
 import {
   MUSIC_VIDEO_AUDIO_CONTAINERS,
