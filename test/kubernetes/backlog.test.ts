@@ -89,7 +89,7 @@ async function lags(): Promise<Record<string, number | undefined>> {
 describe('the backlog KEDA reads from /jsz', () => {
   it('finds every kind\'s consumer, and follows each kind\'s jobs as they are queued, taken and finished', async () => {
     expect([...triggers.keys()].sort()).toEqual([...JOB_KINDS].sort());
-    expect(await lags()).toEqual({ image: 0, video: 0, lipsync: 0, music: 0 });
+    expect(await lags()).toEqual({ image: 0, video: 0, lipsync: 0, music: 0, 'music-video': 0 });
 
     const js = jetstream(nc);
     const publish = (kind: JobKind, model: string, n: number): Promise<unknown> =>
@@ -97,23 +97,23 @@ describe('the backlog KEDA reads from /jsz', () => {
     await publish('image', 'vendor-image-upscale', 3);
     await publish('video', 'vendor-video-upscale', 2);
     await publish('lipsync', 'vendor-lipsync-2', 1);
-    expect(await lags()).toEqual({ image: 3, video: 2, lipsync: 1, music: 0 });
+    expect(await lags()).toEqual({ image: 3, video: 2, lipsync: 1, music: 0, 'music-video': 0 });
 
     // A worker takes an image job: still counted while it runs (ack pending), so its pod is kept.
     const images = await js.consumers.get(triggers.get('image')!.stream, triggers.get('image')!.consumer);
     const running = await images.next({ expires: 2000 });
     expect(running).not.toBeNull();
-    expect(await lags()).toEqual({ image: 3, video: 2, lipsync: 1, music: 0 });
+    expect(await lags()).toEqual({ image: 3, video: 2, lipsync: 1, music: 0, 'music-video': 0 });
     const detail = await (await jetstreamManager(nc)).consumers.info(triggers.get('image')!.stream, triggers.get('image')!.consumer);
     expect([detail.num_pending, detail.num_ack_pending]).toEqual([2, 1]);
 
     // Finished: gone from the work queue and from the figure; the other kinds are untouched.
     await running!.ackAck();
-    expect(await lags()).toEqual({ image: 2, video: 2, lipsync: 1, music: 0 });
+    expect(await lags()).toEqual({ image: 2, video: 2, lipsync: 1, music: 0, 'music-video': 0 });
 
     // The video backlog drains to zero: the scaler may then scale that Deployment to zero.
     const videos = await js.consumers.get(triggers.get('video')!.stream, triggers.get('video')!.consumer);
     for (let i = 0; i < 2; i++) await (await videos.next({ expires: 2000 }))!.ackAck();
-    expect(await lags()).toEqual({ image: 2, video: 0, lipsync: 1, music: 0 });
+    expect(await lags()).toEqual({ image: 2, video: 0, lipsync: 1, music: 0, 'music-video': 0 });
   });
 });

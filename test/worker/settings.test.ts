@@ -35,7 +35,7 @@ describe('worker settings', () => {
       RESULTS_BASE_URL: 'https://cdn.example.com/results',
       NATS_TOKEN: '',
     });
-    expect(s.concurrency).toEqual({ image: 3, video: 1, lipsync: 0, music: 0 });
+    expect(s.concurrency).toEqual({ image: 3, video: 1, lipsync: 0, music: 0, 'music-video': 1 });
     expect(s.watchdogMs.lipsync).toBe(120_000);
     expect(s.watchdogMs.video).toBe(1_800_000);
     expect(s.nakDelaysMs).toEqual([5, 50]);
@@ -46,13 +46,13 @@ describe('worker settings', () => {
 
   it('accepts typed values from code', () => {
     const s = parseWorkerSettings({ concurrency: { video: 2 }, nakDelaysMs: [1, 2], ackWaitMs: 5000, heartbeatMs: 1000 });
-    expect(s.concurrency).toEqual({ image: 1, video: 2, lipsync: 1, music: 0 });
+    expect(s.concurrency).toEqual({ image: 1, video: 2, lipsync: 1, music: 0, 'music-video': 1 });
     expect(s.nakDelaysMs).toEqual([1, 2]);
   });
 
   it.each([
     [{ WORKER_ACK_WAIT_MS: 'soon' }, 'Invalid setting WORKER_ACK_WAIT_MS: Expected an integer of at least 1000 but received "soon"'],
-    [{ WORKER_CONCURRENCY: 'gpu=2' }, 'Invalid setting WORKER_CONCURRENCY: Expected <kind>=<a non-negative integer> with kind one of image, video, lipsync, music but received "gpu=2"'],
+    [{ WORKER_CONCURRENCY: 'gpu=2' }, 'Invalid setting WORKER_CONCURRENCY: Expected <kind>=<a non-negative integer> with kind one of image, video, lipsync, music, music-video but received "gpu=2"'],
     [{ WORKER_NAK_DELAYS_MS: '1,x' }, 'Invalid setting WORKER_NAK_DELAYS_MS: Expected a comma-separated list of non-negative integers but received "1,x"'],
     [{ MEDIA_JOBS_STREAM: 'media.jobs' }, 'Invalid setting MEDIA_JOBS_STREAM: Expected 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received "media.jobs"'],
     [{ WORKER_HEALTH_PORT: '70000' }, 'Invalid setting WORKER_HEALTH_PORT: Expected a port number from 0 to 65535 but received "70000"'],
