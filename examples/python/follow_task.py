@@ -52,7 +52,22 @@ def progress_line(data):
     if "done" in step:
         count = f" {step['done']}" + (f"/{step['total']}" if "total" in step else "") + (f" {step['unit']}" if "unit" in step else "")
     percent = f" {step['percent']} %" if "percent" in step else ""
-    return f"{step.get('stage', 'working')}{count}{percent}"
+    # Seconds left in this stage when the worker sent it (at), once the worker can tell.
+    eta = f", about {spoken_duration(step['etaSeconds'])} left" if isinstance(step.get("etaSeconds"), (int, float)) else ""
+    return f"{step.get('stage', 'working')}{count}{percent}{eta}"
+
+
+def spoken_duration(seconds):
+    """18 s, 2 min 5 s, 1 h 20 min."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
+    hours, minutes = s // 3600, round((s % 3600) / 60)
+    if minutes == 60:
+        hours, minutes = hours + 1, 0
+    return f"{hours} h" + (f" {minutes} min" if minutes else "")
 
 
 def follow(base_url, task_id, api_key, max_quiet_reconnects=5):

@@ -12,6 +12,8 @@ import { PROGRESS_SUBJECT_PREFIX, progressMessageSchema, type ProgressMessage } 
 export interface TaskProgress {
   stage: string;
   percent?: number;
+  /** Seconds left in the stage at `at`, as the worker estimated them (protocol/progress.ts). */
+  etaSeconds?: number;
   at: string;
 }
 
@@ -51,7 +53,8 @@ export function watchProgress(nc: NatsConnection): ProgressBoard {
     get(taskId) {
       const message = latest.get(taskId);
       if (message === undefined) return undefined;
-      return { stage: message.stage, ...(message.percent === undefined ? {} : { percent: message.percent }), at: message.at };
+      const { stage, percent, etaSeconds, at } = message;
+      return { stage, ...(percent === undefined ? {} : { percent }), ...(etaSeconds === undefined ? {} : { etaSeconds }), at };
     },
     latest: (taskId) => latest.get(taskId),
     forget: (taskId) => void latest.delete(taskId),

@@ -7,7 +7,7 @@ export { connectNats, connectionOptions } from './connection.js';
 export { UnconfirmedPublishError, confirmedAck } from './confirmed-ack.js';
 export { unreadableFiles } from './nats-credentials.js';
 export { completedEvent, creationTime, failedEvent, terminalEventSchema, timestamp, type EventTiming, type TerminalEvent } from './events.js';
-export { progressMessage, progressMessageSchema, type ProgressMessage } from './progress.js';
+export { MAX_ETA_SECONDS, progressMessage, progressMessageSchema, type ProgressMessage } from './progress.js';
 export { PROTOCOL_HEADER, PROTOCOL_VERSION, protocolHeaders, protocolMismatch } from './version.js';
 export {
   ABORT_SUBJECT_PREFIX,

@@ -1,7 +1,7 @@
 /**
  * Live task events (GET /api/v1/tasks/{id}/events) against the shipped gateway and worker on real
- * NATS: an image upscale followed by its owner (progress, then the terminal task as a poll shows
- * it), refused to another account, resumed with Last-Event-ID; the per-account and per-gateway
+ * NATS: an image upscale followed by its owner (progress with an ETA that falls, then the terminal
+ * task as a poll shows it), refused to another account, resumed with Last-Event-ID; the per-account and per-gateway
  * bounds; heartbeats; and `media-worker tasks watch` and examples/python/follow_task.py following
  * a task (the Python one skipped where python3 is missing).
  */
@@ -18,9 +18,11 @@ import { CLI } from './processes.js';
 const e2e = useGatewayE2e({
   name: 'media-task-events-',
   async files() {
-    // Large enough for several tiles, so that the upscale reports progress while a stream is open.
+    // Large enough for the upscale to report progress while a stream is open (one tile).
     const photo = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(256, 192).png().toBuffer();
-    return { '/photo.png': photo };
+    // A strip of the same photo, fewer pixels in three tiles: steps for the ETA to fall over.
+    const strip = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(1600).extract({ left: 0, top: 500, width: 1600, height: 24 }).png().toBuffer();
+    return { '/photo.png': photo, '/strip.png': strip };
   },
   env: {
     WORKER_PROGRESS_INTERVAL_MS: '0',
@@ -62,8 +64,8 @@ async function allEvents(opened: Opened): Promise<ServerSentEvent[]> {
   return events;
 }
 
-async function submitUpscale(key: string): Promise<string> {
-  const reply = await e2e.api('POST', '/api/v1/tools/upscale-image', key, { image_url: `${e2e.mediaUrl}/photo.png`, upscale_factor: '2' });
+async function submitUpscale(key: string, file = '/photo.png'): Promise<string> {
+  const reply = await e2e.api('POST', '/api/v1/tools/upscale-image', key, { image_url: `${e2e.mediaUrl}${file}`, upscale_factor: '2' });
   expect(reply.status).toBe(200);
   return reply.body.data?.id ?? '';
 }
@@ -83,11 +85,36 @@ function expectIncreasing(ids: (string | undefined)[]): void {
   }
 }
 
+interface Step {
+  stage: string;
+  done?: number;
+  total?: number;
+  unit?: string;
+  etaSeconds?: number;
+}
+
+/**
+ * The ETA of an image upscale's steps: none while fetching and before a tile is done (the tiling
+ * reports 0 first), then whole seconds once a tile is done, falling to 0 when the last one is. Its
+ * values depend on the machine: only their presence and order are checked.
+ */
+function expectFallingEta(steps: Step[]): void {
+  for (const step of steps.filter((s) => s.unit !== 'tiles' || s.done === 0)) expect(step.etaSeconds, JSON.stringify(step)).toBeUndefined();
+  const estimated = steps.filter((s) => s.unit === 'tiles' && s.done! > 0);
+  expect(estimated.length, 'tiles done while the stream was open').toBeGreaterThan(1);
+  for (const step of estimated) expect(Number.isInteger(step.etaSeconds) && step.etaSeconds! >= 0, JSON.stringify(step)).toBe(true);
+  const [first, last] = [estimated[0]!, estimated.at(-1)!];
+  expect(last.done).toBe(last.total);
+  expect(last.etaSeconds).toBe(0);
+  expect(first.done).toBeLessThan(first.total!);
+  expect(first.etaSeconds).toBeGreaterThan(0);
+}
+
 describe('live task events', () => {
-  it('follows an image upscale for its owner: progress events, then the task as a poll shows it, then the end; another account gets 404', async () => {
+  it('follows an image upscale for its owner: progress events with a falling ETA, then the task as a poll shows it, then the end; another account gets 404', async () => {
     const owner = await e2e.newAccount(1000);
     const other = await e2e.newAccount(1000);
-    const id = await submitUpscale(owner.key);
+    const id = await submitUpscale(owner.key, '/strip.png');
 
     const refused = await e2e.api('GET', `/api/v1/tasks/${id}/events`, other.key);
     expect(refused.status).toBe(404);
@@ -102,6 +129,7 @@ describe('live task events', () => {
     expectIncreasing(progress.map((e) => e.id));
     for (const e of progress) expect(JSON.parse(e.data)).toMatchObject({ id, stage: expect.any(String), at: expect.any(String) });
     expect(progress.some((e) => (JSON.parse(e.data) as { unit?: string }).unit === 'tiles')).toBe(true);
+    expectFallingEta(progress.map((e) => JSON.parse(e.data) as Step));
 
     const last = events.at(-1)!;
     expect(last.event).toBe('completed');
@@ -190,9 +218,11 @@ describe('live task events', () => {
     expect(JSON.parse(cli.stdout)).toEqual(polled.body.data);
     expect(cli.stderr).toContain(`${id}: completed`);
     expect(cli.stderr).toMatch(new RegExp(`${id}: upscaling \\d+/\\d+ tiles`));
+    expect(cli.stderr).toMatch(new RegExp(`${id}: upscaling \\d+/\\d+ tiles [\\d.]+ %, about \\d+ s left`));
     if (python !== undefined) {
       expect(JSON.parse(python.stdout)).toEqual(polled.body.data);
       expect(python.stderr).toContain(`${id}: completed`);
+      expect(python.stderr).toMatch(new RegExp(`${id}: upscaling \\d+/\\d+ tiles [\\d.]+ %, about \\d+ s left`));
     }
 
     const refused = await run(process.execPath, [CLI, 'tasks', 'watch', id, '--url', e2e.gateway.url, '--api-key', other.key]).catch((err: { code: number; stderr: string }) => err);

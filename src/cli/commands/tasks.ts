@@ -75,15 +75,25 @@ async function watchTask(id: string, options: WatchOptions): Promise<number> {
   }
 }
 
-/** `upscaling 3/8 tiles 37.5 %` from a progress event's data. */
+/** `upscaling 3/8 tiles 37.5 %, about 18 s left` from a progress event's data. */
 export function progressLine(data: string): string {
   try {
-    const p = JSON.parse(data) as { stage?: string; done?: number; total?: number; unit?: string; percent?: number };
+    const p = JSON.parse(data) as { stage?: string; done?: number; total?: number; unit?: string; percent?: number; etaSeconds?: number };
     const count = p.done === undefined ? '' : ` ${p.done}${p.total === undefined ? '' : `/${p.total}`}${p.unit === undefined ? '' : ` ${p.unit}`}`;
-    return `${p.stage ?? 'working'}${count}${p.percent === undefined ? '' : ` ${p.percent} %`}`;
+    const eta = typeof p.etaSeconds === 'number' ? `, about ${spokenDuration(p.etaSeconds)} left` : '';
+    return `${p.stage ?? 'working'}${count}${p.percent === undefined ? '' : ` ${p.percent} %`}${eta}`;
   } catch {
     return 'progress';
   }
+}
+
+/** `18 s`, `2 min 5 s`, `1 h 20 min`: whole seconds as a person says them. */
+export function spokenDuration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 === 0 ? '' : ` ${s % 60} s`}`;
+  const minutes = Math.round((s % 3600) / 60);
+  return `${Math.floor(s / 3600) + (minutes === 60 ? 1 : 0)} h${minutes === 0 || minutes === 60 ? '' : ` ${minutes} min`}`;
 }
 
 async function refusal(res: Response): Promise<string> {

@@ -127,7 +127,12 @@ const task = {
     progress: {
       type: 'object',
       description: 'pending only, best effort: the worker\'s latest progress',
-      properties: { stage: { type: 'string' }, percent: { type: 'number' }, at: { type: 'string', format: 'date-time' } },
+      properties: {
+        stage: { type: 'string' },
+        percent: { type: 'number' },
+        etaSeconds: { type: 'integer', minimum: 0, description: 'seconds left in this stage at `at`, from the pace the worker measured in it; absent until it can tell' },
+        at: { type: 'string', format: 'date-time' },
+      },
       required: ['stage', 'at'],
     },
     webhook: {
@@ -225,7 +230,7 @@ export const routeSchemas = {
     operationId: 'streamTaskEvents',
     summary: 'Follow a task live: server-sent events (progress, then the terminal task; docs/contract.md, "Live task events")',
     description:
-      'text/event-stream: `progress` events (the worker\'s stage, percent, done/total/unit, at; id `<at ms>-<seq>`) while pending, ' +
+      'text/event-stream: `progress` events (the worker\'s stage, percent, done/total/unit, etaSeconds: seconds left in the stage once the worker can tell, at; id `<at ms>-<seq>`) while pending, ' +
       'then one `completed`, `failed`, `expired` or `cancelled` event (id `end`) whose data is the task as GET /api/v1/tasks/{id} shows it, ' +
       'then the stream ends; a comment line every 15 s keeps it open. A settled task answers its terminal event at once. ' +
       'Last-Event-ID resumes after that event (`end`: 204, nothing follows). Open streams are bounded per account and per gateway (429 TOO_MANY_STREAMS).',
@@ -235,7 +240,7 @@ export const routeSchemas = {
     response: {
       200: {
         description: 'The task\'s events',
-        content: { 'text/event-stream': { schema: { type: 'string', example: 'id: 1772366430000-3\nevent: progress\ndata: {"id":"t_00mwuxbfpww8417u0zg9rb","model":"vendor-image-upscale","stage":"upscaling","done":3,"total":8,"unit":"tiles","percent":37.5,"at":"2026-03-01T12:00:30.000Z","seq":3}\n\n' } } },
+        content: { 'text/event-stream': { schema: { type: 'string', example: 'id: 1772366430000-3\nevent: progress\ndata: {"id":"t_00mwuxbfpww8417u0zg9rb","model":"vendor-image-upscale","stage":"upscaling","done":3,"total":8,"unit":"tiles","percent":37.5,"at":"2026-03-01T12:00:30.000Z","seq":3,"etaSeconds":18}\n\n' } } },
       },
       204: { description: 'Last-Event-ID was the terminal event (`end`): nothing comes after it', type: 'null' },
       ...errors(401, 404, 414, 429),
