@@ -7,15 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { progressLine, spokenDuration } from '../../src/cli/commands/tasks.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-
-const hasPython = (() => {
-  try {
-    execFileSync('python3', ['--version'], { stdio: 'ignore', timeout: 20_000 });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+import { hasPython } from '../helpers/python.js';
 
 const LINES: [Record<string, unknown>, string][] = [
   [{ stage: 'fetching and probing' }, 'fetching and probing'],

@@ -253,14 +253,22 @@ describe('tasks', () => {
     const id = (await api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'slow' } })).body.data?.id ?? '';
     expect((await api('GET', `/api/v1/tasks/${id}`, account.key)).body.data).not.toHaveProperty('progress');
     // What a worker sends on core NATS while the job runs (docs/protocol.md, "Progress"), with a worker host's user.
-    const message = { id, model: 'vendor-v5-generate-music', stage: 'generate', done: 3, total: 4, percent: 75, at: new Date().toISOString() };
+    const message = { id, model: 'vendor-v5-generate-music', stage: 'generate', done: 3, total: 4, percent: 75, etaSeconds: 40, at: new Date().toISOString() };
     const worker = await roles.connectAs('worker-host1');
-    const seen = await waitFor('the progress to show', async () => {
-      worker.publish(`media.progress.${id}`, JSON.stringify(message));
+    // Sent again until a poll shows it: core NATS keeps nothing for a subscription not yet made.
+    const shown = async (sent: typeof message) => waitFor('the progress to show', async () => {
+      worker.publish(`media.progress.${id}`, JSON.stringify(sent));
       const data = (await api('GET', `/api/v1/tasks/${id}`, account.key)).body.data;
-      return data?.['progress'] === undefined ? undefined : data;
-    }).finally(() => worker.close());
-    expect(seen).toMatchObject({ status: 'pending', progress: { stage: 'generate', percent: 75, at: message.at } });
+      return (data?.['progress'] as { percent?: number } | undefined)?.percent === sent.percent ? data : undefined;
+    });
+    try {
+      expect(await shown(message)).toMatchObject({ status: 'pending', progress: { stage: 'generate', percent: 75, etaSeconds: 40, at: message.at } });
+      // The worker's ETA is a claim: one out of bounds is dropped, the rest of its message shown.
+      const later = { ...message, done: 3.5, percent: 87.5, etaSeconds: 1e9, at: new Date(Date.parse(message.at) + 1000).toISOString() };
+      expect((await shown(later))['progress']).toEqual({ stage: 'generate', percent: 87.5, at: later.at });
+    } finally {
+      await worker.close();
+    }
   });
 
   it('lists an account\'s history newest first, one page at a time', async () => {

@@ -5,7 +5,7 @@
  * bounds; heartbeats; and `media-worker tasks watch` and examples/python/follow_task.py following
  * a task (the Python one skipped where python3 is missing).
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
@@ -14,6 +14,7 @@ import { serverSentEvents, type ServerSentEvent } from '../../src/cli/event-stre
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../../src/paths.js';
 import { useGatewayE2e } from './e2e-harness.js';
 import { CLI } from './processes.js';
+import { hasPython } from '../helpers/python.js';
 
 const e2e = useGatewayE2e({
   name: 'media-task-events-',
@@ -33,14 +34,6 @@ const e2e = useGatewayE2e({
 });
 
 const PYTHON_EXAMPLE = path.join(PACKAGE_ROOT, 'examples', 'python', 'follow_task.py');
-const hasPython = (() => {
-  try {
-    execFileSync('python3', ['--version'], { stdio: 'ignore', timeout: 20_000 });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 interface Opened {
   status: number;

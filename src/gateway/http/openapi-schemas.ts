@@ -9,6 +9,7 @@
  * JSON-schema validator cannot. OpenAPI 3.0.3: single values are one-element enums (3.0 has no `const`).
  */
 import { HTTPS_URL_PATTERN, allKinds, submittedTask, toolsByMarker, type AnyKindContract, type JobKind, type KindTool } from '../../jobs/index.js';
+import { MAX_ETA_SECONDS } from '../../protocol/index.js';
 
 const errorCodes = {
   400: [
@@ -130,7 +131,7 @@ const task = {
       properties: {
         stage: { type: 'string' },
         percent: { type: 'number' },
-        etaSeconds: { type: 'integer', minimum: 0, description: 'seconds left in this stage at `at`, from the pace the worker measured in it; absent until it can tell' },
+        etaSeconds: { type: 'integer', minimum: 0, maximum: MAX_ETA_SECONDS, description: 'seconds left in this stage at `at`, from the pace the worker measured in it; absent until it can tell' },
         at: { type: 'string', format: 'date-time' },
       },
       required: ['stage', 'at'],

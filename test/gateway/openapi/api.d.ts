@@ -114,7 +114,7 @@ export interface paths {
         };
         /**
          * Follow a task live: server-sent events (progress, then the terminal task; docs/contract.md, "Live task events")
-         * @description text/event-stream: `progress` events (the worker's stage, percent, done/total/unit, at; id `<at ms>-<seq>`) while pending, then one `completed`, `failed`, `expired` or `cancelled` event (id `end`) whose data is the task as GET /api/v1/tasks/{id} shows it, then the stream ends; a comment line every 15 s keeps it open. A settled task answers its terminal event at once. Last-Event-ID resumes after that event (`end`: 204, nothing follows). Open streams are bounded per account and per gateway (429 TOO_MANY_STREAMS).
+         * @description text/event-stream: `progress` events (the worker's stage, percent, done/total/unit, etaSeconds: seconds left in the stage once the worker can tell, at; id `<at ms>-<seq>`) while pending, then one `completed`, `failed`, `expired` or `cancelled` event (id `end`) whose data is the task as GET /api/v1/tasks/{id} shows it, then the stream ends; a comment line every 15 s keeps it open. A settled task answers its terminal event at once. Last-Event-ID resumes after that event (`end`: 204, nothing follows). Open streams are bounded per account and per gateway (429 TOO_MANY_STREAMS).
          */
         get: operations["streamTaskEvents"];
         put?: never;
@@ -1830,6 +1830,8 @@ export interface operations {
                             progress?: {
                                 stage: string;
                                 percent?: number;
+                                /** @description seconds left in this stage at `at`, from the pace the worker measured in it; absent until it can tell */
+                                etaSeconds?: number;
                                 /** Format: date-time */
                                 at: string;
                             };
@@ -2137,6 +2139,8 @@ export interface operations {
                             progress?: {
                                 stage: string;
                                 percent?: number;
+                                /** @description seconds left in this stage at `at`, from the pace the worker measured in it; absent until it can tell */
+                                etaSeconds?: number;
                                 /** Format: date-time */
                                 at: string;
                             };
@@ -2410,6 +2414,8 @@ export interface operations {
                             progress?: {
                                 stage: string;
                                 percent?: number;
+                                /** @description seconds left in this stage at `at`, from the pace the worker measured in it; absent until it can tell */
+                                etaSeconds?: number;
                                 /** Format: date-time */
                                 at: string;
                             };
@@ -2678,6 +2684,8 @@ export interface operations {
                                 progress?: {
                                     stage: string;
                                     percent?: number;
+                                    /** @description seconds left in this stage at `at`, from the pace the worker measured in it; absent until it can tell */
+                                    etaSeconds?: number;
                                     /** Format: date-time */
                                     at: string;
                                 };
