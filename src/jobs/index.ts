@@ -4,7 +4,7 @@
  */
 export { ERROR_STATUS, JobError, ProcessingError, isExplainedFailure, isJobError, type ErrorCode, type JobErrorOptions } from '../errors.js';
 export { KIND_FAILURE_CODE, asJobError, deadlineError, pipelineFailure, type StopReason } from './failures.js';
-export type { Fields, Job, JobKind, JobOf, KindContract, KindSettingDefaults, KindTool, KindTypeMap, KindedJob, ModelOf, Quote, QuoteOf, QuoteVerdict, QuotedJob, QuotedOf, ResultOf, TaskResult } from './kind-contract.js';
+export type { Fields, Job, JobKind, JobOf, KindContract, KindPolicies, KindSettingDefaults, KindTool, KindTypeMap, KindedJob, ModelOf, Quote, QuoteOf, QuoteVerdict, QuotedJob, QuotedOf, ResultOf, TaskResult } from './kind-contract.js';
 export { JOB_KINDS, KINDS, allKinds, byKind, kindContract, modelsClaimedTwice, type AnyKindContract, type ModelEntry } from './kinds/index.js';
 export { MEDIA_TYPES, isJobOfKind, isModelId, kindOfModel, kindedJob, modelEntry, modelsOfKind, reportedModel, MODEL_IDS, type ModelId } from './models.js';
 export { IMAGE_UPSCALE_MODEL, imageQuoteSchema, imageResultSchema } from './kinds/image-upscale/contract.js';
@@ -90,7 +90,15 @@ export {
   checkVideoOutputSize,
   type WorkLimits,
 } from './work-limits.js';
-export { checkLipsyncOutput, estimateLipsync, lipsyncOutputSeconds, type LipsyncCostRequest } from './kinds/lipsync/cost.js';
+export {
+  DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT,
+  LIPSYNC_FRAME_SECONDS,
+  checkLipsyncOutput,
+  estimateLipsync,
+  lipsyncOutputSeconds,
+  lipsyncSecondsPerFrame,
+  type LipsyncCostRequest,
+} from './kinds/lipsync/cost.js';
 export {
   estimateImageUpscale,
   estimateVideoUpscale,

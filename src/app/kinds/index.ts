@@ -3,12 +3,12 @@
  * so that a kind of the contract's registry without a runtime does not compile.
  */
 import type { Config } from '../../config.js';
-import type { JobKind } from '../../jobs/index.js';
+import type { HardwareProfile, JobKind, KindPolicies } from '../../jobs/index.js';
 import type { Logger } from '../../logger.js';
 import type { MusicBackend } from '../../music/index.js';
 import type { KindRuntime } from '../kind-runtime.js';
 import { imageUpscaleRuntime } from './image-upscale.js';
-import { lipsyncRuntime } from './lipsync.js';
+import { lipsyncPolicy, lipsyncRuntime } from './lipsync.js';
 import { musicRuntime, openMusicBackends } from './music.js';
 import { musicVideoRuntime } from './music-video.js';
 import { videoUpscaleRuntime } from './video-upscale.js';
@@ -30,4 +30,9 @@ export interface KindStates {
 /** Opens what the kinds keep open, once per process (createEngine). */
 export function openKindStates(config: Config, logger: Logger): KindStates {
   return { music: openMusicBackends(config, logger) };
+}
+
+/** Each kind's own part of the quote policy (one line per kind that has one), from the settings and the host's hardware. */
+export function kindPolicies(config: Config, hardware: HardwareProfile): KindPolicies {
+  return { lipsync: lipsyncPolicy(config, hardware) };
 }

@@ -5,7 +5,8 @@
  * checks run again every WORKER_READINESS_INTERVAL_MS.
  */
 import path from 'node:path';
-import { LIPSYNC_MODEL_IDS } from '../../jobs/index.js';
+import type { Config } from '../../config.js';
+import { LIPSYNC_MODEL_IDS, lipsyncSecondsPerFrame, type HardwareProfile, type LipsyncPolicy } from '../../jobs/index.js';
 import { DEFAULT_MAX_OUTPUT_SECONDS, FACE_DETECTION_PROFILES, lipsyncFile, loadBlazeFace, loadLipsyncModel, loadThreadedLipsyncModel, releaseLipsyncThreads } from '../../lipsync/index.js';
 import { definedFields } from '../../defined-fields.js';
 import type { KindRuntime } from '../kind-runtime.js';
@@ -81,3 +82,8 @@ export const lipsyncRuntime: KindRuntime<'lipsync'> = {
   release: () => releaseLipsyncThreads(),
   usesExecutionProvider: true,
 };
+
+/** Lip-sync's part of the quote policy: its output limit from the settings, its cost per frame on this host. */
+export function lipsyncPolicy(config: Config, hardware: HardwareProfile): LipsyncPolicy {
+  return { maxOutputPercent: config.lipsyncMaxOutputPercent, secondsPerFrame: lipsyncSecondsPerFrame(hardware) };
+}
