@@ -81,6 +81,8 @@ export const lipsyncRuntime: KindRuntime<'lipsync'> = {
   // Its networks run on threads of their own (loadThreadedLipsyncModel).
   release: () => releaseLipsyncThreads(),
   usesExecutionProvider: true,
+  // Always MP4 (video/result-container.ts), whatever the input's container.
+  resultExtension: async () => 'mp4',
 };
 
 /** Lip-sync's part of the quote policy: its output limit from the settings, its cost per frame on this host. */
