@@ -7,7 +7,7 @@
  */
 import type { Config } from '../config.js';
 import type { JobKind, JobOf, QuotedOf, ResultOf } from '../jobs/index.js';
-import type { SrUse, SR_FACTORS } from '../inference/index.js';
+import type { ModelGenerator, SrUse, SR_FACTORS } from '../inference/index.js';
 import type { SniffedFormat } from '../media/index.js';
 import type { DiskNeed, ReadinessCheck } from '../worker/index.js';
 import type { ReadinessContext } from './readiness-checks.js';
@@ -55,6 +55,8 @@ export interface KindRuntime<K extends JobKind> {
    * name is checked when the result is stored (several files, or a URL's format).
    */
   resultExtension?(job: JobOf<K>, sniff: (input: string) => Promise<SniffedFormat | undefined>): Promise<string | undefined>;
+  /** The networks it builds itself (its test networks), by generator name: `media-worker models prepare` makes them. */
+  modelGenerators?: Readonly<Record<string, ModelGenerator>>;
   /** Slots a host configured for it gets while WORKER_CONCURRENCY is unset and leaves it at 0 (a backend configured, say). */
   configuredSlots?(config: Config): number;
 }

@@ -3,7 +3,8 @@
  * so that a kind of the contract's registry without a runtime does not compile.
  */
 import type { Config } from '../../config.js';
-import type { HardwareProfile, JobKind, KindPolicies } from '../../jobs/index.js';
+import { JOB_KINDS, type HardwareProfile, type JobKind, type KindPolicies } from '../../jobs/index.js';
+import type { ModelGenerator } from '../../inference/index.js';
 import type { Logger } from '../../logger.js';
 import type { MusicBackend } from '../../music/index.js';
 import type { KindRuntime } from '../kind-runtime.js';
@@ -35,4 +36,9 @@ export function openKindStates(config: Config, logger: Logger): KindStates {
 /** Each kind's own part of the quote policy (one line per kind that has one), from the settings and the host's hardware. */
 export function kindPolicies(config: Config, hardware: HardwareProfile): KindPolicies {
   return { lipsync: lipsyncPolicy(config, hardware) };
+}
+
+/** The networks the kinds build themselves, by generator name (RegistryOptions.generators). */
+export function modelGenerators(): Record<string, ModelGenerator> {
+  return Object.assign({}, ...JOB_KINDS.map((kind) => RUNTIMES[kind].modelGenerators ?? {}));
 }

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import type { Config } from '../../config.js';
 import { LIPSYNC_MODEL_IDS, lipsyncSecondsPerFrame, type HardwareProfile, type LipsyncPolicy } from '../../jobs/index.js';
-import { DEFAULT_MAX_OUTPUT_SECONDS, FACE_DETECTION_PROFILES, lipsyncFile, loadBlazeFace, loadLipsyncModel, loadThreadedLipsyncModel, releaseLipsyncThreads } from '../../lipsync/index.js';
+import { DEFAULT_MAX_OUTPUT_SECONDS, FACE_DETECTION_PROFILES, LIPSYNC_MODEL_GENERATORS, lipsyncFile, loadBlazeFace, loadLipsyncModel, loadThreadedLipsyncModel, releaseLipsyncThreads } from '../../lipsync/index.js';
 import { definedFields } from '../../defined-fields.js';
 import type { KindRuntime } from '../kind-runtime.js';
 import { registryOptions } from '../layer-options.js';
@@ -83,6 +83,7 @@ export const lipsyncRuntime: KindRuntime<'lipsync'> = {
   usesExecutionProvider: true,
   // Always MP4 (video/result-container.ts), whatever the input's container.
   resultExtension: async () => 'mp4',
+  modelGenerators: LIPSYNC_MODEL_GENERATORS,
 };
 
 /** Lip-sync's part of the quote policy: its output limit from the settings, its cost per frame on this host. */
