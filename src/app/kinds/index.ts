@@ -40,5 +40,5 @@ export function kindPolicies(config: Config, hardware: HardwareProfile): KindPol
 
 /** The networks the kinds build themselves, by generator name (RegistryOptions.generators). */
 export function modelGenerators(): Record<string, ModelGenerator> {
-  return Object.assign({}, ...JOB_KINDS.map((kind) => RUNTIMES[kind].modelGenerators ?? {}));
+  return Object.fromEntries(JOB_KINDS.flatMap((kind) => Object.entries(RUNTIMES[kind].modelGenerators ?? {})));
 }
