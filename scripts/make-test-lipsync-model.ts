@@ -1,5 +1,5 @@
 /**
- * Generates the lip-sync TEST model (src/inference/convert/wav2lip-test-model.ts) and its manifest.
+ * Generates the lip-sync TEST model (src/lipsync/network/wav2lip-test-model.ts) and its manifest.
  *
  *   npx tsc -p tsconfig.json && node dist/scripts/make-test-lipsync-model.js [--out DIR] [--write-manifest]
  *
@@ -12,8 +12,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { sha256Hex, writeFileAtomic, formatManifest, parseManifest, type LipsyncManifest, defaultModelsDir, buildWav2LipTestModel, WAV2LIP_TEST_GENERATOR } from '../src/inference/index.js';
-import { buildLipsyncManifest, TEST_LIPSYNC_MODEL } from '../src/lipsync/index.js';
+import { sha256Hex, writeFileAtomic, formatManifest, parseManifest, type LipsyncManifest, defaultModelsDir } from '../src/inference/index.js';
+import { buildLipsyncManifest, buildWav2LipTestModel, TEST_LIPSYNC_MODEL, WAV2LIP_TEST_GENERATOR } from '../src/lipsync/index.js';
 
 export function testModelManifest(): { manifest: LipsyncManifest; bytes: Uint8Array } {
   const built = buildWav2LipTestModel();

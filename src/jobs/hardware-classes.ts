@@ -27,11 +27,6 @@ export interface HardwareClass {
   encodeCoreSecondsPerMegapixel: number;
   /** Seconds of one core per output megapixel of image decode and encode around the network (sharp). */
   imageCodecCoreSecondsPerMegapixel: number;
-  /**
-   * Lip-sync per output frame, besides decode and encode: face detection, crop, the lip-sync
-   * network on one face, paste. Seconds on the whole machine (the network's share on GPU classes).
-   */
-  lipsyncSecondsPerFrame: number;
   /** Network and codecs overlap (network on a GPU, codecs on the CPU) instead of sharing the cores. */
   overlapsCodecs: boolean;
   /** Fixed cost of one job: sessions already open, ffmpeg start, probe of the result. */
@@ -43,11 +38,8 @@ export interface HardwareClass {
  * (SXM): the SR networks run in FP32 through ONNX Runtime's CUDA provider, whose convolutions use
  * TF32 tensor cores: 495 TFLOP/s dense peak, 247 TMAC/s. Small 3x3 convolutions at 32-64 channels
  * with tiles of 512 px reach a few per cent of a peak like that: 5 %, 12 TMAC/s, is the estimate.
- * Its host: the CPU's per-core codec figures (x264 runs on the host: the H100 has no NVENC). Lip-sync, CPU: 70 ms per frame on 2 cores: BlazeFace 7.4 ms and crop plus
- * paste 2.6 ms (measured, docs/benchmarks.md "Lip-sync") and 60 ms for the network on one face,
- * the lip-sync benchmark's stand-in for a real Wav2Lip on a CPU (an ASSUMPTION: no real weights on
- * these machines). H100: 6 ms per frame, detection and paste on the host's cores with the network
- * on the GPU (an ESTIMATE).
+ * Its host: the CPU's per-core codec figures (x264 runs on the host: the H100 has no NVENC). A
+ * kind's own per-class figures are its own, keyed by these class names (the kind's cost module).
  */
 export const HARDWARE_CLASSES: Readonly<Record<HardwareClassName, HardwareClass>> = {
   cpu: {
@@ -58,7 +50,6 @@ export const HARDWARE_CLASSES: Readonly<Record<HardwareClassName, HardwareClass>
     decodeCoreSecondsPerMegapixel: 0.008,
     encodeCoreSecondsPerMegapixel: 0.025,
     imageCodecCoreSecondsPerMegapixel: 0.03,
-    lipsyncSecondsPerFrame: 0.07,
     overlapsCodecs: false,
     setupSeconds: 0.2,
   },
@@ -70,7 +61,6 @@ export const HARDWARE_CLASSES: Readonly<Record<HardwareClassName, HardwareClass>
     decodeCoreSecondsPerMegapixel: 0.008,
     encodeCoreSecondsPerMegapixel: 0.025,
     imageCodecCoreSecondsPerMegapixel: 0.03,
-    lipsyncSecondsPerFrame: 0.006,
     overlapsCodecs: true,
     setupSeconds: 2,
   },
@@ -85,7 +75,6 @@ export interface HardwareProfile {
   decodeSecondsPerMegapixel: number;
   encodeSecondsPerMegapixel: number;
   imageCodecSecondsPerMegapixel: number;
-  lipsyncSecondsPerFrame: number;
   overlapsCodecs: boolean;
   setupSeconds: number;
 }
@@ -101,8 +90,6 @@ export function hardwareProfile(name: HardwareClassName, cores: number, table: R
     decodeSecondsPerMegapixel: c.decodeCoreSecondsPerMegapixel / cores,
     encodeSecondsPerMegapixel: c.encodeCoreSecondsPerMegapixel / cores,
     imageCodecSecondsPerMegapixel: c.imageCodecCoreSecondsPerMegapixel / cores,
-    // The CPU's lip-sync figure was measured on 2 cores; it scales with them like the network.
-    lipsyncSecondsPerFrame: c.networkPerCore ? (c.lipsyncSecondsPerFrame * 2) / cores : c.lipsyncSecondsPerFrame,
     overlapsCodecs: c.overlapsCodecs,
     setupSeconds: c.setupSeconds,
   };

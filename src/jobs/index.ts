@@ -4,19 +4,10 @@
  */
 export { ERROR_STATUS, JobError, ProcessingError, isExplainedFailure, isJobError, type ErrorCode, type JobErrorOptions } from '../errors.js';
 export { KIND_FAILURE_CODE, asJobError, deadlineError, pipelineFailure, type StopReason } from './failures.js';
-export type { Fields, Job, JobKind, JobOf, KindContract, KindSettingDefaults, KindTool, KindTypeMap, KindedJob, ModelOf, Quote, QuoteOf, QuoteVerdict, QuotedJob, QuotedOf, ResultOf, TaskResult } from './kind-contract.js';
-export { JOB_KINDS, KINDS, allKinds, byKind, kindContract, modelsClaimedTwice, type AnyKindContract, type ModelEntry } from './kinds/index.js';
+export type { Fields, Job, JobKind, JobOf, KindContract, KindPolicies, KindSettingDefaults, KindTool, KindTypeMap, KindedJob, ModelOf, Quote, QuoteOf, QuoteVerdict, QuotedJob, QuotedOf, ResultOf, TaskResult } from './kind-contract.js';
+// The registry, and each kind's public surface (its types, and what its pipeline and command line import).
+export * from './kinds/index.js';
 export { MEDIA_TYPES, isJobOfKind, isModelId, kindOfModel, kindedJob, modelEntry, modelsOfKind, reportedModel, MODEL_IDS, type ModelId } from './models.js';
-export { IMAGE_UPSCALE_MODEL, imageQuoteSchema, imageResultSchema } from './kinds/image-upscale/contract.js';
-export { VIDEO_UPSCALE_MODEL, videoQuoteSchema, videoResultSchema } from './kinds/video-upscale/contract.js';
-export { lipsyncBilledSeconds, lipsyncQuoteSchema, lipsyncResultSchema } from './kinds/lipsync/contract.js';
-export { MUSIC_MODEL, MUSIC_REPORTED_MODEL, musicQuoteSchema, musicResultSchema } from './kinds/music/contract.js';
-// Each kind's own types, model ids and limits, from its room.
-export * from './kinds/lipsync/types.js';
-export * from './kinds/music/types.js';
-export * from './kinds/music-video/types.js';
-export { MUSIC_VIDEO_ERROR_CODES, MUSIC_VIDEO_FAILURE_CODE, musicVideoInputSchema, musicVideoQuoteSchema, musicVideoResultSchema, parseMusicVideoInput } from './kinds/music-video/contract.js';
-export { DEFAULT_AUDIO_DECODE_TIMEOUT_MS, audioInputArgs, audioMeasureArgs, measureAudioSeconds, quoteMusicVideo, type AudioToMeasure, type MeasureOptions } from './kinds/music-video/measure.js';
 export {
   DEFAULT_UPSCALE_FACTOR,
   UPSCALE_FACTORS,
@@ -38,32 +29,8 @@ export {
   VIDEO_UPSCALE_CONTAINERS,
   VIDEO_UPSCALE_MAX_SECONDS,
 } from './limits.js';
-export {
-  IMAGE_TIERS,
-  LIPSYNC_RATES,
-  MUSIC_CREDITS,
-  MUSIC_VIDEO_CREDITS_PER_SECOND,
-  MUSIC_VIDEO_MINIMUM_CREDITS,
-  checkMusicVideoAudioLength,
-  priceMusicVideo,
-  type MusicVideoPrice,
-  VIDEO_UPSCALE_CREDITS_PER_SECOND,
-  billedSeconds,
-  durationMilliseconds,
-  priceImageUpscale,
-  priceLipsync,
-  priceMusic,
-  priceVideoUpscale,
-  roundedSeconds,
-  type DurationPrice,
-  type ImageTier,
-  type ImageUpscalePrice,
-  type LipsyncPrice,
-  type LipsyncRate,
-  type MusicPrice,
-  type OutputTier,
-  type VideoUpscalePrice,
-} from './pricing.js';
+// The one price list: every kind's section (spec 3).
+export * from './pricing.js';
 export { checkQuote, errorBody, formatDuration, formatQuoteError, measuredStreams, minimumCredits, quoteJob } from './quote.js';
 export type {
   ErrorBody,
@@ -90,7 +57,6 @@ export {
   checkVideoOutputSize,
   type WorkLimits,
 } from './work-limits.js';
-export { checkLipsyncOutput, estimateLipsync, lipsyncOutputSeconds, type LipsyncCostRequest } from './kinds/lipsync/cost.js';
 export {
   estimateImageUpscale,
   estimateVideoUpscale,

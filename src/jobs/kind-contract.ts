@@ -14,7 +14,7 @@ import type { ErrorCode } from '../errors.js';
 import type { ImageUpscaleJob, VideoUpscaleJob } from './types.js';
 import type { ImageQuote, QuoteDeps, QuotePolicy, QuotedImageJob, QuotedVideoJob, VideoQuote } from './quote-types.js';
 import type { ImageResult, VideoResult } from './results.js';
-import type { LipsyncJob, LipsyncQuote, LipsyncResult, QuotedLipsyncJob } from './kinds/lipsync/types.js';
+import type { LipsyncJob, LipsyncPolicy, LipsyncQuote, LipsyncResult, QuotedLipsyncJob } from './kinds/lipsync/types.js';
 import type { MusicJob, MusicQuote, MusicResult, QuotedMusicJob } from './kinds/music/types.js';
 import type { MusicVideoJob, MusicVideoQuote, MusicVideoResult, QuotedMusicVideoJob } from './kinds/music-video/types.js';
 
@@ -25,6 +25,15 @@ export interface KindTypeMap {
   lipsync: { job: LipsyncJob; quote: LipsyncQuote; quoted: QuotedLipsyncJob; result: LipsyncResult };
   music: { job: MusicJob; quote: MusicQuote; quoted: QuotedMusicJob; result: MusicResult };
   'music-video': { job: MusicVideoJob; quote: MusicVideoQuote; quoted: QuotedMusicVideoJob; result: MusicVideoResult };
+}
+
+/**
+ * Each kind's own part of the quote policy (QuotePolicy.kinds), one line per kind that has one: its
+ * limits from its settings and its cost figures on the worker's hardware class, built by its runtime
+ * half (src/app/kinds/) and read by its descriptor's `quote`.
+ */
+export interface KindPolicies {
+  lipsync: LipsyncPolicy;
 }
 
 export type JobKind = keyof KindTypeMap;

@@ -5,7 +5,7 @@
 import type { JobError } from '../errors.js';
 import type { SrNetworkCost } from './cost-model.js';
 import type { HardwareProfile } from './hardware-classes.js';
-import type { JobKind } from './kind-contract.js';
+import type { JobKind, KindPolicies } from './kind-contract.js';
 import type { WorkLimits } from './work-limits.js';
 import type { OutputTier } from './pricing.js';
 import type { ImageUpscaleJob, UpscaleFactor, VideoUpscaleJob } from './types.js';
@@ -32,6 +32,8 @@ export interface QuoteDeps {
 export interface QuotePolicy {
   limits: WorkLimits;
   hardware: HardwareProfile;
+  /** Each kind's own limits and cost figures, where it has any. */
+  kinds: KindPolicies;
   /** Longest processing time per kind, in seconds: the daemon's watchdog (WORKER_WATCHDOG_MS). */
   timeLimitSeconds: Readonly<Record<JobKind, number>>;
   /** The super-resolution network that would serve a job, with its cost (reads its manifest). */

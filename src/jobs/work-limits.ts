@@ -21,8 +21,6 @@ export interface WorkLimits {
   videoMaxFps: number;
   /** Output pixels of a whole video job (frames x pixels per frame). */
   videoMaxJobOutputPixels: number;
-  /** Lip-sync output seconds per second the job's credits cover, in per cent (200: twice). */
-  lipsyncMaxOutputPercent: number;
   /** Largest share of its kind's processing time limit (watchdog) a job's estimate may use, per cent. */
   maxEstimatePercentOfLimit: number;
 }
@@ -34,8 +32,7 @@ export interface WorkLimits {
  * level itself would allow sides up to 16,880 px on very thin frames that nothing plays.
  * 60 fps: the highest rate of common players and displays, and of level 6.2 at 8K is 128 fps.
  * 30 Gpx a job: 60 s of 3840x2160 at 60 fps (29.9 Gpx) passes; 60 s of 8K at 30 fps (59.7 Gpx)
- * does not. Lip-sync: the output may run up to twice the seconds the credits cover (a short
- * looped clip under a longer voice-over is the use of `loop`), never unbounded.
+ * does not. A kind's own limits are its own (QuotePolicy.kinds).
  */
 export const H264_LEVEL_62_MAX_FRAME_PIXELS = 139_264 * 256;
 
@@ -46,7 +43,6 @@ export const DEFAULT_WORK_LIMITS: Readonly<WorkLimits> = {
   videoMaxOutputPixels: H264_LEVEL_62_MAX_FRAME_PIXELS,
   videoMaxFps: 60,
   videoMaxJobOutputPixels: 30_000_000_000,
-  lipsyncMaxOutputPercent: 200,
   maxEstimatePercentOfLimit: 80,
 };
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { hardwareClassOf, quotePolicy, srModelForJob, srNetworkCost, timeLimitsFromEnv, workerCores } from '../../src/app/quote-policy.js';
-import { DEFAULT_WORK_LIMITS } from '../../src/jobs/index.js';
+import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, DEFAULT_WORK_LIMITS } from '../../src/jobs/index.js';
 import { parseSrModelChoices } from '../../src/inference/index.js';
 
 describe('the quote policy from the settings', () => {
@@ -30,7 +30,10 @@ describe('the quote policy from the settings', () => {
   it('settings change the limits; defaults are DEFAULT_WORK_LIMITS', () => {
     expect(quotePolicy(loadConfig({}), timeLimitsFromEnv({})).limits).toEqual(DEFAULT_WORK_LIMITS);
     const config = loadConfig({ MEDIA_WORKER_VIDEO_MAX_FPS: '30', MEDIA_WORKER_LIPSYNC_MAX_OUTPUT_PERCENT: '100', MEDIA_WORKER_MAX_ESTIMATE_PERCENT: '50' });
-    expect(quotePolicy(config, timeLimitsFromEnv({})).limits).toMatchObject({ videoMaxFps: 30, lipsyncMaxOutputPercent: 100, maxEstimatePercentOfLimit: 50 });
+    expect(quotePolicy(config, timeLimitsFromEnv({})).limits).toMatchObject({ videoMaxFps: 30, maxEstimatePercentOfLimit: 50 });
+    // Lip-sync's own limit reaches its part of the policy (its default: DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT).
+    expect(quotePolicy(config, timeLimitsFromEnv({})).kinds.lipsync.maxOutputPercent).toBe(100);
+    expect(quotePolicy(loadConfig({}), timeLimitsFromEnv({})).kinds.lipsync.maxOutputPercent).toBe(DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT);
     expect(() => loadConfig({ MEDIA_WORKER_MAX_ESTIMATE_PERCENT: '101' })).toThrow(/MEDIA_WORKER_MAX_ESTIMATE_PERCENT/);
   });
 

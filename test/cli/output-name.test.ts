@@ -100,6 +100,19 @@ describe('upscale-video -o', () => {
   });
 });
 
+describe('run -o, for the kinds that always write MP4', () => {
+  it.each([
+    ['vendor-lipsync-2', (media: string) => ({ video_url: media, audio_url: media })],
+    ['vendor-music-video', (media: string) => ({ audio_url: media, image_url: media })],
+  ])('%s: a result named .mkv is refused before the run (its runtime says MP4), and nothing is written', async (model, input) => {
+    const out = path.join(dir, `${model}.mkv`);
+    const r = await cli(['run', JSON.stringify({ model, input: input(mp4) }), '-o', out]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`media-worker: ${out}: the result is MP4, not Matroska; use -o ${path.join(dir, `${model}.mp4`)}\n`);
+    expect(await readdir(dir)).not.toContain(`${model}.mkv`);
+  });
+});
+
 describe('upscale-image -o', () => {
   it('refuses a PNG`s result named .jpg before the run', async () => {
     const png = path.join(dir, 'dot.png');

@@ -5,6 +5,7 @@ import {
   estimateVideoUpscale,
   frameCount,
   lipsyncOutputSeconds,
+  lipsyncSecondsPerFrame,
   tiledInputPixels,
   type SrNetworkCost,
 } from '../../src/jobs/index.js';
@@ -110,8 +111,8 @@ describe('lipsyncOutputSeconds', () => {
 
 describe('estimateLipsync', () => {
   it('every output frame is decoded twice, processed and encoded', () => {
-    const hw = { ...HAND, decodeSecondsPerMegapixel: 1, encodeSecondsPerMegapixel: 2, lipsyncSecondsPerFrame: 0.5, overlapsCodecs: false };
-    const e = estimateLipsync({ width: 1000, height: 1000, frames: 10 }, hw);
+    const hw = { ...HAND, decodeSecondsPerMegapixel: 1, encodeSecondsPerMegapixel: 2, overlapsCodecs: false };
+    const e = estimateLipsync({ width: 1000, height: 1000, frames: 10 }, hw, 0.5);
     // decode 2 x 1 MP x 10 x 1 s + encode 1 MP x 10 x 2 s + 10 x 0.5 s
     expect(e.seconds).toBe(45);
   });
@@ -125,6 +126,14 @@ describe('hardware classes', () => {
     expect(four.encodeSecondsPerMegapixel).toBeCloseTo(one.encodeSecondsPerMegapixel / 4, 12);
     expect(hardwareProfile('h100', 16).networkMacsPerSecond).toBe(HARDWARE_CLASSES.h100.networkMacsPerSecond);
     expect(() => hardwareProfile('cpu', 0)).toThrow(/positive integer/);
+  });
+
+  it("lip-sync's per-frame figure: the CPU's, measured on 2 cores, scales with them; the H100's does not", () => {
+    expect(lipsyncSecondsPerFrame(hardwareProfile('cpu', 2))).toBe(0.07);
+    expect(lipsyncSecondsPerFrame(hardwareProfile('cpu', 1))).toBe(0.14);
+    expect(lipsyncSecondsPerFrame(hardwareProfile('cpu', 4))).toBe(0.035);
+    expect(lipsyncSecondsPerFrame(hardwareProfile('h100', 1))).toBe(0.006);
+    expect(lipsyncSecondsPerFrame(hardwareProfile('h100', 16))).toBe(0.006);
   });
 
   it.each([

@@ -14,7 +14,6 @@ export const HAND: HardwareProfile = {
   decodeSecondsPerMegapixel: 0,
   encodeSecondsPerMegapixel: 0,
   imageCodecSecondsPerMegapixel: 0,
-  lipsyncSecondsPerFrame: 0,
   overlapsCodecs: true,
   setupSeconds: 0,
 };

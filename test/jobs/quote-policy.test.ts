@@ -1,17 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
-import type { HardwareProfile } from '../../src/jobs/hardware-classes.js';
 import { quoteJob } from '../../src/jobs/quote.js';
 import type { QuoteDeps, QuotePolicy } from '../../src/jobs/quote-types.js';
 import { parseJob } from '../../src/jobs/schemas.js';
-import { SYNC_MODES, type SyncMode } from '../../src/jobs/index.js';
+import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, SYNC_MODES, type SyncMode } from '../../src/jobs/index.js';
 import { DEFAULT_WORK_LIMITS } from '../../src/jobs/work-limits.js';
 import type { ImageInfo, MediaInfo } from '../../src/media/index.js';
 
-import { HAND as HAND_NETWORK_ONLY, NET } from './hand-profile.js';
-
-// The hand profile, with lip-sync at 0.5 s per frame.
-const HAND: HardwareProfile = { ...HAND_NETWORK_ONLY, lipsyncSecondsPerFrame: 0.5 };
+import { HAND, NET } from './hand-profile.js';
 
 function policy(overrides: Partial<QuotePolicy> = {}): QuotePolicy & { asked: string[] } {
   const asked: string[] = [];
@@ -19,6 +15,8 @@ function policy(overrides: Partial<QuotePolicy> = {}): QuotePolicy & { asked: st
     asked,
     limits: DEFAULT_WORK_LIMITS,
     hardware: HAND,
+    // Lip-sync at 0.5 s per frame on the hand profile.
+    kinds: { lipsync: { maxOutputPercent: DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, secondsPerFrame: 0.5 } },
     // 80 % of 100 s: estimates up to 80 s pass
     timeLimitSeconds: { image: 100, video: 100, lipsync: 100, music: 100, 'music-video': 100 },
     srNetwork: async (kind, factor) => {

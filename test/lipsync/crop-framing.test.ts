@@ -6,7 +6,7 @@
 import ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionCache, TEST_MOUTH } from '../../src/inference/index.js';
+import { SessionCache } from '../../src/inference/index.js';
 import {
   loadBlazeFace,
   BOX_PER_EYE_MOUTH,
@@ -21,6 +21,7 @@ import {
   type FaceBox,
   type RgbFrame,
   OnnxLipsyncModel,
+  TEST_MOUTH,
 } from '../../src/lipsync/index.js';
 import { testModelManifest } from '../../scripts/make-test-lipsync-model.js';
 import { lipsyncOneFace, measureFraming } from '../../scripts/lipsync-framing.js';

@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildModel, encodeModel, floatValueInfo, node, sha256Hex, parseManifest, forgetVerifiedModels, SessionCache, buildWav2LipTestModel } from '../../src/inference/index.js';
-import { loadLipsyncModel } from '../../src/lipsync/index.js';
+import { buildModel, encodeModel, floatValueInfo, node, sha256Hex, parseManifest, forgetVerifiedModels, SessionCache } from '../../src/inference/index.js';
+import { buildWav2LipTestModel, loadLipsyncModel } from '../../src/lipsync/index.js';
 import { InstallError, installLipsyncModel } from '../../scripts/install-lipsync-model.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 

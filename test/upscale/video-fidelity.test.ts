@@ -130,7 +130,7 @@ describe('time as it was', () => {
       parseJob({ model: 'vendor-video-upscale', input: { video_url: corpus.vfr, upscale_factor: '2' } }),
       { localize: async (source) => ({ path: source, bytes: 1, source }), probeMedia: async () => info, probeImage: async () => Promise.reject(new Error('no image')) },
       undefined,
-      { limits: DEFAULT_WORK_LIMITS, hardware: HAND, timeLimitSeconds: { image: 1e6, video: 1e6, lipsync: 1e6, music: 1e6, 'music-video': 1e6 }, srNetwork: async () => ({ ...NET, scale: 2 }) },
+      { limits: DEFAULT_WORK_LIMITS, hardware: HAND, kinds: { lipsync: { maxOutputPercent: 200, secondsPerFrame: 0 } }, timeLimitSeconds: { image: 1e6, video: 1e6, lipsync: 1e6, music: 1e6, 'music-video': 1e6 }, srNetwork: async () => ({ ...NET, scale: 2 }) },
     );
     expect((quoted.quote as { estimated_frames?: number }).estimated_frames).toBe(outcome.frames);
     expect(outcome.frameRate).toBe('30/1');
@@ -171,7 +171,7 @@ describe('time as it was', () => {
       parseJob({ model: 'vendor-video-upscale', input: { video_url: longer, upscale_factor: '2' } }),
       { localize: async (source) => ({ path: source, bytes: 1, source }), probeMedia: async () => info, probeImage: async () => Promise.reject(new Error('no image')) },
       undefined,
-      { limits: DEFAULT_WORK_LIMITS, hardware: HAND, timeLimitSeconds: { image: 1e6, video: 1e6, lipsync: 1e6, music: 1e6, 'music-video': 1e6 }, srNetwork: async () => ({ ...NET, scale: 2 }) },
+      { limits: DEFAULT_WORK_LIMITS, hardware: HAND, kinds: { lipsync: { maxOutputPercent: 200, secondsPerFrame: 0 } }, timeLimitSeconds: { image: 1e6, video: 1e6, lipsync: 1e6, music: 1e6, 'music-video': 1e6 }, srNetwork: async () => ({ ...NET, scale: 2 }) },
     );
     expect((quoted.quote as { estimated_frames?: number }).estimated_frames).toBe(outcome.frames);
     expect(await packetTimes(outcome.outputPath, 'v:0')).toHaveLength(outcome.frames);

@@ -2,13 +2,17 @@
 import path from 'node:path';
 import { IMAGE_MAX_OUTPUT_MEGAPIXELS } from '../../jobs/index.js';
 import { SR_FACTORS } from '../../inference/index.js';
+import { isImageFormat } from '../../media/index.js';
 import { upscaleImageFile } from '../../upscale/index.js';
 import type { KindRuntime } from '../kind-runtime.js';
 import { srReadiness } from '../readiness-checks.js';
 
+/** The result's extension: the input's format (a JPEG is written `.jpg`). */
+const extensionOf = (format: string): string => (format === 'jpeg' ? 'jpg' : format);
+
 export const imageUpscaleRuntime: KindRuntime<'image'> = {
   async run(quoted, { dir, engine, opts, upscaleChoices }) {
-    const ext = quoted.probes.image.format === 'jpeg' ? 'jpg' : quoted.probes.image.format;
+    const ext = extensionOf(quoted.probes.image.format);
     const outputPath = path.join(dir, `output.${ext}`);
     const outcome = await upscaleImageFile(
       {
@@ -34,4 +38,8 @@ export const imageUpscaleRuntime: KindRuntime<'image'> = {
     for (const f of SR_FACTORS) ctx.sr('image', f);
   },
   usesExecutionProvider: true,
+  async resultExtension(job, sniff) {
+    const sniffed = await sniff(job.input.image_url);
+    return sniffed !== undefined && isImageFormat(sniffed) ? extensionOf(sniffed) : undefined;
+  },
 };

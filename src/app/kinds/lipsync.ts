@@ -5,8 +5,9 @@
  * checks run again every WORKER_READINESS_INTERVAL_MS.
  */
 import path from 'node:path';
-import { LIPSYNC_MODEL_IDS } from '../../jobs/index.js';
-import { DEFAULT_MAX_OUTPUT_SECONDS, FACE_DETECTION_PROFILES, lipsyncFile, loadBlazeFace, loadLipsyncModel, loadThreadedLipsyncModel, releaseLipsyncThreads } from '../../lipsync/index.js';
+import type { Config } from '../../config.js';
+import { LIPSYNC_MODEL_IDS, lipsyncSecondsPerFrame, type HardwareProfile, type LipsyncPolicy } from '../../jobs/index.js';
+import { DEFAULT_MAX_OUTPUT_SECONDS, FACE_DETECTION_PROFILES, LIPSYNC_MODEL_GENERATORS, lipsyncFile, loadBlazeFace, loadLipsyncModel, loadThreadedLipsyncModel, releaseLipsyncThreads } from '../../lipsync/index.js';
 import { definedFields } from '../../defined-fields.js';
 import type { KindRuntime } from '../kind-runtime.js';
 import { registryOptions } from '../layer-options.js';
@@ -80,4 +81,12 @@ export const lipsyncRuntime: KindRuntime<'lipsync'> = {
   // Its networks run on threads of their own (loadThreadedLipsyncModel).
   release: () => releaseLipsyncThreads(),
   usesExecutionProvider: true,
+  // Always MP4 (video/result-container.ts), whatever the input's container.
+  resultExtension: async () => 'mp4',
+  modelGenerators: LIPSYNC_MODEL_GENERATORS,
 };
+
+/** Lip-sync's part of the quote policy: its output limit from the settings, its cost per frame on this host. */
+export function lipsyncPolicy(config: Config, hardware: HardwareProfile): LipsyncPolicy {
+  return { maxOutputPercent: config.lipsyncMaxOutputPercent, secondsPerFrame: lipsyncSecondsPerFrame(hardware) };
+}

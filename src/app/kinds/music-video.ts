@@ -51,4 +51,5 @@ export const musicVideoRuntime: KindRuntime<'music-video'> = {
   },
   warm() {},
   usesExecutionProvider: false,
+  resultExtension: async () => 'mp4',
 };

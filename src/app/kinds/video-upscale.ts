@@ -2,6 +2,7 @@
 import path from 'node:path';
 import { VIDEO_UPSCALE_MAX_SECONDS } from '../../jobs/index.js';
 import { SR_FACTORS } from '../../inference/index.js';
+import { isImageFormat } from '../../media/index.js';
 import { upscaleVideoFile } from '../../upscale/index.js';
 import { videoResultFormat } from '../../video/index.js';
 import type { KindRuntime } from '../kind-runtime.js';
@@ -52,4 +53,8 @@ export const videoUpscaleRuntime: KindRuntime<'video'> = {
     for (const f of SR_FACTORS) ctx.sr('video', f);
   },
   usesExecutionProvider: true,
+  async resultExtension(job, sniff) {
+    const sniffed = await sniff(job.input.video_url);
+    return sniffed === undefined || isImageFormat(sniffed) ? undefined : videoResultFormat(sniffed).ext;
+  },
 };

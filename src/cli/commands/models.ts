@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { adoptNetwork, AdoptError, ensureModelFile, listManifests, allowModelFetching, unfilledFields, type Range } from '../../inference/index.js';
-import { registryOptions } from '../../app/index.js';
+import { modelGenerators, registryOptions } from '../../app/index.js';
 import { cliContext } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
 
@@ -69,7 +69,7 @@ export function registerModels(program: Command): void {
             continue;
           }
           try {
-            const file = await ensureModelFile(m.name, { ...registryOptions(config), logger });
+            const file = await ensureModelFile(m.name, { ...registryOptions(config), generators: modelGenerators(), logger });
             process.stdout.write(`${m.name}: ok ${file.path}\n`);
           } catch (err) {
             failed += 1;

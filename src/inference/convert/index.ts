@@ -31,5 +31,4 @@ export {
 } from './upscalerjs.js';
 export * from './onnx-builder.js';
 export { buildHalfPrecisionManifest, float16Bits, halfPrecisionBytes, halfPrecisionName, toHalfPrecision } from './half-precision.js';
-export * from './wav2lip-test-model.js';
 export { REALESRGAN_NETWORKS, buildRealEsrganManifest, convertNcnnFiles } from './realesrgan.js';

@@ -62,3 +62,25 @@ export function parseInput<K extends JobKind>(entry: { kind: K; model: ModelOf<K
 }
 
 export type { KindedJob };
+
+// Each kind's public surface, one block per kind: its types, model ids and limits (its types.ts), and
+// what its pipeline, command line and the wire schemas import from its room. The jobs barrel passes
+// them on, so that registering a kind touches this file and the type map only.
+export { IMAGE_UPSCALE_MODEL, imageQuoteSchema, imageResultSchema } from './image-upscale/contract.js';
+export { VIDEO_UPSCALE_MODEL, videoQuoteSchema, videoResultSchema } from './video-upscale/contract.js';
+export * from './lipsync/types.js';
+export { lipsyncBilledSeconds, lipsyncQuoteSchema, lipsyncResultSchema } from './lipsync/contract.js';
+export {
+  DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT,
+  LIPSYNC_FRAME_SECONDS,
+  checkLipsyncOutput,
+  estimateLipsync,
+  lipsyncOutputSeconds,
+  lipsyncSecondsPerFrame,
+  type LipsyncCostRequest,
+} from './lipsync/cost.js';
+export * from './music/types.js';
+export { MUSIC_MODEL, MUSIC_REPORTED_MODEL, musicQuoteSchema, musicResultSchema } from './music/contract.js';
+export * from './music-video/types.js';
+export { MUSIC_VIDEO_ERROR_CODES, MUSIC_VIDEO_FAILURE_CODE, musicVideoInputSchema, musicVideoQuoteSchema, musicVideoResultSchema, parseMusicVideoInput } from './music-video/contract.js';
+export { DEFAULT_AUDIO_DECODE_TIMEOUT_MS, audioInputArgs, audioMeasureArgs, measureAudioSeconds, quoteMusicVideo, type AudioToMeasure, type MeasureOptions } from './music-video/measure.js';

@@ -16,6 +16,7 @@
  */
 import { type LipsyncManifest, ensureModelFile, sessionOptions, SessionThread, type ThreadSessionInfo } from '../../inference/index.js';
 import type { LipsyncModelId } from '../../jobs/index.js';
+import { withLipsyncGenerators } from './wav2lip-test-model.js';
 import { LipsyncNetworkModel, loadLipsyncModel, type LipsyncModel, type LoadLipsyncModelOptions } from './wav2lip-model.js';
 
 /** The LipsyncModel contract served by a session on a worker thread; `graph` is what its open reported. */
@@ -33,7 +34,7 @@ const threads = new Map<string, Promise<{ thread: SessionThread; graph: ThreadSe
  */
 export async function loadThreadedLipsyncModel(modelId: LipsyncModelId, options: LoadLipsyncModelOptions): Promise<LipsyncModel> {
   const checked = await loadLipsyncModel(modelId, options);
-  const file = await ensureModelFile(checked.name, options.registry ?? {});
+  const file = await ensureModelFile(checked.name, withLipsyncGenerators(options.registry ?? {}));
   const cached = await options.sessions.get(file.path);
   const key = [file.path, cached.providers.join(','), cached.threads, cached.deviceIndex ?? 0].join('\0');
   let pending = threads.get(key);

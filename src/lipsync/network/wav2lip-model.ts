@@ -18,6 +18,7 @@ import { MANIFEST_SCHEMA_VERSION, type LipsyncManifest, ensureModelFile, getMani
 import { rawSession } from '../faces/index.js';
 import { DEFAULT_LIPSYNC_MODEL_MAPPING, REAL_LIPSYNC_MODEL, TEST_LIPSYNC_MODEL, type LipsyncModelMapping } from '../settings.js';
 import { WAV2LIP_MEL } from '../audio/index.js';
+import { withLipsyncGenerators } from './wav2lip-test-model.js';
 
 export const WAV2LIP_MEL_INPUT = 'mel_spectrogram';
 export const WAV2LIP_FACES_INPUT = 'video_frames';
@@ -255,7 +256,7 @@ function padded(source: Float32Array, offset: number, length: number, size: numb
 export async function loadLipsyncModel(modelId: LipsyncModelId, options: LoadLipsyncModelOptions): Promise<LipsyncModel> {
   const mapping = options.mapping ?? DEFAULT_LIPSYNC_MODEL_MAPPING;
   const name = mapping[modelId];
-  const registry = options.registry ?? {};
+  const registry = withLipsyncGenerators(options.registry ?? {});
   let manifest;
   try {
     manifest = await getManifest(name, registry);

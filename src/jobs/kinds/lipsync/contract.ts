@@ -120,9 +120,9 @@ async function quote(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSignal, pol
   if (policy !== undefined && videoInfo.video !== undefined) {
     const audioSeconds = durationMilliseconds(audioInfo.durationSeconds, 'the audio duration') / 1000;
     const outputSeconds = lipsyncOutputSeconds(sync_mode, price.durationSeconds, audioSeconds);
-    checkLipsyncOutput(sync_mode, outputSeconds, price.creditsUsed / price.creditsPerSecond, policy.limits);
+    checkLipsyncOutput(sync_mode, outputSeconds, price.creditsUsed / price.creditsPerSecond, policy.kinds.lipsync);
     const frames = frameCount(outputSeconds, videoInfo.video.fps);
-    estimated = checkedEstimate('lipsync', estimateLipsync({ ...displayed(videoInfo.video), frames }, policy.hardware), policy);
+    estimated = checkedEstimate('lipsync', estimateLipsync({ ...displayed(videoInfo.video), frames }, policy.hardware, policy.kinds.lipsync.secondsPerFrame), policy);
   }
 
   return {

@@ -26,6 +26,18 @@ export const LIPSYNC_RESULT_URL_LIFETIME_DAYS = 7;
 export const LIPSYNC_VIDEO_CONTAINERS: readonly ContainerKind[] = ['mp4', 'mov', 'webm', 'm4v', 'gif'];
 export const LIPSYNC_AUDIO_CONTAINERS: readonly ContainerKind[] = ['mp3', 'wav', 'aac', 'ogg', 'm4a'];
 
+/**
+ * Lip-sync's own part of the quote policy (QuotePolicy.kinds): its work limit from the settings
+ * (MEDIA_WORKER_LIPSYNC_MAX_OUTPUT_PERCENT) and its cost per output frame on the worker's hardware
+ * class and cores (cost.ts).
+ */
+export interface LipsyncPolicy {
+  /** Output seconds per second the job's credits cover, in per cent (200: twice). */
+  maxOutputPercent: number;
+  /** Seconds per output frame besides decode and encode (detection, network, paste). */
+  secondsPerFrame: number;
+}
+
 export const SYNC_MODES = ['cut_off', 'loop', 'bounce', 'silence', 'remap'] as const;
 export type SyncMode = (typeof SYNC_MODES)[number];
 export const DEFAULT_SYNC_MODE: SyncMode = 'cut_off';

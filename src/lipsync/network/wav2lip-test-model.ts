@@ -13,9 +13,10 @@
  *   output  = face * (1 - 0.85 * level * M)                    (M: mouth ellipse, 0..1)
  *
  * The bytes are deterministic (masks use only exactly rounded arithmetic), so the manifest's
- * sha256 holds on every machine: the registry regenerates the file on first use.
+ * sha256 holds on every machine: the registry regenerates the file on first use, with the generator
+ * lip-sync hands it (`withLipsyncGenerators`; the registry itself knows no network's builder).
  */
-import { buildModel, encodeModel, floatTensor, floatValueInfo, node } from './onnx-builder.js';
+import { buildModel, encodeModel, floatTensor, floatValueInfo, node, type ModelGenerator, type RegistryOptions } from '../../inference/index.js';
 
 export const WAV2LIP_TEST_GENERATOR = 'wav2lip-test';
 export const WAV2LIP_TEST_GENERATOR_VERSION = '1.0.0';
@@ -111,7 +112,12 @@ export function buildWav2LipTestModel(): GeneratedModelInfo {
   return { bytes: encodeModel(model), params, opset: WAV2LIP_TEST_OPSET, outputName: WAV2LIP_TEST_OUTPUT };
 }
 
-/** The registry's generator entry point. */
-export function generateWav2LipTestModel(): Uint8Array {
-  return buildWav2LipTestModel().bytes;
+/** The networks lip-sync builds itself, by the generator name their manifests give (`source.generator`). */
+export const LIPSYNC_MODEL_GENERATORS: Readonly<Record<string, ModelGenerator>> = {
+  [WAV2LIP_TEST_GENERATOR]: async () => buildWav2LipTestModel().bytes,
+};
+
+/** Registry options that can also make lip-sync's own networks when their files are missing. */
+export function withLipsyncGenerators(registry: RegistryOptions): RegistryOptions {
+  return { ...registry, generators: { ...registry.generators, ...LIPSYNC_MODEL_GENERATORS } };
 }
