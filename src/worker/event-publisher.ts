@@ -13,6 +13,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { type TerminalEvent, UnconfirmedPublishError, anyHostEventSubject, eventMsgId, eventSubject, protocolHeaders } from '../protocol/index.js';
 import { sleep } from '../sleep.js';
+import { traceHeaders } from '../telemetry/index.js';
 
 /** JetStream API codes that mean "this task already has its event". */
 const ALREADY_PUBLISHED_CODES = new Set([
@@ -47,7 +48,8 @@ export class EventPublisher {
       try {
         const ack = await this.js.publish(subject ?? eventSubject(this.options.hostId, event.id), payload, {
           msgID: eventMsgId(event.id),
-          headers: protocolHeaders(),
+          // The event's span (job-runner.ts) travels on: the gateway's settling of the task descends from it.
+          headers: protocolHeaders(traceHeaders()),
           timeout: this.options.publishTimeoutMs,
         });
         if (!ack.duplicate) return 'published';

@@ -23,6 +23,11 @@ export const submissionExtrasSchema = z.object({
   webhookUrl: z.string().optional(),
   /** No `webhook_url`, but the account had a default endpoint at submission: the webhook goes there. */
   webhookDefault: z.boolean().optional(),
+  /**
+   * The submission's HTTP span (W3C Trace Context), kept while tracing is on: the job published
+   * (by this request or by the outbox) and every webhook delivery descend from it (telemetry/).
+   */
+  trace: z.object({ traceparent: z.string().max(256), tracestate: z.string().max(512).optional() }).optional(),
 });
 export type SubmissionExtras = z.infer<typeof submissionExtrasSchema>;
 
