@@ -134,12 +134,15 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
     // Whoever publishes (this request, or the outbox after a crash), the job's span descends from the submission's.
     const attributes = { 'media.task.id': entry.taskId, 'messaging.system': 'nats', 'messaging.destination.name': subject };
     return withParentFrom(storedTraceReader(entry.extras.trace), () =>
-      withSpan('job publish', { kind: 'producer', attributes }, async () => {
+      withSpan('job publish', { kind: 'producer', attributes }, async (span) => {
         const trace = traceHeaders();
         const h = Object.keys(trace).length === 0 ? undefined : natsHeaders();
         for (const [name, value] of Object.entries(trace)) h?.set(name, value);
+        const ack = await js.publish(subject, JSON.stringify(entry.job), { msgID: entry.taskId, ...(h === undefined ? {} : { headers: h }) });
         // Unconfirmed, it throws: the outbox publishes again until NATS says where the job is stored.
-        confirmedAck(await js.publish(subject, JSON.stringify(entry.job), { msgID: entry.taskId, ...(h === undefined ? {} : { headers: h }) }), subject);
+        confirmedAck(ack, subject);
+        // The request and the outbox both publish; the server keeps the first (the job span's parent).
+        span.setAttributes({ 'media.duplicate': ack.duplicate });
       }),
     );
   };
