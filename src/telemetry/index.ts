@@ -161,11 +161,17 @@ export function storedTraceReader(stored: StoredTrace | undefined): HeaderReader
   return (name) => (name === 'traceparent' ? stored?.traceparent : name === 'tracestate' ? stored?.tracestate : undefined);
 }
 
-/** The active span's context to store, or undefined when off or none. */
+/** W3C Trace Context's own bounds: a version-00 traceparent, a tracestate of at most 512 characters. */
+export const STORED_TRACE_LIMITS = { traceparent: 55, tracestate: 512 } as const;
+
+/**
+ * The active span's context to store, or undefined when off or none. A tracestate past the W3C
+ * bound (a client's, passed on) is left out rather than stored.
+ */
 export function traceToStore(): StoredTrace | undefined {
   const { traceparent, tracestate } = traceHeaders();
-  if (traceparent === undefined) return undefined;
-  return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
+  if (traceparent === undefined || traceparent.length > STORED_TRACE_LIMITS.traceparent) return undefined;
+  return tracestate === undefined || tracestate.length > STORED_TRACE_LIMITS.tracestate ? { traceparent } : { traceparent, tracestate };
 }
 
 /** An HTTP request's span, begun when the request comes in and ended with its answer. */
