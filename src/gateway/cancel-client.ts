@@ -3,10 +3,10 @@
  * `media.cancel`, one worker answers. The refund is not done here: the worker's CANCELLED event
  * (refund: true) settles the task through the events consumer, like every failure, exactly once.
  */
-import { headers, type NatsConnection } from '@nats-io/transport-node';
-import { CANCEL_SUBJECT, cancelReplySchema, type CancelReply, type CancelRequest } from '../protocol/index.js';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { CANCEL_SUBJECT, cancelReplySchema, withTraceHeaders, type CancelReply, type CancelRequest } from '../protocol/index.js';
 import { ApiError } from './errors.js';
-import { traceHeaders, withSpan } from '../telemetry/index.js';
+import { withSpan } from '../telemetry/index.js';
 
 export type CancelClient = (request: CancelRequest) => Promise<CancelReply>;
 
@@ -15,9 +15,8 @@ export function cancelClient(nc: NatsConnection, timeoutMs: number): CancelClien
     let answer;
     try {
       answer = await withSpan('cancel', { kind: 'client', attributes: { 'media.task.id': request.id } }, () => {
-        const h = headers();
-        for (const [name, value] of Object.entries(traceHeaders())) h.set(name, value);
-        return nc.request(CANCEL_SUBJECT, JSON.stringify(request), { timeout: timeoutMs, headers: h });
+        const h = withTraceHeaders();
+        return nc.request(CANCEL_SUBJECT, JSON.stringify(request), { timeout: timeoutMs, ...(h === undefined ? {} : { headers: h }) });
       });
     } catch {
       // No responders or no answer in time: nothing changed on the worker's side (docs/protocol.md).

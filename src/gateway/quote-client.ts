@@ -20,9 +20,9 @@ import { randomUUID } from 'node:crypto';
 import { createInbox, headers, type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import type { Job } from '../jobs/index.js';
-import { QUOTE_ABANDON_SUBJECT, QUOTE_HEADERS, QUOTE_SUBJECT } from '../protocol/index.js';
+import { QUOTE_ABANDON_SUBJECT, QUOTE_HEADERS, QUOTE_SUBJECT, withTraceHeaders } from '../protocol/index.js';
 import { ApiError } from './errors.js';
-import { traceHeaders, withSpan } from '../telemetry/index.js';
+import { withSpan } from '../telemetry/index.js';
 import type { GatewayMetrics } from './metrics.js';
 
 /** The fields the gateway uses; the rest (what the worker measured) is kept for the quote check (quote-check.ts). */
@@ -78,7 +78,7 @@ export function quoteClient(nc: NatsConnection, options: QuoteClientOptions): Qu
       h.set(QUOTE_HEADERS.party, party);
       h.set(QUOTE_HEADERS.deadline, String(deadline));
       h.set(QUOTE_HEADERS.receipt, String(heartbeatMs));
-      for (const [name, value] of Object.entries(traceHeaders())) h.set(name, value);
+      withTraceHeaders(h);
       const outcome = await ask(nc, body, h, { inboxPrefix: options.inboxPrefix, deadline, receiptWaitMs, silenceMs: heartbeatMs * MISSED_HEARTBEATS, signal });
       // Whatever the reason, nobody reads this request's answer any more: a worker holding it stops.
       if (outcome.kind !== 'answer') nc.publish(QUOTE_ABANDON_SUBJECT, id);

@@ -10,10 +10,9 @@
  * published except from a stored debit, so every job has a debit.
  */
 import type { JetStreamClient } from '@nats-io/jetstream';
-import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { kindContract, kindOfModel, minimumCredits, type Job, type JobKind, type KindTool } from '../jobs/index.js';
-import { type TerminalEvent, UnconfirmedPublishError, confirmedAck, jobSubject } from '../protocol/index.js';
+import { type TerminalEvent, UnconfirmedPublishError, confirmedAck, jobSubject, withTraceHeaders } from '../protocol/index.js';
 import { ApiError } from './errors.js';
 import { estimateView } from './estimate.js';
 import { newTaskId } from './ids.js';
@@ -34,7 +33,7 @@ import type { GatewayMetrics } from './metrics.js';
 import { errorMessage } from '../errors.js';
 import type { WebhookStore } from './webhooks/store.js';
 import { sleep } from '../sleep.js';
-import { noteOnSpan, storedTraceReader, traceHeaders, traceToStore, withParentFrom, withSpan } from '../telemetry/index.js';
+import { noteOnSpan, storedTraceReader, traceToStore, withParentFrom, withSpan } from '../telemetry/index.js';
 
 /** Where a submission came in, as what its accepted response adds: nothing (`generate`) or its tool's echo. */
 export type Endpoint = 'generate' | KindTool<JobKind>['echo'];
@@ -135,9 +134,7 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
     const attributes = { 'media.task.id': entry.taskId, 'messaging.system': 'nats', 'messaging.destination.name': subject };
     return withParentFrom(storedTraceReader(entry.extras.trace), () =>
       withSpan('job publish', { kind: 'producer', attributes }, async (span) => {
-        const trace = traceHeaders();
-        const h = Object.keys(trace).length === 0 ? undefined : natsHeaders();
-        for (const [name, value] of Object.entries(trace)) h?.set(name, value);
+        const h = withTraceHeaders();
         const ack = await js.publish(subject, JSON.stringify(entry.job), { msgID: entry.taskId, ...(h === undefined ? {} : { headers: h }) });
         // Unconfirmed, it throws: the outbox publishes again until NATS says where the job is stored.
         confirmedAck(ack, subject);

@@ -11,9 +11,8 @@
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { type TerminalEvent, UnconfirmedPublishError, anyHostEventSubject, eventMsgId, eventSubject, protocolHeaders } from '../protocol/index.js';
+import { type TerminalEvent, UnconfirmedPublishError, anyHostEventSubject, eventMsgId, eventSubject, protocolHeaders, withTraceHeaders } from '../protocol/index.js';
 import { sleep } from '../sleep.js';
-import { traceHeaders } from '../telemetry/index.js';
 
 /** JetStream API codes that mean "this task already has its event". */
 const ALREADY_PUBLISHED_CODES = new Set([
@@ -49,7 +48,7 @@ export class EventPublisher {
         const ack = await this.js.publish(subject ?? eventSubject(this.options.hostId, event.id), payload, {
           msgID: eventMsgId(event.id),
           // The event's span (job-runner.ts) travels on: the gateway's settling of the task descends from it.
-          headers: protocolHeaders(traceHeaders()),
+          headers: withTraceHeaders(protocolHeaders()),
           timeout: this.options.publishTimeoutMs,
         });
         if (!ack.duplicate) return 'published';

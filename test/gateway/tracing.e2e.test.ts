@@ -2,8 +2,8 @@
  * One trace per job (issue 39, item 2), as shipped (dist/): the gateway and the worker export to a
  * local OTLP/HTTP JSON receiver (a node:http server collecting POST /v1/traces), an image upscale
  * with a webhook is submitted, and one trace holds the gateway's HTTP span, the worker's job span
- * below it with its stages, the settling and the webhook delivery. A job whose traceparent header
- * is malformed runs all the same, in a trace of its own.
+ * below it with its stages, the settling and the webhook delivery; a cancel reaches the worker in
+ * its trace. A job whose traceparent header is malformed runs all the same, in a trace of its own.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -192,6 +192,21 @@ describe('one trace per job', () => {
     const withParent = estimates.filter((s) => s.traceId === clientTrace);
     expect(withParent.map((s) => s.parent)).toEqual(['00f067aa0ba902b7']);
     expect(estimates.filter((s) => s.traceId !== clientTrace).map((s) => s.parent)).toEqual(['']);
+  }, 120_000);
+
+  it('a cancel\'s request reaches the worker in the cancel\'s trace', async () => {
+    const account = await e2e.newAccount(1000);
+    // Music is priced but not run here: its task stays pending until cancelled.
+    const submitted = await e2e.api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'a tune' } });
+    const id = submitted.body.data?.id ?? '';
+    expect((await e2e.api('POST', `/api/v1/tasks/${id}/cancel`, account.key)).status).toBe(200);
+    const http = await waitFor('the cancel\'s HTTP span', () => received.find((s) => s.name === 'POST /api/v1/tasks/:id/cancel' && s.attributes['url.path'] === `/api/v1/tasks/${id}/cancel`), 30_000);
+    const spans = await waitFor('the worker\'s cancel request span', () => {
+      const trace = traceOf(http.traceId);
+      return [...trace.values()].some((s) => s.name === 'cancel request') ? trace : undefined;
+    }, 30_000);
+    expect(descends(spans, one(spans, 'cancel request', 'media-worker-worker'), one(spans, 'cancel', 'media-worker-gateway'))).toBe(true);
+    expect(descends(spans, one(spans, 'cancel', 'media-worker-gateway'), http)).toBe(true);
   }, 120_000);
 
   it('a job whose traceparent header is malformed runs and completes, in a trace of its own', async () => {
