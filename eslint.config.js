@@ -68,6 +68,8 @@ export default defineConfig(
           // (README "A job's path").
           layers: [
             ['errors.ts', 'logger.ts', 'paths.ts', 'seeded-random.ts', 'settings-table.ts', 'throttle.ts', 'sleep.ts', 'defined-fields.ts'],
+            // Tracing's spans wrap steps of every layer above it; it knows none of them.
+            ['telemetry'],
             ['media'],
             ['video', 'inference'],
             ['jobs'],

@@ -23,6 +23,7 @@ import {
 } from './media/settings.js';
 import { parseMusicBackends } from './music/settings.js';
 import { PACKAGE_ROOT } from './paths.js';
+import { TELEMETRY_SETTINGS, telemetrySettingsFromEnv, telemetrySettingsReference } from './telemetry/settings.js';
 import { DEFAULT_ENCODER, DEFAULT_HDR_MODE, HDR_MODES, VIDEO_ENCODERS, X264_PRESETS } from './video/settings.js';
 import { WORKER_SETTINGS, workerSettingsFromEnv, workerSettingsReference } from './worker/settings.js';
 import {
@@ -422,6 +423,13 @@ export const SETTINGS_SECTIONS: readonly SettingsSection[] = [
     table: GATEWAY_SETTINGS,
     load: (env) => gatewaySettingsFromEnv(env),
     reference: gatewaySettingsReference,
+  },
+  {
+    key: 'tracing',
+    title: 'Tracing (OpenTelemetry\'s own variables, read by `serve` and `gateway`; docs/operations.md, "Tracing")',
+    table: TELEMETRY_SETTINGS,
+    load: (env) => telemetrySettingsFromEnv(env),
+    reference: telemetrySettingsReference,
   },
 ];
 

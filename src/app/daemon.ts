@@ -28,6 +28,7 @@ import { createEngine, executeJob, quoteOnly, type Engine } from './run-job.js';
 import { warmNetworks } from './warm-start.js';
 import { JOB_KINDS, KINDS } from '../jobs/index.js';
 import { RUNTIMES } from './kinds/index.js';
+import { startTracing, telemetrySettingsFromEnv, type TelemetrySettings } from '../telemetry/index.js';
 
 export interface Daemon {
   worker: WorkerHandle;
@@ -46,8 +47,9 @@ export function daemonSettings(config: Config, env: NodeJS.ProcessEnv = process.
 /**
  * `configured`: the settings; the engine, quotes and readiness get them as the start-up probe of the
  * execution providers leaves them (hardware.ts): what opened decides, not what was asked for.
+ * `telemetry`: the OTEL_* settings (default: the environment's); tracing stops after the drain.
  */
-export async function startDaemon(configured: Config, settings: WorkerSettings, logger: Logger): Promise<Daemon> {
+export async function startDaemon(configured: Config, settings: WorkerSettings, logger: Logger, telemetry: TelemetrySettings = telemetrySettingsFromEnv()): Promise<Daemon> {
   const hardware = await probeHardware(configured);
   reportProbe(hardware, logger);
   const { config } = hardware;
@@ -55,6 +57,7 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
   // Before the worker exists: nothing reports ready or pulls until every network is open.
   await warmNetworks(config, engine, JOB_KINDS.filter((kind) => settings.concurrency[kind] > 0), logger);
   const results = createResultStore(settings, logger);
+  const tracing = await startTracing(telemetry, { serviceName: 'media-worker-worker', logger });
   const worker = await startWorker(settings, {
     executor: executorFor(engine, results),
     quote: quoteFor(engine),
@@ -65,6 +68,9 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     sweepLeftovers: () => sweepAllLeftovers(config),
     // What discovery reports is what the probe found running, as the quotes and readiness use it.
     host: { hardwareClass: hardwareClassOf(config), executionProvider: hardware.probe.active, device: hardware.device },
+  }).catch(async (err: unknown) => {
+    await tracing.shutdown();
+    throw err;
   });
   return {
     worker,
@@ -73,6 +79,8 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     async stop() {
       await worker.stop();
       await engine.release();
+      // Last: the spans of the jobs that drained are sent before the process exits.
+      await tracing.shutdown();
     },
   };
 }

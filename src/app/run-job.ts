@@ -7,9 +7,10 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { definedFields } from '../defined-fields.js';
 import { SessionCache, createSrModelLoader, type SrModelLoader } from '../inference/index.js';
-import { JOB_KINDS, JobError, pipelineFailure, quoteJob, type Job, type JobKind, type JobProgress, type Quote, type QuotedJob, type QuotedOf, type TaskResult } from '../jobs/index.js';
+import { JOB_KINDS, JobError, pipelineFailure, quoteJob, type Job, type JobKind, type JobProgress, type Quote, type QuoteDeps, type QuotedJob, type QuotedOf, type TaskResult } from '../jobs/index.js';
 import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './quote-policy.js';
 import { createMediaDeps, withJobDir } from '../media/index.js';
+import { tracingOn, withSpan } from '../telemetry/index.js';
 import { mediaDepsOptions, registryOptions } from './layer-options.js';
 import { srHardwareOptions } from './hardware.js';
 import type { PipelineContext } from './kind-runtime.js';
@@ -99,7 +100,21 @@ function quoteInDir(dir: string, job: Job, config: Config, opts: QuoteInDirOptio
   const deps = createMediaDeps(
     mediaDepsOptions(config, { dir, allowLocalPaths: opts.allowLocalPaths, ...definedFields({ signal: opts.signal }) }),
   );
-  return quoteJob(job, deps, opts.signal, quotePolicy(config, opts.timeLimitsMs ?? timeLimitsFromEnv(), opts.modelName));
+  return withSpan('quote', { attributes: { 'media.model': job.model } }, async (span) => {
+    const quoted = await quoteJob(job, tracingOn() ? tracedDeps(deps) : deps, opts.signal, quotePolicy(config, opts.timeLimitsMs ?? timeLimitsFromEnv(), opts.modelName));
+    span.setAttributes({ 'media.kind': quoted.kind, 'media.credits': quoted.quote.creditsUsed });
+    return quoted;
+  });
+}
+
+/** The quote's fetches and probes, each in a span of its own (only while tracing). Input URLs are not recorded: they may carry tokens. */
+function tracedDeps(deps: QuoteDeps): QuoteDeps {
+  return {
+    ...deps,
+    localize: (source, kind, signal) => withSpan('fetch', { kind: 'client', attributes: { 'media.input.kind': kind } }, () => deps.localize(source, kind, signal)),
+    probeImage: (file) => withSpan('probe', { attributes: { 'media.probe': 'image' } }, () => deps.probeImage(file)),
+    probeMedia: (file) => withSpan('probe', { attributes: { 'media.probe': 'media' } }, () => deps.probeMedia(file)),
+  };
 }
 
 export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions): Promise<ExecutedJob> {
@@ -112,13 +127,21 @@ export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions)
       refuseUndercharged(job, quoted.quote);
       // The contract's edge: pipelines raise processing failures, and here, once, they take the
       // kind's code. A stop (the caller's signal: deadline, drain, interruption) keeps its own reason.
-      const result = await runPipeline(quoted, dir, engine, opts).catch((err: unknown) => {
-        throw opts.signal?.aborted === true ? err : pipelineFailure(err, quoted.kind);
-      });
+      const run = tracingOn() ? { ...opts, store: tracedStore(opts.store) } : opts;
+      const result = await withSpan(`run ${quoted.kind}`, { attributes: { 'media.kind': quoted.kind, 'media.model': job.model } }, () =>
+        runPipeline(quoted, dir, engine, run).catch((err: unknown) => {
+          throw opts.signal?.aborted === true ? err : pipelineFailure(err, quoted.kind);
+        }),
+      );
       return { quote: quoted.quote, result };
     },
     { root: engine.config.tmpDir },
   );
+}
+
+/** Storing a result file, in a span of its own. */
+function tracedStore(store: StoreFile): StoreFile {
+  return (localPath, meta) => withSpan('store', { attributes: { 'media.result.ext': meta.ext } }, () => store(localPath, meta));
 }
 
 /**

@@ -4,8 +4,9 @@
  * (refund: true) settles the task through the events consumer, like every failure, exactly once.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { CANCEL_SUBJECT, cancelReplySchema, type CancelReply, type CancelRequest } from '../protocol/index.js';
+import { CANCEL_SUBJECT, cancelReplySchema, withTraceHeaders, type CancelReply, type CancelRequest } from '../protocol/index.js';
 import { ApiError } from './errors.js';
+import { withSpan } from '../telemetry/index.js';
 
 export type CancelClient = (request: CancelRequest) => Promise<CancelReply>;
 
@@ -13,7 +14,10 @@ export function cancelClient(nc: NatsConnection, timeoutMs: number): CancelClien
   return async (request) => {
     let answer;
     try {
-      answer = await nc.request(CANCEL_SUBJECT, JSON.stringify(request), { timeout: timeoutMs });
+      answer = await withSpan('cancel', { kind: 'client', attributes: { 'media.task.id': request.id } }, () => {
+        const h = withTraceHeaders();
+        return nc.request(CANCEL_SUBJECT, JSON.stringify(request), { timeout: timeoutMs, ...(h === undefined ? {} : { headers: h }) });
+      });
     } catch {
       // No responders or no answer in time: nothing changed on the worker's side (docs/protocol.md).
       throw ApiError.of('SERVICE_UNAVAILABLE', 'No worker answered the cancel request; the task is unchanged. Try again later.');

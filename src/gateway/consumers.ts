@@ -34,6 +34,7 @@ import type { GatewayService } from './service.js';
 import { ledgerEntrySchema } from './store/records.js';
 import type { StoreNames } from './store/streams.js';
 import { webhookConsumerConfig } from './webhooks/queue.js';
+import { withParentFrom, withSpan } from '../telemetry/index.js';
 
 /**
  * Handling a message takes milliseconds; a short ack wait bounds how long messages handed to a
@@ -133,7 +134,11 @@ export async function startConsumers(
       metrics.events.inc({ result: 'not-believed' });
       return;
     }
-    const result = await service.settle(parsed.data, logger.child({ taskId: parsed.data.id }), checkResult);
+    // Settling descends from the worker's event (its traceparent header), so the refund or result shows in the job's trace.
+    const attributes = { 'media.task.id': parsed.data.id, 'media.event.status': parsed.data.status };
+    const result = await withParentFrom((name) => msg.headers?.get(name), () =>
+      withSpan('settle', { kind: 'consumer', attributes }, () => service.settle(parsed.data, logger.child({ taskId: parsed.data.id }), checkResult)),
+    );
     metrics.events.inc({ result });
   };
 

@@ -28,6 +28,7 @@ import { gatewayService } from './service.js';
 import type { GatewaySettings } from './settings.js';
 import { openStore } from './store/index.js';
 import { startPollView } from './view/poll-view.js';
+import { startTracing, telemetrySettingsFromEnv, type TelemetrySettings, type Tracing } from '../telemetry/index.js';
 
 export interface GatewayHandle {
   /** The address the API listens on. */
@@ -39,7 +40,18 @@ export interface GatewayHandle {
 /** A worker answering a cancel of a task running on another host waits up to 5 s for that host's event. */
 const CANCEL_TIMEOUT_MS = 10_000;
 
-export async function startGateway(settings: GatewaySettings, protocol: ProtocolSettings, logger: Logger): Promise<GatewayHandle> {
+/** `telemetry`: the OTEL_* settings (default: the environment's); tracing starts first and stops last. */
+export async function startGateway(settings: GatewaySettings, protocol: ProtocolSettings, logger: Logger, telemetry: TelemetrySettings = telemetrySettingsFromEnv()): Promise<GatewayHandle> {
+  const tracing = await startTracing(telemetry, { serviceName: 'media-worker-gateway', logger });
+  try {
+    return await startTraced(settings, protocol, logger, tracing);
+  } catch (err) {
+    await tracing.shutdown();
+    throw err;
+  }
+}
+
+async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings, logger: Logger, tracing: Tracing): Promise<GatewayHandle> {
   const nc = await connectNats(protocol);
   const jsm = await jetstreamManager(nc);
   const workerStreams = await workerStreamProblems(jsm, protocol);
@@ -133,6 +145,7 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
       progress.stop();
       await view.stop();
       await nc.drain();
+      await tracing.shutdown();
     },
   };
 }

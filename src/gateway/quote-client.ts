@@ -20,8 +20,9 @@ import { randomUUID } from 'node:crypto';
 import { createInbox, headers, type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import type { Job } from '../jobs/index.js';
-import { QUOTE_ABANDON_SUBJECT, QUOTE_HEADERS, QUOTE_SUBJECT } from '../protocol/index.js';
+import { QUOTE_ABANDON_SUBJECT, QUOTE_HEADERS, QUOTE_SUBJECT, withTraceHeaders } from '../protocol/index.js';
 import { ApiError } from './errors.js';
+import { withSpan } from '../telemetry/index.js';
 import type { GatewayMetrics } from './metrics.js';
 
 /** The fields the gateway uses; the rest (what the worker measured) is kept for the quote check (quote-check.ts). */
@@ -66,7 +67,8 @@ export interface QuoteClientOptions {
 export function quoteClient(nc: NatsConnection, options: QuoteClientOptions): QuoteClient {
   const receiptWaitMs = options.receiptWaitMs ?? RECEIPT_WAIT_MS;
   const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
-  return async (job, { party, signal }) => {
+  return (job, asked) => withSpan('quote', { kind: 'client', attributes: { 'media.model': job.model } }, () => askWorkers(job, asked));
+  async function askWorkers(job: Job, { party, signal }: QuoteRequest): Promise<GatewayQuote> {
     const body = JSON.stringify({ model: job.model, input: job.input });
     const deadline = Date.now() + options.timeoutMs;
     for (let send = 1; ; send += 1) {
@@ -76,6 +78,7 @@ export function quoteClient(nc: NatsConnection, options: QuoteClientOptions): Qu
       h.set(QUOTE_HEADERS.party, party);
       h.set(QUOTE_HEADERS.deadline, String(deadline));
       h.set(QUOTE_HEADERS.receipt, String(heartbeatMs));
+      withTraceHeaders(h);
       const outcome = await ask(nc, body, h, { inboxPrefix: options.inboxPrefix, deadline, receiptWaitMs, silenceMs: heartbeatMs * MISSED_HEARTBEATS, signal });
       // Whatever the reason, nobody reads this request's answer any more: a worker holding it stops.
       if (outcome.kind !== 'answer') nc.publish(QUOTE_ABANDON_SUBJECT, id);
@@ -97,7 +100,7 @@ export function quoteClient(nc: NatsConnection, options: QuoteClientOptions): Qu
           throw ApiError.of('SERVICE_UNAVAILABLE', 'The client closed the request; its quote was abandoned and nothing was charged');
       }
     }
-  };
+  }
 }
 
 /** The client, each quote timed in `media_gateway_quote_duration_seconds` by outcome (ok or the error code). */

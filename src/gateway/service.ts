@@ -12,7 +12,7 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { kindContract, kindOfModel, minimumCredits, type Job, type JobKind, type KindTool } from '../jobs/index.js';
-import { type TerminalEvent, UnconfirmedPublishError, confirmedAck, jobSubject } from '../protocol/index.js';
+import { type TerminalEvent, UnconfirmedPublishError, confirmedAck, jobSubject, withTraceHeaders } from '../protocol/index.js';
 import { ApiError } from './errors.js';
 import { estimateView } from './estimate.js';
 import { newTaskId } from './ids.js';
@@ -33,6 +33,7 @@ import type { GatewayMetrics } from './metrics.js';
 import { errorMessage } from '../errors.js';
 import type { WebhookStore } from './webhooks/store.js';
 import { sleep } from '../sleep.js';
+import { noteOnSpan, storedTraceReader, traceToStore, withParentFrom, withSpan } from '../telemetry/index.js';
 
 /** Where a submission came in, as what its accepted response adds: nothing (`generate`) or its tool's echo. */
 export type Endpoint = 'generate' | KindTool<JobKind>['echo'];
@@ -127,10 +128,20 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
     return { ...quoted, input: verdict.input };
   };
 
-  const publishJob = async (entry: DebitEntry): Promise<void> => {
+  const publishJob = (entry: DebitEntry): Promise<void> => {
     const subject = jobSubject(entry.kind, entry.job.model);
-    // Unconfirmed, it throws: the outbox publishes again until NATS says where the job is stored.
-    confirmedAck(await js.publish(subject, JSON.stringify(entry.job), { msgID: entry.taskId }), subject);
+    // Whoever publishes (this request, or the outbox after a crash), the job's span descends from the submission's.
+    const attributes = { 'media.task.id': entry.taskId, 'messaging.system': 'nats', 'messaging.destination.name': subject };
+    return withParentFrom(storedTraceReader(entry.extras.trace), () =>
+      withSpan('job publish', { kind: 'producer', attributes }, async (span) => {
+        const h = withTraceHeaders();
+        const ack = await js.publish(subject, JSON.stringify(entry.job), { msgID: entry.taskId, ...(h === undefined ? {} : { headers: h }) });
+        // Unconfirmed, it throws: the outbox publishes again until NATS says where the job is stored.
+        confirmedAck(ack, subject);
+        // The request and the outbox both publish; the server keeps the first (the job span's parent).
+        span.setAttributes({ 'media.duplicate': ack.duplicate });
+      }),
+    );
   };
 
   const materialise = async (accountId: string, entry: DebitEntry, seq: number): Promise<void> => {
@@ -217,7 +228,10 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
       const taskId = once?.taskId ?? newTaskId();
       const createdAt = new Date().toISOString();
       const kind = kindOfModel(job.model);
+      noteOnSpan({ 'media.task.id': taskId, 'media.kind': kind, 'media.model': job.model, 'media.credits': quoted.creditsUsed });
+      const trace = traceToStore();
       const extras: SubmissionExtras = {
+        ...(trace === undefined ? {} : { trace }),
         ...(endpoint === 'poll-url-and-duration'
           ? { pollUrl: pollUrl(taskId), ...(quoted.duration === undefined ? {} : { duration: quoted.duration }) }
           : endpoint === 'input'

@@ -9,6 +9,7 @@ export { unreadableFiles } from './nats-credentials.js';
 export { completedEvent, creationTime, failedEvent, terminalEventSchema, timestamp, type EventTiming, type TerminalEvent } from './events.js';
 export { MAX_ETA_SECONDS, progressMessage, progressMessageSchema, type ProgressMessage } from './progress.js';
 export { PROTOCOL_HEADER, PROTOCOL_VERSION, protocolHeaders, protocolMismatch } from './version.js';
+export { withTraceHeaders } from './trace-headers.js';
 export {
   ABORT_SUBJECT_PREFIX,
   abortSubject,

@@ -40,6 +40,7 @@ import {
 } from '../inference/index.js';
 import { type ImageColourPlan, type ImageFormat, type ImageInfo, cleanExif, embedMetadata, imageColourPlan, readImageLayout } from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
+import { withSpan } from '../telemetry/index.js';
 import { fillTransparent } from './transparent-fill.js';
 
 export interface ImageUpscaleRequest {
@@ -96,17 +97,24 @@ export async function upscaleImageFile(req: ImageUpscaleRequest, loadModel: SrMo
   }
 
   const options: UpscaleOptions = { ...loaded.tiling, ...definedFields({ tile: req.tile, signal: req.signal, onProgress: req.onProgress }) };
-  const upscaled = await runNetwork(loaded, colour, options);
+  const upscaled = await withSpan('tiles', { attributes: { 'media.model': loaded.name, 'media.image.pixels': colour.width * colour.height } }, async (span) => {
+    const ran = await runNetwork(loaded, colour, options);
+    span.setAttributes({ 'media.tile.side': ran.tile });
+    return ran;
+  });
   const sized = upscaled.image.width === target.width && upscaled.image.height === target.height ? upscaled.image : await resize(upscaled.image, target);
   anchorColours(colour, sized, Number(req.factor), max, anchorSigma(colour.width, colour.height));
   const alpha = plan.alpha ? await upscaleAlpha(source, target, plan.depth) : undefined;
 
-  const pixels = interleave(sized, alpha, plan.grey);
-  const layout = req.info.format === 'webp' ? await readImageLayout(req.inputPath, 'webp') : { animated: false };
-  const encoded = await encode(rawImage(pixels, target, plan), req.info.format, layout.lossless === true).toBuffer();
-  const exif = header.exif === undefined ? null : cleanExif(header.exif, target);
-  const file = embedMetadata(encoded, req.info.format, { ...(plan.icc === undefined ? {} : { icc: plan.icc }), ...(exif === null ? {} : { exif }) }, target);
-  await writeFile(req.outputPath, file);
+  await withSpan('encode', { attributes: { 'media.format': req.info.format } }, async (span) => {
+    const pixels = interleave(sized, alpha, plan.grey);
+    const layout = req.info.format === 'webp' ? await readImageLayout(req.inputPath, 'webp') : { animated: false };
+    const encoded = await encode(rawImage(pixels, target, plan), req.info.format, layout.lossless === true).toBuffer();
+    const exif = header.exif === undefined ? null : cleanExif(header.exif, target);
+    const file = embedMetadata(encoded, req.info.format, { ...(plan.icc === undefined ? {} : { icc: plan.icc }), ...(exif === null ? {} : { exif }) }, target);
+    await writeFile(req.outputPath, file);
+    span.setAttributes({ 'media.output.bytes': file.length });
+  });
 
   return {
     outputPath: req.outputPath,

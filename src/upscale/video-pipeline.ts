@@ -65,6 +65,7 @@ import {
 } from '../video/index.js';
 import { type BatcherStats, TileBatcher, type UpscaledFrame, upscaleFrame } from './video-batcher.js';
 import { definedFields } from '../defined-fields.js';
+import { withSpan } from '../telemetry/index.js';
 
 export interface VideoProgress {
   framesDone: number;
@@ -227,25 +228,31 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
       outputPath: partialPath,
     }));
     try {
-      streamed = await runStreams({
-        ffmpeg,
-        decodeArgs,
-        encodeArgs,
-        geometry,
-        depth: colour.depth,
-        batcher,
-        tiling: { ...loaded.tiling, ...definedFields({ tile: req.tile }) },
-        framesInFlight,
-        queueFrames,
-        framesTotal: quotedFrames,
-        paths: [
-          [inputPath, 'input'],
-          [partialPath, 'output'],
-        ],
-        signal: req.signal,
-        onProgress: req.onProgress,
-        progressIntervalMs: req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
-        ffmpegNice: req.ffmpegNice ?? DEFAULT_FFMPEG_NICE,
+      // Decoder, network and encoder stream together: one span for all frames, the network's share in its attributes.
+      streamed = await withSpan('frames', { attributes: { 'media.model': loaded.name, 'media.frames.quoted': quotedFrames, 'media.encoder': encoder.codec } }, async (span) => {
+        const done = await runStreams({
+          ffmpeg,
+          decodeArgs,
+          encodeArgs,
+          geometry,
+          depth: colour.depth,
+          batcher,
+          tiling: { ...loaded.tiling, ...definedFields({ tile: req.tile }) },
+          framesInFlight,
+          queueFrames,
+          framesTotal: quotedFrames,
+          paths: [
+            [inputPath, 'input'],
+            [partialPath, 'output'],
+          ],
+          signal: req.signal,
+          onProgress: req.onProgress,
+          progressIntervalMs: req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
+          ffmpegNice: req.ffmpegNice ?? DEFAULT_FFMPEG_NICE,
+        });
+        const { calls, tiles, runMs } = batcher.stats;
+        span.setAttributes({ 'media.frames': done.frames, 'media.batches': calls, 'media.tiles': tiles, 'media.network.ms': Math.round(runMs) });
+        return done;
       });
       await rename(partialPath, outputPath);
     } catch (error) {

@@ -11,7 +11,7 @@
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { type TerminalEvent, UnconfirmedPublishError, anyHostEventSubject, eventMsgId, eventSubject, protocolHeaders } from '../protocol/index.js';
+import { type TerminalEvent, UnconfirmedPublishError, anyHostEventSubject, eventMsgId, eventSubject, protocolHeaders, withTraceHeaders } from '../protocol/index.js';
 import { sleep } from '../sleep.js';
 
 /** JetStream API codes that mean "this task already has its event". */
@@ -47,7 +47,8 @@ export class EventPublisher {
       try {
         const ack = await this.js.publish(subject ?? eventSubject(this.options.hostId, event.id), payload, {
           msgID: eventMsgId(event.id),
-          headers: protocolHeaders(),
+          // The event's span (job-runner.ts) travels on: the gateway's settling of the task descends from it.
+          headers: withTraceHeaders(protocolHeaders()),
           timeout: this.options.publishTimeoutMs,
         });
         if (!ack.duplicate) return 'published';

@@ -53,6 +53,7 @@ import { createProgressPublisher } from './progress.js';
 import { queueAgeError, queueAgeMs } from './queue-age.js';
 import { resultLifetimeMs } from './results.js';
 import { sleep } from '../sleep.js';
+import { withParentFrom, withSpan } from '../telemetry/index.js';
 import type { WorkerSettings } from './settings.js';
 import type { JobExecutor, JobOutput } from './types.js';
 
@@ -128,7 +129,9 @@ export async function handleJobMessage(rt: Runtime, msg: JsMsg, kind: JobKind): 
       log.warn('Task is already running in this worker: waiting for it before deciding on this delivery');
       await withHeartbeat(msg, rt.settings.heartbeatMs, earlier);
     }
-    await runTask(rt, { msg, kind, taskId, reading, log });
+    // The job's span descends from the gateway's request through the message's traceparent (none or malformed: a trace of its own).
+    const attributes = { 'media.task.id': taskId, 'media.kind': kind, 'media.attempt': attempt, 'messaging.system': 'nats', 'messaging.destination.name': msg.subject, ...(typeof model === 'string' ? { 'media.model': model } : {}) };
+    await withParentFrom((name) => msg.headers?.get(name), () => withSpan(`job ${kind}`, { kind: 'consumer', attributes }, () => runTask(rt, { msg, kind, taskId, reading, log })));
   } catch (err) {
     // Only a bug gets here; the job is left to redelivery, which is safe.
     log.error({ err }, 'Unexpected error while handling a job; leaving it to redelivery');
@@ -419,7 +422,8 @@ function runExecutor(
 async function publishAndSettle(rt: Runtime, msg: JsMsg, event: TerminalEvent, settlement: Settlement, log: Logger): Promise<PublishResult | null> {
   let result;
   try {
-    result = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.publish(event));
+    const attributes = { 'media.event.status': event.status, ...(event.error === undefined ? {} : { 'media.error.code': event.error.code }) };
+    result = await withSpan('event publish', { kind: 'producer', attributes }, () => withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.publish(event)));
   } catch (err) {
     log.error({ err, status: event.status }, 'Could not publish the terminal event; leaving the job to redelivery');
     return null;

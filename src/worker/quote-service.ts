@@ -47,6 +47,7 @@ import {
   type Capabilities,
 } from '../protocol/index.js';
 import type { QuoteFunction } from './types.js';
+import { withParentFrom, withSpan } from '../telemetry/index.js';
 
 export interface QuoteServiceOptions {
   /** Offered as the `quote` endpoint when given. */
@@ -109,7 +110,11 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
           const controller = new AbortController();
           const forget = meta.id === undefined ? () => undefined : abandoned.watch(meta.id, controller);
           try {
-            await answer(msg, quote, options, meta, controller.signal, () => receipts?.stop());
+            // The quote descends from the gateway's request (its traceparent header).
+            const attributes = { 'media.quote.party': meta.party, 'messaging.system': 'nats' };
+            await withParentFrom((name) => msg.headers?.get(name), () =>
+              withSpan('quote request', { kind: 'server', attributes }, () => answer(msg, quote, options, meta, controller.signal, () => receipts?.stop())),
+            );
           } finally {
             forget();
           }
@@ -120,7 +125,7 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
     });
   }
   group.addEndpoint(CANCEL_ENDPOINT, {
-    handler: (err, msg) => (err ? onError(err) : void answerCancel(msg, options)),
+    handler: (err, msg) => (err ? onError(err) : void withParentFrom((name) => msg.headers?.get(name), () => withSpan('cancel request', { kind: 'server' }, () => answerCancel(msg, options)))),
     metadata: endpointSchemaMetadata('cancel-request', 'cancel-reply'),
   });
   // Every host answers, so not a framework endpoint: @nats-io/services 3.0.0-25 turns the empty

@@ -42,6 +42,7 @@ import { registerTaskEvents } from '../task-events/route.js';
 import { wantsWebhook, withWebhookState } from '../webhooks/records.js';
 import type { WebhookStore } from '../webhooks/store.js';
 import { submissionWebhook } from '../webhooks/submission.js';
+import { traceRequests } from './request-spans.js';
 
 export interface AppDeps {
   settings: GatewaySettings;
@@ -110,6 +111,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   });
   // Fastify types the instance by its logger; a pino Logger and Fastify's base logger differ only in typing.
   const plain = app as unknown as FastifyInstance;
+  // First of the hooks, so that the others (authentication, rate limits) run inside the request's span.
+  traceRequests(plain);
   // A client must finish sending its headers in this time (slow-header connections are cut).
   app.server.headersTimeout = settings.headersTimeoutMs;
   app.decorateRequest('accountId', '');

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { JOB_KINDS, MEDIA_TYPES } from '../../jobs/index.js';
+import { STORED_TRACE_LIMITS } from '../../telemetry/index.js';
 
 export const accountRecordSchema = z.object({ id: z.string(), name: z.string(), createdAt: z.string() });
 export type AccountRecord = z.infer<typeof accountRecordSchema>;
@@ -23,6 +24,12 @@ export const submissionExtrasSchema = z.object({
   webhookUrl: z.string().optional(),
   /** No `webhook_url`, but the account had a default endpoint at submission: the webhook goes there. */
   webhookDefault: z.boolean().optional(),
+  /**
+   * The submission's HTTP span (W3C Trace Context), kept while tracing is on: the job published
+   * (by this request or by the outbox) and every webhook delivery descend from it (telemetry/).
+   */
+  // Never a reason to refuse a debit or a task when read back: a trace that does not parse is dropped.
+  trace: z.object({ traceparent: z.string().max(STORED_TRACE_LIMITS.traceparent), tracestate: z.string().max(STORED_TRACE_LIMITS.tracestate).optional() }).optional().catch(undefined),
 });
 export type SubmissionExtras = z.infer<typeof submissionExtrasSchema>;
 

@@ -22,6 +22,7 @@ import { nextStep } from './schedule.js';
 import { webhookHeaders } from './signing.js';
 import type { WebhookStore } from './store.js';
 import { parseWebhookUrl, type TargetPolicy } from './target.js';
+import { storedTraceReader, withParentFrom, withSpan } from '../../telemetry/index.js';
 
 /** The request may take 15 s; the ack wait is what a dead gateway's delivery waits before another takes it. */
 export const WEBHOOK_TIMEOUT_MS = 15_000;
@@ -186,7 +187,15 @@ async function handle(msg: JsMsg, delivery: DeliveryMessage, deps: DeliveryDeps)
   const timer = deps.metrics.webhookDuration.startTimer();
   let result: DeliveryResult;
   try {
-    result = await postWebhook(target.url, headers, body, { policy: deps.policy, timeoutMs: WEBHOOK_TIMEOUT_MS, maxResponseBytes: MAX_RESPONSE_BYTES, userAgent: deps.userAgent });
+    // Every attempt, however late and from whichever gateway, descends from the submission's span (stored with the task).
+    const attributes = { 'media.task.id': task.id, 'media.webhook.event': delivery.event, 'media.webhook.attempt': attempts, 'server.address': target.url.hostname };
+    result = await withParentFrom(storedTraceReader(task.extras.trace), () =>
+      withSpan('webhook delivery', { kind: 'client', attributes }, async (span) => {
+        const answered = await postWebhook(target.url, headers, body, { policy: deps.policy, timeoutMs: WEBHOOK_TIMEOUT_MS, maxResponseBytes: MAX_RESPONSE_BYTES, userAgent: deps.userAgent });
+        span.setAttributes(answered.status === undefined ? { 'error.type': 'no answer' } : { 'http.response.status_code': answered.status });
+        return answered;
+      }),
+    );
   } finally {
     clearInterval(heartbeat);
     timer();

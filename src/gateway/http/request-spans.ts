@@ -1,0 +1,43 @@
+/**
+ * An HTTP server span per request, only while tracing is on (telemetry/): its parent is the
+ * client's own traceparent when it sends one, and everything the request does (the quote, the
+ * debit, the job's publication) runs inside it. Probes and metrics scrapes get none.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { startServerSpan, tracingOn, type ServerSpan } from '../../telemetry/index.js';
+
+const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export function traceRequests(app: FastifyInstance): void {
+  if (!tracingOn()) return;
+  const spans = new WeakMap<FastifyRequest, ServerSpan>();
+  // Callback style: the rest of the request's hooks and its handler run inside `span.run(done)`.
+  app.addHook('onRequest', (req, reply, done) => {
+    const path = req.url.split('?')[0] ?? '';
+    if (UNTRACED_PATHS.has(path)) return done();
+    const route = req.routeOptions.url;
+    const span = startServerSpan(route === undefined ? req.method : `${req.method} ${route}`, (name) => headerValue(req.headers[name]), {
+      'http.request.method': req.method,
+      'url.path': path,
+      ...(route === undefined ? {} : { 'http.route': route }),
+    });
+    if (span === null) return done();
+    spans.set(req, span);
+    // The body arrives in events of the request stream, outside the hook's call: bound to the span too.
+    span.bind(req.raw);
+    span.bind(reply.raw);
+    span.run(done);
+  });
+  app.addHook('onResponse', (req, reply, done) => {
+    spans.get(req)?.end({ 'http.response.status_code': reply.statusCode }, reply.statusCode >= 500);
+    done();
+  });
+  app.addHook('onRequestAbort', (req, done) => {
+    spans.get(req)?.end({ 'error.type': 'client closed the request' }, false);
+    done();
+  });
+}
