@@ -39,19 +39,24 @@ export function stageEtaTracker(): StageEtaTracker {
   let stage: string | undefined;
   let first: StageSample | undefined;
   let latest: (StageSample & { total: number }) | undefined;
+  /** The stage's last count, kept across a report without one. */
+  let lastDone: number | undefined;
   return {
     observe(progress, atMs) {
       if (progress.stage !== stage) {
         stage = progress.stage;
         first = undefined;
+        lastDone = undefined;
       }
       if (progress.done === undefined || progress.total === undefined) {
         latest = undefined;
         return;
       }
       latest = { done: progress.done, total: progress.total, atMs };
-      // A count that goes back is a new start: the pace before it says nothing about what follows.
-      if (first === undefined || progress.done < first.done) first = latest;
+      // A count that goes back (below the stage's last one, not only its first) is a new start:
+      // the pace before it says nothing about what follows.
+      if (first === undefined || (lastDone !== undefined && progress.done < lastDone)) first = latest;
+      lastDone = progress.done;
     },
     secondsLeft: (nowMs) => (first === undefined || latest === undefined ? undefined : stageEtaSeconds(first, latest, nowMs)),
   };

@@ -48,6 +48,23 @@ describe('stageEtaTracker', () => {
     eta.observe({ stage: 'lip-syncing' }, 53_000);
     expect(eta.secondsLeft(53_000)).toBeUndefined();
   });
+
+  it('restarts when a count goes back below the last one, even above the stage\'s first', () => {
+    const eta = stageEtaTracker();
+    eta.observe({ stage: 'upscaling', done: 2, total: 100 }, 0);
+    eta.observe({ stage: 'upscaling', done: 40, total: 100 }, 10_000);
+    expect(eta.secondsLeft(10_000)).toBe(16);
+    // Back to 30 (a pass started over): 28 units since the first report would read as a pace it never had.
+    eta.observe({ stage: 'upscaling', done: 30, total: 100 }, 11_000);
+    expect(eta.secondsLeft(11_000)).toBeUndefined();
+    eta.observe({ stage: 'upscaling', done: 35, total: 100 }, 21_000);
+    // 5 units in 10 s since the new start: 65 left at 2 s each.
+    expect(eta.secondsLeft(21_000)).toBe(130);
+    // A report without counts in between does not hide a count that went back.
+    eta.observe({ stage: 'upscaling' }, 22_000);
+    eta.observe({ stage: 'upscaling', done: 31, total: 100 }, 23_000);
+    expect(eta.secondsLeft(23_000)).toBeUndefined();
+  });
 });
 
 describe('the publisher', () => {
