@@ -64,7 +64,8 @@ def spoken_duration(seconds):
         return f"{s} s"
     if s < 3600:
         return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
-    hours, minutes = s // 3600, round((s % 3600) / 60)
+    # Half a minute rounds up, as in the command line's (Python's round() goes to the even minute).
+    hours, minutes = s // 3600, (s % 3600 + 30) // 60
     if minutes == 60:
         hours, minutes = hours + 1, 0
     return f"{hours} h" + (f" {minutes} min" if minutes else "")

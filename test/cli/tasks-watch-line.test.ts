@@ -16,6 +16,8 @@ const LINES: [Record<string, unknown>, string][] = [
   [{ stage: 'upscaling', done: 30, total: 30, unit: 'tiles', percent: 100, etaSeconds: 0 }, 'upscaling 30/30 tiles 100 %, about 0 s left'],
   [{ stage: 'upscaling', done: 360, total: 1440, unit: 'frames', percent: 25, etaSeconds: 125 }, 'upscaling 360/1440 frames 25 %, about 2 min 5 s left'],
   [{ stage: 'lip-syncing', done: 10, total: 9000, unit: 'frames', percent: 0.1, etaSeconds: 4800 }, 'lip-syncing 10/9000 frames 0.1 %, about 1 h 20 min left'],
+  // Half a minute rounds up in both (Python's round() alone would go to the even minute: 1 h).
+  [{ stage: 'lip-syncing', done: 20, total: 9000, unit: 'frames', percent: 0.2, etaSeconds: 3630 }, 'lip-syncing 20/9000 frames 0.2 %, about 1 h 1 min left'],
 ];
 
 describe('tasks watch progress lines', () => {
@@ -29,6 +31,7 @@ describe('tasks watch progress lines', () => {
     [60, '1 min'],
     [3599, '59 min 59 s'],
     [3600, '1 h'],
+    [3630, '1 h 1 min'],
     [7170, '2 h'],
     [86_400, '24 h'],
   ])('%i seconds are said as %s', (seconds, said) => {
