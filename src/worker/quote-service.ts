@@ -47,7 +47,7 @@ import {
   type Capabilities,
 } from '../protocol/index.js';
 import type { QuoteFunction } from './types.js';
-import { withParentFrom, withSpan } from '../telemetry/index.js';
+import { noteOnSpan, withParentFrom, withSpan } from '../telemetry/index.js';
 
 export interface QuoteServiceOptions {
   /** Offered as the `quote` endpoint when given. */
@@ -203,6 +203,8 @@ async function answerCancel(msg: ServiceMsg, options: QuoteServiceOptions): Prom
     respondError(msg, new JobError('INVALID_JOB', `Expected a cancel request {"id": "<task id>", ...} (docs/protocol.md): ${where}: ${issue?.message ?? 'invalid'}`));
     return;
   }
+  // The request's span (tracing on) names its task, as the gateway's `cancel` span does.
+  noteOnSpan({ 'media.task.id': parsed.data.id });
   try {
     respond(msg, await options.cancel(parsed.data));
   } catch (err) {

@@ -205,7 +205,9 @@ describe('one trace per job', () => {
       const trace = traceOf(http.traceId);
       return [...trace.values()].some((s) => s.name === 'cancel request') ? trace : undefined;
     }, 30_000);
-    expect(descends(spans, one(spans, 'cancel request', 'media-worker-worker'), one(spans, 'cancel', 'media-worker-gateway'))).toBe(true);
+    const request = one(spans, 'cancel request', 'media-worker-worker');
+    expect(descends(spans, request, one(spans, 'cancel', 'media-worker-gateway'))).toBe(true);
+    expect(request.attributes['media.task.id']).toBe(id);
     expect(descends(spans, one(spans, 'cancel', 'media-worker-gateway'), http)).toBe(true);
   }, 120_000);
 
