@@ -8,6 +8,17 @@ import { startServerSpan, tracingOn, type ServerSpan } from '../../telemetry/ind
 
 const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
+/**
+ * The longest `url.path` a span records. The path is the client's, recorded before any route
+ * refuses it, and exported as given: without a bound every request could put kilobytes into the
+ * batch queue and the collector. The longest route path (a task's webhook retry) is far below it.
+ */
+export const MAX_RECORDED_PATH_CHARS = 512;
+
+function recordedPath(path: string): string {
+  return path.length > MAX_RECORDED_PATH_CHARS ? `${path.slice(0, MAX_RECORDED_PATH_CHARS - 1)}…` : path;
+}
+
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
@@ -22,7 +33,7 @@ export function traceRequests(app: FastifyInstance): void {
     const route = req.routeOptions.url;
     const span = startServerSpan(route === undefined ? req.method : `${req.method} ${route}`, (name) => headerValue(req.headers[name]), {
       'http.request.method': req.method,
-      'url.path': path,
+      'url.path': recordedPath(path),
       ...(route === undefined ? {} : { 'http.route': route }),
     });
     if (span === null) return done();
