@@ -5,6 +5,13 @@
  * while the workers had long finished them: the gateway's pulls had waited on the old leader).
  * Against a real 3-node cluster: the durable's leader steps down, and a message published after it
  * must arrive within 15 s. With the client's defaults it arrived 45 s later.
+ *
+ * And the poll view's watch of the task records, as the shipped gateway user, when its consumer is
+ * lost (an ordered consumer has one replica: its node isolated, or the consumer removed): after
+ * missed heartbeats the client asks for the consumer's info before it pulls again or re-creates it,
+ * which that user could not do on the task and key records, so such a watch never resumed (the
+ * partition runs' server logs: "Publish Violation ... $JS.API.CONSUMER.INFO.GATEWAY_TASKS.view_...",
+ * again and again to the end of the run, while that gateway's polls read the store).
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -12,6 +19,8 @@ import path from 'node:path';
 import { AckPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { watchStream } from '../../src/gateway/view/stream-watch.js';
+import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
 import { consumeOptions } from '../../src/protocol/index.js';
 import { sleep } from '../../src/sleep.js';
 import { startCluster, until, type Cluster } from '../../scripts/nats-cluster-nodes.js';
@@ -34,7 +43,27 @@ beforeAll(async () => {
   // A meta leader is not yet three peers that may hold a replica (see clustered-writes.test.ts).
   await until('an R3 stream placed', () => jsm.streams.add({ name: 'PLC', subjects: ['plc.>'], num_replicas: 3 }).then(() => true), 60_000, 200);
   await jsm.consumers.add('PLC', { durable_name: 'plc', ack_policy: AckPolicy.Explicit });
+  await ensureStoreStreams(jsm, 'GATEWAY', 3);
 }, 120_000);
+
+/** Asks `consumer`'s leader to step down and waits until another node leads it. */
+async function moveLeader(stream: string, consumer: string): Promise<string> {
+  const leader = (await jsm.consumers.info(stream, consumer)).cluster?.leader;
+  const answer = (await nc.request(`$JS.API.CONSUMER.LEADER.STEPDOWN.${stream}.${consumer}`, undefined, { timeout: 10_000 })).json<{ success?: boolean }>();
+  expect(answer.success).toBe(true);
+  const moved = await until('a new leader', async () => {
+    const now = (await jsm.consumers.info(stream, consumer)).cluster?.leader;
+    return now !== undefined && now !== leader ? now : undefined;
+  }, 30_000, 200);
+  return `${String(leader)} -> ${moved}`;
+}
+
+/** Waits up to DEADLINE_MS for `done`; says how long it took. */
+async function within(done: () => boolean): Promise<string> {
+  const from = Date.now();
+  while (!done() && Date.now() - from < DEADLINE_MS) await sleep(100);
+  return done() ? `${((Date.now() - from) / 1000).toFixed(1)} s` : 'never';
+}
 
 afterAll(async () => {
   await nc?.close();
@@ -55,20 +84,43 @@ it("keeps receiving after the consumer's leader steps down", async () => {
   try {
     await js.publish('plc.a', 'before');
     await until('the first message', async () => (received.length === 1 ? true : undefined), 30_000);
-    const leader = (await jsm.consumers.info('PLC', 'plc')).cluster?.leader;
-    const answer = (await nc.request('$JS.API.CONSUMER.LEADER.STEPDOWN.PLC.plc', undefined, { timeout: 10_000 })).json<{ success?: boolean }>();
-    expect(answer.success).toBe(true);
-    const moved = await until('a new leader', async () => {
-      const now = (await jsm.consumers.info('PLC', 'plc')).cluster?.leader;
-      return now !== undefined && now !== leader ? now : undefined;
-    }, 30_000, 200);
+    const moved = await moveLeader('PLC', 'plc');
     await js.publish('plc.a', 'after');
-    const publishedAt = Date.now();
-    while (received.length < 2 && Date.now() - publishedAt < DEADLINE_MS) await sleep(100);
-    process.stderr.write(`leader ${String(leader)} -> ${moved}: the next message ${received.length === 2 ? `arrived ${((Date.now() - publishedAt) / 1000).toFixed(1)} s after it was published` : 'did not arrive'}\n`);
+    process.stderr.write(`durable, leader ${moved}: the next message after ${await within(() => received.length === 2)}\n`);
     expect(received).toEqual(['before', 'after']);
   } finally {
     await messages.close();
     await loop;
+  }
+}, 120_000);
+
+it("the poll view's watch of the task records, as the gateway user, goes on after its consumer is lost", async () => {
+  const gnc = await connect({ servers: cluster.urls.split(','), user: 'gateway', pass: PASSWORDS.MW_GATEWAY_PASSWORD, inboxPrefix: '_INBOX_gateway' });
+  const seen: string[] = [];
+  const errors: unknown[] = [];
+  const watch = await watchStream(gnc, jetstream(gnc), {
+    stream: 'GATEWAY_TASKS',
+    filter: 'gateway.tasks.*.*',
+    onMessage: (subject) => void seen.push(subject),
+    onInterrupt: () => undefined,
+    onError: (err) => void errors.push(err),
+  });
+  const js = jetstream(nc);
+  try {
+    await js.publish('gateway.tasks.acct_a.t_before', '{}');
+    expect(await within(() => seen.length === 1)).not.toBe('never');
+    const names: string[] = [];
+    for await (const name of jsm.consumers.list('GATEWAY_TASKS')) names.push(name.name);
+    const view = names.find((n) => n.startsWith('view_'));
+    if (view === undefined) throw new Error(`no view consumer on GATEWAY_TASKS: ${names.join(', ')}`);
+    await jsm.consumers.delete('GATEWAY_TASKS', view);
+    await js.publish('gateway.tasks.acct_a.t_after', '{}');
+    process.stderr.write(`watch, its consumer removed: the next record after ${await within(() => seen.length === 2)}\n`);
+    expect(seen).toEqual(['gateway.tasks.acct_a.t_before', 'gateway.tasks.acct_a.t_after']);
+    expect(await within(() => watch.live(Date.now()))).not.toBe('never');
+    expect(errors).toEqual([]);
+  } finally {
+    await watch.stop();
+    await gnc.close();
   }
 }, 120_000);
