@@ -5,13 +5,7 @@
  * while the workers had long finished them: the gateway's pulls had waited on the old leader).
  * Against a real 3-node cluster: the durable's leader steps down, and a message published after it
  * must arrive within 15 s. With the client's defaults it arrived 45 s later.
- *
- * And the poll view's watch of the task records, as the shipped gateway user, when its consumer is
- * lost (an ordered consumer has one replica: its node isolated, or the consumer removed): after
- * missed heartbeats the client asks for the consumer's info before it pulls again or re-creates it,
- * which that user could not do on the task and key records, so such a watch never resumed (the
- * partition runs' server logs: "Publish Violation ... $JS.API.CONSUMER.INFO.GATEWAY_TASKS.view_...",
- * again and again to the end of the run, while that gateway's polls read the store).
+
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -19,8 +13,6 @@ import path from 'node:path';
 import { AckPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { watchStream } from '../../src/gateway/view/stream-watch.js';
-import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
 import { consumeOptions } from '../../src/protocol/index.js';
 import { sleep } from '../../src/sleep.js';
 import { startCluster, until, type Cluster } from '../../scripts/nats-cluster-nodes.js';
@@ -43,7 +35,6 @@ beforeAll(async () => {
   // A meta leader is not yet three peers that may hold a replica (see clustered-writes.test.ts).
   await until('an R3 stream placed', () => jsm.streams.add({ name: 'PLC', subjects: ['plc.>'], num_replicas: 3 }).then(() => true), 60_000, 200);
   await jsm.consumers.add('PLC', { durable_name: 'plc', ack_policy: AckPolicy.Explicit });
-  await ensureStoreStreams(jsm, 'GATEWAY', 3);
 }, 120_000);
 
 /** Asks `consumer`'s leader to step down and waits until another node leads it. */
@@ -94,33 +85,3 @@ it("keeps receiving after the consumer's leader steps down", async () => {
   }
 }, 120_000);
 
-it("the poll view's watch of the task records, as the gateway user, goes on after its consumer is lost", async () => {
-  const gnc = await connect({ servers: cluster.urls.split(','), user: 'gateway', pass: PASSWORDS.MW_GATEWAY_PASSWORD, inboxPrefix: '_INBOX_gateway' });
-  const seen: string[] = [];
-  const errors: unknown[] = [];
-  const watch = await watchStream(gnc, jetstream(gnc), {
-    stream: 'GATEWAY_TASKS',
-    filter: 'gateway.tasks.*.*',
-    onMessage: (subject) => void seen.push(subject),
-    onInterrupt: () => undefined,
-    onError: (err) => void errors.push(err),
-  });
-  const js = jetstream(nc);
-  try {
-    await js.publish('gateway.tasks.acct_a.t_before', '{}');
-    expect(await within(() => seen.length === 1)).not.toBe('never');
-    const names: string[] = [];
-    for await (const name of jsm.consumers.list('GATEWAY_TASKS')) names.push(name.name);
-    const view = names.find((n) => n.startsWith('view_'));
-    if (view === undefined) throw new Error(`no view consumer on GATEWAY_TASKS: ${names.join(', ')}`);
-    await jsm.consumers.delete('GATEWAY_TASKS', view);
-    await js.publish('gateway.tasks.acct_a.t_after', '{}');
-    process.stderr.write(`watch, its consumer removed: the next record after ${await within(() => seen.length === 2)}\n`);
-    expect(seen).toEqual(['gateway.tasks.acct_a.t_before', 'gateway.tasks.acct_a.t_after']);
-    expect(await within(() => watch.live(Date.now()))).not.toBe('never');
-    expect(errors).toEqual([]);
-  } finally {
-    await watch.stop();
-    await gnc.close();
-  }
-}, 120_000);
