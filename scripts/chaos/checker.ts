@@ -81,6 +81,8 @@ export function check(ops: readonly ClientOp[], accounts: readonly CheckedAccoun
   let lost = 0;
   let doubleCharged = 0;
   for (const o of acknowledged) {
+    // Says which way a charge no 2xx named (below) came about: an answer without the task's id.
+    if (o.acceptedIds.length === 0) problems.push(`key ${o.key}: answered 2xx without a task id after ${o.attempts} attempts`);
     const ids = new Set(o.acceptedIds);
     if (ids.size > 1) {
       doubleCharged += ids.size - 1;

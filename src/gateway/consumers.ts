@@ -25,7 +25,7 @@ import {
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { configDifferences, messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from '../protocol/index.js';
+import { configDifferences, consumeOptions, messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from '../protocol/index.js';
 import { eventOrigin } from './event-origin.js';
 import { settleExhaustedJob } from './exhausted-jobs.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -117,9 +117,9 @@ export async function startConsumers(
   const events = await js.consumers.get(n.eventsStream, `${n.consumerPrefix}-events`);
   const outbox = await js.consumers.get(n.names.ledgerStream, `${n.consumerPrefix}-outbox`);
   const advisories = await js.consumers.get(n.advisoriesStream, `${n.consumerPrefix}-advisories`);
-  const eventMsgs = await events.consume({ max_messages: 64 });
-  const outboxMsgs = await outbox.consume({ max_messages: 64 });
-  const advisoryMsgs = await advisories.consume({ max_messages: 8 });
+  const eventMsgs = await events.consume(consumeOptions(64));
+  const outboxMsgs = await outbox.consume(consumeOptions(64));
+  const advisoryMsgs = await advisories.consume(consumeOptions(8));
 
   const onEvent = async (msg: JsMsg): Promise<void> => {
     const parsed = terminalEventSchema.safeParse(messageJson(msg));

@@ -167,9 +167,10 @@ const GATEWAY_JS = [
   '$JS.API.STREAM.MSG.GET.GATEWAY_IDEMPOTENCY',
   ...['GATEWAY_LEDGER', 'GATEWAY_TASKS'].flatMap((s) => [`$JS.API.STREAM.MSG.GET.${s}`, `$JS.API.DIRECT.GET.${s}`, `$JS.API.DIRECT.GET.${s}.x`]),
   ...['MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'GATEWAY_LEDGER', 'GATEWAY_WEBHOOKS'].flatMap((s) => CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`])),
-  // The poll view's ordered consumers (src/gateway/view) pull from consumers they name themselves;
-  // creating one is allowed only with its own filter, which the enumeration's `x` filter is not.
-  ...['GATEWAY_ACCOUNTS', 'GATEWAY_TASKS'].flatMap((s) => CONSUMERS[s as Stream].map((c) => `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`)),
+  // The poll view's ordered consumers (src/gateway/view) pull from consumers they name themselves,
+  // and check them after missed heartbeats; creating one is allowed only with its own filter, which
+  // the enumeration's `x` filter is not.
+  ...['GATEWAY_ACCOUNTS', 'GATEWAY_TASKS'].flatMap((s) => CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`])),
 ];
 const WORKER_PUBLISH = (host: string): string[] => [
   `media.events.${host}.t_enum`,

@@ -7,11 +7,11 @@
  */
 import { DeliverPolicy, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
 import { nuid, type NatsConnection } from '@nats-io/transport-node';
+// Each pull lasts this long, and a watch whose consumer could not be checked (an election) tries again after it.
+import { PULL_EXPIRES_MS } from '../../protocol/index.js';
 
 /** The server sends a heartbeat this often while nothing else arrives (the client's minimum). */
 const HEARTBEAT_MS = 500;
-/** Each pull lasts this long; heartbeats keep coming while it is open. */
-const PULL_EXPIRES_MS = 30_000;
 /** Three heartbeats missed: the watch may be behind, so nothing it fed is served. */
 export const LIVENESS_MS = 3 * HEARTBEAT_MS;
 /** An abandoned watch's consumer (its gateway died) is removed by the server after this (the client re-creates one with 5 min). */

@@ -11,7 +11,7 @@
 import { AckPolicy, DeliverPolicy, type ConsumerConfig, type ConsumerMessages, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { messageJson } from '../../protocol/index.js';
+import { consumeOptions, messageJson } from '../../protocol/index.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { TaskRecord } from '../store/records.js';
 import type { StoreNames } from '../store/streams.js';
@@ -102,7 +102,7 @@ export interface DeliveryDeps {
 
 export async function startWebhookDeliveries(deps: DeliveryDeps): Promise<{ stop(): Promise<void> }> {
   const consumer = await deps.js.consumers.get(deps.names.webhooksStream, `${deps.consumerPrefix}-webhooks`);
-  const messages = await consumer.consume({ max_messages: IN_FLIGHT });
+  const messages = await consumer.consume(consumeOptions(IN_FLIGHT));
   const loop = run(messages, deps);
   return {
     async stop() {
