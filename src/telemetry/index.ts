@@ -6,7 +6,7 @@
  * these is one check of a variable before the work itself runs: nothing is created or recorded.
  */
 import type { EventEmitter } from 'node:events';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { PACKAGE_VERSION } from '../paths.js';
@@ -166,7 +166,7 @@ export const STORED_TRACE_LIMITS = { traceparent: 55, tracestate: 512 } as const
 
 /**
  * The active span's context to store, or undefined when off or none. A tracestate past the W3C
- * bound (a client's, passed on) is left out rather than stored.
+ * bound is left out rather than stored (a client's never gets this far: startServerSpan drops it).
  */
 export function traceToStore(): StoredTrace | undefined {
   const { traceparent, tracestate } = traceHeaders();
@@ -184,12 +184,26 @@ export interface ServerSpan {
   end(attributes: Attributes, error: boolean): void;
 }
 
-/** A server span whose parent is the request's own traceparent if it has one; null when off. */
+/**
+ * The link to a client's own trace: its traceparent, when valid, and nothing of its tracestate.
+ * A client is outside the trust boundary: it may point at its trace, never choose ours.
+ */
+function clientLinks(read: HeaderReader): Link[] {
+  const claimed = trace.getSpanContext(extracted(read));
+  if (claimed === undefined || !isSpanContextValid(claimed)) return [];
+  return [{ context: { traceId: claimed.traceId, spanId: claimed.spanId, traceFlags: claimed.traceFlags, isRemote: true } }];
+}
+
+/**
+ * A public request's server span: the root of a new trace, so a client can neither pick the trace
+ * id nor leave its job unsampled (hidden from operators) with a sampled flag of 0. The client's
+ * traceparent, when valid, is kept as a span link (OTel's practice at a trust boundary); its
+ * tracestate is dropped, so it is never sent on in NATS headers nor stored. Null when off.
+ */
 export function startServerSpan(name: string, read: HeaderReader, attributes: Attributes): ServerSpan | null {
   if (tracer === null) return null;
-  const parent = extracted(read);
-  const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
-  const active = trace.setSpan(parent, span);
+  const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes, links: clientLinks(read), root: true }, ROOT_CONTEXT);
+  const active = trace.setSpan(ROOT_CONTEXT, span);
   return {
     run: (fn) => context.with(active, fn),
     bind: (emitter) => context.bind(active, emitter),
