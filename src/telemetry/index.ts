@@ -10,7 +10,7 @@ import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, SpanS
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { PACKAGE_VERSION } from '../paths.js';
-import { serviceNameOf, traceExport, type TelemetrySettings } from './settings.js';
+import { serviceNameOf, traceExport, unsupportedExporters, type TelemetrySettings } from './settings.js';
 
 export { telemetrySettingsFromEnv, type TelemetrySettings } from './settings.js';
 export type { Attributes } from '@opentelemetry/api';
@@ -34,10 +34,15 @@ export function tracingOn(): boolean {
 }
 
 /**
- * Starts the SDK when the settings ask for it (an endpoint, not disabled); `serviceName` is the
- * process's default `service.name`. Off, nothing beyond @opentelemetry/api is loaded.
+ * Starts the SDK when the settings ask for it (an endpoint, an `otlp` exporter, not disabled);
+ * `serviceName` is the process's default `service.name`. Off, nothing beyond @opentelemetry/api is
+ * loaded. An exporter named but not supported (`console`) is one warning, naming the variable.
  */
 export async function startTracing(settings: TelemetrySettings, o: { serviceName: string; logger: Logger }): Promise<Tracing> {
+  const unsupported = unsupportedExporters(settings);
+  if (unsupported.length > 0 && !settings.sdkDisabled) {
+    o.logger.warn({ variable: 'OTEL_TRACES_EXPORTER', ignored: unsupported }, `OTEL_TRACES_EXPORTER: ${unsupported.join(', ')} is not supported and is ignored (otlp is the only exporter)`);
+  }
   const target = traceExport(settings);
   if (target === null) return OFF;
   if (running === null) {
