@@ -47,14 +47,24 @@ export async function startTracing(settings: TelemetrySettings, o: { serviceName
   if (target === null) return OFF;
   if (running === null) {
     const { startSdk } = await import('./sdk.js');
-    running = {
-      users: 0,
-      sdk: startSdk({ ...target, serviceName: serviceNameOf(settings, o.serviceName), resourceAttributes: settings.resourceAttributes ?? {}, logger: o.logger }),
-    };
+    // Checked again: another start may have begun while the module loaded.
+    if (running === null) {
+      const starting = { users: 0, sdk: startSdk({ ...target, serviceName: serviceNameOf(settings, o.serviceName), resourceAttributes: settings.resourceAttributes ?? {}, logger: o.logger }) };
+      running = starting;
+      // A start that failed is forgotten, so that a later one tries again instead of failing with it.
+      starting.sdk.catch(() => {
+        if (running === starting) running = null;
+      });
+    }
   }
   const mine = running;
   mine.users += 1;
-  await mine.sdk;
+  try {
+    await mine.sdk;
+  } catch (err) {
+    mine.users -= 1;
+    throw err;
+  }
   tracer = trace.getTracer('media-worker', PACKAGE_VERSION);
   o.logger.info({ url: target.url, protocol: target.protocol }, 'Tracing: spans are exported over OTLP');
   let stopped = false;
