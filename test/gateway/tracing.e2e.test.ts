@@ -77,7 +77,7 @@ beforeAll(async () => {
           for (const ss of rs.scopeSpans) {
             for (const s of ss.spans) {
               const attributes = Object.fromEntries((s.attributes ?? []).map((a) => [a.key, plain(a.value)]));
-              received.push({ service, traceId: s.traceId, spanId: s.spanId, parent: s.parentSpanId ?? '', name: s.name, attributes, links: s.links ?? [] });
+              received.push({ service, traceId: s.traceId, spanId: s.spanId, parent: s.parentSpanId ?? '', name: s.name, attributes, links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId, ...(l.traceState ? { traceState: l.traceState } : {}) })) });
             }
           }
         }
