@@ -32,7 +32,7 @@ export const BENCHMARKS: readonly BenchEntry[] = [
   { name: 'music-video', summary: 'music video render speed per style against real time (1080p), and the encoder presets traded' },
   { name: 'task-events', summary: 'what 1,000 idle live-event streams cost one gateway, beside 1,000 polls a second' },
   { name: 'gateway', summary: 'HTTP gateway submissions and reads per second against a real nats-server' },
-  { name: 'tracing', summary: 'what OpenTelemetry tracing costs a job: off (SDK not loaded) against on (OTLP/HTTP to a local sink)' },
+  { name: 'tracing', summary: 'what OpenTelemetry tracing costs a job: off (no span made) against on (OTLP/HTTP to a local sink)' },
   { name: 'warm-start', summary: "a freshly started daemon's first job against its second (warm before ready)" },
   { name: 'input-measure', summary: 'what measuring inputs from their streams costs, and the network work damaged inputs waste' },
   { name: 'cost-model', summary: "the cost model's estimates against measured job times" },

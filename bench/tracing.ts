@@ -1,9 +1,11 @@
 /**
  * What tracing costs (issue 39, item 2): an image upscale through executeJob (quote with its fetch
- * and probe, tiles, encode, store), as the daemon runs it, with tracing off (no OTEL_* endpoint: the
- * SDK not loaded) against tracing on (the SDK started, spans batched and posted as OTLP/HTTP JSON
- * to a local sink), alternating in one run after a warm-up; medians of --repeat, wall and CPU time,
- * and the ratios on/off. Then the same for the bare helper around an empty step (`withSpan` off
+ * and probe, tiles, encode, store), as the daemon runs it, with tracing off (not started: no span
+ * is made) against tracing on (the SDK started, spans batched and posted as OTLP/HTTP JSON to a
+ * local sink), alternating in one run after a warm-up; medians of --repeat, wall and CPU time, and
+ * the ratios on/off. Only the first off round runs before the SDK module is loaded; the later ones
+ * run after it was started and stopped (its globals back to no-ops), as in a process whose
+ * tracing stopped. That nothing of the SDK is loaded when off is test/telemetry/tracing-off.test.ts's. Then the same for the bare helper around an empty step (`withSpan` off
  * and on, against calling the step), in nanoseconds per call.
  *
  *   npm run bench:tracing [-- --repeat N --size PX]
@@ -125,7 +127,7 @@ const jobTable: DocTable = {
   caption: `An image upscale x2 of a ${size}×${size} PNG through executeJob, medians of ${reps} alternating runs:`,
   header: ['tracing', 'wall s', 'CPU s', 'wall on/off', 'CPU on/off'],
   rows: [
-    ['off (no endpoint: SDK not loaded)', med(off, 'wall').toFixed(4), med(off, 'cpu').toFixed(4), '', ''],
+    ['off (not started: no span is made)', med(off, 'wall').toFixed(4), med(off, 'cpu').toFixed(4), '', ''],
     ['on (OTLP/HTTP JSON to a local sink)', med(on, 'wall').toFixed(4), med(on, 'cpu').toFixed(4), ratio(med(on, 'wall'), med(off, 'wall')), ratio(med(on, 'cpu'), med(off, 'cpu'))],
   ],
 };

@@ -35,7 +35,11 @@ export interface Daemon {
   settings: WorkerSettings;
   /** The device the networks run on (the start-up probe's). */
   device: DeviceDescription;
-  /** Drains the worker (jobs finish or are handed back), then releases sessions and model threads. */
+  /**
+   * Drains the worker (jobs finish or are handed back), then releases sessions and model threads
+   * and sends the last spans; after a worker that ended on its own, only the releasing. Every call
+   * gets the same promise.
+   */
   stop(): Promise<void>;
 }
 
@@ -72,15 +76,20 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     await tracing.shutdown();
     throw err;
   });
+  let stopping: Promise<void> | undefined;
   return {
     worker,
     settings,
     device: hardware.device,
-    async stop() {
-      await worker.stop();
-      await engine.release();
-      // Last: the spans of the jobs that drained are sent before the process exits.
-      await tracing.shutdown();
+    stop() {
+      stopping ??= (async () => {
+        // A worker whose connection closed for good has ended already: nothing to drain.
+        if (worker.state !== 'failed') await worker.stop();
+        await engine.release();
+        // Last: the spans of the jobs that drained are sent before the process exits.
+        await tracing.shutdown();
+      })();
+      return stopping;
     },
   };
 }

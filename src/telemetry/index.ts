@@ -6,11 +6,11 @@
  * these is one check of a variable before the work itself runs: nothing is created or recorded.
  */
 import type { EventEmitter } from 'node:events';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { PACKAGE_VERSION } from '../paths.js';
-import { serviceNameOf, traceExport, type TelemetrySettings } from './settings.js';
+import { serviceNameOf, traceExport, unsupportedExporters, type TelemetrySettings } from './settings.js';
 
 export { telemetrySettingsFromEnv, type TelemetrySettings } from './settings.js';
 export type { Attributes } from '@opentelemetry/api';
@@ -34,22 +34,37 @@ export function tracingOn(): boolean {
 }
 
 /**
- * Starts the SDK when the settings ask for it (an endpoint, not disabled); `serviceName` is the
- * process's default `service.name`. Off, nothing beyond @opentelemetry/api is loaded.
+ * Starts the SDK when the settings ask for it (an endpoint, an `otlp` exporter, not disabled);
+ * `serviceName` is the process's default `service.name`. Off, nothing beyond @opentelemetry/api is
+ * loaded. An exporter named but not supported (`console`) is one warning, naming the variable.
  */
 export async function startTracing(settings: TelemetrySettings, o: { serviceName: string; logger: Logger }): Promise<Tracing> {
+  const unsupported = unsupportedExporters(settings);
+  if (unsupported.length > 0 && !settings.sdkDisabled) {
+    o.logger.warn({ variable: 'OTEL_TRACES_EXPORTER', ignored: unsupported }, `OTEL_TRACES_EXPORTER: ${unsupported.join(', ')} is not supported and is ignored (otlp is the only exporter)`);
+  }
   const target = traceExport(settings);
   if (target === null) return OFF;
   if (running === null) {
     const { startSdk } = await import('./sdk.js');
-    running = {
-      users: 0,
-      sdk: startSdk({ ...target, serviceName: serviceNameOf(settings, o.serviceName), resourceAttributes: settings.resourceAttributes ?? {}, logger: o.logger }),
-    };
+    // Checked again: another start may have begun while the module loaded.
+    if (running === null) {
+      const starting = { users: 0, sdk: startSdk({ ...target, serviceName: serviceNameOf(settings, o.serviceName), resourceAttributes: settings.resourceAttributes ?? {}, logger: o.logger }) };
+      running = starting;
+      // A start that failed is forgotten, so that a later one tries again instead of failing with it.
+      starting.sdk.catch(() => {
+        if (running === starting) running = null;
+      });
+    }
   }
   const mine = running;
   mine.users += 1;
-  await mine.sdk;
+  try {
+    await mine.sdk;
+  } catch (err) {
+    mine.users -= 1;
+    throw err;
+  }
   tracer = trace.getTracer('media-worker', PACKAGE_VERSION);
   o.logger.info({ url: target.url, protocol: target.protocol }, 'Tracing: spans are exported over OTLP');
   let stopped = false;
@@ -166,7 +181,7 @@ export const STORED_TRACE_LIMITS = { traceparent: 55, tracestate: 512 } as const
 
 /**
  * The active span's context to store, or undefined when off or none. A tracestate past the W3C
- * bound (a client's, passed on) is left out rather than stored.
+ * bound is left out rather than stored (a client's never gets this far: startServerSpan drops it).
  */
 export function traceToStore(): StoredTrace | undefined {
   const { traceparent, tracestate } = traceHeaders();
@@ -184,12 +199,26 @@ export interface ServerSpan {
   end(attributes: Attributes, error: boolean): void;
 }
 
-/** A server span whose parent is the request's own traceparent if it has one; null when off. */
+/**
+ * The link to a client's own trace: its traceparent, when valid, and nothing of its tracestate.
+ * A client is outside the trust boundary: it may point at its trace, never choose ours.
+ */
+function clientLinks(read: HeaderReader): Link[] {
+  const claimed = trace.getSpanContext(extracted(read));
+  if (claimed === undefined || !isSpanContextValid(claimed)) return [];
+  return [{ context: { traceId: claimed.traceId, spanId: claimed.spanId, traceFlags: claimed.traceFlags, isRemote: true } }];
+}
+
+/**
+ * A public request's server span: the root of a new trace, so a client can neither pick the trace
+ * id nor leave its job unsampled (hidden from operators) with a sampled flag of 0. The client's
+ * traceparent, when valid, is kept as a span link (OTel's practice at a trust boundary); its
+ * tracestate is dropped, so it is never sent on in NATS headers nor stored. Null when off.
+ */
 export function startServerSpan(name: string, read: HeaderReader, attributes: Attributes): ServerSpan | null {
   if (tracer === null) return null;
-  const parent = extracted(read);
-  const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
-  const active = trace.setSpan(parent, span);
+  const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes, links: clientLinks(read), root: true }, ROOT_CONTEXT);
+  const active = trace.setSpan(ROOT_CONTEXT, span);
   return {
     run: (fn) => context.with(active, fn),
     bind: (emitter) => context.bind(active, emitter),

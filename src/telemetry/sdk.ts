@@ -23,6 +23,13 @@ export interface SdkOptions {
   logger: Logger;
 }
 
+/**
+ * Longest wait for the last spans at a stop. The exporter's own timeout (OTEL_EXPORTER_OTLP_TIMEOUT,
+ * 10 s by default, and the batch processor's 30 s) would let a collector that never answers hold
+ * the process past its shutdown grace; losing the last batch is the lesser harm.
+ */
+export const SHUTDOWN_FLUSH_MS = 2_500;
+
 export interface Sdk {
   shutdown(): Promise<void>;
 }
@@ -60,8 +67,15 @@ export async function startSdk(o: SdkOptions): Promise<Sdk> {
   trace.setGlobalTracerProvider(provider);
   return {
     async shutdown() {
-      // Spans still batched are sent before the process ends; then the globals go back to no-ops.
-      await provider.shutdown().catch((err: unknown) => log.warn({ err }, 'Tracing shutdown failed; spans may be lost'));
+      // Spans still batched are sent before the process ends, within a bound; then the globals go back to no-ops.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), SHUTDOWN_FLUSH_MS)));
+      const flushed = provider.shutdown().then(
+        () => 'sent' as const,
+        (err: unknown) => log.warn({ err }, 'Tracing shutdown failed; spans may be lost'),
+      );
+      if ((await Promise.race([flushed, late])) === 'late') log.warn({ boundMs: SHUTDOWN_FLUSH_MS }, 'Tracing: the collector did not take the last spans in time; they are dropped');
+      clearTimeout(timer);
       trace.disable();
       propagation.disable();
       context.disable();

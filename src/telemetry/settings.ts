@@ -1,14 +1,17 @@
 /**
  * Tracing settings: OpenTelemetry's own environment variables (the OTel specification's names,
  * so an operator's collector set-up applies unchanged), in the table shape of src/settings-table.ts.
- * Tracing is on only when an OTLP endpoint is set and neither OTEL_SDK_DISABLED nor
- * OTEL_TRACES_EXPORTER=none turns it off; otherwise the SDK is never loaded (index.ts).
+ * Tracing is on only when an OTLP endpoint is set, OTEL_SDK_DISABLED is not true and
+ * OTEL_TRACES_EXPORTER names `otlp`; otherwise the SDK is never loaded (index.ts), and no OTEL_*
+ * value can stop a start: these variables are shared with other programs, which may use what this
+ * one does not (`grpc`, a `console` exporter). On, a bad value is a settings error naming it.
  * The headers, timeout, compression and certificate variables are read by the OTLP exporter
  * itself; they are listed here so that they are documented, checked and not reported as unknown.
  */
 import { z } from 'zod';
 import {
   absoluteUrl,
+  inputFromEnv,
   booleanSetting,
   nonEmptyText,
   oneOfSetting,
@@ -17,6 +20,7 @@ import {
   setting,
   settingsReader,
   SettingsError,
+  type SettingSpec,
   tableSchema,
   type SettingsInput,
   type SettingsOf,
@@ -60,6 +64,16 @@ const resourceAttributes = z.string().transform((text, ctx) => {
   }
 });
 
+/** The exporters this program can run; any other OTEL_TRACES_EXPORTER entry is warned about and ignored. */
+const KNOWN_EXPORTERS: ReadonlySet<string> = new Set(['otlp', 'none']);
+
+/** OTEL_TRACES_EXPORTER: a comma list (the OTel specification's format), lower-cased, blanks dropped. Pure. */
+function exporterList(text: string): string[] {
+  return text.split(',').map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== '');
+}
+
+const exporters = z.string({ error: (issue) => `Expected a comma-separated list of exporters but received ${received(issue.input)}` }).transform(exporterList);
+
 const EXPORTER_READS = 'Read by the OTLP exporter itself';
 
 export const TELEMETRY_SETTINGS = {
@@ -71,14 +85,14 @@ export const TELEMETRY_SETTINGS = {
   }),
   tracesExporter: setting({
     env: 'OTEL_TRACES_EXPORTER',
-    schema: oneOfSetting(['otlp', 'none']),
+    schema: exporters,
     default: 'otlp',
-    doc: '`none` turns tracing off; `otlp` (OTLP over HTTP) is the only exporter.',
+    doc: 'Exporters, separated by commas: tracing is on when the list holds `otlp` (OTLP over HTTP, the only one supported); `none` alone turns it off; any other (`console`, `zipkin`) is ignored with a warning in the log.',
   }),
   endpoint: setting({
     env: 'OTEL_EXPORTER_OTLP_ENDPOINT',
     schema: httpEndpoint,
-    doc: 'Base URL of an OTLP/HTTP receiver (an OpenTelemetry Collector: `http://collector:4318`); traces go to `<it>/v1/traces`. Unset (and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT unset): tracing is off and costs nothing (docs/operations.md, "Tracing").',
+    doc: 'Base URL of an OTLP/HTTP receiver (an OpenTelemetry Collector: `http://collector:4318`); traces go to `<it>/v1/traces`. Unset (and OTEL_EXPORTER_OTLP_TRACES_ENDPOINT unset): tracing is off and costs nothing (docs/operations.md, "Tracing"). While tracing is off, no OTEL_* value is checked: none stops a start.',
   }),
   tracesEndpoint: setting({
     env: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
@@ -89,7 +103,7 @@ export const TELEMETRY_SETTINGS = {
     env: 'OTEL_EXPORTER_OTLP_PROTOCOL',
     schema: protocol,
     default: 'http/protobuf',
-    doc: 'OTLP encoding: `http/protobuf` or `http/json`; `grpc` is not supported (a Collector\'s otlp receiver takes both HTTP encodings on :4318).',
+    doc: 'OTLP encoding: `http/protobuf` or `http/json`; `grpc` is not supported (a Collector\'s otlp receiver takes both HTTP encodings on :4318): with tracing on it is a settings error, unless OTEL_EXPORTER_OTLP_TRACES_PROTOCOL is set.',
   }),
   tracesProtocol: setting({
     env: 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
@@ -125,17 +139,64 @@ export type TelemetrySettingsInput = SettingsInput<typeof TELEMETRY_SETTINGS>;
 
 export class TelemetrySettingsError extends SettingsError {}
 
+type TelemetryKey = keyof typeof TELEMETRY_SETTINGS;
+
 const reader = settingsReader(TELEMETRY_SETTINGS, tableSchema(TELEMETRY_SETTINGS), TelemetrySettingsError);
 
-export const { parse: parseTelemetrySettings, reference: telemetrySettingsReference } = reader;
+export const telemetrySettingsReference = reader.reference;
 
-export function telemetrySettingsFromEnv(env: NodeJS.ProcessEnv = process.env): TelemetrySettings {
-  return reader.fromEnv(env);
+/** A value given for `key`, as its own setting reads it; undefined when unset, blank or invalid. */
+function valueOf(input: TelemetrySettingsInput, key: TelemetryKey): unknown {
+  const spec: SettingSpec = TELEMETRY_SETTINGS[key];
+  const given = input[key] ?? spec.default;
+  if (given === undefined || (typeof given === 'string' && given.trim() === '')) return undefined;
+  const parsed = spec.schema.safeParse(given);
+  return parsed.success ? parsed.data : undefined;
 }
 
-/** Where spans go, and how: null when tracing is off (no endpoint, disabled, or exporter `none`). Pure. */
+/**
+ * Whether the input leaves tracing off whatever the rest says (no endpoint, disabled, or no `otlp`
+ * exporter); an endpoint that is set counts as asking for tracing even when it is malformed. Pure.
+ */
+function leavesTracingOff(input: TelemetrySettingsInput): boolean {
+  const blank = (value: unknown): boolean => value === undefined || (typeof value === 'string' && value.trim() === '');
+  if (blank(input.endpoint) && blank(input.tracesEndpoint)) return true;
+  if (valueOf(input, 'sdkDisabled') === true) return true;
+  const list = valueOf(input, 'tracesExporter');
+  return Array.isArray(list) && !list.includes('otlp');
+}
+
+/**
+ * Settings whose value cannot matter with this input: every one when tracing stays off, the
+ * general protocol when the traces' own is set. An invalid value of one of them is dropped (its
+ * default applies) instead of refused: it must not stop a start.
+ */
+function irrelevantKeys(input: TelemetrySettingsInput): Set<TelemetryKey> {
+  if (leavesTracingOff(input)) return new Set(Object.keys(TELEMETRY_SETTINGS) as TelemetryKey[]);
+  return new Set(valueOf(input, 'tracesProtocol') === undefined ? [] : ['protocol']);
+}
+
+/** The settings given in code or read from the environment; throws a TelemetrySettingsError naming the variable of a bad value that matters. */
+export function parseTelemetrySettings(input: TelemetrySettingsInput = {}): TelemetrySettings {
+  const ignored = irrelevantKeys(input);
+  const kept = Object.fromEntries(
+    Object.entries(input).filter(([key, value]) => !ignored.has(key as TelemetryKey) || (TELEMETRY_SETTINGS[key as TelemetryKey] as SettingSpec).schema.safeParse(value).success),
+  );
+  return reader.parse(kept);
+}
+
+export function telemetrySettingsFromEnv(env: NodeJS.ProcessEnv = process.env): TelemetrySettings {
+  return parseTelemetrySettings(inputFromEnv(TELEMETRY_SETTINGS, env));
+}
+
+/** OTEL_TRACES_EXPORTER's entries this program cannot run (`console`, `zipkin`): ignored, each worth a warning. Pure. */
+export function unsupportedExporters(settings: TelemetrySettings): string[] {
+  return settings.tracesExporter.filter((entry) => !KNOWN_EXPORTERS.has(entry));
+}
+
+/** Where spans go, and how: null when tracing is off (no endpoint, disabled, or no `otlp` exporter). Pure. */
 export function traceExport(settings: TelemetrySettings): { url: string; protocol: OtlpProtocol } | null {
-  if (settings.sdkDisabled || settings.tracesExporter === 'none') return null;
+  if (settings.sdkDisabled || !settings.tracesExporter.includes('otlp')) return null;
   const url = settings.tracesEndpoint ?? (settings.endpoint === undefined ? undefined : `${settings.endpoint.replace(/\/+$/, '')}/v1/traces`);
   if (url === undefined) return null;
   return { url, protocol: settings.tracesProtocol ?? settings.protocol };

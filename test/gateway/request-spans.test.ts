@@ -1,7 +1,8 @@
 /**
  * The gateway's HTTP server spans (src/gateway/http/request-spans.ts) with tracing on, exported
  * over OTLP/HTTP JSON to a local receiver: what a span records of the client's request is bounded
- * (the path, never the query), the client's traceparent is the parent, probes get none, and a
+ * (the path, never the query), a client's traceparent is only a link from a trace of the gateway's
+ * own (its sampled flag and tracestate change nothing and go nowhere), probes get none, and a
  * request the client abandons still ends its span, once.
  */
 import { createServer, request, type Server } from 'node:http';
@@ -10,13 +11,15 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_RECORDED_PATH_CHARS, traceRequests } from '../../src/gateway/http/request-spans.js';
-import { startTracing, telemetrySettingsFromEnv, type Tracing } from '../../src/telemetry/index.js';
+import { startTracing, telemetrySettingsFromEnv, traceHeaders, type Tracing } from '../../src/telemetry/index.js';
 
 interface Exported {
   name: string;
   traceId: string;
+  spanId: string;
   parent: string;
   attributes: Record<string, unknown>;
+  links: { traceId: string; spanId: string; traceState?: string }[];
 }
 
 const exported: Exported[] = [];
@@ -40,13 +43,16 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-        resourceSpans: { scopeSpans: { spans: { name: string; traceId: string; parentSpanId?: string; attributes?: { key: string; value: Record<string, unknown> }[] }[] }[] }[];
+        resourceSpans: {
+          scopeSpans: { spans: { name: string; traceId: string; spanId: string; parentSpanId?: string; attributes?: { key: string; value: Record<string, unknown> }[]; links?: Exported['links'] }[] }[];
+        }[];
       };
       for (const rs of body.resourceSpans) {
         for (const ss of rs.scopeSpans) {
           for (const s of ss.spans) {
             const attributes = Object.fromEntries((s.attributes ?? []).map((a) => [a.key, Object.values(a.value)[0]]));
-            exported.push({ name: s.name, traceId: s.traceId, parent: s.parentSpanId ?? '', attributes });
+            const links = (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId, ...(l.traceState ? { traceState: l.traceState } : {}) }));
+            exported.push({ name: s.name, traceId: s.traceId, spanId: s.spanId, parent: s.parentSpanId ?? '', attributes, links });
           }
         }
       }
@@ -61,6 +67,8 @@ beforeAll(async () => {
   app = Fastify();
   traceRequests(app);
   app.get('/ok', async () => ({ ok: true }));
+  // What the request's handling would send on in a message's headers.
+  app.get('/headers', async () => traceHeaders());
   app.get('/healthz', async () => ({ status: 'ok' }));
   // Answers only once its client has gone, then says so.
   app.get('/slow', async (req, reply) => {
@@ -79,15 +87,20 @@ afterAll(async () => {
   receiver?.close();
 });
 
-function get(path: string, headers: Record<string, string> = {}): Promise<number> {
+function getWithBody(path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path, headers }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
     });
     req.on('error', reject);
     req.end();
   });
+}
+
+async function get(path: string, headers: Record<string, string> = {}): Promise<number> {
+  return (await getWithBody(path, headers)).status;
 }
 
 /** A GET of /slow the client gives up on once its handler runs; resolves when the handler has answered all the same. */
@@ -101,9 +114,14 @@ async function abandonSlow(): Promise<void> {
 }
 
 describe('HTTP server spans', () => {
-  it('record a bounded path without its query, take the client\'s traceparent as parent, and end an abandoned request once', async () => {
+  it('record a bounded path without its query, start a trace of their own linked to the client\'s, and end an abandoned request once', async () => {
     const clientTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
-    expect(await get('/ok?token=secret-in-query', { traceparent: `00-${clientTrace}-00f067aa0ba902b7-01` })).toBe(200);
+    const clientSpan = '00f067aa0ba902b7';
+    expect(await get('/ok?token=secret-in-query', { traceparent: `00-${clientTrace}-${clientSpan}-01` })).toBe(200);
+    // Sampled flag 0 and a tracestate: neither hides the request nor travels on.
+    const sent = await getWithBody('/headers', { traceparent: `00-${clientTrace}-${clientSpan}-00`, tracestate: 'client=claimed-state' });
+    expect(sent.status).toBe(200);
+    expect(await get('/ok', { traceparent: '00-not-a-trace-01' })).toBe(200);
     expect(await get(`/${'a'.repeat(5000)}`)).toBe(404);
     expect(await get('/healthz')).toBe(200);
     await abandonSlow();
@@ -111,8 +129,15 @@ describe('HTTP server spans', () => {
     await tracing.shutdown();
 
     const ok = exported.filter((s) => s.name === 'GET /ok');
-    expect(ok.map((s) => [s.traceId, s.parent, s.attributes['url.path'], s.attributes['http.response.status_code']])).toEqual([[clientTrace, '00f067aa0ba902b7', '/ok', 200]]);
+    expect(ok.map((s) => [s.parent, s.attributes['url.path'], s.attributes['http.response.status_code']])).toEqual([['', '/ok', 200], ['', '/ok', 200]]);
+    expect(ok.map((s) => s.traceId)).not.toContain(clientTrace);
+    expect(ok.map((s) => s.links)).toEqual([[{ traceId: clientTrace, spanId: clientSpan }], []]);
     expect(JSON.stringify(exported)).not.toContain('secret-in-query');
+
+    const headersSpan = exported.filter((s) => s.name === 'GET /headers');
+    expect(headersSpan.map((s) => [s.parent, s.links])).toEqual([['', [{ traceId: clientTrace, spanId: clientSpan }]]]);
+    expect(JSON.parse(sent.body)).toEqual({ traceparent: `00-${headersSpan[0]!.traceId}-${headersSpan[0]!.spanId}-01` });
+    expect(JSON.stringify(exported)).not.toContain('claimed-state');
 
     const long = exported.filter((s) => s.name === 'GET');
     expect(long).toHaveLength(1);

@@ -3,7 +3,8 @@
  * local OTLP/HTTP JSON receiver (a node:http server collecting POST /v1/traces), an image upscale
  * with a webhook is submitted, and one trace holds the gateway's HTTP span, the worker's job span
  * below it with its stages, the settling and the webhook delivery; a cancel reaches the worker in
- * its trace. A job whose traceparent header is malformed runs all the same, in a trace of its own.
+ * its trace. A client's own traceparent is only linked from the gateway's trace, whatever its sampled
+ * flag. A job whose traceparent header is malformed runs all the same, in a trace of its own.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -33,6 +34,7 @@ interface OtlpSpan {
   name: string;
   kind: number;
   attributes?: OtlpAttribute[];
+  links?: { traceId: string; spanId: string; traceState?: string }[];
 }
 interface OtlpBody {
   resourceSpans: { resource: { attributes: OtlpAttribute[] }; scopeSpans: { spans: OtlpSpan[] }[] }[];
@@ -46,6 +48,7 @@ interface Seen {
   parent: string;
   name: string;
   attributes: Record<string, unknown>;
+  links: { traceId: string; spanId: string; traceState?: string }[];
 }
 
 function plain(value: OtlpValue): unknown {
@@ -74,7 +77,7 @@ beforeAll(async () => {
           for (const ss of rs.scopeSpans) {
             for (const s of ss.spans) {
               const attributes = Object.fromEntries((s.attributes ?? []).map((a) => [a.key, plain(a.value)]));
-              received.push({ service, traceId: s.traceId, spanId: s.spanId, parent: s.parentSpanId ?? '', name: s.name, attributes });
+              received.push({ service, traceId: s.traceId, spanId: s.spanId, parent: s.parentSpanId ?? '', name: s.name, attributes, links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId, ...(l.traceState ? { traceState: l.traceState } : {}) })) });
             }
           }
         }
@@ -178,21 +181,29 @@ describe('one trace per job', () => {
     expect(webhooks.length).toBe(1);
   }, 240_000);
 
-  it('a client\'s own traceparent is the parent of the request\'s span; a malformed one is ignored', async () => {
+  it('a client\'s own traceparent is only linked, even unsampled, and its tracestate goes nowhere; a malformed one is ignored', async () => {
     const account = await e2e.newAccount(1000);
     const clientTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
-    const traced = await e2e.api('POST', '/api/v1/estimate', account.key, { model: 'vendor-image-upscale', input: { image_url: `${e2e.mediaUrl}/photo.png`, upscale_factor: '2' } }, { traceparent: `00-${clientTrace}-00f067aa0ba902b7-01` });
+    const clientSpan = '00f067aa0ba902b7';
+    // Sampled flag 0: the client asks for its request to go unrecorded; the operator's trace is kept all the same.
+    const clientContext = { traceparent: `00-${clientTrace}-${clientSpan}-00`, tracestate: 'client=claimed-state' };
+    const traced = await e2e.api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${e2e.mediaUrl}/photo.png`, upscale_factor: '2' }, clientContext);
     expect(traced.status).toBe(200);
+    const id = traced.body.data?.id ?? '';
     const broken = await e2e.api('POST', '/api/v1/estimate', account.key, { model: 'vendor-image-upscale', input: { image_url: `${e2e.mediaUrl}/photo.png`, upscale_factor: '2' } }, { traceparent: '00-not-a-trace-01' });
     expect(broken.status).toBe(200);
-    const estimates = await waitFor('both estimates\' spans', () => {
-      const found = received.filter((s) => s.name === 'POST /api/v1/estimate');
-      return found.length >= 2 ? found : undefined;
-    }, 30_000);
-    const withParent = estimates.filter((s) => s.traceId === clientTrace);
-    expect(withParent.map((s) => s.parent)).toEqual(['00f067aa0ba902b7']);
-    expect(estimates.filter((s) => s.traceId !== clientTrace).map((s) => s.parent)).toEqual(['']);
-  }, 120_000);
+
+    const http = await waitFor('the submission\'s HTTP span', () => received.find((s) => s.name === 'POST /api/v1/tools/upscale-image' && s.attributes['media.task.id'] === id), 30_000);
+    expect([http.traceId === clientTrace, http.parent, http.links]).toEqual([false, '', [{ traceId: clientTrace, spanId: clientSpan }]]);
+    // The job still reaches the worker in the gateway's trace, and nothing of the client's state travels or is stored.
+    const job = await waitFor('the job\'s span', () => received.find((s) => s.name === 'job image' && s.attributes['media.task.id'] === id), 120_000);
+    expect(job.traceId).toBe(http.traceId);
+    expect(received.filter((s) => s.traceId === clientTrace)).toEqual([]);
+    expect(JSON.stringify(received)).not.toContain('claimed-state');
+
+    const estimate = await waitFor('the estimate\'s span', () => received.find((s) => s.name === 'POST /api/v1/estimate'), 30_000);
+    expect([estimate.parent, estimate.links]).toEqual(['', []]);
+  }, 180_000);
 
   it('a cancel\'s request reaches the worker in the cancel\'s trace', async () => {
     const account = await e2e.newAccount(1000);

@@ -47,5 +47,11 @@ async function serve(): Promise<void> {
   };
   // From here on a signal drains (jobs may be running); the listeners stay, so none is missed.
   handOverSignals(stop);
-  await daemon.worker.stopped;
+  try {
+    await daemon.worker.stopped;
+  } finally {
+    // Ended on its own (the NATS connection closed for good), no signal drained it: what a drain
+    // releases is released all the same, tracing's last spans included. After a signal, the same stop.
+    await daemon.stop().catch((err: unknown) => logger.error({ err }, 'stop after the worker ended failed'));
+  }
 }

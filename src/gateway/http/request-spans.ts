@@ -1,7 +1,8 @@
 /**
- * An HTTP server span per request, only while tracing is on (telemetry/): its parent is the
- * client's own traceparent when it sends one, and everything the request does (the quote, the
- * debit, the job's publication) runs inside it. Probes and metrics scrapes get none.
+ * An HTTP server span per request, only while tracing is on (telemetry/): the root of a trace of
+ * the gateway's own, linked to the client's traceparent when it sends a valid one, and everything
+ * the request does (the quote, the debit, the job's publication) runs inside it. Probes and metrics
+ * scrapes get none.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { startServerSpan, tracingOn, type ServerSpan } from '../../telemetry/index.js';
