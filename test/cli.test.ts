@@ -117,10 +117,14 @@ describe('quote', () => {
 
 describe('config', () => {
   it('prints every setting of every command, credentials hidden', async () => {
-    const r = await cli(['config'], { env: { NATS_TOKEN: 's3cret', RESULTS_DIR: '/srv/results', WORKER_CONCURRENCY: 'image=2' } });
+    const r = await cli(['config'], {
+      env: { NATS_TOKEN: 's3cret', RESULTS_DIR: '/srv/results', WORKER_CONCURRENCY: 'image=2', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=h3ader' },
+    });
     expect(r.code).toBe(0);
     const shown = JSON.parse(r.stdout);
-    expect(Object.keys(shown)).toEqual(['pipelines', 'daemon', 'gateway']);
+    expect(Object.keys(shown)).toEqual(['pipelines', 'daemon', 'gateway', 'tracing']);
+    expect(shown.tracing).toMatchObject({ OTEL_EXPORTER_OTLP_HEADERS: '(set)', OTEL_EXPORTER_OTLP_ENDPOINT: null });
+    expect(r.stdout).not.toContain('h3ader');
     expect(shown.pipelines).toMatchObject({ LOG_LEVEL: 'warn', FFMPEG_PATH: null });
     expect(shown.daemon).toMatchObject({ NATS_TOKEN: '(set)', NATS_PASSWORD: null, RESULTS_DIR: '/srv/results', WORKER_CONCURRENCY: { image: 2 } });
     expect(r.stdout).not.toContain('s3cret');
