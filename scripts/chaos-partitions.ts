@@ -21,6 +21,9 @@
  * stuck_after_heal, recovery_seconds_max, and more. Exit status 1 when a count is not 0 or a
  * recovery took over 30 s. Needs root (network namespaces) and iptables (loss); without root it says
  * so and skips (exit 0). The namespaces hold a private /24 (10.213.0.0/24) that exists only in them.
+ * With --keep the run's folder stays (its path printed last): each process's log, the nodes' stores,
+ * `clients.jsonl` (every client attempt: gateway, key, status, task id) and `checked.json` (the
+ * checker's input).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
@@ -126,10 +129,14 @@ interface Answer {
 
 /** Every answer the clients got, by HTTP status (0: none within ATTEMPT_TIMEOUT_MS): what customers saw. */
 const answers = new Map<number, number>();
+/** Every attempt, one JSON line each (`clients.jsonl` in the run's folder): what a kept run's charges are traced back to. */
+let attemptLog: ((line: string) => void) | undefined;
 
 async function post(gateway: string, route: string, account: Account, body: unknown, key: string): Promise<Answer> {
+  const sent = Date.now();
   const answer = await postOnce(gateway, route, account, body, key);
   answers.set(answer.status, (answers.get(answer.status) ?? 0) + 1);
+  attemptLog?.(`${JSON.stringify({ sent: new Date(sent).toISOString(), ms: Date.now() - sent, gateway, route, account: account.id, key, ...answer })}\n`);
   return answer;
 }
 
@@ -212,6 +219,8 @@ async function inside(): Promise<void> {
   for (const f of faults) if (!(FAULTS as readonly string[]).includes(f)) throw new Error(`Expected faults among ${FAULTS.join(', ')} but received ${f}`);
   if (faults.includes('lossy') && !net.hasIptables()) throw new Error('The lossy fault needs iptables (apt-get install -y iptables), or leave it out with --faults');
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-chaos-'));
+  const clientsLog = createWriteStream(path.join(dir, 'clients.jsonl'));
+  attemptLog = (line) => void clientsLog.write(line);
   const procs: Proc[] = [];
   let cluster: Cluster | undefined;
   let operatorNc: NatsConnection | undefined;
@@ -479,6 +488,8 @@ async function inside(): Promise<void> {
       const res = await fetch(`${gateways[1]}/api/v1/balance`, { headers: { authorization: `Bearer ${a.key}` } });
       checked.push({ id: a.id, apiBalance: ((await res.json()) as { data: { credits: number } }).data.credits, entries: (await store.ledger.entries(a.id, 0, 100_000)).map((e) => e.value) });
     }
+    // The checker's input, so that a kept run's verdict can be traced (and the checker run again on it).
+    await fs.writeFile(path.join(dir, 'checked.json'), JSON.stringify({ ops, accounts: checked, tasks, recoveries }));
     const verdict = check(ops, checked, tasks, recoveries.map((r) => r.seconds));
     for (const p of verdict.problems.slice(0, 30)) process.stdout.write(`problem: ${p}\n`);
     const { problems, ...counts } = verdict;
@@ -487,6 +498,8 @@ async function inside(): Promise<void> {
     media.close();
     process.stdout.write(`${JSON.stringify({ ...counts, problems: problems.length, operations: ops.length, answers: Object.fromEntries([...answers].sort((a, b) => a[0] - b[0])), max_attempts: Math.max(0, ...ops.map((o) => o.attempts)), tasks: tasks.length, recoveries, seconds_per_fault: seconds, nats: c.version.replace(/^nats-server:\s*/, ''), cores: os.cpus().length, ok: !failed })}\n`);
   } finally {
+    attemptLog = undefined;
+    await new Promise<void>((resolve) => clientsLog.end(resolve));
     await operatorNc?.close().catch(() => undefined);
     for (const p of procs) p.child.kill('SIGKILL');
     await cluster?.stop();
