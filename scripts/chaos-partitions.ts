@@ -389,35 +389,51 @@ async function inside(): Promise<void> {
       },
     };
 
-    /** Seconds from the heal until a submission through each gateway is accepted and its task completed. */
-    const recovery = async (healedAt: number): Promise<number> => {
+    /**
+     * Seconds from the heal until a submission through each gateway is accepted and its task
+     * completed. A probe whose task fails (refunded) is told and followed by another (a new key):
+     * the service has recovered when one completes, not when the cap is reached.
+     */
+    const recovery = async (healedAt: number): Promise<{ seconds: number; failedProbes: string[] }> => {
       const probe = accounts[0]!;
+      const failedProbes: string[] = [];
+      const until = healedAt + RECOVERY_CAP_MS;
+      const statusOf = async (g: string, id: string): Promise<{ status?: string; error?: { code?: string } } | undefined> => {
+        const res = await fetch(`${g}/api/v1/tasks/${id}`, { headers: { authorization: `Bearer ${probe.key}` }, signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+        return res === undefined ? undefined : ((await res.json().catch(() => ({}))) as { data?: { status?: string; error?: { code?: string } } }).data;
+      };
       await Promise.all(
         gateways.map(async (g) => {
-          const op: ClientOp = { kind: 'submit', key: crypto.randomUUID(), accountId: probe.id, acceptedIds: [], attempts: 0, outcome: 'unanswered' };
-          ops.push(op);
-          const until = healedAt + RECOVERY_CAP_MS;
-          while (op.outcome !== 'acknowledged' && Date.now() < until) {
-            const a = await post(g, '/api/v1/tools/upscale-image', probe, { image_url: image, upscale_factor: '2' }, op.key);
-            op.attempts += 1;
-            if (a.status >= 200 && a.status < 300 && a.id !== undefined) {
-              op.acceptedIds.push(a.id);
-              op.outcome = 'acknowledged';
-            } else await sleep(250);
-          }
-          const id = op.acceptedIds[0];
-          while (id !== undefined && Date.now() < until) {
-            const res = await fetch(`${g}/api/v1/tasks/${id}`, { headers: { authorization: `Bearer ${probe.key}` }, signal: AbortSignal.timeout(5000) }).catch(() => undefined);
-            const status = res === undefined ? undefined : ((await res.json()) as { data?: { status?: string } }).data?.status;
-            if (status === 'completed') break;
-            await sleep(250);
+          for (let done = false; !done && Date.now() < until; ) {
+            const op: ClientOp = { kind: 'submit', key: crypto.randomUUID(), accountId: probe.id, acceptedIds: [], attempts: 0, outcome: 'unanswered' };
+            ops.push(op);
+            while (op.outcome !== 'acknowledged' && Date.now() < until) {
+              const a = await post(g, '/api/v1/tools/upscale-image', probe, { image_url: image, upscale_factor: '2' }, op.key);
+              op.attempts += 1;
+              if (a.status >= 200 && a.status < 300 && a.id !== undefined) {
+                op.acceptedIds.push(a.id);
+                op.outcome = 'acknowledged';
+              } else await sleep(250);
+            }
+            const id = op.acceptedIds[0];
+            while (id !== undefined && Date.now() < until) {
+              const task = await statusOf(g, id);
+              if (task?.status === 'completed') done = true;
+              if (task?.status === 'failed') {
+                failedProbes.push(`${id} (${task.error?.code ?? 'no code'})`);
+                say(`probe ${id} through ${g} failed (${task.error?.code ?? 'no code'}); another one`);
+              }
+              if (task?.status === 'completed' || task?.status === 'failed') break;
+              await sleep(250);
+            }
+            if (id === undefined) break;
           }
         }),
       );
-      return (Date.now() - healedAt) / 1000;
+      return { seconds: (Date.now() - healedAt) / 1000, failedProbes };
     };
 
-    const recoveries: { fault: Fault; what: string; seconds: number }[] = [];
+    const recoveries: { fault: Fault; what: string; seconds: number; failed_probes?: string[] }[] = [];
     await sleep(5000);
     for (const fault of faults) {
       const made = await make[fault]();
@@ -425,8 +441,8 @@ async function inside(): Promise<void> {
       await sleep(fault === 'worker-ack' ? Math.max(seconds * 1000, 3 * ACK_WAIT_MS) : seconds * 1000);
       const healedAt = Date.now();
       await made.heal();
-      const s = await recovery(healedAt);
-      recoveries.push({ fault, what: made.what, seconds: Number(s.toFixed(1)) });
+      const { seconds: s, failedProbes } = await recovery(healedAt);
+      recoveries.push({ fault, what: made.what, seconds: Number(s.toFixed(1)), ...(failedProbes.length === 0 ? {} : { failed_probes: failedProbes }) });
       say(`healed ${fault}; recovered in ${s.toFixed(1)} s`);
       await sleep(3000);
     }
