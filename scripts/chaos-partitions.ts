@@ -508,7 +508,8 @@ async function inside(): Promise<void> {
     await fs.writeFile(path.join(dir, 'checked.json'), JSON.stringify({ ops, accounts: checked, tasks, recoveries }));
     const verdict = check(ops, checked, tasks, recoveries.map((r) => r.seconds));
     for (const p of verdict.problems.slice(0, 30)) process.stdout.write(`problem: ${p}\n`);
-    const { problems, ...counts } = verdict;
+    for (const n of verdict.notes.slice(0, 10)) process.stdout.write(`note: ${n}\n`);
+    const { problems, notes: _notes, ...counts } = verdict;
     const failed = counts.lost + counts.double_charged + counts.multiple_events + counts.ledger_mismatches + counts.stuck_after_heal > 0 || counts.recovery_seconds_max > RECOVERY_GOAL_S;
     process.exitCode = failed ? 1 : 0;
     media.close();
