@@ -21,6 +21,9 @@
  * stuck_after_heal, recovery_seconds_max, and more. Exit status 1 when a count is not 0 or a
  * recovery took over 30 s. Needs root (network namespaces) and iptables (loss); without root it says
  * so and skips (exit 0). The namespaces hold a private /24 (10.213.0.0/24) that exists only in them.
+ * With --keep the run's folder stays (its path printed last): each process's log, the nodes' stores,
+ * `clients.jsonl` (every client attempt: gateway, key, status, task id) and `checked.json` (the
+ * checker's input).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
@@ -126,10 +129,14 @@ interface Answer {
 
 /** Every answer the clients got, by HTTP status (0: none within ATTEMPT_TIMEOUT_MS): what customers saw. */
 const answers = new Map<number, number>();
+/** Every attempt, one JSON line each (`clients.jsonl` in the run's folder): what a kept run's charges are traced back to. */
+let attemptLog: ((line: string) => void) | undefined;
 
 async function post(gateway: string, route: string, account: Account, body: unknown, key: string): Promise<Answer> {
+  const sent = Date.now();
   const answer = await postOnce(gateway, route, account, body, key);
   answers.set(answer.status, (answers.get(answer.status) ?? 0) + 1);
+  attemptLog?.(`${JSON.stringify({ sent: new Date(sent).toISOString(), ms: Date.now() - sent, gateway, route, account: account.id, key, ...answer })}\n`);
   return answer;
 }
 
@@ -212,6 +219,8 @@ async function inside(): Promise<void> {
   for (const f of faults) if (!(FAULTS as readonly string[]).includes(f)) throw new Error(`Expected faults among ${FAULTS.join(', ')} but received ${f}`);
   if (faults.includes('lossy') && !net.hasIptables()) throw new Error('The lossy fault needs iptables (apt-get install -y iptables), or leave it out with --faults');
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-chaos-'));
+  const clientsLog = createWriteStream(path.join(dir, 'clients.jsonl'));
+  attemptLog = (line) => void clientsLog.write(line);
   const procs: Proc[] = [];
   let cluster: Cluster | undefined;
   let operatorNc: NatsConnection | undefined;
@@ -380,35 +389,51 @@ async function inside(): Promise<void> {
       },
     };
 
-    /** Seconds from the heal until a submission through each gateway is accepted and its task completed. */
-    const recovery = async (healedAt: number): Promise<number> => {
+    /**
+     * Seconds from the heal until a submission through each gateway is accepted and its task
+     * completed. A probe whose task fails (refunded) is told and followed by another (a new key):
+     * the service has recovered when one completes, not when the cap is reached.
+     */
+    const recovery = async (healedAt: number): Promise<{ seconds: number; failedProbes: string[] }> => {
       const probe = accounts[0]!;
+      const failedProbes: string[] = [];
+      const until = healedAt + RECOVERY_CAP_MS;
+      const statusOf = async (g: string, id: string): Promise<{ status?: string; error?: { code?: string } } | undefined> => {
+        const res = await fetch(`${g}/api/v1/tasks/${id}`, { headers: { authorization: `Bearer ${probe.key}` }, signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+        return res === undefined ? undefined : ((await res.json().catch(() => ({}))) as { data?: { status?: string; error?: { code?: string } } }).data;
+      };
       await Promise.all(
         gateways.map(async (g) => {
-          const op: ClientOp = { kind: 'submit', key: crypto.randomUUID(), accountId: probe.id, acceptedIds: [], attempts: 0, outcome: 'unanswered' };
-          ops.push(op);
-          const until = healedAt + RECOVERY_CAP_MS;
-          while (op.outcome !== 'acknowledged' && Date.now() < until) {
-            const a = await post(g, '/api/v1/tools/upscale-image', probe, { image_url: image, upscale_factor: '2' }, op.key);
-            op.attempts += 1;
-            if (a.status >= 200 && a.status < 300 && a.id !== undefined) {
-              op.acceptedIds.push(a.id);
-              op.outcome = 'acknowledged';
-            } else await sleep(250);
-          }
-          const id = op.acceptedIds[0];
-          while (id !== undefined && Date.now() < until) {
-            const res = await fetch(`${g}/api/v1/tasks/${id}`, { headers: { authorization: `Bearer ${probe.key}` }, signal: AbortSignal.timeout(5000) }).catch(() => undefined);
-            const status = res === undefined ? undefined : ((await res.json()) as { data?: { status?: string } }).data?.status;
-            if (status === 'completed') break;
-            await sleep(250);
+          for (let done = false; !done && Date.now() < until; ) {
+            const op: ClientOp = { kind: 'submit', key: crypto.randomUUID(), accountId: probe.id, acceptedIds: [], attempts: 0, outcome: 'unanswered' };
+            ops.push(op);
+            while (op.outcome !== 'acknowledged' && Date.now() < until) {
+              const a = await post(g, '/api/v1/tools/upscale-image', probe, { image_url: image, upscale_factor: '2' }, op.key);
+              op.attempts += 1;
+              if (a.status >= 200 && a.status < 300 && a.id !== undefined) {
+                op.acceptedIds.push(a.id);
+                op.outcome = 'acknowledged';
+              } else await sleep(250);
+            }
+            const id = op.acceptedIds[0];
+            while (id !== undefined && Date.now() < until) {
+              const task = await statusOf(g, id);
+              if (task?.status === 'completed') done = true;
+              if (task?.status === 'failed') {
+                failedProbes.push(`${id} (${task.error?.code ?? 'no code'})`);
+                say(`probe ${id} through ${g} failed (${task.error?.code ?? 'no code'}); another one`);
+              }
+              if (task?.status === 'completed' || task?.status === 'failed') break;
+              await sleep(250);
+            }
+            if (id === undefined) break;
           }
         }),
       );
-      return (Date.now() - healedAt) / 1000;
+      return { seconds: (Date.now() - healedAt) / 1000, failedProbes };
     };
 
-    const recoveries: { fault: Fault; what: string; seconds: number }[] = [];
+    const recoveries: { fault: Fault; what: string; seconds: number; failed_probes?: string[] }[] = [];
     await sleep(5000);
     for (const fault of faults) {
       const made = await make[fault]();
@@ -416,8 +441,8 @@ async function inside(): Promise<void> {
       await sleep(fault === 'worker-ack' ? Math.max(seconds * 1000, 3 * ACK_WAIT_MS) : seconds * 1000);
       const healedAt = Date.now();
       await made.heal();
-      const s = await recovery(healedAt);
-      recoveries.push({ fault, what: made.what, seconds: Number(s.toFixed(1)) });
+      const { seconds: s, failedProbes } = await recovery(healedAt);
+      recoveries.push({ fault, what: made.what, seconds: Number(s.toFixed(1)), ...(failedProbes.length === 0 ? {} : { failed_probes: failedProbes }) });
       say(`healed ${fault}; recovered in ${s.toFixed(1)} s`);
       await sleep(3000);
     }
@@ -479,14 +504,19 @@ async function inside(): Promise<void> {
       const res = await fetch(`${gateways[1]}/api/v1/balance`, { headers: { authorization: `Bearer ${a.key}` } });
       checked.push({ id: a.id, apiBalance: ((await res.json()) as { data: { credits: number } }).data.credits, entries: (await store.ledger.entries(a.id, 0, 100_000)).map((e) => e.value) });
     }
+    // The checker's input, so that a kept run's verdict can be traced (and the checker run again on it).
+    await fs.writeFile(path.join(dir, 'checked.json'), JSON.stringify({ ops, accounts: checked, tasks, recoveries }));
     const verdict = check(ops, checked, tasks, recoveries.map((r) => r.seconds));
     for (const p of verdict.problems.slice(0, 30)) process.stdout.write(`problem: ${p}\n`);
-    const { problems, ...counts } = verdict;
+    for (const n of verdict.notes.slice(0, 10)) process.stdout.write(`note: ${n}\n`);
+    const { problems, notes: _notes, ...counts } = verdict;
     const failed = counts.lost + counts.double_charged + counts.multiple_events + counts.ledger_mismatches + counts.stuck_after_heal > 0 || counts.recovery_seconds_max > RECOVERY_GOAL_S;
     process.exitCode = failed ? 1 : 0;
     media.close();
     process.stdout.write(`${JSON.stringify({ ...counts, problems: problems.length, operations: ops.length, answers: Object.fromEntries([...answers].sort((a, b) => a[0] - b[0])), max_attempts: Math.max(0, ...ops.map((o) => o.attempts)), tasks: tasks.length, recoveries, seconds_per_fault: seconds, nats: c.version.replace(/^nats-server:\s*/, ''), cores: os.cpus().length, ok: !failed })}\n`);
   } finally {
+    attemptLog = undefined;
+    await new Promise<void>((resolve) => clientsLog.end(resolve));
     await operatorNc?.close().catch(() => undefined);
     for (const p of procs) p.child.kill('SIGKILL');
     await cluster?.stop();

@@ -50,7 +50,11 @@ export interface Verdict {
   refused: number;
   cancels_acknowledged: number;
   webhooks_missing: number;
+  /** Tasks failed (refunded) that no client tried to cancel: work a customer paid for and did not get, told; not a fault count. */
+  failed_uncancelled: number;
   problems: string[];
+  /** What is told but is no fault (each task failed uncancelled). */
+  notes: string[];
 }
 
 export function check(ops: readonly ClientOp[], accounts: readonly CheckedAccount[], tasks: readonly CheckedTask[], recoverySeconds: readonly number[]): Verdict {
@@ -109,7 +113,14 @@ export function check(ops: readonly ClientOp[], accounts: readonly CheckedAccoun
   let multipleEvents = 0;
   let stuck = 0;
   let webhooksMissing = 0;
+  let failedUncancelled = 0;
+  const notes: string[] = [];
+  const cancelSent = new Set(ops.flatMap((o) => (o.kind === 'cancel' && o.taskId !== undefined ? [o.taskId] : [])));
   for (const t of tasks) {
+    if (t.status === 'failed' && !cancelSent.has(t.id)) {
+      failedUncancelled += 1;
+      notes.push(`${t.id}: failed (refunded), no cancel sent`);
+    }
     const settled = t.status === 'completed' || t.status === 'failed';
     const r = refunds.get(t.id) ?? 0;
     if ((t.status === 'failed' && r !== 1) || (t.status === 'completed' && r !== 0) || r > 1) {
@@ -143,6 +154,8 @@ export function check(ops: readonly ClientOp[], accounts: readonly CheckedAccoun
     refused: submits.filter((o) => o.outcome === 'refused').length,
     cancels_acknowledged: ops.filter((o) => o.kind === 'cancel' && o.outcome === 'acknowledged').length,
     webhooks_missing: webhooksMissing,
+    failed_uncancelled: failedUncancelled,
     problems,
+    notes,
   };
 }

@@ -12,7 +12,9 @@
  * - Only 2xx answers are stored. A request that fails changed nothing and gives its key back (the
  *   client may fix the request and send it again under the same key), except a submission whose
  *   debit NATS did not confirm: its key stays bound to its request and task id, so the retry finds
- *   the debit if it was stored, or makes it (ledger.ts `debit` with `onceAfter`).
+ *   the debit if it was stored, or makes it (ledger.ts `debit` with `onceAfter`). A claim taken over
+ *   (below) stays bound too when its request fails: the holder it was taken from may have sent a
+ *   debit that lands later, and a key given back then would charge a second task on the next retry.
  * - A claim whose gateway died is taken over when its lease (the request timeout) has run out; the
  *   submission's task id and ledger sequence are kept, so a takeover never charges twice.
  */
@@ -74,7 +76,10 @@ export function decide(record: IdempotencyRecord | undefined, fingerprint: strin
 export interface HeldKey {
   reservation: Reservation | undefined;
   answered(status: number, body: unknown): Promise<void>;
-  /** `keepBound`: the request may have charged (an unconfirmed debit); the key stays bound to it, and a retry takes over at once. */
+  /**
+   * `keepBound`: the request may have charged (an unconfirmed debit); the key stays bound to it, and
+   * a retry takes over at once. A key this request took over stays bound whatever it says.
+   */
   failed(keepBound: boolean): Promise<void>;
 }
 
@@ -101,6 +106,8 @@ export async function acquireKey(keys: IdempotencyKeys, o: AcquireOptions): Prom
     if (decision.action === 'replay') return { replay: { status: decision.status, body: decision.body } };
     if (decision.action === 'reused') throw reused();
     if (decision.action === 'in use') throw inUse();
+    // A reservation taken over may already be charged, or be about to be (its first holder's debit in flight).
+    const inherited = decision.reservation !== undefined;
     const reservation = decision.reservation ?? (await o.reserve?.());
     const claim: IdempotencyRecord = { state: 'claimed', fingerprint: o.fingerprint, leaseUntil: Date.now() + o.leaseMs, ...(reservation === undefined ? {} : { reservation }) };
     let seq: number;
@@ -118,7 +125,7 @@ export async function acquireKey(keys: IdempotencyKeys, o: AcquireOptions): Prom
       held: {
         reservation,
         answered: (status, body) => settle({ state: 'answered', fingerprint: o.fingerprint, status, body, at: new Date().toISOString() }, 'stored with its answer'),
-        failed: (keepBound) => settle(keepBound ? { ...claim, leaseUntil: 0 } : { state: 'free' }, keepBound ? 'opened to a retry' : 'given back'),
+        failed: (keepBound) => (keepBound || inherited ? settle({ ...claim, leaseUntil: 0 }, 'opened to a retry') : settle({ state: 'free' }, 'given back')),
       },
     };
   }

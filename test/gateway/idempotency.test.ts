@@ -116,6 +116,35 @@ describe('claims in JetStream', () => {
     );
     expect(reserved).toBe(2);
   });
+
+  it('keeps a taken-over key bound when its request fails before charging: the first attempt\'s debit may land later, and the key then charges that task only', async () => {
+    const accountId = 'acct_late_debit';
+    await store.ledger.open(accountId, 1000);
+    const debitOf = (r: Reservation) => ({
+      amount: 15,
+      taskId: r.taskId,
+      kind: 'music' as const,
+      job: { id: r.taskId, model: 'vendor-v5-generate-music', input: { prompt: 'x' }, credits: 15, createdAt: new Date().toISOString() },
+      extras: {},
+    });
+    // The first attempt sent its debit, but NATS did not confirm it (a partition): the key stays bound.
+    const first = held(await acquire(accountId, 'k5', 60_000));
+    await first.failed(true);
+    // The client's retry, through another gateway, takes the key over and fails before charging
+    // (no worker answered its quote), saying it changed nothing.
+    const takeover = held(await acquire(accountId, 'k5', 60_000));
+    expect(takeover.reservation).toEqual(first.reservation);
+    await takeover.failed(false);
+    // The first attempt's debit lands only now (it was on its way, as the partition suite saw).
+    expect((await store.ledger.debit(accountId, debitOf(first.reservation!), first.reservation!.ledgerSeq)).ok).toBe(true);
+    // The next retry charges that same task, found charged: one debit for the key, not two.
+    const next = held(await acquire(accountId, 'k5', 60_000));
+    expect(next.reservation).toEqual(first.reservation);
+    const outcome = await store.ledger.debit(accountId, debitOf(next.reservation!), next.reservation!.ledgerSeq);
+    expect(outcome.ok && outcome.entry.taskId).toBe(first.reservation!.taskId);
+    expect((await store.ledger.entries(accountId)).filter((e) => e.value.type === 'debit')).toHaveLength(1);
+    expect(await store.ledger.balance(accountId)).toBe(1000 - 15);
+  });
 });
 
 describe('a debit once after a ledger sequence', () => {

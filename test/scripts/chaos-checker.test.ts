@@ -17,6 +17,11 @@ describe('the partition checker', () => {
   it('reports zeros for a clean run', () => {
     const v = check([op('k1', ['t1']), op('k2', ['t2', 't2'])], [{ id: 'a', apiBalance: 80, entries: [open, debit('t1', 80), debit('t2', 60), refund('t2', 80)] }], [task('t1', 'completed'), task('t2', 'failed')], [3.5, 12]);
     expect(v).toMatchObject({ acknowledged: 2, lost: 0, double_charged: 0, multiple_events: 0, ledger_mismatches: 0, stuck_after_heal: 0, recovery_seconds_max: 12, problems: [] });
+    // t2 failed with nobody having asked to cancel it: told, not a fault count.
+    expect(v.failed_uncancelled).toBe(1);
+    expect(v.notes).toEqual(['t2: failed (refunded), no cancel sent']);
+    const cancelled = check([op('k2', ['t2']), { kind: 'cancel', key: 'c2', accountId: 'a', taskId: 't2', acceptedIds: ['t2'], attempts: 1, outcome: 'acknowledged' }], [{ id: 'a', apiBalance: 100, entries: [open, debit('t2', 80), refund('t2', 100)] }], [task('t2', 'failed')], [1]);
+    expect(cancelled.failed_uncancelled).toBe(0);
   });
 
   it('counts a lost task, a double charge, a charge nobody was told of, two events, a wrong balance and a stuck task', () => {

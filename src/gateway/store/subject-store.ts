@@ -30,6 +30,18 @@ export async function readLast<S extends z.ZodType>(jsm: JetStreamManager, strea
   return { seq: msg.seq, value: schema.parse(msg.json()) };
 }
 
+/**
+ * Refusals that mean "another write to this subject is ahead of yours": 10071, the subject's last
+ * sequence is another; 10164, the same without the sequence, from a clustered leader (nats-server
+ * 2.11 on) while another write to the subject is still being replicated. Either way: read again.
+ */
+const WRONG_LAST_SEQUENCE_CODES: ReadonlySet<number> = new Set([JetStreamApiCodes.StreamWrongLastSequence, JetStreamApiCodes.StreamWrongLastSequenceUnknown]);
+/**
+ * "duplicate message id is in process" (nats-server 2.11 on): this write's own first copy is still
+ * being replicated. What 2.10 answers as `{ duplicate: true, seq: 0 }` (confirmed-ack.ts): not known yet.
+ */
+const DUPLICATE_IN_PROCESS = 10158;
+
 /** Publishes of a write with a message id: enough to outlast a stream leader's election (each waits the publish timeout). */
 const IDEMPOTENT_ATTEMPTS = 4;
 /** Waits for the first copy of a write still being replicated (confirmed-ack.ts): about an election. */
@@ -59,8 +71,9 @@ export async function writeIf(js: JetStreamClient, subject: string, value: unkno
         ...(id === undefined ? {} : { msgID: id }),
       });
       return confirmedAck(ack, subject);
-    } catch (err) {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) throw new WriteConflict(subject);
+    } catch (thrown) {
+      const err = thrown instanceof JetStreamApiError && thrown.code === DUPLICATE_IN_PROCESS ? new UnconfirmedPublishError(subject) : thrown;
+      if (err instanceof JetStreamApiError && WRONG_LAST_SEQUENCE_CODES.has(err.code)) throw new WriteConflict(subject);
       if (err instanceof UnconfirmedPublishError) {
         const wait = UNCONFIRMED_WAITS_MS[unconfirmed++];
         if (wait === undefined) throw err;
