@@ -19,6 +19,8 @@ const UNAVAILABLE_NAMES = new Set([
   'JetStreamNotEnabled',
   // A write whose first copy NATS was still replicating when it stopped waiting (confirmed-ack.ts).
   'UnconfirmedPublishError',
+  // The ledger's read replicas stayed behind its leader (store/ledger.ts).
+  'LedgerReplicaBehind',
 ]);
 
 /** JetStream API status 503: "JetStream system temporarily unavailable", no quorum, no leader. */

@@ -17,6 +17,9 @@ import { quoteGate } from '../../src/gateway/quote-gate.js';
 import { cancelClient } from '../../src/gateway/cancel-client.js';
 import { gatewayService, type GatewayService } from '../../src/gateway/service.js';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
+import { Ledger, LedgerReplicaBehind } from '../../src/gateway/store/ledger.js';
+import { isNatsUnavailable } from '../../src/gateway/nats-unavailable.js';
+import { sleep } from '../../src/sleep.js';
 import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
 import type { DebitEntry } from '../../src/gateway/store/records.js';
 import { advisoriesStreamConfig, eventsStreamConfig, jobsStreamConfig, parseProtocolSettings, type TerminalEvent } from '../../src/protocol/index.js';
@@ -198,5 +201,72 @@ describe('gateway ledger', () => {
     } finally {
       await loops.stop();
     }
+  });
+
+  describe('with read replicas behind the leader', () => {
+    // A store whose ledger forgets message ids after 1 s, so only the ledger's scan can find an
+    // earlier debit of the task (as for a retry hours later with the same Idempotency-Key).
+    let lagStore: Store;
+    beforeAll(async () => {
+      await ensureStoreStreams(jsm, 'GWLAG');
+      lagStore = await openStore(nc, 'GWLAG');
+      const info = await jsm.streams.info(lagStore.names.ledgerStream);
+      await jsm.streams.update(lagStore.names.ledgerStream, { ...info.config, duplicate_window: 1_000_000_000 });
+    });
+
+    /** The store's ledger read through direct gets that end before `fromSeq` while `behind()` (a replica behind the leader). */
+    function laggingLedger(fromSeq: number, behind: () => boolean): Ledger {
+      const lagging = new Proxy(jsm, {
+        get(target, prop, receiver) {
+          if (prop !== 'direct') return Reflect.get(target, prop, receiver);
+          return {
+            getMessage: async (stream: string, query: { seq: number; next_by_subj: string }) => {
+              const msg = await jsm.direct.getMessage(stream, query);
+              return msg !== null && msg.seq >= fromSeq && behind() ? null : msg;
+            },
+          };
+        },
+      });
+      return new Ledger(lagging, jetstream(nc), lagStore.names);
+    }
+
+    async function chargedAccount(name: string): Promise<{ accountId: string; openSeq: number; debitSeq: number }> {
+      const { account } = await lagStore.accounts.create(name, 100);
+      const openSeq = (await lagStore.ledger.entries(account.id))[0]!.seq;
+      const debit = await lagStore.ledger.debit(account.id, debitOf(`${name}-1`, 15));
+      if (!debit.ok) throw new Error('debit refused');
+      await lagStore.ledger.topup(account.id, 1); // the account's last entry is not the debit
+      await sleep(1_200); // past the duplicate window
+      return { accountId: account.id, openSeq, debitSeq: debit.seq };
+    }
+
+    it('does not charge a task twice when the replica answering the scan has not got its debit yet', async () => {
+      const { accountId, openSeq, debitSeq } = await chargedAccount('lag');
+      let behind = true;
+      setTimeout(() => (behind = false), 300);
+      const again = await laggingLedger(debitSeq, () => behind).debit(accountId, debitOf('lag-1', 15), openSeq);
+      expect(again).toMatchObject({ ok: true, seq: debitSeq });
+      expect(await lagStore.ledger.balance(accountId)).toBe(86);
+    });
+
+    it('answers "NATS unavailable" (a 503), charging nothing, while the replicas stay behind', async () => {
+      const { accountId, openSeq, debitSeq } = await chargedAccount('lagging');
+      const failure = await laggingLedger(debitSeq, () => true).debit(accountId, debitOf('lagging-1', 15), openSeq).catch((err: unknown) => err);
+      expect(failure).toBeInstanceOf(LedgerReplicaBehind);
+      expect(isNatsUnavailable(failure)).toBe(true);
+      expect(await lagStore.ledger.balance(accountId)).toBe(86);
+    });
+
+    it('refunds a task once when the replica answering the scan has not got its refund yet', async () => {
+      const { accountId, debitSeq } = await chargedAccount('lagrefund');
+      expect(await lagStore.ledger.refundOnce(accountId, 'lagrefund-1', 15, debitSeq, 'GENERATION_FAILED')).toBe(true);
+      const refundSeq = (await lagStore.ledger.last(accountId))!.seq;
+      await lagStore.ledger.topup(accountId, 1);
+      await sleep(1_200);
+      let behind = true;
+      setTimeout(() => (behind = false), 300);
+      expect(await laggingLedger(refundSeq, () => behind).refundOnce(accountId, 'lagrefund-1', 15, debitSeq, 'GENERATION_FAILED')).toBe(false);
+      expect(await lagStore.ledger.balance(accountId)).toBe(102);
+    });
   });
 });

@@ -20,6 +20,13 @@ import { KeyedQueue } from './keyed-queue.js';
 import { WriteConflict, readLast, writeIf, type Versioned } from './subject-store.js';
 
 const MAX_CONFLICT_RETRIES = 1000;
+/** Waits for a replica behind the stream's leader to catch up (about a leader's election in all). */
+const REPLICA_CATCH_UP_WAITS_MS = [20, 50, 100, 250, 500, 1000, 2000];
+
+/** Read replicas stayed behind the leader: NATS is not answering consistently yet (a 503, not a 500). */
+export class LedgerReplicaBehind extends Error {
+  override readonly name = 'LedgerReplicaBehind';
+}
 
 export type DebitOutcome = { ok: true; seq: number; entry: DebitEntry } | { ok: false; balance: number };
 
@@ -124,16 +131,31 @@ export class Ledger {
     return found;
   }
 
-  /** Calls `hit` on the entries after `afterSeq` up to `lastSeq`, a page at a time, until it says true; whether it did. */
+  /**
+   * Calls `hit` on the entries after `afterSeq` up to `lastSeq`, a page at a time, until it says
+   * true; whether it did. `lastSeq` is an entry of the account that the stream's leader answered,
+   * while the pages come from any replica (direct get), which may be behind the leader (after a
+   * partition, say): answers that end before `lastSeq` are asked again, and never taken for "not
+   * there", or a debit or refund that exists would be written a second time.
+   */
   private async scan(accountId: string, afterSeq: number, lastSeq: number, hit: (e: Versioned<LedgerEntry>) => boolean): Promise<boolean> {
     let after = afterSeq;
     while (after < lastSeq) {
-      const page = await this.entries(accountId, after, 256);
-      if (page.length === 0) return false;
+      const page = await this.pageUpTo(accountId, after, lastSeq);
       if (page.some(hit)) return true;
       after = page[page.length - 1]!.seq;
     }
     return false;
+  }
+
+  /** A non-empty page after `after`, which a replica behind the leader may take a moment to have. */
+  private async pageUpTo(accountId: string, after: number, lastSeq: number): Promise<Versioned<LedgerEntry>[]> {
+    for (const wait of [...REPLICA_CATCH_UP_WAITS_MS, null]) {
+      const page = await this.entries(accountId, after, 256);
+      if (page.length > 0) return page;
+      if (wait !== null) await sleep(wait);
+    }
+    throw new LedgerReplicaBehind(`The ledger's replicas answer account ${accountId} up to sequence ${after}, its leader up to ${lastSeq}`);
   }
 
   private findRefund(accountId: string, taskId: string, debitSeq: number, lastSeq: number): Promise<boolean> {
