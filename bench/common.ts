@@ -4,7 +4,7 @@
  * Benchmarks print figures and ratios measured in one run; they never assert on timings.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -250,4 +250,10 @@ export function formatTable(header: readonly string[], rows: readonly (readonly 
   const line = (cells: readonly string[]): string =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+/** A job's store for benches that time the work, not the result: the file is removed at once. */
+export async function discardResult(local: string): Promise<{ url: string }> {
+  await rm(local, { force: true });
+  return { url: local };
 }

@@ -23,7 +23,7 @@ import { createEngine, executeJob, quoteOnly } from '../src/app/index.js';
 import { parseJob, type Job } from '../src/jobs/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
 import { cpuSeconds } from './cpu-time.js';
-import { describeMachine, intOption, machineInfo, median, writeResults } from './common.js';
+import { describeMachine, discardResult, intOption, machineInfo, median, writeResults } from './common.js';
 import { TABLES } from './blocks.js';
 import { benchCli } from './harness.js';
 import { docsTarget, markdownTable, writeDocsBlock } from './doc-block.js';
@@ -115,10 +115,7 @@ try {
         taskId: `bench-${(n += 1)}`,
         logger,
         allowLocalPaths: true,
-        store: async (local) => {
-          await rm(local, { force: true });
-          return { url: local };
-        },
+        store: discardResult,
       });
       cpuRuns.push((cpuSeconds() - cpuStart) / cores);
       return (performance.now() - start) / 1000;

@@ -22,7 +22,7 @@ import { loadConfig } from '../src/config.js';
 import type { Job } from '../src/jobs/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../src/paths.js';
 import { startTracing, telemetrySettingsFromEnv, withSpan, type Tracing } from '../src/telemetry/index.js';
-import { describeMachine, formatTable, intOption, machineInfo, median } from './common.js';
+import { describeMachine, discardResult, formatTable, intOption, machineInfo, median } from './common.js';
 import type { DocTable } from './doc-block.js';
 import { benchCli } from './harness.js';
 
@@ -71,10 +71,7 @@ async function oneJob(): Promise<{ wall: number; cpu: number }> {
     taskId: `bench-${(n += 1)}`,
     logger,
     allowLocalPaths: true,
-    store: async (local) => {
-      await rm(local, { force: true });
-      return { url: local };
-    },
+    store: discardResult,
   });
   const wall = (performance.now() - start) / 1000;
   const cpu = process.cpuUsage(cpuStart);
