@@ -17,9 +17,14 @@
  *   debit that lands later, and a key given back then would charge a second task on the next retry.
  * - A claim whose gateway died is taken over when its lease (the request timeout) has run out; the
  *   submission's task id and ledger sequence are kept, so a takeover never charges twice.
+ * - An outcome (answer, key given back or opened to a retry) that NATS did not take is written again
+ *   in the background until the lease ends: the partition suite found retries told 409 for the rest
+ *   of a 30 s lease after their first attempt failed in the elections that follow a heal.
  */
 import { createHash } from 'node:crypto';
+import { sleep } from '../sleep.js';
 import { ApiError } from './errors.js';
+import { isNatsUnavailable } from './nats-unavailable.js';
 import type { IdempotencyKeys, IdempotencyRecord, Reservation } from './store/idempotency-keys.js';
 import { WriteConflict } from './store/subject-store.js';
 
@@ -117,10 +122,7 @@ export async function acquireKey(keys: IdempotencyKeys, o: AcquireOptions): Prom
       if (err instanceof WriteConflict) continue;
       throw err;
     }
-    // Writes after the claim expect its sequence: a request that took the key over meanwhile wins.
-    const settle = async (record: IdempotencyRecord, what: string) => {
-      await keys.write(o.accountId, o.key, record, seq).catch((err: unknown) => o.warn(`The Idempotency-Key could not be ${what}`, err));
-    };
+    const settle = (record: IdempotencyRecord, what: string) => settleKey(keys, o, { record, seq, what, until: claim.leaseUntil });
     return {
       held: {
         reservation,
@@ -130,6 +132,44 @@ export async function acquireKey(keys: IdempotencyKeys, o: AcquireOptions): Prom
     };
   }
   throw inUse();
+}
+
+/** First and longest waits between writes of a key's outcome that NATS did not take. */
+const SETTLE_RETRY_MS = { first: 250, most: 2000 } as const;
+
+/**
+ * Writes a key's outcome (its answer, or the key given back or opened to a retry), expecting the
+ * claim's sequence: a request that took the key over meanwhile wins, and this write is refused.
+ * While NATS does not answer (a partition, the elections after one) the write is tried again in
+ * the background until the claim's lease ends, so a retry finds the key open within a second of
+ * NATS answering again instead of 409 for the rest of the lease; the answer does not wait for it.
+ */
+async function settleKey(keys: IdempotencyKeys, o: AcquireOptions, w: { record: IdempotencyRecord; seq: number; what: string; until: number }): Promise<void> {
+  try {
+    await keys.write(o.accountId, o.key, w.record, w.seq);
+    return;
+  } catch (err) {
+    if (!retryable(err) || Date.now() >= w.until) return o.warn(`The Idempotency-Key could not be ${w.what}`, err);
+    o.warn(`The Idempotency-Key could not be ${w.what} yet (NATS did not answer); trying again until its claim's lease ends`, err);
+  }
+  void (async () => {
+    for (let wait: number = SETTLE_RETRY_MS.first; Date.now() + wait < w.until; wait = Math.min(wait * 2, SETTLE_RETRY_MS.most)) {
+      await sleep(wait);
+      try {
+        await keys.write(o.accountId, o.key, w.record, w.seq);
+        return;
+      } catch (err) {
+        // Refused (taken over, or this write landed unconfirmed before): nothing left to do.
+        if (!retryable(err)) return;
+      }
+    }
+    o.warn(`The Idempotency-Key could not be ${w.what} before its claim's lease ended; a retry takes it over then`, undefined);
+  })().catch(() => undefined);
+}
+
+/** NATS did not answer, and the connection is not closing (a stopping gateway leaves the key to its lease). */
+function retryable(err: unknown): boolean {
+  return !(err instanceof WriteConflict) && isNatsUnavailable(err) && !(err instanceof Error && /^(ClosedConnection|DrainingConnection)Error$/.test(err.name));
 }
 
 function reused(): ApiError {

@@ -147,6 +147,64 @@ describe('claims in JetStream', () => {
   });
 });
 
+describe('an outcome NATS did not take', () => {
+  /** The store, with the next `failures` writes after the claim failing as a partition fails them (no responders). */
+  const flaky = (failures: number) => {
+    let writes = 0;
+    const keys = Object.create(store.idempotency) as typeof store.idempotency;
+    keys.write = async (...args) => {
+      writes += 1;
+      if (writes > 1 && writes <= 1 + failures) throw Object.assign(new Error('no responders'), { name: 'NoRespondersError' });
+      return store.idempotency.write(...args);
+    };
+    return keys;
+  };
+  const acquireWith = (keys: typeof store.idempotency, key: string, warnings: string[] = []) =>
+    acquireKey(keys, { accountId: 'acct_unanswered', key, fingerprint: 'fp', leaseMs: 60_000, reserve: async () => ({ taskId: newTaskId(), ledgerSeq: 0 }), warn: (message) => warnings.push(message) });
+  const eventually = async (what: () => Promise<boolean>) => {
+    for (const end = Date.now() + 5000; Date.now() < end; await new Promise((resolve) => setTimeout(resolve, 100))) if (await what()) return true;
+    return false;
+  };
+
+  it('gives the key back once NATS answers again, not after the lease: a retry claims it within seconds instead of 409 for the rest of the lease', async () => {
+    const warnings: string[] = [];
+    const got = await acquireWith(flaky(3), 'k6', warnings);
+    const first = 'held' in got ? got.held : expect.fail('expected the key to be held');
+    await first.failed(false);
+    expect(warnings).toEqual([expect.stringMatching(/could not be given back yet/)]);
+    const claimed = await eventually(async () => (await store.idempotency.get('acct_unanswered', 'k6'))?.value.state === 'free');
+    expect(claimed, 'the key given back within 5 s').toBe(true);
+    const retry = await acquireWith(store.idempotency, 'k6');
+    expect('held' in retry && retry.held.reservation?.taskId).not.toBe(first.reservation?.taskId);
+  });
+
+  it('opens a bound key to a retry once NATS answers again, keeping its task id, and stores a late answer for replay', async () => {
+    const got = await acquireWith(flaky(2), 'k7');
+    const first = 'held' in got ? got.held : expect.fail('expected the key to be held');
+    await first.failed(true);
+    expect(await eventually(async () => { const r = (await store.idempotency.get('acct_unanswered', 'k7'))?.value; return r?.state === 'claimed' && r.leaseUntil === 0; })).toBe(true);
+    const retry = await acquireWith(flaky(2), 'k7');
+    const second = 'held' in retry ? retry.held : expect.fail('expected the bound key to open to its retry');
+    expect(second.reservation).toEqual(first.reservation);
+    await second.answered(202, { id: second.reservation?.taskId });
+    expect(await eventually(async () => (await store.idempotency.get('acct_unanswered', 'k7'))?.value.state === 'answered')).toBe(true);
+    expect(await acquireWith(store.idempotency, 'k7')).toEqual({ replay: { status: 202, body: { id: first.reservation?.taskId } } });
+  });
+
+  it('tries no longer than the claim\'s lease, and says so; a retry then takes the key over', async () => {
+    const warnings: string[] = [];
+    const leaseEnds = Date.now() + 700;
+    const got = await acquireKey(flaky(1000), { accountId: 'acct_unanswered', key: 'k8', fingerprint: 'fp', leaseMs: 700, warn: (message) => warnings.push(message) });
+    const first = 'held' in got ? got.held : expect.fail('expected the key to be held');
+    await first.failed(false);
+    expect(await eventually(async () => warnings.length === 2)).toBe(true);
+    expect(warnings).toEqual([expect.stringMatching(/could not be given back yet/), expect.stringMatching(/before its claim's lease ended/)]);
+    expect((await store.idempotency.get('acct_unanswered', 'k8'))?.value).toMatchObject({ state: 'claimed' });
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, leaseEnds - Date.now()) + 20));
+    expect('held' in (await acquireWith(store.idempotency, 'k8'))).toBe(true);
+  });
+});
+
 describe('a debit once after a ledger sequence', () => {
   it('is written once for a task however many writers try it at once, each told the same entry', async () => {
     const accountId = 'acct_once';
