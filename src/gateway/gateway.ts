@@ -18,6 +18,7 @@ import { taskView, withSignedLinks } from './views.js';
 import { startWebhookDeliveries, webhookConsumerConfig } from './webhooks/queue.js';
 import { watchFleet } from './fleet-gauges.js';
 import { GatewayMetrics } from './metrics.js';
+import { startDebitReconciler } from './debit-reconciler.js';
 import { startPendingSweeper } from './pending-sweeper.js';
 import { watchProgress } from './progress.js';
 import { quoteClient, timedQuotes } from './quote-client.js';
@@ -104,6 +105,7 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
     { maxEntries: settings.viewCacheEntries, maxAgeMs: settings.viewMaxAgeMs },
   );
   const pendingSweeper = startPendingSweeper({ jsm, names: store.names, service, lifetimesMs: settings.pendingLifetimeMs, logger }, settings.pendingSweepIntervalMs);
+  const debitReconciler = startDebitReconciler({ jsm, names: store.names, tasks: store.tasks, service, logger: logger.child({ component: 'debit-reconciler' }) });
   const webhookDurable = webhookConsumerConfig(store.names, settings.consumerPrefix);
   watchFleet(metrics, { jsm, jobsStream: protocol.jobsStream, webhooks: { stream: webhookDurable.stream, durable: webhookDurable.config.durable_name }, viewLive: () => view.live() });
   let stopping = false;
@@ -140,6 +142,7 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
       stopping = true;
       await app.close();
       await pendingSweeper.stop();
+      await debitReconciler.stop();
       await loops.stop();
       await webhooks.stop();
       progress.stop();
