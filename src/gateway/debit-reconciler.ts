@@ -13,6 +13,7 @@
  */
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
+import { serialInterval } from './serial-interval.js';
 import type { GatewayService } from './service.js';
 import { ledgerEntrySchema } from './store/records.js';
 import type { StoreNames } from './store/streams.js';
@@ -53,9 +54,7 @@ export async function reconcileDebitsOnce(deps: DebitReconcileDeps, fromSeq: num
 }
 
 export function startDebitReconciler(deps: DebitReconcileDeps, o: { intervalMs?: number; graceMs?: number } = {}): { stop(): Promise<void> } {
-  const intervalMs = o.intervalMs ?? DEBIT_RECONCILE_INTERVAL_MS;
   let from: number | undefined;
-  let running: Promise<void> = Promise.resolve();
   const pass = async () => {
     try {
       from ??= (await deps.jsm.streams.info(deps.names.ledgerStream)).state.last_seq + 1;
@@ -64,15 +63,6 @@ export function startDebitReconciler(deps: DebitReconcileDeps, o: { intervalMs?:
       deps.logger.warn({ err }, 'Reading the ledger for debits without a task failed; retried at the next interval');
     }
   };
-  running = pass();
-  const timer = setInterval(() => {
-    running = running.then(pass);
-  }, intervalMs);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  // The first pass at once: it fixes where reading starts, the ledger's end when the gateway started.
+  return serialInterval(pass, o.intervalMs ?? DEBIT_RECONCILE_INTERVAL_MS, { now: true });
 }

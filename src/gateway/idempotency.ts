@@ -167,9 +167,9 @@ async function settleKey(keys: IdempotencyKeys, o: AcquireOptions, w: { record: 
   })().catch(() => undefined);
 }
 
-/** NATS did not answer, and the connection is not closing (a stopping gateway leaves the key to its lease). */
+/** NATS did not answer (a refusal, such as a WriteConflict, is not that), and the connection is not closing (a stopping gateway leaves the key to its lease). */
 function retryable(err: unknown): boolean {
-  return !(err instanceof WriteConflict) && isNatsUnavailable(err) && !(err instanceof Error && /^(ClosedConnection|DrainingConnection)Error$/.test(err.name));
+  return isNatsUnavailable(err) && !(err instanceof Error && /^(ClosedConnection|DrainingConnection)Error$/.test(err.name));
 }
 
 function reused(): ApiError {

@@ -15,6 +15,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import type { JobKind } from '../jobs/index.js';
 import type { TerminalEvent } from '../protocol/index.js';
+import { serialInterval } from './serial-interval.js';
 import type { GatewayService } from './service.js';
 import { taskRecordSchema, type TaskRecord } from './store/records.js';
 import type { StoreNames } from './store/streams.js';
@@ -59,25 +60,15 @@ export async function sweepPendingOnce(deps: PendingSweepDeps, fromSeq: number, 
 
 export function startPendingSweeper(deps: PendingSweepDeps, intervalMs: number): { stop(): Promise<void> } {
   let from = 1;
-  let running: Promise<void> = Promise.resolve();
-  const timer = setInterval(() => {
-    running = running.then(async () => {
-      try {
-        const pass = await sweepPendingOnce(deps, from, Date.now());
-        from = pass.nextSeq;
-        if (pass.expired > 0) deps.logger.info({ expired: pass.expired }, 'Pending tasks expired and refunded');
-      } catch (err) {
-        deps.logger.warn({ err }, 'Sweeping pending tasks failed; retried at the next interval');
-      }
-    });
+  return serialInterval(async () => {
+    try {
+      const pass = await sweepPendingOnce(deps, from, Date.now());
+      from = pass.nextSeq;
+      if (pass.expired > 0) deps.logger.info({ expired: pass.expired }, 'Pending tasks expired and refunded');
+    } catch (err) {
+      deps.logger.warn({ err }, 'Sweeping pending tasks failed; retried at the next interval');
+    }
   }, intervalMs);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
 }
 
 function expiryEvent(task: TaskRecord, lifetimeMs: number, nowMs: number): TerminalEvent {
