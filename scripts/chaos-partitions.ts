@@ -18,7 +18,8 @@
  * and its task completed. At the end the checker (scripts/chaos/checker.ts) reads the ledger, the
  * tasks, the events, the webhooks received and the clients' log, and the last line printed is one
  * JSON object: acknowledged, lost, double_charged, multiple_events, ledger_mismatches,
- * stuck_after_heal, recovery_seconds_max, and more. Exit status 1 when a count is not 0 or a
+ * stuck_after_heal, recovery_seconds_max, and more (`repairs`: what the reconcilers and in-place
+ * retries mended, from the logs). Exit status 1 when a count is not 0 or a
  * recovery took over 30 s. Needs root (network namespaces) and iptables (loss); without root it says
  * so and skips (exit 0). The namespaces hold a private /24 (10.213.0.0/24) that exists only in them.
  * With --keep the run's folder stays (its path printed last): each process's log, the nodes' stores,
@@ -513,7 +514,8 @@ async function inside(): Promise<void> {
     const failed = counts.lost + counts.double_charged + counts.multiple_events + counts.ledger_mismatches + counts.stuck_after_heal > 0 || counts.recovery_seconds_max > RECOVERY_GOAL_S;
     process.exitCode = failed ? 1 : 0;
     media.close();
-    process.stdout.write(`${JSON.stringify({ ...counts, problems: problems.length, operations: ops.length, answers: Object.fromEntries([...answers].sort((a, b) => a[0] - b[0])), max_attempts: Math.max(0, ...ops.map((o) => o.attempts)), tasks: tasks.length, recoveries, seconds_per_fault: seconds, nats: c.version.replace(/^nats-server:\s*/, ''), cores: os.cpus().length, ok: !failed })}\n`);
+    const repairs = await repairsLogged(dir);
+    process.stdout.write(`${JSON.stringify({ ...counts, problems: problems.length, repairs, operations: ops.length, answers: Object.fromEntries([...answers].sort((a, b) => a[0] - b[0])), max_attempts: Math.max(0, ...ops.map((o) => o.attempts)), tasks: tasks.length, recoveries, seconds_per_fault: seconds, nats: c.version.replace(/^nats-server:\s*/, ''), cores: os.cpus().length, ok: !failed })}\n`);
   } finally {
     attemptLog = undefined;
     await new Promise<void>((resolve) => clientsLog.end(resolve));
@@ -523,6 +525,22 @@ async function inside(): Promise<void> {
     if (values.keep === true) process.stderr.write(`kept ${dir}\n`);
     else await fs.rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * What the gateways' reconcilers and the workers' in-place retries mended in the run, by their log
+ * lines (src/gateway/debit-reconciler.ts, event-reconciler.ts; src/worker/job-runner.ts): the
+ * repairs of what nats-server 2.10's skipped redeliveries would have left stuck.
+ */
+async function repairsLogged(dir: string): Promise<Record<string, number>> {
+  const lines = { tasks_made: "A debit had no task after the outbox's time", jobs_republished: "A pending task's job had not been stored", events_settled_late: 'A stored event had not settled its task', claims_retried: 'Could not claim the task; retrying' };
+  const counts = Object.fromEntries(Object.keys(lines).map((k) => [k, 0]));
+  for (const name of await fs.readdir(dir)) {
+    if (!/^(gateway|worker)-.*\.log$/.test(name)) continue;
+    const text = await fs.readFile(path.join(dir, name), 'utf8');
+    for (const [k, line] of Object.entries(lines)) counts[k]! += text.split(line).length - 1;
+  }
+  return counts;
 }
 
 if (values.help === true) {

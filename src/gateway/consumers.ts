@@ -25,16 +25,15 @@ import {
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { configDifferences, consumeOptions, messageJson, terminalEventSchema, EVENTS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from '../protocol/index.js';
-import { eventOrigin } from './event-origin.js';
+import { configDifferences, consumeOptions, messageJson, EVENTS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from '../protocol/index.js';
 import { settleExhaustedJob } from './exhausted-jobs.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { ResultCheck } from './result-check.js';
 import type { GatewayService } from './service.js';
 import { ledgerEntrySchema } from './store/records.js';
 import type { StoreNames } from './store/streams.js';
+import { settleEventMessage } from './settle-event.js';
 import { webhookConsumerConfig } from './webhooks/queue.js';
-import { withParentFrom, withSpan } from '../telemetry/index.js';
 
 /**
  * Handling a message takes milliseconds; a short ack wait bounds how long messages handed to a
@@ -121,25 +120,9 @@ export async function startConsumers(
   const outboxMsgs = await outbox.consume(consumeOptions(64));
   const advisoryMsgs = await advisories.consume(consumeOptions(8));
 
+  const settling = { jsm, claimsStream: n.claimsStream, service, checkResult, logger };
   const onEvent = async (msg: JsMsg): Promise<void> => {
-    const parsed = terminalEventSchema.safeParse(messageJson(msg));
-    if (!parsed.success) {
-      logger.error({ subject: msg.subject, seq: msg.seq }, 'Not a terminal event; skipped');
-      metrics.events.inc({ result: 'malformed' });
-      return;
-    }
-    const origin = await eventOrigin(jsm, n.claimsStream, msg.subject, parsed.data);
-    if (!origin.believed) {
-      logger.warn({ security: 'event-origin', subject: msg.subject, seq: msg.seq, taskId: parsed.data.id, reason: origin.reason }, 'Terminal event not believed; skipped');
-      metrics.events.inc({ result: 'not-believed' });
-      return;
-    }
-    // Settling descends from the worker's event (its traceparent header), so the refund or result shows in the job's trace.
-    const attributes = { 'media.task.id': parsed.data.id, 'media.event.status': parsed.data.status };
-    const result = await withParentFrom((name) => msg.headers?.get(name), () =>
-      withSpan('settle', { kind: 'consumer', attributes }, () => service.settle(parsed.data, logger.child({ taskId: parsed.data.id }), checkResult)),
-    );
-    metrics.events.inc({ result });
+    metrics.events.inc({ result: await settleEventMessage(settling, { subject: msg.subject, seq: msg.seq, json: () => msg.json(), header: (name) => msg.headers?.get(name) }) });
   };
 
   const onDebit = async (msg: JsMsg): Promise<void> => {

@@ -19,6 +19,7 @@ import { startWebhookDeliveries, webhookConsumerConfig } from './webhooks/queue.
 import { watchFleet } from './fleet-gauges.js';
 import { GatewayMetrics } from './metrics.js';
 import { startDebitReconciler } from './debit-reconciler.js';
+import { startEventReconciler } from './event-reconciler.js';
 import { startPendingSweeper } from './pending-sweeper.js';
 import { watchProgress } from './progress.js';
 import { quoteClient, timedQuotes } from './quote-client.js';
@@ -82,7 +83,8 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
   };
   const consumers = await consumerProblems(jsm, consumerNames);
   if (consumers.length > 0) throw new Error(`The gateway's consumers are not as its settings expect (${consumers.join('; ')}): ${PROVISION_HINT}`);
-  const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger, resultCheck(resultsBase(protocol.publicBaseUrl, protocol.resultsDir), security));
+  const checkResult = resultCheck(resultsBase(protocol.publicBaseUrl, protocol.resultsDir), security);
+  const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger, checkResult);
   const webhookPolicy = { allowLoopback: settings.webhookAllowLoopback };
   const links = servedLinks(settings, protocol.publicBaseUrl, protocol.upscaleResultLifetimeDays);
   const webhooks = await startWebhookDeliveries({
@@ -105,7 +107,10 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
     { maxEntries: settings.viewCacheEntries, maxAgeMs: settings.viewMaxAgeMs },
   );
   const pendingSweeper = startPendingSweeper({ jsm, names: store.names, service, lifetimesMs: settings.pendingLifetimeMs, logger }, settings.pendingSweepIntervalMs);
-  const debitReconciler = startDebitReconciler({ jsm, names: store.names, tasks: store.tasks, service, logger: logger.child({ component: 'debit-reconciler' }) });
+  // The server reports its default (2 min) when the stream was made without one.
+  const jobsDuplicateWindowMs = (await jsm.streams.info(protocol.jobsStream)).config.duplicate_window / 1e6;
+  const debitReconciler = startDebitReconciler({ jsm, names: store.names, tasks: store.tasks, service, jobsDuplicateWindowMs, logger: logger.child({ component: 'debit-reconciler' }) });
+  const eventReconciler = startEventReconciler({ jsm, eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, tasks: store.tasks, service, checkResult, logger: logger.child({ component: 'event-reconciler' }) });
   const webhookDurable = webhookConsumerConfig(store.names, settings.consumerPrefix);
   watchFleet(metrics, { jsm, jobsStream: protocol.jobsStream, webhooks: { stream: webhookDurable.stream, durable: webhookDurable.config.durable_name }, viewLive: () => view.live() });
   let stopping = false;
@@ -143,6 +148,7 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
       await app.close();
       await pendingSweeper.stop();
       await debitReconciler.stop();
+      await eventReconciler.stop();
       await loops.stop();
       await webhooks.stop();
       progress.stop();

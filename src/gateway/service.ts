@@ -41,6 +41,8 @@ export type Endpoint = 'generate' | KindTool<JobKind>['echo'];
 /** Waits before each further write of a task record whose first write failed (about a leader election in all). */
 const TASK_RECORD_RETRIES_MS = [0, 250, 1000, 2000];
 
+export type SettleOutcome = 'completed' | 'failed' | 'already settled' | 'not ours';
+
 export interface GatewayService {
   /** `signal`: aborted when the client has gone (its quote is abandoned). */
   /** `webhook`: where the task's webhook goes (webhooks/submission.ts), stored with the debit. */
@@ -55,8 +57,10 @@ export interface GatewayService {
     once?: Reservation,
   ): Promise<Record<string, unknown>>;
   materialise(accountId: string, entry: DebitEntry, seq: number): Promise<void>;
+  /** Publishes the debit's job under its message id; `duplicate` when the stream held a copy already (within its duplicate window). */
+  publishJob(entry: DebitEntry): Promise<{ duplicate: boolean }>;
   /** `check`: what the event must pass before it counts (the result check, consumers.ts). */
-  settle(event: TerminalEvent, log: Pick<Logger, 'info' | 'warn'>, check?: ResultCheck): Promise<'completed' | 'failed' | 'already settled' | 'not ours'>;
+  settle(event: TerminalEvent, log: Pick<Logger, 'info' | 'warn'>, check?: ResultCheck): Promise<SettleOutcome>;
   /** What the job would cost (POST /api/v1/estimate): the submission's quote and checks, nothing charged. */
   estimate(accountId: string, job: Job, signal?: AbortSignal): Promise<Record<string, unknown>>;
   /**
@@ -128,7 +132,7 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
     return { ...quoted, input: verdict.input };
   };
 
-  const publishJob = (entry: DebitEntry): Promise<void> => {
+  const publishJob = (entry: DebitEntry): Promise<{ duplicate: boolean }> => {
     const subject = jobSubject(entry.kind, entry.job.model);
     // Whoever publishes (this request, or the outbox after a crash), the job's span descends from the submission's.
     const attributes = { 'media.task.id': entry.taskId, 'messaging.system': 'nats', 'messaging.destination.name': subject };
@@ -140,6 +144,7 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
         confirmedAck(ack, subject);
         // The request and the outbox both publish; the server keeps the first (the job span's parent).
         span.setAttributes({ 'media.duplicate': ack.duplicate });
+        return { duplicate: ack.duplicate };
       }),
     );
   };
@@ -194,6 +199,7 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
 
   return {
     materialise,
+    publishJob,
 
     async estimate(accountId, job, signal) {
       const quoted = await fairQuote(accountId, job, signal);

@@ -37,6 +37,7 @@ export {
 } from './settings.js';
 export { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, configDifferences, eventsStreamConfig, streamProblems, jobsStreamConfig, type DesiredStream } from './streams.js';
 export { claimTask, firstClaimHost } from './claims.js';
+export { retryInPlace, type RetryInPlace } from './retry-in-place.js';
 export { PULL_EXPIRES_MS, consumeOptions } from './pull-timing.js';
 export {
   CLAIMS_SUBJECT_PREFIX,

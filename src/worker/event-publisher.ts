@@ -11,8 +11,7 @@
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { type TerminalEvent, UnconfirmedPublishError, anyHostEventSubject, eventMsgId, eventSubject, protocolHeaders, withTraceHeaders } from '../protocol/index.js';
-import { sleep } from '../sleep.js';
+import { type TerminalEvent, UnconfirmedPublishError, anyHostEventSubject, eventMsgId, eventSubject, protocolHeaders, retryInPlace, withTraceHeaders } from '../protocol/index.js';
 
 /** JetStream API codes that mean "this task already has its event". */
 const ALREADY_PUBLISHED_CODES = new Set([
@@ -71,22 +70,8 @@ export class EventPublisher {
     return stored === null ? null : stored.json<TerminalEvent>();
   }
 
-  /**
-   * Retries an operation until the deadline: most failures here are the server being away for a
-   * moment (timeouts, no responders while JetStream restarts, a reconnect in progress), and giving
-   * up early would only trade a retry for a redelivery. A closed connection ends it.
-   */
-  private async retry<T>(what: string, operation: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + this.options.publishDeadlineMs;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await operation();
-      } catch (err) {
-        if (this.nc.isClosed() || Date.now() >= deadline) throw err;
-        const waitMs = Math.min(200 * 2 ** (attempt - 1), 2000, Math.max(0, deadline - Date.now()));
-        this.logger.warn({ err, attempt, waitMs }, `Could not ${what}; retrying`);
-        await sleep(waitMs);
-      }
-    }
+  /** Retried in place until WORKER_PUBLISH_DEADLINE_MS (protocol/retry-in-place.ts). */
+  private retry<T>(what: string, operation: () => Promise<T>): Promise<T> {
+    return retryInPlace({ nc: this.nc, deadlineMs: this.options.publishDeadlineMs, onRetry: (err, attempt, waitMs) => this.logger.warn({ err, attempt, waitMs }, `Could not ${what}; retrying`) }, operation);
   }
 }

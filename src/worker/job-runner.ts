@@ -42,6 +42,7 @@ import {
   invalidTaskIdSubject,
   protocolMismatch,
   readTaskId,
+  retryInPlace,
   type EventTiming,
   type TerminalEvent,
 } from '../protocol/index.js';
@@ -68,7 +69,7 @@ const ACK_TIMEOUT_MS = 5_000;
 
 export type RunnerSettings = Pick<
   WorkerSettings,
-  'heartbeatMs' | 'maxDeliver' | 'nakDelaysMs' | 'watchdogMs' | 'progressIntervalMs' | 'maxQueueAgeMs' | 'upscaleResultLifetimeDays'
+  'heartbeatMs' | 'maxDeliver' | 'nakDelaysMs' | 'watchdogMs' | 'progressIntervalMs' | 'maxQueueAgeMs' | 'upscaleResultLifetimeDays' | 'publishDeadlineMs'
 >;
 
 export interface Runtime {
@@ -167,7 +168,10 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
     let firstHost: string;
     let existing: TerminalEvent | null;
     try {
-      firstHost = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.claim(taskId));
+      // Retried here, not left to a redelivery: a claim stored whose answer was lost in an election
+      // left its job unrun for good when nats-server 2.10 skipped the redelivery (chaos:partitions).
+      const retry = { nc: rt.nc, deadlineMs: rt.settings.publishDeadlineMs, signal: rt.drainSignal, onRetry: (err: unknown, n: number, waitMs: number) => log.warn({ err, attempt: n, waitMs }, 'Could not claim the task; retrying') };
+      firstHost = await withHeartbeat(msg, rt.settings.heartbeatMs, retryInPlace(retry, () => rt.claim(taskId)));
       // The first claimer's event only: another host's (a compromised one's) must not make the
       // claimer's host drop the job unrun.
       existing = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId, firstHost));

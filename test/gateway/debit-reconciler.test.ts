@@ -1,13 +1,15 @@
 /**
- * A debit never stays without its task (src/gateway/debit-reconciler.ts): on a real nats-server, a
- * debit whose request and outbox both failed to write its task record (what nats-server 2.10's
- * skipped redeliveries can leave after a partition) is found once it is older than the grace and
- * handed to `materialise`; a debit with its task, a young one, and one already read are not.
+ * A debit never stays without its task and job (src/gateway/debit-reconciler.ts): on a real
+ * nats-server, a debit whose request and outbox both failed to write its task record (what
+ * nats-server 2.10's skipped redeliveries can leave after a partition) is found once it is older
+ * than the grace and handed to `materialise`; a debit with its task, a young one, and one already
+ * read are not. A pending task's job is published again under its message id, stored only when the
+ * jobs stream held no copy, and not at all once the debit is too old for the stream to drop a copy.
  */
-import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reconcileDebitsOnce, startDebitReconciler } from '../../src/gateway/debit-reconciler.js';
+import { REPUBLISH_MARGIN_MS, reconcileDebitsOnce, startDebitReconciler } from '../../src/gateway/debit-reconciler.js';
 import { newTaskId } from '../../src/gateway/ids.js';
 import { taskFromDebit } from '../../src/gateway/service.js';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
@@ -19,13 +21,17 @@ let nats: TestNatsServer;
 let nc: NatsConnection;
 let jsm: JetStreamManager;
 let store: Store;
+const accountId = 'acct_orphans';
 
 beforeAll(async () => {
   nats = await startNatsServer();
   nc = await connect({ servers: nats.url });
   jsm = await jetstreamManager(nc);
   await ensureStoreStreams(jsm, 'RECON');
+  // A jobs stream as the worker's (its server-default duplicate window, 2 min).
+  await jsm.streams.add({ name: 'RECON_JOBS', subjects: ['recon.jobs.>'] });
   store = await openStore(nc, 'RECON');
+  await store.ledger.open(accountId, 1000);
 });
 
 afterAll(async () => {
@@ -33,7 +39,6 @@ afterAll(async () => {
   await nats?.close();
 });
 
-const accountId = 'acct_orphans';
 
 /** A debit of 15 credits for a new task; its ledger sequence and entry. */
 async function debit(): Promise<{ seq: number; entry: DebitEntry }> {
@@ -49,9 +54,20 @@ async function debit(): Promise<{ seq: number; entry: DebitEntry }> {
   return { seq: outcome.seq, entry: outcome.entry };
 }
 
+const jobsHeld = async (taskId: string) => {
+  let n = 0;
+  for (let seq = 1; ; seq++) {
+    const msg = await jsm.streams.getMessage('RECON_JOBS', { seq, next_by_subj: 'recon.jobs.>' } as never);
+    if (msg === null) return n;
+    if (msg.header.get('Nats-Msg-Id') === taskId) n += 1;
+    seq = msg.seq;
+  }
+};
+
 describe('debits without a task', () => {
   const made: string[] = [];
-  const deps = () => ({
+  const deps = (jobsDuplicateWindowMs = 120_000) => ({
+    jobsDuplicateWindowMs,
     jsm,
     names: store.names,
     tasks: store.tasks,
@@ -61,12 +77,13 @@ describe('debits without a task', () => {
         made.push(entry.taskId);
         await store.tasks.ensure(taskFromDebit(account, entry, seq), entry.debits);
       },
+      // As the service's publishJob, on a stream of the test's own.
+      publishJob: async (entry: DebitEntry) => ({ duplicate: (await jetstream(nc).publish(`recon.jobs.${entry.kind}`, JSON.stringify(entry.job), { msgID: entry.taskId })).duplicate }),
     },
     logger: { info: () => undefined, warn: () => undefined },
   });
 
   it('makes the task of a debit that has none once it is older than the grace, and only that one, once', async () => {
-    await store.ledger.open(accountId, 1000);
     const withTask = await debit();
     await store.tasks.ensure(taskFromDebit(accountId, withTask.entry, withTask.seq), withTask.entry.debits);
     const orphan = await debit();
@@ -77,14 +94,14 @@ describe('debits without a task', () => {
     const first = await reconcileDebitsOnce(deps(), 1, youngAt + 999, 1000);
     expect(made).toEqual([orphan.entry.taskId]);
     expect((await store.tasks.get(accountId, orphan.entry.taskId))?.value.status).toBe('pending');
-    expect(first.made).toBe(1);
+    expect(first.repaired).toBe(1);
     expect(first.nextSeq).toBe(young.seq);
 
     // Later, the young one is old enough; nothing read before is read again.
     const second = await reconcileDebitsOnce(deps(), first.nextSeq, youngAt + 5000, 1000);
     expect(made).toEqual([orphan.entry.taskId, young.entry.taskId]);
     expect(second.nextSeq).toBe(young.seq + 1);
-    expect((await reconcileDebitsOnce(deps(), 1, youngAt + 5000, 1000)).made).toBe(0);
+    expect((await reconcileDebitsOnce(deps(), 1, youngAt + 5000, 1000)).repaired).toBe(0);
   });
 
   it('started, reads what the ledger gets from then on, not the debits before it', async () => {
@@ -98,5 +115,32 @@ describe('debits without a task', () => {
     expect(made).toEqual([after.entry.taskId]);
     // Orphaned too, but older than this gateway: the outbox's.
     expect(made).not.toContain(before.entry.taskId);
+  });
+
+  it("publishes a pending task's job again when the jobs stream has no copy, and only while a copy would be dropped", async () => {
+    made.length = 0;
+    const fromSeq = (await jsm.streams.info(store.names.ledgerStream)).state.last_seq + 1;
+    const withJob = await debit();
+    const withoutJob = await debit();
+    const settled = await debit();
+    for (const d of [withJob, withoutJob, settled]) await store.tasks.ensure(taskFromDebit(accountId, d.entry, d.seq), d.entry.debits);
+    await jetstream(nc).publish('recon.jobs.music', JSON.stringify(withJob.entry.job), { msgID: withJob.entry.taskId });
+    const current = (await store.tasks.get(accountId, settled.entry.taskId))!;
+    await store.tasks.replace(current, { ...current.value, status: 'completed' });
+    const lastAt = (await jsm.direct.getMessage(store.names.ledgerStream, { seq: settled.seq }))!.time.getTime();
+
+    // Too old for the stream to drop a copy (a window of margin + 1 s, the debits 1 s old): nothing published.
+    expect((await reconcileDebitsOnce(deps(REPUBLISH_MARGIN_MS + 1000), fromSeq, lastAt + 1000, 500)).repaired).toBe(0);
+    expect(await jobsHeld(withoutJob.entry.taskId)).toBe(0);
+
+    const pass = await reconcileDebitsOnce(deps(), fromSeq, lastAt + 1000, 500);
+    expect(pass).toEqual({ nextSeq: settled.seq + 1, repaired: 1 });
+    expect(made).toEqual([]);
+    expect(await jobsHeld(withoutJob.entry.taskId)).toBe(1);
+    expect(await jobsHeld(withJob.entry.taskId)).toBe(1);
+    expect(await jobsHeld(settled.entry.taskId)).toBe(0);
+    // Again: every copy is there, nothing more is stored.
+    expect((await reconcileDebitsOnce(deps(), fromSeq, lastAt + 1000, 500)).repaired).toBe(0);
+    expect(await jobsHeld(withoutJob.entry.taskId)).toBe(1);
   });
 });

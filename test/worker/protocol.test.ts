@@ -183,6 +183,24 @@ describe('claims', () => {
     expect(await firstClaimHost(cp.jsm, 'MEDIA_CLAIMS', 'claimed-2')).toBe('hosta');
   });
 
+  it('a claim NATS does not answer is retried within the delivery: the job runs in its first delivery, not left to a redelivery', async () => {
+    await createStreams();
+    const w = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0' });
+    // The claims stream away for a moment (as in an election): the claim's publish has no responder.
+    await cp.jsm.streams.delete('MEDIA_CLAIMS');
+    await cp.publishJob('image', 'vendor-image-upscale', imageJob('claim-lost-1'));
+    await waitFor('the job delivered', async () => {
+      for await (const c of cp.jsm.consumers.list('MEDIA_JOBS')) if (c.num_ack_pending > 0) return true;
+      return false;
+    });
+    await sleep(1000);
+    await createStreams();
+    const event = await eventOf('claim-lost-1');
+    // A redelivery (after the 3 s ack wait) would say attempt 2.
+    expect(event).toMatchObject({ status: 'completed', attempt: 1 });
+    expect(w.records.map((r) => r.taskId)).toEqual(['claim-lost-1']);
+  });
+
   it("provisioning an upgrade removes the workers' former advisories durable (a work-queue stream would refuse the gateway's beside it)", async () => {
     await createStreams();
     await cp.jsm.consumers.add('MEDIA_JOBS_ADVISORIES', { durable_name: 'media-worker-advisories', filter_subject: maxDeliveriesAdvisoryFilter('MEDIA_JOBS'), ack_policy: AckPolicy.Explicit });
