@@ -66,26 +66,30 @@ const jobsHeld = async (taskId: string) => {
 
 describe('debits without a task', () => {
   const made: string[] = [];
+  // As the service's publishJob, on a stream of the test's own.
+  const publishJob = async (entry: DebitEntry) => ({ duplicate: (await jetstream(nc).publish(`recon.jobs.${entry.kind}`, JSON.stringify(entry.job), { msgID: entry.taskId })).duplicate });
   const deps = (jobsDuplicateWindowMs = 120_000) => ({
     jobsDuplicateWindowMs,
     jsm,
     names: store.names,
     tasks: store.tasks,
-    // As the outbox does: the task made (the job's publish is the service's, not tested here).
+    // As the outbox does: the task made and its job published.
     service: {
       materialise: async (account: string, entry: DebitEntry, seq: number) => {
         made.push(entry.taskId);
         await store.tasks.ensure(taskFromDebit(account, entry, seq), entry.debits);
+        await publishJob(entry);
       },
-      // As the service's publishJob, on a stream of the test's own.
-      publishJob: async (entry: DebitEntry) => ({ duplicate: (await jetstream(nc).publish(`recon.jobs.${entry.kind}`, JSON.stringify(entry.job), { msgID: entry.taskId })).duplicate }),
+      publishJob,
     },
     logger: { info: () => undefined, warn: () => undefined },
   });
 
   it('makes the task of a debit that has none once it is older than the grace, and only that one, once', async () => {
     const withTask = await debit();
-    await store.tasks.ensure(taskFromDebit(accountId, withTask.entry, withTask.seq), withTask.entry.debits);
+    // Its task settled (a pending one's job would be published again: the next test).
+    const settledTask = await store.tasks.ensure(taskFromDebit(accountId, withTask.entry, withTask.seq), withTask.entry.debits);
+    await store.tasks.replace(settledTask, { ...settledTask.value, status: 'completed' });
     const orphan = await debit();
     const young = await debit();
     const youngAt = (await jsm.direct.getMessage(store.names.ledgerStream, { seq: young.seq }))!.time.getTime();
