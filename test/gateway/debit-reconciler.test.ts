@@ -10,11 +10,11 @@ import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jet
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPUBLISH_MARGIN_MS, reconcileDebitsOnce, startDebitReconciler } from '../../src/gateway/debit-reconciler.js';
-import { newTaskId } from '../../src/gateway/ids.js';
 import { taskFromDebit } from '../../src/gateway/service.js';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
 import type { DebitEntry } from '../../src/gateway/store/records.js';
 import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
+import { musicDebit } from './helpers/music-debit.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
 
 let nats: TestNatsServer;
@@ -40,19 +40,7 @@ afterAll(async () => {
 });
 
 
-/** A debit of 15 credits for a new task; its ledger sequence and entry. */
-async function debit(): Promise<{ seq: number; entry: DebitEntry }> {
-  const taskId = newTaskId();
-  const outcome = await store.ledger.debit(accountId, {
-    amount: 15,
-    taskId,
-    kind: 'music',
-    job: { id: taskId, model: 'vendor-v5-generate-music', input: { prompt: 'x' }, credits: 15, createdAt: new Date().toISOString() },
-    extras: {},
-  });
-  if (!outcome.ok) throw new Error('the test account ran out of credits');
-  return { seq: outcome.seq, entry: outcome.entry };
-}
+const debit = () => musicDebit(store.ledger, accountId);
 
 const jobsHeld = async (taskId: string) => {
   let n = 0;

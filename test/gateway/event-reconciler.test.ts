@@ -11,7 +11,6 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancelClient } from '../../src/gateway/cancel-client.js';
 import { reconcileEventsOnce, type EventReconcileDeps } from '../../src/gateway/event-reconciler.js';
-import { newTaskId } from '../../src/gateway/ids.js';
 import { GatewayMetrics } from '../../src/gateway/metrics.js';
 import { quoteGate } from '../../src/gateway/quote-gate.js';
 import { securityEvents } from '../../src/gateway/security-events.js';
@@ -19,6 +18,7 @@ import { gatewayService, type GatewayService } from '../../src/gateway/service.j
 import { openStore, type Store } from '../../src/gateway/store/index.js';
 import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
 import { claimTask, claimsStreamConfig, eventSubject, eventsStreamConfig, jobsStreamConfig, parseProtocolSettings, type TerminalEvent } from '../../src/protocol/index.js';
+import { musicDebit } from './helpers/music-debit.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
 
 const protocol = parseProtocolSettings({ jobsStream: 'ER_JOBS', eventsStream: 'ER_EVENTS', claimsStream: 'ER_CLAIMS' });
@@ -66,17 +66,9 @@ const accountId = 'acct_events';
 
 /** A pending task of 15 credits, its job queued, as a submission leaves it. */
 async function pendingTask(): Promise<string> {
-  const taskId = newTaskId();
-  const outcome = await store.ledger.debit(accountId, {
-    amount: 15,
-    taskId,
-    kind: 'music',
-    job: { id: taskId, model: 'vendor-v5-generate-music', input: { prompt: 'x' }, credits: 15, createdAt: new Date().toISOString() },
-    extras: {},
-  });
-  if (!outcome.ok) throw new Error('the test account ran out of credits');
-  await service.materialise(accountId, outcome.entry, outcome.seq);
-  return taskId;
+  const { seq, entry } = await musicDebit(store.ledger, accountId);
+  await service.materialise(accountId, entry, seq);
+  return entry.taskId;
 }
 
 /** Host `host` claims the task and stores its event; the event's stored time. */
