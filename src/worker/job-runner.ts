@@ -170,7 +170,7 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
     try {
       // Retried here, not left to a redelivery: a claim stored whose answer was lost in an election
       // left its job unrun for good when nats-server 2.10 skipped the redelivery (chaos:partitions).
-      const retry = { nc: rt.nc, deadlineMs: rt.settings.publishDeadlineMs, signal: rt.drainSignal, onRetry: (err: unknown, n: number, waitMs: number) => log.warn({ err, attempt: n, waitMs }, 'Could not claim the task; retrying') };
+      const retry = { nc: rt.nc, deadlineMs: rt.settings.publishDeadlineMs, signal: rt.drainSignal, onRetry: (err: unknown, n: number, waitMs: number) => log.warn({ err, retry: n, waitMs }, 'Could not claim the task; retrying') };
       firstHost = await withHeartbeat(msg, rt.settings.heartbeatMs, retryInPlace(retry, () => rt.claim(taskId)));
       // The first claimer's event only: another host's (a compromised one's) must not make the
       // claimer's host drop the job unrun.
