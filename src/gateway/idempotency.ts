@@ -19,9 +19,11 @@
  *   submission's task id and ledger sequence are kept, so a takeover never charges twice.
  * - An outcome (answer, key given back or opened to a retry) that NATS did not take is written again
  *   in the background until the lease ends: the partition suite found retries told 409 for the rest
- *   of a 30 s lease after their first attempt failed in the elections that follow a heal.
+ *   of a 30 s lease after their first attempt failed in the elections that follow a heal. A claim
+ *   NATS did not confirm is looked for likewise, and released if it was stored after all.
  */
 import { createHash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { sleep } from '../sleep.js';
 import { ApiError } from './errors.js';
 import { isNatsUnavailable } from './nats-unavailable.js';
@@ -120,6 +122,8 @@ export async function acquireKey(keys: IdempotencyKeys, o: AcquireOptions): Prom
       seq = await keys.write(o.accountId, o.key, claim, current?.seq ?? 0);
     } catch (err) {
       if (err instanceof WriteConflict) continue;
+      // Nothing was charged yet: released as `failed(false)` would.
+      if (retryable(err)) releaseIfStored(keys, o, claim, current?.seq ?? 0, inherited ? { ...claim, leaseUntil: 0 } : { state: 'free' });
       throw err;
     }
     const settle = (record: IdempotencyRecord, what: string) => settleKey(keys, o, { record, seq, what, until: claim.leaseUntil });
@@ -164,6 +168,25 @@ async function settleKey(keys: IdempotencyKeys, o: AcquireOptions, w: { record: 
       }
     }
     o.warn(`The Idempotency-Key could not be ${w.what} before its claim's lease ended; a retry takes it over then`, undefined);
+  })().catch(() => undefined);
+}
+
+/**
+ * A claim NATS did not confirm may be stored all the same, and would hold the key for its whole
+ * lease while the request has already answered 503: every retry told 409 for up to 30 s after the
+ * heal (chaos:partitions). So the key is read in the background until the lease ends: once it shows
+ * this very claim (its lease to the millisecond and its reservation), it is released as the failed
+ * request would have; once it shows anything else at a later sequence, nothing is left to do.
+ */
+function releaseIfStored(keys: IdempotencyKeys, o: AcquireOptions, claim: IdempotencyRecord & { state: 'claimed' }, expectSeq: number, release: IdempotencyRecord): void {
+  void (async () => {
+    for (let wait: number = SETTLE_RETRY_MS.first; Date.now() + wait < claim.leaseUntil; wait = Math.min(wait * 2, SETTLE_RETRY_MS.most)) {
+      await sleep(wait);
+      const current = await keys.get(o.accountId, o.key).catch(() => undefined);
+      if (current === undefined || (current?.seq ?? 0) === expectSeq) continue;
+      if (current !== null && isDeepStrictEqual(current.value, claim)) await settleKey(keys, o, { record: release, seq: current.seq, what: 'released after its unconfirmed claim', until: claim.leaseUntil });
+      return;
+    }
   })().catch(() => undefined);
 }
 

@@ -191,6 +191,34 @@ describe('an outcome NATS did not take', () => {
     expect(await acquireWith(store.idempotency, 'k7')).toEqual({ replay: { status: 202, body: { id: first.reservation?.taskId } } });
   });
 
+  it('releases a claim NATS stored but did not confirm: a retry claims the key within seconds instead of 409 for the rest of the lease', async () => {
+    // The claim lands, and its answer is lost (no responders while the stream elects).
+    const keys = Object.create(store.idempotency) as typeof store.idempotency;
+    let writes = 0;
+    keys.write = async (...args) => {
+      const seq = await store.idempotency.write(...args);
+      if (++writes === 1) throw Object.assign(new Error('no responders'), { name: 'NoRespondersError' });
+      return seq;
+    };
+    await expect(acquireWith(keys, 'k9')).rejects.toThrow('no responders');
+    expect((await store.idempotency.get('acct_unanswered', 'k9'))?.value).toMatchObject({ state: 'claimed' });
+    expect(await eventually(async () => (await store.idempotency.get('acct_unanswered', 'k9'))?.value.state === 'free'), 'the key given back within 5 s').toBe(true);
+    expect('held' in (await acquireWith(store.idempotency, 'k9'))).toBe(true);
+  });
+
+  it('leaves alone a key that another request claimed after an unconfirmed claim that was not stored', async () => {
+    const keys = Object.create(store.idempotency) as typeof store.idempotency;
+    keys.write = async () => {
+      throw Object.assign(new Error('no responders'), { name: 'NoRespondersError' });
+    };
+    await expect(acquireWith(keys, 'k10')).rejects.toThrow('no responders');
+    const other = await acquireWith(store.idempotency, 'k10');
+    expect('held' in other).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect((await store.idempotency.get('acct_unanswered', 'k10'))?.value).toMatchObject({ state: 'claimed', leaseUntil: expect.any(Number) });
+    expect(await acquireWith(store.idempotency, 'k10').catch((err: unknown) => (err as { code?: string }).code)).toBe('IDEMPOTENCY_KEY_IN_USE');
+  });
+
   it('tries no longer than the claim\'s lease, and says so; a retry then takes the key over', async () => {
     const warnings: string[] = [];
     const leaseEnds = Date.now() + 700;
