@@ -129,7 +129,7 @@ export const WORKER_SETTINGS = {
     env: 'WORKER_PUBLISH_DEADLINE_MS',
     schema: positiveInt,
     default: '120000',
-    doc: 'How long a claim of a task, and its terminal event publish, are retried within the delivery before the job is left to redelivery.',
+    doc: 'How long a terminal event publish is retried before the job is left to redelivery.',
   }),
   progressIntervalMs: setting({
     env: 'WORKER_PROGRESS_INTERVAL_MS',
