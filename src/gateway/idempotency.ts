@@ -123,7 +123,7 @@ export async function acquireKey(keys: IdempotencyKeys, o: AcquireOptions): Prom
     } catch (err) {
       if (err instanceof WriteConflict) continue;
       // Nothing was charged yet: released as `failed(false)` would.
-      if (retryable(err)) releaseIfStored(keys, o, claim, current?.seq ?? 0, inherited ? { ...claim, leaseUntil: 0 } : { state: 'free' });
+      if (retryable(err)) releaseIfStored(keys, o, claim, current?.seq ?? 0, failedOutcome(claim, inherited));
       throw err;
     }
     const settle = (record: IdempotencyRecord, what: string) => settleKey(keys, o, { record, seq, what, until: claim.leaseUntil });
@@ -131,15 +131,31 @@ export async function acquireKey(keys: IdempotencyKeys, o: AcquireOptions): Prom
       held: {
         reservation,
         answered: (status, body) => settle({ state: 'answered', fingerprint: o.fingerprint, status, body, at: new Date().toISOString() }, 'stored with its answer'),
-        failed: (keepBound) => (keepBound || inherited ? settle({ ...claim, leaseUntil: 0 }, 'opened to a retry') : settle({ state: 'free' }, 'given back')),
+        failed: (keepBound) => {
+          const outcome = failedOutcome(claim, keepBound || inherited);
+          return settle(outcome.record, outcome.what);
+        },
       },
     };
   }
   throw inUse();
 }
 
+/** What a failed request leaves: a key that stays bound (or was taken over) opened to a retry, any other given back. */
+function failedOutcome(claim: IdempotencyRecord & { state: 'claimed' }, bound: boolean): { record: IdempotencyRecord; what: string } {
+  return bound ? { record: { ...claim, leaseUntil: 0 }, what: 'opened to a retry' } : { record: { state: 'free' }, what: 'given back' };
+}
+
 /** First and longest waits between writes of a key's outcome that NATS did not take. */
 const SETTLE_RETRY_MS = { first: 250, most: 2000 } as const;
+
+/** Sleeps through each wait between background tries (doubling, from SETTLE_RETRY_MS) that ends before `until`. */
+async function* pausesUntil(until: number): AsyncGenerator<void> {
+  for (let wait: number = SETTLE_RETRY_MS.first; Date.now() + wait < until; wait = Math.min(wait * 2, SETTLE_RETRY_MS.most)) {
+    await sleep(wait);
+    yield;
+  }
+}
 
 /**
  * Writes a key's outcome (its answer, or the key given back or opened to a retry), expecting the
@@ -157,8 +173,7 @@ async function settleKey(keys: IdempotencyKeys, o: AcquireOptions, w: { record: 
     o.warn(`The Idempotency-Key could not be ${w.what} yet (NATS did not answer); trying again until its claim's lease ends`, err);
   }
   void (async () => {
-    for (let wait: number = SETTLE_RETRY_MS.first; Date.now() + wait < w.until; wait = Math.min(wait * 2, SETTLE_RETRY_MS.most)) {
-      await sleep(wait);
+    for await (const _ of pausesUntil(w.until)) {
       try {
         await keys.write(o.accountId, o.key, w.record, w.seq);
         return;
@@ -178,13 +193,12 @@ async function settleKey(keys: IdempotencyKeys, o: AcquireOptions, w: { record: 
  * this very claim (its lease to the millisecond and its reservation), it is released as the failed
  * request would have; once it shows anything else at a later sequence, nothing is left to do.
  */
-function releaseIfStored(keys: IdempotencyKeys, o: AcquireOptions, claim: IdempotencyRecord & { state: 'claimed' }, expectSeq: number, release: IdempotencyRecord): void {
+function releaseIfStored(keys: IdempotencyKeys, o: AcquireOptions, claim: IdempotencyRecord & { state: 'claimed' }, expectSeq: number, release: { record: IdempotencyRecord; what: string }): void {
   void (async () => {
-    for (let wait: number = SETTLE_RETRY_MS.first; Date.now() + wait < claim.leaseUntil; wait = Math.min(wait * 2, SETTLE_RETRY_MS.most)) {
-      await sleep(wait);
+    for await (const _ of pausesUntil(claim.leaseUntil)) {
       const current = await keys.get(o.accountId, o.key).catch(() => undefined);
       if (current === undefined || (current?.seq ?? 0) === expectSeq) continue;
-      if (current !== null && isDeepStrictEqual(current.value, claim)) await settleKey(keys, o, { record: release, seq: current.seq, what: 'released after its unconfirmed claim', until: claim.leaseUntil });
+      if (current !== null && isDeepStrictEqual(current.value, claim)) await settleKey(keys, o, { ...release, seq: current.seq, until: claim.leaseUntil });
       return;
     }
   })().catch(() => undefined);
