@@ -16,13 +16,14 @@
  * of the restarted workers). Exit status 1 when any count is wrong.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstreamManager, type JetStreamManager, type MsgRequest } from '@nats-io/jetstream';
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import sharp from 'sharp';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
@@ -31,6 +32,10 @@ import { seededRandom } from '../src/seeded-random.js';
 import { sleep } from '../src/sleep.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+/** How long the queue must hold nothing before a task without an event counts as lost. */
+const IDLE_MS = 15_000;
+/** The longest wait for the events after the last kill, however busy the machine. */
+const MAX_WAIT_MS = 900_000;
 
 
 interface NatsProcess {
@@ -91,6 +96,7 @@ async function main(): Promise<void> {
       workers: { type: 'string', default: '2' },
       seed: { type: 'string', default: '1' },
       json: { type: 'boolean', default: false },
+      keep: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -105,7 +111,9 @@ async function main(): Promise<void> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-faults-'));
   const tmp = path.join(dir, 'tmp');
   const results = path.join(dir, 'results');
+  const logs = path.join(dir, 'logs');
   await fs.mkdir(tmp);
+  await fs.mkdir(logs);
 
   // Inputs: an 80x53 PNG trickled out in 10 pieces over 1.5 s.
   const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(80, 53).png().toBuffer();
@@ -137,12 +145,12 @@ async function main(): Promise<void> {
   const env = {
     ...process.env,
     NATS_URL: nats.url,
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: 'info',
     MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
     MEDIA_WORKER_TMP_DIR: tmp,
     RESULTS_DIR: results,
     RESULTS_BASE_URL: 'https://cdn.example.test/results',
-    WORKER_CONCURRENCY: 'image=2,video=0,lipsync=0,music=0',
+    WORKER_CONCURRENCY: 'image=2,video=0,lipsync=0,music=0,music-video=0',
     WORKER_ACK_WAIT_MS: '3000',
     WORKER_HEARTBEAT_MS: '500',
     WORKER_PULL_EXPIRES_MS: '1000',
@@ -156,7 +164,9 @@ async function main(): Promise<void> {
   const workers: Worker[] = [];
   const startWorker = (name: string): Worker => {
     // Its own process group, so a kill takes ffmpeg and every other child with it.
-    const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, NATS_CONNECTION_NAME: name }, stdio: 'ignore', detached: true });
+    const log = openSync(path.join(logs, `${name}.log`), 'a');
+    const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, NATS_CONNECTION_NAME: name }, stdio: ['ignore', log, log], detached: true });
+    closeSync(log);
     const w = { name, child, exited: new Promise<void>((r) => child.once('exit', () => r())) };
     return w;
   };
@@ -171,6 +181,7 @@ async function main(): Promise<void> {
   const ids: string[] = [];
   const bad = new Set<string>();
   let duplicatesPublished = 0;
+  const publishedAt = new Map<string, number>();
   const publish = async (id: string, url: string): Promise<void> => {
     const h = natsHeaders();
     h.set('Nats-Msg-Id', id);
@@ -187,6 +198,7 @@ async function main(): Promise<void> {
   for (let i = 0; i < tasks; i += 1) {
     const id = `fault-${String(i).padStart(3, '0')}`;
     ids.push(id);
+    publishedAt.set(id, Date.now());
     const missing = rand() < 0.1;
     if (missing) bad.add(id);
     const url = missing ? `${base}/missing-${id}.png` : `${base}/img-${id}.png`;
@@ -224,22 +236,38 @@ async function main(): Promise<void> {
     }
   }
 
+  // Each event with the time the server stored it, for the longest wait from publish to event.
+  const storedAt = new Map<string, number>();
   const eventsOf = async (): Promise<TerminalEvent[]> => {
     const info = await jsm.streams.info('MEDIA_EVENTS');
     const out: TerminalEvent[] = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq += 1) {
       const stored = await jsm.streams.getMessage('MEDIA_EVENTS', { seq }).catch(() => null);
-      if (stored) out.push(terminalEventSchema.parse(stored.json()));
+      if (!stored) continue;
+      const event = terminalEventSchema.parse(stored.json());
+      if (!storedAt.has(event.id)) storedAt.set(event.id, stored.time.getTime());
+      out.push(event);
     }
     return out;
   };
+  // Until every task has its event, or the queue has held nothing for IDLE_MS: a task still queued or
+  // running on a slow or busy machine is late, not lost; one missing while nothing is left to run is lost.
   let events: TerminalEvent[] = [];
-  const deadline = Date.now() + 180_000;
+  let idleSince: number | undefined;
+  const deadline = Date.now() + MAX_WAIT_MS;
   while (Date.now() < deadline) {
     events = await eventsOf().catch(() => events);
     if (new Set(events.map((e) => e.id)).size >= tasks) break;
+    const queued = await queuedJobs(jsm).catch(() => 1);
+    idleSince = queued > 0 ? undefined : (idleSince ?? Date.now());
+    if (idleSince !== undefined && Date.now() - idleSince >= IDLE_MS) break;
     await sleep(500);
   }
+
+  // A task without an event: where it stands on the server, for the cause.
+  const lost = ids.filter((id) => !events.some((e) => e.id === id));
+  const lostState = [];
+  for (const id of lost) lostState.push({ id, ...(await serverStateOf(jsm, id).catch((err: unknown) => ({ error: String(err) }))) });
 
   // Graceful stop, then what is left behind.
   for (const w of workers) w.child.kill('SIGTERM');
@@ -284,21 +312,43 @@ async function main(): Promise<void> {
     jobDirsLeftByKills: orphaned,
     leftoverJobDirs: leftoverDirs.length,
     leftoverPartialResults: partials.length,
+    longestSecondsToEvent: Math.max(0, ...ids.map((id) => ((storedAt.get(id) ?? Date.now()) - (publishedAt.get(id) ?? 0)) / 1000)),
+    lost: lostState,
   };
   await nc.close();
   await nats.stop();
   for (const res of open) res.destroy();
   http.close();
-  await fs.rm(dir, { recursive: true, force: true });
-
-  if (values.json === true) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  else {
-    process.stdout.write('| measure | value |\n|---|---|\n');
-    for (const [k, v] of Object.entries(report)) process.stdout.write(`| ${k} | ${v} |\n`);
-  }
   const ok =
     report.tasksWithOneEvent === tasks && report.correctOutcomes === tasks && report.leftoverJobDirs === 0 && report.leftoverPartialResults === 0;
+  // The workers' logs stay for a failed run (or with --keep): they tell why.
+  if (ok && values.keep !== true) await fs.rm(dir, { recursive: true, force: true });
+
+  if (values.json !== true) {
+    process.stdout.write('| measure | value |\n|---|---|\n');
+    for (const [k, v] of Object.entries(report)) process.stdout.write(`| ${k} | ${typeof v === 'object' ? JSON.stringify(v) : v} |\n`);
+  }
+  // The last line is always one JSON verdict, as the partition suite's.
+  const verdict = { ok, tasks, events: report.events, lost: report.tasksWithoutEvent, duplicates: report.tasksWithSeveralEvents, wrong: tasks - report.correctOutcomes, refunds: report.refunded, expectedRefunds: report.expectedRefunds, kills, midJobKills: midJob, leftoverJobDirs: report.leftoverJobDirs, leftoverPartialResults: report.leftoverPartialResults, longestSecondsToEvent: Number(report.longestSecondsToEvent.toFixed(1)), ...(lostState.length > 0 ? { lostTasks: lostState } : {}), ...(ok && values.keep !== true ? {} : { kept: dir }) };
+  process.stdout.write(`${JSON.stringify(verdict)}\n`);
   if (!ok) process.exitCode = 1;
+}
+
+/** Image jobs the server still holds for a worker: waiting, or delivered and not yet acknowledged. */
+async function queuedJobs(jsm: JetStreamManager): Promise<number> {
+  const info = await jsm.consumers.info('MEDIA_JOBS', 'media-worker-image');
+  return info.num_pending + info.num_ack_pending;
+}
+
+/** A task's job message, claims and the jobs consumer's state, as the server holds them. */
+async function serverStateOf(jsm: JetStreamManager, id: string): Promise<Record<string, unknown>> {
+  const jobs = await jsm.streams.find('media.jobs.image.vendor-image-upscale');
+  const job = await jsm.streams.getMessage(jobs, { last_by_subj: 'media.jobs.image.vendor-image-upscale' }).catch(() => null);
+  const claims = await jsm.streams.find(`media.claims.*.${id}`).catch(() => null);
+  const claim = claims === null ? null : await jsm.streams.getMessage(claims, { seq: 1, next_by_subj: `media.claims.*.${id}` } as unknown as MsgRequest).catch(() => null);
+  const consumers = [];
+  for await (const c of jsm.consumers.list(jobs)) consumers.push({ name: c.name, pending: c.num_pending, ackPending: c.num_ack_pending, redelivered: c.num_redelivered, ackFloor: c.ack_floor.stream_seq, delivered: c.delivered.stream_seq });
+  return { jobsStream: jobs, lastJobSeq: job?.seq ?? null, claimedBy: claim?.subject ?? null, consumers };
 }
 
 main().catch((err: unknown) => {

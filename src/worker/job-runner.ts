@@ -49,6 +49,7 @@ import {
 import type { RunFacts, RunningTasks } from './cancel.js';
 import type { EventPublisher, PublishResult } from './event-publisher.js';
 import type { WorkerMetrics } from './metrics.js';
+import { reachKillPoint } from './kill-point.js';
 import { decideFailure } from './outcome.js';
 import { createProgressPublisher } from './progress.js';
 import { queueAgeError, queueAgeMs } from './queue-age.js';
@@ -172,6 +173,7 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
       // left its job unrun for good when nats-server 2.10 skipped the redelivery (chaos:partitions).
       const retry = { nc: rt.nc, deadlineMs: rt.settings.publishDeadlineMs, signal: rt.drainSignal, onRetry: (err: unknown, n: number, waitMs: number) => log.warn({ err, retry: n, waitMs }, 'Could not claim the task; retrying') };
       firstHost = await withHeartbeat(msg, rt.settings.heartbeatMs, retryInPlace(retry, () => rt.claim(taskId)));
+      reachKillPoint('claimed');
       // The first claimer's event only: another host's (a compromised one's) must not make the
       // claimer's host drop the job unrun.
       existing = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId, firstHost));
@@ -244,6 +246,7 @@ async function decideTask(
     const seconds = (Date.now() - startedAt.getTime()) / 1000;
 
     if (outcome.type === 'completed') {
+      reachKillPoint('ran');
       const expiresAt = new Date(startedAt.getTime() + resultLifetimeMs(kind, rt.settings.upscaleResultLifetimeDays));
       const event = completedEvent(taskId, job.model, outcome.output, timing(startedAt), expiresAt);
       const published = await publishAndSettle(rt, msg, event, 'ack', log);
@@ -432,6 +435,7 @@ async function publishAndSettle(rt: Runtime, msg: JsMsg, event: TerminalEvent, s
     log.error({ err, status: event.status }, 'Could not publish the terminal event; leaving the job to redelivery');
     return null;
   }
+  reachKillPoint('published');
   if (result === 'already-published') {
     log.warn({ status: event.status }, 'This task already had its terminal event (another delivery won); not publishing a second one');
   } else {

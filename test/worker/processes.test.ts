@@ -107,6 +107,38 @@ describe('a worker process killed mid-job', () => {
   });
 });
 
+/**
+ * MEDIA_WORKER_TEST_KILL_AT (src/worker/kill-point.ts) kills the worker at one exact point of a job's
+ * path, where a timed kill (scripts/fault-injection.ts) lands only by chance; a restarted worker
+ * must then give the task exactly one terminal event, and run it again only when no event was stored.
+ */
+describe('a worker process killed at each point between claim and ack', () => {
+  const cases = [
+    { point: 'claimed', query: '', status: 'completed', runs: 1 },
+    { point: 'ran', query: '', status: 'completed', runs: 2 },
+    { point: 'published', query: '', status: 'completed', runs: 1 },
+    { point: 'published', query: 'fail=permanent', status: 'failed', runs: 1 },
+  ] as const;
+  for (const c of cases) {
+    it(`killed at "${c.point}" (${c.status}): one terminal event after the restart, the job run ${c.runs === 1 ? 'once' : 'twice'}`, async () => {
+      const id = `point-${c.point}-${c.status}`;
+      const first = await worker({ MEDIA_WORKER_TEST_KILL_AT: c.point });
+      await cp.publishJob('image', 'vendor-image-upscale', imageJob(id, c.query));
+      expect(await first.exited).toBe('SIGKILL');
+      // What the kill left: the claim always; the event only when it died after publishing it.
+      expect(await cp.eventsOf(id)).toHaveLength(c.point === 'published' ? 1 : 0);
+      expect(await cp.jobsInQueue()).toBe(1);
+
+      await worker();
+      const event = await eventOf(id);
+      expect(event).toMatchObject({ status: c.status, ...(c.status === 'failed' ? { refund: true } : {}) });
+      await waitFor('the job to leave the queue', async () => (await cp.jobsInQueue()) === 0);
+      expect(await cp.eventsOf(id)).toHaveLength(1);
+      expect(readRecords(recordFile).filter((r) => r.taskId === id)).toHaveLength(c.runs);
+    });
+  }
+});
+
 describe('a worker host killed mid-job while another host pulls', () => {
   it('hands the task back from the other host unrun; the host restarted under the same WORKER_HOST_ID completes it', async () => {
     const first = await worker({ WORKER_HOST_ID: 'hosta' });
