@@ -1,7 +1,7 @@
 /**
- * Fault injection against real `media-worker serve` processes: anyone can rerun it and compare.
+ * The kill-and-restart suite against real `media-worker serve` processes: anyone can rerun it and compare.
  *
- *   npm run build && node dist/scripts/fault-injection.js [--tasks 40] [--kills 12] [--workers 2] [--seed 1] [--json]
+ *   npm run chaos -- [--tasks 40] [--kills 12] [--workers 2] [--seed 1] [--json] [--keep]
  *
  * Starts its own nats-server (JetStream, free port, store in a temp directory) and a local http
  * server for the inputs (each image trickles out over about 1.5 s, so jobs spend time mid-job),
@@ -9,11 +9,15 @@
  * publishes `--tasks` image jobs (about 1 in 10 naming a missing input: a permanent failure with
  * a refund; about 1 in 10 published twice), SIGKILLs a random worker's whole process group
  * `--kills` times at random moments (restarting it half a second later) and restarts nats-server
- * once. When every task has its event it stops the workers with SIGTERM and counts: events per
- * task (exactly one each), duplicates, results that match (a completed task's file exists with the
- * x2 size), refunds, and what is left in the temp directory (job directories) and the results
+ * once. It waits until every task has its event, or until the queue has held nothing for 15 s (a
+ * task late on a busy machine is not counted lost while its job is still queued or running), stops
+ * the workers with SIGTERM and counts: events per task (exactly one each), duplicates, results
+ * that match (a completed task's file exists with the x2 size), refunds, the longest wait from
+ * publish to event, and what is left in the temp directory (job directories) and the results
  * directory (partial files), besides the job directories the kills left (reclaimed by the sweeps
- * of the restarted workers). Exit status 1 when any count is wrong.
+ * of the restarted workers). A task without an event is reported with its claim and the jobs
+ * consumer's state. The last line printed is one JSON verdict; exit status 1 when a count is
+ * wrong, and then (or with --keep) the run's folder stays, the workers' logs in it.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
@@ -101,7 +105,7 @@ async function main(): Promise<void> {
     },
   });
   if (values.help === true) {
-    process.stdout.write('Usage: node dist/scripts/fault-injection.js [--tasks 40] [--kills 12] [--workers 2] [--seed 1] [--json]\n');
+    process.stdout.write('Usage: node dist/scripts/fault-injection.js [--tasks 40] [--kills 12] [--workers 2] [--seed 1] [--json] [--keep]\n');
     return;
   }
   const tasks = Number(values.tasks);
