@@ -1,8 +1,8 @@
 /**
- * The generated parts of hand-written documents (README.md's settings table, the benchmark tables
- * of docs/benchmarks.md) sit between a start and an end marker; this replaces what is between
- * them and leaves the text around them alone. A missing or repeated marker is an error naming it,
- * so a generator never writes to the wrong place or silently writes nothing.
+ * The generated parts of hand-written documents (the settings reference of docs/configuration.md,
+ * the benchmark tables of docs/benchmarks.md) sit between a start and an end marker; this replaces
+ * what is between them and leaves the text around them alone. A missing or repeated marker is an
+ * error naming it, so a generator never writes to the wrong place or silently writes nothing.
  */
 
 /** `text` with `body` between `start` and `end` (each on its own line); `where` names the file in errors. */

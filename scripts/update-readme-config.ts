@@ -1,6 +1,7 @@
 /**
- * Rewrites the configuration table in README.md from src/config.ts, so the docs cannot drift from
- * the code (test/docs.test.ts fails when they differ). Run: npm run docs:config
+ * Rewrites the settings reference in docs/configuration.md from the settings tables (src/config.ts
+ * lists them), so the docs cannot drift from the code (test/docs.test.ts fails when they differ).
+ * Run: npm run docs:config (the file keeps its old name, which package.json's script runs).
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -8,15 +9,17 @@ import { allSettingsReference } from '../src/config.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { replaceMarkedBlock } from './marked-block.js';
 
+/** The document that carries the settings reference, relative to the package root. */
+export const CONFIG_DOC = 'docs/configuration.md';
 export const START = '<!-- config-reference:start -->';
 export const END = '<!-- config-reference:end -->';
 
-export function withConfigReference(readme: string, table: string): string {
-  return replaceMarkedBlock(readme, START, END, table, 'README.md');
+export function withConfigReference(doc: string, table: string): string {
+  return replaceMarkedBlock(doc, START, END, table, CONFIG_DOC);
 }
 
 if (process.argv[1] !== undefined && import.meta.url.endsWith(path.basename(process.argv[1]))) {
-  const file = path.join(PACKAGE_ROOT, 'README.md');
+  const file = path.join(PACKAGE_ROOT, CONFIG_DOC);
   await writeFile(file, withConfigReference(await readFile(file, 'utf8'), allSettingsReference()));
-  process.stdout.write(`updated ${file}\n`);
+  process.stdout.write(`updated ${CONFIG_DOC}\n`);
 }

@@ -1,7 +1,7 @@
 /**
- * README "A job's path" stays true: every step names a file that exists and defines what the step
- * names, and every file is reached from a step above it: the same file, a file that imports it,
- * or one that imports its folder's index.ts, which re-exports it.
+ * docs/architecture.md, "A job's path", stays true: every step names a file that exists and
+ * defines what the step names, and every file is reached from a step above it: the same file, a
+ * file that imports it, or one that imports its folder's index.ts, which re-exports it.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -14,8 +14,8 @@ interface Step {
 }
 
 /** The steps of the section's code block: `<file>  <name>()  <what happens>`. */
-function stepsOf(readme: string): Step[] {
-  const section = readme.split(/^## A job's path$/m)[1]?.split(/^## /m)[0] ?? '';
+function stepsOf(doc: string): Step[] {
+  const section = doc.split(/^## A job's path$/m)[1]?.split(/^## /m)[0] ?? '';
   const block = section.split('```')[1] ?? '';
   return block
     .split('\n')
@@ -54,9 +54,9 @@ function defines(text: string, name: string): boolean {
   return new RegExp(`(?:function\\*?|const|class)\\s+${name}\\b|^\\s+(?:async\\s+)?${name}\\(`, 'm').test(text);
 }
 
-describe("README \"A job's path\"", () => {
+describe("docs/architecture.md, \"A job's path\"", () => {
   it('names files that exist, define the named step and are reached from a step above', async () => {
-    const steps = stepsOf(await readFile(path.join(PACKAGE_ROOT, 'README.md'), 'utf8'));
+    const steps = stepsOf(await readFile(path.join(PACKAGE_ROOT, 'docs', 'architecture.md'), 'utf8'));
     expect(steps.length).toBeGreaterThanOrEqual(10);
     expect(steps[0]!.file).toBe('src/cli/commands/serve.ts');
     for (const [i, step] of steps.entries()) {
@@ -69,8 +69,8 @@ describe("README \"A job's path\"", () => {
   });
 
   it('would notice a step that nothing above reaches', async () => {
-    const readme = "## A job's path\n\n```\nsrc/cli/commands/serve.ts  serve()  x\nsrc/media/sniff.ts  sniff()  y\n```\n";
-    const [first, second] = stepsOf(readme);
+    const doc = "## A job's path\n\n```\nsrc/cli/commands/serve.ts  serve()  x\nsrc/media/sniff.ts  sniff()  y\n```\n";
+    const [first, second] = stepsOf(doc);
     expect(first).toEqual({ file: 'src/cli/commands/serve.ts', name: 'serve' });
     expect(await reaches(first!.file, second!.file)).toBe(false);
   });
