@@ -7,6 +7,8 @@
  */
 import { installStartupSignalHandlers } from './cli/startup-signals.js';
 
-const command = process.argv.slice(2).find((arg) => !arg.startsWith('-'));
+// The first word that is neither an option nor the value of the one global option that takes one.
+const args = process.argv.slice(2);
+const command = args.find((arg, i) => !arg.startsWith('-') && args[i - 1] !== '--log-format');
 if (command === 'serve') installStartupSignalHandlers();
 await import('./cli/program.js');

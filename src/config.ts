@@ -92,7 +92,7 @@ export const SETTINGS = {
     env: 'LOG_FORMAT',
     schema: oneOfSetting(['auto', 'json', 'human']),
     default: 'auto',
-    doc: 'Log lines: `json` (pino records), `human` (short lines that keep the progress bar whole; level warn unless LOG_LEVEL is set), `auto`: human for the one-off commands on an interactive terminal, json for `serve`, `gateway` and pipes.',
+    doc: 'Log lines on stderr, one format at a time: `json` (pino records; progress and messages as records too), `human` (short lines that keep the progress bar whole; level warn unless LOG_LEVEL is set), `auto`: human for the one-off commands, on a terminal or a pipe alike, json for `serve` and `gateway`. The `--log-format` flag overrides it.',
   }),
   ffmpegPath: setting({
     env: 'FFMPEG_PATH',

@@ -105,7 +105,9 @@ describe('quote', () => {
   it('serve exits 1 naming the variable of a bad daemon setting, before connecting anywhere', async () => {
     const r = await cli(['serve'], { env: { WORKER_ACK_WAIT_MS: 'soon', NATS_URL: 'nats://127.0.0.1:1' } });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('Invalid setting WORKER_ACK_WAIT_MS: Expected an integer of at least 1000 but received "soon"');
+    // A daemon's stderr is JSON lines, its failure too (issue 47, item 4).
+    const records = r.stderr.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { level: number; msg: string });
+    expect(records).toContainEqual(expect.objectContaining({ level: 50, msg: 'Invalid setting WORKER_ACK_WAIT_MS: Expected an integer of at least 1000 but received "soon"' }));
   });
 
   it('exits 1 naming the variable of a bad setting', async () => {

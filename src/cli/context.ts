@@ -1,8 +1,8 @@
 import { findUnknownSettings, loadConfig, type Config, type SettingKey } from '../config.js';
 import { allowModelFetching } from '../inference/index.js';
-import { createLogger, type Logger } from '../logger.js';
-import { formatLogLine } from './human-log.js';
-import { stderrTerminal } from './terminal.js';
+import type { Logger } from '../logger.js';
+import { chooseLogFormat, logFormat, logLevelFor } from './log-format.js';
+import { openVoice } from './voice.js';
 import { unknownSettingMessage } from '../settings-table.js';
 
 export interface CliContext {
@@ -15,14 +15,15 @@ export interface CliContext {
  * with a project prefix that no setting reads (a misspelling, a setting of another name) are warned
  * about, naming the closest setting: they would otherwise be silently ignored.
  *
- * Logs are JSON for daemons and pipes; a one-off command on an interactive terminal writes short
- * human lines, warnings and errors only unless LOG_LEVEL says otherwise (LOG_FORMAT decides).
+ * stderr speaks one way (cli/log-format.ts decides, cli/voice.ts speaks): short human lines for a
+ * one-off command, warnings and errors only unless LOG_LEVEL says otherwise, on a terminal or a pipe
+ * alike; JSON lines for the daemons (`daemon`) or when `--log-format json` or LOG_FORMAT says so.
  */
 export function cliContext(overrides: Partial<Record<SettingKey, string>> = {}, opts: { daemon?: boolean } = {}): CliContext {
+  if (opts.daemon === true) chooseLogFormat({ daemon: true });
   const config = loadConfig(process.env, overrides);
-  const human = config.logFormat === 'human' || (config.logFormat === 'auto' && opts.daemon !== true && Boolean(process.stderr.isTTY));
-  const level = human && process.env['LOG_LEVEL'] === undefined ? 'warn' : config.logLevel;
-  const logger = human ? createLogger(level, 'stderr', (json) => stderrTerminal().line(formatLogLine(json))) : createLogger(level);
+  const format = logFormat(config.logFormat);
+  const { logger } = openVoice(format, logLevelFor(format, config.logLevel));
   allowModelFetching(config.fetchModels);
   for (const unknown of findUnknownSettings(process.env)) {
     logger.warn({ variable: unknown.name, closest: unknown.closest }, unknownSettingMessage(unknown));

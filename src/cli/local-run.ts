@@ -1,5 +1,6 @@
 /**
- * Running one job on this machine for the CLI: the engine, a progress reporter on stderr, and a
+ * Running one job on this machine for the CLI: the engine, a progress reporter on stderr (a bar or
+ * lines, or `progress` records with --log-format json), and a
  * store that moves the result to the path the user asked for. `run` and the per-kind commands
  * (`upscale-image`, ...) all come through here.
  */
@@ -10,7 +11,7 @@ import { createEngine, executeJob, PROVIDER_KINDS, probeHardware, type ExecutedJ
 import { byKind, deadlineError, kindOfModel, reportedModel, type Job } from '../jobs/index.js';
 import type { CliContext } from './context.js';
 import { namedOutputFile, refuseMisnamed, refuseMisnamedOutput } from './output-name.js';
-import { createTerminalProgress } from './progress.js';
+import { createCliProgress } from './progress.js';
 import { definedFields } from '../defined-fields.js';
 
 export interface LocalRunOptions {
@@ -57,7 +58,7 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
   await refuseMisnamedOutput(job, opts.output);
   const hardware = opts.hardware ?? (await hardwareFor(job, ctx));
   const engine = opts.unlimited === true ? createEngine(hardware.config, logger, NO_TIME_LIMITS) : createEngine(hardware.config, logger);
-  const progress = createTerminalProgress(process.stderr, definedFields({ estimateSeconds: opts.estimateSeconds }));
+  const progress = createCliProgress(logger, definedFields({ estimateSeconds: opts.estimateSeconds }));
   const abort = new AbortController();
   const onSignal = (): void => abort.abort(new Error('Interrupted'));
   process.once('SIGINT', onSignal);

@@ -8,10 +8,16 @@
  * line on from the time one step takes (measured once a step is done, the printed estimate before),
  * marked `~` and `(estimate)`, and never past the step it waits for; a step that outlasts the
  * estimate slows the line down (still moving) and says by how much it is over.
+ *
+ * With JSON logs (`--log-format json`, LOG_FORMAT=json, cli/log-format.ts) the same reports are
+ * `progress` records of the job's logger instead, and nothing human reaches stderr.
  */
+import { definedFields } from '../defined-fields.js';
 import type { JobProgress, ProgressReporter } from '../jobs/index.js';
+import type { Logger } from '../logger.js';
 import { throttle } from '../throttle.js';
 import { createTerminalLine, stderrTerminal } from './terminal.js';
+import { voice } from './voice.js';
 
 export interface TerminalProgressOptions {
   /** Least interval between two drawn reports (default 100 ms on a terminal, 5 s on a pipe). */
@@ -45,6 +51,58 @@ export function estimatedProgress(done: number, total: number, secondsPerStep: n
   const t = Math.max(0, sinceStep / secondsPerStep);
   const partial = Math.min(ESTIMATE_CAP, t <= ESTIMATE_KNEE ? t : 1 - ((1 - ESTIMATE_KNEE) * ESTIMATE_KNEE) / t);
   return { fraction: Math.min(1, (done + partial) / total), remaining: secondsPerStep * (total - done) - sinceStep };
+}
+
+/**
+ * Progress in the process's log format: the bar or plain lines on stderr (human), `progress` records
+ * of `logger` (json). `opts` are the terminal's; the records take `intervalMs` and `now`.
+ */
+export function createCliProgress(logger: Logger, opts: TerminalProgressOptions = {}): ProgressReporter {
+  return voice().format === 'json' ? createJsonProgress(logger, opts) : createTerminalProgress(process.stderr, opts);
+}
+
+/**
+ * Progress as records: `progress` with the stage's figures (done, total, unit, percent, etaSeconds
+ * from the rate so far) at a new stage and the last step at once, at most once per interval between
+ * (default 5 s, as on a pipe); the closing message a record of its own with the seconds taken. No
+ * estimate ticks: a record says only what the job reported.
+ */
+export function createJsonProgress(logger: Logger, opts: Pick<TerminalProgressOptions, 'intervalMs' | 'now'> = {}): ProgressReporter {
+  const now = opts.now ?? Date.now;
+  const startedAt = now();
+  let stageStartedAt = startedAt;
+  let lastStage = '';
+  let closed = false;
+  const sent = throttle((p: JobProgress) => logger.info(progressRecord(p, (now() - stageStartedAt) / 1000), 'progress'), opts.intervalMs ?? 5000, { now });
+  return {
+    report(p) {
+      const newStage = p.stage !== lastStage;
+      if (newStage) {
+        lastStage = p.stage;
+        stageStartedAt = now();
+      }
+      sent.push(p, newStage || (p.done !== undefined && p.done === p.total));
+    },
+    close(message) {
+      sent.close();
+      if (message && !closed) logger.info({ seconds: round1((now() - startedAt) / 1000) }, message);
+      closed = true;
+    },
+  };
+}
+
+/** A progress record's fields: the report's, its percent, and the ETA at the stage's rate so far. */
+export function progressRecord(p: JobProgress, stageSeconds: number): Record<string, unknown> {
+  const { done, total } = p;
+  const countable = done !== undefined && total !== undefined && total > 0;
+  const percent = p.percent ?? (countable ? round1((100 * Math.min(done, total)) / total) : undefined);
+  const rate = countable && stageSeconds > 0 ? done / stageSeconds : 0;
+  const etaSeconds = countable && rate > 0 ? round1(Math.max(0, total - done) / rate) : undefined;
+  return definedFields({ stage: p.stage, done, total, unit: p.unit, percent, etaSeconds });
+}
+
+function round1(n: number): number {
+  return Math.round(n * 10) / 10;
 }
 
 export function createTerminalProgress(stream: NodeJS.WriteStream = process.stderr, opts: TerminalProgressOptions = {}): ProgressReporter {

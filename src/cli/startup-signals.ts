@@ -6,13 +6,22 @@
  * stay installed throughout: removing one and adding another leaves a moment in which a signal
  * already caught by Node finds no listener and is lost. Imports nothing heavy.
  */
+import { formatLogLine } from './human-log.js';
+import { chooseLogFormat, logFormat } from './log-format.js';
+
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
+/**
+ * The logger may not exist yet: one line in pino's shape, on stderr like every log, or that line
+ * as a human one when the logs are (cli/log-format.ts; `serve` is JSON by default).
+ */
+function logLine(level: number, signal: NodeJS.Signals, msg: string): void {
+  const json = JSON.stringify({ level, time: Date.now(), service: 'media-worker', signal, msg });
+  process.stderr.write(`${logFormat() === 'human' ? formatLogLine(json) : json}\n`);
+}
+
 function onStartupSignal(signal: NodeJS.Signals): void {
-  // The logger may not exist yet: one line in pino's shape, on stderr like every log.
-  process.stderr.write(
-    `${JSON.stringify({ level: 30, time: Date.now(), service: 'media-worker', signal, msg: 'Stopping during start-up: no job taken yet, nothing to drain' })}\n`,
-  );
+  logLine(30, signal, 'Stopping during start-up: no job taken yet, nothing to drain');
   process.exit(0);
 }
 
@@ -23,6 +32,8 @@ let handedOver = false;
 export function installStartupSignalHandlers(): void {
   if (installed) return;
   installed = true;
+  // Only `serve` starts with these: a daemon, JSON lines unless told otherwise.
+  chooseLogFormat({ daemon: true });
   for (const signal of SIGNALS) process.on(signal, (s: NodeJS.Signals) => current(s));
 }
 
@@ -35,7 +46,7 @@ export function handOverSignals(handler: (signal: NodeJS.Signals) => void): void
   installStartupSignalHandlers();
   current = (signal) => {
     if (handedOver) {
-      process.stderr.write(`${JSON.stringify({ level: 40, time: Date.now(), service: 'media-worker', signal, msg: 'Second signal: exiting without finishing the drain' })}\n`);
+      logLine(40, signal, 'Second signal: exiting without finishing the drain');
       process.exit(1);
     }
     handedOver = true;

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { BENCHMARKS, findBenchmark } from '../../../bench/catalog.js';
 import { EXIT_REJECTED } from '../exit.js';
+import { voice } from '../voice.js';
 
 /** dist/bench/NAME.js beside this build's dist/src/ (the benchmarks ship in the same build). */
 function benchScript(name: string): string {
@@ -36,13 +37,15 @@ export function registerBench(program: Command): void {
         return;
       }
       if (findBenchmark(name) === undefined) {
-        process.stderr.write(`Unknown benchmark ${JSON.stringify(name)}; the benchmarks:\n${listing()}`);
+        const message = `Unknown benchmark ${JSON.stringify(name)}`;
+        voice().say(`${message}; the benchmarks:\n${listing().trimEnd()}`, { level: 'error', msg: message, benchmarks: BENCHMARKS.map((b) => b.name) });
         process.exitCode = EXIT_REJECTED;
         return;
       }
       const script = benchScript(name);
       if (!existsSync(script)) {
-        process.stderr.write(`Expected the built benchmark ${script} (run npm run build) but it is missing\n`);
+        const message = `Expected the built benchmark ${script} (run npm run build) but it is missing`;
+        voice().say(message, { level: 'error', msg: message });
         process.exitCode = EXIT_REJECTED;
         return;
       }

@@ -3,6 +3,7 @@ import { allSettingsReference, findUnknownSettings, SETTINGS_SECTIONS } from '..
 import { SettingsError, unknownSettingMessage } from '../../settings-table.js';
 import { unreadableFiles } from '../../protocol/index.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
+import { voice } from '../voice.js';
 
 export function registerConfig(program: Command): void {
   program
@@ -22,10 +23,13 @@ export function registerConfig(program: Command): void {
         return;
       }
       try {
-        for (const unknown of findUnknownSettings(process.env)) process.stderr.write(`media-worker: warning: ${unknownSettingMessage(unknown)}\n`);
+        for (const unknown of findUnknownSettings(process.env)) {
+          const message = unknownSettingMessage(unknown);
+          voice().say(`media-worker: warning: ${message}`, { level: 'warn', msg: message, variable: unknown.name, closest: unknown.closest });
+        }
         const { effective, problems } = effectiveSettings(process.env);
         if (problems.length > 0) {
-          process.stderr.write(`media-worker: ${problems.join('\nmedia-worker: ')}\n`);
+          for (const problem of problems) voice().say(`media-worker: ${problem}`, { level: 'error', msg: problem });
           process.exitCode = EXIT_FAILURE;
           return;
         }

@@ -5,6 +5,7 @@ import { adoptNetwork, AdoptError, ensureModelFile, listManifests, allowModelFet
 import { modelGenerators, registryOptions } from '../../app/index.js';
 import { cliContext } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
+import { voice } from '../voice.js';
 
 export function registerModels(program: Command): void {
   const models = program
@@ -108,7 +109,7 @@ export function registerModels(program: Command): void {
           ...(opts.range === undefined ? {} : { range: rangeOption(opts.range) }),
           ...(opts.description === undefined ? {} : { description: opts.description }),
           ...(opts.threads === undefined ? {} : { threads: Number(opts.threads) }),
-          progress: (line) => process.stderr.write(`  ${line}\n`),
+          progress: (line) => voice().say(`  ${line}`, { msg: line }),
         });
         const m = report.manifest;
         process.stdout.write(

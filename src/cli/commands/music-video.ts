@@ -18,7 +18,7 @@ import { cliContext } from '../context.js';
 import { EXIT_OK, reportFailure } from '../exit.js';
 import { moveFile } from '../local-run.js';
 import { namedOutputFile, refuseMisnamed } from '../output-name.js';
-import { createTerminalProgress } from '../progress.js';
+import { createCliProgress } from '../progress.js';
 
 interface MusicVideoFlags {
   audio: string;
@@ -80,8 +80,9 @@ async function musicVideoCommand(flags: MusicVideoFlags): Promise<Record<string,
   process.once('SIGTERM', onSignal);
   const taskId = `local-${randomUUID()}`;
   // Two lines of progress: the quote's (closed with the price), then the render's frames and ETA.
-  const measuring = createTerminalProgress(process.stderr);
-  const rendering = createTerminalProgress(process.stderr);
+  const logger = ctx.logger.child({ taskId, model: MUSIC_VIDEO_MODEL });
+  const measuring = createCliProgress(logger);
+  const rendering = createCliProgress(logger);
   try {
     return await withJobDir(
       taskId,

@@ -4,9 +4,11 @@
  * stdout; a stream cut before the end is resumed with Last-Event-ID.
  */
 import type { Command } from 'commander';
+import { definedFields } from '../../defined-fields.js';
 import { sleep } from '../../sleep.js';
 import { serverSentEvents } from '../event-stream.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_REJECTED } from '../exit.js';
+import { voice } from '../voice.js';
 
 const TERMINAL_EVENTS = new Set(['completed', 'failed', 'expired', 'cancelled']);
 /** Reconnections in a row without any event before giving up. */
@@ -59,19 +61,30 @@ async function watchTask(id: string, options: WatchOptions): Promise<number> {
         heard = true;
         if (event.id !== undefined) lastId = event.id;
         if (TERMINAL_EVENTS.has(event.event)) {
-          process.stderr.write(`${id}: ${event.event}\n`);
+          voice().say(`${id}: ${event.event}`, { msg: event.event, taskId: id });
           process.stdout.write(`${event.data}\n`);
           return event.event === 'completed' ? EXIT_OK : EXIT_REJECTED;
         }
-        if (event.event === 'progress') process.stderr.write(`${id}: ${progressLine(event.data)}\n`);
+        if (event.event === 'progress') voice().say(`${id}: ${progressLine(event.data)}`, { msg: 'progress', taskId: id, ...progressFields(event.data) });
       }
     } catch (err) {
-      process.stderr.write(`${id}: connection lost (${err instanceof Error ? err.message : String(err)})\n`);
+      voice().say(`${id}: connection lost (${err instanceof Error ? err.message : String(err)})`, { level: 'warn', msg: 'connection lost', taskId: id, err });
     }
     quietTries = heard ? 0 : quietTries + 1;
     if (quietTries >= MAX_RECONNECTS) return fail(`The gateway at ${base} closed the stream ${MAX_RECONNECTS} times without an event`);
-    process.stderr.write(`${id}: stream ended before the task settled; resuming${lastId === undefined ? '' : ` after event ${lastId}`}\n`);
+    const resuming = `stream ended before the task settled; resuming${lastId === undefined ? '' : ` after event ${lastId}`}`;
+    voice().say(`${id}: ${resuming}`, { level: 'warn', msg: resuming, taskId: id });
     await sleep(RECONNECT_DELAY_MS);
+  }
+}
+
+/** A progress event's figures as a record's fields (--log-format json); none when the data is not JSON. */
+function progressFields(data: string): Record<string, unknown> {
+  try {
+    const p = JSON.parse(data) as Record<string, unknown>;
+    return definedFields({ stage: p['stage'], done: p['done'], total: p['total'], unit: p['unit'], percent: p['percent'], etaSeconds: p['etaSeconds'] });
+  } catch {
+    return {};
   }
 }
 
@@ -108,6 +121,6 @@ async function refusal(res: Response): Promise<string> {
 }
 
 function fail(message: string): number {
-  process.stderr.write(`media-worker: ${message}\n`);
+  voice().say(`media-worker: ${message}`, { level: 'error', msg: message });
   return EXIT_FAILURE;
 }

@@ -8,6 +8,7 @@ import { parsePositiveInt } from '../flags.js';
 import { estimateLine, estimateUpscale } from '../estimate.js';
 import { hardwareFor, runLocally } from '../local-run.js';
 import { refuseMisnamedOutput } from '../output-name.js';
+import { voice } from '../voice.js';
 import { definedFields } from '../../defined-fields.js';
 import { HDR_MODES } from '../../video/settings.js';
 
@@ -88,7 +89,8 @@ function register(program: Command, spec: UpscaleCommandSpec): void {
         await refuseMisnamedOutput(job, opts.output);
         const hardware = await hardwareFor(job, ctx);
         const estimate = await estimateUpscale(job, opts.factor as UpscaleFactor, hardware.config, opts.model);
-        process.stderr.write(`${estimateLine(estimate)}\n`);
+        const line = estimateLine(estimate);
+        voice().say(line, { msg: line, estimate });
         const task = await runLocally(job, ctx, {
           hardware,
           estimateSeconds: estimate.seconds,
