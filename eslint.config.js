@@ -1,22 +1,33 @@
 /**
  * ESLint for src/, scripts/, test/ and bench/: typescript-eslint's recommended
- * rules, no import cycles, one logging style, and the folder boundaries of src/ (eslint/boundaries.js;
- * README "Boundaries").
+ * rules, no import cycles (type-only imports included: eslint/cycles.js), one logging style, and the
+ * folder boundaries of src/ (eslint/boundaries.js), whose layers are the table in docs/layers.md
+ * (eslint/layers.js reads it).
  */
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'eslint/config';
 import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 import boundaries from './eslint/boundaries.js';
+import cycles from './eslint/cycles.js';
+import { repositoryLayers } from './eslint/layers.js';
+
+const ROOT = fileURLToPath(new URL('.', import.meta.url));
 
 const TS_FILES = ['src/**/*.ts', 'scripts/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', '*.ts'];
+
+/** The wire's imports, refused below the protocol. */
+const WIRE = [
+  { group: ['@nats-io/*'], message: 'only protocol/, worker/, gateway/ and the command line talk to NATS' },
+  { group: ['**/protocol/*'], message: 'the wire protocol is for worker/ and gateway/; the pipelines and the application layer never see it' },
+];
 
 export default defineConfig(
   { ignores: ['dist/', 'node_modules/', 'models/', 'coverage/'] },
   { files: TS_FILES, extends: [tseslint.configs.recommended] },
   {
     files: TS_FILES,
-    plugins: { 'import-x': importX },
+    plugins: { 'import-x': importX, cycles },
     settings: {
       'import-x/extensions': ['.ts', '.js'],
       'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
@@ -24,7 +35,10 @@ export default defineConfig(
       'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json'], extensionAlias: { '.js': ['.ts', '.js'] } })],
     },
     rules: {
+      // import-x's rule finds runtime cycles and names the route; it skips every `import type` by
+      // design, so cycles/no-cycle (eslint/cycles.js) counts those too (docs/layers.md, "Cycles").
       'import-x/no-cycle': 'error',
+      'cycles/no-cycle': 'error',
       // A leading underscore marks a binding kept unused on purpose; rest siblings drop fields from a copy.
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
     },
@@ -37,16 +51,27 @@ export default defineConfig(
     },
   },
   {
-    // "Nothing below the protocol knows NATS exists" (README "Boundaries"); the application layer
-    // joins the worker to the pipelines without touching NATS either.
+    // "Nothing below the protocol knows NATS exists" (docs/architecture.md "Boundaries"); the
+    // application layer joins the worker to the pipelines without touching NATS either.
     files: ['src/{media,video,inference,jobs,upscale,lipsync,music,app}/**/*.ts', 'src/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: WIRE }] },
+  },
+  {
+    // The kinds' shape inside jobs/ and app/ (docs/layers.md, "Inside jobs/ and app/: the kinds"):
+    // the generic modules are handed the kinds, they never import the kinds' rooms or the registry.
+    // The patterns of a file replace the block's above, so the wire's come along.
+    files: ['src/jobs/*.ts', 'src/app/*.ts'],
+    ignores: ['src/jobs/{index,models,schemas,quote,failures,wire-schemas}.ts', 'src/app/{index,daemon,with-kinds}.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
-            { group: ['@nats-io/*'], message: 'only protocol/, worker/, gateway/ and the command line talk to NATS' },
-            { group: ['**/protocol/*'], message: 'the wire protocol is for worker/ and gateway/; the pipelines and the application layer never see it' },
+            ...WIRE,
+            {
+              group: ['./kinds/*', './kinds/**'],
+              message: 'a generic module names no kind: the kinds and their registry are handed in as a value (docs/layers.md, "Inside jobs/ and app/: the kinds")',
+            },
           ],
         },
       ],
@@ -59,27 +84,11 @@ export default defineConfig(
       'boundaries/imports': [
         'error',
         {
-          root: fileURLToPath(new URL('.', import.meta.url)),
-          // Lowest first: an area imports only areas of lower layers, never one of its own layer. The
-          // files at src/'s top are areas too: the leaves at the bottom, config.ts (which composes
-          // every folder's settings) above the worker and the gateway, the entry src/cli.ts on top.
-          // protocol/ is the wire under both worker/ and gateway/; these two share the pipelines'
-          // layer, so none of them imports another: app/ joins the worker to the pipelines
-          // (README "A job's path").
-          layers: [
-            ['errors.ts', 'logger.ts', 'paths.ts', 'seeded-random.ts', 'settings-table.ts', 'throttle.ts', 'sleep.ts', 'defined-fields.ts'],
-            // Tracing's spans wrap steps of every layer above it; it knows none of them.
-            ['telemetry'],
-            ['media'],
-            ['video', 'inference'],
-            ['jobs'],
-            ['protocol'],
-            ['upscale', 'lipsync', 'music', 'music-video', 'worker', 'gateway'],
-            ['config.ts'],
-            ['app'],
-            ['cli'],
-            ['cli.ts'],
-          ],
+          root: ROOT,
+          // Lowest first: an area imports only areas of lower layers, never one of its own layer.
+          // The table of docs/layers.md is the one list, with why each area sits where it does: it is
+          // read here, and a table that does not parse, or does not place every room of src/, fails.
+          layers: repositoryLayers(ROOT),
           // A folder's pure settings (constants and parsers, no runtime imports) are its second way in,
           // so that src/config.ts reads every setting without loading ONNX Runtime or sharp.
           // The tile plan is pure geometry that the contract prices with (jobs/cost-model.ts): the

@@ -1,14 +1,16 @@
 /**
- * The project's ESLint config keeps the folder boundaries of src/ (README "Boundaries"): small
- * snippets linted at virtual paths through ESLint's Node API must be refused or let through by
- * `boundaries/imports`, and an import cycle between two files on disk by `import-x/no-cycle`.
+ * The project's ESLint config keeps the folder boundaries of src/ (docs/layers.md): small snippets
+ * linted at virtual paths through ESLint's Node API must be refused or let through by
+ * `boundaries/imports`, whose layers are docs/layers.md's table; the generic modules of jobs/ and
+ * app/ never import the kinds; and an import cycle planted in a folder of the repository, through
+ * `import type` too, fails the lint (`cycles/no-cycle`, and `import-x/no-cycle` for a runtime one).
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ESLint } from 'eslint';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { layersOf, roomsOf } from '../eslint/layers.js';
 
 const CONFIG = path.join(PACKAGE_ROOT, 'eslint.config.js');
 const eslint = new ESLint({ cwd: PACKAGE_ROOT, overrideConfigFile: CONFIG });
@@ -111,21 +113,114 @@ describe('no-restricted-imports', () => {
   });
 });
 
-describe('import-x/no-cycle', () => {
-  const dirs: string[] = [];
-  afterAll(async () => {
-    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
+describe('the kinds inside jobs/ and app/ (docs/layers.md)', () => {
+  it.each([
+    ['src/jobs/kind-contract.ts', './kinds/lipsync/types.js'],
+    ['src/jobs/pricing.ts', './kinds/index.js'],
+    ['src/app/run-job.ts', './kinds/index.js'],
+    ['src/app/hardware.ts', './kinds/music.js'],
+  ])('keeps the kinds out of the generic %s (%s)', async (filePath, specifier) => {
+    const [result] = await eslint.lintText(`export { x } from '${specifier}';\n`, { filePath });
+    expect(result!.messages.map((m) => m.message).join('\n')).toContain('a generic module names no kind');
   });
 
+  it.each([
+    ['src/jobs/models.ts', './kinds/index.js'],
+    ['src/app/with-kinds.ts', './kinds/index.js'],
+    ['src/app/kinds/index.ts', './lipsync.js'],
+  ])('lets %s import %s: it derives from the registry, or is it', async (filePath, specifier) => {
+    const [result] = await eslint.lintText(`export { x } from '${specifier}';\n`, { filePath });
+    expect(result!.messages.filter((m) => m.ruleId === 'no-restricted-imports')).toEqual([]);
+  });
+});
+
+describe('the layers table (docs/layers.md)', () => {
+  let doc: string;
+  beforeAll(async () => {
+    doc = await readFile(path.join(PACKAGE_ROOT, 'docs', 'layers.md'), 'utf8');
+  });
+
+  it('is the boundaries rule\'s layers, and places every room of src/ once', async () => {
+    const config = (await eslint.calculateConfigForFile('src/app/run-job.ts')) as { rules: Record<string, [unknown, { layers: string[][] }]> };
+    const layers = layersOf(doc, roomsOf(path.join(PACKAGE_ROOT, 'src')));
+    expect(config.rules['boundaries/imports']![1].layers).toEqual(layers);
+    expect(layers.flat().sort()).toEqual(roomsOf(path.join(PACKAGE_ROOT, 'src')));
+    // What the table says, in the order the rule reads it.
+    expect(layers.map((rooms) => rooms.join(' '))).toContain('upscale lipsync music music-video worker gateway');
+    expect(layers.indexOf(layers.find((rooms) => rooms.includes('jobs'))!)).toBeLessThan(layers.indexOf(layers.find((rooms) => rooms.includes('app'))!));
+  });
+
+  it.each([
+    ['a room in two layers', (t: string) => t.replace('| 3 | `media/` |', '| 3 | `media/` `telemetry/` |'), 'telemetry is in layer 2 and in layer 3'],
+    ['a "May import" that is not every lower layer', (t: string) => t.replace('| 9 | `app/` | 1–8 |', '| 9 | `app/` | 1–7 |'), 'layer 9 "May import" says "1–7"'],
+    ['a layer out of order', (t: string) => t.replace('| 4 | `video/`', '| 5 | `video/`'), 'row 4 of the layers table is layer "5"'],
+    ['a room of src/ left out', (t: string) => t.replace(' `sleep.ts`', ''), 'src/ has rooms the layers table does not place: sleep.ts'],
+    ['a room src/ does not have', (t: string) => t.replace('`cli/` |', '`cli/` `extras/` |'), 'the layers table names rooms src/ does not have: extras'],
+    ['no table', (t: string) => t.replace('<!-- /layers -->', ''), 'no table between'],
+  ])('fails the lint on %s', (_what, edit, message) => {
+    expect(() => layersOf(edit(doc), roomsOf(path.join(PACKAGE_ROOT, 'src')))).toThrow(message);
+  });
+});
+
+describe('no import cycle (cycles/no-cycle, import-x/no-cycle)', () => {
+  // The rules follow imports on disk: the files are planted in a folder of the repository, inside the
+  // lint's scope (test/**), and linted with the project's own config, then removed.
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(PACKAGE_ROOT, 'test', 'lint-cycle-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function plant(files: Record<string, string>): Promise<Record<string, string[]>> {
+    const names = Object.keys(files);
+    const sub = await mkdtemp(path.join(dir, 'case-'));
+    await Promise.all(names.map((name) => writeFile(path.join(sub, name), files[name]!)));
+    const results = await eslint.lintFiles(names.map((name) => path.join(sub, name)));
+    return Object.fromEntries(results.map((r) => [path.basename(r.filePath), r.messages.map((m) => `${m.ruleId}: ${m.message}`)]));
+  }
+
   it('refuses two modules that import each other', async () => {
-    // The rule follows imports on disk, so the two files are real (outside the repository, linted with its config).
-    const dir = await mkdtemp(path.join(tmpdir(), 'lint-cycle-'));
-    dirs.push(dir);
-    await mkdir(path.join(dir, 'src', 'media'), { recursive: true });
-    await writeFile(path.join(dir, 'src', 'media', 'a.ts'), "import { b } from './b.js';\nexport const a = (): number => b() + 1;\n");
-    await writeFile(path.join(dir, 'src', 'media', 'b.ts'), "import { a } from './a.js';\nexport const b = (): number => a() - 1;\n");
-    const inDir = new ESLint({ cwd: dir, overrideConfigFile: CONFIG });
-    const results = await inDir.lintFiles(['src/media/a.ts']);
-    expect(results[0]!.messages.map((m) => m.ruleId)).toEqual(['import-x/no-cycle']);
+    const messages = await plant({
+      'a.ts': "import { b } from './b.js';\nexport const a = (): number => b() + 1;\n",
+      'b.ts': "import { a } from './a.js';\nexport const b = (): number => a() - 1;\n",
+    });
+    for (const file of ['a.ts', 'b.ts']) {
+      expect(messages[file]!.map((m) => m.split(':')[0])).toEqual(['import-x/no-cycle', 'cycles/no-cycle']);
+    }
+    const other = { 'a.ts': 'b.ts', 'b.ts': 'a.ts' } as const;
+    for (const file of ['a.ts', 'b.ts'] as const) {
+      expect(messages[file]![1]).toMatch(new RegExp(`Import cycle: test/lint-cycle-\\w+/case-\\w+/${file} → test/lint-cycle-\\w+/case-\\w+/${other[file]} → test/lint-cycle-\\w+/case-\\w+/${file}\\.`));
+    }
+  });
+
+  it('refuses a cycle through `import type`, which import-x/no-cycle lets through by design', async () => {
+    const messages = await plant({
+      'shape.ts': "import type { Maker } from './maker.js';\nexport interface Shape { made: Maker }\n",
+      'maker.ts': "import type { Shape } from './shape.js';\nexport type Maker = () => Shape;\n",
+    });
+    expect(messages['shape.ts']!.map((m) => m.split(':')[0])).toEqual(['cycles/no-cycle']);
+    expect(messages['maker.ts']!.map((m) => m.split(':')[0])).toEqual(['cycles/no-cycle']);
+  });
+
+  it('follows every kind of import around a longer cycle: export from, import() types, dynamic import()', async () => {
+    const messages = await plant({
+      'one.ts': "export type { Two } from './two.js';\nexport const one = 1;\n",
+      'two.ts': "export type Two = typeof import('./three.js');\n",
+      'three.ts': "export const three = async (): Promise<number> => (await import('./one.js')).one;\n",
+    });
+    for (const file of ['one.ts', 'two.ts', 'three.ts']) {
+      expect(messages[file]!.filter((m) => m.startsWith('cycles/no-cycle'))).toHaveLength(1);
+    }
+    expect(messages['one.ts']![0]).toMatch(/one\.ts → \S+two\.ts → \S+three\.ts → \S+one\.ts\./);
+  });
+
+  it('lets a chain without a way back through', async () => {
+    const messages = await plant({
+      'top.ts': "import type { Low } from './low.js';\nimport { low } from './low.js';\nexport const top = (l: Low): number => low(l);\n",
+      'low.ts': 'export type Low = number;\nexport const low = (n: Low): number => n;\n',
+    });
+    expect(messages).toEqual({ 'top.ts': [], 'low.ts': [] });
   });
 });

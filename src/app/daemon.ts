@@ -21,11 +21,13 @@ import {
   type WorkerSettings,
 } from '../worker/index.js';
 import { deviceLine, type DeviceDescription } from './device.js';
-import { PROVIDER_KINDS, probeHardware, withProviderCheck, type ProbedHardware } from './hardware.js';
+import { probeHardware, type ProbedHardware } from './hardware.js';
+import type { Engine } from './kind-runtime.js';
 import { hardwareClassOf } from './quote-policy.js';
 import { readinessChecks } from './readiness.js';
-import { createEngine, executeJob, quoteOnly, type Engine } from './run-job.js';
+import { executeJob } from './run-job.js';
 import { warmNetworks } from './warm-start.js';
+import { PROVIDER_KINDS, createEngine, quoteOnly, withProviderCheck } from './with-kinds.js';
 import { JOB_KINDS, KINDS } from '../jobs/index.js';
 import { RUNTIMES } from './kinds/index.js';
 import { startTracing, telemetrySettingsFromEnv, type TelemetrySettings } from '../telemetry/index.js';

@@ -17,12 +17,14 @@ import {
   type ProviderProbe,
 } from '../inference/index.js';
 import { JOB_KINDS, type JobKind } from '../jobs/index.js';
-import { RUNTIMES } from './kinds/index.js';
 import type { KindChecks } from '../worker/index.js';
 import { describeDevice, deviceBudgetMb, type DeviceDescription } from './device.js';
+import type { KindRuntimes } from './kind-runtime.js';
 
 /** The kinds whose jobs run networks on the execution provider (their runtime's `usesExecutionProvider`). */
-export const PROVIDER_KINDS: readonly JobKind[] = JOB_KINDS.filter((kind) => RUNTIMES[kind].usesExecutionProvider);
+export function providerKinds(runtimes: KindRuntimes): JobKind[] {
+  return JOB_KINDS.filter((kind) => runtimes.byKind[kind].usesExecutionProvider);
+}
 
 export interface ProbedHardware {
   probe: ProviderProbe;
@@ -69,10 +71,10 @@ export async function probeHardware(
   };
 }
 
-/** Adds the provider check to the kinds that run networks: failing while `shortfall` says why. */
-export function withProviderCheck(checks: KindChecks, shortfall: string | null): KindChecks {
+/** Adds the provider check to the kinds that run networks (providerKinds): failing while `shortfall` says why. */
+export function withProviderCheck(runtimes: KindRuntimes, checks: KindChecks, shortfall: string | null): KindChecks {
   const out: KindChecks = { ...checks };
-  for (const kind of PROVIDER_KINDS) {
+  for (const kind of providerKinds(runtimes)) {
     out[kind] = [...(checks[kind] ?? []), { name: 'execution-provider', run: () => Promise.resolve(shortfall) }];
   }
   return out;

@@ -4,19 +4,12 @@
  * README "A job's path" follows one job through these files.
  */
 export { daemonSettings, startDaemon, withConfiguredSlots, type Daemon } from './daemon.js';
-export { PROVIDER_KINDS, probeHardware, srHardwareOptions, tensorrtEnvironment, tileMemoryBytes, withProviderCheck, type ProbedHardware } from './hardware.js';
+export { probeHardware, srHardwareOptions, tensorrtEnvironment, tileMemoryBytes, type ProbedHardware } from './hardware.js';
 export { mediaDepsOptions, registryOptions } from './layer-options.js';
-export {
-  hardwareClassOf,
-  quotePolicy,
-  srModelForJob,
-  srNetworkCost,
-  timeLimitsFromEnv,
-  workLimits,
-  workerCores,
-  type TimeLimitsMs,
-} from './quote-policy.js';
-export { diskNeed, readinessChecks, type ReadinessContext } from './readiness.js';
-export { RUNTIMES, modelGenerators } from './kinds/index.js';
-export type { KindRuntime, PipelineContext, WarmContext } from './kind-runtime.js';
-export { createEngine, executeJob, quoteOnly, type Engine, type ExecuteOptions, type ExecutedJob, type StoreFile } from './run-job.js';
+export { hardwareClassOf, srModelForJob, srNetworkCost, timeLimitsFromEnv, workLimits, workerCores } from './quote-policy.js';
+export { readinessChecks } from './readiness.js';
+export { KIND_RUNTIMES, RUNTIMES, modelGenerators, type KindStates } from './kinds/index.js';
+export type { Engine, ExecuteOptions, KindRuntime, KindRuntimes, PipelineContext, ReadinessContext, StoreFile, TimeLimitsMs, WarmContext } from './kind-runtime.js';
+export { executeJob, type ExecutedJob } from './run-job.js';
+// The corridor, quoting, hardware and readiness with this worker's kinds handed in.
+export { PROVIDER_KINDS, createEngine, diskNeed, quoteOnly, quotePolicy, withProviderCheck } from './with-kinds.js';

@@ -1,24 +1,80 @@
 /**
  * The runtime half of a job kind (README "Architecture"): what the contract's descriptor
  * (src/jobs/kinds/) leaves to the host that runs it. One object per kind under src/app/kinds/,
- * in a registry typed `{ [K in JobKind]: KindRuntime<K> }` (src/app/kinds/index.ts): its pipeline
- * binding, its readiness checks, what a job needs on disk, what warm-up opens, whether it runs on
- * the execution providers, and the slots a host configured for it gets. The gateway never sees this half.
+ * in a registry typed `{ [K in JobKind]: KindRuntime<K, KindStates> }` (src/app/kinds/index.ts): its
+ * pipeline binding, its readiness checks, what a job needs on disk, what warm-up opens, whether it
+ * runs on the execution providers, and the slots a host configured for it gets. The gateway never
+ * sees this half.
+ *
+ * Also what a runtime is handed (the engine, a job's options, the readiness context) and the
+ * registry as a value (KindRuntimes): the corridor (run-job.ts), readiness, hardware and quoting
+ * take it as an argument, so that none of them imports a kind, and nothing here names one. `S` is
+ * what the kinds keep open between jobs (the registry's KindStates); a runtime names only the part
+ * it reads.
  */
+import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import type { JobKind, JobOf, QuotedOf, ResultOf } from '../jobs/index.js';
-import type { ModelGenerator, SrUse, SR_FACTORS } from '../inference/index.js';
+import type { HardwareProfile, JobKind, JobOf, JobProgress, KindPolicies, QuotedJob, QuotedOf, ResultOf } from '../jobs/index.js';
+import type { ModelGenerator, SessionCache, SrModelLoader, SrUse, SR_FACTORS } from '../inference/index.js';
 import type { SniffedFormat } from '../media/index.js';
 import type { DiskNeed, ReadinessCheck } from '../worker/index.js';
-import type { ReadinessContext } from './readiness-checks.js';
-import type { KindStates } from './kinds/index.js';
-import type { Engine, ExecuteOptions } from './run-job.js';
+import type { WorkerSettings } from '../worker/settings.js';
+
+/** Processing time limit per kind, in milliseconds (the daemon's watchdog, WORKER_WATCHDOG_MS). */
+export type TimeLimitsMs = Readonly<Record<JobKind, number>>;
+
+/** Long-lived state shared by every job of a process: sessions are created once and reused (run-job.ts creates it). */
+export interface Engine<S = unknown> {
+  config: Config;
+  sessions: SessionCache;
+  /** Sessions on the calling thread, for networks of several inputs or outputs (face detection, mouth synchronisation). */
+  inlineSessions: SessionCache;
+  loadSrModel: SrModelLoader;
+  /** What the kinds keep open between jobs, opened once here (their registry's `openStates`). */
+  kinds: S;
+  /** The kinds' runtime halves, handed in when the engine was created. */
+  runtimes: KindRuntimes<S>;
+  /** Processing time limit per kind (the daemon's watchdog): the quote refuses what could not finish in it. */
+  timeLimitsMs: TimeLimitsMs;
+  /** Releases every session, and what each kind's runtime keeps open (shutdown). */
+  release(): Promise<void>;
+}
+
+/**
+ * Moves a finished file to where results live and says where it can be fetched: a public URL
+ * (the daemon's results store) or a local path (the command line). `name` (file name without
+ * extension) is set for tasks with several files: `song-1`, `cover-1`, ...
+ */
+export type StoreFile = (localPath: string, meta: { taskId: string; ext: string; kind: QuotedJob['kind']; name?: string }) => Promise<{ url: string }>;
+
+export interface ExecuteOptions {
+  taskId: string;
+  logger: Logger;
+  signal?: AbortSignal;
+  onProgress?: (p: JobProgress) => void;
+  /** CLI only: job inputs may be local paths. */
+  allowLocalPaths: boolean;
+  store: StoreFile;
+  /** CLI overrides for the upscalers. */
+  modelName?: string;
+  tile?: number;
+}
+
+/** What a kind's readiness checks are built from (readiness.ts adds the shared directory and disk checks). */
+export interface ReadinessContext<S = unknown> {
+  config: Config;
+  settings: Pick<WorkerSettings, 'resultsDir' | 'diskReserveMb'>;
+  engine: Engine<S>;
+  logger: Logger;
+  /** Free bytes in a directory's file system (tests fake a full disk). */
+  freeBytes?: (dir: string) => Promise<number>;
+}
 
 /** What a pipeline binding gets besides its quoted job. */
-export interface PipelineContext {
+export interface PipelineContext<S = unknown> {
   /** The job's temp directory (removed after the job). */
   dir: string;
-  engine: Engine;
+  engine: Engine<S>;
   opts: ExecuteOptions;
   /** The optional fields every pipeline takes, prepared once. */
   binaries: { ffmpegPath?: string; ffprobePath?: string };
@@ -27,27 +83,28 @@ export interface PipelineContext {
 }
 
 /** What a kind's warm-up adds steps with (src/app/warm-start.ts). */
-export interface WarmContext {
-  engine: Engine;
+export interface WarmContext<S = unknown> {
+  engine: Engine<S>;
   /** Opens and runs a super-resolution network once per network and shape. */
   sr(use: SrUse, factor: (typeof SR_FACTORS)[number]): void;
   /** Any other step: `what` names it in the warm-up report. */
   step(what: string, run: () => Promise<unknown>): void;
 }
 
-export interface KindRuntime<K extends JobKind> {
+/** The runtime half of kind `K`; `S`: the part of what the kinds keep open that it reads (nothing, by default). */
+export interface KindRuntime<K extends JobKind, S = unknown> {
   /** Runs the kind's pipeline on a quoted job, stores what it made (opts.store) and answers the result. */
-  run(quoted: QuotedOf<K>, ctx: PipelineContext): Promise<ResultOf<K>>;
+  run(quoted: QuotedOf<K>, ctx: PipelineContext<S>): Promise<ResultOf<K>>;
   /** Its own readiness checks (the directories and the disk are checked for every kind). */
-  readiness(ctx: ReadinessContext): ReadinessCheck[];
+  readiness(ctx: ReadinessContext<S>): ReadinessCheck[];
   /** What one job can need on disk (docs/operations.md, "Disk space"). */
   diskNeed(config: Config): DiskNeed;
   /** The networks its jobs run, opened (and run) before the daemon reports ready. */
-  warm(ctx: WarmContext): void;
+  warm(ctx: WarmContext<S>): void;
   /** Whether its jobs run networks on the execution provider (a host whose provider fails does not take them). */
   usesExecutionProvider: boolean;
   /** Releases what it keeps open between jobs (threads, backends: its part of `engine.kinds`), at shutdown. */
-  release?(states: KindStates): Promise<unknown>;
+  release?(states: S): Promise<unknown>;
   /**
    * The extension of the one file its run will write, where the job says it before the run (`sniff`
    * reads a local input's format; undefined for a URL or an unreadable file), so that the command
@@ -59,4 +116,17 @@ export interface KindRuntime<K extends JobKind> {
   modelGenerators?: Readonly<Record<string, ModelGenerator>>;
   /** Slots a host configured for it gets while WORKER_CONCURRENCY is unset and leaves it at 0 (a backend configured, say). */
   configuredSlots?(config: Config): number;
+}
+
+/**
+ * The registry of the runtime halves as a value (src/app/kinds/index.ts builds the one this worker
+ * has): what the corridor (run-job.ts), readiness, hardware and quoting are handed.
+ */
+export interface KindRuntimes<S = unknown> {
+  /** One runtime half per kind. */
+  byKind: { readonly [K in JobKind]: KindRuntime<K, S> };
+  /** Opens what the kinds keep open, once per engine (createEngine). */
+  openStates(config: Config, logger: Logger): S;
+  /** Each kind's own part of the quote policy, from the settings and the host's hardware. */
+  policies(config: Config, hardware: HardwareProfile): KindPolicies;
 }

@@ -1,7 +1,7 @@
 /**
  * The quote's policy built from the settings: work limits, the hardware class the estimates are
- * for, each kind's own limits and figures (its runtime half builds them), the processing time limit
- * per kind, and which super-resolution network would serve a job.
+ * for, each kind's own limits and figures (its runtime half builds them: the registry is handed in,
+ * KindRuntimes), the processing time limit per kind, and which super-resolution network would serve a job.
  * One function builds it for the quote service, `quote`, `run` and `serve`, so all refuse alike.
  */
 import os from 'node:os';
@@ -14,17 +14,16 @@ import {
   hardwareProfile,
   byKind,
   type HardwareClassName,
-  type JobKind,
   type QuotePolicy,
   type SrNetworkCost,
   type UpscaleFactor,
   type WorkLimits,
 } from '../jobs/index.js';
-import { kindPolicies } from './kinds/index.js';
+import type { KindRuntimes, TimeLimitsMs } from './kind-runtime.js';
 import { registryOptions } from './layer-options.js';
 import { WORKER_SETTINGS } from '../worker/settings.js';
 
-export type TimeLimitsMs = Readonly<Record<JobKind, number>>;
+export type { TimeLimitsMs } from './kind-runtime.js';
 
 /**
  * The network name that serves a job: the caller's explicit model (CLI `--model`), else the one
@@ -78,13 +77,14 @@ export function workerCores(config: Config): number {
   return config.threads > 0 ? config.threads : os.availableParallelism();
 }
 
-export function quotePolicy(config: Config, timeLimitsMs: TimeLimitsMs, explicitModel?: string): QuotePolicy {
+/** `runtimes`: the kinds' runtime halves, whose `policies` builds each kind's own part. */
+export function quotePolicy(runtimes: Pick<KindRuntimes, 'policies'>, config: Config, timeLimitsMs: TimeLimitsMs, explicitModel?: string): QuotePolicy {
   const seconds = (ms: number): number => ms / 1000;
   const hardware = hardwareProfile(hardwareClassOf(config), workerCores(config));
   return {
     limits: workLimits(config),
     hardware,
-    kinds: kindPolicies(config, hardware),
+    kinds: runtimes.policies(config, hardware),
     timeLimitSeconds: byKind((kind) => seconds(timeLimitsMs[kind.kind])),
     srNetwork: (kind, factor) => srNetworkCost(srModelForJob(config.srModels, kind, factor, explicitModel), config, explicitModel !== undefined),
   };

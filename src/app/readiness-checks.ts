@@ -6,28 +6,16 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from 'pino';
-import type { Config } from '../config.js';
-import type { Engine } from './run-job.js';
 import { ensureModelFile, chooseSrModel, type SrUse } from '../inference/index.js';
 import { JOB_DIR_PREFIX, ownerToken, resolveFfmpeg } from '../media/index.js';
 import { registryOptions } from './layer-options.js';
 import type { ReadinessCheck } from '../worker/index.js';
-import type { WorkerSettings } from '../worker/settings.js';
+import type { ReadinessContext } from './kind-runtime.js';
 import { errorMessage } from '../errors.js';
 import { definedFields } from '../defined-fields.js';
 
 /** Bytes per second of an encoded video result, a generous bound (4K H.264 at CRF 18 stays below). */
 export const VIDEO_OUTPUT_BYTES_PER_SECOND = 60_000_000 / 8;
-
-export interface ReadinessContext {
-  config: Config;
-  settings: Pick<WorkerSettings, 'resultsDir' | 'diskReserveMb'>;
-  engine: Engine;
-  logger: Logger;
-  /** Free bytes in a directory's file system (tests fake a full disk). */
-  freeBytes?: (dir: string) => Promise<number>;
-}
 
 /** The directory can be created and written (a probe file, removed at once). */
 export function writableDirCheck(name: string, dir: string): ReadinessCheck {

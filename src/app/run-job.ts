@@ -1,42 +1,34 @@
 /**
  * One job from start to result, the same for `media-worker run` and the daemon: a temp directory,
  * quote (fetch, probe, price), the pipeline for the job's kind, then `store` moves the output to
- * where results live and names it. Nothing here knows NATS or the terminal.
+ * where results live and names it. Nothing here knows NATS or the terminal, nor any kind: the
+ * kinds' runtime halves are handed in (KindRuntimes: to the engine, and to `quoteOnly`), and the
+ * job's kind picks its own.
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { definedFields } from '../defined-fields.js';
-import { SessionCache, createSrModelLoader, type SrModelLoader } from '../inference/index.js';
-import { JOB_KINDS, JobError, pipelineFailure, quoteJob, type Job, type JobKind, type JobProgress, type Quote, type QuoteDeps, type QuotedJob, type QuotedOf, type TaskResult } from '../jobs/index.js';
-import { quotePolicy, timeLimitsFromEnv, type TimeLimitsMs } from './quote-policy.js';
+import { SessionCache, createSrModelLoader } from '../inference/index.js';
+import { JOB_KINDS, JobError, pipelineFailure, quoteJob, type Job, type JobKind, type Quote, type QuoteDeps, type QuotedJob, type QuotedOf, type TaskResult } from '../jobs/index.js';
+import { quotePolicy, timeLimitsFromEnv } from './quote-policy.js';
 import { createMediaDeps, withJobDir } from '../media/index.js';
 import { tracingOn, withSpan } from '../telemetry/index.js';
 import { mediaDepsOptions, registryOptions } from './layer-options.js';
 import { srHardwareOptions } from './hardware.js';
-import type { PipelineContext } from './kind-runtime.js';
-import { RUNTIMES, openKindStates, type KindStates } from './kinds/index.js';
+import type { Engine, ExecuteOptions, KindRuntimes, PipelineContext, StoreFile, TimeLimitsMs } from './kind-runtime.js';
 
-/** Long-lived state shared by every job of a process: sessions are created once and reused. */
-export interface Engine {
-  config: Config;
-  sessions: SessionCache;
-  /** Sessions on the calling thread, for networks of several inputs or outputs (face detection, mouth synchronisation). */
-  inlineSessions: SessionCache;
-  loadSrModel: SrModelLoader;
-  /** What the kinds keep open between jobs, opened once here (src/app/kinds/index.ts). */
-  kinds: KindStates;
-  /** Processing time limit per kind (the daemon's watchdog): the quote refuses what could not finish in it. */
-  timeLimitsMs: TimeLimitsMs;
-  /** Releases every session, and what each kind's runtime keeps open (shutdown). */
-  release(): Promise<void>;
-}
+export type { Engine, ExecuteOptions, StoreFile } from './kind-runtime.js';
 
-/** `timeLimitsMs`: the daemon passes its watchdog settings; the CLI reads the same variable (WORKER_WATCHDOG_MS). */
-export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeLimitsMs = timeLimitsFromEnv()): Engine {
+/**
+ * The engine of a process: its sessions, the super-resolution loader and what the kinds keep open,
+ * with the kinds' runtime halves (`runtimes`, the registry as a value) it runs jobs with.
+ * `timeLimitsMs`: the daemon passes its watchdog settings; the CLI reads the same variable (WORKER_WATCHDOG_MS).
+ */
+export function createEngine<S>(runtimes: KindRuntimes<S>, config: Config, logger: Logger, timeLimitsMs: TimeLimitsMs = timeLimitsFromEnv()): Engine<S> {
   const settings = { executionProviders: config.executionProviders, threads: config.threads, deviceIndex: config.deviceIndex, logger };
   const sessions = new SessionCache(settings);
   const inlineSessions = new SessionCache({ ...settings, thread: false });
-  const kinds = openKindStates(config, logger);
+  const kinds = runtimes.openStates(config, logger);
   return {
     config,
     sessions,
@@ -44,30 +36,11 @@ export function createEngine(config: Config, logger: Logger, timeLimitsMs: TimeL
     timeLimitsMs,
     loadSrModel: createSrModelLoader({ sessions, choices: config.srModels, ...srHardwareOptions(config), ...registryOptions(config), logger }),
     kinds,
+    runtimes,
     async release() {
-      await Promise.all([sessions.release(), inlineSessions.release(), ...JOB_KINDS.map((kind) => RUNTIMES[kind].release?.(kinds))]);
+      await Promise.all([sessions.release(), inlineSessions.release(), ...JOB_KINDS.map((kind) => runtimes.byKind[kind].release?.(kinds))]);
     },
   };
-}
-
-/**
- * Moves a finished file to where results live and says where it can be fetched: a public URL
- * (the daemon's results store) or a local path (the command line). `name` (file name without
- * extension) is set for tasks with several files: `song-1`, `cover-1`, ...
- */
-export type StoreFile = (localPath: string, meta: { taskId: string; ext: string; kind: QuotedJob['kind']; name?: string }) => Promise<{ url: string }>;
-
-export interface ExecuteOptions {
-  taskId: string;
-  logger: Logger;
-  signal?: AbortSignal;
-  onProgress?: (p: JobProgress) => void;
-  /** CLI only: job inputs may be local paths. */
-  allowLocalPaths: boolean;
-  store: StoreFile;
-  /** CLI overrides for the upscalers. */
-  modelName?: string;
-  tile?: number;
 }
 
 export interface ExecutedJob {
@@ -79,12 +52,12 @@ export interface ExecutedJob {
  * Quote only (the quote service and `media-worker quote`): fetched inputs live in a temp directory
  * that is gone when the price is known.
  */
-export async function quoteOnly(
-  job: Job,
-  config: Config,
-  opts: { taskId: string; allowLocalPaths: boolean; signal?: AbortSignal; timeLimitsMs?: TimeLimitsMs; modelName?: string },
-): Promise<Quote> {
-  return withJobDir(opts.taskId, async (dir) => (await quoteInDir(dir, job, config, opts)).quote, { root: config.tmpDir });
+export async function quoteOnly(runtimes: Pick<KindRuntimes, 'policies'>, job: Job, config: Config, opts: QuoteOnlyOptions): Promise<Quote> {
+  return withJobDir(opts.taskId, async (dir) => (await quoteInDir(runtimes, dir, job, config, opts)).quote, { root: config.tmpDir });
+}
+
+export interface QuoteOnlyOptions extends QuoteInDirOptions {
+  taskId: string;
 }
 
 interface QuoteInDirOptions {
@@ -96,12 +69,12 @@ interface QuoteInDirOptions {
   modelName?: string;
 }
 
-function quoteInDir(dir: string, job: Job, config: Config, opts: QuoteInDirOptions): Promise<QuotedJob> {
+function quoteInDir(runtimes: Pick<KindRuntimes, 'policies'>, dir: string, job: Job, config: Config, opts: QuoteInDirOptions): Promise<QuotedJob> {
   const deps = createMediaDeps(
     mediaDepsOptions(config, { dir, allowLocalPaths: opts.allowLocalPaths, ...definedFields({ signal: opts.signal }) }),
   );
   return withSpan('quote', { attributes: { 'media.model': job.model } }, async (span) => {
-    const quoted = await quoteJob(job, tracingOn() ? tracedDeps(deps) : deps, opts.signal, quotePolicy(config, opts.timeLimitsMs ?? timeLimitsFromEnv(), opts.modelName));
+    const quoted = await quoteJob(job, tracingOn() ? tracedDeps(deps) : deps, opts.signal, quotePolicy(runtimes, config, opts.timeLimitsMs ?? timeLimitsFromEnv(), opts.modelName));
     span.setAttributes({ 'media.kind': quoted.kind, 'media.credits': quoted.quote.creditsUsed });
     return quoted;
   });
@@ -117,12 +90,12 @@ function tracedDeps(deps: QuoteDeps): QuoteDeps {
   };
 }
 
-export async function executeJob(job: Job, engine: Engine, opts: ExecuteOptions): Promise<ExecutedJob> {
+export async function executeJob<S>(job: Job, engine: Engine<S>, opts: ExecuteOptions): Promise<ExecutedJob> {
   return withJobDir(
     opts.taskId,
     async (dir) => {
       opts.onProgress?.({ stage: 'fetching and probing' });
-      const quoted = await quoteInDir(dir, job, engine.config, { ...opts, timeLimitsMs: engine.timeLimitsMs });
+      const quoted = await quoteInDir(engine.runtimes, dir, job, engine.config, { ...opts, timeLimitsMs: engine.timeLimitsMs });
       opts.logger.info({ quote: quoted.quote }, 'job quoted');
       refuseUndercharged(job, quoted.quote);
       // The contract's edge: pipelines raise processing failures, and here, once, they take the
@@ -158,9 +131,9 @@ function refuseUndercharged(job: Job, quote: Quote): void {
   }
 }
 
-function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts: ExecuteOptions): Promise<TaskResult> {
+function runPipeline<S>(quoted: QuotedJob, dir: string, engine: Engine<S>, opts: ExecuteOptions): Promise<TaskResult> {
   const { config } = engine;
-  const context: PipelineContext = {
+  const context: PipelineContext<S> = {
     dir,
     engine,
     opts,
@@ -168,10 +141,10 @@ function runPipeline(quoted: QuotedJob, dir: string, engine: Engine, opts: Execu
     withSignal: definedFields({ signal: opts.signal }),
     upscaleChoices: definedFields({ modelName: opts.modelName, tile: opts.tile, signal: opts.signal }),
   };
-  return runOfKind(quoted.kind, quoted, context);
+  return runOfKind(engine.runtimes, quoted.kind, quoted, context);
 }
 
 /** The kind's pipeline binding (its runtime's `run`, src/app/kinds/). */
-function runOfKind<K extends JobKind>(kind: K, quoted: QuotedOf<K>, context: PipelineContext): Promise<TaskResult> {
-  return RUNTIMES[kind].run(quoted, context);
+function runOfKind<S, K extends JobKind>(runtimes: KindRuntimes<S>, kind: K, quoted: QuotedOf<K>, context: PipelineContext<S>): Promise<TaskResult> {
+  return runtimes.byKind[kind].run(quoted, context);
 }

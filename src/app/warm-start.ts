@@ -14,8 +14,7 @@ import { isGpuProvider, SR_FACTORS, type LoadedSrModel, type SrUse } from '../in
 import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 import type { Logger } from '../logger.js';
 import { errorMessage } from '../errors.js';
-import { RUNTIMES } from './kinds/index.js';
-import type { Engine } from './run-job.js';
+import type { Engine } from './kind-runtime.js';
 
 /** The side of the warm-up run on the CPU: enough to start every kernel and thread, cheap on any network. */
 export const CPU_WARM_SIDE = 16;
@@ -29,7 +28,7 @@ export interface WarmStep {
 }
 
 /** The networks each served kind runs, as steps that open (and run) them. */
-export function warmPlan(served: readonly JobKind[], engine: Engine, gpu: boolean): { what: string; run: () => Promise<unknown> }[] {
+export function warmPlan<S>(served: readonly JobKind[], engine: Engine<S>, gpu: boolean): { what: string; run: () => Promise<unknown> }[] {
   const steps: { what: string; run: () => Promise<unknown> }[] = [];
   const seen = new Set<string>();
   const sr = (use: SrUse, factor: (typeof SR_FACTORS)[number]): void => {
@@ -48,7 +47,7 @@ export function warmPlan(served: readonly JobKind[], engine: Engine, gpu: boolea
   };
   // In the registry's order, whatever order `served` names them in.
   const context = { engine, sr, step: (what: string, run: () => Promise<unknown>) => steps.push({ what, run }) };
-  for (const kind of JOB_KINDS) if (served.includes(kind)) RUNTIMES[kind].warm(context);
+  for (const kind of JOB_KINDS) if (served.includes(kind)) engine.runtimes.byKind[kind].warm(context);
   return steps;
 }
 
@@ -60,7 +59,7 @@ export function warmDims(loaded: Pick<LoadedSrModel, 'tiling'>, gpu: boolean): [
 }
 
 /** Opens and runs what the served kinds use; every step reported, none fatal. */
-export async function warmNetworks(config: Config, engine: Engine, served: readonly JobKind[], logger: Logger): Promise<WarmStep[]> {
+export async function warmNetworks<S>(config: Config, engine: Engine<S>, served: readonly JobKind[], logger: Logger): Promise<WarmStep[]> {
   const gpu = isGpuProvider(config.executionProviders[0] ?? 'cpu');
   const started = performance.now();
   const report: WarmStep[] = [];

@@ -16,7 +16,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type ort from 'onnxruntime-node';
-import type { NamedTensor, TensorOutput } from './session.js';
+import type { NamedTensor, TensorOutput } from './tensors.js';
 
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');

@@ -20,6 +20,7 @@ import {
   resolveThreadCount,
 } from './execution-providers.js';
 import { SessionThread, type ThreadSessionInfo } from './session-thread.js';
+import type { TensorOutput } from './tensors.js';
 import { firstErrorLine } from '../errors.js';
 
 /** The slice of a pino logger this module needs, so tests can pass a recorder. */
@@ -40,17 +41,7 @@ export interface SessionSettings {
 /** Batch, channels, height, width. */
 export type Nchw = readonly [number, number, number, number];
 
-export interface TensorOutput {
-  data: Float32Array;
-  dims: readonly number[];
-}
-
-/** One float32 input of a network with several (a mouth-synchronising network's mel and faces). */
-export interface NamedTensor {
-  name: string;
-  data: Float32Array;
-  dims: readonly number[];
-}
+export type { NamedTensor, TensorOutput } from './tensors.js';
 
 /** Runs one float32 NCHW tensor through a single-input, single-output network. */
 export interface TensorRunner {

@@ -4,8 +4,9 @@
  */
 export { ERROR_STATUS, JobError, ProcessingError, isExplainedFailure, isJobError, type ErrorCode, type JobErrorOptions } from '../errors.js';
 export { KIND_FAILURE_CODE, asJobError, deadlineError, pipelineFailure, type StopReason } from './failures.js';
-export type { Fields, Job, JobKind, JobOf, KindContract, KindPolicies, KindSettingDefaults, KindTool, KindTypeMap, KindedJob, ModelOf, Quote, QuoteOf, QuoteVerdict, QuotedJob, QuotedOf, ResultOf, TaskResult } from './kind-contract.js';
-// The registry, and each kind's public surface (its types, and what its pipeline and command line import).
+export type { Fields, KindDescriptor, KindSettingDefaults, KindTypes, QuoteVerdict, ToolDescriptor } from './kind-contract.js';
+// The registry with its type map (JobKind, Job, KindContract, QuotePolicy, ...), and each kind's public
+// surface (its types, its price, and what its pipeline and command line import).
 export * from './kinds/index.js';
 export { MEDIA_TYPES, isJobOfKind, isModelId, kindOfModel, kindedJob, modelEntry, modelsOfKind, reportedModel, MODEL_IDS, type ModelId } from './models.js';
 export {
@@ -29,23 +30,10 @@ export {
   VIDEO_UPSCALE_CONTAINERS,
   VIDEO_UPSCALE_MAX_SECONDS,
 } from './limits.js';
-// The one price list: every kind's section (spec 3).
+// What every kind's price shares (each kind's own price comes with the registry, above).
 export * from './pricing.js';
 export { checkQuote, errorBody, formatDuration, formatQuoteError, measuredStreams, minimumCredits, quoteJob } from './quote.js';
-export type {
-  ErrorBody,
-  ImageQuote,
-  ImageQuoteInput,
-  InputKind,
-  MeasuredStreams,
-  QuoteDeps,
-  QuoteEstimate,
-  QuotePolicy,
-  QuotedImageJob,
-  QuotedVideoJob,
-  VideoQuote,
-  VideoQuoteInput,
-} from './quote-types.js';
+export type { ErrorBody, InputKind, MeasuredStreams, QuoteDeps, QuoteEstimate, QuotePolicyOf } from './quote-types.js';
 export { checkAudio, checkFormat, checkVideo } from './input-checks.js';
 export {
   DEFAULT_WORK_LIMITS,

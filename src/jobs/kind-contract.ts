@@ -1,56 +1,28 @@
 /**
- * What a job kind is, as the contract sees it (README "Architecture"): one typed descriptor per
- * kind (src/jobs/kinds/<kind>/), holding what used to be a branch per kind in each concern (input
- * parsing in the spec's order, schemas, routes, price, quote, the gateway's re-check of a quote,
- * result URLs and their lifetime, failure codes, setting defaults). Pure: the gateway imports it.
- * What runs a kind (pipeline, readiness, warm-up) is its runtime half, in src/app/kinds/.
+ * What a job kind is, as the contract sees it (README "Architecture"): the shape of the one typed
+ * descriptor each kind has (src/jobs/kinds/<kind>/), holding what used to be a branch per kind in
+ * each concern (input parsing in the spec's order, schemas, routes, price, quote, the gateway's
+ * re-check of a quote, result URLs and their lifetime, failure codes, setting defaults). Pure: the
+ * gateway imports it. What runs a kind (pipeline, readiness, warm-up) is its runtime half, in
+ * src/app/kinds/.
  *
- * `KindTypeMap` names each kind's types, one line per kind; the registry (kinds/index.ts) is typed
- * `{ [K in JobKind]: KindContract<K> }`, so a kind missing from it, or a descriptor whose functions
- * disagree with its kind's types, does not compile.
+ * Generic, and so naming no kind: a descriptor is typed by its kind's bundle of types (KindTypes,
+ * in its room's types.ts). The registry (kinds/index.ts) maps each kind to its bundle
+ * (`KindTypeMap`, one line per kind) and is typed `{ [K in JobKind]: KindContract<K> }`, so a kind
+ * missing from it, or a descriptor whose functions disagree with its kind's types, does not compile.
  */
 import type { z } from 'zod';
 import type { ErrorCode } from '../errors.js';
-import type { ImageUpscaleJob, VideoUpscaleJob } from './types.js';
-import type { ImageQuote, QuoteDeps, QuotePolicy, QuotedImageJob, QuotedVideoJob, VideoQuote } from './quote-types.js';
-import type { ImageResult, VideoResult } from './results.js';
-import type { LipsyncJob, LipsyncPolicy, LipsyncQuote, LipsyncResult, QuotedLipsyncJob } from './kinds/lipsync/types.js';
-import type { MusicJob, MusicQuote, MusicResult, QuotedMusicJob } from './kinds/music/types.js';
-import type { MusicVideoJob, MusicVideoQuote, MusicVideoResult, QuotedMusicVideoJob } from './kinds/music-video/types.js';
+import type { QuoteDeps, QuotePolicyOf } from './quote-types.js';
 
-/** Each kind's types: its job (and so its model ids), its quote, what processing receives, its result. */
-export interface KindTypeMap {
-  image: { job: ImageUpscaleJob; quote: ImageQuote; quoted: QuotedImageJob; result: ImageResult };
-  video: { job: VideoUpscaleJob; quote: VideoQuote; quoted: QuotedVideoJob; result: VideoResult };
-  lipsync: { job: LipsyncJob; quote: LipsyncQuote; quoted: QuotedLipsyncJob; result: LipsyncResult };
-  music: { job: MusicJob; quote: MusicQuote; quoted: QuotedMusicJob; result: MusicResult };
-  'music-video': { job: MusicVideoJob; quote: MusicVideoQuote; quoted: QuotedMusicVideoJob; result: MusicVideoResult };
+/** What a kind's descriptor is typed by: its name, its job (and so its model ids), its quote, what processing receives, its result. */
+export interface KindTypes {
+  kind: string;
+  job: { model: string };
+  quote: unknown;
+  quoted: unknown;
+  result: unknown;
 }
-
-/**
- * Each kind's own part of the quote policy (QuotePolicy.kinds), one line per kind that has one: its
- * limits from its settings and its cost figures on the worker's hardware class, built by its runtime
- * half (src/app/kinds/) and read by its descriptor's `quote`.
- */
-export interface KindPolicies {
-  lipsync: LipsyncPolicy;
-}
-
-export type JobKind = keyof KindTypeMap;
-export type JobOf<K extends JobKind> = KindTypeMap[K]['job'];
-export type ModelOf<K extends JobKind> = JobOf<K>['model'];
-export type QuoteOf<K extends JobKind> = KindTypeMap[K]['quote'];
-export type QuotedOf<K extends JobKind> = KindTypeMap[K]['quoted'];
-export type ResultOf<K extends JobKind> = KindTypeMap[K]['result'];
-
-/** The unions of every kind's job, quote, quoted job and result. */
-export type Job = JobOf<JobKind>;
-export type Quote = QuoteOf<JobKind>;
-export type QuotedJob = QuotedOf<JobKind>;
-export type TaskResult = ResultOf<JobKind>;
-
-/** A job with its kind beside it: what dispatch by kind takes (see `kindedJob`). */
-export type KindedJob<K extends JobKind = JobKind> = { [P in K]: { kind: P; job: JobOf<P> } }[K];
 
 /** A JSON object as it arrived; values are still untrusted. */
 export type Fields = Readonly<Record<string, unknown>>;
@@ -70,13 +42,13 @@ export interface KindSettingDefaults {
   pendingLifetimeMs: number;
 }
 
-/** A spec tool endpoint (`POST /api/v1/tools/<name>`) whose flat body is this kind's job. */
-export interface KindTool<K extends JobKind> {
+/** A spec tool endpoint (`POST /api/v1/tools/<name>`) whose flat body is a kind's job, `J`. */
+export interface ToolDescriptor<J> {
   name: string;
   /** The field that tells its body apart from the other tools' (an estimate's body has no model): `image_url`. */
   marker: string;
   /** The flat body as the job, checked in the spec's table order. */
-  parse(body: Fields): JobOf<K>;
+  parse(body: Fields): J;
   /** The success status the spec gives the endpoint. */
   status: 200 | 202;
   /** What the accepted response adds to the short task (spec 2.2): see gateway/views.ts. */
@@ -100,12 +72,18 @@ export interface KindOpenApi {
   result: Record<string, unknown>;
 }
 
-export interface KindContract<K extends JobKind> {
-  kind: K;
+/**
+ * The descriptor of a kind typed by `T` (its KindTypes). `P`: the quote policy its `quote` reads,
+ * the shared rules by default; a kind with limits and cost figures of its own widens it with its
+ * part (`QuotePolicyOf<'lipsync'> & { kinds: { lipsync: LipsyncPolicy } }`), and the registry hands
+ * every kind the whole policy, which holds every part.
+ */
+export interface KindDescriptor<T extends KindTypes, P = QuotePolicyOf<T['kind']>> {
+  kind: T['kind'];
   /** How people call it in messages and docs: `lip-sync`, `image upscale`. */
   label: string;
   /** Model ids of the kind, the default first. */
-  models: readonly [ModelOf<K>, ...ModelOf<K>[]];
+  models: readonly [T['job']['model'], ...T['job']['model'][]];
   /** The id a completed task reports, where not the submitted one (spec 2.3: music). */
   reportedModel?: string;
   /** The `mediaType` its terminal events carry (spec 2.3: music). */
@@ -113,21 +91,21 @@ export interface KindContract<K extends JobKind> {
   /** Whether POST /api/v1/generate takes it (lip-sync has its own endpoint: spec 1.5, 4.1). */
   onGenerate: boolean;
   /** Its `input`, field by field in the spec's order: the first failing check wins. */
-  parse(input: Fields, model: ModelOf<K>): JobOf<K>;
-  tool?: KindTool<K>;
+  parse(input: Fields, model: T['job']['model']): T['job'];
+  tool?: ToolDescriptor<T['job']>;
   /** The least any job like this one costs, known before anything is fetched. */
-  minimumCredits(job: JobOf<K>): number;
+  minimumCredits(job: T['job']): number;
   /** Fetch, probe, check and price (no processing); with a policy, the work limits and the estimate too. */
-  quote(job: JobOf<K>, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicy): Promise<QuotedOf<K>>;
+  quote(job: T['job'], deps: QuoteDeps, signal?: AbortSignal, policy?: P): Promise<T['quoted']>;
   /** The gateway's check of a worker's quote: the echo is the job asked, the price the price list's for its figures. */
-  recheck(job: JobOf<K>, quote: unknown): QuoteVerdict;
+  recheck(job: T['job'], quote: unknown): QuoteVerdict;
   /**
    * Zod schemas of its job message, quote reply and result, from which docs/schemas/ is generated
    * (their inferred types are compared with the kind's types by test/protocol/wire-schemas.test.ts).
    */
-  schemas: { job: z.ZodType; quote: z.ZodType; result: z.ZodType<ResultOf<K>>; resultTitle: string };
+  schemas: { job: z.ZodType; quote: z.ZodType; result: z.ZodType<T['result']>; resultTitle: string };
   /** Every file URL its result holds (each must lie under the task's own results folder). */
-  resultUrls(result: ResultOf<K>): string[];
+  resultUrls(result: T['result']): string[];
   /** How long a result lives (and its links work): days, or the upscale setting (RESULTS_UPSCALE_LIFETIME_DAYS). */
   resultLifetimeDays: number | 'upscale-setting';
   /**

@@ -3,8 +3,7 @@
  * (kinds/index.ts). Every other module asks this one which kind of job a model id names, so a new
  * model is added in its kind's descriptor alone.
  */
-import type { Job, JobKind, JobOf, KindedJob, ModelOf } from './kind-contract.js';
-import { KINDS, MODEL_ENTRIES, allKinds, type ModelEntry } from './kinds/index.js';
+import { KINDS, MODEL_ENTRIES, allKinds, type Job, type JobKind, type JobOf, type KindedJob, type ModelEntry, type ModelOf } from './kinds/index.js';
 
 export type ModelId = ModelOf<JobKind>;
 

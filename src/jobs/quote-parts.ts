@@ -5,13 +5,12 @@
  */
 import type { JobError } from '../errors.js';
 import { frameCount, type CostEstimate } from './cost-model.js';
-import type { JobKind } from './kind-contract.js';
-import type { ErrorBody, MeasuredStreams, QuoteEstimate, QuotePolicy } from './quote-types.js';
+import type { ErrorBody, MeasuredStreams, QuoteEstimate, QuotePolicyOf } from './quote-types.js';
 import { checkEstimate } from './work-limits.js';
 import type { MediaInfo, VideoStreamInfo } from '../media/index.js';
 
 /** The estimate's quote fields, after refusing it when it would not finish within the kind's limit. */
-export function checkedEstimate(kind: JobKind, estimate: CostEstimate, policy: QuotePolicy): Required<QuoteEstimate> {
+export function checkedEstimate<K extends string>(kind: K, estimate: CostEstimate, policy: QuotePolicyOf<K>): Required<QuoteEstimate> {
   checkEstimate(estimate.seconds, policy.timeLimitSeconds[kind], policy.hardware.name, policy.limits);
   return { estimated_frames: estimate.frames, estimated_seconds: estimate.seconds, hardware_class: policy.hardware.name };
 }

@@ -2,8 +2,8 @@
  * The words of the gateway's re-check of a worker's quote (each kind's `recheck`, src/jobs/kinds/).
  * A worker parses customers' files and may be taken over, so its answer is a claim: the measured
  * figures it reports (the image's size, the video's duration) cannot be re-measured without
- * fetching, but their price can be recomputed with the one pricing module, and the echo must be the
- * job that was asked (its URLs, factor, model, ...). Anything else is refused.
+ * fetching, but their price can be recomputed with the kind's price (kinds/<kind>/price.ts), and
+ * the echo must be the job that was asked (its URLs, factor, model, ...). Anything else is refused.
  */
 import type { z } from 'zod';
 import type { QuoteVerdict } from './kind-contract.js';

@@ -1,15 +1,16 @@
 /**
- * The shapes of a quote: what `quoteJob` needs (its I/O and the worker's policy), what it answers
- * (the spec's echo, the estimate, what it measured) and what it hands processing (`QuotedJob`).
+ * The shapes of a quote that every kind shares: what a kind's `quote` needs (its I/O and the
+ * worker's policy as the kind reads it), what it answers besides its own echo (the estimate, what
+ * it measured), and the error body. Each kind's echo and quoted job are in its room
+ * (kinds/<kind>/types.ts); the worker's whole policy, with every kind's part, is the registry's
+ * (QuotePolicy, kinds/index.ts). Names no kind.
  */
 import type { JobError } from '../errors.js';
 import type { SrNetworkCost } from './cost-model.js';
 import type { HardwareProfile } from './hardware-classes.js';
-import type { JobKind, KindPolicies } from './kind-contract.js';
 import type { WorkLimits } from './work-limits.js';
-import type { OutputTier } from './pricing.js';
-import type { ImageUpscaleJob, UpscaleFactor, VideoUpscaleJob } from './types.js';
-import type { ImageInfo, LocalInput, MediaInfo } from '../media/index.js';
+import type { UpscaleFactor } from './types.js';
+import type { LocalInput, ImageInfo, MediaInfo } from '../media/index.js';
 
 export type InputKind = 'image' | 'video' | 'audio';
 
@@ -25,17 +26,17 @@ export interface QuoteDeps {
 }
 
 /**
- * The worker's own rules on top of the spec's: work limits and the cost estimate on this worker's
- * hardware class. Built once from the settings (src/app/quote-policy.ts) and shared by the quote service,
- * `run`, `quote` and `serve`, so they all refuse the same jobs.
+ * The worker's own rules on top of the spec's, as the descriptor of kind `K` reads them: work limits
+ * and the cost estimate on this worker's hardware class. The whole policy (QuotePolicy, the
+ * registry's: this plus each kind's own part) is built once from the settings
+ * (src/app/quote-policy.ts) and shared by the quote service, `run`, `quote` and `serve`, so they
+ * all refuse the same jobs. A kind with a part of its own reads it as `QuotePolicyOf<K> & { kinds: ... }`.
  */
-export interface QuotePolicy {
+export interface QuotePolicyOf<K extends string> {
   limits: WorkLimits;
   hardware: HardwareProfile;
-  /** Each kind's own limits and cost figures, where it has any. */
-  kinds: KindPolicies;
   /** Longest processing time per kind, in seconds: the daemon's watchdog (WORKER_WATCHDOG_MS). */
-  timeLimitSeconds: Readonly<Record<JobKind, number>>;
+  timeLimitSeconds: Readonly<Record<K, number>>;
   /** The super-resolution network that would serve a job, with its cost (reads its manifest). */
   srNetwork(kind: 'image' | 'video', factor: UpscaleFactor): Promise<SrNetworkCost>;
 }
@@ -59,58 +60,6 @@ export interface MeasuredStreams {
   video?: { seconds: number; frames: number; frame_rate: string };
   audio?: { seconds: number };
   declared_seconds?: number;
-}
-
-// The `input` echo objects of spec 2.2 (image and video), and this worker's equivalents for the rest.
-
-export interface ImageQuoteInput {
-  image_url: string;
-  upscale_factor: UpscaleFactor;
-  /** `<width>×<height>` with U+00D7, the displayed (EXIF-oriented) size. */
-  detected_dimensions: string;
-  output_tier: OutputTier;
-}
-
-export interface VideoQuoteInput {
-  video_url: string;
-  upscale_factor: UpscaleFactor;
-  /** Seconds rounded to milliseconds, no trailing zeros, then `s`: `12.5s`, `15.04s`, `60s`. */
-  detected_duration: string;
-  billed_seconds: number;
-  credits_per_second: number;
-}
-
-export interface ImageQuote extends QuoteEstimate {
-  model: ImageUpscaleJob['model'];
-  creditsUsed: number;
-  input: ImageQuoteInput;
-}
-
-export interface VideoQuote extends QuoteEstimate {
-  model: VideoUpscaleJob['model'];
-  creditsUsed: number;
-  input: VideoQuoteInput;
-  /** What the video file was measured as. */
-  measured: { video: MeasuredStreams };
-}
-
-// Everything processing needs after a quote, narrowed by `kind`. The absent inputs are spelled
-// `?: undefined` so that `quoted.inputs.video` can be read on the union without narrowing first.
-
-export interface QuotedImageJob {
-  kind: 'image';
-  job: ImageUpscaleJob;
-  quote: ImageQuote;
-  inputs: { image: LocalInput; video?: undefined; audio?: undefined };
-  probes: { image: ImageInfo; video?: undefined; audio?: undefined };
-}
-
-export interface QuotedVideoJob {
-  kind: 'video';
-  job: VideoUpscaleJob;
-  quote: VideoQuote;
-  inputs: { image?: undefined; video: LocalInput; audio?: undefined };
-  probes: { image?: undefined; video: MediaInfo; audio?: undefined };
 }
 
 export interface ErrorBody {

@@ -10,11 +10,11 @@
  * quote-types.ts, the content checks in input-checks.ts, what the kinds share in quote-parts.ts.
  */
 import { isJobError } from '../errors.js';
-import type { JobKind, JobOf, Job, QuoteVerdict, QuotedJob } from './kind-contract.js';
-import { KINDS } from './kinds/index.js';
+import type { QuoteVerdict } from './kind-contract.js';
+import { KINDS, type Job, type JobKind, type JobOf, type QuotePolicy, type QuotedJob } from './kinds/index.js';
 import { kindedJob } from './models.js';
 import { refuse } from './quote-recheck.js';
-import type { QuoteDeps, QuotePolicy } from './quote-types.js';
+import type { QuoteDeps } from './quote-types.js';
 
 export { errorBody, formatDuration, formatQuoteError, measuredStreams } from './quote-parts.js';
 

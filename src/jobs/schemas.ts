@@ -8,8 +8,8 @@
 import { z } from 'zod';
 import { JobError } from '../errors.js';
 import { asObject, read } from './fields.js';
-import type { Fields, Job, JobKind, KindTool } from './kind-contract.js';
-import { allKinds, parseInput } from './kinds/index.js';
+import type { Fields } from './kind-contract.js';
+import { allKinds, parseInput, type Job, type JobKind, type KindTool } from './kinds/index.js';
 import { expectedValue, oneOf } from './messages.js';
 import { MODEL_IDS, isModelId, modelEntry, type ModelId } from './models.js';
 

@@ -1,6 +1,6 @@
 /**
  * Each kind's validated job: what `parseJob` and `normaliseToolBody` return and what its pipeline
- * receives (the union `Job` is in kind-contract.ts). Field names inside `input` are the spec's. Once a value has this type it has passed
+ * receives (the union `Job` is the registry's, kinds/index.ts). Field names inside `input` are the spec's. Once a value has this type it has passed
  * validation, defaults are filled in and unknown fields are gone.
  */
 import type { HdrMode } from '../video/settings.js';

@@ -21,10 +21,11 @@
  *   (media/dolby-vision.ts), and again here should a plan be made without one.
  */
 import { checkDolbyVision, type DolbyVision } from '../media/index.js';
-import type { ColourMatrix } from './video-probe.js';
 import type { Size } from './video-geometry.js';
 import type { HdrMode } from './settings.js';
 
+/** ffmpeg's names for the YUV matrices its scale filter knows (in_color_matrix / out_color_matrix). */
+export type ColourMatrix = 'bt709' | 'bt601' | 'bt470' | 'smpte170m' | 'fcc' | 'smpte240m' | 'bt2020';
 
 /** The transfers that make a stream HDR, as ffprobe names them. */
 const PQ = 'smpte2084';

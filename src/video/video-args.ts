@@ -16,8 +16,8 @@
  * colour tags, in MP4 (`+faststart` for progressive playback) or Matroska (result-container.ts).
  */
 import { type ContainerKind, type Rational, fileInput, quietFfmpegArgs, rgbPipeInputArgs, rgbPipeOutputArgs, safeFileInputArgs } from '../media/index.js';
-import type { ColourMatrix, VideoExtras } from './video-probe.js';
-import { type ColourPlan, type ColourSource, colourTagArgs, decodeColourFilters, encodeColourFilters, encodePixelFormat, pipePixelFormat, x265ColourParams } from './colour.js';
+import type { VideoExtras } from './video-probe.js';
+import { type ColourMatrix, type ColourPlan, type ColourSource, colourTagArgs, decodeColourFilters, encodeColourFilters, encodePixelFormat, pipePixelFormat, x265ColourParams } from './colour.js';
 import { type StreamMap, metadataArgs, mp4Movflags, streamMapArgs } from './stream-map.js';
 import { resultFormatOf } from './result-container.js';
 import { type FrameTiming, type Size, type VideoGeometry, formatRate } from './video-geometry.js';

@@ -10,11 +10,8 @@ import { z } from 'zod';
 import { JobError } from '../errors.js';
 import { dolbyVisionFromSideData, isProcessError, resolveFfprobe, runProcess, safeFileInputArgs, type ContainerKind, ffmpegReason, type Rational } from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
-import { type ColourSource, type DolbyVision, contentLightFromSideData, isHdrTransfer, masteringFromSideData, pixelFormatBits } from './colour.js';
+import { type ColourMatrix, type ColourSource, type DolbyVision, contentLightFromSideData, isHdrTransfer, masteringFromSideData, pixelFormatBits } from './colour.js';
 import { type SourceStream, sourceStream } from './stream-map.js';
-
-/** ffmpeg's names for the YUV matrices its scale filter knows (in_color_matrix / out_color_matrix). */
-export type ColourMatrix = 'bt709' | 'bt601' | 'bt470' | 'smpte170m' | 'fcc' | 'smpte240m' | 'bt2020';
 
 export interface VideoExtras {
   /** Sample (pixel) aspect ratio of the coded picture; 1:1 when unknown. */

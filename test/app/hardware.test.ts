@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { probeHardware, srHardwareOptions, tileMemoryBytes, withProviderCheck } from '../../src/app/hardware.js';
 import { hardwareClassOf, quotePolicy, srNetworkCost, timeLimitsFromEnv } from '../../src/app/quote-policy.js';
+import { KIND_RUNTIMES } from '../../src/app/kinds/index.js';
 import type { ProbeRunner } from '../../src/inference/index.js';
 
 const MiB = 1024 * 1024;
@@ -14,10 +15,10 @@ describe('the hardware as the probe finds it', () => {
     const hardware = await probeHardware(configured);
     expect(hardware.config.executionProviders).toEqual(['cpu']);
     expect(hardwareClassOf(hardware.config)).toBe('cpu');
-    expect(quotePolicy(hardware.config, timeLimitsFromEnv({})).hardware.name).toBe('cpu');
+    expect(quotePolicy(KIND_RUNTIMES, hardware.config, timeLimitsFromEnv({})).hardware.name).toBe('cpu');
     expect(hardware.shortfall).toContain('execution provider cuda could not start');
 
-    const checks = withProviderCheck({ image: [], music: [] }, hardware.shortfall);
+    const checks = withProviderCheck(KIND_RUNTIMES, { image: [], music: [] }, hardware.shortfall);
     for (const kind of ['image', 'video', 'lipsync'] as const) {
       const check = checks[kind]?.find((c) => c.name === 'execution-provider');
       expect(await check?.run()).toBe(hardware.shortfall);
@@ -29,7 +30,7 @@ describe('the hardware as the probe finds it', () => {
     const hardware = await probeHardware(loadConfig({ MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda,cpu', MEDIA_WORKER_CPU_FALLBACK: 'true' }));
     expect(hardware.shortfall).toBeNull();
     expect(hardwareClassOf(hardware.config)).toBe('cpu');
-    const checks = withProviderCheck({}, hardware.shortfall);
+    const checks = withProviderCheck(KIND_RUNTIMES, {}, hardware.shortfall);
     expect(await checks.image?.[0]?.run()).toBeNull();
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { hardwareClassOf, quotePolicy, srModelForJob, srNetworkCost, timeLimitsFromEnv, workerCores } from '../../src/app/quote-policy.js';
+import { KIND_RUNTIMES } from '../../src/app/kinds/index.js';
 import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, DEFAULT_WORK_LIMITS } from '../../src/jobs/index.js';
 import { parseSrModelChoices } from '../../src/inference/index.js';
 
@@ -28,20 +29,20 @@ describe('the quote policy from the settings', () => {
   });
 
   it('settings change the limits; defaults are DEFAULT_WORK_LIMITS', () => {
-    expect(quotePolicy(loadConfig({}), timeLimitsFromEnv({})).limits).toEqual(DEFAULT_WORK_LIMITS);
+    expect(quotePolicy(KIND_RUNTIMES, loadConfig({}), timeLimitsFromEnv({})).limits).toEqual(DEFAULT_WORK_LIMITS);
     const config = loadConfig({ MEDIA_WORKER_VIDEO_MAX_FPS: '30', MEDIA_WORKER_LIPSYNC_MAX_OUTPUT_PERCENT: '100', MEDIA_WORKER_MAX_ESTIMATE_PERCENT: '50' });
-    expect(quotePolicy(config, timeLimitsFromEnv({})).limits).toMatchObject({ videoMaxFps: 30, maxEstimatePercentOfLimit: 50 });
+    expect(quotePolicy(KIND_RUNTIMES, config, timeLimitsFromEnv({})).limits).toMatchObject({ videoMaxFps: 30, maxEstimatePercentOfLimit: 50 });
     // Lip-sync's own limit reaches its part of the policy (its default: DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT).
-    expect(quotePolicy(config, timeLimitsFromEnv({})).kinds.lipsync.maxOutputPercent).toBe(100);
-    expect(quotePolicy(loadConfig({}), timeLimitsFromEnv({})).kinds.lipsync.maxOutputPercent).toBe(DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT);
+    expect(quotePolicy(KIND_RUNTIMES, config, timeLimitsFromEnv({})).kinds.lipsync.maxOutputPercent).toBe(100);
+    expect(quotePolicy(KIND_RUNTIMES, loadConfig({}), timeLimitsFromEnv({})).kinds.lipsync.maxOutputPercent).toBe(DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT);
     expect(() => loadConfig({ MEDIA_WORKER_MAX_ESTIMATE_PERCENT: '101' })).toThrow(/MEDIA_WORKER_MAX_ESTIMATE_PERCENT/);
   });
 
   it('time limits are the watchdog per kind in seconds, lip-sync\'s included (one limit per kind)', () => {
     const limits = timeLimitsFromEnv({ WORKER_WATCHDOG_MS: 'video=600000,lipsync=120000' });
-    const p = quotePolicy(loadConfig({}), limits);
+    const p = quotePolicy(KIND_RUNTIMES, loadConfig({}), limits);
     expect(p.timeLimitSeconds).toMatchObject({ video: 600, image: 900, lipsync: 120, music: 600 });
-    expect(quotePolicy(loadConfig({}), timeLimitsFromEnv({})).timeLimitSeconds.lipsync).toBe(240);
+    expect(quotePolicy(KIND_RUNTIMES, loadConfig({}), timeLimitsFromEnv({})).timeLimitSeconds.lipsync).toBe(240);
   });
 
   it('the hardware class: auto follows the first execution provider; cores follow MEDIA_WORKER_THREADS', () => {
@@ -49,7 +50,7 @@ describe('the quote policy from the settings', () => {
     expect(hardwareClassOf(loadConfig({ MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda,cpu' }))).toBe('h100');
     expect(hardwareClassOf(loadConfig({ MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda,cpu', MEDIA_WORKER_HARDWARE_CLASS: 'cpu' }))).toBe('cpu');
     expect(workerCores(loadConfig({ MEDIA_WORKER_THREADS: '3' }))).toBe(3);
-    const p = quotePolicy(loadConfig({ MEDIA_WORKER_THREADS: '4', MEDIA_WORKER_HARDWARE_CLASS: 'cpu' }), timeLimitsFromEnv({}));
+    const p = quotePolicy(KIND_RUNTIMES, loadConfig({ MEDIA_WORKER_THREADS: '4', MEDIA_WORKER_HARDWARE_CLASS: 'cpu' }), timeLimitsFromEnv({}));
     expect(p.hardware).toMatchObject({ name: 'cpu', cores: 4 });
   });
 });

@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { KIND_RUNTIMES } from '../../src/app/kinds/index.js';
 import { createEngine, executeJob, type Engine } from '../../src/app/run-job.js';
 import { parseJob } from '../../src/jobs/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
@@ -18,7 +19,7 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-worker-execute-'));
   photo = path.join(dir, 'small.png');
   await sharp(path.join(BUNDLED_PHOTOS_DIR, 'astronaut.png')).resize(40, 40).png().toFile(photo);
-  engine = createEngine(loadConfig({ MEDIA_WORKER_TMP_DIR: dir }), logger);
+  engine = createEngine(KIND_RUNTIMES, loadConfig({ MEDIA_WORKER_TMP_DIR: dir }), logger);
 });
 afterAll(async () => {
   await engine.sessions.release();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { KIND_RUNTIMES } from '../../src/app/kinds/index.js';
 import { createEngine } from '../../src/app/run-job.js';
 import { CPU_WARM_SIDE, warmDims, warmNetworks, warmPlan } from '../../src/app/warm-start.js';
 import { loadConfig } from '../../src/config.js';
@@ -6,7 +7,7 @@ import { createLogger } from '../../src/logger.js';
 
 describe('warm before ready', () => {
   it('plans every network of the served kinds, and nothing of the others', () => {
-    const engine = createEngine(loadConfig({}), createLogger('silent'));
+    const engine = createEngine(KIND_RUNTIMES, loadConfig({}), createLogger('silent'));
     try {
       expect(warmPlan(['image'], engine, false).map((s) => s.what)).toEqual(['sr image x1', 'sr image x2', 'sr image x4']);
       const lips = warmPlan(['video', 'lipsync'], engine, false).map((s) => s.what);
@@ -29,7 +30,7 @@ describe('warm before ready', () => {
     const lines: string[] = [];
     const logger = createLogger('info', 'stderr', (json) => lines.push(json));
     const config = loadConfig({ MEDIA_WORKER_SR_MODELS: 'image=realesrgan-x4fast,video=realesrgan-x4fast,mouth=realesrgan-x4fast', MEDIA_WORKER_THREADS: '1' });
-    const engine = createEngine(config, logger);
+    const engine = createEngine(KIND_RUNTIMES, config, logger);
     try {
       expect(engine.sessions.size).toBe(0);
       const report = await warmNetworks(config, engine, ['image', 'video', 'lipsync'], logger);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
 import { quoteJob } from '../../src/jobs/quote.js';
-import type { QuoteDeps, QuotePolicy } from '../../src/jobs/quote-types.js';
+import type { QuoteDeps } from '../../src/jobs/quote-types.js';
 import { parseJob } from '../../src/jobs/schemas.js';
-import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, SYNC_MODES, type SyncMode } from '../../src/jobs/index.js';
+import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, SYNC_MODES, type QuotePolicy, type SyncMode } from '../../src/jobs/index.js';
 import { DEFAULT_WORK_LIMITS } from '../../src/jobs/work-limits.js';
 import type { ImageInfo, MediaInfo } from '../../src/media/index.js';
 

@@ -1,32 +1,31 @@
 /**
- * The registry of the kinds' runtime halves: one line per kind, typed `{ [K in JobKind]: KindRuntime<K> }`
- * so that a kind of the contract's registry without a runtime does not compile.
+ * The registry of the kinds' runtime halves: one line per kind, typed
+ * `{ [K in JobKind]: KindRuntime<K, KindStates> }` so that a kind of the contract's registry without
+ * a runtime does not compile. The only module of src/app/ that imports every kind; the corridor
+ * (run-job.ts), readiness, hardware and quoting never import it: they are handed KIND_RUNTIMES, the
+ * registry as a value (with-kinds.ts and daemon.ts hand it over).
  */
 import type { Config } from '../../config.js';
 import { JOB_KINDS, type HardwareProfile, type JobKind, type KindPolicies } from '../../jobs/index.js';
 import type { ModelGenerator } from '../../inference/index.js';
 import type { Logger } from '../../logger.js';
-import type { MusicBackend } from '../../music/index.js';
-import type { KindRuntime } from '../kind-runtime.js';
+import type { KindRuntime, KindRuntimes } from '../kind-runtime.js';
 import { imageUpscaleRuntime } from './image-upscale.js';
 import { lipsyncPolicy, lipsyncRuntime } from './lipsync.js';
-import { musicRuntime, openMusicBackends } from './music.js';
+import { musicRuntime, openMusicBackends, type MusicStates } from './music.js';
 import { musicVideoRuntime } from './music-video.js';
 import { videoUpscaleRuntime } from './video-upscale.js';
 
-export const RUNTIMES: { readonly [K in JobKind]: KindRuntime<K> } = {
+/** What the kinds keep open between jobs (one member per kind that keeps anything), on the engine. */
+export type KindStates = MusicStates;
+
+export const RUNTIMES: { readonly [K in JobKind]: KindRuntime<K, KindStates> } = {
   image: imageUpscaleRuntime,
   video: videoUpscaleRuntime,
   lipsync: lipsyncRuntime,
   music: musicRuntime,
   'music-video': musicVideoRuntime,
 };
-
-/** What the kinds keep open between jobs (one line per kind that keeps anything), on the engine. */
-export interface KindStates {
-  /** The configured backends, in the operator's order (MEDIA_WORKER_MUSIC_BACKENDS). */
-  music: MusicBackend[];
-}
 
 /** Opens what the kinds keep open, once per process (createEngine). */
 export function openKindStates(config: Config, logger: Logger): KindStates {
@@ -37,6 +36,9 @@ export function openKindStates(config: Config, logger: Logger): KindStates {
 export function kindPolicies(config: Config, hardware: HardwareProfile): KindPolicies {
   return { lipsync: lipsyncPolicy(config, hardware) };
 }
+
+/** The registry as the value the corridor, readiness, hardware and quoting are handed. */
+export const KIND_RUNTIMES: KindRuntimes<KindStates> = { byKind: RUNTIMES, openStates: openKindStates, policies: kindPolicies };
 
 /** The networks the kinds build themselves, by generator name (RegistryOptions.generators). */
 export function modelGenerators(): Record<string, ModelGenerator> {

@@ -9,8 +9,7 @@ import { MUSIC_VIDEO_MAX_AUDIO_SECONDS } from '../../jobs/index.js';
 import { musicVideoReadiness, renderInputs, renderMusicVideo } from '../../music-video/index.js';
 import { definedFields } from '../../defined-fields.js';
 import type { ReadinessCheck } from '../../worker/index.js';
-import type { KindRuntime } from '../kind-runtime.js';
-import type { ReadinessContext } from '../readiness-checks.js';
+import type { KindRuntime, ReadinessContext } from '../kind-runtime.js';
 
 /** A bound on the MP4's bit rate (20 Mbit/s; the e2e test's 1080p waveform measures far below it). */
 const OUTPUT_BYTES_PER_SECOND = 20_000_000 / 8;

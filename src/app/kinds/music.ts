@@ -9,7 +9,12 @@ import type { Logger } from '../../logger.js';
 import { createMusicBackends, generateMusicJob, musicReadiness, type MusicBackend } from '../../music/index.js';
 import type { KindRuntime } from '../kind-runtime.js';
 
-export const musicRuntime: KindRuntime<'music'> = {
+/** What music keeps open between jobs, on the engine (`engine.kinds`): the configured backends, in the operator's order (MEDIA_WORKER_MUSIC_BACKENDS). */
+export interface MusicStates {
+  music: MusicBackend[];
+}
+
+export const musicRuntime: KindRuntime<'music', MusicStates> = {
   async run(quoted, { dir, engine, opts, binaries }) {
     const result = await generateMusicJob(quoted.job.input, {
       taskId: opts.taskId,

@@ -8,23 +8,18 @@ import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { Logger } from 'pino';
 import { z } from 'zod';
 import { JobError, MODEL_IDS, allKinds, isModelId, kindContract, kindOfModel, oneOf, parseJob, type Job, expectedValue } from '../../jobs/index.js';
 import { PACKAGE_VERSION } from '../../paths.js';
 import { resultUrl } from '../../protocol/index.js';
 import { ApiError, errorEnvelope, successEnvelope, toApiError } from '../errors.js';
-import type { GatewayMetrics } from '../metrics.js';
 import { NATS_RETRY_AFTER_SECONDS } from '../nats-unavailable.js';
 import type { ProgressBoard } from '../progress.js';
-import { taskNotFound, type Endpoint, type GatewayService } from '../service.js';
+import { taskNotFound, type Endpoint } from '../service.js';
 import { GatewaySettingsError, servedFilesProblem, type GatewaySettings } from '../settings.js';
-import type { Accounts } from '../store/accounts.js';
-import type { Ledger } from '../store/ledger.js';
-import type { Tasks } from '../store/tasks.js';
 import type { TaskRecord } from '../store/records.js';
 import { estimateJob } from '../estimate.js';
-import { linkSigner, type LinkSigner } from '../links.js';
+import { linkSigner } from '../links.js';
 import { usagePage, usageQuerySchema } from '../usage.js';
 import { taskView, withSignedLinks } from '../views.js';
 import type { PollView } from '../view/poll-view.js';
@@ -35,7 +30,6 @@ import { openapiComponentSchemas, routeSchemas, toolRouteSchema, withSubmissionL
 import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
 import { idempotent } from './idempotent-route.js';
-import type { IdempotencyKeys } from '../store/idempotency-keys.js';
 import { newTaskId } from '../ids.js';
 import { taskEventHub } from '../task-events/hub.js';
 import { registerTaskEvents } from '../task-events/route.js';
@@ -43,38 +37,9 @@ import { wantsWebhook, withWebhookState } from '../webhooks/records.js';
 import type { WebhookStore } from '../webhooks/store.js';
 import { submissionWebhook } from '../webhooks/submission.js';
 import { traceRequests } from './request-spans.js';
+import type { AppDeps, Links } from './app-deps.js';
 
-export interface AppDeps {
-  settings: GatewaySettings;
-  resultsDir: string;
-  resultsBaseUrl: string | undefined;
-  /** The worker's RESULTS_UPSCALE_LIFETIME_DAYS: upscale result links expire with their files. */
-  upscaleResultLifetimeDays: number;
-  accounts: Accounts;
-  ledger: Ledger;
-  tasks: Tasks;
-  service: GatewayService;
-  metrics: GatewayMetrics;
-  logger: Logger;
-  progress: ProgressBoard;
-  /** Tasks, balances and API keys as polls see them (view/poll-view.ts). */
-  view: PollView;
-  /** Accounts' webhook secrets and defaults, and each task's webhook state (src/gateway/webhooks/). */
-  webhooks: WebhookStore;
-  /** Each account's Idempotency-Keys (../idempotency.ts). */
-  idempotency: IdempotencyKeys;
-  /** GATEWAY_WEBHOOK_ALLOW_LOOPBACK, as the webhooks' address policy. */
-  webhookPolicy: { allowLoopback: boolean };
-  /** null when ready, else why not. */
-  notReadyReason(): string | null;
-}
-
-/** Signs links to files this gateway serves: those under `base`. */
-export interface Links {
-  signer: LinkSigner;
-  base: string;
-  upscaleResultLifetimeDays: number;
-}
+export type { AppDeps, Links };
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -20,7 +20,7 @@ import { ApiError, successEnvelope } from '../errors.js';
 import { newTaskId } from '../ids.js';
 import { KeyedQueue } from '../store/keyed-queue.js';
 import { accountUsage, sweepUploads } from '../upload-store.js';
-import type { AppDeps, Links } from './app.js';
+import type { AppDeps, Links } from './app-deps.js';
 
 const UPLOAD_TYPES = ['application/octet-stream', 'image/*', 'video/*', 'audio/*'];
 const ACCEPTED = 'JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC, OGG or M4A content';

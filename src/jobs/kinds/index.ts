@@ -1,18 +1,80 @@
 /**
- * The registry of job kinds: one line per kind. Typed `{ [K in JobKind]: KindContract<K> }`, so a
- * kind of KindTypeMap (kind-contract.ts) missing here, or a descriptor that disagrees with its
- * kind's types, does not compile. Everything that lists kinds or model ids derives from it (models.ts,
- * the wire unions, discovery, docs/schemas/, the OpenAPI document); the order here is the order of
- * those lists. No discovery by walking files, no registration by import side effect.
+ * The registry of job kinds: one line per kind, and the only module that imports every kind. Its
+ * type map (`KindTypeMap`) names each kind's bundle of types (KindTypes, the kind's types.ts), and
+ * `KINDS` is typed `{ [K in JobKind]: KindContract<K> }`, so a kind of the map missing here, or a
+ * descriptor that disagrees with its kind's types, does not compile. Everything that lists kinds or
+ * model ids derives from it (models.ts, the wire unions, discovery, docs/schemas/, the OpenAPI
+ * document); the order here is the order of those lists. No discovery by walking files, no
+ * registration by import side effect. Nothing below it (kind-contract.ts, quote-types.ts,
+ * pricing.ts, the kinds' rooms) imports it back.
  */
-import type { Fields, JobKind, JobOf, KindContract, KindedJob, ModelOf } from '../kind-contract.js';
+import type { Fields, KindDescriptor, ToolDescriptor } from '../kind-contract.js';
+import type { QuotePolicyOf } from '../quote-types.js';
 import { imageUpscaleKind } from './image-upscale/contract.js';
+import type { ImageUpscaleTypes } from './image-upscale/types.js';
 import { lipsyncKind } from './lipsync/contract.js';
+import type { LipsyncPolicy, LipsyncTypes } from './lipsync/types.js';
 import { musicKind } from './music/contract.js';
+import type { MusicTypes } from './music/types.js';
 import { musicVideoKind } from './music-video/contract.js';
+import type { MusicVideoTypes } from './music-video/types.js';
 import { videoUpscaleKind } from './video-upscale/contract.js';
+import type { VideoUpscaleTypes } from './video-upscale/types.js';
 
-export const KINDS: { readonly [K in JobKind]: KindContract<K> } = {
+/** Each kind's types (its job, quote, quoted job and result), one line per kind: the bundle in its room's types.ts. */
+export interface KindTypeMap {
+  image: ImageUpscaleTypes;
+  video: VideoUpscaleTypes;
+  lipsync: LipsyncTypes;
+  music: MusicTypes;
+  'music-video': MusicVideoTypes;
+}
+
+/**
+ * Each kind's own part of the quote policy (QuotePolicy.kinds), one line per kind that has one: its
+ * limits from its settings and its cost figures on the worker's hardware class, built by its runtime
+ * half (src/app/kinds/) and read by its descriptor's `quote`.
+ */
+export interface KindPolicies {
+  lipsync: LipsyncPolicy;
+}
+
+/**
+ * The worker's own rules on top of the spec's: work limits, the cost estimate on this worker's
+ * hardware class, and each kind's own part. Built once from the settings (src/app/quote-policy.ts)
+ * and shared by the quote service, `run`, `quote` and `serve`, so they all refuse the same jobs.
+ * Every descriptor is handed the whole of it and reads its part (QuotePolicyOf).
+ */
+export interface QuotePolicy extends QuotePolicyOf<JobKind> {
+  kinds: KindPolicies;
+}
+
+export type JobKind = keyof KindTypeMap;
+export type JobOf<K extends JobKind> = KindTypeMap[K]['job'];
+export type ModelOf<K extends JobKind> = JobOf<K>['model'];
+export type QuoteOf<K extends JobKind> = KindTypeMap[K]['quote'];
+export type QuotedOf<K extends JobKind> = KindTypeMap[K]['quoted'];
+export type ResultOf<K extends JobKind> = KindTypeMap[K]['result'];
+
+/** The descriptor of kind `K`, handed the whole quote policy. */
+export type KindContract<K extends JobKind> = KindDescriptor<KindTypeMap[K], QuotePolicy>;
+/** The tool endpoint of kind `K` (a union of every kind's for `KindTool<JobKind>`). */
+export type KindTool<K extends JobKind> = ToolDescriptor<JobOf<K>>;
+
+/** The unions of every kind's job, quote, quoted job and result. */
+export type Job = JobOf<JobKind>;
+export type Quote = QuoteOf<JobKind>;
+/**
+ * Everything processing needs after a quote, narrowed by `kind`. The absent inputs are spelled
+ * `?: undefined` so that `quoted.inputs.video` can be read on the union without narrowing first.
+ */
+export type QuotedJob = QuotedOf<JobKind>;
+export type TaskResult = ResultOf<JobKind>;
+
+/** A job with its kind beside it: what dispatch by kind takes (see `kindedJob`). */
+export type KindedJob<K extends JobKind = JobKind> = { [P in K]: { kind: P; job: JobOf<P> } }[K];
+
+export const KINDS: { readonly [K in JobKind]: KindContract<K> & { kind: K } } = {
   image: imageUpscaleKind,
   video: videoUpscaleKind,
   lipsync: lipsyncKind,
@@ -61,14 +123,17 @@ export function parseInput<K extends JobKind>(entry: { kind: K; model: ModelOf<K
   return KINDS[entry.kind].parse(input, entry.model);
 }
 
-export type { KindedJob };
-
-// Each kind's public surface, one block per kind: its types, model ids and limits (its types.ts), and
-// what its pipeline, command line and the wire schemas import from its room. The jobs barrel passes
-// them on, so that registering a kind touches this file and the type map only.
+// Each kind's public surface, one block per kind: its types, model ids and limits (its types.ts), its
+// price (its price.ts), and what its pipeline, command line and the wire schemas import from its
+// room. The jobs barrel passes them on, so that registering a kind touches this file only.
+export * from './image-upscale/types.js';
+export * from './image-upscale/price.js';
 export { IMAGE_UPSCALE_MODEL, imageQuoteSchema, imageResultSchema } from './image-upscale/contract.js';
+export * from './video-upscale/types.js';
+export * from './video-upscale/price.js';
 export { VIDEO_UPSCALE_MODEL, videoQuoteSchema, videoResultSchema } from './video-upscale/contract.js';
 export * from './lipsync/types.js';
+export * from './lipsync/price.js';
 export { lipsyncBilledSeconds, lipsyncQuoteSchema, lipsyncResultSchema } from './lipsync/contract.js';
 export {
   DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT,
@@ -80,7 +145,9 @@ export {
   type LipsyncCostRequest,
 } from './lipsync/cost.js';
 export * from './music/types.js';
+export * from './music/price.js';
 export { MUSIC_MODEL, MUSIC_REPORTED_MODEL, musicQuoteSchema, musicResultSchema } from './music/contract.js';
 export * from './music-video/types.js';
+export * from './music-video/price.js';
 export { MUSIC_VIDEO_ERROR_CODES, MUSIC_VIDEO_FAILURE_CODE, musicVideoInputSchema, musicVideoQuoteSchema, musicVideoResultSchema, parseMusicVideoInput } from './music-video/contract.js';
 export { DEFAULT_AUDIO_DECODE_TIMEOUT_MS, audioInputArgs, audioMeasureArgs, measureAudioSeconds, quoteMusicVideo, type AudioToMeasure, type MeasureOptions } from './music-video/measure.js';

@@ -4,17 +4,18 @@
  */
 import { z } from 'zod';
 import { asObject, optionalEnum, requiredText } from '../../fields.js';
-import type { Fields, KindContract } from '../../kind-contract.js';
+import type { Fields, KindDescriptor } from '../../kind-contract.js';
 import { IMAGE_UPSCALE_FORMATS } from '../../limits.js';
 import { factor, submittedTask, url as openapiUrl } from '../../openapi-parts.js';
-import { IMAGE_TIERS, priceImageUpscale } from '../../pricing.js';
 import { checkFormat } from '../../input-checks.js';
 import { estimateImageUpscale } from '../../cost-model.js';
 import { checkedEstimate } from '../../quote-parts.js';
 import { parseQuote, refuse, sameEcho, samePrice } from '../../quote-recheck.js';
-import type { QuoteDeps, QuoteEstimate, QuotePolicy, QuotedImageJob } from '../../quote-types.js';
+import type { QuoteDeps, QuoteEstimate, QuotePolicyOf } from '../../quote-types.js';
 import { DEFAULT_UPSCALE_FACTOR, UPSCALE_FACTORS, type ImageUpscaleJob } from '../../types.js';
 import { envelope, estimate, upscaleFactor, url } from '../../wire-parts.js';
+import { IMAGE_TIERS, priceImageUpscale } from './price.js';
+import type { ImageUpscaleTypes, QuotedImageJob } from './types.js';
 
 export const IMAGE_UPSCALE_MODEL = 'vendor-image-upscale';
 
@@ -55,7 +56,7 @@ export const imageResultSchema = z.object({
   format: z.string(),
 });
 
-async function quote(job: ImageUpscaleJob, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicy): Promise<QuotedImageJob> {
+async function quote(job: ImageUpscaleJob, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicyOf<'image'>): Promise<QuotedImageJob> {
   const { image_url, upscale_factor } = job.input;
   const image = await deps.localize(image_url, 'image', signal);
   signal?.throwIfAborted();
@@ -94,7 +95,7 @@ const imageInput = {
   required: ['image_url'],
 };
 
-export const imageUpscaleKind: KindContract<'image'> = {
+export const imageUpscaleKind: KindDescriptor<ImageUpscaleTypes> = {
   kind: 'image',
   label: 'image upscale',
   models: [IMAGE_UPSCALE_MODEL],

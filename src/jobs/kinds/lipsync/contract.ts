@@ -7,14 +7,15 @@ import { HDR_MODES } from '../../../video/settings.js';
 import { frameCount } from '../../cost-model.js';
 import { asObject, optionalBoolean, optionalEnum, requiredText } from '../../fields.js';
 import { checkAudio, checkVideo } from '../../input-checks.js';
-import type { Fields, KindContract } from '../../kind-contract.js';
+import type { Fields, KindDescriptor } from '../../kind-contract.js';
 import { hdr as openapiHdr, submittedTask, url as openapiUrl } from '../../openapi-parts.js';
-import { LIPSYNC_RATES, durationMilliseconds, priceLipsync } from '../../pricing.js';
+import { durationMilliseconds } from '../../pricing.js';
 import { checkedEstimate, displayed, measuredStreams } from '../../quote-parts.js';
 import { parseQuote, refuse, sameEcho, samePrice } from '../../quote-recheck.js';
-import type { QuoteDeps, QuoteEstimate, QuotePolicy } from '../../quote-types.js';
+import type { QuoteDeps, QuoteEstimate } from '../../quote-types.js';
 import { checkFrameRate, checkVideoInputSize } from '../../work-limits.js';
 import { checkLipsyncOutput, estimateLipsync, lipsyncOutputSeconds } from './cost.js';
+import { LIPSYNC_RATES, priceLipsync } from './price.js';
 import { envelope, estimate, hdr, measuredStreamsSchema, url } from '../../wire-parts.js';
 import {
   DEFAULT_LIPSYNC_MODEL,
@@ -26,6 +27,8 @@ import {
   SYNC_MODES,
   type LipsyncJob,
   type LipsyncModelId,
+  type LipsyncQuotePolicy,
+  type LipsyncTypes,
   type QuotedLipsyncJob,
 } from './types.js';
 import type { MediaInfo } from '../../../media/index.js';
@@ -94,7 +97,7 @@ export function lipsyncBilledSeconds(info: MediaInfo): number {
  * The whole video chain runs before the audio is fetched, so a video over 30 s is refused without
  * downloading the audio.
  */
-async function quote(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicy): Promise<QuotedLipsyncJob> {
+async function quote(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSignal, policy?: LipsyncQuotePolicy): Promise<QuotedLipsyncJob> {
   const { video_url, audio_url, sync_mode, active_speaker } = job.input;
 
   const video = await deps.localize(video_url, 'video', signal);
@@ -158,7 +161,7 @@ const lipsyncFields = {
   hdr: openapiHdr,
 };
 
-export const lipsyncKind: KindContract<'lipsync'> = {
+export const lipsyncKind: KindDescriptor<LipsyncTypes, LipsyncQuotePolicy> = {
   kind: 'lipsync',
   label: 'lip-sync',
   models: LIPSYNC_MODEL_IDS,

@@ -1,14 +1,15 @@
 /**
  * Lip-sync's types, model ids and limits: its job, its quote and its result (spec 2.2, 2.3, 4.1,
  * section 8). A file of its own without runtime imports: the registry's type map
- * (kind-contract.ts) and the price list read it as well as the kind's descriptor (lipsync.ts).
+ * (kinds/index.ts) and its price (price.ts) read it as well as the kind's descriptor (contract.ts).
  * vendor-lipsync-3 appears only in the spec's pricing table; this worker accepts it everywhere
  * (docs/contract.md).
  */
 import type { HdrMode } from '../../../video/settings.js';
 import type { ContainerKind, LocalInput, MediaInfo } from '../../../media/index.js';
-import type { MeasuredStreams, QuoteEstimate } from '../../quote-types.js';
+import type { MeasuredStreams, QuoteEstimate, QuotePolicyOf } from '../../quote-types.js';
 import type { JobBase } from '../../types.js';
+
 export const LIPSYNC_MODEL_IDS = ['vendor-lipsync-2', 'vendor-lipsync-2-pro', 'vendor-lipsync-3'] as const;
 
 export type LipsyncModelId = (typeof LIPSYNC_MODEL_IDS)[number];
@@ -37,6 +38,9 @@ export interface LipsyncPolicy {
   /** Seconds per output frame besides decode and encode (detection, network, paste). */
   secondsPerFrame: number;
 }
+
+/** The quote policy as lip-sync's descriptor reads it: the shared rules and its own part. */
+export type LipsyncQuotePolicy = QuotePolicyOf<'lipsync'> & { kinds: { lipsync: LipsyncPolicy } };
 
 export const SYNC_MODES = ['cut_off', 'loop', 'bounce', 'silence', 'remap'] as const;
 export type SyncMode = (typeof SYNC_MODES)[number];
@@ -89,4 +93,13 @@ export interface LipsyncResult {
   url: string;
   type: 'video';
   duration: number;
+}
+
+/** What lip-sync's descriptor is typed by (KindDescriptor). */
+export interface LipsyncTypes {
+  kind: 'lipsync';
+  job: LipsyncJob;
+  quote: LipsyncQuote;
+  quoted: QuotedLipsyncJob;
+  result: LipsyncResult;
 }

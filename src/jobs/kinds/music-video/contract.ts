@@ -10,10 +10,9 @@
  */
 import { z } from 'zod';
 import { JobError, type ErrorCode } from '../../../errors.js';
-import type { Fields, KindContract } from '../../kind-contract.js';
+import type { Fields, KindDescriptor } from '../../kind-contract.js';
 import { charCount, expectedText, expectedValue, oneOf } from '../../messages.js';
 import { text as openapiText, url as openapiUrl } from '../../openapi-parts.js';
-import { MUSIC_VIDEO_MINIMUM_CREDITS, priceMusicVideo } from '../../pricing.js';
 import { parseQuote, refuse, sameDurationPrice, sameEcho } from '../../quote-recheck.js';
 import { envelope, url } from '../../wire-parts.js';
 import { quoteMusicVideo } from './measure.js';
@@ -27,7 +26,9 @@ import {
   MUSIC_VIDEO_TITLE_MAX_CHARS,
   type MusicVideoInput,
   type MusicVideoJob,
+  type MusicVideoTypes,
 } from './types.js';
+import { MUSIC_VIDEO_MINIMUM_CREDITS, priceMusicVideo } from './price.js';
 
 const MINUTE = 60_000;
 /** The processing failure code. */
@@ -163,7 +164,7 @@ const musicVideoInput = {
   required: ['audio_url', 'image_url'],
 };
 
-export const musicVideoKind: KindContract<'music-video'> = {
+export const musicVideoKind: KindDescriptor<MusicVideoTypes> = {
   kind: 'music-video',
   label: 'music video',
   models: [MUSIC_VIDEO_MODEL],

@@ -11,7 +11,6 @@
  */
 import { JobError } from '../../../errors.js';
 import { checkAudio, checkFormat } from '../../input-checks.js';
-import { checkMusicVideoAudioLength, priceMusicVideo } from '../../pricing.js';
 import { formatDuration } from '../../quote-parts.js';
 import type { QuoteDeps } from '../../quote-types.js';
 import {
@@ -32,6 +31,7 @@ import {
   type MusicVideoJob,
   type QuotedMusicVideoJob,
 } from './types.js';
+import { checkMusicVideoAudioLength, priceMusicVideo } from './price.js';
 
 export const DEFAULT_AUDIO_DECODE_TIMEOUT_MS = 120_000;
 /** Decoding stops this far past the limit: enough to say "too long", never hours of a lying file. */

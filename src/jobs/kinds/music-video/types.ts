@@ -1,10 +1,11 @@
 /**
  * The music video's types and limits (docs/music-video.md): its job, quote, quoted job and result,
- * its model id, choices and limits. No runtime imports: the registry's type map (kind-contract.ts)
- * reads it as well as the kind's descriptor (contract.ts) and its pipeline (src/music-video/).
+ * its model id, choices and limits. No runtime imports: the registry's type map (kinds/index.ts)
+ * reads it as well as the kind's descriptor (contract.ts), its price (price.ts) and its pipeline
+ * (src/music-video/).
  */
 import type { ImageFormat, ContainerKind, ImageInfo, LocalInput, MediaInfo } from '../../../media/index.js';
-import type { MusicVideoPrice } from '../../pricing.js';
+import type { DurationPrice } from '../../pricing.js';
 import type { JobBase } from '../../types.js';
 
 export const MUSIC_VIDEO_MODEL = 'vendor-music-video';
@@ -62,6 +63,11 @@ export interface MusicVideoQuote {
   input: MusicVideoQuoteInput;
 }
 
+/** Its price (price.ts): the decoded audio's seconds at the rate, at least the minimum. */
+export interface MusicVideoPrice extends DurationPrice {
+  minimumCredits: number;
+}
+
 /** A priced job with its local files and what was measured in them, handed on to the render. */
 export interface QuotedMusicVideoJob {
   kind: 'music-video';
@@ -83,4 +89,13 @@ export interface MusicVideoResult {
   duration: number;
   width: number;
   height: number;
+}
+
+/** What the music video's descriptor is typed by (KindDescriptor). */
+export interface MusicVideoTypes {
+  kind: 'music-video';
+  job: MusicVideoJob;
+  quote: MusicVideoQuote;
+  quoted: QuotedMusicVideoJob;
+  result: MusicVideoResult;
 }

@@ -4,9 +4,8 @@
  */
 import { z } from 'zod';
 import { optionalBoolean, optionalEnum, optionalText, requiredText } from '../../fields.js';
-import type { Fields, KindContract } from '../../kind-contract.js';
+import type { Fields, KindDescriptor } from '../../kind-contract.js';
 import { text as openapiText } from '../../openapi-parts.js';
-import { MUSIC_CREDITS, priceMusic } from '../../pricing.js';
 import { parseQuote, refuse, samePrice } from '../../quote-recheck.js';
 import {
   MUSIC_AUDIO_URL_LIFETIME_DAYS,
@@ -19,8 +18,10 @@ import {
   type MusicInput,
   type MusicJob,
   type MusicQuoteInput,
+  type MusicTypes,
   type QuotedMusicJob,
 } from './types.js';
+import { MUSIC_CREDITS, priceMusic } from './price.js';
 import { envelope, text } from '../../wire-parts.js';
 
 export const MUSIC_MODEL = 'vendor-v5-generate-music';
@@ -172,7 +173,7 @@ const musicCustomInstrumental = {
   required: ['custom_mode', 'title', 'style', 'instrumental'],
 };
 
-export const musicKind: KindContract<'music'> = {
+export const musicKind: KindDescriptor<MusicTypes> = {
   kind: 'music',
   label: 'music',
   models: [MUSIC_MODEL],

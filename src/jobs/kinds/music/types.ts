@@ -1,7 +1,7 @@
 /**
  * Music's types and limits: its job, its quote and its result (spec 1.5, 2.3, 4.4, section 8). A
- * file of its own without runtime imports: the registry's type map (kind-contract.ts) reads it as
- * well as the kind's descriptor (music.ts).
+ * file of its own without runtime imports: the registry's type map (kinds/index.ts) reads it as
+ * well as the kind's descriptor (contract.ts).
  */
 import type { JobBase } from '../../types.js';
 
@@ -72,4 +72,13 @@ export interface Song {
 /** Spec 2.3's music result: exactly two songs. */
 export interface MusicResult {
   songs: Song[];
+}
+
+/** What music's descriptor is typed by (KindDescriptor). */
+export interface MusicTypes {
+  kind: 'music';
+  job: MusicJob;
+  quote: MusicQuote;
+  quoted: QuotedMusicJob;
+  result: MusicResult;
 }

@@ -7,16 +7,17 @@ import { HDR_MODES } from '../../../video/settings.js';
 import { estimateVideoUpscale } from '../../cost-model.js';
 import { asObject, optionalEnum, requiredText } from '../../fields.js';
 import { checkVideo } from '../../input-checks.js';
-import type { Fields, KindContract } from '../../kind-contract.js';
+import type { Fields, KindDescriptor } from '../../kind-contract.js';
 import { VIDEO_UPSCALE_CONTAINERS } from '../../limits.js';
 import { factor, hdr as openapiHdr, submittedTask, url as openapiUrl } from '../../openapi-parts.js';
-import { VIDEO_UPSCALE_CREDITS_PER_SECOND, priceVideoUpscale } from '../../pricing.js';
 import { checkedEstimate, displayed, formatDuration, measuredStreams, processedFrames } from '../../quote-parts.js';
 import { parseQuote, refuse, sameDurationPrice, sameEcho } from '../../quote-recheck.js';
-import type { QuoteDeps, QuoteEstimate, QuotePolicy, QuotedVideoJob } from '../../quote-types.js';
+import type { QuoteDeps, QuoteEstimate, QuotePolicyOf } from '../../quote-types.js';
 import { DEFAULT_UPSCALE_FACTOR, UPSCALE_FACTORS, type VideoUpscaleJob } from '../../types.js';
 import { checkFrameRate, checkJobOutputPixels, checkVideoInputSize, checkVideoOutputSize } from '../../work-limits.js';
 import { envelope, estimate, hdr, measuredStreamsSchema, upscaleFactor, url } from '../../wire-parts.js';
+import { VIDEO_UPSCALE_CREDITS_PER_SECOND, priceVideoUpscale } from './price.js';
+import type { QuotedVideoJob, VideoUpscaleTypes } from './types.js';
 
 export const VIDEO_UPSCALE_MODEL = 'vendor-video-upscale';
 
@@ -65,7 +66,7 @@ export const videoResultSchema = z.object({
   frames: z.number(),
 });
 
-async function quote(job: VideoUpscaleJob, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicy): Promise<QuotedVideoJob> {
+async function quote(job: VideoUpscaleJob, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicyOf<'video'>): Promise<QuotedVideoJob> {
   const { video_url, upscale_factor } = job.input;
   const video = await deps.localize(video_url, 'video', signal);
   signal?.throwIfAborted();
@@ -115,7 +116,7 @@ const videoInput = {
   required: ['video_url'],
 };
 
-export const videoUpscaleKind: KindContract<'video'> = {
+export const videoUpscaleKind: KindDescriptor<VideoUpscaleTypes> = {
   kind: 'video',
   label: 'video upscale',
   models: [VIDEO_UPSCALE_MODEL],

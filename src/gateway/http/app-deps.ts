@@ -1,0 +1,49 @@
+/**
+ * What the HTTP app is built from (buildApp, app.ts), and the signed links to the files it serves:
+ * a module of its own so that the routes app.ts registers from other files (uploads.ts) take the
+ * same deps without importing app.ts back.
+ */
+import type { Logger } from 'pino';
+import type { GatewayMetrics } from '../metrics.js';
+import type { ProgressBoard } from '../progress.js';
+import type { GatewayService } from '../service.js';
+import type { GatewaySettings } from '../settings.js';
+import type { Accounts } from '../store/accounts.js';
+import type { IdempotencyKeys } from '../store/idempotency-keys.js';
+import type { Ledger } from '../store/ledger.js';
+import type { Tasks } from '../store/tasks.js';
+import type { LinkSigner } from '../links.js';
+import type { PollView } from '../view/poll-view.js';
+import type { WebhookStore } from '../webhooks/store.js';
+
+export interface AppDeps {
+  settings: GatewaySettings;
+  resultsDir: string;
+  resultsBaseUrl: string | undefined;
+  /** The worker's RESULTS_UPSCALE_LIFETIME_DAYS: upscale result links expire with their files. */
+  upscaleResultLifetimeDays: number;
+  accounts: Accounts;
+  ledger: Ledger;
+  tasks: Tasks;
+  service: GatewayService;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  progress: ProgressBoard;
+  /** Tasks, balances and API keys as polls see them (view/poll-view.ts). */
+  view: PollView;
+  /** Accounts' webhook secrets and defaults, and each task's webhook state (src/gateway/webhooks/). */
+  webhooks: WebhookStore;
+  /** Each account's Idempotency-Keys (../idempotency.ts). */
+  idempotency: IdempotencyKeys;
+  /** GATEWAY_WEBHOOK_ALLOW_LOOPBACK, as the webhooks' address policy. */
+  webhookPolicy: { allowLoopback: boolean };
+  /** null when ready, else why not. */
+  notReadyReason(): string | null;
+}
+
+/** Signs links to files this gateway serves: those under `base`. */
+export interface Links {
+  signer: LinkSigner;
+  base: string;
+  upscaleResultLifetimeDays: number;
+}
