@@ -1,5 +1,6 @@
 /**
- * Local ESLint plugin that keeps the folder boundaries of src/ (README, "Boundaries").
+ * Local ESLint plugin that keeps the folder boundaries of src/ (docs/architecture.md, "Boundaries";
+ * the layers are the table in docs/layers.md, which eslint/layers.js reads).
  * One rule, `boundaries/imports`, checks every relative import that lands in another area of src/:
  * a top-level folder, or one of the files at src/'s top (config.ts, errors.ts, ...), which are
  * areas of their own and have their layers like the folders:

@@ -2,9 +2,10 @@
  * The settings of the pipelines and the command line (`SETTINGS`), and the list of every settings
  * table of the project (`SETTINGS_SECTIONS`: this one, the daemon's worker/settings.ts, which
  * includes the protocol's, and the gateway's). Each setting has an environment variable, a zod
- * schema, a default and a line of documentation; the README's reference is printed from these
- * tables by `media-worker config --reference`. A bad value fails at start with a message that names
- * the environment variable, never deep inside a job.
+ * schema, a default and a line of documentation; the settings reference is printed from these
+ * tables by `media-worker config --reference`, and written into docs/configuration.md by
+ * `npm run docs:config` (scripts/update-readme-config.ts). A bad value fails at start with a
+ * message that names the environment variable, never deep inside a job.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -80,7 +81,7 @@ const privateOriginList = parsedBy(parsePrivateOrigins);
 
 const httpUrl = z.url({ protocol: /^https?$/, error: (issue) => `Expected an http or https URL but received ${received(issue.input)}` });
 
-/** The table of settings. Order is the order of the README reference. */
+/** The table of settings. Order is the order of the settings reference (docs/configuration.md). */
 export const SETTINGS = {
   logLevel: setting({
     env: 'LOG_LEVEL',
@@ -399,14 +400,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
 
 /**
  * Every settings table of the program, one section per command family. `media-worker config`
- * prints and validates each, the README reference is generated from them, and the unknown-variable
- * check knows a name as soon as a table here reads it: a new table (a new command's settings) is
- * added here and is then checked, printed and documented like the others.
+ * prints and validates each, the settings reference in docs/configuration.md is generated from
+ * them (`npm run docs:config`), and the unknown-variable check knows a name as soon as a table here
+ * reads it: a new table (a new command's settings) is added here and is then checked, printed and
+ * documented like the others.
  */
 export interface SettingsSection {
   /** Key in `media-worker config`'s JSON. */
   key: string;
-  /** Heading in the README reference. */
+  /** Heading in the settings reference (docs/configuration.md). */
   title: string;
   table: SettingsTable;
   /** Reads and validates the section from the environment; throws a SettingsError naming the variable. */
@@ -443,7 +445,7 @@ export function findUnknownSettings(env: NodeJS.ProcessEnv = process.env): Unkno
   return unknownSettings(env, knownSettingNames());
 }
 
-/** Markdown tables of every setting (pipelines, the daemon, the gateway), for the README and `media-worker config --reference`. */
+/** Markdown tables of every setting (pipelines, the daemon, the gateway), for docs/configuration.md and `media-worker config --reference`. */
 export function allSettingsReference(): string {
   return SETTINGS_SECTIONS.map((section) => `### ${section.title}\n\n${section.reference()}`).join('\n\n');
 }

@@ -1,6 +1,6 @@
 /**
  * Reading the settings loads no runtime: src/config.ts enters every folder through its settings.ts
- * (README "Boundaries"), so a bad setting is reported without waiting for ONNX Runtime or sharp.
+ * (docs/architecture.md, "Boundaries"), so a bad setting is reported without waiting for ONNX Runtime or sharp.
  * Checked on the built modules (dist/, made by `npm test`'s build step), each in a fresh process.
  */
 import { execFileSync } from 'node:child_process';

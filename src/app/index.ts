@@ -1,7 +1,7 @@
 /**
  * The application layer, between the command line and the pipelines: running one job (quote ->
  * pipeline -> stored result), the quote's policy, each kind's readiness, and the daemon's wiring.
- * README "A job's path" follows one job through these files.
+ * docs/architecture.md, "A job's path", follows one job through these files.
  */
 export { daemonSettings, startDaemon, withConfiguredSlots, type Daemon } from './daemon.js';
 export { probeHardware, srHardwareOptions, tensorrtEnvironment, tileMemoryBytes, type ProbedHardware } from './hardware.js';

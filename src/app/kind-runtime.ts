@@ -1,10 +1,10 @@
 /**
- * The runtime half of a job kind (README "Architecture"): what the contract's descriptor
- * (src/jobs/kinds/) leaves to the host that runs it. One object per kind under src/app/kinds/,
- * in a registry typed `{ [K in JobKind]: KindRuntime<K, KindStates> }` (src/app/kinds/index.ts): its
- * pipeline binding, its readiness checks, what a job needs on disk, what warm-up opens, whether it
- * runs on the execution providers, and the slots a host configured for it gets. The gateway never
- * sees this half.
+ * The runtime half of a job kind (docs/architecture.md, "A job kind is one descriptor"): what the
+ * contract's descriptor (src/jobs/kinds/) leaves to the host that runs it. One object per kind
+ * under src/app/kinds/, in a registry typed `{ [K in JobKind]: KindRuntime<K, KindStates> }`
+ * (src/app/kinds/index.ts): its pipeline binding, its readiness checks, what a job needs on disk,
+ * what warm-up opens, whether it runs on the execution providers, and the slots a host configured
+ * for it gets. The gateway never sees this half.
  *
  * Also what a runtime is handed (the engine, a job's options, the readiness context) and the
  * registry as a value (KindRuntimes): the corridor (run-job.ts), readiness, hardware and quoting

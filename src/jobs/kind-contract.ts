@@ -1,10 +1,10 @@
 /**
- * What a job kind is, as the contract sees it (README "Architecture"): the shape of the one typed
- * descriptor each kind has (src/jobs/kinds/<kind>/), holding what used to be a branch per kind in
- * each concern (input parsing in the spec's order, schemas, routes, price, quote, the gateway's
- * re-check of a quote, result URLs and their lifetime, failure codes, setting defaults). Pure: the
- * gateway imports it. What runs a kind (pipeline, readiness, warm-up) is its runtime half, in
- * src/app/kinds/.
+ * What a job kind is, as the contract sees it (docs/architecture.md, "A job kind is one
+ * descriptor"): the shape of the one typed descriptor each kind has (src/jobs/kinds/<kind>/),
+ * holding what used to be a branch per kind in each concern (input parsing in the spec's order,
+ * schemas, routes, price, quote, the gateway's re-check of a quote, result URLs and their lifetime,
+ * failure codes, setting defaults). Pure: the gateway imports it. What runs a kind (pipeline,
+ * readiness, warm-up) is its runtime half, in src/app/kinds/.
  *
  * Generic, and so naming no kind: a descriptor is typed by its kind's bundle of types (KindTypes,
  * in its room's types.ts). The registry (kinds/index.ts) maps each kind to its bundle
