@@ -53,7 +53,7 @@ export default defineConfig(
   {
     // "Nothing below the protocol knows NATS exists" (docs/architecture.md "Boundaries"); the
     // application layer joins the worker to the pipelines without touching NATS either.
-    files: ['src/{media,video,inference,jobs,upscale,lipsync,music,app}/**/*.ts', 'src/*.ts'],
+    files: ['src/{media,video,inference,jobs,upscale,lipsync,music,music-video,app}/**/*.ts', 'src/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: WIRE }] },
   },
   {
