@@ -13,7 +13,7 @@ export interface TableSpec {
 }
 
 export interface BlockSpec {
-  /** The script that writes the block: bench/BENCH.ts. */
+  /** The benchmark that writes the block: bench/FAMILY/BENCH.ts (bench/catalog.ts). */
   bench: string;
   /** The kinds of table the block may hold, in any number and order. */
   tables: readonly TableSpec[];

@@ -9,7 +9,7 @@
  *   the ratio) and, where the benchmark has blocks in docs/benchmarks.md, --write-docs.
  *
  * A benchmark declares its own flags and picks common ones with their defaults, then reports its
- * figures through `done` (tables as in the docs, and any data): see bench/quality.ts.
+ * figures through `done` (tables as in the docs, and any data): see bench/inference/quality.ts.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { compareRuns, formatComparison, type BenchRun } from './baseline.js';
 import { BLOCKS } from './blocks.js';
-import { findBenchmark } from './catalog.js';
+import { benchPath, findBenchmark } from './catalog.js';
 import { machineInfo } from './common.js';
 import type { DocTable } from './doc-block.js';
 
@@ -79,7 +79,7 @@ export type BenchValues<O extends Record<string, Flag>, C extends Partial<Record
 };
 
 export interface BenchSpec<O extends Record<string, Flag>, C extends Partial<Record<CommonFlag, CommonUse>>> {
-  /** bench/NAME.ts, listed in bench/catalog.ts. */
+  /** bench/FAMILY/NAME.ts, listed in bench/catalog.ts. */
   name: string;
   /** Lines after the flags: what the benchmark prints and anything a flag's line cannot say. */
   notes?: string;
@@ -114,7 +114,7 @@ export function usageText(spec: BenchSpec<Record<string, Flag>, Partial<Record<C
   const entry = findBenchmark(spec.name);
   const lines = [
     `usage: media-worker bench ${spec.name} [flags]${spec.positionals === undefined ? '' : ` ${spec.positionals}`}`,
-    `       (or npm run bench:${spec.name} -- [flags], node dist/bench/${spec.name}.js [flags])`,
+    `       (or npm run bench:${spec.name} -- [flags], node dist/bench/${entry === undefined ? spec.name : benchPath(spec.name)}.js [flags])`,
     '',
     entry?.summary ?? '',
     '',

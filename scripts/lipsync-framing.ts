@@ -1,6 +1,6 @@
 /**
  * Measuring where the lip-sync network's mouth lands on a real face (docs/lipsync.md, "Crop
- * framing"), shared by bench/lipsync-framing.ts and the lip-sync tests.
+ * framing"), shared by bench/music-lipsync/lipsync-framing.ts and the lip-sync tests.
  *
  * One face goes through the output pass's own steps (cropForFace, cropFace, wav2lipInput, the
  * network, tensorToRgb, compositeFace) twice: with a silent and with a loud mel window. The

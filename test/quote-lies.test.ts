@@ -11,7 +11,7 @@ import { quoteOnly } from '../src/app/index.js';
 import { parseJob, type LipsyncQuote, type VideoQuote } from '../src/jobs/index.js';
 import { resolveFfprobe, runProcess } from '../src/media/index.js';
 import { ffmpeg, makeClip, makeTempDir, makeTone } from './media/helpers.js';
-import { matroskaHeadersSay, mp3XingFramesDivided, mp4HeadersSay, oggLastGranuleSays } from '../bench/lying-headers.js';
+import { matroskaHeadersSay, mp3XingFramesDivided, mp4HeadersSay, oggLastGranuleSays } from '../bench/video/lying-headers.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -45,7 +45,7 @@ beforeAll(async () => {
   clips['webm12'] = await lying(webm12, 'twelve-lie.webm', (f) => matroskaHeadersSay(f, 1));
   clips['video2'] = await makeClip(path.join(dir, 'two.mp4'), { ...small, seconds: 2 });
 
-  // bench/input-measure.ts's clip: 3 s, 160x90, 25 fps, H.264 + AAC; MP4 with the index in front, and MKV.
+  // bench/video/input-measure.ts's clip: 3 s, 160x90, 25 fps, H.264 + AAC; MP4 with the index in front, and MKV.
   const bench = { seconds: 3, size: '160x90', rate: 25, audio: true, codec: ['-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-c:a', 'aac'] };
   clips['bench.mp4'] = await makeClip(path.join(dir, 'bench.mp4'), { ...bench, extra: ['-movflags', '+faststart'] });
   clips['bench.mkv'] = await makeClip(path.join(dir, 'bench.mkv'), bench);

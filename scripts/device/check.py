@@ -317,7 +317,7 @@ class Check:
         data = self.work / "data"
         made = {}
         for tag, size in (("gpu", photo), ("cpu", cpu)):
-            records = self.node(["dist/bench/gpu-device.js", "inputs", "--work", str(data), "--tag", tag, "--photo-mp", str(size["mp"]),
+            records = self.node(["dist/bench/inference/gpu-device.js", "inputs", "--work", str(data), "--tag", tag, "--photo-mp", str(size["mp"]),
                                  "--video-size", size["video"], "--frames", str(size["frames"])], 120, f"inputs ({tag})")
             if records:
                 made[tag] = records[-1]
@@ -326,7 +326,7 @@ class Check:
         self.inputs = made
         video_ffmpeg, tried = self.choose_ffmpeg()
         self.report["ffmpeg"] = {"video": video_ffmpeg, "refused": tried}
-        opened = self.node(["dist/bench/gpu-device.js", "open", "--provider", "webgpu", "--networks", ",".join(networks)], 180, "open WebGPU") or []
+        opened = self.node(["dist/bench/inference/gpu-device.js", "open", "--provider", "webgpu", "--networks", ",".join(networks)], 180, "open WebGPU") or []
         self.report["webgpu_open"] = opened
         ok = {(r["network"], r["precision"]) for r in opened if r.get("ok")}
         for r in opened:
@@ -365,7 +365,7 @@ class Check:
     def ours(self, kind, network, provider, precision, inputs, runs):
         source, desc, output_mp = self.work_of(kind, inputs)
         out = self.work / "data" / f"ours-{kind}-{provider}-{precision}{Path(source).suffix}"
-        records = self.node(["dist/bench/gpu-device.js", "run", "--kind", kind, "--provider", provider, "--precision", precision,
+        records = self.node(["dist/bench/inference/gpu-device.js", "run", "--kind", kind, "--provider", provider, "--precision", precision,
                              "--input", source, "--out", str(out), "--runs", str(runs), "--network", network], 540, f"ours {kind} {provider} {precision}")
         for r in records or []:
             if r.get("event") == "run":

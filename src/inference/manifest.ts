@@ -114,7 +114,7 @@ export const tileDefaultsSchema = z
     batch: positiveInt,
     /**
      * Peak memory one call takes per tile input pixel, bytes (measured on the CPU provider in
-     * float32: bench/tile-memory.ts); with a memory budget it sets the tile size (tile-budget.ts).
+     * float32: bench/inference/tile-memory.ts); with a memory budget it sets the tile size (tile-budget.ts).
      */
     bytesPerPixel: positiveInt.optional(),
   })

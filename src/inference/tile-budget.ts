@@ -1,7 +1,7 @@
 /**
  * The tile side a memory budget allows. A network call's memory grows with its tile's pixels (the
  * activations of every layer at the tile's size), so the manifest records the bytes one tile input
- * pixel takes (measured: bench/tile-memory.ts) and the budget divided by it bounds the tile's area.
+ * pixel takes (measured: bench/inference/tile-memory.ts) and the budget divided by it bounds the tile's area.
  * Larger tiles recompute less of their overlap: Real-ESRGAN x4plus needs 80 context pixels on each
  * inner side, which 512-pixel tiles spend half their work on and 1536-pixel ones a tenth. Pure.
  */

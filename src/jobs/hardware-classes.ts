@@ -1,6 +1,6 @@
 /**
  * Throughput of each hardware class the cost model knows, in the units it multiplies by. The CPU
- * figures are measured on the development machine (bench/calibrate-cost-model.ts, recorded in
+ * figures are measured on the development machine (bench/gateway/calibrate-cost-model.ts, recorded in
  * docs/benchmarks.md, "Cost model calibration"); the GPU figures are ESTIMATES from published peak
  * throughput and a stated efficiency, to be replaced by measurements on such a host.
  *

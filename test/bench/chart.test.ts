@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { type ChartPoint, decades, joinResults, renderChart } from '../../bench/chart.js';
+import { type ChartPoint, decades, joinResults, renderChart } from '../../bench/inference/chart.js';
 
 const points: ChartPoint[] = [
   { method: 'bicubic', scale: 2, psnr: 28.7, mpPerS: 17 },

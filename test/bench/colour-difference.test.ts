@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ciede2000, meanCiede2000, rgbToLab } from '../../bench/colour-difference.js';
+import { ciede2000, meanCiede2000, rgbToLab } from '../../bench/fidelity/colour-difference.js';
 
 describe('ciede2000', () => {
   // Pairs from Sharma, Wu and Dalal's test data (2005), with their published ΔE00.

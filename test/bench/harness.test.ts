@@ -10,13 +10,13 @@ import { readdir, readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BENCHMARKS } from '../../bench/catalog.js';
+import { BENCHMARKS, FAMILIES, benchPath } from '../../bench/catalog.js';
 import { compareRuns, formatComparison, numbersOf, tableFigures } from '../../bench/baseline.js';
 import { parseBenchArgs } from '../../bench/harness.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
-const script = (name: string): string => path.join(PACKAGE_ROOT, 'dist', 'bench', `${name}.js`);
+const script = (name: string): string => path.join(PACKAGE_ROOT, 'dist', 'bench', `${benchPath(name)}.js`);
 
 interface Run {
   code: number;
@@ -56,24 +56,49 @@ function expectUsage(name: string, run: Run): void {
 }
 
 describe('the catalogue', () => {
-  it('lists every benchmark script of bench/ and each has its npm script', async () => {
-    const sources = await readdir(path.join(PACKAGE_ROOT, 'bench'));
+  it('lists every benchmark script of bench/, in its family folder, and each has its npm script', async () => {
+    const bench = path.join(PACKAGE_ROOT, 'bench');
     const withCli: string[] = [];
-    for (const file of sources.filter((f) => f.endsWith('.ts'))) {
-      if ((await readFile(path.join(PACKAGE_ROOT, 'bench', file), 'utf8')).includes('benchCli({')) withCli.push(file.slice(0, -3));
+    for (const entry of await readdir(bench, { withFileTypes: true })) {
+      const folder = entry.isDirectory() ? entry.name : '';
+      const files = entry.isDirectory() ? await readdir(path.join(bench, folder)) : [entry.name];
+      for (const file of files.filter((f) => f.endsWith('.ts'))) {
+        const relative = folder === '' ? file : `${folder}/${file}`;
+        if ((await readFile(path.join(bench, relative), 'utf8')).includes('benchCli({')) withCli.push(relative.slice(0, -3));
+      }
     }
-    expect(withCli.sort()).toEqual(BENCHMARKS.map((b) => b.name).sort());
+    expect(withCli.sort()).toEqual(BENCHMARKS.map((b) => `${b.family}/${b.name}`).sort());
+    const folders = (await readdir(bench, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+    expect(folders.sort()).toEqual(FAMILIES.map((f) => f.id).sort());
     const scripts = (JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
     const benchScripts = Object.keys(scripts).filter((k) => k.startsWith('bench:'));
     expect(benchScripts.sort()).toEqual(BENCHMARKS.map((b) => `bench:${b.name}`).sort());
-    for (const b of BENCHMARKS) expect(scripts[`bench:${b.name}`]).toBe(`npm run build && node dist/bench/${b.name}.js`);
+    for (const b of BENCHMARKS) expect(scripts[`bench:${b.name}`]).toBe(`npm run build && node dist/bench/${b.family}/${b.name}.js`);
   });
 
-  it('media-worker bench lists them, one line each', async () => {
+  it('bench/README.md has a row for each, under its family', async () => {
+    const readme = await readFile(path.join(PACKAGE_ROOT, 'bench', 'README.md'), 'utf8');
+    const rows: string[] = [];
+    let family = '';
+    for (const line of readme.split('\n')) {
+      const cells = /^\|\s*(.*?)\s*\|\s*`([\w-]+)`\s*\|/.exec(line);
+      if (cells === null) continue;
+      family = /^`([\w-]+)\/`/.exec(cells[1]!)?.[1] ?? (cells[1] === '' ? family : cells[1]!);
+      rows.push(`${family}/${cells[2]!}`);
+    }
+    expect(rows).toEqual(BENCHMARKS.map((b) => `${b.family}/${b.name}`));
+  });
+
+  it('media-worker bench lists them by family: a heading line, then one line each', async () => {
     const run = await node([CLI, 'bench']);
     expect(run.code).toBe(0);
-    const lines = run.stdout.trimEnd().split('\n');
-    expect(lines.map((l) => l.split(/\s+/)[0])).toEqual(BENCHMARKS.map((b) => b.name));
+    const groups = run.stdout.trimEnd().split('\n\n').map((g) => g.split('\n'));
+    expect(groups.map((g) => g[0])).toEqual(FAMILIES.map((f) => `${f.title} (bench/${f.id}/)`));
+    groups.forEach((lines, i) => {
+      const family = FAMILIES[i]!.id;
+      expect(lines.slice(1).map((l) => l.trim().split(/\s+/)[0])).toEqual(BENCHMARKS.filter((b) => b.family === family).map((b) => b.name));
+    });
+    expect(groups.flatMap((g) => g.slice(1)).length).toBe(BENCHMARKS.length);
   });
 
   it('media-worker bench refuses a benchmark it does not know', async () => {

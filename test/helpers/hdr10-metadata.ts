@@ -1,10 +1,10 @@
 /**
- * The HDR10 metadata the fidelity corpus writes into its PQ clips (bench/fidelity-video-corpus.ts:
+ * The HDR10 metadata the fidelity corpus writes into its PQ clips (bench/fidelity/fidelity-video-corpus.ts:
  * HDR10_MASTER_DISPLAY, HDR10_MAX_CLL), expected back on the first frame of an output. Shared by
  * the upscale's and lip-sync's fidelity tests: both pipelines must copy it.
  */
 import { expect } from 'vitest';
-import { firstFrameSideData } from '../../bench/video-facts.js';
+import { firstFrameSideData } from '../../bench/fidelity/video-facts.js';
 
 export async function expectCorpusHdr10Metadata(outputPath: string): Promise<void> {
   const side = await firstFrameSideData(outputPath);

@@ -18,7 +18,7 @@ import {
 } from '../../src/lipsync/index.js';
 import { allowedAudioSeconds, allowedFrames, resolveFfmpeg, runProcess, type MediaInfo } from '../../src/media/index.js';
 import { colourPlan, colourSource, decodeColourFilters, encodeColourFilters, probeVideoExtras } from '../../src/video/index.js';
-import { fileFacts, pictureOf } from '../../bench/video-facts.js';
+import { fileFacts, pictureOf } from '../../bench/fidelity/video-facts.js';
 import { expectCorpusHdr10Metadata } from '../helpers/hdr10-metadata.js';
 import {
   FPS,

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adobeRgbProfile, displayP3Profile } from '../../bench/fidelity-corpus-images.js';
+import { adobeRgbProfile, displayP3Profile } from '../../bench/fidelity/fidelity-corpus-images.js';
 import { type ImageFormat, cleanExif, embedMetadata, iccDescription, readImageLayout, summariseExif } from '../../src/media/index.js';
 
 let dir: string;

@@ -4,14 +4,14 @@
  * grey + alpha and WebP, each measured against the same file with the fill off (the stored colour
  * reaching the network as before), so that every case shows the rim it prevents. Opaque images come
  * out byte for byte as with the fill off. The compact network: the test is about the fill; the
- * default network's figures are bench/fidelity-alpha-edges.ts's (docs/benchmarks.md, "Fidelity").
+ * default network's figures are bench/fidelity/fidelity-alpha-edges.ts's (docs/benchmarks.md, "Fidelity").
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp, { type Sharp } from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { edgeError, type HardEdgeCase, makeHardEdgeCases } from '../../bench/fidelity-corpus-alpha.js';
+import { edgeError, type HardEdgeCase, makeHardEdgeCases } from '../../bench/fidelity/fidelity-corpus-alpha.js';
 import { SessionCache, createSrModelLoader } from '../../src/inference/index.js';
 import { probeImage } from '../../src/media/index.js';
 import { upscaleImageFile } from '../../src/upscale/image-pipeline.js';

@@ -1,5 +1,5 @@
 /**
- * Image fidelity (issue 30) on the corpus bench/fidelity-corpus-images.ts makes: every channel and
+ * Image fidelity (issue 30) on the corpus bench/fidelity/fidelity-corpus-images.ts makes: every channel and
  * every bit of what went in comes out, through the real pipeline with its default network
  * (Real-ESRGAN x4plus for every factor), and formats outside the contract are refused at quote
  * naming what they are.
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp, { type Metadata } from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COLUMN_ROWS, EXIF_FIELDS, type ImageCase, CHART_COLOURS, makeImageCorpus } from '../../bench/fidelity-corpus-images.js';
+import { COLUMN_ROWS, EXIF_FIELDS, type ImageCase, CHART_COLOURS, makeImageCorpus } from '../../bench/fidelity/fidelity-corpus-images.js';
 import { SessionCache, createSrModelLoader } from '../../src/inference/index.js';
 import { type ImageInfo, probeImage, readImageLayout, summariseExif } from '../../src/media/index.js';
 import { upscaleImageFile } from '../../src/upscale/image-pipeline.js';

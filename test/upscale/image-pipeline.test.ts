@@ -13,7 +13,7 @@ import type { UpscaleFactor } from '../../src/jobs/index.js';
 import { probeImage } from '../../src/media/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { upscaleImageFile } from '../../src/upscale/image-pipeline.js';
-import { countingLoader } from '../../bench/network-work.js';
+import { countingLoader } from '../../bench/video/network-work.js';
 
 const sessions = new SessionCache({ executionProviders: ['cpu'] });
 const loadModel = createSrModelLoader({ sessions });

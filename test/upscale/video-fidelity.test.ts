@@ -1,5 +1,5 @@
 /**
- * Video fidelity end to end (docs/contract.md, "Video fidelity"): the corpus of bench/fidelity-video-corpus.ts
+ * Video fidelity end to end (docs/contract.md, "Video fidelity"): the corpus of bench/fidelity/fidelity-video-corpus.ts
  * (phone HDR10 and HLG, variable frame rate, a multi-track Matroska file, an odd size) through the
  * real upscale pipeline, real ffmpeg and the small x2 network; what comes out is checked with
  * ffprobe: codec, bit depth, colour tags, HDR metadata, streams, chapters, tags, frame times, sync
@@ -14,8 +14,8 @@ import { probeMedia, resolveFfmpeg, type MediaInfo } from '../../src/media/index
 import { DEFAULT_WORK_LIMITS, parseJob, quoteJob } from '../../src/jobs/index.js';
 import { HAND, NET } from '../jobs/hand-profile.js';
 import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/video-pipeline.js';
-import { type VideoCorpus, makeVideoCorpus } from '../../bench/fidelity-video-corpus.js';
-import { fileFacts, packetTimes, pictureOf, streamLabels } from '../../bench/video-facts.js';
+import { type VideoCorpus, makeVideoCorpus } from '../../bench/fidelity/fidelity-video-corpus.js';
+import { fileFacts, packetTimes, pictureOf, streamLabels } from '../../bench/fidelity/video-facts.js';
 import { expectCorpusHdr10Metadata } from '../helpers/hdr10-metadata.js';
 import { makeTempDir } from '../media/helpers.js';
 import { decodeRgb, psnr } from '../upscale/video-helpers.js';

@@ -15,7 +15,7 @@ import { upscaleRgb, SessionCache, createSrModelLoader, parseSrModelChoices } fr
 import { JobError, ProcessingError } from '../../src/errors.js';
 import { pipelineFailure, type UpscaleFactor } from '../../src/jobs/index.js';
 import { allowedFrames, probeMedia, type MediaInfo, resolveFfmpeg } from '../../src/media/index.js';
-import { countingLoader } from '../../bench/network-work.js';
+import { countingLoader } from '../../bench/video/network-work.js';
 import { checkEncoder, videoResultFormat } from '../../src/video/index.js';
 import { type VideoProgress, type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/video-pipeline.js';
 import { ffmpeg, makeTempDir } from '../media/helpers.js';

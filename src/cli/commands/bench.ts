@@ -2,18 +2,23 @@ import type { Command } from 'commander';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { BENCHMARKS, findBenchmark } from '../../../bench/catalog.js';
+import { BENCHMARKS, FAMILIES, benchPath, findBenchmark } from '../../../bench/catalog.js';
 import { EXIT_REJECTED } from '../exit.js';
 import { voice } from '../voice.js';
 
-/** dist/bench/NAME.js beside this build's dist/src/ (the benchmarks ship in the same build). */
+/** dist/bench/FAMILY/NAME.js beside this build's dist/src/ (the benchmarks ship in the same build). */
 function benchScript(name: string): string {
-  return fileURLToPath(new URL(`../../../bench/${name}.js`, import.meta.url));
+  return fileURLToPath(new URL(`../../../bench/${benchPath(name)}.js`, import.meta.url));
 }
 
+/** The benchmarks by family: a heading line per family (its title and folder), then one line each. */
 function listing(): string {
   const width = Math.max(...BENCHMARKS.map((b) => b.name.length)) + 2;
-  return `${BENCHMARKS.map((b) => `${b.name.padEnd(width)}${b.summary}`).join('\n')}\n`;
+  const families = FAMILIES.map((f) => {
+    const lines = BENCHMARKS.filter((b) => b.family === f.id).map((b) => `  ${b.name.padEnd(width)}${b.summary}`);
+    return [`${f.title} (bench/${f.id}/)`, ...lines].join('\n');
+  });
+  return `${families.join('\n\n')}\n`;
 }
 
 export function registerBench(program: Command): void {
@@ -21,7 +26,7 @@ export function registerBench(program: Command): void {
     .command('bench')
     .summary('list the benchmarks, or run one')
     .description(
-      'Without NAME, lists the benchmarks, one line each. With NAME, runs bench/NAME with the flags that follow ' +
+      'Without NAME, lists the benchmarks by family, one line each. With NAME, runs bench/FAMILY/NAME with the flags that follow ' +
         '(`media-worker bench NAME --help` for them; the same as `npm run bench:NAME -- FLAGS`). Common flags mean the same ' +
         'in every benchmark: --model, --providers, --threads, --tile, --repeat, --json (one JSON document on stdout), ' +
         '--baseline FILE (a saved --json run: each figure beside it, with the ratio), --write-docs.',

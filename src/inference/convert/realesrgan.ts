@@ -54,7 +54,7 @@ export const REALESRGAN_NETWORKS: Readonly<Record<string, RealEsrganNetwork>> = 
     },
     architecture: 'RRDBNet (23 RRDB blocks, 64 features, growth 32), RealESRGAN_x4plus',
     description: 'Real-ESRGAN x4plus (RRDBNet) x4 super-resolution for real-world photos, trained with synthetic real-world degradations',
-    // bytesPerPixel: bench/tile-memory.ts, 11,689 and 12,288 B at 160 and 64 px tiles (the larger kept).
+    // bytesPerPixel: bench/inference/tile-memory.ts, 11,689 and 12,288 B at 160 and 64 px tiles (the larger kept).
     tile: { size: 512, overlap: 80, batch: 1, bytesPerPixel: 12288 },
   },
   'realesrgan-x4fast': {
@@ -68,7 +68,7 @@ export const REALESRGAN_NETWORKS: Readonly<Record<string, RealEsrganNetwork>> = 
     },
     architecture: 'SRVGGNetCompact (64 features, 32 body convolutions, PReLU), as realesr-general-x4v3',
     description: 'Real-ESRGAN compact x4 super-resolution (SRVGGNetCompact general model) for real-world photos and video frames',
-    // bytesPerPixel: bench/tile-memory.ts, 936 and 951 B at 128 and 320 px tiles, rounded up.
+    // bytesPerPixel: bench/inference/tile-memory.ts, 936 and 951 B at 128 and 320 px tiles, rounded up.
     tile: { size: 512, overlap: 24, batch: 1, bytesPerPixel: 960 },
   },
 };
