@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { readdir, readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BENCHMARKS, FAMILIES, benchPath } from '../../bench/catalog.js';
 import { compareRuns, formatComparison, numbersOf, tableFigures } from '../../bench/baseline.js';
 import { parseBenchArgs } from '../../bench/harness.js';
@@ -24,9 +24,19 @@ interface Run {
   stderr: string;
 }
 
+/** V8's code cache of the dist/ modules, kept between this file's processes (no behaviour of its own). */
+let compileCache: string;
+beforeAll(async () => {
+  compileCache = await mkdtemp(path.join(tmpdir(), 'bench-compile-cache-'));
+});
+afterAll(async () => {
+  await rm(compileCache, { recursive: true, force: true });
+});
+
 function node(args: string[]): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, args, { cwd: PACKAGE_ROOT, env: { ...process.env, LOG_LEVEL: 'warn' }, timeout: 120_000 }, (err, stdout, stderr) => {
+    const env = { ...process.env, LOG_LEVEL: 'warn', NODE_COMPILE_CACHE: compileCache };
+    execFile(process.execPath, args, { cwd: PACKAGE_ROOT, env, timeout: 120_000 }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
       resolve({ code, stdout, stderr });
     });
