@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -7,5 +8,8 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Most files spend their time waiting on nats-server, child processes and the network, not on
+    // the CPU: vitest's default (cores - 1) ran them one at a time on CI's 2 cores (issue 47).
+    maxWorkers: Math.max(availableParallelism() + 1, 2),
   },
 });

@@ -20,6 +20,8 @@ const NOT_SETTINGS = new Set([
   'MEDIA_WORKER_RESULTS_DIR',
   // The worker's settings table, named as code.
   'WORKER_SETTINGS',
+  // The test-only kill point (src/worker/kill-point.ts), on purpose in no settings table.
+  'MEDIA_WORKER_TEST_KILL_AT',
   // A client's, not the service's: `media-worker tasks watch` and the Python example read them.
   'MEDIA_WORKER_API_KEY',
   'MEDIA_WORKER_URL',
