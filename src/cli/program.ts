@@ -1,7 +1,7 @@
 /**
  * media-worker command line: one module per command under cli/commands/. Loaded by src/cli.ts.
  */
-import { Command, Option } from 'commander';
+import { Command, Help, Option } from 'commander';
 import { PACKAGE_VERSION } from '../paths.js';
 import { registerAccounts } from './commands/accounts.js';
 import { registerBench } from './commands/bench.js';
@@ -45,6 +45,8 @@ registerBench(program);
 // Given after a command's name too (`upscale-image --log-format json`): every command takes it, hidden
 // from its help, but `bench`, which hands every flag after its name to the benchmark.
 for (const command of descendants(program)) if (command.name() !== 'bench') command.addOption(logFormatOption().hideHelp());
+// A hidden option alone does not make a listed command read "[options]": the help stays as it was.
+for (const command of [program, ...descendants(program)]) command.configureHelp({ subcommandTerm: termWithoutHiddenOptions });
 // The one decision of the log format (cli/log-format.ts), before any command's action.
 program.hook('preAction', (_program, action) => {
   chooseLogFormat({
@@ -60,6 +62,11 @@ function logFormatOption(): Option {
     '--log-format <FORMAT>',
     'stderr as human lines or as JSON lines (default: LOG_FORMAT; human, json for serve and gateway)',
   ).choices([...LOG_FORMATS]);
+}
+
+function termWithoutHiddenOptions(command: Command): string {
+  const term = new Help().subcommandTerm(command);
+  return command.options.some((o) => !o.hidden) ? term : term.replace(' [options]', '');
 }
 
 function descendants(command: Command): Command[] {
