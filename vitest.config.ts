@@ -9,7 +9,8 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     // Most files spend their time waiting on nats-server, child processes and the network, not on
-    // the CPU: vitest's default (cores - 1) ran them one at a time on CI's 2 cores (issue 47).
-    maxWorkers: Math.max(availableParallelism() + 1, 2),
+    // the CPU: vitest's default (cores - 1) ran them one at a time on CI's 2 cores (issue 47). At most
+    // 8: each file's networks take every core, and a big host gains little past that.
+    maxWorkers: Math.min(Math.max(availableParallelism() + 1, 2), 8),
   },
 });

@@ -4,7 +4,6 @@
  * `--log-format json` or LOG_FORMAT=json, never both; read line by line. On a small photo with the
  * slim network it logs (LOG_LEVEL=info) and shows progress in about a second. The built CLI (dist/).
  */
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,27 +12,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chooseLogFormat, logFormat, logLevelFor } from '../../src/cli/log-format.js';
 import { createJsonProgress, progressRecord } from '../../src/cli/progress.js';
 import { createLogger } from '../../src/logger.js';
-import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../../src/paths.js';
+import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
+import { runCli, type CliRun } from '../helpers/cli.js';
 
-const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
-function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
+function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   const base = { ...process.env };
   delete base['LOG_FORMAT'];
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      { cwd: dir, env: { ...base, LOG_LEVEL: 'info', MEDIA_WORKER_SR_MODELS: 'video=esrgan-slim-x2,image=esrgan-slim-x2', ...env }, timeout: 120_000 },
-      (err, stdout, stderr) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
-    );
-  });
+  return runCli(args, { cwd: dir, env: { ...base, LOG_LEVEL: 'info', MEDIA_WORKER_SR_MODELS: 'video=esrgan-slim-x2,image=esrgan-slim-x2', ...env } });
 }
 
 function lines(text: string): string[] {

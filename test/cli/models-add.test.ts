@@ -4,7 +4,6 @@
  * upscales byte for byte as the original, by --model and by MEDIA_WORKER_SR_MODELS; a file of random
  * bytes is refused in one line and nothing is written.
  */
-import { execFile } from 'node:child_process';
 import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,22 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureModelFile, parseManifest } from '../../src/inference/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../../src/paths.js';
 import { seededRandom } from '../../src/seeded-random.js';
+import { runCli, type CliRun } from '../helpers/cli.js';
 
-const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
-function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { cwd: PACKAGE_ROOT, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, timeout: 300_000 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
-      resolve({ code, stdout, stderr });
-    });
-  });
+function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  return runCli(args, { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, timeoutMs: 300_000 });
 }
 
 let dir: string;
