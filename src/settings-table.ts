@@ -173,8 +173,11 @@ export function settingsReference(table: SettingsTable, shownDefault: (value: st
  */
 export const PROJECT_PREFIXES = ['MEDIA_WORKER_', 'MEDIA_', 'WORKER_', 'RESULTS_', 'NATS_', 'GATEWAY_', 'LOG_', 'FFMPEG_', 'FFPROBE_'] as const;
 
-/** Variables with a project prefix that are read by something else (the test helpers), not settings. */
-export const NOT_SETTINGS: ReadonlySet<string> = new Set(['NATS_SERVER_BIN']);
+/**
+ * Variables with a project prefix that are read by something else, not settings: the test helpers'
+ * nats-server, and the test-only kill point (worker/kill-point.ts).
+ */
+export const NOT_SETTINGS: ReadonlySet<string> = new Set(['NATS_SERVER_BIN', 'MEDIA_WORKER_TEST_KILL_AT']);
 
 /** The project's prefixes plus the first word of every variable the tables read, longest first. */
 export function settingPrefixes(names: Iterable<string>): string[] {

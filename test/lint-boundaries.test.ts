@@ -5,7 +5,7 @@
  * app/ never import the kinds; and an import cycle planted in a folder of the repository, through
  * `import type` too, fails the lint (`cycles/no-cycle`, and `import-x/no-cycle` for a runtime one).
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ESLint } from 'eslint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -167,7 +167,10 @@ describe('no import cycle (cycles/no-cycle, import-x/no-cycle)', () => {
   // lint's scope (test/**), and linted with the project's own config, then removed.
   let dir: string;
   beforeAll(async () => {
-    dir = await mkdtemp(path.join(PACKAGE_ROOT, 'test', 'lint-cycle-'));
+    // A run killed before its afterAll left its cycles behind: they would fail every later lint.
+    const test = path.join(PACKAGE_ROOT, 'test');
+    for (const name of await readdir(test)) if (name.startsWith('lint-cycle-')) await rm(path.join(test, name), { recursive: true, force: true });
+    dir = await mkdtemp(path.join(test, 'lint-cycle-'));
   });
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });

@@ -50,7 +50,8 @@ for (const command of [program, ...descendants(program)]) command.configureHelp(
 // The one decision of the log format (cli/log-format.ts), before any command's action.
 program.hook('preAction', (_program, action) => {
   chooseLogFormat({
-    flag: action.optsWithGlobals<{ logFormat?: LogFormat }>().logFormat,
+    // The command's own flag first (`--log-format json run --log-format human` is human), then the root's.
+    flag: action.opts<{ logFormat?: LogFormat }>().logFormat ?? action.optsWithGlobals<{ logFormat?: LogFormat }>().logFormat,
     daemon: action.parent === program && DAEMON_COMMANDS.includes(action.name()),
   });
 });

@@ -37,7 +37,8 @@ export function openVoice(format: LogFormat, level: string): Voice {
     logger,
     say(human, { msg, level: recordLevel = 'info', ...fields }) {
       if (format === 'human') stderrTerminal().line(human);
-      else logger[recordLevel](fields, msg);
+      // An error said here is why the command fails: LOG_LEVEL=silent or fatal must not hide it.
+      else (recordLevel === 'error' && !logger.isLevelEnabled('error') ? createLogger('error') : logger)[recordLevel](fields, msg);
     },
   };
   return current;

@@ -18,16 +18,21 @@ export type KillPoint = (typeof KILL_POINTS)[number];
 
 const KILL_AT_ENV = 'MEDIA_WORKER_TEST_KILL_AT';
 
-function killAt(): KillPoint | undefined {
-  const value = process.env[KILL_AT_ENV];
-  if (value === undefined || value === '') return undefined;
-  if (!(KILL_POINTS as readonly string[]).includes(value)) throw new Error(`${KILL_AT_ENV} must be one of ${KILL_POINTS.join(', ')}; got ${JSON.stringify(value)}`);
-  return value as KillPoint;
-}
+/** Where this process dies, read once; a value that names no point is refused when the worker starts. */
+let killAt: KillPoint | undefined | null = null;
 
-const KILL_AT = killAt();
+/** The point MEDIA_WORKER_TEST_KILL_AT names, if any; throws, naming the variable, for a value that names none. */
+export function checkKillPoint(): KillPoint | undefined {
+  if (killAt !== null) return killAt;
+  const value = process.env[KILL_AT_ENV];
+  if (value !== undefined && value !== '' && !(KILL_POINTS as readonly string[]).includes(value)) {
+    throw new Error(`${KILL_AT_ENV} must be one of ${KILL_POINTS.join(', ')}; got ${JSON.stringify(value)}`);
+  }
+  killAt = value === undefined || value === '' ? undefined : (value as KillPoint);
+  return killAt;
+}
 
 /** Dies here, at once and without cleanup, when MEDIA_WORKER_TEST_KILL_AT names this point. */
 export function reachKillPoint(point: KillPoint): void {
-  if (KILL_AT === point) process.kill(process.pid, 'SIGKILL');
+  if (checkKillPoint() === point) process.kill(process.pid, 'SIGKILL');
 }

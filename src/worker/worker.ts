@@ -14,6 +14,7 @@ import { RunningTasks, cancelTask, listenForAborts } from './cancel.js';
 import { capabilities, type HostFacts } from './discovery.js';
 import { CAPABILITIES_SUBJECT, claimTask, connectNats, consumerName, whoCanRun } from '../protocol/index.js';
 import { EventPublisher } from './event-publisher.js';
+import { checkKillPoint } from './kill-point.js';
 import { startHealthServer, type HealthServer } from './health.js';
 import { handleJobMessage, type Runtime } from './job-runner.js';
 import { workerMetrics, type WorkerMetrics } from './metrics.js';
@@ -84,6 +85,7 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
   };
   let connected = true;
 
+  checkKillPoint(); // a test-only hook's bad value stops the start, naming the variable
   const nc = await connectNats(settings);
   const parts: WorkerParts = { nc, logger, timers: [], stopPulling: new AbortController(), drain: new AbortController(), loops: [] };
 
