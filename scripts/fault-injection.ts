@@ -21,18 +21,19 @@
  * wrong, and then (or with --keep) the run's folder stays, the workers' logs in it.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { jetstreamManager, type JetStreamManager, type MsgRequest } from '@nats-io/jetstream';
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import sharp from 'sharp';
+import { natsServerBin } from '../bench/gateway/nats-server.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
-import { terminalEventSchema, type TerminalEvent } from '../src/protocol/index.js';
+import { firstClaimHost, terminalEventSchema, type TerminalEvent } from '../src/protocol/index.js';
 import { seededRandom } from '../src/seeded-random.js';
 import { sleep } from '../src/sleep.js';
 
@@ -50,8 +51,7 @@ interface NatsProcess {
 }
 
 async function startNats(dir: string): Promise<NatsProcess> {
-  // As the tests find it (test/worker/helpers/nats-server.ts): NATS_SERVER_BIN, Debian's, or the PATH's.
-  const bin = process.env['NATS_SERVER_BIN'] ?? (existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server');
+  const bin = natsServerBin();
   let port = -1;
   let child: ChildProcess | undefined;
   const start = async (): Promise<void> => {
@@ -349,14 +349,11 @@ async function queuedJobs(jsm: JetStreamManager): Promise<number> {
   return info.num_pending + info.num_ack_pending;
 }
 
-/** A task's claim and the jobs consumer's state, as the server holds them. */
+/** The host that first claimed a task, and the jobs consumer's state, as the server holds them. */
 async function serverStateOf(jsm: JetStreamManager, id: string): Promise<Record<string, unknown>> {
-  const jobs = await jsm.streams.find('media.jobs.image.vendor-image-upscale');
-  const claims = await jsm.streams.find(`media.claims.*.${id}`).catch(() => null);
-  const claim = claims === null ? null : await jsm.streams.getMessage(claims, { seq: 1, next_by_subj: `media.claims.*.${id}` } as unknown as MsgRequest).catch(() => null);
   const consumers = [];
-  for await (const c of jsm.consumers.list(jobs)) consumers.push({ name: c.name, pending: c.num_pending, ackPending: c.num_ack_pending, redelivered: c.num_redelivered, ackFloor: c.ack_floor.stream_seq, delivered: c.delivered.stream_seq });
-  return { jobsStream: jobs, claimedBy: claim?.subject ?? null, consumers };
+  for await (const c of jsm.consumers.list('MEDIA_JOBS')) consumers.push({ name: c.name, pending: c.num_pending, ackPending: c.num_ack_pending, redelivered: c.num_redelivered, ackFloor: c.ack_floor.stream_seq, delivered: c.delivered.stream_seq });
+  return { claimedBy: await firstClaimHost(jsm, 'MEDIA_CLAIMS', id), consumers };
 }
 
 main().catch((err: unknown) => {

@@ -81,11 +81,14 @@ const privateOriginList = parsedBy(parsePrivateOrigins);
 
 const httpUrl = z.url({ protocol: /^https?$/, error: (issue) => `Expected an http or https URL but received ${received(issue.input)}` });
 
+/** pino's levels, as LOG_LEVEL takes them. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
 /** The table of settings. Order is the order of the settings reference (docs/configuration.md). */
 export const SETTINGS = {
   logLevel: setting({
     env: 'LOG_LEVEL',
-    schema: oneOfSetting(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    schema: oneOfSetting(LOG_LEVELS),
     default: 'info',
     doc: 'pino log level.',
   }),

@@ -21,17 +21,13 @@
  * and per-process temporary folders (macOS `/var/folders/`, `/private/`, mktemp's `/tmp/tmp.XXXX`).
  * Code blocks are checked too: a pasted session's output is where such paths come from.
  */
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { documents } from './helpers/documents.js';
 
 /** README.md and docs/*.md, as repository paths. */
-async function documents(): Promise<string[]> {
-  const docs = (await readdir(path.join(PACKAGE_ROOT, 'docs'))).filter((f) => f.endsWith('.md')).sort();
-  return ['README.md', ...docs.map((f) => `docs/${f}`)];
-}
-
 /** The lines of `text` outside fenced code blocks, with their line numbers (1-based). */
 function proseLines(text: string): { line: string; number: number }[] {
   const out: { line: string; number: number }[] = [];

@@ -4,10 +4,11 @@
  * `npm run docs:config` generates from the settings tables (test/docs.test.ts checks it is
  * current). The few names of that shape that are not settings are listed here with what they are.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { documents } from './helpers/documents.js';
 
 const NOT_SETTINGS = new Set([
   // The gateway's streams (GATEWAY_STREAM_PREFIX + name).
@@ -32,9 +33,8 @@ describe('setting names in README.md and docs/*.md', () => {
     const reference = await readFile(path.join(PACKAGE_ROOT, 'docs', 'configuration.md'), 'utf8');
     const settings = new Set([...reference.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]!));
     expect(settings.size).toBeGreaterThan(50);
-    const docs = (await readdir(path.join(PACKAGE_ROOT, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
     const unknown: string[] = [];
-    for (const name of ['README.md', ...docs]) {
+    for (const name of await documents()) {
       const text = await readFile(path.join(PACKAGE_ROOT, name), 'utf8');
       for (const [found] of text.matchAll(/\b(?:WORKER|GATEWAY|RESULTS|MEDIA_WORKER)_[A-Z0-9_]+\b/g)) {
         if (!settings.has(found) && !NOT_SETTINGS.has(found)) unknown.push(`${name}: ${found}`);

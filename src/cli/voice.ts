@@ -4,6 +4,7 @@
  * progress bar whole, or every one of them as a JSON line through the same pino logger. Progress
  * goes the same way (cli/progress.ts, `createCliProgress`).
  */
+import { LOG_LEVELS } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
 import { formatLogLine } from './human-log.js';
 import { logFormat, logLevelFor, type LogFormat } from './log-format.js';
@@ -23,8 +24,6 @@ export interface Voice {
   /** `human` as it is (human mode), or `record` as a JSON line (json mode): never both. */
   say(human: string, record: VoiceRecord): void;
 }
-
-const PINO_LEVELS: readonly string[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 let current: Voice | undefined;
 
@@ -52,5 +51,5 @@ export function voice(): Voice {
   if (current !== undefined) return current;
   const format = logFormat();
   const given = process.env['LOG_LEVEL'];
-  return openVoice(format, logLevelFor(format, given !== undefined && PINO_LEVELS.includes(given) ? given : 'info'));
+  return openVoice(format, logLevelFor(format, given !== undefined && (LOG_LEVELS as readonly string[]).includes(given) ? given : 'info'));
 }

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { errorReplySchema, jobMessageSchema, quoteReplySchema } from '../../src/jobs/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
+import { documents } from '../helpers/documents.js';
 import { CANCEL_ENDPOINT, QUOTE_ENDPOINT, QUOTE_SERVICE_NAME, WIRE_SCHEMAS, cancelReplySchema, cancelRequestSchema, type WireSchemaName } from '../../src/protocol/index.js';
 import { WorkerMetrics } from '../../src/worker/metrics.js';
 import { startQuoteService, type QuoteService } from '../../src/worker/quote-service.js';
@@ -100,7 +101,7 @@ describe('schema paths the project advertises', () => {
   });
 
   it('the docs link only to committed schemas, each the JSON Schema of the zod schema its name stands for', async () => {
-    const docs = [path.join(PACKAGE_ROOT, 'README.md'), ...(await readdir(path.join(PACKAGE_ROOT, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => path.join(PACKAGE_ROOT, 'docs', f))];
+    const docs = (await documents()).map((doc) => path.join(PACKAGE_ROOT, doc));
     const linked = new Set<string>();
     for (const doc of docs) {
       const text = await readFile(doc, 'utf8');
