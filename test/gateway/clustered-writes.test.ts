@@ -21,7 +21,7 @@ import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
 import { Ledger } from '../../src/gateway/store/ledger.js';
 import { WriteConflict, writeIf } from '../../src/gateway/store/subject-store.js';
 import { sleep } from '../worker/helpers/jetstream.js';
-import { natsServerBin, parseServerVersion, startCluster, versionAtLeast, type Cluster } from '../../scripts/nats-cluster-nodes.js';
+import { natsServerBin, parseServerVersion, startCluster, until, versionAtLeast, type Cluster } from '../../scripts/nats-cluster-nodes.js';
 
 const PASSWORDS = { MW_WORKER_HOST1_PASSWORD: 'w', MW_GATEWAY_PASSWORD: 'g', MW_OPERATOR_PASSWORD: 'o' };
 /** The oldest server docs/operations.md supports for clusters: before it two such writes may both be stored (#4320). */
@@ -83,6 +83,9 @@ describe.skipIf(tooOld !== undefined)(`writes with a message id on an R3 stream$
 
   it('the loser of two writes in flight at once is not taken as stored when it tries again', async () => {
     await jsm.streams.add({ name: 'CW_PLAIN', subjects: ['cw.plain.>'], num_replicas: 3 });
+    // Its first publish needs a leader: one sent before the stream's election finishes (slow when
+    // the suite runs files side by side) is answered "no responders".
+    await until('the CW_PLAIN leader', async () => (await jsm.streams.info('CW_PLAIN')).cluster?.leader || undefined, 30_000);
     let losses = 0;
     for (let round = 0; round < 20 && losses < 3; round += 1) {
       const subject = `cw.plain.r${round}`;
