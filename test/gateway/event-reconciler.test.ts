@@ -19,6 +19,7 @@ import { openStore, type Store } from '../../src/gateway/store/index.js';
 import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
 import { claimTask, claimsStreamConfig, eventSubject, eventsStreamConfig, jobsStreamConfig, parseProtocolSettings, type TerminalEvent } from '../../src/protocol/index.js';
 import { musicDebit } from './helpers/music-debit.js';
+import { sleep } from '../worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
 
 const protocol = parseProtocolSettings({ jobsStream: 'ER_JOBS', eventsStream: 'ER_EVENTS', claimsStream: 'ER_CLAIMS' });
@@ -106,6 +107,9 @@ describe('events that did not settle their task', () => {
     await eventFrom('host1', failed, 'failed');
     // host2 sends an event for a task host1 claimed first: not believed, whatever its age.
     await eventFrom('host2', forged, 'completed', 'host1');
+    // The young event is stored a few milliseconds later than the others: the grace's boundary
+    // (1 ms before it) must fall between them, which the same millisecond would not allow.
+    await sleep(10);
     const youngEvent = await eventFrom('host1', young, 'completed');
 
     // The grace reaches to just before the young event: it is left, and the next pass starts at it.
