@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } from './gateway/settings.js';
-import { DEFAULT_SR_MODEL_CHOICES, EXECUTION_PROVIDER_NAMES, parseExecutionProviders, parseSrModelChoices } from './inference/settings.js';
+import { DEFAULT_SR_MODEL_CHOICES, EXECUTION_PROVIDER_NAMES, PRECISION_SETTINGS, parseExecutionProviders, parseSrModelChoices } from './inference/settings.js';
 import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, DEFAULT_WORK_LIMITS, HARDWARE_CLASS_NAMES } from './jobs/index.js';
 import { parseLipsyncModelMapping } from './lipsync/settings.js';
 import {
@@ -236,6 +236,12 @@ export const SETTINGS = {
     schema: srModelChoices,
     default: DEFAULT_SR_MODEL_CHOICES,
     doc: 'Super-resolution network per use: entries `use=NAME` or `use:factor=NAME` (e.g. `video:4=esrgan-slim-x4`) for image and video jobs and `mouth` (vendor-lipsync-2-pro\'s mouth pass); uses left out keep their default. A network scaling past the factor is followed by a Lanczos downscale.',
+  }),
+  precision: setting({
+    env: 'WORKER_PRECISION',
+    schema: oneOfSetting(PRECISION_SETTINGS),
+    default: 'auto',
+    doc: 'Which graph of each super-resolution network runs: fp32; fp16 (its float16 variant, cuda or tensorrt only); int8 (its int8 variant, on the CPU or tensorrt; refused on cuda alone); bf16 (refused: no bf16 graph is shipped); auto: fp16 on cuda and tensorrt, and on a CPU the int8 variant only where its quality gate passes (`models list`) and a probe at start finds it faster at 40 dB or more on this host, else fp32. The choice is logged and reported in capabilities and /metrics; estimates use the chosen graph\'s measured speed.',
   }),
   videoEncoder: setting({
     env: 'MEDIA_WORKER_VIDEO_ENCODER',

@@ -12,6 +12,7 @@ import { PACKAGE_VERSION } from '../paths.js';
 import {
   createResultStore,
   setExecutionProvider,
+  setSrPrecision,
   startWorker,
   workerSettingsFromEnv,
   type JobExecutor,
@@ -73,7 +74,7 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     readiness: withProviderCheck(readinessChecks({ config, settings, engine, logger }), hardware.shortfall),
     sweepLeftovers: () => sweepAllLeftovers(config),
     // What discovery reports is what the probe found running, as the quotes and readiness use it.
-    host: { hardwareClass: hardwareClassOf(config), executionProvider: hardware.probe.active, device: hardware.device },
+    host: { hardwareClass: hardwareClassOf(config), executionProvider: hardware.probe.active, device: hardware.device, precision: hardware.precision },
   }).catch(async (err: unknown) => {
     await tracing.shutdown();
     throw err;
@@ -137,8 +138,10 @@ function quoteFor(engine: Engine): QuoteFunction {
 }
 
 /** The probe's answer in the log and the metrics: which provider runs, and why a preferred one does not. */
-function reportProbe({ probe, shortfall, device }: ProbedHardware, logger: Logger): void {
+function reportProbe({ probe, shortfall, device, precision }: ProbedHardware, logger: Logger): void {
   setExecutionProvider(probe.active, probe.requested.join(','));
+  setSrPrecision(precision.requested, precision.networks);
+  for (const n of precision.networks) logger.info({ network: n.network, graph: n.graph, precision: n.precision, requested: precision.requested }, `${n.network} runs ${n.precision} (${n.reason})`);
   const fields = { provider: probe.active, requested: probe.requested, failures: probe.failures, device };
   if (shortfall !== null) logger.error(fields, `${shortfall}: ${PROVIDER_KINDS.map((kind) => KINDS[kind].label).join(', ')} are not ready`);
   else if (probe.failures.length > 0) logger.warn(fields, `execution provider ${probe.failures.map((f) => f.provider).join(', ')} could not start; running on ${probe.active}`);

@@ -20,6 +20,7 @@ import { JOB_KINDS, type JobKind } from '../jobs/index.js';
 import type { KindChecks } from '../worker/index.js';
 import { describeDevice, deviceBudgetMb, type DeviceDescription } from './device.js';
 import type { KindRuntimes } from './kind-runtime.js';
+import { resolvePrecision, type PrecisionReport, type VariantProber } from './precision.js';
 
 /** The kinds whose jobs run networks on the execution provider (their runtime's `usesExecutionProvider`). */
 export function providerKinds(runtimes: KindRuntimes): JobKind[] {
@@ -34,6 +35,13 @@ export interface ProbedHardware {
   shortfall: string | null;
   /** The device the active provider runs on (capabilities and /readyz name it). */
   device: DeviceDescription;
+  /** Which graph each super-resolution network runs (WORKER_PRECISION, app/precision.ts). */
+  precision: PrecisionReport;
+}
+
+/** Cores the worker's CPU work gets: MEDIA_WORKER_THREADS, 0 meaning every available core. */
+export function workerCores(config: Config): number {
+  return config.threads > 0 ? config.threads : os.availableParallelism();
 }
 
 /**
@@ -54,6 +62,7 @@ export async function probeHardware(
   config: Config,
   run?: ProbeRunner,
   describe: (provider: ExecutionProviderName, index: number) => Promise<DeviceDescription> = describeDevice,
+  probeVariant?: VariantProber,
 ): Promise<ProbedHardware> {
   if (config.executionProviders.includes('tensorrt')) {
     for (const [name, value] of Object.entries(tensorrtEnvironment(config))) process.env[name] ??= value;
@@ -63,12 +72,9 @@ export async function probeHardware(
   if (config.executionProviders.some((p) => p === 'cuda' || p === 'tensorrt')) process.env['CUDA_DEVICE_ORDER'] ??= 'PCI_BUS_ID';
   const probe = await probeExecutionProviders(config.executionProviders, run, config.deviceIndex);
   const device = await describe(probe.active, config.deviceIndex);
-  return {
-    probe,
-    config: { ...config, executionProviders: activeProviders(probe), deviceMemoryMb: deviceBudgetMb(config.deviceMemoryMb, device) },
-    shortfall: providerShortfall(probe, config.cpuFallback),
-    device,
-  };
+  const probed = { ...config, executionProviders: activeProviders(probe), deviceMemoryMb: deviceBudgetMb(config.deviceMemoryMb, device) };
+  const precision = await resolvePrecision(probed, probe.active, workerCores(probed), probeVariant);
+  return { probe, config: precision.config, shortfall: providerShortfall(probe, config.cpuFallback), device, precision: precision.report };
 }
 
 /** Adds the provider check to the kinds that run networks (providerKinds): failing while `shortfall` says why. */
@@ -98,5 +104,6 @@ const HALF_PRECISION_PROVIDERS: readonly string[] = ['cuda', 'tensorrt'];
 /** What the super-resolution loader takes from the hardware: the tile budget, and float16 graphs on a GPU. */
 export function srHardwareOptions(config: Config): { tileMemoryBytes?: number; halfPrecision: boolean } {
   const bytes = tileMemoryBytes(config);
-  return { ...(bytes === undefined ? {} : { tileMemoryBytes: bytes }), halfPrecision: HALF_PRECISION_PROVIDERS.includes(config.executionProviders[0] ?? 'cpu') };
+  const halfPrecision = HALF_PRECISION_PROVIDERS.includes(config.executionProviders[0] ?? 'cpu') && (config.precision === 'auto' || config.precision === 'fp16');
+  return { ...(bytes === undefined ? {} : { tileMemoryBytes: bytes }), halfPrecision };
 }

@@ -4,10 +4,9 @@
  * KindRuntimes), the processing time limit per kind, and which super-resolution network would serve a job.
  * One function builds it for the quote service, `quote`, `run` and `serve`, so all refuse alike.
  */
-import os from 'node:os';
 import type { Config } from '../config.js';
 import { budgetTile, getManifest, ModelRegistryError, chooseSrModel, type SrModelChoices } from '../inference/index.js';
-import { tileMemoryBytes } from './hardware.js';
+import { tileMemoryBytes, workerCores } from './hardware.js';
 import {
   JobError,
   hardwareClassForProviders,
@@ -47,7 +46,9 @@ export async function srNetworkCost(name: string, config: Config, explicit = fal
   if (manifest.task !== 'super-resolution') {
     throw new JobError('INVALID_MODEL', `Expected a super-resolution model but ${name} is a ${manifest.task} model`);
   }
-  return { name, scale: manifest.scale, macsPerInputPixel: manifest.macsPerInputPixel, tile: budgetTile(manifest, tileMemoryBytes(config)), overlap: manifest.tile.overlap };
+  // A reduced-precision graph does the same multiply-adds faster: the estimate counts them at its measured speed.
+  const macsPerInputPixel = manifest.macsPerInputPixel / (manifest.gate?.speedVsFloat32 ?? 1);
+  return { name, scale: manifest.scale, macsPerInputPixel, tile: budgetTile(manifest, tileMemoryBytes(config)), overlap: manifest.tile.overlap };
 }
 
 /** The daemon's watchdog (WORKER_WATCHDOG_MS, parsed by its own schema) for commands that run without the daemon's settings. */
@@ -72,10 +73,7 @@ export function hardwareClassOf(config: Config): HardwareClassName {
   return config.hardwareClass === 'auto' ? hardwareClassForProviders(config.executionProviders) : config.hardwareClass;
 }
 
-/** Cores the worker's CPU work gets: MEDIA_WORKER_THREADS, 0 meaning every available core. */
-export function workerCores(config: Config): number {
-  return config.threads > 0 ? config.threads : os.availableParallelism();
-}
+export { workerCores } from './hardware.js';
 
 /** `runtimes`: the kinds' runtime halves, whose `policies` builds each kind's own part. */
 export function quotePolicy(runtimes: Pick<KindRuntimes, 'policies'>, config: Config, timeLimitsMs: TimeLimitsMs, explicitModel?: string): QuotePolicy {

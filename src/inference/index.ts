@@ -12,6 +12,8 @@ export * from './graph-cost.js';
 export * from './manifest.js';
 export * from './model-registry.js';
 export * from './npm-tarball.js';
+export * from './precision.js';
+export * from './precision-probe.js';
 export * from './provider-probe.js';
 export * from './session.js';
 export * from './session-thread.js';

@@ -70,6 +70,16 @@ export const modelSourceSchema = z.discriminatedUnion('kind', [
     of: z.string().regex(/^[a-z0-9][a-z0-9.-]*$/),
   }),
   z.object({
+    /**
+     * The int8 variant of another model of the registry (convert/int8.ts), made from that model's
+     * verified file and the activation ranges of a calibration file beside the manifests, pinned by
+     * its sha256 (scripts/calibrate-int8.ts writes both): for CPU hosts.
+     */
+    kind: z.literal('int8'),
+    of: z.string().regex(/^[a-z0-9][a-z0-9.-]*$/),
+    calibration: z.object({ file: z.string().regex(/^(?:[\w-]+\/)?[\w.-]+\.json$/, 'Expected a .json file in the models folder or one folder below it'), sha256: sha256Hex }),
+  }),
+  z.object({
     /** Built by the project itself (deterministic bytes), e.g. the small lip-sync test model. */
     kind: z.literal('generated'),
     generator: z.string().min(1),
@@ -141,6 +151,32 @@ const baseFields = {
   converter: z.object({ name: z.string().min(1), version: z.string().min(1) }).optional(),
 };
 
+/**
+ * A reduced-precision variant measured against its float32 network on the bundled photos and the
+ * sample video's frames. A variant below 40 dB, or whose colour moves more than the float32
+ * network's own tolerance, does not pass and is never chosen by WORKER_PRECISION=auto.
+ */
+export const precisionGateSchema = z.object({
+  /** Lowest and mean PSNR (dB) of the variant's output against the float32 graph's. */
+  psnrMinDb: z.number(),
+  psnrMeanDb: z.number(),
+  /** The variant's sharpness over the float32 output's (1 = the same). */
+  sharpnessRatio: z.number().positive(),
+  /** Mean colour difference (CIEDE2000) of the variant's output against the float32 graph's. */
+  colourDeltaE: z.number().nonnegative(),
+  /** The colour difference the float32 network itself is held to (its output against its input). */
+  colourToleranceDeltaE: z.number().nonnegative(),
+  /** Largest difference between tiled and untiled output, in 1/255 steps (seamless: <= 1). */
+  tiledMaxDiff: z.number().nonnegative(),
+  /** Median speed over the float32 graph's on the measuring machine (2 threads). */
+  speedVsFloat32: z.number().positive(),
+  passes: z.boolean(),
+  inputs: z.array(z.string().min(1)).min(1),
+  /** When, where and with which command the figures were taken. */
+  measured: z.string().min(1),
+});
+export type PrecisionGate = z.infer<typeof precisionGateSchema>;
+
 export const superResolutionManifestSchema = z.object({
   ...headFields,
   task: z.literal('super-resolution'),
@@ -166,6 +202,13 @@ export const superResolutionManifestSchema = z.object({
    * providers run instead of this one; its input and output stay float32.
    */
   halfPrecision: z.string().regex(/^[a-z0-9][a-z0-9.-]*$/).optional(),
+  /**
+   * The same network as an int8 graph (a manifest of that name) that a CPU host may run instead
+   * (WORKER_PRECISION); whether it is offered is its own manifest's `gate`.
+   */
+  int8: z.string().regex(/^[a-z0-9][a-z0-9.-]*$/).optional(),
+  /** A reduced-precision variant's figures against its float32 network (bench/inference/precision-gate.ts). */
+  gate: precisionGateSchema.optional(),
 });
 
 const tensorName = z.string().min(1);

@@ -51,6 +51,16 @@ export const capabilitiesSchema = z.object({
   executionProvider: z.string().nullable(),
   /** The device its networks run on; absent from workers that predate it. */
   device: deviceSchema.optional(),
+  /**
+   * Which graph each super-resolution network runs (WORKER_PRECISION): the setting, and per network
+   * the manifest that runs, its precision and why; absent from workers that predate it.
+   */
+  precision: z
+    .object({
+      requested: z.string(),
+      networks: z.array(z.object({ network: z.string(), graph: z.string(), precision: z.enum(['fp32', 'fp16', 'int8']), reason: z.string() })),
+    })
+    .optional(),
   kinds: z.object(Object.fromEntries(JOB_KINDS.map((kind) => [kind, kindCapabilitySchema])) as Record<JobKind, typeof kindCapabilitySchema>),
   /** Model ids this host can run now (those of its ready kinds). */
   models: z.array(z.string()),

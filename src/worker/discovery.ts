@@ -17,6 +17,8 @@ export interface HostFacts {
   executionProvider?: string | undefined;
   /** The device the networks run on (GPU index, name, memory; or the CPU). */
   device?: DeviceInfo | undefined;
+  /** Which graph each super-resolution network runs (WORKER_PRECISION). */
+  precision?: Capabilities['precision'];
 }
 
 /** What this host announces, from its state and each kind's readiness. */
@@ -39,6 +41,7 @@ export function capabilities(host: HostFacts, state: WorkerState, kinds: Readonl
     hardwareClass: host.hardwareClass ?? null,
     executionProvider: host.executionProvider ?? null,
     ...(host.device === undefined ? {} : { device: host.device }),
+    ...(host.precision === undefined ? {} : { precision: host.precision }),
     kinds: perKind,
     models: JOB_KINDS.flatMap((kind) => (perKind[kind].ready ? perKind[kind].models : [])),
     at: now.toISOString(),

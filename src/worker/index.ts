@@ -24,7 +24,7 @@ export {
   type StoredResult,
   type SweepReport,
 } from './results.js';
-export { WorkerMetrics, setExecutionProvider, workerMetrics, type JobOutcome } from './metrics.js';
+export { WorkerMetrics, setExecutionProvider, setSrPrecision, workerMetrics, type JobOutcome } from './metrics.js';
 export { decideFailure, type Disposition } from './outcome.js';
 export { TopologyError, checkTopology, ensureTopology } from './topology.js';
 export { type KindChecks, type ReadinessCheck } from './availability.js';

@@ -102,6 +102,13 @@ export class WorkerMetrics {
     registers: [this.registry],
   });
 
+  readonly srPrecision = new Gauge({
+    name: 'media_worker_sr_precision_info',
+    help: 'The graph each super-resolution network runs (value 1): its precision (fp32, fp16, int8) and the WORKER_PRECISION setting.',
+    labelNames: ['network', 'graph', 'precision', 'requested'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'media_worker_' });
   }
@@ -109,6 +116,11 @@ export class WorkerMetrics {
   setExecutionProvider(provider: string, requested: string = provider): void {
     this.executionProvider.reset();
     this.executionProvider.set({ provider, requested }, 1);
+  }
+
+  setSrPrecision(requested: string, networks: ReadonlyArray<{ network: string; graph: string; precision: string }>): void {
+    this.srPrecision.reset();
+    for (const { network, graph, precision } of networks) this.srPrecision.set({ network, graph, precision, requested }, 1);
   }
 
   recordJob(kind: JobKind, outcome: JobOutcome, seconds?: number): void {
@@ -128,4 +140,8 @@ export function workerMetrics(): WorkerMetrics {
 /** Called by `serve` once the start-up probe knows which execution provider runs. */
 export function setExecutionProvider(provider: string, requested?: string): void {
   workerMetrics().setExecutionProvider(provider, requested);
+}
+
+export function setSrPrecision(...args: Parameters<WorkerMetrics['setSrPrecision']>): void {
+  workerMetrics().setSrPrecision(...args);
 }

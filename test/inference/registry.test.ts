@@ -28,10 +28,12 @@ describe('committed manifests', () => {
         expect(m.name).toMatch(new RegExp(`^realesrgan-x${m.scale}[a-z]+$`));
         expect(m.source.param.path).toMatch(new RegExp(`/${m.name}\\.param$`));
         expect(m.licence?.spdx).toBe('BSD-3-Clause');
-      } else if (m.source.kind === 'float16') {
-        // A float16 variant: the same network as the one it is made from, by name.
-        expect(m.name).toBe(`${m.source.of}-fp16`);
-        expect(names).toContain(m.source.of);
+      } else if (m.source.kind === 'float16' || m.source.kind === 'int8') {
+        // A float16 or int8 variant: the same network as the one it is made from, by name, which names it back.
+        const suffix = m.source.kind === 'float16' ? 'fp16' : 'int8';
+        expect(m.name).toBe(`${m.source.of}-${suffix}`);
+        const base = superResolution.find((b) => b.name === m.source.of);
+        expect(m.source.kind === 'float16' ? base?.halfPrecision : base?.int8).toBe(m.name);
       } else {
         expect(m.name.endsWith(`-x${m.scale}`)).toBe(true);
         expect(m.source).toMatchObject({ kind: 'upscalerjs-tfjs', path: `models/x${m.scale}/model.json` });

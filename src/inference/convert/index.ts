@@ -32,3 +32,16 @@ export {
 export * from './onnx-builder.js';
 export { buildHalfPrecisionManifest, float16Bits, halfPrecisionBytes, halfPrecisionName, toHalfPrecision } from './half-precision.js';
 export { REALESRGAN_NETWORKS, buildRealEsrganManifest, convertNcnnFiles } from './realesrgan.js';
+export {
+  activationQuantization,
+  calibratedTensors,
+  int8Bytes,
+  int8CalibrationFile,
+  int8CalibrationSchema,
+  int8Name,
+  quantizableConvs,
+  quantizeWeights,
+  roundHalfEven,
+  toInt8,
+  type Int8Calibration,
+} from './int8.js';

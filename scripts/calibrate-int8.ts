@@ -1,0 +1,290 @@
+/**
+ * Calibrates the int8 variant of a Real-ESRGAN network (issue 48): measures the activation ranges
+ * of every convolution on crops of the bundled photos and of Megamind frames, then, with
+ * --keep-float auto, leaves the most sensitive convolutions in float32 until the variant's lowest
+ * PSNR against the float32 graph (on other crops and frames) reaches --target-db, or --max-float
+ * convolutions are kept. Writes models/<name>-int8.calibration.json and models/<name>-int8.json
+ * (the manifest `models prepare` makes the file from) and points the float32 manifest at it.
+ *
+ *   npm run build && node dist/scripts/calibrate-int8.js realesrgan-x4fast [--method percentile] [--keep-float auto|none|A,B] [--write]
+ *
+ * The quality gate's figures (models list) are bench/inference/precision-gate.ts's, not this script's.
+ */
+import { execFile } from 'node:child_process';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { parseArgs } from 'node:util';
+import ort from 'onnxruntime-node';
+import {
+  calibratedTensors,
+  decodeModel,
+  defaultModelsDir,
+  deliveredPsnr,
+  encodeModel,
+  ensureModelFile,
+  formatManifest,
+  getManifest,
+  int8CalibrationFile,
+  int8Name,
+  quantizableConvs,
+  sha256Hex,
+  toInt8,
+  type Int8Calibration,
+  type OnnxModel,
+  type SuperResolutionManifest,
+} from '../src/inference/index.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
+
+const run = promisify(execFile);
+const PHOTOS = ['astronaut', 'chelsea', 'coffee'].map((name) => path.join(PACKAGE_ROOT, 'test/fixtures/photos', `${name}.png`));
+const VIDEO = '/usr/share/doc/opencv-doc/examples/data/Megamind.avi';
+const CALIBRATION_FRAMES = [0.5, 3.5, 6.5, 9.5];
+const EVALUATION_FRAMES = [2, 5, 8];
+
+interface Crop {
+  label: string;
+  data: Float32Array;
+  size: number;
+}
+
+/** A deterministic generator (mulberry32), so a calibration is repeatable. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function decodeRgb(args: string[]): Promise<{ rgb: Buffer; width: number; height: number }> {
+  const probe = await run('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=width,height', '-of', 'csv=p=0', args.at(-1) as string]);
+  const [width, height] = probe.stdout.trim().split(',').map(Number) as [number, number];
+  const out = await run('ffmpeg', ['-v', 'error', ...args.slice(0, -1), '-i', args.at(-1) as string, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], {
+    encoding: 'buffer',
+    maxBuffer: 1 << 28,
+  });
+  return { rgb: out.stdout, width, height };
+}
+
+function crop(image: { rgb: Buffer; width: number }, x: number, y: number, size: number): Float32Array {
+  const data = new Float32Array(3 * size * size);
+  for (let row = 0; row < size; row += 1) {
+    for (let col = 0; col < size; col += 1) {
+      const from = ((y + row) * image.width + x + col) * 3;
+      for (let c = 0; c < 3; c += 1) data[c * size * size + row * size + col] = image.rgb[from + c] as number;
+    }
+  }
+  return data;
+}
+
+/** Random crops for calibration, away from the centre crop that evaluation uses; centre crops for evaluation. */
+async function inputs(size: number, perImage: number): Promise<{ calibration: Crop[]; evaluation: Crop[] }> {
+  const next = random(1);
+  const calibration: Crop[] = [];
+  const evaluation: Crop[] = [];
+  const centre = (w: number, h: number) => ({ x: Math.floor((w - size) / 2), y: Math.floor((h - size) / 2) });
+  for (const photo of PHOTOS) {
+    const image = await decodeRgb([photo]);
+    const c = centre(image.width, image.height);
+    evaluation.push({ label: `photo:${path.basename(photo, '.png')}`, data: crop(image, c.x, c.y, size), size });
+    for (let got = 0; got < perImage; ) {
+      const x = Math.floor(next() * (image.width - size + 1));
+      const y = Math.floor(next() * (image.height - size + 1));
+      if (Math.abs(x - c.x) < size && Math.abs(y - c.y) < size) continue;
+      calibration.push({ label: `photo:${path.basename(photo, '.png')}@${x},${y}`, data: crop(image, x, y, size), size });
+      got += 1;
+    }
+  }
+  for (const [seconds, use] of [...CALIBRATION_FRAMES.map((s) => [s, 'calibration'] as const), ...EVALUATION_FRAMES.map((s) => [s, 'evaluation'] as const)]) {
+    const image = await decodeRgb(['-ss', String(seconds), VIDEO]);
+    if (use === 'evaluation') {
+      const c = centre(image.width, image.height);
+      evaluation.push({ label: `frame:Megamind@${seconds}s`, data: crop(image, c.x, c.y, size), size });
+      continue;
+    }
+    for (let i = 0; i < perImage; i += 1) {
+      const x = Math.floor(next() * (image.width - size + 1));
+      const y = Math.floor(next() * (image.height - size + 1));
+      calibration.push({ label: `frame:Megamind@${seconds}s@${x},${y}`, data: crop(image, x, y, size), size });
+    }
+  }
+  return { calibration, evaluation };
+}
+
+async function session(bytes: Uint8Array): Promise<ort.InferenceSession> {
+  return ort.InferenceSession.create(bytes, { intraOpNumThreads: 2, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
+}
+
+function feed(input: Crop): Record<string, ort.Tensor> {
+  return { input: new ort.Tensor('float32', input.data, [1, 3, input.size, input.size]) };
+}
+
+/** The float32 graph with the named tensors as extra outputs. */
+function exposing(model: OnnxModel, tensors: readonly string[]): OnnxModel {
+  const graph = model.graph ?? {};
+  return { ...model, graph: { ...graph, output: [...(graph.output ?? []), ...tensors.map((name) => ({ name, type: { tensorType: { elemType: 1 } } }))] } };
+}
+
+/** The value at fraction `q` of the sorted values (nearest rank). */
+function quantile(sorted: Float32Array, q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.round(q * (sorted.length - 1))))] as number;
+}
+
+/** Each tensor's range over the calibration crops: min/max, or the mean over crops of a percentile. */
+async function measureRanges(model: OnnxModel, tensors: readonly string[], crops: readonly Crop[], method: string): Promise<Record<string, [number, number]>> {
+  const probe = await session(encodeModel(exposing(model, tensors)));
+  const percentile = method.startsWith('percentile') ? Number(method.split(' ')[1]) / 100 : undefined;
+  const lows = new Map<string, number[]>();
+  const highs = new Map<string, number[]>();
+  for (const input of crops) {
+    const outputs = await probe.run(feed(input));
+    for (const name of tensors) {
+      const values = (outputs[name] as ort.Tensor).data as Float32Array;
+      let low: number;
+      let high: number;
+      if (percentile === undefined) {
+        low = Infinity;
+        high = -Infinity;
+        for (const v of values) {
+          if (v < low) low = v;
+          if (v > high) high = v;
+        }
+      } else {
+        // A strided sample of at most 2^18 values keeps a percentile of 70 tensors per crop quick.
+        const stride = Math.max(1, Math.ceil(values.length / 262144));
+        const sorted = Float32Array.from({ length: Math.ceil(values.length / stride) }, (_, i) => values[i * stride] as number).sort();
+        low = quantile(sorted, 1 - percentile);
+        high = quantile(sorted, percentile);
+      }
+      lows.set(name, [...(lows.get(name) ?? []), low]);
+      highs.set(name, [...(highs.get(name) ?? []), high]);
+    }
+  }
+  await probe.release();
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const combine = percentile === undefined ? (xs: number[], pick: (...v: number[]) => number) => pick(...xs) : (xs: number[]) => mean(xs);
+  return Object.fromEntries(tensors.map((name) => [name, [combine(lows.get(name) ?? [0], Math.min), combine(highs.get(name) ?? [0], Math.max)]]));
+}
+
+async function outputsOf(bytes: Uint8Array, crops: readonly Crop[]): Promise<Float32Array[]> {
+  const s = await session(bytes);
+  const out: Float32Array[] = [];
+  for (const input of crops) out.push((await s.run(feed(input))).output?.data as Float32Array);
+  await s.release();
+  return out;
+}
+
+async function lowestPsnr(model: OnnxModel, calibration: Int8Calibration, crops: readonly Crop[], reference: readonly Float32Array[]): Promise<number[]> {
+  const outputs = await outputsOf(encodeModel(toInt8(model, calibration)), crops);
+  return outputs.map((o, i) => deliveredPsnr(o, reference[i] as Float32Array));
+}
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      method: { type: 'string', default: 'percentile 99.999' },
+      'keep-float': { type: 'string', default: 'auto' },
+      'target-db': { type: 'string', default: '41' },
+      'max-float': { type: 'string', default: '12' },
+      size: { type: 'string' },
+      write: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const name = positionals[0];
+  if (values.help || name === undefined) {
+    console.log('Usage: node dist/scripts/calibrate-int8.js NETWORK [--method minmax|"percentile 99.999"] [--keep-float auto|none|A,B] [--target-db 41] [--max-float 12] [--size PX] [--write]');
+    return;
+  }
+  const method = values.method === 'minmax' ? 'minmax' : values.method;
+  if (method !== 'minmax' && !/^percentile \d+(\.\d+)?$/.test(method)) throw new Error(`Expected --method minmax or "percentile N" but received ${method}`);
+  const base = await ensureModelFile(name);
+  const fp32Bytes = new Uint8Array(await readFile(base.path));
+  const model = decodeModel(fp32Bytes);
+  const heavy = base.manifest.task === 'super-resolution' && base.manifest.macsPerInputPixel > 5e6;
+  const size = Number(values.size ?? (heavy ? 64 : 128));
+  const { calibration: crops, evaluation } = await inputs(size, heavy ? 2 : 3);
+  console.error(`calibrate: ${name}, ${crops.length} calibration crops and ${evaluation.length} evaluation crops of ${size}x${size}, ${method}`);
+
+  const allTensors = calibratedTensors(model);
+  const ranges = await measureRanges(model, allTensors, crops, method);
+  const make = (keepFloat: string[]): Int8Calibration => ({
+    schemaVersion: 1,
+    of: name,
+    ofSha256: base.manifest.sha256,
+    method,
+    inputs: crops.map((c) => c.label),
+    keepFloat,
+    ranges: Object.fromEntries(calibratedTensors(model, keepFloat).sort().map((t) => [t, ranges[t] as [number, number]])),
+  });
+  const reference = await outputsOf(fp32Bytes, evaluation);
+  const report = async (keepFloat: string[]) => {
+    const figures = await lowestPsnr(model, make(keepFloat), evaluation, reference);
+    console.error(`  ${keepFloat.length} convolutions in float32: lowest PSNR ${Math.min(...figures).toFixed(2)} dB (${figures.map((f) => f.toFixed(1)).join(', ')})`);
+    return Math.min(...figures);
+  };
+
+  const convs = quantizableConvs(model).map((n) => n.name ?? '');
+  let keepFloat: string[] = [];
+  if (values['keep-float'] === 'auto') {
+    // Sensitivity: the lowest PSNR with one convolution in int8 and every other in float32.
+    const sensitivity: Array<[string, number]> = [];
+    for (const conv of convs) {
+      const figure = Math.min(...(await lowestPsnr(model, make(convs.filter((c) => c !== conv)), evaluation, reference)));
+      sensitivity.push([conv, figure]);
+    }
+    sensitivity.sort((a, b) => a[1] - b[1]);
+    console.error(`  most sensitive: ${sensitivity.slice(0, 8).map(([c, f]) => `${c} ${f.toFixed(1)} dB`).join(', ')}`);
+    const target = Number(values['target-db']);
+    let lowest = await report(keepFloat);
+    for (const [conv] of sensitivity) {
+      if (lowest >= target || keepFloat.length >= Number(values['max-float'])) break;
+      keepFloat = [...keepFloat, conv];
+      lowest = await report(keepFloat);
+    }
+  } else if (values['keep-float'] !== 'none') {
+    keepFloat = values['keep-float'].split(',').filter((c) => c !== '');
+    await report(keepFloat);
+  } else {
+    await report(keepFloat);
+  }
+
+  const calibration = make(keepFloat.sort());
+  const calibrationText = `${JSON.stringify(calibration, null, 2)}\n`;
+  const variantBytes = encodeModel(toInt8(model, calibration));
+  console.error(`calibrate: ${int8Name(name)} ${variantBytes.byteLength} bytes, sha256 ${sha256Hex(variantBytes)}, ${keepFloat.length} of ${convs.length} convolutions in float32`);
+  if (!values.write) return;
+  const modelsDir = defaultModelsDir();
+  const fp32Manifest = (await getManifest(name)) as SuperResolutionManifest;
+  const calibrationFile = int8CalibrationFile(name);
+  await writeFile(path.join(modelsDir, calibrationFile), calibrationText);
+  const { halfPrecision: _half, int8: _int8, converter: _converter, gate: _gate, ...rest } = fp32Manifest;
+  const variant: SuperResolutionManifest = {
+    ...rest,
+    name: int8Name(name),
+    description: `${fp32Manifest.description}; int8 weights and activations (QDQ, ${keepFloat.length} of ${convs.length} convolutions kept in float32), for CPU hosts`,
+    file: `${int8Name(name)}.onnx`,
+    sha256: sha256Hex(variantBytes),
+    bytes: variantBytes.byteLength,
+    source: { kind: 'int8', of: name, calibration: { file: calibrationFile, sha256: sha256Hex(new TextEncoder().encode(calibrationText)) } },
+    // Quantization turns the tiny differences a shorter overlap leaves at a tile's edge into whole
+    // steps (x4fast: 8 levels at overlap 24, 0 at its radius of 34): overlap the whole receptive
+    // field where the tile leaves room for it.
+    tile: { ...rest.tile, overlap: 2 * rest.receptiveFieldRadius + 16 < rest.tile.size ? Math.max(rest.tile.overlap, rest.receptiveFieldRadius) : rest.tile.overlap },
+  };
+  await writeFile(path.join(modelsDir, `${variant.name}.json`), formatManifest(variant));
+  // A file made from an older calibration would fail its new checksum: `models prepare` makes it again.
+  await rm(path.join(modelsDir, variant.file), { force: true });
+  await writeFile(path.join(modelsDir, `${name}.json`), formatManifest({ ...fp32Manifest, int8: variant.name }));
+  console.error(`calibrate: wrote ${calibrationFile}, ${variant.name}.json and the int8 field of ${name}.json`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.stack : err);
+  process.exitCode = 1;
+});

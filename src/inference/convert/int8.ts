@@ -1,0 +1,234 @@
+/**
+ * The int8 variant of a float32 graph, for CPU hosts: ONNX Runtime's QDQ format, written here
+ * rather than by its Python tool so that `models prepare` makes it from the verified float32 file
+ * alone. Each convolution that is quantized reads its input through QuantizeLinear/DequantizeLinear
+ * (uint8, asymmetric, the calibrated range), its weights through DequantizeLinear (int8, symmetric,
+ * per output channel), its bias as int32 at the product of both scales, and its output goes through
+ * a Q/DQ pair too: the pattern ONNX Runtime fuses into one int8 convolution (QLinearConv). The
+ * ranges come from a calibration file committed beside the manifest (scripts/calibrate-int8.ts),
+ * so the conversion itself needs no inference and is deterministic: the same graph and ranges give
+ * the same bytes (the manifest pins them by sha256). Convolutions named in `keepFloat` stay float32.
+ */
+import onnxProto from 'onnx-proto';
+import { z } from 'zod';
+import { decodeModel, encodeModel, node, type OnnxModel, type OnnxNode, type OnnxTensor } from './onnx-builder.js';
+
+const { DataType } = onnxProto.onnx.TensorProto;
+
+const modelName = z.string().regex(/^[a-z0-9][a-z0-9.-]*$/);
+
+/** What a calibration run measured, and which convolutions it leaves in float32. */
+export const int8CalibrationSchema = z.object({
+  schemaVersion: z.literal(1),
+  /** The float32 network the ranges were measured on, and its file's sha256. */
+  of: modelName,
+  ofSha256: z.string().regex(/^[0-9a-f]{64}$/),
+  /** How each range was taken from the activations (e.g. `minmax`, `percentile 99.999`). */
+  method: z.string().min(1),
+  /** The images and frames the activations were measured on. */
+  inputs: z.array(z.string().min(1)).min(1),
+  /** Convolution nodes left in float32 (the most sensitive ones, chosen by the calibration). */
+  keepFloat: z.array(z.string().min(1)),
+  /** Tensor name to [low, high], for the input and output of every quantized convolution. */
+  ranges: z.record(z.string().min(1), z.tuple([z.number(), z.number()]).refine(([low, high]) => low <= high, 'Expected low <= high')),
+});
+export type Int8Calibration = z.infer<typeof int8CalibrationSchema>;
+
+/** Round half to even, as ONNX's QuantizeLinear does. */
+export function roundHalfEven(value: number): number {
+  const floor = Math.floor(value);
+  const rest = value - floor;
+  if (rest > 0.5) return floor + 1;
+  if (rest < 0.5) return floor;
+  return floor % 2 === 0 ? floor : floor + 1;
+}
+
+/** uint8 scale and zero point of an activation range; the range always holds 0 (exact zero padding). */
+export function activationQuantization(low: number, high: number): { scale: number; zeroPoint: number } {
+  const min = Math.min(low, 0);
+  const max = Math.max(high, 0);
+  if (max === min) return { scale: 1, zeroPoint: 0 };
+  const scale = Math.fround((max - min) / 255);
+  const zeroPoint = Math.min(255, Math.max(0, roundHalfEven(-min / scale)));
+  return { scale, zeroPoint };
+}
+
+/** int8 weights, symmetric per output channel (axis 0) in [-127, 127], and their scales. */
+export function quantizeWeights(weights: Float32Array, channels: number): { values: Int8Array; scales: Float32Array } {
+  const per = weights.length / channels;
+  if (!Number.isInteger(per)) throw new RangeError(`Expected ${weights.length} weights to split into ${channels} channels`);
+  const values = new Int8Array(weights.length);
+  const scales = new Float32Array(channels);
+  for (let c = 0; c < channels; c += 1) {
+    let peak = 0;
+    for (let i = c * per; i < (c + 1) * per; i += 1) peak = Math.max(peak, Math.abs(weights[i] as number));
+    const scale = peak === 0 ? 1 : Math.fround(peak / 127);
+    scales[c] = scale;
+    for (let i = c * per; i < (c + 1) * per; i += 1) {
+      values[i] = Math.min(127, Math.max(-127, roundHalfEven((weights[i] as number) / scale)));
+    }
+  }
+  return { values, scales };
+}
+
+function floatValues(tensor: OnnxTensor): Float32Array {
+  if (tensor.dataType !== DataType.FLOAT) throw new RangeError(`Expected a float32 initializer but ${tensor.name} is of type ${tensor.dataType}`);
+  if (tensor.rawData && tensor.rawData.length > 0) {
+    const raw = tensor.rawData;
+    const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+    return Float32Array.from({ length: raw.byteLength / 4 }, (_, i) => view.getFloat32(i * 4, true));
+  }
+  return Float32Array.from(tensor.floatData ?? []);
+}
+
+function rawTensor(name: string, dims: readonly number[], dataType: number, bytesPer: number, write: (view: DataView, i: number) => void, length: number): OnnxTensor {
+  const raw = new Uint8Array(length * bytesPer);
+  const view = new DataView(raw.buffer);
+  for (let i = 0; i < length; i += 1) write(view, i);
+  return { name, dims: [...dims], dataType, rawData: raw };
+}
+
+const float32Tensor = (name: string, dims: readonly number[], data: Float32Array): OnnxTensor =>
+  rawTensor(name, dims, DataType.FLOAT, 4, (v, i) => v.setFloat32(i * 4, data[i] as number, true), data.length);
+const int8Tensor = (name: string, dims: readonly number[], data: Int8Array): OnnxTensor =>
+  rawTensor(name, dims, DataType.INT8, 1, (v, i) => v.setInt8(i, data[i] as number), data.length);
+const uint8Tensor = (name: string, dims: readonly number[], data: Uint8Array): OnnxTensor =>
+  rawTensor(name, dims, DataType.UINT8, 1, (v, i) => v.setUint8(i, data[i] as number), data.length);
+const int32Tensor = (name: string, dims: readonly number[], data: Int32Array): OnnxTensor =>
+  rawTensor(name, dims, DataType.INT32, 4, (v, i) => v.setInt32(i * 4, data[i] as number, true), data.length);
+
+/** The convolutions a calibration quantizes: every Conv with initializer weights not kept in float32. */
+export function quantizableConvs(model: OnnxModel, keepFloat: readonly string[] = []): OnnxNode[] {
+  const initializers = new Set((model.graph?.initializer ?? []).map((t) => t.name));
+  const kept = new Set(keepFloat);
+  return (model.graph?.node ?? []).filter(
+    (n) => n.opType === 'Conv' && !kept.has(n.name ?? '') && initializers.has(n.input?.[1] ?? '') && (n.input?.[2] === undefined || initializers.has(n.input[2] ?? '')),
+  );
+}
+
+/** The activation tensors whose ranges the int8 graph needs: each quantized convolution's input and output. */
+export function calibratedTensors(model: OnnxModel, keepFloat: readonly string[] = []): string[] {
+  const names = new Set<string>();
+  for (const conv of quantizableConvs(model, keepFloat)) {
+    names.add(conv.input?.[0] ?? '');
+    names.add(conv.output?.[0] ?? '');
+  }
+  return [...names];
+}
+
+/** The QDQ int8 graph of a float32 graph with the calibration's ranges (see the module comment). */
+export function toInt8(model: OnnxModel, calibration: Int8Calibration): OnnxModel {
+  const graph = model.graph;
+  if (graph === null || graph === undefined) throw new RangeError('Expected a model with a graph to quantize');
+  const convs = quantizableConvs(model, calibration.keepFloat);
+  const unknownKept = calibration.keepFloat.filter((name) => !(graph.node ?? []).some((n) => n.name === name && n.opType === 'Conv'));
+  if (unknownKept.length > 0) throw new RangeError(`Expected convolution names in keepFloat but the graph has no ${unknownKept.join(', ')}`);
+  const initializers = new Map((graph.initializer ?? []).map((t) => [t.name ?? '', t]));
+  const taken = new Set<string>([...initializers.keys(), ...(graph.node ?? []).flatMap((n) => [...(n.input ?? []), ...(n.output ?? [])])]);
+  const fresh = (name: string): string => {
+    if (taken.has(name)) throw new RangeError(`Expected no tensor named ${name} in the graph before quantizing it`);
+    taken.add(name);
+    return name;
+  };
+
+  const added: OnnxTensor[] = [];
+  const weightNodes: OnnxNode[] = [];
+  /** Activation tensor -> its dequantized twin, and the Q/DQ nodes to insert after its producer. */
+  const dequantized = new Map<string, string>();
+  const pairsAfter = new Map<string, OnnxNode[]>();
+  const activationScale = new Map<string, number>();
+  const quantizeActivation = (tensor: string): string => {
+    const existing = dequantized.get(tensor);
+    if (existing !== undefined) return existing;
+    const range = calibration.ranges[tensor];
+    if (range === undefined) throw new RangeError(`Expected a calibrated range for tensor ${tensor} but the calibration of ${calibration.of} has none`);
+    const { scale, zeroPoint } = activationQuantization(range[0], range[1]);
+    const scaleName = fresh(`${tensor}.qscale`);
+    const zeroName = fresh(`${tensor}.qzero`);
+    const q = fresh(`${tensor}.q`);
+    const dq = fresh(`${tensor}.dq`);
+    added.push(float32Tensor(scaleName, [], Float32Array.of(scale)), uint8Tensor(zeroName, [], Uint8Array.of(zeroPoint)));
+    pairsAfter.set(tensor, [
+      node('QuantizeLinear', [tensor, scaleName, zeroName], [q], `${tensor}.quantize`),
+      node('DequantizeLinear', [q, scaleName, zeroName], [dq], `${tensor}.dequantize`),
+    ]);
+    dequantized.set(tensor, dq);
+    activationScale.set(tensor, scale);
+    return dq;
+  };
+
+  const replacedInitializers = new Set<string>();
+  const convInputs = new Map<OnnxNode, string[]>();
+  for (const conv of convs) {
+    const [x = '', w = '', b] = conv.input ?? [];
+    const y = conv.output?.[0] ?? '';
+    const xdq = quantizeActivation(x);
+    quantizeActivation(y);
+    const weight = initializers.get(w) as OnnxTensor;
+    const dims = (weight.dims ?? []).map(Number);
+    const channels = dims[0] ?? 0;
+    const { values, scales } = quantizeWeights(floatValues(weight), channels);
+    const wq = fresh(`${w}.q`);
+    const wScale = fresh(`${w}.qscale`);
+    const wZero = fresh(`${w}.qzero`);
+    const wdq = fresh(`${w}.dq`);
+    added.push(int8Tensor(wq, dims, values), float32Tensor(wScale, [channels], scales), int8Tensor(wZero, [channels], new Int8Array(channels)));
+    weightNodes.push(node('DequantizeLinear', [wq, wScale, wZero], [wdq], `${w}.dequantize`, { axis: 0 }));
+    replacedInitializers.add(w);
+    const inputs = [xdq, wdq];
+    if (b !== undefined && b !== '') {
+      const bias = floatValues(initializers.get(b) as OnnxTensor);
+      const xScale = activationScale.get(x) as number;
+      const bScales = Float32Array.from(scales, (s) => Math.fround(xScale * s));
+      const bValues = Int32Array.from(bias, (v, i) => roundHalfEven(v / (bScales[i] as number)));
+      const bq = fresh(`${b}.q`);
+      const bScale = fresh(`${b}.qscale`);
+      const bZero = fresh(`${b}.qzero`);
+      const bdq = fresh(`${b}.dq`);
+      added.push(int32Tensor(bq, [channels], bValues), float32Tensor(bScale, [channels], bScales), int32Tensor(bZero, [channels], new Int32Array(channels)));
+      weightNodes.push(node('DequantizeLinear', [bq, bScale, bZero], [bdq], `${b}.dequantize`, { axis: 0 }));
+      replacedInitializers.add(b);
+      inputs.push(bdq);
+    }
+    convInputs.set(conv, inputs);
+  }
+
+  const graphOutputs = new Set((graph.output ?? []).map((o) => o.name ?? ''));
+  const readsDequantized = (n: OnnxNode): OnnxNode => {
+    const own = convInputs.get(n);
+    if (own !== undefined) return { ...n, input: own };
+    return { ...n, input: (n.input ?? []).map((name) => dequantized.get(name) ?? name) };
+  };
+  const nodes: OnnxNode[] = [...weightNodes];
+  for (const tensor of (graph.input ?? []).map((i) => i.name ?? '')) nodes.push(...(pairsAfter.get(tensor) ?? []));
+  for (const n of graph.node ?? []) {
+    nodes.push(readsDequantized(n));
+    for (const out of n.output ?? []) nodes.push(...(pairsAfter.get(out) ?? []));
+  }
+  for (const name of graphOutputs) {
+    if (dequantized.has(name)) throw new RangeError(`Expected no graph output (${name}) among the quantized convolutions' tensors`);
+  }
+  const stillRead = new Set(nodes.flatMap((n) => n.input ?? []));
+  return {
+    ...model,
+    metadataProps: [...(model.metadataProps ?? []), { key: 'int8', value: `QDQ from ${calibration.of} sha256:${calibration.ofSha256}; ${calibration.method}; ${convs.length} convolutions int8, ${calibration.keepFloat.length} float32` }],
+    graph: {
+      ...graph,
+      node: nodes,
+      initializer: [...(graph.initializer ?? []).filter((t) => !replacedInitializers.has(t.name ?? '') || stillRead.has(t.name ?? '')), ...added],
+    },
+  };
+}
+
+/** The int8 variant's file from the float32 file's bytes and the calibration. */
+export function int8Bytes(float32: Uint8Array, calibration: Int8Calibration): Uint8Array {
+  return encodeModel(toInt8(decodeModel(float32), calibration));
+}
+
+/** The name of a network's int8 variant, and of its calibration file (under the manifests' folder, not among them). */
+export function int8Name(name: string): string {
+  return `${name}-int8`;
+}
+export function int8CalibrationFile(name: string): string {
+  return `calibration/${int8Name(name)}.json`;
+}
