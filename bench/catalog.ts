@@ -38,6 +38,7 @@ export const BENCHMARKS: readonly BenchEntry[] = [
   { name: 'image-memory', family: 'inference', summary: 'peak memory and speed of the largest image job (a 96 MP output), file to file' },
   { name: 'gpu', family: 'inference', summary: 'image and video upscaling per execution provider (TensorRT, CUDA, CPU), optionally against Upscayl' },
   { name: 'engines', family: 'inference', summary: 'ours fp32 and int8/bf16 against raw onnxruntime (Python) and the PyTorch reference (basicsr), one run, same input and threads' },
+  { name: 'precision-gate', family: 'inference', summary: "each int8 variant against its float32 network on photos and video frames: PSNR, sharpness, colour, seams, speed (the manifest's gate)" },
   { name: 'gpu-device', family: 'inference', summary: "the device check's Node half (scripts/device/check.py): inputs, sessions per provider, pipeline runs" },
   { name: 'flicker', family: 'video', summary: 'frame-to-frame flicker of upscaled video per network' },
   { name: 'video', family: 'video', summary: 'video upscaling: decode and encode hidden behind the network, against frames on disk, memory over length' },

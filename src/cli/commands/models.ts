@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { adoptNetwork, AdoptError, ensureModelFile, listManifests, allowModelFetching, unfilledFields, type Range } from '../../inference/index.js';
+import { adoptNetwork, AdoptError, ensureModelFile, listManifests, allowModelFetching, unfilledFields, PRECISION_PSNR_FLOOR_DB, type ModelManifest, type Range } from '../../inference/index.js';
 import { modelGenerators, registryOptions } from '../../app/index.js';
 import { cliContext } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
@@ -17,9 +17,10 @@ export function registerModels(program: Command): void {
     .command('list')
     .description(
       'Prints one line per manifest: name, task, scale (super-resolution), file, and whether the file is present ' +
-        '(in MEDIA_WORKER_MODEL_FILES_DIR, else MEDIA_WORKER_MODELS_DIR).',
+        '(in MEDIA_WORKER_MODEL_FILES_DIR, else MEDIA_WORKER_MODELS_DIR); a reduced-precision variant measured by ' +
+        '`media-worker bench precision-gate` gets a second line with its figures against its float32 network and whether it passes the gate.',
     )
-    .option('--json', 'print the manifests as JSON')
+    .option('--json', 'print the manifests as JSON (a variant\'s figures are its `gate`)')
     .action(async (opts: { json?: boolean }) => {
       try {
         const { config } = cliContext();
@@ -37,6 +38,8 @@ export function registerModels(program: Command): void {
             const unfilled = unfilledFields(m);
             const note = unfilled.length === 0 ? '' : `; ${unfilled.join(' and ')} not filled in (${path.join(path.resolve(registry.modelsDir), `${m.name}.json`)})`;
             process.stdout.write(`${m.name.padEnd(24)} ${m.task.padEnd(18)} ${scale.padEnd(4)} ${m.file.padEnd(28)} ${state}${note}\n`);
+            const gate = gateLine(m);
+            if (gate !== undefined) process.stdout.write(`  ${gate}\n`);
           }
         }
         process.exitCode = EXIT_OK;
@@ -122,6 +125,23 @@ export function registerModels(program: Command): void {
         process.exitCode = reportFailure(err instanceof AdoptError ? new Error(`cannot adopt ${file}: ${err.message}; nothing written`) : err);
       }
     });
+}
+
+/**
+ * A reduced-precision variant's gate figures (bench/inference/precision-gate.ts) in one line, or
+ * undefined for a manifest without them:
+ * `int8 of realesrgan-x4fast: PSNR min 36.9 dB (gate 40), mean 38.3; ΔE 0.84 (tolerance 1.77), sharpness 1.17, tiled 0/255, 2.1x float32: not offered by default`.
+ */
+export function gateLine(manifest: ModelManifest): string | undefined {
+  if (manifest.task !== 'super-resolution' || manifest.gate === undefined) return undefined;
+  const g = manifest.gate;
+  const source = manifest.source;
+  const what = source.kind === 'int8' || source.kind === 'float16' ? `${source.kind} of ${source.of}` : 'variant';
+  return (
+    `${what}: PSNR min ${g.psnrMinDb.toFixed(1)} dB (gate ${PRECISION_PSNR_FLOOR_DB}), mean ${g.psnrMeanDb.toFixed(1)}; ` +
+    `ΔE ${g.colourDeltaE.toFixed(2)} (tolerance ${g.colourToleranceDeltaE.toFixed(2)}), sharpness ${g.sharpnessRatio.toFixed(2)}, ` +
+    `tiled ${g.tiledMaxDiff}/255, ${g.speedVsFloat32.toFixed(1)}x float32: ${g.passes ? 'passes the gate' : 'not offered by default'}`
+  );
 }
 
 function rangeOption(text: string): Range {
