@@ -1,29 +1,35 @@
 /**
  * The host's own check of a reduced-precision graph before `auto` takes it (precision.ts): both
- * graphs run the same small, textured input in turns, on the threads jobs get; the variant's
+ * graphs run the same crop of a bundled photo in turns, on the threads jobs get; the variant's
  * median time over float32's and its PSNR against float32's output (rounded and clamped, as
  * delivered) come back. Int8 kernels differ between CPUs (with and without VNNI), so a gate
  * measured on one machine is confirmed on the one that will run the jobs. Taken once, at start.
  */
 import ort from 'onnxruntime-node';
+import sharp from 'sharp';
+import { DEFAULT_SAMPLE_IMAGE } from '../paths.js';
 import type { PrecisionProbe } from './precision.js';
 
-const SIDE = 48;
+const SIDE = 64;
 const ROUNDS = 3;
 
-/** A deterministic input with edges, gradients and fine texture (0..255 RGB, NCHW). */
-export function probeInput(side: number = SIDE): Float32Array {
-  const data = new Float32Array(3 * side * side);
-  for (let c = 0; c < 3; c += 1) {
-    for (let y = 0; y < side; y += 1) {
-      for (let x = 0; x < side; x += 1) {
-        const stripes = (x + 2 * y + 5 * c) % 7 < 3 ? 60 : 0;
-        const disc = (x - side / 2) ** 2 + (y - side / 3) ** 2 < (side / 4) ** 2 ? 90 : 0;
-        data[c * side * side + y * side + x] = Math.min(255, (x * 255) / side / 2 + stripes + disc + 20 * c);
-      }
-    }
+/**
+ * The centre of the bundled astronaut photo (0..255 RGB, NCHW): a real picture, because int8
+ * error depends on what the activations look like, and the photo whose gate figure is the lowest.
+ */
+export async function probeInput(side: number = SIDE): Promise<Float32Array> {
+  const photo = sharp(DEFAULT_SAMPLE_IMAGE);
+  const { width = side, height = side } = await photo.metadata();
+  const { data } = await photo
+    .extract({ left: Math.floor((width - side) / 2), top: Math.floor((height - side) / 2), width: side, height: side })
+    .removeAlpha()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  const planes = new Float32Array(3 * side * side);
+  for (let i = 0; i < side * side; i += 1) {
+    for (let c = 0; c < 3; c += 1) planes[c * side * side + i] = data[i * 3 + c] as number;
   }
-  return data;
+  return planes;
 }
 
 /** PSNR (dB) of two outputs as delivered: clamped to 0..255 and rounded; 99 when identical. */
@@ -47,7 +53,7 @@ export async function probeVariant(float32Path: string, variantPath: string, thr
   const options: ort.InferenceSession.SessionOptions = { intraOpNumThreads: threads, interOpNumThreads: 1, executionProviders: ['cpu'] };
   const sessions = await Promise.all([ort.InferenceSession.create(float32Path, options), ort.InferenceSession.create(variantPath, options)]);
   try {
-    const feeds = { [sessions[0].inputNames[0] as string]: new ort.Tensor('float32', probeInput(), [1, 3, SIDE, SIDE]) };
+    const feeds = { [sessions[0].inputNames[0] as string]: new ort.Tensor('float32', await probeInput(), [1, 3, SIDE, SIDE]) };
     const outputs: Float32Array[] = [];
     const times: [number[], number[]] = [[], []];
     // One untimed run each (allocations, pre-packing), then the timed rounds in turns.

@@ -141,6 +141,30 @@ describe('the QDQ graph of a small network', () => {
   });
 });
 
+describe('bias correction', () => {
+  it("takes each channel's measured excess off the bias before it is quantized", async () => {
+    const model = smallNetwork();
+    const calibration = await calibrate(model, ['Conv_b']);
+    const biasOf = (c: Int8Calibration) => {
+      const tensor = (toInt8(model, c).graph?.initializer ?? []).find((t) => t.name === 'a.bias.q');
+      const raw = tensor?.rawData as Uint8Array;
+      return Array.from({ length: 4 }, (_, i) => new DataView(raw.buffer, raw.byteOffset).getInt32(i * 4, true));
+    };
+    const scaleOf = (c: Int8Calibration) => {
+      const tensor = (toInt8(model, c).graph?.initializer ?? []).find((t) => t.name === 'a.bias.qscale');
+      const raw = tensor?.rawData as Uint8Array;
+      return Array.from({ length: 4 }, (_, i) => new DataView(raw.buffer, raw.byteOffset).getFloat32(i * 4, true));
+    };
+    const plain = biasOf(calibration);
+    const corrected = biasOf({ ...calibration, biasCorrection: { Conv_a: [0.5, 0, 0, -0.25] } });
+    const scales = scaleOf(calibration);
+    expect(corrected[0]! - plain[0]!).toBeCloseTo(-0.5 / scales[0]!, -0.5);
+    expect(corrected.slice(1, 3)).toEqual(plain.slice(1, 3));
+    expect(corrected[3]! - plain[3]!).toBeCloseTo(0.25 / scales[3]!, -0.5);
+    expect(() => toInt8(model, { ...calibration, biasCorrection: { Conv_a: [1] } })).toThrow(/Expected 4 bias corrections for Conv_a/);
+  });
+});
+
 function calibrateSync(): Int8Calibration {
   return { schemaVersion: 1, of: 'small', ofSha256: '0'.repeat(64), method: 'minmax', inputs: ['test'], keepFloat: [], ranges: { input: [0, 1], a: [-1, 1], a_relu: [0, 1], output: [-1, 1] } };
 }

@@ -32,7 +32,8 @@ describe('committed manifests', () => {
         // A float16 or int8 variant: the same network as the one it is made from, by name, which names it back.
         const suffix = m.source.kind === 'float16' ? 'fp16' : 'int8';
         expect(m.name).toBe(`${m.source.of}-${suffix}`);
-        const base = superResolution.find((b) => b.name === m.source.of);
+        const of = m.source.of;
+        const base = superResolution.find((b) => b.name === of);
         expect(m.source.kind === 'float16' ? base?.halfPrecision : base?.int8).toBe(m.name);
       } else {
         expect(m.name.endsWith(`-x${m.scale}`)).toBe(true);
