@@ -136,7 +136,7 @@ export function engineRows(network: string, input: string, results: readonly Eng
 /**
  * pip's arguments for the bench's environment: the local indexes that exist (else none: pip's
  * default), and torch pinned to a CPU wheel of `wheelsDir` when it holds one (a folder searched
- * with --find-links). `override` (MEDIA_WORKER_BENCH_PIP_ARGS) replaces the index flags.
+ * with --find-links). `override` (BENCH_PIP_ARGS) replaces the index flags.
  */
 export function pipInstallArgs(existing: { indexes: readonly string[]; wheels: readonly string[]; wheelsDir: string }, override?: string): string[] {
   const index =

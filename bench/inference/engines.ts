@@ -62,7 +62,7 @@ from our graph (engines_reference.py proves it computes the same function: PSNR 
 Runtime). Speed-up = the other engine's seconds / this engine's (above 1: this one is faster).
 Python: made on first use in .cache/bench-python/venv (numpy, onnx, onnxruntime, torch, from the
 local indexes ${LOCAL_INDEXES.join(' and ')} where they exist, else pip's default index, and a
-CPU torch wheel from ${LOCAL_WHEELS} where there is one; MEDIA_WORKER_BENCH_PIP_ARGS replaces the
+CPU torch wheel from ${LOCAL_WHEELS} where there is one; BENCH_PIP_ARGS replaces the
 index flags), or --python's interpreter.`,
   options: {
     size: { type: 'string', arg: 'PX[,PX]', help: `input side, one for all networks or one per --model (default ${Object.entries(DEFAULT_SIZES).map(([n, s]) => `${n.replace('realesrgan-', '')} ${s}`).join(', ')})` },
@@ -89,7 +89,7 @@ function benchPython(): { python?: string; reason?: string } {
   const check = (): boolean => existsSync(python) && spawnSync(python, ['-c', 'import numpy, onnx, onnxruntime, torch'], { stdio: 'ignore' }).status === 0;
   if (check()) return { python };
   const wheels = existsSync(LOCAL_WHEELS) ? readdirSync(LOCAL_WHEELS) : [];
-  const args = pipInstallArgs({ indexes: LOCAL_INDEXES.filter((d) => existsSync(d)), wheels, wheelsDir: LOCAL_WHEELS }, process.env.MEDIA_WORKER_BENCH_PIP_ARGS);
+  const args = pipInstallArgs({ indexes: LOCAL_INDEXES.filter((d) => existsSync(d)), wheels, wheelsDir: LOCAL_WHEELS }, process.env.BENCH_PIP_ARGS);
   console.error(`# making the bench's Python environment: python3 -m venv ${path.relative(PACKAGE_ROOT, venv)}; pip ${args.join(' ')}`);
   const made = spawnSync('python3', ['-m', 'venv', venv], { stdio: ['ignore', 2, 2] });
   if (made.status !== 0) return { reason: `python3 -m venv failed (${made.error?.message ?? `status ${made.status}`})` };
@@ -126,8 +126,8 @@ class PythonEngines {
     const engines = new PythonEngines(child);
     const first = await engines.#next();
     if (first === undefined || first.ok !== true) {
-      child.kill();
-      const error = typeof first?.error === 'string' ? first.error : `engines_reference.py ended before it was ready (exit ${child.exitCode})`;
+      if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
+      const error = typeof first?.error === 'string' ? first.error : `engines_reference.py ended before it was ready (exit ${child.exitCode}; its error is above)`;
       return { reason: error };
     }
     return { engines, info: first as unknown as ReferenceInfo };
@@ -248,7 +248,7 @@ async function main(): Promise<void> {
         results.set(engine, { id: engine, engine, runs: [], kind: 'ours', session, psnr: psnrClamped(out.data, reference) });
       }
       const pythonEngines: [string, string][] = [
-        ['pytorch-fp32', `PyTorch fp32 (basicsr ${info?.arch ?? ''})`.replace(' ()', '')],
+        ['pytorch-fp32', info === undefined ? 'PyTorch fp32' : `PyTorch fp32 (basicsr ${info.arch})`],
         ['ort-python-fp32', 'onnxruntime Python fp32'],
         ...variants.map((v): [string, string] => [`ort-python-${v.label}`, `onnxruntime Python ${v.label}`]),
       ];
