@@ -10,6 +10,9 @@
  *   node dist/bench/inference/gpu-device.js run --kind image|video --provider webgpu|cpu --precision fp32|fp16 --input FILE --out FILE [--runs 2] [--network NAME]
  *       the worker's own pipeline file to file (upscaleImageFile x4 with x4plus, upscaleVideoFile x2 with x4fast);
  *       the first run opens the session (and compiles WebGPU's shaders), the later ones are warm
+ *   node dist/bench/inference/gpu-device.js precision [--precision int8] [--provider-lists "tensorrt,cuda;cuda"]
+ *       per provider list: the worker's start (provider probe, then WORKER_PRECISION) with that list and
+ *       the CPU allowed to stand in; what runs, or the refusal it prints (issue 48: int8 on a GPU needs TensorRT)
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -20,6 +23,8 @@ import { probeImage, probeMedia, resolveFfmpeg, runProcess } from '../../src/med
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { upscaleImageFile, upscaleVideoFile } from '../../src/upscale/index.js';
 import { firstErrorLine } from '../../src/errors.js';
+import { probeHardware } from '../../src/app/index.js';
+import { loadConfig } from '../../src/config.js';
 import { benchCli } from '../harness.js';
 
 const NETWORKS = { image: 'realesrgan-x4plus', video: 'realesrgan-x4fast' } as const;
@@ -28,7 +33,7 @@ const FPS = 30;
 // Its flags are scripts/device/check.py's: one provider and network names of its own, not the common flags.
 const cli = benchCli({
   name: 'gpu-device',
-  positionals: 'inputs|open|run',
+  positionals: 'inputs|open|run|precision',
   options: {
     work: { type: 'string', arg: 'DIR', help: 'inputs: where the photo and the clip go', default: '.' },
     tag: { type: 'string', arg: 'NAME', help: 'inputs: suffix of their names', default: '' },
@@ -36,7 +41,8 @@ const cli = benchCli({
     'video-size': { type: 'string', arg: 'WxH', help: 'inputs: the clip\'s size', default: '1920x1080' },
     frames: { type: 'string', arg: 'N', help: 'inputs: the clip\'s frames', default: '30' },
     provider: { type: 'string', arg: 'NAME', help: 'open, run: the one execution provider', default: 'webgpu' },
-    precision: { type: 'string', arg: 'fp32|fp16', help: 'run: the graphs\' precision', default: 'fp32' },
+    precision: { type: 'string', arg: 'fp32|fp16', help: 'run: the graphs\' precision; precision: WORKER_PRECISION (default int8)' },
+    'provider-lists': { type: 'string', arg: 'A,B;C', help: 'precision: provider lists tried, one start each', default: 'tensorrt,cuda;cuda;webgpu' },
     kind: { type: 'string', arg: 'image|video', help: 'run: the pipeline', default: 'image' },
     input: { type: 'string', arg: 'FILE', help: 'run: the input' },
     out: { type: 'string', arg: 'FILE', help: 'run: the output' },
@@ -64,7 +70,7 @@ function onlyProvider(text: string | undefined): ExecutionProviderName {
   return provider;
 }
 
-function precisionOf(text: string | undefined): 'fp32' | 'fp16' {
+function precisionOf(text: string | undefined = 'fp32'): 'fp32' | 'fp16' {
   if (text !== 'fp32' && text !== 'fp16') throw new RangeError(`Expected --precision to be fp32 or fp16 but received ${String(text)}`);
   return text;
 }
@@ -150,7 +156,31 @@ async function run(): Promise<void> {
   }
 }
 
-const commands: Record<string, () => Promise<void>> = { inputs, open, run };
+/** The worker's own start for each provider list: the provider probe, then WORKER_PRECISION on what answered. */
+async function precision(): Promise<void> {
+  const setting = values.precision ?? 'int8';
+  for (const providers of values['provider-lists'].split(';').filter((p) => p !== '')) {
+    const started = performance.now();
+    try {
+      const config = loadConfig(process.env, { executionProviders: providers, precision: setting, cpuFallback: 'true' });
+      const hardware = await probeHardware(config);
+      emit({
+        event: 'precision',
+        providers,
+        setting,
+        active: hardware.probe.active,
+        failures: hardware.probe.failures.map((f) => `${f.provider}: ${f.error}`),
+        outcome: 'runs',
+        networks: hardware.precision.networks,
+        seconds: (performance.now() - started) / 1000,
+      });
+    } catch (error) {
+      emit({ event: 'precision', providers, setting, outcome: 'refused', error: firstErrorLine(error), seconds: (performance.now() - started) / 1000 });
+    }
+  }
+}
+
+const commands: Record<string, () => Promise<void>> = { inputs, open, run, precision };
 const command = commands[positionals[0] ?? ''];
 if (command === undefined) {
   process.stderr.write(`Expected a sub-command (${Object.keys(commands).join(', ')}) but received ${positionals[0] ?? 'none'}\n`);

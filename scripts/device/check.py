@@ -332,6 +332,9 @@ class Check:
         for r in opened:
             if not r.get("ok"):
                 self.skip(f"WebGPU {r['network']} {r['precision']}", r.get("error", "did not open"))
+        # Issue 48: WORKER_PRECISION=int8 where each GPU provider is asked for (int8 on a GPU needs TensorRT).
+        self.report["precision"] = self.node(["dist/bench/inference/gpu-device.js", "precision", "--precision", "int8",
+                                              "--provider-lists", "tensorrt,cuda;cuda;webgpu"], 120, "WORKER_PRECISION=int8 per provider") or []
         # --small runs the photo through x4fast too: x4plus alone takes minutes on a small CPU.
         image_network = "realesrgan-x4plus" if "realesrgan-x4plus" in networks else "realesrgan-x4fast"
         self.jobs = [("image", image_network), ("video", "realesrgan-x4fast")]
@@ -471,6 +474,10 @@ def markdown(report):
     opened = report.get("webgpu_open") or []
     for r in opened:
         lines.append(f"- WebGPU {r['network']} {r['precision']}: {'opened and ran a tile' if r.get('ok') else 'no adapter / failed: ' + r.get('error', '')[-200:]}")
+    for r in report.get("precision") or []:
+        said = f"refused: {r.get('error', '')[-300:]}" if r.get("outcome") == "refused" else \
+            f"runs on {r.get('active')}: " + ", ".join(f"{n['network']} {n['precision']}" for n in r.get("networks", []))
+        lines.append(f"- WORKER_PRECISION={r.get('setting')} with {r.get('providers')}: {said}")
     if report.get("simulation"):
         lines.append(f"- simulated bare machine: {report['simulation']}")
     lines.append(f"- CPU cores: {report['machine']['cpus']}; total {report.get('seconds')} s")

@@ -138,6 +138,8 @@ async function stageApp(app: string): Promise<void> {
   }
   const models = path.join(PACKAGE_ROOT, 'models');
   for (const f of await readdir(models)) if (f.endsWith('.json')) await cp(path.join(models, f), path.join(app, 'models', f));
+  // The int8 variants' calibrations: their files are made from the float32 ones with these.
+  await cp(path.join(models, 'calibration'), path.join(app, 'models', 'calibration'), { recursive: true });
   await cp(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'photos', 'astronaut.png'), path.join(app, 'test', 'fixtures', 'photos', 'astronaut.png'));
   const modules = path.join(PACKAGE_ROOT, 'node_modules');
   for (const name of await productionPackages()) {

@@ -18,6 +18,7 @@ interface Report {
   gpu: { ok: boolean; error?: string };
   vulkan: { ok: boolean; error?: string; devices?: unknown[] };
   webgpu_open: { network: string; precision: string; ok: boolean; error?: string }[];
+  precision: { providers: string; outcome: string; active?: string; error?: string }[];
   steps: { step: string; status: number | null; stdout_tail: string }[];
   rows: { kind: string; engine: string; seconds: number; output_mp: number; mp_per_s: number }[];
   skipped: { step: string; reason: string }[];
@@ -83,6 +84,12 @@ describe('the device check in a simulated bare machine', () => {
     const torch = report.skipped.filter((s) => s.step.startsWith('torch'));
     expect(torch.length).toBeGreaterThan(0);
     for (const s of torch) expect(s.reason).toMatch(/missing Python package|not installed|no CUDA/);
+  });
+
+  it('asked for WORKER_PRECISION=int8 with each GPU provider: none here, so each start ran the int8 graphs on the CPU', () => {
+    expect(report.precision.map((r) => r.providers)).toEqual(['tensorrt,cuda', 'cuda', 'webgpu']);
+    for (const r of report.precision) expect([r.outcome, r.active]).toEqual(['runs', 'cpu']);
+    expect(markdown).toMatch(/- WORKER_PRECISION=int8 with cuda: runs on cpu: realesrgan-x4plus int8, realesrgan-x4fast int8/);
   });
 
   it('upscaled the photo on the CPU provider, file to file, and wrote both reports', () => {
