@@ -72,6 +72,10 @@ export function choosePrecision(
   }
   if (variant === undefined) return float32(`no int8 variant${setting === 'int8' ? ' (WORKER_PRECISION=int8)' : ''}`);
   const int8 = (reason: string): NetworkPrecision => ({ network: base.name, graph: variant.name, precision: 'int8', reason });
+  // Seams are never a trade-off: a variant whose tiles do not meet within 1/255 does not run, even when asked for.
+  if (variant.gate !== undefined && variant.gate.tiledMaxDiff > 1) {
+    return float32(`int8 variant not run: its tiles differ from one whole tile by ${variant.gate.tiledMaxDiff}/255 at overlap ${variant.tile.overlap}`);
+  }
   if (setting === 'int8') return int8(`WORKER_PRECISION=int8 (${gateLine(variant.gate)})`);
   // auto on a CPU: the gate first (measured on the reference photos and frames), then this host.
   if (variant.gate?.passes !== true) return float32(`auto: int8 not offered, ${gateLine(variant.gate)}`);

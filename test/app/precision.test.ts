@@ -80,6 +80,15 @@ describe('choosing a graph', () => {
     expect(choosePrecision('int8', 'cpu', base, undefined)).toMatchObject({ precision: 'fp32', reason: 'no int8 variant (WORKER_PRECISION=int8)' });
   });
 
+  it('a variant whose tiles leave seams never runs, even when asked for', () => {
+    const seams = { ...variant, gate: { ...PASSING, tiledMaxDiff: 40 } };
+    for (const setting of ['int8', 'auto'] as const) {
+      const choice = choosePrecision(setting, 'cpu', base, seams, { speedVsFloat32: 2, psnrDb: 45 });
+      expect(choice.precision, setting).toBe('fp32');
+      expect(choice.reason).toMatch(/tiles differ from one whole tile by 40\/255 at overlap 34/);
+    }
+  });
+
   it('auto on a GPU and fp16 take the float16 variant; fp32 takes float32 everywhere', () => {
     expect(choosePrecision('auto', 'cuda', base, variant)).toMatchObject({ graph: 'realesrgan-x4fast-fp16', precision: 'fp16' });
     expect(choosePrecision('fp16', 'tensorrt', base, variant).graph).toBe('realesrgan-x4fast-fp16');
@@ -133,7 +142,9 @@ describe('resolvePrecision on a host', () => {
     probed.length = 0;
     expect((await resolvePrecision(config({ WORKER_PRECISION: 'fp32' }), 'cpu', 2, prober(9, 99))).config.srModels['video']).toBe('realesrgan-x4fast');
     const int8 = await resolvePrecision(config({ WORKER_PRECISION: 'int8' }), 'cpu', 2, prober(9, 99));
-    expect(int8.config.srModels).toMatchObject({ image: 'realesrgan-x4plus-int8', video: 'realesrgan-x4fast-int8' });
+    // x4plus's int8 graph leaves seams at its overlap (its gate says so): it stays float32.
+    expect(int8.config.srModels).toMatchObject({ image: 'realesrgan-x4plus', video: 'realesrgan-x4fast-int8' });
+    expect(int8.report.networks.find((n) => n.network === 'realesrgan-x4plus')?.reason).toMatch(/tiles differ/);
     expect(probed).toEqual([]);
     await expect(resolvePrecision(config({ WORKER_PRECISION: 'bf16' }), 'cpu', 2)).rejects.toThrow(ConfigError);
     await expect(resolvePrecision(config({ WORKER_PRECISION: 'int8' }), 'cuda', 2)).rejects.toThrow(/TensorRT/);

@@ -89,7 +89,7 @@ describe('the device check in a simulated bare machine', () => {
   it('asked for WORKER_PRECISION=int8 with each GPU provider: none here, so each start ran the int8 graphs on the CPU', () => {
     expect(report.precision.map((r) => r.providers)).toEqual(['tensorrt,cuda', 'cuda', 'webgpu']);
     for (const r of report.precision) expect([r.outcome, r.active]).toEqual(['runs', 'cpu']);
-    expect(markdown).toMatch(/- WORKER_PRECISION=int8 with cuda: runs on cpu: realesrgan-x4plus int8, realesrgan-x4fast int8/);
+    expect(markdown).toMatch(/- WORKER_PRECISION=int8 with cuda: runs on cpu: realesrgan-x4plus fp32, realesrgan-x4fast int8/);
   });
 
   it('upscaled the photo on the CPU provider, file to file, and wrote both reports', () => {
