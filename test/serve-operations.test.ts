@@ -429,8 +429,16 @@ describe('a host configured for CUDA without it (this CPU-only machine)', () => 
     expect(reasons).toContain('MEDIA_WORKER_CPU_FALLBACK');
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toContain('media_worker_execution_provider_info{provider="cpu",requested="cuda,cpu"} 1');
+    // WORKER_PRECISION=auto on the CPU that answered: no int8 gate passes, so float32 (issue 48).
+    expect(metrics).toMatch(/media_worker_sr_precision_info\{network="realesrgan-x4fast",graph="realesrgan-x4fast",precision="fp32",requested="auto"\} 1/);
+    expect(s.log()).toMatch(/realesrgan-x4fast runs fp32 \(auto: int8 not offered, gate fails: lowest PSNR/);
     // Discovery says what runs; the quote of a kind no live worker runs is refused (docs/protocol.md).
-    expect(await capabilities()).toMatchObject({ hardwareClass: 'cpu', executionProvider: 'cpu', kinds: { image: { ready: false } } });
+    expect(await capabilities()).toMatchObject({
+      hardwareClass: 'cpu',
+      executionProvider: 'cpu',
+      precision: { requested: 'auto', networks: expect.arrayContaining([expect.objectContaining({ network: 'realesrgan-x4plus', graph: 'realesrgan-x4plus', precision: 'fp32' })]) },
+      kinds: { image: { ready: false } },
+    });
     expect((await quote()).error).toMatchObject({ code: 'MODEL_UNAVAILABLE' });
     await cp.publishJob('image', 'vendor-image-upscale', { id: 'cuda-less-1', model: 'vendor-image-upscale', input: { image_url: `${base}/chelsea.png` } });
     await sleep(2000);

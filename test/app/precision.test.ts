@@ -3,6 +3,7 @@
  * what `auto` takes from a variant's gate and the host's probe, and the probe itself on the real
  * x4fast graphs (made by `models prepare`).
  */
+import { spawnSync } from 'node:child_process';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -148,6 +149,16 @@ describe('resolvePrecision on a host', () => {
     expect(probed).toEqual([]);
     await expect(resolvePrecision(config({ WORKER_PRECISION: 'bf16' }), 'cpu', 2)).rejects.toThrow(ConfigError);
     await expect(resolvePrecision(config({ WORKER_PRECISION: 'int8' }), 'cuda', 2)).rejects.toThrow(/TensorRT/);
+  });
+
+  it('the daemon refuses to start on a precision it cannot run, saying why', () => {
+    const started = spawnSync(process.execPath, [path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js'), 'serve'], {
+      env: { ...process.env, WORKER_PRECISION: 'bf16', NATS_URL: 'nats://127.0.0.1:1' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(started.status).toBe(1);
+    expect(started.stderr + started.stdout).toMatch(/WORKER_PRECISION=bf16: no bf16 graph is shipped/);
   });
 
   it('a setting that is no precision is refused by the settings, naming the variable', () => {
