@@ -73,8 +73,17 @@ export async function loadRgb(file: string, maxSide = Number.POSITIVE_INFINITY, 
 
 /** Bicubic resize with libvips' cubic (Catmull-Rom) kernel, antialiased when reducing, like MATLAB's imresize. */
 export async function resizeCubic(image: RgbImage, width: number, height: number): Promise<RgbImage> {
+  return resizeWith('cubic', image, width, height);
+}
+
+/** Lanczos-3 resize, as Real-ESRGAN's --outscale and the fidelity benchmark bring outputs to a size. */
+export async function resizeLanczos(image: RgbImage, width: number, height: number): Promise<RgbImage> {
+  return resizeWith('lanczos3', image, width, height);
+}
+
+async function resizeWith(kernel: 'cubic' | 'lanczos3', image: RgbImage, width: number, height: number): Promise<RgbImage> {
   const { data, info } = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } })
-    .resize(width, height, { kernel: 'cubic', fit: 'fill' })
+    .resize(width, height, { kernel, fit: 'fill' })
     .raw()
     .toBuffer({ resolveWithObject: true });
   return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, channels: 3 };

@@ -36,6 +36,7 @@ import {
   type SuperResolutionManifest,
 } from '../src/inference/index.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { seededRandom } from '../src/seeded-random.js';
 
 const run = promisify(execFile);
 const PHOTOS = ['astronaut', 'chelsea', 'coffee'].map((name) => path.join(PACKAGE_ROOT, 'test/fixtures/photos', `${name}.png`));
@@ -47,18 +48,6 @@ interface Crop {
   label: string;
   data: Float32Array;
   size: number;
-}
-
-/** A deterministic generator (mulberry32), so a calibration is repeatable. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 async function decodeRgb(args: string[]): Promise<{ rgb: Buffer; width: number; height: number }> {
@@ -84,7 +73,8 @@ function crop(image: { rgb: Buffer; width: number }, x: number, y: number, size:
 
 /** Random crops for calibration, away from the centre crop that evaluation uses; centre crops for evaluation. */
 async function inputs(size: number, perImage: number): Promise<{ calibration: Crop[]; evaluation: Crop[] }> {
-  const next = random(1);
+  // Seeded, so a calibration is repeatable.
+  const next = seededRandom(1);
   const calibration: Crop[] = [];
   const evaluation: Crop[] = [];
   const centre = (w: number, h: number) => ({ x: Math.floor((w - size) / 2), y: Math.floor((h - size) / 2) });

@@ -38,7 +38,7 @@ import {
   type SuperResolutionManifest,
   upscaleRgb,
 } from '../../src/inference/index.js';
-import { benchRegistry, describeMachine, formatTable, intOption, loadRgb, machineInfo, selectPhotos, splitList } from '../common.js';
+import { benchRegistry, describeMachine, formatTable, intOption, loadRgb, machineInfo, resizeLanczos, selectPhotos, splitList } from '../common.js';
 import type { DocTable } from '../doc-block.js';
 import { benchCli } from '../harness.js';
 import {
@@ -118,14 +118,6 @@ async function gateInputs(side: number): Promise<Input[]> {
   return inputs;
 }
 
-/** Lanczos-3 to `width` x `height`, as the fidelity benchmark brings outputs back to the input's size. */
-async function resizeLanczos(image: RgbImage, width: number, height: number): Promise<Uint8Array> {
-  const data = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } })
-    .resize(width, height, { kernel: 'lanczos3', fit: 'fill' })
-    .raw()
-    .toBuffer();
-  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-}
 
 /** The reduced-precision variants to gate: the named ones, else every int8 variant of the registry. */
 async function variants(): Promise<SuperResolutionManifest[]> {
@@ -197,7 +189,7 @@ async function measureVariant(variant: SuperResolutionManifest, sessions: Sessio
       const [f, v] = floatFirst ? [a, b] : [b, a];
       if (round === 0) {
         const { width, height } = f.out;
-        const [fSmall, vSmall] = [await resizeLanczos(f.out, input.image.width, input.image.height), await resizeLanczos(v.out, input.image.width, input.image.height)];
+        const [fSmall, vSmall] = [(await resizeLanczos(f.out, input.image.width, input.image.height)).data, (await resizeLanczos(v.out, input.image.width, input.image.height)).data];
         figures.push({
           label: input.label,
           psnrDb: psnrRgb(v.out.data, f.out.data, width, height),

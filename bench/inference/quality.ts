@@ -30,6 +30,7 @@ import {
   type MachineInfo,
   mean,
   resizeCubic,
+  resizeLanczos,
   resultsPath,
   scalesOption,
   selectPhotos,
@@ -228,14 +229,6 @@ async function fastest<T>(repeat: number, fn: () => Promise<T>): Promise<{ ms: n
     if (run.ms < best.ms) best = run;
   }
   return best;
-}
-
-async function resizeLanczos(image: RgbImage, width: number, height: number): Promise<RgbImage> {
-  const data = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } })
-    .resize(width, height, { kernel: 'lanczos3', fit: 'fill' })
-    .raw()
-    .toBuffer();
-  return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width, height, channels: 3 };
 }
 
 /** One region of the original and of every method's output, side by side and labelled, 2x nearest so pixels show. */
