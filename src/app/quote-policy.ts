@@ -73,8 +73,6 @@ export function hardwareClassOf(config: Config): HardwareClassName {
   return config.hardwareClass === 'auto' ? hardwareClassForProviders(config.executionProviders) : config.hardwareClass;
 }
 
-export { workerCores } from './hardware.js';
-
 /** `runtimes`: the kinds' runtime halves, whose `policies` builds each kind's own part. */
 export function quotePolicy(runtimes: Pick<KindRuntimes, 'policies'>, config: Config, timeLimitsMs: TimeLimitsMs, explicitModel?: string): QuotePolicy {
   const seconds = (ms: number): number => ms / 1000;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { hardwareClassOf, quotePolicy, srModelForJob, srNetworkCost, timeLimitsFromEnv, workerCores } from '../../src/app/quote-policy.js';
+import { workerCores } from '../../src/app/hardware.js';
+import { hardwareClassOf, quotePolicy, srModelForJob, srNetworkCost, timeLimitsFromEnv } from '../../src/app/quote-policy.js';
 import { KIND_RUNTIMES } from '../../src/app/kinds/index.js';
 import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, DEFAULT_WORK_LIMITS } from '../../src/jobs/index.js';
 import { parseSrModelChoices } from '../../src/inference/index.js';
