@@ -19,6 +19,7 @@ import ort from 'onnxruntime-node';
 import {
   activationQuantization,
   calibratedTensors,
+  equalizeChannels,
   decodeModel,
   defaultModelsDir,
   deliveredPsnr,
@@ -71,22 +72,28 @@ function crop(image: { rgb: Buffer; width: number }, x: number, y: number, size:
   return data;
 }
 
-/** Random crops for calibration, away from the centre crop that evaluation uses; centre crops for evaluation. */
-async function inputs(size: number, perImage: number): Promise<{ calibration: Crop[]; evaluation: Crop[] }> {
+/**
+ * Random crops for calibration and, drawn after them, for the choices the script makes (which
+ * convolutions stay float32), all away from the centre; centre crops, of other frames too, for the
+ * figures it reports: the inputs the gate (bench/inference/precision-gate.ts) measures on, which
+ * no choice here has seen.
+ */
+async function inputs(size: number, perImage: number): Promise<{ calibration: Crop[]; selection: Crop[]; evaluation: Crop[] }> {
   // Seeded, so a calibration is repeatable.
   const next = seededRandom(1);
   const calibration: Crop[] = [];
+  const selection: Crop[] = [];
   const evaluation: Crop[] = [];
   const centre = (w: number, h: number) => ({ x: Math.floor((w - size) / 2), y: Math.floor((h - size) / 2) });
   for (const photo of PHOTOS) {
     const image = await decodeRgb([photo]);
     const c = centre(image.width, image.height);
     evaluation.push({ label: `photo:${path.basename(photo, '.png')}`, data: crop(image, c.x, c.y, size), size });
-    for (let got = 0; got < perImage; ) {
+    for (let got = 0; got < perImage + 2; ) {
       const x = Math.floor(next() * (image.width - size + 1));
       const y = Math.floor(next() * (image.height - size + 1));
       if (Math.abs(x - c.x) < size && Math.abs(y - c.y) < size) continue;
-      calibration.push({ label: `photo:${path.basename(photo, '.png')}@${x},${y}`, data: crop(image, x, y, size), size });
+      (got < perImage ? calibration : selection).push({ label: `photo:${path.basename(photo, '.png')}@${x},${y}`, data: crop(image, x, y, size), size });
       got += 1;
     }
   }
@@ -97,13 +104,13 @@ async function inputs(size: number, perImage: number): Promise<{ calibration: Cr
       evaluation.push({ label: `frame:Megamind@${seconds}s`, data: crop(image, c.x, c.y, size), size });
       continue;
     }
-    for (let i = 0; i < perImage; i += 1) {
+    for (let i = 0; i < perImage + 1; i += 1) {
       const x = Math.floor(next() * (image.width - size + 1));
       const y = Math.floor(next() * (image.height - size + 1));
-      calibration.push({ label: `frame:Megamind@${seconds}s@${x},${y}`, data: crop(image, x, y, size), size });
+      (i < perImage ? calibration : selection).push({ label: `frame:Megamind@${seconds}s@${x},${y}`, data: crop(image, x, y, size), size });
     }
   }
-  return { calibration, evaluation };
+  return { calibration, selection, evaluation };
 }
 
 async function session(bytes: Uint8Array): Promise<ort.InferenceSession> {
@@ -188,6 +195,56 @@ function leastSquaresRange([low, high]: [number, number], samples: readonly Floa
   return best;
 }
 
+/** The convolutions whose output one PReLU reads and one convolution reads after it: those equalizeChannels can scale. */
+function equalizable(model: OnnxModel): string[] {
+  const nodes = model.graph?.node ?? [];
+  const readers = (tensor: string) => nodes.filter((n) => (n.input ?? []).includes(tensor));
+  return nodes
+    .filter((n) => {
+      if (n.opType !== 'Conv') return false;
+      const prelu = readers(n.output?.[0] ?? '');
+      const next = prelu.length === 1 && prelu[0]?.opType === 'PRelu' ? readers(prelu[0].output?.[0] ?? '') : [];
+      return next.length === 1 && next[0]?.opType === 'Conv' && next[0].input?.[0] === prelu[0]?.output?.[0];
+    })
+    .map((n) => n.name ?? '');
+}
+
+/**
+ * Cross-layer equalization factors: per equalizable convolution, each output channel's largest
+ * magnitude (mean over the crops of each crop's largest), and s[c] = (largest of all / channel's)^strength,
+ * so the quiet channels are raised toward the loudest (strength 1: all the way; 0.5: halfway in log terms,
+ * sparing the next convolution's weights, which shrink by the same factor).
+ */
+async function equalizationFactors(model: OnnxModel, crops: readonly Crop[], strength: number): Promise<Record<string, number[]>> {
+  const convs = equalizable(model);
+  const outputs = new Map(convs.map((name) => [name, (model.graph?.node ?? []).find((n) => n.name === name)?.output?.[0] ?? '']));
+  const probe = await session(encodeModel(exposing(model, [...outputs.values()])));
+  const peaks = new Map<string, Float64Array>();
+  for (const input of crops) {
+    const result = await probe.run(feed(input));
+    for (const tensorName of outputs.values()) {
+      const tensor = result[tensorName] as ort.Tensor;
+      const [, channels = 1, h = 1, w = 1] = tensor.dims;
+      const data = tensor.data as Float32Array;
+      const sum = peaks.get(tensorName) ?? new Float64Array(channels);
+      for (let c = 0; c < channels; c += 1) {
+        let peak = 0;
+        for (let i = c * h * w; i < (c + 1) * h * w; i += 1) peak = Math.max(peak, Math.abs(data[i] as number));
+        sum[c] = (sum[c] as number) + peak / crops.length;
+      }
+      peaks.set(tensorName, sum);
+    }
+  }
+  await probe.release();
+  return Object.fromEntries(
+    convs.map((name) => {
+      const peak = peaks.get(outputs.get(name) ?? '') as Float64Array;
+      const loudest = Math.max(...peak);
+      return [name, Array.from(peak, (p) => Math.fround(p > 0 ? Math.min(64, (loudest / p) ** strength) : 1))];
+    }),
+  );
+}
+
 /** Per-channel means of each named NCHW tensor of a run. */
 function channelMeans(outputs: ort.InferenceSession.OnnxValueMapType, names: readonly string[]): Map<string, Float64Array> {
   const means = new Map<string, Float64Array>();
@@ -215,7 +272,8 @@ function channelMeans(outputs: ort.InferenceSession.OnnxValueMapType, names: rea
 async function correctBiases(model: OnnxModel, calibration: Int8Calibration, crops: readonly Crop[]): Promise<Record<string, number[]>> {
   const convs = quantizableConvs(model, calibration.keepFloat);
   const outputs = convs.map((c) => c.output?.[0] ?? '');
-  const reference = await session(encodeModel(exposing(model, outputs)));
+  const float32 = calibration.equalization === undefined ? model : equalizeChannels(model, calibration.equalization);
+  const reference = await session(encodeModel(exposing(float32, outputs)));
   const float32Means: Array<Map<string, Float64Array>> = [];
   for (const input of crops) float32Means.push(channelMeans(await reference.run(feed(input)), outputs));
   await reference.release();
@@ -258,6 +316,7 @@ async function main(): Promise<void> {
       'target-db': { type: 'string', default: '41' },
       'max-float': { type: 'string', default: '12' },
       'bias-correction': { type: 'boolean', default: false },
+      equalize: { type: 'string', default: '0' },
       size: { type: 'string' },
       write: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -276,11 +335,15 @@ async function main(): Promise<void> {
   const model = decodeModel(fp32Bytes);
   const heavy = base.manifest.task === 'super-resolution' && base.manifest.macsPerInputPixel > 5e6;
   const size = Number(values.size ?? (heavy ? 64 : 128));
-  const { calibration: crops, evaluation } = await inputs(size, heavy ? 2 : 3);
-  console.error(`calibrate: ${name}, ${crops.length} calibration crops and ${evaluation.length} evaluation crops of ${size}x${size}, ${method}`);
+  const { calibration: crops, selection, evaluation } = await inputs(size, heavy ? 2 : 3);
+  console.error(`calibrate: ${name}, ${crops.length} calibration, ${selection.length} selection and ${evaluation.length} held-out crops of ${size}x${size}, ${method}`);
 
-  const allTensors = calibratedTensors(model);
-  const ranges = await measureRanges(model, allTensors, crops, method);
+  const strength = Number(values.equalize);
+  const equalization = strength > 0 ? await equalizationFactors(model, crops, strength) : undefined;
+  // The ranges are those of the graph that gets quantized: the equalized one.
+  const measured = equalization === undefined ? model : equalizeChannels(model, equalization);
+  const allTensors = calibratedTensors(measured);
+  const ranges = await measureRanges(measured, allTensors, crops, method);
   const make = (keepFloat: string[]): Int8Calibration => ({
     schemaVersion: 1,
     of: name,
@@ -289,13 +352,15 @@ async function main(): Promise<void> {
     inputs: crops.map((c) => c.label),
     keepFloat,
     ranges: Object.fromEntries(calibratedTensors(model, keepFloat).sort().map((t) => [t, ranges[t] as [number, number]])),
+    ...(equalization === undefined ? {} : { equalization }),
   });
-  const reference = await outputsOf(fp32Bytes, evaluation);
-  const report = async (keepFloat: string[]) => {
-    const figures = await lowestPsnr(model, make(keepFloat), evaluation, reference);
-    console.error(`  ${keepFloat.length} convolutions in float32: lowest PSNR ${Math.min(...figures).toFixed(2)} dB (${figures.map((f) => f.toFixed(1)).join(', ')})`);
-    return Math.min(...figures);
+  const [selected, heldOut] = [await outputsOf(fp32Bytes, selection), await outputsOf(fp32Bytes, evaluation)];
+  const figures = async (calibration: Int8Calibration, what: string): Promise<number> => {
+    const [picked, held] = [await lowestPsnr(model, calibration, selection, selected), await lowestPsnr(model, calibration, evaluation, heldOut)];
+    console.error(`  ${what}: lowest PSNR ${Math.min(...picked).toFixed(2)} dB on the selection crops; held out: ${Math.min(...held).toFixed(2)} dB (${held.map((f) => f.toFixed(1)).join(', ')})`);
+    return Math.min(...picked);
   };
+  const report = async (keepFloat: string[]) => figures(make(keepFloat), `${keepFloat.length} convolutions in float32`);
 
   const convs = quantizableConvs(model).map((n) => n.name ?? '');
   let keepFloat: string[] = [];
@@ -303,7 +368,7 @@ async function main(): Promise<void> {
     // Sensitivity: the lowest PSNR with one convolution in int8 and every other in float32.
     const sensitivity: Array<[string, number]> = [];
     for (const conv of convs) {
-      const figure = Math.min(...(await lowestPsnr(model, make(convs.filter((c) => c !== conv)), evaluation, reference)));
+      const figure = Math.min(...(await lowestPsnr(model, make(convs.filter((c) => c !== conv)), selection, selected)));
       sensitivity.push([conv, figure]);
     }
     sensitivity.sort((a, b) => a[1] - b[1]);
@@ -325,12 +390,11 @@ async function main(): Promise<void> {
   let calibration = make(keepFloat.sort());
   if (correctBias) {
     calibration = { ...calibration, biasCorrection: await correctBiases(model, calibration, crops) };
-    const figures = await lowestPsnr(model, calibration, evaluation, reference);
-    console.error(`  with bias correction: lowest PSNR ${Math.min(...figures).toFixed(2)} dB (${figures.map((f) => f.toFixed(1)).join(', ')})`);
+    await figures(calibration, 'with bias correction');
   }
   const calibrationText = `${JSON.stringify(calibration, null, 2)}\n`;
   const variantBytes = encodeModel(toInt8(model, calibration));
-  console.error(`calibrate: ${int8Name(name)} ${variantBytes.byteLength} bytes, sha256 ${sha256Hex(variantBytes)}, ${keepFloat.length} of ${convs.length} convolutions in float32`);
+  console.error(`calibrate: ${int8Name(name)} ${variantBytes.byteLength} bytes, sha256 ${sha256Hex(variantBytes)}, ${keepFloat.length} of ${convs.length} convolutions in float32${keepFloat.length > 0 ? ` (${keepFloat.join(', ')})` : ''}`);
   if (!values.write) return;
   const modelsDir = defaultModelsDir();
   const fp32Manifest = (await getManifest(name)) as SuperResolutionManifest;

@@ -14,6 +14,7 @@ import {
   decodeModel,
   encodeModel,
   ensureModelFile,
+  equalizeChannels,
   floatTensor,
   floatValueInfo,
   forgetVerifiedModels,
@@ -162,6 +163,34 @@ describe('bias correction', () => {
     expect(corrected.slice(1, 3)).toEqual(plain.slice(1, 3));
     expect(corrected[3]! - plain[3]!).toBeCloseTo(0.25 / scales[3]!, -0.5);
     expect(() => toInt8(model, { ...calibration, biasCorrection: { Conv_a: [1] } })).toThrow(/Expected 4 bias corrections for Conv_a/);
+  });
+});
+
+describe('cross-layer equalization', () => {
+  /** conv (3->4) -> PReLU -> conv (4->3): the shape equalizeChannels scales. */
+  function withPrelu(): OnnxModel {
+    const small = smallNetwork();
+    const graph = small.graph ?? {};
+    return {
+      ...small,
+      graph: {
+        ...graph,
+        node: [(graph.node ?? [])[0]!, node('PRelu', ['a', 'a.slope'], ['a_relu'], 'PRelu_a'), (graph.node ?? [])[2]!],
+        initializer: [...(graph.initializer ?? []), floatTensor('a.slope', [4, 1, 1], Float32Array.of(0.1, 0.25, 0.05, 0.2))],
+      },
+    };
+  }
+
+  it('scales channels without changing the function, and refuses a convolution it cannot scale', async () => {
+    const model = withPrelu();
+    const equalized = equalizeChannels(model, { Conv_a: [1, 4, 0.5, 16] });
+    const [before, after] = await Promise.all([runBytes(encodeModel(model)), runBytes(encodeModel(equalized))]);
+    let worst = 0;
+    for (let i = 0; i < before.length; i += 1) worst = Math.max(worst, Math.abs((before[i] as number) - (after[i] as number)));
+    expect(worst).toBeLessThan(1e-5);
+    expect(sha256Hex(encodeModel(equalized))).not.toBe(sha256Hex(encodeModel(model)));
+    expect(() => equalizeChannels(model, { Conv_a: [1, 2] })).toThrow(/Expected 4 equalization factors for Conv_a/);
+    expect(() => equalizeChannels(smallNetwork(), { Conv_a: [1, 1, 1, 1] })).toThrow(/read by one PReLU/);
   });
 });
 

@@ -37,6 +37,14 @@ export const int8CalibrationSchema = z.object({
    * correction: quantization error that does not average out is mostly a per-channel shift).
    */
   biasCorrection: z.record(z.string().min(1), z.array(z.number())).optional(),
+  /**
+   * Cross-layer equalization, applied to the float32 graph before anything else: per convolution,
+   * a positive factor per output channel that multiplies that channel (weights and bias) and divides
+   * the matching input channel of the convolution that reads it through a PReLU (PReLU(s x) =
+   * s PReLU(x) for s > 0), so the function is unchanged while the channels' activation ranges, which
+   * one per-tensor uint8 scale must cover, come closer together. The ranges are the equalized graph's.
+   */
+  equalization: z.record(z.string().min(1), z.array(z.number().positive())).optional(),
 });
 export type Int8Calibration = z.infer<typeof int8CalibrationSchema>;
 
@@ -122,8 +130,54 @@ export function calibratedTensors(model: OnnxModel, keepFloat: readonly string[]
   return [...names];
 }
 
+/** A float32 initializer with each value replaced by `f(value, index)`. */
+function mapFloats(tensor: OnnxTensor, f: (value: number, index: number) => number): OnnxTensor {
+  const values = floatValues(tensor).map(f);
+  return float32Tensor(tensor.name ?? '', (tensor.dims ?? []).map(Number), values);
+}
+
+/**
+ * The same function with the channels of each named convolution scaled (the calibration's
+ * `equalization`): that convolution's output channel c times s[c], the next convolution's input
+ * channel c divided by it. The path between them must be one PReLU read by nothing else.
+ */
+export function equalizeChannels(model: OnnxModel, scales: Readonly<Record<string, readonly number[]>>): OnnxModel {
+  const graph = model.graph ?? {};
+  const nodes = graph.node ?? [];
+  const readers = (tensor: string) => nodes.filter((n) => (n.input ?? []).includes(tensor));
+  const replaced = new Map<string, OnnxTensor>();
+  const initializer = (name: string): OnnxTensor => {
+    const tensor = replaced.get(name) ?? (graph.initializer ?? []).find((t) => t.name === name);
+    if (tensor === undefined) throw new RangeError(`Expected an initializer named ${name} to equalize`);
+    return tensor;
+  };
+  for (const [convName, factors] of Object.entries(scales)) {
+    const conv = nodes.find((n) => n.name === convName && n.opType === 'Conv');
+    const prelu = conv === undefined ? undefined : readers(conv.output?.[0] ?? '');
+    const next = prelu?.length === 1 && prelu[0]?.opType === 'PRelu' ? readers(prelu[0].output?.[0] ?? '') : undefined;
+    if (conv === undefined || next?.length !== 1 || next[0]?.opType !== 'Conv' || next[0].input?.[0] !== prelu?.[0]?.output?.[0]) {
+      throw new RangeError(`Expected ${convName} to be a convolution read by one PReLU that one convolution reads, to equalize its channels`);
+    }
+    const [, w = '', b] = conv.input ?? [];
+    const weight = initializer(w);
+    const [channels = 0, ...rest] = (weight.dims ?? []).map(Number);
+    if (factors.length !== channels) throw new RangeError(`Expected ${channels} equalization factors for ${convName} but received ${factors.length}`);
+    const per = rest.reduce((a, d) => a * d, 1);
+    replaced.set(w, mapFloats(weight, (v, i) => v * (factors[Math.floor(i / per)] as number)));
+    if (b !== undefined && b !== '') replaced.set(b, mapFloats(initializer(b), (v, i) => v * (factors[i] as number)));
+    const nextWeight = next[0].input?.[1] ?? '';
+    const nextDims = (initializer(nextWeight).dims ?? []).map(Number);
+    const kernel = (nextDims[2] ?? 1) * (nextDims[3] ?? 1);
+    const inputs = nextDims[1] ?? 0;
+    if (inputs !== channels) throw new RangeError(`Expected ${next[0].name} to read ${channels} channels but it reads ${inputs}`);
+    replaced.set(nextWeight, mapFloats(initializer(nextWeight), (v, i) => v / (factors[Math.floor(i / kernel) % inputs] as number)));
+  }
+  return { ...model, graph: { ...graph, initializer: (graph.initializer ?? []).map((t) => replaced.get(t.name ?? '') ?? t) } };
+}
+
 /** The QDQ int8 graph of a float32 graph with the calibration's ranges (see the module comment). */
-export function toInt8(model: OnnxModel, calibration: Int8Calibration): OnnxModel {
+export function toInt8(float32: OnnxModel, calibration: Int8Calibration): OnnxModel {
+  const model = calibration.equalization === undefined ? float32 : equalizeChannels(float32, calibration.equalization);
   const graph = model.graph;
   if (graph === null || graph === undefined) throw new RangeError('Expected a model with a graph to quantize');
   const convs = quantizableConvs(model, calibration.keepFloat);
