@@ -3,10 +3,12 @@
  * of every convolution on crops of the bundled photos and of Megamind frames, then, with
  * --keep-float auto, leaves the most sensitive convolutions in float32 until the variant's lowest
  * PSNR against the float32 graph (on other crops and frames) reaches --target-db, or --max-float
- * convolutions are kept. Writes models/<name>-int8.calibration.json and models/<name>-int8.json
- * (the manifest `models prepare` makes the file from) and points the float32 manifest at it.
+ * convolutions are kept; --equalize scales channels across PReLUs first, --bias-correction takes
+ * the int8 graph's mean excess off each bias. Writes models/calibration/<name>-int8.json and
+ * models/<name>-int8.json (the manifest `models prepare` makes the file from) and points the float32
+ * manifest at it. Choices are made on selection crops; the figures that count are on held-out centre crops.
  *
- *   npm run build && node dist/scripts/calibrate-int8.js realesrgan-x4fast [--method percentile] [--keep-float auto|none|A,B] [--write]
+ *   npm run build && node dist/scripts/calibrate-int8.js realesrgan-x4fast --method mse --equalize 0.5 --keep-float Conv_0,Conv_66 --bias-correction --write
  *
  * The quality gate's figures (models list) are bench/inference/precision-gate.ts's, not this script's.
  */
@@ -19,6 +21,7 @@ import ort from 'onnxruntime-node';
 import {
   activationQuantization,
   calibratedTensors,
+  equalizableConvs,
   equalizeChannels,
   decodeModel,
   defaultModelsDir,
@@ -195,20 +198,6 @@ function leastSquaresRange([low, high]: [number, number], samples: readonly Floa
   return best;
 }
 
-/** The convolutions whose output one PReLU reads and one convolution reads after it: those equalizeChannels can scale. */
-function equalizable(model: OnnxModel): string[] {
-  const nodes = model.graph?.node ?? [];
-  const readers = (tensor: string) => nodes.filter((n) => (n.input ?? []).includes(tensor));
-  return nodes
-    .filter((n) => {
-      if (n.opType !== 'Conv') return false;
-      const prelu = readers(n.output?.[0] ?? '');
-      const next = prelu.length === 1 && prelu[0]?.opType === 'PRelu' ? readers(prelu[0].output?.[0] ?? '') : [];
-      return next.length === 1 && next[0]?.opType === 'Conv' && next[0].input?.[0] === prelu[0]?.output?.[0];
-    })
-    .map((n) => n.name ?? '');
-}
-
 /**
  * Cross-layer equalization factors: per equalizable convolution, each output channel's largest
  * magnitude (mean over the crops of each crop's largest), and s[c] = (largest of all / channel's)^strength,
@@ -216,7 +205,7 @@ function equalizable(model: OnnxModel): string[] {
  * sparing the next convolution's weights, which shrink by the same factor).
  */
 async function equalizationFactors(model: OnnxModel, crops: readonly Crop[], strength: number): Promise<Record<string, number[]>> {
-  const convs = equalizable(model);
+  const convs = equalizableConvs(model);
   const outputs = new Map(convs.map((name) => [name, (model.graph?.node ?? []).find((n) => n.name === name)?.output?.[0] ?? '']));
   const probe = await session(encodeModel(exposing(model, [...outputs.values()])));
   const peaks = new Map<string, Float64Array>();
@@ -324,7 +313,7 @@ async function main(): Promise<void> {
   });
   const name = positionals[0];
   if (values.help || name === undefined) {
-    console.log('Usage: node dist/scripts/calibrate-int8.js NETWORK [--method minmax|"percentile 99.999"] [--keep-float auto|none|A,B] [--target-db 41] [--max-float 12] [--size PX] [--write]');
+    console.log('Usage: node dist/scripts/calibrate-int8.js NETWORK [--method minmax|mse|"percentile 99.999"] [--equalize STRENGTH] [--bias-correction] [--keep-float auto|none|A,B] [--target-db 41] [--max-float 12] [--size PX] [--write]');
     return;
   }
   const method = values.method;

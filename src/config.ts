@@ -241,7 +241,7 @@ export const SETTINGS = {
     env: 'WORKER_PRECISION',
     schema: oneOfSetting(PRECISION_SETTINGS),
     default: 'auto',
-    doc: 'Which graph of each super-resolution network runs: fp32; fp16 (its float16 variant, cuda or tensorrt only); int8 (its int8 variant, on the CPU or tensorrt; refused on cuda alone); bf16 (refused: no bf16 graph is shipped); auto: fp16 on cuda and tensorrt, and on a CPU the int8 variant only where its quality gate passes (`models list`) and a probe at start finds it faster at 40 dB or more on this host, else fp32. The choice is logged and reported in capabilities and /metrics; estimates use the chosen graph\'s measured speed.',
+    doc: 'Which graph of each super-resolution network runs: fp32; fp16 (its float16 variant; cuda or tensorrt only); int8 (its int8 variant; on the CPU or tensorrt, refused on any other provider; a variant whose tiles leave seams stays fp32); bf16 (refused: no bf16 graph is shipped); auto: fp16 on cuda and tensorrt, and on a CPU the int8 variant only where its quality gate passes (`models list`) and a probe at start finds it faster at 40 dB or more on this host, else fp32. The choice is logged and reported in capabilities and /metrics; on a CPU, estimates count an int8 graph at its gate\'s measured speed.',
   }),
   videoEncoder: setting({
     env: 'MEDIA_WORKER_VIDEO_ENCODER',

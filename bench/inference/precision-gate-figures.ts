@@ -25,12 +25,12 @@
 import { meanCiede2000 } from '../fidelity/colour-difference.js';
 import { median } from '../common.js';
 import { lumaBt601, meanGradient, type Plane, psnr } from '../metrics.js';
-import { PRECISION_PSNR_FLOOR_DB, type PrecisionGate } from '../../src/inference/index.js';
+import { PRECISION_PSNR_FLOOR_DB, SEAMLESS_LEVELS, type PrecisionGate } from '../../src/inference/index.js';
 
 /** A variant whose lowest PSNR against its float32 network is below this is not offered by default (the worker's floor). */
 export const MIN_PSNR_DB = PRECISION_PSNR_FLOOR_DB;
-/** Tiled and untiled output of the variant may differ by this many 8-bit levels (seamless, as float32). */
-export const SEAMLESS_LEVELS = 1;
+/** Tiled and untiled output of the variant may differ by this many 8-bit levels (seamless, as float32): the worker's. */
+export { SEAMLESS_LEVELS };
 /** PSNR stored for identical outputs (JSON has no Infinity). */
 export const PSNR_CAP_DB = 100;
 

@@ -8,6 +8,7 @@
 import os from 'node:os';
 import type { Config } from '../config.js';
 import {
+  HALF_PRECISION_PROVIDERS,
   activeProviders,
   isGpuProvider,
   probeExecutionProviders,
@@ -98,8 +99,6 @@ export function tileMemoryBytes(config: Config, totalMemory: number = os.totalme
   return config.tileRamMb > 0 ? config.tileRamMb * MiB : Math.floor(totalMemory / 4);
 }
 
-/** Providers that run the float16 graphs natively (WebGPU needs an adapter feature it may not have). */
-const HALF_PRECISION_PROVIDERS: readonly string[] = ['cuda', 'tensorrt'];
 
 /** What the super-resolution loader takes from the hardware: the tile budget, and float16 graphs on a GPU. */
 export function srHardwareOptions(config: Config): { tileMemoryBytes?: number; halfPrecision: boolean } {

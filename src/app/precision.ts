@@ -10,6 +10,7 @@ import {
   choosePrecision,
   ensureModelFile,
   getManifest,
+  ModelRegistryError,
   precisionRefusal,
   probeVariant,
   type NetworkPrecision,
@@ -33,8 +34,12 @@ export const probeOnHost: VariantProber = async (base, variant, config, threads)
   return probeVariant(float32.path, reduced.path, threads);
 };
 
+/** A super-resolution manifest, or undefined where there is none of that name (a broken one throws). */
 async function superResolution(name: string, config: Config): Promise<SuperResolutionManifest | undefined> {
-  const manifest = await getManifest(name, registryOptions(config)).catch(() => undefined);
+  const manifest = await getManifest(name, registryOptions(config)).catch((err: unknown) => {
+    if (err instanceof ModelRegistryError) return undefined;
+    throw err;
+  });
   return manifest?.task === 'super-resolution' ? manifest : undefined;
 }
 
@@ -49,6 +54,13 @@ export async function resolvePrecision(config: Config, provider: string, threads
     const base = await superResolution(name, config);
     // A network without a manifest fails where it is loaded, with the loader's message.
     if (base === undefined) continue;
+    if (base.source.kind === 'int8') {
+      // An int8 graph named in MEDIA_WORKER_SR_MODELS: the operator's choice, held to the provider's rule.
+      const refused = precisionRefusal('int8', provider);
+      if (refused !== null) throw new ConfigError(`${refused} (MEDIA_WORKER_SR_MODELS names ${name})`);
+      networks.push({ network: base.source.of, graph: name, precision: 'int8', reason: 'named in MEDIA_WORKER_SR_MODELS' });
+      continue;
+    }
     const variant = base.int8 === undefined ? undefined : await superResolution(base.int8, config);
     const measured = setting === 'auto' && provider === 'cpu' && variant?.gate?.passes === true ? await probe(base, variant, config, threads) : undefined;
     networks.push(choosePrecision(setting, provider, base, variant, measured));

@@ -46,8 +46,10 @@ export async function srNetworkCost(name: string, config: Config, explicit = fal
   if (manifest.task !== 'super-resolution') {
     throw new JobError('INVALID_MODEL', `Expected a super-resolution model but ${name} is a ${manifest.task} model`);
   }
-  // A reduced-precision graph does the same multiply-adds faster: the estimate counts them at its measured speed.
-  const macsPerInputPixel = manifest.macsPerInputPixel / (manifest.gate?.speedVsFloat32 ?? 1);
+  // A reduced-precision graph does the same multiply-adds faster: on a CPU (where its gate's speed was
+  // measured) the estimate counts them at that speed; elsewhere at float32's, the cautious side.
+  const speed = config.executionProviders[0] === 'cpu' ? (manifest.gate?.speedVsFloat32 ?? 1) : 1;
+  const macsPerInputPixel = manifest.macsPerInputPixel / speed;
   return { name, scale: manifest.scale, macsPerInputPixel, tile: budgetTile(manifest, tileMemoryBytes(config)), overlap: manifest.tile.overlap };
 }
 

@@ -8,6 +8,7 @@
 import ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { DEFAULT_SAMPLE_IMAGE } from '../paths.js';
+import { sessionOptions } from './session.js';
 import type { PrecisionProbe } from './precision.js';
 
 const SIDE = 64;
@@ -50,7 +51,8 @@ function median(values: readonly number[]): number {
 
 /** Runs the float32 file and the variant's file (paths, verified by the caller) and compares them. */
 export async function probeVariant(float32Path: string, variantPath: string, threads: number): Promise<PrecisionProbe> {
-  const options: ort.InferenceSession.SessionOptions = { intraOpNumThreads: threads, interOpNumThreads: 1, executionProviders: ['cpu'] };
+  // The options jobs' sessions get (no spinning, the same threads), so the probe times what jobs will run.
+  const options = sessionOptions(['cpu'], threads);
   const sessions = await Promise.all([ort.InferenceSession.create(float32Path, options), ort.InferenceSession.create(variantPath, options)]);
   try {
     const feeds = { [sessions[0].inputNames[0] as string]: new ort.Tensor('float32', await probeInput(), [1, 3, SIDE, SIDE]) };

@@ -15,14 +15,17 @@ export type GraphPrecision = 'fp32' | 'fp16' | 'int8';
 /** The PSNR floor (dB, against float32) a reduced graph must hold on the host's own probe too. */
 export const PRECISION_PSNR_FLOOR_DB = 40;
 
-const GPU_HALF = ['cuda', 'tensorrt'];
+/** Providers that run the float16 graphs natively (WebGPU needs an adapter feature it may not have). */
+export const HALF_PRECISION_PROVIDERS: readonly string[] = ['cuda', 'tensorrt'];
+/** Largest difference, in 1/255 steps, between a tiled and an untiled result: seamless. */
+export const SEAMLESS_LEVELS = 1;
 
 /** Why `setting` cannot run on `provider` (the one that passed the probe), or null when it can. */
 export function precisionRefusal(setting: PrecisionSetting, provider: string): string | null {
   if (setting === 'bf16') {
     return 'WORKER_PRECISION=bf16: no bf16 graph is shipped, because ONNX Runtime has no bf16 convolution on the CPU provider (docs/benchmarks.md, "Reduced precision on the CPU"); use auto, fp32 or int8';
   }
-  if (setting === 'fp16' && !GPU_HALF.includes(provider)) {
+  if (setting === 'fp16' && !HALF_PRECISION_PROVIDERS.includes(provider)) {
     return `WORKER_PRECISION=fp16 needs the cuda or tensorrt execution provider, but the start-up probe found ${provider}; use auto, fp32 or int8`;
   }
   if (setting === 'int8' && provider !== 'cpu' && provider !== 'tensorrt') {
@@ -63,7 +66,7 @@ export function choosePrecision(
   probe?: PrecisionProbe,
 ): NetworkPrecision {
   const float32 = (reason: string): NetworkPrecision => ({ network: base.name, graph: base.name, precision: 'fp32', reason });
-  const onGpu = GPU_HALF.includes(provider);
+  const onGpu = HALF_PRECISION_PROVIDERS.includes(provider);
   if (setting === 'fp32') return float32('WORKER_PRECISION=fp32');
   if (setting === 'fp16' || (setting === 'auto' && onGpu)) {
     return base.halfPrecision === undefined
@@ -73,7 +76,7 @@ export function choosePrecision(
   if (variant === undefined) return float32(`no int8 variant${setting === 'int8' ? ' (WORKER_PRECISION=int8)' : ''}`);
   const int8 = (reason: string): NetworkPrecision => ({ network: base.name, graph: variant.name, precision: 'int8', reason });
   // Seams are never a trade-off: a variant whose tiles do not meet within 1/255 does not run, even when asked for.
-  if (variant.gate !== undefined && variant.gate.tiledMaxDiff > 1) {
+  if (variant.gate !== undefined && variant.gate.tiledMaxDiff > SEAMLESS_LEVELS) {
     return float32(`int8 variant not run: its tiles differ from one whole tile by ${variant.gate.tiledMaxDiff}/255 at overlap ${variant.tile.overlap}`);
   }
   if (setting === 'int8') return int8(`WORKER_PRECISION=int8 (${gateLine(variant.gate)})`);

@@ -161,6 +161,12 @@ describe('resolvePrecision on a host', () => {
     expect(started.stderr + started.stdout).toMatch(/WORKER_PRECISION=bf16: no bf16 graph is shipped/);
   });
 
+  it('an int8 graph named in MEDIA_WORKER_SR_MODELS is reported as int8, and refused where the provider cannot run it', async () => {
+    const named = await resolvePrecision(config({ MEDIA_WORKER_SR_MODELS: 'video=realesrgan-x4fast-int8', WORKER_PRECISION: 'fp32' }), 'cpu', 2, prober(9, 99));
+    expect(named.report.networks).toContainEqual({ network: 'realesrgan-x4fast', graph: 'realesrgan-x4fast-int8', precision: 'int8', reason: 'named in MEDIA_WORKER_SR_MODELS' });
+    await expect(resolvePrecision(config({ MEDIA_WORKER_SR_MODELS: 'video=realesrgan-x4fast-int8' }), 'cuda', 2)).rejects.toThrow(/TensorRT .*MEDIA_WORKER_SR_MODELS names realesrgan-x4fast-int8/);
+  });
+
   it('a setting that is no precision is refused by the settings, naming the variable', () => {
     expect(() => config({ WORKER_PRECISION: 'int4' })).toThrow(/WORKER_PRECISION/);
   });
@@ -171,7 +177,9 @@ describe('the probe on this host', () => {
     const registry = { modelsDir: MODELS };
     const [float32, int8] = await Promise.all([ensureModelFile('realesrgan-x4fast', registry), ensureModelFile('realesrgan-x4fast-int8', registry)]);
     const probe = await probeVariant(float32.path, int8.path, 2);
-    expect(probe.speedVsFloat32).toBeGreaterThan(0);
+    // Timings on a shared machine: only a sanity bound (the ratios live in the benchmarks).
+    expect(probe.speedVsFloat32).toBeGreaterThan(0.2);
+    expect(probe.speedVsFloat32).toBeLessThan(20);
     // Really quantized (not the same graph), and still the same picture.
     expect(probe.psnrDb).toBeLessThan(99);
     expect(probe.psnrDb).toBeGreaterThan(25);

@@ -18,6 +18,8 @@ import {
   floatTensor,
   floatValueInfo,
   forgetVerifiedModels,
+  int8Bytes,
+  int8CalibrationSchema,
   ModelIntegrityError,
   node,
   openSession,
@@ -207,10 +209,15 @@ describe('realesrgan-x4fast-int8 from the registry', () => {
   });
   afterAll(async () => cleanup());
 
-  it('is made from the float32 file and the calibration, and matches its manifest', async () => {
-    const file = await ensureModelFile('realesrgan-x4fast-int8', registry);
-    expect(file.manifest.source).toMatchObject({ kind: 'int8', of: 'realesrgan-x4fast' });
-    const ops = new Set((decodeModel(new Uint8Array(await readFile(file.path))).graph?.node ?? []).map((n) => n.opType));
+  it.each(['realesrgan-x4fast', 'realesrgan-x4plus'])('%s-int8: the conversion of the float32 file with the calibration has the manifest\'s sha256', async (name) => {
+    const [float32, variant] = await Promise.all([ensureModelFile(name, registry), ensureModelFile(`${name}-int8`, registry)]);
+    const source = variant.manifest.source;
+    if (source.kind !== 'int8') throw new Error(`Expected ${name}-int8 to be an int8 variant`);
+    const calibration = int8CalibrationSchema.parse(JSON.parse(await readFile(path.join(registry.modelsDir, source.calibration.file), 'utf8')));
+    // Converted here, not read back from a file that may have been made before.
+    const bytes = int8Bytes(new Uint8Array(await readFile(float32.path)), calibration);
+    expect(sha256Hex(bytes)).toBe(variant.manifest.sha256);
+    const ops = new Set((decodeModel(bytes).graph?.node ?? []).map((n) => n.opType));
     expect(ops.has('QuantizeLinear') && ops.has('DequantizeLinear')).toBe(true);
   });
 
@@ -223,7 +230,9 @@ describe('realesrgan-x4fast-int8 from the registry', () => {
     const ranges = Object.fromEntries(Object.entries(calibration.ranges).map(([k, [low, high]]) => [k, [low, high * 2]]));
     await writeFile(path.join(models, 'calibration', 'realesrgan-x4fast-int8.json'), `${JSON.stringify({ ...calibration, ranges }, null, 2)}\n`);
     forgetVerifiedModels();
-    await expect(ensureModelFile('realesrgan-x4fast-int8', { modelsDir: models })).rejects.toThrow(ModelIntegrityError);
+    const refused = ensureModelFile('realesrgan-x4fast-int8', { modelsDir: models });
+    await expect(refused).rejects.toThrow(ModelIntegrityError);
+    await expect(refused).rejects.toThrow(/Calibration file .* has sha256 .* but its manifest expects/);
   });
 
   it('tiles seamlessly: tiled equals untiled within 1/255 at the manifest overlap (its receptive field)', async () => {

@@ -35,6 +35,7 @@ export { REALESRGAN_NETWORKS, buildRealEsrganManifest, convertNcnnFiles } from '
 export {
   activationQuantization,
   calibratedTensors,
+  equalizableConvs,
   equalizeChannels,
   int8Bytes,
   int8CalibrationFile,

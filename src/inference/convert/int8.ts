@@ -141,10 +141,24 @@ function mapFloats(tensor: OnnxTensor, f: (value: number, index: number) => numb
  * `equalization`): that convolution's output channel c times s[c], the next convolution's input
  * channel c divided by it. The path between them must be one PReLU read by nothing else.
  */
+/** The convolution that reads `conv` through one PReLU, where nothing else (no node, no graph output) reads either. */
+function equalizationPartner(model: OnnxModel, conv: OnnxNode): OnnxNode | undefined {
+  const graph = model.graph ?? {};
+  const outputs = new Set((graph.output ?? []).map((o) => o.name ?? ''));
+  const readers = (tensor: string) => (outputs.has(tensor) ? [] : (graph.node ?? []).filter((n) => (n.input ?? []).includes(tensor)));
+  const prelu = readers(conv.output?.[0] ?? '');
+  const next = prelu.length === 1 && prelu[0]?.opType === 'PRelu' ? readers(prelu[0].output?.[0] ?? '') : [];
+  return next.length === 1 && next[0]?.opType === 'Conv' && next[0].input?.[0] === prelu[0]?.output?.[0] ? next[0] : undefined;
+}
+
+/** The convolutions equalizeChannels can scale. */
+export function equalizableConvs(model: OnnxModel): string[] {
+  return (model.graph?.node ?? []).filter((n) => n.opType === 'Conv' && equalizationPartner(model, n) !== undefined).map((n) => n.name ?? '');
+}
+
 export function equalizeChannels(model: OnnxModel, scales: Readonly<Record<string, readonly number[]>>): OnnxModel {
   const graph = model.graph ?? {};
   const nodes = graph.node ?? [];
-  const readers = (tensor: string) => nodes.filter((n) => (n.input ?? []).includes(tensor));
   const replaced = new Map<string, OnnxTensor>();
   const initializer = (name: string): OnnxTensor => {
     const tensor = replaced.get(name) ?? (graph.initializer ?? []).find((t) => t.name === name);
@@ -153,9 +167,8 @@ export function equalizeChannels(model: OnnxModel, scales: Readonly<Record<strin
   };
   for (const [convName, factors] of Object.entries(scales)) {
     const conv = nodes.find((n) => n.name === convName && n.opType === 'Conv');
-    const prelu = conv === undefined ? undefined : readers(conv.output?.[0] ?? '');
-    const next = prelu?.length === 1 && prelu[0]?.opType === 'PRelu' ? readers(prelu[0].output?.[0] ?? '') : undefined;
-    if (conv === undefined || next?.length !== 1 || next[0]?.opType !== 'Conv' || next[0].input?.[0] !== prelu?.[0]?.output?.[0]) {
+    const next = conv === undefined ? undefined : equalizationPartner(model, conv);
+    if (conv === undefined || next === undefined) {
       throw new RangeError(`Expected ${convName} to be a convolution read by one PReLU that one convolution reads, to equalize its channels`);
     }
     const [, w = '', b] = conv.input ?? [];
@@ -165,11 +178,11 @@ export function equalizeChannels(model: OnnxModel, scales: Readonly<Record<strin
     const per = rest.reduce((a, d) => a * d, 1);
     replaced.set(w, mapFloats(weight, (v, i) => v * (factors[Math.floor(i / per)] as number)));
     if (b !== undefined && b !== '') replaced.set(b, mapFloats(initializer(b), (v, i) => v * (factors[i] as number)));
-    const nextWeight = next[0].input?.[1] ?? '';
+    const nextWeight = next.input?.[1] ?? '';
     const nextDims = (initializer(nextWeight).dims ?? []).map(Number);
     const kernel = (nextDims[2] ?? 1) * (nextDims[3] ?? 1);
     const inputs = nextDims[1] ?? 0;
-    if (inputs !== channels) throw new RangeError(`Expected ${next[0].name} to read ${channels} channels but it reads ${inputs}`);
+    if (inputs !== channels) throw new RangeError(`Expected ${next.name} to read ${channels} channels but it reads ${inputs}`);
     replaced.set(nextWeight, mapFloats(initializer(nextWeight), (v, i) => v / (factors[Math.floor(i / kernel) % inputs] as number)));
   }
   return { ...model, graph: { ...graph, initializer: (graph.initializer ?? []).map((t) => replaced.get(t.name ?? '') ?? t) } };
@@ -180,6 +193,9 @@ export function toInt8(float32: OnnxModel, calibration: Int8Calibration): OnnxMo
   const model = calibration.equalization === undefined ? float32 : equalizeChannels(float32, calibration.equalization);
   const graph = model.graph;
   if (graph === null || graph === undefined) throw new RangeError('Expected a model with a graph to quantize');
+  const opset = Number((model.opsetImport ?? []).find((o) => (o.domain ?? '') === '')?.version ?? 0);
+  // Per-channel DequantizeLinear (the weights) needs opset 13.
+  if (opset < 13) throw new RangeError(`Expected a graph of opset 13 or later to quantize but it is of opset ${opset}`);
   const convs = quantizableConvs(model, calibration.keepFloat);
   const unknownKept = calibration.keepFloat.filter((name) => !(graph.node ?? []).some((n) => n.name === name && n.opType === 'Conv'));
   if (unknownKept.length > 0) throw new RangeError(`Expected convolution names in keepFloat but the graph has no ${unknownKept.join(', ')}`);
@@ -219,8 +235,10 @@ export function toInt8(float32: OnnxModel, calibration: Int8Calibration): OnnxMo
 
   const replacedInitializers = new Set<string>();
   const convInputs = new Map<OnnxNode, string[]>();
+  const produced = new Set([...(graph.input ?? []).map((i) => i.name ?? ''), ...(graph.node ?? []).flatMap((n) => n.output ?? [])]);
   for (const conv of convs) {
     const [x = '', w = '', b] = conv.input ?? [];
+    if (!produced.has(x)) throw new RangeError(`Expected ${conv.name}'s input ${x} to come from a node or the graph's input to quantize it`);
     const y = conv.output?.[0] ?? '';
     const xdq = quantizeActivation(x);
     // The output's Q/DQ pair too: without it ONNX Runtime runs no int8 kernel (x4fast: 1.1x slower than float32, not 2x faster).
@@ -243,7 +261,12 @@ export function toInt8(float32: OnnxModel, calibration: Int8Calibration): OnnxMo
       const bias = floatValues(initializers.get(b) as OnnxTensor).map((v, i) => v - (correction?.[i] ?? 0));
       const xScale = activationScale.get(x) as number;
       const bScales = Float32Array.from(scales, (s) => Math.fround(xScale * s));
-      const bValues = Int32Array.from(bias, (v, i) => roundHalfEven(v / (bScales[i] as number)));
+      const bValues = Int32Array.from(bias, (v, i) => {
+        const q = roundHalfEven(v / (bScales[i] as number));
+        // Int32Array would wrap silently: a bias this large against its scales is a calibration to redo.
+        if (Math.abs(q) > 2 ** 31 - 1) throw new RangeError(`Expected ${b}[${i}] to fit int32 at its scale but it is ${q}`);
+        return q;
+      });
       const bq = fresh(`${b}.q`);
       const bScale = fresh(`${b}.qscale`);
       const bZero = fresh(`${b}.qzero`);
