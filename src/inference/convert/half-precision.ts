@@ -10,7 +10,7 @@
 import onnxProto from 'onnx-proto';
 import type { SuperResolutionManifest } from '../manifest.js';
 import { sha256Hex } from './convert.js';
-import { decodeModel, encodeModel, node, type OnnxModel, type OnnxTensor } from './onnx-builder.js';
+import { decodeModel, encodeModel, floatTensorValues, node, type OnnxModel, type OnnxTensor } from './onnx-builder.js';
 
 const { DataType } = onnxProto.onnx.TensorProto;
 
@@ -49,17 +49,8 @@ export function float16Bits(value: number): number {
   return sign | (e >= 0x1f ? 0x7c00 : bits);
 }
 
-function floatValues(tensor: OnnxTensor): Float32Array {
-  if (tensor.rawData && tensor.rawData.length > 0) {
-    const raw = tensor.rawData;
-    const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-    return Float32Array.from({ length: raw.byteLength / 4 }, (_, i) => view.getFloat32(i * 4, true));
-  }
-  return Float32Array.from(tensor.floatData ?? []);
-}
-
 function toFloat16Tensor(tensor: OnnxTensor): OnnxTensor {
-  const values = floatValues(tensor);
+  const values = floatTensorValues(tensor);
   const raw = new Uint8Array(values.length * 2);
   const view = new DataView(raw.buffer);
   for (let i = 0; i < values.length; i += 1) view.setUint16(i * 2, float16Bits(values[i] as number), true);

@@ -11,7 +11,7 @@
  */
 import onnxProto from 'onnx-proto';
 import { z } from 'zod';
-import { decodeModel, encodeModel, node, type OnnxModel, type OnnxNode, type OnnxTensor } from './onnx-builder.js';
+import { decodeModel, encodeModel, floatTensor, floatTensorValues, node, type OnnxModel, type OnnxNode, type OnnxTensor } from './onnx-builder.js';
 
 const { DataType } = onnxProto.onnx.TensorProto;
 
@@ -85,16 +85,6 @@ export function quantizeWeights(weights: Float32Array, channels: number): { valu
   return { values, scales };
 }
 
-function floatValues(tensor: OnnxTensor): Float32Array {
-  if (tensor.dataType !== DataType.FLOAT) throw new RangeError(`Expected a float32 initializer but ${tensor.name} is of type ${tensor.dataType}`);
-  if (tensor.rawData && tensor.rawData.length > 0) {
-    const raw = tensor.rawData;
-    const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-    return Float32Array.from({ length: raw.byteLength / 4 }, (_, i) => view.getFloat32(i * 4, true));
-  }
-  return Float32Array.from(tensor.floatData ?? []);
-}
-
 function rawTensor(name: string, dims: readonly number[], dataType: number, bytesPer: number, write: (view: DataView, i: number) => void, length: number): OnnxTensor {
   const raw = new Uint8Array(length * bytesPer);
   const view = new DataView(raw.buffer);
@@ -102,8 +92,6 @@ function rawTensor(name: string, dims: readonly number[], dataType: number, byte
   return { name, dims: [...dims], dataType, rawData: raw };
 }
 
-const float32Tensor = (name: string, dims: readonly number[], data: Float32Array): OnnxTensor =>
-  rawTensor(name, dims, DataType.FLOAT, 4, (v, i) => v.setFloat32(i * 4, data[i] as number, true), data.length);
 const int8Tensor = (name: string, dims: readonly number[], data: Int8Array): OnnxTensor =>
   rawTensor(name, dims, DataType.INT8, 1, (v, i) => v.setInt8(i, data[i] as number), data.length);
 const uint8Tensor = (name: string, dims: readonly number[], data: Uint8Array): OnnxTensor =>
@@ -132,8 +120,8 @@ export function calibratedTensors(model: OnnxModel, keepFloat: readonly string[]
 
 /** A float32 initializer with each value replaced by `f(value, index)`. */
 function mapFloats(tensor: OnnxTensor, f: (value: number, index: number) => number): OnnxTensor {
-  const values = floatValues(tensor).map(f);
-  return float32Tensor(tensor.name ?? '', (tensor.dims ?? []).map(Number), values);
+  const values = floatTensorValues(tensor).map(f);
+  return floatTensor(tensor.name ?? '', (tensor.dims ?? []).map(Number), values);
 }
 
 /**
@@ -223,7 +211,7 @@ export function toInt8(float32: OnnxModel, calibration: Int8Calibration): OnnxMo
     const zeroName = fresh(`${tensor}.qzero`);
     const q = fresh(`${tensor}.q`);
     const dq = fresh(`${tensor}.dq`);
-    added.push(float32Tensor(scaleName, [], Float32Array.of(scale)), uint8Tensor(zeroName, [], Uint8Array.of(zeroPoint)));
+    added.push(floatTensor(scaleName, [], Float32Array.of(scale)), uint8Tensor(zeroName, [], Uint8Array.of(zeroPoint)));
     pairsAfter.set(tensor, [
       node('QuantizeLinear', [tensor, scaleName, zeroName], [q], `${tensor}.quantize`),
       node('DequantizeLinear', [q, scaleName, zeroName], [dq], `${tensor}.dequantize`),
@@ -246,19 +234,19 @@ export function toInt8(float32: OnnxModel, calibration: Int8Calibration): OnnxMo
     const weight = initializers.get(w) as OnnxTensor;
     const dims = (weight.dims ?? []).map(Number);
     const channels = dims[0] ?? 0;
-    const { values, scales } = quantizeWeights(floatValues(weight), channels);
+    const { values, scales } = quantizeWeights(floatTensorValues(weight), channels);
     const wq = fresh(`${w}.q`);
     const wScale = fresh(`${w}.qscale`);
     const wZero = fresh(`${w}.qzero`);
     const wdq = fresh(`${w}.dq`);
-    added.push(int8Tensor(wq, dims, values), float32Tensor(wScale, [channels], scales), int8Tensor(wZero, [channels], new Int8Array(channels)));
+    added.push(int8Tensor(wq, dims, values), floatTensor(wScale, [channels], scales), int8Tensor(wZero, [channels], new Int8Array(channels)));
     weightNodes.push(node('DequantizeLinear', [wq, wScale, wZero], [wdq], `${w}.dequantize`, { axis: 0 }));
     replacedInitializers.add(w);
     const inputs = [xdq, wdq];
     if (b !== undefined && b !== '') {
       const correction = calibration.biasCorrection?.[conv.name ?? ''];
       if (correction !== undefined && correction.length !== channels) throw new RangeError(`Expected ${channels} bias corrections for ${conv.name} but received ${correction.length}`);
-      const bias = floatValues(initializers.get(b) as OnnxTensor).map((v, i) => v - (correction?.[i] ?? 0));
+      const bias = floatTensorValues(initializers.get(b) as OnnxTensor).map((v, i) => v - (correction?.[i] ?? 0));
       const xScale = activationScale.get(x) as number;
       const bScales = Float32Array.from(scales, (s) => Math.fround(xScale * s));
       const bValues = Int32Array.from(bias, (v, i) => {
@@ -271,7 +259,7 @@ export function toInt8(float32: OnnxModel, calibration: Int8Calibration): OnnxMo
       const bScale = fresh(`${b}.qscale`);
       const bZero = fresh(`${b}.qzero`);
       const bdq = fresh(`${b}.dq`);
-      added.push(int32Tensor(bq, [channels], bValues), float32Tensor(bScale, [channels], bScales), int32Tensor(bZero, [channels], new Int32Array(channels)));
+      added.push(int32Tensor(bq, [channels], bValues), floatTensor(bScale, [channels], bScales), int32Tensor(bZero, [channels], new Int32Array(channels)));
       weightNodes.push(node('DequantizeLinear', [bq, bScale, bZero], [bdq], `${b}.dequantize`, { axis: 0 }));
       replacedInitializers.add(b);
       inputs.push(bdq);
