@@ -8,11 +8,11 @@
 import os from 'node:os';
 import type { Config } from '../config.js';
 import {
-  HALF_PRECISION_PROVIDERS,
   activeProviders,
   isGpuProvider,
   probeExecutionProviders,
   providerShortfall,
+  runsFloat16,
   type ExecutionProviderName,
   type ProbeRunner,
   type ProviderProbe,
@@ -103,6 +103,5 @@ export function tileMemoryBytes(config: Config, totalMemory: number = os.totalme
 /** What the super-resolution loader takes from the hardware: the tile budget, and float16 graphs on a GPU. */
 export function srHardwareOptions(config: Config): { tileMemoryBytes?: number; halfPrecision: boolean } {
   const bytes = tileMemoryBytes(config);
-  const halfPrecision = HALF_PRECISION_PROVIDERS.includes(config.executionProviders[0] ?? 'cpu') && (config.precision === 'auto' || config.precision === 'fp16');
-  return { ...(bytes === undefined ? {} : { tileMemoryBytes: bytes }), halfPrecision };
+  return { ...(bytes === undefined ? {} : { tileMemoryBytes: bytes }), halfPrecision: runsFloat16(config.precision, config.executionProviders[0] ?? 'cpu') };
 }

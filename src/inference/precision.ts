@@ -16,7 +16,12 @@ export type GraphPrecision = 'fp32' | 'fp16' | 'int8';
 export const PRECISION_PSNR_FLOOR_DB = 40;
 
 /** Providers that run the float16 graphs natively (WebGPU needs an adapter feature it may not have). */
-export const HALF_PRECISION_PROVIDERS: readonly string[] = ['cuda', 'tensorrt'];
+const HALF_PRECISION_PROVIDERS: readonly string[] = ['cuda', 'tensorrt'];
+/** Whether the super-resolution networks run their float16 graphs: the loader's question and the report's. */
+export function runsFloat16(setting: PrecisionSetting, provider: string): boolean {
+  return HALF_PRECISION_PROVIDERS.includes(provider) && (setting === 'auto' || setting === 'fp16');
+}
+
 /** Largest difference, in 1/255 steps, between a tiled and an untiled result: seamless. */
 export const SEAMLESS_LEVELS = 1;
 
@@ -66,9 +71,8 @@ export function choosePrecision(
   probe?: PrecisionProbe,
 ): NetworkPrecision {
   const float32 = (reason: string): NetworkPrecision => ({ network: base.name, graph: base.name, precision: 'fp32', reason });
-  const onGpu = HALF_PRECISION_PROVIDERS.includes(provider);
   if (setting === 'fp32') return float32('WORKER_PRECISION=fp32');
-  if (setting === 'fp16' || (setting === 'auto' && onGpu)) {
+  if (setting === 'fp16' || runsFloat16(setting, provider)) {
     return base.halfPrecision === undefined
       ? float32('no float16 variant')
       : { network: base.name, graph: base.halfPrecision, precision: 'fp16', reason: setting === 'auto' ? `auto: ${provider} runs float16` : 'WORKER_PRECISION=fp16' };
