@@ -3,10 +3,12 @@
  * cropping, timing, argument checks, and the JSON files one script writes and the chart reads.
  * Benchmarks print figures and ratios measured in one run; they never assert on timings.
  */
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { defaultModelsDir, type RegistryOptions, type SuperResolutionManifest, listManifests, type RgbImage } from '../src/inference/index.js';
 import { registryOptions } from '../src/app/index.js';
@@ -69,6 +71,21 @@ export async function loadRgb(file: string, maxSide = Number.POSITIVE_INFINITY, 
     .raw({ depth: 'uchar' })
     .toBuffer({ resolveWithObject: true });
   return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, channels: 3 };
+}
+
+const execFileAsync = promisify(execFile);
+
+/**
+ * One frame as 8-bit RGB, decoded by ffmpeg: of a video at `seconds`, or of an image file (no
+ * `seconds`), so that photos and frames go through the same decoder.
+ */
+export async function decodeFrame(file: string, seconds?: number): Promise<RgbImage> {
+  const probe = await execFileAsync('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=width,height', '-of', 'csv=p=0', file]);
+  const [width, height] = probe.stdout.trim().split(',').map(Number) as [number, number];
+  const at = seconds === undefined ? [] : ['-ss', String(seconds)];
+  const out = await execFileAsync('ffmpeg', ['-v', 'error', ...at, '-i', file, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], { encoding: 'buffer', maxBuffer: 1 << 28 });
+  if (out.stdout.length !== width * height * 3) throw new Error(`Expected a ${width}x${height} frame${seconds === undefined ? '' : ` at ${seconds} s`} of ${file} but ffmpeg gave ${out.stdout.length} bytes`);
+  return { data: new Uint8Array(out.stdout.buffer, out.stdout.byteOffset, out.stdout.length), width, height, channels: 3 };
 }
 
 /** Bicubic resize with libvips' cubic (Catmull-Rom) kernel, antialiased when reducing, like MATLAB's imresize. */

@@ -12,10 +12,8 @@
  *
  * The quality gate's figures (models list) are bench/inference/precision-gate.ts's, not this script's.
  */
-import { execFile } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
 import ort from 'onnxruntime-node';
 import {
@@ -37,12 +35,13 @@ import {
   toInt8,
   type Int8Calibration,
   type OnnxModel,
+  type RgbImage,
   type SuperResolutionManifest,
 } from '../src/inference/index.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { seededRandom } from '../src/seeded-random.js';
+import { decodeFrame } from '../bench/common.js';
 
-const run = promisify(execFile);
 const PHOTOS = ['astronaut', 'chelsea', 'coffee'].map((name) => path.join(PACKAGE_ROOT, 'test/fixtures/photos', `${name}.png`));
 const VIDEO = '/usr/share/doc/opencv-doc/examples/data/Megamind.avi';
 const CALIBRATION_FRAMES = [0.5, 3.5, 6.5, 9.5];
@@ -54,22 +53,13 @@ interface Crop {
   size: number;
 }
 
-async function decodeRgb(args: string[]): Promise<{ rgb: Buffer; width: number; height: number }> {
-  const probe = await run('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=width,height', '-of', 'csv=p=0', args.at(-1) as string]);
-  const [width, height] = probe.stdout.trim().split(',').map(Number) as [number, number];
-  const out = await run('ffmpeg', ['-v', 'error', ...args.slice(0, -1), '-i', args.at(-1) as string, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], {
-    encoding: 'buffer',
-    maxBuffer: 1 << 28,
-  });
-  return { rgb: out.stdout, width, height };
-}
-
-function crop(image: { rgb: Buffer; width: number }, x: number, y: number, size: number): Float32Array {
+/** A square of `size` at (x, y), as the network's NCHW float input (0..255). */
+function crop(image: RgbImage, x: number, y: number, size: number): Float32Array {
   const data = new Float32Array(3 * size * size);
   for (let row = 0; row < size; row += 1) {
     for (let col = 0; col < size; col += 1) {
       const from = ((y + row) * image.width + x + col) * 3;
-      for (let c = 0; c < 3; c += 1) data[c * size * size + row * size + col] = image.rgb[from + c] as number;
+      for (let c = 0; c < 3; c += 1) data[c * size * size + row * size + col] = image.data[from + c] as number;
     }
   }
   return data;
@@ -89,7 +79,7 @@ async function inputs(size: number, perImage: number): Promise<{ calibration: Cr
   const evaluation: Crop[] = [];
   const centre = (w: number, h: number) => ({ x: Math.floor((w - size) / 2), y: Math.floor((h - size) / 2) });
   for (const photo of PHOTOS) {
-    const image = await decodeRgb([photo]);
+    const image = await decodeFrame(photo);
     const c = centre(image.width, image.height);
     evaluation.push({ label: `photo:${path.basename(photo, '.png')}`, data: crop(image, c.x, c.y, size), size });
     for (let got = 0; got < perImage + 2; ) {
@@ -101,7 +91,7 @@ async function inputs(size: number, perImage: number): Promise<{ calibration: Cr
     }
   }
   for (const [seconds, use] of [...CALIBRATION_FRAMES.map((s) => [s, 'calibration'] as const), ...EVALUATION_FRAMES.map((s) => [s, 'evaluation'] as const)]) {
-    const image = await decodeRgb(['-ss', String(seconds), VIDEO]);
+    const image = await decodeFrame(VIDEO, seconds);
     if (use === 'evaluation') {
       const c = centre(image.width, image.height);
       evaluation.push({ label: `frame:Megamind@${seconds}s`, data: crop(image, c.x, c.y, size), size });

@@ -18,10 +18,8 @@
  * every run), --threads intra-op threads each; the gate keeps the median ratio over --repeat rounds
  * of every input. The first round's outputs are the ones measured for quality.
  */
-import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import sharp from 'sharp';
 import {
   defaultFeather,
@@ -38,7 +36,7 @@ import {
   type SuperResolutionManifest,
   upscaleRgb,
 } from '../../src/inference/index.js';
-import { benchRegistry, describeMachine, formatTable, intOption, loadRgb, machineInfo, resizeLanczos, selectPhotos, splitList } from '../common.js';
+import { benchRegistry, decodeFrame, describeMachine, formatTable, intOption, loadRgb, machineInfo, resizeLanczos, selectPhotos, splitList } from '../common.js';
 import type { DocTable } from '../doc-block.js';
 import { benchCli } from '../harness.js';
 import {
@@ -55,7 +53,6 @@ import {
   summariseGate,
 } from './precision-gate-figures.js';
 
-const run = promisify(execFile);
 
 const cli = benchCli({
   name: 'precision-gate',
@@ -88,17 +85,11 @@ interface Input {
 
 /** A centre crop of at most `side` of one video frame (ffmpeg, as the calibration decodes it). */
 async function frameCrop(video: string, seconds: number, side: number): Promise<RgbImage> {
-  const probe = await run('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=width,height', '-of', 'csv=p=0', video]);
-  const [width, height] = probe.stdout.trim().split(',').map(Number) as [number, number];
-  const out = await run('ffmpeg', ['-v', 'error', '-ss', String(seconds), '-i', video, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], {
-    encoding: 'buffer',
-    maxBuffer: 1 << 28,
-  });
-  if (out.stdout.length !== width * height * 3) throw new Error(`Expected a ${width}x${height} frame at ${seconds} s of ${video} but ffmpeg gave ${out.stdout.length} bytes`);
-  const w = Math.min(side, width);
-  const h = Math.min(side, height);
-  const { data } = await sharp(out.stdout, { raw: { width, height, channels: 3 } })
-    .extract({ left: Math.floor((width - w) / 2), top: Math.floor((height - h) / 2), width: w, height: h })
+  const frame = await decodeFrame(video, seconds);
+  const w = Math.min(side, frame.width);
+  const h = Math.min(side, frame.height);
+  const { data } = await sharp(frame.data, { raw: { width: frame.width, height: frame.height, channels: 3 } })
+    .extract({ left: Math.floor((frame.width - w) / 2), top: Math.floor((frame.height - h) / 2), width: w, height: h })
     .raw()
     .toBuffer({ resolveWithObject: true });
   return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: w, height: h, channels: 3 };
