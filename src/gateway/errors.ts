@@ -3,7 +3,7 @@
  * gateway adds the few codes the spec leaves "not shown" (docs/contract.md, "The gateway's HTTP
  * API"). Every error leaves as `{"success": false, "error": {"code", "message"}}`.
  */
-import { isJobError } from '../jobs/index.js';
+import { ERROR_STATUS, isJobError, type ErrorCode } from '../jobs/index.js';
 import { isNatsUnavailable } from './nats-unavailable.js';
 
 export const GATEWAY_ERROR_STATUS = {
@@ -49,6 +49,26 @@ export const GATEWAY_ERROR_STATUS = {
 } as const;
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERROR_STATUS;
+
+/**
+ * Codes that only ever stand in a failed task's `error` (the processing failures, a cancel, a job
+ * that waited too long): no HTTP request is answered with them.
+ */
+export const TASK_ONLY_CODES = ['GENERATION_FAILED', 'LIPSYNC_FAILED', 'UPSCALE_FAILED', 'MUSIC_VIDEO_FAILED', 'CANCELLED', 'QUEUE_TIMEOUT'] as const satisfies readonly ErrorCode[];
+
+/**
+ * The one table of what an HTTP answer's code means for its status: the contract's codes
+ * (src/errors.ts) and the gateway's own, less those that only a failed task carries. The OpenAPI
+ * document's error lists are read from it (http/openapi-schemas.ts).
+ */
+export const HTTP_ERROR_STATUS: Readonly<Record<string, number>> = Object.fromEntries(
+  Object.entries({ ...ERROR_STATUS, ...GATEWAY_ERROR_STATUS }).filter(([code]) => !(TASK_ONLY_CODES as readonly string[]).includes(code)),
+);
+
+/** The codes an answer of `status` may carry, in the table's order. */
+export function httpErrorCodes(status: number): string[] {
+  return Object.entries(HTTP_ERROR_STATUS).filter(([, s]) => s === status).map(([code]) => code);
+}
 
 export class ApiError extends Error {
   constructor(

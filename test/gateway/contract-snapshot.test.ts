@@ -18,6 +18,7 @@ import { quoteOnly } from '../../src/app/index.js';
 import { HTTPS_URL_PATTERN, JobError, errorBody, parseJob } from '../../src/jobs/index.js';
 import { wireJsonSchemas } from '../../src/protocol/index.js';
 import type { GatewayApp } from '../../src/gateway/http/app.js';
+import { HTTP_ERROR_STATUS } from '../../src/gateway/errors.js';
 import { PHOTOS, ffmpeg, makeClip, makeTempDir, makeTone } from '../media/helpers.js';
 import { call, standInGateway } from './stand-in-gateway.js';
 
@@ -79,7 +80,8 @@ const at = (node: unknown, ...keys: string[]): Json => keys.reduce((n, k) => (n 
 /**
  * The deliberate changes of the document since the snapshot, each applied to the snapshot's copy
  * before comparing: the four corrections of issue 37, item 6 (test/gateway/openapi-conformance.test.ts
- * checks each against real requests and responses). Nothing else may differ.
+ * checks each against real requests and responses), and the error lists read from one table (issue 55,
+ * test/gateway/errors.test.ts). Nothing else may differ.
  */
 const CORRECTIONS: { why: string; apply(doc: Json): Promise<void> | void }[] = [
   {
@@ -114,6 +116,19 @@ const CORRECTIONS: { why: string; apply(doc: Json): Promise<void> | void }[] = [
         description: 'a signed, expiring link under this gateway\'s public address, to submit as an input URL (http:// in a one-host set-up without TLS: the input URL patterns of this document then take it)',
       };
     },
+  },
+  {
+    why: 'issue 55, item 3: the error lists are read from the one code -> status table (src/gateway/errors.ts), in its order; ' +
+      '429 gains TOO_MANY_STREAMS, which the live-events route answers; nothing else is added or dropped',
+    apply: (doc) => eachObject(doc, (o, key) => {
+      if (typeof o['description'] !== 'string' || !o['description'].startsWith('Error: ')) return;
+      const codes = o['description'].slice('Error: '.length).split(', ');
+      if (codes.includes('RATE_LIMITED') && !codes.includes('TOO_MANY_STREAMS')) codes.push('TOO_MANY_STREAMS');
+      const tableOrder = Object.keys(HTTP_ERROR_STATUS);
+      codes.sort((a, b) => tableOrder.indexOf(a) - tableOrder.indexOf(b));
+      o['description'] = `Error: ${codes.join(', ')}`;
+      if (key === 'schema') at(o, 'properties', 'error', 'properties', 'code')['enum'] = codes;
+    }),
   },
 ];
 

@@ -10,31 +10,13 @@
  */
 import { HTTPS_URL_PATTERN, allKinds, submittedTask, toolsByMarker, type AnyKindContract, type JobKind, type KindTool } from '../../jobs/index.js';
 import { MAX_ETA_SECONDS } from '../../protocol/index.js';
+import { httpErrorCodes } from '../errors.js';
 
-const errorCodes = {
-  400: [
-    'INVALID_JOB', 'UNKNOWN_MODEL', 'MISSING_PROMPT', 'PROMPT_TOO_LONG', 'MISSING_STYLE', 'STYLE_TOO_LONG', 'MISSING_TITLE', 'TITLE_TOO_LONG',
-    'MISSING_LYRICS', 'LYRICS_TOO_LONG', 'INVALID_VOCAL_GENDER', 'MISSING_VIDEO_URL', 'MISSING_AUDIO_URL', 'MISSING_IMAGE_URL', 'INVALID_SYNC_MODE',
-    'INVALID_MODEL', 'INVALID_ACTIVE_SPEAKER', 'INVALID_UPSCALE_FACTOR', 'INVALID_URL', 'INVALID_QUERY',
-    'INVALID_WEBHOOK_URL', 'INVALID_IDEMPOTENCY_KEY', 'INVALID_TITLE', 'INVALID_STYLE', 'INVALID_ASPECT_RATIO',
-  ],
-  401: ['UNAUTHORIZED'],
-  402: ['INSUFFICIENT_CREDITS'],
-  403: ['UPLOAD_QUOTA_EXCEEDED'],
-  404: ['TASK_NOT_FOUND', 'NOT_FOUND'],
-  405: ['METHOD_NOT_ALLOWED'],
-  409: ['TASK_NOT_PENDING', 'WEBHOOK_NOT_RETRYABLE', 'IDEMPOTENCY_KEY_IN_USE'],
-  410: ['LINK_EXPIRED'],
-  413: ['PAYLOAD_TOO_LARGE'],
-  414: ['URI_TOO_LONG'],
-  415: ['UNSUPPORTED_MEDIA_TYPE'],
-  422: ['PROBE_FAILED', 'VIDEO_TOO_LONG', 'OUTPUT_TOO_LARGE', 'INPUT_TOO_LARGE', 'FETCH_FAILED', 'VIDEO_TOO_LARGE', 'FRAME_RATE_TOO_HIGH', 'AUDIO_TOO_LONG', 'JOB_TOO_COSTLY', 'IDEMPOTENCY_KEY_REUSED'],
-  429: ['RATE_LIMITED', 'TOO_MANY_QUOTES'],
-  500: ['INTERNAL_ERROR', 'SUBMIT_FAILED', 'LIPSYNC_SUBMIT_FAILED'],
-  503: ['SERVICE_UNAVAILABLE', 'MODEL_UNAVAILABLE'],
-} as const;
+/** The statuses a route of the document may answer with an error; their codes come from the one table. */
+const ERROR_STATUSES = [400, 401, 402, 403, 404, 405, 409, 410, 413, 414, 415, 422, 429, 500, 503] as const;
+const errorCodes = Object.fromEntries(ERROR_STATUSES.map((status) => [status, httpErrorCodes(status)])) as Record<Status, string[]>;
 
-type Status = keyof typeof errorCodes;
+type Status = (typeof ERROR_STATUSES)[number];
 
 const ERROR_HEADERS: Partial<Record<Status, object>> = {
   401: { 'www-authenticate': { type: 'string', description: 'Bearer realm="media-worker", with error="invalid_token" for an unknown or revoked key' } },

@@ -555,7 +555,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -566,7 +566,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -665,7 +665,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -678,14 +678,14 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
                     };
                 };
             };
-            /** @description Error: SERVICE_UNAVAILABLE, MODEL_UNAVAILABLE */
+            /** @description Error: MODEL_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description seconds to wait (no worker answered) */
@@ -698,7 +698,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "SERVICE_UNAVAILABLE" | "MODEL_UNAVAILABLE";
+                            code: "MODEL_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -749,7 +749,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -760,7 +760,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -877,7 +877,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -890,14 +890,14 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
                     };
                 };
             };
-            /** @description Error: INTERNAL_ERROR, SUBMIT_FAILED, LIPSYNC_SUBMIT_FAILED */
+            /** @description Error: LIPSYNC_SUBMIT_FAILED, INTERNAL_ERROR, SUBMIT_FAILED */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -908,14 +908,14 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INTERNAL_ERROR" | "SUBMIT_FAILED" | "LIPSYNC_SUBMIT_FAILED";
+                            code: "LIPSYNC_SUBMIT_FAILED" | "INTERNAL_ERROR" | "SUBMIT_FAILED";
                             /** @example Expected … but received … */
                             message: string;
                         };
                     };
                 };
             };
-            /** @description Error: SERVICE_UNAVAILABLE, MODEL_UNAVAILABLE */
+            /** @description Error: MODEL_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description seconds to wait (no worker answered) */
@@ -928,7 +928,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "SERVICE_UNAVAILABLE" | "MODEL_UNAVAILABLE";
+                            code: "MODEL_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1025,7 +1025,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1036,7 +1036,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1153,7 +1153,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -1166,14 +1166,14 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
                     };
                 };
             };
-            /** @description Error: INTERNAL_ERROR, SUBMIT_FAILED, LIPSYNC_SUBMIT_FAILED */
+            /** @description Error: LIPSYNC_SUBMIT_FAILED, INTERNAL_ERROR, SUBMIT_FAILED */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1184,14 +1184,14 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INTERNAL_ERROR" | "SUBMIT_FAILED" | "LIPSYNC_SUBMIT_FAILED";
+                            code: "LIPSYNC_SUBMIT_FAILED" | "INTERNAL_ERROR" | "SUBMIT_FAILED";
                             /** @example Expected … but received … */
                             message: string;
                         };
                     };
                 };
             };
-            /** @description Error: SERVICE_UNAVAILABLE, MODEL_UNAVAILABLE */
+            /** @description Error: MODEL_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description seconds to wait (no worker answered) */
@@ -1204,7 +1204,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "SERVICE_UNAVAILABLE" | "MODEL_UNAVAILABLE";
+                            code: "MODEL_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1290,7 +1290,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1301,7 +1301,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1418,7 +1418,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -1431,14 +1431,14 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
                     };
                 };
             };
-            /** @description Error: INTERNAL_ERROR, SUBMIT_FAILED, LIPSYNC_SUBMIT_FAILED */
+            /** @description Error: LIPSYNC_SUBMIT_FAILED, INTERNAL_ERROR, SUBMIT_FAILED */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1449,14 +1449,14 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INTERNAL_ERROR" | "SUBMIT_FAILED" | "LIPSYNC_SUBMIT_FAILED";
+                            code: "LIPSYNC_SUBMIT_FAILED" | "INTERNAL_ERROR" | "SUBMIT_FAILED";
                             /** @example Expected … but received … */
                             message: string;
                         };
                     };
                 };
             };
-            /** @description Error: SERVICE_UNAVAILABLE, MODEL_UNAVAILABLE */
+            /** @description Error: MODEL_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description seconds to wait (no worker answered) */
@@ -1469,7 +1469,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "SERVICE_UNAVAILABLE" | "MODEL_UNAVAILABLE";
+                            code: "MODEL_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1557,7 +1557,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1568,7 +1568,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1685,7 +1685,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -1698,14 +1698,14 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
                     };
                 };
             };
-            /** @description Error: INTERNAL_ERROR, SUBMIT_FAILED, LIPSYNC_SUBMIT_FAILED */
+            /** @description Error: LIPSYNC_SUBMIT_FAILED, INTERNAL_ERROR, SUBMIT_FAILED */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1716,14 +1716,14 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INTERNAL_ERROR" | "SUBMIT_FAILED" | "LIPSYNC_SUBMIT_FAILED";
+                            code: "LIPSYNC_SUBMIT_FAILED" | "INTERNAL_ERROR" | "SUBMIT_FAILED";
                             /** @example Expected … but received … */
                             message: string;
                         };
                     };
                 };
             };
-            /** @description Error: SERVICE_UNAVAILABLE, MODEL_UNAVAILABLE */
+            /** @description Error: MODEL_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description seconds to wait (no worker answered) */
@@ -1736,7 +1736,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "SERVICE_UNAVAILABLE" | "MODEL_UNAVAILABLE";
+                            code: "MODEL_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -1921,7 +1921,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -1934,7 +1934,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2029,7 +2029,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -2042,7 +2042,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2174,7 +2174,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2185,7 +2185,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2284,7 +2284,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -2297,14 +2297,14 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
                     };
                 };
             };
-            /** @description Error: SERVICE_UNAVAILABLE, MODEL_UNAVAILABLE */
+            /** @description Error: MODEL_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description seconds to wait (no worker answered) */
@@ -2317,7 +2317,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "SERVICE_UNAVAILABLE" | "MODEL_UNAVAILABLE";
+                            code: "MODEL_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2449,7 +2449,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2460,7 +2460,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2559,7 +2559,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -2572,14 +2572,14 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
                     };
                 };
             };
-            /** @description Error: SERVICE_UNAVAILABLE, MODEL_UNAVAILABLE */
+            /** @description Error: MODEL_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     /** @description seconds to wait (no worker answered) */
@@ -2592,7 +2592,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "SERVICE_UNAVAILABLE" | "MODEL_UNAVAILABLE";
+                            code: "MODEL_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2721,7 +2721,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2732,7 +2732,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2759,7 +2759,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -2772,7 +2772,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2831,7 +2831,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO */
+            /** @description Error: INVALID_JOB, UNKNOWN_MODEL, MISSING_PROMPT, PROMPT_TOO_LONG, MISSING_STYLE, STYLE_TOO_LONG, MISSING_TITLE, TITLE_TOO_LONG, MISSING_LYRICS, LYRICS_TOO_LONG, INVALID_VOCAL_GENDER, MISSING_VIDEO_URL, MISSING_AUDIO_URL, MISSING_IMAGE_URL, INVALID_SYNC_MODE, INVALID_MODEL, INVALID_ACTIVE_SPEAKER, INVALID_UPSCALE_FACTOR, INVALID_URL, INVALID_TITLE, INVALID_STYLE, INVALID_ASPECT_RATIO, INVALID_QUERY, INVALID_WEBHOOK_URL, INVALID_IDEMPOTENCY_KEY */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2842,7 +2842,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO";
+                            code: "INVALID_JOB" | "UNKNOWN_MODEL" | "MISSING_PROMPT" | "PROMPT_TOO_LONG" | "MISSING_STYLE" | "STYLE_TOO_LONG" | "MISSING_TITLE" | "TITLE_TOO_LONG" | "MISSING_LYRICS" | "LYRICS_TOO_LONG" | "INVALID_VOCAL_GENDER" | "MISSING_VIDEO_URL" | "MISSING_AUDIO_URL" | "MISSING_IMAGE_URL" | "INVALID_SYNC_MODE" | "INVALID_MODEL" | "INVALID_ACTIVE_SPEAKER" | "INVALID_UPSCALE_FACTOR" | "INVALID_URL" | "INVALID_TITLE" | "INVALID_STYLE" | "INVALID_ASPECT_RATIO" | "INVALID_QUERY" | "INVALID_WEBHOOK_URL" | "INVALID_IDEMPOTENCY_KEY";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2869,7 +2869,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -2882,7 +2882,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -2938,7 +2938,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -2951,7 +2951,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
@@ -3074,7 +3074,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES */
+            /** @description Error: RATE_LIMITED, TOO_MANY_QUOTES, TOO_MANY_STREAMS */
             429: {
                 headers: {
                     /** @description seconds to wait */
@@ -3087,7 +3087,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES";
+                            code: "RATE_LIMITED" | "TOO_MANY_QUOTES" | "TOO_MANY_STREAMS";
                             /** @example Expected … but received … */
                             message: string;
                         };
