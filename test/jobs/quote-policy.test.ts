@@ -86,7 +86,8 @@ describe('quote with a policy: never accept what cannot finish', () => {
 
   it('the limit is the kind\'s: the same job passes with a longer video limit', async () => {
     const p = policy({ timeLimitSeconds: { image: 100, video: 102, lipsync: 100, music: 100, 'music-video': 100 } });
-    await expect(quoteJob(videoJob(), deps({ [VID]: video(8.1, 64, 64, { num: 10, den: 1 }) }), undefined, p)).resolves.toBeDefined();
+    const quoted = await quoteJob(videoJob(), deps({ [VID]: video(8.1, 64, 64, { num: 10, den: 1 }) }), undefined, p);
+    expect(quoted.quote).toMatchObject({ estimated_frames: 81, estimated_seconds: 81 });
   });
 
   it('an image is held to the image limit', async () => {
@@ -142,7 +143,7 @@ describe('quote with a policy: the work limits', () => {
 
   it('total output pixels of a job are limited', async () => {
     const p = policy({ limits: { ...DEFAULT_WORK_LIMITS, videoMaxJobOutputPixels: 80 * 128 * 128 } });
-    await expect(quoteJob(videoJob(), deps({ [VID]: video(8, 64, 64, { num: 10, den: 1 }) }), undefined, p)).resolves.toBeDefined();
+    expect((await quoteJob(videoJob(), deps({ [VID]: video(8, 64, 64, { num: 10, den: 1 }) }), undefined, p)).quote).toMatchObject({ estimated_frames: 80 });
     expect((await refusal(quoteJob(videoJob(), deps({ [VID]: video(8.1, 64, 64, { num: 10, den: 1 }) }), undefined, p))).code).toBe('OUTPUT_TOO_LARGE');
   });
 });

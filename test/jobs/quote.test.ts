@@ -215,7 +215,8 @@ describe('quoteJob: video upscale', () => {
 
   it('accepts 60 s and rejects 60.001 s with VIDEO_TOO_LONG', async () => {
     const job = normaliseToolBody('upscale-video', { video_url: VID });
-    await expect(quoteJob(job, fakeDeps({ [VID]: videoFile(60) }))).resolves.toBeDefined();
+    const quoted = await quoteJob(job, fakeDeps({ [VID]: videoFile(60) }));
+    expect(quoted.quote.input).toMatchObject({ detected_duration: '60s', billed_seconds: 60 });
     expect(await rejectionCode(quoteJob(job, fakeDeps({ [VID]: videoFile(60.001) })))).toBe('VIDEO_TOO_LONG');
   });
 });

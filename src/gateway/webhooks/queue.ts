@@ -34,7 +34,7 @@ const SHOWN_BODY_CHARS = 256;
 /** Deliveries under way at once per gateway: a slow endpoint does not hold up the others. */
 const IN_FLIGHT = 16;
 /** Of which one account's may hold this many; its others wait (busyDelayMs) and are offered again. */
-const PER_ACCOUNT = 4;
+export const PER_ACCOUNT = 4;
 const BUSY_RETRY_MS = 1000;
 /** An account's turned-away deliveries are counted over this window. */
 const BUSY_WINDOW_MS = 10_000;

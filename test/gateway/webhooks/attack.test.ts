@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../../src/gateway/store/index.js';
 import type { TaskRecord } from '../../../src/gateway/store/records.js';
 import { postWebhook, type DeliveryOptions } from '../../../src/gateway/webhooks/delivery.js';
+import { PER_ACCOUNT } from '../../../src/gateway/webhooks/queue.js';
 import { signingSecrets } from '../../../src/gateway/webhooks/records.js';
 import { MAX_WEBHOOK_URL_LENGTH, parseWebhookUrl } from '../../../src/gateway/webhooks/target.js';
 import { webhookHeaders } from '../../../src/gateway/webhooks/signing.js';
@@ -32,6 +33,8 @@ const seen: Seen[] = [];
 const held: ServerResponse[] = [];
 /** Requests to /hang are never answered (the delivery's deadline ends them). */
 const hung: ServerResponse[] = [];
+/** Requests to /burst under way now, and the most ever at once. */
+const burst = { inFlight: 0, mostInFlight: 0 };
 let httpReceiver: Server;
 let rawReceiver: TcpServer;
 const rawSockets = new Set<Socket>();
@@ -65,7 +68,15 @@ beforeAll(async () => {
         pump();
       } else if (req.url === '/fail') res.writeHead(500).end('down');
       else if (req.url === '/hang') hung.push(res);
-      else res.writeHead(200).end('ok');
+      else if (req.url === '/burst') {
+        // An endpoint that takes 20 ms a request: its pace, and how many of its requests are under way at once.
+        burst.inFlight += 1;
+        burst.mostInFlight = Math.max(burst.mostInFlight, burst.inFlight);
+        setTimeout(() => {
+          burst.inFlight -= 1;
+          res.writeHead(200).end('ok');
+        }, 20);
+      } else res.writeHead(200).end('ok');
     });
   });
   await new Promise<void>((resolve) => httpReceiver.listen(0, '127.0.0.1', resolve));
@@ -243,8 +254,11 @@ describe('one account\'s many webhooks for a hanging endpoint', () => {
     await Promise.all(
       Array.from({ length: 200 }, (_, i) => storedAndQueued(finished(`t_burst_${i}`, 'acct_burst', `${base}/burst`))),
     );
-    // Generous: at the pace of four requests of a few milliseconds, the 200 take seconds.
-    await waitFor('all 200 delivered', () => new Set(seen.filter((r) => r.path === '/burst').map((r) => r.headers['webhook-id'])).size === 200, 45_000, 100);
+    // Generous: at the pace of four requests of 20 ms, the 200 take seconds; turned away for the minute's retries, minutes.
+    const delivered = () => new Set(seen.filter((r) => r.path === '/burst').map((r) => r.headers['webhook-id'])).size;
+    await waitFor('all 200 delivered', () => delivered() === 200, 45_000, 100);
+    // At the endpoint's pace: never more of its requests under way than the account's slots.
+    expect(burst.mostInFlight).toBeLessThanOrEqual(PER_ACCOUNT);
   }, 60_000);
 });
 
