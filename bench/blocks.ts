@@ -1,6 +1,6 @@
 /**
- * The generated blocks of docs/benchmarks.md: which benchmark writes each one and the tables it
- * holds. The benchmarks render their tables with these headers, and test/bench/doc-blocks.test.ts
+ * The generated blocks of the benchmarks' pages (docs/benchmarks/*.md): which benchmark writes each
+ * one, on which page, and the tables it holds. The benchmarks render their tables with these headers, and test/bench/doc-blocks.test.ts
  * checks every block in the document against them, so the two cannot drift apart.
  */
 
@@ -15,6 +15,8 @@ export interface TableSpec {
 export interface BlockSpec {
   /** The benchmark that writes the block: bench/FAMILY/BENCH.ts (bench/catalog.ts). */
   bench: string;
+  /** The page of docs/benchmarks/ that holds the block: its family's. */
+  doc: string;
   /** The kinds of table the block may hold, in any number and order. */
   tables: readonly TableSpec[];
 }
@@ -82,23 +84,23 @@ export const TABLES = {
 } as const satisfies Record<string, TableSpec>;
 
 export const BLOCKS: Readonly<Record<string, BlockSpec>> = {
-  quality: { bench: 'quality', tables: [TABLES.quality] },
-  'quality-realesrgan': { bench: 'quality', tables: [TABLES.quality] },
-  flicker: { bench: 'flicker', tables: [TABLES.flicker] },
-  'tiling-overlap': { bench: 'tiling', tables: [TABLES.tilingOverlap] },
-  realesrgan: { bench: 'realesrgan', tables: [TABLES.realesrgan, TABLES.realesrganFlops] },
-  'realesrgan-flops': { bench: 'realesrgan', tables: [TABLES.realesrganFlops] },
-  'image-speed': { bench: 'image-speed', tables: [TABLES.imageSpeed] },
-  upscalerjs: { bench: 'upscalerjs', tables: [TABLES.upscalerjs] },
-  tiling: { bench: 'tiling', tables: [TABLES.tilingSpeed] },
-  'tile-budget': { bench: 'tile-budget', tables: [TABLES.tileBudgetShare, TABLES.tileBudgetTime] },
-  gpu: { bench: 'gpu', tables: [TABLES.gpu] },
-  'image-memory': { bench: 'image-memory', tables: [TABLES.imageMemory] },
-  video: { bench: 'video', tables: [TABLES.video] },
-  lipsync: { bench: 'lipsync', tables: [TABLES.lipsyncStages, TABLES.lipsyncRuns] },
-  'lipsync-framing': { bench: 'lipsync-framing', tables: [TABLES.lipsyncFraming] },
-  gateway: { bench: 'gateway', tables: [TABLES.gateway] },
-  music: { bench: 'music', tables: [TABLES.music] },
-  'cost-model': { bench: 'cost-model', tables: [TABLES.costModel] },
-  'input-measure': { bench: 'input-measure', tables: [TABLES.inputMeasureCost, TABLES.damagedInputs, TABLES.damagedLipsyncInputs] },
+  quality: { bench: 'quality', doc: 'image-upscalerjs.md', tables: [TABLES.quality] },
+  'quality-realesrgan': { bench: 'quality', doc: 'image-realesrgan.md', tables: [TABLES.quality] },
+  flicker: { bench: 'flicker', doc: 'video.md', tables: [TABLES.flicker] },
+  'tiling-overlap': { bench: 'tiling', doc: 'tiling.md', tables: [TABLES.tilingOverlap] },
+  realesrgan: { bench: 'realesrgan', doc: 'image-realesrgan.md', tables: [TABLES.realesrgan, TABLES.realesrganFlops] },
+  'realesrgan-flops': { bench: 'realesrgan', doc: 'image-realesrgan.md', tables: [TABLES.realesrganFlops] },
+  'image-speed': { bench: 'image-speed', doc: 'image-upscalerjs.md', tables: [TABLES.imageSpeed] },
+  upscalerjs: { bench: 'upscalerjs', doc: 'image-upscalerjs.md', tables: [TABLES.upscalerjs] },
+  tiling: { bench: 'tiling', doc: 'tiling.md', tables: [TABLES.tilingSpeed] },
+  'tile-budget': { bench: 'tile-budget', doc: 'tiling.md', tables: [TABLES.tileBudgetShare, TABLES.tileBudgetTime] },
+  gpu: { bench: 'gpu', doc: 'gpu.md', tables: [TABLES.gpu] },
+  'image-memory': { bench: 'image-memory', doc: 'tiling.md', tables: [TABLES.imageMemory] },
+  video: { bench: 'video', doc: 'video.md', tables: [TABLES.video] },
+  lipsync: { bench: 'lipsync', doc: 'lipsync-and-music.md', tables: [TABLES.lipsyncStages, TABLES.lipsyncRuns] },
+  'lipsync-framing': { bench: 'lipsync-framing', doc: 'lipsync-and-music.md', tables: [TABLES.lipsyncFraming] },
+  gateway: { bench: 'gateway', doc: 'service.md', tables: [TABLES.gateway] },
+  music: { bench: 'music', doc: 'lipsync-and-music.md', tables: [TABLES.music] },
+  'cost-model': { bench: 'cost-model', doc: 'cost-model.md', tables: [TABLES.costModel] },
+  'input-measure': { bench: 'input-measure', doc: 'video.md', tables: [TABLES.inputMeasureCost, TABLES.damagedInputs, TABLES.damagedLipsyncInputs] },
 };

@@ -1,7 +1,8 @@
 /**
  * Benchmarks write their own docs. Run with --write-docs, a benchmark renders its tables and a
- * line naming the exact command, the date and the machine, and puts them in docs/benchmarks.md
- * between its markers, replacing the previous run:
+ * line naming the exact command, the date and the machine, and puts them in its family's page
+ * (docs/benchmarks/*.md; bench/blocks.ts names each block's page) between its markers, replacing
+ * the previous run:
  *
  *   <!-- bench:NAME begin -->
  *   | table | ... |
@@ -21,8 +22,19 @@ import { replaceMarkedBlock } from '../scripts/marked-block.js';
 import { BLOCKS, type BlockSpec, type TableSpec } from './blocks.js';
 import { benchPath } from './catalog.js';
 
-export const BENCHMARKS_DOC = path.join(PACKAGE_ROOT, 'docs', 'benchmarks.md');
-const DOC_NAME = 'docs/benchmarks.md';
+/** The benchmarks' pages, one per family; docs/benchmarks.md is their index and holds no block. */
+export const BENCHMARKS_DIR = path.join(PACKAGE_ROOT, 'docs', 'benchmarks');
+
+/** The page that holds the block `name`, as a repository path (for messages). */
+export function blockDocName(name: string): string {
+  const page = BLOCKS[name]?.doc;
+  return page === undefined ? 'docs/benchmarks/' : `docs/benchmarks/${page}`;
+}
+
+/** The page that holds the block `name`, as a file path. */
+export function blockDoc(name: string): string {
+  return path.join(PACKAGE_ROOT, blockDocName(name));
+}
 
 export interface DocTable {
   /** One line above the table saying what it shows. */
@@ -167,9 +179,9 @@ function headerMatches(spec: TableSpec, header: readonly string[]): boolean {
   return spec.header.every((h, i) => header[i] === h);
 }
 
-/** The document with `body` as the block `name`; the error names the marker when it is missing. */
-export function withBlock(doc: string, name: string, body: string): string {
-  return replaceMarkedBlock(doc, beginMarker(name), endMarker(name), body, DOC_NAME);
+/** The document with `body` as the block `name`; the error names the page and the marker when it is missing. */
+export function withBlock(doc: string, name: string, body: string, docName = blockDocName(name)): string {
+  return replaceMarkedBlock(doc, beginMarker(name), endMarker(name), body, docName);
 }
 
 /** A command line as one would type it again (arguments with shell characters single-quoted). */
@@ -187,7 +199,7 @@ export interface DocsFlags {
  * The block this run will write (undefined without --write-docs), checked before the benchmark
  * spends minutes: it must be one of this benchmark's blocks and its markers must be in the document.
  */
-export async function docsTarget(bench: string, flags: DocsFlags, defaultBlock = bench, file = BENCHMARKS_DOC): Promise<string | undefined> {
+export async function docsTarget(bench: string, flags: DocsFlags, defaultBlock = bench, file?: string): Promise<string | undefined> {
   if (flags['write-docs'] !== true) {
     if (flags['docs-block'] !== undefined) throw new Error('Expected --docs-block only together with --write-docs');
     return undefined;
@@ -195,7 +207,7 @@ export async function docsTarget(bench: string, flags: DocsFlags, defaultBlock =
   const name = flags['docs-block'] ?? defaultBlock;
   const own = Object.keys(BLOCKS).filter((k) => BLOCKS[k]!.bench === bench);
   if (!own.includes(name)) throw new Error(`Expected --docs-block to be one of ${own.join(', ')} (bench/blocks.ts) but received ${JSON.stringify(name)}`);
-  withBlock(await readFile(file, 'utf8'), name, '');
+  withBlock(await readFile(file ?? blockDoc(name), 'utf8'), name, '');
   return name;
 }
 
@@ -205,12 +217,13 @@ export async function writeDocsBlock(
   bench: string,
   tables: readonly DocTable[],
   machine: string,
-  { file = BENCHMARKS_DOC, args = process.argv.slice(2) }: { file?: string; args?: readonly string[] } = {},
+  { file, args = process.argv.slice(2) }: { file?: string; args?: readonly string[] } = {},
 ): Promise<void> {
   if (name === undefined) return;
+  const page = file ?? blockDoc(name);
   const block: Block = { kind: 'tables', tables, command: commandLine(bench, args), machine };
   const problems = blockProblems(name, block);
   if (problems.length > 0) throw new Error(`Expected the tables to match bench/blocks.ts: ${problems.join('; ')}`);
-  await writeFile(file, withBlock(await readFile(file, 'utf8'), name, renderBlock(block)));
-  console.error(`\nwrote the block ${name} of ${path.relative(process.cwd(), file) || file}`);
+  await writeFile(page, withBlock(await readFile(page, 'utf8'), name, renderBlock(block)));
+  console.error(`\nwrote the block ${name} of ${path.relative(process.cwd(), page) || page}`);
 }

@@ -6,7 +6,7 @@
  * - common flags with one meaning wherever they apply: --model, --providers, --threads, --tile,
  *   --repeat (COMMON_FLAGS), and on every benchmark --json (one JSON document on stdout, everything
  *   else on stderr), --baseline FILE (a saved --json run: each figure beside the baseline's, with
- *   the ratio) and, where the benchmark has blocks in docs/benchmarks.md, --write-docs.
+ *   the ratio) and, where the benchmark has blocks in its family's page (docs/benchmarks/), --write-docs.
  *
  * A benchmark declares its own flags and picks common ones with their defaults, then reports its
  * figures through `done` (tables as in the docs, and any data): see bench/inference/quality.ts.
@@ -57,7 +57,7 @@ const OUTPUT_FLAGS = {
 } as const satisfies Record<string, Flag>;
 
 const DOCS_FLAGS = {
-  'write-docs': { type: 'boolean', help: 'also put the tables in docs/benchmarks.md between the markers of its block' },
+  'write-docs': { type: 'boolean', help: "also put the tables in its family's page of docs/benchmarks/ between the markers of its block" },
   'docs-block': { type: 'string', arg: 'NAME', help: 'with --write-docs: which of its blocks (bench/blocks.ts)' },
 } as const satisfies Record<string, Flag>;
 

@@ -1,6 +1,6 @@
 /**
  * The generated parts of hand-written documents (the settings reference of docs/configuration.md,
- * the benchmark tables of docs/benchmarks.md) sit between a start and an end marker; this replaces
+ * the benchmark tables of docs/benchmarks/*.md) sit between a start and an end marker; this replaces
  * what is between them and leaves the text around them alone. A missing or repeated marker is an
  * error naming it, so a generator never writes to the wrong place or silently writes nothing.
  */

@@ -1,5 +1,5 @@
 /**
- * The quality-against-speed chart of docs/benchmarks.md: mean PSNR (bench/inference/quality.ts) against output
+ * The quality-against-speed chart of docs/benchmarks/image-upscalerjs.md: mean PSNR (bench/inference/quality.ts) against output
  * megapixels per second through the file-in, file-out pipeline (bench/inference/image-speed.ts, log scale), one
  * point per model and factor, bicubic as the reference. Drawn as SVG by hand, rendered to PNG by
  * sharp (librsvg).

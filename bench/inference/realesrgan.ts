@@ -21,7 +21,7 @@
  *   media-worker bench realesrgan --help
  *
  * --network-only prints the MatMul peak and each network's achieved FLOP/s and MP/s, nothing else.
- * --write-docs puts the tables in docs/benchmarks.md between <!-- bench:realesrgan begin/end -->
+ * --write-docs puts the tables in docs/benchmarks/image-realesrgan.md between <!-- bench:realesrgan begin/end -->
  * (with --network-only: <!-- bench:realesrgan-flops ... -->; bench/doc-block.ts).
  */
 import { spawnSync } from 'node:child_process';

@@ -19,7 +19,7 @@
  * The pipeline runs its session on a worker thread, as the worker daemon does (--inline: on the
  * main thread); the reference call is bare ONNX Runtime on the main thread.
  *
- * Either mode takes [--write-docs [--docs-block NAME]]: the table goes into docs/benchmarks.md
+ * Either mode takes [--write-docs [--docs-block NAME]]: the table goes into docs/benchmarks/tiling.md
  * between <!-- bench:tiling begin/end --> (the scan: <!-- bench:tiling-overlap ... -->; bench/doc-block.ts).
  */
 import { existsSync } from 'node:fs';

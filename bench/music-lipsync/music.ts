@@ -7,7 +7,7 @@
  *
  *   media-worker bench music --help
  *
- * Prints one JSON line per run; --write-docs also puts them in docs/benchmarks.md as a table between
+ * Prints one JSON line per run; --write-docs also puts them in docs/benchmarks/lipsync-and-music.md as a table between
  * <!-- bench:music begin/end --> (bench/doc-block.ts).
  */
 import { existsSync } from 'node:fs';

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The device check: run on the bare GPU machine (no Node, no network) from the repository root,
-with the parts that `npm run device:pack` built carried in .device/p*/ (docs/benchmarks.md, "The
+with the parts that `npm run device:pack` built carried in .device/p*/ (docs/benchmarks/gpu.md, "The
 device check"). Standard library only; PyTorch, onnx and onnxruntime are used where present.
 
     python3 scripts/device/check.py [--out DIR] [--parts .device] [--work /tmp/mw-device] [--small]

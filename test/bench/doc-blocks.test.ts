@@ -1,11 +1,12 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BLOCKS, type BlockSpec } from '../../bench/blocks.js';
 import {
-  BENCHMARKS_DOC,
+  BENCHMARKS_DIR,
   type Block,
+  blockDocName,
   blockProblems,
   commandLine,
   docsTarget,
@@ -20,12 +21,16 @@ import { replaceMarkedBlock } from '../../scripts/marked-block.js';
 
 const MACHINE = '2026-11-24 05:40 UTC; AMD EPYC, 2 cores, 23.5 GiB; load average at start 1 2 3; Node v20.20.2, onnxruntime-node 1.30.0, sharp 0.35.5';
 
-describe('docs/benchmarks.md', () => {
-  it('has every block of bench/blocks.ts once, each reading back exactly as its benchmark writes it', async () => {
-    const doc = await readFile(BENCHMARKS_DOC, 'utf8');
-    const blocks = findBlocks(doc);
+describe('the benchmarks\' pages (docs/benchmarks/*.md)', () => {
+  it('have every block of bench/blocks.ts once, on its page, each reading back exactly as its benchmark writes it', async () => {
+    const pages = (await readdir(BENCHMARKS_DIR)).filter((f) => f.endsWith('.md')).sort();
+    const blocks: { name: string; body: string; page: string }[] = [];
+    for (const page of pages) blocks.push(...findBlocks(await readFile(path.join(BENCHMARKS_DIR, page), 'utf8')).map((b) => ({ ...b, page })));
     expect(blocks.map((b) => b.name).sort()).toEqual(Object.keys(BLOCKS).sort());
-    for (const { name, body } of blocks) {
+    // The index names the markers only in inline code: it holds no block.
+    expect(findBlocks(await readFile(path.join(BENCHMARKS_DIR, '..', 'benchmarks.md'), 'utf8'))).toEqual([]);
+    for (const { name, body, page } of blocks) {
+      expect(page, `the page of ${name}`).toBe(BLOCKS[name]!.doc);
       const block = parseBlock(body);
       expect(renderBlock(block), name).toBe(body);
       expect(blockProblems(name, block), name).toEqual([]);
@@ -111,8 +116,8 @@ describe('findBlocks', () => {
 
 describe('blockProblems', () => {
   const specs: Record<string, BlockSpec> = {
-    q: { bench: 'quality', tables: [{ header: ['photo'], open: true, labels: 1 }] },
-    v: { bench: 'video', tables: [{ header: ['measure', 'median', 'goal'], labels: 1 }] },
+    q: { bench: 'quality', doc: 'q.md', tables: [{ header: ['photo'], open: true, labels: 1 }] },
+    v: { bench: 'video', doc: 'v.md', tables: [{ header: ['measure', 'median', 'goal'], labels: 1 }] },
   };
   const video = (rows: string[][], command = 'node dist/bench/video/video.js --reps 3 --write-docs'): Extract<Block, { kind: 'tables' }> => ({
     kind: 'tables',
@@ -143,7 +148,7 @@ describe('replacing a block', () => {
   });
 
   it('names the missing or repeated marker', () => {
-    expect(() => withBlock('text', 'flicker', 'x')).toThrow('Expected docs/benchmarks.md to contain <!-- bench:flicker begin --> and, after it, <!-- bench:flicker end -->');
+    expect(() => withBlock('text', 'flicker', 'x')).toThrow('Expected docs/benchmarks/video.md to contain <!-- bench:flicker begin --> and, after it, <!-- bench:flicker end -->');
     expect(() => replaceMarkedBlock('<a>\n<b>\n<a>\n<b>', '<a>', '<b>', 'x', 'F')).toThrow(/F to contain <a> … <b> once/);
     expect(() => replaceMarkedBlock('<b>\n<a>', '<a>', '<b>', 'x', 'F')).toThrow(/after it, <b>/);
   });
@@ -155,6 +160,12 @@ describe('replacing a block', () => {
 });
 
 describe('docsTarget and writeDocsBlock', () => {
+  it('look for a block on its family\'s page unless told another file', async () => {
+    expect(blockDocName('flicker')).toBe('docs/benchmarks/video.md');
+    expect(await docsTarget('flicker', { 'write-docs': true })).toBe('flicker');
+    expect(await docsTarget('realesrgan', { 'write-docs': true }, 'realesrgan-flops')).toBe('realesrgan-flops');
+  });
+
   let dir: string | undefined;
   afterEach(async () => {
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });

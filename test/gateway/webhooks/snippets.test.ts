@@ -1,5 +1,5 @@
 /**
- * The receiver snippets of docs/contract.md ("Webhooks"), run as written: Node imports the
+ * The receiver snippets of docs/contract/delivery.md ("Webhooks"), run as written: Node imports the
  * block, python3 executes it (standard library only, no network). Each must accept the Standard
  * Webhooks reference example and requests the gateway's signing makes (one secret, or two during a
  * rotation), and refuse a changed body, a wrong secret, an old or future timestamp, and one that is
@@ -25,9 +25,9 @@ const REFERENCE = {
 const FOREVER = 10 ** 12;
 
 async function snippet(marker: string): Promise<string> {
-  const doc = await readFile(path.join(PACKAGE_ROOT, 'docs', 'contract.md'), 'utf8');
+  const doc = await readFile(path.join(PACKAGE_ROOT, 'docs', 'contract', 'delivery.md'), 'utf8');
   const match = new RegExp(`<!-- ${marker} -->\\n\`\`\`\\w+\\n([\\s\\S]*?)\\n\`\`\``).exec(doc);
-  if (match === null) throw new Error(`No ${marker} block in docs/contract.md`);
+  if (match === null) throw new Error(`No ${marker} block in docs/contract/delivery.md`);
   return match[1]!;
 }
 
@@ -94,7 +94,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('the receiver snippets of docs/contract.md', () => {
+describe('the receiver snippets of docs/contract/delivery.md', () => {
   it('Node: accepts what is signed, refuses the rest', async () => {
     const file = path.join(dir, 'verify.mjs');
     await writeFile(file, await snippet('webhook-verify-node'));
