@@ -4,7 +4,7 @@
  *   npm run cluster:failover -- [--accounts 4] [--concurrency 6] [--down-s 20] [--steady-s 6] [--write-docs] [--keep]
  *
  * Starts three nats-servers on 127.0.0.1 (the shipped users of deploy/nats/media-users.conf with a
- * second worker host added as docs/operations.md says,
+ * second worker host added as docs/operations/fleet.md says ("Worker hosts"),
  * `sync_interval: always` where the server knows it), a gateway and two worker hosts given all three
  * URLs and NATS_STREAM_REPLICAS=3 (so every stream is R3), and creates accounts. Submissions (image
  * upscales, 1 in 5 failing after acceptance and refunded) and top-ups run all along. It SIGKILLs
@@ -15,7 +15,7 @@
  * every balance equal to its ledger's sum; and it counts submissions accepted while a node was
  * down, the time to a new leader and to a healthy node, and the clients' own reconnections (no
  * client process is restarted). Exit status 1 when a check fails. `--write-docs` writes the figures
- * into docs/operations.md.
+ * into docs/operations/recover.md ("A cluster losing nodes").
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
@@ -38,7 +38,7 @@ import { replaceMarkedBlock } from './marked-block.js';
 import { startCluster, until, type Cluster } from './nats-cluster-nodes.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
-const OPERATIONS_DOC = path.join(PACKAGE_ROOT, 'docs', 'operations.md');
+const RECOVER_DOC = path.join(PACKAGE_ROOT, 'docs', 'operations', 'recover.md');
 const BLOCK = ['<!-- nats-cluster:start -->', '<!-- nats-cluster:end -->'] as const;
 /** Worker hosts: `host1` of the shipped file and one more, each a user of its own (per-host claims). */
 const HOSTS = ['host1', 'host2'] as const;
@@ -412,8 +412,8 @@ async function main(): Promise<void> {
     process.stdout.write(`${block}\n`);
     for (const p of problems) process.stdout.write(`problem: ${p}\n`);
     if (values['write-docs'] === true) {
-      const doc = await fs.readFile(OPERATIONS_DOC, 'utf8');
-      await fs.writeFile(OPERATIONS_DOC, replaceMarkedBlock(doc, BLOCK[0], BLOCK[1], block, 'docs/operations.md'));
+      const doc = await fs.readFile(RECOVER_DOC, 'utf8');
+      await fs.writeFile(RECOVER_DOC, replaceMarkedBlock(doc, BLOCK[0], BLOCK[1], block, 'docs/operations/recover.md'));
     }
     await operatorNc.close();
     http.close();
