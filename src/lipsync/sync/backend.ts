@@ -70,7 +70,7 @@ export class SyncBackend implements LipsyncBackend {
   }
 
   async readiness(signal?: AbortSignal): Promise<BackendReadiness> {
-    if (this.#opts.apiKey === undefined) return { ready: false, reason: 'sync-compatible needs MEDIA_WORKER_SYNC_API_KEY' };
+    if (this.#opts.apiKey === undefined) return { ready: false, reason: 'needs MEDIA_WORKER_SYNC_API_KEY' };
     if (this.#keyVerdict !== undefined) return this.#keyVerdict;
     // A generation id no one has: 404 says the key was accepted, 401 that it was not.
     try {
@@ -85,8 +85,8 @@ export class SyncBackend implements LipsyncBackend {
     } catch (err) {
       if (err instanceof ProviderError && err.status === 404) this.#keyVerdict = { ready: true };
       else if (err instanceof ProviderError && (err.status === 401 || err.status === 403)) {
-        this.#keyVerdict = { ready: false, reason: `sync-compatible: ${displayUrl(this.#opts.baseUrl)} refused MEDIA_WORKER_SYNC_API_KEY (HTTP ${err.status})` };
-      } else return { ready: false, reason: `sync-compatible: ${(err as Error).message}` };
+        this.#keyVerdict = { ready: false, reason: `${displayUrl(this.#opts.baseUrl)} refused MEDIA_WORKER_SYNC_API_KEY (HTTP ${err.status})` };
+      } else return { ready: false, reason: (err as Error).message };
     }
     return this.#keyVerdict;
   }
@@ -130,7 +130,7 @@ export class SyncBackend implements LipsyncBackend {
       if (kind === 'failure') throw fail(new ProviderError(`the generation ended ${describeFailure(generation)}`));
       req.onProgress({ stage: `provider ${generation.status.toLowerCase()}` });
       if (!(await waitUntil(this.#opts.pollIntervalMs, deadline, req.signal))) {
-        throw fail(new ProviderError(`left the generation ${generation.status} past the ${Math.round(this.#opts.deadlineMs / 1000)} s limit`));
+        throw fail(new ProviderError(`left the generation ${generation.status} past the ${seconds(this.#opts.deadlineMs)} s limit`));
       }
       generation = await withRetry(() => callJson(statusUrl, generationSchema, { ...call, method: 'GET', headers: this.#headers() }), retry).catch(fail);
     }
@@ -151,7 +151,7 @@ export class SyncBackend implements LipsyncBackend {
       local = (await localize(url, 'video', { ...this.#opts.fetch, dir, signal: req.signal })).path;
     } catch (err) {
       if (req.signal.aborted) throw err;
-      throw new ProcessingError(`Could not download the provider's output ${displayUrl(url)}: ${(err as Error).message}`, { cause: err });
+      throw new ProcessingError(`Could not download the provider's output ${displayUrl(url)}: ${withCause(err)}`, { cause: err });
     }
     let info;
     try {
@@ -193,6 +193,17 @@ export class SyncBackend implements LipsyncBackend {
     const base = this.#opts.baseUrl.endsWith('/') ? this.#opts.baseUrl : `${this.#opts.baseUrl}/`;
     return new URL(relative, base).toString();
   }
+}
+
+/** The fetcher's message with its cause's (a refused address, a status), which it keeps apart. */
+function withCause(err: unknown): string {
+  const message = (err as Error).message;
+  const cause = (err as Error).cause;
+  return cause instanceof Error && !message.includes(cause.message) ? `${message} (${cause.message})` : message;
+}
+
+function seconds(ms: number): string {
+  return ms % 1000 === 0 ? String(ms / 1000) : (ms / 1000).toFixed(1);
 }
 
 function isHttpUrl(source: string): boolean {
