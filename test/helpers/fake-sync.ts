@@ -18,8 +18,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { resolveFfmpeg } from '../../src/media/index.js';
-import { runProcess } from '../../src/media/process.js';
+import { resolveFfmpeg, runProcess } from '../../src/media/index.js';
 
 export type FakeOutcome = 'complete' | 'fail' | 'reject' | 'hold' | 'output-404' | 'output-not-video' | 'output-redirect-private';
 

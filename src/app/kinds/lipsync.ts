@@ -238,5 +238,8 @@ const LIPSYNC_DEADLINE_MS = 4 * 60_000;
 
 /** Lip-sync's part of the quote policy: its output limit from the settings, its cost per frame on this host. */
 export function lipsyncPolicy(config: Config, hardware: HardwareProfile): LipsyncPolicy {
-  return { maxOutputPercent: config.lipsyncMaxOutputPercent, secondsPerFrame: lipsyncSecondsPerFrame(hardware) };
+  // A host that only sends lip-sync to the provider runs no network per frame: the provider's time
+  // is not this host's to estimate (the 4-minute limit still ends a generation that runs over).
+  const local = config.lipsyncBackends.includes('wav2lip');
+  return { maxOutputPercent: config.lipsyncMaxOutputPercent, secondsPerFrame: local ? lipsyncSecondsPerFrame(hardware) : 0 };
 }

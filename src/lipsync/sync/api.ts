@@ -71,24 +71,6 @@ export function describeFailure(g: Generation): string {
   return `${g.status}${code ? ` (${code})` : ''}${g.error ? `: ${g.error}` : ''}`;
 }
 
-/**
- * Seconds the output of a sync mode lasts, from the inputs' (sync.so's documented semantics, the
- * same as the in-process timeline's): cut_off the shorter input; silence the longer; loop, bounce
- * and remap the audio's.
- */
-export function expectedSeconds(mode: SyncMode, videoSeconds: number, audioSeconds: number): number {
-  switch (mode) {
-    case 'cut_off':
-      return Math.min(videoSeconds, audioSeconds);
-    case 'silence':
-      return Math.max(videoSeconds, audioSeconds);
-    case 'loop':
-    case 'bounce':
-    case 'remap':
-      return audioSeconds;
-  }
-}
-
 /** How far a provider's output may be from the expected length: a frame or two of rounding, and a provider's own framing. */
 export function durationTolerance(expected: number): number {
   return Math.max(0.25, expected * 0.05);

@@ -15,7 +15,8 @@ import path from 'node:path';
 import { ProcessingError, isExplainedFailure } from '../../errors.js';
 import { definedFields } from '../../defined-fields.js';
 import type { LipsyncModelId } from '../../jobs/index.js';
-import { LIPSYNC_MODEL_IDS } from '../../jobs/index.js';
+// The sync modes' output lengths are sync.so's documented semantics, the same as the in-process timeline's.
+import { LIPSYNC_MODEL_IDS, lipsyncOutputSeconds } from '../../jobs/index.js';
 import { callJson, displayUrl, localize, probeMedia, ProviderError, TransientProviderError, waitUntil, withRetry, type FetchOptions } from '../../media/index.js';
 import type { SyncModelMap } from '../settings.js';
 import type { BackendReadiness, LipsyncBackend, LipsyncBackendOutcome, LipsyncBackendRequest } from '../backends/types.js';
@@ -23,7 +24,6 @@ import {
   classifyGeneration,
   describeFailure,
   durationTolerance,
-  expectedSeconds,
   generateBody,
   generateOptions,
   generationSchema,
@@ -162,7 +162,7 @@ export class SyncBackend implements LipsyncBackend {
     }
     if (info.video === undefined) throw new ProcessingError(`The provider's output (generation ${generation.id}) has no video stream`);
     if (info.audio === undefined) throw new ProcessingError(`The provider's output (generation ${generation.id}) has no audio stream: it does not carry the job's audio`);
-    const expected = expectedSeconds(req.syncMode, req.videoInfo.durationSeconds, req.audioInfo.durationSeconds);
+    const expected = lipsyncOutputSeconds(req.syncMode, req.videoInfo.durationSeconds, req.audioInfo.durationSeconds);
     if (Math.abs(info.durationSeconds - expected) > durationTolerance(expected)) {
       throw new ProcessingError(
         `The provider's output (generation ${generation.id}) lasts ${info.durationSeconds.toFixed(2)} s but ${req.syncMode} of these inputs makes ${expected.toFixed(2)} s`,
