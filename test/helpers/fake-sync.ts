@@ -66,6 +66,8 @@ export interface FakeSync {
   models: Set<string>;
   /** Ends the hold: held generations complete at their next poll. */
   release(): void;
+  /** Holds again (the default until `release`). */
+  hold(): void;
   close(): Promise<void>;
 }
 
@@ -93,6 +95,9 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
     models: new Set(PROVIDER_MODELS),
     release: () => {
       held = false;
+    },
+    hold: () => {
+      held = true;
     },
     close: async () => {
       for (const s of sockets) s.destroy();

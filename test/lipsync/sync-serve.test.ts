@@ -5,6 +5,7 @@
  * - the worker is SIGKILLed after the provider accepted the generation; the redelivered job asks
  *   with the same Idempotency-Key and gets that generation back: one generation at the provider,
  *   one completed event, billed at the spec's price from the measured input;
+ * - a provider still processing at the limit ends the job with LIPSYNC_FAILED and a refund;
  * - capabilities say which models the host serves through which backend;
  * - licences: a host whose wav2lip network forbids commercial use does not take lip-sync through
  *   it (capabilities and /readyz say why), and a refused provider key keeps the provider out too.
@@ -180,6 +181,33 @@ describe('serve with the sync-compatible lip-sync backend', () => {
     const info = await probeMedia(path.join(stored, file ?? ''));
     expect(info.video).toBeDefined();
     expect(info.audio).toBeDefined();
+  });
+
+  it('a provider still processing at the limit (WORKER_WATCHDOG_MS, 4 minutes by default): one failed event, LIPSYNC_FAILED, credits refunded', async () => {
+    fake.outcome = 'hold';
+    fake.hold();
+    const s = serve({
+      MEDIA_WORKER_LIPSYNC_BACKENDS: 'sync-compatible',
+      WORKER_WATCHDOG_MS: 'lipsync=8000',
+      MEDIA_WORKER_TMP_DIR: await scratch('tmp'),
+      RESULTS_DIR: await scratch('results'),
+    });
+    const port = await s.serving();
+    await waitFor('lip-sync to be ready', async () => (await readyz(port)).kinds.lipsync?.ready === true, 30_000);
+    const before = fake.generations.length;
+    await cp.publishJob('lipsync', 'vendor-lipsync-2', {
+      id: 'sync-slow-1',
+      model: 'vendor-lipsync-2',
+      input: { video_url: `${base}/face.mp4`, audio_url: `${base}/speech.mp3`, sync_mode: 'cut_off' },
+      credits: 50,
+    });
+    const event = await waitFor('the failed event', async () => (await cp.eventsOf('sync-slow-1'))[0], 60_000);
+    expect(event).toMatchObject({ status: 'failed', refund: true, creditsRefunded: 50, error: { code: 'LIPSYNC_FAILED' } });
+    expect((event?.error as { message: string }).message).toContain('longer than 8 seconds');
+    expect(fake.generations.length - before).toBe(1);
+    await waitFor('the job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 30_000);
+    expect(await cp.eventsOf('sync-slow-1')).toHaveLength(1);
+    fake.release();
   });
 
   it('a wav2lip network whose licence forbids commercial use is not served: capabilities and /readyz say why, the provider serves instead', async () => {
