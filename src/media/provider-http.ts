@@ -46,6 +46,8 @@ export interface CallOptions {
   signal: AbortSignal;
   /** HTTP statuses (and body codes, see `bodyCode`) that mean "try again later". */
   transientStatuses: readonly number[];
+  /** Sees a successful answer's Retry-After (ms), where the provider paces its polling with one. */
+  onRetryAfter?: (ms: number) => void;
 }
 
 /** Provider URLs may carry keys in the query: logs and messages get origin and path only. */
@@ -106,6 +108,8 @@ export async function callJson<S extends z.ZodType>(url: string, schema: S, opts
   } catch {
     throw new ProviderError(`${opts.method} ${displayUrl(url)} answered something that is not JSON: ${JSON.stringify(text.slice(0, 80))}`);
   }
+  const pace = retryAfterMs(response.headers.get('retry-after'));
+  if (pace !== undefined) opts.onRetryAfter?.(pace);
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -60,6 +60,8 @@ export interface FakeSync {
   outcome: FakeOutcome;
   /** Polls a generation answers PROCESSING before it settles. */
   pollsBeforeDone: number;
+  /** Retry-After (seconds) sent with answers of a generation still running, when set. */
+  pollRetryAfter?: string;
   /** Answers forced onto the next POSTs, first first. */
   forced: ForcedAnswer[];
   /** Provider models it serves. */
@@ -171,7 +173,8 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
         else if (g.polls > fake.pollsBeforeDone) await settle(g);
         else g.status = 'PROCESSING';
       }
-      return json(res, 200, view(g));
+      const running = g.status === 'PENDING' || g.status === 'PROCESSING';
+      return json(res, 200, view(g), running && fake.pollRetryAfter !== undefined ? { 'retry-after': fake.pollRetryAfter } : {});
     }
     return error(res, 404, 'Not found');
   };
@@ -247,7 +250,7 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
     if (idemKey !== undefined) byKey.set(idemKey, g);
     const lost = fake.forced[0]?.afterCreating === true ? fake.forced.shift() : undefined;
     if (lost !== undefined) return answer(lost.status, lost.body ?? { statusCode: lost.status, message: `forced ${lost.status}` }, lost.headers);
-    return answer(201, view(g));
+    return answer(201, view(g), fake.pollRetryAfter === undefined ? {} : { 'retry-after': fake.pollRetryAfter });
   };
 
   const server: Server = createServer((req, res) => {

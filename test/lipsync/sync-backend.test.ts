@@ -169,6 +169,16 @@ describe('the sync-compatible backend', () => {
     expect(waits).toEqual([1000]);
   });
 
+  it('polls no sooner than a running generation\'s Retry-After asks', async () => {
+    fake.pollRetryAfter = '1';
+    fake.pollsBeforeDone = 1;
+    await backend().run(request());
+    const paced = logLines.map((l) => JSON.parse(l) as { msg: string; waitMs?: number }).filter((l) => l.msg.includes('poll later'));
+    // The POST's answer (PENDING) and the first poll's (PROCESSING) both said 1 s; the second poll completed.
+    expect(paced.map((l) => l.waitMs)).toEqual([1000, 1000]);
+    expect(fake.gets).toEqual(['gen-1', 'gen-1']);
+  });
+
   it('an answer lost after the provider made the generation: the retry gets the same generation back', async () => {
     fake.forced.push({ status: 502, afterCreating: true });
     const outcome = await backend().run(request());

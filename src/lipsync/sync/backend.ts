@@ -107,6 +107,10 @@ export class SyncBackend implements LipsyncBackend {
     };
     const fail = this.#failure(req);
 
+    let paced: number | undefined;
+    const pace = (ms: number): void => {
+      paced = ms;
+    };
     req.onProgress({ stage: 'submitting' });
     const options = generateOptions(req.syncMode, req.activeSpeaker);
     const upload = !isHttpUrl(req.videoSource) || !isHttpUrl(req.audioSource);
@@ -116,6 +120,7 @@ export class SyncBackend implements LipsyncBackend {
           ...call,
           method: 'POST',
           headers: { ...this.#headers(), 'idempotency-key': key },
+          onRetryAfter: pace,
           // Local files (the command line) go up as the documented multipart form; URLs as JSON.
           body: upload ? await uploadForm(providerModel, req, options) : generateBody(providerModel, req.videoSource, req.audioSource, options),
         }),
@@ -129,10 +134,14 @@ export class SyncBackend implements LipsyncBackend {
       if (kind === 'completed') break;
       if (kind === 'failure') throw fail(new ProviderError(`the generation ended ${describeFailure(generation)}`));
       req.onProgress({ stage: `provider ${generation.status.toLowerCase()}` });
-      if (!(await waitUntil(this.#opts.pollIntervalMs, deadline, req.signal))) {
+      // A provider that paces its polling with Retry-After is asked no sooner than it says.
+      const wait = Math.max(this.#opts.pollIntervalMs, paced ?? 0);
+      if (paced !== undefined) req.logger.debug({ waitMs: wait }, 'lip-sync provider asked to poll later (Retry-After)');
+      paced = undefined;
+      if (!(await waitUntil(wait, deadline, req.signal))) {
         throw fail(new ProviderError(`left the generation ${generation.status} past the ${seconds(this.#opts.deadlineMs)} s limit`));
       }
-      generation = await withRetry(() => callJson(statusUrl, generationSchema, { ...call, method: 'GET', headers: this.#headers() }), retry).catch(fail);
+      generation = await withRetry(() => callJson(statusUrl, generationSchema, { ...call, method: 'GET', headers: this.#headers(), onRetryAfter: pace }), retry).catch(fail);
     }
     const outputUrl = generation.outputUrl;
     if (outputUrl === null || outputUrl === undefined || !isHttpUrl(outputUrl)) throw fail(new ProviderError(`reported COMPLETED without an output URL (${JSON.stringify(outputUrl ?? null)})`));
