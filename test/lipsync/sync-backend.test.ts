@@ -196,6 +196,13 @@ describe('the sync-compatible backend', () => {
     expect(again.details).toMatchObject({ generationId: 'gen-1' });
   });
 
+  it('the same key with another request is refused by the provider and fails the job: no second generation', async () => {
+    await backend().run(request());
+    const err = await failure(backend().run(request({ model: 'vendor-lipsync-2-pro', outputPath: path.join(jobDir, 'other.mp4') })));
+    expect(err.message).toContain('HTTP 422 (IDEMPOTENCY_KEY_REUSED)');
+    expect(fake.generations).toHaveLength(1);
+  });
+
   it.each([
     [401, 'unauthorized', 'refused the API key'],
     [402, 'payment_required', 'cannot pay for a generation'],
