@@ -22,7 +22,7 @@ import { loadConfig } from '../src/config.js';
 import { ownedTempName, localize, type FetchOptions } from '../src/media/index.js';
 import onnxProto from 'onnx-proto';
 import ort from 'onnxruntime-node';
-import { writeFileAtomic, formatManifest, type LipsyncManifest, defaultModelsDir, forgetVerifiedModels, sha256File } from '../src/inference/index.js';
+import { allowsCommercialUse, writeFileAtomic, formatManifest, type LipsyncManifest, defaultModelsDir, forgetVerifiedModels, sha256File } from '../src/inference/index.js';
 import {
   buildLipsyncManifest,
   checkLipsyncGraph,
@@ -242,7 +242,7 @@ async function main(): Promise<void> {
     ...(config.allowPrivateUrls ? { fetch: { allowHttp: true, allowPrivate: true } } : {}),
     ...(maxBytes ? { maxBytes } : {}),
     ...(values['licence-spdx'] && values['licence-holder'] && values['licence-url']
-      ? { licence: { spdx: values['licence-spdx'], holder: values['licence-holder'], upstream: values['licence-url'] } }
+      ? { licence: withCommercialUse({ spdx: values['licence-spdx'], holder: values['licence-holder'], upstream: values['licence-url'] }) }
       : {}),
   });
   console.log(`${manifest.sha256}  ${file}  ${manifest.bytes} bytes  ${manifest.params} params  output ${manifest.output.name}`);
@@ -254,4 +254,10 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
     console.error(error instanceof Error ? error.message : error);
     process.exitCode = 1;
   });
+}
+
+/** A licence given on the command line, with whether it allows commercial use where its SPDX identifier says (inference/licence.ts). */
+function withCommercialUse<L extends { spdx: string }>(licence: L): L & { commercialUse?: boolean } {
+  const verdict = allowsCommercialUse(licence);
+  return verdict === undefined ? licence : { ...licence, commercialUse: verdict };
 }

@@ -26,6 +26,7 @@ export const MUSICGEN_LICENCE = {
   spdx: 'CC-BY-NC-4.0',
   holder: 'Meta Platforms, Inc. (MusicGen weights); ONNX export by Xenova',
   url: 'https://huggingface.co/facebook/musicgen-small',
+  commercialUse: false,
 } as const;
 
 /** The fp32 decoder of musicgen-small is about 1.7 GB. */

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } from './gateway/settings.js';
 import { DEFAULT_SR_MODEL_CHOICES, EXECUTION_PROVIDER_NAMES, PRECISION_SETTINGS, parseExecutionProviders, parseSrModelChoices } from './inference/settings.js';
 import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, DEFAULT_WORK_LIMITS, HARDWARE_CLASS_NAMES } from './jobs/index.js';
-import { parseLipsyncModelMapping } from './lipsync/settings.js';
+import { DEFAULT_SYNC_MODEL_MAP, parseLipsyncBackends, parseLipsyncModelMapping, parseSyncModelMap } from './lipsync/settings.js';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_DEADLINE_MS,
@@ -69,6 +69,10 @@ function parsedBy<T>(parse: (text: string) => T): z.ZodType<T, string> {
 
 // One parser for the lip-sync mapping (lipsync/settings.ts); here only its error is reworded.
 const lipsyncMapping = parsedBy(parseLipsyncModelMapping);
+
+// The lip-sync backend list and the provider's model map (lipsync/settings.ts).
+const lipsyncBackendList = parsedBy(parseLipsyncBackends);
+const syncModelMap = parsedBy(parseSyncModelMap);
 
 // One parser for the network choices (inference/sr-choice.ts); here only its error is reworded.
 const srModelChoices = parsedBy(parseSrModelChoices);
@@ -230,6 +234,42 @@ export const SETTINGS = {
     schema: lipsyncMapping,
     default: 'wav2lip',
     doc: 'Which lip-sync manifest serves each model id: one name for all (`wav2lip`, the real weights an operator installs with scripts/install-lipsync-model.ts; `wav2lip-test`, the generated test model) or JSON such as `{"vendor-lipsync-3":"wav2lip-hq"}`.',
+  }),
+  lipsyncBackends: setting({
+    env: 'MEDIA_WORKER_LIPSYNC_BACKENDS',
+    schema: lipsyncBackendList,
+    default: 'wav2lip',
+    doc: 'Lip-sync backends in order of preference: wav2lip (the networks of MEDIA_WORKER_LIPSYNC_MODELS, on this host), sync-compatible (a provider speaking sync.so\'s v2 API; docs/lipsync.md, "Backends"). A job goes to the first that can serve its model and is ready.',
+  }),
+  syncBaseUrl: setting({
+    env: 'MEDIA_WORKER_SYNC_BASE_URL',
+    schema: httpUrl,
+    default: 'https://api.sync.so',
+    doc: 'Base URL of the sync.so-compatible provider (`sync-compatible` lip-sync backend); it must serve POST /v2/generate and GET /v2/generate/{id}.',
+  }),
+  syncApiKey: setting({
+    env: 'MEDIA_WORKER_SYNC_API_KEY',
+    schema: nonEmptyText,
+    secret: true,
+    doc: 'API key of the sync.so-compatible provider, sent as `x-api-key`; checked once when `serve` starts (a refused key: lip-sync through the provider is not pulled, /readyz says why).',
+  }),
+  syncModels: setting({
+    env: 'MEDIA_WORKER_SYNC_MODELS',
+    schema: syncModelMap,
+    default: JSON.stringify(DEFAULT_SYNC_MODEL_MAP),
+    doc: 'Which provider model serves each lip-sync model id through `sync-compatible`: a JSON object naming some ids (the others keep the default); null: that id is not sent to the provider.',
+  }),
+  syncPollIntervalMs: setting({
+    env: 'MEDIA_WORKER_SYNC_POLL_INTERVAL_MS',
+    schema: positiveInt,
+    default: '5000',
+    doc: 'Interval between two status queries of a provider lip-sync generation (a longer Retry-After from the provider wins).',
+  }),
+  allowNoncommercialModels: setting({
+    env: 'MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS',
+    schema: booleanSetting,
+    default: 'false',
+    doc: 'Let `serve` pull a kind whose network (or a helper network it needs) has a licence that forbids commercial use: Wav2Lip, MusicGen\'s weights (`models list` shows each licence). Off: such a kind is not pulled and /readyz and capabilities say why. The one-off commands run them for a person\'s own use with a line naming the licence.',
   }),
   srModels: setting({
     env: 'MEDIA_WORKER_SR_MODELS',

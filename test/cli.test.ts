@@ -157,6 +157,9 @@ describe('models list', () => {
     expect(r.stdout).toMatch(/^esrgan-slim-x2 .* esrgan-slim-x2\.onnx +missing \(made on first use\)$/m);
     const here = await cli(['models', 'list']);
     expect(here.stdout).toMatch(/^esrgan-slim-x2 .* present$/m);
+    // Each network's licence and whether a paid service may run it.
+    expect(here.stdout).toMatch(/^esrgan-slim-x2 .* MIT +may be sold: yes +esrgan-slim-x2\.onnx/m);
+    expect(here.stdout).toMatch(/^wav2lip-test .* MIT +may be sold: yes +wav2lip-test\.onnx/m);
   });
 });
 

@@ -270,13 +270,15 @@ describe('a fresh install without lip-sync weights', () => {
       RESULTS_DIR: await scratch('fresh-results'),
       WORKER_CONCURRENCY: 'image=1,video=0,lipsync=1,music=0,music-video=0',
       WORKER_READINESS_INTERVAL_MS: '500',
+      // The installer records Wav2Lip's research-only licence: this host stands for a person's own use.
+      MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS: '1',
     };
     const s = serve(env);
     const port = await s.serving();
     const before = await readyz(port);
     expect(before.status).toBe(200); // image runs
     expect(before.body.kinds.lipsync?.ready).toBe(false);
-    expect(before.body.kinds.lipsync?.reasons.join('\n')).toContain('lipsync-model: Expected lip-sync weights wav2lip for vendor-lipsync-2 but they are not installed (no manifest)');
+    expect(before.body.kinds.lipsync?.reasons.join('\n')).toContain('lipsync-backend: wav2lip: Expected lip-sync weights wav2lip for vendor-lipsync-2 but they are not installed (no manifest)');
     expect(s.log()).toContain('Not serving lipsync jobs');
 
     await cp.publishJob('lipsync', 'vendor-lipsync-2', {

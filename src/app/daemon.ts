@@ -23,14 +23,14 @@ import {
 } from '../worker/index.js';
 import { deviceLine, type DeviceDescription } from './device.js';
 import { probeHardware, type ProbedHardware } from './hardware.js';
-import type { Engine } from './kind-runtime.js';
+import type { BackendReport, Engine, KindRuntime } from './kind-runtime.js';
 import { hardwareClassOf } from './quote-policy.js';
 import { readinessChecks } from './readiness.js';
 import { executeJob } from './run-job.js';
 import { warmNetworks } from './warm-start.js';
 import { PROVIDER_KINDS, createEngine, quoteOnly, withProviderCheck } from './with-kinds.js';
-import { JOB_KINDS, KINDS } from '../jobs/index.js';
-import { RUNTIMES } from './kinds/index.js';
+import { JOB_KINDS, KINDS, type JobKind } from '../jobs/index.js';
+import { RUNTIMES, type KindStates } from './kinds/index.js';
 import { startTracing, telemetrySettingsFromEnv, type TelemetrySettings } from '../telemetry/index.js';
 
 export interface Daemon {
@@ -74,7 +74,13 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     readiness: withProviderCheck(readinessChecks({ config, settings, engine, logger }), hardware.shortfall),
     sweepLeftovers: () => sweepAllLeftovers(config),
     // What discovery reports is what the probe found running, as the quotes and readiness use it.
-    host: { hardwareClass: hardwareClassOf(config), executionProvider: hardware.probe.active, device: hardware.device, precision: hardware.precision },
+    host: {
+      hardwareClass: hardwareClassOf(config),
+      executionProvider: hardware.probe.active,
+      device: hardware.device,
+      precision: hardware.precision,
+      backends: () => kindBackends(engine),
+    },
   }).catch(async (err: unknown) => {
     await tracing.shutdown();
     throw err;
@@ -116,6 +122,16 @@ async function sweepAllLeftovers(config: Config): Promise<number> {
   const filesDir = path.resolve(config.modelFilesDir ?? config.modelsDir);
   const reports = await Promise.all([sweepLeftovers(jobDirSweep(config.tmpDir)), sweepLeftovers(modelTempSweep(filesDir))]);
   return reports.reduce((n, r) => n + r.removed.length, 0);
+}
+
+/** Each kind's backends as its last readiness check found them (capabilities). */
+function kindBackends(engine: Engine<KindStates>): Partial<Record<JobKind, BackendReport[]>> {
+  const out: Partial<Record<JobKind, BackendReport[]>> = {};
+  for (const kind of JOB_KINDS) {
+    const found = (RUNTIMES[kind] as KindRuntime<JobKind, KindStates>).backends?.(engine);
+    if (found !== undefined) out[kind] = found;
+  }
+  return out;
 }
 
 function executorFor(engine: Engine, results: ResultStore): JobExecutor {

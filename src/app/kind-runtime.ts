@@ -20,6 +20,15 @@ import type { SniffedFormat } from '../media/index.js';
 import type { DiskNeed, ReadinessCheck } from '../worker/index.js';
 import type { WorkerSettings } from '../worker/settings.js';
 
+/** One backend of a kind as capabilities report it (docs/protocol.md, "Discovery"). */
+export interface BackendReport {
+  name: string;
+  ready: boolean;
+  /** The model ids it serves. */
+  models: string[];
+  reason?: string;
+}
+
 /** Processing time limit per kind, in milliseconds (the daemon's watchdog, WORKER_WATCHDOG_MS). */
 export type TimeLimitsMs = Readonly<Record<JobKind, number>>;
 
@@ -116,6 +125,8 @@ export interface KindRuntime<K extends JobKind, S = unknown> {
   modelGenerators?: Readonly<Record<string, ModelGenerator>>;
   /** Slots a host configured for it gets while WORKER_CONCURRENCY is unset and leaves it at 0 (a backend configured, say). */
   configuredSlots?(config: Config): number;
+  /** Its backends as its last readiness check found them, for capabilities (kinds with backends; undefined before the first check). */
+  backends?(engine: Engine<S>): BackendReport[] | undefined;
 }
 
 /**

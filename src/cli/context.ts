@@ -21,7 +21,9 @@ export interface CliContext {
  */
 export function cliContext(overrides: Partial<Record<SettingKey, string>> = {}, opts: { daemon?: boolean } = {}): CliContext {
   if (opts.daemon === true) chooseLogFormat({ daemon: true });
-  const config = loadConfig(process.env, overrides);
+  // A one-off command runs for the person at the keyboard: networks whose licence forbids commercial
+  // use run there with a line naming the licence; MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS binds the daemon.
+  const config = loadConfig(process.env, opts.daemon === true ? overrides : { allowNoncommercialModels: '1', ...overrides });
   const format = logFormat(config.logFormat);
   const { logger } = openVoice(format, logLevelFor(format, config.logLevel));
   allowModelFetching(config.fetchModels);

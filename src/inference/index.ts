@@ -9,6 +9,7 @@ export * from './colour-anchor.js';
 export * from './edge-pad.js';
 export * from './execution-providers.js';
 export * from './graph-cost.js';
+export * from './licence.js';
 export * from './manifest.js';
 export * from './model-registry.js';
 export * from './npm-tarball.js';

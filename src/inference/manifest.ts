@@ -18,6 +18,12 @@ export const licenceSchema = z.object({
   spdx: z.string().min(1),
   holder: z.string().min(1),
   upstream: z.url(),
+  /**
+   * Whether the licence lets the weights serve paying customers (inference/licence.ts). Every
+   * shipped manifest says; absent (a manifest installed before it was recorded), it is read from
+   * the SPDX identifier where that is known.
+   */
+  commercialUse: z.boolean().optional(),
 });
 
 /** A file relative to an npm package's root. */

@@ -14,3 +14,7 @@ export * from './pipeline.js';
 export * from './settings.js';
 export * from './timeline.js';
 export * from './types.js';
+export * from './backends/choose.js';
+export * from './backends/types.js';
+export { SyncBackend, type SyncBackendOptions } from './sync/backend.js';
+export { idempotencyKey as syncIdempotencyKey } from './sync/api.js';

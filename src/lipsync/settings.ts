@@ -49,3 +49,63 @@ export function parseLipsyncModelMapping(text: string, where = 'the lip-sync mod
   if (!parsed.success) throw new Error(`Expected a valid ${where} but ${z.prettifyError(parsed.error)}`);
   return parsed.data;
 }
+
+/**
+ * The lip-sync backends an operator can list in MEDIA_WORKER_LIPSYNC_BACKENDS, in order of
+ * preference: `wav2lip`, the networks this host runs (MEDIA_WORKER_LIPSYNC_MODELS), and
+ * `sync-compatible`, a provider that speaks sync.so's v2 API.
+ */
+export const LIPSYNC_BACKEND_NAMES = ['wav2lip', 'sync-compatible'] as const;
+export type LipsyncBackendName = (typeof LIPSYNC_BACKEND_NAMES)[number];
+
+/** "wav2lip" or "wav2lip,sync-compatible": known names, no repeats, at least one, in order of preference. */
+export function parseLipsyncBackends(value: string): LipsyncBackendName[] {
+  const names = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const out: LipsyncBackendName[] = [];
+  for (const name of names) {
+    if (!(LIPSYNC_BACKEND_NAMES as readonly string[]).includes(name)) {
+      throw new Error(`Expected a comma-separated list of ${LIPSYNC_BACKEND_NAMES.join(', ')} but received ${JSON.stringify(value)}`);
+    }
+    if (out.includes(name as LipsyncBackendName)) throw new Error(`Expected each lip-sync backend once but ${name} is listed twice`);
+    out.push(name as LipsyncBackendName);
+  }
+  if (out.length === 0) throw new Error(`Expected at least one of ${LIPSYNC_BACKEND_NAMES.join(', ')} but received ${JSON.stringify(value)}`);
+  return out;
+}
+
+/** A provider's model name: sync.so spells them with letters, digits, dots and dashes. */
+const providerModel = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'Expected a provider model name of letters, digits, dots, underscores and dashes');
+
+/** Which provider model serves each public id through `sync-compatible`; null: that id is not sent to the provider. */
+export const syncModelMapSchema = z
+  .object({
+    'vendor-lipsync-2': providerModel.nullable(),
+    'vendor-lipsync-2-pro': providerModel.nullable(),
+    'vendor-lipsync-3': providerModel.nullable(),
+  })
+  .strict();
+
+export type SyncModelMap = z.infer<typeof syncModelMapSchema>;
+
+/** sync.so's own names for what the spec's three models promise (docs/lipsync.md, "Backends"). */
+export const DEFAULT_SYNC_MODEL_MAP: Readonly<SyncModelMap> = Object.freeze({
+  'vendor-lipsync-2': 'lipsync-2',
+  'vendor-lipsync-2-pro': 'lipsync-2-pro',
+  'vendor-lipsync-3': 'sync-3',
+});
+
+/** The map from a JSON object naming some ids (the others keep the default), e.g. `{"vendor-lipsync-3":null}`. */
+export function parseSyncModelMap(text: string): SyncModelMap {
+  let given: unknown;
+  try {
+    given = JSON.parse(text.trim());
+  } catch {
+    throw new Error(`Expected a JSON object of lip-sync model ids to provider models but received ${JSON.stringify(text)}`);
+  }
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+    throw new Error(`Expected a JSON object of lip-sync model ids to provider models but received ${JSON.stringify(text)}`);
+  }
+  const parsed = syncModelMapSchema.safeParse({ ...DEFAULT_SYNC_MODEL_MAP, ...given });
+  if (!parsed.success) throw new Error(`Expected a valid provider model map but ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}

@@ -8,6 +8,19 @@ export {
   type FetchOptions,
   type LocalizeOptions,
 } from './fetch.js';
+export {
+  backoffDelay,
+  callJson,
+  displayUrl,
+  errorDetail,
+  ProviderError,
+  retryAfterMs,
+  TransientProviderError,
+  waitUntil,
+  withRetry,
+  type CallOptions,
+  type RetryOptions,
+} from './provider-http.js';
 export { dnsResolver, publicResolver, systemResolver, type ResolvedAddress, type Resolver } from './resolvers.js';
 export {
   MEDIA_DEMUXERS,

@@ -10,5 +10,6 @@ export { finishSongs } from './finish.js';
 export { FOLDER_MANIFEST, REQUIRED_FILES } from './musicgen/contract.js';
 export { MusicgenBackend } from './musicgen/backend.js';
 export { inspectMusicgenFolder } from './musicgen/inspect.js';
+export { folderLicence, modelFolder } from './musicgen/folder.js';
 export { MUSICGEN_TEST_NAME } from './musicgen/test-model.js';
 export { toMusicRequest } from './request.js';

@@ -8,6 +8,16 @@ import { createInbox, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { JOB_KINDS, modelsOfKind, type JobKind } from '../jobs/index.js';
 
+export const backendCapabilitySchema = z.object({
+  name: z.string(),
+  ready: z.boolean(),
+  models: z.array(z.string()),
+  /** Why not ready (a missing key, weights, a licence that forbids commercial use). */
+  reason: z.string().optional(),
+});
+
+export type BackendCapability = z.infer<typeof backendCapabilitySchema>;
+
 const kindCapabilitySchema = z.object({
   /** Jobs of the kind this host runs at once (WORKER_CONCURRENCY); 0: not served here. */
   slots: z.number().int().nonnegative(),
@@ -17,6 +27,13 @@ const kindCapabilitySchema = z.object({
   reasons: z.array(z.string()),
   /** Model ids of the kind. */
   models: z.array(z.string()),
+  /**
+   * The kind's backends in the operator's order (lip-sync: wav2lip, sync-compatible; music), as
+   * their last readiness check found them: which model ids each serves, ready or why not. A job
+   * goes to the first ready one that serves its model. Absent for kinds without backends, and from
+   * workers that predate it.
+   */
+  backends: z.array(backendCapabilitySchema).optional(),
 });
 
 /** The device a worker's networks run on (docs/operations.md, "Hosts with many GPUs"). */

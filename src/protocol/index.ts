@@ -19,7 +19,7 @@ export {
   type CancelReply,
   type CancelRequest,
 } from './cancel.js';
-export { capabilitiesSchema, deviceSchema, discoverWorkers, modelsOfKind, whoCanRun, type Capabilities, type DeviceInfo, type DiscoverOptions } from './discovery.js';
+export { backendCapabilitySchema, capabilitiesSchema, deviceSchema, discoverWorkers, modelsOfKind, whoCanRun, type BackendCapability, type Capabilities, type DeviceInfo, type DiscoverOptions } from './discovery.js';
 export { WIRE_SCHEMAS, endpointSchemaMetadata, wireJsonSchemas, wireSchemaPath, type WireSchemaName } from './wire-schemas.js';
 export { resultLifetimeMs, resultUrl } from './result-url.js';
 export {

@@ -5,7 +5,7 @@
  * protocol/discovery.ts.
  */
 import { JOB_KINDS, type JobKind } from '../jobs/index.js';
-import { PROTOCOL_VERSION, modelsOfKind, type Capabilities, type DeviceInfo } from '../protocol/index.js';
+import { PROTOCOL_VERSION, modelsOfKind, type BackendCapability, type Capabilities, type DeviceInfo } from '../protocol/index.js';
 import type { KindStatus } from './availability.js';
 import type { WorkerState } from './types.js';
 
@@ -19,17 +19,21 @@ export interface HostFacts {
   device?: DeviceInfo | undefined;
   /** Which graph each super-resolution network runs (WORKER_PRECISION). */
   precision?: Capabilities['precision'];
+  /** Each kind's backends as their last readiness check found them (kinds with backends only). */
+  backends?: (() => Partial<Record<JobKind, BackendCapability[]>>) | undefined;
 }
 
 /** What this host announces, from its state and each kind's readiness. */
 export function capabilities(host: HostFacts, state: WorkerState, kinds: Readonly<Record<JobKind, KindStatus>>, now: Date): Capabilities {
   const running = state === 'running';
   const perKind = {} as Capabilities['kinds'];
+  const backends = host.backends?.() ?? {};
   for (const kind of JOB_KINDS) {
     const status = kinds[kind];
     const reasons = running || status.slots === 0 ? [...status.reasons] : [`worker is ${state}`, ...status.reasons];
     if (status.slots === 0) reasons.unshift('not served by this host (WORKER_CONCURRENCY)');
-    perKind[kind] = { slots: status.slots, ready: running && status.ready, reasons, models: modelsOfKind(kind) };
+    const kindBackends = backends[kind];
+    perKind[kind] = { slots: status.slots, ready: running && status.ready, reasons, models: modelsOfKind(kind), ...(kindBackends === undefined ? {} : { backends: kindBackends }) };
   }
   return {
     worker: host.worker,

@@ -54,7 +54,7 @@ export interface WorkerDeps {
    */
   sweepLeftovers?: () => Promise<number>;
   /** What discovery reports of this host's hardware (the CLI's `serve` says what it opened). */
-  host?: Pick<HostFacts, 'hardwareClass' | 'executionProvider' | 'device' | 'precision'>;
+  host?: Pick<HostFacts, 'hardwareClass' | 'executionProvider' | 'device' | 'precision' | 'backends'>;
 }
 
 /** How long a quote for a kind this host cannot run waits for another live worker to say it can. */

@@ -54,9 +54,9 @@ it("prints a variant's gate figures on the line after it, and nothing more for i
   const run = await runCli(['models', 'list'], { env: env() });
   expect(run.code, run.stderr).toBe(0);
   expect(run.stdout.split('\n')).toEqual([
-    `realesrgan-x4fast-int8   super-resolution   x4   realesrgan-x4fast-int8.onnx  missing (made on first use)`,
+    `realesrgan-x4fast-int8   super-resolution   x4   BSD-3-Clause                 may be sold: yes      realesrgan-x4fast-int8.onnx  missing (made on first use)`,
     '  int8 of realesrgan-x4fast: PSNR min 36.7 dB (gate 40), mean 38.3; ΔE 0.40 (tolerance 1.10), sharpness 0.98, tiled 1/255, 1.8x float32: not offered by default',
-    `realesrgan-x4fast        super-resolution   x4   realesrgan-x4fast.onnx       missing (made on first use)`,
+    `realesrgan-x4fast        super-resolution   x4   BSD-3-Clause                 may be sold: yes      realesrgan-x4fast.onnx       missing (made on first use)`,
     '',
   ]);
 });

@@ -11,13 +11,13 @@ import type { ModelGenerator } from '../../inference/index.js';
 import type { Logger } from '../../logger.js';
 import type { KindRuntime, KindRuntimes } from '../kind-runtime.js';
 import { imageUpscaleRuntime } from './image-upscale.js';
-import { lipsyncPolicy, lipsyncRuntime } from './lipsync.js';
+import { lipsyncPolicy, lipsyncRuntime, openLipsyncProvider, type LipsyncStates } from './lipsync.js';
 import { musicRuntime, openMusicBackends, type MusicStates } from './music.js';
 import { musicVideoRuntime } from './music-video.js';
 import { videoUpscaleRuntime } from './video-upscale.js';
 
 /** What the kinds keep open between jobs (one member per kind that keeps anything), on the engine. */
-export type KindStates = MusicStates;
+export type KindStates = MusicStates & LipsyncStates;
 
 export const RUNTIMES: { readonly [K in JobKind]: KindRuntime<K, KindStates> } = {
   image: imageUpscaleRuntime,
@@ -29,7 +29,7 @@ export const RUNTIMES: { readonly [K in JobKind]: KindRuntime<K, KindStates> } =
 
 /** Opens what the kinds keep open, once per process (createEngine). */
 export function openKindStates(config: Config, logger: Logger): KindStates {
-  return { music: openMusicBackends(config, logger) };
+  return { music: openMusicBackends(config, logger), lipsyncProvider: openLipsyncProvider(config, logger) };
 }
 
 /** Each kind's own part of the quote policy (one line per kind that has one), from the settings and the host's hardware. */

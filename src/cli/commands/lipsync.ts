@@ -12,9 +12,11 @@ export function registerLipsync(program: Command): void {
     .summary('drive the mouth of the face in a video with an audio track')
     .description(
       'Lip-syncs VIDEO (MP4, MOV, WebM, M4V or GIF, up to 30 s) to AUDIO (MP3, WAV, AAC, OGG or M4A) and writes ' +
-        'an MP4. The sync mode decides the output length when the two differ. Needs lip-sync weights: install real ' +
-        'ones with scripts/install-lipsync-model.ts, or set MEDIA_WORKER_LIPSYNC_MODELS=wav2lip-test for the ' +
-        'generated test model. Prints the completed task object as JSON.',
+        'an MP4. The sync mode decides the output length when the two differ. Runs on the first ready backend of ' +
+        'MEDIA_WORKER_LIPSYNC_BACKENDS that serves the model: wav2lip needs lip-sync weights (install real ones with ' +
+        'scripts/install-lipsync-model.ts, whose licence allows your own use only, or set MEDIA_WORKER_LIPSYNC_MODELS=wav2lip-test ' +
+        'for the generated test model); sync-compatible sends URLs to the provider (MEDIA_WORKER_SYNC_BASE_URL, ' +
+        'MEDIA_WORKER_SYNC_API_KEY) and uploads local files with its multipart form. Prints the completed task object as JSON.',
     )
     .requiredOption('--video <V>', 'video file or https URL')
     .requiredOption('--audio <A>', 'audio file or https URL')

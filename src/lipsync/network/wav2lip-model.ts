@@ -65,6 +65,8 @@ export const WAV2LIP_LICENCE = {
   spdx: 'LicenseRef-Wav2Lip-research',
   holder: 'Rudrabha Mukhopadhyay, K R Prajwal and co-authors (IIIT Hyderabad)',
   upstream: 'https://github.com/Rudrabha/Wav2Lip',
+  // Its README: "any form of commercial use is strictly prohibited".
+  commercialUse: false,
 } as const;
 
 /** Manifest for a Wav2Lip-contract file (the install script's, and the test model's via its generator). */

@@ -7,11 +7,11 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type ort from 'onnxruntime-node';
 import { ProcessingError } from '../../jobs/index.js';
-import { openSession, type InlineSession, type SessionSettings } from '../../inference/index.js';
+import { noncommercialNotice, noncommercialReason, openSession, type InlineSession, type SessionSettings } from '../../inference/index.js';
 import type { GenerateContext, MusicBackend, MusicRequest, RawSong, Readiness } from '../types.js';
 import { countLayers, MUSICGEN_FILES, missingDecoderNames } from './contract.js';
 import { decodeMusic, type MusicgenSessions } from './decode.js';
-import { ensureFolder, missingFiles, MusicgenModelMissing, readSpec, type MusicgenSpec } from './folder.js';
+import { ensureFolder, folderLicence, missingFiles, MusicgenModelMissing, readSpec, type MusicgenSpec } from './folder.js';
 import { MUSICGEN_TEST_NAME } from './test-model.js';
 import { parseTokenizer, type Tokenizer } from './tokenizer.js';
 
@@ -22,6 +22,12 @@ export interface MusicgenBackendOptions {
   /** The model folder (Xenova layout plus media-worker-model.json). */
   dir: string;
   sessions?: SessionSettings;
+  /**
+   * Whether weights whose licence forbids commercial use (musicgen-small's CC-BY-NC-4.0) count as
+   * ready: MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS for `serve`, always for a one-off command, which
+   * logs the licence instead. Default true.
+   */
+  allowNoncommercial?: boolean;
 }
 
 interface Loaded {
@@ -46,9 +52,12 @@ export class MusicgenBackend implements MusicBackend {
     // The test model is generated on first use, so it is always ready.
     if (path.basename(this.#opts.dir) === MUSICGEN_TEST_NAME) return { ready: true };
     const missing = missingFiles(this.#opts.dir);
-    return missing.length === 0
-      ? { ready: true }
-      : { ready: false, reason: `MusicGen weights not installed in ${this.#opts.dir} (missing ${missing.join(', ')}; see docs/music.md)` };
+    if (missing.length > 0) return { ready: false, reason: `MusicGen weights not installed in ${this.#opts.dir} (missing ${missing.join(', ')}; see docs/music.md)` };
+    if (this.#opts.allowNoncommercial === false) {
+      const refused = noncommercialReason([{ name: path.basename(this.#opts.dir), licence: await folderLicence(this.#opts.dir) }]);
+      if (refused !== undefined) return { ready: false, reason: refused };
+    }
+    return { ready: true };
   }
 
   load(): Promise<Loaded> {
@@ -92,6 +101,10 @@ export class MusicgenBackend implements MusicBackend {
   async generate(request: MusicRequest, ctx: GenerateContext): Promise<RawSong[]> {
     if (request.lyrics !== undefined) {
       throw new ProcessingError('The musicgen backend makes instrumental music only and cannot sing lyrics: send instrumental: true, or configure a backend with vocals (ace-step, suno-compatible)');
+    }
+    if (path.basename(this.#opts.dir) !== MUSICGEN_TEST_NAME) {
+      const notice = noncommercialNotice([{ name: path.basename(this.#opts.dir), licence: await folderLicence(this.#opts.dir).catch(() => null) }]);
+      if (notice !== undefined) ctx.logger.warn({ backend: this.name }, notice);
     }
     ctx.onProgress({ stage: 'loading model' });
     const loaded = await this.load().catch((cause: unknown) => {

@@ -19,7 +19,7 @@ export const folderManifestSchema = z.object({
   name: z.string().min(1),
   testModel: z.boolean().default(false),
   description: z.string().optional(),
-  licence: z.object({ spdx: z.string().min(1), holder: z.string().optional(), url: z.string().optional() }),
+  licence: z.object({ spdx: z.string().min(1), holder: z.string().optional(), url: z.string().optional(), commercialUse: z.boolean().optional() }),
   source: z.record(z.string(), z.unknown()).optional(),
   files: z.record(z.string(), z.object({ sha256, bytes: z.number().int().nonnegative() })),
 });
@@ -83,6 +83,11 @@ export function modelFolder(setting: string, filesDir: string): string {
 /** Missing files (never generates anything): for readiness. */
 export function missingFiles(dir: string): string[] {
   return [FOLDER_MANIFEST, ...REQUIRED_FILES].filter((f) => !existsSync(path.join(dir, f)));
+}
+
+/** The folder's recorded licence (media-worker-model.json), read without verifying the files. */
+export async function folderLicence(dir: string): Promise<FolderManifest['licence']> {
+  return folderManifestSchema.parse(await readJson(path.join(dir, FOLDER_MANIFEST))).licence;
 }
 
 async function readJson(file: string): Promise<unknown> {
