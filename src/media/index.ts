@@ -60,6 +60,7 @@ export {
   JOB_DIR_PREFIX,
   jobDirSweep,
   modelTempSweep,
+  ownedTempDir,
   safeDirPrefix,
   sweepLeftovers,
   withJobDir,

@@ -22,7 +22,7 @@ import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
-import { failedEvent, firstClaimHost } from '../../src/protocol/index.js';
+import { failedEvent, claimHolder } from '../../src/protocol/index.js';
 import { JobError } from '../../src/errors.js';
 import { provisionFromEnv } from '../helpers/provision.js';
 import { startRoleNats, type Role, type RoleNats } from '../helpers/role-nats.js';
@@ -176,7 +176,7 @@ describe('another worker host (issue 31, item 2)', () => {
     try {
       // host1 took the job (its claim is stored before it runs) and is fetching its input, slowly.
       const ojsm = await jetstreamManager(operator);
-      expect(await waitFor('host1 to claim the task', async () => (await firstClaimHost(ojsm, 'MEDIA_CLAIMS', taskId)) ?? undefined, 10_000, 50)).toBe('host1');
+      expect(await waitFor('host1 to claim the task', async () => (await claimHolder(ojsm, 'MEDIA_CLAIMS', taskId)) ?? undefined, 10_000, 50)).toBe('host1');
       const js = jetstream(attacker, { timeout: 2000 });
       const now = new Date();
       const forged = JSON.stringify(
@@ -219,7 +219,7 @@ describe('cancellation under the shipped users', () => {
       const reply = await operator.request('media.cancel', JSON.stringify({ id, credits: 30 }), { timeout: 10_000 });
       expect(reply.json()).toEqual({ id, cancelled: true, status: 'failed', code: 'CANCELLED' });
       const jsm = await jetstreamManager(operator);
-      expect(await firstClaimHost(jsm, 'MEDIA_CLAIMS', id)).toBe('host1');
+      expect(await claimHolder(jsm, 'MEDIA_CLAIMS', id)).toBe('host1');
       const event = await jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.host1.${id}` });
       expect(event?.json()).toMatchObject({ id, status: 'failed', refund: true, creditsRefunded: 30, error: { code: 'CANCELLED' } });
       expect(serve.output()).not.toMatch(/Permissions Violation/);
