@@ -38,7 +38,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import sharp from 'sharp';
 import { openStore, type Store } from '../src/gateway/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
-import { EVENTS_SUBJECT_PREFIX, firstClaimHost, hostAndTask } from '../src/protocol/index.js';
+import { EVENTS_SUBJECT_PREFIX, claimHolder, hostAndTask } from '../src/protocol/index.js';
 import { sleep } from '../src/sleep.js';
 import { check, type CheckedTask, type ClientOp } from './chaos/checker.js';
 import * as net from './chaos/netns.js';
@@ -254,6 +254,9 @@ async function inside(): Promise<void> {
       WORKER_HEALTH_PORT: '0',
       WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0',
       WORKER_ACK_WAIT_MS: String(ACK_WAIT_MS),
+      // Leased for the ack wait: w1 cut off longer than that loses its task to w2, and its late
+      // settlement is refused (docs/claims-leases.md); the checker counts one event, one charge.
+      WORKER_CLAIM_LEASE_MS: String(ACK_WAIT_MS),
       WORKER_HEARTBEAT_MS: '2000',
       WORKER_NAK_DELAYS_MS: '200',
     };
@@ -495,7 +498,7 @@ async function inside(): Promise<void> {
         accountId: a.id,
         status: task?.status ?? 'missing',
         eventHosts: eventHosts.get(id) ?? [],
-        firstClaim: await firstClaimHost(jsm, 'MEDIA_CLAIMS', id),
+        firstClaim: await claimHolder(jsm, 'MEDIA_CLAIMS', id),
         webhooks: webhookIds.get(id)?.size ?? 0,
         wantsWebhook: task?.extras.webhookUrl !== undefined,
       });

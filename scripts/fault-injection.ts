@@ -5,7 +5,8 @@
  *
  * Starts its own nats-server (JetStream, free port, store in a temp directory) and a local http
  * server for the inputs (each image trickles out over about 1.5 s, so jobs spend time mid-job),
- * then `--workers` serve processes sharing one temp directory and one results directory. It
+ * then `--workers` serve processes (hosts `chaos0`, `chaos1`, ..., every kind at its shipped
+ * concurrency, claims leased for the ack wait) sharing one temp directory and one results directory. It
  * publishes `--tasks` image jobs (about 1 in 10 naming a missing input: a permanent failure with
  * a refund; about 1 in 10 published twice), SIGKILLs a random worker's whole process group
  * `--kills` times at random moments (restarting it half a second later) and restarts nats-server
@@ -14,10 +15,10 @@
  * or running), stops
  * the workers with SIGTERM and counts: events per task (exactly one each), duplicates, results
  * that match (a completed task's file exists with the x2 size), refunds, the longest wait from
- * publish to event, and what is left in the temp directory (job directories) and the results
- * directory (partial files), besides the job directories the kills left (reclaimed by the sweeps
- * of the restarted workers). A task without an event is reported with its claim and the jobs
- * consumer's state. The last line printed is one JSON verdict; exit status 1 when a count is
+ * publish to event and from the last kill to the last event, and what is left in the temp
+ * directory (anything at all: job directories, readiness checks' renders) and the results directory
+ * (partial files), besides the job directories the kills left (reclaimed by the sweeps of the
+ * restarted workers). A task without an event is reported with its claim and the jobs consumer's state. The last line printed is one JSON verdict; exit status 1 when a count is
  * wrong, and then (or with --keep) the run's folder stays, the workers' logs in it.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -33,7 +34,7 @@ import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/t
 import sharp from 'sharp';
 import { natsServerBin } from '../bench/gateway/nats-server.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
-import { firstClaimHost, terminalEventSchema, type TerminalEvent } from '../src/protocol/index.js';
+import { claimHolder, terminalEventSchema, type TerminalEvent } from '../src/protocol/index.js';
 import { seededRandom } from '../src/seeded-random.js';
 import { sleep } from '../src/sleep.js';
 
@@ -158,8 +159,10 @@ async function main(): Promise<void> {
     MEDIA_WORKER_TMP_DIR: tmp,
     RESULTS_DIR: results,
     RESULTS_BASE_URL: 'https://cdn.example.test/results',
-    WORKER_CONCURRENCY: 'image=2,video=0,lipsync=0,music=0,music-video=0',
+    // Every kind as shipped (no WORKER_CONCURRENCY): their readiness checks run, and are killed, too.
     WORKER_ACK_WAIT_MS: '3000',
+    // A host killed for good loses its tasks after the lease (docs/claims-leases.md): here the ack wait.
+    WORKER_CLAIM_LEASE_MS: '3000',
     WORKER_HEARTBEAT_MS: '500',
     WORKER_PULL_EXPIRES_MS: '1000',
     WORKER_NAK_DELAYS_MS: '200',
@@ -173,7 +176,9 @@ async function main(): Promise<void> {
   const startWorker = (name: string): Worker => {
     // Its own process group, so a kill takes ffmpeg and every other child with it.
     const log = openSync(path.join(logs, `${name}.log`), 'a');
-    const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, NATS_CONNECTION_NAME: name }, stdio: ['ignore', log, log], detached: true });
+    // One host per worker (as in a fleet): a task whose host was killed is taken over by another.
+    const host = name.replace(/^fault-worker-/, 'chaos');
+    const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, NATS_CONNECTION_NAME: name, WORKER_HOST_ID: host }, stdio: ['ignore', log, log], detached: true });
     closeSync(log);
     const w = { name, child, exited: new Promise<void>((r) => child.once('exit', () => r())) };
     return w;
@@ -221,6 +226,7 @@ async function main(): Promise<void> {
   let midJob = 0;
   let orphaned = 0;
   let natsRestarts = 0;
+  let lastKillAt = Date.now();
   for (let k = 0; k < kills; k += 1) {
     await sleep(500 + rand() * 1500);
     const index = Math.floor(rand() * workers.length);
@@ -236,6 +242,7 @@ async function main(): Promise<void> {
     await victim.exited;
     // What the kill left behind: job directories no cleanup of the dead process will remove.
     orphaned += (await fs.readdir(tmp)).filter((n) => n.includes(`-p${pid}s`)).length;
+    lastKillAt = Date.now();
     await sleep(500);
     workers[index] = startWorker(victim.name);
     if (k === Math.floor(kills / 2)) {
@@ -280,7 +287,8 @@ async function main(): Promise<void> {
   // Graceful stop, then what is left behind.
   for (const w of workers) w.child.kill('SIGTERM');
   await Promise.all(workers.map((w) => w.exited));
-  const leftoverDirs = (await fs.readdir(tmp)).filter((n) => n.startsWith('media-worker-'));
+  // Anything at all: job directories, and what readiness checks and warm-ups put there.
+  const leftoverDirs = await fs.readdir(tmp);
   const partials: string[] = [];
   for (const kind of await fs.readdir(results).catch(() => [] as string[])) {
     for (const task of await fs.readdir(path.join(results, kind))) {
@@ -321,6 +329,9 @@ async function main(): Promise<void> {
     leftoverJobDirs: leftoverDirs.length,
     leftoverPartialResults: partials.length,
     longestSecondsToEvent: Math.max(0, ...ids.map((id) => ((storedAt.get(id) ?? Date.now()) - (publishedAt.get(id) ?? 0)) / 1000)),
+    // Server times of the events against this machine's clock (one machine): how long the last kill held a task up.
+    secondsFromLastKillToLastEvent: Math.max(0, (Math.max(0, ...ids.map((id) => storedAt.get(id) ?? Date.now())) - lastKillAt) / 1000),
+    leftoverTempEntries: leftoverDirs.slice(0, 20),
     lost: lostState,
   };
   await nc.close();
@@ -338,7 +349,7 @@ async function main(): Promise<void> {
     for (const [k, v] of Object.entries(report)) process.stdout.write(`| ${k} | ${typeof v === 'object' ? JSON.stringify(v) : v} |\n`);
   }
   // The last line is always one JSON verdict, as the partition suite's.
-  const verdict = { ok, tasks, events: report.events, lost: report.tasksWithoutEvent, duplicates: report.tasksWithSeveralEvents, wrong: tasks - report.tasksWithoutEvent - report.correctOutcomes, refunds: report.refunded, expectedRefunds: report.expectedRefunds, kills, midJobKills: midJob, leftoverJobDirs: report.leftoverJobDirs, leftoverPartialResults: report.leftoverPartialResults, longestSecondsToEvent: Number(report.longestSecondsToEvent.toFixed(1)), ...(lostState.length > 0 ? { lostTasks: lostState } : {}), ...(ok && values.keep !== true ? {} : { kept: dir }) };
+  const verdict = { ok, tasks, events: report.events, lost: report.tasksWithoutEvent, duplicates: report.tasksWithSeveralEvents, wrong: tasks - report.tasksWithoutEvent - report.correctOutcomes, refunds: report.refunded, expectedRefunds: report.expectedRefunds, kills, midJobKills: midJob, leftoverJobDirs: report.leftoverJobDirs, leftoverPartialResults: report.leftoverPartialResults, longestSecondsToEvent: Number(report.longestSecondsToEvent.toFixed(1)), secondsFromLastKillToLastEvent: Number(report.secondsFromLastKillToLastEvent.toFixed(1)), ...(lostState.length > 0 ? { lostTasks: lostState } : {}), ...(ok && values.keep !== true ? {} : { kept: dir }) };
   process.stdout.write(`${JSON.stringify(verdict)}\n`);
   if (!ok) process.exitCode = 1;
 }
@@ -353,7 +364,7 @@ async function queuedJobs(jsm: JetStreamManager): Promise<number> {
 async function serverStateOf(jsm: JetStreamManager, id: string): Promise<Record<string, unknown>> {
   const consumers = [];
   for await (const c of jsm.consumers.list('MEDIA_JOBS')) consumers.push({ name: c.name, pending: c.num_pending, ackPending: c.num_ack_pending, redelivered: c.num_redelivered, ackFloor: c.ack_floor.stream_seq, delivered: c.delivered.stream_seq });
-  return { claimedBy: await firstClaimHost(jsm, 'MEDIA_CLAIMS', id), consumers };
+  return { claimedBy: await claimHolder(jsm, 'MEDIA_CLAIMS', id), consumers };
 }
 
 main().catch((err: unknown) => {

@@ -31,7 +31,7 @@ import sharp from 'sharp';
 import { markdownTable } from '../bench/doc-block.js';
 import { openStore, type Store } from '../src/gateway/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
-import { EVENTS_SUBJECT_PREFIX, anyHostEventSubject, firstClaimHost, hostAndTask } from '../src/protocol/index.js';
+import { EVENTS_SUBJECT_PREFIX, anyHostEventSubject, claimHolder, hostAndTask } from '../src/protocol/index.js';
 import { sleep } from '../src/sleep.js';
 import { auditLedger, type AuditedTask } from './cluster-audit.js';
 import { replaceMarkedBlock } from './marked-block.js';
@@ -140,7 +140,7 @@ async function diagnoseTask(jsm: JetStreamManager, taskId: string, clients: read
     lines.push(`  consumer ${c.name}: delivered ${c.delivered.stream_seq}, ack floor ${c.ack_floor.stream_seq}, pending ${c.num_pending}, ack pending ${c.num_ack_pending}, redelivered ${c.num_redelivered}`);
   }
   const events = await jsm.streams.info('MEDIA_EVENTS', { subjects_filter: anyHostEventSubject(taskId) });
-  lines.push(`  events: ${JSON.stringify(events.state.subjects ?? {})}; first claim: ${String(await firstClaimHost(jsm, 'MEDIA_CLAIMS', taskId))}`);
+  lines.push(`  events: ${JSON.stringify(events.state.subjects ?? {})}; first claim: ${String(await claimHolder(jsm, 'MEDIA_CLAIMS', taskId))}`);
   const advisories = await jsm.streams.info('MEDIA_JOBS_ADVISORIES');
   lines.push(`  MEDIA_JOBS_ADVISORIES: ${advisories.state.messages} messages`);
   for (const c of clients) {
@@ -346,7 +346,7 @@ async function main(): Promise<void> {
     }
     for (const t of tasks) {
       t.eventHosts = eventHosts.get(t.id) ?? [];
-      t.firstClaim = await firstClaimHost(jsm, 'MEDIA_CLAIMS', t.id);
+      t.firstClaim = await claimHolder(jsm, 'MEDIA_CLAIMS', t.id);
     }
     const ledgers = [];
     for (const a of accounts) {

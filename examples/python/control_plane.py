@@ -9,9 +9,9 @@ It does what a billing control plane does, in the documented order:
                 same task again (the stream drops the duplicate inside its 2-minute window);
   4. cancel:    publish a second, slow job and cancel it on media.cancel;
   5. events:    read MEDIA_EVENTS with a durable pull consumer of its own, believing an event only
-                from the host that claimed the task first (its subject media.events.<host>.<task>
-                against the first media.claims.*.<task>): completed -> keep the result; failed ->
-                refund what was deducted.
+                from the host that settles the task (its subject media.events.<host>.<task> against
+                the task's claims media.claims.*.<task>, replayed as leases by the server's order and
+                times): completed -> keep the result; failed -> refund what was deducted.
 
 Usage:
   pip install nats-py
@@ -25,18 +25,19 @@ protocol. It never creates the worker's streams: `media-worker provision` does (
 
 import argparse
 import asyncio
+import base64
 import json
 import sys
 import time
 import uuid
+from datetime import datetime, timezone
 
 import nats
 from nats.errors import NoRespondersError, TimeoutError as NatsTimeout
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.errors import NotFoundError
 
 PROTOCOL_HEADER = "Media-Protocol-Version"
-PROTOCOL_VERSION = "2.0"
+PROTOCOL_VERSION = "2.1"
 
 
 async def discover(nc, wait=0.5):
@@ -80,24 +81,62 @@ async def cancel(nc, task_id, credits):
     return json.loads(msg.data)
 
 
-async def first_claim_host(js, task_id):
-    """The host whose claim of the task was stored first, or None (docs/protocol.md, "Who settles a task")."""
-    try:
-        msg = await js.get_msg("MEDIA_CLAIMS", seq=1, subject=f"media.claims.*.{task_id}", next=True)
-    except NotFoundError:
-        return None
-    return msg.subject.split(".")[2]
+def server_ms(timestamp):
+    """The stream's RFC 3339 time (nanoseconds, "Z") in milliseconds since the epoch."""
+    whole, _, rest = timestamp.rstrip("Z").partition(".")
+    seconds = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    return int(seconds * 1000) + int((rest + "000")[:3])
 
 
-async def believed(js, msg, event):
-    """An event counts only from the task's first claimer: media.events.<host>.<task id>, <host> = that host."""
+async def claim_entries(nc, task_id):
+    """Every readable claim of the task in stream order: (host, op, lease_ms or None, server ms)."""
+    entries, seq = [], 1
+    while True:
+        request = {"seq": seq, "next_by_subj": f"media.claims.*.{task_id}"}
+        reply = json.loads((await nc.request("$JS.API.STREAM.MSG.GET.MEDIA_CLAIMS", json.dumps(request).encode(), timeout=5)).data)
+        if "error" in reply:
+            return entries  # no more (404)
+        stored = reply["message"]
+        try:
+            body = json.loads(base64.b64decode(stored.get("data", "")))
+        except ValueError:
+            body = None
+        lease = body.get("leaseMs") if isinstance(body, dict) else None
+        op = body.get("op", "claim") if isinstance(body, dict) else None
+        if isinstance(body, dict) and op in ("claim", "renew", "settle") and (lease is None or isinstance(lease, int)):
+            entries.append((stored["subject"].split(".")[2], op, lease, server_ms(stored["time"])))
+        seq = stored["seq"] + 1
+
+
+async def settling_host(nc, task_id):
+    """The host whose event settles the task, or None (docs/protocol.md, "Who settles a task").
+
+    Claims are leases: the first claim holds for its leaseMs from when the server stored it, its
+    host's entries renew it; another host's claim stored after the lease lapsed takes the task over;
+    the holder's settle mark makes it the settling host for good. A claim without leaseMs never lapses.
+    """
+    holder, expires, settled = None, None, False
+    for host, op, lease, at in await claim_entries(nc, task_id):
+        until = None if lease is None else at + lease
+        if holder is None:
+            holder, expires, settled = host, until, op == "settle"
+        elif host == holder:
+            if not settled:
+                expires, settled = until, op == "settle"
+        elif not settled and op == "claim" and expires is not None and at > expires:
+            holder, expires = host, until
+    return holder if settled or (holder is not None and expires is None) else None
+
+
+async def believed(nc, msg, event):
+    """An event counts only from the host that settles the task: media.events.<host>.<task id>, <host> = that host."""
     tokens = msg.subject.split(".")
     if len(tokens) != 4 or tokens[3] != event.get("id"):
         return False
-    return tokens[2] == await first_claim_host(js, event["id"])
+    return tokens[2] == await settling_host(nc, event["id"])
 
 
-async def wait_for_events(js, task_ids, durable, timeout):
+async def wait_for_events(nc, js, task_ids, durable, timeout):
     """Reads events with our own durable consumer until every task has one; acks each after 'billing' it."""
     await js.add_consumer(
         "MEDIA_EVENTS",
@@ -114,7 +153,7 @@ async def wait_for_events(js, task_ids, durable, timeout):
                 continue
             for msg in msgs:
                 event = json.loads(msg.data)
-                if event["id"] in task_ids and await believed(js, msg, event):
+                if event["id"] in task_ids and await believed(nc, msg, event):
                     # One transaction keyed by the task id in a real control plane: completed -> store
                     # the result; failed with refund -> give back what was deducted for the task.
                     events.setdefault(event["id"], []).append({**event, "_protocol": msg.headers.get(PROTOCOL_HEADER) if msg.headers else None})
@@ -158,7 +197,7 @@ async def main(args):
     report["cancel"] = await cancel(nc, slow["id"], credits)
     expect(report["cancel"].get("cancelled") is True, f"cancel refused: {report['cancel']}")
 
-    events = await wait_for_events(js, [job["id"], slow["id"]], f"py-example-{run}", args.timeout)
+    events = await wait_for_events(nc, js, [job["id"], slow["id"]], f"py-example-{run}", args.timeout)
     report["events"] = events
     done = events.get(job["id"], [])
     cancelled = events.get(slow["id"], [])

@@ -4,6 +4,7 @@
  * function, each kind's readiness checks and the sweep of leftovers. `media-worker serve` starts it
  * and turns signals into `stop()`.
  */
+import os from 'node:os';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -72,7 +73,7 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     results,
     version: PACKAGE_VERSION,
     readiness: withProviderCheck(readinessChecks({ config, settings, engine, logger }), hardware.shortfall),
-    sweepLeftovers: () => sweepAllLeftovers(config),
+    sweepLeftovers: () => sweepAllLeftovers(config, settings.resultsDir),
     // What discovery reports is what the probe found running, as the quotes and readiness use it.
     host: {
       hardwareClass: hardwareClassOf(config),
@@ -117,10 +118,15 @@ export function withConfiguredSlots(settings: WorkerSettings, config: Config, co
   return concurrency === settings.concurrency ? settings : { ...settings, concurrency };
 }
 
-/** Job directories (temp dir) and half-written model files whose process is gone. */
-async function sweepAllLeftovers(config: Config): Promise<number> {
+/**
+ * What processes that are gone left: job directories and readiness trial renders (temp dir), model
+ * downloads (the OS temp dir, where npm packs them), readiness write probes (temp and results dirs),
+ * half-written model files. Only names with an owner token whose process is dead (workdir.ts).
+ */
+export async function sweepAllLeftovers(config: Pick<Config, 'tmpDir' | 'modelFilesDir' | 'modelsDir'>, resultsDir: string): Promise<number> {
   const filesDir = path.resolve(config.modelFilesDir ?? config.modelsDir);
-  const reports = await Promise.all([sweepLeftovers(jobDirSweep(config.tmpDir)), sweepLeftovers(modelTempSweep(filesDir))]);
+  const roots = [...new Set([path.resolve(config.tmpDir), path.resolve(os.tmpdir()), path.resolve(resultsDir)])];
+  const reports = await Promise.all([...roots.map((root) => sweepLeftovers(jobDirSweep(root))), sweepLeftovers(modelTempSweep(filesDir))]);
   return reports.reduce((n, r) => n + r.removed.length, 0);
 }
 

@@ -6,16 +6,16 @@
  * the work queue. Workers may not read the queue by sequence (a host taken over would read queued
  * jobs and claim them first: docs/operations.md, "A worker host taken over").
  *
- * One settlement: when the task's first claimer published its terminal event, that event settles
- * it (the events consumer); otherwise settle() fails and refunds it once, as the pending expiry
- * does, and a claimer's event arriving later is counted as already settled.
+ * One settlement: when the host that settles the task (protocol/claims.ts) published its terminal
+ * event, that event settles it (the events consumer); otherwise settle() fails and refunds it once,
+ * as the pending expiry does, and a claimer's event arriving later is counted as already settled.
  */
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { JobError } from '../errors.js';
 import { KIND_FAILURE_CODE, type JobKind } from '../jobs/index.js';
-import { EVENTS_SUBJECT_PREFIX, bodyCredits, bodyField, creationTime, failedEvent, firstClaimHost, kindOfJobSubject, readTaskId } from '../protocol/index.js';
+import { EVENTS_SUBJECT_PREFIX, bodyCredits, bodyField, creationTime, failedEvent, kindOfJobSubject, readTaskId, settlingHost, taskLease } from '../protocol/index.js';
 import type { GatewayService } from './service.js';
 
 const advisorySchema = z.object({
@@ -60,11 +60,11 @@ export async function settleExhaustedJob(deps: ExhaustedJobDeps, payload: unknow
     log.error({ reason: reading.reason }, 'Job that exhausted its deliveries has no readable task id: removed without a settlement');
   } else {
     const taskId = reading.id;
-    const first = await firstClaimHost(deps.jsm, deps.claimsStream, taskId);
+    const first = settlingHost(await taskLease(deps.jsm, deps.claimsStream, taskId));
     const own = first === null ? null : await deps.jsm.streams.getMessage(deps.eventsStream, { last_by_subj: `${EVENTS_SUBJECT_PREFIX}.${first}.${taskId}` });
     if (own !== null) {
       outcome = 'settled by its event';
-      log.info({ taskId, claimedBy: first }, 'Job exhausted its deliveries but its first claimer published its event');
+      log.info({ taskId, claimedBy: first }, 'Job exhausted its deliveries but the host that settles it published its event');
     } else {
       const body = reading.body;
       const event = failedEvent(taskId, bodyField(body, 'model'), deliveriesExhaustedError(kindOfJobSubject(stored.subject), advisory.deliveries), bodyCredits(body), {

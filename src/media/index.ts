@@ -73,6 +73,7 @@ export {
   JOB_DIR_PREFIX,
   jobDirSweep,
   modelTempSweep,
+  ownedTempDir,
   safeDirPrefix,
   sweepLeftovers,
   withJobDir,

@@ -37,6 +37,15 @@ export async function withJobDir<T>(prefix: string, fn: (dir: string) => Promise
   }
 }
 
+/**
+ * A temporary directory of this process that is not a job's (a readiness check's trial render, a
+ * model download): named like a job directory, so the sweep of the directory it is in reclaims it
+ * after a SIGKILL. The caller removes it when done.
+ */
+export async function ownedTempDir(root: string, label: string): Promise<string> {
+  return mkdtemp(join(root, `${JOB_DIR_PREFIX}${ownerToken()}-${safeDirPrefix(label)}-`));
+}
+
 export interface LeftoverSweep {
   /** Directory whose entries are looked at (not recursively). */
   dir: string;

@@ -4,12 +4,12 @@
  * a font for the title. No GPU and no network: any host with these can run the kind. What is
  * missing is named, one entry each, so an operator knows what to install.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { errorMessage, firstErrorLine } from '../errors.js';
-import { resolveFfmpeg, runProcess } from '../media/index.js';
+import { ownedTempDir, resolveFfmpeg, runProcess } from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
 import { MUSIC_VIDEO_STYLES } from '../jobs/index.js';
 import { FONT_NEED, findFontFile } from './font.js';
@@ -95,7 +95,8 @@ export async function musicVideoReadiness(opts: ReadinessOptions = {}): Promise<
  * when every style rendered; else the first failure's first line.
  */
 async function trialRender(ffmpeg: string, fontFile: string, opts: ReadinessOptions): Promise<string | undefined> {
-  const dir = await mkdtemp(path.join(opts.tmpDir ?? os.tmpdir(), 'music-video-readiness-'));
+  // Named for this process: a worker killed mid-render leaves it to the next start's sweep.
+  const dir = await ownedTempDir(opts.tmpDir ?? os.tmpdir(), 'music-video-readiness');
   try {
     const audio = path.join(dir, 'tone.wav');
     await runProcess(ffmpeg, ['-hide_banner', '-nostdin', '-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=0.2', audio], { timeoutMs: 20_000 });

@@ -36,7 +36,24 @@ export {
   perKindSetting,
 } from './settings.js';
 export { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, configDifferences, eventsStreamConfig, streamProblems, jobsStreamConfig, type DesiredStream } from './streams.js';
-export { claimTask, firstClaimHost } from './claims.js';
+export {
+  CLAIM_OPS,
+  MAX_LEASE_MS,
+  MIN_LEASE_MS,
+  claimHolder,
+  claimTask,
+  createClaimer,
+  leaseOf,
+  publishClaim,
+  readClaims,
+  settlingHost,
+  taskLease,
+  type ClaimEntry,
+  type ClaimOp,
+  type ClaimOptions,
+  type ClaimResult,
+  type TaskLease,
+} from './claims.js';
 export { retryInPlace, type RetryInPlace } from './retry-in-place.js';
 export { PULL_EXPIRES_MS, consumeOptions } from './pull-timing.js';
 export {

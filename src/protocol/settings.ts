@@ -35,6 +35,10 @@ const SPEC_LIFETIMES = allKinds()
   .flatMap((kind) => (kind.resultLifetimeDays === 'upscale-setting' ? [] : [`${kind.label}: ${kind.resultLifetimeDays} days`]))
   .join(' and ');
 
+/** Bounds of a claim's lease (WORKER_CLAIM_LEASE_MS; protocol/claims.ts): a lease outside them makes a claim unreadable, hence ignored. */
+export const MIN_LEASE_MS = 1_000;
+export const MAX_LEASE_MS = 10 * 60_000;
+
 export const PROTOCOL_SETTINGS = {
   natsUrl: setting({
     env: 'NATS_URL',

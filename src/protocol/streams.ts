@@ -30,8 +30,8 @@ export function jobsStreamConfig(s: StreamSettings): DesiredStream {
 }
 
 /**
- * Events and claims keep the first message of each subject for the events' lifetime: a second one
- * is refused by the server, not stored over the first.
+ * Events keep the first message of each subject for the events' lifetime: a second one is
+ * refused by the server, not stored over the first.
  */
 function firstWritePerSubject(s: StreamSettings): Omit<DesiredStream, 'name' | 'description' | 'subjects'> {
   return {
@@ -56,15 +56,23 @@ export function eventsStreamConfig(s: StreamSettings): DesiredStream {
 }
 
 /**
- * Claims: a host publishes `media.claims.<host>.<task>` before it runs a task (one per host and
- * task). The first claim of a task names the only host whose event settles it (docs/protocol.md).
+ * Claims: a host publishes `media.claims.<host>.<task>` to take a task, to renew its lease and to
+ * mark its settlement (protocol/claims.ts), so every entry is kept, in the server's order and with
+ * its time, for the events' lifetime: replayed, they say which host's event settles the task.
  */
 export function claimsStreamConfig(s: StreamSettings): DesiredStream {
   return {
     name: s.claimsStream,
-    description: 'media-worker claims: which host took each task first (docs/protocol.md)',
+    description: 'media-worker claims: leases of tasks by worker hosts (docs/protocol.md)',
     subjects: [`${CLAIMS_SUBJECT_PREFIX}.*.*`],
-    ...firstWritePerSubject(s),
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.New,
+    // Stated, not left out: a stream provisioned before leases kept one claim per subject.
+    max_msgs_per_subject: -1,
+    discard_new_per_subject: false,
+    max_age: s.eventsMaxAgeDays * DAY_NS,
+    num_replicas: s.streamReplicas,
   };
 }
 

@@ -1,18 +1,18 @@
 /**
  * Cancellation (docs/protocol.md, "Cancellation"). A control plane requests `media.cancel` with a
- * task id; one worker answers. Only the host that claimed a task first can settle it
+ * task id; one worker answers. Only the host whose claim holds a task can settle it
  * (protocol/claims.ts), so the answering host claims the task itself:
- *   - first claimer (the job is queued): it publishes the task's terminal event (`failed`, code
- *     CANCELLED, refund); a worker that pulls the job later finds the event, or the claim, and acks
- *     it without running;
- *   - another host claimed it (it is running there): `media.abort.<id>`, which every worker hears,
+ *   - its claim holds (the job is queued, or its holder's lease lapsed): it marks the settlement and
+ *     publishes the task's terminal event (`failed`, code CANCELLED, refund); a worker that pulls
+ *     the job later finds the mark and the event, and acks it without running;
+ *   - another host's claim holds (it is running there): `media.abort.<id>`, which every worker hears,
  *     stops that run, and that host publishes the CANCELLED event itself; the reply waits a moment
  *     for it;
  *   - this process or another of this host runs it (a host of several GPUs, a Deployment's pods):
  *     asked on `media.abort.<id>` with a reply subject, it stops the run, answers, removes what the
  *     run stored, and publishes the CANCELLED event itself (job-runner.ts): no result is served
  *     once the refund is final;
- *   - the first claimer's event exists already: nothing changes.
+ *   - the settling host's event exists already: nothing changes.
  * The event says what is known of the task: a run in this process gives its delivery's attempt,
  * start and creation time (RunFacts); else the request's fields. A queued job is not read: workers
  * may not read the queue by sequence (docs/operations.md, "A worker host taken over").
@@ -26,7 +26,10 @@ import {
   cancelledError,
   failedEvent,
   protocolHeaders,
+  settlingHost,
   timestamp,
+  type ClaimOp,
+  type ClaimResult,
   type CancelReply,
   type CancelRequest,
   type TerminalEvent,
@@ -41,8 +44,8 @@ export interface CancelRuntime {
   logger: Logger;
   /** This host's WORKER_HOST_ID. */
   hostId: string;
-  /** Records this host's claim; returns the first claimer (protocol/claims.ts). */
-  claim(taskId: string): Promise<string>;
+  /** Stores this host's claim entry (claim, or settle) and returns the task's lease after it (protocol/claims.ts). */
+  claim(taskId: string, op?: ClaimOp): Promise<ClaimResult>;
   /** How long to wait for the running host's own CANCELLED event before answering (default 5 s). */
   waitMs?: number;
   /** How long to wait for another process of this host to say it runs the task (default 0.5 s). */
@@ -70,11 +73,13 @@ const CANCEL_POLL_MS = 200;
 /** How long the first claimer waits for another process of its host to say it runs the task. */
 const SIBLING_ANSWER_MS = 500;
 
-/** Cancels the task as its first claimer, or stops the run of the host that claimed it first. Throws only when NATS fails. */
+/** Cancels the task as the holder of its claim, or stops the run of the host that holds it. Throws only when NATS fails. */
 export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Promise<CancelReply> {
-  const first = await rt.claim(request.id);
-  const settled = await rt.events.find(request.id, first);
+  const lease = await rt.claim(request.id);
+  const settler = settlingHost(lease);
+  const settled = settler === null ? null : await rt.events.find(request.id, settler);
   if (settled !== null) return ended(rt, request.id, settled);
+  const first = lease.holder ?? rt.hostId;
   const abort = async (): Promise<void> => {
     rt.nc.publish(abortSubject(request.id), abortBody(request), { headers: protocolHeaders() });
     await rt.nc.flush();
@@ -95,6 +100,12 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
     if (reply !== null) return reply;
     rt.logger.warn({ taskId: request.id }, 'The process running the task stopped it but published no event in time: settling it here');
     await rt.discardResults?.(request.id);
+  }
+  const mark = await rt.claim(request.id, 'settle');
+  if (!(mark.settled && mark.holder === rt.hostId)) {
+    // Taken over between the two entries (this host's lease lapsed): the holder's run answers for it.
+    await abort();
+    return (await replyFromRunner(rt, request.id, mark.holder ?? first)) ?? { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' };
   }
   const event = await cancelEvent(rt, request);
   const result = await rt.events.publish(event);

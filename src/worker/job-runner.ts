@@ -1,19 +1,22 @@
 /**
  * One delivery of one job, from the message to its ack. The order is what makes billing safe:
  *
- *   read the task id ─► claim ─► the first claimer's event already there? ─yes─► ack (no work)
+ *   read the task id ─► claim ─► the settling host's event already there? ─yes─► ack (no work)
  *                              │no
- *                        first claimer another host? ─yes─► nak(retry delay), unrun
+ *                        another host's claim holds? ─yes─► nak(until its lease lapses), unrun
  *                              │no
- *                        validate ─fail─► failure event ─► term
+ *                        validate ─fail─► settle mark ─► failure event ─► term
  *                              │
- *                        run (heartbeats, watchdog, progress)
+ *                        run (heartbeats renew the claim, watchdog, progress)
  *                              │
- *        completed ─► event ─► ack      permanent failure ─► failure event ─► term
+ *        completed ─► settle mark ─► event ─► ack      permanent failure ─► settle mark ─► failure event ─► term
  *        transient failure ─► nak(delay)          drain ran out of grace ─► nak(0)
+ *        claim lost (lapsed, taken over) ─► nothing published, the delivery left alone
  *
  * A job is acked or terminated only after its event is stored; a worker killed in between leaves
- * the job to redelivery, which finds the event and acks without work. This function never throws.
+ * the job to redelivery, which finds the event and acks without work. The settle mark is stored
+ * only while this host's claim holds (protocol/claims.ts), so a host whose lease lapsed and was
+ * taken over never publishes a second settlement. This function never throws.
  */
 import type { JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -22,6 +25,7 @@ import { JobError } from '../errors.js';
 import {
   asJobError,
   checkJobEnvelope,
+  KIND_FAILURE_CODE,
   deadlineError,
   expectedText,
   expectedValue,
@@ -43,12 +47,15 @@ import {
   protocolMismatch,
   readTaskId,
   retryInPlace,
+  settlingHost,
+  type ClaimOp,
+  type ClaimResult,
   type EventTiming,
   type TerminalEvent,
 } from '../protocol/index.js';
 import type { RunFacts, RunningTasks } from './cancel.js';
 import type { EventPublisher, PublishResult } from './event-publisher.js';
-import type { WorkerMetrics } from './metrics.js';
+import type { JobOutcome, WorkerMetrics } from './metrics.js';
 import { reachKillPoint } from './kill-point.js';
 import { decideFailure } from './outcome.js';
 import { createProgressPublisher } from './progress.js';
@@ -93,8 +100,8 @@ export interface Runtime {
   running: RunningTasks;
   /** This host's WORKER_HOST_ID. */
   hostId: string;
-  /** Records this host's claim of a task; returns the host that claimed it first (protocol/claims.ts). */
-  claim(taskId: string): Promise<string>;
+  /** Stores this host's claim entry (claim, renew or settle) and returns the task's lease after it (protocol/claims.ts). */
+  claim(taskId: string, op?: ClaimOp): Promise<ClaimResult>;
   /** Removes what a run of the task stored (ResultStore.discard): a task that did not complete delivers nothing. */
   discardResults(taskId: string): Promise<void>;
 }
@@ -165,36 +172,42 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
   const facts: RunFacts = { model: bodyField(reading.body, 'model'), credits, createdAt, attempt, startedAt: null };
   const unregister = rt.running.add(taskId, controller, facts);
   try {
-    // Claimed before anything runs: only the first claimer's event settles the task.
-    let firstHost: string;
+    // Claimed before anything runs: only the event of the host whose claim holds settles the task.
+    let lease: ClaimResult;
     let existing: TerminalEvent | null;
     try {
       // Retried here, not left to a redelivery: a claim stored whose answer was lost in an election
       // left its job unrun for good when nats-server 2.10 skipped the redelivery (chaos:partitions).
       const retry = { nc: rt.nc, deadlineMs: rt.settings.publishDeadlineMs, signal: rt.drainSignal, onRetry: (err: unknown, n: number, waitMs: number) => log.warn({ err, retry: n, waitMs }, 'Could not claim the task; retrying') };
-      firstHost = await withHeartbeat(msg, rt.settings.heartbeatMs, retryInPlace(retry, () => rt.claim(taskId)));
+      lease = await withHeartbeat(msg, rt.settings.heartbeatMs, retryInPlace(retry, () => rt.claim(taskId)));
       reachKillPoint('claimed');
-      // The first claimer's event only: another host's (a compromised one's) must not make the
-      // claimer's host drop the job unrun.
-      existing = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId, firstHost));
+      // The settling host's event only: another host's (a compromised one's) must not make the
+      // holder drop the job unrun.
+      const settler = settlingHost(lease);
+      existing = settler === null ? null : await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId, settler));
     } catch (err) {
       log.error({ err }, 'Could not claim the task or look up its terminal event; leaving the job to redelivery');
       rt.metrics.recordJob(kind, 'unpublished');
       return;
     }
     if (existing !== null) {
-      log.info({ status: existing.status, host: firstHost }, 'Terminal event already published: acking this delivery without running the job');
+      log.info({ status: existing.status, host: lease.holder }, 'Terminal event already published: acking this delivery without running the job');
       await acknowledge(rt, msg, log);
       rt.metrics.recordJob(kind, 'duplicate');
       return;
     }
-    if (firstHost !== rt.hostId) {
-      // Its event from here would not be believed: the task is the first claimer's. Handed back, not
-      // acked, so that the claimer's host (restarted, or a sibling process under the same
-      // WORKER_HOST_ID) can still run it; the last delivery's advisory or the control plane's expiry
-      // settles it otherwise (docs/protocol.md, "Who settles a task").
-      const delayMs = claimedElsewhereDelayMs(attempt, rt.settings.nakDelaysMs);
-      log.warn({ claimedBy: firstHost, delayMs }, 'Task was claimed first by another host: handing this delivery back without running the job');
+    if (lease.holder !== rt.hostId) {
+      // Its event from here would not be believed: another host's claim holds the task. Handed back,
+      // not acked: a live lease is waited out (the next delivery takes the task over if it lapsed
+      // meanwhile); a settled task or a claim without a lease (protocol 2.0) gets the transient-retry
+      // delays, and the last delivery's advisory or the control plane's expiry settles it otherwise
+      // (docs/protocol.md, "Who settles a task").
+      const delayMs = handBackDelayMs(lease, attempt, rt.settings.nakDelaysMs);
+      const live = lease.expiresAtMs !== null;
+      log.warn(
+        { claimedBy: lease.holder, generation: lease.generation, leaseExpiresAt: live ? new Date(lease.expiresAtMs ?? 0).toISOString() : undefined, delayMs },
+        live ? "Task is held by another host's live lease: handing this delivery back until it lapses" : 'Task was claimed by another host for good: handing this delivery back without running the job',
+      );
       msg.nak(delayMs);
       await flush(rt);
       rt.metrics.recordJob(kind, 'claimed-elsewhere');
@@ -222,7 +235,7 @@ async function decideTask(
     const error = queueAgeError(kind, waitedMs, rt.settings.maxQueueAgeMs[kind]);
     log.warn({ waitedMs, code: error.code }, 'Job waited too long in the queue: publishing a failure event and terminating it');
     const event = failedEvent(taskId, bodyField(reading.body, 'model'), error, credits, timing(null));
-    if (await publishAndSettle(rt, msg, event, 'term', log)) rt.metrics.recordJob(kind, 'failed');
+    rt.metrics.recordJob(kind, jobOutcome(await publishAndSettle(rt, msg, event, 'term', log), 'failed'));
     return;
   }
 
@@ -233,7 +246,7 @@ async function decideTask(
     const error = asJobError(err, kind);
     log.warn({ code: error.code, err: error }, 'Invalid job: publishing a failure event and terminating it');
     const event = failedEvent(taskId, bodyField(reading.body, 'model'), error, credits, timing(null));
-    if (await publishAndSettle(rt, msg, event, 'term', log)) rt.metrics.recordJob(kind, 'failed');
+    rt.metrics.recordJob(kind, jobOutcome(await publishAndSettle(rt, msg, event, 'term', log), 'failed'));
     return;
   }
 
@@ -245,6 +258,15 @@ async function decideTask(
     const outcome = await run.outcome;
     const seconds = (Date.now() - startedAt.getTime()) / 1000;
 
+    if (run.leaseLost()) {
+      // Taken over: the task is another host's now. Its delivery is that host's too, so it is
+      // neither acked nor handed back; what this run stored stays (a results volume may be shared
+      // with the new holder, whose files have the same names): the sweeper removes it at expiry.
+      await run.settled(log, STOPPED_EXECUTOR_WAIT_MS);
+      rt.metrics.recordJob(kind, 'lease-lost', seconds);
+      return;
+    }
+
     if (outcome.type === 'completed') {
       reachKillPoint('ran');
       const expiresAt = new Date(startedAt.getTime() + resultLifetimeMs(kind, rt.settings.upscaleResultLifetimeDays));
@@ -252,12 +274,8 @@ async function decideTask(
       const published = await publishAndSettle(rt, msg, event, 'ack', log);
       // Another event of this host came first (a cancel settled it meanwhile): the result goes.
       if (published === 'already-published') await discardUnlessCompleted(rt, taskId, log);
-      if (published !== null) {
-        log.info({ creditsUsed: outcome.output.creditsUsed, seconds }, 'Job completed');
-        rt.metrics.recordJob(kind, 'completed', seconds);
-      } else {
-        rt.metrics.recordJob(kind, 'unpublished', seconds);
-      }
+      if (published === 'published' || published === 'already-published') log.info({ creditsUsed: outcome.output.creditsUsed, seconds }, 'Job completed');
+      rt.metrics.recordJob(kind, jobOutcome(published, 'completed'), seconds);
       return;
     }
 
@@ -286,7 +304,7 @@ async function decideTask(
     }
     log.warn({ code: disposition.error.code, err: disposition.error }, 'Job failed: publishing a failure event and terminating it');
     const event = failedEvent(taskId, job.model, disposition.error, credits, timing(startedAt));
-    rt.metrics.recordJob(kind, (await publishAndSettle(rt, msg, event, 'term', log)) ? 'failed' : 'unpublished', seconds);
+    rt.metrics.recordJob(kind, jobOutcome(await publishAndSettle(rt, msg, event, 'term', log), 'failed'), seconds);
   } finally {
     run.heartbeat.stop();
     await run.settled(log, ABORTED_EXECUTOR_GRACE_MS);
@@ -310,6 +328,19 @@ async function discardUnlessCompleted(rt: Runtime, taskId: string, log: Logger):
 /** The transient-retry schedule (WORKER_NAK_DELAYS_MS): the claimer's host gets the same time to come back. */
 export function claimedElsewhereDelayMs(attempt: number, nakDelaysMs: readonly number[]): number {
   return nakDelaysMs[Math.min(Math.max(attempt, 1), nakDelaysMs.length) - 1] ?? 0;
+}
+
+/** Past the end of a lease, so that the next delivery's claim is stored after it lapsed. */
+const LEASE_MARGIN_MS = 1_000;
+
+/**
+ * Pure: how long a delivery another host's claim holds is handed back for. A live lease: until it
+ * lapses (server times on both sides, so no host's clock counts), then the next delivery takes the
+ * task over unless the holder renewed. A settled task or a 2.0 claim: the transient-retry schedule.
+ */
+export function handBackDelayMs(lease: Pick<ClaimResult, 'expiresAtMs' | 'atMs'>, attempt: number, nakDelaysMs: readonly number[]): number {
+  if (lease.expiresAtMs === null) return claimedElsewhereDelayMs(attempt, nakDelaysMs);
+  return Math.max(0, lease.expiresAtMs - lease.atMs) + LEASE_MARGIN_MS;
 }
 
 function validate(reading: { source: 'header' | 'body'; body: unknown }, taskId: string, kind: JobKind, subject: string, protocol: string | undefined): Job {
@@ -336,7 +367,10 @@ type ExecutionOutcome =
 
 interface Execution {
   outcome: Promise<ExecutionOutcome>;
+  /** The job's heartbeat and the claim's renewals. */
   heartbeat: Heartbeat;
+  /** Another host took the task over (a renewal said so): the run was stopped and must publish nothing. */
+  leaseLost(): boolean;
   /** Waits (up to `waitMs`) for the executor to return, so a slot is not reused while it still holds the GPU. */
   settled(log: Logger, waitMs: number): Promise<void>;
   /** Resolves when the executor has returned, however late. */
@@ -353,13 +387,25 @@ function runExecutor(
   log: Logger,
   controller: AbortController,
 ): Execution {
-  const heartbeat = startHeartbeat(msg, rt.settings.heartbeatMs);
   // Why the job was stopped, if it was: decided here, where the stop is, and read back by fromStop.
   let stopped: StopReason | undefined;
   const stop = (reason: StopReason): void => {
     if (stopped !== undefined || controller.signal.aborted) return;
     stopped = reason;
     controller.abort(reason.why === 'drain' ? rt.drainSignal.reason : reason.error);
+  };
+  let lost = false;
+  const onLeaseLost = (): void => {
+    lost = true;
+    stop({ why: 'cancel', error: new JobError(KIND_FAILURE_CODE[kind], 'Another host took the task over: its claim lapsed here', { retryable: true }) });
+  };
+  const jobHeartbeat = startHeartbeat(msg, rt.settings.heartbeatMs);
+  const renewals = startRenewals(rt, taskId, log, onLeaseLost);
+  const heartbeat: Heartbeat = {
+    stop: () => {
+      jobHeartbeat.stop();
+      renewals.stop();
+    },
   };
   const limitMs = rt.settings.watchdogMs[kind];
   const watchdog = setTimeout(() => stop({ why: 'deadline', error: deadlineError(kind, limitMs) }), limitMs);
@@ -412,6 +458,7 @@ function runExecutor(
   return {
     outcome,
     heartbeat,
+    leaseLost: () => lost,
     done,
     async settled(log, waitMs) {
       if (executorDone) return;
@@ -422,11 +469,29 @@ function runExecutor(
 }
 
 /**
- * Publishes the terminal event, then acks or terminates the job; says whether this event or an
- * earlier one of this host was stored. Null when the event could not be stored: the job is then
- * neither acked nor terminated, and comes back after the ack wait (heartbeats stop), which is safe.
+ * Marks the settlement in the task's claims, publishes the terminal event, then acks or terminates
+ * the job; says whether this event or an earlier one of this host was stored. Null when the mark or
+ * the event could not be stored: the job is then neither acked nor terminated, and comes back after
+ * the ack wait (heartbeats stop), which is safe. `lease-lost` when the mark was refused (this
+ * host's claim lapsed and another host took the task over): nothing is published, the delivery is
+ * left alone (it is the new holder's).
  */
-async function publishAndSettle(rt: Runtime, msg: JsMsg, event: TerminalEvent, settlement: Settlement, log: Logger): Promise<PublishResult | null> {
+async function publishAndSettle(rt: Runtime, msg: JsMsg, event: TerminalEvent, settlement: Settlement, log: Logger): Promise<PublishResult | 'lease-lost' | null> {
+  let mark: ClaimResult;
+  try {
+    const retry = { nc: rt.nc, deadlineMs: rt.settings.publishDeadlineMs, onRetry: (err: unknown, n: number, waitMs: number) => log.warn({ err, retry: n, waitMs }, 'Could not mark the settlement; retrying') };
+    mark = await withHeartbeat(msg, rt.settings.heartbeatMs, retryInPlace(retry, () => rt.claim(event.id, 'settle')));
+  } catch (err) {
+    log.error({ err, status: event.status }, 'Could not mark the settlement of the task; leaving the job to redelivery');
+    return null;
+  }
+  if (!(mark.settled && mark.holder === rt.hostId)) {
+    log.warn(
+      { security: 'lease-lost', claimedBy: mark.holder, generation: mark.generation, status: event.status },
+      "This host's claim of the task lapsed and another host took it over: not publishing its event",
+    );
+    return 'lease-lost';
+  }
   let result;
   try {
     const attributes = { 'media.event.status': event.status, ...(event.error === undefined ? {} : { 'media.error.code': event.error.code }) };
@@ -468,6 +533,42 @@ async function flush(rt: Runtime): Promise<void> {
 
 interface Heartbeat {
   stop(): void;
+}
+
+/** Pure: the delivery's outcome from what publishAndSettle said. */
+function jobOutcome(published: PublishResult | 'lease-lost' | null, settled: 'completed' | 'failed'): JobOutcome {
+  return published === null ? 'unpublished' : published === 'lease-lost' ? 'lease-lost' : settled;
+}
+
+/**
+ * Renews this host's claim with the job's heartbeat, one renewal at a time. A renewal that finds
+ * another host holding the task calls onLost once and stops; one NATS does not answer is logged and
+ * tried again at the next beat (cut off longer than the lease, the task may be taken over: the
+ * settle mark then refuses this host's event).
+ */
+function startRenewals(rt: Runtime, taskId: string, log: Logger, onLost: () => void): Heartbeat {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const beat = async (): Promise<void> => {
+    try {
+      const lease = await rt.claim(taskId, 'renew');
+      if (lease.holder !== rt.hostId) {
+        log.warn({ claimedBy: lease.holder, generation: lease.generation }, "This host's claim lapsed and another host took the task over: stopping its run");
+        stopped = true;
+        onLost();
+      }
+    } catch (err) {
+      log.warn({ err }, 'Could not renew the claim of the task; trying again at the next heartbeat');
+    }
+    if (!stopped) timer = setTimeout(() => void beat(), rt.settings.heartbeatMs);
+  };
+  timer = setTimeout(() => void beat(), rt.settings.heartbeatMs);
+  return {
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }
 
 function startHeartbeat(msg: JsMsg, intervalMs: number): Heartbeat {

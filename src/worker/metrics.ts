@@ -17,8 +17,10 @@ export type JobOutcome =
   | 'declined'
   /** Its terminal event already existed: acked without work. */
   | 'duplicate'
-  /** Another host claimed the task first (it is that host's to settle): acked without work. */
+  /** Another host's claim holds the task (a live lease, or its settlement): handed back unrun. */
   | 'claimed-elsewhere'
+  /** This host's lease lapsed and another host took the task over: nothing published, the delivery left alone. */
+  | 'lease-lost'
   /** No readable task id: terminated without an event. */
   | 'unidentified'
   /** The terminal event could not be published: left to redelivery. */

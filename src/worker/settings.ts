@@ -11,7 +11,7 @@
  */
 import os from 'node:os';
 import { z } from 'zod';
-import { PROTOCOL_SETTINGS, checkNatsAuth, jetStreamName, perKindSetting } from '../protocol/settings.js';
+import { MAX_LEASE_MS, MIN_LEASE_MS, PROTOCOL_SETTINGS, checkNatsAuth, jetStreamName, perKindSetting } from '../protocol/settings.js';
 import {
   intSchema,
   nonEmptyText,
@@ -66,7 +66,13 @@ export const WORKER_SETTINGS = {
     env: 'WORKER_HOST_ID',
     schema: jetStreamName,
     default: HOSTNAME_TOKEN,
-    doc: "This host's identity in the protocol: its claims and events are published on `media.claims.<id>.<task>` and `media.events.<id>.<task>`, which its NATS user alone may publish (deploy/nats/media-users.conf); a task is settled only by the host that claimed it first (docs/protocol.md).",
+    doc: "This host's identity in the protocol: its claims and events are published on `media.claims.<id>.<task>` and `media.events.<id>.<task>`, which its NATS user alone may publish (deploy/nats/media-users.conf); a task is settled only by the host whose claim holds it (docs/protocol.md).",
+  }),
+  claimLeaseMs: setting({
+    env: 'WORKER_CLAIM_LEASE_MS',
+    schema: intSchema(`an integer from ${MIN_LEASE_MS} to ${MAX_LEASE_MS}`, MIN_LEASE_MS, MAX_LEASE_MS),
+    default: '30000',
+    doc: "How long this host's claim of a task holds it from when the server stored it; renewed with each heartbeat (WORKER_HEARTBEAT_MS, which must be below it). A task whose host died is taken over by another host once it lapses (docs/protocol.md, \"Who settles a task\").",
   }),
   concurrency: setting({
     env: 'WORKER_CONCURRENCY',
@@ -205,6 +211,14 @@ export const workerSettingsSchema = tableSchema(WORKER_SETTINGS).superRefine((v,
       code: 'custom',
       path: ['heartbeatMs'],
       message: `Expected WORKER_HEARTBEAT_MS to be below WORKER_ACK_WAIT_MS (${v.ackWaitMs}) but received ${v.heartbeatMs}`,
+    });
+  }
+  // Renewed with each heartbeat: a lease no longer than one would lapse between two renewals.
+  if (v.heartbeatMs >= v.claimLeaseMs) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['claimLeaseMs'],
+      message: `Expected WORKER_CLAIM_LEASE_MS to be above WORKER_HEARTBEAT_MS (${v.heartbeatMs}) but received ${v.claimLeaseMs}`,
     });
   }
   checkNatsAuth(v, ctx);

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { Availability, type KindChecks } from './availability.js';
 import { RunningTasks, cancelTask, listenForAborts } from './cancel.js';
 import { capabilities, type HostFacts } from './discovery.js';
-import { CAPABILITIES_SUBJECT, claimTask, connectNats, consumerName, whoCanRun } from '../protocol/index.js';
+import { CAPABILITIES_SUBJECT, connectNats, consumerName, createClaimer, publishClaim, whoCanRun, type ClaimOp, type ClaimResult } from '../protocol/index.js';
 import { EventPublisher } from './event-publisher.js';
 import { checkKillPoint } from './kill-point.js';
 import { startHealthServer, type HealthServer } from './health.js';
@@ -94,9 +94,9 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
     await checkTopology(jsm, settings);
     const js = jetstream(nc);
     const events = new EventPublisher(nc, js, jsm, settings, logger);
-    const claim = (taskId: string): Promise<string> =>
-      claimTask(js, jsm, { claimsStream: settings.claimsStream, host: settings.hostId, timeoutMs: settings.publishTimeoutMs }, taskId);
-    await checkHostIdentity(claim, settings.hostId);
+    const claimOptions = { claimsStream: settings.claimsStream, host: settings.hostId, timeoutMs: settings.publishTimeoutMs, leaseMs: settings.claimLeaseMs };
+    const claim = createClaimer(js, jsm, claimOptions);
+    await checkHostIdentity(() => publishClaim(js, claimOptions, HOST_CHECK_TASK, 'claim'), settings.hostId);
     const results = deps.results ?? createResultStore(settings, logger);
 
     const availability = new Availability({ slots: settings.concurrency, checks: deps.readiness ?? {}, metrics, logger: logger.child({ component: 'readiness' }) });
@@ -284,7 +284,7 @@ function startQuoting(
   uses: {
     nc: NatsConnection;
     events: EventPublisher;
-    claim: (taskId: string) => Promise<string>;
+    claim: (taskId: string, op?: ClaimOp) => Promise<ClaimResult>;
     running: RunningTasks;
     discardResults: (taskId: string) => Promise<void>;
     availability: Availability;
@@ -451,9 +451,9 @@ async function sweepLeftoversOnce(sweep: (() => Promise<number>) | undefined, me
 const HOST_CHECK_TASK = '_host-check';
 
 /** Refuses to start when the NATS user may not claim under WORKER_HOST_ID (every job would fail to be claimed). */
-async function checkHostIdentity(claim: (taskId: string) => Promise<string>, hostId: string): Promise<void> {
+async function checkHostIdentity(claim: () => Promise<number>, hostId: string): Promise<void> {
   try {
-    await claim(HOST_CHECK_TASK);
+    await claim();
   } catch (err) {
     throw new TopologyError(
       `This worker may not claim tasks as WORKER_HOST_ID=${hostId} (media.claims.${hostId}.*): ${errorMessage(err)}; ` +

@@ -138,9 +138,9 @@ function completedEvent(taskId: string, result: unknown): TerminalEvent {
   return { id: taskId, model: 'vendor-image-upscale', status: 'completed', result, creditsUsed: 20, createdAt: now, startedAt: now, finishedAt: now, durationMs: 1, attempt: 1, worker: TAKEN_OVER };
 }
 
-/** The taken-over host claims the task first (as its worker would before running it), then settles it. */
+/** The taken-over host claims the task and marks its settlement (as its worker would), then publishes its event. */
 async function publishEvent(event: TerminalEvent): Promise<void> {
-  await claimTask(js, await js.jetstreamManager(), { claimsStream: 'MEDIA_CLAIMS', host: TAKEN_OVER, timeoutMs: 5000 }, event.id);
+  await claimTask(js, await js.jetstreamManager(), { claimsStream: 'MEDIA_CLAIMS', host: TAKEN_OVER, timeoutMs: 5000, leaseMs: 30_000 }, event.id, 'settle');
   await js.publish(eventSubject(TAKEN_OVER, event.id), JSON.stringify(event));
 }
 

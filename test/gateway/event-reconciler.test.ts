@@ -74,7 +74,7 @@ async function pendingTask(): Promise<string> {
 
 /** Host `host` claims the task and stores its event; the event's stored time. */
 async function eventFrom(host: string, taskId: string, status: 'completed' | 'failed', claimAs = host): Promise<{ seq: number; at: number }> {
-  await claimTask(js, jsm, { claimsStream: protocol.claimsStream, host: claimAs, timeoutMs: 2000 }, taskId);
+  await claimTask(js, jsm, { claimsStream: protocol.claimsStream, host: claimAs, timeoutMs: 2000, leaseMs: 30_000 }, taskId, 'settle');
   const at = new Date().toISOString();
   const event: TerminalEvent = {
     id: taskId,

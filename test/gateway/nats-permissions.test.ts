@@ -22,7 +22,7 @@ import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
-import { failedEvent, firstClaimHost } from '../../src/protocol/index.js';
+import { claimHolder, failedEvent, taskLease } from '../../src/protocol/index.js';
 import { JobError } from '../../src/errors.js';
 import { provisionFromEnv } from '../helpers/provision.js';
 import { startRoleNats, type Role, type RoleNats } from '../helpers/role-nats.js';
@@ -160,7 +160,7 @@ describe('a kind that no worker serves (issue 31, finding 10)', () => {
 });
 
 describe('another worker host (issue 31, item 2)', () => {
-  it('cannot fail or refund a task that host1 claimed first: refused under host1\'s name, not believed under its own, and counted', async () => {
+  it('cannot take over, fail or refund a task whose holder host1 is alive: refused under host1\'s name, its own lease claim and settle mark refused, its event not believed, and counted', async () => {
     const account = await newAccount(100);
     const submitted = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${mediaUrl}/slow.png`, upscale_factor: '2' });
     expect(submitted.status).toBe(200);
@@ -176,7 +176,7 @@ describe('another worker host (issue 31, item 2)', () => {
     try {
       // host1 took the job (its claim is stored before it runs) and is fetching its input, slowly.
       const ojsm = await jetstreamManager(operator);
-      expect(await waitFor('host1 to claim the task', async () => (await firstClaimHost(ojsm, 'MEDIA_CLAIMS', taskId)) ?? undefined, 10_000, 50)).toBe('host1');
+      expect(await waitFor('host1 to claim the task', async () => (await claimHolder(ojsm, 'MEDIA_CLAIMS', taskId)) ?? undefined, 10_000, 50)).toBe('host1');
       const js = jetstream(attacker, { timeout: 2000 });
       const now = new Date();
       const forged = JSON.stringify(
@@ -184,11 +184,21 @@ describe('another worker host (issue 31, item 2)', () => {
       );
       await expect(js.publish(`media.events.host1.${taskId}`, forged), 'under host1\'s name').rejects.toThrow(/permission/i);
       await expect(js.publish(`media.claims.host1.${taskId}`, '{}'), 'a claim under host1\'s name').rejects.toThrow(/permission/i);
-      // Its own claim (second) and its own failed event with a refund: stored, and not believed.
-      await js.publish(`media.claims.host2.${taskId}`, JSON.stringify({ id: taskId }));
+      // A takeover under its own name while host1's lease is alive (claims are leases, issue 57): a
+      // well-formed claim with the longest lease, and a settle mark, both stored and both refused;
+      // then its own failed event with a refund: stored, and not believed.
+      const entry = (op: string) => JSON.stringify({ id: taskId, host: 'host2', at: new Date().toISOString(), op, leaseMs: 600_000 });
+      await js.publish(`media.claims.host2.${taskId}`, entry('claim'));
+      await js.publish(`media.claims.host2.${taskId}`, entry('settle'));
+      const lease = await taskLease(ojsm, 'MEDIA_CLAIMS', taskId);
+      expect(lease).toMatchObject({ holder: 'host1', generation: 1 });
+      expect(lease.refused.map((r) => [r.host, r.op])).toEqual([
+        ['host2', 'claim'],
+        ['host2', 'settle'],
+      ]);
       await js.publish(`media.events.host2.${taskId}`, forged);
       await waitFor('the gateway to refuse and count it', async () => (await notBelieved()) > before, 10_000, 100);
-      expect(gateway.output()).toMatch(new RegExp(`"security":"event-origin".*"taskId":"${taskId}".*host host2 sent it but host host1 claimed the task first`));
+      expect(gateway.output()).toMatch(new RegExp(`"security":"event-origin".*"taskId":"${taskId}".*host host2 sent it but host host1 holds the task \\(claim generation 1\\)`));
       expect((await api('GET', `/api/v1/tasks/${taskId}`, account.key)).body.data?.['status']).toBe('pending');
       expect((await api('GET', '/api/v1/balance', account.key)).body.data?.['credits']).toBe(100 - charge);
       // host1 finishes: the task completes, charged once, never refunded.
@@ -219,7 +229,7 @@ describe('cancellation under the shipped users', () => {
       const reply = await operator.request('media.cancel', JSON.stringify({ id, credits: 30 }), { timeout: 10_000 });
       expect(reply.json()).toEqual({ id, cancelled: true, status: 'failed', code: 'CANCELLED' });
       const jsm = await jetstreamManager(operator);
-      expect(await firstClaimHost(jsm, 'MEDIA_CLAIMS', id)).toBe('host1');
+      expect(await claimHolder(jsm, 'MEDIA_CLAIMS', id)).toBe('host1');
       const event = await jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.host1.${id}` });
       expect(event?.json()).toMatchObject({ id, status: 'failed', refund: true, creditsRefunded: 30, error: { code: 'CANCELLED' } });
       expect(serve.output()).not.toMatch(/Permissions Violation/);

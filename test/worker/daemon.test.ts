@@ -7,12 +7,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
 import { parseWorkerSettings } from '../../src/worker/settings.js';
-import { invalidTaskIdSubject } from '../../src/protocol/index.js';
+import { claimTask, claimsStreamConfig, invalidTaskIdSubject, taskLease } from '../../src/protocol/index.js';
 import { ensureTopology } from '../../src/worker/topology.js';
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from './helpers/jetstream.js';
 import { FAST_SETTINGS, imageJob, lipsyncJob, startTestWorker, type TestWorker } from './helpers/in-process.js';
@@ -366,7 +366,7 @@ describe('quote service', () => {
     expect(info.json()).toMatchObject({
       name: 'media-worker',
       version: '0.1.0',
-      metadata: { protocol: '2.0', capabilities: 'media.capabilities' },
+      metadata: { protocol: '2.1', capabilities: 'media.capabilities' },
       endpoints: [
         { name: 'quote', subject: 'media.quote', queue_group: 'q' },
         { name: 'cancel', subject: 'media.cancel', queue_group: 'q' },
@@ -443,5 +443,21 @@ describe('topology', () => {
     const names: string[] = [];
     for await (const c of jsm.consumers.list('MEDIA_JOBS')) names.push(c.name);
     expect(names.sort()).toEqual(['media-worker-image', 'media-worker-lipsync', 'media-worker-music', 'media-worker-music-video', 'media-worker-video']);
+  });
+
+  it('upgrades a 2.0 claims stream (one claim per subject) to keep every entry: a 2.0 claim stays readable and its host renews it as a lease', async () => {
+    const jsm = await jetstreamManager(cp.nc);
+    const settings = parseWorkerSettings({ ...FAST_SETTINGS, natsUrl: roles.url });
+    await jsm.streams.delete('MEDIA_CLAIMS').catch(() => undefined);
+    await jsm.streams.add({ ...claimsStreamConfig(settings), max_msgs_per_subject: 1, discard_new_per_subject: true });
+    await jetstream(cp.nc).publish('media.claims.host1.upgraded-1', JSON.stringify({ id: 'upgraded-1', host: 'host1', at: new Date().toISOString() }));
+    expect(await taskLease(jsm, 'MEDIA_CLAIMS', 'upgraded-1')).toMatchObject({ holder: 'host1', expiresAtMs: null });
+    await ensureTopology(jsm, settings);
+    const upgraded = (await jsm.streams.info('MEDIA_CLAIMS')).config;
+    expect(upgraded.max_msgs_per_subject).toBe(-1);
+    expect(Boolean(upgraded.discard_new_per_subject)).toBe(false);
+    const renewed = await claimTask(jetstream(cp.nc), jsm, { claimsStream: 'MEDIA_CLAIMS', host: 'host1', timeoutMs: 2000, leaseMs: 30_000 }, 'upgraded-1', 'renew');
+    expect(renewed).toMatchObject({ holder: 'host1', generation: 1, settled: false });
+    expect(renewed.expiresAtMs).toBe(renewed.atMs + 30_000);
   });
 });

@@ -18,7 +18,7 @@ import {
   PROTOCOL_HEADER,
   PROTOCOL_VERSION,
   cancelReplySchema,
-  firstClaimHost,
+  claimHolder,
   maxDeliveriesAdvisoryFilter,
   capabilitiesSchema,
   discoverWorkers,
@@ -180,7 +180,7 @@ describe('claims', () => {
     expect(b.records).toEqual([]);
     expect(await cp.eventsOf('claimed-2')).toEqual([]);
     expect(await b.metrics.registry.metrics()).toMatch(/media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 3/);
-    expect(await firstClaimHost(cp.jsm, 'MEDIA_CLAIMS', 'claimed-2')).toBe('hosta');
+    expect(await claimHolder(cp.jsm, 'MEDIA_CLAIMS', 'claimed-2')).toBe('hosta');
   });
 
   it('a claim NATS does not answer is retried within the delivery: the job runs in its first delivery, not left to a redelivery', async () => {

@@ -58,6 +58,8 @@ describe('worker settings', () => {
     [{ WORKER_HEALTH_PORT: '70000' }, 'Invalid setting WORKER_HEALTH_PORT: Expected a port number from 0 to 65535 but received "70000"'],
     [{ RESULTS_BASE_URL: 'cdn/results' }, 'Invalid setting RESULTS_BASE_URL: Expected an absolute URL but received "cdn/results"'],
     [{ WORKER_HEARTBEAT_MS: '30000' }, 'Invalid setting WORKER_HEARTBEAT_MS: Expected WORKER_HEARTBEAT_MS to be below WORKER_ACK_WAIT_MS (30000) but received 30000'],
+    [{ WORKER_CLAIM_LEASE_MS: '500' }, 'Invalid setting WORKER_CLAIM_LEASE_MS: Expected an integer from 1000 to 600000 but received "500"'],
+    [{ WORKER_CLAIM_LEASE_MS: '10000' }, 'Invalid setting WORKER_CLAIM_LEASE_MS: Expected WORKER_CLAIM_LEASE_MS to be above WORKER_HEARTBEAT_MS (10000) but received 10000'],
   ])('refuses %o with a message naming the variable', (env, message) => {
     expect(() => workerSettingsFromEnv(env)).toThrow(WorkerSettingsError);
     expect(() => workerSettingsFromEnv(env)).toThrow(message);
