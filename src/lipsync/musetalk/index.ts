@@ -5,3 +5,6 @@
  */
 export * from './audio-window.js';
 export * from './whisper-mel.js';
+export * from './blend.js';
+export * from './crop.js';
+export * from './face-geometry.js';
