@@ -14,3 +14,4 @@ export * from './pipeline.js';
 export * from './settings.js';
 export * from './timeline.js';
 export * from './types.js';
+export * from './musetalk/index.js';

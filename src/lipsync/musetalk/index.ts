@@ -17,3 +17,5 @@ export * from './graph-contract.js';
 export * from './test-networks.js';
 export * from './whisper-mel.js';
 export * from './graph-session.js';
+export * from './graph-files.js';
+export * from './manifest.js';
