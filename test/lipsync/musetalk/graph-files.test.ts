@@ -50,7 +50,7 @@ describe('the musetalk-test manifest', () => {
     for (const g of MUSETALK_GRAPHS) expect(paths[g]).toBe(path.join(museTalkGraphDir(files, MUSETALK_TEST_MODEL), `${g}.onnx`));
     // A file changed after it was written is refused, naming it.
     const unet = readFileSync(paths.unet);
-    unet[unet.length - 1] ^= 1;
+    unet[unet.length - 1] = unet[unet.length - 1]! ^ 1;
     writeFileSync(paths.unet, unet);
     await expect(ensureMuseTalkGraphs(manifest, files)).rejects.toThrow(/unet.onnx to have sha256 .* refusing to load it/);
     writeFileSync(paths.unet, unet.subarray(1));
