@@ -19,3 +19,4 @@ export * from './whisper-mel.js';
 export * from './graph-session.js';
 export * from './graph-files.js';
 export * from './manifest.js';
+export * from './engine.js';
