@@ -2,10 +2,10 @@
  * Frames per second of the lip-sync network stage, MuseTalk against Wav2Lip, on the same frames,
  * host, threads and execution providers: everything from a frame with its detected face to the
  * frame with the new mouth blended in (crop, tensors, the graphs, decode, blend), not decoding,
- * face detection or encoding (the pipeline's, shared by both). figures: docs/lipsync-musetalk.md.
+ * face detection or encoding (the pipeline's, shared by both). Figures: docs/lipsync-musetalk.md.
  *
- *   npm run build && node dist/scripts/musetalk-fps.js [--frames 50] [--batch 8] [--threads 2]
- *       [--providers cpu] [--musetalk musetalk-test] [--wav2lip wav2lip-test] [--models-dir DIR]
+ *   media-worker bench musetalk [--frames 50] [--batch 8] [--threads 2] [--providers cpu]
+ *       [--musetalk musetalk-test] [--wav2lip wav2lip-test] [--models-dir DIR]
  *
  * The frames: the astronaut photo (test/fixtures/photos) at 256 x 256, its face found by BlazeFace
  * once. The audio: the committed speech clip, looped to the frames' length. One untimed batch
@@ -13,10 +13,8 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import sharp from 'sharp';
-import { defaultModelsDir, parseExecutionProviders, SessionCache } from '../src/inference/index.js';
+import { defaultModelsDir, parseExecutionProviders, SessionCache } from '../../src/inference/index.js';
 import {
   compositeFace,
   cropFace,
@@ -34,8 +32,9 @@ import {
   type LipsyncModel,
   type LipsyncModelMapping,
   type RgbFrame,
-} from '../src/lipsync/index.js';
-import { PACKAGE_ROOT } from '../src/paths.js';
+} from '../../src/lipsync/index.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { benchCli } from '../harness.js';
 
 const SIDE = 256;
 const FPS = { num: 25, den: 1 };
@@ -73,19 +72,24 @@ async function wav2lipStage(model: LipsyncModel, frames: RgbFrame[], face: FaceB
   }
 }
 
+const cli = benchCli({
+  name: 'musetalk',
+  options: {
+    frames: { type: 'string', arg: 'N', help: 'frames per timed run', default: '50' },
+    batch: { type: 'string', arg: 'N', help: 'frames per network call, both networks', default: '8' },
+    musetalk: { type: 'string', arg: 'NAME', help: 'the MuseTalk network (models/musetalk/NAME.json)', default: 'musetalk-test' },
+    wav2lip: { type: 'string', arg: 'NAME', help: 'the Wav2Lip manifest', default: 'wav2lip-test' },
+    'models-dir': { type: 'string', arg: 'DIR', help: 'where the manifests are (default: the package\'s models/)' },
+  },
+  common: {
+    providers: { default: 'cpu' },
+    threads: { default: '2' },
+    repeat: { default: '3' },
+  },
+});
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      frames: { type: 'string', default: '50' },
-      batch: { type: 'string', default: '8' },
-      threads: { type: 'string', default: '2' },
-      providers: { type: 'string', default: 'cpu' },
-      repeat: { type: 'string', default: '3' },
-      musetalk: { type: 'string', default: 'musetalk-test' },
-      wav2lip: { type: 'string', default: 'wav2lip-test' },
-      'models-dir': { type: 'string' },
-    },
-  });
+  const values = cli.values;
   const count = Number(values.frames);
   const batch = Number(values.batch);
   const repeat = Number(values.repeat);
@@ -121,20 +125,23 @@ async function main(): Promise<void> {
     };
     const museSeconds = await time((f) => musetalk.render(f.map((frame, i) => ({ frame, face, audioFrame: i })), museAudio, FPS));
     const wavSeconds = await time((f) => wav2lipStage(wav2lip, f, face, audio));
-    const row = (name: string, s: number): string => `| ${name} | ${count} | ${batch} | ${s.toFixed(2)} | ${(count / s).toFixed(1)} |`;
-    console.log(`# providers ${providers.join(',')}, ${values.threads} threads, median of ${repeat}`);
-    console.log('| network | frames | batch | seconds | frames/s |');
-    console.log('|---|---|---|---|---|');
-    console.log(row(values.musetalk, museSeconds));
-    console.log(row(values.wav2lip, wavSeconds));
+    const header = ['network', 'frames', 'batch', 'seconds', 'frames/s'];
+    const rows = [values.musetalk, values.wav2lip].map((name, i) => {
+      const s = i === 0 ? museSeconds : wavSeconds;
+      return [name, String(count), String(batch), s.toFixed(2), (count / s).toFixed(1)];
+    });
+    const caption = `network stage, providers ${providers.join(',')}, ${values.threads} threads, median of ${repeat}`;
+    console.log(`# ${caption}`);
+    console.log(`| ${header.join(' | ')} |`);
+    console.log(`|${header.map(() => '---').join('|')}|`);
+    for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+    await cli.done({ tables: [{ caption, header, rows }] });
   } finally {
     await sessions.release();
   }
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((error: unknown) => {
-    console.error(error instanceof Error ? error.message : error);
-    process.exitCode = 1;
-  });
-}
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exitCode = 1;
+});
