@@ -54,6 +54,7 @@ export const BENCHMARKS: readonly BenchEntry[] = [
   { name: 'calibrate-cost-model', family: 'gateway', summary: "measures this machine's speeds for the cost model" },
   { name: 'lipsync', family: 'music-lipsync', summary: 'lip-sync stages and runs: where the time goes per frame' },
   { name: 'lipsync-framing', family: 'music-lipsync', summary: 'face framing of the lip-sync crop on real faces' },
+  { name: 'musetalk', family: 'music-lipsync', summary: 'frames per second of the MuseTalk network stage against Wav2Lip on the same frames' },
   { name: 'music', family: 'music-lipsync', summary: 'music generation real-time factor and the finishing stage' },
   { name: 'music-video', family: 'music-lipsync', summary: 'music video render speed per style against real time (1080p), and the encoder presets traded' },
 ];

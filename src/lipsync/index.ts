@@ -18,3 +18,4 @@ export * from './backends/choose.js';
 export * from './backends/types.js';
 export { SyncBackend, type SyncBackendOptions } from './sync/backend.js';
 export { idempotencyKey as syncIdempotencyKey } from './sync/api.js';
+export * from './musetalk/index.js';

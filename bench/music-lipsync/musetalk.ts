@@ -1,0 +1,147 @@
+/**
+ * Frames per second of the lip-sync network stage, MuseTalk against Wav2Lip, on the same frames,
+ * host, threads and execution providers: everything from a frame with its detected face to the
+ * frame with the new mouth blended in (crop, tensors, the graphs, decode, blend), not decoding,
+ * face detection or encoding (the pipeline's, shared by both). Figures: docs/lipsync-musetalk.md.
+ *
+ *   media-worker bench musetalk [--frames 50] [--batch 8] [--threads 2] [--providers cpu]
+ *       [--musetalk musetalk-test] [--wav2lip wav2lip-test] [--models-dir DIR]
+ *
+ * The frames: the astronaut photo (test/fixtures/photos) at 256 x 256, its face found by BlazeFace
+ * once. The audio: the committed speech clip, looped to the frames' length. One untimed batch
+ * first (session warm-up), then the median of --repeat timed runs.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import sharp from 'sharp';
+import { defaultModelsDir, parseExecutionProviders, SessionCache } from '../../src/inference/index.js';
+import {
+  compositeFace,
+  cropFace,
+  cropForFace,
+  DEFAULT_LIPSYNC_MODEL_MAPPING,
+  DEFAULT_MOUTH_MASK,
+  loadBlazeFace,
+  loadLipsyncModel,
+  loadMuseTalk,
+  melChunk,
+  melSpectrogram,
+  tensorToRgb,
+  wav2lipInput,
+  type FaceBox,
+  type LipsyncModel,
+  type LipsyncModelMapping,
+  type RgbFrame,
+} from '../../src/lipsync/index.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { benchCli } from '../harness.js';
+
+const SIDE = 256;
+const FPS = { num: 25, den: 1 };
+
+function readWav16(file: string): Float32Array {
+  const bytes = readFileSync(file);
+  const at = bytes.indexOf('data') + 8;
+  const out = new Float32Array(bytes.readUInt32LE(at - 4) / 2);
+  for (let i = 0; i < out.length; i++) out[i] = bytes.readInt16LE(at + 2 * i) / 32768;
+  return out;
+}
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+/** Wav2Lip's stage as the output pass runs it: crop, tensor, network, back to RGB, composite. */
+async function wav2lipStage(model: LipsyncModel, frames: RgbFrame[], face: FaceBox, audio: Float32Array): Promise<void> {
+  const mel = melSpectrogram(audio);
+  const size = model.manifest.face.size;
+  const crop = cropForFace(face);
+  for (let start = 0; start < frames.length; start += model.batch) {
+    const chunk = frames.slice(start, start + model.batch);
+    const n = chunk.length;
+    const faces = new Float32Array(n * 6 * size * size);
+    const mels = new Float32Array(n * 80 * 16);
+    chunk.forEach((frame, k) => {
+      const image = cropFace(frame, crop, size);
+      wav2lipInput(image, image, size, undefined, faces, k * 6 * size * size);
+      melChunk(mel, start + k, FPS, mels, k * 80 * 16, model.manifest.audio);
+    });
+    const out = await model.run(mels, faces, n);
+    chunk.forEach((frame, k) => compositeFace(frame, { data: tensorToRgb(out, size, undefined, k * 3 * size * size), size }, crop, DEFAULT_MOUTH_MASK));
+  }
+}
+
+const cli = benchCli({
+  name: 'musetalk',
+  options: {
+    frames: { type: 'string', arg: 'N', help: 'frames per timed run', default: '50' },
+    batch: { type: 'string', arg: 'N', help: 'frames per network call, both networks', default: '8' },
+    musetalk: { type: 'string', arg: 'NAME', help: 'the MuseTalk network (models/musetalk/NAME.json)', default: 'musetalk-test' },
+    wav2lip: { type: 'string', arg: 'NAME', help: 'the Wav2Lip manifest', default: 'wav2lip-test' },
+    'models-dir': { type: 'string', arg: 'DIR', help: 'where the manifests are (default: the package\'s models/)' },
+  },
+  common: {
+    providers: { default: 'cpu' },
+    threads: { default: '2' },
+    repeat: { default: '3' },
+  },
+});
+
+async function main(): Promise<void> {
+  const values = cli.values;
+  const count = Number(values.frames);
+  const batch = Number(values.batch);
+  const repeat = Number(values.repeat);
+  const modelsDir = values['models-dir'] ?? defaultModelsDir();
+  const providers = parseExecutionProviders(values.providers);
+  const sessions = new SessionCache({ thread: false, threads: Number(values.threads), executionProviders: providers });
+  try {
+    const photo = await sharp(path.join(PACKAGE_ROOT, 'test/fixtures/photos/astronaut.png')).removeAlpha().resize(SIDE, SIDE).raw().toBuffer();
+    const base: RgbFrame = { data: new Uint8Array(photo), width: SIDE, height: SIDE };
+    const detector = await loadBlazeFace('blazeface-back-256', { sessions, minScore: 0.5 });
+    const face = (await detector.detect(base))[0];
+    if (face === undefined) throw new Error('Expected BlazeFace to find the astronaut\'s face');
+    const speech = readWav16(path.join(PACKAGE_ROOT, 'test/lipsync/fixtures/speech-16k.wav'));
+    const audio = new Float32Array(Math.ceil((count / 25) * 16_000) + 16_000);
+    for (let i = 0; i < audio.length; i++) audio[i] = speech[i % speech.length]!;
+    const frames = (): RgbFrame[] => Array.from({ length: count }, () => ({ ...base, data: base.data.slice() }));
+
+    const musetalk = await loadMuseTalk(values.musetalk, { sessions, modelsDir, batch });
+    const museAudio = await musetalk.audio(audio);
+    const mapping = Object.fromEntries(Object.keys(DEFAULT_LIPSYNC_MODEL_MAPPING).map((id) => [id, values.wav2lip])) as LipsyncModelMapping;
+    const wav2lip = await loadLipsyncModel('vendor-lipsync-2', { sessions, mapping, batch, registry: { modelsDir } });
+
+    const time = async (run: (f: RgbFrame[]) => Promise<unknown>): Promise<number> => {
+      await run(frames().slice(0, batch));
+      const seconds: number[] = [];
+      for (let r = 0; r < repeat; r++) {
+        const input = frames();
+        const t0 = performance.now();
+        await run(input);
+        seconds.push((performance.now() - t0) / 1000);
+      }
+      return median(seconds);
+    };
+    const museSeconds = await time((f) => musetalk.render(f.map((frame, i) => ({ frame, face, audioFrame: i })), museAudio, FPS));
+    const wavSeconds = await time((f) => wav2lipStage(wav2lip, f, face, audio));
+    const header = ['network', 'frames', 'batch', 'seconds', 'frames/s'];
+    const rows = [values.musetalk, values.wav2lip].map((name, i) => {
+      const s = i === 0 ? museSeconds : wavSeconds;
+      return [name, String(count), String(batch), s.toFixed(2), (count / s).toFixed(1)];
+    });
+    const caption = `network stage, providers ${providers.join(',')}, ${values.threads} threads, median of ${repeat}`;
+    console.log(`# ${caption}`);
+    console.log(`| ${header.join(' | ')} |`);
+    console.log(`|${header.map(() => '---').join('|')}|`);
+    for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+    await cli.done({ tables: [{ caption, header, rows }] });
+  } finally {
+    await sessions.release();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exitCode = 1;
+});
