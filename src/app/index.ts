@@ -8,7 +8,7 @@ export { probeHardware, srHardwareOptions, tensorrtEnvironment, tileMemoryBytes,
 export { mediaDepsOptions, registryOptions } from './layer-options.js';
 export { hardwareClassOf, srModelForJob, srNetworkCost, timeLimitsFromEnv, workLimits } from './quote-policy.js';
 export { readinessChecks } from './readiness.js';
-export { KIND_RUNTIMES, RUNTIMES, modelGenerators, type KindStates } from './kinds/index.js';
+export { KIND_RUNTIMES, RUNTIMES, folderModels, modelGenerators, type KindStates } from './kinds/index.js';
 export type { Engine, ExecuteOptions, KindRuntime, KindRuntimes, PipelineContext, ReadinessContext, StoreFile, TimeLimitsMs, WarmContext } from './kind-runtime.js';
 export { executeJob, type ExecutedJob } from './run-job.js';
 // The corridor, quoting, hardware and readiness with this worker's kinds handed in.

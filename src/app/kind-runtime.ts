@@ -15,7 +15,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { HardwareProfile, JobKind, JobOf, JobProgress, KindPolicies, QuotedJob, QuotedOf, ResultOf } from '../jobs/index.js';
-import type { ModelGenerator, SessionCache, SrModelLoader, SrUse, SR_FACTORS } from '../inference/index.js';
+import type { LicenceFacts, ModelGenerator, SessionCache, SrModelLoader, SrUse, SR_FACTORS } from '../inference/index.js';
 import type { SniffedFormat } from '../media/index.js';
 import type { DiskNeed, ReadinessCheck } from '../worker/index.js';
 import type { WorkerSettings } from '../worker/settings.js';
@@ -100,6 +100,14 @@ export interface WarmContext<S = unknown> {
   step(what: string, run: () => Promise<unknown>): void;
 }
 
+/** A network kept as a folder of its own (not a manifest of the registry): its setting's name, its task, its licence, where it is. */
+export interface FolderModel {
+  name: string;
+  task: string;
+  licence: LicenceFacts;
+  folder: string;
+}
+
 /** The runtime half of kind `K`; `S`: the part of what the kinds keep open that it reads (nothing, by default). */
 export interface KindRuntime<K extends JobKind, S = unknown> {
   /** Runs the kind's pipeline on a quoted job, stores what it made (opts.store) and answers the result. */
@@ -123,6 +131,8 @@ export interface KindRuntime<K extends JobKind, S = unknown> {
   resultExtension?(job: JobOf<K>, sniff: (input: string) => Promise<SniffedFormat | undefined>): Promise<string | undefined>;
   /** The networks it builds itself (its test networks), by generator name: `media-worker models prepare` makes them. */
   modelGenerators?: Readonly<Record<string, ModelGenerator>>;
+  /** Its networks kept as folders outside the manifest registry, as `models list` shows them (absent ones left out). */
+  folderModels?(config: Config, filesDir: string): Promise<FolderModel[]>;
   /** Slots a host configured for it gets while WORKER_CONCURRENCY is unset and leaves it at 0 (a backend configured, say). */
   configuredSlots?(config: Config): number;
   /** Its backends as its last readiness check found them, for capabilities (kinds with backends; undefined before the first check). */

@@ -3,7 +3,7 @@
  * gateway adds the few codes the spec leaves "not shown" (docs/contract.md, "The gateway's HTTP
  * API"). Every error leaves as `{"success": false, "error": {"code", "message"}}`.
  */
-import { ERROR_STATUS, isJobError, type ErrorCode } from '../jobs/index.js';
+import { ERROR_STATUS, allKinds, isJobError, type ErrorCode } from '../jobs/index.js';
 import { isNatsUnavailable } from './nats-unavailable.js';
 
 export const GATEWAY_ERROR_STATUS = {
@@ -51,10 +51,10 @@ export const GATEWAY_ERROR_STATUS = {
 export type GatewayErrorCode = keyof typeof GATEWAY_ERROR_STATUS;
 
 /**
- * Codes that only ever stand in a failed task's `error` (the processing failures, a cancel, a job
- * that waited too long): no HTTP request is answered with them.
+ * Codes that only ever stand in a failed task's `error` (each kind's processing failure, a cancel, a
+ * job that waited too long): no HTTP request is answered with them.
  */
-export const TASK_ONLY_CODES = ['GENERATION_FAILED', 'LIPSYNC_FAILED', 'UPSCALE_FAILED', 'MUSIC_VIDEO_FAILED', 'CANCELLED', 'QUEUE_TIMEOUT'] as const satisfies readonly ErrorCode[];
+export const TASK_ONLY_CODES: readonly ErrorCode[] = [...new Set<ErrorCode>([...allKinds().map((kind) => kind.failure.code), 'CANCELLED', 'QUEUE_TIMEOUT'])];
 
 /**
  * The one table of what an HTTP answer's code means for its status: the contract's codes

@@ -1,5 +1,5 @@
 /**
- * JSON calls to a configured provider (music, lip-sync; never to addresses taken from a job): one
+ * JSON calls to a configured provider (a kind's provider backend; never to addresses taken from a job): one
  * attempt with a timeout, answers checked with zod, and a retry loop with exponential backoff (or
  * the provider's Retry-After, when longer) that stops at the task's deadline or when the job is
  * cancelled. Downloads of results do not come through here: they go through the safe fetcher

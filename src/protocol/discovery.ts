@@ -28,7 +28,7 @@ const kindCapabilitySchema = z.object({
   /** Model ids of the kind. */
   models: z.array(z.string()),
   /**
-   * The kind's backends in the operator's order (lip-sync: wav2lip, sync-compatible; music), as
+   * The kind's backends in the operator's order (its backends setting), as
    * their last readiness check found them: which model ids each serves, ready or why not. A job
    * goes to the first ready one that serves its model. Absent for kinds without backends, and from
    * workers that predate it.

@@ -9,7 +9,7 @@ import type { Config } from '../../config.js';
 import { JOB_KINDS, type HardwareProfile, type JobKind, type KindPolicies } from '../../jobs/index.js';
 import type { ModelGenerator } from '../../inference/index.js';
 import type { Logger } from '../../logger.js';
-import type { KindRuntime, KindRuntimes } from '../kind-runtime.js';
+import type { FolderModel, KindRuntime, KindRuntimes } from '../kind-runtime.js';
 import { imageUpscaleRuntime } from './image-upscale.js';
 import { lipsyncPolicy, lipsyncRuntime, openLipsyncProvider, type LipsyncStates } from './lipsync.js';
 import { musicRuntime, openMusicBackends, type MusicStates } from './music.js';
@@ -39,6 +39,11 @@ export function kindPolicies(config: Config, hardware: HardwareProfile): KindPol
 
 /** The registry as the value the corridor, readiness, hardware and quoting are handed. */
 export const KIND_RUNTIMES: KindRuntimes<KindStates> = { byKind: RUNTIMES, openStates: openKindStates, policies: kindPolicies };
+
+/** The networks the kinds keep as folders of their own, as `models list` shows them. */
+export async function folderModels(config: Config, filesDir: string): Promise<FolderModel[]> {
+  return (await Promise.all(JOB_KINDS.map((kind) => RUNTIMES[kind].folderModels?.(config, filesDir) ?? []))).flat();
+}
 
 /** The networks the kinds build themselves, by generator name (RegistryOptions.generators). */
 export function modelGenerators(): Record<string, ModelGenerator> {

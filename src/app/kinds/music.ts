@@ -6,7 +6,7 @@
  */
 import type { Config } from '../../config.js';
 import type { Logger } from '../../logger.js';
-import { createMusicBackends, generateMusicJob, musicReadiness, type MusicBackend } from '../../music/index.js';
+import { createMusicBackends, folderLicence, generateMusicJob, modelFolder, musicReadiness, type MusicBackend } from '../../music/index.js';
 import type { KindRuntime } from '../kind-runtime.js';
 
 /** What music keeps open between jobs, on the engine (`engine.kinds`): the configured backends, in the operator's order (MEDIA_WORKER_MUSIC_BACKENDS). */
@@ -15,6 +15,12 @@ export interface MusicStates {
 }
 
 export const musicRuntime: KindRuntime<'music', MusicStates> = {
+  // MusicGen is a folder, not a manifest of the registry: its licence is its folder manifest's.
+  async folderModels(config, filesDir) {
+    const folder = modelFolder(config.musicgenModel, filesDir);
+    const licence = await folderLicence(folder).catch(() => undefined);
+    return licence === undefined ? [] : [{ name: config.musicgenModel, task: 'music', licence, folder }];
+  },
   async run(quoted, { dir, engine, opts, binaries }) {
     const result = await generateMusicJob(quoted.job.input, {
       taskId: opts.taskId,

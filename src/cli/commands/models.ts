@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { folderLicence, modelFolder } from '../../music/index.js';
 import { maySell, type LicenceFacts, adoptNetwork, AdoptError, ensureModelFile, listManifests, allowModelFetching, unfilledFields, PRECISION_PSNR_FLOOR_DB, type ModelManifest, type Range } from '../../inference/index.js';
-import { modelGenerators, registryOptions } from '../../app/index.js';
+import { folderModels, modelGenerators, registryOptions } from '../../app/index.js';
 import { cliContext } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
 import { voice } from '../voice.js';
@@ -48,10 +47,9 @@ export function registerModels(program: Command): void {
             const gate = gateLine(m);
             if (gate !== undefined) process.stdout.write(`  ${gate}\n`);
           }
-          // MusicGen is a folder, not a manifest of this registry: its licence is its folder manifest's.
-          const folder = modelFolder(config.musicgenModel, filesDir);
-          const licence = await folderLicence(folder).catch(() => undefined);
-          if (licence !== undefined) process.stdout.write(`${config.musicgenModel.padEnd(24)} ${'music'.padEnd(18)} ${''.padEnd(4)} ${licenceColumn(licence)} ${folder}\n`);
+          for (const f of await folderModels(config, filesDir)) {
+            process.stdout.write(`${f.name.padEnd(24)} ${f.task.padEnd(18)} ${''.padEnd(4)} ${licenceColumn(f.licence)} ${f.folder}\n`);
+          }
         }
         process.exitCode = EXIT_OK;
       } catch (err) {
