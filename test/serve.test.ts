@@ -151,9 +151,9 @@ describe('media-worker serve', () => {
 
   it('announces what it runs on media.capabilities: kinds, models, hardware class and execution provider', async () => {
     const reply = await cp.nc.request('media.capabilities', '', { timeout: 5000 });
-    expect(reply.headers?.get('Media-Protocol-Version')).toBe('2.0');
+    expect(reply.headers?.get('Media-Protocol-Version')).toBe('2.1');
     expect(reply.json()).toMatchObject({
-      protocol: '2.0',
+      protocol: '2.1',
       state: 'running',
       hardwareClass: 'cpu',
       executionProvider: 'cpu',

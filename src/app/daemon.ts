@@ -16,6 +16,7 @@ import {
   startWorker,
   workerSettingsFromEnv,
   type JobExecutor,
+  type JobOutput,
   type QuoteFunction,
   type ResultStore,
   type WorkerHandle,
@@ -120,6 +121,8 @@ async function sweepAllLeftovers(config: Config): Promise<number> {
 
 function executorFor(engine: Engine, results: ResultStore): JobExecutor {
   return async (job, ctx) => {
+    // Every file the run stored, confirmed: the completion event lists them (size, sha256).
+    const files: NonNullable<JobOutput['files']>[number][] = [];
     const executed = await executeJob(job, engine, {
       taskId: ctx.taskId,
       logger: ctx.logger,
@@ -127,9 +130,13 @@ function executorFor(engine: Engine, results: ResultStore): JobExecutor {
       onProgress: (p) => ctx.onProgress(p),
       // Jobs from the network never name local files.
       allowLocalPaths: false,
-      store: async (localPath, meta) => ({ url: (await results.storeResult(localPath, meta)).url }),
+      store: async (localPath, meta) => {
+        const stored = await results.storeResult(localPath, meta, ctx.signal);
+        files.push({ key: stored.key, url: stored.url, size: stored.size, sha256: stored.sha256 });
+        return { url: stored.url };
+      },
     });
-    return { creditsUsed: executed.quote.creditsUsed, result: executed.result };
+    return { creditsUsed: executed.quote.creditsUsed, result: executed.result, files };
   };
 }
 

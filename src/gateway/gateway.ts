@@ -8,7 +8,7 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, streamProblems, type ProtocolSettings } from '../protocol/index.js';
+import { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, resultsBaseUrl, streamProblems, type ProtocolSettings } from '../protocol/index.js';
 import { cancelClient } from './cancel-client.js';
 import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, servedLinks, type GatewayApp } from './http/app.js';
@@ -24,7 +24,8 @@ import { startPendingSweeper } from './pending-sweeper.js';
 import { watchProgress } from './progress.js';
 import { quoteClient, timedQuotes } from './quote-client.js';
 import { perGatewayCap, quoteGate } from './quote-gate.js';
-import { resultCheck, resultsBase } from './result-check.js';
+import { resultCheck } from './result-check.js';
+import { storedFileCheck } from './stored-files.js';
 import { securityEvents } from './security-events.js';
 import { gatewayService } from './service.js';
 import type { GatewaySettings } from './settings.js';
@@ -83,7 +84,7 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
   };
   const consumers = await consumerProblems(jsm, consumerNames);
   if (consumers.length > 0) throw new Error(`The gateway's consumers are not as its settings expect (${consumers.join('; ')}): ${PROVISION_HINT}`);
-  const checkResult = resultCheck(resultsBase(protocol.publicBaseUrl, protocol.resultsDir), security);
+  const checkResult = resultCheck(resultsBaseUrl(protocol), security, storedFileCheck(protocol, settings.serveResults));
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger, checkResult);
   const webhookPolicy = { allowLoopback: settings.webhookAllowLoopback };
   const links = servedLinks(settings, protocol.publicBaseUrl, protocol.upscaleResultLifetimeDays);

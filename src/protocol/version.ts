@@ -7,7 +7,7 @@
  */
 import { headers, type MsgHdrs } from '@nats-io/transport-node';
 
-export const PROTOCOL_VERSION = '2.0';
+export const PROTOCOL_VERSION = '2.1';
 export const PROTOCOL_HEADER = 'Media-Protocol-Version';
 
 const MAJOR = PROTOCOL_VERSION.split('.')[0];

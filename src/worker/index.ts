@@ -16,9 +16,11 @@ export {
   type WorkerSettingsInput,
 } from './settings.js';
 export {
-  ResultStore,
+  LocalResultStore,
   createResultStore,
   resultLifetimeMs,
+  type LocalStoredResult,
+  type ResultStore,
   type ResultStoreSettings,
   type StoreOptions,
   type StoredResult,

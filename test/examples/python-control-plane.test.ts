@@ -69,7 +69,7 @@ describe.skipIf(missing !== undefined)(`the Python control plane example${missin
     expect(report.cancel_after_completion).toMatchObject({ cancelled: false, status: 'completed' });
     const events = Object.values(report.events);
     expect(events.map((list) => list.length)).toEqual([1, 1]);
-    for (const list of events) expect(list[0]?._protocol).toBe('2.0');
+    for (const list of events) expect(list[0]?._protocol).toBe('2.1');
     // The worker ran the completed task once (the duplicate publish was dropped) and started the cancelled one.
     expect(worker.records.map((r) => r.taskId).sort()).toEqual(Object.keys(report.events).sort());
   });

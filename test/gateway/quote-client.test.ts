@@ -116,10 +116,10 @@ describe('quote requests with receipts', () => {
     expect(Date.now() - started).toBeGreaterThan(3_000);
     expect(calls).toBe(2);
     await sleep(200);
-    expect(seen[0]).toEqual({ status: 'received', protocol: '2.0', bytes: 0 });
+    expect(seen[0]).toEqual({ status: 'received', protocol: '2.1', bytes: 0 });
     expect(seen.slice(1, -1).every((s) => s.status === 'working' && s.bytes === 0)).toBe(true);
     expect(seen.length).toBeGreaterThanOrEqual(5); // received, 3 or 4 heartbeats, the answer
-    expect(seen.at(-1)).toMatchObject({ status: '', protocol: '2.0' });
+    expect(seen.at(-1)).toMatchObject({ status: '', protocol: '2.1' });
     expect(seen.at(-1)?.bytes).toBeGreaterThan(0);
   }, 20_000);
 

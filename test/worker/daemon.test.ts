@@ -366,7 +366,7 @@ describe('quote service', () => {
     expect(info.json()).toMatchObject({
       name: 'media-worker',
       version: '0.1.0',
-      metadata: { protocol: '2.0', capabilities: 'media.capabilities' },
+      metadata: { protocol: '2.1', capabilities: 'media.capabilities' },
       endpoints: [
         { name: 'quote', subject: 'media.quote', queue_group: 'q' },
         { name: 'cancel', subject: 'media.cancel', queue_group: 'q' },
