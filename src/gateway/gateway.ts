@@ -26,9 +26,10 @@ import { quoteClient, timedQuotes } from './quote-client.js';
 import { perGatewayCap, quoteGate } from './quote-gate.js';
 import { resultCheck } from './result-check.js';
 import { storedFileCheck } from './stored-files.js';
+import { startUploadUrls } from './upload-urls.js';
 import { securityEvents } from './security-events.js';
 import { gatewayService } from './service.js';
-import type { GatewaySettings } from './settings.js';
+import { GatewaySettingsError, type GatewaySettings } from './settings.js';
 import { openStore } from './store/index.js';
 import { startPollView } from './view/poll-view.js';
 import { startTracing, telemetrySettingsFromEnv, type TelemetrySettings, type Tracing } from '../telemetry/index.js';
@@ -55,6 +56,9 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
 }
 
 async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings, logger: Logger, tracing: Tracing): Promise<GatewayHandle> {
+  if (protocol.resultsStore === 'upload-url' && protocol.s3Bucket === undefined) {
+    throw new GatewaySettingsError('Invalid setting RESULTS_S3_BUCKET: Expected it to be set with RESULTS_STORE=upload-url (the gateway presigns the workers\' upload URLs against it) but received it unset');
+  }
   const nc = await connectNats(protocol);
   const jsm = await jetstreamManager(nc);
   const workerStreams = await workerStreamProblems(jsm, protocol);
@@ -111,6 +115,8 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
   // The server reports its default (2 min) when the stream was made without one.
   const jobsDuplicateWindowMs = (await jsm.streams.info(protocol.jobsStream)).config.duplicate_window / 1e6;
   const debitReconciler = startDebitReconciler({ jsm, names: store.names, tasks: store.tasks, service, jobsDuplicateWindowMs, logger: logger.child({ component: 'debit-reconciler' }) });
+  // RESULTS_STORE=upload-url: the workers' requests for upload URLs are answered here (upload-urls.ts).
+  const uploadUrls = protocol.resultsStore === 'upload-url' ? startUploadUrls({ nc, jsm, claimsStream: protocol.claimsStream, tasks: store.tasks, protocol, logger: logger.child({ component: 'upload-urls' }) }) : undefined;
   const eventReconciler = startEventReconciler({ jsm, eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, tasks: store.tasks, service, checkResult, logger: logger.child({ component: 'event-reconciler' }) });
   const webhookDurable = webhookConsumerConfig(store.names, settings.consumerPrefix);
   watchFleet(metrics, { jsm, jobsStream: protocol.jobsStream, webhooks: { stream: webhookDurable.stream, durable: webhookDurable.config.durable_name }, viewLive: () => view.live() });
@@ -152,6 +158,7 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
       await eventReconciler.stop();
       await loops.stop();
       await webhooks.stop();
+      await uploadUrls?.stop();
       progress.stop();
       await view.stop();
       await nc.drain();

@@ -6,3 +6,4 @@ export type { LedgerEntry } from './store/records.js';
 export { ensureConsumers } from './consumers.js';
 export { ensureStoreStreams, storeNames, streamConfigs } from './store/streams.js';
 export { destinationProblem, parseWebhookUrl } from './webhooks/target.js';
+export { UPLOAD_URL_LIFETIME_S, presignUpload, startUploadUrls, uploadRefusal, type Presigning } from './upload-urls.js';

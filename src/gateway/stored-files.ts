@@ -16,7 +16,7 @@ import { SHA256_METADATA, objectKey, openObjectStore, type ObjectStore, type Pro
 export type StoredFileCheck = (file: ResultFile) => Promise<string | null>;
 
 export function storedFileCheck(protocol: ProtocolSettings, seesResultsDir: boolean): StoredFileCheck | undefined {
-  if (protocol.resultsStore === 's3') return bucketCheck(protocol);
+  if (protocol.resultsStore !== 'local') return bucketCheck(protocol);
   return seesResultsDir ? localCheck(protocol.resultsDir) : undefined;
 }
 

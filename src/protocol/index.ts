@@ -22,6 +22,19 @@ export {
 export { capabilitiesSchema, deviceSchema, discoverWorkers, modelsOfKind, whoCanRun, type Capabilities, type DeviceInfo, type DiscoverOptions } from './discovery.js';
 export { WIRE_SCHEMAS, endpointSchemaMetadata, wireJsonSchemas, wireSchemaPath, type WireSchemaName } from './wire-schemas.js';
 export { resultLifetimeMs, resultUrl, resultsBaseUrl } from './result-url.js';
+export {
+  RESULT_CONTENT_TYPES,
+  UPLOADS_SUBJECT_PREFIX,
+  uploadUrlGrantSchema,
+  uploadUrlRefusalSchema,
+  uploadUrlReplySchema,
+  uploadUrlRequestSchema,
+  uploadUrlSubject,
+  type UploadUrlGrant,
+  type UploadUrlRefusal,
+  type UploadUrlReply,
+  type UploadUrlRequest,
+} from './upload-url.js';
 export { SHA256_METADATA, objectKey, openObjectStore, type ObjectStore, type ObjectStoreOptions, type ObjectStoreSettings } from './object-store.js';
 export {
   PROTOCOL_SETTINGS,

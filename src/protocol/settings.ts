@@ -121,16 +121,16 @@ export const PROTOCOL_SETTINGS = {
   }),
   resultsStore: setting({
     env: 'RESULTS_STORE',
-    schema: oneOfSetting(['local', 's3']),
+    schema: oneOfSetting(['local', 's3', 'upload-url']),
     default: 'local',
-    doc: 'Where a worker stores results before their completion event: `local` (RESULTS_DIR, a shared volume on a fleet) or `s3` (the bucket RESULTS_S3_BUCKET, with the AWS SDK\'s default credentials); docs/results-storage.md.',
+    doc: 'Where a worker stores results before their completion event: `local` (RESULTS_DIR, a shared volume on a fleet), `s3` (the bucket RESULTS_S3_BUCKET, with the AWS SDK\'s default credentials) or `upload-url` (a PUT to a URL the gateway presigns against its bucket per file: the worker holds no storage credentials); docs/results-storage.md.',
   }),
   s3Bucket: setting({
     env: 'RESULTS_S3_BUCKET',
     schema: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, {
       error: (issue) => `Expected a bucket name of 3 to 63 characters of a-z, 0-9, "." or "-" but received ${received(issue.input)}`,
     }),
-    doc: 'Bucket of the results (RESULTS_STORE=s3; required there).',
+    doc: 'Bucket of the results (required with RESULTS_STORE=s3, and on the gateway with upload-url).',
   }),
   s3Endpoint: setting({
     env: 'RESULTS_S3_ENDPOINT',
@@ -167,7 +167,10 @@ export function checkNatsAuth(v: NatsCredentialSettings, ctx: z.RefinementCtx): 
   for (const problem of credentialProblems(v)) ctx.addIssue({ code: 'custom', path: [problem.key], message: problem.message });
 }
 
-/** The s3 store needs its bucket. */
+/**
+ * The s3 store needs its bucket on every process. With upload-url only the control plane that
+ * presigns needs one (its workers hold no bucket settings): the gateway checks that at start.
+ */
 export function checkResultsStore(v: Pick<ProtocolSettings, 'resultsStore' | 's3Bucket'>, ctx: z.RefinementCtx): void {
   if (v.resultsStore === 's3' && v.s3Bucket === undefined) {
     ctx.addIssue({ code: 'custom', path: ['s3Bucket'], message: 'Expected RESULTS_S3_BUCKET to be set with RESULTS_STORE=s3 but received it unset' });

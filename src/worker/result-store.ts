@@ -4,8 +4,9 @@
  * the interface the worker holds. The stores: results.ts (a local directory), s3-results.ts (a
  * bucket).
  */
+import type { NatsConnection } from '@nats-io/transport-node';
 import { JOB_KINDS, type JobKind } from '../jobs/index.js';
-import { isTaskId } from '../protocol/index.js';
+import { RESULT_CONTENT_TYPES, isTaskId } from '../protocol/index.js';
 
 const NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 const EXT_PATTERN = /^[a-z0-9]{1,8}$/;
@@ -43,6 +44,8 @@ export interface ResultStore {
   discard(taskId: string): Promise<void>;
   /** Sweeps expired results now and then; returns the function that stops it. */
   startSweeper(intervalMs: number, observer?: SweepObserver): () => void;
+  /** A store that talks to the control plane (upload URLs) gets the worker's connection and host id. */
+  connect?(nc: NatsConnection, hostId: string): void;
 }
 
 export interface SweepReport {
@@ -73,18 +76,7 @@ export function resultRelativePath(options: StoreOptions): string[] {
   return [options.kind, options.taskId, `${name}.${options.ext}`];
 }
 
-const CONTENT_TYPES: Readonly<Record<string, string>> = {
-  png: 'image/png',
-  jpg: 'image/jpeg',
-  jpeg: 'image/jpeg',
-  webp: 'image/webp',
-  mp4: 'video/mp4',
-  mov: 'video/quicktime',
-  mkv: 'video/x-matroska',
-  mp3: 'audio/mpeg',
-};
-
 /** The Content-Type a stored file is served with (`application/octet-stream` for an extension not listed). */
 export function contentTypeOf(ext: string): string {
-  return CONTENT_TYPES[ext] ?? 'application/octet-stream';
+  return RESULT_CONTENT_TYPES[ext] ?? 'application/octet-stream';
 }

@@ -21,6 +21,7 @@ import { JOB_KINDS } from '../jobs/index.js';
 import { resultLifetimeMs, resultUrl, type ObjectStoreSettings } from '../protocol/index.js';
 import { checkTaskId, resultRelativePath, type ResultStore, type StoredResult, type StoreOptions, type SweepObserver, type SweepReport } from './result-store.js';
 import { S3ResultStore } from './s3-results.js';
+import { UploadUrlResultStore } from './upload-url-results.js';
 
 export { resultLifetimeMs, resultRelativePath };
 export type { ResultStore, StoredResult, StoreOptions, SweepObserver, SweepReport };
@@ -37,7 +38,7 @@ export interface ResultStoreSettings extends Partial<ObjectStoreSettings> {
   publicBaseUrl?: string | undefined;
   upscaleResultLifetimeDays: number;
   /** Default `local`. */
-  resultsStore?: 'local' | 's3';
+  resultsStore?: 'local' | 's3' | 'upload-url';
   /** RESULTS_STORE_DEADLINE_MS: how long one file's storing is retried (s3). */
   storeDeadlineMs?: number;
 }
@@ -159,6 +160,12 @@ export class LocalResultStore implements ResultStore {
 
 /** The store RESULTS_STORE names: the local directory (default) or the bucket. */
 export function createResultStore(settings: ResultStoreSettings, logger?: Logger): ResultStore {
+  if (settings.resultsStore === 'upload-url') {
+    return new UploadUrlResultStore({
+      upscaleResultLifetimeDays: settings.upscaleResultLifetimeDays,
+      ...(settings.storeDeadlineMs === undefined ? {} : { storeDeadlineMs: settings.storeDeadlineMs }),
+    }, logger);
+  }
   if (settings.resultsStore === 's3') {
     return new S3ResultStore({
       s3Bucket: settings.s3Bucket,

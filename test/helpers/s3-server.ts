@@ -1,9 +1,10 @@
 /**
  * An S3-compatible server for the tests, started in-process like nats-server is: s3rver (npm,
  * offline) on a free port over a throwaway directory, with the buckets asked for. It checks the
- * access key (S3RVER) but not a SigV4 signature. `faultProxy` stands in front of it and breaks
- * chosen requests the ways a real store or network does: 503s, a stalled answer, a connection
- * reset in the middle of a request body.
+ * access key (S3RVER) but not a SigV4 signature. `faultProxy` stands in front of it, refuses a
+ * presigned URL past its expiry as S3 does (403 "Request has expired"; s3rver checks none), and
+ * breaks chosen requests the ways a real store or network does: 503s, a stalled answer, a
+ * connection reset in the middle of a request body.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -70,8 +71,8 @@ export type Fault = 'unavailable' | 'stall' | 'reset';
 export interface SeenRequest {
   method: string;
   url: string;
-  /** The fault it met, if any. */
-  fault?: Fault;
+  /** The fault it met, if any (`expired`: a presigned URL past its expiry, refused as S3 does). */
+  fault?: Fault | 'expired';
 }
 
 export interface FaultProxy {
@@ -82,6 +83,21 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
+/**
+ * Whether a presigned request (SigV4 query: X-Amz-Date, X-Amz-Expires) is past its expiry, as S3
+ * judges it; s3rver itself checks no expiry. Null for a request that is not presigned.
+ */
+export function presignedExpired(url: string, nowMs: number): boolean | null {
+  const query = new URL(url, 'http://x').searchParams;
+  const date = query.get('X-Amz-Date');
+  const expires = query.get('X-Amz-Expires');
+  if (date === null || expires === null) return null;
+  const m = /^(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$/.exec(date);
+  if (m === null) return true;
+  const signedAt = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6]));
+  return nowMs > signedAt + Number(expires) * 1000;
+}
+
 export async function faultProxy(target: string): Promise<FaultProxy> {
   const plans: { fault: Fault; left: number; match: (req: IncomingMessage) => boolean }[] = [];
   const seen: SeenRequest[] = [];
@@ -90,6 +106,15 @@ export async function faultProxy(target: string): Promise<FaultProxy> {
     const plan = plans.find((p) => p.left > 0 && p.match(req));
     const record: SeenRequest = { method: req.method ?? '', url: req.url ?? '' };
     seen.push(record);
+    if (presignedExpired(req.url ?? '', Date.now()) === true) {
+      record.fault = 'expired';
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(403, { 'content-type': 'application/xml' });
+        res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>');
+      });
+      return;
+    }
     if (plan !== undefined) {
       plan.left -= 1;
       record.fault = plan.fault;
