@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
 import { fileDigest } from '../src/media/index.js';
-import { S3ResultStore } from '../src/worker/s3-results.js';
+import { S3ResultStore } from '../src/worker/index.js';
 
 const mb = Number(process.argv[process.argv.indexOf('--mb') + 1] ?? 1024) || 1024;
 const MiB = 1024 * 1024;

@@ -26,6 +26,8 @@ export {
   type StoredResult,
   type SweepReport,
 } from './results.js';
+export { S3ResultStore, permanentStoreError, type S3ResultStoreSettings } from './s3-results.js';
+export { UploadRefused, UploadUrlResultStore, type UploadUrlStoreSettings } from './upload-url-results.js';
 export { WorkerMetrics, setExecutionProvider, setSrPrecision, workerMetrics, type JobOutcome } from './metrics.js';
 export { decideFailure, type Disposition } from './outcome.js';
 export { TopologyError, checkTopology, ensureTopology } from './topology.js';
