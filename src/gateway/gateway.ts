@@ -8,7 +8,7 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, resultsBaseUrl, streamProblems, type ProtocolSettings } from '../protocol/index.js';
+import { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, openObjectStore, resultsBaseUrl, streamProblems, type ProtocolSettings } from '../protocol/index.js';
 import { cancelClient } from './cancel-client.js';
 import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, servedLinks, type GatewayApp } from './http/app.js';
@@ -132,6 +132,7 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
     settings,
     resultsDir: protocol.resultsDir,
     resultsBaseUrl: protocol.publicBaseUrl,
+    ...(protocol.resultsStore === 'local' ? {} : { resultsBucket: onceOpened(() => openObjectStore(protocol)) }),
     upscaleResultLifetimeDays: protocol.upscaleResultLifetimeDays,
     accounts: store.accounts,
     ledger: store.ledger,
@@ -165,6 +166,12 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
       await tracing.shutdown();
     },
   };
+}
+
+/** `open` called once, on first use. */
+function onceOpened<T>(open: () => Promise<T>): () => Promise<T> {
+  let opened: Promise<T> | undefined;
+  return () => (opened ??= open());
 }
 
 /** Readiness follows the connection: a gateway without NATS can neither charge nor answer polls. */

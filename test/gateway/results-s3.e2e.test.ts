@@ -3,7 +3,8 @@
  * `gateway` processes with a real S3-compatible server (s3rver, started here) and no shared
  * directory. The worker stores the result in the bucket before its event; the event lists the
  * file's size and sha256; the gateway checks the object (HEAD) before the task shows completed.
- * Then the worker's results and temp folders are deleted: the result is still in the bucket, whole.
+ * Then the worker's results and temp folders are deleted: the result is still in the bucket, whole,
+ * and the gateway's signed link streams it from there (range requests passed on).
  */
 import { createHash } from 'node:crypto';
 import { readdir, rm } from 'node:fs/promises';
@@ -22,10 +23,8 @@ let s3: S3TestServer;
 const env: NodeJS.ProcessEnv = {};
 beforeAll(async () => {
   s3 = await startS3Server([BUCKET]);
-  Object.assign(env, s3.env(BUCKET, 'media'), {
-    // Nothing is served from a local directory: the files are in the bucket only.
-    GATEWAY_SERVE_RESULTS: 'false',
-  });
+  // The gateway serves results (GATEWAY_SERVE_RESULTS=true, the harness's): streamed from the bucket.
+  Object.assign(env, s3.env(BUCKET, 'media'));
 });
 afterAll(async () => {
   await s3?.close();
@@ -68,10 +67,22 @@ describe('results in a bucket', () => {
       const object = await reader.send(new GetObjectCommand({ Bucket: BUCKET, Key: `media/image/${id}/output.png` }));
       const bytes = Buffer.from(await object.Body!.transformToByteArray());
       expect([bytes.length, createHash('sha256').update(bytes).digest('hex')]).toEqual([event?.files?.[0]?.size, event?.files?.[0]?.sha256]);
-      expect(object.ContentType).toBe('image/png');
-      expect((await sharp(bytes).metadata()).width).toBe(80);
     } finally {
       reader.destroy();
     }
+
+    // The link the poll gave: signed by the gateway, streamed from the bucket, ranges honoured.
+    const link = (done['result'] as { url: string }).url;
+    expect(link).toMatch(/\?expires=\d+&sig=/);
+    const whole = await fetch(link);
+    expect([whole.status, whole.headers.get('content-type')]).toEqual([200, 'image/png']);
+    const served = Buffer.from(await whole.arrayBuffer());
+    expect(createHash('sha256').update(served).digest('hex')).toBe(event?.files?.[0]?.sha256);
+    expect((await sharp(served).metadata()).width).toBe(80);
+    const part = await fetch(link, { headers: { range: 'bytes=0-7' } });
+    expect([part.status, part.headers.get('content-range')]).toEqual([206, `bytes 0-7/${served.length}`]);
+    expect(Buffer.from(await part.arrayBuffer()).readUInt32BE(0)).toBe(0x89504e47);
+    // Unsigned, or for a file that is not there: refused.
+    expect((await fetch(link.split('?')[0]!)).status).toBe(404);
   });
 });
