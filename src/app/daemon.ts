@@ -18,6 +18,7 @@ import {
   type JobExecutor,
   type JobOutput,
   type QuoteFunction,
+  type ReadinessCheck,
   type ResultStore,
   type WorkerHandle,
   type WorkerSettings,
@@ -72,7 +73,7 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     logger,
     results,
     version: PACKAGE_VERSION,
-    readiness: withProviderCheck(readinessChecks({ config, settings, engine, logger }), hardware.shortfall),
+    readiness: withProviderCheck(readinessChecks({ config, settings, engine, logger, ...resultStoreCheck(results) }), hardware.shortfall),
     sweepLeftovers: () => sweepAllLeftovers(config),
     // What discovery reports is what the probe found running, as the quotes and readiness use it.
     host: { hardwareClass: hardwareClassOf(config), executionProvider: hardware.probe.active, device: hardware.device, precision: hardware.precision },
@@ -110,6 +111,12 @@ export function withConfiguredSlots(settings: WorkerSettings, config: Config, co
     if (concurrency[kind] === 0 && slots > 0) concurrency = { ...concurrency, [kind]: slots };
   }
   return concurrency === settings.concurrency ? settings : { ...settings, concurrency };
+}
+
+/** The store's readiness check, where it has one (a bucket: there, and its credentials passing). */
+function resultStoreCheck(results: ResultStore): { resultStore?: ReadinessCheck } {
+  const reachable = results.reachable?.bind(results);
+  return reachable === undefined ? {} : { resultStore: { name: 'results-store', run: reachable } };
 }
 
 /** Job directories (temp dir) and half-written model files whose process is gone. */

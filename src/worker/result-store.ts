@@ -44,6 +44,12 @@ export interface ResultStore {
   discard(taskId: string): Promise<void>;
   /** Sweeps expired results now and then; returns the function that stops it. */
   startSweeper(intervalMs: number, observer?: SweepObserver): () => void;
+  /**
+   * Null when the store can take a file as far as a cheap request can tell (the bucket is there and
+   * the credentials pass), else why not: a readiness check, so that a host whose store is gone pulls
+   * no job only to fail it with a refund.
+   */
+  reachable?(): Promise<string | null>;
   /** A store that talks to the control plane (upload URLs) gets the worker's connection and host id. */
   connect?(nc: NatsConnection, hostId: string): void;
 }

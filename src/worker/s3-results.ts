@@ -14,6 +14,7 @@ import { fileDigest, type FileDigest } from '../media/index.js';
 import { SHA256_METADATA, objectKey, openObjectStore, resultLifetimeMs, resultUrl, resultsBaseUrl, type ObjectStore, type ObjectStoreOptions, type ObjectStoreSettings } from '../protocol/index.js';
 import { checkTaskId, contentTypeOf, resultRelativePath, type ResultStore, type StoredResult, type StoreOptions } from './result-store.js';
 import { withStoreRetries } from './store-retries.js';
+import { errorMessage } from '../errors.js';
 import { JOB_KINDS } from '../jobs/index.js';
 
 /** Parts of 8 MiB, three in flight: what an upload holds in memory stays near 32 MiB whatever the file's size. */
@@ -88,6 +89,19 @@ export class S3ResultStore implements ResultStore {
       for (const object of listed.Contents ?? []) {
         if (object.Key !== undefined) await store.client.send(new DeleteObjectCommand({ Bucket: store.bucket, Key: object.Key }));
       }
+    }
+  }
+
+  async reachable(): Promise<string | null> {
+    try {
+      const store = await this.bucket();
+      const { HeadBucketCommand } = await import('@aws-sdk/client-s3');
+      await store.client.send(new HeadBucketCommand({ Bucket: store.bucket }));
+      return null;
+    } catch (err) {
+      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      const what = status === 404 ? 'does not exist' : status === 403 ? 'refuses these credentials' : `cannot be reached (${errorMessage(err)})`;
+      return `the results bucket ${String(this.settings.s3Bucket)} ${what}`;
     }
   }
 

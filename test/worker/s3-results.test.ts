@@ -143,6 +143,15 @@ describe('the bucket store', () => {
     expect(await exists('results/image/t_creds/output.png')).toBe(false);
   });
 
+  it('tells readiness whether the bucket is there and the credentials pass', async () => {
+    expect(await (await store()).reachable()).toBeNull();
+    await proxy.close();
+    expect(await (await store({ s3Bucket: 'no-such-bucket' })).reachable()).toBe('the results bucket no-such-bucket does not exist');
+    await proxy.close();
+    const down = new S3ResultStore({ s3Bucket: BUCKET, s3Endpoint: `http://127.0.0.1:${await closedPort()}`, s3Region: 'us-east-1', s3Prefix: 'results', s3ForcePathStyle: true, upscaleResultLifetimeDays: 7, client: { maxAttempts: 1 } });
+    expect(await down.reachable()).toMatch(/^the results bucket media-results cannot be reached/);
+  });
+
   it('gives up within its deadline on a store that is down, and on one that resets every part, aborting the multipart upload', async () => {
     const png = await file('down.png', randomBytes(100));
     const down = new S3ResultStore({ s3Bucket: BUCKET, s3Endpoint: `http://127.0.0.1:${await closedPort()}`, s3Region: 'us-east-1', s3Prefix: 'results', s3ForcePathStyle: true, upscaleResultLifetimeDays: 7, storeDeadlineMs: 1_000 });
