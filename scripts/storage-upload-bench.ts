@@ -6,7 +6,7 @@
  *
  *   npm run build && node dist/scripts/storage-upload-bench.js --mb 1024
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -15,6 +15,7 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { fileDigest } from '../src/media/index.js';
 import { S3ResultStore } from '../src/worker/index.js';
+import { startObjectStore } from './chaos/object-store.js';
 
 const mb = Number(process.argv[process.argv.indexOf('--mb') + 1] ?? 1024) || 1024;
 const MiB = 1024 * 1024;
@@ -29,14 +30,6 @@ async function writeFile(file: string, sizeMb: number): Promise<void> {
   await once(out, 'finish');
 }
 
-/** s3rver in a child process, so that its buffers are not counted in this process's RSS. */
-async function startServer(dir: string): Promise<{ port: number; child: ChildProcess }> {
-  const code = `const S3rver = require('s3rver'); new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: ${JSON.stringify(dir)}, configureBuckets: [{ name: 'bench' }] }).run().then((a) => console.log(a.port));`;
-  const child = spawn(process.execPath, ['-e', code], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] });
-  const [line] = (await once(child.stdout!, 'data')) as [Buffer];
-  return { port: Number(line.toString().trim()), child };
-}
-
 function curlPut(file: string, url: string): Promise<number> {
   const started = process.hrtime.bigint();
   const child = spawn('curl', ['-sS', '-f', '-o', '/dev/null', '-T', file, url], { stdio: 'inherit' });
@@ -49,11 +42,12 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'storage-bench-'));
   const file = path.join(dir, 'result.mp4');
   await writeFile(file, mb);
-  const { port, child } = await startServer(path.join(dir, 's3'));
+  // In a child process: the server's buffers are not counted in this process's RSS.
+  const server = await startObjectStore(path.join(dir, 's3'), 'bench');
   try {
     process.env['AWS_ACCESS_KEY_ID'] ??= 'S3RVER';
     process.env['AWS_SECRET_ACCESS_KEY'] ??= 'S3RVER';
-    const store = new S3ResultStore({ s3Bucket: 'bench', s3Endpoint: `http://127.0.0.1:${port}`, s3Region: 'us-east-1', s3Prefix: 'results', s3ForcePathStyle: true, upscaleResultLifetimeDays: 7 });
+    const store = new S3ResultStore({ s3Bucket: 'bench', s3Endpoint: server.endpoint, s3Region: 'us-east-1', s3Prefix: 'results', s3ForcePathStyle: true, upscaleResultLifetimeDays: 7 });
     // A small store first: the SDK's modules are loaded and the client made before the baseline.
     const warm = path.join(dir, 'warm.png');
     // Above one part: the multipart path's code is loaded and its sockets open before the baseline.
@@ -67,7 +61,7 @@ async function main(): Promise<void> {
     const stored = await store.storeResult(file, { taskId: 'big', kind: 'video', ext: 'mp4' });
     const storeSeconds = Number(process.hrtime.bigint() - started) / 1e9;
     clearInterval(sampler);
-    const curlSeconds = await curlPut(file, `http://127.0.0.1:${port}/bench/floor/result.mp4`);
+    const curlSeconds = await curlPut(file, `${server.endpoint}/bench/floor/result.mp4`);
     // The store's own read of the file for its sha256 (part of storeSeconds), apart.
     const hashStarted = process.hrtime.bigint();
     await fileDigest(file);
@@ -87,7 +81,7 @@ async function main(): Promise<void> {
       sha256: stored.sha256,
     }));
   } finally {
-    child.kill();
+    server.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
