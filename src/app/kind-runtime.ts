@@ -77,6 +77,8 @@ export interface ReadinessContext<S = unknown> {
   logger: Logger;
   /** Free bytes in a directory's file system (tests fake a full disk). */
   freeBytes?: (dir: string) => Promise<number>;
+  /** The results store's own check (a bucket there and its credentials passing), for every kind. */
+  resultStore?: ReadinessCheck;
 }
 
 /** What a pipeline binding gets besides its quoted job. */

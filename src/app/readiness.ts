@@ -26,6 +26,7 @@ export function readinessChecks<S>(ctx: ReadinessContext<S>): KindChecks {
   const { runtimes } = ctx.engine;
   const shared = [writableDirCheck('results-dir', ctx.settings.resultsDir), writableDirCheck('temp-dir', ctx.config.tmpDir)];
   if (ctx.config.modelFilesDir !== undefined) shared.push(writableDirCheck('model-files-dir', ctx.config.modelFilesDir));
+  if (ctx.resultStore !== undefined) shared.push(ctx.resultStore);
   const out: KindChecks = {};
   for (const kind of JOB_KINDS) {
     const disk = diskSpaceCheck({

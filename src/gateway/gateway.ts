@@ -8,7 +8,7 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, streamProblems, type ProtocolSettings } from '../protocol/index.js';
+import { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, openObjectStore, resultsBaseUrl, streamProblems, type ProtocolSettings } from '../protocol/index.js';
 import { cancelClient } from './cancel-client.js';
 import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, servedLinks, type GatewayApp } from './http/app.js';
@@ -24,10 +24,12 @@ import { startPendingSweeper } from './pending-sweeper.js';
 import { watchProgress } from './progress.js';
 import { quoteClient, timedQuotes } from './quote-client.js';
 import { perGatewayCap, quoteGate } from './quote-gate.js';
-import { resultCheck, resultsBase } from './result-check.js';
+import { resultCheck } from './result-check.js';
+import { storedFileCheck } from './stored-files.js';
+import { startUploadUrls } from './upload-urls.js';
 import { securityEvents } from './security-events.js';
 import { gatewayService } from './service.js';
-import type { GatewaySettings } from './settings.js';
+import { GatewaySettingsError, type GatewaySettings } from './settings.js';
 import { openStore } from './store/index.js';
 import { startPollView } from './view/poll-view.js';
 import { startTracing, telemetrySettingsFromEnv, type TelemetrySettings, type Tracing } from '../telemetry/index.js';
@@ -54,6 +56,9 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
 }
 
 async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings, logger: Logger, tracing: Tracing): Promise<GatewayHandle> {
+  if (protocol.resultsStore === 'upload-url' && protocol.s3Bucket === undefined) {
+    throw new GatewaySettingsError('Invalid setting RESULTS_S3_BUCKET: Expected it to be set with RESULTS_STORE=upload-url (the gateway presigns the workers\' upload URLs against it) but received it unset');
+  }
   const nc = await connectNats(protocol);
   const jsm = await jetstreamManager(nc);
   const workerStreams = await workerStreamProblems(jsm, protocol);
@@ -83,7 +88,7 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
   };
   const consumers = await consumerProblems(jsm, consumerNames);
   if (consumers.length > 0) throw new Error(`The gateway's consumers are not as its settings expect (${consumers.join('; ')}): ${PROVISION_HINT}`);
-  const checkResult = resultCheck(resultsBase(protocol.publicBaseUrl, protocol.resultsDir), security);
+  const checkResult = resultCheck(resultsBaseUrl(protocol), security, storedFileCheck(protocol, settings.serveResults));
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger, checkResult);
   const webhookPolicy = { allowLoopback: settings.webhookAllowLoopback };
   const links = servedLinks(settings, protocol.publicBaseUrl, protocol.upscaleResultLifetimeDays);
@@ -110,6 +115,8 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
   // The server reports its default (2 min) when the stream was made without one.
   const jobsDuplicateWindowMs = (await jsm.streams.info(protocol.jobsStream)).config.duplicate_window / 1e6;
   const debitReconciler = startDebitReconciler({ jsm, names: store.names, tasks: store.tasks, service, jobsDuplicateWindowMs, logger: logger.child({ component: 'debit-reconciler' }) });
+  // RESULTS_STORE=upload-url: the workers' requests for upload URLs are answered here (upload-urls.ts).
+  const uploadUrls = protocol.resultsStore === 'upload-url' ? startUploadUrls({ nc, jsm, claimsStream: protocol.claimsStream, tasks: store.tasks, protocol, logger: logger.child({ component: 'upload-urls' }) }) : undefined;
   const eventReconciler = startEventReconciler({ jsm, eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, tasks: store.tasks, service, checkResult, logger: logger.child({ component: 'event-reconciler' }) });
   const webhookDurable = webhookConsumerConfig(store.names, settings.consumerPrefix);
   watchFleet(metrics, { jsm, jobsStream: protocol.jobsStream, webhooks: { stream: webhookDurable.stream, durable: webhookDurable.config.durable_name }, viewLive: () => view.live() });
@@ -125,6 +132,7 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
     settings,
     resultsDir: protocol.resultsDir,
     resultsBaseUrl: protocol.publicBaseUrl,
+    ...(protocol.resultsStore === 'local' ? {} : { resultsBucket: onceOpened(() => openObjectStore(protocol)) }),
     upscaleResultLifetimeDays: protocol.upscaleResultLifetimeDays,
     accounts: store.accounts,
     ledger: store.ledger,
@@ -151,12 +159,19 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
       await eventReconciler.stop();
       await loops.stop();
       await webhooks.stop();
+      await uploadUrls?.stop();
       progress.stop();
       await view.stop();
       await nc.drain();
       await tracing.shutdown();
     },
   };
+}
+
+/** `open` called once, on first use. */
+function onceOpened<T>(open: () => Promise<T>): () => Promise<T> {
+  let opened: Promise<T> | undefined;
+  return () => (opened ??= open());
 }
 
 /** Readiness follows the connection: a gateway without NATS can neither charge nor answer polls. */

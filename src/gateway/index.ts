@@ -7,3 +7,4 @@ export { ensureConsumers } from './consumers.js';
 export { ensureStoreStreams, storeNames, streamConfigs } from './store/streams.js';
 export { destinationProblem, parseWebhookUrl } from './webhooks/target.js';
 export { eventOrigin, type EventOrigin } from './event-origin.js';
+export { UPLOAD_URL_LIFETIME_S, presignUpload, startUploadUrls, uploadRefusal, type Presigning } from './upload-urls.js';

@@ -3,23 +3,21 @@
  * `<RESULTS_BASE_URL>/<kind>/<task id>/<name>.<ext>` (src/worker/results.ts), so that is the only
  * place a task's result may point: a result naming anything else (another task's result, an
  * upload, another host) comes from a worker that lies, and the task fails with its refund instead
- * (docs/contract.md, "What the gateway checks"). Pure but for the report of the security event.
+ * (docs/contract.md, "What the gateway checks"). The event lists every file with its key, size and
+ * sha256 (protocol 2.1): the list must match the result's URLs, and the stored copies what the
+ * list says (stored-files.ts), so a task is never completed with a file missing. Pure but for the
+ * stored copies and the report of the security event.
  */
-import { pathToFileURL } from 'node:url';
 import { KIND_FAILURE_CODE, KINDS, isModelId, reportedModel, type JobKind } from '../jobs/index.js';
-import { resultUrl, type TerminalEvent } from '../protocol/index.js';
+import { resultUrl, type ResultFile, type TerminalEvent } from '../protocol/index.js';
 import type { SecurityEventReporter } from './security-events.js';
+import type { StoredFileCheck } from './stored-files.js';
 
 export type ResultVerdict = { ok: true } | { ok: false; reason: string };
 
 /** One file name as the worker's result store makes them (resultRelativePath). */
 const FILE_NAME = /^[A-Za-z0-9_-]{1,64}\.[a-z0-9]{1,8}$/;
 
-
-/** Where results are published: RESULTS_BASE_URL, else the file:// URL of RESULTS_DIR (development). */
-export function resultsBase(publicBaseUrl: string | undefined, resultsDir: string): string {
-  return publicBaseUrl ?? pathToFileURL(resultsDir).href;
-}
 
 /** `<base>/<kind>/<task id>/`: the only folder a task's result may reference. */
 export function taskResultsPrefix(base: string, kind: JobKind, taskId: string): string {
@@ -43,6 +41,19 @@ export function checkResult(event: TerminalEvent, task: CheckedTask, base: strin
   const { urls } = read;
   const stray = urls.find((url) => !url.startsWith(prefix) || !FILE_NAME.test(url.slice(prefix.length)));
   if (stray !== undefined) return { ok: false, reason: `the result references ${describe(stray)}, outside the task's own results (${prefix})` };
+  return checkFileList(event.files, urls, prefix, `${task.kind}/${task.id}/`);
+}
+
+/** Every URL of the result has its file in the event's list, under the task's own key, and the list holds nothing else. */
+function checkFileList(files: readonly ResultFile[] | undefined, urls: readonly string[], prefix: string, keyPrefix: string): ResultVerdict {
+  if (files === undefined) return { ok: false, reason: 'the event lists no stored files with their size and sha256 (a worker before protocol 2.1)' };
+  const named = new Set(urls);
+  if (files.length !== named.size) return { ok: false, reason: `the event lists ${files.length} files for a result of ${named.size}` };
+  for (const url of named) {
+    const file = files.find((f) => f.url === url);
+    if (file === undefined) return { ok: false, reason: `the event lists no stored file for ${describe(url)}` };
+    if (file.key !== keyPrefix + url.slice(prefix.length)) return { ok: false, reason: `the event stores ${describe(url)} under the key ${JSON.stringify(file.key)}` };
+  }
   return { ok: true };
 }
 
@@ -74,17 +85,29 @@ export function refusedResult(event: TerminalEvent, kind: JobKind): TerminalEven
 
 /**
  * Applied by settle() to an event of a pending task of this gateway (events of other control
- * planes' tasks are none of its business): a completed event passes when its result checks out,
- * else it becomes a refusal, counted as a security event.
+ * planes' tasks are none of its business): a completed event passes when its result checks out
+ * and its stored files are what it says (`stored`, where this gateway can see the store), else it
+ * becomes a refusal, counted as a security event. Throws when the store cannot be asked: the event
+ * is settled later.
  */
-export type ResultCheck = (event: TerminalEvent, task: CheckedTask) => TerminalEvent;
+export type ResultCheck = (event: TerminalEvent, task: CheckedTask) => Promise<TerminalEvent>;
 
-export function resultCheck(base: string, security: SecurityEventReporter): ResultCheck {
-  return (event, task) => {
+export function resultCheck(base: string, security: SecurityEventReporter, stored?: StoredFileCheck): ResultCheck {
+  return async (event, task) => {
     if (event.status !== 'completed') return event;
     const verdict = checkResult(event, task, base);
-    if (verdict.ok) return event;
-    security('forged_result', { taskId: task.id, worker: event.worker, reason: verdict.reason }, `a worker's result was refused: ${verdict.reason}`);
+    const reason = verdict.ok ? await storedFilesProblem(event.files ?? [], stored) : verdict.reason;
+    if (reason === null) return event;
+    security('forged_result', { taskId: task.id, worker: event.worker, reason }, `a worker's result was refused: ${reason}`);
     return refusedResult(event, task.kind);
   };
+}
+
+async function storedFilesProblem(files: readonly ResultFile[], stored: StoredFileCheck | undefined): Promise<string | null> {
+  if (stored === undefined) return null;
+  for (const file of files) {
+    const problem = await stored(file);
+    if (problem !== null) return `the stored copy is not what the event says: ${problem}`;
+  }
+  return null;
 }

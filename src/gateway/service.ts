@@ -287,7 +287,7 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
           await deps.webhooks?.enqueue(task);
           return 'already settled';
         }
-        const event = check === undefined ? reported : check(reported, task);
+        const event = check === undefined ? reported : await check(reported, task);
         let next: TaskRecord;
         if (event.status === 'completed') {
           next = {

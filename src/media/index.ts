@@ -67,6 +67,7 @@ export {
   type StreamMeasurement,
 } from './stream-measure.js';
 export { checkDecodes } from './decode-check.js';
+export { SHA256_HEX, fileDigest, type FileDigest } from './file-digest.js';
 export type { AudioStreamInfo, ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, Rational, VideoStreamInfo } from './types.js';
 export {
   FOREIGN_LEFTOVER_MAX_AGE_MS,

@@ -7,6 +7,20 @@ import { z } from 'zod';
 import type { JobError } from '../errors.js';
 import { KINDS, MEDIA_TYPES, isModelId, kindOfModel, reportedModel } from '../jobs/index.js';
 
+/**
+ * One file of a completed result, as stored and confirmed before the event was published: its key
+ * under the results' root (`<kind>/<task id>/<name>.<ext>`; in a bucket under RESULTS_S3_PREFIX),
+ * the URL the result names it by, and what the gateway checks the stored copy against.
+ */
+export const resultFileSchema = z.object({
+  key: z.string().regex(/^[a-z-]{1,32}\/[A-Za-z0-9_-]{1,128}\/[A-Za-z0-9_-]{1,64}\.[a-z0-9]{1,8}$/),
+  url: z.string().max(2048),
+  size: z.number().int().nonnegative(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+});
+
+export type ResultFile = z.infer<typeof resultFileSchema>;
+
 export const terminalEventSchema = z.object({
   id: z.string(),
   /** As spec 2.3 reports it (the kind's `reportedModel`, where it has one); null when the job named no model. */
@@ -28,6 +42,11 @@ export const terminalEventSchema = z.object({
    * submitting the same job again fails the same way.
    */
   retryable: z.boolean().optional(),
+  /**
+   * Completed only (protocol 2.1): every file the result names, stored and confirmed (size, sha256)
+   * before the event was published. A gateway refuses a completed event without it.
+   */
+  files: z.array(resultFileSchema).max(16).optional(),
   /** Completed only: the result's files are kept at least until then (then the sweeper deletes them). */
   resultExpiresAt: z.string().optional(),
   /** When processing of the deciding attempt started; null when no attempt reached processing. */
@@ -53,7 +72,7 @@ export interface EventTiming {
 export function completedEvent(
   taskId: string,
   model: string,
-  output: { creditsUsed: number; result: unknown },
+  output: { creditsUsed: number; result: unknown; files?: readonly ResultFile[] },
   timing: EventTiming,
   resultExpiresAt?: Date,
 ): TerminalEvent {
@@ -63,6 +82,7 @@ export function completedEvent(
     status: 'completed',
     result: output.result,
     creditsUsed: output.creditsUsed,
+    ...(output.files === undefined ? {} : { files: [...output.files] }),
     ...(resultExpiresAt === undefined ? {} : { resultExpiresAt: resultExpiresAt.toISOString() }),
     ...timingFields(timing),
   };

@@ -12,8 +12,10 @@ import { z } from 'zod';
 import { JOB_KINDS, allKinds, byKind, type JobKind, type KindSettingDefaults } from '../jobs/index.js';
 import {
   absoluteUrl,
+  booleanSetting,
   intSchema,
   nonEmptyText,
+  oneOfSetting,
   positiveInt,
   received,
   setting,
@@ -119,7 +121,45 @@ export const PROTOCOL_SETTINGS = {
   publicBaseUrl: setting({
     env: 'RESULTS_BASE_URL',
     schema: absoluteUrl,
-    doc: "Public URL that serves RESULTS_DIR (the spec's {cdn_url}); unset: results get file:// URLs (development only).",
+    doc: "Public URL that serves the results (RESULTS_DIR, or the bucket's keys under RESULTS_S3_PREFIX; the spec's {cdn_url}); unset: results get file:// URLs (local) or s3:// URLs (s3) (development only).",
+  }),
+  resultsStore: setting({
+    env: 'RESULTS_STORE',
+    schema: oneOfSetting(['local', 's3', 'upload-url']),
+    default: 'local',
+    doc: 'Where a worker stores results before their completion event: `local` (RESULTS_DIR, a shared volume on a fleet), `s3` (the bucket RESULTS_S3_BUCKET, with the AWS SDK\'s default credentials) or `upload-url` (a PUT to a URL the gateway presigns against its bucket per file: the worker holds no storage credentials); docs/results-storage.md.',
+  }),
+  s3Bucket: setting({
+    env: 'RESULTS_S3_BUCKET',
+    schema: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, {
+      error: (issue) => `Expected a bucket name of 3 to 63 characters of a-z, 0-9, "." or "-" but received ${received(issue.input)}`,
+    }),
+    doc: 'Bucket of the results (required with RESULTS_STORE=s3, and on the gateway with upload-url).',
+  }),
+  s3Endpoint: setting({
+    env: 'RESULTS_S3_ENDPOINT',
+    schema: absoluteUrl,
+    doc: 'S3 API endpoint for a store other than AWS (R2, MinIO, GCS\'s interoperability API: `https://storage.googleapis.com`); unset: AWS for RESULTS_S3_REGION.',
+  }),
+  s3Region: setting({
+    env: 'RESULTS_S3_REGION',
+    schema: nonEmptyText,
+    default: 'us-east-1',
+    doc: 'Region of RESULTS_S3_BUCKET (R2: `auto`).',
+  }),
+  s3Prefix: setting({
+    env: 'RESULTS_S3_PREFIX',
+    schema: z.string().regex(/^([A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*)?$/, {
+      error: (issue) => `Expected key segments of A-Z, a-z, 0-9, "_", "." or "-" separated by "/", without a leading or trailing "/", but received ${received(issue.input)}`,
+    }),
+    default: 'results',
+    doc: 'Key prefix of the results in the bucket: `<prefix>/<kind>/<task id>/<name>.<ext>`.',
+  }),
+  s3ForcePathStyle: setting({
+    env: 'RESULTS_S3_FORCE_PATH_STYLE',
+    schema: booleanSetting,
+    default: 'false',
+    doc: 'Path-style bucket addressing (`<endpoint>/<bucket>/<key>`), which MinIO and most self-hosted stores need.',
   }),
 } as const;
 
@@ -131,7 +171,20 @@ export function checkNatsAuth(v: NatsCredentialSettings, ctx: z.RefinementCtx): 
   for (const problem of credentialProblems(v)) ctx.addIssue({ code: 'custom', path: [problem.key], message: problem.message });
 }
 
-export const protocolSettingsSchema = tableSchema(PROTOCOL_SETTINGS).superRefine(checkNatsAuth);
+/**
+ * The s3 store needs its bucket on every process. With upload-url only the control plane that
+ * presigns needs one (its workers hold no bucket settings): the gateway checks that at start.
+ */
+export function checkResultsStore(v: Pick<ProtocolSettings, 'resultsStore' | 's3Bucket'>, ctx: z.RefinementCtx): void {
+  if (v.resultsStore === 's3' && v.s3Bucket === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['s3Bucket'], message: 'Expected RESULTS_S3_BUCKET to be set with RESULTS_STORE=s3 but received it unset' });
+  }
+}
+
+export const protocolSettingsSchema = tableSchema(PROTOCOL_SETTINGS).superRefine((v, ctx) => {
+  checkNatsAuth(v, ctx);
+  checkResultsStore(v, ctx);
+});
 
 export class ProtocolSettingsError extends SettingsError {}
 

@@ -11,6 +11,7 @@ import { claimMessageSchema } from './claims.js';
 import { capabilitiesSchema } from './discovery.js';
 import { terminalEventSchema } from './events.js';
 import { progressMessageSchema } from './progress.js';
+import { uploadUrlReplySchema, uploadUrlRequestSchema } from './upload-url.js';
 import { PROTOCOL_VERSION } from './version.js';
 
 /** File name (without `.schema.json`) -> what it describes and its schema. */
@@ -24,6 +25,8 @@ export const WIRE_SCHEMAS = {
   'cancel-request': { title: 'Cancel request (media.cancel)', schema: cancelRequestSchema },
   'cancel-reply': { title: 'Cancel reply (media.cancel)', schema: cancelReplySchema },
   capabilities: { title: 'Capabilities of one worker (media.capabilities)', schema: capabilitiesSchema },
+  'upload-url-request': { title: 'Upload URL request of a worker host (media.uploads.<host>)', schema: uploadUrlRequestSchema },
+  'upload-url-reply': { title: 'Upload URL reply: a presigned PUT, or a refusal (media.uploads.<host>)', schema: uploadUrlReplySchema },
 } as const;
 
 /** Each kind's result (`result-<kind>`), from its descriptor. */

@@ -16,14 +16,18 @@ export {
   type WorkerSettingsInput,
 } from './settings.js';
 export {
-  ResultStore,
+  LocalResultStore,
   createResultStore,
   resultLifetimeMs,
+  type LocalStoredResult,
+  type ResultStore,
   type ResultStoreSettings,
   type StoreOptions,
   type StoredResult,
   type SweepReport,
 } from './results.js';
+export { S3ResultStore, permanentStoreError, type S3ResultStoreSettings } from './s3-results.js';
+export { UploadRefused, UploadUrlResultStore, type UploadUrlStoreSettings } from './upload-url-results.js';
 export { WorkerMetrics, setExecutionProvider, setSrPrecision, workerMetrics, type JobOutcome } from './metrics.js';
 export { decideFailure, type Disposition } from './outcome.js';
 export { TopologyError, checkTopology, ensureTopology } from './topology.js';

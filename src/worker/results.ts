@@ -1,21 +1,30 @@
 /**
- * Finished results: files under `<results dir>/<kind>/<task id>/<name>.<ext>`, served by whatever
- * serves that directory at the public base URL (the spec's {cdn_url}). A sweeper deletes each file
- * when its kind's lifetime has passed since it was stored: the spec's days for the kinds that have
- * them (section 8), upscales as configured (protocol/result-url.ts). The lifetime is read from the directory a file lives
- * in and its modification time, so no index has to survive restarts.
+ * Finished results, stored before their completion event (docs/results-storage.md). Every store
+ * keeps a file at the fixed key `<kind>/<task id>/<name>.<ext>`, so a redelivered job replaces
+ * rather than adds, and answers only once the stored copy is confirmed: its size and sha256 go into
+ * the event, where the gateway checks them against the store.
+ *
+ * This module is the local store: files under `<results dir>/<kind>/<task id>/<name>.<ext>`, served
+ * by whatever serves that directory at the public base URL (the spec's {cdn_url}). A sweeper deletes
+ * each file when its kind's lifetime has passed since it was stored: the spec's days for the kinds
+ * that have them (section 8), upscales as configured (protocol/result-url.ts). The lifetime is read
+ * from the directory a file lives in and its modification time, so no index has to survive
+ * restarts. The bucket store is s3-results.ts; createResultStore picks by RESULTS_STORE.
  */
 import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import { ownerState, ownerToken, parseOwnerToken } from '../media/index.js';
-import type { JobKind } from '../jobs/index.js';
+import { fileDigest, ownerState, ownerToken, parseOwnerToken } from '../media/index.js';
 import { JOB_KINDS } from '../jobs/index.js';
-import { isTaskId, resultLifetimeMs, resultUrl } from '../protocol/index.js';
+import { resultLifetimeMs, resultUrl, type ObjectStoreSettings } from '../protocol/index.js';
+import { checkTaskId, resultRelativePath, type ResultStore, type StoredResult, type StoreOptions, type SweepObserver, type SweepReport } from './result-store.js';
+import { S3ResultStore } from './s3-results.js';
+import { UploadUrlResultStore } from './upload-url-results.js';
 
-export { resultLifetimeMs };
+export { resultLifetimeMs, resultRelativePath };
+export type { ResultStore, StoredResult, StoreOptions, SweepObserver, SweepReport };
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /**
@@ -23,63 +32,23 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * gone; those whose owner cannot be judged (another container) once older than this.
  */
 const PARTIAL_MAX_AGE_MS = DAY_MS;
-const NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-const EXT_PATTERN = /^[a-z0-9]{1,8}$/;
-
-export interface ResultStoreSettings {
+export interface ResultStoreSettings extends Partial<ObjectStoreSettings> {
   resultsDir: string;
-  /** Unset: file:// URLs (development). */
+  /** Unset: file:// URLs (local) or s3:// URLs (s3): development. */
   publicBaseUrl?: string | undefined;
   upscaleResultLifetimeDays: number;
+  /** Default `local`. */
+  resultsStore?: 'local' | 's3' | 'upload-url';
+  /** RESULTS_STORE_DEADLINE_MS: how long one file's storing is retried (s3). */
+  storeDeadlineMs?: number;
 }
 
-export interface StoreOptions {
-  taskId: string;
-  kind: JobKind;
-  /** File extension without the dot, lower case: `mp4`, `png`, `mp3`. */
-  ext: string;
-  /** File name without extension, for tasks with several files (a song and its cover: `song-1`, `cover-1`); default `output`. */
-  name?: string;
-}
-
-export interface StoredResult {
-  /** Absolute path of the stored file. */
+/** Where a local store put the file (its tests and the command line read it). */
+export interface LocalStoredResult extends StoredResult {
   path: string;
-  /** Public URL of the file. */
-  url: string;
-  /** ISO 8601 time after which the sweeper deletes the file. */
-  expiresAt: string;
 }
 
-export interface SweepReport {
-  removed: number;
-  kept: number;
-  /** Files that could not be checked or removed (logged): their lifetime may be over. */
-  errors: number;
-}
-
-/** What the worker's metrics hear of each sweep. */
-export interface SweepObserver {
-  swept(report: SweepReport): void;
-  failed(): void;
-}
-
-/** A task id that cannot leave the results directory, or a TypeError. */
-function checkTaskId(taskId: string): void {
-  if (!isTaskId(taskId)) throw new TypeError(`Expected taskId to be 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(taskId)}`);
-}
-
-/** The relative location of a result; throws on a value that could leave the results directory. */
-export function resultRelativePath(options: StoreOptions): string[] {
-  const name = options.name ?? 'output';
-  checkTaskId(options.taskId);
-  if (!(JOB_KINDS as readonly string[]).includes(options.kind)) throw new TypeError(`Expected kind to be one of ${JOB_KINDS.join(', ')} but received ${JSON.stringify(options.kind)}`);
-  if (!EXT_PATTERN.test(options.ext)) throw new TypeError(`Expected ext to be 1 to 8 characters of a-z or 0-9 but received ${JSON.stringify(options.ext)}`);
-  if (!NAME_PATTERN.test(name)) throw new TypeError(`Expected name to be 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(name)}`);
-  return [options.kind, options.taskId, `${name}.${options.ext}`];
-}
-
-export class ResultStore {
+export class LocalResultStore implements ResultStore {
   constructor(
     private readonly settings: ResultStoreSettings,
     private readonly logger?: Logger,
@@ -90,7 +59,7 @@ export class ResultStore {
    * copy then remove the original) and returns where it is served. A second store for the same
    * task and name replaces the first: a redelivered job's result wins over a lost attempt's.
    */
-  async storeResult(localPath: string, options: StoreOptions): Promise<StoredResult> {
+  async storeResult(localPath: string, options: StoreOptions): Promise<LocalStoredResult> {
     const segments = resultRelativePath(options);
     const target = path.join(this.settings.resultsDir, ...segments);
     await fs.mkdir(path.dirname(target), { recursive: true });
@@ -106,10 +75,12 @@ export class ResultStore {
       // A rename keeps the source's mtime; the lifetime counts from now.
       const now = new Date();
       await fs.utimes(partial, now, now);
+      // Read back before it is named: the event says what the stored copy holds, not what was meant.
+      const digest = await fileDigest(partial);
       await fs.rename(partial, target);
       const expiresAt = new Date(now.getTime() + resultLifetimeMs(options.kind, this.settings.upscaleResultLifetimeDays));
       const url = this.settings.publicBaseUrl === undefined ? pathToFileURL(target).toString() : resultUrl(this.settings.publicBaseUrl, segments);
-      return { path: target, url, expiresAt: expiresAt.toISOString() };
+      return { path: target, key: segments.join('/'), url, ...digest, expiresAt: expiresAt.toISOString() };
     } catch (err) {
       await fs.rm(partial, { force: true });
       throw err;
@@ -187,8 +158,27 @@ export class ResultStore {
   }
 }
 
+/** The store RESULTS_STORE names: the local directory (default) or the bucket. */
 export function createResultStore(settings: ResultStoreSettings, logger?: Logger): ResultStore {
-  return new ResultStore(settings, logger);
+  if (settings.resultsStore === 'upload-url') {
+    return new UploadUrlResultStore({
+      upscaleResultLifetimeDays: settings.upscaleResultLifetimeDays,
+      ...(settings.storeDeadlineMs === undefined ? {} : { storeDeadlineMs: settings.storeDeadlineMs }),
+    }, logger);
+  }
+  if (settings.resultsStore === 's3') {
+    return new S3ResultStore({
+      s3Bucket: settings.s3Bucket,
+      s3Endpoint: settings.s3Endpoint,
+      s3Region: settings.s3Region ?? 'us-east-1',
+      s3Prefix: settings.s3Prefix ?? '',
+      s3ForcePathStyle: settings.s3ForcePathStyle ?? false,
+      publicBaseUrl: settings.publicBaseUrl,
+      upscaleResultLifetimeDays: settings.upscaleResultLifetimeDays,
+      ...(settings.storeDeadlineMs === undefined ? {} : { storeDeadlineMs: settings.storeDeadlineMs }),
+    }, logger);
+  }
+  return new LocalResultStore(settings, logger);
 }
 
 async function listDir(dir: string): Promise<string[]> {

@@ -11,7 +11,7 @@
  */
 import os from 'node:os';
 import { z } from 'zod';
-import { MAX_LEASE_MS, MIN_LEASE_MS, PROTOCOL_SETTINGS, checkNatsAuth, jetStreamName, perKindSetting } from '../protocol/settings.js';
+import { MAX_LEASE_MS, MIN_LEASE_MS, PROTOCOL_SETTINGS, checkNatsAuth, checkResultsStore, jetStreamName, perKindSetting } from '../protocol/settings.js';
 import {
   intSchema,
   nonEmptyText,
@@ -161,6 +161,12 @@ export const WORKER_SETTINGS = {
     default: '120000',
     doc: 'Longest time one quote may take.',
   }),
+  storeDeadlineMs: setting({
+    env: 'RESULTS_STORE_DEADLINE_MS',
+    schema: intSchema('an integer from 1000 to 120000', 1000, 120_000),
+    default: '120000',
+    doc: 'How long storing one result file is retried (503s, resets, a slow or absent store) before the job fails with its refund; at most 2 minutes.',
+  }),
   sweepIntervalMs: setting({
     env: 'RESULTS_SWEEP_INTERVAL_MS',
     schema: positiveInt,
@@ -222,6 +228,7 @@ export const workerSettingsSchema = tableSchema(WORKER_SETTINGS).superRefine((v,
     });
   }
   checkNatsAuth(v, ctx);
+  checkResultsStore(v, ctx);
 });
 
 export class WorkerSettingsError extends SettingsError {}

@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { JobKind, Quote, Job, JobProgress, TaskResult } from '../jobs/index.js';
+import type { ResultFile } from '../protocol/index.js';
 
 export interface JobContext {
   taskId: string;
@@ -26,6 +27,8 @@ export interface JobOutput {
   creditsUsed: number;
   /** The spec 2.3 `result` object, with URLs from `ResultStore.storeResult`. */
   result: TaskResult;
+  /** Every file the result names, stored and confirmed (the completion event carries them). */
+  files?: readonly ResultFile[];
 }
 
 /**

@@ -98,6 +98,8 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
     const claim = createClaimer(js, jsm, claimOptions);
     await checkHostIdentity(() => publishClaim(js, claimOptions, HOST_CHECK_TASK, 'claim'), settings.hostId);
     const results = deps.results ?? createResultStore(settings, logger);
+    // Upload URLs are asked for over this connection, as this host.
+    results.connect?.(nc, settings.hostId);
 
     const availability = new Availability({ slots: settings.concurrency, checks: deps.readiness ?? {}, metrics, logger: logger.child({ component: 'readiness' }) });
     const health = await startHealthServer(settings.healthHost, settings.healthPort, metrics.registry, {

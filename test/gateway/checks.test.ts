@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { nestsDeeperThan, parseJsonBody } from '../../src/gateway/http/json-body.js';
 import { checkQuote } from '../../src/gateway/quote-check.js';
-import { checkResult, refusedResult, taskResultsPrefix } from '../../src/gateway/result-check.js';
+import { checkResult, refusedResult, resultCheck, taskResultsPrefix } from '../../src/gateway/result-check.js';
+import type { SecurityEventReporter } from '../../src/gateway/security-events.js';
 import { gatewaySettingsFromEnv, parseGatewaySettings } from '../../src/gateway/settings.js';
 import { withSignedLinks } from '../../src/gateway/views.js';
 import { linkSigner } from '../../src/gateway/links.js';
@@ -87,15 +88,47 @@ const completed = (result: unknown, model = 'vendor-image-upscale'): TerminalEve
   worker: 'w',
 });
 const imageResult = (url: string) => ({ url, type: 'image', width: 80, height: 54, format: 'png' });
+/** The event as a worker of protocol 2.1 sends it: each URL of the result with its stored file. */
+const withFiles = (event: TerminalEvent, kind: string, urls: string[]): TerminalEvent => ({
+  ...event,
+  files: urls.map((url) => ({ key: `${kind}/${event.id}/${url.slice(url.lastIndexOf('/') + 1)}`, url, size: 10, sha256: 'a'.repeat(64) })),
+});
+const OWN = `${BASE}image/t_abc/output.png`;
 
 describe('the result check', () => {
   it('passes a result under the task\'s own folder, of every kind', () => {
     expect(taskResultsPrefix(BASE, 'image', 't_abc')).toBe('https://cdn.test/results/image/t_abc/');
-    expect(checkResult(completed(imageResult(`${BASE}image/t_abc/output.png`)), task, BASE)).toEqual({ ok: true });
+    expect(checkResult(withFiles(completed(imageResult(OWN)), 'image', [OWN]), task, BASE)).toEqual({ ok: true });
     const song = (n: number) => ({ audio_url: `${BASE}music/t_m/song-${n}.mp3`, image_url: `${BASE}music/t_m/cover-${n}.jpg`, duration: 30, title: 'https://evil.example/ in a title is text', tags: '', prompt: '' });
     const musicTask = { id: 't_m', kind: 'music' as const, model: 'vendor-v5-generate-music' };
-    expect(checkResult({ ...completed({ songs: [song(1), song(2)] }, 'vendor/generate-music'), id: 't_m' }, musicTask, BASE)).toEqual({ ok: true });
-    expect(checkResult(completed(imageResult('file:///srv/results/image/t_abc/output.png')), task, 'file:///srv/results')).toEqual({ ok: true });
+    const songs = [song(1), song(2)];
+    const musicEvent = withFiles({ ...completed({ songs }, 'vendor/generate-music'), id: 't_m' }, 'music', songs.flatMap((s) => [s.audio_url, s.image_url]));
+    expect(checkResult(musicEvent, musicTask, BASE)).toEqual({ ok: true });
+    const local = 'file:///srv/results/image/t_abc/output.png';
+    expect(checkResult(withFiles(completed(imageResult(local)), 'image', [local]), task, 'file:///srv/results')).toEqual({ ok: true });
+    const bucket = 's3://results-bucket/results/image/t_abc/output.png';
+    expect(checkResult(withFiles(completed(imageResult(bucket)), 'image', [bucket]), task, 's3://results-bucket/results/')).toEqual({ ok: true });
+  });
+
+  it.each([
+    ['no list of stored files (a worker before protocol 2.1)', (e: TerminalEvent) => ({ ...e, files: undefined }), /no stored files/],
+    ['a file more than the result names', (e: TerminalEvent) => ({ ...e, files: [...(e.files ?? []), { key: 'image/t_abc/extra.png', url: `${BASE}image/t_abc/extra.png`, size: 1, sha256: 'b'.repeat(64) }] }), /2 files for a result of 1/],
+    ['another file in place of the result\'s', (e: TerminalEvent) => ({ ...e, files: [{ key: 'image/t_abc/other.png', url: `${BASE}image/t_abc/other.png`, size: 1, sha256: 'b'.repeat(64) }] }), /no stored file for/],
+    ['another task\'s key', (e: TerminalEvent) => ({ ...e, files: (e.files ?? []).map((f) => ({ ...f, key: 'image/t_victim/output.png' })) }), /under the key/],
+  ])('refuses a result with %s', (_what, change, reason) => {
+    const verdict = checkResult(change(withFiles(completed(imageResult(OWN)), 'image', [OWN])), task, BASE);
+    expect(verdict.ok ? '' : verdict.reason).toMatch(reason);
+  });
+
+  it('refuses, with a refund, a result whose stored copy is not what the event says, and leaves the event unsettled when the store cannot be asked', async () => {
+    const reported: string[] = [];
+    const security = ((_kind: string, _fields: unknown, message: string) => reported.push(message)) as unknown as SecurityEventReporter;
+    const event = withFiles(completed(imageResult(OWN)), 'image', [OWN]);
+    await expect(resultCheck(BASE, security, () => Promise.resolve(null))(event, task)).resolves.toBe(event);
+    const refused = await resultCheck(BASE, security, (f) => Promise.resolve(`${f.key} is not in the bucket`))(event, task);
+    expect(refused).toMatchObject({ status: 'failed', refund: true, error: { code: 'UPSCALE_FAILED' } });
+    expect(reported).toEqual([expect.stringMatching(/image\/t_abc\/output.png is not in the bucket/)]);
+    await expect(resultCheck(BASE, security, () => Promise.reject(new Error('connect ECONNREFUSED')))(event, task)).rejects.toThrow(/ECONNREFUSED/);
   });
 
   it.each([

@@ -15,7 +15,8 @@
  * - Serving files without a link secret or a public address is refused at start and by `config`;
  *   upload links never come from the Host header.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -175,13 +176,24 @@ describe('a worker\'s result may reference only its own task\'s folder', () => {
     const own = (await submit(attacker.key)).body.data!['id'] as string;
     const victimTask = (await submit(victim.key)).body.data!['id'] as string;
     const honestTask = (await submit(victim.key)).body.data!['id'] as string;
+    const liarTask = (await submit(victim.key)).body.data!['id'] as string;
     const otherResult = `${base}image/${honestTask}/output.png`;
-    expect([await balance(attacker.key), await balance(victim.key)]).toEqual([80, 60]);
+    expect([await balance(attacker.key), await balance(victim.key)]).toEqual([80, 40]);
 
     // The attacker's own task, "completed" with the victim's upload and another task's result.
     await publishEvent({ ...completedEvent(own, { songs: [] }), result: imageResult(uploadPath) });
     await publishEvent(completedEvent(victimTask, imageResult('https://evil.example/your-upscale.exe')));
-    await publishEvent(completedEvent(honestTask, imageResult(otherResult)));
+    // The honest one's file is stored where the gateway checks it (size and sha256, protocol 2.1).
+    const honestBytes = Buffer.from('stored result');
+    await mkdir(path.join(dir, 'results', 'image', honestTask), { recursive: true });
+    await writeFile(path.join(dir, 'results', 'image', honestTask, 'output.png'), honestBytes);
+    const honestFile = { key: `image/${honestTask}/output.png`, url: otherResult, size: honestBytes.length, sha256: createHash('sha256').update(honestBytes).digest('hex') };
+    await publishEvent({ ...completedEvent(honestTask, imageResult(otherResult)), files: [honestFile] });
+    // "Completed", its own key listed, but the stored copy is not what the event says (a host that stored nothing, or lies).
+    const liarUrl = `${base}image/${liarTask}/output.png`;
+    await mkdir(path.join(dir, 'results', 'image', liarTask), { recursive: true });
+    await writeFile(path.join(dir, 'results', 'image', liarTask, 'output.png'), Buffer.from('half of it'));
+    await publishEvent({ ...completedEvent(liarTask, imageResult(liarUrl)), files: [{ ...honestFile, key: `image/${liarTask}/output.png`, url: liarUrl }] });
 
     const settled = (key: string, id: string) => waitFor(`task ${id} to settle`, async () => {
       const t = await task(key, id);
@@ -197,9 +209,11 @@ describe('a worker\'s result may reference only its own task\'s folder', () => {
     const honestView = await settled(victim.key, honestTask);
     expect(honestView['status']).toBe('completed');
     expect((honestView['result'] as { url: string }).url).toMatch(new RegExp(`^${otherResult.replace(/[.?]/g, '\\$&')}\\?expires=\\d+&sig=`));
+    expect(await settled(victim.key, liarTask)).toMatchObject({ status: 'failed', creditsRefunded: 20, error: { code: 'UPSCALE_FAILED' } });
     expect([await balance(attacker.key), await balance(victim.key)]).toEqual([100, 80]);
-    expect(await securityCount('forged_result')).toBe(2);
-    expect(logLines.filter((l) => l.includes('"security":"forged_result"'))).toHaveLength(2);
+    expect(await securityCount('forged_result')).toBe(3);
+    expect(logLines.filter((l) => l.includes('"security":"forged_result"'))).toHaveLength(3);
+    expect(logLines.some((l) => /"security":"forged_result".*the stored copy is not what the event says.*holds 10 bytes, not the 13/.test(l))).toBe(true);
   });
 });
 

@@ -38,6 +38,8 @@ export interface GatewayE2eOptions {
   route?: (req: IncomingMessage, res: ServerResponse) => boolean;
   /** Settings beside the harness's own (which they may override). */
   env?: NodeJS.ProcessEnv;
+  /** Settings of the gateway alone (a bucket's credentials the worker host must not hold). */
+  gatewayEnv?: NodeJS.ProcessEnv;
 }
 
 export interface GatewayE2e {
@@ -96,7 +98,8 @@ export function useGatewayE2e(options: GatewayE2eOptions): GatewayE2e {
       ...options.env,
     };
     // The gateway serves RESULTS_DIR, so the results' base URL is the gateway's own.
-    Object.assign(e2e, await startServeAndGateway(env, undefined, e2e.roles.serviceEnvs()));
+    const roleEnvs = e2e.roles.serviceEnvs();
+    Object.assign(e2e, await startServeAndGateway(env, undefined, { ...roleEnvs, gateway: { ...roleEnvs.gateway, ...options.gatewayEnv } }));
     e2e.cp = await controlPlane(e2e.roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, e2e.roles.auth('operator'));
   }, 180_000);
 

@@ -1,9 +1,10 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resultUrl } from '../../src/protocol/index.js';
-import { createResultStore, resultLifetimeMs } from '../../src/worker/results.js';
+import { LocalResultStore, resultLifetimeMs } from '../../src/worker/results.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 let dir: string;
@@ -37,12 +38,14 @@ describe('result lifetimes', () => {
 
 describe('storeResult', () => {
   it('moves the file under <dir>/<kind>/<task id>/ and returns its public URL and expiry', async () => {
-    const store = createResultStore({ resultsDir: path.join(dir, 'results'), publicBaseUrl: 'https://cdn.example.com/r', upscaleResultLifetimeDays: 7 });
+    const store = new LocalResultStore({ resultsDir: path.join(dir, 'results'), publicBaseUrl: 'https://cdn.example.com/r', upscaleResultLifetimeDays: 7 });
     const local = await scratchFile('out.mp4', 'video bytes');
     const before = Date.now();
     const stored = await store.storeResult(local, { taskId: 'task-1', kind: 'lipsync', ext: 'mp4' });
     expect(stored.path).toBe(path.join(dir, 'results', 'lipsync', 'task-1', 'output.mp4'));
     expect(stored.url).toBe('https://cdn.example.com/r/lipsync/task-1/output.mp4');
+    // What the completion event says of the file: read back from the stored copy.
+    expect(stored).toMatchObject({ key: 'lipsync/task-1/output.mp4', size: 11, sha256: createHash('sha256').update('video bytes').digest('hex') });
     expect(await fs.readFile(stored.path, 'utf8')).toBe('video bytes');
     await expect(fs.access(local)).rejects.toThrow();
     const expires = Date.parse(stored.expiresAt) - before;
@@ -54,7 +57,7 @@ describe('storeResult', () => {
   });
 
   it('names several files of one task and falls back to file:// URLs without a base URL', async () => {
-    const store = createResultStore({ resultsDir: path.join(dir, 'results'), upscaleResultLifetimeDays: 7 });
+    const store = new LocalResultStore({ resultsDir: path.join(dir, 'results'), upscaleResultLifetimeDays: 7 });
     const stored = await store.storeResult(await scratchFile('a.mp3'), { taskId: 'song', kind: 'music', ext: 'mp3', name: 'song-1' });
     expect(stored.url).toBe(`file://${path.join(dir, 'results', 'music', 'song', 'song-1.mp3')}`);
   });
@@ -65,7 +68,7 @@ describe('storeResult', () => {
     [{ taskId: 't', kind: 'image', ext: 'p/ng' }, /Expected ext/],
     [{ taskId: 't', kind: 'image', ext: 'png', name: '../x' }, /Expected name/],
   ])('refuses %o', async (options, message) => {
-    const store = createResultStore({ resultsDir: path.join(dir, 'results'), upscaleResultLifetimeDays: 7 });
+    const store = new LocalResultStore({ resultsDir: path.join(dir, 'results'), upscaleResultLifetimeDays: 7 });
     await expect(store.storeResult(await scratchFile('x'), options as never)).rejects.toThrow(message);
   });
 
@@ -78,7 +81,7 @@ describe('storeResult', () => {
 describe('sweep', () => {
   it('deletes each file once its kind lifetime has passed, and the emptied task directories', async () => {
     const resultsDir = path.join(dir, 'results');
-    const store = createResultStore({ resultsDir, upscaleResultLifetimeDays: 3 });
+    const store = new LocalResultStore({ resultsDir, upscaleResultLifetimeDays: 3 });
     const stored = {
       image: await store.storeResult(await scratchFile('i'), { taskId: 'img', kind: 'image', ext: 'png' }),
       lipsync: await store.storeResult(await scratchFile('l'), { taskId: 'lip', kind: 'lipsync', ext: 'mp4' }),
@@ -99,7 +102,7 @@ describe('sweep', () => {
 
   it('removes half-written copies left by a crash after a day', async () => {
     const resultsDir = path.join(dir, 'results');
-    const store = createResultStore({ resultsDir, upscaleResultLifetimeDays: 30 });
+    const store = new LocalResultStore({ resultsDir, upscaleResultLifetimeDays: 30 });
     const partial = path.join(resultsDir, 'image', 't', 'output.png.partial-1-2');
     await fs.mkdir(path.dirname(partial), { recursive: true });
     await fs.writeFile(partial, 'x');
@@ -109,7 +112,7 @@ describe('sweep', () => {
 
   it("discards every result of one task, of any kind, and no other task's; refuses an id that could leave the directory", async () => {
     const resultsDir = path.join(dir, 'results');
-    const store = createResultStore({ resultsDir, upscaleResultLifetimeDays: 30 });
+    const store = new LocalResultStore({ resultsDir, upscaleResultLifetimeDays: 30 });
     const mine = await store.storeResult(await scratchFile('a.png'), { taskId: 't_mine', kind: 'image', ext: 'png' });
     const other = await store.storeResult(await scratchFile('b.png'), { taskId: 't_other', kind: 'image', ext: 'png' });
     await store.discard('t_mine');
@@ -122,7 +125,7 @@ describe('sweep', () => {
   });
 
   it('is a no-op on a missing results directory', async () => {
-    const store = createResultStore({ resultsDir: path.join(dir, 'nothing-here'), upscaleResultLifetimeDays: 7 });
+    const store = new LocalResultStore({ resultsDir: path.join(dir, 'nothing-here'), upscaleResultLifetimeDays: 7 });
     expect(await store.sweep()).toEqual({ removed: 0, kept: 0, errors: 0 });
   });
 });

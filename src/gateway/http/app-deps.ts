@@ -4,6 +4,7 @@
  * same deps without importing app.ts back.
  */
 import type { Logger } from 'pino';
+import type { ObjectStore } from '../../protocol/index.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { ProgressBoard } from '../progress.js';
 import type { GatewayService } from '../service.js';
@@ -20,6 +21,8 @@ export interface AppDeps {
   settings: GatewaySettings;
   resultsDir: string;
   resultsBaseUrl: string | undefined;
+  /** RESULTS_STORE=s3 or upload-url: the bucket the results under /results/ are streamed from (bucket-files.ts). */
+  resultsBucket?: () => Promise<ObjectStore>;
   /** The worker's RESULTS_UPSCALE_LIFETIME_DAYS: upscale result links expire with their files. */
   upscaleResultLifetimeDays: number;
   accounts: Accounts;

@@ -29,6 +29,7 @@ import { withRedactedRequests } from './log-redaction.js';
 import { openapiComponentSchemas, routeSchemas, toolRouteSchema, withSubmissionLinks, withUploadLinks } from './openapi-schemas.js';
 import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
+import { registerBucketFiles } from './bucket-files.js';
 import { idempotent } from './idempotent-route.js';
 import { newTaskId } from '../ids.js';
 import { taskEventHub } from '../task-events/hub.js';
@@ -159,6 +160,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   if (links !== undefined) {
     await app.register(async (files) => {
       files.addHook('onRequest', async (req, reply) => guardLink(req, reply, links));
+      // Results in a bucket are streamed from it; uploads (and a local store's results) come from RESULTS_DIR.
+      if (deps.resultsBucket !== undefined) registerBucketFiles(files, deps.resultsBucket);
       await files.register(fastifyStatic, { root: deps.resultsDir, prefix: '/results/', decorateReply: false, index: false, dotfiles: 'deny', cacheControl: false });
     });
   }

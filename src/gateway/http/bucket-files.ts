@@ -1,0 +1,51 @@
+/**
+ * Results in a bucket (RESULTS_STORE=s3 or upload-url) served by the gateway under /results/, as
+ * the local store's files are (GATEWAY_SERVE_RESULTS; docs/results-storage.md): behind the same
+ * signed, expiring links (7 days for lip-sync, 14 for music: a presigned GET cannot live longer
+ * than 7 days, so the gateway streams instead), a range request passed to the bucket as one, the
+ * object streamed through without being held. Only `<kind>/<task id>/<name>.<ext>` keys are served.
+ */
+import type { FastifyInstance } from 'fastify';
+import { JOB_KINDS } from '../../jobs/index.js';
+import { TASK_ID_PATTERN, objectKey, type ObjectStore } from '../../protocol/index.js';
+import { ApiError } from '../errors.js';
+
+const FILE_NAME = /^[A-Za-z0-9_-]{1,64}\.[a-z0-9]{1,8}$/;
+const RANGE = /^bytes=\d*-\d*$/;
+
+/** The routes, registered in the scope whose onRequest hook checks the link. */
+export function registerBucketFiles(files: FastifyInstance, bucket: () => Promise<ObjectStore>): void {
+  const notFound = (): ApiError => ApiError.of('NOT_FOUND', 'Expected the link of a stored result but received one whose file is not there');
+  files.route<{ Params: { kind: string; task: string; file: string } }>({
+    method: ['GET', 'HEAD'],
+    url: '/results/:kind/:task/:file',
+    schema: { hide: true },
+    handler: async (req, reply) => {
+      const { kind, task, file } = req.params;
+      if (!(JOB_KINDS as readonly string[]).includes(kind) || !TASK_ID_PATTERN.test(task) || !FILE_NAME.test(file)) throw notFound();
+      const store = await bucket();
+      const { GetObjectCommand, HeadObjectCommand } = await import('@aws-sdk/client-s3');
+      const range = req.headers.range;
+      const input = { Bucket: store.bucket, Key: objectKey(store.prefix, `${kind}/${task}/${file}`), ...(typeof range === 'string' && RANGE.test(range) ? { Range: range } : {}) };
+      try {
+        if (req.method === 'HEAD') {
+          const head = await store.client.send(new HeadObjectCommand(input));
+          return reply.headers({ 'content-type': head.ContentType ?? 'application/octet-stream', 'content-length': String(head.ContentLength ?? 0), 'accept-ranges': 'bytes' }).send();
+        }
+        const object = await store.client.send(new GetObjectCommand(input));
+        void reply.headers({
+          'content-type': object.ContentType ?? 'application/octet-stream',
+          'accept-ranges': 'bytes',
+          ...(object.ContentLength === undefined ? {} : { 'content-length': String(object.ContentLength) }),
+          ...(object.ContentRange === undefined ? {} : { 'content-range': object.ContentRange }),
+        });
+        return reply.code(object.ContentRange === undefined ? 200 : 206).send(object.Body);
+      } catch (err) {
+        const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+        if (status === 404) throw notFound();
+        if (status === 416) throw new ApiError('RANGE_NOT_SATISFIABLE', 416, `Expected a range within the file but received ${JSON.stringify(range)}`);
+        throw err;
+      }
+    },
+  });
+}

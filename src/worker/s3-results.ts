@@ -1,0 +1,137 @@
+/**
+ * Results in a bucket (RESULTS_STORE=s3; docs/results-storage.md): each file goes to its fixed key
+ * `<RESULTS_S3_PREFIX>/<kind>/<task id>/<name>.<ext>` with the AWS SDK's managed upload, streamed
+ * from the file in parts (a 1 GB video never sits in memory; a failed multipart upload is
+ * aborted), its sha256 in the object's metadata. The stored object is then read back (HEAD): only
+ * its confirmed size and sha256 go into the event. An object appears at its key whole or not at
+ * all (S3 shows a multipart object only once completed), so nothing half-written is ever linked.
+ * Credentials come from the SDK's default chain (environment, profile, instance role). Expiry is the
+ * bucket's lifecycle rule's: this store sweeps nothing.
+ */
+import { createReadStream } from 'node:fs';
+import type { Logger } from 'pino';
+import { fileDigest, type FileDigest } from '../media/index.js';
+import { SHA256_METADATA, objectKey, openObjectStore, resultLifetimeMs, resultUrl, resultsBaseUrl, type ObjectStore, type ObjectStoreOptions, type ObjectStoreSettings } from '../protocol/index.js';
+import { checkTaskId, contentTypeOf, resultRelativePath, type ResultStore, type StoredResult, type StoreOptions } from './result-store.js';
+import { withStoreRetries } from './store-retries.js';
+import { errorMessage } from '../errors.js';
+import { JOB_KINDS } from '../jobs/index.js';
+
+/** Parts of 8 MiB, three in flight: what an upload holds in memory stays near 32 MiB whatever the file's size. */
+const PART_SIZE = 8 * 1024 * 1024;
+const PARTS_IN_FLIGHT = 3;
+
+export interface S3ResultStoreSettings extends ObjectStoreSettings {
+  publicBaseUrl?: string | undefined;
+  upscaleResultLifetimeDays: number;
+  /** RESULTS_STORE_DEADLINE_MS (default 2 minutes). */
+  storeDeadlineMs?: number;
+  /** The client's settings below the store's (tests shorten a stalled request's wait). */
+  client?: ObjectStoreOptions;
+}
+
+/** Errors of a store that refuses for good: trying again within two minutes changes nothing. */
+const PERMANENT_ERRORS = new Set(['NoSuchBucket', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'InvalidBucketName', 'AllAccessDisabled', 'InvalidArgument']);
+
+export function permanentStoreError(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const name = (err as { name?: unknown }).name;
+  if (typeof name === 'string' && PERMANENT_ERRORS.has(name)) return true;
+  const status = (err as { $metadata?: { httpStatusCode?: unknown } }).$metadata?.httpStatusCode;
+  return typeof status === 'number' && status >= 400 && status < 500 && status !== 408 && status !== 429;
+}
+
+/** The stored object is not what was sent (a store that lost or mangled it): tried again. */
+class StoredCopyMismatch extends Error {
+  override name = 'StoredCopyMismatch';
+}
+
+export class S3ResultStore implements ResultStore {
+  private opened: Promise<ObjectStore> | undefined;
+
+  constructor(
+    private readonly settings: S3ResultStoreSettings,
+    private readonly logger?: Logger,
+  ) {}
+
+  private bucket(): Promise<ObjectStore> {
+    this.opened ??= openObjectStore(this.settings, this.settings.client);
+    return this.opened;
+  }
+
+  async storeResult(localPath: string, options: StoreOptions, signal?: AbortSignal): Promise<StoredResult> {
+    const segments = resultRelativePath(options);
+    const relative = segments.join('/');
+    const digest = await fileDigest(localPath, signal);
+    const store = await this.bucket();
+    const key = objectKey(store.prefix, relative);
+    await withStoreRetries(
+      `the result ${relative}`,
+      {
+        deadlineMs: this.settings.storeDeadlineMs ?? 120_000,
+        permanent: permanentStoreError,
+        onRetry: (err, attempt, waitMs) => this.logger?.warn({ err, key, attempt, waitMs }, 'Storing a result failed; retrying'),
+        ...(signal === undefined ? {} : { signal }),
+      },
+      () => uploadAndConfirm(store, key, localPath, options.ext, digest, signal),
+    );
+    const expiresAt = new Date(Date.now() + resultLifetimeMs(options.kind, this.settings.upscaleResultLifetimeDays));
+    const base = resultsBaseUrl({ publicBaseUrl: this.settings.publicBaseUrl, s3Bucket: this.settings.s3Bucket, s3Prefix: this.settings.s3Prefix, resultsStore: 's3', resultsDir: '' });
+    return { key: relative, url: resultUrl(base, segments), ...digest, expiresAt: expiresAt.toISOString() };
+  }
+
+  async discard(taskId: string): Promise<void> {
+    checkTaskId(taskId);
+    const store = await this.bucket();
+    const { ListObjectsV2Command, DeleteObjectCommand } = await import('@aws-sdk/client-s3');
+    for (const kind of JOB_KINDS) {
+      const listed = await store.client.send(new ListObjectsV2Command({ Bucket: store.bucket, Prefix: objectKey(store.prefix, `${kind}/${taskId}/`) }));
+      for (const object of listed.Contents ?? []) {
+        if (object.Key !== undefined) await store.client.send(new DeleteObjectCommand({ Bucket: store.bucket, Key: object.Key }));
+      }
+    }
+  }
+
+  async reachable(): Promise<string | null> {
+    try {
+      const store = await this.bucket();
+      const { HeadBucketCommand } = await import('@aws-sdk/client-s3');
+      await store.client.send(new HeadBucketCommand({ Bucket: store.bucket }));
+      return null;
+    } catch (err) {
+      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      const what = status === 404 ? 'does not exist' : status === 403 ? 'refuses these credentials' : `cannot be reached (${errorMessage(err)})`;
+      return `the results bucket ${String(this.settings.s3Bucket)} ${what}`;
+    }
+  }
+
+  /** The bucket's lifecycle rule expires results (docs/results-storage.md); nothing to sweep here. */
+  startSweeper(): () => void {
+    return () => undefined;
+  }
+}
+
+async function uploadAndConfirm(store: ObjectStore, key: string, localPath: string, ext: string, digest: FileDigest, signal: AbortSignal | undefined): Promise<void> {
+  const [{ Upload }, { HeadObjectCommand }] = await Promise.all([import('@aws-sdk/lib-storage'), import('@aws-sdk/client-s3')]);
+  const body = createReadStream(localPath);
+  const upload = new Upload({
+    client: store.client,
+    params: { Bucket: store.bucket, Key: key, Body: body, ContentType: contentTypeOf(ext), Metadata: { [SHA256_METADATA]: digest.sha256 } },
+    partSize: PART_SIZE,
+    queueSize: PARTS_IN_FLIGHT,
+    // A failed multipart upload is aborted: its parts are not left billed in the bucket.
+    leavePartsOnError: false,
+  });
+  const stop = (): void => void upload.abort().catch(() => undefined);
+  signal?.addEventListener('abort', stop, { once: true });
+  try {
+    await upload.done();
+  } finally {
+    signal?.removeEventListener('abort', stop);
+    body.destroy();
+  }
+  const head = await store.client.send(new HeadObjectCommand({ Bucket: store.bucket, Key: key }), signal === undefined ? {} : { abortSignal: signal });
+  if (head.ContentLength !== digest.size || head.Metadata?.[SHA256_METADATA] !== digest.sha256) {
+    throw new StoredCopyMismatch(`Expected the stored ${key} to hold ${digest.size} bytes with sha256 ${digest.sha256} but it holds ${String(head.ContentLength)} bytes with sha256 ${String(head.Metadata?.[SHA256_METADATA])}`);
+  }
+}
