@@ -167,6 +167,7 @@ export const lipsyncRuntime: KindRuntime<'lipsync', LipsyncStates> = {
       dir,
       outputPath,
       signal,
+      timeLimitMs: engine.timeLimitsMs.lipsync,
       logger: opts.logger,
       onProgress: (p) => opts.onProgress?.(p),
     });
@@ -219,7 +220,6 @@ export function openLipsyncProvider(config: Config, _logger: Logger): SyncBacken
     ...definedFields({ apiKey: config.syncApiKey, ffprobePath: config.ffprobePath }),
     models: config.syncModels,
     pollIntervalMs: config.syncPollIntervalMs,
-    deadlineMs: LIPSYNC_DEADLINE_MS,
     fetch: {
       allowHttp: config.allowPrivateUrls,
       allowPrivate: config.allowPrivateUrls,
@@ -232,9 +232,6 @@ export function openLipsyncProvider(config: Config, _logger: Logger): SyncBacken
     },
   });
 }
-
-/** The spec's 4 minutes of processing (section 8); the daemon's watchdog (WORKER_WATCHDOG_MS) ends a job sooner when set lower. */
-const LIPSYNC_DEADLINE_MS = 4 * 60_000;
 
 /** Lip-sync's part of the quote policy: its output limit from the settings, its cost per frame on this host. */
 export function lipsyncPolicy(config: Config, hardware: HardwareProfile): LipsyncPolicy {

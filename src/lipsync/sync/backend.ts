@@ -37,8 +37,6 @@ export interface SyncBackendOptions {
   apiKey?: string | undefined;
   models: SyncModelMap;
   pollIntervalMs: number;
-  /** Longest wait from submission to a finished output, retries included (the spec's 4 minutes; the watchdog ends it too). */
-  deadlineMs: number;
   /** The safe fetcher's rules for the output download. */
   fetch: FetchOptions;
   ffprobePath?: string | undefined;
@@ -95,7 +93,7 @@ export class SyncBackend implements LipsyncBackend {
     const providerModel = this.#opts.models[req.model];
     if (providerModel === null) throw new ProcessingError(`sync-compatible does not serve ${req.model} (MEDIA_WORKER_SYNC_MODELS)`);
     if (this.#opts.apiKey === undefined) throw new ProcessingError('sync-compatible needs MEDIA_WORKER_SYNC_API_KEY');
-    const deadline = Date.now() + this.#opts.deadlineMs;
+    const deadline = Date.now() + req.timeLimitMs;
     const key = idempotencyKey(req.taskId);
     const call = { timeoutMs: this.#opts.requestTimeoutMs ?? 30_000, signal: req.signal, transientStatuses: SYNC_TRANSIENT_STATUSES };
     const retry = {
@@ -139,7 +137,7 @@ export class SyncBackend implements LipsyncBackend {
       if (paced !== undefined) req.logger.debug({ waitMs: wait }, 'lip-sync provider asked to poll later (Retry-After)');
       paced = undefined;
       if (!(await waitUntil(wait, deadline, req.signal))) {
-        throw fail(new ProviderError(`left the generation ${generation.status} past the ${seconds(this.#opts.deadlineMs)} s limit`));
+        throw fail(new ProviderError(`left the generation ${generation.status} past the ${seconds(req.timeLimitMs)} s limit`));
       }
       generation = await withRetry(() => callJson(statusUrl, generationSchema, { ...call, method: 'GET', headers: this.#headers(), onRetryAfter: pace }), retry).catch(fail);
     }
