@@ -153,6 +153,7 @@ export interface RetryOptions {
   signal: AbortSignal;
   /** First wait; doubles up to `maxDelayMs`. */
   initialDelayMs: number;
+  /** The longest wait between two attempts, a provider's Retry-After included. */
   maxDelayMs: number;
   onRetry?: (error: TransientProviderError, attempt: number, delayMs: number) => void;
   now?: () => number;
@@ -171,8 +172,9 @@ export async function withRetry<T>(attempt: () => Promise<T>, opts: RetryOptions
       return await attempt();
     } catch (err) {
       if (!(err instanceof TransientProviderError)) throw err;
-      // A provider's Retry-After wins over a shorter backoff (a rate or concurrency limit says when).
-      const delay = Math.max(backoffDelay(n, opts.initialDelayMs, opts.maxDelayMs), err.retryAfterMs ?? 0);
+      // A provider's Retry-After wins over a shorter backoff (a rate or concurrency limit says when),
+      // up to maxDelayMs: a broken or hostile one (Retry-After: 999999) does not park the task.
+      const delay = Math.min(opts.maxDelayMs, Math.max(backoffDelay(n, opts.initialDelayMs, opts.maxDelayMs), err.retryAfterMs ?? 0));
       if (now() + delay >= opts.deadline) throw new ProviderError(`gave up after ${n} attempts within the deadline: ${err.message}`, { cause: err });
       opts.onRetry?.(err, n, delay);
       try {

@@ -179,6 +179,24 @@ describe('the sync-compatible backend', () => {
     expect(fake.gets).toEqual(['gen-1', 'gen-1']);
   });
 
+  it('a hostile Retry-After (999999 s) on a 429 is read as the longest wait: the POST is retried, the task not parked', async () => {
+    fake.forced.push({ status: 429, headers: { 'retry-after': '999999' } });
+    await backend({ maxWaitMs: 50 }).run(request());
+    const waits = logLines.map((l) => JSON.parse(l) as { msg: string; delayMs?: number }).filter((l) => l.msg.includes('retrying'));
+    expect(waits.map((l) => l.delayMs)).toEqual([50]);
+    expect(fake.posts.map((p) => p.answered)).toEqual([429, 201]);
+    expect(fake.generations).toHaveLength(1);
+  });
+
+  it('a hostile Retry-After (999999 s) on a running generation is read as the longest wait between polls', async () => {
+    fake.pollRetryAfter = '999999';
+    fake.pollsBeforeDone = 1;
+    const outcome = await backend({ maxWaitMs: 50 }).run(request());
+    const paced = logLines.map((l) => JSON.parse(l) as { msg: string; waitMs?: number }).filter((l) => l.msg.includes('poll later'));
+    expect(paced.map((l) => l.waitMs)).toEqual([50, 50]);
+    expect(outcome.details).toMatchObject({ generationId: 'gen-1' });
+  });
+
   it('an answer lost after the provider made the generation: the retry gets the same generation back', async () => {
     fake.forced.push({ status: 502, afterCreating: true });
     const outcome = await backend().run(request());

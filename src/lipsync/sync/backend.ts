@@ -42,8 +42,13 @@ export interface SyncBackendOptions {
   ffprobePath?: string | undefined;
   /** One HTTP attempt's limit. */
   requestTimeoutMs?: number;
-  /** First retry wait (doubling to 30 s); tests shorten it. */
+  /** First retry wait (doubling to `maxWaitMs`); tests shorten it. */
   retryDelayMs?: number;
+  /**
+   * The longest wait between two calls that a provider's Retry-After (or the backoff) can ask for:
+   * 30 s. A longer Retry-After (a broken or hostile provider's 999999) is read as this.
+   */
+  maxWaitMs?: number;
 }
 
 /** Statuses that no retry fixes, with what they mean for the operator's log line. */
@@ -95,12 +100,13 @@ export class SyncBackend implements LipsyncBackend {
     if (this.#opts.apiKey === undefined) throw new ProcessingError('sync-compatible needs MEDIA_WORKER_SYNC_API_KEY');
     const deadline = Date.now() + req.timeLimitMs;
     const key = idempotencyKey(req.taskId);
+    const maxWaitMs = this.#opts.maxWaitMs ?? 30_000;
     const call = { timeoutMs: this.#opts.requestTimeoutMs ?? 30_000, signal: req.signal, transientStatuses: SYNC_TRANSIENT_STATUSES };
     const retry = {
       deadline,
       signal: req.signal,
       initialDelayMs: this.#opts.retryDelayMs ?? Math.min(2_000, this.#opts.pollIntervalMs),
-      maxDelayMs: 30_000,
+      maxDelayMs: maxWaitMs,
       onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => req.logger.warn({ attempt, delayMs, status: err.status, err }, 'lip-sync provider busy; retrying with the same Idempotency-Key'),
     };
     const fail = this.#failure(req);
@@ -132,8 +138,8 @@ export class SyncBackend implements LipsyncBackend {
       if (kind === 'completed') break;
       if (kind === 'failure') throw fail(new ProviderError(`the generation ended ${describeFailure(generation)}`));
       req.onProgress({ stage: `provider ${generation.status.toLowerCase()}` });
-      // A provider that paces its polling with Retry-After is asked no sooner than it says.
-      const wait = Math.max(this.#opts.pollIntervalMs, paced ?? 0);
+      // A provider that paces its polling with Retry-After is asked no sooner than it says (up to maxWaitMs).
+      const wait = Math.max(this.#opts.pollIntervalMs, Math.min(paced ?? 0, maxWaitMs));
       if (paced !== undefined) req.logger.debug({ waitMs: wait }, 'lip-sync provider asked to poll later (Retry-After)');
       paced = undefined;
       if (!(await waitUntil(wait, deadline, req.signal))) {
