@@ -279,7 +279,28 @@ describe('the sync-compatible backend', () => {
   it('an output that is not a video fails the job', async () => {
     fake.outcome = 'output-not-video';
     const err = await failure(backend().run(request()));
-    expect(err.message).toContain('is not a video we can read');
+    expect(err.message).toContain('is not an MP4 video we can read');
+  });
+
+  it('an output in another container (Matroska) fails the job: the result is stored as the spec\'s MP4', async () => {
+    fake.outcome = 'output-matroska';
+    const err = await failure(backend().run(request()));
+    expect(err.message).toContain('is not an MP4 video we can read');
+    expect(err.message).toContain('Expected one of MP4, M4V but received an MKV file');
+    expect(existsSync(path.join(jobDir, 'output.mp4'))).toBe(false);
+  });
+
+  it('an answer over the size cap is not read into memory and fails the job', async () => {
+    fake.forced.push({ status: 201, body: { id: 'gen-huge', status: 'PENDING', padding: 'x'.repeat(2 * 1024 * 1024) } });
+    const err = await failure(backend().run(request()));
+    expect(err.message).toContain('answered more than 1048576 bytes');
+    expect(fake.gets).toEqual([]);
+  });
+
+  it('a status answer about another generation fails the job', async () => {
+    fake.outcome = 'other-generation';
+    const err = await failure(backend().run(request()));
+    expect(err.message).toContain('answered generation "gen-1-other" when asked for "gen-1"');
   });
 
   it('an output URL that redirects to a private address is not followed', async () => {

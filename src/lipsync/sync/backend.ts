@@ -132,7 +132,8 @@ export class SyncBackend implements LipsyncBackend {
     ).catch(fail);
     req.logger.info({ generationId: generation.id, providerModel, status: generation.status, upload }, 'lip-sync provider accepted the generation');
 
-    const statusUrl = this.#url(`v2/generate/${encodeURIComponent(generation.id)}`);
+    const generationId = generation.id;
+    const statusUrl = this.#url(`v2/generate/${encodeURIComponent(generationId)}`);
     for (;;) {
       const kind = classifyGeneration(generation.status);
       if (kind === 'completed') break;
@@ -146,6 +147,8 @@ export class SyncBackend implements LipsyncBackend {
         throw fail(new ProviderError(`left the generation ${generation.status} past the ${seconds(req.timeLimitMs)} s limit`));
       }
       generation = await withRetry(() => callJson(statusUrl, generationSchema, { ...call, method: 'GET', headers: this.#headers(), onRetryAfter: pace }), retry).catch(fail);
+      // Another generation's answer (its output included) is not this task's.
+      if (generation.id !== generationId) throw fail(new ProviderError(`answered generation ${JSON.stringify(generation.id)} when asked for ${JSON.stringify(generationId)}`));
     }
     const outputUrl = generation.outputUrl;
     if (outputUrl === null || outputUrl === undefined || !isHttpUrl(outputUrl)) throw fail(new ProviderError(`reported COMPLETED without an output URL (${JSON.stringify(outputUrl ?? null)})`));
@@ -168,10 +171,11 @@ export class SyncBackend implements LipsyncBackend {
     }
     let info;
     try {
-      info = await probeMedia(local, { ...definedFields({ ffprobePath: this.#opts.ffprobePath }), signal: req.signal });
+      // Stored as the spec's MP4 result: another container (a Matroska, a QuickTime file) would be misnamed.
+      info = await probeMedia(local, { ...definedFields({ ffprobePath: this.#opts.ffprobePath }), signal: req.signal, accept: ['mp4', 'm4v'] });
     } catch (err) {
       if (req.signal.aborted) throw err;
-      throw new ProcessingError(`The provider's output (generation ${generation.id}) is not a video we can read: ${(err as Error).message}`, { cause: err });
+      throw new ProcessingError(`The provider's output (generation ${generation.id}) is not an MP4 video we can read: ${(err as Error).message}`, { cause: err });
     }
     if (info.video === undefined) throw new ProcessingError(`The provider's output (generation ${generation.id}) has no video stream`);
     if (info.audio === undefined) throw new ProcessingError(`The provider's output (generation ${generation.id}) has no audio stream: it does not carry the job's audio`);
