@@ -57,6 +57,8 @@ export interface FakeSync {
   replays: number;
   /** Key checks and polls. */
   gets: string[];
+  /** Requests refused for their x-api-key (401), any route. */
+  refusedKeys: number;
   /** What the next generations do. */
   outcome: FakeOutcome;
   /** Polls a generation answers PROCESSING before it settles. */
@@ -92,6 +94,7 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
     posts: [],
     replays: 0,
     gets: [],
+    refusedKeys: 0,
     outcome: 'complete',
     pollsBeforeDone: 1,
     forced: [],
@@ -161,7 +164,10 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
       // A private address the worker must not be sent to (the metadata service's).
       return void res.writeHead(302, { location: 'https://169.254.169.254/latest/meta-data/' }).end();
     }
-    if (req.headers['x-api-key'] !== key) return error(res, 401, 'Unauthorized', 'unauthorized');
+    if (req.headers['x-api-key'] !== key) {
+      fake.refusedKeys += 1;
+      return error(res, 401, 'Unauthorized', 'unauthorized');
+    }
     if (req.method === 'POST' && url.pathname === '/v2/generate') return generate(req, body, res);
     const match = /^\/v2\/generate\/([^/]+)$/.exec(url.pathname);
     if (req.method === 'GET' && match !== null) {

@@ -246,10 +246,13 @@ describe('the sync-compatible backend', () => {
     expect(again.message).toContain('video is too long');
   });
 
-  it('a wrong key is refused by the provider: a 401 from the fake', async () => {
-    const err = await failure(backend({ apiKey: 'wrong' }).run(request()));
+  it('a wrong key is refused by the provider: a 401 from the fake, and the key is in neither the message nor the log', async () => {
+    const err = await failure(backend({ apiKey: 'wrong-key-5f3a9c' }).run(request()));
     expect(err.message).toContain('HTTP 401');
     expect(fake.generations).toHaveLength(0);
+    expect(fake.refusedKeys).toBe(1);
+    expect(logLines.length).toBeGreaterThan(0);
+    expect(`${err.message}\n${logLines.join('')}`).not.toContain('wrong-key-5f3a9c');
   });
 
   it.each([
@@ -326,13 +329,17 @@ describe('the sync-compatible backend', () => {
 
   it('readiness: no key, a refused key (asked once), an accepted key', async () => {
     expect(await backend({ apiKey: undefined }).readiness()).toEqual({ ready: false, reason: 'needs MEDIA_WORKER_SYNC_API_KEY' });
-    const refused = backend({ apiKey: 'wrong' });
-    expect(await refused.readiness()).toEqual({ ready: false, reason: expect.stringContaining('refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401)') });
+    const refused = backend({ apiKey: 'wrong-key-5f3a9c' });
+    const verdict = await refused.readiness();
+    expect(verdict).toEqual({ ready: false, reason: expect.stringContaining('refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401)') });
+    expect(JSON.stringify(verdict)).not.toContain('wrong-key-5f3a9c');
     expect(await refused.readiness()).toMatchObject({ ready: false });
+    expect(fake.refusedKeys).toBe(1);
     const good = backend();
     expect(await good.readiness()).toEqual({ ready: true });
     expect(await good.readiness()).toEqual({ ready: true });
-    // One key check per backend: the refused one's and the good one's (401 answers before the route, so only the good one's id is recorded).
+    // One key check per backend: the refused one's (counted above) and the good one's.
     expect(fake.gets).toEqual(['media-worker-key-check']);
+    expect(fake.refusedKeys).toBe(1);
   });
 });

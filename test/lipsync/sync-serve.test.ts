@@ -152,6 +152,7 @@ describe('serve with the sync-compatible lip-sync backend', () => {
 
     const capabilities = (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<{ kinds: { lipsync: { backends?: unknown[] } } }>();
     expect(capabilities.kinds.lipsync.backends).toEqual([{ name: 'sync-compatible', ready: true, models: ['vendor-lipsync-2', 'vendor-lipsync-2-pro', 'vendor-lipsync-3'] }]);
+    expect(JSON.stringify(capabilities)).not.toContain(fake.key);
 
     await cp.publishJob('lipsync', 'vendor-lipsync-2', {
       id: 'sync-kill-1',
@@ -176,6 +177,8 @@ describe('serve with the sync-compatible lip-sync backend', () => {
     expect(fake.generations).toHaveLength(1);
     expect(fake.posts.map((p) => p.key)).toEqual([syncIdempotencyKey('sync-kill-1'), syncIdempotencyKey('sync-kill-1')]);
     expect(fake.replays).toBe(1);
+    // The key went to the provider only: never into either process's log.
+    expect(`${first.log()}${second.log()}`).not.toContain(fake.key);
     const stored = path.join(env.RESULTS_DIR, 'lipsync', 'sync-kill-1');
     const [file] = await readdir(stored);
     const info = await probeMedia(path.join(stored, file ?? ''));
@@ -248,10 +251,14 @@ describe('serve with the sync-compatible lip-sync backend', () => {
       RESULTS_DIR: await scratch('results'),
     });
     const port = await s.serving();
-    const reasons = (await readyz(port)).kinds.lipsync?.reasons.join('\n') ?? '';
+    const body = await readyz(port);
+    const reasons = body.kinds.lipsync?.reasons.join('\n') ?? '';
     expect(reasons).toContain('wav2lip: the licence of wav2lip-nc (LicenseRef-Wav2Lip-research) forbids commercial use; not served to paying jobs unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1');
     expect(reasons).toContain(`sync-compatible: ${fake.url}/ refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401)`);
     expect((await readyz(port)).kinds.lipsync?.ready).toBe(false);
     expect(s.log()).toContain('Not serving lipsync jobs');
+    // The refused key is named by its variable, never by its value.
+    const capabilities = (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<unknown>();
+    expect(`${JSON.stringify(body)}${JSON.stringify(capabilities)}${s.log()}`).not.toContain('not-the-key');
   });
 });
