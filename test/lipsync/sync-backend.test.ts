@@ -8,10 +8,8 @@
  * the limit, an output URL that 404s, an output that is not a video, a redirect to a private
  * address, and a repeated Idempotency-Key.
  */
-import { createServer, type Server } from 'node:http';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -22,11 +20,12 @@ import type { LipsyncModelId, SyncMode } from '../../src/jobs/index.js';
 import { DEFAULT_SYNC_MODEL_MAP, SyncBackend, syncIdempotencyKey, type LipsyncBackendRequest, type SyncBackendOptions } from '../../src/lipsync/index.js';
 import { probeMedia, type MediaInfo } from '../../src/media/index.js';
 import { startFakeSync, type FakeSync } from '../helpers/fake-sync.js';
+import { startInputServer, type InputServer } from '../helpers/input-server.js';
 import { makeClip } from '../media/helpers.js';
 import { speechClip } from './pipeline-fixtures.js';
 
 let dir: string;
-let inputs: Server;
+let inputs: InputServer;
 let inputBase: string;
 let video: { path: string; info: MediaInfo };
 let longVideo: { path: string; info: MediaInfo };
@@ -43,18 +42,12 @@ beforeAll(async () => {
   video = { path: clip, info: await probeMedia(clip) };
   longVideo = { path: long, info: await probeMedia(long) };
   audio = { path: speech, info: await probeMedia(speech) };
-  const files: Record<string, Buffer> = { '/face.mp4': await readFile(clip), '/long.mp4': await readFile(long), '/speech.mp3': await readFile(speech) };
-  inputs = createServer((req, res) => {
-    const body = files[req.url ?? ''];
-    if (body === undefined) res.writeHead(404).end();
-    else res.writeHead(200).end(body);
-  });
-  await new Promise<void>((resolve) => inputs.listen(0, '127.0.0.1', resolve));
-  inputBase = `http://127.0.0.1:${(inputs.address() as AddressInfo).port}`;
+  inputs = await startInputServer({ '/face.mp4': clip, '/long.mp4': long, '/speech.mp3': speech });
+  inputBase = inputs.url;
 });
 
 afterAll(async () => {
-  inputs?.close();
+  await inputs?.close();
   await rm(dir, { recursive: true, force: true });
 });
 

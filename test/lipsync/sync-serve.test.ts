@@ -11,9 +11,7 @@
  *   it (capabilities and /readyz say why), and a refused provider key keeps the provider out too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
 import { copyFile, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -26,13 +24,14 @@ import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jets
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { provisionFromEnv } from '../helpers/provision.js';
 import { startFakeSync, type FakeSync } from '../helpers/fake-sync.js';
+import { startInputServer, type InputServer } from '../helpers/input-server.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
 let dir: string;
 let roles: RoleNats;
 let cp: ControlPlane;
-let inputs: Server;
+let inputs: InputServer;
 let base: string;
 let fake: FakeSync;
 let modelsDir: string;
@@ -104,17 +103,11 @@ async function stopAll(): Promise<void> {
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-worker-sync-serve-'));
-  const files: Record<string, Buffer> = {
-    '/face.mp4': await readFile(await makeClip(path.join(dir, 'face.mp4'), { seconds: 1, size: '64x48', rate: 25, audio: true })),
-    '/speech.mp3': await readFile(await speechClip(path.join(dir, 'speech.mp3'), 2)),
-  };
-  inputs = createServer((req, res) => {
-    const body = files[req.url ?? ''];
-    if (body === undefined) res.writeHead(404).end();
-    else res.writeHead(200).end(body);
+  inputs = await startInputServer({
+    '/face.mp4': await makeClip(path.join(dir, 'face.mp4'), { seconds: 1, size: '64x48', rate: 25, audio: true }),
+    '/speech.mp3': await speechClip(path.join(dir, 'speech.mp3'), 2),
   });
-  await new Promise<void>((resolve) => inputs.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(inputs.address() as AddressInfo).port}`;
+  base = inputs.url;
   fake = await startFakeSync();
   roles = await startRoleNats(dir);
   await provisionFromEnv({ ...baseEnv(), ...roles.env('operator') });
@@ -138,7 +131,7 @@ afterAll(async () => {
   await cp?.close();
   await roles?.close();
   await fake?.close();
-  inputs?.close();
+  await inputs?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
