@@ -227,6 +227,14 @@ describe('the sync-compatible backend', () => {
     expect(line).toMatchObject({ msg: `lip-sync provider: ${cause.startsWith('refused') ? 'the provider refused the API key (MEDIA_WORKER_SYNC_API_KEY)' : 'the provider account cannot pay for a generation'}`, errorCode });
   });
 
+  it('a key refused during a job (revoked since the start-up check) makes the backend not ready', async () => {
+    const b = backend();
+    expect(await b.readiness()).toEqual({ ready: true });
+    fake.forced.push({ status: 401, body: { statusCode: 401, message: 'Unauthorized', errorCode: 'unauthorized' } });
+    await failure(b.run(request()));
+    expect(await b.readiness()).toEqual({ ready: false, reason: expect.stringContaining('refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401) during a job') });
+  });
+
   it('fails at once on 400 generation_unsupported_model (error_code spelling read too)', async () => {
     fake.models.delete('sync-3');
     const err = await failure(backend().run(request({ model: 'vendor-lipsync-3' })));

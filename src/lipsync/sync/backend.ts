@@ -197,6 +197,9 @@ export class SyncBackend implements LipsyncBackend {
       const refusal = err instanceof ProviderError && err.status !== undefined ? REFUSALS[err.status] : undefined;
       if (refusal !== undefined && err instanceof ProviderError) {
         req.logger.error({ status: err.status, errorCode: err.errorCode, err }, `lip-sync provider: ${refusal}`);
+        // A key revoked since the start-up check would fail every later job here: the backend stops
+        // being ready (the host stops pulling lip-sync through it) until a restart with a good key.
+        if (err.status === 401) this.#keyVerdict = { ready: false, reason: `${displayUrl(this.#opts.baseUrl)} refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401) during a job` };
       }
       throw new ProcessingError(`The lip-sync provider ${refusal === undefined ? 'failed' : `failed (${refusal})`}: ${(err as Error).message}`, { cause: err });
     };
