@@ -84,6 +84,20 @@ export function oneOfSetting<const W extends readonly [string, ...string[]]>(wor
   return z.enum(words, { error: (issue) => `Expected one of ${words.join(', ')} but received ${received(issue.input)}` });
 }
 
+/**
+ * "a" or "b, a": an ordered list of known names (backends in the operator's order of preference),
+ * each at most once. `what` names one ("music backend") in the message about a repeat.
+ */
+export function parseNameList<const N extends readonly string[]>(value: string, names: N, what: string): N[number][] {
+  const out: N[number][] = [];
+  for (const name of value.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    if (!names.includes(name)) throw new Error(`Expected a comma-separated list of ${names.join(', ')} but received ${JSON.stringify(value)}`);
+    if (out.includes(name)) throw new Error(`Expected each ${what} once but ${name} is listed twice`);
+    out.push(name);
+  }
+  return out;
+}
+
 function fieldSchema(spec: SettingSpec): z.ZodType {
   const { default: fallback, schema } = spec;
   if (fallback === undefined) return schema.optional();

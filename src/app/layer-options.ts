@@ -4,7 +4,7 @@
  * differs (the CLI accepts local files, jobs from the network never do).
  */
 import type { Config } from '../config.js';
-import type { MediaDepsOptions } from '../media/index.js';
+import type { FetchOptions, MediaDepsOptions } from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
 
 export function mediaDepsOptions(
@@ -15,6 +15,17 @@ export function mediaDepsOptions(
     dir: job.dir,
     ...definedFields({ signal: job.signal }),
     allowLocalPaths: job.allowLocalPaths,
+    ...inputFetchOptions(config),
+    ...definedFields({ ffprobePath: config.ffprobePath, ffmpegPath: config.ffmpegPath }),
+  };
+}
+
+/**
+ * The safe fetcher's rules for a job's inputs (addresses, size caps, timeouts, the slowest rate);
+ * a provider backend's results (music, lip-sync) are fetched by the same rules.
+ */
+export function inputFetchOptions(config: Config): FetchOptions {
+  return {
     allowHttp: config.allowPrivateUrls,
     allowPrivate: config.allowPrivateUrls,
     privateUrlPrefixes: config.privateOrigins ?? [],
@@ -23,7 +34,6 @@ export function mediaDepsOptions(
     idleTimeoutMs: config.fetchIdleTimeoutMs,
     deadlineMs: config.fetchDeadlineMs,
     minBytesPerSecond: config.fetchMinBytesPerSecond,
-    ...definedFields({ ffprobePath: config.ffprobePath, ffmpegPath: config.ffmpegPath }),
   };
 }
 

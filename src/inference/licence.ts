@@ -31,18 +31,23 @@ export function maySell(licence: LicenceFacts | null | undefined): 'yes' | 'no' 
   return verdict === undefined ? 'unknown' : verdict ? 'yes' : 'no';
 }
 
+type NamedNetwork = { name: string; licence: LicenceFacts | null | undefined };
+
 /** Networks a paid service may not run, as one reason (undefined when there is none), naming the setting that overrides it. */
-export function noncommercialReason(networks: readonly { name: string; licence: LicenceFacts | null | undefined }[]): string | undefined {
-  const refused = networks.filter((n) => allowsCommercialUse(n.licence) === false);
-  if (refused.length === 0) return undefined;
-  const named = [...new Map(refused.map((n) => [n.name, `${n.name} (${n.licence?.spdx ?? 'no licence'})`])).values()].join(', ');
-  return `the licence of ${named} forbids commercial use; not served to paying jobs unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1`;
+export function noncommercialReason(networks: readonly NamedNetwork[]): string | undefined {
+  const named = noncommercialNames(networks);
+  return named === undefined ? undefined : `the licence of ${named} forbids commercial use; not served to paying jobs unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1`;
 }
 
 /** The one line a run of such a network logs: for a person's own use. */
-export function noncommercialNotice(networks: readonly { name: string; licence: LicenceFacts | null | undefined }[]): string | undefined {
+export function noncommercialNotice(networks: readonly NamedNetwork[]): string | undefined {
+  const named = noncommercialNames(networks);
+  return named === undefined ? undefined : `running ${named} for your own use: its licence forbids commercial use`;
+}
+
+/** "wav2lip (LicenseRef-Wav2Lip-research), ...": each network whose licence forbids commercial use, once; undefined when none does. */
+function noncommercialNames(networks: readonly NamedNetwork[]): string | undefined {
   const refused = networks.filter((n) => allowsCommercialUse(n.licence) === false);
   if (refused.length === 0) return undefined;
-  const named = [...new Map(refused.map((n) => [n.name, `${n.name} (${n.licence?.spdx ?? 'no licence'})`])).values()].join(', ');
-  return `running ${named} for your own use: its licence forbids commercial use`;
+  return [...new Map(refused.map((n) => [n.name, `${n.name} (${n.licence?.spdx ?? 'no licence'})`])).values()].join(', ');
 }

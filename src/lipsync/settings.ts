@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { LIPSYNC_MODEL_IDS } from '../jobs/index.js';
+import { parseNameList } from '../settings-table.js';
 
 /** The real weights' manifest name that the defaults point at. */
 export const REAL_LIPSYNC_MODEL = 'wav2lip';
@@ -60,15 +61,7 @@ export type LipsyncBackendName = (typeof LIPSYNC_BACKEND_NAMES)[number];
 
 /** "wav2lip" or "wav2lip,sync-compatible": known names, no repeats, at least one, in order of preference. */
 export function parseLipsyncBackends(value: string): LipsyncBackendName[] {
-  const names = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
-  const out: LipsyncBackendName[] = [];
-  for (const name of names) {
-    if (!(LIPSYNC_BACKEND_NAMES as readonly string[]).includes(name)) {
-      throw new Error(`Expected a comma-separated list of ${LIPSYNC_BACKEND_NAMES.join(', ')} but received ${JSON.stringify(value)}`);
-    }
-    if (out.includes(name as LipsyncBackendName)) throw new Error(`Expected each lip-sync backend once but ${name} is listed twice`);
-    out.push(name as LipsyncBackendName);
-  }
+  const out = parseNameList(value, LIPSYNC_BACKEND_NAMES, 'lip-sync backend');
   if (out.length === 0) throw new Error(`Expected at least one of ${LIPSYNC_BACKEND_NAMES.join(', ')} but received ${JSON.stringify(value)}`);
   return out;
 }

@@ -80,13 +80,14 @@ export async function callJson<S extends z.ZodType>(url: string, schema: S, opts
     const what = timeout.aborted ? `no answer within ${opts.timeoutMs} ms` : (err as Error).message;
     throw new TransientProviderError(`${opts.method} ${displayUrl(url)}: ${what}`, { cause: err });
   }
-  let text: string;
+  let text: string | undefined;
   try {
-    text = await response.text();
+    text = await cappedText(response, MAX_ANSWER_BYTES);
   } catch (err) {
     if (opts.signal.aborted) throw abortReason(opts.signal);
     throw new TransientProviderError(`${opts.method} ${displayUrl(url)}: the answer was cut off`, { cause: err });
   }
+  if (text === undefined) throw new ProviderError(`${opts.method} ${displayUrl(url)} answered more than ${MAX_ANSWER_BYTES} bytes, not a status or an error`);
   if (opts.transientStatuses.includes(response.status) || response.status >= 500) {
     const detail = errorDetail(text);
     throw new TransientProviderError(`${opts.method} ${displayUrl(url)} answered HTTP ${response.status}${detail.message === undefined ? '' : `: ${detail.message}`}`, {
@@ -116,6 +117,23 @@ export async function callJson<S extends z.ZodType>(url: string, schema: S, opts
     throw new ProviderError(`${opts.method} ${displayUrl(url)} answered an unexpected shape (${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'})`);
   }
   return parsed.data as z.output<S>;
+}
+
+/** A provider's JSON answer (a task, a status, an error) is a few kilobytes: a larger one is not read into memory. */
+export const MAX_ANSWER_BYTES = 1024 * 1024;
+
+/** The body as text, or undefined (the rest cancelled) once it passes `limit` bytes. */
+async function cappedText(response: Response, limit: number): Promise<string | undefined> {
+  if (response.body === null) return '';
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  for await (const chunk of response.body) {
+    bytes += chunk.byteLength;
+    // Leaving the loop cancels the stream: the rest is not downloaded.
+    if (bytes > limit) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Retry-After as milliseconds: delta-seconds or an HTTP date; undefined when absent or unreadable. */
@@ -153,6 +171,7 @@ export interface RetryOptions {
   signal: AbortSignal;
   /** First wait; doubles up to `maxDelayMs`. */
   initialDelayMs: number;
+  /** The longest wait between two attempts, a provider's Retry-After included. */
   maxDelayMs: number;
   onRetry?: (error: TransientProviderError, attempt: number, delayMs: number) => void;
   now?: () => number;
@@ -171,8 +190,9 @@ export async function withRetry<T>(attempt: () => Promise<T>, opts: RetryOptions
       return await attempt();
     } catch (err) {
       if (!(err instanceof TransientProviderError)) throw err;
-      // A provider's Retry-After wins over a shorter backoff (a rate or concurrency limit says when).
-      const delay = Math.max(backoffDelay(n, opts.initialDelayMs, opts.maxDelayMs), err.retryAfterMs ?? 0);
+      // A provider's Retry-After wins over a shorter backoff (a rate or concurrency limit says when),
+      // up to maxDelayMs: a broken or hostile one (Retry-After: 999999) does not park the task.
+      const delay = Math.min(opts.maxDelayMs, Math.max(backoffDelay(n, opts.initialDelayMs, opts.maxDelayMs), err.retryAfterMs ?? 0));
       if (now() + delay >= opts.deadline) throw new ProviderError(`gave up after ${n} attempts within the deadline: ${err.message}`, { cause: err });
       opts.onRetry?.(err, n, delay);
       try {

@@ -35,7 +35,7 @@ export interface MusicSettings {
   sunoApiKey?: string | undefined;
   sunoModel: string;
   sunoCallbackUrl?: string | undefined;
-  /** MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS (a one-off command sets it: cli/context.ts). */
+  /** MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS (a one-off command sets it: cli/context.ts); unset: not allowed. */
   allowNoncommercialModels?: boolean | undefined;
 }
 
@@ -51,7 +51,7 @@ export function createMusicBackend(name: MusicBackendName, settings: MusicSettin
     case 'musicgen':
       return new MusicgenBackend({
         dir: modelFolder(settings.musicgenModel, path.resolve(settings.modelFilesDir ?? settings.modelsDir)),
-        allowNoncommercial: settings.allowNoncommercialModels ?? true,
+        allowNoncommercial: settings.allowNoncommercialModels ?? false,
         sessions: { executionProviders: settings.executionProviders, threads: settings.threads, ...definedFields({ deviceIndex: settings.deviceIndex, logger: deps.logger }) },
       });
     case 'ace-step':

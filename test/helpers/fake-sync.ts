@@ -10,7 +10,8 @@
  * Each test scripts the failures: answers forced onto the next POSTs (401, 402, 429 with
  * Retry-After, 5xx, an answer lost after the generation was made), unsupported models, a final
  * FAILED or REJECTED, a generation held in PROCESSING until released, an output URL that 404s, an
- * output that is not a video, and an output URL that redirects to a private address.
+ * output that is not a video or not an MP4, a status answer about another generation, and an
+ * output URL that redirects to a private address.
  */
 import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -20,7 +21,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { resolveFfmpeg, runProcess } from '../../src/media/index.js';
 
-export type FakeOutcome = 'complete' | 'fail' | 'reject' | 'hold' | 'output-404' | 'output-not-video' | 'output-redirect-private';
+export type FakeOutcome = 'complete' | 'fail' | 'reject' | 'hold' | 'output-404' | 'output-not-video' | 'output-matroska' | 'output-redirect-private' | 'other-generation';
 
 export interface FakeGeneration {
   id: string;
@@ -56,6 +57,8 @@ export interface FakeSync {
   replays: number;
   /** Key checks and polls. */
   gets: string[];
+  /** Requests refused for their x-api-key (401), any route. */
+  refusedKeys: number;
   /** What the next generations do. */
   outcome: FakeOutcome;
   /** Polls a generation answers PROCESSING before it settles. */
@@ -91,6 +94,7 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
     posts: [],
     replays: 0,
     gets: [],
+    refusedKeys: 0,
     outcome: 'complete',
     pollsBeforeDone: 1,
     forced: [],
@@ -140,8 +144,9 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
         outputs.set(`${g.id}.mp4`, file);
         g.outputUrl = `${fake.url}/outputs/${g.id}.mp4`;
       } else if (outcome === 'output-redirect-private') g.outputUrl = `${fake.url}/redirect/${g.id}.mp4`;
+      else if (outcome === 'other-generation') g.id = `${g.id}-other`;
       else {
-        const file = await render(g, inputs.get(g.id) as { video: string; audio: string }, work);
+        const file = await render(g, inputs.get(g.id) as { video: string; audio: string }, work, outcome === 'output-matroska' ? 'matroska' : 'mp4');
         outputs.set(`${g.id}.mp4`, file);
         g.outputUrl = `${fake.url}/outputs/${g.id}.mp4`;
       }
@@ -159,7 +164,10 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
       // A private address the worker must not be sent to (the metadata service's).
       return void res.writeHead(302, { location: 'https://169.254.169.254/latest/meta-data/' }).end();
     }
-    if (req.headers['x-api-key'] !== key) return error(res, 401, 'Unauthorized', 'unauthorized');
+    if (req.headers['x-api-key'] !== key) {
+      fake.refusedKeys += 1;
+      return error(res, 401, 'Unauthorized', 'unauthorized');
+    }
     if (req.method === 'POST' && url.pathname === '/v2/generate') return generate(req, body, res);
     const match = /^\/v2\/generate\/([^/]+)$/.exec(url.pathname);
     if (req.method === 'GET' && match !== null) {
@@ -291,7 +299,7 @@ async function fetched(source: string, file: string): Promise<string> {
  * audio, as long as the sync mode makes it (cut_off: the shorter; loop, bounce, remap: the audio's,
  * the video looped; silence: the longer, the audio padded).
  */
-async function render(g: FakeGeneration, inputs: { video: string; audio: string }, work: string): Promise<string> {
+async function render(g: FakeGeneration, inputs: { video: string; audio: string }, work: string, muxer: 'mp4' | 'matroska'): Promise<string> {
   const mode = String(g.options.sync_mode ?? 'cut_off');
   const out = path.join(work, `${g.id}-out.mp4`);
   const loops = mode === 'loop' || mode === 'bounce' || mode === 'remap';
@@ -299,7 +307,7 @@ async function render(g: FakeGeneration, inputs: { video: string; audio: string 
   if (mode === 'silence') args.push('-af', 'apad');
   args.push('-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac');
   // Looped video and padded audio are endless: the other stream ends the output.
-  args.push('-shortest', out);
+  args.push('-shortest', '-f', muxer, out);
   await runProcess(resolveFfmpeg(), args);
   return out;
 }

@@ -8,10 +8,8 @@
  * the limit, an output URL that 404s, an output that is not a video, a redirect to a private
  * address, and a repeated Idempotency-Key.
  */
-import { createServer, type Server } from 'node:http';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -22,11 +20,12 @@ import type { LipsyncModelId, SyncMode } from '../../src/jobs/index.js';
 import { DEFAULT_SYNC_MODEL_MAP, SyncBackend, syncIdempotencyKey, type LipsyncBackendRequest, type SyncBackendOptions } from '../../src/lipsync/index.js';
 import { probeMedia, type MediaInfo } from '../../src/media/index.js';
 import { startFakeSync, type FakeSync } from '../helpers/fake-sync.js';
+import { startInputServer, type InputServer } from '../helpers/input-server.js';
 import { makeClip } from '../media/helpers.js';
 import { speechClip } from './pipeline-fixtures.js';
 
 let dir: string;
-let inputs: Server;
+let inputs: InputServer;
 let inputBase: string;
 let video: { path: string; info: MediaInfo };
 let longVideo: { path: string; info: MediaInfo };
@@ -43,18 +42,12 @@ beforeAll(async () => {
   video = { path: clip, info: await probeMedia(clip) };
   longVideo = { path: long, info: await probeMedia(long) };
   audio = { path: speech, info: await probeMedia(speech) };
-  const files: Record<string, Buffer> = { '/face.mp4': await readFile(clip), '/long.mp4': await readFile(long), '/speech.mp3': await readFile(speech) };
-  inputs = createServer((req, res) => {
-    const body = files[req.url ?? ''];
-    if (body === undefined) res.writeHead(404).end();
-    else res.writeHead(200).end(body);
-  });
-  await new Promise<void>((resolve) => inputs.listen(0, '127.0.0.1', resolve));
-  inputBase = `http://127.0.0.1:${(inputs.address() as AddressInfo).port}`;
+  inputs = await startInputServer({ '/face.mp4': clip, '/long.mp4': long, '/speech.mp3': speech });
+  inputBase = inputs.url;
 });
 
 afterAll(async () => {
-  inputs?.close();
+  await inputs?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -74,7 +67,6 @@ function backend(overrides: Partial<SyncBackendOptions> = {}): SyncBackend {
     apiKey: fake.key,
     models: { ...DEFAULT_SYNC_MODEL_MAP },
     pollIntervalMs: 20,
-    deadlineMs: 60_000,
     retryDelayMs: 10,
     // The fake's own origin is the one private place outputs may come from (as MEDIA_WORKER_PRIVATE_ORIGINS).
     fetch: { allowHttp: false, allowPrivate: false, privateUrlPrefixes: [`${fake.url}/`] },
@@ -106,6 +98,7 @@ function request(overrides: Partial<LipsyncBackendRequest> = {}): LipsyncBackend
     dir: jobDir,
     outputPath: path.join(jobDir, 'output.mp4'),
     signal: new AbortController().signal,
+    timeLimitMs: 60_000,
     logger,
     onProgress: () => {},
     ...overrides,
@@ -179,6 +172,24 @@ describe('the sync-compatible backend', () => {
     expect(fake.gets).toEqual(['gen-1', 'gen-1']);
   });
 
+  it('a hostile Retry-After (999999 s) on a 429 is read as the longest wait: the POST is retried, the task not parked', async () => {
+    fake.forced.push({ status: 429, headers: { 'retry-after': '999999' } });
+    await backend({ maxWaitMs: 50 }).run(request());
+    const waits = logLines.map((l) => JSON.parse(l) as { msg: string; delayMs?: number }).filter((l) => l.msg.includes('retrying'));
+    expect(waits.map((l) => l.delayMs)).toEqual([50]);
+    expect(fake.posts.map((p) => p.answered)).toEqual([429, 201]);
+    expect(fake.generations).toHaveLength(1);
+  });
+
+  it('a hostile Retry-After (999999 s) on a running generation is read as the longest wait between polls', async () => {
+    fake.pollRetryAfter = '999999';
+    fake.pollsBeforeDone = 1;
+    const outcome = await backend({ maxWaitMs: 50 }).run(request());
+    const paced = logLines.map((l) => JSON.parse(l) as { msg: string; waitMs?: number }).filter((l) => l.msg.includes('poll later'));
+    expect(paced.map((l) => l.waitMs)).toEqual([50, 50]);
+    expect(outcome.details).toMatchObject({ generationId: 'gen-1' });
+  });
+
   it('an answer lost after the provider made the generation: the retry gets the same generation back', async () => {
     fake.forced.push({ status: 502, afterCreating: true });
     const outcome = await backend().run(request());
@@ -216,6 +227,14 @@ describe('the sync-compatible backend', () => {
     expect(line).toMatchObject({ msg: `lip-sync provider: ${cause.startsWith('refused') ? 'the provider refused the API key (MEDIA_WORKER_SYNC_API_KEY)' : 'the provider account cannot pay for a generation'}`, errorCode });
   });
 
+  it('a key refused during a job (revoked since the start-up check) makes the backend not ready', async () => {
+    const b = backend();
+    expect(await b.readiness()).toEqual({ ready: true });
+    fake.forced.push({ status: 401, body: { statusCode: 401, message: 'Unauthorized', errorCode: 'unauthorized' } });
+    await failure(b.run(request()));
+    expect(await b.readiness()).toEqual({ ready: false, reason: expect.stringContaining('refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401) during a job') });
+  });
+
   it('fails at once on 400 generation_unsupported_model (error_code spelling read too)', async () => {
     fake.models.delete('sync-3');
     const err = await failure(backend().run(request({ model: 'vendor-lipsync-3' })));
@@ -228,10 +247,13 @@ describe('the sync-compatible backend', () => {
     expect(again.message).toContain('video is too long');
   });
 
-  it('a wrong key is refused by the provider: a 401 from the fake', async () => {
-    const err = await failure(backend({ apiKey: 'wrong' }).run(request()));
+  it('a wrong key is refused by the provider: a 401 from the fake, and the key is in neither the message nor the log', async () => {
+    const err = await failure(backend({ apiKey: 'wrong-key-5f3a9c' }).run(request()));
     expect(err.message).toContain('HTTP 401');
     expect(fake.generations).toHaveLength(0);
+    expect(fake.refusedKeys).toBe(1);
+    expect(logLines.length).toBeGreaterThan(0);
+    expect(`${err.message}\n${logLines.join('')}`).not.toContain('wrong-key-5f3a9c');
   });
 
   it.each([
@@ -245,8 +267,9 @@ describe('the sync-compatible backend', () => {
 
   it('a provider still processing past the limit fails the job', async () => {
     fake.outcome = 'hold';
-    const err = await failure(backend({ deadlineMs: 300 }).run(request()));
-    expect(err.message).toMatch(/left the generation PROCESSING past the 0\.3 s limit/);
+    const err = await failure(backend().run(request({ timeLimitMs: 300 })));
+    // PENDING when the POST itself took the whole limit (a loaded machine), PROCESSING after a poll.
+    expect(err.message).toMatch(/left the generation (PENDING|PROCESSING) past the 0\.3 s limit/);
     expect(fake.generations).toHaveLength(1);
   });
 
@@ -260,7 +283,28 @@ describe('the sync-compatible backend', () => {
   it('an output that is not a video fails the job', async () => {
     fake.outcome = 'output-not-video';
     const err = await failure(backend().run(request()));
-    expect(err.message).toContain('is not a video we can read');
+    expect(err.message).toContain('is not an MP4 video we can read');
+  });
+
+  it('an output in another container (Matroska) fails the job: the result is stored as the spec\'s MP4', async () => {
+    fake.outcome = 'output-matroska';
+    const err = await failure(backend().run(request()));
+    expect(err.message).toContain('is not an MP4 video we can read');
+    expect(err.message).toContain('Expected one of MP4, M4V but received an MKV file');
+    expect(existsSync(path.join(jobDir, 'output.mp4'))).toBe(false);
+  });
+
+  it('an answer over the size cap is not read into memory and fails the job', async () => {
+    fake.forced.push({ status: 201, body: { id: 'gen-huge', status: 'PENDING', padding: 'x'.repeat(2 * 1024 * 1024) } });
+    const err = await failure(backend().run(request()));
+    expect(err.message).toContain('answered more than 1048576 bytes');
+    expect(fake.gets).toEqual([]);
+  });
+
+  it('a status answer about another generation fails the job', async () => {
+    fake.outcome = 'other-generation';
+    const err = await failure(backend().run(request()));
+    expect(err.message).toContain('answered generation "gen-1-other" when asked for "gen-1"');
   });
 
   it('an output URL that redirects to a private address is not followed', async () => {
@@ -286,13 +330,17 @@ describe('the sync-compatible backend', () => {
 
   it('readiness: no key, a refused key (asked once), an accepted key', async () => {
     expect(await backend({ apiKey: undefined }).readiness()).toEqual({ ready: false, reason: 'needs MEDIA_WORKER_SYNC_API_KEY' });
-    const refused = backend({ apiKey: 'wrong' });
-    expect(await refused.readiness()).toEqual({ ready: false, reason: expect.stringContaining('refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401)') });
+    const refused = backend({ apiKey: 'wrong-key-5f3a9c' });
+    const verdict = await refused.readiness();
+    expect(verdict).toEqual({ ready: false, reason: expect.stringContaining('refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401)') });
+    expect(JSON.stringify(verdict)).not.toContain('wrong-key-5f3a9c');
     expect(await refused.readiness()).toMatchObject({ ready: false });
+    expect(fake.refusedKeys).toBe(1);
     const good = backend();
     expect(await good.readiness()).toEqual({ ready: true });
     expect(await good.readiness()).toEqual({ ready: true });
-    // One key check per backend: the refused one's and the good one's (401 answers before the route, so only the good one's id is recorded).
+    // One key check per backend: the refused one's (counted above) and the good one's.
     expect(fake.gets).toEqual(['media-worker-key-check']);
+    expect(fake.refusedKeys).toBe(1);
   });
 });

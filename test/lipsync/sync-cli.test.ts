@@ -6,8 +6,6 @@
  * naming the licence.
  */
 import { copyFile, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,11 +13,12 @@ import { probeMedia } from '../../src/media/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { runCli } from '../helpers/cli.js';
 import { startFakeSync, type FakeSync } from '../helpers/fake-sync.js';
+import { startInputServer, type InputServer } from '../helpers/input-server.js';
 import { encodeClip, faceFrames, SIDE, speechClip } from './pipeline-fixtures.js';
 
 let dir: string;
 let fake: FakeSync;
-let inputs: Server;
+let inputs: InputServer;
 let base: string;
 let face: string;
 let speech: string;
@@ -28,19 +27,13 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'sync-cli-'));
   face = await encodeClip(path.join(dir, 'face.mp4'), await faceFrames(12), { width: SIDE, height: SIDE }, 'mp4');
   speech = await speechClip(path.join(dir, 'speech.mp3'), 1);
-  const files: Record<string, Buffer> = { '/face.mp4': await readFile(face), '/speech.mp3': await readFile(speech) };
-  inputs = createServer((req, res) => {
-    const body = files[req.url ?? ''];
-    if (body === undefined) res.writeHead(404).end();
-    else res.writeHead(200).end(body);
-  });
-  await new Promise<void>((resolve) => inputs.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(inputs.address() as AddressInfo).port}`;
+  inputs = await startInputServer({ '/face.mp4': face, '/speech.mp3': speech });
+  base = inputs.url;
   fake = await startFakeSync();
 });
 
 afterAll(async () => {
-  inputs?.close();
+  await inputs?.close();
   await fake?.close();
   await rm(dir, { recursive: true, force: true });
 });

@@ -11,9 +11,7 @@
  *   it (capabilities and /readyz say why), and a refused provider key keeps the provider out too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
 import { copyFile, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -26,13 +24,14 @@ import { controlPlane, waitFor, type ControlPlane } from '../worker/helpers/jets
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { provisionFromEnv } from '../helpers/provision.js';
 import { startFakeSync, type FakeSync } from '../helpers/fake-sync.js';
+import { startInputServer, type InputServer } from '../helpers/input-server.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 
 let dir: string;
 let roles: RoleNats;
 let cp: ControlPlane;
-let inputs: Server;
+let inputs: InputServer;
 let base: string;
 let fake: FakeSync;
 let modelsDir: string;
@@ -104,17 +103,11 @@ async function stopAll(): Promise<void> {
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-worker-sync-serve-'));
-  const files: Record<string, Buffer> = {
-    '/face.mp4': await readFile(await makeClip(path.join(dir, 'face.mp4'), { seconds: 1, size: '64x48', rate: 25, audio: true })),
-    '/speech.mp3': await readFile(await speechClip(path.join(dir, 'speech.mp3'), 2)),
-  };
-  inputs = createServer((req, res) => {
-    const body = files[req.url ?? ''];
-    if (body === undefined) res.writeHead(404).end();
-    else res.writeHead(200).end(body);
+  inputs = await startInputServer({
+    '/face.mp4': await makeClip(path.join(dir, 'face.mp4'), { seconds: 1, size: '64x48', rate: 25, audio: true }),
+    '/speech.mp3': await speechClip(path.join(dir, 'speech.mp3'), 2),
   });
-  await new Promise<void>((resolve) => inputs.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(inputs.address() as AddressInfo).port}`;
+  base = inputs.url;
   fake = await startFakeSync();
   roles = await startRoleNats(dir);
   await provisionFromEnv({ ...baseEnv(), ...roles.env('operator') });
@@ -138,7 +131,7 @@ afterAll(async () => {
   await cp?.close();
   await roles?.close();
   await fake?.close();
-  inputs?.close();
+  await inputs?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -152,6 +145,7 @@ describe('serve with the sync-compatible lip-sync backend', () => {
 
     const capabilities = (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<{ kinds: { lipsync: { backends?: unknown[] } } }>();
     expect(capabilities.kinds.lipsync.backends).toEqual([{ name: 'sync-compatible', ready: true, models: ['vendor-lipsync-2', 'vendor-lipsync-2-pro', 'vendor-lipsync-3'] }]);
+    expect(JSON.stringify(capabilities)).not.toContain(fake.key);
 
     await cp.publishJob('lipsync', 'vendor-lipsync-2', {
       id: 'sync-kill-1',
@@ -176,6 +170,8 @@ describe('serve with the sync-compatible lip-sync backend', () => {
     expect(fake.generations).toHaveLength(1);
     expect(fake.posts.map((p) => p.key)).toEqual([syncIdempotencyKey('sync-kill-1'), syncIdempotencyKey('sync-kill-1')]);
     expect(fake.replays).toBe(1);
+    // The key went to the provider only: never into either process's log.
+    expect(`${first.log()}${second.log()}`).not.toContain(fake.key);
     const stored = path.join(env.RESULTS_DIR, 'lipsync', 'sync-kill-1');
     const [file] = await readdir(stored);
     const info = await probeMedia(path.join(stored, file ?? ''));
@@ -248,10 +244,14 @@ describe('serve with the sync-compatible lip-sync backend', () => {
       RESULTS_DIR: await scratch('results'),
     });
     const port = await s.serving();
-    const reasons = (await readyz(port)).kinds.lipsync?.reasons.join('\n') ?? '';
+    const body = await readyz(port);
+    const reasons = body.kinds.lipsync?.reasons.join('\n') ?? '';
     expect(reasons).toContain('wav2lip: the licence of wav2lip-nc (LicenseRef-Wav2Lip-research) forbids commercial use; not served to paying jobs unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1');
     expect(reasons).toContain(`sync-compatible: ${fake.url}/ refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401)`);
     expect((await readyz(port)).kinds.lipsync?.ready).toBe(false);
     expect(s.log()).toContain('Not serving lipsync jobs');
+    // The refused key is named by its variable, never by its value.
+    const capabilities = (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<unknown>();
+    expect(`${JSON.stringify(body)}${JSON.stringify(capabilities)}${s.log()}`).not.toContain('not-the-key');
   });
 });

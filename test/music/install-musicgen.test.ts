@@ -48,7 +48,9 @@ describe('install-musicgen-model', () => {
     const manifest = JSON.parse(await readFile(path.join(result.dir, 'media-worker-model.json'), 'utf8')) as { licence: { spdx: string }; files: Record<string, { sha256: string }> };
     expect(manifest.licence.spdx).toBe('CC-BY-NC-4.0');
     expect(manifest.files[MUSICGEN_FILES.decoder]?.sha256).toBe(sha256Hex(files[MUSICGEN_FILES.decoder] as Uint8Array));
-    const backend = new MusicgenBackend({ dir: result.dir });
+    // CC-BY-NC-4.0: ready for a person's own use (a one-off command), not for a paid service.
+    expect(await new MusicgenBackend({ dir: result.dir }).readiness()).toMatchObject({ ready: false, reason: expect.stringContaining('forbids commercial use') });
+    const backend = new MusicgenBackend({ dir: result.dir, allowNoncommercial: true });
     expect(await backend.readiness()).toEqual({ ready: true });
     const songs = await backend.generate(
       { mode: 'simple', description: 'piano', instrumental: true, negativeTags: [], songs: 2, seconds: 0.1, seed: 1 },

@@ -29,7 +29,7 @@ export const RUNTIMES: { readonly [K in JobKind]: KindRuntime<K, KindStates> } =
 
 /** Opens what the kinds keep open, once per process (createEngine). */
 export function openKindStates(config: Config, logger: Logger): KindStates {
-  return { music: openMusicBackends(config, logger), lipsyncProvider: openLipsyncProvider(config, logger) };
+  return { music: openMusicBackends(config, logger), lipsyncProvider: openLipsyncProvider(config) };
 }
 
 /** Each kind's own part of the quote policy (one line per kind that has one), from the settings and the host's hardware. */

@@ -15,7 +15,6 @@ import path from 'node:path';
 import type { Config } from '../../config.js';
 import { LIPSYNC_MODEL_IDS, ProcessingError, lipsyncSecondsPerFrame, type HardwareProfile, type LipsyncPolicy } from '../../jobs/index.js';
 import { noncommercialNotice, noncommercialReason, type LicenceFacts } from '../../inference/index.js';
-import type { Logger } from '../../logger.js';
 import type { HdrMode } from '../../video/index.js';
 import {
   DEFAULT_MAX_OUTPUT_SECONDS,
@@ -35,7 +34,7 @@ import {
 } from '../../lipsync/index.js';
 import { definedFields } from '../../defined-fields.js';
 import type { Engine, KindRuntime, PipelineContext } from '../kind-runtime.js';
-import { registryOptions } from '../layer-options.js';
+import { inputFetchOptions, registryOptions } from '../layer-options.js';
 import { VIDEO_OUTPUT_BYTES_PER_SECOND, ffmpegReadiness } from '../readiness-checks.js';
 
 /** The face detectors the profiles use, each once. */
@@ -167,6 +166,7 @@ export const lipsyncRuntime: KindRuntime<'lipsync', LipsyncStates> = {
       dir,
       outputPath,
       signal,
+      timeLimitMs: engine.timeLimitsMs.lipsync,
       logger: opts.logger,
       onProgress: (p) => opts.onProgress?.(p),
     });
@@ -212,29 +212,16 @@ export const lipsyncRuntime: KindRuntime<'lipsync', LipsyncStates> = {
 };
 
 /** The provider backend when MEDIA_WORKER_LIPSYNC_BACKENDS lists it, with the fetch rules of the job inputs for its output. */
-export function openLipsyncProvider(config: Config, _logger: Logger): SyncBackend | undefined {
+export function openLipsyncProvider(config: Config): SyncBackend | undefined {
   if (!config.lipsyncBackends.includes('sync-compatible')) return undefined;
   return new SyncBackend({
     baseUrl: config.syncBaseUrl,
     ...definedFields({ apiKey: config.syncApiKey, ffprobePath: config.ffprobePath }),
     models: config.syncModels,
     pollIntervalMs: config.syncPollIntervalMs,
-    deadlineMs: LIPSYNC_DEADLINE_MS,
-    fetch: {
-      allowHttp: config.allowPrivateUrls,
-      allowPrivate: config.allowPrivateUrls,
-      privateUrlPrefixes: config.privateOrigins ?? [],
-      maxBytes: { video: config.maxVideoBytes },
-      connectTimeoutMs: config.fetchConnectTimeoutMs,
-      idleTimeoutMs: config.fetchIdleTimeoutMs,
-      deadlineMs: config.fetchDeadlineMs,
-      minBytesPerSecond: config.fetchMinBytesPerSecond,
-    },
+    fetch: inputFetchOptions(config),
   });
 }
-
-/** The spec's 4 minutes of processing (section 8); the daemon's watchdog (WORKER_WATCHDOG_MS) ends a job sooner when set lower. */
-const LIPSYNC_DEADLINE_MS = 4 * 60_000;
 
 /** Lip-sync's part of the quote policy: its output limit from the settings, its cost per frame on this host. */
 export function lipsyncPolicy(config: Config, hardware: HardwareProfile): LipsyncPolicy {

@@ -8,6 +8,7 @@ import type { Config } from '../../config.js';
 import type { Logger } from '../../logger.js';
 import { createMusicBackends, folderLicence, generateMusicJob, modelFolder, musicReadiness, type MusicBackend } from '../../music/index.js';
 import type { KindRuntime } from '../kind-runtime.js';
+import { inputFetchOptions } from '../layer-options.js';
 
 /** What music keeps open between jobs, on the engine (`engine.kinds`): the configured backends, in the operator's order (MEDIA_WORKER_MUSIC_BACKENDS). */
 export interface MusicStates {
@@ -55,19 +56,7 @@ export const musicRuntime: KindRuntime<'music', MusicStates> = {
   configuredSlots: (config) => ((config.musicBackends?.length ?? 0) > 0 ? 1 : 0),
 };
 
-/** The configured backends, with the fetch rules of the job inputs (a remote backend's files are fetched as inputs are). */
+/** The configured backends; a remote backend's files are fetched by the job inputs' rules. */
 export function openMusicBackends(config: Config, logger: Logger): MusicBackend[] {
-  return createMusicBackends(config, {
-    logger,
-    fetch: {
-      allowHttp: config.allowPrivateUrls,
-      allowPrivate: config.allowPrivateUrls,
-      privateUrlPrefixes: config.privateOrigins ?? [],
-      maxBytes: { image: config.maxImageBytes, audio: config.maxAudioBytes },
-      connectTimeoutMs: config.fetchConnectTimeoutMs,
-      idleTimeoutMs: config.fetchIdleTimeoutMs,
-      deadlineMs: config.fetchDeadlineMs,
-      minBytesPerSecond: config.fetchMinBytesPerSecond,
-    },
-  });
+  return createMusicBackends(config, { logger, fetch: inputFetchOptions(config) });
 }

@@ -58,13 +58,3 @@ export async function lipsyncReadiness(backends: readonly LipsyncBackend[], sign
   const ready = each.some((b) => b.ready);
   return ready ? { ready, backends: each } : { ready, backends: each, reason: each.map((b) => `${b.name}: ${b.reason ?? 'not ready'}`).join('; ') };
 }
-
-/** Model id -> the backend that would serve it now (the first ready one serving it), for capabilities. */
-export function servedBy(statuses: readonly BackendStatus[]): Partial<Record<LipsyncModelId, string>> {
-  const out: Partial<Record<LipsyncModelId, string>> = {};
-  for (const s of statuses) {
-    if (!s.ready) continue;
-    for (const m of s.models) out[m] ??= s.name;
-  }
-  return out;
-}

@@ -30,6 +30,12 @@ export interface LipsyncBackendRequest {
   /** Where the result goes (an MP4). */
   outputPath: string;
   signal: AbortSignal;
+  /**
+   * The kind's processing limit (WORKER_WATCHDOG_MS; the spec's 4 minutes): a provider backend
+   * starts no call and no wait past it. The watchdog, counting from the job's start, aborts
+   * `signal` at the same limit; this bounds a caller that has none. Infinity: no limit.
+   */
+  timeLimitMs: number;
   logger: Logger;
   onProgress(progress: JobProgress): void;
 }

@@ -37,15 +37,18 @@ export interface SyncBackendOptions {
   apiKey?: string | undefined;
   models: SyncModelMap;
   pollIntervalMs: number;
-  /** Longest wait from submission to a finished output, retries included (the spec's 4 minutes; the watchdog ends it too). */
-  deadlineMs: number;
   /** The safe fetcher's rules for the output download. */
   fetch: FetchOptions;
   ffprobePath?: string | undefined;
   /** One HTTP attempt's limit. */
   requestTimeoutMs?: number;
-  /** First retry wait (doubling to 30 s); tests shorten it. */
+  /** First retry wait (doubling to `maxWaitMs`); tests shorten it. */
   retryDelayMs?: number;
+  /**
+   * The longest wait between two calls that a provider's Retry-After (or the backoff) can ask for:
+   * 30 s. A longer Retry-After (a broken or hostile provider's 999999) is read as this.
+   */
+  maxWaitMs?: number;
 }
 
 /** Statuses that no retry fixes, with what they mean for the operator's log line. */
@@ -95,14 +98,15 @@ export class SyncBackend implements LipsyncBackend {
     const providerModel = this.#opts.models[req.model];
     if (providerModel === null) throw new ProcessingError(`sync-compatible does not serve ${req.model} (MEDIA_WORKER_SYNC_MODELS)`);
     if (this.#opts.apiKey === undefined) throw new ProcessingError('sync-compatible needs MEDIA_WORKER_SYNC_API_KEY');
-    const deadline = Date.now() + this.#opts.deadlineMs;
+    const deadline = Date.now() + req.timeLimitMs;
     const key = idempotencyKey(req.taskId);
+    const maxWaitMs = this.#opts.maxWaitMs ?? 30_000;
     const call = { timeoutMs: this.#opts.requestTimeoutMs ?? 30_000, signal: req.signal, transientStatuses: SYNC_TRANSIENT_STATUSES };
     const retry = {
       deadline,
       signal: req.signal,
       initialDelayMs: this.#opts.retryDelayMs ?? Math.min(2_000, this.#opts.pollIntervalMs),
-      maxDelayMs: 30_000,
+      maxDelayMs: maxWaitMs,
       onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => req.logger.warn({ attempt, delayMs, status: err.status, err }, 'lip-sync provider busy; retrying with the same Idempotency-Key'),
     };
     const fail = this.#failure(req);
@@ -128,20 +132,23 @@ export class SyncBackend implements LipsyncBackend {
     ).catch(fail);
     req.logger.info({ generationId: generation.id, providerModel, status: generation.status, upload }, 'lip-sync provider accepted the generation');
 
-    const statusUrl = this.#url(`v2/generate/${encodeURIComponent(generation.id)}`);
+    const generationId = generation.id;
+    const statusUrl = this.#url(`v2/generate/${encodeURIComponent(generationId)}`);
     for (;;) {
       const kind = classifyGeneration(generation.status);
       if (kind === 'completed') break;
       if (kind === 'failure') throw fail(new ProviderError(`the generation ended ${describeFailure(generation)}`));
       req.onProgress({ stage: `provider ${generation.status.toLowerCase()}` });
-      // A provider that paces its polling with Retry-After is asked no sooner than it says.
-      const wait = Math.max(this.#opts.pollIntervalMs, paced ?? 0);
+      // A provider that paces its polling with Retry-After is asked no sooner than it says (up to maxWaitMs).
+      const wait = Math.max(this.#opts.pollIntervalMs, Math.min(paced ?? 0, maxWaitMs));
       if (paced !== undefined) req.logger.debug({ waitMs: wait }, 'lip-sync provider asked to poll later (Retry-After)');
       paced = undefined;
       if (!(await waitUntil(wait, deadline, req.signal))) {
-        throw fail(new ProviderError(`left the generation ${generation.status} past the ${seconds(this.#opts.deadlineMs)} s limit`));
+        throw fail(new ProviderError(`left the generation ${generation.status} past the ${seconds(req.timeLimitMs)} s limit`));
       }
       generation = await withRetry(() => callJson(statusUrl, generationSchema, { ...call, method: 'GET', headers: this.#headers(), onRetryAfter: pace }), retry).catch(fail);
+      // Another generation's answer (its output included) is not this task's.
+      if (generation.id !== generationId) throw fail(new ProviderError(`answered generation ${JSON.stringify(generation.id)} when asked for ${JSON.stringify(generationId)}`));
     }
     const outputUrl = generation.outputUrl;
     if (outputUrl === null || outputUrl === undefined || !isHttpUrl(outputUrl)) throw fail(new ProviderError(`reported COMPLETED without an output URL (${JSON.stringify(outputUrl ?? null)})`));
@@ -164,10 +171,11 @@ export class SyncBackend implements LipsyncBackend {
     }
     let info;
     try {
-      info = await probeMedia(local, { ...definedFields({ ffprobePath: this.#opts.ffprobePath }), signal: req.signal });
+      // Stored as the spec's MP4 result: another container (a Matroska, a QuickTime file) would be misnamed.
+      info = await probeMedia(local, { ...definedFields({ ffprobePath: this.#opts.ffprobePath }), signal: req.signal, accept: ['mp4', 'm4v'] });
     } catch (err) {
       if (req.signal.aborted) throw err;
-      throw new ProcessingError(`The provider's output (generation ${generation.id}) is not a video we can read: ${(err as Error).message}`, { cause: err });
+      throw new ProcessingError(`The provider's output (generation ${generation.id}) is not an MP4 video we can read: ${(err as Error).message}`, { cause: err });
     }
     if (info.video === undefined) throw new ProcessingError(`The provider's output (generation ${generation.id}) has no video stream`);
     if (info.audio === undefined) throw new ProcessingError(`The provider's output (generation ${generation.id}) has no audio stream: it does not carry the job's audio`);
@@ -189,6 +197,9 @@ export class SyncBackend implements LipsyncBackend {
       const refusal = err instanceof ProviderError && err.status !== undefined ? REFUSALS[err.status] : undefined;
       if (refusal !== undefined && err instanceof ProviderError) {
         req.logger.error({ status: err.status, errorCode: err.errorCode, err }, `lip-sync provider: ${refusal}`);
+        // A key revoked since the start-up check would fail every later job here: the backend stops
+        // being ready (the host stops pulling lip-sync through it) until a restart with a good key.
+        if (err.status === 401) this.#keyVerdict = { ready: false, reason: `${displayUrl(this.#opts.baseUrl)} refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401) during a job` };
       }
       throw new ProcessingError(`The lip-sync provider ${refusal === undefined ? 'failed' : `failed (${refusal})`}: ${(err as Error).message}`, { cause: err });
     };

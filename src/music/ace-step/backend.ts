@@ -5,9 +5,8 @@
  * on a configured (usually loopback) address: its audio URLs are accepted only on that origin.
  */
 import { ProcessingError, isExplainedFailure } from '../../jobs/index.js';
-import type { FetchOptions } from '../../media/index.js';
+import { callJson, displayUrl, ProviderError, TransientProviderError, waitUntil, withRetry, type FetchOptions } from '../../media/index.js';
 import { downloadAudio } from '../remote/download.js';
-import { callJson, displayUrl, ProviderError, TransientProviderError, waitUntil, withRetry } from '../../media/index.js';
 import type { GenerateContext, MusicBackend, MusicRequest, RawSong, Readiness } from '../types.js';
 import { ACESTEP_MAX_SECONDS, healthAnswer, queryAnswer, releaseAnswer, releaseBody, resultList, type AceStepResult } from './api.js';
 import { definedFields } from '../../defined-fields.js';

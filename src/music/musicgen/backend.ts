@@ -25,7 +25,7 @@ export interface MusicgenBackendOptions {
   /**
    * Whether weights whose licence forbids commercial use (musicgen-small's CC-BY-NC-4.0) count as
    * ready: MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS for `serve`, always for a one-off command, which
-   * logs the licence instead. Default true.
+   * logs the licence instead. Default false: a caller that forgets it does not sell them.
    */
   allowNoncommercial?: boolean;
 }
@@ -53,7 +53,7 @@ export class MusicgenBackend implements MusicBackend {
     if (path.basename(this.#opts.dir) === MUSICGEN_TEST_NAME) return { ready: true };
     const missing = missingFiles(this.#opts.dir);
     if (missing.length > 0) return { ready: false, reason: `MusicGen weights not installed in ${this.#opts.dir} (missing ${missing.join(', ')}; see docs/music.md)` };
-    if (this.#opts.allowNoncommercial === false) {
+    if (this.#opts.allowNoncommercial !== true) {
       const refused = noncommercialReason([{ name: path.basename(this.#opts.dir), licence: await folderLicence(this.#opts.dir) }]);
       if (refused !== undefined) return { ready: false, reason: refused };
     }

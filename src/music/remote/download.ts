@@ -7,8 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { ProcessingError } from '../../jobs/index.js';
-import { localize, type FetchOptions } from '../../media/index.js';
-import { displayUrl } from '../../media/index.js';
+import { displayUrl, localize, type FetchOptions } from '../../media/index.js';
 
 export async function downloadAudio(url: string, name: string, ctx: { dir: string; signal: AbortSignal }, fetchOptions: FetchOptions): Promise<string> {
   const dir = path.join(ctx.dir, name);

@@ -6,9 +6,8 @@
  * fetcher: provider URLs expire, ours live 14 days.
  */
 import { ProcessingError, isExplainedFailure } from '../../jobs/index.js';
-import type { FetchOptions } from '../../media/index.js';
+import { callJson, ProviderError, TransientProviderError, waitUntil, withRetry, type FetchOptions } from '../../media/index.js';
 import { downloadAudio, downloadImage } from '../remote/download.js';
-import { callJson, ProviderError, TransientProviderError, waitUntil, withRetry } from '../../media/index.js';
 import type { GenerateContext, MusicBackend, MusicRequest, RawSong, Readiness } from '../types.js';
 import { classifyStatus, generateBody, recordAnswer, submitAnswer, SUNO_TRANSIENT_CODES, usableAudioUrl, type SunoSong } from './api.js';
 import { definedFields } from '../../defined-fields.js';
