@@ -5,6 +5,7 @@ import { allSettingsReference, SETTINGS } from '../src/config.js';
 import { WORKER_SETTINGS } from '../src/worker/settings.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { CONFIG_DOC, withConfigReference } from '../scripts/update-readme-config.js';
+import { documents } from './helpers/documents.js';
 
 describe('docs/configuration.md', () => {
   it('carries the settings reference generated from src/config.ts (npm run docs:config)', async () => {
@@ -27,9 +28,11 @@ describe('README.md', () => {
   });
 });
 
-describe('docs/protocol.md', () => {
+describe('docs/protocol.md and its pages (docs/protocol/)', () => {
   it('shows only progress stages the code sends', async () => {
-    const doc = await readFile(path.join(PACKAGE_ROOT, 'docs', 'protocol.md'), 'utf8');
+    const pages = (await documents()).filter((doc) => doc === 'docs/protocol.md' || doc.startsWith('docs/protocol/'));
+    expect(pages).toContain('docs/protocol/jobs.md');
+    const doc = (await Promise.all(pages.map((page) => readFile(path.join(PACKAGE_ROOT, page), 'utf8')))).join('\n');
     const stages = [...doc.matchAll(/"stage": "([^"]+)"/g)].map((m) => m[1]);
     expect(stages.length).toBeGreaterThan(0);
     const sources = await Promise.all(['src/app/run-job.ts', 'src/app/kinds/image-upscale.ts', 'src/app/kinds/video-upscale.ts', 'src/lipsync/pipeline.ts'].map((f) => readFile(path.join(PACKAGE_ROOT, f), 'utf8')));
