@@ -33,7 +33,7 @@ fi
 # The suite runs on a nats-server at the floor for clusters (docs/operations.md, "Versions"): Debian 12's
 # is 2.9.10, so a newer Debian's package is unpacked into the cache (best effort; without it the cluster
 # tests skip and say why).
-if test_setup_nats="$(scripts/get-nats-server.sh 2.10.23)"; then
+if test_setup_nats="$("$(dirname "${BASH_SOURCE[0]}")/get-nats-server.sh" 2.10.23)"; then
   export NATS_SERVER_BIN="$test_setup_nats"
 else
   echo "test-setup: no nats-server 2.10.23 or later; the cluster tests will be skipped" >&2

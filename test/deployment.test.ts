@@ -98,7 +98,7 @@ describe('the set-up of the tests (issue 56)', () => {
     expect(await read('scripts/test.sh')).toMatch(/^\. scripts\/test-setup\.sh$/m);
     expect(await read('.ci/run')).toMatch(/^\. scripts\/test-setup\.sh$/m);
     const setup = await read('scripts/test-setup.sh');
-    for (const needed of ['ffmpeg', 'nats-server', 'opencv-doc', 'prometheus', 'scripts/get-nats-server.sh', 'node@']) expect(setup).toContain(needed);
+    for (const needed of ['ffmpeg', 'nats-server', 'opencv-doc', 'prometheus', '/get-nats-server.sh', 'node@']) expect(setup).toContain(needed);
   });
 });
 
