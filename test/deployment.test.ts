@@ -91,6 +91,17 @@ describe('the Node version', () => {
   });
 });
 
+describe('the set-up of the tests (issue 56)', () => {
+  it('is one script that the README\'s test command and .ci/run both run', async () => {
+    const scripts = (JSON.parse(await read('package.json')) as { scripts: Record<string, string> }).scripts;
+    expect(scripts['test']).toBe('bash scripts/test.sh');
+    expect(await read('scripts/test.sh')).toMatch(/^\. scripts\/test-setup\.sh$/m);
+    expect(await read('.ci/run')).toMatch(/^\. scripts\/test-setup\.sh$/m);
+    const setup = await read('scripts/test-setup.sh');
+    for (const needed of ['ffmpeg', 'nats-server', 'opencv-doc', 'prometheus', '/get-nats-server.sh', 'node@']) expect(setup).toContain(needed);
+  });
+});
+
 describe('systemd/media-worker.service and its environment file', () => {
   it('sets only settings that exist, with valid values (Environment= lines, then the file, as systemd applies them)', async () => {
     const unit = unitEnvironment(await read('systemd/media-worker.service'));

@@ -216,8 +216,12 @@ describe('a worker killed mid-job, beside another sharing its temp directory', (
       MEDIA_WORKER_TMP_DIR: tmp,
       RESULTS_DIR: await scratch('kill-results'),
       WORKER_LEFTOVER_SWEEP_INTERVAL_MS: '300',
-      // The download is held open on purpose: no minimum rate may cut it while the second worker starts.
+      // The download is held open on purpose: no minimum rate, pause or deadline may cut it while the
+      // second worker starts (on a loaded machine that took past the 30 s idle timeout, and the first
+      // worker retried the job in a new directory: issue 56's stress run).
       MEDIA_WORKER_FETCH_MIN_BYTES_PER_SECOND: '0',
+      MEDIA_WORKER_FETCH_IDLE_TIMEOUT_MS: '600000',
+      MEDIA_WORKER_FETCH_DEADLINE_MS: '600000',
     };
     stallPng = true;
     const a = serve(env);

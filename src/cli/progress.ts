@@ -3,19 +3,23 @@
  * stderr is a file or pipe (CI logs stay readable). Progress is a value a timer reports, never thrown.
  * On stderr the bar shares the line with the logs (terminal.ts), so a log line never breaks it.
  *
- * One network call can take a minute (a 512x512 photo is one tile on the CPU), and the pipeline
- * reports nothing during it. So while a countable stage waits for its next step, a timer moves the
- * line on from the time one step takes (measured once a step is done, the printed estimate before),
- * marked `~` and `(estimate)`, and never past the step it waits for; a step that outlasts the
- * estimate slows the line down (still moving) and says by how much it is over.
+ * One network call can take a minute (a 512x512 photo is one tile on the CPU), several on a busy
+ * machine, and the pipeline reports nothing during it. So while a countable stage waits for its next
+ * step, a timer moves the line on from the time one step takes (measured once a step is done, the
+ * printed estimate before), marked `~` and `(estimate)`, and never past the step it waits for, and
+ * says how long the step has run against its estimate (`tile 1 running 48.0s of ~59.0s estimated`):
+ * the clock moves though the count does not. A step that outlasts the estimate slows the bar down
+ * (still moving) and says by how much it is over and that it is still working.
  *
  * With JSON logs (`--log-format json`, LOG_FORMAT=json, cli/log-format.ts) the same reports are
- * `progress` records of the job's logger instead, and nothing human reaches stderr.
+ * `progress` records of the job's logger instead, the step's clock among them (worker/step-clock.ts,
+ * as the daemon's progress messages), and nothing human reaches stderr.
  */
 import { definedFields } from '../defined-fields.js';
-import type { JobProgress, ProgressReporter } from '../jobs/index.js';
+import type { JobProgress, ProgressReporter, ProgressStep } from '../jobs/index.js';
 import type { Logger } from '../logger.js';
 import { throttle } from '../throttle.js';
+import { stepTiming, withStepClock } from '../worker/index.js';
 import { createTerminalLine, stderrTerminal } from './terminal.js';
 import { voice } from './voice.js';
 
@@ -53,6 +57,25 @@ export function estimatedProgress(done: number, total: number, secondsPerStep: n
   return { fraction: Math.min(1, (done + partial) / total), remaining: secondsPerStep * (total - done) - sinceStep };
 }
 
+/** `tiles` -> `tile`: the name of one unit of a count. */
+export function singularUnit(unit: string | undefined): string {
+  if (unit === undefined || unit === '') return 'step';
+  return unit.endsWith('s') ? unit.slice(0, -1) : unit;
+}
+
+/**
+ * A running step against its estimate, in words: `tile 1 running 48.0s of ~59.0s estimated`, past
+ * it `tile 1 running 3m29s, 2m30s past its ~59.0s estimate: still working (a busy machine is
+ * slower)`, or without an estimate only the clock.
+ */
+export function stepClockText(unit: string | undefined, step: ProgressStep): string {
+  const head = `${singularUnit(unit)} ${step.index} running ${formatSeconds(step.elapsedSeconds)}`;
+  const estimate = step.estimatedSeconds;
+  if (estimate === undefined) return head;
+  if (step.elapsedSeconds <= estimate) return `${head} of ~${formatSeconds(estimate)} estimated`;
+  return `${head}, ${formatSeconds(step.elapsedSeconds - estimate)} past its ~${formatSeconds(estimate)} estimate: still working (a busy machine is slower)`;
+}
+
 /**
  * Progress in the process's log format: the bar or plain lines on stderr (human), `progress` records
  * of `logger` (json). `opts` are the terminal's; the records take `intervalMs` and `now`.
@@ -64,17 +87,19 @@ export function createCliProgress(logger: Logger, opts: TerminalProgressOptions 
 /**
  * Progress as records: `progress` with the stage's figures (done, total, unit, percent, etaSeconds
  * from the rate so far) at a new stage and the last step at once, at most once per interval between
- * (default 5 s, as on a pipe); the closing message a record of its own with the seconds taken. No
- * estimate ticks: a record says only what the job reported.
+ * (default 5 s, as on a pipe); the closing message a record of its own with the seconds taken. While
+ * one step runs longer than the interval, the same figures again with its clock (`step`: index,
+ * elapsedSeconds, estimatedSeconds): the counts stay what the job reported.
  */
-export function createJsonProgress(logger: Logger, opts: Pick<TerminalProgressOptions, 'intervalMs' | 'now'> = {}): ProgressReporter {
+export function createJsonProgress(logger: Logger, opts: Pick<TerminalProgressOptions, 'intervalMs' | 'now' | 'estimateSeconds'> = {}): ProgressReporter {
   const now = opts.now ?? Date.now;
   const startedAt = now();
   let stageStartedAt = startedAt;
   let lastStage = '';
   let closed = false;
-  const sent = throttle((p: JobProgress) => logger.info(progressRecord(p, (now() - stageStartedAt) / 1000), 'progress'), opts.intervalMs ?? 5000, { now });
-  return {
+  const intervalMs = opts.intervalMs ?? 5000;
+  const sent = throttle((p: JobProgress) => logger.info(progressRecord(p, (now() - stageStartedAt) / 1000), 'progress'), intervalMs, { now });
+  const records: ProgressReporter = {
     report(p) {
       const newStage = p.stage !== lastStage;
       if (newStage) {
@@ -89,6 +114,7 @@ export function createJsonProgress(logger: Logger, opts: Pick<TerminalProgressOp
       closed = true;
     },
   };
+  return withStepClock(records, { tickMs: intervalMs, now, ...definedFields({ stageEstimateSeconds: opts.estimateSeconds }) });
 }
 
 /** A progress record's fields: the report's, its percent, and the ETA at the stage's rate so far. */
@@ -98,7 +124,8 @@ export function progressRecord(p: JobProgress, stageSeconds: number): Record<str
   const percent = p.percent ?? (countable ? round1((100 * Math.min(done, total)) / total) : undefined);
   const rate = countable && stageSeconds > 0 ? done / stageSeconds : 0;
   const etaSeconds = countable && rate > 0 ? round1(Math.max(0, total - done) / rate) : undefined;
-  return definedFields({ stage: p.stage, done, total, unit: p.unit, percent, etaSeconds });
+  const step = p.step === undefined ? undefined : definedFields({ index: p.step.index, elapsedSeconds: round1(p.step.elapsedSeconds), estimatedSeconds: p.step.estimatedSeconds === undefined ? undefined : round1(p.step.estimatedSeconds) });
+  return definedFields({ stage: p.stage, done, total, unit: p.unit, percent, etaSeconds, step });
 }
 
 function round1(n: number): number {
@@ -158,17 +185,27 @@ export function createTerminalProgress(stream: NodeJS.WriteStream = process.stde
   }
 
   function estimatedLine(p: JobProgress & { done: number; total: number }): string | undefined {
+    const sinceStep = (now() - stepAt) / 1000;
     const pace = secondsPerStep(p.done, p.total);
-    if (pace === undefined || !(pace > 0)) return undefined;
-    const { fraction, remaining } = estimatedProgress(p.done, p.total, pace, (now() - stepAt) / 1000);
-    const tail = remaining >= 0 ? `ETA ~${formatSeconds(remaining)}` : `${formatSeconds(-remaining)} over the estimate`;
-    return `${p.stage} ${bar(fraction)}~${(fraction * 100).toFixed(1)}% (estimate) ${counts(p)}, ${tail}`;
+    const step = stepTiming({ done: p.done, total: p.total, countedSeconds: (stepAt - stageStartedAt) / 1000, sinceStep, ...definedFields({ stageEstimateSeconds: pace === undefined ? undefined : pace * p.total }) });
+    if (step === undefined) return undefined;
+    const clock = stepClockText(p.unit, step);
+    // Without a pace there is no estimate to move the bar by: the counts as reported, and the clock.
+    if (pace === undefined || !(pace > 0)) return `${p.stage} ${bar(p.done / p.total)}${((100 * p.done) / p.total).toFixed(1)}% ${counts(p)}, ${clock}`;
+    const { fraction, remaining } = estimatedProgress(p.done, p.total, pace, sinceStep);
+    const tail = remaining >= 0 ? `, ETA ~${formatSeconds(remaining)}` : '';
+    return `${p.stage} ${bar(fraction)}~${(fraction * 100).toFixed(1)}% (estimate) ${counts(p)}, ${clock}${tail}`;
   }
 
   function tick(): void {
     const p = current;
-    if (p?.done === undefined || !p.total || p.done >= p.total) return;
-    if (now() - lastDrawnAt < tickMs) return;
+    if (p === undefined || now() - lastDrawnAt < tickMs) return;
+    // A stage that does not count (fetching, converting weights on first use): how long it has run.
+    if (p.done === undefined || !p.total) {
+      if (now() - stageStartedAt >= tickMs) draw(`${p.stage}… ${formatSeconds((now() - stageStartedAt) / 1000)}`);
+      return;
+    }
+    if (p.done >= p.total) return;
     const text = estimatedLine({ ...p, done: p.done, total: p.total });
     if (text !== undefined) draw(text);
   }
@@ -185,7 +222,7 @@ export function createTerminalProgress(stream: NodeJS.WriteStream = process.stde
       }
       current = p;
       // unref: a waiting bar never keeps the process alive.
-      if (ticker === undefined && p.done !== undefined) ticker = setInterval(tick, Math.max(50, Math.min(tickMs, 1000))).unref();
+      ticker ??= setInterval(tick, Math.max(50, Math.min(tickMs, 1000))).unref();
       drawn.push(p, newStage || p.done === p.total);
     },
     close(message) {

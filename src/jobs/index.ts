@@ -15,6 +15,7 @@ export {
   type ImageUpscaleInput,
   type ImageUpscaleJob,
   type JobProgress,
+  type ProgressStep,
   type ProgressReporter,
   type UpscaleFactor,
   type VideoUpscaleInput,

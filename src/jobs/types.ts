@@ -49,6 +49,20 @@ export interface JobProgress {
   unit?: string;
   /** 0..100; computed from done/total when absent. */
   percent?: number;
+  /** Seconds the whole stage is estimated to take (the quote's, where the pipeline knows it): before its first unit is done, one unit's estimate is this share. */
+  estimatedSeconds?: number;
+  /** Where the unit being worked on stands by the clock: added by a reporter while a unit runs (worker/step-clock.ts), never by a pipeline. */
+  step?: ProgressStep;
+}
+
+/** The unit being worked on in a stage, by the clock: time against an estimate, not a count. */
+export interface ProgressStep {
+  /** 1-based: `done` + 1 (1 in a stage that does not count). */
+  index: number;
+  /** Seconds this unit has run. */
+  elapsedSeconds: number;
+  /** Seconds one unit is estimated to take: the pace measured in this stage, or before its first unit the stage's estimate shared among its units. */
+  estimatedSeconds?: number;
 }
 
 /** Where a job's progress goes: the daemon's progress messages, the command line's bar. */

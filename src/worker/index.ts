@@ -33,3 +33,4 @@ export { decideFailure, type Disposition } from './outcome.js';
 export { TopologyError, checkTopology, ensureTopology } from './topology.js';
 export { type KindChecks, type ReadinessCheck } from './availability.js';
 export { type DiskNeed, diskSpaceCheck } from './disk-space.js';
+export { stepTiming, withStepClock, type StepClockOptions, type StepState } from './step-clock.js';

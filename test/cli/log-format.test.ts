@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { chooseLogFormat, logFormat, logLevelFor } from '../../src/cli/log-format.js';
 import { createJsonProgress, progressRecord } from '../../src/cli/progress.js';
 import { createLogger } from '../../src/logger.js';
@@ -134,6 +134,27 @@ describe('progress as records', () => {
       { msg: 'progress', stage: 'upscaling', done: 4, percent: 100, etaSeconds: 0, seconds: undefined },
       { msg: 'done: out.png', stage: undefined, done: undefined, percent: undefined, etaSeconds: undefined, seconds: 5 },
     ]);
+  });
+
+  it('while one tile runs, a record every interval with its clock against the printed estimate; the counts as reported', () => {
+    vi.useFakeTimers();
+    try {
+      const written: Record<string, unknown>[] = [];
+      const logger = createLogger('info', 'stderr', (json) => written.push(JSON.parse(json) as Record<string, unknown>));
+      const progress = createJsonProgress(logger, { intervalMs: 5000, estimateSeconds: 50 });
+      progress.report({ stage: 'upscaling', done: 0, total: 1, unit: 'tiles' });
+      vi.advanceTimersByTime(60_000);
+      const steps = written.filter((r) => r['step'] !== undefined);
+      expect(steps.length).toBe(12);
+      expect(steps.every((r) => r['done'] === 0 && r['percent'] === 0)).toBe(true);
+      expect(steps.at(-1)!['step']).toEqual({ index: 1, elapsedSeconds: 60, estimatedSeconds: 50 });
+      progress.report({ stage: 'upscaling', done: 1, total: 1, unit: 'tiles' });
+      progress.close('done');
+      vi.advanceTimersByTime(20_000);
+      expect(written.at(-1)).toMatchObject({ msg: 'done', seconds: 60 });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a record carries the ETA at the stage\'s rate so far', () => {

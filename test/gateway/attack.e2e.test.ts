@@ -329,7 +329,9 @@ describe('links and keys', () => {
     await call('GET', '/api/v1/balance?api_key=mwk_leaked_in_query_123', null);
     const link = signedPath('/results/image/file.png', Date.now() + 60_000);
     await fetch(`${gateway.url}${link}`).then((r) => r.arrayBuffer());
-    await sleep(200);
+    // Both requests' log lines come through the gateway process's pipe, which may trail the answers:
+    // waited for, so that the absences below are checked on lines that are there.
+    await waitFor('both requests in the log', () => gateway.output().includes('/api/v1/balance?[redacted]') && gateway.output().includes('/results/image/file.png'), 10_000);
     expect(gateway.output()).not.toContain('mwk_leaked_in_query_123');
     expect(gateway.output()).not.toContain(new URL(link, gateway.url).searchParams.get('sig')!);
     expect(gateway.output()).toContain('/api/v1/balance?[redacted]');

@@ -3,7 +3,7 @@
  * the publisher that puts it on the wire, and the protocol schema that takes it as a claim.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MAX_ETA_SECONDS, progressMessageSchema } from '../../src/protocol/index.js';
+import { MAX_ETA_SECONDS, progressMessageSchema, type ProgressMessage } from '../../src/protocol/index.js';
 import { createProgressPublisher } from '../../src/worker/progress.js';
 import { stageEtaSeconds, stageEtaTracker } from '../../src/worker/stage-eta.js';
 
@@ -74,7 +74,7 @@ describe('the publisher', () => {
 
   it('sends etaSeconds once a unit of the stage is done, counted at the moment a held message goes out', () => {
     vi.useFakeTimers({ now: new Date('2025-01-01T00:00:00.000Z') });
-    const sent: { stage: string; done?: number; etaSeconds?: number }[] = [];
+    const sent: { stage: string; done?: number; etaSeconds?: number; step?: unknown }[] = [];
     const nc = { publish: (_subject: string, data: string) => sent.push(JSON.parse(data)) };
     const reporter = createProgressPublisher(nc as never, 't9', 'vendor-image-upscale', 1000);
     reporter.report({ stage: 'fetching and probing' });
@@ -87,12 +87,59 @@ describe('the publisher', () => {
     // Held by the throttle for 600 ms: 8 tiles at 1.2 s each, less the 0.6 s it waited.
     vi.advanceTimersByTime(600);
     reporter.close();
-    expect(sent.map((m) => [m.stage, m.done, m.etaSeconds])).toEqual([
+    // The step clock's messages (the fetch ran 5 s) repeat a count: they are read apart, below.
+    expect(sent.filter((m) => m.step === undefined).map((m) => [m.stage, m.done, m.etaSeconds])).toEqual([
       ['fetching and probing', undefined, undefined],
       ['upscaling', 0, undefined],
       ['upscaling', 1, 18],
       ['upscaling', 2, 9],
     ]);
+  });
+});
+
+describe('the step clock on the wire', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('a one-tile image moves while its tile runs: the seconds it has run against the quote\'s estimate, the count as reported', () => {
+    vi.useFakeTimers({ now: new Date('2025-01-01T00:00:00.000Z') });
+    const sent: ProgressMessage[] = [];
+    const nc = { publish: (_subject: string, data: string) => sent.push(progressMessageSchema.parse(JSON.parse(data))) };
+    const reporter = createProgressPublisher(nc as never, 't9', 'vendor-image-upscale', 1000);
+    reporter.report({ stage: 'upscaling', done: 0, total: 1, unit: 'tiles', estimatedSeconds: 59 });
+    vi.advanceTimersByTime(90_500);
+    const steps = sent.filter((m) => m.step !== undefined);
+    expect(steps.every((m) => m.done === 0 && m.percent === 0 && m.etaSeconds === undefined)).toBe(true);
+    // Once a second (the interval) from the third second on (a shorter unit needs no clock).
+    expect(steps.map((m) => m.step!.elapsedSeconds)).toEqual([...Array(88).keys()].map((i) => i + 3));
+    expect(steps.at(-1)!.step).toEqual({ index: 1, elapsedSeconds: 90, estimatedSeconds: 59 });
+    reporter.report({ stage: 'upscaling', done: 1, total: 1, unit: 'tiles', estimatedSeconds: 59 });
+    vi.advanceTimersByTime(1000);
+    const count = sent.length;
+    vi.advanceTimersByTime(5000);
+    // All done: nothing runs, nothing more is sent.
+    expect(sent.length).toBe(count);
+    expect(sent.at(-1)).toMatchObject({ done: 1, percent: 100 });
+    expect(sent.at(-1)!.step).toBeUndefined();
+    reporter.close();
+  });
+
+  it('after the first unit, the pace measured in the stage is the estimate; a step out of bounds is dropped whole', () => {
+    vi.useFakeTimers({ now: new Date('2025-01-01T00:00:00.000Z') });
+    const sent: ProgressMessage[] = [];
+    const nc = { publish: (_subject: string, data: string) => sent.push(progressMessageSchema.parse(JSON.parse(data))) };
+    const reporter = createProgressPublisher(nc as never, 't9', 'vendor-image-upscale', 1000);
+    reporter.report({ stage: 'upscaling', done: 0, total: 4, unit: 'tiles', estimatedSeconds: 400 });
+    vi.advanceTimersByTime(20_000);
+    reporter.report({ stage: 'upscaling', done: 1, total: 4, unit: 'tiles', estimatedSeconds: 400 });
+    vi.advanceTimersByTime(3_000);
+    expect(sent.at(-1)!.step).toEqual({ index: 2, elapsedSeconds: 3, estimatedSeconds: 20 });
+    reporter.close();
+    const base = { id: 't1', model: 'vendor-image-upscale', stage: 'upscaling', at: '2026-03-01T12:00:30.000Z' };
+    expect(progressMessageSchema.parse({ ...base, step: { index: 0, elapsedSeconds: 3 } }).step).toBeUndefined();
+    expect(progressMessageSchema.parse({ ...base, step: { index: 1, elapsedSeconds: 2.5 } })).toEqual(base);
+    expect(progressMessageSchema.parse({ ...base, step: { index: 1, elapsedSeconds: 3 } }).step).toEqual({ index: 1, elapsedSeconds: 3 });
   });
 });
 

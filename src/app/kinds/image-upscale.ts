@@ -1,5 +1,6 @@
 /** The image upscale's runtime half: src/upscale/'s image pipeline, the default networks, its disk need. */
 import path from 'node:path';
+import { definedFields } from '../../defined-fields.js';
 import { IMAGE_MAX_OUTPUT_MEGAPIXELS } from '../../jobs/index.js';
 import { SR_FACTORS } from '../../inference/index.js';
 import { isImageFormat } from '../../media/index.js';
@@ -21,7 +22,8 @@ export const imageUpscaleRuntime: KindRuntime<'image'> = {
         factor: quoted.job.input.upscale_factor,
         info: quoted.probes.image,
         ...upscaleChoices,
-        onProgress: (done, total) => opts.onProgress?.({ stage: 'upscaling', done, total, unit: 'tiles' }),
+        // The quote's estimate: before the first tile is done, the pace of one (worker/step-clock.ts).
+        onProgress: (done, total) => opts.onProgress?.({ stage: 'upscaling', done, total, unit: 'tiles', ...definedFields({ estimatedSeconds: quoted.quote.estimated_seconds }) }),
       },
       engine.loadSrModel,
     );

@@ -5,7 +5,7 @@ import { DEFAULT_SAMPLE_IMAGE } from '../../paths.js';
 import { cliContext } from '../context.js';
 import { EXIT_OK, reportFailure } from '../exit.js';
 import { parsePositiveInt } from '../flags.js';
-import { estimateLine, estimateUpscale } from '../estimate.js';
+import { estimateLine, estimateUpscale, expectedSeconds, firstUseLine } from '../estimate.js';
 import { hardwareFor, runLocally } from '../local-run.js';
 import { refuseMisnamedOutput } from '../output-name.js';
 import { voice } from '../voice.js';
@@ -91,9 +91,12 @@ function register(program: Command, spec: UpscaleCommandSpec): void {
         const estimate = await estimateUpscale(job, opts.factor as UpscaleFactor, hardware.config, opts.model);
         const line = estimateLine(estimate);
         voice().say(line, { msg: line, estimate });
+        // Making the network's file on first use is a pause of its own: said before it happens.
+        const firstUse = await firstUseLine(hardware.config, estimate.model);
+        if (firstUse !== undefined) voice().say(firstUse, { msg: firstUse, network: estimate.model });
         const task = await runLocally(job, ctx, {
           hardware,
-          estimateSeconds: estimate.seconds,
+          estimateSeconds: expectedSeconds(estimate),
           unlimited: true,
           defaultStem: stem,
           ...definedFields({ output: opts.output, modelName: opts.model, tile: opts.tile }),
