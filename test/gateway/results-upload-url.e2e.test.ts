@@ -74,7 +74,7 @@ describe('results through upload URLs', () => {
     }
   });
 
-  it('refuses a URL for a task the host did not claim first, and the server refuses a host asking under another host\'s name', async () => {
+  it('refuses a URL for a task whose claim the host does not hold, and the server refuses a host asking under another host\'s name', async () => {
     const account = await e2e.newAccount(100);
     // A music task: priced, never run here, so no host claimed it.
     const music = await e2e.api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'a song' } });
@@ -83,7 +83,7 @@ describe('results through upload URLs', () => {
     try {
       const request = { taskId, kind: 'music', name: 'song-1', ext: 'mp3', contentType: 'audio/mpeg', size: 10, sha256: 'a'.repeat(64) };
       const reply = await host1.request('media.uploads.host1', JSON.stringify(request), { timeout: 10_000, headers: protocolHeaders() });
-      expect(uploadUrlReplySchema.parse(reply.json())).toEqual({ error: { code: 'UPLOAD_REFUSED', message: expect.stringContaining(`task ${taskId} was claimed by no host`) } });
+      expect(uploadUrlReplySchema.parse(reply.json())).toEqual({ error: { code: 'UPLOAD_REFUSED', message: expect.stringContaining(`task ${taskId} is claimed by no host`) } });
       await expect(host1.request('media.uploads.host2', JSON.stringify(request), { timeout: 3_000 })).rejects.toThrow(/permission|timeout|no responders/i);
     } finally {
       await host1.close();

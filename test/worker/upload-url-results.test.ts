@@ -118,11 +118,11 @@ describe('the upload-URL store', () => {
   });
 
   it('fails at once, with a ProcessingError, when the control plane refuses', async () => {
-    const asked = controlPlane(() => Promise.resolve({ error: { code: 'UPLOAD_REFUSED', message: 'Expected a task that host host1 claimed first' } }));
+    const asked = controlPlane(() => Promise.resolve({ error: { code: 'UPLOAD_REFUSED', message: 'Expected a task whose claim host host1 holds' } }));
     const png = await file('refused.png', randomBytes(10));
     const err = await store().storeResult(png.path, { taskId: 't_other', kind: 'image', ext: 'png' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ProcessingError);
-    expect((err as Error).message).toMatch(/the store refused it.*claimed first/);
+    expect((err as Error).message).toMatch(/the store refused it.*host1 holds/);
     expect(asked.asked).toBe(1);
   });
 
