@@ -86,7 +86,7 @@ export function oneOfSetting<const W extends readonly [string, ...string[]]>(wor
 
 /**
  * "a" or "b, a": an ordered list of known names (backends in the operator's order of preference),
- * each at most once. `what` names one ("music backend") in the message about a repeat.
+ * each at most once. `what` names one (a "backend") in the message about a repeat.
  */
 export function parseNameList<const N extends readonly string[]>(value: string, names: N, what: string): N[number][] {
   const out: N[number][] = [];

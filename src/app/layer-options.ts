@@ -22,7 +22,7 @@ export function mediaDepsOptions(
 
 /**
  * The safe fetcher's rules for a job's inputs (addresses, size caps, timeouts, the slowest rate);
- * a provider backend's results (music, lip-sync) are fetched by the same rules.
+ * a provider backend's results are fetched by the same rules.
  */
 export function inputFetchOptions(config: Config): FetchOptions {
   return {

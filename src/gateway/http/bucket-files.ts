@@ -1,7 +1,7 @@
 /**
  * Results in a bucket (RESULTS_STORE=s3 or upload-url) served by the gateway under /results/, as
  * the local store's files are (GATEWAY_SERVE_RESULTS; docs/results-storage.md): behind the same
- * signed, expiring links (7 days for lip-sync, 14 for music: a presigned GET cannot live longer
+ * signed, expiring links (each kind's lifetime, up to 14 days: a presigned GET cannot live longer
  * than 7 days, so the gateway streams instead), a range request passed to the bucket as one, the
  * object streamed through without being held. Only `<kind>/<task id>/<name>.<ext>` keys are served.
  */
