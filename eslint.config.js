@@ -19,7 +19,10 @@ const TS_FILES = ['src/**/*.ts', 'scripts/**/*.ts', 'test/**/*.ts', 'bench/**/*.
 /** The wire's imports, refused below the protocol. */
 const WIRE = [
   { group: ['@nats-io/*'], message: 'only protocol/, worker/, gateway/ and the command line talk to NATS' },
-  { group: ['**/protocol/*'], message: 'the wire protocol is for worker/ and gateway/; the pipelines and the application layer never see it' },
+  {
+    group: ['**/protocol/*'],
+    message: 'the wire protocol is for worker/ and gateway/; the pipelines and the application layer never see it',
+  },
 ];
 
 export default defineConfig(
@@ -32,7 +35,9 @@ export default defineConfig(
       'import-x/extensions': ['.ts', '.js'],
       'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
       // Sources import each other as './x.js' (NodeNext); the files are './x.ts'.
-      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json'], extensionAlias: { '.js': ['.ts', '.js'] } })],
+      'import-x/resolver-next': [
+        createNodeResolver({ extensions: ['.ts', '.js', '.json'], extensionAlias: { '.js': ['.ts', '.js'] } }),
+      ],
     },
     rules: {
       // import-x's rule finds runtime cycles and names the route; it skips every `import type` by
@@ -40,7 +45,10 @@ export default defineConfig(
       'import-x/no-cycle': 'error',
       'cycles/no-cycle': 'error',
       // A leading underscore marks a binding kept unused on purpose; rest siblings drop fields from a copy.
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
     },
   },
   {
@@ -70,7 +78,8 @@ export default defineConfig(
             ...WIRE,
             {
               group: ['./kinds/*', './kinds/**'],
-              message: 'a generic module names no kind: the kinds and their registry are handed in as a value (docs/layers.md, "Inside jobs/ and app/: the kinds")',
+              message:
+                'a generic module names no kind: the kinds and their registry are handed in as a value (docs/layers.md, "Inside jobs/ and app/: the kinds")',
             },
           ],
         },
@@ -95,7 +104,14 @@ export default defineConfig(
           // gateway quotes without loading ONNX Runtime. The format names (media/describe.ts) are a
           // plain table that the contract's messages read without loading sharp, and the Dolby Vision
           // rule (media/dolby-vision.ts) a pure check the contract's input checks run.
-          entries: ['index.ts', 'settings.ts', 'inference/tile-plan.ts', 'media/describe.ts', 'media/dolby-vision.ts', 'media/ffmpeg-light.ts'],
+          entries: [
+            'index.ts',
+            'settings.ts',
+            'inference/tile-plan.ts',
+            'media/describe.ts',
+            'media/dolby-vision.ts',
+            'media/ffmpeg-light.ts',
+          ],
           // src/cli.ts installs its signal handlers before it loads the program (cli/startup-signals.ts):
           // a barrel would load every command first.
           withoutIndex: ['cli'],
@@ -107,12 +123,25 @@ export default defineConfig(
 
 /** Logger calls that break the one logging style, each with what to write instead. */
 function restrictedLogging() {
-  const call = "CallExpression[callee.property.name=/^(trace|debug|info|warn|error|fatal)$/][callee.object.name!='console']";
+  const call =
+    "CallExpression[callee.property.name=/^(trace|debug|info|warn|error|fatal)$/][callee.object.name!='console']";
   const fields = `${call} > ObjectExpression.arguments:first-child`;
   return [
-    { selector: `${fields} > Property[key.name=/^(e|error)$/]`, message: 'Log an error under `err`: log.warn({ err }, ...)' },
-    { selector: `${fields} > Property[key.name='err'] > MemberExpression.value[property.name='message']`, message: 'Log the error itself under `err` (pino serializes it), not its message' },
-    { selector: `${call} > MemberExpression.arguments[property.name='message']`, message: "Log an error as log.warn({ err }, 'what failed'), not as the message" },
-    { selector: `${call} > Identifier.arguments:first-child[name=/^(e|err|error)$/]`, message: "Log an error as log.warn({ err }, 'what failed'), not as the message" },
+    {
+      selector: `${fields} > Property[key.name=/^(e|error)$/]`,
+      message: 'Log an error under `err`: log.warn({ err }, ...)',
+    },
+    {
+      selector: `${fields} > Property[key.name='err'] > MemberExpression.value[property.name='message']`,
+      message: 'Log the error itself under `err` (pino serializes it), not its message',
+    },
+    {
+      selector: `${call} > MemberExpression.arguments[property.name='message']`,
+      message: "Log an error as log.warn({ err }, 'what failed'), not as the message",
+    },
+    {
+      selector: `${call} > Identifier.arguments:first-child[name=/^(e|err|error)$/]`,
+      message: "Log an error as log.warn({ err }, 'what failed'), not as the message",
+    },
   ];
 }

@@ -56,7 +56,10 @@ export function tableFigures(tables: readonly DocTable[]): Figure[] {
         const values = numbersOf(cell);
         values.forEach((value, i) => {
           const part = values.length > 1 ? ` [${i + 1}]` : '';
-          figures.push({ name: `${captions[t]} › ${labels[r]} › ${table.header[c] ?? `column ${c + 1}`}${part}`, value });
+          figures.push({
+            name: `${captions[t]} › ${labels[r]} › ${table.header[c] ?? `column ${c + 1}`}${part}`,
+            value,
+          });
         });
       });
     });
@@ -70,7 +73,10 @@ export function dataFigures(data: unknown, prefix = ''): Figure[] {
   if (Array.isArray(data)) {
     const keys = unique(
       data.map((item, i) => {
-        const labels = item !== null && typeof item === 'object' && !Array.isArray(item) ? Object.values(item).filter((v) => typeof v === 'string') : [];
+        const labels =
+          item !== null && typeof item === 'object' && !Array.isArray(item)
+            ? Object.values(item).filter((v) => typeof v === 'string')
+            : [];
         return labels.length > 0 ? labels.join(' ') : String(i);
       }),
     );
@@ -87,7 +93,10 @@ export function runFigures(run: Pick<BenchRun, 'tables' | 'data'>): Figure[] {
 }
 
 /** The figures of both runs in this run's order, then those only the baseline has. */
-export function compareRuns(run: Pick<BenchRun, 'tables' | 'data'>, baseline: Pick<BenchRun, 'tables' | 'data'>): ComparedFigure[] {
+export function compareRuns(
+  run: Pick<BenchRun, 'tables' | 'data'>,
+  baseline: Pick<BenchRun, 'tables' | 'data'>,
+): ComparedFigure[] {
   const now = runFigures(run);
   const before = new Map(runFigures(baseline).map((f) => [f.name, f.value]));
   const compared: ComparedFigure[] = now.map((f) => {
@@ -95,7 +104,8 @@ export function compareRuns(run: Pick<BenchRun, 'tables' | 'data'>, baseline: Pi
     return { name: f.name, value: f.value, baseline: b, ratio: b === undefined || b === 0 ? undefined : f.value / b };
   });
   const names = new Set(now.map((f) => f.name));
-  for (const [name, value] of before) if (!names.has(name)) compared.push({ name, value: undefined, baseline: value, ratio: undefined });
+  for (const [name, value] of before)
+    if (!names.has(name)) compared.push({ name, value: undefined, baseline: value, ratio: undefined });
   return compared;
 }
 
@@ -103,6 +113,11 @@ const shown = (x: number | undefined): string => (x === undefined ? '-' : String
 
 export function formatComparison(figures: readonly ComparedFigure[]): string {
   if (figures.length === 0) return '(no figures to compare)';
-  const rows = figures.map((f) => [f.name, shown(f.value), shown(f.baseline), f.ratio === undefined ? '-' : f.ratio.toFixed(2)]);
+  const rows = figures.map((f) => [
+    f.name,
+    shown(f.value),
+    shown(f.baseline),
+    f.ratio === undefined ? '-' : f.ratio.toFixed(2),
+  ]);
   return formatTable(['figure', 'this run', 'baseline', 'ratio'], rows);
 }

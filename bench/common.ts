@@ -10,7 +10,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
-import { defaultModelsDir, type RegistryOptions, type SuperResolutionManifest, listManifests, type RgbImage } from '../src/inference/index.js';
+import {
+  defaultModelsDir,
+  type RegistryOptions,
+  type SuperResolutionManifest,
+  listManifests,
+  type RgbImage,
+} from '../src/inference/index.js';
 import { registryOptions } from '../src/app/index.js';
 import { loadConfig } from '../src/config.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
@@ -28,7 +34,11 @@ const OPENCV_DATA = '/usr/share/doc/opencv-doc/examples/data';
  * read in place when the package is installed (never copied into the project).
  */
 export const BENCH_PHOTOS: readonly BenchPhoto[] = [
-  { name: 'astronaut', path: path.join(BUNDLED_PHOTOS_DIR, 'astronaut.png'), source: 'bundled (scikit-image, public domain)' },
+  {
+    name: 'astronaut',
+    path: path.join(BUNDLED_PHOTOS_DIR, 'astronaut.png'),
+    source: 'bundled (scikit-image, public domain)',
+  },
   { name: 'chelsea', path: path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png'), source: 'bundled (scikit-image, CC0)' },
   { name: 'coffee', path: path.join(BUNDLED_PHOTOS_DIR, 'coffee.png'), source: 'bundled (scikit-image, CC0)' },
   { name: 'butterfly', path: path.join(OPENCV_DATA, 'butterfly.jpg'), source: 'opencv-doc samples (JPEG)' },
@@ -45,11 +55,16 @@ export function selectPhotos(list: string | undefined): BenchPhoto[] {
   const chosen: BenchPhoto[] = [];
   for (const item of wanted) {
     const known = BENCH_PHOTOS.find((p) => p.name === item);
-    const photo = known ?? { name: path.basename(item, path.extname(item)), path: path.resolve(item), source: 'given on the command line' };
+    const photo = known ?? {
+      name: path.basename(item, path.extname(item)),
+      path: path.resolve(item),
+      source: 'given on the command line',
+    };
     if (existsSync(photo.path)) chosen.push(photo);
     else console.error(`skipping ${photo.name}: ${photo.path} does not exist`);
   }
-  if (chosen.length === 0) throw new Error(`Expected at least one photo that exists but none of ${wanted.join(', ')} do`);
+  if (chosen.length === 0)
+    throw new Error(`Expected at least one photo that exists but none of ${wanted.join(', ')} do`);
   return chosen;
 }
 
@@ -63,14 +78,20 @@ export async function loadRgb(file: string, maxSide = Number.POSITIVE_INFINITY, 
   const fullH = meta.autoOrient.height;
   const w = Math.floor(Math.min(fullW, maxSide) / multiple) * multiple;
   const h = Math.floor(Math.min(fullH, maxSide) / multiple) * multiple;
-  if (w < 1 || h < 1) throw new RangeError(`Expected ${file} to be at least ${multiple} pixels on each side but it is ${fullW}x${fullH}`);
+  if (w < 1 || h < 1)
+    throw new RangeError(`Expected ${file} to be at least ${multiple} pixels on each side but it is ${fullW}x${fullH}`);
   const { data, info } = await sharp(file, { autoOrient: true })
     .extract({ left: Math.floor((fullW - w) / 2), top: Math.floor((fullH - h) / 2), width: w, height: h })
     .removeAlpha()
     .toColourspace('srgb')
     .raw({ depth: 'uchar' })
     .toBuffer({ resolveWithObject: true });
-  return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, channels: 3 };
+  return {
+    data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    width: info.width,
+    height: info.height,
+    channels: 3,
+  };
 }
 
 const execFileAsync = promisify(execFile);
@@ -80,12 +101,34 @@ const execFileAsync = promisify(execFile);
  * `seconds`), so that photos and frames go through the same decoder.
  */
 export async function decodeFrame(file: string, seconds?: number): Promise<RgbImage> {
-  const probe = await execFileAsync('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=width,height', '-of', 'csv=p=0', file]);
+  const probe = await execFileAsync('ffprobe', [
+    '-v',
+    'error',
+    '-select_streams',
+    'v:0',
+    '-show_entries',
+    'stream=width,height',
+    '-of',
+    'csv=p=0',
+    file,
+  ]);
   const [width, height] = probe.stdout.trim().split(',').map(Number) as [number, number];
   const at = seconds === undefined ? [] : ['-ss', String(seconds)];
-  const out = await execFileAsync('ffmpeg', ['-v', 'error', ...at, '-i', file, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], { encoding: 'buffer', maxBuffer: 1 << 28 });
-  if (out.stdout.length !== width * height * 3) throw new Error(`Expected a ${width}x${height} frame${seconds === undefined ? '' : ` at ${seconds} s`} of ${file} but ffmpeg gave ${out.stdout.length} bytes`);
-  return { data: new Uint8Array(out.stdout.buffer, out.stdout.byteOffset, out.stdout.length), width, height, channels: 3 };
+  const out = await execFileAsync(
+    'ffmpeg',
+    ['-v', 'error', ...at, '-i', file, '-frames:v', '1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'],
+    { encoding: 'buffer', maxBuffer: 1 << 28 },
+  );
+  if (out.stdout.length !== width * height * 3)
+    throw new Error(
+      `Expected a ${width}x${height} frame${seconds === undefined ? '' : ` at ${seconds} s`} of ${file} but ffmpeg gave ${out.stdout.length} bytes`,
+    );
+  return {
+    data: new Uint8Array(out.stdout.buffer, out.stdout.byteOffset, out.stdout.length),
+    width,
+    height,
+    channels: 3,
+  };
 }
 
 /** Bicubic resize with libvips' cubic (Catmull-Rom) kernel, antialiased when reducing, like MATLAB's imresize. */
@@ -98,12 +141,22 @@ export async function resizeLanczos(image: RgbImage, width: number, height: numb
   return resizeWith('lanczos3', image, width, height);
 }
 
-async function resizeWith(kernel: 'cubic' | 'lanczos3', image: RgbImage, width: number, height: number): Promise<RgbImage> {
+async function resizeWith(
+  kernel: 'cubic' | 'lanczos3',
+  image: RgbImage,
+  width: number,
+  height: number,
+): Promise<RgbImage> {
   const { data, info } = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 3 } })
     .resize(width, height, { kernel, fit: 'fill' })
     .raw()
     .toBuffer({ resolveWithObject: true });
-  return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, channels: 3 };
+  return {
+    data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    width: info.width,
+    height: info.height,
+    channels: 3,
+  };
 }
 
 /**
@@ -121,7 +174,10 @@ export function modelFilePath(manifest: Pick<SuperResolutionManifest, 'file'>): 
 }
 
 /** Super-resolution manifests at the given scales, sorted by scale then size (slim, medium, thick). */
-export async function srManifests(scales: readonly number[], names?: readonly string[]): Promise<SuperResolutionManifest[]> {
+export async function srManifests(
+  scales: readonly number[],
+  names?: readonly string[],
+): Promise<SuperResolutionManifest[]> {
   const order = ['slim', 'medium', 'thick'];
   const rank = (m: SuperResolutionManifest): number => {
     const i = order.findIndex((o) => m.name.includes(`-${o}-`));
@@ -129,7 +185,8 @@ export async function srManifests(scales: readonly number[], names?: readonly st
   };
   const all = await listManifests(benchRegistry());
   const unknown = (names ?? []).filter((n) => !all.some((m) => m.name === n));
-  if (unknown.length > 0) throw new Error(`Expected networks of the registry (media-worker models list) but received ${unknown.join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(`Expected networks of the registry (media-worker models list) but received ${unknown.join(', ')}`);
   return all
     .filter((m): m is SuperResolutionManifest => m.task === 'super-resolution')
     .filter((m) => scales.includes(m.scale) && (names === undefined || names.includes(m.name)))
@@ -186,8 +243,11 @@ function cpuModel(): string {
 /** A dependency's installed version, read from its package.json (some packages do not export it). */
 export function packageVersion(name: string): string {
   try {
-    const json: unknown = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'node_modules', name, 'package.json'), 'utf8'));
-    if (typeof json === 'object' && json !== null && 'version' in json && typeof json.version === 'string') return json.version;
+    const json: unknown = JSON.parse(
+      readFileSync(path.join(PACKAGE_ROOT, 'node_modules', name, 'package.json'), 'utf8'),
+    );
+    if (typeof json === 'object' && json !== null && 'version' in json && typeof json.version === 'string')
+      return json.version;
   } catch {
     // Reported as unknown below.
   }
@@ -246,7 +306,8 @@ export function intOption(name: string, text: string | undefined, min = 0): numb
 export function scalesOption(text: string | undefined): (2 | 4)[] {
   const scales = splitList(text ?? '2,4').map(Number);
   for (const s of scales) {
-    if (s !== 2 && s !== 4) throw new RangeError(`Expected --scales to list 2 and/or 4 but received ${JSON.stringify(text)}`);
+    if (s !== 2 && s !== 4)
+      throw new RangeError(`Expected --scales to list 2 and/or 4 but received ${JSON.stringify(text)}`);
   }
   return scales as (2 | 4)[];
 }
@@ -266,7 +327,10 @@ export async function readResults(file: string): Promise<unknown> {
   try {
     return JSON.parse(await readFile(file, 'utf8'));
   } catch (cause) {
-    throw new Error(`Expected benchmark results in ${file} (run the benchmark that writes it first) but reading it failed`, { cause });
+    throw new Error(
+      `Expected benchmark results in ${file} (run the benchmark that writes it first) but reading it failed`,
+      { cause },
+    );
   }
 }
 

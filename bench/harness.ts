@@ -41,8 +41,16 @@ export type Flag = StringFlag | BooleanFlag;
 
 /** The flags with one meaning in every benchmark that takes them. */
 export const COMMON_FLAGS = {
-  model: { type: 'string', arg: 'NAME[,NAME]', help: 'networks to run, by manifest name (`media-worker models list`), comma-separated' },
-  providers: { type: 'string', arg: 'LIST', help: 'ONNX Runtime execution providers in order of preference (cpu, cuda, tensorrt, webgpu)' },
+  model: {
+    type: 'string',
+    arg: 'NAME[,NAME]',
+    help: 'networks to run, by manifest name (`media-worker models list`), comma-separated',
+  },
+  providers: {
+    type: 'string',
+    arg: 'LIST',
+    help: 'ONNX Runtime execution providers in order of preference (cpu, cuda, tensorrt, webgpu)',
+  },
   threads: { type: 'string', arg: 'N', help: "ONNX Runtime intra-op threads (0: ONNX Runtime's default)" },
   tile: { type: 'string', arg: 'PX', help: "tile edge in input pixels (default: each network's manifest)" },
   repeat: { type: 'string', arg: 'N', help: 'runs of each measurement (the fastest and the median are reported)' },
@@ -52,12 +60,19 @@ export type CommonFlag = keyof typeof COMMON_FLAGS;
 
 const OUTPUT_FLAGS = {
   json: { type: 'boolean', help: 'print one JSON document of the results on stdout (progress goes to stderr)' },
-  baseline: { type: 'string', arg: 'FILE', help: 'a saved --json run: print each figure beside that run\'s, with the ratio (this / baseline)' },
+  baseline: {
+    type: 'string',
+    arg: 'FILE',
+    help: "a saved --json run: print each figure beside that run's, with the ratio (this / baseline)",
+  },
   help: { type: 'boolean', help: 'print this usage and exit' },
 } as const satisfies Record<string, Flag>;
 
 const DOCS_FLAGS = {
-  'write-docs': { type: 'boolean', help: "also put the tables in its family's page of docs/benchmarks/ between the markers of its block" },
+  'write-docs': {
+    type: 'boolean',
+    help: "also put the tables in its family's page of docs/benchmarks/ between the markers of its block",
+  },
   'docs-block': { type: 'string', arg: 'NAME', help: 'with --write-docs: which of its blocks (bench/blocks.ts)' },
 } as const satisfies Record<string, Flag>;
 
@@ -67,7 +82,11 @@ export interface CommonUse {
   help?: string;
 }
 
-type FlagValue<F> = F extends { type: 'boolean' } ? boolean : F extends { default: string } ? string : string | undefined;
+type FlagValue<F> = F extends { type: 'boolean' }
+  ? boolean
+  : F extends { default: string }
+    ? string
+    : string | undefined;
 
 export type BenchValues<O extends Record<string, Flag>, C extends Partial<Record<CommonFlag, CommonUse>>> = {
   [K in keyof O]: FlagValue<O[K]>;
@@ -124,7 +143,10 @@ export function usageText(spec: BenchSpec<Record<string, Flag>, Partial<Record<C
   const left = (name: string, f: Flag): string => `  --${name}${f.type === 'string' ? ` ${f.arg}` : ''}`;
   const width = Math.max(...shown.map(([name, f]) => left(name, f).length)) + 2;
   for (const [name, f] of shown) {
-    const fallback = f.type === 'string' && f.default !== undefined && f.default !== '' ? ` (default ${f.default.replace(`${PACKAGE_ROOT}${path.sep}`, '')})` : '';
+    const fallback =
+      f.type === 'string' && f.default !== undefined && f.default !== ''
+        ? ` (default ${f.default.replace(`${PACKAGE_ROOT}${path.sep}`, '')})`
+        : '';
     lines.push(`${left(name, f).padEnd(width)}${f.help}${fallback}`);
   }
   if (spec.notes !== undefined) lines.push('', spec.notes.trim());
@@ -135,7 +157,11 @@ function allFlags(spec: BenchSpec<Record<string, Flag>, Partial<Record<CommonFla
   const common = Object.fromEntries(
     Object.entries(spec.common ?? {}).map(([name, use]) => {
       const base = COMMON_FLAGS[name as CommonFlag];
-      const flag: StringFlag = { ...base, help: use?.help ?? base.help, ...(use?.default === undefined ? {} : { default: use.default }) };
+      const flag: StringFlag = {
+        ...base,
+        help: use?.help ?? base.help,
+        ...(use?.default === undefined ? {} : { default: use.default }),
+      };
       return [name, flag];
     }),
   );
@@ -156,14 +182,22 @@ export function parseBenchArgs<O extends Record<string, Flag>, C extends Partial
   const options = Object.fromEntries(
     Object.entries(flags).map(([name, f]) => [
       name,
-      f.type === 'string' ? { type: 'string' as const, ...(f.default === undefined ? {} : { default: f.default }) } : { type: 'boolean' as const, default: false },
+      f.type === 'string'
+        ? { type: 'string' as const, ...(f.default === undefined ? {} : { default: f.default }) }
+        : { type: 'boolean' as const, default: false },
     ]),
   );
   if (argv.includes('--help') || argv.includes('-h')) return { exit: 0, stdout: usage };
   try {
-    const parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: spec.positionals !== undefined });
+    const parsed = parseArgs({
+      args: [...argv],
+      options,
+      strict: true,
+      allowPositionals: spec.positionals !== undefined,
+    });
     const values = parsed.values as Record<string, unknown>;
-    if (values['docs-block'] !== undefined && values['write-docs'] !== true) throw new UsageError('--docs-block goes only with --write-docs');
+    if (values['docs-block'] !== undefined && values['write-docs'] !== true)
+      throw new UsageError('--docs-block goes only with --write-docs');
     return { values: values as BenchValues<O, C>, positionals: parsed.positionals };
   } catch (err) {
     return { exit: EXIT_USAGE, stderr: `${spec.name}: ${usageLine(err)}\n\n${usage}` };
@@ -173,7 +207,10 @@ export function parseBenchArgs<O extends Record<string, Flag>, C extends Partial
 /** parseArgs' message, which names the flag, without its advice to pass '--' (no benchmark takes positionals that look like flags). */
 function usageLine(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
-  return message.split('\n')[0]!.replace(/\. To specify a positional argument.*$/, '').replace(/\.$/, '');
+  return message
+    .split('\n')[0]!
+    .replace(/\. To specify a positional argument.*$/, '')
+    .replace(/\.$/, '');
 }
 
 /**
@@ -181,10 +218,10 @@ function usageLine(err: unknown): string {
  * whatever the benchmark prints to stderr so that stdout holds the one document. A failure after
  * this prints its message (and causes) in one line each, exit 1; BENCH_STACK=1 prints the stack.
  */
-export function benchCli<const O extends Record<string, Flag>, const C extends Partial<Record<CommonFlag, CommonUse>> = Record<never, never>>(
-  spec: BenchSpec<O, C>,
-  argv: readonly string[] = process.argv.slice(2),
-): BenchCli<BenchValues<O, C>> {
+export function benchCli<
+  const O extends Record<string, Flag>,
+  const C extends Partial<Record<CommonFlag, CommonUse>> = Record<never, never>,
+>(spec: BenchSpec<O, C>, argv: readonly string[] = process.argv.slice(2)): BenchCli<BenchValues<O, C>> {
   const parsed = parseBenchArgs(spec, argv);
   if ('exit' in parsed) {
     if (parsed.stdout !== undefined) process.stdout.write(parsed.stdout);
@@ -202,7 +239,13 @@ export function benchCli<const O extends Record<string, Flag>, const C extends P
     values: parsed.values,
     positionals: parsed.positionals,
     async done(result) {
-      const run: BenchRun = { bench: spec.name, args: [...argv], machine, tables: result.tables ?? [], ...(result.data === undefined ? {} : { data: result.data }) };
+      const run: BenchRun = {
+        bench: spec.name,
+        args: [...argv],
+        machine,
+        tables: result.tables ?? [],
+        ...(result.data === undefined ? {} : { data: result.data }),
+      };
       if (parsed.values.baseline !== undefined) {
         const baseline = await readBaseline(parsed.values.baseline);
         const text = `\ncompared with ${parsed.values.baseline} (${baseline.machine.date.slice(0, 16).replace('T', ' ')} UTC, ${baseline.args.join(' ') || 'no flags'}):\n${formatComparison(compareRuns(run, baseline))}\n`;
@@ -218,11 +261,21 @@ async function readBaseline(file: string): Promise<BenchRun> {
   try {
     json = JSON.parse(await readFile(path.resolve(file), 'utf8'));
   } catch (cause) {
-    throw new Error(`Expected --baseline ${file} to be a saved --json run but reading it failed: ${cause instanceof Error ? cause.message : String(cause)}`);
+    throw new Error(
+      `Expected --baseline ${file} to be a saved --json run but reading it failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+    );
   }
   const run = json as Partial<BenchRun>;
-  if (typeof run !== 'object' || run === null || typeof run.bench !== 'string' || !Array.isArray(run.tables) || !Array.isArray(run.args)) {
-    throw new Error(`Expected --baseline ${file} to be a saved --json run (bench, args, machine, tables) but it is not`);
+  if (
+    typeof run !== 'object' ||
+    run === null ||
+    typeof run.bench !== 'string' ||
+    !Array.isArray(run.tables) ||
+    !Array.isArray(run.args)
+  ) {
+    throw new Error(
+      `Expected --baseline ${file} to be a saved --json run (bench, args, machine, tables) but it is not`,
+    );
   }
   return run as BenchRun;
 }

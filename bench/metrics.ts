@@ -23,7 +23,9 @@ export function lumaBt601(rgb: Uint8Array, width: number, height: number, channe
   requireSize(width, height);
   if (channels < 3) throw new RangeError(`Expected at least 3 channels but received ${channels}`);
   if (rgb.length !== width * height * channels) {
-    throw new RangeError(`Expected ${width}x${height}x${channels} = ${width * height * channels} samples but received ${rgb.length}`);
+    throw new RangeError(
+      `Expected ${width}x${height}x${channels} = ${width * height * channels} samples but received ${rgb.length}`,
+    );
   }
   const data = new Float64Array(width * height);
   for (let i = 0, j = 0; i < data.length; i += 1, j += channels) {
@@ -34,11 +36,14 @@ export function lumaBt601(rgb: Uint8Array, width: number, height: number, channe
 
 /** The plane without `border` pixels on every side. */
 export function trimBorder(plane: Plane, border: number): Plane {
-  if (!Number.isInteger(border) || border < 0) throw new RangeError(`Expected border to be a non-negative integer but received ${border}`);
+  if (!Number.isInteger(border) || border < 0)
+    throw new RangeError(`Expected border to be a non-negative integer but received ${border}`);
   const width = plane.width - 2 * border;
   const height = plane.height - 2 * border;
   if (width < 1 || height < 1) {
-    throw new RangeError(`Expected a ${plane.width}x${plane.height} plane to be larger than twice the border ${border}`);
+    throw new RangeError(
+      `Expected a ${plane.width}x${plane.height} plane to be larger than twice the border ${border}`,
+    );
   }
   const data = new Float64Array(width * height);
   for (let y = 0; y < height; y += 1) {
@@ -73,7 +78,8 @@ export interface SsimOptions {
 
 /** Normalised 1-D Gaussian weights (the 2-D window is their outer product). */
 export function gaussianWeights(size: number, sigma: number): Float64Array {
-  if (!Number.isInteger(size) || size < 1 || size % 2 === 0) throw new RangeError(`Expected an odd positive window size but received ${size}`);
+  if (!Number.isInteger(size) || size < 1 || size % 2 === 0)
+    throw new RangeError(`Expected an odd positive window size but received ${size}`);
   const w = new Float64Array(size);
   const c = (size - 1) / 2;
   let sum = 0;
@@ -98,7 +104,8 @@ export function ssim(a: Plane, b: Plane, options: SsimOptions = {}): number {
   const c1 = ((options.k1 ?? 0.01) * range) ** 2;
   const c2 = ((options.k2 ?? 0.03) * range) ** 2;
   const { width, height } = a;
-  if (width < size || height < size) throw new RangeError(`Expected a plane at least ${size}x${size} for SSIM but received ${width}x${height}`);
+  if (width < size || height < size)
+    throw new RangeError(`Expected a plane at least ${size}x${size} for SSIM but received ${width}x${height}`);
 
   const n = width * height;
   const aa = new Float64Array(n);
@@ -161,7 +168,8 @@ export function sharpnessRatio(output: Plane, reference: Plane): number {
  * input's pixel lattice scores above.
  */
 export function blockiness(plane: Plane, period: number): number {
-  if (!Number.isInteger(period) || period < 2) throw new RangeError(`Expected an integer period of at least 2 but received ${period}`);
+  if (!Number.isInteger(period) || period < 2)
+    throw new RangeError(`Expected an integer period of at least 2 but received ${period}`);
   requireSize(plane.width - period, plane.height - period);
   const { data, width, height } = plane;
   let onGrid = 0;
@@ -244,9 +252,13 @@ function requireSize(width: number, height: number): void {
 
 function requireSameSize(a: Plane, b: Plane): void {
   if (a.width !== b.width || a.height !== b.height || a.data.length !== b.data.length) {
-    throw new RangeError(`Expected planes of the same size but received ${a.width}x${a.height} and ${b.width}x${b.height}`);
+    throw new RangeError(
+      `Expected planes of the same size but received ${a.width}x${a.height} and ${b.width}x${b.height}`,
+    );
   }
   if (a.data.length !== a.width * a.height) {
-    throw new RangeError(`Expected ${a.width}x${a.height} = ${a.width * a.height} samples but received ${a.data.length}`);
+    throw new RangeError(
+      `Expected ${a.width}x${a.height} = ${a.width * a.height} samples but received ${a.data.length}`,
+    );
   }
 }

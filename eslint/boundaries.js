@@ -17,7 +17,9 @@ import path from 'node:path';
 const rule = {
   meta: {
     type: 'problem',
-    docs: { description: 'Other folders of src/ are entered through their index.ts, and imports point down the layers' },
+    docs: {
+      description: 'Other folders of src/ are entered through their index.ts, and imports point down the layers',
+    },
     schema: [
       {
         type: 'object',
@@ -40,14 +42,19 @@ const rule = {
   create(context) {
     const { root, layers, entries = ['index.ts'], withoutIndex = [] } = context.options[0];
     const layerOf = new Map(layers.flatMap((names, rank) => names.map((name) => [name, rank])));
-    const order = layers.map((names) => names.join('|')).reverse().join(' > ');
+    const order = layers
+      .map((names) => names.join('|'))
+      .reverse()
+      .join(' > ');
     const importer = areaOf(toPosix(path.relative(root, context.filename)));
 
     function check(sourceNode) {
       const specifier = sourceNode?.type === 'Literal' ? sourceNode.value : undefined;
       if (importer === undefined || typeof specifier !== 'string' || !specifier.startsWith('.')) return;
-      const target = toPosix(path.relative(root, path.resolve(path.dirname(context.filename), specifier)))
-        .replace(/\.js$/, '.ts');
+      const target = toPosix(path.relative(root, path.resolve(path.dirname(context.filename), specifier))).replace(
+        /\.js$/,
+        '.ts',
+      );
       const parts = target.split('/');
       if (parts[0] !== 'src' || parts.length < 2) return; // outside src/
       const to = parts[1]; // a folder, or a file at src/'s top
@@ -62,7 +69,11 @@ const rule = {
           return;
         }
         if (toRank >= fromRank) {
-          context.report({ node: sourceNode, messageId: 'direction', data: { from: shown(importer.area), to: shown(to), target, order } });
+          context.report({
+            node: sourceNode,
+            messageId: 'direction',
+            data: { from: shown(importer.area), to: shown(to), target, order },
+          });
           return;
         }
       }
@@ -71,7 +82,11 @@ const rule = {
       const isEntry = (parts.length === 3 && entries.includes(parts[2])) || entries.includes(parts.slice(1).join('/'));
       if (!isEntry && !withoutIndex.includes(to) && importer.tests !== to) {
         const names = entries.flatMap((entry) => (entry.includes('/') ? [] : [`src/${to}/${entry}`])).join(' or ');
-        context.report({ node: sourceNode, messageId: 'throughIndex', data: { from: importer.name, to, target, entries: names } });
+        context.report({
+          node: sourceNode,
+          messageId: 'throughIndex',
+          data: { from: importer.name, to, target, entries: names },
+        });
       }
     }
 

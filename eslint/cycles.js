@@ -25,7 +25,8 @@ const rule = {
     docs: { description: 'No import cycle, through type-only imports too (docs/layers.md, "Cycles")' },
     schema: [],
     messages: {
-      cycle: 'Import cycle: {{cycle}}. Type-only imports count (docs/layers.md, "Cycles"): move the shared names down to a module both can import, or hand the value in',
+      cycle:
+        'Import cycle: {{cycle}}. Type-only imports count (docs/layers.md, "Cycles"): move the shared names down to a module both can import, or hand the value in',
     },
   },
   create(context) {
@@ -51,7 +52,11 @@ const rule = {
       ExportAllDeclaration: (node) => check(node.source, literal(node.source)),
       ImportExpression: (node) => check(node.source, literal(node.source)),
       // `typeof import('./x.js')` and `import('./x.js').Name` in a type.
-      TSImportType: (node) => check(node, literal(node.source ?? (node.argument?.type === 'TSLiteralType' ? node.argument.literal : undefined))),
+      TSImportType: (node) =>
+        check(
+          node,
+          literal(node.source ?? (node.argument?.type === 'TSLiteralType' ? node.argument.literal : undefined)),
+        ),
       TSExternalModuleReference: (node) => check(node.expression, literal(node.expression)),
     };
   },
@@ -97,7 +102,14 @@ function importsOf(file) {
   const seen = known.get(file);
   if (seen?.stamp === stamp) return seen.imports;
   const { importedFiles } = ts.preProcessFile(fs.readFileSync(file, 'utf8'), true, true);
-  const imports = [...new Set(importedFiles.map((f) => f.fileName).filter((s) => s.startsWith('.')).flatMap((s) => resolveImport(file, s) ?? []))];
+  const imports = [
+    ...new Set(
+      importedFiles
+        .map((f) => f.fileName)
+        .filter((s) => s.startsWith('.'))
+        .flatMap((s) => resolveImport(file, s) ?? []),
+    ),
+  ];
   known.set(file, { stamp, imports });
   return imports;
 }

@@ -23,18 +23,35 @@ export function layersOf(markdown, rooms) {
   if (start < 0 || end < 0) throw new Error('docs/layers.md: no table between <!-- layers --> and <!-- /layers -->');
   const rows = lines.slice(start + 1, end).filter((line) => line.startsWith('|'));
   const [header, rule, ...body] = rows.map(cells);
-  if (header?.[0] !== 'Layer' || header[1] !== 'Rooms' || header[2] !== 'May import' || rule === undefined || !rule.every((c) => /^:?-+:?$/.test(c))) {
-    throw new Error('docs/layers.md: the layers table must open with | Layer | Rooms | May import | ... | and its rule line');
+  if (
+    header?.[0] !== 'Layer' ||
+    header[1] !== 'Rooms' ||
+    header[2] !== 'May import' ||
+    rule === undefined ||
+    !rule.every((c) => /^:?-+:?$/.test(c))
+  ) {
+    throw new Error(
+      'docs/layers.md: the layers table must open with | Layer | Rooms | May import | ... | and its rule line',
+    );
   }
   if (body.length === 0) throw new Error('docs/layers.md: the layers table has no layer');
   const seen = new Map();
   const layers = body.map(([layer, names, imports], i) => {
     const n = i + 1;
-    if (layer !== String(n)) throw new Error(`docs/layers.md: row ${n} of the layers table is layer ${JSON.stringify(layer)}, expected ${n} (lowest first, one row a layer)`);
+    if (layer !== String(n))
+      throw new Error(
+        `docs/layers.md: row ${n} of the layers table is layer ${JSON.stringify(layer)}, expected ${n} (lowest first, one row a layer)`,
+      );
     const expected = n === 1 ? 'none' : n === 2 ? '1' : `1–${n - 1}`;
-    if (imports !== expected) throw new Error(`docs/layers.md: layer ${n} "May import" says ${JSON.stringify(imports)}; a layer imports every lower one and nothing else: ${JSON.stringify(expected)}`);
+    if (imports !== expected)
+      throw new Error(
+        `docs/layers.md: layer ${n} "May import" says ${JSON.stringify(imports)}; a layer imports every lower one and nothing else: ${JSON.stringify(expected)}`,
+      );
     const found = [...(names ?? '').matchAll(/`([^`]+)`/g)].map((m) => m[1].replace(/\/$/, ''));
-    if (found.length === 0) throw new Error(`docs/layers.md: layer ${n} names no room (rooms are written in backticks: \`media/\`, \`config.ts\`)`);
+    if (found.length === 0)
+      throw new Error(
+        `docs/layers.md: layer ${n} names no room (rooms are written in backticks: \`media/\`, \`config.ts\`)`,
+      );
     for (const room of found) {
       if (seen.has(room)) throw new Error(`docs/layers.md: ${room} is in layer ${seen.get(room)} and in layer ${n}`);
       seen.set(room, n);
@@ -44,8 +61,10 @@ export function layersOf(markdown, rooms) {
   if (rooms !== undefined) {
     const missing = rooms.filter((room) => !seen.has(room));
     const extra = [...seen.keys()].filter((room) => !rooms.includes(room));
-    if (missing.length > 0) throw new Error(`docs/layers.md: src/ has rooms the layers table does not place: ${missing.join(', ')}`);
-    if (extra.length > 0) throw new Error(`docs/layers.md: the layers table names rooms src/ does not have: ${extra.join(', ')}`);
+    if (missing.length > 0)
+      throw new Error(`docs/layers.md: src/ has rooms the layers table does not place: ${missing.join(', ')}`);
+    if (extra.length > 0)
+      throw new Error(`docs/layers.md: the layers table names rooms src/ does not have: ${extra.join(', ')}`);
   }
   return layers;
 }
@@ -66,5 +85,9 @@ export function repositoryLayers(root) {
 
 /** A table row's cells, trimmed. */
 function cells(row) {
-  return row.replace(/^\|/, '').replace(/\|$/, '').split('|').map((cell) => cell.trim());
+  return row
+    .replace(/^\|/, '')
+    .replace(/\|$/, '')
+    .split('|')
+    .map((cell) => cell.trim());
 }

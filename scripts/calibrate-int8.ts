@@ -42,7 +42,9 @@ import { PACKAGE_ROOT } from '../src/paths.js';
 import { seededRandom } from '../src/seeded-random.js';
 import { decodeFrame } from '../bench/common.js';
 
-const PHOTOS = ['astronaut', 'chelsea', 'coffee'].map((name) => path.join(PACKAGE_ROOT, 'test/fixtures/photos', `${name}.png`));
+const PHOTOS = ['astronaut', 'chelsea', 'coffee'].map((name) =>
+  path.join(PACKAGE_ROOT, 'test/fixtures/photos', `${name}.png`),
+);
 const VIDEO = '/usr/share/doc/opencv-doc/examples/data/Megamind.avi';
 const CALIBRATION_FRAMES = [0.5, 3.5, 6.5, 9.5];
 const EVALUATION_FRAMES = [2, 5, 8];
@@ -71,7 +73,10 @@ function crop(image: RgbImage, x: number, y: number, size: number): Float32Array
  * figures it reports: the inputs the gate (bench/inference/precision-gate.ts) measures on, which
  * no choice here has seen.
  */
-async function inputs(size: number, perImage: number): Promise<{ calibration: Crop[]; selection: Crop[]; evaluation: Crop[] }> {
+async function inputs(
+  size: number,
+  perImage: number,
+): Promise<{ calibration: Crop[]; selection: Crop[]; evaluation: Crop[] }> {
   // Seeded, so a calibration is repeatable.
   const next = seededRandom(1);
   const calibration: Crop[] = [];
@@ -82,15 +87,22 @@ async function inputs(size: number, perImage: number): Promise<{ calibration: Cr
     const image = await decodeFrame(photo);
     const c = centre(image.width, image.height);
     evaluation.push({ label: `photo:${path.basename(photo, '.png')}`, data: crop(image, c.x, c.y, size), size });
-    for (let got = 0; got < perImage + 2; ) {
+    for (let got = 0; got < perImage + 2;) {
       const x = Math.floor(next() * (image.width - size + 1));
       const y = Math.floor(next() * (image.height - size + 1));
       if (Math.abs(x - c.x) < size && Math.abs(y - c.y) < size) continue;
-      (got < perImage ? calibration : selection).push({ label: `photo:${path.basename(photo, '.png')}@${x},${y}`, data: crop(image, x, y, size), size });
+      (got < perImage ? calibration : selection).push({
+        label: `photo:${path.basename(photo, '.png')}@${x},${y}`,
+        data: crop(image, x, y, size),
+        size,
+      });
       got += 1;
     }
   }
-  for (const [seconds, use] of [...CALIBRATION_FRAMES.map((s) => [s, 'calibration'] as const), ...EVALUATION_FRAMES.map((s) => [s, 'evaluation'] as const)]) {
+  for (const [seconds, use] of [
+    ...CALIBRATION_FRAMES.map((s) => [s, 'calibration'] as const),
+    ...EVALUATION_FRAMES.map((s) => [s, 'evaluation'] as const),
+  ]) {
     const image = await decodeFrame(VIDEO, seconds);
     if (use === 'evaluation') {
       const c = centre(image.width, image.height);
@@ -100,14 +112,22 @@ async function inputs(size: number, perImage: number): Promise<{ calibration: Cr
     for (let i = 0; i < perImage + 1; i += 1) {
       const x = Math.floor(next() * (image.width - size + 1));
       const y = Math.floor(next() * (image.height - size + 1));
-      (i < perImage ? calibration : selection).push({ label: `frame:Megamind@${seconds}s@${x},${y}`, data: crop(image, x, y, size), size });
+      (i < perImage ? calibration : selection).push({
+        label: `frame:Megamind@${seconds}s@${x},${y}`,
+        data: crop(image, x, y, size),
+        size,
+      });
     }
   }
   return { calibration, selection, evaluation };
 }
 
 async function session(bytes: Uint8Array): Promise<ort.InferenceSession> {
-  return ort.InferenceSession.create(bytes, { intraOpNumThreads: 2, interOpNumThreads: 1, graphOptimizationLevel: 'all' });
+  return ort.InferenceSession.create(bytes, {
+    intraOpNumThreads: 2,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+  });
 }
 
 function feed(input: Crop): Record<string, ort.Tensor> {
@@ -117,7 +137,13 @@ function feed(input: Crop): Record<string, ort.Tensor> {
 /** The float32 graph with the named tensors as extra outputs. */
 function exposing(model: OnnxModel, tensors: readonly string[]): OnnxModel {
   const graph = model.graph ?? {};
-  return { ...model, graph: { ...graph, output: [...(graph.output ?? []), ...tensors.map((name) => ({ name, type: { tensorType: { elemType: 1 } } }))] } };
+  return {
+    ...model,
+    graph: {
+      ...graph,
+      output: [...(graph.output ?? []), ...tensors.map((name) => ({ name, type: { tensorType: { elemType: 1 } } }))],
+    },
+  };
 }
 
 /** The value at fraction `q` of the sorted values (nearest rank). */
@@ -126,7 +152,12 @@ function quantile(sorted: Float32Array, q: number): number {
 }
 
 /** Each tensor's range over the calibration crops: min/max, or the mean over crops of a percentile. */
-async function measureRanges(model: OnnxModel, tensors: readonly string[], crops: readonly Crop[], method: string): Promise<Record<string, [number, number]>> {
+async function measureRanges(
+  model: OnnxModel,
+  tensors: readonly string[],
+  crops: readonly Crop[],
+  method: string,
+): Promise<Record<string, [number, number]>> {
   const probe = await session(encodeModel(exposing(model, tensors)));
   const percentile = method.startsWith('percentile') ? Number(method.split(' ')[1]) / 100 : undefined;
   const samples = new Map<string, Float32Array[]>();
@@ -158,10 +189,20 @@ async function measureRanges(model: OnnxModel, tensors: readonly string[], crops
   }
   await probe.release();
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const combine = percentile === undefined ? (xs: number[], pick: (...v: number[]) => number) => pick(...xs) : (xs: number[]) => mean(xs);
-  const ranges = Object.fromEntries(tensors.map((name) => [name, [combine(lows.get(name) ?? [0], Math.min), combine(highs.get(name) ?? [0], Math.max)] as [number, number]]));
+  const combine =
+    percentile === undefined
+      ? (xs: number[], pick: (...v: number[]) => number) => pick(...xs)
+      : (xs: number[]) => mean(xs);
+  const ranges = Object.fromEntries(
+    tensors.map((name) => [
+      name,
+      [combine(lows.get(name) ?? [0], Math.min), combine(highs.get(name) ?? [0], Math.max)] as [number, number],
+    ]),
+  );
   if (method !== 'mse') return ranges;
-  return Object.fromEntries(tensors.map((name) => [name, leastSquaresRange(ranges[name] as [number, number], samples.get(name) ?? [])]));
+  return Object.fromEntries(
+    tensors.map((name) => [name, leastSquaresRange(ranges[name] as [number, number], samples.get(name) ?? [])]),
+  );
 }
 
 /** Every k-th value, at most `most` of them. */
@@ -194,9 +235,15 @@ function leastSquaresRange([low, high]: [number, number], samples: readonly Floa
  * so the quiet channels are raised toward the loudest (strength 1: all the way; 0.5: halfway in log terms,
  * sparing the next convolution's weights, which shrink by the same factor).
  */
-async function equalizationFactors(model: OnnxModel, crops: readonly Crop[], strength: number): Promise<Record<string, number[]>> {
+async function equalizationFactors(
+  model: OnnxModel,
+  crops: readonly Crop[],
+  strength: number,
+): Promise<Record<string, number[]>> {
   const convs = equalizableConvs(model);
-  const outputs = new Map(convs.map((name) => [name, (model.graph?.node ?? []).find((n) => n.name === name)?.output?.[0] ?? '']));
+  const outputs = new Map(
+    convs.map((name) => [name, (model.graph?.node ?? []).find((n) => n.name === name)?.output?.[0] ?? '']),
+  );
   const probe = await session(encodeModel(exposing(model, [...outputs.values()])));
   const peaks = new Map<string, Float64Array>();
   for (const input of crops) {
@@ -225,7 +272,10 @@ async function equalizationFactors(model: OnnxModel, crops: readonly Crop[], str
 }
 
 /** Per-channel means of each named NCHW tensor of a run. */
-function channelMeans(outputs: ort.InferenceSession.OnnxValueMapType, names: readonly string[]): Map<string, Float64Array> {
+function channelMeans(
+  outputs: ort.InferenceSession.OnnxValueMapType,
+  names: readonly string[],
+): Map<string, Float64Array> {
   const means = new Map<string, Float64Array>();
   for (const name of names) {
     const tensor = outputs[name] as ort.Tensor;
@@ -248,7 +298,11 @@ function channelMeans(outputs: ort.InferenceSession.OnnxValueMapType, names: rea
  * with the float32 graph's on the calibration crops, channel by channel, and the mean excess comes
  * off its bias. In order, because a shift corrected upstream no longer reaches the next layer.
  */
-async function correctBiases(model: OnnxModel, calibration: Int8Calibration, crops: readonly Crop[]): Promise<Record<string, number[]>> {
+async function correctBiases(
+  model: OnnxModel,
+  calibration: Int8Calibration,
+  crops: readonly Crop[],
+): Promise<Record<string, number[]>> {
   const convs = quantizableConvs(model, calibration.keepFloat);
   const outputs = convs.map((c) => c.output?.[0] ?? '');
   const float32 = calibration.equalization === undefined ? model : equalizeChannels(model, calibration.equalization);
@@ -259,13 +313,16 @@ async function correctBiases(model: OnnxModel, calibration: Int8Calibration, cro
   const correction: Record<string, number[]> = {};
   for (const [k, conv] of convs.entries()) {
     const y = outputs[k] as string;
-    const quantized = await session(encodeModel(exposing(toInt8(model, { ...calibration, biasCorrection: { ...correction } }), [`${y}.dq`])));
+    const quantized = await session(
+      encodeModel(exposing(toInt8(model, { ...calibration, biasCorrection: { ...correction } }), [`${y}.dq`])),
+    );
     let excess: Float64Array | undefined;
     for (const [i, input] of crops.entries()) {
       const q = channelMeans(await quantized.run(feed(input)), [`${y}.dq`]).get(`${y}.dq`) as Float64Array;
       const f = float32Means[i]?.get(y) as Float64Array;
       excess ??= new Float64Array(q.length);
-      for (let c = 0; c < q.length; c += 1) excess[c] = (excess[c] as number) + ((q[c] as number) - (f[c] as number)) / crops.length;
+      for (let c = 0; c < q.length; c += 1)
+        excess[c] = (excess[c] as number) + ((q[c] as number) - (f[c] as number)) / crops.length;
     }
     await quantized.release();
     correction[conv.name ?? ''] = Array.from(excess ?? [], (v) => Math.fround(v));
@@ -281,7 +338,12 @@ async function outputsOf(bytes: Uint8Array, crops: readonly Crop[]): Promise<Flo
   return out;
 }
 
-async function lowestPsnr(model: OnnxModel, calibration: Int8Calibration, crops: readonly Crop[], reference: readonly Float32Array[]): Promise<number[]> {
+async function lowestPsnr(
+  model: OnnxModel,
+  calibration: Int8Calibration,
+  crops: readonly Crop[],
+  reference: readonly Float32Array[],
+): Promise<number[]> {
   const outputs = await outputsOf(encodeModel(toInt8(model, calibration)), crops);
   return outputs.map((o, i) => deliveredPsnr(o, reference[i] as Float32Array));
 }
@@ -303,11 +365,14 @@ async function main(): Promise<void> {
   });
   const name = positionals[0];
   if (values.help || name === undefined) {
-    console.log('Usage: node dist/scripts/calibrate-int8.js NETWORK [--method minmax|mse|"percentile 99.999"] [--equalize STRENGTH] [--bias-correction] [--keep-float auto|none|A,B] [--target-db 41] [--max-float 12] [--size PX] [--write]');
+    console.log(
+      'Usage: node dist/scripts/calibrate-int8.js NETWORK [--method minmax|mse|"percentile 99.999"] [--equalize STRENGTH] [--bias-correction] [--keep-float auto|none|A,B] [--target-db 41] [--max-float 12] [--size PX] [--write]',
+    );
     return;
   }
   const method = values.method;
-  if (method !== 'minmax' && method !== 'mse' && !/^percentile \d+(\.\d+)?$/.test(method)) throw new Error(`Expected --method minmax, mse or "percentile N" but received ${method}`);
+  if (method !== 'minmax' && method !== 'mse' && !/^percentile \d+(\.\d+)?$/.test(method))
+    throw new Error(`Expected --method minmax, mse or "percentile N" but received ${method}`);
   const correctBias = values['bias-correction'];
   const base = await ensureModelFile(name);
   const fp32Bytes = new Uint8Array(await readFile(base.path));
@@ -315,7 +380,9 @@ async function main(): Promise<void> {
   const heavy = base.manifest.task === 'super-resolution' && base.manifest.macsPerInputPixel > 5e6;
   const size = Number(values.size ?? (heavy ? 64 : 128));
   const { calibration: crops, selection, evaluation } = await inputs(size, heavy ? 2 : 3);
-  console.error(`calibrate: ${name}, ${crops.length} calibration, ${selection.length} selection and ${evaluation.length} held-out crops of ${size}x${size}, ${method}`);
+  console.error(
+    `calibrate: ${name}, ${crops.length} calibration, ${selection.length} selection and ${evaluation.length} held-out crops of ${size}x${size}, ${method}`,
+  );
 
   const strength = Number(values.equalize);
   const equalization = strength > 0 ? await equalizationFactors(model, crops, strength) : undefined;
@@ -330,13 +397,22 @@ async function main(): Promise<void> {
     method,
     inputs: crops.map((c) => c.label),
     keepFloat,
-    ranges: Object.fromEntries(calibratedTensors(model, keepFloat).sort().map((t) => [t, ranges[t] as [number, number]])),
+    ranges: Object.fromEntries(
+      calibratedTensors(model, keepFloat)
+        .sort()
+        .map((t) => [t, ranges[t] as [number, number]]),
+    ),
     ...(equalization === undefined ? {} : { equalization }),
   });
   const [selected, heldOut] = [await outputsOf(fp32Bytes, selection), await outputsOf(fp32Bytes, evaluation)];
   const figures = async (calibration: Int8Calibration, what: string): Promise<number> => {
-    const [picked, held] = [await lowestPsnr(model, calibration, selection, selected), await lowestPsnr(model, calibration, evaluation, heldOut)];
-    console.error(`  ${what}: lowest PSNR ${Math.min(...picked).toFixed(2)} dB on the selection crops; held out: ${Math.min(...held).toFixed(2)} dB (${held.map((f) => f.toFixed(1)).join(', ')})`);
+    const [picked, held] = [
+      await lowestPsnr(model, calibration, selection, selected),
+      await lowestPsnr(model, calibration, evaluation, heldOut),
+    ];
+    console.error(
+      `  ${what}: lowest PSNR ${Math.min(...picked).toFixed(2)} dB on the selection crops; held out: ${Math.min(...held).toFixed(2)} dB (${held.map((f) => f.toFixed(1)).join(', ')})`,
+    );
     return Math.min(...picked);
   };
   const report = async (keepFloat: string[]) => figures(make(keepFloat), `${keepFloat.length} convolutions in float32`);
@@ -351,7 +427,12 @@ async function main(): Promise<void> {
       sensitivity.push([conv, figure]);
     }
     sensitivity.sort((a, b) => a[1] - b[1]);
-    console.error(`  most sensitive: ${sensitivity.slice(0, 8).map(([c, f]) => `${c} ${f.toFixed(1)} dB`).join(', ')}`);
+    console.error(
+      `  most sensitive: ${sensitivity
+        .slice(0, 8)
+        .map(([c, f]) => `${c} ${f.toFixed(1)} dB`)
+        .join(', ')}`,
+    );
     const target = Number(values['target-db']);
     let lowest = await report(keepFloat);
     for (const [conv] of sensitivity) {
@@ -373,7 +454,9 @@ async function main(): Promise<void> {
   }
   const calibrationText = `${JSON.stringify(calibration, null, 2)}\n`;
   const variantBytes = encodeModel(toInt8(model, calibration));
-  console.error(`calibrate: ${int8Name(name)} ${variantBytes.byteLength} bytes, sha256 ${sha256Hex(variantBytes)}, ${keepFloat.length} of ${convs.length} convolutions in float32${keepFloat.length > 0 ? ` (${keepFloat.join(', ')})` : ''}`);
+  console.error(
+    `calibrate: ${int8Name(name)} ${variantBytes.byteLength} bytes, sha256 ${sha256Hex(variantBytes)}, ${keepFloat.length} of ${convs.length} convolutions in float32${keepFloat.length > 0 ? ` (${keepFloat.join(', ')})` : ''}`,
+  );
   if (!values.write) return;
   const modelsDir = defaultModelsDir();
   const fp32Manifest = (await getManifest(name)) as SuperResolutionManifest;
@@ -387,11 +470,21 @@ async function main(): Promise<void> {
     file: `${int8Name(name)}.onnx`,
     sha256: sha256Hex(variantBytes),
     bytes: variantBytes.byteLength,
-    source: { kind: 'int8', of: name, calibration: { file: calibrationFile, sha256: sha256Hex(new TextEncoder().encode(calibrationText)) } },
+    source: {
+      kind: 'int8',
+      of: name,
+      calibration: { file: calibrationFile, sha256: sha256Hex(new TextEncoder().encode(calibrationText)) },
+    },
     // Quantization turns the tiny differences a shorter overlap leaves at a tile's edge into whole
     // steps (x4fast: 8 levels at overlap 24, 0 at its radius of 34): overlap the whole receptive
     // field where the tile leaves room for it.
-    tile: { ...rest.tile, overlap: 2 * rest.receptiveFieldRadius + 16 < rest.tile.size ? Math.max(rest.tile.overlap, rest.receptiveFieldRadius) : rest.tile.overlap },
+    tile: {
+      ...rest.tile,
+      overlap:
+        2 * rest.receptiveFieldRadius + 16 < rest.tile.size
+          ? Math.max(rest.tile.overlap, rest.receptiveFieldRadius)
+          : rest.tile.overlap,
+    },
   };
   await writeFile(path.join(modelsDir, `${variant.name}.json`), formatManifest(variant));
   // A file made from an older calibration would fail its new checksum: `models prepare` makes it again.

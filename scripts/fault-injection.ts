@@ -49,7 +49,6 @@ const IDLE_MS = 15_000;
 /** The longest wait for the events after the last kill, however busy the machine. */
 const MAX_WAIT_MS = 600_000;
 
-
 interface NatsProcess {
   url: string;
   restart(downMs: number): Promise<void>;
@@ -61,7 +60,11 @@ async function startNats(dir: string): Promise<NatsProcess> {
   let port = -1;
   let child: ChildProcess | undefined;
   const start = async (): Promise<void> => {
-    const proc = spawn(bin, ['-p', String(port), '-a', '127.0.0.1', '-js', '-sd', path.join(dir, 'store'), '--ports_file_dir', dir], { stdio: 'ignore' });
+    const proc = spawn(
+      bin,
+      ['-p', String(port), '-a', '127.0.0.1', '-js', '-sd', path.join(dir, 'store'), '--ports_file_dir', dir],
+      { stdio: 'ignore' },
+    );
     child = proc;
     let failed: Error | undefined;
     proc.once('error', (err) => (failed = err));
@@ -117,7 +120,9 @@ async function main(): Promise<void> {
     },
   });
   if (values.help === true) {
-    process.stdout.write('Usage: node dist/scripts/fault-injection.js [--tasks 40] [--kills 12] [--workers 2] [--seed 1] [--store local|s3] [--json] [--keep]\n');
+    process.stdout.write(
+      'Usage: node dist/scripts/fault-injection.js [--tasks 40] [--kills 12] [--workers 2] [--seed 1] [--store local|s3] [--json] [--keep]\n',
+    );
     return;
   }
   const tasks = Number(values.tasks);
@@ -187,7 +192,11 @@ async function main(): Promise<void> {
     const log = openSync(path.join(logs, `${name}.log`), 'a');
     // One host per worker (as in a fleet): a task whose host was killed is taken over by another.
     const host = name.replace(/^fault-worker-/, 'chaos');
-    const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, NATS_CONNECTION_NAME: name, WORKER_HOST_ID: host }, stdio: ['ignore', log, log], detached: true });
+    const child = spawn(process.execPath, [CLI, 'serve'], {
+      env: { ...env, NATS_CONNECTION_NAME: name, WORKER_HOST_ID: host },
+      stdio: ['ignore', log, log],
+      detached: true,
+    });
     closeSync(log);
     const w = { name, child, exited: new Promise<void>((r) => child.once('exit', () => r())) };
     return w;
@@ -291,7 +300,8 @@ async function main(): Promise<void> {
   // A task without an event: where it stands on the server, for the cause.
   const lost = ids.filter((id) => !events.some((e) => e.id === id));
   const lostState = [];
-  for (const id of lost) lostState.push({ id, ...(await serverStateOf(jsm, id).catch((err: unknown) => ({ error: String(err) }))) });
+  for (const id of lost)
+    lostState.push({ id, ...(await serverStateOf(jsm, id).catch((err: unknown) => ({ error: String(err) }))) });
 
   // Graceful stop, then what is left behind.
   for (const w of workers) w.child.kill('SIGTERM');
@@ -305,7 +315,8 @@ async function main(): Promise<void> {
     }
   }
   // On a bucket, nothing of a completed task may depend on the hosts: their folders go first.
-  if (bucket !== undefined) await Promise.all([fs.rm(results, { recursive: true, force: true }), fs.rm(tmp, { recursive: true, force: true })]);
+  if (bucket !== undefined)
+    await Promise.all([fs.rm(results, { recursive: true, force: true }), fs.rm(tmp, { recursive: true, force: true })]);
   const perTask = new Map<string, TerminalEvent[]>();
   for (const e of events) perTask.set(e.id, [...(perTask.get(e.id) ?? []), e]);
   let correct = 0;
@@ -316,10 +327,21 @@ async function main(): Promise<void> {
       if (e.status === 'failed' && e.refund === true) correct += 1;
       continue;
     }
-    const file = bucket === undefined ? await fs.readFile(path.join(results, 'image', id, 'output.png')).catch(() => undefined) : await storedObject(bucket.endpoint, `results/image/${id}/output.png`);
-    const meta = file === undefined ? undefined : await sharp(file).metadata().catch(() => undefined);
+    const file =
+      bucket === undefined
+        ? await fs.readFile(path.join(results, 'image', id, 'output.png')).catch(() => undefined)
+        : await storedObject(bucket.endpoint, `results/image/${id}/output.png`);
+    const meta =
+      file === undefined
+        ? undefined
+        : await sharp(file)
+            .metadata()
+            .catch(() => undefined);
     // The event's size and sha256 are those of the stored file.
-    const listed = e.files?.length === 1 && e.files[0]?.size === file?.length && e.files[0]?.sha256 === (file === undefined ? '' : createHash('sha256').update(file).digest('hex'));
+    const listed =
+      e.files?.length === 1 &&
+      e.files[0]?.size === file?.length &&
+      e.files[0]?.sha256 === (file === undefined ? '' : createHash('sha256').update(file).digest('hex'));
     if (e.status === 'completed' && listed && meta?.width === 160 && meta.height === 106) correct += 1;
   }
   const report = {
@@ -341,9 +363,15 @@ async function main(): Promise<void> {
     jobDirsLeftByKills: orphaned,
     leftoverJobDirs: leftoverDirs.length,
     leftoverPartialResults: partials.length,
-    longestSecondsToEvent: Math.max(0, ...ids.map((id) => ((storedAt.get(id) ?? Date.now()) - (publishedAt.get(id) ?? 0)) / 1000)),
+    longestSecondsToEvent: Math.max(
+      0,
+      ...ids.map((id) => ((storedAt.get(id) ?? Date.now()) - (publishedAt.get(id) ?? 0)) / 1000),
+    ),
     // Server times of the events against this machine's clock (one machine): how long the last kill held a task up.
-    secondsFromLastKillToLastEvent: Math.max(0, (Math.max(0, ...ids.map((id) => storedAt.get(id) ?? Date.now())) - lastKillAt) / 1000),
+    secondsFromLastKillToLastEvent: Math.max(
+      0,
+      (Math.max(0, ...ids.map((id) => storedAt.get(id) ?? Date.now())) - lastKillAt) / 1000,
+    ),
     leftoverTempEntries: leftoverDirs.slice(0, 20),
     lost: lostState,
   };
@@ -353,17 +381,38 @@ async function main(): Promise<void> {
   for (const res of open) res.destroy();
   http.close();
   const ok =
-    report.tasksWithOneEvent === tasks && report.correctOutcomes === tasks && report.leftoverJobDirs === 0 && report.leftoverPartialResults === 0;
+    report.tasksWithOneEvent === tasks &&
+    report.correctOutcomes === tasks &&
+    report.leftoverJobDirs === 0 &&
+    report.leftoverPartialResults === 0;
   // The workers' logs stay for a failed run (or with --keep): they tell why.
   if (ok && values.keep !== true) await fs.rm(dir, { recursive: true, force: true });
 
   if (values.json === true) process.stdout.write(`${JSON.stringify(report)}\n`);
   else {
     process.stdout.write('| measure | value |\n|---|---|\n');
-    for (const [k, v] of Object.entries(report)) process.stdout.write(`| ${k} | ${typeof v === 'object' ? JSON.stringify(v) : v} |\n`);
+    for (const [k, v] of Object.entries(report))
+      process.stdout.write(`| ${k} | ${typeof v === 'object' ? JSON.stringify(v) : v} |\n`);
   }
   // The last line is always one JSON verdict, as the partition suite's.
-  const verdict = { ok, tasks, events: report.events, lost: report.tasksWithoutEvent, duplicates: report.tasksWithSeveralEvents, wrong: tasks - report.tasksWithoutEvent - report.correctOutcomes, refunds: report.refunded, expectedRefunds: report.expectedRefunds, kills, midJobKills: midJob, leftoverJobDirs: report.leftoverJobDirs, leftoverPartialResults: report.leftoverPartialResults, longestSecondsToEvent: Number(report.longestSecondsToEvent.toFixed(1)), secondsFromLastKillToLastEvent: Number(report.secondsFromLastKillToLastEvent.toFixed(1)), ...(lostState.length > 0 ? { lostTasks: lostState } : {}), ...(ok && values.keep !== true ? {} : { kept: dir }) };
+  const verdict = {
+    ok,
+    tasks,
+    events: report.events,
+    lost: report.tasksWithoutEvent,
+    duplicates: report.tasksWithSeveralEvents,
+    wrong: tasks - report.tasksWithoutEvent - report.correctOutcomes,
+    refunds: report.refunded,
+    expectedRefunds: report.expectedRefunds,
+    kills,
+    midJobKills: midJob,
+    leftoverJobDirs: report.leftoverJobDirs,
+    leftoverPartialResults: report.leftoverPartialResults,
+    longestSecondsToEvent: Number(report.longestSecondsToEvent.toFixed(1)),
+    secondsFromLastKillToLastEvent: Number(report.secondsFromLastKillToLastEvent.toFixed(1)),
+    ...(lostState.length > 0 ? { lostTasks: lostState } : {}),
+    ...(ok && values.keep !== true ? {} : { kept: dir }),
+  };
   process.stdout.write(`${JSON.stringify(verdict)}\n`);
   if (!ok) process.exitCode = 1;
 }
@@ -371,7 +420,12 @@ async function main(): Promise<void> {
 /** An object as the bucket holds it (s3rver checks the access key only), or undefined. */
 async function storedObject(endpoint: string, key: string): Promise<Buffer | undefined> {
   const { S3Client, GetObjectCommand } = await import('@aws-sdk/client-s3');
-  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  const client = new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  });
   try {
     const got = await client.send(new GetObjectCommand({ Bucket: 'chaos', Key: key }));
     return Buffer.from(await got.Body!.transformToByteArray());
@@ -391,7 +445,15 @@ async function queuedJobs(jsm: JetStreamManager): Promise<number> {
 /** The host that first claimed a task, and the jobs consumer's state, as the server holds them. */
 async function serverStateOf(jsm: JetStreamManager, id: string): Promise<Record<string, unknown>> {
   const consumers = [];
-  for await (const c of jsm.consumers.list('MEDIA_JOBS')) consumers.push({ name: c.name, pending: c.num_pending, ackPending: c.num_ack_pending, redelivered: c.num_redelivered, ackFloor: c.ack_floor.stream_seq, delivered: c.delivered.stream_seq });
+  for await (const c of jsm.consumers.list('MEDIA_JOBS'))
+    consumers.push({
+      name: c.name,
+      pending: c.num_pending,
+      ackPending: c.num_ack_pending,
+      redelivered: c.num_redelivered,
+      ackFloor: c.ack_floor.stream_seq,
+      delivered: c.delivered.stream_seq,
+    });
   return { claimedBy: await claimHolder(jsm, 'MEDIA_CLAIMS', id), consumers };
 }
 

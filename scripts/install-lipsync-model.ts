@@ -22,7 +22,15 @@ import { loadConfig } from '../src/config.js';
 import { ownedTempName, localize, type FetchOptions } from '../src/media/index.js';
 import onnxProto from 'onnx-proto';
 import ort from 'onnxruntime-node';
-import { allowsCommercialUse, writeFileAtomic, formatManifest, type LipsyncManifest, defaultModelsDir, forgetVerifiedModels, sha256File } from '../src/inference/index.js';
+import {
+  allowsCommercialUse,
+  writeFileAtomic,
+  formatManifest,
+  type LipsyncManifest,
+  defaultModelsDir,
+  forgetVerifiedModels,
+  sha256File,
+} from '../src/inference/index.js';
 import {
   buildLipsyncManifest,
   checkLipsyncGraph,
@@ -75,7 +83,9 @@ async function inspectGraph(file: string, name: string): Promise<string> {
   try {
     const outputName = session.outputNames[0];
     if (session.outputNames.length !== 1 || outputName === undefined) {
-      throw new InstallError(`Expected the model to have one output but it has ${session.outputNames.length}: ${session.outputNames.join(', ')}`);
+      throw new InstallError(
+        `Expected the model to have one output but it has ${session.outputNames.length}: ${session.outputNames.join(', ')}`,
+      );
     }
     const contract = {
       name,
@@ -94,7 +104,9 @@ async function inspectGraph(file: string, name: string): Promise<string> {
     ];
     for (const [tensor, dims, tail] of checks) {
       if (!sameTail(dims, tail)) {
-        throw new InstallError(`Expected ${tensor} to have shape [B, ${tail.join(', ')}] but the graph declares [${dims.join(', ')}]`);
+        throw new InstallError(
+          `Expected ${tensor} to have shape [B, ${tail.join(', ')}] but the graph declares [${dims.join(', ')}]`,
+        );
       }
     }
     return outputName;
@@ -112,13 +124,18 @@ function graphFacts(bytes: Uint8Array): { opset: number; params: number } {
 }
 
 /** Downloads, verifies and installs; returns the manifest written. */
-export async function installLipsyncModel(options: InstallOptions): Promise<{ manifest: LipsyncManifest; file: string; manifestPath: string }> {
+export async function installLipsyncModel(
+  options: InstallOptions,
+): Promise<{ manifest: LipsyncManifest; file: string; manifestPath: string }> {
   const name = options.name ?? REAL_LIPSYNC_MODEL;
   if (!/^[a-z0-9][a-z0-9.-]*$/.test(name)) {
-    throw new InstallError(`Expected a model name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`);
+    throw new InstallError(
+      `Expected a model name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`,
+    );
   }
   const expected = options.sha256.toLowerCase();
-  if (!/^[0-9a-f]{64}$/.test(expected)) throw new InstallError(`Expected a sha256 of 64 hex digits but received ${JSON.stringify(options.sha256)}`);
+  if (!/^[0-9a-f]{64}$/.test(expected))
+    throw new InstallError(`Expected a sha256 of 64 hex digits but received ${JSON.stringify(options.sha256)}`);
   const modelsDir = path.resolve(options.modelsDir ?? defaultModelsDir());
   const filesDir = path.resolve(options.filesDir ?? modelsDir);
   await mkdir(modelsDir, { recursive: true });
@@ -144,11 +161,16 @@ export async function installLipsyncModel(options: InstallOptions): Promise<{ ma
     }
     const actual = await sha256File(downloaded.path);
     if (actual !== expected) {
-      throw new InstallError(`Downloaded weights have sha256 ${actual} but ${expected} was expected: refusing to install them`);
+      throw new InstallError(
+        `Downloaded weights have sha256 ${actual} but ${expected} was expected: refusing to install them`,
+      );
     }
     const outputName = await inspectGraph(downloaded.path, name).catch((cause: unknown) => {
       if (cause instanceof InstallError) throw cause;
-      throw new InstallError(`Expected an ONNX model that ONNX Runtime can open but ${(cause as Error).message.split('\n', 1)[0]}`, { cause });
+      throw new InstallError(
+        `Expected an ONNX model that ONNX Runtime can open but ${(cause as Error).message.split('\n', 1)[0]}`,
+        { cause },
+      );
     });
     const bytes = await readFile(downloaded.path);
     const facts = graphFacts(bytes);
@@ -220,7 +242,9 @@ async function main(): Promise<void> {
     return;
   }
   if (values.url === undefined || values.sha256 === undefined) {
-    throw new InstallError(`Expected --url URL and --sha256 HEX (the weights to install and their checksum)\n\n${USAGE}`);
+    throw new InstallError(
+      `Expected --url URL and --sha256 HEX (the weights to install and their checksum)\n\n${USAGE}`,
+    );
   }
   // The same settings as the worker: the layout it reads, and whether private addresses are allowed.
   const config = loadConfig(process.env);
@@ -230,7 +254,9 @@ async function main(): Promise<void> {
   }
   const maxBytes = values['max-bytes'] === undefined ? undefined : Number(values['max-bytes']);
   if (maxBytes !== undefined && !(Number.isInteger(maxBytes) && maxBytes > 0)) {
-    throw new InstallError(`Expected a positive integer for --max-bytes but received ${JSON.stringify(values['max-bytes'])}`);
+    throw new InstallError(
+      `Expected a positive integer for --max-bytes but received ${JSON.stringify(values['max-bytes'])}`,
+    );
   }
   const filesDir = values['files-dir'] ?? config.modelFilesDir;
   const { manifest, file, manifestPath } = await installLipsyncModel({
@@ -242,10 +268,18 @@ async function main(): Promise<void> {
     ...(config.allowPrivateUrls ? { fetch: { allowHttp: true, allowPrivate: true } } : {}),
     ...(maxBytes ? { maxBytes } : {}),
     ...(values['licence-spdx'] && values['licence-holder'] && values['licence-url']
-      ? { licence: withCommercialUse({ spdx: values['licence-spdx'], holder: values['licence-holder'], upstream: values['licence-url'] }) }
+      ? {
+          licence: withCommercialUse({
+            spdx: values['licence-spdx'],
+            holder: values['licence-holder'],
+            upstream: values['licence-url'],
+          }),
+        }
       : {}),
   });
-  console.log(`${manifest.sha256}  ${file}  ${manifest.bytes} bytes  ${manifest.params} params  output ${manifest.output.name}`);
+  console.log(
+    `${manifest.sha256}  ${file}  ${manifest.bytes} bytes  ${manifest.params} params  output ${manifest.output.name}`,
+  );
   console.log(`manifest written: ${manifestPath}`);
 }
 

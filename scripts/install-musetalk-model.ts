@@ -59,22 +59,33 @@ export function parseSha256Sums(text: string): Map<string, string> {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) continue;
     const match = /^([0-9a-fA-F]{64}) [ *]([A-Za-z0-9_][A-Za-z0-9_.-]*)$/.exec(line);
-    if (match === null) throw new MuseTalkInstallError(`Expected SHA256SUMS line ${i + 1} to read "<64 hex digits>  <plain file name>" but it reads ${JSON.stringify(line.slice(0, 120))}`);
+    if (match === null)
+      throw new MuseTalkInstallError(
+        `Expected SHA256SUMS line ${i + 1} to read "<64 hex digits>  <plain file name>" but it reads ${JSON.stringify(line.slice(0, 120))}`,
+      );
     sums.set(match[2]!, match[1]!.toLowerCase());
   }
   return sums;
 }
 
-export async function installMuseTalkModel(options: MuseTalkInstallOptions): Promise<{ manifest: MuseTalkManifest; manifestPath: string; dir: string }> {
+export async function installMuseTalkModel(
+  options: MuseTalkInstallOptions,
+): Promise<{ manifest: MuseTalkManifest; manifestPath: string; dir: string }> {
   const name = options.name ?? DEFAULT_MUSETALK_NAME;
-  if (!/^[a-z0-9][a-z0-9.-]*$/.test(name)) throw new MuseTalkInstallError(`Expected a model name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`);
+  if (!/^[a-z0-9][a-z0-9.-]*$/.test(name))
+    throw new MuseTalkInstallError(
+      `Expected a model name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`,
+    );
   const batch = options.batch ?? 8;
-  if (!(Number.isInteger(batch) && batch > 0)) throw new MuseTalkInstallError(`Expected a positive integer batch but received ${String(options.batch)}`);
+  if (!(Number.isInteger(batch) && batch > 0))
+    throw new MuseTalkInstallError(`Expected a positive integer batch but received ${String(options.batch)}`);
   const from = path.resolve(options.from);
   const sumsFile = path.resolve(options.sha256sums ?? path.join(from, 'SHA256SUMS'));
-  const sums = parseSha256Sums(await readFile(sumsFile, 'utf8').catch(() => {
-    throw new MuseTalkInstallError(`Expected the checksums at ${sumsFile} but it cannot be read`);
-  }));
+  const sums = parseSha256Sums(
+    await readFile(sumsFile, 'utf8').catch(() => {
+      throw new MuseTalkInstallError(`Expected the checksums at ${sumsFile} but it cannot be read`);
+    }),
+  );
   const present = new Set(await readdir(from));
   const graphs = {} as MuseTalkManifest['graphs'];
   const files: string[] = [];
@@ -83,18 +94,28 @@ export async function installMuseTalkModel(options: MuseTalkInstallOptions): Pro
     const parts = present.has(`${file}.data`) ? [file, `${file}.data`] : [file];
     const facts: { file: string; sha256: string; bytes: number }[] = [];
     for (const part of parts) {
-      if (!present.has(part)) throw new MuseTalkInstallError(`Expected ${part} in ${from} (the export writes all five graphs) but it is not there`);
+      if (!present.has(part))
+        throw new MuseTalkInstallError(
+          `Expected ${part} in ${from} (the export writes all five graphs) but it is not there`,
+        );
       const want = sums.get(part);
       if (want === undefined) throw new MuseTalkInstallError(`Expected ${sumsFile} to list ${part} but it does not`);
       const actual = await sha256File(path.join(from, part));
-      if (actual !== want) throw new MuseTalkInstallError(`${part} has sha256 ${actual} but ${sumsFile} says ${want}: refusing to install it`);
+      if (actual !== want)
+        throw new MuseTalkInstallError(
+          `${part} has sha256 ${actual} but ${sumsFile} says ${want}: refusing to install it`,
+        );
       const bytes = (await stat(path.join(from, part))).size;
       facts.push({ file: part, sha256: actual, bytes });
       files.push(part);
     }
-    const session = await ort.InferenceSession.create(path.join(from, file), { logSeverityLevel: 3 }).catch((cause: unknown) => {
-      throw new MuseTalkInstallError(`Expected ${file} to be an ONNX graph that ONNX Runtime opens but ${(cause as Error).message.split('\n', 1)[0]}`);
-    });
+    const session = await ort.InferenceSession.create(path.join(from, file), { logSeverityLevel: 3 }).catch(
+      (cause: unknown) => {
+        throw new MuseTalkInstallError(
+          `Expected ${file} to be an ONNX graph that ONNX Runtime opens but ${(cause as Error).message.split('\n', 1)[0]}`,
+        );
+      },
+    );
     try {
       checkMuseTalkGraph(session, graph);
     } catch (cause) {
@@ -112,7 +133,11 @@ export async function installMuseTalkModel(options: MuseTalkInstallOptions): Pro
     testModel: false,
     licences: MUSETALK_LICENCES.map((l) => ({ ...l })),
     commercialUse: { ...MUSETALK_COMMERCIAL_USE },
-    source: { kind: 'installed', instructions: 'export the graphs with the recipe in docs/lipsync.md ("MuseTalk 1.5") and install them with node dist/scripts/install-musetalk-model.js --from DIR' },
+    source: {
+      kind: 'installed',
+      instructions:
+        'export the graphs with the recipe in docs/lipsync.md ("MuseTalk 1.5") and install them with node dist/scripts/install-musetalk-model.js --from DIR',
+    },
     graphs,
     batch,
   };
@@ -172,7 +197,8 @@ async function main(): Promise<void> {
     process.stdout.write(USAGE);
     return;
   }
-  if (values.from === undefined) throw new MuseTalkInstallError(`Expected --from DIR (the exported graphs)\n\n${USAGE}`);
+  if (values.from === undefined)
+    throw new MuseTalkInstallError(`Expected --from DIR (the exported graphs)\n\n${USAGE}`);
   const config = loadConfig(process.env);
   const filesDir = values['files-dir'] ?? config.modelFilesDir;
   const { manifest, manifestPath, dir } = await installMuseTalkModel({
@@ -183,7 +209,10 @@ async function main(): Promise<void> {
     ...(filesDir === undefined ? {} : { filesDir }),
     ...(values.batch === undefined ? {} : { batch: Number(values.batch) }),
   });
-  for (const g of MUSETALK_GRAPHS) console.log(`${manifest.graphs[g].sha256}  ${path.join(dir, manifest.graphs[g].file)}  ${manifest.graphs[g].bytes} bytes`);
+  for (const g of MUSETALK_GRAPHS)
+    console.log(
+      `${manifest.graphs[g].sha256}  ${path.join(dir, manifest.graphs[g].file)}  ${manifest.graphs[g].bytes} bytes`,
+    );
   console.log(`manifest written: ${manifestPath}`);
 }
 

@@ -58,9 +58,15 @@ export function parseChecksums(text: string): Map<string, string> {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) continue;
     const m = /^([0-9a-fA-F]{64})\s+\*?(.+)$/.exec(line);
-    if (m === null) throw new InstallError(`Expected "<sha256>  <path>" on checksums line ${i + 1} but received ${JSON.stringify(line.slice(0, 80))}`);
+    if (m === null)
+      throw new InstallError(
+        `Expected "<sha256>  <path>" on checksums line ${i + 1} but received ${JSON.stringify(line.slice(0, 80))}`,
+      );
     const rel = path.posix.normalize(m[2] as string);
-    if (rel.startsWith('../') || path.isAbsolute(rel) || rel === FOLDER_MANIFEST) throw new InstallError(`Expected a relative path inside the model folder on line ${i + 1} but received ${JSON.stringify(m[2])}`);
+    if (rel.startsWith('../') || path.isAbsolute(rel) || rel === FOLDER_MANIFEST)
+      throw new InstallError(
+        `Expected a relative path inside the model folder on line ${i + 1} but received ${JSON.stringify(m[2])}`,
+      );
     out.set(rel, (m[1] as string).toLowerCase());
   }
   const missing = REQUIRED_FILES.filter((f) => !out.has(f));
@@ -70,8 +76,12 @@ export function parseChecksums(text: string): Map<string, string> {
 
 export async function installMusicgenModel(options: InstallMusicgenOptions): Promise<{ dir: string; files: number }> {
   const name = options.name ?? 'musicgen-small';
-  if (!/^[a-z0-9][a-z0-9.-]*$/.test(name)) throw new InstallError(`Expected a folder name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`);
-  if ((options.baseUrl === undefined) === (options.from === undefined)) throw new InstallError('Expected exactly one of --base-url URL and --from DIR');
+  if (!/^[a-z0-9][a-z0-9.-]*$/.test(name))
+    throw new InstallError(
+      `Expected a folder name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`,
+    );
+  if ((options.baseUrl === undefined) === (options.from === undefined))
+    throw new InstallError('Expected exactly one of --base-url URL and --from DIR');
   const sums = parseChecksums(options.checksums);
   const modelsDir = path.resolve(options.modelsDir ?? defaultModelsDir());
   await mkdir(modelsDir, { recursive: true });
@@ -88,19 +98,32 @@ export async function installMusicgenModel(options: InstallMusicgenOptions): Pro
         const tmp = path.join(work, '.download');
         await mkdir(tmp, { recursive: true });
         try {
-          const got = await localize(url, 'video', { ...options.fetch, detailedNetworkErrors: true, dir: tmp, maxBytes: { video: options.maxBytes ?? DEFAULT_MAX_FILE_BYTES }, ...(options.signal ? { signal: options.signal } : {}) });
+          const got = await localize(url, 'video', {
+            ...options.fetch,
+            detailedNetworkErrors: true,
+            dir: tmp,
+            maxBytes: { video: options.maxBytes ?? DEFAULT_MAX_FILE_BYTES },
+            ...(options.signal ? { signal: options.signal } : {}),
+          });
           await rename(got.path, target);
         } catch (cause) {
-          throw new InstallError(`Expected to download ${rel} but ${(cause as Error).message.replaceAll('the video input', rel)}`, { cause });
+          throw new InstallError(
+            `Expected to download ${rel} but ${(cause as Error).message.replaceAll('the video input', rel)}`,
+            { cause },
+          );
         }
       }
       const actual = await sha256File(target);
-      if (actual !== expected) throw new InstallError(`${rel} has sha256 ${actual} but ${expected} was expected: refusing to install`);
+      if (actual !== expected)
+        throw new InstallError(`${rel} has sha256 ${actual} but ${expected} was expected: refusing to install`);
       entries[rel] = { sha256: actual, bytes: (await readFile(target)).byteLength };
     }
     await rm(path.join(work, '.download'), { recursive: true, force: true });
     await inspectMusicgenFolder(work).catch((cause: unknown) => {
-      throw new InstallError(`The files do not have MusicGen's ONNX contract: ${(cause as Error).message.split('\n', 1)[0]}`, { cause });
+      throw new InstallError(
+        `The files do not have MusicGen's ONNX contract: ${(cause as Error).message.split('\n', 1)[0]}`,
+        { cause },
+      );
     });
     const manifest = {
       schemaVersion: 1,
@@ -136,13 +159,19 @@ async function main(): Promise<void> {
     },
   });
   if (values.help === true) {
-    console.log('usage: node dist/scripts/install-musicgen-model.js --checksums FILE (--base-url URL | --from DIR) [--name musicgen-small] [--models-dir DIR] [--max-bytes N]\n' +
-      'Installs MusicGen ONNX weights (CC-BY-NC-4.0) after checking every sha256 in FILE and the graphs\' contract; see docs/music.md.');
+    console.log(
+      'usage: node dist/scripts/install-musicgen-model.js --checksums FILE (--base-url URL | --from DIR) [--name musicgen-small] [--models-dir DIR] [--max-bytes N]\n' +
+        "Installs MusicGen ONNX weights (CC-BY-NC-4.0) after checking every sha256 in FILE and the graphs' contract; see docs/music.md.",
+    );
     return;
   }
-  if (values.checksums === undefined) throw new InstallError('Expected --checksums FILE (sha256sum format) and --base-url URL or --from DIR');
+  if (values.checksums === undefined)
+    throw new InstallError('Expected --checksums FILE (sha256sum format) and --base-url URL or --from DIR');
   const maxBytes = values['max-bytes'] === undefined ? undefined : Number(values['max-bytes']);
-  if (maxBytes !== undefined && !(Number.isInteger(maxBytes) && maxBytes > 0)) throw new InstallError(`Expected a positive integer for --max-bytes but received ${JSON.stringify(values['max-bytes'])}`);
+  if (maxBytes !== undefined && !(Number.isInteger(maxBytes) && maxBytes > 0))
+    throw new InstallError(
+      `Expected a positive integer for --max-bytes but received ${JSON.stringify(values['max-bytes'])}`,
+    );
   const result = await installMusicgenModel({
     checksums: await readFile(values.checksums, 'utf8'),
     ...(values['base-url'] ? { baseUrl: values['base-url'] } : {}),

@@ -37,7 +37,9 @@ const LOUD = 4;
  */
 export function luminanceLoss(before: Uint8Array, after: Uint8Array): Float64Array {
   if (before.length !== after.length || before.length % 3 !== 0) {
-    throw new RangeError(`Expected two RGB images of the same size but received ${before.length} and ${after.length} bytes`);
+    throw new RangeError(
+      `Expected two RGB images of the same size but received ${before.length} and ${after.length} bytes`,
+    );
   }
   const luma = (d: Uint8Array, o: number) => 0.299 * d[o]! + 0.587 * d[o + 1]! + 0.114 * d[o + 2]!;
   const out = new Float64Array(before.length / 3);
@@ -67,17 +69,31 @@ export function lossCentroid(loss: Float64Array, width: number): { x: number; y:
 }
 
 /** The frame after the output pass's steps for one face and one mel level. */
-export async function lipsyncOneFace(frame: RgbFrame, crop: FaceCrop, model: LipsyncModel, melLevel: number): Promise<Uint8Array> {
+export async function lipsyncOneFace(
+  frame: RgbFrame,
+  crop: FaceCrop,
+  model: LipsyncModel,
+  melLevel: number,
+): Promise<Uint8Array> {
   const { manifest } = model;
   const size = manifest.face.size;
-  const input: TensorLayout = { channelOrder: manifest.inputs.faces.channels, range: manifest.inputs.faces.range, maskFromRow: manifest.face.maskFromRow };
+  const input: TensorLayout = {
+    channelOrder: manifest.inputs.faces.channels,
+    range: manifest.inputs.faces.range,
+    maskFromRow: manifest.face.maskFromRow,
+  };
   const output: TensorLayout = { channelOrder: manifest.output.channels, range: manifest.output.range };
   const face = cropFace(frame, crop, size);
   const faces = wav2lipInput(face, face, size, input);
   const mel = new Float32Array(manifest.inputs.mel.shape[2] * manifest.inputs.mel.shape[3]).fill(melLevel);
   const generated = tensorToRgb(await model.run(mel, faces, 1), size, output);
   const data = new Uint8Array(frame.data);
-  compositeFace({ data, width: frame.width, height: frame.height }, { data: generated, size }, crop, DEFAULT_MOUTH_MASK);
+  compositeFace(
+    { data, width: frame.width, height: frame.height },
+    { data: generated, size },
+    crop,
+    DEFAULT_MOUTH_MASK,
+  );
   return data;
 }
 
@@ -100,7 +116,12 @@ export interface FaceFraming {
 }
 
 /** Where the mouth keypoint and the test model's darkening land for one detected face. */
-export async function measureFraming(frame: RgbFrame, box: FaceBox, model: LipsyncModel, options: CropOptions = {}): Promise<FaceFraming> {
+export async function measureFraming(
+  frame: RgbFrame,
+  box: FaceBox,
+  model: LipsyncModel,
+  options: CropOptions = {},
+): Promise<FaceFraming> {
   const crop = cropForFace(box, options);
   const silent = await lipsyncOneFace(frame, crop, model, SILENT);
   const loud = await lipsyncOneFace(frame, crop, model, LOUD);

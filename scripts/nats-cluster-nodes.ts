@@ -36,7 +36,12 @@ export interface Cluster {
 }
 
 /** `probe`'s first defined value, asked every `everyMs` (a probe that throws counts as undefined), or a timeout error. */
-export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000, everyMs = 100): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => undefined);
@@ -77,7 +82,18 @@ async function freePort(): Promise<number> {
 }
 
 /** `host`: the node's address (127.0.0.1 unless given); `routes`: its peers' route ports, on `routeHosts` (127.0.0.1 unless given). */
-export function nodeConfig(o: { name: string; port: number; routePort: number; monitorPort: number; routes: number[]; storeDir: string; usersInclude: string; syncAlways: boolean; host?: string; routeHosts?: string[] }): string {
+export function nodeConfig(o: {
+  name: string;
+  port: number;
+  routePort: number;
+  monitorPort: number;
+  routes: number[];
+  storeDir: string;
+  usersInclude: string;
+  syncAlways: boolean;
+  host?: string;
+  routeHosts?: string[];
+}): string {
   const host = o.host ?? '127.0.0.1';
   return [
     `server_name: ${o.name}`,
@@ -101,12 +117,24 @@ export interface NodePlacement {
 }
 
 /** `hosts`: worker hosts besides the shipped `host1` (each with `MW_WORKER_<HOST>_PASSWORD` in `env`). */
-export async function startCluster(dir: string, env: NodeJS.ProcessEnv, size = 3, hosts: readonly string[] = [], placement?: NodePlacement): Promise<Cluster> {
+export async function startCluster(
+  dir: string,
+  env: NodeJS.ProcessEnv,
+  size = 3,
+  hosts: readonly string[] = [],
+  placement?: NodePlacement,
+): Promise<Cluster> {
   const { stdout } = await promisify(execFile)(natsServerBin(), ['--version']);
   const version = parseServerVersion(stdout);
   const syncAlways = versionAtLeast(version, [2, 10]);
   await fs.writeFile(path.join(dir, 'media-users.conf'), await usersWithHosts(hosts));
-  const ports = await Promise.all(Array.from({ length: size }, async () => placement?.ports ?? { port: await freePort(), routePort: await freePort(), monitorPort: await freePort() }));
+  const ports = await Promise.all(
+    Array.from(
+      { length: size },
+      async () =>
+        placement?.ports ?? { port: await freePort(), routePort: await freePort(), monitorPort: await freePort() },
+    ),
+  );
   const nodes = await Promise.all(
     ports.map(async (p, i) => {
       const name = `n${i + 1}`;
@@ -120,10 +148,20 @@ export async function startCluster(dir: string, env: NodeJS.ProcessEnv, size = 3
           storeDir: path.join(dir, name),
           usersInclude: 'media-users.conf',
           syncAlways,
-          ...(placement === undefined ? {} : { host: placement.host(i), routeHosts: ports.map((_, j) => placement.host(j)) }),
+          ...(placement === undefined
+            ? {}
+            : { host: placement.host(i), routeHosts: ports.map((_, j) => placement.host(j)) }),
         }),
       );
-      return clusterNode(name, config, p.port, p.monitorPort, env, path.join(dir, `${name}.log`), placement === undefined ? undefined : { host: placement.host(i), wrap: placement.wrap(i) });
+      return clusterNode(
+        name,
+        config,
+        p.port,
+        p.monitorPort,
+        env,
+        path.join(dir, `${name}.log`),
+        placement === undefined ? undefined : { host: placement.host(i), wrap: placement.wrap(i) },
+      );
     }),
   );
   await Promise.all(nodes.map((n) => n.start()));
@@ -132,7 +170,9 @@ export async function startCluster(dir: string, env: NodeJS.ProcessEnv, size = 3
     urls: nodes.map((n) => n.clientUrl).join(','),
     version: stdout.trim(),
     async metaLeader() {
-      const leaders = await Promise.all(nodes.filter((n) => n.running()).map((n) => jsz(n).then((j) => j?.meta_cluster?.leader)));
+      const leaders = await Promise.all(
+        nodes.filter((n) => n.running()).map((n) => jsz(n).then((j) => j?.meta_cluster?.leader)),
+      );
       const first = leaders[0];
       return first !== undefined && first !== '' && leaders.every((l) => l === first) ? first : undefined;
     },
@@ -161,7 +201,15 @@ async function jsz(node: ClusterNode): Promise<Jsz | undefined> {
   }
 }
 
-function clusterNode(name: string, config: string, port: number, monitorPort: number, env: NodeJS.ProcessEnv, logFile: string, at?: { host: string; wrap: string[] }): ClusterNode {
+function clusterNode(
+  name: string,
+  config: string,
+  port: number,
+  monitorPort: number,
+  env: NodeJS.ProcessEnv,
+  logFile: string,
+  at?: { host: string; wrap: string[] },
+): ClusterNode {
   let child: ChildProcess | undefined;
   const host = at?.host ?? '127.0.0.1';
   const clientUrl = `nats://${host}:${port}`;
@@ -186,13 +234,19 @@ function clusterNode(name: string, config: string, port: number, monitorPort: nu
     },
     async start() {
       const log = await fs.open(logFile, 'a');
-      const proc = spawn(command[0]!, command.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', log.fd, log.fd] });
+      const proc = spawn(command[0]!, command.slice(1), {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', log.fd, log.fd],
+      });
       child = proc;
       proc.once('exit', () => void log.close());
       for (let i = 0; i < 400; i += 1) {
         if (proc.exitCode !== null) throw new Error(`nats-server ${name} exited with ${proc.exitCode}; see ${logFile}`);
         // Listening is enough here: a node is healthy only once the cluster it joins has formed.
-        const ok = await fetch(`${monitorUrl}/varz`, { signal: AbortSignal.timeout(500) }).then(() => true, () => false);
+        const ok = await fetch(`${monitorUrl}/varz`, { signal: AbortSignal.timeout(500) }).then(
+          () => true,
+          () => false,
+        );
         if (ok) return;
         await sleep(50);
       }

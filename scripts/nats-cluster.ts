@@ -88,7 +88,10 @@ const HEAD_CHARS = 200_000;
 const RECONNECTED = /NATS (reconnected|connection restored)/g;
 
 function startClient(name: string, args: string[], env: NodeJS.ProcessEnv, dir: string): ClientProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const logFile = path.join(dir, `${name}.log`);
   const log = createWriteStream(logFile);
   let head = '';
@@ -113,7 +116,17 @@ async function streamLeader(jsm: JetStreamManager, stream: string): Promise<stri
   return info.cluster?.leader || undefined;
 }
 
-const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'GATEWAY_IDEMPOTENCY'];
+const STREAMS = [
+  'MEDIA_JOBS',
+  'MEDIA_EVENTS',
+  'MEDIA_JOBS_ADVISORIES',
+  'MEDIA_CLAIMS',
+  'GATEWAY_ACCOUNTS',
+  'GATEWAY_LEDGER',
+  'GATEWAY_TASKS',
+  'GATEWAY_WEBHOOKS',
+  'GATEWAY_IDEMPOTENCY',
+];
 
 async function caughtUp(jsm: JetStreamManager, node: string): Promise<boolean> {
   for (const stream of STREAMS) {
@@ -134,18 +147,24 @@ async function diagnoseTask(jsm: JetStreamManager, taskId: string, clients: read
   lines.push(`  MEDIA_JOBS: ${jobs.state.messages} messages, seq ${jobs.state.first_seq}..${jobs.state.last_seq}`);
   for (let seq = jobs.state.first_seq; seq <= jobs.state.last_seq && jobs.state.messages > 0; seq += 1) {
     const m = await jsm.streams.getMessage('MEDIA_JOBS', { seq }).catch(() => null);
-    if (m?.header?.get('Nats-Msg-Id') === taskId) lines.push(`  its job is still in MEDIA_JOBS at seq ${seq} (${m.subject})`);
+    if (m?.header?.get('Nats-Msg-Id') === taskId)
+      lines.push(`  its job is still in MEDIA_JOBS at seq ${seq} (${m.subject})`);
   }
   for (const c of await jsm.consumers.list('MEDIA_JOBS').next()) {
-    lines.push(`  consumer ${c.name}: delivered ${c.delivered.stream_seq}, ack floor ${c.ack_floor.stream_seq}, pending ${c.num_pending}, ack pending ${c.num_ack_pending}, redelivered ${c.num_redelivered}`);
+    lines.push(
+      `  consumer ${c.name}: delivered ${c.delivered.stream_seq}, ack floor ${c.ack_floor.stream_seq}, pending ${c.num_pending}, ack pending ${c.num_ack_pending}, redelivered ${c.num_redelivered}`,
+    );
   }
   const events = await jsm.streams.info('MEDIA_EVENTS', { subjects_filter: anyHostEventSubject(taskId) });
-  lines.push(`  events: ${JSON.stringify(events.state.subjects ?? {})}; first claim: ${String(await claimHolder(jsm, 'MEDIA_CLAIMS', taskId))}`);
+  lines.push(
+    `  events: ${JSON.stringify(events.state.subjects ?? {})}; first claim: ${String(await claimHolder(jsm, 'MEDIA_CLAIMS', taskId))}`,
+  );
   const advisories = await jsm.streams.info('MEDIA_JOBS_ADVISORIES');
   lines.push(`  MEDIA_JOBS_ADVISORIES: ${advisories.state.messages} messages`);
   for (const c of clients) {
     const output = await fs.readFile(c.logFile, 'utf8').catch(() => '');
-    for (const line of output.split('\n').filter((l) => l.includes(taskId))) lines.push(`  ${c.name}: ${line.slice(0, 600)}`);
+    for (const line of output.split('\n').filter((l) => l.includes(taskId)))
+      lines.push(`  ${c.name}: ${line.slice(0, 600)}`);
   }
   return lines.join('\n');
 }
@@ -163,7 +182,9 @@ async function main(): Promise<void> {
     },
   });
   if (values.help === true) {
-    process.stdout.write('Usage: node dist/scripts/nats-cluster.js [--accounts 4] [--concurrency 6] [--down-s 20] [--steady-s 6] [--write-docs] [--keep]\n');
+    process.stdout.write(
+      'Usage: node dist/scripts/nats-cluster.js [--accounts 4] [--concurrency 6] [--down-s 20] [--steady-s 6] [--write-docs] [--keep]\n',
+    );
     return;
   }
   const accountCount = Number(values.accounts);
@@ -171,7 +192,10 @@ async function main(): Promise<void> {
   const downMs = Number(values['down-s']) * 1000;
   const steadyMs = Number(values['steady-s']) * 1000;
   const started = Date.now();
-  const loadAtStart = os.loadavg().map((l) => l.toFixed(1)).join(' ');
+  const loadAtStart = os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-nats-cluster-'));
   const children: ClientProcess[] = [];
   let cluster: Cluster | undefined;
@@ -215,16 +239,48 @@ async function main(): Promise<void> {
       ...(user.startsWith('worker-') ? { WORKER_HOST_ID: user.slice('worker-'.length) } : {}),
     });
     // The operator provisions every stream and consumer (R3) first: workers and gateways only bind.
-    execFileSync(process.execPath, [CLI, 'provision'], { env: { ...process.env, ...common, ...as('operator') }, stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(process.execPath, [CLI, 'provision'], {
+      env: { ...process.env, ...common, ...as('operator') },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     // Two worker hosts, each its own user: a task one of them claimed first is handed back by the other.
-    for (const host of HOSTS) children.push(startClient(`worker-${host}`, ['serve'], { ...common, ...as(`worker-${host}`), NATS_CONNECTION_NAME: `worker-${host}` }, dir));
-    await until('the workers to serve', async () => children.every((w) => w.head().includes('media-worker serving')) || undefined, 90_000, 200);
-    const gateway = startClient('gateway', ['gateway'], { ...common, ...as('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' }, dir);
+    for (const host of HOSTS)
+      children.push(
+        startClient(
+          `worker-${host}`,
+          ['serve'],
+          { ...common, ...as(`worker-${host}`), NATS_CONNECTION_NAME: `worker-${host}` },
+          dir,
+        ),
+      );
+    await until(
+      'the workers to serve',
+      async () => children.every((w) => w.head().includes('media-worker serving')) || undefined,
+      90_000,
+      200,
+    );
+    const gateway = startClient(
+      'gateway',
+      ['gateway'],
+      { ...common, ...as('gateway'), GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' },
+      dir,
+    );
     children.push(gateway);
-    const api = await until('the gateway to listen', async () => /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/.exec(gateway.head())?.[1], 60_000, 200);
+    const api = await until(
+      'the gateway to listen',
+      async () => /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/.exec(gateway.head())?.[1],
+      60_000,
+      200,
+    );
 
     // The operator: accounts and top-ups through the same store code as `media-worker accounts`.
-    const operatorNc = await connect({ servers: c.urls.split(','), user: 'operator', pass: PASSWORDS.MW_OPERATOR_PASSWORD, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    const operatorNc = await connect({
+      servers: c.urls.split(','),
+      user: 'operator',
+      pass: PASSWORDS.MW_OPERATOR_PASSWORD,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+    });
     // Short API timeouts: the leader probes poll through the node that may just have died.
     const jsm = await jetstreamManager(operatorNc, { timeout: 1000 });
     const store: Store = await openStore(operatorNc, 'GATEWAY', 3);
@@ -233,7 +289,9 @@ async function main(): Promise<void> {
       const { account, apiKey } = await store.accounts.create(`cluster-${i}`, 10_000);
       accounts.push({ id: account.id, key: apiKey });
     }
-    const replicas = await Promise.all(STREAMS.map(async (s) => `${s} R${(await jsm.streams.info(s)).config.num_replicas}`));
+    const replicas = await Promise.all(
+      STREAMS.map(async (s) => `${s} R${(await jsm.streams.info(s)).config.num_replicas}`),
+    );
     process.stderr.write(`streams: ${replicas.join(', ')}\n`);
 
     // Load: submissions and top-ups until told to stop.
@@ -247,7 +305,10 @@ async function main(): Promise<void> {
         n += 1;
         const account = accounts[n % accounts.length] as { id: string; key: string };
         if (n % 7 === 0) {
-          await store.ledger.topup(account.id, 5, 'cluster run').then(() => (topupsOk += 1), () => (topupsFailed += 1));
+          await store.ledger.topup(account.id, 5, 'cluster run').then(
+            () => (topupsOk += 1),
+            () => (topupsFailed += 1),
+          );
           continue;
         }
         const image = n % 5 === 0 ? `${media}/flaky-${n}.png` : `${media}/ok.png`;
@@ -260,7 +321,12 @@ async function main(): Promise<void> {
             signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS),
           });
           const body = (await res.json()) as { data?: { id?: string } };
-          submissions.push({ at, status: res.status, accountId: account.id, ...(body.data?.id === undefined ? {} : { id: body.data.id }) });
+          submissions.push({
+            at,
+            status: res.status,
+            accountId: account.id,
+            ...(body.data?.id === undefined ? {} : { id: body.data.id }),
+          });
         } catch {
           submissions.push({ at, status: 0, accountId: account.id });
         }
@@ -270,7 +336,11 @@ async function main(): Promise<void> {
     const loops = Array.from({ length: concurrency }, () => loop());
 
     const kills: Kill[] = [];
-    const killAndRestart = async (what: string, victimName: string, newLeader: () => Promise<string | undefined>): Promise<void> => {
+    const killAndRestart = async (
+      what: string,
+      victimName: string,
+      newLeader: () => Promise<string | undefined>,
+    ): Promise<void> => {
       const victim = c.byName(victimName);
       const killedAt = Date.now();
       await victim.kill();
@@ -285,17 +355,35 @@ async function main(): Promise<void> {
       await victim.start();
       // Caught up: a current replica (or the leader) of every stream. Not /healthz: on 2.9 it can stay
       // 503 for an idle consumer ("not current") long after (nats-io/nats-server#4172).
-      await until(`${victimName} to catch up`, async () => ((await caughtUp(jsm, victimName)) ? true : undefined), 120_000).catch(async (err: unknown) => {
+      await until(
+        `${victimName} to catch up`,
+        async () => ((await caughtUp(jsm, victimName)) ? true : undefined),
+        120_000,
+      ).catch(async (err: unknown) => {
         throw new Error(`${err instanceof Error ? err.message : String(err)}; its /healthz: ${await victim.health()}`);
       });
-      kills.push({ what, node: victimName, killedAt, newLeader: leader, newLeaderAfterMs, restartedAt, caughtUpAfterMs: Date.now() - restartedAt });
-      process.stderr.write(`${seconds(Date.now() - started)} s: ${victimName} caught up again; new ${what} ${leader}\n`);
+      kills.push({
+        what,
+        node: victimName,
+        killedAt,
+        newLeader: leader,
+        newLeaderAfterMs,
+        restartedAt,
+        caughtUpAfterMs: Date.now() - restartedAt,
+      });
+      process.stderr.write(
+        `${seconds(Date.now() - started)} s: ${victimName} caught up again; new ${what} ${leader}\n`,
+      );
     };
 
     await sleep(steadyMs);
     await killAndRestart('meta leader', await until('a meta leader', () => c.metaLeader()), () => c.metaLeader());
     await sleep(steadyMs);
-    await killAndRestart('ledger stream leader', await until('the ledger leader', () => streamLeader(jsm, LEDGER_STREAM)), () => streamLeader(jsm, LEDGER_STREAM));
+    await killAndRestart(
+      'ledger stream leader',
+      await until('the ledger leader', () => streamLeader(jsm, LEDGER_STREAM)),
+      () => streamLeader(jsm, LEDGER_STREAM),
+    );
     await sleep(steadyMs);
     stopLoad = true;
     await Promise.all(loops);
@@ -306,7 +394,9 @@ async function main(): Promise<void> {
     const stoppedAt = Date.now();
     const statusOf = async (s: Submission): Promise<string | undefined> => {
       const account = accounts.find((a) => a.id === s.accountId) as { id: string; key: string };
-      const res = await fetch(`${api}/api/v1/tasks/${String(s.id)}`, { headers: { authorization: `Bearer ${account.key}` } });
+      const res = await fetch(`${api}/api/v1/tasks/${String(s.id)}`, {
+        headers: { authorization: `Bearer ${account.key}` },
+      });
       return ((await res.json()) as { data?: { status?: string } }).data?.status;
     };
     // The workers may still have a backlog when the load stops (two image slots against a load
@@ -325,7 +415,10 @@ async function main(): Promise<void> {
           lastProgress = Date.now();
         }
       }
-      const nowQueued = await jsm.streams.info('MEDIA_JOBS').then((i) => i.state.messages, () => queued);
+      const nowQueued = await jsm.streams.info('MEDIA_JOBS').then(
+        (i) => i.state.messages,
+        () => queued,
+      );
       if (nowQueued < queued) lastProgress = Date.now();
       queued = nowQueued;
       if (settled.size < accepted.length) await sleep(1000);
@@ -336,11 +429,15 @@ async function main(): Promise<void> {
       const status = settled.get(s.id as string) ?? (await statusOf(s).catch(() => undefined)) ?? 'unknown';
       tasks.push({ id: s.id as string, accountId: s.accountId, status, eventHosts: [], firstClaim: null });
     }
-    process.stderr.write(`${seconds(Date.now() - started)} s: ${settled.size} of ${accepted.length} tasks settled, ${seconds(drainedAfterMs)} s after the load stopped with ${backlogAtStop} jobs queued\n`);
+    process.stderr.write(
+      `${seconds(Date.now() - started)} s: ${settled.size} of ${accepted.length} tasks settled, ${seconds(drainedAfterMs)} s after the load stopped with ${backlogAtStop} jobs queued\n`,
+    );
     await sleep(2000); // a failure's refund follows its status by a moment
     // Every event subject is `media.events.<host>.<task>` (one message each): a task's events by host.
     const eventHosts = new Map<string, string[]>();
-    for (const subject of Object.keys((await jsm.streams.info('MEDIA_EVENTS', { subjects_filter: 'media.events.>' })).state.subjects ?? {})) {
+    for (const subject of Object.keys(
+      (await jsm.streams.info('MEDIA_EVENTS', { subjects_filter: 'media.events.>' })).state.subjects ?? {},
+    )) {
       const parsed = hostAndTask(EVENTS_SUBJECT_PREFIX, subject);
       if (parsed !== undefined) eventHosts.set(parsed.taskId, [...(eventHosts.get(parsed.taskId) ?? []), parsed.host]);
     }
@@ -364,18 +461,28 @@ async function main(): Promise<void> {
     // Submissions while a node was down; the clients' own reconnections.
     const whileDown = kills.map((k) => submissions.filter((s) => s.at >= k.killedAt && s.at < k.restartedAt));
     const reconnects = children.map((p) => `${p.name} ${p.reconnections()}`);
-    const exitedClients = children.filter((p) => p.child.exitCode !== null || p.child.signalCode !== null).map((p) => p.name);
+    const exitedClients = children
+      .filter((p) => p.child.exitCode !== null || p.child.signalCode !== null)
+      .map((p) => p.name);
     const statusCounts = new Map<number, number>();
     for (const s of submissions) statusCounts.set(s.status, (statusCounts.get(s.status) ?? 0) + 1);
     const problems = [...audit.problems];
     if (exitedClients.length > 0) problems.push(`client processes exited: ${exitedClients.join(', ')}`);
     for (const [i, w] of whileDown.entries()) {
-      if (!w.some((s) => s.status === 200)) problems.push(`no submission accepted while ${kills[i]?.node} (${kills[i]?.what}) was down`);
+      if (!w.some((s) => s.status === 200))
+        problems.push(`no submission accepted while ${kills[i]?.node} (${kills[i]?.what}) was down`);
     }
-    if (submissions.some((s) => s.status >= 500 && s.status !== 503)) problems.push('a submission failed with a 5xx other than 503');
+    if (submissions.some((s) => s.status >= 500 && s.status !== 503))
+      problems.push('a submission failed with a 5xx other than 503');
 
     const killTable = markdownTable(
-      ['SIGKILLed', 'new leader after (s)', 'down (s)', 'caught up after restart (s)', 'submissions while down: accepted / refused'],
+      [
+        'SIGKILLed',
+        'new leader after (s)',
+        'down (s)',
+        'caught up after restart (s)',
+        'submissions while down: accepted / refused',
+      ],
       kills.map((k, i) => [
         `${k.node} (${k.what})`,
         seconds(k.newLeaderAfterMs),
@@ -387,19 +494,34 @@ async function main(): Promise<void> {
     const completed = tasks.filter((t) => t.status === 'completed').length;
     const failed = tasks.filter((t) => t.status === 'failed').length;
     const summary = markdownTable(
-      ['submissions (HTTP status: count)', 'tasks accepted', 'jobs queued when the load stopped / all settled after (s)', 'completed / failed', 'with exactly one event, from the first claimer', 'debits / refunds', 'top-ups ok / failed', 'balances = ledger sums', 'client reconnections (none restarted)', 'problems'],
-      [[
-        [...statusCounts].map(([s, k]) => `${s === 0 ? `no answer in ${CLIENT_TIMEOUT_MS / 1000} s` : s}: ${k}`).join(', '),
-        String(tasks.length),
-        `${backlogAtStop} / ${seconds(drainedAfterMs)}`,
-        `${completed} / ${failed}`,
-        String(tasks.filter((t) => t.eventHosts.length === 1 && t.eventHosts[0] === t.firstClaim).length),
-        `${audit.debits} / ${audit.refunds}`,
-        `${topupsOk} / ${topupsFailed}`,
-        `${ledgers.filter((l) => !audit.problems.some((p) => p.startsWith(l.id))).length} of ${ledgers.length}`,
-        reconnects.join(', '),
-        String(problems.length),
-      ]],
+      [
+        'submissions (HTTP status: count)',
+        'tasks accepted',
+        'jobs queued when the load stopped / all settled after (s)',
+        'completed / failed',
+        'with exactly one event, from the first claimer',
+        'debits / refunds',
+        'top-ups ok / failed',
+        'balances = ledger sums',
+        'client reconnections (none restarted)',
+        'problems',
+      ],
+      [
+        [
+          [...statusCounts]
+            .map(([s, k]) => `${s === 0 ? `no answer in ${CLIENT_TIMEOUT_MS / 1000} s` : s}: ${k}`)
+            .join(', '),
+          String(tasks.length),
+          `${backlogAtStop} / ${seconds(drainedAfterMs)}`,
+          `${completed} / ${failed}`,
+          String(tasks.filter((t) => t.eventHosts.length === 1 && t.eventHosts[0] === t.firstClaim).length),
+          `${audit.debits} / ${audit.refunds}`,
+          `${topupsOk} / ${topupsFailed}`,
+          `${ledgers.filter((l) => !audit.problems.some((p) => p.startsWith(l.id))).length} of ${ledgers.length}`,
+          reconnects.join(', '),
+          String(problems.length),
+        ],
+      ],
     );
     const machine = `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; ${os.cpus().length} cores, load average at start ${loadAtStart}; ${c.version}; Node ${process.version}`;
     const block = [
@@ -423,8 +545,7 @@ async function main(): Promise<void> {
     await cluster?.stop();
     if (values.keep === true) {
       process.stderr.write(`kept ${dir} (node configurations, nodes' and clients' logs)\n`);
-    }
-    else await fs.rm(dir, { recursive: true, force: true });
+    } else await fs.rm(dir, { recursive: true, force: true });
   }
 }
 

@@ -21,10 +21,14 @@ export function passwordVariable(user: string): string {
 /** The shipped users file with the host block repeated for each extra host. */
 export async function usersWithHosts(hosts: readonly string[]): Promise<string> {
   // The host's name ends up in a configuration variable (`$MW_WORKER_<HOST>_PASSWORD`): no `-` there.
-  for (const h of hosts) if (!/^[A-Za-z0-9_]+$/.test(h)) throw new Error(`Expected a worker host name of letters, digits and _ but received ${JSON.stringify(h)}`);
+  for (const h of hosts)
+    if (!/^[A-Za-z0-9_]+$/.test(h))
+      throw new Error(`Expected a worker host name of letters, digits and _ but received ${JSON.stringify(h)}`);
   const shipped = await readFile(USERS_CONF, 'utf8');
   const block = HOST_BLOCK.exec(shipped)?.[0];
   if (block === undefined) throw new Error('deploy/nats/media-users.conf has no worker host block');
-  const copies = hosts.map((h) => block.replaceAll(SHIPPED_HOST, h).replaceAll(SHIPPED_HOST.toUpperCase(), h.toUpperCase()));
+  const copies = hosts.map((h) =>
+    block.replaceAll(SHIPPED_HOST, h).replaceAll(SHIPPED_HOST.toUpperCase(), h.toUpperCase()),
+  );
   return shipped.replace(block, [block, ...copies].join(''));
 }

@@ -34,7 +34,9 @@ function curlPut(file: string, url: string): Promise<number> {
   const started = process.hrtime.bigint();
   const child = spawn('curl', ['-sS', '-f', '-o', '/dev/null', '-T', file, url], { stdio: 'inherit' });
   return new Promise((resolve, reject) => {
-    child.on('exit', (code) => (code === 0 ? resolve(Number(process.hrtime.bigint() - started) / 1e9) : reject(new Error(`curl exited ${code}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(Number(process.hrtime.bigint() - started) / 1e9) : reject(new Error(`curl exited ${code}`)),
+    );
   });
 }
 
@@ -47,7 +49,14 @@ async function main(): Promise<void> {
   try {
     process.env['AWS_ACCESS_KEY_ID'] ??= 'S3RVER';
     process.env['AWS_SECRET_ACCESS_KEY'] ??= 'S3RVER';
-    const store = new S3ResultStore({ s3Bucket: 'bench', s3Endpoint: server.endpoint, s3Region: 'us-east-1', s3Prefix: 'results', s3ForcePathStyle: true, upscaleResultLifetimeDays: 7 });
+    const store = new S3ResultStore({
+      s3Bucket: 'bench',
+      s3Endpoint: server.endpoint,
+      s3Region: 'us-east-1',
+      s3Prefix: 'results',
+      s3ForcePathStyle: true,
+      upscaleResultLifetimeDays: 7,
+    });
     // A small store first: the SDK's modules are loaded and the client made before the baseline.
     const warm = path.join(dir, 'warm.png');
     // Above one part: the multipart path's code is loaded and its sockets open before the baseline.
@@ -67,19 +76,21 @@ async function main(): Promise<void> {
     await fileDigest(file);
     const hashSeconds = Number(process.hrtime.bigint() - hashStarted) / 1e9;
     const mbps = (s: number) => Math.round((stored.size / MiB / s) * 10) / 10;
-    console.log(JSON.stringify({
-      fileMiB: mb,
-      rssBaselineMiB: Math.round(baseline / MiB),
-      rssGrowthMiB: Math.round(((peak - baseline) / MiB) * 10) / 10,
-      storeSeconds: Math.round(storeSeconds * 100) / 100,
-      storeMiBps: mbps(storeSeconds),
-      sha256PassSeconds: Math.round(hashSeconds * 100) / 100,
-      curlPutSeconds: Math.round(curlSeconds * 100) / 100,
-      curlMiBps: mbps(curlSeconds),
-      ratio: Math.round((curlSeconds / storeSeconds) * 100) / 100,
-      ratioWithoutSha256Pass: Math.round((curlSeconds / (storeSeconds - hashSeconds)) * 100) / 100,
-      sha256: stored.sha256,
-    }));
+    console.log(
+      JSON.stringify({
+        fileMiB: mb,
+        rssBaselineMiB: Math.round(baseline / MiB),
+        rssGrowthMiB: Math.round(((peak - baseline) / MiB) * 10) / 10,
+        storeSeconds: Math.round(storeSeconds * 100) / 100,
+        storeMiBps: mbps(storeSeconds),
+        sha256PassSeconds: Math.round(hashSeconds * 100) / 100,
+        curlPutSeconds: Math.round(curlSeconds * 100) / 100,
+        curlMiBps: mbps(curlSeconds),
+        ratio: Math.round((curlSeconds / storeSeconds) * 100) / 100,
+        ratioWithoutSha256Pass: Math.round((curlSeconds / (storeSeconds - hashSeconds)) * 100) / 100,
+        sha256: stored.sha256,
+      }),
+    );
   } finally {
     server.stop();
     await rm(dir, { recursive: true, force: true });

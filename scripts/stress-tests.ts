@@ -53,7 +53,9 @@ const jsonReportSchema = z.object({
       name: z.string(),
       status: z.string(),
       message: z.string().optional(),
-      assertionResults: z.array(z.object({ fullName: z.string(), status: z.string(), failureMessages: z.array(z.string()).default([]) })).default([]),
+      assertionResults: z
+        .array(z.object({ fullName: z.string(), status: z.string(), failureMessages: z.array(z.string()).default([]) }))
+        .default([]),
     }),
   ),
 });
@@ -75,14 +77,21 @@ export function failuresOfReport(reportJson: string, round: number, root: string
   for (const file of report.testResults) {
     const relative = path.relative(root, file.name) || file.name;
     const failed = file.assertionResults.filter((a) => a.status === 'failed');
-    for (const a of failed) failures.push({ round, file: relative, test: a.fullName, message: firstLine(a.failureMessages[0] ?? '') });
-    if (failed.length === 0 && file.status === 'failed') failures.push({ round, file: relative, test: '(file)', message: firstLine(file.message ?? '') });
+    for (const a of failed)
+      failures.push({ round, file: relative, test: a.fullName, message: firstLine(a.failureMessages[0] ?? '') });
+    if (failed.length === 0 && file.status === 'failed')
+      failures.push({ round, file: relative, test: '(file)', message: firstLine(file.message ?? '') });
   }
   return failures;
 }
 
 function firstLine(text: string): string {
-  return text.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+  return (
+    text
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? ''
+  );
 }
 
 /** A CPU busy loop in a process of its own, so vitest's workers compete with it for the cores. */
@@ -90,12 +99,21 @@ function busyLoop(): ChildProcess {
   return spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
 }
 
-async function runRound(root: string, files: readonly string[], round: number, dir: string): Promise<{ failures: StressFailure[]; seconds: number; exitCode: number }> {
+async function runRound(
+  root: string,
+  files: readonly string[],
+  round: number,
+  dir: string,
+): Promise<{ failures: StressFailure[]; seconds: number; exitCode: number }> {
   const reportPath = path.join(dir, `round-${round}.json`);
   const started = Date.now();
   const vitest = path.join(root, 'node_modules', '.bin', 'vitest');
   const exitCode = await new Promise<number>((resolve, reject) => {
-    const child = spawn(vitest, ['run', '--reporter=dot', '--reporter=json', `--outputFile.json=${reportPath}`, ...files], { cwd: root, stdio: 'inherit' });
+    const child = spawn(
+      vitest,
+      ['run', '--reporter=dot', '--reporter=json', `--outputFile.json=${reportPath}`, ...files],
+      { cwd: root, stdio: 'inherit' },
+    );
     child.on('error', reject);
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
@@ -107,7 +125,13 @@ async function runRound(root: string, files: readonly string[], round: number, d
     // No report at all (vitest died): the round failed as a whole.
     failures = [{ round, file: '(vitest)', test: '(round)', message: `no JSON report: ${(err as Error).message}` }];
   }
-  if (exitCode !== 0 && failures.length === 0) failures.push({ round, file: '(vitest)', test: '(round)', message: `vitest exited ${exitCode} with no failed test in its report` });
+  if (exitCode !== 0 && failures.length === 0)
+    failures.push({
+      round,
+      file: '(vitest)',
+      test: '(round)',
+      message: `vitest exited ${exitCode} with no failed test in its report`,
+    });
   return { failures, seconds, exitCode };
 }
 
@@ -118,8 +142,10 @@ async function main(): Promise<void> {
   });
   const rounds = Number(values.rounds);
   const loops = Number(values.loops);
-  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a whole number of at least 1, not ${values.rounds}`);
-  if (!Number.isInteger(loops) || loops < 0) throw new Error(`--loops must be a whole number of at least 0, not ${values.loops}`);
+  if (!Number.isInteger(rounds) || rounds < 1)
+    throw new Error(`--rounds must be a whole number of at least 1, not ${values.rounds}`);
+  if (!Number.isInteger(loops) || loops < 0)
+    throw new Error(`--loops must be a whole number of at least 0, not ${values.loops}`);
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
   const files = positionals.length > 0 ? positionals : TIMING_SENSITIVE_FILES;
 
@@ -134,11 +160,15 @@ async function main(): Promise<void> {
   });
   const all: StressFailure[] = [];
   try {
-    console.error(`stress: ${files.length} files x ${rounds} rounds, ${loops} busy loops, load average ${os.loadavg()[0]!.toFixed(1)} at the start`);
+    console.error(
+      `stress: ${files.length} files x ${rounds} rounds, ${loops} busy loops, load average ${os.loadavg()[0]!.toFixed(1)} at the start`,
+    );
     for (let round = 1; round <= rounds; round++) {
       const { failures, seconds } = await runRound(root, files, round, dir);
       all.push(...failures);
-      console.error(`stress: round ${round}/${rounds}: ${failures.length} failed, ${seconds.toFixed(0)} s, load average ${os.loadavg()[0]!.toFixed(1)}`);
+      console.error(
+        `stress: round ${round}/${rounds}: ${failures.length} failed, ${seconds.toFixed(0)} s, load average ${os.loadavg()[0]!.toFixed(1)}`,
+      );
     }
   } finally {
     stopBusy();

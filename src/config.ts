@@ -11,9 +11,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } from './gateway/settings.js';
-import { DEFAULT_SR_MODEL_CHOICES, EXECUTION_PROVIDER_NAMES, PRECISION_SETTINGS, parseExecutionProviders, parseSrModelChoices } from './inference/settings.js';
+import {
+  DEFAULT_SR_MODEL_CHOICES,
+  EXECUTION_PROVIDER_NAMES,
+  PRECISION_SETTINGS,
+  parseExecutionProviders,
+  parseSrModelChoices,
+} from './inference/settings.js';
 import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, DEFAULT_WORK_LIMITS, HARDWARE_CLASS_NAMES } from './jobs/index.js';
-import { DEFAULT_SYNC_MODEL_MAP, parseLipsyncBackends, parseLipsyncModelMapping, parseSyncModelMap } from './lipsync/settings.js';
+import {
+  DEFAULT_SYNC_MODEL_MAP,
+  parseLipsyncBackends,
+  parseLipsyncModelMapping,
+  parseSyncModelMap,
+} from './lipsync/settings.js';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_DEADLINE_MS,
@@ -50,7 +61,10 @@ const providerList = z.string().transform((value, ctx) => {
   try {
     return parseExecutionProviders(value);
   } catch {
-    ctx.addIssue({ code: 'custom', message: `Expected a comma-separated list of ${EXECUTION_PROVIDER_NAMES.join(', ')} but received ${received(value)}` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `Expected a comma-separated list of ${EXECUTION_PROVIDER_NAMES.join(', ')} but received ${received(value)}`,
+    });
     return z.NEVER;
   }
 });
@@ -83,7 +97,10 @@ const musicBackendList = parsedBy(parseMusicBackends);
 // One parser for the private URL prefixes (media/settings.ts); here only its error is reworded.
 const privateOriginList = parsedBy(parsePrivateOrigins);
 
-const httpUrl = z.url({ protocol: /^https?$/, error: (issue) => `Expected an http or https URL but received ${received(issue.input)}` });
+const httpUrl = z.url({
+  protocol: /^https?$/,
+  error: (issue) => `Expected an http or https URL but received ${received(issue.input)}`,
+});
 
 /** pino's levels, as LOG_LEVEL takes them. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -163,13 +180,13 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_DEVICE_MEMORY_MB',
     schema: nonNegativeInt,
     default: '0',
-    doc: 'GPU memory one super-resolution call may use, MiB: the tile side follows it (the manifest\'s bytes per tile pixel); 0: a quarter of the device\'s memory when nvidia-smi reports it, else the manifest\'s tile size.',
+    doc: "GPU memory one super-resolution call may use, MiB: the tile side follows it (the manifest's bytes per tile pixel); 0: a quarter of the device's memory when nvidia-smi reports it, else the manifest's tile size.",
   }),
   tileRamMb: setting({
     env: 'MEDIA_WORKER_TILE_RAM_MB',
     schema: nonNegativeInt,
     default: '0',
-    doc: 'RAM one super-resolution call may use on the CPU provider, MiB: the tile side follows it (the manifest\'s bytes per tile pixel); 0: a quarter of the host\'s memory.',
+    doc: "RAM one super-resolution call may use on the CPU provider, MiB: the tile side follows it (the manifest's bytes per tile pixel); 0: a quarter of the host's memory.",
   }),
   tensorrtCacheDir: setting({
     env: 'MEDIA_WORKER_TENSORRT_CACHE_DIR',
@@ -185,7 +202,7 @@ export const SETTINGS = {
   privateOrigins: setting({
     env: 'MEDIA_WORKER_PRIVATE_ORIGINS',
     schema: privateOriginList,
-    doc: 'URL prefixes that job inputs may be fetched from although their address is private, over http too, comma-separated; nothing else private is reached. The one-host recipe names its gateway\'s files: `http://127.0.0.1:8080/results/`.',
+    doc: "URL prefixes that job inputs may be fetched from although their address is private, over http too, comma-separated; nothing else private is reached. The one-host recipe names its gateway's files: `http://127.0.0.1:8080/results/`.",
   }),
   maxImageBytes: setting({
     env: 'MEDIA_WORKER_MAX_IMAGE_BYTES',
@@ -269,19 +286,19 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS',
     schema: booleanSetting,
     default: 'false',
-    doc: 'Let `serve` pull a kind whose network (or a helper network it needs) has a licence that forbids commercial use: Wav2Lip, MusicGen\'s weights (`models list` shows each licence). Off: such a kind is not pulled and /readyz and capabilities say why. The one-off commands run them for a person\'s own use with a line naming the licence.',
+    doc: "Let `serve` pull a kind whose network (or a helper network it needs) has a licence that forbids commercial use: Wav2Lip, MusicGen's weights (`models list` shows each licence). Off: such a kind is not pulled and /readyz and capabilities say why. The one-off commands run them for a person's own use with a line naming the licence.",
   }),
   srModels: setting({
     env: 'MEDIA_WORKER_SR_MODELS',
     schema: srModelChoices,
     default: DEFAULT_SR_MODEL_CHOICES,
-    doc: 'Super-resolution network per use: entries `use=NAME` or `use:factor=NAME` (e.g. `video:4=esrgan-slim-x4`) for image and video jobs and `mouth` (vendor-lipsync-2-pro\'s mouth pass); uses left out keep their default. A network scaling past the factor is followed by a Lanczos downscale.',
+    doc: "Super-resolution network per use: entries `use=NAME` or `use:factor=NAME` (e.g. `video:4=esrgan-slim-x4`) for image and video jobs and `mouth` (vendor-lipsync-2-pro's mouth pass); uses left out keep their default. A network scaling past the factor is followed by a Lanczos downscale.",
   }),
   precision: setting({
     env: 'WORKER_PRECISION',
     schema: oneOfSetting(PRECISION_SETTINGS),
     default: 'auto',
-    doc: 'Which graph of each super-resolution network runs: fp32; fp16 (its float16 variant; cuda or tensorrt only); int8 (its int8 variant; on the CPU or tensorrt, refused on any other provider; a variant whose tiles leave seams stays fp32); bf16 (refused: no bf16 graph is shipped); auto: fp16 on cuda and tensorrt, and on a CPU the int8 variant only where its quality gate passes (`models list`) and a probe at start finds it faster at 40 dB or more on this host, else fp32. The choice is logged and reported in capabilities and /metrics; on a CPU, estimates count an int8 graph at its gate\'s measured speed.',
+    doc: "Which graph of each super-resolution network runs: fp32; fp16 (its float16 variant; cuda or tensorrt only); int8 (its int8 variant; on the CPU or tensorrt, refused on any other provider; a variant whose tiles leave seams stays fp32); bf16 (refused: no bf16 graph is shipped); auto: fp16 on cuda and tensorrt, and on a CPU the int8 variant only where its quality gate passes (`models list`) and a probe at start finds it faster at 40 dB or more on this host, else fp32. The choice is logged and reported in capabilities and /metrics; on a CPU, estimates count an int8 graph at its gate's measured speed.",
   }),
   videoEncoder: setting({
     env: 'MEDIA_WORKER_VIDEO_ENCODER',
@@ -299,7 +316,7 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_VIDEO_PRESET',
     schema: oneOfSetting(X264_PRESETS),
     default: DEFAULT_ENCODER.preset,
-    doc: 'x264 speed preset (mapped to hardware encoders\' own); the CPU encoder must keep up with inference.',
+    doc: "x264 speed preset (mapped to hardware encoders' own); the CPU encoder must keep up with inference.",
   }),
   videoHdr: setting({
     env: 'MEDIA_WORKER_VIDEO_HDR',
@@ -378,13 +395,13 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_HARDWARE_CLASS',
     schema: oneOfSetting(['auto', ...HARDWARE_CLASS_NAMES]),
     default: 'auto',
-    doc: 'Hardware class the quote\'s cost estimate is for (src/jobs/hardware-classes.ts): cpu, h100 (an estimate); auto: h100 when the execution provider that passed the start-up probe is cuda or tensorrt, else cpu.',
+    doc: "Hardware class the quote's cost estimate is for (src/jobs/hardware-classes.ts): cpu, h100 (an estimate); auto: h100 when the execution provider that passed the start-up probe is cuda or tensorrt, else cpu.",
   }),
   maxEstimatePercent: setting({
     env: 'MEDIA_WORKER_MAX_ESTIMATE_PERCENT',
     schema: intSchema('an integer from 1 to 100', 1, 100),
     default: String(DEFAULT_WORK_LIMITS.maxEstimatePercentOfLimit),
-    doc: 'A job whose estimated processing time exceeds this share of its kind\'s limit (WORKER_WATCHDOG_MS) is refused at quote time (JOB_TOO_COSTLY).',
+    doc: "A job whose estimated processing time exceeds this share of its kind's limit (WORKER_WATCHDOG_MS) is refused at quote time (JOB_TOO_COSTLY).",
   }),
   videoMaxInputSide: setting({
     env: 'MEDIA_WORKER_VIDEO_MAX_INPUT_SIDE',
@@ -396,7 +413,7 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_VIDEO_MAX_INPUT_PIXELS',
     schema: positiveInt,
     default: String(DEFAULT_WORK_LIMITS.videoMaxInputPixels),
-    doc: 'Pixels of one video input frame (default: H.264 level 6.2\'s frame size); over it: VIDEO_TOO_LARGE.',
+    doc: "Pixels of one video input frame (default: H.264 level 6.2's frame size); over it: VIDEO_TOO_LARGE.",
   }),
   videoMaxOutputSide: setting({
     env: 'MEDIA_WORKER_VIDEO_MAX_OUTPUT_SIDE',
@@ -408,7 +425,7 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_VIDEO_MAX_OUTPUT_PIXELS',
     schema: positiveInt,
     default: String(DEFAULT_WORK_LIMITS.videoMaxOutputPixels),
-    doc: 'Pixels of one upscaled video frame (default: H.264 level 6.2\'s frame size, 8192x4320 fits); over it: OUTPUT_TOO_LARGE.',
+    doc: "Pixels of one upscaled video frame (default: H.264 level 6.2's frame size, 8192x4320 fits); over it: OUTPUT_TOO_LARGE.",
   }),
   videoMaxFps: setting({
     env: 'MEDIA_WORKER_VIDEO_MAX_FPS',
@@ -436,14 +453,21 @@ export type Config = SettingsOf<typeof SETTINGS>;
 export class ConfigError extends SettingsError {}
 
 const reader = settingsReader(SETTINGS, tableSchema(SETTINGS), ConfigError, (value) =>
-  value.startsWith(PACKAGE_ROOT) ? `<package>${value.slice(PACKAGE_ROOT.length)}` : value === os.tmpdir() ? '<os tmpdir>' : value,
+  value.startsWith(PACKAGE_ROOT)
+    ? `<package>${value.slice(PACKAGE_ROOT.length)}`
+    : value === os.tmpdir()
+      ? '<os tmpdir>'
+      : value,
 );
 
 /**
  * Reads every setting from `env` (process.env by default). `overrides` take precedence and use the
  * same string spelling as the environment, so CLI flags go through the same schemas.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Record<SettingKey, string>> = {}): Config {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<Record<SettingKey, string>> = {},
+): Config {
   return reader.fromEnv(env, overrides);
 }
 
@@ -466,11 +490,24 @@ export interface SettingsSection {
 }
 
 export const SETTINGS_SECTIONS: readonly SettingsSection[] = [
-  { key: 'pipelines', title: 'Pipelines and command line', table: SETTINGS, load: (env) => loadConfig(env), reference: configReference },
-  { key: 'daemon', title: 'Daemon (`media-worker serve`)', table: WORKER_SETTINGS, load: (env) => workerSettingsFromEnv(env), reference: workerSettingsReference },
+  {
+    key: 'pipelines',
+    title: 'Pipelines and command line',
+    table: SETTINGS,
+    load: (env) => loadConfig(env),
+    reference: configReference,
+  },
+  {
+    key: 'daemon',
+    title: 'Daemon (`media-worker serve`)',
+    table: WORKER_SETTINGS,
+    load: (env) => workerSettingsFromEnv(env),
+    reference: workerSettingsReference,
+  },
   {
     key: 'gateway',
-    title: "Gateway (`media-worker gateway`; also reads the protocol's NATS_*, stream names, RESULTS_DIR and RESULTS_BASE_URL, listed with the daemon)",
+    title:
+      "Gateway (`media-worker gateway`; also reads the protocol's NATS_*, stream names, RESULTS_DIR and RESULTS_BASE_URL, listed with the daemon)",
     table: GATEWAY_SETTINGS,
     load: (env) => gatewaySettingsFromEnv(env),
     reference: gatewaySettingsReference,

@@ -23,4 +23,6 @@ export const PACKAGE_ROOT = findPackageRoot();
 export const BUNDLED_PHOTOS_DIR = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'photos');
 export const DEFAULT_SAMPLE_IMAGE = path.join(BUNDLED_PHOTOS_DIR, 'astronaut.png');
 
-export const PACKAGE_VERSION = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+export const PACKAGE_VERSION = (
+  JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }
+).version;

@@ -33,7 +33,9 @@ export function setting<const T extends SettingSpec>(spec: T): T {
   return spec;
 }
 
-export type SettingValue<S extends SettingSpec> = S extends { default: string } ? z.output<S['schema']> : z.output<S['schema']> | undefined;
+export type SettingValue<S extends SettingSpec> = S extends { default: string }
+  ? z.output<S['schema']>
+  : z.output<S['schema']> | undefined;
 export type SettingsOf<T extends SettingsTable> = { [K in keyof T]: SettingValue<T[K]> };
 /** Values handed over in code: each in its environment spelling or already typed. */
 export type SettingsInput<T extends SettingsTable> = { [K in keyof T]?: z.input<T[K]['schema']> | string };
@@ -43,7 +45,9 @@ export const received = (input: unknown): string => JSON.stringify(input) ?? Str
 /** An integer in range, given as a number or its decimal spelling. */
 export function intSchema(expectation: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   return z
-    .union([z.number(), z.string()], { error: (issue) => `Expected ${expectation} but received ${received(issue.input)}` })
+    .union([z.number(), z.string()], {
+      error: (issue) => `Expected ${expectation} but received ${received(issue.input)}`,
+    })
     .transform((input, ctx) => {
       const value = typeof input === 'number' ? input : input.trim() === '' ? Number.NaN : Number(input.trim());
       if (!Number.isSafeInteger(value) || value < min || value > max) {
@@ -59,29 +63,41 @@ export const nonNegativeInt = intSchema('a non-negative integer', 0);
 /** A TCP port; 0 lets the system choose a free one. */
 export const portNumber = intSchema('a port number from 0 to 65535', 0, 65535);
 
-export const absoluteUrl = z.url({ error: (issue) => `Expected an absolute URL but received ${received(issue.input)}` });
-
-export const nonEmptyText = z.string({ error: (issue) => `Expected a non-empty string but received ${received(issue.input)}` }).min(1, {
-  error: (issue) => `Expected a non-empty string but received ${received(issue.input)}`,
+export const absoluteUrl = z.url({
+  error: (issue) => `Expected an absolute URL but received ${received(issue.input)}`,
 });
+
+export const nonEmptyText = z
+  .string({ error: (issue) => `Expected a non-empty string but received ${received(issue.input)}` })
+  .min(1, {
+    error: (issue) => `Expected a non-empty string but received ${received(issue.input)}`,
+  });
 
 const TRUE_WORDS = ['1', 'true', 'yes', 'on'];
 const FALSE_WORDS = ['0', 'false', 'no', 'off'];
 
 export const booleanSetting = z
-  .union([z.boolean(), z.string()], { error: (issue) => `Expected one of ${[...TRUE_WORDS, ...FALSE_WORDS].join(', ')} but received ${received(issue.input)}` })
+  .union([z.boolean(), z.string()], {
+    error: (issue) =>
+      `Expected one of ${[...TRUE_WORDS, ...FALSE_WORDS].join(', ')} but received ${received(issue.input)}`,
+  })
   .transform((input, ctx) => {
     if (typeof input === 'boolean') return input;
     const word = input.trim().toLowerCase();
     if (TRUE_WORDS.includes(word)) return true;
     if (FALSE_WORDS.includes(word)) return false;
-    ctx.addIssue({ code: 'custom', message: `Expected one of ${[...TRUE_WORDS, ...FALSE_WORDS].join(', ')} but received ${received(input)}` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `Expected one of ${[...TRUE_WORDS, ...FALSE_WORDS].join(', ')} but received ${received(input)}`,
+    });
     return z.NEVER;
   });
 
 /** One of a fixed set of words. */
 export function oneOfSetting<const W extends readonly [string, ...string[]]>(words: W) {
-  return z.enum(words, { error: (issue) => `Expected one of ${words.join(', ')} but received ${received(issue.input)}` });
+  return z.enum(words, {
+    error: (issue) => `Expected one of ${words.join(', ')} but received ${received(issue.input)}`,
+  });
 }
 
 /**
@@ -90,8 +106,12 @@ export function oneOfSetting<const W extends readonly [string, ...string[]]>(wor
  */
 export function parseNameList<const N extends readonly string[]>(value: string, names: N, what: string): N[number][] {
   const out: N[number][] = [];
-  for (const name of value.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
-    if (!names.includes(name)) throw new Error(`Expected a comma-separated list of ${names.join(', ')} but received ${JSON.stringify(value)}`);
+  for (const name of value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')) {
+    if (!names.includes(name))
+      throw new Error(`Expected a comma-separated list of ${names.join(', ')} but received ${JSON.stringify(value)}`);
     if (out.includes(name)) throw new Error(`Expected each ${what} once but ${name} is listed twice`);
     out.push(name);
   }
@@ -185,7 +205,17 @@ export function settingsReference(table: SettingsTable, shownDefault: (value: st
  * Variables with one of these prefixes are taken as meant for this program: one that no table
  * reads is reported. The prefixes of every table's own variables are added by `settingPrefixes`.
  */
-export const PROJECT_PREFIXES = ['MEDIA_WORKER_', 'MEDIA_', 'WORKER_', 'RESULTS_', 'NATS_', 'GATEWAY_', 'LOG_', 'FFMPEG_', 'FFPROBE_'] as const;
+export const PROJECT_PREFIXES = [
+  'MEDIA_WORKER_',
+  'MEDIA_',
+  'WORKER_',
+  'RESULTS_',
+  'NATS_',
+  'GATEWAY_',
+  'LOG_',
+  'FFMPEG_',
+  'FFPROBE_',
+] as const;
 
 /**
  * Variables with a project prefix that are read by something else, not settings: the test helpers'
@@ -228,7 +258,11 @@ export function unknownSettings(env: NodeJS.ProcessEnv, known: readonly string[]
 }
 
 /** The known name nearest to `name` by edit distance, prefixes aside; undefined when none is near. */
-export function closestSetting(name: string, known: readonly string[], prefixes: readonly string[] = settingPrefixes(known)): string | undefined {
+export function closestSetting(
+  name: string,
+  known: readonly string[],
+  prefixes: readonly string[] = settingPrefixes(known),
+): string | undefined {
   const strip = (n: string): string => {
     const prefix = prefixes.find((p) => n.startsWith(p) && n.length > p.length);
     return prefix === undefined ? n : n.slice(prefix.length);

@@ -11,7 +11,11 @@ export interface Throttle<T> {
   close(): void;
 }
 
-export function throttle<T>(send: (value: T) => void, intervalMs: number, opts: { trailing?: boolean; now?: () => number } = {}): Throttle<T> {
+export function throttle<T>(
+  send: (value: T) => void,
+  intervalMs: number,
+  opts: { trailing?: boolean; now?: () => number } = {},
+): Throttle<T> {
   const now = opts.now ?? Date.now;
   let lastSentAt = Number.NEGATIVE_INFINITY;
   let held: { value: T } | undefined;

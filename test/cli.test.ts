@@ -25,7 +25,16 @@ function cli(args: string[], opts: { env?: NodeJS.ProcessEnv; input?: string; cw
       process.execPath,
       [CLI, ...args],
       // The compiled code of the dist/ modules is kept between the runs of this file (V8's code cache, no behaviour of its own).
-      { env: { ...process.env, LOG_LEVEL: 'warn', NODE_COMPILE_CACHE: path.join(dir, 'node-compile-cache'), ...opts.env }, cwd: opts.cwd ?? PACKAGE_ROOT, timeout: 120_000 },
+      {
+        env: {
+          ...process.env,
+          LOG_LEVEL: 'warn',
+          NODE_COMPILE_CACHE: path.join(dir, 'node-compile-cache'),
+          ...opts.env,
+        },
+        cwd: opts.cwd ?? PACKAGE_ROOT,
+        timeout: 120_000,
+      },
       (err, stdout, stderr) => {
         const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
         resolve({ code, stdout, stderr });
@@ -48,19 +57,37 @@ afterAll(async () => {
 });
 
 describe('--help', () => {
-  const commands = [[], ['quote'], ['run'], ['serve'], ['upscale-image'], ['upscale-video'], ['lipsync'], ['music'], ['models'], ['models', 'list'], ['models', 'prepare'], ['config'], ['gateway'], ['accounts'], ['accounts', 'create'], ['accounts', 'topup'], ['accounts', 'add-key'], ['accounts', 'show'], ['provision']];
-  it.each(commands.map((c) => [c.join(' '), c] as const))(
-    'media-worker %s --help',
-    async (_name, args) => {
-      const r = await cli([...args, '--help']);
-      expect(r.code).toBe(0);
-      expect(r.stdout).toContain('Usage: media-worker');
-    },
-  );
+  const commands = [
+    [],
+    ['quote'],
+    ['run'],
+    ['serve'],
+    ['upscale-image'],
+    ['upscale-video'],
+    ['lipsync'],
+    ['music'],
+    ['models'],
+    ['models', 'list'],
+    ['models', 'prepare'],
+    ['config'],
+    ['gateway'],
+    ['accounts'],
+    ['accounts', 'create'],
+    ['accounts', 'topup'],
+    ['accounts', 'add-key'],
+    ['accounts', 'show'],
+    ['provision'],
+  ];
+  it.each(commands.map((c) => [c.join(' '), c] as const))('media-worker %s --help', async (_name, args) => {
+    const r = await cli([...args, '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Usage: media-worker');
+  });
 });
 
 describe('quote', () => {
-  const job = (image: string, factor = '4') => JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: image, upscale_factor: factor } });
+  const job = (image: string, factor = '4') =>
+    JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: image, upscale_factor: factor } });
 
   it('prints the price and the spec echo fields, exit 0', async () => {
     const r = await cli(['quote', job(path.join(BUNDLED_PHOTOS_DIR, 'coffee.png'))]);
@@ -72,7 +99,12 @@ describe('quote', () => {
       estimated_frames: 1,
       estimated_seconds: expect.any(Number),
       hardware_class: 'cpu',
-      input: { image_url: path.join(BUNDLED_PHOTOS_DIR, 'coffee.png'), upscale_factor: '4', detected_dimensions: '600×400', output_tier: '24mp' },
+      input: {
+        image_url: path.join(BUNDLED_PHOTOS_DIR, 'coffee.png'),
+        upscale_factor: '4',
+        detected_dimensions: '600×400',
+        output_tier: '24mp',
+      },
     });
   });
 
@@ -87,9 +119,19 @@ describe('quote', () => {
   });
 
   it.each([
-    ['a bad factor', { model: 'vendor-image-upscale', input: { image_url: 'x.png', upscale_factor: '8' } }, 'INVALID_UPSCALE_FACTOR', 400],
+    [
+      'a bad factor',
+      { model: 'vendor-image-upscale', input: { image_url: 'x.png', upscale_factor: '8' } },
+      'INVALID_UPSCALE_FACTOR',
+      400,
+    ],
     ['an unknown model', { model: 'vendor-image-upscale-9', input: {} }, 'UNKNOWN_MODEL', 400],
-    ['a text file named .png', { model: 'vendor-image-upscale', input: { image_url: 'README.md' } }, 'PROBE_FAILED', 422],
+    [
+      'a text file named .png',
+      { model: 'vendor-image-upscale', input: { image_url: 'README.md' } },
+      'PROBE_FAILED',
+      422,
+    ],
   ])('rejects %s with the spec error body, exit 2', async (_what, body, code, status) => {
     const r = await cli(['quote', JSON.stringify(body)]);
     expect(r.code).toBe(2);
@@ -108,8 +150,16 @@ describe('quote', () => {
     const r = await cli(['serve'], { env: { WORKER_ACK_WAIT_MS: 'soon', NATS_URL: 'nats://127.0.0.1:1' } });
     expect(r.code).toBe(1);
     // A daemon's stderr is JSON lines, its failure too (issue 47, item 4).
-    const records = r.stderr.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { level: number; msg: string });
-    expect(records).toContainEqual(expect.objectContaining({ level: 50, msg: 'Invalid setting WORKER_ACK_WAIT_MS: Expected an integer of at least 1000 but received "soon"' }));
+    const records = r.stderr
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as { level: number; msg: string });
+    expect(records).toContainEqual(
+      expect.objectContaining({
+        level: 50,
+        msg: 'Invalid setting WORKER_ACK_WAIT_MS: Expected an integer of at least 1000 but received "soon"',
+      }),
+    );
   });
 
   it('exits 1 naming the variable of a bad setting', async () => {
@@ -122,7 +172,12 @@ describe('quote', () => {
 describe('config', () => {
   it('prints every setting of every command, credentials hidden', async () => {
     const r = await cli(['config'], {
-      env: { NATS_TOKEN: 's3cret', RESULTS_DIR: '/srv/results', WORKER_CONCURRENCY: 'image=2', OTEL_EXPORTER_OTLP_HEADERS: 'api-key=h3ader' },
+      env: {
+        NATS_TOKEN: 's3cret',
+        RESULTS_DIR: '/srv/results',
+        WORKER_CONCURRENCY: 'image=2',
+        OTEL_EXPORTER_OTLP_HEADERS: 'api-key=h3ader',
+      },
     });
     expect(r.code).toBe(0);
     const shown = JSON.parse(r.stdout);
@@ -130,7 +185,12 @@ describe('config', () => {
     expect(shown.tracing).toMatchObject({ OTEL_EXPORTER_OTLP_HEADERS: '(set)', OTEL_EXPORTER_OTLP_ENDPOINT: null });
     expect(r.stdout).not.toContain('h3ader');
     expect(shown.pipelines).toMatchObject({ LOG_LEVEL: 'warn', FFMPEG_PATH: null });
-    expect(shown.daemon).toMatchObject({ NATS_TOKEN: '(set)', NATS_PASSWORD: null, RESULTS_DIR: '/srv/results', WORKER_CONCURRENCY: { image: 2 } });
+    expect(shown.daemon).toMatchObject({
+      NATS_TOKEN: '(set)',
+      NATS_PASSWORD: null,
+      RESULTS_DIR: '/srv/results',
+      WORKER_CONCURRENCY: { image: 2 },
+    });
     expect(r.stdout).not.toContain('s3cret');
   });
 
@@ -169,7 +229,12 @@ describe('upscale-image and run', () => {
     const r = await cli(['upscale-image', smallPhoto, '--factor', '2', '-o', out]);
     expect(r.code).toBe(0);
     const task = JSON.parse(r.stdout);
-    expect(task).toMatchObject({ model: 'vendor-image-upscale', status: 'completed', creditsUsed: 20, result: { url: out, type: 'image', width: 96, height: 64 } });
+    expect(task).toMatchObject({
+      model: 'vendor-image-upscale',
+      status: 'completed',
+      creditsUsed: 20,
+      result: { url: out, type: 'image', width: 96, height: 64 },
+    });
     expect(new Date(task.createdAt).toISOString()).toBe(task.createdAt);
     const meta = await sharp(out).metadata();
     expect([meta.format, meta.width, meta.height]).toEqual(['jpeg', 96, 64]);
@@ -178,10 +243,17 @@ describe('upscale-image and run', () => {
   it('run writes the result into a directory and leaves no temp files', async () => {
     const outDir = await mkdtemp(path.join(dir, 'results-'));
     const tmp = await mkdtemp(path.join(dir, 'tmp-'));
-    const job = { id: 'cli-run-1', model: 'vendor-image-upscale', input: { image_url: smallPhoto, upscale_factor: '1' } };
+    const job = {
+      id: 'cli-run-1',
+      model: 'vendor-image-upscale',
+      input: { image_url: smallPhoto, upscale_factor: '1' },
+    };
     const r = await cli(['run', JSON.stringify(job), '-o', outDir], { env: { MEDIA_WORKER_TMP_DIR: tmp } });
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ id: 'cli-run-1', result: { url: path.join(outDir, 'cli-run-1.jpg'), width: 48, height: 32 } });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      id: 'cli-run-1',
+      result: { url: path.join(outDir, 'cli-run-1.jpg'), width: 48, height: 32 },
+    });
     expect(await readdir(outDir)).toEqual(['cli-run-1.jpg']);
     expect(await readdir(tmp)).toEqual([]);
   });
@@ -199,29 +271,43 @@ describe('upscale-image and run', () => {
     const out = path.join(dir, 'past-the-limit.jpg');
     const r = await cli(['upscale-image', smallPhoto, '--factor', '2', '-o', out], { env });
     expect(r.code).toBe(0);
-    expect(r.stderr.split('\n')[0]).toMatch(/^estimate on this machine \(cpu, \d+ cores?\): \d+\.\ds with realesrgan-x4plus/);
+    expect(r.stderr.split('\n')[0]).toMatch(
+      /^estimate on this machine \(cpu, \d+ cores?\): \d+\.\ds with realesrgan-x4plus/,
+    );
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', result: { width: 96, height: 64 } });
     // run and quote refuse by the estimate before any work: a 600x400 photo at x4plus is estimated
     // well over 5 s on a CPU, while its quote (a local file) takes far less. (With a 1 ms limit,
     // run's deadline, which covers its quote as the daemon's does, would fire first.)
     const limited = { WORKER_WATCHDOG_MS: 'image=5000' };
-    const job = JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: path.join(BUNDLED_PHOTOS_DIR, 'coffee.png'), upscale_factor: '2' } });
+    const job = JSON.stringify({
+      model: 'vendor-image-upscale',
+      input: { image_url: path.join(BUNDLED_PHOTOS_DIR, 'coffee.png'), upscale_factor: '2' },
+    });
     for (const command of ['run', 'quote']) {
       const refused = await cli([command, job], { env: limited });
       expect(refused.code).toBe(2);
-      expect(JSON.parse(refused.stdout).error).toMatchObject({ code: 'JOB_TOO_COSTLY', message: expect.stringContaining('estimated processing time on cpu') });
+      expect(JSON.parse(refused.stdout).error).toMatchObject({
+        code: 'JOB_TOO_COSTLY',
+        message: expect.stringContaining('estimated processing time on cpu'),
+      });
     }
   });
 
   it('configured for CUDA on this CPU-only machine: refuses, naming the provider and the setting; with CPU fallback allowed it runs on the CPU', async () => {
     const env = { MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda,cpu' };
-    const refused = await cli(['upscale-image', smallPhoto, '--model', 'realesrgan-x4fast', '-o', path.join(dir, 'no-cuda.jpg')], { env });
+    const refused = await cli(
+      ['upscale-image', smallPhoto, '--model', 'realesrgan-x4fast', '-o', path.join(dir, 'no-cuda.jpg')],
+      { env },
+    );
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('execution provider cuda could not start');
     expect(refused.stderr).toContain('set MEDIA_WORKER_CPU_FALLBACK=true');
-    const allowed = await cli(['upscale-image', smallPhoto, '--model', 'realesrgan-x4fast', '-o', path.join(dir, 'cpu-fallback.jpg')], {
-      env: { ...env, MEDIA_WORKER_CPU_FALLBACK: 'true' },
-    });
+    const allowed = await cli(
+      ['upscale-image', smallPhoto, '--model', 'realesrgan-x4fast', '-o', path.join(dir, 'cpu-fallback.jpg')],
+      {
+        env: { ...env, MEDIA_WORKER_CPU_FALLBACK: 'true' },
+      },
+    );
     expect(allowed.code).toBe(0);
     expect(allowed.stderr).toMatch(/^estimate on this machine \(cpu, /);
   });
@@ -236,14 +322,33 @@ describe('upscale-image and run', () => {
 describe('upscale-video', () => {
   it('names a Matroska input`s result .mkv (Matroska in, Matroska out) and an MP4`s .mp4, in the file and the printed url', async () => {
     const ffmpeg = (args: string[]): Promise<unknown> =>
-      new Promise((resolve, reject) => execFile('ffmpeg', ['-v', 'error', '-y', ...args], (err) => (err === null ? resolve(undefined) : reject(err))));
+      new Promise((resolve, reject) =>
+        execFile('ffmpeg', ['-v', 'error', '-y', ...args], (err) => (err === null ? resolve(undefined) : reject(err))),
+      );
     const outDir = path.join(dir, 'videos');
     for (const ext of ['mkv', 'mp4']) {
       const clip = path.join(dir, `tiny.${ext}`);
-      await ffmpeg(['-f', 'lavfi', '-i', 'testsrc=size=32x24:rate=10:duration=0.3', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', clip]);
-      const r = await cli(['upscale-video', clip, '--factor', '2', '-o', `${outDir}/`], { env: { MEDIA_WORKER_SR_MODELS: 'video=esrgan-slim-x2' } });
+      await ffmpeg([
+        '-f',
+        'lavfi',
+        '-i',
+        'testsrc=size=32x24:rate=10:duration=0.3',
+        '-c:v',
+        'libx264',
+        '-preset',
+        'ultrafast',
+        '-pix_fmt',
+        'yuv420p',
+        clip,
+      ]);
+      const r = await cli(['upscale-video', clip, '--factor', '2', '-o', `${outDir}/`], {
+        env: { MEDIA_WORKER_SR_MODELS: 'video=esrgan-slim-x2' },
+      });
       expect(r.code, r.stderr).toBe(0);
-      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', result: { type: 'video', url: path.join(outDir, `tiny-x2.${ext}`), width: 64, height: 48 } });
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        status: 'completed',
+        result: { type: 'video', url: path.join(outDir, `tiny-x2.${ext}`), width: 64, height: 48 },
+      });
     }
     expect((await readdir(outDir)).sort()).toEqual(['tiny-x2.mkv', 'tiny-x2.mp4']);
   });
@@ -251,19 +356,64 @@ describe('upscale-video', () => {
   it('keeps HLG as 10-bit HLG by default and tone-maps it to 8-bit BT.709 with --hdr sdr; refuses another mode', async () => {
     const clip = path.join(dir, 'hlg.mp4');
     await new Promise((resolve, reject) =>
-      execFile('ffmpeg', ['-v', 'error', '-y', '-f', 'lavfi', '-i', 'testsrc=size=32x24:rate=10:duration=0.3', '-c:v', 'libx265', '-x265-params', 'log-level=error', '-preset', 'ultrafast',
-        '-pix_fmt', 'yuv420p10le', '-color_primaries', 'bt2020', '-color_trc', 'arib-std-b67', '-colorspace', 'bt2020nc', clip], (err) => (err === null ? resolve(undefined) : reject(err))));
+      execFile(
+        'ffmpeg',
+        [
+          '-v',
+          'error',
+          '-y',
+          '-f',
+          'lavfi',
+          '-i',
+          'testsrc=size=32x24:rate=10:duration=0.3',
+          '-c:v',
+          'libx265',
+          '-x265-params',
+          'log-level=error',
+          '-preset',
+          'ultrafast',
+          '-pix_fmt',
+          'yuv420p10le',
+          '-color_primaries',
+          'bt2020',
+          '-color_trc',
+          'arib-std-b67',
+          '-colorspace',
+          'bt2020nc',
+          clip,
+        ],
+        (err) => (err === null ? resolve(undefined) : reject(err)),
+      ),
+    );
     const probe = async (file: string): Promise<Record<string, unknown>> => {
-      const { stdout } = await promisify(execFile)('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=codec_name,pix_fmt,color_transfer', '-of', 'json', file]);
+      const { stdout } = await promisify(execFile)('ffprobe', [
+        '-v',
+        'error',
+        '-select_streams',
+        'v:0',
+        '-show_entries',
+        'stream=codec_name,pix_fmt,color_transfer',
+        '-of',
+        'json',
+        file,
+      ]);
       return (JSON.parse(stdout) as { streams: Record<string, unknown>[] }).streams[0]!;
     };
     const env = { env: { MEDIA_WORKER_SR_MODELS: 'video=esrgan-slim-x2' } };
     const kept = await cli(['upscale-video', clip, '-o', path.join(dir, 'hlg-keep.mp4')], env);
     expect(kept.code, kept.stderr).toBe(0);
-    expect(await probe(path.join(dir, 'hlg-keep.mp4'))).toMatchObject({ codec_name: 'hevc', pix_fmt: 'yuv420p10le', color_transfer: 'arib-std-b67' });
+    expect(await probe(path.join(dir, 'hlg-keep.mp4'))).toMatchObject({
+      codec_name: 'hevc',
+      pix_fmt: 'yuv420p10le',
+      color_transfer: 'arib-std-b67',
+    });
     const sdr = await cli(['upscale-video', clip, '--hdr', 'sdr', '-o', path.join(dir, 'hlg-sdr.mp4')], env);
     expect(sdr.code, sdr.stderr).toBe(0);
-    expect(await probe(path.join(dir, 'hlg-sdr.mp4'))).toMatchObject({ codec_name: 'h264', pix_fmt: 'yuv420p', color_transfer: 'bt709' });
+    expect(await probe(path.join(dir, 'hlg-sdr.mp4'))).toMatchObject({
+      codec_name: 'h264',
+      pix_fmt: 'yuv420p',
+      color_transfer: 'bt709',
+    });
     const bad = await cli(['upscale-video', clip, '--hdr', 'dim']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('keep, sdr');
@@ -286,15 +436,23 @@ describe('lipsync', () => {
     expect(r.code).toBe(0);
     const task = JSON.parse(r.stdout);
     // loop: output = the audio's length (2 s), billed on the 1 s video at the 50-credit minimum.
-    expect(task).toMatchObject({ model: 'vendor-lipsync-2', status: 'completed', creditsUsed: 50, result: { url: out, type: 'video' } });
+    expect(task).toMatchObject({
+      model: 'vendor-lipsync-2',
+      status: 'completed',
+      creditsUsed: 50,
+      result: { url: out, type: 'video' },
+    });
     expect(Object.keys(task.result).sort()).toEqual(['duration', 'type', 'url']);
     expect(task.result.duration).toBeCloseTo(2, 1);
   });
 
   it('fails with LIPSYNC_FAILED naming what to install when no real weights are installed', async () => {
-    const r = await cli(['run', JSON.stringify({ model: 'vendor-lipsync-3', input: { video_url: video, audio_url: audio } })], {
-      env: { MEDIA_WORKER_MODELS_DIR: path.join(PACKAGE_ROOT, 'models') },
-    });
+    const r = await cli(
+      ['run', JSON.stringify({ model: 'vendor-lipsync-3', input: { video_url: video, audio_url: audio } })],
+      {
+        env: { MEDIA_WORKER_MODELS_DIR: path.join(PACKAGE_ROOT, 'models') },
+      },
+    );
     expect(r.code).toBe(2);
     const { error } = JSON.parse(r.stdout);
     expect(error.code).toBe('LIPSYNC_FAILED');

@@ -19,7 +19,9 @@ function runtimesLoadedBy(module: string): string[] {
     `await import(${JSON.stringify(url)});`,
     'console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));',
   ].join('\n');
-  const loaded = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as string[];
+  const loaded = JSON.parse(
+    execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }),
+  ) as string[];
   return [...new Set(loaded.flatMap((file) => RUNTIMES.exec(file)?.[1] ?? []))].sort();
 }
 

@@ -23,10 +23,26 @@ describe('loadConfig', () => {
   });
 
   it.each([
-    ['MEDIA_WORKER_EXECUTION_PROVIDERS', 'cuda,gpu', 'Invalid setting MEDIA_WORKER_EXECUTION_PROVIDERS: Expected a comma-separated list of cpu, cuda, tensorrt, webgpu but received "cuda,gpu"'],
-    ['MEDIA_WORKER_THREADS', 'many', 'Invalid setting MEDIA_WORKER_THREADS: Expected a non-negative integer but received "many"'],
-    ['MEDIA_WORKER_MAX_VIDEO_BYTES', '-5', 'Invalid setting MEDIA_WORKER_MAX_VIDEO_BYTES: Expected a positive integer but received "-5"'],
-    ['MEDIA_WORKER_ALLOW_PRIVATE_URLS', 'maybe', 'Invalid setting MEDIA_WORKER_ALLOW_PRIVATE_URLS: Expected one of 1, true, yes, on, 0, false, no, off but received "maybe"'],
+    [
+      'MEDIA_WORKER_EXECUTION_PROVIDERS',
+      'cuda,gpu',
+      'Invalid setting MEDIA_WORKER_EXECUTION_PROVIDERS: Expected a comma-separated list of cpu, cuda, tensorrt, webgpu but received "cuda,gpu"',
+    ],
+    [
+      'MEDIA_WORKER_THREADS',
+      'many',
+      'Invalid setting MEDIA_WORKER_THREADS: Expected a non-negative integer but received "many"',
+    ],
+    [
+      'MEDIA_WORKER_MAX_VIDEO_BYTES',
+      '-5',
+      'Invalid setting MEDIA_WORKER_MAX_VIDEO_BYTES: Expected a positive integer but received "-5"',
+    ],
+    [
+      'MEDIA_WORKER_ALLOW_PRIVATE_URLS',
+      'maybe',
+      'Invalid setting MEDIA_WORKER_ALLOW_PRIVATE_URLS: Expected one of 1, true, yes, on, 0, false, no, off but received "maybe"',
+    ],
     ['LOG_LEVEL', 'loud', 'Invalid setting LOG_LEVEL:'],
   ])('names %s when its value %s is bad', (env, value, message) => {
     expect(() => loadConfig({ [env]: value })).toThrow(ConfigError);
@@ -69,7 +85,8 @@ describe('unknown settings', () => {
   it('knows every variable of every settings table (a new table is covered once listed)', async () => {
     const { knownSettingNames, SETTINGS_SECTIONS, findUnknownSettings } = await import('../src/config.js');
     const names = knownSettingNames();
-    for (const section of SETTINGS_SECTIONS) for (const spec of Object.values(section.table)) expect(names).toContain(spec.env);
+    for (const section of SETTINGS_SECTIONS)
+      for (const spec of Object.values(section.table)) expect(names).toContain(spec.env);
     expect(findUnknownSettings(Object.fromEntries(names.map((n) => [n, 'x'])))).toEqual([]);
   });
 });

@@ -67,20 +67,25 @@ describe('Dockerfile.cuda', () => {
     checkAgainstSettings(Object.fromEntries(env));
   });
 
-  it('writes results, temp files and models under the unprivileged user\'s directory, and sets nothing unread', async () => {
+  it("writes results, temp files and models under the unprivileged user's directory, and sets nothing unread", async () => {
     const dockerfile = await read('Dockerfile.cuda');
     const env = Object.fromEntries(dockerEnv(dockerfile));
-    for (const name of ['RESULTS_DIR', 'MEDIA_WORKER_TMP_DIR', 'MEDIA_WORKER_MODELS_DIR']) expect(env[name]).toMatch(/^\/var\/lib\/media-worker\//);
+    for (const name of ['RESULTS_DIR', 'MEDIA_WORKER_TMP_DIR', 'MEDIA_WORKER_MODELS_DIR'])
+      expect(env[name]).toMatch(/^\/var\/lib\/media-worker\//);
     expect(env).not.toHaveProperty('NODE_ENV');
     expect(dockerfile).toMatch(/^USER media-worker$/m);
-    expect(dockerfile).toContain('install -d -o media-worker -g media-worker /var/lib/media-worker/results /var/lib/media-worker/tmp');
-    expect(dockerfile).toContain('--chown=media-worker:media-worker /opt/media-worker/models /var/lib/media-worker/models');
+    expect(dockerfile).toContain(
+      'install -d -o media-worker -g media-worker /var/lib/media-worker/results /var/lib/media-worker/tmp',
+    );
+    expect(dockerfile).toContain(
+      '--chown=media-worker:media-worker /opt/media-worker/models /var/lib/media-worker/models',
+    );
     expect(dockerfile).toContain('models prepare');
   });
 });
 
 describe('the Node version', () => {
-  it('is one LTS major for CI and the CUDA image, within package.json\'s engines', async () => {
+  it("is one LTS major for CI and the CUDA image, within package.json's engines", async () => {
     const ci = Number(/^NODE_LTS_MAJOR=(\d+)$/m.exec(await read('.ci/run'))?.[1]);
     const image = Number(/deb\.nodesource\.com\/node_(\d+)\.x/.exec(await read('Dockerfile.cuda'))?.[1]);
     const engines = (JSON.parse(await read('package.json')) as { engines: { node: string } }).engines.node;
@@ -92,13 +97,14 @@ describe('the Node version', () => {
 });
 
 describe('the set-up of the tests (issue 56)', () => {
-  it('is one script that the README\'s test command and .ci/run both run', async () => {
+  it("is one script that the README's test command and .ci/run both run", async () => {
     const scripts = (JSON.parse(await read('package.json')) as { scripts: Record<string, string> }).scripts;
     expect(scripts['test']).toBe('bash scripts/test.sh');
     expect(await read('scripts/test.sh')).toMatch(/^\. scripts\/test-setup\.sh$/m);
     expect(await read('.ci/run')).toMatch(/^\. scripts\/test-setup\.sh$/m);
     const setup = await read('scripts/test-setup.sh');
-    for (const needed of ['ffmpeg', 'nats-server', 'opencv-doc', 'prometheus', '/get-nats-server.sh', 'node@']) expect(setup).toContain(needed);
+    for (const needed of ['ffmpeg', 'nats-server', 'opencv-doc', 'prometheus', '/get-nats-server.sh', 'node@'])
+      expect(setup).toContain(needed);
   });
 });
 
@@ -115,9 +121,13 @@ describe('systemd/media-worker.service and its environment file', () => {
 
   it('grants write access to every directory its settings write to, an npm cache, and a umask a static server can read', async () => {
     const text = await read('systemd/media-worker.service');
-    const env = Object.fromEntries([...unitEnvironment(text), ...environmentFile(await read('systemd/media-worker.env'))]);
+    const env = Object.fromEntries([
+      ...unitEnvironment(text),
+      ...environmentFile(await read('systemd/media-worker.env')),
+    ]);
     const writable = (/^ReadWritePaths=(.*)$/m.exec(text)?.[1] ?? '').split(/\s+/);
-    for (const name of ['RESULTS_DIR', 'MEDIA_WORKER_TMP_DIR', 'MEDIA_WORKER_MODEL_FILES_DIR']) expect(writable).toContain(env[name]);
+    for (const name of ['RESULTS_DIR', 'MEDIA_WORKER_TMP_DIR', 'MEDIA_WORKER_MODEL_FILES_DIR'])
+      expect(writable).toContain(env[name]);
     expect(text).toMatch(/^CacheDirectory=media-worker$/m);
     expect(env['npm_config_cache']).toMatch(/^\/var\/cache\/media-worker\//);
     const umask = Number.parseInt(/^UMask=(\d+)$/m.exec(text)?.[1] ?? '777', 8);

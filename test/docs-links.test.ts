@@ -88,7 +88,8 @@ function linksOf(text: string): { target: string; line: number }[] {
   const links: { target: string; line: number }[] = [];
   for (const { line, number } of proseLines(text)) {
     const prose = withoutCode(line);
-    for (const m of prose.matchAll(/\]\(\s*(<[^>]*>|[^\s)]+)(?:\s+"[^"]*")?\s*\)/g)) links.push({ target: m[1]!.replace(/^<|>$/g, ''), line: number });
+    for (const m of prose.matchAll(/\]\(\s*(<[^>]*>|[^\s)]+)(?:\s+"[^"]*")?\s*\)/g))
+      links.push({ target: m[1]!.replace(/^<|>$/g, ''), line: number });
     const definition = /^ {0,3}\[[^\]]+\]:\s*(\S+)/.exec(prose);
     if (definition) links.push({ target: definition[1]!, line: number });
     for (const m of prose.matchAll(/\b(?:href|src)="([^"]+)"/g)) links.push({ target: m[1]!, line: number });
@@ -106,7 +107,11 @@ interface Repository {
 
 const REPOSITORY: Repository = {
   read: (file) => readFile(path.join(PACKAGE_ROOT, file), 'utf8'),
-  exists: (file) => stat(path.join(PACKAGE_ROOT, file)).then(() => true, () => false),
+  exists: (file) =>
+    stat(path.join(PACKAGE_ROOT, file)).then(
+      () => true,
+      () => false,
+    ),
 };
 
 /** What is wrong with each relative link of the documents, as `file:line: target (why)`. */
@@ -128,8 +133,12 @@ async function brokenLinks(docs: string[], repository: Repository = REPOSITORY):
       const filePart = decodeURIComponent(hash < 0 ? target : target.slice(0, hash)).replace(/[?].*$/, '');
       const anchor = hash < 0 ? undefined : decodeURIComponent(target.slice(hash + 1));
       const where = `${doc}:${line}: ${target}`;
-      const resolved = filePart === '' ? doc : path.posix.normalize(path.posix.join(path.posix.dirname(doc), filePart)).replace(/\/$/, '');
-      if (resolved === '..' || resolved.startsWith('../') || path.posix.isAbsolute(filePart)) broken.push(`${where} (leaves the repository)`);
+      const resolved =
+        filePart === ''
+          ? doc
+          : path.posix.normalize(path.posix.join(path.posix.dirname(doc), filePart)).replace(/\/$/, '');
+      if (resolved === '..' || resolved.startsWith('../') || path.posix.isAbsolute(filePart))
+        broken.push(`${where} (leaves the repository)`);
       else if (!(await repository.exists(resolved))) broken.push(`${where} (no such file)`);
       else if (anchor !== undefined && resolved.endsWith('.md') && !(await anchorsIn(resolved)).has(anchor)) {
         broken.push(`${where} (no heading with that anchor in ${resolved})`);
@@ -141,12 +150,16 @@ async function brokenLinks(docs: string[], repository: Repository = REPOSITORY):
 
 /** The machine-bound paths of the rule at the top. */
 const MACHINE_PATH = new RegExp(
-  String.raw`(?<![\w.~:/-])(?:/(?:home|root|Users|work|workspace|builds|github|runner|mnt|private|var/folders)/|/tmp/tmp\.)[^\s)\]` + '`' + String.raw`'"]*|\b[A-Z]:\\Users\\\S*`,
+  String.raw`(?<![\w.~:/-])(?:/(?:home|root|Users|work|workspace|builds|github|runner|mnt|private|var/folders)/|/tmp/tmp\.)[^\s)\]` +
+    '`' +
+    String.raw`'"]*|\b[A-Z]:\\Users\\\S*`,
   'g',
 );
 
 function machinePathsOf(text: string): { path: string; line: number }[] {
-  return text.split('\n').flatMap((line, i) => [...line.matchAll(MACHINE_PATH)].map((m) => ({ path: m[0], line: i + 1 })));
+  return text
+    .split('\n')
+    .flatMap((line, i) => [...line.matchAll(MACHINE_PATH)].map((m) => ({ path: m[0], line: i + 1 })));
 }
 
 describe('links in README.md and docs/*.md', () => {
@@ -161,12 +174,12 @@ describe('links in README.md and docs/*.md', () => {
       '# media-worker',
       "## A job's path",
       '### Daemon (`media-worker serve`)',
-      '### Gateway (`media-worker gateway`; also reads the protocol\'s NATS_*, stream names)',
+      "### Gateway (`media-worker gateway`; also reads the protocol's NATS_*, stream names)",
       '## Retrying safely (`Idempotency-Key`)',
       '## Work limits and the cost estimate',
       '## Notes',
       '## Notes',
-      '## The [gateway](x.md)\'s **HTTP** API',
+      "## The [gateway](x.md)'s **HTTP** API",
       '```',
       '# not a heading',
       '```',
@@ -187,10 +200,12 @@ describe('links in README.md and docs/*.md', () => {
   });
 
   it('finds links in prose only, and would notice a broken one', async () => {
-    const text = 'See [a](docs/a.md#x) and `[b](not-a-link.md)`.\n```\n[c](in-code.md)\n```\n[d]: ../outside.md\n<img src="docs/p.png">';
+    const text =
+      'See [a](docs/a.md#x) and `[b](not-a-link.md)`.\n```\n[c](in-code.md)\n```\n[d]: ../outside.md\n<img src="docs/p.png">';
     expect(linksOf(text).map((l) => l.target)).toEqual(['docs/a.md#x', '../outside.md', 'docs/p.png']);
     const files: Record<string, string> = {
-      'README.md': '# Top\n[ok](docs/a.md#the-part) [here](#top) [dir](docs/) [gone](docs/b.md) [anchor](docs/a.md#nothing) [out](../spec.md)',
+      'README.md':
+        '# Top\n[ok](docs/a.md#the-part) [here](#top) [dir](docs/) [gone](docs/b.md) [anchor](docs/a.md#nothing) [out](../spec.md)',
       'docs/a.md': '# A\n## The part\n[back](../README.md#top) [up](../README.md#bottom)',
     };
     const fake: Repository = {
@@ -210,12 +225,13 @@ describe('absolute paths in README.md and docs/*.md', () => {
   it('name no place that exists only on the machine a document was written on', async () => {
     const found: string[] = [];
     for (const doc of await documents()) {
-      for (const { path: p, line } of machinePathsOf(await readFile(path.join(PACKAGE_ROOT, doc), 'utf8'))) found.push(`${doc}:${line}: ${p}`);
+      for (const { path: p, line } of machinePathsOf(await readFile(path.join(PACKAGE_ROOT, doc), 'utf8')))
+        found.push(`${doc}:${line}: ${p}`);
     }
     expect(found).toEqual([]);
   });
 
-  it('tells a developer\'s path from a documented system path', () => {
+  it("tells a developer's path from a documented system path", () => {
     const text = [
       'wrote /work/wt/bench/models/my-x4.onnx',
       'cd /home/alice/media-worker && npm test',

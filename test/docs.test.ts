@@ -11,7 +11,8 @@ describe('docs/configuration.md', () => {
   it('carries the settings reference generated from src/config.ts (npm run docs:config)', async () => {
     const doc = await readFile(path.join(PACKAGE_ROOT, CONFIG_DOC), 'utf8');
     expect(doc).toBe(withConfigReference(doc, allSettingsReference()));
-    for (const s of [...Object.values(SETTINGS), ...Object.values(WORKER_SETTINGS)]) expect(doc).toContain(`\`${s.env}\``);
+    for (const s of [...Object.values(SETTINGS), ...Object.values(WORKER_SETTINGS)])
+      expect(doc).toContain(`\`${s.env}\``);
   });
 });
 
@@ -35,7 +36,15 @@ describe('docs/protocol.md and its pages (docs/protocol/)', () => {
     const doc = (await Promise.all(pages.map((page) => readFile(path.join(PACKAGE_ROOT, page), 'utf8')))).join('\n');
     const stages = [...doc.matchAll(/"stage": "([^"]+)"/g)].map((m) => m[1]);
     expect(stages.length).toBeGreaterThan(0);
-    const sources = await Promise.all(['src/app/run-job.ts', 'src/app/kinds/image-upscale.ts', 'src/app/kinds/video-upscale.ts', 'src/lipsync/pipeline.ts'].map((f) => readFile(path.join(PACKAGE_ROOT, f), 'utf8')));
-    for (const stage of stages) expect(sources.some((text) => text.includes(`stage: '${stage}'`) || text.includes(`'${stage}'`))).toBe(true);
+    const sources = await Promise.all(
+      [
+        'src/app/run-job.ts',
+        'src/app/kinds/image-upscale.ts',
+        'src/app/kinds/video-upscale.ts',
+        'src/lipsync/pipeline.ts',
+      ].map((f) => readFile(path.join(PACKAGE_ROOT, f), 'utf8')),
+    );
+    for (const stage of stages)
+      expect(sources.some((text) => text.includes(`stage: '${stage}'`) || text.includes(`'${stage}'`))).toBe(true);
   });
 });

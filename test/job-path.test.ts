@@ -45,7 +45,12 @@ async function importsOf(file: string): Promise<string[]> {
 async function reaches(from: string, to: string): Promise<boolean> {
   for (const target of await importsOf(from)) {
     if (target === to) return true;
-    if (path.posix.basename(target) === 'index.ts' && to.startsWith(path.posix.dirname(target) + '/') && (await reaches(target, to))) return true;
+    if (
+      path.posix.basename(target) === 'index.ts' &&
+      to.startsWith(path.posix.dirname(target) + '/') &&
+      (await reaches(target, to))
+    )
+      return true;
   }
   return false;
 }
@@ -54,7 +59,7 @@ function defines(text: string, name: string): boolean {
   return new RegExp(`(?:function\\*?|const|class)\\s+${name}\\b|^\\s+(?:async\\s+)?${name}\\(`, 'm').test(text);
 }
 
-describe("docs/architecture.md, \"A job's path\"", () => {
+describe('docs/architecture.md, "A job\'s path"', () => {
   it('names files that exist, define the named step and are reached from a step above', async () => {
     const steps = stepsOf(await readFile(path.join(PACKAGE_ROOT, 'docs', 'architecture.md'), 'utf8'));
     expect(steps.length).toBeGreaterThanOrEqual(10);
@@ -63,7 +68,8 @@ describe("docs/architecture.md, \"A job's path\"", () => {
       expect(defines(await source(step.file), step.name), `${step.file} defines ${step.name}`).toBe(true);
       if (i === 0) continue;
       const above = steps.slice(0, i).map((s) => s.file);
-      const reached = above.includes(step.file) || (await Promise.all(above.map((file) => reaches(file, step.file)))).some(Boolean);
+      const reached =
+        above.includes(step.file) || (await Promise.all(above.map((file) => reaches(file, step.file)))).some(Boolean);
       expect(reached, `${step.file} is imported by a step above it`).toBe(true);
     }
   });

@@ -33,7 +33,10 @@ async function sourceFiles(): Promise<SourceFile[]> {
   const entries = await readdir(path.join(PACKAGE_ROOT, 'src'), { recursive: true, withFileTypes: true });
   const files = entries.filter((e) => e.isFile() && e.name.endsWith('.ts')).map((e) => path.join(e.parentPath, e.name));
   return Promise.all(
-    files.map(async (file) => ({ path: path.relative(PACKAGE_ROOT, file).split(path.sep).join('/'), text: await readFile(file, 'utf8') })),
+    files.map(async (file) => ({
+      path: path.relative(PACKAGE_ROOT, file).split(path.sep).join('/'),
+      text: await readFile(file, 'utf8'),
+    })),
   );
 }
 
@@ -62,6 +65,9 @@ describe('the spread of each kind (issue 37)', () => {
     // The walk found the sources (a wrong root would pass with nothing).
     expect(files.length).toBeGreaterThan(100);
     const spread = spreadOf(files, pattern);
-    expect(spread.length, `${kind} is named in ${spread.length} files outside its rooms:\n  ${spread.join('\n  ')}`).toBeLessThanOrEqual(BOUND);
+    expect(
+      spread.length,
+      `${kind} is named in ${spread.length} files outside its rooms:\n  ${spread.join('\n  ')}`,
+    ).toBeLessThanOrEqual(BOUND);
   });
 });

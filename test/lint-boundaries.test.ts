@@ -47,10 +47,26 @@ describe('boundaries/imports', () => {
   });
 
   it.each([
-    ['src/worker/x.ts', '../media/sniff.js', 'src/worker imports src/media/sniff.ts: enter src/media/ through src/media/index.ts or src/media/settings.ts'],
-    ['src/config.ts', './video/frame-queue.js', 'src/config.ts imports src/video/frame-queue.ts: enter src/video/ through src/video/index.ts or src/video/settings.ts'],
-    ['scripts/x.ts', '../src/jobs/quote.js', 'scripts imports src/jobs/quote.ts: enter src/jobs/ through src/jobs/index.ts or src/jobs/settings.ts'],
-    ['test/worker/x.test.ts', '../../src/media/sniff.js', 'test imports src/media/sniff.ts: enter src/media/ through src/media/index.ts or src/media/settings.ts'],
+    [
+      'src/worker/x.ts',
+      '../media/sniff.js',
+      'src/worker imports src/media/sniff.ts: enter src/media/ through src/media/index.ts or src/media/settings.ts',
+    ],
+    [
+      'src/config.ts',
+      './video/frame-queue.js',
+      'src/config.ts imports src/video/frame-queue.ts: enter src/video/ through src/video/index.ts or src/video/settings.ts',
+    ],
+    [
+      'scripts/x.ts',
+      '../src/jobs/quote.js',
+      'scripts imports src/jobs/quote.ts: enter src/jobs/ through src/jobs/index.ts or src/jobs/settings.ts',
+    ],
+    [
+      'test/worker/x.test.ts',
+      '../../src/media/sniff.js',
+      'test imports src/media/sniff.ts: enter src/media/ through src/media/index.ts or src/media/settings.ts',
+    ],
   ])('refuses %s importing %s past the index', async (file, specifier, expected) => {
     expect(await boundaryMessages(file, `import { x } from '${specifier}';\nexport { x };\n`)).toEqual([expected]);
   });
@@ -66,7 +82,7 @@ describe('boundaries/imports', () => {
     expect(await boundaryMessages('src/worker/x.ts', code)).toHaveLength(2);
   });
 
-  it('refuses a folder or a file at src/\'s top that has no layer', async () => {
+  it("refuses a folder or a file at src/'s top that has no layer", async () => {
     expect(await boundaryMessages('src/extras/x.ts', "export { x } from '../media/index.js';\n")).toEqual([
       'src/extras/ is in no layer of the boundaries rule: give it one in eslint.config.js',
     ]);
@@ -140,22 +156,46 @@ describe('the layers table (docs/layers.md)', () => {
     doc = await readFile(path.join(PACKAGE_ROOT, 'docs', 'layers.md'), 'utf8');
   });
 
-  it('is the boundaries rule\'s layers, and places every room of src/ once', async () => {
-    const config = (await eslint.calculateConfigForFile('src/app/run-job.ts')) as { rules: Record<string, [unknown, { layers: string[][] }]> };
+  it("is the boundaries rule's layers, and places every room of src/ once", async () => {
+    const config = (await eslint.calculateConfigForFile('src/app/run-job.ts')) as {
+      rules: Record<string, [unknown, { layers: string[][] }]>;
+    };
     const layers = layersOf(doc, roomsOf(path.join(PACKAGE_ROOT, 'src')));
     expect(config.rules['boundaries/imports']![1].layers).toEqual(layers);
     expect(layers.flat().sort()).toEqual(roomsOf(path.join(PACKAGE_ROOT, 'src')));
     // What the table says, in the order the rule reads it.
     expect(layers.map((rooms) => rooms.join(' '))).toContain('upscale lipsync music music-video worker gateway');
-    expect(layers.indexOf(layers.find((rooms) => rooms.includes('jobs'))!)).toBeLessThan(layers.indexOf(layers.find((rooms) => rooms.includes('app'))!));
+    expect(layers.indexOf(layers.find((rooms) => rooms.includes('jobs'))!)).toBeLessThan(
+      layers.indexOf(layers.find((rooms) => rooms.includes('app'))!),
+    );
   });
 
   it.each([
-    ['a room in two layers', (t: string) => t.replace('| 3 | `media/` |', '| 3 | `media/` `telemetry/` |'), 'telemetry is in layer 2 and in layer 3'],
-    ['a "May import" that is not every lower layer', (t: string) => t.replace('| 9 | `app/` | 1–8 |', '| 9 | `app/` | 1–7 |'), 'layer 9 "May import" says "1–7"'],
-    ['a layer out of order', (t: string) => t.replace('| 4 | `video/`', '| 5 | `video/`'), 'row 4 of the layers table is layer "5"'],
-    ['a room of src/ left out', (t: string) => t.replace(' `sleep.ts`', ''), 'src/ has rooms the layers table does not place: sleep.ts'],
-    ['a room src/ does not have', (t: string) => t.replace('`cli/` |', '`cli/` `extras/` |'), 'the layers table names rooms src/ does not have: extras'],
+    [
+      'a room in two layers',
+      (t: string) => t.replace('| 3 | `media/` |', '| 3 | `media/` `telemetry/` |'),
+      'telemetry is in layer 2 and in layer 3',
+    ],
+    [
+      'a "May import" that is not every lower layer',
+      (t: string) => t.replace('| 9 | `app/` | 1–8 |', '| 9 | `app/` | 1–7 |'),
+      'layer 9 "May import" says "1–7"',
+    ],
+    [
+      'a layer out of order',
+      (t: string) => t.replace('| 4 | `video/`', '| 5 | `video/`'),
+      'row 4 of the layers table is layer "5"',
+    ],
+    [
+      'a room of src/ left out',
+      (t: string) => t.replace(' `sleep.ts`', ''),
+      'src/ has rooms the layers table does not place: sleep.ts',
+    ],
+    [
+      'a room src/ does not have',
+      (t: string) => t.replace('`cli/` |', '`cli/` `extras/` |'),
+      'the layers table names rooms src/ does not have: extras',
+    ],
     ['no table', (t: string) => t.replace('<!-- /layers -->', ''), 'no table between'],
   ])('fails the lint on %s', (_what, edit, message) => {
     expect(() => layersOf(edit(doc), roomsOf(path.join(PACKAGE_ROOT, 'src')))).toThrow(message);
@@ -169,7 +209,8 @@ describe('no import cycle (cycles/no-cycle, import-x/no-cycle)', () => {
   beforeAll(async () => {
     // A run killed before its afterAll left its cycles behind: they would fail every later lint.
     const test = path.join(PACKAGE_ROOT, 'test');
-    for (const name of await readdir(test)) if (name.startsWith('lint-cycle-')) await rm(path.join(test, name), { recursive: true, force: true });
+    for (const name of await readdir(test))
+      if (name.startsWith('lint-cycle-')) await rm(path.join(test, name), { recursive: true, force: true });
     dir = await mkdtemp(path.join(test, 'lint-cycle-'));
   });
   afterAll(async () => {
@@ -181,7 +222,9 @@ describe('no import cycle (cycles/no-cycle, import-x/no-cycle)', () => {
     const sub = await mkdtemp(path.join(dir, 'case-'));
     await Promise.all(names.map((name) => writeFile(path.join(sub, name), files[name]!)));
     const results = await eslint.lintFiles(names.map((name) => path.join(sub, name)));
-    return Object.fromEntries(results.map((r) => [path.basename(r.filePath), r.messages.map((m) => `${m.ruleId}: ${m.message}`)]));
+    return Object.fromEntries(
+      results.map((r) => [path.basename(r.filePath), r.messages.map((m) => `${m.ruleId}: ${m.message}`)]),
+    );
   }
 
   it('refuses two modules that import each other', async () => {
@@ -194,7 +237,11 @@ describe('no import cycle (cycles/no-cycle, import-x/no-cycle)', () => {
     }
     const other = { 'a.ts': 'b.ts', 'b.ts': 'a.ts' } as const;
     for (const file of ['a.ts', 'b.ts'] as const) {
-      expect(messages[file]![1]).toMatch(new RegExp(`Import cycle: test/lint-cycle-\\w+/case-\\w+/${file} → test/lint-cycle-\\w+/case-\\w+/${other[file]} → test/lint-cycle-\\w+/case-\\w+/${file}\\.`));
+      expect(messages[file]![1]).toMatch(
+        new RegExp(
+          `Import cycle: test/lint-cycle-\\w+/case-\\w+/${file} → test/lint-cycle-\\w+/case-\\w+/${other[file]} → test/lint-cycle-\\w+/case-\\w+/${file}\\.`,
+        ),
+      );
     }
   });
 
@@ -221,7 +268,8 @@ describe('no import cycle (cycles/no-cycle, import-x/no-cycle)', () => {
 
   it('lets a chain without a way back through', async () => {
     const messages = await plant({
-      'top.ts': "import type { Low } from './low.js';\nimport { low } from './low.js';\nexport const top = (l: Low): number => low(l);\n",
+      'top.ts':
+        "import type { Low } from './low.js';\nimport { low } from './low.js';\nexport const top = (l: Low): number => low(l);\n",
       'low.ts': 'export type Low = number;\nexport const low = (n: Low): number => n;\n',
     });
     expect(messages).toEqual({ 'top.ts': [], 'low.ts': [] });

@@ -8,7 +8,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { quoteOnly } from '../src/app/index.js';
-import { LIPSYNC_MAX_VIDEO_SECONDS, VIDEO_UPSCALE_MAX_SECONDS, parseJob, type LipsyncQuote, type VideoQuote } from '../src/jobs/index.js';
+import {
+  LIPSYNC_MAX_VIDEO_SECONDS,
+  VIDEO_UPSCALE_MAX_SECONDS,
+  parseJob,
+  type LipsyncQuote,
+  type VideoQuote,
+} from '../src/jobs/index.js';
 import { ffmpeg, makeTempDir, makeTone } from './media/helpers.js';
 
 let dir: string;
@@ -30,7 +36,13 @@ async function clip(
   const file = path.join(dir, name);
   const inputs = ['-f', 'lavfi', '-i', `testsrc2=size=64x36:rate=${o.rate ?? '30'}:duration=${o.video}`];
   if (o.audio > 0) inputs.push('-f', 'lavfi', '-i', `sine=frequency=440:sample_rate=48000:duration=${o.audio}`);
-  await ffmpeg([...inputs, ...(o.codec ?? x264), ...(o.audio > 0 ? ['-c:a', o.audioCodec ?? 'aac'] : []), ...(o.out ?? []), file]);
+  await ffmpeg([
+    ...inputs,
+    ...(o.codec ?? x264),
+    ...(o.audio > 0 ? ['-c:a', o.audioCodec ?? 'aac'] : []),
+    ...(o.out ?? []),
+    file,
+  ]);
   return file;
 }
 
@@ -53,17 +65,32 @@ beforeAll(async () => {
     ['mkv-audio-over', clip('audio-over.mkv', { video: up, audio: up + 0.2 })],
     ['webm-opus', clip('lip.webm', { video: lip, audio: lip, codec: vp8, audioCodec: 'libopus' })],
     ['mp4-lip', clip('lip.mp4', { video: lip, audio: lip })],
-    ['webm-frames-over', clip('lip-frames-over.webm', { video: lip + 0.5, audio: lip + 0.5, codec: vp8, audioCodec: 'libopus' })],
-    ['webm-audio-over', clip('lip-audio-over.webm', { video: lip, audio: lip + 0.2, codec: vp8, audioCodec: 'libopus' })],
+    [
+      'webm-frames-over',
+      clip('lip-frames-over.webm', { video: lip + 0.5, audio: lip + 0.5, codec: vp8, audioCodec: 'libopus' }),
+    ],
+    [
+      'webm-audio-over',
+      clip('lip-audio-over.webm', { video: lip, audio: lip + 0.2, codec: vp8, audioCodec: 'libopus' }),
+    ],
     ['speech', makeTone(path.join(dir, 'speech.mp3'), [], 3)],
   ] as const);
   for (const [name, file] of made) clips[name] = await file;
 }, 120_000);
 afterAll(async () => cleanup());
 
-const quote = (body: unknown) => quoteOnly(parseJob(body), config, { taskId: 'quote-at-the-limit', allowLocalPaths: true });
-const upscale = (name: string) => quote({ model: 'vendor-video-upscale', input: { video_url: clips[name], upscale_factor: '2' } }) as Promise<VideoQuote>;
-const lipsync = (name: string) => quote({ model: 'vendor-lipsync-2', input: { video_url: clips[name], audio_url: clips['speech'] } }) as Promise<LipsyncQuote>;
+const quote = (body: unknown) =>
+  quoteOnly(parseJob(body), config, { taskId: 'quote-at-the-limit', allowLocalPaths: true });
+const upscale = (name: string) =>
+  quote({
+    model: 'vendor-video-upscale',
+    input: { video_url: clips[name], upscale_factor: '2' },
+  }) as Promise<VideoQuote>;
+const lipsync = (name: string) =>
+  quote({
+    model: 'vendor-lipsync-2',
+    input: { video_url: clips[name], audio_url: clips['speech'] },
+  }) as Promise<LipsyncQuote>;
 
 describe(`video upscale at exactly ${up} s`, () => {
   it.each([

@@ -32,7 +32,9 @@ const quote = (body: unknown, timeLimitsMs = timeLimitsFromEnv({})) =>
 
 describe('quote refuses work the price does not cover (real media)', () => {
   it('a 240 fps clip at factor "4": FRAME_RATE_TOO_HIGH naming the rate', async () => {
-    await expect(quote({ model: 'vendor-video-upscale', input: { video_url: hfr, upscale_factor: '4' } })).rejects.toMatchObject({
+    await expect(
+      quote({ model: 'vendor-video-upscale', input: { video_url: hfr, upscale_factor: '4' } }),
+    ).rejects.toMatchObject({
       code: 'FRAME_RATE_TOO_HIGH',
       status: 422,
       message: 'Expected the video frame rate to be at most 60 fps but received 240 fps (240/1)',
@@ -40,7 +42,9 @@ describe('quote refuses work the price does not cover (real media)', () => {
   });
 
   it('4K at factor "4": OUTPUT_TOO_LARGE; at factor "1" it passes the size limits', async () => {
-    await expect(quote({ model: 'vendor-video-upscale', input: { video_url: uhd, upscale_factor: '4' } })).rejects.toMatchObject({
+    await expect(
+      quote({ model: 'vendor-video-upscale', input: { video_url: uhd, upscale_factor: '4' } }),
+    ).rejects.toMatchObject({
       code: 'OUTPUT_TOO_LARGE',
       message: expect.stringContaining('15360×8640 from 3840×2160 at factor "4"'),
     });
@@ -48,15 +52,23 @@ describe('quote refuses work the price does not cover (real media)', () => {
     expect(q).toMatchObject({ estimated_frames: 2, hardware_class: 'cpu' });
   });
 
-  it.each(SYNC_MODES.filter((m) => m !== 'cut_off'))('lip-sync %s with 120 s of audio under a 2 s video: AUDIO_TOO_LONG', async (mode) => {
-    await expect(quote({ model: 'vendor-lipsync-2', input: { video_url: small, audio_url: longAudio, sync_mode: mode } })).rejects.toMatchObject({
-      code: 'AUDIO_TOO_LONG',
-      message: expect.stringContaining('at most 10 seconds (200 % of the 5 s the credits cover) but received 120'),
-    });
-  });
+  it.each(SYNC_MODES.filter((m) => m !== 'cut_off'))(
+    'lip-sync %s with 120 s of audio under a 2 s video: AUDIO_TOO_LONG',
+    async (mode) => {
+      await expect(
+        quote({ model: 'vendor-lipsync-2', input: { video_url: small, audio_url: longAudio, sync_mode: mode } }),
+      ).rejects.toMatchObject({
+        code: 'AUDIO_TOO_LONG',
+        message: expect.stringContaining('at most 10 seconds (200 % of the 5 s the credits cover) but received 120'),
+      });
+    },
+  );
 
   it('lip-sync cut_off with the same audio is accepted: 2 s of output at 25 fps', async () => {
-    const q = await quote({ model: 'vendor-lipsync-2', input: { video_url: small, audio_url: longAudio, sync_mode: 'cut_off' } });
+    const q = await quote({
+      model: 'vendor-lipsync-2',
+      input: { video_url: small, audio_url: longAudio, sync_mode: 'cut_off' },
+    });
     expect(q).toMatchObject({ creditsUsed: 50, estimated_frames: 50, hardware_class: 'cpu' });
   });
 
@@ -68,7 +80,9 @@ describe('quote refuses work the price does not cover (real media)', () => {
     expect(seconds).toBeGreaterThan(0);
     // A video limit whose 80 % is just under the estimate.
     const videoMs = Math.floor(((seconds - 0.1) / 0.8) * 1000);
-    await expect(quote(body, { ...timeLimitsFromEnv({}), video: videoMs })).rejects.toMatchObject({ code: 'JOB_TOO_COSTLY' });
+    await expect(quote(body, { ...timeLimitsFromEnv({}), video: videoMs })).rejects.toMatchObject({
+      code: 'JOB_TOO_COSTLY',
+    });
   });
 
   it('the watchdog comes from WORKER_WATCHDOG_MS, parsed as the daemon parses it', () => {

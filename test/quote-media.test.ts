@@ -21,12 +21,25 @@ beforeAll(async () => {
   ({ dir, cleanup } = await makeTempDir('media-worker-quote-media-'));
   // 376 frames at 25 fps: 15.04 s.
   video1504 = await makeClip(path.join(dir, 'talk.mp4'), { seconds: 15.04, rate: 25 });
-  video61 = await makeClip(path.join(dir, 'long.mp4'), { seconds: 61, rate: 5, codec: ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p'] });
+  video61 = await makeClip(path.join(dir, 'long.mp4'), {
+    seconds: 61,
+    rate: 5,
+    codec: ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p'],
+  });
   speech = await makeTone(path.join(dir, 'speech.mp3'), [], 3);
   // 8 s of frames whose own audio track runs 10 s.
   audioPastVideo = path.join(dir, 'audio-past-video.mp4');
   await ffmpeg([
-    ...['-f', 'lavfi', '-i', 'testsrc2=size=32x32:rate=5:duration=8', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=22050:duration=10'],
+    ...[
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc2=size=32x32:rate=5:duration=8',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=440:sample_rate=22050:duration=10',
+    ],
     ...['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', audioPastVideo],
   ]);
 });
@@ -54,19 +67,34 @@ describe('quote on real media', () => {
   });
 
   it('refuses a 61 s video for upscaling with VIDEO_TOO_LONG and for lip-sync too', async () => {
-    await expect(quote({ model: 'vendor-video-upscale', input: { video_url: video61 } })).rejects.toMatchObject({ code: 'VIDEO_TOO_LONG', status: 422 });
-    await expect(quote({ model: 'vendor-lipsync-2', input: { video_url: video61, audio_url: speech } })).rejects.toMatchObject({ code: 'VIDEO_TOO_LONG' });
+    await expect(quote({ model: 'vendor-video-upscale', input: { video_url: video61 } })).rejects.toMatchObject({
+      code: 'VIDEO_TOO_LONG',
+      status: 422,
+    });
+    await expect(
+      quote({ model: 'vendor-lipsync-2', input: { video_url: video61, audio_url: speech } }),
+    ).rejects.toMatchObject({ code: 'VIDEO_TOO_LONG' });
   });
 
   it("bills a lip-sync the video stream's 8 s, not its own audio's 10 s; a video upscale of the same file bills 10 s", async () => {
-    const lip = await quote({ model: 'vendor-lipsync-2', input: { video_url: audioPastVideo, audio_url: speech, sync_mode: 'loop' } });
+    const lip = await quote({
+      model: 'vendor-lipsync-2',
+      input: { video_url: audioPastVideo, audio_url: speech, sync_mode: 'loop' },
+    });
     expect(lip).toMatchObject({ creditsUsed: 80, duration: 8, input: { billed_seconds: 8 } });
-    expect((lip as { measured: { video: { audio?: { seconds: number } } } }).measured.video.audio?.seconds).toBeGreaterThanOrEqual(10);
-    const up = await quote({ model: 'vendor-video-upscale', input: { video_url: audioPastVideo, upscale_factor: '2' } });
+    expect(
+      (lip as { measured: { video: { audio?: { seconds: number } } } }).measured.video.audio?.seconds,
+    ).toBeGreaterThanOrEqual(10);
+    const up = await quote({
+      model: 'vendor-video-upscale',
+      input: { video_url: audioPastVideo, upscale_factor: '2' },
+    });
     expect(up).toMatchObject({ creditsUsed: 160, input: { billed_seconds: 10 } });
   });
 
   it('refuses an audio file as the video of a lip-sync job with PROBE_FAILED', async () => {
-    await expect(quote({ model: 'vendor-lipsync-2', input: { video_url: speech, audio_url: speech } })).rejects.toMatchObject({ code: 'PROBE_FAILED' });
+    await expect(
+      quote({ model: 'vendor-lipsync-2', input: { video_url: speech, audio_url: speech } }),
+    ).rejects.toMatchObject({ code: 'PROBE_FAILED' });
   });
 });

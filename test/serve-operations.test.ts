@@ -80,7 +80,9 @@ function serve(env: Record<string, string>, options: { uid?: number; gid?: numbe
     log += chunk.toString();
     if (process.env.TEST_WORKER_LOG) process.stderr.write(chunk);
   });
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
   const s: Serve = {
     child,
     exited,
@@ -100,7 +102,9 @@ function serve(env: Record<string, string>, options: { uid?: number; gid?: numbe
   return s;
 }
 
-async function readyz(port: number): Promise<{ status: number; body: { status: string; kinds: Record<string, { ready: boolean; reasons: string[] }> } }> {
+async function readyz(
+  port: number,
+): Promise<{ status: number; body: { status: string; kinds: Record<string, { ready: boolean; reasons: string[] }> } }> {
   const res = await fetch(`http://127.0.0.1:${port}/readyz`);
   return { status: res.status, body: (await res.json()) as never };
 }
@@ -118,14 +122,17 @@ async function loadingNativeModules(pid: number): Promise<boolean> {
   return /onnxruntime|sharp/.test(maps);
 }
 
-const jobDirs = async (tmp: string): Promise<string[]> => (await fs.readdir(tmp)).filter((n) => n.startsWith('media-worker-p')).sort();
+const jobDirs = async (tmp: string): Promise<string[]> =>
+  (await fs.readdir(tmp)).filter((n) => n.startsWith('media-worker-p')).sort();
 
 beforeAll(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-ops-'));
   await fs.chmod(dir, 0o755);
   const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(80, 53).png().toBuffer();
   files['/chelsea.png'] = png;
-  files['/face.mp4'] = await fs.readFile(await encodeClip(path.join(dir, 'face.mp4'), await faceFrames(12), { width: SIDE, height: SIDE }, 'mp4'));
+  files['/face.mp4'] = await fs.readFile(
+    await encodeClip(path.join(dir, 'face.mp4'), await faceFrames(12), { width: SIDE, height: SIDE }, 'mp4'),
+  );
   files['/speech.mp3'] = await fs.readFile(await speechClip(path.join(dir, 'speech.mp3'), 1));
   files['/wav2lip.onnx'] = await fs.readFile(path.join(PACKAGE_ROOT, 'models', 'wav2lip-test.onnx'));
   http = createServer((req, res) => {
@@ -147,7 +154,11 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
   roles = await startRoleNats(await fs.mkdtemp(path.join(dir, 'nats-')));
-  cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
+  cp = await controlPlane(
+    roles.url,
+    { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' },
+    roles.auth('operator'),
+  );
 });
 
 afterAll(async () => {
@@ -179,7 +190,10 @@ async function scratch(name: string): Promise<string> {
 }
 
 describe('signals during start-up', () => {
-  const env = async (): Promise<Record<string, string>> => ({ MEDIA_WORKER_TMP_DIR: await scratch('sig-tmp'), RESULTS_DIR: await scratch('sig-results') });
+  const env = async (): Promise<Record<string, string>> => ({
+    MEDIA_WORKER_TMP_DIR: await scratch('sig-tmp'),
+    RESULTS_DIR: await scratch('sig-results'),
+  });
 
   it.each([
     ['SIGTERM', 'while the program loads (as soon as the handler exists)', 'loading'],
@@ -210,7 +224,7 @@ describe('signals during start-up', () => {
 });
 
 describe('a worker killed mid-job, beside another sharing its temp directory', () => {
-  it('keeps the live job directory in the other\'s sweep; after a restart the dead one\'s is gone and the job completes once', async () => {
+  it("keeps the live job directory in the other's sweep; after a restart the dead one's is gone and the job completes once", async () => {
     const tmp = await scratch('kill-tmp');
     const env = {
       MEDIA_WORKER_TMP_DIR: tmp,
@@ -226,7 +240,11 @@ describe('a worker killed mid-job, beside another sharing its temp directory', (
     stallPng = true;
     const a = serve(env);
     await a.serving();
-    await cp.publishJob('image', 'vendor-image-upscale', { id: 'kill-1', model: 'vendor-image-upscale', input: { image_url: `${base}/slow.png`, upscale_factor: '2' } });
+    await cp.publishJob('image', 'vendor-image-upscale', {
+      id: 'kill-1',
+      model: 'vendor-image-upscale',
+      input: { image_url: `${base}/slow.png`, upscale_factor: '2' },
+    });
     const [aDir] = await waitFor('the job directory of the first worker', async () => {
       const dirs = await jobDirs(tmp);
       return dirs.length === 1 && dirs[0]?.includes(`-p${a.child.pid}s`) ? dirs : undefined;
@@ -248,13 +266,23 @@ describe('a worker killed mid-job, beside another sharing its temp directory', (
     const restarted = serve(env);
     await restarted.serving();
     expect(existsSync(path.join(tmp, aDir as string))).toBe(false);
-    expect(restarted.log()).toContain('"removed":1,"msg":"Removed job directories and partial files left by worker processes that are gone"');
+    expect(restarted.log()).toContain(
+      '"removed":1,"msg":"Removed job directories and partial files left by worker processes that are gone"',
+    );
 
-    const event = await waitFor('the event of the redelivered job', async () => (await cp.eventsOf('kill-1'))[0], 30_000);
-    expect(event).toMatchObject({ status: 'completed', attempt: 2, result: { type: 'image', width: 160, height: 106 } });
+    const event = await waitFor(
+      'the event of the redelivered job',
+      async () => (await cp.eventsOf('kill-1'))[0],
+      30_000,
+    );
+    expect(event).toMatchObject({
+      status: 'completed',
+      attempt: 2,
+      result: { type: 'image', width: 160, height: 106 },
+    });
     await waitFor('the job to be acked', async () => (await cp.jobsInQueue()) === 0);
     expect(await cp.eventsOf('kill-1')).toHaveLength(1);
-    await waitFor('the finished job\'s directory to be removed', async () => (await jobDirs(tmp)).length === 0);
+    await waitFor("the finished job's directory to be removed", async () => (await jobDirs(tmp)).length === 0);
   });
 });
 
@@ -264,8 +292,10 @@ describe('a fresh install without lip-sync weights', () => {
     const manifests = await scratch('fresh-manifests');
     const weights = await scratch('fresh-weights');
     for (const name of await fs.readdir(path.join(PACKAGE_ROOT, 'models'))) {
-      if (name.endsWith('.json')) await fs.copyFile(path.join(PACKAGE_ROOT, 'models', name), path.join(manifests, name));
-      else if (name.endsWith('.onnx') && name !== 'wav2lip-test.onnx') await fs.symlink(path.join(PACKAGE_ROOT, 'models', name), path.join(weights, name));
+      if (name.endsWith('.json'))
+        await fs.copyFile(path.join(PACKAGE_ROOT, 'models', name), path.join(manifests, name));
+      else if (name.endsWith('.onnx') && name !== 'wav2lip-test.onnx')
+        await fs.symlink(path.join(PACKAGE_ROOT, 'models', name), path.join(weights, name));
     }
     const env = {
       MEDIA_WORKER_MODELS_DIR: manifests,
@@ -282,7 +312,9 @@ describe('a fresh install without lip-sync weights', () => {
     const before = await readyz(port);
     expect(before.status).toBe(200); // image runs
     expect(before.body.kinds.lipsync?.ready).toBe(false);
-    expect(before.body.kinds.lipsync?.reasons.join('\n')).toContain('lipsync-backend: wav2lip: Expected lip-sync weights wav2lip for vendor-lipsync-2 but they are not installed (no manifest)');
+    expect(before.body.kinds.lipsync?.reasons.join('\n')).toContain(
+      'lipsync-backend: wav2lip: Expected lip-sync weights wav2lip for vendor-lipsync-2 but they are not installed (no manifest)',
+    );
     expect(s.log()).toContain('Not serving lipsync jobs');
 
     await cp.publishJob('lipsync', 'vendor-lipsync-2', {
@@ -296,11 +328,15 @@ describe('a fresh install without lip-sync weights', () => {
     expect((await cp.jsm.consumers.info('MEDIA_JOBS', 'media-worker-lipsync')).delivered.consumer_seq).toBe(0);
 
     const installed = await new Promise<{ code: number | null; out: string }>((resolve) => {
-      const child = spawn(process.execPath, [INSTALLER, '--url', `${base}/wav2lip.onnx`, '--sha256', sha256Hex(files['/wav2lip.onnx'] as Buffer)], {
-        // The worker's environment (the local test server needs private addresses allowed).
-        env: { ...process.env, ...env, MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        [INSTALLER, '--url', `${base}/wav2lip.onnx`, '--sha256', sha256Hex(files['/wav2lip.onnx'] as Buffer)],
+        {
+          // The worker's environment (the local test server needs private addresses allowed).
+          env: { ...process.env, ...env, MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       let out = '';
       child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
       child.stderr?.on('data', (c: Buffer) => (out += c.toString()));
@@ -321,16 +357,27 @@ describe.runIf(process.getuid?.() === 0)('a read-only install', () => {
   it('serves an image job as an unprivileged user writing only the documented directories', async (ctx) => {
     const nobody = 65534;
     // A checkout under a private directory (a 0700 home or temp dir) cannot be run by another user at all.
-    const probe = spawnSync(process.execPath, ['-e', `require('fs').accessSync(${JSON.stringify(CLI)}, require('fs').constants.R_OK)`], { uid: nobody, gid: nobody });
+    const probe = spawnSync(
+      process.execPath,
+      ['-e', `require('fs').accessSync(${JSON.stringify(CLI)}, require('fs').constants.R_OK)`],
+      { uid: nobody, gid: nobody },
+    );
     if (probe.status !== 0) return ctx.skip();
     const writable = await scratch('ro-var');
-    const layout = { results: path.join(writable, 'results'), models: path.join(writable, 'models'), tmp: path.join(writable, 'tmp') };
+    const layout = {
+      results: path.join(writable, 'results'),
+      models: path.join(writable, 'models'),
+      tmp: path.join(writable, 'tmp'),
+    };
     for (const d of [writable, ...Object.values(layout)]) {
       await fs.mkdir(d, { recursive: true });
       await fs.chown(d, nobody, nobody);
     }
     // The install step (`models prepare` as root) left the default image network where the worker reads weights.
-    await fs.copyFile(path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4plus.onnx'), path.join(layout.models, 'realesrgan-x4plus.onnx'));
+    await fs.copyFile(
+      path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4plus.onnx'),
+      path.join(layout.models, 'realesrgan-x4plus.onnx'),
+    );
     // The package (dist/, node_modules/, models/) stays root's: the worker cannot write there.
     const s = serve(
       {
@@ -345,14 +392,21 @@ describe.runIf(process.getuid?.() === 0)('a read-only install', () => {
     );
     const port = await s.serving();
     expect((await readyz(port)).body.kinds.image?.ready).toBe(true);
-    await cp.publishJob('image', 'vendor-image-upscale', { id: 'ro-1', model: 'vendor-image-upscale', input: { image_url: `${base}/chelsea.png`, upscale_factor: '2' } });
+    await cp.publishJob('image', 'vendor-image-upscale', {
+      id: 'ro-1',
+      model: 'vendor-image-upscale',
+      input: { image_url: `${base}/chelsea.png`, upscale_factor: '2' },
+    });
     const event = await waitFor('the event', async () => (await cp.eventsOf('ro-1'))[0], 60_000);
     expect(event).toMatchObject({ status: 'completed', result: { type: 'image', width: 160, height: 106 } });
     const [file] = await fs.readdir(path.join(layout.results, 'image', 'ro-1'));
     const stat = await fs.stat(path.join(layout.results, 'image', 'ro-1', file as string));
     expect(stat.uid).toBe(nobody);
     // The network converted at start went to the writable models directory, beside the installed one.
-    expect((await fs.readdir(layout.models)).filter((n) => n.endsWith('.onnx')).sort()).toEqual(['esrgan-slim-x2.onnx', 'realesrgan-x4plus.onnx']);
+    expect((await fs.readdir(layout.models)).filter((n) => n.endsWith('.onnx')).sort()).toEqual([
+      'esrgan-slim-x2.onnx',
+      'realesrgan-x4plus.onnx',
+    ]);
   });
 });
 
@@ -386,8 +440,14 @@ describe.runIf(process.getuid?.() === 0)('a full temp file system (a real tmpfs)
       await fs.writeFile(filler, Buffer.alloc(100 * 1024 * 1024));
       await waitFor('readiness to see the full disk', async () => (await readyz(port)).status === 503);
       const full = await readyz(port);
-      expect(full.body.kinds.image?.reasons[0]).toMatch(/^disk-space: \d+ MiB free in the temp and results directories .* but a job can need \d+ MiB with the reserve$/);
-      await cp.publishJob('image', 'vendor-image-upscale', { id: 'full-1', model: 'vendor-image-upscale', input: { image_url: `${base}/chelsea.png`, upscale_factor: '2' } });
+      expect(full.body.kinds.image?.reasons[0]).toMatch(
+        /^disk-space: \d+ MiB free in the temp and results directories .* but a job can need \d+ MiB with the reserve$/,
+      );
+      await cp.publishJob('image', 'vendor-image-upscale', {
+        id: 'full-1',
+        model: 'vendor-image-upscale',
+        input: { image_url: `${base}/chelsea.png`, upscale_factor: '2' },
+      });
       await sleep(1500);
       // Not run (at most handed back unrun, if a pull asked for before the disk filled delivered it).
       expect(await cp.eventsOf('full-1')).toEqual([]);
@@ -411,12 +471,16 @@ describe('a host configured for CUDA without it (this CPU-only machine)', () => 
   const quote = async (): Promise<{ hardware_class?: string; error?: { code: string } }> => {
     const reply = await cp.nc.request(
       'media.quote',
-      JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: `${base}/chelsea.png`, upscale_factor: '4' } }),
+      JSON.stringify({
+        model: 'vendor-image-upscale',
+        input: { image_url: `${base}/chelsea.png`, upscale_factor: '4' },
+      }),
       { timeout: 10_000 },
     );
     return reply.json();
   };
-  const capabilities = async (): Promise<unknown> => (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json();
+  const capabilities = async (): Promise<unknown> =>
+    (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json();
 
   it('is not ready for image jobs and says why, announces the CPU it runs on, and says so in the metrics; CPU fallback allowed: ready, quoted as cpu', async () => {
     const env = {
@@ -436,17 +500,28 @@ describe('a host configured for CUDA without it (this CPU-only machine)', () => 
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toContain('media_worker_execution_provider_info{provider="cpu",requested="cuda,cpu"} 1');
     // WORKER_PRECISION=auto on the CPU that answered: no int8 gate passes, so float32 (issue 48).
-    expect(metrics).toMatch(/media_worker_sr_precision_info\{network="realesrgan-x4fast",graph="realesrgan-x4fast",precision="fp32",requested="auto"\} 1/);
+    expect(metrics).toMatch(
+      /media_worker_sr_precision_info\{network="realesrgan-x4fast",graph="realesrgan-x4fast",precision="fp32",requested="auto"\} 1/,
+    );
     expect(s.log()).toMatch(/realesrgan-x4fast runs fp32 \(auto: int8 not offered, gate fails: lowest PSNR/);
     // Discovery says what runs; the quote of a kind no live worker runs is refused (docs/protocol.md).
     expect(await capabilities()).toMatchObject({
       hardwareClass: 'cpu',
       executionProvider: 'cpu',
-      precision: { requested: 'auto', networks: expect.arrayContaining([expect.objectContaining({ network: 'realesrgan-x4plus', graph: 'realesrgan-x4plus', precision: 'fp32' })]) },
+      precision: {
+        requested: 'auto',
+        networks: expect.arrayContaining([
+          expect.objectContaining({ network: 'realesrgan-x4plus', graph: 'realesrgan-x4plus', precision: 'fp32' }),
+        ]),
+      },
       kinds: { image: { ready: false } },
     });
     expect((await quote()).error).toMatchObject({ code: 'MODEL_UNAVAILABLE' });
-    await cp.publishJob('image', 'vendor-image-upscale', { id: 'cuda-less-1', model: 'vendor-image-upscale', input: { image_url: `${base}/chelsea.png` } });
+    await cp.publishJob('image', 'vendor-image-upscale', {
+      id: 'cuda-less-1',
+      model: 'vendor-image-upscale',
+      input: { image_url: `${base}/chelsea.png` },
+    });
     await sleep(2000);
     expect(await cp.eventsOf('cuda-less-1')).toEqual([]);
     expect(await cp.jobsInQueue()).toBe(1);

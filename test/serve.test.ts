@@ -38,10 +38,14 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-worker-serve-'));
   const files: Record<string, Buffer> = {
     '/chelsea.png': await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(80, 53).png().toBuffer(),
-    '/clip.mp4': await readFile(await makeClip(path.join(dir, 'clip.mp4'), { seconds: 0.5, size: '48x32', rate: 12, audio: true })),
+    '/clip.mp4': await readFile(
+      await makeClip(path.join(dir, 'clip.mp4'), { seconds: 0.5, size: '48x32', rate: 12, audio: true }),
+    ),
     // Long enough to be running when it is cancelled (tens of seconds of upscaling on a CPU).
     '/long.mp4': await readFile(await makeClip(path.join(dir, 'long.mp4'), { seconds: 20, size: '160x120', rate: 24 })),
-    '/face.mp4': await readFile(await encodeClip(path.join(dir, 'face.mp4'), await faceFrames(12), { width: SIDE, height: SIDE }, 'mp4')),
+    '/face.mp4': await readFile(
+      await encodeClip(path.join(dir, 'face.mp4'), await faceFrames(12), { width: SIDE, height: SIDE }, 'mp4'),
+    ),
     '/speech.mp3': await readFile(await speechClip(path.join(dir, 'speech.mp3'), 1)),
   };
   http = createServer((req, res) => {
@@ -72,7 +76,11 @@ beforeAll(async () => {
   daemon.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   daemonExit = new Promise((resolve) => daemon.once('exit', (code) => resolve(code)));
   await waitFor('the daemon to serve', () => stderr.includes('media-worker serving'), 60_000);
-  cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
+  cp = await controlPlane(
+    roles.url,
+    { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' },
+    roles.auth('operator'),
+  );
 });
 
 afterAll(async () => {
@@ -85,12 +93,20 @@ afterAll(async () => {
 
 describe('media-worker serve', () => {
   it('upscales an image job from NATS and publishes exactly one completed event with the stored result', async () => {
-    const job = { id: 'serve-img-1', model: 'vendor-image-upscale', input: { image_url: `${baseUrl}/chelsea.png`, upscale_factor: '2' } };
+    const job = {
+      id: 'serve-img-1',
+      model: 'vendor-image-upscale',
+      input: { image_url: `${baseUrl}/chelsea.png`, upscale_factor: '2' },
+    };
     await cp.publishJob('image', 'vendor-image-upscale', job);
-    const [event] = await waitFor('the terminal event', async () => {
-      const events = await cp.eventsOf('serve-img-1');
-      return events.length > 0 ? events : undefined;
-    }, 60_000);
+    const [event] = await waitFor(
+      'the terminal event',
+      async () => {
+        const events = await cp.eventsOf('serve-img-1');
+        return events.length > 0 ? events : undefined;
+      },
+      60_000,
+    );
     expect(event).toMatchObject({
       id: 'serve-img-1',
       model: 'vendor-image-upscale',
@@ -119,34 +135,59 @@ describe('media-worker serve', () => {
       model: 'vendor-lipsync-2',
       input: { video_url: `${baseUrl}/face.mp4`, audio_url: `${baseUrl}/speech.mp3`, sync_mode: 'cut_off' },
     });
-    const eventOf = (id: string) =>
-      waitFor(`the event of ${id}`, async () => (await cp.eventsOf(id))[0], 90_000);
+    const eventOf = (id: string) => waitFor(`the event of ${id}`, async () => (await cp.eventsOf(id))[0], 90_000);
     const [video, lips] = await Promise.all([eventOf('serve-video-1'), eventOf('serve-lips-1')]);
-    expect(video).toMatchObject({ status: 'completed', creditsUsed: 16, result: { type: 'video', width: 96, height: 64, frames: 6 } });
+    expect(video).toMatchObject({
+      status: 'completed',
+      creditsUsed: 16,
+      result: { type: 'video', width: 96, height: 64, frames: 6 },
+    });
     // cut_off: the shorter input, the 0.48 s video; billed at the 50-credit minimum.
-    expect(lips).toMatchObject({ status: 'completed', model: 'vendor-lipsync-2', creditsUsed: 50, result: { type: 'video' } });
+    expect(lips).toMatchObject({
+      status: 'completed',
+      model: 'vendor-lipsync-2',
+      creditsUsed: 50,
+      result: { type: 'video' },
+    });
     expect(Object.keys(lips?.result as object).sort()).toEqual(['duration', 'type', 'url']);
     expect((lips?.result as { duration: number }).duration).toBeCloseTo(0.48, 1);
-    expect((lips?.result as { url: string }).url).toMatch(/^https:\/\/cdn\.example\.test\/results\/lipsync\/serve-lips-1\//);
+    expect((lips?.result as { url: string }).url).toMatch(
+      /^https:\/\/cdn\.example\.test\/results\/lipsync\/serve-lips-1\//,
+    );
   });
 
   it('refuses a network job that names a local file, with one failed event and a refund', async () => {
     const local = fileURLToPath(new URL('./fixtures/photos/coffee.png', import.meta.url));
-    await cp.publishJob('image', 'vendor-image-upscale', { id: 'serve-local-1', model: 'vendor-image-upscale', input: { image_url: local } });
-    const [event] = await waitFor('the terminal event', async () => {
-      const events = await cp.eventsOf('serve-local-1');
-      return events.length > 0 ? events : undefined;
-    }, 30_000);
+    await cp.publishJob('image', 'vendor-image-upscale', {
+      id: 'serve-local-1',
+      model: 'vendor-image-upscale',
+      input: { image_url: local },
+    });
+    const [event] = await waitFor(
+      'the terminal event',
+      async () => {
+        const events = await cp.eventsOf('serve-local-1');
+        return events.length > 0 ? events : undefined;
+      },
+      30_000,
+    );
     expect(event).toMatchObject({ status: 'failed', refund: true, error: { code: 'INVALID_URL', status: 400 } });
   });
 
   it('answers quote requests on media.quote', async () => {
     const reply = await cp.nc.request(
       'media.quote',
-      JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: `${baseUrl}/chelsea.png`, upscale_factor: '4' } }),
+      JSON.stringify({
+        model: 'vendor-image-upscale',
+        input: { image_url: `${baseUrl}/chelsea.png`, upscale_factor: '4' },
+      }),
       { timeout: 10_000 },
     );
-    expect(reply.json()).toMatchObject({ model: 'vendor-image-upscale', creditsUsed: 20, input: { detected_dimensions: '80×53', output_tier: '24mp' } });
+    expect(reply.json()).toMatchObject({
+      model: 'vendor-image-upscale',
+      creditsUsed: 20,
+      input: { detected_dimensions: '80×53', output_tier: '24mp' },
+    });
   });
 
   it('announces what it runs on media.capabilities: kinds, models, hardware class and execution provider', async () => {
@@ -168,14 +209,28 @@ describe('media-worker serve', () => {
       input: { video_url: `${baseUrl}/long.mp4`, upscale_factor: '2' },
       credits: 320,
     });
-    await waitFor('the job to be upscaling', () => stderr.includes('"taskId":"serve-cancel-1"') && childrenOf(daemon.pid).some((c) => c.includes('ffmpeg')), 60_000, 100);
+    await waitFor(
+      'the job to be upscaling',
+      () => stderr.includes('"taskId":"serve-cancel-1"') && childrenOf(daemon.pid).some((c) => c.includes('ffmpeg')),
+      60_000,
+      100,
+    );
     expect(await readdir(tmpDir)).not.toEqual([]);
     const asked = Date.now();
-    const reply = await cp.nc.request('media.cancel', JSON.stringify({ id: 'serve-cancel-1', credits: 320 }), { timeout: 10_000 });
+    const reply = await cp.nc.request('media.cancel', JSON.stringify({ id: 'serve-cancel-1', credits: 320 }), {
+      timeout: 10_000,
+    });
     expect(reply.json()).toMatchObject({ cancelled: true, code: 'CANCELLED' });
-    await waitFor('ffmpeg to stop and the job directory to go', async () => !childrenOf(daemon.pid).some((c) => c.includes('ffmpeg')) && (await readdir(tmpDir)).length === 0, 15_000, 100);
+    await waitFor(
+      'ffmpeg to stop and the job directory to go',
+      async () => !childrenOf(daemon.pid).some((c) => c.includes('ffmpeg')) && (await readdir(tmpDir)).length === 0,
+      15_000,
+      100,
+    );
     expect(Date.now() - asked).toBeLessThan(10_000);
-    expect(await cp.eventsOf('serve-cancel-1')).toMatchObject([{ status: 'failed', refund: true, creditsRefunded: 320, error: { code: 'CANCELLED' } }]);
+    expect(await cp.eventsOf('serve-cancel-1')).toMatchObject([
+      { status: 'failed', refund: true, creditsRefunded: 320, error: { code: 'CANCELLED' } },
+    ]);
     await waitFor('the job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 15_000);
     expect(stderr).toContain('Stopping a cancelled task');
   });
@@ -190,7 +245,9 @@ describe('media-worker serve', () => {
 function childrenOf(pid: number | undefined): string[] {
   if (pid === undefined) return [];
   try {
-    return execFileSync('ps', ['--ppid', String(pid), '-o', 'args='], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    return execFileSync('ps', ['--ppid', String(pid), '-o', 'args='], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean);
   } catch {
     return []; // ps exits 1 when there is none
   }

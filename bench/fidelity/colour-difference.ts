@@ -70,8 +70,8 @@ export type RgbSpace = 'srgb' | 'display-p3' | 'adobe-rgb' | 'bt2020';
 const TO_XYZ: Readonly<Record<RgbSpace, readonly number[]>> = {
   srgb: [0.4124564, 0.3575761, 0.1804375, 0.2126729, 0.7151522, 0.072175, 0.0193339, 0.119192, 0.9503041],
   'display-p3': [0.4865709, 0.2656677, 0.1982173, 0.2289746, 0.6917385, 0.0792869, 0, 0.0451134, 1.0439444],
-  'adobe-rgb': [0.5766690, 0.1855582, 0.1882286, 0.2973450, 0.6273636, 0.0752915, 0.0270314, 0.0706889, 0.9913375],
-  bt2020: [0.636958, 0.1446169, 0.1688810, 0.2627002, 0.6779981, 0.0593017, 0, 0.0280727, 1.0609851],
+  'adobe-rgb': [0.576669, 0.1855582, 0.1882286, 0.297345, 0.6273636, 0.0752915, 0.0270314, 0.0706889, 0.9913375],
+  bt2020: [0.636958, 0.1446169, 0.168881, 0.2627002, 0.6779981, 0.0593017, 0, 0.0280727, 1.0609851],
 };
 
 /** Electro-optical transfer of a space (encoded 0..1 to linear 0..1). sRGB's curve serves Display P3 too. */
@@ -91,7 +91,7 @@ function toLinear(space: RgbSpace, v: number): number {
 const WHITE = { x: 0.95047, y: 1, z: 1.08883 };
 
 function labF(t: number): number {
-  return t > 216 / 24389 ? Math.cbrt(t) : (24389 / 27 * t + 16) / 116;
+  return t > 216 / 24389 ? Math.cbrt(t) : ((24389 / 27) * t + 16) / 116;
 }
 
 /** L*a*b* of one encoded RGB colour (components 0..1) in `space`. */
@@ -118,7 +118,8 @@ export function meanCiede2000(
   b: ArrayLike<number>,
   options: { channels: number; space: RgbSpace; maxValue: number },
 ): number {
-  if (a.length !== b.length) throw new RangeError(`Expected pictures of the same length but received ${a.length} and ${b.length}`);
+  if (a.length !== b.length)
+    throw new RangeError(`Expected pictures of the same length but received ${a.length} and ${b.length}`);
   const { channels, space, maxValue } = options;
   const pixels = a.length / channels;
   if (pixels === 0) return 0;

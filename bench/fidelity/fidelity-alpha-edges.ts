@@ -31,10 +31,14 @@ const run = promisify(execFile);
 
 async function upscaleWith(root: string, input: string, output: string, factor: string, model?: string): Promise<void> {
   const cli = path.join(root, 'dist', 'src', 'cli.js');
-  await run(process.execPath, [cli, 'upscale-image', input, '--factor', factor, '-o', output, ...(model === undefined ? [] : ['--model', model])], {
-    env: { ...process.env, LOG_LEVEL: 'warn' },
-    maxBuffer: 1 << 24,
-  });
+  await run(
+    process.execPath,
+    [cli, 'upscale-image', input, '--factor', factor, '-o', output, ...(model === undefined ? [] : ['--model', model])],
+    {
+      env: { ...process.env, LOG_LEVEL: 'warn' },
+      maxBuffer: 1 << 24,
+    },
+  );
 }
 
 async function edges(opts: { before?: string; factor: string; model?: string; keep?: string }): Promise<DocTable> {
@@ -42,7 +46,10 @@ async function edges(opts: { before?: string; factor: string; model?: string; ke
   try {
     if (opts.keep !== undefined) await mkdir(opts.keep, { recursive: true });
     const cases = await makeHardEdgeCases(dir);
-    const builds: [string, string][] = [...(opts.before === undefined ? [] : [['before', opts.before] as [string, string]]), ['after', PACKAGE_ROOT]];
+    const builds: [string, string][] = [
+      ...(opts.before === undefined ? [] : [['before', opts.before] as [string, string]]),
+      ['after', PACKAGE_ROOT],
+    ];
     const rows: string[][] = [];
     for (const c of cases) {
       for (const [label, root] of builds) {
@@ -88,7 +95,14 @@ async function opaqueCost(opts: { model?: string; rounds: number }): Promise<Doc
         const started = performance.now();
         const cpuBefore = process.cpuUsage();
         await upscaleImageFile(
-          { inputPath: file, outputPath: path.join(dir, `out-${fill}.png`), factor: '2', info, transparentFill: fill, ...(opts.model === undefined ? {} : { modelName: opts.model }) },
+          {
+            inputPath: file,
+            outputPath: path.join(dir, `out-${fill}.png`),
+            factor: '2',
+            info,
+            transparentFill: fill,
+            ...(opts.model === undefined ? {} : { modelName: opts.model }),
+          },
           loadModel,
         );
         // CPU time of every thread of this process (the network's, libvips's): less moved by other work on the machine than wall time.
@@ -103,12 +117,25 @@ async function opaqueCost(opts: { model?: string; rounds: number }): Promise<Doc
         // Alternating, each order half the time, so drift on a shared machine falls on both.
         for (const fill of r % 2 === 0 ? [true, false] : [false, true]) await once(fill);
       }
-      const ratio = (t: typeof wall): string => `${(median(t.on) / median(t.off)).toFixed(3)} (${median(t.on).toFixed(0)} / ${median(t.off).toFixed(0)} ms)`;
+      const ratio = (t: typeof wall): string =>
+        `${(median(t.on) / median(t.off)).toFixed(3)} (${median(t.on).toFixed(0)} / ${median(t.off).toFixed(0)} ms)`;
       const step = await fillStepMs(file);
-      rows.push([path.basename(file), `${info.width}x${info.height}`, ratio(wall), ratio(cpu), `${step.toFixed(2)} ms = ${((100 * step) / median(wall.off)).toFixed(3)} %`]);
+      rows.push([
+        path.basename(file),
+        `${info.width}x${info.height}`,
+        ratio(wall),
+        ratio(cpu),
+        `${step.toFixed(2)} ms = ${((100 * step) / median(wall.off)).toFixed(3)} %`,
+      ]);
     }
     const caption = `opaque images x2, ${opts.model ?? 'default network'}, median of ${opts.rounds} runs each, fill on and off alternating`;
-    const header = ['image', 'size', 'wall, on / off', 'CPU, on / off', 'the fill step alone (share of wall, fill off)'];
+    const header = [
+      'image',
+      'size',
+      'wall, on / off',
+      'CPU, on / off',
+      'the fill step alone (share of wall, fill off)',
+    ];
     console.log(caption);
     console.log(formatTable(header, rows));
     return { caption, header, rows };
@@ -126,7 +153,12 @@ async function opaqueCost(opts: { model?: string; rounds: number }): Promise<Doc
 async function fillStepMs(file: string): Promise<number> {
   const meta = await sharp(file).metadata();
   if (meta.hasAlpha !== true) return 0;
-  const colour = { data: new Uint8Array(meta.width * meta.height * 3), width: meta.width, height: meta.height, channels: 3 as const };
+  const colour = {
+    data: new Uint8Array(meta.width * meta.height * 3),
+    width: meta.width,
+    height: meta.height,
+    channels: 3 as const,
+  };
   const times: number[] = [];
   for (let r = 0; r < 25; r++) {
     const started = performance.now();
@@ -139,9 +171,14 @@ async function fillStepMs(file: string): Promise<number> {
 
 const cli = benchCli({
   name: 'fidelity-alpha-edges',
-  notes: 'Without --opaque-cost: each hard-edge disc through the built command line, the visible error on its edge pixels (mean, max levels).',
+  notes:
+    'Without --opaque-cost: each hard-edge disc through the built command line, the visible error on its edge pixels (mean, max levels).',
   options: {
-    before: { type: 'string', arg: 'ROOT', help: "another build's package root (with dist/, e.g. main's): its figures first, on the same files" },
+    before: {
+      type: 'string',
+      arg: 'ROOT',
+      help: "another build's package root (with dist/, e.g. main's): its figures first, on the same files",
+    },
     factor: { type: 'string', arg: 'N', help: 'upscale factor', default: '2' },
     keep: { type: 'string', arg: 'DIR', help: 'keep each result composited over white and over black here' },
     'opaque-cost': { type: 'boolean', help: 'time opaque images with the fill on and off instead (ratio of medians)' },

@@ -89,22 +89,46 @@ export async function makeHardEdgeCases(dir: string, width = 200, height = 120):
     await writeFile(c.file, await data);
     cases.push(c);
   };
-  await add({ name: 'png-disc-black-under', file: at('disc-black-under.png'), colour: RED, under: BLACK }, raw(discRgba(width, height, RED, BLACK), 4).png().toBuffer());
-  await add({ name: 'png-disc-white-under', file: at('disc-white-under.png'), colour: RED, under: WHITE }, raw(discRgba(width, height, RED, WHITE), 4).png().toBuffer());
+  await add(
+    { name: 'png-disc-black-under', file: at('disc-black-under.png'), colour: RED, under: BLACK },
+    raw(discRgba(width, height, RED, BLACK), 4)
+      .png()
+      .toBuffer(),
+  );
+  await add(
+    { name: 'png-disc-white-under', file: at('disc-white-under.png'), colour: RED, under: WHITE },
+    raw(discRgba(width, height, RED, WHITE), 4)
+      .png()
+      .toBuffer(),
+  );
   const deep = new Uint16Array(width * height * 4);
   discRgba(width, height, RED, BLACK).forEach((v, i) => (deep[i] = v * 257));
   await add(
     { name: 'png16-disc-black-under', file: at('disc-16bit.png'), colour: RED, under: BLACK },
-    sharp(deep, { raw: { width, height, channels: 4 } }).toColourspace('rgb16').png().toBuffer(),
+    sharp(deep, { raw: { width, height, channels: 4 } })
+      .toColourspace('rgb16')
+      .png()
+      .toBuffer(),
   );
-  await add({ name: 'png-palette-trns-disc', file: at('disc-palette.png'), colour: RED, under: BLACK }, palettePng(width, height, RED, BLACK));
+  await add(
+    { name: 'png-palette-trns-disc', file: at('disc-palette.png'), colour: RED, under: BLACK },
+    palettePng(width, height, RED, BLACK),
+  );
   const alpha = discAlpha(width, height);
   const greyAlpha = Buffer.alloc(width * height * 2);
   for (let i = 0; i < alpha.length; i++) greyAlpha.set([alpha[i] === 0 ? 0 : LIGHT_GREY, alpha[i]!], i * 2);
   const grey: [number, number, number] = [LIGHT_GREY, LIGHT_GREY, LIGHT_GREY];
-  await add({ name: 'png-grey-alpha-disc', file: at('disc-grey-alpha.png'), colour: grey, under: BLACK }, raw(greyAlpha, 2).toColourspace('b-w').png().toBuffer());
+  await add(
+    { name: 'png-grey-alpha-disc', file: at('disc-grey-alpha.png'), colour: grey, under: BLACK },
+    raw(greyAlpha, 2).toColourspace('b-w').png().toBuffer(),
+  );
   // exact: libwebp would otherwise rewrite the colour under the transparency as it likes.
-  await add({ name: 'webp-alpha-disc', file: at('disc.webp'), colour: RED, under: BLACK }, raw(discRgba(width, height, RED, BLACK), 4).webp({ lossless: true, exact: true }).toBuffer());
+  await add(
+    { name: 'webp-alpha-disc', file: at('disc.webp'), colour: RED, under: BLACK },
+    raw(discRgba(width, height, RED, BLACK), 4)
+      .webp({ lossless: true, exact: true })
+      .toBuffer(),
+  );
   return cases;
 }
 
@@ -136,10 +160,17 @@ export async function edgeError(file: string, colour: readonly number[]): Promis
  * runs on premultiplied colour) against the input, on the input's partly transparent pixels, each
  * by its worst channel weighted by its alpha; the mean, in 8-bit levels.
  */
-export async function softEdgeError(input: string, output: string, size: { width: number; height: number }): Promise<number> {
+export async function softEdgeError(
+  input: string,
+  output: string,
+  size: { width: number; height: number },
+): Promise<number> {
   const read = (file: string, resize: boolean) => {
     const image = sharp(file).ensureAlpha();
-    return (resize ? image.resize(size.width, size.height, { kernel: 'lanczos3', fit: 'fill' }) : image).toColourspace('srgb').raw().toBuffer();
+    return (resize ? image.resize(size.width, size.height, { kernel: 'lanczos3', fit: 'fill' }) : image)
+      .toColourspace('srgb')
+      .raw()
+      .toBuffer();
   };
   const [was, got] = [await read(input, false), await read(output, true)];
   return meanOf(partlyVisibleErrors(got, was, (i, k) => was[i + k]!));
@@ -167,5 +198,8 @@ function meanOf(xs: readonly number[]): number {
 
 /** The image composited over a flat background (for looking at). */
 export function composite(file: string, background: readonly number[], out: string): Promise<unknown> {
-  return sharp(file).flatten({ background: { r: background[0]!, g: background[1]!, b: background[2]! } }).png().toFile(out);
+  return sharp(file)
+    .flatten({ background: { r: background[0]!, g: background[1]!, b: background[2]! } })
+    .png()
+    .toFile(out);
 }

@@ -26,19 +26,33 @@ import { type ImageInfo, iccDescription, probeImage, readImageLayout, summariseE
 import { upscaleImageFile } from '../../src/upscale/index.js';
 import { meanCiede2000 } from './colour-difference.js';
 import { type ImageCase, makeImageCorpus } from './fidelity-corpus-images.js';
-import { type EdgeError, type HardEdgeCase, edgeError, makeHardEdgeCases, softEdgeError } from './fidelity-corpus-alpha.js';
+import {
+  type EdgeError,
+  type HardEdgeCase,
+  edgeError,
+  makeHardEdgeCases,
+  softEdgeError,
+} from './fidelity-corpus-alpha.js';
 import type { FidelityRow } from './fidelity-row.js';
 
 const BITS: Record<string, number> = { uchar: 8, char: 8, ushort: 16, short: 16 };
 
 /** What a file carries, as FidelityRow's stream names. */
 async function streamsOf(file: string, meta: Metadata): Promise<string[]> {
-  const streams: string[] = [meta.space === 'cmyk' ? 'cmyk' : meta.channels - (meta.hasAlpha ? 1 : 0) === 1 ? 'grey' : 'rgb'];
+  const streams: string[] = [
+    meta.space === 'cmyk' ? 'cmyk' : meta.channels - (meta.hasAlpha ? 1 : 0) === 1 ? 'grey' : 'rgb',
+  ];
   if (meta.hasAlpha) streams.push(meta.isPalette === true ? 'alpha(palette)' : 'alpha');
   if (meta.icc !== undefined) streams.push(`icc:${iccDescription(meta.icc) ?? 'unnamed'}`);
   if (meta.exif !== undefined) {
     const exif = summariseExif(meta.exif);
-    const parts = exif === null ? ['unreadable'] : [...(exif.orientation === undefined ? [] : [`orientation ${exif.orientation}`]), ...(exif.hasGps ? ['gps'] : [])];
+    const parts =
+      exif === null
+        ? ['unreadable']
+        : [
+            ...(exif.orientation === undefined ? [] : [`orientation ${exif.orientation}`]),
+            ...(exif.hasGps ? ['gps'] : []),
+          ];
     streams.push(parts.length === 0 ? 'exif' : `exif(${parts.join(', ')})`);
   }
   if (meta.format === 'webp') {
@@ -49,10 +63,20 @@ async function streamsOf(file: string, meta: Metadata): Promise<string[]> {
 }
 
 /** Stored values as 3-channel RGB at `depth` (grey repeated, alpha dropped), upright, optionally resized. */
-async function storedRgb(file: string, depth: 8 | 16, size?: { width: number; height: number }, convert = false): Promise<Uint8Array | Uint16Array> {
+async function storedRgb(
+  file: string,
+  depth: 8 | 16,
+  size?: { width: number; height: number },
+  convert = false,
+): Promise<Uint8Array | Uint16Array> {
   let image = sharp(file, { ignoreIcc: !convert, autoOrient: true }).removeAlpha();
   if (size !== undefined) image = image.resize(size.width, size.height, { kernel: 'lanczos3', fit: 'fill' });
-  const data = Buffer.from(await image.toColourspace(depth === 16 ? 'rgb16' : 'srgb').raw({ depth: depth === 16 ? 'ushort' : 'uchar' }).toBuffer());
+  const data = Buffer.from(
+    await image
+      .toColourspace(depth === 16 ? 'rgb16' : 'srgb')
+      .raw({ depth: depth === 16 ? 'ushort' : 'uchar' })
+      .toBuffer(),
+  );
   return depth === 16 ? new Uint16Array(data.buffer, data.byteOffset, data.length / 2) : new Uint8Array(data);
 }
 
@@ -62,7 +86,9 @@ async function storedRgb(file: string, depth: 8 | 16, size?: { width: number; he
  * the edge between two).
  */
 async function measuredPixels(input: ImageCase, meta: Metadata, width: number): Promise<(i: number) => boolean> {
-  const alpha = meta.hasAlpha ? await sharp(input.file, { autoOrient: true }).extractChannel('alpha').raw().toBuffer() : undefined;
+  const alpha = meta.hasAlpha
+    ? await sharp(input.file, { autoOrient: true }).extractChannel('alpha').raw().toBuffer()
+    : undefined;
   const side = input.patchSide;
   const inside = (v: number): boolean => side === undefined || (v % side >= 2 && v % side < side - 2);
   return (i) => (alpha === undefined || alpha[i] === 255) && inside(i % width) && inside(Math.floor(i / width));
@@ -77,16 +103,31 @@ function select(data: Uint8Array | Uint16Array, keep: (i: number) => boolean): n
 
 type Upscale = typeof upscaleImageFile;
 
-async function measure(input: ImageCase, dir: string, loadModel: ReturnType<typeof createSrModelLoader>, upscale: Upscale): Promise<FidelityRow> {
+async function measure(
+  input: ImageCase,
+  dir: string,
+  loadModel: ReturnType<typeof createSrModelLoader>,
+  upscale: Upscale,
+): Promise<FidelityRow> {
   let info;
   try {
     info = await probeImage(input.file);
   } catch (error) {
     const code = (error as { code?: string }).code ?? 'error';
     // A refused file may not even have a header libvips reads (the HEIC stand-in).
-    const meta = await sharp(input.file).metadata().catch(() => undefined);
-    const streamsIn = meta === undefined ? [] : [`${meta.format}${(meta.pages ?? 1) > 1 ? `, ${meta.pages} frames` : ''}`];
-    return { case: input.name, bitDepthIn: BITS[meta?.depth ?? ''] ?? 8, bitDepthOut: 0, streamsIn, streamsOut: [], notes: `refused at quote: ${code}: ${(error as Error).message}` };
+    const meta = await sharp(input.file)
+      .metadata()
+      .catch(() => undefined);
+    const streamsIn =
+      meta === undefined ? [] : [`${meta.format}${(meta.pages ?? 1) > 1 ? `, ${meta.pages} frames` : ''}`];
+    return {
+      case: input.name,
+      bitDepthIn: BITS[meta?.depth ?? ''] ?? 8,
+      bitDepthOut: 0,
+      streamsIn,
+      streamsOut: [],
+      notes: `refused at quote: ${code}: ${(error as Error).message}`,
+    };
   }
   const inMeta = await sharp(input.file).metadata();
   const streamsIn = await streamsOf(input.file, inMeta);
@@ -94,7 +135,13 @@ async function measure(input: ImageCase, dir: string, loadModel: ReturnType<type
   const output = path.join(dir, `out-${path.basename(input.file)}`);
   const started = performance.now();
   const outcome = await upscale(
-    { inputPath: input.file, outputPath: output, factor: input.factor, info, ...(input.model === undefined ? {} : { modelName: input.model }) },
+    {
+      inputPath: input.file,
+      outputPath: output,
+      factor: input.factor,
+      info,
+      ...(input.model === undefined ? {} : { modelName: input.model }),
+    },
     loadModel,
   );
   const ms = performance.now() - started;
@@ -106,7 +153,11 @@ async function measure(input: ImageCase, dir: string, loadModel: ReturnType<type
   const reference = await storedRgb(input.file, depth, undefined, inMeta.space === 'cmyk');
   const back = await storedRgb(output, depth, size);
   const keep = await measuredPixels(input, inMeta, info.width);
-  const deltaE2000 = meanCiede2000(select(back, keep), select(reference, keep), { channels: 3, space: input.space, maxValue: depth === 16 ? 65535 : 255 });
+  const deltaE2000 = meanCiede2000(select(back, keep), select(reference, keep), {
+    channels: 3,
+    space: input.space,
+    maxValue: depth === 16 ? 65535 : 255,
+  });
   const soft = inMeta.hasAlpha ? `; ${await softEdgeNote(input, info, dir, loadModel, upscale, output)}` : '';
   return {
     case: input.name,
@@ -123,12 +174,25 @@ async function measure(input: ImageCase, dir: string, loadModel: ReturnType<type
  * A soft alpha edge's visible error (bench/fidelity/fidelity-corpus-alpha.ts, softEdgeError) with the
  * transparent fill (`output`, already made) and, in the same run, without it.
  */
-async function softEdgeNote(input: ImageCase, info: ImageInfo, dir: string, loadModel: ReturnType<typeof createSrModelLoader>, upscale: Upscale, output: string): Promise<string> {
+async function softEdgeNote(
+  input: ImageCase,
+  info: ImageInfo,
+  dir: string,
+  loadModel: ReturnType<typeof createSrModelLoader>,
+  upscale: Upscale,
+  output: string,
+): Promise<string> {
   const stored = path.join(dir, `out-stored-${path.basename(input.file)}`);
   const model = input.model === undefined ? {} : { modelName: input.model };
-  await upscale({ inputPath: input.file, outputPath: stored, factor: input.factor, info, transparentFill: false, ...model }, loadModel);
+  await upscale(
+    { inputPath: input.file, outputPath: stored, factor: input.factor, info, transparentFill: false, ...model },
+    loadModel,
+  );
   const size = { width: info.width, height: info.height };
-  const [filled, before] = [await softEdgeError(input.file, output, size), await softEdgeError(input.file, stored, size)];
+  const [filled, before] = [
+    await softEdgeError(input.file, output, size),
+    await softEdgeError(input.file, stored, size),
+  ];
   return `soft edge error ${filled.toFixed(2)} (colour under the transparency as stored: ${before.toFixed(2)})`;
 }
 
@@ -137,13 +201,23 @@ async function softEdgeNote(input: ImageCase, info: ImageInfo, dir: string, load
  * output's edge pixels (bench/fidelity/fidelity-corpus-alpha.ts), with the transparent fill and, in the same
  * run, without it (the colour under the transparency as stored, as before the fill).
  */
-async function measureHardEdge(input: HardEdgeCase, dir: string, loadModel: ReturnType<typeof createSrModelLoader>, upscale: Upscale): Promise<FidelityRow> {
+async function measureHardEdge(
+  input: HardEdgeCase,
+  dir: string,
+  loadModel: ReturnType<typeof createSrModelLoader>,
+  upscale: Upscale,
+): Promise<FidelityRow> {
   const info = await probeImage(input.file);
   const inMeta = await sharp(input.file).metadata();
-  const outputs = [true, false].map((fill) => path.join(dir, `out-${fill ? 'fill' : 'stored'}-${path.basename(input.file)}`));
+  const outputs = [true, false].map((fill) =>
+    path.join(dir, `out-${fill ? 'fill' : 'stored'}-${path.basename(input.file)}`),
+  );
   const errors: EdgeError[] = [];
   for (const [i, output] of outputs.entries()) {
-    await upscale({ inputPath: input.file, outputPath: output, factor: '2', info, transparentFill: i === 0 }, loadModel);
+    await upscale(
+      { inputPath: input.file, outputPath: output, factor: '2', info, transparentFill: i === 0 },
+      loadModel,
+    );
     errors.push(await edgeError(output, input.colour));
   }
   const [filled, stored] = errors as [EdgeError, EdgeError];
@@ -174,7 +248,8 @@ export async function imageFidelityRows(options: ImageFidelityOptions = {}): Pro
     const corpus = await makeImageCorpus(dir, { columnRows: options.columnRows ?? 500 });
     const rows: FidelityRow[] = [];
     for (const input of corpus) rows.push(await measure(input, dir, loadModel, options.upscale ?? upscaleImageFile));
-    for (const input of await makeHardEdgeCases(dir)) rows.push(await measureHardEdge(input, dir, loadModel, options.upscale ?? upscaleImageFile));
+    for (const input of await makeHardEdgeCases(dir))
+      rows.push(await measureHardEdge(input, dir, loadModel, options.upscale ?? upscaleImageFile));
     return rows;
   } finally {
     await sessions.release();

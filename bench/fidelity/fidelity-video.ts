@@ -24,7 +24,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { SessionCache, createSrModelLoader, parseSrModelChoices, type SrModelLoader } from '../../src/inference/index.js';
+import {
+  SessionCache,
+  createSrModelLoader,
+  parseSrModelChoices,
+  type SrModelLoader,
+} from '../../src/inference/index.js';
 import { type MediaInfo, probeMedia, resolveFfmpeg } from '../../src/media/index.js';
 import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/index.js';
 import { lipsyncFile, parseLipsyncModelMapping, releaseLipsyncThreads } from '../../src/lipsync/index.js';
@@ -103,7 +108,19 @@ function asGamma24(values: Uint16Array, transfer: Exclude<Transfer, 'sdr'>): Flo
 async function rgb48(path: string, width: number, height: number): Promise<Uint16Array> {
   const { stdout } = await run(
     resolveFfmpeg(),
-    ['-v', 'error', '-i', path, '-frames:v', '1', '-vf', `scale=w=${width}:h=${height}:flags=area+accurate_rnd+full_chroma_int:in_color_matrix=auto,format=rgb48le`, '-f', 'rawvideo', 'pipe:1'],
+    [
+      '-v',
+      'error',
+      '-i',
+      path,
+      '-frames:v',
+      '1',
+      '-vf',
+      `scale=w=${width}:h=${height}:flags=area+accurate_rnd+full_chroma_int:in_color_matrix=auto,format=rgb48le`,
+      '-f',
+      'rawvideo',
+      'pipe:1',
+    ],
     { encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 },
   );
   const copy = new Uint16Array(stdout.byteLength / 2);
@@ -125,31 +142,65 @@ function patchInteriors(values: ArrayLike<number>, width: number, height: number
   return kept;
 }
 
-async function deltaE(input: string, output: string, inFacts: FileFacts, outFacts: FileFacts, displayed: { width: number; height: number }): Promise<number> {
+async function deltaE(
+  input: string,
+  output: string,
+  inFacts: FileFacts,
+  outFacts: FileFacts,
+  displayed: { width: number; height: number },
+): Promise<number> {
   const { width, height } = displayed;
   const [a, b] = [await rgb48(input, width, height), await rgb48(output, width, height)];
   const [tin, tout] = [transferOf(inFacts), transferOf(outFacts)];
   if (tin === 'sdr' && tout === 'sdr') {
-    return meanCiede2000(patchInteriors(a, width, height), patchInteriors(b, width, height), { channels: 3, space: 'srgb', maxValue: 65535 });
+    return meanCiede2000(patchInteriors(a, width, height), patchInteriors(b, width, height), {
+      channels: 3,
+      space: 'srgb',
+      maxValue: 65535,
+    });
   }
   // HDR on either side: both as linear light relative to reference white, in BT.2020 (an SDR
   // output's BT.709 values are read through BT.1886, which the bt2020 reading applies; its BT.709
   // primaries inside BT.2020 are ignored, a small error next to the tone mapping's).
   const linearA = tin === 'sdr' ? Float64Array.from(a, (v) => v / 65535) : asGamma24(a, tin);
   const linearB = tout === 'sdr' ? Float64Array.from(b, (v) => v / 65535) : asGamma24(b, tout);
-  return meanCiede2000(patchInteriors(linearA, width, height), patchInteriors(linearB, width, height), { channels: 3, space: 'bt2020', maxValue: 1 });
+  return meanCiede2000(patchInteriors(linearA, width, height), patchInteriors(linearB, width, height), {
+    channels: 3,
+    space: 'bt2020',
+    maxValue: 1,
+  });
 }
 
 async function avOffsetMs(input: string, output: string): Promise<number | undefined> {
-  const [vin, ain, vout, aout] = await Promise.all([packetTimes(input, 'v:0'), packetTimes(input, 'a:0'), packetTimes(output, 'v:0'), packetTimes(output, 'a:0')]);
+  const [vin, ain, vout, aout] = await Promise.all([
+    packetTimes(input, 'v:0'),
+    packetTimes(input, 'a:0'),
+    packetTimes(output, 'v:0'),
+    packetTimes(output, 'a:0'),
+  ]);
   if (vin.length === 0 || ain.length === 0 || vout.length === 0 || aout.length === 0) return undefined;
   return Math.round((vout[0]! - aout[0]! - (vin[0]! - ain[0]!)) * 10_000) / 10;
 }
 
 /** Upscales `input` to `stem` + the extension of its result's container. */
-async function upscaleCase(input: string, stem: string, factor: '1' | '2', loadModel: SrModelLoader, hdr?: HdrMode): Promise<{ info: MediaInfo; outcome: VideoUpscaleOutcome }> {
+async function upscaleCase(
+  input: string,
+  stem: string,
+  factor: '1' | '2',
+  loadModel: SrModelLoader,
+  hdr?: HdrMode,
+): Promise<{ info: MediaInfo; outcome: VideoUpscaleOutcome }> {
   const info = await probeMedia(input);
-  const outcome = await upscaleVideoFile({ inputPath: input, outputPath: `${stem}.${videoResultFormat(info.container).ext}`, factor, info, ...(hdr === undefined ? {} : { hdr }) }, loadModel);
+  const outcome = await upscaleVideoFile(
+    {
+      inputPath: input,
+      outputPath: `${stem}.${videoResultFormat(info.container).ext}`,
+      factor,
+      info,
+      ...(hdr === undefined ? {} : { hdr }),
+    },
+    loadModel,
+  );
   return { info, outcome };
 }
 
@@ -167,7 +218,9 @@ export async function videoFidelityRows(): Promise<FidelityRow[]> {
       const [inFacts, outFacts] = [await fileFacts(input), await fileFacts(output)];
       const video = info.video!;
       const quarter = video.rotation === 90 || video.rotation === 270;
-      const displayed = quarter ? { width: video.height, height: video.width } : { width: video.width, height: video.height };
+      const displayed = quarter
+        ? { width: video.height, height: video.width }
+        : { width: video.width, height: video.height };
       const row: FidelityRow = {
         case: c.name,
         deltaE2000: Math.round((await deltaE(input, output, inFacts, outFacts, displayed)) * 100) / 100,
@@ -180,7 +233,9 @@ export async function videoFidelityRows(): Promise<FidelityRow[]> {
           `${displayed.width}x${displayed.height} -> ${outcome.width}x${outcome.height}`,
           `${video.frameCount ?? '?'} frames -> ${outcome.frames} at ${outcome.frameRate}`,
           ...(outFacts.chapters.length > 0 ? [`${outFacts.chapters.length} chapters`] : []),
-          ...(outcome.streams.dropped.length > 0 ? [`dropped ${outcome.streams.dropped.map((d) => `${d.codec} (${d.reason})`).join(', ')}`] : []),
+          ...(outcome.streams.dropped.length > 0
+            ? [`dropped ${outcome.streams.dropped.map((d) => `${d.codec} (${d.reason})`).join(', ')}`]
+            : []),
           outcome.format.ext,
         ].join('; '),
       };
@@ -219,25 +274,60 @@ function median(values: number[]): number {
 async function timing(beforeDist: string, reps: number, only: readonly string[]): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'mw-bench-fidelity-timing-'));
   const before = {
-    upscale: ((await import(pathToFileURL(join(beforeDist, 'src/upscale/index.js')).href)) as { upscaleVideoFile: Upscale }).upscaleVideoFile,
-    inference: (await import(pathToFileURL(join(beforeDist, 'src/inference/index.js')).href)) as { SessionCache: Sessions; createSrModelLoader: Loader; parseSrModelChoices: typeof parseSrModelChoices },
-    probe: ((await import(pathToFileURL(join(beforeDist, 'src/media/index.js')).href)) as { probeMedia: typeof probeMedia }).probeMedia,
+    upscale: (
+      (await import(pathToFileURL(join(beforeDist, 'src/upscale/index.js')).href)) as { upscaleVideoFile: Upscale }
+    ).upscaleVideoFile,
+    inference: (await import(pathToFileURL(join(beforeDist, 'src/inference/index.js')).href)) as {
+      SessionCache: Sessions;
+      createSrModelLoader: Loader;
+      parseSrModelChoices: typeof parseSrModelChoices;
+    },
+    probe: (
+      (await import(pathToFileURL(join(beforeDist, 'src/media/index.js')).href)) as { probeMedia: typeof probeMedia }
+    ).probeMedia,
   };
   const sessionsAfter = new SessionCache({ executionProviders: ['cpu'] });
   const sessionsBefore = new before.inference.SessionCache({ executionProviders: ['cpu'] });
   const lipSessions = new SessionCache({ thread: false, threads: 1 });
   try {
     const loadAfter = createSrModelLoader({ sessions: sessionsAfter, choices: parseSrModelChoices(MODEL_CHOICES) });
-    const loadBefore = before.inference.createSrModelLoader({ sessions: sessionsBefore, choices: before.inference.parseSrModelChoices(MODEL_CHOICES) });
+    const loadBefore = before.inference.createSrModelLoader({
+      sessions: sessionsBefore,
+      choices: before.inference.parseSrModelChoices(MODEL_CHOICES),
+    });
     const sdr = join(dir, 'sdr.mp4');
     const hdr = join(dir, 'hdr10.mp4');
     const ff = (args: string[]): Promise<unknown> => run(resolveFfmpeg(), ['-v', 'error', '-y', ...args]);
-    const source = ['-f', 'lavfi', '-i', 'testsrc2=size=160x90:rate=24:duration=5', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000:duration=5'];
+    const source = [
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc2=size=160x90:rate=24:duration=5',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=440:sample_rate=48000:duration=5',
+    ];
     await ff([...source, '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', sdr]);
     await ff([
-      ...source, '-c:v', 'libx265', '-preset', 'veryfast', '-pix_fmt', 'yuv420p10le',
-      '-x265-params', 'log-level=error:colorprim=bt2020:transfer=smpte2084:colormatrix=bt2020nc:max-cll=1000,400',
-      '-color_primaries', 'bt2020', '-color_trc', 'smpte2084', '-colorspace', 'bt2020nc', '-c:a', 'aac', hdr,
+      ...source,
+      '-c:v',
+      'libx265',
+      '-preset',
+      'veryfast',
+      '-pix_fmt',
+      'yuv420p10le',
+      '-x265-params',
+      'log-level=error:colorprim=bt2020:transfer=smpte2084:colormatrix=bt2020nc:max-cll=1000,400',
+      '-color_primaries',
+      'bt2020',
+      '-color_trc',
+      'smpte2084',
+      '-colorspace',
+      'bt2020nc',
+      '-c:a',
+      'aac',
+      hdr,
     ]);
     const [infoSdrBefore, infoSdr, infoHdr] = [await before.probe(sdr), await probeMedia(sdr), await probeMedia(hdr)];
     // Lip-sync: the astronaut (a face BlazeFace finds) as a 256x256 HDR10 clip of 2 s with speech,
@@ -246,25 +336,83 @@ async function timing(beforeDist: string, reps: number, only: readonly string[])
     const speech = resolve('test/lipsync/fixtures/speech-16k.wav');
     if (only.includes('lipsync')) {
       await ff([
-        '-loop', '1', '-framerate', '25', '-i', DEFAULT_SAMPLE_IMAGE, '-i', speech, '-t', '2', '-vf', 'scale=256:256,format=yuv420p10le',
-        '-c:v', 'libx265', '-preset', 'veryfast', '-x265-params', 'log-level=error:colorprim=bt2020:transfer=smpte2084:colormatrix=bt2020nc:max-cll=1000,400',
-        '-color_primaries', 'bt2020', '-color_trc', 'smpte2084', '-colorspace', 'bt2020nc', '-c:a', 'aac', face,
+        '-loop',
+        '1',
+        '-framerate',
+        '25',
+        '-i',
+        DEFAULT_SAMPLE_IMAGE,
+        '-i',
+        speech,
+        '-t',
+        '2',
+        '-vf',
+        'scale=256:256,format=yuv420p10le',
+        '-c:v',
+        'libx265',
+        '-preset',
+        'veryfast',
+        '-x265-params',
+        'log-level=error:colorprim=bt2020:transfer=smpte2084:colormatrix=bt2020nc:max-cll=1000,400',
+        '-color_primaries',
+        'bt2020',
+        '-color_trc',
+        'smpte2084',
+        '-colorspace',
+        'bt2020nc',
+        '-c:a',
+        'aac',
+        face,
       ]);
     }
     const lipDeps = { sessions: lipSessions, lipsyncModelMapping: parseLipsyncModelMapping('wav2lip-test') };
     const lipsync = async (mode: HdrMode, output: string): Promise<number> => {
       const [videoInfo, audioInfo] = [await probeMedia(face), await probeMedia(speech)];
-      const request = { videoPath: face, videoInfo, audioPath: speech, audioInfo, outputPath: join(dir, output), model: 'vendor-lipsync-2' as const, syncMode: 'cut_off' as const, activeSpeaker: false, hdr: mode };
+      const request = {
+        videoPath: face,
+        videoInfo,
+        audioPath: speech,
+        audioInfo,
+        outputPath: join(dir, output),
+        model: 'vendor-lipsync-2' as const,
+        syncMode: 'cut_off' as const,
+        activeSpeaker: false,
+        hdr: mode,
+      };
       return (await lipsyncFile(request, lipDeps)).stats.wallMs;
     };
     type Key = 'before' | 'after' | 'keep' | 'toSdr' | 'lipKeep' | 'lipSdr';
     const wall: Record<Key, number[]> = { before: [], after: [], keep: [], toSdr: [], lipKeep: [], lipSdr: [] };
     const cpu: Record<Key, number[]> = { before: [], after: [], keep: [], toSdr: [], lipKeep: [], lipSdr: [] };
     const once: Record<Key, () => Promise<number>> = {
-      before: async () => (await before.upscale({ inputPath: sdr, outputPath: join(dir, 'b.mp4'), factor: '2', info: infoSdrBefore }, loadBefore)).streamMs,
-      after: async () => (await upscaleVideoFile({ inputPath: sdr, outputPath: join(dir, 'a.mp4'), factor: '2', info: infoSdr }, loadAfter)).streamMs,
-      keep: async () => (await upscaleVideoFile({ inputPath: hdr, outputPath: join(dir, 'k.mp4'), factor: '2', info: infoHdr, hdr: 'keep' }, loadAfter)).streamMs,
-      toSdr: async () => (await upscaleVideoFile({ inputPath: hdr, outputPath: join(dir, 's.mp4'), factor: '2', info: infoHdr, hdr: 'sdr' }, loadAfter)).streamMs,
+      before: async () =>
+        (
+          await before.upscale(
+            { inputPath: sdr, outputPath: join(dir, 'b.mp4'), factor: '2', info: infoSdrBefore },
+            loadBefore,
+          )
+        ).streamMs,
+      after: async () =>
+        (
+          await upscaleVideoFile(
+            { inputPath: sdr, outputPath: join(dir, 'a.mp4'), factor: '2', info: infoSdr },
+            loadAfter,
+          )
+        ).streamMs,
+      keep: async () =>
+        (
+          await upscaleVideoFile(
+            { inputPath: hdr, outputPath: join(dir, 'k.mp4'), factor: '2', info: infoHdr, hdr: 'keep' },
+            loadAfter,
+          )
+        ).streamMs,
+      toSdr: async () =>
+        (
+          await upscaleVideoFile(
+            { inputPath: hdr, outputPath: join(dir, 's.mp4'), factor: '2', info: infoHdr, hdr: 'sdr' },
+            loadAfter,
+          )
+        ).streamMs,
       lipKeep: () => lipsync('keep', 'lip-keep.mp4'),
       lipSdr: () => lipsync('sdr', 'lip-sdr.mp4'),
     };
@@ -288,17 +436,27 @@ async function timing(beforeDist: string, reps: number, only: readonly string[])
       }
     }
     const line = (label: string, key: Key): string =>
-      `${label.padEnd(40)} wall median ${median(wall[key]).toFixed(0).padStart(6)} ms, min ${Math.min(...wall[key]).toFixed(0).padStart(6)} ms; ` +
-      `CPU median ${median(cpu[key]).toFixed(0).padStart(6)} ms, min ${Math.min(...cpu[key]).toFixed(0).padStart(6)} ms  (wall ${wall[key].map((v) => v.toFixed(0)).join(', ')})`;
+      `${label.padEnd(40)} wall median ${median(wall[key]).toFixed(0).padStart(6)} ms, min ${Math.min(...wall[key])
+        .toFixed(0)
+        .padStart(6)} ms; ` +
+      `CPU median ${median(cpu[key]).toFixed(0).padStart(6)} ms, min ${Math.min(...cpu[key])
+        .toFixed(0)
+        .padStart(6)} ms  (wall ${wall[key].map((v) => v.toFixed(0)).join(', ')})`;
     const ratio = (a: Key, b: Key): string =>
       `wall median ${(median(wall[a]) / median(wall[b])).toFixed(3)}, min ${(Math.min(...wall[a]) / Math.min(...wall[b])).toFixed(3)}; ` +
       `CPU median ${(median(cpu[a]) / median(cpu[b])).toFixed(3)}, min ${(Math.min(...cpu[a]) / Math.min(...cpu[b])).toFixed(3)}`;
-    process.stdout.write(`\nStreaming, 160x90 24 fps 5 s (120 frames), x2 esrgan-slim-x2, ${reps} alternating runs (CPU: this process and its ffmpeg children)\n`);
+    process.stdout.write(
+      `\nStreaming, 160x90 24 fps 5 s (120 frames), x2 esrgan-slim-x2, ${reps} alternating runs (CPU: this process and its ffmpeg children)\n`,
+    );
     if (only.includes('sdr')) {
-      process.stdout.write(`${line(`8-bit SDR before (${beforeDist})`, 'before')}\n${line('8-bit SDR after (this build)', 'after')}\n  after / before: ${ratio('after', 'before')}\n`);
+      process.stdout.write(
+        `${line(`8-bit SDR before (${beforeDist})`, 'before')}\n${line('8-bit SDR after (this build)', 'after')}\n  after / before: ${ratio('after', 'before')}\n`,
+      );
     }
     if (only.includes('hdr')) {
-      process.stdout.write(`${line('HDR10 clip, hdr "keep" (16-bit, x265)', 'keep')}\n${line('HDR10 clip, hdr "sdr" (tone-mapped, x264)', 'toSdr')}\n  keep / sdr: ${ratio('keep', 'toSdr')}\n`);
+      process.stdout.write(
+        `${line('HDR10 clip, hdr "keep" (16-bit, x265)', 'keep')}\n${line('HDR10 clip, hdr "sdr" (tone-mapped, x264)', 'toSdr')}\n  keep / sdr: ${ratio('keep', 'toSdr')}\n`,
+      );
     }
     if (only.includes('lipsync')) {
       process.stdout.write(

@@ -49,12 +49,29 @@ export function pgsSubtitles(picture: PgsPicture, cues: readonly PgsCue[]): Buff
   const { box } = picture;
   const window = [1, 0, ...u16(box.x), ...u16(box.y), ...u16(box.width), ...u16(box.height)];
   const composition = (n: number, objects: number, state: number): number[] => [
-    ...u16(picture.width), ...u16(picture.height), 0x10, ...u16(n), state, 0, 0, objects,
+    ...u16(picture.width),
+    ...u16(picture.height),
+    0x10,
+    ...u16(n),
+    state,
+    0,
+    0,
+    objects,
     ...(objects === 0 ? [] : [...u16(0), 0, 0, ...u16(box.x), ...u16(box.y)]),
   ];
   const bitmap = runLengthBitmap(box.width, box.height);
   const objectLength = bitmap.length + 4;
-  const object = [...u16(0), 0, 0xc0, (objectLength >> 16) & 0xff, (objectLength >> 8) & 0xff, objectLength & 0xff, ...u16(box.width), ...u16(box.height), ...bitmap];
+  const object = [
+    ...u16(0),
+    0,
+    0xc0,
+    (objectLength >> 16) & 0xff,
+    (objectLength >> 8) & 0xff,
+    objectLength & 0xff,
+    ...u16(box.width),
+    ...u16(box.height),
+    ...bitmap,
+  ];
   const segments = cues.flatMap((cue, i) => [
     segment(cue.start, PCS, composition(2 * i, 1, 0x80)),
     segment(cue.start, WDS, window),

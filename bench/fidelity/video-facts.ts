@@ -34,7 +34,11 @@ const streamSchema = z.object({
 
 const probeSchema = z.object({
   streams: z.array(streamSchema).default([]),
-  chapters: z.array(z.object({ start_time: z.string(), end_time: z.string(), tags: z.record(z.string(), z.string()).default({}) })).default([]),
+  chapters: z
+    .array(
+      z.object({ start_time: z.string(), end_time: z.string(), tags: z.record(z.string(), z.string()).default({}) }),
+    )
+    .default([]),
   format: z.object({ tags: z.record(z.string(), z.string()).default({}) }),
 });
 
@@ -46,11 +50,26 @@ export interface FileFacts {
 }
 
 export async function fileFacts(path: string): Promise<FileFacts> {
-  const { stdout } = await run(resolveFfprobe(), ['-v', 'error', '-show_streams', '-show_chapters', '-show_format', '-of', 'json', path]);
+  const { stdout } = await run(resolveFfprobe(), [
+    '-v',
+    'error',
+    '-show_streams',
+    '-show_chapters',
+    '-show_format',
+    '-of',
+    'json',
+    path,
+  ]);
   const parsed = probeSchema.parse(JSON.parse(stdout));
   return {
-    streams: parsed.streams.map((s) => (s.codec_type === 'video' && s.pix_fmt !== undefined ? { ...s, bits: pixelFormatBits(s.pix_fmt) } : s)),
-    chapters: parsed.chapters.map((c) => ({ start: Number(c.start_time), end: Number(c.end_time), ...(c.tags['title'] === undefined ? {} : { title: c.tags['title'] }) })),
+    streams: parsed.streams.map((s) =>
+      s.codec_type === 'video' && s.pix_fmt !== undefined ? { ...s, bits: pixelFormatBits(s.pix_fmt) } : s,
+    ),
+    chapters: parsed.chapters.map((c) => ({
+      start: Number(c.start_time),
+      end: Number(c.end_time),
+      ...(c.tags['title'] === undefined ? {} : { title: c.tags['title'] }),
+    })),
     tags: parsed.format.tags,
   };
 }
@@ -69,21 +88,44 @@ const TYPE_LETTERS: Readonly<Record<string, string>> = { audio: 'a', subtitle: '
 export function streamLabels(facts: FileFacts): string[] {
   return facts.streams.map((s) => {
     const language = s.tags['language'] !== undefined && s.tags['language'] !== 'und' ? `(${s.tags['language']})` : '';
-    if (s.codec_type === 'video') return s.disposition['attached_pic'] === 1 ? `cover:${s.codec_name}` : `v:${s.codec_name}(${s.bits ?? 8})`;
+    if (s.codec_type === 'video')
+      return s.disposition['attached_pic'] === 1 ? `cover:${s.codec_name}` : `v:${s.codec_name}(${s.bits ?? 8})`;
     return `${TYPE_LETTERS[s.codec_type] ?? s.codec_type}:${s.codec_name ?? s.codec_tag_string}${language}`;
   });
 }
 
 /** The first frame's side data of the picture (HDR10's mastering display and content light). */
 export async function firstFrameSideData(path: string): Promise<Record<string, unknown>[]> {
-  const { stdout } = await run(resolveFfprobe(), ['-v', 'error', '-select_streams', 'V:0', '-read_intervals', '%+#1', '-show_entries', 'frame_side_data_list', '-of', 'json', path]);
+  const { stdout } = await run(resolveFfprobe(), [
+    '-v',
+    'error',
+    '-select_streams',
+    'V:0',
+    '-read_intervals',
+    '%+#1',
+    '-show_entries',
+    'frame_side_data_list',
+    '-of',
+    'json',
+    path,
+  ]);
   const frames = (JSON.parse(stdout) as { frames?: { side_data_list?: Record<string, unknown>[] }[] }).frames ?? [];
   return frames[0]?.side_data_list ?? [];
 }
 
 /** Presentation times (seconds) of every packet of a stream (`v:0`, `a:0`), sorted. */
 export async function packetTimes(path: string, stream: string): Promise<number[]> {
-  const { stdout } = await run(resolveFfprobe(), ['-v', 'error', '-select_streams', stream, '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', path]);
+  const { stdout } = await run(resolveFfprobe(), [
+    '-v',
+    'error',
+    '-select_streams',
+    stream,
+    '-show_entries',
+    'packet=pts_time',
+    '-of',
+    'csv=p=0',
+    path,
+  ]);
   return stdout
     .split('\n')
     .map((line) => Number.parseFloat(line))

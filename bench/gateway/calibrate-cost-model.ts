@@ -20,7 +20,15 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { getManifest, ensureModelFile, type SuperResolutionManifest, SessionCache, defaultFeather, upscaleRgb, planTiles } from '../../src/inference/index.js';
+import {
+  getManifest,
+  ensureModelFile,
+  type SuperResolutionManifest,
+  SessionCache,
+  defaultFeather,
+  upscaleRgb,
+  planTiles,
+} from '../../src/inference/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../../src/paths.js';
 import { DEFAULT_ENCODER } from '../../src/video/index.js';
 import { cpuSeconds } from '../cpu-time.js';
@@ -74,7 +82,12 @@ async function network(name: string, side: number): Promise<NetworkRow> {
   const image = await loadRgb(DEFAULT_SAMPLE_IMAGE, side);
   const model = { run: session.run.bind(session), scale: manifest.scale, range: manifest.input.range };
   const options = { tile: manifest.tile.size, overlap: manifest.tile.overlap, batch: manifest.tile.batch };
-  const plan = planTiles({ width: image.width, height: image.height, ...options, feather: defaultFeather(options.overlap) });
+  const plan = planTiles({
+    width: image.width,
+    height: image.height,
+    ...options,
+    feather: defaultFeather(options.overlap),
+  });
   const tilePixels = plan.count * plan.tileWidth * plan.tileHeight;
   await upscaleRgb(model, image, options);
   const runs: number[] = [];
@@ -112,11 +125,15 @@ async function ffmpegTimed(args: string[]): Promise<{ wall: number; cpu: number 
 function ffmpeg(args: string[]): Promise<number> {
   const start = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(performance.now() - start) : reject(new Error(`ffmpeg exited ${code}: ${err.slice(-500)}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(performance.now() - start) : reject(new Error(`ffmpeg exited ${code}: ${err.slice(-500)}`)),
+    );
   });
 }
 
@@ -124,9 +141,16 @@ function ffmpeg(args: string[]): Promise<number> {
 function source(width: number, height: number, frames: number): string[] {
   const side = Math.ceil(Math.max(width, height) * 1.25);
   return [
-    '-loop', '1', '-framerate', '30', '-i', DEFAULT_SAMPLE_IMAGE,
-    '-vf', `scale=${side}:${side},crop=${width}:${height}:x='n*${Math.max(1, Math.floor((side - width) / frames))}':y='n*${Math.max(1, Math.floor((side - height) / frames))}',format=rgb24`,
-    '-frames:v', String(frames),
+    '-loop',
+    '1',
+    '-framerate',
+    '30',
+    '-i',
+    DEFAULT_SAMPLE_IMAGE,
+    '-vf',
+    `scale=${side}:${side},crop=${width}:${height}:x='n*${Math.max(1, Math.floor((side - width) / frames))}':y='n*${Math.max(1, Math.floor((side - height) / frames))}',format=rgb24`,
+    '-frames:v',
+    String(frames),
   ];
 }
 
@@ -138,12 +162,25 @@ async function codec(width: number, height: number, frames: number, dir: string)
   for (let i = 0; i < reps; i += 1) {
     make.push(await ffmpegTimed([...source(width, height, frames), '-f', 'rawvideo', '-y', '/dev/null']));
     makeEncode.push(
-      await ffmpegTimed([...source(width, height, frames), '-pix_fmt', 'yuv420p', '-c:v', 'libx264', '-preset', DEFAULT_ENCODER.preset, '-crf', String(DEFAULT_ENCODER.crf), '-y', out]),
+      await ffmpegTimed([
+        ...source(width, height, frames),
+        '-pix_fmt',
+        'yuv420p',
+        '-c:v',
+        'libx264',
+        '-preset',
+        DEFAULT_ENCODER.preset,
+        '-crf',
+        String(DEFAULT_ENCODER.crf),
+        '-y',
+        out,
+      ]),
     );
     decode.push(await ffmpegTimed(['-i', out, '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-y', '/dev/null']));
   }
   const mp = (width * height * frames) / 1e6;
-  const fastest = (xs: { wall: number; cpu: number }[], key: 'wall' | 'cpu'): number => Math.min(...xs.map((x) => x[key]));
+  const fastest = (xs: { wall: number; cpu: number }[], key: 'wall' | 'cpu'): number =>
+    Math.min(...xs.map((x) => x[key]));
   const makeMs = fastest(make, 'wall');
   const makeEncodeMs = fastest(makeEncode, 'wall');
   const decodeMs = fastest(decode, 'wall');
@@ -165,7 +202,10 @@ const machine = machineInfo();
 console.log(describeMachine(machine));
 const results: { network: NetworkRow[]; codec: CodecRow[] } = { network: [], codec: [] };
 if (only.includes('network')) {
-  for (const [name, side] of [['esrgan-slim-x4', 512], ['esrgan-thick-x4', 256]] as const) {
+  for (const [name, side] of [
+    ['esrgan-slim-x4', 512],
+    ['esrgan-thick-x4', 256],
+  ] as const) {
     const row = await network(name, side);
     results.network.push(row);
     console.log(
@@ -177,7 +217,11 @@ if (only.includes('network')) {
 if (only.includes('codec')) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'calibrate-'));
   try {
-    for (const [w, h, n] of [[1280, 720, 60], [1920, 1080, 40], [3840, 2160, 20]] as const) {
+    for (const [w, h, n] of [
+      [1280, 720, 60],
+      [1920, 1080, 40],
+      [3840, 2160, 20],
+    ] as const) {
       const row = await codec(w, h, n, dir);
       results.codec.push(row);
       console.log(

@@ -49,11 +49,15 @@ interface Case {
 
 function ffmpeg(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', '-y', ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`ffmpeg exited ${code}: ${err.slice(-400)}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`ffmpeg exited ${code}: ${err.slice(-400)}`)),
+    );
   });
 }
 
@@ -64,20 +68,76 @@ async function clip(dir: string, width: number, height: number, fps: number, sec
   const frames = fps * seconds;
   const step = Math.max(1, Math.floor((side - Math.max(width, height)) / frames));
   await ffmpeg([
-    '-loop', '1', '-i', DEFAULT_SAMPLE_IMAGE,
-    '-vf', `scale=${side}:${side},crop=${width}:${height}:x='n*${step}':y='n*${step}/2',format=yuv420p`,
-    '-r', String(fps), '-frames:v', String(frames), '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '18', file,
+    '-loop',
+    '1',
+    '-i',
+    DEFAULT_SAMPLE_IMAGE,
+    '-vf',
+    `scale=${side}:${side},crop=${width}:${height}:x='n*${step}':y='n*${step}/2',format=yuv420p`,
+    '-r',
+    String(fps),
+    '-frames:v',
+    String(frames),
+    '-c:v',
+    'libx264',
+    '-preset',
+    'veryfast',
+    '-crf',
+    '18',
+    file,
   ]);
   return file;
 }
 
 const CASES: Case[] = [
-  { name: 'image 512x512 x2', kind: 'image', job: async () => parseJob({ model: 'vendor-image-upscale', input: { image_url: DEFAULT_SAMPLE_IMAGE, upscale_factor: '2' } }) },
-  { name: 'image 512x512 x4', kind: 'image', job: async () => parseJob({ model: 'vendor-image-upscale', input: { image_url: DEFAULT_SAMPLE_IMAGE, upscale_factor: '4' } }) },
-  { name: 'video 320x180 25 fps 2 s x2', kind: 'video', job: async (dir) => parseJob({ model: 'vendor-video-upscale', input: { video_url: await clip(dir, 320, 180, 25, 2), upscale_factor: '2' } }) },
-  { name: 'video 320x180 25 fps 2 s x4', kind: 'video', job: async (dir) => parseJob({ model: 'vendor-video-upscale', input: { video_url: await clip(dir, 320, 180, 25, 2), upscale_factor: '4' } }) },
-  { name: 'video 640x360 50 fps 1 s x2', kind: 'video', job: async (dir) => parseJob({ model: 'vendor-video-upscale', input: { video_url: await clip(dir, 640, 360, 50, 1), upscale_factor: '2' } }) },
-  { name: 'video 640x360 30 fps 1 s x1', kind: 'video', job: async (dir) => parseJob({ model: 'vendor-video-upscale', input: { video_url: await clip(dir, 640, 360, 30, 1), upscale_factor: '1' } }) },
+  {
+    name: 'image 512x512 x2',
+    kind: 'image',
+    job: async () =>
+      parseJob({ model: 'vendor-image-upscale', input: { image_url: DEFAULT_SAMPLE_IMAGE, upscale_factor: '2' } }),
+  },
+  {
+    name: 'image 512x512 x4',
+    kind: 'image',
+    job: async () =>
+      parseJob({ model: 'vendor-image-upscale', input: { image_url: DEFAULT_SAMPLE_IMAGE, upscale_factor: '4' } }),
+  },
+  {
+    name: 'video 320x180 25 fps 2 s x2',
+    kind: 'video',
+    job: async (dir) =>
+      parseJob({
+        model: 'vendor-video-upscale',
+        input: { video_url: await clip(dir, 320, 180, 25, 2), upscale_factor: '2' },
+      }),
+  },
+  {
+    name: 'video 320x180 25 fps 2 s x4',
+    kind: 'video',
+    job: async (dir) =>
+      parseJob({
+        model: 'vendor-video-upscale',
+        input: { video_url: await clip(dir, 320, 180, 25, 2), upscale_factor: '4' },
+      }),
+  },
+  {
+    name: 'video 640x360 50 fps 1 s x2',
+    kind: 'video',
+    job: async (dir) =>
+      parseJob({
+        model: 'vendor-video-upscale',
+        input: { video_url: await clip(dir, 640, 360, 50, 1), upscale_factor: '2' },
+      }),
+  },
+  {
+    name: 'video 640x360 30 fps 1 s x1',
+    kind: 'video',
+    job: async (dir) =>
+      parseJob({
+        model: 'vendor-video-upscale',
+        input: { video_url: await clip(dir, 640, 360, 30, 1), upscale_factor: '1' },
+      }),
+  },
 ];
 
 interface Row {
@@ -103,8 +163,13 @@ console.log(machine);
 try {
   for (const c of CASES.filter((x) => only.includes(x.kind))) {
     const job = await c.job(dir);
-    const quote = await quoteOnly(job, config, { taskId: 'bench', allowLocalPaths: true, timeLimitsMs: engine.timeLimitsMs });
-    if (!('estimated_seconds' in quote) || quote.estimated_seconds === undefined) throw new Error(`no estimate for ${c.name}`);
+    const quote = await quoteOnly(job, config, {
+      taskId: 'bench',
+      allowLocalPaths: true,
+      timeLimitsMs: engine.timeLimitsMs,
+    });
+    if (!('estimated_seconds' in quote) || quote.estimated_seconds === undefined)
+      throw new Error(`no estimate for ${c.name}`);
     let n = 0;
     const cores = engine.config.threads > 0 ? engine.config.threads : os.availableParallelism();
     const cpuRuns: number[] = [];
@@ -138,7 +203,10 @@ try {
     rows.push(row);
     console.log(
       `${row.name.padEnd(30)} ${row.hardwareClass} frames ${String(row.estimatedFrames).padStart(4)}  estimated ${row.estimatedSeconds.toFixed(1).padStart(6)} s  ` +
-        `wall ${actual.map((a) => a.toFixed(1)).join(', ').padStart(6)} s (${row.ratio.toFixed(2)} x)  ` +
+        `wall ${actual
+          .map((a) => a.toFixed(1))
+          .join(', ')
+          .padStart(6)} s (${row.ratio.toFixed(2)} x)  ` +
         `CPU/cores ${row.cpuPerCoreSeconds.map((a) => a.toFixed(1)).join(', ')} s (${row.cpuRatio.toFixed(2)} x)  load ${row.loadAverage.toFixed(1)}`,
     );
   }

@@ -41,11 +41,21 @@ const cli = benchCli({
   name: 'gateway',
   options: {
     submissions: { type: 'string', arg: 'N', help: 'submissions through each POST route', default: '500' },
-    concurrency: { type: 'string', arg: 'C', help: 'submissions in flight (and quotes in flight per account)', default: '16' },
+    concurrency: {
+      type: 'string',
+      arg: 'C',
+      help: 'submissions in flight (and quotes in flight per account)',
+      default: '16',
+    },
     connections: { type: 'string', arg: 'K', help: 'keep-alive sockets of the polls', default: '16' },
     'duration-ms': { type: 'string', arg: 'MS', help: 'length of each poll measurement', default: '5000' },
     // Another build's CLI for the gateway process only (e.g. main's dist/src/cli.js, to compare before and after).
-    'gateway-cli': { type: 'string', arg: 'PATH', help: 'another build\'s dist/src/cli.js for the gateway process (before and after)', default: CLI },
+    'gateway-cli': {
+      type: 'string',
+      arg: 'PATH',
+      help: "another build's dist/src/cli.js for the gateway process (before and after)",
+      default: CLI,
+    },
   },
   common: { repeat: { default: '3', help: 'alternations of floor and gateway (the median round is reported)' } },
 });
@@ -60,7 +70,8 @@ const ROUNDS = positive(values.repeat, 'repeat');
 
 function positive(raw: string | undefined, name: string): number {
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`Expected --${name} to be a positive integer but received ${JSON.stringify(raw)}`);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new Error(`Expected --${name} to be a positive integer but received ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -102,28 +113,55 @@ try {
     /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/,
   );
   const base = gatewayLog[1]!;
-  const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'accounts', 'create', '--name', 'bench', '--credits', String(1e9)], { env });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [CLI, 'accounts', 'create', '--name', 'bench', '--credits', String(1e9)],
+    { env },
+  );
   const key = (JSON.parse(stdout) as { apiKey: string }).apiKey;
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 
   const submit = (body: unknown, route: string) => async (): Promise<string> => {
     const res = await fetch(`${base}${route}`, { method: 'POST', headers, body: JSON.stringify(body) });
     const json = (await res.json()) as { data?: { id: string } };
-    if (res.status !== 200 || json.data === undefined) throw new Error(`submission answered ${res.status}: ${JSON.stringify(json)}`);
+    if (res.status !== 200 || json.data === undefined)
+      throw new Error(`submission answered ${res.status}: ${JSON.stringify(json)}`);
     return json.data.id;
   };
-  const music = await timed(SUBMISSIONS, CONCURRENCY, submit({ model: 'vendor-v5-generate-music', input: { prompt: 'bench' } }, '/api/v1/generate'));
-  const images = await timed(Math.max(1, Math.floor(SUBMISSIONS / 5)), CONCURRENCY, submit({ image_url: imageUrl }, '/api/v1/tools/upscale-image'));
+  const music = await timed(
+    SUBMISSIONS,
+    CONCURRENCY,
+    submit({ model: 'vendor-v5-generate-music', input: { prompt: 'bench' } }, '/api/v1/generate'),
+  );
+  const images = await timed(
+    Math.max(1, Math.floor(SUBMISSIONS / 5)),
+    CONCURRENCY,
+    submit({ image_url: imageUrl }, '/api/v1/tools/upscale-image'),
+  );
   const ids = music.results;
   const accountId = (JSON.parse(stdout) as { account: { id: string } }).account.id;
   const floorLog = await started(
-    spawnNode(path.join(PACKAGE_ROOT, 'dist', 'bench', 'gateway', 'floor-server.js'), { ...env, FLOOR_STREAM: 'GATEWAY_TASKS', FLOOR_SUBJECT_PREFIX: `gateway.tasks.${accountId}.` }),
+    spawnNode(path.join(PACKAGE_ROOT, 'dist', 'bench', 'gateway', 'floor-server.js'), {
+      ...env,
+      FLOOR_STREAM: 'GATEWAY_TASKS',
+      FLOOR_SUBJECT_PREFIX: `gateway.tasks.${accountId}.`,
+    }),
     /floor listening (http:\/\/\S+)/,
   );
   media.close();
   const load = (url: string, route: (n: number) => string, auth: boolean) =>
-    closedLoop({ url, path: route, headers: auth ? { authorization: headers.authorization } : {}, connections: CONNECTIONS, warmupMs: 1000, durationMs: DURATION_MS });
-  const loadAverage = os.loadavg().map((l) => l.toFixed(2)).join(' ');
+    closedLoop({
+      url,
+      path: route,
+      headers: auth ? { authorization: headers.authorization } : {},
+      connections: CONNECTIONS,
+      warmupMs: 1000,
+      durationMs: DURATION_MS,
+    });
+  const loadAverage = os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
   const rounds: { floor: LoadResult; tasks: LoadResult; balance: LoadResult }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     const floor = await load(floorLog[1]!, (n) => `/tasks/${ids[n % ids.length]!}`, false);
@@ -136,14 +174,30 @@ try {
     return sorted[Math.floor(sorted.length / 2)]!;
   };
   // How the gateway answered: from memory (hit), by reading the store (miss, bypass).
-  const viewReads = (await (await fetch(`${base}/metrics`)).text()).split('\n').filter((l) => l.startsWith('media_gateway_view_reads_total{'));
+  const viewReads = (await (await fetch(`${base}/metrics`)).text())
+    .split('\n')
+    .filter((l) => l.startsWith('media_gateway_view_reads_total{'));
   const polls = { floor: median((x) => x.floor), tasks: median((x) => x.tasks), balance: median((x) => x.balance) };
   const ratio = Number((polls.tasks.perSecond / polls.floor.perSecond).toFixed(2));
   const row = (label: string, t: Timed<unknown>): string[] => {
     const s = summary(t);
-    return [label, String(s['count']), String(s['perSecond']), String(s['p50Ms']), String(s['p99Ms']), String(s['maxMs'])];
+    return [
+      label,
+      String(s['count']),
+      String(s['perSecond']),
+      String(s['p50Ms']),
+      String(s['p99Ms']),
+      String(s['maxMs']),
+    ];
   };
-  const pollRow = (label: string, t: LoadResult): string[] => [label, String(t.count), String(t.perSecond), String(t.p50Ms), String(t.p99Ms), String(t.maxMs)];
+  const pollRow = (label: string, t: LoadResult): string[] => [
+    label,
+    String(t.count),
+    String(t.perSecond),
+    String(t.p50Ms),
+    String(t.p99Ms),
+    String(t.maxMs),
+  ];
   const caption =
     `One host (nats-server, serve, gateway), submissions ${CONCURRENCY} at a time; polls closed-loop on ${CONNECTIONS} keep-alive connections for ${DURATION_MS / 1000} s, ` +
     `the median of ${ROUNDS} rounds alternating with the floor (a bare Fastify route doing one NATS direct get, no authentication or limits). ` +
@@ -207,8 +261,15 @@ async function timed<T>(n: number, concurrency: number, task: () => Promise<T>):
 
 function summary(t: Timed<unknown>): Record<string, number> {
   const sorted = [...t.latenciesMs].sort((a, b) => a - b);
-  const at = (q: number): number => Number((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(2));
-  return { count: sorted.length, perSecond: Number(((sorted.length * 1000) / t.wallMs).toFixed(1)), p50Ms: at(0.5), p99Ms: at(0.99), maxMs: at(1) };
+  const at = (q: number): number =>
+    Number((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(2));
+  return {
+    count: sorted.length,
+    perSecond: Number(((sorted.length * 1000) / t.wallMs).toFixed(1)),
+    p50Ms: at(0.5),
+    p99Ms: at(0.99),
+    maxMs: at(1),
+  };
 }
 
 function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
@@ -222,7 +283,12 @@ function spawnNode(script: string, env: NodeJS.ProcessEnv, args: string[] = []):
 }
 
 /** Starts `node args` writing its output to `logFile`, and waits for `line` there. */
-async function startedLogging(args: string[], env: NodeJS.ProcessEnv, logFile: string, line: RegExp): Promise<RegExpExecArray> {
+async function startedLogging(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  logFile: string,
+  line: RegExp,
+): Promise<RegExpExecArray> {
   const log = await open(logFile, 'w');
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', log.fd, log.fd] });
   children.push(child);

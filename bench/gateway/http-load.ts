@@ -60,7 +60,9 @@ export async function closedLoop(options: LoadOptions): Promise<LoadResult> {
           const head = buffered.subarray(0, end).toString('latin1');
           const length = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1] ?? 'NaN');
           if (!Number.isFinite(length)) {
-            reject(new Error(`Expected a Content-Length in the answer but received ${JSON.stringify(head.slice(0, 200))}`));
+            reject(
+              new Error(`Expected a Content-Length in the answer but received ${JSON.stringify(head.slice(0, 200))}`),
+            );
             return;
           }
           const total = end + HEAD_END.length + length;
@@ -96,6 +98,14 @@ export async function closedLoop(options: LoadOptions): Promise<LoadResult> {
   stopping = true;
   await loops;
   const sorted = latencies.sort((a, b) => a - b);
-  const at = (q: number): number => Number((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(2));
-  return { count: sorted.length, perSecond: Number(((sorted.length * 1000) / wallMs).toFixed(0)), p50Ms: at(0.5), p99Ms: at(0.99), maxMs: at(1), others };
+  const at = (q: number): number =>
+    Number((sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0).toFixed(2));
+  return {
+    count: sorted.length,
+    perSecond: Number(((sorted.length * 1000) / wallMs).toFixed(0)),
+    p50Ms: at(0.5),
+    p99Ms: at(0.99),
+    maxMs: at(1),
+    others,
+  };
 }

@@ -24,13 +24,29 @@ import { startBenchNats } from './nats-server.js';
 
 const cli = benchCli({
   name: 'task-events',
-  notes: 'The goal (under 100 MB and 5 % of a core for 1,000 idle streams) is compared by the reader: docs/benchmarks.md.',
+  notes:
+    'The goal (under 100 MB and 5 % of a core for 1,000 idle streams) is compared by the reader: docs/benchmarks.md.',
   options: {
     streams: { type: 'string', arg: 'N', help: 'open idle event streams', default: '1000' },
     tasks: { type: 'string', arg: 'T', help: 'pending tasks the streams follow, N/T streams each', default: '100' },
-    'polls-per-second': { type: 'string', arg: 'P', help: "the polling side's rate of GET /api/v1/tasks/{id}", default: '1000' },
-    'idle-ms': { type: 'string', arg: 'MS', help: 'each measuring window (two heartbeats by default)', default: '30000' },
-    'heartbeat-ms': { type: 'string', arg: 'MS', help: 'GATEWAY_EVENT_HEARTBEAT_MS (the shipped default)', default: '15000' },
+    'polls-per-second': {
+      type: 'string',
+      arg: 'P',
+      help: "the polling side's rate of GET /api/v1/tasks/{id}",
+      default: '1000',
+    },
+    'idle-ms': {
+      type: 'string',
+      arg: 'MS',
+      help: 'each measuring window (two heartbeats by default)',
+      default: '30000',
+    },
+    'heartbeat-ms': {
+      type: 'string',
+      arg: 'MS',
+      help: 'GATEWAY_EVENT_HEARTBEAT_MS (the shipped default)',
+      default: '15000',
+    },
   },
 });
 
@@ -69,16 +85,30 @@ try {
     GATEWAY_EVENT_HEARTBEAT_MS: String(opts.heartbeatMs),
   };
   await promisify(execFile)(process.execPath, [CLI, 'provision'], { env });
-  await started(spawn(process.execPath, [CLI, 'serve'], { env: { ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] }), /media-worker serving/);
-  const gateway = spawn(process.execPath, [CLI, 'gateway'], { env: { ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  await started(
+    spawn(process.execPath, [CLI, 'serve'], { env: { ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] }),
+    /media-worker serving/,
+  );
+  const gateway = spawn(process.execPath, [CLI, 'gateway'], {
+    env: { ...env, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const base = (await started(gateway, /"url":"(http:\/\/[^"]+)","msg":"media-worker gateway listening"/))[1]!;
-  const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'accounts', 'create', '--name', 'bench', '--credits', String(1e9)], { env });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [CLI, 'accounts', 'create', '--name', 'bench', '--credits', String(1e9)],
+    { env },
+  );
   const key = (JSON.parse(stdout) as { apiKey: string }).apiKey;
   const auth = { authorization: `Bearer ${key}` };
 
   const ids: string[] = [];
   for (let i = 0; i < opts.tasks; i++) {
-    const res = await fetch(`${base}/api/v1/generate`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'vendor-v5-generate-music', input: { prompt: `bench ${i}` } }) });
+    const res = await fetch(`${base}/api/v1/generate`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'vendor-v5-generate-music', input: { prompt: `bench ${i}` } }),
+    });
     const json = (await res.json()) as { data?: { id: string } };
     if (json.data === undefined) throw new Error(`submission answered ${res.status}: ${JSON.stringify(json)}`);
     ids.push(json.data.id);
@@ -97,17 +127,23 @@ try {
   // Each stream on its own connection, as each client would hold one.
   let opened = 0;
   await Promise.all(
-    Array.from({ length: opts.streams }, (_, n) =>
-      new Promise<void>((resolve, reject) => {
-        const req = http.get(`${base}/api/v1/tasks/${ids[n % ids.length]!}/events`, { headers: auth, agent: false }, (res) => {
-          if (res.statusCode !== 200) reject(new Error(`stream ${n} answered ${res.statusCode}`));
-          opened += 1;
-          res.resume();
-          resolve();
-        });
-        req.on('error', reject);
-        sockets.push(req);
-      }),
+    Array.from(
+      { length: opts.streams },
+      (_, n) =>
+        new Promise<void>((resolve, reject) => {
+          const req = http.get(
+            `${base}/api/v1/tasks/${ids[n % ids.length]!}/events`,
+            { headers: auth, agent: false },
+            (res) => {
+              if (res.statusCode !== 200) reject(new Error(`stream ${n} answered ${res.statusCode}`));
+              opened += 1;
+              res.resume();
+              resolve();
+            },
+          );
+          req.on('error', reject);
+          sockets.push(req);
+        }),
     ),
   );
   await sleep(2000);
@@ -138,17 +174,41 @@ try {
   const pollRate = round((answered - answered0) / (opts.idleMs / 1000), 1);
 
   const result = {
-    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadAverage: os.loadavg().map((l) => round(l, 2)) },
+    machine: {
+      cpus: os.cpus().length,
+      cpu: os.cpus()[0]?.model ?? 'unknown',
+      node: process.version,
+      loadAverage: os.loadavg().map((l) => round(l, 2)),
+    },
     settings: opts,
     gatewayIdle: idle,
-    streams: { open: opened, ...streams, rssDeltaMb: round(streams.rssMb - idle.rssMb, 1), cpuShareOverIdle: round(streams.cpuShare - idle.cpuShare, 2) },
+    streams: {
+      open: opened,
+      ...streams,
+      rssDeltaMb: round(streams.rssMb - idle.rssMb, 1),
+      cpuShareOverIdle: round(streams.cpuShare - idle.cpuShare, 2),
+    },
     afterStreamsClosed: afterStreams,
-    polls: { answeredPerSecond: pollRate, failed, ...polls, rssDeltaMb: round(polls.rssMb - afterStreams.rssMb, 1), cpuShareOverIdle: round(polls.cpuShare - idle.cpuShare, 2) },
+    polls: {
+      answeredPerSecond: pollRate,
+      failed,
+      ...polls,
+      rssDeltaMb: round(polls.rssMb - afterStreams.rssMb, 1),
+      cpuShareOverIdle: round(polls.cpuShare - idle.cpuShare, 2),
+    },
   };
   const header = ['30 s window', 'RSS change MB', 'CPU over the idle gateway, % of a core'];
   const rows = [
-    [`${result.streams.open} open idle streams`, String(result.streams.rssDeltaMb), String(result.streams.cpuShareOverIdle)],
-    [`${opts.pollsPerSecond} polls/s (${pollRate} answered)`, String(result.polls.rssDeltaMb), String(result.polls.cpuShareOverIdle)],
+    [
+      `${result.streams.open} open idle streams`,
+      String(result.streams.rssDeltaMb),
+      String(result.streams.cpuShareOverIdle),
+    ],
+    [
+      `${opts.pollsPerSecond} polls/s (${pollRate} answered)`,
+      String(result.polls.rssDeltaMb),
+      String(result.polls.cpuShareOverIdle),
+    ],
   ];
   console.log(JSON.stringify(result, null, 2));
   await cli.done({ tables: [{ header, rows }], data: result });

@@ -29,8 +29,18 @@ import { benchCli } from '../harness.js';
 const cli = benchCli({
   name: 'tracing',
   options: {
-    size: { type: 'string', arg: 'PX', help: 'side of the input image (a crop of a bundled photo), upscaled x2', default: '128' },
-    calls: { type: 'string', arg: 'N', help: 'calls of the bare helper, off (and a tenth of it on)', default: '1000000' },
+    size: {
+      type: 'string',
+      arg: 'PX',
+      help: 'side of the input image (a crop of a bundled photo), upscaled x2',
+      default: '128',
+    },
+    calls: {
+      type: 'string',
+      arg: 'N',
+      help: 'calls of the bare helper, off (and a tenth of it on)',
+      default: '1000000',
+    },
   },
   common: { repeat: { default: '7', help: 'jobs per mode (medians are reported)' } },
 });
@@ -61,7 +71,10 @@ const job: Job = { model: 'vendor-image-upscale', input: { image_url: input, ups
 console.log(describeMachine(machineInfo()));
 
 const tracingOn = (): Promise<Tracing> =>
-  startTracing(telemetrySettingsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }), { serviceName: 'bench', logger });
+  startTracing(
+    telemetrySettingsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }),
+    { serviceName: 'bench', logger },
+  );
 
 let n = 0;
 async function oneJob(): Promise<{ wall: number; cpu: number }> {
@@ -125,7 +138,13 @@ const jobTable: DocTable = {
   header: ['tracing', 'wall s', 'CPU s', 'wall on/off', 'CPU on/off'],
   rows: [
     ['off (not started: no span is made)', med(off, 'wall').toFixed(4), med(off, 'cpu').toFixed(4), '', ''],
-    ['on (OTLP/HTTP JSON to a local sink)', med(on, 'wall').toFixed(4), med(on, 'cpu').toFixed(4), ratio(med(on, 'wall'), med(off, 'wall')), ratio(med(on, 'cpu'), med(off, 'cpu'))],
+    [
+      'on (OTLP/HTTP JSON to a local sink)',
+      med(on, 'wall').toFixed(4),
+      med(on, 'cpu').toFixed(4),
+      ratio(med(on, 'wall'), med(off, 'wall')),
+      ratio(med(on, 'cpu'), med(off, 'cpu')),
+    ],
   ],
 };
 const helperTable: DocTable = {
@@ -138,5 +157,10 @@ const helperTable: DocTable = {
   ],
 };
 for (const t of [jobTable, helperTable]) console.log(`\n${t.caption}\n${formatTable(t.header, t.rows)}`);
-console.log(`\nexported while on: ${exported.posts} posts, ${(exported.bytes / reps / 1024).toFixed(1)} KiB of spans per job; load average at the end ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `\nexported while on: ${exported.posts} posts, ${(exported.bytes / reps / 1024).toFixed(1)} KiB of spans per job; load average at the end ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 await cli.done({ tables: [jobTable, helperTable], data: { off, on, bare, helperOff, helperOn, exported } });

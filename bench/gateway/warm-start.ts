@@ -30,8 +30,13 @@ import { startBenchNats } from './nats-server.js';
 const cli = benchCli({
   name: 'warm-start',
   options: {
-    kind: { type: 'string', arg: 'image|video', help: 'the jobs the daemon serves (video: a 1 s clip at 12 fps)', default: 'image' },
-    size: { type: 'string', arg: 'WxH', help: 'the input\'s size', default: '64x48' },
+    kind: {
+      type: 'string',
+      arg: 'image|video',
+      help: 'the jobs the daemon serves (video: a 1 s clip at 12 fps)',
+      default: 'image',
+    },
+    size: { type: 'string', arg: 'WxH', help: "the input's size", default: '64x48' },
     cli: { type: 'string', arg: 'PATH', help: "another build's dist/src/cli.js, measured the same way" },
   },
   common: { repeat: { default: '3', help: 'rounds, each a fresh daemon taking two jobs (medians are reported)' } },
@@ -41,7 +46,8 @@ const KIND = values.kind;
 if (KIND !== 'image' && KIND !== 'video') throw new RangeError(`Expected --kind image or video but received ${KIND}`);
 const ROUNDS = Number(values.repeat);
 const [WIDTH, HEIGHT] = (values.size ?? '64x48').split('x').map(Number) as [number, number];
-if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !(WIDTH > 0) || !(HEIGHT > 0)) throw new RangeError(`Expected --repeat N and --size WxH but received ${values.repeat} and ${values.size}`);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !(WIDTH > 0) || !(HEIGHT > 0))
+  throw new RangeError(`Expected --repeat N and --size WxH but received ${values.repeat} and ${values.size}`);
 const CLI = path.resolve(values.cli ?? path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js'));
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'media-worker-warm-'));
@@ -51,7 +57,9 @@ try {
   const natsUrl = await startBenchNats(dir, children);
   // A photo, not a flat colour: the network's work does not depend on it, the encoder's does a little.
   const input = KIND === 'image' ? await photo() : await clip();
-  const media = createServer((_req, res) => res.writeHead(200, { 'content-type': KIND === 'image' ? 'image/png' : 'video/mp4' }).end(input));
+  const media = createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': KIND === 'image' ? 'image/png' : 'video/mp4' }).end(input),
+  );
   await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
   const inputUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}/in.${KIND === 'image' ? 'png' : 'mp4'}`;
   const nc = await connect({ servers: natsUrl });
@@ -59,7 +67,15 @@ try {
   const jsm = await jetstreamManager(nc);
 
   const warmSteps: unknown[] = [];
-  const rounds: { startMs: number; firstMs: number; secondMs: number; ratio: number; firstCpuMs: number; secondCpuMs: number; cpuRatio: number }[] = [];
+  const rounds: {
+    startMs: number;
+    firstMs: number;
+    secondMs: number;
+    ratio: number;
+    firstCpuMs: number;
+    secondCpuMs: number;
+    cpuRatio: number;
+  }[] = [];
   const env = {
     ...process.env,
     NATS_URL: natsUrl,
@@ -91,7 +107,8 @@ try {
       const job = { id, model, input: { [`${KIND}_url`]: inputUrl, upscale_factor: '2' } };
       await js.publish(`media.jobs.${KIND}.${model}`, JSON.stringify(job));
       const event = await eventOf(id);
-      if (event.status !== 'completed' || event.durationMs === null) throw new Error(`Expected ${id} to complete but received ${JSON.stringify(event)}`);
+      if (event.status !== 'completed' || event.durationMs === null)
+        throw new Error(`Expected ${id} to complete but received ${JSON.stringify(event)}`);
       durations.push(event.durationMs);
       cpu.push(Math.round((cpuSeconds(daemon.pid!) - before) * 1000));
     }
@@ -128,7 +145,9 @@ try {
 
   async function eventOf(id: string): Promise<TerminalEvent> {
     for (let i = 0; i < 6000; i++) {
-      const stored = await jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: anyHostEventSubject(id) }).catch(() => null);
+      const stored = await jsm.streams
+        .getMessage('MEDIA_EVENTS', { last_by_subj: anyHostEventSubject(id) })
+        .catch(() => null);
       if (stored) return terminalEventSchema.parse(stored.json());
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -141,12 +160,29 @@ try {
 }
 
 async function photo(): Promise<Buffer> {
-  return sharp(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'photos', 'chelsea.png')).resize(WIDTH, HEIGHT, { fit: 'fill' }).png().toBuffer();
+  return sharp(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'photos', 'chelsea.png'))
+    .resize(WIDTH, HEIGHT, { fit: 'fill' })
+    .png()
+    .toBuffer();
 }
 
 async function clip(): Promise<Buffer> {
   const file = path.join(dir, 'in.mp4');
-  const args = ['-v', 'error', '-f', 'lavfi', '-i', `testsrc=size=${WIDTH}x${HEIGHT}:rate=12`, '-t', '1', '-c:v', 'libx264', '-pix_fmt', 'yuv420p', file];
+  const args = [
+    '-v',
+    'error',
+    '-f',
+    'lavfi',
+    '-i',
+    `testsrc=size=${WIDTH}x${HEIGHT}:rate=12`,
+    '-t',
+    '1',
+    '-c:v',
+    'libx264',
+    '-pix_fmt',
+    'yuv420p',
+    file,
+  ];
   await new Promise<void>((resolve, reject) => {
     const ff = spawn(process.env['FFMPEG_PATH'] ?? 'ffmpeg', args, { stdio: 'ignore' });
     ff.once('error', reject);

@@ -33,7 +33,7 @@ export interface ChartOptions {
 }
 
 const COLOURS: Record<number, string> = { 2: '#1f77b4', 4: '#d62728' };
-const FONT = "font-family=\"DejaVu Sans, Liberation Sans, sans-serif\"";
+const FONT = 'font-family="DejaVu Sans, Liberation Sans, sans-serif"';
 
 /** Powers of ten covering [lo, hi], at least one decade. */
 export function decades(lo: number, hi: number): number[] {
@@ -70,26 +70,40 @@ export function renderChart(points: readonly ChartPoint[], options: ChartOptions
   const y = (v: number): number => m.top + (1 - (v - yLo) / (yHi - yLo)) * ph;
 
   const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">`);
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">`,
+  );
   parts.push(`<rect width="100%" height="100%" fill="#ffffff"/>`);
-  parts.push(`<text x="${m.left}" y="32" ${FONT} font-size="20" font-weight="bold" fill="#222">${escapeXml(options.title)}</text>`);
+  parts.push(
+    `<text x="${m.left}" y="32" ${FONT} font-size="20" font-weight="bold" fill="#222">${escapeXml(options.title)}</text>`,
+  );
   parts.push(`<text x="${m.left}" y="56" ${FONT} font-size="13" fill="#555">${escapeXml(options.subtitle)}</text>`);
 
   // Grid: decades and their 2x and 5x on x, every dB (half dB when the range is small) on y.
   for (const t of xTicks) {
     parts.push(`<line x1="${x(t)}" y1="${m.top}" x2="${x(t)}" y2="${m.top + ph}" stroke="#ccc"/>`);
-    parts.push(`<text x="${x(t)}" y="${m.top + ph + 20}" ${FONT} font-size="13" fill="#333" text-anchor="middle">${String(Number(t.toPrecision(1)))}</text>`);
+    parts.push(
+      `<text x="${x(t)}" y="${m.top + ph + 20}" ${FONT} font-size="13" fill="#333" text-anchor="middle">${String(Number(t.toPrecision(1)))}</text>`,
+    );
     for (const k of [2, 5]) {
-      if (t * k < xTicks.at(-1)!) parts.push(`<line x1="${x(t * k)}" y1="${m.top}" x2="${x(t * k)}" y2="${m.top + ph}" stroke="#eee"/>`);
+      if (t * k < xTicks.at(-1)!)
+        parts.push(`<line x1="${x(t * k)}" y1="${m.top}" x2="${x(t * k)}" y2="${m.top + ph}" stroke="#eee"/>`);
     }
   }
   const yStep = yHi - yLo > 6 ? 1 : 0.5;
   for (let v = yLo; v <= yHi + 1e-9; v += yStep) {
-    parts.push(`<line x1="${m.left}" y1="${y(v)}" x2="${m.left + pw}" y2="${y(v)}" stroke="${Number.isInteger(v) ? '#ccc' : '#eee'}"/>`);
-    if (Number.isInteger(v)) parts.push(`<text x="${m.left - 10}" y="${y(v) + 4}" ${FONT} font-size="13" fill="#333" text-anchor="end">${v}</text>`);
+    parts.push(
+      `<line x1="${m.left}" y1="${y(v)}" x2="${m.left + pw}" y2="${y(v)}" stroke="${Number.isInteger(v) ? '#ccc' : '#eee'}"/>`,
+    );
+    if (Number.isInteger(v))
+      parts.push(
+        `<text x="${m.left - 10}" y="${y(v) + 4}" ${FONT} font-size="13" fill="#333" text-anchor="end">${v}</text>`,
+      );
   }
   parts.push(`<rect x="${m.left}" y="${m.top}" width="${pw}" height="${ph}" fill="none" stroke="#888"/>`);
-  parts.push(`<text x="${m.left + pw / 2}" y="${height - 22}" ${FONT} font-size="14" fill="#222" text-anchor="middle">${escapeXml(options.xLabel ?? 'output megapixels per second, file in to file out (log scale; right is faster)')}</text>`);
+  parts.push(
+    `<text x="${m.left + pw / 2}" y="${height - 22}" ${FONT} font-size="14" fill="#222" text-anchor="middle">${escapeXml(options.xLabel ?? 'output megapixels per second, file in to file out (log scale; right is faster)')}</text>`,
+  );
   parts.push(
     `<text transform="translate(24 ${m.top + ph / 2}) rotate(-90)" ${FONT} font-size="14" fill="#222" text-anchor="middle">mean PSNR, dB (Y, border trimmed; up is better)</text>`,
   );
@@ -97,7 +111,9 @@ export function renderChart(points: readonly ChartPoint[], options: ChartOptions
   for (const scale of [...new Set(points.map((p) => p.scale))].sort()) {
     const colour = COLOURS[scale] ?? '#444';
     const series = points.filter((p) => p.scale === scale).sort((a, b) => a.mpPerS - b.mpPerS);
-    parts.push(`<polyline points="${series.map((p) => `${x(p.mpPerS)},${y(p.psnr)}`).join(' ')}" fill="none" stroke="${colour}" stroke-width="1.5" stroke-dasharray="5 4" opacity="0.6"/>`);
+    parts.push(
+      `<polyline points="${series.map((p) => `${x(p.mpPerS)},${y(p.psnr)}`).join(' ')}" fill="none" stroke="${colour}" stroke-width="1.5" stroke-dasharray="5 4" opacity="0.6"/>`,
+    );
     series.forEach((p, i) => {
       const cx = x(p.mpPerS);
       const cy = y(p.psnr);
@@ -114,7 +130,9 @@ export function renderChart(points: readonly ChartPoint[], options: ChartOptions
       const above = i % 2 === 0;
       const anchor = cx > m.left + pw - 140 ? 'end' : cx < m.left + 60 ? 'start' : 'middle';
       const nameY = above ? cy - 34 : cy + 28;
-      parts.push(`<text x="${cx}" y="${nameY}" ${FONT} font-size="13" font-weight="bold" fill="${colour}" text-anchor="${anchor}">${escapeXml(name)}</text>`);
+      parts.push(
+        `<text x="${cx}" y="${nameY}" ${FONT} font-size="13" font-weight="bold" fill="${colour}" text-anchor="${anchor}">${escapeXml(name)}</text>`,
+      );
       parts.push(
         `<text x="${cx}" y="${nameY + 15}" ${FONT} font-size="12" fill="#444" text-anchor="${anchor}">${p.psnr.toFixed(2)} dB, ${formatRate(p.mpPerS)} MP/s</text>`,
       );
@@ -164,7 +182,9 @@ function speedLine(results: unknown): string {
     settings?: { image?: string; width?: number; height?: number };
   };
   const input = s === undefined ? '' : `${path.parse(s.image ?? '?').name} ${s.width ?? '?'}x${s.height ?? '?'} in, `;
-  return m === undefined ? input : `${input}${m.cpu ?? 'unknown CPU'}, ${m.cores ?? '?'} cores, ${m.date?.slice(0, 10) ?? ''}`;
+  return m === undefined
+    ? input
+    : `${input}${m.cpu ?? 'unknown CPU'}, ${m.cores ?? '?'} cores, ${m.date?.slice(0, 10) ?? ''}`;
 }
 
 /** Writes the chart as FILE.svg and FILE.png. */
@@ -181,7 +201,12 @@ async function main(): Promise<void> {
     options: {
       quality: { type: 'string', arg: 'FILE', help: 'results of bench quality', default: resultsPath('quality') },
       speed: { type: 'string', arg: 'FILE', help: 'results of bench image-speed', default: resultsPath('speed') },
-      out: { type: 'string', arg: 'FILE', help: 'the chart, written to FILE.svg and FILE.png', default: path.join(PACKAGE_ROOT, 'docs', 'quality-vs-speed') },
+      out: {
+        type: 'string',
+        arg: 'FILE',
+        help: 'the chart, written to FILE.svg and FILE.png',
+        default: path.join(PACKAGE_ROOT, 'docs', 'quality-vs-speed'),
+      },
       highlight: { type: 'string', arg: 'NAME[,NAME]', help: 'networks ringed and marked as the default' },
     },
   });

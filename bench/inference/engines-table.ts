@@ -11,7 +11,20 @@ export const DEFAULT_SIZES: Readonly<Record<string, number>> = { 'realesrgan-x4p
 /** Suffixes of the reduced-precision manifests looked for beside each network. */
 export const VARIANT_SUFFIXES = ['int8', 'bf16'] as const;
 /** The /proc/cpuinfo flags that decide what int8/bf16 kernels a CPU has. */
-export const RELEVANT_FLAGS = ['avx2', 'fma', 'avx512f', 'avx512bw', 'avx512vl', 'avx512_vnni', 'avx_vnni', 'avx512_bf16', 'avx512_fp16', 'amx_tile', 'amx_int8', 'amx_bf16'] as const;
+export const RELEVANT_FLAGS = [
+  'avx2',
+  'fma',
+  'avx512f',
+  'avx512bw',
+  'avx512vl',
+  'avx512_vnni',
+  'avx_vnni',
+  'avx512_bf16',
+  'avx512_fp16',
+  'amx_tile',
+  'amx_int8',
+  'amx_bf16',
+] as const;
 
 /** Local package indexes used when present (machines without PyPI); otherwise pip's own index. */
 export const LOCAL_INDEXES = ['/opt/pypi/simple', '/opt/pypi-more/simple'];
@@ -59,7 +72,8 @@ export function roundOrder<T>(names: readonly T[], round: number): T[] {
 
 /** PSNR of two 0..255 float images, each clamped to 0..255 first; Infinity when equal. */
 export function psnrClamped(a: Float32Array, b: Float32Array): number {
-  if (a.length !== b.length) throw new RangeError(`Expected outputs of equal size but received ${a.length} and ${b.length} values`);
+  if (a.length !== b.length)
+    throw new RangeError(`Expected outputs of equal size but received ${a.length} and ${b.length} values`);
   const clamp = (v: number): number => Math.min(255, Math.max(0, v));
   let se = 0;
   for (let i = 0; i < a.length; i += 1) {
@@ -77,7 +91,9 @@ export function assignVariants(files: readonly string[], networks: readonly stri
     const named = networks.filter((n) => base.includes(n) || base.includes(n.replace(/^realesrgan-/, '')));
     const network = named.length === 1 ? named[0] : networks.length === 1 ? networks[0] : undefined;
     if (network === undefined) {
-      throw new RangeError(`Expected --variant ${file} to name one of ${networks.join(', ')} in its file name (or one --model)`);
+      throw new RangeError(
+        `Expected --variant ${file} to name one of ${networks.join(', ')} in its file name (or one --model)`,
+      );
     }
     out.get(network)!.push(file);
   }
@@ -108,7 +124,13 @@ function ratio(reference: number | undefined, value: number | undefined): string
  * The table's rows for one network: median and min per engine, speed-ups (reference seconds over
  * this engine's) against the engines named `pytorch` and `ours`, and the agreement.
  */
-export function engineRows(network: string, input: string, results: readonly EngineResult[], pytorch: string, ours: string): string[][] {
+export function engineRows(
+  network: string,
+  input: string,
+  results: readonly EngineResult[],
+  pytorch: string,
+  ours: string,
+): string[][] {
   const stats = (r: EngineResult | undefined): { median: number; min: number } | undefined =>
     r?.runs === undefined || r.runs.length === 0 ? undefined : { median: median(r.runs), min: Math.min(...r.runs) };
   const torch = stats(results.find((r) => r.engine === pytorch));
@@ -116,7 +138,14 @@ export function engineRows(network: string, input: string, results: readonly Eng
   return results.map((r) => {
     const s = stats(r);
     if (s === undefined) return [network, input, r.engine, '0', r.note ?? 'not run', '', '', '', '', '', ''];
-    const agreement = r.engine === ours ? 'reference' : r.psnr === undefined ? '' : Number.isFinite(r.psnr) ? r.psnr.toFixed(1) : 'identical';
+    const agreement =
+      r.engine === ours
+        ? 'reference'
+        : r.psnr === undefined
+          ? ''
+          : Number.isFinite(r.psnr)
+            ? r.psnr.toFixed(1)
+            : 'identical';
     return [
       network,
       input,
@@ -138,7 +167,10 @@ export function engineRows(network: string, input: string, results: readonly Eng
  * default), and torch pinned to a CPU wheel of `wheelsDir` when it holds one (a folder searched
  * with --find-links). `override` (BENCH_PIP_ARGS) replaces the index flags.
  */
-export function pipInstallArgs(existing: { indexes: readonly string[]; wheels: readonly string[]; wheelsDir: string }, override?: string): string[] {
+export function pipInstallArgs(
+  existing: { indexes: readonly string[]; wheels: readonly string[]; wheelsDir: string },
+  override?: string,
+): string[] {
   const index =
     override !== undefined && override.trim() !== ''
       ? override.trim().split(/\s+/)

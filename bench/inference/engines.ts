@@ -29,9 +29,24 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
-import { getManifest, SessionCache, type ModelSession, type SuperResolutionManifest } from '../../src/inference/index.js';
+import {
+  getManifest,
+  SessionCache,
+  type ModelSession,
+  type SuperResolutionManifest,
+} from '../../src/inference/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { benchRegistry, describeMachine, formatTable, intOption, loadRgb, machineInfo, modelFilePath, selectPhotos, splitList } from '../common.js';
+import {
+  benchRegistry,
+  describeMachine,
+  formatTable,
+  intOption,
+  loadRgb,
+  machineInfo,
+  modelFilePath,
+  selectPhotos,
+  splitList,
+} from '../common.js';
 import { type DocTable, markdownTable } from '../doc-block.js';
 import { benchCli } from '../harness.js';
 import {
@@ -65,10 +80,24 @@ local indexes ${LOCAL_INDEXES.join(' and ')} where they exist, else pip's defaul
 CPU torch wheel from ${LOCAL_WHEELS} where there is one; BENCH_PIP_ARGS replaces the
 index flags), or --python's interpreter.`,
   options: {
-    size: { type: 'string', arg: 'PX[,PX]', help: `input side, one for all networks or one per --model (default ${Object.entries(DEFAULT_SIZES).map(([n, s]) => `${n.replace('realesrgan-', '')} ${s}`).join(', ')})` },
+    size: {
+      type: 'string',
+      arg: 'PX[,PX]',
+      help: `input side, one for all networks or one per --model (default ${Object.entries(DEFAULT_SIZES)
+        .map(([n, s]) => `${n.replace('realesrgan-', '')} ${s}`)
+        .join(', ')})`,
+    },
     photo: { type: 'string', arg: 'NAME', help: 'the photo the centre crop is taken from', default: 'astronaut' },
-    variant: { type: 'string', arg: 'FILE[,FILE]', help: 'more ONNX graphs to time as variants (each goes with the network its file name names)' },
-    python: { type: 'string', arg: 'PATH', help: 'a Python with torch, onnxruntime, onnx and numpy (default: the bench\'s own environment)' },
+    variant: {
+      type: 'string',
+      arg: 'FILE[,FILE]',
+      help: 'more ONNX graphs to time as variants (each goes with the network its file name names)',
+    },
+    python: {
+      type: 'string',
+      arg: 'PATH',
+      help: "a Python with torch, onnxruntime, onnx and numpy (default: the bench's own environment)",
+    },
     'ours-only': { type: 'boolean', help: 'no Python engines' },
   },
   common: {
@@ -86,13 +115,21 @@ function benchPython(): { python?: string; reason?: string } {
   if (cli.values.python !== undefined) return { python: cli.values.python };
   const venv = path.join(PYTHON_DIR, 'venv');
   const python = path.join(venv, 'bin', 'python');
-  const check = (): boolean => existsSync(python) && spawnSync(python, ['-c', 'import numpy, onnx, onnxruntime, torch'], { stdio: 'ignore' }).status === 0;
+  const check = (): boolean =>
+    existsSync(python) &&
+    spawnSync(python, ['-c', 'import numpy, onnx, onnxruntime, torch'], { stdio: 'ignore' }).status === 0;
   if (check()) return { python };
   const wheels = existsSync(LOCAL_WHEELS) ? readdirSync(LOCAL_WHEELS) : [];
-  const args = pipInstallArgs({ indexes: LOCAL_INDEXES.filter((d) => existsSync(d)), wheels, wheelsDir: LOCAL_WHEELS }, process.env.BENCH_PIP_ARGS);
-  console.error(`# making the bench's Python environment: python3 -m venv ${path.relative(PACKAGE_ROOT, venv)}; pip ${args.join(' ')}`);
+  const args = pipInstallArgs(
+    { indexes: LOCAL_INDEXES.filter((d) => existsSync(d)), wheels, wheelsDir: LOCAL_WHEELS },
+    process.env.BENCH_PIP_ARGS,
+  );
+  console.error(
+    `# making the bench's Python environment: python3 -m venv ${path.relative(PACKAGE_ROOT, venv)}; pip ${args.join(' ')}`,
+  );
   const made = spawnSync('python3', ['-m', 'venv', venv], { stdio: ['ignore', 2, 2] });
-  if (made.status !== 0) return { reason: `python3 -m venv failed (${made.error?.message ?? `status ${made.status}`})` };
+  if (made.status !== 0)
+    return { reason: `python3 -m venv failed (${made.error?.message ?? `status ${made.status}`})` };
   const pip = spawnSync(path.join(venv, 'bin', 'pip'), args, { stdio: ['ignore', 2, 2] });
   if (pip.status !== 0 || !check()) return { reason: `pip install failed (status ${pip.status}): see above` };
   const listed = spawnSync(path.join(venv, 'bin', 'pip'), ['freeze'], { encoding: 'utf8' });
@@ -121,13 +158,19 @@ class PythonEngines {
     this.#lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   }
 
-  static async start(python: string, args: string[]): Promise<{ engines?: PythonEngines; info?: ReferenceInfo; reason?: string }> {
+  static async start(
+    python: string,
+    args: string[],
+  ): Promise<{ engines?: PythonEngines; info?: ReferenceInfo; reason?: string }> {
     const child = spawn(python, [REFERENCE_SCRIPT, ...args, '--serve'], { stdio: ['pipe', 'pipe', 'inherit'] });
     const engines = new PythonEngines(child);
     const first = await engines.#next();
     if (first === undefined || first.ok !== true) {
       if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
-      const error = typeof first?.error === 'string' ? first.error : `engines_reference.py ended before it was ready (exit ${child.exitCode}; its error is above)`;
+      const error =
+        typeof first?.error === 'string'
+          ? first.error
+          : `engines_reference.py ended before it was ready (exit ${child.exitCode}; its error is above)`;
       return { reason: error };
     }
     return { engines, info: first as unknown as ReferenceInfo };
@@ -141,7 +184,8 @@ class PythonEngines {
   async run(engine: string): Promise<number> {
     this.#child.stdin.write(`run ${engine}\n`);
     const reply = await this.#next();
-    if (typeof reply?.seconds !== 'number') throw new Error(`Expected seconds from engines_reference.py for ${engine} but received ${JSON.stringify(reply)}`);
+    if (typeof reply?.seconds !== 'number')
+      throw new Error(`Expected seconds from engines_reference.py for ${engine} but received ${JSON.stringify(reply)}`);
     return reply.seconds;
   }
 
@@ -159,7 +203,10 @@ interface Variant {
 }
 
 /** The network's reduced-precision variants: prepared manifests, then --variant files; and what is missing. */
-async function variantsOf(network: string, files: readonly string[]): Promise<{ variants: Variant[]; missing: EngineResult[] }> {
+async function variantsOf(
+  network: string,
+  files: readonly string[],
+): Promise<{ variants: Variant[]; missing: EngineResult[] }> {
   const variants: Variant[] = [];
   const missing: EngineResult[] = [];
   for (const suffix of VARIANT_SUFFIXES) {
@@ -189,14 +236,19 @@ async function main(): Promise<void> {
   const rounds = intOption('repeat', values.repeat, 1)!;
   const networks = splitList(values.model);
   const sizes = values.size === undefined ? [] : splitList(values.size).map((s) => intOption('size', s, 4)!);
-  if (sizes.length > 1 && sizes.length !== networks.length) throw new RangeError(`Expected one --size or one per --model (${networks.length}) but received ${values.size}`);
+  if (sizes.length > 1 && sizes.length !== networks.length)
+    throw new RangeError(`Expected one --size or one per --model (${networks.length}) but received ${values.size}`);
   const byNetwork = assignVariants(splitList(values.variant ?? ''), networks);
   const [photo] = selectPhotos(values.photo);
   const cpu = cpuFlags(existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '');
   const machine = describeMachine(machineInfo());
   console.log(`# ${machine}`);
-  console.log(`# CPU ${cpu.model}; flags: ${cpu.present.join(' ') || 'none of the relevant'}; absent: ${cpu.absent.join(' ')}`);
-  console.log(`# threads ${threads} for every engine; ${rounds} rounds, engines interleaved, order rotated each round, after one untimed run each`);
+  console.log(
+    `# CPU ${cpu.model}; flags: ${cpu.present.join(' ') || 'none of the relevant'}; absent: ${cpu.absent.join(' ')}`,
+  );
+  console.log(
+    `# threads ${threads} for every engine; ${rounds} rounds, engines interleaved, order rotated each round, after one untimed run each`,
+  );
   const py = values['ours-only'] ? { reason: '--ours-only' } : benchPython();
   if (py.reason !== undefined && !values['ours-only']) console.log(`# Python engines not run: ${py.reason}`);
   const work = await mkdtemp(path.join(tmpdir(), 'bench-engines-'));
@@ -213,39 +265,72 @@ async function main(): Promise<void> {
       const rgb = await loadRgb(photo!.path, size);
       const { width, height } = rgb;
       const input = new Float32Array(3 * width * height);
-      for (let i = 0; i < width * height; i += 1) for (let c = 0; c < 3; c += 1) input[c * width * height + i] = rgb.data[i * 3 + c]!;
+      for (let i = 0; i < width * height; i += 1)
+        for (let c = 0; c < 3; c += 1) input[c * width * height + i] = rgb.data[i * 3 + c]!;
       const inputFile = path.join(work, `${network}-input.f32`);
       await writeFile(inputFile, input);
       const outputs = path.join(work, network);
       const { variants, missing } = await variantsOf(network, byNetwork.get(network) ?? []);
       const label = `${network} on ${photo!.name} ${width}x${height}`;
-      console.log(`\n# ${label}: variants ${variants.map((v) => `${v.label} (${path.relative(PACKAGE_ROOT, v.file)})`).join(', ') || 'none'}${missing.length > 0 ? `; ${missing.map((m) => `${m.engine} ${m.note}`).join('; ')}` : ''}`);
+      console.log(
+        `\n# ${label}: variants ${variants.map((v) => `${v.label} (${path.relative(PACKAGE_ROOT, v.file)})`).join(', ') || 'none'}${missing.length > 0 ? `; ${missing.map((m) => `${m.engine} ${m.note}`).join('; ')}` : ''}`,
+      );
 
       // Python first (it loads torch and warms its engines up while ours is idle), then ours.
-      const results = new Map<string, EngineResult & { id: string; runs: number[]; kind: 'ours' | 'python'; session?: ModelSession }>();
+      const results = new Map<
+        string,
+        EngineResult & { id: string; runs: number[]; kind: 'ours' | 'python'; session?: ModelSession }
+      >();
       let python: PythonEngines | undefined;
       let info: ReferenceInfo | undefined;
       let pythonReason = py.reason;
       if (py.python !== undefined) {
-        const args = [file, '--threads', String(threads), '--input', inputFile, '--height', String(height), '--width', String(width), '--outputs', outputs, ...variants.flatMap((v) => ['--variant', `${v.label}=${v.file}`])];
+        const args = [
+          file,
+          '--threads',
+          String(threads),
+          '--input',
+          inputFile,
+          '--height',
+          String(height),
+          '--width',
+          String(width),
+          '--outputs',
+          outputs,
+          ...variants.flatMap((v) => ['--variant', `${v.label}=${v.file}`]),
+        ];
         const started = await PythonEngines.start(py.python, args);
         python = started.engines;
         info = started.info;
         pythonReason = started.reason;
         if (info !== undefined) {
-          versions.add(`Python onnxruntime ${info.onnxruntime}, torch ${info.torch} (CPU capability ${info.torch_cpu_capability})`);
+          versions.add(
+            `Python onnxruntime ${info.onnxruntime}, torch ${info.torch} (CPU capability ${info.torch_cpu_capability})`,
+          );
           const db = info.psnr_pytorch_vs_ort === null ? 'identical' : `${info.psnr_pytorch_vs_ort.toFixed(1)} dB`;
-          console.log(`# PyTorch reference (basicsr ${info.arch}, folds undone: ${JSON.stringify(info.folds_undone)}) against onnxruntime on the same graph: PSNR ${db}, largest difference ${info.max_abs_pytorch_vs_ort.toPrecision(2)} of 255`);
+          console.log(
+            `# PyTorch reference (basicsr ${info.arch}, folds undone: ${JSON.stringify(info.folds_undone)}) against onnxruntime on the same graph: PSNR ${db}, largest difference ${info.max_abs_pytorch_vs_ort.toPrecision(2)} of 255`,
+          );
         } else console.log(`# Python engines not run for ${network}: ${pythonReason}`);
       }
       const oursFp32 = 'ours fp32';
-      const oursFiles: [string, string][] = [[oursFp32, file], ...variants.map((v): [string, string] => [`ours ${v.label}`, v.file])];
+      const oursFiles: [string, string][] = [
+        [oursFp32, file],
+        ...variants.map((v): [string, string] => [`ours ${v.label}`, v.file]),
+      ];
       let reference: Float32Array | undefined;
       for (const [engine, graph] of oursFiles) {
         const session = await sessions.get(graph);
         const out = await session.run(input, [1, 3, height, width]);
         reference ??= out.data;
-        results.set(engine, { id: engine, engine, runs: [], kind: 'ours', session, psnr: psnrClamped(out.data, reference) });
+        results.set(engine, {
+          id: engine,
+          engine,
+          runs: [],
+          kind: 'ours',
+          session,
+          psnr: psnrClamped(out.data, reference),
+        });
       }
       const pythonEngines: [string, string][] = [
         ['pytorch-fp32', info === undefined ? 'PyTorch fp32' : `PyTorch fp32 (basicsr ${info.arch})`],
@@ -267,10 +352,15 @@ async function main(): Promise<void> {
             e.runs.push((performance.now() - t) / 1000);
           }
         }
-        console.log(`# round ${r + 1}/${rounds}: ${order.map((e) => `${e.engine} ${e.runs.at(-1)!.toFixed(3)} s`).join(', ')}`);
+        console.log(
+          `# round ${r + 1}/${rounds}: ${order.map((e) => `${e.engine} ${e.runs.at(-1)!.toFixed(3)} s`).join(', ')}`,
+        );
       }
       await python?.close();
-      const notRun: EngineResult[] = python === undefined ? pythonEngines.map(([, engine]) => ({ engine, note: `not run: ${pythonReason ?? 'no Python'}` })) : [];
+      const notRun: EngineResult[] =
+        python === undefined
+          ? pythonEngines.map(([, engine]) => ({ engine, note: `not run: ${pythonReason ?? 'no Python'}` }))
+          : [];
       const pytorchName = pythonEngines[0]![1];
       const all: EngineResult[] = [...order, ...missing, ...notRun];
       const shortNetwork = network.replace(/^realesrgan-/, '');
@@ -283,7 +373,12 @@ async function main(): Promise<void> {
         input: `${width}x${height}`,
         threads,
         reference: info,
-        engines: all.map((e) => ({ engine: e.engine, runs: e.runs, note: e.note, psnrVsOursFp32: e.psnr === undefined || Number.isFinite(e.psnr) ? e.psnr : 'identical' })),
+        engines: all.map((e) => ({
+          engine: e.engine,
+          runs: e.runs,
+          note: e.note,
+          psnrVsOursFp32: e.psnr === undefined || Number.isFinite(e.psnr) ? e.psnr : 'identical',
+        })),
       });
     }
   } finally {

@@ -18,7 +18,15 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
-import { type ExecutionProviderName, SessionCache, createSrModelLoader, ensureModelFile, getManifest, parseExecutionProviders, sessionOptions } from '../../src/inference/index.js';
+import {
+  type ExecutionProviderName,
+  SessionCache,
+  createSrModelLoader,
+  ensureModelFile,
+  getManifest,
+  parseExecutionProviders,
+  sessionOptions,
+} from '../../src/inference/index.js';
 import { probeImage, probeMedia, resolveFfmpeg, runProcess } from '../../src/media/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { upscaleImageFile, upscaleVideoFile } from '../../src/upscale/index.js';
@@ -38,17 +46,31 @@ const cli = benchCli({
     work: { type: 'string', arg: 'DIR', help: 'inputs: where the photo and the clip go', default: '.' },
     tag: { type: 'string', arg: 'NAME', help: 'inputs: suffix of their names', default: '' },
     'photo-mp': { type: 'string', arg: 'MP', help: 'inputs: megapixels of the photo', default: '1' },
-    'video-size': { type: 'string', arg: 'WxH', help: 'inputs: the clip\'s size', default: '1920x1080' },
-    frames: { type: 'string', arg: 'N', help: 'inputs: the clip\'s frames', default: '30' },
+    'video-size': { type: 'string', arg: 'WxH', help: "inputs: the clip's size", default: '1920x1080' },
+    frames: { type: 'string', arg: 'N', help: "inputs: the clip's frames", default: '30' },
     provider: { type: 'string', arg: 'NAME', help: 'open, run: the one execution provider', default: 'webgpu' },
-    precision: { type: 'string', arg: 'fp32|fp16', help: 'run: the graphs\' precision; precision: WORKER_PRECISION (default int8)' },
-    'provider-lists': { type: 'string', arg: 'A,B;C', help: 'precision: provider lists tried, one start each', default: 'tensorrt,cuda;cuda;webgpu' },
+    precision: {
+      type: 'string',
+      arg: 'fp32|fp16',
+      help: "run: the graphs' precision; precision: WORKER_PRECISION (default int8)",
+    },
+    'provider-lists': {
+      type: 'string',
+      arg: 'A,B;C',
+      help: 'precision: provider lists tried, one start each',
+      default: 'tensorrt,cuda;cuda;webgpu',
+    },
     kind: { type: 'string', arg: 'image|video', help: 'run: the pipeline', default: 'image' },
     input: { type: 'string', arg: 'FILE', help: 'run: the input' },
     out: { type: 'string', arg: 'FILE', help: 'run: the output' },
     runs: { type: 'string', arg: 'N', help: 'run: runs (the first opens the session)', default: '2' },
     network: { type: 'string', arg: 'NAME', help: 'run: the network (default: x4plus for images, x4fast for video)' },
-    networks: { type: 'string', arg: 'NAME,NAME', help: 'open: the networks tried', default: Object.values(NETWORKS).join(',') },
+    networks: {
+      type: 'string',
+      arg: 'NAME,NAME',
+      help: 'open: the networks tried',
+      default: Object.values(NETWORKS).join(','),
+    },
   },
   notes: 'Driven by scripts/device/check.py; each sub-command prints JSON lines.',
 });
@@ -60,18 +82,21 @@ function emit(record: Record<string, unknown>): void {
 
 function positiveInt(name: string, text: string | undefined): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new RangeError(`Expected --${name} to be a positive integer but received ${String(text)}`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new RangeError(`Expected --${name} to be a positive integer but received ${String(text)}`);
   return n;
 }
 
 function onlyProvider(text: string | undefined): ExecutionProviderName {
   const [provider, ...rest] = parseExecutionProviders(text ?? '');
-  if (provider === undefined || rest.length > 0) throw new RangeError(`Expected --provider to name one execution provider but received ${String(text)}`);
+  if (provider === undefined || rest.length > 0)
+    throw new RangeError(`Expected --provider to name one execution provider but received ${String(text)}`);
   return provider;
 }
 
 function precisionOf(text: string | undefined = 'fp32'): 'fp32' | 'fp16' {
-  if (text !== 'fp32' && text !== 'fp16') throw new RangeError(`Expected --precision to be fp32 or fp16 but received ${String(text)}`);
+  if (text !== 'fp32' && text !== 'fp16')
+    throw new RangeError(`Expected --precision to be fp32 or fp16 but received ${String(text)}`);
   return text;
 }
 
@@ -81,15 +106,38 @@ async function inputs(): Promise<void> {
   const suffix = values.tag === '' ? '' : `-${values.tag}`;
   const photo = path.join(work, `photo${suffix}.png`);
   const side = Math.round(Math.sqrt(Number(values['photo-mp']) * 1e6));
-  if (!Number.isFinite(side) || side < 8) throw new RangeError(`Expected --photo-mp to give a side of at least 8 px but received ${values['photo-mp']}`);
-  await sharp(path.join(BUNDLED_PHOTOS_DIR, 'astronaut.png')).resize(side, side, { kernel: 'lanczos3' }).png().toFile(photo);
+  if (!Number.isFinite(side) || side < 8)
+    throw new RangeError(`Expected --photo-mp to give a side of at least 8 px but received ${values['photo-mp']}`);
+  await sharp(path.join(BUNDLED_PHOTOS_DIR, 'astronaut.png'))
+    .resize(side, side, { kernel: 'lanczos3' })
+    .png()
+    .toFile(photo);
   const [width, height] = values['video-size'].split('x').map(Number);
   if (!width || !height) throw new RangeError(`Expected --video-size WxH but received ${values['video-size']}`);
   const frames = positiveInt('frames', values.frames);
   const clip = path.join(work, `clip${suffix}.mp4`);
   await runProcess(
     resolveFfmpeg(),
-    ['-hide_banner', '-v', 'error', '-nostdin', '-y', '-f', 'lavfi', '-i', `testsrc2=size=${width}x${height}:rate=${FPS}`, '-frames:v', String(frames), '-c:v', 'libx264', '-crf', '18', '-pix_fmt', 'yuv420p', clip],
+    [
+      '-hide_banner',
+      '-v',
+      'error',
+      '-nostdin',
+      '-y',
+      '-f',
+      'lavfi',
+      '-i',
+      `testsrc2=size=${width}x${height}:rate=${FPS}`,
+      '-frames:v',
+      String(frames),
+      '-c:v',
+      'libx264',
+      '-crf',
+      '18',
+      '-pix_fmt',
+      'yuv420p',
+      clip,
+    ],
     { maxStdoutBytes: 1024 },
   );
   emit({ event: 'inputs', photo, photoSide: side, clip, video: `${width}x${height}`, frames });
@@ -110,10 +158,18 @@ async function open(): Promise<void> {
         const session = await ort.InferenceSession.create(file.path, sessionOptions([provider], 0));
         try {
           const side = 32;
-          const input = new ort.Tensor('float32', Float32Array.from({ length: 3 * side * side }, (_, i) => (i * 37) % 256), [1, 3, side, side]);
+          const input = new ort.Tensor(
+            'float32',
+            Float32Array.from({ length: 3 * side * side }, (_, i) => (i * 37) % 256),
+            [1, 3, side, side],
+          );
           const result = await session.run({ input });
           const data = result['output']?.data;
-          if (!(data instanceof Float32Array) || data.length !== 3 * side * side * manifest.scale ** 2 || data.some((v) => !Number.isFinite(v))) {
+          if (
+            !(data instanceof Float32Array) ||
+            data.length !== 3 * side * side * manifest.scale ** 2 ||
+            data.some((v) => !Number.isFinite(v))
+          ) {
             throw new Error(`the output of ${name} on ${provider} is missing or not finite`);
           }
         } finally {
@@ -121,7 +177,15 @@ async function open(): Promise<void> {
         }
         emit({ event: 'open', provider, network, precision, ok: true, seconds: (performance.now() - started) / 1000 });
       } catch (error) {
-        emit({ event: 'open', provider, network, precision, ok: false, seconds: (performance.now() - started) / 1000, error: firstErrorLine(error) });
+        emit({
+          event: 'open',
+          provider,
+          network,
+          precision,
+          ok: false,
+          seconds: (performance.now() - started) / 1000,
+          error: firstErrorLine(error),
+        });
       }
     }
   }
@@ -132,7 +196,8 @@ async function run(): Promise<void> {
   const precision = precisionOf(values.precision);
   const kind = values.kind;
   if (kind !== 'image' && kind !== 'video') throw new RangeError(`Expected --kind image or video but received ${kind}`);
-  if (values.input === undefined || values.out === undefined) throw new RangeError('Expected --input FILE and --out FILE');
+  if (values.input === undefined || values.out === undefined)
+    throw new RangeError('Expected --input FILE and --out FILE');
   const runs = positiveInt('runs', values.runs);
   const network = values.network ?? NETWORKS[kind];
   // Sessions on exactly this provider: the driver only asks for a GPU run once `open` passed.
@@ -143,13 +208,31 @@ async function run(): Promise<void> {
   try {
     const work =
       kind === 'image'
-        ? await probeImage(input).then((info) => () => upscaleImageFile({ inputPath: input, outputPath: output, factor: '4', info, modelName: network }, load))
-        : await probeMedia(input).then((info) => () => upscaleVideoFile({ inputPath: input, outputPath: output, factor: '2', info, modelName: network }, load));
+        ? await probeImage(input).then(
+            (info) => () =>
+              upscaleImageFile({ inputPath: input, outputPath: output, factor: '4', info, modelName: network }, load),
+          )
+        : await probeMedia(input).then(
+            (info) => () =>
+              upscaleVideoFile({ inputPath: input, outputPath: output, factor: '2', info, modelName: network }, load),
+          );
     for (let i = 0; i < runs; i += 1) {
       const startMs = Date.now();
       const started = performance.now();
       await work();
-      emit({ event: 'run', kind, provider, precision, network, run: i + 1, cold: i === 0, startMs, endMs: Date.now(), seconds: (performance.now() - started) / 1000, output });
+      emit({
+        event: 'run',
+        kind,
+        provider,
+        precision,
+        network,
+        run: i + 1,
+        cold: i === 0,
+        startMs,
+        endMs: Date.now(),
+        seconds: (performance.now() - started) / 1000,
+        output,
+      });
     }
   } finally {
     await sessions.release();
@@ -162,7 +245,11 @@ async function precision(): Promise<void> {
   for (const providers of values['provider-lists'].split(';').filter((p) => p !== '')) {
     const started = performance.now();
     try {
-      const config = loadConfig(process.env, { executionProviders: providers, precision: setting, cpuFallback: 'true' });
+      const config = loadConfig(process.env, {
+        executionProviders: providers,
+        precision: setting,
+        cpuFallback: 'true',
+      });
       const hardware = await probeHardware(config);
       emit({
         event: 'precision',
@@ -175,7 +262,14 @@ async function precision(): Promise<void> {
         seconds: (performance.now() - started) / 1000,
       });
     } catch (error) {
-      emit({ event: 'precision', providers, setting, outcome: 'refused', error: firstErrorLine(error), seconds: (performance.now() - started) / 1000 });
+      emit({
+        event: 'precision',
+        providers,
+        setting,
+        outcome: 'refused',
+        error: firstErrorLine(error),
+        seconds: (performance.now() - started) / 1000,
+      });
     }
   }
 }
@@ -183,7 +277,9 @@ async function precision(): Promise<void> {
 const commands: Record<string, () => Promise<void>> = { inputs, open, run, precision };
 const command = commands[positionals[0] ?? ''];
 if (command === undefined) {
-  process.stderr.write(`Expected a sub-command (${Object.keys(commands).join(', ')}) but received ${positionals[0] ?? 'none'}\n`);
+  process.stderr.write(
+    `Expected a sub-command (${Object.keys(commands).join(', ')}) but received ${positionals[0] ?? 'none'}\n`,
+  );
   process.exitCode = 2;
 } else {
   await command().catch((error: unknown) => {

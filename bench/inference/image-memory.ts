@@ -28,8 +28,8 @@ const cli = benchCli({
     side: { type: 'string', arg: 'PX', help: 'input side of the square test image', default: '4898' },
     factor: { type: 'string', arg: '1|2|4', help: 'the upscale factor', default: '2' },
     child: { type: 'boolean', help: 'internal: the measured child process', hidden: true },
-    input: { type: 'string', arg: 'FILE', help: 'internal: the child\'s input', hidden: true },
-    output: { type: 'string', arg: 'FILE', help: 'internal: the child\'s output', hidden: true },
+    input: { type: 'string', arg: 'FILE', help: "internal: the child's input", hidden: true },
+    output: { type: 'string', arg: 'FILE', help: "internal: the child's output", hidden: true },
   },
   common: { model: { help: 'the network (default: the image default of MEDIA_WORKER_SR_MODELS)' } },
 });
@@ -44,7 +44,13 @@ if (values.child) {
   const sessions = new SessionCache({ executionProviders: ['cpu'] });
   const started = performance.now();
   await upscaleImageFile(
-    { inputPath: input, outputPath: output, factor, info: await probeImage(input), ...(values.model === undefined ? {} : { modelName: values.model }) },
+    {
+      inputPath: input,
+      outputPath: output,
+      factor,
+      info: await probeImage(input),
+      ...(values.model === undefined ? {} : { modelName: values.model }),
+    },
     createSrModelLoader({ sessions, ...benchRegistry() }),
   );
   const seconds = (performance.now() - started) / 1000;
@@ -58,9 +64,22 @@ if (values.child) {
   try {
     const input = path.join(dir, 'input.png');
     const output = path.join(dir, 'output.png');
-    await sharp(DEFAULT_SAMPLE_IMAGE).resize(side, side, { kernel: 'lanczos3' }).png({ compressionLevel: 1 }).toFile(input);
+    await sharp(DEFAULT_SAMPLE_IMAGE)
+      .resize(side, side, { kernel: 'lanczos3' })
+      .png({ compressionLevel: 1 })
+      .toFile(input);
     const self = fileURLToPath(import.meta.url);
-    const args = [self, '--factor', factor, '--child', '--input', input, '--output', output, ...(values.model === undefined ? [] : ['--model', values.model])];
+    const args = [
+      self,
+      '--factor',
+      factor,
+      '--child',
+      '--input',
+      input,
+      '--output',
+      output,
+      ...(values.model === undefined ? [] : ['--model', values.model]),
+    ];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -70,9 +89,13 @@ if (values.child) {
     const outSide = side * Number(factor);
     const outputMb = (outSide * outSide * 3) / 2 ** 20;
     const peakMb = maxRssKb / 1024;
-    console.log(`input ${side}x${side}, output ${outSide}x${outSide} = ${((outSide * outSide) / 1e6).toFixed(2)} MP, factor ${factor}`);
+    console.log(
+      `input ${side}x${side}, output ${outSide}x${outSide} = ${((outSide * outSide) / 1e6).toFixed(2)} MP, factor ${factor}`,
+    );
     console.log(`wall ${seconds.toFixed(1)} s, ${((outSide * outSide) / 1e6 / seconds).toFixed(2)} output MP/s`);
-    console.log(`peak RSS ${peakMb.toFixed(0)} MiB; 8-bit RGB output alone ${outputMb.toFixed(0)} MiB; ratio ${(peakMb / outputMb).toFixed(2)}`);
+    console.log(
+      `peak RSS ${peakMb.toFixed(0)} MiB; 8-bit RGB output alone ${outputMb.toFixed(0)} MiB; ratio ${(peakMb / outputMb).toFixed(2)}`,
+    );
     console.log(`machine: ${machine}`);
     const outMp = (outSide * outSide) / 1e6;
     const row = [
@@ -89,7 +112,12 @@ if (values.child) {
     ];
     console.log(`\n${markdownTable(TABLES.imageMemory.header, [row])}`);
     const caption = 'Peak resident set of a child process running the whole file-to-file pipeline (PNG in, PNG out):';
-    await writeDocsBlock(target, 'image-memory', [{ caption, header: TABLES.imageMemory.header, rows: [row] }], machine);
+    await writeDocsBlock(
+      target,
+      'image-memory',
+      [{ caption, header: TABLES.imageMemory.header, rows: [row] }],
+      machine,
+    );
     await cli.done({ tables: [{ caption, header: TABLES.imageMemory.header, rows: [row] }] });
   } finally {
     await rm(dir, { recursive: true, force: true });

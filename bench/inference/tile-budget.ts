@@ -15,7 +15,15 @@
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { ensureModelFile, openSession, planTiles, type RgbImage, srModel, tileSizeForBudget, upscaleRgb } from '../../src/inference/index.js';
+import {
+  ensureModelFile,
+  openSession,
+  planTiles,
+  type RgbImage,
+  srModel,
+  tileSizeForBudget,
+  upscaleRgb,
+} from '../../src/inference/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../../src/paths.js';
 import { TABLES } from '../blocks.js';
 import { describeMachine, intOption, machineInfo, median } from '../common.js';
@@ -26,7 +34,10 @@ const cli = benchCli({
   name: 'tile-budget',
   options: {},
   common: {
-    model: { default: 'realesrgan-x4fast', help: 'networks timed: realesrgan-x4fast and/or realesrgan-x4plus (15 times its cost)' },
+    model: {
+      default: 'realesrgan-x4fast',
+      help: 'networks timed: realesrgan-x4fast and/or realesrgan-x4plus (15 times its cost)',
+    },
     repeat: { default: '1', help: 'runs of each timing (medians are reported)' },
   },
 });
@@ -37,7 +48,16 @@ const machine = describeMachine(machineInfo());
 const registry = { modelsDir: path.join(PACKAGE_ROOT, 'models') };
 const GiB = 2 ** 30;
 
-const PHOTOS = [[1632, 1224], [2000, 1500], [2400, 1600], [3000, 2000], [3264, 2448], [4000, 3000], [4032, 3024], [4608, 2592]] as const;
+const PHOTOS = [
+  [1632, 1224],
+  [2000, 1500],
+  [2400, 1600],
+  [3000, 2000],
+  [3264, 2448],
+  [4000, 3000],
+  [4032, 3024],
+  [4608, 2592],
+] as const;
 
 function share(width: number, height: number, tile: number, overlap: number): number {
   const plan = planTiles({ width, height, tile, overlap, feather: Math.min(overlap, 4) });
@@ -55,7 +75,12 @@ const budgets: Array<[string, number | undefined]> = [
   ['GPU 48 GiB', 48 * GiB],
 ];
 const shareRows = budgets.map(([label, bytes]) => {
-  const tile = tileSizeForBudget({ ...(bytes === undefined ? {} : { budgetBytes: bytes }), ...(bytesPerPixel === undefined ? {} : { bytesPerPixel }), overlap, fallback: size });
+  const tile = tileSizeForBudget({
+    ...(bytes === undefined ? {} : { budgetBytes: bytes }),
+    ...(bytesPerPixel === undefined ? {} : { bytesPerPixel }),
+    overlap,
+    fallback: size,
+  });
   const shares = PHOTOS.map(([w, h]) => share(w, h, tile, overlap));
   return [label, String(tile), ...shares.map((s) => s.toFixed(3)), Math.max(...shares).toFixed(3)];
 });
@@ -64,14 +89,18 @@ console.log(markdownTable(shareHeader, shareRows));
 
 // Time table: small tile and whole-crop tile against one untiled call.
 async function crop(width: number, height: number): Promise<RgbImage> {
-  const { data, info } = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).extract({ left: 20, top: 0, width, height }).raw().toBuffer({ resolveWithObject: true });
+  const { data, info } = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png'))
+    .extract({ left: 20, top: 0, width, height })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
   return { data: new Uint8Array(data), width: info.width, height: info.height, channels: 3 };
 }
 
 function planar(image: RgbImage): Float32Array {
   const plane = image.width * image.height;
   const out = new Float32Array(3 * plane);
-  for (let i = 0; i < plane; i += 1) for (let c = 0; c < 3; c += 1) out[c * plane + i] = image.data[i * 3 + c] as number;
+  for (let i = 0; i < plane; i += 1)
+    for (let c = 0; c < 3; c += 1) out[c * plane + i] = image.data[i * 3 + c] as number;
   return out;
 }
 
@@ -117,8 +146,16 @@ const timeHeader = TABLES.tileBudgetTime.header;
 console.log(`\n${markdownTable(timeHeader, timeRows)}`);
 
 const tables = [
-  { caption: `Real-ESRGAN x4plus (overlap ${overlap}, ${bytesPerPixel} bytes per tile pixel): computed input pixels over the photo's, per tile choice:`, header: shareHeader, rows: shareRows },
-  { caption: `On this machine, ${path.basename('chelsea.png')} crops, medians of ${reps}: the tiled pipeline against one untiled ONNX Runtime call:`, header: timeHeader, rows: timeRows },
+  {
+    caption: `Real-ESRGAN x4plus (overlap ${overlap}, ${bytesPerPixel} bytes per tile pixel): computed input pixels over the photo's, per tile choice:`,
+    header: shareHeader,
+    rows: shareRows,
+  },
+  {
+    caption: `On this machine, ${path.basename('chelsea.png')} crops, medians of ${reps}: the tiled pipeline against one untiled ONNX Runtime call:`,
+    header: timeHeader,
+    rows: timeRows,
+  },
 ];
 await writeDocsBlock(target, 'tile-budget', tables, machine);
 await cli.done({ tables });

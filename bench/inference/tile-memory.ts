@@ -35,15 +35,24 @@ if (values.child !== undefined) {
 } else {
   const sides = values.sides.split(',').map(Number);
   const rows = sides.map((side) => {
-    const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--model', values.model, '--child', String(side)], { encoding: 'utf8' });
+    const child = spawnSync(
+      process.execPath,
+      [fileURLToPath(import.meta.url), '--model', values.model, '--child', String(side)],
+      { encoding: 'utf8' },
+    );
     if (child.status !== 0) throw new Error(`child for side ${side} failed: ${child.stderr}`);
     return JSON.parse(child.stdout.trim().split('\n').at(-1) ?? '{}') as { side: number; growthKb: number };
   });
-  for (const r of rows) process.stdout.write(`${values.model} side ${r.side}: peak grew ${(r.growthKb / 1024).toFixed(0)} MiB, ${((r.growthKb * 1024) / (r.side * r.side)).toFixed(0)} B/pixel\n`);
+  for (const r of rows)
+    process.stdout.write(
+      `${values.model} side ${r.side}: peak grew ${(r.growthKb / 1024).toFixed(0)} MiB, ${((r.growthKb * 1024) / (r.side * r.side)).toFixed(0)} B/pixel\n`,
+    );
   const [a, b] = [rows[0], rows.at(-1)];
   if (a !== undefined && b !== undefined && a !== b) {
     const slope = ((b.growthKb - a.growthKb) * 1024) / (b.side * b.side - a.side * a.side);
-    process.stdout.write(`${values.model}: ${slope.toFixed(0)} bytes per tile input pixel (slope ${a.side} -> ${b.side})\n`);
+    process.stdout.write(
+      `${values.model}: ${slope.toFixed(0)} bytes per tile input pixel (slope ${a.side} -> ${b.side})\n`,
+    );
     await cli.done({ data: { rows, bytesPerPixel: Math.round(slope) } });
   } else {
     await cli.done({ data: { rows } });

@@ -25,7 +25,17 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { type SuperResolutionManifest, listManifests, type ModelSession, openSession, openThreadSession, type RgbImage, type SrModel, gatherTile, upscaleRgb } from '../../src/inference/index.js';
+import {
+  type SuperResolutionManifest,
+  listManifests,
+  type ModelSession,
+  openSession,
+  openThreadSession,
+  type RgbImage,
+  type SrModel,
+  gatherTile,
+  upscaleRgb,
+} from '../../src/inference/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { TABLES } from '../blocks.js';
 import { benchRegistry, describeMachine, machineInfo, modelFilePath } from '../common.js';
@@ -39,14 +49,22 @@ const cli = benchCli({
   options: {
     size: { type: 'string', arg: 'PX', help: 'speed: crop side in input pixels', default: '256' },
     overlap: { type: 'string', arg: 'PX', help: "speed: context pixels per tile side (default: the manifest's)" },
-    feather: { type: 'string', arg: 'PX', help: 'speed: blend band at the seams (default: the engine\'s)' },
+    feather: { type: 'string', arg: 'PX', help: "speed: blend band at the seams (default: the engine's)" },
     batch: { type: 'string', arg: 'N', help: "speed: tiles per call (default: the manifest's)" },
     inline: { type: 'boolean', help: "speed: the pipeline's session on the main thread instead of its worker thread" },
     image: { type: 'string', arg: 'PATH', help: 'speed: the photo', default: path.join(PHOTOS, 'astronaut.png') },
-    'scan-overlap': { type: 'boolean', help: 'the overlap scan instead of speed: largest difference tiled against untiled per overlap' },
+    'scan-overlap': {
+      type: 'boolean',
+      help: 'the overlap scan instead of speed: largest difference tiled against untiled per overlap',
+    },
     'scan-tile': { type: 'string', arg: 'PX', help: 'scan: tile edge', default: '64' },
     overlaps: { type: 'string', arg: 'N,N,...', help: 'scan: the overlaps tried', default: '0,2,4,6,8,10,12,16' },
-    photos: { type: 'string', arg: 'FILE,FILE,...', help: 'scan: bundled photos', default: 'astronaut.png,coffee.png,chelsea.png' },
+    photos: {
+      type: 'string',
+      arg: 'FILE,FILE,...',
+      help: 'scan: bundled photos',
+      default: 'astronaut.png,coffee.png,chelsea.png',
+    },
   },
   common: {
     model: { help: 'networks to measure (default: every super-resolution network whose file is present)' },
@@ -60,7 +78,8 @@ const values = cli.values;
 function int(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 0) throw new RangeError(`Expected --${name} to be a non-negative integer but received ${JSON.stringify(text)}`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new RangeError(`Expected --${name} to be a non-negative integer but received ${JSON.stringify(text)}`);
   return n;
 }
 
@@ -74,7 +93,12 @@ async function crop(file: string, width: number, height: number): Promise<RgbIma
     .toColourspace('srgb')
     .raw()
     .toBuffer({ resolveWithObject: true });
-  return { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height, channels: 3 };
+  return {
+    data: new Uint8Array(data.buffer, data.byteOffset, data.length),
+    width: info.width,
+    height: info.height,
+    channels: 3,
+  };
 }
 
 function srModel(session: ModelSession, manifest: SuperResolutionManifest): SrModel & { runMs: number } {
@@ -105,7 +129,9 @@ function median(xs: number[]): number {
 
 async function selectedManifests(): Promise<SuperResolutionManifest[]> {
   const wanted = values.model?.split(',').map((s) => s.trim());
-  const all = (await listManifests(benchRegistry())).filter((m): m is SuperResolutionManifest => m.task === 'super-resolution');
+  const all = (await listManifests(benchRegistry())).filter(
+    (m): m is SuperResolutionManifest => m.task === 'super-resolution',
+  );
   return all.filter((m) => (wanted ? wanted.includes(m.name) : existsSync(modelFilePath(m))));
 }
 
@@ -114,7 +140,9 @@ async function speed(target: string | undefined, machine: string): Promise<DocTa
   const reps = Math.max(1, int('repeat', values.repeat) ?? 3);
   const image = await crop(values.image, size, size);
   console.log(`image: ${path.basename(values.image)} crop ${image.width}x${image.height}; reps ${reps}; medians`);
-  console.log('model            | tile/ovl/bat | tiles | ORT untiled ms | pipeline ms | ratio | cpu ratio | outside ORT ms | out MP/s');
+  console.log(
+    'model            | tile/ovl/bat | tiles | ORT untiled ms | pipeline ms | ratio | cpu ratio | outside ORT ms | out MP/s',
+  );
   const rows: string[][] = [];
   for (const manifest of await selectedManifests()) {
     const file = modelFilePath(manifest);
@@ -131,7 +159,8 @@ async function speed(target: string | undefined, machine: string): Promise<DocTa
     const dims = [1, 3, image.height, image.width] as const;
     await session.run(planar, dims);
 
-    const tiles = values.tile === undefined ? [manifest.tile.size] : values.tile.split(',').map((t) => int('tile', t) ?? 0);
+    const tiles =
+      values.tile === undefined ? [manifest.tile.size] : values.tile.split(',').map((t) => int('tile', t) ?? 0);
     for (const tile of tiles) {
       const options = {
         tile,
@@ -193,7 +222,10 @@ async function speed(target: string | undefined, machine: string): Promise<DocTa
 
 async function scanOverlap(target: string | undefined, machine: string): Promise<DocTable[]> {
   const tile = int('scan-tile', values['scan-tile']) ?? 64;
-  const overlaps = values.overlaps.split(',').map((s) => int('overlaps', s) ?? 0).filter((o) => tile > 2 * o);
+  const overlaps = values.overlaps
+    .split(',')
+    .map((s) => int('overlaps', s) ?? 0)
+    .filter((o) => tile > 2 * o);
   const photos = values.photos.split(',').map((s) => s.trim());
   console.log(`tile ${tile}, feather 0, crop = two tiles per axis (exactly \`overlap\` context at the seams)`);
   console.log(`max |tiled - untiled| over ${photos.join(', ')} (8-bit), and pixels off by more than 1`);

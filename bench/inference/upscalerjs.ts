@@ -60,7 +60,10 @@ const require = createRequire(path.join(PACKAGE_ROOT, 'package.json'));
 /** The slice of UpscalerJS's Upscaler this benchmark uses. */
 interface Upscaler {
   ready: Promise<void>;
-  upscale(image: tf.Tensor3D, options: { output: 'tensor'; patchSize?: number; padding?: number }): Promise<tf.Tensor3D>;
+  upscale(
+    image: tf.Tensor3D,
+    options: { output: 'tensor'; patchSize?: number; padding?: number },
+  ): Promise<tf.Tensor3D>;
   dispose(): Promise<void>;
 }
 type UpscalerClass = new (options: { model: unknown }) => Upscaler;
@@ -170,23 +173,33 @@ async function main(): Promise<void> {
 
   const machine = machineInfo();
   const tiling = tile === undefined ? {} : { tile };
-  const oneThread = createSrModelLoader({ sessions: new SessionCache({ executionProviders: ['cpu'], threads: 1 }), ...tiling });
+  const oneThread = createSrModelLoader({
+    sessions: new SessionCache({ executionProviders: ['cpu'], threads: 1 }),
+    ...tiling,
+  });
   const allThreads = createSrModelLoader({ sessions: new SessionCache({ executionProviders: ['cpu'] }), ...tiling });
 
   const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-upscalerjs-'));
   try {
     const rgb = await loadRgb(values.image, size);
     const input = path.join(dir, 'input.png');
-    await sharp(rgb.data, { raw: { width: rgb.width, height: rgb.height, channels: 3 } }).png().toFile(input);
+    await sharp(rgb.data, { raw: { width: rgb.width, height: rgb.height, channels: 3 } })
+      .png()
+      .toFile(input);
     const theirsOut = path.join(dir, 'upscalerjs.png');
     const oursOut = path.join(dir, 'ours.png');
 
     const versions = `upscaler ${packageVersion('upscaler')}, @tensorflow/tfjs ${packageVersion('@tensorflow/tfjs')}, tfjs-backend-wasm ${packageVersion('@tensorflow/tfjs-backend-wasm')}`;
     console.log(describeMachine(machine));
     console.log(`${versions}; TF.js backend ${tf.getBackend()}, ${wasmThreads} thread(s), SIMD ${String(simd)}`);
-    const patching = patchSize === undefined ? 'UpscalerJS default (no patchSize, whole image)' : `UpscalerJS patchSize ${patchSize} padding ${padding ?? 0}`;
+    const patching =
+      patchSize === undefined
+        ? 'UpscalerJS default (no patchSize, whole image)'
+        : `UpscalerJS patchSize ${patchSize} padding ${padding ?? 0}`;
     const ourTiles = tile === undefined ? "ours: each model's manifest tiles" : `ours: tiles of ${tile}`;
-    console.log(`input: ${path.basename(values.image)} centre crop ${rgb.width}x${rgb.height} PNG; ${patching}; ${ourTiles}; ${reps} reps after one untimed warm-up each (tables: fastest run)\n`);
+    console.log(
+      `input: ${path.basename(values.image)} centre crop ${rgb.width}x${rgb.height} PNG; ${patching}; ${ourTiles}; ${reps} reps after one untimed warm-up each (tables: fastest run)\n`,
+    );
 
     const rows: PeerRow[] = [];
     for (const manifest of manifests) {
@@ -195,8 +208,16 @@ async function main(): Promise<void> {
       await upscaler.ready;
 
       const theirs = async (): Promise<void> => {
-        const { data, info } = await sharp(input).removeAlpha().toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
-        const pixels = tf.tensor3d(new Int32Array(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)), [info.height, info.width, 3], 'int32');
+        const { data, info } = await sharp(input)
+          .removeAlpha()
+          .toColourspace('srgb')
+          .raw()
+          .toBuffer({ resolveWithObject: true });
+        const pixels = tf.tensor3d(
+          new Int32Array(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)),
+          [info.height, info.width, 3],
+          'int32',
+        );
         const out = await upscaler.upscale(pixels, {
           output: 'tensor',
           ...(patchSize === undefined ? {} : { patchSize, padding: padding ?? 0 }),
@@ -205,11 +226,16 @@ async function main(): Promise<void> {
         const [height, width] = out.shape;
         const values8 = new Uint8ClampedArray(await out.data<'float32'>());
         out.dispose();
-        await sharp(Buffer.from(values8.buffer), { raw: { width, height, channels: 3 } }).png({ compressionLevel: 6 }).toFile(theirsOut);
+        await sharp(Buffer.from(values8.buffer), { raw: { width, height, channels: 3 } })
+          .png({ compressionLevel: 6 })
+          .toFile(theirsOut);
       };
       const ours = (loader: ReturnType<typeof createSrModelLoader>) => async (): Promise<void> => {
         const info = await probeImage(input);
-        await upscaleImageFile({ inputPath: input, outputPath: oursOut, factor: scale === 4 ? '4' : '2', info, modelName: manifest.name }, loader);
+        await upscaleImageFile(
+          { inputPath: input, outputPath: oursOut, factor: scale === 4 ? '4' : '2', info, modelName: manifest.name },
+          loader,
+        );
       };
 
       await theirs();
@@ -265,7 +291,18 @@ async function main(): Promise<void> {
     await writeResults(values.results, {
       kind: 'upscalerjs',
       machine,
-      settings: { image: path.basename(values.image), width: rgb.width, height: rgb.height, reps, tile, patchSize, padding, wasmThreads, simd, versions },
+      settings: {
+        image: path.basename(values.image),
+        width: rgb.width,
+        height: rgb.height,
+        reps,
+        tile,
+        patchSize,
+        padding,
+        wasmThreads,
+        simd,
+        versions,
+      },
       rows,
     });
     const caption = `${path.basename(values.image)}, centre crop ${rgb.width}x${rgb.height} PNG, file in and file out; ${patching}; ${ourTiles}; fastest of ${reps} runs:`;

@@ -24,7 +24,16 @@ import ort from 'onnxruntime-node';
 import sharp, { type Sharp } from 'sharp';
 import { SessionCache } from '../../src/inference/index.js';
 import { resolveFfmpeg, runProcess } from '../../src/media/index.js';
-import { loadBlazeFace, BOX_PER_EYE_MOUTH, cropFace, EYES_PER_EYE_MOUTH, WAV2LIP_FRAMING, type FaceBox, type RgbFrame, OnnxLipsyncModel } from '../../src/lipsync/index.js';
+import {
+  loadBlazeFace,
+  BOX_PER_EYE_MOUTH,
+  cropFace,
+  EYES_PER_EYE_MOUTH,
+  WAV2LIP_FRAMING,
+  type FaceBox,
+  type RgbFrame,
+  OnnxLipsyncModel,
+} from '../../src/lipsync/index.js';
 import { testModelManifest } from '../../scripts/make-test-lipsync-model.js';
 import { lipsyncOneFace, measureFraming, type FaceFraming } from '../../scripts/lipsync-framing.js';
 import { TABLES } from '../blocks.js';
@@ -35,7 +44,11 @@ import { docsTarget, markdownTable, writeDocsBlock } from '../doc-block.js';
 const cli = benchCli({
   name: 'lipsync-framing',
   options: {
-    out: { type: 'string', arg: 'DIR', help: 'also write PNGs of a few faces there: the frame with its marks and the crop the network saw' },
+    out: {
+      type: 'string',
+      arg: 'DIR',
+      help: 'also write PNGs of a few faces there: the frame with its marks and the crop the network saw',
+    },
     frames: { type: 'string', arg: 'N', help: 'at most N frames of each source (default: all)' },
   },
 });
@@ -54,16 +67,41 @@ async function toFrame(image: Sharp): Promise<RgbFrame> {
 }
 
 async function videoFrames(file: string, limit?: number): Promise<RgbFrame[]> {
-  const { stdout: probe } = await runProcess(resolveFfmpeg(), ['-v', 'error', '-i', file, '-frames:v', '1', '-f', 'image2pipe', '-c:v', 'png', 'pipe:1']);
+  const { stdout: probe } = await runProcess(resolveFfmpeg(), [
+    '-v',
+    'error',
+    '-i',
+    file,
+    '-frames:v',
+    '1',
+    '-f',
+    'image2pipe',
+    '-c:v',
+    'png',
+    'pipe:1',
+  ]);
   const { width = 0, height = 0 } = await sharp(probe).metadata();
   const { stdout } = await runProcess(
     resolveFfmpeg(),
-    ['-v', 'error', '-i', file, ...(limit ? ['-frames:v', String(limit)] : []), '-an', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'],
+    [
+      '-v',
+      'error',
+      '-i',
+      file,
+      ...(limit ? ['-frames:v', String(limit)] : []),
+      '-an',
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'rgb24',
+      'pipe:1',
+    ],
     { maxStdoutBytes: 1024 * 1024 * 1024 },
   );
   const size = width * height * 3;
   const frames: RgbFrame[] = [];
-  for (let at = 0; at + size <= stdout.length; at += size) frames.push({ data: new Uint8Array(stdout.buffer, stdout.byteOffset + at, size), width, height });
+  for (let at = 0; at + size <= stdout.length; at += size)
+    frames.push({ data: new Uint8Array(stdout.buffer, stdout.byteOffset + at, size), width, height });
   return frames;
 }
 
@@ -77,7 +115,14 @@ async function multiFacePictures(): Promise<{ name: string; frame: RgbFrame }[]>
       { input: small, left: 512, top: 150 },
     ]),
   );
-  const tile = (turn: number) => sharp(astronaut).removeAlpha().resize(360, 360).rotate(turn, { background: '#203040' }).resize(400, 400, { fit: 'cover' }).png().toBuffer();
+  const tile = (turn: number) =>
+    sharp(astronaut)
+      .removeAlpha()
+      .resize(360, 360)
+      .rotate(turn, { background: '#203040' })
+      .resize(400, 400, { fit: 'cover' })
+      .png()
+      .toBuffer();
   const grid = await toFrame(
     sharp({ create: { width: 800, height: 800, channels: 3, background: '#203040' } }).composite([
       { input: await tile(0), left: 0, top: 0 },
@@ -115,12 +160,25 @@ const f2 = (v: number) => v.toFixed(2);
 const f3 = (v: number) => v.toFixed(3);
 const pct = (v: number) => `${(100 * v).toFixed(1)} %`;
 
-async function marked(frame: RgbFrame, data: Uint8Array, points: { at: readonly [number, number]; colour: string }[], file: string): Promise<void> {
+async function marked(
+  frame: RgbFrame,
+  data: Uint8Array,
+  points: { at: readonly [number, number]; colour: string }[],
+  file: string,
+): Promise<void> {
   const svg =
     `<svg width="${frame.width}" height="${frame.height}" xmlns="http://www.w3.org/2000/svg">` +
-    points.map(({ at: [x, y], colour }) => `<path d="M${x - 6} ${y}H${x + 6}M${x} ${y - 6}V${y + 6}" stroke="${colour}" stroke-width="1.5"/>`).join('') +
+    points
+      .map(
+        ({ at: [x, y], colour }) =>
+          `<path d="M${x - 6} ${y}H${x + 6}M${x} ${y - 6}V${y + 6}" stroke="${colour}" stroke-width="1.5"/>`,
+      )
+      .join('') +
     '</svg>';
-  await sharp(data, { raw: { width: frame.width, height: frame.height, channels: 3 } }).composite([{ input: Buffer.from(svg) }]).png().toFile(file);
+  await sharp(data, { raw: { width: frame.width, height: frame.height, channels: 3 } })
+    .composite([{ input: Buffer.from(svg) }])
+    .png()
+    .toFile(file);
 }
 
 async function main(): Promise<void> {
@@ -134,18 +192,24 @@ async function main(): Promise<void> {
   if (out) await mkdir(out, { recursive: true });
 
   const items: { source: string; item: string; frame: RgbFrame }[] = [];
-  for (const file of readdirSync(PHOTOS).filter((f) => f.endsWith('.png')).sort()) {
+  for (const file of readdirSync(PHOTOS)
+    .filter((f) => f.endsWith('.png'))
+    .sort()) {
     items.push({ source: 'photos', item: file, frame: await toFrame(sharp(path.join(PHOTOS, file))) });
   }
   if (existsSync(OPENCV_DATA)) {
-    for (const file of readdirSync(OPENCV_DATA).filter((f) => /\.(jpe?g|png)$/i.test(f)).sort()) {
+    for (const file of readdirSync(OPENCV_DATA)
+      .filter((f) => /\.(jpe?g|png)$/i.test(f))
+      .sort()) {
       items.push({ source: 'opencv-doc', item: file, frame: await toFrame(sharp(path.join(OPENCV_DATA, file))) });
     }
   }
   for (const { name, frame } of await multiFacePictures()) items.push({ source: 'multi-face', item: name, frame });
   if (existsSync(MEGAMIND)) {
     const limit = values.frames === undefined ? undefined : Number(values.frames);
-    (await videoFrames(MEGAMIND, limit)).forEach((frame, i) => items.push({ source: 'Megamind', item: `frame ${i}`, frame }));
+    (await videoFrames(MEGAMIND, limit)).forEach((frame, i) =>
+      items.push({ source: 'Megamind', item: `frame ${i}`, frame }),
+    );
   }
 
   const rows: Row[] = [];
@@ -161,20 +225,35 @@ async function main(): Promise<void> {
         saved += 1;
         const stem = path.join(out, `${source}-${item}-${face}`.replace(/[^a-z0-9.-]+/gi, '_'));
         const loud = await lipsyncOneFace(frame, framing.crop, model, 4);
-        await marked(frame, loud, [
-          { at: box.keypoints.mouth, colour: '#00ff00' },
-          { at: framing.darkening, colour: '#ff0000' },
-        ], `${stem}-frame.png`);
+        await marked(
+          frame,
+          loud,
+          [
+            { at: box.keypoints.mouth, colour: '#00ff00' },
+            { at: framing.darkening, colour: '#ff0000' },
+          ],
+          `${stem}-frame.png`,
+        );
         const crop = cropFace(frame, aligned.crop, 96);
-        await sharp(crop, { raw: { width: 96, height: 96, channels: 3 } }).resize(288, 288, { kernel: 'nearest' })
-          .composite([{ input: Buffer.from(`<svg width="288" height="288" xmlns="http://www.w3.org/2000/svg"><path d="M0 144H288" stroke="#ffff00" stroke-dasharray="4 4"/><ellipse cx="${48 * 3}" cy="${70 * 3}" rx="${20 * 3}" ry="${11 * 3}" fill="none" stroke="#ff0000"/></svg>`) }])
-          .png().toFile(`${stem}-crop-aligned.png`);
+        await sharp(crop, { raw: { width: 96, height: 96, channels: 3 } })
+          .resize(288, 288, { kernel: 'nearest' })
+          .composite([
+            {
+              input: Buffer.from(
+                `<svg width="288" height="288" xmlns="http://www.w3.org/2000/svg"><path d="M0 144H288" stroke="#ffff00" stroke-dasharray="4 4"/><ellipse cx="${48 * 3}" cy="${70 * 3}" rx="${20 * 3}" ry="${11 * 3}" fill="none" stroke="#ff0000"/></svg>`,
+              ),
+            },
+          ])
+          .png()
+          .toFile(`${stem}-crop-aligned.png`);
       }
     }
   }
   await sessions.release();
 
-  console.log('source      item                   face  box h  yaw    mouth u,v (crop)  eyes v  nose v  offset px (x, y)   |offset|/face h  aligned  before: mouth v, miss px');
+  console.log(
+    'source      item                   face  box h  yaw    mouth u,v (crop)  eyes v  nose v  offset px (x, y)   |offset|/face h  aligned  before: mouth v, miss px',
+  );
   for (const r of rows) {
     const { framing: f, aligned: a } = r;
     console.log(
@@ -189,7 +268,9 @@ async function main(): Promise<void> {
   const bySource = new Map<string, Row[]>();
   for (const r of rows) bySource.set(r.source, [...(bySource.get(r.source) ?? []), r]);
   console.log('\nsummary (offset = |darkening centre - mouth keypoint| / face height)');
-  console.log('source      faces  frontal  worst frontal  worst frontal aligned  worst any  mean mouth v   estimate / scale used, median: eye-mouth, eyes, box');
+  console.log(
+    'source      faces  frontal  worst frontal  worst frontal aligned  worst any  mean mouth v   estimate / scale used, median: eye-mouth, eyes, box',
+  );
   const summary: string[][] = [];
   for (const [source, list] of bySource) {
     const fr = list.filter((r) => Math.abs(r.framing.yaw) < FRONTAL_YAW);
@@ -206,7 +287,9 @@ async function main(): Promise<void> {
     ]);
     const ratios = (k: 'direct' | 'eyes' | 'box') => {
       const div = { direct: 1, eyes: EYES_PER_EYE_MOUTH, box: BOX_PER_EYE_MOUTH }[k];
-      const v = list.map((r) => r.framing.scaleEstimates[k] / div / r.framing.scaleEstimates.used).sort((x, y) => x - y);
+      const v = list
+        .map((r) => r.framing.scaleEstimates[k] / div / r.framing.scaleEstimates.used)
+        .sort((x, y) => x - y);
       return f2(v[Math.floor(v.length / 2)] ?? Number.NaN);
     };
     console.log(
@@ -216,10 +299,15 @@ async function main(): Promise<void> {
     );
   }
   const boxPerEyeMouth = rows.map((r) => r.box.height / r.framing.scaleEstimates.direct).sort((x, y) => x - y);
-  const eyesPerEyeMouth = rows.map((r) => r.framing.scaleEstimates.eyes / r.framing.scaleEstimates.direct).sort((x, y) => x - y);
+  const eyesPerEyeMouth = rows
+    .map((r) => r.framing.scaleEstimates.eyes / r.framing.scaleEstimates.direct)
+    .sort((x, y) => x - y);
   const med = (v: number[]) => f2(v[Math.floor(v.length / 2)] ?? Number.NaN);
-  console.log(`\nmedian box height / eye-to-mouth: ${med(boxPerEyeMouth)}; median eye spacing / eye-to-mouth: ${med(eyesPerEyeMouth)}`);
-  const range = (v: number[]) => `${f3(Math.min(...v))}-${f3(Math.max(...v))} (mean ${f3(v.reduce((x, y) => x + y, 0) / v.length)})`;
+  console.log(
+    `\nmedian box height / eye-to-mouth: ${med(boxPerEyeMouth)}; median eye spacing / eye-to-mouth: ${med(eyesPerEyeMouth)}`,
+  );
+  const range = (v: number[]) =>
+    `${f3(Math.min(...v))}-${f3(Math.max(...v))} (mean ${f3(v.reduce((x, y) => x + y, 0) / v.length)})`;
   console.log(
     `frontal faces, in the crop: eyes v ${range(frontal.map((r) => r.framing.eyesInCrop))}, nose tip v ${range(frontal.map((r) => r.framing.noseInCrop))}`,
   );
@@ -229,11 +317,21 @@ async function main(): Promise<void> {
     `before, on the frontal faces: mouth v ${f3(Math.min(...beforeV))}-${f3(Math.max(...beforeV))}, ellipse below the mouth by ` +
       `${pct(Math.min(...beforeMiss))}-${pct(Math.max(...beforeMiss))} of the face height (mean ${pct(beforeMiss.reduce((x, y) => x + y, 0) / beforeMiss.length)})`,
   );
-  const worstFrontal = Math.max(worst(frontal, (r) => r.framing.offsetPerFaceHeight), worst(frontal, (r) => r.aligned.offsetPerFaceHeight));
-  console.log(`${frontal.length} frontal faces of ${rows.length}; worst frontal offset ${pct(worstFrontal)} (goal ${pct(GOAL)}): ${worstFrontal <= GOAL ? 'met' : 'NOT met'}`);
+  const worstFrontal = Math.max(
+    worst(frontal, (r) => r.framing.offsetPerFaceHeight),
+    worst(frontal, (r) => r.aligned.offsetPerFaceHeight),
+  );
+  console.log(
+    `${frontal.length} frontal faces of ${rows.length}; worst frontal offset ${pct(worstFrontal)} (goal ${pct(GOAL)}): ${worstFrontal <= GOAL ? 'met' : 'NOT met'}`,
+  );
   console.log(`\n${markdownTable(TABLES.lipsyncFraming.header, summary)}`);
   const caption = `Distance from the darkening's centre to the mouth keypoint over the face height (frontal: |yaw| < ${FRONTAL_YAW}; goal ${pct(GOAL)}):`;
-  await writeDocsBlock(target, 'lipsync-framing', [{ caption, header: TABLES.lipsyncFraming.header, rows: summary }], machine);
+  await writeDocsBlock(
+    target,
+    'lipsync-framing',
+    [{ caption, header: TABLES.lipsyncFraming.header, rows: summary }],
+    machine,
+  );
   await cli.done({ tables: [{ caption, header: TABLES.lipsyncFraming.header, rows: summary }] });
 }
 

@@ -31,10 +31,47 @@ import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { SessionCache } from '../../src/inference/index.js';
-import { findOnPath, probeMedia, resolveFfmpeg, runProcess, spawnProcess, type MediaInfo } from '../../src/media/index.js';
+import {
+  findOnPath,
+  probeMedia,
+  resolveFfmpeg,
+  runProcess,
+  spawnProcess,
+  type MediaInfo,
+} from '../../src/media/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../../src/paths.js';
-import { DEFAULT_ENCODER, inputMatrix, displayedSize, frameTiming, probeVideoExtras, endPipe, writeWithBackpressure } from '../../src/video/index.js';
-import { captureFacePatch, loadBlazeFace, lipsyncEncoderArgs, detectionSize, runFacePass, decodeAudio, FACE_DETECTION_PROFILES, frameThumbnail, melChunk, melSpectrogram, lipsyncFile, type LipsyncOutcome, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec, type RgbFrame, loadThreadedLipsyncModel, releaseLipsyncThreads, loadLipsyncModel, parseLipsyncModelMapping, type LipsyncModel } from '../../src/lipsync/index.js';
+import {
+  DEFAULT_ENCODER,
+  inputMatrix,
+  displayedSize,
+  frameTiming,
+  probeVideoExtras,
+  endPipe,
+  writeWithBackpressure,
+} from '../../src/video/index.js';
+import {
+  captureFacePatch,
+  loadBlazeFace,
+  lipsyncEncoderArgs,
+  detectionSize,
+  runFacePass,
+  decodeAudio,
+  FACE_DETECTION_PROFILES,
+  frameThumbnail,
+  melChunk,
+  melSpectrogram,
+  lipsyncFile,
+  type LipsyncOutcome,
+  ffmpegFrameStream,
+  sourceDecoderArgs,
+  type SourceDecodeSpec,
+  type RgbFrame,
+  loadThreadedLipsyncModel,
+  releaseLipsyncThreads,
+  loadLipsyncModel,
+  parseLipsyncModelMapping,
+  type LipsyncModel,
+} from '../../src/lipsync/index.js';
 import { TABLES } from '../blocks.js';
 import { describeMachine, machineInfo } from '../common.js';
 import { benchCli } from '../harness.js';
@@ -43,12 +80,22 @@ import { type DocTable, docsTarget, markdownTable, writeDocsBlock } from '../doc
 const cli = benchCli({
   name: 'lipsync',
   options: {
-    size: { type: 'string', arg: 'WxH', help: 'the talking-head clip\'s size', default: '1280x720' },
+    size: { type: 'string', arg: 'WxH', help: "the talking-head clip's size", default: '1280x720' },
     fps: { type: 'string', arg: 'N', help: 'its frame rate', default: '25' },
     seconds: { type: 'string', arg: 'S', help: 'its length', default: '10' },
-    'model-ms': { type: 'string', arg: 'MS', help: 'runs B and C: the stand-in cost of a real lip-sync network per face', default: '25' },
+    'model-ms': {
+      type: 'string',
+      arg: 'MS',
+      help: 'runs B and C: the stand-in cost of a real lip-sync network per face',
+      default: '25',
+    },
     batch: { type: 'string', arg: 'N', help: 'faces per lip-sync network call', default: '16' },
-    only: { type: 'string', arg: 'A,S,B,C', help: 'the runs (A pipeline, S stages, B calling thread, C worker thread)', default: 'A,S,B,C' },
+    only: {
+      type: 'string',
+      arg: 'A,S,B,C',
+      help: 'the runs (A pipeline, S stages, B calling thread, C worker thread)',
+      default: 'A,S,B,C',
+    },
   },
   common: { threads: { default: '0' }, repeat: { default: '1' } },
 });
@@ -60,9 +107,13 @@ if (!(Number.isInteger(width) && Number.isInteger(height) && width > 0 && height
 }
 const fps = positive('fps', values.fps);
 const seconds = Number(values.seconds);
-if (!(seconds > 0)) throw new RangeError(`Expected --seconds to be a positive number but received ${JSON.stringify(values.seconds)}`);
+if (!(seconds > 0))
+  throw new RangeError(`Expected --seconds to be a positive number but received ${JSON.stringify(values.seconds)}`);
 const modelMs = Number(values['model-ms']);
-if (!(modelMs >= 0)) throw new RangeError(`Expected --model-ms to be a non-negative number but received ${JSON.stringify(values['model-ms'])}`);
+if (!(modelMs >= 0))
+  throw new RangeError(
+    `Expected --model-ms to be a non-negative number but received ${JSON.stringify(values['model-ms'])}`,
+  );
 const batch = positive('batch', values.batch);
 const threads = Number(values.threads);
 const repeat = positive('repeat', values.repeat);
@@ -73,7 +124,8 @@ const mapping = parseLipsyncModelMapping('wav2lip-test');
 
 function positive(name: string, text: string | undefined): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new RangeError(`Expected --${name} to be a positive integer but received ${JSON.stringify(text)}`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new RangeError(`Expected --${name} to be a positive integer but received ${JSON.stringify(text)}`);
   return n;
 }
 
@@ -85,15 +137,55 @@ const perFrame = (total: number, frames: number): string => (total / frames).toF
 /** The photo scaled so the face fills a third of the frame height, drifting a few pixels a frame. */
 async function makeClip(file: string, speech: string): Promise<void> {
   const scale = height / 300;
-  const photo = await sharp(DEFAULT_SAMPLE_IMAGE).removeAlpha().resize(Math.round(512 * scale)).extend({
-    left: width, right: width, top: height, bottom: height, background: '#7f7f80',
-  }).raw().toBuffer({ resolveWithObject: true });
+  const photo = await sharp(DEFAULT_SAMPLE_IMAGE)
+    .removeAlpha()
+    .resize(Math.round(512 * scale))
+    .extend({
+      left: width,
+      right: width,
+      top: height,
+      bottom: height,
+      background: '#7f7f80',
+    })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
   const base = sharp(photo.data, { raw: { width: photo.info.width, height: photo.info.height, channels: 3 } });
   const frames = Math.round(seconds * fps);
-  const encoder = spawnProcess(ffmpeg, [
-    '-hide_banner', '-v', 'error', '-y', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${width}x${height}`, '-r', String(fps), '-i', 'pipe:0',
-    '-i', speech, '-t', String(seconds), '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '20', '-pix_fmt', 'yuv420p', '-c:a', 'aac', file,
-  ], { stdin: 'pipe', stdout: 'ignore' });
+  const encoder = spawnProcess(
+    ffmpeg,
+    [
+      '-hide_banner',
+      '-v',
+      'error',
+      '-y',
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'rgb24',
+      '-s',
+      `${width}x${height}`,
+      '-r',
+      String(fps),
+      '-i',
+      'pipe:0',
+      '-i',
+      speech,
+      '-t',
+      String(seconds),
+      '-c:v',
+      'libx264',
+      '-preset',
+      'veryfast',
+      '-crf',
+      '20',
+      '-pix_fmt',
+      'yuv420p',
+      '-c:a',
+      'aac',
+      file,
+    ],
+    { stdin: 'pipe', stdout: 'ignore' },
+  );
   const stop = new AbortController();
   // The face (around x 150..300, y 40..260 of the photo) left of centre, as in a talking-head shot.
   const left0 = Math.round(width + 100 * scale - width * 0.35);
@@ -101,7 +193,11 @@ async function makeClip(file: string, speech: string): Promise<void> {
   for (let f = 0; f < frames; f += 1) {
     const dx = Math.round(12 * Math.sin((2 * Math.PI * f) / (fps * 2)));
     const dy = Math.round(6 * Math.cos((2 * Math.PI * f) / (fps * 3)));
-    const frame = await base.clone().extract({ left: left0 + dx, top: top0 + dy, width, height }).raw().toBuffer();
+    const frame = await base
+      .clone()
+      .extract({ left: left0 + dx, top: top0 + dy, width, height })
+      .raw()
+      .toBuffer();
     await writeWithBackpressure(encoder.stdin!, frame, stop.signal);
   }
   await endPipe(encoder.stdin!, stop.signal);
@@ -112,7 +208,8 @@ async function makeSpeech(dir: string): Promise<string> {
   const file = path.join(dir, 'speech.wav');
   const espeak = findOnPath('espeak-ng');
   if (espeak !== undefined) {
-    const text = 'The quick brown fox jumps over the lazy dog. Every frame of this clip is lip synced while the pipeline is timed, stage by stage.';
+    const text =
+      'The quick brown fox jumps over the lazy dog. Every frame of this clip is lip synced while the pipeline is timed, stage by stage.';
     await runProcess(espeak, ['-s', '150', '-w', file, text]);
     return file;
   }
@@ -178,7 +275,13 @@ async function spec(file: string, info: MediaInfo): Promise<SourceDecodeSpec> {
   const video = info.video!;
   const size = displayedSize(video);
   const extras = await probeVideoExtras(file, info.container);
-  return { inputPath: file, container: info.container, timing: frameTiming(video), matrix: inputMatrix(extras, size), size };
+  return {
+    inputPath: file,
+    container: info.container,
+    timing: frameTiming(video),
+    matrix: inputMatrix(extras, size),
+    size,
+  };
 }
 
 async function readAll(s: SourceDecodeSpec): Promise<{ ms: number; frames: Buffer[] }> {
@@ -194,7 +297,12 @@ async function readAll(s: SourceDecodeSpec): Promise<{ ms: number; frames: Buffe
   return { ms: performance.now() - started, frames };
 }
 
-async function encodeOnly(s: SourceDecodeSpec, frames: readonly Buffer[], audio: { path: string; info: MediaInfo }, out: string): Promise<number> {
+async function encodeOnly(
+  s: SourceDecodeSpec,
+  frames: readonly Buffer[],
+  audio: { path: string; info: MediaInfo },
+  out: string,
+): Promise<number> {
   const started = performance.now();
   const args = lipsyncEncoderArgs({
     size: s.size,
@@ -217,9 +325,15 @@ function report(label: string, outcome: LipsyncOutcome, modelAlone: number): voi
   const nonModel = stats.wallMs - modelAlone;
   console.log(`\n${label}`);
   console.log(`  wall ${ms(stats.wallMs)} ms for ${frames} frames (${ms(frames / (stats.wallMs / 1000))} fps)`);
-  console.log(`  setup ${ms(stats.setupMs)} | face pass ${ms(stats.detectMs)} (${perFrame(stats.detectMs, frames)}/frame) | output pass ${ms(stats.outputMs)} (${perFrame(stats.outputMs, frames)}/frame)`);
-  console.log(`  inside the output pass: network calls ${ms(stats.modelMs)} in ${stats.modelCalls} calls, crop+input ${perFrame(stats.prepareMs, frames)}/frame, paste ${perFrame(stats.pasteMs, frames)}/frame`);
-  console.log(`  model-only ${ms(modelAlone)} ms -> wall / model-only ${(stats.wallMs / modelAlone).toFixed(2)}, share of wall left to the model ${((100 * modelAlone) / stats.wallMs).toFixed(0)} %`);
+  console.log(
+    `  setup ${ms(stats.setupMs)} | face pass ${ms(stats.detectMs)} (${perFrame(stats.detectMs, frames)}/frame) | output pass ${ms(stats.outputMs)} (${perFrame(stats.outputMs, frames)}/frame)`,
+  );
+  console.log(
+    `  inside the output pass: network calls ${ms(stats.modelMs)} in ${stats.modelCalls} calls, crop+input ${perFrame(stats.prepareMs, frames)}/frame, paste ${perFrame(stats.pasteMs, frames)}/frame`,
+  );
+  console.log(
+    `  model-only ${ms(modelAlone)} ms -> wall / model-only ${(stats.wallMs / modelAlone).toFixed(2)}, share of wall left to the model ${((100 * modelAlone) / stats.wallMs).toFixed(0)} %`,
+  );
   console.log(
     `  non-model cost left in the wall time: ${perFrame(nonModel, frames)} ms/frame (wall - model-only), ` +
       `of which the output pass ${perFrame(stats.outputMs - modelAlone, frames)} ms/frame (output pass - model-only)`,
@@ -270,9 +384,16 @@ try {
     const full = await readAll(s);
     const small = await readAll({ ...s, size: detectionSize(s.size) });
     const frames = full.frames.length;
-    const detector = await loadBlazeFace(FACE_DETECTION_PROFILES.standard.model, { sessions, minScore: FACE_DETECTION_PROFILES.standard.minScore });
+    const detector = await loadBlazeFace(FACE_DETECTION_PROFILES.standard.model, {
+      sessions,
+      minScore: FACE_DETECTION_PROFILES.standard.minScore,
+    });
     const ds = detectionSize(s.size);
-    const smallFrames: RgbFrame[] = small.frames.map((f) => ({ data: new Uint8Array(f.buffer, f.byteOffset, f.byteLength), width: ds.width, height: ds.height }));
+    const smallFrames: RgbFrame[] = small.frames.map((f) => ({
+      data: new Uint8Array(f.buffer, f.byteOffset, f.byteLength),
+      width: ds.width,
+      height: ds.height,
+    }));
     let detectMs = 0;
     let patchMs = 0;
     let thumbMs = 0;
@@ -299,16 +420,29 @@ try {
     const window = new Float32Array(80 * 16);
     for (let i = 0; i < frames; i += 1) melChunk(mel, i, { num: fps, den: 1 }, window);
     const chunkMs = performance.now() - t;
-    const encodeMs = await encodeOnly(s, full.frames, { path: speech, info: audioInfo }, path.join(dir, 'encode-only.mp4'));
+    const encodeMs = await encodeOnly(
+      s,
+      full.frames,
+      { path: speech, info: audioInfo },
+      path.join(dir, 'encode-only.mp4'),
+    );
     console.log(`\nS  stages alone, per frame (${frames} frames)`);
     console.log(`  decode ${width}x${height} to rgb24 and read it: ${perFrame(full.ms, frames)} ms`);
     console.log(`  decode at detection size ${ds.width}x${ds.height}: ${perFrame(small.ms, frames)} ms`);
-    console.log(`  BlazeFace (letterbox + network + decoding): ${perFrame(detectMs, frames)} ms; active-speaker patches ${perFrame(patchMs, frames)} ms; cut thumbnail ${perFrame(thumbMs, frames)} ms`);
+    console.log(
+      `  BlazeFace (letterbox + network + decoding): ${perFrame(detectMs, frames)} ms; active-speaker patches ${perFrame(patchMs, frames)} ms; cut thumbnail ${perFrame(thumbMs, frames)} ms`,
+    );
     console.log(`  face pass as run (all of the above, overlapped with ffmpeg): ${perFrame(pass.ms, frames)} ms`);
-    console.log(`  audio features: decode to 16 kHz ${perFrame(audioMs, frames)} ms, mel spectrogram ${perFrame(melMs, frames)} ms, window per frame ${perFrame(chunkMs, frames)} ms`);
-    console.log(`  encode ${width}x${height} H.264 (${DEFAULT_ENCODER.preset}, crf ${DEFAULT_ENCODER.crf}) + AAC from the pipe: ${perFrame(encodeMs, frames)} ms`);
+    console.log(
+      `  audio features: decode to 16 kHz ${perFrame(audioMs, frames)} ms, mel spectrogram ${perFrame(melMs, frames)} ms, window per frame ${perFrame(chunkMs, frames)} ms`,
+    );
+    console.log(
+      `  encode ${width}x${height} H.264 (${DEFAULT_ENCODER.preset}, crf ${DEFAULT_ENCODER.crf}) + AAC from the pipe: ${perFrame(encodeMs, frames)} ms`,
+    );
     if (outcomeA !== undefined) {
-      console.log(`  crop + network input ${perFrame(outcomeA.stats.prepareMs, frames)} ms, output to RGB + paste ${perFrame(outcomeA.stats.pasteMs, frames)} ms (from run A)`);
+      console.log(
+        `  crop + network input ${perFrame(outcomeA.stats.prepareMs, frames)} ms, output to RGB + paste ${perFrame(outcomeA.stats.pasteMs, frames)} ms (from run A)`,
+      );
     }
     const stages = [
       [`decode ${width}x${height} to RGB`, perFrame(full.ms, frames)],
@@ -334,7 +468,10 @@ try {
   // Each stand-in twice, alternating: detection first (as before face-schedule.ts), then beside the
   // output pass (the default); the fastest of --repeat runs of each.
   const rows: { key: string; overlapped: boolean; outcome: LipsyncOutcome; alone: number }[] = [];
-  for (const [key, blocking] of [['B', true], ['C', false]] as const) {
+  for (const [key, blocking] of [
+    ['B', true],
+    ['C', false],
+  ] as const) {
     if (!only.has(key) || outcomeA === undefined) continue;
     const faces = batches.reduce((n, b) => n + b.count, 0);
     const standIn = withCost(blocking ? inline : base, modelMs, blocking);
@@ -342,14 +479,21 @@ try {
     const best = new Map<boolean, LipsyncOutcome>();
     for (let r = 0; r < repeat; r += 1) {
       for (const overlapped of [false, true]) {
-        const outcome = await lipsyncFile(request(`${key}-${overlapped}.mp4`), { sessions, loadModel: async () => standIn, overlapFacePass: overlapped });
+        const outcome = await lipsyncFile(request(`${key}-${overlapped}.mp4`), {
+          sessions,
+          loadModel: async () => standIn,
+          overlapFacePass: overlapped,
+        });
         const previous = best.get(overlapped);
         if (previous === undefined || outcome.stats.wallMs < previous.stats.wallMs) best.set(overlapped, outcome);
       }
     }
     for (const overlapped of [false, true]) {
       const outcome = best.get(overlapped) as LipsyncOutcome;
-      if (overlapped !== outcome.stats.facePassOverlapped) throw new Error(`Expected the face pass ${overlapped ? 'beside' : 'before'} the output pass but it ran the other way`);
+      if (overlapped !== outcome.stats.facePassOverlapped)
+        throw new Error(
+          `Expected the face pass ${overlapped ? 'beside' : 'before'} the output pass but it ran the other way`,
+        );
       rows.push({ key, overlapped, outcome, alone: aloneWithCost });
       report(
         `${key}${overlapped ? '' : '0'}  test network + ${modelMs} ms per face ${blocking ? 'on the calling thread, blocking it (modelThread: false)' : 'on its worker thread (the default), the stand-in cost as a wait'}; ` +
@@ -362,7 +506,13 @@ try {
   const runs: string[][] = [];
   if (outcomeA !== undefined && only.has('A')) {
     const w = outcomeA.stats.wallMs;
-    runs.push(['A: test network', 'beside the output pass', (w / alone).toFixed(2), ((100 * alone) / w).toFixed(0), perFrame(w - alone, outcomeA.frames)]);
+    runs.push([
+      'A: test network',
+      'beside the output pass',
+      (w / alone).toFixed(2),
+      ((100 * alone) / w).toFixed(0),
+      perFrame(w - alone, outcomeA.frames),
+    ]);
   }
   for (const { key, overlapped, outcome, alone: a } of rows) {
     const w = outcome.stats.wallMs;
@@ -375,7 +525,11 @@ try {
     ]);
   }
   if (runs.length > 0) {
-    tables.push({ caption: `Wall time over the network's time alone, ${seconds} s clip (B and C: fastest of ${repeat}):`, header: TABLES.lipsyncRuns.header, rows: runs });
+    tables.push({
+      caption: `Wall time over the network's time alone, ${seconds} s clip (B and C: fastest of ${repeat}):`,
+      header: TABLES.lipsyncRuns.header,
+      rows: runs,
+    });
   }
   console.log(`\n${tables.map((t) => markdownTable(t.header, t.rows)).join('\n\n')}`);
   await writeDocsBlock(target, 'lipsync', tables, machine);

@@ -53,7 +53,12 @@ function median(values: number[]): number {
 }
 
 /** Wav2Lip's stage as the output pass runs it: crop, tensor, network, back to RGB, composite. */
-async function wav2lipStage(model: LipsyncModel, frames: RgbFrame[], face: FaceBox, audio: Float32Array): Promise<void> {
+async function wav2lipStage(
+  model: LipsyncModel,
+  frames: RgbFrame[],
+  face: FaceBox,
+  audio: Float32Array,
+): Promise<void> {
   const mel = melSpectrogram(audio);
   const size = model.manifest.face.size;
   const crop = cropForFace(face);
@@ -68,7 +73,14 @@ async function wav2lipStage(model: LipsyncModel, frames: RgbFrame[], face: FaceB
       melChunk(mel, start + k, FPS, mels, k * 80 * 16, model.manifest.audio);
     });
     const out = await model.run(mels, faces, n);
-    chunk.forEach((frame, k) => compositeFace(frame, { data: tensorToRgb(out, size, undefined, k * 3 * size * size), size }, crop, DEFAULT_MOUTH_MASK));
+    chunk.forEach((frame, k) =>
+      compositeFace(
+        frame,
+        { data: tensorToRgb(out, size, undefined, k * 3 * size * size), size },
+        crop,
+        DEFAULT_MOUTH_MASK,
+      ),
+    );
   }
 }
 
@@ -77,9 +89,14 @@ const cli = benchCli({
   options: {
     frames: { type: 'string', arg: 'N', help: 'frames per timed run', default: '50' },
     batch: { type: 'string', arg: 'N', help: 'frames per network call, both networks', default: '8' },
-    musetalk: { type: 'string', arg: 'NAME', help: 'the MuseTalk network (models/musetalk/NAME.json)', default: 'musetalk-test' },
+    musetalk: {
+      type: 'string',
+      arg: 'NAME',
+      help: 'the MuseTalk network (models/musetalk/NAME.json)',
+      default: 'musetalk-test',
+    },
     wav2lip: { type: 'string', arg: 'NAME', help: 'the Wav2Lip manifest', default: 'wav2lip-test' },
-    'models-dir': { type: 'string', arg: 'DIR', help: 'where the manifests are (default: the package\'s models/)' },
+    'models-dir': { type: 'string', arg: 'DIR', help: "where the manifests are (default: the package's models/)" },
   },
   common: {
     providers: { default: 'cpu' },
@@ -97,11 +114,15 @@ async function main(): Promise<void> {
   const providers = parseExecutionProviders(values.providers);
   const sessions = new SessionCache({ thread: false, threads: Number(values.threads), executionProviders: providers });
   try {
-    const photo = await sharp(path.join(PACKAGE_ROOT, 'test/fixtures/photos/astronaut.png')).removeAlpha().resize(SIDE, SIDE).raw().toBuffer();
+    const photo = await sharp(path.join(PACKAGE_ROOT, 'test/fixtures/photos/astronaut.png'))
+      .removeAlpha()
+      .resize(SIDE, SIDE)
+      .raw()
+      .toBuffer();
     const base: RgbFrame = { data: new Uint8Array(photo), width: SIDE, height: SIDE };
     const detector = await loadBlazeFace('blazeface-back-256', { sessions, minScore: 0.5 });
     const face = (await detector.detect(base))[0];
-    if (face === undefined) throw new Error('Expected BlazeFace to find the astronaut\'s face');
+    if (face === undefined) throw new Error("Expected BlazeFace to find the astronaut's face");
     const speech = readWav16(path.join(PACKAGE_ROOT, 'test/lipsync/fixtures/speech-16k.wav'));
     const audio = new Float32Array(Math.ceil((count / 25) * 16_000) + 16_000);
     for (let i = 0; i < audio.length; i++) audio[i] = speech[i % speech.length]!;
@@ -109,7 +130,9 @@ async function main(): Promise<void> {
 
     const musetalk = await loadMuseTalk(values.musetalk, { sessions, modelsDir, batch });
     const museAudio = await musetalk.audio(audio);
-    const mapping = Object.fromEntries(Object.keys(DEFAULT_LIPSYNC_MODEL_MAPPING).map((id) => [id, values.wav2lip])) as LipsyncModelMapping;
+    const mapping = Object.fromEntries(
+      Object.keys(DEFAULT_LIPSYNC_MODEL_MAPPING).map((id) => [id, values.wav2lip]),
+    ) as LipsyncModelMapping;
     const wav2lip = await loadLipsyncModel('vendor-lipsync-2', { sessions, mapping, batch, registry: { modelsDir } });
 
     const time = async (run: (f: RgbFrame[]) => Promise<unknown>): Promise<number> => {
@@ -123,7 +146,13 @@ async function main(): Promise<void> {
       }
       return median(seconds);
     };
-    const museSeconds = await time((f) => musetalk.render(f.map((frame, i) => ({ frame, face, audioFrame: i })), museAudio, FPS));
+    const museSeconds = await time((f) =>
+      musetalk.render(
+        f.map((frame, i) => ({ frame, face, audioFrame: i })),
+        museAudio,
+        FPS,
+      ),
+    );
     const wavSeconds = await time((f) => wav2lipStage(wav2lip, f, face, audio));
     const header = ['network', 'frames', 'batch', 'seconds', 'frames/s'];
     const rows = [values.musetalk, values.wav2lip].map((name, i) => {

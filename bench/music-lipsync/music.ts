@@ -26,7 +26,10 @@ const cli = benchCli({
   name: 'music',
   options: { seconds: { type: 'string', arg: 'S', help: 'seconds of each song', default: '5' } },
   common: {
-    model: { default: `${MUSICGEN_TEST_NAME},musicgen-small`, help: 'musicgen model folders (musicgen-test is generated; others installed by scripts/install-musicgen-model.ts)' },
+    model: {
+      default: `${MUSICGEN_TEST_NAME},musicgen-small`,
+      help: 'musicgen model folders (musicgen-test is generated; others installed by scripts/install-musicgen-model.ts)',
+    },
     providers: { default: 'cpu' },
     threads: { default: '0' },
     repeat: { default: '2', help: 'runs of each model (every run is reported)' },
@@ -45,23 +48,39 @@ try {
   for (const name of values.model.split(',').map((s) => s.trim())) {
     const dir = name === MUSICGEN_TEST_NAME ? path.join(work, MUSICGEN_TEST_NAME) : path.join(defaultModelsDir(), name);
     if (name !== MUSICGEN_TEST_NAME && !existsSync(path.join(dir, 'media-worker-model.json'))) {
-      console.log(JSON.stringify({ model: name, skipped: `not installed in ${dir} (scripts/install-musicgen-model.ts)` }));
+      console.log(
+        JSON.stringify({ model: name, skipped: `not installed in ${dir} (scripts/install-musicgen-model.ts)` }),
+      );
       continue;
     }
-    const backend = new MusicgenBackend({ dir, sessions: { executionProviders: parseExecutionProviders(values.providers), threads: Number(values.threads) } });
+    const backend = new MusicgenBackend({
+      dir,
+      sessions: { executionProviders: parseExecutionProviders(values.providers), threads: Number(values.threads) },
+    });
     const t0 = performance.now();
     await backend.load();
     const loadMs = performance.now() - t0;
     for (let run = 1; run <= repeat; run += 1) {
-      const request = toMusicRequest({ custom_mode: false, prompt: 'calm lo-fi piano with soft drums', instrumental: true }, { taskId: `bench-${run}`, seconds });
+      const request = toMusicRequest(
+        { custom_mode: false, prompt: 'calm lo-fi piano with soft drums', instrumental: true },
+        { taskId: `bench-${run}`, seconds },
+      );
       let steps = 0;
       const start = performance.now();
-      const raw = await backend.generate(request, { dir: work, signal: new AbortController().signal, logger, onProgress: (p) => (steps = p.done ?? steps) });
+      const raw = await backend.generate(request, {
+        dir: work,
+        signal: new AbortController().signal,
+        logger,
+        onProgress: (p) => (steps = p.done ?? steps),
+      });
       const generateS = (performance.now() - start) / 1000;
       const finishStart = performance.now();
       await finishSongs(request, raw, { dir: work, taskId: `bench-${run}`, store: async () => ({ url: 'unused' }) });
       const finishS = (performance.now() - finishStart) / 1000;
-      const audioS = raw.reduce((sum, s) => sum + (s.audio.kind === 'pcm' ? s.audio.samples.length / s.audio.sampleRate : 0), 0);
+      const audioS = raw.reduce(
+        (sum, s) => sum + (s.audio.kind === 'pcm' ? s.audio.samples.length / s.audio.sampleRate : 0),
+        0,
+      );
       table.push([
         name,
         String(run),

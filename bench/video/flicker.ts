@@ -24,7 +24,12 @@ const cli = benchCli({
   options: {
     start: { type: 'string', arg: 'S', help: 'where the stretch of the clip starts', default: '2' },
     seconds: { type: 'string', arg: 'S', help: 'its length', default: '2' },
-    video: { type: 'string', arg: 'PATH', help: 'the clip', default: '/usr/share/doc/opencv-doc/examples/data/Megamind.avi' },
+    video: {
+      type: 'string',
+      arg: 'PATH',
+      help: 'the clip',
+      default: '/usr/share/doc/opencv-doc/examples/data/Megamind.avi',
+    },
   },
   common: { model: { default: 'realesrgan-x4fast,esrgan-slim-x4,realesrgan-x4plus' } },
 });
@@ -40,7 +45,8 @@ async function frames(file: string, width: number, height: number, filter = ''):
   );
   const size = width * height * 3;
   const out: Plane[] = [];
-  for (let at = 0; at + size <= stdout.length; at += size) out.push(lumaBt601(stdout.subarray(at, at + size), width, height));
+  for (let at = 0; at + size <= stdout.length; at += size)
+    out.push(lumaBt601(stdout.subarray(at, at + size), width, height));
   return out;
 }
 
@@ -55,8 +61,24 @@ async function main(): Promise<void> {
     const small = path.join(work, 'small.mp4');
     // A quarter of each side, kept even for 4:2:0.
     await runProcess(ffmpeg, [
-      '-v', 'error', '-ss', values.start, '-t', values.seconds, '-i', values.video, '-an',
-      '-vf', 'scale=trunc(iw/8)*2:trunc(ih/8)*2:flags=bicubic', '-c:v', 'libx264', '-crf', '12', '-pix_fmt', 'yuv420p', small,
+      '-v',
+      'error',
+      '-ss',
+      values.start,
+      '-t',
+      values.seconds,
+      '-i',
+      values.video,
+      '-an',
+      '-vf',
+      'scale=trunc(iw/8)*2:trunc(ih/8)*2:flags=bicubic',
+      '-c:v',
+      'libx264',
+      '-crf',
+      '12',
+      '-pix_fmt',
+      'yuv420p',
+      small,
     ]);
     const info = await probeMedia(small);
     const w = info.video?.width ?? 0;
@@ -64,7 +86,9 @@ async function main(): Promise<void> {
     const W = w * 4;
     const H = h * 4;
     const bicubic = meanFrameChange(await frames(small, W, H, `scale=${W}:${H}:flags=bicubic`));
-    console.log(`# ${values.video} from ${values.start} s for ${values.seconds} s, downscaled to ${w}x${h}, upscaled x4 to ${W}x${H}`);
+    console.log(
+      `# ${values.video} from ${values.start} s for ${values.seconds} s, downscaled to ${w}x${h}, upscaled x4 to ${W}x${H}`,
+    );
     const rows: string[][] = [['bicubic', bicubic.toFixed(3), '1.00', '']];
     for (const model of splitList(values.model)) {
       const out = path.join(work, `${model}.mp4`);

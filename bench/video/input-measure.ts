@@ -22,8 +22,23 @@ import { loadConfig } from '../../src/config.js';
 import { quoteOnly } from '../../src/app/index.js';
 import { isJobError } from '../../src/errors.js';
 import { SessionCache, createSrModelLoader, parseSrModelChoices } from '../../src/inference/index.js';
-import { isExplainedFailure, parseJob, pipelineFailure, type JobKind, type LipsyncQuote, type VideoQuote } from '../../src/jobs/index.js';
-import { allowedFrames, ffprobeArgs, probeMedia, resolveFfmpeg, resolveFfprobe, runProcess, type MediaInfo } from '../../src/media/index.js';
+import {
+  isExplainedFailure,
+  parseJob,
+  pipelineFailure,
+  type JobKind,
+  type LipsyncQuote,
+  type VideoQuote,
+} from '../../src/jobs/index.js';
+import {
+  allowedFrames,
+  ffprobeArgs,
+  probeMedia,
+  resolveFfmpeg,
+  resolveFfprobe,
+  runProcess,
+  type MediaInfo,
+} from '../../src/media/index.js';
 import { upscaleVideoFile } from '../../src/upscale/index.js';
 import { lipsyncFile, loadLipsyncModel, parseLipsyncModelMapping, type LipsyncModel } from '../../src/lipsync/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../../src/paths.js';
@@ -47,8 +62,10 @@ const cli = benchCli({
 const values = cli.values;
 const reps = Number(values.repeat);
 const longSeconds = Number(values.seconds);
-if (!(Number.isInteger(reps) && reps >= 1)) throw new RangeError(`Expected --repeat to be a positive integer but received ${JSON.stringify(values.repeat)}`);
-if (!(longSeconds > 0)) throw new RangeError(`Expected --seconds to be a positive number but received ${JSON.stringify(values.seconds)}`);
+if (!(Number.isInteger(reps) && reps >= 1))
+  throw new RangeError(`Expected --repeat to be a positive integer but received ${JSON.stringify(values.repeat)}`);
+if (!(longSeconds > 0))
+  throw new RangeError(`Expected --seconds to be a positive number but received ${JSON.stringify(values.seconds)}`);
 const only = new Set((values.only ?? '').split(','));
 const target = await docsTarget('input-measure', values);
 const machine = describeMachine(machineInfo());
@@ -79,18 +96,54 @@ try {
     const clip = path.join(work, 'long-1080p.mp4');
     console.error(`(a) making a ${longSeconds} s 1080p clip...`);
     await run([
-      '-f', 'lavfi', '-i', 'testsrc2=size=1920x1080:rate=30', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
-      '-t', String(longSeconds), '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', clip,
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc2=size=1920x1080:rate=30',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=440:sample_rate=48000',
+      '-t',
+      String(longSeconds),
+      '-c:v',
+      'libx264',
+      '-preset',
+      'ultrafast',
+      '-pix_fmt',
+      'yuv420p',
+      '-c:a',
+      'aac',
+      clip,
     ]);
     const info = await probeMedia(clip);
     const frames = info.video?.frameCount ?? 0;
-    const headers = await median(reps, () => runProcess(ffprobe, ffprobeArgs(clip, 'mp4', true), { maxStdoutBytes: 1 << 20 }));
+    const headers = await median(reps, () =>
+      runProcess(ffprobe, ffprobeArgs(clip, 'mp4', true), { maxStdoutBytes: 1 << 20 }),
+    );
     const measured = await median(reps, () => probeMedia(clip));
-    const decoded = await median(reps, () => checkVideoDecodes({ ffmpeg, path: clip, container: 'mp4', videoIndex: 0, maxFrames: allowedFrames(frames), strict: true }));
+    const decoded = await median(reps, () =>
+      checkVideoDecodes({
+        ffmpeg,
+        path: clip,
+        container: 'mp4',
+        videoIndex: 0,
+        maxFrames: allowedFrames(frames),
+        strict: true,
+      }),
+    );
     const rows = [
       ['headers only (ffprobe -show_format -show_streams, the quote before)', headers.toFixed(0), '1.00'],
-      ['streams measured (the same plus every packet, the quote now)', measured.toFixed(0), (measured / headers).toFixed(2)],
-      ['decode check (whole video decoded, before the network; not in the quote)', decoded.toFixed(0), (decoded / headers).toFixed(2)],
+      [
+        'streams measured (the same plus every packet, the quote now)',
+        measured.toFixed(0),
+        (measured / headers).toFixed(2),
+      ],
+      [
+        'decode check (whole video decoded, before the network; not in the quote)',
+        decoded.toFixed(0),
+        (decoded / headers).toFixed(2),
+      ],
     ];
     console.log(`\n(a) ${longSeconds} s 1920x1080 30 fps H.264 + AAC, ${frames} frames, median of ${reps}:`);
     console.log(markdownTable(TABLES.inputMeasureCost.header, rows));
@@ -103,14 +156,34 @@ try {
 
   if (only.has('b')) {
     console.error('(b) making the corpora...');
-    const upscaleCases = await corpus('upscale', { input: (seconds) => ['-f', 'lavfi', '-i', `testsrc2=size=160x90:rate=25${seconds === undefined ? '' : `:duration=${seconds}`}`], filter: [] }, {
-      name: 'MKV',
-      ext: 'mkv',
-      codecs: ['-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-c:a', 'aac'],
-    });
+    const upscaleCases = await corpus(
+      'upscale',
+      {
+        input: (seconds) => [
+          '-f',
+          'lavfi',
+          '-i',
+          `testsrc2=size=160x90:rate=25${seconds === undefined ? '' : `:duration=${seconds}`}`,
+        ],
+        filter: [],
+      },
+      {
+        name: 'MKV',
+        ext: 'mkv',
+        codecs: ['-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-c:a', 'aac'],
+      },
+    );
     // The astronaut's face (the lip-sync tests' window on the photo), drifting a few pixels a frame.
     const face = {
-      input: (seconds?: number) => [...(seconds === undefined ? [] : ['-t', String(seconds)]), '-loop', '1', '-framerate', '25', '-i', DEFAULT_SAMPLE_IMAGE],
+      input: (seconds?: number) => [
+        ...(seconds === undefined ? [] : ['-t', String(seconds)]),
+        '-loop',
+        '1',
+        '-framerate',
+        '25',
+        '-i',
+        DEFAULT_SAMPLE_IMAGE,
+      ],
       filter: ['-vf', 'crop=240:240:120+6*sin(2*PI*t):30+4*cos(2*PI*t/1.2),scale=160:160'],
     };
     const lipsyncCases = await corpus('lipsync', face, {
@@ -127,7 +200,8 @@ try {
       const parts = [
         {
           rows: await wastedWork(upscaleCases, await upscalePipeline(srSessions)),
-          caption: 'Wasted work: damaged copies of a 3 s 160x90 25 fps H.264 + AAC clip, video upscale x2 (esrgan-slim-x2); goal mean <= 5 %, worst <= 10 %:',
+          caption:
+            'Wasted work: damaged copies of a 3 s 160x90 25 fps H.264 + AAC clip, video upscale x2 (esrgan-slim-x2); goal mean <= 5 %, worst <= 10 %:',
           header: TABLES.damagedInputs.header,
         },
         {
@@ -199,7 +273,11 @@ interface CountedPipeline {
 function withSummary(rows: string[][]): string[][] {
   const wasted = rows.map((r) => Number(r[r.length - 1]));
   const mean = wasted.reduce((a, b) => a + b, 0) / wasted.length;
-  return [...rows, ['**mean**', '', '', '', '', mean.toFixed(1)], ['**worst**', '', '', '', '', Math.max(...wasted).toFixed(1)]];
+  return [
+    ...rows,
+    ['**mean**', '', '', '', '', mean.toFixed(1)],
+    ['**worst**', '', '', '', '', Math.max(...wasted).toFixed(1)],
+  ];
 }
 
 /**
@@ -207,7 +285,10 @@ function withSummary(rows: string[][]): string[][] {
  * after the quote (refunded) wastes the share of the quoted job's network work done before it,
  * a frame's work being what the clean case did per frame.
  */
-async function wastedWork(cases: readonly (readonly [string, string])[], pipeline: CountedPipeline): Promise<string[][]> {
+async function wastedWork(
+  cases: readonly (readonly [string, string])[],
+  pipeline: CountedPipeline,
+): Promise<string[][]> {
   const rows: string[][] = [];
   let workPerFrame = 0;
   for (const [name, file] of cases) {
@@ -245,10 +326,17 @@ async function wastedWork(cases: readonly (readonly [string, string])[], pipelin
  * damage hits the frames, not the index): truncations, garbage bytes, bit flips.
  */
 async function damagedCopies(clean: string, prefix: string): Promise<[string, string][]> {
-  const copy = async (name: string, file: string, damage: (bytes: Buffer) => Buffer): Promise<[string, string]> => [name, await damaged(clean, `${prefix}-${file}.mp4`, damage)];
+  const copy = async (name: string, file: string, damage: (bytes: Buffer) => Buffer): Promise<[string, string]> => [
+    name,
+    await damaged(clean, `${prefix}-${file}.mp4`, damage),
+  ];
   return Promise.all([
-    ...[0.1, 0.5, 0.9].map((share) => copy(`truncated at ${share * 100} %`, `truncated-${share}`, (b) => b.subarray(0, Math.floor(b.length * share)))),
-    ...[0.1, 0.5, 0.9, 0.93, 0.99].map((share) => copy(`300 garbage bytes at ${share * 100} %`, `garbage-${share}`, garbage(share))),
+    ...[0.1, 0.5, 0.9].map((share) =>
+      copy(`truncated at ${share * 100} %`, `truncated-${share}`, (b) => b.subarray(0, Math.floor(b.length * share))),
+    ),
+    ...[0.1, 0.5, 0.9, 0.93, 0.99].map((share) =>
+      copy(`300 garbage bytes at ${share * 100} %`, `garbage-${share}`, garbage(share)),
+    ),
     ...[1, 3, 20].map((flips) => copy(`${flips} bit flips`, `flips-${flips}`, bitFlips(flips))),
   ]);
 }
@@ -264,9 +352,29 @@ interface Picture {
  * the clip in `other` (MKV for video upscale, WebM for lip-sync) and in MP4 with headers claiming
  * 1 s; MP4s whose audio ends after 1 s, or runs on 2 s past the video.
  */
-async function corpus(prefix: string, picture: Picture, other: { name: string; ext: string; codecs: string[] }): Promise<[string, string][]> {
-  const tone = (seconds?: number) => ['-f', 'lavfi', '-i', `sine=frequency=440:sample_rate=44100${seconds === undefined ? '' : `:duration=${seconds}`}`];
-  const x264 = ['-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-movflags', '+faststart'];
+async function corpus(
+  prefix: string,
+  picture: Picture,
+  other: { name: string; ext: string; codecs: string[] },
+): Promise<[string, string][]> {
+  const tone = (seconds?: number) => [
+    '-f',
+    'lavfi',
+    '-i',
+    `sine=frequency=440:sample_rate=44100${seconds === undefined ? '' : `:duration=${seconds}`}`,
+  ];
+  const x264 = [
+    '-c:v',
+    'libx264',
+    '-preset',
+    'veryfast',
+    '-pix_fmt',
+    'yuv420p',
+    '-c:a',
+    'aac',
+    '-movflags',
+    '+faststart',
+  ];
   const at = (name: string) => path.join(work, `${prefix}-${name}`);
   await run([...picture.input(), ...tone(), '-t', '3', ...picture.filter, ...x264, at('clean.mp4')]);
   await run([...picture.input(), ...tone(), '-t', '3', ...picture.filter, ...other.codecs, at(`clean.${other.ext}`)]);
@@ -288,16 +396,27 @@ async function corpus(prefix: string, picture: Picture, other: { name: string; e
 
 /** Video upscale x2 (esrgan-slim-x2) of the testsrc2 corpus, its network counting tiles. */
 async function upscalePipeline(sessions: SessionCache): Promise<CountedPipeline> {
-  const counting = countingLoader(createSrModelLoader({ sessions, choices: parseSrModelChoices('video=esrgan-slim-x2') }));
+  const counting = countingLoader(
+    createSrModelLoader({ sessions, choices: parseSrModelChoices('video=esrgan-slim-x2') }),
+  );
   return {
     kind: 'video',
     quote: async (video_url) => {
-      const q = (await quoteOnly(parseJob({ model: 'vendor-video-upscale', input: { video_url, upscale_factor: '2' } }), config, quoteOptions)) as VideoQuote;
+      const q = (await quoteOnly(
+        parseJob({ model: 'vendor-video-upscale', input: { video_url, upscale_factor: '2' } }),
+        config,
+        quoteOptions,
+      )) as VideoQuote;
       return { billedSeconds: q.input.billed_seconds, frames: q.estimated_frames ?? 0 };
     },
     run: async (file, output) => {
       const info: MediaInfo = await probeMedia(file);
-      return (await upscaleVideoFile({ inputPath: file, outputPath: output, factor: '2', info, modelName: 'esrgan-slim-x2' }, counting.load)).frames;
+      return (
+        await upscaleVideoFile(
+          { inputPath: file, outputPath: output, factor: '2', info, modelName: 'esrgan-slim-x2' },
+          counting.load,
+        )
+      ).frames;
     },
     work: () => counting.tiles(),
     reset: () => counting.reset(),
@@ -310,7 +429,10 @@ async function upscalePipeline(sessions: SessionCache): Promise<CountedPipeline>
  * network counting the faces it is given.
  */
 async function lipsyncPipeline(sessions: SessionCache, speech: string): Promise<CountedPipeline> {
-  const network = await loadLipsyncModel('vendor-lipsync-2', { sessions, mapping: parseLipsyncModelMapping('wav2lip-test') });
+  const network = await loadLipsyncModel('vendor-lipsync-2', {
+    sessions,
+    mapping: parseLipsyncModelMapping('wav2lip-test'),
+  });
   let faces = 0;
   const counting: LipsyncModel = {
     name: network.name,
@@ -326,11 +448,21 @@ async function lipsyncPipeline(sessions: SessionCache, speech: string): Promise<
   return {
     kind: 'lipsync',
     quote: async (video_url) => {
-      const q = (await quoteOnly(parseJob({ model: 'vendor-lipsync-2', input: { video_url, audio_url: speech } }), config, quoteOptions)) as LipsyncQuote;
+      const q = (await quoteOnly(
+        parseJob({ model: 'vendor-lipsync-2', input: { video_url, audio_url: speech } }),
+        config,
+        quoteOptions,
+      )) as LipsyncQuote;
       return { billedSeconds: q.input.billed_seconds, frames: q.estimated_frames ?? 0 };
     },
     run: async (file, output) => {
-      const request = { videoPath: file, videoInfo: await probeMedia(file), audioPath: speech, audioInfo, outputPath: output };
+      const request = {
+        videoPath: file,
+        videoInfo: await probeMedia(file),
+        audioPath: speech,
+        audioInfo,
+        outputPath: output,
+      };
       const job = { model: 'vendor-lipsync-2', syncMode: 'cut_off', activeSpeaker: false } as const;
       return (await lipsyncFile({ ...request, ...job }, { sessions, loadModel: async () => counting })).frames;
     },

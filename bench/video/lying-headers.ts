@@ -32,7 +32,8 @@ export async function mp4HeadersSay(file: string, seconds: number): Promise<void
   const movieScale = timescaleOf(bytes, mvhd as number);
   writeBoxDuration(bytes, mvhd as number, 4, Math.round(seconds * movieScale));
   for (const at of indexesOf(bytes, 'tkhd')) writeBoxDuration(bytes, at, 8, Math.round(seconds * movieScale));
-  for (const at of indexesOf(bytes, 'mdhd')) writeBoxDuration(bytes, at, 4, Math.round(seconds * timescaleOf(bytes, at)));
+  for (const at of indexesOf(bytes, 'mdhd'))
+    writeBoxDuration(bytes, at, 4, Math.round(seconds * timescaleOf(bytes, at)));
   await writeFile(file, bytes);
 }
 
@@ -51,7 +52,10 @@ export async function matroskaHeadersSay(file: string, seconds: number): Promise
 /** MP3: the Xing/Info header's frame count divided by `by`. */
 export async function mp3XingFramesDivided(file: string, by: number): Promise<void> {
   const bytes = await readFile(file);
-  const at = bytes.indexOf('Xing', 0, 'latin1') >= 0 ? bytes.indexOf('Xing', 0, 'latin1') : (indexesOf(bytes, 'Info')[0] as number);
+  const at =
+    bytes.indexOf('Xing', 0, 'latin1') >= 0
+      ? bytes.indexOf('Xing', 0, 'latin1')
+      : (indexesOf(bytes, 'Info')[0] as number);
   if ((bytes.readUInt32BE(at + 4) & 1) === 0) throw new Error('Expected the Xing header to carry a frame count');
   bytes.writeUInt32BE(Math.floor(bytes.readUInt32BE(at + 8) / by), at + 8);
   await writeFile(file, bytes);

@@ -24,7 +24,16 @@ import sharp from 'sharp';
 import { SessionCache, type UpscaleResult, upscaleRgb, createSrModelLoader } from '../../src/inference/index.js';
 import type { UpscaleFactor } from '../../src/jobs/index.js';
 import { probeMedia, resolveFfmpeg, runProcess, type MediaInfo } from '../../src/media/index.js';
-import { DEFAULT_ENCODER, decoderArgs, inputMatrix, videoCodecArgs, frameTiming, rgbFrameBytes, videoGeometry, probeVideoExtras } from '../../src/video/index.js';
+import {
+  DEFAULT_ENCODER,
+  decoderArgs,
+  inputMatrix,
+  videoCodecArgs,
+  frameTiming,
+  rgbFrameBytes,
+  videoGeometry,
+  probeVideoExtras,
+} from '../../src/video/index.js';
 import { TileBatcher, upscaleVideoFile } from '../../src/upscale/index.js';
 import { TABLES } from '../blocks.js';
 import { benchRegistry, describeMachine, machineInfo } from '../common.js';
@@ -34,15 +43,20 @@ import { docsTarget, markdownTable, writeDocsBlock } from '../doc-block.js';
 const cli = benchCli({
   name: 'video',
   options: {
-    size: { type: 'string', arg: 'WxH', help: 'the synthetic clip\'s size', default: '160x90' },
+    size: { type: 'string', arg: 'WxH', help: "the synthetic clip's size", default: '160x90' },
     fps: { type: 'string', arg: 'N', help: 'its frame rate', default: '24' },
     seconds: { type: 'string', arg: 'S', help: 'its length', default: '10' },
-    'long-seconds': { type: 'string', arg: 'S', help: '(c): the long input\'s length', default: '60' },
+    'long-seconds': { type: 'string', arg: 'S', help: "(c): the long input's length", default: '60' },
     factor: { type: 'string', arg: '1|2|4', help: 'the upscale factor', default: '2' },
     'frames-in-flight': { type: 'string', arg: 'N', help: 'frames the pipeline keeps in flight', default: '2' },
     only: { type: 'string', arg: 'a,b,c', help: '(a) overlap, (b) frames on disk, (c) memory', default: 'a,b,c' },
     nice: { type: 'string', arg: 'N', help: "ffmpeg's niceness" },
-    child: { type: 'string', arg: 'FILE', help: 'internal: one upscale in this process (the memory child)', hidden: true },
+    child: {
+      type: 'string',
+      arg: 'FILE',
+      help: 'internal: one upscale in this process (the memory child)',
+      hidden: true,
+    },
     out: { type: 'string', arg: 'FILE', help: "internal: the child's output", hidden: true },
   },
   common: {
@@ -55,7 +69,8 @@ const values = cli.values;
 
 const ffmpeg = resolveFfmpeg({ ffmpegPath: process.env['FFMPEG_PATH'] ?? '' });
 const factor = values.factor as UpscaleFactor;
-if (!['1', '2', '4'].includes(factor)) throw new RangeError(`Expected --factor to be one of 1, 2, 4 but received ${JSON.stringify(values.factor)}`);
+if (!['1', '2', '4'].includes(factor))
+  throw new RangeError(`Expected --factor to be one of 1, 2, 4 but received ${JSON.stringify(values.factor)}`);
 const framesInFlight = positive('frames-in-flight', values['frames-in-flight']);
 const threads = Number(values.threads);
 const sessions = new SessionCache({ executionProviders: ['cpu'], ...(threads > 0 ? { threads } : {}) });
@@ -63,12 +78,16 @@ const loadModel = createSrModelLoader({ sessions, ...benchRegistry() });
 
 /** Request options the command line sets for every pipeline run. */
 function common(): { modelName?: string; ffmpegNice?: number } {
-  return { ...(values.model ? { modelName: values.model } : {}), ...(values.nice === undefined ? {} : { ffmpegNice: Number(values.nice) }) };
+  return {
+    ...(values.model ? { modelName: values.model } : {}),
+    ...(values.nice === undefined ? {} : { ffmpegNice: Number(values.nice) }),
+  };
 }
 
 function positive(name: string, text: string | undefined): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new RangeError(`Expected --${name} to be a positive integer but received ${JSON.stringify(text)}`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new RangeError(`Expected --${name} to be a positive integer but received ${JSON.stringify(text)}`);
   return n;
 }
 
@@ -84,10 +103,27 @@ async function ff(args: string[]): Promise<void> {
 
 async function makeInput(file: string, seconds: number): Promise<string> {
   await ff([
-    '-f', 'lavfi', '-i', `testsrc2=size=${values.size}:rate=${values.fps}`,
-    '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000',
-    '-t', String(seconds),
-    '-c:v', 'libx264', '-preset', 'medium', '-crf', '18', '-pix_fmt', 'yuv420p', '-c:a', 'aac', file,
+    '-f',
+    'lavfi',
+    '-i',
+    `testsrc2=size=${values.size}:rate=${values.fps}`,
+    '-f',
+    'lavfi',
+    '-i',
+    'sine=frequency=440:sample_rate=48000',
+    '-t',
+    String(seconds),
+    '-c:v',
+    'libx264',
+    '-preset',
+    'medium',
+    '-crf',
+    '18',
+    '-pix_fmt',
+    'yuv420p',
+    '-c:a',
+    'aac',
+    file,
   ]);
   return file;
 }
@@ -97,7 +133,10 @@ const insideStreaming: { streamMs: number; inferenceMs: number }[] = [];
 
 async function streaming(input: string, info: MediaInfo, output: string): Promise<number> {
   const started = performance.now();
-  const outcome = await upscaleVideoFile({ inputPath: input, outputPath: output, factor, info, framesInFlight, ...common() }, loadModel);
+  const outcome = await upscaleVideoFile(
+    { inputPath: input, outputPath: output, factor, info, framesInFlight, ...common() },
+    loadModel,
+  );
   insideStreaming.push({ streamMs: outcome.streamMs, inferenceMs: outcome.inferenceMs });
   return performance.now() - started;
 }
@@ -152,15 +191,37 @@ async function framesOnDisk(input: string, info: MediaInfo, work: string, output
   await mkdir(outDir);
   await ff(['-i', input, '-map', '0:V:0', '-fps_mode', 'passthrough', path.join(inDir, '%06d.png')]);
   for (const name of (await readdir(inDir)).sort()) {
-    const { data, info: raw } = await sharp(path.join(inDir, name)).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-    const up = await upscaleRgb(loaded.model, { data, width: raw.width, height: raw.height, channels: 3 }, loaded.tiling);
+    const { data, info: raw } = await sharp(path.join(inDir, name))
+      .removeAlpha()
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    const up = await upscaleRgb(
+      loaded.model,
+      { data, width: raw.width, height: raw.height, channels: 3 },
+      loaded.tiling,
+    );
     let image = sharp(up.data, { raw: { width: up.width, height: up.height, channels: 3 } });
-    if (up.width !== geometry.target.width) image = image.resize(geometry.target.width, geometry.target.height, { kernel: 'lanczos3' });
+    if (up.width !== geometry.target.width)
+      image = image.resize(geometry.target.width, geometry.target.height, { kernel: 'lanczos3' });
     await image.png().toFile(path.join(outDir, name));
   }
   await ff([
-    '-framerate', rate, '-i', path.join(outDir, '%06d.png'), '-i', input,
-    '-map', '0:v:0', '-map', '1:a:0?', ...videoCodecArgs(DEFAULT_ENCODER), '-pix_fmt', 'yuv420p', '-c:a', 'copy', output,
+    '-framerate',
+    rate,
+    '-i',
+    path.join(outDir, '%06d.png'),
+    '-i',
+    input,
+    '-map',
+    '0:v:0',
+    '-map',
+    '1:a:0?',
+    ...videoCodecArgs(DEFAULT_ENCODER),
+    '-pix_fmt',
+    'yuv420p',
+    '-c:a',
+    'copy',
+    output,
   ]);
   const elapsed = performance.now() - started;
   await rm(inDir, { recursive: true, force: true });
@@ -192,7 +253,19 @@ async function treeRss(pid: number): Promise<number> {
 /** Runs one upscale in a child node process and samples its tree's RSS until it exits. */
 async function peakRss(input: string, output: string): Promise<{ peak: number; ms: number }> {
   const script = fileURLToPath(import.meta.url);
-  const args = [script, '--child', input, '--out', output, '--factor', factor, '--frames-in-flight', String(framesInFlight), '--threads', String(threads)];
+  const args = [
+    script,
+    '--child',
+    input,
+    '--out',
+    output,
+    '--factor',
+    factor,
+    '--frames-in-flight',
+    String(framesInFlight),
+    '--threads',
+    String(threads),
+  ];
   if (values.model) args.push('--model', values.model);
   if (values.nice !== undefined) args.push('--nice', values.nice);
   const started = performance.now();
@@ -200,10 +273,12 @@ async function peakRss(input: string, output: string): Promise<{ peak: number; m
   const child = spawn(process.execPath, args, { stdio: ['ignore', 2, 'inherit'] });
   let peak = 0;
   let running = true;
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
-    running = false;
-    resolve(code);
-  }));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      running = false;
+      resolve(code);
+    }),
+  );
   while (running) {
     peak = Math.max(peak, await treeRss(child.pid!));
     await new Promise((r) => setTimeout(r, 20));
@@ -215,7 +290,10 @@ async function peakRss(input: string, output: string): Promise<{ peak: number; m
 
 async function runChild(input: string, output: string): Promise<void> {
   const info = await probeMedia(input);
-  await upscaleVideoFile({ inputPath: input, outputPath: output, factor, info, framesInFlight, ...common() }, loadModel);
+  await upscaleVideoFile(
+    { inputPath: input, outputPath: output, factor, info, framesInFlight, ...common() },
+    loadModel,
+  );
   await sessions.release();
 }
 
@@ -240,7 +318,9 @@ async function main(): Promise<void> {
     const loaded = await loadModel('video', factor, values.model);
     const model = loaded.name;
     const geometry = videoGeometry(video, Number(factor), loaded.model.scale);
-    console.log(`# video benchmarks: ${values.size} @ ${values.fps} fps, ${frames.length} frames (${seconds} s) + AAC, factor ${factor} -> ${geometry.output.width}x${geometry.output.height}, ${model}, ${framesInFlight} frames in flight, encoder ${DEFAULT_ENCODER.codec} ${DEFAULT_ENCODER.preset} crf ${DEFAULT_ENCODER.crf}, ${reps} reps`);
+    console.log(
+      `# video benchmarks: ${values.size} @ ${values.fps} fps, ${frames.length} frames (${seconds} s) + AAC, factor ${factor} -> ${geometry.output.width}x${geometry.output.height}, ${model}, ${framesInFlight} frames in flight, encoder ${DEFAULT_ENCODER.codec} ${DEFAULT_ENCODER.preset} crf ${DEFAULT_ENCODER.crf}, ${reps} reps`,
+    );
     // Warm-up: sessions, page cache, ffmpeg binaries.
     await streaming(input, info, path.join(work, 'warm.mp4'));
 
@@ -256,7 +336,9 @@ async function main(): Promise<void> {
       const runs = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
       const [s, sMin] = [median(streamMs), Math.min(...streamMs)];
       table.push(['streaming pipeline ms', s.toFixed(0), sMin.toFixed(0), '']);
-      console.log(`streaming pipeline:     median ${s.toFixed(0)} ms, min ${sMin.toFixed(0)} ms (${((frames.length * 1000) / sMin).toFixed(1)} fps)  runs ${runs(streamMs)}`);
+      console.log(
+        `streaming pipeline:     median ${s.toFixed(0)} ms, min ${sMin.toFixed(0)} ms (${((frames.length * 1000) / sMin).toFixed(1)} fps)  runs ${runs(streamMs)}`,
+      );
       const inside = insideStreaming.slice(-reps);
       console.log(
         `  inside the pipeline (medians): stream ${median(inside.map((x) => x.streamMs)).toFixed(0)} ms, ` +
@@ -267,14 +349,20 @@ async function main(): Promise<void> {
         table.push(['network alone on the same frames ms', i.toFixed(0), iMin.toFixed(0), '']);
         table.push(['(a) streaming / network alone', (s / i).toFixed(3), (sMin / iMin).toFixed(3), '<= 1.10']);
         console.log(`(a) inference only:     median ${i.toFixed(0)} ms, min ${iMin.toFixed(0)} ms  runs ${runs(srMs)}`);
-        console.log(`(a) streaming / inference-only = ${(s / i).toFixed(3)} (medians), ${(sMin / iMin).toFixed(3)} (minimums)  (goal <= 1.10)`);
+        console.log(
+          `(a) streaming / inference-only = ${(s / i).toFixed(3)} (medians), ${(sMin / iMin).toFixed(3)} (minimums)  (goal <= 1.10)`,
+        );
       }
       if (only.has('b')) {
         const [d, dMin] = [median(diskMs), Math.min(...diskMs)];
         table.push(['frames on disk ms', d.toFixed(0), dMin.toFixed(0), '']);
         table.push(['(b) frames on disk / streaming', (d / s).toFixed(2), (dMin / sMin).toFixed(2), '>= 2']);
-        console.log(`(b) frames on disk:      median ${d.toFixed(0)} ms, min ${dMin.toFixed(0)} ms  runs ${runs(diskMs)}`);
-        console.log(`(b) frames-on-disk / streaming = ${(d / s).toFixed(2)}x (medians), ${(dMin / sMin).toFixed(2)}x (minimums)  (goal >= 2)`);
+        console.log(
+          `(b) frames on disk:      median ${d.toFixed(0)} ms, min ${dMin.toFixed(0)} ms  runs ${runs(diskMs)}`,
+        );
+        console.log(
+          `(b) frames-on-disk / streaming = ${(d / s).toFixed(2)}x (medians), ${(dMin / sMin).toFixed(2)}x (minimums)  (goal >= 2)`,
+        );
       }
     }
 
@@ -284,7 +372,9 @@ async function main(): Promise<void> {
       const short = await peakRss(input, path.join(work, 'rss-short.mp4'));
       const longRun = await peakRss(long, path.join(work, 'rss-long.mp4'));
       const mb = (b: number) => (b / 2 ** 20).toFixed(1);
-      console.log(`(c) peak RSS, process tree: ${seconds} s input ${mb(short.peak)} MiB (${(short.ms / 1000).toFixed(1)} s), ${longSeconds} s input ${mb(longRun.peak)} MiB (${(longRun.ms / 1000).toFixed(1)} s)`);
+      console.log(
+        `(c) peak RSS, process tree: ${seconds} s input ${mb(short.peak)} MiB (${(short.ms / 1000).toFixed(1)} s), ${longSeconds} s input ${mb(longRun.peak)} MiB (${(longRun.ms / 1000).toFixed(1)} s)`,
+      );
       console.log(`(c) long / short = ${(longRun.peak / short.peak).toFixed(3)}  (goal <= 1.2)`);
       table.push([`peak RSS of the process tree, ${seconds} s input MiB`, mb(short.peak), '', '']);
       table.push([`peak RSS of the process tree, ${longSeconds} s input MiB`, mb(longRun.peak), '', '']);

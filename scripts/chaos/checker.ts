@@ -57,7 +57,12 @@ export interface Verdict {
   notes: string[];
 }
 
-export function check(ops: readonly ClientOp[], accounts: readonly CheckedAccount[], tasks: readonly CheckedTask[], recoverySeconds: readonly number[]): Verdict {
+export function check(
+  ops: readonly ClientOp[],
+  accounts: readonly CheckedAccount[],
+  tasks: readonly CheckedTask[],
+  recoverySeconds: readonly number[],
+): Verdict {
   const problems: string[] = [];
   const byId = new Map(tasks.map((t) => [t.id, t]));
   const debits = new Map<string, number>();
@@ -86,7 +91,8 @@ export function check(ops: readonly ClientOp[], accounts: readonly CheckedAccoun
   let doubleCharged = 0;
   for (const o of acknowledged) {
     // Says which way a charge no 2xx named (below) came about: an answer without the task's id.
-    if (o.acceptedIds.length === 0) problems.push(`key ${o.key}: answered 2xx without a task id after ${o.attempts} attempts`);
+    if (o.acceptedIds.length === 0)
+      problems.push(`key ${o.key}: answered 2xx without a task id after ${o.attempts} attempts`);
     const ids = new Set(o.acceptedIds);
     if (ids.size > 1) {
       doubleCharged += ids.size - 1;
@@ -95,7 +101,9 @@ export function check(ops: readonly ClientOp[], accounts: readonly CheckedAccoun
     for (const id of ids) {
       if (!byId.has(id) || (debits.get(id) ?? 0) === 0) {
         lost += 1;
-        problems.push(`key ${o.key}: task ${id} was acknowledged but ${byId.has(id) ? 'has no debit' : 'does not exist'}`);
+        problems.push(
+          `key ${o.key}: task ${id} was acknowledged but ${byId.has(id) ? 'has no debit' : 'does not exist'}`,
+        );
       }
     }
   }
@@ -131,7 +139,10 @@ export function check(ops: readonly ClientOp[], accounts: readonly CheckedAccoun
       stuck += 1;
       problems.push(`${t.id}: still ${t.status}`);
     }
-    if (t.eventHosts.length > 1 || (t.eventHosts.length === 1 && t.eventHosts[0] !== t.firstClaim && t.status !== 'failed')) {
+    if (
+      t.eventHosts.length > 1 ||
+      (t.eventHosts.length === 1 && t.eventHosts[0] !== t.firstClaim && t.status !== 'failed')
+    ) {
       multipleEvents += 1;
       problems.push(`${t.id}: events from ${t.eventHosts.join(', ')}, first claim ${String(t.firstClaim)}`);
     }
@@ -142,7 +153,8 @@ export function check(ops: readonly ClientOp[], accounts: readonly CheckedAccoun
   }
   const unanswered = ops.filter((o) => o.outcome === 'unanswered');
   stuck += unanswered.length;
-  for (const o of unanswered.slice(0, 10)) problems.push(`key ${o.key} (${o.kind}): no answer after ${o.attempts} attempts`);
+  for (const o of unanswered.slice(0, 10))
+    problems.push(`key ${o.key} (${o.kind}): no answer after ${o.attempts} attempts`);
   return {
     acknowledged: acknowledged.length,
     lost,

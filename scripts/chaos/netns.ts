@@ -94,7 +94,10 @@ export function cut(a: Member, b: Member): void {
 }
 
 export function uncut(a: Member, b: Member): void {
-  for (const [x, y] of [[a, b], [b, a]] as const) {
+  for (const [x, y] of [
+    [a, b],
+    [b, a],
+  ] as const) {
     try {
       inside(x.name, ['ip', 'route', 'del', 'blackhole', `${addressOf(y)}/32`]);
     } catch {
@@ -116,8 +119,36 @@ export function rejoin(m: Member): void {
 export function lossy(m: Member, peers: readonly Member[], percent: number): void {
   for (const p of peers) {
     const probability = (percent / 100).toFixed(2);
-    inside(m.name, ['iptables', '-A', 'OUTPUT', '-d', addressOf(p), '-m', 'statistic', '--mode', 'random', '--probability', probability, '-j', 'DROP']);
-    inside(m.name, ['iptables', '-A', 'INPUT', '-s', addressOf(p), '-m', 'statistic', '--mode', 'random', '--probability', probability, '-j', 'DROP']);
+    inside(m.name, [
+      'iptables',
+      '-A',
+      'OUTPUT',
+      '-d',
+      addressOf(p),
+      '-m',
+      'statistic',
+      '--mode',
+      'random',
+      '--probability',
+      probability,
+      '-j',
+      'DROP',
+    ]);
+    inside(m.name, [
+      'iptables',
+      '-A',
+      'INPUT',
+      '-s',
+      addressOf(p),
+      '-m',
+      'statistic',
+      '--mode',
+      'random',
+      '--probability',
+      probability,
+      '-j',
+      'DROP',
+    ]);
   }
 }
 

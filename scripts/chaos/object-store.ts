@@ -13,7 +13,11 @@ export interface ObjectStoreProcess {
   stop(): void;
 }
 
-export async function startObjectStore(directory: string, bucket: string, prefix = 'results'): Promise<ObjectStoreProcess> {
+export async function startObjectStore(
+  directory: string,
+  bucket: string,
+  prefix = 'results',
+): Promise<ObjectStoreProcess> {
   const code = `const S3rver = require('s3rver'); new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: ${JSON.stringify(directory)}, configureBuckets: [{ name: ${JSON.stringify(bucket)} }] }).run().then((a) => console.log(a.port));`;
   const child = spawn(process.execPath, ['-e', code], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] });
   const [line] = (await once(child.stdout!, 'data')) as [Buffer];

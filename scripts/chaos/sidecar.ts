@@ -60,7 +60,8 @@ createServer((req, res) => {
   let body = '';
   req.on('data', (c: Buffer) => (body += c.toString()));
   req.on('end', () => {
-    if (sinkFile !== undefined) appendFileSync(sinkFile, `${JSON.stringify({ at: Date.now(), id: req.headers['webhook-id'], body })}\n`);
+    if (sinkFile !== undefined)
+      appendFileSync(sinkFile, `${JSON.stringify({ at: Date.now(), id: req.headers['webhook-id'], body })}\n`);
     res.writeHead(200).end('ok');
   });
 }).listen(Number(values['sink-port']), '127.0.0.1');

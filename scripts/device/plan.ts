@@ -36,7 +36,9 @@ export function packParts(items: readonly PackItem[], budget: number): Part[] {
   const parts: Part[] = [];
   for (const item of [...items].sort((a, b) => b.bytes - a.bytes || a.name.localeCompare(b.name))) {
     if (item.bytes > budget) {
-      throw new RangeError(`Expected every item to fit one part of ${(budget / MIB).toFixed(1)} MiB but ${item.name} is ${(item.bytes / MIB).toFixed(1)} MiB`);
+      throw new RangeError(
+        `Expected every item to fit one part of ${(budget / MIB).toFixed(1)} MiB but ${item.name} is ${(item.bytes / MIB).toFixed(1)} MiB`,
+      );
     }
     const part = parts.find((p) => p.bytes + item.bytes <= budget);
     if (part === undefined) parts.push({ name: `p${parts.length + 1}`, items: [item], bytes: item.bytes });

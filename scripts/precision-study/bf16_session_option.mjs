@@ -10,14 +10,38 @@ const ort = createRequire(new URL('../../package.json', import.meta.url))('onnxr
 const base = { intraOpNumThreads: 2, interOpNumThreads: 1, graphOptimizationLevel: 'all' };
 const model = `${ROOT}models/realesrgan-x4fast.onnx`;
 const a = await ort.InferenceSession.create(model, base);
-const b = await ort.InferenceSession.create(model, { ...base, extra: { mlas: { enable_gemm_fastmath_arm64_bfloat16: '1' } } });
+const b = await ort.InferenceSession.create(model, {
+  ...base,
+  extra: { mlas: { enable_gemm_fastmath_arm64_bfloat16: '1' } },
+});
 const data = new Float32Array(3 * 64 * 64).map((_, i) => (i * 37) % 256);
 const input = new ort.Tensor('float32', data, [1, 3, 64, 64]);
-const ya = (await a.run({ input })).output.data, yb = (await b.run({ input })).output.data;
-let maxd = 0; for (let i = 0; i < ya.length; i++) maxd = Math.max(maxd, Math.abs(ya[i] - yb[i]));
-const ta = [], tb = [];
-for (let r = 0; r < Number(process.argv[2] || 5); r++) for (const [s, t] of r % 2 ? [[a, ta], [b, tb]] : [[b, tb], [a, ta]]) {
-  const t0 = performance.now(); await s.run({ input }); t.push(performance.now() - t0);
-}
+const ya = (await a.run({ input })).output.data,
+  yb = (await b.run({ input })).output.data;
+let maxd = 0;
+for (let i = 0; i < ya.length; i++) maxd = Math.max(maxd, Math.abs(ya[i] - yb[i]));
+const ta = [],
+  tb = [];
+for (let r = 0; r < Number(process.argv[2] || 5); r++)
+  for (const [s, t] of r % 2
+    ? [
+        [a, ta],
+        [b, tb],
+      ]
+    : [
+        [b, tb],
+        [a, ta],
+      ]) {
+    const t0 = performance.now();
+    await s.run({ input });
+    t.push(performance.now() - t0);
+  }
 const med = (x) => [...x].sort((p, q) => p - q)[x.length >> 1];
-console.log(JSON.stringify({ option_accepted: true, max_abs_output_diff: maxd, fp32_median_ms: med(ta), with_option_median_ms: med(tb) }));
+console.log(
+  JSON.stringify({
+    option_accepted: true,
+    max_abs_output_diff: maxd,
+    fp32_median_ms: med(ta),
+    with_option_median_ms: med(tb),
+  }),
+);

@@ -59,13 +59,23 @@ export function daemonSettings(config: Config, env: NodeJS.ProcessEnv = process.
  * execution providers leaves them (hardware.ts): what opened decides, not what was asked for.
  * `telemetry`: the OTEL_* settings (default: the environment's); tracing stops after the drain.
  */
-export async function startDaemon(configured: Config, settings: WorkerSettings, logger: Logger, telemetry: TelemetrySettings = telemetrySettingsFromEnv()): Promise<Daemon> {
+export async function startDaemon(
+  configured: Config,
+  settings: WorkerSettings,
+  logger: Logger,
+  telemetry: TelemetrySettings = telemetrySettingsFromEnv(),
+): Promise<Daemon> {
   const hardware = await probeHardware(configured);
   reportProbe(hardware, logger);
   const { config } = hardware;
   const engine = createEngine(config, logger, settings.watchdogMs);
   // Before the worker exists: nothing reports ready or pulls until every network is open.
-  await warmNetworks(config, engine, JOB_KINDS.filter((kind) => settings.concurrency[kind] > 0), logger);
+  await warmNetworks(
+    config,
+    engine,
+    JOB_KINDS.filter((kind) => settings.concurrency[kind] > 0),
+    logger,
+  );
   const results = createResultStore(settings, logger);
   const tracing = await startTracing(telemetry, { serviceName: 'media-worker-worker', logger });
   const worker = await startWorker(settings, {
@@ -74,7 +84,10 @@ export async function startDaemon(configured: Config, settings: WorkerSettings, 
     logger,
     results,
     version: PACKAGE_VERSION,
-    readiness: withProviderCheck(readinessChecks({ config, settings, engine, logger, ...resultStoreCheck(results) }), hardware.shortfall),
+    readiness: withProviderCheck(
+      readinessChecks({ config, settings, engine, logger, ...resultStoreCheck(results) }),
+      hardware.shortfall,
+    ),
     sweepLeftovers: () => sweepAllLeftovers(config, settings.resultsDir),
     // What discovery reports is what the probe found running, as the quotes and readiness use it.
     host: {
@@ -131,10 +144,16 @@ function resultStoreCheck(results: ResultStore): { resultStore?: ReadinessCheck 
  * downloads (the OS temp dir, where npm packs them), readiness write probes (temp and results dirs),
  * half-written model files. Only names with an owner token whose process is dead (workdir.ts).
  */
-export async function sweepAllLeftovers(config: Pick<Config, 'tmpDir' | 'modelFilesDir' | 'modelsDir'>, resultsDir: string): Promise<number> {
+export async function sweepAllLeftovers(
+  config: Pick<Config, 'tmpDir' | 'modelFilesDir' | 'modelsDir'>,
+  resultsDir: string,
+): Promise<number> {
   const filesDir = path.resolve(config.modelFilesDir ?? config.modelsDir);
   const roots = [...new Set([path.resolve(config.tmpDir), path.resolve(os.tmpdir()), path.resolve(resultsDir)])];
-  const reports = await Promise.all([...roots.map((root) => sweepLeftovers(jobDirSweep(root))), sweepLeftovers(modelTempSweep(filesDir))]);
+  const reports = await Promise.all([
+    ...roots.map((root) => sweepLeftovers(jobDirSweep(root))),
+    sweepLeftovers(modelTempSweep(filesDir)),
+  ]);
   return reports.reduce((n, r) => n + r.removed.length, 0);
 }
 
@@ -170,17 +189,31 @@ function executorFor(engine: Engine, results: ResultStore): JobExecutor {
 }
 
 function quoteFor(engine: Engine): QuoteFunction {
-  return (job, signal) => quoteOnly(job, engine.config, { taskId: job.id ?? 'quote', allowLocalPaths: false, signal, timeLimitsMs: engine.timeLimitsMs });
+  return (job, signal) =>
+    quoteOnly(job, engine.config, {
+      taskId: job.id ?? 'quote',
+      allowLocalPaths: false,
+      signal,
+      timeLimitsMs: engine.timeLimitsMs,
+    });
 }
 
 /** The probe's answer in the log and the metrics: which provider runs, and why a preferred one does not. */
 function reportProbe({ probe, shortfall, device, precision }: ProbedHardware, logger: Logger): void {
   setExecutionProvider(probe.active, probe.requested.join(','));
   setSrPrecision(precision.requested, precision.networks);
-  for (const n of precision.networks) logger.info({ network: n.network, graph: n.graph, precision: n.precision, requested: precision.requested }, `${n.network} runs ${n.precision} (${n.reason})`);
+  for (const n of precision.networks)
+    logger.info(
+      { network: n.network, graph: n.graph, precision: n.precision, requested: precision.requested },
+      `${n.network} runs ${n.precision} (${n.reason})`,
+    );
   const fields = { provider: probe.active, requested: probe.requested, failures: probe.failures, device };
-  if (shortfall !== null) logger.error(fields, `${shortfall}: ${PROVIDER_KINDS.map((kind) => KINDS[kind].label).join(', ')} are not ready`);
-  else if (probe.failures.length > 0) logger.warn(fields, `execution provider ${probe.failures.map((f) => f.provider).join(', ')} could not start; running on ${probe.active}`);
+  if (shortfall !== null)
+    logger.error(fields, `${shortfall}: ${PROVIDER_KINDS.map((kind) => KINDS[kind].label).join(', ')} are not ready`);
+  else if (probe.failures.length > 0)
+    logger.warn(
+      fields,
+      `execution provider ${probe.failures.map((f) => f.provider).join(', ')} could not start; running on ${probe.active}`,
+    );
   else logger.info(fields, `execution provider ${probe.active} runs: ${deviceLine(device)}`);
 }
-

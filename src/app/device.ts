@@ -31,7 +31,8 @@ export function parseNvidiaSmiLine(line: string): { index: number; name: string;
   const index = Number(parts[0]);
   const memoryMb = Number(parts.at(-1));
   const name = parts.slice(1, -1).join(', ');
-  if (!Number.isInteger(index) || index < 0 || !Number.isFinite(memoryMb) || memoryMb <= 0 || name === '') return undefined;
+  if (!Number.isInteger(index) || index < 0 || !Number.isFinite(memoryMb) || memoryMb <= 0 || name === '')
+    return undefined;
   return { index, name, memoryMb };
 }
 
@@ -40,22 +41,53 @@ export type RunCommand = (file: string, args: readonly string[]) => Promise<stri
 
 const runCommand: RunCommand = (file, args) =>
   new Promise((resolve, reject) => {
-    execFile(file, [...args], { timeout: 10_000, maxBuffer: 64 * 1024 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    execFile(file, [...args], { timeout: 10_000, maxBuffer: 64 * 1024 }, (error, stdout) =>
+      error ? reject(error) : resolve(stdout),
+    );
   });
 
 /** Describes the device `provider` runs on, GPU `index` for CUDA and TensorRT. Never throws: what is unknown is said. */
-export async function describeDevice(provider: ExecutionProviderName, index: number, run: RunCommand = runCommand): Promise<DeviceDescription> {
+export async function describeDevice(
+  provider: ExecutionProviderName,
+  index: number,
+  run: RunCommand = runCommand,
+): Promise<DeviceDescription> {
   if (!isGpuProvider(provider)) {
     const note = `no GPU: running on the CPU (${os.availableParallelism()} cores); MEDIA_WORKER_DEVICE_INDEX=${index} would choose the GPU of cuda or tensorrt`;
-    return { kind: 'cpu', provider, index: null, name: os.cpus()[0]?.model.trim() ?? null, memoryMb: Math.round(os.totalmem() / 2 ** 20), note };
+    return {
+      kind: 'cpu',
+      provider,
+      index: null,
+      name: os.cpus()[0]?.model.trim() ?? null,
+      memoryMb: Math.round(os.totalmem() / 2 ** 20),
+      note,
+    };
   }
   if (provider === 'webgpu') {
-    return { kind: 'gpu', provider, index: null, name: null, memoryMb: null, note: "WebGPU runs on Dawn's default adapter; MEDIA_WORKER_DEVICE_INDEX is not applied (onnxruntime-node cannot pick an adapter)" };
+    return {
+      kind: 'gpu',
+      provider,
+      index: null,
+      name: null,
+      memoryMb: null,
+      note: "WebGPU runs on Dawn's default adapter; MEDIA_WORKER_DEVICE_INDEX is not applied (onnxruntime-node cannot pick an adapter)",
+    };
   }
   try {
     const out = await run('nvidia-smi', [...NVIDIA_SMI_QUERY, '-i', String(index)]);
-    const gpu = out.split('\n').map(parseNvidiaSmiLine).find((g) => g?.index === index);
-    if (gpu === undefined) return { kind: 'gpu', provider, index, name: null, memoryMb: null, note: `nvidia-smi did not describe GPU ${index}: ${JSON.stringify(out.slice(0, 200))}` };
+    const gpu = out
+      .split('\n')
+      .map(parseNvidiaSmiLine)
+      .find((g) => g?.index === index);
+    if (gpu === undefined)
+      return {
+        kind: 'gpu',
+        provider,
+        index,
+        name: null,
+        memoryMb: null,
+        note: `nvidia-smi did not describe GPU ${index}: ${JSON.stringify(out.slice(0, 200))}`,
+      };
     return { kind: 'gpu', provider, index, name: gpu.name, memoryMb: gpu.memoryMb };
   } catch (error) {
     return { kind: 'gpu', provider, index, name: null, memoryMb: null, note: `nvidia-smi: ${firstErrorLine(error)}` };
@@ -74,6 +106,9 @@ export function deviceBudgetMb(configuredMb: number, device: DeviceDescription):
 /** One line for logs: `GPU 3 (NVIDIA H100 80GB HBM3, 81559 MiB) on cuda`, `CPU (...)`. */
 export function deviceLine(d: DeviceDescription): string {
   const memory = d.memoryMb === null ? '' : `, ${d.memoryMb} MiB`;
-  const what = d.kind === 'cpu' ? `CPU (${d.name ?? 'unknown'}${memory})` : `GPU ${d.index ?? 'default'} (${d.name ?? 'unknown'}${memory})`;
+  const what =
+    d.kind === 'cpu'
+      ? `CPU (${d.name ?? 'unknown'}${memory})`
+      : `GPU ${d.index ?? 'default'} (${d.name ?? 'unknown'}${memory})`;
   return `${what} on ${d.provider}${d.note === undefined ? '' : `: ${d.note}`}`;
 }

@@ -70,12 +70,23 @@ export async function probeHardware(
   }
   // CUDA numbers GPUs fastest first unless told otherwise; nvidia-smi (and the operator) by PCI bus.
   // Read when CUDA initialises, which is at the first CUDA session: set before the probe opens one.
-  if (config.executionProviders.some((p) => p === 'cuda' || p === 'tensorrt')) process.env['CUDA_DEVICE_ORDER'] ??= 'PCI_BUS_ID';
+  if (config.executionProviders.some((p) => p === 'cuda' || p === 'tensorrt'))
+    process.env['CUDA_DEVICE_ORDER'] ??= 'PCI_BUS_ID';
   const probe = await probeExecutionProviders(config.executionProviders, run, config.deviceIndex);
   const device = await describe(probe.active, config.deviceIndex);
-  const probed = { ...config, executionProviders: activeProviders(probe), deviceMemoryMb: deviceBudgetMb(config.deviceMemoryMb, device) };
+  const probed = {
+    ...config,
+    executionProviders: activeProviders(probe),
+    deviceMemoryMb: deviceBudgetMb(config.deviceMemoryMb, device),
+  };
   const precision = await resolvePrecision(probed, probe.active, workerCores(probed), probeVariant);
-  return { probe, config: precision.config, shortfall: providerShortfall(probe, config.cpuFallback), device, precision: precision.report };
+  return {
+    probe,
+    config: precision.config,
+    shortfall: providerShortfall(probe, config.cpuFallback),
+    device,
+    precision: precision.report,
+  };
 }
 
 /** Adds the provider check to the kinds that run networks (providerKinds): failing while `shortfall` says why. */
@@ -99,9 +110,11 @@ export function tileMemoryBytes(config: Config, totalMemory: number = os.totalme
   return config.tileRamMb > 0 ? config.tileRamMb * MiB : Math.floor(totalMemory / 4);
 }
 
-
 /** What the super-resolution loader takes from the hardware: the tile budget, and float16 graphs on a GPU. */
 export function srHardwareOptions(config: Config): { tileMemoryBytes?: number; halfPrecision: boolean } {
   const bytes = tileMemoryBytes(config);
-  return { ...(bytes === undefined ? {} : { tileMemoryBytes: bytes }), halfPrecision: runsFloat16(config.precision, config.executionProviders[0] ?? 'cpu') };
+  return {
+    ...(bytes === undefined ? {} : { tileMemoryBytes: bytes }),
+    halfPrecision: runsFloat16(config.precision, config.executionProviders[0] ?? 'cpu'),
+  };
 }

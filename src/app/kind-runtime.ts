@@ -14,8 +14,24 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import type { HardwareProfile, JobKind, JobOf, JobProgress, KindPolicies, QuotedJob, QuotedOf, ResultOf } from '../jobs/index.js';
-import type { LicenceFacts, ModelGenerator, SessionCache, SrModelLoader, SrUse, SR_FACTORS } from '../inference/index.js';
+import type {
+  HardwareProfile,
+  JobKind,
+  JobOf,
+  JobProgress,
+  KindPolicies,
+  QuotedJob,
+  QuotedOf,
+  ResultOf,
+} from '../jobs/index.js';
+import type {
+  LicenceFacts,
+  ModelGenerator,
+  SessionCache,
+  SrModelLoader,
+  SrUse,
+  SR_FACTORS,
+} from '../inference/index.js';
 import type { SniffedFormat } from '../media/index.js';
 import type { DiskNeed, ReadinessCheck } from '../worker/index.js';
 import type { WorkerSettings } from '../worker/settings.js';
@@ -54,7 +70,10 @@ export interface Engine<S = unknown> {
  * (the daemon's results store) or a local path (the command line). `name` (file name without
  * extension) is set for tasks with several files: `song-1`, `cover-1`, ...
  */
-export type StoreFile = (localPath: string, meta: { taskId: string; ext: string; kind: QuotedJob['kind']; name?: string }) => Promise<{ url: string }>;
+export type StoreFile = (
+  localPath: string,
+  meta: { taskId: string; ext: string; kind: QuotedJob['kind']; name?: string },
+) => Promise<{ url: string }>;
 
 export interface ExecuteOptions {
   taskId: string;
@@ -130,7 +149,10 @@ export interface KindRuntime<K extends JobKind, S = unknown> {
    * line refuses a misnamed `-o` before any work (cli/output-name.ts). Absent, or undefined: the
    * name is checked when the result is stored (several files, or a URL's format).
    */
-  resultExtension?(job: JobOf<K>, sniff: (input: string) => Promise<SniffedFormat | undefined>): Promise<string | undefined>;
+  resultExtension?(
+    job: JobOf<K>,
+    sniff: (input: string) => Promise<SniffedFormat | undefined>,
+  ): Promise<string | undefined>;
   /** The networks it builds itself (its test networks), by generator name: `media-worker models prepare` makes them. */
   modelGenerators?: Readonly<Record<string, ModelGenerator>>;
   /** Its networks kept as folders outside the manifest registry, as `models list` shows them (absent ones left out). */

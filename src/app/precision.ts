@@ -25,12 +25,20 @@ export interface PrecisionReport {
   networks: NetworkPrecision[];
 }
 
-export type VariantProber = (base: SuperResolutionManifest, variant: SuperResolutionManifest, config: Config, threads: number) => Promise<PrecisionProbe>;
+export type VariantProber = (
+  base: SuperResolutionManifest,
+  variant: SuperResolutionManifest,
+  config: Config,
+  threads: number,
+) => Promise<PrecisionProbe>;
 
 /** Runs both graphs on this host (files made and verified by the registry first). */
 export const probeOnHost: VariantProber = async (base, variant, config, threads) => {
   const registry = registryOptions(config);
-  const [float32, reduced] = await Promise.all([ensureModelFile(base.name, registry), ensureModelFile(variant.name, registry)]);
+  const [float32, reduced] = await Promise.all([
+    ensureModelFile(base.name, registry),
+    ensureModelFile(variant.name, registry),
+  ]);
   return probeVariant(float32.path, reduced.path, threads);
 };
 
@@ -44,7 +52,12 @@ async function superResolution(name: string, config: Config): Promise<SuperResol
 }
 
 /** The precision of every configured super-resolution network, and the config that runs it; `threads`: what a job's network gets. */
-export async function resolvePrecision(config: Config, provider: string, threads: number, probe: VariantProber = probeOnHost): Promise<{ config: Config; report: PrecisionReport }> {
+export async function resolvePrecision(
+  config: Config,
+  provider: string,
+  threads: number,
+  probe: VariantProber = probeOnHost,
+): Promise<{ config: Config; report: PrecisionReport }> {
   const requested = config.precision;
   const refusal = precisionRefusal(requested, provider);
   if (refusal !== null) throw new ConfigError(refusal);
@@ -58,14 +71,24 @@ export async function resolvePrecision(config: Config, provider: string, threads
       // An int8 graph named in MEDIA_WORKER_SR_MODELS: the operator's choice, held to the provider's rule.
       const refused = precisionRefusal('int8', provider);
       if (refused !== null) throw new ConfigError(`${refused} (MEDIA_WORKER_SR_MODELS names ${name})`);
-      networks.push({ network: base.source.of, graph: name, precision: 'int8', reason: 'named in MEDIA_WORKER_SR_MODELS' });
+      networks.push({
+        network: base.source.of,
+        graph: name,
+        precision: 'int8',
+        reason: 'named in MEDIA_WORKER_SR_MODELS',
+      });
       continue;
     }
     const variant = base.int8 === undefined ? undefined : await superResolution(base.int8, config);
-    const measured = setting === 'auto' && provider === 'cpu' && variant?.gate?.passes === true ? await probe(base, variant, config, threads) : undefined;
+    const measured =
+      setting === 'auto' && provider === 'cpu' && variant?.gate?.passes === true
+        ? await probe(base, variant, config, threads)
+        : undefined;
     networks.push(choosePrecision(setting, provider, base, variant, measured));
   }
   const int8 = new Map(networks.filter((n) => n.precision === 'int8').map((n) => [n.network, n.graph]));
-  const srModels = Object.fromEntries(Object.entries(config.srModels).map(([use, name]) => [use, int8.get(name) ?? name]));
+  const srModels = Object.fromEntries(
+    Object.entries(config.srModels).map(([use, name]) => [use, int8.get(name) ?? name]),
+  );
   return { config: { ...config, srModels }, report: { requested, networks } };
 }

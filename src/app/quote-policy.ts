@@ -29,7 +29,12 @@ export type { TimeLimitsMs } from './kind-runtime.js';
  * the settings choose for the kind and factor (MEDIA_WORKER_SR_MODELS), as the pipelines do. The
  * one place the cost model asks "which network".
  */
-export function srModelForJob(choices: SrModelChoices, kind: 'image' | 'video', factor: UpscaleFactor, explicitModel?: string): string {
+export function srModelForJob(
+  choices: SrModelChoices,
+  kind: 'image' | 'video',
+  factor: UpscaleFactor,
+  explicitModel?: string,
+): string {
   return explicitModel ?? chooseSrModel(choices, kind, factor);
 }
 
@@ -50,7 +55,13 @@ export async function srNetworkCost(name: string, config: Config, explicit = fal
   // measured) the estimate counts them at that speed; elsewhere at float32's, the cautious side.
   const speed = config.executionProviders[0] === 'cpu' ? (manifest.gate?.speedVsFloat32 ?? 1) : 1;
   const macsPerInputPixel = manifest.macsPerInputPixel / speed;
-  return { name, scale: manifest.scale, macsPerInputPixel, tile: budgetTile(manifest, tileMemoryBytes(config)), overlap: manifest.tile.overlap };
+  return {
+    name,
+    scale: manifest.scale,
+    macsPerInputPixel,
+    tile: budgetTile(manifest, tileMemoryBytes(config)),
+    overlap: manifest.tile.overlap,
+  };
 }
 
 /** The daemon's watchdog (WORKER_WATCHDOG_MS, parsed by its own schema) for commands that run without the daemon's settings. */
@@ -76,7 +87,12 @@ export function hardwareClassOf(config: Config): HardwareClassName {
 }
 
 /** `runtimes`: the kinds' runtime halves, whose `policies` builds each kind's own part. */
-export function quotePolicy(runtimes: Pick<KindRuntimes, 'policies'>, config: Config, timeLimitsMs: TimeLimitsMs, explicitModel?: string): QuotePolicy {
+export function quotePolicy(
+  runtimes: Pick<KindRuntimes, 'policies'>,
+  config: Config,
+  timeLimitsMs: TimeLimitsMs,
+  explicitModel?: string,
+): QuotePolicy {
   const seconds = (ms: number): number => ms / 1000;
   const hardware = hardwareProfile(hardwareClassOf(config), workerCores(config));
   return {
@@ -84,6 +100,7 @@ export function quotePolicy(runtimes: Pick<KindRuntimes, 'policies'>, config: Co
     hardware,
     kinds: runtimes.policies(config, hardware),
     timeLimitSeconds: byKind((kind) => seconds(timeLimitsMs[kind.kind])),
-    srNetwork: (kind, factor) => srNetworkCost(srModelForJob(config.srModels, kind, factor, explicitModel), config, explicitModel !== undefined),
+    srNetwork: (kind, factor) =>
+      srNetworkCost(srModelForJob(config.srModels, kind, factor, explicitModel), config, explicitModel !== undefined),
   };
 }

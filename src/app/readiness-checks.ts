@@ -67,4 +67,3 @@ export function srReadiness(ctx: ReadinessContext, use: Extract<SrUse, 'image' |
 export function ffmpegReadiness(ctx: ReadinessContext): ReadinessCheck {
   return check('ffmpeg', async () => resolveFfmpeg(definedFields({ ffmpegPath: ctx.config.ffmpegPath })));
 }
-

@@ -24,8 +24,12 @@ export function diskNeed(runtimes: KindRuntimes, kind: JobKind, config: Config):
 /** Every kind's checks for `serve`: its own, plus writable directories and disk space. */
 export function readinessChecks<S>(ctx: ReadinessContext<S>): KindChecks {
   const { runtimes } = ctx.engine;
-  const shared = [writableDirCheck('results-dir', ctx.settings.resultsDir), writableDirCheck('temp-dir', ctx.config.tmpDir)];
-  if (ctx.config.modelFilesDir !== undefined) shared.push(writableDirCheck('model-files-dir', ctx.config.modelFilesDir));
+  const shared = [
+    writableDirCheck('results-dir', ctx.settings.resultsDir),
+    writableDirCheck('temp-dir', ctx.config.tmpDir),
+  ];
+  if (ctx.config.modelFilesDir !== undefined)
+    shared.push(writableDirCheck('model-files-dir', ctx.config.modelFilesDir));
   if (ctx.resultStore !== undefined) shared.push(ctx.resultStore);
   const out: KindChecks = {};
   for (const kind of JOB_KINDS) {

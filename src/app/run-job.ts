@@ -9,7 +9,19 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { definedFields } from '../defined-fields.js';
 import { SessionCache, createSrModelLoader } from '../inference/index.js';
-import { JOB_KINDS, JobError, pipelineFailure, quoteJob, type Job, type JobKind, type Quote, type QuoteDeps, type QuotedJob, type QuotedOf, type TaskResult } from '../jobs/index.js';
+import {
+  JOB_KINDS,
+  JobError,
+  pipelineFailure,
+  quoteJob,
+  type Job,
+  type JobKind,
+  type Quote,
+  type QuoteDeps,
+  type QuotedJob,
+  type QuotedOf,
+  type TaskResult,
+} from '../jobs/index.js';
 import { quotePolicy, timeLimitsFromEnv } from './quote-policy.js';
 import { createMediaDeps, withJobDir } from '../media/index.js';
 import { tracingOn, withSpan } from '../telemetry/index.js';
@@ -24,8 +36,18 @@ export type { Engine, ExecuteOptions, StoreFile } from './kind-runtime.js';
  * with the kinds' runtime halves (`runtimes`, the registry as a value) it runs jobs with.
  * `timeLimitsMs`: the daemon passes its watchdog settings; the CLI reads the same variable (WORKER_WATCHDOG_MS).
  */
-export function createEngine<S>(runtimes: KindRuntimes<S>, config: Config, logger: Logger, timeLimitsMs: TimeLimitsMs = timeLimitsFromEnv()): Engine<S> {
-  const settings = { executionProviders: config.executionProviders, threads: config.threads, deviceIndex: config.deviceIndex, logger };
+export function createEngine<S>(
+  runtimes: KindRuntimes<S>,
+  config: Config,
+  logger: Logger,
+  timeLimitsMs: TimeLimitsMs = timeLimitsFromEnv(),
+): Engine<S> {
+  const settings = {
+    executionProviders: config.executionProviders,
+    threads: config.threads,
+    deviceIndex: config.deviceIndex,
+    logger,
+  };
   const sessions = new SessionCache(settings);
   const inlineSessions = new SessionCache({ ...settings, thread: false });
   const kinds = runtimes.openStates(config, logger);
@@ -34,11 +56,21 @@ export function createEngine<S>(runtimes: KindRuntimes<S>, config: Config, logge
     sessions,
     inlineSessions,
     timeLimitsMs,
-    loadSrModel: createSrModelLoader({ sessions, choices: config.srModels, ...srHardwareOptions(config), ...registryOptions(config), logger }),
+    loadSrModel: createSrModelLoader({
+      sessions,
+      choices: config.srModels,
+      ...srHardwareOptions(config),
+      ...registryOptions(config),
+      logger,
+    }),
     kinds,
     runtimes,
     async release() {
-      await Promise.all([sessions.release(), inlineSessions.release(), ...JOB_KINDS.map((kind) => runtimes.byKind[kind].release?.(kinds))]);
+      await Promise.all([
+        sessions.release(),
+        inlineSessions.release(),
+        ...JOB_KINDS.map((kind) => runtimes.byKind[kind].release?.(kinds)),
+      ]);
     },
   };
 }
@@ -52,8 +84,15 @@ export interface ExecutedJob {
  * Quote only (the quote service and `media-worker quote`): fetched inputs live in a temp directory
  * that is gone when the price is known.
  */
-export async function quoteOnly(runtimes: Pick<KindRuntimes, 'policies'>, job: Job, config: Config, opts: QuoteOnlyOptions): Promise<Quote> {
-  return withJobDir(opts.taskId, async (dir) => (await quoteInDir(runtimes, dir, job, config, opts)).quote, { root: config.tmpDir });
+export async function quoteOnly(
+  runtimes: Pick<KindRuntimes, 'policies'>,
+  job: Job,
+  config: Config,
+  opts: QuoteOnlyOptions,
+): Promise<Quote> {
+  return withJobDir(opts.taskId, async (dir) => (await quoteInDir(runtimes, dir, job, config, opts)).quote, {
+    root: config.tmpDir,
+  });
 }
 
 export interface QuoteOnlyOptions extends QuoteInDirOptions {
@@ -69,12 +108,23 @@ interface QuoteInDirOptions {
   modelName?: string;
 }
 
-function quoteInDir(runtimes: Pick<KindRuntimes, 'policies'>, dir: string, job: Job, config: Config, opts: QuoteInDirOptions): Promise<QuotedJob> {
+function quoteInDir(
+  runtimes: Pick<KindRuntimes, 'policies'>,
+  dir: string,
+  job: Job,
+  config: Config,
+  opts: QuoteInDirOptions,
+): Promise<QuotedJob> {
   const deps = createMediaDeps(
     mediaDepsOptions(config, { dir, allowLocalPaths: opts.allowLocalPaths, ...definedFields({ signal: opts.signal }) }),
   );
   return withSpan('quote', { attributes: { 'media.model': job.model } }, async (span) => {
-    const quoted = await quoteJob(job, tracingOn() ? tracedDeps(deps) : deps, opts.signal, quotePolicy(runtimes, config, opts.timeLimitsMs ?? timeLimitsFromEnv(), opts.modelName));
+    const quoted = await quoteJob(
+      job,
+      tracingOn() ? tracedDeps(deps) : deps,
+      opts.signal,
+      quotePolicy(runtimes, config, opts.timeLimitsMs ?? timeLimitsFromEnv(), opts.modelName),
+    );
     span.setAttributes({ 'media.kind': quoted.kind, 'media.credits': quoted.quote.creditsUsed });
     return quoted;
   });
@@ -84,7 +134,10 @@ function quoteInDir(runtimes: Pick<KindRuntimes, 'policies'>, dir: string, job: 
 function tracedDeps(deps: QuoteDeps): QuoteDeps {
   return {
     ...deps,
-    localize: (source, kind, signal) => withSpan('fetch', { kind: 'client', attributes: { 'media.input.kind': kind } }, () => deps.localize(source, kind, signal)),
+    localize: (source, kind, signal) =>
+      withSpan('fetch', { kind: 'client', attributes: { 'media.input.kind': kind } }, () =>
+        deps.localize(source, kind, signal),
+      ),
     probeImage: (file) => withSpan('probe', { attributes: { 'media.probe': 'image' } }, () => deps.probeImage(file)),
     probeMedia: (file) => withSpan('probe', { attributes: { 'media.probe': 'media' } }, () => deps.probeMedia(file)),
   };
@@ -95,16 +148,22 @@ export async function executeJob<S>(job: Job, engine: Engine<S>, opts: ExecuteOp
     opts.taskId,
     async (dir) => {
       opts.onProgress?.({ stage: 'fetching and probing' });
-      const quoted = await quoteInDir(engine.runtimes, dir, job, engine.config, { ...opts, timeLimitsMs: engine.timeLimitsMs });
+      const quoted = await quoteInDir(engine.runtimes, dir, job, engine.config, {
+        ...opts,
+        timeLimitsMs: engine.timeLimitsMs,
+      });
       opts.logger.info({ quote: quoted.quote }, 'job quoted');
       refuseUndercharged(job, quoted.quote);
       // The contract's edge: pipelines raise processing failures, and here, once, they take the
       // kind's code. A stop (the caller's signal: deadline, drain, interruption) keeps its own reason.
       const run = tracingOn() ? { ...opts, store: tracedStore(opts.store) } : opts;
-      const result = await withSpan(`run ${quoted.kind}`, { attributes: { 'media.kind': quoted.kind, 'media.model': job.model } }, () =>
-        runPipeline(quoted, dir, engine, run).catch((err: unknown) => {
-          throw opts.signal?.aborted === true ? err : pipelineFailure(err, quoted.kind);
-        }),
+      const result = await withSpan(
+        `run ${quoted.kind}`,
+        { attributes: { 'media.kind': quoted.kind, 'media.model': job.model } },
+        () =>
+          runPipeline(quoted, dir, engine, run).catch((err: unknown) => {
+            throw opts.signal?.aborted === true ? err : pipelineFailure(err, quoted.kind);
+          }),
       );
       return { quote: quoted.quote, result };
     },
@@ -114,7 +173,8 @@ export async function executeJob<S>(job: Job, engine: Engine<S>, opts: ExecuteOp
 
 /** Storing a result file, in a span of its own. */
 function tracedStore(store: StoreFile): StoreFile {
-  return (localPath, meta) => withSpan('store', { attributes: { 'media.result.ext': meta.ext } }, () => store(localPath, meta));
+  return (localPath, meta) =>
+    withSpan('store', { attributes: { 'media.result.ext': meta.ext } }, () => store(localPath, meta));
 }
 
 /**
@@ -145,6 +205,11 @@ function runPipeline<S>(quoted: QuotedJob, dir: string, engine: Engine<S>, opts:
 }
 
 /** The kind's pipeline binding (its runtime's `run`, src/app/kinds/). */
-function runOfKind<S, K extends JobKind>(runtimes: KindRuntimes<S>, kind: K, quoted: QuotedOf<K>, context: PipelineContext<S>): Promise<TaskResult> {
+function runOfKind<S, K extends JobKind>(
+  runtimes: KindRuntimes<S>,
+  kind: K,
+  quoted: QuotedOf<K>,
+  context: PipelineContext<S>,
+): Promise<TaskResult> {
   return runtimes.byKind[kind].run(quoted, context);
 }

@@ -28,7 +28,11 @@ export interface WarmStep {
 }
 
 /** The networks each served kind runs, as steps that open (and run) them. */
-export function warmPlan<S>(served: readonly JobKind[], engine: Engine<S>, gpu: boolean): { what: string; run: () => Promise<unknown> }[] {
+export function warmPlan<S>(
+  served: readonly JobKind[],
+  engine: Engine<S>,
+  gpu: boolean,
+): { what: string; run: () => Promise<unknown> }[] {
   const steps: { what: string; run: () => Promise<unknown> }[] = [];
   const seen = new Set<string>();
   const sr = (use: SrUse, factor: (typeof SR_FACTORS)[number]): void => {
@@ -59,7 +63,12 @@ export function warmDims(loaded: Pick<LoadedSrModel, 'tiling'>, gpu: boolean): [
 }
 
 /** Opens and runs what the served kinds use; every step reported, none fatal. */
-export async function warmNetworks<S>(config: Config, engine: Engine<S>, served: readonly JobKind[], logger: Logger): Promise<WarmStep[]> {
+export async function warmNetworks<S>(
+  config: Config,
+  engine: Engine<S>,
+  served: readonly JobKind[],
+  logger: Logger,
+): Promise<WarmStep[]> {
   const gpu = isGpuProvider(config.executionProviders[0] ?? 'cpu');
   const started = performance.now();
   const report: WarmStep[] = [];
@@ -69,13 +78,21 @@ export async function warmNetworks<S>(config: Config, engine: Engine<S>, served:
       await step.run();
       report.push({ what: step.what, ms: Math.round(performance.now() - t0) });
     } catch (err) {
-      report.push({ what: step.what, ms: Math.round(performance.now() - t0), error: errorMessage(err).split('\n', 1)[0] ?? '' });
+      report.push({
+        what: step.what,
+        ms: Math.round(performance.now() - t0),
+        error: errorMessage(err).split('\n', 1)[0] ?? '',
+      });
     }
   }
   const failed = report.filter((s) => s.error !== undefined);
   const fields = { ms: Math.round(performance.now() - started), steps: report };
   // "inference ready" opens both lines: operators and tests look for it (docs/operations.md, "Signals").
-  if (failed.length > 0) logger.warn(fields, `inference ready, but ${failed.length} of ${report.length} networks could not be opened (their kinds wait for their readiness checks): ${failed.map((s) => s.what).join(', ')}`);
+  if (failed.length > 0)
+    logger.warn(
+      fields,
+      `inference ready, but ${failed.length} of ${report.length} networks could not be opened (their kinds wait for their readiness checks): ${failed.map((s) => s.what).join(', ')}`,
+    );
   else logger.info(fields, `inference ready: ${report.length} networks opened and run (warm start)`);
   return report;
 }

@@ -19,11 +19,17 @@ export interface CliContext {
  * one-off command, warnings and errors only unless LOG_LEVEL says otherwise, on a terminal or a pipe
  * alike; JSON lines for the daemons (`daemon`) or when `--log-format json` or LOG_FORMAT says so.
  */
-export function cliContext(overrides: Partial<Record<SettingKey, string>> = {}, opts: { daemon?: boolean } = {}): CliContext {
+export function cliContext(
+  overrides: Partial<Record<SettingKey, string>> = {},
+  opts: { daemon?: boolean } = {},
+): CliContext {
   if (opts.daemon === true) chooseLogFormat({ daemon: true });
   // A one-off command runs for the person at the keyboard: networks whose licence forbids commercial
   // use run there with a line naming the licence; MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS binds the daemon.
-  const config = loadConfig(process.env, opts.daemon === true ? overrides : { allowNoncommercialModels: '1', ...overrides });
+  const config = loadConfig(
+    process.env,
+    opts.daemon === true ? overrides : { allowNoncommercialModels: '1', ...overrides },
+  );
   const format = logFormat(config.logFormat);
   const { logger } = openVoice(format, logLevelFor(format, config.logLevel));
   allowModelFetching(config.fetchModels);

@@ -50,7 +50,12 @@ export function busyFactor(loadAverage: number, cores: number): number {
 }
 
 /** The estimate at `loadAverage` on a CPU, when the machine is busy enough to say so. */
-export function busyEstimate(seconds: number, loadAverage: number, cores: number, hardwareClass: string): EstimateFigures['busy'] {
+export function busyEstimate(
+  seconds: number,
+  loadAverage: number,
+  cores: number,
+  hardwareClass: string,
+): EstimateFigures['busy'] {
   if (hardwareClass !== 'cpu' || !(loadAverage >= BUSY_AT * cores)) return undefined;
   return { loadAverage, seconds: seconds * busyFactor(loadAverage, cores) };
 }
@@ -68,14 +73,24 @@ export function estimateLine(f: EstimateFigures): string {
       : `${where}: ${formatSeconds(f.seconds)} with ${f.model} on an idle machine; ~${formatSeconds(f.busy.seconds)} at the load it has now ` +
         `(load average ${f.busy.loadAverage.toFixed(1)} on ${f.cores} cores, assumed to last)`;
   if (f.faster === undefined) return head;
-  const faster = f.busy === undefined ? formatSeconds(f.faster.seconds) : `~${formatSeconds((f.faster.seconds * f.busy.seconds) / f.seconds)} at this load`;
+  const faster =
+    f.busy === undefined
+      ? formatSeconds(f.faster.seconds)
+      : `~${formatSeconds((f.faster.seconds * f.busy.seconds) / f.seconds)} at this load`;
   return `${head}; ${f.faster.model} would take ${faster} (--model ${f.faster.model})`;
 }
 
 /** The estimate for `job` as it will run, and the faster network's when it is much shorter. */
-export async function estimateUpscale(job: Job, factor: UpscaleFactor, config: Config, modelName?: string, loadAverage: number = os.loadavg()[0] ?? 0): Promise<EstimateFigures> {
+export async function estimateUpscale(
+  job: Job,
+  factor: UpscaleFactor,
+  config: Config,
+  modelName?: string,
+  loadAverage: number = os.loadavg()[0] ?? 0,
+): Promise<EstimateFigures> {
   const kind = kindOfModel(job.model);
-  if (kind !== 'image' && kind !== 'video') throw new RangeError(`Expected an image or video upscale job but received ${job.model}`);
+  if (kind !== 'image' && kind !== 'video')
+    throw new RangeError(`Expected an image or video upscale job but received ${job.model}`);
   const quoteWith = async (model: string | undefined): Promise<number> => {
     const quote = await quoteOnly(job, config, {
       taskId: 'estimate',
@@ -91,7 +106,13 @@ export async function estimateUpscale(job: Job, factor: UpscaleFactor, config: C
   const seconds = await quoteWith(modelName);
   const hardwareClass = hardwareClassOf(config);
   const cores = workerCores(config);
-  const figures: EstimateFigures = { model, seconds, hardwareClass, cores, ...definedFields({ busy: busyEstimate(seconds, loadAverage, cores, hardwareClass) }) };
+  const figures: EstimateFigures = {
+    model,
+    seconds,
+    hardwareClass,
+    cores,
+    ...definedFields({ busy: busyEstimate(seconds, loadAverage, cores, hardwareClass) }),
+  };
   const other = chooseSrModel(config.srModels, kind === 'image' ? 'video' : 'image', factor);
   if (modelName === undefined && other !== model) {
     const otherSeconds = await quoteWith(other);
@@ -108,7 +129,10 @@ export async function estimateUpscale(job: Job, factor: UpscaleFactor, config: C
 export const FIRST_USE_TYPICAL = '10 to 30 s';
 
 /** What the first use of `manifest`'s network does before the run, in words; undefined for a file the operator installs. Pure. */
-export function firstUseText(manifest: Pick<ModelManifest, 'name' | 'file' | 'bytes' | 'source'>, file: string): string | undefined {
+export function firstUseText(
+  manifest: Pick<ModelManifest, 'name' | 'file' | 'bytes' | 'source'>,
+  file: string,
+): string | undefined {
   const source = manifest.source;
   const made = `once, into ${file} (${(manifest.bytes / 1e6).toFixed(1)} MB): typically ${FIRST_USE_TYPICAL} on 2 CPU cores, more on a busy machine or a slow link, not in the estimate`;
   switch (source.kind) {

@@ -27,6 +27,10 @@ export function reportFailure(err: unknown): number {
   const message = err instanceof Error ? err.message : String(err);
   const stack = verbose && err instanceof Error ? err.stack : undefined;
   // As a record, the error itself under `err` (pino serializes it, stack included) when the stack is wanted.
-  voice().say(`media-worker: ${stack ?? message}`, { level: 'error', msg: message, ...(stack === undefined ? {} : { err }) });
+  voice().say(`media-worker: ${stack ?? message}`, {
+    level: 'error',
+    msg: message,
+    ...(stack === undefined ? {} : { err }),
+  });
   return EXIT_FAILURE;
 }

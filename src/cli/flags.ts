@@ -4,7 +4,8 @@ import { InvalidArgumentError } from 'commander';
 export function parsePositiveInt(flag: string): (value: string) => number {
   return (value) => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`Expected a positive integer for ${flag} but received ${JSON.stringify(value)}`);
+    if (!Number.isInteger(n) || n <= 0)
+      throw new InvalidArgumentError(`Expected a positive integer for ${flag} but received ${JSON.stringify(value)}`);
     return n;
   };
 }

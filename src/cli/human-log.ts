@@ -2,7 +2,14 @@
  * pino's JSON lines as short lines for a person at a terminal: `warn: message (key=value, ...)`,
  * the task id first, an error's message instead of its stack. Pure; the logger feeds it line by line.
  */
-const LEVELS: Readonly<Record<number, string>> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+const LEVELS: Readonly<Record<number, string>> = {
+  10: 'trace',
+  20: 'debug',
+  30: 'info',
+  40: 'warn',
+  50: 'error',
+  60: 'fatal',
+};
 
 /** Fields every line carries that a person does not need to read. */
 const HIDDEN = new Set(['level', 'time', 'pid', 'hostname', 'service', 'msg', 'v']);

@@ -7,7 +7,16 @@
 import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { createEngine, executeJob, PROVIDER_KINDS, probeHardware, type ExecutedJob, type ProbedHardware, type StoreFile, type TimeLimitsMs } from '../app/index.js';
+import {
+  createEngine,
+  executeJob,
+  PROVIDER_KINDS,
+  probeHardware,
+  type ExecutedJob,
+  type ProbedHardware,
+  type StoreFile,
+  type TimeLimitsMs,
+} from '../app/index.js';
 import { byKind, deadlineError, kindOfModel, reportedModel, type Job } from '../jobs/index.js';
 import type { CliContext } from './context.js';
 import { namedOutputFile, refuseMisnamed, refuseMisnamedOutput } from './output-name.js';
@@ -57,7 +66,10 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
   const logger = ctx.logger.child({ taskId, model: job.model });
   await refuseMisnamedOutput(job, opts.output);
   const hardware = opts.hardware ?? (await hardwareFor(job, ctx));
-  const engine = opts.unlimited === true ? createEngine(hardware.config, logger, NO_TIME_LIMITS) : createEngine(hardware.config, logger);
+  const engine =
+    opts.unlimited === true
+      ? createEngine(hardware.config, logger, NO_TIME_LIMITS)
+      : createEngine(hardware.config, logger);
   const progress = createCliProgress(logger, definedFields({ estimateSeconds: opts.estimateSeconds }));
   const abort = new AbortController();
   const onSignal = (): void => abort.abort(new Error('Interrupted'));
@@ -67,7 +79,9 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
   // none for the one-off commands (setTimeout would read Infinity as 1 ms).
   const kind = kindOfModel(job.model);
   const limitMs = engine.timeLimitsMs[kind];
-  const deadline = Number.isFinite(limitMs) ? setTimeout(() => abort.abort(deadlineError(kind, limitMs)), limitMs) : undefined;
+  const deadline = Number.isFinite(limitMs)
+    ? setTimeout(() => abort.abort(deadlineError(kind, limitMs)), limitMs)
+    : undefined;
   try {
     const executed = await executeJob(job, engine, {
       taskId,
@@ -78,7 +92,8 @@ export async function runLocally(job: Job, ctx: CliContext, opts: LocalRunOption
       store: storeAt(opts),
       ...definedFields({ modelName: opts.modelName, tile: opts.tile }),
     });
-    const done = 'songs' in executed.result ? executed.result.songs.map((s) => s.audio_url).join(', ') : executed.result.url;
+    const done =
+      'songs' in executed.result ? executed.result.songs.map((s) => s.audio_url).join(', ') : executed.result.url;
     progress.close(`done: ${done}`);
     return {
       id: taskId,

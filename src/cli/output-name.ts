@@ -74,6 +74,11 @@ async function sniffLocal(input: string): Promise<SniffedFormat | undefined> {
 export async function namedOutputFile(output: string | undefined): Promise<string | undefined> {
   if (output === undefined) return undefined;
   const namesDir = output.endsWith('/') || output.endsWith(path.sep);
-  const isDir = namesDir || (await stat(output).then((s) => s.isDirectory(), () => false));
+  const isDir =
+    namesDir ||
+    (await stat(output).then(
+      (s) => s.isDirectory(),
+      () => false,
+    ));
   return isDir ? undefined : path.resolve(output);
 }

@@ -20,7 +20,9 @@ import { registerUpscaleCommands } from './commands/upscale.js';
 import { chooseLogFormat, DAEMON_COMMANDS, LOG_FORMATS, type LogFormat } from './log-format.js';
 
 const program = new Command('media-worker')
-  .description('Media jobs on a GPU host: image and video upscaling, lip-sync, music; from the command line or NATS JetStream.')
+  .description(
+    'Media jobs on a GPU host: image and video upscaling, lip-sync, music; from the command line or NATS JetStream.',
+  )
   .version(PACKAGE_VERSION)
   .showHelpAfterError('(add --help for usage)')
   // Options after a command name are that command's: `bench NAME` passes them all to the benchmark.
@@ -44,14 +46,18 @@ registerBench(program);
 
 // Given after a command's name too (`upscale-image --log-format json`): every command takes it, hidden
 // from its help, but `bench`, which hands every flag after its name to the benchmark.
-for (const command of descendants(program)) if (command.name() !== 'bench') command.addOption(logFormatOption().hideHelp());
+for (const command of descendants(program))
+  if (command.name() !== 'bench') command.addOption(logFormatOption().hideHelp());
 // A hidden option alone does not make a listed command read "[options]": the help stays as it was.
-for (const command of [program, ...descendants(program)]) command.configureHelp({ subcommandTerm: termWithoutHiddenOptions });
+for (const command of [program, ...descendants(program)])
+  command.configureHelp({ subcommandTerm: termWithoutHiddenOptions });
 // The one decision of the log format (cli/log-format.ts), before any command's action.
 program.hook('preAction', (_program, action) => {
   chooseLogFormat({
     // The command's own flag first (`--log-format json run --log-format human` is human), then the root's.
-    flag: action.opts<{ logFormat?: LogFormat }>().logFormat ?? action.optsWithGlobals<{ logFormat?: LogFormat }>().logFormat,
+    flag:
+      action.opts<{ logFormat?: LogFormat }>().logFormat ??
+      action.optsWithGlobals<{ logFormat?: LogFormat }>().logFormat,
     daemon: action.parent === program && DAEMON_COMMANDS.includes(action.name()),
   });
 });

@@ -50,7 +50,12 @@ export interface EstimatedProgress {
  * Where a stage stands by the clock: `secondsPerStep` is the measured pace (or the estimate's before
  * the first step). Pure, so the renderer and its tests agree on one formula.
  */
-export function estimatedProgress(done: number, total: number, secondsPerStep: number, sinceStep: number): EstimatedProgress {
+export function estimatedProgress(
+  done: number,
+  total: number,
+  secondsPerStep: number,
+  sinceStep: number,
+): EstimatedProgress {
   // A step that outlasts the estimate (a busy machine) still moves, ever slower: 1 - 0.1 * 0.9 / t.
   const t = Math.max(0, sinceStep / secondsPerStep);
   const partial = Math.min(ESTIMATE_CAP, t <= ESTIMATE_KNEE ? t : 1 - ((1 - ESTIMATE_KNEE) * ESTIMATE_KNEE) / t);
@@ -91,14 +96,21 @@ export function createCliProgress(logger: Logger, opts: TerminalProgressOptions 
  * one step runs longer than the interval, the same figures again with its clock (`step`: index,
  * elapsedSeconds, estimatedSeconds): the counts stay what the job reported.
  */
-export function createJsonProgress(logger: Logger, opts: Pick<TerminalProgressOptions, 'intervalMs' | 'now' | 'estimateSeconds'> = {}): ProgressReporter {
+export function createJsonProgress(
+  logger: Logger,
+  opts: Pick<TerminalProgressOptions, 'intervalMs' | 'now' | 'estimateSeconds'> = {},
+): ProgressReporter {
   const now = opts.now ?? Date.now;
   const startedAt = now();
   let stageStartedAt = startedAt;
   let lastStage = '';
   let closed = false;
   const intervalMs = opts.intervalMs ?? 5000;
-  const sent = throttle((p: JobProgress) => logger.info(progressRecord(p, (now() - stageStartedAt) / 1000), 'progress'), intervalMs, { now });
+  const sent = throttle(
+    (p: JobProgress) => logger.info(progressRecord(p, (now() - stageStartedAt) / 1000), 'progress'),
+    intervalMs,
+    { now },
+  );
   const records: ProgressReporter = {
     report(p) {
       const newStage = p.stage !== lastStage;
@@ -114,7 +126,11 @@ export function createJsonProgress(logger: Logger, opts: Pick<TerminalProgressOp
       closed = true;
     },
   };
-  return withStepClock(records, { tickMs: intervalMs, now, ...definedFields({ stageEstimateSeconds: opts.estimateSeconds }) });
+  return withStepClock(records, {
+    tickMs: intervalMs,
+    now,
+    ...definedFields({ stageEstimateSeconds: opts.estimateSeconds }),
+  });
 }
 
 /** A progress record's fields: the report's, its percent, and the ETA at the stage's rate so far. */
@@ -124,7 +140,14 @@ export function progressRecord(p: JobProgress, stageSeconds: number): Record<str
   const percent = p.percent ?? (countable ? round1((100 * Math.min(done, total)) / total) : undefined);
   const rate = countable && stageSeconds > 0 ? done / stageSeconds : 0;
   const etaSeconds = countable && rate > 0 ? round1(Math.max(0, total - done) / rate) : undefined;
-  const step = p.step === undefined ? undefined : definedFields({ index: p.step.index, elapsedSeconds: round1(p.step.elapsedSeconds), estimatedSeconds: p.step.estimatedSeconds === undefined ? undefined : round1(p.step.estimatedSeconds) });
+  const step =
+    p.step === undefined
+      ? undefined
+      : definedFields({
+          index: p.step.index,
+          elapsedSeconds: round1(p.step.elapsedSeconds),
+          estimatedSeconds: p.step.estimatedSeconds === undefined ? undefined : round1(p.step.estimatedSeconds),
+        });
   return definedFields({ stage: p.stage, done, total, unit: p.unit, percent, etaSeconds, step });
 }
 
@@ -132,7 +155,10 @@ function round1(n: number): number {
   return Math.round(n * 10) / 10;
 }
 
-export function createTerminalProgress(stream: NodeJS.WriteStream = process.stderr, opts: TerminalProgressOptions = {}): ProgressReporter {
+export function createTerminalProgress(
+  stream: NodeJS.WriteStream = process.stderr,
+  opts: TerminalProgressOptions = {},
+): ProgressReporter {
   const now = opts.now ?? Date.now;
   const term = stream === process.stderr ? stderrTerminal() : createTerminalLine(stream);
   const isTty = term.isTty;
@@ -187,11 +213,18 @@ export function createTerminalProgress(stream: NodeJS.WriteStream = process.stde
   function estimatedLine(p: JobProgress & { done: number; total: number }): string | undefined {
     const sinceStep = (now() - stepAt) / 1000;
     const pace = secondsPerStep(p.done, p.total);
-    const step = stepTiming({ done: p.done, total: p.total, countedSeconds: (stepAt - stageStartedAt) / 1000, sinceStep, ...definedFields({ stageEstimateSeconds: pace === undefined ? undefined : pace * p.total }) });
+    const step = stepTiming({
+      done: p.done,
+      total: p.total,
+      countedSeconds: (stepAt - stageStartedAt) / 1000,
+      sinceStep,
+      ...definedFields({ stageEstimateSeconds: pace === undefined ? undefined : pace * p.total }),
+    });
     if (step === undefined) return undefined;
     const clock = stepClockText(p.unit, step);
     // Without a pace there is no estimate to move the bar by: the counts as reported, and the clock.
-    if (pace === undefined || !(pace > 0)) return `${p.stage} ${bar(p.done / p.total)}${((100 * p.done) / p.total).toFixed(1)}% ${counts(p)}, ${clock}`;
+    if (pace === undefined || !(pace > 0))
+      return `${p.stage} ${bar(p.done / p.total)}${((100 * p.done) / p.total).toFixed(1)}% ${counts(p)}, ${clock}`;
     const { fraction, remaining } = estimatedProgress(p.done, p.total, pace, sinceStep);
     const tail = remaining >= 0 ? `, ETA ~${formatSeconds(remaining)}` : '';
     return `${p.stage} ${bar(fraction)}~${(fraction * 100).toFixed(1)}% (estimate) ${counts(p)}, ${clock}${tail}`;

@@ -30,14 +30,20 @@ let current: Voice | undefined;
 /** The process's voice from now on, with its root logger (cliContext opens it once the settings are read). */
 export function openVoice(format: LogFormat, level: string): Voice {
   const logger =
-    format === 'human' ? createLogger(level, 'stderr', (json) => stderrTerminal().line(formatLogLine(json))) : createLogger(level);
+    format === 'human'
+      ? createLogger(level, 'stderr', (json) => stderrTerminal().line(formatLogLine(json)))
+      : createLogger(level);
   current = {
     format,
     logger,
     say(human, { msg, level: recordLevel = 'info', ...fields }) {
       if (format === 'human') stderrTerminal().line(human);
       // An error said here is why the command fails: LOG_LEVEL=silent or fatal must not hide it.
-      else (recordLevel === 'error' && !logger.isLevelEnabled('error') ? createLogger('error') : logger)[recordLevel](fields, msg);
+      else
+        (recordLevel === 'error' && !logger.isLevelEnabled('error') ? createLogger('error') : logger)[recordLevel](
+          fields,
+          msg,
+        );
     },
   };
   return current;
@@ -51,5 +57,8 @@ export function voice(): Voice {
   if (current !== undefined) return current;
   const format = logFormat();
   const given = process.env['LOG_LEVEL'];
-  return openVoice(format, logLevelFor(format, given !== undefined && (LOG_LEVELS as readonly string[]).includes(given) ? given : 'info'));
+  return openVoice(
+    format,
+    logLevelFor(format, given !== undefined && (LOG_LEVELS as readonly string[]).includes(given) ? given : 'info'),
+  );
 }

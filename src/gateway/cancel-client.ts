@@ -4,7 +4,13 @@
  * (refund: true) settles the task through the events consumer, like every failure, exactly once.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { CANCEL_SUBJECT, cancelReplySchema, withTraceHeaders, type CancelReply, type CancelRequest } from '../protocol/index.js';
+import {
+  CANCEL_SUBJECT,
+  cancelReplySchema,
+  withTraceHeaders,
+  type CancelReply,
+  type CancelRequest,
+} from '../protocol/index.js';
 import { ApiError } from './errors.js';
 import { withSpan } from '../telemetry/index.js';
 
@@ -16,11 +22,17 @@ export function cancelClient(nc: NatsConnection, timeoutMs: number): CancelClien
     try {
       answer = await withSpan('cancel', { kind: 'client', attributes: { 'media.task.id': request.id } }, () => {
         const h = withTraceHeaders();
-        return nc.request(CANCEL_SUBJECT, JSON.stringify(request), { timeout: timeoutMs, ...(h === undefined ? {} : { headers: h }) });
+        return nc.request(CANCEL_SUBJECT, JSON.stringify(request), {
+          timeout: timeoutMs,
+          ...(h === undefined ? {} : { headers: h }),
+        });
       });
     } catch {
       // No responders or no answer in time: nothing changed on the worker's side (docs/protocol.md).
-      throw ApiError.of('SERVICE_UNAVAILABLE', 'No worker answered the cancel request; the task is unchanged. Try again later.');
+      throw ApiError.of(
+        'SERVICE_UNAVAILABLE',
+        'No worker answered the cancel request; the task is unchanged. Try again later.',
+      );
     }
     let body: unknown;
     try {
@@ -30,7 +42,10 @@ export function cancelClient(nc: NatsConnection, timeoutMs: number): CancelClien
     }
     const reply = cancelReplySchema.safeParse(body);
     if (!reply.success || reply.data.id !== request.id) {
-      throw ApiError.of('SERVICE_UNAVAILABLE', 'The worker did not confirm the cancel; the task may be unchanged. Try again later.');
+      throw ApiError.of(
+        'SERVICE_UNAVAILABLE',
+        'The worker did not confirm the cancel; the task may be unchanged. Try again later.',
+      );
     }
     return reply.data;
   };

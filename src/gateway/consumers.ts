@@ -25,7 +25,13 @@ import {
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { configDifferences, consumeOptions, messageJson, EVENTS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from '../protocol/index.js';
+import {
+  configDifferences,
+  consumeOptions,
+  messageJson,
+  EVENTS_SUBJECT_PREFIX,
+  maxDeliveriesAdvisoryFilter,
+} from '../protocol/index.js';
 import { settleExhaustedJob } from './exhausted-jobs.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { ResultCheck } from './result-check.js';
@@ -59,7 +65,9 @@ export interface ConsumerNames {
 }
 
 /** The durables: these three and the webhooks' (webhooks/queue.ts); `media-worker provision` creates them, a gateway only checks and binds them. */
-export function durableConfigs(n: ConsumerNames): { stream: string; config: ConsumerConfig & { durable_name: string } }[] {
+export function durableConfigs(
+  n: ConsumerNames,
+): { stream: string; config: ConsumerConfig & { durable_name: string } }[] {
   const durable = (stream: string, name: string, filter: string, description: string) => ({
     stream,
     config: {
@@ -72,9 +80,24 @@ export function durableConfigs(n: ConsumerNames): { stream: string; config: Cons
     } as ConsumerConfig & { durable_name: string },
   });
   return [
-    durable(n.eventsStream, `${n.consumerPrefix}-events`, `${EVENTS_SUBJECT_PREFIX}.>`, 'media-worker gateway: settles tasks from terminal events'),
-    durable(n.names.ledgerStream, `${n.consumerPrefix}-outbox`, n.names.ledgerFilter, 'media-worker gateway: task and job of every debit'),
-    durable(n.advisoriesStream, `${n.consumerPrefix}-advisories`, maxDeliveriesAdvisoryFilter(n.jobsStream), 'media-worker gateway: fails the tasks of jobs that exhausted their deliveries'),
+    durable(
+      n.eventsStream,
+      `${n.consumerPrefix}-events`,
+      `${EVENTS_SUBJECT_PREFIX}.>`,
+      'media-worker gateway: settles tasks from terminal events',
+    ),
+    durable(
+      n.names.ledgerStream,
+      `${n.consumerPrefix}-outbox`,
+      n.names.ledgerFilter,
+      'media-worker gateway: task and job of every debit',
+    ),
+    durable(
+      n.advisoriesStream,
+      `${n.consumerPrefix}-advisories`,
+      maxDeliveriesAdvisoryFilter(n.jobsStream),
+      'media-worker gateway: fails the tasks of jobs that exhausted their deliveries',
+    ),
     // The webhooks' deliveries have a loop of their own (webhooks/queue.ts).
     webhookConsumerConfig(n.names, n.consumerPrefix),
   ];
@@ -83,7 +106,8 @@ export function durableConfigs(n: ConsumerNames): { stream: string; config: Cons
 /** Provisioning: creates the durables that are missing (an existing one is left as it is). */
 export async function ensureConsumers(jsm: JetStreamManager, n: ConsumerNames): Promise<void> {
   for (const { stream, config } of durableConfigs(n)) {
-    if ((await jsm.consumers.info(stream, config.durable_name).catch(consumerNotFound)) === null) await jsm.consumers.add(stream, config);
+    if ((await jsm.consumers.info(stream, config.durable_name).catch(consumerNotFound)) === null)
+      await jsm.consumers.add(stream, config);
   }
 }
 
@@ -94,7 +118,12 @@ export async function consumerProblems(jsm: JetStreamManager, n: ConsumerNames):
     const existing = await jsm.consumers.info(stream, config.durable_name).catch(consumerNotFound);
     const { filter_subject, ack_policy } = config;
     if (existing === null) problems.push(`consumer ${config.durable_name} on ${stream} does not exist`);
-    else problems.push(...configDifferences(existing.config, { filter_subject, ack_policy }).map((d) => `consumer ${config.durable_name} on ${stream} ${d}`));
+    else
+      problems.push(
+        ...configDifferences(existing.config, { filter_subject, ack_policy }).map(
+          (d) => `consumer ${config.durable_name} on ${stream} ${d}`,
+        ),
+      );
   }
   return problems;
 }
@@ -122,7 +151,14 @@ export async function startConsumers(
 
   const settling = { jsm, claimsStream: n.claimsStream, service, checkResult, logger };
   const onEvent = async (msg: JsMsg): Promise<void> => {
-    metrics.events.inc({ result: await settleEventMessage(settling, { subject: msg.subject, seq: msg.seq, json: () => msg.json(), header: (name) => msg.headers?.get(name) }) });
+    metrics.events.inc({
+      result: await settleEventMessage(settling, {
+        subject: msg.subject,
+        seq: msg.seq,
+        json: () => msg.json(),
+        header: (name) => msg.headers?.get(name),
+      }),
+    });
   };
 
   const onDebit = async (msg: JsMsg): Promise<void> => {
@@ -137,12 +173,23 @@ export async function startConsumers(
     metrics.outbox.inc();
   };
 
-  const exhausted = { jsm, jobsStream: n.jobsStream, eventsStream: n.eventsStream, claimsStream: n.claimsStream, service, logger: logger.child({ component: 'advisories' }) };
+  const exhausted = {
+    jsm,
+    jobsStream: n.jobsStream,
+    eventsStream: n.eventsStream,
+    claimsStream: n.claimsStream,
+    service,
+    logger: logger.child({ component: 'advisories' }),
+  };
   const onAdvisory = async (msg: JsMsg): Promise<void> => {
     metrics.exhaustedJobs.inc({ outcome: await settleExhaustedJob(exhausted, messageJson(msg)) });
   };
 
-  const loops = [loop(eventMsgs, onEvent, logger, 'events'), loop(outboxMsgs, onDebit, logger, 'outbox'), loop(advisoryMsgs, onAdvisory, logger, 'advisories')];
+  const loops = [
+    loop(eventMsgs, onEvent, logger, 'events'),
+    loop(outboxMsgs, onDebit, logger, 'outbox'),
+    loop(advisoryMsgs, onAdvisory, logger, 'advisories'),
+  ];
   return {
     async stop() {
       await eventMsgs.close();
@@ -153,7 +200,12 @@ export async function startConsumers(
   };
 }
 
-async function loop(messages: ConsumerMessages, handle: (msg: JsMsg) => Promise<void>, logger: Logger, name: string): Promise<void> {
+async function loop(
+  messages: ConsumerMessages,
+  handle: (msg: JsMsg) => Promise<void>,
+  logger: Logger,
+  name: string,
+): Promise<void> {
   for await (const msg of messages) {
     try {
       await handle(msg);

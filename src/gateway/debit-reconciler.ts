@@ -53,7 +53,11 @@ function debitsOf(deps: DebitReconcileDeps): ForwardRead {
         deps.logger.warn(at, "A debit had no task after the outbox's time; its task was made and its job published");
         return true;
       }
-      if (task.value.status !== 'pending' || nowMs - msg.time.getTime() >= deps.jobsDuplicateWindowMs - REPUBLISH_MARGIN_MS) return false;
+      if (
+        task.value.status !== 'pending' ||
+        nowMs - msg.time.getTime() >= deps.jobsDuplicateWindowMs - REPUBLISH_MARGIN_MS
+      )
+        return false;
       const { duplicate } = await deps.service.publishJob(entry.data);
       if (duplicate) return false;
       deps.logger.warn(at, "A pending task's job had not been stored after the outbox's time; it was published");
@@ -63,11 +67,19 @@ function debitsOf(deps: DebitReconcileDeps): ForwardRead {
 }
 
 /** One pass from ledger sequence `fromSeq` over debits older than `graceMs`; where the next pass starts and how many it repaired. */
-export async function reconcileDebitsOnce(deps: DebitReconcileDeps, fromSeq: number, nowMs: number, graceMs = DEBIT_GRACE_MS): Promise<{ nextSeq: number; repaired: number }> {
+export async function reconcileDebitsOnce(
+  deps: DebitReconcileDeps,
+  fromSeq: number,
+  nowMs: number,
+  graceMs = DEBIT_GRACE_MS,
+): Promise<{ nextSeq: number; repaired: number }> {
   return readForwardOnce(debitsOf(deps), fromSeq, nowMs, graceMs);
 }
 
-export function startDebitReconciler(deps: DebitReconcileDeps, o: { intervalMs?: number; graceMs?: number } = {}): { stop(): Promise<void> } {
+export function startDebitReconciler(
+  deps: DebitReconcileDeps,
+  o: { intervalMs?: number; graceMs?: number } = {},
+): { stop(): Promise<void> } {
   return startForwardReader({
     ...debitsOf(deps),
     lastSeq: async () => (await deps.jsm.streams.info(deps.names.ledgerStream)).state.last_seq,

@@ -54,7 +54,9 @@ export type GatewayErrorCode = keyof typeof GATEWAY_ERROR_STATUS;
  * Codes that only ever stand in a failed task's `error` (each kind's processing failure, a cancel, a
  * job that waited too long): no HTTP request is answered with them.
  */
-export const TASK_ONLY_CODES: readonly ErrorCode[] = [...new Set<ErrorCode>([...allKinds().map((kind) => kind.failure.code), 'CANCELLED', 'QUEUE_TIMEOUT'])];
+export const TASK_ONLY_CODES: readonly ErrorCode[] = [
+  ...new Set<ErrorCode>([...allKinds().map((kind) => kind.failure.code), 'CANCELLED', 'QUEUE_TIMEOUT']),
+];
 
 /**
  * The one table of what an HTTP answer's code means for its status: the contract's codes
@@ -62,12 +64,16 @@ export const TASK_ONLY_CODES: readonly ErrorCode[] = [...new Set<ErrorCode>([...
  * document's error lists are read from it (http/openapi-schemas.ts).
  */
 export const HTTP_ERROR_STATUS: Readonly<Record<string, number>> = Object.fromEntries(
-  Object.entries({ ...ERROR_STATUS, ...GATEWAY_ERROR_STATUS }).filter(([code]) => !(TASK_ONLY_CODES as readonly string[]).includes(code)),
+  Object.entries({ ...ERROR_STATUS, ...GATEWAY_ERROR_STATUS }).filter(
+    ([code]) => !(TASK_ONLY_CODES as readonly string[]).includes(code),
+  ),
 );
 
 /** The codes an answer of `status` may carry, in the table's order. */
 export function httpErrorCodes(status: number): string[] {
-  return Object.entries(HTTP_ERROR_STATUS).filter(([, s]) => s === status).map(([code]) => code);
+  return Object.entries(HTTP_ERROR_STATUS)
+    .filter(([, s]) => s === status)
+    .map(([code]) => code);
 }
 
 export class ApiError extends Error {
@@ -104,6 +110,7 @@ export function successEnvelope<T>(data: T): { success: true; data: T } {
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (isJobError(err)) return new ApiError(err.code, err.status, err.message);
-  if (isNatsUnavailable(err)) return ApiError.of('SERVICE_UNAVAILABLE', 'The service\'s store (NATS) is not answering; try again later');
+  if (isNatsUnavailable(err))
+    return ApiError.of('SERVICE_UNAVAILABLE', "The service's store (NATS) is not answering; try again later");
   return new ApiError('INTERNAL_ERROR', 500, 'Internal error');
 }

@@ -26,27 +26,47 @@ export interface EventReconcileDeps extends EventSettling {
 function eventsOf(deps: EventReconcileDeps): ForwardRead {
   return {
     // The server takes next_by_subj on the leader's get since 2.9; the client's type lacks it.
-    next: (seq) => deps.jsm.streams.getMessage(deps.eventsStream, { seq, next_by_subj: `${EVENTS_SUBJECT_PREFIX}.>` } as unknown as MsgRequest),
+    next: (seq) =>
+      deps.jsm.streams.getMessage(deps.eventsStream, {
+        seq,
+        next_by_subj: `${EVENTS_SUBJECT_PREFIX}.>`,
+      } as unknown as MsgRequest),
     handle: async (msg) => {
       const taskId = hostAndTask(EVENTS_SUBJECT_PREFIX, msg.subject)?.taskId;
       if (taskId === undefined) return false;
       const accountId = await deps.tasks.owner(taskId);
       const task = accountId === null ? null : await deps.tasks.get(accountId, taskId);
       if (task?.value.status !== 'pending') return false;
-      const result = await settleEventMessage(deps, { subject: msg.subject, seq: msg.seq, json: () => msg.json(), header: (name) => msg.header.get(name) });
+      const result = await settleEventMessage(deps, {
+        subject: msg.subject,
+        seq: msg.seq,
+        json: () => msg.json(),
+        header: (name) => msg.header.get(name),
+      });
       if (result !== 'completed' && result !== 'failed') return false;
-      deps.logger.warn({ taskId, eventSeq: msg.seq, result }, 'A stored event had not settled its task after the events consumer\'s time; it was settled');
+      deps.logger.warn(
+        { taskId, eventSeq: msg.seq, result },
+        "A stored event had not settled its task after the events consumer's time; it was settled",
+      );
       return true;
     },
   };
 }
 
 /** One pass from events sequence `fromSeq` over events older than `graceMs`. */
-export async function reconcileEventsOnce(deps: EventReconcileDeps, fromSeq: number, nowMs: number, graceMs = EVENT_GRACE_MS): Promise<{ nextSeq: number; repaired: number }> {
+export async function reconcileEventsOnce(
+  deps: EventReconcileDeps,
+  fromSeq: number,
+  nowMs: number,
+  graceMs = EVENT_GRACE_MS,
+): Promise<{ nextSeq: number; repaired: number }> {
   return readForwardOnce(eventsOf(deps), fromSeq, nowMs, graceMs);
 }
 
-export function startEventReconciler(deps: EventReconcileDeps & { logger: Pick<Logger, 'error' | 'warn' | 'child'> }, o: { intervalMs?: number; graceMs?: number } = {}): { stop(): Promise<void> } {
+export function startEventReconciler(
+  deps: EventReconcileDeps & { logger: Pick<Logger, 'error' | 'warn' | 'child'> },
+  o: { intervalMs?: number; graceMs?: number } = {},
+): { stop(): Promise<void> } {
   return startForwardReader({
     ...eventsOf(deps),
     lastSeq: async () => (await deps.jsm.streams.info(deps.eventsStream)).state.last_seq,

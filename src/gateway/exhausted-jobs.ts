@@ -15,7 +15,17 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { JobError } from '../errors.js';
 import { KIND_FAILURE_CODE, type JobKind } from '../jobs/index.js';
-import { EVENTS_SUBJECT_PREFIX, bodyCredits, bodyField, creationTime, failedEvent, kindOfJobSubject, readTaskId, settlingHost, taskLease } from '../protocol/index.js';
+import {
+  EVENTS_SUBJECT_PREFIX,
+  bodyCredits,
+  bodyField,
+  creationTime,
+  failedEvent,
+  kindOfJobSubject,
+  readTaskId,
+  settlingHost,
+  taskLease,
+} from '../protocol/index.js';
 import type { GatewayService } from './service.js';
 
 const advisorySchema = z.object({
@@ -34,7 +44,8 @@ export interface ExhaustedJobDeps {
   logger: Logger;
 }
 
-export type ExhaustedOutcome = 'not ours' | 'gone' | 'unreadable' | 'settled by its event' | 'failed' | 'already settled';
+export type ExhaustedOutcome =
+  'not ours' | 'gone' | 'unreadable' | 'settled by its event' | 'failed' | 'already settled';
 
 /** The failure of a job whose every delivery was lost (worker killed, heartbeats stopped). */
 export function deliveriesExhaustedError(kind: JobKind | undefined, deliveries: number): JobError {
@@ -48,7 +59,9 @@ export async function settleExhaustedJob(deps: ExhaustedJobDeps, payload: unknow
   // Another stream's advisory (the stream captures only the jobs stream's: a malformed one) changes nothing.
   if (!parsed.success || parsed.data.stream !== deps.jobsStream) return 'not ours';
   const advisory = parsed.data;
-  const log = deps.logger.child({ advisory: { consumer: advisory.consumer, seq: advisory.stream_seq, deliveries: advisory.deliveries } });
+  const log = deps.logger.child({
+    advisory: { consumer: advisory.consumer, seq: advisory.stream_seq, deliveries: advisory.deliveries },
+  });
   const stored = await deps.jsm.streams.getMessage(deps.jobsStream, { seq: advisory.stream_seq });
   if (stored === null) {
     log.info('Job of a max-deliveries advisory is already gone from the stream');
@@ -57,23 +70,40 @@ export async function settleExhaustedJob(deps: ExhaustedJobDeps, payload: unknow
   const reading = readTaskId(stored.header, stored.data);
   let outcome: ExhaustedOutcome = 'unreadable';
   if (!reading.ok) {
-    log.error({ reason: reading.reason }, 'Job that exhausted its deliveries has no readable task id: removed without a settlement');
+    log.error(
+      { reason: reading.reason },
+      'Job that exhausted its deliveries has no readable task id: removed without a settlement',
+    );
   } else {
     const taskId = reading.id;
     const first = settlingHost(await taskLease(deps.jsm, deps.claimsStream, taskId));
-    const own = first === null ? null : await deps.jsm.streams.getMessage(deps.eventsStream, { last_by_subj: `${EVENTS_SUBJECT_PREFIX}.${first}.${taskId}` });
+    const own =
+      first === null
+        ? null
+        : await deps.jsm.streams.getMessage(deps.eventsStream, {
+            last_by_subj: `${EVENTS_SUBJECT_PREFIX}.${first}.${taskId}`,
+          });
     if (own !== null) {
       outcome = 'settled by its event';
-      log.info({ taskId, claimedBy: first }, 'Job exhausted its deliveries but the host that settles it published its event');
+      log.info(
+        { taskId, claimedBy: first },
+        'Job exhausted its deliveries but the host that settles it published its event',
+      );
     } else {
       const body = reading.body;
-      const event = failedEvent(taskId, bodyField(body, 'model'), deliveriesExhaustedError(kindOfJobSubject(stored.subject), advisory.deliveries), bodyCredits(body), {
-        createdAt: creationTime(bodyField(body, 'createdAt'), stored.time),
-        startedAt: null,
-        finishedAt: new Date(),
-        attempt: advisory.deliveries,
-        worker: 'gateway',
-      });
+      const event = failedEvent(
+        taskId,
+        bodyField(body, 'model'),
+        deliveriesExhaustedError(kindOfJobSubject(stored.subject), advisory.deliveries),
+        bodyCredits(body),
+        {
+          createdAt: creationTime(bodyField(body, 'createdAt'), stored.time),
+          startedAt: null,
+          finishedAt: new Date(),
+          attempt: advisory.deliveries,
+          worker: 'gateway',
+        },
+      );
       const settled = await deps.service.settle(event, log.child({ taskId }));
       outcome = settled === 'completed' ? 'already settled' : settled;
       log.warn({ taskId, claimedBy: first, settled }, 'Job exhausted its deliveries: task failed and refunded');

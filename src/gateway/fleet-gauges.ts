@@ -45,7 +45,9 @@ export function watchFleet(metrics: GatewayMetrics, sources: FleetSources): void
       let oldest: StoredMsg | null = null;
       if (depth[kind] > 0) {
         // `next_by_subj` is the server's (2.9+) message-get request; the client's type names only seq and last_by_subj.
-        const first = { seq: info.state.first_seq, next_by_subj: `${JOBS_SUBJECT_PREFIX}.${kind}.>` } as unknown as { seq: number };
+        const first = { seq: info.state.first_seq, next_by_subj: `${JOBS_SUBJECT_PREFIX}.${kind}.>` } as unknown as {
+          seq: number;
+        };
         oldest = await jsm.streams.getMessage(jobsStream, first).catch(() => null);
       }
       metrics.queueOldestAge.set({ kind }, oldest === null ? 0 : Math.max(0, (now - oldest.time.getTime()) / 1000));

@@ -19,7 +19,12 @@ export interface ForwardRead {
 }
 
 /** One pass from `fromSeq` over messages stored before `nowMs - graceMs`; where the next pass starts and how many were repaired. */
-export async function readForwardOnce(r: ForwardRead, fromSeq: number, nowMs: number, graceMs: number): Promise<{ nextSeq: number; repaired: number }> {
+export async function readForwardOnce(
+  r: ForwardRead,
+  fromSeq: number,
+  nowMs: number,
+  graceMs: number,
+): Promise<{ nextSeq: number; repaired: number }> {
   let seq = fromSeq;
   let repaired = 0;
   for (;;) {

@@ -8,7 +8,18 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, connectNats, eventsStreamConfig, jobsStreamConfig, openObjectStore, resultsBaseUrl, streamProblems, type ProtocolSettings } from '../protocol/index.js';
+import {
+  PROVISION_HINT,
+  advisoriesStreamConfig,
+  claimsStreamConfig,
+  connectNats,
+  eventsStreamConfig,
+  jobsStreamConfig,
+  openObjectStore,
+  resultsBaseUrl,
+  streamProblems,
+  type ProtocolSettings,
+} from '../protocol/index.js';
 import { cancelClient } from './cancel-client.js';
 import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
 import { buildApp, servedLinks, type GatewayApp } from './http/app.js';
@@ -45,7 +56,12 @@ export interface GatewayHandle {
 const CANCEL_TIMEOUT_MS = 10_000;
 
 /** `telemetry`: the OTEL_* settings (default: the environment's); tracing starts first and stops last. */
-export async function startGateway(settings: GatewaySettings, protocol: ProtocolSettings, logger: Logger, telemetry: TelemetrySettings = telemetrySettingsFromEnv()): Promise<GatewayHandle> {
+export async function startGateway(
+  settings: GatewaySettings,
+  protocol: ProtocolSettings,
+  logger: Logger,
+  telemetry: TelemetrySettings = telemetrySettingsFromEnv(),
+): Promise<GatewayHandle> {
   const tracing = await startTracing(telemetry, { serviceName: 'media-worker-gateway', logger });
   try {
     return await startTraced(settings, protocol, logger, tracing);
@@ -55,14 +71,24 @@ export async function startGateway(settings: GatewaySettings, protocol: Protocol
   }
 }
 
-async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings, logger: Logger, tracing: Tracing): Promise<GatewayHandle> {
+async function startTraced(
+  settings: GatewaySettings,
+  protocol: ProtocolSettings,
+  logger: Logger,
+  tracing: Tracing,
+): Promise<GatewayHandle> {
   if (protocol.resultsStore === 'upload-url' && protocol.s3Bucket === undefined) {
-    throw new GatewaySettingsError('Invalid setting RESULTS_S3_BUCKET: Expected it to be set with RESULTS_STORE=upload-url (the gateway presigns the workers\' upload URLs against it) but received it unset');
+    throw new GatewaySettingsError(
+      "Invalid setting RESULTS_S3_BUCKET: Expected it to be set with RESULTS_STORE=upload-url (the gateway presigns the workers' upload URLs against it) but received it unset",
+    );
   }
   const nc = await connectNats(protocol);
   const jsm = await jetstreamManager(nc);
   const workerStreams = await workerStreamProblems(jsm, protocol);
-  if (workerStreams.length > 0) throw new Error(`The worker protocol's streams are not as the gateway's settings expect (${workerStreams.join('; ')}): ${PROVISION_HINT}`);
+  if (workerStreams.length > 0)
+    throw new Error(
+      `The worker protocol's streams are not as the gateway's settings expect (${workerStreams.join('; ')}): ${PROVISION_HINT}`,
+    );
   const store = await openStore(nc, settings.streamPrefix, protocol.streamReplicas);
   const js = jetstream(nc);
   const metrics = new GatewayMetrics();
@@ -71,7 +97,10 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
     js,
     ledger: store.ledger,
     tasks: store.tasks,
-    quote: timedQuotes(quoteClient(nc, { timeoutMs: settings.quoteTimeoutMs, inboxPrefix: protocol.natsInboxPrefix }), metrics),
+    quote: timedQuotes(
+      quoteClient(nc, { timeoutMs: settings.quoteTimeoutMs, inboxPrefix: protocol.natsInboxPrefix }),
+      metrics,
+    ),
     quoteGate: quoteGate(perGatewayCap(settings.quotesPerAccount, settings.gatewayInstances)),
     metrics,
     security,
@@ -87,7 +116,10 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
     names: store.names,
   };
   const consumers = await consumerProblems(jsm, consumerNames);
-  if (consumers.length > 0) throw new Error(`The gateway's consumers are not as its settings expect (${consumers.join('; ')}): ${PROVISION_HINT}`);
+  if (consumers.length > 0)
+    throw new Error(
+      `The gateway's consumers are not as its settings expect (${consumers.join('; ')}): ${PROVISION_HINT}`,
+    );
   const checkResult = resultCheck(resultsBaseUrl(protocol), security, storedFileCheck(protocol, settings.serveResults));
   const loops: ConsumerLoops = await startConsumers(js, consumerNames, service, metrics, logger, checkResult);
   const webhookPolicy = { allowLoopback: settings.webhookAllowLoopback };
@@ -111,15 +143,48 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
     { nc, js, names: store.names, tasks: store.tasks, ledger: store.ledger, accounts: store.accounts, logger, metrics },
     { maxEntries: settings.viewCacheEntries, maxAgeMs: settings.viewMaxAgeMs },
   );
-  const pendingSweeper = startPendingSweeper({ jsm, names: store.names, service, lifetimesMs: settings.pendingLifetimeMs, logger }, settings.pendingSweepIntervalMs);
+  const pendingSweeper = startPendingSweeper(
+    { jsm, names: store.names, service, lifetimesMs: settings.pendingLifetimeMs, logger },
+    settings.pendingSweepIntervalMs,
+  );
   // The server reports its default (2 min) when the stream was made without one.
   const jobsDuplicateWindowMs = (await jsm.streams.info(protocol.jobsStream)).config.duplicate_window / 1e6;
-  const debitReconciler = startDebitReconciler({ jsm, names: store.names, tasks: store.tasks, service, jobsDuplicateWindowMs, logger: logger.child({ component: 'debit-reconciler' }) });
+  const debitReconciler = startDebitReconciler({
+    jsm,
+    names: store.names,
+    tasks: store.tasks,
+    service,
+    jobsDuplicateWindowMs,
+    logger: logger.child({ component: 'debit-reconciler' }),
+  });
   // RESULTS_STORE=upload-url: the workers' requests for upload URLs are answered here (upload-urls.ts).
-  const uploadUrls = protocol.resultsStore === 'upload-url' ? startUploadUrls({ nc, jsm, claimsStream: protocol.claimsStream, tasks: store.tasks, protocol, logger: logger.child({ component: 'upload-urls' }) }) : undefined;
-  const eventReconciler = startEventReconciler({ jsm, eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, tasks: store.tasks, service, checkResult, logger: logger.child({ component: 'event-reconciler' }) });
+  const uploadUrls =
+    protocol.resultsStore === 'upload-url'
+      ? startUploadUrls({
+          nc,
+          jsm,
+          claimsStream: protocol.claimsStream,
+          tasks: store.tasks,
+          protocol,
+          logger: logger.child({ component: 'upload-urls' }),
+        })
+      : undefined;
+  const eventReconciler = startEventReconciler({
+    jsm,
+    eventsStream: protocol.eventsStream,
+    claimsStream: protocol.claimsStream,
+    tasks: store.tasks,
+    service,
+    checkResult,
+    logger: logger.child({ component: 'event-reconciler' }),
+  });
   const webhookDurable = webhookConsumerConfig(store.names, settings.consumerPrefix);
-  watchFleet(metrics, { jsm, jobsStream: protocol.jobsStream, webhooks: { stream: webhookDurable.stream, durable: webhookDurable.config.durable_name }, viewLive: () => view.live() });
+  watchFleet(metrics, {
+    jsm,
+    jobsStream: protocol.jobsStream,
+    webhooks: { stream: webhookDurable.stream, durable: webhookDurable.config.durable_name },
+    viewLive: () => view.live(),
+  });
   let stopping = false;
   let natsUp = true;
   metrics.natsConnected.set(1);
@@ -145,7 +210,14 @@ async function startTraced(settings: GatewaySettings, protocol: ProtocolSettings
     webhooks: store.webhooks,
     idempotency: store.idempotency,
     webhookPolicy,
-    notReadyReason: () => (stopping ? 'stopping' : nc.isClosed() ? 'NATS connection closed' : natsUp ? null : 'NATS connection lost; reconnecting'),
+    notReadyReason: () =>
+      stopping
+        ? 'stopping'
+        : nc.isClosed()
+          ? 'NATS connection closed'
+          : natsUp
+            ? null
+            : 'NATS connection lost; reconnecting',
   });
   const url = await app.listen({ host: settings.host, port: settings.port });
   return {
@@ -183,5 +255,10 @@ async function watchConnection(nc: NatsConnection, onChange: (connected: boolean
 }
 
 function workerStreamProblems(jsm: JetStreamManager, protocol: ProtocolSettings): Promise<string[]> {
-  return streamProblems(jsm, [jobsStreamConfig(protocol), eventsStreamConfig(protocol), advisoriesStreamConfig(protocol), claimsStreamConfig(protocol)]);
+  return streamProblems(jsm, [
+    jobsStreamConfig(protocol),
+    eventsStreamConfig(protocol),
+    advisoriesStreamConfig(protocol),
+    claimsStreamConfig(protocol),
+  ]);
 }

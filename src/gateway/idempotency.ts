@@ -44,23 +44,33 @@ export function parseIdempotencyKey(header: string | string[] | undefined): stri
   const key = quoted === null ? header.trim() : quoted[1]!;
   if (key.length === 0) throw invalidKey('received an empty one');
   if (key.length > IDEMPOTENCY_KEY_MAX_LENGTH) throw invalidKey(`received ${key.length} characters`);
-  if (!/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(key)) throw invalidKey('received a character outside that range (a space, a quote, a backslash or a non-ASCII one)');
+  if (!/^[\x21\x23-\x5b\x5d-\x7e]+$/.test(key))
+    throw invalidKey('received a character outside that range (a space, a quote, a backslash or a non-ASCII one)');
   return key;
 }
 
 function invalidKey(why: string): ApiError {
-  return ApiError.of('INVALID_IDEMPOTENCY_KEY', `Expected an Idempotency-Key of 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters (a UUID v4 is best) without quotes or backslashes inside, but ${why}`);
+  return ApiError.of(
+    'INVALID_IDEMPOTENCY_KEY',
+    `Expected an Idempotency-Key of 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters (a UUID v4 is best) without quotes or backslashes inside, but ${why}`,
+  );
 }
 
 /** The request a key is bound to: method, path and the body with its object keys sorted (so field order does not matter). */
 export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(JSON.stringify([method.toUpperCase(), path, canonical(body ?? null)]), 'utf8').digest('base64url');
+  return createHash('sha256')
+    .update(JSON.stringify([method.toUpperCase(), path, canonical(body ?? null)]), 'utf8')
+    .digest('base64url');
 }
 
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+    );
   }
   return value;
 }
@@ -116,7 +126,12 @@ export async function acquireKey(keys: IdempotencyKeys, o: AcquireOptions): Prom
     // A reservation taken over may already be charged, or be about to be (its first holder's debit in flight).
     const inherited = decision.reservation !== undefined;
     const reservation = decision.reservation ?? (await o.reserve?.());
-    const claim: IdempotencyRecord = { state: 'claimed', fingerprint: o.fingerprint, leaseUntil: Date.now() + o.leaseMs, ...(reservation === undefined ? {} : { reservation }) };
+    const claim: IdempotencyRecord = {
+      state: 'claimed',
+      fingerprint: o.fingerprint,
+      leaseUntil: Date.now() + o.leaseMs,
+      ...(reservation === undefined ? {} : { reservation }),
+    };
     let seq: number;
     try {
       seq = await keys.write(o.accountId, o.key, claim, current?.seq ?? 0);
@@ -126,11 +141,16 @@ export async function acquireKey(keys: IdempotencyKeys, o: AcquireOptions): Prom
       if (retryable(err)) releaseIfStored(keys, o, claim, current?.seq ?? 0, failedOutcome(claim, inherited));
       throw err;
     }
-    const settle = (record: IdempotencyRecord, what: string) => settleKey(keys, o, { record, seq, what, until: claim.leaseUntil });
+    const settle = (record: IdempotencyRecord, what: string) =>
+      settleKey(keys, o, { record, seq, what, until: claim.leaseUntil });
     return {
       held: {
         reservation,
-        answered: (status, body) => settle({ state: 'answered', fingerprint: o.fingerprint, status, body, at: new Date().toISOString() }, 'stored with its answer'),
+        answered: (status, body) =>
+          settle(
+            { state: 'answered', fingerprint: o.fingerprint, status, body, at: new Date().toISOString() },
+            'stored with its answer',
+          ),
         failed: (keepBound) => {
           const outcome = failedOutcome(claim, keepBound || inherited);
           return settle(outcome.record, outcome.what);
@@ -142,8 +162,13 @@ export async function acquireKey(keys: IdempotencyKeys, o: AcquireOptions): Prom
 }
 
 /** What a failed request leaves: a key that stays bound (or was taken over) opened to a retry, any other given back. */
-function failedOutcome(claim: IdempotencyRecord & { state: 'claimed' }, bound: boolean): { record: IdempotencyRecord; what: string } {
-  return bound ? { record: { ...claim, leaseUntil: 0 }, what: 'opened to a retry' } : { record: { state: 'free' }, what: 'given back' };
+function failedOutcome(
+  claim: IdempotencyRecord & { state: 'claimed' },
+  bound: boolean,
+): { record: IdempotencyRecord; what: string } {
+  return bound
+    ? { record: { ...claim, leaseUntil: 0 }, what: 'opened to a retry' }
+    : { record: { state: 'free' }, what: 'given back' };
 }
 
 /** First and longest waits between writes of a key's outcome that NATS did not take. */
@@ -151,7 +176,11 @@ const SETTLE_RETRY_MS = { first: 250, most: 2000 } as const;
 
 /** Sleeps through each wait between background tries (doubling, from SETTLE_RETRY_MS) that ends before `until`. */
 async function* pausesUntil(until: number): AsyncGenerator<void> {
-  for (let wait: number = SETTLE_RETRY_MS.first; Date.now() + wait < until; wait = Math.min(wait * 2, SETTLE_RETRY_MS.most)) {
+  for (
+    let wait: number = SETTLE_RETRY_MS.first;
+    Date.now() + wait < until;
+    wait = Math.min(wait * 2, SETTLE_RETRY_MS.most)
+  ) {
     await sleep(wait);
     yield;
   }
@@ -164,13 +193,20 @@ async function* pausesUntil(until: number): AsyncGenerator<void> {
  * the background until the claim's lease ends, so a retry finds the key open within a second of
  * NATS answering again instead of 409 for the rest of the lease; the answer does not wait for it.
  */
-async function settleKey(keys: IdempotencyKeys, o: AcquireOptions, w: { record: IdempotencyRecord; seq: number; what: string; until: number }): Promise<void> {
+async function settleKey(
+  keys: IdempotencyKeys,
+  o: AcquireOptions,
+  w: { record: IdempotencyRecord; seq: number; what: string; until: number },
+): Promise<void> {
   try {
     await keys.write(o.accountId, o.key, w.record, w.seq);
     return;
   } catch (err) {
     if (!retryable(err) || Date.now() >= w.until) return o.warn(`The Idempotency-Key could not be ${w.what}`, err);
-    o.warn(`The Idempotency-Key could not be ${w.what} yet (NATS did not answer); trying again until its claim's lease ends`, err);
+    o.warn(
+      `The Idempotency-Key could not be ${w.what} yet (NATS did not answer); trying again until its claim's lease ends`,
+      err,
+    );
   }
   void (async () => {
     for await (const _ of pausesUntil(w.until)) {
@@ -182,7 +218,10 @@ async function settleKey(keys: IdempotencyKeys, o: AcquireOptions, w: { record: 
         if (!retryable(err)) return;
       }
     }
-    o.warn(`The Idempotency-Key could not be ${w.what} before its claim's lease ended; a retry takes it over then`, undefined);
+    o.warn(
+      `The Idempotency-Key could not be ${w.what} before its claim's lease ended; a retry takes it over then`,
+      undefined,
+    );
   })().catch(() => undefined);
 }
 
@@ -193,12 +232,19 @@ async function settleKey(keys: IdempotencyKeys, o: AcquireOptions, w: { record: 
  * this very claim (its lease to the millisecond and its reservation), it is released as the failed
  * request would have; once it shows anything else at a later sequence, nothing is left to do.
  */
-function releaseIfStored(keys: IdempotencyKeys, o: AcquireOptions, claim: IdempotencyRecord & { state: 'claimed' }, expectSeq: number, release: { record: IdempotencyRecord; what: string }): void {
+function releaseIfStored(
+  keys: IdempotencyKeys,
+  o: AcquireOptions,
+  claim: IdempotencyRecord & { state: 'claimed' },
+  expectSeq: number,
+  release: { record: IdempotencyRecord; what: string },
+): void {
   void (async () => {
     for await (const _ of pausesUntil(claim.leaseUntil)) {
       const current = await keys.get(o.accountId, o.key).catch(() => undefined);
       if (current === undefined || (current?.seq ?? 0) === expectSeq) continue;
-      if (current !== null && isDeepStrictEqual(current.value, claim)) await settleKey(keys, o, { ...release, seq: current.seq, until: claim.leaseUntil });
+      if (current !== null && isDeepStrictEqual(current.value, claim))
+        await settleKey(keys, o, { ...release, seq: current.seq, until: claim.leaseUntil });
       return;
     }
   })().catch(() => undefined);
@@ -206,13 +252,22 @@ function releaseIfStored(keys: IdempotencyKeys, o: AcquireOptions, claim: Idempo
 
 /** NATS did not answer (a refusal, such as a WriteConflict, is not that), and the connection is not closing (a stopping gateway leaves the key to its lease). */
 function retryable(err: unknown): boolean {
-  return isNatsUnavailable(err) && !(err instanceof Error && /^(ClosedConnection|DrainingConnection)Error$/.test(err.name));
+  return (
+    isNatsUnavailable(err) && !(err instanceof Error && /^(ClosedConnection|DrainingConnection)Error$/.test(err.name))
+  );
 }
 
 function reused(): ApiError {
-  return ApiError.of('IDEMPOTENCY_KEY_REUSED', 'Expected this Idempotency-Key with the request it was first sent with (same path and body) but received another one; nothing was done. Use a new key for a new request.');
+  return ApiError.of(
+    'IDEMPOTENCY_KEY_REUSED',
+    'Expected this Idempotency-Key with the request it was first sent with (same path and body) but received another one; nothing was done. Use a new key for a new request.',
+  );
 }
 
 function inUse(): ApiError {
-  return ApiError.of('IDEMPOTENCY_KEY_IN_USE', 'Expected one request at a time per Idempotency-Key but the first one with this key is still being handled; retry it shortly', { 'retry-after': '1' });
+  return ApiError.of(
+    'IDEMPOTENCY_KEY_IN_USE',
+    'Expected one request at a time per Idempotency-Key but the first one with this key is still being handled; retry it shortly',
+    { 'retry-after': '1' },
+  );
 }

@@ -1,10 +1,22 @@
 /** The reference control plane: the spec's HTTP API over the worker protocol. */
 export { startGateway, type GatewayHandle } from './gateway.js';
-export { gatewaySettingsFromEnv, gatewaySettingsReference, parseGatewaySettings, GATEWAY_SETTINGS, type GatewaySettings } from './settings.js';
+export {
+  gatewaySettingsFromEnv,
+  gatewaySettingsReference,
+  parseGatewaySettings,
+  GATEWAY_SETTINGS,
+  type GatewaySettings,
+} from './settings.js';
 export { openStore, type Store } from './store/index.js';
 export type { LedgerEntry } from './store/records.js';
 export { ensureConsumers } from './consumers.js';
 export { ensureStoreStreams, storeNames, streamConfigs } from './store/streams.js';
 export { destinationProblem, parseWebhookUrl } from './webhooks/target.js';
 export { eventOrigin, type EventOrigin } from './event-origin.js';
-export { UPLOAD_URL_LIFETIME_S, presignUpload, startUploadUrls, uploadRefusal, type Presigning } from './upload-urls.js';
+export {
+  UPLOAD_URL_LIFETIME_S,
+  presignUpload,
+  startUploadUrls,
+  uploadRefusal,
+  type Presigning,
+} from './upload-urls.js';

@@ -16,7 +16,8 @@ export interface LinkSigner {
 }
 
 export function linkSigner(secret: string): LinkSigner {
-  const mac = (pathname: string, expires: string) => createHmac('sha256', secret).update(`${pathname}\n${expires}`).digest();
+  const mac = (pathname: string, expires: string) =>
+    createHmac('sha256', secret).update(`${pathname}\n${expires}`).digest();
   return {
     sign(url, expiresAtMs) {
       const u = new URL(url);
@@ -40,6 +41,7 @@ export function linkSigner(secret: string): LinkSigner {
 export function signUrlsUnder(value: unknown, base: string, sign: (url: string) => string): unknown {
   if (typeof value === 'string') return value.startsWith(base) ? sign(value) : value;
   if (Array.isArray(value)) return value.map((v) => signUrlsUnder(v, base, sign));
-  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, signUrlsUnder(v, base, sign)]));
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, signUrlsUnder(v, base, sign)]));
   return value;
 }

@@ -38,7 +38,11 @@ export class GatewayMetrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
-  readonly refunds = new Counter({ name: 'media_gateway_refunds_total', help: 'Refunds written to the ledger.', registers: [this.registry] });
+  readonly refunds = new Counter({
+    name: 'media_gateway_refunds_total',
+    help: 'Refunds written to the ledger.',
+    registers: [this.registry],
+  });
   readonly securityEvents = new Counter({
     name: 'media_gateway_security_events_total',
     help: 'Claims of another part of the service that the gateway checked and refused, by kind (src/gateway/security-events.ts).',
@@ -120,7 +124,11 @@ export class GatewayMetrics {
     registers: [this.registry],
     collect: () => this.samplers.view?.(),
   });
-  readonly outbox = new Counter({ name: 'media_gateway_outbox_debits_total', help: 'Debits the outbox consumer made sure of.', registers: [this.registry] });
+  readonly outbox = new Counter({
+    name: 'media_gateway_outbox_debits_total',
+    help: 'Debits the outbox consumer made sure of.',
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'media_gateway_' });

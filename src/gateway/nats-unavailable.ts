@@ -34,7 +34,8 @@ export function isNatsUnavailable(err: unknown): boolean {
 function unavailableCause(err: unknown): Error | undefined {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth += 1) {
     if (UNAVAILABLE_NAMES.has(e.name)) return e;
-    if (e.name === 'RequestError' && e.cause instanceof Error && e.cause.name.startsWith('NoResponders')) return e.cause;
+    if (e.name === 'RequestError' && e.cause instanceof Error && e.cause.name.startsWith('NoResponders'))
+      return e.cause;
     if (e.name === 'JetStreamApiError' && (e as { status?: unknown }).status === API_UNAVAILABLE_STATUS) return e;
   }
   return undefined;

@@ -31,7 +31,11 @@ export interface PendingSweepDeps {
 }
 
 /** One pass from sequence `fromSeq`; returns where the next pass starts and how many tasks expired. */
-export async function sweepPendingOnce(deps: PendingSweepDeps, fromSeq: number, nowMs: number): Promise<{ nextSeq: number; expired: number }> {
+export async function sweepPendingOnce(
+  deps: PendingSweepDeps,
+  fromSeq: number,
+  nowMs: number,
+): Promise<{ nextSeq: number; expired: number }> {
   const cutoff = nowMs - Math.min(...Object.values(deps.lifetimesMs));
   let seq = fromSeq;
   let oldestPending: number | undefined;
@@ -47,7 +51,10 @@ export async function sweepPendingOnce(deps: PendingSweepDeps, fromSeq: number, 
     if (parsed.success && parsed.data.status === 'pending') {
       const task = parsed.data;
       if (nowMs - Date.parse(task.createdAt) >= deps.lifetimesMs[task.kind]) {
-        const outcome = await deps.service.settle(expiryEvent(task, deps.lifetimesMs[task.kind], nowMs), deps.logger.child({ taskId: task.id }));
+        const outcome = await deps.service.settle(
+          expiryEvent(task, deps.lifetimesMs[task.kind], nowMs),
+          deps.logger.child({ taskId: task.id }),
+        );
         if (outcome === 'failed') expired += 1;
       } else {
         oldestPending ??= msg.seq;
@@ -82,7 +89,11 @@ function expiryEvent(task: TaskRecord, lifetimeMs: number, nowMs: number): Termi
     createdAt: task.createdAt,
     refund: true,
     creditsRefunded: task.creditsUsed,
-    error: { code: TASK_EXPIRED, status: 504, message: `Expected the task to finish within ${lifetimeMs / 1000} s of its submission but it was still pending; the credits were refunded` },
+    error: {
+      code: TASK_EXPIRED,
+      status: 504,
+      message: `Expected the task to finish within ${lifetimeMs / 1000} s of its submission but it was still pending; the credits were refunded`,
+    },
     startedAt: null,
     finishedAt: at,
     durationMs: null,

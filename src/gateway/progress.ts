@@ -54,7 +54,12 @@ export function watchProgress(nc: NatsConnection): ProgressBoard {
       const message = latest.get(taskId);
       if (message === undefined) return undefined;
       const { stage, percent, etaSeconds, at } = message;
-      return { stage, ...(percent === undefined ? {} : { percent }), ...(etaSeconds === undefined ? {} : { etaSeconds }), at };
+      return {
+        stage,
+        ...(percent === undefined ? {} : { percent }),
+        ...(etaSeconds === undefined ? {} : { etaSeconds }),
+        at,
+      };
     },
     latest: (taskId) => latest.get(taskId),
     forget: (taskId) => void latest.delete(taskId),

@@ -34,7 +34,9 @@ export const quoteSchema = z.looseObject({
 });
 export type GatewayQuote = z.infer<typeof quoteSchema>;
 
-const quoteErrorSchema = z.object({ error: z.object({ code: z.string(), status: z.number().int(), message: z.string() }) });
+const quoteErrorSchema = z.object({
+  error: z.object({ code: z.string(), status: z.number().int(), message: z.string() }),
+});
 
 /** A receipt takes one round trip; a busy worker's event loop may hold it a few seconds. */
 const RECEIPT_WAIT_MS = 5_000;
@@ -67,7 +69,8 @@ export interface QuoteClientOptions {
 export function quoteClient(nc: NatsConnection, options: QuoteClientOptions): QuoteClient {
   const receiptWaitMs = options.receiptWaitMs ?? RECEIPT_WAIT_MS;
   const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
-  return (job, asked) => withSpan('quote', { kind: 'client', attributes: { 'media.model': job.model } }, () => askWorkers(job, asked));
+  return (job, asked) =>
+    withSpan('quote', { kind: 'client', attributes: { 'media.model': job.model } }, () => askWorkers(job, asked));
   async function askWorkers(job: Job, { party, signal }: QuoteRequest): Promise<GatewayQuote> {
     const body = JSON.stringify({ model: job.model, input: job.input });
     const deadline = Date.now() + options.timeoutMs;
@@ -79,7 +82,13 @@ export function quoteClient(nc: NatsConnection, options: QuoteClientOptions): Qu
       h.set(QUOTE_HEADERS.deadline, String(deadline));
       h.set(QUOTE_HEADERS.receipt, String(heartbeatMs));
       withTraceHeaders(h);
-      const outcome = await ask(nc, body, h, { inboxPrefix: options.inboxPrefix, deadline, receiptWaitMs, silenceMs: heartbeatMs * MISSED_HEARTBEATS, signal });
+      const outcome = await ask(nc, body, h, {
+        inboxPrefix: options.inboxPrefix,
+        deadline,
+        receiptWaitMs,
+        silenceMs: heartbeatMs * MISSED_HEARTBEATS,
+        signal,
+      });
       // Whatever the reason, nobody reads this request's answer any more: a worker holding it stops.
       if (outcome.kind !== 'answer') nc.publish(QUOTE_ABANDON_SUBJECT, id);
       switch (outcome.kind) {
@@ -87,9 +96,13 @@ export function quoteClient(nc: NatsConnection, options: QuoteClientOptions): Qu
           return readAnswer(outcome.msg);
         case 'unreceived':
           if (send < SENDS && Date.now() < deadline) continue;
-          throw unavailable('No worker acknowledged the quote request (none is running, or the request was lost with a NATS node); nothing was charged');
+          throw unavailable(
+            'No worker acknowledged the quote request (none is running, or the request was lost with a NATS node); nothing was charged',
+          );
         case 'silent':
-          throw unavailable('The worker pricing this submission stopped answering (it, or the NATS node between us, went away); nothing was charged');
+          throw unavailable(
+            'The worker pricing this submission stopped answering (it, or the NATS node between us, went away); nothing was charged',
+          );
         case 'timeout':
           throw unavailable(`No worker answered the quote request in ${options.timeoutMs} ms; nothing was charged`);
         case 'no-responders':
@@ -97,7 +110,10 @@ export function quoteClient(nc: NatsConnection, options: QuoteClientOptions): Qu
         case 'closed':
           throw unavailable('The connection to NATS closed while the quote was asked; nothing was charged');
         case 'aborted':
-          throw ApiError.of('SERVICE_UNAVAILABLE', 'The client closed the request; its quote was abandoned and nothing was charged');
+          throw ApiError.of(
+            'SERVICE_UNAVAILABLE',
+            'The client closed the request; its quote was abandoned and nothing was charged',
+          );
       }
     }
   }
@@ -122,7 +138,8 @@ function unavailable(message: string): ApiError {
   return ApiError.of('SERVICE_UNAVAILABLE', message, { 'retry-after': RETRY_AFTER_SECONDS });
 }
 
-type AskOutcome = { kind: 'answer'; msg: Msg } | { kind: 'unreceived' | 'silent' | 'timeout' | 'no-responders' | 'closed' | 'aborted' };
+type AskOutcome =
+  { kind: 'answer'; msg: Msg } | { kind: 'unreceived' | 'silent' | 'timeout' | 'no-responders' | 'closed' | 'aborted' };
 
 interface AskOptions {
   inboxPrefix: string;
@@ -156,7 +173,10 @@ async function ask(nc: NatsConnection, body: string, h: MsgHdrs, o: AskOptions):
       clearTimeout(timer);
       const left = o.deadline - Date.now();
       const patience = received ? o.silenceMs : o.receiptWaitMs;
-      timer = setTimeout(() => finish({ kind: left <= patience ? 'timeout' : received ? 'silent' : 'unreceived' }), Math.max(0, Math.min(patience, left)));
+      timer = setTimeout(
+        () => finish({ kind: left <= patience ? 'timeout' : received ? 'silent' : 'unreceived' }),
+        Math.max(0, Math.min(patience, left)),
+      );
     };
     const sub = nc.subscribe(inbox, {
       callback: (err, msg) => {
@@ -181,8 +201,12 @@ function readAnswer(reply: Msg): GatewayQuote {
   const body: unknown = reply.json();
   if (reply.headers?.get('Nats-Service-Error-Code')) {
     const refused = quoteErrorSchema.safeParse(body);
-    if (refused.success) throw new ApiError(refused.data.error.code, refused.data.error.status, refused.data.error.message);
-    throw ApiError.of('SERVICE_UNAVAILABLE', `The quote service failed: ${reply.headers.get('Nats-Service-Error') ?? 'no reason'}`);
+    if (refused.success)
+      throw new ApiError(refused.data.error.code, refused.data.error.status, refused.data.error.message);
+    throw ApiError.of(
+      'SERVICE_UNAVAILABLE',
+      `The quote service failed: ${reply.headers.get('Nats-Service-Error') ?? 'no reason'}`,
+    );
   }
   return quoteSchema.parse(body);
 }

@@ -18,7 +18,6 @@ export type ResultVerdict = { ok: true } | { ok: false; reason: string };
 /** One file name as the worker's result store makes them (resultRelativePath). */
 const FILE_NAME = /^[A-Za-z0-9_-]{1,64}\.[a-z0-9]{1,8}$/;
 
-
 /** `<base>/<kind>/<task id>/`: the only folder a task's result may reference. */
 export function taskResultsPrefix(base: string, kind: JobKind, taskId: string): string {
   return `${resultUrl(base, [kind, taskId])}/`;
@@ -34,25 +33,48 @@ export interface CheckedTask {
 /** Whether a completed event's result is its task's kind's shape with every URL a file under its task's prefix. */
 export function checkResult(event: TerminalEvent, task: CheckedTask, base: string): ResultVerdict {
   const model = isModelId(task.model) ? reportedModel(task.model) : task.model;
-  if (event.model !== model) return { ok: false, reason: `the event's model ${JSON.stringify(event.model)} is not the task's ${JSON.stringify(model)}` };
+  if (event.model !== model)
+    return {
+      ok: false,
+      reason: `the event's model ${JSON.stringify(event.model)} is not the task's ${JSON.stringify(model)}`,
+    };
   const read = readResult(task.kind, event.result);
-  if ('issue' in read) return { ok: false, reason: `the result is not a ${task.kind} result (${read.issue?.path.join('.') || 'result'}: ${read.issue?.message ?? 'invalid'})` };
+  if ('issue' in read)
+    return {
+      ok: false,
+      reason: `the result is not a ${task.kind} result (${read.issue?.path.join('.') || 'result'}: ${read.issue?.message ?? 'invalid'})`,
+    };
   const prefix = taskResultsPrefix(base, task.kind, task.id);
   const { urls } = read;
   const stray = urls.find((url) => !url.startsWith(prefix) || !FILE_NAME.test(url.slice(prefix.length)));
-  if (stray !== undefined) return { ok: false, reason: `the result references ${describe(stray)}, outside the task's own results (${prefix})` };
+  if (stray !== undefined)
+    return {
+      ok: false,
+      reason: `the result references ${describe(stray)}, outside the task's own results (${prefix})`,
+    };
   return checkFileList(event.files, urls, prefix, `${task.kind}/${task.id}/`);
 }
 
 /** Every URL of the result has its file in the event's list, under the task's own key, and the list holds nothing else. */
-function checkFileList(files: readonly ResultFile[] | undefined, urls: readonly string[], prefix: string, keyPrefix: string): ResultVerdict {
-  if (files === undefined) return { ok: false, reason: 'the event lists no stored files with their size and sha256 (a worker before protocol 2.1)' };
+function checkFileList(
+  files: readonly ResultFile[] | undefined,
+  urls: readonly string[],
+  prefix: string,
+  keyPrefix: string,
+): ResultVerdict {
+  if (files === undefined)
+    return {
+      ok: false,
+      reason: 'the event lists no stored files with their size and sha256 (a worker before protocol 2.1)',
+    };
   const named = new Set(urls);
-  if (files.length !== named.size) return { ok: false, reason: `the event lists ${files.length} files for a result of ${named.size}` };
+  if (files.length !== named.size)
+    return { ok: false, reason: `the event lists ${files.length} files for a result of ${named.size}` };
   for (const url of named) {
     const file = files.find((f) => f.url === url);
     if (file === undefined) return { ok: false, reason: `the event lists no stored file for ${describe(url)}` };
-    if (file.key !== keyPrefix + url.slice(prefix.length)) return { ok: false, reason: `the event stores ${describe(url)} under the key ${JSON.stringify(file.key)}` };
+    if (file.key !== keyPrefix + url.slice(prefix.length))
+      return { ok: false, reason: `the event stores ${describe(url)} under the key ${JSON.stringify(file.key)}` };
   }
   return { ok: true };
 }
@@ -64,7 +86,10 @@ function describe(url: string): string {
 }
 
 /** The result as its kind's schema reads it, with every file URL it holds (the kind's `resultUrls`). */
-function readResult<K extends JobKind>(kind: K, raw: unknown): { urls: string[] } | { issue: { path: PropertyKey[]; message: string } | undefined } {
+function readResult<K extends JobKind>(
+  kind: K,
+  raw: unknown,
+): { urls: string[] } | { issue: { path: PropertyKey[]; message: string } | undefined } {
   const contract = KINDS[kind];
   const parsed = contract.schemas.result.safeParse(raw);
   return parsed.success ? { urls: contract.resultUrls(parsed.data) } : { issue: parsed.error.issues[0] };
@@ -78,7 +103,11 @@ export function refusedResult(event: TerminalEvent, kind: JobKind): TerminalEven
     result: null,
     creditsUsed: 0,
     refund: true,
-    error: { code: KIND_FAILURE_CODE[kind], status: 500, message: 'The result could not be verified, so it is not shown; the credits were refunded' },
+    error: {
+      code: KIND_FAILURE_CODE[kind],
+      status: 500,
+      message: 'The result could not be verified, so it is not shown; the credits were refunded',
+    },
     retryable: true,
   };
 }
@@ -98,12 +127,19 @@ export function resultCheck(base: string, security: SecurityEventReporter, store
     const verdict = checkResult(event, task, base);
     const reason = verdict.ok ? await storedFilesProblem(event.files ?? [], stored) : verdict.reason;
     if (reason === null) return event;
-    security('forged_result', { taskId: task.id, worker: event.worker, reason }, `a worker's result was refused: ${reason}`);
+    security(
+      'forged_result',
+      { taskId: task.id, worker: event.worker, reason },
+      `a worker's result was refused: ${reason}`,
+    );
     return refusedResult(event, task.kind);
   };
 }
 
-async function storedFilesProblem(files: readonly ResultFile[], stored: StoredFileCheck | undefined): Promise<string | null> {
+async function storedFilesProblem(
+  files: readonly ResultFile[],
+  stored: StoredFileCheck | undefined,
+): Promise<string | null> {
   if (stored === undefined) return null;
   for (const file of files) {
     const problem = await stored(file);

@@ -10,10 +10,17 @@ import type { Counter } from 'prom-client';
 export const SECURITY_EVENT_KINDS = ['forged_quote', 'forged_result'] as const;
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];
 
-export type SecurityEventReporter = (kind: SecurityEventKind, details: Record<string, unknown>, message: string) => void;
+export type SecurityEventReporter = (
+  kind: SecurityEventKind,
+  details: Record<string, unknown>,
+  message: string,
+) => void;
 
 /** `metrics`: the gateway's (metrics.ts, which lists SECURITY_EVENT_KINDS from here); only its counter is read. */
-export function securityEvents(metrics: { readonly securityEvents: Pick<Counter<'kind'>, 'inc'> }, logger: Pick<Logger, 'error'>): SecurityEventReporter {
+export function securityEvents(
+  metrics: { readonly securityEvents: Pick<Counter<'kind'>, 'inc'> },
+  logger: Pick<Logger, 'error'>,
+): SecurityEventReporter {
   return (kind, details, message) => {
     metrics.securityEvents.inc({ kind });
     logger.error({ security: kind, ...details }, `Security event: ${message}`);

@@ -3,7 +3,11 @@
  * it), and at once when `now` is set. The timer does not keep the process alive; `stop` ends it and
  * waits for the pass in flight. `pass` tells its own failures: it must not reject.
  */
-export function serialInterval(pass: () => Promise<void>, intervalMs: number, o: { now?: boolean } = {}): { stop(): Promise<void> } {
+export function serialInterval(
+  pass: () => Promise<void>,
+  intervalMs: number,
+  o: { now?: boolean } = {},
+): { stop(): Promise<void> } {
   let running: Promise<void> = o.now === true ? pass() : Promise.resolve();
   const timer = setInterval(() => {
     running = running.then(pass);

@@ -12,7 +12,13 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { kindContract, kindOfModel, minimumCredits, type Job, type JobKind, type KindTool } from '../jobs/index.js';
-import { type TerminalEvent, UnconfirmedPublishError, confirmedAck, jobSubject, withTraceHeaders } from '../protocol/index.js';
+import {
+  type TerminalEvent,
+  UnconfirmedPublishError,
+  confirmedAck,
+  jobSubject,
+  withTraceHeaders,
+} from '../protocol/index.js';
 import { ApiError } from './errors.js';
 import { estimateView } from './estimate.js';
 import { newTaskId } from './ids.js';
@@ -98,7 +104,10 @@ export function taskNotFound(id: string): ApiError {
 }
 
 function notPending(id: string, status: string): ApiError {
-  return ApiError.of('TASK_NOT_PENDING', `Expected a pending task to cancel but task ${id} is ${status}; nothing changed`);
+  return ApiError.of(
+    'TASK_NOT_PENDING',
+    `Expected a pending task to cancel but task ${id} is ${status}; nothing changed`,
+  );
 }
 
 export function gatewayService(deps: ServiceDeps): GatewayService {
@@ -114,7 +123,11 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
     if (balance < least) throw insufficient(least, balance, ' (the least such a job costs; nothing was fetched)');
     const release = deps.quoteGate.enter(accountId);
     if (release === null) {
-      throw ApiError.of('TOO_MANY_QUOTES', 'Expected fewer submissions of this account being priced at once; retry when one has been answered', { 'retry-after': '1' });
+      throw ApiError.of(
+        'TOO_MANY_QUOTES',
+        'Expected fewer submissions of this account being priced at once; retry when one has been answered',
+        { 'retry-after': '1' },
+      );
     }
     let quoted;
     try {
@@ -125,8 +138,16 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
     // The worker's price is a claim: it must be the price list's for the figures it reports.
     const verdict = checkQuote(job, quoted);
     if (!verdict.ok) {
-      deps.security('forged_quote', { accountId, model: job.model, creditsUsed: quoted.creditsUsed, reason: verdict.reason }, `a worker's quote was refused: ${verdict.reason}`);
-      throw ApiError.of('SERVICE_UNAVAILABLE', 'The price of this submission could not be confirmed; nothing was charged. Try again later.', { 'retry-after': '5' });
+      deps.security(
+        'forged_quote',
+        { accountId, model: job.model, creditsUsed: quoted.creditsUsed, reason: verdict.reason },
+        `a worker's quote was refused: ${verdict.reason}`,
+      );
+      throw ApiError.of(
+        'SERVICE_UNAVAILABLE',
+        'The price of this submission could not be confirmed; nothing was charged. Try again later.',
+        { 'retry-after': '5' },
+      );
     }
     // What is shown and stored of the quote is what was checked, nothing the worker added.
     return { ...quoted, input: verdict.input };
@@ -135,11 +156,18 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
   const publishJob = (entry: DebitEntry): Promise<{ duplicate: boolean }> => {
     const subject = jobSubject(entry.kind, entry.job.model);
     // Whoever publishes (this request, or the outbox after a crash), the job's span descends from the submission's.
-    const attributes = { 'media.task.id': entry.taskId, 'messaging.system': 'nats', 'messaging.destination.name': subject };
+    const attributes = {
+      'media.task.id': entry.taskId,
+      'messaging.system': 'nats',
+      'messaging.destination.name': subject,
+    };
     return withParentFrom(storedTraceReader(entry.extras.trace), () =>
       withSpan('job publish', { kind: 'producer', attributes }, async (span) => {
         const h = withTraceHeaders();
-        const ack = await js.publish(subject, JSON.stringify(entry.job), { msgID: entry.taskId, ...(h === undefined ? {} : { headers: h }) });
+        const ack = await js.publish(subject, JSON.stringify(entry.job), {
+          msgID: entry.taskId,
+          ...(h === undefined ? {} : { headers: h }),
+        });
         // Unconfirmed, it throws: the outbox publishes again until NATS says where the job is stored.
         confirmedAck(ack, subject);
         // The request and the outbox both publish; the server keeps the first (the job span's parent).
@@ -156,7 +184,12 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
   };
 
   /** A stored debit's answer: its task created and its job published (or left to the outbox). */
-  const accepted = async (accountId: string, entry: DebitEntry, seq: number, log: Pick<Logger, 'info' | 'warn'>): Promise<Record<string, unknown>> => {
+  const accepted = async (
+    accountId: string,
+    entry: DebitEntry,
+    seq: number,
+    log: Pick<Logger, 'info' | 'warn'>,
+  ): Promise<Record<string, unknown>> => {
     const taskId = entry.taskId;
     log.info({ taskId, model: entry.job.model, credits: entry.amount, balance: entry.balance }, 'Task accepted');
     try {
@@ -175,7 +208,12 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
   };
 
   /** The task's record, written again a few times when the first write failed; the outbox remains if all fail. */
-  const taskStored = async (accountId: string, entry: DebitEntry, seq: number, log: Pick<Logger, 'info' | 'warn'>): Promise<void> => {
+  const taskStored = async (
+    accountId: string,
+    entry: DebitEntry,
+    seq: number,
+    log: Pick<Logger, 'info' | 'warn'>,
+  ): Promise<void> => {
     for (const wait of TASK_RECORD_RETRIES_MS) {
       await sleep(wait);
       try {
@@ -192,7 +230,8 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
     const deadline = Date.now() + waitMs;
     for (;;) {
       const current = await tasks.get(accountId, taskId);
-      if (current === null || current.value.status !== 'pending' || Date.now() >= deadline) return current?.value ?? null;
+      if (current === null || current.value.status !== 'pending' || Date.now() >= deadline)
+        return current?.value ?? null;
       await sleep(100);
     }
   };
@@ -234,7 +273,12 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
       const taskId = once?.taskId ?? newTaskId();
       const createdAt = new Date().toISOString();
       const kind = kindOfModel(job.model);
-      noteOnSpan({ 'media.task.id': taskId, 'media.kind': kind, 'media.model': job.model, 'media.credits': quoted.creditsUsed });
+      noteOnSpan({
+        'media.task.id': taskId,
+        'media.kind': kind,
+        'media.model': job.model,
+        'media.credits': quoted.creditsUsed,
+      });
       const trace = traceToStore();
       const extras: SubmissionExtras = {
         ...(trace === undefined ? {} : { trace }),
@@ -246,13 +290,23 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
         ...webhook,
       };
       const debit = await ledger
-        .debit(accountId, {
-          amount: quoted.creditsUsed,
-          taskId,
-          kind,
-          job: { id: taskId, model: job.model, input: job.input as unknown as Record<string, unknown>, credits: quoted.creditsUsed, createdAt },
-          extras,
-        }, once?.ledgerSeq)
+        .debit(
+          accountId,
+          {
+            amount: quoted.creditsUsed,
+            taskId,
+            kind,
+            job: {
+              id: taskId,
+              model: job.model,
+              input: job.input as unknown as Record<string, unknown>,
+              credits: quoted.creditsUsed,
+              createdAt,
+            },
+            extras,
+          },
+          once?.ledgerSeq,
+        )
         .catch((err: unknown) => {
           // Almost always nothing was stored. If the write landed and only its confirmation was lost,
           // the outbox still creates and runs the task: it shows in the history, charged once.
@@ -305,7 +359,10 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
             metrics.refunds.inc();
             metrics.credits.inc({ direction: 'refunded' }, task.creditsUsed);
           }
-          log.info({ taskId: task.id, code, credits: task.creditsUsed, refundWritten: wrote }, 'Task failed; credits refunded');
+          log.info(
+            { taskId: task.id, code, credits: task.creditsUsed, refundWritten: wrote },
+            'Task failed; credits refunded',
+          );
           next = {
             ...task,
             status: 'failed',
@@ -331,7 +388,11 @@ export function gatewayService(deps: ServiceDeps): GatewayService {
 }
 
 function insufficient(price: number, balance: number, why: string): ApiError {
-  return new ApiError('INSUFFICIENT_CREDITS', 402, `Expected a balance of at least ${price} credits${why} but received ${balance}`);
+  return new ApiError(
+    'INSUFFICIENT_CREDITS',
+    402,
+    `Expected a balance of at least ${price} credits${why} but received ${balance}`,
+  );
 }
 
 export function taskFromDebit(accountId: string, entry: DebitEntry, seq: number): TaskRecord {

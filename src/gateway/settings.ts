@@ -24,7 +24,6 @@ import {
 import { perKindSetting } from '../protocol/index.js';
 import { DEFAULT_RETRY_DELAYS_MS, MIN_RETRY_SPAN_MS, shortestSpanMs } from './webhooks/schedule.js';
 
-
 const namePrefix = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, {
   error: (issue) => `Expected 1 to 32 characters of A-Z, a-z, 0-9, "_" or "-" but received ${received(issue.input)}`,
 });
@@ -33,7 +32,10 @@ const namePrefix = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, {
 const retryDelays = z.string().transform((text, ctx): number[] => {
   const parts = text.split(',').map((p) => p.trim());
   if (parts.length === 0 || parts.some((p) => !/^\d{1,12}$/.test(p) || Number(p) < 1)) {
-    ctx.addIssue({ code: 'custom', message: `Expected positive integers (milliseconds) separated by commas but received ${received(text)}` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `Expected positive integers (milliseconds) separated by commas but received ${received(text)}`,
+    });
     return z.NEVER;
   }
   return parts.map(Number);
@@ -49,27 +51,49 @@ const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
 export const trustedProxies = z.string().transform((text, ctx): false | number | string[] => {
   const value = text.trim().toLowerCase();
   const refuse = (why: string): never => {
-    ctx.addIssue({ code: 'custom', message: `Expected false, a hop count (1) or the proxies' addresses or CIDRs (10.0.0.5,10.1.0.0/16) but received ${received(text)}${why}` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `Expected false, a hop count (1) or the proxies' addresses or CIDRs (10.0.0.5,10.1.0.0/16) but received ${received(text)}${why}`,
+    });
     return z.NEVER;
   };
   if (['', 'false', 'no', 'off'].includes(value)) return false;
   if (['true', 'yes', 'on'].includes(value)) return refuse(' (every address: the client would choose its own address)');
   if (/^\d{1,2}$/.test(value)) return Number(value) === 0 ? false : Number(value);
-  const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = value
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   for (const entry of entries) {
     if (PROXY_RANGE_NAMES.includes(entry)) continue;
     const [address, bits, extra] = entry.split('/');
     const parsed = ipaddr.isValid(address ?? '') ? ipaddr.parse(address ?? '') : null;
     const max = parsed?.kind() === 'ipv6' ? 128 : 32;
-    const ok = parsed !== null && extra === undefined && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) >= 1 && Number(bits) <= max));
-    if (!ok) return refuse(bits === '0' ? ' (a /0 range trusts every address)' : ` (${JSON.stringify(entry)} is no address or CIDR)`);
+    const ok =
+      parsed !== null &&
+      extra === undefined &&
+      (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) >= 1 && Number(bits) <= max));
+    if (!ok)
+      return refuse(
+        bits === '0' ? ' (a /0 range trusts every address)' : ` (${JSON.stringify(entry)} is no address or CIDR)`,
+      );
   }
   return entries.length === 0 ? false : entries;
 });
 
 export const GATEWAY_SETTINGS = {
-  host: setting({ env: 'GATEWAY_HOST', schema: nonEmptyText, default: '0.0.0.0', doc: 'Address the HTTP API listens on.' }),
-  port: setting({ env: 'GATEWAY_PORT', schema: portNumber, default: '8080', doc: 'Port of the HTTP API; 0: any free port.' }),
+  host: setting({
+    env: 'GATEWAY_HOST',
+    schema: nonEmptyText,
+    default: '0.0.0.0',
+    doc: 'Address the HTTP API listens on.',
+  }),
+  port: setting({
+    env: 'GATEWAY_PORT',
+    schema: portNumber,
+    default: '8080',
+    doc: 'Port of the HTTP API; 0: any free port.',
+  }),
   streamPrefix: setting({
     env: 'GATEWAY_STREAM_PREFIX',
     schema: namePrefix,
@@ -86,13 +110,13 @@ export const GATEWAY_SETTINGS = {
     env: 'GATEWAY_QUOTE_TIMEOUT_MS',
     schema: positiveInt,
     default: '150000',
-    doc: 'Longest wait for the worker\'s quote (media.quote) of one submission; above WORKER_QUOTE_TIMEOUT_MS.',
+    doc: "Longest wait for the worker's quote (media.quote) of one submission; above WORKER_QUOTE_TIMEOUT_MS.",
   }),
   quotesPerAccount: setting({
     env: 'GATEWAY_QUOTES_PER_ACCOUNT',
     schema: positiveInt,
     default: '2',
-    doc: 'Submissions of one account being priced at once across the deployment\'s gateways: each gateway admits this divided by GATEWAY_INSTANCES (at least 1); more are refused with 429 TOO_MANY_QUOTES.',
+    doc: "Submissions of one account being priced at once across the deployment's gateways: each gateway admits this divided by GATEWAY_INSTANCES (at least 1); more are refused with 429 TOO_MANY_QUOTES.",
   }),
   gatewayInstances: setting({
     env: 'GATEWAY_INSTANCES',
@@ -145,9 +169,14 @@ export const GATEWAY_SETTINGS = {
     env: 'GATEWAY_HEADERS_TIMEOUT_MS',
     schema: positiveInt,
     default: '10000',
-    doc: 'Longest time a client may take to send a request\'s headers; the connection is closed after it.',
+    doc: "Longest time a client may take to send a request's headers; the connection is closed after it.",
   }),
-  rateLimitWindowMs: setting({ env: 'GATEWAY_RATE_LIMIT_WINDOW_MS', schema: positiveInt, default: '60000', doc: 'Window of the request rate limits.' }),
+  rateLimitWindowMs: setting({
+    env: 'GATEWAY_RATE_LIMIT_WINDOW_MS',
+    schema: positiveInt,
+    default: '60000',
+    doc: 'Window of the request rate limits.',
+  }),
   rateLimitPerAccount: setting({
     env: 'GATEWAY_RATE_LIMIT_PER_ACCOUNT',
     schema: positiveInt,
@@ -164,7 +193,7 @@ export const GATEWAY_SETTINGS = {
     env: 'GATEWAY_TRUST_PROXY',
     schema: trustedProxies,
     default: 'false',
-    doc: 'Behind reverse proxies: their addresses or CIDR ranges, comma-separated (`10.0.0.5,10.1.0.0/16`; also `loopback`, `linklocal`, `uniquelocal`), or the number of proxy hops in front of the gateway (`1`). The client address (the per-address limit counts it) is then the rightmost X-Forwarded-For address that is not a trusted proxy. `false` or `0`: the connection\'s own address. `true` (trust every address) is refused: the client writes the leftmost addresses.',
+    doc: "Behind reverse proxies: their addresses or CIDR ranges, comma-separated (`10.0.0.5,10.1.0.0/16`; also `loopback`, `linklocal`, `uniquelocal`), or the number of proxy hops in front of the gateway (`1`). The client address (the per-address limit counts it) is then the rightmost X-Forwarded-For address that is not a trusted proxy. `false` or `0`: the connection's own address. `true` (trust every address) is refused: the client writes the leftmost addresses.",
   }),
   shutdownGraceMs: setting({
     env: 'GATEWAY_SHUTDOWN_GRACE_MS',
@@ -175,7 +204,7 @@ export const GATEWAY_SETTINGS = {
   publicBaseUrl: setting({
     env: 'GATEWAY_PUBLIC_URL',
     schema: absoluteUrl,
-    doc: 'Public URL of this API (upload links are built under it when RESULTS_BASE_URL is unset); with GATEWAY_SERVE_RESULTS or GATEWAY_UPLOADS, this or RESULTS_BASE_URL is required: no URL is built from a request\'s Host header.',
+    doc: "Public URL of this API (upload links are built under it when RESULTS_BASE_URL is unset); with GATEWAY_SERVE_RESULTS or GATEWAY_UPLOADS, this or RESULTS_BASE_URL is required: no URL is built from a request's Host header.",
   }),
   serveResults: setting({
     env: 'GATEWAY_SERVE_RESULTS',
@@ -191,7 +220,9 @@ export const GATEWAY_SETTINGS = {
   }),
   linkSecret: setting({
     env: 'GATEWAY_LINK_SECRET',
-    schema: z.string().min(32, { error: (i) => `Expected at least 32 characters but received ${String(i.input).length}` }),
+    schema: z
+      .string()
+      .min(32, { error: (i) => `Expected at least 32 characters but received ${String(i.input).length}` }),
     doc: 'Secret that signs the expiring links to results and uploads served under /results/; every gateway of a deployment uses the same. Required with GATEWAY_SERVE_RESULTS or GATEWAY_UPLOADS (the gateway refuses to start without it).',
     secret: true,
   }),
@@ -199,7 +230,7 @@ export const GATEWAY_SETTINGS = {
     env: 'GATEWAY_UPLOAD_LIFETIME_MS',
     schema: positiveInt,
     default: '86400000',
-    doc: 'How long an upload\'s link works and its file is kept.',
+    doc: "How long an upload's link works and its file is kept.",
   }),
   uploadQuotaBytes: setting({
     env: 'GATEWAY_UPLOAD_QUOTA_BYTES',
@@ -207,14 +238,24 @@ export const GATEWAY_SETTINGS = {
     default: '1073741824',
     doc: 'Bytes of unexpired uploads one account may hold; more are refused with 403 UPLOAD_QUOTA_EXCEEDED.',
   }),
-  uploadQuotaFiles: setting({ env: 'GATEWAY_UPLOAD_QUOTA_FILES', schema: positiveInt, default: '100', doc: 'Unexpired uploads one account may hold.' }),
+  uploadQuotaFiles: setting({
+    env: 'GATEWAY_UPLOAD_QUOTA_FILES',
+    schema: positiveInt,
+    default: '100',
+    doc: 'Unexpired uploads one account may hold.',
+  }),
   uploadSweepIntervalMs: setting({
     env: 'GATEWAY_UPLOAD_SWEEP_INTERVAL_MS',
     schema: positiveInt,
     default: '600000',
     doc: 'How often expired uploads (older than GATEWAY_UPLOAD_LIFETIME_MS) are deleted.',
   }),
-  uploadMaxBytes: setting({ env: 'GATEWAY_UPLOAD_MAX_BYTES', schema: positiveInt, default: '104857600', doc: 'Largest upload accepted.' }),
+  uploadMaxBytes: setting({
+    env: 'GATEWAY_UPLOAD_MAX_BYTES',
+    schema: positiveInt,
+    default: '104857600',
+    doc: 'Largest upload accepted.',
+  }),
   webhookAllowLoopback: setting({
     env: 'GATEWAY_WEBHOOK_ALLOW_LOOPBACK',
     schema: booleanSetting,
@@ -245,7 +286,12 @@ export const GATEWAY_SETTINGS = {
     default: '15000',
     doc: 'Interval of the comment line that keeps an idle live-event stream open (and of its check that its task has not settled unheard).',
   }),
-  historyPageSize: setting({ env: 'GATEWAY_HISTORY_PAGE_SIZE', schema: intSchema('an integer from 1 to 100', 1, 100), default: '20', doc: 'Default page size of GET /api/v1/tasks.' }),
+  historyPageSize: setting({
+    env: 'GATEWAY_HISTORY_PAGE_SIZE',
+    schema: intSchema('an integer from 1 to 100', 1, 100),
+    default: '20',
+    doc: 'Default page size of GET /api/v1/tasks.',
+  }),
 } as const;
 
 export type GatewaySettings = SettingsOf<typeof GATEWAY_SETTINGS>;
@@ -253,7 +299,11 @@ export type GatewaySettingsInput = SettingsInput<typeof GATEWAY_SETTINGS>;
 
 export const gatewaySettingsSchema = tableSchema(GATEWAY_SETTINGS).superRefine((v, ctx) => {
   if (v.uploadsEnabled && !v.serveResults) {
-    ctx.addIssue({ code: 'custom', path: ['uploadsEnabled'], message: 'Expected GATEWAY_SERVE_RESULTS=true with GATEWAY_UPLOADS=true but received false' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['uploadsEnabled'],
+      message: 'Expected GATEWAY_SERVE_RESULTS=true with GATEWAY_UPLOADS=true but received false',
+    });
   }
   if (!v.webhookAllowLoopback && shortestSpanMs(v.webhookRetryDelaysMs) < MIN_RETRY_SPAN_MS) {
     ctx.addIssue({
@@ -274,7 +324,10 @@ export const { parse: parseGatewaySettings, reference: gatewaySettingsReference 
  * The gateway's settings from the environment, refused (naming the variables) when they would
  * serve files open: see servedFilesProblem. RESULTS_BASE_URL is the protocol's setting, read here too.
  */
-export function gatewaySettingsFromEnv(env: NodeJS.ProcessEnv = process.env, overrides: GatewaySettingsInput = {}): GatewaySettings {
+export function gatewaySettingsFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: GatewaySettingsInput = {},
+): GatewaySettings {
   const settings = reader.fromEnv(env, overrides);
   const problem = servedFilesProblem(settings, env['RESULTS_BASE_URL']?.trim() || undefined);
   if (problem !== null) throw new GatewaySettingsError(problem);
@@ -287,13 +340,20 @@ export function gatewaySettingsFromEnv(env: NodeJS.ProcessEnv = process.env, ove
  * secret that dies with the process), and without RESULTS_BASE_URL or GATEWAY_PUBLIC_URL links
  * would have to be built from the request's Host header, which the client writes. Fail closed.
  */
-export function servedFilesProblem(settings: Pick<GatewaySettings, 'serveResults' | 'uploadsEnabled' | 'linkSecret' | 'publicBaseUrl'>, resultsBaseUrl: string | undefined): string | null {
+export function servedFilesProblem(
+  settings: Pick<GatewaySettings, 'serveResults' | 'uploadsEnabled' | 'linkSecret' | 'publicBaseUrl'>,
+  resultsBaseUrl: string | undefined,
+): string | null {
   if (!settings.serveResults && !settings.uploadsEnabled) return null;
   const missing = [
     ...(settings.linkSecret === undefined ? ['GATEWAY_LINK_SECRET'] : []),
-    ...(resultsBaseUrl === undefined && settings.publicBaseUrl === undefined ? ['RESULTS_BASE_URL or GATEWAY_PUBLIC_URL'] : []),
+    ...(resultsBaseUrl === undefined && settings.publicBaseUrl === undefined
+      ? ['RESULTS_BASE_URL or GATEWAY_PUBLIC_URL']
+      : []),
   ];
   if (missing.length === 0) return null;
-  const serving = settings.uploadsEnabled ? 'GATEWAY_SERVE_RESULTS=true and GATEWAY_UPLOADS=true' : 'GATEWAY_SERVE_RESULTS=true';
+  const serving = settings.uploadsEnabled
+    ? 'GATEWAY_SERVE_RESULTS=true and GATEWAY_UPLOADS=true'
+    : 'GATEWAY_SERVE_RESULTS=true';
   return `Invalid setting ${settings.serveResults ? 'GATEWAY_SERVE_RESULTS' : 'GATEWAY_UPLOADS'}: Expected ${missing.join(' and ')} to be set with ${serving} (files are served only through signed links under a configured public address) but received ${missing.length === 1 ? 'it' : 'them'} unset`;
 }

@@ -37,12 +37,17 @@ export async function settleEventMessage(d: EventSettling, msg: EventMessage): P
   }
   const origin = await eventOrigin(d.jsm, d.claimsStream, msg.subject, parsed.data);
   if (!origin.believed) {
-    d.logger.warn({ security: 'event-origin', subject: msg.subject, seq: msg.seq, taskId: parsed.data.id, reason: origin.reason }, 'Terminal event not believed; skipped');
+    d.logger.warn(
+      { security: 'event-origin', subject: msg.subject, seq: msg.seq, taskId: parsed.data.id, reason: origin.reason },
+      'Terminal event not believed; skipped',
+    );
     return 'not-believed';
   }
   // Settling descends from the worker's event (its traceparent header), so the refund or result shows in the job's trace.
   const attributes = { 'media.task.id': parsed.data.id, 'media.event.status': parsed.data.status };
   return withParentFrom(msg.header, () =>
-    withSpan('settle', { kind: 'consumer', attributes }, () => d.service.settle(parsed.data, d.logger.child({ taskId: parsed.data.id }), d.checkResult)),
+    withSpan('settle', { kind: 'consumer', attributes }, () =>
+      d.service.settle(parsed.data, d.logger.child({ taskId: parsed.data.id }), d.checkResult),
+    ),
   );
 }

@@ -10,7 +10,14 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileDigest } from '../media/index.js';
-import { SHA256_METADATA, objectKey, openObjectStore, type ObjectStore, type ProtocolSettings, type ResultFile } from '../protocol/index.js';
+import {
+  SHA256_METADATA,
+  objectKey,
+  openObjectStore,
+  type ObjectStore,
+  type ProtocolSettings,
+  type ResultFile,
+} from '../protocol/index.js';
 
 /** Null when the stored copy is what the event says; else why not. */
 export type StoredFileCheck = (file: ResultFile) => Promise<string | null>;
@@ -30,7 +37,9 @@ function localCheck(resultsDir: string): StoredFileCheck {
     if (found === null || !found.isFile()) return `${file.key} is not in the results`;
     if (found.size !== file.size) return `${file.key} holds ${found.size} bytes, not the ${file.size} the event says`;
     const digest = await fileDigest(filePath);
-    return digest.sha256 === file.sha256 ? null : `${file.key} has sha256 ${digest.sha256}, not the ${file.sha256} the event says`;
+    return digest.sha256 === file.sha256
+      ? null
+      : `${file.key} has sha256 ${digest.sha256}, not the ${file.sha256} the event says`;
   };
 }
 
@@ -45,11 +54,18 @@ function bucketCheck(protocol: ProtocolSettings): StoredFileCheck {
     try {
       head = await store.client.send(new HeadObjectCommand({ Bucket: store.bucket, Key: key }));
     } catch (err) {
-      if ((err as { name?: unknown }).name === 'NotFound' || (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return `${key} is not in the bucket`;
+      if (
+        (err as { name?: unknown }).name === 'NotFound' ||
+        (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404
+      )
+        return `${key} is not in the bucket`;
       throw err;
     }
-    if (head.ContentLength !== file.size) return `${key} holds ${String(head.ContentLength)} bytes, not the ${file.size} the event says`;
+    if (head.ContentLength !== file.size)
+      return `${key} holds ${String(head.ContentLength)} bytes, not the ${file.size} the event says`;
     const sha256 = head.Metadata?.[SHA256_METADATA];
-    return sha256 === file.sha256 ? null : `${key} has sha256 ${String(sha256)} in its metadata, not the ${file.sha256} the event says`;
+    return sha256 === file.sha256
+      ? null
+      : `${key} has sha256 ${String(sha256)} in its metadata, not the ${file.sha256} the event says`;
   };
 }

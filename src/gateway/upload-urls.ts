@@ -50,8 +50,16 @@ export interface Presigning {
 }
 
 /** The grant for a request already judged to be the host's: the presigned PUT of its key. */
-export async function presignUpload(store: ObjectStore, protocol: ProtocolSettings, request: UploadUrlRequest, how: Presigning): Promise<UploadUrlGrant> {
-  const [{ PutObjectCommand }, { getSignedUrl }] = await Promise.all([import('@aws-sdk/client-s3'), import('@aws-sdk/s3-request-presigner')]);
+export async function presignUpload(
+  store: ObjectStore,
+  protocol: ProtocolSettings,
+  request: UploadUrlRequest,
+  how: Presigning,
+): Promise<UploadUrlGrant> {
+  const [{ PutObjectCommand }, { getSignedUrl }] = await Promise.all([
+    import('@aws-sdk/client-s3'),
+    import('@aws-sdk/s3-request-presigner'),
+  ]);
   const file = `${request.name}.${request.ext}`;
   const relative = `${request.kind}/${request.taskId}/${file}`;
   const contentType = RESULT_CONTENT_TYPES[request.ext] ?? 'application/octet-stream';
@@ -82,15 +90,23 @@ export async function presignUpload(store: ObjectStore, protocol: ProtocolSettin
 }
 
 /** Why `host` may not have an upload URL for this request, or null when it may. */
-export async function uploadRefusal(d: Pick<UploadUrlDeps, 'jsm' | 'claimsStream' | 'tasks'>, host: string, request: UploadUrlRequest): Promise<string | null> {
-  if (RESULT_CONTENT_TYPES[request.ext] === undefined) return `Expected a result file extension (${Object.keys(RESULT_CONTENT_TYPES).join(', ')}) but received ${JSON.stringify(request.ext)}`;
+export async function uploadRefusal(
+  d: Pick<UploadUrlDeps, 'jsm' | 'claimsStream' | 'tasks'>,
+  host: string,
+  request: UploadUrlRequest,
+): Promise<string | null> {
+  if (RESULT_CONTENT_TYPES[request.ext] === undefined)
+    return `Expected a result file extension (${Object.keys(RESULT_CONTENT_TYPES).join(', ')}) but received ${JSON.stringify(request.ext)}`;
   const holder = await claimHolder(d.jsm, d.claimsStream, request.taskId);
-  if (holder !== host) return `Expected a task whose claim host ${host} holds but task ${request.taskId} is ${holder === null ? 'claimed by no host' : `held by ${holder}`}`;
+  if (holder !== host)
+    return `Expected a task whose claim host ${host} holds but task ${request.taskId} is ${holder === null ? 'claimed by no host' : `held by ${holder}`}`;
   const owner = await d.tasks.owner(request.taskId);
   const task = owner === null ? null : await d.tasks.get(owner, request.taskId);
   if (task === null) return `Expected a task of this control plane but received ${JSON.stringify(request.taskId)}`;
-  if (task.value.status !== 'pending') return `Expected a pending task but task ${request.taskId} is ${task.value.status}`;
-  if (task.value.kind !== request.kind) return `Expected kind ${task.value.kind} for task ${request.taskId} but received ${request.kind}`;
+  if (task.value.status !== 'pending')
+    return `Expected a pending task but task ${request.taskId} is ${task.value.status}`;
+  if (task.value.kind !== request.kind)
+    return `Expected kind ${task.value.kind} for task ${request.taskId} but received ${request.kind}`;
   return null;
 }
 
@@ -99,7 +115,10 @@ export interface UploadUrlService {
 }
 
 /** Answers `media.uploads.*` (one queue group across the gateways). */
-export function startUploadUrls(d: UploadUrlDeps, how: Presigning = { expiresIn: UPLOAD_URL_LIFETIME_S }): UploadUrlService {
+export function startUploadUrls(
+  d: UploadUrlDeps,
+  how: Presigning = { expiresIn: UPLOAD_URL_LIFETIME_S },
+): UploadUrlService {
   let opened: Promise<ObjectStore> | undefined;
   const answer = async (msg: Msg): Promise<UploadUrlReply> => {
     const host = msg.subject.slice(UPLOADS_SUBJECT_PREFIX.length + 1);
@@ -110,18 +129,29 @@ export function startUploadUrls(d: UploadUrlDeps, how: Presigning = { expiresIn:
       body = undefined;
     }
     const parsed = uploadUrlRequestSchema.safeParse(body);
-    if (!parsed.success) return refused(`Expected an upload URL request (docs/schemas/upload-url-request.schema.json): ${parsed.error.issues[0]?.path.join('.') ?? ''} ${parsed.error.issues[0]?.message ?? ''}`);
+    if (!parsed.success)
+      return refused(
+        `Expected an upload URL request (docs/schemas/upload-url-request.schema.json): ${parsed.error.issues[0]?.path.join('.') ?? ''} ${parsed.error.issues[0]?.message ?? ''}`,
+      );
     try {
       const refusal = await uploadRefusal(d, host, parsed.data);
       if (refusal !== null) {
-        d.logger.warn({ security: 'upload_url', host, taskId: parsed.data.taskId, reason: refusal }, 'Upload URL refused');
+        d.logger.warn(
+          { security: 'upload_url', host, taskId: parsed.data.taskId, reason: refusal },
+          'Upload URL refused',
+        );
         return refused(refusal);
       }
       opened ??= openObjectStore(d.protocol);
       return await presignUpload(await opened, d.protocol, parsed.data, how);
     } catch (err) {
       d.logger.warn({ err, host, taskId: parsed.data.taskId }, 'Could not answer an upload URL request');
-      return { error: { code: 'UPLOAD_UNAVAILABLE', message: 'The control plane could not presign an upload URL now; ask again' } };
+      return {
+        error: {
+          code: 'UPLOAD_UNAVAILABLE',
+          message: 'The control plane could not presign an upload URL now; ask again',
+        },
+      };
     }
   };
   const sub: Subscription = d.nc.subscribe(`${UPLOADS_SUBJECT_PREFIX}.*`, {

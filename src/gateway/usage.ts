@@ -27,7 +27,8 @@ export interface Movement {
   note?: string;
 }
 
-const message = (field: string, expected: string) => (i: { input: unknown }) => `Expected ${field} to be ${expected} but received ${JSON.stringify(i.input)}`;
+const message = (field: string, expected: string) => (i: { input: unknown }) =>
+  `Expected ${field} to be ${expected} but received ${JSON.stringify(i.input)}`;
 
 export const usageQuerySchema = z.object({
   from: z.iso.datetime({ offset: true, error: message('from', 'an ISO 8601 date-time') }).optional(),
@@ -38,7 +39,10 @@ export const usageQuerySchema = z.object({
     .min(1, { error: message('limit', 'an integer from 1 to 100') })
     .max(100, { error: message('limit', 'an integer from 1 to 100') })
     .default(50),
-  cursor: z.string().regex(/^u\d{1,15}$/, { error: message('cursor', 'a nextCursor of this endpoint') }).optional(),
+  cursor: z
+    .string()
+    .regex(/^u\d{1,15}$/, { error: message('cursor', 'a nextCursor of this endpoint') })
+    .optional(),
 });
 
 export type UsageQuery = z.infer<typeof usageQuerySchema>;
@@ -51,7 +55,9 @@ export function cursorSeq(cursor: string | undefined): number {
 /** Whether an entry's time is in [from, to). */
 export function inRange(at: string, query: Pick<UsageQuery, 'from' | 'to'>): boolean {
   const t = Date.parse(at);
-  return (query.from === undefined || t >= Date.parse(query.from)) && (query.to === undefined || t < Date.parse(query.to));
+  return (
+    (query.from === undefined || t >= Date.parse(query.from)) && (query.to === undefined || t < Date.parse(query.to))
+  );
 }
 
 /** One ledger entry as a movement; a refund's model is its task's (`refundModel`). */
@@ -61,7 +67,13 @@ export function movement(entry: LedgerEntry, refundModel?: string): Movement {
     case 'debit':
       return { ...base, credits: -entry.amount, taskId: entry.taskId, model: entry.job.model };
     case 'refund':
-      return { ...base, credits: entry.amount, taskId: entry.taskId, ...(refundModel === undefined ? {} : { model: refundModel }), reason: entry.reason };
+      return {
+        ...base,
+        credits: entry.amount,
+        taskId: entry.taskId,
+        ...(refundModel === undefined ? {} : { model: refundModel }),
+        reason: entry.reason,
+      };
     case 'topup':
       return { ...base, credits: entry.amount, ...(entry.note === undefined ? {} : { note: entry.note }) };
     case 'open':
@@ -78,7 +90,10 @@ export interface UsageSources {
  * A page: up to `limit` movements in range after the cursor, reading at most USAGE_SCAN_LIMIT
  * entries. `nextCursor` is null once the ledger's end was reached.
  */
-export async function usagePage(query: UsageQuery, sources: UsageSources): Promise<{ movements: Movement[]; nextCursor: string | null }> {
+export async function usagePage(
+  query: UsageQuery,
+  sources: UsageSources,
+): Promise<{ movements: Movement[]; nextCursor: string | null }> {
   const movements: Movement[] = [];
   let after = cursorSeq(query.cursor);
   let scanned = 0;

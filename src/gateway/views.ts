@@ -33,7 +33,13 @@ export function submissionView(task: TaskRecord, creditsRemaining: number): Reco
 export function taskView(task: TaskRecord): Record<string, unknown> {
   switch (task.status) {
     case 'pending':
-      return { id: task.id, model: task.model, status: 'pending', creditsUsed: task.creditsUsed, createdAt: task.createdAt };
+      return {
+        id: task.id,
+        model: task.model,
+        status: 'pending',
+        creditsUsed: task.creditsUsed,
+        createdAt: task.createdAt,
+      };
     case 'completed':
       return {
         id: task.id,

@@ -195,7 +195,9 @@ export class TileCompositor {
       throw new RangeError(`Expected a tile index below ${nCols * this.#rows.length} but received ${index}`);
     }
     if (offset + 3 * this.#tileW * this.#tileH > data.length) {
-      throw new RangeError(`Expected tile data of ${3 * this.#tileW * this.#tileH} values at ${offset} but received ${data.length - offset}`);
+      throw new RangeError(
+        `Expected tile data of ${3 * this.#tileW * this.#tileH} values at ${offset} but received ${data.length - offset}`,
+      );
     }
     if (r !== this.#stripRow) this.#startRow(r, row);
 
@@ -249,7 +251,7 @@ export class TileCompositor {
     const plane = tileW * this.#tileH;
     for (let y = row.ownStart; y < row.ownEnd; y += 1) {
       const s0 = offset + (y - row.start) * tileW + (x0 - col.start);
-      const d0 = (((y - row.ownStart) * seams + seam) * band) * 3;
+      const d0 = ((y - row.ownStart) * seams + seam) * band * 3;
       for (let i = 0; i < x1 - x0; i += 1) {
         const w = trailing ? 1 - up[i]! : up[i]!;
         const s = s0 + i;
@@ -315,7 +317,7 @@ export class TileCompositor {
       for (let c = 0; c < seams; c += 1) {
         const x0 = (this.#cols[c] as Span).ownEnd;
         for (let y = row.ownStart; y < row.ownEnd; y += 1) {
-          const s = (((y - row.ownStart) * seams + c) * band) * 3;
+          const s = ((y - row.ownStart) * seams + c) * band * 3;
           const d = (y * outWidth + x0) * 3;
           quantise.run(strips, s, d, band * 3);
         }

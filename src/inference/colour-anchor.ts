@@ -39,7 +39,9 @@ export function anchorColours(
   const { width: w, height: h } = input;
   const ow = output.width;
   if (!Number.isInteger(factor) || factor < 1 || ow !== w * factor || output.height !== h * factor) {
-    throw new RangeError(`Expected the output to be ${w * factor}x${h * factor} (factor ${factor}) but received ${ow}x${output.height}`);
+    throw new RangeError(
+      `Expected the output to be ${w * factor}x${h * factor} (factor ${factor}) but received ${ow}x${output.height}`,
+    );
   }
   if (sigma === 0) {
     anchorBlocks(input, output, factor, max);
@@ -76,7 +78,15 @@ export function anchorColours(
 }
 
 /** Adds one row of bilinear corrections into 8-bit output (the clamped view rounds and clamps). */
-function spreadRow8(out: Uint8ClampedArray, start: number, ow: number, line: Float32Array, xs0: Int32Array, xs1: Int32Array, txs: Float32Array): void {
+function spreadRow8(
+  out: Uint8ClampedArray,
+  start: number,
+  ow: number,
+  line: Float32Array,
+  xs0: Int32Array,
+  xs1: Int32Array,
+  txs: Float32Array,
+): void {
   let o = start;
   for (let x = 0; x < ow; x++, o += 3) {
     const a = xs0[x]!;
@@ -120,7 +130,12 @@ function spreadRow(
  * whose pixels hit a clamp (a full-strength colour beside its opposite) still averages to its input
  * pixel. A flat tiny image so comes out flat within 2 levels.
  */
-function anchorBlocks(input: InterleavedImage<Uint8Array | Uint16Array>, output: InterleavedImage<Uint8Array | Uint16Array>, factor: number, max: number): void {
+function anchorBlocks(
+  input: InterleavedImage<Uint8Array | Uint16Array>,
+  output: InterleavedImage<Uint8Array | Uint16Array>,
+  factor: number,
+  max: number,
+): void {
   const { width: w, height: h, data: src } = input;
   const ow = output.width;
   const out = output.data;
@@ -135,7 +150,8 @@ function anchorBlocks(input: InterleavedImage<Uint8Array | Uint16Array>, output:
   const base = new Float64Array(n);
   const lo = new Float64Array(n);
   const hi = new Float64Array(n);
-  const clamped = (i: number, shift: number): number => Math.min(hi[i]!, Math.max(lo[i]!, Math.round(base[i]! + shift)));
+  const clamped = (i: number, shift: number): number =>
+    Math.min(hi[i]!, Math.max(lo[i]!, Math.round(base[i]! + shift)));
   const meanAt = (shift: number): number => {
     let sum = 0;
     for (let i = 0; i < n; i++) sum += clamped(i, shift);
@@ -176,7 +192,11 @@ function anchorBlocks(input: InterleavedImage<Uint8Array | Uint16Array>, output:
 }
 
 /** Input minus the mean of its block of the output, per channel, as floats. */
-function blockError(input: InterleavedImage<Uint8Array | Uint16Array>, output: InterleavedImage<Uint8Array | Uint16Array>, factor: number): Float32Array {
+function blockError(
+  input: InterleavedImage<Uint8Array | Uint16Array>,
+  output: InterleavedImage<Uint8Array | Uint16Array>,
+  factor: number,
+): Float32Array {
   const { width: w, height: h } = input;
   const ow = output.width;
   const src = output.data;

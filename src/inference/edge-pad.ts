@@ -34,7 +34,12 @@ export const MIN_NETWORK_SIDE = 16;
 export function paddingFor(width: number, height: number, pad = EDGE_PAD, min = MIN_NETWORK_SIDE): EdgePadding {
   const x = Math.max(2 * pad, min - width);
   const y = Math.max(2 * pad, min - height);
-  return { left: Math.floor(x / 2), right: x - Math.floor(x / 2), top: Math.floor(y / 2), bottom: y - Math.floor(y / 2) };
+  return {
+    left: Math.floor(x / 2),
+    right: x - Math.floor(x / 2),
+    top: Math.floor(y / 2),
+    bottom: y - Math.floor(y / 2),
+  };
 }
 
 export function isNoPadding(p: EdgePadding): boolean {
@@ -42,7 +47,10 @@ export function isNoPadding(p: EdgePadding): boolean {
 }
 
 /** The image with its edge pixels repeated outwards by `p`. */
-export function padEdges<T extends Uint8Array | Uint16Array>(image: InterleavedImage<T>, p: EdgePadding): InterleavedImage<T> {
+export function padEdges<T extends Uint8Array | Uint16Array>(
+  image: InterleavedImage<T>,
+  p: EdgePadding,
+): InterleavedImage<T> {
   const { width, height, data } = image;
   const w = width + p.left + p.right;
   const h = height + p.top + p.bottom;
@@ -62,7 +70,11 @@ export function padEdges<T extends Uint8Array | Uint16Array>(image: InterleavedI
 }
 
 /** The part of a padded image's `scale` times larger output that belongs to the original image. */
-export function cropPadding<T extends Uint8Array | Uint16Array>(image: InterleavedImage<T>, p: EdgePadding, scale: number): InterleavedImage<T> {
+export function cropPadding<T extends Uint8Array | Uint16Array>(
+  image: InterleavedImage<T>,
+  p: EdgePadding,
+  scale: number,
+): InterleavedImage<T> {
   const w = image.width - (p.left + p.right) * scale;
   const h = image.height - (p.top + p.bottom) * scale;
   const out = new (image.data.constructor as new (n: number) => T)(w * h * 3);

@@ -103,7 +103,10 @@ export function ortBinaryDir(): string | undefined {
  * Checking first spares the log ONNX Runtime's own multi-line native error for the common case of a
  * CPU-only install, and says what is missing in words an operator can act on.
  */
-export function missingProviderLibrary(name: ExecutionProviderName, binaryDir: string | undefined = ortBinaryDir()): string | undefined {
+export function missingProviderLibrary(
+  name: ExecutionProviderName,
+  binaryDir: string | undefined = ortBinaryDir(),
+): string | undefined {
   const library = PROVIDER_LIBRARIES[name];
   if (library === undefined || binaryDir === undefined || process.platform !== 'linux') return undefined;
   const file = path.join(binaryDir, library);

@@ -29,7 +29,8 @@ function scaleOfResize(node: onnxProto.onnx.INodeProto, graph: Graph): number {
       : Array.from(new Float32Array(Uint8Array.from(init.rawData ?? []).buffer));
   const h = values[2];
   const w = values[3];
-  if (h === undefined || w === undefined || h !== w) throw new Error(`Expected equal H and W scales on Resize node ${node.name ?? ''}`);
+  if (h === undefined || w === undefined || h !== w)
+    throw new Error(`Expected equal H and W scales on Resize node ${node.name ?? ''}`);
   return h;
 }
 

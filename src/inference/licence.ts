@@ -36,7 +36,9 @@ type NamedNetwork = { name: string; licence: LicenceFacts | null | undefined };
 /** Networks a paid service may not run, as one reason (undefined when there is none), naming the setting that overrides it. */
 export function noncommercialReason(networks: readonly NamedNetwork[]): string | undefined {
   const named = noncommercialNames(networks);
-  return named === undefined ? undefined : `the licence of ${named} forbids commercial use; not served to paying jobs unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1`;
+  return named === undefined
+    ? undefined
+    : `the licence of ${named} forbids commercial use; not served to paying jobs unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1`;
 }
 
 /** The one line a run of such a network logs: for a person's own use. */
@@ -49,5 +51,7 @@ export function noncommercialNotice(networks: readonly NamedNetwork[]): string |
 function noncommercialNames(networks: readonly NamedNetwork[]): string | undefined {
   const refused = networks.filter((n) => allowsCommercialUse(n.licence) === false);
   if (refused.length === 0) return undefined;
-  return [...new Map(refused.map((n) => [n.name, `${n.name} (${n.licence?.spdx ?? 'no licence'})`])).values()].join(', ');
+  return [...new Map(refused.map((n) => [n.name, `${n.name} (${n.licence?.spdx ?? 'no licence'})`])).values()].join(
+    ', ',
+  );
 }

@@ -83,7 +83,12 @@ export const modelSourceSchema = z.discriminatedUnion('kind', [
      */
     kind: z.literal('int8'),
     of: z.string().regex(/^[a-z0-9][a-z0-9.-]*$/),
-    calibration: z.object({ file: z.string().regex(/^(?:[\w-]+\/)?[\w.-]+\.json$/, 'Expected a .json file in the models folder or one folder below it'), sha256: sha256Hex }),
+    calibration: z.object({
+      file: z
+        .string()
+        .regex(/^(?:[\w-]+\/)?[\w.-]+\.json$/, 'Expected a .json file in the models folder or one folder below it'),
+      sha256: sha256Hex,
+    }),
   }),
   z.object({
     /** Built by the project itself (deterministic bytes), e.g. the small lip-sync test model. */
@@ -207,12 +212,18 @@ export const superResolutionManifestSchema = z.object({
    * The same network with float16 weights and activations (a manifest of that name), which GPU
    * providers run instead of this one; its input and output stay float32.
    */
-  halfPrecision: z.string().regex(/^[a-z0-9][a-z0-9.-]*$/).optional(),
+  halfPrecision: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]*$/)
+    .optional(),
   /**
    * The same network as an int8 graph (a manifest of that name) that a CPU host may run instead
    * (WORKER_PRECISION); whether it is offered is its own manifest's `gate`.
    */
-  int8: z.string().regex(/^[a-z0-9][a-z0-9.-]*$/).optional(),
+  int8: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]*$/)
+    .optional(),
   /** A reduced-precision variant's figures against its float32 network (bench/inference/precision-gate.ts). */
   gate: precisionGateSchema.optional(),
 });

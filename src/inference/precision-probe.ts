@@ -37,7 +37,8 @@ export async function probeInput(side: number = SIDE): Promise<Float32Array> {
 export function deliveredPsnr(a: Float32Array, b: Float32Array): number {
   let sum = 0;
   for (let i = 0; i < a.length; i += 1) {
-    const d = Math.round(Math.min(255, Math.max(0, a[i] as number))) - Math.round(Math.min(255, Math.max(0, b[i] as number)));
+    const d =
+      Math.round(Math.min(255, Math.max(0, a[i] as number))) - Math.round(Math.min(255, Math.max(0, b[i] as number)));
     sum += d * d;
   }
   return sum === 0 ? 99 : 10 * Math.log10((255 * 255) / (sum / a.length));
@@ -46,16 +47,23 @@ export function deliveredPsnr(a: Float32Array, b: Float32Array): number {
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 /** Runs the float32 file and the variant's file (paths, verified by the caller) and compares them. */
 export async function probeVariant(float32Path: string, variantPath: string, threads: number): Promise<PrecisionProbe> {
   // The options jobs' sessions get (no spinning, the same threads), so the probe times what jobs will run.
   const options = sessionOptions(['cpu'], threads);
-  const sessions = await Promise.all([ort.InferenceSession.create(float32Path, options), ort.InferenceSession.create(variantPath, options)]);
+  const sessions = await Promise.all([
+    ort.InferenceSession.create(float32Path, options),
+    ort.InferenceSession.create(variantPath, options),
+  ]);
   try {
-    const feeds = { [sessions[0].inputNames[0] as string]: new ort.Tensor('float32', await probeInput(), [1, 3, SIDE, SIDE]) };
+    const feeds = {
+      [sessions[0].inputNames[0] as string]: new ort.Tensor('float32', await probeInput(), [1, 3, SIDE, SIDE]),
+    };
     const outputs: Float32Array[] = [];
     const times: [number[], number[]] = [[], []];
     // One untimed run each (allocations, pre-packing), then the timed rounds in turns.
@@ -67,7 +75,10 @@ export async function probeVariant(float32Path: string, variantPath: string, thr
         else outputs[i] = result[session.outputNames[0] as string]?.data as Float32Array;
       }
     }
-    return { speedVsFloat32: median(times[0]) / median(times[1]), psnrDb: deliveredPsnr(outputs[1] as Float32Array, outputs[0] as Float32Array) };
+    return {
+      speedVsFloat32: median(times[0]) / median(times[1]),
+      psnrDb: deliveredPsnr(outputs[1] as Float32Array, outputs[0] as Float32Array),
+    };
   } finally {
     await Promise.all(sessions.map((s) => s.release()));
   }

@@ -70,24 +70,43 @@ export function choosePrecision(
   variant: SuperResolutionManifest | undefined,
   probe?: PrecisionProbe,
 ): NetworkPrecision {
-  const float32 = (reason: string): NetworkPrecision => ({ network: base.name, graph: base.name, precision: 'fp32', reason });
+  const float32 = (reason: string): NetworkPrecision => ({
+    network: base.name,
+    graph: base.name,
+    precision: 'fp32',
+    reason,
+  });
   if (setting === 'fp32') return float32('WORKER_PRECISION=fp32');
   if (setting === 'fp16' || runsFloat16(setting, provider)) {
     return base.halfPrecision === undefined
       ? float32('no float16 variant')
-      : { network: base.name, graph: base.halfPrecision, precision: 'fp16', reason: setting === 'auto' ? `auto: ${provider} runs float16` : 'WORKER_PRECISION=fp16' };
+      : {
+          network: base.name,
+          graph: base.halfPrecision,
+          precision: 'fp16',
+          reason: setting === 'auto' ? `auto: ${provider} runs float16` : 'WORKER_PRECISION=fp16',
+        };
   }
   if (variant === undefined) return float32(`no int8 variant${setting === 'int8' ? ' (WORKER_PRECISION=int8)' : ''}`);
-  const int8 = (reason: string): NetworkPrecision => ({ network: base.name, graph: variant.name, precision: 'int8', reason });
+  const int8 = (reason: string): NetworkPrecision => ({
+    network: base.name,
+    graph: variant.name,
+    precision: 'int8',
+    reason,
+  });
   // Seams are never a trade-off: a variant whose tiles do not meet within 1/255 does not run, even when asked for.
   if (variant.gate !== undefined && variant.gate.tiledMaxDiff > SEAMLESS_LEVELS) {
-    return float32(`int8 variant not run: its tiles differ from one whole tile by ${variant.gate.tiledMaxDiff}/255 at overlap ${variant.tile.overlap}`);
+    return float32(
+      `int8 variant not run: its tiles differ from one whole tile by ${variant.gate.tiledMaxDiff}/255 at overlap ${variant.tile.overlap}`,
+    );
   }
   if (setting === 'int8') return int8(`WORKER_PRECISION=int8 (${gateLine(variant.gate)})`);
   // auto on a CPU: the gate first (measured on the reference photos and frames), then this host.
   if (variant.gate?.passes !== true) return float32(`auto: int8 not offered, ${gateLine(variant.gate)}`);
   if (probe === undefined) return float32('auto: int8 not probed on this host');
-  if (probe.psnrDb < PRECISION_PSNR_FLOOR_DB) return float32(`auto: int8 gives ${probe.psnrDb.toFixed(1)} dB on this host (floor ${PRECISION_PSNR_FLOOR_DB})`);
-  if (probe.speedVsFloat32 <= 1) return float32(`auto: int8 is not faster on this host (${probe.speedVsFloat32.toFixed(2)}x)`);
+  if (probe.psnrDb < PRECISION_PSNR_FLOOR_DB)
+    return float32(`auto: int8 gives ${probe.psnrDb.toFixed(1)} dB on this host (floor ${PRECISION_PSNR_FLOOR_DB})`);
+  if (probe.speedVsFloat32 <= 1)
+    return float32(`auto: int8 is not faster on this host (${probe.speedVsFloat32.toFixed(2)}x)`);
   return int8(`auto: int8 ${probe.speedVsFloat32.toFixed(2)}x float32 at ${probe.psnrDb.toFixed(1)} dB on this host`);
 }

@@ -64,7 +64,11 @@ export const runProbeGraph: ProbeRunner = async (providers, deviceIndex = 0) => 
     const input = Float32Array.from({ length: values }, (_, i) => i % 7);
     const result = await session.run({ input: new ort.Tensor('float32', input, [1, 3, PROBE_SIDE, PROBE_SIDE]) });
     const output = result['output']?.data;
-    if (!(output instanceof Float32Array) || output.length !== values || output.some((v, i) => Math.abs(v - (input[i] ?? 0)) > 1e-3)) {
+    if (
+      !(output instanceof Float32Array) ||
+      output.length !== values ||
+      output.some((v, i) => Math.abs(v - (input[i] ?? 0)) > 1e-3)
+    ) {
       throw new Error(`the probe convolution on ${providers[0] ?? 'cpu'} returned wrong values`);
     }
   } finally {
@@ -89,7 +93,9 @@ export async function probeExecutionProviders(
     }
   }
   const cpu = failures.at(-1);
-  throw new Error(`Expected ONNX Runtime to run a convolution at least on the CPU but it failed: ${cpu?.error ?? 'unknown error'}`);
+  throw new Error(
+    `Expected ONNX Runtime to run a convolution at least on the CPU but it failed: ${cpu?.error ?? 'unknown error'}`,
+  );
 }
 
 /** The provider list sessions are opened with: from the one that answered on, ending on the CPU. */

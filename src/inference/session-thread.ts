@@ -114,7 +114,9 @@ export class SessionThread {
       const whole = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength;
       return { name, data: whole ? data : data.slice(), dims: [...dims] };
     });
-    const reply = (await this.#request({ type: 'run', feeds: sent, outputs: [...outputs] })) as { outputs: TensorOutput[] };
+    const reply = (await this.#request({ type: 'run', feeds: sent, outputs: [...outputs] })) as {
+      outputs: TensorOutput[];
+    };
     return reply.outputs;
   }
 

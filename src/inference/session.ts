@@ -94,7 +94,11 @@ const createWithOrt: CreateInferenceSession = async (modelPath, options) => {
 };
 
 /** The options every session gets; `providers` is one attempt of providerAttempts(), on GPU `deviceIndex`. */
-export function sessionOptions(providers: readonly ExecutionProviderName[], threads: number, deviceIndex = 0): ort.InferenceSession.SessionOptions {
+export function sessionOptions(
+  providers: readonly ExecutionProviderName[],
+  threads: number,
+  deviceIndex = 0,
+): ort.InferenceSession.SessionOptions {
   return {
     executionProviders: providerOptions(providers, deviceIndex),
     intraOpNumThreads: threads,
@@ -227,11 +231,18 @@ export class SessionCache {
 
   get(modelPath: string): Promise<ModelSession> {
     const resolved = path.resolve(modelPath);
-    const key = [resolved, (this.#settings.executionProviders ?? ['cpu']).join(','), this.#settings.threads ?? 0, this.#settings.deviceIndex ?? 0].join('\0');
+    const key = [
+      resolved,
+      (this.#settings.executionProviders ?? ['cpu']).join(','),
+      this.#settings.threads ?? 0,
+      this.#settings.deviceIndex ?? 0,
+    ].join('\0');
     let pending = this.#sessions.get(key);
     if (pending === undefined) {
       const onThread = this.#create === undefined && (this.#settings.thread ?? true);
-      pending = onThread ? openThreadSession(resolved, this.#settings) : openSession(resolved, this.#settings, this.#create);
+      pending = onThread
+        ? openThreadSession(resolved, this.#settings)
+        : openSession(resolved, this.#settings, this.#create);
       this.#sessions.set(key, pending);
       // A failed creation must not stay cached: the file may be produced or fixed later.
       pending.catch(() => {
@@ -310,4 +321,3 @@ function firstInputShape(graph: Pick<ort.InferenceSession, 'inputMetadata'>): (n
 function oneInputOneOutput(modelPath: string, inputs: readonly string[], outputs: readonly string[]): string {
   return `Expected ${path.basename(modelPath)} to have one input and one output but it has ${inputs.length} and ${outputs.length}`;
 }
-

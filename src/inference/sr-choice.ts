@@ -31,12 +31,19 @@ function entries(text: string): Array<[string, string]> {
       const match = /^([a-z]+)(?::(\d))?=(.+)$/.exec(item);
       const [, use, factor, name] = match ?? [];
       if (use === undefined || name === undefined || !(SR_USES as readonly string[]).includes(use)) {
-        throw new Error(`Expected entries like image=NAME or video:2=NAME (uses: ${SR_USES.join(', ')}) but received ${JSON.stringify(item)}`);
+        throw new Error(
+          `Expected entries like image=NAME or video:2=NAME (uses: ${SR_USES.join(', ')}) but received ${JSON.stringify(item)}`,
+        );
       }
       if (factor !== undefined && (use === 'mouth' || !FACTORS.includes(factor))) {
-        throw new Error(`Expected a factor of ${FACTORS.join(', ')} on an image or video entry but received ${JSON.stringify(item)}`);
+        throw new Error(
+          `Expected a factor of ${FACTORS.join(', ')} on an image or video entry but received ${JSON.stringify(item)}`,
+        );
       }
-      if (!NAME.test(name)) throw new Error(`Expected a model name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`);
+      if (!NAME.test(name))
+        throw new Error(
+          `Expected a model name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`,
+        );
       return [factor === undefined ? use : `${use}:${factor}`, name];
     });
 }

@@ -39,7 +39,10 @@ export interface SrModelLoaderOptions extends RegistryOptions {
 }
 
 /** The tile side a network runs with under a memory budget; the cost model asks the same question. */
-export function budgetTile(manifest: Pick<SuperResolutionManifest, 'tile'>, tileMemoryBytes: number | undefined): number {
+export function budgetTile(
+  manifest: Pick<SuperResolutionManifest, 'tile'>,
+  tileMemoryBytes: number | undefined,
+): number {
   return tileSizeForBudget({
     ...definedFields({ budgetBytes: tileMemoryBytes, bytesPerPixel: manifest.tile.bytesPerPixel }),
     overlap: manifest.tile.overlap,
@@ -48,7 +51,15 @@ export function budgetTile(manifest: Pick<SuperResolutionManifest, 'tile'>, tile
 }
 
 export function createSrModelLoader(options: SrModelLoaderOptions): SrModelLoader {
-  const { sessions, choices = parseSrModelChoices(''), tile, batch, tileMemoryBytes, halfPrecision = false, ...registry } = options;
+  const {
+    sessions,
+    choices = parseSrModelChoices(''),
+    tile,
+    batch,
+    tileMemoryBytes,
+    halfPrecision = false,
+    ...registry
+  } = options;
   return async (use, factor, name) => {
     const chosen = name ?? chooseSrModel(choices, use, factor);
     const manifest = await getManifest(chosen, registry).catch((err: unknown) => {
@@ -56,13 +67,22 @@ export function createSrModelLoader(options: SrModelLoaderOptions): SrModelLoade
       throw err;
     });
     if (manifest.task !== 'super-resolution') {
-      throw new JobError('INVALID_MODEL', `Expected a super-resolution model but ${chosen} is a ${manifest.task} model`);
+      throw new JobError(
+        'INVALID_MODEL',
+        `Expected a super-resolution model but ${chosen} is a ${manifest.task} model`,
+      );
     }
     if (manifest.scale < minimumScale(factor)) {
-      throw new JobError('INVALID_MODEL', `Expected a model of scale ${minimumScale(factor)} or more for upscale_factor "${factor}" but ${chosen} is x${manifest.scale}`);
+      throw new JobError(
+        'INVALID_MODEL',
+        `Expected a model of scale ${minimumScale(factor)} or more for upscale_factor "${factor}" but ${chosen} is x${manifest.scale}`,
+      );
     }
     // The float16 variant is the same network: the tile, scale and range stay the full-precision manifest's.
-    const file = await ensureModelFile(halfPrecision && manifest.halfPrecision !== undefined ? manifest.halfPrecision : chosen, registry);
+    const file = await ensureModelFile(
+      halfPrecision && manifest.halfPrecision !== undefined ? manifest.halfPrecision : chosen,
+      registry,
+    );
     const session = await sessions.get(file.path);
     const loaded: LoadedSrModel = {
       name: chosen,

@@ -28,7 +28,8 @@ export interface TileBudgetRequest {
  */
 export function tileSizeForBudget(request: TileBudgetRequest): number {
   const { budgetBytes, bytesPerPixel, overlap, fallback } = request;
-  if (budgetBytes === undefined || budgetBytes <= 0 || bytesPerPixel === undefined || bytesPerPixel <= 0) return fallback;
+  if (budgetBytes === undefined || budgetBytes <= 0 || bytesPerPixel === undefined || bytesPerPixel <= 0)
+    return fallback;
   const side = Math.floor(Math.sqrt(budgetBytes / bytesPerPixel) / TILE_ALIGN) * TILE_ALIGN;
   const smallest = Math.ceil((2 * overlap + 3 * Math.min(overlap, 4) + 1) / TILE_ALIGN) * TILE_ALIGN;
   return Math.max(smallest, Math.min(MAX_BUDGET_TILE, side));

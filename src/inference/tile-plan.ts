@@ -80,14 +80,22 @@ export function planAxis(length: number, tile: number, overlap: number, feather:
   // only when the stride exceeds twice the feather: hence 3 * feather.
   const minimum = 2 * overlap + 3 * feather;
   if (tile <= minimum) {
-    throw new RangeError(`Expected tile to be greater than 2 * overlap + 3 * feather (${minimum}) but received ${tile}`);
+    throw new RangeError(
+      `Expected tile to be greater than 2 * overlap + 3 * feather (${minimum}) but received ${tile}`,
+    );
   }
   const stride = tile - 2 * overlap - feather;
   const n = Math.ceil((length - tile) / stride) + 1;
   // Spread the slack over every seam instead of piling it on the last tile: each shared band is
   // then at least 2 * overlap + feather wide, and any extra is split between the two sides.
   const starts = Array.from({ length: n }, (_, i) => Math.floor((i * (length - tile)) / (n - 1)));
-  const tiles: AxisTile[] = starts.map((start) => ({ start, leadStart: 0, ownStart: 0, ownEnd: length, trailEnd: length }));
+  const tiles: AxisTile[] = starts.map((start) => ({
+    start,
+    leadStart: 0,
+    ownStart: 0,
+    ownEnd: length,
+    trailEnd: length,
+  }));
   for (let i = 0; i + 1 < n; i += 1) {
     const left = tiles[i] as AxisTile;
     const right = tiles[i + 1] as AxisTile;

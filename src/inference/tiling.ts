@@ -116,11 +116,27 @@ interface Depth<T extends Uint8Array | Uint16Array> {
   readonly max: number;
   readonly unit: string;
   allocate(length: number): T;
-  gather: (src: T, srcWidth: number, x0: number, y0: number, tw: number, th: number, dst: Float32Array, offset: number, gain: number, bias: number) => void;
+  gather: (
+    src: T,
+    srcWidth: number,
+    x0: number,
+    y0: number,
+    tw: number,
+    th: number,
+    dst: Float32Array,
+    offset: number,
+    gain: number,
+    bias: number,
+  ) => void;
 }
 
 const DEPTH8: Depth<Uint8Array> = { max: 255, unit: 'bytes', allocate: (n) => new Uint8Array(n), gather: gatherTile };
-const DEPTH16: Depth<Uint16Array> = { max: 65535, unit: '16-bit values', allocate: (n) => new Uint16Array(n), gather: gatherTile16 };
+const DEPTH16: Depth<Uint16Array> = {
+  max: 65535,
+  unit: '16-bit values',
+  allocate: (n) => new Uint16Array(n),
+  gather: gatherTile16,
+};
 
 /** Upscales interleaved 8-bit RGB; the result is 8-bit. */
 export async function upscaleRgb(model: SrModel, image: RgbImage, options: UpscaleOptions): Promise<UpscaleResult> {
@@ -131,7 +147,11 @@ export async function upscaleRgb(model: SrModel, image: RgbImage, options: Upsca
  * Upscales interleaved 16-bit RGB (one HDR video frame, one 16-bit PNG): 0..65535 in, the network
  * in float, its output quantised to 0..65535. Same options and tiling as upscaleRgb.
  */
-export async function upscaleRgb16(model: SrModel, image: RgbImage16, options: UpscaleOptions): Promise<UpscaleResult16> {
+export async function upscaleRgb16(
+  model: SrModel,
+  image: RgbImage16,
+  options: UpscaleOptions,
+): Promise<UpscaleResult16> {
   return upscaleTiled(model, image, options, DEPTH16);
 }
 
@@ -193,7 +213,10 @@ async function upscaleTiled<T extends Uint8Array | Uint16Array>(
         { retryable: true, cause: outcome.cause },
       );
     }
-    options.logger?.warn({ tile: next, previousTile: tile, err: outcome.cause }, `out of memory at tile ${tile}; retrying with tile ${next}`);
+    options.logger?.warn(
+      { tile: next, previousTile: tile, err: outcome.cause },
+      `out of memory at tile ${tile}; retrying with tile ${next}`,
+    );
     tile = next;
     retries += 1;
   }
@@ -224,22 +247,40 @@ async function upscaleTiled<T extends Uint8Array | Uint16Array>(
         const dims: Nchw = [runN, 3, th, tw];
         result = await model.run(input.subarray(0, runN * tileValues), dims);
       } catch (error) {
-        if (isJobError(error) || error instanceof ProcessingError || (error instanceof Error && error.name === 'AbortError')) throw error;
+        if (
+          isJobError(error) ||
+          error instanceof ProcessingError ||
+          (error instanceof Error && error.name === 'AbortError')
+        )
+          throw error;
         if (!isOutOfMemoryError(error)) {
-          throw new ProcessingError(`Super-resolution failed on tile ${k + 1} of ${plan.count}: ${errorMessage(error)}`, {
-            cause: error,
-          });
+          throw new ProcessingError(
+            `Super-resolution failed on tile ${k + 1} of ${plan.count}: ${errorMessage(error)}`,
+            {
+              cause: error,
+            },
+          );
         }
         if (size === 1) return { cause: error };
         retries += 1;
         const smaller = Math.floor(size / 2);
-        options.logger?.warn({ batch: smaller, previousBatch: size, tile, err: error }, `out of memory at batch ${size}; retrying with batch ${smaller}`);
+        options.logger?.warn(
+          { batch: smaller, previousBatch: size, tile, err: error },
+          `out of memory at batch ${size}; retrying with batch ${smaller}`,
+        );
         size = smaller;
         batch = smaller;
         continue;
       }
       const [b, c, h, w] = result.dims;
-      if (c !== 3 || h !== th * scale || w !== tw * scale || b === undefined || b < n || result.data.length < n * outValues) {
+      if (
+        c !== 3 ||
+        h !== th * scale ||
+        w !== tw * scale ||
+        b === undefined ||
+        b < n ||
+        result.data.length < n * outValues
+      ) {
         throw new ProcessingError(
           `Expected the model to return [${runN}, 3, ${th * scale}, ${tw * scale}] for scale ${scale} but received [${result.dims.join(', ')}]`,
         );
@@ -309,4 +350,3 @@ function requireInteger(name: string, value: number, min: number): void {
     throw new RangeError(`Expected ${name} to be an integer of at least ${min} but received ${String(value)}`);
   }
 }
-

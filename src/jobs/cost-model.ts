@@ -47,13 +47,28 @@ export const MEGA = 1e6;
 export const TILE_OUTPUT_CORE_SECONDS_PER_PIXEL = 0.02e-6;
 
 /** Input pixels the network really runs for one frame: every tile in full, overlaps included. */
-export function tiledInputPixels(width: number, height: number, network: Pick<SrNetworkCost, 'tile' | 'overlap'>): number {
+export function tiledInputPixels(
+  width: number,
+  height: number,
+  network: Pick<SrNetworkCost, 'tile' | 'overlap'>,
+): number {
   // The tiling engine's default feather (tiling.ts defaultFeather); tile-plan.ts has no imports, tiling.ts does.
-  const plan = planTiles({ width, height, tile: network.tile, overlap: network.overlap, feather: Math.min(network.overlap, 4) });
+  const plan = planTiles({
+    width,
+    height,
+    tile: network.tile,
+    overlap: network.overlap,
+    feather: Math.min(network.overlap, 4),
+  });
   return plan.count * plan.tileWidth * plan.tileHeight;
 }
 
-function networkSeconds(width: number, height: number, network: SrNetworkCost, hw: HardwareProfile): { seconds: number; macs: number } {
+function networkSeconds(
+  width: number,
+  height: number,
+  network: SrNetworkCost,
+  hw: HardwareProfile,
+): { seconds: number; macs: number } {
   const tiled = tiledInputPixels(width, height, network);
   const macs = tiled * network.macsPerInputPixel;
   const tileOutput = tiled * network.scale * network.scale;

@@ -23,7 +23,10 @@ export function pipelineFailure(err: unknown, kind: JobKind): JobError {
  * code). The daemon's job runner and the command line apply the same limit.
  */
 export function deadlineError(kind: JobKind, limitMs: number): JobError {
-  return new JobError(KIND_FAILURE_CODE[kind], `Processing took longer than ${formatLimit(limitMs)}, the limit for ${kind} jobs`);
+  return new JobError(
+    KIND_FAILURE_CODE[kind],
+    `Processing took longer than ${formatLimit(limitMs)}, the limit for ${kind} jobs`,
+  );
 }
 
 function formatLimit(ms: number): string {
@@ -45,6 +48,7 @@ export type StopReason = { why: 'deadline'; error: JobError } | { why: 'cancel';
  */
 export function asJobError(err: unknown, kind: JobKind, failed = 'Processing failed'): JobError {
   if (isJobError(err)) return err;
-  if (err instanceof ProcessingError) return new JobError(KIND_FAILURE_CODE[kind], err.message, { retryable: err.retryable, cause: err });
+  if (err instanceof ProcessingError)
+    return new JobError(KIND_FAILURE_CODE[kind], err.message, { retryable: err.retryable, cause: err });
   return new JobError(KIND_FAILURE_CODE[kind], `${failed}: ${errorMessage(err)}`, { cause: err });
 }

@@ -18,7 +18,6 @@ const anyBoolean = z.boolean();
 
 const NON_EMPTY_STRING = 'a non-empty string';
 
-
 export function read(fields: Fields, key: string): unknown {
   // Own properties only: a body of {"constructor": ...} must not reach Object.prototype.
   const value = Object.hasOwn(fields, key) ? fields[key] : undefined;
@@ -33,7 +32,13 @@ export function asObject(subject: string, value: unknown): Fields {
   return value as Fields;
 }
 
-export function requiredText(fields: Fields, key: string, missing: ErrorCode, maxChars?: number, tooLong?: ErrorCode): string {
+export function requiredText(
+  fields: Fields,
+  key: string,
+  missing: ErrorCode,
+  maxChars?: number,
+  tooLong?: ErrorCode,
+): string {
   const value = read(fields, key);
   const parsed = nonBlankString.safeParse(value);
   if (!parsed.success) throw new JobError(missing, expectedValue(key, NON_EMPTY_STRING, value));

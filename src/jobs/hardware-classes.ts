@@ -54,7 +54,8 @@ export const HARDWARE_CLASSES: Readonly<Record<HardwareClassName, HardwareClass>
     setupSeconds: 0.2,
   },
   h100: {
-    description: 'NVIDIA H100 (CUDA execution provider), libx264 on the host CPU: ESTIMATE from published peak throughput',
+    description:
+      'NVIDIA H100 (CUDA execution provider), libx264 on the host CPU: ESTIMATE from published peak throughput',
     basis: 'estimate',
     networkMacsPerSecond: 12e12,
     networkPerCore: false,
@@ -79,8 +80,13 @@ export interface HardwareProfile {
   setupSeconds: number;
 }
 
-export function hardwareProfile(name: HardwareClassName, cores: number, table: Readonly<Record<HardwareClassName, HardwareClass>> = HARDWARE_CLASSES): HardwareProfile {
-  if (!Number.isInteger(cores) || cores < 1) throw new RangeError(`Expected cores to be a positive integer but received ${String(cores)}`);
+export function hardwareProfile(
+  name: HardwareClassName,
+  cores: number,
+  table: Readonly<Record<HardwareClassName, HardwareClass>> = HARDWARE_CLASSES,
+): HardwareProfile {
+  if (!Number.isInteger(cores) || cores < 1)
+    throw new RangeError(`Expected cores to be a positive integer but received ${String(cores)}`);
   const c = table[name];
   return {
     name,

@@ -17,7 +17,11 @@ function formatList(formats: readonly (ContainerKind | ImageFormat)[]): string {
   return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`;
 }
 
-export function checkFormat<F extends ContainerKind | ImageFormat>(field: string, detected: F, allowed: readonly F[]): void {
+export function checkFormat<F extends ContainerKind | ImageFormat>(
+  field: string,
+  detected: F,
+  allowed: readonly F[],
+): void {
   if (!allowed.includes(detected)) {
     throw new JobError('PROBE_FAILED', expectedText(field, formatList(allowed), `${formatName(detected)} content`));
   }

@@ -3,7 +3,17 @@
  * (kinds/index.ts). Every other module asks this one which kind of job a model id names, so a new
  * model is added in its kind's descriptor alone.
  */
-import { KINDS, MODEL_ENTRIES, allKinds, type Job, type JobKind, type JobOf, type KindedJob, type ModelEntry, type ModelOf } from './kinds/index.js';
+import {
+  KINDS,
+  MODEL_ENTRIES,
+  allKinds,
+  type Job,
+  type JobKind,
+  type JobOf,
+  type KindedJob,
+  type ModelEntry,
+  type ModelOf,
+} from './kinds/index.js';
 
 export type ModelId = ModelOf<JobKind>;
 
@@ -47,7 +57,10 @@ export function reportedModel(model: ModelId): string {
 }
 
 /** The kinds' `mediaType`s (spec 2.3), for the schemas of events and task records. */
-export const MEDIA_TYPES = allKinds().flatMap((kind) => (kind.mediaType === undefined ? [] : [kind.mediaType])) as [string, ...string[]];
+export const MEDIA_TYPES = allKinds().flatMap((kind) => (kind.mediaType === undefined ? [] : [kind.mediaType])) as [
+  string,
+  ...string[],
+];
 
 /** The models of a kind (discovery's list). */
 export function modelsOfKind(kind: JobKind): ModelId[] {

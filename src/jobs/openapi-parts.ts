@@ -12,16 +12,34 @@ import { UPSCALE_FACTORS } from './types.js';
  * the deployment allows it: development, and a one-host set-up's own upload links, which the
  * gateway's document adds to this pattern (gateway/http/openapi-schemas.ts, withUploadLinks).
  */
-export const HTTPS_URL_PATTERN = '^https:///*(?:[^\\s/?#@]*@)?(?:[^\\s/?#@:\\[\\]]+|\\[[0-9A-Fa-f:.]+\\])(?::(?:[0-9]{0,4}|[0-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(?:[/?#]\\S*)?$';
+export const HTTPS_URL_PATTERN =
+  '^https:///*(?:[^\\s/?#@]*@)?(?:[^\\s/?#@:\\[\\]]+|\\[[0-9A-Fa-f:.]+\\])(?::(?:[0-9]{0,4}|[0-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?(?:[/?#]\\S*)?$';
 
-export const url = (description: string) => ({ type: 'string', format: 'uri', pattern: HTTPS_URL_PATTERN, maxLength: 2048, description });
-export const factor = { type: 'string', enum: [...UPSCALE_FACTORS], default: '2', description: '"1" enhances without enlarging' };
-export const text = (maxLength: number, description: string) => ({ type: 'string', minLength: 1, maxLength, description });
+export const url = (description: string) => ({
+  type: 'string',
+  format: 'uri',
+  pattern: HTTPS_URL_PATTERN,
+  maxLength: 2048,
+  description,
+});
+export const factor = {
+  type: 'string',
+  enum: [...UPSCALE_FACTORS],
+  default: '2',
+  description: '"1" enhances without enlarging',
+};
+export const text = (maxLength: number, description: string) => ({
+  type: 'string',
+  minLength: 1,
+  maxLength,
+  description,
+});
 
 export const hdr = {
   type: 'string',
   enum: ['keep', 'sdr'],
-  description: 'HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker\'s (docs/contract.md, "Video fidelity").',
+  description:
+    'HDR (PQ or HLG) input: "keep" returns 10-bit HEVC with its HDR tags and metadata; "sdr" tone-maps to BT.709. Default: the worker\'s (docs/contract.md, "Video fidelity").',
 } as const;
 
 const shortTask = {
@@ -35,6 +53,17 @@ const shortTask = {
 const shortRequired = ['id', 'model', 'status', 'creditsUsed', 'creditsRemaining', 'createdAt'];
 
 /** The short task a submission answers (spec 2.2), with what an endpoint adds to it. */
-export function submittedTask(title: string, extra: Record<string, unknown> = {}, required: string[] = [], more: Record<string, unknown> = {}) {
-  return { title, type: 'object', properties: { ...shortTask, ...extra }, required: [...shortRequired, ...required], ...more };
+export function submittedTask(
+  title: string,
+  extra: Record<string, unknown> = {},
+  required: string[] = [],
+  more: Record<string, unknown> = {},
+) {
+  return {
+    title,
+    type: 'object',
+    properties: { ...shortTask, ...extra },
+    required: [...shortRequired, ...required],
+    ...more,
+  };
 }

@@ -10,9 +10,17 @@ import { checkEstimate } from './work-limits.js';
 import type { MediaInfo, VideoStreamInfo } from '../media/index.js';
 
 /** The estimate's quote fields, after refusing it when it would not finish within the kind's limit. */
-export function checkedEstimate<K extends string>(kind: K, estimate: CostEstimate, policy: QuotePolicyOf<K>): Required<QuoteEstimate> {
+export function checkedEstimate<K extends string>(
+  kind: K,
+  estimate: CostEstimate,
+  policy: QuotePolicyOf<K>,
+): Required<QuoteEstimate> {
   checkEstimate(estimate.seconds, policy.timeLimitSeconds[kind], policy.hardware.name, policy.limits);
-  return { estimated_frames: estimate.frames, estimated_seconds: estimate.seconds, hardware_class: policy.hardware.name };
+  return {
+    estimated_frames: estimate.frames,
+    estimated_seconds: estimate.seconds,
+    hardware_class: policy.hardware.name,
+  };
 }
 
 /** Displayed size: quarter turns swap width and height (the decoder applies the rotation). */
@@ -28,10 +36,15 @@ export function measuredStreams(info: MediaInfo): MeasuredStreams {
   const measured: MeasuredStreams = { from: 'streams' };
   const { video, audio } = info;
   if (video?.frameCount !== undefined && video.seconds !== undefined) {
-    measured.video = { seconds: milliseconds(video.seconds), frames: video.frameCount, frame_rate: `${video.fps.num}/${video.fps.den}` };
+    measured.video = {
+      seconds: milliseconds(video.seconds),
+      frames: video.frameCount,
+      frame_rate: `${video.fps.num}/${video.fps.den}`,
+    };
   }
   if (audio?.seconds !== undefined) measured.audio = { seconds: milliseconds(audio.seconds) };
-  if (info.declaredDurationSeconds !== undefined) measured.declared_seconds = milliseconds(info.declaredDurationSeconds);
+  if (info.declaredDurationSeconds !== undefined)
+    measured.declared_seconds = milliseconds(info.declaredDurationSeconds);
   return measured;
 }
 

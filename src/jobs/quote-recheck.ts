@@ -31,7 +31,9 @@ export function sameEcho(...pairs: Pair[]): string | null {
 export function samePrice(input: object, ...pairs: Pair[]): QuoteVerdict {
   const differs = pairs.find(([given, expected]) => given !== expected);
   if (differs === undefined) return { ok: true, input: { ...input } };
-  return refuse(`its ${differs[2]} is ${JSON.stringify(differs[0])} where the price list gives ${JSON.stringify(differs[1])} for its own figures`);
+  return refuse(
+    `its ${differs[2]} is ${JSON.stringify(differs[0])} where the price list gives ${JSON.stringify(differs[1])} for its own figures`,
+  );
 }
 
 export function refuse(reason: string): QuoteVerdict {
@@ -48,7 +50,11 @@ export interface DurationEcho {
 }
 
 /** A duration-priced quote: its `detected_duration` priced again must give its credits, billed seconds and rate. */
-export function sameDurationPrice(input: DurationEcho, creditsUsed: number, price: (seconds: number) => DurationPrice): QuoteVerdict {
+export function sameDurationPrice(
+  input: DurationEcho,
+  creditsUsed: number,
+  price: (seconds: number) => DurationPrice,
+): QuoteVerdict {
   const seconds = DURATION.exec(input.detected_duration);
   if (seconds === null) return refuse(`detected_duration ${JSON.stringify(input.detected_duration)} is not <seconds>s`);
   const expected = price(Number(seconds[1]));

@@ -25,12 +25,22 @@ export { errorBody, formatDuration, formatQuoteError, measuredStreams } from './
  * docs/contract.md "Work limits and the cost estimate", and the quote carries the estimate. Without
  * one, the quote is the spec's alone.
  */
-export async function quoteJob(job: Job, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicy): Promise<QuotedJob> {
+export async function quoteJob(
+  job: Job,
+  deps: QuoteDeps,
+  signal?: AbortSignal,
+  policy?: QuotePolicy,
+): Promise<QuotedJob> {
   signal?.throwIfAborted();
   return quoteOfKind(kindedJob(job), deps, signal, policy);
 }
 
-function quoteOfKind<K extends JobKind>(k: { kind: K; job: JobOf<K> }, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicy): Promise<QuotedJob> {
+function quoteOfKind<K extends JobKind>(
+  k: { kind: K; job: JobOf<K> },
+  deps: QuoteDeps,
+  signal?: AbortSignal,
+  policy?: QuotePolicy,
+): Promise<QuotedJob> {
   return KINDS[k.kind].quote(k.job, deps, signal, policy);
 }
 

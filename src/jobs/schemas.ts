@@ -17,7 +17,9 @@ const taskId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
 const credits = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 
 /** The spec's dedicated tool endpoints (`/api/v1/tools/<name>`), whose bodies are flat: the kinds' tools, in the registry's order. */
-export const TOOL_NAMES: readonly string[] = allKinds().flatMap((kind) => (kind.tool === undefined ? [] : [kind.tool.name]));
+export const TOOL_NAMES: readonly string[] = allKinds().flatMap((kind) =>
+  kind.tool === undefined ? [] : [kind.tool.name],
+);
 export type ToolName = string;
 
 /**
@@ -42,7 +44,9 @@ export function parseJob(raw: unknown): Job {
 export function toolsByMarker(): KindTool<JobKind>[] {
   const tools = allKinds().flatMap((kind): KindTool<JobKind>[] => (kind.tool === undefined ? [] : [kind.tool]));
   const holdsAnother = (tool: KindTool<JobKind>): boolean =>
-    tools.some((other) => other !== tool && Object.hasOwn((tool.body as { properties?: object }).properties ?? {}, other.marker));
+    tools.some(
+      (other) => other !== tool && Object.hasOwn((tool.body as { properties?: object }).properties ?? {}, other.marker),
+    );
   return [...tools.filter(holdsAnother), ...tools.filter((tool) => !holdsAnother(tool))];
 }
 
@@ -53,7 +57,8 @@ export function toolsByMarker(): KindTool<JobKind>[] {
 export function normaliseToolBody(tool: ToolName, body: unknown): Job {
   const kind = allKinds().find((k) => k.tool?.name === tool);
   // Reached only from untyped callers (a CLI argument).
-  if (kind?.tool === undefined) throw new JobError('INVALID_JOB', expectedValue('tool', oneOf(TOOL_NAMES), tool as unknown));
+  if (kind?.tool === undefined)
+    throw new JobError('INVALID_JOB', expectedValue('tool', oneOf(TOOL_NAMES), tool as unknown));
   return kind.tool.parse(body as Fields);
 }
 

@@ -17,12 +17,26 @@ export const upscaleFactor = z.enum(UPSCALE_FACTORS).describe('Default "2"');
 
 export const envelope = {
   id: z.string().regex(TASK_ID_REGEX).optional().describe('Task id; the Nats-Msg-Id header wins and must agree'),
-  credits: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional().describe('What the control plane deducted: echoed as creditsRefunded on failure'),
-  createdAt: z.string().optional().describe('ISO 8601 submission time, echoed in the event (else when the stream stored the job)'),
+  credits: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional()
+    .describe('What the control plane deducted: echoed as creditsRefunded on failure'),
+  createdAt: z
+    .string()
+    .optional()
+    .describe('ISO 8601 submission time, echoed in the event (else when the stream stored the job)'),
 };
 
 /** The video pipelines' HDR choice (every kind that reads a video alike). */
-export const hdr = z.enum(HDR_MODES).optional().describe('HDR (PQ, HLG) input kept as 10-bit HDR ("keep") or tone-mapped to SDR ("sdr"); default: the worker\'s setting');
+export const hdr = z
+  .enum(HDR_MODES)
+  .optional()
+  .describe(
+    'HDR (PQ, HLG) input kept as 10-bit HDR ("keep") or tone-mapped to SDR ("sdr"); default: the worker\'s setting',
+  );
 
 export const estimate = {
   estimated_frames: z.number().optional(),
@@ -36,6 +50,9 @@ export const measuredStreamsSchema = z
     from: z.literal('streams'),
     video: z.object({ seconds: z.number(), frames: z.number().int(), frame_rate: z.string() }).optional(),
     audio: z.object({ seconds: z.number() }).optional(),
-    declared_seconds: z.number().optional().describe("The headers' duration, where it differs from the streams' by over 1 %"),
+    declared_seconds: z
+      .number()
+      .optional()
+      .describe("The headers' duration, where it differs from the streams' by over 1 %"),
   })
   .describe("Measured from the streams' packets, never from headers");

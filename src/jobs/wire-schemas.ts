@@ -22,7 +22,8 @@ export const JOB_ENVELOPE_FIELDS = ['id', 'model', 'input', 'credits', 'createdA
 
 type Schemas = [z.ZodType, z.ZodType, ...z.ZodType[]];
 
-const each = (pick: (schemas: { job: z.ZodType; quote: z.ZodType; result: z.ZodType }) => z.ZodType): Schemas => allKinds().map((kind) => pick(kind.schemas)) as Schemas;
+const each = (pick: (schemas: { job: z.ZodType; quote: z.ZodType; result: z.ZodType }) => z.ZodType): Schemas =>
+  allKinds().map((kind) => pick(kind.schemas)) as Schemas;
 
 /** A job message's body (`media.jobs.<kind>.<model>`) and a quote request (`media.quote`). */
 export const jobMessageSchema = z.union(each((s) => s.job));
@@ -49,7 +50,14 @@ export function checkJobEnvelope(raw: unknown): void {
   if (unknown.length > 0) {
     throw new JobError(
       'INVALID_JOB',
-      expectedText('job', `only the fields ${JOB_ENVELOPE_FIELDS.join(', ')}`, `also ${unknown.slice(0, 5).map((k) => JSON.stringify(k.slice(0, 64))).join(', ')}`),
+      expectedText(
+        'job',
+        `only the fields ${JOB_ENVELOPE_FIELDS.join(', ')}`,
+        `also ${unknown
+          .slice(0, 5)
+          .map((k) => JSON.stringify(k.slice(0, 64)))
+          .join(', ')}`,
+      ),
     );
   }
 }

@@ -65,14 +65,22 @@ export function checkVideoInputSize(size: Size, limits: WorkLimits): void {
   if (side > limits.videoMaxInputSide) {
     throw new JobError(
       'VIDEO_TOO_LARGE',
-      expectedText('the longest side of the video', `at most ${limits.videoMaxInputSide} px`, `${side} px (${sizeText(size)})`),
+      expectedText(
+        'the longest side of the video',
+        `at most ${limits.videoMaxInputSide} px`,
+        `${side} px (${sizeText(size)})`,
+      ),
     );
   }
   const pixels = size.width * size.height;
   if (pixels > limits.videoMaxInputPixels) {
     throw new JobError(
       'VIDEO_TOO_LARGE',
-      expectedText('the video frame', `at most ${groupDigits(limits.videoMaxInputPixels)} pixels`, `${groupDigits(pixels)} (${sizeText(size)})`),
+      expectedText(
+        'the video frame',
+        `at most ${groupDigits(limits.videoMaxInputPixels)} pixels`,
+        `${groupDigits(pixels)} (${sizeText(size)})`,
+      ),
     );
   }
 }
@@ -82,13 +90,24 @@ export function checkVideoOutputSize(output: Size, input: Size, factor: string, 
   const how = `${sizeText(output)} from ${sizeText(input)} at factor "${factor}"`;
   const side = Math.max(output.width, output.height);
   if (side > limits.videoMaxOutputSide) {
-    throw new JobError('OUTPUT_TOO_LARGE', expectedText('the longest side of the output video', `at most ${limits.videoMaxOutputSide} px`, `${side} px (${how})`));
+    throw new JobError(
+      'OUTPUT_TOO_LARGE',
+      expectedText(
+        'the longest side of the output video',
+        `at most ${limits.videoMaxOutputSide} px`,
+        `${side} px (${how})`,
+      ),
+    );
   }
   const pixels = output.width * output.height;
   if (pixels > limits.videoMaxOutputPixels) {
     throw new JobError(
       'OUTPUT_TOO_LARGE',
-      expectedText('the output video frame', `at most ${groupDigits(limits.videoMaxOutputPixels)} pixels`, `${groupDigits(pixels)} (${how})`),
+      expectedText(
+        'the output video frame',
+        `at most ${groupDigits(limits.videoMaxOutputPixels)} pixels`,
+        `${groupDigits(pixels)} (${how})`,
+      ),
     );
   }
 }
@@ -98,7 +117,10 @@ export function checkFrameRate(fps: { num: number; den: number }, limits: WorkLi
   // Compare num/den > max as integers-ish: num > max x den (den is an integer from ffprobe).
   if (fps.num > limits.videoMaxFps * fps.den) {
     const shown = Math.round((fps.num / fps.den) * 1000) / 1000;
-    throw new JobError('FRAME_RATE_TOO_HIGH', expectedText('the video frame rate', `at most ${limits.videoMaxFps} fps`, `${shown} fps (${fps.num}/${fps.den})`));
+    throw new JobError(
+      'FRAME_RATE_TOO_HIGH',
+      expectedText('the video frame rate', `at most ${limits.videoMaxFps} fps`, `${shown} fps (${fps.num}/${fps.den})`),
+    );
   }
 }
 
@@ -118,7 +140,12 @@ export function checkJobOutputPixels(frames: number, pixelsPerFrame: number, lim
 }
 
 /** An estimate over the allowed share of the kind's time limit: JOB_TOO_COSTLY (it could not finish). */
-export function checkEstimate(estimatedSeconds: number, limitSeconds: number, hardwareClass: string, limits: WorkLimits): void {
+export function checkEstimate(
+  estimatedSeconds: number,
+  limitSeconds: number,
+  hardwareClass: string,
+  limits: WorkLimits,
+): void {
   const allowed = Math.floor(limitSeconds * limits.maxEstimatePercentOfLimit) / 100;
   if (estimatedSeconds > allowed) {
     throw new JobError(

@@ -8,7 +8,17 @@
  * this module holds only the order of things and how the passes stop each other.
  */
 import { StageGroup, type InfoLogger } from '../video/index.js';
-import { type FacePassResult, FaceSchedule, scheduleFrames, chooseDrivenFaces, trackObservations, type DrivenFaces, type FaceObservations, type FaceTrackingResult, DEFAULT_TRACKER_OPTIONS } from './faces/index.js';
+import {
+  type FacePassResult,
+  FaceSchedule,
+  scheduleFrames,
+  chooseDrivenFaces,
+  trackObservations,
+  type DrivenFaces,
+  type FaceObservations,
+  type FaceTrackingResult,
+  DEFAULT_TRACKER_OPTIONS,
+} from './faces/index.js';
 import { type OutputPassInput, type OutputPassResult } from './compose/index.js';
 import type { TimelinePlan } from './timeline.js';
 import type { FaceBox } from './types.js';
@@ -21,11 +31,20 @@ export interface PassSteps {
   /** The timeline for a count of source frames, and the job's audio fitted to it. */
   plan(videoFrames: number): { plan: TimelinePlan; fitted: Float32Array };
   /** The audio envelope the active speaker is judged by; undefined when the job does not ask for one. */
-  speakerEnvelope(plan: TimelinePlan, fitted: Float32Array, sourceFrames: number): Promise<ArrayLike<number> | undefined>;
+  speakerEnvelope(
+    plan: TimelinePlan,
+    fitted: Float32Array,
+    sourceFrames: number,
+  ): Promise<ArrayLike<number> | undefined>;
   /** Detection-size boxes in frame pixels. */
   inFrame(boxes: readonly (FaceBox | undefined)[]): (FaceBox | undefined)[];
   /** The output pass, stopped by `signal`. */
-  output(plan: TimelinePlan, fitted: Float32Array, boxAt: OutputPassInput['boxAt'], signal: AbortSignal | undefined): Promise<OutputPassResult>;
+  output(
+    plan: TimelinePlan,
+    fitted: Float32Array,
+    boxAt: OutputPassInput['boxAt'],
+    signal: AbortSignal | undefined,
+  ): Promise<OutputPassResult>;
   /** Removes what a stopped output pass wrote. */
   discardOutput(): Promise<void>;
   /** Source frames per second. */
@@ -55,7 +74,12 @@ export function driveFaces(tracking: FaceTrackingResult, envelope: ArrayLike<num
 function finalChoice(steps: PassSteps, pass: FacePassResult, envelope: ArrayLike<number> | undefined): DrivenFaces {
   const driven = driveFaces(pass.tracking, envelope);
   steps.logger?.info(
-    { tracks: pass.tracking.tracks.length, driven: driven.tracks.map((t) => t.id), method: driven.method, ranking: driven.ranking },
+    {
+      tracks: pass.tracking.tracks.length,
+      driven: driven.tracks.map((t) => t.id),
+      method: driven.method,
+      ranking: driven.ranking,
+    },
     'lip-sync faces chosen',
   );
   return driven;
@@ -64,7 +88,8 @@ function finalChoice(steps: PassSteps, pass: FacePassResult, envelope: ArrayLike
 /** The output pass after a finished face pass, from the frames it counted. */
 export async function passesInTurn(steps: PassSteps, pass: FacePassResult): Promise<Passes> {
   const { plan, fitted } = steps.plan(pass.frameCount);
-  const envelope = pass.tracking.tracks.length > 1 ? await steps.speakerEnvelope(plan, fitted, pass.frameCount) : undefined;
+  const envelope =
+    pass.tracking.tracks.length > 1 ? await steps.speakerEnvelope(plan, fitted, pass.frameCount) : undefined;
   const driven = finalChoice(steps, pass, envelope);
   const boxes = steps.inFrame(driven.boxes);
   const started = performance.now();
@@ -97,7 +122,10 @@ export async function passesTogether(steps: PassSteps, expected: number): Promis
     const pass = await steps.detect(group.signal, (observed) => schedule.observe(observed));
     steps.detected(pass);
     if (pass.frameCount !== expected) {
-      steps.logger?.info({ forecast: expected, decoded: pass.frameCount }, 'the video decoded to another frame count than forecast; lip-syncing again from the counted frames');
+      steps.logger?.info(
+        { forecast: expected, decoded: pass.frameCount },
+        'the video decoded to another frame count than forecast; lip-syncing again from the counted frames',
+      );
       group.halt();
       await outputSettled;
       await steps.discardOutput();
@@ -105,7 +133,15 @@ export async function passesTogether(steps: PassSteps, expected: number): Promis
     }
     const driven = finalChoice(steps, pass, envelope);
     schedule.finish(steps.inFrame(driven.boxes));
-    return { pass, plan, driven, output: await output, outputMs: performance.now() - started, overlapped: true, decisions: schedule.decisions };
+    return {
+      pass,
+      plan,
+      driven,
+      output: await output,
+      outputMs: performance.now() - started,
+      overlapped: true,
+      decisions: schedule.decisions,
+    };
   } catch (error) {
     // The first real failure wins: a face pass stopped by the output pass's failure reports that one.
     throw await group.failure(error, [outputSettled]);

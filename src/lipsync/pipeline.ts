@@ -24,7 +24,15 @@ import {
   type LipsyncModelId,
   type SyncMode,
 } from '../jobs/index.js';
-import { allowedAudioSeconds, allowedFrames, resolveFfmpeg, type MediaInfo, type PathNames, type Rational, type VideoStreamInfo } from '../media/index.js';
+import {
+  allowedAudioSeconds,
+  allowedFrames,
+  resolveFfmpeg,
+  type MediaInfo,
+  type PathNames,
+  type Rational,
+  type VideoStreamInfo,
+} from '../media/index.js';
 import {
   DEFAULT_ENCODER,
   type EncoderSettings,
@@ -46,7 +54,18 @@ import {
   ffmpegVersion,
   probeVideoExtras,
 } from '../video/index.js';
-import { audioEnvelope, loadBlazeFace, type BlazeFaceDetector, detectionSize, letterboxSize, runFacePass, scaleBox, toFramePixels, FACE_DETECTION_PROFILES, type DrivenFaces } from './faces/index.js';
+import {
+  audioEnvelope,
+  loadBlazeFace,
+  type BlazeFaceDetector,
+  detectionSize,
+  letterboxSize,
+  runFacePass,
+  scaleBox,
+  toFramePixels,
+  FACE_DETECTION_PROFILES,
+  type DrivenFaces,
+} from './faces/index.js';
 import { decodeAudio, fitSamples, melSpectrogram } from './audio/index.js';
 import { type VideoQuality, DecoderFailure, type SourceDecodeSpec } from './frames/index.js';
 import { loadThreadedLipsyncModel, loadLipsyncModel, type LipsyncModel } from './network/index.js';
@@ -188,7 +207,12 @@ export function facePassLimit(mode: SyncMode, audioFrames: number): number | und
  * The job's audio as a per-source-frame envelope: each source frame takes the RMS of the first
  * output frame that shows it (NaN for frames never shown, which the correlation skips).
  */
-export function envelopeThroughTimeline(fitted: Float32Array, sampleRate: number, plan: TimelinePlan, sourceFrames: number): Float64Array {
+export function envelopeThroughTimeline(
+  fitted: Float32Array,
+  sampleRate: number,
+  plan: TimelinePlan,
+  sourceFrames: number,
+): Float64Array {
   const fps = plan.fps.num / plan.fps.den;
   const output = audioEnvelope(fitted, sampleRate, fps, plan.outputFrames);
   const out = new Float64Array(sourceFrames).fill(Number.NaN);
@@ -276,7 +300,9 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const faceSize = manifest.face.size;
   const [, outC, outH, outW] = manifest.output.shape;
   if (outC !== 3 || outH !== faceSize || outW !== faceSize) {
-    throw new ProcessingError(`Expected ${manifest.name} to return [B, 3, ${faceSize}, ${faceSize}] faces but its manifest says [B, ${outC}, ${outH}, ${outW}]`);
+    throw new ProcessingError(
+      `Expected ${manifest.name} to return [B, 3, ${faceSize}, ${faceSize}] faces but its manifest says [B, ${outC}, ${outH}, ${outW}]`,
+    );
   }
   const sampleRate = manifest.audio.sampleRate;
   const fps: Rational = r.video.fps;
@@ -284,14 +310,20 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const size = displayedSize(r.video);
   // Validates the output length against the cap with the probe's figures before any decoding.
   const estimatedFrames = Math.max(1, r.video.frameCount ?? framesForSeconds(req.videoInfo.durationSeconds, fps));
-  planTimeline({ mode: req.syncMode, videoFrames: estimatedFrames, fps, audioSeconds: Math.max(1e-3, req.audioInfo.durationSeconds) });
+  planTimeline({
+    mode: req.syncMode,
+    videoFrames: estimatedFrames,
+    fps,
+    audioSeconds: Math.max(1e-3, req.audioInfo.durationSeconds),
+  });
 
   // The backstop (docs/contract.md, "The bill is what runs"): no more audio than the quote measured.
   const audioMax = Math.min(
     req.syncMode === 'cut_off' ? req.videoInfo.durationSeconds + 1 : DEFAULT_MAX_OUTPUT_SECONDS + 1,
     allowedAudioSeconds(req.audioInfo.durationSeconds),
   );
-  const quotedFrames = timing.mode === 'passthrough' ? estimatedFrames : framesForSeconds(req.videoInfo.durationSeconds, fps);
+  const quotedFrames =
+    timing.mode === 'passthrough' ? estimatedFrames : framesForSeconds(req.videoInfo.durationSeconds, fps);
   // The audio decodes beside the set-up steps; one of them failing must not leave it running.
   const setup = new StageGroup(signal, 'lip-sync set-up');
   const audioPromise = decodeAudio(
@@ -308,10 +340,19 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   let samples: Float32Array;
   let decodedFrames: number;
   try {
-    const profile = req.model === 'vendor-lipsync-3' ? FACE_DETECTION_PROFILES.robust : FACE_DETECTION_PROFILES.standard;
-    detector = await loadBlazeFace(profile.model, { sessions: deps.sessions, registry, minScore: profile.minScore, margin: profile.margin });
+    const profile =
+      req.model === 'vendor-lipsync-3' ? FACE_DETECTION_PROFILES.robust : FACE_DETECTION_PROFILES.standard;
+    detector = await loadBlazeFace(profile.model, {
+      sessions: deps.sessions,
+      registry,
+      minScore: profile.minScore,
+      margin: profile.margin,
+    });
     if (req.model === 'vendor-lipsync-2-pro') {
-      if (deps.loadSrModel === undefined) throw new ProcessingError('Expected a super-resolution model loader for vendor-lipsync-2-pro but none was given');
+      if (deps.loadSrModel === undefined)
+        throw new ProcessingError(
+          'Expected a super-resolution model loader for vendor-lipsync-2-pro but none was given',
+        );
       sr = await deps.loadSrModel('mouth', '4');
     }
     extras = await probeVideoExtras(r.videoPath, req.videoInfo.container, {
@@ -360,9 +401,14 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   };
   const detectSpec: SourceDecodeSpec = { ...spec, colour: { plan: detectColour, source: colourFacts } };
   const limit = facePassLimit(req.syncMode, framesForSeconds(audioSeconds, fps));
-  const progress = throttle((p: LipsyncProgress) => req.onProgress?.(p), req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS);
+  const progress = throttle(
+    (p: LipsyncProgress) => req.onProgress?.(p),
+    req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
+  );
   const detectTotal = Math.min(limit ?? Number.MAX_SAFE_INTEGER, estimatedFrames);
-  const detectAt = req.activeSpeaker ? detectionSize(size) : letterboxSize(size, detector.manifest.input.size, detector.margin);
+  const detectAt = req.activeSpeaker
+    ? detectionSize(size)
+    : letterboxSize(size, detector.manifest.input.size, detector.margin);
   const toFrame = toFramePixels(size, detectAt);
   let detecting = true;
 
@@ -414,7 +460,8 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
         ...definedFields({ signal: outputSignal }),
         // While detection runs ahead, its progress is the job's.
         onWritten: (done, final) => {
-          if (!detecting) progress.push({ stage: 'lip-syncing', done, total: plan.outputFrames, unit: 'frames' }, final);
+          if (!detecting)
+            progress.push({ stage: 'lip-syncing', done, total: plan.outputFrames, unit: 'frames' }, final);
         },
       }),
     discardOutput: () => rm(r.partialPath, { force: true }),
@@ -424,7 +471,8 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
 
   // The decode check counted the frames the decoders deliver; a variable frame rate is resampled by
   // them, so its count does not forecast theirs.
-  const probeForecast = (): Promise<number | undefined> => Promise.resolve(timing.mode === 'passthrough' ? decodedFrames : undefined);
+  const probeForecast = (): Promise<number | undefined> =>
+    Promise.resolve(timing.mode === 'passthrough' ? decodedFrames : undefined);
   const forecast = await (deps.forecastFrames ?? probeForecast)();
   let passes: Passes;
   if (forecast === undefined || deps.overlapFacePass === false) {
@@ -439,7 +487,8 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const { pass, plan, driven, output } = passes;
 
   const outSize: Size = size;
-  const codec = quality.mode === 'lossless' ? 'libx264rgb' : colour.output.codec === 'hevc' ? 'libx265' : quality.encoder.codec;
+  const codec =
+    quality.mode === 'lossless' ? 'libx264rgb' : colour.output.codec === 'hevc' ? 'libx265' : quality.encoder.codec;
   const encoder = { codec, mode: quality.mode };
   return {
     outputPath: r.outputPath,
@@ -513,7 +562,10 @@ async function speakerEnvelope(
       { sampleRate, maxSeconds: sourceFrames / fps + 1, ffmpegPath: ffmpeg, ...definedFields({ signal: req.signal }) },
     ).catch((error: unknown) => {
       if (req.signal?.aborted === true) throw error;
-      req.logger?.warn({ err: error }, "the video's soundtrack could not be decoded; judging the speaker by the job's audio");
+      req.logger?.warn(
+        { err: error },
+        "the video's soundtrack could not be decoded; judging the speaker by the job's audio",
+      );
       return undefined;
     });
     if (own !== undefined) {

@@ -11,7 +11,9 @@ export const REAL_LIPSYNC_MODEL = 'wav2lip';
 /** The generated test model: exercises the pipeline, does not lip-sync. */
 export const TEST_LIPSYNC_MODEL = 'wav2lip-test';
 
-const manifestName = z.string().regex(/^[a-z0-9][a-z0-9.-]*$/, 'Expected a model manifest name of lower-case letters, digits, dots and dashes');
+const manifestName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9.-]*$/, 'Expected a model manifest name of lower-case letters, digits, dots and dashes');
 
 export const lipsyncModelMappingSchema = z
   .object({
@@ -62,12 +64,20 @@ export type LipsyncBackendName = (typeof LIPSYNC_BACKEND_NAMES)[number];
 /** "wav2lip" or "wav2lip,sync-compatible": known names, no repeats, at least one, in order of preference. */
 export function parseLipsyncBackends(value: string): LipsyncBackendName[] {
   const out = parseNameList(value, LIPSYNC_BACKEND_NAMES, 'lip-sync backend');
-  if (out.length === 0) throw new Error(`Expected at least one of ${LIPSYNC_BACKEND_NAMES.join(', ')} but received ${JSON.stringify(value)}`);
+  if (out.length === 0)
+    throw new Error(
+      `Expected at least one of ${LIPSYNC_BACKEND_NAMES.join(', ')} but received ${JSON.stringify(value)}`,
+    );
   return out;
 }
 
 /** A provider's model name: sync.so spells them with letters, digits, dots and dashes. */
-const providerModel = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'Expected a provider model name of letters, digits, dots, underscores and dashes');
+const providerModel = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    'Expected a provider model name of letters, digits, dots, underscores and dashes',
+  );
 
 /** Which provider model serves each public id through `sync-compatible`; null: that id is not sent to the provider. */
 export const syncModelMapSchema = z
@@ -93,10 +103,14 @@ export function parseSyncModelMap(text: string): SyncModelMap {
   try {
     given = JSON.parse(text.trim());
   } catch {
-    throw new Error(`Expected a JSON object of lip-sync model ids to provider models but received ${JSON.stringify(text)}`);
+    throw new Error(
+      `Expected a JSON object of lip-sync model ids to provider models but received ${JSON.stringify(text)}`,
+    );
   }
   if (typeof given !== 'object' || given === null || Array.isArray(given)) {
-    throw new Error(`Expected a JSON object of lip-sync model ids to provider models but received ${JSON.stringify(text)}`);
+    throw new Error(
+      `Expected a JSON object of lip-sync model ids to provider models but received ${JSON.stringify(text)}`,
+    );
   }
   const parsed = syncModelMapSchema.safeParse({ ...DEFAULT_SYNC_MODEL_MAP, ...given });
   if (!parsed.success) throw new Error(`Expected a valid provider model map but ${z.prettifyError(parsed.error)}`);

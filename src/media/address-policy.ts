@@ -82,7 +82,11 @@ export function checkAddress(ip: string, policy: AddressPolicy = {}): AddressVer
   const mapped = addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress();
   if (mapped) addr = (addr as ipaddr.IPv6).toIPv4Address();
 
-  if (policy.allowedCidrs !== undefined && policy.allowedCidrs.length > 0 && inAny(addr, parseCidrs(policy.allowedCidrs))) {
+  if (
+    policy.allowedCidrs !== undefined &&
+    policy.allowedCidrs.length > 0 &&
+    inAny(addr, parseCidrs(policy.allowedCidrs))
+  ) {
     return { allowed: true };
   }
 

@@ -11,7 +11,9 @@ import { isImageFormat, type SniffedFormat } from './sniff.js';
 
 export async function checkDecodes(path: string, format: SniffedFormat): Promise<void> {
   if (isImageFormat(format)) {
-    await sharp(path, { limitInputPixels: DEFAULT_MAX_IMAGE_PIXELS, failOn: 'truncated' }).resize(64, 64, { fit: 'inside' }).toBuffer();
+    await sharp(path, { limitInputPixels: DEFAULT_MAX_IMAGE_PIXELS, failOn: 'truncated' })
+      .resize(64, 64, { fit: 'inside' })
+      .toBuffer();
     return;
   }
   await probeMedia(path);

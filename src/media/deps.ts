@@ -30,7 +30,8 @@ export interface MediaDepsOptions extends FetchOptions, ProbeImageOptions {
 }
 
 export function createMediaDeps(options: MediaDepsOptions): MediaDeps {
-  const { signal, ffprobePath, ffmpegPath, probeTimeoutMs, maxPixels, maxSide, verifyDecode, ...fetchOptions } = options;
+  const { signal, ffprobePath, ffmpegPath, probeTimeoutMs, maxPixels, maxSide, verifyDecode, ...fetchOptions } =
+    options;
   const combine = (extra?: AbortSignal): AbortSignal | undefined =>
     extra === undefined ? signal : signal === undefined ? extra : AbortSignal.any([signal, extra]);
 

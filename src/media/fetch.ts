@@ -119,7 +119,10 @@ async function localFile(source: string, path: string, kind: InputKind): Promise
   try {
     info = await stat(absolute);
   } catch {
-    throw new JobError('FETCH_FAILED', `Expected a readable file for the ${kind} input but received "${source}" (not found)`);
+    throw new JobError(
+      'FETCH_FAILED',
+      `Expected a readable file for the ${kind} input but received "${source}" (not found)`,
+    );
   }
   if (!info.isFile()) {
     throw new JobError('FETCH_FAILED', `Expected a regular file for the ${kind} input but received "${source}"`);
@@ -163,20 +166,38 @@ function timeoutError(kind: InputKind, url: URL, detail: string): JobError {
 function guardedLookup(ctx: ExchangeContext, record: (err: unknown) => void): LookupFunction {
   // Node's LookupFunction callback is overloaded (single address or list); the implementation below
   // calls it in the shape `options.all` asks for.
-  return ((hostname: string, options: { all?: boolean; family?: number | string }, callback: (...args: unknown[]) => void) => {
+  return ((
+    hostname: string,
+    options: { all?: boolean; family?: number | string },
+    callback: (...args: unknown[]) => void,
+  ) => {
     ctx
       .resolve(hostname)
       .then((answers) => {
-        if (answers.length === 0) throw new JobError('FETCH_FAILED', `The host ${hostname} of the ${ctx.kind} input has no address`);
+        if (answers.length === 0)
+          throw new JobError('FETCH_FAILED', `The host ${hostname} of the ${ctx.kind} input has no address`);
         for (const answer of answers) {
           const verdict = checkAddress(answer.address, ctx.policy);
           if (!verdict.allowed) throw refused(ctx.kind, hostname, answer.address, verdict.range);
         }
-        const family = options.family === 4 || options.family === 'IPv4' ? 4 : options.family === 6 || options.family === 'IPv6' ? 6 : 0;
+        const family =
+          options.family === 4 || options.family === 'IPv4'
+            ? 4
+            : options.family === 6 || options.family === 'IPv6'
+              ? 6
+              : 0;
         const usable = family === 0 ? answers : answers.filter((a) => a.family === family);
         const first = usable[0];
-        if (first === undefined) throw new JobError('FETCH_FAILED', `The host ${hostname} of the ${ctx.kind} input has no IPv${family} address`);
-        if (options.all === true) callback(null, usable.map((a) => ({ address: a.address, family: a.family })));
+        if (first === undefined)
+          throw new JobError(
+            'FETCH_FAILED',
+            `The host ${hostname} of the ${ctx.kind} input has no IPv${family} address`,
+          );
+        if (options.all === true)
+          callback(
+            null,
+            usable.map((a) => ({ address: a.address, family: a.family })),
+          );
         else callback(null, first.address, first.family);
       })
       .catch((err: unknown) => {
@@ -263,12 +284,20 @@ function exchange(url: URL, ctx: ExchangeContext): Promise<Exchange> {
 
 // ---------------------------------------------------------------- errors
 
-const RETRYABLE_NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const RETRYABLE_NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 
 function networkError(kind: InputKind, url: URL, err: unknown): JobError {
   if (err instanceof JobError) return err;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  const detail = code ?? (errorMessage(err));
+  const detail = code ?? errorMessage(err);
   return new JobError('FETCH_FAILED', `Fetching the ${kind} input from ${displayUrl(url)} failed: ${detail}`, {
     retryable: code !== undefined && RETRYABLE_NETWORK_CODES.has(code),
     cause: err,
@@ -277,21 +306,37 @@ function networkError(kind: InputKind, url: URL, err: unknown): JobError {
 
 /** The one message of every network failure; `detail` (what really happened) goes to the log as its cause. */
 function couldNotFetch(kind: InputKind, start: URL, detail: JobError): JobError {
-  return new JobError('FETCH_FAILED', `Could not fetch the ${kind} input from ${displayUrl(start)}`, { retryable: detail.retryable, cause: detail });
+  return new JobError('FETCH_FAILED', `Could not fetch the ${kind} input from ${displayUrl(start)}`, {
+    retryable: detail.retryable,
+    cause: detail,
+  });
 }
 
 function tooLarge(kind: InputKind, cap: number, url: URL, declared?: number): JobError {
   const received = declared === undefined ? 'more' : `${declared} bytes`;
-  return new JobError('INPUT_TOO_LARGE', `Expected at most ${cap} bytes for the ${kind} input but received ${received} from ${displayUrl(url)}`);
+  return new JobError(
+    'INPUT_TOO_LARGE',
+    `Expected at most ${cap} bytes for the ${kind} input but received ${received} from ${displayUrl(url)}`,
+  );
 }
 
 // ---------------------------------------------------------------- the download
 
-function checkScheme(url: URL, kind: InputKind, allowHttp: boolean, redirected: boolean, prefixes: readonly string[] = []): void {
-  if (url.protocol === 'https:' || (url.protocol === 'http:' && (allowHttp || underPrivatePrefix(url, prefixes)))) return;
+function checkScheme(
+  url: URL,
+  kind: InputKind,
+  allowHttp: boolean,
+  redirected: boolean,
+  prefixes: readonly string[] = [],
+): void {
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && (allowHttp || underPrivatePrefix(url, prefixes))))
+    return;
   const what = url.protocol === 'http:' ? 'a plain http URL' : `a ${url.protocol} URL`;
   if (redirected) {
-    throw new JobError('FETCH_FAILED', `Expected the ${kind} input to redirect to an https URL but it redirected to ${what}`);
+    throw new JobError(
+      'FETCH_FAILED',
+      `Expected the ${kind} input to redirect to an https URL but it redirected to ${what}`,
+    );
   }
   throw new JobError('INVALID_URL', `Expected an https URL for the ${kind} input but received ${what}`);
 }
@@ -324,7 +369,10 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
     userAgent: opts.userAgent ?? 'media-worker',
     signal,
     // Node's `ca` replaces its bundled roots, so the extra certificates are appended to them.
-    ca: opts.extraCaCerts === undefined || opts.extraCaCerts.length === 0 ? undefined : [...rootCertificates, ...opts.extraCaCerts],
+    ca:
+      opts.extraCaCerts === undefined || opts.extraCaCerts.length === 0
+        ? undefined
+        : [...rootCertificates, ...opts.extraCaCerts],
   };
 
   const path = join(opts.dir, `${kind}-${randomBytes(6).toString('hex')}`);
@@ -337,8 +385,12 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
   // failure, the detail as its cause.
   const explain = (err: unknown): unknown => {
     if (opts.signal?.aborted === true) return abortReason(opts.signal);
-    const detail = deadlineHit ? timeoutError(kind, url, `not finished within ${deadlineMs} ms`) : networkError(kind, url, current?.failure() ?? err);
-    return detail.code === 'FETCH_FAILED' && opts.detailedNetworkErrors !== true ? couldNotFetch(kind, start, detail) : detail;
+    const detail = deadlineHit
+      ? timeoutError(kind, url, `not finished within ${deadlineMs} ms`)
+      : networkError(kind, url, current?.failure() ?? err);
+    return detail.code === 'FETCH_FAILED' && opts.detailedNetworkErrors !== true
+      ? couldNotFetch(kind, start, detail)
+      : detail;
   };
 
   try {
@@ -346,7 +398,12 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
       checkScheme(url, kind, allowHttp, redirects > 0, prefixes);
       try {
         // A named private prefix is fetched wherever it resolves; anything else by the address policy.
-        current = await exchange(url, underPrivatePrefix(url, prefixes) ? { ...ctx, policy: { allowPrivate: true }, resolve: opts.resolve ?? systemResolver } : ctx);
+        current = await exchange(
+          url,
+          underPrivatePrefix(url, prefixes)
+            ? { ...ctx, policy: { allowPrivate: true }, resolve: opts.resolve ?? systemResolver }
+            : ctx,
+        );
       } catch (err) {
         throw explain(err);
       }
@@ -357,10 +414,16 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
         response.destroy();
         const location = response.headers.location;
         if (location === undefined) {
-          throw new JobError('FETCH_FAILED', `The ${kind} input at ${displayUrl(url)} answered ${status} without a Location header`);
+          throw new JobError(
+            'FETCH_FAILED',
+            `The ${kind} input at ${displayUrl(url)} answered ${status} without a Location header`,
+          );
         }
         if (redirects + 1 > maxRedirects) {
-          throw new JobError('FETCH_FAILED', `Expected at most ${maxRedirects} redirects for the ${kind} input but ${displaySource(start.href)} redirected more often`);
+          throw new JobError(
+            'FETCH_FAILED',
+            `Expected at most ${maxRedirects} redirects for the ${kind} input but ${displaySource(start.href)} redirected more often`,
+          );
         }
         try {
           url = new URL(location, url);
@@ -372,9 +435,13 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
 
       if (status < 200 || status > 299) {
         response.destroy();
-        throw new JobError('FETCH_FAILED', `Fetching the ${kind} input from ${displayUrl(url)} failed: HTTP ${status}`, {
-          retryable: status >= 500 || status === 408 || status === 429,
-        });
+        throw new JobError(
+          'FETCH_FAILED',
+          `Fetching the ${kind} input from ${displayUrl(url)} failed: HTTP ${status}`,
+          {
+            retryable: status >= 500 || status === 408 || status === 429,
+          },
+        );
       }
 
       const declared = Number.parseInt(response.headers['content-length'] ?? '', 10);
@@ -384,11 +451,18 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
       }
 
       let bytes = 0;
-      const slow = rateGuard(opts, () => bytes, (rate, windowMs) => {
-        const failure = new JobError('FETCH_FAILED', `Fetching the ${kind} input from ${displayUrl(url)} was too slow: ${rate} bytes in ${windowMs} ms`);
-        slowFailure = failure;
-        response.destroy(failure);
-      });
+      const slow = rateGuard(
+        opts,
+        () => bytes,
+        (rate, windowMs) => {
+          const failure = new JobError(
+            'FETCH_FAILED',
+            `Fetching the ${kind} input from ${displayUrl(url)} was too slow: ${rate} bytes in ${windowMs} ms`,
+          );
+          slowFailure = failure;
+          response.destroy(failure);
+        },
+      );
       const counter = new Transform({
         transform(chunk: Buffer, _encoding, done) {
           bytes += chunk.length;
@@ -420,7 +494,11 @@ async function download(start: URL, kind: InputKind, opts: LocalizeOptions): Pro
  * Checks every `rateWindowMs` that the body brought at least the minimum rate's worth of bytes
  * since the last check; `tooSlow` is called once when it did not.
  */
-function rateGuard(opts: FetchOptions, bytes: () => number, tooSlow: (got: number, windowMs: number) => void): { stop(): void } {
+function rateGuard(
+  opts: FetchOptions,
+  bytes: () => number,
+  tooSlow: (got: number, windowMs: number) => void,
+): { stop(): void } {
   const min = opts.minBytesPerSecond ?? DEFAULT_MIN_BYTES_PER_SECOND;
   const windowMs = opts.rateWindowMs ?? DEFAULT_RATE_WINDOW_MS;
   if (min <= 0) return { stop: () => undefined };
@@ -461,7 +539,10 @@ export async function localize(source: string, kind: InputKind, opts: LocalizeOp
   }
   checkScheme(url, kind, opts.allowHttp ?? false, false, opts.privateUrlPrefixes);
   if (url.hostname === '') {
-    throw new JobError('INVALID_URL', `Expected an https URL with a host for the ${kind} input but received "${displaySource(source)}"`);
+    throw new JobError(
+      'INVALID_URL',
+      `Expected an https URL with a host for the ${kind} input but received "${displaySource(source)}"`,
+    );
   }
   return download(url, kind, opts);
 }

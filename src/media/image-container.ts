@@ -91,7 +91,12 @@ export interface EmbeddedMetadata {
  * the encoder wrote is replaced. `width` and `height` are the picture's (a WebP written in the simple
  * format needs them to become the extended format).
  */
-export function embedMetadata(file: Buffer, format: ImageFormat, metadata: EmbeddedMetadata, size: { width: number; height: number }): Buffer {
+export function embedMetadata(
+  file: Buffer,
+  format: ImageFormat,
+  metadata: EmbeddedMetadata,
+  size: { width: number; height: number },
+): Buffer {
   if (metadata.icc === undefined && metadata.exif === undefined) return file;
   switch (format) {
     case 'png':
@@ -172,7 +177,8 @@ function jpegSegment(marker: number, data: Buffer): Buffer {
 }
 
 function embedInJpeg(file: Buffer, metadata: EmbeddedMetadata): Buffer {
-  if (file.length < 4 || file[0] !== 0xff || file[1] !== 0xd8) throw new Error('Expected an encoded JPEG starting with SOI');
+  if (file.length < 4 || file[0] !== 0xff || file[1] !== 0xd8)
+    throw new Error('Expected an encoded JPEG starting with SOI');
   const kept: Buffer[] = [];
   let jfif: Buffer | undefined;
   let position = 2;
@@ -193,18 +199,28 @@ function embedInJpeg(file: Buffer, metadata: EmbeddedMetadata): Buffer {
   const added: Buffer[] = [];
   if (metadata.exif !== undefined) {
     const body = Buffer.concat([EXIF_PREFIX, metadata.exif]);
-    if (body.length > JPEG_SEGMENT_MAX) throw new Error(`Expected EXIF of at most ${JPEG_SEGMENT_MAX} bytes for a JPEG but it has ${body.length}`);
+    if (body.length > JPEG_SEGMENT_MAX)
+      throw new Error(`Expected EXIF of at most ${JPEG_SEGMENT_MAX} bytes for a JPEG but it has ${body.length}`);
     added.push(jpegSegment(0xe1, body));
   }
   if (metadata.icc !== undefined) {
     const count = Math.ceil(metadata.icc.length / ICC_CHUNK);
-    if (count > 255) throw new Error(`Expected an ICC profile of at most ${255 * ICC_CHUNK} bytes for a JPEG but it has ${metadata.icc.length}`);
+    if (count > 255)
+      throw new Error(
+        `Expected an ICC profile of at most ${255 * ICC_CHUNK} bytes for a JPEG but it has ${metadata.icc.length}`,
+      );
     for (let i = 0; i < count; i++) {
       const chunk = metadata.icc.subarray(i * ICC_CHUNK, (i + 1) * ICC_CHUNK);
       added.push(jpegSegment(0xe2, Buffer.concat([ICC_MARKER, Buffer.from([i + 1, count]), chunk])));
     }
   }
-  return Buffer.concat([file.subarray(0, 2), ...(jfif === undefined ? [] : [jfif]), ...added, ...kept, file.subarray(position)]);
+  return Buffer.concat([
+    file.subarray(0, 2),
+    ...(jfif === undefined ? [] : [jfif]),
+    ...added,
+    ...kept,
+    file.subarray(position),
+  ]);
 }
 
 // WebP: the extended format (VP8X) with its ICC and EXIF flags, ICCP first and EXIF last.
@@ -245,9 +261,12 @@ function embedInWebp(file: Buffer, metadata: EmbeddedMetadata, size: { width: nu
     vp8x.writeUIntLE(size.height - 1, 7, 3);
     const picture = chunks[0];
     // A simple lossless picture says in its header whether it uses alpha (bit 28 after the signature byte).
-    if (picture?.type === 'VP8L' && picture.data.length >= 5 && ((picture.data.readUInt32LE(1) >>> 28) & 1) === 1) vp8x[0] = VP8X_ALPHA;
+    if (picture?.type === 'VP8L' && picture.data.length >= 5 && ((picture.data.readUInt32LE(1) >>> 28) & 1) === 1)
+      vp8x[0] = VP8X_ALPHA;
   }
-  const body = chunks.filter((c) => c.type !== 'VP8X' && !(c.type === 'ICCP' && metadata.icc) && !(c.type === 'EXIF' && metadata.exif));
+  const body = chunks.filter(
+    (c) => c.type !== 'VP8X' && !(c.type === 'ICCP' && metadata.icc) && !(c.type === 'EXIF' && metadata.exif),
+  );
   if (metadata.icc !== undefined) vp8x[0] = (vp8x[0] ?? 0) | VP8X_ICC;
   if (metadata.exif !== undefined) vp8x[0] = (vp8x[0] ?? 0) | VP8X_EXIF;
   const ordered: RiffChunk[] = [

@@ -42,7 +42,8 @@ class Tiff {
     if (this.u16(2) !== 42) throw new RangeError('magic');
   }
   check(offset: number, length: number): void {
-    if (!Number.isInteger(offset) || offset < 0 || offset + length > this.buf.length) throw new RangeError('outside the block');
+    if (!Number.isInteger(offset) || offset < 0 || offset + length > this.buf.length)
+      throw new RangeError('outside the block');
   }
   u16(offset: number): number {
     this.check(offset, 2);

@@ -3,11 +3,7 @@ export { checkAddress, parseCidrs, type AddressPolicy, type AddressVerdict } fro
 export { findOnPath, resolveFfmpeg, resolveFfprobe, type BinaryOptions } from './binaries.js';
 export { createMediaDeps, type MediaDeps, type MediaDepsOptions } from './deps.js';
 export * from './settings.js';
-export {
-  localize,
-  type FetchOptions,
-  type LocalizeOptions,
-} from './fetch.js';
+export { localize, type FetchOptions, type LocalizeOptions } from './fetch.js';
 export {
   backoffDelay,
   callJson,
@@ -38,10 +34,23 @@ export {
 } from './ffmpeg-args.js';
 export { checkDolbyVision, dolbyVisionFromSideData, type DolbyVision } from './dolby-vision.js';
 export { crc32, embedMetadata, readImageLayout, type EmbeddedMetadata, type ImageLayout } from './image-container.js';
-export { iccColourSpace, iccDescription, imageColourPlan, type ColourHeader, type ImageColourPlan } from './image-colour.js';
+export {
+  iccColourSpace,
+  iccDescription,
+  imageColourPlan,
+  type ColourHeader,
+  type ImageColourPlan,
+} from './image-colour.js';
 export { cleanExif, exifTiff, summariseExif, type ExifCleaning, type ExifSummary } from './image-metadata.js';
 export { DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_IMAGE_SIDE, probeImage, type ProbeImageOptions } from './probe-image.js';
-export { DEFAULT_PROBE_TIMEOUT_MS, normaliseRotation, parseFfprobeOutput, parseFraction, probeMedia, type ProbeMediaOptions } from './probe-media.js';
+export {
+  DEFAULT_PROBE_TIMEOUT_MS,
+  normaliseRotation,
+  parseFfprobeOutput,
+  parseFraction,
+  probeMedia,
+  type ProbeMediaOptions,
+} from './probe-media.js';
 export {
   ProcessError,
   isProcessError,
@@ -56,7 +65,14 @@ export {
   type SpawnProcessOptions,
   type StreamingProcess,
 } from './process.js';
-export { describeUnsupportedImage, describeUnsupportedImageFile, isImageFormat, sniffBuffer, sniffFile, type SniffedFormat } from './sniff.js';
+export {
+  describeUnsupportedImage,
+  describeUnsupportedImageFile,
+  isImageFormat,
+  sniffBuffer,
+  sniffFile,
+  type SniffedFormat,
+} from './sniff.js';
 export {
   AUDIO_TOLERANCE_SECONDS,
   FRAME_TOLERANCE,
@@ -68,7 +84,16 @@ export {
 } from './stream-measure.js';
 export { checkDecodes } from './decode-check.js';
 export { SHA256_HEX, fileDigest, type FileDigest } from './file-digest.js';
-export type { AudioStreamInfo, ContainerKind, ImageFormat, ImageInfo, LocalInput, MediaInfo, Rational, VideoStreamInfo } from './types.js';
+export type {
+  AudioStreamInfo,
+  ContainerKind,
+  ImageFormat,
+  ImageInfo,
+  LocalInput,
+  MediaInfo,
+  Rational,
+  VideoStreamInfo,
+} from './types.js';
 export {
   FOREIGN_LEFTOVER_MAX_AGE_MS,
   JOB_DIR_PREFIX,
@@ -82,4 +107,12 @@ export {
   type LeftoverReport,
   type LeftoverSweep,
 } from './workdir.js';
-export { currentOwner, ownedTempName, ownerState, ownerToken, parseOwnerToken, type OwnerState, type ProcessOwner } from './owner.js';
+export {
+  currentOwner,
+  ownedTempName,
+  ownerState,
+  ownerToken,
+  parseOwnerToken,
+  type OwnerState,
+  type ProcessOwner,
+} from './owner.js';

@@ -50,7 +50,8 @@ function currentDomain(): string {
   const boot = readOrEmpty(() => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim());
   const pidNamespace = readOrEmpty(() => readlinkSync('/proc/self/ns/pid'));
   // Without /proc (macOS development machines): the host name and the boot time stand in.
-  const seed = boot === '' ? `${os.hostname()}:${Math.round(Date.now() / 1000 - os.uptime())}` : `${boot}:${pidNamespace}`;
+  const seed =
+    boot === '' ? `${os.hostname()}:${Math.round(Date.now() / 1000 - os.uptime())}` : `${boot}:${pidNamespace}`;
   return createHash('sha256').update(seed).digest('hex').slice(0, 8);
 }
 

@@ -52,7 +52,10 @@ export async function probeImage(path: string, opts: ProbeImageOptions = {}): Pr
   const sniffed = await sniffFile(path);
   if (!isImageFormat(sniffed)) {
     const named = sniffed === null ? await describeUnsupportedImageFile(path) : undefined;
-    throw new JobError('PROBE_FAILED', `Expected a JPEG, PNG or WebP image but received ${named ?? describeFormat(sniffed)}`);
+    throw new JobError(
+      'PROBE_FAILED',
+      `Expected a JPEG, PNG or WebP image but received ${named ?? describeFormat(sniffed)}`,
+    );
   }
   const format: ImageFormat = sniffed;
 
@@ -61,17 +64,27 @@ export async function probeImage(path: string, opts: ProbeImageOptions = {}): Pr
     // The header only: no pixel limit here, so that the size check below can name the sizes.
     meta = await sharp(path, { limitInputPixels: false }).metadata();
   } catch (err) {
-    throw new JobError('PROBE_FAILED', `The ${format.toUpperCase()} image header could not be read: ${firstErrorLine(err)}`, { cause: err });
+    throw new JobError(
+      'PROBE_FAILED',
+      `The ${format.toUpperCase()} image header could not be read: ${firstErrorLine(err)}`,
+      { cause: err },
+    );
   }
   if (meta.format !== format) {
-    throw new JobError('PROBE_FAILED', `Expected a ${format.toUpperCase()} image but the decoder read it as ${String(meta.format)}`);
+    throw new JobError(
+      'PROBE_FAILED',
+      `Expected a ${format.toUpperCase()} image but the decoder read it as ${String(meta.format)}`,
+    );
   }
   // Animation is refused like a GIF's (docs/contract.md, "Image fidelity"): one frame of it is not what was sent.
   const layout = await readImageLayout(path, format);
   const frames = meta.pages ?? 1;
   if (layout.animated || frames > 1) {
     const count = frames > 1 ? ` of ${frames} frames` : '';
-    throw new JobError('PROBE_FAILED', `Expected a still image but received an animated ${format === 'png' ? 'PNG (APNG)' : 'WebP'}${count}; animated images are not upscaled, like animated GIF`);
+    throw new JobError(
+      'PROBE_FAILED',
+      `Expected a still image but received an animated ${format === 'png' ? 'PNG (APNG)' : 'WebP'}${count}; animated images are not upscaled, like animated GIF`,
+    );
   }
   const { width, height } = meta.autoOrient;
   if (!Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) {
@@ -93,7 +106,11 @@ export async function probeImage(path: string, opts: ProbeImageOptions = {}): Pr
         .raw()
         .toBuffer();
     } catch (err) {
-      throw new JobError('PROBE_FAILED', `The ${format.toUpperCase()} image data is truncated or corrupt: ${firstErrorLine(err)}`, { cause: err });
+      throw new JobError(
+        'PROBE_FAILED',
+        `The ${format.toUpperCase()} image data is truncated or corrupt: ${firstErrorLine(err)}`,
+        { cause: err },
+      );
     }
   }
 
@@ -104,7 +121,8 @@ export async function probeImage(path: string, opts: ProbeImageOptions = {}): Pr
     channels: meta.channels,
     hasAlpha: meta.hasAlpha,
     bitDepth: BITS_BY_DEPTH[meta.depth] ?? 8,
-    orientation: meta.orientation !== undefined && meta.orientation >= 1 && meta.orientation <= 8 ? meta.orientation : 1,
+    orientation:
+      meta.orientation !== undefined && meta.orientation >= 1 && meta.orientation <= 8 ? meta.orientation : 1,
     hasIccProfile: meta.hasProfile,
   };
 }

@@ -18,7 +18,15 @@ import { dolbyVisionFromSideData } from './dolby-vision.js';
 import { ffprobeArgs } from './ffmpeg-args.js';
 import { ffmpegReason, isProcessError, runProcess } from './process.js';
 import { isImageFormat, sniffFile } from './sniff.js';
-import { fileSeconds, highestFrameRate, measureStream, packetSchema, packetTimes, type Packet, type StreamMeasurement } from './stream-measure.js';
+import {
+  fileSeconds,
+  highestFrameRate,
+  measureStream,
+  packetSchema,
+  packetTimes,
+  type Packet,
+  type StreamMeasurement,
+} from './stream-measure.js';
 import type { AudioStreamInfo, ContainerKind, MediaInfo, Rational, VideoStreamInfo } from './types.js';
 import { definedFields } from '../defined-fields.js';
 
@@ -57,7 +65,9 @@ const streamSchema = z.object({
   channels: z.number().optional(),
   disposition: z.record(z.string(), z.number()).optional(),
   tags: z.record(z.string(), z.string()).optional(),
-  side_data_list: z.array(z.object({ side_data_type: z.string().optional(), rotation: z.number().optional() }).loose()).optional(),
+  side_data_list: z
+    .array(z.object({ side_data_type: z.string().optional(), rotation: z.number().optional() }).loose())
+    .optional(),
 });
 
 const ffprobeSchema = z.object({
@@ -166,7 +176,10 @@ function audioInfo(stream: FfprobeStream, packets: readonly Packet[], index: num
 }
 
 /** The default stream of a type, else its first, with its index; cover art in audio files is not a video stream. */
-function pickStream(streams: FfprobeStream[], type: 'video' | 'audio'): { stream: FfprobeStream; index: number } | undefined {
+function pickStream(
+  streams: FfprobeStream[],
+  type: 'video' | 'audio',
+): { stream: FfprobeStream; index: number } | undefined {
   const candidates = streams
     .map((stream, position) => ({ stream, index: stream.index ?? position }))
     .filter(({ stream }) => stream.codec_type === type && stream.disposition?.['attached_pic'] !== 1);
@@ -174,7 +187,10 @@ function pickStream(streams: FfprobeStream[], type: 'video' | 'audio'): { stream
 }
 
 /** The headers' duration: the container's, else the longest stream's. */
-function declaredDuration(streams: FfprobeStream[], format: { duration?: string | number | undefined }): number | undefined {
+function declaredDuration(
+  streams: FfprobeStream[],
+  format: { duration?: string | number | undefined },
+): number | undefined {
   const streamDurations = streams.map((s) => positiveNumber(s.duration)).filter((d): d is number => d !== undefined);
   return positiveNumber(format.duration) ?? (streamDurations.length > 0 ? Math.max(...streamDurations) : undefined);
 }
@@ -198,7 +214,10 @@ export function parseFfprobeOutput(json: unknown, container: ContainerKind): Med
 
   const durationSeconds = fileSeconds(video?.measured, audio?.measured);
   if (durationSeconds === undefined) {
-    throw new JobError('PROBE_FAILED', `The duration of the ${container.toUpperCase()} file could not be measured: its streams hold no timed packets`);
+    throw new JobError(
+      'PROBE_FAILED',
+      `The duration of the ${container.toUpperCase()} file could not be measured: its streams hold no timed packets`,
+    );
   }
 
   const info: MediaInfo = {
@@ -207,7 +226,8 @@ export function parseFfprobeOutput(json: unknown, container: ContainerKind): Med
     durationSeconds,
   };
   const declared = declaredDuration(streams, format);
-  if (declared !== undefined && Math.abs(declared - durationSeconds) > 0.01 * durationSeconds) info.declaredDurationSeconds = declared;
+  if (declared !== undefined && Math.abs(declared - durationSeconds) > 0.01 * durationSeconds)
+    info.declaredDurationSeconds = declared;
   if (video !== undefined) info.video = video.info;
   if (audio !== undefined) info.audio = audio.info;
   const bitRate = positiveInteger(format.bit_rate);
@@ -243,7 +263,11 @@ export async function probeMedia(file: string, opts: ProbeMediaOptions = {}): Pr
     if (err.reason === 'timeout') {
       throw new JobError('PROBE_FAILED', `${what} could not be read within ${timeoutMs / 1000} s`, { cause: err });
     }
-    throw new JobError('PROBE_FAILED', `${what} could not be read: ${ffmpegReason(err.stderrTail, [[path, 'input']], 2)}`, { cause: err });
+    throw new JobError(
+      'PROBE_FAILED',
+      `${what} could not be read: ${ffmpegReason(err.stderrTail, [[path, 'input']], 2)}`,
+      { cause: err },
+    );
   }
 
   let json: unknown;

@@ -150,7 +150,11 @@ function describe(command: string): string {
  * Spawns a process whose stdin/stdout stay open as streams (the video pipeline's decode and encode
  * stages). The caller must consume stdout; `done` is the single place a failure is reported.
  */
-export function spawnProcess(command: string, args: readonly string[], opts: SpawnProcessOptions = {}): StreamingProcess {
+export function spawnProcess(
+  command: string,
+  args: readonly string[],
+  opts: SpawnProcessOptions = {},
+): StreamingProcess {
   const tail = new TailBuffer(opts.stderrTailBytes ?? DEFAULT_STDERR_TAIL_BYTES);
   const grace = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const name = describe(command);
@@ -211,7 +215,13 @@ export function spawnProcess(command: string, args: readonly string[], opts: Spa
       const base = { command, args, exitCode: code, signal, stderrTail };
 
       if (spawnError !== undefined && child.pid === undefined) {
-        reject(new ProcessError(`${name} could not be started: ${spawnError.message}`, { ...base, reason: 'spawn', cause: spawnError }));
+        reject(
+          new ProcessError(`${name} could not be started: ${spawnError.message}`, {
+            ...base,
+            reason: 'spawn',
+            cause: spawnError,
+          }),
+        );
       } else if (stopReason === 'aborted' && opts.signal !== undefined) {
         reject(abortReason(opts.signal));
       } else if (stopReason === 'timeout') {
@@ -254,10 +264,18 @@ export function spawnProcess(command: string, args: readonly string[], opts: Spa
 }
 
 /** Runs a process to completion, collecting stdout (bounded) and the stderr tail. */
-export async function runProcess(command: string, args: readonly string[], opts: RunProcessOptions = {}): Promise<ProcessResult> {
+export async function runProcess(
+  command: string,
+  args: readonly string[],
+  opts: RunProcessOptions = {},
+): Promise<ProcessResult> {
   if (opts.signal?.aborted) throw abortReason(opts.signal);
   const maxStdout = opts.maxStdoutBytes ?? DEFAULT_MAX_STDOUT_BYTES;
-  const proc = spawnProcess(command, args, { ...opts, stdin: opts.stdin === undefined ? 'ignore' : 'pipe', stdout: 'pipe' });
+  const proc = spawnProcess(command, args, {
+    ...opts,
+    stdin: opts.stdin === undefined ? 'ignore' : 'pipe',
+    stdout: 'pipe',
+  });
 
   const chunks: Buffer[] = [];
   let size = 0;

@@ -14,7 +14,10 @@ export class TransientProviderError extends Error {
   /** The provider's Retry-After, in milliseconds, when it sent one. */
   readonly retryAfterMs: number | undefined;
   readonly status: number | undefined;
-  constructor(message: string, options?: { cause?: unknown; retryAfterMs?: number | undefined; status?: number | undefined }) {
+  constructor(
+    message: string,
+    options?: { cause?: unknown; retryAfterMs?: number | undefined; status?: number | undefined },
+  ) {
     super(message, options);
     this.name = 'TransientProviderError';
     this.retryAfterMs = options?.retryAfterMs;
@@ -28,7 +31,10 @@ export class ProviderError extends Error {
   readonly status: number | undefined;
   /** The provider's own error code from the body (`errorCode`, `error_code` or a string `code`). */
   readonly errorCode: string | undefined;
-  constructor(message: string, options?: { cause?: unknown; status?: number | undefined; errorCode?: string | undefined }) {
+  constructor(
+    message: string,
+    options?: { cause?: unknown; status?: number | undefined; errorCode?: string | undefined },
+  ) {
     super(message, options);
     this.name = 'ProviderError';
     this.status = options?.status;
@@ -70,7 +76,11 @@ export async function callJson<S extends z.ZodType>(url: string, schema: S, opts
     response = await fetch(url, {
       method: opts.method,
       // A FormData body sets its own multipart content type (with the boundary).
-      headers: { accept: 'application/json', ...(opts.body === undefined || form ? {} : { 'content-type': 'application/json' }), ...opts.headers },
+      headers: {
+        accept: 'application/json',
+        ...(opts.body === undefined || form ? {} : { 'content-type': 'application/json' }),
+        ...opts.headers,
+      },
       ...(opts.body === undefined ? {} : { body: form ? (opts.body as FormData) : JSON.stringify(opts.body) }),
       signal: AbortSignal.any([opts.signal, timeout]),
       redirect: 'error',
@@ -87,34 +97,47 @@ export async function callJson<S extends z.ZodType>(url: string, schema: S, opts
     if (opts.signal.aborted) throw abortReason(opts.signal);
     throw new TransientProviderError(`${opts.method} ${displayUrl(url)}: the answer was cut off`, { cause: err });
   }
-  if (text === undefined) throw new ProviderError(`${opts.method} ${displayUrl(url)} answered more than ${MAX_ANSWER_BYTES} bytes, not a status or an error`);
+  if (text === undefined)
+    throw new ProviderError(
+      `${opts.method} ${displayUrl(url)} answered more than ${MAX_ANSWER_BYTES} bytes, not a status or an error`,
+    );
   if (opts.transientStatuses.includes(response.status) || response.status >= 500) {
     const detail = errorDetail(text);
-    throw new TransientProviderError(`${opts.method} ${displayUrl(url)} answered HTTP ${response.status}${detail.message === undefined ? '' : `: ${detail.message}`}`, {
-      status: response.status,
-      retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
-    });
+    throw new TransientProviderError(
+      `${opts.method} ${displayUrl(url)} answered HTTP ${response.status}${detail.message === undefined ? '' : `: ${detail.message}`}`,
+      {
+        status: response.status,
+        retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
+      },
+    );
   }
   if (!response.ok) {
     const detail = errorDetail(text);
     const code = detail.errorCode === undefined ? '' : ` (${detail.errorCode})`;
-    throw new ProviderError(`${opts.method} ${displayUrl(url)} answered HTTP ${response.status}${code}: ${detail.message ?? text.slice(0, 200)}`, {
-      status: response.status,
-      errorCode: detail.errorCode,
-    });
+    throw new ProviderError(
+      `${opts.method} ${displayUrl(url)} answered HTTP ${response.status}${code}: ${detail.message ?? text.slice(0, 200)}`,
+      {
+        status: response.status,
+        errorCode: detail.errorCode,
+      },
+    );
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw new ProviderError(`${opts.method} ${displayUrl(url)} answered something that is not JSON: ${JSON.stringify(text.slice(0, 80))}`);
+    throw new ProviderError(
+      `${opts.method} ${displayUrl(url)} answered something that is not JSON: ${JSON.stringify(text.slice(0, 80))}`,
+    );
   }
   const pace = retryAfterMs(response.headers.get('retry-after'));
   if (pace !== undefined) opts.onRetryAfter?.(pace);
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ProviderError(`${opts.method} ${displayUrl(url)} answered an unexpected shape (${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'})`);
+    throw new ProviderError(
+      `${opts.method} ${displayUrl(url)} answered an unexpected shape (${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'})`,
+    );
   }
   return parsed.data as z.output<S>;
 }
@@ -159,10 +182,18 @@ export function errorDetail(text: string): { message?: string; errorCode?: strin
   if (typeof body !== 'object' || body === null) return {};
   const b = body as Record<string, unknown>;
   const raw = b.message ?? b.error ?? b.msg;
-  const message = typeof raw === 'string' ? raw : Array.isArray(raw) ? raw.filter((m) => typeof m === 'string').join('; ') : undefined;
+  const message =
+    typeof raw === 'string'
+      ? raw
+      : Array.isArray(raw)
+        ? raw.filter((m) => typeof m === 'string').join('; ')
+        : undefined;
   const codeRaw = b.errorCode ?? b.error_code ?? (typeof b.code === 'string' ? b.code : undefined);
   const errorCode = typeof codeRaw === 'string' && codeRaw !== '' ? codeRaw : undefined;
-  return { ...(message === undefined || message === '' ? {} : { message: message.slice(0, 300) }), ...(errorCode === undefined ? {} : { errorCode }) };
+  return {
+    ...(message === undefined || message === '' ? {} : { message: message.slice(0, 300) }),
+    ...(errorCode === undefined ? {} : { errorCode }),
+  };
 }
 
 export interface RetryOptions {
@@ -192,8 +223,12 @@ export async function withRetry<T>(attempt: () => Promise<T>, opts: RetryOptions
       if (!(err instanceof TransientProviderError)) throw err;
       // A provider's Retry-After wins over a shorter backoff (a rate or concurrency limit says when),
       // up to maxDelayMs: a broken or hostile one (Retry-After: 999999) does not park the task.
-      const delay = Math.min(opts.maxDelayMs, Math.max(backoffDelay(n, opts.initialDelayMs, opts.maxDelayMs), err.retryAfterMs ?? 0));
-      if (now() + delay >= opts.deadline) throw new ProviderError(`gave up after ${n} attempts within the deadline: ${err.message}`, { cause: err });
+      const delay = Math.min(
+        opts.maxDelayMs,
+        Math.max(backoffDelay(n, opts.initialDelayMs, opts.maxDelayMs), err.retryAfterMs ?? 0),
+      );
+      if (now() + delay >= opts.deadline)
+        throw new ProviderError(`gave up after ${n} attempts within the deadline: ${err.message}`, { cause: err });
       opts.onRetry?.(err, n, delay);
       try {
         await sleep(delay, undefined, { signal: opts.signal });
@@ -205,7 +240,12 @@ export async function withRetry<T>(attempt: () => Promise<T>, opts: RetryOptions
 }
 
 /** Waits `ms`, or less when the deadline is nearer; false when the deadline has passed. */
-export async function waitUntil(ms: number, deadline: number, signal: AbortSignal, now: () => number = Date.now): Promise<boolean> {
+export async function waitUntil(
+  ms: number,
+  deadline: number,
+  signal: AbortSignal,
+  now: () => number = Date.now,
+): Promise<boolean> {
   const left = deadline - now();
   if (left <= 0) return false;
   try {

@@ -19,7 +19,10 @@ export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 
 /** The system's resolver (getaddrinfo: /etc/hosts, search domains, then DNS). */
 export const systemResolver: Resolver = async (hostname) =>
-  (await lookup(hostname, { all: true, verbatim: true })).map((a): ResolvedAddress => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+  (await lookup(hostname, { all: true, verbatim: true })).map((a): ResolvedAddress => ({
+    address: a.address,
+    family: a.family === 6 ? 6 : 4,
+  }));
 
 /** A query's first wait and its tries (c-ares doubles the wait each try): at most about 4.5 s, both families at once. */
 const DNS_TIMEOUT_MS = 1500;

@@ -41,8 +41,17 @@ export function parsePrivateOrigins(text: string): string[] {
     } catch {
       url = undefined;
     }
-    if (url === undefined || !['http:', 'https:'].includes(url.protocol) || url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
-      throw new Error(`Expected a comma-separated list of http or https URL prefixes such as http://127.0.0.1:8080/results/ but received ${JSON.stringify(entry)}`);
+    if (
+      url === undefined ||
+      !['http:', 'https:'].includes(url.protocol) ||
+      url.username !== '' ||
+      url.password !== '' ||
+      url.search !== '' ||
+      url.hash !== ''
+    ) {
+      throw new Error(
+        `Expected a comma-separated list of http or https URL prefixes such as http://127.0.0.1:8080/results/ but received ${JSON.stringify(entry)}`,
+      );
     }
     return `${url.origin}${url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`}`;
   });

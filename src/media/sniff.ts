@@ -25,7 +25,22 @@ function ascii(buf: Buffer, start: number, end: number): string {
 // ---------------------------------------------------------------- ISO base media (MP4, MOV, M4V, M4A)
 
 /** Brands of still-image files that share the ISO box structure (HEIF, AVIF) or raw camera files. */
-const IMAGE_BRANDS = new Set(['avif', 'avis', 'heic', 'heix', 'heim', 'heis', 'hevc', 'hevx', 'hevm', 'hevs', 'mif1', 'mif2', 'msf1', 'crx ']);
+const IMAGE_BRANDS = new Set([
+  'avif',
+  'avis',
+  'heic',
+  'heix',
+  'heim',
+  'heis',
+  'hevc',
+  'hevx',
+  'hevm',
+  'hevs',
+  'mif1',
+  'mif2',
+  'msf1',
+  'crx ',
+]);
 /** Top-level atoms a classic QuickTime file may start with when it has no `ftyp`. */
 const QUICKTIME_FIRST_ATOMS = new Set(['moov', 'mdat', 'wide', 'free', 'skip', 'pnot']);
 
@@ -82,7 +97,8 @@ function sniffEbml(buf: Buffer): ContainerKind | null | undefined {
     if (size === undefined) return null;
     const dataStart = offset + id.length + size.length;
     if (dataStart + size.value > end) return null;
-    if (id.value === EBML_DOCTYPE) docType = buf.toString('latin1', dataStart, dataStart + size.value).replace(/\0+$/, '');
+    if (id.value === EBML_DOCTYPE)
+      docType = buf.toString('latin1', dataStart, dataStart + size.value).replace(/\0+$/, '');
     offset = dataStart + size.value;
   }
   if (docType === 'webm') return 'webm';

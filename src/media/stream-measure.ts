@@ -66,9 +66,20 @@ export function typicalSpacing(starts: readonly number[], durations: readonly nu
 
 /** Frame rates cameras and editors use: a measured rate this close to one of them is that rate. */
 const COMMON_RATES: readonly { num: number; den: number }[] = [
-  { num: 24000, den: 1001 }, { num: 24, den: 1 }, { num: 25, den: 1 }, { num: 30000, den: 1001 }, { num: 30, den: 1 },
-  { num: 48, den: 1 }, { num: 50, den: 1 }, { num: 60000, den: 1001 }, { num: 60, den: 1 }, { num: 90, den: 1 },
-  { num: 100, den: 1 }, { num: 120000, den: 1001 }, { num: 120, den: 1 }, { num: 240, den: 1 },
+  { num: 24000, den: 1001 },
+  { num: 24, den: 1 },
+  { num: 25, den: 1 },
+  { num: 30000, den: 1001 },
+  { num: 30, den: 1 },
+  { num: 48, den: 1 },
+  { num: 50, den: 1 },
+  { num: 60000, den: 1001 },
+  { num: 60, den: 1 },
+  { num: 90, den: 1 },
+  { num: 100, den: 1 },
+  { num: 120000, den: 1001 },
+  { num: 120, den: 1 },
+  { num: 240, den: 1 },
 ];
 /** How close (relative) a measured rate must be to a common one to be taken as it. */
 const COMMON_RATE_TOLERANCE = 0.03;
@@ -96,7 +107,11 @@ export function highestFrameRate(starts: readonly number[]): { num: number; den:
   let best: { num: number; den: number } | undefined;
   for (const common of COMMON_RATES) {
     const distance = Math.abs(common.num / common.den - rate) / rate;
-    if (distance <= COMMON_RATE_TOLERANCE && (best === undefined || distance < Math.abs(best.num / best.den - rate) / rate)) best = common;
+    if (
+      distance <= COMMON_RATE_TOLERANCE &&
+      (best === undefined || distance < Math.abs(best.num / best.den - rate) / rate)
+    )
+      best = common;
   }
   return best ?? { num: Math.max(1, Math.round(rate * 1000)), den: 1000 };
 }
@@ -119,7 +134,11 @@ export function packetTimes(packets: readonly Packet[], index: number): number[]
  * 27 hours): none counts more than PACKET_DURATION_CAP times the stream's typical spacing.
  * Undefined when the stream has no timed packet.
  */
-export function measureStream(packets: readonly Packet[], index: number, lastDuration = 0): StreamMeasurement | undefined {
+export function measureStream(
+  packets: readonly Packet[],
+  index: number,
+  lastDuration = 0,
+): StreamMeasurement | undefined {
   const timed: { at: number; duration: number | undefined }[] = [];
   let count = 0;
   for (const packet of packets) {
@@ -142,7 +161,9 @@ export function measureStream(packets: readonly Packet[], index: number, lastDur
     end = Math.max(end, at + Math.min(duration ?? lastDuration, cap));
   }
   if (count === 0 || !(end > start)) return undefined;
-  return spacing === undefined ? { packets: count, seconds: end - start } : { packets: count, seconds: end - start, spacing };
+  return spacing === undefined
+    ? { packets: count, seconds: end - start }
+    : { packets: count, seconds: end - start, spacing };
 }
 
 /**
@@ -170,7 +191,10 @@ export const AUDIO_FRAMING_MAX_SECONDS = 0.5;
  * Without video, the audio's whole span (an audio-only input: its length does not price, and the
  * backstop must allow what its decoder delivers). Undefined when neither stream was measured.
  */
-export function fileSeconds(video: StreamMeasurement | undefined, audio: StreamMeasurement | undefined): number | undefined {
+export function fileSeconds(
+  video: StreamMeasurement | undefined,
+  audio: StreamMeasurement | undefined,
+): number | undefined {
   if (video === undefined) return audio?.seconds;
   if (audio === undefined) return video.seconds;
   const framing = Math.min(AUDIO_FRAMING_PACKETS * (audio.spacing ?? 0), AUDIO_FRAMING_MAX_SECONDS);

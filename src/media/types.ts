@@ -23,7 +23,8 @@ export interface ImageInfo {
 }
 
 /** Container kinds decided from content (ffprobe format plus the MP4 brand or Matroska DocType). */
-export type ContainerKind = 'mp4' | 'mov' | 'm4v' | 'mkv' | 'webm' | 'gif' | 'mp3' | 'wav' | 'aac' | 'ogg' | 'm4a' | 'flac';
+export type ContainerKind =
+  'mp4' | 'mov' | 'm4v' | 'mkv' | 'webm' | 'gif' | 'mp3' | 'wav' | 'aac' | 'ogg' | 'm4a' | 'flac';
 
 /** An exact ratio as ffmpeg writes it: a frame rate (30000/1001), a pixel aspect (4/3). */
 export interface Rational {

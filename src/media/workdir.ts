@@ -28,7 +28,11 @@ export function safeDirPrefix(prefix: string): string {
   return cleaned === '' ? 'job' : cleaned;
 }
 
-export async function withJobDir<T>(prefix: string, fn: (dir: string) => Promise<T>, opts: JobDirOptions = {}): Promise<T> {
+export async function withJobDir<T>(
+  prefix: string,
+  fn: (dir: string) => Promise<T>,
+  opts: JobDirOptions = {},
+): Promise<T> {
   const dir = await mkdtemp(join(opts.root ?? tmpdir(), `${JOB_DIR_PREFIX}${ownerToken()}-${safeDirPrefix(prefix)}-`));
   try {
     return await fn(dir);
@@ -65,7 +69,10 @@ export interface LeftoverReport {
  * name) and older than `foreignMaxAgeMs`. A missing directory is an empty one. Never throws for
  * one entry (it may vanish while we look: its owner finished).
  */
-export async function sweepLeftovers(sweep: LeftoverSweep, opts: { now?: number; foreignMaxAgeMs?: number } = {}): Promise<LeftoverReport> {
+export async function sweepLeftovers(
+  sweep: LeftoverSweep,
+  opts: { now?: number; foreignMaxAgeMs?: number } = {},
+): Promise<LeftoverReport> {
   const now = opts.now ?? Date.now();
   const foreignMaxAgeMs = opts.foreignMaxAgeMs ?? FOREIGN_LEFTOVER_MAX_AGE_MS;
   const report: LeftoverReport = { removed: [], kept: 0 };
@@ -83,7 +90,10 @@ export async function sweepLeftovers(sweep: LeftoverSweep, opts: { now?: number;
     const state = owner === undefined ? 'foreign' : await ownerState(owner);
     let remove = state === 'dead';
     if (state === 'foreign') {
-      const mtime = await stat(path).then((s) => s.mtimeMs, () => undefined);
+      const mtime = await stat(path).then(
+        (s) => s.mtimeMs,
+        () => undefined,
+      );
       remove = mtime !== undefined && now - mtime >= foreignMaxAgeMs;
     }
     if (!remove) {

@@ -39,7 +39,27 @@ export {
   type QuotedMusicVideoJob,
   type QuotedMusicVideoJob as QuotedMusicVideo,
 } from '../jobs/index.js';
-export { ENCODER_SETTINGS, filterGraph, frameCount, renderArgs, type EncoderSettings, type RenderPlan } from './render-args.js';
-export { RENDER_STAGE, renderInputs, renderMusicVideo, type RenderMusicVideoOptions, type RenderedMusicVideo } from './render.js';
-export { musicVideoReadiness, REQUIRED_DEMUXERS, REQUIRED_ENCODERS, REQUIRED_FILTERS, type MusicVideoReadiness, type ReadinessOptions } from './readiness.js';
+export {
+  ENCODER_SETTINGS,
+  filterGraph,
+  frameCount,
+  renderArgs,
+  type EncoderSettings,
+  type RenderPlan,
+} from './render-args.js';
+export {
+  RENDER_STAGE,
+  renderInputs,
+  renderMusicVideo,
+  type RenderMusicVideoOptions,
+  type RenderedMusicVideo,
+} from './render.js';
+export {
+  musicVideoReadiness,
+  REQUIRED_DEMUXERS,
+  REQUIRED_ENCODERS,
+  REQUIRED_FILTERS,
+  type MusicVideoReadiness,
+  type ReadinessOptions,
+} from './readiness.js';
 export { layoutFor, type MusicVideoLayout } from './layout.js';

@@ -28,7 +28,12 @@ export interface MusicVideoLayout {
 }
 
 /** Fractions of the frame, by aspect ratio: cover side, cover top, title top, band top, band height. */
-const PROPORTIONS: Readonly<Record<MusicVideoAspectRatio, { cover: number; coverTop: number; titleTop: number; bandTop: number; bandHeight: number; fontSize: number }>> = {
+const PROPORTIONS: Readonly<
+  Record<
+    MusicVideoAspectRatio,
+    { cover: number; coverTop: number; titleTop: number; bandTop: number; bandHeight: number; fontSize: number }
+  >
+> = {
   // 1920x1080: a 580 px cover from 60 to 640, the title from 676, the band from 820 to 1020.
   '16:9': { cover: 0.537, coverTop: 0.0556, titleTop: 0.625, bandTop: 0.7593, bandHeight: 0.1852, fontSize: 0.0556 },
   // 1080x1080: a 540 px cover from 60 to 600, the title from 636, the band from 820 to 1020.
@@ -55,7 +60,12 @@ export function layoutFor(aspect: MusicVideoAspectRatio): MusicVideoLayout {
       maxHeight: even((p.bandTop - p.titleTop - 0.02) * height),
       fontSize: even(p.fontSize * height),
     },
-    visualiser: { x: margin, y: even(p.bandTop * height), width: width - 2 * margin, height: even(p.bandHeight * height) },
+    visualiser: {
+      x: margin,
+      y: even(p.bandTop * height),
+      width: width - 2 * margin,
+      height: even(p.bandHeight * height),
+    },
   };
 }
 

@@ -16,9 +16,29 @@ import { FONT_NEED, findFontFile } from './font.js';
 import { renderMusicVideo } from './render.js';
 
 export const REQUIRED_FILTERS = [
-  'showwaves', 'showfreqs', 'drawtext', 'scale', 'crop', 'boxblur', 'colorchannelmixer', 'overlay', 'loop',
-  'settb', 'setpts', 'setsar', 'split', 'format', 'extractplanes', 'alphamerge', 'color', 'aresample', 'aformat', 'apad',
-  'trim', 'drawbox', 'volume',
+  'showwaves',
+  'showfreqs',
+  'drawtext',
+  'scale',
+  'crop',
+  'boxblur',
+  'colorchannelmixer',
+  'overlay',
+  'loop',
+  'settb',
+  'setpts',
+  'setsar',
+  'split',
+  'format',
+  'extractplanes',
+  'alphamerge',
+  'color',
+  'aresample',
+  'aformat',
+  'apad',
+  'trim',
+  'drawbox',
+  'volume',
 ] as const;
 export const REQUIRED_ENCODERS = ['libx264', 'aac', 'pcm_u8'] as const;
 /** The render's demuxers: the cover's, and every accepted audio container's. */
@@ -69,7 +89,10 @@ export async function musicVideoReadiness(opts: ReadinessOptions = {}): Promise<
   if (ffmpeg !== undefined) {
     const exe = ffmpeg;
     const list = async (flag: string): Promise<Set<string>> => {
-      const { stdout } = await runProcess(exe, ['-hide_banner', flag], { timeoutMs: 20_000, ...definedFields({ signal: opts.signal }) });
+      const { stdout } = await runProcess(exe, ['-hide_banner', flag], {
+        timeoutMs: 20_000,
+        ...definedFields({ signal: opts.signal }),
+      });
       return listedNames(stdout.toString('utf8'));
     };
     try {
@@ -81,7 +104,8 @@ export async function musicVideoReadiness(opts: ReadinessOptions = {}): Promise<
     }
   }
   const fontFile = await findFontFile(opts.fontFile);
-  if (fontFile === undefined) missing.push(opts.fontFile === undefined ? FONT_NEED : `the font file ${opts.fontFile} (not readable)`);
+  if (fontFile === undefined)
+    missing.push(opts.fontFile === undefined ? FONT_NEED : `the font file ${opts.fontFile} (not readable)`);
   if (ffmpeg !== undefined && fontFile !== undefined && missing.length === 0) {
     const failure = await trialRender(ffmpeg, fontFile, opts);
     if (failure !== undefined) missing.push(`an ffmpeg that renders a music video (${failure})`);
@@ -99,9 +123,15 @@ async function trialRender(ffmpeg: string, fontFile: string, opts: ReadinessOpti
   const dir = await ownedTempDir(opts.tmpDir ?? os.tmpdir(), 'music-video-readiness');
   try {
     const audio = path.join(dir, 'tone.wav');
-    await runProcess(ffmpeg, ['-hide_banner', '-nostdin', '-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=0.2', audio], { timeoutMs: 20_000 });
+    await runProcess(
+      ffmpeg,
+      ['-hide_banner', '-nostdin', '-v', 'error', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=0.2', audio],
+      { timeoutMs: 20_000 },
+    );
     const image = path.join(dir, 'cover.png');
-    await sharp({ create: { width: 32, height: 16, channels: 3, background: '#4060a0' } }).png().toFile(image);
+    await sharp({ create: { width: 32, height: 16, channels: 3, background: '#4060a0' } })
+      .png()
+      .toFile(image);
     for (const style of MUSIC_VIDEO_STYLES) {
       await renderMusicVideo({
         audio: { path: audio, container: 'wav', sampleRate: 44_100 },

@@ -38,7 +38,9 @@ export const ENCODER_SETTINGS: Readonly<Record<MusicVideoStyle, EncoderSettings>
 
 export const AUDIO_BITRATE = '192k';
 /** Rates the AAC encoder takes; others are resampled to 48 kHz. */
-export const AAC_SAMPLE_RATES: readonly number[] = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350];
+export const AAC_SAMPLE_RATES: readonly number[] = [
+  96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350,
+];
 /** The visualiser's audio rate: 48,000 / 30 is a whole 1,600 samples per frame, so frames never drift. */
 export const VISUALISER_SAMPLE_RATE = 48_000;
 /** The spectrum's: 24,000 / 30 = 800 samples per frame, frequencies up to 12 kHz. */
@@ -158,7 +160,10 @@ export function filterGraph(plan: RenderPlan): string {
   const chains = stillChain(plan);
   if (plan.style !== 'still') chains.push(...visualiserChain(plan, plan.style));
   const last = chains.length - 1;
-  chains[last] = chains[last]!.replace(/\[(still|video)\]$/, `,trim=end_frame=${frameCount(plan.durationSeconds)}[video]`);
+  chains[last] = chains[last]!.replace(
+    /\[(still|video)\]$/,
+    `,trim=end_frame=${frameCount(plan.durationSeconds)}[video]`,
+  );
   return chains.join(';');
 }
 

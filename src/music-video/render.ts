@@ -6,7 +6,14 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ProcessingError } from '../errors.js';
-import { MUSIC_VIDEO_FPS, MUSIC_VIDEO_SIZES, type JobProgress, type MusicVideoAspectRatio, type MusicVideoStyle, type QuotedMusicVideoJob } from '../jobs/index.js';
+import {
+  MUSIC_VIDEO_FPS,
+  MUSIC_VIDEO_SIZES,
+  type JobProgress,
+  type MusicVideoAspectRatio,
+  type MusicVideoStyle,
+  type QuotedMusicVideoJob,
+} from '../jobs/index.js';
 import { ffmpegReason, isProcessError, resolveFfmpeg, spawnProcess, type ContainerKind } from '../media/index.js';
 import { parseProgressFrames } from '../video/index.js';
 import { definedFields } from '../defined-fields.js';
@@ -50,7 +57,9 @@ export interface RenderedMusicVideo {
 }
 
 /** What a render takes from a quote: the measured files and the job's choices. */
-export function renderInputs(quoted: QuotedMusicVideoJob): Pick<RenderMusicVideoOptions, 'audio' | 'imagePath' | 'durationSeconds' | 'style' | 'aspectRatio' | 'title'> {
+export function renderInputs(
+  quoted: QuotedMusicVideoJob,
+): Pick<RenderMusicVideoOptions, 'audio' | 'imagePath' | 'durationSeconds' | 'style' | 'aspectRatio' | 'title'> {
   const { inputs, probes, price, audioSampleRate } = quoted;
   const { input } = quoted.job;
   return {
@@ -72,7 +81,8 @@ export async function renderMusicVideo(opts: RenderMusicVideoOptions): Promise<R
   let title: RenderPlan['title'];
   if (opts.title !== undefined) {
     const fontFile = await findFontFile(opts.fontFile);
-    if (fontFile === undefined) throw new ProcessingError(`No font to draw the title with: this host needs ${FONT_NEED}`);
+    if (fontFile === undefined)
+      throw new ProcessingError(`No font to draw the title with: this host needs ${FONT_NEED}`);
     const fitted = fitTitle(opts.title, layout.title);
     // Files, not the filter's text option: no escaping of what a customer wrote, and no expansion.
     const files = await Promise.all(
@@ -100,9 +110,13 @@ export async function renderMusicVideo(opts: RenderMusicVideoOptions): Promise<R
 }
 
 async function runRender(ffmpeg: string, args: string[], total: number, opts: RenderMusicVideoOptions): Promise<void> {
-  const report = (done: number): void => opts.onProgress?.({ stage: RENDER_STAGE, done: Math.min(done, total), total, unit: 'frames' });
+  const report = (done: number): void =>
+    opts.onProgress?.({ stage: RENDER_STAGE, done: Math.min(done, total), total, unit: 'frames' });
   report(0);
-  const proc = spawnProcess(ffmpeg, args, { stdout: 'pipe', ...definedFields({ signal: opts.signal, timeoutMs: opts.timeoutMs }) });
+  const proc = spawnProcess(ffmpeg, args, {
+    stdout: 'pipe',
+    ...definedFields({ signal: opts.signal, timeoutMs: opts.timeoutMs }),
+  });
   let pending = '';
   proc.stdout?.setEncoding('utf8');
   proc.stdout?.on('data', (chunk: string) => {
@@ -118,7 +132,17 @@ async function runRender(ffmpeg: string, args: string[], total: number, opts: Re
   } catch (err) {
     if (!isProcessError(err) || err.reason === 'spawn') throw err;
     const retryable = err.reason === 'timeout' || err.reason === 'signal';
-    const reason = err.reason === 'timeout' ? `it ran past ${(opts.timeoutMs ?? 0) / 1000} s` : ffmpegReason(err.stderrTail, [[opts.outputPath, 'output'], [opts.workDir, 'work']], 3);
+    const reason =
+      err.reason === 'timeout'
+        ? `it ran past ${(opts.timeoutMs ?? 0) / 1000} s`
+        : ffmpegReason(
+            err.stderrTail,
+            [
+              [opts.outputPath, 'output'],
+              [opts.workDir, 'work'],
+            ],
+            3,
+          );
     throw new ProcessingError(`The music video could not be rendered: ${reason}`, { cause: err, retryable });
   }
   report(total);

@@ -45,20 +45,40 @@ export interface MusicBackendDeps {
   fetch?: FetchOptions;
 }
 
-export function createMusicBackend(name: MusicBackendName, settings: MusicSettings, deps: MusicBackendDeps = {}): MusicBackend {
-  const remote = { deadlineMs: settings.musicDeadlineMs, pollIntervalMs: settings.musicPollIntervalMs, fetch: deps.fetch ?? {} };
+export function createMusicBackend(
+  name: MusicBackendName,
+  settings: MusicSettings,
+  deps: MusicBackendDeps = {},
+): MusicBackend {
+  const remote = {
+    deadlineMs: settings.musicDeadlineMs,
+    pollIntervalMs: settings.musicPollIntervalMs,
+    fetch: deps.fetch ?? {},
+  };
   switch (name) {
     case 'musicgen':
       return new MusicgenBackend({
         dir: modelFolder(settings.musicgenModel, path.resolve(settings.modelFilesDir ?? settings.modelsDir)),
         allowNoncommercial: settings.allowNoncommercialModels ?? false,
-        sessions: { executionProviders: settings.executionProviders, threads: settings.threads, ...definedFields({ deviceIndex: settings.deviceIndex, logger: deps.logger }) },
+        sessions: {
+          executionProviders: settings.executionProviders,
+          threads: settings.threads,
+          ...definedFields({ deviceIndex: settings.deviceIndex, logger: deps.logger }),
+        },
       });
     case 'ace-step':
-      return new AceStepBackend({ baseUrl: settings.aceStepUrl, ...definedFields({ apiKey: settings.aceStepApiKey }), ...remote });
+      return new AceStepBackend({
+        baseUrl: settings.aceStepUrl,
+        ...definedFields({ apiKey: settings.aceStepApiKey }),
+        ...remote,
+      });
     case 'suno-compatible':
       return new SunoBackend({
-        ...definedFields({ baseUrl: settings.sunoBaseUrl, apiKey: settings.sunoApiKey, callbackUrl: settings.sunoCallbackUrl }),
+        ...definedFields({
+          baseUrl: settings.sunoBaseUrl,
+          apiKey: settings.sunoApiKey,
+          callbackUrl: settings.sunoCallbackUrl,
+        }),
         model: settings.sunoModel,
         ...remote,
       });
@@ -80,13 +100,18 @@ export interface MusicReadiness {
 
 /** Ready when any configured backend is; otherwise what is missing, backend by backend. */
 export async function musicReadiness(backends: readonly MusicBackend[], signal?: AbortSignal): Promise<MusicReadiness> {
-  if (backends.length === 0) return { ready: false, backends: [], reason: 'no music backend configured (MEDIA_WORKER_MUSIC_BACKENDS)' };
+  if (backends.length === 0)
+    return { ready: false, backends: [], reason: 'no music backend configured (MEDIA_WORKER_MUSIC_BACKENDS)' };
   const each = await Promise.all(
     backends.map(async (b) => {
-      const r: Readiness = await b.readiness(signal).catch((err: unknown) => ({ ready: false, reason: (err as Error).message }));
+      const r: Readiness = await b
+        .readiness(signal)
+        .catch((err: unknown) => ({ ready: false, reason: (err as Error).message }));
       return r.ready ? { name: b.name, ready: true } : { name: b.name, ready: false, reason: r.reason };
     }),
   );
   const ready = each.some((b) => b.ready);
-  return ready ? { ready, backends: each } : { ready, backends: each, reason: each.map((b) => `${b.name}: ${b.reason ?? 'not ready'}`).join('; ') };
+  return ready
+    ? { ready, backends: each }
+    : { ready, backends: each, reason: each.map((b) => `${b.name}: ${b.reason ?? 'not ready'}`).join('; ') };
 }

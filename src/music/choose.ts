@@ -11,7 +11,8 @@ export function unfit(backend: MusicBackend, request: MusicRequest, strict: bool
   const cap = backend.capabilities;
   if (request.lyrics !== undefined && !cap.lyrics) return `${backend.name} cannot sing lyrics`;
   if (strict && !request.instrumental && !cap.vocals) return `${backend.name} makes instrumental music only`;
-  if (strict && request.mode === 'simple' && !request.instrumental && !cap.writesLyrics) return `${backend.name} cannot write lyrics`;
+  if (strict && request.mode === 'simple' && !request.instrumental && !cap.writesLyrics)
+    return `${backend.name} cannot write lyrics`;
   return undefined;
 }
 
@@ -21,13 +22,19 @@ export interface Choice {
   passed: string[];
 }
 
-export async function chooseBackend(backends: readonly MusicBackend[], request: MusicRequest, signal?: AbortSignal): Promise<Choice> {
+export async function chooseBackend(
+  backends: readonly MusicBackend[],
+  request: MusicRequest,
+  signal?: AbortSignal,
+): Promise<Choice> {
   const passed: string[] = [];
   const readiness = new Map<MusicBackend, Readiness>();
   const ready = async (b: MusicBackend): Promise<Readiness> => {
     let r = readiness.get(b);
     if (r === undefined) {
-      r = await b.readiness(signal).catch((err: unknown) => ({ ready: false as const, reason: `${b.name}: ${(err as Error).message}` }));
+      r = await b
+        .readiness(signal)
+        .catch((err: unknown) => ({ ready: false as const, reason: `${b.name}: ${(err as Error).message}` }));
       readiness.set(b, r);
     }
     return r;

@@ -32,7 +32,10 @@ function hashStream(seed: string): () => number {
 }
 
 function escapeXml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c] ?? c);
+  return text.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c] ?? c,
+  );
 }
 
 /** Lines of at most `width` characters, broken at spaces, at most `maxLines` (the last ends in "..."). */
@@ -80,7 +83,10 @@ export function coverSvg(input: CoverInput): string {
   const fontSize = 84;
   const top = 760 - (lines.length - 1) * fontSize;
   const text = lines
-    .map((l, i) => `<text x="72" y="${top + i * fontSize}" font-family="DejaVu Sans, sans-serif" font-weight="bold" font-size="${fontSize}" fill="#ffffff">${escapeXml(l)}</text>`)
+    .map(
+      (l, i) =>
+        `<text x="72" y="${top + i * fontSize}" font-family="DejaVu Sans, sans-serif" font-weight="bold" font-size="${fontSize}" fill="#ffffff">${escapeXml(l)}</text>`,
+    )
     .join('');
   const tags = escapeXml(input.tags.slice(0, 60));
   return (
@@ -104,6 +110,9 @@ export async function writeCover(input: CoverInput, outputPath: string): Promise
 
 /** A provider's cover, re-encoded as JPEG so that only a decodable image is ever served. */
 export async function normaliseCover(imagePath: string, outputPath: string): Promise<string> {
-  await sharp(imagePath, { limitInputPixels: 64 * 1024 * 1024 }).rotate().jpeg({ quality: 90 }).toFile(outputPath);
+  await sharp(imagePath, { limitInputPixels: 64 * 1024 * 1024 })
+    .rotate()
+    .jpeg({ quality: 90 })
+    .toFile(outputPath);
   return outputPath;
 }

@@ -20,9 +20,15 @@ export interface FinishOptions extends Mp3Options {
   onProgress?: (p: MusicProgress) => void;
 }
 
-export async function finishSongs(request: MusicRequest, raw: readonly RawSong[], opts: FinishOptions): Promise<Song[]> {
+export async function finishSongs(
+  request: MusicRequest,
+  raw: readonly RawSong[],
+  opts: FinishOptions,
+): Promise<Song[]> {
   if (raw.length < MUSIC_SONGS_PER_GENERATION) {
-    throw new ProcessingError(`Expected ${MUSIC_SONGS_PER_GENERATION} songs from the music backend but received ${raw.length}`);
+    throw new ProcessingError(
+      `Expected ${MUSIC_SONGS_PER_GENERATION} songs from the music backend but received ${raw.length}`,
+    );
   }
   const songs: Song[] = [];
   for (const [index, song] of raw.slice(0, MUSIC_SONGS_PER_GENERATION).entries()) {
@@ -37,13 +43,28 @@ export async function finishSongs(request: MusicRequest, raw: readonly RawSong[]
     if (song.imagePath === undefined) await writeCover({ title, tags, taskId: opts.taskId, index }, coverPath);
     else {
       await normaliseCover(song.imagePath, coverPath).catch((cause: unknown) => {
-        throw new ProcessingError(`The music backend's cover image is not a readable image: ${(cause as Error).message}`, { cause });
+        throw new ProcessingError(
+          `The music backend's cover image is not a readable image: ${(cause as Error).message}`,
+          { cause },
+        );
       });
     }
     const audio = await opts.store(mp3Path, { name: `song-${n}`, ext: 'mp3' });
     const image = await opts.store(coverPath, { name: `cover-${n}`, ext: 'jpg' });
-    songs.push({ audio_url: audio.url, image_url: image.url, duration, title, tags, prompt: songPrompt(request, song.lyrics) });
+    songs.push({
+      audio_url: audio.url,
+      image_url: image.url,
+      duration,
+      title,
+      tags,
+      prompt: songPrompt(request, song.lyrics),
+    });
   }
-  opts.onProgress?.({ stage: 'encoding mp3', done: MUSIC_SONGS_PER_GENERATION, total: MUSIC_SONGS_PER_GENERATION, unit: 'songs' });
+  opts.onProgress?.({
+    stage: 'encoding mp3',
+    done: MUSIC_SONGS_PER_GENERATION,
+    total: MUSIC_SONGS_PER_GENERATION,
+    unit: 'songs',
+  });
   return songs;
 }

@@ -27,14 +27,19 @@ export interface MusicJobOptions {
 export async function generateMusicJob(input: MusicInput, opts: MusicJobOptions): Promise<MusicResult> {
   const request = toMusicRequest(input, { taskId: opts.taskId, seconds: opts.seconds });
   if (opts.backends.length === 0) {
-    throw new ProcessingError('No music backend is configured on this worker (MEDIA_WORKER_MUSIC_BACKENDS; docs/music.md)');
+    throw new ProcessingError(
+      'No music backend is configured on this worker (MEDIA_WORKER_MUSIC_BACKENDS; docs/music.md)',
+    );
   }
   const choice = await chooseBackend(opts.backends, request, opts.signal);
   if (choice.backend === undefined) {
     throw new ProcessingError(`No music backend can serve this job: ${choice.passed.join('; ')}`);
   }
   const { backend } = choice;
-  opts.logger.info({ backend: backend.name, passed: choice.passed, mode: request.mode, instrumental: request.instrumental }, 'music backend chosen');
+  opts.logger.info(
+    { backend: backend.name, passed: choice.passed, mode: request.mode, instrumental: request.instrumental },
+    'music backend chosen',
+  );
   const onProgress = (p: MusicProgress): void => opts.onProgress?.({ ...p, stage: `${backend.name}: ${p.stage}` });
   let raw;
   try {

@@ -5,7 +5,15 @@
  */
 import path from 'node:path';
 import { ProcessingError } from '../jobs/index.js';
-import { resolveFfmpeg, quietFfmpegArgs, safeFileInputArgs, safeInputArgs, probeMedia, runProcess, type ContainerKind } from '../media/index.js';
+import {
+  resolveFfmpeg,
+  quietFfmpegArgs,
+  safeFileInputArgs,
+  safeInputArgs,
+  probeMedia,
+  runProcess,
+  type ContainerKind,
+} from '../media/index.js';
 import type { RawAudio } from './types.js';
 import { definedFields } from '../defined-fields.js';
 
@@ -29,7 +37,14 @@ export function pcmToMp3Args(sampleRate: number, channels: number, outputPath: s
   return [
     ...quietFfmpegArgs(),
     ...safeInputArgs({ demuxers: ['f32le'], protocols: ['pipe'] }),
-    '-f', 'f32le', '-ar', String(sampleRate), '-ac', String(channels), '-i', 'pipe:0',
+    '-f',
+    'f32le',
+    '-ar',
+    String(sampleRate),
+    '-ac',
+    String(channels),
+    '-i',
+    'pipe:0',
     ...mp3OutputArgs(outputPath),
   ];
 }
@@ -40,7 +55,17 @@ export function fileToMp3Args(inputPath: string, container: ContainerKind, outpu
 
 /** Decodes an MP3 to mono s16 PCM on stdout (its samples are counted). */
 export function decodeArgs(mp3Path: string): string[] {
-  return [...quietFfmpegArgs(), ...safeFileInputArgs(mp3Path, 'mp3'), '-ac', String(PROBE_CHANNELS), '-f', 's16le', '-c:a', 'pcm_s16le', 'pipe:1'];
+  return [
+    ...quietFfmpegArgs(),
+    ...safeFileInputArgs(mp3Path, 'mp3'),
+    '-ac',
+    String(PROBE_CHANNELS),
+    '-f',
+    's16le',
+    '-c:a',
+    'pcm_s16le',
+    'pipe:1',
+  ];
 }
 
 const AUDIO_CONTAINERS: readonly ContainerKind[] = ['mp3', 'wav', 'ogg', 'm4a', 'aac', 'mp4', 'webm', 'mkv'];
@@ -53,11 +78,15 @@ export async function encodeMp3(audio: RawAudio, outputPath: string, opts: Mp3Op
     await runProcess(ffmpeg, pcmToMp3Args(audio.sampleRate, audio.channels, outputPath), { ...signal, stdin: bytes });
     return;
   }
-  const info = await probeMedia(audio.path, { accept: AUDIO_CONTAINERS, ...definedFields({ ffprobePath: opts.ffprobePath }) }).catch(
-    (cause: unknown) => {
-      throw new ProcessingError(`The music backend returned audio that is not a readable audio file (${path.basename(audio.path)}): ${(cause as Error).message}`, { cause });
-    },
-  );
+  const info = await probeMedia(audio.path, {
+    accept: AUDIO_CONTAINERS,
+    ...definedFields({ ffprobePath: opts.ffprobePath }),
+  }).catch((cause: unknown) => {
+    throw new ProcessingError(
+      `The music backend returned audio that is not a readable audio file (${path.basename(audio.path)}): ${(cause as Error).message}`,
+      { cause },
+    );
+  });
   if (info.audio === undefined) throw new ProcessingError('The music backend returned a file without an audio stream');
   await runProcess(ffmpeg, fileToMp3Args(audio.path, info.container, outputPath), signal);
 }
@@ -72,10 +101,15 @@ export interface CheckedMp3 {
 export async function checkMp3(mp3Path: string, opts: Mp3Options): Promise<CheckedMp3> {
   const info = await probeMedia(mp3Path, { accept: ['mp3'], ...definedFields({ ffprobePath: opts.ffprobePath }) });
   if (info.audio === undefined || info.audio.codec !== 'mp3') {
-    throw new ProcessingError(`Expected an mp3 audio stream in ${path.basename(mp3Path)} but ffprobe found ${info.audio?.codec ?? 'none'}`);
+    throw new ProcessingError(
+      `Expected an mp3 audio stream in ${path.basename(mp3Path)} but ffprobe found ${info.audio?.codec ?? 'none'}`,
+    );
   }
   const ffmpeg = resolveFfmpeg(definedFields({ ffmpegPath: opts.ffmpegPath }));
-  const { stdout } = await runProcess(ffmpeg, decodeArgs(mp3Path), { ...definedFields({ signal: opts.signal }), maxStdoutBytes: 256 * 1024 * 1024 });
+  const { stdout } = await runProcess(ffmpeg, decodeArgs(mp3Path), {
+    ...definedFields({ signal: opts.signal }),
+    maxStdoutBytes: 256 * 1024 * 1024,
+  });
   const samples = stdout.length / (2 * PROBE_CHANNELS);
   if (samples === 0) throw new ProcessingError(`The song ${path.basename(mp3Path)} decodes to no audio`);
   return { duration: Math.round((samples / info.audio.sampleRate) * 1000) / 1000, sampleRate: info.audio.sampleRate };

@@ -22,7 +22,12 @@ export function splitTags(text: string): string[] {
 }
 
 export function toMusicRequest(input: MusicInput, opts: { taskId: string; seconds: number }): MusicRequest {
-  const base = { songs: MUSIC_SONGS_PER_GENERATION, seconds: opts.seconds, seed: seedFor(opts.taskId), instrumental: input.instrumental };
+  const base = {
+    songs: MUSIC_SONGS_PER_GENERATION,
+    seconds: opts.seconds,
+    seed: seedFor(opts.taskId),
+    instrumental: input.instrumental,
+  };
   if (!input.custom_mode) {
     return { ...base, mode: 'simple', description: input.prompt.trim(), negativeTags: [] };
   }
@@ -72,7 +77,10 @@ export function songTitle(request: MusicRequest, backendTitle?: string): string 
 }
 
 export function deriveTitle(prompt: string): string {
-  const clean = prompt.replace(/\[[^\]]*\]/g, ' ').replace(/\s+/g, ' ').trim();
+  const clean = prompt
+    .replace(/\[[^\]]*\]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
   const clause = clean.split(/[.!?\n]|,\s/)[0]?.trim() ?? '';
   const text = clause === '' ? clean : clause;
   if (text === '') return 'Untitled';

@@ -44,5 +44,8 @@ export type CancelReply = z.infer<typeof cancelReplySchema>;
 
 /** The failure of a cancelled task (code CANCELLED, refunded like every failure). */
 export function cancelledError(reason: string | undefined): JobError {
-  return new JobError('CANCELLED', reason === undefined ? 'Cancelled by the control plane' : `Cancelled by the control plane: ${reason}`);
+  return new JobError(
+    'CANCELLED',
+    reason === undefined ? 'Cancelled by the control plane' : `Cancelled by the control plane: ${reason}`,
+  );
 }

@@ -106,9 +106,14 @@ export function settlingHost(lease: TaskLease): string | null {
  * Each get starts after the previous entry, so a whole read is one pass over the stream (nats-server
  * 2.9 scans), and a read after `known` only over what was stored since.
  */
-export async function readClaims(jsm: JetStreamManager, claimsStream: string, taskId: string, known: readonly ClaimEntry[] = []): Promise<ClaimEntry[]> {
+export async function readClaims(
+  jsm: JetStreamManager,
+  claimsStream: string,
+  taskId: string,
+  known: readonly ClaimEntry[] = [],
+): Promise<ClaimEntry[]> {
   const entries: ClaimEntry[] = [...known];
-  for (let seq = (known.at(-1)?.seq ?? 0) + 1; ; ) {
+  for (let seq = (known.at(-1)?.seq ?? 0) + 1; ;) {
     // The stream leader's get (not a direct get, which a lagging replica may answer without the
     // latest entry). The server takes next_by_subj here since 2.9; the client's type lacks it.
     const request = { seq, next_by_subj: anyHostClaimSubject(taskId) } as unknown as MsgRequest;
@@ -118,7 +123,13 @@ export async function readClaims(jsm: JetStreamManager, claimsStream: string, ta
     const body = claimMessageSchema.safeParse(safeJson(stored.data));
     // An unreadable body (a compromised host's, say) takes nothing: the subject alone is no claim.
     if (host !== undefined && body.success) {
-      entries.push({ host, seq: stored.seq, atMs: stored.time.getTime(), op: body.data.op ?? 'claim', leaseMs: body.data.leaseMs ?? null });
+      entries.push({
+        host,
+        seq: stored.seq,
+        atMs: stored.time.getTime(),
+        op: body.data.op ?? 'claim',
+        leaseMs: body.data.leaseMs ?? null,
+      });
     }
     seq = stored.seq + 1;
   }
@@ -146,7 +157,10 @@ export interface ClaimOptions {
 export async function publishClaim(js: JetStreamClient, o: ClaimOptions, taskId: string, op: ClaimOp): Promise<number> {
   const body: ClaimMessage = { id: taskId, host: o.host, at: new Date().toISOString(), op, leaseMs: o.leaseMs };
   // No Nats-Msg-Id: every renewal is a new entry, and a retried publish stored twice only renews twice.
-  const ack = await js.publish(claimSubject(o.host, taskId), JSON.stringify(body), { headers: protocolHeaders(), timeout: o.timeoutMs });
+  const ack = await js.publish(claimSubject(o.host, taskId), JSON.stringify(body), {
+    headers: protocolHeaders(),
+    timeout: o.timeoutMs,
+  });
   return ack.seq;
 }
 
@@ -173,7 +187,8 @@ export async function claimTask(
   // A stream made anew (sequences start again) makes what was read before meaningless.
   const entries = await readClaims(jsm, o.claimsStream, taskId, (known.at(-1)?.seq ?? 0) < seq ? known : []);
   const own = entries.find((e) => e.seq === seq);
-  if (own === undefined) throw new Error(`The claim of task ${taskId} by ${o.host} was acknowledged but cannot be read back`);
+  if (own === undefined)
+    throw new Error(`The claim of task ${taskId} by ${o.host} was acknowledged but cannot be read back`);
   return { ...leaseOf(entries), atMs: own.atMs, entries };
 }
 
@@ -184,7 +199,11 @@ const KNOWN_TASKS = 1_000;
  * This host's claims, remembering each task's entries, so that a renewal or a settle mark reads
  * only what was stored since the last read (cheap on nats-server 2.9, which scans).
  */
-export function createClaimer(js: JetStreamClient, jsm: JetStreamManager, o: ClaimOptions): (taskId: string, op?: ClaimOp) => Promise<ClaimResult> {
+export function createClaimer(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  o: ClaimOptions,
+): (taskId: string, op?: ClaimOp) => Promise<ClaimResult> {
   const known = new Map<string, ClaimEntry[]>();
   return async (taskId, op = 'claim') => {
     const { entries, ...result } = await claimTask(js, jsm, o, taskId, op, known.get(taskId));

@@ -12,7 +12,9 @@ import type { PubAck } from '@nats-io/jetstream';
 /** The publish's outcome is not known yet: send it again (same message id) a moment later. */
 export class UnconfirmedPublishError extends Error {
   constructor(subject: string) {
-    super(`NATS has not yet stored the first copy of this message on ${subject} (a duplicate answered with sequence 0); its outcome is unknown`);
+    super(
+      `NATS has not yet stored the first copy of this message on ${subject} (a duplicate answered with sequence 0); its outcome is unknown`,
+    );
     this.name = 'UnconfirmedPublishError';
   }
 }

@@ -3,7 +3,13 @@
  * token or user/password) and TLS. Secrets are read from files at connect time and never logged.
  */
 import fs from 'node:fs/promises';
-import { connect, credsAuthenticator, nkeyAuthenticator, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import {
+  connect,
+  credsAuthenticator,
+  nkeyAuthenticator,
+  type NatsConnection,
+  type NodeConnectionOptions,
+} from '@nats-io/transport-node';
 import { explainConnectError } from './nats-connect-error.js';
 import { unreadableFiles } from './nats-credentials.js';
 import { ProtocolSettingsError, type ProtocolSettings } from './settings.js';
@@ -32,7 +38,10 @@ const CONNECT_TIMEOUT_MS = 8000;
 
 export async function connectionOptions(s: ConnectionSettings): Promise<NodeConnectionOptions> {
   const options: NodeConnectionOptions = {
-    servers: s.natsUrl.split(',').map((u) => u.trim()).filter(Boolean),
+    servers: s.natsUrl
+      .split(',')
+      .map((u) => u.trim())
+      .filter(Boolean),
     name: s.natsName,
     // A daemon outlives server restarts and upgrades: never give up reconnecting.
     maxReconnectAttempts: -1,

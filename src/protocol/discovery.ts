@@ -75,10 +75,22 @@ export const capabilitiesSchema = z.object({
   precision: z
     .object({
       requested: z.string(),
-      networks: z.array(z.object({ network: z.string(), graph: z.string(), precision: z.enum(['fp32', 'fp16', 'int8']), reason: z.string() })),
+      networks: z.array(
+        z.object({
+          network: z.string(),
+          graph: z.string(),
+          precision: z.enum(['fp32', 'fp16', 'int8']),
+          reason: z.string(),
+        }),
+      ),
     })
     .optional(),
-  kinds: z.object(Object.fromEntries(JOB_KINDS.map((kind) => [kind, kindCapabilitySchema])) as Record<JobKind, typeof kindCapabilitySchema>),
+  kinds: z.object(
+    Object.fromEntries(JOB_KINDS.map((kind) => [kind, kindCapabilitySchema])) as Record<
+      JobKind,
+      typeof kindCapabilitySchema
+    >,
+  ),
   /** Model ids this host can run now (those of its ready kinds). */
   models: z.array(z.string()),
   at: z.string(),
@@ -105,7 +117,11 @@ export interface DiscoverOptions {
  * that arrived within `waitMs`, or up to the first that satisfies `until`. Replies that are not
  * capabilities (another protocol major) are skipped.
  */
-export async function discoverWorkers(nc: NatsConnection, subject: string, options: DiscoverOptions): Promise<Capabilities[]> {
+export async function discoverWorkers(
+  nc: NatsConnection,
+  subject: string,
+  options: DiscoverOptions,
+): Promise<Capabilities[]> {
   const inbox = createInbox(options.inboxPrefix);
   const found: Capabilities[] = [];
   const sub = nc.subscribe(inbox);
@@ -126,7 +142,12 @@ export async function discoverWorkers(nc: NatsConnection, subject: string, optio
 }
 
 /** The live workers that can run `kind` now. */
-export async function whoCanRun(nc: NatsConnection, subject: string, kind: JobKind, options: Omit<DiscoverOptions, 'until'> & { first?: boolean }): Promise<Capabilities[]> {
+export async function whoCanRun(
+  nc: NatsConnection,
+  subject: string,
+  kind: JobKind,
+  options: Omit<DiscoverOptions, 'until'> & { first?: boolean },
+): Promise<Capabilities[]> {
   const ready = (w: Capabilities): boolean => w.kinds[kind].ready;
   const all = await discoverWorkers(nc, subject, { ...options, ...(options.first ? { until: ready } : {}) });
   return all.filter(ready);

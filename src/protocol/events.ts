@@ -89,7 +89,13 @@ export function completedEvent(
 }
 
 /** `model` is whatever the job named (possibly not a known id, or absent in a malformed job). */
-export function failedEvent(taskId: string, model: unknown, error: JobError, credits: number | undefined, timing: EventTiming): TerminalEvent {
+export function failedEvent(
+  taskId: string,
+  model: unknown,
+  error: JobError,
+  credits: number | undefined,
+  timing: EventTiming,
+): TerminalEvent {
   return {
     id: taskId,
     ...modelFields(model),
@@ -112,7 +118,9 @@ function modelFields(model: unknown): Pick<TerminalEvent, 'model' | 'mediaType'>
   return { model: typeof model === 'string' ? model : null };
 }
 
-function timingFields(t: EventTiming): Pick<TerminalEvent, 'createdAt' | 'startedAt' | 'finishedAt' | 'durationMs' | 'attempt' | 'worker'> {
+function timingFields(
+  t: EventTiming,
+): Pick<TerminalEvent, 'createdAt' | 'startedAt' | 'finishedAt' | 'durationMs' | 'attempt' | 'worker'> {
   return {
     createdAt: t.createdAt.toISOString(),
     startedAt: t.startedAt === null ? null : t.startedAt.toISOString(),

@@ -6,7 +6,17 @@
 export { connectNats, connectionOptions } from './connection.js';
 export { UnconfirmedPublishError, confirmedAck } from './confirmed-ack.js';
 export { unreadableFiles } from './nats-credentials.js';
-export { completedEvent, creationTime, failedEvent, resultFileSchema, terminalEventSchema, timestamp, type EventTiming, type ResultFile, type TerminalEvent } from './events.js';
+export {
+  completedEvent,
+  creationTime,
+  failedEvent,
+  resultFileSchema,
+  terminalEventSchema,
+  timestamp,
+  type EventTiming,
+  type ResultFile,
+  type TerminalEvent,
+} from './events.js';
 export { MAX_ETA_SECONDS, progressMessage, progressMessageSchema, type ProgressMessage } from './progress.js';
 export { PROTOCOL_HEADER, PROTOCOL_VERSION, protocolHeaders, protocolMismatch } from './version.js';
 export { withTraceHeaders } from './trace-headers.js';
@@ -19,8 +29,25 @@ export {
   type CancelReply,
   type CancelRequest,
 } from './cancel.js';
-export { backendCapabilitySchema, capabilitiesSchema, deviceSchema, discoverWorkers, modelsOfKind, whoCanRun, type BackendCapability, type Capabilities, type DeviceInfo, type DiscoverOptions } from './discovery.js';
-export { WIRE_SCHEMAS, endpointSchemaMetadata, wireJsonSchemas, wireSchemaPath, type WireSchemaName } from './wire-schemas.js';
+export {
+  backendCapabilitySchema,
+  capabilitiesSchema,
+  deviceSchema,
+  discoverWorkers,
+  modelsOfKind,
+  whoCanRun,
+  type BackendCapability,
+  type Capabilities,
+  type DeviceInfo,
+  type DiscoverOptions,
+} from './discovery.js';
+export {
+  WIRE_SCHEMAS,
+  endpointSchemaMetadata,
+  wireJsonSchemas,
+  wireSchemaPath,
+  type WireSchemaName,
+} from './wire-schemas.js';
 export { resultLifetimeMs, resultUrl, resultsBaseUrl } from './result-url.js';
 export {
   RESULT_CONTENT_TYPES,
@@ -35,7 +62,14 @@ export {
   type UploadUrlReply,
   type UploadUrlRequest,
 } from './upload-url.js';
-export { SHA256_METADATA, objectKey, openObjectStore, type ObjectStore, type ObjectStoreOptions, type ObjectStoreSettings } from './object-store.js';
+export {
+  SHA256_METADATA,
+  objectKey,
+  openObjectStore,
+  type ObjectStore,
+  type ObjectStoreOptions,
+  type ObjectStoreSettings,
+} from './object-store.js';
 export {
   PROTOCOL_SETTINGS,
   ProtocolSettingsError,
@@ -50,7 +84,16 @@ export {
   perKind,
   perKindSetting,
 } from './settings.js';
-export { PROVISION_HINT, advisoriesStreamConfig, claimsStreamConfig, configDifferences, eventsStreamConfig, streamProblems, jobsStreamConfig, type DesiredStream } from './streams.js';
+export {
+  PROVISION_HINT,
+  advisoriesStreamConfig,
+  claimsStreamConfig,
+  configDifferences,
+  eventsStreamConfig,
+  streamProblems,
+  jobsStreamConfig,
+  type DesiredStream,
+} from './streams.js';
 export {
   CLAIM_OPS,
   MAX_LEASE_MS,

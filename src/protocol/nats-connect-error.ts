@@ -34,17 +34,26 @@ export function describeCredentials(s: NatsCredentialSettings): string {
 /** The error to report for a failed first connection to `servers`; unknown failures keep their message. */
 export function explainConnectError(err: unknown, servers: string, s: NatsCredentialSettings): Error {
   const causes = causeChain(err);
-  const auth = causes.find((e) => e.name === 'AuthorizationError' || /authorization violation|authentication/i.test(e.message));
+  const auth = causes.find(
+    (e) => e.name === 'AuthorizationError' || /authorization violation|authentication/i.test(e.message),
+  );
   if (auth !== undefined) {
-    return new NatsConnectError(`NATS at ${servers} refused ${describeCredentials(s)}: ${auth.message}`, { cause: err });
+    return new NatsConnectError(`NATS at ${servers} refused ${describeCredentials(s)}: ${auth.message}`, {
+      cause: err,
+    });
   }
-  const tls = causes.find((e) => TLS_VERIFY_CODES.has(String((e as { code?: unknown }).code)) || /certificate|tls|ssl/i.test(e.message));
+  const tls = causes.find(
+    (e) => TLS_VERIFY_CODES.has(String((e as { code?: unknown }).code)) || /certificate|tls|ssl/i.test(e.message),
+  );
   if (tls !== undefined) {
-    const ca = s.natsTlsCaFile === undefined ? 'NATS_TLS_CA_FILE unset (the system CAs)' : `NATS_TLS_CA_FILE=${s.natsTlsCaFile}`;
+    const ca =
+      s.natsTlsCaFile === undefined ? 'NATS_TLS_CA_FILE unset (the system CAs)' : `NATS_TLS_CA_FILE=${s.natsTlsCaFile}`;
     return new NatsConnectError(`TLS with NATS at ${servers} failed (${ca}): ${tls.message}`, { cause: err });
   }
   const first = causes[0];
-  return new NatsConnectError(`Could not connect to NATS at ${servers} (NATS_URL): ${first?.message ?? String(err)}`, { cause: err });
+  return new NatsConnectError(`Could not connect to NATS at ${servers} (NATS_URL): ${first?.message ?? String(err)}`, {
+    cause: err,
+  });
 }
 
 function causeChain(err: unknown): Error[] {

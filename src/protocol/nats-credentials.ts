@@ -41,7 +41,10 @@ export function credentialProblems(s: NatsCredentialSettings): CredentialProblem
     s.natsUser === undefined ? null : 'NATS_USER',
   ].filter((m): m is string => m !== null);
   if (methods.length > 1) {
-    problems.push({ key: 'natsUser', message: `Expected at most one way to authenticate but received ${methods.join(' and ')}` });
+    problems.push({
+      key: 'natsUser',
+      message: `Expected at most one way to authenticate but received ${methods.join(' and ')}`,
+    });
   }
   if (s.natsUser !== undefined && s.natsPassword === undefined) {
     problems.push({ key: 'natsPassword', message: 'Expected NATS_PASSWORD with NATS_USER but received none' });
@@ -64,7 +67,8 @@ export function unreadableFiles(s: NatsCredentialSettings, readable: (file: stri
   const problems: string[] = [];
   for (const [key, env] of FILE_SETTINGS) {
     const file = s[key];
-    if (file !== undefined && !readable(file)) problems.push(`Invalid setting ${env}: Expected a readable file but received ${JSON.stringify(file)}`);
+    if (file !== undefined && !readable(file))
+      problems.push(`Invalid setting ${env}: Expected a readable file but received ${JSON.stringify(file)}`);
   }
   return problems;
 }

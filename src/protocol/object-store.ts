@@ -8,7 +8,10 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { ProtocolSettings } from './settings.js';
 
-export type ObjectStoreSettings = Pick<ProtocolSettings, 's3Bucket' | 's3Endpoint' | 's3Region' | 's3Prefix' | 's3ForcePathStyle'>;
+export type ObjectStoreSettings = Pick<
+  ProtocolSettings,
+  's3Bucket' | 's3Endpoint' | 's3Region' | 's3Prefix' | 's3ForcePathStyle'
+>;
 
 export interface ObjectStore {
   client: S3Client;
@@ -26,8 +29,12 @@ export interface ObjectStoreOptions {
   maxAttempts?: number;
 }
 
-export async function openObjectStore(settings: ObjectStoreSettings, options: ObjectStoreOptions = {}): Promise<ObjectStore> {
-  if (settings.s3Bucket === undefined) throw new TypeError('Expected RESULTS_S3_BUCKET to be set with RESULTS_STORE=s3 but received it unset');
+export async function openObjectStore(
+  settings: ObjectStoreSettings,
+  options: ObjectStoreOptions = {},
+): Promise<ObjectStore> {
+  if (settings.s3Bucket === undefined)
+    throw new TypeError('Expected RESULTS_S3_BUCKET to be set with RESULTS_STORE=s3 but received it unset');
   const { S3Client } = await import('@aws-sdk/client-s3');
   const client = new S3Client({
     region: settings.s3Region,
@@ -39,7 +46,11 @@ export async function openObjectStore(settings: ObjectStoreSettings, options: Ob
     responseChecksumValidation: 'WHEN_REQUIRED',
     maxAttempts: options.maxAttempts ?? 3,
     // A stalled server: its request fails (and is retried) instead of the SDK's default, a warning while it waits forever.
-    requestHandler: { connectionTimeout: 10_000, requestTimeout: options.requestTimeoutMs ?? 60_000, throwOnRequestTimeout: true },
+    requestHandler: {
+      connectionTimeout: 10_000,
+      requestTimeout: options.requestTimeoutMs ?? 60_000,
+      throwOnRequestTimeout: true,
+    },
   });
   return { client, bucket: settings.s3Bucket, prefix: settings.s3Prefix };
 }

@@ -48,8 +48,17 @@ export const progressMessageSchema = z.object({
 
 export type ProgressMessage = z.infer<typeof progressMessageSchema>;
 
-export function progressMessage(taskId: string, model: string, progress: JobProgress, now: Date, seq?: number, etaSeconds?: number): ProgressMessage {
-  const percent = progress.percent ?? (progress.done !== undefined && progress.total ? (progress.done / progress.total) * 100 : undefined);
+export function progressMessage(
+  taskId: string,
+  model: string,
+  progress: JobProgress,
+  now: Date,
+  seq?: number,
+  etaSeconds?: number,
+): ProgressMessage {
+  const percent =
+    progress.percent ??
+    (progress.done !== undefined && progress.total ? (progress.done / progress.total) * 100 : undefined);
   return {
     id: taskId,
     model,
@@ -57,7 +66,9 @@ export function progressMessage(taskId: string, model: string, progress: JobProg
     ...(progress.done === undefined ? {} : { done: progress.done }),
     ...(progress.total === undefined ? {} : { total: progress.total }),
     ...(progress.unit === undefined ? {} : { unit: progress.unit }),
-    ...(percent === undefined || !Number.isFinite(percent) ? {} : { percent: Math.round(Math.min(100, Math.max(0, percent)) * 10) / 10 }),
+    ...(percent === undefined || !Number.isFinite(percent)
+      ? {}
+      : { percent: Math.round(Math.min(100, Math.max(0, percent)) * 10) / 10 }),
     at: now.toISOString(),
     ...(seq === undefined ? {} : { seq }),
     ...(etaSeconds === undefined ? {} : { etaSeconds }),
@@ -71,6 +82,8 @@ function wireStep(step: ProgressStep): NonNullable<ProgressMessage['step']> {
   return {
     index: Math.max(1, Math.floor(step.index)),
     elapsedSeconds: seconds(step.elapsedSeconds, Math.floor),
-    ...(step.estimatedSeconds === undefined || !Number.isFinite(step.estimatedSeconds) ? {} : { estimatedSeconds: seconds(step.estimatedSeconds, Math.ceil) }),
+    ...(step.estimatedSeconds === undefined || !Number.isFinite(step.estimatedSeconds)
+      ? {}
+      : { estimatedSeconds: seconds(step.estimatedSeconds, Math.ceil) }),
   };
 }

@@ -29,8 +29,11 @@ export function resultLifetimeMs(kind: JobKind, upscaleResultLifetimeDays: numbe
  * gateway in front of the files), else `s3://<bucket>/<prefix>/` for a bucket (s3, upload-url) or the file:// URL of
  * RESULTS_DIR (development). Workers name results under it; gateways check results against it.
  */
-export function resultsBaseUrl(settings: Pick<ProtocolSettings, 'publicBaseUrl' | 'resultsStore' | 'resultsDir' | 's3Bucket' | 's3Prefix'>): string {
+export function resultsBaseUrl(
+  settings: Pick<ProtocolSettings, 'publicBaseUrl' | 'resultsStore' | 'resultsDir' | 's3Bucket' | 's3Prefix'>,
+): string {
   if (settings.publicBaseUrl !== undefined) return settings.publicBaseUrl;
-  if (settings.resultsStore !== 'local') return `s3://${settings.s3Bucket ?? ''}/${settings.s3Prefix === '' ? '' : `${settings.s3Prefix}/`}`;
+  if (settings.resultsStore !== 'local')
+    return `s3://${settings.s3Bucket ?? ''}/${settings.s3Prefix === '' ? '' : `${settings.s3Prefix}/`}`;
   return pathToFileURL(settings.resultsDir).href;
 }

@@ -34,7 +34,9 @@ export const jetStreamName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
 
 /** The kinds whose results live as long as the spec says: `<label>: <days> days`. */
 const SPEC_LIFETIMES = allKinds()
-  .flatMap((kind) => (kind.resultLifetimeDays === 'upscale-setting' ? [] : [`${kind.label}: ${kind.resultLifetimeDays} days`]))
+  .flatMap((kind) =>
+    kind.resultLifetimeDays === 'upscale-setting' ? [] : [`${kind.label}: ${kind.resultLifetimeDays} days`],
+  )
   .join(' and ');
 
 /** Bounds of a claim's lease (WORKER_CLAIM_LEASE_MS; protocol/claims.ts): a lease outside them makes a claim unreadable, hence ignored. */
@@ -54,27 +56,44 @@ export const PROTOCOL_SETTINGS = {
     default: `media-worker@${os.hostname()}`,
     doc: 'Connection name shown by the server (and the `worker` field of events).',
   }),
-  natsCredsFile: setting({ env: 'NATS_CREDS_FILE', schema: nonEmptyText, doc: 'User JWT + nkey credentials file (.creds).' }),
-  natsNkeySeedFile: setting({ env: 'NATS_NKEY_SEED_FILE', schema: nonEmptyText, doc: 'File holding an nkey user seed (SU...).' }),
+  natsCredsFile: setting({
+    env: 'NATS_CREDS_FILE',
+    schema: nonEmptyText,
+    doc: 'User JWT + nkey credentials file (.creds).',
+  }),
+  natsNkeySeedFile: setting({
+    env: 'NATS_NKEY_SEED_FILE',
+    schema: nonEmptyText,
+    doc: 'File holding an nkey user seed (SU...).',
+  }),
   natsToken: setting({ env: 'NATS_TOKEN', schema: nonEmptyText, doc: 'Token authentication.', secret: true }),
   natsUser: setting({ env: 'NATS_USER', schema: nonEmptyText, doc: 'User name authentication (with NATS_PASSWORD).' }),
   natsPassword: setting({ env: 'NATS_PASSWORD', schema: nonEmptyText, doc: 'Password for NATS_USER.', secret: true }),
-  natsTlsCaFile: setting({ env: 'NATS_TLS_CA_FILE', schema: nonEmptyText, doc: 'CA certificate (PEM) that signed the server certificate.' }),
-  natsTlsCertFile: setting({ env: 'NATS_TLS_CERT_FILE', schema: nonEmptyText, doc: 'Client certificate (PEM) for mutual TLS.' }),
+  natsTlsCaFile: setting({
+    env: 'NATS_TLS_CA_FILE',
+    schema: nonEmptyText,
+    doc: 'CA certificate (PEM) that signed the server certificate.',
+  }),
+  natsTlsCertFile: setting({
+    env: 'NATS_TLS_CERT_FILE',
+    schema: nonEmptyText,
+    doc: 'Client certificate (PEM) for mutual TLS.',
+  }),
   natsTlsKeyFile: setting({ env: 'NATS_TLS_KEY_FILE', schema: nonEmptyText, doc: 'Key (PEM) of NATS_TLS_CERT_FILE.' }),
   natsInboxPrefix: setting({
     env: 'NATS_INBOX_PREFIX',
     schema: z.string().regex(/^[A-Za-z0-9_-]+$/, {
-      error: (issue) => `Expected letters, digits, "_" or "-" (one subject token) but received ${received(issue.input)}`,
+      error: (issue) =>
+        `Expected letters, digits, "_" or "-" (one subject token) but received ${received(issue.input)}`,
     }),
     default: '_INBOX',
-    doc: 'Subject prefix of this process\'s reply inboxes; give each role its own (deploy/nats/) so that one may not read the replies of another.',
+    doc: "Subject prefix of this process's reply inboxes; give each role its own (deploy/nats/) so that one may not read the replies of another.",
   }),
   streamReplicas: setting({
     env: 'NATS_STREAM_REPLICAS',
     schema: intSchema('an integer from 1 to 5', 1, 5),
     default: '1',
-    doc: 'Replicas of every stream (jobs, events, and the gateway\'s accounts, ledger, tasks); 3 on a 3-node cluster (docs/operations.md). `media-worker provision` applies it in place; the others check it at start.',
+    doc: "Replicas of every stream (jobs, events, and the gateway's accounts, ledger, tasks); 3 on a 3-node cluster (docs/operations.md). `media-worker provision` applies it in place; the others check it at start.",
   }),
   jobsStream: setting({
     env: 'MEDIA_JOBS_STREAM',
@@ -127,19 +146,20 @@ export const PROTOCOL_SETTINGS = {
     env: 'RESULTS_STORE',
     schema: oneOfSetting(['local', 's3', 'upload-url']),
     default: 'local',
-    doc: 'Where a worker stores results before their completion event: `local` (RESULTS_DIR, a shared volume on a fleet), `s3` (the bucket RESULTS_S3_BUCKET, with the AWS SDK\'s default credentials) or `upload-url` (a PUT to a URL the gateway presigns against its bucket per file: the worker holds no storage credentials); docs/results-storage.md.',
+    doc: "Where a worker stores results before their completion event: `local` (RESULTS_DIR, a shared volume on a fleet), `s3` (the bucket RESULTS_S3_BUCKET, with the AWS SDK's default credentials) or `upload-url` (a PUT to a URL the gateway presigns against its bucket per file: the worker holds no storage credentials); docs/results-storage.md.",
   }),
   s3Bucket: setting({
     env: 'RESULTS_S3_BUCKET',
     schema: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, {
-      error: (issue) => `Expected a bucket name of 3 to 63 characters of a-z, 0-9, "." or "-" but received ${received(issue.input)}`,
+      error: (issue) =>
+        `Expected a bucket name of 3 to 63 characters of a-z, 0-9, "." or "-" but received ${received(issue.input)}`,
     }),
     doc: 'Bucket of the results (required with RESULTS_STORE=s3, and on the gateway with upload-url).',
   }),
   s3Endpoint: setting({
     env: 'RESULTS_S3_ENDPOINT',
     schema: absoluteUrl,
-    doc: 'S3 API endpoint for a store other than AWS (R2, MinIO, GCS\'s interoperability API: `https://storage.googleapis.com`); unset: AWS for RESULTS_S3_REGION.',
+    doc: "S3 API endpoint for a store other than AWS (R2, MinIO, GCS's interoperability API: `https://storage.googleapis.com`); unset: AWS for RESULTS_S3_REGION.",
   }),
   s3Region: setting({
     env: 'RESULTS_S3_REGION',
@@ -150,7 +170,8 @@ export const PROTOCOL_SETTINGS = {
   s3Prefix: setting({
     env: 'RESULTS_S3_PREFIX',
     schema: z.string().regex(/^([A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*)?$/, {
-      error: (issue) => `Expected key segments of A-Z, a-z, 0-9, "_", "." or "-" separated by "/", without a leading or trailing "/", but received ${received(issue.input)}`,
+      error: (issue) =>
+        `Expected key segments of A-Z, a-z, 0-9, "_", "." or "-" separated by "/", without a leading or trailing "/", but received ${received(issue.input)}`,
     }),
     default: 'results',
     doc: 'Key prefix of the results in the bucket: `<prefix>/<kind>/<task id>/<name>.<ext>`.',
@@ -168,7 +189,8 @@ export type ProtocolSettingsInput = SettingsInput<typeof PROTOCOL_SETTINGS>;
 
 /** One way of proving who connects, and each credential with its other half (nats-credentials.ts). */
 export function checkNatsAuth(v: NatsCredentialSettings, ctx: z.RefinementCtx): void {
-  for (const problem of credentialProblems(v)) ctx.addIssue({ code: 'custom', path: [problem.key], message: problem.message });
+  for (const problem of credentialProblems(v))
+    ctx.addIssue({ code: 'custom', path: [problem.key], message: problem.message });
 }
 
 /**
@@ -177,7 +199,11 @@ export function checkNatsAuth(v: NatsCredentialSettings, ctx: z.RefinementCtx): 
  */
 export function checkResultsStore(v: Pick<ProtocolSettings, 'resultsStore' | 's3Bucket'>, ctx: z.RefinementCtx): void {
   if (v.resultsStore === 's3' && v.s3Bucket === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['s3Bucket'], message: 'Expected RESULTS_S3_BUCKET to be set with RESULTS_STORE=s3 but received it unset' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['s3Bucket'],
+      message: 'Expected RESULTS_S3_BUCKET to be set with RESULTS_STORE=s3 but received it unset',
+    });
   }
 }
 
@@ -188,10 +214,11 @@ export const protocolSettingsSchema = tableSchema(PROTOCOL_SETTINGS).superRefine
 
 export class ProtocolSettingsError extends SettingsError {}
 
-export const {
-  parse: parseProtocolSettings,
-  fromEnv: protocolSettingsFromEnv,
-} = settingsReader(PROTOCOL_SETTINGS, protocolSettingsSchema, ProtocolSettingsError);
+export const { parse: parseProtocolSettings, fromEnv: protocolSettingsFromEnv } = settingsReader(
+  PROTOCOL_SETTINGS,
+  protocolSettingsSchema,
+  ProtocolSettingsError,
+);
 
 /**
  * A setting with one value per kind, its default read off the kinds' descriptors (their
@@ -199,7 +226,10 @@ export const {
  */
 export function perKindSetting(expectation: string, key: keyof KindSettingDefaults, min: number) {
   const fallback = byKind((kind) => kind.settings[key]);
-  return { schema: perKind(expectation, fallback, min), default: JOB_KINDS.map((kind) => `${kind}=${fallback[kind]}`).join(',') };
+  return {
+    schema: perKind(expectation, fallback, min),
+    default: JOB_KINDS.map((kind) => `${kind}=${fallback[kind]}`).join(','),
+  };
 }
 
 /**
@@ -208,26 +238,34 @@ export function perKindSetting(expectation: string, key: keyof KindSettingDefaul
  */
 export function perKind(expectation: string, fallback: Record<JobKind, number>, min: number) {
   const value = intSchema(expectation, min);
-  const objectForm = z.object(Object.fromEntries(JOB_KINDS.map((kind) => [kind, value.optional()])) as Record<JobKind, z.ZodOptional<typeof value>>).strict();
-  return z
-    .union([z.string(), objectForm])
-    .transform((input, ctx): Record<JobKind, number> => {
-      if (typeof input !== 'string') return { ...fallback, ...stripUndefined(input) };
-      const out: Record<JobKind, number> = { ...fallback };
-      for (const part of input.split(',').map((s) => s.trim()).filter(Boolean)) {
-        const [kind, raw] = part.split('=').map((s) => s.trim());
-        const parsed = value.safeParse(raw);
-        if (!isJobKind(kind) || !parsed.success) {
-          ctx.addIssue({
-            code: 'custom',
-            message: `Expected <kind>=<${expectation}> with kind one of ${JOB_KINDS.join(', ')} but received ${received(part)}`,
-          });
-          return z.NEVER;
-        }
-        out[kind] = parsed.data;
+  const objectForm = z
+    .object(
+      Object.fromEntries(JOB_KINDS.map((kind) => [kind, value.optional()])) as Record<
+        JobKind,
+        z.ZodOptional<typeof value>
+      >,
+    )
+    .strict();
+  return z.union([z.string(), objectForm]).transform((input, ctx): Record<JobKind, number> => {
+    if (typeof input !== 'string') return { ...fallback, ...stripUndefined(input) };
+    const out: Record<JobKind, number> = { ...fallback };
+    for (const part of input
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
+      const [kind, raw] = part.split('=').map((s) => s.trim());
+      const parsed = value.safeParse(raw);
+      if (!isJobKind(kind) || !parsed.success) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `Expected <kind>=<${expectation}> with kind one of ${JOB_KINDS.join(', ')} but received ${received(part)}`,
+        });
+        return z.NEVER;
       }
-      return out;
-    });
+      out[kind] = parsed.data;
+    }
+    return out;
+  });
 }
 
 function stripUndefined(input: Partial<Record<JobKind, number | undefined>>): Partial<Record<JobKind, number>> {

@@ -3,16 +3,35 @@
  * advisories of the jobs stream. Only `media-worker provision` (the operator) creates or changes
  * them; workers and gateways check that they exist as configured and bind (docs/operations.md).
  */
-import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import {
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { ProtocolSettings } from './settings.js';
-import { CLAIMS_SUBJECT_PREFIX, EVENTS_SUBJECT_PREFIX, JOBS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from './subjects.js';
+import {
+  CLAIMS_SUBJECT_PREFIX,
+  EVENTS_SUBJECT_PREFIX,
+  JOBS_SUBJECT_PREFIX,
+  maxDeliveriesAdvisoryFilter,
+} from './subjects.js';
 
 const DAY_NS = nanos(24 * 60 * 60 * 1000);
 
-type StreamSettings = Pick<ProtocolSettings, 'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'claimsStream' | 'eventsMaxAgeDays' | 'streamReplicas'>;
+type StreamSettings = Pick<
+  ProtocolSettings,
+  'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'claimsStream' | 'eventsMaxAgeDays' | 'streamReplicas'
+>;
 
-export type DesiredStream = Pick<StreamConfig, 'name' | 'subjects' | 'retention' | 'storage' | 'discard' | 'max_age' | 'description' | 'num_replicas'> &
+export type DesiredStream = Pick<
+  StreamConfig,
+  'name' | 'subjects' | 'retention' | 'storage' | 'discard' | 'max_age' | 'description' | 'num_replicas'
+> &
   Partial<Pick<StreamConfig, 'max_msgs_per_subject' | 'discard_new_per_subject'>>;
 
 /** Jobs: one message per task until a worker acks or terminates it. */
@@ -94,7 +113,8 @@ export function advisoriesStreamConfig(s: StreamSettings): DesiredStream {
 }
 
 /** What `media-worker provision` is, named in every "missing or differs" message of a process that only binds. */
-export const PROVISION_HINT = 'run `media-worker provision` with the operator\'s credentials (docs/operations.md, "Who creates what")';
+export const PROVISION_HINT =
+  'run `media-worker provision` with the operator\'s credentials (docs/operations.md, "Who creates what")';
 
 /**
  * Where an existing stream or consumer configuration differs from the desired one, one
@@ -121,7 +141,10 @@ export function configDifferences(current: object, desired: object): string[] {
  * What a process that only binds checks at start: each stream exists as `desired` says, one
  * `stream <name> …` line per problem (missing, or each field that differs); empty when all match.
  */
-export async function streamProblems(jsm: JetStreamManager, desired: readonly (Pick<StreamConfig, 'name'> & object)[]): Promise<string[]> {
+export async function streamProblems(
+  jsm: JetStreamManager,
+  desired: readonly (Pick<StreamConfig, 'name'> & object)[],
+): Promise<string[]> {
   const problems: string[] = [];
   for (const config of desired) {
     const existing = await jsm.streams.info(config.name).catch((err: unknown) => {

@@ -84,7 +84,10 @@ export function anyHostClaimSubject(taskId: string): string {
 }
 
 /** Host and task of `<prefix>.<host>.<task>` (an event's or a claim's subject); undefined for any other shape. */
-export function hostAndTask(prefix: typeof EVENTS_SUBJECT_PREFIX | typeof CLAIMS_SUBJECT_PREFIX, subject: string): { host: string; taskId: string } | undefined {
+export function hostAndTask(
+  prefix: typeof EVENTS_SUBJECT_PREFIX | typeof CLAIMS_SUBJECT_PREFIX,
+  subject: string,
+): { host: string; taskId: string } | undefined {
   if (!subject.startsWith(`${prefix}.`)) return undefined;
   const tokens = subject.slice(prefix.length + 1).split('.');
   const [host, taskId] = tokens;

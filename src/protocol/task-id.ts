@@ -42,7 +42,12 @@ export function readTaskId(headers: HeaderReader | undefined, data: Uint8Array):
   const header = headers?.has(MSG_ID_HEADER) ? headers.get(MSG_ID_HEADER) : '';
   if (header !== '') {
     if (isTaskId(header)) return { ok: true, id: header, source: 'header', body };
-    return { ok: false, reason: `the ${MSG_ID_HEADER} header ${JSON.stringify(header)} is not a task id`, body, claimed: header };
+    return {
+      ok: false,
+      reason: `the ${MSG_ID_HEADER} header ${JSON.stringify(header)} is not a task id`,
+      body,
+      claimed: header,
+    };
   }
   const id = bodyField(body, 'id');
   if (id === undefined) return { ok: false, reason: `no ${MSG_ID_HEADER} header and no id in the body`, body };

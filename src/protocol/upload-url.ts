@@ -68,7 +68,9 @@ export type UploadUrlGrant = z.infer<typeof uploadUrlGrantSchema>;
  * `UPLOAD_REFUSED`: not this host's task, not pending, or a bad request (asking again will not help);
  * `UPLOAD_UNAVAILABLE`: the control plane cannot presign now (try again).
  */
-export const uploadUrlRefusalSchema = z.object({ error: z.object({ code: z.enum(['UPLOAD_REFUSED', 'UPLOAD_UNAVAILABLE']), message: z.string() }) });
+export const uploadUrlRefusalSchema = z.object({
+  error: z.object({ code: z.enum(['UPLOAD_REFUSED', 'UPLOAD_UNAVAILABLE']), message: z.string() }),
+});
 
 export type UploadUrlRefusal = z.infer<typeof uploadUrlRefusalSchema>;
 

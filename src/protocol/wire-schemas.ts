@@ -18,15 +18,27 @@ import { PROTOCOL_VERSION } from './version.js';
 export const WIRE_SCHEMAS = {
   job: { title: 'Job message (media.jobs.<kind>.<model>) and quote request (media.quote)', schema: jobMessageSchema },
   'quote-reply': { title: 'Quote reply (media.quote)', schema: quoteReplySchema },
-  'error-reply': { title: 'Refusal of a quote or cancel (with the Nats-Service-Error headers)', schema: errorReplySchema },
-  'terminal-event': { title: 'Terminal event (media.events.<host>.<task id>)', schema: terminalEventSchema.extend({ result: resultSchema }) },
+  'error-reply': {
+    title: 'Refusal of a quote or cancel (with the Nats-Service-Error headers)',
+    schema: errorReplySchema,
+  },
+  'terminal-event': {
+    title: 'Terminal event (media.events.<host>.<task id>)',
+    schema: terminalEventSchema.extend({ result: resultSchema }),
+  },
   claim: { title: 'Claim of a task by a worker host (media.claims.<host>.<task id>)', schema: claimMessageSchema },
   progress: { title: 'Progress (media.progress.<task id>)', schema: progressMessageSchema },
   'cancel-request': { title: 'Cancel request (media.cancel)', schema: cancelRequestSchema },
   'cancel-reply': { title: 'Cancel reply (media.cancel)', schema: cancelReplySchema },
   capabilities: { title: 'Capabilities of one worker (media.capabilities)', schema: capabilitiesSchema },
-  'upload-url-request': { title: 'Upload URL request of a worker host (media.uploads.<host>)', schema: uploadUrlRequestSchema },
-  'upload-url-reply': { title: 'Upload URL reply: a presigned PUT, or a refusal (media.uploads.<host>)', schema: uploadUrlReplySchema },
+  'upload-url-request': {
+    title: 'Upload URL request of a worker host (media.uploads.<host>)',
+    schema: uploadUrlRequestSchema,
+  },
+  'upload-url-reply': {
+    title: 'Upload URL reply: a presigned PUT, or a refusal (media.uploads.<host>)',
+    schema: uploadUrlReplySchema,
+  },
 } as const;
 
 /** Each kind's result (`result-<kind>`), from its descriptor. */
@@ -46,7 +58,11 @@ export function wireSchemaPath(name: WireSchemaName): string {
  * name, so an endpoint cannot advertise a file that the export does not write.
  */
 export function endpointSchemaMetadata(request: WireSchemaName, reply: WireSchemaName): Record<string, string> {
-  return { schema: wireSchemaPath(request), reply_schema: wireSchemaPath(reply), error_schema: wireSchemaPath('error-reply') };
+  return {
+    schema: wireSchemaPath(request),
+    reply_schema: wireSchemaPath(reply),
+    error_schema: wireSchemaPath('error-reply'),
+  };
 }
 
 /** The JSON Schema documents, by file name (`<name>.schema.json`), as they are committed. */

@@ -6,7 +6,20 @@
  * these is one check of a variable before the work itself runs: nothing is created or recorded.
  */
 import type { EventEmitter } from 'node:events';
-import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  isSpanContextValid,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Link,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { PACKAGE_VERSION } from '../paths.js';
@@ -38,10 +51,16 @@ export function tracingOn(): boolean {
  * `serviceName` is the process's default `service.name`. Off, nothing beyond @opentelemetry/api is
  * loaded. An exporter named but not supported (`console`) is one warning, naming the variable.
  */
-export async function startTracing(settings: TelemetrySettings, o: { serviceName: string; logger: Logger }): Promise<Tracing> {
+export async function startTracing(
+  settings: TelemetrySettings,
+  o: { serviceName: string; logger: Logger },
+): Promise<Tracing> {
   const unsupported = unsupportedExporters(settings);
   if (unsupported.length > 0 && !settings.sdkDisabled) {
-    o.logger.warn({ variable: 'OTEL_TRACES_EXPORTER', ignored: unsupported }, `OTEL_TRACES_EXPORTER: ${unsupported.join(', ')} is not supported and is ignored (otlp is the only exporter)`);
+    o.logger.warn(
+      { variable: 'OTEL_TRACES_EXPORTER', ignored: unsupported },
+      `OTEL_TRACES_EXPORTER: ${unsupported.join(', ')} is not supported and is ignored (otlp is the only exporter)`,
+    );
   }
   const target = traceExport(settings);
   if (target === null) return OFF;
@@ -49,7 +68,15 @@ export async function startTracing(settings: TelemetrySettings, o: { serviceName
     const { startSdk } = await import('./sdk.js');
     // Checked again: another start may have begun while the module loaded.
     if (running === null) {
-      const starting = { users: 0, sdk: startSdk({ ...target, serviceName: serviceNameOf(settings, o.serviceName), resourceAttributes: settings.resourceAttributes ?? {}, logger: o.logger }) };
+      const starting = {
+        users: 0,
+        sdk: startSdk({
+          ...target,
+          serviceName: serviceNameOf(settings, o.serviceName),
+          resourceAttributes: settings.resourceAttributes ?? {},
+          logger: o.logger,
+        }),
+      };
       running = starting;
       // A start that failed is forgotten, so that a later one tries again instead of failing with it.
       starting.sdk.catch(() => {
@@ -115,7 +142,10 @@ function failed(span: Span, err: unknown): void {
 /** Runs `fn` in a span `name`, child of the active one; off, just runs it. */
 export function withSpan<T>(name: string, options: SpanOptions, fn: (span: SpanNotes) => Promise<T>): Promise<T> {
   if (tracer === null) return fn(NO_NOTES);
-  const spanOptions = { kind: KINDS[options.kind ?? 'internal'], ...(options.attributes === undefined ? {} : { attributes: options.attributes }) };
+  const spanOptions = {
+    kind: KINDS[options.kind ?? 'internal'],
+    ...(options.attributes === undefined ? {} : { attributes: options.attributes }),
+  };
   return tracer.startActiveSpan(name, spanOptions, async (span) => {
     try {
       return await fn(span);
@@ -173,7 +203,8 @@ export interface StoredTrace {
 
 /** Reads a stored trace as a message's headers are read (withParentFrom). */
 export function storedTraceReader(stored: StoredTrace | undefined): HeaderReader {
-  return (name) => (name === 'traceparent' ? stored?.traceparent : name === 'tracestate' ? stored?.tracestate : undefined);
+  return (name) =>
+    name === 'traceparent' ? stored?.traceparent : name === 'tracestate' ? stored?.tracestate : undefined;
 }
 
 /** W3C Trace Context's own bounds: a version-00 traceparent, a tracestate of at most 512 characters. */
@@ -186,7 +217,9 @@ export const STORED_TRACE_LIMITS = { traceparent: 55, tracestate: 512 } as const
 export function traceToStore(): StoredTrace | undefined {
   const { traceparent, tracestate } = traceHeaders();
   if (traceparent === undefined || traceparent.length > STORED_TRACE_LIMITS.traceparent) return undefined;
-  return tracestate === undefined || tracestate.length > STORED_TRACE_LIMITS.tracestate ? { traceparent } : { traceparent, tracestate };
+  return tracestate === undefined || tracestate.length > STORED_TRACE_LIMITS.tracestate
+    ? { traceparent }
+    : { traceparent, tracestate };
 }
 
 /** An HTTP request's span, begun when the request comes in and ended with its answer. */
@@ -206,7 +239,9 @@ export interface ServerSpan {
 function clientLinks(read: HeaderReader): Link[] {
   const claimed = trace.getSpanContext(extracted(read));
   if (claimed === undefined || !isSpanContextValid(claimed)) return [];
-  return [{ context: { traceId: claimed.traceId, spanId: claimed.spanId, traceFlags: claimed.traceFlags, isRemote: true } }];
+  return [
+    { context: { traceId: claimed.traceId, spanId: claimed.spanId, traceFlags: claimed.traceFlags, isRemote: true } },
+  ];
 }
 
 /**
@@ -217,7 +252,11 @@ function clientLinks(read: HeaderReader): Link[] {
  */
 export function startServerSpan(name: string, read: HeaderReader, attributes: Attributes): ServerSpan | null {
   if (tracer === null) return null;
-  const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes, links: clientLinks(read), root: true }, ROOT_CONTEXT);
+  const span = tracer.startSpan(
+    name,
+    { kind: SpanKind.SERVER, attributes, links: clientLinks(read), root: true },
+    ROOT_CONTEXT,
+  );
   const active = trace.setSpan(ROOT_CONTEXT, span);
   return {
     run: (fn) => context.with(active, fn),

@@ -35,7 +35,8 @@ export interface Sdk {
 }
 
 async function exporterFor(protocol: OtlpProtocol, url: string): Promise<SpanExporter> {
-  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url });
+  if (protocol === 'http/json')
+    return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url });
   return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({ url });
 }
 
@@ -74,7 +75,11 @@ export async function startSdk(o: SdkOptions): Promise<Sdk> {
         () => 'sent' as const,
         (err: unknown) => log.warn({ err }, 'Tracing shutdown failed; spans may be lost'),
       );
-      if ((await Promise.race([flushed, late])) === 'late') log.warn({ boundMs: SHUTDOWN_FLUSH_MS }, 'Tracing: the collector did not take the last spans in time; they are dropped');
+      if ((await Promise.race([flushed, late])) === 'late')
+        log.warn(
+          { boundMs: SHUTDOWN_FLUSH_MS },
+          'Tracing: the collector did not take the last spans in time; they are dropped',
+        );
       clearTimeout(timer);
       trace.disable();
       propagation.disable();

@@ -31,7 +31,9 @@ export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 
 const protocol = oneOfSetting(OTLP_PROTOCOLS);
 const compression = oneOfSetting(['gzip', 'none']);
-const httpEndpoint = absoluteUrl.refine((url) => /^https?:/i.test(url), { error: (issue) => `Expected an http or https URL but received ${received(issue.input)}` });
+const httpEndpoint = absoluteUrl.refine((url) => /^https?:/i.test(url), {
+  error: (issue) => `Expected an http or https URL but received ${received(issue.input)}`,
+});
 
 /**
  * OTEL_RESOURCE_ATTRIBUTES: `key=value` pairs separated by commas, values percent-encoded (the
@@ -49,7 +51,10 @@ export function parseResourceAttributes(text: string): Record<string, string> {
     } catch {
       value = undefined;
     }
-    if (key === '' || value === undefined) throw new Error(`Expected key=value pairs separated by commas (values percent-encoded) but received ${received(entry.trim())}`);
+    if (key === '' || value === undefined)
+      throw new Error(
+        `Expected key=value pairs separated by commas (values percent-encoded) but received ${received(entry.trim())}`,
+      );
     out[key] = value;
   }
   return out;
@@ -69,10 +74,15 @@ const KNOWN_EXPORTERS: ReadonlySet<string> = new Set(['otlp', 'none']);
 
 /** OTEL_TRACES_EXPORTER: a comma list (the OTel specification's format), lower-cased, blanks dropped. Pure. */
 function exporterList(text: string): string[] {
-  return text.split(',').map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== '');
+  return text
+    .split(',')
+    .map((entry) => entry.trim().toLowerCase())
+    .filter((entry) => entry !== '');
 }
 
-const exporters = z.string({ error: (issue) => `Expected a comma-separated list of exporters but received ${received(issue.input)}` }).transform(exporterList);
+const exporters = z
+  .string({ error: (issue) => `Expected a comma-separated list of exporters but received ${received(issue.input)}` })
+  .transform(exporterList);
 
 const EXPORTER_READS = 'Read by the OTLP exporter itself';
 
@@ -103,35 +113,85 @@ export const TELEMETRY_SETTINGS = {
     env: 'OTEL_EXPORTER_OTLP_PROTOCOL',
     schema: protocol,
     default: 'http/protobuf',
-    doc: 'OTLP encoding: `http/protobuf` or `http/json`; `grpc` is not supported (a Collector\'s otlp receiver takes both HTTP encodings on :4318): with tracing on it is a settings error, unless OTEL_EXPORTER_OTLP_TRACES_PROTOCOL is set.',
+    doc: "OTLP encoding: `http/protobuf` or `http/json`; `grpc` is not supported (a Collector's otlp receiver takes both HTTP encodings on :4318): with tracing on it is a settings error, unless OTEL_EXPORTER_OTLP_TRACES_PROTOCOL is set.",
   }),
   tracesProtocol: setting({
     env: 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
     schema: protocol,
-    doc: 'The encoding of traces, when not OTEL_EXPORTER_OTLP_PROTOCOL\'s.',
+    doc: "The encoding of traces, when not OTEL_EXPORTER_OTLP_PROTOCOL's.",
   }),
   serviceName: setting({
     env: 'OTEL_SERVICE_NAME',
     schema: nonEmptyText,
-    doc: 'The `service.name` of this process\'s spans; unset: `service.name` from OTEL_RESOURCE_ATTRIBUTES, else `media-worker-gateway` for the gateway and `media-worker-worker` for `serve`.',
+    doc: "The `service.name` of this process's spans; unset: `service.name` from OTEL_RESOURCE_ATTRIBUTES, else `media-worker-gateway` for the gateway and `media-worker-worker` for `serve`.",
   }),
   resourceAttributes: setting({
     env: 'OTEL_RESOURCE_ATTRIBUTES',
     schema: resourceAttributes,
     doc: 'More resource attributes of every span, `key=value` pairs separated by commas (`deployment.environment.name=prod,host.name=gpu-7`).',
   }),
-  headers: setting({ env: 'OTEL_EXPORTER_OTLP_HEADERS', schema: nonEmptyText, secret: true, doc: `HTTP headers of each export, \`key=value\` pairs separated by commas (a collector's API key). ${EXPORTER_READS}.` }),
-  tracesHeaders: setting({ env: 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', schema: nonEmptyText, secret: true, doc: `The same for traces only (added to OTEL_EXPORTER_OTLP_HEADERS). ${EXPORTER_READS}.` }),
-  timeoutMs: setting({ env: 'OTEL_EXPORTER_OTLP_TIMEOUT', schema: positiveInt, doc: `Longest wait for one export, ms (exporter default 10000). ${EXPORTER_READS}.` }),
-  tracesTimeoutMs: setting({ env: 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', schema: positiveInt, doc: `The same for traces only. ${EXPORTER_READS}.` }),
-  compression: setting({ env: 'OTEL_EXPORTER_OTLP_COMPRESSION', schema: compression, doc: `\`gzip\` or \`none\` (exporter default). ${EXPORTER_READS}.` }),
-  tracesCompression: setting({ env: 'OTEL_EXPORTER_OTLP_TRACES_COMPRESSION', schema: compression, doc: `The same for traces only. ${EXPORTER_READS}.` }),
-  certificate: setting({ env: 'OTEL_EXPORTER_OTLP_CERTIFICATE', schema: nonEmptyText, doc: `CA certificate file (PEM) that signed the receiver's certificate. ${EXPORTER_READS}.` }),
-  tracesCertificate: setting({ env: 'OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE', schema: nonEmptyText, doc: `The same for traces only. ${EXPORTER_READS}.` }),
-  clientCertificate: setting({ env: 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE', schema: nonEmptyText, doc: `Client certificate file (PEM) for mutual TLS. ${EXPORTER_READS}.` }),
-  tracesClientCertificate: setting({ env: 'OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE', schema: nonEmptyText, doc: `The same for traces only. ${EXPORTER_READS}.` }),
-  clientKey: setting({ env: 'OTEL_EXPORTER_OTLP_CLIENT_KEY', schema: nonEmptyText, doc: `Key file (PEM) of the client certificate. ${EXPORTER_READS}.` }),
-  tracesClientKey: setting({ env: 'OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY', schema: nonEmptyText, doc: `The same for traces only. ${EXPORTER_READS}.` }),
+  headers: setting({
+    env: 'OTEL_EXPORTER_OTLP_HEADERS',
+    schema: nonEmptyText,
+    secret: true,
+    doc: `HTTP headers of each export, \`key=value\` pairs separated by commas (a collector's API key). ${EXPORTER_READS}.`,
+  }),
+  tracesHeaders: setting({
+    env: 'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+    schema: nonEmptyText,
+    secret: true,
+    doc: `The same for traces only (added to OTEL_EXPORTER_OTLP_HEADERS). ${EXPORTER_READS}.`,
+  }),
+  timeoutMs: setting({
+    env: 'OTEL_EXPORTER_OTLP_TIMEOUT',
+    schema: positiveInt,
+    doc: `Longest wait for one export, ms (exporter default 10000). ${EXPORTER_READS}.`,
+  }),
+  tracesTimeoutMs: setting({
+    env: 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT',
+    schema: positiveInt,
+    doc: `The same for traces only. ${EXPORTER_READS}.`,
+  }),
+  compression: setting({
+    env: 'OTEL_EXPORTER_OTLP_COMPRESSION',
+    schema: compression,
+    doc: `\`gzip\` or \`none\` (exporter default). ${EXPORTER_READS}.`,
+  }),
+  tracesCompression: setting({
+    env: 'OTEL_EXPORTER_OTLP_TRACES_COMPRESSION',
+    schema: compression,
+    doc: `The same for traces only. ${EXPORTER_READS}.`,
+  }),
+  certificate: setting({
+    env: 'OTEL_EXPORTER_OTLP_CERTIFICATE',
+    schema: nonEmptyText,
+    doc: `CA certificate file (PEM) that signed the receiver's certificate. ${EXPORTER_READS}.`,
+  }),
+  tracesCertificate: setting({
+    env: 'OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE',
+    schema: nonEmptyText,
+    doc: `The same for traces only. ${EXPORTER_READS}.`,
+  }),
+  clientCertificate: setting({
+    env: 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE',
+    schema: nonEmptyText,
+    doc: `Client certificate file (PEM) for mutual TLS. ${EXPORTER_READS}.`,
+  }),
+  tracesClientCertificate: setting({
+    env: 'OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE',
+    schema: nonEmptyText,
+    doc: `The same for traces only. ${EXPORTER_READS}.`,
+  }),
+  clientKey: setting({
+    env: 'OTEL_EXPORTER_OTLP_CLIENT_KEY',
+    schema: nonEmptyText,
+    doc: `Key file (PEM) of the client certificate. ${EXPORTER_READS}.`,
+  }),
+  tracesClientKey: setting({
+    env: 'OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY',
+    schema: nonEmptyText,
+    doc: `The same for traces only. ${EXPORTER_READS}.`,
+  }),
 } as const;
 
 export type TelemetrySettings = SettingsOf<typeof TELEMETRY_SETTINGS>;
@@ -180,7 +240,11 @@ function irrelevantKeys(input: TelemetrySettingsInput): Set<TelemetryKey> {
 export function parseTelemetrySettings(input: TelemetrySettingsInput = {}): TelemetrySettings {
   const ignored = irrelevantKeys(input);
   const kept = Object.fromEntries(
-    Object.entries(input).filter(([key, value]) => !ignored.has(key as TelemetryKey) || (TELEMETRY_SETTINGS[key as TelemetryKey] as SettingSpec).schema.safeParse(value).success),
+    Object.entries(input).filter(
+      ([key, value]) =>
+        !ignored.has(key as TelemetryKey) ||
+        (TELEMETRY_SETTINGS[key as TelemetryKey] as SettingSpec).schema.safeParse(value).success,
+    ),
   );
   return reader.parse(kept);
 }
@@ -197,7 +261,9 @@ export function unsupportedExporters(settings: TelemetrySettings): string[] {
 /** Where spans go, and how: null when tracing is off (no endpoint, disabled, or no `otlp` exporter). Pure. */
 export function traceExport(settings: TelemetrySettings): { url: string; protocol: OtlpProtocol } | null {
   if (settings.sdkDisabled || !settings.tracesExporter.includes('otlp')) return null;
-  const url = settings.tracesEndpoint ?? (settings.endpoint === undefined ? undefined : `${settings.endpoint.replace(/\/+$/, '')}/v1/traces`);
+  const url =
+    settings.tracesEndpoint ??
+    (settings.endpoint === undefined ? undefined : `${settings.endpoint.replace(/\/+$/, '')}/v1/traces`);
   if (url === undefined) return null;
   return { url, protocol: settings.tracesProtocol ?? settings.protocol };
 }

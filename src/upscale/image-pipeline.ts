@@ -38,7 +38,15 @@ import {
   upscaleRgb16,
   type SrModelLoader,
 } from '../inference/index.js';
-import { type ImageColourPlan, type ImageFormat, type ImageInfo, cleanExif, embedMetadata, imageColourPlan, readImageLayout } from '../media/index.js';
+import {
+  type ImageColourPlan,
+  type ImageFormat,
+  type ImageInfo,
+  cleanExif,
+  embedMetadata,
+  imageColourPlan,
+  readImageLayout,
+} from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
 import { withSpan } from '../telemetry/index.js';
 import { fillTransparent } from './transparent-fill.js';
@@ -72,13 +80,18 @@ export interface ImageUpscaleOutcome {
   tile: number;
 }
 
-
-export function outputSize(info: Pick<ImageInfo, 'width' | 'height'>, factor: UpscaleFactor): { width: number; height: number } {
+export function outputSize(
+  info: Pick<ImageInfo, 'width' | 'height'>,
+  factor: UpscaleFactor,
+): { width: number; height: number } {
   const f = Number(factor);
   return { width: info.width * f, height: info.height * f };
 }
 
-export async function upscaleImageFile(req: ImageUpscaleRequest, loadModel: SrModelLoader): Promise<ImageUpscaleOutcome> {
+export async function upscaleImageFile(
+  req: ImageUpscaleRequest,
+  loadModel: SrModelLoader,
+): Promise<ImageUpscaleOutcome> {
   const target = outputSize(req.info, req.factor);
   const loaded = await loadModel('image', req.factor, req.modelName);
 
@@ -86,23 +99,43 @@ export async function upscaleImageFile(req: ImageUpscaleRequest, loadModel: SrMo
   const plan = imageColourPlan(header);
   const source = decoder(req.inputPath, req.info, plan);
   const stored = await decodeColour(source, plan).catch((error: unknown) => {
-    throw error instanceof JobError ? error : new JobError('PROBE_FAILED', `The image could not be decoded as quoted: ${(error as Error).message}`, { cause: error });
+    throw error instanceof JobError
+      ? error
+      : new JobError('PROBE_FAILED', `The image could not be decoded as quoted: ${(error as Error).message}`, {
+          cause: error,
+        });
   });
   const max = plan.depth === 16 ? 65535 : 255;
   // The filled colour is what the network sees and what the output is anchored to.
-  const colour = plan.alpha && req.transparentFill !== false ? fillColour(stored, await decodeAlpha(source, plan.depth), max) : stored;
+  const colour =
+    plan.alpha && req.transparentFill !== false
+      ? fillColour(stored, await decodeAlpha(source, plan.depth), max)
+      : stored;
   if (colour.width !== req.info.width || colour.height !== req.info.height) {
     // The probe and the decoder must agree on orientation; a mismatch would mis-price the job.
-    throw new JobError('PROBE_FAILED', `Expected the decoded image to be ${req.info.width}×${req.info.height} but it is ${colour.width}×${colour.height}`);
+    throw new JobError(
+      'PROBE_FAILED',
+      `Expected the decoded image to be ${req.info.width}×${req.info.height} but it is ${colour.width}×${colour.height}`,
+    );
   }
 
-  const options: UpscaleOptions = { ...loaded.tiling, ...definedFields({ tile: req.tile, signal: req.signal, onProgress: req.onProgress }) };
-  const upscaled = await withSpan('tiles', { attributes: { 'media.model': loaded.name, 'media.image.pixels': colour.width * colour.height } }, async (span) => {
-    const ran = await runNetwork(loaded, colour, options);
-    span.setAttributes({ 'media.tile.side': ran.tile });
-    return ran;
-  });
-  const sized = upscaled.image.width === target.width && upscaled.image.height === target.height ? upscaled.image : await resize(upscaled.image, target);
+  const options: UpscaleOptions = {
+    ...loaded.tiling,
+    ...definedFields({ tile: req.tile, signal: req.signal, onProgress: req.onProgress }),
+  };
+  const upscaled = await withSpan(
+    'tiles',
+    { attributes: { 'media.model': loaded.name, 'media.image.pixels': colour.width * colour.height } },
+    async (span) => {
+      const ran = await runNetwork(loaded, colour, options);
+      span.setAttributes({ 'media.tile.side': ran.tile });
+      return ran;
+    },
+  );
+  const sized =
+    upscaled.image.width === target.width && upscaled.image.height === target.height
+      ? upscaled.image
+      : await resize(upscaled.image, target);
   anchorColours(colour, sized, Number(req.factor), max, anchorSigma(colour.width, colour.height));
   const alpha = plan.alpha ? await upscaleAlpha(source, target, plan.depth) : undefined;
 
@@ -111,7 +144,12 @@ export async function upscaleImageFile(req: ImageUpscaleRequest, loadModel: SrMo
     const layout = req.info.format === 'webp' ? await readImageLayout(req.inputPath, 'webp') : { animated: false };
     const encoded = await encode(rawImage(pixels, target, plan), req.info.format, layout.lossless === true).toBuffer();
     const exif = header.exif === undefined ? null : cleanExif(header.exif, target);
-    const file = embedMetadata(encoded, req.info.format, { ...(plan.icc === undefined ? {} : { icc: plan.icc }), ...(exif === null ? {} : { exif }) }, target);
+    const file = embedMetadata(
+      encoded,
+      req.info.format,
+      { ...(plan.icc === undefined ? {} : { icc: plan.icc }), ...(exif === null ? {} : { exif }) },
+      target,
+    );
     await writeFile(req.outputPath, file);
     span.setAttributes({ 'media.output.bytes': file.length });
   });
@@ -132,7 +170,9 @@ async function readHeader(path: string): Promise<Metadata> {
   try {
     return await sharp(path, { limitInputPixels: false }).metadata();
   } catch (error) {
-    throw new JobError('PROBE_FAILED', `The image could not be decoded as quoted: ${(error as Error).message}`, { cause: error });
+    throw new JobError('PROBE_FAILED', `The image could not be decoded as quoted: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 
@@ -159,13 +199,18 @@ async function decodeColour(source: Sharp, plan: ImageColourPlan): Promise<Pixel
     .toColourspace(sixteen ? 'rgb16' : 'srgb')
     .raw({ depth: sixteen ? 'ushort' : 'uchar' })
     .toBuffer({ resolveWithObject: true });
-  if (info.channels !== 3) throw new JobError('PROBE_FAILED', `Expected 3 colour channels after decoding but received ${info.channels}`);
+  if (info.channels !== 3)
+    throw new JobError('PROBE_FAILED', `Expected 3 colour channels after decoding but received ${info.channels}`);
   const size = { width: info.width, height: info.height, channels: 3 as const };
   return sixteen ? { data: toUint16(data), ...size } : { data: toUint8(data), ...size };
 }
 
 /** The network at the image's depth, on an edge-padded copy when the image is too small for its borders. */
-async function runNetwork(loaded: LoadedSrModel, image: Pixels, options: UpscaleOptions): Promise<{ image: Pixels; tile: number }> {
+async function runNetwork(
+  loaded: LoadedSrModel,
+  image: Pixels,
+  options: UpscaleOptions,
+): Promise<{ image: Pixels; tile: number }> {
   const padding = paddingFor(image.width, image.height);
   const scale = loaded.model.scale;
   if (image.data instanceof Uint16Array) {
@@ -213,14 +258,20 @@ async function decodeAlpha(source: Sharp, depth: 8 | 16): Promise<Uint8Array | U
 
 /** fillTransparent at the image's depth. */
 function fillColour(colour: Pixels, alpha: Uint8Array | Uint16Array, max: number): Pixels {
-  return colour.data instanceof Uint16Array ? fillTransparent(colour as RgbImage16, alpha, max) : fillTransparent(colour as RgbImage, alpha, max);
+  return colour.data instanceof Uint16Array
+    ? fillTransparent(colour as RgbImage16, alpha, max)
+    : fillTransparent(colour as RgbImage, alpha, max);
 }
 
 /**
  * Alpha is a mask, not a photo: a Lanczos-3 resize keeps its edges crisp without running a
  * network trained on natural images over it.
  */
-async function upscaleAlpha(source: Sharp, target: { width: number; height: number }, depth: 8 | 16): Promise<Uint8Array | Uint16Array> {
+async function upscaleAlpha(
+  source: Sharp,
+  target: { width: number; height: number },
+  depth: 8 | 16,
+): Promise<Uint8Array | Uint16Array> {
   const data = await alphaBand(source, depth)
     .resize(target.width, target.height, { kernel: 'lanczos3', fit: 'fill' })
     .raw({ depth: depth === 16 ? 'ushort' : 'uchar' })
@@ -229,7 +280,11 @@ async function upscaleAlpha(source: Sharp, target: { width: number; height: numb
 }
 
 /** Colour (grey as Rec. 709 luma of the network's three near-equal channels) and alpha in one interleaved buffer. */
-function interleave(colour: Pixels, alpha: Uint8Array | Uint16Array | undefined, grey: boolean): Uint8Array | Uint16Array {
+function interleave(
+  colour: Pixels,
+  alpha: Uint8Array | Uint16Array | undefined,
+  grey: boolean,
+): Uint8Array | Uint16Array {
   const n = colour.width * colour.height;
   const src = colour.data;
   const channels = (grey ? 1 : 3) + (alpha === undefined ? 0 : 1);
@@ -251,7 +306,11 @@ function interleave(colour: Pixels, alpha: Uint8Array | Uint16Array | undefined,
 }
 
 /** Raw pixels as sharp should read them: the interpretation set so that no colour conversion runs. */
-function rawImage(pixels: Uint8Array | Uint16Array, size: { width: number; height: number }, plan: ImageColourPlan): Sharp {
+function rawImage(
+  pixels: Uint8Array | Uint16Array,
+  size: { width: number; height: number },
+  plan: ImageColourPlan,
+): Sharp {
   const sixteen = pixels instanceof Uint16Array;
   const channels = ((plan.grey ? 1 : 3) + (plan.alpha ? 1 : 0)) as 1 | 2 | 3 | 4;
   const space = plan.grey ? (sixteen ? 'grey16' : 'b-w') : sixteen ? 'rgb16' : 'srgb';

@@ -21,10 +21,15 @@ export const DILATE_RINGS = 3;
 type Samples = Uint8Array | Uint16Array;
 
 /** `colour` with every pixel whose `alpha` is 0 filled from the visible ones; `max` is 255 or 65535. */
-export function fillTransparent<T extends Samples>(colour: InterleavedImage<T>, alpha: Samples, max: number): InterleavedImage<T> {
+export function fillTransparent<T extends Samples>(
+  colour: InterleavedImage<T>,
+  alpha: Samples,
+  max: number,
+): InterleavedImage<T> {
   const { width: w, height: h } = colour;
   const n = w * h;
-  if (alpha.length !== n) throw new RangeError(`Expected ${n} alpha values for a ${w}x${h} image but received ${alpha.length}`);
+  if (alpha.length !== n)
+    throw new RangeError(`Expected ${n} alpha values for a ${w}x${h} image but received ${alpha.length}`);
   let transparent = 0;
   for (let i = 0; i < n; i++) if (alpha[i] === 0) transparent++;
   if (transparent === 0 || transparent === n) return colour;

@@ -12,7 +12,14 @@
  * A combined call that fails is retried request by request, so an out-of-memory error caused by the
  * combination reaches no frame, and a frame's own failure reaches only that frame.
  */
-import { type Nchw, type SrModel, type TensorOutput, type UpscaleOptions, upscaleRgb, upscaleRgb16 } from '../inference/index.js';
+import {
+  type Nchw,
+  type SrModel,
+  type TensorOutput,
+  type UpscaleOptions,
+  upscaleRgb,
+  upscaleRgb16,
+} from '../inference/index.js';
 
 /** An upscaled frame, interleaved RGB at the frames' depth (8 bits per sample, or 16). */
 export interface UpscaledFrame {
@@ -34,7 +41,8 @@ export async function upscaleFrame(
 ): Promise<UpscaledFrame> {
   if (depth === 8) return upscaleRgb(model, { data: frame, ...size, channels: 3 }, options);
   // A Uint16Array view needs an even byte offset; a pipe's chunk may not give one.
-  const data = frame.byteOffset % 2 === 0 ? new Uint16Array(frame.buffer, frame.byteOffset, frame.byteLength / 2) : copy16(frame);
+  const data =
+    frame.byteOffset % 2 === 0 ? new Uint16Array(frame.buffer, frame.byteOffset, frame.byteLength / 2) : copy16(frame);
   return upscaleRgb16(model, { data, ...size, channels: 3 }, options);
 }
 
@@ -106,7 +114,7 @@ export class TileBatcher implements SrModel {
     const [, c, h, w] = first.dims;
     const group: Request[] = [];
     let tiles = 0;
-    for (let i = 0; i < this.#pending.length; ) {
+    for (let i = 0; i < this.#pending.length;) {
       const request = this.#pending[i]!;
       const [n, rc, rh, rw] = request.dims;
       const fits = group.length === 0 || tiles + n <= this.#maxTiles;

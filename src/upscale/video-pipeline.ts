@@ -21,8 +21,22 @@ import { rename, rm } from 'node:fs/promises';
 import { getPriority, setPriority } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import type { LoadedSrModel, SrModelLoader } from '../inference/index.js';
-import { JobError, VIDEO_UPSCALE_CONTAINERS, checkVideo, priceVideoUpscale, type UpscaleFactor } from '../jobs/index.js';
-import { allowedFrames, resolveFfmpeg, runProcess, spawnProcess, type MediaInfo, type PathNames, type VideoStreamInfo } from '../media/index.js';
+import {
+  JobError,
+  VIDEO_UPSCALE_CONTAINERS,
+  checkVideo,
+  priceVideoUpscale,
+  type UpscaleFactor,
+} from '../jobs/index.js';
+import {
+  allowedFrames,
+  resolveFfmpeg,
+  runProcess,
+  spawnProcess,
+  type MediaInfo,
+  type PathNames,
+  type VideoStreamInfo,
+} from '../media/index.js';
 import {
   type AudioPlan,
   BoundedQueue,
@@ -154,7 +168,10 @@ export function checkVideoInput(info: MediaInfo, factor: UpscaleFactor): VideoSt
   return video;
 }
 
-export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrModelLoader): Promise<VideoUpscaleOutcome> {
+export async function upscaleVideoFile(
+  req: VideoUpscaleRequest,
+  loadModel: SrModelLoader,
+): Promise<VideoUpscaleOutcome> {
   req.signal?.throwIfAborted();
   const video = checkVideoInput(req.info, req.factor);
   const timing = frameTiming(video);
@@ -181,7 +198,15 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
       ...withSignal,
     }).then(async (extras) => {
       const maxFrames = allowedFrames(video.frameCount ?? quotedFrames);
-      await checkVideoDecodes({ ffmpeg, path: inputPath, container: req.info.container, videoIndex: extras.videoIndex, maxFrames, strict: true, ...withSignal });
+      await checkVideoDecodes({
+        ffmpeg,
+        path: inputPath,
+        container: req.info.container,
+        videoIndex: extras.videoIndex,
+        maxFrames,
+        strict: true,
+        ...withSignal,
+      });
       return extras;
     }),
     loadModel('video', req.factor, req.modelName),
@@ -198,62 +223,93 @@ export async function upscaleVideoFile(req: VideoUpscaleRequest, loadModel: SrMo
   const format = videoResultFormat(req.info.container);
   const partialPath = join(dirname(outputPath), `.${basename(outputPath)}.${randomBytes(4).toString('hex')}.partial`);
   const original = { path: inputPath, container: req.info.container };
-  const covers = await extractCovers(ffmpeg, original, streamMap(extras.streams, extras.videoIndex, format.container), partialPath, req.signal);
+  const covers = await extractCovers(
+    ffmpeg,
+    original,
+    streamMap(extras.streams, extras.videoIndex, format.container),
+    partialPath,
+    req.signal,
+  );
   const { streams } = covers;
-  if (streams.dropped.length > 0) req.logger?.warn({ dropped: streams.dropped }, `input streams the ${format.container.toUpperCase()} result cannot carry were left out`);
+  if (streams.dropped.length > 0)
+    req.logger?.warn(
+      { dropped: streams.dropped },
+      `input streams the ${format.container.toUpperCase()} result cannot carry were left out`,
+    );
   const batcher = new TileBatcher(loaded.model, Math.max(1, loaded.tiling.batch ?? 1) * framesInFlight);
   let streamed: { frames: number; streamMs: number };
   try {
-    const decodeArgs = await argsForFfmpeg(ffmpeg, decoderArgs({
-      inputPath,
-      container: req.info.container,
-      geometry,
-      timing,
-      matrix: colour.inputMatrix,
-      colour,
-      colourSource: source,
-      interlaced: extras.interlaced === true,
-      videoIndex: extras.videoIndex,
-      maxFrames: allowedFrames(quotedFrames),
-    }));
-    const encodeArgs = await argsForFfmpeg(ffmpeg, encoderArgs({
-      geometry,
-      timing,
-      encoder,
-      extras,
-      colour,
-      source: original,
-      streams,
-      coverFiles: covers.files,
-      outputPath: partialPath,
-    }));
+    const decodeArgs = await argsForFfmpeg(
+      ffmpeg,
+      decoderArgs({
+        inputPath,
+        container: req.info.container,
+        geometry,
+        timing,
+        matrix: colour.inputMatrix,
+        colour,
+        colourSource: source,
+        interlaced: extras.interlaced === true,
+        videoIndex: extras.videoIndex,
+        maxFrames: allowedFrames(quotedFrames),
+      }),
+    );
+    const encodeArgs = await argsForFfmpeg(
+      ffmpeg,
+      encoderArgs({
+        geometry,
+        timing,
+        encoder,
+        extras,
+        colour,
+        source: original,
+        streams,
+        coverFiles: covers.files,
+        outputPath: partialPath,
+      }),
+    );
     try {
       // Decoder, network and encoder stream together: one span for all frames, the network's share in its attributes.
-      streamed = await withSpan('frames', { attributes: { 'media.model': loaded.name, 'media.frames.quoted': quotedFrames, 'media.encoder': encoder.codec } }, async (span) => {
-        const done = await runStreams({
-          ffmpeg,
-          decodeArgs,
-          encodeArgs,
-          geometry,
-          depth: colour.depth,
-          batcher,
-          tiling: { ...loaded.tiling, ...definedFields({ tile: req.tile }) },
-          framesInFlight,
-          queueFrames,
-          framesTotal: quotedFrames,
-          paths: [
-            [inputPath, 'input'],
-            [partialPath, 'output'],
-          ],
-          signal: req.signal,
-          onProgress: req.onProgress,
-          progressIntervalMs: req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
-          ffmpegNice: req.ffmpegNice ?? DEFAULT_FFMPEG_NICE,
-        });
-        const { calls, tiles, runMs } = batcher.stats;
-        span.setAttributes({ 'media.frames': done.frames, 'media.batches': calls, 'media.tiles': tiles, 'media.network.ms': Math.round(runMs) });
-        return done;
-      });
+      streamed = await withSpan(
+        'frames',
+        {
+          attributes: {
+            'media.model': loaded.name,
+            'media.frames.quoted': quotedFrames,
+            'media.encoder': encoder.codec,
+          },
+        },
+        async (span) => {
+          const done = await runStreams({
+            ffmpeg,
+            decodeArgs,
+            encodeArgs,
+            geometry,
+            depth: colour.depth,
+            batcher,
+            tiling: { ...loaded.tiling, ...definedFields({ tile: req.tile }) },
+            framesInFlight,
+            queueFrames,
+            framesTotal: quotedFrames,
+            paths: [
+              [inputPath, 'input'],
+              [partialPath, 'output'],
+            ],
+            signal: req.signal,
+            onProgress: req.onProgress,
+            progressIntervalMs: req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
+            ffmpegNice: req.ffmpegNice ?? DEFAULT_FFMPEG_NICE,
+          });
+          const { calls, tiles, runMs } = batcher.stats;
+          span.setAttributes({
+            'media.frames': done.frames,
+            'media.batches': calls,
+            'media.tiles': tiles,
+            'media.network.ms': Math.round(runMs),
+          });
+          return done;
+        },
+      );
       await rename(partialPath, outputPath);
     } catch (error) {
       await rm(partialPath, { force: true });
@@ -312,7 +368,10 @@ async function extractCovers(
   for (const index of coversToExtract(streams)) {
     const file = `${partialPath}.cover-${index}`;
     try {
-      await runProcess(ffmpeg, coverExtractArgs(original, index, file), { timeoutMs: 30_000, ...definedFields({ signal }) });
+      await runProcess(ffmpeg, coverExtractArgs(original, index, file), {
+        timeoutMs: 30_000,
+        ...definedFields({ signal }),
+      });
       files.set(index, file);
     } catch (error) {
       await rm(file, { force: true });
@@ -325,7 +384,14 @@ async function extractCovers(
   }
   if (failed.size === 0) return { streams, files };
   const kept = streams.kept.filter((s) => !failed.has(s.index));
-  const dropped = streams.kept.filter((s) => failed.has(s.index)).map((s) => ({ index: s.index, type: 'video' as const, codec: 'cover', reason: 'the cover art could not be read' }));
+  const dropped = streams.kept
+    .filter((s) => failed.has(s.index))
+    .map((s) => ({
+      index: s.index,
+      type: 'video' as const,
+      codec: 'cover',
+      reason: 'the cover art could not be read',
+    }));
   return { streams: { ...streams, kept, dropped: [...streams.dropped, ...dropped] }, files };
 }
 
@@ -372,14 +438,8 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
     decoder.stdout?.destroy();
     encoder.stdin?.destroy();
   });
-  const decoderDone = group.run(
-    ffmpegStage(decoder.done, 'decoder', plan.paths, group.stopped),
-    DECODER_RANK,
-  );
-  const encoderDone = group.run(
-    ffmpegStage(encoder.done, 'encoder', plan.paths, group.stopped),
-    ENCODER_RANK,
-  );
+  const decoderDone = group.run(ffmpegStage(decoder.done, 'decoder', plan.paths, group.stopped), DECODER_RANK);
+  const encoderDone = group.run(ffmpegStage(encoder.done, 'encoder', plan.paths, group.stopped), ENCODER_RANK);
 
   let framesWritten = 0;
   let lastProgress = 0;
@@ -390,7 +450,11 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
     lastProgress = now;
     const seconds = (now - started) / 1000;
     try {
-      plan.onProgress({ framesDone: framesWritten, framesTotal: Math.max(plan.framesTotal, framesWritten), fps: seconds > 0 ? framesWritten / seconds : 0 });
+      plan.onProgress({
+        framesDone: framesWritten,
+        framesTotal: Math.max(plan.framesTotal, framesWritten),
+        fps: seconds > 0 ? framesWritten / seconds : 0,
+      });
     } catch {
       // Progress is informational: a failing reporter must not fail the job.
     }
@@ -423,7 +487,10 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
       const frame = await decoded.shift();
       if (frame === undefined) break;
       await slots.acquire();
-      const job = upscaleFrame(plan.batcher, frame, { width, height }, plan.depth, { ...plan.tiling, signal: group.signal }).finally(() => {
+      const job = upscaleFrame(plan.batcher, frame, { width, height }, plan.depth, {
+        ...plan.tiling,
+        signal: group.signal,
+      }).finally(() => {
         slots.release();
         inFlight.delete(job);
       });
@@ -446,7 +513,11 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
         if (result.data.byteLength !== frameBytes) {
           throw new Error(`Expected upscaled frames of ${frameBytes} bytes but received ${result.data.byteLength}`);
         }
-        await writeWithBackpressure(stdin, Buffer.from(result.data.buffer, result.data.byteOffset, result.data.byteLength), group.signal);
+        await writeWithBackpressure(
+          stdin,
+          Buffer.from(result.data.buffer, result.data.byteOffset, result.data.byteLength),
+          group.signal,
+        );
         framesWritten += 1;
         report(false);
       }
@@ -457,7 +528,13 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
     }
   };
 
-  await group.settle([group.run(readStage()), group.run(networkStage()), group.run(writeStage()), decoderDone, encoderDone]);
+  await group.settle([
+    group.run(readStage()),
+    group.run(networkStage()),
+    group.run(writeStage()),
+    decoderDone,
+    encoderDone,
+  ]);
   await Promise.allSettled([...inFlight]);
   group.throwIfFailed(upscaleFailure);
   if (framesWritten === 0) throw new JobError('PROBE_FAILED', 'The video contains no decodable frames');
@@ -471,7 +548,8 @@ async function runStreams(plan: StreamPlan): Promise<{ frames: number; streamMs:
  * makes UPSCALE_FAILED, retryable where the failure says so.
  */
 export function upscaleFailure(error: unknown): unknown {
-  if (error instanceof FfmpegFailure && error.inputFault) return new JobError('PROBE_FAILED', error.message, { cause: error });
+  if (error instanceof FfmpegFailure && error.inputFault)
+    return new JobError('PROBE_FAILED', error.message, { cause: error });
   return error;
 }
 
@@ -511,7 +589,7 @@ function valueOf<T>(result: PromiseSettledResult<T>): T {
 }
 
 function positive(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`Expected ${name} to be a positive integer but received ${String(value)}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new RangeError(`Expected ${name} to be a positive integer but received ${String(value)}`);
   return value;
 }
-

@@ -46,7 +46,6 @@ export interface ContentLight {
   maxFall: number;
 }
 
-
 /** The colour facts of the input's video stream (video-probe.ts). */
 export interface ColourSource {
   matrix?: ColourMatrix;
@@ -102,7 +101,12 @@ export function colourPlan(source: ColourSource, hdr: HdrMode, decoded: Size): C
   const inputMatrix = source.matrix ?? untaggedMatrix(source, decoded);
   const hdrInput = isHdrTransfer(source.transfer);
   if (hdrInput && hdr === 'sdr') {
-    return { depth: 8, toneMap: true, inputMatrix, output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709', primaries: 'bt709', transfer: 'bt709' } };
+    return {
+      depth: 8,
+      toneMap: true,
+      inputMatrix,
+      output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709', primaries: 'bt709', transfer: 'bt709' },
+    };
   }
   const deep = hdrInput || source.bitDepth > 8;
   // HDR without a primaries tag is BT.2020 in practice (what every PQ/HLG camera and grade uses).
@@ -167,7 +171,11 @@ const ZIMG_MATRIX: Readonly<Record<ColourMatrix, string>> = {
  * linear light (nominal peak 100 cd/m²), BT.709 primaries in float, Hable's operator (no
  * desaturation), back to the BT.709 transfer, full-range RGB.
  */
-export function decodeColourFilters(plan: ColourPlan, source: Pick<ColourSource, 'transfer' | 'primaries'>, size: Size): string[] {
+export function decodeColourFilters(
+  plan: ColourPlan,
+  source: Pick<ColourSource, 'transfer' | 'primaries'>,
+  size: Size,
+): string[] {
   if (plan.toneMap) {
     const tin = ZIMG_TRANSFER[source.transfer ?? ''] ?? 'smpte2084';
     const pin = source.primaries === 'bt709' ? '709' : '2020';
@@ -195,7 +203,10 @@ export function encodePixelFormat(plan: Pick<ColourPlan, 'output'>, size: Size):
 
 /** RGB of `size` to the encoder's YUV, TV range, with the plan's matrix. */
 export function encodeColourFilters(plan: Pick<ColourPlan, 'output'>, size: Size): string[] {
-  return [`scale=out_color_matrix=${plan.output.matrix}:out_range=tv:flags=bicubic+accurate_rnd`, `format=${encodePixelFormat(plan, size)}`];
+  return [
+    `scale=out_color_matrix=${plan.output.matrix}:out_range=tv:flags=bicubic+accurate_rnd`,
+    `format=${encodePixelFormat(plan, size)}`,
+  ];
 }
 
 /** The stream's colour tags, all from the plan: never a matrix that disagrees with the primaries. */
@@ -216,9 +227,12 @@ export function x265ColourParams(plan: Pick<ColourPlan, 'output'>): string[] {
   const m = output.mastering;
   if (m !== undefined) {
     const xy = (p: [number, number]): string => `(${p[0]},${p[1]})`;
-    params.push(`master-display=G${xy(m.green)}B${xy(m.blue)}R${xy(m.red)}WP${xy(m.whitePoint)}L(${m.maxLuminance},${m.minLuminance})`);
+    params.push(
+      `master-display=G${xy(m.green)}B${xy(m.blue)}R${xy(m.red)}WP${xy(m.whitePoint)}L(${m.maxLuminance},${m.minLuminance})`,
+    );
   }
-  if (output.contentLight !== undefined) params.push(`max-cll=${output.contentLight.maxCll},${output.contentLight.maxFall}`);
+  if (output.contentLight !== undefined)
+    params.push(`max-cll=${output.contentLight.maxCll},${output.contentLight.maxFall}`);
   if (m !== undefined || output.contentLight !== undefined) params.push('hdr10=1');
   return params;
 }
@@ -239,9 +253,28 @@ export function masteringFromSideData(side: Record<string, unknown>): MasteringD
     return value === undefined || value < 0 ? undefined : Math.round(value * unit);
   };
   const c = (key: string): number | undefined => read(key, 50_000);
-  const values = [c('red_x'), c('red_y'), c('green_x'), c('green_y'), c('blue_x'), c('blue_y'), c('white_point_x'), c('white_point_y'), read('max_luminance', 10_000), read('min_luminance', 10_000)];
+  const values = [
+    c('red_x'),
+    c('red_y'),
+    c('green_x'),
+    c('green_y'),
+    c('blue_x'),
+    c('blue_y'),
+    c('white_point_x'),
+    c('white_point_y'),
+    read('max_luminance', 10_000),
+    read('min_luminance', 10_000),
+  ];
   const [rx, ry, gx, gy, bx, by, wx, wy, max, min] = values;
-  if (rx === undefined || ry === undefined || gx === undefined || gy === undefined || bx === undefined || by === undefined) return undefined;
+  if (
+    rx === undefined ||
+    ry === undefined ||
+    gx === undefined ||
+    gy === undefined ||
+    bx === undefined ||
+    by === undefined
+  )
+    return undefined;
   if (wx === undefined || wy === undefined || max === undefined || min === undefined || max === 0) return undefined;
   return { red: [rx, ry], green: [gx, gy], blue: [bx, by], whitePoint: [wx, wy], maxLuminance: max, minLuminance: min };
 }
@@ -250,6 +283,7 @@ export function masteringFromSideData(side: Record<string, unknown>): MasteringD
 export function contentLightFromSideData(side: Record<string, unknown>): ContentLight | undefined {
   const maxCll = fraction(side['max_content'] as string | number | undefined);
   const maxFall = fraction(side['max_average'] as string | number | undefined);
-  if (maxCll === undefined || maxFall === undefined || maxCll < 0 || maxFall < 0 || (maxCll === 0 && maxFall === 0)) return undefined;
+  if (maxCll === undefined || maxFall === undefined || maxCll < 0 || maxFall < 0 || (maxCll === 0 && maxFall === 0))
+    return undefined;
   return { maxCll: Math.round(maxCll), maxFall: Math.round(maxFall) };
 }

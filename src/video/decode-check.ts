@@ -12,7 +12,14 @@
  */
 import { JobError } from '../errors.js';
 import { argsForFfmpeg } from './ffmpeg-version.js';
-import { ffmpegReason, isProcessError, quietFfmpegArgs, runProcess, safeFileInputArgs, type ContainerKind } from '../media/index.js';
+import {
+  ffmpegReason,
+  isProcessError,
+  quietFfmpegArgs,
+  runProcess,
+  safeFileInputArgs,
+  type ContainerKind,
+} from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
 
 export interface DecodeCheckInput {
@@ -35,7 +42,9 @@ export interface DecodeCheckInput {
 export const DEFAULT_DECODE_CHECK_TIMEOUT_MS = 120_000;
 
 /** ffmpeg's arguments: decode the stream to nothing, every frame once, and report the count on stdout. */
-export function decodeCheckArgs(input: Pick<DecodeCheckInput, 'path' | 'container' | 'videoIndex' | 'maxFrames' | 'strict'>): string[] {
+export function decodeCheckArgs(
+  input: Pick<DecodeCheckInput, 'path' | 'container' | 'videoIndex' | 'maxFrames' | 'strict'>,
+): string[] {
   return [
     ...quietFfmpegArgs(),
     ...(input.strict ? ['-xerror'] : []),
@@ -90,11 +99,18 @@ export async function checkVideoDecodes(input: DecodeCheckInput): Promise<number
   } catch (err) {
     if (!isProcessError(err) || err.reason === 'spawn' || input.signal?.aborted === true) throw err;
     if (err.reason === 'timeout') {
-      throw new JobError('PROBE_FAILED', `The video could not be decoded within ${timeoutMs / 1000} s`, { cause: err, retryable: true });
+      throw new JobError('PROBE_FAILED', `The video could not be decoded within ${timeoutMs / 1000} s`, {
+        cause: err,
+        retryable: true,
+      });
     }
-    throw new JobError('PROBE_FAILED', `The video could not be decoded: ${ffmpegReason(err.stderrTail, [[input.path, 'input']], 2)}`, {
-      cause: err,
-    });
+    throw new JobError(
+      'PROBE_FAILED',
+      `The video could not be decoded: ${ffmpegReason(err.stderrTail, [[input.path, 'input']], 2)}`,
+      {
+        cause: err,
+      },
+    );
   }
   const frames = parseProgressFrames(report) ?? 0;
   if (frames === 0) throw new JobError('PROBE_FAILED', 'The video contains no decodable frames');

@@ -18,7 +18,11 @@ export class FfmpegFailure extends ProcessingError {
   /** The decoder could not decode the file: the input's fault rather than the worker's. */
   readonly inputFault: boolean;
 
-  constructor(role: FfmpegRole, message: string, options: { inputFault?: boolean; retryable?: boolean; cause: unknown }) {
+  constructor(
+    role: FfmpegRole,
+    message: string,
+    options: { inputFault?: boolean; retryable?: boolean; cause: unknown },
+  ) {
     super(message, { retryable: options.retryable ?? false, cause: options.cause });
     this.name = 'FfmpegFailure';
     this.role = role;
@@ -34,12 +38,19 @@ const WORDS: Record<FfmpegRole, { failed: string; exited: string; noun: string }
 /** A decoder or encoder that failed on its own (not stopped by the pipeline), for the job's owner. */
 export function ffmpegFailure(role: FfmpegRole, error: unknown, paths: PathNames): FfmpegFailure {
   const words = WORDS[role];
-  if (!isProcessError(error)) return new FfmpegFailure(role, `${words.failed}: ${errorMessage(error)}`, { cause: error });
+  if (!isProcessError(error))
+    return new FfmpegFailure(role, `${words.failed}: ${errorMessage(error)}`, { cause: error });
   switch (error.reason) {
     case 'exit':
-      return new FfmpegFailure(role, `${words.exited}: ${ffmpegReason(error.stderrTail, paths)}`, { inputFault: role === 'decoder', cause: error });
+      return new FfmpegFailure(role, `${words.exited}: ${ffmpegReason(error.stderrTail, paths)}`, {
+        inputFault: role === 'decoder',
+        cause: error,
+      });
     case 'spawn':
-      return new FfmpegFailure(role, `${words.noun} could not be started: ${error.message}`, { retryable: true, cause: error });
+      return new FfmpegFailure(role, `${words.noun} could not be started: ${error.message}`, {
+        retryable: true,
+        cause: error,
+      });
     default:
       // Killed by a signal we did not send (the out-of-memory killer), or timed out.
       return new FfmpegFailure(role, `${words.noun} stopped: ${error.message}`, { retryable: true, cause: error });
@@ -50,6 +61,11 @@ export function ffmpegFailure(role: FfmpegRole, error: unknown, paths: PathNames
  * A pipeline's ffmpeg process as a stage: its end, a failure of its own explained by ffmpegFailure;
  * the rejection a stop caused (`stopped`, the stage group's reason) passes as it is.
  */
-export function ffmpegStage(done: Promise<unknown>, role: FfmpegRole, paths: PathNames, stopped: unknown): Promise<unknown> {
+export function ffmpegStage(
+  done: Promise<unknown>,
+  role: FfmpegRole,
+  paths: PathNames,
+  stopped: unknown,
+): Promise<unknown> {
   return done.catch((error: unknown) => Promise.reject(error === stopped ? error : ffmpegFailure(role, error, paths)));
 }

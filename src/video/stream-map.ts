@@ -26,7 +26,13 @@
  * which is personal data the customer may not know is in the file, so every tag whose name says
  * location or GPS is removed, from the file and from every stream.
  */
-import { type AudioStreamInfo, type ContainerKind, fileInput, quietFfmpegArgs, safeFileInputArgs } from '../media/index.js';
+import {
+  type AudioStreamInfo,
+  type ContainerKind,
+  fileInput,
+  quietFfmpegArgs,
+  safeFileInputArgs,
+} from '../media/index.js';
 import type { ResultContainer } from './result-container.js';
 
 export type StreamType = 'video' | 'audio' | 'subtitle' | 'data' | 'attachment' | 'other';
@@ -74,7 +80,8 @@ export function sourceStream(raw: RawStream, position: number): SourceStream {
  */
 export const MP4_COPY_AUDIO_CODECS: readonly string[] = ['aac', 'mp3', 'ac3', 'eac3', 'alac'];
 
-export type AudioPlan = { mode: 'none' } | { mode: 'copy'; codec: string } | { mode: 'aac'; bitrate: number; from: string };
+export type AudioPlan =
+  { mode: 'none' } | { mode: 'copy'; codec: string } | { mode: 'aac'; bitrate: number; from: string };
 
 export function audioPlan(audio: Pick<AudioStreamInfo, 'codec' | 'channels'> | undefined): AudioPlan {
   if (audio === undefined) return { mode: 'none' };
@@ -136,7 +143,8 @@ function locatedOf(s: SourceStream): Located {
 }
 
 /** Handler names muxers write by themselves, which name no track. */
-const GENERIC_HANDLERS = /^(Sound|Video|Subtitle|Text|Core Media (Audio|Video|Text))\s*(Handler|Media Handler)?$|^(SoundHandler|VideoHandler|SubtitleHandler)$/i;
+const GENERIC_HANDLERS =
+  /^(Sound|Video|Subtitle|Text|Core Media (Audio|Video|Text))\s*(Handler|Media Handler)?$|^(SoundHandler|VideoHandler|SubtitleHandler)$/i;
 
 type Verdict = KeptStream | { drop: string };
 
@@ -155,7 +163,9 @@ function intoMp4(s: SourceStream): Verdict {
       if (s.coverArt && COVER_CODECS.has(s.codec)) return { type: 'cover', index: s.index };
       return { drop: s.coverArt ? `MP4 cover art cannot be ${s.codec}` : 'only one video track is upscaled' };
     case 'data':
-      return { drop: 'data streams other than timecode (camera telemetry such as GoPro GPMF, which holds GPS) are not kept' };
+      return {
+        drop: 'data streams other than timecode (camera telemetry such as GoPro GPMF, which holds GPS) are not kept',
+      };
     case 'attachment':
       return { drop: 'MP4 cannot carry attachments' };
     case 'other':
@@ -208,11 +218,18 @@ const COVER_TYPES: Readonly<Record<string, { mimetype: string; ext: string }>> =
 function coverAttachment(s: SourceStream): { filename: string; mimetype: string } {
   const type = COVER_TYPES[s.codec] ?? { mimetype: 'application/octet-stream', ext: 'bin' };
   const filename = s.tags['filename'];
-  return { filename: filename !== undefined && filename.trim() !== '' ? filename : `cover.${type.ext}`, mimetype: type.mimetype };
+  return {
+    filename: filename !== undefined && filename.trim() !== '' ? filename : `cover.${type.ext}`,
+    mimetype: type.mimetype,
+  };
 }
 
 /** What becomes of every stream but the one upscaled (`videoIndex` among the real video streams), in `container`. */
-export function streamMap(streams: readonly SourceStream[], videoIndex: number, container: ResultContainer = 'mp4'): StreamMap {
+export function streamMap(
+  streams: readonly SourceStream[],
+  videoIndex: number,
+  container: ResultContainer = 'mp4',
+): StreamMap {
   const kept: KeptStream[] = [];
   const dropped: DroppedStream[] = [];
   const picture = streams.filter((s) => s.type === 'video' && !s.coverArt)[videoIndex];
@@ -229,7 +246,10 @@ export function streamMap(streams: readonly SourceStream[], videoIndex: number, 
       continue;
     }
     // Each Matroska cover costs an ffmpeg run to take it out: a file listing hundreds is not a cover.
-    const verdict = s.coverArt && container === 'mkv' && covers >= MAX_MATROSKA_COVERS ? { drop: `more than ${MAX_MATROSKA_COVERS} cover images` } : into(s);
+    const verdict =
+      s.coverArt && container === 'mkv' && covers >= MAX_MATROSKA_COVERS
+        ? { drop: `more than ${MAX_MATROSKA_COVERS} cover images` }
+        : into(s);
     if ('type' in verdict && verdict.type === 'cover') covers += 1;
     if ('drop' in verdict) dropped.push({ index: s.index, type: s.type, codec: s.codec, reason: verdict.drop });
     else kept.push({ ...verdict, ...locatedOf(s) });
@@ -248,7 +268,11 @@ export function firstAudio(map: StreamMap): AudioPlan {
  * the upscaled picture (output video 0). Stream tags and dispositions follow each mapped stream,
  * less their location tags.
  */
-export function streamMapArgs(map: StreamMap, input: number, coverFiles: ReadonlyMap<number, string> = new Map()): string[] {
+export function streamMapArgs(
+  map: StreamMap,
+  input: number,
+  coverFiles: ReadonlyMap<number, string> = new Map(),
+): string[] {
   const args: string[] = [];
   const attached: { file: string; filename: string; mimetype: string }[] = [];
   const counts = { a: 0, s: 0, v: 1, t: 0 };
@@ -272,10 +296,18 @@ export function streamMapArgs(map: StreamMap, input: number, coverFiles: Readonl
     args.push('-map', `${input}:${s.index}`);
     switch (s.type) {
       case 'audio':
-        args.push(`-c:${specifier}`, ...(s.plan.mode === 'copy' ? ['copy'] : ['aac', `-b:${specifier}`, String(s.plan.bitrate)]), ...name(specifier, s.title));
+        args.push(
+          `-c:${specifier}`,
+          ...(s.plan.mode === 'copy' ? ['copy'] : ['aac', `-b:${specifier}`, String(s.plan.bitrate)]),
+          ...name(specifier, s.title),
+        );
         break;
       case 'subtitle':
-        args.push(`-c:${specifier}`, s.mode === 'copy' ? 'copy' : map.container === 'mp4' ? 'mov_text' : 'srt', ...name(specifier, s.title));
+        args.push(
+          `-c:${specifier}`,
+          s.mode === 'copy' ? 'copy' : map.container === 'mp4' ? 'mov_text' : 'srt',
+          ...name(specifier, s.title),
+        );
         break;
       case 'cover':
         args.push(`-c:${specifier}`, 'copy', `-disposition:${specifier}`, 'attached_pic');
@@ -290,7 +322,14 @@ export function streamMapArgs(map: StreamMap, input: number, coverFiles: Readonl
   // Files attached with -attach come after every mapped stream, attachments included.
   for (const cover of attached) {
     const specifier = `-metadata:s:t:${counts.t}`;
-    args.push('-attach', fileInput(cover.file), specifier, `mimetype=${cover.mimetype}`, specifier, `filename=${cover.filename}`);
+    args.push(
+      '-attach',
+      fileInput(cover.file),
+      specifier,
+      `mimetype=${cover.mimetype}`,
+      specifier,
+      `filename=${cover.filename}`,
+    );
     counts.t += 1;
   }
   return args;
@@ -302,8 +341,24 @@ export function coversToExtract(map: StreamMap): number[] {
 }
 
 /** ffmpeg's arguments that write cover stream `index` of the source, its one packet as it is, to `outputPath`. */
-export function coverExtractArgs(source: { path: string; container: ContainerKind }, index: number, outputPath: string): string[] {
-  return [...quietFfmpegArgs(), ...safeFileInputArgs(source.path, source.container), '-map', `0:${index}`, '-c', 'copy', '-frames:v', '1', '-f', 'image2', fileInput(outputPath)];
+export function coverExtractArgs(
+  source: { path: string; container: ContainerKind },
+  index: number,
+  outputPath: string,
+): string[] {
+  return [
+    ...quietFfmpegArgs(),
+    ...safeFileInputArgs(source.path, source.container),
+    '-map',
+    `0:${index}`,
+    '-c',
+    'copy',
+    '-frames:v',
+    '1',
+    '-f',
+    'image2',
+    fileInput(outputPath),
+  ];
 }
 
 /** Tag names that hold where a clip was made (QuickTime's ISO 6709 location, Android's, GPS fields). */

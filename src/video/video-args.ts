@@ -15,9 +15,27 @@
  * plan's matrix (4:2:0, or 4:4:4 for an odd side) -> H.264 8-bit or HEVC Main10 with the plan's
  * colour tags, in MP4 (`+faststart` for progressive playback) or Matroska (result-container.ts).
  */
-import { type ContainerKind, type Rational, fileInput, quietFfmpegArgs, rgbPipeInputArgs, rgbPipeOutputArgs, safeFileInputArgs } from '../media/index.js';
+import {
+  type ContainerKind,
+  type Rational,
+  fileInput,
+  quietFfmpegArgs,
+  rgbPipeInputArgs,
+  rgbPipeOutputArgs,
+  safeFileInputArgs,
+} from '../media/index.js';
 import type { VideoExtras } from './video-probe.js';
-import { type ColourMatrix, type ColourPlan, type ColourSource, colourTagArgs, decodeColourFilters, encodeColourFilters, encodePixelFormat, pipePixelFormat, x265ColourParams } from './colour.js';
+import {
+  type ColourMatrix,
+  type ColourPlan,
+  type ColourSource,
+  colourTagArgs,
+  decodeColourFilters,
+  encodeColourFilters,
+  encodePixelFormat,
+  pipePixelFormat,
+  x265ColourParams,
+} from './colour.js';
 import { type StreamMap, metadataArgs, mp4Movflags, streamMapArgs } from './stream-map.js';
 import { resultFormatOf } from './result-container.js';
 import { type FrameTiming, type Size, type VideoGeometry, formatRate } from './video-geometry.js';
@@ -34,7 +52,9 @@ export function videoCodecArgs(settings: EncoderSettings): string[] {
     throw new RangeError(`Expected the encoder crf to be an integer from 0 to 51 but received ${String(crf)}`);
   }
   if (!(X264_PRESETS as readonly string[]).includes(preset)) {
-    throw new RangeError(`Expected the encoder preset to be one of ${X264_PRESETS.join(', ')} but received ${JSON.stringify(preset)}`);
+    throw new RangeError(
+      `Expected the encoder preset to be one of ${X264_PRESETS.join(', ')} but received ${JSON.stringify(preset)}`,
+    );
   }
   const threads = settings.threads !== undefined && settings.threads > 0 ? ['-threads', String(settings.threads)] : [];
   switch (codec) {
@@ -42,7 +62,18 @@ export function videoCodecArgs(settings: EncoderSettings): string[] {
       return ['-c:v', 'libx264', '-preset', preset, '-crf', String(crf), ...threads];
     case 'h264_nvenc':
       // NVENC's p1 (fastest) .. p7 (best); constant quality through -cq with VBR and no bitrate cap.
-      return ['-c:v', 'h264_nvenc', '-preset', NVENC_PRESET[preset], '-rc', 'vbr', '-cq', String(Math.max(1, crf)), '-b:v', '0'];
+      return [
+        '-c:v',
+        'h264_nvenc',
+        '-preset',
+        NVENC_PRESET[preset],
+        '-rc',
+        'vbr',
+        '-cq',
+        String(Math.max(1, crf)),
+        '-b:v',
+        '0',
+      ];
     case 'h264_qsv':
       return ['-c:v', 'h264_qsv', '-preset', QSV_PRESET[preset], '-global_quality', String(Math.max(1, crf))];
   }
@@ -109,7 +140,12 @@ export function rgbFilters(size: Size, matrix: ColourMatrix): string[] {
 
 /** The plan of 8-bit SDR frames read with `matrix` and written BT.709 (the mouth synchronisation's lossless test path and the old callers). */
 function sdrPlan(matrix: ColourMatrix): ColourPlan {
-  return { depth: 8, toneMap: false, inputMatrix: matrix, output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709' } };
+  return {
+    depth: 8,
+    toneMap: false,
+    inputMatrix: matrix,
+    output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709' },
+  };
 }
 
 /** RGB of `size` to what the encoder takes (colour.ts): YUV with the plan's matrix, 4:2:0, or 4:4:4 where a side is odd. */
@@ -163,7 +199,11 @@ export interface EncoderArgsInput {
 }
 
 /** The encoder's filter chain, from network-size RGB to output-size YUV. */
-export function encoderFilters(geometry: VideoGeometry, extras: Pick<VideoExtras, 'sampleAspect'>, colour: Pick<ColourPlan, 'output'> = sdrPlan('bt709')): string {
+export function encoderFilters(
+  geometry: VideoGeometry,
+  extras: Pick<VideoExtras, 'sampleAspect'>,
+  colour: Pick<ColourPlan, 'output'> = sdrPlan('bt709'),
+): string {
   const filters: string[] = [];
   const { network, target } = geometry;
   if (network.width !== target.width || network.height !== target.height) {
@@ -190,7 +230,18 @@ export function planCodecArgs(settings: EncoderSettings, colour: Pick<ColourPlan
   if (settings.threads !== undefined && settings.threads > 0) params.push(`pools=${settings.threads}`);
   // CRF 0 means lossless on the x264 scale; x265's CRF 0 is not, its lossless mode is.
   if (settings.crf === 0) params.push('lossless=1');
-  return ['-c:v', 'libx265', '-preset', settings.preset, '-crf', String(settings.crf === 0 ? 0 : Math.min(51, settings.crf + X265_CRF_OFFSET)), '-x265-params', params.join(':'), '-tag:v', 'hvc1'];
+  return [
+    '-c:v',
+    'libx265',
+    '-preset',
+    settings.preset,
+    '-crf',
+    String(settings.crf === 0 ? 0 : Math.min(51, settings.crf + X265_CRF_OFFSET)),
+    '-x265-params',
+    params.join(':'),
+    '-tag:v',
+    'hvc1',
+  ];
 }
 
 /**
@@ -223,10 +274,20 @@ function pictureOnly(args: string[], container: StreamMap['container']): string[
  * dispositions as the input had them (its default would mark the first track of each type default
  * where none is).
  */
-function muxerArgs(container: StreamMap['container'], fineTimescale: number | undefined, tags: Readonly<Record<string, string>>): string[] {
+function muxerArgs(
+  container: StreamMap['container'],
+  fineTimescale: number | undefined,
+  tags: Readonly<Record<string, string>>,
+): string[] {
   const format = resultFormatOf(container);
   if (format.muxer !== 'mp4') return ['-default_mode', 'passthrough', '-f', format.muxer];
-  return [...(fineTimescale === undefined ? [] : ['-video_track_timescale', String(fineTimescale)]), '-movflags', mp4Movflags(tags), '-f', format.muxer];
+  return [
+    ...(fineTimescale === undefined ? [] : ['-video_track_timescale', String(fineTimescale)]),
+    '-movflags',
+    mp4Movflags(tags),
+    '-f',
+    format.muxer,
+  ];
 }
 
 export function encoderArgs(input: EncoderArgsInput): string[] {

@@ -60,7 +60,8 @@ async function check(ffmpeg: string, settings: EncoderSettings): Promise<Encoder
     return { usable: true };
   } catch (error) {
     const tail = (error as { stderrTail?: unknown }).stderrTail;
-    const reason = typeof tail === 'string' && tail.trim() !== '' ? tail.trim().split('\n').slice(-2).join('; ') : String(error);
+    const reason =
+      typeof tail === 'string' && tail.trim() !== '' ? tail.trim().split('\n').slice(-2).join('; ') : String(error);
     return { usable: false, reason: `a trial encode failed: ${reason}` };
   }
 }
@@ -78,7 +79,11 @@ export function checkEncoder(ffmpeg: string, settings: EncoderSettings): Promise
 }
 
 /** The settings to encode with: the configured ones, or libx264 with the same quality when the hardware encoder cannot run. */
-export async function chooseEncoder(ffmpeg: string, settings: EncoderSettings, logger?: InfoLogger): Promise<EncoderSettings> {
+export async function chooseEncoder(
+  ffmpeg: string,
+  settings: EncoderSettings,
+  logger?: InfoLogger,
+): Promise<EncoderSettings> {
   const verdict = await checkEncoder(ffmpeg, settings);
   if (verdict.usable) return settings;
   const fallback: VideoEncoderName = 'libx264';

@@ -46,7 +46,8 @@ export function videoGeometry(
   const decoded = displayedSize(video);
   requireSide('width', decoded.width);
   requireSide('height', decoded.height);
-  if (!Number.isInteger(scale) || scale < Math.max(1, factor)) throw new RangeError(`Expected a network scale of at least ${factor} but received ${scale}`);
+  if (!Number.isInteger(scale) || scale < Math.max(1, factor))
+    throw new RangeError(`Expected a network scale of at least ${factor} but received ${scale}`);
   const network = { width: decoded.width * scale, height: decoded.height * scale };
   const target = { width: decoded.width * factor, height: decoded.height * factor };
   return { decoded, network, target, output: { ...target }, scale };
@@ -83,7 +84,11 @@ export function frameTiming(video: Pick<VideoStreamInfo, 'fps' | 'variableFrameR
 }
 
 /** Frames the decoder is expected to deliver, for progress (the container's count when it has one). */
-export function expectedFrameCount(video: Pick<VideoStreamInfo, 'frameCount'>, durationSeconds: number, timing: FrameTiming): number {
+export function expectedFrameCount(
+  video: Pick<VideoStreamInfo, 'frameCount'>,
+  durationSeconds: number,
+  timing: FrameTiming,
+): number {
   if (timing.mode === 'passthrough' && video.frameCount !== undefined) return video.frameCount;
   return Math.max(1, Math.round((durationSeconds * timing.rate.num) / timing.rate.den));
 }

@@ -8,9 +8,26 @@
  */
 import { z } from 'zod';
 import { JobError } from '../errors.js';
-import { dolbyVisionFromSideData, isProcessError, resolveFfprobe, runProcess, safeFileInputArgs, type ContainerKind, ffmpegReason, type Rational } from '../media/index.js';
+import {
+  dolbyVisionFromSideData,
+  isProcessError,
+  resolveFfprobe,
+  runProcess,
+  safeFileInputArgs,
+  type ContainerKind,
+  ffmpegReason,
+  type Rational,
+} from '../media/index.js';
 import { definedFields } from '../defined-fields.js';
-import { type ColourMatrix, type ColourSource, type DolbyVision, contentLightFromSideData, isHdrTransfer, masteringFromSideData, pixelFormatBits } from './colour.js';
+import {
+  type ColourMatrix,
+  type ColourSource,
+  type DolbyVision,
+  contentLightFromSideData,
+  isHdrTransfer,
+  masteringFromSideData,
+  pixelFormatBits,
+} from './colour.js';
 import { type SourceStream, sourceStream } from './stream-map.js';
 
 export interface VideoExtras {
@@ -50,12 +67,12 @@ export function colourSource(extras: VideoExtras): ColourSource {
   return {
     bitDepth: extras.bitDepth,
     ...definedFields({
-    matrix: extras.matrix,
-    primaries: extras.primaries,
-    transfer: extras.transfer,
-    mastering: extras.mastering,
-    contentLight: extras.contentLight,
-    dolbyVision: extras.dolbyVision,
+      matrix: extras.matrix,
+      primaries: extras.primaries,
+      transfer: extras.transfer,
+      mastering: extras.mastering,
+      contentLight: extras.contentLight,
+      dolbyVision: extras.dolbyVision,
     }),
   };
 }
@@ -86,7 +103,9 @@ const extrasSchema = z.object({
   format: z.object({ start_time: numeric, tags: z.record(z.string(), z.string()).optional() }).optional(),
 });
 
-const framesSchema = z.object({ frames: z.array(z.object({ side_data_list: z.array(z.record(z.string(), z.unknown())).optional() })).default([]) });
+const framesSchema = z.object({
+  frames: z.array(z.object({ side_data_list: z.array(z.record(z.string(), z.unknown())).optional() })).default([]),
+});
 
 const MATRIX_BY_COLOUR_SPACE: Readonly<Record<string, ColourMatrix>> = {
   bt709: 'bt709',
@@ -139,7 +158,8 @@ export function parseVideoExtras(json: unknown): VideoExtras {
   const videos = streams.filter((s) => s.codec_type === 'video' && s.disposition?.['attached_pic'] !== 1);
   const videoIndex = pick(videos);
   const stream = videoIndex === undefined ? undefined : videos[videoIndex];
-  if (videoIndex === undefined || stream === undefined) throw new JobError('PROBE_FAILED', 'The file contains no video stream that can be upscaled');
+  if (videoIndex === undefined || stream === undefined)
+    throw new JobError('PROBE_FAILED', 'The file contains no video stream that can be upscaled');
   const fileStart = seconds(parsed.data?.format?.start_time) ?? 0;
   const videoStart = seconds(stream.start_time) ?? fileStart;
   const extras: VideoExtras = {
@@ -155,8 +175,10 @@ export function parseVideoExtras(json: unknown): VideoExtras {
   if (audioIndex !== undefined) extras.audioIndex = audioIndex;
   const matrix = MATRIX_BY_COLOUR_SPACE[stream.color_space ?? ''];
   if (matrix !== undefined) extras.matrix = matrix;
-  if (stream.color_primaries !== undefined && !UNKNOWN.has(stream.color_primaries)) extras.primaries = stream.color_primaries;
-  if (stream.color_transfer !== undefined && !UNKNOWN.has(stream.color_transfer)) extras.transfer = stream.color_transfer;
+  if (stream.color_primaries !== undefined && !UNKNOWN.has(stream.color_primaries))
+    extras.primaries = stream.color_primaries;
+  if (stream.color_transfer !== undefined && !UNKNOWN.has(stream.color_transfer))
+    extras.transfer = stream.color_transfer;
   if (INTERLACED.has(stream.field_order ?? '')) extras.interlaced = true;
   return extras;
 }
@@ -228,7 +250,11 @@ export interface ProbeVideoExtrasOptions {
   timeoutMs?: number;
 }
 
-export async function probeVideoExtras(path: string, container: ContainerKind, opts: ProbeVideoExtrasOptions = {}): Promise<VideoExtras> {
+export async function probeVideoExtras(
+  path: string,
+  container: ContainerKind,
+  opts: ProbeVideoExtrasOptions = {},
+): Promise<VideoExtras> {
   const ffprobe = resolveFfprobe(definedFields({ ffprobePath: opts.ffprobePath }));
   let stdout: Buffer;
   try {
@@ -239,7 +265,11 @@ export async function probeVideoExtras(path: string, container: ContainerKind, o
     }));
   } catch (err) {
     if (!isProcessError(err) || err.reason === 'spawn') throw err;
-    throw new JobError('PROBE_FAILED', `The video could not be read: ${ffmpegReason(err.stderrTail, [[path, 'input']])}`, { cause: err });
+    throw new JobError(
+      'PROBE_FAILED',
+      `The video could not be read: ${ffmpegReason(err.stderrTail, [[path, 'input']])}`,
+      { cause: err },
+    );
   }
   let json: unknown;
   try {

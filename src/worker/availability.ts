@@ -90,7 +90,8 @@ export class Availability {
 
   status(): Record<JobKind, KindStatus> {
     const out = {} as Record<JobKind, KindStatus>;
-    for (const kind of JOB_KINDS) out[kind] = { slots: this.#slots[kind], ready: this.isReady(kind), reasons: this.#reasonsOf(kind) };
+    for (const kind of JOB_KINDS)
+      out[kind] = { slots: this.#slots[kind], ready: this.isReady(kind), reasons: this.#reasonsOf(kind) };
     return out;
   }
 
@@ -153,7 +154,7 @@ export class Availability {
         try {
           result = await check.run();
         } catch (err) {
-          result = err instanceof Error ? err.message.split('\n', 1)[0] ?? err.message : String(err);
+          result = err instanceof Error ? (err.message.split('\n', 1)[0] ?? err.message) : String(err);
         }
         this.#results.set(check, result);
       }),
@@ -169,7 +170,8 @@ export class Availability {
     this.#metrics.slots.set({ kind }, ready ? slots : 0);
     for (const check of this.#checks[kind] ?? []) {
       const result = this.#results.get(check);
-      if (result !== undefined) this.#metrics.kindCheckFailing.set({ kind, check: check.name }, result === null ? 0 : 1);
+      if (result !== undefined)
+        this.#metrics.kindCheckFailing.set({ kind, check: check.name }, result === null ? 0 : 1);
     }
     const reasons = this.#reasonsOf(kind);
     const summary = ready ? 'ready' : reasons.join('; ');
@@ -178,7 +180,15 @@ export class Availability {
     const wasReady = this.#announced.get(kind) === 'ready';
     this.#announced.set(kind, summary);
     if (wasReady && !ready) for (const listener of this.#whenUnready) listener(kind);
-    if (ready) this.#logger.info({ kind, slots }, first ? `Serving ${kind} jobs` : `Serving ${kind} jobs again: its checks pass`);
-    else this.#logger.warn({ kind, slots, reasons }, `Not serving ${kind} jobs (left in the stream for hosts that can run them): ${summary}`);
+    if (ready)
+      this.#logger.info(
+        { kind, slots },
+        first ? `Serving ${kind} jobs` : `Serving ${kind} jobs again: its checks pass`,
+      );
+    else
+      this.#logger.warn(
+        { kind, slots, reasons },
+        `Not serving ${kind} jobs (left in the stream for hosts that can run them): ${summary}`,
+      );
   }
 }

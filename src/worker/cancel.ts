@@ -89,7 +89,10 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
     const reply = await replyFromRunner(rt, request.id, first);
     if (reply !== null) return reply;
     // The host was told to stop; its event (CANCELLED, unless it finished at that very moment) follows.
-    rt.logger.info({ taskId: request.id, claimedBy: first }, 'Task running on another host told to stop; its event follows');
+    rt.logger.info(
+      { taskId: request.id, claimedBy: first },
+      'Task running on another host told to stop; its event follows',
+    );
     return { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' };
   }
   // This process or another of this host (one per GPU, pods of one Deployment) may run it: stopped,
@@ -98,14 +101,24 @@ export async function cancelTask(rt: CancelRuntime, request: CancelRequest): Pro
   if (await stoppedBySibling(rt, request)) {
     const reply = await replyFromRunner(rt, request.id, first);
     if (reply !== null) return reply;
-    rt.logger.warn({ taskId: request.id }, 'The process running the task stopped it but published no event in time: settling it here');
+    rt.logger.warn(
+      { taskId: request.id },
+      'The process running the task stopped it but published no event in time: settling it here',
+    );
     await rt.discardResults?.(request.id);
   }
   const mark = await rt.claim(request.id, 'settle');
   if (!(mark.settled && mark.holder === rt.hostId)) {
     // Taken over between the two entries (this host's lease lapsed): the holder's run answers for it.
     await abort();
-    return (await replyFromRunner(rt, request.id, mark.holder ?? first)) ?? { id: request.id, cancelled: true, status: 'failed', code: 'CANCELLED' };
+    return (
+      (await replyFromRunner(rt, request.id, mark.holder ?? first)) ?? {
+        id: request.id,
+        cancelled: true,
+        status: 'failed',
+        code: 'CANCELLED',
+      }
+    );
   }
   const event = await cancelEvent(rt, request);
   const result = await rt.events.publish(event);
@@ -125,8 +138,13 @@ async function replyFromRunner(rt: CancelRuntime, taskId: string, host: string):
     const event = await rt.events.find(taskId, host);
     if (event !== null) {
       const cancelled = event.error?.code === 'CANCELLED';
-      rt.logger.info({ taskId, claimedBy: host, status: event.status }, cancelled ? 'Task cancelled by the process running it' : 'Task ended before the cancel reached it');
-      return cancelled ? { id: taskId, cancelled: true, status: 'failed', code: 'CANCELLED' } : ended(rt, taskId, event);
+      rt.logger.info(
+        { taskId, claimedBy: host, status: event.status },
+        cancelled ? 'Task cancelled by the process running it' : 'Task ended before the cancel reached it',
+      );
+      return cancelled
+        ? { id: taskId, cancelled: true, status: 'failed', code: 'CANCELLED' }
+        : ended(rt, taskId, event);
     }
     if (Date.now() >= deadline) return null;
     await sleep(CANCEL_POLL_MS);
@@ -140,7 +158,10 @@ async function replyFromRunner(rt: CancelRuntime, taskId: string, host: string):
  */
 async function stoppedBySibling(rt: CancelRuntime, request: CancelRequest): Promise<boolean> {
   try {
-    await rt.nc.request(abortSubject(request.id), abortBody(request), { timeout: rt.siblingAnswerMs ?? SIBLING_ANSWER_MS, headers: protocolHeaders() });
+    await rt.nc.request(abortSubject(request.id), abortBody(request), {
+      timeout: rt.siblingAnswerMs ?? SIBLING_ANSWER_MS,
+      headers: protocolHeaders(),
+    });
     return true;
   } catch (err) {
     if (noAnswer(err)) return false;
@@ -179,18 +200,29 @@ function noAnswer(err: unknown): boolean {
 async function cancelEvent(rt: CancelRuntime, request: CancelRequest): Promise<TerminalEvent> {
   const run = rt.runHere?.(request.id);
   const now = new Date();
-  return failedEvent(request.id, run?.model ?? request.model, cancelledError(request.reason), request.credits ?? run?.credits, {
-    createdAt: run?.createdAt ?? timestamp(request.createdAt) ?? now,
-    startedAt: run?.startedAt ?? null,
-    finishedAt: now,
-    attempt: run?.attempt ?? 0,
-    worker: rt.workerName,
-  });
+  return failedEvent(
+    request.id,
+    run?.model ?? request.model,
+    cancelledError(request.reason),
+    request.credits ?? run?.credits,
+    {
+      createdAt: run?.createdAt ?? timestamp(request.createdAt) ?? now,
+      startedAt: run?.startedAt ?? null,
+      finishedAt: now,
+      attempt: run?.attempt ?? 0,
+      worker: rt.workerName,
+    },
+  );
 }
 
 function ended(rt: CancelRuntime, id: string, existing: TerminalEvent): CancelReply {
   rt.logger.info({ taskId: id, status: existing.status }, 'Cancel of a task that had already ended: nothing changes');
-  return { id, cancelled: false, status: existing.status, ...(existing.error === undefined ? {} : { code: existing.error.code }) };
+  return {
+    id,
+    cancelled: false,
+    status: existing.status,
+    ...(existing.error === undefined ? {} : { code: existing.error.code }),
+  };
 }
 
 /**

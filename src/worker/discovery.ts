@@ -5,7 +5,13 @@
  * protocol/discovery.ts.
  */
 import { JOB_KINDS, type JobKind } from '../jobs/index.js';
-import { PROTOCOL_VERSION, modelsOfKind, type BackendCapability, type Capabilities, type DeviceInfo } from '../protocol/index.js';
+import {
+  PROTOCOL_VERSION,
+  modelsOfKind,
+  type BackendCapability,
+  type Capabilities,
+  type DeviceInfo,
+} from '../protocol/index.js';
 import type { KindStatus } from './availability.js';
 import type { WorkerState } from './types.js';
 
@@ -24,7 +30,12 @@ export interface HostFacts {
 }
 
 /** What this host announces, from its state and each kind's readiness. */
-export function capabilities(host: HostFacts, state: WorkerState, kinds: Readonly<Record<JobKind, KindStatus>>, now: Date): Capabilities {
+export function capabilities(
+  host: HostFacts,
+  state: WorkerState,
+  kinds: Readonly<Record<JobKind, KindStatus>>,
+  now: Date,
+): Capabilities {
   const running = state === 'running';
   const perKind = {} as Capabilities['kinds'];
   const backends = host.backends?.() ?? {};
@@ -33,7 +44,13 @@ export function capabilities(host: HostFacts, state: WorkerState, kinds: Readonl
     const reasons = running || status.slots === 0 ? [...status.reasons] : [`worker is ${state}`, ...status.reasons];
     if (status.slots === 0) reasons.unshift('not served by this host (WORKER_CONCURRENCY)');
     const kindBackends = backends[kind];
-    perKind[kind] = { slots: status.slots, ready: running && status.ready, reasons, models: modelsOfKind(kind), ...(kindBackends === undefined ? {} : { backends: kindBackends }) };
+    perKind[kind] = {
+      slots: status.slots,
+      ready: running && status.ready,
+      reasons,
+      models: modelsOfKind(kind),
+      ...(kindBackends === undefined ? {} : { backends: kindBackends }),
+    };
   }
   return {
     worker: host.worker,

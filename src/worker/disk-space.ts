@@ -41,18 +41,33 @@ export function diskSpaceCheck(options: DiskSpaceOptions): ReadinessCheck {
     beforeEachPull: true,
     async run() {
       await Promise.all([mkdir(options.tempDir, { recursive: true }), mkdir(options.resultsDir, { recursive: true })]);
-      const [tempDev, resultsDev] = await Promise.all([stat(options.tempDir), stat(options.resultsDir)]).then((s) => s.map((x) => x.dev));
+      const [tempDev, resultsDev] = await Promise.all([stat(options.tempDir), stat(options.resultsDir)]).then((s) =>
+        s.map((x) => x.dev),
+      );
       const sameFs = tempDev === resultsDev;
       const wanted = sameFs
-        ? [{ dir: options.tempDir, bytes: options.need.temp + options.reserveBytes, what: 'the temp and results directories' }]
+        ? [
+            {
+              dir: options.tempDir,
+              bytes: options.need.temp + options.reserveBytes,
+              what: 'the temp and results directories',
+            },
+          ]
         : [
             { dir: options.tempDir, bytes: options.need.temp + options.reserveBytes, what: 'the temp directory' },
-            { dir: options.resultsDir, bytes: options.need.results + options.reserveBytes, what: 'the results directory' },
+            {
+              dir: options.resultsDir,
+              bytes: options.need.results + options.reserveBytes,
+              what: 'the results directory',
+            },
           ];
       const short: string[] = [];
       for (const w of wanted) {
         const available = await free(w.dir);
-        if (available < w.bytes) short.push(`${mib(available)} free in ${w.what} (${w.dir}) but a job can need ${mib(w.bytes)} with the reserve`);
+        if (available < w.bytes)
+          short.push(
+            `${mib(available)} free in ${w.what} (${w.dir}) but a job can need ${mib(w.bytes)} with the reserve`,
+          );
       }
       return short.length === 0 ? null : short.join('; ');
     },

@@ -11,7 +11,16 @@
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
-import { type TerminalEvent, UnconfirmedPublishError, anyHostEventSubject, eventMsgId, eventSubject, protocolHeaders, retryInPlace, withTraceHeaders } from '../protocol/index.js';
+import {
+  type TerminalEvent,
+  UnconfirmedPublishError,
+  anyHostEventSubject,
+  eventMsgId,
+  eventSubject,
+  protocolHeaders,
+  retryInPlace,
+  withTraceHeaders,
+} from '../protocol/index.js';
 
 /** JetStream API codes that mean "this task already has its event". */
 const ALREADY_PUBLISHED_CODES = new Set([
@@ -66,12 +75,21 @@ export class EventPublisher {
   /** A terminal event of the task from any host (`host`: from that one only), or null when it has none yet. */
   async find(taskId: string, host?: string): Promise<TerminalEvent | null> {
     const subject = host === undefined ? anyHostEventSubject(taskId) : eventSubject(host, taskId);
-    const stored = await this.retry(`look up the terminal event of ${taskId}`, () => this.jsm.streams.getMessage(this.options.eventsStream, { last_by_subj: subject }));
+    const stored = await this.retry(`look up the terminal event of ${taskId}`, () =>
+      this.jsm.streams.getMessage(this.options.eventsStream, { last_by_subj: subject }),
+    );
     return stored === null ? null : stored.json<TerminalEvent>();
   }
 
   /** Retried in place until WORKER_PUBLISH_DEADLINE_MS (protocol/retry-in-place.ts). */
   private retry<T>(what: string, operation: () => Promise<T>): Promise<T> {
-    return retryInPlace({ nc: this.nc, deadlineMs: this.options.publishDeadlineMs, onRetry: (err, attempt, waitMs) => this.logger.warn({ err, attempt, waitMs }, `Could not ${what}; retrying`) }, operation);
+    return retryInPlace(
+      {
+        nc: this.nc,
+        deadlineMs: this.options.publishDeadlineMs,
+        onRetry: (err, attempt, waitMs) => this.logger.warn({ err, attempt, waitMs }, `Could not ${what}; retrying`),
+      },
+      operation,
+    );
   }
 }

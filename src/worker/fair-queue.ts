@@ -23,7 +23,8 @@ export function fairLimiter(n: number): FairLimiter {
     for (const [party, queue] of waiting) {
       const load = running.get(party) ?? 0;
       const served = lastServed.get(party) ?? -1;
-      if (best === undefined || load < best.load || (load === best.load && served < best.served)) best = { party, next: queue[0]!, load, served };
+      if (best === undefined || load < best.load || (load === best.load && served < best.served))
+        best = { party, next: queue[0]!, load, served };
     }
     return best;
   };

@@ -22,7 +22,12 @@ export interface HealthServer {
   close(): Promise<void>;
 }
 
-export async function startHealthServer(host: string, port: number, registry: Registry, probe: HealthProbe): Promise<HealthServer> {
+export async function startHealthServer(
+  host: string,
+  port: number,
+  registry: Registry,
+  probe: HealthProbe,
+): Promise<HealthServer> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {

@@ -77,7 +77,14 @@ const ACK_TIMEOUT_MS = 5_000;
 
 export type RunnerSettings = Pick<
   WorkerSettings,
-  'heartbeatMs' | 'maxDeliver' | 'nakDelaysMs' | 'watchdogMs' | 'progressIntervalMs' | 'maxQueueAgeMs' | 'upscaleResultLifetimeDays' | 'publishDeadlineMs'
+  | 'heartbeatMs'
+  | 'maxDeliver'
+  | 'nakDelaysMs'
+  | 'watchdogMs'
+  | 'progressIntervalMs'
+  | 'maxQueueAgeMs'
+  | 'upscaleResultLifetimeDays'
+  | 'publishDeadlineMs'
 >;
 
 export interface Runtime {
@@ -139,8 +146,21 @@ export async function handleJobMessage(rt: Runtime, msg: JsMsg, kind: JobKind): 
       await withHeartbeat(msg, rt.settings.heartbeatMs, earlier);
     }
     // The job's span descends from the gateway's request through the message's traceparent (none or malformed: a trace of its own).
-    const attributes = { 'media.task.id': taskId, 'media.kind': kind, 'media.attempt': attempt, 'messaging.system': 'nats', 'messaging.destination.name': msg.subject, ...(typeof model === 'string' ? { 'media.model': model } : {}) };
-    await withParentFrom((name) => msg.headers?.get(name), () => withSpan(`job ${kind}`, { kind: 'consumer', attributes }, () => runTask(rt, { msg, kind, taskId, reading, log })));
+    const attributes = {
+      'media.task.id': taskId,
+      'media.kind': kind,
+      'media.attempt': attempt,
+      'messaging.system': 'nats',
+      'messaging.destination.name': msg.subject,
+      ...(typeof model === 'string' ? { 'media.model': model } : {}),
+    };
+    await withParentFrom(
+      (name) => msg.headers?.get(name),
+      () =>
+        withSpan(`job ${kind}`, { kind: 'consumer', attributes }, () =>
+          runTask(rt, { msg, kind, taskId, reading, log }),
+        ),
+    );
   } catch (err) {
     // Only a bug gets here; the job is left to redelivery, which is safe.
     log.error({ err }, 'Unexpected error while handling a job; leaving it to redelivery');
@@ -164,7 +184,13 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
   const attempt = msg.info.deliveryCount;
   const createdAt = creationTime(bodyField(reading.body, 'createdAt'), msg.time);
   const credits = bodyCredits(reading.body);
-  const timing = (startedAt: Date | null) => ({ createdAt, startedAt, finishedAt: new Date(), attempt, worker: rt.workerName });
+  const timing = (startedAt: Date | null) => ({
+    createdAt,
+    startedAt,
+    finishedAt: new Date(),
+    attempt,
+    worker: rt.workerName,
+  });
 
   // Registered before the lookup: a cancel that lands between the lookup and the start still stops it,
   // and its event tells this delivery's facts (cancel.ts).
@@ -178,20 +204,34 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
     try {
       // Retried here, not left to a redelivery: a claim stored whose answer was lost in an election
       // left its job unrun for good when nats-server 2.10 skipped the redelivery (chaos:partitions).
-      const retry = { nc: rt.nc, deadlineMs: rt.settings.publishDeadlineMs, signal: rt.drainSignal, onRetry: (err: unknown, n: number, waitMs: number) => log.warn({ err, retry: n, waitMs }, 'Could not claim the task; retrying') };
-      lease = await withHeartbeat(msg, rt.settings.heartbeatMs, retryInPlace(retry, () => rt.claim(taskId)));
+      const retry = {
+        nc: rt.nc,
+        deadlineMs: rt.settings.publishDeadlineMs,
+        signal: rt.drainSignal,
+        onRetry: (err: unknown, n: number, waitMs: number) =>
+          log.warn({ err, retry: n, waitMs }, 'Could not claim the task; retrying'),
+      };
+      lease = await withHeartbeat(
+        msg,
+        rt.settings.heartbeatMs,
+        retryInPlace(retry, () => rt.claim(taskId)),
+      );
       reachKillPoint('claimed');
       // The settling host's event only: another host's (a compromised one's) must not make the
       // holder drop the job unrun.
       const settler = settlingHost(lease);
-      existing = settler === null ? null : await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId, settler));
+      existing =
+        settler === null ? null : await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.find(taskId, settler));
     } catch (err) {
       log.error({ err }, 'Could not claim the task or look up its terminal event; leaving the job to redelivery');
       rt.metrics.recordJob(kind, 'unpublished');
       return;
     }
     if (existing !== null) {
-      log.info({ status: existing.status, host: lease.holder }, 'Terminal event already published: acking this delivery without running the job');
+      log.info(
+        { status: existing.status, host: lease.holder },
+        'Terminal event already published: acking this delivery without running the job',
+      );
       await acknowledge(rt, msg, log);
       rt.metrics.recordJob(kind, 'duplicate');
       return;
@@ -205,8 +245,15 @@ async function runTask(rt: Runtime, delivery: Delivery): Promise<void> {
       const delayMs = handBackDelayMs(lease, attempt, rt.settings.nakDelaysMs);
       const live = lease.expiresAtMs !== null;
       log.warn(
-        { claimedBy: lease.holder, generation: lease.generation, leaseExpiresAt: live ? new Date(lease.expiresAtMs ?? 0).toISOString() : undefined, delayMs },
-        live ? "Task is held by another host's live lease: handing this delivery back until it lapses" : 'Task was claimed by another host for good: handing this delivery back without running the job',
+        {
+          claimedBy: lease.holder,
+          generation: lease.generation,
+          leaseExpiresAt: live ? new Date(lease.expiresAtMs ?? 0).toISOString() : undefined,
+          delayMs,
+        },
+        live
+          ? "Task is held by another host's live lease: handing this delivery back until it lapses"
+          : 'Task was claimed by another host for good: handing this delivery back without running the job',
       );
       msg.nak(delayMs);
       await flush(rt);
@@ -233,7 +280,10 @@ async function decideTask(
   const waitedMs = queueAgeMs(msg.time, new Date());
   if (waitedMs > rt.settings.maxQueueAgeMs[kind]) {
     const error = queueAgeError(kind, waitedMs, rt.settings.maxQueueAgeMs[kind]);
-    log.warn({ waitedMs, code: error.code }, 'Job waited too long in the queue: publishing a failure event and terminating it');
+    log.warn(
+      { waitedMs, code: error.code },
+      'Job waited too long in the queue: publishing a failure event and terminating it',
+    );
     const event = failedEvent(taskId, bodyField(reading.body, 'model'), error, credits, timing(null));
     rt.metrics.recordJob(kind, jobOutcome(await publishAndSettle(rt, msg, event, 'term', log), 'failed'));
     return;
@@ -274,7 +324,8 @@ async function decideTask(
       const published = await publishAndSettle(rt, msg, event, 'ack', log);
       // Another event of this host came first (a cancel settled it meanwhile): the result goes.
       if (published === 'already-published') await discardUnlessCompleted(rt, taskId, log);
-      if (published === 'published' || published === 'already-published') log.info({ creditsUsed: outcome.output.creditsUsed, seconds }, 'Job completed');
+      if (published === 'published' || published === 'already-published')
+        log.info({ creditsUsed: outcome.output.creditsUsed, seconds }, 'Job completed');
       rt.metrics.recordJob(kind, jobOutcome(published, 'completed'), seconds);
       return;
     }
@@ -296,13 +347,19 @@ async function decideTask(
 
     const disposition = decideFailure(outcome.error, attempt, rt.settings.maxDeliver, rt.settings.nakDelaysMs);
     if (disposition.action === 'retry') {
-      log.warn({ code: disposition.error.code, err: disposition.error, delayMs: disposition.delayMs }, 'Transient failure: retrying later');
+      log.warn(
+        { code: disposition.error.code, err: disposition.error, delayMs: disposition.delayMs },
+        'Transient failure: retrying later',
+      );
       msg.nak(disposition.delayMs);
       await flush(rt);
       rt.metrics.recordJob(kind, 'retried', seconds);
       return;
     }
-    log.warn({ code: disposition.error.code, err: disposition.error }, 'Job failed: publishing a failure event and terminating it');
+    log.warn(
+      { code: disposition.error.code, err: disposition.error },
+      'Job failed: publishing a failure event and terminating it',
+    );
     const event = failedEvent(taskId, job.model, disposition.error, credits, timing(startedAt));
     rt.metrics.recordJob(kind, jobOutcome(await publishAndSettle(rt, msg, event, 'term', log), 'failed'), seconds);
   } finally {
@@ -338,12 +395,22 @@ const LEASE_MARGIN_MS = 1_000;
  * lapses (server times on both sides, so no host's clock counts), then the next delivery takes the
  * task over unless the holder renewed. A settled task or a 2.0 claim: the transient-retry schedule.
  */
-export function handBackDelayMs(lease: Pick<ClaimResult, 'expiresAtMs' | 'atMs'>, attempt: number, nakDelaysMs: readonly number[]): number {
+export function handBackDelayMs(
+  lease: Pick<ClaimResult, 'expiresAtMs' | 'atMs'>,
+  attempt: number,
+  nakDelaysMs: readonly number[],
+): number {
   if (lease.expiresAtMs === null) return claimedElsewhereDelayMs(attempt, nakDelaysMs);
   return Math.max(0, lease.expiresAtMs - lease.atMs) + LEASE_MARGIN_MS;
 }
 
-function validate(reading: { source: 'header' | 'body'; body: unknown }, taskId: string, kind: JobKind, subject: string, protocol: string | undefined): Job {
+function validate(
+  reading: { source: 'header' | 'body'; body: unknown },
+  taskId: string,
+  kind: JobKind,
+  subject: string,
+  protocol: string | undefined,
+): Job {
   const mismatch = protocolMismatch(protocol);
   if (mismatch !== null) throw new JobError('INVALID_JOB', mismatch);
   if (reading.body === undefined) {
@@ -352,18 +419,22 @@ function validate(reading: { source: 'header' | 'body'; body: unknown }, taskId:
   checkJobEnvelope(reading.body);
   const job = parseJob(reading.body);
   if (reading.source === 'header' && job.id !== undefined && job.id !== taskId) {
-    throw new JobError('INVALID_JOB', expectedValue('id', `absent or ${JSON.stringify(taskId)} (the ${MSG_ID_HEADER} header)`, job.id));
+    throw new JobError(
+      'INVALID_JOB',
+      expectedValue('id', `absent or ${JSON.stringify(taskId)} (the ${MSG_ID_HEADER} header)`, job.id),
+    );
   }
   if (kindOfModel(job.model) !== kind) {
-    throw new JobError('INVALID_JOB', expectedValue('model', `a ${kind} model (the job was published on ${subject})`, job.model));
+    throw new JobError(
+      'INVALID_JOB',
+      expectedValue('model', `a ${kind} model (the job was published on ${subject})`, job.model),
+    );
   }
   return job;
 }
 
 type ExecutionOutcome =
-  | { type: 'completed'; output: JobOutput }
-  | { type: 'failed'; error: JobError }
-  | { type: 'interrupted' };
+  { type: 'completed'; output: JobOutput } | { type: 'failed'; error: JobError } | { type: 'interrupted' };
 
 interface Execution {
   outcome: Promise<ExecutionOutcome>;
@@ -397,7 +468,12 @@ function runExecutor(
   let lost = false;
   const onLeaseLost = (): void => {
     lost = true;
-    stop({ why: 'cancel', error: new JobError(KIND_FAILURE_CODE[kind], 'Another host took the task over: its claim lapsed here', { retryable: true }) });
+    stop({
+      why: 'cancel',
+      error: new JobError(KIND_FAILURE_CODE[kind], 'Another host took the task over: its claim lapsed here', {
+        retryable: true,
+      }),
+    });
   };
   const jobHeartbeat = startHeartbeat(msg, rt.settings.heartbeatMs);
   const renewals = startRenewals(rt, taskId, log, onLeaseLost);
@@ -432,7 +508,9 @@ function runExecutor(
       executorDone = true;
     });
 
-  const aborted = new Promise<'aborted'>((resolve) => controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true }));
+  const aborted = new Promise<'aborted'>((resolve) =>
+    controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true }),
+  );
   const fromStop = (): ExecutionOutcome => {
     // A stop decided here (deadline, drain) is recorded; the run's controller is aborted from
     // elsewhere only by a cancellation (cancel.ts, RunningTasks.abort), always with its CANCELLED JobError.
@@ -442,7 +520,8 @@ function runExecutor(
   const outcome = Promise.race([
     execution.then(
       (output): ExecutionOutcome => ({ type: 'completed', output }),
-      (err: unknown): ExecutionOutcome => (controller.signal.aborted ? fromStop() : { type: 'failed', error: asJobError(err, kind) }),
+      (err: unknown): ExecutionOutcome =>
+        controller.signal.aborted ? fromStop() : { type: 'failed', error: asJobError(err, kind) },
     ),
     aborted.then(fromStop),
   ]).finally(() => {
@@ -463,7 +542,8 @@ function runExecutor(
     async settled(log, waitMs) {
       if (executorDone) return;
       const settledInTime = await Promise.race([done.then(() => true), sleep(waitMs).then(() => false)]);
-      if (!settledInTime && waitMs >= ABORTED_EXECUTOR_GRACE_MS) log.error({ graceMs: waitMs }, 'Executor did not return after being aborted; freeing its slot anyway');
+      if (!settledInTime && waitMs >= ABORTED_EXECUTOR_GRACE_MS)
+        log.error({ graceMs: waitMs }, 'Executor did not return after being aborted; freeing its slot anyway');
     },
   };
 }
@@ -476,13 +556,31 @@ function runExecutor(
  * host's claim lapsed and another host took the task over): nothing is published, the delivery is
  * left alone (it is the new holder's).
  */
-async function publishAndSettle(rt: Runtime, msg: JsMsg, event: TerminalEvent, settlement: Settlement, log: Logger): Promise<PublishResult | 'lease-lost' | null> {
+async function publishAndSettle(
+  rt: Runtime,
+  msg: JsMsg,
+  event: TerminalEvent,
+  settlement: Settlement,
+  log: Logger,
+): Promise<PublishResult | 'lease-lost' | null> {
   let mark: ClaimResult;
   try {
-    const retry = { nc: rt.nc, deadlineMs: rt.settings.publishDeadlineMs, onRetry: (err: unknown, n: number, waitMs: number) => log.warn({ err, retry: n, waitMs }, 'Could not mark the settlement; retrying') };
-    mark = await withHeartbeat(msg, rt.settings.heartbeatMs, retryInPlace(retry, () => rt.claim(event.id, 'settle')));
+    const retry = {
+      nc: rt.nc,
+      deadlineMs: rt.settings.publishDeadlineMs,
+      onRetry: (err: unknown, n: number, waitMs: number) =>
+        log.warn({ err, retry: n, waitMs }, 'Could not mark the settlement; retrying'),
+    };
+    mark = await withHeartbeat(
+      msg,
+      rt.settings.heartbeatMs,
+      retryInPlace(retry, () => rt.claim(event.id, 'settle')),
+    );
   } catch (err) {
-    log.error({ err, status: event.status }, 'Could not mark the settlement of the task; leaving the job to redelivery');
+    log.error(
+      { err, status: event.status },
+      'Could not mark the settlement of the task; leaving the job to redelivery',
+    );
     return null;
   }
   if (!(mark.settled && mark.holder === rt.hostId)) {
@@ -494,15 +592,23 @@ async function publishAndSettle(rt: Runtime, msg: JsMsg, event: TerminalEvent, s
   }
   let result;
   try {
-    const attributes = { 'media.event.status': event.status, ...(event.error === undefined ? {} : { 'media.error.code': event.error.code }) };
-    result = await withSpan('event publish', { kind: 'producer', attributes }, () => withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.publish(event)));
+    const attributes = {
+      'media.event.status': event.status,
+      ...(event.error === undefined ? {} : { 'media.error.code': event.error.code }),
+    };
+    result = await withSpan('event publish', { kind: 'producer', attributes }, () =>
+      withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.publish(event)),
+    );
   } catch (err) {
     log.error({ err, status: event.status }, 'Could not publish the terminal event; leaving the job to redelivery');
     return null;
   }
   reachKillPoint('published');
   if (result === 'already-published') {
-    log.warn({ status: event.status }, 'This task already had its terminal event (another delivery won); not publishing a second one');
+    log.warn(
+      { status: event.status },
+      'This task already had its terminal event (another delivery won); not publishing a second one',
+    );
   } else {
     rt.metrics.events.inc({ status: event.status });
   }
@@ -553,7 +659,10 @@ function startRenewals(rt: Runtime, taskId: string, log: Logger, onLost: () => v
     try {
       const lease = await rt.claim(taskId, 'renew');
       if (lease.holder !== rt.hostId) {
-        log.warn({ claimedBy: lease.holder, generation: lease.generation }, "This host's claim lapsed and another host took the task over: stopping its run");
+        log.warn(
+          { claimedBy: lease.holder, generation: lease.generation },
+          "This host's claim lapsed and another host took the task over: stopping its run",
+        );
         stopped = true;
         onLost();
       }
@@ -592,15 +701,24 @@ async function withHeartbeat<T>(msg: JsMsg, intervalMs: number, work: Promise<T>
   }
 }
 
-
 /**
  * A job whose header or body names an id that is not a task id (`bad.id`): the control plane billed
  * that id, so it gets its failure event (INVALID_JOB, refund) on a subject made from the id's
  * hash, and the job is terminated. Left to redelivery when the event cannot be stored.
  */
-async function refuseInvalidTaskId(rt: Runtime, msg: JsMsg, kind: JobKind, claimed: string, reason: string, body: unknown): Promise<void> {
+async function refuseInvalidTaskId(
+  rt: Runtime,
+  msg: JsMsg,
+  kind: JobKind,
+  claimed: string,
+  reason: string,
+  body: unknown,
+): Promise<void> {
   const log = rt.logger.child({ claimedTaskId: claimed.slice(0, 256), kind, attempt: msg.info.deliveryCount });
-  const error = new JobError('INVALID_JOB', `Expected a task id of 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-": ${reason}`);
+  const error = new JobError(
+    'INVALID_JOB',
+    `Expected a task id of 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-": ${reason}`,
+  );
   const subject = invalidTaskIdSubject(rt.hostId, claimed);
   const event = failedEvent(claimed, bodyField(body, 'model'), error, bodyCredits(body), {
     createdAt: creationTime(bodyField(body, 'createdAt'), msg.time),
@@ -609,7 +727,10 @@ async function refuseInvalidTaskId(rt: Runtime, msg: JsMsg, kind: JobKind, claim
     attempt: msg.info.deliveryCount,
     worker: rt.workerName,
   });
-  log.error({ subject, seq: msg.info.streamSequence }, 'Job whose id is not a task id: publishing its failure event and terminating it');
+  log.error(
+    { subject, seq: msg.info.streamSequence },
+    'Job whose id is not a task id: publishing its failure event and terminating it',
+  );
   try {
     const result = await withHeartbeat(msg, rt.settings.heartbeatMs, rt.events.publish(event, subject));
     if (result === 'published') rt.metrics.events.inc({ status: 'failed' });

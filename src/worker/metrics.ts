@@ -120,9 +120,13 @@ export class WorkerMetrics {
     this.executionProvider.set({ provider, requested }, 1);
   }
 
-  setSrPrecision(requested: string, networks: ReadonlyArray<{ network: string; graph: string; precision: string }>): void {
+  setSrPrecision(
+    requested: string,
+    networks: ReadonlyArray<{ network: string; graph: string; precision: string }>,
+  ): void {
     this.srPrecision.reset();
-    for (const { network, graph, precision } of networks) this.srPrecision.set({ network, graph, precision, requested }, 1);
+    for (const { network, graph, precision } of networks)
+      this.srPrecision.set({ network, graph, precision, requested }, 1);
   }
 
   recordJob(kind: JobKind, outcome: JobOutcome, seconds?: number): void {

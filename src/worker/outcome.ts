@@ -5,16 +5,19 @@
  */
 import { JobError } from '../errors.js';
 
-export type Disposition =
-  | { action: 'retry'; delayMs: number; error: JobError }
-  | { action: 'fail'; error: JobError };
+export type Disposition = { action: 'retry'; delayMs: number; error: JobError } | { action: 'fail'; error: JobError };
 
 /**
  * Retry while the error says a retry can help and deliveries are left; the delay grows with the
  * attempt (the last configured delay repeats). The last delivery never retries: its failure event
  * is published by this worker rather than left to the max-deliveries advisory.
  */
-export function decideFailure(given: JobError, attempt: number, maxDeliver: number, nakDelaysMs: readonly number[]): Disposition {
+export function decideFailure(
+  given: JobError,
+  attempt: number,
+  maxDeliver: number,
+  nakDelaysMs: readonly number[],
+): Disposition {
   const error = outOfSpace(given) ? outOfSpaceError(given) : given;
   if (!error.retryable) return { action: 'fail', error };
   if (attempt < maxDeliver) {
@@ -22,7 +25,10 @@ export function decideFailure(given: JobError, attempt: number, maxDeliver: numb
     return { action: 'retry', delayMs, error };
   }
   // Still retryable: the event tells billing and clients it was transient, retried until the limit.
-  const exhausted = new JobError(error.code, `${error.message} (gave up after ${attempt} attempts)`, { retryable: true, cause: error });
+  const exhausted = new JobError(error.code, `${error.message} (gave up after ${attempt} attempts)`, {
+    retryable: true,
+    cause: error,
+  });
   return { action: 'fail', error: exhausted };
 }
 
@@ -43,5 +49,8 @@ export function outOfSpace(err: unknown): boolean {
 }
 
 function outOfSpaceError(error: JobError): JobError {
-  return new JobError(error.code, `No space left on this worker's disk: ${error.message}`, { retryable: true, cause: error });
+  return new JobError(error.code, `No space left on this worker's disk: ${error.message}`, {
+    retryable: true,
+    cause: error,
+  });
 }

@@ -12,7 +12,12 @@ import { stageEtaTracker } from './stage-eta.js';
 import { withStepClock } from './step-clock.js';
 
 /** Progress messages of one task, at most one per interval within a stage (the latest goes out), a new stage at once. */
-export function createProgressPublisher(nc: NatsConnection, taskId: string, model: string, intervalMs: number): ProgressReporter {
+export function createProgressPublisher(
+  nc: NatsConnection,
+  taskId: string,
+  model: string,
+  intervalMs: number,
+): ProgressReporter {
   const subject = progressSubject(taskId);
   let lastStage: string | undefined;
   let seq = 0;
@@ -20,7 +25,11 @@ export function createProgressPublisher(nc: NatsConnection, taskId: string, mode
   const messages = throttle(
     (progress: JobProgress) => {
       const now = new Date();
-      nc.publish(subject, JSON.stringify(progressMessage(taskId, model, progress, now, ++seq, eta.secondsLeft(now.getTime()))), { headers: protocolHeaders() });
+      nc.publish(
+        subject,
+        JSON.stringify(progressMessage(taskId, model, progress, now, ++seq, eta.secondsLeft(now.getTime()))),
+        { headers: protocolHeaders() },
+      );
     },
     intervalMs,
     { trailing: true },

@@ -98,34 +98,54 @@ export async function startQuoteService(nc: NatsConnection, options: QuoteServic
         const meta = quoteMeta(msg.headers as unknown as Pick<MsgHdrs, 'get'> | undefined);
         const receipts = meta.heartbeatMs === undefined ? null : sendReceipts(msg, meta.heartbeatMs);
         // The party's share first (its extra requests wait without holding a slot), then a fair slot.
-        void share(meta.party, () => limit(meta.party, async () => {
-          const dropped = meta.id !== undefined && abandoned.has(meta.id) ? 'abandoned' : meta.deadline !== undefined && Date.now() >= meta.deadline ? 'expired' : null;
-          if (dropped !== null) {
-            receipts?.stop();
-            // Nobody waits for the answer any more: nothing is fetched and nothing is sent.
-            options.metrics.quotes.inc({ outcome: dropped });
-            options.logger.info({ quoteId: meta.id, party: meta.party }, `Quote dropped before it started (${dropped})`);
-            return;
-          }
-          const controller = new AbortController();
-          const forget = meta.id === undefined ? () => undefined : abandoned.watch(meta.id, controller);
-          try {
-            // The quote descends from the gateway's request (its traceparent header).
-            const attributes = { 'media.quote.party': meta.party, 'messaging.system': 'nats' };
-            await withParentFrom((name) => msg.headers?.get(name), () =>
-              withSpan('quote request', { kind: 'server', attributes }, () => answer(msg, quote, options, meta, controller.signal, () => receipts?.stop())),
-            );
-          } finally {
-            forget();
-          }
-        })).finally(() => receipts?.stop());
+        void share(meta.party, () =>
+          limit(meta.party, async () => {
+            const dropped =
+              meta.id !== undefined && abandoned.has(meta.id)
+                ? 'abandoned'
+                : meta.deadline !== undefined && Date.now() >= meta.deadline
+                  ? 'expired'
+                  : null;
+            if (dropped !== null) {
+              receipts?.stop();
+              // Nobody waits for the answer any more: nothing is fetched and nothing is sent.
+              options.metrics.quotes.inc({ outcome: dropped });
+              options.logger.info(
+                { quoteId: meta.id, party: meta.party },
+                `Quote dropped before it started (${dropped})`,
+              );
+              return;
+            }
+            const controller = new AbortController();
+            const forget = meta.id === undefined ? () => undefined : abandoned.watch(meta.id, controller);
+            try {
+              // The quote descends from the gateway's request (its traceparent header).
+              const attributes = { 'media.quote.party': meta.party, 'messaging.system': 'nats' };
+              await withParentFrom(
+                (name) => msg.headers?.get(name),
+                () =>
+                  withSpan('quote request', { kind: 'server', attributes }, () =>
+                    answer(msg, quote, options, meta, controller.signal, () => receipts?.stop()),
+                  ),
+              );
+            } finally {
+              forget();
+            }
+          }),
+        ).finally(() => receipts?.stop());
       },
       // A quote request is a job message (docs/protocol.md, "Quote service").
       metadata: endpointSchemaMetadata('job', 'quote-reply'),
     });
   }
   group.addEndpoint(CANCEL_ENDPOINT, {
-    handler: (err, msg) => (err ? onError(err) : void withParentFrom((name) => msg.headers?.get(name), () => withSpan('cancel request', { kind: 'server' }, () => answerCancel(msg, options)))),
+    handler: (err, msg) =>
+      err
+        ? onError(err)
+        : void withParentFrom(
+            (name) => msg.headers?.get(name),
+            () => withSpan('cancel request', { kind: 'server' }, () => answerCancel(msg, options)),
+          ),
     metadata: endpointSchemaMetadata('cancel-request', 'cancel-reply'),
   });
   // Every host answers, so not a framework endpoint: @nats-io/services 3.0.0-25 turns the empty
@@ -192,7 +212,9 @@ function respond(msg: ServiceMsg, body: unknown): void {
 }
 
 function respondError(msg: ServiceMsg, error: JobError): void {
-  msg.respondError(error.status, error.code, JSON.stringify(errorBody(error)), { headers: protocolHeaders() as unknown as ServiceHeaders });
+  msg.respondError(error.status, error.code, JSON.stringify(errorBody(error)), {
+    headers: protocolHeaders() as unknown as ServiceHeaders,
+  });
 }
 
 async function answerCancel(msg: ServiceMsg, options: QuoteServiceOptions): Promise<void> {
@@ -200,7 +222,13 @@ async function answerCancel(msg: ServiceMsg, options: QuoteServiceOptions): Prom
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'request';
-    respondError(msg, new JobError('INVALID_JOB', `Expected a cancel request {"id": "<task id>", ...} (docs/protocol.md): ${where}: ${issue?.message ?? 'invalid'}`));
+    respondError(
+      msg,
+      new JobError(
+        'INVALID_JOB',
+        `Expected a cancel request {"id": "<task id>", ...} (docs/protocol.md): ${where}: ${issue?.message ?? 'invalid'}`,
+      ),
+    );
     return;
   }
   // The request's span (tracing on) names its task, as the gateway's `cancel` span does.
@@ -209,7 +237,10 @@ async function answerCancel(msg: ServiceMsg, options: QuoteServiceOptions): Prom
     respond(msg, await options.cancel(parsed.data));
   } catch (err) {
     options.logger.error({ err, taskId: parsed.data.id }, 'Cancel failed');
-    respondError(msg, new JobError('INTERNAL_ERROR', `Cancel failed: ${errorMessage(err)}; try again`, { retryable: true }));
+    respondError(
+      msg,
+      new JobError('INTERNAL_ERROR', `Cancel failed: ${errorMessage(err)}; try again`, { retryable: true }),
+    );
   }
 }
 
@@ -230,7 +261,9 @@ function quoteMeta(headers: Pick<MsgHdrs, 'get'> | undefined): QuoteMeta {
     id,
     party: headers?.get(QUOTE_HEADERS.party) || '',
     deadline: Number.isFinite(deadline) ? deadline : undefined,
-    heartbeatMs: Number.isFinite(heartbeat) ? Math.min(QUOTE_HEARTBEAT_MS.max, Math.max(QUOTE_HEARTBEAT_MS.min, heartbeat)) : undefined,
+    heartbeatMs: Number.isFinite(heartbeat)
+      ? Math.min(QUOTE_HEARTBEAT_MS.max, Math.max(QUOTE_HEARTBEAT_MS.min, heartbeat))
+      : undefined,
   };
 }
 
@@ -272,21 +305,35 @@ function abandonBoard() {
 }
 
 /** `beforeReply`: stops the heartbeats, so that none follows the answer. */
-async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServiceOptions, meta: QuoteMeta, abandon: AbortSignal, beforeReply: () => void): Promise<void> {
+async function answer(
+  msg: ServiceMsg,
+  quote: QuoteFunction,
+  options: QuoteServiceOptions,
+  meta: QuoteMeta,
+  abandon: AbortSignal,
+  beforeReply: () => void,
+): Promise<void> {
   const started = Date.now();
   let reply: { ok: true; body: unknown } | { ok: false; error: JobError };
   try {
     const raw = decodeBody(msg.data);
-    if (raw === undefined) throw new JobError('INVALID_JOB', expectedText('job', 'a JSON object', 'bytes that are not UTF-8 JSON'));
+    if (raw === undefined)
+      throw new JobError('INVALID_JOB', expectedText('job', 'a JSON object', 'bytes that are not UTF-8 JSON'));
     const mismatch = protocolMismatch(msg.headers?.get(PROTOCOL_HEADER));
     if (mismatch !== null) throw new JobError('INVALID_JOB', mismatch);
     checkJobEnvelope(raw);
     const job = parseJob(raw);
     const kind = kindOfModel(job.model);
     if (!(await options.canRun(kind))) {
-      throw new JobError('MODEL_UNAVAILABLE', `No live worker can run ${kind} jobs (${job.model}) now; ask media.capabilities why (docs/protocol.md, "Discovery")`);
+      throw new JobError(
+        'MODEL_UNAVAILABLE',
+        `No live worker can run ${kind} jobs (${job.model}) now; ask media.capabilities why (docs/protocol.md, "Discovery")`,
+      );
     }
-    const timeoutMs = meta.deadline === undefined ? options.timeoutMs : Math.max(1, Math.min(options.timeoutMs, meta.deadline - started));
+    const timeoutMs =
+      meta.deadline === undefined
+        ? options.timeoutMs
+        : Math.max(1, Math.min(options.timeoutMs, meta.deadline - started));
     reply = { ok: true, body: await withTimeout(quote, job, timeoutMs, abandon) };
   } catch (err) {
     reply = { ok: false, error: toJobError(err) };
@@ -311,7 +358,12 @@ async function answer(msg: ServiceMsg, quote: QuoteFunction, options: QuoteServi
   }
 }
 
-async function withTimeout(quote: QuoteFunction, job: Parameters<QuoteFunction>[0], timeoutMs: number, abandon: AbortSignal): Promise<unknown> {
+async function withTimeout(
+  quote: QuoteFunction,
+  job: Parameters<QuoteFunction>[0],
+  timeoutMs: number,
+  abandon: AbortSignal,
+): Promise<unknown> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let onAbandon: (() => void) | undefined;
@@ -320,7 +372,10 @@ async function withTimeout(quote: QuoteFunction, job: Parameters<QuoteFunction>[
       controller.abort(err);
       reject(err instanceof Error ? err : new Error(String(err)));
     };
-    timer = setTimeout(() => stop(new JobError('INTERNAL_ERROR', `Quote took longer than ${timeoutMs} ms`, { retryable: true })), timeoutMs);
+    timer = setTimeout(
+      () => stop(new JobError('INTERNAL_ERROR', `Quote took longer than ${timeoutMs} ms`, { retryable: true })),
+      timeoutMs,
+    );
     onAbandon = () => stop(abandon.reason);
     abandon.addEventListener('abort', onAbandon, { once: true });
   });

@@ -69,16 +69,28 @@ export interface SweepObserver {
 
 /** A task id that cannot leave the results directory, or a TypeError. */
 export function checkTaskId(taskId: string): void {
-  if (!isTaskId(taskId)) throw new TypeError(`Expected taskId to be 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(taskId)}`);
+  if (!isTaskId(taskId))
+    throw new TypeError(
+      `Expected taskId to be 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(taskId)}`,
+    );
 }
 
 /** The relative location of a result; throws on a value that could leave the results directory. */
 export function resultRelativePath(options: StoreOptions): string[] {
   const name = options.name ?? 'output';
   checkTaskId(options.taskId);
-  if (!(JOB_KINDS as readonly string[]).includes(options.kind)) throw new TypeError(`Expected kind to be one of ${JOB_KINDS.join(', ')} but received ${JSON.stringify(options.kind)}`);
-  if (!EXT_PATTERN.test(options.ext)) throw new TypeError(`Expected ext to be 1 to 8 characters of a-z or 0-9 but received ${JSON.stringify(options.ext)}`);
-  if (!NAME_PATTERN.test(name)) throw new TypeError(`Expected name to be 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(name)}`);
+  if (!(JOB_KINDS as readonly string[]).includes(options.kind))
+    throw new TypeError(
+      `Expected kind to be one of ${JOB_KINDS.join(', ')} but received ${JSON.stringify(options.kind)}`,
+    );
+  if (!EXT_PATTERN.test(options.ext))
+    throw new TypeError(
+      `Expected ext to be 1 to 8 characters of a-z or 0-9 but received ${JSON.stringify(options.ext)}`,
+    );
+  if (!NAME_PATTERN.test(name))
+    throw new TypeError(
+      `Expected name to be 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-" but received ${JSON.stringify(name)}`,
+    );
   return [options.kind, options.taskId, `${name}.${options.ext}`];
 }
 

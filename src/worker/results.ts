@@ -19,7 +19,15 @@ import type { Logger } from 'pino';
 import { fileDigest, ownerState, ownerToken, parseOwnerToken } from '../media/index.js';
 import { JOB_KINDS } from '../jobs/index.js';
 import { resultLifetimeMs, resultUrl, type ObjectStoreSettings } from '../protocol/index.js';
-import { checkTaskId, resultRelativePath, type ResultStore, type StoredResult, type StoreOptions, type SweepObserver, type SweepReport } from './result-store.js';
+import {
+  checkTaskId,
+  resultRelativePath,
+  type ResultStore,
+  type StoredResult,
+  type StoreOptions,
+  type SweepObserver,
+  type SweepReport,
+} from './result-store.js';
 import { S3ResultStore } from './s3-results.js';
 import { UploadUrlResultStore } from './upload-url-results.js';
 
@@ -78,8 +86,13 @@ export class LocalResultStore implements ResultStore {
       // Read back before it is named: the event says what the stored copy holds, not what was meant.
       const digest = await fileDigest(partial);
       await fs.rename(partial, target);
-      const expiresAt = new Date(now.getTime() + resultLifetimeMs(options.kind, this.settings.upscaleResultLifetimeDays));
-      const url = this.settings.publicBaseUrl === undefined ? pathToFileURL(target).toString() : resultUrl(this.settings.publicBaseUrl, segments);
+      const expiresAt = new Date(
+        now.getTime() + resultLifetimeMs(options.kind, this.settings.upscaleResultLifetimeDays),
+      );
+      const url =
+        this.settings.publicBaseUrl === undefined
+          ? pathToFileURL(target).toString()
+          : resultUrl(this.settings.publicBaseUrl, segments);
       return { path: target, key: segments.join('/'), url, ...digest, expiresAt: expiresAt.toISOString() };
     } catch (err) {
       await fs.rm(partial, { force: true });
@@ -93,7 +106,11 @@ export class LocalResultStore implements ResultStore {
    */
   async discard(taskId: string): Promise<void> {
     checkTaskId(taskId);
-    await Promise.all(JOB_KINDS.map((kind) => fs.rm(path.join(this.settings.resultsDir, kind, taskId), { recursive: true, force: true })));
+    await Promise.all(
+      JOB_KINDS.map((kind) =>
+        fs.rm(path.join(this.settings.resultsDir, kind, taskId), { recursive: true, force: true }),
+      ),
+    );
   }
 
   /** Deletes expired results (and empty task directories); never throws for one bad entry. */
@@ -114,7 +131,10 @@ export class LocalResultStore implements ResultStore {
             const owner = partial ? parseOwnerToken(file) : undefined;
             const state = owner === undefined ? 'foreign' : await ownerState(owner);
             const maxAge = partial ? PARTIAL_MAX_AGE_MS : lifetime;
-            if ((partial && state === 'dead') || (!(partial && state === 'alive') && now.getTime() - stat.mtimeMs >= maxAge)) {
+            if (
+              (partial && state === 'dead') ||
+              (!(partial && state === 'alive') && now.getTime() - stat.mtimeMs >= maxAge)
+            ) {
               await fs.rm(filePath, { force: true });
               report.removed += 1;
             } else {
@@ -161,22 +181,28 @@ export class LocalResultStore implements ResultStore {
 /** The store RESULTS_STORE names: the local directory (default) or the bucket. */
 export function createResultStore(settings: ResultStoreSettings, logger?: Logger): ResultStore {
   if (settings.resultsStore === 'upload-url') {
-    return new UploadUrlResultStore({
-      upscaleResultLifetimeDays: settings.upscaleResultLifetimeDays,
-      ...(settings.storeDeadlineMs === undefined ? {} : { storeDeadlineMs: settings.storeDeadlineMs }),
-    }, logger);
+    return new UploadUrlResultStore(
+      {
+        upscaleResultLifetimeDays: settings.upscaleResultLifetimeDays,
+        ...(settings.storeDeadlineMs === undefined ? {} : { storeDeadlineMs: settings.storeDeadlineMs }),
+      },
+      logger,
+    );
   }
   if (settings.resultsStore === 's3') {
-    return new S3ResultStore({
-      s3Bucket: settings.s3Bucket,
-      s3Endpoint: settings.s3Endpoint,
-      s3Region: settings.s3Region ?? 'us-east-1',
-      s3Prefix: settings.s3Prefix ?? '',
-      s3ForcePathStyle: settings.s3ForcePathStyle ?? false,
-      publicBaseUrl: settings.publicBaseUrl,
-      upscaleResultLifetimeDays: settings.upscaleResultLifetimeDays,
-      ...(settings.storeDeadlineMs === undefined ? {} : { storeDeadlineMs: settings.storeDeadlineMs }),
-    }, logger);
+    return new S3ResultStore(
+      {
+        s3Bucket: settings.s3Bucket,
+        s3Endpoint: settings.s3Endpoint,
+        s3Region: settings.s3Region ?? 'us-east-1',
+        s3Prefix: settings.s3Prefix ?? '',
+        s3ForcePathStyle: settings.s3ForcePathStyle ?? false,
+        publicBaseUrl: settings.publicBaseUrl,
+        upscaleResultLifetimeDays: settings.upscaleResultLifetimeDays,
+        ...(settings.storeDeadlineMs === undefined ? {} : { storeDeadlineMs: settings.storeDeadlineMs }),
+      },
+      logger,
+    );
   }
   return new LocalResultStore(settings, logger);
 }

@@ -11,8 +11,25 @@
 import { createReadStream } from 'node:fs';
 import type { Logger } from 'pino';
 import { fileDigest, type FileDigest } from '../media/index.js';
-import { SHA256_METADATA, objectKey, openObjectStore, resultLifetimeMs, resultUrl, resultsBaseUrl, type ObjectStore, type ObjectStoreOptions, type ObjectStoreSettings } from '../protocol/index.js';
-import { checkTaskId, contentTypeOf, resultRelativePath, type ResultStore, type StoredResult, type StoreOptions } from './result-store.js';
+import {
+  SHA256_METADATA,
+  objectKey,
+  openObjectStore,
+  resultLifetimeMs,
+  resultUrl,
+  resultsBaseUrl,
+  type ObjectStore,
+  type ObjectStoreOptions,
+  type ObjectStoreSettings,
+} from '../protocol/index.js';
+import {
+  checkTaskId,
+  contentTypeOf,
+  resultRelativePath,
+  type ResultStore,
+  type StoredResult,
+  type StoreOptions,
+} from './result-store.js';
 import { withStoreRetries } from './store-retries.js';
 import { errorMessage } from '../errors.js';
 import { JOB_KINDS } from '../jobs/index.js';
@@ -31,7 +48,15 @@ export interface S3ResultStoreSettings extends ObjectStoreSettings {
 }
 
 /** Errors of a store that refuses for good: trying again within two minutes changes nothing. */
-const PERMANENT_ERRORS = new Set(['NoSuchBucket', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'InvalidBucketName', 'AllAccessDisabled', 'InvalidArgument']);
+const PERMANENT_ERRORS = new Set([
+  'NoSuchBucket',
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'AccessDenied',
+  'InvalidBucketName',
+  'AllAccessDisabled',
+  'InvalidArgument',
+]);
 
 export function permanentStoreError(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
@@ -70,13 +95,20 @@ export class S3ResultStore implements ResultStore {
       {
         deadlineMs: this.settings.storeDeadlineMs ?? 120_000,
         permanent: permanentStoreError,
-        onRetry: (err, attempt, waitMs) => this.logger?.warn({ err, key, attempt, waitMs }, 'Storing a result failed; retrying'),
+        onRetry: (err, attempt, waitMs) =>
+          this.logger?.warn({ err, key, attempt, waitMs }, 'Storing a result failed; retrying'),
         ...(signal === undefined ? {} : { signal }),
       },
       () => uploadAndConfirm(store, key, localPath, options.ext, digest, signal),
     );
     const expiresAt = new Date(Date.now() + resultLifetimeMs(options.kind, this.settings.upscaleResultLifetimeDays));
-    const base = resultsBaseUrl({ publicBaseUrl: this.settings.publicBaseUrl, s3Bucket: this.settings.s3Bucket, s3Prefix: this.settings.s3Prefix, resultsStore: 's3', resultsDir: '' });
+    const base = resultsBaseUrl({
+      publicBaseUrl: this.settings.publicBaseUrl,
+      s3Bucket: this.settings.s3Bucket,
+      s3Prefix: this.settings.s3Prefix,
+      resultsStore: 's3',
+      resultsDir: '',
+    });
     return { key: relative, url: resultUrl(base, segments), ...digest, expiresAt: expiresAt.toISOString() };
   }
 
@@ -85,9 +117,12 @@ export class S3ResultStore implements ResultStore {
     const store = await this.bucket();
     const { ListObjectsV2Command, DeleteObjectCommand } = await import('@aws-sdk/client-s3');
     for (const kind of JOB_KINDS) {
-      const listed = await store.client.send(new ListObjectsV2Command({ Bucket: store.bucket, Prefix: objectKey(store.prefix, `${kind}/${taskId}/`) }));
+      const listed = await store.client.send(
+        new ListObjectsV2Command({ Bucket: store.bucket, Prefix: objectKey(store.prefix, `${kind}/${taskId}/`) }),
+      );
       for (const object of listed.Contents ?? []) {
-        if (object.Key !== undefined) await store.client.send(new DeleteObjectCommand({ Bucket: store.bucket, Key: object.Key }));
+        if (object.Key !== undefined)
+          await store.client.send(new DeleteObjectCommand({ Bucket: store.bucket, Key: object.Key }));
       }
     }
   }
@@ -100,7 +135,12 @@ export class S3ResultStore implements ResultStore {
       return null;
     } catch (err) {
       const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-      const what = status === 404 ? 'does not exist' : status === 403 ? 'refuses these credentials' : `cannot be reached (${errorMessage(err)})`;
+      const what =
+        status === 404
+          ? 'does not exist'
+          : status === 403
+            ? 'refuses these credentials'
+            : `cannot be reached (${errorMessage(err)})`;
       return `the results bucket ${String(this.settings.s3Bucket)} ${what}`;
     }
   }
@@ -111,12 +151,28 @@ export class S3ResultStore implements ResultStore {
   }
 }
 
-async function uploadAndConfirm(store: ObjectStore, key: string, localPath: string, ext: string, digest: FileDigest, signal: AbortSignal | undefined): Promise<void> {
-  const [{ Upload }, { HeadObjectCommand }] = await Promise.all([import('@aws-sdk/lib-storage'), import('@aws-sdk/client-s3')]);
+async function uploadAndConfirm(
+  store: ObjectStore,
+  key: string,
+  localPath: string,
+  ext: string,
+  digest: FileDigest,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const [{ Upload }, { HeadObjectCommand }] = await Promise.all([
+    import('@aws-sdk/lib-storage'),
+    import('@aws-sdk/client-s3'),
+  ]);
   const body = createReadStream(localPath);
   const upload = new Upload({
     client: store.client,
-    params: { Bucket: store.bucket, Key: key, Body: body, ContentType: contentTypeOf(ext), Metadata: { [SHA256_METADATA]: digest.sha256 } },
+    params: {
+      Bucket: store.bucket,
+      Key: key,
+      Body: body,
+      ContentType: contentTypeOf(ext),
+      Metadata: { [SHA256_METADATA]: digest.sha256 },
+    },
     partSize: PART_SIZE,
     queueSize: PARTS_IN_FLIGHT,
     // A failed multipart upload is aborted: its parts are not left billed in the bucket.
@@ -130,8 +186,13 @@ async function uploadAndConfirm(store: ObjectStore, key: string, localPath: stri
     signal?.removeEventListener('abort', stop);
     body.destroy();
   }
-  const head = await store.client.send(new HeadObjectCommand({ Bucket: store.bucket, Key: key }), signal === undefined ? {} : { abortSignal: signal });
+  const head = await store.client.send(
+    new HeadObjectCommand({ Bucket: store.bucket, Key: key }),
+    signal === undefined ? {} : { abortSignal: signal },
+  );
   if (head.ContentLength !== digest.size || head.Metadata?.[SHA256_METADATA] !== digest.sha256) {
-    throw new StoredCopyMismatch(`Expected the stored ${key} to hold ${digest.size} bytes with sha256 ${digest.sha256} but it holds ${String(head.ContentLength)} bytes with sha256 ${String(head.Metadata?.[SHA256_METADATA])}`);
+    throw new StoredCopyMismatch(
+      `Expected the stored ${key} to hold ${digest.size} bytes with sha256 ${digest.sha256} but it holds ${String(head.ContentLength)} bytes with sha256 ${String(head.Metadata?.[SHA256_METADATA])}`,
+    );
   }
 }

@@ -11,7 +11,15 @@
  */
 import os from 'node:os';
 import { z } from 'zod';
-import { MAX_LEASE_MS, MIN_LEASE_MS, PROTOCOL_SETTINGS, checkNatsAuth, checkResultsStore, jetStreamName, perKindSetting } from '../protocol/settings.js';
+import {
+  MAX_LEASE_MS,
+  MIN_LEASE_MS,
+  PROTOCOL_SETTINGS,
+  checkNatsAuth,
+  checkResultsStore,
+  jetStreamName,
+  perKindSetting,
+} from '../protocol/settings.js';
 import {
   intSchema,
   nonEmptyText,
@@ -28,31 +36,41 @@ import {
   type SettingsOf,
 } from '../settings-table.js';
 
-
-const delayList = z
-  .union([z.string(), z.array(z.number())])
-  .transform((input, ctx): number[] => {
-    const parts = typeof input === 'string' ? input.split(',').map((s) => s.trim()).filter(Boolean) : input;
-    const out: number[] = [];
-    for (const part of parts) {
-      const parsed = nonNegativeInt.safeParse(part);
-      if (!parsed.success) {
-        ctx.addIssue({ code: 'custom', message: `Expected a comma-separated list of non-negative integers but received ${received(input)}` });
-        return z.NEVER;
-      }
-      out.push(parsed.data);
-    }
-    if (out.length === 0) {
-      ctx.addIssue({ code: 'custom', message: `Expected at least one delay but received ${received(input)}` });
+const delayList = z.union([z.string(), z.array(z.number())]).transform((input, ctx): number[] => {
+  const parts =
+    typeof input === 'string'
+      ? input
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : input;
+  const out: number[] = [];
+  for (const part of parts) {
+    const parsed = nonNegativeInt.safeParse(part);
+    if (!parsed.success) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `Expected a comma-separated list of non-negative integers but received ${received(input)}`,
+      });
       return z.NEVER;
     }
-    return out;
-  });
+    out.push(parsed.data);
+  }
+  if (out.length === 0) {
+    ctx.addIssue({ code: 'custom', message: `Expected at least one delay but received ${received(input)}` });
+    return z.NEVER;
+  }
+  return out;
+});
 
 const MINUTE = 60_000;
 
 /** The host name as one subject token (the default of WORKER_HOST_ID). */
-const HOSTNAME_TOKEN = os.hostname().replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 64) || 'host';
+const HOSTNAME_TOKEN =
+  os
+    .hostname()
+    .replace(/[^A-Za-z0-9_-]/g, '-')
+    .slice(0, 64) || 'host';
 
 export const WORKER_SETTINGS = {
   ...PROTOCOL_SETTINGS,
@@ -60,7 +78,7 @@ export const WORKER_SETTINGS = {
     env: 'MEDIA_CONSUMER_PREFIX',
     schema: jetStreamName,
     default: 'media-worker',
-    doc: 'Durable consumer names are `<prefix>-<kind>` (the max-deliveries advisories have the gateway\'s durable, GATEWAY_CONSUMER_PREFIX).',
+    doc: "Durable consumer names are `<prefix>-<kind>` (the max-deliveries advisories have the gateway's durable, GATEWAY_CONSUMER_PREFIX).",
   }),
   hostId: setting({
     env: 'WORKER_HOST_ID',
@@ -72,7 +90,7 @@ export const WORKER_SETTINGS = {
     env: 'WORKER_CLAIM_LEASE_MS',
     schema: intSchema(`an integer from ${MIN_LEASE_MS} to ${MAX_LEASE_MS}`, MIN_LEASE_MS, MAX_LEASE_MS),
     default: '30000',
-    doc: "How long this host's claim of a task holds it from when the server stored it; renewed with each heartbeat (WORKER_HEARTBEAT_MS, which must be below it). A task whose host died is taken over by another host once it lapses (docs/protocol.md, \"Who settles a task\").",
+    doc: 'How long this host\'s claim of a task holds it from when the server stored it; renewed with each heartbeat (WORKER_HEARTBEAT_MS, which must be below it). A task whose host died is taken over by another host once it lapses (docs/protocol.md, "Who settles a task").',
   }),
   concurrency: setting({
     env: 'WORKER_CONCURRENCY',

@@ -19,7 +19,11 @@ export interface StageSample {
  * counted at `nowMs`. Undefined until a unit is done after the first report, and beyond
  * MAX_ETA_SECONDS (too far to say anything).
  */
-export function stageEtaSeconds(first: StageSample, latest: StageSample & { total: number }, nowMs: number): number | undefined {
+export function stageEtaSeconds(
+  first: StageSample,
+  latest: StageSample & { total: number },
+  nowMs: number,
+): number | undefined {
   const units = latest.done - first.done;
   const elapsedMs = latest.atMs - first.atMs;
   if (!(units > 0) || !(elapsedMs > 0) || !(latest.total >= latest.done)) return undefined;
@@ -58,6 +62,7 @@ export function stageEtaTracker(): StageEtaTracker {
       if (first === undefined || (lastDone !== undefined && progress.done < lastDone)) first = latest;
       lastDone = progress.done;
     },
-    secondsLeft: (nowMs) => (first === undefined || latest === undefined ? undefined : stageEtaSeconds(first, latest, nowMs)),
+    secondsLeft: (nowMs) =>
+      first === undefined || latest === undefined ? undefined : stageEtaSeconds(first, latest, nowMs),
   };
 }

@@ -33,7 +33,8 @@ export function stepTiming(s: StepState): ProgressStep | undefined {
   if (s.done === undefined || s.total === undefined || !(s.total > 0)) return { index: 1, elapsedSeconds };
   if (!(s.done >= 0) || s.done >= s.total) return undefined;
   const estimate = s.stageEstimateSeconds;
-  const pace = s.done > 0 ? s.countedSeconds / s.done : estimate !== undefined && estimate > 0 ? estimate / s.total : undefined;
+  const pace =
+    s.done > 0 ? s.countedSeconds / s.done : estimate !== undefined && estimate > 0 ? estimate / s.total : undefined;
   const step: ProgressStep = { index: Math.floor(s.done) + 1, elapsedSeconds };
   if (pace !== undefined && pace > 0) step.estimatedSeconds = pace;
   return step;
@@ -67,7 +68,11 @@ export function withStepClock(inner: ProgressReporter, opts: StepClockOptions): 
     const at = now();
     if (at - stepStartedAt < Math.max(opts.tickMs, opts.quietMs ?? QUIET_STEP_MS)) return;
     const step = stepTiming({
-      ...definedFields({ done: p.done, total: p.total, stageEstimateSeconds: opts.stageEstimateSeconds ?? p.estimatedSeconds }),
+      ...definedFields({
+        done: p.done,
+        total: p.total,
+        stageEstimateSeconds: opts.stageEstimateSeconds ?? p.estimatedSeconds,
+      }),
       countedSeconds: (stepStartedAt - stageStartedAt) / 1000,
       sinceStep: (at - stepStartedAt) / 1000,
     });

@@ -35,7 +35,9 @@ export async function withStoreRetries<T>(what: string, o: StoreRetries, operati
       const elapsed = Date.now() - started;
       const waitMs = storeRetryWaitMs(attempt);
       if (o.permanent(err) || elapsed + waitMs >= o.deadlineMs) {
-        const why = o.permanent(err) ? 'the store refused it' : `still failing after ${attempt} tries in ${Math.round(elapsed / 1000)} s`;
+        const why = o.permanent(err)
+          ? 'the store refused it'
+          : `still failing after ${attempt} tries in ${Math.round(elapsed / 1000)} s`;
         throw new ProcessingError(`Could not store ${what} (${why}): ${errorMessage(err)}`, { cause: err });
       }
       o.onRetry?.(err, attempt, waitMs);

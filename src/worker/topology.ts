@@ -35,10 +35,20 @@ import type { WorkerSettings } from './settings.js';
 
 type TopologySettings = Pick<
   WorkerSettings,
-  'jobsStream' | 'eventsStream' | 'advisoriesStream' | 'claimsStream' | 'consumerPrefix' | 'ackWaitMs' | 'maxDeliver' | 'eventsMaxAgeDays' | 'streamReplicas'
+  | 'jobsStream'
+  | 'eventsStream'
+  | 'advisoriesStream'
+  | 'claimsStream'
+  | 'consumerPrefix'
+  | 'ackWaitMs'
+  | 'maxDeliver'
+  | 'eventsMaxAgeDays'
+  | 'streamReplicas'
 >;
 
-type DesiredConsumer = Required<Pick<ConsumerConfig, 'filter_subject' | 'ack_policy' | 'deliver_policy' | 'ack_wait' | 'max_deliver' | 'description'>> & {
+type DesiredConsumer = Required<
+  Pick<ConsumerConfig, 'filter_subject' | 'ack_policy' | 'deliver_policy' | 'ack_wait' | 'max_deliver' | 'description'>
+> & {
   durable_name: string;
 };
 
@@ -73,7 +83,9 @@ export async function ensureTopology(jsm: JetStreamManager, s: TopologySettings)
   for (const kind of JOB_KINDS) await ensureConsumer(jsm, s.jobsStream, jobConsumerConfig(s, kind));
   // Workers handled the advisories until their user lost the reads of the queue by sequence; the
   // gateway's durable takes them now, and a work-queue stream allows one consumer per filter.
-  await jsm.consumers.delete(s.advisoriesStream, advisoriesConsumerName(s.consumerPrefix)).catch(notFound(JetStreamApiCodes.ConsumerNotFound));
+  await jsm.consumers
+    .delete(s.advisoriesStream, advisoriesConsumerName(s.consumerPrefix))
+    .catch(notFound(JetStreamApiCodes.ConsumerNotFound));
 }
 
 /**
@@ -85,13 +97,22 @@ export async function checkTopology(jsm: JetStreamManager, s: TopologySettings):
   const consumers = JOB_KINDS.map((kind): [string, DesiredConsumer] => [s.jobsStream, jobConsumerConfig(s, kind)]);
   if (problems.length === 0) {
     for (const [stream, desired] of consumers) {
-      const existing = await jsm.consumers.info(stream, desired.durable_name).catch(notFound(JetStreamApiCodes.ConsumerNotFound));
+      const existing = await jsm.consumers
+        .info(stream, desired.durable_name)
+        .catch(notFound(JetStreamApiCodes.ConsumerNotFound));
       if (existing === null) problems.push(`consumer ${desired.durable_name} on ${stream} does not exist`);
-      else problems.push(...configDifferences(existing.config, desired).map((d) => `consumer ${desired.durable_name} on ${stream} ${d}`));
+      else
+        problems.push(
+          ...configDifferences(existing.config, desired).map(
+            (d) => `consumer ${desired.durable_name} on ${stream} ${d}`,
+          ),
+        );
     }
   }
   if (problems.length > 0) {
-    throw new TopologyError(`The worker's streams and consumers are not as its settings expect (${problems.join('; ')}): ${PROVISION_HINT}`);
+    throw new TopologyError(
+      `The worker's streams and consumers are not as its settings expect (${problems.join('; ')}): ${PROVISION_HINT}`,
+    );
   }
 }
 
@@ -115,12 +136,15 @@ async function ensureStream(jsm: JetStreamManager, desired: DesiredStream): Prom
     current.max_age !== desired.max_age ||
     current.num_replicas !== desired.num_replicas ||
     (desired.max_msgs_per_subject !== undefined && current.max_msgs_per_subject !== desired.max_msgs_per_subject) ||
-    (desired.discard_new_per_subject !== undefined && Boolean(current.discard_new_per_subject) !== desired.discard_new_per_subject);
+    (desired.discard_new_per_subject !== undefined &&
+      Boolean(current.discard_new_per_subject) !== desired.discard_new_per_subject);
   if (differs) await jsm.streams.update(desired.name, { ...current, ...desired });
 }
 
 async function ensureConsumer(jsm: JetStreamManager, stream: string, desired: DesiredConsumer): Promise<void> {
-  const existing = await jsm.consumers.info(stream, desired.durable_name).catch(notFound(JetStreamApiCodes.ConsumerNotFound));
+  const existing = await jsm.consumers
+    .info(stream, desired.durable_name)
+    .catch(notFound(JetStreamApiCodes.ConsumerNotFound));
   if (existing === null) {
     await jsm.consumers.add(stream, desired);
     return;
@@ -132,7 +156,11 @@ async function ensureConsumer(jsm: JetStreamManager, stream: string, desired: De
         `but it filters ${String(current.filter_subject)} with ${current.ack_policy}; delete it to let the worker recreate it`,
     );
   }
-  if (current.ack_wait !== desired.ack_wait || current.max_deliver !== desired.max_deliver || current.description !== desired.description) {
+  if (
+    current.ack_wait !== desired.ack_wait ||
+    current.max_deliver !== desired.max_deliver ||
+    current.description !== desired.description
+  ) {
     await jsm.consumers.update(stream, desired.durable_name, {
       ack_wait: desired.ack_wait,
       max_deliver: desired.max_deliver,

@@ -14,8 +14,21 @@ import https from 'node:https';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { fileDigest, type FileDigest } from '../media/index.js';
-import { protocolHeaders, resultLifetimeMs, uploadUrlReplySchema, uploadUrlSubject, type UploadUrlGrant, type UploadUrlRequest } from '../protocol/index.js';
-import { contentTypeOf, resultRelativePath, type ResultStore, type StoredResult, type StoreOptions } from './result-store.js';
+import {
+  protocolHeaders,
+  resultLifetimeMs,
+  uploadUrlReplySchema,
+  uploadUrlSubject,
+  type UploadUrlGrant,
+  type UploadUrlRequest,
+} from '../protocol/index.js';
+import {
+  contentTypeOf,
+  resultRelativePath,
+  type ResultStore,
+  type StoredResult,
+  type StoreOptions,
+} from './result-store.js';
 import { withStoreRetries } from './store-retries.js';
 
 export interface UploadUrlStoreSettings {
@@ -56,14 +69,22 @@ export class UploadUrlResultStore implements ResultStore {
     const segments = resultRelativePath(options);
     const relative = segments.join('/');
     const digest = await fileDigest(localPath, signal);
-    const request: UploadUrlRequest = { taskId: options.taskId, kind: options.kind, name: options.name ?? 'output', ext: options.ext, contentType: contentTypeOf(options.ext), ...digest };
+    const request: UploadUrlRequest = {
+      taskId: options.taskId,
+      kind: options.kind,
+      name: options.name ?? 'output',
+      ext: options.ext,
+      contentType: contentTypeOf(options.ext),
+      ...digest,
+    };
     let grant: UploadUrlGrant | undefined;
     const stored = await withStoreRetries(
       `the result ${relative}`,
       {
         deadlineMs: this.settings.storeDeadlineMs ?? 120_000,
         permanent: (err) => err instanceof UploadRefused,
-        onRetry: (err, attempt, waitMs) => this.logger?.warn({ err, key: relative, attempt, waitMs }, 'Uploading a result failed; retrying'),
+        onRetry: (err, attempt, waitMs) =>
+          this.logger?.warn({ err, key: relative, attempt, waitMs }, 'Uploading a result failed; retrying'),
         ...(signal === undefined ? {} : { signal }),
       },
       async () => {
@@ -77,16 +98,26 @@ export class UploadUrlResultStore implements ResultStore {
         return grant;
       },
     );
-    if (stored.key !== relative) throw new UploadRefused(`Expected an upload URL for ${relative} but the control plane gave one for ${stored.key}`);
+    if (stored.key !== relative)
+      throw new UploadRefused(
+        `Expected an upload URL for ${relative} but the control plane gave one for ${stored.key}`,
+      );
     const expiresAt = new Date(Date.now() + resultLifetimeMs(options.kind, this.settings.upscaleResultLifetimeDays));
     return { key: relative, url: stored.resultUrl, ...digest, expiresAt: expiresAt.toISOString() };
   }
 
   private async ask(request: UploadUrlRequest): Promise<UploadUrlGrant> {
-    if (this.nc === undefined || this.host === undefined) throw new Error('Expected the upload-url store to be connected to NATS before a result is stored');
-    const reply = await this.nc.request(uploadUrlSubject(this.host), JSON.stringify(request), { timeout: this.settings.requestTimeoutMs ?? 10_000, headers: protocolHeaders() });
+    if (this.nc === undefined || this.host === undefined)
+      throw new Error('Expected the upload-url store to be connected to NATS before a result is stored');
+    const reply = await this.nc.request(uploadUrlSubject(this.host), JSON.stringify(request), {
+      timeout: this.settings.requestTimeoutMs ?? 10_000,
+      headers: protocolHeaders(),
+    });
     const parsed = uploadUrlReplySchema.safeParse(reply.json());
-    if (!parsed.success) throw new Error(`The control plane's upload URL reply is not one: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    if (!parsed.success)
+      throw new Error(
+        `The control plane's upload URL reply is not one: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+      );
     if ('error' in parsed.data) {
       const { code, message } = parsed.data.error;
       if (code === 'UPLOAD_REFUSED') throw new UploadRefused(`The control plane refused an upload URL: ${message}`);
@@ -111,7 +142,13 @@ function transientStatus(status: number): boolean {
 }
 
 /** One PUT of the whole file, streamed; resolves on 2xx. */
-function put(grant: UploadUrlGrant, localPath: string, digest: FileDigest, stallMs: number, signal: AbortSignal | undefined): Promise<void> {
+function put(
+  grant: UploadUrlGrant,
+  localPath: string,
+  digest: FileDigest,
+  stallMs: number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const url = new URL(grant.url);
     const client = url.protocol === 'https:' ? https : http;
@@ -141,7 +178,8 @@ function put(grant: UploadUrlGrant, localPath: string, digest: FileDigest, stall
         const status = response.statusCode ?? 0;
         const text = Buffer.concat(chunks).toString('utf8').slice(0, 500);
         if (status >= 200 && status < 300) return resolve();
-        if (status === 403 && /expired/i.test(text)) return fail(new UploadUrlExpired(`The upload URL expired (403): ${text}`));
+        if (status === 403 && /expired/i.test(text))
+          return fail(new UploadUrlExpired(`The upload URL expired (403): ${text}`));
         const message = `The upload URL answered ${status}: ${text}`;
         fail(transientStatus(status) ? new Error(message) : new UploadRefused(message));
       });

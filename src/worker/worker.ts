@@ -12,7 +12,16 @@ import type { Logger } from 'pino';
 import { Availability, type KindChecks } from './availability.js';
 import { RunningTasks, cancelTask, listenForAborts } from './cancel.js';
 import { capabilities, type HostFacts } from './discovery.js';
-import { CAPABILITIES_SUBJECT, connectNats, consumerName, createClaimer, publishClaim, whoCanRun, type ClaimOp, type ClaimResult } from '../protocol/index.js';
+import {
+  CAPABILITIES_SUBJECT,
+  connectNats,
+  consumerName,
+  createClaimer,
+  publishClaim,
+  whoCanRun,
+  type ClaimOp,
+  type ClaimResult,
+} from '../protocol/index.js';
 import { EventPublisher } from './event-publisher.js';
 import { checkKillPoint } from './kill-point.js';
 import { startHealthServer, type HealthServer } from './health.js';
@@ -87,25 +96,46 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
 
   checkKillPoint(); // a test-only hook's bad value stops the start, naming the variable
   const nc = await connectNats(settings);
-  const parts: WorkerParts = { nc, logger, timers: [], stopPulling: new AbortController(), drain: new AbortController(), loops: [] };
+  const parts: WorkerParts = {
+    nc,
+    logger,
+    timers: [],
+    stopPulling: new AbortController(),
+    drain: new AbortController(),
+    loops: [],
+  };
 
   try {
     const jsm = await jetstreamManager(nc);
     await checkTopology(jsm, settings);
     const js = jetstream(nc);
     const events = new EventPublisher(nc, js, jsm, settings, logger);
-    const claimOptions = { claimsStream: settings.claimsStream, host: settings.hostId, timeoutMs: settings.publishTimeoutMs, leaseMs: settings.claimLeaseMs };
+    const claimOptions = {
+      claimsStream: settings.claimsStream,
+      host: settings.hostId,
+      timeoutMs: settings.publishTimeoutMs,
+      leaseMs: settings.claimLeaseMs,
+    };
     const claim = createClaimer(js, jsm, claimOptions);
     await checkHostIdentity(() => publishClaim(js, claimOptions, HOST_CHECK_TASK, 'claim'), settings.hostId);
     const results = deps.results ?? createResultStore(settings, logger);
     // Upload URLs are asked for over this connection, as this host.
     results.connect?.(nc, settings.hostId);
 
-    const availability = new Availability({ slots: settings.concurrency, checks: deps.readiness ?? {}, metrics, logger: logger.child({ component: 'readiness' }) });
+    const availability = new Availability({
+      slots: settings.concurrency,
+      checks: deps.readiness ?? {},
+      metrics,
+      logger: logger.child({ component: 'readiness' }),
+    });
     const health = await startHealthServer(settings.healthHost, settings.healthPort, metrics.registry, {
       live: () => isLive(state),
       notReadyReason: () =>
-        state !== 'running' ? `worker is ${state}` : !connected ? 'NATS connection lost; reconnecting' : availability.notReadyReason(),
+        state !== 'running'
+          ? `worker is ${state}`
+          : !connected
+            ? 'NATS connection lost; reconnecting'
+            : availability.notReadyReason(),
       kinds: () => availability.status(),
       ...(deps.host?.device === undefined ? {} : { device: deps.host.device }),
     });
@@ -128,7 +158,16 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
       discardResults: (taskId) => results.discard(taskId),
     };
     parts.abortListener = listenForAborts(nc, runtime.running, logger.child({ component: 'cancel' }));
-    parts.quoteService = await startQuoting(settings, deps, { nc, events, claim, running: runtime.running, discardResults: runtime.discardResults, availability, metrics, state: () => state });
+    parts.quoteService = await startQuoting(settings, deps, {
+      nc,
+      events,
+      claim,
+      running: runtime.running,
+      discardResults: runtime.discardResults,
+      availability,
+      metrics,
+      state: () => state,
+    });
     await startJobLoops(parts, settings, { js, availability, runtime });
 
     metrics.natsConnected.set(1);
@@ -155,7 +194,10 @@ export async function startWorker(settings: WorkerSettings, deps: WorkerDeps): P
     const stop = (): Promise<void> => {
       stopping ??= (async () => {
         advance('drain');
-        logger.info({ graceMs: settings.drainGraceMs }, 'Draining: no new jobs; running jobs may finish within the grace period');
+        logger.info(
+          { graceMs: settings.drainGraceMs },
+          'Draining: no new jobs; running jobs may finish within the grace period',
+        );
         await tearDown(parts, { how: 'drain', graceMs: settings.drainGraceMs });
         advance('drained');
         logger.info('Worker stopped');
@@ -220,13 +262,18 @@ async function tearDown(parts: WorkerParts, ending: Ending): Promise<void> {
   };
   switch (ending.how) {
     case 'drain': {
-      const grace = setTimeout(() => parts.drain.abort(new DOMException('The worker is draining', 'AbortError')), ending.graceMs);
+      const grace = setTimeout(
+        () => parts.drain.abort(new DOMException('The worker is draining', 'AbortError')),
+        ending.graceMs,
+      );
       // Each loop returns once its job is acked, terminated or handed back (confirmed or
       // flushed): only then may the connection drain (an ack sent after drain() began is lost).
       await Promise.allSettled(parts.loops);
       clearTimeout(grace);
       stopTimers();
-      await parts.quoteService?.stop().catch((err: unknown) => logger.warn({ err }, 'Quote service did not stop cleanly'));
+      await parts.quoteService
+        ?.stop()
+        .catch((err: unknown) => logger.warn({ err }, 'Quote service did not stop cleanly'));
       parts.abortListener?.unsubscribe();
       await nc.flush().catch(() => undefined);
       await nc.drain().catch(() => undefined);
@@ -296,7 +343,11 @@ function startQuoting(
 ): Promise<QuoteService> {
   const { nc, events, claim, running, discardResults, availability, metrics, state } = uses;
   const logger = deps.logger;
-  const host: Omit<HostFacts, 'instance'> = { worker: settings.natsName, version: deps.version ?? '0.0.0', ...deps.host };
+  const host: Omit<HostFacts, 'instance'> = {
+    worker: settings.natsName,
+    version: deps.version ?? '0.0.0',
+    ...deps.host,
+  };
   const servesNow = (kind: JobKind): boolean => state() === 'running' && availability.isReady(kind);
   return startQuoteService(nc, {
     quote: deps.quote,
@@ -304,7 +355,13 @@ function startQuoting(
     canRun: async (kind) =>
       settings.quoteUnserved === 'price' ||
       servesNow(kind) ||
-      (await whoCanRun(nc, CAPABILITIES_SUBJECT, kind, { first: true, waitMs: PEER_DISCOVERY_WAIT_MS, inboxPrefix: settings.natsInboxPrefix })).length > 0,
+      (
+        await whoCanRun(nc, CAPABILITIES_SUBJECT, kind, {
+          first: true,
+          waitMs: PEER_DISCOVERY_WAIT_MS,
+          inboxPrefix: settings.natsInboxPrefix,
+        })
+      ).length > 0,
     cancel: (request) =>
       cancelTask(
         {
@@ -357,7 +414,10 @@ async function startJobLoops(
         // filled meanwhile): the job goes back to the queue for a host that can run it.
         if (!(await availability.readyToPull(kind))) {
           const delayMs = settings.nakDelaysMs[0] ?? 0;
-          slotLogger.warn({ delayMs, reasons: availability.status()[kind].reasons }, 'Handing a job back: this kind cannot run here now');
+          slotLogger.warn(
+            { delayMs, reasons: availability.status()[kind].reasons },
+            'Handing a job back: this kind cannot run here now',
+          );
           msg.nak(delayMs);
           await nc.flush().catch(() => undefined);
           metrics.recordJob(kind, 'declined');
@@ -366,7 +426,19 @@ async function startJobLoops(
         await handleJobMessage(runtime, msg, kind);
       };
       const onUnready = (withdraw: () => void): (() => void) => availability.onUnready((k) => k === kind && withdraw());
-      parts.loops.push(pullLoop({ consumer, expiresMs: settings.pullExpiresMs, pulling, stopSignal: stopPulling.signal, logger: slotLogger, nc, handle, ready, onUnready }));
+      parts.loops.push(
+        pullLoop({
+          consumer,
+          expiresMs: settings.pullExpiresMs,
+          pulling,
+          stopSignal: stopPulling.signal,
+          logger: slotLogger,
+          nc,
+          handle,
+          ready,
+          onUnready,
+        }),
+      );
     }
   }
 }
@@ -395,7 +467,17 @@ interface PullLoop {
 }
 
 async function pullLoop(loop: PullLoop): Promise<void> {
-  const { consumer, expiresMs, pulling, stopSignal, logger, nc, handle, ready = () => Promise.resolve(true), onUnready } = loop;
+  const {
+    consumer,
+    expiresMs,
+    pulling,
+    stopSignal,
+    logger,
+    nc,
+    handle,
+    ready = () => Promise.resolve(true),
+    onUnready,
+  } = loop;
   let pending: ConsumerMessages | undefined;
   const withdraw = (): void => pending?.stop();
   stopSignal.addEventListener('abort', withdraw, { once: true });
@@ -436,7 +518,11 @@ async function pullLoop(loop: PullLoop): Promise<void> {
   }
 }
 
-async function sweepLeftoversOnce(sweep: (() => Promise<number>) | undefined, metrics: WorkerMetrics, logger: Logger): Promise<void> {
+async function sweepLeftoversOnce(
+  sweep: (() => Promise<number>) | undefined,
+  metrics: WorkerMetrics,
+  logger: Logger,
+): Promise<void> {
   if (sweep === undefined) return;
   try {
     const removed = await sweep();

@@ -27,7 +27,9 @@ describe('the hardware as the probe finds it', () => {
   });
 
   it('with CPU fallback allowed the same host is ready, still priced as a CPU', async () => {
-    const hardware = await probeHardware(loadConfig({ MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda,cpu', MEDIA_WORKER_CPU_FALLBACK: 'true' }));
+    const hardware = await probeHardware(
+      loadConfig({ MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda,cpu', MEDIA_WORKER_CPU_FALLBACK: 'true' }),
+    );
     expect(hardware.shortfall).toBeNull();
     expect(hardwareClassOf(hardware.config)).toBe('cpu');
     const checks = withProviderCheck(KIND_RUNTIMES, {}, hardware.shortfall);
@@ -35,7 +37,10 @@ describe('the hardware as the probe finds it', () => {
   });
 
   it('a GPU that answers keeps the GPU class, runs the float16 graphs, and budgets its tiles by device memory', async () => {
-    const hardware = await probeHardware(loadConfig({ MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda', MEDIA_WORKER_DEVICE_MEMORY_MB: '49152' }), cudaWorks);
+    const hardware = await probeHardware(
+      loadConfig({ MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda', MEDIA_WORKER_DEVICE_MEMORY_MB: '49152' }),
+      cudaWorks,
+    );
     expect(hardware.config.executionProviders).toEqual(['cuda', 'cpu']);
     expect(hardwareClassOf(hardware.config)).toBe('h100');
     expect(srHardwareOptions(hardware.config)).toEqual({ tileMemoryBytes: 49152 * MiB, halfPrecision: true });
@@ -48,6 +53,8 @@ describe('the hardware as the probe finds it', () => {
     expect(tileMemoryBytes(loadConfig({ MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda' }))).toBeUndefined();
     // 1 GiB over 12,288 bytes per pixel: 295 px, down to a multiple of 8.
     expect((await srNetworkCost('realesrgan-x4plus', loadConfig({ MEDIA_WORKER_TILE_RAM_MB: '1024' }))).tile).toBe(288);
-    expect((await srNetworkCost('realesrgan-x4plus', loadConfig({ MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda' }))).tile).toBe(512);
+    expect(
+      (await srNetworkCost('realesrgan-x4plus', loadConfig({ MEDIA_WORKER_EXECUTION_PROVIDERS: 'cuda' }))).tile,
+    ).toBe(512);
   });
 });

@@ -58,7 +58,10 @@ function env(): Record<string, string> {
 }
 
 function serve(): { child: ChildProcess; log: () => string; exited: Promise<unknown> } {
-  const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, ...env(), ...roles.env('worker-host1') }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, ...env(), ...roles.env('worker-host1') },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   children.push(child);
   let log = '';
   child.stderr?.on('data', (c: Buffer) => void (log = (log + c.toString()).slice(-20_000)));
@@ -68,22 +71,34 @@ function serve(): { child: ChildProcess; log: () => string; exited: Promise<unkn
 /** Entries of the directories whose owner token names `pid`. */
 async function ownedBy(pid: number): Promise<string[]> {
   const out: string[] = [];
-  for (const d of [tmp, osTmp, results]) for (const n of await fs.readdir(d)) if (parseOwnerToken(n)?.pid === pid) out.push(path.join(path.basename(d), n));
+  for (const d of [tmp, osTmp, results])
+    for (const n of await fs.readdir(d)) if (parseOwnerToken(n)?.pid === pid) out.push(path.join(path.basename(d), n));
   return out.sort();
 }
 
 const ownedEntries = async (): Promise<string[]> =>
-  (await Promise.all([tmp, osTmp].map(async (d) => (await fs.readdir(d)).filter((n) => parseOwnerToken(n) !== undefined)))).flat();
+  (
+    await Promise.all(
+      [tmp, osTmp].map(async (d) => (await fs.readdir(d)).filter((n) => parseOwnerToken(n) !== undefined)),
+    )
+  ).flat();
 
 it('a worker killed inside its readiness checks leaves temp space the next start reclaims: the temp directories end empty', async () => {
   // 1. The real daemon, killed the moment music-video's trial render holds its temp directory.
   const first = serve();
   const pid = first.child.pid as number;
-  const caught = await waitFor('a readiness check to hold temp space', async () => {
-    if (first.child.exitCode !== null) throw new Error(`serve exited: ${first.log().slice(-2000)}`);
-    const names = (await fs.readdir(tmp)).filter((n) => n.includes('music-video-readiness') && parseOwnerToken(n)?.pid === pid);
-    return names.length > 0 ? names : undefined;
-  }, 120_000, 10);
+  const caught = await waitFor(
+    'a readiness check to hold temp space',
+    async () => {
+      if (first.child.exitCode !== null) throw new Error(`serve exited: ${first.log().slice(-2000)}`);
+      const names = (await fs.readdir(tmp)).filter(
+        (n) => n.includes('music-video-readiness') && parseOwnerToken(n)?.pid === pid,
+      );
+      return names.length > 0 ? names : undefined;
+    },
+    120_000,
+    10,
+  );
   first.child.kill('SIGKILL');
   await first.exited;
   expect(caught[0]).toMatch(/^media-worker-p\d+s\d+d[0-9a-f]{8}-music-video-readiness-/);
@@ -101,7 +116,9 @@ it('a worker killed inside its readiness checks leaves temp space the next start
     await m.ownedTempDir(${JSON.stringify(osTmp)}, 'npm-pack');
     process.stdout.write(String(process.pid));
     process.kill(process.pid, 'SIGKILL');`;
-  const killed = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const killed = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let killedPid = '';
   killed.stdout?.on('data', (c: Buffer) => void (killedPid += c.toString()));
   expect(await new Promise((r) => killed.once('exit', (_code, signal) => r(signal)))).toBe('SIGKILL');
@@ -111,10 +128,22 @@ it('a worker killed inside its readiness checks leaves temp space the next start
   // 3. Restarted: the start-up sweep removes every entry of both dead processes; once the new
   // process's own checks are done, nothing is left in the temp directories.
   const again = serve();
-  await waitFor('serve to be serving', () => again.log().includes('"msg":"media-worker serving"') || (again.child.exitCode !== null ? Promise.reject(new Error(again.log())) : undefined), 120_000, 100);
+  await waitFor(
+    'serve to be serving',
+    () =>
+      again.log().includes('"msg":"media-worker serving"') ||
+      (again.child.exitCode !== null ? Promise.reject(new Error(again.log())) : undefined),
+    120_000,
+    100,
+  );
   expect(await ownedBy(pid)).toEqual([]);
   expect(await ownedBy(Number(killedPid))).toEqual([]);
-  await waitFor('the temp directories to be empty', async () => ((await ownedEntries()).length === 0 ? true : undefined), 120_000, 200);
+  await waitFor(
+    'the temp directories to be empty',
+    async () => ((await ownedEntries()).length === 0 ? true : undefined),
+    120_000,
+    200,
+  );
   expect(await fs.readdir(tmp)).toEqual([]);
   again.child.kill('SIGTERM');
   await again.exited;

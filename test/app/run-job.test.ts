@@ -29,13 +29,21 @@ afterAll(async () => {
 describe('executeJob', () => {
   const run = (credits: number | undefined) =>
     executeJob(
-      parseJob({ id: `charged-${credits}`, model: 'vendor-image-upscale', input: { image_url: photo }, ...(credits === undefined ? {} : { credits }) }),
+      parseJob({
+        id: `charged-${credits}`,
+        model: 'vendor-image-upscale',
+        input: { image_url: photo },
+        ...(credits === undefined ? {} : { credits }),
+      }),
       engine,
       { taskId: `charged-${credits}`, logger, allowLocalPaths: true, store: async (p) => ({ url: p }) },
     );
 
   it.each([undefined, 20, 25])('processes a job charged %s credits for a price of 20', async (credits) => {
-    await expect(run(credits)).resolves.toMatchObject({ quote: { creditsUsed: 20 }, result: { width: 80, height: 80 } });
+    await expect(run(credits)).resolves.toMatchObject({
+      quote: { creditsUsed: 20 },
+      result: { width: 80, height: 80 },
+    });
   });
 
   it('refuses a job charged less than its measured price with INSUFFICIENT_CREDITS (402) and leaves no temp files', async () => {

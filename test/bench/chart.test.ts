@@ -27,7 +27,13 @@ describe('decades', () => {
 
 describe('renderChart', () => {
   it('draws an SVG that sharp renders at the requested size, one marker per point', async () => {
-    const svg = renderChart(points, { title: 'T & <t>', subtitle: 's', highlight: ['esrgan-slim-x2'], width: 800, height: 500 });
+    const svg = renderChart(points, {
+      title: 'T & <t>',
+      subtitle: 's',
+      highlight: ['esrgan-slim-x2'],
+      width: 800,
+      height: 500,
+    });
     const meta = await sharp(Buffer.from(svg)).metadata();
     expect([meta.width, meta.height]).toEqual([800, 500]);
     expect(svg).toContain('T &amp; &lt;t&gt;');
@@ -39,7 +45,10 @@ describe('renderChart', () => {
   });
 
   it('puts faster methods further right', () => {
-    const svg = renderChart(points.filter((p) => p.scale === 2), { title: '', subtitle: '' });
+    const svg = renderChart(
+      points.filter((p) => p.scale === 2),
+      { title: '', subtitle: '' },
+    );
     const xs = [...svg.matchAll(/<circle cx="([\d.]+)" cy="[\d.]+" r="6.5"/g)].map((m) => Number(m[1]));
     // Drawn in order of speed: thick (slowest), slim, bicubic.
     expect(xs).toHaveLength(3);
@@ -56,7 +65,12 @@ describe('joinResults', () => {
         { scale: 2, method: 'esrgan-medium-x2', psnr: 30.9, ssim: 0.88 },
       ],
     };
-    const speed = { rows: [{ scale: 2, method: 'bicubic', fileMpPerS: 17 }, { scale: 4, method: 'esrgan-medium-x2', fileMpPerS: 1 }] };
+    const speed = {
+      rows: [
+        { scale: 2, method: 'bicubic', fileMpPerS: 17 },
+        { scale: 4, method: 'esrgan-medium-x2', fileMpPerS: 1 },
+      ],
+    };
     expect(joinResults(quality, speed)).toEqual([{ method: 'bicubic', scale: 2, psnr: 28.7, mpPerS: 17 }]);
     expect(() => joinResults({}, speed)).toThrow(/"means" list/);
   });

@@ -74,16 +74,20 @@ describe('the catalogue', () => {
       const files = entry.isDirectory() ? await readdir(path.join(bench, folder)) : [entry.name];
       for (const file of files.filter((f) => f.endsWith('.ts'))) {
         const relative = folder === '' ? file : `${folder}/${file}`;
-        if ((await readFile(path.join(bench, relative), 'utf8')).includes('benchCli({')) withCli.push(relative.slice(0, -3));
+        if ((await readFile(path.join(bench, relative), 'utf8')).includes('benchCli({'))
+          withCli.push(relative.slice(0, -3));
       }
     }
     expect(withCli.sort()).toEqual(BENCHMARKS.map((b) => `${b.family}/${b.name}`).sort());
     const folders = (await readdir(bench, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
     expect(folders.sort()).toEqual(FAMILIES.map((f) => f.id).sort());
-    const scripts = (JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const scripts = (
+      JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts;
     const benchScripts = Object.keys(scripts).filter((k) => k.startsWith('bench:'));
     expect(benchScripts.sort()).toEqual(BENCHMARKS.map((b) => `bench:${b.name}`).sort());
-    for (const b of BENCHMARKS) expect(scripts[`bench:${b.name}`]).toBe(`npm run build && node dist/bench/${b.family}/${b.name}.js`);
+    for (const b of BENCHMARKS)
+      expect(scripts[`bench:${b.name}`]).toBe(`npm run build && node dist/bench/${b.family}/${b.name}.js`);
   });
 
   it('bench/README.md has a row for each, under its family', async () => {
@@ -102,11 +106,16 @@ describe('the catalogue', () => {
   it('media-worker bench lists them by family: a heading line, then one line each', async () => {
     const run = await node([CLI, 'bench']);
     expect(run.code).toBe(0);
-    const groups = run.stdout.trimEnd().split('\n\n').map((g) => g.split('\n'));
+    const groups = run.stdout
+      .trimEnd()
+      .split('\n\n')
+      .map((g) => g.split('\n'));
     expect(groups.map((g) => g[0])).toEqual(FAMILIES.map((f) => `${f.title} (bench/${f.id}/)`));
     groups.forEach((lines, i) => {
       const family = FAMILIES[i]!.id;
-      expect(lines.slice(1).map((l) => l.trim().split(/\s+/)[0])).toEqual(BENCHMARKS.filter((b) => b.family === family).map((b) => b.name));
+      expect(lines.slice(1).map((l) => l.trim().split(/\s+/)[0])).toEqual(
+        BENCHMARKS.filter((b) => b.family === family).map((b) => b.name),
+      );
     });
     expect(groups.flatMap((g) => g.slice(1)).length).toBe(BENCHMARKS.length);
   });
@@ -136,25 +145,36 @@ describe('a bad flag', () => {
     [['--max-side'], "quality: Option '--max-side <value>' argument missing"],
     [['--json=yes'], "quality: Option '--json' does not take an argument"],
     [['extra'], "quality: Unexpected argument 'extra'. This command does not take positional arguments"],
-  ])('%j gets one line naming it, the usage, exit 2, no stack trace', async (args, line) => {
-    for (const run of [await node([script('quality'), ...args]), await node([CLI, 'bench', 'quality', ...args])]) {
-      expect(run.code).toBe(2);
-      expect(run.stdout).toBe('');
-      const [first, blank, usage] = run.stderr.split('\n');
-      expect(first).toBe(line);
-      expect(blank).toBe('');
-      expect(usage).toBe('usage: media-worker bench quality [flags]');
-      expect(run.stderr).not.toMatch(/^\s+at /m);
-    }
-  }, 60_000);
+  ])(
+    '%j gets one line naming it, the usage, exit 2, no stack trace',
+    async (args, line) => {
+      for (const run of [await node([script('quality'), ...args]), await node([CLI, 'bench', 'quality', ...args])]) {
+        expect(run.code).toBe(2);
+        expect(run.stdout).toBe('');
+        const [first, blank, usage] = run.stderr.split('\n');
+        expect(first).toBe(line);
+        expect(blank).toBe('');
+        expect(usage).toBe('usage: media-worker bench quality [flags]');
+        expect(run.stderr).not.toMatch(/^\s+at /m);
+      }
+    },
+    60_000,
+  );
 
   it('is parsed without running anything (parseBenchArgs is pure)', () => {
-    const spec = { name: 'quality', options: { size: { type: 'string', arg: 'PX', help: 'side', default: '8' } }, common: { repeat: { default: '2' } } } as const;
+    const spec = {
+      name: 'quality',
+      options: { size: { type: 'string', arg: 'PX', help: 'side', default: '8' } },
+      common: { repeat: { default: '2' } },
+    } as const;
     const ok = parseBenchArgs(spec, ['--size', '16', '--json']);
     expect(ok).toMatchObject({ values: { size: '16', repeat: '2', json: true } });
     expect(parseBenchArgs(spec, ['--reps', '3'])).toMatchObject({ exit: 2 });
     expect(parseBenchArgs(spec, ['-h'])).toMatchObject({ exit: 0 });
-    expect(parseBenchArgs(spec, ['--docs-block', 'quality'])).toMatchObject({ exit: 2, stderr: expect.stringMatching(/^quality: --docs-block goes only with --write-docs\n/) });
+    expect(parseBenchArgs(spec, ['--docs-block', 'quality'])).toMatchObject({
+      exit: 2,
+      stderr: expect.stringMatching(/^quality: --docs-block goes only with --write-docs\n/),
+    });
   });
 });
 
@@ -162,7 +182,17 @@ describe('--json and --baseline', () => {
   it('a run compared with its own saved --json run gives 1.00 for every figure but the timings', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'bench-baseline-'));
     try {
-      const args = [script('quality'), '--model', 'realesrgan-x4fast', '--photos', 'astronaut', '--scales', '4', '--max-side', '64'];
+      const args = [
+        script('quality'),
+        '--model',
+        'realesrgan-x4fast',
+        '--photos',
+        'astronaut',
+        '--scales',
+        '4',
+        '--max-side',
+        '64',
+      ];
       const outputs = ['--results', path.join(dir, 'quality.json'), '--chart', path.join(dir, 'chart')];
       const first = await node([...args, ...outputs, '--json']);
       expect(first.code, first.stderr).toBe(0);
@@ -174,7 +204,11 @@ describe('--json and --baseline', () => {
 
       const second = await node([...args, ...outputs, '--baseline', baseline]);
       expect(second.code, second.stderr).toBe(0);
-      const lines = second.stdout.slice(second.stdout.indexOf(`compared with ${baseline}`)).split('\n').slice(3).filter((l) => l.trim() !== '');
+      const lines = second.stdout
+        .slice(second.stdout.indexOf(`compared with ${baseline}`))
+        .split('\n')
+        .slice(3)
+        .filter((l) => l.trim() !== '');
       expect(lines.length).toBeGreaterThan(20);
       const figures = lines.filter((l) => !l.includes('output MP/s'));
       for (const line of figures) expect(line, line).toMatch(/ 1\.00$/);
@@ -188,8 +222,20 @@ describe('--json and --baseline', () => {
   it('names figures by caption, row and column and pairs them by name', () => {
     expect(numbersOf('**27.61 / 0.8123**')).toEqual([27.61, 0.8123]);
     expect(numbersOf('-')).toEqual([]);
-    const table = { caption: 'x4', header: ['photo', 'a', 'b'], rows: [['cat', '2.00', '1 / 3'], ['cat', '4', '-']] };
-    expect(tableFigures([table]).map((f) => f.name)).toEqual(['x4 › cat › a', 'x4 › cat › b [1]', 'x4 › cat › b [2]', 'x4 › cat #2 › a']);
+    const table = {
+      caption: 'x4',
+      header: ['photo', 'a', 'b'],
+      rows: [
+        ['cat', '2.00', '1 / 3'],
+        ['cat', '4', '-'],
+      ],
+    };
+    expect(tableFigures([table]).map((f) => f.name)).toEqual([
+      'x4 › cat › a',
+      'x4 › cat › b [1]',
+      'x4 › cat › b [2]',
+      'x4 › cat #2 › a',
+    ]);
     const before = { tables: [{ ...table, rows: [['cat', '1.00', '1 / 3']] }] };
     const compared = compareRuns({ tables: [table] }, before);
     expect(compared.map((c) => c.ratio)).toEqual([2, 1, 1, undefined]);

@@ -1,7 +1,18 @@
 import path from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { type Plane, blockiness, gaussianWeights, lumaBt601, meanFrameChange, meanGradient, psnr, sharpnessRatio, ssim, trimBorder } from '../../bench/metrics.js';
+import {
+  type Plane,
+  blockiness,
+  gaussianWeights,
+  lumaBt601,
+  meanFrameChange,
+  meanGradient,
+  psnr,
+  sharpnessRatio,
+  ssim,
+  trimBorder,
+} from '../../bench/metrics.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 
 function plane(width: number, height: number, f: (x: number, y: number) => number): Plane {
@@ -94,7 +105,12 @@ describe('trimBorder', () => {
   });
 
   it('refuses a border that leaves nothing', () => {
-    expect(() => trimBorder(plane(4, 4, () => 0), 2)).toThrow(/larger than twice the border 2/);
+    expect(() =>
+      trimBorder(
+        plane(4, 4, () => 0),
+        2,
+      ),
+    ).toThrow(/larger than twice the border 2/);
   });
 });
 
@@ -111,7 +127,12 @@ describe('psnr', () => {
   });
 
   it('refuses planes of different sizes', () => {
-    expect(() => psnr(plane(4, 4, () => 0), plane(4, 5, () => 0))).toThrow(/same size but received 4x4 and 4x5/);
+    expect(() =>
+      psnr(
+        plane(4, 4, () => 0),
+        plane(4, 5, () => 0),
+      ),
+    ).toThrow(/same size but received 4x4 and 4x5/);
   });
 });
 
@@ -128,14 +149,23 @@ describe('ssim', () => {
   ])('of constant planes $a and $b is the luminance term alone', ({ a, b }) => {
     const c1 = (0.01 * 255) ** 2;
     const expected = (2 * a * b + c1) / (a * a + b * b + c1);
-    expect(ssim(plane(16, 12, () => a), plane(16, 12, () => b))).toBeCloseTo(expected, 12);
+    expect(
+      ssim(
+        plane(16, 12, () => a),
+        plane(16, 12, () => b),
+      ),
+    ).toBeCloseTo(expected, 12);
   });
 
   it('matches a direct 2-D evaluation of the definition on a photo with noise', async () => {
     const y = await photoLuma('astronaut.png');
     const crop = trimBorder(y, 20);
     const noise = texture(crop.width, crop.height, 7);
-    const noisy = plane(crop.width, crop.height, (x, r) => crop.data[r * crop.width + x]! + (noise.data[r * crop.width + x]! - 127.5) / 8);
+    const noisy = plane(
+      crop.width,
+      crop.height,
+      (x, r) => crop.data[r * crop.width + x]! + (noise.data[r * crop.width + x]! - 127.5) / 8,
+    );
     const fast = ssim(crop, noisy);
     expect(fast).toBeGreaterThan(0.3);
     expect(fast).toBeLessThan(0.99);
@@ -146,7 +176,10 @@ describe('ssim', () => {
     const y = await photoLuma('coffee.png');
     const noise = texture(y.width, y.height, 3);
     const scores = [4, 16, 64].map((div) =>
-      ssim(y, plane(y.width, y.height, (x, r) => y.data[r * y.width + x]! + (noise.data[r * y.width + x]! - 127.5) / div)),
+      ssim(
+        y,
+        plane(y.width, y.height, (x, r) => y.data[r * y.width + x]! + (noise.data[r * y.width + x]! - 127.5) / div),
+      ),
     );
     expect(scores[0]).toBeLessThan(scores[1]!);
     expect(scores[1]).toBeLessThan(scores[2]!);
@@ -155,7 +188,12 @@ describe('ssim', () => {
   });
 
   it('refuses a plane smaller than the window', () => {
-    expect(() => ssim(plane(10, 20, () => 0), plane(10, 20, () => 0))).toThrow(/at least 11x11 for SSIM but received 10x20/);
+    expect(() =>
+      ssim(
+        plane(10, 20, () => 0),
+        plane(10, 20, () => 0),
+      ),
+    ).toThrow(/at least 11x11 for SSIM but received 10x20/);
   });
 });
 
@@ -174,7 +212,12 @@ describe('sharpness, blockiness and flicker', () => {
   });
 
   it('is 1 for a smooth ramp and for noise, and high for a pixel lattice repeated 4 times', () => {
-    expect(blockiness(plane(64, 64, (x, y) => x + 2 * y), 4)).toBeCloseTo(1, 12);
+    expect(
+      blockiness(
+        plane(64, 64, (x, y) => x + 2 * y),
+        4,
+      ),
+    ).toBeCloseTo(1, 12);
     expect(blockiness(texture(128, 128, 9), 4)).toBeGreaterThan(0.95);
     expect(blockiness(texture(128, 128, 9), 4)).toBeLessThan(1.05);
     const lr = texture(32, 32, 5);

@@ -28,12 +28,23 @@ import { PACKAGE_ROOT } from '../../src/paths.js';
 /** An interleaved 8-bit RGB picture from a function of (x, y, channel). */
 function rgb(width: number, height: number, f: (x: number, y: number, c: number) => number): Uint8Array {
   const data = new Uint8Array(width * height * 3);
-  for (let y = 0; y < height; y += 1) for (let x = 0; x < width; x += 1) for (let c = 0; c < 3; c += 1) data[(y * width + x) * 3 + c] = f(x, y, c);
+  for (let y = 0; y < height; y += 1)
+    for (let x = 0; x < width; x += 1) for (let c = 0; c < 3; c += 1) data[(y * width + x) * 3 + c] = f(x, y, c);
   return data;
 }
 
 function figures(over: Partial<InputFigures> = {}): InputFigures {
-  return { label: 'photo:x 8x8', psnrDb: 45, gradient: 2, float32Gradient: 2, deltaE: 0.5, deltaEFullSize: 0.6, toleranceDeltaE: 1, speedRatios: [2], ...over };
+  return {
+    label: 'photo:x 8x8',
+    psnrDb: 45,
+    gradient: 2,
+    float32Gradient: 2,
+    deltaE: 0.5,
+    deltaEFullSize: 0.6,
+    toleranceDeltaE: 1,
+    speedRatios: [2],
+    ...over,
+  };
 }
 
 describe('each figure', () => {
@@ -94,9 +105,33 @@ describe('the gate', () => {
   it('adds the inputs up: lowest and mean PSNR (capped), pooled sharpness, mean colour, largest seam, median speed', () => {
     const gate = summariseGate(
       [
-        figures({ label: 'a', psnrDb: 41, gradient: 3, float32Gradient: 2, deltaE: 0.2, toleranceDeltaE: 1.5, speedRatios: [1.5, 2.5] }),
-        figures({ label: 'b', psnrDb: Number.POSITIVE_INFINITY, gradient: 1, float32Gradient: 2, deltaE: 0.4, toleranceDeltaE: 0.5, speedRatios: [2, 3] }),
-        figures({ label: 'c', psnrDb: 43, gradient: 0.2, float32Gradient: 0.1, deltaE: 0.6, toleranceDeltaE: 1, speedRatios: [1] }),
+        figures({
+          label: 'a',
+          psnrDb: 41,
+          gradient: 3,
+          float32Gradient: 2,
+          deltaE: 0.2,
+          toleranceDeltaE: 1.5,
+          speedRatios: [1.5, 2.5],
+        }),
+        figures({
+          label: 'b',
+          psnrDb: Number.POSITIVE_INFINITY,
+          gradient: 1,
+          float32Gradient: 2,
+          deltaE: 0.4,
+          toleranceDeltaE: 0.5,
+          speedRatios: [2, 3],
+        }),
+        figures({
+          label: 'c',
+          psnrDb: 43,
+          gradient: 0.2,
+          float32Gradient: 0.1,
+          deltaE: 0.6,
+          toleranceDeltaE: 1,
+          speedRatios: [1],
+        }),
       ],
       [0, 1, 1],
       'now',
@@ -120,7 +155,9 @@ describe('the gate', () => {
     expect(summariseGate([figures({ psnrDb: 39.994 })], [0], 'now')).toMatchObject({ psnrMinDb: 39.99, passes: false });
     // Rounded to 40.00, it passes: the stored figure decides.
     expect(summariseGate([figures({ psnrDb: 39.996 })], [0], 'now')).toMatchObject({ psnrMinDb: 40, passes: true });
-    expect(summariseGate([figures({ deltaE: 1.2 }), figures({ deltaE: 1, toleranceDeltaE: 1.1 })], [0], 'now')).toMatchObject({ colourDeltaE: 1.1, colourToleranceDeltaE: 1.05, passes: false });
+    expect(
+      summariseGate([figures({ deltaE: 1.2 }), figures({ deltaE: 1, toleranceDeltaE: 1.1 })], [0], 'now'),
+    ).toMatchObject({ colourDeltaE: 1.1, colourToleranceDeltaE: 1.05, passes: false });
     expect(summariseGate([figures()], [1, 2], 'now')).toMatchObject({ tiledMaxDiff: 2, passes: false });
   });
 
@@ -137,14 +174,17 @@ describe('the seam check and crops', () => {
     [34, 88, 104],
     [80, 176, 184],
     [0, 8, 16],
-  ])('overlap %i: the smallest tile the engine takes (%i), and a crop of two tiles a side (%i)', (overlap, tile, crop) => {
-    const feather = defaultFeather(overlap);
-    expect(seamTile(overlap, feather)).toBe(tile);
-    expect(() => planTiles({ width: crop, height: crop, tile: tile - 8, overlap, feather })).toThrow(RangeError);
-    expect(seamCropSide(tile, overlap, feather)).toBe(crop);
-    const plan = planTiles({ width: crop, height: crop, tile, overlap, feather });
-    expect([plan.cols.length, plan.rows.length, plan.tileWidth]).toEqual([2, 2, tile]);
-  });
+  ])(
+    'overlap %i: the smallest tile the engine takes (%i), and a crop of two tiles a side (%i)',
+    (overlap, tile, crop) => {
+      const feather = defaultFeather(overlap);
+      expect(seamTile(overlap, feather)).toBe(tile);
+      expect(() => planTiles({ width: crop, height: crop, tile: tile - 8, overlap, feather })).toThrow(RangeError);
+      expect(seamCropSide(tile, overlap, feather)).toBe(crop);
+      const plan = planTiles({ width: crop, height: crop, tile, overlap, feather });
+      expect([plan.cols.length, plan.rows.length, plan.tileWidth]).toEqual([2, 2, tile]);
+    },
+  );
 
   it('crops: 128 pixels for the compact network, 96 for the large one', () => {
     expect(defaultCropSide(1_209_024)).toBe(128);
@@ -167,16 +207,34 @@ describe('models list', () => {
   };
 
   async function variant(g: PrecisionGate | undefined) {
-    const json = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4fast.json'), 'utf8')) as Record<string, unknown>;
-    const source = { kind: 'int8', of: 'realesrgan-x4fast', calibration: { file: 'calibration/realesrgan-x4fast-int8.json', sha256: '0'.repeat(64) } };
-    return parseManifest({ ...json, name: 'realesrgan-x4fast-int8', file: 'realesrgan-x4fast-int8.onnx', source, halfPrecision: undefined, ...(g === undefined ? {} : { gate: g }) }, 'test');
+    const json = JSON.parse(
+      await readFile(path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4fast.json'), 'utf8'),
+    ) as Record<string, unknown>;
+    const source = {
+      kind: 'int8',
+      of: 'realesrgan-x4fast',
+      calibration: { file: 'calibration/realesrgan-x4fast-int8.json', sha256: '0'.repeat(64) },
+    };
+    return parseManifest(
+      {
+        ...json,
+        name: 'realesrgan-x4fast-int8',
+        file: 'realesrgan-x4fast-int8.onnx',
+        source,
+        halfPrecision: undefined,
+        ...(g === undefined ? {} : { gate: g }),
+      },
+      'test',
+    );
   }
 
   it("shows a variant's figures in one line, and whether it is offered", async () => {
     expect(gateLine(await variant(gate))).toBe(
       'int8 of realesrgan-x4fast: PSNR min 36.7 dB (gate 40), mean 38.3; ΔE 0.84 (tolerance 1.77), sharpness 1.17, tiled 9/255, 2.2x float32: not offered by default',
     );
-    expect(gateLine(await variant({ ...gate, psnrMinDb: 41.2, tiledMaxDiff: 1, passes: true }))).toMatch(/^int8 of realesrgan-x4fast: PSNR min 41\.2 dB .* tiled 1\/255, 2\.2x float32: passes the gate$/);
+    expect(gateLine(await variant({ ...gate, psnrMinDb: 41.2, tiledMaxDiff: 1, passes: true }))).toMatch(
+      /^int8 of realesrgan-x4fast: PSNR min 41\.2 dB .* tiled 1\/255, 2\.2x float32: passes the gate$/,
+    );
   });
 
   it('prints nothing for a manifest without a gate', async () => {

@@ -15,12 +15,13 @@ import { createLogger } from '../../src/logger.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { runCli, type CliRun } from '../helpers/cli.js';
 
-
-
 function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   const base = { ...process.env };
   delete base['LOG_FORMAT'];
-  return runCli(args, { cwd: dir, env: { ...base, LOG_LEVEL: 'info', MEDIA_WORKER_SR_MODELS: 'video=esrgan-slim-x2,image=esrgan-slim-x2', ...env } });
+  return runCli(args, {
+    cwd: dir,
+    env: { ...base, LOG_LEVEL: 'info', MEDIA_WORKER_SR_MODELS: 'video=esrgan-slim-x2,image=esrgan-slim-x2', ...env },
+  });
 }
 
 function lines(text: string): string[] {
@@ -51,35 +52,60 @@ describe('upscale-image with stderr a pipe', () => {
   it.each([
     ['by default', [], {}],
     ['with --log-format human', ['--log-format', 'human'], { LOG_FORMAT: 'json' }],
-  ] as const)('speaks human lines %s: the estimate, progress and the logs, no line JSON', async (_how, flags, env) => {
-    const r = await cli(['upscale-image', photo, '-o', path.join(dir, 'human.jpg'), ...flags], env);
-    expect(r.code).toBe(0);
-    const out = lines(r.stderr);
-    expect(out.filter(parses)).toEqual([]);
-    expect(out[0]).toMatch(/^estimate on this machine/);
-    expect(out).toContainEqual(expect.stringMatching(/^upscaling .*tiles/));
-    expect(out).toContainEqual(expect.stringMatching(/^info: job quoted \(taskId=local-/));
-    expect(out.at(-1)).toMatch(/^done: .*human\.jpg \(\d+\.\ds\)$/);
-    // stdout stays the task object.
-    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed' });
-  }, 120_000);
+  ] as const)(
+    'speaks human lines %s: the estimate, progress and the logs, no line JSON',
+    async (_how, flags, env) => {
+      const r = await cli(['upscale-image', photo, '-o', path.join(dir, 'human.jpg'), ...flags], env);
+      expect(r.code).toBe(0);
+      const out = lines(r.stderr);
+      expect(out.filter(parses)).toEqual([]);
+      expect(out[0]).toMatch(/^estimate on this machine/);
+      expect(out).toContainEqual(expect.stringMatching(/^upscaling .*tiles/));
+      expect(out).toContainEqual(expect.stringMatching(/^info: job quoted \(taskId=local-/));
+      expect(out.at(-1)).toMatch(/^done: .*human\.jpg \(\d+\.\ds\)$/);
+      // stdout stays the task object.
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed' });
+    },
+    120_000,
+  );
 
   it.each([
     ['with --log-format json after the command', ['--log-format', 'json'], {}, false],
     ['with --log-format json before the command', ['--log-format', 'json'], {}, true],
     ['with LOG_FORMAT=json', [], { LOG_FORMAT: 'json' }, false],
-  ] as const)('speaks JSON lines %s: every line a record, progress among them', async (_how, flags, env, before) => {
-    const args = ['upscale-image', photo, '-o', path.join(dir, 'json.jpg')];
-    const r = await cli(before ? [...flags, ...args] : [...args, ...flags], env);
-    expect(r.code).toBe(0);
-    const records = lines(r.stderr).map((line) => JSON.parse(line) as Record<string, unknown>);
-    for (const record of records) expect(record).toMatchObject({ level: expect.any(Number), msg: expect.any(String), service: 'media-worker' });
-    expect(records[0]).toMatchObject({ level: 30, msg: expect.stringMatching(/^estimate on this machine/), estimate: { model: 'esrgan-slim-x2', seconds: expect.any(Number) } });
-    expect(records).toContainEqual(expect.objectContaining({ msg: 'progress', stage: 'upscaling', done: 1, total: 1, unit: 'tiles', percent: 100 }));
-    expect(records).toContainEqual(expect.objectContaining({ msg: 'job quoted' }));
-    expect(records.at(-1)).toMatchObject({ msg: expect.stringMatching(/^done: .*json\.jpg$/), seconds: expect.any(Number) });
-    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed' });
-  }, 120_000);
+  ] as const)(
+    'speaks JSON lines %s: every line a record, progress among them',
+    async (_how, flags, env, before) => {
+      const args = ['upscale-image', photo, '-o', path.join(dir, 'json.jpg')];
+      const r = await cli(before ? [...flags, ...args] : [...args, ...flags], env);
+      expect(r.code).toBe(0);
+      const records = lines(r.stderr).map((line) => JSON.parse(line) as Record<string, unknown>);
+      for (const record of records)
+        expect(record).toMatchObject({ level: expect.any(Number), msg: expect.any(String), service: 'media-worker' });
+      expect(records[0]).toMatchObject({
+        level: 30,
+        msg: expect.stringMatching(/^estimate on this machine/),
+        estimate: { model: 'esrgan-slim-x2', seconds: expect.any(Number) },
+      });
+      expect(records).toContainEqual(
+        expect.objectContaining({
+          msg: 'progress',
+          stage: 'upscaling',
+          done: 1,
+          total: 1,
+          unit: 'tiles',
+          percent: 100,
+        }),
+      );
+      expect(records).toContainEqual(expect.objectContaining({ msg: 'job quoted' }));
+      expect(records.at(-1)).toMatchObject({
+        msg: expect.stringMatching(/^done: .*json\.jpg$/),
+        seconds: expect.any(Number),
+      });
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed' });
+    },
+    120_000,
+  );
 
   it('reports a failure in the same voice', async () => {
     const human = await cli(['run', '{not json']);
@@ -128,11 +154,34 @@ describe('progress as records', () => {
     progress.report({ stage: 'upscaling', done: 4, total: 4, unit: 'tiles' });
     progress.close('done: out.png');
     progress.close();
-    expect(written.map(({ msg, stage, done, percent, etaSeconds, seconds }) => ({ msg, stage, done, percent, etaSeconds, seconds }))).toEqual([
-      { msg: 'progress', stage: 'fetching and probing', done: undefined, percent: undefined, etaSeconds: undefined, seconds: undefined },
+    expect(
+      written.map(({ msg, stage, done, percent, etaSeconds, seconds }) => ({
+        msg,
+        stage,
+        done,
+        percent,
+        etaSeconds,
+        seconds,
+      })),
+    ).toEqual([
+      {
+        msg: 'progress',
+        stage: 'fetching and probing',
+        done: undefined,
+        percent: undefined,
+        etaSeconds: undefined,
+        seconds: undefined,
+      },
       { msg: 'progress', stage: 'upscaling', done: 0, percent: 0, etaSeconds: undefined, seconds: undefined },
       { msg: 'progress', stage: 'upscaling', done: 4, percent: 100, etaSeconds: 0, seconds: undefined },
-      { msg: 'done: out.png', stage: undefined, done: undefined, percent: undefined, etaSeconds: undefined, seconds: 5 },
+      {
+        msg: 'done: out.png',
+        stage: undefined,
+        done: undefined,
+        percent: undefined,
+        etaSeconds: undefined,
+        seconds: 5,
+      },
     ]);
   });
 
@@ -140,7 +189,9 @@ describe('progress as records', () => {
     vi.useFakeTimers();
     try {
       const written: Record<string, unknown>[] = [];
-      const logger = createLogger('info', 'stderr', (json) => written.push(JSON.parse(json) as Record<string, unknown>));
+      const logger = createLogger('info', 'stderr', (json) =>
+        written.push(JSON.parse(json) as Record<string, unknown>),
+      );
       const progress = createJsonProgress(logger, { intervalMs: 5000, estimateSeconds: 50 });
       progress.report({ stage: 'upscaling', done: 0, total: 1, unit: 'tiles' });
       vi.advanceTimersByTime(60_000);
@@ -157,7 +208,14 @@ describe('progress as records', () => {
     }
   });
 
-  it('a record carries the ETA at the stage\'s rate so far', () => {
-    expect(progressRecord({ stage: 'upscaling', done: 1, total: 4, unit: 'tiles' }, 2)).toEqual({ stage: 'upscaling', done: 1, total: 4, unit: 'tiles', percent: 25, etaSeconds: 6 });
+  it("a record carries the ETA at the stage's rate so far", () => {
+    expect(progressRecord({ stage: 'upscaling', done: 1, total: 4, unit: 'tiles' }, 2)).toEqual({
+      stage: 'upscaling',
+      done: 1,
+      total: 4,
+      unit: 'tiles',
+      percent: 25,
+      etaSeconds: 6,
+    });
   });
 });

@@ -14,8 +14,6 @@ import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../../src/paths.js';
 import { seededRandom } from '../../src/seeded-random.js';
 import { runCli, type CliRun } from '../helpers/cli.js';
 
-
-
 function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   return runCli(args, { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, timeoutMs: 300_000 });
 }
@@ -27,7 +25,10 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'models-add-'));
   modelsDir = path.join(dir, 'models');
   photo = path.join(dir, 'fur.png');
-  await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).extract({ left: 100, top: 50, width: 72, height: 56 }).png().toFile(photo);
+  await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png'))
+    .extract({ left: 100, top: 50, width: 72, height: 56 })
+    .png()
+    .toFile(photo);
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -44,10 +45,20 @@ describe('models add', () => {
     expect(added.stdout).toMatch(/^adopted my-x4: x4, input range \[0, 255\], 1209024 multiply-adds per input pixel/);
     expect(added.stderr).toMatch(/tiling: .* largest difference [01] \(8-bit\)/);
 
-    const shipped = parseManifest(JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4fast.json'), 'utf8')), 'shipped');
+    const shipped = parseManifest(
+      JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4fast.json'), 'utf8')),
+      'shipped',
+    );
     const adopted = parseManifest(JSON.parse(await readFile(path.join(modelsDir, 'my-x4.json'), 'utf8')), 'adopted');
-    if (adopted.task !== 'super-resolution' || shipped.task !== 'super-resolution') throw new Error('Expected super-resolution manifests');
-    expect(adopted).toMatchObject({ scale: 4, sha256: shipped.sha256, bytes: shipped.bytes, macsPerInputPixel: shipped.macsPerInputPixel, licence: null });
+    if (adopted.task !== 'super-resolution' || shipped.task !== 'super-resolution')
+      throw new Error('Expected super-resolution manifests');
+    expect(adopted).toMatchObject({
+      scale: 4,
+      sha256: shipped.sha256,
+      bytes: shipped.bytes,
+      macsPerInputPixel: shipped.macsPerInputPixel,
+      licence: null,
+    });
     expect(adopted.input.range).toEqual(shipped.input.range);
     expect(adopted.source).toMatchObject({ kind: 'adopted', from: copy, url: null });
     // The receptive field the shipped manifest bounds from the architecture; the probe measures it.
@@ -55,7 +66,9 @@ describe('models add', () => {
     expect(adopted.tile.bytesPerPixel).toBeGreaterThan(0);
 
     const listed = await cli(['models', 'list'], env);
-    expect(listed.stdout).toContain(`my-x4.onnx                   present; licence and source.url not filled in (${path.join(modelsDir, 'my-x4.json')})`);
+    expect(listed.stdout).toContain(
+      `my-x4.onnx                   present; licence and source.url not filled in (${path.join(modelsDir, 'my-x4.json')})`,
+    );
 
     const original = path.join(dir, 'original.png');
     const byName = path.join(dir, 'by-name.png');
@@ -78,12 +91,19 @@ describe('models add', () => {
   it('refuses a file of random bytes in one line and writes nothing', async () => {
     const random = seededRandom(41);
     const junk = path.join(dir, 'junk.onnx');
-    await writeFile(junk, Uint8Array.from({ length: 65_536 }, () => Math.floor(random() * 256)));
+    await writeFile(
+      junk,
+      Uint8Array.from({ length: 65_536 }, () => Math.floor(random() * 256)),
+    );
     const emptyDir = path.join(dir, 'empty-models');
     const run = await cli(['models', 'add', junk, '--name', 'junk'], { MEDIA_WORKER_MODELS_DIR: emptyDir });
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(new RegExp(`^media-worker: cannot adopt ${junk.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not an ONNX model: .*; nothing written\\n$`));
+    expect(run.stderr).toMatch(
+      new RegExp(
+        `^media-worker: cannot adopt ${junk.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not an ONNX model: .*; nothing written\\n$`,
+      ),
+    );
     await expect(readdir(emptyDir)).rejects.toThrow(/ENOENT/);
   }, 60_000);
 });

@@ -29,13 +29,19 @@ let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'models-list-gate-'));
   await copyFile(path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4fast.json'), path.join(dir, 'realesrgan-x4fast.json'));
-  const base = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4fast.json'), 'utf8')) as Record<string, unknown>;
+  const base = JSON.parse(
+    await readFile(path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4fast.json'), 'utf8'),
+  ) as Record<string, unknown>;
   const variant = parseManifest(
     {
       ...base,
       name: 'realesrgan-x4fast-int8',
       file: 'realesrgan-x4fast-int8.onnx',
-      source: { kind: 'int8', of: 'realesrgan-x4fast', calibration: { file: 'calibration/realesrgan-x4fast-int8.json', sha256: '0'.repeat(64) } },
+      source: {
+        kind: 'int8',
+        of: 'realesrgan-x4fast',
+        calibration: { file: 'calibration/realesrgan-x4fast-int8.json', sha256: '0'.repeat(64) },
+      },
       halfPrecision: undefined,
       int8: undefined,
       gate,
@@ -48,7 +54,12 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const env = (): NodeJS.ProcessEnv => ({ ...process.env, LOG_LEVEL: 'warn', MEDIA_WORKER_MODELS_DIR: dir, MEDIA_WORKER_MODEL_FILES_DIR: dir });
+const env = (): NodeJS.ProcessEnv => ({
+  ...process.env,
+  LOG_LEVEL: 'warn',
+  MEDIA_WORKER_MODELS_DIR: dir,
+  MEDIA_WORKER_MODEL_FILES_DIR: dir,
+});
 
 it("prints a variant's gate figures on the line after it, and nothing more for its float32 network", async () => {
   const run = await runCli(['models', 'list'], { env: env() });

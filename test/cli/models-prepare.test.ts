@@ -23,7 +23,7 @@ afterAll(async () => {
   await rm(filesDir, { recursive: true, force: true });
 });
 
-it('prepares the generated wav2lip-test network from its kind\'s generator', async () => {
+it("prepares the generated wav2lip-test network from its kind's generator", async () => {
   const { stdout } = await run(process.execPath, [CLI, 'models', 'prepare', 'wav2lip-test'], {
     cwd: PACKAGE_ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', MEDIA_WORKER_MODEL_FILES_DIR: filesDir },
@@ -32,6 +32,8 @@ it('prepares the generated wav2lip-test network from its kind\'s generator', asy
   const file = path.join(filesDir, 'wav2lip-test.onnx');
   expect(stdout).toBe(`wav2lip-test: ok ${file}\n`);
   expect(await readdir(filesDir)).toEqual(['wav2lip-test.onnx']);
-  const manifest = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'wav2lip-test.json'), 'utf8')) as { sha256: string };
+  const manifest = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'wav2lip-test.json'), 'utf8')) as {
+    sha256: string;
+  };
   expect(await sha256File(file)).toBe(manifest.sha256);
 });

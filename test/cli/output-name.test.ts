@@ -19,7 +19,11 @@ const ENV = { ...process.env, LOG_LEVEL: 'warn', MEDIA_WORKER_SR_MODELS: 'video=
 
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: ENV, cwd: PACKAGE_ROOT, timeout: 120_000 });
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], {
+      env: ENV,
+      cwd: PACKAGE_ROOT,
+      timeout: 120_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code?: number; stdout?: string; stderr?: string };
@@ -37,10 +41,27 @@ beforeAll(async () => {
   // A Matroska file with a picture and a sound, as ffmpeg writes it; and an MP4.
   for (const file of [mkv, mp4]) {
     await run('ffmpeg', [
-      '-v', 'error', '-y',
-      '-f', 'lavfi', '-i', 'testsrc=size=32x24:rate=10:duration=0.3',
-      '-f', 'lavfi', '-i', 'sine=frequency=440:duration=0.3',
-      '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', file,
+      '-v',
+      'error',
+      '-y',
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc=size=32x24:rate=10:duration=0.3',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=frequency=440:duration=0.3',
+      '-c:v',
+      'libx264',
+      '-preset',
+      'ultrafast',
+      '-pix_fmt',
+      'yuv420p',
+      '-c:a',
+      'aac',
+      '-shortest',
+      file,
     ]);
   }
 }, 60_000);
@@ -70,7 +91,9 @@ describe('upscale-video -o', () => {
     const r = await cli(['upscale-video', mkv, '--factor', '2', '-o', out]);
     expect(r.code).toBe(1);
     // One line, and no estimate before it: no work started.
-    expect(r.stderr).toBe(`media-worker: ${out}: the result is Matroska, not MP4 (a Matroska or WebM input gives Matroska, keeping every stream); use -o ${path.join(dir, 'refused', 'OUT.mkv')}\n`);
+    expect(r.stderr).toBe(
+      `media-worker: ${out}: the result is Matroska, not MP4 (a Matroska or WebM input gives Matroska, keeping every stream); use -o ${path.join(dir, 'refused', 'OUT.mkv')}\n`,
+    );
     expect(r.stdout).toBe('');
     expect(await readdir(dir)).not.toContain('refused');
   });
@@ -80,7 +103,15 @@ describe('upscale-video -o', () => {
     const r = await cli(['upscale-video', mkv, '--factor', '2', '-o', out]);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ result: { url: out, width: 64, height: 48 } });
-    const { stdout } = await run('ffprobe', ['-v', 'error', '-show_entries', 'format=format_name:stream=codec_type', '-of', 'json', out]);
+    const { stdout } = await run('ffprobe', [
+      '-v',
+      'error',
+      '-show_entries',
+      'format=format_name:stream=codec_type',
+      '-of',
+      'json',
+      out,
+    ]);
     const probed = JSON.parse(stdout) as { format: { format_name: string }; streams: { codec_type: string }[] };
     expect(probed.format.format_name).toContain('matroska');
     expect(probed.streams.map((s) => s.codec_type).sort()).toEqual(['audio', 'video']);
@@ -104,21 +135,30 @@ describe('run -o, for the kinds that always write MP4', () => {
   it.each([
     ['vendor-lipsync-2', (media: string) => ({ video_url: media, audio_url: media })],
     ['vendor-music-video', (media: string) => ({ audio_url: media, image_url: media })],
-  ])('%s: a result named .mkv is refused before the run (its runtime says MP4), and nothing is written', async (model, input) => {
-    const out = path.join(dir, `${model}.mkv`);
-    const r = await cli(['run', JSON.stringify({ model, input: input(mp4) }), '-o', out]);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`media-worker: ${out}: the result is MP4, not Matroska; use -o ${path.join(dir, `${model}.mp4`)}\n`);
-    expect(await readdir(dir)).not.toContain(`${model}.mkv`);
-  });
+  ])(
+    '%s: a result named .mkv is refused before the run (its runtime says MP4), and nothing is written',
+    async (model, input) => {
+      const out = path.join(dir, `${model}.mkv`);
+      const r = await cli(['run', JSON.stringify({ model, input: input(mp4) }), '-o', out]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(
+        `media-worker: ${out}: the result is MP4, not Matroska; use -o ${path.join(dir, `${model}.mp4`)}\n`,
+      );
+      expect(await readdir(dir)).not.toContain(`${model}.mkv`);
+    },
+  );
 });
 
 describe('upscale-image -o', () => {
   it('refuses a PNG`s result named .jpg before the run', async () => {
     const png = path.join(dir, 'dot.png');
-    await sharp({ create: { width: 8, height: 8, channels: 3, background: '#c04020' } }).png().toFile(png);
+    await sharp({ create: { width: 8, height: 8, channels: 3, background: '#c04020' } })
+      .png()
+      .toFile(png);
     const r = await cli(['upscale-image', png, '-o', path.join(dir, 'dot.jpg')]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe(`media-worker: ${path.join(dir, 'dot.jpg')}: the result is PNG, not JPEG; use -o ${path.join(dir, 'dot.png')}\n`);
+    expect(r.stderr).toBe(
+      `media-worker: ${path.join(dir, 'dot.jpg')}: the result is PNG, not JPEG; use -o ${path.join(dir, 'dot.png')}\n`,
+    );
   });
 });

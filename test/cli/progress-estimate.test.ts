@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ESTIMATE_CAP, createTerminalProgress, estimatedProgress, singularUnit, stepClockText } from '../../src/cli/progress.js';
+import {
+  ESTIMATE_CAP,
+  createTerminalProgress,
+  estimatedProgress,
+  singularUnit,
+  stepClockText,
+} from '../../src/cli/progress.js';
 
 function fakeStream(isTTY: boolean): { stream: NodeJS.WriteStream; lines: () => string[] } {
   let out = '';
@@ -39,7 +45,9 @@ describe('the progress line while one long network call runs', () => {
     vi.advanceTimersByTime(10_000);
     const at10 = tty.lines().at(-1)!;
     expect(at10).toContain('(estimate)');
-    expect(at10).toMatch(/^upscaling \[#+\.+\] ~20\.0% \(estimate\) 0\/1 tiles, tile 1 running 10\.0s of ~50\.0s estimated, ETA ~40\.0s$/);
+    expect(at10).toMatch(
+      /^upscaling \[#+\.+\] ~20\.0% \(estimate\) 0\/1 tiles, tile 1 running 10\.0s of ~50\.0s estimated, ETA ~40\.0s$/,
+    );
 
     vi.advanceTimersByTime(30_000);
     const at40 = tty.lines().at(-1)!;
@@ -51,7 +59,9 @@ describe('the progress line while one long network call runs', () => {
     expect(percentOf(at70)).toBeGreaterThan(percentOf(at40));
     expect(percentOf(at70)).toBeLessThan(100);
     // Time against the estimate, moving though the count does not: not a hang.
-    expect(at70).toContain('tile 1 running 1m10s, 20.0s past its ~50.0s estimate: still working (a busy machine is slower)');
+    expect(at70).toContain(
+      'tile 1 running 1m10s, 20.0s past its ~50.0s estimate: still working (a busy machine is slower)',
+    );
     vi.advanceTimersByTime(60_000);
     expect(percentOf(tty.lines().at(-1)!)).toBeGreaterThan(percentOf(at70));
 
@@ -72,10 +82,12 @@ describe('the progress line while one long network call runs', () => {
     bar.report({ stage: 'upscaling', done: 1, total: 4, unit: 'tiles' });
     vi.advanceTimersByTime(5_000);
     // 10 s a tile measured (not the estimate's 250 s): half of the second tile after 5 s.
-    expect(tty.lines().at(-1)).toMatch(/~37\.5% \(estimate\) 1\/4 tiles, tile 2 running 5\.0s of ~10\.0s estimated, ETA ~25\.0s$/);
+    expect(tty.lines().at(-1)).toMatch(
+      /~37\.5% \(estimate\) 1\/4 tiles, tile 2 running 5\.0s of ~10\.0s estimated, ETA ~25\.0s$/,
+    );
   });
 
-  it('on a pipe, a plain estimated line every 5 s; without an estimate, the counts and the step\'s clock', () => {
+  it("on a pipe, a plain estimated line every 5 s; without an estimate, the counts and the step's clock", () => {
     vi.useFakeTimers();
     const pipe = fakeStream(false);
     const plain = createTerminalProgress(pipe.stream, { estimateSeconds: 60 });
@@ -84,7 +96,9 @@ describe('the progress line while one long network call runs', () => {
     const lines = pipe.lines();
     expect(lines.length).toBeGreaterThanOrEqual(6);
     expect(lines.length).toBeLessThanOrEqual(8);
-    expect(lines.at(-1)).toBe('upscaling ~50.0% (estimate) 0/1 tiles, tile 1 running 30.0s of ~1m00s estimated, ETA ~30.0s');
+    expect(lines.at(-1)).toBe(
+      'upscaling ~50.0% (estimate) 0/1 tiles, tile 1 running 30.0s of ~1m00s estimated, ETA ~30.0s',
+    );
     plain.close();
 
     const bare = fakeStream(false);
@@ -111,7 +125,9 @@ describe('the progress line while one long network call runs', () => {
     expect(singularUnit('tiles')).toBe('tile');
     expect(singularUnit(undefined)).toBe('step');
     expect(stepClockText('frames', { index: 3, elapsedSeconds: 2 })).toBe('frame 3 running 2.0s');
-    expect(stepClockText('tiles', { index: 1, elapsedSeconds: 48, estimatedSeconds: 59 })).toBe('tile 1 running 48.0s of ~59.0s estimated');
+    expect(stepClockText('tiles', { index: 1, elapsedSeconds: 48, estimatedSeconds: 59 })).toBe(
+      'tile 1 running 48.0s of ~59.0s estimated',
+    );
     expect(stepClockText('tiles', { index: 1, elapsedSeconds: 209, estimatedSeconds: 59 })).toBe(
       'tile 1 running 3m29s, 2m30s past its ~59.0s estimate: still working (a busy machine is slower)',
     );

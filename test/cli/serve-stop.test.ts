@@ -12,7 +12,10 @@ const { startDaemon } = vi.hoisted(() => ({ startDaemon: vi.fn() }));
 vi.mock('../../src/app/index.js', () => ({ startDaemon, daemonSettings: () => ({ concurrency: {} }) }));
 vi.mock('../../src/cli/context.js', () => ({ cliContext: () => ({ config: {}, logger: pino({ level: 'silent' }) }) }));
 // No process-wide signal listeners from a test.
-vi.mock('../../src/cli/startup-signals.js', () => ({ installStartupSignalHandlers: () => undefined, handOverSignals: () => undefined }));
+vi.mock('../../src/cli/startup-signals.js', () => ({
+  installStartupSignalHandlers: () => undefined,
+  handOverSignals: () => undefined,
+}));
 
 afterEach(() => {
   process.exitCode = undefined;
@@ -20,7 +23,7 @@ afterEach(() => {
 });
 
 describe('serve, when the worker ends on its own', () => {
-  it('runs the daemon\'s stop (tracing\'s last flush) and fails with the worker\'s error', async () => {
+  it("runs the daemon's stop (tracing's last flush) and fails with the worker's error", async () => {
     const closed = new Error('NATS connection closed');
     const stop = vi.fn(async () => undefined);
     const stopped = Promise.reject(closed);

@@ -12,12 +12,27 @@ import { hasPython } from '../helpers/python.js';
 const LINES: [Record<string, unknown>, string][] = [
   [{ stage: 'fetching and probing' }, 'fetching and probing'],
   [{ stage: 'upscaling', done: 0, total: 30, unit: 'tiles', percent: 0 }, 'upscaling 0/30 tiles 0 %'],
-  [{ stage: 'upscaling', done: 12, total: 30, unit: 'tiles', percent: 40, etaSeconds: 18 }, 'upscaling 12/30 tiles 40 %, about 18 s left'],
-  [{ stage: 'upscaling', done: 30, total: 30, unit: 'tiles', percent: 100, etaSeconds: 0 }, 'upscaling 30/30 tiles 100 %, about 0 s left'],
-  [{ stage: 'upscaling', done: 360, total: 1440, unit: 'frames', percent: 25, etaSeconds: 125 }, 'upscaling 360/1440 frames 25 %, about 2 min 5 s left'],
-  [{ stage: 'lip-syncing', done: 10, total: 9000, unit: 'frames', percent: 0.1, etaSeconds: 4800 }, 'lip-syncing 10/9000 frames 0.1 %, about 1 h 20 min left'],
+  [
+    { stage: 'upscaling', done: 12, total: 30, unit: 'tiles', percent: 40, etaSeconds: 18 },
+    'upscaling 12/30 tiles 40 %, about 18 s left',
+  ],
+  [
+    { stage: 'upscaling', done: 30, total: 30, unit: 'tiles', percent: 100, etaSeconds: 0 },
+    'upscaling 30/30 tiles 100 %, about 0 s left',
+  ],
+  [
+    { stage: 'upscaling', done: 360, total: 1440, unit: 'frames', percent: 25, etaSeconds: 125 },
+    'upscaling 360/1440 frames 25 %, about 2 min 5 s left',
+  ],
+  [
+    { stage: 'lip-syncing', done: 10, total: 9000, unit: 'frames', percent: 0.1, etaSeconds: 4800 },
+    'lip-syncing 10/9000 frames 0.1 %, about 1 h 20 min left',
+  ],
   // Half a minute rounds up in both (Python's round() alone would go to the even minute: 1 h).
-  [{ stage: 'lip-syncing', done: 20, total: 9000, unit: 'frames', percent: 0.2, etaSeconds: 3630 }, 'lip-syncing 20/9000 frames 0.2 %, about 1 h 1 min left'],
+  [
+    { stage: 'lip-syncing', done: 20, total: 9000, unit: 'frames', percent: 0.2, etaSeconds: 3630 },
+    'lip-syncing 20/9000 frames 0.2 %, about 1 h 1 min left',
+  ],
 ];
 
 describe('tasks watch progress lines', () => {
@@ -45,7 +60,11 @@ describe('tasks watch progress lines', () => {
       'from follow_task import progress_line',
       'print(json.dumps([progress_line(json.dumps(d)) for d in json.load(sys.stdin)]))',
     ].join('\n');
-    const out = execFileSync('python3', ['-B', '-c', script], { input: JSON.stringify(LINES.map(([data]) => data)), encoding: 'utf8', timeout: 20_000 });
+    const out = execFileSync('python3', ['-B', '-c', script], {
+      input: JSON.stringify(LINES.map(([data]) => data)),
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
     expect(JSON.parse(out)).toEqual(LINES.map(([, line]) => line));
   });
 });

@@ -12,9 +12,20 @@ function fakeStream(isTTY: boolean): { stream: NodeJS.WriteStream; written: () =
 
 describe('human log lines', () => {
   it('turns a pino record into level, message and the fields a person needs, task id first', () => {
-    const json = JSON.stringify({ level: 40, time: 1, pid: 7, hostname: 'h', service: 'media-worker', model: 'm', taskId: 't-1', msg: 'slow network' });
+    const json = JSON.stringify({
+      level: 40,
+      time: 1,
+      pid: 7,
+      hostname: 'h',
+      service: 'media-worker',
+      model: 'm',
+      taskId: 't-1',
+      msg: 'slow network',
+    });
     expect(formatLogLine(json)).toBe('warn: slow network (taskId=t-1, model=m)');
-    expect(formatLogLine(JSON.stringify({ level: 50, msg: 'failed', err: { message: 'disk full', stack: 'at x' } }))).toBe('error: failed (err="disk full")');
+    expect(
+      formatLogLine(JSON.stringify({ level: 50, msg: 'failed', err: { message: 'disk full', stack: 'at x' } })),
+    ).toBe('error: failed (err="disk full")');
     expect(formatLogLine('not json')).toBe('not json');
   });
 

@@ -70,7 +70,10 @@ describe.skipIf(!promtool)(`the shipped alert rules and dashboard (${promtool ? 
   it("every dashboard query parses (checked by promtool as a recording rule, Grafana's $__ variables given values)", async () => {
     const queries = await dashboardQueries();
     expect(queries.length).toBeGreaterThan(15);
-    const rules = queries.map((q, i) => `      - record: dashboard:q${i}\n        expr: ${JSON.stringify(q.expr.replaceAll('$__rate_interval', '5m').replaceAll('$__range', '6h'))}`);
+    const rules = queries.map(
+      (q, i) =>
+        `      - record: dashboard:q${i}\n        expr: ${JSON.stringify(q.expr.replaceAll('$__rate_interval', '5m').replaceAll('$__range', '6h'))}`,
+    );
     const file = path.join(dir, 'dashboard-queries.yml');
     await writeFile(file, `groups:\n  - name: dashboard\n    rules:\n${rules.join('\n')}\n`);
     const { stdout } = await promisify(execFile)('promtool', ['check', 'rules', file]);
@@ -82,7 +85,9 @@ describe('the metric names of the rules and the dashboard', () => {
   const e2e = useGatewayE2e({ name: 'media-observability-', files: () => Promise.resolve({}) });
 
   it('are each exported by a running worker or gateway', async () => {
-    const used = metricNames([await readFile(RULES, 'utf8'), ...(await dashboardQueries()).map((q) => q.expr)].join('\n'));
+    const used = metricNames(
+      [await readFile(RULES, 'utf8'), ...(await dashboardQueries()).map((q) => q.expr)].join('\n'),
+    );
     expect(used.length).toBeGreaterThan(20);
     const healthPort = /"healthPort":(\d+)/.exec(e2e.serve.output())?.[1];
     expect(healthPort).toBeDefined();
@@ -104,7 +109,10 @@ describe('the metric names of the rules and the dashboard', () => {
   it('say what the deployment does: a queued job, its age, the credits taken, the quote timed', async () => {
     const account = await e2e.newAccount(100);
     // Music is priced but not run here (no slot): the job waits in the queue.
-    const submitted = await e2e.api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'queued' } });
+    const submitted = await e2e.api('POST', '/api/v1/generate', account.key, {
+      model: 'vendor-v5-generate-music',
+      input: { prompt: 'queued' },
+    });
     expect(submitted.status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const gateway = await (await fetch(`${e2e.gateway.url}/metrics`)).text();

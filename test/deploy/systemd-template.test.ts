@@ -38,12 +38,18 @@ function instanceUnit(template: string, index: number, hostname: string): string
 /** The environment the instance's `node` gets: Environment=, then the file, then ExecStart's env(1) words, ${VAR} from what came before. */
 function instanceEnv(unit: string, envFile: string): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const line of unit.split('\n').filter((l) => l.startsWith('Environment='))) Object.assign(env, Object.fromEntries(assignments(line.slice(12))));
-  for (const line of envFile.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'))) Object.assign(env, Object.fromEntries(assignments(line)));
+  for (const line of unit.split('\n').filter((l) => l.startsWith('Environment=')))
+    Object.assign(env, Object.fromEntries(assignments(line.slice(12))));
+  for (const line of envFile
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#')))
+    Object.assign(env, Object.fromEntries(assignments(line)));
   const exec = /^ExecStart=\/usr\/bin\/env (.*?) \/usr\/bin\/node /m.exec(unit)?.[1];
   if (exec === undefined) throw new Error('Expected ExecStart=/usr/bin/env NAME=VALUE... /usr/bin/node ...');
   const base = { ...env };
-  for (const [name, value] of assignments(exec)) env[name] = value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, v: string) => base[v] ?? '');
+  for (const [name, value] of assignments(exec))
+    env[name] = value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, v: string) => base[v] ?? '');
   return env;
 }
 
@@ -65,17 +71,36 @@ describe('systemd/media-worker@.service', () => {
     const per = instances.map(({ index, env }) => {
       const config = loadConfig(env);
       const worker = workerSettingsFromEnv(env);
-      return { index, device: config.deviceIndex, port: worker.healthPort, tmp: config.tmpDir, results: worker.resultsDir, trt: config.tensorrtCacheDir, name: worker.natsName, url: worker.publicBaseUrl };
+      return {
+        index,
+        device: config.deviceIndex,
+        port: worker.healthPort,
+        tmp: config.tmpDir,
+        results: worker.resultsDir,
+        trt: config.tensorrtCacheDir,
+        name: worker.natsName,
+        url: worker.publicBaseUrl,
+      };
     });
     expect(per.map((p) => p.device)).toEqual([0, 1, 7]);
     expect(per.map((p) => p.port)).toEqual([9470, 9471, 9477]);
-    for (const key of ['port', 'tmp', 'results', 'trt', 'name', 'url'] as const) expect(new Set(per.map((p) => p[key])).size, key).toBe(per.length);
-    expect(per[1]).toMatchObject({ tmp: '/var/lib/media-worker/tmp/gpu1', results: '/var/lib/media-worker/results/gpu1', name: `media-worker@${hostname}-gpu1` });
+    for (const key of ['port', 'tmp', 'results', 'trt', 'name', 'url'] as const)
+      expect(new Set(per.map((p) => p[key])).size, key).toBe(per.length);
+    expect(per[1]).toMatchObject({
+      tmp: '/var/lib/media-worker/tmp/gpu1',
+      results: '/var/lib/media-worker/results/gpu1',
+      name: `media-worker@${hostname}-gpu1`,
+    });
     // The static server keeps serving /var/lib/media-worker/results: each instance's URLs name its subdirectory.
     expect(per[1]?.url).toBe('https://cdn.example.com/results/gpu1');
     // Under the directories the sandbox lets it write, and stopped no sooner than the single unit.
     const writable = (/^ReadWritePaths=(.*)$/m.exec(template)?.[1] ?? '').split(/\s+/);
-    for (const p of per) for (const dir of [p.tmp, p.results, p.trt]) expect(writable.some((w) => dir?.startsWith(`${w}/`)), dir).toBe(true);
+    for (const p of per)
+      for (const dir of [p.tmp, p.results, p.trt])
+        expect(
+          writable.some((w) => dir?.startsWith(`${w}/`)),
+          dir,
+        ).toBe(true);
     expect(/^TimeoutStopSec=(\d+)$/m.exec(template)?.[1]).toBe('200');
   });
 });
@@ -105,7 +130,9 @@ describe('two instances on one host', () => {
 
   it('start with their own index and name, say which device they run on, and both take jobs from the same stream', async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'media-worker-gpus-'));
-    const png = await sharp({ create: { width: 24, height: 16, channels: 3, background: { r: 200, g: 90, b: 40 } } }).png().toBuffer();
+    const png = await sharp({ create: { width: 24, height: 16, channels: 3, background: { r: 200, g: 90, b: 40 } } })
+      .png()
+      .toBuffer();
     http = createServer((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(png));
     await new Promise<void>((resolve) => http!.listen(0, '127.0.0.1', resolve));
     const imageUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}/p.png`;
@@ -141,11 +168,23 @@ describe('two instances on one host', () => {
     }
     const serving = await Promise.all(
       daemons.map((d, i) =>
-        waitFor(`instance ${i} to serve`, () => {
-          if (d.proc.exitCode !== null) throw new Error(`instance ${i} exited ${d.proc.exitCode}: ${d.stderr.slice(-2000)}`);
-          const line = d.stderr.split('\n').find((l) => l.includes('"media-worker serving"'));
-          return line === undefined ? undefined : (JSON.parse(line) as { healthPort: number; deviceIndex: number; device: { kind: string; note?: string } });
-        }, 90_000, 200),
+        waitFor(
+          `instance ${i} to serve`,
+          () => {
+            if (d.proc.exitCode !== null)
+              throw new Error(`instance ${i} exited ${d.proc.exitCode}: ${d.stderr.slice(-2000)}`);
+            const line = d.stderr.split('\n').find((l) => l.includes('"media-worker serving"'));
+            return line === undefined
+              ? undefined
+              : (JSON.parse(line) as {
+                  healthPort: number;
+                  deviceIndex: number;
+                  device: { kind: string; note?: string };
+                });
+          },
+          90_000,
+          200,
+        ),
       ),
     );
     // Each says its index; on this CPU machine the device is the CPU, and it says so.
@@ -153,12 +192,19 @@ describe('two instances on one host', () => {
     for (const [i, s] of serving.entries()) {
       expect(s.device).toMatchObject({ kind: 'cpu', provider: 'cpu', index: null });
       expect(s.device.note).toContain(`MEDIA_WORKER_DEVICE_INDEX=${i}`);
-      const ready = (await (await fetch(`http://127.0.0.1:${s.healthPort}/readyz`)).json()) as { status: string; device: unknown };
+      const ready = (await (await fetch(`http://127.0.0.1:${s.healthPort}/readyz`)).json()) as {
+        status: string;
+        device: unknown;
+      };
       expect(ready.status).toBe('ready');
       expect(ready.device).toEqual(s.device);
     }
 
-    cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
+    cp = await controlPlane(
+      roles.url,
+      { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' },
+      roles.auth('operator'),
+    );
     // Discovery names each instance and its device.
     const replies: Capabilities[] = [];
     const inbox = cp.nc.subscribe(`_INBOX.gpus.${Date.now()}`);
@@ -169,24 +215,46 @@ describe('two instances on one host', () => {
     await waitFor('both capabilities', () => replies.length >= 2 || undefined, 5000);
     inbox.unsubscribe();
     await collecting;
-    expect(replies.map((r) => r.worker).sort()).toEqual(instances.slice(0, 2).map((x) => x.env['NATS_CONNECTION_NAME']).sort());
+    expect(replies.map((r) => r.worker).sort()).toEqual(
+      instances
+        .slice(0, 2)
+        .map((x) => x.env['NATS_CONNECTION_NAME'])
+        .sort(),
+    );
     for (const r of replies) expect(r.device?.kind).toBe('cpu');
 
     const jobs = Array.from({ length: 8 }, (_, n) => `gpus-${n}`);
-    for (const id of jobs) await cp.publishJob('image', 'vendor-image-upscale', { id, model: 'vendor-image-upscale', input: { image_url: imageUrl, upscale_factor: '2' } });
-    const events = await waitFor('every event', async () => {
-      const all = await cp!.events();
-      return all.length >= jobs.length ? all : undefined;
-    }, 120_000, 200);
+    for (const id of jobs)
+      await cp.publishJob('image', 'vendor-image-upscale', {
+        id,
+        model: 'vendor-image-upscale',
+        input: { image_url: imageUrl, upscale_factor: '2' },
+      });
+    const events = await waitFor(
+      'every event',
+      async () => {
+        const all = await cp!.events();
+        return all.length >= jobs.length ? all : undefined;
+      },
+      120_000,
+      200,
+    );
     expect(events.map((e) => e.id).sort()).toEqual([...jobs].sort());
     expect(events.every((e) => e.status === 'completed')).toBe(true);
     // Both instances took jobs from the one stream, and stored them in their own results directory.
     const byWorker = new Map<string, number>();
     for (const e of events) byWorker.set(String(e.worker), (byWorker.get(String(e.worker)) ?? 0) + 1);
-    expect([...byWorker.keys()].sort()).toEqual(instances.slice(0, 2).map((x) => x.env['NATS_CONNECTION_NAME']).sort());
+    expect([...byWorker.keys()].sort()).toEqual(
+      instances
+        .slice(0, 2)
+        .map((x) => x.env['NATS_CONNECTION_NAME'])
+        .sort(),
+    );
     for (const e of events) {
       const gpu = String(e.worker).endsWith('-gpu1') ? 'gpu1' : 'gpu0';
-      expect((e.result as { url: string }).url.startsWith(`https://cdn.example.com/results/${gpu}/image/${e.id}/`)).toBe(true);
+      expect(
+        (e.result as { url: string }).url.startsWith(`https://cdn.example.com/results/${gpu}/image/${e.id}/`),
+      ).toBe(true);
     }
   });
 });

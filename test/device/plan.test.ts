@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { CALL_LIMIT_BYTES, MIB, packParts, partBudget, runCalls, type PackItem } from '../../scripts/device/plan.js';
 
-const item = (name: string, mib: number): PackItem => ({ name, file: `${name}.tar.xz`, bytes: mib * MIB, sha256: name });
+const item = (name: string, mib: number): PackItem => ({
+  name,
+  file: `${name}.tar.xz`,
+  bytes: mib * MIB,
+  sha256: name,
+});
 
 describe('partBudget', () => {
   it('leaves room for the working tree that travels with each part, and never exceeds 60 MiB', () => {
@@ -13,9 +18,15 @@ describe('partBudget', () => {
 
 describe('packParts', () => {
   it('fills parts largest first and keeps each within the budget', () => {
-    const parts = packParts([item('a', 30), item('b', 27), item('c', 20), item('d', 15), item('e', 12), item('f', 2)], 57 * MIB);
+    const parts = packParts(
+      [item('a', 30), item('b', 27), item('c', 20), item('d', 15), item('e', 12), item('f', 2)],
+      57 * MIB,
+    );
     for (const p of parts) expect(p.bytes).toBeLessThanOrEqual(57 * MIB);
-    expect(parts.map((p) => p.items.map((i) => i.name))).toEqual([['a', 'b'], ['c', 'd', 'e', 'f']]);
+    expect(parts.map((p) => p.items.map((i) => i.name))).toEqual([
+      ['a', 'b'],
+      ['c', 'd', 'e', 'f'],
+    ]);
     expect(parts.map((p) => p.name)).toEqual(['p1', 'p2']);
   });
 

@@ -32,7 +32,19 @@ let simulated = { status: -1 as number | null, stderr: '' };
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'device-sim-test-'));
   const parts = path.join(dir, 'parts');
-  const pack = spawnSync(process.execPath, [path.join(PACKAGE_ROOT, 'dist', 'scripts', 'device', 'pack.js'), '--out', parts, '--compress', 'none', '--part-mib', '4096'], { cwd: PACKAGE_ROOT, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+  const pack = spawnSync(
+    process.execPath,
+    [
+      path.join(PACKAGE_ROOT, 'dist', 'scripts', 'device', 'pack.js'),
+      '--out',
+      parts,
+      '--compress',
+      'none',
+      '--part-mib',
+      '4096',
+    ],
+    { cwd: PACKAGE_ROOT, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
+  );
   if (pack.status !== 0) throw new Error(`device:pack failed: ${pack.stderr.slice(-2000)}`);
   const out = path.join(dir, 'report');
   const sim = spawnSync('bash', [path.join(PACKAGE_ROOT, 'scripts', 'device', 'simulate.sh')], {
@@ -57,7 +69,9 @@ describe('the device check in a simulated bare machine', () => {
     expect(report.simulation).toMatch(/no node on PATH; empty HOME/);
     expect(report.parts.problems).toEqual([]);
     expect(report.parts.present.sort()).toEqual(report.parts.plan.items.map((i) => i.name).sort());
-    expect(report.parts.present).toEqual(expect.arrayContaining(['node', 'app', 'onnxruntime', 'sharp', 'ffmpeg', 'upscayl', 'ncnn-x4plus']));
+    expect(report.parts.present).toEqual(
+      expect.arrayContaining(['node', 'app', 'onnxruntime', 'sharp', 'ffmpeg', 'upscayl', 'ncnn-x4plus']),
+    );
   });
 
   it('made the ONNX files from the carried ncnn weights, byte for byte the manifests', () => {
@@ -89,7 +103,9 @@ describe('the device check in a simulated bare machine', () => {
   it('asked for WORKER_PRECISION=int8 with each GPU provider: none here, so each start ran the int8 graphs on the CPU', () => {
     expect(report.precision.map((r) => r.providers)).toEqual(['tensorrt,cuda', 'cuda', 'webgpu']);
     for (const r of report.precision) expect([r.outcome, r.active]).toEqual(['runs', 'cpu']);
-    expect(markdown).toMatch(/- WORKER_PRECISION=int8 with cuda: runs on cpu: realesrgan-x4plus fp32, realesrgan-x4fast int8/);
+    expect(markdown).toMatch(
+      /- WORKER_PRECISION=int8 with cuda: runs on cpu: realesrgan-x4plus fp32, realesrgan-x4fast int8/,
+    );
   });
 
   it('upscaled the photo on the CPU provider, file to file, and wrote both reports', () => {

@@ -28,9 +28,25 @@ function upscale(input: string, output: string, provider: 'webgpu' | 'cpu'): { s
     ...process.env,
     MEDIA_WORKER_EXECUTION_PROVIDERS: provider,
     MEDIA_WORKER_CPU_FALLBACK: 'false',
-    ...(mesaDir === undefined ? {} : { VK_DRIVER_FILES: path.join(mesaDir, 'lvp_icd.json'), LD_LIBRARY_PATH: path.join(mesaDir, 'lib') }),
+    ...(mesaDir === undefined
+      ? {}
+      : { VK_DRIVER_FILES: path.join(mesaDir, 'lvp_icd.json'), LD_LIBRARY_PATH: path.join(mesaDir, 'lib') }),
   };
-  const r = spawnSync(process.execPath, [path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js'), 'upscale-image', input, '-f', '4', '-m', 'realesrgan-x4fast', '-o', output], { env, encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [
+      path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js'),
+      'upscale-image',
+      input,
+      '-f',
+      '4',
+      '-m',
+      'realesrgan-x4fast',
+      '-o',
+      output,
+    ],
+    { env, encoding: 'utf8' },
+  );
   return { status: r.status, stderr: r.stderr };
 }
 
@@ -41,7 +57,10 @@ async function rgb(file: string): Promise<Buffer> {
 describe.skipIf(mesaDir === undefined)('the WebGPU provider on Mesa 25 lavapipe', () => {
   it('upscales a small photo with x4fast on WebGPU, matching the CPU provider to 40 dB', async () => {
     const input = path.join(dir, 'in.png');
-    await sharp(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'photos', 'astronaut.png')).extract({ left: 200, top: 60, width: 32, height: 32 }).png().toFile(input);
+    await sharp(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'photos', 'astronaut.png'))
+      .extract({ left: 200, top: 60, width: 32, height: 32 })
+      .png()
+      .toFile(input);
     const gpu = upscale(input, path.join(dir, 'webgpu.png'), 'webgpu');
     expect(gpu.status, gpu.stderr.slice(-1500)).toBe(0);
     // No silent fallback: the probe passed on WebGPU and no session fell back to the CPU.
@@ -60,12 +79,31 @@ describe.skipIf(mesaDir === undefined)('the WebGPU provider on Mesa 25 lavapipe'
 });
 
 describe('the WebGPU provider on this machine without a newer Mesa', () => {
-  it('fails the probe with Dawn\'s own words instead of running on the CPU', () => {
+  it("fails the probe with Dawn's own words instead of running on the CPU", () => {
     // Whatever Vulkan driver the system has (none, or Debian 12's lavapipe), Dawn finds no adapter.
-    const r = spawnSync(process.execPath, [path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js'), 'upscale-image', path.join(PACKAGE_ROOT, 'test', 'fixtures', 'photos', 'astronaut.png'), '-f', '4', '-m', 'realesrgan-x4fast', '-o', path.join(dir, 'never.png')], {
-      env: { ...process.env, MEDIA_WORKER_EXECUTION_PROVIDERS: 'webgpu', MEDIA_WORKER_CPU_FALLBACK: 'false', VK_DRIVER_FILES: path.join(dir, 'no-such-driver.json') },
-      encoding: 'utf8',
-    });
+    const r = spawnSync(
+      process.execPath,
+      [
+        path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js'),
+        'upscale-image',
+        path.join(PACKAGE_ROOT, 'test', 'fixtures', 'photos', 'astronaut.png'),
+        '-f',
+        '4',
+        '-m',
+        'realesrgan-x4fast',
+        '-o',
+        path.join(dir, 'never.png'),
+      ],
+      {
+        env: {
+          ...process.env,
+          MEDIA_WORKER_EXECUTION_PROVIDERS: 'webgpu',
+          MEDIA_WORKER_CPU_FALLBACK: 'false',
+          VK_DRIVER_FILES: path.join(dir, 'no-such-driver.json'),
+        },
+        encoding: 'utf8',
+      },
+    );
     expect(r.status).not.toBe(0);
     expect(`${r.stdout}${r.stderr}`).toMatch(/adapter/i);
   }, 60_000);

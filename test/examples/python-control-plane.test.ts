@@ -36,41 +36,61 @@ function pythonMissing(): string | undefined {
 
 const missing = pythonMissing();
 
-describe.skipIf(missing !== undefined)(`the Python control plane example${missing ? ` (skipped: ${missing})` : ''}`, () => {
-  let server: TestNatsServer;
-  let worker: TestWorker;
+describe.skipIf(missing !== undefined)(
+  `the Python control plane example${missing ? ` (skipped: ${missing})` : ''}`,
+  () => {
+    let server: TestNatsServer;
+    let worker: TestWorker;
 
-  beforeAll(async () => {
-    server = await startNatsServer();
-    const quote = async (job: { model: string; input: unknown }) => ({ model: job.model, creditsUsed: 20, input: job.input });
-    worker = await startTestWorker(server.url, { concurrency: 'image=2,video=0,lipsync=0,music=0,music-video=0' }, quote as never);
-  });
-
-  afterAll(async () => {
-    await worker?.stop();
-    await server?.close();
-  });
-
-  it('quotes, publishes a job and its duplicate, cancels a running one, and reads exactly one event per task', async () => {
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const args = [SCRIPT, '--nats-url', server.url, '--image-url', 'https://media.test/py.png?sleep=200'];
-      args.push('--slow-image-url', 'https://media.test/slow.png?sleep=30000', '--cancel-after', '0.5', '--timeout', '30');
-      const child = execFile('python3', args, { timeout: 60_000 }, (_err, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }));
+    beforeAll(async () => {
+      server = await startNatsServer();
+      const quote = async (job: { model: string; input: unknown }) => ({
+        model: job.model,
+        creditsUsed: 20,
+        input: job.input,
+      });
+      worker = await startTestWorker(
+        server.url,
+        { concurrency: 'image=2,video=0,lipsync=0,music=0,music-video=0' },
+        quote as never,
+      );
     });
-    expect(run.stderr).toBe('');
-    const report = JSON.parse(run.stdout) as Report;
-    expect(report.problems).toEqual([]);
-    expect(run.code).toBe(0);
-    expect(report.image_workers).toEqual([worker.settings.natsName]);
-    expect(report.quote).toMatchObject({ creditsUsed: 20 });
-    expect(report.unserved_quote).toMatchObject({ error: { code: 'MODEL_UNAVAILABLE', status: 503 } });
-    expect([report.first_publish_duplicate, report.second_publish_duplicate]).toEqual([false, true]);
-    expect(report.cancel).toMatchObject({ cancelled: true, code: 'CANCELLED' });
-    expect(report.cancel_after_completion).toMatchObject({ cancelled: false, status: 'completed' });
-    const events = Object.values(report.events);
-    expect(events.map((list) => list.length)).toEqual([1, 1]);
-    for (const list of events) expect(list[0]?._protocol).toBe('2.1');
-    // The worker ran the completed task once (the duplicate publish was dropped) and started the cancelled one.
-    expect(worker.records.map((r) => r.taskId).sort()).toEqual(Object.keys(report.events).sort());
-  });
-});
+
+    afterAll(async () => {
+      await worker?.stop();
+      await server?.close();
+    });
+
+    it('quotes, publishes a job and its duplicate, cancels a running one, and reads exactly one event per task', async () => {
+      const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const args = [SCRIPT, '--nats-url', server.url, '--image-url', 'https://media.test/py.png?sleep=200'];
+        args.push(
+          '--slow-image-url',
+          'https://media.test/slow.png?sleep=30000',
+          '--cancel-after',
+          '0.5',
+          '--timeout',
+          '30',
+        );
+        const child = execFile('python3', args, { timeout: 60_000 }, (_err, stdout, stderr) =>
+          resolve({ code: child.exitCode, stdout, stderr }),
+        );
+      });
+      expect(run.stderr).toBe('');
+      const report = JSON.parse(run.stdout) as Report;
+      expect(report.problems).toEqual([]);
+      expect(run.code).toBe(0);
+      expect(report.image_workers).toEqual([worker.settings.natsName]);
+      expect(report.quote).toMatchObject({ creditsUsed: 20 });
+      expect(report.unserved_quote).toMatchObject({ error: { code: 'MODEL_UNAVAILABLE', status: 503 } });
+      expect([report.first_publish_duplicate, report.second_publish_duplicate]).toEqual([false, true]);
+      expect(report.cancel).toMatchObject({ cancelled: true, code: 'CANCELLED' });
+      expect(report.cancel_after_completion).toMatchObject({ cancelled: false, status: 'completed' });
+      const events = Object.values(report.events);
+      expect(events.map((list) => list.length)).toEqual([1, 1]);
+      for (const list of events) expect(list[0]?._protocol).toBe('2.1');
+      // The worker ran the completed task once (the duplicate publish was dropped) and started the cancelled one.
+      expect(worker.records.map((r) => r.taskId).sort()).toEqual(Object.keys(report.events).sort());
+    });
+  },
+);

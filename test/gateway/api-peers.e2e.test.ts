@@ -18,10 +18,21 @@ import { accountsCommand, type RunningProcess } from './processes.js';
 const e2e = useGatewayE2e({
   name: 'media-gateway-peers-',
   async files(dir) {
-    const files: Record<string, Buffer> = { '/small.png': await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer() };
+    const files: Record<string, Buffer> = {
+      '/small.png': await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer(),
+    };
     // 8 s of frames whose own audio runs 10 s (lip-sync bills the frames), and the job's audio.
     await ffmpeg([
-      ...['-f', 'lavfi', '-i', 'testsrc2=size=32x32:rate=5:duration=8', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=22050:duration=10'],
+      ...[
+        '-f',
+        'lavfi',
+        '-i',
+        'testsrc2=size=32x32:rate=5:duration=8',
+        '-f',
+        'lavfi',
+        '-i',
+        'sine=frequency=440:sample_rate=22050:duration=10',
+      ],
       ...['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', path.join(dir, 'v8a10.mp4')],
     ]);
     files['/v8a10.mp4'] = await readFile(path.join(dir, 'v8a10.mp4'));
@@ -39,8 +50,10 @@ beforeAll(() => {
   ({ cp, mediaUrl, gateway, env } = e2e);
 });
 
-const credits = async (account: Account): Promise<number> => (await api('GET', '/api/v1/balance', account.key)).body.data?.['credits'] as number;
-const music = (account: Account) => api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'a tune' } });
+const credits = async (account: Account): Promise<number> =>
+  (await api('GET', '/api/v1/balance', account.key)).body.data?.['credits'] as number;
+const music = (account: Account) =>
+  api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'a tune' } });
 
 describe('POST /api/v1/tasks/{id}/cancel', () => {
   it("cancels a pending task of the caller's account through a worker: refunded once, and a second cancel is 409", async () => {
@@ -58,7 +71,13 @@ describe('POST /api/v1/tasks/{id}/cancel', () => {
 
     const cancelled = await api('POST', `/api/v1/tasks/${id}/cancel`, owner.key);
     expect(cancelled.status).toBe(200);
-    expect(cancelled.body.data).toMatchObject({ id, status: 'failed', creditsUsed: 0, creditsRefunded: 15, error: { code: 'CANCELLED' } });
+    expect(cancelled.body.data).toMatchObject({
+      id,
+      status: 'failed',
+      creditsUsed: 0,
+      creditsRefunded: 15,
+      error: { code: 'CANCELLED' },
+    });
     expect(await credits(owner)).toBe(100);
     // The worker's one CANCELLED event, and the job left the queue without running.
     expect(await cp.eventsOf(id)).toMatchObject([{ status: 'failed', refund: true, error: { code: 'CANCELLED' } }]);
@@ -66,16 +85,26 @@ describe('POST /api/v1/tasks/{id}/cancel', () => {
     const again = await api('POST', `/api/v1/tasks/${id}/cancel`, owner.key);
     expect(again).toMatchObject({ status: 409, body: { error: { code: 'TASK_NOT_PENDING' } } });
     expect(await credits(owner)).toBe(100);
-    const ledger = (await accountsCommand(['show', owner.id, '--entries', '100'], env)) as { credits: number; entries: { type: string }[] };
+    const ledger = (await accountsCommand(['show', owner.id, '--entries', '100'], env)) as {
+      credits: number;
+      entries: { type: string }[];
+    };
     expect(ledger.entries.filter((e) => e.type === 'refund')).toHaveLength(1);
   }, 60_000);
 
   it('a completed task answers 409 and keeps its charge; an unknown id 404', async () => {
     const owner = await newAccount(100);
-    const submitted = await api('POST', '/api/v1/tools/upscale-image', owner.key, { image_url: `${mediaUrl}/small.png` });
+    const submitted = await api('POST', '/api/v1/tools/upscale-image', owner.key, {
+      image_url: `${mediaUrl}/small.png`,
+    });
     expect(submitted.status).toBe(200);
     const id = submitted.body.data?.['id'] as string;
-    await waitFor('the image task to complete', async () => (await api('GET', `/api/v1/tasks/${id}`, owner.key)).body.data?.['status'] === 'completed', 90_000, 200);
+    await waitFor(
+      'the image task to complete',
+      async () => (await api('GET', `/api/v1/tasks/${id}`, owner.key)).body.data?.['status'] === 'completed',
+      90_000,
+      200,
+    );
     const late = await api('POST', `/api/v1/tasks/${id}/cancel`, owner.key);
     expect(late).toMatchObject({ status: 409, body: { error: { code: 'TASK_NOT_PENDING' } } });
     expect(late.body.error?.message).toContain('completed');
@@ -88,16 +117,46 @@ describe('POST /api/v1/estimate', () => {
   it('prices any submission body through the same quote, charging nothing and creating no task', async () => {
     const owner = await newAccount(100);
     // The unified shape takes the lip-sync models too; the bill is the video stream's 8 s, not its own audio's 10 s.
-    const lip = await api('POST', '/api/v1/estimate', owner.key, { model: 'vendor-lipsync-2', input: { video_url: `${mediaUrl}/v8a10.mp4`, audio_url: `${mediaUrl}/a.mp3` } });
+    const lip = await api('POST', '/api/v1/estimate', owner.key, {
+      model: 'vendor-lipsync-2',
+      input: { video_url: `${mediaUrl}/v8a10.mp4`, audio_url: `${mediaUrl}/a.mp3` },
+    });
     expect(lip.status).toBe(200);
-    expect(lip.body.data).toMatchObject({ model: 'vendor-lipsync-2', creditsUsed: 80, duration: 8, input: { billed_seconds: 8, credits_per_second: 10 }, balance: 100, sufficient: true });
+    expect(lip.body.data).toMatchObject({
+      model: 'vendor-lipsync-2',
+      creditsUsed: 80,
+      duration: 8,
+      input: { billed_seconds: 8, credits_per_second: 10 },
+      balance: 100,
+      sufficient: true,
+    });
     // A tool endpoint's body, told by its fields: the same echo as /tools/upscale-image.
-    const image = await api('POST', '/api/v1/estimate', owner.key, { image_url: `${mediaUrl}/small.png`, upscale_factor: '4' });
-    expect(image.body.data).toMatchObject({ model: 'vendor-image-upscale', creditsUsed: 20, input: { detected_dimensions: '40×27', output_tier: '24mp', upscale_factor: '4' } });
-    const tool = await api('POST', '/api/v1/estimate', owner.key, { video_url: `${mediaUrl}/v8a10.mp4`, audio_url: `${mediaUrl}/a.mp3`, model: 'vendor-lipsync-2-pro' });
+    const image = await api('POST', '/api/v1/estimate', owner.key, {
+      image_url: `${mediaUrl}/small.png`,
+      upscale_factor: '4',
+    });
+    expect(image.body.data).toMatchObject({
+      model: 'vendor-image-upscale',
+      creditsUsed: 20,
+      input: { detected_dimensions: '40×27', output_tier: '24mp', upscale_factor: '4' },
+    });
+    const tool = await api('POST', '/api/v1/estimate', owner.key, {
+      video_url: `${mediaUrl}/v8a10.mp4`,
+      audio_url: `${mediaUrl}/a.mp3`,
+      model: 'vendor-lipsync-2-pro',
+    });
     expect(tool.body.error).toBeUndefined();
-    expect(tool.body.data).toMatchObject({ model: 'vendor-lipsync-2-pro', creditsUsed: 160, duration: 8, balance: 100, sufficient: false });
-    const song = await api('POST', '/api/v1/estimate', owner.key, { model: 'vendor-v5-generate-music', input: { prompt: 'a tune' } });
+    expect(tool.body.data).toMatchObject({
+      model: 'vendor-lipsync-2-pro',
+      creditsUsed: 160,
+      duration: 8,
+      balance: 100,
+      sufficient: false,
+    });
+    const song = await api('POST', '/api/v1/estimate', owner.key, {
+      model: 'vendor-v5-generate-music',
+      input: { prompt: 'a tune' },
+    });
     expect(song.body.data).toMatchObject({ creditsUsed: 15 });
 
     expect(await credits(owner)).toBe(100);
@@ -106,8 +165,13 @@ describe('POST /api/v1/estimate', () => {
 
   it("refuses what the submission refuses, with the submission's codes", async () => {
     const owner = await newAccount(100);
-    expect((await api('POST', '/api/v1/estimate', owner.key, { model: 'nope', input: {} })).body.error?.code).toBe('UNKNOWN_MODEL');
-    expect((await api('POST', '/api/v1/estimate', owner.key, { model: 'vendor-v5-generate-music', input: {} })).body.error?.code).toBe('MISSING_PROMPT');
+    expect((await api('POST', '/api/v1/estimate', owner.key, { model: 'nope', input: {} })).body.error?.code).toBe(
+      'UNKNOWN_MODEL',
+    );
+    expect(
+      (await api('POST', '/api/v1/estimate', owner.key, { model: 'vendor-v5-generate-music', input: {} })).body.error
+        ?.code,
+    ).toBe('MISSING_PROMPT');
     const missing = await api('POST', '/api/v1/estimate', owner.key, { image_url: `${mediaUrl}/missing.png` });
     expect(missing).toMatchObject({ status: 422, body: { error: { code: 'FETCH_FAILED' } } });
     const secret = await api('POST', '/api/v1/estimate', owner.key, { image_url: 'file:///etc/passwd' });
@@ -133,7 +197,11 @@ describe('GET /api/v1/usage', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const page: Reply = await api('GET', `/api/v1/usage?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`, owner.key);
+      const page: Reply = await api(
+        'GET',
+        `/api/v1/usage?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`,
+        owner.key,
+      );
       expect(page.status).toBe(200);
       movements.push(...(page.body.data?.['movements'] as Record<string, unknown>[]));
       cursor = page.body.data?.['nextCursor'] as string | null;
@@ -144,7 +212,14 @@ describe('GET /api/v1/usage', () => {
       { type: 'open', credits: 100, balance: 100 },
       { type: 'topup', credits: 7, balance: 107 },
       { type: 'debit', credits: -15, balance: 92, taskId: song, model: 'vendor-v5-generate-music' },
-      { type: 'refund', credits: 15, balance: 107, taskId: song, model: 'vendor-v5-generate-music', reason: 'CANCELLED' },
+      {
+        type: 'refund',
+        credits: 15,
+        balance: 107,
+        taskId: song,
+        model: 'vendor-v5-generate-music',
+        reason: 'CANCELLED',
+      },
       { type: 'debit', credits: -20, balance: 87, taskId: imageId, model: 'vendor-image-upscale' },
     ]);
     const sum = movements.reduce((total, m) => total + (m['credits'] as number), 0);
@@ -152,14 +227,33 @@ describe('GET /api/v1/usage', () => {
     expect(sum).toBe(87);
 
     // A range: nothing after now, nothing before the account; the other account sees only its own.
-    const later = await api('GET', `/api/v1/usage?from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, owner.key);
+    const later = await api(
+      'GET',
+      `/api/v1/usage?from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`,
+      owner.key,
+    );
     expect(later.body.data).toMatchObject({ movements: [], nextCursor: null });
     const since = movements[2]!['at'] as string;
-    const ranged = await api('GET', `/api/v1/usage?from=${encodeURIComponent(since)}&to=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, owner.key);
-    expect((ranged.body.data?.['movements'] as { type: string }[]).map((m) => m.type)).toEqual(['debit', 'refund', 'debit']);
-    expect((await api('GET', '/api/v1/usage', other.key)).body.data).toMatchObject({ accountId: other.id, movements: [{ type: 'open', credits: 50 }], nextCursor: null });
+    const ranged = await api(
+      'GET',
+      `/api/v1/usage?from=${encodeURIComponent(since)}&to=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`,
+      owner.key,
+    );
+    expect((ranged.body.data?.['movements'] as { type: string }[]).map((m) => m.type)).toEqual([
+      'debit',
+      'refund',
+      'debit',
+    ]);
+    expect((await api('GET', '/api/v1/usage', other.key)).body.data).toMatchObject({
+      accountId: other.id,
+      movements: [{ type: 'open', credits: 50 }],
+      nextCursor: null,
+    });
     for (const bad of ['from=yesterday', 'limit=0', 'cursor=t_abc']) {
-      expect(await api('GET', `/api/v1/usage?${bad}`, owner.key)).toMatchObject({ status: 400, body: { error: { code: 'INVALID_QUERY' } } });
+      expect(await api('GET', `/api/v1/usage?${bad}`, owner.key)).toMatchObject({
+        status: 400,
+        body: { error: { code: 'INVALID_QUERY' } },
+      });
     }
   }, 60_000);
 });
@@ -170,7 +264,10 @@ describe('methods', () => {
     for (const body of [undefined, '{"model":"vendor-v5-generate-music"}']) {
       const res = await fetch(`${gateway.url}/api/v1/generate`, {
         method: 'QUERY',
-        headers: { authorization: `Bearer ${owner.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${owner.key}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         ...(body === undefined ? {} : { body }),
       });
       expect(res.status).toBe(405);

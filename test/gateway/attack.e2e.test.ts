@@ -83,7 +83,9 @@ afterAll(async () => {
 });
 
 async function newAccount(credits: number): Promise<string> {
-  const out = (await accountsCommand(['create', '--name', 'attack', '--credits', String(credits)], env)) as { apiKey: string };
+  const out = (await accountsCommand(['create', '--name', 'attack', '--credits', String(credits)], env)) as {
+    apiKey: string;
+  };
   return out.apiKey;
 }
 
@@ -93,17 +95,30 @@ interface Reply {
   body: { success: boolean; data?: Record<string, unknown>; error?: { code: string; message: string } };
 }
 
-async function call(method: string, route: string, key: string | null, init: { body?: string; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Reply> {
+async function call(
+  method: string,
+  route: string,
+  key: string | null,
+  init: { body?: string; headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<Reply> {
   const res = await fetch(`${gateway.url}${route}`, {
     method,
-    headers: { ...(key === null ? {} : { authorization: `Bearer ${key}` }), ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...init.headers },
+    headers: {
+      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
+      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...init.headers,
+    },
     ...(init.body === undefined ? {} : { body: init.body }),
     ...(init.signal === undefined ? {} : { signal: init.signal }),
   });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Reply['body'] };
 }
 
-const upscale = (key: string, url: string, signal?: AbortSignal) => call('POST', '/api/v1/tools/upscale-image', key, { body: JSON.stringify({ image_url: url }), ...(signal ? { signal } : {}) });
+const upscale = (key: string, url: string, signal?: AbortSignal) =>
+  call('POST', '/api/v1/tools/upscale-image', key, {
+    body: JSON.stringify({ image_url: url }),
+    ...(signal ? { signal } : {}),
+  });
 
 /** A path under /results/ as the gateway would link it, expiring at `expiresAtMs`. */
 function signedPath(p: string, expiresAtMs: number): string {
@@ -123,7 +138,7 @@ describe('fair quoting', () => {
     expect(slow.seen).toBe(0);
   });
 
-  it('keeps another account\'s submission answered in normal time while one floods slow URLs, and stops fetching for a client that hung up', async () => {
+  it("keeps another account's submission answered in normal time while one floods slow URLs, and stops fetching for a client that hung up", async () => {
     const flooder = await newAccount(10_000);
     const other = await newAccount(100);
     const hangUp = new AbortController();
@@ -150,10 +165,18 @@ describe('fair quoting', () => {
 describe('kinds nobody serves', () => {
   it('refuses music and video submissions with 503 MODEL_UNAVAILABLE and no charge when the only worker serves images', async () => {
     const key = await newAccount(500);
-    const music = await call('POST', '/api/v1/generate', key, { body: JSON.stringify({ model: 'vendor-v5-generate-music', input: { prompt: 'a calm piano piece' } }) });
-    const video = await call('POST', '/api/v1/tools/upscale-video', key, { body: JSON.stringify({ video_url: `${mediaUrl}/clip.mp4` }) });
+    const music = await call('POST', '/api/v1/generate', key, {
+      body: JSON.stringify({ model: 'vendor-v5-generate-music', input: { prompt: 'a calm piano piece' } }),
+    });
+    const video = await call('POST', '/api/v1/tools/upscale-video', key, {
+      body: JSON.stringify({ video_url: `${mediaUrl}/clip.mp4` }),
+    });
     for (const r of [music, video]) {
-      expect([r.status, r.body.error?.code, r.headers.get('retry-after')]).toEqual([503, 'MODEL_UNAVAILABLE', expect.any(String)]);
+      expect([r.status, r.body.error?.code, r.headers.get('retry-after')]).toEqual([
+        503,
+        'MODEL_UNAVAILABLE',
+        expect.any(String),
+      ]);
     }
     const balance = await call('GET', '/api/v1/balance', key);
     expect(balance.body.data?.['credits']).toBe(500);
@@ -163,31 +186,55 @@ describe('kinds nobody serves', () => {
   }, 30_000);
 });
 
-describe('HTTP errors in the API\'s envelope', () => {
+describe("HTTP errors in the API's envelope", () => {
   it('answers framework errors (414, 405 with Allow, 404, 415, 413, 416, bad JSON) with a fitting code and message', async () => {
     await freshWindow();
     const key = await newAccount(100);
     const tooLong = await call('GET', `/api/v1/tasks/t_${'a'.repeat(99)}`, key);
     expect([tooLong.status, tooLong.body.success, tooLong.body.error?.code]).toEqual([414, false, 'URI_TOO_LONG']);
     const wrongMethod = await call('DELETE', '/api/v1/tasks/t_abc', key);
-    expect([wrongMethod.status, wrongMethod.body.error?.code, wrongMethod.headers.get('allow')]).toEqual([405, 'METHOD_NOT_ALLOWED', 'GET, HEAD']);
+    expect([wrongMethod.status, wrongMethod.body.error?.code, wrongMethod.headers.get('allow')]).toEqual([
+      405,
+      'METHOD_NOT_ALLOWED',
+      'GET, HEAD',
+    ]);
     const wrongMethod2 = await call('GET', '/api/v1/generate', key);
     expect([wrongMethod2.status, wrongMethod2.headers.get('allow')]).toEqual([405, 'POST']);
     const nowhere = await call('GET', '/api/v1/nowhere', key);
     expect([nowhere.status, nowhere.body.error?.code]).toEqual([404, 'NOT_FOUND']);
     const png = await call('POST', '/api/v1/generate', key, { body: '{}', headers: { 'content-type': 'image/png' } });
     expect([png.status, png.body.error?.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
-    const large = await call('POST', '/api/v1/generate', key, { body: JSON.stringify({ model: 'vendor-v5-generate-music', input: { prompt: 'x'.repeat(20_000) } }) });
-    expect([large.status, large.body.error?.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
-    const proto = await call('POST', '/api/v1/generate', key, { body: '{"model":"vendor-image-upscale","input":{"__proto__":{"x":1}}}' });
-    expect([proto.status, proto.body.error?.code, proto.body.error?.message]).toEqual([400, 'INVALID_JOB', 'Expected no key named "__proto__" in the body but received one']);
-    const broken = await call('POST', '/api/v1/generate', key, { body: '{"model":' });
-    expect([broken.status, broken.body.error?.message]).toEqual([400, expect.stringMatching(/^Expected the body to be valid JSON but received invalid JSON \(.+\)$/)]);
-    const tags = await call('POST', '/api/v1/generate', key, {
-      body: JSON.stringify({ model: 'vendor-v5-generate-music', input: { custom_mode: true, title: 't', style: 's', instrumental: true, negative_tags: 'x'.repeat(1001) } }),
+    const large = await call('POST', '/api/v1/generate', key, {
+      body: JSON.stringify({ model: 'vendor-v5-generate-music', input: { prompt: 'x'.repeat(20_000) } }),
     });
-    expect([tags.status, tags.body.error?.code, tags.body.error?.message]).toEqual([400, 'INVALID_JOB', expect.stringContaining('1000')]);
-    const range = await call('GET', signedPath('/results/image/file.png', Date.now() + 60_000), null, { headers: { range: 'bytes=999999-' } });
+    expect([large.status, large.body.error?.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    const proto = await call('POST', '/api/v1/generate', key, {
+      body: '{"model":"vendor-image-upscale","input":{"__proto__":{"x":1}}}',
+    });
+    expect([proto.status, proto.body.error?.code, proto.body.error?.message]).toEqual([
+      400,
+      'INVALID_JOB',
+      'Expected no key named "__proto__" in the body but received one',
+    ]);
+    const broken = await call('POST', '/api/v1/generate', key, { body: '{"model":' });
+    expect([broken.status, broken.body.error?.message]).toEqual([
+      400,
+      expect.stringMatching(/^Expected the body to be valid JSON but received invalid JSON \(.+\)$/),
+    ]);
+    const tags = await call('POST', '/api/v1/generate', key, {
+      body: JSON.stringify({
+        model: 'vendor-v5-generate-music',
+        input: { custom_mode: true, title: 't', style: 's', instrumental: true, negative_tags: 'x'.repeat(1001) },
+      }),
+    });
+    expect([tags.status, tags.body.error?.code, tags.body.error?.message]).toEqual([
+      400,
+      'INVALID_JOB',
+      expect.stringContaining('1000'),
+    ]);
+    const range = await call('GET', signedPath('/results/image/file.png', Date.now() + 60_000), null, {
+      headers: { range: 'bytes=999999-' },
+    });
     expect([range.status, range.body.error?.code]).toEqual([416, 'RANGE_NOT_SATISFIABLE']);
     const dot = await call('GET', signedPath('/results/image/.hidden', Date.now() + 60_000), null);
     expect([dot.status, dot.body.error?.code]).toEqual([404, 'NOT_FOUND']);
@@ -198,7 +245,10 @@ describe('HTTP errors in the API\'s envelope', () => {
     const none = await call('GET', '/api/v1/balance', null);
     expect([none.status, none.headers.get('www-authenticate')]).toEqual([401, 'Bearer realm="media-worker"']);
     const unknown = await call('GET', '/api/v1/balance', 'mwk_unknown');
-    expect([unknown.status, unknown.headers.get('www-authenticate')]).toEqual([401, 'Bearer realm="media-worker", error="invalid_token"']);
+    expect([unknown.status, unknown.headers.get('www-authenticate')]).toEqual([
+      401,
+      'Bearer realm="media-worker", error="invalid_token"',
+    ]);
   });
 });
 
@@ -207,7 +257,9 @@ describe('rate limits', () => {
     await freshWindow();
     const stormer = await newAccount(0);
     const calm = await newAccount(0);
-    const replies = await Promise.all(Array.from({ length: PER_ACCOUNT + 15 }, () => call('GET', '/api/v1/balance', stormer)));
+    const replies = await Promise.all(
+      Array.from({ length: PER_ACCOUNT + 15 }, () => call('GET', '/api/v1/balance', stormer)),
+    );
     const statuses = replies.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(PER_ACCOUNT);
     const limited = replies.find((r) => r.status === 429)!;
@@ -220,7 +272,9 @@ describe('rate limits', () => {
 
   it('limits a client address before looking up its key: a storm of bad keys gets 429', async () => {
     await freshWindow();
-    const replies = await Promise.all(Array.from({ length: PER_ADDRESS + 20 }, () => call('GET', '/api/v1/balance', 'mwk_guess')));
+    const replies = await Promise.all(
+      Array.from({ length: PER_ADDRESS + 20 }, () => call('GET', '/api/v1/balance', 'mwk_guess')),
+    );
     const statuses = replies.map((r) => r.status);
     expect(statuses.filter((s) => s === 401)).toHaveLength(PER_ADDRESS);
     expect(statuses.filter((s) => s === 429)).toHaveLength(20);
@@ -230,12 +284,16 @@ describe('rate limits', () => {
 });
 
 async function upload(key: string, body: Buffer, headers: Record<string, string> = {}): Promise<Reply> {
-  const res = await fetch(`${gateway.url}/api/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'image/png', ...headers }, body });
+  const res = await fetch(`${gateway.url}/api/v1/uploads`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'image/png', ...headers },
+    body,
+  });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Reply['body'] };
 }
 
 describe('uploads', () => {
-  it('keeps an account\'s uploads in its own folder under a byte and file quota, with a signed link the worker can fetch, and sweeps them when they expire', async () => {
+  it("keeps an account's uploads in its own folder under a byte and file quota, with a signed link the worker can fetch, and sweeps them when they expire", async () => {
     await freshWindow();
     const key = await newAccount(100);
     const tiny = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(8, 6).png().toBuffer();
@@ -247,7 +305,10 @@ describe('uploads', () => {
     const expires = Number(new URL(url).searchParams.get('expires'));
     expect(Math.abs(expires * 1000 - (Date.now() + UPLOAD_LIFETIME_MS))).toBeLessThan(3000);
     const quoted = await upscale(key, url);
-    expect([quoted.status, quoted.body.data?.['input']]).toEqual([200, expect.objectContaining({ detected_dimensions: '8×6' })]);
+    expect([quoted.status, quoted.body.data?.['input']]).toEqual([
+      200,
+      expect.objectContaining({ detected_dimensions: '8×6' }),
+    ]);
     // Files: the quota is 3.
     expect((await upload(key, tiny)).status).toBe(201);
     expect((await upload(key, tiny)).status).toBe(201);
@@ -258,7 +319,12 @@ describe('uploads', () => {
     const tooMuch = await upload(other, Buffer.concat([tiny, Buffer.alloc(2500)]));
     expect([tooMuch.status, tooMuch.body.error?.code]).toEqual([403, 'UPLOAD_QUOTA_EXCEEDED']);
     // Swept after their lifetime: the link is dead and the quota free again.
-    await waitFor('the uploads to be swept', async () => ((await upload(key, tiny)).status === 201 ? true : undefined), UPLOAD_LIFETIME_MS + 5000, 500);
+    await waitFor(
+      'the uploads to be swept',
+      async () => ((await upload(key, tiny)).status === 201 ? true : undefined),
+      UPLOAD_LIFETIME_MS + 5000,
+      500,
+    );
     const gone = await call('GET', `${new URL(url).pathname}${new URL(url).search}`, null);
     expect(gone.status).toBeGreaterThanOrEqual(404);
   }, 30_000);
@@ -268,20 +334,37 @@ describe('uploads', () => {
     // Headers declaring 150 MB, then nothing: the answer must come without the body.
     const { request } = await import('node:http');
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request(`${gateway.url}/api/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'image/png', 'content-length': String(150 * 1024 * 1024) } }, (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      });
+      const req = request(
+        `${gateway.url}/api/v1/uploads`,
+        {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${key}`,
+            'content-type': 'image/png',
+            'content-length': String(150 * 1024 * 1024),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        },
+      );
       req.on('error', reject);
       req.write(Buffer.alloc(1024));
     });
     expect(answer.status).toBe(413);
-    expect(JSON.parse(answer.body)).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE', message: expect.stringContaining('Content-Length of 157286400') } });
+    expect(JSON.parse(answer.body)).toMatchObject({
+      error: { code: 'PAYLOAD_TOO_LARGE', message: expect.stringContaining('Content-Length of 157286400') },
+    });
     // A PNG signature followed by zeros: sniffed as PNG, refused by decoding.
     const fake = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(1000)]);
     const refused = await upload(key, fake);
-    expect([refused.status, refused.body.error?.code, refused.body.error?.message]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE', expect.stringContaining('does not decode')]);
+    expect([refused.status, refused.body.error?.code, refused.body.error?.message]).toEqual([
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+      expect.stringContaining('does not decode'),
+    ]);
   });
 });
 
@@ -296,42 +379,69 @@ describe('links and keys', () => {
     await res.arrayBuffer();
     const unsigned = await call('GET', '/results/image/file.png', null);
     expect([unsigned.status, unsigned.body.error?.code]).toEqual([404, 'NOT_FOUND']);
-    const altered = signedPath('/results/image/file.png', Date.now() + 3_600_000).replace(/expires=(\d+)/, (_m, e: string) => `expires=${Number(e) + 1}`);
+    const altered = signedPath('/results/image/file.png', Date.now() + 3_600_000).replace(
+      /expires=(\d+)/,
+      (_m, e: string) => `expires=${Number(e) + 1}`,
+    );
     expect((await call('GET', altered, null)).status).toBe(404);
     const expired = await call('GET', signedPath('/results/image/file.png', Date.now() - 1000), null);
     expect([expired.status, expired.body.error?.code]).toEqual([410, 'LINK_EXPIRED']);
   });
 
-  it('lists an account\'s keys and revokes one: it gets 401 within a second, the other key keeps working', async () => {
-    const created = (await accountsCommand(['create', '--name', 'keys', '--credits', '0'], env)) as { account: { id: string }; apiKey: string };
+  it("lists an account's keys and revokes one: it gets 401 within a second, the other key keeps working", async () => {
+    const created = (await accountsCommand(['create', '--name', 'keys', '--credits', '0'], env)) as {
+      account: { id: string };
+      apiKey: string;
+    };
     const second = (await accountsCommand(['add-key', created.account.id], env)) as { apiKey: string };
-    const listed = (await accountsCommand(['keys', created.account.id], env)) as { keys: { keyId: string; revokedAt?: string }[] };
+    const listed = (await accountsCommand(['keys', created.account.id], env)) as {
+      keys: { keyId: string; revokedAt?: string }[];
+    };
     expect(listed.keys).toHaveLength(2);
     expect((await call('GET', '/api/v1/balance', second.apiKey)).status).toBe(200);
     const { createHash } = await import('node:crypto');
     const secondId = createHash('sha256').update(second.apiKey).digest('hex').slice(0, 16);
     expect(listed.keys.map((k) => k.keyId)).toContain(secondId);
-    expect(await accountsCommand(['revoke-key', created.account.id, secondId], env)).toEqual({ accountId: created.account.id, keyId: secondId, revoked: true });
+    expect(await accountsCommand(['revoke-key', created.account.id, secondId], env)).toEqual({
+      accountId: created.account.id,
+      keyId: secondId,
+      revoked: true,
+    });
     // The gateway holds the key in memory; its watch of the key records brings the revocation (docs/operations.md, "Polling from memory").
     const revokedAt = Date.now();
-    const revoked = await waitFor('the revoked key to be refused', async () => {
-      const reply = await call('GET', '/api/v1/balance', second.apiKey);
-      return reply.status === 401 ? reply : undefined;
-    }, 5_000, 20);
+    const revoked = await waitFor(
+      'the revoked key to be refused',
+      async () => {
+        const reply = await call('GET', '/api/v1/balance', second.apiKey);
+        return reply.status === 401 ? reply : undefined;
+      },
+      5_000,
+      20,
+    );
     expect(Date.now() - revokedAt).toBeLessThan(1000);
-    expect([revoked.status, revoked.headers.get('www-authenticate')]).toEqual([401, 'Bearer realm="media-worker", error="invalid_token"']);
+    expect([revoked.status, revoked.headers.get('www-authenticate')]).toEqual([
+      401,
+      'Bearer realm="media-worker", error="invalid_token"',
+    ]);
     expect((await call('GET', '/api/v1/balance', created.apiKey)).status).toBe(200);
-    const after = (await accountsCommand(['keys', created.account.id], env)) as { keys: { keyId: string; revokedAt?: string }[] };
+    const after = (await accountsCommand(['keys', created.account.id], env)) as {
+      keys: { keyId: string; revokedAt?: string }[];
+    };
     expect(after.keys.find((k) => k.keyId === secondId)?.revokedAt).toEqual(expect.any(String));
   });
 
-  it('keeps query strings (a key sent as ?api_key=, a link\'s sig) out of the logs', async () => {
+  it("keeps query strings (a key sent as ?api_key=, a link's sig) out of the logs", async () => {
     await call('GET', '/api/v1/balance?api_key=mwk_leaked_in_query_123', null);
     const link = signedPath('/results/image/file.png', Date.now() + 60_000);
     await fetch(`${gateway.url}${link}`).then((r) => r.arrayBuffer());
     // Both requests' log lines come through the gateway process's pipe, which may trail the answers:
     // waited for, so that the absences below are checked on lines that are there.
-    await waitFor('both requests in the log', () => gateway.output().includes('/api/v1/balance?[redacted]') && gateway.output().includes('/results/image/file.png'), 10_000);
+    await waitFor(
+      'both requests in the log',
+      () =>
+        gateway.output().includes('/api/v1/balance?[redacted]') && gateway.output().includes('/results/image/file.png'),
+      10_000,
+    );
     expect(gateway.output()).not.toContain('mwk_leaked_in_query_123');
     expect(gateway.output()).not.toContain(new URL(link, gateway.url).searchParams.get('sig')!);
     expect(gateway.output()).toContain('/api/v1/balance?[redacted]');
@@ -359,24 +469,51 @@ describe('the OpenAPI document', () => {
     const client = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${key}` } });
     // The document declares Idempotency-Key, so the generated client sends one; the retry is the first answer.
     const once = { header: { 'idempotency-key': crypto.randomUUID() } };
-    const submitted = await client.POST('/api/v1/tools/upscale-image', { params: once, body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' } });
+    const submitted = await client.POST('/api/v1/tools/upscale-image', {
+      params: once,
+      body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' },
+    });
     expect(submitted.response.status).toBe(200);
     const accepted = submitted.data!.data;
-    const retried = await client.POST('/api/v1/tools/upscale-image', { params: once, body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' } });
-    expect([retried.response.status, retried.response.headers.get('idempotent-replayed'), retried.data?.data.id]).toEqual([200, 'true', accepted.id]);
-    expect(accepted.input).toEqual({ image_url: `${mediaUrl}/small.png`, upscale_factor: '2', detected_dimensions: '40×27', output_tier: '24mp' });
+    const retried = await client.POST('/api/v1/tools/upscale-image', {
+      params: once,
+      body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' },
+    });
+    expect([
+      retried.response.status,
+      retried.response.headers.get('idempotent-replayed'),
+      retried.data?.data.id,
+    ]).toEqual([200, 'true', accepted.id]);
+    expect(accepted.input).toEqual({
+      image_url: `${mediaUrl}/small.png`,
+      upscale_factor: '2',
+      detected_dimensions: '40×27',
+      output_tier: '24mp',
+    });
     expect([accepted.creditsUsed, accepted.creditsRemaining]).toEqual([20, 80]);
     // The document's link: GET /api/v1/tasks/{id} with the returned data.id.
     const polled = await client.GET('/api/v1/tasks/{id}', { params: { path: { id: accepted.id } } });
     expect(polled.data?.data).toMatchObject({ id: accepted.id, model: 'vendor-image-upscale' });
-    const music = await client.POST('/api/v1/generate', { body: { model: 'vendor-v5-generate-music', input: { custom_mode: true, title: 't', style: 's', instrumental: true, negative_tags: 'x'.repeat(1001) } } });
+    const music = await client.POST('/api/v1/generate', {
+      body: {
+        model: 'vendor-v5-generate-music',
+        input: { custom_mode: true, title: 't', style: 's', instrumental: true, negative_tags: 'x'.repeat(1001) },
+      },
+    });
     expect([music.response.status, music.error?.error.code]).toEqual([400, 'INVALID_JOB']);
     // Lyrics unless instrumental: the document's types refuse this body, and so does the gateway.
-    // @ts-expect-error custom mode, not instrumental, without lyrics
-    const noLyrics = await client.POST('/api/v1/generate', { body: { model: 'vendor-v5-generate-music', input: { custom_mode: true, title: 't', style: 's' } } });
+    const noLyrics = await client.POST('/api/v1/generate', {
+      // @ts-expect-error custom mode, not instrumental, without lyrics
+      body: { model: 'vendor-v5-generate-music', input: { custom_mode: true, title: 't', style: 's' } },
+    });
     expect([noLyrics.response.status, noLyrics.error?.error.code]).toEqual([400, 'MISSING_LYRICS']);
-    const broke = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${await newAccount(0)}` } });
-    const poor = await broke.POST('/api/v1/tools/upscale-video', { body: { video_url: `${mediaUrl}/clip.mp4`, upscale_factor: '4' } });
+    const broke = createClient<paths>({
+      baseUrl: gateway.url,
+      headers: { authorization: `Bearer ${await newAccount(0)}` },
+    });
+    const poor = await broke.POST('/api/v1/tools/upscale-video', {
+      body: { video_url: `${mediaUrl}/clip.mp4`, upscale_factor: '4' },
+    });
     expect([poor.response.status, poor.error?.error.code]).toEqual([402, 'INSUFFICIENT_CREDITS']);
     const balance = await client.GET('/api/v1/balance');
     expect(balance.data?.data.credits).toBe(80);
@@ -384,25 +521,41 @@ describe('the OpenAPI document', () => {
     expect(history.data?.data.tasks.map((t) => t.id)).toEqual([accepted.id]);
   });
 
-  it('drives the peers\' endpoints with the generated client: estimate charges nothing, usage reconciles, cancel answers typed errors', async () => {
+  it("drives the peers' endpoints with the generated client: estimate charges nothing, usage reconciles, cancel answers typed errors", async () => {
     await freshWindow();
     const key = await newAccount(100);
     const client = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${key}` } });
-    const estimate = await client.POST('/api/v1/estimate', { body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' } });
-    expect(estimate.data?.data).toMatchObject({ model: 'vendor-image-upscale', creditsUsed: 20, balance: 100, sufficient: true, input: { detected_dimensions: '40×27' } });
+    const estimate = await client.POST('/api/v1/estimate', {
+      body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' },
+    });
+    expect(estimate.data?.data).toMatchObject({
+      model: 'vendor-image-upscale',
+      creditsUsed: 20,
+      balance: 100,
+      sufficient: true,
+      input: { detected_dimensions: '40×27' },
+    });
     expect((await client.GET('/api/v1/balance')).data?.data.credits).toBe(100);
     const refused = await client.POST('/api/v1/estimate', { body: { image_url: 'file:///etc/passwd' } });
     expect([refused.response.status, refused.error?.error.code]).toEqual([400, 'INVALID_URL']);
 
-    const submitted = await client.POST('/api/v1/tools/upscale-image', { body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' } });
+    const submitted = await client.POST('/api/v1/tools/upscale-image', {
+      body: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' },
+    });
     const id = submitted.data!.data.id;
     const usage = await client.GET('/api/v1/usage', { params: { query: { limit: 10 } } });
-    expect(usage.data?.data.movements.map((m) => [m.type, m.credits, m.taskId])).toEqual([['open', 100, undefined], ['debit', -20, id]]);
+    expect(usage.data?.data.movements.map((m) => [m.type, m.credits, m.taskId])).toEqual([
+      ['open', 100, undefined],
+      ['debit', -20, id],
+    ]);
     expect(usage.data?.data.nextCursor).toBeNull();
 
     const unknown = await client.POST('/api/v1/tasks/{id}/cancel', { params: { path: { id: 't_not_a_task' } } });
     expect([unknown.response.status, unknown.error?.error.code]).toEqual([404, 'TASK_NOT_FOUND']);
-    const stranger = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${await newAccount(10)}` } });
+    const stranger = createClient<paths>({
+      baseUrl: gateway.url,
+      headers: { authorization: `Bearer ${await newAccount(10)}` },
+    });
     const foreign = await stranger.POST('/api/v1/tasks/{id}/cancel', { params: { path: { id } } });
     expect([foreign.response.status, foreign.error?.error.code]).toEqual([404, 'TASK_NOT_FOUND']);
     // Once the image has run, a cancel is 409 and the charge stays.

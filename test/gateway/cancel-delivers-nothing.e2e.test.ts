@@ -26,7 +26,21 @@ const e2e = useGatewayE2e({
     // Large enough that an x2 upscale runs for seconds on the CPU: the cancels land inside it.
     const photo = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(72, 48).png().toBuffer();
     const video = path.join(dir, 'clip.mp4');
-    await promisify(execFile)('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=size=48x32:rate=10', '-t', '1', '-c:v', 'libx264', '-pix_fmt', 'yuv420p', video]);
+    await promisify(execFile)('ffmpeg', [
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc=size=48x32:rate=10',
+      '-t',
+      '1',
+      '-c:v',
+      'libx264',
+      '-pix_fmt',
+      'yuv420p',
+      video,
+    ]);
     return { '/photo.png': photo, '/clip.mp4': await readFile(video) };
   },
   env: { WORKER_CONCURRENCY: 'image=1,video=1,lipsync=0,music=0,music-video=0' },
@@ -48,7 +62,8 @@ async function leftovers(id: string): Promise<{ dirs: string[]; ffmpeg: string[]
   for (const pid of await readdir('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmdline.includes('ffmpeg') && cmdline.includes(tmp) && cmdline.includes(id)) ffmpeg.push(cmdline.replaceAll('\0', ' '));
+    if (cmdline.includes('ffmpeg') && cmdline.includes(tmp) && cmdline.includes(id))
+      ffmpeg.push(cmdline.replaceAll('\0', ' '));
   }
   return { dirs, ffmpeg };
 }
@@ -71,8 +86,14 @@ interface Tried {
 async function submit(account: Account, kind: 'image' | 'video'): Promise<string> {
   const submitted =
     kind === 'image'
-      ? await e2e.api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${e2e.mediaUrl}/photo.png`, upscale_factor: '2' })
-      : await e2e.api('POST', '/api/v1/tools/upscale-video', account.key, { video_url: `${e2e.mediaUrl}/clip.mp4`, upscale_factor: '2' });
+      ? await e2e.api('POST', '/api/v1/tools/upscale-image', account.key, {
+          image_url: `${e2e.mediaUrl}/photo.png`,
+          upscale_factor: '2',
+        })
+      : await e2e.api('POST', '/api/v1/tools/upscale-video', account.key, {
+          video_url: `${e2e.mediaUrl}/clip.mp4`,
+          upscale_factor: '2',
+        });
   expect(submitted.status, JSON.stringify(submitted.body)).toBe(200);
   return submitted.body.data?.id ?? '';
 }
@@ -81,7 +102,12 @@ async function submit(account: Account, kind: 'image' | 'video'): Promise<string
 async function runTime(account: Account, kind: 'image' | 'video'): Promise<number> {
   const started = Date.now();
   const id = await submit(account, kind);
-  await waitFor(`the ${kind} task to complete`, async () => (await e2e.api('GET', `/api/v1/tasks/${id}`, account.key)).body.data?.['status'] === 'completed', 120_000, 50);
+  await waitFor(
+    `the ${kind} task to complete`,
+    async () => (await e2e.api('GET', `/api/v1/tasks/${id}`, account.key)).body.data?.['status'] === 'completed',
+    120_000,
+    50,
+  );
   expect(await filesIn(resultsOf(kind, id))).not.toEqual([]);
   return Date.now() - started;
 }
@@ -96,10 +122,15 @@ async function cancelAt(account: Account, kind: 'image' | 'video', delayMs: numb
   else expect(cancel.body.error?.code).toBe('TASK_NOT_PENDING');
   await waitFor('the worker to let go of the job', workerIdle, 60_000, 100);
   // The pipeline stops at its next step (a tile, a frame batch; ffmpeg is killed): then its work folder goes.
-  const left = await waitFor('the pipeline to stop', async () => {
-    const l = await leftovers(id);
-    return l.dirs.length === 0 && l.ffmpeg.length === 0 ? l : undefined;
-  }, 60_000, 100).catch(() => leftovers(id));
+  const left = await waitFor(
+    'the pipeline to stop',
+    async () => {
+      const l = await leftovers(id);
+      return l.dirs.length === 0 && l.ffmpeg.length === 0 ? l : undefined;
+    },
+    60_000,
+    100,
+  ).catch(() => leftovers(id));
   // Whatever it stored on its way out is gone by now.
   await sleep(300);
   const afterwards = await filesIn(resultsOf(kind, id));
@@ -107,22 +138,34 @@ async function cancelAt(account: Account, kind: 'image' | 'video', delayMs: numb
 }
 
 describe('a cancelled upscale delivers nothing', () => {
-  it.each(['image', 'video'] as const)('%s: a cancel that wins leaves no result, no work folder and no ffmpeg, at every point of the run', async (kind) => {
-    const account = await e2e.newAccount(100_000);
-    // Timed warm: the first run also opens the network's session, and cancels spread over a cold
-    // run's length would mostly land after warm runs finished (seen under a loaded full suite).
-    await runTime(account, kind);
-    // The shorter of two warm runs: one slowed by a busy moment (the suite runs files side by side)
-    // would spread the cancels past the end of the runs that follow.
-    const fullMs = Math.min(await runTime(account, kind), await runTime(account, kind));
-    const tried: Tried[] = [];
-    // From before the worker takes it to the moment it completes, and a little after.
-    for (const share of [0, 0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 0.97, 1.1]) tried.push(await cancelAt(account, kind, Math.round(share * fullMs)));
-    const wins = tried.filter((t) => t.won);
-    // Most cancels land while the job runs (the last ones may come after it finished).
-    expect(wins.length, JSON.stringify(tried)).toBeGreaterThanOrEqual(5);
-    for (const t of wins) expect(t, `cancelled after ${t.delayMs} ms of a ${fullMs} ms run: ${JSON.stringify(tried)}`).toMatchObject({ atAnswer: [], afterwards: [], dirs: [], ffmpeg: [] });
-    // A cancel that came too late left the completed task its result.
-    for (const t of tried.filter((x) => !x.won)) expect(t.afterwards.length, `completed before the cancel at ${t.delayMs} ms`).toBeGreaterThan(0);
-  }, 600_000);
+  it.each(['image', 'video'] as const)(
+    '%s: a cancel that wins leaves no result, no work folder and no ffmpeg, at every point of the run',
+    async (kind) => {
+      const account = await e2e.newAccount(100_000);
+      // Timed warm: the first run also opens the network's session, and cancels spread over a cold
+      // run's length would mostly land after warm runs finished (seen under a loaded full suite).
+      await runTime(account, kind);
+      // The shorter of two warm runs: one slowed by a busy moment (the suite runs files side by side)
+      // would spread the cancels past the end of the runs that follow.
+      const fullMs = Math.min(await runTime(account, kind), await runTime(account, kind));
+      const tried: Tried[] = [];
+      // From before the worker takes it to the moment it completes, and a little after.
+      for (const share of [0, 0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 0.97, 1.1])
+        tried.push(await cancelAt(account, kind, Math.round(share * fullMs)));
+      const wins = tried.filter((t) => t.won);
+      // Most cancels land while the job runs (the last ones may come after it finished).
+      expect(wins.length, JSON.stringify(tried)).toBeGreaterThanOrEqual(5);
+      for (const t of wins)
+        expect(t, `cancelled after ${t.delayMs} ms of a ${fullMs} ms run: ${JSON.stringify(tried)}`).toMatchObject({
+          atAnswer: [],
+          afterwards: [],
+          dirs: [],
+          ffmpeg: [],
+        });
+      // A cancel that came too late left the completed task its result.
+      for (const t of tried.filter((x) => !x.won))
+        expect(t.afterwards.length, `completed before the cancel at ${t.delayMs} ms`).toBeGreaterThan(0);
+    },
+    600_000,
+  );
 });

@@ -35,9 +35,18 @@ const media: Record<string, string> = {};
 beforeAll(async () => {
   ({ dir, cleanup } = await makeTempDir('contract-snapshot'));
   media['clip'] = await makeClip(path.join(dir, 'clip.mp4'), { seconds: 3.2, rate: 25 });
-  media['clipWithSound'] = await makeClip(path.join(dir, 'sound.mov'), { seconds: 2, rate: 30, audio: true, extra: ['-c:a', 'aac'] });
+  media['clipWithSound'] = await makeClip(path.join(dir, 'sound.mov'), {
+    seconds: 2,
+    rate: 30,
+    audio: true,
+    extra: ['-c:a', 'aac'],
+  });
   media['long'] = await makeClip(path.join(dir, 'long.mp4'), { seconds: 61, rate: 5 });
-  media['webm'] = await makeClip(path.join(dir, 'clip.webm'), { seconds: 1, rate: 10, codec: ['-c:v', 'libvpx', '-deadline', 'realtime'] });
+  media['webm'] = await makeClip(path.join(dir, 'clip.webm'), {
+    seconds: 1,
+    rate: 10,
+    codec: ['-c:v', 'libvpx', '-deadline', 'realtime'],
+  });
   media['tone'] = await makeTone(path.join(dir, 'tone.mp3'), [], 2);
   media['longTone'] = await makeTone(path.join(dir, 'long.wav'), [], 5);
   media['photo'] = path.join(PHOTOS, 'chelsea.png');
@@ -86,20 +95,24 @@ const at = (node: unknown, ...keys: string[]): Json => keys.reduce((n, k) => (n 
 const CORRECTIONS: { why: string; apply(doc: Json): Promise<void> | void }[] = [
   {
     why: 'point 1: the lip-sync result is closed, so a video upscale result (type "video" too) matches one branch of the task\'s result oneOf',
-    apply: (doc) => eachObject(doc, (o) => {
-      if (o['title'] === 'LipsyncResult') o['additionalProperties'] = false;
-    }),
+    apply: (doc) =>
+      eachObject(doc, (o) => {
+        if (o['title'] === 'LipsyncResult') o['additionalProperties'] = false;
+      }),
   },
   {
     why: 'point 2: input and webhook URLs follow the API\'s rule (an https URL with a host), not just "starts with https://"',
-    apply: (doc) => eachObject(doc, (o) => {
-      if (o['pattern'] === '^https://') o['pattern'] = HTTPS_URL_PATTERN;
-    }),
+    apply: (doc) =>
+      eachObject(doc, (o) => {
+        if (o['pattern'] === '^https://') o['pattern'] = HTTPS_URL_PATTERN;
+      }),
   },
   {
-    why: 'point 3: the estimate\'s body is the submissions\' union ({model, input} of every kind, lip-sync\'s as a new component, or a tool body), no longer any object',
+    why: "point 3: the estimate's body is the submissions' union ({model, input} of every kind, lip-sync's as a new component, or a tool body), no longer any object",
     async apply(doc) {
-      const corrected = JSON.parse(await readFile(path.join(SNAPSHOT_DIR, 'corrections', 'estimate-body.json'), 'utf8')) as Json;
+      const corrected = JSON.parse(
+        await readFile(path.join(SNAPSHOT_DIR, 'corrections', 'estimate-body.json'), 'utf8'),
+      ) as Json;
       at(doc, 'components', 'schemas')['EstimateLipsync'] = corrected['EstimateLipsync'];
       const body = at(doc, 'paths', '/api/v1/estimate', 'post', 'requestBody');
       at(body, 'content', 'application/json')['schema'] = corrected['schema'];
@@ -107,28 +120,44 @@ const CORRECTIONS: { why: string; apply(doc: Json): Promise<void> | void }[] = [
     },
   },
   {
-    why: 'point 4: an upload\'s url is described as the link to submit (http:// in a one-host set-up without TLS, which the input patterns then take)',
+    why: "point 4: an upload's url is described as the link to submit (http:// in a one-host set-up without TLS, which the input patterns then take)",
     apply(doc) {
-      const data = at(doc, 'paths', '/api/v1/uploads', 'post', 'responses', '201', 'content', 'application/json', 'schema', 'properties', 'data', 'properties');
+      const data = at(
+        doc,
+        'paths',
+        '/api/v1/uploads',
+        'post',
+        'responses',
+        '201',
+        'content',
+        'application/json',
+        'schema',
+        'properties',
+        'data',
+        'properties',
+      );
       data['url'] = {
         type: 'string',
         format: 'uri',
-        description: 'a signed, expiring link under this gateway\'s public address, to submit as an input URL (http:// in a one-host set-up without TLS: the input URL patterns of this document then take it)',
+        description:
+          "a signed, expiring link under this gateway's public address, to submit as an input URL (http:// in a one-host set-up without TLS: the input URL patterns of this document then take it)",
       };
     },
   },
   {
-    why: 'issue 55, item 3: the error lists are read from the one code -> status table (src/gateway/errors.ts), in its order; ' +
+    why:
+      'issue 55, item 3: the error lists are read from the one code -> status table (src/gateway/errors.ts), in its order; ' +
       '429 gains TOO_MANY_STREAMS, which the live-events route answers; nothing else is added or dropped',
-    apply: (doc) => eachObject(doc, (o, key) => {
-      if (typeof o['description'] !== 'string' || !o['description'].startsWith('Error: ')) return;
-      const codes = o['description'].slice('Error: '.length).split(', ');
-      if (codes.includes('RATE_LIMITED') && !codes.includes('TOO_MANY_STREAMS')) codes.push('TOO_MANY_STREAMS');
-      const tableOrder = Object.keys(HTTP_ERROR_STATUS);
-      codes.sort((a, b) => tableOrder.indexOf(a) - tableOrder.indexOf(b));
-      o['description'] = `Error: ${codes.join(', ')}`;
-      if (key === 'schema') at(o, 'properties', 'error', 'properties', 'code')['enum'] = codes;
-    }),
+    apply: (doc) =>
+      eachObject(doc, (o, key) => {
+        if (typeof o['description'] !== 'string' || !o['description'].startsWith('Error: ')) return;
+        const codes = o['description'].slice('Error: '.length).split(', ');
+        if (codes.includes('RATE_LIMITED') && !codes.includes('TOO_MANY_STREAMS')) codes.push('TOO_MANY_STREAMS');
+        const tableOrder = Object.keys(HTTP_ERROR_STATUS);
+        codes.sort((a, b) => tableOrder.indexOf(a) - tableOrder.indexOf(b));
+        o['description'] = `Error: ${codes.join(', ')}`;
+        if (key === 'schema') at(o, 'properties', 'error', 'properties', 'code')['enum'] = codes;
+      }),
   },
 ];
 
@@ -169,29 +198,83 @@ const REFUSED_JOBS: [string, unknown][] = [
   ['input not an object', { model: 'vendor-image-upscale', input: [] }],
   ['image: nothing', { model: 'vendor-image-upscale', input: {} }],
   ['image: blank url', { model: 'vendor-image-upscale', input: { image_url: '  ', upscale_factor: 'x' } }],
-  ['image: factor a number', { model: 'vendor-image-upscale', input: { image_url: https('a.png'), upscale_factor: 2 } }],
+  [
+    'image: factor a number',
+    { model: 'vendor-image-upscale', input: { image_url: https('a.png'), upscale_factor: 2 } },
+  ],
   ['image: factor 3', { model: 'vendor-image-upscale', input: { image_url: https('a.png'), upscale_factor: '3' } }],
   ['video: nothing', { model: 'vendor-video-upscale', input: { upscale_factor: 'x', hdr: 'x' } }],
-  ['video: factor', { model: 'vendor-video-upscale', input: { video_url: https('a.mp4'), upscale_factor: 'x', hdr: 'x' } }],
+  [
+    'video: factor',
+    { model: 'vendor-video-upscale', input: { video_url: https('a.mp4'), upscale_factor: 'x', hdr: 'x' } },
+  ],
   ['video: hdr', { model: 'vendor-video-upscale', input: { video_url: https('a.mp4'), hdr: 'bright' } }],
   ['lipsync: nothing', { model: 'vendor-lipsync-2', input: { sync_mode: 'x', active_speaker: 'x' } }],
   ['lipsync: audio', { model: 'vendor-lipsync-2-pro', input: { video_url: https('a.mp4'), sync_mode: 'x' } }],
-  ['lipsync: sync mode', { model: 'vendor-lipsync-3', input: { video_url: https('a.mp4'), audio_url: https('a.mp3'), sync_mode: 'x', active_speaker: 'x' } }],
-  ['lipsync: active speaker', { model: 'vendor-lipsync-2', input: { video_url: https('a.mp4'), audio_url: https('a.mp3'), active_speaker: 'x', hdr: 'x' } }],
-  ['lipsync: hdr', { model: 'vendor-lipsync-2', input: { video_url: https('a.mp4'), audio_url: https('a.mp3'), hdr: 'x' } }],
+  [
+    'lipsync: sync mode',
+    {
+      model: 'vendor-lipsync-3',
+      input: { video_url: https('a.mp4'), audio_url: https('a.mp3'), sync_mode: 'x', active_speaker: 'x' },
+    },
+  ],
+  [
+    'lipsync: active speaker',
+    {
+      model: 'vendor-lipsync-2',
+      input: { video_url: https('a.mp4'), audio_url: https('a.mp3'), active_speaker: 'x', hdr: 'x' },
+    },
+  ],
+  [
+    'lipsync: hdr',
+    { model: 'vendor-lipsync-2', input: { video_url: https('a.mp4'), audio_url: https('a.mp3'), hdr: 'x' } },
+  ],
   ['music: custom mode not a boolean', { model: 'vendor-v5-generate-music', input: { custom_mode: 'yes' } }],
   ['music: instrumental not a boolean', { model: 'vendor-v5-generate-music', input: { instrumental: 'yes' } }],
   ['music: no prompt', { model: 'vendor-v5-generate-music', input: {} }],
   ['music: prompt too long', { model: 'vendor-v5-generate-music', input: { prompt: 'p'.repeat(501) } }],
   ['music: custom, nothing', { model: 'vendor-v5-generate-music', input: { custom_mode: true } }],
-  ['music: style too long', { model: 'vendor-v5-generate-music', input: { custom_mode: true, style: 's'.repeat(1001) } }],
+  [
+    'music: style too long',
+    { model: 'vendor-v5-generate-music', input: { custom_mode: true, style: 's'.repeat(1001) } },
+  ],
   ['music: no title', { model: 'vendor-v5-generate-music', input: { custom_mode: true, style: 'jazz' } }],
-  ['music: title too long', { model: 'vendor-v5-generate-music', input: { custom_mode: true, style: 'jazz', title: '🎵'.repeat(81) } }],
-  ['music: no lyrics', { model: 'vendor-v5-generate-music', input: { custom_mode: true, style: 'jazz', title: 'Rain' } }],
-  ['music: lyrics too long', { model: 'vendor-v5-generate-music', input: { custom_mode: true, style: 'jazz', title: 'Rain', lyrics: 'l'.repeat(5001) } }],
-  ['music: instrumental lyrics not a string', { model: 'vendor-v5-generate-music', input: { custom_mode: true, style: 'jazz', title: 'Rain', instrumental: true, lyrics: 3 } }],
-  ['music: vocal gender', { model: 'vendor-v5-generate-music', input: { custom_mode: true, style: 'jazz', title: 'Rain', lyrics: 'la', vocal_gender: 'x', negative_tags: 5 } }],
-  ['music: negative tags', { model: 'vendor-v5-generate-music', input: { custom_mode: true, style: 'jazz', title: 'Rain', lyrics: 'la', negative_tags: 'n'.repeat(1001) } }],
+  [
+    'music: title too long',
+    { model: 'vendor-v5-generate-music', input: { custom_mode: true, style: 'jazz', title: '🎵'.repeat(81) } },
+  ],
+  [
+    'music: no lyrics',
+    { model: 'vendor-v5-generate-music', input: { custom_mode: true, style: 'jazz', title: 'Rain' } },
+  ],
+  [
+    'music: lyrics too long',
+    {
+      model: 'vendor-v5-generate-music',
+      input: { custom_mode: true, style: 'jazz', title: 'Rain', lyrics: 'l'.repeat(5001) },
+    },
+  ],
+  [
+    'music: instrumental lyrics not a string',
+    {
+      model: 'vendor-v5-generate-music',
+      input: { custom_mode: true, style: 'jazz', title: 'Rain', instrumental: true, lyrics: 3 },
+    },
+  ],
+  [
+    'music: vocal gender',
+    {
+      model: 'vendor-v5-generate-music',
+      input: { custom_mode: true, style: 'jazz', title: 'Rain', lyrics: 'la', vocal_gender: 'x', negative_tags: 5 },
+    },
+  ],
+  [
+    'music: negative tags',
+    {
+      model: 'vendor-v5-generate-music',
+      input: { custom_mode: true, style: 'jazz', title: 'Rain', lyrics: 'la', negative_tags: 'n'.repeat(1001) },
+    },
+  ],
 ];
 
 /** The flat bodies of the tool endpoints, refused. */
@@ -204,9 +287,21 @@ const REFUSED_TOOL_BODIES: [string, string, unknown][] = [
   ['upscale-video', 'hdr', { video_url: https('a.mp4'), hdr: 1 }],
   ['lipsync', 'nothing', { model: 'x' }],
   ['lipsync', 'no audio', { video_url: https('a.mp4'), model: 'x' }],
-  ['lipsync', 'sync mode before model', { video_url: https('a.mp4'), audio_url: https('a.mp3'), sync_mode: 'x', model: 'x' }],
-  ['lipsync', 'model', { video_url: https('a.mp4'), audio_url: https('a.mp3'), model: 'vendor-lipsync-9', active_speaker: 1 }],
-  ['lipsync', 'active speaker', { video_url: https('a.mp4'), audio_url: https('a.mp3'), model: 'vendor-lipsync-3', active_speaker: 1 }],
+  [
+    'lipsync',
+    'sync mode before model',
+    { video_url: https('a.mp4'), audio_url: https('a.mp3'), sync_mode: 'x', model: 'x' },
+  ],
+  [
+    'lipsync',
+    'model',
+    { video_url: https('a.mp4'), audio_url: https('a.mp3'), model: 'vendor-lipsync-9', active_speaker: 1 },
+  ],
+  [
+    'lipsync',
+    'active speaker',
+    { video_url: https('a.mp4'), audio_url: https('a.mp3'), model: 'vendor-lipsync-3', active_speaker: 1 },
+  ],
 ];
 
 /** Jobs quoted on real media (local paths, as `media-worker quote` takes them): replies and refusals. */
@@ -214,12 +309,27 @@ function quotedJobs(): [string, unknown][] {
   const m = media;
   const jobs: [string, unknown][] = [];
   for (const photo of ['astronaut.png', 'chelsea.png', 'coffee.png']) {
-    for (const factor of ['1', '2', '4']) jobs.push([`image ${photo} x${factor}`, { model: 'vendor-image-upscale', input: { image_url: path.join(PHOTOS, photo), upscale_factor: factor } }]);
+    for (const factor of ['1', '2', '4'])
+      jobs.push([
+        `image ${photo} x${factor}`,
+        { model: 'vendor-image-upscale', input: { image_url: path.join(PHOTOS, photo), upscale_factor: factor } },
+      ]);
   }
-  for (const factor of ['1', '2', '4']) jobs.push([`image 3500x2000 x${factor}`, { model: 'vendor-image-upscale', input: { image_url: m['large'], upscale_factor: factor } }]);
+  for (const factor of ['1', '2', '4'])
+    jobs.push([
+      `image 3500x2000 x${factor}`,
+      { model: 'vendor-image-upscale', input: { image_url: m['large'], upscale_factor: factor } },
+    ]);
   jobs.push(['image: a video', { model: 'vendor-image-upscale', input: { image_url: m['clip'] } }]);
-  jobs.push(['image: a missing file', { model: 'vendor-image-upscale', input: { image_url: path.join(dir, 'missing.png') } }]);
-  for (const factor of ['1', '2', '4']) jobs.push([`video x${factor}`, { model: 'vendor-video-upscale', input: { video_url: m['clip'], upscale_factor: factor } }]);
+  jobs.push([
+    'image: a missing file',
+    { model: 'vendor-image-upscale', input: { image_url: path.join(dir, 'missing.png') } },
+  ]);
+  for (const factor of ['1', '2', '4'])
+    jobs.push([
+      `video x${factor}`,
+      { model: 'vendor-video-upscale', input: { video_url: m['clip'], upscale_factor: factor } },
+    ]);
   jobs.push(['video with sound', { model: 'vendor-video-upscale', input: { video_url: m['clipWithSound'] } }]);
   jobs.push(['video: 61 s', { model: 'vendor-video-upscale', input: { video_url: m['long'] } }]);
   jobs.push(['video: WebM', { model: 'vendor-video-upscale', input: { video_url: m['webm'] } }]);
@@ -229,15 +339,52 @@ function quotedJobs(): [string, unknown][] {
     jobs.push([`lipsync ${model}`, { model, input: { video_url: m['clip'], audio_url: m['tone'] } }]);
   }
   for (const sync_mode of ['cut_off', 'loop', 'bounce', 'silence', 'remap']) {
-    jobs.push([`lipsync ${sync_mode}, longer audio`, { model: 'vendor-lipsync-2', input: { video_url: m['webm'], audio_url: m['longTone'], sync_mode, active_speaker: true } }]);
+    jobs.push([
+      `lipsync ${sync_mode}, longer audio`,
+      {
+        model: 'vendor-lipsync-2',
+        input: { video_url: m['webm'], audio_url: m['longTone'], sync_mode, active_speaker: true },
+      },
+    ]);
   }
-  jobs.push(['lipsync: 61 s video', { model: 'vendor-lipsync-2', input: { video_url: m['long'], audio_url: m['tone'] } }]);
-  jobs.push(['lipsync: MKV-less video as audio', { model: 'vendor-lipsync-2', input: { video_url: m['clip'], audio_url: m['clip'] } }]);
-  jobs.push(['lipsync: a photo as video', { model: 'vendor-lipsync-2', input: { video_url: m['photo'], audio_url: m['tone'] } }]);
-  jobs.push(['lipsync: MOV video, its own sound', { model: 'vendor-lipsync-2-pro', input: { video_url: m['clipWithSound'], audio_url: m['clipWithSound'] } }]);
+  jobs.push([
+    'lipsync: 61 s video',
+    { model: 'vendor-lipsync-2', input: { video_url: m['long'], audio_url: m['tone'] } },
+  ]);
+  jobs.push([
+    'lipsync: MKV-less video as audio',
+    { model: 'vendor-lipsync-2', input: { video_url: m['clip'], audio_url: m['clip'] } },
+  ]);
+  jobs.push([
+    'lipsync: a photo as video',
+    { model: 'vendor-lipsync-2', input: { video_url: m['photo'], audio_url: m['tone'] } },
+  ]);
+  jobs.push([
+    'lipsync: MOV video, its own sound',
+    { model: 'vendor-lipsync-2-pro', input: { video_url: m['clipWithSound'], audio_url: m['clipWithSound'] } },
+  ]);
   jobs.push(['music simple', { model: 'vendor-v5-generate-music', input: { prompt: 'a calm piano piece' } }]);
-  jobs.push(['music custom', { model: 'vendor-v5-generate-music', input: { custom_mode: true, title: 'Rain', style: 'jazz', lyrics: '[Verse] la', vocal_gender: 'f', negative_tags: 'metal' } }]);
-  jobs.push(['music custom instrumental', { model: 'vendor-v5-generate-music', input: { custom_mode: true, title: 'Rain', style: 'jazz', instrumental: true } }]);
+  jobs.push([
+    'music custom',
+    {
+      model: 'vendor-v5-generate-music',
+      input: {
+        custom_mode: true,
+        title: 'Rain',
+        style: 'jazz',
+        lyrics: '[Verse] la',
+        vocal_gender: 'f',
+        negative_tags: 'metal',
+      },
+    },
+  ]);
+  jobs.push([
+    'music custom instrumental',
+    {
+      model: 'vendor-v5-generate-music',
+      input: { custom_mode: true, title: 'Rain', style: 'jazz', instrumental: true },
+    },
+  ]);
   return jobs;
 }
 
@@ -259,8 +406,14 @@ describe('the contract as it was before the kinds moved (issue 37)', () => {
     if (UPDATE) {
       await mkdir(path.join(SNAPSHOT_DIR, 'corrections'), { recursive: true });
       await writeFile(file, `${JSON.stringify(doc, null, 2)}\n`);
-      const estimate = { EstimateLipsync: at(doc, 'components', 'schemas', 'EstimateLipsync'), schema: at(doc, 'paths', '/api/v1/estimate', 'post', 'requestBody', 'content', 'application/json', 'schema') };
-      await writeFile(path.join(SNAPSHOT_DIR, 'corrections', 'estimate-body.json'), `${JSON.stringify(estimate, null, 2)}\n`);
+      const estimate = {
+        EstimateLipsync: at(doc, 'components', 'schemas', 'EstimateLipsync'),
+        schema: at(doc, 'paths', '/api/v1/estimate', 'post', 'requestBody', 'content', 'application/json', 'schema'),
+      };
+      await writeFile(
+        path.join(SNAPSHOT_DIR, 'corrections', 'estimate-body.json'),
+        `${JSON.stringify(estimate, null, 2)}\n`,
+      );
     }
     const expected = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
     for (const correction of CORRECTIONS) await correction.apply(expected);
@@ -270,7 +423,11 @@ describe('the contract as it was before the kinds moved (issue 37)', () => {
   it('derives the same JSON Schemas of the protocol (docs/schemas/)', async () => {
     const schemas = wireJsonSchemas();
     for (const [name, schema] of Object.entries(schemas)) await compare(path.join('schemas', name), schema);
-    const committed = await Promise.all(Object.keys(schemas).map((name) => readFile(path.join(import.meta.dirname, '..', '..', 'docs', 'schemas', name), 'utf8')));
+    const committed = await Promise.all(
+      Object.keys(schemas).map((name) =>
+        readFile(path.join(import.meta.dirname, '..', '..', 'docs', 'schemas', name), 'utf8'),
+      ),
+    );
     expect(committed.map((text) => JSON.parse(text))).toEqual(Object.values(schemas));
   });
 
@@ -278,22 +435,27 @@ describe('the contract as it was before the kinds moved (issue 37)', () => {
     await compare('config-reference.md', `${allSettingsReference()}\n`);
   });
 
-  it('refuses the same bodies with the same codes and messages, in the spec\'s order', async () => {
-    const parsed = Object.fromEntries(REFUSED_JOBS.map(([name, body]) => {
-      try {
-        return [name, { accepted: parseJob(body) }];
-      } catch (err) {
-        if (err instanceof JobError) return [name, errorBody(err)];
-        throw err;
-      }
-    }));
+  it("refuses the same bodies with the same codes and messages, in the spec's order", async () => {
+    const parsed = Object.fromEntries(
+      REFUSED_JOBS.map(([name, body]) => {
+        try {
+          return [name, { accepted: parseJob(body) }];
+        } catch (err) {
+          if (err instanceof JobError) return [name, errorBody(err)];
+          throw err;
+        }
+      }),
+    );
     await compare('refused-jobs.json', parsed);
   });
 
   it('answers the same HTTP errors on every submission endpoint and on estimate', async () => {
     const replies: Record<string, unknown> = {};
     for (const [name, body] of REFUSED_JOBS) {
-      const unified = typeof body === 'object' && body !== null && 'model' in body ? { model: body.model, input: (body as { input?: unknown }).input } : body;
+      const unified =
+        typeof body === 'object' && body !== null && 'model' in body
+          ? { model: body.model, input: (body as { input?: unknown }).input }
+          : body;
       replies[`generate: ${name}`] = await post('/api/v1/generate', unified);
       replies[`estimate: ${name}`] = await post('/api/v1/estimate', unified);
     }
@@ -307,7 +469,19 @@ describe('the contract as it was before the kinds moved (issue 37)', () => {
   it('quotes the corpus on real media with the same replies and refusals', async () => {
     const replies: Record<string, unknown> = {};
     for (const [name, body] of quotedJobs()) {
-      replies[name] = await outcome(() => quoteOnly(parseJob(body), config, { taskId: 'snapshot', allowLocalPaths: true, timeLimitsMs: { image: 3_600_000, video: 1_800_000, lipsync: 240_000, music: 600_000, 'music-video': 1_800_000 } }));
+      replies[name] = await outcome(() =>
+        quoteOnly(parseJob(body), config, {
+          taskId: 'snapshot',
+          allowLocalPaths: true,
+          timeLimitsMs: {
+            image: 3_600_000,
+            video: 1_800_000,
+            lipsync: 240_000,
+            music: 600_000,
+            'music-video': 1_800_000,
+          },
+        }),
+      );
     }
     await compare('quotes.json', stable(replies));
   }, 120_000);
@@ -316,8 +490,15 @@ describe('the contract as it was before the kinds moved (issue 37)', () => {
     const replies: Record<string, unknown> = {};
     replies['image tool body'] = await post('/api/v1/estimate', { image_url: media['photo'], upscale_factor: '4' });
     replies['video tool body'] = await post('/api/v1/estimate', { video_url: media['clip'] });
-    replies['lipsync tool body'] = await post('/api/v1/estimate', { video_url: media['clip'], audio_url: media['tone'], model: 'vendor-lipsync-3' });
-    replies['music unified'] = await post('/api/v1/estimate', { model: 'vendor-v5-generate-music', input: { prompt: 'rain' } });
+    replies['lipsync tool body'] = await post('/api/v1/estimate', {
+      video_url: media['clip'],
+      audio_url: media['tone'],
+      model: 'vendor-lipsync-3',
+    });
+    replies['music unified'] = await post('/api/v1/estimate', {
+      model: 'vendor-v5-generate-music',
+      input: { prompt: 'rain' },
+    });
     await compare('http-estimates.json', stable(replies));
   }, 60_000);
 });

@@ -39,7 +39,6 @@ afterAll(async () => {
   await nats?.close();
 });
 
-
 const debit = () => musicDebit(store.ledger, accountId);
 
 const jobsHeld = async (taskId: string) => {
@@ -55,7 +54,11 @@ const jobsHeld = async (taskId: string) => {
 describe('debits without a task', () => {
   const made: string[] = [];
   // As the service's publishJob, on a stream of the test's own.
-  const publishJob = async (entry: DebitEntry) => ({ duplicate: (await jetstream(nc).publish(`recon.jobs.${entry.kind}`, JSON.stringify(entry.job), { msgID: entry.taskId })).duplicate });
+  const publishJob = async (entry: DebitEntry) => ({
+    duplicate: (
+      await jetstream(nc).publish(`recon.jobs.${entry.kind}`, JSON.stringify(entry.job), { msgID: entry.taskId })
+    ).duplicate,
+  });
   const deps = (jobsDuplicateWindowMs = 120_000) => ({
     jobsDuplicateWindowMs,
     jsm,
@@ -76,7 +79,10 @@ describe('debits without a task', () => {
   it('makes the task of a debit that has none once it is older than the grace, and only that one, once', async () => {
     const withTask = await debit();
     // Its task settled (a pending one's job would be published again: the next test).
-    const settledTask = await store.tasks.ensure(taskFromDebit(accountId, withTask.entry, withTask.seq), withTask.entry.debits);
+    const settledTask = await store.tasks.ensure(
+      taskFromDebit(accountId, withTask.entry, withTask.seq),
+      withTask.entry.debits,
+    );
     await store.tasks.replace(settledTask, { ...settledTask.value, status: 'completed' });
     const orphan = await debit();
     const young = await debit();
@@ -102,7 +108,8 @@ describe('debits without a task', () => {
     const reconciler = startDebitReconciler(deps(), { intervalMs: 50, graceMs: 100 });
     await new Promise((resolve) => setTimeout(resolve, 100));
     const after = await debit();
-    for (const end = Date.now() + 5000; !made.includes(after.entry.taskId) && Date.now() < end; ) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (const end = Date.now() + 5000; !made.includes(after.entry.taskId) && Date.now() < end;)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     await reconciler.stop();
     expect(made).toEqual([after.entry.taskId]);
     // Orphaned too, but older than this gateway: the outbox's.
@@ -115,7 +122,8 @@ describe('debits without a task', () => {
     const withJob = await debit();
     const withoutJob = await debit();
     const settled = await debit();
-    for (const d of [withJob, withoutJob, settled]) await store.tasks.ensure(taskFromDebit(accountId, d.entry, d.seq), d.entry.debits);
+    for (const d of [withJob, withoutJob, settled])
+      await store.tasks.ensure(taskFromDebit(accountId, d.entry, d.seq), d.entry.debits);
     await jetstream(nc).publish('recon.jobs.music', JSON.stringify(withJob.entry.job), { msgID: withJob.entry.taskId });
     const current = (await store.tasks.get(accountId, settled.entry.taskId))!;
     await store.tasks.replace(current, { ...current.value, status: 'completed' });

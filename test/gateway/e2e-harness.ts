@@ -18,7 +18,13 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { controlPlane, type ControlPlane } from '../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import { startMediaServer, type MediaServer } from './media-server.js';
-import { accountsCommand, serviceTestEnv, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
+import {
+  accountsCommand,
+  serviceTestEnv,
+  startGatewayProcess,
+  startServeAndGateway,
+  type RunningProcess,
+} from './processes.js';
 
 export interface Account {
   id: string;
@@ -27,7 +33,11 @@ export interface Account {
 
 export interface Reply {
   status: number;
-  body: { success: boolean; data?: Record<string, unknown> & { id?: string }; error?: { code: string; message: string } };
+  body: {
+    success: boolean;
+    data?: Record<string, unknown> & { id?: string };
+    error?: { code: string; message: string };
+  };
 }
 
 export interface GatewayE2eOptions {
@@ -55,7 +65,13 @@ export interface GatewayE2e {
   /** The gateway's, for a restart. */
   gatewayEnv: NodeJS.ProcessEnv;
   newAccount(credits: number): Promise<Account>;
-  api(method: string, route: string, key: string | null, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
+  api(
+    method: string,
+    route: string,
+    key: string | null,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<Reply>;
   /** A new gateway process with the same settings, in place of the one killed. */
   restartGateway(): Promise<RunningProcess & { url: string }>;
 }
@@ -64,11 +80,21 @@ export function useGatewayE2e(options: GatewayE2eOptions): GatewayE2e {
   let media: MediaServer | undefined;
   const e2e = {
     async newAccount(credits: number): Promise<Account> {
-      const out = (await accountsCommand(['create', '--name', 'e2e', '--credits', String(credits)], e2e.env)) as { account: { id: string }; apiKey: string; credits: number };
+      const out = (await accountsCommand(['create', '--name', 'e2e', '--credits', String(credits)], e2e.env)) as {
+        account: { id: string };
+        apiKey: string;
+        credits: number;
+      };
       expect(out.credits).toBe(credits);
       return { id: out.account.id, key: out.apiKey };
     },
-    async api(method: string, route: string, key: string | null, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+    async api(
+      method: string,
+      route: string,
+      key: string | null,
+      body?: unknown,
+      headers: Record<string, string> = {},
+    ): Promise<Reply> {
       const res = await fetch(`${e2e.gateway.url}${route}`, {
         method,
         headers: {
@@ -88,7 +114,10 @@ export function useGatewayE2e(options: GatewayE2eOptions): GatewayE2e {
 
   beforeAll(async () => {
     e2e.dir = await mkdtemp(path.join(tmpdir(), options.name));
-    media = await startMediaServer(await options.files(e2e.dir), options.route === undefined ? {} : { route: options.route });
+    media = await startMediaServer(
+      await options.files(e2e.dir),
+      options.route === undefined ? {} : { route: options.route },
+    );
     e2e.mediaUrl = media.url;
     e2e.roles = await startRoleNats(e2e.dir);
     const env = {
@@ -99,8 +128,18 @@ export function useGatewayE2e(options: GatewayE2eOptions): GatewayE2e {
     };
     // The gateway serves RESULTS_DIR, so the results' base URL is the gateway's own.
     const roleEnvs = e2e.roles.serviceEnvs();
-    Object.assign(e2e, await startServeAndGateway(env, undefined, { ...roleEnvs, gateway: { ...roleEnvs.gateway, ...options.gatewayEnv } }));
-    e2e.cp = await controlPlane(e2e.roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, e2e.roles.auth('operator'));
+    Object.assign(
+      e2e,
+      await startServeAndGateway(env, undefined, {
+        ...roleEnvs,
+        gateway: { ...roleEnvs.gateway, ...options.gatewayEnv },
+      }),
+    );
+    e2e.cp = await controlPlane(
+      e2e.roles.url,
+      { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' },
+      e2e.roles.auth('operator'),
+    );
   }, 180_000);
 
   afterAll(async () => {

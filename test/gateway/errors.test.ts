@@ -5,7 +5,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ERROR_STATUS, JobError, type ErrorCode } from '../../src/jobs/index.js';
-import { ApiError, GATEWAY_ERROR_STATUS, HTTP_ERROR_STATUS, TASK_ONLY_CODES, httpErrorCodes, toApiError, type GatewayErrorCode } from '../../src/gateway/errors.js';
+import {
+  ApiError,
+  GATEWAY_ERROR_STATUS,
+  HTTP_ERROR_STATUS,
+  TASK_ONLY_CODES,
+  httpErrorCodes,
+  toApiError,
+  type GatewayErrorCode,
+} from '../../src/gateway/errors.js';
 import { routeSchemas } from '../../src/gateway/http/openapi-schemas.js';
 
 type Json = Record<string, unknown>;
@@ -25,18 +33,20 @@ function documentedErrors(): { route: string; status: number; codes: string[]; d
 }
 
 describe('the code -> HTTP status table', () => {
-  it('no code is both the contract\'s and the gateway\'s (it would have two statuses)', () => {
+  it("no code is both the contract's and the gateway's (it would have two statuses)", () => {
     expect(Object.keys(GATEWAY_ERROR_STATUS).filter((code) => code in ERROR_STATUS)).toEqual([]);
   });
 
   it('holds every code of both tables with its status, less the task-only codes', () => {
     for (const [code, status] of Object.entries({ ...ERROR_STATUS, ...GATEWAY_ERROR_STATUS })) {
-      expect(HTTP_ERROR_STATUS[code], code).toBe((TASK_ONLY_CODES as readonly string[]).includes(code) ? undefined : status);
+      expect(HTTP_ERROR_STATUS[code], code).toBe(
+        (TASK_ONLY_CODES as readonly string[]).includes(code) ? undefined : status,
+      );
     }
     for (const code of TASK_ONLY_CODES) expect(ERROR_STATUS[code]).toBeDefined();
   });
 
-  it('the OpenAPI error lists are the table\'s codes of their status, in its order', () => {
+  it("the OpenAPI error lists are the table's codes of their status, in its order", () => {
     const errors = documentedErrors();
     expect(errors.length).toBeGreaterThan(20);
     for (const { route, status, codes, description } of errors) {
@@ -47,7 +57,9 @@ describe('the code -> HTTP status table', () => {
   });
 
   it('each API-facing code of the contract is documented under the status the gateway answers it with', () => {
-    const documented = new Map(documentedErrors().flatMap(({ status, codes }) => codes.map((code) => [code, status] as const)));
+    const documented = new Map(
+      documentedErrors().flatMap(({ status, codes }) => codes.map((code) => [code, status] as const)),
+    );
     for (const code of Object.keys(ERROR_STATUS) as ErrorCode[]) {
       if ((TASK_ONLY_CODES as readonly string[]).includes(code)) continue;
       const answered = toApiError(new JobError(code, 'x'));

@@ -17,7 +17,15 @@ import { securityEvents } from '../../src/gateway/security-events.js';
 import { gatewayService, type GatewayService } from '../../src/gateway/service.js';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
 import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
-import { claimTask, claimsStreamConfig, eventSubject, eventsStreamConfig, jobsStreamConfig, parseProtocolSettings, type TerminalEvent } from '../../src/protocol/index.js';
+import {
+  claimTask,
+  claimsStreamConfig,
+  eventSubject,
+  eventsStreamConfig,
+  jobsStreamConfig,
+  parseProtocolSettings,
+  type TerminalEvent,
+} from '../../src/protocol/index.js';
 import { musicDebit } from './helpers/music-debit.js';
 import { sleep } from '../worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
@@ -38,7 +46,8 @@ beforeAll(async () => {
   nc = await connect({ servers: nats.url });
   js = jetstream(nc);
   jsm = await jetstreamManager(nc);
-  for (const config of [jobsStreamConfig(protocol), eventsStreamConfig(protocol), claimsStreamConfig(protocol)]) await jsm.streams.add(config);
+  for (const config of [jobsStreamConfig(protocol), eventsStreamConfig(protocol), claimsStreamConfig(protocol)])
+    await jsm.streams.add(config);
   await ensureStoreStreams(jsm, 'ER');
   store = await openStore(nc, 'ER');
   const metrics = new GatewayMetrics();
@@ -54,7 +63,14 @@ beforeAll(async () => {
     metrics,
     security: securityEvents(metrics, logger),
   });
-  deps = { jsm, eventsStream: protocol.eventsStream, claimsStream: protocol.claimsStream, tasks: store.tasks, service, logger };
+  deps = {
+    jsm,
+    eventsStream: protocol.eventsStream,
+    claimsStream: protocol.claimsStream,
+    tasks: store.tasks,
+    service,
+    logger,
+  };
   await store.ledger.open(accountId, 1000);
 });
 
@@ -73,8 +89,19 @@ async function pendingTask(): Promise<string> {
 }
 
 /** Host `host` claims the task and stores its event; the event's stored time. */
-async function eventFrom(host: string, taskId: string, status: 'completed' | 'failed', claimAs = host): Promise<{ seq: number; at: number }> {
-  await claimTask(js, jsm, { claimsStream: protocol.claimsStream, host: claimAs, timeoutMs: 2000, leaseMs: 30_000 }, taskId, 'settle');
+async function eventFrom(
+  host: string,
+  taskId: string,
+  status: 'completed' | 'failed',
+  claimAs = host,
+): Promise<{ seq: number; at: number }> {
+  await claimTask(
+    js,
+    jsm,
+    { claimsStream: protocol.claimsStream, host: claimAs, timeoutMs: 2000, leaseMs: 30_000 },
+    taskId,
+    'settle',
+  );
   const at = new Date().toISOString();
   const event: TerminalEvent = {
     id: taskId,
@@ -82,7 +109,9 @@ async function eventFrom(host: string, taskId: string, status: 'completed' | 'fa
     status,
     result: status === 'completed' ? { audio_url: 'https://media.test/a.mp3' } : null,
     creditsUsed: status === 'completed' ? 15 : 0,
-    ...(status === 'failed' ? { refund: true, error: { code: 'GENERATION_FAILED', status: 500, message: 'boom' } } : {}),
+    ...(status === 'failed'
+      ? { refund: true, error: { code: 'GENERATION_FAILED', status: 500, message: 'boom' } }
+      : {}),
     createdAt: at,
     startedAt: at,
     finishedAt: at,

@@ -30,7 +30,12 @@ const e2e = useGatewayE2e({
   name: 'media-gateway-exhausted-',
   files: () => Promise.resolve({}),
   // Deliveries run out within seconds: two of one second each.
-  env: { WORKER_ACK_WAIT_MS: '1000', WORKER_HEARTBEAT_MS: '200', WORKER_MAX_DELIVER: '2', GATEWAY_WEBHOOK_ALLOW_LOOPBACK: 'true' },
+  env: {
+    WORKER_ACK_WAIT_MS: '1000',
+    WORKER_HEARTBEAT_MS: '200',
+    WORKER_MAX_DELIVER: '2',
+    GATEWAY_WEBHOOK_ALLOW_LOOPBACK: 'true',
+  },
 });
 
 async function balance(key: string): Promise<number> {
@@ -40,7 +45,11 @@ async function balance(key: string): Promise<number> {
 describe('a job that exhausted its deliveries', () => {
   it('fails its task with GENERATION_FAILED and one refund, sends its webhook once, and leaves the queue; the worker publishes nothing', async () => {
     const account = await e2e.newAccount(100);
-    const submitted = await e2e.api('POST', '/api/v1/generate', account.key, { model: 'vendor-v5-generate-music', input: { prompt: 'lost' }, webhook_url: `${receiverUrl}/hook` });
+    const submitted = await e2e.api('POST', '/api/v1/generate', account.key, {
+      model: 'vendor-v5-generate-music',
+      input: { prompt: 'lost' },
+      webhook_url: `${receiverUrl}/hook`,
+    });
     expect(submitted.status).toBe(200);
     const id = submitted.body.data?.id ?? '';
     expect(await balance(account.key)).toBe(85);
@@ -48,21 +57,36 @@ describe('a job that exhausted its deliveries', () => {
     // and never answer, until the server has no delivery left and captures its advisory.
     const consumer = await jetstream(e2e.cp.nc).consumers.get('MEDIA_JOBS', 'media-worker-music');
     let delivered = 0;
-    await waitFor('the deliveries to run out', async () => {
-      const msg = await consumer.next({ expires: 1000 });
-      if (msg !== null) delivered = Math.max(delivered, msg.info.deliveryCount);
-      return (await e2e.api('GET', `/api/v1/tasks/${id}`, account.key)).body.data?.['status'] === 'failed';
-    }, 30_000);
+    await waitFor(
+      'the deliveries to run out',
+      async () => {
+        const msg = await consumer.next({ expires: 1000 });
+        if (msg !== null) delivered = Math.max(delivered, msg.info.deliveryCount);
+        return (await e2e.api('GET', `/api/v1/tasks/${id}`, account.key)).body.data?.['status'] === 'failed';
+      },
+      30_000,
+    );
     expect(delivered).toBe(2);
     const task = (await e2e.api('GET', `/api/v1/tasks/${id}`, account.key)).body.data;
-    expect(task).toMatchObject({ status: 'failed', creditsRefunded: 15, error: { code: 'GENERATION_FAILED', message: 'No worker finished the job in 2 deliveries' } });
+    expect(task).toMatchObject({
+      status: 'failed',
+      creditsRefunded: 15,
+      error: { code: 'GENERATION_FAILED', message: 'No worker finished the job in 2 deliveries' },
+    });
     await waitFor('the exhausted job to be removed', async () => (await e2e.cp.jobsInQueue()) === 0);
     expect(await balance(account.key)).toBe(100);
     expect(await e2e.cp.eventsOf(id)).toEqual([]);
     const metrics = await (await fetch(`${e2e.gateway.url}/metrics`)).text();
     expect(metrics).toMatch(/media_gateway_exhausted_jobs_total\{outcome="failed"\} 1/);
     // The customer hears of the failure once: the task's webhook, delivered, and no second post.
-    await waitFor('the failure webhook to be delivered', async () => ((await e2e.api('GET', `/api/v1/tasks/${id}`, account.key)).body.data?.['webhook'] as { status?: string } | undefined)?.status === 'delivered');
+    await waitFor(
+      'the failure webhook to be delivered',
+      async () =>
+        (
+          (await e2e.api('GET', `/api/v1/tasks/${id}`, account.key)).body.data?.['webhook'] as
+            { status?: string } | undefined
+        )?.status === 'delivered',
+    );
     expect(hooks).toEqual([expect.objectContaining({ id, status: 'failed' })]);
   });
 });

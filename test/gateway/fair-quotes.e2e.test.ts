@@ -55,21 +55,44 @@ beforeAll(async () => {
   // Accounts are the operator's (`media-worker accounts`).
   nc = await roles.connectAs('operator');
   // Two quote slots, as the finding's worker had; the quotes fetch and probe for real.
-  worker = await startTestWorker(roles.url, { ...roles.settingsOf('worker-host1'), quoteConcurrency: 2, quoteUnserved: 'price' }, async (job, signal) => {
-    const jobDir = await mkdtemp(path.join(dir, 'job-'));
-    try {
-      const deps = createMediaDeps({ dir: jobDir, signal, allowHttp: true, allowPrivate: true, rateWindowMs: RATE_WINDOW_MS });
-      return (await quoteJob(job, deps, signal)).quote;
-    } finally {
-      await rm(jobDir, { recursive: true, force: true });
-    }
-  }, { provisionAs: roles.settingsOf('operator') });
+  worker = await startTestWorker(
+    roles.url,
+    { ...roles.settingsOf('worker-host1'), quoteConcurrency: 2, quoteUnserved: 'price' },
+    async (job, signal) => {
+      const jobDir = await mkdtemp(path.join(dir, 'job-'));
+      try {
+        const deps = createMediaDeps({
+          dir: jobDir,
+          signal,
+          allowHttp: true,
+          allowPrivate: true,
+          rateWindowMs: RATE_WINDOW_MS,
+        });
+        return (await quoteJob(job, deps, signal)).quote;
+      } finally {
+        await rm(jobDir, { recursive: true, force: true });
+      }
+    },
+    { provisionAs: roles.settingsOf('operator') },
+  );
   const { user, pass, inboxPrefix } = roles.auth('gateway');
   for (let i = 0; i < 2; i++) {
     gateways.push(
       await startGateway(
-        parseGatewaySettings({ host: '127.0.0.1', port: '0', quotesPerAccount: '2', gatewayInstances: '2', quoteTimeoutMs: '60000' }),
-        parseProtocolSettings({ natsUrl: roles.url, natsUser: user, natsPassword: pass, natsInboxPrefix: inboxPrefix, resultsDir: path.join(dir, 'results') }),
+        parseGatewaySettings({
+          host: '127.0.0.1',
+          port: '0',
+          quotesPerAccount: '2',
+          gatewayInstances: '2',
+          quoteTimeoutMs: '60000',
+        }),
+        parseProtocolSettings({
+          natsUrl: roles.url,
+          natsUser: user,
+          natsPassword: pass,
+          natsInboxPrefix: inboxPrefix,
+          resultsDir: path.join(dir, 'results'),
+        }),
         pino({ level: 'silent' }),
       ),
     );
@@ -86,14 +109,26 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function submit(gateway: GatewayHandle, key: string, url: string): Promise<{ status: number; ms: number; body: { data?: Record<string, unknown>; error?: { code: string; message: string } } }> {
+async function submit(
+  gateway: GatewayHandle,
+  key: string,
+  url: string,
+): Promise<{
+  status: number;
+  ms: number;
+  body: { data?: Record<string, unknown>; error?: { code: string; message: string } };
+}> {
   const started = Date.now();
   const res = await fetch(`${gateway.url}/api/v1/tools/upscale-image`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ image_url: url }),
   });
-  return { status: res.status, body: (await res.json()) as { data?: Record<string, unknown> }, ms: Date.now() - started };
+  return {
+    status: res.status,
+    body: (await res.json()) as { data?: Record<string, unknown> },
+    ms: Date.now() - started,
+  };
 }
 
 describe('quotes shared fairly with money on the account', () => {
@@ -113,11 +148,16 @@ describe('quotes shared fairly with money on the account', () => {
     const codes = replies.map((r) => r.body.error?.code).sort();
     expect(codes).toEqual(['FETCH_FAILED', 'FETCH_FAILED', 'TOO_MANY_QUOTES', 'TOO_MANY_QUOTES']);
     for (const r of replies.filter((x) => x.body.error?.code === 'FETCH_FAILED')) {
-      expect([r.status, r.body.error?.message]).toEqual([422, expect.stringMatching(/^Could not fetch the image input from http:\/\/127\.0\.0\.1:\d+\/slow\/\d\.png$/)]);
+      expect([r.status, r.body.error?.message]).toEqual([
+        422,
+        expect.stringMatching(/^Could not fetch the image input from http:\/\/127\.0\.0\.1:\d+\/slow\/\d\.png$/),
+      ]);
       // Cut by the rate (one window per download, one waiting for the other), far from the 60 s deadline.
       expect(r.ms).toBeLessThan(3 * RATE_WINDOW_MS + 2000);
     }
     expect(slow.seen).toBe(2);
-    console.info(`fair quotes: the other account answered in ${answered.ms} ms; the flooder's slow quotes cut after ${replies.map((r) => r.ms).join(', ')} ms`);
+    console.info(
+      `fair quotes: the other account answered in ${answered.ms} ms; the flooder's slow quotes cut after ${replies.map((r) => r.ms).join(', ')} ms`,
+    );
   }, 30_000);
 });

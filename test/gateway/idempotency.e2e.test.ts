@@ -55,7 +55,11 @@ interface Answer {
   status: number;
   replayed: boolean;
   retryAfter: string | null;
-  body: { success: boolean; data?: Record<string, unknown> & { id?: string; status?: string }; error?: { code: string; message: string } };
+  body: {
+    success: boolean;
+    data?: Record<string, unknown> & { id?: string; status?: string };
+    error?: { code: string; message: string };
+  };
 }
 
 async function call(base: string, route: string, account: Account, body: unknown, key?: string): Promise<Answer> {
@@ -68,7 +72,12 @@ async function call(base: string, route: string, account: Account, body: unknown
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  return { status: res.status, replayed: res.headers.get('idempotent-replayed') === 'true', retryAfter: res.headers.get('retry-after'), body: (await res.json()) as Answer['body'] };
+  return {
+    status: res.status,
+    replayed: res.headers.get('idempotent-replayed') === 'true',
+    retryAfter: res.headers.get('retry-after'),
+    body: (await res.json()) as Answer['body'],
+  };
 }
 
 async function get(account: Account, route: string): Promise<Record<string, unknown>> {
@@ -81,7 +90,11 @@ async function charges(account: Account): Promise<{ debits: string[]; tasks: str
   const usage = (await get(account, '/api/v1/usage?limit=100')) as { movements: { type: string; taskId?: string }[] };
   const history = (await get(account, '/api/v1/tasks?limit=100')) as { tasks: { id: string }[] };
   const balance = (await get(account, '/api/v1/balance')) as { credits: number };
-  return { debits: usage.movements.filter((m) => m.type === 'debit').map((m) => m.taskId ?? '?'), tasks: history.tasks.map((t) => t.id), credits: balance.credits };
+  return {
+    debits: usage.movements.filter((m) => m.type === 'debit').map((m) => m.taskId ?? '?'),
+    tasks: history.tasks.map((t) => t.id),
+    credits: balance.credits,
+  };
 }
 
 const image = () => ({ image_url: `${e2e.mediaUrl}/small.png`, upscale_factor: '2' });
@@ -92,7 +105,9 @@ describe('Idempotency-Key', () => {
     const account = await newAccount(1000);
     const key = crypto.randomUUID();
     const answers = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => call(i % 2 === 0 ? e2e.gateway.url : second.url, '/api/v1/tools/upscale-image', account, image(), key)),
+      Array.from({ length: 50 }, (_, i) =>
+        call(i % 2 === 0 ? e2e.gateway.url : second.url, '/api/v1/tools/upscale-image', account, image(), key),
+      ),
     );
     const ok = answers.filter((a) => a.status >= 200 && a.status < 300);
     expect(ok.length).toBeGreaterThanOrEqual(1);
@@ -125,7 +140,13 @@ describe('Idempotency-Key', () => {
       const replay = await call(base, '/api/v1/generate', account, reordered, key);
       expect([replay.status, replay.replayed, replay.body]).toEqual([200, true, first.body]);
     }
-    const other = await call(e2e.gateway.url, '/api/v1/generate', account, { ...music, input: { ...music.input, prompt: 'another song' } }, key);
+    const other = await call(
+      e2e.gateway.url,
+      '/api/v1/generate',
+      account,
+      { ...music, input: { ...music.input, prompt: 'another song' } },
+      key,
+    );
     expect([other.status, other.body.error?.code, other.replayed]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED', false]);
     // The same key on another route is another request too.
     const elsewhere = await call(e2e.gateway.url, '/api/v1/tools/upscale-image', account, image(), key);
@@ -153,7 +174,11 @@ describe('Idempotency-Key', () => {
     const firstCall = call(e2e.gateway.url, '/api/v1/tools/upscale-image', account, body, key);
     await new Promise((resolve) => setTimeout(resolve, SLOW_MS / 3));
     const meanwhile = await call(second.url, '/api/v1/tools/upscale-image', account, body, key);
-    expect([meanwhile.status, meanwhile.body.error?.code, meanwhile.retryAfter]).toEqual([409, 'IDEMPOTENCY_KEY_IN_USE', '1']);
+    expect([meanwhile.status, meanwhile.body.error?.code, meanwhile.retryAfter]).toEqual([
+      409,
+      'IDEMPOTENCY_KEY_IN_USE',
+      '1',
+    ]);
     const first = await firstCall;
     expect([first.status, first.replayed]).toEqual([200, false]);
     const later = await call(second.url, '/api/v1/tools/upscale-image', account, body, key);
@@ -166,19 +191,38 @@ describe('Idempotency-Key', () => {
     for (const bad of ['', 'x'.repeat(256), 'with space', 'caf\u00e9']) {
       const res = await fetch(`${e2e.gateway.url}/api/v1/generate`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${account.key}`, 'content-type': 'application/json', 'idempotency-key': encodeURI(bad) === bad ? bad : Buffer.from(bad, 'utf8').toString('latin1') },
+        headers: {
+          authorization: `Bearer ${account.key}`,
+          'content-type': 'application/json',
+          'idempotency-key': encodeURI(bad) === bad ? bad : Buffer.from(bad, 'utf8').toString('latin1'),
+        },
         body: JSON.stringify(music),
       });
       const reply = (await res.json()) as Answer['body'];
-      expect([bad.slice(0, 12), res.status, reply.error?.code]).toEqual([bad.slice(0, 12), 400, 'INVALID_IDEMPOTENCY_KEY']);
+      expect([bad.slice(0, 12), res.status, reply.error?.code]).toEqual([
+        bad.slice(0, 12),
+        400,
+        'INVALID_IDEMPOTENCY_KEY',
+      ]);
     }
     // The IETF draft's form, a structured-field string, is the same key as the bare one.
     const quoted = await call(e2e.gateway.url, '/api/v1/generate', account, music, '"sf-string-key"');
     const bare = await call(second.url, '/api/v1/generate', account, music, 'sf-string-key');
-    expect([quoted.status, bare.status, bare.replayed, bare.body.data?.id]).toEqual([200, 200, true, quoted.body.data?.id]);
+    expect([quoted.status, bare.status, bare.replayed, bare.body.data?.id]).toEqual([
+      200,
+      200,
+      true,
+      quoted.body.data?.id,
+    ]);
     // Refused before anything was charged (400): the key is free again for the corrected request.
     const key = crypto.randomUUID();
-    const wrong = await call(e2e.gateway.url, '/api/v1/tools/upscale-image', account, { image_url: 'ftp://example.com/a.png' }, key);
+    const wrong = await call(
+      e2e.gateway.url,
+      '/api/v1/tools/upscale-image',
+      account,
+      { image_url: 'ftp://example.com/a.png' },
+      key,
+    );
     expect([wrong.status, wrong.body.error?.code]).toEqual([400, 'INVALID_URL']);
     const fixed = await call(second.url, '/api/v1/tools/upscale-image', account, image(), key);
     expect([fixed.status, fixed.replayed]).toEqual([200, false]);
@@ -205,8 +249,18 @@ describe('Idempotency-Key', () => {
     const body = JSON.stringify({ image_url: `${e2e.mediaUrl}/slow.png`, upscale_factor: '2' });
     const script = path.join(PACKAGE_ROOT, 'examples', 'python', 'submit_with_retry.py');
     const run = async (...extra: string[]) => {
-      const { stdout } = await promisify(execFile)('python3', [script, second.url, account.key, '/api/v1/tools/upscale-image', body, ...extra], { timeout: 60_000 });
-      return JSON.parse(stdout) as { status: number; replayed: boolean; key: string; attempts: { error?: string; status?: number }[]; body: Answer['body'] };
+      const { stdout } = await promisify(execFile)(
+        'python3',
+        [script, second.url, account.key, '/api/v1/tools/upscale-image', body, ...extra],
+        { timeout: 60_000 },
+      );
+      return JSON.parse(stdout) as {
+        status: number;
+        replayed: boolean;
+        key: string;
+        attempts: { error?: string; status?: number }[];
+        body: Answer['body'];
+      };
     };
     // The first attempt gives up after 1 s, while the quote (3 s) runs: the gateway abandons the quote
     // of a client that hung up and gives the key back (nothing was charged); a retry makes the task.

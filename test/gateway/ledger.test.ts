@@ -22,7 +22,13 @@ import { isNatsUnavailable } from '../../src/gateway/nats-unavailable.js';
 import { sleep } from '../../src/sleep.js';
 import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
 import type { DebitEntry } from '../../src/gateway/store/records.js';
-import { advisoriesStreamConfig, eventsStreamConfig, jobsStreamConfig, parseProtocolSettings, type TerminalEvent } from '../../src/protocol/index.js';
+import {
+  advisoriesStreamConfig,
+  eventsStreamConfig,
+  jobsStreamConfig,
+  parseProtocolSettings,
+  type TerminalEvent,
+} from '../../src/protocol/index.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
 import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
 
@@ -50,7 +56,11 @@ beforeAll(async () => {
     ledger: store.ledger,
     tasks: store.tasks,
     // Fixed prices: this file is about the ledger, not the worker's quote.
-    quote: async (job) => ({ model: job.model, creditsUsed: 15, input: { custom_mode: false, prompt: 'a song', instrumental: false } }),
+    quote: async (job) => ({
+      model: job.model,
+      creditsUsed: 15,
+      input: { custom_mode: false, prompt: 'a song', instrumental: false },
+    }),
     quoteGate: quoteGate(1000),
     cancel: cancelClient(nc, 1000),
     metrics,
@@ -70,7 +80,13 @@ function debitOf(taskId: string, amount: number): Omit<DebitEntry, 'balance' | '
     amount,
     taskId,
     kind: 'music',
-    job: { id: taskId, model: 'vendor-v5-generate-music', input: { prompt: 'x' }, credits: amount, createdAt: new Date().toISOString() },
+    job: {
+      id: taskId,
+      model: 'vendor-v5-generate-music',
+      input: { prompt: 'x' },
+      credits: amount,
+      createdAt: new Date().toISOString(),
+    },
     extras: {},
   };
 }
@@ -97,13 +113,16 @@ function failedEvent(taskId: string): TerminalEvent {
 describe('gateway ledger', () => {
   it('accepts exactly 10 of 100 concurrent debits against a balance for 10, and ends at zero', async () => {
     const { account } = await store.accounts.create('race', 150);
-    const outcomes = await Promise.all(Array.from({ length: 100 }, (_, i) => store.ledger.debit(account.id, debitOf(`race-${i}`, 15))));
+    const outcomes = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => store.ledger.debit(account.id, debitOf(`race-${i}`, 15))),
+    );
     expect(outcomes.filter((o) => o.ok)).toHaveLength(10);
     expect(await store.ledger.balance(account.id)).toBe(0);
     const entries = await store.ledger.entries(account.id);
     expect(entries.map((e) => e.value.type)).toEqual(['open', ...Array<string>(10).fill('debit')]);
     // Each entry's balance is the previous one minus its amount: no lost update.
-    for (let i = 1; i < entries.length; i++) expect(entries[i]!.value.balance).toBe(entries[i - 1]!.value.balance - entries[i]!.value.amount);
+    for (let i = 1; i < entries.length; i++)
+      expect(entries[i]!.value.balance).toBe(entries[i - 1]!.value.balance - entries[i]!.value.amount);
   });
 
   it('never goes below zero: a debit over the balance is refused and writes nothing', async () => {
@@ -118,7 +137,11 @@ describe('gateway ledger', () => {
     const debit = await store.ledger.debit(account.id, debitOf('refund-1', 40));
     if (!debit.ok) throw new Error('debit refused');
     await store.ledger.topup(account.id, 5); // an unrelated entry between debit and refund
-    const wrote = await Promise.all(Array.from({ length: 10 }, () => store.ledger.refundOnce(account.id, 'refund-1', 40, debit.seq, 'GENERATION_FAILED')));
+    const wrote = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        store.ledger.refundOnce(account.id, 'refund-1', 40, debit.seq, 'GENERATION_FAILED'),
+      ),
+    );
     expect(wrote.filter(Boolean)).toHaveLength(1);
     expect(await store.ledger.refundOnce(account.id, 'refund-1', 40, debit.seq, 'GENERATION_FAILED')).toBe(false);
     expect(await store.ledger.balance(account.id)).toBe(105);
@@ -129,7 +152,10 @@ describe('gateway ledger', () => {
     const accepted = await service.submit(account.id, musicJob as never, 'generate', logger);
     const taskId = accepted['id'] as string;
     expect(await store.ledger.balance(account.id)).toBe(15);
-    const results = await Promise.all([service.settle(failedEvent(taskId), logger), service.settle(failedEvent(taskId), logger)]);
+    const results = await Promise.all([
+      service.settle(failedEvent(taskId), logger),
+      service.settle(failedEvent(taskId), logger),
+    ]);
     expect(results.sort()).toEqual(['already settled', 'failed']);
     expect(await service.settle(failedEvent(taskId), logger)).toBe('already settled');
     expect(await store.ledger.balance(account.id)).toBe(30);
@@ -138,12 +164,18 @@ describe('gateway ledger', () => {
     expect((await store.ledger.entries(account.id)).filter((e) => e.value.type === 'refund')).toHaveLength(1);
   });
 
-  it('expires a task pending past its kind\'s lifetime: failed TASK_EXPIRED, refunded once, and a worker finishing it later changes nothing', async () => {
+  it("expires a task pending past its kind's lifetime: failed TASK_EXPIRED, refunded once, and a worker finishing it later changes nothing", async () => {
     const { account } = await store.accounts.create('expiry', 30);
     const accepted = await service.submit(account.id, musicJob as never, 'generate', logger);
     const taskId = accepted['id'] as string;
     expect(await store.ledger.balance(account.id)).toBe(15);
-    const deps = { jsm, names: store.names, service, lifetimesMs: { image: 60_000, video: 60_000, lipsync: 60_000, music: 5_000, 'music-video': 60_000 }, logger };
+    const deps = {
+      jsm,
+      names: store.names,
+      service,
+      lifetimesMs: { image: 60_000, video: 60_000, lipsync: 60_000, music: 5_000, 'music-video': 60_000 },
+      logger,
+    };
     // Not yet: 1 s after submission.
     const early = await sweepPendingOnce(deps, 1, Date.now() + 1000);
     expect(early.expired).toBe(0);
@@ -153,19 +185,30 @@ describe('gateway ledger', () => {
     const passes = await Promise.all([sweepPendingOnce(deps, early.nextSeq, later), sweepPendingOnce(deps, 1, later)]);
     expect(passes.map((p) => p.expired).sort()).toEqual([0, 1]);
     const task = await store.tasks.get(account.id, taskId);
-    expect(task?.value).toMatchObject({ status: 'failed', error: { code: 'TASK_EXPIRED', message: expect.stringContaining('5 s') }, creditsRefunded: 15 });
+    expect(task?.value).toMatchObject({
+      status: 'failed',
+      error: { code: 'TASK_EXPIRED', message: expect.stringContaining('5 s') },
+      creditsRefunded: 15,
+    });
     expect(await store.ledger.balance(account.id)).toBe(30);
     // The worker finishes it after all: the task stays failed and refunded, charged nothing.
-    const done = { ...failedEvent(taskId), status: 'completed' as const, result: { songs: [] }, error: undefined, refund: undefined };
+    const done = {
+      ...failedEvent(taskId),
+      status: 'completed' as const,
+      result: { songs: [] },
+      error: undefined,
+      refund: undefined,
+    };
     expect(await service.settle(done, logger)).toBe('already settled');
     expect(await store.ledger.balance(account.id)).toBe(30);
     expect((await store.ledger.entries(account.id)).filter((e) => e.value.type === 'refund')).toHaveLength(1);
   });
 
-  it('pages an account\'s history by place, newest first, each page reading only its own places', async () => {
+  it("pages an account's history by place, newest first, each page reading only its own places", async () => {
     const { account } = await store.accounts.create('history', 15 * 25);
     const ids: string[] = [];
-    for (let i = 0; i < 25; i++) ids.push((await service.submit(account.id, musicJob as never, 'generate', logger))['id'] as string);
+    for (let i = 0; i < 25; i++)
+      ids.push((await service.submit(account.id, musicJob as never, 'generate', logger))['id'] as string);
     expect((await store.ledger.last(account.id))?.value.debits).toBe(25);
     const first = await store.tasks.pageByPlace(account.id, 26, 10);
     expect(first).toEqual({ ids: ids.slice(15).reverse(), next: 16 });
@@ -191,11 +234,22 @@ describe('gateway ledger', () => {
     };
     await ensureConsumers(jsm, names);
     const metrics = new GatewayMetrics();
-    const loops = await startConsumers(jetstream(nc), names, service, metrics, logger, resultCheck('https://results.test/', securityEvents(metrics, logger)));
+    const loops = await startConsumers(
+      jetstream(nc),
+      names,
+      service,
+      metrics,
+      logger,
+      resultCheck('https://results.test/', securityEvents(metrics, logger)),
+    );
     try {
       const task = await waitFor('the task', () => store.tasks.get(account.id, 'crash-1').then((t) => t ?? undefined));
       expect(task.value).toMatchObject({ status: 'pending', creditsUsed: 15, kind: 'music' });
-      const job = await waitFor('the job', () => jsm.streams.getMessage(protocol.jobsStream, { last_by_subj: 'media.jobs.music.vendor-v5-generate-music' }).catch(() => undefined));
+      const job = await waitFor('the job', () =>
+        jsm.streams
+          .getMessage(protocol.jobsStream, { last_by_subj: 'media.jobs.music.vendor-v5-generate-music' })
+          .catch(() => undefined),
+      );
       expect(job?.json()).toMatchObject({ id: expect.any(String), model: 'vendor-v5-generate-music', credits: 15 });
       expect(await store.tasks.owner('crash-1')).toBe(account.id);
     } finally {
@@ -251,7 +305,9 @@ describe('gateway ledger', () => {
 
     it('answers "NATS unavailable" (a 503), charging nothing, while the replicas stay behind', async () => {
       const { accountId, openSeq, debitSeq } = await chargedAccount('lagging');
-      const failure = await laggingLedger(debitSeq, () => true).debit(accountId, debitOf('lagging-1', 15), openSeq).catch((err: unknown) => err);
+      const failure = await laggingLedger(debitSeq, () => true)
+        .debit(accountId, debitOf('lagging-1', 15), openSeq)
+        .catch((err: unknown) => err);
       expect(failure).toBeInstanceOf(LedgerReplicaBehind);
       expect(isNatsUnavailable(failure)).toBe(true);
       expect(await lagStore.ledger.balance(accountId)).toBe(86);
@@ -265,7 +321,15 @@ describe('gateway ledger', () => {
       await sleep(1_200);
       let behind = true;
       setTimeout(() => (behind = false), 300);
-      expect(await laggingLedger(refundSeq, () => behind).refundOnce(accountId, 'lagrefund-1', 15, debitSeq, 'GENERATION_FAILED')).toBe(false);
+      expect(
+        await laggingLedger(refundSeq, () => behind).refundOnce(
+          accountId,
+          'lagrefund-1',
+          15,
+          debitSeq,
+          'GENERATION_FAILED',
+        ),
+      ).toBe(false);
       expect(await lagStore.ledger.balance(accountId)).toBe(102);
     });
   });

@@ -21,7 +21,10 @@ export interface MediaServerOptions {
   route?: (req: IncomingMessage, res: ServerResponse) => boolean;
 }
 
-export async function startMediaServer(files: Record<string, Buffer>, options: MediaServerOptions = {}): Promise<MediaServer> {
+export async function startMediaServer(
+  files: Record<string, Buffer>,
+  options: MediaServerOptions = {},
+): Promise<MediaServer> {
   const slow = { open: 0, seen: 0 };
   const { slowBody, route } = options;
   const server = createServer((req, res) => {

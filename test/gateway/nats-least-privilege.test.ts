@@ -21,7 +21,19 @@ import { startRoleNats, type RoleNats, type Role } from '../helpers/role-nats.js
 import { checkTopology, parseWorkerSettings } from '../../src/worker/index.js';
 import { natsServerBinary } from '../worker/helpers/nats-server.js';
 
-const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'GATEWAY_IDEMPOTENCY', 'KV_media', 'EVIL'] as const;
+const STREAMS = [
+  'MEDIA_JOBS',
+  'MEDIA_EVENTS',
+  'MEDIA_JOBS_ADVISORIES',
+  'MEDIA_CLAIMS',
+  'GATEWAY_ACCOUNTS',
+  'GATEWAY_LEDGER',
+  'GATEWAY_TASKS',
+  'GATEWAY_WEBHOOKS',
+  'GATEWAY_IDEMPOTENCY',
+  'KV_media',
+  'EVIL',
+] as const;
 type Stream = (typeof STREAMS)[number];
 /** The durables `media-worker provision` makes, and one nobody made. */
 const CONSUMERS: Record<Stream, string[]> = {
@@ -37,9 +49,41 @@ const CONSUMERS: Record<Stream, string[]> = {
   KV_media: ['evil'],
   EVIL: ['evil'],
 };
-const STREAM_OPS = ['CREATE', 'UPDATE', 'DELETE', 'PURGE', 'INFO', 'MSG.GET', 'MSG.DELETE', 'DIRECT.GET', 'DIRECT.GET.subject', 'SNAPSHOT', 'RESTORE', 'LEADER.STEPDOWN', 'PEER.REMOVE'] as const;
-const CONSUMER_OPS = ['CREATE', 'CREATE.named', 'CREATE.filtered', 'DURABLE.CREATE', 'DELETE', 'INFO', 'MSG.NEXT', 'LEADER.STEPDOWN', 'NAMES', 'LIST'] as const;
-const ACCOUNT_OPS = ['$JS.API.INFO', '$JS.API.STREAM.NAMES', '$JS.API.STREAM.LIST', '$JS.API.META.LEADER.STEPDOWN', '$JS.API.SERVER.REMOVE', '$JS.API.ACCOUNT.PURGE.x'];
+const STREAM_OPS = [
+  'CREATE',
+  'UPDATE',
+  'DELETE',
+  'PURGE',
+  'INFO',
+  'MSG.GET',
+  'MSG.DELETE',
+  'DIRECT.GET',
+  'DIRECT.GET.subject',
+  'SNAPSHOT',
+  'RESTORE',
+  'LEADER.STEPDOWN',
+  'PEER.REMOVE',
+] as const;
+const CONSUMER_OPS = [
+  'CREATE',
+  'CREATE.named',
+  'CREATE.filtered',
+  'DURABLE.CREATE',
+  'DELETE',
+  'INFO',
+  'MSG.NEXT',
+  'LEADER.STEPDOWN',
+  'NAMES',
+  'LIST',
+] as const;
+const ACCOUNT_OPS = [
+  '$JS.API.INFO',
+  '$JS.API.STREAM.NAMES',
+  '$JS.API.STREAM.LIST',
+  '$JS.API.META.LEADER.STEPDOWN',
+  '$JS.API.SERVER.REMOVE',
+  '$JS.API.ACCOUNT.PURGE.x',
+];
 /** One subject of every family of the gateway's own store (all of them its alone). */
 const GATEWAY_STORE = [
   'gateway.ledger.acct_enum',
@@ -102,7 +146,8 @@ function jetStreamSubjects(): string[] {
   const out = [...ACCOUNT_OPS];
   for (const stream of STREAMS) {
     for (const op of STREAM_OPS) out.push(streamSubject(op, stream));
-    for (const consumer of CONSUMERS[stream]) for (const op of CONSUMER_OPS) out.push(consumerSubject(op, stream, consumer));
+    for (const consumer of CONSUMERS[stream])
+      for (const op of CONSUMER_OPS) out.push(consumerSubject(op, stream, consumer));
   }
   return [...new Set(out)];
 }
@@ -151,12 +196,25 @@ const WORKER_JS = (): string[] => {
     // No read or delete of MEDIA_JOBS by sequence (nor direct get): queued jobs reach a worker only by its consumers.
     '$JS.API.STREAM.MSG.GET.MEDIA_EVENTS',
     '$JS.API.STREAM.MSG.GET.MEDIA_CLAIMS',
-    ...CONSUMERS.MEDIA_JOBS.flatMap((c) => [`$JS.API.CONSUMER.INFO.MEDIA_JOBS.${c}`, `$JS.API.CONSUMER.MSG.NEXT.MEDIA_JOBS.${c}`]),
+    ...CONSUMERS.MEDIA_JOBS.flatMap((c) => [
+      `$JS.API.CONSUMER.INFO.MEDIA_JOBS.${c}`,
+      `$JS.API.CONSUMER.MSG.NEXT.MEDIA_JOBS.${c}`,
+    ]),
   ];
 };
 const GATEWAY_JS = [
   '$JS.API.INFO',
-  ...['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS', 'GATEWAY_ACCOUNTS', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'GATEWAY_IDEMPOTENCY'].map((s) => `$JS.API.STREAM.INFO.${s}`),
+  ...[
+    'MEDIA_JOBS',
+    'MEDIA_EVENTS',
+    'MEDIA_JOBS_ADVISORIES',
+    'MEDIA_CLAIMS',
+    'GATEWAY_ACCOUNTS',
+    'GATEWAY_LEDGER',
+    'GATEWAY_TASKS',
+    'GATEWAY_WEBHOOKS',
+    'GATEWAY_IDEMPOTENCY',
+  ].map((s) => `$JS.API.STREAM.INFO.${s}`),
   '$JS.API.STREAM.MSG.GET.MEDIA_CLAIMS',
   // Jobs whose deliveries ran out: read, settled and removed (src/gateway/exhausted-jobs.ts).
   '$JS.API.STREAM.MSG.GET.MEDIA_JOBS',
@@ -165,12 +223,20 @@ const GATEWAY_JS = [
   '$JS.API.STREAM.MSG.GET.GATEWAY_ACCOUNTS',
   '$JS.API.STREAM.MSG.GET.GATEWAY_WEBHOOKS',
   '$JS.API.STREAM.MSG.GET.GATEWAY_IDEMPOTENCY',
-  ...['GATEWAY_LEDGER', 'GATEWAY_TASKS'].flatMap((s) => [`$JS.API.STREAM.MSG.GET.${s}`, `$JS.API.DIRECT.GET.${s}`, `$JS.API.DIRECT.GET.${s}.x`]),
-  ...['MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'GATEWAY_LEDGER', 'GATEWAY_WEBHOOKS'].flatMap((s) => CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`])),
+  ...['GATEWAY_LEDGER', 'GATEWAY_TASKS'].flatMap((s) => [
+    `$JS.API.STREAM.MSG.GET.${s}`,
+    `$JS.API.DIRECT.GET.${s}`,
+    `$JS.API.DIRECT.GET.${s}.x`,
+  ]),
+  ...['MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'GATEWAY_LEDGER', 'GATEWAY_WEBHOOKS'].flatMap((s) =>
+    CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`]),
+  ),
   // The poll view's ordered consumers (src/gateway/view) pull from consumers they name themselves,
   // and check them after missed heartbeats; creating one is allowed only with its own filter, which
   // the enumeration's `x` filter is not.
-  ...['GATEWAY_ACCOUNTS', 'GATEWAY_TASKS'].flatMap((s) => CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`])),
+  ...['GATEWAY_ACCOUNTS', 'GATEWAY_TASKS'].flatMap((s) =>
+    CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`]),
+  ),
 ];
 const WORKER_PUBLISH = (host: string): string[] => [
   `media.events.${host}.t_enum`,
@@ -186,10 +252,20 @@ const GATEWAY_PUBLISH = [
   'media.cancel',
   ...GATEWAY_STORE,
 ];
-const WORKER_SUBSCRIBE = ['_INBOX_worker.x', 'media.quote', 'media.quote.abandon', 'media.cancel', 'media.capabilities', 'media.abort.t_enum', '$SRV.PING'];
+const WORKER_SUBSCRIBE = [
+  '_INBOX_worker.x',
+  'media.quote',
+  'media.quote.abandon',
+  'media.cancel',
+  'media.capabilities',
+  'media.abort.t_enum',
+  '$SRV.PING',
+];
 const GATEWAY_SUBSCRIBE = ['_INBOX_gateway.x', 'media.progress.t_enum'];
 
-const servers = [...new Set([natsServerBinary(), ...(existsSync('/usr/sbin/nats-server') ? ['/usr/sbin/nats-server'] : [])])];
+const servers = [
+  ...new Set([natsServerBinary(), ...(existsSync('/usr/sbin/nats-server') ? ['/usr/sbin/nats-server'] : [])]),
+];
 
 describe.each(servers)('the shipped users on %s', (binary) => {
   let dir: string;
@@ -217,12 +293,16 @@ describe.each(servers)('the shipped users on %s', (binary) => {
     ['worker-host1', WORKER_JS(), WORKER_PUBLISH('host1'), WORKER_SUBSCRIBE],
     ['worker-host2', WORKER_JS(), WORKER_PUBLISH('host2'), WORKER_SUBSCRIBE],
     ['gateway', GATEWAY_JS, GATEWAY_PUBLISH, GATEWAY_SUBSCRIBE],
-  ] as const)('%s: exactly its allow-list of JetStream operations, publishes and subscriptions', async (role, js, publish, subscribe) => {
-    const nc = await as(role);
-    expect(await publishable(nc, jetStreamSubjects())).toEqual([...js].sort());
-    expect(await publishable(nc, SUBJECTS)).toEqual([...publish].sort());
-    expect(await subscribable(nc, SUBJECTS)).toEqual([...subscribe].sort());
-  }, 60_000);
+  ] as const)(
+    '%s: exactly its allow-list of JetStream operations, publishes and subscriptions',
+    async (role, js, publish, subscribe) => {
+      const nc = await as(role);
+      expect(await publishable(nc, jetStreamSubjects())).toEqual([...js].sort());
+      expect(await publishable(nc, SUBJECTS)).toEqual([...publish].sort());
+      expect(await subscribable(nc, SUBJECTS)).toEqual([...subscribe].sort());
+    },
+    60_000,
+  );
 
   it('operator: everything (provisioning, the nats CLI)', async () => {
     const nc = await as('operator');
@@ -257,18 +337,38 @@ describe.each(servers)('a worker host attacking through stream configuration on 
       const ojsm = await jetstreamManager(operator);
       const before = (await ojsm.streams.info('MEDIA_EVENTS')).config;
       const republish = { ...before, republish: { src: 'media.events.>', dest: 'gateway.ledger.acct_victim' } };
-      const sources = { ...before, sources: ['GATEWAY_LEDGER', 'GATEWAY_ACCOUNTS', 'GATEWAY_TASKS'].map((name) => ({ name })) };
-      for (const [what, config] of [['republish', republish], ['sources', sources]] as const) {
+      const sources = {
+        ...before,
+        sources: ['GATEWAY_LEDGER', 'GATEWAY_ACCOUNTS', 'GATEWAY_TASKS'].map((name) => ({ name })),
+      };
+      for (const [what, config] of [
+        ['republish', republish],
+        ['sources', sources],
+      ] as const) {
         await expect(wjsm.streams.update('MEDIA_EVENTS', config), what).rejects.toThrow(/permission/i);
       }
       // Nor may it make a stream of its own that sources or mirrors the gateway's.
-      await expect(wjsm.streams.add({ name: 'COPY', subjects: ['copy.>'], sources: [{ name: 'GATEWAY_LEDGER' }] })).rejects.toThrow(/permission/i);
-      await expect(wjsm.streams.add({ name: 'MIRROR', mirror: { name: 'GATEWAY_ACCOUNTS' } })).rejects.toThrow(/permission/i);
+      await expect(
+        wjsm.streams.add({ name: 'COPY', subjects: ['copy.>'], sources: [{ name: 'GATEWAY_LEDGER' }] }),
+      ).rejects.toThrow(/permission/i);
+      await expect(wjsm.streams.add({ name: 'MIRROR', mirror: { name: 'GATEWAY_ACCOUNTS' } })).rejects.toThrow(
+        /permission/i,
+      );
       const after = (await ojsm.streams.info('MEDIA_EVENTS')).config;
       expect(after.republish).toBeUndefined();
       expect(after.sources ?? []).toEqual([]);
       expect(after).toEqual(before);
-      expect((await ojsm.streams.names().next()).sort()).toEqual(['GATEWAY_ACCOUNTS', 'GATEWAY_IDEMPOTENCY', 'GATEWAY_LEDGER', 'GATEWAY_TASKS', 'GATEWAY_WEBHOOKS', 'MEDIA_CLAIMS', 'MEDIA_EVENTS', 'MEDIA_JOBS', 'MEDIA_JOBS_ADVISORIES']);
+      expect((await ojsm.streams.names().next()).sort()).toEqual([
+        'GATEWAY_ACCOUNTS',
+        'GATEWAY_IDEMPOTENCY',
+        'GATEWAY_LEDGER',
+        'GATEWAY_TASKS',
+        'GATEWAY_WEBHOOKS',
+        'MEDIA_CLAIMS',
+        'MEDIA_EVENTS',
+        'MEDIA_JOBS',
+        'MEDIA_JOBS_ADVISORIES',
+      ]);
     } finally {
       await worker.close();
       await operator.close();
@@ -279,14 +379,22 @@ describe.each(servers)('a worker host attacking through stream configuration on 
     const worker = await nats.connectAs('worker-host1');
     const operator = await nats.connectAs('operator');
     try {
-      const queued = await jetstream(operator).publish('media.jobs.image.vendor-image-upscale', JSON.stringify({ id: 't_queued', model: 'vendor-image-upscale', input: {} }), { msgID: 't_queued' });
+      const queued = await jetstream(operator).publish(
+        'media.jobs.image.vendor-image-upscale',
+        JSON.stringify({ id: 't_queued', model: 'vendor-image-upscale', input: {} }),
+        { msgID: 't_queued' },
+      );
       const wjsm = await jetstreamManager(worker, { timeout: 2000 });
       await expect(wjsm.streams.getMessage('MEDIA_JOBS', { seq: queued.seq })).rejects.toThrow(/permission|timeout/i);
-      await expect(wjsm.streams.getMessage('MEDIA_JOBS', { last_by_subj: 'media.jobs.image.vendor-image-upscale' })).rejects.toThrow(/permission|timeout/i);
+      await expect(
+        wjsm.streams.getMessage('MEDIA_JOBS', { last_by_subj: 'media.jobs.image.vendor-image-upscale' }),
+      ).rejects.toThrow(/permission|timeout/i);
       await expect(wjsm.direct.getMessage('MEDIA_JOBS', { seq: queued.seq })).rejects.toThrow(/permission|timeout/i);
       await expect(wjsm.streams.deleteMessage('MEDIA_JOBS', queued.seq)).rejects.toThrow(/permission|timeout/i);
       const ojsm = await jetstreamManager(operator);
-      expect((await ojsm.streams.getMessage('MEDIA_JOBS', { seq: queued.seq }))?.json()).toMatchObject({ id: 't_queued' });
+      expect((await ojsm.streams.getMessage('MEDIA_JOBS', { seq: queued.seq }))?.json()).toMatchObject({
+        id: 't_queued',
+      });
       await ojsm.streams.deleteMessage('MEDIA_JOBS', queued.seq);
     } finally {
       await worker.close();

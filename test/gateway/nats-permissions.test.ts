@@ -28,7 +28,14 @@ import { provisionFromEnv } from '../helpers/provision.js';
 import { startRoleNats, type Role, type RoleNats } from '../helpers/role-nats.js';
 import { makeThrowawayCa, type ThrowawayCa } from '../helpers/throwaway-ca.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
-import { accountsCommand, CLI, startCommand, startGatewayProcess, workerTestEnv, type RunningProcess } from './processes.js';
+import {
+  accountsCommand,
+  CLI,
+  startCommand,
+  startGatewayProcess,
+  workerTestEnv,
+  type RunningProcess,
+} from './processes.js';
 
 let dir: string;
 let ca: ThrowawayCa;
@@ -59,8 +66,7 @@ beforeAll(async () => {
     else if (req.url === '/slow.png') {
       slowRequests += 1;
       setTimeout(() => res.writeHead(200).end(png), slowRequests === 1 ? 0 : SLOW_MS);
-    }
-    else res.writeHead(404).end();
+    } else res.writeHead(404).end();
   });
   await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
   mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
@@ -74,10 +80,14 @@ beforeAll(async () => {
   // What the operator runs at install: serve and gateway may only bind.
   await provisionFromEnv(operatorEnv);
   serve = startCommand(['serve'], { ...common, ...roles.env('worker-host1') });
-  await waitFor('serve to run', () => {
-    if (serve.child.exitCode !== null) throw new Error(`serve exited: ${serve.output()}`);
-    return serve.output().includes('media-worker serving');
-  }, 60_000);
+  await waitFor(
+    'serve to run',
+    () => {
+      if (serve.child.exitCode !== null) throw new Error(`serve exited: ${serve.output()}`);
+      return serve.output().includes('media-worker serving');
+    },
+    60_000,
+  );
   gateway = await startGatewayProcess({ ...common, ...roles.env('gateway'), GATEWAY_PORT: '0' });
 }, 120_000);
 
@@ -94,7 +104,12 @@ function connectAs(role: Role): Promise<NatsConnection> {
   return roles.connectAs(role);
 }
 
-async function api(method: string, route: string, key: string, body?: unknown): Promise<{ status: number; headers: Headers; body: { data?: Record<string, unknown>; error?: { code: string } } }> {
+async function api(
+  method: string,
+  route: string,
+  key: string,
+  body?: unknown,
+): Promise<{ status: number; headers: Headers; body: { data?: Record<string, unknown>; error?: { code: string } } }> {
   const res = await fetch(`${gateway.url}${route}`, {
     method,
     headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -104,7 +119,10 @@ async function api(method: string, route: string, key: string, body?: unknown): 
 }
 
 async function newAccount(credits: number): Promise<{ id: string; key: string }> {
-  const out = (await accountsCommand(['create', '--name', 'perms', '--credits', String(credits)], operatorEnv)) as { account: { id: string }; apiKey: string };
+  const out = (await accountsCommand(['create', '--name', 'perms', '--credits', String(credits)], operatorEnv)) as {
+    account: { id: string };
+    apiKey: string;
+  };
   return { id: out.account.id, key: out.apiKey };
 }
 
@@ -121,20 +139,40 @@ async function cliFails(args: string[], env: NodeJS.ProcessEnv): Promise<string>
 describe('the service under the shipped permissions, over TLS', () => {
   it('completes a task and refunds a failed one exactly once; worker, gateway and accounts each with their own user', async () => {
     const account = await newAccount(100);
-    const ok = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' });
+    const ok = await api('POST', '/api/v1/tools/upscale-image', account.key, {
+      image_url: `${mediaUrl}/small.png`,
+      upscale_factor: '2',
+    });
     expect(ok.status).toBe(200);
-    const failing = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${mediaUrl}/flaky.png`, upscale_factor: '2' });
+    const failing = await api('POST', '/api/v1/tools/upscale-image', account.key, {
+      image_url: `${mediaUrl}/flaky.png`,
+      upscale_factor: '2',
+    });
     expect(failing.status).toBe(200);
     const settled = async (id: unknown) =>
-      waitFor(`task ${String(id)} to settle`, async () => {
-        const r = await api('GET', `/api/v1/tasks/${String(id)}`, account.key);
-        return r.body.data?.['status'] === 'pending' ? undefined : r.body.data;
-      }, 90_000, 200);
-    expect(await settled(ok.body.data?.['id'])).toMatchObject({ status: 'completed', result: { type: 'image', width: 80, height: 54 } });
+      waitFor(
+        `task ${String(id)} to settle`,
+        async () => {
+          const r = await api('GET', `/api/v1/tasks/${String(id)}`, account.key);
+          return r.body.data?.['status'] === 'pending' ? undefined : r.body.data;
+        },
+        90_000,
+        200,
+      );
+    expect(await settled(ok.body.data?.['id'])).toMatchObject({
+      status: 'completed',
+      result: { type: 'image', width: 80, height: 54 },
+    });
     expect(await settled(failing.body.data?.['id'])).toMatchObject({ status: 'failed' });
     const charge = ok.body.data?.['creditsUsed'] as number;
-    await waitFor('the refund', async () => (await api('GET', '/api/v1/balance', account.key)).body.data?.['credits'] === 100 - charge);
-    const shown = (await accountsCommand(['show', account.id], operatorEnv)) as { credits: number; entries: { type: string }[] };
+    await waitFor(
+      'the refund',
+      async () => (await api('GET', '/api/v1/balance', account.key)).body.data?.['credits'] === 100 - charge,
+    );
+    const shown = (await accountsCommand(['show', account.id], operatorEnv)) as {
+      credits: number;
+      entries: { type: string }[];
+    };
     expect(shown.credits).toBe(100 - charge);
     expect(shown.entries.map((e) => e.type)).toEqual(['open', 'debit', 'debit', 'refund']);
     // Nothing the service does on its own was refused (a denied subscription only shows in the logs).
@@ -160,9 +198,12 @@ describe('a kind that no worker serves (issue 31, finding 10)', () => {
 });
 
 describe('another worker host (issue 31, item 2)', () => {
-  it('cannot take over, fail or refund a task whose holder host1 is alive: refused under host1\'s name, its own lease claim and settle mark refused, its event not believed, and counted', async () => {
+  it("cannot take over, fail or refund a task whose holder host1 is alive: refused under host1's name, its own lease claim and settle mark refused, its event not believed, and counted", async () => {
     const account = await newAccount(100);
-    const submitted = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${mediaUrl}/slow.png`, upscale_factor: '2' });
+    const submitted = await api('POST', '/api/v1/tools/upscale-image', account.key, {
+      image_url: `${mediaUrl}/slow.png`,
+      upscale_factor: '2',
+    });
     expect(submitted.status).toBe(200);
     const taskId = String(submitted.body.data?.['id']);
     const charge = submitted.body.data?.['creditsUsed'] as number;
@@ -176,18 +217,36 @@ describe('another worker host (issue 31, item 2)', () => {
     try {
       // host1 took the job (its claim is stored before it runs) and is fetching its input, slowly.
       const ojsm = await jetstreamManager(operator);
-      expect(await waitFor('host1 to claim the task', async () => (await claimHolder(ojsm, 'MEDIA_CLAIMS', taskId)) ?? undefined, 10_000, 50)).toBe('host1');
+      expect(
+        await waitFor(
+          'host1 to claim the task',
+          async () => (await claimHolder(ojsm, 'MEDIA_CLAIMS', taskId)) ?? undefined,
+          10_000,
+          50,
+        ),
+      ).toBe('host1');
       const js = jetstream(attacker, { timeout: 2000 });
       const now = new Date();
       const forged = JSON.stringify(
-        failedEvent(taskId, 'vendor-image-upscale', new JobError('UPSCALE_FAILED', 'forged'), charge, { createdAt: now, startedAt: now, finishedAt: now, attempt: 1, worker: 'host2' }),
+        failedEvent(taskId, 'vendor-image-upscale', new JobError('UPSCALE_FAILED', 'forged'), charge, {
+          createdAt: now,
+          startedAt: now,
+          finishedAt: now,
+          attempt: 1,
+          worker: 'host2',
+        }),
       );
-      await expect(js.publish(`media.events.host1.${taskId}`, forged), 'under host1\'s name').rejects.toThrow(/permission/i);
-      await expect(js.publish(`media.claims.host1.${taskId}`, '{}'), 'a claim under host1\'s name').rejects.toThrow(/permission/i);
+      await expect(js.publish(`media.events.host1.${taskId}`, forged), "under host1's name").rejects.toThrow(
+        /permission/i,
+      );
+      await expect(js.publish(`media.claims.host1.${taskId}`, '{}'), "a claim under host1's name").rejects.toThrow(
+        /permission/i,
+      );
       // A takeover under its own name while host1's lease is alive (claims are leases, issue 57): a
       // well-formed claim with the longest lease, and a settle mark, both stored and both refused;
       // then its own failed event with a refund: stored, and not believed.
-      const entry = (op: string) => JSON.stringify({ id: taskId, host: 'host2', at: new Date().toISOString(), op, leaseMs: 600_000 });
+      const entry = (op: string) =>
+        JSON.stringify({ id: taskId, host: 'host2', at: new Date().toISOString(), op, leaseMs: 600_000 });
       await js.publish(`media.claims.host2.${taskId}`, entry('claim'));
       await js.publish(`media.claims.host2.${taskId}`, entry('settle'));
       const lease = await taskLease(ojsm, 'MEDIA_CLAIMS', taskId);
@@ -200,17 +259,27 @@ describe('another worker host (issue 31, item 2)', () => {
       await waitFor('the gateway to refuse and count it', async () => (await notBelieved()) > before, 10_000, 100);
       // Its log line comes through the gateway process's pipe, which may trail the metric it serves
       // (issue 56's stress run): waited for, as the count is.
-      const refusal = new RegExp(`"security":"event-origin".*"taskId":"${taskId}".*host host2 sent it but host host1 holds the task \\(claim generation 1\\)`);
+      const refusal = new RegExp(
+        `"security":"event-origin".*"taskId":"${taskId}".*host host2 sent it but host host1 holds the task \\(claim generation 1\\)`,
+      );
       await waitFor('the gateway to log the refusal', () => refusal.test(gateway.output()), 10_000, 100);
       expect((await api('GET', `/api/v1/tasks/${taskId}`, account.key)).body.data?.['status']).toBe('pending');
       expect((await api('GET', '/api/v1/balance', account.key)).body.data?.['credits']).toBe(100 - charge);
       // host1 finishes: the task completes, charged once, never refunded.
-      const done = await waitFor('host1 to complete the task', async () => {
-        const r = await api('GET', `/api/v1/tasks/${taskId}`, account.key);
-        return r.body.data?.['status'] === 'pending' ? undefined : r.body.data;
-      }, 60_000, 200);
+      const done = await waitFor(
+        'host1 to complete the task',
+        async () => {
+          const r = await api('GET', `/api/v1/tasks/${taskId}`, account.key);
+          return r.body.data?.['status'] === 'pending' ? undefined : r.body.data;
+        },
+        60_000,
+        200,
+      );
       expect(done).toMatchObject({ status: 'completed' });
-      const shown = (await accountsCommand(['show', account.id], operatorEnv)) as { credits: number; entries: { type: string }[] };
+      const shown = (await accountsCommand(['show', account.id], operatorEnv)) as {
+        credits: number;
+        entries: { type: string }[];
+      };
       expect(shown.credits).toBe(100 - charge);
       expect(shown.entries.map((e) => e.type)).toEqual(['open', 'debit']);
     } finally {
@@ -221,20 +290,30 @@ describe('another worker host (issue 31, item 2)', () => {
 });
 
 describe('cancellation under the shipped users', () => {
-  it("a queued job cancelled by the operator: host1 claims it and publishes the CANCELLED event under its own name, and never runs it", async () => {
+  it('a queued job cancelled by the operator: host1 claims it and publishes the CANCELLED event under its own name, and never runs it', async () => {
     const operator = await connectAs('operator');
     try {
       const id = `cancel_${Date.now()}`;
       // A lip-sync job nobody here serves: it waits in the queue (the operator may publish jobs).
       const h = natsHeaders();
       h.set('Nats-Msg-Id', id);
-      await jetstream(operator).publish('media.jobs.lipsync.vendor-lipsync-2', JSON.stringify({ id, model: 'vendor-lipsync-2', input: {}, credits: 30 }), { headers: h });
+      await jetstream(operator).publish(
+        'media.jobs.lipsync.vendor-lipsync-2',
+        JSON.stringify({ id, model: 'vendor-lipsync-2', input: {}, credits: 30 }),
+        { headers: h },
+      );
       const reply = await operator.request('media.cancel', JSON.stringify({ id, credits: 30 }), { timeout: 10_000 });
       expect(reply.json()).toEqual({ id, cancelled: true, status: 'failed', code: 'CANCELLED' });
       const jsm = await jetstreamManager(operator);
       expect(await claimHolder(jsm, 'MEDIA_CLAIMS', id)).toBe('host1');
       const event = await jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.host1.${id}` });
-      expect(event?.json()).toMatchObject({ id, status: 'failed', refund: true, creditsRefunded: 30, error: { code: 'CANCELLED' } });
+      expect(event?.json()).toMatchObject({
+        id,
+        status: 'failed',
+        refund: true,
+        creditsRefunded: 30,
+        error: { code: 'CANCELLED' },
+      });
       expect(serve.output()).not.toMatch(/Permissions Violation/);
     } finally {
       await operator.close();
@@ -242,10 +321,17 @@ describe('cancellation under the shipped users', () => {
   }, 30_000);
 });
 
-describe('a worker host started under another host\'s name', () => {
+describe("a worker host started under another host's name", () => {
   it('refuses to start, naming WORKER_HOST_ID and what its user may claim', async () => {
-    const stderr = await cliFails(['serve'], { ...common, ...roles.env('worker-host2'), WORKER_HOST_ID: 'host1', WORKER_HEALTH_PORT: '0' });
-    expect(stderr).toMatch(/may not claim tasks as WORKER_HOST_ID=host1 \(media\.claims\.host1\.\*\): .*Permissions Violation.*each host needs its own NATS user/s);
+    const stderr = await cliFails(['serve'], {
+      ...common,
+      ...roles.env('worker-host2'),
+      WORKER_HOST_ID: 'host1',
+      WORKER_HEALTH_PORT: '0',
+    });
+    expect(stderr).toMatch(
+      /may not claim tasks as WORKER_HOST_ID=host1 \(media\.claims\.host1\.\*\): .*Permissions Violation.*each host needs its own NATS user/s,
+    );
   }, 30_000);
 });
 
@@ -257,13 +343,25 @@ describe("a worker's credentials", () => {
     try {
       const opJsm = await jetstreamManager(operator);
       const counts = async () =>
-        Promise.all(['GATEWAY_LEDGER', 'GATEWAY_ACCOUNTS', 'MEDIA_JOBS'].map(async (s) => (await opJsm.streams.info(s)).state.messages));
+        Promise.all(
+          ['GATEWAY_LEDGER', 'GATEWAY_ACCOUNTS', 'MEDIA_JOBS'].map(
+            async (s) => (await opJsm.streams.info(s)).state.messages,
+          ),
+        );
       const before = await counts();
       const js = jetstream(worker, { timeout: 2000 });
-      const topup = JSON.stringify({ type: 'topup', amount: 1_000_000, balance: 1_000_000, at: new Date().toISOString() });
+      const topup = JSON.stringify({
+        type: 'topup',
+        amount: 1_000_000,
+        balance: 1_000_000,
+        at: new Date().toISOString(),
+      });
       for (const [subject, payload] of [
         [`gateway.ledger.${account.id}`, topup],
-        ['gateway.keys.0000000000000000000000000000000000000000000000000000000000000000', JSON.stringify({ accountId: account.id })],
+        [
+          'gateway.keys.0000000000000000000000000000000000000000000000000000000000000000',
+          JSON.stringify({ accountId: account.id }),
+        ],
         ['media.jobs.image.vendor-image-upscale', JSON.stringify({ id: 't_forged' })],
       ] as const) {
         await expect(js.publish(subject, payload), subject).rejects.toThrow(/permission/i);
@@ -296,19 +394,29 @@ describe("a worker's credentials", () => {
 
 describe('credential and TLS settings', () => {
   it('`config` names every bad credential setting', async () => {
-    const stderr = await cliFails(['config'], { NATS_USER: 'worker', NATS_TOKEN: 't', NATS_TLS_CERT_FILE: ca.certFile });
+    const stderr = await cliFails(['config'], {
+      NATS_USER: 'worker',
+      NATS_TOKEN: 't',
+      NATS_TLS_CERT_FILE: ca.certFile,
+    });
     expect(stderr).toMatch(/NATS_USER: Expected at most one way to authenticate but received NATS_TOKEN and NATS_USER/);
     expect(stderr).toMatch(/NATS_PASSWORD: Expected NATS_PASSWORD with NATS_USER/);
     expect(stderr).toMatch(/NATS_TLS_KEY_FILE: Expected NATS_TLS_CERT_FILE and NATS_TLS_KEY_FILE together/);
     const missing = path.join(dir, 'no-such-ca.pem');
-    expect(await cliFails(['config'], { NATS_TLS_CA_FILE: missing })).toContain(`Invalid setting NATS_TLS_CA_FILE: Expected a readable file but received "${missing}"`);
+    expect(await cliFails(['config'], { NATS_TLS_CA_FILE: missing })).toContain(
+      `Invalid setting NATS_TLS_CA_FILE: Expected a readable file but received "${missing}"`,
+    );
   });
 
   it('a wrong password is named with its user, a missing CA with the TLS setting', async () => {
     const wrong = await cliFails(['accounts', 'show', 'acct_x'], { ...operatorEnv, NATS_PASSWORD: 'not-the-password' });
-    expect(wrong).toMatch(/NATS at nats:\/\/127\.0\.0\.1:\d+ refused user "operator" with NATS_PASSWORD: .*Authorization Violation/i);
+    expect(wrong).toMatch(
+      /NATS at nats:\/\/127\.0\.0\.1:\d+ refused user "operator" with NATS_PASSWORD: .*Authorization Violation/i,
+    );
     const noCa = await cliFails(['accounts', 'show', 'acct_x'], { ...operatorEnv, NATS_TLS_CA_FILE: '' });
-    expect(noCa).toMatch(/TLS with NATS at .* failed \(NATS_TLS_CA_FILE unset \(the system CAs\)\): .*(certificate|self.signed)/i);
+    expect(noCa).toMatch(
+      /TLS with NATS at .* failed \(NATS_TLS_CA_FILE unset \(the system CAs\)\): .*(certificate|self.signed)/i,
+    );
     const noUser = await cliFails(['accounts', 'show', 'acct_x'], { ...operatorEnv, NATS_USER: '', NATS_PASSWORD: '' });
     expect(noUser).toMatch(/refused no credentials/);
   }, 30_000);
@@ -326,17 +434,35 @@ describe('NATS stopped', () => {
     } finally {
       await roles.server.startProcess();
     }
-    await waitFor('the gateway to answer again', async () => (await api('GET', '/api/v1/balance', account.key)).status === 200, 30_000, 500);
+    await waitFor(
+      'the gateway to answer again',
+      async () => (await api('GET', '/api/v1/balance', account.key)).status === 200,
+      30_000,
+      500,
+    );
     // As a client would: 503 (the worker's quote service not back yet) means come back; nothing else may happen.
-    const again = await waitFor('a submission to be accepted again', async () => {
-      const r = await api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' });
-      expect([200, 503]).toContain(r.status);
-      return r.status === 200 ? r : undefined;
-    }, 30_000, 500);
-    await waitFor('the worker to complete it after reconnecting', async () => {
-      const r = await api('GET', `/api/v1/tasks/${String(again.body.data?.['id'])}`, account.key);
-      return r.body.data?.['status'] === 'completed';
-    }, 60_000, 300);
+    const again = await waitFor(
+      'a submission to be accepted again',
+      async () => {
+        const r = await api('POST', '/api/v1/tools/upscale-image', account.key, {
+          image_url: `${mediaUrl}/small.png`,
+          upscale_factor: '2',
+        });
+        expect([200, 503]).toContain(r.status);
+        return r.status === 200 ? r : undefined;
+      },
+      30_000,
+      500,
+    );
+    await waitFor(
+      'the worker to complete it after reconnecting',
+      async () => {
+        const r = await api('GET', `/api/v1/tasks/${String(again.body.data?.['id'])}`, account.key);
+        return r.body.data?.['status'] === 'completed';
+      },
+      60_000,
+      300,
+    );
     expect(serve.child.exitCode).toBeNull();
   }, 120_000);
 });

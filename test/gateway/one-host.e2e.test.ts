@@ -60,7 +60,10 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function submit(key: string, url: string): Promise<{ status: number; body: { data?: Record<string, unknown>; error?: { code: string; message: string } } }> {
+async function submit(
+  key: string,
+  url: string,
+): Promise<{ status: number; body: { data?: Record<string, unknown>; error?: { code: string; message: string } } }> {
   const res = await fetch(`${gateway.url}/api/v1/tools/upscale-image`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -72,19 +75,36 @@ async function submit(key: string, url: string): Promise<{ status: number; body:
 describe('the one-host recipe', () => {
   it('fetches an upload from the gateway and nothing else on the host, with one message for every refusal', async () => {
     expect(env['MEDIA_WORKER_ALLOW_PRIVATE_URLS']).toBeUndefined();
-    const { apiKey } = (await accountsCommand(['create', '--name', 'one-host', '--credits', '100'], env)) as { apiKey: string };
+    const { apiKey } = (await accountsCommand(['create', '--name', 'one-host', '--credits', '100'], env)) as {
+      apiKey: string;
+    };
     const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(12, 9).png().toBuffer();
-    const uploaded = await fetch(`${gateway.url}/api/v1/uploads`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'image/png' }, body: png });
+    const uploaded = await fetch(`${gateway.url}/api/v1/uploads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'image/png' },
+      body: png,
+    });
     const link = ((await uploaded.json()) as { data: { url: string } }).data.url;
     const ok = await submit(apiKey, link);
-    expect([ok.status, ok.body.data?.['input']]).toEqual([200, expect.objectContaining({ detected_dimensions: '12×9' })]);
+    expect([ok.status, ok.body.data?.['input']]).toEqual([
+      200,
+      expect.objectContaining({ detected_dimensions: '12×9' }),
+    ]);
 
     const gatewayPort = new URL(gateway.url).port;
     const closedPort = await freePort();
     // Plain http is taken only under the named prefix: elsewhere it is refused before any network.
-    for (const url of [`http://127.0.0.1:${gatewayPort}/metrics`, `http://127.0.0.1:${gatewayPort}/results/../api/v1/balance`, `http://127.0.0.1:${openPort}/x.png`]) {
+    for (const url of [
+      `http://127.0.0.1:${gatewayPort}/metrics`,
+      `http://127.0.0.1:${gatewayPort}/results/../api/v1/balance`,
+      `http://127.0.0.1:${openPort}/x.png`,
+    ]) {
       const r = await submit(apiKey, url);
-      expect([r.status, r.body.error?.code, r.body.error?.message]).toEqual([400, 'INVALID_URL', 'Expected an https URL for the image input but received a plain http URL']);
+      expect([r.status, r.body.error?.code, r.body.error?.message]).toEqual([
+        400,
+        'INVALID_URL',
+        'Expected an https URL for the image input but received a plain http URL',
+      ]);
     }
     // Over https, an open port, a closed one, a name for loopback and the metadata address read alike.
     const places = [
@@ -97,13 +117,18 @@ describe('the one-host recipe', () => {
     for (const url of places) {
       const r = await submit(apiKey, url);
       const shown = new URL(url);
-      expect([r.status, r.body.error?.code, r.body.error?.message]).toEqual([422, 'FETCH_FAILED', `Could not fetch the image input from ${shown.protocol}//${shown.host}${shown.pathname}`]);
+      expect([r.status, r.body.error?.code, r.body.error?.message]).toEqual([
+        422,
+        'FETCH_FAILED',
+        `Could not fetch the image input from ${shown.protocol}//${shown.host}${shown.pathname}`,
+      ]);
     }
     // The balance paid for the one upload only.
     const balance = await fetch(`${gateway.url}/api/v1/balance`, { headers: { authorization: `Bearer ${apiKey}` } });
     expect(((await balance.json()) as { data: { credits: number } }).data.credits).toBe(80);
     // The worker's log has what really happened (through its pipe, which may trail the answer: waited for).
-    const logged = /"code":"FETCH_FAILED","detail":"Expected a public address for the image input but received 127\.0\.0\.1 \(loopback\)"/;
+    const logged =
+      /"code":"FETCH_FAILED","detail":"Expected a public address for the image input but received 127\.0\.0\.1 \(loopback\)"/;
     await waitFor('the worker to log the refusal', () => logged.test(serve.output()), 10_000);
   }, 60_000);
 });

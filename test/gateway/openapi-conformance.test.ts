@@ -45,7 +45,9 @@ let doc: Json;
 function validator(schema: unknown, of: Json = doc): ValidateFunction {
   // OpenAPI 3.0 keywords (discriminator, example) are not JSON Schema's: skipped, and oneOf stays
   // "exactly one". Formats are the document's to say; the patterns are checked.
-  return new Ajv({ strict: false, validateFormats: false, allErrors: true }).compile(jsonSchema({ ...(schema as Json), components: of['components'] }) as Json);
+  return new Ajv({ strict: false, validateFormats: false, allErrors: true }).compile(
+    jsonSchema({ ...(schema as Json), components: of['components'] }) as Json,
+  );
 }
 
 /** OpenAPI 3.0's `nullable` on a oneOf without a type (the task's result) as JSON Schema says it: one more branch, null. */
@@ -54,22 +56,36 @@ function jsonSchema(node: unknown): unknown {
   if (typeof node !== 'object' || node === null) return node;
   const { nullable, ...rest } = node as Json;
   const out = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, jsonSchema(v)]));
-  if (nullable === true && out['type'] === undefined && Array.isArray(out['oneOf'])) out['oneOf'] = [...out['oneOf'], { type: 'null' }];
+  if (nullable === true && out['type'] === undefined && Array.isArray(out['oneOf']))
+    out['oneOf'] = [...out['oneOf'], { type: 'null' }];
   else if (nullable === true) out['nullable'] = true;
   return out;
 }
 
 const at = (node: unknown, ...keys: string[]): Json => keys.reduce((n, k) => (n as Json)[k], node) as Json;
-const requestSchema = (d: Json, route: string) => at(d, 'paths', route, 'post', 'requestBody', 'content', 'application/json', 'schema');
-const responseSchema = (d: Json, route: string, method: string, status: string) => at(d, 'paths', route, method, 'responses', status, 'content', 'application/json', 'schema');
+const requestSchema = (d: Json, route: string) =>
+  at(d, 'paths', route, 'post', 'requestBody', 'content', 'application/json', 'schema');
+const responseSchema = (d: Json, route: string, method: string, status: string) =>
+  at(d, 'paths', route, method, 'responses', status, 'content', 'application/json', 'schema');
 
 /** A completed task of `model` with `result`, as the gateway stores it. */
 function completed(id: string, model: ModelId, result: TaskResult): TaskRecord {
   const kind = kindOfModel(model);
   const mediaType = KINDS[kind].mediaType;
   return {
-    id, accountId: 'acct_stand_in', model, kind, status: 'completed', creditsUsed: 20, createdAt: '2026-11-28T10:00:00.000Z', debitSeq: 1, extras: {},
-    reportedModel: reportedModel(model), ...(mediaType === undefined ? {} : { mediaType }), result, finishedAt: '2026-11-28T10:01:00.000Z',
+    id,
+    accountId: 'acct_stand_in',
+    model,
+    kind,
+    status: 'completed',
+    creditsUsed: 20,
+    createdAt: '2026-11-28T10:00:00.000Z',
+    debitSeq: 1,
+    extras: {},
+    reportedModel: reportedModel(model),
+    ...(mediaType === undefined ? {} : { mediaType }),
+    result,
+    finishedAt: '2026-11-28T10:01:00.000Z',
   };
 }
 
@@ -77,7 +93,9 @@ async function run(id: string, body: unknown): Promise<TaskResult> {
   const job = parseJob(body);
   const kind = kindOfModel(job.model);
   const done = await executeJob(job, engine, {
-    taskId: id, logger, allowLocalPaths: true,
+    taskId: id,
+    logger,
+    allowLocalPaths: true,
     store: async (_local, meta) => ({ url: `${PUBLIC}/results/${kind}/${id}/output.${meta.ext}` }),
   });
   return done.result;
@@ -90,13 +108,30 @@ beforeAll(async () => {
   const clip = await makeClip(path.join(dir, 'clip.mp4'), { seconds: 0.4, size: '32x24', rate: 10 });
   engine = createEngine(loadConfig({ MEDIA_WORKER_TMP_DIR: dir }), logger);
   const tasks = {
-    t_image: completed('t_image', 'vendor-image-upscale', await run('t_image', { model: 'vendor-image-upscale', input: { image_url: photo } })),
-    t_video: completed('t_video', 'vendor-video-upscale', await run('t_video', { model: 'vendor-video-upscale', input: { video_url: clip } })),
+    t_image: completed(
+      't_image',
+      'vendor-image-upscale',
+      await run('t_image', { model: 'vendor-image-upscale', input: { image_url: photo } }),
+    ),
+    t_video: completed(
+      't_video',
+      'vendor-video-upscale',
+      await run('t_video', { model: 'vendor-video-upscale', input: { video_url: clip } }),
+    ),
     // Shapes the gateway's result check takes for these kinds (their pipelines need weights or a backend).
-    t_lipsync: completed('t_lipsync', 'vendor-lipsync-2', { url: `${PUBLIC}/results/lipsync/t_lipsync/output.mp4`, type: 'video', duration: 1.2 }),
+    t_lipsync: completed('t_lipsync', 'vendor-lipsync-2', {
+      url: `${PUBLIC}/results/lipsync/t_lipsync/output.mp4`,
+      type: 'video',
+      duration: 1.2,
+    }),
     t_music: completed('t_music', 'vendor-v5-generate-music', {
       songs: [1, 2].map((n) => ({
-        audio_url: `${PUBLIC}/results/music/t_music/song-${n}.mp3`, image_url: `${PUBLIC}/results/music/t_music/cover-${n}.png`, duration: 30, title: 'Rain', tags: 'jazz', prompt: 'rain',
+        audio_url: `${PUBLIC}/results/music/t_music/song-${n}.mp3`,
+        image_url: `${PUBLIC}/results/music/t_music/cover-${n}.png`,
+        duration: 30,
+        title: 'Rain',
+        tags: 'jazz',
+        prompt: 'rain',
       })),
     }),
   };
@@ -117,10 +152,21 @@ afterAll(async () => {
 });
 
 describe('the OpenAPI document, validated strictly against the gateway (issue 37, item 6)', () => {
-  it('1: each kind\'s completed task matches exactly one result branch, its own', async () => {
-    const branches = at(responseSchema(doc, '/api/v1/tasks/{id}', 'get', '200'), 'properties', 'data', 'properties', 'result')['oneOf'] as Json[];
+  it("1: each kind's completed task matches exactly one result branch, its own", async () => {
+    const branches = at(
+      responseSchema(doc, '/api/v1/tasks/{id}', 'get', '200'),
+      'properties',
+      'data',
+      'properties',
+      'result',
+    )['oneOf'] as Json[];
     const response = validator(responseSchema(doc, '/api/v1/tasks/{id}', 'get', '200'));
-    const titles: Record<string, string> = { t_image: 'ImageResult', t_video: 'VideoResult', t_lipsync: 'LipsyncResult', t_music: 'MusicResult' };
+    const titles: Record<string, string> = {
+      t_image: 'ImageResult',
+      t_video: 'VideoResult',
+      t_lipsync: 'LipsyncResult',
+      t_music: 'MusicResult',
+    };
     for (const [id, title] of Object.entries(titles)) {
       const polled = await call(app, 'GET', `/api/v1/tasks/${id}`);
       expect(polled.status, id).toBe(200);
@@ -135,8 +181,19 @@ describe('the OpenAPI document, validated strictly against the gateway (issue 37
     const estimate = validator(requestSchema(doc, '/api/v1/estimate'));
     // IP addresses only: nothing here waits for a name server (a private address is FETCH_FAILED, not INVALID_URL).
     const urls = [
-      'https://', 'https:///', 'https://@/', 'https:// 127.0.0.1/a.png', 'http://127.0.0.1/a.png', 'ftp://127.0.0.1/a.png', 'https://127.0.0.1:99999/a.png', 'not a url',
-      'https://127.0.0.1/a.png', 'https://127.0.0.1:8443/a.png?x=1#y', 'https://user:pw@127.0.0.1/a.png', 'https://[::1]/a.png', 'https:///127.0.0.1/a.png',
+      'https://',
+      'https:///',
+      'https://@/',
+      'https:// 127.0.0.1/a.png',
+      'http://127.0.0.1/a.png',
+      'ftp://127.0.0.1/a.png',
+      'https://127.0.0.1:99999/a.png',
+      'not a url',
+      'https://127.0.0.1/a.png',
+      'https://127.0.0.1:8443/a.png?x=1#y',
+      'https://user:pw@127.0.0.1/a.png',
+      'https://[::1]/a.png',
+      'https:///127.0.0.1/a.png',
     ];
     const verdicts = [];
     for (const url of urls) {
@@ -149,7 +206,7 @@ describe('the OpenAPI document, validated strictly against the gateway (issue 37
     expect(verdicts.filter((v) => v.api === 'INVALID_URL').map((v) => v.url)).toContain('https://');
   }, 60_000);
 
-  it('3: the estimate\'s body is the submissions\' union: {} is refused by both, each taken body matches one branch', async () => {
+  it("3: the estimate's body is the submissions' union: {} is refused by both, each taken body matches one branch", async () => {
     const schema = requestSchema(doc, '/api/v1/estimate');
     const whole = validator(schema);
     const branches = (schema['oneOf'] as Json[]).map((branch) => validator(branch));
@@ -174,17 +231,26 @@ describe('the OpenAPI document, validated strictly against the gateway (issue 37
       const answer = await call(app, 'POST', '/api/v1/estimate', body);
       const taken = answer.status !== 400;
       expect(whole(body), `${JSON.stringify(body)} answered ${JSON.stringify(answer.body)}`).toBe(taken);
-      if (taken) expect(branches.filter((branch) => branch(body)), JSON.stringify(body)).toHaveLength(1);
+      if (taken)
+        expect(
+          branches.filter((branch) => branch(body)),
+          JSON.stringify(body),
+        ).toHaveLength(1);
     }
     const empty = await call(app, 'POST', '/api/v1/estimate', {});
     expect([empty.status, at(empty.body, 'error')['code']]).toEqual([400, 'UNKNOWN_MODEL']);
   }, 60_000);
 
-  it('4: in the one-host set-up, the upload\'s http:// link is an input by that gateway\'s document, and the API takes it', async () => {
+  it("4: in the one-host set-up, the upload's http:// link is an input by that gateway's document, and the API takes it", async () => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const oneHost = await standInGateway({
-      env: { GATEWAY_SERVE_RESULTS: 'true', GATEWAY_UPLOADS: 'true', GATEWAY_LINK_SECRET: SECRET, GATEWAY_PUBLIC_URL: base },
+      env: {
+        GATEWAY_SERVE_RESULTS: 'true',
+        GATEWAY_UPLOADS: 'true',
+        GATEWAY_LINK_SECRET: SECRET,
+        GATEWAY_PUBLIC_URL: base,
+      },
       resultsDir: dir,
       // The one-host recipe: the worker may fetch the gateway's own files (docs/operations.md).
       config: loadConfig({ MEDIA_WORKER_TMP_DIR: dir, MEDIA_WORKER_PRIVATE_ORIGINS: `${base}/results/` }),
@@ -195,7 +261,9 @@ describe('the OpenAPI document, validated strictly against the gateway (issue 37
       const oneHostDoc = (await oneHost.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as Json;
       const uploaded = await call(oneHost, 'POST', '/api/v1/uploads', await readFile(photo), 'image/png');
       expect(uploaded.status).toBe(201);
-      expect(validator(responseSchema(oneHostDoc, '/api/v1/uploads', 'post', '201'), oneHostDoc)(uploaded.body)).toBe(true);
+      expect(validator(responseSchema(oneHostDoc, '/api/v1/uploads', 'post', '201'), oneHostDoc)(uploaded.body)).toBe(
+        true,
+      );
       const link = String(at(uploaded.body, 'data')['url']);
       expect(link.startsWith(`${base}/results/uploads/`)).toBe(true);
 

@@ -37,7 +37,11 @@ const bodies: [string, { model: string; input: unknown }, string | null][] = [
   ['simple mode, instrumental', music({ prompt: 'a calm song', instrumental: true, custom_mode: false }), null],
   ['simple mode without a prompt', music({ instrumental: true }), 'MISSING_PROMPT'],
   ['custom mode with lyrics', music({ ...custom, lyrics: '[Verse] la la' }), null],
-  ['custom mode with lyrics, instrumental false', music({ ...custom, lyrics: '[Verse] la la', instrumental: false }), null],
+  [
+    'custom mode with lyrics, instrumental false',
+    music({ ...custom, lyrics: '[Verse] la la', instrumental: false }),
+    null,
+  ],
   ['custom mode, instrumental, no lyrics', music({ ...custom, instrumental: true }), null],
   ['custom mode, instrumental, with lyrics', music({ ...custom, instrumental: true, lyrics: 'hum' }), null],
   ['custom mode without lyrics and not instrumental', music({ ...custom }), 'MISSING_LYRICS'],
@@ -45,13 +49,37 @@ const bodies: [string, { model: string; input: unknown }, string | null][] = [
   ['custom mode with empty lyrics', music({ ...custom, lyrics: '' }), 'MISSING_LYRICS'],
   ['custom mode without a style', music({ custom_mode: true, title: 'Rain', instrumental: true }), 'MISSING_STYLE'],
   ['custom mode, title too long', music({ ...custom, title: 'T'.repeat(81), instrumental: true }), 'TITLE_TOO_LONG'],
-  ['custom mode, unknown vocal gender', music({ ...custom, instrumental: true, vocal_gender: 'x' }), 'INVALID_VOCAL_GENDER'],
-  ['custom mode, negative tags too long', music({ ...custom, instrumental: true, negative_tags: 'x'.repeat(1001) }), 'INVALID_JOB'],
+  [
+    'custom mode, unknown vocal gender',
+    music({ ...custom, instrumental: true, vocal_gender: 'x' }),
+    'INVALID_VOCAL_GENDER',
+  ],
+  [
+    'custom mode, negative tags too long',
+    music({ ...custom, instrumental: true, negative_tags: 'x'.repeat(1001) }),
+    'INVALID_JOB',
+  ],
   ['instrumental not a boolean', music({ ...custom, instrumental: 'yes' }), 'INVALID_JOB'],
-  ['image upscale', { model: 'vendor-image-upscale', input: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '4' } }, null],
-  ['image upscale, factor 3', { model: 'vendor-image-upscale', input: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '3' } }, 'INVALID_UPSCALE_FACTOR'],
-  ['video upscale', { model: 'vendor-video-upscale', input: { video_url: 'https://cdn.example.com/a.mp4', hdr: 'sdr' } }, null],
-  ['video upscale without its URL', { model: 'vendor-video-upscale', input: { image_url: 'https://cdn.example.com/a.png' } }, 'MISSING_VIDEO_URL'],
+  [
+    'image upscale',
+    { model: 'vendor-image-upscale', input: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '4' } },
+    null,
+  ],
+  [
+    'image upscale, factor 3',
+    { model: 'vendor-image-upscale', input: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '3' } },
+    'INVALID_UPSCALE_FACTOR',
+  ],
+  [
+    'video upscale',
+    { model: 'vendor-video-upscale', input: { video_url: 'https://cdn.example.com/a.mp4', hdr: 'sdr' } },
+    null,
+  ],
+  [
+    'video upscale without its URL',
+    { model: 'vendor-video-upscale', input: { image_url: 'https://cdn.example.com/a.png' } },
+    'MISSING_VIDEO_URL',
+  ],
   ['unknown model', { model: 'vendor-nothing', input: {} }, 'UNKNOWN_MODEL'],
 ];
 
@@ -66,7 +94,8 @@ describe('POST /api/v1/generate: the document and the gateway agree', () => {
     const refs = oneOf.map((s) => s.$ref);
     expect(Object.values(discriminator.mapping).sort()).toEqual([...refs].sort());
     for (const [model, ref] of Object.entries(discriminator.mapping)) {
-      const schema = openapiComponentSchemas[ref.replace('#/components/schemas/', '')] as { properties: { model: { enum: string[] } } } | undefined;
+      const schema = openapiComponentSchemas[ref.replace('#/components/schemas/', '')] as
+        { properties: { model: { enum: string[] } } } | undefined;
       expect(schema?.properties.model.enum, ref).toEqual([model]);
     }
   });

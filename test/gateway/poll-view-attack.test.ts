@@ -45,7 +45,12 @@ describe('the poll view under attack', () => {
     expect(await viewReads(b, 'keys', 'hit')).toBe(hits + 1);
     const later = `mwk_${'z'.repeat(40)}`;
     expect(await b.view.accountOfKey(later)).toBeNull();
-    await writeIf(jetstream(a.nc), a.store.names.keySubject(hashApiKey(later)), { accountId: account.id, createdAt: new Date().toISOString() }, 0);
+    await writeIf(
+      jetstream(a.nc),
+      a.store.names.keySubject(hashApiKey(later)),
+      { accountId: account.id, createdAt: new Date().toISOString() },
+      0,
+    );
     await waitFor('B to accept the new key', async () => (await b.view.accountOfKey(later)) === account.id, 5_000, 10);
   }, 60_000);
 
@@ -60,13 +65,21 @@ describe('the poll view under attack', () => {
       'B live again after the restart',
       async () => {
         const hits = await viewReads(b, 'keys', 'hit');
-        return (await b.view.accountOfKey(apiKey).catch(() => null)) === account.id && (await viewReads(b, 'keys', 'hit')) > hits;
+        return (
+          (await b.view.accountOfKey(apiKey).catch(() => null)) === account.id &&
+          (await viewReads(b, 'keys', 'hit')) > hits
+        );
       },
       30_000,
       100,
     );
     const keyId = (await a.store.accounts.listKeys(account.id))[0]!.keyId;
     await a.store.accounts.revokeKey(account.id, keyId);
-    await waitFor('both to refuse the revoked key', async () => (await a.view.accountOfKey(apiKey)) === null && (await b.view.accountOfKey(apiKey)) === null, 5_000, 10);
+    await waitFor(
+      'both to refuse the revoked key',
+      async () => (await a.view.accountOfKey(apiKey)) === null && (await b.view.accountOfKey(apiKey)) === null,
+      5_000,
+      10,
+    );
   }, 90_000);
 });

@@ -59,7 +59,19 @@ export function pollViewFixture(prefix: string): ViewFixture {
       connections.push(nc);
       const store = await openStore(nc, prefix);
       const metrics = new GatewayMetrics();
-      const view = await startPollView({ nc, js: jetstream(nc), names, tasks: store.tasks, ledger: store.ledger, accounts: store.accounts, logger: viewLogger, metrics }, viewLimits);
+      const view = await startPollView(
+        {
+          nc,
+          js: jetstream(nc),
+          names,
+          tasks: store.tasks,
+          ledger: store.ledger,
+          accounts: store.accounts,
+          logger: viewLogger,
+          metrics,
+        },
+        viewLimits,
+      );
       views.push(view);
       return { nc, store, view, metrics };
     },
@@ -68,10 +80,22 @@ export function pollViewFixture(prefix: string): ViewFixture {
 
 /** media_gateway_view_reads_total{family,outcome} of one gateway. */
 export async function viewReads(g: { metrics: GatewayMetrics }, family: string, outcome: string): Promise<number> {
-  const metric = (await g.metrics.viewReads.get()).values.find((v) => v.labels['family'] === family && v.labels['outcome'] === outcome);
+  const metric = (await g.metrics.viewReads.get()).values.find(
+    (v) => v.labels['family'] === family && v.labels['outcome'] === outcome,
+  );
   return metric?.value ?? 0;
 }
 
 export function pendingTask(accountId: string, id: string): TaskRecord {
-  return { id, accountId, model: 'vendor-image-upscale', kind: 'image', status: 'pending', creditsUsed: 20, createdAt: new Date().toISOString(), debitSeq: 1, extras: {} };
+  return {
+    id,
+    accountId,
+    model: 'vendor-image-upscale',
+    kind: 'image',
+    status: 'pending',
+    creditsUsed: 20,
+    createdAt: new Date().toISOString(),
+    debitSeq: 1,
+    extras: {},
+  };
 }

@@ -68,10 +68,13 @@ it("the task records' watch resumes after its consumer is lost", async () => {
     const names: string[] = [];
     for await (const c of jsm.consumers.list('GATEWAY_TASKS')) names.push(c.name);
     const view = names.find((n) => n.startsWith('view_'));
-    if (view === undefined) throw new Error(`Expected the watch's consumer on GATEWAY_TASKS but received ${names.join(', ') || 'none'}`);
+    if (view === undefined)
+      throw new Error(`Expected the watch's consumer on GATEWAY_TASKS but received ${names.join(', ') || 'none'}`);
     await jsm.consumers.delete('GATEWAY_TASKS', view);
     await js.publish('gateway.tasks.acct_a.t_after', '{}');
-    process.stderr.write(`its consumer removed: the next record reached the watch after ${await within(() => seen.length === 2)}\n`);
+    process.stderr.write(
+      `its consumer removed: the next record reached the watch after ${await within(() => seen.length === 2)}\n`,
+    );
     expect(seen).toEqual(['gateway.tasks.acct_a.t_before', 'gateway.tasks.acct_a.t_after']);
     expect(await within(() => watch.live(Date.now()))).not.toBe('never');
     expect(errors).toEqual([]);

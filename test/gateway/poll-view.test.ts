@@ -64,9 +64,19 @@ describe('the poll view', () => {
     const task = pendingTask(account.id, 't_pv1');
     const stored = await a.store.tasks.ensure(task);
     expect(await b.view.task(account.id, task.id)).toEqual(task);
-    await a.store.tasks.replace(stored, { ...task, status: 'completed', result: { image_url: 'x' }, finishedAt: new Date().toISOString() });
+    await a.store.tasks.replace(stored, {
+      ...task,
+      status: 'completed',
+      result: { image_url: 'x' },
+      finishedAt: new Date().toISOString(),
+    });
     expect((await a.view.task(account.id, task.id))?.status).toBe('completed');
-    await waitFor('B to see the completion', async () => (await b.view.task(account.id, task.id))?.status === 'completed', 5_000, 10);
+    await waitFor(
+      'B to see the completion',
+      async () => (await b.view.task(account.id, task.id))?.status === 'completed',
+      5_000,
+      10,
+    );
     // Another account's lookup of the task finds nothing.
     expect(await b.view.task('acct_other', task.id)).toBeNull();
 
@@ -76,12 +86,17 @@ describe('the poll view', () => {
 
     const keyId = (await a.store.accounts.listKeys(account.id))[0]!.keyId;
     await a.store.accounts.revokeKey(account.id, keyId);
-    await waitFor('both to refuse the revoked key', async () => (await a.view.accountOfKey(apiKey)) === null && (await b.view.accountOfKey(apiKey)) === null, 5_000, 10);
+    await waitFor(
+      'both to refuse the revoked key',
+      async () => (await a.view.accountOfKey(apiKey)) === null && (await b.view.accountOfKey(apiKey)) === null,
+      5_000,
+      10,
+    );
     expect(await viewReads(b, 'tasks', 'hit')).toBeGreaterThan(0);
     expect(await viewReads(b, 'keys', 'hit')).toBeGreaterThan(0);
   }, 60_000);
 
-  it('tells its listeners of every task record: its own writes at once, another gateway\'s by its watch (how live events learn a task settled)', async () => {
+  it("tells its listeners of every task record: its own writes at once, another gateway's by its watch (how live events learn a task settled)", async () => {
     const a = await gateway();
     const b = await gateway();
     const heardByA: string[] = [];
@@ -90,7 +105,12 @@ describe('the poll view', () => {
     b.view.onTask((t) => heardByB.push(`${t.id}:${t.status}`));
     const task = pendingTask('acct_listen', 't_pv_listen');
     const stored = await a.store.tasks.ensure(task);
-    await a.store.tasks.replace(stored, { ...task, status: 'failed', error: { code: 'TASK_EXPIRED', message: 'expired' }, finishedAt: new Date().toISOString() });
+    await a.store.tasks.replace(stored, {
+      ...task,
+      status: 'failed',
+      error: { code: 'TASK_EXPIRED', message: 'expired' },
+      finishedAt: new Date().toISOString(),
+    });
     expect(heardByA).toContain('t_pv_listen:failed');
     await waitFor('B to hear the settled record', () => heardByB.includes('t_pv_listen:failed'), 5_000, 10);
     expect(heardByB.filter((h) => h.startsWith('t_pv_listen:'))).toEqual(['t_pv_listen:pending', 't_pv_listen:failed']);
@@ -104,17 +124,40 @@ describe('the poll view', () => {
       connections.push(direct, watching);
       const store = await openStore(direct, PREFIX);
       const metrics = new GatewayMetrics();
-      const view = await startPollView({ nc: watching, js: jetstream(watching), names: storeNames(PREFIX), tasks: store.tasks, ledger: store.ledger, accounts: store.accounts, logger: viewLogger, metrics }, viewLimits);
+      const view = await startPollView(
+        {
+          nc: watching,
+          js: jetstream(watching),
+          names: storeNames(PREFIX),
+          tasks: store.tasks,
+          ledger: store.ledger,
+          accounts: store.accounts,
+          logger: viewLogger,
+          metrics,
+        },
+        viewLimits,
+      );
       views.push(view);
       const { account } = await store.accounts.create('pv-ryw', 100);
-      await waitFor('the opening balance in memory', async () => (await view.balance(account.id)) === 100 && (await viewReads({ metrics }, 'balances', 'hit')) > 0, 5_000, 10);
+      await waitFor(
+        'the opening balance in memory',
+        async () => (await view.balance(account.id)) === 100 && (await viewReads({ metrics }, 'balances', 'hit')) > 0,
+        5_000,
+        10,
+      );
       // The watch hears nothing for 400 ms (under its liveness of 1.5 s): only the write itself can tell the view.
       relay.hold(400);
       const debit = await store.ledger.debit(account.id, {
         amount: 30,
         taskId: 't_pvryw',
         kind: 'image',
-        job: { id: 't_pvryw', model: 'vendor-image-upscale', input: {}, credits: 30, createdAt: new Date().toISOString() },
+        job: {
+          id: 't_pvryw',
+          model: 'vendor-image-upscale',
+          input: {},
+          credits: 30,
+          createdAt: new Date().toISOString(),
+        },
         extras: {},
       });
       expect(debit.ok).toBe(true);

@@ -22,7 +22,10 @@ export interface RunningProcess {
 }
 
 export function startCommand(args: string[], env: NodeJS.ProcessEnv): RunningProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr?.on('data', (c: Buffer) => (out += c.toString()));
@@ -52,7 +55,9 @@ export async function startGatewayProcess(env: NodeJS.ProcessEnv): Promise<Runni
 }
 
 export async function accountsCommand(args: string[], env: NodeJS.ProcessEnv): Promise<unknown> {
-  const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'accounts', ...args], { env: { ...process.env, ...env } });
+  const { stdout } = await promisify(execFile)(process.execPath, [CLI, 'accounts', ...args], {
+    env: { ...process.env, ...env },
+  });
   return JSON.parse(stdout) as unknown;
 }
 
@@ -106,19 +111,34 @@ export async function startServeAndGateway(
   /** Settings that depend on the results' address (the one-host recipe's MEDIA_WORKER_PRIVATE_ORIGINS). */
   more: (resultsBaseUrl: string) => NodeJS.ProcessEnv = () => ({}),
   roles?: RoleEnvs,
-): Promise<{ env: NodeJS.ProcessEnv; gatewayEnv: NodeJS.ProcessEnv; serve: RunningProcess; gateway: RunningProcess & { url: string } }> {
+): Promise<{
+  env: NodeJS.ProcessEnv;
+  gatewayEnv: NodeJS.ProcessEnv;
+  serve: RunningProcess;
+  gateway: RunningProcess & { url: string };
+}> {
   const port = await freePort();
   const resultsBaseUrl = `http://127.0.0.1:${port}/results/`;
   // Serving files needs a link secret (the gateway refuses to start without one).
-  const env = { GATEWAY_LINK_SECRET: 'e2e-link-secret-of-at-least-32-characters', ...base, GATEWAY_PORT: String(port), RESULTS_BASE_URL: resultsBaseUrl, ...more(resultsBaseUrl) };
+  const env = {
+    GATEWAY_LINK_SECRET: 'e2e-link-secret-of-at-least-32-characters',
+    ...base,
+    GATEWAY_PORT: String(port),
+    RESULTS_BASE_URL: resultsBaseUrl,
+    ...more(resultsBaseUrl),
+  };
   // The operator's step at install: serve and gateway only check and bind.
   const operatorEnv = { ...env, ...roles?.operator };
   await provisionFromEnv(operatorEnv);
   const serve = startCommand(['serve'], { ...env, ...roles?.worker });
-  await waitFor('serve to run', () => {
-    if (serve.child.exitCode !== null) throw new Error(`serve exited: ${serve.output()}`);
-    return serve.output().includes('media-worker serving');
-  }, 60_000);
+  await waitFor(
+    'serve to run',
+    () => {
+      if (serve.child.exitCode !== null) throw new Error(`serve exited: ${serve.output()}`);
+      return serve.output().includes('media-worker serving');
+    },
+    60_000,
+  );
   const gatewayEnv = { ...env, ...roles?.gateway };
   return { env: operatorEnv, gatewayEnv, serve, gateway: await startGatewayProcess(gatewayEnv) };
 }

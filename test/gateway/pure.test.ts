@@ -8,10 +8,19 @@ import { isTaskId } from '../../src/protocol/index.js';
 
 describe('gateway settings', () => {
   it('has defaults and names the variable of a bad value', () => {
-    expect(parseGatewaySettings({})).toMatchObject({ port: 8080, streamPrefix: 'GATEWAY', serveResults: false, historyPageSize: 20 });
-    expect(() => parseGatewaySettings({ port: '70000' })).toThrow('Invalid setting GATEWAY_PORT: Expected a port number from 0 to 65535 but received "70000"');
+    expect(parseGatewaySettings({})).toMatchObject({
+      port: 8080,
+      streamPrefix: 'GATEWAY',
+      serveResults: false,
+      historyPageSize: 20,
+    });
+    expect(() => parseGatewaySettings({ port: '70000' })).toThrow(
+      'Invalid setting GATEWAY_PORT: Expected a port number from 0 to 65535 but received "70000"',
+    );
     expect(() => parseGatewaySettings({ streamPrefix: 'a.b' })).toThrow(/Invalid setting GATEWAY_STREAM_PREFIX/);
-    expect(() => parseGatewaySettings({ uploadsEnabled: 'true' })).toThrow(/GATEWAY_UPLOADS: Expected GATEWAY_SERVE_RESULTS=true/);
+    expect(() => parseGatewaySettings({ uploadsEnabled: 'true' })).toThrow(
+      /GATEWAY_UPLOADS: Expected GATEWAY_SERVE_RESULTS=true/,
+    );
   });
 });
 
@@ -46,15 +55,61 @@ const base: TaskRecord = {
 
 describe('task views', () => {
   it('shows the short submission object, plus pollUrl and duration for lip-sync and input for the tools', () => {
-    expect(submissionView(base, 85)).toEqual({ id: 't_1', model: 'vendor-v5-generate-music', status: 'pending', creditsUsed: 15, creditsRemaining: 85, createdAt: base.createdAt });
-    const lips = submissionView({ ...base, model: 'vendor-lipsync-2', extras: { pollUrl: '/api/v1/tasks/t_1', duration: 15.04 } }, 0);
-    expect(Object.keys(lips)).toEqual(['id', 'model', 'status', 'creditsUsed', 'creditsRemaining', 'createdAt', 'pollUrl', 'duration']);
+    expect(submissionView(base, 85)).toEqual({
+      id: 't_1',
+      model: 'vendor-v5-generate-music',
+      status: 'pending',
+      creditsUsed: 15,
+      creditsRemaining: 85,
+      createdAt: base.createdAt,
+    });
+    const lips = submissionView(
+      { ...base, model: 'vendor-lipsync-2', extras: { pollUrl: '/api/v1/tasks/t_1', duration: 15.04 } },
+      0,
+    );
+    expect(Object.keys(lips)).toEqual([
+      'id',
+      'model',
+      'status',
+      'creditsUsed',
+      'creditsRemaining',
+      'createdAt',
+      'pollUrl',
+      'duration',
+    ]);
   });
 
   it('reports music as vendor/generate-music with mediaType when completed, and a failure with its refund', () => {
-    const done = taskView({ ...base, status: 'completed', reportedModel: 'vendor/generate-music', mediaType: 'music', result: { songs: [] } });
-    expect(done).toEqual({ id: 't_1', model: 'vendor/generate-music', status: 'completed', mediaType: 'music', result: { songs: [] }, creditsUsed: 15, createdAt: base.createdAt });
-    const failed = taskView({ ...base, status: 'failed', error: { code: 'GENERATION_FAILED', message: 'x' }, creditsRefunded: 15 });
-    expect(failed).toEqual({ id: 't_1', model: 'vendor-v5-generate-music', status: 'failed', error: { code: 'GENERATION_FAILED', message: 'x' }, creditsUsed: 0, creditsRefunded: 15, createdAt: base.createdAt });
+    const done = taskView({
+      ...base,
+      status: 'completed',
+      reportedModel: 'vendor/generate-music',
+      mediaType: 'music',
+      result: { songs: [] },
+    });
+    expect(done).toEqual({
+      id: 't_1',
+      model: 'vendor/generate-music',
+      status: 'completed',
+      mediaType: 'music',
+      result: { songs: [] },
+      creditsUsed: 15,
+      createdAt: base.createdAt,
+    });
+    const failed = taskView({
+      ...base,
+      status: 'failed',
+      error: { code: 'GENERATION_FAILED', message: 'x' },
+      creditsRefunded: 15,
+    });
+    expect(failed).toEqual({
+      id: 't_1',
+      model: 'vendor-v5-generate-music',
+      status: 'failed',
+      error: { code: 'GENERATION_FAILED', message: 'x' },
+      creditsUsed: 0,
+      creditsRefunded: 15,
+      createdAt: base.createdAt,
+    });
   });
 });

@@ -19,8 +19,15 @@ import { sleep, waitFor } from '../worker/helpers/jetstream.js';
 import { startTestWorker, type TestWorker } from '../worker/helpers/in-process.js';
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 
-const job = parseJob({ model: 'vendor-image-upscale', input: { image_url: 'https://media.test/a.png', upscale_factor: '2' } });
-const priced = { model: 'vendor-image-upscale', creditsUsed: 20, input: { image_url: 'https://media.test/a.png', upscale_factor: '2' } };
+const job = parseJob({
+  model: 'vendor-image-upscale',
+  input: { image_url: 'https://media.test/a.png', upscale_factor: '2' },
+});
+const priced = {
+  model: 'vendor-image-upscale',
+  creditsUsed: 20,
+  input: { image_url: 'https://media.test/a.png', upscale_factor: '2' },
+};
 /** Far above every wait these tests expect: an answer after it means the receipts did nothing. */
 const TIMEOUT_MS = 60_000;
 
@@ -49,7 +56,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const client = (o: { receiptWaitMs?: number; heartbeatMs?: number } = {}) => quoteClient(nc, { timeoutMs: TIMEOUT_MS, inboxPrefix: roles.auth('gateway').inboxPrefix, ...o });
+const client = (o: { receiptWaitMs?: number; heartbeatMs?: number } = {}) =>
+  quoteClient(nc, { timeoutMs: TIMEOUT_MS, inboxPrefix: roles.auth('gateway').inboxPrefix, ...o });
 
 /** A stand-in for a worker on media.quote (queue group q, as the real one), answering as told. */
 /** Gone at the server before the next test asks (the stand-ins' connection is not the gateway's). */
@@ -96,14 +104,20 @@ describe('quote requests with receipts', () => {
       await sleep(4_500); // longer than 3 missed heartbeats of 1 s
       return priced;
     };
-    const worker: TestWorker = await startTestWorker(roles.url, roles.settingsOf('worker-host1'), quote as never, { provisionAs: roles.settingsOf('operator') });
+    const worker: TestWorker = await startTestWorker(roles.url, roles.settingsOf('worker-host1'), quote as never, {
+      provisionAs: roles.settingsOf('operator'),
+    });
     cleanups.push(() => worker.stop());
     // The replies on the wire: a receipt, heartbeats, then the answer, each with the protocol header.
     const inbox = createInbox(roles.auth('gateway').inboxPrefix);
     const seen: { status: string; protocol: string; bytes: number }[] = [];
     const tap = nc.subscribe(inbox, {
       callback: (_err, msg) => {
-        seen.push({ status: msg.headers?.get(QUOTE_HEADERS.status) ?? '', protocol: msg.headers?.get('Media-Protocol-Version') ?? '', bytes: msg.data.length });
+        seen.push({
+          status: msg.headers?.get(QUOTE_HEADERS.status) ?? '',
+          protocol: msg.headers?.get('Media-Protocol-Version') ?? '',
+          bytes: msg.data.length,
+        });
       },
     });
     cleanups.push(() => tap.unsubscribe());
@@ -176,7 +190,10 @@ describe('quote requests with receipts', () => {
       const h = headers();
       h.set('Nats-Service-Error', 'PROBE_FAILED');
       h.set('Nats-Service-Error-Code', '422');
-      msg.respond(JSON.stringify({ error: { code: 'PROBE_FAILED', status: 422, message: 'Could not read the image' } }), { headers: h });
+      msg.respond(
+        JSON.stringify({ error: { code: 'PROBE_FAILED', status: 422, message: 'Could not read the image' } }),
+        { headers: h },
+      );
     });
     const err = await failure(client()(job, { party: 'acct_a' }));
     expect([err.code, err.status]).toEqual(['PROBE_FAILED', 422]);

@@ -50,14 +50,23 @@ it('stores the task record before answering, even when its first write fails', a
     js: jetstream(nc),
     ledger: store.ledger,
     tasks: store.tasks,
-    quote: async (job) => ({ model: job.model, creditsUsed: 15, input: { custom_mode: false, prompt: 'a song', instrumental: false } }),
+    quote: async (job) => ({
+      model: job.model,
+      creditsUsed: 15,
+      input: { custom_mode: false, prompt: 'a song', instrumental: false },
+    }),
     quoteGate: quoteGate(10),
     cancel: cancelClient(nc, 1000),
     metrics,
     security: securityEvents(metrics, logger),
   });
   await store.ledger.open('acct_readafterack', 100);
-  const answer = await service.submit('acct_readafterack', { model: 'vendor-v5-generate-music', input: { prompt: 'a song', instrumental: false } } as never, 'generate', logger);
+  const answer = await service.submit(
+    'acct_readafterack',
+    { model: 'vendor-v5-generate-music', input: { prompt: 'a song', instrumental: false } } as never,
+    'generate',
+    logger,
+  );
   expect((await store.tasks.get('acct_readafterack', answer['id'] as string))?.value.status).toBe('pending');
   expect(failures).toBeLessThan(0);
 });

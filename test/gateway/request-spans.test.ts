@@ -44,15 +44,35 @@ beforeAll(async () => {
     req.on('end', () => {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
         resourceSpans: {
-          scopeSpans: { spans: { name: string; traceId: string; spanId: string; parentSpanId?: string; attributes?: { key: string; value: Record<string, unknown> }[]; links?: Exported['links'] }[] }[];
+          scopeSpans: {
+            spans: {
+              name: string;
+              traceId: string;
+              spanId: string;
+              parentSpanId?: string;
+              attributes?: { key: string; value: Record<string, unknown> }[];
+              links?: Exported['links'];
+            }[];
+          }[];
         }[];
       };
       for (const rs of body.resourceSpans) {
         for (const ss of rs.scopeSpans) {
           for (const s of ss.spans) {
             const attributes = Object.fromEntries((s.attributes ?? []).map((a) => [a.key, Object.values(a.value)[0]]));
-            const links = (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId, ...(l.traceState ? { traceState: l.traceState } : {}) }));
-            exported.push({ name: s.name, traceId: s.traceId, spanId: s.spanId, parent: s.parentSpanId ?? '', attributes, links });
+            const links = (s.links ?? []).map((l) => ({
+              traceId: l.traceId,
+              spanId: l.spanId,
+              ...(l.traceState ? { traceState: l.traceState } : {}),
+            }));
+            exported.push({
+              name: s.name,
+              traceId: s.traceId,
+              spanId: s.spanId,
+              parent: s.parentSpanId ?? '',
+              attributes,
+              links,
+            });
           }
         }
       }
@@ -63,7 +83,10 @@ beforeAll(async () => {
   const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
   // The SDK's own complaints (a span ended twice, say) land here.
   const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) });
-  tracing = await startTracing(telemetrySettingsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }), { serviceName: 'test', logger });
+  tracing = await startTracing(
+    telemetrySettingsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }),
+    { serviceName: 'test', logger },
+  );
   app = Fastify();
   traceRequests(app);
   app.get('/ok', async () => ({ ok: true }));
@@ -114,12 +137,15 @@ async function abandonSlow(): Promise<void> {
 }
 
 describe('HTTP server spans', () => {
-  it('record a bounded path without its query, start a trace of their own linked to the client\'s, and end an abandoned request once', async () => {
+  it("record a bounded path without its query, start a trace of their own linked to the client's, and end an abandoned request once", async () => {
     const clientTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
     const clientSpan = '00f067aa0ba902b7';
     expect(await get('/ok?token=secret-in-query', { traceparent: `00-${clientTrace}-${clientSpan}-01` })).toBe(200);
     // Sampled flag 0 and a tracestate: neither hides the request nor travels on.
-    const sent = await getWithBody('/headers', { traceparent: `00-${clientTrace}-${clientSpan}-00`, tracestate: 'client=claimed-state' });
+    const sent = await getWithBody('/headers', {
+      traceparent: `00-${clientTrace}-${clientSpan}-00`,
+      tracestate: 'client=claimed-state',
+    });
     expect(sent.status).toBe(200);
     expect(await get('/ok', { traceparent: '00-not-a-trace-01' })).toBe(200);
     expect(await get(`/${'a'.repeat(5000)}`)).toBe(404);
@@ -129,14 +155,19 @@ describe('HTTP server spans', () => {
     await tracing.shutdown();
 
     const ok = exported.filter((s) => s.name === 'GET /ok');
-    expect(ok.map((s) => [s.parent, s.attributes['url.path'], s.attributes['http.response.status_code']])).toEqual([['', '/ok', 200], ['', '/ok', 200]]);
+    expect(ok.map((s) => [s.parent, s.attributes['url.path'], s.attributes['http.response.status_code']])).toEqual([
+      ['', '/ok', 200],
+      ['', '/ok', 200],
+    ]);
     expect(ok.map((s) => s.traceId)).not.toContain(clientTrace);
     expect(ok.map((s) => s.links)).toEqual([[{ traceId: clientTrace, spanId: clientSpan }], []]);
     expect(JSON.stringify(exported)).not.toContain('secret-in-query');
 
     const headersSpan = exported.filter((s) => s.name === 'GET /headers');
     expect(headersSpan.map((s) => [s.parent, s.links])).toEqual([['', [{ traceId: clientTrace, spanId: clientSpan }]]]);
-    expect(JSON.parse(sent.body)).toEqual({ traceparent: `00-${headersSpan[0]!.traceId}-${headersSpan[0]!.spanId}-01` });
+    expect(JSON.parse(sent.body)).toEqual({
+      traceparent: `00-${headersSpan[0]!.traceId}-${headersSpan[0]!.spanId}-01`,
+    });
     expect(JSON.stringify(exported)).not.toContain('claimed-state');
 
     const long = exported.filter((s) => s.name === 'GET');
@@ -147,7 +178,9 @@ describe('HTTP server spans', () => {
     expect(recorded.endsWith('…')).toBe(true);
 
     expect(exported.filter((s) => s.attributes['url.path'] === '/healthz')).toEqual([]);
-    expect(exported.filter((s) => s.name === 'GET /slow').map((s) => s.attributes['error.type'])).toEqual(['client closed the request']);
+    expect(exported.filter((s) => s.name === 'GET /slow').map((s) => s.attributes['error.type'])).toEqual([
+      'client closed the request',
+    ]);
     expect(warnings).toEqual([]);
   });
 });

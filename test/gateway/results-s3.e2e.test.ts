@@ -41,32 +41,59 @@ const e2e = useGatewayE2e({
 });
 
 async function settled(account: Account, id: string): Promise<Record<string, unknown>> {
-  return waitFor(`task ${id} to settle`, async () => {
-    const reply = await e2e.api('GET', `/api/v1/tasks/${id}`, account.key);
-    return reply.body.data?.['status'] === 'pending' ? undefined : reply.body.data;
-  }, 90_000, 200);
+  return waitFor(
+    `task ${id} to settle`,
+    async () => {
+      const reply = await e2e.api('GET', `/api/v1/tasks/${id}`, account.key);
+      return reply.body.data?.['status'] === 'pending' ? undefined : reply.body.data;
+    },
+    90_000,
+    200,
+  );
 }
 
 describe('results in a bucket', () => {
-  it('stores the result before the event, which carries its size and sha256; the gateway checks the object, and the result outlives the worker\'s folders', async () => {
+  it("stores the result before the event, which carries its size and sha256; the gateway checks the object, and the result outlives the worker's folders", async () => {
     const account = await e2e.newAccount(100);
-    const submitted = await e2e.api('POST', '/api/v1/tools/upscale-image', account.key, { image_url: `${e2e.mediaUrl}/small.png`, upscale_factor: '2' });
+    const submitted = await e2e.api('POST', '/api/v1/tools/upscale-image', account.key, {
+      image_url: `${e2e.mediaUrl}/small.png`,
+      upscale_factor: '2',
+    });
     expect(submitted.status).toBe(200);
     const id = submitted.body.data?.id ?? '';
     const done = await settled(account, id);
-    expect(done).toMatchObject({ status: 'completed', result: { url: expect.stringContaining(`/results/image/${id}/output.png`), width: 80, height: 54 } });
+    expect(done).toMatchObject({
+      status: 'completed',
+      result: { url: expect.stringContaining(`/results/image/${id}/output.png`), width: 80, height: 54 },
+    });
 
     const [event] = await e2e.cp.eventsOf(id);
-    expect(event?.files).toEqual([{ key: `image/${id}/output.png`, url: expect.stringContaining(`/image/${id}/output.png`), size: expect.any(Number), sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+    expect(event?.files).toEqual([
+      {
+        key: `image/${id}/output.png`,
+        url: expect.stringContaining(`/image/${id}/output.png`),
+        size: expect.any(Number),
+        sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      },
+    ]);
 
     // The host is lost: its results and temp folders go. The bucket still has the file, whole.
     await rm(path.join(e2e.dir, 'results'), { recursive: true, force: true });
-    for (const name of await readdir(e2e.dir)) if (name.startsWith('tmp-')) await rm(path.join(e2e.dir, name), { recursive: true, force: true });
-    const reader = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: S3_TEST_CREDENTIALS });
+    for (const name of await readdir(e2e.dir))
+      if (name.startsWith('tmp-')) await rm(path.join(e2e.dir, name), { recursive: true, force: true });
+    const reader = new S3Client({
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: S3_TEST_CREDENTIALS,
+    });
     try {
       const object = await reader.send(new GetObjectCommand({ Bucket: BUCKET, Key: `media/image/${id}/output.png` }));
       const bytes = Buffer.from(await object.Body!.transformToByteArray());
-      expect([bytes.length, createHash('sha256').update(bytes).digest('hex')]).toEqual([event?.files?.[0]?.size, event?.files?.[0]?.sha256]);
+      expect([bytes.length, createHash('sha256').update(bytes).digest('hex')]).toEqual([
+        event?.files?.[0]?.size,
+        event?.files?.[0]?.sha256,
+      ]);
     } finally {
       reader.destroy();
     }

@@ -46,7 +46,10 @@ export async function standInGateway(options: StandInOptions): Promise<GatewayAp
     service: {
       submit: refused,
       estimate: async (_account: string, job: Job) => {
-        const quote = await quoteOnly(job, options.config, { taskId: 'stand-in', allowLocalPaths: options.allowLocalPaths });
+        const quote = await quoteOnly(job, options.config, {
+          taskId: 'stand-in',
+          allowLocalPaths: options.allowLocalPaths,
+        });
         return estimateView(job, quote as never, 100);
       },
     } as never,
@@ -65,8 +68,22 @@ export async function standInGateway(options: StandInOptions): Promise<GatewayAp
 }
 
 /** A request as a client sends it, with the account's key. */
-export async function call(app: GatewayApp, method: 'GET' | 'POST', url: string, body?: unknown, contentType = 'application/json'): Promise<{ status: number; body: unknown }> {
+export async function call(
+  app: GatewayApp,
+  method: 'GET' | 'POST',
+  url: string,
+  body?: unknown,
+  contentType = 'application/json',
+): Promise<{ status: number; body: unknown }> {
   const payload = body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body);
-  const reply = await app.inject({ method, url, headers: { authorization: `Bearer ${ACCOUNT_KEY}`, ...(payload === undefined ? {} : { 'content-type': contentType }) }, ...(payload === undefined ? {} : { payload }) });
+  const reply = await app.inject({
+    method,
+    url,
+    headers: {
+      authorization: `Bearer ${ACCOUNT_KEY}`,
+      ...(payload === undefined ? {} : { 'content-type': contentType }),
+    },
+    ...(payload === undefined ? {} : { payload }),
+  });
   return { status: reply.statusCode, body: reply.json() };
 }

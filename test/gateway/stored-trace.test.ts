@@ -10,7 +10,12 @@ const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
 describe('a stored trace', () => {
   it('is read back with its tracestate', () => {
-    expect(submissionExtrasSchema.parse({ webhookUrl: 'https://h.example/x', trace: { traceparent, tracestate: 'vendor=abc' } })).toEqual({
+    expect(
+      submissionExtrasSchema.parse({
+        webhookUrl: 'https://h.example/x',
+        trace: { traceparent, tracestate: 'vendor=abc' },
+      }),
+    ).toEqual({
       webhookUrl: 'https://h.example/x',
       trace: { traceparent, tracestate: 'vendor=abc' },
     });
@@ -18,8 +23,16 @@ describe('a stored trace', () => {
   });
 
   it('that does not parse is dropped, the rest of the record kept', () => {
-    for (const trace of [{ traceparent: 'x'.repeat(56) }, { traceparent, tracestate: 'y'.repeat(513) }, 'not an object', { tracestate: 'a=b' }]) {
-      expect(submissionExtrasSchema.parse({ pollUrl: '/api/v1/tasks/t1', trace }), JSON.stringify(trace).slice(0, 40)).toEqual({ pollUrl: '/api/v1/tasks/t1' });
+    for (const trace of [
+      { traceparent: 'x'.repeat(56) },
+      { traceparent, tracestate: 'y'.repeat(513) },
+      'not an object',
+      { tracestate: 'a=b' },
+    ]) {
+      expect(
+        submissionExtrasSchema.parse({ pollUrl: '/api/v1/tasks/t1', trace }),
+        JSON.stringify(trace).slice(0, 40),
+      ).toEqual({ pollUrl: '/api/v1/tasks/t1' });
     }
   });
 });

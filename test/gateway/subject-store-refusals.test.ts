@@ -12,8 +12,10 @@ import { isNatsUnavailable } from '../../src/gateway/nats-unavailable.js';
 import { WriteConflict, writeIf } from '../../src/gateway/store/subject-store.js';
 import { UnconfirmedPublishError } from '../../src/protocol/index.js';
 
-const inFlightOther = (): JetStreamApiError => new JetStreamApiError({ code: 400, err_code: 10164, description: 'wrong last sequence' });
-const ownCopyInFlight = (): JetStreamApiError => new JetStreamApiError({ code: 409, err_code: 10158, description: 'duplicate message id is in process' });
+const inFlightOther = (): JetStreamApiError =>
+  new JetStreamApiError({ code: 400, err_code: 10164, description: 'wrong last sequence' });
+const ownCopyInFlight = (): JetStreamApiError =>
+  new JetStreamApiError({ code: 409, err_code: 10158, description: 'duplicate message id is in process' });
 const stored = (seq: number, duplicate: boolean): PubAck => ({ stream: 'S', seq, duplicate, domain: '' }) as PubAck;
 
 /** A client whose publishes are answered, in order, by `answers` (an error is thrown); what each publish sent is kept. */

@@ -22,7 +22,11 @@ const e2e = useGatewayE2e({
     // Large enough for the upscale to report progress while a stream is open (one tile).
     const photo = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(256, 192).png().toBuffer();
     // A strip of the same photo in four tiles of about a second each: steps for the ETA to fall over.
-    const strip = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(1600).extract({ left: 0, top: 400, width: 1600, height: 64 }).png().toBuffer();
+    const strip = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png'))
+      .resize(1600)
+      .extract({ left: 0, top: 400, width: 1600, height: 64 })
+      .png()
+      .toBuffer();
     return { '/photo.png': photo, '/strip.png': strip };
   },
   env: {
@@ -62,7 +66,10 @@ async function allEvents(opened: Opened): Promise<ServerSentEvent[]> {
 }
 
 async function submitUpscale(key: string, file = '/photo.png'): Promise<string> {
-  const reply = await e2e.api('POST', '/api/v1/tools/upscale-image', key, { image_url: `${e2e.mediaUrl}${file}`, upscale_factor: '2' });
+  const reply = await e2e.api('POST', '/api/v1/tools/upscale-image', key, {
+    image_url: `${e2e.mediaUrl}${file}`,
+    upscale_factor: '2',
+  });
   expect(reply.status).toBe(200);
   return reply.body.data?.id ?? '';
 }
@@ -96,10 +103,12 @@ interface Step {
  * values depend on the machine: only their presence and order are checked.
  */
 function expectFallingEta(steps: Step[]): void {
-  for (const step of steps.filter((s) => s.unit !== 'tiles' || s.done === 0)) expect(step.etaSeconds, JSON.stringify(step)).toBeUndefined();
+  for (const step of steps.filter((s) => s.unit !== 'tiles' || s.done === 0))
+    expect(step.etaSeconds, JSON.stringify(step)).toBeUndefined();
   const estimated = steps.filter((s) => s.unit === 'tiles' && s.done! > 0);
   expect(estimated.length, 'tiles done while the stream was open').toBeGreaterThan(1);
-  for (const step of estimated) expect(Number.isInteger(step.etaSeconds) && step.etaSeconds! >= 0, JSON.stringify(step)).toBe(true);
+  for (const step of estimated)
+    expect(Number.isInteger(step.etaSeconds) && step.etaSeconds! >= 0, JSON.stringify(step)).toBe(true);
   const [first, last] = [estimated[0]!, estimated.at(-1)!];
   expect(last.done).toBe(last.total);
   expect(last.etaSeconds).toBe(0);
@@ -124,7 +133,8 @@ describe('live task events', () => {
     const progress = events.filter((e) => e.event === 'progress');
     expect(progress.length).toBeGreaterThan(0);
     expectIncreasing(progress.map((e) => e.id));
-    for (const e of progress) expect(JSON.parse(e.data)).toMatchObject({ id, stage: expect.any(String), at: expect.any(String) });
+    for (const e of progress)
+      expect(JSON.parse(e.data)).toMatchObject({ id, stage: expect.any(String), at: expect.any(String) });
     expect(progress.some((e) => (JSON.parse(e.data) as { unit?: string }).unit === 'tiles')).toBe(true);
     expectFallingEta(progress.map((e) => JSON.parse(e.data) as Step));
 
@@ -162,7 +172,13 @@ describe('live task events', () => {
 
   it('bounds open streams per account and per gateway (429 TOO_MANY_STREAMS) and keeps idle ones alive with heartbeats', async () => {
     // Music jobs are priced but not run here: their tasks stay pending.
-    const submitMusic = async (key: string) => (await e2e.api('POST', '/api/v1/generate', key, { model: 'vendor-v5-generate-music', input: { prompt: 'a tune' } })).body.data?.id ?? '';
+    const submitMusic = async (key: string) =>
+      (
+        await e2e.api('POST', '/api/v1/generate', key, {
+          model: 'vendor-v5-generate-music',
+          input: { prompt: 'a tune' },
+        })
+      ).body.data?.id ?? '';
     const [a, b, c] = [await e2e.newAccount(1000), await e2e.newAccount(1000), await e2e.newAccount(1000)];
     const [taskA, taskB, taskC] = [await submitMusic(a.key), await submitMusic(b.key), await submitMusic(c.key)];
     const open: Opened[] = [await openEvents(taskA, a.key), await openEvents(taskA, a.key)];
@@ -183,7 +199,8 @@ describe('live task events', () => {
       const reader = open[2]!.res.body!.getReader();
       let text = '';
       const until = Date.now() + 10_000;
-      while (!text.includes(': heartbeat') && Date.now() < until) text += new TextDecoder().decode((await reader.read()).value);
+      while (!text.includes(': heartbeat') && Date.now() < until)
+        text += new TextDecoder().decode((await reader.read()).value);
       expect(text).toMatch(/^retry: \d+\n\n/);
       expect(text).toContain(': heartbeat\n\n');
     } finally {
@@ -200,7 +217,7 @@ describe('live task events', () => {
     expect(status).toBe(200);
   }, 60_000);
 
-  it('media-worker tasks watch follows a task: progress on stderr, the task on stdout, exit 0; another account\'s task exits 1', async () => {
+  it("media-worker tasks watch follows a task: progress on stderr, the task on stdout, exit 0; another account's task exits 1", async () => {
     const owner = await e2e.newAccount(1000);
     const other = await e2e.newAccount(1000);
     // The strip, a longer run than the photo's: the followers, started after the submission, join it before it ends.
@@ -210,7 +227,9 @@ describe('live task events', () => {
     // The shipped CLI and the Python example follow the same task side by side.
     const [cli, python] = await Promise.all([
       run(process.execPath, [CLI, 'tasks', 'watch', id, '--url', e2e.gateway.url], { env }),
-      hasPython ? run('python3', [PYTHON_EXAMPLE, '--url', e2e.gateway.url, '--task', id], { env, timeout: 170_000 }) : undefined,
+      hasPython
+        ? run('python3', [PYTHON_EXAMPLE, '--url', e2e.gateway.url, '--task', id], { env, timeout: 170_000 })
+        : undefined,
     ]);
     const polled = await e2e.api('GET', `/api/v1/tasks/${id}`, owner.key);
     expect(JSON.parse(cli.stdout)).toEqual(polled.body.data);
@@ -223,7 +242,16 @@ describe('live task events', () => {
       expect(python.stderr).toMatch(new RegExp(`${id}: upscaling \\d+/\\d+ tiles [\\d.]+ %, about \\d+ s left`));
     }
 
-    const refused = await run(process.execPath, [CLI, 'tasks', 'watch', id, '--url', e2e.gateway.url, '--api-key', other.key]).catch((err: { code: number; stderr: string }) => err);
+    const refused = await run(process.execPath, [
+      CLI,
+      'tasks',
+      'watch',
+      id,
+      '--url',
+      e2e.gateway.url,
+      '--api-key',
+      other.key,
+    ]).catch((err: { code: number; stderr: string }) => err);
     expect(refused).toMatchObject({ code: 1 });
     expect((refused as { stderr: string }).stderr).toMatch(/404 TASK_NOT_FOUND/);
 

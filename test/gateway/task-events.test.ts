@@ -36,10 +36,20 @@ describe('event ids', () => {
     const sameMs = positionOf(message('2026-03-01T12:00:30.000Z', 2))!;
     const redelivered = positionOf(message('2026-03-01T12:05:00.000Z', 1))!;
     expect(progressEventId(first)).toBe('1772366430000-1');
-    expect([isAfter(sameMs, first), isAfter(first, sameMs), isAfter(redelivered, sameMs), isAfter(first, first), isAfter(first, null)]).toEqual([true, false, true, false, true]);
+    expect([
+      isAfter(sameMs, first),
+      isAfter(first, sameMs),
+      isAfter(redelivered, sameMs),
+      isAfter(first, first),
+      isAfter(first, null),
+    ]).toEqual([true, false, true, false, true]);
     expect(parseLastEventId('1772366430000-1')).toEqual({ kind: 'progress', position: first });
     expect(parseLastEventId('end')).toEqual({ kind: 'terminal' });
-    expect([parseLastEventId(undefined), parseLastEventId('x-1'), parseLastEventId('1-')]).toEqual([{ kind: 'none' }, { kind: 'none' }, { kind: 'none' }]);
+    expect([parseLastEventId(undefined), parseLastEventId('x-1'), parseLastEventId('1-')]).toEqual([
+      { kind: 'none' },
+      { kind: 'none' },
+      { kind: 'none' },
+    ]);
     expect(positionOf(message('not a date', 1))).toBeNull();
     expect(positionOf(message('2026-03-01T12:00:30.000Z', undefined))?.seq).toBe(0);
   });
@@ -60,12 +70,17 @@ describe('the event-stream reader', () => {
 describe('the hub', () => {
   const pending = { id: 't1', accountId: 'a1', status: 'pending' } as TaskRecord;
   const hub = (perAccount: number, perGateway: number) =>
-    taskEventHub({ task: async () => pending, shown: async (t) => ({ id: t.id, status: t.status }), onError: () => undefined }, { perAccount, perGateway, heartbeatMs: 60_000 });
+    taskEventHub(
+      { task: async () => pending, shown: async (t) => ({ id: t.id, status: t.status }), onError: () => undefined },
+      { perAccount, perGateway, heartbeatMs: 60_000 },
+    );
 
   it('refuses streams over the account and gateway bounds with 429 TOO_MANY_STREAMS, and frees a closed one', () => {
     const h = hub(2, 3);
     const [s1] = [h.open('a1', 't1', sink, null), h.open('a1', 't1', sink, null)];
-    expect(() => h.open('a1', 't1', sink, null)).toThrow(expect.objectContaining({ code: 'TOO_MANY_STREAMS', status: 429 }));
+    expect(() => h.open('a1', 't1', sink, null)).toThrow(
+      expect.objectContaining({ code: 'TOO_MANY_STREAMS', status: 429 }),
+    );
     h.open('a2', 't2', sink, null);
     expect(() => h.open('a3', 't3', sink, null)).toThrow(/GATEWAY_EVENT_STREAMS\)/);
     s1.close();
@@ -75,7 +90,7 @@ describe('the hub', () => {
     expect(h.openCount()).toBe(0);
   });
 
-  it('sends a task\'s progress after the resume point only, then its terminal task once, and ends', async () => {
+  it("sends a task's progress after the resume point only, then its terminal task once, and ends", async () => {
     const h = hub(5, 5);
     const [mine, resumed, other] = [sink(), sink(), sink()];
     h.open('a1', 't1', () => mine, null);

@@ -7,7 +7,12 @@ import type { LedgerEntry } from '../../src/gateway/store/records.js';
 function ledger(n: number): UsageSources & { reads: number } {
   const entries = Array.from({ length: n }, (_, i) => ({
     seq: i + 1,
-    value: { type: 'topup', amount: 1, balance: i + 1, at: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString() } satisfies LedgerEntry,
+    value: {
+      type: 'topup',
+      amount: 1,
+      balance: i + 1,
+      at: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString(),
+    } satisfies LedgerEntry,
   }));
   const sources = {
     reads: 0,
@@ -25,7 +30,10 @@ function ledger(n: number): UsageSources & { reads: number } {
 describe('usage pages', () => {
   it('a narrow range late in a long ledger is reached through short pages, each reading a bounded number of entries', async () => {
     const source = ledger(2500);
-    const query = usageQuerySchema.parse({ from: new Date(Date.UTC(2026, 0, 1) + 2400 * 60_000).toISOString(), limit: '100' });
+    const query = usageQuerySchema.parse({
+      from: new Date(Date.UTC(2026, 0, 1) + 2400 * 60_000).toISOString(),
+      limit: '100',
+    });
     const first = await usagePage(query, source);
     expect(first).toEqual({ movements: [], nextCursor: `u${USAGE_SCAN_LIMIT}` });
     const second = await usagePage({ ...query, cursor: first.nextCursor! }, source);

@@ -43,7 +43,10 @@ describe('VersionedCache', () => {
   });
 
   it('forgets an entry after maxAgeMs, and sooner when the value says it has expired', () => {
-    const cache = new VersionedCache<{ done: boolean }>({ ...bounds, expired: (v, at, now) => v.done && now - at >= 100 });
+    const cache = new VersionedCache<{ done: boolean }>({
+      ...bounds,
+      expired: (v, at, now) => v.done && now - at >= 100,
+    });
     cache.offer('pending', 1, { done: false }, 0);
     cache.offer('done', 2, { done: true }, 0);
     expect(cache.get('done', 99)).toEqual({ done: true });

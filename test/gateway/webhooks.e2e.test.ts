@@ -19,7 +19,13 @@ import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
 import type { paths } from './openapi/api.js';
-import { accountsCommand, serviceTestEnv, startGatewayProcess, startServeAndGateway, type RunningProcess } from './processes.js';
+import {
+  accountsCommand,
+  serviceTestEnv,
+  startGatewayProcess,
+  startServeAndGateway,
+  type RunningProcess,
+} from './processes.js';
 
 interface Received {
   path: string;
@@ -46,7 +52,9 @@ const extraGateways: RunningProcess[] = [];
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-webhooks-e2e-'));
   const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer();
-  media = createServer((req, res) => (req.url === '/small.png' ? res.writeHead(200).end(png) : res.writeHead(404).end()));
+  media = createServer((req, res) =>
+    req.url === '/small.png' ? res.writeHead(200).end(png) : res.writeHead(404).end(),
+  );
   await new Promise<void>((resolve) => media.listen(0, '127.0.0.1', resolve));
   mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
 
@@ -95,12 +103,25 @@ interface Account {
 }
 
 async function newAccount(credits: number): Promise<Account> {
-  const out = (await accountsCommand(['create', '--name', 'hooks', '--credits', String(credits)], env)) as { account: { id: string }; apiKey: string; webhookSecret: string };
+  const out = (await accountsCommand(['create', '--name', 'hooks', '--credits', String(credits)], env)) as {
+    account: { id: string };
+    apiKey: string;
+    webhookSecret: string;
+  };
   expect(out.webhookSecret).toMatch(/^whsec_[A-Za-z0-9+/]+={0,2}$/);
   return { id: out.account.id, key: out.apiKey, secret: out.webhookSecret };
 }
 
-async function api(method: string, route: string, key: string, body?: unknown, base = gateway.url): Promise<{ status: number; body: { success: boolean; data?: Record<string, unknown>; error?: { code: string; message: string } } }> {
+async function api(
+  method: string,
+  route: string,
+  key: string,
+  body?: unknown,
+  base = gateway.url,
+): Promise<{
+  status: number;
+  body: { success: boolean; data?: Record<string, unknown>; error?: { code: string; message: string } };
+}> {
   const res = await fetch(`${base}${route}`, {
     method,
     headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -112,17 +133,28 @@ async function api(method: string, route: string, key: string, body?: unknown, b
 /** The receiver's check, written from the specification (not the gateway's code): any signature matching passes. */
 function signedBy(secret: string, r: Received): boolean {
   const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
-  const expected = `v1,${createHmac('sha256', key).update(`${String(r.headers['webhook-id'])}.${String(r.headers['webhook-timestamp'])}.${r.body}`).digest('base64')}`;
+  const expected = `v1,${createHmac('sha256', key)
+    .update(`${String(r.headers['webhook-id'])}.${String(r.headers['webhook-timestamp'])}.${r.body}`)
+    .digest('base64')}`;
   return String(r.headers['webhook-signature']).split(' ').includes(expected);
 }
 
 const at = (p: string) => received.filter((r) => r.path === p);
 
 function imageJob(hook: string | undefined): Record<string, unknown> {
-  return { model: 'vendor-image-upscale', input: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' }, ...(hook === undefined ? {} : { webhook_url: `${receiverUrl}${hook}` }) };
+  return {
+    model: 'vendor-image-upscale',
+    input: { image_url: `${mediaUrl}/small.png`, upscale_factor: '2' },
+    ...(hook === undefined ? {} : { webhook_url: `${receiverUrl}${hook}` }),
+  };
 }
 
-async function settledWebhook(key: string, taskId: string, status: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
+async function settledWebhook(
+  key: string,
+  taskId: string,
+  status: string,
+  timeoutMs = 60_000,
+): Promise<Record<string, unknown>> {
   return waitFor(
     `task ${taskId}'s webhook ${status}`,
     async () => {
@@ -136,18 +168,35 @@ async function settledWebhook(key: string, taskId: string, status: string, timeo
 }
 
 describe('signed webhooks', () => {
-  it('the OpenAPI document describes the webhook request as each submission\'s callback', async () => {
-    const doc = (await (await fetch(`${gateway.url}/api/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, { callbacks?: Record<string, Record<string, unknown>> }>> };
-    for (const route of ['/api/v1/generate', '/api/v1/tools/lipsync', '/api/v1/tools/upscale-image', '/api/v1/tools/upscale-video']) {
-      const callback = doc.paths[route]?.['post']?.callbacks?.['taskFinished']?.['{$request.body#/webhook_url}'] as { post: { parameters: { name: string }[] } } | undefined;
-      expect(callback?.post.parameters.map((p) => p.name), route).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+  it("the OpenAPI document describes the webhook request as each submission's callback", async () => {
+    const doc = (await (await fetch(`${gateway.url}/api/v1/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { callbacks?: Record<string, Record<string, unknown>> }>>;
+    };
+    for (const route of [
+      '/api/v1/generate',
+      '/api/v1/tools/lipsync',
+      '/api/v1/tools/upscale-image',
+      '/api/v1/tools/upscale-video',
+    ]) {
+      const callback = doc.paths[route]?.['post']?.callbacks?.['taskFinished']?.['{$request.body#/webhook_url}'] as
+        { post: { parameters: { name: string }[] } } | undefined;
+      expect(
+        callback?.post.parameters.map((p) => p.name),
+        route,
+      ).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
     }
     expect(doc.paths['/api/v1/tasks/{id}/webhook/retry']?.['post']).toBeDefined();
   });
 
   it('a private or non-https webhook_url is refused at submission with 400 INVALID_WEBHOOK_URL, nothing charged', async () => {
     const account = await newAccount(100);
-    for (const hook of ['https://10.0.0.5/hook', 'http://169.254.169.254/latest', 'https://[fd00::1]/x', 'ftp://127.0.0.1/x', 'not a url']) {
+    for (const hook of [
+      'https://10.0.0.5/hook',
+      'http://169.254.169.254/latest',
+      'https://[fd00::1]/x',
+      'ftp://127.0.0.1/x',
+      'not a url',
+    ]) {
       const res = await api('POST', '/api/v1/generate', account.key, { ...imageJob(undefined), webhook_url: hook });
       expect(res.status, hook).toBe(400);
       expect(res.body.error?.code, hook).toBe('INVALID_WEBHOOK_URL');
@@ -155,7 +204,9 @@ describe('signed webhooks', () => {
     }
     // The generated client knows webhook_url and the code.
     const client = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${account.key}` } });
-    const tool = await client.POST('/api/v1/tools/upscale-image', { body: { image_url: `${mediaUrl}/small.png`, webhook_url: 'https://192.168.0.1/' } });
+    const tool = await client.POST('/api/v1/tools/upscale-image', {
+      body: { image_url: `${mediaUrl}/small.png`, webhook_url: 'https://192.168.0.1/' },
+    });
     expect([tool.response.status, tool.error?.error.code]).toEqual([400, 'INVALID_WEBHOOK_URL']);
     expect((await api('GET', '/api/v1/balance', account.key)).body.data?.['credits']).toBe(100);
   }, 60_000);
@@ -179,16 +230,28 @@ describe('signed webhooks', () => {
     const { webhook, ...polled } = task;
     expect(JSON.parse(requests[2]!.body)).toEqual({ success: true, data: polled });
     expect(polled['status']).toBe('completed');
-    expect(webhook).toMatchObject({ id: `msg_${id}_completed`, event: 'completed', status: 'delivered', attempts: 3, lastResponse: { status: 204 } });
+    expect(webhook).toMatchObject({
+      id: `msg_${id}_completed`,
+      event: 'completed',
+      status: 'delivered',
+      attempts: 3,
+      lastResponse: { status: 204 },
+    });
     const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
-    const count = (outcome: string) => Number(new RegExp(`^media_gateway_webhook_attempts_total\\{outcome="${outcome}"\\} (\\d+)`, 'm').exec(metrics)?.[1] ?? 0);
+    const count = (outcome: string) =>
+      Number(
+        new RegExp(`^media_gateway_webhook_attempts_total\\{outcome="${outcome}"\\} (\\d+)`, 'm').exec(metrics)?.[1] ??
+          0,
+      );
     expect(count('retried')).toBeGreaterThanOrEqual(2);
     expect(count('delivered')).toBeGreaterThanOrEqual(1);
 
     // Sent again on request: the same id, signed by both secrets during a rotation. The secret is
     // printed once: asked again without --rotate, it is refused.
     await expect(accountsCommand(['webhook-secret', account.id], env)).rejects.toThrow(/--rotate/);
-    const rotated = (await accountsCommand(['webhook-secret', account.id, '--rotate'], env)) as { webhookSecret: string };
+    const rotated = (await accountsCommand(['webhook-secret', account.id, '--rotate'], env)) as {
+      webhookSecret: string;
+    };
     expect(rotated.webhookSecret).not.toBe(account.secret);
     const client = createClient<paths>({ baseUrl: gateway.url, headers: { authorization: `Bearer ${account.key}` } });
     const again = await client.POST('/api/v1/tasks/{id}/webhook/retry', { params: { path: { id } } });
@@ -211,7 +274,7 @@ describe('signed webhooks', () => {
     expect(refused.body.error?.code).toBe('WEBHOOK_NOT_RETRYABLE');
   }, 120_000);
 
-  it('a cancelled task\'s webhook goes to the account\'s default endpoint; 410 turns that endpoint off', async () => {
+  it("a cancelled task's webhook goes to the account's default endpoint; 410 turns that endpoint off", async () => {
     behaviour['/gone'] = (_n, res) => res.writeHead(410).end('gone');
     const account = await newAccount(1000);
     await accountsCommand(['webhook-url', account.id, `${receiverUrl}/gone`], env);
@@ -224,7 +287,10 @@ describe('signed webhooks', () => {
     expect(task['webhook']).toMatchObject({ event: 'cancelled', attempts: 1, lastResponse: { status: 410 } });
     const request = at('/gone').find((r) => r.headers['webhook-id'] === `msg_${id}_cancelled`)!;
     expect(signedBy(account.secret, request)).toBe(true);
-    expect(JSON.parse(request.body)).toMatchObject({ success: true, data: { id, status: 'failed', error: { code: 'CANCELLED' } } });
+    expect(JSON.parse(request.body)).toMatchObject({
+      success: true,
+      data: { id, status: 'failed', error: { code: 'CANCELLED' } },
+    });
     // The default is off: the next task has no webhook.
     const next = await api('POST', '/api/v1/generate', account.key, music);
     const nextId = next.body.data?.['id'] as string;
@@ -256,7 +322,13 @@ describe('signed webhooks', () => {
     const account = await newAccount(1000);
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
-      const res = await api('POST', '/api/v1/generate', account.key, imageJob('/twice'), i % 2 === 0 ? gateway.url : second.url);
+      const res = await api(
+        'POST',
+        '/api/v1/generate',
+        account.key,
+        imageJob('/twice'),
+        i % 2 === 0 ? gateway.url : second.url,
+      );
       expect(res.status).toBe(200);
       ids.push(res.body.data?.['id'] as string);
     }

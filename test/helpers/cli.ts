@@ -11,10 +11,18 @@ export interface CliRun {
   stderr: string;
 }
 
-export function runCli(args: string[], o: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliRun> {
+export function runCli(
+  args: string[],
+  o: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<CliRun> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { cwd: o.cwd ?? PACKAGE_ROOT, env: o.env ?? process.env, timeout: o.timeoutMs ?? 120_000 }, (err, stdout, stderr) => {
-      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { cwd: o.cwd ?? PACKAGE_ROOT, env: o.env ?? process.env, timeout: o.timeoutMs ?? 120_000 },
+      (err, stdout, stderr) => {
+        resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr });
+      },
+    );
   });
 }

@@ -5,6 +5,9 @@ import { PACKAGE_ROOT } from '../../src/paths.js';
 
 export async function documents(): Promise<string[]> {
   const entries = await readdir(path.join(PACKAGE_ROOT, 'docs'), { recursive: true });
-  const docs = entries.map((f) => f.split(path.sep).join('/')).filter((f) => f.endsWith('.md')).sort();
+  const docs = entries
+    .map((f) => f.split(path.sep).join('/'))
+    .filter((f) => f.endsWith('.md'))
+    .sort();
   return ['README.md', ...docs.map((f) => `docs/${f}`)];
 }

@@ -21,7 +21,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { resolveFfmpeg, runProcess } from '../../src/media/index.js';
 
-export type FakeOutcome = 'complete' | 'fail' | 'reject' | 'hold' | 'output-404' | 'output-not-video' | 'output-matroska' | 'output-redirect-private' | 'other-generation';
+export type FakeOutcome =
+  | 'complete'
+  | 'fail'
+  | 'reject'
+  | 'hold'
+  | 'output-404'
+  | 'output-not-video'
+  | 'output-matroska'
+  | 'output-redirect-private'
+  | 'other-generation';
 
 export interface FakeGeneration {
   id: string;
@@ -115,7 +124,13 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
   const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
     res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
   };
-  const error = (res: ServerResponse, status: number, message: string, errorCode?: string, headers?: Record<string, string>): void =>
+  const error = (
+    res: ServerResponse,
+    status: number,
+    message: string,
+    errorCode?: string,
+    headers?: Record<string, string>,
+  ): void =>
     json(res, status, { statusCode: status, message, ...(errorCode === undefined ? {} : { errorCode }) }, headers);
 
   const view = (g: FakeGeneration): Record<string, unknown> => ({
@@ -133,8 +148,18 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
   /** The output, as the outcome says: made from the inputs with ffmpeg, or one of the broken kinds. */
   const settle = async (g: FakeGeneration): Promise<void> => {
     const outcome = fake.outcome;
-    if (outcome === 'fail') Object.assign(g, { status: 'FAILED', error: 'No face was found in the video', errorCode: 'generation_face_not_found' });
-    else if (outcome === 'reject') Object.assign(g, { status: 'REJECTED', error: 'The input was rejected by moderation', errorCode: 'generation_rejected' });
+    if (outcome === 'fail')
+      Object.assign(g, {
+        status: 'FAILED',
+        error: 'No face was found in the video',
+        errorCode: 'generation_face_not_found',
+      });
+    else if (outcome === 'reject')
+      Object.assign(g, {
+        status: 'REJECTED',
+        error: 'The input was rejected by moderation',
+        errorCode: 'generation_rejected',
+      });
     else {
       g.status = 'COMPLETED';
       if (outcome === 'output-404') g.outputUrl = `${fake.url}/outputs/missing.mp4`;
@@ -146,7 +171,12 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
       } else if (outcome === 'output-redirect-private') g.outputUrl = `${fake.url}/redirect/${g.id}.mp4`;
       else if (outcome === 'other-generation') g.id = `${g.id}-other`;
       else {
-        const file = await render(g, inputs.get(g.id) as { video: string; audio: string }, work, outcome === 'output-matroska' ? 'matroska' : 'mp4');
+        const file = await render(
+          g,
+          inputs.get(g.id) as { video: string; audio: string },
+          work,
+          outcome === 'output-matroska' ? 'matroska' : 'mp4',
+        );
         outputs.set(`${g.id}.mp4`, file);
         g.outputUrl = `${fake.url}/outputs/${g.id}.mp4`;
       }
@@ -182,7 +212,12 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
         else g.status = 'PROCESSING';
       }
       const running = g.status === 'PENDING' || g.status === 'PROCESSING';
-      return json(res, 200, view(g), running && fake.pollRetryAfter !== undefined ? { 'retry-after': fake.pollRetryAfter } : {});
+      return json(
+        res,
+        200,
+        view(g),
+        running && fake.pollRetryAfter !== undefined ? { 'retry-after': fake.pollRetryAfter } : {},
+      );
     }
     return error(res, 404, 'Not found');
   };
@@ -200,7 +235,12 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
       return error(res, 400, 'Malformed Idempotency-Key', 'INVALID_IDEMPOTENCY_KEY');
     }
     const forced = fake.forced[0]?.afterCreating === true ? undefined : fake.forced.shift();
-    if (forced !== undefined) return answer(forced.status, forced.body ?? { statusCode: forced.status, message: `forced ${forced.status}` }, forced.headers);
+    if (forced !== undefined)
+      return answer(
+        forced.status,
+        forced.body ?? { statusCode: forced.status, message: `forced ${forced.status}` },
+        forced.headers,
+      );
 
     const contentType = req.headers['content-type'] ?? '';
     let model: string;
@@ -214,7 +254,12 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
       const form = await new Response(body, { headers: { 'content-type': contentType } }).formData();
       const v = form.get('video');
       const a = form.get('audio');
-      if (!(v instanceof Blob) || !(a instanceof Blob)) return answer(400, { statusCode: 400, message: 'video and audio files are required', errorCode: 'generation_video_missing' });
+      if (!(v instanceof Blob) || !(a instanceof Blob))
+        return answer(400, {
+          statusCode: 400,
+          message: 'video and audio files are required',
+          errorCode: 'generation_video_missing',
+        });
       model = String(form.get('model') ?? '');
       options = JSON.parse(String(form.get('options') ?? '{}')) as Record<string, unknown>;
       const vBytes = Buffer.from(await v.arrayBuffer());
@@ -229,35 +274,70 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
       try {
         parsed = JSON.parse(body.toString('utf8')) as typeof parsed;
       } catch {
-        return answer(400, { statusCode: 400, message: 'Body is not JSON', errorCode: 'generation_input_validation_failed' });
+        return answer(400, {
+          statusCode: 400,
+          message: 'Body is not JSON',
+          errorCode: 'generation_input_validation_failed',
+        });
       }
       model = parsed.model ?? '';
       options = parsed.options ?? {};
       const v = parsed.input?.find((i) => i.type === 'video')?.url;
       const a = parsed.input?.find((i) => i.type === 'audio')?.url;
-      if (v === undefined || a === undefined) return answer(400, { statusCode: 400, message: 'One video and one audio input are required', errorCode: 'generation_input_validation_failed' });
+      if (v === undefined || a === undefined)
+        return answer(400, {
+          statusCode: 400,
+          message: 'One video and one audio input are required',
+          errorCode: 'generation_input_validation_failed',
+        });
       fingerprint = hash(body.toString('utf8'));
       video = v;
       audio = a;
     }
     if (!fake.models.has(model)) {
-      return answer(400, { statusCode: 400, message: 'The requested model is not supported for this operation.', errorCode: 'generation_unsupported_model' });
+      return answer(400, {
+        statusCode: 400,
+        message: 'The requested model is not supported for this operation.',
+        errorCode: 'generation_unsupported_model',
+      });
     }
     if (idemKey !== undefined) {
       const known = byKey.get(idemKey);
       if (known !== undefined) {
-        if (known.fingerprint !== fingerprint) return answer(422, { statusCode: 422, message: 'Idempotency-Key reused with another request', errorCode: 'IDEMPOTENCY_KEY_REUSED' });
+        if (known.fingerprint !== fingerprint)
+          return answer(422, {
+            statusCode: 422,
+            message: 'Idempotency-Key reused with another request',
+            errorCode: 'IDEMPOTENCY_KEY_REUSED',
+          });
         fake.replays += 1;
         return answer(200, view(known), { 'idempotent-replayed': 'true' });
       }
     }
-    const g: FakeGeneration = { id: `gen-${fake.generations.length + 1}`, key: idemKey, model, options, fingerprint, status: 'PENDING', polls: 0, upload };
+    const g: FakeGeneration = {
+      id: `gen-${fake.generations.length + 1}`,
+      key: idemKey,
+      model,
+      options,
+      fingerprint,
+      status: 'PENDING',
+      polls: 0,
+      upload,
+    };
     // Inputs are fetched when the generation is made, as the provider would.
-    inputs.set(g.id, { video: await fetched(video, path.join(work, `${g.id}-video`)), audio: await fetched(audio, path.join(work, `${g.id}-audio`)) });
+    inputs.set(g.id, {
+      video: await fetched(video, path.join(work, `${g.id}-video`)),
+      audio: await fetched(audio, path.join(work, `${g.id}-audio`)),
+    });
     fake.generations.push(g);
     if (idemKey !== undefined) byKey.set(idemKey, g);
     const lost = fake.forced[0]?.afterCreating === true ? fake.forced.shift() : undefined;
-    if (lost !== undefined) return answer(lost.status, lost.body ?? { statusCode: lost.status, message: `forced ${lost.status}` }, lost.headers);
+    if (lost !== undefined)
+      return answer(
+        lost.status,
+        lost.body ?? { statusCode: lost.status, message: `forced ${lost.status}` },
+        lost.headers,
+      );
     return answer(201, view(g), fake.pollRetryAfter === undefined ? {} : { 'retry-after': fake.pollRetryAfter });
   };
 
@@ -299,11 +379,29 @@ async function fetched(source: string, file: string): Promise<string> {
  * audio, as long as the sync mode makes it (cut_off: the shorter; loop, bounce, remap: the audio's,
  * the video looped; silence: the longer, the audio padded).
  */
-async function render(g: FakeGeneration, inputs: { video: string; audio: string }, work: string, muxer: 'mp4' | 'matroska'): Promise<string> {
+async function render(
+  g: FakeGeneration,
+  inputs: { video: string; audio: string },
+  work: string,
+  muxer: 'mp4' | 'matroska',
+): Promise<string> {
   const mode = String(g.options.sync_mode ?? 'cut_off');
   const out = path.join(work, `${g.id}-out.mp4`);
   const loops = mode === 'loop' || mode === 'bounce' || mode === 'remap';
-  const args = ['-v', 'error', '-y', ...(loops ? ['-stream_loop', '-1'] : []), '-i', inputs.video, '-i', inputs.audio, '-map', '0:v:0', '-map', '1:a:0'];
+  const args = [
+    '-v',
+    'error',
+    '-y',
+    ...(loops ? ['-stream_loop', '-1'] : []),
+    '-i',
+    inputs.video,
+    '-i',
+    inputs.audio,
+    '-map',
+    '0:v:0',
+    '-map',
+    '1:a:0',
+  ];
   if (mode === 'silence') args.push('-af', 'apad');
   args.push('-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac');
   // Looped video and padded audio are endless: the other stream ends the output.

@@ -15,5 +15,8 @@ export async function expectCorpusHdr10Metadata(outputPath: string): Promise<voi
     max_luminance: '10000000/10000',
     min_luminance: '1/10000',
   });
-  expect(side.find((s) => s['side_data_type'] === 'Content light level metadata')).toMatchObject({ max_content: 1000, max_average: 400 });
+  expect(side.find((s) => s['side_data_type'] === 'Content light level metadata')).toMatchObject({
+    max_content: 1000,
+    max_average: 400,
+  });
 }

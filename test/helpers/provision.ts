@@ -10,7 +10,10 @@ import { connectNats, protocolSettingsFromEnv } from '../../src/protocol/index.j
 import { workerSettingsFromEnv } from '../../src/worker/index.js';
 
 /** `env`: the variables given to the processes (NATS_URL and credentials allowed to provision, the WORKER_* settings). */
-export async function provisionFromEnv(env: NodeJS.ProcessEnv, gateway = { streamPrefix: 'GATEWAY', consumerPrefix: 'gateway' }): Promise<void> {
+export async function provisionFromEnv(
+  env: NodeJS.ProcessEnv,
+  gateway = { streamPrefix: 'GATEWAY', consumerPrefix: 'gateway' },
+): Promise<void> {
   const full = { ...process.env, ...env };
   const protocol = protocolSettingsFromEnv({ ...full, NATS_CONNECTION_NAME: 'test-provision' });
   const nc = await connectNats(protocol);

@@ -19,7 +19,6 @@ import { SHIPPED_HOST, passwordVariable, usersWithHosts } from '../../scripts/na
 
 export type Role = 'gateway' | 'operator' | `worker-${string}`;
 
-
 export interface RoleNats {
   server: TestNatsServer;
   url: string;
@@ -33,7 +32,11 @@ export interface RoleNats {
   /** A role's credentials, inbox (and host id) as worker settings, for a worker started in the test's process. */
   settingsOf(role: Role): { natsUser: string; natsPassword: string; natsInboxPrefix: string; hostId?: string };
   /** The environments of `media-worker provision` (operator), `serve` (worker host `host`) and `gateway`. */
-  serviceEnvs(host?: string): { operator: Record<string, string>; worker: Record<string, string>; gateway: Record<string, string> };
+  serviceEnvs(host?: string): {
+    operator: Record<string, string>;
+    worker: Record<string, string>;
+    gateway: Record<string, string>;
+  };
   close(): Promise<void>;
 }
 
@@ -48,20 +51,32 @@ export function inboxPrefix(role: Role): string {
   return role.startsWith('worker-') ? '_INBOX_worker' : `_INBOX_${role}`;
 }
 
-export async function startRoleNats(dir: string, options: { hosts?: readonly string[]; tls?: ThrowawayCa; binary?: string } = {}): Promise<RoleNats> {
+export async function startRoleNats(
+  dir: string,
+  options: { hosts?: readonly string[]; tls?: ThrowawayCa; binary?: string } = {},
+): Promise<RoleNats> {
   const hosts = options.hosts ?? [];
   const usersFile = await usersWithHosts(hosts);
   const users = ['gateway', 'operator', ...[SHIPPED_HOST, ...hosts].map((h) => `worker-${h}`)];
   const leads = ['12e4', '0000', '9e99', '1234', '00e1', '77'];
-  const passwords = Object.fromEntries(users.map((u, i) => [passwordVariable(u), recipeSecret(leads[i % leads.length] ?? '1', i + 1)]));
+  const passwords = Object.fromEntries(
+    users.map((u, i) => [passwordVariable(u), recipeSecret(leads[i % leads.length] ?? '1', i + 1)]),
+  );
   // The shipped server file, its users file beside it (with the extra hosts), plus TLS when asked.
   const shippedServer = await readFile(path.join(PACKAGE_ROOT, 'deploy', 'nats', 'nats-server.conf'), 'utf8');
   await writeFile(path.join(dir, 'media-users.conf'), usersFile);
   await writeFile(path.join(dir, 'nats-server.conf'), shippedServer);
   const config = path.join(dir, 'nats.conf');
-  const tls = options.tls === undefined ? '' : `tls { cert_file: "${options.tls.certFile}", key_file: "${options.tls.keyFile}" }\n`;
+  const tls =
+    options.tls === undefined
+      ? ''
+      : `tls { cert_file: "${options.tls.certFile}", key_file: "${options.tls.keyFile}" }\n`;
   await writeFile(config, `include "nats-server.conf"\n${tls}`);
-  const server = await startNatsServer({ configFile: config, env: passwords, ...(options.binary === undefined ? {} : { binary: options.binary }) });
+  const server = await startNatsServer({
+    configFile: config,
+    env: passwords,
+    ...(options.binary === undefined ? {} : { binary: options.binary }),
+  });
   const password = (role: Role): string => passwords[passwordVariable(role)] ?? '';
   const env = (role: Role): Record<string, string> => ({
     NATS_URL: server.url,

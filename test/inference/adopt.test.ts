@@ -8,15 +8,33 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adoptNetwork, AdoptError, buildModel, ensureModelFile, encodeModel, floatTensor, floatValueInfo, node, unfilledFields, type Dim } from '../../src/inference/index.js';
+import {
+  adoptNetwork,
+  AdoptError,
+  buildModel,
+  ensureModelFile,
+  encodeModel,
+  floatTensor,
+  floatValueInfo,
+  node,
+  unfilledFields,
+  type Dim,
+} from '../../src/inference/index.js';
 import { checkImageGraph, readGraphFacts } from '../../src/inference/adopt/graph-facts.js';
 import { seededRandom } from '../../src/seeded-random.js';
 
 /** A one-convolution graph: `outChannels` 1x1 filters of `weights`, then DepthToSpace by `block` when it is above 1. */
-function convGraph(opts: { input?: Dim[]; outChannels: number; weights: Float32Array; block?: number; inputType?: number }): Uint8Array {
+function convGraph(opts: {
+  input?: Dim[];
+  outChannels: number;
+  weights: Float32Array;
+  block?: number;
+  inputType?: number;
+}): Uint8Array {
   const block = opts.block ?? 1;
   const nodes = [node('Conv', ['input', 'w'], [block > 1 ? 'features' : 'output'], 'conv')];
-  if (block > 1) nodes.push(node('DepthToSpace', ['features'], ['output'], 'shuffle', { blocksize: block, mode: 'CRD' }));
+  if (block > 1)
+    nodes.push(node('DepthToSpace', ['features'], ['output'], 'shuffle', { blocksize: block, mode: 'CRD' }));
   const input = floatValueInfo('input', opts.input ?? ['batch', 3, 'height', 'width']);
   if (opts.inputType !== undefined) input.type!.tensorType!.elemType = opts.inputType;
   return encodeModel(
@@ -39,10 +57,26 @@ const identity = new Float32Array([1, 0, 0, 0, 1, 0, 0, 0, 1]);
 
 describe('graphs refused before anything runs', () => {
   it.each([
-    ['a fixed input size', convGraph({ input: [1, 3, 64, 64], outChannels: 3, weights: identity }), /^fixed input size: input input has shape \[1, 3, 64, 64\]/],
-    ['a float16 input', convGraph({ outChannels: 3, weights: identity, inputType: onnxProto.onnx.TensorProto.DataType.FLOAT16 }), /^float16 input input: the tiling engine feeds and reads float32/],
-    ['one channel', convGraph({ input: ['batch', 1, 'h', 'w'], outChannels: 3, weights: identity }), /^not an RGB super-resolution network: its input input has 1 channels/],
-    ['a 2-D input', convGraph({ input: ['batch', 3], outChannels: 3, weights: identity }), /^not a super-resolution network: its input input has shape \[batch, 3\]/],
+    [
+      'a fixed input size',
+      convGraph({ input: [1, 3, 64, 64], outChannels: 3, weights: identity }),
+      /^fixed input size: input input has shape \[1, 3, 64, 64\]/,
+    ],
+    [
+      'a float16 input',
+      convGraph({ outChannels: 3, weights: identity, inputType: onnxProto.onnx.TensorProto.DataType.FLOAT16 }),
+      /^float16 input input: the tiling engine feeds and reads float32/,
+    ],
+    [
+      'one channel',
+      convGraph({ input: ['batch', 1, 'h', 'w'], outChannels: 3, weights: identity }),
+      /^not an RGB super-resolution network: its input input has 1 channels/,
+    ],
+    [
+      'a 2-D input',
+      convGraph({ input: ['batch', 3], outChannels: 3, weights: identity }),
+      /^not a super-resolution network: its input input has shape \[batch, 3\]/,
+    ],
   ])('%s', (_what, bytes, message) => {
     expect(() => checkImageGraph(readGraphFacts(bytes))).toThrow(message);
   });
@@ -59,7 +93,12 @@ describe('a graph with float16 weights and float32 input and output', () => {
   it('is adopted like the float32 graph it was made from', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'adopt-fp16-'));
     try {
-      const report = await adoptNetwork({ file: (await ensureModelFile('realesrgan-x4fast-fp16')).path, name: 'mine-fp16', registry: { modelsDir: dir }, threads: 2 });
+      const report = await adoptNetwork({
+        file: (await ensureModelFile('realesrgan-x4fast-fp16')).path,
+        name: 'mine-fp16',
+        registry: { modelsDir: dir },
+        threads: 2,
+      });
       expect(report.facts.float16Weights).toBe(true);
       expect(report.manifest).toMatchObject({ scale: 4, input: { range: [0, 255] }, macsPerInputPixel: 1209024 });
       expect(report.agreement.maxDiff).toBeLessThanOrEqual(1);
@@ -106,15 +145,25 @@ describe('networks refused by their probe, with nothing written', () => {
     const weights = new Float32Array(12 * 3);
     for (let c = 0; c < 3; c += 1) for (let k = 0; k < 4; k += 1) weights[(c * 4 + k) * 3 + c] = 1;
     const report = await adoptNetwork({
-      file: await writeFile(path.join(dir, 'nearest.onnx'), convGraph({ outChannels: 12, weights, block: 2 })).then(() => path.join(dir, 'nearest.onnx')),
+      file: await writeFile(path.join(dir, 'nearest.onnx'), convGraph({ outChannels: 12, weights, block: 2 })).then(
+        () => path.join(dir, 'nearest.onnx'),
+      ),
       name: 'nearest-x2',
       registry: { modelsDir: models },
       threads: 1,
     });
-    expect(report.manifest).toMatchObject({ scale: 2, receptiveFieldRadius: 0, macsPerInputPixel: 36, tile: { size: 512, overlap: 0, batch: 1 }, licence: null });
+    expect(report.manifest).toMatchObject({
+      scale: 2,
+      receptiveFieldRadius: 0,
+      macsPerInputPixel: 36,
+      tile: { size: 512, overlap: 0, batch: 1 },
+      licence: null,
+    });
     expect(report.agreement.maxDiff).toBe(0);
     expect(unfilledFields(report.manifest)).toEqual(['licence', 'source.url']);
     expect((await readdir(models)).sort()).toEqual(['nearest-x2.json', 'nearest-x2.onnx']);
-    await expect(adoptNetwork({ file: path.join(dir, 'nearest.onnx'), name: 'nearest-x2', registry: { modelsDir: models } })).rejects.toThrow(/^a model named nearest-x2 exists already/);
+    await expect(
+      adoptNetwork({ file: path.join(dir, 'nearest.onnx'), name: 'nearest-x2', registry: { modelsDir: models } }),
+    ).rejects.toThrow(/^a model named nearest-x2 exists already/);
   });
 });

@@ -5,7 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { anchorColours, anchorSigma, cropPadding, padEdges, paddingFor } from '../../src/inference/index.js';
 
-function image(width: number, height: number, pixel: (x: number, y: number) => [number, number, number], sixteen = false) {
+function image(
+  width: number,
+  height: number,
+  pixel: (x: number, y: number) => [number, number, number],
+  sixteen = false,
+) {
   const data = sixteen ? new Uint16Array(width * height * 3) : new Uint8Array(width * height * 3);
   for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) data.set(pixel(x, y), (y * width + x) * 3);
   return { data, width, height, channels: 3 as const };
@@ -27,7 +32,17 @@ describe('padEdges and cropPadding', () => {
     expect([...padded.data.subarray(0, 3)]).toEqual([0, 0, 7]); // the top-left corner repeats pixel (0, 0)
     expect([...padded.data.subarray((5 * 6 + 5) * 3, (5 * 6 + 5) * 3 + 3)]).toEqual([20, 10, 7]); // bottom-right repeats (2, 1)
     // A nearest-neighbour x2 of the padded picture, cropped, is the x2 of the original.
-    const up = image(12, 12, (x, y) => [...padded.data.subarray((Math.floor(y / 2) * 6 + Math.floor(x / 2)) * 3, (Math.floor(y / 2) * 6 + Math.floor(x / 2)) * 3 + 3)] as [number, number, number]);
+    const up = image(
+      12,
+      12,
+      (x, y) =>
+        [
+          ...padded.data.subarray(
+            (Math.floor(y / 2) * 6 + Math.floor(x / 2)) * 3,
+            (Math.floor(y / 2) * 6 + Math.floor(x / 2)) * 3 + 3,
+          ),
+        ] as [number, number, number],
+    );
     const cropped = cropPadding(up, p, 2);
     const expected = image(6, 4, (x, y) => [Math.floor(x / 2) * 10, Math.floor(y / 2) * 10, 7]);
     expect([...cropped.data]).toEqual([...expected.data]);
@@ -66,7 +81,7 @@ describe('anchorColours', () => {
     // With the low-pass, the per-column differences are averaged together: only their mean is removed.
     const smooth = make();
     anchorColours(input, smooth, 2, 255, 2);
-    expect(Math.abs(smooth.data[(40 * 6) * 3]! - 30)).toBeGreaterThan(5);
+    expect(Math.abs(smooth.data[40 * 6 * 3]! - 30)).toBeGreaterThan(5);
   });
 
   it('holds each pixel of a tiny image within 2 levels of its neighbouring input pixels', () => {
@@ -81,7 +96,7 @@ describe('anchorColours', () => {
     expect(reds[0]).toBe(202);
   });
 
-  it('keeps a tiny image\'s full-strength colour beside its opposite: each block averages to its input pixel though its pixels hit the range', () => {
+  it("keeps a tiny image's full-strength colour beside its opposite: each block averages to its input pixel though its pixels hit the range", () => {
     // 2x4, as a 2x700 strip: a row of full red over a row of none (and the reverse in green).
     const input = image(2, 4, (_x, y) => (y % 2 === 0 ? [255, 0, 128] : [0, 255, 128]));
     // The network's x4 block: a ramp around the input value, stored as 8 bits (so clipped at 0 and 255).
@@ -96,8 +111,12 @@ describe('anchorColours', () => {
       for (let x = 0; x < 2; x++) {
         for (let k = 0; k < 3; k++) {
           let sum = 0;
-          for (let dy = 0; dy < 4; dy++) for (let dx = 0; dx < 4; dx++) sum += output.data[((y * 4 + dy) * 8 + x * 4 + dx) * 3 + k]!;
-          expect(Math.abs(sum / 16 - input.data[(y * 2 + x) * 3 + k]!), `block ${x},${y} channel ${k}`).toBeLessThanOrEqual(0.5);
+          for (let dy = 0; dy < 4; dy++)
+            for (let dx = 0; dx < 4; dx++) sum += output.data[((y * 4 + dy) * 8 + x * 4 + dx) * 3 + k]!;
+          expect(
+            Math.abs(sum / 16 - input.data[(y * 2 + x) * 3 + k]!),
+            `block ${x},${y} channel ${k}`,
+          ).toBeLessThanOrEqual(0.5);
         }
       }
     }
@@ -111,6 +130,13 @@ describe('anchorColours', () => {
   });
 
   it('refuses an output that is not the input times the factor', () => {
-    expect(() => anchorColours(image(4, 4, () => [0, 0, 0]), image(8, 7, () => [0, 0, 0]), 2, 255)).toThrow('Expected the output to be 8x8 (factor 2) but received 8x7');
+    expect(() =>
+      anchorColours(
+        image(4, 4, () => [0, 0, 0]),
+        image(8, 7, () => [0, 0, 0]),
+        2,
+        255,
+      ),
+    ).toThrow('Expected the output to be 8x8 (factor 2) but received 8x7');
   });
 });

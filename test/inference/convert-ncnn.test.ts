@@ -73,7 +73,8 @@ function interpret(paramText: string, bin: Uint8Array, input: Tensor): Tensor {
   };
   const blobs = new Map<string, Tensor>();
   const p = (l: NcnnLayer, k: number, d: number): number => (l.params.get(k) as number | undefined) ?? d;
-  const at = (t: Tensor, c: number, y: number, x: number): number => (y < 0 || x < 0 || y >= t.h || x >= t.w ? 0 : (t.data[(c * t.h + y) * t.w + x] as number));
+  const at = (t: Tensor, c: number, y: number, x: number): number =>
+    y < 0 || x < 0 || y >= t.h || x >= t.w ? 0 : (t.data[(c * t.h + y) * t.w + x] as number);
   const make = (c: number, h: number, w: number): Tensor => ({ c, h, w, data: new Float64Array(c * h * w) });
   const map = (t: Tensor, f: (v: number, c: number) => number): Tensor => {
     const o = make(t.c, t.h, t.w);
@@ -104,7 +105,8 @@ function interpret(paramText: string, bin: Uint8Array, input: Tensor): Tensor {
               let s = bias[o] as number;
               for (let i = 0; i < x.c; i += 1)
                 for (let ky = 0; ky < k; ky += 1)
-                  for (let kx = 0; kx < k; kx += 1) s += (wts[((o * x.c + i) * k + ky) * k + kx] as number) * at(x, i, y + ky - pad, xx + kx - pad);
+                  for (let kx = 0; kx < k; kx += 1)
+                    s += (wts[((o * x.c + i) * k + ky) * k + kx] as number) * at(x, i, y + ky - pad, xx + kx - pad);
               out.data[(o * x.h + y) * x.w + xx] = s;
             }
         const act = p(l, 9, 0);
@@ -146,12 +148,15 @@ function interpret(paramText: string, bin: Uint8Array, input: Tensor): Tensor {
         out = make(a.c, a.h * s, a.w * s);
         for (let c = 0; c < a.c; c += 1)
           for (let y = 0; y < out.h; y += 1)
-            for (let x = 0; x < out.w; x += 1) out.data[(c * out.h + y) * out.w + x] = at(a, c, Math.floor(y / s), Math.floor(x / s));
+            for (let x = 0; x < out.w; x += 1)
+              out.data[(c * out.h + y) * out.w + x] = at(a, c, Math.floor(y / s), Math.floor(x / s));
         break;
       }
       case 'PReLU': {
         const slopes = raw(p(l, 0, 0));
-        out = map(ins[0] as Tensor, (v, c) => (v < 0 ? v * (slopes.length === 1 ? (slopes[0] as number) : (slopes[c] as number)) : v));
+        out = map(ins[0] as Tensor, (v, c) =>
+          v < 0 ? v * (slopes.length === 1 ? (slopes[0] as number) : (slopes[c] as number)) : v,
+        );
         break;
       }
       case 'PixelShuffle': {
@@ -162,7 +167,12 @@ function interpret(paramText: string, bin: Uint8Array, input: Tensor): Tensor {
         for (let c = 0; c < out.c; c += 1)
           for (let y = 0; y < out.h; y += 1)
             for (let x = 0; x < out.w; x += 1)
-              out.data[(c * out.h + y) * out.w + x] = at(a, c * r * r + (y % r) * r + (x % r), Math.floor(y / r), Math.floor(x / r));
+              out.data[(c * out.h + y) * out.w + x] = at(
+                a,
+                c * r * r + (y % r) * r + (x % r),
+                Math.floor(y / r),
+                Math.floor(x / r),
+              );
         break;
       }
       default:
@@ -180,7 +190,15 @@ function interpret(paramText: string, bin: Uint8Array, input: Tensor): Tensor {
  * convolution (folded) and by two layers (kept), PReLU, PixelShuffle and a scalar BinaryOp.
  */
 function network(fp16: boolean): { param: string; bin: Uint8Array } {
-  const conv = (name: string, input: string, output: string, cin: number, cout: number, k: number, extra = ''): string =>
+  const conv = (
+    name: string,
+    input: string,
+    output: string,
+    cin: number,
+    cout: number,
+    k: number,
+    extra = '',
+  ): string =>
     `Convolution ${name} 1 1 ${input} ${output} 0=${cout} 1=${k} 4=${(k - 1) / 2} 5=1 6=${cout * cin * k * k}${extra}`;
   const lines = [
     'Input in 0 1 data',
@@ -230,7 +248,9 @@ async function runOnnx(bytes: Uint8Array, input: Float32Array, h: number, w: num
 
 describe('parseNcnnParam', () => {
   it('reads layers, blobs, integers, floats and arrays', () => {
-    const p = parseNcnnParam('7767517\n2 3\nInput in 0 1 data\nConvolution c 1 1 data out 0=8 1=3 -23310=2,2.000000e-01,1\n');
+    const p = parseNcnnParam(
+      '7767517\n2 3\nInput in 0 1 data\nConvolution c 1 1 data out 0=8 1=3 -23310=2,2.000000e-01,1\n',
+    );
     expect(p.layers.map((l) => [l.type, l.name, l.inputs, l.outputs])).toEqual([
       ['Input', 'in', [], ['data']],
       ['Convolution', 'c', ['data'], ['out']],
@@ -292,7 +312,8 @@ describe('ncnnToOnnx', () => {
 
   it('folds the range scales: a 0-1 network fed 0-255 answers 0-255', async () => {
     const { param, bin } = network(false);
-    const plain = (await runOnnx(encodeModel(ncnnToOnnx(parseNcnnParam(param), bin, options).model), input, h, w)).data as Float32Array;
+    const plain = (await runOnnx(encodeModel(ncnnToOnnx(parseNcnnParam(param), bin, options).model), input, h, w))
+      .data as Float32Array;
     const scaled255 = Float32Array.from(input, (v) => v * 255);
     const ranged = ncnnToOnnx(parseNcnnParam(param), bin, { ...options, inputScale: 1 / 255, outputScale: 255 });
     const out = (await runOnnx(encodeModel(ranged.model), scaled255, h, w)).data as Float32Array;
@@ -318,9 +339,21 @@ describe('ncnnToOnnx', () => {
   });
 
   it.each([
-    ['an unsupported layer, by type and name', (p: string) => p.replace('PReLU pr 1 1 f6 f7 0=4', 'Deconvolution dc 1 1 f6 f7 0=4'), 'Unsupported ncnn layer type Deconvolution (layer dc)'],
-    ['a bilinear Interp', (p: string) => p.replace('Interp up1 1 1 f3 u1 0=1', 'Interp up1 1 1 f3 u1 0=2'), 'Unsupported resize type 2 (only nearest) in ncnn Interp layer up1'],
-    ['a strided convolution', (p: string) => p.replace('0=4 1=3 4=1 5=1 6=108', '0=4 1=3 3=2 4=1 5=1 6=108'), 'Unsupported stride or dilation other than 1 in ncnn Convolution layer c0'],
+    [
+      'an unsupported layer, by type and name',
+      (p: string) => p.replace('PReLU pr 1 1 f6 f7 0=4', 'Deconvolution dc 1 1 f6 f7 0=4'),
+      'Unsupported ncnn layer type Deconvolution (layer dc)',
+    ],
+    [
+      'a bilinear Interp',
+      (p: string) => p.replace('Interp up1 1 1 f3 u1 0=1', 'Interp up1 1 1 f3 u1 0=2'),
+      'Unsupported resize type 2 (only nearest) in ncnn Interp layer up1',
+    ],
+    [
+      'a strided convolution',
+      (p: string) => p.replace('0=4 1=3 4=1 5=1 6=108', '0=4 1=3 3=2 4=1 5=1 6=108'),
+      'Unsupported stride or dilation other than 1 in ncnn Convolution layer c0',
+    ],
   ])('refuses %s', (_what, edit, message) => {
     const { param, bin } = network(false);
     expect(() => ncnnToOnnx(parseNcnnParam(edit(param)), bin, options)).toThrow(message);
@@ -329,7 +362,9 @@ describe('ncnnToOnnx', () => {
   it('refuses weights that do not match the param file, and int8 storage', () => {
     const { param, bin } = network(false);
     expect(() => ncnnToOnnx(parseNcnnParam(param), bin.subarray(0, bin.length - 8), options)).toThrow(NcnnFormatError);
-    expect(() => ncnnToOnnx(parseNcnnParam(param), Uint8Array.from([...bin, 0, 0, 0, 0]), options)).toThrow('the .param and .bin do not match');
+    expect(() => ncnnToOnnx(parseNcnnParam(param), Uint8Array.from([...bin, 0, 0, 0, 0]), options)).toThrow(
+      'the .param and .bin do not match',
+    );
     const int8 = Uint8Array.from(bin);
     new DataView(int8.buffer).setUint32(0, 0x000d4b38, true);
     expect(() => ncnnToOnnx(parseNcnnParam(param), int8, options)).toThrow('stored as int8');

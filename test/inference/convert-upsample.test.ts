@@ -1,9 +1,21 @@
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { kerasToOnnx, samePads } from '../../src/inference/convert/keras-to-onnx.js';
-import { buildModel, encodeModel, floatTensor, floatValueInfo, node, type OnnxNode, type OnnxTensor } from '../../src/inference/convert/onnx-builder.js';
+import {
+  buildModel,
+  encodeModel,
+  floatTensor,
+  floatValueInfo,
+  node,
+  type OnnxNode,
+  type OnnxTensor,
+} from '../../src/inference/convert/onnx-builder.js';
 import { loadTfjsLayersModel } from '../../src/inference/convert/tfjs-layers-model.js';
-import { foldedAxis, foldNearestUpsampleIntoConv, type ConvWeights } from '../../src/inference/convert/upsample-conv.js';
+import {
+  foldedAxis,
+  foldNearestUpsampleIntoConv,
+  type ConvWeights,
+} from '../../src/inference/convert/upsample-conv.js';
 import { packageRoot, UPSCALERJS_VARIANTS } from '../../src/inference/convert/upscalerjs.js';
 import { random } from '../helpers/seeded-random.js';
 
@@ -12,7 +24,12 @@ function randomArray(length: number, next: () => number, low = -1, high = 1): Fl
   return Float32Array.from({ length }, () => low + (high - low) * next());
 }
 
-async function run(nodes: OnnxNode[], initializers: OnnxTensor[], input: Float32Array, dims: number[]): Promise<ort.Tensor> {
+async function run(
+  nodes: OnnxNode[],
+  initializers: OnnxTensor[],
+  input: Float32Array,
+  dims: number[],
+): Promise<ort.Tensor> {
   const model = buildModel({
     graphName: 'g',
     nodes,
@@ -45,16 +62,27 @@ const convAttributes = (conv: ConvWeights) => ({
 
 /** The literal graph: nearest up-sampling as Keras does it (Resize asymmetric floor), then the convolution. */
 function reference(conv: ConvWeights, s: number): (input: Float32Array, dims: number[]) => Promise<ort.Tensor> {
-  const initializers = [floatTensor('scales', [4], Float32Array.of(1, 1, s, s)), floatTensor('w', conv.shape, conv.kernel)];
+  const initializers = [
+    floatTensor('scales', [4], Float32Array.of(1, 1, s, s)),
+    floatTensor('w', conv.shape, conv.kernel),
+  ];
   if (conv.bias !== undefined) initializers.push(floatTensor('b', [conv.shape[0]], conv.bias));
   const nodes = [
-    node('Resize', ['x', '', 'scales'], ['up'], 'up', { coordinate_transformation_mode: 'asymmetric', mode: 'nearest', nearest_mode: 'floor' }),
+    node('Resize', ['x', '', 'scales'], ['up'], 'up', {
+      coordinate_transformation_mode: 'asymmetric',
+      mode: 'nearest',
+      nearest_mode: 'floor',
+    }),
     node('Conv', conv.bias === undefined ? ['up', 'w'] : ['up', 'w', 'b'], ['y'], 'conv', convAttributes(conv)),
   ];
   return (input, dims) => run(nodes, initializers, input, dims);
 }
 
-function rewritten(conv: ConvWeights, s: number, mode = 'DCR'): (input: Float32Array, dims: number[]) => Promise<ort.Tensor> {
+function rewritten(
+  conv: ConvWeights,
+  s: number,
+  mode = 'DCR',
+): (input: Float32Array, dims: number[]) => Promise<ort.Tensor> {
   const folded = foldNearestUpsampleIntoConv(conv, s);
   const initializers = [floatTensor('w', folded.shape, folded.kernel)];
   if (folded.bias !== undefined) initializers.push(floatTensor('b', [folded.shape[0]], folded.bias));
@@ -110,7 +138,12 @@ describe('foldNearestUpsampleIntoConv', () => {
   it('sums the taps of a 3x3 kernel that land on the same input pixel, per phase in DCR order', () => {
     // One channel in and out, taps numbered 1..9 row by row, x2: phase (0, 0) reads rows -1 and
     // 0 (taps row 0 alone, rows 1+2 together), phase (1, 1) rows 0 and 1.
-    const conv: ConvWeights = { kernel: Float32Array.from({ length: 9 }, (_, i) => i + 1), shape: [1, 1, 3, 3], pads: [1, 1, 1, 1], bias: Float32Array.of(0.5) };
+    const conv: ConvWeights = {
+      kernel: Float32Array.from({ length: 9 }, (_, i) => i + 1),
+      shape: [1, 1, 3, 3],
+      pads: [1, 1, 1, 1],
+      bias: Float32Array.of(0.5),
+    };
     const folded = foldNearestUpsampleIntoConv(conv, 2);
     expect(folded.shape).toEqual([4, 1, 3, 3]);
     expect(folded.pads).toEqual([1, 1, 1, 1]);
@@ -126,10 +159,30 @@ describe('foldNearestUpsampleIntoConv', () => {
   });
 
   it.each([
-    ['a factor of 0', { shape: [1, 1, 1, 1], pads: [0, 0, 0, 0] }, 0, 'Expected an integer up-sampling factor >= 1 but received 0'],
-    ['a kernel of the wrong length', { shape: [1, 1, 3, 3], pads: [1, 1, 1, 1] }, 2, 'Expected 9 kernel values for shape [1, 1, 3, 3] but received 1'],
-    ["pads other than 'same'", { shape: [1, 1, 1, 1], pads: [1, 0, 0, 0] }, 2, "Expected 'same' pads for a 1x1 kernel but received [1, 0, 0, 0]"],
-    ['a negative pad', { shape: [1, 1, 1, 1], pads: [1, 0, -1, 0] }, 2, "Expected 'same' pads for a 1x1 kernel but received [1, 0, -1, 0]"],
+    [
+      'a factor of 0',
+      { shape: [1, 1, 1, 1], pads: [0, 0, 0, 0] },
+      0,
+      'Expected an integer up-sampling factor >= 1 but received 0',
+    ],
+    [
+      'a kernel of the wrong length',
+      { shape: [1, 1, 3, 3], pads: [1, 1, 1, 1] },
+      2,
+      'Expected 9 kernel values for shape [1, 1, 3, 3] but received 1',
+    ],
+    [
+      "pads other than 'same'",
+      { shape: [1, 1, 1, 1], pads: [1, 0, 0, 0] },
+      2,
+      "Expected 'same' pads for a 1x1 kernel but received [1, 0, 0, 0]",
+    ],
+    [
+      'a negative pad',
+      { shape: [1, 1, 1, 1], pads: [1, 0, -1, 0] },
+      2,
+      "Expected 'same' pads for a 1x1 kernel but received [1, 0, -1, 0]",
+    ],
   ] as const)('refuses %s', (_what, partial, s, message) => {
     expect(() => foldNearestUpsampleIntoConv({ kernel: Float32Array.of(1), ...partial }, s)).toThrow(message);
   });
@@ -149,19 +202,22 @@ describe('up-sampling folded into the convolution equals Resize then Conv in onn
     [3, 2, 2, 3, 3, 1, 5, 4],
     [4, 3, 5, 3, 2, 1, 2, 5],
   ];
-  it.each(cases)('x%i, %ix%i kernel, %i -> %i channels, batch %i, %ix%i input', async (s, kh, kw, cin, cout, n, h, w) => {
-    const next = random(s * 1000 + kh * 100 + kw * 10 + h);
-    const conv = randomConv(next, cout, cin, kh, kw);
-    const dims = [n, cin, h, w];
-    const input = randomArray(n * cin * h * w, next, 0, 255);
-    const expected = await reference(conv, s)(input, dims);
-    const actual = await rewritten(conv, s)(input, dims);
-    expect(actual.dims).toEqual([n, cout, h * s, w * s]);
-    expect(actual.dims).toEqual(expected.dims);
-    const scale = maxAbs(expected.data as Float32Array);
-    expect(scale).toBeGreaterThan(10);
-    expect(maxAbsDiff(actual.data as Float32Array, expected.data as Float32Array)).toBeLessThan(1e-5 * scale);
-  });
+  it.each(cases)(
+    'x%i, %ix%i kernel, %i -> %i channels, batch %i, %ix%i input',
+    async (s, kh, kw, cin, cout, n, h, w) => {
+      const next = random(s * 1000 + kh * 100 + kw * 10 + h);
+      const conv = randomConv(next, cout, cin, kh, kw);
+      const dims = [n, cin, h, w];
+      const input = randomArray(n * cin * h * w, next, 0, 255);
+      const expected = await reference(conv, s)(input, dims);
+      const actual = await rewritten(conv, s)(input, dims);
+      expect(actual.dims).toEqual([n, cout, h * s, w * s]);
+      expect(actual.dims).toEqual(expected.dims);
+      const scale = maxAbs(expected.data as Float32Array);
+      expect(scale).toBeGreaterThan(10);
+      expect(maxAbsDiff(actual.data as Float32Array, expected.data as Float32Array)).toBeLessThan(1e-5 * scale);
+    },
+  );
 
   it('is sensitive to the phase order: the same kernels read in CRD order are wrong', async () => {
     const next = random(7);
@@ -199,7 +255,11 @@ describe('the converter folds every ESRGAN UpSampling2D', () => {
     expect(ops(literal)).toContain('Resize');
     expect(ops(folded)).not.toContain('Resize');
     expect(ops(folded).slice(-2)).toEqual(['Conv', 'DepthToSpace']);
-    expect([folded.params, folded.scale, folded.receptiveFieldRadius]).toEqual([literal.params, literal.scale, literal.receptiveFieldRadius]);
+    expect([folded.params, folded.scale, folded.receptiveFieldRadius]).toEqual([
+      literal.params,
+      literal.scale,
+      literal.receptiveFieldRadius,
+    ]);
 
     const next = random(scale);
     const dims = [1, 3, 13, 10];

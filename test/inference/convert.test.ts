@@ -1,9 +1,18 @@
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { convertTfjsSource, INPUT_NAME, ONNX_OPSET, OUTPUT_NAME } from '../../src/inference/convert/convert.js';
-import { hwioToOihw, kerasToOnnx, samePads, type KerasToOnnxOptions } from '../../src/inference/convert/keras-to-onnx.js';
+import {
+  hwioToOihw,
+  kerasToOnnx,
+  samePads,
+  type KerasToOnnxOptions,
+} from '../../src/inference/convert/keras-to-onnx.js';
 import { decodeModel, encodeModel } from '../../src/inference/convert/onnx-builder.js';
-import { parseTfjsLayersModel, TfjsModelFormatError, type TfjsLayersModel } from '../../src/inference/convert/tfjs-layers-model.js';
+import {
+  parseTfjsLayersModel,
+  TfjsModelFormatError,
+  type TfjsLayersModel,
+} from '../../src/inference/convert/tfjs-layers-model.js';
 import { installedSource, ModelSourceError, parseModelName } from '../../src/inference/convert/upscalerjs.js';
 import { getManifest } from '../../src/inference/model-registry.js';
 import { TEST_GRAPH_OPTIONS } from './converter-options.js';
@@ -39,21 +48,53 @@ describe('hwioToOihw', () => {
 });
 
 /** A tiny Keras graph in the UpscalerJS dialect: conv -> relu -> concat -> add -> mul -> shuffle. */
-function tinyModel(overrides: { layers?: unknown[]; weights?: Array<{ name: string; shape: number[] }> } = {}): TfjsLayersModel {
+function tinyModel(
+  overrides: { layers?: unknown[]; weights?: Array<{ name: string; shape: number[] }> } = {},
+): TfjsLayersModel {
   const conv = (name: string, input: string, filters: number, kernel: number, padding = 'same') => ({
     class_name: 'Conv2D',
-    config: { name, filters, kernel_size: [kernel, kernel], strides: [1, 1], padding, activation: 'linear', use_bias: true },
+    config: {
+      name,
+      filters,
+      kernel_size: [kernel, kernel],
+      strides: [1, 1],
+      padding,
+      activation: 'linear',
+      use_bias: true,
+    },
     inbound_nodes: [[[input, 0, 0, {}]]],
   });
   const layers = overrides.layers ?? [
     { class_name: 'InputLayer', config: { name: 'in', batch_input_shape: [null, null, null, 3] }, inbound_nodes: [] },
     conv('c1', 'in', 4, 3),
     { class_name: 'Activation', config: { name: 'r1', activation: 'relu' }, inbound_nodes: [[['c1', 0, 0, {}]]] },
-    { class_name: 'Concatenate', config: { name: 'cat', axis: 3 }, inbound_nodes: [[['c1', 0, 0, {}], ['r1', 0, 0, {}]]] },
+    {
+      class_name: 'Concatenate',
+      config: { name: 'cat', axis: 3 },
+      inbound_nodes: [
+        [
+          ['c1', 0, 0, {}],
+          ['r1', 0, 0, {}],
+        ],
+      ],
+    },
     conv('c2', 'cat', 4, 1, 'valid'),
-    { class_name: 'Add', config: { name: 'add' }, inbound_nodes: [[['c2', 0, 0, {}], ['c1', 0, 0, {}]]] },
+    {
+      class_name: 'Add',
+      config: { name: 'add' },
+      inbound_nodes: [
+        [
+          ['c2', 0, 0, {}],
+          ['c1', 0, 0, {}],
+        ],
+      ],
+    },
     { class_name: 'MultiplyBeta', config: { name: 'mb', beta: 0.2 }, inbound_nodes: [[['add', 0, 0, {}]]] },
-    { class_name: 'UpSampling2D', config: { name: 'up', size: [2, 2], interpolation: 'nearest' }, inbound_nodes: [[['mb', 0, 0, {}]]] },
+    {
+      class_name: 'UpSampling2D',
+      config: { name: 'up', size: [2, 2], interpolation: 'nearest' },
+      inbound_nodes: [[['mb', 0, 0, {}]]],
+    },
     conv('c3', 'up', 12, 3),
     { class_name: 'PixelShuffle2x', config: { name: 'ps', scale: 2 }, inbound_nodes: [[['c3', 0, 0, {}]]] },
   ];
@@ -100,32 +141,78 @@ describe('kerasToOnnx', () => {
   it('folds an UpSampling2D into the Conv2D that alone reads it: Conv at the lower resolution, then DepthToSpace', () => {
     const converted = kerasToOnnx(tinyModel(), options);
     const nodes = converted.model.graph?.node ?? [];
-    expect(nodes.map((n) => n.opType)).toEqual(['Conv', 'Relu', 'Concat', 'Conv', 'Add', 'Mul', 'Conv', 'DepthToSpace', 'DepthToSpace']);
+    expect(nodes.map((n) => n.opType)).toEqual([
+      'Conv',
+      'Relu',
+      'Concat',
+      'Conv',
+      'Add',
+      'Mul',
+      'Conv',
+      'DepthToSpace',
+      'DepthToSpace',
+    ]);
     const c3 = nodes[6];
     expect(c3?.input?.[0]).toBe('mb');
     // 12 filters times 4 phases.
-    expect(converted.model.graph?.initializer?.find((t) => t.name === 'c3.weight')?.dims?.map(Number)).toEqual([48, 4, 3, 3]);
+    expect(converted.model.graph?.initializer?.find((t) => t.name === 'c3.weight')?.dims?.map(Number)).toEqual([
+      48, 4, 3, 3,
+    ]);
     expect(converted.model.graph?.initializer?.some((t) => t.name === 'up.scales')).toBe(false);
     // The facts about the network do not depend on how it is emitted.
     const literal = kerasToOnnx(tinyModel(), { ...options, foldUpsampling: false });
-    expect([converted.scale, converted.params, converted.receptiveFieldRadius]).toEqual([literal.scale, literal.params, literal.receptiveFieldRadius]);
+    expect([converted.scale, converted.params, converted.receptiveFieldRadius]).toEqual([
+      literal.scale,
+      literal.params,
+      literal.receptiveFieldRadius,
+    ]);
   });
 
   it.each([
     ['read by two layers', 'two readers'],
     ['the graph output', 'output'],
   ])('keeps the Resize when the up-sampled tensor is %s', (_what, shape) => {
-    const inputLayer = { class_name: 'InputLayer', config: { name: 'in', batch_input_shape: [null, null, null, 3] }, inbound_nodes: [] };
-    const up = { class_name: 'UpSampling2D', config: { name: 'up', size: [2, 2] }, inbound_nodes: [[['in', 0, 0, {}]]] };
+    const inputLayer = {
+      class_name: 'InputLayer',
+      config: { name: 'in', batch_input_shape: [null, null, null, 3] },
+      inbound_nodes: [],
+    };
+    const up = {
+      class_name: 'UpSampling2D',
+      config: { name: 'up', size: [2, 2] },
+      inbound_nodes: [[['in', 0, 0, {}]]],
+    };
     const conv = {
       class_name: 'Conv2D',
-      config: { name: 'c', filters: 3, kernel_size: [3, 3], strides: [1, 1], padding: 'same', activation: 'linear', use_bias: false },
+      config: {
+        name: 'c',
+        filters: 3,
+        kernel_size: [3, 3],
+        strides: [1, 1],
+        padding: 'same',
+        activation: 'linear',
+        use_bias: false,
+      },
       inbound_nodes: [[['up', 0, 0, {}]]],
     };
     const layers =
       shape === 'output'
         ? [inputLayer, up]
-        : [inputLayer, up, conv, { class_name: 'Add', config: { name: 'sum' }, inbound_nodes: [[['c', 0, 0, {}], ['up', 0, 0, {}]]] }];
+        : [
+            inputLayer,
+            up,
+            conv,
+            {
+              class_name: 'Add',
+              config: { name: 'sum' },
+              inbound_nodes: [
+                [
+                  ['c', 0, 0, {}],
+                  ['up', 0, 0, {}],
+                ],
+              ],
+            },
+          ];
     const weights = shape === 'output' ? [] : [{ name: 'c/kernel', shape: [3, 3, 3, 3] }];
     const ops = (kerasToOnnx(tinyModel({ layers, weights }), options).model.graph?.node ?? []).map((n) => n.opType);
     expect(ops).toEqual(shape === 'output' ? ['Resize'] : ['Resize', 'Conv', 'Add']);
@@ -134,13 +221,29 @@ describe('kerasToOnnx', () => {
   it('folds each of two chained x2 stages, with a relu on the convolutions, to the output of the literal graph', async () => {
     const conv = (name: string, input: string, filters: number, kernel: number) => ({
       class_name: 'Conv2D',
-      config: { name, filters, kernel_size: [kernel, kernel], strides: [1, 1], padding: 'same', activation: 'relu', use_bias: true },
+      config: {
+        name,
+        filters,
+        kernel_size: [kernel, kernel],
+        strides: [1, 1],
+        padding: 'same',
+        activation: 'relu',
+        use_bias: true,
+      },
       inbound_nodes: [[[input, 0, 0, {}]]],
     });
-    const up = (name: string, input: string) => ({ class_name: 'UpSampling2D', config: { name, size: [2, 2] }, inbound_nodes: [[[input, 0, 0, {}]]] });
+    const up = (name: string, input: string) => ({
+      class_name: 'UpSampling2D',
+      config: { name, size: [2, 2] },
+      inbound_nodes: [[[input, 0, 0, {}]]],
+    });
     const model = tinyModel({
       layers: [
-        { class_name: 'InputLayer', config: { name: 'in', batch_input_shape: [null, null, null, 3] }, inbound_nodes: [] },
+        {
+          class_name: 'InputLayer',
+          config: { name: 'in', batch_input_shape: [null, null, null, 3] },
+          inbound_nodes: [],
+        },
         up('up1', 'in'),
         conv('c1', 'up1', 5, 3),
         up('up2', 'c1'),
@@ -154,7 +257,14 @@ describe('kerasToOnnx', () => {
       ],
     });
     const folded = kerasToOnnx(model, options);
-    expect((folded.model.graph?.node ?? []).map((n) => n.opType)).toEqual(['Conv', 'DepthToSpace', 'Relu', 'Conv', 'DepthToSpace', 'Relu']);
+    expect((folded.model.graph?.node ?? []).map((n) => n.opType)).toEqual([
+      'Conv',
+      'DepthToSpace',
+      'Relu',
+      'Conv',
+      'DepthToSpace',
+      'Relu',
+    ]);
     const [h, w] = [5, 4];
     const input = Float32Array.from({ length: 3 * h * w }, (_, i) => ((i * 37) % 17) - 8);
     const outputs: Float32Array[] = [];
@@ -173,60 +283,94 @@ describe('kerasToOnnx', () => {
     expect(actual.every((v, i) => Math.abs(v - (expected[i] as number)) <= 1e-5 * scale)).toBe(true);
   });
 
-  it.each([true, false])('runs in onnxruntime with the nearest up-sampling and DCR shuffle of Keras/TF (folded: %s)', async (foldUpsampling) => {
-    // Identity-like network: one 1x1 conv copying channel c to 4 sub-pixels in DCR order.
-    const identity = tinyModel({
-      layers: [
-        { class_name: 'InputLayer', config: { name: 'in', batch_input_shape: [null, null, null, 3] }, inbound_nodes: [] },
-        { class_name: 'UpSampling2D', config: { name: 'up', size: [2, 2] }, inbound_nodes: [[['in', 0, 0, {}]]] },
-        {
-          class_name: 'Conv2D',
-          config: { name: 'c', filters: 12, kernel_size: [1, 1], strides: [1, 1], padding: 'same', activation: 'linear', use_bias: false },
-          inbound_nodes: [[['up', 0, 0, {}]]],
-        },
-        { class_name: 'PixelShuffle2x', config: { name: 'ps', scale: 2 }, inbound_nodes: [[['c', 0, 0, {}]]] },
-      ],
-      weights: [{ name: 'c/kernel', shape: [1, 1, 3, 12] }],
-    });
-    // Kernel: output channel (i*2 + j)*3 + c copies input c times (1 + i*2 + j), so each sub-pixel is tagged.
-    const kernel = identity.weights.get('c/kernel');
-    if (kernel === undefined) throw new Error('Expected the test kernel');
-    kernel.data.fill(0);
-    for (let sub = 0; sub < 4; sub += 1) for (let c = 0; c < 3; c += 1) kernel.data[c * 12 + sub * 3 + c] = 1 + sub;
-    const bytes = encodeModel(kerasToOnnx(identity, { ...options, foldUpsampling }).model);
-    const session = await ort.InferenceSession.create(bytes);
-    const h = 2;
-    const w = 3;
-    const input = Float32Array.from({ length: 3 * h * w }, (_, i) => i + 1);
-    const { output } = await session.run({ input: new ort.Tensor('float32', input, [1, 3, h, w]) });
-    await session.release();
-    expect(output?.dims).toEqual([1, 3, h * 4, w * 4]);
-    const data = output?.data as Float32Array;
-    for (let c = 0; c < 3; c += 1) {
-      for (let y = 0; y < h * 4; y += 1) {
-        for (let x = 0; x < w * 4; x += 1) {
-          const source = input[c * h * w + Math.floor(y / 4) * w + Math.floor(x / 4)] as number;
-          const sub = (y % 2) * 2 + (x % 2);
-          expect(data[(c * h * 4 + y) * w * 4 + x]).toBe(source * (1 + sub));
+  it.each([true, false])(
+    'runs in onnxruntime with the nearest up-sampling and DCR shuffle of Keras/TF (folded: %s)',
+    async (foldUpsampling) => {
+      // Identity-like network: one 1x1 conv copying channel c to 4 sub-pixels in DCR order.
+      const identity = tinyModel({
+        layers: [
+          {
+            class_name: 'InputLayer',
+            config: { name: 'in', batch_input_shape: [null, null, null, 3] },
+            inbound_nodes: [],
+          },
+          { class_name: 'UpSampling2D', config: { name: 'up', size: [2, 2] }, inbound_nodes: [[['in', 0, 0, {}]]] },
+          {
+            class_name: 'Conv2D',
+            config: {
+              name: 'c',
+              filters: 12,
+              kernel_size: [1, 1],
+              strides: [1, 1],
+              padding: 'same',
+              activation: 'linear',
+              use_bias: false,
+            },
+            inbound_nodes: [[['up', 0, 0, {}]]],
+          },
+          { class_name: 'PixelShuffle2x', config: { name: 'ps', scale: 2 }, inbound_nodes: [[['c', 0, 0, {}]]] },
+        ],
+        weights: [{ name: 'c/kernel', shape: [1, 1, 3, 12] }],
+      });
+      // Kernel: output channel (i*2 + j)*3 + c copies input c times (1 + i*2 + j), so each sub-pixel is tagged.
+      const kernel = identity.weights.get('c/kernel');
+      if (kernel === undefined) throw new Error('Expected the test kernel');
+      kernel.data.fill(0);
+      for (let sub = 0; sub < 4; sub += 1) for (let c = 0; c < 3; c += 1) kernel.data[c * 12 + sub * 3 + c] = 1 + sub;
+      const bytes = encodeModel(kerasToOnnx(identity, { ...options, foldUpsampling }).model);
+      const session = await ort.InferenceSession.create(bytes);
+      const h = 2;
+      const w = 3;
+      const input = Float32Array.from({ length: 3 * h * w }, (_, i) => i + 1);
+      const { output } = await session.run({ input: new ort.Tensor('float32', input, [1, 3, h, w]) });
+      await session.release();
+      expect(output?.dims).toEqual([1, 3, h * 4, w * 4]);
+      const data = output?.data as Float32Array;
+      for (let c = 0; c < 3; c += 1) {
+        for (let y = 0; y < h * 4; y += 1) {
+          for (let x = 0; x < w * 4; x += 1) {
+            const source = input[c * h * w + Math.floor(y / 4) * w + Math.floor(x / 4)] as number;
+            const sub = (y % 2) * 2 + (x % 2);
+            expect(data[(c * h * 4 + y) * w * 4 + x]).toBe(source * (1 + sub));
+          }
         }
       }
-    }
-  });
+    },
+  );
 
   it.each([
     [
       'an unknown layer type',
-      [{ class_name: 'InputLayer', config: { name: 'in', batch_input_shape: [null, null, null, 3] }, inbound_nodes: [] }, { class_name: 'Dense', config: { name: 'd' }, inbound_nodes: [[['in', 0, 0, {}]]] }],
+      [
+        {
+          class_name: 'InputLayer',
+          config: { name: 'in', batch_input_shape: [null, null, null, 3] },
+          inbound_nodes: [],
+        },
+        { class_name: 'Dense', config: { name: 'd' }, inbound_nodes: [[['in', 0, 0, {}]]] },
+      ],
       [],
       'Expected a supported layer type but layer d is Dense',
     ],
     [
       "a 3x3 'valid' convolution",
       [
-        { class_name: 'InputLayer', config: { name: 'in', batch_input_shape: [null, null, null, 3] }, inbound_nodes: [] },
+        {
+          class_name: 'InputLayer',
+          config: { name: 'in', batch_input_shape: [null, null, null, 3] },
+          inbound_nodes: [],
+        },
         {
           class_name: 'Conv2D',
-          config: { name: 'v', filters: 3, kernel_size: [3, 3], strides: [1, 1], padding: 'valid', activation: 'linear', use_bias: false },
+          config: {
+            name: 'v',
+            filters: 3,
+            kernel_size: [3, 3],
+            strides: [1, 1],
+            padding: 'valid',
+            activation: 'linear',
+            use_bias: false,
+          },
           inbound_nodes: [[['in', 0, 0, {}]]],
         },
       ],
@@ -236,10 +380,22 @@ describe('kerasToOnnx', () => {
     [
       'a strided convolution',
       [
-        { class_name: 'InputLayer', config: { name: 'in', batch_input_shape: [null, null, null, 3] }, inbound_nodes: [] },
+        {
+          class_name: 'InputLayer',
+          config: { name: 'in', batch_input_shape: [null, null, null, 3] },
+          inbound_nodes: [],
+        },
         {
           class_name: 'Conv2D',
-          config: { name: 's', filters: 3, kernel_size: [1, 1], strides: [2, 2], padding: 'same', activation: 'linear', use_bias: false },
+          config: {
+            name: 's',
+            filters: 3,
+            kernel_size: [1, 1],
+            strides: [2, 2],
+            padding: 'same',
+            activation: 'linear',
+            use_bias: false,
+          },
           inbound_nodes: [[['in', 0, 0, {}]]],
         },
       ],
@@ -249,7 +405,11 @@ describe('kerasToOnnx', () => {
     [
       'a weight no layer uses',
       [
-        { class_name: 'InputLayer', config: { name: 'in', batch_input_shape: [null, null, null, 3] }, inbound_nodes: [] },
+        {
+          class_name: 'InputLayer',
+          config: { name: 'in', batch_input_shape: [null, null, null, 3] },
+          inbound_nodes: [],
+        },
         { class_name: 'Activation', config: { name: 'a', activation: 'relu' }, inbound_nodes: [[['in', 0, 0, {}]]] },
       ],
       [{ name: 'stray/kernel', shape: [2] }],
@@ -266,12 +426,21 @@ describe('kerasToOnnx', () => {
       modelTopology: {
         model_config: {
           class_name: 'Functional',
-          config: { name: 'q', layers: [{ class_name: 'InputLayer', config: { name: 'in' }, inbound_nodes: [] }], input_layers: [['in', 0, 0]], output_layers: [['in', 0, 0]] },
+          config: {
+            name: 'q',
+            layers: [{ class_name: 'InputLayer', config: { name: 'in' }, inbound_nodes: [] }],
+            input_layers: [['in', 0, 0]],
+            output_layers: [['in', 0, 0]],
+          },
         },
       },
-      weightsManifest: [{ paths: ['w.bin'], weights: [{ name: 'k', shape: [1], dtype: 'float32', quantization: { dtype: 'uint8' } }] }],
+      weightsManifest: [
+        { paths: ['w.bin'], weights: [{ name: 'k', shape: [1], dtype: 'float32', quantization: { dtype: 'uint8' } }] },
+      ],
     };
-    expect(() => parseTfjsLayersModel(json, [new Uint8Array(4)])).toThrow('Expected unquantized float32 weights but k is float32 (quantized)');
+    expect(() => parseTfjsLayersModel(json, [new Uint8Array(4)])).toThrow(
+      'Expected unquantized float32 weights but k is float32 (quantized)',
+    );
   });
 });
 
@@ -303,11 +472,16 @@ describe('convertTfjsSource', () => {
     const graph = model.graph;
     if (graph === null || graph === undefined) throw new Error('Expected a graph in the converted model');
     const io = (values: typeof graph.input) =>
-      (values ?? []).map((v) => [v.name, v.type?.tensorType?.shape?.dim?.map((d) => (d.dimParam ? d.dimParam : Number(d.dimValue)))]);
+      (values ?? []).map((v) => [
+        v.name,
+        v.type?.tensorType?.shape?.dim?.map((d) => (d.dimParam ? d.dimParam : Number(d.dimValue))),
+      ]);
     expect(io(graph.input)).toEqual([[INPUT_NAME, ['batch', 3, 'height', 'width']]]);
     expect(io(graph.output)).toEqual([[OUTPUT_NAME, ['batch', 3, 'out_height', 'out_width']]]);
     // thick works in 0-1; the 0-255 scaling is folded into the first and last convolutions.
-    expect((graph.node ?? []).filter((n) => n.opType === 'Mul').map((n) => n.input?.[1])).toEqual(Array(40).fill('beta'));
+    expect((graph.node ?? []).filter((n) => n.opType === 'Mul').map((n) => n.input?.[1])).toEqual(
+      Array(40).fill('beta'),
+    );
 
     const session = await ort.InferenceSession.create(result.bytes);
     const [n, h, w] = [2, 7, 5];

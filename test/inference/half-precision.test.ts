@@ -10,7 +10,15 @@
 import path from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { ensureModelFile, float16Bits, getManifest, openSession, srModel, upscaleRgb, type RgbImage } from '../../src/inference/index.js';
+import {
+  ensureModelFile,
+  float16Bits,
+  getManifest,
+  openSession,
+  srModel,
+  upscaleRgb,
+  type RgbImage,
+} from '../../src/inference/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../../src/paths.js';
 
 const registry = { modelsDir: path.join(PACKAGE_ROOT, 'models') };
@@ -27,7 +35,12 @@ async function upscaleWith(name: string, image: RgbImage): Promise<Uint8Array> {
   const file = await ensureModelFile(name, registry);
   const session = await openSession(file.path, { executionProviders: ['cpu'] });
   try {
-    return (await upscaleRgb(srModel(session, file.manifest.task === 'super-resolution' ? file.manifest.scale : 4), image, { tile: 512, overlap: 0 })).data;
+    return (
+      await upscaleRgb(srModel(session, file.manifest.task === 'super-resolution' ? file.manifest.scale : 4), image, {
+        tile: 512,
+        overlap: 0,
+      })
+    ).data;
   } finally {
     await session.release();
   }

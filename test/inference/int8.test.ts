@@ -60,7 +60,8 @@ describe('int8 arithmetic', () => {
 
 /** conv 3x3 (3->4) -> relu -> conv 3x3 (4->3): a small float32 network with fixed weights. */
 function smallNetwork(): OnnxModel {
-  const weights = (n: number, seed: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 12.9898 + seed) * 0.2);
+  const weights = (n: number, seed: number) =>
+    Float32Array.from({ length: n }, (_, i) => Math.sin(i * 12.9898 + seed) * 0.2);
   return buildModel({
     graphName: 'small',
     nodes: [
@@ -89,7 +90,8 @@ const INPUT = Float32Array.from({ length: 3 * 16 * 16 }, (_, i) => 0.5 + 0.5 * M
 async function runBytes(bytes: Uint8Array): Promise<Float32Array> {
   const session = await ort.InferenceSession.create(bytes);
   try {
-    return (await session.run({ input: new ort.Tensor('float32', INPUT, [1, 3, 16, 16]) })).output?.data as Float32Array;
+    return (await session.run({ input: new ort.Tensor('float32', INPUT, [1, 3, 16, 16]) })).output
+      ?.data as Float32Array;
   } finally {
     await session.release();
   }
@@ -98,7 +100,16 @@ async function runBytes(bytes: Uint8Array): Promise<Float32Array> {
 /** Ranges taken from the float32 network itself (min and max of each tensor on INPUT). */
 async function calibrate(model: OnnxModel, keepFloat: string[] = []): Promise<Int8Calibration> {
   const tensors = calibratedTensors(model, keepFloat);
-  const exposed = { ...model, graph: { ...model.graph, output: [...(model.graph?.output ?? []), ...tensors.filter((t) => t !== 'output').map((name) => ({ name, type: { tensorType: { elemType: 1 } } }))] } };
+  const exposed = {
+    ...model,
+    graph: {
+      ...model.graph,
+      output: [
+        ...(model.graph?.output ?? []),
+        ...tensors.filter((t) => t !== 'output').map((name) => ({ name, type: { tensorType: { elemType: 1 } } })),
+      ],
+    },
+  };
   const session = await ort.InferenceSession.create(encodeModel(exposed));
   const outputs = await session.run({ input: new ort.Tensor('float32', INPUT, [1, 3, 16, 16]) });
   await session.release();
@@ -108,7 +119,15 @@ async function calibrate(model: OnnxModel, keepFloat: string[] = []): Promise<In
       return [t, [Math.min(...values), Math.max(...values)] as [number, number]];
     }),
   );
-  return { schemaVersion: 1, of: 'small', ofSha256: '0'.repeat(64), method: 'minmax', inputs: ['test'], keepFloat, ranges };
+  return {
+    schemaVersion: 1,
+    of: 'small',
+    ofSha256: '0'.repeat(64),
+    method: 'minmax',
+    inputs: ['test'],
+    keepFloat,
+    ranges,
+  };
 }
 
 describe('the QDQ graph of a small network', () => {
@@ -127,7 +146,8 @@ describe('the QDQ graph of a small network', () => {
     expect(types.has('a.weight')).toBe(false); // the float weights are gone
     const [float32, quantized] = await Promise.all([runBytes(encodeModel(model)), runBytes(encodeModel(int8))]);
     let worst = 0;
-    for (let i = 0; i < float32.length; i += 1) worst = Math.max(worst, Math.abs((float32[i] as number) - (quantized[i] as number)));
+    for (let i = 0; i < float32.length; i += 1)
+      worst = Math.max(worst, Math.abs((float32[i] as number) - (quantized[i] as number)));
     expect(worst).toBeGreaterThan(0); // it is really quantized
     expect(worst).toBeLessThan(0.05);
   });
@@ -135,7 +155,9 @@ describe('the QDQ graph of a small network', () => {
   it('is deterministic, refuses a missing range, and leaves kept convolutions in float32', async () => {
     const model = smallNetwork();
     const calibration = await calibrate(model, ['Conv_b']);
-    expect(sha256Hex(encodeModel(toInt8(decodeModel(encodeModel(model)), calibration)))).toBe(sha256Hex(encodeModel(toInt8(model, calibration))));
+    expect(sha256Hex(encodeModel(toInt8(decodeModel(encodeModel(model)), calibration)))).toBe(
+      sha256Hex(encodeModel(toInt8(model, calibration))),
+    );
     const { a: _dropped, ...fewer } = calibration.ranges;
     expect(() => toInt8(model, { ...calibration, ranges: fewer })).toThrow(/Expected a calibrated range for tensor a/);
     expect(() => toInt8(model, { ...calibration, keepFloat: ['Conv_x'] })).toThrow(/no Conv_x/);
@@ -164,7 +186,9 @@ describe('bias correction', () => {
     expect(corrected[0]! - plain[0]!).toBeCloseTo(-0.5 / scales[0]!, -0.5);
     expect(corrected.slice(1, 3)).toEqual(plain.slice(1, 3));
     expect(corrected[3]! - plain[3]!).toBeCloseTo(0.25 / scales[3]!, -0.5);
-    expect(() => toInt8(model, { ...calibration, biasCorrection: { Conv_a: [1] } })).toThrow(/Expected 4 bias corrections for Conv_a/);
+    expect(() => toInt8(model, { ...calibration, biasCorrection: { Conv_a: [1] } })).toThrow(
+      /Expected 4 bias corrections for Conv_a/,
+    );
   });
 });
 
@@ -178,7 +202,10 @@ describe('cross-layer equalization', () => {
       graph: {
         ...graph,
         node: [(graph.node ?? [])[0]!, node('PRelu', ['a', 'a.slope'], ['a_relu'], 'PRelu_a'), (graph.node ?? [])[2]!],
-        initializer: [...(graph.initializer ?? []), floatTensor('a.slope', [4, 1, 1], Float32Array.of(0.1, 0.25, 0.05, 0.2))],
+        initializer: [
+          ...(graph.initializer ?? []),
+          floatTensor('a.slope', [4, 1, 1], Float32Array.of(0.1, 0.25, 0.05, 0.2)),
+        ],
       },
     };
   }
@@ -188,7 +215,8 @@ describe('cross-layer equalization', () => {
     const equalized = equalizeChannels(model, { Conv_a: [1, 4, 0.5, 16] });
     const [before, after] = await Promise.all([runBytes(encodeModel(model)), runBytes(encodeModel(equalized))]);
     let worst = 0;
-    for (let i = 0; i < before.length; i += 1) worst = Math.max(worst, Math.abs((before[i] as number) - (after[i] as number)));
+    for (let i = 0; i < before.length; i += 1)
+      worst = Math.max(worst, Math.abs((before[i] as number) - (after[i] as number)));
     expect(worst).toBeLessThan(1e-5);
     expect(sha256Hex(encodeModel(equalized))).not.toBe(sha256Hex(encodeModel(model)));
     expect(() => equalizeChannels(model, { Conv_a: [1, 2] })).toThrow(/Expected 4 equalization factors for Conv_a/);
@@ -197,7 +225,15 @@ describe('cross-layer equalization', () => {
 });
 
 function calibrateSync(): Int8Calibration {
-  return { schemaVersion: 1, of: 'small', ofSha256: '0'.repeat(64), method: 'minmax', inputs: ['test'], keepFloat: [], ranges: { input: [0, 1], a: [-1, 1], a_relu: [0, 1], output: [-1, 1] } };
+  return {
+    schemaVersion: 1,
+    of: 'small',
+    ofSha256: '0'.repeat(64),
+    method: 'minmax',
+    inputs: ['test'],
+    keepFloat: [],
+    ranges: { input: [0, 1], a: [-1, 1], a_relu: [0, 1], output: [-1, 1] },
+  };
 }
 
 describe('realesrgan-x4fast-int8 from the registry', () => {
@@ -209,26 +245,45 @@ describe('realesrgan-x4fast-int8 from the registry', () => {
   });
   afterAll(async () => cleanup());
 
-  it.each(['realesrgan-x4fast', 'realesrgan-x4plus'])('%s-int8: the conversion of the float32 file with the calibration has the manifest\'s sha256', async (name) => {
-    const [float32, variant] = await Promise.all([ensureModelFile(name, registry), ensureModelFile(`${name}-int8`, registry)]);
-    const source = variant.manifest.source;
-    if (source.kind !== 'int8') throw new Error(`Expected ${name}-int8 to be an int8 variant`);
-    const calibration = int8CalibrationSchema.parse(JSON.parse(await readFile(path.join(registry.modelsDir, source.calibration.file), 'utf8')));
-    // Converted here, not read back from a file that may have been made before.
-    const bytes = int8Bytes(new Uint8Array(await readFile(float32.path)), calibration);
-    expect(sha256Hex(bytes)).toBe(variant.manifest.sha256);
-    const ops = new Set((decodeModel(bytes).graph?.node ?? []).map((n) => n.opType));
-    expect(ops.has('QuantizeLinear') && ops.has('DequantizeLinear')).toBe(true);
-  });
+  it.each(['realesrgan-x4fast', 'realesrgan-x4plus'])(
+    "%s-int8: the conversion of the float32 file with the calibration has the manifest's sha256",
+    async (name) => {
+      const [float32, variant] = await Promise.all([
+        ensureModelFile(name, registry),
+        ensureModelFile(`${name}-int8`, registry),
+      ]);
+      const source = variant.manifest.source;
+      if (source.kind !== 'int8') throw new Error(`Expected ${name}-int8 to be an int8 variant`);
+      const calibration = int8CalibrationSchema.parse(
+        JSON.parse(await readFile(path.join(registry.modelsDir, source.calibration.file), 'utf8')),
+      );
+      // Converted here, not read back from a file that may have been made before.
+      const bytes = int8Bytes(new Uint8Array(await readFile(float32.path)), calibration);
+      expect(sha256Hex(bytes)).toBe(variant.manifest.sha256);
+      const ops = new Set((decodeModel(bytes).graph?.node ?? []).map((n) => n.opType));
+      expect(ops.has('QuantizeLinear') && ops.has('DequantizeLinear')).toBe(true);
+    },
+  );
 
   it('refuses a calibration file whose bytes are not the ones its manifest pins', async () => {
     const models = path.join(dir, 'models');
     await mkdir(path.join(models, 'calibration'), { recursive: true });
-    for (const name of ['realesrgan-x4fast.json', 'realesrgan-x4fast-int8.json']) await copyFile(path.join(PACKAGE_ROOT, 'models', name), path.join(models, name));
-    await copyFile(path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4fast.onnx'), path.join(models, 'realesrgan-x4fast.onnx'));
-    const calibration = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'calibration', 'realesrgan-x4fast-int8.json'), 'utf8')) as Int8Calibration;
-    const ranges = Object.fromEntries(Object.entries(calibration.ranges).map(([k, [low, high]]) => [k, [low, high * 2]]));
-    await writeFile(path.join(models, 'calibration', 'realesrgan-x4fast-int8.json'), `${JSON.stringify({ ...calibration, ranges }, null, 2)}\n`);
+    for (const name of ['realesrgan-x4fast.json', 'realesrgan-x4fast-int8.json'])
+      await copyFile(path.join(PACKAGE_ROOT, 'models', name), path.join(models, name));
+    await copyFile(
+      path.join(PACKAGE_ROOT, 'models', 'realesrgan-x4fast.onnx'),
+      path.join(models, 'realesrgan-x4fast.onnx'),
+    );
+    const calibration = JSON.parse(
+      await readFile(path.join(PACKAGE_ROOT, 'models', 'calibration', 'realesrgan-x4fast-int8.json'), 'utf8'),
+    ) as Int8Calibration;
+    const ranges = Object.fromEntries(
+      Object.entries(calibration.ranges).map(([k, [low, high]]) => [k, [low, high * 2]]),
+    );
+    await writeFile(
+      path.join(models, 'calibration', 'realesrgan-x4fast-int8.json'),
+      `${JSON.stringify({ ...calibration, ranges }, null, 2)}\n`,
+    );
     forgetVerifiedModels();
     const refused = ensureModelFile('realesrgan-x4fast-int8', { modelsDir: models });
     await expect(refused).rejects.toThrow(ModelIntegrityError);
@@ -241,7 +296,10 @@ describe('realesrgan-x4fast-int8 from the registry', () => {
     const session = await openSession(file.path, { executionProviders: ['cpu'] });
     try {
       const model = srModel(session, 4);
-      for (const [photo, left, top] of [['coffee.png', 260, 120], ['chelsea.png', 130, 60]] as const) {
+      for (const [photo, left, top] of [
+        ['coffee.png', 260, 120],
+        ['chelsea.png', 130, 60],
+      ] as const) {
         const image = await photoCrop(photo, left, top, 97, 90);
         const untiled = await upscaleRgb(model, image, { tile: 1024, overlap });
         const tiled = await upscaleRgb(model, image, { tile: 2 * overlap + 20, overlap });

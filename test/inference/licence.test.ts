@@ -14,7 +14,11 @@ describe('licences', () => {
     expect(allowsCommercialUse({ spdx: 'LicenseRef-Custom' })).toBeUndefined();
     expect(allowsCommercialUse({ spdx: 'MIT', commercialUse: false })).toBe(false);
     expect(allowsCommercialUse(null)).toBeUndefined();
-    expect([maySell({ spdx: 'Apache-2.0' }), maySell({ spdx: 'CC-BY-NC-4.0' }), maySell(null)]).toEqual(['yes', 'no', 'unknown']);
+    expect([maySell({ spdx: 'Apache-2.0' }), maySell({ spdx: 'CC-BY-NC-4.0' }), maySell(null)]).toEqual([
+      'yes',
+      'no',
+      'unknown',
+    ]);
   });
 
   it('names the networks a paid service may not run, once each, and the setting that lets it', () => {
@@ -24,7 +28,9 @@ describe('licences', () => {
     expect(noncommercialReason([wav2lip, wav2lip, detector])).toBe(
       'the licence of wav2lip (LicenseRef-Wav2Lip-research) forbids commercial use; not served to paying jobs unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1',
     );
-    expect(noncommercialNotice([wav2lip, detector])).toBe('running wav2lip (LicenseRef-Wav2Lip-research) for your own use: its licence forbids commercial use');
+    expect(noncommercialNotice([wav2lip, detector])).toBe(
+      'running wav2lip (LicenseRef-Wav2Lip-research) for your own use: its licence forbids commercial use',
+    );
   });
 
   it('every shipped manifest records whether its licence allows commercial use', async () => {
@@ -32,7 +38,9 @@ describe('licences', () => {
     const names = (await readdir(dir)).filter((n) => n.endsWith('.json'));
     expect(names.length).toBeGreaterThan(10);
     for (const name of names) {
-      const manifest = JSON.parse(await readFile(path.join(dir, name), 'utf8')) as { licence: { commercialUse?: unknown } | null };
+      const manifest = JSON.parse(await readFile(path.join(dir, name), 'utf8')) as {
+        licence: { commercialUse?: unknown } | null;
+      };
       expect(typeof manifest.licence?.commercialUse, name).toBe('boolean');
     }
   });

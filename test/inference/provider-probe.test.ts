@@ -20,7 +20,10 @@ describe('the start-up probe of the execution providers', () => {
     const probe = await probeExecutionProviders(['cuda', 'cpu']);
     expect(probe.active).toBe('cpu');
     expect(probe.failures).toHaveLength(1);
-    expect(probe.failures[0]).toMatchObject({ provider: 'cuda', error: expect.stringContaining('libonnxruntime_providers_cuda.so is not installed') });
+    expect(probe.failures[0]).toMatchObject({
+      provider: 'cuda',
+      error: expect.stringContaining('libonnxruntime_providers_cuda.so is not installed'),
+    });
     expect(activeProviders(probe)).toEqual(['cpu']);
   });
 
@@ -30,17 +33,27 @@ describe('the start-up probe of the execution providers', () => {
 
   it('tries the list in order and keeps the first provider that answers, with the rest of the list after it', async () => {
     const probe = await probeExecutionProviders(['tensorrt', 'cuda'], only('cuda', 'cpu'));
-    expect(probe).toEqual({ requested: ['tensorrt', 'cuda'], active: 'cuda', failures: [{ provider: 'tensorrt', error: 'tensorrt failed to start' }] });
+    expect(probe).toEqual({
+      requested: ['tensorrt', 'cuda'],
+      active: 'cuda',
+      failures: [{ provider: 'tensorrt', error: 'tensorrt failed to start' }],
+    });
     expect(activeProviders(probe)).toEqual(['cuda', 'cpu']);
   });
 
   it('throws when even the CPU cannot run it', async () => {
-    await expect(probeExecutionProviders(['cuda'], only())).rejects.toThrow(/at least on the CPU but it failed: cpu failed to start/);
+    await expect(probeExecutionProviders(['cuda'], only())).rejects.toThrow(
+      /at least on the CPU but it failed: cpu failed to start/,
+    );
   });
 });
 
 describe('what a failed GPU provider means for readiness', () => {
-  const cudaFailed = { requested: ['cuda', 'cpu'] as const, active: 'cpu' as const, failures: [{ provider: 'cuda' as const, error: 'no driver' }] };
+  const cudaFailed = {
+    requested: ['cuda', 'cpu'] as const,
+    active: 'cpu' as const,
+    failures: [{ provider: 'cuda' as const, error: 'no driver' }],
+  };
 
   it('a GPU host on its CPU is not ready unless CPU fallback is allowed', () => {
     expect(providerShortfall(cudaFailed, false)).toBe(
@@ -52,6 +65,11 @@ describe('what a failed GPU provider means for readiness', () => {
   it('a CPU host, a GPU that started, and one GPU provider standing in for another are all fine', () => {
     expect(providerShortfall({ requested: ['cpu'], active: 'cpu', failures: [] }, false)).toBeNull();
     expect(providerShortfall({ requested: ['cuda'], active: 'cuda', failures: [] }, false)).toBeNull();
-    expect(providerShortfall({ requested: ['tensorrt', 'cuda'], active: 'cuda', failures: [{ provider: 'tensorrt', error: 'x' }] }, false)).toBeNull();
+    expect(
+      providerShortfall(
+        { requested: ['tensorrt', 'cuda'], active: 'cuda', failures: [{ provider: 'tensorrt', error: 'x' }] },
+        false,
+      ),
+    ).toBeNull();
   });
 });

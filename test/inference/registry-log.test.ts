@@ -14,12 +14,18 @@ it('the "on first use" line of a job logger has each key once: model is the job\
   const dir = await mkdtemp(path.join(tmpdir(), 'registry-log-'));
   try {
     const lines: string[] = [];
-    const logger = pino({ base: null }, { write: (line: string) => void lines.push(line) }).child({ model: 'vendor-lipsync-2' });
+    const logger = pino({ base: null }, { write: (line: string) => void lines.push(line) }).child({
+      model: 'vendor-lipsync-2',
+    });
     // A generated network (its generator handed in by its owner), made on first use.
     await ensureModelFile('wav2lip-test', withLipsyncGenerators({ filesDir: dir, logger }));
     const line = lines.find((l) => l.includes('on first use')) ?? '';
     for (const key of ['model', 'network', 'file']) expect(line.match(new RegExp(`"${key}":`, 'g'))).toHaveLength(1);
-    expect(JSON.parse(line)).toMatchObject({ model: 'vendor-lipsync-2', network: 'wav2lip-test', msg: 'generating model on first use' });
+    expect(JSON.parse(line)).toMatchObject({
+      model: 'vendor-lipsync-2',
+      network: 'wav2lip-test',
+      msg: 'generating model on first use',
+    });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -17,7 +17,16 @@ describe('committed manifests', () => {
   it('parse, and each names its own file, scale and 0-255 NCHW RGB contract', async () => {
     const manifests = await listManifests();
     const names = manifests.map((m) => m.name);
-    for (const required of ['esrgan-slim-x2', 'esrgan-slim-x4', 'esrgan-medium-x2', 'esrgan-medium-x4', 'esrgan-thick-x2', 'esrgan-thick-x4', 'realesrgan-x4plus', 'realesrgan-x4fast']) {
+    for (const required of [
+      'esrgan-slim-x2',
+      'esrgan-slim-x4',
+      'esrgan-medium-x2',
+      'esrgan-medium-x4',
+      'esrgan-thick-x2',
+      'esrgan-thick-x4',
+      'realesrgan-x4plus',
+      'realesrgan-x4fast',
+    ]) {
       expect(names).toContain(required);
     }
     const superResolution = manifests.filter((m) => m.task === 'super-resolution');
@@ -53,10 +62,18 @@ describe('parseManifest', () => {
 
   it.each([
     ['a short sha256', { sha256: 'abc' }, 'sha256'],
-    ['an overlap too wide for the tile', { tile: { size: 64, overlap: 32, batch: 1 } }, 'Expected tile overlap * 2 < tile size'],
+    [
+      'an overlap too wide for the tile',
+      { tile: { size: 64, overlap: 32, batch: 1 } },
+      'Expected tile overlap * 2 < tile size',
+    ],
     ['an unknown task', { task: 'text-to-speech' }, 'task'],
     ['a file path with directories', { file: '../x.onnx' }, 'Expected a plain .onnx file name'],
-    ['an NHWC layout', { input: { name: 'input', dtype: 'float32', layout: 'NHWC', channels: 'RGB', range: [0, 255] } }, 'layout'],
+    [
+      'an NHWC layout',
+      { input: { name: 'input', dtype: 'float32', layout: 'NHWC', channels: 'RGB', range: [0, 255] } },
+      'layout',
+    ],
   ])('refuses %s, naming the manifest', (_what, change, words) => {
     const call = () => parseManifest({ ...valid, ...change }, 'models/broken.json');
     expect(call).toThrow(ModelManifestError);
@@ -115,7 +132,9 @@ describe('ensureModelFile', () => {
     const tampered = await sha256File(file);
 
     // Already verified in this process: not hashed again.
-    await expect(ensureModelFile('esrgan-slim-x2', { modelsDir: manifestsDir, filesDir })).resolves.toMatchObject({ path: file });
+    await expect(ensureModelFile('esrgan-slim-x2', { modelsDir: manifestsDir, filesDir })).resolves.toMatchObject({
+      path: file,
+    });
 
     forgetVerifiedModels();
     const attempt = ensureModelFile('esrgan-slim-x2', { modelsDir: manifestsDir, filesDir });
@@ -125,7 +144,9 @@ describe('ensureModelFile', () => {
     );
     await expect(attempt).rejects.toMatchObject({ file, expectedSha256: manifest.sha256, actualSha256: tampered });
     // Failures are not cached: still refused on the next call.
-    await expect(ensureModelFile('esrgan-slim-x2', { modelsDir: manifestsDir, filesDir })).rejects.toThrow(ModelIntegrityError);
+    await expect(ensureModelFile('esrgan-slim-x2', { modelsDir: manifestsDir, filesDir })).rejects.toThrow(
+      ModelIntegrityError,
+    );
   });
 
   it('refuses to write a conversion whose checksum differs from the manifest', async () => {
@@ -134,13 +155,17 @@ describe('ensureModelFile', () => {
     const attempt = ensureModelFile('esrgan-slim-x4', { modelsDir: manifestsDir, filesDir });
     await expect(attempt).rejects.toThrow(ModelIntegrityError);
     await expect(attempt).rejects.toThrow(
-      new RegExp(`converted from @upscalerjs/esrgan-slim@1\\.0\\.0 has sha256 [0-9a-f]{64} but manifest .* expects ${wrong}: refusing to write ${path.join(filesDir, 'esrgan-slim-x4.onnx')}`),
+      new RegExp(
+        `converted from @upscalerjs/esrgan-slim@1\\.0\\.0 has sha256 [0-9a-f]{64} but manifest .* expects ${wrong}: refusing to write ${path.join(filesDir, 'esrgan-slim-x4.onnx')}`,
+      ),
     );
     await expect(readdir(filesDir).catch(() => [])).resolves.toEqual([]);
   });
 
   it('explains how to install a missing file that cannot be converted here', async () => {
-    await installManifest('esrgan-slim-x2', { source: { kind: 'external', instructions: 'copy it from the release bucket' } });
+    await installManifest('esrgan-slim-x2', {
+      source: { kind: 'external', instructions: 'copy it from the release bucket' },
+    });
     await expect(ensureModelFile('esrgan-slim-x2', { modelsDir: manifestsDir, filesDir })).rejects.toThrow(
       `Expected model file ${path.join(filesDir, 'esrgan-slim-x2.onnx')} for esrgan-slim-x2 but it is missing: copy it from the release bucket`,
     );
@@ -148,7 +173,11 @@ describe('ensureModelFile', () => {
 
   it.each([
     ['an unknown model', 'esrgan-huge-x4', 'Expected a known model (esrgan-slim-x2) but received esrgan-huge-x4'],
-    ['a name that walks out of the directory', '../esrgan-slim-x2', 'Expected a model name of lower-case letters, digits, dots and dashes but received "../esrgan-slim-x2"'],
+    [
+      'a name that walks out of the directory',
+      '../esrgan-slim-x2',
+      'Expected a model name of lower-case letters, digits, dots and dashes but received "../esrgan-slim-x2"',
+    ],
   ])('refuses %s', async (_what, name, message) => {
     await installManifest('esrgan-slim-x2');
     const attempt = ensureModelFile(name, { modelsDir: manifestsDir, filesDir });

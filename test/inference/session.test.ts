@@ -13,7 +13,12 @@ import {
   resolveThreadCount,
 } from '../../src/inference/execution-providers.js';
 import { ensureModelFile } from '../../src/inference/model-registry.js';
-import { type CreateInferenceSession, SessionCache, openSession, openThreadSession } from '../../src/inference/session.js';
+import {
+  type CreateInferenceSession,
+  SessionCache,
+  openSession,
+  openThreadSession,
+} from '../../src/inference/session.js';
 import { warnRecorder } from './tile-fixtures.js';
 
 describe('parseExecutionProviders', () => {
@@ -22,14 +27,19 @@ describe('parseExecutionProviders', () => {
     ['CUDA', ['cuda']],
     ['tensorrt, cuda', ['tensorrt', 'cuda']],
     ['cuda,cpu,cuda', ['cuda', 'cpu']],
-    [['webgpu', 'cpu'], ['webgpu', 'cpu']],
+    [
+      ['webgpu', 'cpu'],
+      ['webgpu', 'cpu'],
+    ],
   ])('%j -> %j', (value, expected) => {
     expect(parseExecutionProviders(value)).toEqual(expected);
   });
 
   it.each(['', ' , ', 'gpu', 'cuda,rocm'])('rejects %j', (value) => {
     expect(() => parseExecutionProviders(value)).toThrow(
-      new RangeError(`Expected execution providers to be a comma-separated list of cpu, cuda, tensorrt, webgpu but received ${JSON.stringify(value)}`),
+      new RangeError(
+        `Expected execution providers to be a comma-separated list of cpu, cuda, tensorrt, webgpu but received ${JSON.stringify(value)}`,
+      ),
     );
   });
 });
@@ -38,8 +48,14 @@ describe('providerAttempts', () => {
   it.each<[ExecutionProviderName[], ExecutionProviderName[][]]>([
     [['cpu'], [['cpu']]],
     [['cuda'], [['cuda', 'cpu'], ['cpu']]],
-    [['tensorrt', 'cuda'], [['tensorrt', 'cuda', 'cpu'], ['cuda', 'cpu'], ['cpu']]],
-    [['cpu', 'webgpu'], [['webgpu', 'cpu'], ['cpu']]],
+    [
+      ['tensorrt', 'cuda'],
+      [['tensorrt', 'cuda', 'cpu'], ['cuda', 'cpu'], ['cpu']],
+    ],
+    [
+      ['cpu', 'webgpu'],
+      [['webgpu', 'cpu'], ['cpu']],
+    ],
     [[], [['cpu']]],
   ])('%j -> %j', (preference, expected) => {
     expect(providerAttempts(preference)).toEqual(expected);
@@ -92,7 +108,9 @@ describe('sessions on a real model', () => {
       seen.push(providers);
       const head = providers[0] as ExecutionProviderName;
       if (broken.includes(head)) {
-        return Promise.reject(new Error(`OrtSessionOptionsAppendExecutionProvider_${head}: Failed to load shared library`));
+        return Promise.reject(
+          new Error(`OrtSessionOptionsAppendExecutionProvider_${head}: Failed to load shared library`),
+        );
       }
       return ort.InferenceSession.create(file, { ...options, executionProviders: ['cpu'] });
     };
@@ -101,7 +119,11 @@ describe('sessions on a real model', () => {
   it('opens on the CPU with one thread per core and runs a batch', async () => {
     const session = await openSession(modelPath);
     try {
-      expect([session.provider, session.providers, session.threads]).toEqual(['cpu', ['cpu'], os.availableParallelism()]);
+      expect([session.provider, session.providers, session.threads]).toEqual([
+        'cpu',
+        ['cpu'],
+        os.availableParallelism(),
+      ]);
       expect([session.inputNames, session.outputNames]).toEqual([['input'], ['output']]);
       expect(session.inputShape[1]).toBe(3);
       expect(session.inputShape.filter((d) => typeof d === 'string').length).toBe(3);
@@ -120,7 +142,13 @@ describe('sessions on a real model', () => {
   });
 
   it.each<[string, ExecutionProviderName[], ExecutionProviderName[], ExecutionProviderName, string]>([
-    ['cuda absent', ['cuda'], ['cuda'], 'cpu', 'execution provider cuda could not start for esrgan-slim-x2.onnx; falling back to cpu'],
+    [
+      'cuda absent',
+      ['cuda'],
+      ['cuda'],
+      'cpu',
+      'execution provider cuda could not start for esrgan-slim-x2.onnx; falling back to cpu',
+    ],
     [
       'tensorrt and cuda absent',
       ['tensorrt', 'cuda'],
@@ -135,11 +163,21 @@ describe('sessions on a real model', () => {
       'cuda',
       'execution provider tensorrt could not start for esrgan-slim-x2.onnx; falling back to cuda',
     ],
-    ['webgpu without an adapter', ['webgpu'], ['webgpu'], 'cpu', 'execution provider webgpu could not start for esrgan-slim-x2.onnx; falling back to cpu'],
+    [
+      'webgpu without an adapter',
+      ['webgpu'],
+      ['webgpu'],
+      'cpu',
+      'execution provider webgpu could not start for esrgan-slim-x2.onnx; falling back to cpu',
+    ],
   ])('%s: falls back with exactly one log line', async (_name, requested, broken, using, message) => {
     const logger = warnRecorder();
     const seen: string[][] = [];
-    const session = await openSession(modelPath, { executionProviders: requested, logger }, createWithBroken(broken, seen));
+    const session = await openSession(
+      modelPath,
+      { executionProviders: requested, logger },
+      createWithBroken(broken, seen),
+    );
     expect(session.provider).toBe(using);
     expect(session.requestedProviders).toEqual(requested);
     expect(logger.lines.map((l) => l.msg)).toEqual([message]);

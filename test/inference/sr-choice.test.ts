@@ -4,7 +4,11 @@ import { chooseSrModel, parseSrModelChoices } from '../../src/inference/sr-choic
 describe('super-resolution network choice', () => {
   it('defaults: Real-ESRGAN x4plus for images at every factor, the compact net for video and mouths', () => {
     const d = parseSrModelChoices('');
-    expect((['1', '2', '4'] as const).map((f) => chooseSrModel(d, 'image', f))).toEqual(['realesrgan-x4plus', 'realesrgan-x4plus', 'realesrgan-x4plus']);
+    expect((['1', '2', '4'] as const).map((f) => chooseSrModel(d, 'image', f))).toEqual([
+      'realesrgan-x4plus',
+      'realesrgan-x4plus',
+      'realesrgan-x4plus',
+    ]);
     expect(chooseSrModel(d, 'video', '2')).toBe('realesrgan-x4fast');
     expect(chooseSrModel(d, 'mouth', '4')).toBe('realesrgan-x4fast');
   });

@@ -55,11 +55,13 @@ describe('upscaleRgb16 with a stand-in network', () => {
     expect(tiled.data).toBeInstanceOf(Uint16Array);
     expect([tiled.width, tiled.height, tiled.tiles > 1]).toEqual([194, 82, true]);
     let worst = 0;
-    for (let i = 0; i < untiled.data.length; i += 1) worst = Math.max(worst, Math.abs(tiled.data[i]! - untiled.data[i]!));
+    for (let i = 0; i < untiled.data.length; i += 1)
+      worst = Math.max(worst, Math.abs(tiled.data[i]! - untiled.data[i]!));
     expect(worst).toBeLessThanOrEqual(1);
     // Away from the zero-padded border a box blur of a linear ramp is the ramp itself.
     const row = greenRow(tiled.data, 194, 40);
-    for (let x = 20; x < 170; x += 2) expect(Math.abs(row[x]! - Math.round(20000 + (3072 * Math.floor(x / 2)) / 96))).toBeLessThanOrEqual(1);
+    for (let x = 20; x < 170; x += 2)
+      expect(Math.abs(row[x]! - Math.round(20000 + (3072 * Math.floor(x / 2)) / 96))).toBeLessThanOrEqual(1);
     expect(distinct(row.slice(20, 170))).toBeGreaterThan(60);
   });
 
@@ -95,10 +97,16 @@ describe('16-bit through a real network (esrgan-slim-x2)', () => {
     // The picture is still the ramp: it rises from dark to light, and agrees with the 8-bit path.
     expect(row[10]!).toBeLessThan(2000);
     expect(row[1190]!).toBeGreaterThan(63000);
-    const eight: RgbImage = { data: Uint8Array.from(image.data, (v) => Math.round(v / 257)), width: 600, height: 12, channels: 3 };
+    const eight: RgbImage = {
+      data: Uint8Array.from(image.data, (v) => Math.round(v / 257)),
+      width: 600,
+      height: 12,
+      channels: 3,
+    };
     const reference = await upscaleRgb(model, eight, { tile: 128, overlap: 8 });
     let worst = 0;
-    for (let i = 0; i < reference.data.length; i += 1) worst = Math.max(worst, Math.abs(result.data[i]! / 257 - reference.data[i]!));
+    for (let i = 0; i < reference.data.length; i += 1)
+      worst = Math.max(worst, Math.abs(result.data[i]! / 257 - reference.data[i]!));
     expect(worst).toBeLessThan(3);
   });
 
@@ -112,7 +120,8 @@ describe('16-bit through a real network (esrgan-slim-x2)', () => {
       { tile: 40, overlap: 8 },
     );
     let worst = 0;
-    for (let i = 0; i < eight.data.length; i += 1) worst = Math.max(worst, Math.abs(sixteen.data[i]! / 257 - eight.data[i]!));
+    for (let i = 0; i < eight.data.length; i += 1)
+      worst = Math.max(worst, Math.abs(sixteen.data[i]! / 257 - eight.data[i]!));
     expect(worst).toBeLessThanOrEqual(0.51);
   });
 });

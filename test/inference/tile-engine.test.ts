@@ -28,7 +28,11 @@ function failingAbove(model: SrModel, maxPixels: number): SrModel & { calls: Nch
     run(input, dims) {
       calls.push(dims);
       if (dims[0] * dims[2] * dims[3] > maxPixels) {
-        return Promise.reject(new Error('[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Failed to allocate memory for requested buffer of size 4194304'));
+        return Promise.reject(
+          new Error(
+            '[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Failed to allocate memory for requested buffer of size 4194304',
+          ),
+        );
       }
       return model.run(input, dims);
     },
@@ -159,7 +163,9 @@ describe('out of memory', () => {
     const error = await upscaleRgb(model, image, { tile: 40, overlap: RADIUS, minTile: 16 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProcessingError);
     expect(error).toMatchObject({ retryable: true });
-    expect((error as ProcessingError).message).toBe('Out of memory even with one 20x20 tile per call (smallest tile allowed: 16)');
+    expect((error as ProcessingError).message).toBe(
+      'Out of memory even with one 20x20 tile per call (smallest tile allowed: 16)',
+    );
     // 40 -> 20 -> (10 is below the minimum): two tile widths tried.
     expect(new Set(model.calls.map((d) => d[3]))).toEqual(new Set([40, 20]));
   });
@@ -169,7 +175,9 @@ describe('out of memory', () => {
     const error = await upscaleRgb(model, image, { tile: 20, overlap: RADIUS }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProcessingError);
     expect(error).toMatchObject({ retryable: false });
-    expect((error as ProcessingError).message).toMatch(/^Super-resolution failed on tile 1 of \d+: Invalid rank for input$/);
+    expect((error as ProcessingError).message).toMatch(
+      /^Super-resolution failed on tile 1 of \d+: Invalid rank for input$/,
+    );
   });
 });
 
@@ -202,7 +210,9 @@ describe('cancellation and bad input', () => {
   it('does not start when the signal is already aborted', async () => {
     const model = boxBlurModel(2, RADIUS);
     const reason = new Error('job cancelled');
-    await expect(upscaleRgb(model, image, { tile: 20, overlap: RADIUS, signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    await expect(
+      upscaleRgb(model, image, { tile: 20, overlap: RADIUS, signal: AbortSignal.abort(reason) }),
+    ).rejects.toBe(reason);
     expect(model.calls.length).toBe(0);
   });
 

@@ -11,7 +11,13 @@ import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 // The project's own copies of scikit-image's sample photos (test/fixtures/photos/README.md).
 export const PHOTOS_DIR = BUNDLED_PHOTOS_DIR;
 
-export async function photoCrop(name: string, left: number, top: number, width: number, height: number): Promise<RgbImage> {
+export async function photoCrop(
+  name: string,
+  left: number,
+  top: number,
+  width: number,
+  height: number,
+): Promise<RgbImage> {
   const { data, info } = await sharp(path.join(PHOTOS_DIR, name))
     .extract({ left, top, width, height })
     .removeAlpha()
@@ -19,7 +25,12 @@ export async function photoCrop(name: string, left: number, top: number, width: 
     .raw()
     .toBuffer({ resolveWithObject: true });
   if (info.channels !== 3) throw new Error(`Expected 3 channels from ${name} but received ${info.channels}`);
-  return { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height, channels: 3 };
+  return {
+    data: new Uint8Array(data.buffer, data.byteOffset, data.length),
+    width: info.width,
+    height: info.height,
+    channels: 3,
+  };
 }
 
 export function maxAbsDiff(a: Uint8Array, b: Uint8Array): number {
@@ -37,7 +48,11 @@ export function maxAbsDiff(a: Uint8Array, b: Uint8Array): number {
  * nearest-neighbour upscale. Its receptive radius is exactly r, and it sums in the same order
  * wherever a pixel lies, so a tiled run with overlap >= r must be byte-identical to an untiled one.
  */
-export function boxBlurModel(scale: number, radius: number, range: readonly [number, number] = [0, 255]): SrModel & { calls: Nchw[] } {
+export function boxBlurModel(
+  scale: number,
+  radius: number,
+  range: readonly [number, number] = [0, 255],
+): SrModel & { calls: Nchw[] } {
   const calls: Nchw[] = [];
   return {
     scale,

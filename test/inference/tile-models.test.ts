@@ -152,7 +152,10 @@ describe('realesrgan-x4fast at its manifest overlap', () => {
       const tiled = await upscaleRgb(model, image, { tile: 64, overlap });
       expect(tiled.tiles, PHOTOS[i]![0]).toBeGreaterThan(1);
       expect(maxAbsDiff(tiled.data, untiledResult), PHOTOS[i]![0]).toBeLessThanOrEqual(1);
-      shortContext = Math.max(shortContext, maxAbsDiff((await upscaleRgb(model, image, { tile: 64, overlap: 4, feather: 0 })).data, untiledResult));
+      shortContext = Math.max(
+        shortContext,
+        maxAbsDiff((await upscaleRgb(model, image, { tile: 64, overlap: 4, feather: 0 })).data, untiledResult),
+      );
     }
     expect(shortContext).toBeGreaterThan(4);
   });

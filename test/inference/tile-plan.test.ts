@@ -12,7 +12,11 @@ describe('planAxis', () => {
     ['exactly the tile', 64, 64, 8, 4, 64, [[0, 0, 0, 64, 64]]],
     [
       'one pixel longer: the second tile moves back to the edge',
-      65, 64, 8, 4, 64,
+      65,
+      64,
+      8,
+      4,
+      64,
       [
         [0, 0, 0, 30, 34],
         [1, 30, 34, 65, 65],
@@ -20,7 +24,11 @@ describe('planAxis', () => {
     ],
     [
       'stride divides the slack',
-      100, 40, 4, 2, 40,
+      100,
+      40,
+      4,
+      2,
+      40,
       [
         [0, 0, 0, 34, 36],
         [30, 34, 36, 64, 66],
@@ -29,7 +37,11 @@ describe('planAxis', () => {
     ],
     [
       'no overlap, no feather: hard cuts in the middle of each shared band',
-      100, 32, 0, 0, 32,
+      100,
+      32,
+      0,
+      0,
+      32,
       [
         [0, 0, 0, 27, 27],
         [22, 27, 27, 49, 49],
@@ -39,7 +51,11 @@ describe('planAxis', () => {
     ],
     [
       'tile 50 on 112 with overlap 6 (does not divide)',
-      112, 50, 6, 4, 50,
+      112,
+      50,
+      6,
+      4,
+      50,
       [
         [0, 0, 0, 38, 42],
         [31, 38, 42, 69, 73],
@@ -69,7 +85,8 @@ describe('planAxis', () => {
   for (const length of [1, 7, 31, 32, 33, 100, 257, 1000])
     for (const tile of [8, 32, 50, 64, 128])
       for (const overlap of [0, 1, 3, 8])
-        for (const feather of [0, 1, 4]) if (tile > 2 * overlap + 3 * feather) grid.push([length, tile, overlap, feather]);
+        for (const feather of [0, 1, 4])
+          if (tile > 2 * overlap + 3 * feather) grid.push([length, tile, overlap, feather]);
 
   it(`holds its invariants on ${grid.length} combinations`, () => {
     for (const [length, tile, overlap, feather] of grid) {
@@ -119,7 +136,9 @@ describe('fitTileSize', () => {
       for (const tile of [32, 64, 100, 512]) {
         const fitted = fitTileSize(length, tile, 6, 4);
         expect(fitted).toBeLessThanOrEqual(tile);
-        expect(planAxis(length, fitted, 6, 4).tiles.length).toBeLessThanOrEqual(planAxis(length, tile, 6, 4).tiles.length);
+        expect(planAxis(length, fitted, 6, 4).tiles.length).toBeLessThanOrEqual(
+          planAxis(length, tile, 6, 4).tiles.length,
+        );
       }
     }
   });
@@ -136,7 +155,9 @@ describe('planTiles', () => {
 
   it('combines the axes in row-major order with one tile shape', () => {
     const plan = planTiles({ width: 100, height: 50, tile: 40, overlap: 4, feather: 2, fit: false });
-    expect([plan.tileWidth, plan.tileHeight, plan.cols.length, plan.rows.length, plan.count]).toEqual([40, 40, 3, 2, 6]);
+    expect([plan.tileWidth, plan.tileHeight, plan.cols.length, plan.rows.length, plan.count]).toEqual([
+      40, 40, 3, 2, 6,
+    ]);
     expect([plan.overlap, plan.feather]).toEqual([4, 2]);
   });
 

@@ -53,8 +53,12 @@ describe('estimateVideoUpscale', () => {
   });
 
   it('counts output pixels of the encoder: target rounded up to even sides', () => {
-    expect(estimateVideoUpscale({ width: 1920, height: 1080, frames: 1, factor: '4' }, NET, HAND).outputPixelsPerFrame).toBe(7680 * 4320);
-    expect(estimateVideoUpscale({ width: 321, height: 241, frames: 1, factor: '1' }, NET, HAND).outputPixelsPerFrame).toBe(322 * 242);
+    expect(
+      estimateVideoUpscale({ width: 1920, height: 1080, frames: 1, factor: '4' }, NET, HAND).outputPixelsPerFrame,
+    ).toBe(7680 * 4320);
+    expect(
+      estimateVideoUpscale({ width: 321, height: 241, frames: 1, factor: '1' }, NET, HAND).outputPixelsPerFrame,
+    ).toBe(322 * 242);
   });
 
   it('adds the codecs to the network on a CPU class and overlaps them on a GPU class', () => {
@@ -63,7 +67,10 @@ describe('estimateVideoUpscale', () => {
     const gpu = estimateVideoUpscale({ width: 64, height: 64, frames: 100, factor: '2' }, NET, codecs);
     expect(gpu.seconds).toBe(100);
     expect(gpu.parts.decode + gpu.parts.encode).toBeCloseTo(2.048, 6);
-    const cpu = estimateVideoUpscale({ width: 64, height: 64, frames: 100, factor: '2' }, NET, { ...codecs, overlapsCodecs: false });
+    const cpu = estimateVideoUpscale({ width: 64, height: 64, frames: 100, factor: '2' }, NET, {
+      ...codecs,
+      overlapsCodecs: false,
+    });
     // plus the tile cost per output pixel x 16,384 px x 100 frames on one core
     expect(cpu.seconds).toBe(Math.ceil((100 + 2.048 + TILE_OUTPUT_CORE_SECONDS_PER_PIXEL * 16_384 * 100) * 10) / 10);
   });
@@ -87,7 +94,11 @@ describe('estimateImageUpscale', () => {
 
   it('a thicker network costs in proportion to its MACs per pixel', () => {
     const slim = estimateImageUpscale({ width: 640, height: 640, factor: '2' }, NET, HAND);
-    const thick = estimateImageUpscale({ width: 640, height: 640, factor: '2' }, { ...NET, macsPerInputPixel: 30_000 }, HAND);
+    const thick = estimateImageUpscale(
+      { width: 640, height: 640, factor: '2' },
+      { ...NET, macsPerInputPixel: 30_000 },
+      HAND,
+    );
     expect(thick.parts.network / slim.parts.network).toBeCloseTo(30, 9);
   });
 });

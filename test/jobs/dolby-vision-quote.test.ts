@@ -91,18 +91,27 @@ describe('Dolby Vision at the quote', () => {
   it.each([
     ['upscale-video', { video_url: '' }],
     ['lipsync', { video_url: '', audio_url: '/nowhere.mp3' }],
-  ] as const)('refuses profile 5 for %s with PROBE_FAILED, naming the format, before any other input is fetched', async (tool, body) => {
-    const job = normaliseToolBody(tool, { ...body, video_url: profile5 });
-    const fetched: string[] = [];
-    const deps: QuoteDeps = { ...localDeps, localize: async (source, kind) => (fetched.push(kind), localDeps.localize(source, kind)) };
-    const err = await quoteJob(job, deps).then(() => undefined, (e: unknown) => e);
-    expect(err).toBeInstanceOf(JobError);
-    expect((err as JobError).code).toBe('PROBE_FAILED');
-    expect((err as JobError).message).toBe(
-      'Dolby Vision profile 5 without an HDR10, SDR or HLG base layer is not supported: export the video as HDR10, HLG or SDR',
-    );
-    expect(fetched).toEqual(['video']);
-  });
+  ] as const)(
+    'refuses profile 5 for %s with PROBE_FAILED, naming the format, before any other input is fetched',
+    async (tool, body) => {
+      const job = normaliseToolBody(tool, { ...body, video_url: profile5 });
+      const fetched: string[] = [];
+      const deps: QuoteDeps = {
+        ...localDeps,
+        localize: async (source, kind) => (fetched.push(kind), localDeps.localize(source, kind)),
+      };
+      const err = await quoteJob(job, deps).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(JobError);
+      expect((err as JobError).code).toBe('PROBE_FAILED');
+      expect((err as JobError).message).toBe(
+        'Dolby Vision profile 5 without an HDR10, SDR or HLG base layer is not supported: export the video as HDR10, HLG or SDR',
+      );
+      expect(fetched).toEqual(['video']);
+    },
+  );
 
   it('quotes profile 8.4 (HLG base layer) like the HLG video it carries', async () => {
     const quoted = await quoteJob(normaliseToolBody('upscale-video', { video_url: profile84 }), localDeps);

@@ -199,19 +199,24 @@ describe('image upscale pricing (spec 4.3)', () => {
   it('words both OUTPUT_TOO_LARGE cases with the limit and what was asked for', () => {
     const mp = errorOf(() => priceImageUpscale(3001, 2000, '4'));
     expect(mp.status).toBe(422);
-    expect(mp.message).toBe('Expected the output size to be at most 96 MP but received 96.032 MP (3001×2000 at factor "4")');
+    expect(mp.message).toBe(
+      'Expected the output size to be at most 96 MP but received 96.032 MP (3001×2000 at factor "4")',
+    );
     const side = errorOf(() => priceImageUpscale(5001, 100, '4'));
     expect(side.message).toBe(
       'Expected the longest output side to be at most 20000 px but received 20004 px (5001×100 at factor "4")',
     );
   });
 
-  it.each([[0, 10], [10, 0], [1.5, 10], [Number.NaN, 10], [-4, 10]])(
-    'treats dimensions %sx%s as unreadable (PROBE_FAILED)',
-    (w, h) => {
-      expect(codeOf(() => priceImageUpscale(w, h, '2'))).toBe('PROBE_FAILED');
-    },
-  );
+  it.each([
+    [0, 10],
+    [10, 0],
+    [1.5, 10],
+    [Number.NaN, 10],
+    [-4, 10],
+  ])('treats dimensions %sx%s as unreadable (PROBE_FAILED)', (w, h) => {
+    expect(codeOf(() => priceImageUpscale(w, h, '2'))).toBe('PROBE_FAILED');
+  });
 });
 
 describe('music pricing', () => {

@@ -3,7 +3,12 @@ import { JobError } from '../../src/errors.js';
 import { quoteJob } from '../../src/jobs/quote.js';
 import type { QuoteDeps } from '../../src/jobs/quote-types.js';
 import { parseJob } from '../../src/jobs/schemas.js';
-import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, SYNC_MODES, type QuotePolicy, type SyncMode } from '../../src/jobs/index.js';
+import {
+  DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT,
+  SYNC_MODES,
+  type QuotePolicy,
+  type SyncMode,
+} from '../../src/jobs/index.js';
 import { DEFAULT_WORK_LIMITS } from '../../src/jobs/work-limits.js';
 import type { ImageInfo, MediaInfo } from '../../src/media/index.js';
 
@@ -27,7 +32,13 @@ function policy(overrides: Partial<QuotePolicy> = {}): QuotePolicy & { asked: st
   };
 }
 
-function video(seconds: number, width: number, height: number, fps: { num: number; den: number }, rotation = 0): MediaInfo {
+function video(
+  seconds: number,
+  width: number,
+  height: number,
+  fps: { num: number; den: number },
+  rotation = 0,
+): MediaInfo {
   return {
     container: 'mp4',
     formatName: 'mov,mp4',
@@ -37,7 +48,12 @@ function video(seconds: number, width: number, height: number, fps: { num: numbe
 }
 
 function audio(seconds: number): MediaInfo {
-  return { container: 'mp3', formatName: 'mp3', durationSeconds: seconds, audio: { codec: 'mp3', sampleRate: 44100, channels: 1 } };
+  return {
+    container: 'mp3',
+    formatName: 'mp3',
+    durationSeconds: seconds,
+    audio: { codec: 'mp3', sampleRate: 44100, channels: 1 },
+  };
 }
 
 function deps(files: Record<string, MediaInfo | ImageInfo>): QuoteDeps {
@@ -71,27 +87,43 @@ describe('quote with a policy: never accept what cannot finish', () => {
     // 8.0 s at 10 fps: 80 frames of 1 s each = 80 s, exactly 80 % of the 100 s limit
     const p = policy();
     const quoted = await quoteJob(videoJob(), deps({ [VID]: video(8, 64, 64, { num: 10, den: 1 }) }), undefined, p);
-    expect(quoted.quote).toMatchObject({ estimated_frames: 80, estimated_seconds: 80, hardware_class: 'cpu', creditsUsed: 8 * 16 });
+    expect(quoted.quote).toMatchObject({
+      estimated_frames: 80,
+      estimated_seconds: 80,
+      hardware_class: 'cpu',
+      creditsUsed: 8 * 16,
+    });
     expect(p.asked).toEqual(['video 2']);
   });
 
   it('a job just outside the limit is refused at quote time', async () => {
     // 8.1 s at 10 fps: 81 frames, 81 s
-    const err = await refusal(quoteJob(videoJob(), deps({ [VID]: video(8.1, 64, 64, { num: 10, den: 1 }) }), undefined, policy()));
+    const err = await refusal(
+      quoteJob(videoJob(), deps({ [VID]: video(8.1, 64, 64, { num: 10, den: 1 }) }), undefined, policy()),
+    );
     expect(err.code).toBe('JOB_TOO_COSTLY');
     expect(err.message).toBe(
       'Expected the estimated processing time on cpu to be at most 80 seconds (80 % of the 100 s limit) but received 81 seconds',
     );
   });
 
-  it('the limit is the kind\'s: the same job passes with a longer video limit', async () => {
+  it("the limit is the kind's: the same job passes with a longer video limit", async () => {
     const p = policy({ timeLimitSeconds: { image: 100, video: 102, lipsync: 100, music: 100, 'music-video': 100 } });
     const quoted = await quoteJob(videoJob(), deps({ [VID]: video(8.1, 64, 64, { num: 10, den: 1 }) }), undefined, p);
     expect(quoted.quote).toMatchObject({ estimated_frames: 81, estimated_seconds: 81 });
   });
 
   it('an image is held to the image limit', async () => {
-    const image: ImageInfo = { format: 'png', width: 64, height: 64, channels: 3, hasAlpha: false, bitDepth: 8, orientation: 1, hasIccProfile: false };
+    const image: ImageInfo = {
+      format: 'png',
+      width: 64,
+      height: 64,
+      channels: 3,
+      hasAlpha: false,
+      bitDepth: 8,
+      orientation: 1,
+      hasIccProfile: false,
+    };
     const job = parseJob({ model: 'vendor-image-upscale', input: { image_url: IMG, upscale_factor: '4' } });
     const ok = await quoteJob(job, deps({ [IMG]: image }), undefined, policy());
     expect(ok.quote).toMatchObject({ estimated_frames: 1, estimated_seconds: 1 });
@@ -99,7 +131,7 @@ describe('quote with a policy: never accept what cannot finish', () => {
     expect((await refusal(quoteJob(job, deps({ [IMG]: image }), undefined, tight))).code).toBe('JOB_TOO_COSTLY');
   });
 
-  it('without a policy the quote is the spec\'s alone (no estimate fields)', async () => {
+  it("without a policy the quote is the spec's alone (no estimate fields)", async () => {
     const quoted = await quoteJob(videoJob(), deps({ [VID]: video(8.1, 64, 64, { num: 10, den: 1 }) }));
     expect(quoted.quote).not.toHaveProperty('estimated_seconds');
   });
@@ -107,7 +139,9 @@ describe('quote with a policy: never accept what cannot finish', () => {
 
 describe('quote with a policy: the work limits', () => {
   it('the issue\'s attack, 2 s of 1080p at 240 fps at factor "4", is FRAME_RATE_TOO_HIGH', async () => {
-    const err = await refusal(quoteJob(videoJob('4'), deps({ [VID]: video(2, 1920, 1080, { num: 240, den: 1 }) }), undefined, policy()));
+    const err = await refusal(
+      quoteJob(videoJob('4'), deps({ [VID]: video(2, 1920, 1080, { num: 240, den: 1 }) }), undefined, policy()),
+    );
     expect(err.code).toBe('FRAME_RATE_TOO_HIGH');
   });
 
@@ -124,7 +158,9 @@ describe('quote with a policy: the work limits', () => {
 
   it('4K at factor "4" is OUTPUT_TOO_LARGE before any network is looked up', async () => {
     const p = policy();
-    const err = await refusal(quoteJob(videoJob('4'), deps({ [VID]: video(2, 3840, 2160, { num: 30, den: 1 }) }), undefined, p));
+    const err = await refusal(
+      quoteJob(videoJob('4'), deps({ [VID]: video(2, 3840, 2160, { num: 30, den: 1 }) }), undefined, p),
+    );
     expect(err.code).toBe('OUTPUT_TOO_LARGE');
     expect(p.asked).toEqual([]);
   });
@@ -136,15 +172,22 @@ describe('quote with a policy: the work limits', () => {
     expect(err.message).toContain('(8200×100)');
   });
 
-  it('the spec\'s duration limit still comes first', async () => {
-    const err = await refusal(quoteJob(videoJob('4'), deps({ [VID]: video(61, 1920, 1080, { num: 240, den: 1 }) }), undefined, policy()));
+  it("the spec's duration limit still comes first", async () => {
+    const err = await refusal(
+      quoteJob(videoJob('4'), deps({ [VID]: video(61, 1920, 1080, { num: 240, den: 1 }) }), undefined, policy()),
+    );
     expect(err.code).toBe('VIDEO_TOO_LONG');
   });
 
   it('total output pixels of a job are limited', async () => {
     const p = policy({ limits: { ...DEFAULT_WORK_LIMITS, videoMaxJobOutputPixels: 80 * 128 * 128 } });
-    expect((await quoteJob(videoJob(), deps({ [VID]: video(8, 64, 64, { num: 10, den: 1 }) }), undefined, p)).quote).toMatchObject({ estimated_frames: 80 });
-    expect((await refusal(quoteJob(videoJob(), deps({ [VID]: video(8.1, 64, 64, { num: 10, den: 1 }) }), undefined, p))).code).toBe('OUTPUT_TOO_LARGE');
+    expect(
+      (await quoteJob(videoJob(), deps({ [VID]: video(8, 64, 64, { num: 10, den: 1 }) }), undefined, p)).quote,
+    ).toMatchObject({ estimated_frames: 80 });
+    expect(
+      (await refusal(quoteJob(videoJob(), deps({ [VID]: video(8.1, 64, 64, { num: 10, den: 1 }) }), undefined, p)))
+        .code,
+    ).toBe('OUTPUT_TOO_LARGE');
   });
 });
 
@@ -152,7 +195,8 @@ describe('quote with a policy: lip-sync output length per sync mode', () => {
   const lipsync = (mode: SyncMode) =>
     parseJob({ model: 'vendor-lipsync-2', input: { video_url: VID, audio_url: AUD, sync_mode: mode } });
   // 5 s of video: 50 credits (the minimum), which covers 5 s; the output may run 10 s.
-  const files = (audioSeconds: number) => deps({ [VID]: video(5, 64, 64, { num: 10, den: 1 }), [AUD]: audio(audioSeconds) });
+  const files = (audioSeconds: number) =>
+    deps({ [VID]: video(5, 64, 64, { num: 10, den: 1 }), [AUD]: audio(audioSeconds) });
 
   it.each(SYNC_MODES.filter((m) => m !== 'cut_off'))('%s with 120 s of audio: AUDIO_TOO_LONG', async (mode) => {
     const err = await refusal(quoteJob(lipsync(mode), files(120), undefined, policy()));

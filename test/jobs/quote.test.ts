@@ -132,7 +132,10 @@ describe('quoteJob: image upscale', () => {
     [3000, 2000, '4', '96mp', 80],
   ];
   it.each(tiers)('%sx%s at factor %s quotes %s for %s credits', async (w, h, factor, tier, credits) => {
-    const quoted = await quoteJob(parseJob({ model: 'vendor-image-upscale', input: { image_url: IMG, upscale_factor: factor } }), fakeDeps({ [IMG]: imageFile(w, h) }));
+    const quoted = await quoteJob(
+      parseJob({ model: 'vendor-image-upscale', input: { image_url: IMG, upscale_factor: factor } }),
+      fakeDeps({ [IMG]: imageFile(w, h) }),
+    );
     expect(quoted.quote.creditsUsed).toBe(credits);
     expect(quoted.quote.input).toMatchObject({ output_tier: tier, detected_dimensions: `${w}×${h}` });
   });
@@ -144,7 +147,9 @@ describe('quoteJob: image upscale', () => {
 
   it('rejects a format outside JPEG, PNG, WebP by content, naming what it found', async () => {
     const gif = imageFile(10, 10, 'gif' as ImageFormat);
-    const err = await rejectionOf(quoteJob(normaliseToolBody('upscale-image', { image_url: IMG }), fakeDeps({ [IMG]: gif })));
+    const err = await rejectionOf(
+      quoteJob(normaliseToolBody('upscale-image', { image_url: IMG }), fakeDeps({ [IMG]: gif })),
+    );
     expect(err.code).toBe('PROBE_FAILED');
     expect(err.status).toBe(422);
     expect(err.message).toBe('Expected image_url to be JPEG, PNG or WebP but received GIF content');
@@ -152,7 +157,9 @@ describe('quoteJob: image upscale', () => {
 
   it('passes the probe failure through', async () => {
     const deps = fakeDeps({ [IMG]: videoFile(3) });
-    expect(await rejectionCode(quoteJob(normaliseToolBody('upscale-image', { image_url: IMG }), deps))).toBe('PROBE_FAILED');
+    expect(await rejectionCode(quoteJob(normaliseToolBody('upscale-image', { image_url: IMG }), deps))).toBe(
+      'PROBE_FAILED',
+    );
   });
 });
 
@@ -166,29 +173,41 @@ describe('quoteJob: video upscale', () => {
     [15.000000001, '2', '15s', 15, 16, 240],
     [60, '4', '60s', 60, 28, 1680],
   ];
-  it.each(cases)('%s s at factor %s echoes %s, bills %s s x %s = %s', async (seconds, factor, detected, billed, rate, credits) => {
-    const quoted = await quoteJob(
-      normaliseToolBody('upscale-video', { video_url: VID, upscale_factor: factor }),
-      fakeDeps({ [VID]: videoFile(seconds) }),
-    );
-    expect(quoted.quote).toEqual({
-      model: 'vendor-video-upscale',
-      creditsUsed: credits,
-      input: { video_url: VID, upscale_factor: factor, detected_duration: detected, billed_seconds: billed, credits_per_second: rate },
-      // What was measured, said in the quote: the streams' spans and frames.
-      measured: {
-        video: {
-          from: 'streams',
-          video: { seconds: Math.round(seconds * 1000) / 1000, frames: Math.round(seconds * 25), frame_rate: '25/1' },
-          audio: { seconds: Math.round(seconds * 1000) / 1000 },
+  it.each(cases)(
+    '%s s at factor %s echoes %s, bills %s s x %s = %s',
+    async (seconds, factor, detected, billed, rate, credits) => {
+      const quoted = await quoteJob(
+        normaliseToolBody('upscale-video', { video_url: VID, upscale_factor: factor }),
+        fakeDeps({ [VID]: videoFile(seconds) }),
+      );
+      expect(quoted.quote).toEqual({
+        model: 'vendor-video-upscale',
+        creditsUsed: credits,
+        input: {
+          video_url: VID,
+          upscale_factor: factor,
+          detected_duration: detected,
+          billed_seconds: billed,
+          credits_per_second: rate,
         },
-      },
-    });
-    expect(quoted.kind === 'video' && quoted.probes.video.durationSeconds).toBe(seconds);
-  });
+        // What was measured, said in the quote: the streams' spans and frames.
+        measured: {
+          video: {
+            from: 'streams',
+            video: { seconds: Math.round(seconds * 1000) / 1000, frames: Math.round(seconds * 25), frame_rate: '25/1' },
+            audio: { seconds: Math.round(seconds * 1000) / 1000 },
+          },
+        },
+      });
+      expect(quoted.kind === 'video' && quoted.probes.video.durationSeconds).toBe(seconds);
+    },
+  );
 
   it.each<ContainerKind>(['mp4', 'mov', 'mkv'])('accepts %s', async (container) => {
-    const quoted = await quoteJob(normaliseToolBody('upscale-video', { video_url: VID }), fakeDeps({ [VID]: videoFile(3, container) }));
+    const quoted = await quoteJob(
+      normaliseToolBody('upscale-video', { video_url: VID }),
+      fakeDeps({ [VID]: videoFile(3, container) }),
+    );
     expect(quoted.quote.creditsUsed).toBe(48);
   });
 
@@ -198,19 +217,29 @@ describe('quoteJob: video upscale', () => {
     ['m4v', 'M4V'],
     ['mp3', 'MP3'],
   ])('rejects %s content with PROBE_FAILED', async (container, name) => {
-    const err = await rejectionOf(quoteJob(normaliseToolBody('upscale-video', { video_url: VID }), fakeDeps({ [VID]: videoFile(3, container) })));
+    const err = await rejectionOf(
+      quoteJob(normaliseToolBody('upscale-video', { video_url: VID }), fakeDeps({ [VID]: videoFile(3, container) })),
+    );
     expect(err.code).toBe('PROBE_FAILED');
     expect(err.message).toBe(`Expected video_url to be MP4, MOV or MKV but received ${name} content`);
   });
 
   it('rejects a container without a video stream', async () => {
-    const err = await rejectionOf(quoteJob(normaliseToolBody('upscale-video', { video_url: VID }), fakeDeps({ [VID]: videoFile(3, 'mp4', false) })));
+    const err = await rejectionOf(
+      quoteJob(normaliseToolBody('upscale-video', { video_url: VID }), fakeDeps({ [VID]: videoFile(3, 'mp4', false) })),
+    );
     expect(err.code).toBe('PROBE_FAILED');
-    expect(err.message).toBe('Expected video_url to be a video with a video stream but received MP4 content without one');
+    expect(err.message).toBe(
+      'Expected video_url to be a video with a video stream but received MP4 content without one',
+    );
   });
 
   it.each([[0], [Number.NaN]])('rejects an unreadable duration (%s) with PROBE_FAILED', async (seconds) => {
-    expect(await rejectionCode(quoteJob(normaliseToolBody('upscale-video', { video_url: VID }), fakeDeps({ [VID]: videoFile(seconds) })))).toBe('PROBE_FAILED');
+    expect(
+      await rejectionCode(
+        quoteJob(normaliseToolBody('upscale-video', { video_url: VID }), fakeDeps({ [VID]: videoFile(seconds) })),
+      ),
+    ).toBe('PROBE_FAILED');
   });
 
   it('accepts 60 s and rejects 60.001 s with VIDEO_TOO_LONG', async () => {
@@ -229,7 +258,10 @@ describe('quoteJob: lip-sync', () => {
   ];
   it.each(reference)('a 15.04 s video on %s costs %s credits and reports duration 15.04', async (model, credits) => {
     const deps = fakeDeps({ [VID]: videoFile(15.04), [AUD]: audioFile(12) });
-    const quoted = await quoteJob(normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD, model, sync_mode: 'loop' }), deps);
+    const quoted = await quoteJob(
+      normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD, model, sync_mode: 'loop' }),
+      deps,
+    );
     expect(quoted.quote).toEqual({
       model,
       creditsUsed: credits,
@@ -244,7 +276,11 @@ describe('quoteJob: lip-sync', () => {
         credits_per_second: credits / 16,
       },
       measured: {
-        video: { from: 'streams', video: { seconds: 15.04, frames: 376, frame_rate: '25/1' }, audio: { seconds: 15.04 } },
+        video: {
+          from: 'streams',
+          video: { seconds: 15.04, frames: 376, frame_rate: '25/1' },
+          audio: { seconds: 15.04 },
+        },
         audio: { from: 'streams', audio: { seconds: 12 } },
       },
     });
@@ -261,7 +297,10 @@ describe('quoteJob: lip-sync', () => {
   });
 
   it('charges the minimum for a short video', async () => {
-    const quoted = await quoteJob(normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }), fakeDeps({ [VID]: videoFile(3), [AUD]: audioFile(3) }));
+    const quoted = await quoteJob(
+      normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }),
+      fakeDeps({ [VID]: videoFile(3), [AUD]: audioFile(3) }),
+    );
     expect(quoted.quote.creditsUsed).toBe(50);
   });
 
@@ -271,45 +310,78 @@ describe('quoteJob: lip-sync', () => {
     expect(err.code).toBe('VIDEO_TOO_LONG');
     expect(deps.calls.some((c) => c.startsWith('localize audio'))).toBe(false);
     await expect(
-      quoteJob(normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }), fakeDeps({ [VID]: videoFile(30), [AUD]: audioFile(3) })),
+      quoteJob(
+        normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }),
+        fakeDeps({ [VID]: videoFile(30), [AUD]: audioFile(3) }),
+      ),
     ).resolves.toMatchObject({ quote: { creditsUsed: 300, duration: 30 } });
   });
 
   it.each<ContainerKind>(['mp4', 'mov', 'webm', 'm4v', 'gif'])('accepts %s video', async (container) => {
-    const quoted = await quoteJob(normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }), fakeDeps({ [VID]: videoFile(5, container), [AUD]: audioFile(5) }));
+    const quoted = await quoteJob(
+      normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }),
+      fakeDeps({ [VID]: videoFile(5, container), [AUD]: audioFile(5) }),
+    );
     expect(quoted.quote.creditsUsed).toBe(50);
   });
 
   it.each<ContainerKind>(['mp3', 'wav', 'aac', 'ogg', 'm4a'])('accepts %s audio', async (container) => {
-    const quoted = await quoteJob(normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }), fakeDeps({ [VID]: videoFile(5), [AUD]: audioFile(5, container) }));
+    const quoted = await quoteJob(
+      normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }),
+      fakeDeps({ [VID]: videoFile(5), [AUD]: audioFile(5, container) }),
+    );
     expect(quoted.probes.audio?.container).toBe(container);
   });
 
   it('rejects MKV video for lip-sync', async () => {
-    const err = await rejectionOf(quoteJob(normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }), fakeDeps({ [VID]: videoFile(5, 'mkv'), [AUD]: audioFile(5) })));
+    const err = await rejectionOf(
+      quoteJob(
+        normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }),
+        fakeDeps({ [VID]: videoFile(5, 'mkv'), [AUD]: audioFile(5) }),
+      ),
+    );
     expect(err.code).toBe('PROBE_FAILED');
     expect(err.message).toBe('Expected video_url to be MP4, MOV, WebM, M4V or GIF but received MKV content');
   });
 
   it('rejects an audio input that is a video container', async () => {
-    const err = await rejectionOf(quoteJob(normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }), fakeDeps({ [VID]: videoFile(5), [AUD]: videoFile(5, 'mp4') })));
+    const err = await rejectionOf(
+      quoteJob(
+        normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }),
+        fakeDeps({ [VID]: videoFile(5), [AUD]: videoFile(5, 'mp4') }),
+      ),
+    );
     expect(err.code).toBe('PROBE_FAILED');
     expect(err.message).toBe('Expected audio_url to be MP3, WAV, AAC, OGG or M4A but received MP4 content');
   });
 
   it('rejects audio without an audio stream or without a duration', async () => {
     const job = normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD });
-    const noStream = await rejectionOf(quoteJob(job, fakeDeps({ [VID]: videoFile(5), [AUD]: audioFile(5, 'wav', false) })));
+    const noStream = await rejectionOf(
+      quoteJob(job, fakeDeps({ [VID]: videoFile(5), [AUD]: audioFile(5, 'wav', false) })),
+    );
     expect(noStream.code).toBe('PROBE_FAILED');
-    expect(noStream.message).toBe('Expected audio_url to be audio with an audio stream but received WAV content without one');
+    expect(noStream.message).toBe(
+      'Expected audio_url to be audio with an audio stream but received WAV content without one',
+    );
     const noDuration = await rejectionOf(quoteJob(job, fakeDeps({ [VID]: videoFile(5), [AUD]: audioFile(0) })));
     expect(noDuration.code).toBe('PROBE_FAILED');
-    expect(noDuration.message).toBe('Expected the audio duration to be a positive number of seconds but received 0 (number)');
+    expect(noDuration.message).toBe(
+      'Expected the audio duration to be a positive number of seconds but received 0 (number)',
+    );
   });
 
   it('passes fetch failures through unchanged', async () => {
-    const refused = new JobError('INVALID_URL', 'Expected video_url to be a public https URL but received "http://127.0.0.1/" (string)');
-    const err = await rejectionOf(quoteJob(normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }), fakeDeps({ [VID]: { fail: refused } })));
+    const refused = new JobError(
+      'INVALID_URL',
+      'Expected video_url to be a public https URL but received "http://127.0.0.1/" (string)',
+    );
+    const err = await rejectionOf(
+      quoteJob(
+        normaliseToolBody('lipsync', { video_url: VID, audio_url: AUD }),
+        fakeDeps({ [VID]: { fail: refused } }),
+      ),
+    );
     expect(err).toBe(refused);
   });
 });
@@ -317,7 +389,10 @@ describe('quoteJob: lip-sync', () => {
 describe('quoteJob: music', () => {
   it('prices 15 credits without fetching anything', async () => {
     const deps = fakeDeps({});
-    const quoted = await quoteJob(parseJob({ model: 'vendor-v5-generate-music', input: { prompt: 'lofi beats' } }), deps);
+    const quoted = await quoteJob(
+      parseJob({ model: 'vendor-v5-generate-music', input: { prompt: 'lofi beats' } }),
+      deps,
+    );
     expect(quoted.quote).toEqual({
       model: 'vendor-v5-generate-music',
       creditsUsed: 15,
@@ -332,7 +407,12 @@ describe('quoteJob: music', () => {
       model: 'vendor-v5-generate-music',
       input: { custom_mode: true, title: 'T', style: 'jazz', instrumental: true },
     });
-    expect((await quoteJob(job, fakeDeps({}))).quote.input).toEqual({ custom_mode: true, title: 'T', style: 'jazz', instrumental: true });
+    expect((await quoteJob(job, fakeDeps({}))).quote.input).toEqual({
+      custom_mode: true,
+      title: 'T',
+      style: 'jazz',
+      instrumental: true,
+    });
   });
 });
 
@@ -341,7 +421,9 @@ describe('quoteJob: cancellation', () => {
     const deps = fakeDeps({ [IMG]: imageFile(10, 10) });
     const controller = new AbortController();
     controller.abort();
-    await expect(quoteJob(normaliseToolBody('upscale-image', { image_url: IMG }), deps, controller.signal)).rejects.toThrow();
+    await expect(
+      quoteJob(normaliseToolBody('upscale-image', { image_url: IMG }), deps, controller.signal),
+    ).rejects.toThrow();
     expect(deps.calls).toEqual([]);
   });
 
@@ -358,7 +440,9 @@ describe('quoteJob: cancellation', () => {
         return local;
       },
     };
-    await expect(quoteJob(normaliseToolBody('upscale-image', { image_url: IMG }), deps, controller.signal)).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(
+      quoteJob(normaliseToolBody('upscale-image', { image_url: IMG }), deps, controller.signal),
+    ).rejects.toMatchObject({ name: 'AbortError' });
     expect(seen).toBe(controller.signal);
     expect(base.calls.some((c) => c.startsWith('probe'))).toBe(false);
   });
@@ -379,18 +463,30 @@ describe('quote output', () => {
   });
 
   it('errorBody and formatQuoteError give {"error":{code,status,message}}', () => {
-    const err = new JobError('VIDEO_TOO_LONG', 'Expected the video duration to be at most 60 seconds but received 61 seconds');
+    const err = new JobError(
+      'VIDEO_TOO_LONG',
+      'Expected the video duration to be at most 60 seconds but received 61 seconds',
+    );
     expect(errorBody(err)).toEqual({
-      error: { code: 'VIDEO_TOO_LONG', status: 422, message: 'Expected the video duration to be at most 60 seconds but received 61 seconds' },
+      error: {
+        code: 'VIDEO_TOO_LONG',
+        status: 422,
+        message: 'Expected the video duration to be at most 60 seconds but received 61 seconds',
+      },
     });
     expect(formatQuoteError(err)).toBe(
       '{"error":{"code":"VIDEO_TOO_LONG","status":422,"message":"Expected the video duration to be at most 60 seconds but received 61 seconds"}}',
     );
-    expect(formatQuoteError(new JobError('UNKNOWN_MODEL', 'm'))).toBe('{"error":{"code":"UNKNOWN_MODEL","status":400,"message":"m"}}');
+    expect(formatQuoteError(new JobError('UNKNOWN_MODEL', 'm'))).toBe(
+      '{"error":{"code":"UNKNOWN_MODEL","status":400,"message":"m"}}',
+    );
   });
 
   it('a quote survives a JSON round trip unchanged', async () => {
-    const quoted = await quoteJob(normaliseToolBody('upscale-image', { image_url: IMG }), fakeDeps({ [IMG]: imageFile(640, 480) }));
+    const quoted = await quoteJob(
+      normaliseToolBody('upscale-image', { image_url: IMG }),
+      fakeDeps({ [IMG]: imageFile(640, 480) }),
+    );
     expect(JSON.parse(JSON.stringify(quoted.quote))).toEqual(quoted.quote);
   });
 });

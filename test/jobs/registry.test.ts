@@ -39,21 +39,32 @@ describe('the registry of kinds', () => {
     expect(KINDS['music-video'].resultLifetimeDays).toBe(KINDS.music.resultLifetimeDays);
   });
 
-  it('derives the model ids, each naming its kind, in the registry\'s order', () => {
+  it("derives the model ids, each naming its kind, in the registry's order", () => {
     expect(MODEL_IDS).toEqual(allKinds().flatMap((kind) => kind.models));
     for (const kind of allKinds()) for (const model of kind.models) expect(kindOfModel(model)).toBe(kind.kind);
   });
 
   it('derives the tools and the failure codes from the descriptors', () => {
     expect(TOOL_NAMES).toEqual(['upscale-image', 'upscale-video', 'lipsync']);
-    expect(KIND_FAILURE_CODE).toEqual({ image: 'UPSCALE_FAILED', video: 'UPSCALE_FAILED', lipsync: 'LIPSYNC_FAILED', music: 'GENERATION_FAILED', 'music-video': 'MUSIC_VIDEO_FAILED' });
+    expect(KIND_FAILURE_CODE).toEqual({
+      image: 'UPSCALE_FAILED',
+      video: 'UPSCALE_FAILED',
+      lipsync: 'LIPSYNC_FAILED',
+      music: 'GENERATION_FAILED',
+      'music-video': 'MUSIC_VIDEO_FAILED',
+    });
   });
 
   it('types a descriptor by its kind (compile-time: these lines must stay errors)', () => {
     // @ts-expect-error a lip-sync descriptor is not the image kind's
     const wrong: KindContract<'image'> = KINDS.lipsync;
     // @ts-expect-error a registry without the music video does not have the registry's type
-    const partial: { [K in JobKind]: KindContract<K> } = { image: KINDS.image, video: KINDS.video, lipsync: KINDS.lipsync, music: KINDS.music };
+    const partial: { [K in JobKind]: KindContract<K> } = {
+      image: KINDS.image,
+      video: KINDS.video,
+      lipsync: KINDS.lipsync,
+      music: KINDS.music,
+    };
     expect([wrong, partial]).toHaveLength(2);
   });
 });

@@ -51,12 +51,22 @@ describe('parseJob: accepted jobs, defaults and normalisation', () => {
   });
 
   it.each(['keep', 'sdr'])('keeps a video upscale\'s hdr "%s"; absent, the worker decides', (hdr) => {
-    expect(parseJob(video({ video_url: VIDEO_URL, hdr })).input).toEqual({ video_url: VIDEO_URL, upscale_factor: '2', hdr });
+    expect(parseJob(video({ video_url: VIDEO_URL, hdr })).input).toEqual({
+      video_url: VIDEO_URL,
+      upscale_factor: '2',
+      hdr,
+    });
     expect(parseJob(video({ video_url: VIDEO_URL })).input).not.toHaveProperty('hdr');
   });
 
   it.each(['keep', 'sdr'])('keeps a lip-sync\'s hdr "%s" (the video rule); absent, the worker decides', (hdr) => {
-    expect(parseJob(lipsync({ hdr })).input).toEqual({ video_url: VIDEO_URL, audio_url: AUDIO_URL, sync_mode: 'cut_off', active_speaker: false, hdr });
+    expect(parseJob(lipsync({ hdr })).input).toEqual({
+      video_url: VIDEO_URL,
+      audio_url: AUDIO_URL,
+      sync_mode: 'cut_off',
+      active_speaker: false,
+      hdr,
+    });
     expect(parseJob(lipsync({})).input).not.toHaveProperty('hdr');
   });
 
@@ -147,7 +157,9 @@ describe('parseJob: accepted jobs, defaults and normalisation', () => {
   });
 
   it('reads only own properties: an input "__proto__" key does not supply fields', () => {
-    const raw: unknown = JSON.parse('{"model":"vendor-image-upscale","input":{"__proto__":{"image_url":"https://x/y.png"}}}');
+    const raw: unknown = JSON.parse(
+      '{"model":"vendor-image-upscale","input":{"__proto__":{"image_url":"https://x/y.png"}}}',
+    );
     expect(rejection(() => parseJob(raw)).code).toBe('MISSING_IMAGE_URL');
   });
 });
@@ -199,12 +211,20 @@ const rejections: Case[] = [
   ['upscale_factor ""', U(image({ image_url: IMAGE_URL, upscale_factor: '' })), 'INVALID_UPSCALE_FACTOR'],
   ['upscale_factor "2.0"', U(image({ image_url: IMAGE_URL, upscale_factor: '2.0' })), 'INVALID_UPSCALE_FACTOR'],
   ['upscale_factor " 2"', U(image({ image_url: IMAGE_URL, upscale_factor: ' 2' })), 'INVALID_UPSCALE_FACTOR'],
-  ['upscale_factor "8" (tool)', T('upscale-image', { image_url: IMAGE_URL, upscale_factor: '8' }), 'INVALID_UPSCALE_FACTOR'],
+  [
+    'upscale_factor "8" (tool)',
+    T('upscale-image', { image_url: IMAGE_URL, upscale_factor: '8' }),
+    'INVALID_UPSCALE_FACTOR',
+  ],
   // video upscale
   ['no video_url (upscale)', U(video({ upscale_factor: '2' })), 'MISSING_VIDEO_URL'],
   ['a blank video_url (upscale tool)', T('upscale-video', { video_url: '  ' }), 'MISSING_VIDEO_URL'],
   ['video upscale_factor 4 (number)', U(video({ video_url: VIDEO_URL, upscale_factor: 4 })), 'INVALID_UPSCALE_FACTOR'],
-  ['video upscale_factor "8" (tool)', T('upscale-video', { video_url: VIDEO_URL, upscale_factor: '8' }), 'INVALID_UPSCALE_FACTOR'],
+  [
+    'video upscale_factor "8" (tool)',
+    T('upscale-video', { video_url: VIDEO_URL, upscale_factor: '8' }),
+    'INVALID_UPSCALE_FACTOR',
+  ],
   ['hdr "hdr10"', U(video({ video_url: VIDEO_URL, hdr: 'hdr10' })), 'INVALID_JOB'],
   ['hdr true (tool)', T('upscale-video', { video_url: VIDEO_URL, hdr: true }), 'INVALID_JOB'],
   // lip-sync
@@ -216,14 +236,30 @@ const rejections: Case[] = [
   ['lip-sync hdr "HDR"', U(lipsync({ hdr: 'HDR' })), 'INVALID_JOB'],
   ['lip-sync hdr 1 (tool)', T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, hdr: 1 }), 'INVALID_JOB'],
   ['sync_mode ""', U(lipsync({ sync_mode: '' })), 'INVALID_SYNC_MODE'],
-  ['sync_mode "stretch"', T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, sync_mode: 'stretch' }), 'INVALID_SYNC_MODE'],
+  [
+    'sync_mode "stretch"',
+    T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, sync_mode: 'stretch' }),
+    'INVALID_SYNC_MODE',
+  ],
   ['sync_mode 1', U(lipsync({ sync_mode: 1 })), 'INVALID_SYNC_MODE'],
-  ['tool model "vendor-lipsync-4"', T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, model: 'vendor-lipsync-4' }), 'INVALID_MODEL'],
-  ['tool model "vendor-image-upscale"', T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, model: 'vendor-image-upscale' }), 'INVALID_MODEL'],
+  [
+    'tool model "vendor-lipsync-4"',
+    T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, model: 'vendor-lipsync-4' }),
+    'INVALID_MODEL',
+  ],
+  [
+    'tool model "vendor-image-upscale"',
+    T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, model: 'vendor-image-upscale' }),
+    'INVALID_MODEL',
+  ],
   ['tool model ""', T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, model: '' }), 'INVALID_MODEL'],
   ['tool model 2', T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, model: 2 }), 'INVALID_MODEL'],
   ['active_speaker "true"', U(lipsync({ active_speaker: 'true' })), 'INVALID_ACTIVE_SPEAKER'],
-  ['active_speaker "false" (tool)', T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, active_speaker: 'false' }), 'INVALID_ACTIVE_SPEAKER'],
+  [
+    'active_speaker "false" (tool)',
+    T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, active_speaker: 'false' }),
+    'INVALID_ACTIVE_SPEAKER',
+  ],
   ['active_speaker 1', U(lipsync({ active_speaker: 1 })), 'INVALID_ACTIVE_SPEAKER'],
   // music, simple mode
   ['no prompt', U(simple({})), 'MISSING_PROMPT'],
@@ -261,10 +297,24 @@ describe('rejections: every validation code with its status', () => {
   it('covers every spec section 7 code that validation alone can decide', () => {
     const covered = new Set(rejections.map(([, , code]) => code));
     const spec: ErrorCode[] = [
-      'MISSING_PROMPT', 'PROMPT_TOO_LONG', 'MISSING_STYLE', 'STYLE_TOO_LONG', 'MISSING_TITLE', 'TITLE_TOO_LONG',
-      'MISSING_LYRICS', 'LYRICS_TOO_LONG', 'INVALID_VOCAL_GENDER', 'MISSING_VIDEO_URL', 'MISSING_AUDIO_URL',
-      'INVALID_SYNC_MODE', 'INVALID_MODEL', 'INVALID_ACTIVE_SPEAKER', 'MISSING_IMAGE_URL', 'INVALID_UPSCALE_FACTOR',
-      'UNKNOWN_MODEL', 'INVALID_JOB',
+      'MISSING_PROMPT',
+      'PROMPT_TOO_LONG',
+      'MISSING_STYLE',
+      'STYLE_TOO_LONG',
+      'MISSING_TITLE',
+      'TITLE_TOO_LONG',
+      'MISSING_LYRICS',
+      'LYRICS_TOO_LONG',
+      'INVALID_VOCAL_GENDER',
+      'MISSING_VIDEO_URL',
+      'MISSING_AUDIO_URL',
+      'INVALID_SYNC_MODE',
+      'INVALID_MODEL',
+      'INVALID_ACTIVE_SPEAKER',
+      'MISSING_IMAGE_URL',
+      'INVALID_UPSCALE_FACTOR',
+      'UNKNOWN_MODEL',
+      'INVALID_JOB',
     ];
     expect(spec.filter((c) => !covered.has(c))).toEqual([]);
   });
@@ -281,14 +331,22 @@ describe('length limits: the limit passes, one more character is rejected', () =
     expect(() => parseJob(build(chars(limit)))).not.toThrow();
     const err = rejection(() => parseJob(build(chars(limit + 1))));
     expect(err.code).toBe(code);
-    expect(err.message).toBe(`Expected ${field} to be at most ${limit} characters but received ${limit + 1} characters`);
+    expect(err.message).toBe(
+      `Expected ${field} to be at most ${limit} characters but received ${limit + 1} characters`,
+    );
   });
 });
 
 describe('messages are worded one way', () => {
   const messages: Array<[() => unknown, string]> = [
-    [U(image({ image_url: IMAGE_URL, upscale_factor: 2 })), 'Expected upscale_factor to be one of "1", "2", "4" but received 2 (number)'],
-    [U(image({ image_url: IMAGE_URL, upscale_factor: '8' })), 'Expected upscale_factor to be one of "1", "2", "4" but received "8" (string)'],
+    [
+      U(image({ image_url: IMAGE_URL, upscale_factor: 2 })),
+      'Expected upscale_factor to be one of "1", "2", "4" but received 2 (number)',
+    ],
+    [
+      U(image({ image_url: IMAGE_URL, upscale_factor: '8' })),
+      'Expected upscale_factor to be one of "1", "2", "4" but received "8" (string)',
+    ],
     [U(image({})), 'Expected image_url to be a non-empty string but received nothing'],
     [U(image({ image_url: null })), 'Expected image_url to be a non-empty string but received nothing'],
     [U(image({ image_url: '' })), 'Expected image_url to be a non-empty string but received "" (string)'],
@@ -304,7 +362,10 @@ describe('messages are worded one way', () => {
     [U(custom({ vocal_gender: 'x' })), 'Expected vocal_gender to be one of "m", "f" but received "x" (string)'],
     [U([1]), 'Expected job to be an object but received an array'],
     [T('upscale-video', 3), 'Expected body to be an object but received 3 (number)'],
-    [U({ model: 'vendor-image-upscale', input: {} , id: 7 }), 'Expected id to be 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-" but received 7 (number)'],
+    [
+      U({ model: 'vendor-image-upscale', input: {}, id: 7 }),
+      'Expected id to be 1 to 128 characters of A-Z, a-z, 0-9, "_" or "-" but received 7 (number)',
+    ],
     [
       U({ model: 'x', input: {} }),
       'Expected model to be one of "vendor-image-upscale", "vendor-video-upscale", "vendor-lipsync-2", "vendor-lipsync-2-pro", "vendor-lipsync-3", "vendor-v5-generate-music", "vendor-music-video" but received "x" (string)',
@@ -329,9 +390,21 @@ describe('validation order: the first failing check in spec table order wins', (
     ['image_url before upscale_factor', U(image({ upscale_factor: '8' })), 'MISSING_IMAGE_URL'],
     ['video_url before upscale_factor', T('upscale-video', { upscale_factor: 8 }), 'MISSING_VIDEO_URL'],
     ['video_url before audio_url', T('lipsync', {}), 'MISSING_VIDEO_URL'],
-    ['audio_url before sync_mode', T('lipsync', { video_url: VIDEO_URL, sync_mode: 'x', model: 'x', active_speaker: 'x' }), 'MISSING_AUDIO_URL'],
-    ['sync_mode before model', T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, sync_mode: 'x', model: 'x', active_speaker: 'x' }), 'INVALID_SYNC_MODE'],
-    ['model before active_speaker', T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, model: 'x', active_speaker: 'x' }), 'INVALID_MODEL'],
+    [
+      'audio_url before sync_mode',
+      T('lipsync', { video_url: VIDEO_URL, sync_mode: 'x', model: 'x', active_speaker: 'x' }),
+      'MISSING_AUDIO_URL',
+    ],
+    [
+      'sync_mode before model',
+      T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, sync_mode: 'x', model: 'x', active_speaker: 'x' }),
+      'INVALID_SYNC_MODE',
+    ],
+    [
+      'model before active_speaker',
+      T('lipsync', { video_url: VIDEO_URL, audio_url: AUDIO_URL, model: 'x', active_speaker: 'x' }),
+      'INVALID_MODEL',
+    ],
     ['custom_mode and instrumental types first', U(custom({ instrumental: 'no', style: undefined })), 'INVALID_JOB'],
     ['prompt missing before prompt length', U(simple({ prompt: '' })), 'MISSING_PROMPT'],
     ['style before title', U(custom({ style: undefined, title: undefined })), 'MISSING_STYLE'],
@@ -354,10 +427,12 @@ describe('normaliseToolBody: flat tool bodies become the unified job', () => {
   });
 
   it('upscale-video implies its model and keeps the factor', () => {
-    expect(normaliseToolBody('upscale-video', { video_url: VIDEO_URL, upscale_factor: '4', model: 'ignored' })).toEqual({
-      model: 'vendor-video-upscale',
-      input: { video_url: VIDEO_URL, upscale_factor: '4' },
-    });
+    expect(normaliseToolBody('upscale-video', { video_url: VIDEO_URL, upscale_factor: '4', model: 'ignored' })).toEqual(
+      {
+        model: 'vendor-video-upscale',
+        input: { video_url: VIDEO_URL, upscale_factor: '4' },
+      },
+    );
   });
 
   it('lipsync defaults model to vendor-lipsync-2', () => {

@@ -39,20 +39,28 @@ describe('video input size (VIDEO_TOO_LARGE)', () => {
     const err = refusal(() => checkVideoInputSize({ width: 8193, height: 100 }, L));
     expect(err.code).toBe('VIDEO_TOO_LARGE');
     expect(err.status).toBe(422);
-    expect(err.message).toBe('Expected the longest side of the video to be at most 8192 px but received 8193 px (8193×100)');
+    expect(err.message).toBe(
+      'Expected the longest side of the video to be at most 8192 px but received 8193 px (8193×100)',
+    );
   });
 
   it('a frame over level 6.2 names the pixel count', () => {
     const err = refusal(() => checkVideoInputSize({ width: 8192, height: 4353 }, L));
     expect(err.code).toBe('VIDEO_TOO_LARGE');
-    expect(err.message).toBe('Expected the video frame to be at most 35,651,584 pixels but received 35,659,776 (8192×4353)');
+    expect(err.message).toBe(
+      'Expected the video frame to be at most 35,651,584 pixels but received 35,659,776 (8192×4353)',
+    );
   });
 });
 
 describe('video output size (OUTPUT_TOO_LARGE)', () => {
   it('1080p at factor "4" (8K) passes; 4K at factor "4" does not', () => {
-    expect(() => checkVideoOutputSize({ width: 7680, height: 4320 }, { width: 1920, height: 1080 }, '4', L)).not.toThrow();
-    const err = refusal(() => checkVideoOutputSize({ width: 15360, height: 8640 }, { width: 3840, height: 2160 }, '4', L));
+    expect(() =>
+      checkVideoOutputSize({ width: 7680, height: 4320 }, { width: 1920, height: 1080 }, '4', L),
+    ).not.toThrow();
+    const err = refusal(() =>
+      checkVideoOutputSize({ width: 15360, height: 8640 }, { width: 3840, height: 2160 }, '4', L),
+    );
     expect(err.code).toBe('OUTPUT_TOO_LARGE');
     expect(err.message).toBe(
       'Expected the longest side of the output video to be at most 8192 px but received 15360 px (15360×8640 from 3840×2160 at factor "4")',
@@ -60,7 +68,12 @@ describe('video output size (OUTPUT_TOO_LARGE)', () => {
   });
 
   it('a limit from the settings is the one named', () => {
-    const err = refusal(() => checkVideoOutputSize({ width: 3000, height: 3000 }, { width: 1500, height: 1500 }, '2', { ...L, videoMaxOutputPixels: 8_294_400 }));
+    const err = refusal(() =>
+      checkVideoOutputSize({ width: 3000, height: 3000 }, { width: 1500, height: 1500 }, '2', {
+        ...L,
+        videoMaxOutputPixels: 8_294_400,
+      }),
+    );
     expect(err.message).toMatch(/at most 8,294,400 pixels but received 9,000,000/);
   });
 });

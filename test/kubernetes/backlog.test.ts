@@ -27,7 +27,13 @@ interface Trigger {
 
 /** The scaler's reading of /jsz (KEDA pkg/scalers/nats_jetstream_scaler.go, getMaxMsgLag). */
 interface Jsz {
-  account_details?: { name: string; stream_detail?: { name: string; consumer_detail?: { name: string; num_pending: number; num_ack_pending: number }[] }[] }[];
+  account_details?: {
+    name: string;
+    stream_detail?: {
+      name: string;
+      consumer_detail?: { name: string; num_pending: number; num_ack_pending: number }[];
+    }[];
+  }[];
 }
 
 let dir: string;
@@ -45,11 +51,18 @@ beforeAll(async () => {
   }
   dir = await mkdtemp(path.join(tmpdir(), 'media-worker-keda-'));
   // -m -1: a random monitoring port, written to the ports file with the client port.
-  server = spawn(natsServerBinary(), ['-js', '-sd', path.join(dir, 'store'), '-p', '-1', '-m', '-1', '-a', '127.0.0.1', '--ports_file_dir', dir], { stdio: 'ignore' });
+  server = spawn(
+    natsServerBinary(),
+    ['-js', '-sd', path.join(dir, 'store'), '-p', '-1', '-m', '-1', '-a', '127.0.0.1', '--ports_file_dir', dir],
+    { stdio: 'ignore' },
+  );
   const portsFile = path.join(dir, `${path.basename(natsServerBinary())}_${server.pid}.ports`);
   let ports: { nats: string[]; monitoring?: string[] } | undefined;
   for (let i = 0; i < 400 && ports?.monitoring === undefined; i++) {
-    ports = await readFile(portsFile, 'utf8').then((t) => JSON.parse(t) as typeof ports, () => undefined);
+    ports = await readFile(portsFile, 'utf8').then(
+      (t) => JSON.parse(t) as typeof ports,
+      () => undefined,
+    );
     if (ports?.monitoring === undefined) await new Promise((r) => setTimeout(r, 25));
   }
   if (ports?.monitoring?.[0] === undefined) throw new Error('nats-server wrote no monitoring address');
@@ -87,13 +100,17 @@ async function lags(): Promise<Record<string, number | undefined>> {
 }
 
 describe('the backlog KEDA reads from /jsz', () => {
-  it('finds every kind\'s consumer, and follows each kind\'s jobs as they are queued, taken and finished', async () => {
+  it("finds every kind's consumer, and follows each kind's jobs as they are queued, taken and finished", async () => {
     expect([...triggers.keys()].sort()).toEqual([...JOB_KINDS].sort());
     expect(await lags()).toEqual({ image: 0, video: 0, lipsync: 0, music: 0, 'music-video': 0 });
 
     const js = jetstream(nc);
     const publish = (kind: JobKind, model: string, n: number): Promise<unknown> =>
-      Promise.all(Array.from({ length: n }, (_, i) => js.publish(jobSubject(kind, model), JSON.stringify({ id: `${kind}-${i}` }))));
+      Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          js.publish(jobSubject(kind, model), JSON.stringify({ id: `${kind}-${i}` })),
+        ),
+      );
     await publish('image', 'vendor-image-upscale', 3);
     await publish('video', 'vendor-video-upscale', 2);
     await publish('lipsync', 'vendor-lipsync-2', 1);
@@ -104,7 +121,9 @@ describe('the backlog KEDA reads from /jsz', () => {
     const running = await images.next({ expires: 2000 });
     expect(running).not.toBeNull();
     expect(await lags()).toEqual({ image: 3, video: 2, lipsync: 1, music: 0, 'music-video': 0 });
-    const detail = await (await jetstreamManager(nc)).consumers.info(triggers.get('image')!.stream, triggers.get('image')!.consumer);
+    const detail = await (
+      await jetstreamManager(nc)
+    ).consumers.info(triggers.get('image')!.stream, triggers.get('image')!.consumer);
     expect([detail.num_pending, detail.num_ack_pending]).toEqual([2, 1]);
 
     // Finished: gone from the work queue and from the figure; the other kinds are untouched.

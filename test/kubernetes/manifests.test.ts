@@ -17,7 +17,15 @@ const scaledObjects = manifests.filter((m) => m.kind === 'ScaledObject');
 const jobs = manifests.filter((m) => m.kind === 'Job');
 
 /** The scaler's metadata fields (KEDA docs, scalers/nats-jetstream, 2.8 to the latest). */
-const SCALER_FIELDS = ['natsServerMonitoringEndpoint', 'account', 'stream', 'consumer', 'lagThreshold', 'activationLagThreshold', 'useHttps'];
+const SCALER_FIELDS = [
+  'natsServerMonitoringEndpoint',
+  'account',
+  'stream',
+  'consumer',
+  'lagThreshold',
+  'activationLagThreshold',
+  'useHttps',
+];
 
 function worker(m: Manifest): Container {
   const c = podSpec(m).containers.find((x) => x.args?.[0] === 'serve');
@@ -34,9 +42,9 @@ describe('deploy/kubernetes', () => {
     }
     expect(workers.length).toBeGreaterThanOrEqual(JOB_KINDS.length);
     expect(deployments.some((m) => podSpec(m).containers.some((c) => c.args?.[0] === 'gateway'))).toBe(true);
-    expect(scaledObjects.map((s) => (s.spec as { scaleTargetRef: { name: string } }).scaleTargetRef.name).sort()).toEqual(
-      JOB_KINDS.map((k) => `media-worker-${k}`).sort(),
-    );
+    expect(
+      scaledObjects.map((s) => (s.spec as { scaleTargetRef: { name: string } }).scaleTargetRef.name).sort(),
+    ).toEqual(JOB_KINDS.map((k) => `media-worker-${k}`).sort());
   });
 
   it('sets only settings that exist, with values every command accepts', () => {
@@ -45,8 +53,12 @@ describe('deploy/kubernetes', () => {
       for (const c of podSpec(m).containers) {
         const env = containerEnv(c, manifests);
         expect(Object.keys(env).length, m.metadata.name).toBeGreaterThan(0);
-        expect(Object.keys(env).filter((name) => !known.has(name)), m.metadata.name).toEqual([]);
-        for (const section of SETTINGS_SECTIONS) expect(() => section.load(env), `${m.metadata.name}: ${section.key}`).not.toThrow();
+        expect(
+          Object.keys(env).filter((name) => !known.has(name)),
+          m.metadata.name,
+        ).toEqual([]);
+        for (const section of SETTINGS_SECTIONS)
+          expect(() => section.load(env), `${m.metadata.name}: ${section.key}`).not.toThrow();
       }
     }
   });
@@ -83,7 +95,8 @@ describe('deploy/kubernetes', () => {
       const c = worker(m);
       const env = containerEnv(c, manifests);
       const port = Number(env['WORKER_HEALTH_PORT'] ?? 9464);
-      const named = (p: string | number | undefined): number => (typeof p === 'number' ? p : (c.ports?.find((x) => x.name === p)?.containerPort ?? NaN));
+      const named = (p: string | number | undefined): number =>
+        typeof p === 'number' ? p : (c.ports?.find((x) => x.name === p)?.containerPort ?? NaN);
       expect(named(c.livenessProbe?.httpGet?.port), m.metadata.name).toBe(port);
       expect(c.livenessProbe?.httpGet?.path).toBe('/healthz');
       const served = workerSettingsFromEnv(env).concurrency;
@@ -102,15 +115,25 @@ describe('deploy/kubernetes', () => {
     }
   });
 
-  it('each kind scales on its own consumer of the jobs stream, with the scaler\'s documented fields only', () => {
+  it("each kind scales on its own consumer of the jobs stream, with the scaler's documented fields only", () => {
     for (const kind of JOB_KINDS) {
       const target = workers.find((m) => m.metadata.name === `media-worker-${kind}`);
       expect(target, kind).toBeDefined();
       const settings = workerSettingsFromEnv(containerEnv(worker(target!), manifests));
       // The Deployment serves that kind and no other.
-      expect(Object.entries(settings.concurrency).filter(([, n]) => n > 0).map(([k]) => k)).toEqual([kind]);
-      const so = scaledObjects.find((s) => (s.spec as { scaleTargetRef: { name: string } }).scaleTargetRef.name === target!.metadata.name)!;
-      const spec = so.spec as { minReplicaCount?: number; maxReplicaCount?: number; triggers: { type: string; metadata: Record<string, string> }[] };
+      expect(
+        Object.entries(settings.concurrency)
+          .filter(([, n]) => n > 0)
+          .map(([k]) => k),
+      ).toEqual([kind]);
+      const so = scaledObjects.find(
+        (s) => (s.spec as { scaleTargetRef: { name: string } }).scaleTargetRef.name === target!.metadata.name,
+      )!;
+      const spec = so.spec as {
+        minReplicaCount?: number;
+        maxReplicaCount?: number;
+        triggers: { type: string; metadata: Record<string, string> }[];
+      };
       expect(spec.triggers).toHaveLength(1);
       const [trigger] = spec.triggers;
       expect(trigger!.type).toBe('nats-jetstream');

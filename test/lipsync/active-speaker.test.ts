@@ -77,7 +77,13 @@ describe('active speaker on a two-face clip made with ffmpeg', () => {
         })
         .join('');
       const svg = `<svg width="${WIDTH}" height="${HEIGHT}" xmlns="http://www.w3.org/2000/svg">${ellipses}</svg>`;
-      frames.push(await sharp(background).composite([{ input: Buffer.from(svg) }]).removeAlpha().raw().toBuffer());
+      frames.push(
+        await sharp(background)
+          .composite([{ input: Buffer.from(svg) }])
+          .removeAlpha()
+          .raw()
+          .toBuffer(),
+      );
     }
     const rightAudio = speechLike(rightOpening);
     const audioFile = path.join(dir, 'right.f32');
@@ -86,9 +92,39 @@ describe('active speaker on a two-face clip made with ffmpeg', () => {
     await runProcess(
       resolveFfmpeg(),
       [
-        '-v', 'error', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${WIDTH}x${HEIGHT}`, '-r', String(FPS), '-i', 'pipe:0',
-        '-f', 'f32le', '-ar', String(RATE), '-ac', '1', '-i', audioFile,
-        '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '18', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-b:a', '96k', clip,
+        '-v',
+        'error',
+        '-f',
+        'rawvideo',
+        '-pix_fmt',
+        'rgb24',
+        '-s',
+        `${WIDTH}x${HEIGHT}`,
+        '-r',
+        String(FPS),
+        '-i',
+        'pipe:0',
+        '-f',
+        'f32le',
+        '-ar',
+        String(RATE),
+        '-ac',
+        '1',
+        '-i',
+        audioFile,
+        '-c:v',
+        'libx264',
+        '-preset',
+        'veryfast',
+        '-crf',
+        '18',
+        '-pix_fmt',
+        'yuv420p',
+        '-c:a',
+        'aac',
+        '-b:a',
+        '96k',
+        clip,
       ],
       { stdin: Buffer.concat(frames) },
     );
@@ -146,7 +182,9 @@ describe('active speaker on a two-face clip made with ffmpeg', () => {
   });
 
   it('needs an audio envelope to judge', () => {
-    expect(() => chooseDrivenFaces(result, { activeSpeaker: true })).toThrow('Expected an audio envelope for active speaker selection but received none');
+    expect(() => chooseDrivenFaces(result, { activeSpeaker: true })).toThrow(
+      'Expected an audio envelope for active speaker selection but received none',
+    );
   });
 
   it('leaves no file behind but the ones it made', async () => {
@@ -165,7 +203,9 @@ describe('active speaker signals', () => {
   });
 
   it('measures RMS per video frame', () => {
-    const samples = new Float32Array(16_000).map((_, i) => (i < 8000 ? 0.5 * Math.sin((2 * Math.PI * 400 * i) / 16_000) : 0));
+    const samples = new Float32Array(16_000).map((_, i) =>
+      i < 8000 ? 0.5 * Math.sin((2 * Math.PI * 400 * i) / 16_000) : 0,
+    );
     const envelope = audioEnvelope(samples, 16_000, 4, 5);
     expect([...envelope].map((v) => Number(v.toFixed(3)))).toEqual([0.354, 0.354, 0, 0, 0]);
   });
@@ -174,7 +214,8 @@ describe('active speaker signals', () => {
     const width = 64;
     const height = 48;
     const data = new Uint8Array(width * height * 3);
-    for (let y = 0; y < height; y += 1) for (let x = 0; x < width; x += 1) data.fill(x < 32 ? 0 : 200, (y * width + x) * 3, (y * width + x) * 3 + 3);
+    for (let y = 0; y < height; y += 1)
+      for (let x = 0; x < width; x += 1) data.fill(x < 32 ? 0 : 200, (y * width + x) * 3, (y * width + x) * 3 + 3);
     const face = { x: 20, y: 4, width: 24, height: 24, score: 1, keypoints: {} as FaceBox['keypoints'] };
     const patch = captureFacePatch({ data, width, height }, face);
     expect(patch.side).toBeCloseTo(24 * 1.6, 9);

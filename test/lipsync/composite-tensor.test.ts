@@ -56,7 +56,9 @@ describe('wav2lipInput', () => {
   });
 
   it('refuses images of the wrong size and a batch without room', () => {
-    expect(() => wav2lipInput(new Uint8Array(10), image(), SIZE)).toThrow('Expected the face to hold 192 bytes (RGB 8x8) but received 10');
+    expect(() => wav2lipInput(new Uint8Array(10), image(), SIZE)).toThrow(
+      'Expected the face to hold 192 bytes (RGB 8x8) but received 10',
+    );
     expect(() => wav2lipInput(image(), image(), SIZE, WAV2LIP_LAYOUT, new Float32Array(6 * PLANE), 1)).toThrow(
       'Expected room for 384 values at offset 1 but the output holds 384',
     );

@@ -96,9 +96,9 @@ describe('cropFace', () => {
   });
 
   it('refuses a frame whose buffer does not match its size, and a bad crop', () => {
-    expect(() => cropFace({ data: new Uint8Array(10), width: 4, height: 4 }, { cx: 2, cy: 2, width: 2, height: 2, angle: 0 }, 8)).toThrow(
-      'Expected frame to hold 48 bytes (RGB 4x4) but received 10',
-    );
+    expect(() =>
+      cropFace({ data: new Uint8Array(10), width: 4, height: 4 }, { cx: 2, cy: 2, width: 2, height: 2, angle: 0 }, 8),
+    ).toThrow('Expected frame to hold 48 bytes (RGB 4x4) but received 10');
     expect(() => cropFace(solid(4, 4, 0), { cx: 2, cy: 2, width: 0, height: 0, angle: 0 }, 8)).toThrow(
       'Expected crop.width to be a positive number but received 0',
     );
@@ -123,10 +123,25 @@ describe('crop geometry', () => {
   it('bounds a rotated crop by its corners and clips the bounds to the frame', () => {
     const crop: FaceCrop = { cx: 50, cy: 50, width: 40, height: 40, angle: Math.PI / 4 };
     const reach = 20 * Math.SQRT2;
-    expect(cropBounds(crop, 200, 200)).toEqual({ x0: Math.floor(50 - reach), y0: Math.floor(50 - reach), x1: Math.ceil(50 + reach), y1: Math.ceil(50 + reach) });
-    expect(cropBounds({ cx: -100, cy: 5, width: 10, height: 10, angle: 0 }, 200, 200)).toEqual({ x0: 0, y0: 0, x1: 0, y1: 10 });
+    expect(cropBounds(crop, 200, 200)).toEqual({
+      x0: Math.floor(50 - reach),
+      y0: Math.floor(50 - reach),
+      x1: Math.ceil(50 + reach),
+      y1: Math.ceil(50 + reach),
+    });
+    expect(cropBounds({ cx: -100, cy: 5, width: 10, height: 10, angle: 0 }, 200, 200)).toEqual({
+      x0: 0,
+      y0: 0,
+      x1: 0,
+      y1: 10,
+    });
     // A rectangle a quarter turn round: its width runs down the frame.
-    expect(cropBounds({ cx: 100, cy: 100, width: 30, height: 40, angle: Math.PI / 2 }, 200, 200)).toEqual({ x0: 80, y0: 85, x1: 120, y1: 115 });
+    expect(cropBounds({ cx: 100, cy: 100, width: 30, height: 40, angle: Math.PI / 2 }, 200, 200)).toEqual({
+      x0: 80,
+      y0: 85,
+      x1: 120,
+      y1: 115,
+    });
   });
 });
 
@@ -181,7 +196,11 @@ describe('compositeFace', () => {
     for (let y = 0; y < frame.height; y++) {
       for (let x = 0; x < frame.width; x++) {
         // The mask's outline rectangle in frame pixels, from the constants alone.
-        const within = x + 0.5 > x0 + left * crop.width && x + 0.5 < x0 + right * crop.width && y + 0.5 > y0 + top * crop.height && y + 0.5 < y0 + bottom * crop.height;
+        const within =
+          x + 0.5 > x0 + left * crop.width &&
+          x + 0.5 < x0 + right * crop.width &&
+          y + 0.5 > y0 + top * crop.height &&
+          y + 0.5 < y0 + bottom * crop.height;
         if (within) inside++;
         else if (!same(x, y)) changedOutside.push(`${x},${y}`);
         const [u, v] = frameToCrop(crop, x + 0.5, y + 0.5);
@@ -298,7 +317,13 @@ describe('compositeFace', () => {
   });
 
   it('refuses a generated face whose buffer does not match its size', () => {
-    expect(() => compositeFace(solid(10, 10, 0), { data: new Uint8Array(5), size: 96 }, { cx: 5, cy: 5, width: 5, height: 5, angle: 0 })).toThrow(
+    expect(() =>
+      compositeFace(
+        solid(10, 10, 0),
+        { data: new Uint8Array(5), size: 96 },
+        { cx: 5, cy: 5, width: 5, height: 5, angle: 0 },
+      ),
+    ).toThrow(
       'Expected the generated face to hold size * size * 3 bytes for a positive integer size but received 5 bytes for size 96',
     );
   });

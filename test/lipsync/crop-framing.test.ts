@@ -35,11 +35,20 @@ const NOSE_TIP_BELOW_EYES = 0.6;
  * An upright face drawn from proportions: eyes `d` apart-ish (0.95 d), the mouth d below the eyes'
  * midpoint, BlazeFace's box 2.3 d tall; turned by `roll` radians about the eyes' midpoint (ex, ey).
  */
-function face(ex: number, ey: number, d: number, roll = 0, overrides: { mouthBelow?: number; eyeSpacing?: number; boxHeight?: number } = {}): FaceBox {
+function face(
+  ex: number,
+  ey: number,
+  d: number,
+  roll = 0,
+  overrides: { mouthBelow?: number; eyeSpacing?: number; boxHeight?: number } = {},
+): FaceBox {
   const cos = Math.cos(roll);
   const sin = Math.sin(roll);
   // Face axes in the frame: right (cos, sin), down (-sin, cos).
-  const at = (across: number, down: number): [number, number] => [ex + cos * across - sin * down, ey + sin * across + cos * down];
+  const at = (across: number, down: number): [number, number] => [
+    ex + cos * across - sin * down,
+    ey + sin * across + cos * down,
+  ];
   const half = ((overrides.eyeSpacing ?? EYES_PER_EYE_MOUTH) * d) / 2;
   const height = overrides.boxHeight ?? BOX_PER_EYE_MOUTH * d;
   return {
@@ -105,27 +114,30 @@ describe('the Wav2Lip framing', () => {
     [300, 200, 70, 20, false],
     [300, 200, 70, 90, true],
   ];
-  it.each(cases)('puts the mouth at (0.5, 0.729) and frames eyes and chin for eyes at (%d, %d), d %d, roll %d, align %s', (ex, ey, d, rollDeg, align) => {
-    const roll = (rollDeg * Math.PI) / 180;
-    const f = face(ex, ey, d, roll);
-    const crop = cropForFace(f, { align });
-    expect(crop.height).toBeCloseTo(WAV2LIP_FRAMING.heightPerEyeMouth * d, 9);
-    expect(crop.width).toBeCloseTo(WAV2LIP_FRAMING.aspect * crop.height, 9);
-    expect(crop.angle).toBeCloseTo(align ? roll : 0, 12);
-    const [u, v] = frameToCrop(crop, ...f.keypoints.mouth);
-    expect(u).toBeCloseTo(WAV2LIP_FRAMING.mouthX, 9);
-    expect(v).toBeCloseTo(WAV2LIP_FRAMING.mouthY, 9);
-    if (align || rollDeg === 0) {
-      // Upright in the crop: eyes level at 0.365, the nose tip below the masked half's edge, the chin inside.
-      const [lu, lv] = frameToCrop(crop, ...f.keypoints.leftEye);
-      const [ru, rv] = frameToCrop(crop, ...f.keypoints.rightEye);
-      expect(lv).toBeCloseTo(0.365, 2);
-      expect(rv).toBeCloseTo(lv, 9);
-      expect((lu + ru) / 2).toBeCloseTo(0.5, 9);
-      expect(frameToCrop(crop, ...f.keypoints.nose)[1]).toBeCloseTo(0.584, 2);
-      expect(heightInCrop(crop, f, CHIN_BELOW_EYES, d)).toBeCloseTo(0.976, 2);
-    }
-  });
+  it.each(cases)(
+    'puts the mouth at (0.5, 0.729) and frames eyes and chin for eyes at (%d, %d), d %d, roll %d, align %s',
+    (ex, ey, d, rollDeg, align) => {
+      const roll = (rollDeg * Math.PI) / 180;
+      const f = face(ex, ey, d, roll);
+      const crop = cropForFace(f, { align });
+      expect(crop.height).toBeCloseTo(WAV2LIP_FRAMING.heightPerEyeMouth * d, 9);
+      expect(crop.width).toBeCloseTo(WAV2LIP_FRAMING.aspect * crop.height, 9);
+      expect(crop.angle).toBeCloseTo(align ? roll : 0, 12);
+      const [u, v] = frameToCrop(crop, ...f.keypoints.mouth);
+      expect(u).toBeCloseTo(WAV2LIP_FRAMING.mouthX, 9);
+      expect(v).toBeCloseTo(WAV2LIP_FRAMING.mouthY, 9);
+      if (align || rollDeg === 0) {
+        // Upright in the crop: eyes level at 0.365, the nose tip below the masked half's edge, the chin inside.
+        const [lu, lv] = frameToCrop(crop, ...f.keypoints.leftEye);
+        const [ru, rv] = frameToCrop(crop, ...f.keypoints.rightEye);
+        expect(lv).toBeCloseTo(0.365, 2);
+        expect(rv).toBeCloseTo(lv, 9);
+        expect((lu + ru) / 2).toBeCloseTo(0.5, 9);
+        expect(frameToCrop(crop, ...f.keypoints.nose)[1]).toBeCloseTo(0.584, 2);
+        expect(heightInCrop(crop, f, CHIN_BELOW_EYES, d)).toBeCloseTo(0.976, 2);
+      }
+    },
+  );
 
   // [what is off, overrides, expected eye-to-mouth distance used]
   const scales: [string, Parameters<typeof face>[4], number][] = [
@@ -133,27 +145,40 @@ describe('the Wav2Lip framing', () => {
     ['the mouth keypoint (a face looking down: 0.7 d)', { mouthBelow: 0.7 }, 60],
     ['the eye spacing (a turned head: 0.5 d)', { eyeSpacing: 0.5 }, 60],
     ['the box (a detector box 3 d tall)', { boxHeight: 180 }, 60],
-    ['two of three (mouth 0.8 d, box 2.3 x 0.9 d): the median follows them', { mouthBelow: 0.8, boxHeight: BOX_PER_EYE_MOUTH * 54 }, 54],
+    [
+      'two of three (mouth 0.8 d, box 2.3 x 0.9 d): the median follows them',
+      { mouthBelow: 0.8, boxHeight: BOX_PER_EYE_MOUTH * 54 },
+      54,
+    ],
   ];
-  it.each(scales)('sizes the crop from the median of three scale estimates when %s is off', (_, overrides, expected) => {
-    const f = face(200, 150, 60, 0, overrides);
-    expect(eyeMouthDistance(f)).toBeCloseTo(expected, 9);
-    expect(cropForFace(f).height).toBeCloseTo(WAV2LIP_FRAMING.heightPerEyeMouth * expected, 9);
-    // Whatever the size, the mouth keypoint stays where the framing puts it.
-    expect(frameToCrop(cropForFace(f), ...f.keypoints.mouth)[1]).toBeCloseTo(WAV2LIP_FRAMING.mouthY, 9);
-  });
+  it.each(scales)(
+    'sizes the crop from the median of three scale estimates when %s is off',
+    (_, overrides, expected) => {
+      const f = face(200, 150, 60, 0, overrides);
+      expect(eyeMouthDistance(f)).toBeCloseTo(expected, 9);
+      expect(cropForFace(f).height).toBeCloseTo(WAV2LIP_FRAMING.heightPerEyeMouth * expected, 9);
+      // Whatever the size, the mouth keypoint stays where the framing puts it.
+      expect(frameToCrop(cropForFace(f), ...f.keypoints.mouth)[1]).toBeCloseTo(WAV2LIP_FRAMING.mouthY, 9);
+    },
+  );
 
   it('refuses framings and faces it cannot place', () => {
     const f = face(200, 150, 60);
-    expect(() => cropForFace(f, { framing: { ...WAV2LIP_FRAMING, mouthY: 1.2 } })).toThrow('Expected framing.mouthY to be between 0 and 1 but received 1.2');
+    expect(() => cropForFace(f, { framing: { ...WAV2LIP_FRAMING, mouthY: 1.2 } })).toThrow(
+      'Expected framing.mouthY to be between 0 and 1 but received 1.2',
+    );
     expect(() => cropForFace(f, { framing: { ...WAV2LIP_FRAMING, heightPerEyeMouth: 0 } })).toThrow(
       'Expected framing.heightPerEyeMouth to be a positive number but received 0',
     );
-    expect(() => cropForFace(f, { framing: { ...WAV2LIP_FRAMING, aspect: -1 } })).toThrow('Expected framing.aspect to be a positive number but received -1');
+    expect(() => cropForFace(f, { framing: { ...WAV2LIP_FRAMING, aspect: -1 } })).toThrow(
+      'Expected framing.aspect to be a positive number but received -1',
+    );
     const broken = { ...f, keypoints: { ...f.keypoints, mouth: [Number.NaN, 3] as const } };
     expect(() => cropForFace(broken)).toThrow('Expected a keypoint to be a finite number but received NaN');
     const dot = face(200, 150, 0);
-    expect(() => cropForFace(dot)).toThrow('Expected a face with a positive size but its keypoints and box give a crop height of 0');
+    expect(() => cropForFace(dot)).toThrow(
+      'Expected a face with a positive size but its keypoints and box give a crop height of 0',
+    );
   });
 });
 
@@ -176,7 +201,8 @@ describe('the paste-back mask on a Wav2Lip-framed crop', () => {
   it('leaves the eyes and the jaw contour to the source', () => {
     const f = face(300, 200, 70, 0);
     const crop = cropForFace(f);
-    for (const eye of [f.keypoints.leftEye, f.keypoints.rightEye]) expect(maskAlpha(...frameToCrop(crop, ...eye))).toBe(0);
+    for (const eye of [f.keypoints.leftEye, f.keypoints.rightEye])
+      expect(maskAlpha(...frameToCrop(crop, ...eye))).toBe(0);
     // Outside 0.15-0.85 across (beyond ~0.72 d of the face's middle line: the jaw's contour, ~1.5 d wide).
     for (const v of [0.6, 0.75, 0.9]) {
       expect(maskAlpha(0.14, v)).toBe(0);
@@ -225,7 +251,8 @@ describe('on a real still portrait', () => {
     for (let y = 0; y < frame.height; y += 1) {
       for (let x = 0; x < frame.width; x += 1) {
         const o = 3 * (y * frame.width + x);
-        const changed = loud[o] !== frame.data[o] || loud[o + 1] !== frame.data[o + 1] || loud[o + 2] !== frame.data[o + 2];
+        const changed =
+          loud[o] !== frame.data[o] || loud[o + 1] !== frame.data[o + 1] || loud[o + 2] !== frame.data[o + 2];
         if (!changed) continue;
         if (y + 0.5 <= halfLine) changedAbove += 1;
         else changedBelow += 1;

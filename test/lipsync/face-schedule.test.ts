@@ -3,7 +3,14 @@ import { FaceSchedule, scheduleFrames, type FaceObservations, type FaceBox } fro
 
 function box(x: number): FaceBox {
   const p = [x, 0] as const;
-  return { x, y: 0, width: 10, height: 10, score: 1, keypoints: { leftEye: p, rightEye: p, nose: p, mouth: p, leftEar: p, rightEar: p } };
+  return {
+    x,
+    y: 0,
+    width: 10,
+    height: 10,
+    score: 1,
+    keypoints: { leftEye: p, rightEye: p, nose: p, mouth: p, leftEar: p, rightEar: p },
+  };
 }
 
 /** Observations of `frames` frames (their content does not matter to the schedule). */
@@ -44,7 +51,11 @@ describe('FaceSchedule', () => {
   });
 
   it('answers waiting frames when they are decided, undefined boxes included', async () => {
-    const schedule = new FaceSchedule({ lookAhead: 2, block: 1, decide: (o) => o.detections.map((_, f) => (f % 2 === 0 ? box(f) : undefined)) });
+    const schedule = new FaceSchedule({
+      lookAhead: 2,
+      block: 1,
+      decide: (o) => o.detections.map((_, f) => (f % 2 === 0 ? box(f) : undefined)),
+    });
     const early = schedule.boxAt(0);
     const odd = schedule.boxAt(1);
     const late = schedule.boxAt(9);

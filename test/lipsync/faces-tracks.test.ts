@@ -33,7 +33,8 @@ describe('faces of a whole video', () => {
     expect(result.frameCount).toBe(frames.length);
     // The clip fades in from two black frames; the second shot starts at frame 99.
     expect(result.cuts).toEqual([2, 99]);
-    const present = (boxes: readonly (FaceBox | undefined)[]): string => boxes.map((b) => (b === undefined ? '.' : '#')).join('');
+    const present = (boxes: readonly (FaceBox | undefined)[]): string =>
+      boxes.map((b) => (b === undefined ? '.' : '#')).join('');
     const firstShot = `..${'#'.repeat(97)}${'.'.repeat(frames.length - 99)}`;
     const secondShot = `${'.'.repeat(99)}${'#'.repeat(frames.length - 99)}`;
     const inFirst = result.tracks.filter((t) => present(t.boxes) === firstShot);
@@ -42,12 +43,19 @@ describe('faces of a whole video', () => {
     expect(inFirst).toHaveLength(2);
     expect(inSecond).toHaveLength(1);
     expect(result.tracks.every((t) => t.boxes[98] === undefined || t.boxes[99] === undefined)).toBe(true);
-    const [roxanne, diner] = [...inFirst].sort((a, b) => prominence(b) - prominence(a)) as [(typeof inFirst)[number], (typeof inFirst)[number]];
+    const [roxanne, diner] = [...inFirst].sort((a, b) => prominence(b) - prominence(a)) as [
+      (typeof inFirst)[number],
+      (typeof inFirst)[number],
+    ];
     expect(prominence(diner)).toBeLessThan(prominence(roxanne) / 2);
     const centres = (t: FaceTrack): number[] => t.boxes.flatMap((b) => (b === undefined ? [] : [b.x + b.width / 2]));
     expect(Math.max(...centres(roxanne))).toBeLessThan(180);
     expect(Math.min(...centres(diner))).toBeGreaterThan(200);
-    await saveWithBoxes(frames[20] as RgbFrame, result.tracks.map((t) => t.boxes[20]).filter((b): b is FaceBox => b !== undefined), 'megamind-tracks-20');
+    await saveWithBoxes(
+      frames[20] as RgbFrame,
+      result.tracks.map((t) => t.boxes[20]).filter((b): b is FaceBox => b !== undefined),
+      'megamind-tracks-20',
+    );
 
     const driven = chooseDrivenFaces(result, { activeSpeaker: false });
     expect(driven.method).toBe('most-prominent');
@@ -66,7 +74,9 @@ describe('faces of a whole video', () => {
     expect(result.tracks).toHaveLength(2);
     const driven = chooseDrivenFaces(result, { activeSpeaker: false });
     expect(driven.tracks).toHaveLength(2);
-    expect(driven.boxes.map((b) => (b === undefined ? '.' : '#')).join('')).toBe(`${'#'.repeat(10)}${'.'.repeat(12)}${'#'.repeat(10)}`);
+    expect(driven.boxes.map((b) => (b === undefined ? '.' : '#')).join('')).toBe(
+      `${'#'.repeat(10)}${'.'.repeat(12)}${'#'.repeat(10)}`,
+    );
   });
 
   it('fails with a processing failure (LIPSYNC_FAILED for the job) when the video has no face at all', async () => {
@@ -77,7 +87,9 @@ describe('faces of a whole video', () => {
     expect(result.tracks).toEqual([]);
     const attempt = (): unknown => chooseDrivenFaces(result, { activeSpeaker: false });
     expect(attempt).toThrow(ProcessingError);
-    expect(attempt).toThrow(`Expected a face to drive but no face was found in the video (${frames.length} frames searched)`);
+    expect(attempt).toThrow(
+      `Expected a face to drive but no face was found in the video (${frames.length} frames searched)`,
+    );
     try {
       attempt();
     } catch (error) {
@@ -89,6 +101,8 @@ describe('faces of a whole video', () => {
     const face = await toFrame(sharp(ASTRONAUT).resize(128, 128));
     const controller = new AbortController();
     controller.abort(new Error('job cancelled'));
-    await expect(detectFaceTracks([face, face], detector, { signal: controller.signal })).rejects.toThrow('job cancelled');
+    await expect(detectFaceTracks([face, face], detector, { signal: controller.signal })).rejects.toThrow(
+      'job cancelled',
+    );
   });
 });

@@ -155,7 +155,13 @@ describe('melSpectrogram', () => {
   it.each([
     ['synthetic', () => syntheticSignal()],
     ['short', () => syntheticSignal().slice(0, 300)],
-    ['loud', () => syntheticSignal().slice(0, 4000).map((v) => v * 40)],
+    [
+      'loud',
+      () =>
+        syntheticSignal()
+          .slice(0, 4000)
+          .map((v) => v * 40),
+    ],
   ])('matches the numpy reference on the %s signal', (name, signal) => {
     const diff = compare(melSpectrogram(signal()), name);
     // The reference is stored as float32: ~2.4e-7 on the [-4, 4] scale is its own rounding.
@@ -165,7 +171,11 @@ describe('melSpectrogram', () => {
   it('reaches both ends of the [-4, 4] range where the input does (silence and a loud tone)', () => {
     const quiet = melSpectrogram(syntheticSignal());
     expect(Math.min(...quiet.data)).toBe(-4);
-    const loud = melSpectrogram(syntheticSignal().slice(0, 4000).map((v) => v * 40));
+    const loud = melSpectrogram(
+      syntheticSignal()
+        .slice(0, 4000)
+        .map((v) => v * 40),
+    );
     expect(Math.max(...loud.data)).toBe(4);
   });
 
@@ -177,7 +187,8 @@ describe('melSpectrogram', () => {
   });
 
   it('has 1 + floor(samples / 200) frames', () => {
-    for (const n of [1, 199, 200, 201, 16000]) expect(melSpectrogram(new Float32Array(n)).frames).toBe(1 + Math.floor(n / 200));
+    for (const n of [1, 199, 200, 201, 16000])
+      expect(melSpectrogram(new Float32Array(n)).frames).toBe(1 + Math.floor(n / 200));
   });
 
   it('maps digital silence to the floor, -4, everywhere', () => {
@@ -186,7 +197,9 @@ describe('melSpectrogram', () => {
   });
 
   it('refuses an empty signal', () => {
-    expect(() => melSpectrogram(new Float32Array(0))).toThrow('Expected at least one audio sample for the mel spectrogram but received none');
+    expect(() => melSpectrogram(new Float32Array(0))).toThrow(
+      'Expected at least one audio sample for the mel spectrogram but received none',
+    );
   });
 
   it('featurises 30 s of audio well under a second', () => {
@@ -205,14 +218,64 @@ describe('melChunkStart', () => {
   // floor(i * 80 / fps) computed by hand; the tail is clamped to melFrames - 16.
   it.each([
     // 25 fps: 3.2 columns per frame
-    [{ num: 25, den: 1 }, 1000, [[0, 0], [1, 3], [2, 6], [4, 12], [5, 16], [10, 32], [100, 320]]],
+    [
+      { num: 25, den: 1 },
+      1000,
+      [
+        [0, 0],
+        [1, 3],
+        [2, 6],
+        [4, 12],
+        [5, 16],
+        [10, 32],
+        [100, 320],
+      ],
+    ],
     // 29.97 fps: 80 * 1001 / 30000 = 2.66933... columns per frame; frame 375 lands exactly on 1001
-    [{ num: 30000, den: 1001 }, 2000, [[0, 0], [1, 2], [2, 5], [3, 8], [374, 998], [375, 1001], [376, 1003]]],
+    [
+      { num: 30000, den: 1001 },
+      2000,
+      [
+        [0, 0],
+        [1, 2],
+        [2, 5],
+        [3, 8],
+        [374, 998],
+        [375, 1001],
+        [376, 1003],
+      ],
+    ],
     // 23.976 fps: frame 300 lands exactly on 1001, where Wav2Lip's float arithmetic says 1000
-    [{ num: 24000, den: 1001 }, 2000, [[1, 3], [299, 997], [300, 1001], [301, 1004]]],
+    [
+      { num: 24000, den: 1001 },
+      2000,
+      [
+        [1, 3],
+        [299, 997],
+        [300, 1001],
+        [301, 1004],
+      ],
+    ],
     // clamped tail: 100 columns, so no window starts after column 84
-    [{ num: 25, den: 1 }, 100, [[26, 83], [27, 84], [28, 84], [40, 84]]],
-    [{ num: 30000, den: 1001 }, 100, [[31, 82], [32, 84], [33, 84]]],
+    [
+      { num: 25, den: 1 },
+      100,
+      [
+        [26, 83],
+        [27, 84],
+        [28, 84],
+        [40, 84],
+      ],
+    ],
+    [
+      { num: 30000, den: 1001 },
+      100,
+      [
+        [31, 82],
+        [32, 84],
+        [33, 84],
+      ],
+    ],
   ] as const)('at %o fps with %i columns', (fps, columns, table) => {
     for (const [frame, start] of table) expect(melChunkStart(frame, fps, columns), `frame ${frame}`).toBe(start);
   });
@@ -231,14 +294,22 @@ describe('melChunkStart', () => {
   });
 
   it('refuses a negative frame and a zero frame rate', () => {
-    expect(() => melChunkStart(-1, { num: 25, den: 1 }, 100)).toThrow('Expected frameIndex to be a non-negative integer but received -1');
-    expect(() => melChunkStart(0, { num: 0, den: 1 }, 100)).toThrow('Expected fps to be a positive fraction of integers but received 0/1');
+    expect(() => melChunkStart(-1, { num: 25, den: 1 }, 100)).toThrow(
+      'Expected frameIndex to be a non-negative integer but received -1',
+    );
+    expect(() => melChunkStart(0, { num: 0, den: 1 }, 100)).toThrow(
+      'Expected fps to be a positive fraction of integers but received 0/1',
+    );
   });
 });
 
 describe('melChunk', () => {
   const columns = 40;
-  const mel: MelSpectrogram = { bands: 80, frames: columns, data: Float32Array.from({ length: 80 * columns }, (_, i) => i) };
+  const mel: MelSpectrogram = {
+    bands: 80,
+    frames: columns,
+    data: Float32Array.from({ length: 80 * columns }, (_, i) => i),
+  };
 
   it("copies mel[:, start : start + 16] band-major (the model's [1, 80, 16])", () => {
     const chunk = melChunk(mel, 2, { num: 25, den: 1 }); // start 6

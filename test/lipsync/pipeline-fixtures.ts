@@ -46,7 +46,10 @@ export async function faceFrames(count: number, options: FaceFramesOptions = {})
   let photo = sharp(ASTRONAUT).removeAlpha();
   if (options.rotate !== undefined) {
     // Turned about the photo's centre, then cut back to 512 so the window still frames the face.
-    const turned = await photo.rotate(options.rotate, { background: '#808080' }).raw().toBuffer({ resolveWithObject: true });
+    const turned = await photo
+      .rotate(options.rotate, { background: '#808080' })
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     const { width, height } = turned.info;
     photo = sharp(turned.data, { raw: { width, height, channels: 3 } }).extract({
       left: Math.round((width - 512) / 2),
@@ -81,13 +84,36 @@ export async function encodeClip(
   options: { audio?: string; videoBitrate?: string; fps?: number } = {},
 ): Promise<string> {
   const fps = options.fps ?? FPS;
-  const input = ['-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${size.width}x${size.height}`, '-r', String(fps), '-i', 'pipe:0'];
+  const input = [
+    '-f',
+    'rawvideo',
+    '-pix_fmt',
+    'rgb24',
+    '-s',
+    `${size.width}x${size.height}`,
+    '-r',
+    String(fps),
+    '-i',
+    'pipe:0',
+  ];
   const audio = options.audio === undefined ? [] : ['-i', options.audio];
   const video =
     format === 'gif'
       ? ['-vf', 'split[a][b];[a]palettegen[p];[b][p]paletteuse', '-f', 'gif']
       : format === 'webm'
-        ? ['-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '1M', '-pix_fmt', 'yuv420p', ...(options.audio ? ['-c:a', 'libopus'] : [])]
+        ? [
+            '-c:v',
+            'libvpx',
+            '-deadline',
+            'realtime',
+            '-cpu-used',
+            '8',
+            '-b:v',
+            '1M',
+            '-pix_fmt',
+            'yuv420p',
+            ...(options.audio ? ['-c:a', 'libopus'] : []),
+          ]
         : [
             '-c:v',
             'libx264',
@@ -98,13 +124,23 @@ export async function encodeClip(
             'yuv420p',
             ...(options.audio ? ['-c:a', 'aac', '-shortest'] : []),
           ];
-  await runProcess(resolveFfmpeg(), ['-v', 'error', '-y', ...input, ...audio, ...video, file], { stdin: Buffer.concat(frames) });
+  await runProcess(resolveFfmpeg(), ['-v', 'error', '-y', ...input, ...audio, ...video, file], {
+    stdin: Buffer.concat(frames),
+  });
   return file;
 }
 
 /** A piece of the speech fixture, re-encoded (format from the extension). */
 export async function speechClip(file: string, seconds?: number): Promise<string> {
-  await runProcess(resolveFfmpeg(), ['-v', 'error', '-y', '-i', SPEECH, ...(seconds === undefined ? [] : ['-t', String(seconds)]), file]);
+  await runProcess(resolveFfmpeg(), [
+    '-v',
+    'error',
+    '-y',
+    '-i',
+    SPEECH,
+    ...(seconds === undefined ? [] : ['-t', String(seconds)]),
+    file,
+  ]);
   return file;
 }
 
@@ -127,11 +163,25 @@ export interface OutputFacts {
 
 export async function outputFacts(file: string): Promise<OutputFacts> {
   const { stdout } = await runProcess(resolveFfprobe(), [
-    '-v', 'error', '-count_frames', '-show_entries',
-    'stream=codec_type,codec_name,width,height,nb_read_frames,duration,bit_rate:format=duration', '-of', 'json', file,
+    '-v',
+    'error',
+    '-count_frames',
+    '-show_entries',
+    'stream=codec_type,codec_name,width,height,nb_read_frames,duration,bit_rate:format=duration',
+    '-of',
+    'json',
+    file,
   ]);
   const json = JSON.parse(stdout.toString('utf8')) as {
-    streams: { codec_type: string; codec_name: string; width?: number; height?: number; nb_read_frames?: string; duration?: string; bit_rate?: string }[];
+    streams: {
+      codec_type: string;
+      codec_name: string;
+      width?: number;
+      height?: number;
+      nb_read_frames?: string;
+      duration?: string;
+      bit_rate?: string;
+    }[];
     format: { duration: string };
   };
   const v = json.streams.find((s) => s.codec_type === 'video');
@@ -161,9 +211,13 @@ function split(data: Buffer, width: number, height: number): RgbFrame[] {
 
 /** Every frame of a (lossless) output, as rgb24. */
 export async function outputFrames(file: string, width: number, height: number): Promise<RgbFrame[]> {
-  const { stdout } = await runProcess(resolveFfmpeg(), ['-v', 'error', '-i', file, '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'], {
-    maxStdoutBytes: 512 * 1024 * 1024,
-  });
+  const { stdout } = await runProcess(
+    resolveFfmpeg(),
+    ['-v', 'error', '-i', file, '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'],
+    {
+      maxStdoutBytes: 512 * 1024 * 1024,
+    },
+  );
   return split(stdout, width, height);
 }
 
@@ -173,7 +227,13 @@ export async function sourceFrames(file: string, info: MediaInfo): Promise<RgbFr
   if (video === undefined) throw new Error(`Expected a video stream in ${file}`);
   const size = displayedSize(video);
   const extras = await probeVideoExtras(file, info.container);
-  const args = sourceDecoderArgs({ inputPath: file, container: info.container, timing: frameTiming(video), matrix: inputMatrix(extras, size), size });
+  const args = sourceDecoderArgs({
+    inputPath: file,
+    container: info.container,
+    timing: frameTiming(video),
+    matrix: inputMatrix(extras, size),
+    size,
+  });
   const { stdout } = await runProcess(resolveFfmpeg(), args, { maxStdoutBytes: 512 * 1024 * 1024 });
   return split(stdout, size.width, size.height);
 }
@@ -185,7 +245,10 @@ export function meanLuma(frame: RgbFrame, x0: number, y0: number, x1: number, y1
   for (let y = Math.max(0, Math.floor(y0)); y < Math.min(frame.height, Math.ceil(y1)); y += 1) {
     for (let x = Math.max(0, Math.floor(x0)); x < Math.min(frame.width, Math.ceil(x1)); x += 1) {
       const i = 3 * (y * frame.width + x);
-      sum += 0.299 * (frame.data[i] as number) + 0.587 * (frame.data[i + 1] as number) + 0.114 * (frame.data[i + 2] as number);
+      sum +=
+        0.299 * (frame.data[i] as number) +
+        0.587 * (frame.data[i + 1] as number) +
+        0.114 * (frame.data[i + 2] as number);
       n += 1;
     }
   }
@@ -230,7 +293,11 @@ export function speechLike(opening: readonly number[], fps = FPS): Float32Array 
     const target = 0.5 * (opening[Math.floor((i * fps) / rate)] ?? 0);
     gain += Math.max(-1 / 80, Math.min(1 / 80, target - gain));
     const t = i / rate;
-    samples[i] = gain * (0.6 * Math.sin(2 * Math.PI * 160 * t) + 0.3 * Math.sin(2 * Math.PI * 320 * t) + 0.1 * Math.sin(2 * Math.PI * 480 * t));
+    samples[i] =
+      gain *
+      (0.6 * Math.sin(2 * Math.PI * 160 * t) +
+        0.3 * Math.sin(2 * Math.PI * 320 * t) +
+        0.1 * Math.sin(2 * Math.PI * 480 * t));
   }
   return samples;
 }
@@ -274,7 +341,13 @@ export async function twoFaceClip(dir: string, frames: number): Promise<string> 
       })
       .join('');
     const svg = `<svg width="${width}" height="${height}" xmlns="http://www.w3.org/2000/svg">${ellipses}</svg>`;
-    rendered.push(await sharp(background).composite([{ input: Buffer.from(svg) }]).removeAlpha().raw().toBuffer());
+    rendered.push(
+      await sharp(background)
+        .composite([{ input: Buffer.from(svg) }])
+        .removeAlpha()
+        .raw()
+        .toBuffer(),
+    );
   }
   const track = path.join(dir, 'right-speaker.f32');
   await writeFile(track, Buffer.from(speechLike(openings.right).buffer));
@@ -282,9 +355,40 @@ export async function twoFaceClip(dir: string, frames: number): Promise<string> 
   await runProcess(
     resolveFfmpeg(),
     [
-      '-v', 'error', '-y', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${width}x${height}`, '-r', String(FPS), '-i', 'pipe:0',
-      '-f', 'f32le', '-ar', '16000', '-ac', '1', '-i', track,
-      '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '18', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-b:a', '96k', file,
+      '-v',
+      'error',
+      '-y',
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'rgb24',
+      '-s',
+      `${width}x${height}`,
+      '-r',
+      String(FPS),
+      '-i',
+      'pipe:0',
+      '-f',
+      'f32le',
+      '-ar',
+      '16000',
+      '-ac',
+      '1',
+      '-i',
+      track,
+      '-c:v',
+      'libx264',
+      '-preset',
+      'veryfast',
+      '-crf',
+      '18',
+      '-pix_fmt',
+      'yuv420p',
+      '-c:a',
+      'aac',
+      '-b:a',
+      '96k',
+      file,
     ],
     { stdin: Buffer.concat(rendered) },
   );
@@ -294,19 +398,35 @@ export async function twoFaceClip(dir: string, frames: number): Promise<string> 
 /** A clip without any face: ffmpeg's test pattern. */
 export async function patternClip(file: string, seconds: number): Promise<string> {
   await runProcess(resolveFfmpeg(), [
-    '-v', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=size=160x120:rate=${FPS}`, '-t', String(seconds),
-    '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', file,
+    '-v',
+    'error',
+    '-y',
+    '-f',
+    'lavfi',
+    '-i',
+    `testsrc2=size=160x120:rate=${FPS}`,
+    '-t',
+    String(seconds),
+    '-c:v',
+    'libx264',
+    '-preset',
+    'veryfast',
+    '-pix_fmt',
+    'yuv420p',
+    file,
   ]);
   return file;
 }
 
 /** Processes whose parent is this one (ffmpeg children left behind would show here). */
 export async function childProcesses(): Promise<string[]> {
-  const { stdout } = await runProcess('ps', ['-o', 'pid=,comm=', '--ppid', String(process.pid)]).catch((error: unknown) => {
-    // ps exits 1 when it lists nothing.
-    if ((error as { exitCode?: number }).exitCode === 1) return { stdout: Buffer.alloc(0) };
-    throw error;
-  });
+  const { stdout } = await runProcess('ps', ['-o', 'pid=,comm=', '--ppid', String(process.pid)]).catch(
+    (error: unknown) => {
+      // ps exits 1 when it lists nothing.
+      if ((error as { exitCode?: number }).exitCode === 1) return { stdout: Buffer.alloc(0) };
+      throw error;
+    },
+  );
   return stdout
     .toString('utf8')
     .split('\n')

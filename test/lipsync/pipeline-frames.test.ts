@@ -48,7 +48,11 @@ function fakeVideo(n: number): { open: (start: number) => FrameStream; decoded: 
   };
 }
 
-async function serve(n: number, schedule: number[], capacity: number): Promise<{ got: number[]; decoded: number; opened: number[]; frames: SourceFrames }> {
+async function serve(
+  n: number,
+  schedule: number[],
+  capacity: number,
+): Promise<{ got: number[]; decoded: number; opened: number[]; frames: SourceFrames }> {
   const video = fakeVideo(n);
   const frames = new SourceFrames(video.open, schedule, capacity);
   const got: number[] = [];
@@ -72,12 +76,15 @@ describe('source frames in output order', () => {
     ['loop', 30, 4, 30, 30],
     ['loop', 30, 4, 2, 100],
     ['bounce', 30, 4, 30, 30],
-  ] as const)('%s over %i frames for %f s of audio with %i cached: right frames, at most %i decoded', async (mode, n, seconds, capacity, most) => {
-    const schedule = scheduleOf(mode, n, seconds);
-    const { got, decoded } = await serve(n, schedule, capacity);
-    expect(got).toEqual(schedule);
-    expect(decoded).toBeLessThanOrEqual(most);
-  });
+  ] as const)(
+    '%s over %i frames for %f s of audio with %i cached: right frames, at most %i decoded',
+    async (mode, n, seconds, capacity, most) => {
+      const schedule = scheduleOf(mode, n, seconds);
+      const { got, decoded } = await serve(n, schedule, capacity);
+      expect(got).toEqual(schedule);
+      expect(decoded).toBeLessThanOrEqual(most);
+    },
+  );
 
   it('walks a bounce backwards in forward chunks of the cache size', async () => {
     const n = 60;
@@ -109,7 +116,9 @@ describe('source frames in output order', () => {
     await expect(frames.frameAt(1)).rejects.toThrow('Expected output position 0 to be asked next but received 1');
     for (let p = 0; p < 3; p += 1) await frames.frameAt(p);
     await expect(frames.frameAt(3)).rejects.toThrow('Expected source frame 3 but the video ended after 3 frames');
-    expect(() => new SourceFrames(video.open, [0], 0)).toThrow('Expected the frame cache capacity to be an integer of at least 1 but received 0');
+    expect(() => new SourceFrames(video.open, [0], 0)).toThrow(
+      'Expected the frame cache capacity to be an integer of at least 1 but received 0',
+    );
   });
 
   it('sizes the cache from a byte budget', () => {
@@ -134,11 +143,28 @@ describe('ffmpeg arguments', () => {
       '-vf',
       'fps=25/1,trim=start_frame=12:end_frame=40,scale=w=160:h=120:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=bt601,format=rgb24',
     ]);
-    expect(args).toEqual(expect.arrayContaining(['-protocol_whitelist', 'file,pipe', '-format_whitelist', 'gif', '-f', 'gif', '-i', 'file:/media/in.gif']));
+    expect(args).toEqual(
+      expect.arrayContaining([
+        '-protocol_whitelist',
+        'file,pipe',
+        '-format_whitelist',
+        'gif',
+        '-f',
+        'gif',
+        '-i',
+        'file:/media/in.gif',
+      ]),
+    );
     expect(args.slice(-7)).toEqual(['-fps_mode', 'passthrough', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1']);
-    const plain = sourceDecoderArgs({ ...spec, timing: { mode: 'passthrough', rate: { num: 30, den: 1 } }, interlaced: true });
+    const plain = sourceDecoderArgs({
+      ...spec,
+      timing: { mode: 'passthrough', rate: { num: 30, den: 1 } },
+      interlaced: true,
+    });
     expect(plain[plain.indexOf('-vf') + 1]).toMatch(/^bwdif=mode=send_frame:parity=auto:deint=all,scale=/);
-    expect(() => sourceDecoderArgs(spec, { start: 5, end: 5 })).toThrow('Expected the end frame to be an integer of at least 6 but received 5');
+    expect(() => sourceDecoderArgs(spec, { start: 5, end: 5 })).toThrow(
+      'Expected the end frame to be an integer of at least 6 but received 5',
+    );
   });
 
   it('encodes odd sides exactly (4:4:4), the audio fitted to the duration, and each quality mode', () => {
@@ -148,10 +174,25 @@ describe('ffmpeg arguments', () => {
     expect(lipsyncVideoFilters({ width: 160, height: 120 }, { mode: 'crf', encoder: DEFAULT_ENCODER })).toBe(
       'scale=out_color_matrix=bt709:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p,setsar=1/1',
     );
-    expect(lipsyncVideoFilters({ width: 161, height: 121 }, { mode: 'lossless' }, { num: 4, den: 3 })).toBe('setsar=4/3');
+    expect(lipsyncVideoFilters({ width: 161, height: 121 }, { mode: 'lossless' }, { num: 4, den: 3 })).toBe(
+      'setsar=4/3',
+    );
     const encoder = { ...DEFAULT_ENCODER, preset: 'fast' } as const;
     expect(qualityArgs({ mode: 'bitrate', encoder, bitsPerSecond: 400_000 })).toEqual([
-      '-c:v', 'libx264', '-preset', 'fast', '-b:v', '400000', '-minrate', '400000', '-maxrate', '400000', '-bufsize', '400000', '-x264-params', 'nal-hrd=cbr',
+      '-c:v',
+      'libx264',
+      '-preset',
+      'fast',
+      '-b:v',
+      '400000',
+      '-minrate',
+      '400000',
+      '-maxrate',
+      '400000',
+      '-bufsize',
+      '400000',
+      '-x264-params',
+      'nal-hrd=cbr',
     ]);
     expect(qualityArgs({ mode: 'crf', encoder })).toEqual(['-c:v', 'libx264', '-preset', 'fast', '-crf', '18']);
     const args = lipsyncEncoderArgs({
@@ -162,14 +203,34 @@ describe('ffmpeg arguments', () => {
       durationSeconds: 2.5,
       outputPath: '/out/.x.partial',
     });
-    expect(args).toEqual(expect.arrayContaining(['-video_size', '160x120', '-framerate', '30000/1001', '-i', 'pipe:0', '-f', 'mp3', '-i', 'file:/media/a.mp3']));
-    expect(args.slice(args.indexOf('-af'), args.indexOf('-af') + 2)).toEqual(['-af', 'apad=whole_dur=2.500000,atrim=end=2.500000']);
+    expect(args).toEqual(
+      expect.arrayContaining([
+        '-video_size',
+        '160x120',
+        '-framerate',
+        '30000/1001',
+        '-i',
+        'pipe:0',
+        '-f',
+        'mp3',
+        '-i',
+        'file:/media/a.mp3',
+      ]),
+    );
+    expect(args.slice(args.indexOf('-af'), args.indexOf('-af') + 2)).toEqual([
+      '-af',
+      'apad=whole_dur=2.500000,atrim=end=2.500000',
+    ]);
     expect(args.slice(-3)).toEqual(['-f', 'mp4', 'file:/out/.x.partial']);
     expect(args[args.indexOf('-movflags') + 1]).toBe('+faststart');
   });
 
   it("keeps a phone source's QuickTime keys as keys, less its location and its file type", () => {
-    const tags = { 'com.apple.quicktime.make': 'Apple', 'com.apple.quicktime.location.ISO6709': '+48.85+002.29/', major_brand: 'qt  ' };
+    const tags = {
+      'com.apple.quicktime.make': 'Apple',
+      'com.apple.quicktime.location.ISO6709': '+48.85+002.29/',
+      major_brand: 'qt  ',
+    };
     const args = lipsyncEncoderArgs({
       size: { width: 160, height: 120 },
       rate: { num: 30, den: 1 },
@@ -180,12 +241,18 @@ describe('ffmpeg arguments', () => {
       outputPath: '/out/.x.partial',
     });
     expect(args[args.indexOf('-movflags') + 1]).toBe('+faststart+use_metadata_tags');
-    expect(args.flatMap((a, i) => (a === '-metadata' ? [args[i + 1]] : []))).toEqual(['com.apple.quicktime.location.ISO6709=', 'major_brand=']);
+    expect(args.flatMap((a, i) => (a === '-metadata' ? [args[i + 1]] : []))).toEqual([
+      'com.apple.quicktime.location.ISO6709=',
+      'major_brand=',
+    ]);
   });
 });
 
 describe('the 16-bit path (video/colour.ts colourPlan)', () => {
-  const hlg = colourPlan({ bitDepth: 10, primaries: 'bt2020', transfer: 'arib-std-b67', matrix: 'bt2020' }, 'keep', { width: 160, height: 120 });
+  const hlg = colourPlan({ bitDepth: 10, primaries: 'bt2020', transfer: 'arib-std-b67', matrix: 'bt2020' }, 'keep', {
+    width: 160,
+    height: 120,
+  });
   const spec: SourceDecodeSpec = {
     inputPath: '/media/in.mp4',
     container: 'mp4',
@@ -198,7 +265,9 @@ describe('the 16-bit path (video/colour.ts colourPlan)', () => {
   it('decodes rgb48le frames with the input matrix, not tone-mapped', () => {
     expect(hlg.depth).toBe(16);
     const args = sourceDecoderArgs(spec);
-    expect(args[args.indexOf('-vf') + 1]).toBe('scale=w=160:h=120:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=bt2020,format=rgb48le');
+    expect(args[args.indexOf('-vf') + 1]).toBe(
+      'scale=w=160:h=120:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=bt2020,format=rgb48le',
+    );
     expect(args.slice(-5)).toEqual(['-f', 'rawvideo', '-pix_fmt', 'rgb48le', 'pipe:1']);
   });
 
@@ -213,13 +282,32 @@ describe('the 16-bit path (video/colour.ts colourPlan)', () => {
       outputPath: '/out/.x.partial',
     });
     expect(args.slice(args.indexOf('-pix_fmt'), args.indexOf('-pix_fmt') + 2)).toEqual(['-pix_fmt', 'rgb48le']);
-    expect(args[args.indexOf('-vf') + 1]).toBe('scale=out_color_matrix=bt2020:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p10le,setsar=1/1');
-    expect(args).toEqual(expect.arrayContaining(['-c:v', 'libx265', '-tag:v', 'hvc1', '-colorspace', 'bt2020nc', '-color_primaries', 'bt2020', '-color_trc', 'arib-std-b67']));
-    expect(args[args.indexOf('-x265-params') + 1]).toBe('log-level=error:colormatrix=bt2020nc:range=limited:colorprim=bt2020:transfer=arib-std-b67');
+    expect(args[args.indexOf('-vf') + 1]).toBe(
+      'scale=out_color_matrix=bt2020:out_range=tv:flags=bicubic+accurate_rnd,format=yuv420p10le,setsar=1/1',
+    );
+    expect(args).toEqual(
+      expect.arrayContaining([
+        '-c:v',
+        'libx265',
+        '-tag:v',
+        'hvc1',
+        '-colorspace',
+        'bt2020nc',
+        '-color_primaries',
+        'bt2020',
+        '-color_trc',
+        'arib-std-b67',
+      ]),
+    );
+    expect(args[args.indexOf('-x265-params') + 1]).toBe(
+      'log-level=error:colormatrix=bt2020nc:range=limited:colorprim=bt2020:transfer=arib-std-b67',
+    );
     expect(args[args.lastIndexOf('-pix_fmt') + 1]).toBe('yuv420p10le');
     const cbr = qualityArgs({ mode: 'bitrate', encoder: DEFAULT_ENCODER, bitsPerSecond: 400_000 }, hlg);
     expect(cbr.slice(0, 6)).toEqual(['-c:v', 'libx265', '-preset', 'veryfast', '-b:v', '400000']);
-    expect(cbr[cbr.indexOf('-x265-params') + 1]).toMatch(/^log-level=error:vbv-maxrate=400:vbv-bufsize=400:colormatrix=bt2020nc/);
+    expect(cbr[cbr.indexOf('-x265-params') + 1]).toMatch(
+      /^log-level=error:vbv-maxrate=400:vbv-bufsize=400:colormatrix=bt2020nc/,
+    );
     expect(() => qualityArgs({ mode: 'lossless' }, hlg)).toThrow('Expected an 8-bit colour plan for a lossless result');
   });
 });
@@ -231,14 +319,32 @@ describe('pipeline helpers', () => {
     durationSeconds: 12,
     video: { codec: 'h264', width: 160, height: 120, rotation: 0, fps: { num: 25, den: 1 }, variableFrameRate: false },
   };
-  const audio: MediaInfo = { container: 'mp3', formatName: 'mp3', durationSeconds: 3, audio: { codec: 'mp3', sampleRate: 44_100, channels: 2 } };
+  const audio: MediaInfo = {
+    container: 'mp3',
+    formatName: 'mp3',
+    durationSeconds: 3,
+    audio: { codec: 'mp3', sampleRate: 44_100, channels: 2 },
+  };
 
   it.each([
-    ['a video without a video stream', { videoInfo: { ...video, video: undefined } }, 'PROBE_FAILED', 'Expected video_url to be a video with a video stream but received MP4 content without one'],
-    ['audio without an audio stream', { audioInfo: { ...audio, audio: undefined } }, 'PROBE_FAILED', 'Expected audio_url to be audio with an audio stream but received MP3 content without one'],
+    [
+      'a video without a video stream',
+      { videoInfo: { ...video, video: undefined } },
+      'PROBE_FAILED',
+      'Expected video_url to be a video with a video stream but received MP4 content without one',
+    ],
+    [
+      'audio without an audio stream',
+      { audioInfo: { ...audio, audio: undefined } },
+      'PROBE_FAILED',
+      'Expected audio_url to be audio with an audio stream but received MP3 content without one',
+    ],
     ['a video over 30 s', { videoInfo: { ...video, durationSeconds: 30.5 } }, 'VIDEO_TOO_LONG', ''],
   ] as const)('refuses %s', (_what, change, code, words) => {
-    const attempt = (): unknown => checkLipsyncInput({ videoInfo: video, audioInfo: audio, model: 'vendor-lipsync-2', ...change } as Parameters<typeof checkLipsyncInput>[0]);
+    const attempt = (): unknown =>
+      checkLipsyncInput({ videoInfo: video, audioInfo: audio, model: 'vendor-lipsync-2', ...change } as Parameters<
+        typeof checkLipsyncInput
+      >[0]);
     expect(attempt).toThrow(expect.objectContaining({ code, message: expect.stringContaining(words) }));
   });
 
@@ -264,10 +370,35 @@ describe('pipeline helpers', () => {
     expect(letterboxSize({ width: 1280, height: 720 }, 256)).toEqual({ width: 256, height: 144 });
     expect(letterboxSize({ width: 1280, height: 720 }, 256, 0.25)).toEqual({ width: 171, height: 96 });
     expect(letterboxSize({ width: 160, height: 160 }, 256)).toEqual({ width: 160, height: 160 });
-    const box = { x: 10, y: 20, width: 30, height: 40, score: 0.9, keypoints: { leftEye: [1, 2], rightEye: [3, 4], nose: [5, 6], mouth: [7, 8], leftEar: [9, 10], rightEar: [11, 12] } } as const;
+    const box = {
+      x: 10,
+      y: 20,
+      width: 30,
+      height: 40,
+      score: 0.9,
+      keypoints: {
+        leftEye: [1, 2],
+        rightEye: [3, 4],
+        nose: [5, 6],
+        mouth: [7, 8],
+        leftEar: [9, 10],
+        rightEar: [11, 12],
+      },
+    } as const;
     expect(scaleBox(box, 3, 2)).toEqual({
-      x: 30, y: 40, width: 90, height: 80, score: 0.9,
-      keypoints: { leftEye: [3, 4], rightEye: [9, 8], nose: [15, 12], mouth: [21, 16], leftEar: [27, 20], rightEar: [33, 24] },
+      x: 30,
+      y: 40,
+      width: 90,
+      height: 80,
+      score: 0.9,
+      keypoints: {
+        leftEye: [3, 4],
+        rightEye: [9, 8],
+        nose: [15, 12],
+        mouth: [21, 16],
+        leftEar: [27, 20],
+        rightEar: [33, 24],
+      },
     });
   });
 

@@ -51,7 +51,9 @@ describe('the lip-sync network on a worker thread', () => {
     const b = await threaded.run(mel, faces, 5);
     expect(b).toHaveLength(5 * 3 * PLANE);
     expect(b).toEqual(a);
-    await expect(threaded.run(mel.subarray(0, 80 * 16), faces, 2)).rejects.toThrow('Expected 2560 mel values and 110592 face values for 2 faces but received 1280');
+    await expect(threaded.run(mel.subarray(0, 80 * 16), faces, 2)).rejects.toThrow(
+      'Expected 2560 mel values and 110592 face values for 2 faces but received 1280',
+    );
   });
 
   it('keeps the event loop running during a call', async () => {
@@ -69,7 +71,9 @@ describe('the lip-sync network on a worker thread', () => {
   it('fails as the loader does when the weights are not installed', async () => {
     await expect(loadThreadedLipsyncModel('vendor-lipsync-3', { sessions })).rejects.toMatchObject({
       name: 'ProcessingError',
-      message: expect.stringMatching(/^Expected lip-sync weights wav2lip for vendor-lipsync-3 but they are not installed/),
+      message: expect.stringMatching(
+        /^Expected lip-sync weights wav2lip for vendor-lipsync-3 but they are not installed/,
+      ),
     });
   });
 
@@ -79,14 +83,19 @@ describe('the lip-sync network on a worker thread', () => {
     const thread = new SessionThread(file);
     try {
       const graph = await thread.open(sessionOptions(['cpu'], 1));
-      const manifest = { ...testModelManifest().manifest, output: { ...testModelManifest().manifest.output, name: 'out' } };
+      const manifest = {
+        ...testModelManifest().manifest,
+        output: { ...testModelManifest().manifest.output, name: 'out' },
+      };
       expect(checkLipsyncGraph(graph, manifest)).toBe(2);
       const model = new ThreadedLipsyncModel(manifest, thread, graph, 8);
       expect(model.batch).toBe(2);
       const { mel, faces } = inputs(3);
       const out = await model.run(mel, faces, 3);
       for (let b = 0; b < 3; b += 1) {
-        expect(out.subarray(b * 3 * PLANE, (b + 1) * 3 * PLANE)).toEqual(faces.subarray(b * 6 * PLANE, b * 6 * PLANE + 3 * PLANE));
+        expect(out.subarray(b * 3 * PLANE, (b + 1) * 3 * PLANE)).toEqual(
+          faces.subarray(b * 6 * PLANE, b * 6 * PLANE + 3 * PLANE),
+        );
       }
     } finally {
       await thread.close();

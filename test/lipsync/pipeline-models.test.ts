@@ -18,7 +18,17 @@ import {
   releaseLipsyncThreads,
   parseLipsyncModelMapping,
 } from '../../src/lipsync/index.js';
-import { changedPixels, childProcesses, encodeClip, faceFrames, outputFacts, outputFrames, probe, sourceFrames, speechClip } from './pipeline-fixtures.js';
+import {
+  changedPixels,
+  childProcesses,
+  encodeClip,
+  faceFrames,
+  outputFacts,
+  outputFrames,
+  probe,
+  sourceFrames,
+  speechClip,
+} from './pipeline-fixtures.js';
 
 function luma(f: RgbFrame, x: number, y: number): number {
   const i = 3 * (y * f.width + x);
@@ -97,7 +107,11 @@ describe('lip-sync models and cancellation', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function request(video: string, outputName: string, extra: Partial<LipsyncRequest> = {}): Promise<LipsyncRequest> {
+  async function request(
+    video: string,
+    outputName: string,
+    extra: Partial<LipsyncRequest> = {},
+  ): Promise<LipsyncRequest> {
     return {
       videoPath: video,
       videoInfo: await probe(video),
@@ -117,9 +131,15 @@ describe('lip-sync models and cancellation', () => {
     let clip: string;
 
     beforeAll(async () => {
-      clip = await encodeClip(path.join(dir, 'large-face.mp4'), await faceFrames(frames, { side }), { width: side, height: side }, 'mp4', {
-        videoBitrate: '600k',
-      });
+      clip = await encodeClip(
+        path.join(dir, 'large-face.mp4'),
+        await faceFrames(frames, { side }),
+        { width: side, height: side },
+        'mp4',
+        {
+          videoBitrate: '600k',
+        },
+      );
     });
 
     it('runs the x4 super-resolution pass: a mouth with more detail than vendor-lipsync-2 pastes', async () => {
@@ -127,7 +147,10 @@ describe('lip-sync models and cancellation', () => {
       const plain = await lipsyncFile(await request(clip, 'plain.mp4', { lossless: true }), deps);
       expect(srCalls).toEqual([]);
       expect(plain.srModel).toBeUndefined();
-      const pro = await lipsyncFile(await request(clip, 'pro.mp4', { lossless: true, model: 'vendor-lipsync-2-pro' }), deps);
+      const pro = await lipsyncFile(
+        await request(clip, 'pro.mp4', { lossless: true, model: 'vendor-lipsync-2-pro' }),
+        deps,
+      );
       expect(srCalls).toEqual(['mouth:4']);
       expect(pro.srModel).toBe('realesrgan-x4fast');
       expect(pro.stats.srMs).toBeGreaterThan(0);
@@ -164,9 +187,32 @@ describe('lip-sync models and cancellation', () => {
       const hlgFrames = 8;
       const hlg = path.join(dir, 'large-face-hlg.mp4');
       await runProcess(resolveFfmpeg(), [
-        '-v', 'error', '-y', '-i', clip, '-frames:v', String(hlgFrames), '-vf', 'format=yuv420p10le', '-c:v', 'libx265', '-preset', 'ultrafast', '-b:v', '600k',
-        '-x265-params', 'log-level=error:colorprim=bt2020:transfer=arib-std-b67:colormatrix=bt2020nc',
-        '-color_primaries', 'bt2020', '-color_trc', 'arib-std-b67', '-colorspace', 'bt2020nc', '-tag:v', 'hvc1', hlg,
+        '-v',
+        'error',
+        '-y',
+        '-i',
+        clip,
+        '-frames:v',
+        String(hlgFrames),
+        '-vf',
+        'format=yuv420p10le',
+        '-c:v',
+        'libx265',
+        '-preset',
+        'ultrafast',
+        '-b:v',
+        '600k',
+        '-x265-params',
+        'log-level=error:colorprim=bt2020:transfer=arib-std-b67:colormatrix=bt2020nc',
+        '-color_primaries',
+        'bt2020',
+        '-color_trc',
+        'arib-std-b67',
+        '-colorspace',
+        'bt2020nc',
+        '-tag:v',
+        'hvc1',
+        hlg,
       ]);
       const source = (await probe(hlg)).video?.bitRate ?? 0;
       expect(source).toBeGreaterThan(100_000);
@@ -183,7 +229,12 @@ describe('lip-sync models and cancellation', () => {
   });
 
   it('vendor-lipsync-3 turns a tilted face upright for the network and back: the generated mouth follows the tilt', async () => {
-    const clip = await encodeClip(path.join(dir, 'tilted.mp4'), await faceFrames(20, { rotate: 20 }), { width: 160, height: 160 }, 'mp4');
+    const clip = await encodeClip(
+      path.join(dir, 'tilted.mp4'),
+      await faceFrames(20, { rotate: 20 }),
+      { width: 160, height: 160 },
+      'mp4',
+    );
     const info = await probe(clip);
     const sources = await sourceFrames(clip, info);
     const angles: Record<string, number[]> = {};
@@ -200,12 +251,20 @@ describe('lip-sync models and cancellation', () => {
 
   it('vendor-lipsync-3 drives a close-up larger than the frame, where vendor-lipsync-2 finds no face', async () => {
     // The window is smaller than the face: forehead, chin and cheeks run past every edge.
-    const clip = await encodeClip(path.join(dir, 'close-up.mp4'), await faceFrames(20, { window: { left: 185, top: 95, size: 85 } }), { width: 160, height: 160 }, 'mp4');
+    const clip = await encodeClip(
+      path.join(dir, 'close-up.mp4'),
+      await faceFrames(20, { window: { left: 185, top: 95, size: 85 } }),
+      { width: 160, height: 160 },
+      'mp4',
+    );
     await expect(lipsyncFile(await request(clip, 'close-up-2.mp4', { lossless: true }), deps)).rejects.toMatchObject({
       name: 'ProcessingError',
       message: expect.stringMatching(/no face was found/),
     });
-    const outcome = await lipsyncFile(await request(clip, 'close-up-3.mp4', { model: 'vendor-lipsync-3', lossless: true }), deps);
+    const outcome = await lipsyncFile(
+      await request(clip, 'close-up-3.mp4', { model: 'vendor-lipsync-3', lossless: true }),
+      deps,
+    );
     expect(outcome.drivenFrames).toBe(20);
     const sources = await sourceFrames(clip, await probe(clip));
     const out = await outputFrames(outcome.outputPath, 160, 160);
@@ -223,32 +282,45 @@ describe('lip-sync models and cancellation', () => {
     let clip: string;
 
     beforeAll(async () => {
-      clip = await encodeClip(path.join(dir, 'long-face.mp4'), await faceFrames(60), { width: 160, height: 160 }, 'mp4');
+      clip = await encodeClip(
+        path.join(dir, 'long-face.mp4'),
+        await faceFrames(60),
+        { width: 160, height: 160 },
+        'mp4',
+      );
     });
 
-    it.each(['detecting faces', 'lip-syncing'] as const)('while %s: rejects with the reason at once, no process and no file left', async (stage) => {
-      const controller = new AbortController();
-      const reason = new Error(`time limit while ${stage}`);
-      let abortedAt = 0;
-      const onProgress = (p: LipsyncProgress): void => {
-        if (p.stage === stage && p.done >= 10 && !controller.signal.aborted) {
-          abortedAt = performance.now();
-          controller.abort(reason);
-        }
-      };
-      const name = `cancelled-${stage.replace(' ', '-')}.mp4`;
-      const attempt = lipsyncFile(await request(clip, name, { syncMode: 'loop', signal: controller.signal, onProgress, progressIntervalMs: 0 }), deps);
-      await expect(attempt).rejects.toBe(reason);
-      expect(abortedAt).toBeGreaterThan(0);
-      expect(performance.now() - abortedAt).toBeLessThan(3000);
-      expect(await childProcesses()).toEqual([]);
-      expect((await readdir(dir)).filter((f) => f.startsWith('cancelled') || f.includes('.partial'))).toEqual([]);
-    });
+    it.each(['detecting faces', 'lip-syncing'] as const)(
+      'while %s: rejects with the reason at once, no process and no file left',
+      async (stage) => {
+        const controller = new AbortController();
+        const reason = new Error(`time limit while ${stage}`);
+        let abortedAt = 0;
+        const onProgress = (p: LipsyncProgress): void => {
+          if (p.stage === stage && p.done >= 10 && !controller.signal.aborted) {
+            abortedAt = performance.now();
+            controller.abort(reason);
+          }
+        };
+        const name = `cancelled-${stage.replace(' ', '-')}.mp4`;
+        const attempt = lipsyncFile(
+          await request(clip, name, { syncMode: 'loop', signal: controller.signal, onProgress, progressIntervalMs: 0 }),
+          deps,
+        );
+        await expect(attempt).rejects.toBe(reason);
+        expect(abortedAt).toBeGreaterThan(0);
+        expect(performance.now() - abortedAt).toBeLessThan(3000);
+        expect(await childProcesses()).toEqual([]);
+        expect((await readdir(dir)).filter((f) => f.startsWith('cancelled') || f.includes('.partial'))).toEqual([]);
+      },
+    );
 
     it('rejects at once for a signal aborted before the start', async () => {
       const controller = new AbortController();
       controller.abort(new Error('too late'));
-      await expect(lipsyncFile(await request(clip, 'never.mp4', { signal: controller.signal }), deps)).rejects.toThrow('too late');
+      await expect(lipsyncFile(await request(clip, 'never.mp4', { signal: controller.signal }), deps)).rejects.toThrow(
+        'too late',
+      );
       expect((await readdir(dir)).filter((f) => f.startsWith('never'))).toEqual([]);
     });
   });

@@ -39,7 +39,8 @@ function maxDifference(a: readonly RgbFrame[], b: readonly RgbFrame[]): number {
   let max = 0;
   a.forEach((frame, i) => {
     const other = (b[i] as RgbFrame).data;
-    for (let k = 0; k < frame.data.length; k += 1) max = Math.max(max, Math.abs((frame.data[k] as number) - (other[k] as number)));
+    for (let k = 0; k < frame.data.length; k += 1)
+      max = Math.max(max, Math.abs((frame.data[k] as number) - (other[k] as number)));
   });
   return max;
 }
@@ -77,7 +78,8 @@ describe('lip-sync with the face pass beside the output pass', () => {
     // Decided at 63, 76, 89 frames detected (look-ahead 50, block 13), then the rest at the end.
     expect(overlapped.stats.faceDecisions).toBe(4);
     expect(sequential.stats.faceDecisions).toBe(1);
-    for (const outcome of [overlapped, sequential]) expect(outcome).toMatchObject({ frames: FRAMES, drivenFrames: FRAMES });
+    for (const outcome of [overlapped, sequential])
+      expect(outcome).toMatchObject({ frames: FRAMES, drivenFrames: FRAMES });
     const a = await outputFrames(overlapped.outputPath, SIDE, SIDE);
     const b = await outputFrames(sequential.outputPath, SIDE, SIDE);
     expect(a).toHaveLength(FRAMES);
@@ -87,11 +89,19 @@ describe('lip-sync with the face pass beside the output pass', () => {
 
   it('detects first after all when the video decodes to another frame count than forecast, leaving nothing behind', async () => {
     const logged: string[] = [];
-    const logger = { info: (_: object, msg: string) => logged.push(msg), warn: (_: object, msg: string) => logged.push(msg) };
-    const outcome = await lipsyncFile(await request(clip, 'refit.mp4', { logger }), { ...deps, forecastFrames: async () => FRAMES - 10 });
+    const logger = {
+      info: (_: object, msg: string) => logged.push(msg),
+      warn: (_: object, msg: string) => logged.push(msg),
+    };
+    const outcome = await lipsyncFile(await request(clip, 'refit.mp4', { logger }), {
+      ...deps,
+      forecastFrames: async () => FRAMES - 10,
+    });
     expect(outcome).toMatchObject({ frames: FRAMES, drivenFrames: FRAMES });
     expect(outcome.stats.facePassOverlapped).toBe(false);
-    expect(logged).toContain('the video decoded to another frame count than forecast; lip-syncing again from the counted frames');
+    expect(logged).toContain(
+      'the video decoded to another frame count than forecast; lip-syncing again from the counted frames',
+    );
     expect(await outputFrames(outcome.outputPath, SIDE, SIDE)).toHaveLength(FRAMES);
     expect((await readdir(dir)).filter((f) => f.endsWith('.partial'))).toEqual([]);
     expect(await childProcesses()).toEqual([]);

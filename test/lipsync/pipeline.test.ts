@@ -85,7 +85,12 @@ describe('lip-sync pipeline: sync modes, durations and pixels', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'lipsync-pipeline-'));
-    clip = await encodeClip(path.join(dir, 'face.mp4'), await faceFrames(VIDEO_FRAMES), { width: SIDE, height: SIDE }, 'mp4');
+    clip = await encodeClip(
+      path.join(dir, 'face.mp4'),
+      await faceFrames(VIDEO_FRAMES),
+      { width: SIDE, height: SIDE },
+      'mp4',
+    );
     clipInfo = await probe(clip);
     sources = await sourceFrames(clip, clipInfo);
     expect(sources).toHaveLength(VIDEO_FRAMES);
@@ -130,72 +135,90 @@ describe('lip-sync pipeline: sync modes, durations and pixels', () => {
     ['silence', 'short.m4a', () => 40, 12],
     ['remap', 'long.mp3', () => 70, 7],
     ['remap', 'short.aac', (a: number) => a, 0],
-  ] as const)('%s with %s: the mode\'s frames and duration, pixels outside the mouth untouched', async (mode, audioName, expected, silentFrames) => {
-    const input = audio[audioName];
-    if (input === undefined) throw new Error(`no fixture ${audioName}`);
-    const frames = expected(input.frames);
-    const outputPath = path.join(dir, `${mode}-${audioName}.mp4`);
-    const progress: string[] = [];
-    const outcome: LipsyncOutcome = await lipsyncFile(
-      {
-        videoPath: clip,
-        videoInfo: clipInfo,
-        audioPath: input.file,
-        audioInfo: input.info,
+  ] as const)(
+    "%s with %s: the mode's frames and duration, pixels outside the mouth untouched",
+    async (mode, audioName, expected, silentFrames) => {
+      const input = audio[audioName];
+      if (input === undefined) throw new Error(`no fixture ${audioName}`);
+      const frames = expected(input.frames);
+      const outputPath = path.join(dir, `${mode}-${audioName}.mp4`);
+      const progress: string[] = [];
+      const outcome: LipsyncOutcome = await lipsyncFile(
+        {
+          videoPath: clip,
+          videoInfo: clipInfo,
+          audioPath: input.file,
+          audioInfo: input.info,
+          outputPath,
+          model: 'vendor-lipsync-2',
+          syncMode: mode,
+          activeSpeaker: false,
+          lossless: true,
+          progressIntervalMs: 0,
+          onProgress: (p) => progress.push(`${p.stage} ${p.done}/${p.total}`),
+        },
+        { sessions, lipsyncModelMapping: mapping },
+      );
+      const seconds = frames / FPS;
+      expect(outcome).toMatchObject({
         outputPath,
-        model: 'vendor-lipsync-2',
+        frames,
+        width: SIDE,
+        height: SIDE,
+        fps: FPS,
+        network: 'wav2lip-test',
+        testModel: true,
         syncMode: mode,
-        activeSpeaker: false,
-        lossless: true,
-        progressIntervalMs: 0,
-        onProgress: (p) => progress.push(`${p.stage} ${p.done}/${p.total}`),
-      },
-      { sessions, lipsyncModelMapping: mapping },
-    );
-    const seconds = frames / FPS;
-    expect(outcome).toMatchObject({ outputPath, frames, width: SIDE, height: SIDE, fps: FPS, network: 'wav2lip-test', testModel: true, syncMode: mode });
-    expect(outcome.durationSeconds).toBeCloseTo(seconds, 9);
-    expect(outcome.drivenFrames).toBe(frames);
-    expect(progress.at(-1)).toBe(`lip-syncing ${frames}/${frames}`);
-    expect(progress).toContain(`detecting faces ${Math.min(VIDEO_FRAMES, mode === 'silence' || mode === 'remap' ? VIDEO_FRAMES : input.frames)}/${Math.min(VIDEO_FRAMES, mode === 'silence' || mode === 'remap' ? VIDEO_FRAMES : input.frames)}`);
+      });
+      expect(outcome.durationSeconds).toBeCloseTo(seconds, 9);
+      expect(outcome.drivenFrames).toBe(frames);
+      expect(progress.at(-1)).toBe(`lip-syncing ${frames}/${frames}`);
+      expect(progress).toContain(
+        `detecting faces ${Math.min(VIDEO_FRAMES, mode === 'silence' || mode === 'remap' ? VIDEO_FRAMES : input.frames)}/${Math.min(VIDEO_FRAMES, mode === 'silence' || mode === 'remap' ? VIDEO_FRAMES : input.frames)}`,
+      );
 
-    const facts: OutputFacts = await outputFacts(outputPath);
-    expect(facts).toMatchObject({ width: SIDE, height: SIDE, frames, videoCodec: 'h264', audioCodec: 'aac' });
-    expect(Math.abs(facts.videoSeconds - seconds)).toBeLessThan(1e-3);
-    expect(Math.abs(facts.audioSeconds - seconds)).toBeLessThanOrEqual(1 / FPS);
-    expect(Math.abs(facts.formatSeconds - seconds)).toBeLessThanOrEqual(1 / FPS);
+      const facts: OutputFacts = await outputFacts(outputPath);
+      expect(facts).toMatchObject({ width: SIDE, height: SIDE, frames, videoCodec: 'h264', audioCodec: 'aac' });
+      expect(Math.abs(facts.videoSeconds - seconds)).toBeLessThan(1e-3);
+      expect(Math.abs(facts.audioSeconds - seconds)).toBeLessThanOrEqual(1 / FPS);
+      expect(Math.abs(facts.formatSeconds - seconds)).toBeLessThanOrEqual(1 / FPS);
 
-    const out = await outputFrames(outputPath, SIDE, SIDE);
-    expect(out).toHaveLength(frames);
-    // The audio the result carries: the input cut or padded with silence to the output's length.
-    const carried = new Float32Array(Math.round(seconds * 16_000));
-    carried.set(input.samples.subarray(0, carried.length));
-    const darkening: { loud: number[]; silent: number[] } = { loud: [], silent: [] };
-    let outside = 0;
-    let compared = 0;
-    for (let i = 0; i < frames; i += 1) {
-      const shown = shownFrame(mode, i, VIDEO_FRAMES, frames);
-      const source = sources[shown] as RgbFrame;
-      const frame = out[i] as RgbFrame;
-      const region = mouthRegion(shown);
-      const changed = changedPixels(source, frame);
-      expect(changed.length).toBeGreaterThan(100);
-      outside += changed.filter((p) => p.x < region.x0 || p.x >= region.x1 || p.y < region.y0 || p.y >= region.y1).length;
-      compared += SIDE * SIDE - (region.x1 - region.x0) * (region.y1 - region.y0);
-      const m = mouthInFrame(shown);
-      const d = meanLuma(source, m.x - 20, m.y - 10, m.x + 20, m.y + 22) - meanLuma(frame, m.x - 20, m.y - 10, m.x + 20, m.y + 22);
-      const level = loudness(carried, i);
-      if (level > 0.09) darkening.loud.push(d);
-      if (level < 0.005) darkening.silent.push(d);
-    }
-    // Every pixel away from the mouth is the source's, bit for bit, in every frame.
-    expect(compared).toBeGreaterThan(frames * 10_000);
-    expect(outside).toBe(0);
-    // The test model darkens the mouth with the mel level: loud speech darkens, silence does not.
-    expect(darkening.loud.length).toBeGreaterThanOrEqual(5);
-    expect(mean(darkening.loud)).toBeGreaterThan(8);
-    expect(darkening.silent.length).toBeGreaterThanOrEqual(silentFrames);
-    if (silentFrames > 0) expect(mean(darkening.silent)).toBeLessThan(3);
-    expect((await readdir(dir)).filter((f) => f.includes('.partial'))).toEqual([]);
-  });
+      const out = await outputFrames(outputPath, SIDE, SIDE);
+      expect(out).toHaveLength(frames);
+      // The audio the result carries: the input cut or padded with silence to the output's length.
+      const carried = new Float32Array(Math.round(seconds * 16_000));
+      carried.set(input.samples.subarray(0, carried.length));
+      const darkening: { loud: number[]; silent: number[] } = { loud: [], silent: [] };
+      let outside = 0;
+      let compared = 0;
+      for (let i = 0; i < frames; i += 1) {
+        const shown = shownFrame(mode, i, VIDEO_FRAMES, frames);
+        const source = sources[shown] as RgbFrame;
+        const frame = out[i] as RgbFrame;
+        const region = mouthRegion(shown);
+        const changed = changedPixels(source, frame);
+        expect(changed.length).toBeGreaterThan(100);
+        outside += changed.filter(
+          (p) => p.x < region.x0 || p.x >= region.x1 || p.y < region.y0 || p.y >= region.y1,
+        ).length;
+        compared += SIDE * SIDE - (region.x1 - region.x0) * (region.y1 - region.y0);
+        const m = mouthInFrame(shown);
+        const d =
+          meanLuma(source, m.x - 20, m.y - 10, m.x + 20, m.y + 22) -
+          meanLuma(frame, m.x - 20, m.y - 10, m.x + 20, m.y + 22);
+        const level = loudness(carried, i);
+        if (level > 0.09) darkening.loud.push(d);
+        if (level < 0.005) darkening.silent.push(d);
+      }
+      // Every pixel away from the mouth is the source's, bit for bit, in every frame.
+      expect(compared).toBeGreaterThan(frames * 10_000);
+      expect(outside).toBe(0);
+      // The test model darkens the mouth with the mel level: loud speech darkens, silence does not.
+      expect(darkening.loud.length).toBeGreaterThanOrEqual(5);
+      expect(mean(darkening.loud)).toBeGreaterThan(8);
+      expect(darkening.silent.length).toBeGreaterThanOrEqual(silentFrames);
+      if (silentFrames > 0) expect(mean(darkening.silent)).toBeLessThan(3);
+      expect((await readdir(dir)).filter((f) => f.includes('.partial'))).toEqual([]);
+    },
+  );
 });

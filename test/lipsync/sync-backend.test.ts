@@ -17,7 +17,13 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ProcessingError } from '../../src/errors.js';
 import type { LipsyncModelId, SyncMode } from '../../src/jobs/index.js';
-import { DEFAULT_SYNC_MODEL_MAP, SyncBackend, syncIdempotencyKey, type LipsyncBackendRequest, type SyncBackendOptions } from '../../src/lipsync/index.js';
+import {
+  DEFAULT_SYNC_MODEL_MAP,
+  SyncBackend,
+  syncIdempotencyKey,
+  type LipsyncBackendRequest,
+  type SyncBackendOptions,
+} from '../../src/lipsync/index.js';
 import { probeMedia, type MediaInfo } from '../../src/media/index.js';
 import { startFakeSync, type FakeSync } from '../helpers/fake-sync.js';
 import { startInputServer, type InputServer } from '../helpers/input-server.js';
@@ -119,7 +125,12 @@ describe('the sync-compatible backend', () => {
     const outcome = await backend().run(request({ model: 'vendor-lipsync-3', activeSpeaker: true }));
     expect(fake.generations).toHaveLength(1);
     const [g] = fake.generations;
-    expect(g).toMatchObject({ model: 'sync-3', key: syncIdempotencyKey('task-1'), upload: false, options: { sync_mode: 'cut_off', active_speaker_detection: { auto_detect: true } } });
+    expect(g).toMatchObject({
+      model: 'sync-3',
+      key: syncIdempotencyKey('task-1'),
+      upload: false,
+      options: { sync_mode: 'cut_off', active_speaker_detection: { auto_detect: true } },
+    });
     expect(syncIdempotencyKey('task-1')).toMatch(/^[A-Za-z0-9._~-]{1,128}$/);
     expect(syncIdempotencyKey('task-1')).not.toBe(syncIdempotencyKey('task-2'));
     const out = await probeMedia(outcome.outputPath);
@@ -128,7 +139,11 @@ describe('the sync-compatible backend', () => {
     // cut_off of a 1 s video and 2 s of speech: about 1 s.
     expect(outcome.durationSeconds).toBeCloseTo(1, 0);
     expect(outcome.durationSeconds).toBe(out.durationSeconds);
-    expect(outcome.details).toMatchObject({ backend: 'sync-compatible', generationId: 'gen-1', providerModel: 'sync-3' });
+    expect(outcome.details).toMatchObject({
+      backend: 'sync-compatible',
+      generationId: 'gen-1',
+      providerModel: 'sync-3',
+    });
     expect(existsSync(path.join(jobDir, 'provider-output'))).toBe(true);
   });
 
@@ -142,7 +157,11 @@ describe('the sync-compatible backend', () => {
   });
 
   it('waits out 429 Retry-After and retries 5xx with the same Idempotency-Key: one generation', async () => {
-    fake.forced.push({ status: 429, headers: { 'retry-after': '0' }, body: { statusCode: 429, message: 'Too many concurrent generations', errorCode: 'concurrency_limit' } });
+    fake.forced.push({
+      status: 429,
+      headers: { 'retry-after': '0' },
+      body: { statusCode: 429, message: 'Too many concurrent generations', errorCode: 'concurrency_limit' },
+    });
     fake.forced.push({ status: 503 });
     await backend().run(request());
     expect(fake.posts.map((p) => p.answered)).toEqual([429, 503, 201]);
@@ -162,11 +181,13 @@ describe('the sync-compatible backend', () => {
     expect(waits).toEqual([1000]);
   });
 
-  it('polls no sooner than a running generation\'s Retry-After asks', async () => {
+  it("polls no sooner than a running generation's Retry-After asks", async () => {
     fake.pollRetryAfter = '1';
     fake.pollsBeforeDone = 1;
     await backend().run(request());
-    const paced = logLines.map((l) => JSON.parse(l) as { msg: string; waitMs?: number }).filter((l) => l.msg.includes('poll later'));
+    const paced = logLines
+      .map((l) => JSON.parse(l) as { msg: string; waitMs?: number })
+      .filter((l) => l.msg.includes('poll later'));
     // The POST's answer (PENDING) and the first poll's (PROCESSING) both said 1 s; the second poll completed.
     expect(paced.map((l) => l.waitMs)).toEqual([1000, 1000]);
     expect(fake.gets).toEqual(['gen-1', 'gen-1']);
@@ -175,7 +196,9 @@ describe('the sync-compatible backend', () => {
   it('a hostile Retry-After (999999 s) on a 429 is read as the longest wait: the POST is retried, the task not parked', async () => {
     fake.forced.push({ status: 429, headers: { 'retry-after': '999999' } });
     await backend({ maxWaitMs: 50 }).run(request());
-    const waits = logLines.map((l) => JSON.parse(l) as { msg: string; delayMs?: number }).filter((l) => l.msg.includes('retrying'));
+    const waits = logLines
+      .map((l) => JSON.parse(l) as { msg: string; delayMs?: number })
+      .filter((l) => l.msg.includes('retrying'));
     expect(waits.map((l) => l.delayMs)).toEqual([50]);
     expect(fake.posts.map((p) => p.answered)).toEqual([429, 201]);
     expect(fake.generations).toHaveLength(1);
@@ -185,7 +208,9 @@ describe('the sync-compatible backend', () => {
     fake.pollRetryAfter = '999999';
     fake.pollsBeforeDone = 1;
     const outcome = await backend({ maxWaitMs: 50 }).run(request());
-    const paced = logLines.map((l) => JSON.parse(l) as { msg: string; waitMs?: number }).filter((l) => l.msg.includes('poll later'));
+    const paced = logLines
+      .map((l) => JSON.parse(l) as { msg: string; waitMs?: number })
+      .filter((l) => l.msg.includes('poll later'));
     expect(paced.map((l) => l.waitMs)).toEqual([50, 50]);
     expect(outcome.details).toMatchObject({ generationId: 'gen-1' });
   });
@@ -209,7 +234,9 @@ describe('the sync-compatible backend', () => {
 
   it('the same key with another request is refused by the provider and fails the job: no second generation', async () => {
     await backend().run(request());
-    const err = await failure(backend().run(request({ model: 'vendor-lipsync-2-pro', outputPath: path.join(jobDir, 'other.mp4') })));
+    const err = await failure(
+      backend().run(request({ model: 'vendor-lipsync-2-pro', outputPath: path.join(jobDir, 'other.mp4') })),
+    );
     expect(err.message).toContain('HTTP 422 (IDEMPOTENCY_KEY_REUSED)');
     expect(fake.generations).toHaveLength(1);
   });
@@ -223,8 +250,13 @@ describe('the sync-compatible backend', () => {
     expect(err.message).toContain(cause);
     expect(fake.posts).toHaveLength(1);
     expect(fake.generations).toHaveLength(0);
-    const line = logLines.map((l) => JSON.parse(l) as { level: number; msg: string; errorCode?: string }).find((l) => l.level === 50);
-    expect(line).toMatchObject({ msg: `lip-sync provider: ${cause.startsWith('refused') ? 'the provider refused the API key (MEDIA_WORKER_SYNC_API_KEY)' : 'the provider account cannot pay for a generation'}`, errorCode });
+    const line = logLines
+      .map((l) => JSON.parse(l) as { level: number; msg: string; errorCode?: string })
+      .find((l) => l.level === 50);
+    expect(line).toMatchObject({
+      msg: `lip-sync provider: ${cause.startsWith('refused') ? 'the provider refused the API key (MEDIA_WORKER_SYNC_API_KEY)' : 'the provider account cannot pay for a generation'}`,
+      errorCode,
+    });
   });
 
   it('a key refused during a job (revoked since the start-up check) makes the backend not ready', async () => {
@@ -232,7 +264,10 @@ describe('the sync-compatible backend', () => {
     expect(await b.readiness()).toEqual({ ready: true });
     fake.forced.push({ status: 401, body: { statusCode: 401, message: 'Unauthorized', errorCode: 'unauthorized' } });
     await failure(b.run(request()));
-    expect(await b.readiness()).toEqual({ ready: false, reason: expect.stringContaining('refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401) during a job') });
+    expect(await b.readiness()).toEqual({
+      ready: false,
+      reason: expect.stringContaining('refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401) during a job'),
+    });
   });
 
   it('fails at once on 400 generation_unsupported_model (error_code spelling read too)', async () => {
@@ -241,7 +276,10 @@ describe('the sync-compatible backend', () => {
     expect(err.message).toContain('generation_unsupported_model');
     expect(err.message).toContain('refused the request');
     expect(fake.posts).toHaveLength(1);
-    fake.forced.push({ status: 400, body: { statusCode: 400, message: ['video is too long'], error_code: 'generation_video_length_exceeded' } });
+    fake.forced.push({
+      status: 400,
+      body: { statusCode: 400, message: ['video is too long'], error_code: 'generation_video_length_exceeded' },
+    });
     const again = await failure(backend().run(request({ taskId: 'task-2' })));
     expect(again.message).toContain('generation_video_length_exceeded');
     expect(again.message).toContain('video is too long');
@@ -286,7 +324,7 @@ describe('the sync-compatible backend', () => {
     expect(err.message).toContain('is not an MP4 video we can read');
   });
 
-  it('an output in another container (Matroska) fails the job: the result is stored as the spec\'s MP4', async () => {
+  it("an output in another container (Matroska) fails the job: the result is stored as the spec's MP4", async () => {
     fake.outcome = 'output-matroska';
     const err = await failure(backend().run(request()));
     expect(err.message).toContain('is not an MP4 video we can read');
@@ -295,7 +333,10 @@ describe('the sync-compatible backend', () => {
   });
 
   it('an answer over the size cap is not read into memory and fails the job', async () => {
-    fake.forced.push({ status: 201, body: { id: 'gen-huge', status: 'PENDING', padding: 'x'.repeat(2 * 1024 * 1024) } });
+    fake.forced.push({
+      status: 201,
+      body: { id: 'gen-huge', status: 'PENDING', padding: 'x'.repeat(2 * 1024 * 1024) },
+    });
     const err = await failure(backend().run(request()));
     expect(err.message).toContain('answered more than 1048576 bytes');
     expect(fake.gets).toEqual([]);
@@ -311,28 +352,48 @@ describe('the sync-compatible backend', () => {
     fake.outcome = 'output-redirect-private';
     const err = await failure(backend().run(request()));
     expect(err.message).toContain("Could not download the provider's output");
-    expect(err.message).toContain('Expected a public address for the video input but received 169.254.169.254 (link-local)');
+    expect(err.message).toContain(
+      'Expected a public address for the video input but received 169.254.169.254 (link-local)',
+    );
   });
 
-  it('an output of the wrong length (the video without the audio\'s length) fails the job', async () => {
+  it("an output of the wrong length (the video without the audio's length) fails the job", async () => {
     // The fake cuts a 3 s video and 2 s of speech to 2 s; the quote measured the video as 1 s, so 1 s is what cut_off makes.
     const err = await failure(
-      backend().run(request({ syncMode: 'cut_off', videoSource: `${inputBase}/long.mp4`, videoPath: longVideo.path, videoInfo: { ...longVideo.info, durationSeconds: 1 } })),
+      backend().run(
+        request({
+          syncMode: 'cut_off',
+          videoSource: `${inputBase}/long.mp4`,
+          videoPath: longVideo.path,
+          videoInfo: { ...longVideo.info, durationSeconds: 1 },
+        }),
+      ),
     );
     expect(err.message).toMatch(/lasts 2\.\d+ s but cut_off of these inputs makes 1\.00 s/);
   });
 
   it('uploads local files with the documented multipart form', async () => {
     const outcome = await backend().run(request({ videoSource: video.path, audioSource: audio.path }));
-    expect(fake.generations[0]).toMatchObject({ upload: true, model: 'lipsync-2', key: syncIdempotencyKey('task-1'), options: { sync_mode: 'cut_off' } });
+    expect(fake.generations[0]).toMatchObject({
+      upload: true,
+      model: 'lipsync-2',
+      key: syncIdempotencyKey('task-1'),
+      options: { sync_mode: 'cut_off' },
+    });
     expect(outcome.durationSeconds).toBeCloseTo(1, 0);
   });
 
   it('readiness: no key, a refused key (asked once), an accepted key', async () => {
-    expect(await backend({ apiKey: undefined }).readiness()).toEqual({ ready: false, reason: 'needs MEDIA_WORKER_SYNC_API_KEY' });
+    expect(await backend({ apiKey: undefined }).readiness()).toEqual({
+      ready: false,
+      reason: 'needs MEDIA_WORKER_SYNC_API_KEY',
+    });
     const refused = backend({ apiKey: 'wrong-key-5f3a9c' });
     const verdict = await refused.readiness();
-    expect(verdict).toEqual({ ready: false, reason: expect.stringContaining('refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401)') });
+    expect(verdict).toEqual({
+      ready: false,
+      reason: expect.stringContaining('refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401)'),
+    });
     expect(JSON.stringify(verdict)).not.toContain('wrong-key-5f3a9c');
     expect(await refused.readiness()).toMatchObject({ ready: false });
     expect(fake.refusedKeys).toBe(1);

@@ -52,27 +52,58 @@ const env = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
 describe('media-worker lipsync through the provider', () => {
   it('sends URLs to the provider and writes its checked output', async () => {
     const out = path.join(dir, 'from-urls.mp4');
-    const run = await runCli(['lipsync', '--video', `${base}/face.mp4`, '--audio', `${base}/speech.mp3`, '--model', 'vendor-lipsync-3', '--active-speaker', '-o', out], { env: env() });
+    const run = await runCli(
+      [
+        'lipsync',
+        '--video',
+        `${base}/face.mp4`,
+        '--audio',
+        `${base}/speech.mp3`,
+        '--model',
+        'vendor-lipsync-3',
+        '--active-speaker',
+        '-o',
+        out,
+      ],
+      { env: env() },
+    );
     expect(run.code, run.stderr).toBe(0);
-    expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', model: 'vendor-lipsync-3', creditsUsed: 150, result: { url: out, type: 'video' } });
-    expect(fake.generations.at(-1)).toMatchObject({ model: 'sync-3', upload: false, options: { sync_mode: 'cut_off', active_speaker_detection: { auto_detect: true } } });
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      status: 'completed',
+      model: 'vendor-lipsync-3',
+      creditsUsed: 150,
+      result: { url: out, type: 'video' },
+    });
+    expect(fake.generations.at(-1)).toMatchObject({
+      model: 'sync-3',
+      upload: false,
+      options: { sync_mode: 'cut_off', active_speaker_detection: { auto_detect: true } },
+    });
     const info = await probeMedia(out);
     expect([info.video !== undefined, info.audio !== undefined]).toEqual([true, true]);
   });
 
-  it('uploads local files with the provider\'s multipart form', async () => {
+  it("uploads local files with the provider's multipart form", async () => {
     const out = path.join(dir, 'from-files.mp4');
     const before = fake.generations.length;
     const run = await runCli(['lipsync', '--video', face, '--audio', speech, '-o', out], { env: env() });
     expect(run.code, run.stderr).toBe(0);
-    expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', model: 'vendor-lipsync-2', creditsUsed: 50, result: { url: out } });
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      status: 'completed',
+      model: 'vendor-lipsync-2',
+      creditsUsed: 50,
+      result: { url: out },
+    });
     expect(fake.generations.slice(before)).toMatchObject([{ model: 'lipsync-2', upload: true }]);
   });
 
   it('a refused key fails with LIPSYNC_FAILED naming the cause', async () => {
-    const run = await runCli(['lipsync', '--video', `${base}/face.mp4`, '--audio', `${base}/speech.mp3`, '-o', path.join(dir, 'refused.mp4')], {
-      env: env({ MEDIA_WORKER_SYNC_API_KEY: 'wrong' }),
-    });
+    const run = await runCli(
+      ['lipsync', '--video', `${base}/face.mp4`, '--audio', `${base}/speech.mp3`, '-o', path.join(dir, 'refused.mp4')],
+      {
+        env: env({ MEDIA_WORKER_SYNC_API_KEY: 'wrong' }),
+      },
+    );
     expect(run.code).not.toBe(0);
     const body = JSON.parse(run.stdout) as { error: { code: string; message: string } };
     expect(body.error.code).toBe('LIPSYNC_FAILED');
@@ -81,23 +112,39 @@ describe('media-worker lipsync through the provider', () => {
 });
 
 describe('media-worker lipsync with a non-commercial network', () => {
-  it('runs it for the person\'s own use, with one line naming the licence', async () => {
+  it("runs it for the person's own use, with one line naming the licence", async () => {
     const modelsDir = await mkdtemp(path.join(dir, 'models-'));
     for (const name of await readdir(path.join(PACKAGE_ROOT, 'models'))) {
       if (name.endsWith('.json')) await copyFile(path.join(PACKAGE_ROOT, 'models', name), path.join(modelsDir, name));
-      else if (name.endsWith('.onnx')) await symlink(path.join(PACKAGE_ROOT, 'models', name), path.join(modelsDir, name));
+      else if (name.endsWith('.onnx'))
+        await symlink(path.join(PACKAGE_ROOT, 'models', name), path.join(modelsDir, name));
     }
-    const test = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'wav2lip-test.json'), 'utf8')) as Record<string, unknown>;
-    const licence = { spdx: 'LicenseRef-Wav2Lip-research', holder: 'Wav2Lip authors', upstream: 'https://github.com/Rudrabha/Wav2Lip', commercialUse: false };
+    const test = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'wav2lip-test.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    const licence = {
+      spdx: 'LicenseRef-Wav2Lip-research',
+      holder: 'Wav2Lip authors',
+      upstream: 'https://github.com/Rudrabha/Wav2Lip',
+      commercialUse: false,
+    };
     await writeFile(path.join(modelsDir, 'wav2lip-nc.json'), JSON.stringify({ ...test, name: 'wav2lip-nc', licence }));
     const out = path.join(dir, 'own-use.mp4');
     const run = await runCli(['lipsync', '--video', face, '--audio', speech, '-o', out], {
-      env: { ...process.env, LOG_LEVEL: 'warn', MEDIA_WORKER_MODELS_DIR: modelsDir, MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-nc' },
+      env: {
+        ...process.env,
+        LOG_LEVEL: 'warn',
+        MEDIA_WORKER_MODELS_DIR: modelsDir,
+        MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-nc',
+      },
     });
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', result: { url: out } });
     const lines = run.stderr.split('\n').filter((l) => l.includes('forbids commercial use'));
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain('running wav2lip-nc (LicenseRef-Wav2Lip-research) for your own use: its licence forbids commercial use');
+    expect(lines[0]).toContain(
+      'running wav2lip-nc (LicenseRef-Wav2Lip-research) for your own use: its licence forbids commercial use',
+    );
   });
 });

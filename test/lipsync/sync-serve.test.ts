@@ -62,7 +62,10 @@ const baseEnv = (): Record<string, string> => ({
 });
 
 function serve(env: Record<string, string>): Serve {
-  const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, ...baseEnv(), ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, ...baseEnv(), ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let log = '';
   child.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()));
   const s: Serve = {
@@ -111,7 +114,11 @@ beforeAll(async () => {
   fake = await startFakeSync();
   roles = await startRoleNats(dir);
   await provisionFromEnv({ ...baseEnv(), ...roles.env('operator') });
-  cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
+  cp = await controlPlane(
+    roles.url,
+    { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' },
+    roles.auth('operator'),
+  );
 
   // The shipped manifests, and a copy of the test network recorded with Wav2Lip's research-only licence.
   modelsDir = await scratch('models');
@@ -119,8 +126,20 @@ beforeAll(async () => {
     if (name.endsWith('.json')) await copyFile(path.join(PACKAGE_ROOT, 'models', name), path.join(modelsDir, name));
     else if (name.endsWith('.onnx')) await symlink(path.join(PACKAGE_ROOT, 'models', name), path.join(modelsDir, name));
   }
-  const test = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'wav2lip-test.json'), 'utf8')) as Record<string, unknown>;
-  const nc = { ...test, name: 'wav2lip-nc', licence: { spdx: 'LicenseRef-Wav2Lip-research', holder: 'Wav2Lip authors', upstream: 'https://github.com/Rudrabha/Wav2Lip', commercialUse: false } };
+  const test = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'wav2lip-test.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
+  const nc = {
+    ...test,
+    name: 'wav2lip-nc',
+    licence: {
+      spdx: 'LicenseRef-Wav2Lip-research',
+      holder: 'Wav2Lip authors',
+      upstream: 'https://github.com/Rudrabha/Wav2Lip',
+      commercialUse: false,
+    },
+  };
   await writeFile(path.join(modelsDir, 'wav2lip-nc.json'), `${JSON.stringify(nc, null, 2)}\n`);
 });
 
@@ -138,13 +157,25 @@ afterAll(async () => {
 describe('serve with the sync-compatible lip-sync backend', () => {
   it('killed after the provider accepted the generation: the redelivered job gets that generation, one event, the spec price', async () => {
     fake.outcome = 'hold';
-    const env = { MEDIA_WORKER_LIPSYNC_BACKENDS: 'sync-compatible', MEDIA_WORKER_TMP_DIR: await scratch('tmp'), RESULTS_DIR: await scratch('results') };
+    const env = {
+      MEDIA_WORKER_LIPSYNC_BACKENDS: 'sync-compatible',
+      MEDIA_WORKER_TMP_DIR: await scratch('tmp'),
+      RESULTS_DIR: await scratch('results'),
+    };
     const first = serve(env);
     const port = await first.serving();
     await waitFor('lip-sync to be ready', async () => (await readyz(port)).kinds.lipsync?.ready === true, 30_000);
 
-    const capabilities = (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<{ kinds: { lipsync: { backends?: unknown[] } } }>();
-    expect(capabilities.kinds.lipsync.backends).toEqual([{ name: 'sync-compatible', ready: true, models: ['vendor-lipsync-2', 'vendor-lipsync-2-pro', 'vendor-lipsync-3'] }]);
+    const capabilities = (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<{
+      kinds: { lipsync: { backends?: unknown[] } };
+    }>();
+    expect(capabilities.kinds.lipsync.backends).toEqual([
+      {
+        name: 'sync-compatible',
+        ready: true,
+        models: ['vendor-lipsync-2', 'vendor-lipsync-2-pro', 'vendor-lipsync-3'],
+      },
+    ]);
     expect(JSON.stringify(capabilities)).not.toContain(fake.key);
 
     await cp.publishJob('lipsync', 'vendor-lipsync-2', {
@@ -152,7 +183,11 @@ describe('serve with the sync-compatible lip-sync backend', () => {
       model: 'vendor-lipsync-2',
       input: { video_url: `${base}/face.mp4`, audio_url: `${base}/speech.mp3`, sync_mode: 'cut_off' },
     });
-    await waitFor('the provider to accept the generation', () => fake.generations.length === 1 && first.log().includes('lip-sync provider accepted the generation'), 60_000);
+    await waitFor(
+      'the provider to accept the generation',
+      () => fake.generations.length === 1 && first.log().includes('lip-sync provider accepted the generation'),
+      60_000,
+    );
     first.child.kill('SIGKILL');
     await new Promise((resolve) => first.child.once('exit', resolve));
     expect(await cp.eventsOf('sync-kill-1')).toEqual([]);
@@ -160,15 +195,28 @@ describe('serve with the sync-compatible lip-sync backend', () => {
     fake.release();
     const second = serve(env);
     await second.serving();
-    const event = await waitFor('the event of the redelivered job', async () => (await cp.eventsOf('sync-kill-1'))[0], 60_000);
-    expect(event).toMatchObject({ status: 'completed', attempt: 2, model: 'vendor-lipsync-2', creditsUsed: 50, result: { type: 'video' } });
+    const event = await waitFor(
+      'the event of the redelivered job',
+      async () => (await cp.eventsOf('sync-kill-1'))[0],
+      60_000,
+    );
+    expect(event).toMatchObject({
+      status: 'completed',
+      attempt: 2,
+      model: 'vendor-lipsync-2',
+      creditsUsed: 50,
+      result: { type: 'video' },
+    });
     expect((event?.result as { duration: number }).duration).toBeCloseTo(1, 0);
     await waitFor('the job to be acked', async () => (await cp.jobsInQueue()) === 0, 30_000);
     expect(await cp.eventsOf('sync-kill-1')).toHaveLength(1);
 
     // One generation; the second POST (after the redelivery) was answered with it.
     expect(fake.generations).toHaveLength(1);
-    expect(fake.posts.map((p) => p.key)).toEqual([syncIdempotencyKey('sync-kill-1'), syncIdempotencyKey('sync-kill-1')]);
+    expect(fake.posts.map((p) => p.key)).toEqual([
+      syncIdempotencyKey('sync-kill-1'),
+      syncIdempotencyKey('sync-kill-1'),
+    ]);
     expect(fake.replays).toBe(1);
     // The key went to the provider only: never into either process's log.
     expect(`${first.log()}${second.log()}`).not.toContain(fake.key);
@@ -198,7 +246,12 @@ describe('serve with the sync-compatible lip-sync backend', () => {
       credits: 50,
     });
     const event = await waitFor('the failed event', async () => (await cp.eventsOf('sync-slow-1'))[0], 60_000);
-    expect(event).toMatchObject({ status: 'failed', refund: true, creditsRefunded: 50, error: { code: 'LIPSYNC_FAILED' } });
+    expect(event).toMatchObject({
+      status: 'failed',
+      refund: true,
+      creditsRefunded: 50,
+      error: { code: 'LIPSYNC_FAILED' },
+    });
     expect((event?.error as { message: string }).message).toContain('longer than 8 seconds');
     expect(fake.generations.length - before).toBe(1);
     await waitFor('the job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 30_000);
@@ -217,9 +270,17 @@ describe('serve with the sync-compatible lip-sync backend', () => {
     });
     const port = await both.serving();
     await waitFor('lip-sync to be ready', async () => (await readyz(port)).kinds.lipsync?.ready === true, 30_000);
-    const capabilities = (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<{ kinds: { lipsync: { backends?: { name: string; ready: boolean; reason?: string }[] } } }>();
+    const capabilities = (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<{
+      kinds: { lipsync: { backends?: { name: string; ready: boolean; reason?: string }[] } };
+    }>();
     expect(capabilities.kinds.lipsync.backends).toMatchObject([
-      { name: 'wav2lip', ready: false, reason: expect.stringContaining('the licence of wav2lip-nc (LicenseRef-Wav2Lip-research) forbids commercial use') },
+      {
+        name: 'wav2lip',
+        ready: false,
+        reason: expect.stringContaining(
+          'the licence of wav2lip-nc (LicenseRef-Wav2Lip-research) forbids commercial use',
+        ),
+      },
       { name: 'sync-compatible', ready: true },
     ]);
     const before = fake.generations.length;
@@ -246,7 +307,9 @@ describe('serve with the sync-compatible lip-sync backend', () => {
     const port = await s.serving();
     const body = await readyz(port);
     const reasons = body.kinds.lipsync?.reasons.join('\n') ?? '';
-    expect(reasons).toContain('wav2lip: the licence of wav2lip-nc (LicenseRef-Wav2Lip-research) forbids commercial use; not served to paying jobs unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1');
+    expect(reasons).toContain(
+      'wav2lip: the licence of wav2lip-nc (LicenseRef-Wav2Lip-research) forbids commercial use; not served to paying jobs unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1',
+    );
     expect(reasons).toContain(`sync-compatible: ${fake.url}/ refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401)`);
     expect((await readyz(port)).kinds.lipsync?.ready).toBe(false);
     expect(s.log()).toContain('Not serving lipsync jobs');

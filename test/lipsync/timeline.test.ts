@@ -74,7 +74,9 @@ describe('planTimeline', () => {
       for (const [mode, seconds] of Object.entries(expected) as [SyncMode, number][]) {
         const plan = planTimeline({ mode, videoFrames, fps: NTSC, audioSeconds });
         const frame = 1001 / 30000;
-        expect(Math.abs(plan.durationSeconds - seconds), `${mode} ${audioSeconds}`).toBeLessThanOrEqual(frame / 2 + 1e-9);
+        expect(Math.abs(plan.durationSeconds - seconds), `${mode} ${audioSeconds}`).toBeLessThanOrEqual(
+          frame / 2 + 1e-9,
+        );
         expect(plan.durationSeconds).toBeCloseTo((plan.outputFrames * 1001) / 30000, 12);
         // The audio plan makes the audio exactly as long as the video.
         const audioAfter = plan.audio.trimTo ?? plan.audio.padTo ?? audioSeconds;
@@ -132,9 +134,9 @@ describe('planTimeline', () => {
     }
     // cut_off never runs past the video, however long the audio.
     expect(planTimeline({ mode: 'cut_off', videoFrames: 250, fps: FPS25, audioSeconds: 3600 }).outputFrames).toBe(250);
-    expect(() => planTimeline({ mode: 'loop', videoFrames: 250, fps: FPS25, audioSeconds: 20, maxOutputSeconds: 15 })).toThrow(
-      'at most 15 s',
-    );
+    expect(() =>
+      planTimeline({ mode: 'loop', videoFrames: 250, fps: FPS25, audioSeconds: 20, maxOutputSeconds: 15 }),
+    ).toThrow('at most 15 s');
   });
 
   it.each([
@@ -145,7 +147,9 @@ describe('planTimeline', () => {
     [{ audioSeconds: Number.NaN }, 'Expected audioSeconds to be a positive number but received NaN'],
     [{ maxOutputSeconds: -1 }, 'Expected maxOutputSeconds to be a positive number but received -1'],
   ])('refuses %o', (patch, message) => {
-    expect(() => planTimeline({ mode: 'cut_off', videoFrames: 10, fps: FPS25, audioSeconds: 1, ...patch })).toThrow(message);
+    expect(() => planTimeline({ mode: 'cut_off', videoFrames: 10, fps: FPS25, audioSeconds: 1, ...patch })).toThrow(
+      message,
+    );
   });
 
   it('refuses an output frame index outside the plan', () => {

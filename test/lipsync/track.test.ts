@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_TRACKER_OPTIONS, interpolateBox, smoothBoxes, trackFaces, type FaceBox } from '../../src/lipsync/index.js';
+import {
+  DEFAULT_TRACKER_OPTIONS,
+  interpolateBox,
+  smoothBoxes,
+  trackFaces,
+  type FaceBox,
+} from '../../src/lipsync/index.js';
 
 /** A 100 px face whose top-left corner is (x, y); keypoints at fixed places inside it. */
 function face(x: number, y: number, score = 0.9, size = 100): FaceBox {
@@ -10,7 +16,14 @@ function face(x: number, y: number, score = 0.9, size = 100): FaceBox {
     width: size,
     height: size,
     score,
-    keypoints: { leftEye: at(0.3, 0.35), rightEye: at(0.7, 0.35), nose: at(0.5, 0.55), mouth: at(0.5, 0.75), leftEar: at(0.05, 0.45), rightEar: at(0.95, 0.45) },
+    keypoints: {
+      leftEye: at(0.3, 0.35),
+      rightEye: at(0.7, 0.35),
+      nose: at(0.5, 0.55),
+      mouth: at(0.5, 0.75),
+      leftEar: at(0.05, 0.45),
+      rightEar: at(0.95, 0.45),
+    },
   };
 }
 
@@ -34,7 +47,15 @@ describe('trackFaces', () => {
   });
 
   it('fills a short gap by linear interpolation, with the lower neighbour score', () => {
-    const detections: FaceBox[][] = [[face(0, 0, 0.9)], [face(10, 0, 0.9)], [], [], [], [face(50, 20, 0.8)], [face(60, 20, 0.8)]];
+    const detections: FaceBox[][] = [
+      [face(0, 0, 0.9)],
+      [face(10, 0, 0.9)],
+      [],
+      [],
+      [],
+      [face(50, 20, 0.8)],
+      [face(60, 20, 0.8)],
+    ];
     const [track] = trackFaces(detections, { smoothRadius: 0 });
     expect(track?.boxes.map((b) => b?.x)).toEqual([0, 10, 20, 30, 40, 50, 60]);
     expect(track?.boxes.map((b) => b?.y)).toEqual([0, 0, 5, 10, 15, 20, 20]);
@@ -59,7 +80,10 @@ describe('trackFaces', () => {
     const detections = Array.from({ length: 12 }, (_, f) => [face(f < 6 ? 100 : 110, 100)]);
     expect(trackFaces(detections)).toHaveLength(1);
     const tracks = trackFaces(detections, {}, [6]);
-    expect(tracks.map((t) => t.boxes.map((b) => (b === undefined ? '.' : '#')).join(''))).toEqual(['######......', '......######']);
+    expect(tracks.map((t) => t.boxes.map((b) => (b === undefined ? '.' : '#')).join(''))).toEqual([
+      '######......',
+      '......######',
+    ]);
     // Smoothing stays within each shot: no box before the cut moves towards the next shot's face.
     expect(tracks[0]?.boxes[5]?.x).toBe(100);
   });

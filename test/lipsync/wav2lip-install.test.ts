@@ -5,17 +5,33 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildModel, encodeModel, floatValueInfo, node, sha256Hex, parseManifest, forgetVerifiedModels, SessionCache } from '../../src/inference/index.js';
+import {
+  buildModel,
+  encodeModel,
+  floatValueInfo,
+  node,
+  sha256Hex,
+  parseManifest,
+  forgetVerifiedModels,
+  SessionCache,
+} from '../../src/inference/index.js';
 import { buildWav2LipTestModel, loadLipsyncModel } from '../../src/lipsync/index.js';
 import { InstallError, installLipsyncModel } from '../../scripts/install-lipsync-model.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 
 const INSTALLER = path.join(PACKAGE_ROOT, 'dist', 'scripts', 'install-lipsync-model.js');
 
-function installer(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function installer(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [INSTALLER, ...args], { env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [INSTALLER, ...args],
+      { env: { ...process.env, ...env }, timeout: 60_000 },
+      (err, stdout, stderr) =>
+        resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
     );
   });
 }
@@ -57,7 +73,9 @@ describe('scripts/install-lipsync-model', () => {
         res.writeHead(404).end();
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.byteLength }).end(Buffer.from(body));
+      res
+        .writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.byteLength })
+        .end(Buffer.from(body));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -74,32 +92,63 @@ describe('scripts/install-lipsync-model', () => {
     const wrong = '0'.repeat(64);
     const attempt = installLipsyncModel({ url: `${base}/wav2lip.onnx`, sha256: wrong, modelsDir: dir, fetch: local });
     await expect(attempt).rejects.toThrow(InstallError);
-    await expect(attempt).rejects.toThrow(`Downloaded weights have sha256 ${sha256Hex(weights)} but ${wrong} was expected: refusing to install them`);
+    await expect(attempt).rejects.toThrow(
+      `Downloaded weights have sha256 ${sha256Hex(weights)} but ${wrong} was expected: refusing to install them`,
+    );
     expect(await readdir(dir)).toEqual([]);
   });
 
   it.each([
-    ['an https-only URL given plain http', {}, 'Expected to download the lip-sync weights but Expected an https URL for the model weights but received a plain http URL'],
-    ['a loopback server', { allowHttp: true }, 'Expected to download the lip-sync weights but Expected a public address for the model weights but received 127.0.0.1 (loopback)'],
-    ['a file over the size cap', { ...local }, `Expected at most 1000 bytes for the model weights but received ${weights.byteLength} bytes`, 1000],
+    [
+      'an https-only URL given plain http',
+      {},
+      'Expected to download the lip-sync weights but Expected an https URL for the model weights but received a plain http URL',
+    ],
+    [
+      'a loopback server',
+      { allowHttp: true },
+      'Expected to download the lip-sync weights but Expected a public address for the model weights but received 127.0.0.1 (loopback)',
+    ],
+    [
+      'a file over the size cap',
+      { ...local },
+      `Expected at most 1000 bytes for the model weights but received ${weights.byteLength} bytes`,
+      1000,
+    ],
   ])('refuses %s', async (_what, fetch, message, maxBytes?: number) => {
-    const attempt = installLipsyncModel({ url: `${base}/wav2lip.onnx`, sha256: sha256Hex(weights), modelsDir: dir, fetch, ...(maxBytes ? { maxBytes } : {}) });
+    const attempt = installLipsyncModel({
+      url: `${base}/wav2lip.onnx`,
+      sha256: sha256Hex(weights),
+      modelsDir: dir,
+      fetch,
+      ...(maxBytes ? { maxBytes } : {}),
+    });
     await expect(attempt).rejects.toThrow(message);
     expect(await readdir(dir)).toEqual([]);
   });
 
   it.each([
-    ['/identity.onnx', 'Expected wav2lip to take mel_spectrogram and video_frames and return y but its graph takes x and returns y'],
+    [
+      '/identity.onnx',
+      'Expected wav2lip to take mel_spectrogram and video_frames and return y but its graph takes x and returns y',
+    ],
     ['/garbage.onnx', 'Expected an ONNX model that ONNX Runtime can open but'],
   ])('refuses %s, which does not have the Wav2Lip contract', async (file, message) => {
     const bytes = files[file] as Uint8Array;
-    await expect(installLipsyncModel({ url: `${base}${file}`, sha256: sha256Hex(bytes), modelsDir: dir, fetch: local })).rejects.toThrow(message);
+    await expect(
+      installLipsyncModel({ url: `${base}${file}`, sha256: sha256Hex(bytes), modelsDir: dir, fetch: local }),
+    ).rejects.toThrow(message);
     expect(await readdir(dir)).toEqual([]);
   });
 
   it('installs verified weights with a manifest, and lip-sync jobs then load them through the default mapping', async () => {
     const sha256 = sha256Hex(weights).toUpperCase();
-    const { manifest, file, manifestPath } = await installLipsyncModel({ url: `${base}/wav2lip.onnx`, sha256, modelsDir: dir, fetch: local });
+    const { manifest, file, manifestPath } = await installLipsyncModel({
+      url: `${base}/wav2lip.onnx`,
+      sha256,
+      modelsDir: dir,
+      fetch: local,
+    });
     expect((await readdir(dir)).sort()).toEqual(['wav2lip.json', 'wav2lip.onnx']);
     expect(file).toBe(path.join(dir, 'wav2lip.onnx'));
     expect(Buffer.from(await readFile(file)).equals(Buffer.from(weights))).toBe(true);
@@ -133,20 +182,29 @@ describe('scripts/install-lipsync-model', () => {
   it('puts the manifest in the models directory and the weights in the files directory (a read-only install)', async () => {
     const models = await mkdtemp(path.join(dir, 'manifests-'));
     const files = await mkdtemp(path.join(dir, 'weights-'));
-    await installLipsyncModel({ url: `${base}/wav2lip.onnx`, sha256: sha256Hex(weights), modelsDir: models, filesDir: files, fetch: local });
+    await installLipsyncModel({
+      url: `${base}/wav2lip.onnx`,
+      sha256: sha256Hex(weights),
+      modelsDir: models,
+      filesDir: files,
+      fetch: local,
+    });
     expect(await readdir(models)).toEqual(['wav2lip.json']);
     expect(await readdir(files)).toEqual(['wav2lip.onnx']);
     forgetVerifiedModels();
     const sessions = new SessionCache({ thread: false });
     try {
-      const model = await loadLipsyncModel('vendor-lipsync-3', { sessions, registry: { modelsDir: models, filesDir: files } });
+      const model = await loadLipsyncModel('vendor-lipsync-3', {
+        sessions,
+        registry: { modelsDir: models, filesDir: files },
+      });
       expect(model.name).toBe('wav2lip');
     } finally {
       await sessions.release();
     }
   });
 
-  it('as a command: --help, and the worker\'s MEDIA_WORKER_MODELS_DIR / MEDIA_WORKER_MODEL_FILES_DIR by default', async () => {
+  it("as a command: --help, and the worker's MEDIA_WORKER_MODELS_DIR / MEDIA_WORKER_MODEL_FILES_DIR by default", async () => {
     const help = await installer(['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: node dist/scripts/install-lipsync-model.js --url URL --sha256 HEX');
@@ -154,7 +212,11 @@ describe('scripts/install-lipsync-model', () => {
 
     const models = await mkdtemp(path.join(dir, 'env-manifests-'));
     const files = await mkdtemp(path.join(dir, 'env-weights-'));
-    const env = { MEDIA_WORKER_MODELS_DIR: models, MEDIA_WORKER_MODEL_FILES_DIR: files, MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1' };
+    const env = {
+      MEDIA_WORKER_MODELS_DIR: models,
+      MEDIA_WORKER_MODEL_FILES_DIR: files,
+      MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
+    };
     const missing = await installer([], env);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('Expected --url URL and --sha256 HEX');

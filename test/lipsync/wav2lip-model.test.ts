@@ -5,7 +5,18 @@ import ort from 'onnxruntime-node';
 import sharp, { type Sharp } from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProcessingError } from '../../src/errors.js';
-import { sha256Hex, parseManifest, type LipsyncManifest, ensureModelFile, forgetVerifiedModels, getManifest, ModelIntegrityError, ModelRegistryError, sha256File, SessionCache } from '../../src/inference/index.js';
+import {
+  sha256Hex,
+  parseManifest,
+  type LipsyncManifest,
+  ensureModelFile,
+  forgetVerifiedModels,
+  getManifest,
+  ModelIntegrityError,
+  ModelRegistryError,
+  sha256File,
+  SessionCache,
+} from '../../src/inference/index.js';
 import {
   buildWav2LipTestModel,
   DEFAULT_LIPSYNC_MODEL_MAPPING,
@@ -43,9 +54,22 @@ describe('the lip-sync TEST model', () => {
     expect(manifest.description).toMatch(/^TEST MODEL/);
     expect(manifest.source).toEqual({ kind: 'generated', generator: 'wav2lip-test' });
     expect(manifest.inputs.mel).toMatchObject({ name: 'mel_spectrogram', shape: ['B', 1, 80, 16], range: [-4, 4] });
-    expect(manifest.inputs.faces).toMatchObject({ name: 'video_frames', shape: ['B', 6, 96, 96], channels: 'BGR', range: [0, 1] });
+    expect(manifest.inputs.faces).toMatchObject({
+      name: 'video_frames',
+      shape: ['B', 6, 96, 96],
+      channels: 'BGR',
+      range: [0, 1],
+    });
     expect(manifest.output).toMatchObject({ shape: ['B', 3, 96, 96], channels: 'BGR', range: [0, 1] });
-    expect(manifest.audio).toMatchObject({ sampleRate: 16000, nFft: 800, hop: 200, win: 800, melBands: 80, fmin: 55, fmax: 7600 });
+    expect(manifest.audio).toMatchObject({
+      sampleRate: 16000,
+      nFft: 800,
+      hop: 200,
+      win: 800,
+      melBands: 80,
+      fmin: 55,
+      fmax: 7600,
+    });
     expect(manifest.face).toEqual({ size: 96, maskFromRow: 0.5, pads: [0, 10, 0, 0] });
     const first = buildWav2LipTestModel();
     const second = buildWav2LipTestModel();
@@ -83,7 +107,9 @@ describe('the lip-sync TEST model', () => {
     });
 
     it('is generated on first use, verified and written once', async () => {
-      expect(logged).toEqual([{ network: 'wav2lip-test', file: path.join(dir, 'wav2lip-test.onnx'), generator: 'wav2lip-test' }]);
+      expect(logged).toEqual([
+        { network: 'wav2lip-test', file: path.join(dir, 'wav2lip-test.onnx'), generator: 'wav2lip-test' },
+      ]);
       expect(await sha256File(path.join(dir, 'wav2lip-test.onnx'))).toBe(model.manifest.sha256);
       expect(await readdir(dir)).toEqual(['wav2lip-test.onnx']);
       expect([model.name, model.testModel, model.batch]).toEqual(['wav2lip-test', true, 4]);
@@ -103,7 +129,8 @@ describe('the lip-sync TEST model', () => {
       const out = await model.run(mel, faces, levels.length);
       expect(out).toHaveLength(levels.length * 3 * PLANE);
       expect(out.every((v) => v >= 0 && v <= 1)).toBe(true);
-      const at = (b: number, c: number, x: number, y: number): number => out[b * 3 * PLANE + c * PLANE + y * SIZE + x] as number;
+      const at = (b: number, c: number, x: number, y: number): number =>
+        out[b * 3 * PLANE + c * PLANE + y * SIZE + x] as number;
       const mouth = [TEST_MOUTH.cx, TEST_MOUTH.cy] as const;
       for (const [b, keep] of [
         [0, 1],
@@ -133,13 +160,18 @@ describe('a graph with a fixed batch', () => {
   it('is fed in chunks, the last one padded, and only the real faces come back', async () => {
     // Output: the masked face's channels plus 0 x the mel mean, batch fixed at 2.
     const session = await ort.InferenceSession.create(fixedBatchGraph());
-    const manifest = { ...testModelManifest().manifest, output: { ...testModelManifest().manifest.output, name: 'out' } };
+    const manifest = {
+      ...testModelManifest().manifest,
+      output: { ...testModelManifest().manifest.output, name: 'out' },
+    };
     const model = new OnnxLipsyncModel(manifest, session, 8);
     expect(model.batch).toBe(2);
     const faces = new Float32Array(3 * 6 * PLANE).map((_, i) => (i % 97) / 97);
     const out = await model.run(new Float32Array(3 * 80 * 16), faces, 3);
     for (let b = 0; b < 3; b += 1) {
-      expect(out.subarray(b * 3 * PLANE, (b + 1) * 3 * PLANE)).toEqual(faces.subarray(b * 6 * PLANE, b * 6 * PLANE + 3 * PLANE));
+      expect(out.subarray(b * 3 * PLANE, (b + 1) * 3 * PLANE)).toEqual(
+        faces.subarray(b * 6 * PLANE, b * 6 * PLANE + 3 * PLANE),
+      );
     }
     await session.release();
   });
@@ -158,8 +190,20 @@ describe('which weights serve which model id', () => {
   });
 
   it.each([
-    ['one name for all', 'wav2lip-test', { 'vendor-lipsync-2': 'wav2lip-test', 'vendor-lipsync-2-pro': 'wav2lip-test', 'vendor-lipsync-3': 'wav2lip-test' }],
-    ['a JSON object for some ids', '{"vendor-lipsync-3":"wav2lip-hq"}', { ...DEFAULT_LIPSYNC_MODEL_MAPPING, 'vendor-lipsync-3': 'wav2lip-hq' }],
+    [
+      'one name for all',
+      'wav2lip-test',
+      {
+        'vendor-lipsync-2': 'wav2lip-test',
+        'vendor-lipsync-2-pro': 'wav2lip-test',
+        'vendor-lipsync-3': 'wav2lip-test',
+      },
+    ],
+    [
+      'a JSON object for some ids',
+      '{"vendor-lipsync-3":"wav2lip-hq"}',
+      { ...DEFAULT_LIPSYNC_MODEL_MAPPING, 'vendor-lipsync-3': 'wav2lip-hq' },
+    ],
   ])('parses %s', (_what, text, mapping) => {
     expect(parseLipsyncModelMapping(text)).toEqual(mapping);
   });
@@ -167,13 +211,21 @@ describe('which weights serve which model id', () => {
   it.each([
     ['an unknown id', '{"vendor-lipsync-4":"x"}', 'Unrecognized key'],
     ['a bad name', 'Wav2Lip!', 'Expected a model manifest name of lower-case letters, digits, dots and dashes'],
-    ['broken JSON', '{"vendor-lipsync-3":', 'Expected a manifest name or a JSON object for LIPSYNC_MODELS but received'],
+    [
+      'broken JSON',
+      '{"vendor-lipsync-3":',
+      'Expected a manifest name or a JSON object for LIPSYNC_MODELS but received',
+    ],
   ])('refuses %s', (_what, text, words) => {
     expect(() => parseLipsyncModelMapping(text, 'LIPSYNC_MODELS')).toThrow(words);
   });
 
   it('defaults every id to the real weights, wav2lip', () => {
-    expect(DEFAULT_LIPSYNC_MODEL_MAPPING).toEqual({ 'vendor-lipsync-2': 'wav2lip', 'vendor-lipsync-2-pro': 'wav2lip', 'vendor-lipsync-3': 'wav2lip' });
+    expect(DEFAULT_LIPSYNC_MODEL_MAPPING).toEqual({
+      'vendor-lipsync-2': 'wav2lip',
+      'vendor-lipsync-2-pro': 'wav2lip',
+      'vendor-lipsync-3': 'wav2lip',
+    });
   });
 
   it('fails a job with a processing failure (LIPSYNC_FAILED for the job) naming what to install when the real weights are not installed', async () => {
@@ -182,13 +234,19 @@ describe('which weights serve which model id', () => {
     await expect(attempt).rejects.toMatchObject({ name: 'ProcessingError', retryable: false });
     await expect(attempt).rejects.toThrow(
       'Expected lip-sync weights wav2lip for vendor-lipsync-2-pro but they are not installed (no manifest): install real Wav2Lip ONNX weights with ' +
-        'node dist/scripts/install-lipsync-model.js --url URL --sha256 HEX run with the worker\'s environment (it writes where MEDIA_WORKER_MODELS_DIR and MEDIA_WORKER_MODEL_FILES_DIR point), or select the test model explicitly (mapping vendor-lipsync-2-pro to wav2lip-test; it does not lip-sync)',
+        "node dist/scripts/install-lipsync-model.js --url URL --sha256 HEX run with the worker's environment (it writes where MEDIA_WORKER_MODELS_DIR and MEDIA_WORKER_MODEL_FILES_DIR point), or select the test model explicitly (mapping vendor-lipsync-2-pro to wav2lip-test; it does not lip-sync)",
     );
   });
 
   it('says the same when the manifest is there but its weights file is not', async () => {
     const manifest = testModelManifest().manifest;
-    const installed = { ...manifest, name: 'wav2lip', file: 'wav2lip.onnx', testModel: false, source: { kind: 'external', url: 'https://example.com/w.onnx', instructions: 'install it' } };
+    const installed = {
+      ...manifest,
+      name: 'wav2lip',
+      file: 'wav2lip.onnx',
+      testModel: false,
+      source: { kind: 'external', url: 'https://example.com/w.onnx', instructions: 'install it' },
+    };
     await writeFile(path.join(dir, 'wav2lip.json'), JSON.stringify(installed));
     await expect(loadLipsyncModel('vendor-lipsync-3', { sessions, registry: { modelsDir: dir } })).rejects.toThrow(
       'Expected lip-sync weights wav2lip for vendor-lipsync-3 but they are not installed (no weights file): install real Wav2Lip ONNX weights with node dist/scripts/install-lipsync-model.js',
@@ -210,25 +268,56 @@ describe('which weights serve which model id', () => {
     await writeFile(path.join(modelsDir, 'wav2lip-test.json'), JSON.stringify({ ...manifest, sha256: wrong }));
     const attempt = ensureModelFile('wav2lip-test', withLipsyncGenerators({ modelsDir }));
     await expect(attempt).rejects.toThrow(ModelIntegrityError);
-    await expect(attempt).rejects.toThrow(`Model wav2lip-test generated by wav2lip-test has sha256 ${manifest.sha256} but manifest`);
+    await expect(attempt).rejects.toThrow(
+      `Model wav2lip-test generated by wav2lip-test has sha256 ${manifest.sha256} but manifest`,
+    );
     expect(await readdir(modelsDir)).toEqual(['wav2lip-test.json']);
 
-    await writeFile(path.join(modelsDir, 'wav2lip-test.json'), JSON.stringify({ ...manifest, source: { kind: 'generated', generator: 'nonsense' } }));
+    await writeFile(
+      path.join(modelsDir, 'wav2lip-test.json'),
+      JSON.stringify({ ...manifest, source: { kind: 'generated', generator: 'nonsense' } }),
+    );
     const unknown = ensureModelFile('wav2lip-test', withLipsyncGenerators({ modelsDir }));
     await expect(unknown).rejects.toThrow(ModelRegistryError);
-    await expect(unknown).rejects.toThrow('Expected a known generator (wav2lip-test) for model wav2lip-test but received nonsense');
+    await expect(unknown).rejects.toThrow(
+      'Expected a known generator (wav2lip-test) for model wav2lip-test but received nonsense',
+    );
     // The registry knows no builder of its own: without lip-sync's generators it cannot make the file.
     await writeFile(path.join(modelsDir, 'wav2lip-test.json'), JSON.stringify(manifest));
-    await expect(ensureModelFile('wav2lip-test', { modelsDir })).rejects.toThrow('Expected a known generator (none given) for model wav2lip-test but received wav2lip-test');
+    await expect(ensureModelFile('wav2lip-test', { modelsDir })).rejects.toThrow(
+      'Expected a known generator (none given) for model wav2lip-test but received wav2lip-test',
+    );
   });
 });
 
 describe('lip-sync and face-detection manifests', () => {
   it.each([
-    ['faces with 5 channels', { inputs: { ...testModelManifest().manifest.inputs, faces: { ...testModelManifest().manifest.inputs.faces, shape: ['B', 5, 96, 96] } } }, 'inputs.faces.shape'],
-    ['a mel window with a fixed batch', { inputs: { ...testModelManifest().manifest.inputs, mel: { ...testModelManifest().manifest.inputs.mel, shape: [4, 1, 80, 16] } } }, 'inputs.mel.shape'],
+    [
+      'faces with 5 channels',
+      {
+        inputs: {
+          ...testModelManifest().manifest.inputs,
+          faces: { ...testModelManifest().manifest.inputs.faces, shape: ['B', 5, 96, 96] },
+        },
+      },
+      'inputs.faces.shape',
+    ],
+    [
+      'a mel window with a fixed batch',
+      {
+        inputs: {
+          ...testModelManifest().manifest.inputs,
+          mel: { ...testModelManifest().manifest.inputs.mel, shape: [4, 1, 80, 16] },
+        },
+      },
+      'inputs.mel.shape',
+    ],
     ['a generated source without a generator', { source: { kind: 'generated' } }, 'source.generator'],
-    ['an external source with a bad URL', { source: { kind: 'external', url: 'not a url', instructions: 'x' } }, 'source.url'],
+    [
+      'an external source with a bad URL',
+      { source: { kind: 'external', url: 'not a url', instructions: 'x' } },
+      'source.url',
+    ],
   ])('refuses a lip-sync manifest with %s', (_what, change, words) => {
     const call = (): unknown => parseManifest({ ...testModelManifest().manifest, ...change }, 'models/broken.json');
     expect(call).toThrow('Expected a valid model manifest in models/broken.json');
@@ -236,10 +325,16 @@ describe('lip-sync and face-detection manifests', () => {
   });
 
   it.each([
-    ['a package path that climbs out', { path: 'ONNX/../../etc/passwd' }, 'Expected a relative path inside the package'],
+    [
+      'a package path that climbs out',
+      { path: 'ONNX/../../etc/passwd' },
+      'Expected a relative path inside the package',
+    ],
     ['a version range', { version: '^1.2.0' }, 'Expected an exact version'],
   ])('refuses a face-detection manifest with %s', async (_what, change, words) => {
     const manifest = await getManifest('blazeface-back-256');
-    expect(() => parseManifest({ ...manifest, source: { ...manifest.source, ...change } }, 'models/broken.json')).toThrow(words);
+    expect(() =>
+      parseManifest({ ...manifest, source: { ...manifest.source, ...change } }, 'models/broken.json'),
+    ).toThrow(words);
   });
 });

@@ -36,9 +36,12 @@ describe('checkAddress: only global unicast passes', () => {
     expect(checkAddress(ip)).toEqual({ allowed: false, range });
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '93.184.216.34', '2606:4700:4700::1111', '2a00:1450:4001::1', '::ffff:8.8.8.8'])('allows %s', (ip) => {
-    expect(checkAddress(ip)).toEqual({ allowed: true });
-  });
+  it.each(['8.8.8.8', '1.1.1.1', '93.184.216.34', '2606:4700:4700::1111', '2a00:1450:4001::1', '::ffff:8.8.8.8'])(
+    'allows %s',
+    (ip) => {
+      expect(checkAddress(ip)).toEqual({ allowed: true });
+    },
+  );
 
   it('allows everything with allowPrivate (local development), except non-addresses', () => {
     expect(checkAddress('127.0.0.1', { allowPrivate: true })).toEqual({ allowed: true });
@@ -58,6 +61,8 @@ describe('checkAddress: only global unicast passes', () => {
   });
 
   it('words a malformed range consistently', () => {
-    expect(() => parseCidrs(['10.0.0.0/8', '10.0.0/33'])).toThrow('Expected a CIDR range for the allowed address list but received "10.0.0/33"');
+    expect(() => parseCidrs(['10.0.0.0/8', '10.0.0/33'])).toThrow(
+      'Expected a CIDR range for the allowed address list but received "10.0.0/33"',
+    );
   });
 });

@@ -45,7 +45,9 @@ describe('resolveFfmpeg', () => {
   });
 
   it('falls back to the PATH, skipping relative entries and non-executables', () => {
-    expect(resolveFfmpeg({ searchPath: ['relative/bin', join(dir, 'nowhere'), dir].join(':') })).toBe(join(dir, 'ffmpeg'));
+    expect(resolveFfmpeg({ searchPath: ['relative/bin', join(dir, 'nowhere'), dir].join(':') })).toBe(
+      join(dir, 'ffmpeg'),
+    );
     expect(findOnPath('not-executable', dir)).toBeUndefined();
   });
 

@@ -48,7 +48,9 @@ describe('createMediaDeps', () => {
   it('passes the limits and policy through', async () => {
     await withJobDir('deps-test', async (dir) => {
       const strict = createMediaDeps({ dir, allowHttp: true, maxPixels: 1000 });
-      await expect(strict.localize(`http://127.0.0.1:${port}/cat.png`, 'image')).rejects.toMatchObject({ code: 'FETCH_FAILED' });
+      await expect(strict.localize(`http://127.0.0.1:${port}/cat.png`, 'image')).rejects.toMatchObject({
+        code: 'FETCH_FAILED',
+      });
       await expect(strict.probeImage(join(PHOTOS, 'chelsea.png'))).rejects.toMatchObject({ code: 'OUTPUT_TOO_LARGE' });
     });
   });
@@ -59,7 +61,9 @@ describe('createMediaDeps', () => {
       const deps = createMediaDeps({ dir, allowHttp: true, allowPrivate: true, signal: controller.signal });
       const call = new AbortController();
       call.abort(new Error('call cancelled'));
-      await expect(deps.localize(`http://127.0.0.1:${port}/cat.png`, 'image', call.signal)).rejects.toThrow('call cancelled');
+      await expect(deps.localize(`http://127.0.0.1:${port}/cat.png`, 'image', call.signal)).rejects.toThrow(
+        'call cancelled',
+      );
       controller.abort(new Error('job cancelled'));
       await expect(deps.localize(`http://127.0.0.1:${port}/cat.png`, 'image')).rejects.toThrow('job cancelled');
     });

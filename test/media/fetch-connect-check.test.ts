@@ -61,7 +61,9 @@ describe('connect-time address check', () => {
     }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'FETCH_FAILED' });
     expect((err as Error).message).toBe(`Could not fetch the image input from http://rebound.example:${port}/x`);
-    expect(((err as Error).cause as Error).message).toBe('Expected a public address for the image input but received rebound.example, which resolves to 127.0.0.1 (loopback)');
+    expect(((err as Error).cause as Error).message).toBe(
+      'Expected a public address for the image input but received rebound.example, which resolves to 127.0.0.1 (loopback)',
+    );
     expect(calls).toEqual(['127.0.0.1', '127.0.0.1']);
     // The TCP connection was made (that is what is being checked), the HTTP request was not.
     await new Promise((resolve) => setTimeout(resolve, 50));

@@ -66,21 +66,33 @@ describe('https downloads', () => {
   });
 
   it('fails on an untrusted certificate', async () => {
-    const err = await localize(`https://media.example:${tlsPort}/file`, 'image', options({ extraCaCerts: [] })).catch((e: unknown) => e);
+    const err = await localize(`https://media.example:${tlsPort}/file`, 'image', options({ extraCaCerts: [] })).catch(
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: 'FETCH_FAILED' });
     expect((err as Error).message).toMatch(/^Could not fetch the image input from https:\/\/media\.example:\d+\/file$/);
-    expect(((err as Error).cause as Error).message).toMatch(/^Fetching the image input from https:\/\/media\.example:\d+\/file failed: /);
+    expect(((err as Error).cause as Error).message).toMatch(
+      /^Fetching the image input from https:\/\/media\.example:\d+\/file failed: /,
+    );
   });
 
   it('refuses a redirect that downgrades to plain http', async () => {
-    const err = await localize(`https://media.example:${tlsPort}/downgrade`, 'video', options()).catch((e: unknown) => e);
+    const err = await localize(`https://media.example:${tlsPort}/downgrade`, 'video', options()).catch(
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: 'FETCH_FAILED' });
-    expect((err as Error).message).toBe('Expected the video input to redirect to an https URL but it redirected to a plain http URL');
+    expect((err as Error).message).toBe(
+      'Expected the video input to redirect to an https URL but it redirected to a plain http URL',
+    );
     expect(plainHits).toBe(0);
   });
 
   it('still refuses inside addresses over https', async () => {
-    const err = await localize(`https://media.example:${tlsPort}/file`, 'image', options({ allowedCidrs: [] })).catch((e: unknown) => e);
-    expect(((err as Error).cause as Error).message).toBe('Expected a public address for the image input but received media.example, which resolves to 127.0.0.1 (loopback)');
+    const err = await localize(`https://media.example:${tlsPort}/file`, 'image', options({ allowedCidrs: [] })).catch(
+      (e: unknown) => e,
+    );
+    expect(((err as Error).cause as Error).message).toBe(
+      'Expected a public address for the image input but received media.example, which resolves to 127.0.0.1 (loopback)',
+    );
   });
 });

@@ -126,7 +126,12 @@ afterEach(async () => {
 
 const local = (path: string): string => `http://127.0.0.1:${main.port}${path}`;
 /** Development settings: http and private addresses allowed. */
-const dev = (extra: Partial<LocalizeOptions> = {}): LocalizeOptions => ({ dir, allowHttp: true, allowPrivate: true, ...extra });
+const dev = (extra: Partial<LocalizeOptions> = {}): LocalizeOptions => ({
+  dir,
+  allowHttp: true,
+  allowPrivate: true,
+  ...extra,
+});
 /** Production policy, http allowed so the test servers can be plain http. */
 const strict = (extra: Partial<LocalizeOptions> = {}): LocalizeOptions => ({ dir, allowHttp: true, ...extra });
 /** A resolver standing in for DNS: fixed answers, no network. */
@@ -134,7 +139,8 @@ const fakeDns =
   (table: Record<string, string[]>): Resolver =>
   async (hostname) => {
     const answers = table[hostname];
-    if (answers === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+    if (answers === undefined)
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
     return answers.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
   };
 
@@ -164,10 +170,14 @@ describe('downloads', () => {
   });
 
   it('reaches a public-looking host through the resolver (the real lookup path)', async () => {
-    const input = await localize(`http://media.example:${main.port}/ok`, 'audio', strict({
-      resolve: fakeDns({ 'media.example': ['127.0.0.1'] }),
-      allowedCidrs: ['127.0.0.1/32'],
-    }));
+    const input = await localize(
+      `http://media.example:${main.port}/ok`,
+      'audio',
+      strict({
+        resolve: fakeDns({ 'media.example': ['127.0.0.1'] }),
+        allowedCidrs: ['127.0.0.1/32'],
+      }),
+    );
     expect(input.bytes).toBe(BODY.length);
   });
 });
@@ -186,7 +196,9 @@ describe('refused destinations', () => {
     const err = await failure(localize(template.replace('PORT', String(main.port)), 'image', strict()));
     expect(err.code).toBe('FETCH_FAILED');
     expect(err.status).toBe(422);
-    expect(err.message).toBe(`Could not fetch the image input from ${displayed(template.replace('PORT', String(main.port)))}`);
+    expect(err.message).toBe(
+      `Could not fetch the image input from ${displayed(template.replace('PORT', String(main.port)))}`,
+    );
     expect(detailOf(err)).toBe(`Expected a public address for the image input but received ${where}`);
     expect(main.hits.length).toBe(before);
     await dirIsEmpty();
@@ -194,25 +206,41 @@ describe('refused destinations', () => {
 
   it('refuses a hostname whose DNS answer points inside, without sending a request', async () => {
     const before = main.hits.length;
-    const err = await failure(localize(`http://innocent.example:${main.port}/ok`, 'image', strict({
-      resolve: fakeDns({ 'innocent.example': ['127.0.0.1'] }),
-    })));
+    const err = await failure(
+      localize(
+        `http://innocent.example:${main.port}/ok`,
+        'image',
+        strict({
+          resolve: fakeDns({ 'innocent.example': ['127.0.0.1'] }),
+        }),
+      ),
+    );
     expect(err.code).toBe('FETCH_FAILED');
-    expect(detailOf(err)).toBe('Expected a public address for the image input but received innocent.example, which resolves to 127.0.0.1 (loopback)');
+    expect(detailOf(err)).toBe(
+      'Expected a public address for the image input but received innocent.example, which resolves to 127.0.0.1 (loopback)',
+    );
     expect(main.hits.length).toBe(before);
   });
 
   it('refuses a host when any one of its addresses is inside', async () => {
-    const err = await failure(localize(`http://mixed.example:${main.port}/ok`, 'image', strict({
-      resolve: fakeDns({ 'mixed.example': ['127.0.0.1', '10.1.2.3'] }),
-      allowedCidrs: ['127.0.0.1/32'],
-    })));
+    const err = await failure(
+      localize(
+        `http://mixed.example:${main.port}/ok`,
+        'image',
+        strict({
+          resolve: fakeDns({ 'mixed.example': ['127.0.0.1', '10.1.2.3'] }),
+          allowedCidrs: ['127.0.0.1/32'],
+        }),
+      ),
+    );
     expect(detailOf(err)).toMatch(/mixed\.example, which resolves to 10\.1\.2\.3 \(private\)$/);
   });
 
   it('refuses a redirect from an allowed server to a private address, which is never contacted', async () => {
     const target = `http://127.0.0.2:${inside.port}/secret`;
-    const err = await failure(localize(local(`/to?target=${encodeURIComponent(target)}`), 'video', strict({ allowedCidrs: ['127.0.0.1/32'] })));
+    const err = await failure(
+      localize(local(`/to?target=${encodeURIComponent(target)}`), 'video', strict({ allowedCidrs: ['127.0.0.1/32'] })),
+    );
     expect(err.code).toBe('FETCH_FAILED');
     expect(detailOf(err)).toBe('Expected a public address for the video input but received 127.0.0.2 (loopback)');
     expect(main.hits.some((h) => h.startsWith('/to'))).toBe(true);
@@ -221,17 +249,33 @@ describe('refused destinations', () => {
 
   it('refuses a redirect to a hostname that resolves inside', async () => {
     const target = `http://intranet.example:${inside.port}/secret`;
-    const err = await failure(localize(`http://cdn.example:${main.port}/to?target=${encodeURIComponent(target)}`, 'video', strict({
-      resolve: fakeDns({ 'cdn.example': ['127.0.0.1'], 'intranet.example': ['127.0.0.2'] }),
-      allowedCidrs: ['127.0.0.1/32'],
-    })));
-    expect(detailOf(err)).toBe('Expected a public address for the video input but received intranet.example, which resolves to 127.0.0.2 (loopback)');
+    const err = await failure(
+      localize(
+        `http://cdn.example:${main.port}/to?target=${encodeURIComponent(target)}`,
+        'video',
+        strict({
+          resolve: fakeDns({ 'cdn.example': ['127.0.0.1'], 'intranet.example': ['127.0.0.2'] }),
+          allowedCidrs: ['127.0.0.1/32'],
+        }),
+      ),
+    );
+    expect(detailOf(err)).toBe(
+      'Expected a public address for the video input but received intranet.example, which resolves to 127.0.0.2 (loopback)',
+    );
     expect(inside.hits).toEqual([]);
   });
 
   it('refuses a redirect to the cloud metadata service', async () => {
-    const err = await failure(localize(local('/to?target=http://169.254.169.254/latest/meta-data/'), 'image', strict({ allowedCidrs: ['127.0.0.1/32'] })));
-    expect(detailOf(err)).toBe('Expected a public address for the image input but received 169.254.169.254 (link-local)');
+    const err = await failure(
+      localize(
+        local('/to?target=http://169.254.169.254/latest/meta-data/'),
+        'image',
+        strict({ allowedCidrs: ['127.0.0.1/32'] }),
+      ),
+    );
+    expect(detailOf(err)).toBe(
+      'Expected a public address for the image input but received 169.254.169.254 (link-local)',
+    );
   });
 
   it('refuses a redirect to another scheme', async () => {
@@ -268,17 +312,27 @@ describe('named private prefixes (MEDIA_WORKER_PRIVATE_ORIGINS)', () => {
   it('refuses a redirect out of the prefix to another private address, which is never contacted', async () => {
     // https, so that the scheme passes and the address is what refuses it.
     const target = `https://127.0.0.2:${inside.port}/secret`;
-    const err = await failure(localize(local(`/results/to?target=${encodeURIComponent(target)}`), 'video', { dir, privateUrlPrefixes: prefix() }));
+    const err = await failure(
+      localize(local(`/results/to?target=${encodeURIComponent(target)}`), 'video', {
+        dir,
+        privateUrlPrefixes: prefix(),
+      }),
+    );
     expect(err.message).toBe(`Could not fetch the video input from ${local('/results/to')}`);
     expect(detailOf(err)).toBe('Expected a public address for the video input but received 127.0.0.2 (loopback)');
     expect(inside.hits).toEqual([]);
   });
 
   it('reads the setting as URL prefixes and refuses anything else', () => {
-    expect(parsePrivateOrigins(' http://127.0.0.1:8080 , https://files.internal/uploads/ ')).toEqual(['http://127.0.0.1:8080/', 'https://files.internal/uploads/']);
+    expect(parsePrivateOrigins(' http://127.0.0.1:8080 , https://files.internal/uploads/ ')).toEqual([
+      'http://127.0.0.1:8080/',
+      'https://files.internal/uploads/',
+    ]);
     expect(parsePrivateOrigins('')).toEqual([]);
     for (const bad of ['127.0.0.1:8080', 'ftp://x/', 'http://u:p@127.0.0.1/', 'http://127.0.0.1/?a=1']) {
-      expect(() => parsePrivateOrigins(bad)).toThrow(`Expected a comma-separated list of http or https URL prefixes such as http://127.0.0.1:8080/results/ but received ${JSON.stringify(bad)}`);
+      expect(() => parsePrivateOrigins(bad)).toThrow(
+        `Expected a comma-separated list of http or https URL prefixes such as http://127.0.0.1:8080/results/ but received ${JSON.stringify(bad)}`,
+      );
     }
   });
 });
@@ -288,7 +342,9 @@ describe('size caps and timeouts', () => {
     const err = await failure(localize(local('/endless'), 'image', dev({ maxBytes: { image: 64 * 1024 } })));
     expect(err.code).toBe('INPUT_TOO_LARGE');
     expect(err.status).toBe(422);
-    expect(err.message).toBe(`Expected at most 65536 bytes for the image input but received more from ${local('/endless')}`);
+    expect(err.message).toBe(
+      `Expected at most 65536 bytes for the image input but received more from ${local('/endless')}`,
+    );
     await dirIsEmpty();
   });
 
@@ -296,15 +352,21 @@ describe('size caps and timeouts', () => {
     const started = performance.now();
     const err = await failure(localize(local('/declared-huge'), 'video', dev()));
     expect(err.code).toBe('INPUT_TOO_LARGE');
-    expect(err.message).toBe(`Expected at most 1073741824 bytes for the video input but received 10737418240 bytes from ${local('/declared-huge')}`);
+    expect(err.message).toBe(
+      `Expected at most 1073741824 bytes for the video input but received 10737418240 bytes from ${local('/declared-huge')}`,
+    );
     expect(performance.now() - started).toBeLessThan(2_000);
     await dirIsEmpty();
   });
 
   it('applies per-kind default caps', async () => {
     // 20 000 bytes fit every default cap; a cap of 19 999 for one kind only refuses that kind.
-    await expect(localize(local('/ok'), 'audio', dev({ maxBytes: { image: 19_999 } }))).resolves.toMatchObject({ bytes: 20_000 });
-    await expect(localize(local('/ok'), 'image', dev({ maxBytes: { image: 19_999 } }))).rejects.toMatchObject({ code: 'INPUT_TOO_LARGE' });
+    await expect(localize(local('/ok'), 'audio', dev({ maxBytes: { image: 19_999 } }))).resolves.toMatchObject({
+      bytes: 20_000,
+    });
+    await expect(localize(local('/ok'), 'image', dev({ maxBytes: { image: 19_999 } }))).rejects.toMatchObject({
+      code: 'INPUT_TOO_LARGE',
+    });
   });
 
   it('times out a server that stops sending (idle timeout) and removes the partial file', async () => {
@@ -322,9 +384,13 @@ describe('size caps and timeouts', () => {
 
   it('times out a connection that cannot be made (resolution hangs)', async () => {
     const hang: Resolver = () => new Promise(() => {});
-    const err = await failure(localize('http://blackhole.example/a.mp4', 'video', dev({ resolve: hang, connectTimeoutMs: 200 })));
+    const err = await failure(
+      localize('http://blackhole.example/a.mp4', 'video', dev({ resolve: hang, connectTimeoutMs: 200 })),
+    );
     expect(err).toMatchObject({ code: 'FETCH_FAILED', retryable: true });
-    expect(detailOf(err)).toBe('Fetching the video input from http://blackhole.example/a.mp4 timed out: no connection within 200 ms');
+    expect(detailOf(err)).toBe(
+      'Fetching the video input from http://blackhole.example/a.mp4 timed out: no connection within 200 ms',
+    );
   });
 
   it('gives up at the overall deadline even while bytes keep trickling in', async () => {
@@ -336,20 +402,30 @@ describe('size caps and timeouts', () => {
 
   it('cuts a body slower than the minimum rate long before the deadline, and removes the partial file', async () => {
     const started = performance.now();
-    const err = await failure(localize(local('/trickle'), 'audio', dev({ minBytesPerSecond: 1000, rateWindowMs: 300, idleTimeoutMs: 10_000, deadlineMs: 60_000 })));
+    const err = await failure(
+      localize(
+        local('/trickle'),
+        'audio',
+        dev({ minBytesPerSecond: 1000, rateWindowMs: 300, idleTimeoutMs: 10_000, deadlineMs: 60_000 }),
+      ),
+    );
     expect(performance.now() - started).toBeLessThan(1500);
     expect(err).toMatchObject({ code: 'FETCH_FAILED', retryable: false });
     expect(err.message).toBe(`Could not fetch the audio input from ${local('/trickle')}`);
     expect(detailOf(err)).toMatch(/^Fetching the audio input from .*\/trickle was too slow: \d+ bytes in 300 ms$/);
     await dirIsEmpty();
     // A body that comes at once is not judged: the check stops with the download.
-    await expect(localize(local('/ok'), 'image', dev({ minBytesPerSecond: 1_000_000, rateWindowMs: 300 }))).resolves.toMatchObject({ bytes: 20_000 });
+    await expect(
+      localize(local('/ok'), 'image', dev({ minBytesPerSecond: 1_000_000, rateWindowMs: 300 })),
+    ).resolves.toMatchObject({ bytes: 20_000 });
   });
 
   it('stops when the job is cancelled, with the abort reason, and removes the partial file', async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error('job cancelled')), 200);
-    await expect(localize(local('/trickle'), 'audio', dev({ signal: controller.signal }))).rejects.toThrow('job cancelled');
+    await expect(localize(local('/trickle'), 'audio', dev({ signal: controller.signal }))).rejects.toThrow(
+      'job cancelled',
+    );
     await dirIsEmpty();
   });
 });
@@ -362,7 +438,10 @@ describe('HTTP errors', () => {
   });
 
   it('reports 503 as retryable', async () => {
-    await expect(localize(local('/busy'), 'image', dev())).rejects.toMatchObject({ code: 'FETCH_FAILED', retryable: true });
+    await expect(localize(local('/busy'), 'image', dev())).rejects.toMatchObject({
+      code: 'FETCH_FAILED',
+      retryable: true,
+    });
   });
 
   it('reports an unresolvable host', async () => {
@@ -426,12 +505,16 @@ describe('URLs and local paths', () => {
     const input = await localize('/etc/hostname', 'image', { dir, allowLocalPaths: true });
     expect(input.path).toBe('/etc/hostname');
     expect(input.bytes).toBe((await readFile('/etc/hostname')).length);
-    expect(await localize('file:///etc/hostname', 'image', { dir, allowLocalPaths: true })).toMatchObject({ path: '/etc/hostname' });
+    expect(await localize('file:///etc/hostname', 'image', { dir, allowLocalPaths: true })).toMatchObject({
+      path: '/etc/hostname',
+    });
     await dirIsEmpty();
   });
 
   it('reports a missing local file and a directory', async () => {
-    await expect(localize(join(dir, 'missing.png'), 'image', { dir, allowLocalPaths: true })).rejects.toMatchObject({ code: 'FETCH_FAILED' });
+    await expect(localize(join(dir, 'missing.png'), 'image', { dir, allowLocalPaths: true })).rejects.toMatchObject({
+      code: 'FETCH_FAILED',
+    });
     const err = await failure(localize('/etc', 'image', { dir, allowLocalPaths: true }));
     expect(err.message).toBe('Expected a regular file for the image input but received "/etc"');
   });

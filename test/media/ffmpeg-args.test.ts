@@ -21,7 +21,12 @@ import { makeClip, makeTempDir } from './helpers.js';
 
 describe('argument builders', () => {
   it('whitelists file and pipe protocols and the accepted demuxers by default', () => {
-    expect(safeInputArgs()).toEqual(['-protocol_whitelist', 'file,pipe', '-format_whitelist', 'mov,matroska,gif,mp3,wav,aac,ogg,flac']);
+    expect(safeInputArgs()).toEqual([
+      '-protocol_whitelist',
+      'file,pipe',
+      '-format_whitelist',
+      'mov,matroska,gif,mp3,wav,aac,ogg,flac',
+    ]);
     expect(MEDIA_DEMUXERS).not.toContain('hls');
     expect(MEDIA_DEMUXERS).not.toContain('concat');
   });
@@ -73,7 +78,9 @@ describe('argument builders', () => {
   });
 
   it('refuses relative paths', () => {
-    expect(() => fileInput('clip.mp4')).toThrow('Expected an absolute path for the media input but received "clip.mp4"');
+    expect(() => fileInput('clip.mp4')).toThrow(
+      'Expected an absolute path for the media input but received "clip.mp4"',
+    );
   });
 
   it('starts every pipeline ffmpeg quiet: no banner, no terminal, no stats, errors only', () => {
@@ -106,9 +113,14 @@ describe('argument builders', () => {
   it('asks ffprobe for JSON with the format and every stream', () => {
     const args = ffprobeArgs('/data/a.webm', 'webm');
     expect(args.slice(args.indexOf('-i'), args.indexOf('-i') + 2)).toEqual(['-i', 'file:/data/a.webm']);
-    expect(args).toEqual(expect.arrayContaining(['-print_format', 'json=compact=1', '-show_format', '-show_streams', '-f', 'matroska']));
+    expect(args).toEqual(
+      expect.arrayContaining(['-print_format', 'json=compact=1', '-show_format', '-show_streams', '-f', 'matroska']),
+    );
     // Every packet's timing: what the quote measures (stream-measure.ts); the benchmark's baseline reads headers only.
-    expect(args.slice(args.indexOf('-show_entries'))).toEqual(['-show_entries', 'packet=stream_index,pts_time,dts_time,duration_time,flags']);
+    expect(args.slice(args.indexOf('-show_entries'))).toEqual([
+      '-show_entries',
+      'packet=stream_index,pts_time,dts_time,duration_time,flags',
+    ]);
     expect(ffprobeArgs('/data/a.webm', 'webm', true)).not.toContain('-show_entries');
   });
 });
@@ -122,7 +134,8 @@ describe('the flags against the ffmpeg builds on this machine', () => {
   beforeAll(async () => {
     ({ dir, cleanup } = await makeTempDir('args'));
     await makeClip(join(dir, 'seg.ts'), { seconds: 0.4, extra: ['-f', 'mpegts'] });
-    const playlist = (segment: string): string => `#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:0.4,\n${segment}\n#EXT-X-ENDLIST\n`;
+    const playlist = (segment: string): string =>
+      `#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:0.4,\n${segment}\n#EXT-X-ENDLIST\n`;
     await writeFile(join(dir, 'real.m3u8'), playlist('seg.ts'));
     // A FIFO blocks whoever opens it for reading: a probe that finishes promptly never opened it.
     await promisify(execFile)('mkfifo', [join(dir, 'trap.ts')]);
@@ -134,37 +147,56 @@ describe('the flags against the ffmpeg builds on this machine', () => {
     await cleanup();
   });
 
-  it.skipIf(systemFfprobe === undefined)('control: without the flags the system ffprobe follows a playlist to a local file', async () => {
-    const { stdout } = await runProcess(systemFfprobe ?? 'ffprobe', ['-v', 'error', '-show_entries', 'format=format_name', '-of', 'csv=p=0', join(dir, 'real.m3u8')], {
-      timeoutMs: 10_000,
-    });
-    expect(stdout.toString().trim()).toBe('hls');
-  });
+  it.skipIf(systemFfprobe === undefined)(
+    'control: without the flags the system ffprobe follows a playlist to a local file',
+    async () => {
+      const { stdout } = await runProcess(
+        systemFfprobe ?? 'ffprobe',
+        ['-v', 'error', '-show_entries', 'format=format_name', '-of', 'csv=p=0', join(dir, 'real.m3u8')],
+        {
+          timeoutMs: 10_000,
+        },
+      );
+      expect(stdout.toString().trim()).toBe('hls');
+    },
+  );
 
   it.each(probes)('%s refuses an HLS playlist and never opens the file it names', async (ffprobe) => {
     const started = Date.now();
-    const failure = await runProcess(ffprobe, ['-v', 'error', ...safeInputArgs(), '-i', fileInput(join(dir, 'trap.m3u8'))], {
-      timeoutMs: 10_000,
-      killGraceMs: 100,
-    }).catch((err: unknown) => err);
+    const failure = await runProcess(
+      ffprobe,
+      ['-v', 'error', ...safeInputArgs(), '-i', fileInput(join(dir, 'trap.m3u8'))],
+      {
+        timeoutMs: 10_000,
+        killGraceMs: 100,
+      },
+    ).catch((err: unknown) => err);
     expect(failure).toMatchObject({ reason: 'exit' });
     expect((failure as { stderrTail: string }).stderrTail).toMatch(/not on whitelist/);
     expect(Date.now() - started).toBeLessThan(8_000);
   });
 
   it.each(probes)('%s refuses an ffconcat script', async (ffprobe) => {
-    const failure = await runProcess(ffprobe, ['-v', 'error', ...safeInputArgs(), '-i', fileInput(join(dir, 'list.ffconcat'))], {
-      timeoutMs: 10_000,
-      killGraceMs: 100,
-    }).catch((err: unknown) => err);
+    const failure = await runProcess(
+      ffprobe,
+      ['-v', 'error', ...safeInputArgs(), '-i', fileInput(join(dir, 'list.ffconcat'))],
+      {
+        timeoutMs: 10_000,
+        killGraceMs: 100,
+      },
+    ).catch((err: unknown) => err);
     expect(failure).toMatchObject({ reason: 'exit' });
     expect((failure as { stderrTail: string }).stderrTail).toMatch(/not on whitelist/);
   });
 
   it.each(probes)('%s refuses network protocols', async (ffprobe) => {
-    const failure = await runProcess(ffprobe, ['-v', 'error', ...safeInputArgs(), '-i', 'http://127.0.0.1:9/clip.mp4'], {
-      timeoutMs: 10_000,
-    }).catch((err: unknown) => err);
+    const failure = await runProcess(
+      ffprobe,
+      ['-v', 'error', ...safeInputArgs(), '-i', 'http://127.0.0.1:9/clip.mp4'],
+      {
+        timeoutMs: 10_000,
+      },
+    ).catch((err: unknown) => err);
     expect((failure as { stderrTail: string }).stderrTail).toMatch(/Protocol 'http' not on whitelist/);
   });
 });

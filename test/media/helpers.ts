@@ -20,7 +20,13 @@ export async function makeTempDir(prefix: string): Promise<{ dir: string; cleanu
 
 /** Runs ffmpeg with a quiet log; `args` are everything after the global options. */
 export async function ffmpeg(args: string[]): Promise<void> {
-  await run(resolveFfmpeg({ ffmpegPath: process.env['FFMPEG_PATH'] ?? '' }), ['-hide_banner', '-v', 'error', '-y', ...args]);
+  await run(resolveFfmpeg({ ffmpegPath: process.env['FFMPEG_PATH'] ?? '' }), [
+    '-hide_banner',
+    '-v',
+    'error',
+    '-y',
+    ...args,
+  ]);
 }
 
 /** A synthetic clip (testsrc2 picture, optionally a sine tone) of a given length. */

@@ -9,7 +9,14 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adobeRgbProfile, displayP3Profile } from '../../bench/fidelity/fidelity-corpus-images.js';
-import { type ImageFormat, cleanExif, embedMetadata, iccDescription, readImageLayout, summariseExif } from '../../src/media/index.js';
+import {
+  type ImageFormat,
+  cleanExif,
+  embedMetadata,
+  iccDescription,
+  readImageLayout,
+  summariseExif,
+} from '../../src/media/index.js';
 
 let dir: string;
 let p3: Buffer;
@@ -54,7 +61,13 @@ describe('embedMetadata', () => {
     for (const [name, format, encoded, channels] of await encodings()) {
       const embedded = embedMetadata(encoded, format, { icc: p3, exif }, size);
       const meta = await sharp(embedded).metadata();
-      expect([name, meta.format, meta.width, meta.height, meta.hasAlpha]).toEqual([name, format, size.width, size.height, channels === 4]);
+      expect([name, meta.format, meta.width, meta.height, meta.hasAlpha]).toEqual([
+        name,
+        format,
+        size.width,
+        size.height,
+        channels === 4,
+      ]);
       expect(Buffer.compare(meta.icc!, p3), name).toBe(0);
       expect(summariseExif(meta.exif!), name).toEqual({ orientation: 1, hasGps: false, hasThumbnail: false });
       expect(meta.exif!.toString('latin1'), name).toContain('Jane Doe');
@@ -66,16 +79,28 @@ describe('embedMetadata', () => {
   });
 
   it('replaces what the encoder wrote instead of adding a second profile', async () => {
-    const srgbTagged = await sharp(picture(3), { raw: { ...size, channels: 3 } }).withIccProfile('srgb').png().toBuffer();
+    const srgbTagged = await sharp(picture(3), { raw: { ...size, channels: 3 } })
+      .withIccProfile('srgb')
+      .png()
+      .toBuffer();
     const embedded = embedMetadata(srgbTagged, 'png', { icc: p3 }, size);
     expect(embedded.toString('latin1').split('iCCP').length - 1).toBe(1);
     expect(iccDescription((await sharp(embedded).metadata()).icc!)).toMatch(/P3/);
   });
 
   it('splits a profile too large for one JPEG segment over several, which libvips joins again', async () => {
-    const large = (await sharp(await sharp({ create: { width: 2, height: 2, channels: 3, background: '#fff' } }).withIccProfile('cmyk').jpeg().toBuffer()).metadata()).icc!;
+    const large = (
+      await sharp(
+        await sharp({ create: { width: 2, height: 2, channels: 3, background: '#fff' } })
+          .withIccProfile('cmyk')
+          .jpeg()
+          .toBuffer(),
+      ).metadata()
+    ).icc!;
     expect(large.length).toBeGreaterThan(65_519 * 3);
-    const jpeg = await sharp(picture(3), { raw: { ...size, channels: 3 } }).jpeg().toBuffer();
+    const jpeg = await sharp(picture(3), { raw: { ...size, channels: 3 } })
+      .jpeg()
+      .toBuffer();
     const embedded = embedMetadata(jpeg, 'jpeg', { icc: large }, size);
     expect(Buffer.compare((await sharp(embedded).metadata()).icc!, large)).toBe(0);
   });
@@ -87,7 +112,9 @@ describe('embedMetadata', () => {
 
   it('refuses bytes that are not the format it was told', () => {
     expect(() => embedMetadata(Buffer.from('GIF89a....'), 'png', { icc: p3 }, size)).toThrow('Expected an encoded PNG');
-    expect(() => embedMetadata(Buffer.from('RIFF\0\0\0\0WEBP'), 'jpeg', { exif }, size)).toThrow('Expected an encoded JPEG');
+    expect(() => embedMetadata(Buffer.from('RIFF\0\0\0\0WEBP'), 'jpeg', { exif }, size)).toThrow(
+      'Expected an encoded JPEG',
+    );
     expect(() => embedMetadata(Buffer.alloc(40), 'webp', { exif }, size)).toThrow('Expected an encoded WebP');
   });
 });
@@ -104,8 +131,16 @@ describe('readImageLayout', () => {
     expect(await at('lossy-alpha.webp', files[4]![2], 'webp')).toEqual({ animated: false, lossless: false });
     expect(await at('lossless.webp', files[6]![2], 'webp')).toEqual({ animated: false, lossless: true });
     expect(await at('still.png', files[0]![2], 'png')).toEqual({ animated: false });
-    const frames = await Promise.all(['#f00', '#00f'].map((c) => sharp({ create: { width: 4, height: 4, channels: 3, background: c } }).png().toBuffer()));
-    const animated = await sharp(frames, { join: { animated: true } }).webp().toBuffer();
+    const frames = await Promise.all(
+      ['#f00', '#00f'].map((c) =>
+        sharp({ create: { width: 4, height: 4, channels: 3, background: c } })
+          .png()
+          .toBuffer(),
+      ),
+    );
+    const animated = await sharp(frames, { join: { animated: true } })
+      .webp()
+      .toBuffer();
     expect((await at('animated.webp', animated, 'webp')).animated).toBe(true);
   });
 });

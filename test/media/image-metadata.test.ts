@@ -59,7 +59,8 @@ describe('cleanExif', () => {
     const clean = cleanExif(exif, { width: 16, height: 16 })!;
     expect(clean.toString('latin1', 0, 2)).toBe('II');
     expect(summariseExif(clean)).toEqual({ orientation: 1, hasGps: false, hasThumbnail: false });
-    for (const field of ['MakeCo', 'ModelX', 'Jane Doe', '2024:05:06 07:08:09']) expect(clean.toString('latin1')).toContain(field);
+    for (const field of ['MakeCo', 'ModelX', 'Jane Doe', '2024:05:06 07:08:09'])
+      expect(clean.toString('latin1')).toContain(field);
     const rational = Buffer.alloc(8);
     rational.writeUInt32LE(2406, 0);
     rational.writeUInt32LE(100, 4);
@@ -70,7 +71,10 @@ describe('cleanExif', () => {
   });
 
   it('keeps GPS when asked', async () => {
-    expect(summariseExif(cleanExif(await cameraExif(), { width: 1, height: 1, keepGps: true })!)).toMatchObject({ hasGps: true, orientation: 1 });
+    expect(summariseExif(cleanExif(await cameraExif(), { width: 1, height: 1, keepGps: true })!)).toMatchObject({
+      hasGps: true,
+      orientation: 1,
+    });
   });
 
   it('edits a big-endian block in place: orientation, pixel dimensions as LONG, GPS values zeroed', () => {

@@ -15,7 +15,11 @@ beforeAll(async () => {
   const coffee = join(PHOTOS, 'coffee.png'); // 600x400
   await Promise.all([
     ...[1, 2, 3, 4, 5, 6, 7, 8].map((orientation) =>
-      sharp(coffee).resize(120, 80).jpeg().withMetadata({ orientation }).toFile(at(`orient-${orientation}.jpg`)),
+      sharp(coffee)
+        .resize(120, 80)
+        .jpeg()
+        .withMetadata({ orientation })
+        .toFile(at(`orient-${orientation}.jpg`)),
     ),
     sharp(coffee).resize(60, 40).toColourspace('rgb16').png().toFile(at('deep.png')),
     sharp(coffee).resize(90, 60).webp().toFile(at('photo.webp')),
@@ -53,7 +57,13 @@ describe('probeImage on real photos', () => {
   it('reports alpha', async () => {
     const rgba = at('rgba.png');
     await sharp(join(PHOTOS, 'chelsea.png')).ensureAlpha(0.5).png().toFile(rgba);
-    expect(await probeImage(rgba)).toMatchObject({ format: 'png', width: 451, height: 300, channels: 4, hasAlpha: true });
+    expect(await probeImage(rgba)).toMatchObject({
+      format: 'png',
+      width: 451,
+      height: 300,
+      channels: 4,
+      hasAlpha: true,
+    });
   });
 
   it('reports a 16-bit PNG', async () => {
@@ -79,7 +89,12 @@ describe('probeImage on real photos', () => {
     [7, 80, 120],
     [8, 80, 120],
   ])('EXIF orientation %i is displayed %ix%i', async (orientation, width, height) => {
-    expect(await probeImage(at(`orient-${orientation}.jpg`))).toMatchObject({ format: 'jpeg', orientation, width, height });
+    expect(await probeImage(at(`orient-${orientation}.jpg`))).toMatchObject({
+      format: 'jpeg',
+      orientation,
+      width,
+      height,
+    });
   });
 });
 

@@ -20,7 +20,11 @@ beforeAll(async () => {
     makeClip(at('ntsc.mov'), { seconds: 1, rate: 30000 / 1001, codec: x264 }),
     makeClip(at('clip.m4v'), { seconds: 0.5, codec: x264 }),
     makeClip(at('opus.mkv'), { seconds: 1, audio: true, codec: [...x264, '-c:a', 'libopus'] }),
-    makeClip(at('clip.webm'), { seconds: 1, audio: true, codec: ['-c:v', 'libvpx', '-b:v', '100k', '-c:a', 'libvorbis'] }),
+    makeClip(at('clip.webm'), {
+      seconds: 1,
+      audio: true,
+      codec: ['-c:v', 'libvpx', '-b:v', '100k', '-c:a', 'libvorbis'],
+    }),
     makeClip(at('anim.gif'), { seconds: 1.5, rate: 10, codec: [] }),
     makeClip(at('vfr.mp4'), {
       seconds: 2,
@@ -28,8 +32,16 @@ beforeAll(async () => {
       extra: ['-vf', "select='lt(mod(n\\,10)\\,3)+eq(mod(n\\,10)\\,7)'", '-fps_mode', 'vfr'],
     }),
     ffmpeg([
-      '-f', 'lavfi', '-i', 'color=black:size=64x48:rate=25', '-t', '0.2',
-      '-vf', 'drawbox=x=0:y=0:w=16:h=16:color=white:t=fill', ...x264, at('box.mp4'),
+      '-f',
+      'lavfi',
+      '-i',
+      'color=black:size=64x48:rate=25',
+      '-t',
+      '0.2',
+      '-vf',
+      'drawbox=x=0:y=0:w=16:h=16:color=white:t=fill',
+      ...x264,
+      at('box.mp4'),
     ]),
     makeTone(at('tone.mp3')),
     makeTone(at('tone.wav')),
@@ -37,20 +49,38 @@ beforeAll(async () => {
     makeTone(at('tone.ogg'), ['-c:a', 'libvorbis']),
     makeTone(at('tone.m4a'), ['-c:a', 'aac']),
     makeTone(at('isom-audio.mp4'), ['-c:a', 'aac']),
-    sharp({ create: { width: 16, height: 16, channels: 3, background: '#808080' } }).jpeg().toFile(at('cover.jpg')),
+    sharp({ create: { width: 16, height: 16, channels: 3, background: '#808080' } })
+      .jpeg()
+      .toFile(at('cover.jpg')),
   ]);
   await Promise.all([
     ffmpeg(['-i', at('box.mp4'), '-c', 'copy', '-metadata:s:v:0', 'rotate=90', at('rotated.mp4')]),
     ffmpeg([
-      '-i', at('tone.mp3'), '-i', at('cover.jpg'), '-map', '0', '-map', '1', '-c', 'copy',
-      '-disposition:v', 'attached_pic', '-id3v2_version', '3', at('cover.mp3'),
+      '-i',
+      at('tone.mp3'),
+      '-i',
+      at('cover.jpg'),
+      '-map',
+      '0',
+      '-map',
+      '1',
+      '-c',
+      'copy',
+      '-disposition:v',
+      'attached_pic',
+      '-id3v2_version',
+      '3',
+      at('cover.mp3'),
     ]),
   ]);
   const whole = await readFile(at('av.mp4'));
   // ffmpeg writes the moov box at the end: cutting the file in half loses it.
   await writeFile(at('truncated.mp4'), whole.subarray(0, Math.floor(whole.length / 2)));
   await writeFile(at('notes.mp4'), 'not a video\n');
-  await writeFile(at('playlist.mp4'), `#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1.0,\n${at('av.mp4')}\n#EXT-X-ENDLIST\n`);
+  await writeFile(
+    at('playlist.mp4'),
+    `#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1.0,\n${at('av.mp4')}\n#EXT-X-ENDLIST\n`,
+  );
   await writeFile(at('concat.mp4'), `ffconcat version 1.0\nfile ${at('av.mp4')}\n`);
 });
 
@@ -64,7 +94,14 @@ describe('probeMedia on video', () => {
     expect(info.container).toBe('mp4');
     expect(info.durationSeconds).toBeCloseTo(15.04, 2);
     expect(Math.ceil(info.durationSeconds)).toBe(16);
-    expect(info.video).toMatchObject({ codec: 'h264', width: 32, height: 24, rotation: 0, fps: { num: 25, den: 1 }, variableFrameRate: false });
+    expect(info.video).toMatchObject({
+      codec: 'h264',
+      width: 32,
+      height: 24,
+      rotation: 0,
+      fps: { num: 25, den: 1 },
+      variableFrameRate: false,
+    });
     expect(info.video?.frameCount).toBe(376);
     expect(info.audio).toBeUndefined();
   });
@@ -206,12 +243,30 @@ describe('probeMedia refuses bad input', () => {
 });
 
 /** `count` packets of stream `index`, `step` seconds apart from `start`, each lasting `step`. */
-function packets(index: number, count: number, step: number, start = 0): { stream_index: number; pts_time: string; duration_time: string; flags: string }[] {
-  return Array.from({ length: count }, (_, i) => ({ stream_index: index, pts_time: (start + i * step).toFixed(6), duration_time: step.toFixed(6), flags: 'K_' }));
+function packets(
+  index: number,
+  count: number,
+  step: number,
+  start = 0,
+): { stream_index: number; pts_time: string; duration_time: string; flags: string }[] {
+  return Array.from({ length: count }, (_, i) => ({
+    stream_index: index,
+    pts_time: (start + i * step).toFixed(6),
+    duration_time: step.toFixed(6),
+    flags: 'K_',
+  }));
 }
 
 describe('parseFfprobeOutput', () => {
-  const video = { index: 0, codec_type: 'video', codec_name: 'h264', width: 640, height: 480, r_frame_rate: '25/1', avg_frame_rate: '25/1' };
+  const video = {
+    index: 0,
+    codec_type: 'video',
+    codec_name: 'h264',
+    width: 640,
+    height: 480,
+    r_frame_rate: '25/1',
+    avg_frame_rate: '25/1',
+  };
   const oneSecond = packets(0, 25, 0.04);
 
   it('measures the duration from the packets, whatever the headers say: audio past the video counts, less its framing', () => {
@@ -243,18 +298,21 @@ describe('parseFfprobeOutput', () => {
     ['mp4', 'the last AAC packet untrimmed', packets(1, 130, 1024 / 44_100), 0, 3],
     // Audio that really runs on: 3 s of video, 3.2 s of AAC.
     ['mkv', 'audio 0.2 s past the video', packets(1, 140, 0.023), 0, 3.22 - 2 * 0.023],
-  ] as const)('%s, %s: the audio framing does not lengthen a 3 s video', (container, _what, audio, videoStart, seconds) => {
-    const info = parseFfprobeOutput(
-      {
-        format: { format_name: 'matroska,webm', duration: '3.041' },
-        streams: [video, { index: 1, codec_type: 'audio', codec_name: 'aac', sample_rate: '44100', channels: 1 }],
-        packets: [...packets(0, 75, 0.04, videoStart), ...audio],
-      },
-      container,
-    );
-    expect(info.audio?.seconds).toBeGreaterThan(3);
-    expect(info.durationSeconds).toBeCloseTo(seconds, 6);
-  });
+  ] as const)(
+    '%s, %s: the audio framing does not lengthen a 3 s video',
+    (container, _what, audio, videoStart, seconds) => {
+      const info = parseFfprobeOutput(
+        {
+          format: { format_name: 'matroska,webm', duration: '3.041' },
+          streams: [video, { index: 1, codec_type: 'audio', codec_name: 'aac', sample_rate: '44100', channels: 1 }],
+          packets: [...packets(0, 75, 0.04, videoStart), ...audio],
+        },
+        container,
+      );
+      expect(info.audio?.seconds).toBeGreaterThan(3);
+      expect(info.durationSeconds).toBeCloseTo(seconds, 6);
+    },
+  );
 
   it('audio packets spaced seconds apart do not hide seconds past the video: the framing is at most 0.5 s', () => {
     const info = parseFfprobeOutput(
@@ -270,60 +328,98 @@ describe('parseFfprobeOutput', () => {
 
   it('an audio file is its whole span: there is no video to compare it with', () => {
     const audio = { index: 0, codec_type: 'audio', codec_name: 'aac', sample_rate: '44100', channels: 1 };
-    const info = parseFfprobeOutput({ format: { format_name: 'mov', duration: '3' }, streams: [audio], packets: packets(0, 132, 0.023) }, 'm4a');
+    const info = parseFfprobeOutput(
+      { format: { format_name: 'mov', duration: '3' }, streams: [audio], packets: packets(0, 132, 0.023) },
+      'm4a',
+    );
     expect(info.durationSeconds).toBeCloseTo(3.036, 9);
   });
 
   it("reads a packet's typical length from the starts, not from durations a header gave every packet", () => {
     // A Matroska DefaultDuration edited to 10 s: every frame claims it; the starts are 40 ms apart.
     const claimed = packets(0, 25, 0.04).map((p) => ({ ...p, duration_time: '10' }));
-    const info = parseFfprobeOutput({ format: { format_name: 'matroska,webm', duration: '1' }, streams: [video], packets: claimed }, 'mkv');
+    const info = parseFfprobeOutput(
+      { format: { format_name: 'matroska,webm', duration: '1' }, streams: [video], packets: claimed },
+      'mkv',
+    );
     expect(info.durationSeconds).toBeCloseTo(0.96 + 4 * 0.04, 9);
   });
 
   it('takes the highest rate of a variable-frame-rate video from its shortest usual spacing, snapped to a common rate', () => {
     const vfr = { ...video, r_frame_rate: '30/1', avg_frame_rate: '20/1' };
     // 1 s at 30 fps (with a jitter of a millisecond), then 1 s at 15 fps.
-    const times = [...Array.from({ length: 30 }, (_, i) => i / 30 + (i % 2 === 0 ? 0.001 : 0)), ...Array.from({ length: 15 }, (_, i) => 1 + i / 15)];
+    const times = [
+      ...Array.from({ length: 30 }, (_, i) => i / 30 + (i % 2 === 0 ? 0.001 : 0)),
+      ...Array.from({ length: 15 }, (_, i) => 1 + i / 15),
+    ];
     const stamped = times.map((t) => ({ stream_index: 0, pts_time: t.toFixed(6), flags: 'K_' }));
-    const info = parseFfprobeOutput({ format: { format_name: 'mov', duration: '2' }, streams: [vfr], packets: stamped }, 'mp4');
+    const info = parseFfprobeOutput(
+      { format: { format_name: 'mov', duration: '2' }, streams: [vfr], packets: stamped },
+      'mp4',
+    );
     expect(info.video?.cfrRate).toEqual({ num: 30, den: 1 });
     // A constant rate has none; an uncommon highest rate is kept in thousandths.
-    expect(parseFfprobeOutput({ format: { format_name: 'mov', duration: '1' }, streams: [video], packets: oneSecond }, 'mp4').video?.cfrRate).toBeUndefined();
+    expect(
+      parseFfprobeOutput({ format: { format_name: 'mov', duration: '1' }, streams: [video], packets: oneSecond }, 'mp4')
+        .video?.cfrRate,
+    ).toBeUndefined();
     const odd = packets(0, 20, 1 / 37).map((p) => ({ ...p, duration_time: undefined }));
     const slow = packets(0, 5, 0.2, 20 / 37);
-    const info2 = parseFfprobeOutput({ format: { format_name: 'mov', duration: '2' }, streams: [{ ...video, r_frame_rate: '37/1', avg_frame_rate: '10/1' }], packets: [...odd, ...slow] }, 'mp4');
+    const info2 = parseFfprobeOutput(
+      {
+        format: { format_name: 'mov', duration: '2' },
+        streams: [{ ...video, r_frame_rate: '37/1', avg_frame_rate: '10/1' }],
+        packets: [...odd, ...slow],
+      },
+      'mp4',
+    );
     expect(info2.video?.cfrRate).toEqual({ num: 37000, den: 1000 });
   });
 
   it('leaves packets marked to discard (before an edit list starts) uncounted', () => {
     const marked = packets(0, 30, 0.04).map((p, i) => (i < 5 ? { ...p, flags: 'KD' } : p));
-    const info = parseFfprobeOutput({ format: { format_name: 'mov', duration: '1' }, streams: [video], packets: marked }, 'mp4');
+    const info = parseFfprobeOutput(
+      { format: { format_name: 'mov', duration: '1' }, streams: [video], packets: marked },
+      'mp4',
+    );
     expect(info.video?.frameCount).toBe(25);
     expect(info.durationSeconds).toBeCloseTo(1, 9);
   });
 
   it('does not believe one packet that claims to last for hours (an edited Ogg granule)', () => {
     const audio = { index: 0, codec_type: 'audio', codec_name: 'vorbis', sample_rate: '44100', channels: 1 };
-    const lying = [...packets(0, 99, 0.02), { stream_index: 0, pts_time: '1.98', duration_time: '97389.5', flags: 'K_' }];
-    const info = parseFfprobeOutput({ format: { format_name: 'ogg', duration: '97391' }, streams: [audio], packets: lying }, 'ogg');
+    const lying = [
+      ...packets(0, 99, 0.02),
+      { stream_index: 0, pts_time: '1.98', duration_time: '97389.5', flags: 'K_' },
+    ];
+    const info = parseFfprobeOutput(
+      { format: { format_name: 'ogg', duration: '97391' }, streams: [audio], packets: lying },
+      'ogg',
+    );
     expect(info.durationSeconds).toBeLessThan(2.1);
   });
 
   it('refuses a file whose streams hold no timed packets, whatever its headers say', () => {
-    const audio = { index: 0, codec_type: 'audio', codec_name: 'mp3', sample_rate: '44100', channels: 1, duration: '3' };
-    expect(() => parseFfprobeOutput({ format: { format_name: 'mp3', duration: '3' }, streams: [audio] }, 'mp3')).toThrow(
-      'The duration of the MP3 file could not be measured: its streams hold no timed packets',
-    );
-    expect(() => parseFfprobeOutput({ format: { format_name: 'mov', duration: '3' }, streams: [video] }, 'mp4')).toThrow(
-      'The video stream holds no timed frames',
-    );
+    const audio = {
+      index: 0,
+      codec_type: 'audio',
+      codec_name: 'mp3',
+      sample_rate: '44100',
+      channels: 1,
+      duration: '3',
+    };
+    expect(() =>
+      parseFfprobeOutput({ format: { format_name: 'mp3', duration: '3' }, streams: [audio] }, 'mp3'),
+    ).toThrow('The duration of the MP3 file could not be measured: its streams hold no timed packets');
+    expect(() =>
+      parseFfprobeOutput({ format: { format_name: 'mov', duration: '3' }, streams: [video] }, 'mp4'),
+    ).toThrow('The video stream holds no timed frames');
   });
 
   it('refuses a file without video or audio streams', () => {
-    expect(() => parseFfprobeOutput({ format: { format_name: 'mov', duration: '3' }, streams: [{ codec_type: 'data' }] }, 'mov')).toThrow(
-      'The MOV file contains no video or audio stream',
-    );
+    expect(() =>
+      parseFfprobeOutput({ format: { format_name: 'mov', duration: '3' }, streams: [{ codec_type: 'data' }] }, 'mov'),
+    ).toThrow('The MOV file contains no video or audio stream');
   });
 
   it.each([
@@ -334,13 +430,20 @@ describe('parseFfprobeOutput', () => {
     [{ tags: { rotate: '-90' } }, 270],
     [{}, 0],
   ])('reads rotation from %o as %i degrees clockwise', (extra, rotation) => {
-    const info = parseFfprobeOutput({ format: { format_name: 'mov', duration: '1' }, streams: [{ ...video, ...extra }], packets: oneSecond }, 'mp4');
+    const info = parseFfprobeOutput(
+      { format: { format_name: 'mov', duration: '1' }, streams: [{ ...video, ...extra }], packets: oneSecond },
+      'mp4',
+    );
     expect(info.video?.rotation).toBe(rotation);
   });
 
   it('uses r_frame_rate when avg_frame_rate is unknown', () => {
     const info = parseFfprobeOutput(
-      { format: { format_name: 'mov', duration: '1' }, streams: [{ ...video, avg_frame_rate: '0/0', r_frame_rate: '24000/1001' }], packets: packets(0, 24, 1001 / 24000) },
+      {
+        format: { format_name: 'mov', duration: '1' },
+        streams: [{ ...video, avg_frame_rate: '0/0', r_frame_rate: '24000/1001' }],
+        packets: packets(0, 24, 1001 / 24000),
+      },
       'mov',
     );
     expect(info.video?.fps).toEqual({ num: 24000, den: 1001 });

@@ -25,7 +25,11 @@ describe('TailBuffer', () => {
 
 describe('ffmpegReason', () => {
   it.each([
-    ['the last two lines, the path said as input', 'a\n[mov,mp4 @ 0x1] moov atom not found\nfile:/tmp/x.mp4: Invalid data\n', 'moov atom not found; input: Invalid data'],
+    [
+      'the last two lines, the path said as input',
+      'a\n[mov,mp4 @ 0x1] moov atom not found\nfile:/tmp/x.mp4: Invalid data\n',
+      'moov atom not found; input: Invalid data',
+    ],
     ['the bare path too', '/tmp/x.mp4: No such file or directory\n\n', 'input: No such file or directory'],
     ['nothing useful', '\n  \n', 'no details'],
   ])('gives %s', (_what, tail, reason) => {
@@ -61,7 +65,10 @@ describe('runProcess', () => {
 
   it('kills a process that ignores SIGTERM with SIGKILL after the grace period, leaving no zombie', async () => {
     const started = Date.now();
-    const proc = spawnProcess(SH, ['-c', 'trap "" TERM; while :; do sleep 0.05; done'], { timeoutMs: 200, killGraceMs: 200 });
+    const proc = spawnProcess(SH, ['-c', 'trap "" TERM; while :; do sleep 0.05; done'], {
+      timeoutMs: 200,
+      killGraceMs: 200,
+    });
     const pid = proc.child.pid;
     const err = await proc.done.catch((e: unknown) => e);
     expect(err).toMatchObject({ reason: 'timeout', signal: 'SIGKILL' });

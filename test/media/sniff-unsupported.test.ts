@@ -22,7 +22,11 @@ describe('describeUnsupportedImage', () => {
     ['TIFF (little-endian)', Buffer.from('II*\0\x08\0\0\0', 'latin1'), 'a TIFF image'],
     ['TIFF (big-endian)', Buffer.from('MM\0*\0\0\0\x08', 'latin1'), 'a TIFF image'],
     ['JPEG XL codestream', Buffer.from([0xff, 0x0a, 0, 0]), 'a JPEG XL image'],
-    ['JPEG XL container', Buffer.concat([Buffer.from([0, 0, 0, 12]), Buffer.from('JXL \r\n\x87\n', 'latin1')]), 'a JPEG XL image'],
+    [
+      'JPEG XL container',
+      Buffer.concat([Buffer.from([0, 0, 0, 12]), Buffer.from('JXL \r\n\x87\n', 'latin1')]),
+      'a JPEG XL image',
+    ],
     ['Photoshop', Buffer.from('8BPS\0\x01', 'latin1'), 'a Photoshop (PSD) file'],
   ])('names %s', (_, head, description) => {
     expect(sniffBuffer(head)).toBeNull();

@@ -34,8 +34,20 @@ beforeAll(async () => {
   ];
   await Promise.all(jobs.map(([, job]) => job));
   const names: Record<SniffedFormat, string> = {
-    jpeg: 'jpeg.bin', png: 'png.bin', webp: 'webp.bin', gif: 'gif.gif', mp4: 'mp4.mp4', mov: 'mov.mov', m4v: 'm4v.m4v',
-    mkv: 'mkv.mkv', webm: 'webm.webm', mp3: 'mp3.mp3', wav: 'wav.wav', aac: 'aac.aac', ogg: 'ogg.ogg', m4a: 'm4a.m4a',
+    jpeg: 'jpeg.bin',
+    png: 'png.bin',
+    webp: 'webp.bin',
+    gif: 'gif.gif',
+    mp4: 'mp4.mp4',
+    mov: 'mov.mov',
+    m4v: 'm4v.m4v',
+    mkv: 'mkv.mkv',
+    webm: 'webm.webm',
+    mp3: 'mp3.mp3',
+    wav: 'wav.wav',
+    aac: 'aac.aac',
+    ogg: 'ogg.ogg',
+    m4a: 'm4a.m4a',
     flac: 'flac.flac',
   };
   for (const [format] of jobs) files.set(format, p(names[format]));
@@ -46,7 +58,23 @@ afterAll(async () => {
 });
 
 describe('sniffFile on real files written by ffmpeg and sharp', () => {
-  const formats: SniffedFormat[] = ['jpeg', 'png', 'webp', 'gif', 'mp4', 'mov', 'm4v', 'mkv', 'webm', 'mp3', 'wav', 'aac', 'ogg', 'm4a', 'flac'];
+  const formats: SniffedFormat[] = [
+    'jpeg',
+    'png',
+    'webp',
+    'gif',
+    'mp4',
+    'mov',
+    'm4v',
+    'mkv',
+    'webm',
+    'mp3',
+    'wav',
+    'aac',
+    'ogg',
+    'm4a',
+    'flac',
+  ];
   it.each(formats)('recognises %s', async (format) => {
     const path = files.get(format);
     expect(path).toBeDefined();
@@ -79,9 +107,15 @@ describe('sniffBuffer refuses everything else', () => {
     ['zeros', Buffer.alloc(4096)],
     ['a HEIC still image', ftyp('heic')],
     ['an AVIF still image', ftyp('avif')],
-    ['a lone MP3 sync word followed by junk', Buffer.concat([Buffer.from([0xff, 0xfb, 0x90, 0x64]), Buffer.alloc(2000, 0x41)])],
+    [
+      'a lone MP3 sync word followed by junk',
+      Buffer.concat([Buffer.from([0xff, 0xfb, 0x90, 0x64]), Buffer.alloc(2000, 0x41)]),
+    ],
     ['a RIFF file that is neither WAVE nor WebP', Buffer.concat([text('RIFF'), Buffer.alloc(4), text('AVI LIST')])],
-    ['a Matroska header with an unknown DocType', Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x87, 0x42, 0x82, 0x84, 0x61, 0x62, 0x63, 0x64])],
+    [
+      'a Matroska header with an unknown DocType',
+      Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x87, 0x42, 0x82, 0x84, 0x61, 0x62, 0x63, 0x64]),
+    ],
   ])('%s -> null', (_name, buf) => {
     expect(sniffBuffer(buf)).toBeNull();
   });
@@ -96,7 +130,10 @@ describe('sniffBuffer refuses everything else', () => {
 
   it('reads the Matroska DocType (webm vs matroska)', () => {
     const ebml = (doc: string): Buffer =>
-      Buffer.concat([Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x80 | (3 + doc.length), 0x42, 0x82, 0x80 | doc.length]), text(doc)]);
+      Buffer.concat([
+        Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x80 | (3 + doc.length), 0x42, 0x82, 0x80 | doc.length]),
+        text(doc),
+      ]);
     expect(sniffBuffer(ebml('webm'))).toBe('webm');
     expect(sniffBuffer(ebml('matroska'))).toBe('mkv');
   });

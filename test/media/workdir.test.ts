@@ -8,7 +8,14 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { currentOwner, ownerState, ownerToken, parseOwnerToken, startTimeOf, type ProcessOwner } from '../../src/media/owner.js';
+import {
+  currentOwner,
+  ownerState,
+  ownerToken,
+  parseOwnerToken,
+  startTimeOf,
+  type ProcessOwner,
+} from '../../src/media/owner.js';
 import { jobDirSweep, modelTempSweep, safeDirPrefix, sweepLeftovers, withJobDir } from '../../src/media/workdir.js';
 import { writeFileAtomic } from '../../src/inference/index.js';
 
@@ -57,7 +64,7 @@ describe('owner tokens', () => {
 });
 
 describe('sweepLeftovers', () => {
-  it('removes the job directory of a killed process, keeps a live process\'s and this one\'s, touches nothing else', async () => {
+  it("removes the job directory of a killed process, keeps a live process's and this one's, touches nothing else", async () => {
     const other = await otherProcess();
     const theirs = path.join(root, `media-worker-${ownerToken(other.owner)}-task_a-AAAAAA`);
     await fs.mkdir(theirs);
@@ -87,10 +94,15 @@ describe('sweepLeftovers', () => {
   });
 
   it('removes leftovers of another domain only once older than any job lasts', async () => {
-    const foreign = path.join(root, `media-worker-p1s1d${currentOwner().domain === 'abcdef01' ? 'abcdef02' : 'abcdef01'}-t-XXXXXX`);
+    const foreign = path.join(
+      root,
+      `media-worker-p1s1d${currentOwner().domain === 'abcdef01' ? 'abcdef02' : 'abcdef01'}-t-XXXXXX`,
+    );
     await fs.mkdir(foreign);
     expect((await sweepLeftovers(jobDirSweep(root))).removed).toEqual([]);
-    expect((await sweepLeftovers(jobDirSweep(root), { now: Date.now() + 25 * 3600 * 1000 })).removed).toEqual([foreign]);
+    expect((await sweepLeftovers(jobDirSweep(root), { now: Date.now() + 25 * 3600 * 1000 })).removed).toEqual([
+      foreign,
+    ]);
   });
 
   it('removes half-written model files and installer work directories of a dead process', async () => {

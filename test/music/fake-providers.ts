@@ -70,7 +70,19 @@ export function json(res: ServerResponse, status: number, body: unknown): void {
 
 /** A real MP3 made by ffmpeg (a sine). */
 export function mp3Bytes(seconds: number, hz: number): Buffer {
-  return execFileSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', `sine=frequency=${hz}:duration=${seconds}:sample_rate=44100`, '-c:a', 'libmp3lame', '-f', 'mp3', 'pipe:1']);
+  return execFileSync('ffmpeg', [
+    '-v',
+    'error',
+    '-f',
+    'lavfi',
+    '-i',
+    `sine=frequency=${hz}:duration=${seconds}:sample_rate=44100`,
+    '-c:a',
+    'libmp3lame',
+    '-f',
+    'mp3',
+    'pipe:1',
+  ]);
 }
 
 export function serveFile(bytes: Buffer, type: string): Handler {

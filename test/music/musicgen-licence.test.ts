@@ -31,17 +31,24 @@ afterAll(async () => {
 
 describe('musicgen and its licence', () => {
   it('is not ready for serve over non-commercial weights, and says why', async () => {
-    const nc = await folder('musicgen-small', { spdx: 'CC-BY-NC-4.0', holder: 'Meta Platforms, Inc.', commercialUse: false });
+    const nc = await folder('musicgen-small', {
+      spdx: 'CC-BY-NC-4.0',
+      holder: 'Meta Platforms, Inc.',
+      commercialUse: false,
+    });
     expect(await new MusicgenBackend({ dir: nc, allowNoncommercial: false }).readiness()).toEqual({
       ready: false,
-      reason: 'the licence of musicgen-small (CC-BY-NC-4.0) forbids commercial use; not served to paying jobs unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1',
+      reason:
+        'the licence of musicgen-small (CC-BY-NC-4.0) forbids commercial use; not served to paying jobs unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1',
     });
     expect(await new MusicgenBackend({ dir: nc, allowNoncommercial: true }).readiness()).toEqual({ ready: true });
     // Unset counts as not allowed: a caller that forgets the setting does not sell the weights.
     expect(await new MusicgenBackend({ dir: nc }).readiness()).toMatchObject({ ready: false });
     // An install from before the field was recorded: the SPDX identifier says it.
     const old = await folder('musicgen-old', { spdx: 'CC-BY-NC-4.0' });
-    expect(await new MusicgenBackend({ dir: old, allowNoncommercial: false }).readiness()).toMatchObject({ ready: false });
+    expect(await new MusicgenBackend({ dir: old, allowNoncommercial: false }).readiness()).toMatchObject({
+      ready: false,
+    });
   });
 
   it('is ready over weights whose licence allows commercial use', async () => {

@@ -11,7 +11,11 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MUSICGEN_FILES, pastName, presentName } from '../../src/music/musicgen/contract.js';
 import { MusicgenBackend } from '../../src/music/musicgen/backend.js';
-import { buildMusicgenTestFolder, MUSICGEN_TEST_NAME, writeMusicgenTestFolder } from '../../src/music/musicgen/test-model.js';
+import {
+  buildMusicgenTestFolder,
+  MUSICGEN_TEST_NAME,
+  writeMusicgenTestFolder,
+} from '../../src/music/musicgen/test-model.js';
 import { readSpec } from '../../src/music/musicgen/folder.js';
 import { parseTokenizer } from '../../src/music/musicgen/tokenizer.js';
 import { toMusicRequest } from '../../src/music/request.js';
@@ -40,7 +44,8 @@ describe('the generated MusicGen test model', () => {
     const a = buildMusicgenTestFolder().files;
     const b = buildMusicgenTestFolder().files;
     expect(Object.keys(a).sort()).toEqual(Object.values(MUSICGEN_FILES).sort());
-    for (const [name, bytes] of Object.entries(a)) expect(Buffer.from(bytes).equals(Buffer.from(b[name] as Uint8Array))).toBe(true);
+    for (const [name, bytes] of Object.entries(a))
+      expect(Buffer.from(bytes).equals(Buffer.from(b[name] as Uint8Array))).toBe(true);
     const total = Object.values(a).reduce((n, f) => n + f.length, 0);
     expect(total).toBeLessThan(100_000);
   });
@@ -57,15 +62,32 @@ describe('the generated MusicGen test model', () => {
     expect(decoder.outputNames).toContain(presentName(23, 'decoder', 'key'));
     expect(decoder.outputNames[0]).toBe('logits');
     const audio = await ort.InferenceSession.create(path.join(folder, MUSICGEN_FILES.audioDecoder));
-    const out = await audio.run({ audio_codes: new ort.Tensor('int64', new BigInt64Array(1 * 2 * 4 * 5).fill(100n), [1, 2, 4, 5]) });
+    const out = await audio.run({
+      audio_codes: new ort.Tensor('int64', new BigInt64Array(1 * 2 * 4 * 5).fill(100n), [1, 2, 4, 5]),
+    });
     expect(out['audio_values']?.dims).toEqual([2, 1, 5 * 640]);
     const spec = await readSpec(folder);
-    expect(spec).toMatchObject({ codebooks: 4, padToken: 2048, vocab: 2048, layers: 24, heads: 16, headDim: 64, sampleRate: 32000, hop: 640, guidanceScale: 3, topK: 250 });
+    expect(spec).toMatchObject({
+      codebooks: 4,
+      padToken: 2048,
+      vocab: 2048,
+      layers: 24,
+      heads: 16,
+      headDim: 64,
+      sampleRate: 32000,
+      hop: 640,
+      guidanceScale: 3,
+      topK: 250,
+    });
     await Promise.all([text.release(), decoder.release(), audio.release()]);
   });
 
   it('tokenizes with the Unigram model, ending with </s>', async () => {
-    const tokenizer = parseTokenizer(JSON.parse(Buffer.from(buildMusicgenTestFolder().files[MUSICGEN_FILES.tokenizer] as Uint8Array).toString('utf8')) as unknown);
+    const tokenizer = parseTokenizer(
+      JSON.parse(
+        Buffer.from(buildMusicgenTestFolder().files[MUSICGEN_FILES.tokenizer] as Uint8Array).toString('utf8'),
+      ) as unknown,
+    );
     const ids = tokenizer.encode('rock  piano!');
     expect(ids.at(-1)).toBe(1);
     // "▁rock" and "▁piano" are whole pieces; "!" is unknown (2). Case matters, as in T5: "R" would be unknown too.
@@ -78,7 +100,10 @@ describe('the generated MusicGen test model', () => {
 describe('the musicgen backend', () => {
   it('makes a batch of two different songs of 32000 x seconds samples, reporting each step', async () => {
     const progress: MusicProgress[] = [];
-    const request = toMusicRequest({ custom_mode: false, prompt: 'calm piano', instrumental: true }, { taskId: 'mg-1', seconds: 1 });
+    const request = toMusicRequest(
+      { custom_mode: false, prompt: 'calm piano', instrumental: true },
+      { taskId: 'mg-1', seconds: 1 },
+    );
     const songs = await backend.generate(request, ctx(undefined, progress));
     expect(songs).toHaveLength(2);
     const [a, b] = songs.map((s) => s.audio);
@@ -96,9 +121,12 @@ describe('the musicgen backend', () => {
 
   it('makes the same songs for the same task and different ones for another', async () => {
     const run = async (taskId: string) =>
-      (await backend.generate(toMusicRequest({ custom_mode: false, prompt: 'jazz', instrumental: true }, { taskId, seconds: 0.2 }), ctx())).map((s) =>
-        s.audio.kind === 'pcm' ? Buffer.from(s.audio.samples.buffer) : Buffer.alloc(0),
-      );
+      (
+        await backend.generate(
+          toMusicRequest({ custom_mode: false, prompt: 'jazz', instrumental: true }, { taskId, seconds: 0.2 }),
+          ctx(),
+        )
+      ).map((s) => (s.audio.kind === 'pcm' ? Buffer.from(s.audio.samples.buffer) : Buffer.alloc(0)));
     const [x1] = await run('same');
     const [x2] = await run('same');
     const [y] = await run('other');
@@ -110,7 +138,10 @@ describe('the musicgen backend', () => {
     const abort = new AbortController();
     const progress: MusicProgress[] = [];
     const reason = new Error('watchdog');
-    const request = toMusicRequest({ custom_mode: false, prompt: 'rock', instrumental: true }, { taskId: 'mg-2', seconds: 30 });
+    const request = toMusicRequest(
+      { custom_mode: false, prompt: 'rock', instrumental: true },
+      { taskId: 'mg-2', seconds: 30 },
+    );
     const running = backend.generate(request, {
       ...ctx(abort.signal, progress),
       onProgress: (p) => {
@@ -123,16 +154,31 @@ describe('the musicgen backend', () => {
   });
 
   it('refuses lyrics with a processing failure (GENERATION_FAILED for the job)', async () => {
-    const request = toMusicRequest({ custom_mode: true, title: 'T', style: 'pop', lyrics: '[Verse] hi', instrumental: false }, { taskId: 'mg-3', seconds: 1 });
-    await expect(backend.generate(request, ctx())).rejects.toMatchObject({ name: 'ProcessingError', message: expect.stringContaining('cannot sing lyrics') });
+    const request = toMusicRequest(
+      { custom_mode: true, title: 'T', style: 'pop', lyrics: '[Verse] hi', instrumental: false },
+      { taskId: 'mg-3', seconds: 1 },
+    );
+    await expect(backend.generate(request, ctx())).rejects.toMatchObject({
+      name: 'ProcessingError',
+      message: expect.stringContaining('cannot sing lyrics'),
+    });
   });
 
   it('is not ready without installed weights, and names what is missing', async () => {
     const absent = new MusicgenBackend({ dir: path.join(dir, 'musicgen-small') });
     const readiness = await absent.readiness();
-    expect(readiness).toMatchObject({ ready: false, reason: expect.stringContaining('onnx/decoder_model_merged.onnx') });
-    const request = toMusicRequest({ custom_mode: false, prompt: 'x', instrumental: true }, { taskId: 'mg-4', seconds: 1 });
-    await expect(absent.generate(request, ctx())).rejects.toMatchObject({ name: 'ProcessingError', message: expect.stringContaining('MusicGen weights are not installed') });
+    expect(readiness).toMatchObject({
+      ready: false,
+      reason: expect.stringContaining('onnx/decoder_model_merged.onnx'),
+    });
+    const request = toMusicRequest(
+      { custom_mode: false, prompt: 'x', instrumental: true },
+      { taskId: 'mg-4', seconds: 1 },
+    );
+    await expect(absent.generate(request, ctx())).rejects.toMatchObject({
+      name: 'ProcessingError',
+      message: expect.stringContaining('MusicGen weights are not installed'),
+    });
   });
 
   it('refuses a folder whose file does not match its recorded sha256', async () => {
@@ -141,7 +187,13 @@ describe('the musicgen backend', () => {
     const config = path.join(folder, MUSICGEN_FILES.config);
     await writeFile(config, (await readFile(config, 'utf8')).replace('"top_k"', '"top_k" ').replace('32000', '16000'));
     const tampered = new MusicgenBackend({ dir: folder });
-    const request = toMusicRequest({ custom_mode: false, prompt: 'x', instrumental: true }, { taskId: 'mg-5', seconds: 1 });
-    await expect(tampered.generate(request, ctx())).rejects.toMatchObject({ name: 'ProcessingError', message: expect.stringContaining('expects') });
+    const request = toMusicRequest(
+      { custom_mode: false, prompt: 'x', instrumental: true },
+      { taskId: 'mg-5', seconds: 1 },
+    );
+    await expect(tampered.generate(request, ctx())).rejects.toMatchObject({
+      name: 'ProcessingError',
+      message: expect.stringContaining('expects'),
+    });
   });
 });

@@ -1,18 +1,52 @@
 import { describe, expect, it } from 'vitest';
 import { chooseBackend, unfit } from '../../src/music/choose.js';
-import { deriveTitle, seedFor, songPrompt, songTags, songTitle, splitTags, toMusicRequest } from '../../src/music/request.js';
+import {
+  deriveTitle,
+  seedFor,
+  songPrompt,
+  songTags,
+  songTitle,
+  splitTags,
+  toMusicRequest,
+} from '../../src/music/request.js';
 import { parseMusicBackends } from '../../src/music/settings.js';
 import type { MusicBackend, MusicCapabilities, MusicRequest, Readiness } from '../../src/music/types.js';
 
-const simple = (prompt: string, instrumental = false): MusicRequest => toMusicRequest({ custom_mode: false, prompt, instrumental }, { taskId: 't1', seconds: 30 });
-const custom = (extra: Partial<{ lyrics: string; instrumental: boolean; negative_tags: string; vocal_gender: 'm' | 'f' }> = {}): MusicRequest =>
-  toMusicRequest({ custom_mode: true, title: 'Night Drive', style: 'Synthwave, Retro, 80s Drums', instrumental: false, lyrics: '[Verse]\nla la', ...extra }, { taskId: 't1', seconds: 30 });
+const simple = (prompt: string, instrumental = false): MusicRequest =>
+  toMusicRequest({ custom_mode: false, prompt, instrumental }, { taskId: 't1', seconds: 30 });
+const custom = (
+  extra: Partial<{ lyrics: string; instrumental: boolean; negative_tags: string; vocal_gender: 'm' | 'f' }> = {},
+): MusicRequest =>
+  toMusicRequest(
+    {
+      custom_mode: true,
+      title: 'Night Drive',
+      style: 'Synthwave, Retro, 80s Drums',
+      instrumental: false,
+      lyrics: '[Verse]\nla la',
+      ...extra,
+    },
+    { taskId: 't1', seconds: 30 },
+  );
 
 describe('the music request', () => {
   it('keeps simple mode as a description and custom mode with its fields', () => {
-    expect(simple('  calm piano  ')).toMatchObject({ mode: 'simple', description: 'calm piano', instrumental: false, songs: 2, negativeTags: [] });
+    expect(simple('  calm piano  ')).toMatchObject({
+      mode: 'simple',
+      description: 'calm piano',
+      instrumental: false,
+      songs: 2,
+      negativeTags: [],
+    });
     const c = custom({ negative_tags: 'Heavy Metal, Screaming', vocal_gender: 'f' });
-    expect(c).toMatchObject({ mode: 'custom', title: 'Night Drive', style: 'Synthwave, Retro, 80s Drums', lyrics: '[Verse]\nla la', vocalGender: 'f', negativeTags: ['heavy metal', 'screaming'] });
+    expect(c).toMatchObject({
+      mode: 'custom',
+      title: 'Night Drive',
+      style: 'Synthwave, Retro, 80s Drums',
+      lyrics: '[Verse]\nla la',
+      vocalGender: 'f',
+      negativeTags: ['heavy metal', 'screaming'],
+    });
     expect(custom({ instrumental: true }).lyrics).toBeUndefined();
   });
 
@@ -32,7 +66,9 @@ describe('the music request', () => {
     expect(songTags(custom())).toBe('synthwave, retro, 80s drums');
     expect(songTags(custom({ negative_tags: 'retro' }))).toBe('synthwave, 80s drums');
     expect(songTags(custom({ negative_tags: 'drums' }), 'Pop, Dream Drums, Airy')).toBe('pop, airy');
-    expect(songTags(simple('An upbeat summer pop anthem with bright synths and a catchy chorus for road trips'))).toBe('an upbeat summer pop anthem with bright');
+    expect(songTags(simple('An upbeat summer pop anthem with bright synths and a catchy chorus for road trips'))).toBe(
+      'an upbeat summer pop anthem with bright',
+    );
   });
 
   it.each([
@@ -62,12 +98,18 @@ describe('the music request', () => {
 
   it('parses the backend list in order and refuses unknown or repeated names', () => {
     expect(parseMusicBackends('ace-step, musicgen')).toEqual(['ace-step', 'musicgen']);
-    expect(() => parseMusicBackends('musicgen,stable-audio')).toThrow('Expected a comma-separated list of musicgen, ace-step, suno-compatible');
+    expect(() => parseMusicBackends('musicgen,stable-audio')).toThrow(
+      'Expected a comma-separated list of musicgen, ace-step, suno-compatible',
+    );
     expect(() => parseMusicBackends('musicgen,musicgen')).toThrow('listed twice');
   });
 });
 
-function fakeBackend(name: string, capabilities: Partial<MusicCapabilities>, readiness: Readiness = { ready: true }): MusicBackend {
+function fakeBackend(
+  name: string,
+  capabilities: Partial<MusicCapabilities>,
+  readiness: Readiness = { ready: true },
+): MusicBackend {
   return {
     name,
     capabilities: { vocals: false, lyrics: false, writesLyrics: false, maxSeconds: 30, ...capabilities },
@@ -79,7 +121,11 @@ function fakeBackend(name: string, capabilities: Partial<MusicCapabilities>, rea
 describe('choosing a backend', () => {
   const musicgen = fakeBackend('musicgen', {});
   const ace = fakeBackend('ace-step', { vocals: true, lyrics: true, writesLyrics: true });
-  const aceDown = fakeBackend('ace-step', { vocals: true, lyrics: true, writesLyrics: true }, { ready: false, reason: 'server down' });
+  const aceDown = fakeBackend(
+    'ace-step',
+    { vocals: true, lyrics: true, writesLyrics: true },
+    { ready: false, reason: 'server down' },
+  );
 
   it('refuses lyrics to an instrumental-only backend', () => {
     expect(unfit(musicgen, custom(), false)).toBe('musicgen cannot sing lyrics');
@@ -107,8 +153,17 @@ describe('music readiness', () => {
     const { musicReadiness } = await import('../../src/music/backends.js');
     const down = fakeBackend('ace-step', {}, { ready: false, reason: 'server down' });
     const up = fakeBackend('musicgen', {});
-    expect(await musicReadiness([down, up])).toEqual({ ready: true, backends: [{ name: 'ace-step', ready: false, reason: 'server down' }, { name: 'musicgen', ready: true }] });
+    expect(await musicReadiness([down, up])).toEqual({
+      ready: true,
+      backends: [
+        { name: 'ace-step', ready: false, reason: 'server down' },
+        { name: 'musicgen', ready: true },
+      ],
+    });
     expect(await musicReadiness([down])).toMatchObject({ ready: false, reason: 'ace-step: server down' });
-    expect(await musicReadiness([])).toMatchObject({ ready: false, reason: 'no music backend configured (MEDIA_WORKER_MUSIC_BACKENDS)' });
+    expect(await musicReadiness([])).toMatchObject({
+      ready: false,
+      reason: 'no music backend configured (MEDIA_WORKER_MUSIC_BACKENDS)',
+    });
   });
 });

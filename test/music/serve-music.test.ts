@@ -44,10 +44,17 @@ beforeAll(async () => {
   };
   delete env['WORKER_CONCURRENCY'];
   await provisionFromEnv({ ...env, ...roles.env('operator') });
-  daemon = spawn(process.execPath, [CLI, 'serve'], { env: { ...env, ...roles.env('worker-host1') }, stdio: ['ignore', 'ignore', 'pipe'] });
+  daemon = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...env, ...roles.env('worker-host1') },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   daemon.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   await waitFor('the daemon to serve', () => stderr.includes('media-worker serving'), 60_000);
-  cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
+  cp = await controlPlane(
+    roles.url,
+    { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' },
+    roles.auth('operator'),
+  );
   // Progress is the gateway's to read.
   watcher = await roles.connectAs('gateway');
 });
@@ -61,11 +68,19 @@ afterAll(async () => {
 });
 
 function ffprobe(file: string): { format: string; codec: string; duration: number } {
-  const json = JSON.parse(execFileSync('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', file], { encoding: 'utf8' })) as {
+  const json = JSON.parse(
+    execFileSync('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', file], {
+      encoding: 'utf8',
+    }),
+  ) as {
     format: { format_name: string; duration: string };
     streams: { codec_name: string }[];
   };
-  return { format: json.format.format_name, codec: json.streams[0]?.codec_name ?? '', duration: Number(json.format.duration) };
+  return {
+    format: json.format.format_name,
+    codec: json.streams[0]?.codec_name ?? '',
+    duration: Number(json.format.duration),
+  };
 }
 
 describe('music through serve', () => {
@@ -83,8 +98,25 @@ describe('music through serve', () => {
       input: { prompt: 'calm piano, rainy night', instrumental: true },
     });
     const event = await waitFor('the music event', async () => (await cp.eventsOf('serve-music-1'))[0], 90_000);
-    expect(event).toMatchObject({ id: 'serve-music-1', model: 'vendor/generate-music', mediaType: 'music', status: 'completed', creditsUsed: 15 });
-    const songs = (event.result as { songs: { audio_url: string; image_url: string; duration: number; title: string; tags: string; prompt: string }[] }).songs;
+    expect(event).toMatchObject({
+      id: 'serve-music-1',
+      model: 'vendor/generate-music',
+      mediaType: 'music',
+      status: 'completed',
+      creditsUsed: 15,
+    });
+    const songs = (
+      event.result as {
+        songs: {
+          audio_url: string;
+          image_url: string;
+          duration: number;
+          title: string;
+          tags: string;
+          prompt: string;
+        }[];
+      }
+    ).songs;
     expect(songs).toHaveLength(2);
     for (const [i, song] of songs.entries()) {
       expect(song).toMatchObject({ duration: 1, title: 'Calm piano', tags: 'calm piano, rainy night', prompt: '' });
@@ -112,7 +144,11 @@ describe('music through serve', () => {
     expect(event).toMatchObject({
       status: 'failed',
       refund: true,
-      error: { code: 'GENERATION_FAILED', status: 500, message: 'No music backend can serve this job: musicgen cannot sing lyrics' },
+      error: {
+        code: 'GENERATION_FAILED',
+        status: 500,
+        message: 'No music backend can serve this job: musicgen cannot sing lyrics',
+      },
     });
     expect(await cp.eventsOf('serve-music-2')).toHaveLength(1);
   });

@@ -7,7 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { leaseOf, settlingHost, type ClaimEntry, type ClaimOp } from '../../src/protocol/index.js';
 
 let seq = 0;
-const entry = (host: string, atMs: number, op: ClaimOp = 'claim', leaseMs: number | null = 1000): ClaimEntry => ({ host, seq: ++seq, atMs, op, leaseMs });
+const entry = (host: string, atMs: number, op: ClaimOp = 'claim', leaseMs: number | null = 1000): ClaimEntry => ({
+  host,
+  seq: ++seq,
+  atMs,
+  op,
+  leaseMs,
+});
 
 describe('claims are leases', () => {
   it('nobody claimed: nobody holds or settles', () => {
@@ -25,7 +31,13 @@ describe('claims are leases', () => {
   });
 
   it("another host's claim while the lease holds is refused, whatever it says (claim, renew or settle)", () => {
-    const lease = leaseOf([entry('a', 0), entry('b', 500), entry('b', 999, 'settle'), entry('a', 1000, 'renew'), entry('b', 1900, 'renew')]);
+    const lease = leaseOf([
+      entry('a', 0),
+      entry('b', 500),
+      entry('b', 999, 'settle'),
+      entry('a', 1000, 'renew'),
+      entry('b', 1900, 'renew'),
+    ]);
     expect(lease.holder).toBe('a');
     expect(lease.generation).toBe(1);
     expect(lease.refused.map((r) => [r.host, r.op])).toEqual([
@@ -36,7 +48,14 @@ describe('claims are leases', () => {
   });
 
   it('a claim stored after the lease lapsed takes the task over (generation 2); the old holder can neither renew nor settle it back', () => {
-    const lease = leaseOf([entry('a', 0), entry('a', 500, 'renew'), entry('b', 1501), entry('a', 1600, 'renew'), entry('a', 1700, 'settle'), entry('b', 1800, 'settle')]);
+    const lease = leaseOf([
+      entry('a', 0),
+      entry('a', 500, 'renew'),
+      entry('b', 1501),
+      entry('a', 1600, 'renew'),
+      entry('a', 1700, 'settle'),
+      entry('b', 1800, 'settle'),
+    ]);
     expect(lease).toMatchObject({ holder: 'b', generation: 2, settled: true });
     expect(settlingHost(lease)).toBe('b');
     expect(lease.refused.map((r) => [r.host, r.op])).toEqual([

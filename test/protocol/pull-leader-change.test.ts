@@ -10,7 +10,13 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { AckPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  jetstream,
+  jetstreamManager,
+  type ConsumerMessages,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { consumeOptions } from '../../src/protocol/index.js';
@@ -34,20 +40,37 @@ beforeAll(async () => {
   jsm = await jetstreamManager(nc);
   // A meta leader is not yet three peers that may hold a replica (see clustered-writes.test.ts).
   // An add that timed out may still have made the stream: one with its three peers counts too.
-  const placed = () => jsm.streams.info('PLC').then((info) => (info.cluster?.leader !== undefined && (info.cluster.replicas ?? []).length === 2 ? true : undefined));
-  await until('an R3 stream placed', () => jsm.streams.add({ name: 'PLC', subjects: ['plc.>'], num_replicas: 3 }).then(() => true, placed), 60_000, 200);
+  const placed = () =>
+    jsm.streams
+      .info('PLC')
+      .then((info) =>
+        info.cluster?.leader !== undefined && (info.cluster.replicas ?? []).length === 2 ? true : undefined,
+      );
+  await until(
+    'an R3 stream placed',
+    () => jsm.streams.add({ name: 'PLC', subjects: ['plc.>'], num_replicas: 3 }).then(() => true, placed),
+    60_000,
+    200,
+  );
   await jsm.consumers.add('PLC', { durable_name: 'plc', ack_policy: AckPolicy.Explicit });
 }, 120_000);
 
 /** Asks `consumer`'s leader to step down and waits until another node leads it. */
 async function moveLeader(stream: string, consumer: string): Promise<string> {
   const leader = (await jsm.consumers.info(stream, consumer)).cluster?.leader;
-  const answer = (await nc.request(`$JS.API.CONSUMER.LEADER.STEPDOWN.${stream}.${consumer}`, undefined, { timeout: 10_000 })).json<{ success?: boolean }>();
+  const answer = (
+    await nc.request(`$JS.API.CONSUMER.LEADER.STEPDOWN.${stream}.${consumer}`, undefined, { timeout: 10_000 })
+  ).json<{ success?: boolean }>();
   expect(answer.success).toBe(true);
-  const moved = await until('a new leader', async () => {
-    const now = (await jsm.consumers.info(stream, consumer)).cluster?.leader;
-    return now !== undefined && now !== leader ? now : undefined;
-  }, 30_000, 200);
+  const moved = await until(
+    'a new leader',
+    async () => {
+      const now = (await jsm.consumers.info(stream, consumer)).cluster?.leader;
+      return now !== undefined && now !== leader ? now : undefined;
+    },
+    30_000,
+    200,
+  );
   return `${String(leader)} -> ${moved}`;
 }
 
@@ -79,11 +102,12 @@ it("keeps receiving after the consumer's leader steps down", async () => {
     await until('the first message', async () => (received.length === 1 ? true : undefined), 30_000);
     const moved = await moveLeader('PLC', 'plc');
     await js.publish('plc.a', 'after');
-    process.stderr.write(`durable, leader ${moved}: the next message after ${await within(() => received.length === 2)}\n`);
+    process.stderr.write(
+      `durable, leader ${moved}: the next message after ${await within(() => received.length === 2)}\n`,
+    );
     expect(received).toEqual(['before', 'after']);
   } finally {
     await messages.close();
     await loop;
   }
 }, 120_000);
-

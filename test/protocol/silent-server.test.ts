@@ -76,6 +76,8 @@ it('moves to another server within 30 s when its server goes silent (a partition
   const stalledAt = Date.now();
   while (nc.getServer() === viaProxy && Date.now() - stalledAt < 30_000) await sleep(200);
   expect(nc.getServer()).toBe(new URL(b.url).host);
-  process.stderr.write(`moved to the other server ${((Date.now() - stalledAt) / 1000).toFixed(1)} s after its server went silent\n`);
+  process.stderr.write(
+    `moved to the other server ${((Date.now() - stalledAt) / 1000).toFixed(1)} s after its server went silent\n`,
+  );
   await nc.flush();
 }, 40_000);

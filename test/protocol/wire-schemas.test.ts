@@ -34,7 +34,11 @@ import { wireJsonSchemas } from '../../src/protocol/wire-schemas.js';
 import { SCHEMAS_DIR, schemaFileText } from '../../scripts/export-schemas.js';
 
 /** Optional fields compared without zod's `| undefined` (the sources use exactOptionalPropertyTypes). */
-type Clean<T> = T extends readonly (infer U)[] ? Clean<U>[] : T extends object ? { [K in keyof T]: Clean<Exclude<T[K], undefined>> } : T;
+type Clean<T> = T extends readonly (infer U)[]
+  ? Clean<U>[]
+  : T extends object
+    ? { [K in keyof T]: Clean<Exclude<T[K], undefined>> }
+    : T;
 type Same<A, B> = [Clean<A>] extends [Clean<B>] ? ([Clean<B>] extends [Clean<A>] ? true : false) : false;
 /** Fails to compile when a schema and the type the code sends drift apart. */
 const same = <A, B>(ok: Same<A, B>): Same<A, B> => ok;
@@ -63,11 +67,18 @@ describe('JSON Schemas of the protocol', () => {
     ]).not.toContain(false);
   });
 
-  const img = (input: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ model: 'vendor-image-upscale', input, ...extra });
+  const img = (input: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+    model: 'vendor-image-upscale',
+    input,
+    ...extra,
+  });
   const music = (input: Record<string, unknown>) => ({ model: 'vendor-v5-generate-music', input });
   const corpus: unknown[] = [
     img({ image_url: 'https://a/b.png' }),
-    img({ image_url: 'https://a/b.png', upscale_factor: '4' }, { id: 'task_1', credits: 40, createdAt: '2025-03-01T12:00:00.000Z' }),
+    img(
+      { image_url: 'https://a/b.png', upscale_factor: '4' },
+      { id: 'task_1', credits: 40, createdAt: '2025-03-01T12:00:00.000Z' },
+    ),
     img({ image_url: 'https://a/b.png', upscale_factor: '3' }),
     img({ image_url: 'https://a/b.png', upscale_factor: 2 }),
     img({ image_url: '   ' }),
@@ -80,9 +91,18 @@ describe('JSON Schemas of the protocol', () => {
     img({ image_url: 'https://a/b.png' }, { deadline: '2025-03-01T12:00:00Z' }),
     { model: 'vendor-video-upscale', input: { video_url: 'https://a/v.mp4', upscale_factor: '1' } },
     { model: 'vendor-video-upscale', input: { image_url: 'https://a/v.mp4' } },
-    { model: 'vendor-lipsync-3', input: { video_url: 'https://a/v.mp4', audio_url: 'https://a/a.wav', sync_mode: 'loop', active_speaker: true } },
-    { model: 'vendor-lipsync-2', input: { video_url: 'https://a/v.mp4', audio_url: 'https://a/a.wav', sync_mode: 'LOOP' } },
-    { model: 'vendor-lipsync-2', input: { video_url: 'https://a/v.mp4', audio_url: 'https://a/a.wav', active_speaker: 'true' } },
+    {
+      model: 'vendor-lipsync-3',
+      input: { video_url: 'https://a/v.mp4', audio_url: 'https://a/a.wav', sync_mode: 'loop', active_speaker: true },
+    },
+    {
+      model: 'vendor-lipsync-2',
+      input: { video_url: 'https://a/v.mp4', audio_url: 'https://a/a.wav', sync_mode: 'LOOP' },
+    },
+    {
+      model: 'vendor-lipsync-2',
+      input: { video_url: 'https://a/v.mp4', audio_url: 'https://a/a.wav', active_speaker: 'true' },
+    },
     { model: 'vendor-lipsync-2', input: { video_url: 'https://a/v.mp4' } },
     { model: 'vendor-lipsync-9', input: {} },
     { model: 'vendor/generate-music', input: { prompt: 'x' } },
@@ -94,7 +114,14 @@ describe('JSON Schemas of the protocol', () => {
     music({ custom_mode: true, title: 'T', style: 'jazz' }),
     music({ custom_mode: true, title: 'T', style: 'jazz', instrumental: true }),
     music({ custom_mode: true, title: 'T'.repeat(81), style: 'jazz', instrumental: true }),
-    music({ custom_mode: true, title: 'T', style: 'jazz', instrumental: true, vocal_gender: 'f', negative_tags: 'metal' }),
+    music({
+      custom_mode: true,
+      title: 'T',
+      style: 'jazz',
+      instrumental: true,
+      vocal_gender: 'f',
+      negative_tags: 'metal',
+    }),
     music({ custom_mode: true, title: 'T', style: 'jazz', instrumental: true, vocal_gender: 'x' }),
     music({ custom_mode: 'yes', prompt: 'x' }),
     'not an object',
@@ -118,7 +145,10 @@ describe('JSON Schemas of the protocol', () => {
 
   it('refuses job fields outside the envelope with INVALID_JOB, naming them', () => {
     expect(() => checkJobEnvelope(img({ image_url: 'https://a/b.png' }, { priority: 'high' }))).toThrow(
-      expect.objectContaining({ code: 'INVALID_JOB', message: expect.stringMatching(/only the fields id, model, input, credits, createdAt.*"priority"/) }),
+      expect.objectContaining({
+        code: 'INVALID_JOB',
+        message: expect.stringMatching(/only the fields id, model, input, credits, createdAt.*"priority"/),
+      }),
     );
   });
 });

@@ -16,21 +16,39 @@ describe('the stress run', () => {
           name: '/repo/test/gateway/webhooks/queue.test.ts',
           status: 'failed',
           assertionResults: [
-            { fullName: 'the webhook queue 429 waits', status: 'failed', failureMessages: ['\nAssertionError: expected 1 to be 2\n    at x'] },
+            {
+              fullName: 'the webhook queue 429 waits',
+              status: 'failed',
+              failureMessages: ['\nAssertionError: expected 1 to be 2\n    at x'],
+            },
             { fullName: 'the webhook queue gives up', status: 'passed', failureMessages: [] },
           ],
         },
-        { name: '/repo/test/serve.test.ts', status: 'failed', message: 'Hook timed out in 120000ms', assertionResults: [] },
-        { name: '/repo/test/worker/daemon.test.ts', status: 'passed', assertionResults: [{ fullName: 'a', status: 'passed' }] },
+        {
+          name: '/repo/test/serve.test.ts',
+          status: 'failed',
+          message: 'Hook timed out in 120000ms',
+          assertionResults: [],
+        },
+        {
+          name: '/repo/test/worker/daemon.test.ts',
+          status: 'passed',
+          assertionResults: [{ fullName: 'a', status: 'passed' }],
+        },
       ],
     });
     expect(failuresOfReport(report, 2, '/repo')).toEqual([
-      { round: 2, file: 'test/gateway/webhooks/queue.test.ts', test: 'the webhook queue 429 waits', message: 'AssertionError: expected 1 to be 2' },
+      {
+        round: 2,
+        file: 'test/gateway/webhooks/queue.test.ts',
+        test: 'the webhook queue 429 waits',
+        message: 'AssertionError: expected 1 to be 2',
+      },
       { round: 2, file: 'test/serve.test.ts', test: '(file)', message: 'Hook timed out in 120000ms' },
     ]);
   });
 
-  it('refuses a report that is not vitest\'s', () => {
+  it("refuses a report that is not vitest's", () => {
     expect(() => failuresOfReport('{"files": []}', 1, '/repo')).toThrow();
   });
 

@@ -32,14 +32,20 @@ describe('tracing shutdown', () => {
     const lines: string[] = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
     const endpoint = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
-    const tracing = await startTracing(telemetrySettingsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }), { serviceName: 'test', logger });
+    const tracing = await startTracing(
+      telemetrySettingsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }),
+      { serviceName: 'test', logger },
+    );
     expect(tracing.on).toBe(true);
     await withSpan('step', {}, async () => undefined);
 
     await tracing.shutdown();
     expect(sockets.length).toBeGreaterThan(0);
     expect(lines.map((line) => JSON.parse(line) as { msg: string; boundMs?: number })).toContainEqual(
-      expect.objectContaining({ msg: 'Tracing: the collector did not take the last spans in time; they are dropped', boundMs: SHUTDOWN_FLUSH_MS }),
+      expect.objectContaining({
+        msg: 'Tracing: the collector did not take the last spans in time; they are dropped',
+        boundMs: SHUTDOWN_FLUSH_MS,
+      }),
     );
   }, 20_000);
 });

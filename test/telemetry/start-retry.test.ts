@@ -16,7 +16,9 @@ describe('a failed start of tracing', () => {
     const settings = telemetrySettingsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' });
     const logger = pino({ level: 'silent' });
 
-    await expect(startTracing(settings, { serviceName: 'test', logger })).rejects.toThrow('the exporter could not load');
+    await expect(startTracing(settings, { serviceName: 'test', logger })).rejects.toThrow(
+      'the exporter could not load',
+    );
     expect(tracingOn()).toBe(false);
 
     const tracing = await startTracing(settings, { serviceName: 'test', logger });

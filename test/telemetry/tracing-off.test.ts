@@ -34,7 +34,12 @@ function startIn(env: Record<string, string>): Run {
     'console.log(JSON.stringify({ on: tracing.on, packages: [...seen].sort(), headers, value }));',
   ].join('\n');
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_')));
-  return JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env: { ...clean, ...env } })) as Run;
+  return JSON.parse(
+    execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      env: { ...clean, ...env },
+    }),
+  ) as Run;
 }
 
 describe('tracing off when unset', () => {
@@ -49,10 +54,20 @@ describe('tracing off when unset', () => {
   });
 
   it('with an endpoint: the SDK and the configured exporter, and a W3C traceparent on what is sent', () => {
-    const json = startIn({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TIMEOUT: '200' });
+    const json = startIn({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_TIMEOUT: '200',
+    });
     expect(json.on).toBe(true);
     expect(json.value).toBe(42);
-    expect(json.packages).toEqual(expect.arrayContaining(['@opentelemetry/sdk-trace', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/context-async-hooks']));
+    expect(json.packages).toEqual(
+      expect.arrayContaining([
+        '@opentelemetry/sdk-trace',
+        '@opentelemetry/exporter-trace-otlp-http',
+        '@opentelemetry/context-async-hooks',
+      ]),
+    );
     expect(json.packages).not.toContain('@opentelemetry/exporter-trace-otlp-proto');
     expect(json.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
     const proto = startIn({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_EXPORTER_OTLP_TIMEOUT: '200' });

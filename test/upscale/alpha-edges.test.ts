@@ -38,12 +38,22 @@ afterAll(async () => {
 
 async function upscale(file: string, transparentFill: boolean, factor: '1' | '2' | '4' = '2'): Promise<string> {
   const output = path.join(dir, `out-${transparentFill ? 'fill' : 'stored'}-${factor}-${path.basename(file)}`);
-  await upscaleImageFile({ inputPath: file, outputPath: output, factor, info: await probeImage(file), modelName: FAST, transparentFill }, loadModel);
+  await upscaleImageFile(
+    { inputPath: file, outputPath: output, factor, info: await probeImage(file), modelName: FAST, transparentFill },
+    loadModel,
+  );
   return output;
 }
 
 describe('hard alpha edges', () => {
-  it.each(['png-disc-black-under', 'png-disc-white-under', 'png16-disc-black-under', 'png-palette-trns-disc', 'png-grey-alpha-disc', 'webp-alpha-disc'])(
+  it.each([
+    'png-disc-black-under',
+    'png-disc-white-under',
+    'png16-disc-black-under',
+    'png-palette-trns-disc',
+    'png-grey-alpha-disc',
+    'webp-alpha-disc',
+  ])(
     '%s: no rim of the colour under the transparency',
     async (name) => {
       const c = cases.find((k) => k.name === name)!;
@@ -53,7 +63,10 @@ describe('hard alpha edges', () => {
       const stored = await edgeError(await upscale(c.file, false), c.colour);
       expect(filled.pixels).toBeGreaterThan(100);
       // Without the fill, the rim is there (the bug this guards against)...
-      expect(stored.mean > GOAL.mean || stored.max > GOAL.max, `fill off: mean ${stored.mean.toFixed(1)} max ${stored.max.toFixed(0)}`).toBe(true);
+      expect(
+        stored.mean > GOAL.mean || stored.max > GOAL.max,
+        `fill off: mean ${stored.mean.toFixed(1)} max ${stored.max.toFixed(0)}`,
+      ).toBe(true);
       // ...with it, the edge shows the disc's colour.
       expect(filled.mean, `mean ${filled.mean.toFixed(1)}`).toBeLessThanOrEqual(GOAL.mean);
       expect(filled.max, `max ${filled.max.toFixed(0)}`).toBeLessThanOrEqual(GOAL.max);
@@ -62,7 +75,8 @@ describe('hard alpha edges', () => {
   );
 
   it('keeps what each case was: grey + alpha, 16-bit RGBA, WebP', async () => {
-    const meta = async (name: string) => sharp(await upscale(cases.find((k) => k.name === name)!.file, true)).metadata();
+    const meta = async (name: string) =>
+      sharp(await upscale(cases.find((k) => k.name === name)!.file, true)).metadata();
     expect((await meta('png-grey-alpha-disc')).channels).toBe(2);
     expect(await meta('png16-disc-black-under')).toMatchObject({ channels: 4, depth: 'ushort' });
     expect(await meta('webp-alpha-disc')).toMatchObject({ format: 'webp', hasAlpha: true });
@@ -76,11 +90,15 @@ describe('opaque images', () => {
     ['16-bit opaque RGBA PNG', (s: Sharp) => s.removeAlpha().ensureAlpha(1).toColourspace('rgb16').png(), 'png'],
     ['JPEG', (s: Sharp) => s.jpeg({ quality: 90 }), 'jpg'],
     ['faint but nowhere transparent RGBA PNG', (s: Sharp) => s.removeAlpha().ensureAlpha(0.02).png(), 'png'],
-  ] as const)('%s: byte for byte what the pipeline wrote before the fill', async (name, encode, ext) => {
-    const file = path.join(dir, `${name.replaceAll(' ', '-')}.${ext}`);
-    await encode(sharp(path.join(BUNDLED_PHOTOS_DIR, 'coffee.png')).resize(48, 32)).toFile(file);
-    const filled = await readFile(await upscale(file, true));
-    const stored = await readFile(await upscale(file, false));
-    expect(filled.equals(stored)).toBe(true);
-  }, 60_000);
+  ] as const)(
+    '%s: byte for byte what the pipeline wrote before the fill',
+    async (name, encode, ext) => {
+      const file = path.join(dir, `${name.replaceAll(' ', '-')}.${ext}`);
+      await encode(sharp(path.join(BUNDLED_PHOTOS_DIR, 'coffee.png')).resize(48, 32)).toFile(file);
+      const filled = await readFile(await upscale(file, true));
+      const stored = await readFile(await upscale(file, false));
+      expect(filled.equals(stored)).toBe(true);
+    },
+    60_000,
+  );
 });

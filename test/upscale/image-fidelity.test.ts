@@ -9,7 +9,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp, { type Metadata } from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COLUMN_ROWS, EXIF_FIELDS, type ImageCase, CHART_COLOURS, makeImageCorpus } from '../../bench/fidelity/fidelity-corpus-images.js';
+import {
+  COLUMN_ROWS,
+  EXIF_FIELDS,
+  type ImageCase,
+  CHART_COLOURS,
+  makeImageCorpus,
+} from '../../bench/fidelity/fidelity-corpus-images.js';
 import { SessionCache, createSrModelLoader } from '../../src/inference/index.js';
 import { type ImageInfo, probeImage, readImageLayout, summariseExif } from '../../src/media/index.js';
 import { upscaleImageFile } from '../../src/upscale/image-pipeline.js';
@@ -26,7 +32,16 @@ beforeAll(async () => {
   for (const input of corpus.filter((c) => c.refusedAs === undefined)) {
     const info = await probeImage(input.file);
     const output = path.join(dir, `out-${path.basename(input.file)}`);
-    await upscaleImageFile({ inputPath: input.file, outputPath: output, factor: input.factor, info, ...(input.model === undefined ? {} : { modelName: input.model }) }, loadModel);
+    await upscaleImageFile(
+      {
+        inputPath: input.file,
+        outputPath: output,
+        factor: input.factor,
+        info,
+        ...(input.model === undefined ? {} : { modelName: input.model }),
+      },
+      loadModel,
+    );
     results.set(input.name, { input, info, output, meta: await sharp(output).metadata() });
   }
 }, 240_000);
@@ -43,13 +58,23 @@ function result(name: string) {
 }
 
 /** Stored values, no colour conversion, `channels` interleaved, optionally brought to `size` by Lanczos-3. */
-async function stored(file: string, size?: { width: number; height: number }, depth: 'uchar' | 'ushort' = 'uchar'): Promise<{ data: Uint8Array | Uint16Array; channels: number }> {
+async function stored(
+  file: string,
+  size?: { width: number; height: number },
+  depth: 'uchar' | 'ushort' = 'uchar',
+): Promise<{ data: Uint8Array | Uint16Array; channels: number }> {
   let image = sharp(file, { ignoreIcc: true, autoOrient: true });
   if (size !== undefined) image = image.resize(size.width, size.height, { kernel: 'lanczos3', fit: 'fill' });
   // sharp's output space defaults to 8-bit sRGB: ask for rgb16 to read 16-bit samples as they are.
-  const { data, info } = await image.toColourspace(depth === 'ushort' ? 'rgb16' : 'srgb').raw({ depth }).toBuffer({ resolveWithObject: true });
+  const { data, info } = await image
+    .toColourspace(depth === 'ushort' ? 'rgb16' : 'srgb')
+    .raw({ depth })
+    .toBuffer({ resolveWithObject: true });
   const copy = Buffer.from(data);
-  return { data: depth === 'ushort' ? new Uint16Array(copy.buffer, copy.byteOffset, copy.length / 2) : new Uint8Array(copy), channels: info.channels };
+  return {
+    data: depth === 'ushort' ? new Uint16Array(copy.buffer, copy.byteOffset, copy.length / 2) : new Uint8Array(copy),
+    channels: info.channels,
+  };
 }
 
 async function alphaOf(file: string, size?: { width: number; height: number }): Promise<Buffer> {
@@ -72,7 +97,9 @@ function boxDown(data: ArrayLike<number>, width: number, height: number, factor:
   const out = new Array<number>((w * height * 3) / factor).fill(0);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
-      for (let k = 0; k < 3; k++) out[(Math.floor(y / factor) * w + Math.floor(x / factor)) * 3 + k]! += data[(y * width + x) * 3 + k]! / (factor * factor);
+      for (let k = 0; k < 3; k++)
+        out[(Math.floor(y / factor) * w + Math.floor(x / factor)) * 3 + k]! +=
+          data[(y * width + x) * 3 + k]! / (factor * factor);
     }
   }
   return out;
@@ -88,7 +115,11 @@ function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 describe('image fidelity: sizes', () => {
   it('makes every accepted case exactly input x factor, upright', () => {
     for (const { info, meta, input } of results.values()) {
-      expect([input.name, meta.width, meta.height]).toEqual([input.name, info.width * Number(input.factor), info.height * Number(input.factor)]);
+      expect([input.name, meta.width, meta.height]).toEqual([
+        input.name,
+        info.width * Number(input.factor),
+        info.height * Number(input.factor),
+      ]);
       expect(meta.orientation ?? 1).toBe(1);
     }
     // The sideways camera JPEG is 48x32 stored, 32x48 displayed.
@@ -97,17 +128,20 @@ describe('image fidelity: sizes', () => {
 });
 
 describe('image fidelity: alpha', () => {
-  it.each(['png-grey-alpha', 'png-rgba-soft', 'png-palette-alpha', 'webp-lossless-alpha', 'webp-lossy-alpha'])('%s keeps its alpha', async (name) => {
-    const { input, info, output, meta } = result(name);
-    expect(meta.hasAlpha).toBe(true);
-    const size = { width: info.width, height: info.height };
-    const inAlpha = await alphaOf(input.file);
-    const outAlpha = await alphaOf(output, size);
-    // The soft edge survives a x2 and back within a few levels; the transparent side stays transparent.
-    expect(maxDiff(outAlpha, inAlpha)).toBeLessThanOrEqual(name === 'webp-lossy-alpha' ? 12 : 6);
-    expect(outAlpha[size.width - 1]).toBe(0);
-    expect(outAlpha[0]).toBe(255);
-  });
+  it.each(['png-grey-alpha', 'png-rgba-soft', 'png-palette-alpha', 'webp-lossless-alpha', 'webp-lossy-alpha'])(
+    '%s keeps its alpha',
+    async (name) => {
+      const { input, info, output, meta } = result(name);
+      expect(meta.hasAlpha).toBe(true);
+      const size = { width: info.width, height: info.height };
+      const inAlpha = await alphaOf(input.file);
+      const outAlpha = await alphaOf(output, size);
+      // The soft edge survives a x2 and back within a few levels; the transparent side stays transparent.
+      expect(maxDiff(outAlpha, inAlpha)).toBeLessThanOrEqual(name === 'webp-lossy-alpha' ? 12 : 6);
+      expect(outAlpha[size.width - 1]).toBe(0);
+      expect(outAlpha[0]).toBe(255);
+    },
+  );
 
   it('keeps grey + alpha grey + alpha, and the alpha is not the grey picture', async () => {
     const { output, meta } = result('png-grey-alpha');
@@ -154,7 +188,11 @@ describe('image fidelity: colour', () => {
     // colour a little; the anchor keeps it within a few levels.
     const got = patchCentres(back.data, info.width);
     const was = patchCentres(original.data, info.width);
-    got.forEach((colour, p) => expect(maxDiff(colour, was[p]!), `patch ${p}: ${colour.join(',')} for ${was[p]!.join(',')}`).toBeLessThanOrEqual(8));
+    got.forEach((colour, p) =>
+      expect(maxDiff(colour, was[p]!), `patch ${p}: ${colour.join(',')} for ${was[p]!.join(',')}`).toBeLessThanOrEqual(
+        8,
+      ),
+    );
     expect(got[0]![0]).toBeGreaterThanOrEqual(245);
   });
 
@@ -168,7 +206,8 @@ describe('image fidelity: colour', () => {
 
   it(`keeps the colours of tiny images within 2 levels (1x1, 3x${COLUMN_ROWS})`, async () => {
     const one = await stored(result('png-1x1').output);
-    for (let i = 0; i < one.data.length; i += 3) expect(maxDiff([one.data[i]!, one.data[i + 1]!, one.data[i + 2]!], [200, 40, 90])).toBeLessThanOrEqual(2);
+    for (let i = 0; i < one.data.length; i += 3)
+      expect(maxDiff([one.data[i]!, one.data[i + 1]!, one.data[i + 2]!], [200, 40, 90])).toBeLessThanOrEqual(2);
     const { input, output } = result(`png-3x${COLUMN_ROWS}`);
     const out = await stored(output);
     const original = await stored(input.file);
@@ -196,16 +235,25 @@ describe('image fidelity: EXIF', () => {
 
 describe('image fidelity: WebP coding', () => {
   it('keeps a lossless WebP lossless and a lossy one lossy', async () => {
-    expect(await readImageLayout(result('webp-lossless-alpha').output, 'webp')).toEqual({ animated: false, lossless: true });
-    expect(await readImageLayout(result('webp-lossy-alpha').output, 'webp')).toEqual({ animated: false, lossless: false });
+    expect(await readImageLayout(result('webp-lossless-alpha').output, 'webp')).toEqual({
+      animated: false,
+      lossless: true,
+    });
+    expect(await readImageLayout(result('webp-lossy-alpha').output, 'webp')).toEqual({
+      animated: false,
+      lossless: false,
+    });
   });
 });
 
 describe('image fidelity: formats outside the contract', () => {
-  it.each(['webp-animated', 'gif-animated', 'png-animated', 'avif', 'heic'])('refuses %s at quote, naming it', async (name) => {
-    const input = corpus.find((c) => c.name === name)!;
-    const error = await probeImage(input.file).catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'PROBE_FAILED' });
-    expect((error as Error).message).toContain(input.refusedAs!);
-  });
+  it.each(['webp-animated', 'gif-animated', 'png-animated', 'avif', 'heic'])(
+    'refuses %s at quote, naming it',
+    async (name) => {
+      const input = corpus.find((c) => c.name === name)!;
+      const error = await probeImage(input.file).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'PROBE_FAILED' });
+      expect((error as Error).message).toContain(input.refusedAs!);
+    },
+  );
 });

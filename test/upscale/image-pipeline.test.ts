@@ -50,7 +50,10 @@ describe('upscaleImageFile', () => {
     ['png', '1', 'png'],
   ] as const)('keeps the %s format and makes exactly input x %s', async (format, factor, ext) => {
     const input = at(`chelsea-in.${ext}`);
-    await sharp(photo('chelsea.png')).extract({ left: 150, top: 60, width: 75, height: 53 }).toFormat(format).toFile(input);
+    await sharp(photo('chelsea.png'))
+      .extract({ left: 150, top: 60, width: 75, height: 53 })
+      .toFormat(format)
+      .toFile(input);
     const { meta, outcome } = await upscale(input, factor, at(`chelsea-out-${factor}.${ext}`));
     expect(meta.format).toBe(format);
     expect([meta.width, meta.height]).toEqual([75 * Number(factor), 53 * Number(factor)]);
@@ -103,7 +106,10 @@ describe('upscaleImageFile', () => {
   it('handles grey and 16-bit PNGs', async () => {
     const grey = at('grey.png');
     const rgb = await sharp(photo('coffee.png')).resize(48, 32).raw().toBuffer();
-    await sharp(rgb, { raw: { width: 48, height: 32, channels: 3 } }).toColourspace('b-w').png().toFile(grey);
+    await sharp(rgb, { raw: { width: 48, height: 32, channels: 3 } })
+      .toColourspace('b-w')
+      .png()
+      .toFile(grey);
     expect((await probeImage(grey)).channels).toBe(1);
     const g = await upscale(grey, '2', at('grey-x2.png'));
     expect([g.meta.channels, g.meta.width, g.meta.height]).toEqual([1, 96, 64]);
@@ -142,7 +148,9 @@ describe('upscaleImageFile', () => {
     const info = await probeImage(file);
     await sharp(photo('coffee.png')).resize(400, 300).png().toFile(file);
     const counting = countingLoader(loadModel);
-    await expect(upscaleImageFile({ inputPath: file, outputPath: at('grown-x2.png'), factor: '2', info }, counting.load)).rejects.toMatchObject({
+    await expect(
+      upscaleImageFile({ inputPath: file, outputPath: at('grown-x2.png'), factor: '2', info }, counting.load),
+    ).rejects.toMatchObject({
       code: 'PROBE_FAILED',
       message: expect.stringMatching(/^The image could not be decoded as quoted: .*pixel limit/),
     });
@@ -155,7 +163,9 @@ describe('upscaleImageFile', () => {
     const info = await probeImage(file);
     await sharp(photo('coffee.png')).resize(30, 40).png().toFile(file);
     const counting = countingLoader(loadModel);
-    await expect(upscaleImageFile({ inputPath: file, outputPath: at('reshaped-x2.png'), factor: '2', info }, counting.load)).rejects.toMatchObject({
+    await expect(
+      upscaleImageFile({ inputPath: file, outputPath: at('reshaped-x2.png'), factor: '2', info }, counting.load),
+    ).rejects.toMatchObject({
       code: 'PROBE_FAILED',
       message: 'Expected the decoded image to be 40×30 but it is 30×40',
     });

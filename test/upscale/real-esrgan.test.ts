@@ -29,12 +29,21 @@ async function luma(file: string): Promise<Plane> {
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-worker-realesrgan-'));
-  const crop = sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).extract({ left: 0, top: 0, width: SIDE, height: SIDE });
+  const crop = sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).extract({
+    left: 0,
+    top: 0,
+    width: SIDE,
+    height: SIDE,
+  });
   const hr = path.join(dir, 'hr.png');
   await crop.clone().png().toFile(hr);
   reference = await luma(hr);
   small = path.join(dir, 'small.png');
-  await crop.clone().resize(SIDE / 4, SIDE / 4, { kernel: 'cubic' }).png().toFile(small);
+  await crop
+    .clone()
+    .resize(SIDE / 4, SIDE / 4, { kernel: 'cubic' })
+    .png()
+    .toFile(small);
 });
 
 afterAll(async () => {
@@ -42,10 +51,19 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function upscale(factor: '1' | '2' | '4', modelName?: string): Promise<{ file: string; model: string; width: number; height: number }> {
+async function upscale(
+  factor: '1' | '2' | '4',
+  modelName?: string,
+): Promise<{ file: string; model: string; width: number; height: number }> {
   const out = path.join(dir, `out-${factor}-${modelName ?? 'default'}.png`);
   const outcome = await upscaleImageFile(
-    { inputPath: small, outputPath: out, factor, info: await probeImage(small), ...(modelName === undefined ? {} : { modelName }) },
+    {
+      inputPath: small,
+      outputPath: out,
+      factor,
+      info: await probeImage(small),
+      ...(modelName === undefined ? {} : { modelName }),
+    },
     loadModel,
   );
   return { file: out, model: outcome.model, width: outcome.width, height: outcome.height };
@@ -57,7 +75,13 @@ describe('default image upscale (Real-ESRGAN x4plus)', () => {
     expect(ours.model).toBe('realesrgan-x4plus');
     expect([ours.width, ours.height]).toEqual([SIDE, SIDE]);
     const y = await luma(ours.file);
-    const bicubic = await luma(await sharp(small).resize(SIDE, SIDE, { kernel: 'cubic' }).png().toFile(path.join(dir, 'bicubic.png')).then(() => path.join(dir, 'bicubic.png')));
+    const bicubic = await luma(
+      await sharp(small)
+        .resize(SIDE, SIDE, { kernel: 'cubic' })
+        .png()
+        .toFile(path.join(dir, 'bicubic.png'))
+        .then(() => path.join(dir, 'bicubic.png')),
+    );
     // Measured on this crop: x4plus blockiness 1.02, sharpness 0.72; bicubic 1.16 and 0.36.
     expect(blockiness(y, 4)).toBeLessThanOrEqual(1.1);
     expect(sharpnessRatio(y, reference)).toBeGreaterThan(0.6);
@@ -77,8 +101,20 @@ describe('default image upscale (Real-ESRGAN x4plus)', () => {
     const meta = await sharp(two.file).metadata();
     expect([meta.width, meta.height]).toEqual([SIDE / 2, SIDE / 2]);
     // Sharper than the x2 reference picture resized by bicubic from the small one.
-    const half = await luma(await sharp(path.join(dir, 'hr.png')).resize(SIDE / 2, SIDE / 2, { kernel: 'lanczos3' }).png().toFile(path.join(dir, 'half.png')).then(() => path.join(dir, 'half.png')));
-    const bicubicTwo = await luma(await sharp(small).resize(SIDE / 2, SIDE / 2, { kernel: 'cubic' }).png().toFile(path.join(dir, 'b2.png')).then(() => path.join(dir, 'b2.png')));
+    const half = await luma(
+      await sharp(path.join(dir, 'hr.png'))
+        .resize(SIDE / 2, SIDE / 2, { kernel: 'lanczos3' })
+        .png()
+        .toFile(path.join(dir, 'half.png'))
+        .then(() => path.join(dir, 'half.png')),
+    );
+    const bicubicTwo = await luma(
+      await sharp(small)
+        .resize(SIDE / 2, SIDE / 2, { kernel: 'cubic' })
+        .png()
+        .toFile(path.join(dir, 'b2.png'))
+        .then(() => path.join(dir, 'b2.png')),
+    );
     expect(sharpnessRatio(await luma(two.file), half)).toBeGreaterThan(sharpnessRatio(bicubicTwo, half) + 0.2);
   });
 });

@@ -94,6 +94,8 @@ describe('fillTransparent', () => {
   });
 
   it('refuses alpha of another size', () => {
-    expect(() => fillTransparent(image(new Uint8Array(12), 2, 2), new Uint8Array(3), 255)).toThrow(/Expected 4 alpha values/);
+    expect(() => fillTransparent(image(new Uint8Array(12), 2, 2), new Uint8Array(3), 255)).toThrow(
+      /Expected 4 alpha values/,
+    );
   });
 });

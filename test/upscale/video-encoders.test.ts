@@ -5,7 +5,14 @@
 import { chmod, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_ENCODER, checkEncoder, chooseEncoder, clearEncoderChecks, parseEncoderList, trialEncodeArgs } from '../../src/video/index.js';
+import {
+  DEFAULT_ENCODER,
+  checkEncoder,
+  chooseEncoder,
+  clearEncoderChecks,
+  parseEncoderList,
+  trialEncodeArgs,
+} from '../../src/video/index.js';
 import { makeTempDir } from '../media/helpers.js';
 
 const LISTING = `Encoders:
@@ -64,7 +71,10 @@ describe('chooseEncoder', () => {
   it('falls back to libx264 with one log line when the trial fails (listed, but no driver)', async () => {
     const ffmpeg = await fakeFfmpeg('ffmpeg-nodriver', LISTING, 1);
     const warnings: { obj: object; msg: string }[] = [];
-    const chosen = await chooseEncoder(ffmpeg, nvenc, { info: () => {}, warn: (obj, msg) => warnings.push({ obj, msg }) });
+    const chosen = await chooseEncoder(ffmpeg, nvenc, {
+      info: () => {},
+      warn: (obj, msg) => warnings.push({ obj, msg }),
+    });
     expect(chosen).toEqual({ ...nvenc, codec: 'libx264' });
     expect(warnings).toHaveLength(1);
     expect(warnings[0]?.msg).toBe(
@@ -74,7 +84,10 @@ describe('chooseEncoder', () => {
 
   it('falls back when this ffmpeg was built without it', async () => {
     const ffmpeg = await fakeFfmpeg('ffmpeg-without', LISTING.replace(/.*h264_nvenc.*\n/, ''), 0);
-    expect(await checkEncoder(ffmpeg, nvenc)).toEqual({ usable: false, reason: 'this ffmpeg was built without h264_nvenc' });
+    expect(await checkEncoder(ffmpeg, nvenc)).toEqual({
+      usable: false,
+      reason: 'this ffmpeg was built without h264_nvenc',
+    });
   });
 
   it('never checks libx264 and caches a verdict per binary and encoder', async () => {

@@ -23,7 +23,10 @@ import { type HdrMode, videoResultFormat } from '../../src/video/index.js';
 
 const run = promisify(execFile);
 const sessions = new SessionCache({ executionProviders: ['cpu'] });
-const loadModel = createSrModelLoader({ sessions, choices: parseSrModelChoices('video=esrgan-slim-x2,video:4=esrgan-slim-x4') });
+const loadModel = createSrModelLoader({
+  sessions,
+  choices: parseSrModelChoices('video=esrgan-slim-x2,video:4=esrgan-slim-x4'),
+});
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -42,16 +45,44 @@ afterAll(async () => {
 
 /** The 10-bit luma values of row `y` of the first frame. */
 async function lumaRow(path: string, width: number, y: number): Promise<number[]> {
-  const { stdout } = await run(resolveFfmpeg(), ['-v', 'error', '-i', path, '-frames:v', '1', '-vf', `format=gray10le,crop=${width}:1:0:${y}`, '-f', 'rawvideo', 'pipe:1'], { encoding: 'buffer' });
+  const { stdout } = await run(
+    resolveFfmpeg(),
+    [
+      '-v',
+      'error',
+      '-i',
+      path,
+      '-frames:v',
+      '1',
+      '-vf',
+      `format=gray10le,crop=${width}:1:0:${y}`,
+      '-f',
+      'rawvideo',
+      'pipe:1',
+    ],
+    { encoding: 'buffer' },
+  );
   const values = new Uint16Array(stdout.buffer, stdout.byteOffset, stdout.byteLength / 2);
   return [...values];
 }
 
-async function upscale(input: string, factor: '1' | '2', hdr?: HdrMode, encoder?: { crf: number }): Promise<{ info: MediaInfo; outcome: VideoUpscaleOutcome }> {
+async function upscale(
+  input: string,
+  factor: '1' | '2',
+  hdr?: HdrMode,
+  encoder?: { crf: number },
+): Promise<{ info: MediaInfo; outcome: VideoUpscaleOutcome }> {
   const info = await probeMedia(input);
   runs += 1;
   const outcome = await upscaleVideoFile(
-    { inputPath: input, outputPath: join(dir, `out-${runs}.${videoResultFormat(info.container).ext}`), factor, info, ...(hdr === undefined ? {} : { hdr }), ...(encoder === undefined ? {} : { encoder }) },
+    {
+      inputPath: input,
+      outputPath: join(dir, `out-${runs}.${videoResultFormat(info.container).ext}`),
+      factor,
+      info,
+      ...(hdr === undefined ? {} : { hdr }),
+      ...(encoder === undefined ? {} : { encoder }),
+    },
     loadModel,
   );
   return { info, outcome };
@@ -102,12 +133,21 @@ describe('HDR in, HDR out', () => {
     expect(new Set(output).size).toBeGreaterThan(30);
   });
 
-  it('HLG: HEVC Main10 tagged BT.2020 / HLG, the same matrix as the primaries; the phone\'s QuickTime keys kept, its location not', async () => {
+  it("HLG: HEVC Main10 tagged BT.2020 / HLG, the same matrix as the primaries; the phone's QuickTime keys kept, its location not", async () => {
     const { outcome } = await upscale(corpus.hlg, '2');
     const out = await fileFacts(outcome.outputPath);
     const video = pictureOf(out);
-    expect(video).toMatchObject({ codec_name: 'hevc', pix_fmt: 'yuv420p10le', color_primaries: 'bt2020', color_space: 'bt2020nc', color_transfer: 'arib-std-b67' });
-    expect(out.tags).toMatchObject({ 'com.apple.quicktime.make': 'Apple', 'com.apple.quicktime.creationdate': '2024-05-01T10:20:30+0200' });
+    expect(video).toMatchObject({
+      codec_name: 'hevc',
+      pix_fmt: 'yuv420p10le',
+      color_primaries: 'bt2020',
+      color_space: 'bt2020nc',
+      color_transfer: 'arib-std-b67',
+    });
+    expect(out.tags).toMatchObject({
+      'com.apple.quicktime.make': 'Apple',
+      'com.apple.quicktime.creationdate': '2024-05-01T10:20:30+0200',
+    });
     expect(Object.keys(out.tags).filter((k) => /location/i.test(k))).toEqual([]);
     // The MP4's own file type, not the source's written again as a key.
     expect(out.tags['major_brand']).toBe('isom');
@@ -116,7 +156,13 @@ describe('HDR in, HDR out', () => {
   it('hdr "sdr": tone-mapped to 8-bit H.264 tagged BT.709 throughout, and darker than a naive read of the PQ code values', async () => {
     const { outcome } = await upscale(corpus.hlg, '2', 'sdr');
     const video = pictureOf(await fileFacts(outcome.outputPath));
-    expect(video).toMatchObject({ codec_name: 'h264', pix_fmt: 'yuv420p', color_primaries: 'bt709', color_space: 'bt709', color_transfer: 'bt709' });
+    expect(video).toMatchObject({
+      codec_name: 'h264',
+      pix_fmt: 'yuv420p',
+      color_primaries: 'bt709',
+      color_space: 'bt709',
+      color_transfer: 'bt709',
+    });
     expect(outcome.colour).toEqual({ codec: 'h264', bits: 8, transfer: 'bt709', toneMapped: true });
   });
 });
@@ -128,9 +174,19 @@ describe('time as it was', () => {
     // The quote's frame count (what the estimate and the job's pixel limit bill) is the frames processed.
     const quoted = await quoteJob(
       parseJob({ model: 'vendor-video-upscale', input: { video_url: corpus.vfr, upscale_factor: '2' } }),
-      { localize: async (source) => ({ path: source, bytes: 1, source }), probeMedia: async () => info, probeImage: async () => Promise.reject(new Error('no image')) },
+      {
+        localize: async (source) => ({ path: source, bytes: 1, source }),
+        probeMedia: async () => info,
+        probeImage: async () => Promise.reject(new Error('no image')),
+      },
       undefined,
-      { limits: DEFAULT_WORK_LIMITS, hardware: HAND, kinds: { lipsync: { maxOutputPercent: 200, secondsPerFrame: 0 } }, timeLimitSeconds: { image: 1e6, video: 1e6, lipsync: 1e6, music: 1e6, 'music-video': 1e6 }, srNetwork: async () => ({ ...NET, scale: 2 }) },
+      {
+        limits: DEFAULT_WORK_LIMITS,
+        hardware: HAND,
+        kinds: { lipsync: { maxOutputPercent: 200, secondsPerFrame: 0 } },
+        timeLimitSeconds: { image: 1e6, video: 1e6, lipsync: 1e6, music: 1e6, 'music-video': 1e6 },
+        srNetwork: async () => ({ ...NET, scale: 2 }),
+      },
     );
     expect((quoted.quote as { estimated_frames?: number }).estimated_frames).toBe(outcome.frames);
     expect(outcome.frameRate).toBe('30/1');
@@ -164,14 +220,42 @@ describe('time as it was', () => {
 
   it('variable frame rate with sound running 0.4 s past the last frame: the quote counts the frames processed, not the sound', async () => {
     const longer = join(dir, 'vfr-long-audio.mp4');
-    await run(resolveFfmpeg(), ['-v', 'error', '-i', corpus.vfr, '-f', 'lavfi', '-i', 'sine=f=440:r=48000:d=2.4', '-map', '0:v', '-map', '1:a', '-c:v', 'copy', '-c:a', 'aac', longer]);
+    await run(resolveFfmpeg(), [
+      '-v',
+      'error',
+      '-i',
+      corpus.vfr,
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=f=440:r=48000:d=2.4',
+      '-map',
+      '0:v',
+      '-map',
+      '1:a',
+      '-c:v',
+      'copy',
+      '-c:a',
+      'aac',
+      longer,
+    ]);
     const { info, outcome } = await upscale(longer, '2');
     expect(info.durationSeconds).toBeGreaterThan(2.3);
     const quoted = await quoteJob(
       parseJob({ model: 'vendor-video-upscale', input: { video_url: longer, upscale_factor: '2' } }),
-      { localize: async (source) => ({ path: source, bytes: 1, source }), probeMedia: async () => info, probeImage: async () => Promise.reject(new Error('no image')) },
+      {
+        localize: async (source) => ({ path: source, bytes: 1, source }),
+        probeMedia: async () => info,
+        probeImage: async () => Promise.reject(new Error('no image')),
+      },
       undefined,
-      { limits: DEFAULT_WORK_LIMITS, hardware: HAND, kinds: { lipsync: { maxOutputPercent: 200, secondsPerFrame: 0 } }, timeLimitSeconds: { image: 1e6, video: 1e6, lipsync: 1e6, music: 1e6, 'music-video': 1e6 }, srNetwork: async () => ({ ...NET, scale: 2 }) },
+      {
+        limits: DEFAULT_WORK_LIMITS,
+        hardware: HAND,
+        kinds: { lipsync: { maxOutputPercent: 200, secondsPerFrame: 0 } },
+        timeLimitSeconds: { image: 1e6, video: 1e6, lipsync: 1e6, music: 1e6, 'music-video': 1e6 },
+        srNetwork: async () => ({ ...NET, scale: 2 }),
+      },
     );
     expect((quoted.quote as { estimated_frames?: number }).estimated_frames).toBe(outcome.frames);
     expect(await packetTimes(outcome.outputPath, 'v:0')).toHaveLength(outcome.frames);
@@ -194,7 +278,8 @@ describe('every stream kept', () => {
     expect(Object.keys(out.tags).filter((k) => /location/i.test(k))).toEqual([]);
     expect(outcome.streams).toEqual({ kept: 3, dropped: [] });
     // Matroska puts AAC's priming packet first and the video 23 ms later: the start is kept to the millisecond.
-    const start = async (path: string): Promise<number> => (await packetTimes(path, 'v:0'))[0]! - (await packetTimes(path, 'a:0'))[0]!;
+    const start = async (path: string): Promise<number> =>
+      (await packetTimes(path, 'v:0'))[0]! - (await packetTimes(path, 'a:0'))[0]!;
     expect(await start(corpus.tracks)).toBeGreaterThan(0.01);
     expect(Math.abs((await start(outcome.outputPath)) - (await start(corpus.tracks)))).toBeLessThan(0.002);
   });

@@ -63,7 +63,12 @@ export async function streamFacts(path: string): Promise<StreamFacts[]> {
   return streams
     .filter((s) => s.codec_type === 'video' || s.codec_type === 'audio')
     .map((s) => {
-      const facts: StreamFacts = { type: s.codec_type as 'video' | 'audio', codec: s.codec_name ?? '', duration: streamDuration(s), start: Number(s.start_time ?? 0) };
+      const facts: StreamFacts = {
+        type: s.codec_type as 'video' | 'audio',
+        codec: s.codec_name ?? '',
+        duration: streamDuration(s),
+        start: Number(s.start_time ?? 0),
+      };
       if (s.width !== undefined) facts.width = s.width;
       if (s.height !== undefined) facts.height = s.height;
       const frames = s.nb_read_frames ?? s.nb_frames;
@@ -92,14 +97,34 @@ export function audioOf(facts: StreamFacts[]): StreamFacts | undefined {
  * own YUV matrix as tagged, BT.601 when untagged).
  */
 export async function decodeRgb(path: string, width: number, height: number, vf?: string): Promise<Buffer[]> {
-  const filter = vf ?? `scale=w=${width}:h=${height}:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=auto,format=rgb24`;
+  const filter =
+    vf ?? `scale=w=${width}:h=${height}:flags=bicubic+accurate_rnd+full_chroma_int:in_color_matrix=auto,format=rgb24`;
   const { stdout } = await run(
     resolveFfmpeg(),
-    ['-hide_banner', '-v', 'error', '-nostdin', '-i', path, '-map', '0:V:0', '-vf', filter, '-fps_mode', 'passthrough', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'],
+    [
+      '-hide_banner',
+      '-v',
+      'error',
+      '-nostdin',
+      '-i',
+      path,
+      '-map',
+      '0:V:0',
+      '-vf',
+      filter,
+      '-fps_mode',
+      'passthrough',
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'rgb24',
+      'pipe:1',
+    ],
     { encoding: 'buffer', maxBuffer: 256 * 1024 * 1024 },
   );
   const size = width * height * 3;
-  if (stdout.length % size !== 0) throw new Error(`Expected whole ${width}x${height} frames but received ${stdout.length} bytes`);
+  if (stdout.length % size !== 0)
+    throw new Error(`Expected whole ${width}x${height} frames but received ${stdout.length} bytes`);
   const frames: Buffer[] = [];
   for (let at = 0; at < stdout.length; at += size) frames.push(stdout.subarray(at, at + size));
   return frames;

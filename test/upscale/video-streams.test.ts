@@ -96,13 +96,22 @@ describe('FrameReader', () => {
       for (let f = await reader.next(); f !== null; f = await reader.next()) out.push(f);
       return out;
     })();
-    for (const [start, end] of [[0, 5], [5, 7], [7, 20], [20, 36]] as const) {
+    for (const [start, end] of [
+      [0, 5],
+      [5, 7],
+      [7, 20],
+      [20, 36],
+    ] as const) {
       stream.write(bytes.subarray(start, end));
       await tick();
     }
     stream.end();
     const got = await frames;
-    expect(got.map((f) => [...f])).toEqual([[...bytes.subarray(0, 12)], [...bytes.subarray(12, 24)], [...bytes.subarray(24, 36)]]);
+    expect(got.map((f) => [...f])).toEqual([
+      [...bytes.subarray(0, 12)],
+      [...bytes.subarray(12, 24)],
+      [...bytes.subarray(24, 36)],
+    ]);
     expect(reader.frames).toBe(3);
   });
 
@@ -154,7 +163,8 @@ function recordingModel(opts: { delayMs?: number; failWhenBatchAbove?: number } 
     async run(input: Float32Array, dims: Nchw): Promise<TensorOutput> {
       calls.push(dims);
       if (opts.delayMs !== undefined) await new Promise((r) => setTimeout(r, opts.delayMs));
-      if (opts.failWhenBatchAbove !== undefined && dims[0] > opts.failWhenBatchAbove) throw new Error('bad_alloc: out of memory');
+      if (opts.failWhenBatchAbove !== undefined && dims[0] > opts.failWhenBatchAbove)
+        throw new Error('bad_alloc: out of memory');
       return { data: input.map((v) => v + 1000), dims };
     },
   };
@@ -177,7 +187,10 @@ describe('TileBatcher', () => {
     const inner = recordingModel({ delayMs: 20 });
     const batcher = new TileBatcher(inner, 8);
     const results = await Promise.all([request(batcher, 1), request(batcher, 2, 2), request(batcher, 3)]);
-    expect(inner.calls).toEqual([[1, 3, 4, 4], [3, 3, 4, 4]]);
+    expect(inner.calls).toEqual([
+      [1, 3, 4, 4],
+      [3, 3, 4, 4],
+    ]);
     expect(results.map((r) => r.dims[0])).toEqual([1, 2, 1]);
     expect(results.map((r) => [...new Set(r.data)])).toEqual([[1001], [1002], [1003]]);
     expect(batcher.stats).toMatchObject({ calls: 2, tiles: 4, largestBatch: 3 });
@@ -186,7 +199,13 @@ describe('TileBatcher', () => {
   it('never mixes tile shapes and respects the tile limit', async () => {
     const inner = recordingModel({ delayMs: 10 });
     const batcher = new TileBatcher(inner, 2);
-    await Promise.all([request(batcher, 1), request(batcher, 2), request(batcher, 3, 1, 8), request(batcher, 4), request(batcher, 5)]);
+    await Promise.all([
+      request(batcher, 1),
+      request(batcher, 2),
+      request(batcher, 3, 1, 8),
+      request(batcher, 4),
+      request(batcher, 5),
+    ]);
     expect(inner.calls).toEqual([
       [1, 3, 4, 4],
       [2, 3, 4, 4],
@@ -212,7 +231,8 @@ describe('TileBatcher', () => {
         const out = new Float32Array(n * c * h * w * 4);
         for (let p = 0; p < n * c; p += 1) {
           for (let y = 0; y < 2 * h; y += 1) {
-            for (let x = 0; x < 2 * w; x += 1) out[p * 4 * h * w + y * 2 * w + x] = input[p * h * w + (y >> 1) * w + (x >> 1)]!;
+            for (let x = 0; x < 2 * w; x += 1)
+              out[p * 4 * h * w + y * 2 * w + x] = input[p * h * w + (y >> 1) * w + (x >> 1)]!;
           }
         }
         await new Promise((r) => setTimeout(r, 2));
@@ -229,7 +249,11 @@ describe('TileBatcher', () => {
     const alone = await Promise.all(frames.map((f) => upscaleRgb(nearest, f, options)));
     const batcher = new TileBatcher(nearest, 12);
     const together = await Promise.all(frames.map((f) => upscaleRgb(batcher, f, options)));
-    expect(together.map((r) => Buffer.from(r.data).equals(Buffer.from(alone[together.indexOf(r)]!.data)))).toEqual([true, true, true]);
+    expect(together.map((r) => Buffer.from(r.data).equals(Buffer.from(alone[together.indexOf(r)]!.data)))).toEqual([
+      true,
+      true,
+      true,
+    ]);
     expect(batcher.stats.largestBatch).toBeGreaterThan(1);
   });
 });

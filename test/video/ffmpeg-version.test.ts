@@ -7,12 +7,24 @@ import { chmod, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveFfmpeg } from '../../src/media/index.js';
-import { argsForFfmpeg, decoderArgs, ffmpegVersion, frameTimingOption, frameTimingOptionOf, parseFfmpegVersion, withFrameTimingOption } from '../../src/video/index.js';
+import {
+  argsForFfmpeg,
+  decoderArgs,
+  ffmpegVersion,
+  frameTimingOption,
+  frameTimingOptionOf,
+  parseFfmpegVersion,
+  withFrameTimingOption,
+} from '../../src/video/index.js';
 import { makeTempDir } from '../media/helpers.js';
 
 describe('frameTimingOption', () => {
   it.each([
-    ['ffmpeg version 5.1.9-0+deb12u1 Copyright (c) 2000-2026 the FFmpeg developers', { major: 5, minor: 1 }, '-fps_mode'],
+    [
+      'ffmpeg version 5.1.9-0+deb12u1 Copyright (c) 2000-2026 the FFmpeg developers',
+      { major: 5, minor: 1 },
+      '-fps_mode',
+    ],
     ['ffmpeg version n6.1.1 Copyright (c) 2000-2023', { major: 6, minor: 1 }, '-fps_mode'],
     ['ffmpeg version 7.0-static https://johnvansickle.com/ffmpeg/', { major: 7, minor: 0 }, '-fps_mode'],
     ['ffmpeg version 5.0.1 Copyright (c) 2000-2022', { major: 5, minor: 0 }, '-vsync'],
@@ -27,7 +39,14 @@ describe('frameTimingOption', () => {
   });
 
   it('renames the option only, keeping its value', () => {
-    expect(withFrameTimingOption(['-i', 'x', '-fps_mode', 'passthrough', '-r', '30'], '-vsync')).toEqual(['-i', 'x', '-vsync', 'passthrough', '-r', '30']);
+    expect(withFrameTimingOption(['-i', 'x', '-fps_mode', 'passthrough', '-r', '30'], '-vsync')).toEqual([
+      '-i',
+      'x',
+      '-vsync',
+      'passthrough',
+      '-r',
+      '30',
+    ]);
     expect(withFrameTimingOption(['-fps_mode', 'cfr'], '-fps_mode')).toEqual(['-fps_mode', 'cfr']);
   });
 });
@@ -49,7 +68,10 @@ describe('the ffmpeg in use', () => {
 
   it('gives an ffmpeg 4.4 -vsync in the decoder`s arguments, and remembers it for spawns that cannot wait', async () => {
     const old = join(dir, 'ffmpeg-4.4');
-    await writeFile(old, '#!/bin/sh\necho "ffmpeg version 4.4.1-static https://johnvansickle.com/ffmpeg/  Copyright (c) 2000-2021"\n');
+    await writeFile(
+      old,
+      '#!/bin/sh\necho "ffmpeg version 4.4.1-static https://johnvansickle.com/ffmpeg/  Copyright (c) 2000-2021"\n',
+    );
     await chmod(old, 0o755);
     const args = decoderArgs({
       inputPath: '/in/clip.mp4',

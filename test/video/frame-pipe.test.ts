@@ -44,7 +44,11 @@ describe('writeWithBackpressure', () => {
   });
 
   it.each([
-    ['the abort', (pipe: ReturnType<typeof slowPipe>, stop: AbortController) => stop.abort(new Error('stopped')), 'stopped'],
+    [
+      'the abort',
+      (pipe: ReturnType<typeof slowPipe>, stop: AbortController) => stop.abort(new Error('stopped')),
+      'stopped',
+    ],
     ['the stream error', (pipe: ReturnType<typeof slowPipe>) => pipe.stream.destroy(new Error('EPIPE')), 'EPIPE'],
     ['the close', (pipe: ReturnType<typeof slowPipe>) => pipe.stream.destroy(), "The encoder's input closed early"],
   ])('rejects a waiting write on %s', async (_what, act, message) => {
@@ -62,9 +66,13 @@ describe('writeWithBackpressure', () => {
     const pipe = slowPipe(64);
     const stop = new AbortController();
     pipe.stream.end();
-    await expect(writeWithBackpressure(pipe.stream, new Uint8Array(1), stop.signal)).rejects.toThrow("The encoder's input closed early");
+    await expect(writeWithBackpressure(pipe.stream, new Uint8Array(1), stop.signal)).rejects.toThrow(
+      "The encoder's input closed early",
+    );
     stop.abort(new Error('cancelled'));
-    await expect(writeWithBackpressure(slowPipe(64).stream, new Uint8Array(1), stop.signal)).rejects.toThrow('cancelled');
+    await expect(writeWithBackpressure(slowPipe(64).stream, new Uint8Array(1), stop.signal)).rejects.toThrow(
+      'cancelled',
+    );
   });
 });
 
@@ -83,8 +91,16 @@ describe('endPipe', () => {
   });
 
   it.each([
-    ['the abort', (pipe: ReturnType<typeof slowPipe>, stop: AbortController) => stop.abort(new Error('stopped')), 'stopped'],
-    ['the close before the flush', (pipe: ReturnType<typeof slowPipe>) => pipe.stream.destroy(), "The encoder's input closed before all frames were written"],
+    [
+      'the abort',
+      (pipe: ReturnType<typeof slowPipe>, stop: AbortController) => stop.abort(new Error('stopped')),
+      'stopped',
+    ],
+    [
+      'the close before the flush',
+      (pipe: ReturnType<typeof slowPipe>) => pipe.stream.destroy(),
+      "The encoder's input closed before all frames were written",
+    ],
   ])('rejects on %s instead of waiting for ever', async (_what, act, message) => {
     const pipe = slowPipe(64);
     pipe.stream.on('error', () => {});

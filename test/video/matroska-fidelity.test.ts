@@ -32,7 +32,15 @@ let out: FileFacts;
 beforeAll(async () => {
   ({ dir, cleanup } = await makeTempDir('matroska-fidelity'));
   corpus = await makeVideoCorpus(dir);
-  outcome = await upscaleVideoFile({ inputPath: corpus.bitmaps, outputPath: join(dir, 'out.mkv'), factor: '2', info: await probeMedia(corpus.bitmaps) }, loadModel);
+  outcome = await upscaleVideoFile(
+    {
+      inputPath: corpus.bitmaps,
+      outputPath: join(dir, 'out.mkv'),
+      factor: '2',
+      info: await probeMedia(corpus.bitmaps),
+    },
+    loadModel,
+  );
   out = await fileFacts(outcome.outputPath);
 }, 180_000);
 
@@ -46,8 +54,12 @@ function described(facts: FileFacts): string[] {
   return facts.streams
     .filter((s) => !(s.codec_type === 'video' && s.disposition['attached_pic'] === 1))
     .map((s) => {
-      const set = Object.entries(s.disposition).filter(([, v]) => v === 1).map(([k]) => k);
-      return [s.codec_type, s.codec_name, s.tags['language'] ?? '-', s.tags['title'] ?? '-', set.join('+') || '-'].join(' ');
+      const set = Object.entries(s.disposition)
+        .filter(([, v]) => v === 1)
+        .map(([k]) => k);
+      return [s.codec_type, s.codec_name, s.tags['language'] ?? '-', s.tags['title'] ?? '-', set.join('+') || '-'].join(
+        ' ',
+      );
     });
 }
 
@@ -55,9 +67,26 @@ describe('Matroska in, Matroska out', () => {
   it('writes Matroska, says so in the outcome, and keeps every audio and subtitle track with its language, title and dispositions', async () => {
     const input = await fileFacts(corpus.bitmaps);
     expect(outcome.format).toEqual({ container: 'mkv', ext: 'mkv', mediaType: 'video/x-matroska' });
-    const { stdout } = await run('ffprobe', ['-v', 'error', '-show_entries', 'format=format_name', '-of', 'default=nw=1:nk=1', outcome.outputPath]);
+    const { stdout } = await run('ffprobe', [
+      '-v',
+      'error',
+      '-show_entries',
+      'format=format_name',
+      '-of',
+      'default=nw=1:nk=1',
+      outcome.outputPath,
+    ]);
     expect(stdout.trim()).toBe('matroska,webm');
-    expect(streamLabels(input)).toEqual(['v:hevc(10)', 'a:opus(eng)', 'a:flac(fra)', 's:hdmv_pgs_subtitle(eng)', 's:dvb_subtitle(deu)', 's:subrip(fra)', 't:ttf', 'cover:png']);
+    expect(streamLabels(input)).toEqual([
+      'v:hevc(10)',
+      'a:opus(eng)',
+      'a:flac(fra)',
+      's:hdmv_pgs_subtitle(eng)',
+      's:dvb_subtitle(deu)',
+      's:subrip(fra)',
+      't:ttf',
+      'cover:png',
+    ]);
     expect(streamLabels(out)).toEqual(streamLabels(input));
     // Everything but the picture (upscaled) as it went in.
     expect(described(out).slice(1)).toEqual(described(input).slice(1));
@@ -90,15 +119,39 @@ describe('Matroska in, Matroska out', () => {
   it('keeps the font attachment byte for byte, with its name and media type', async () => {
     const font = out.streams.find((s) => s.codec_type === 'attachment');
     expect(font?.tags).toMatchObject({ filename: CORPUS_FONT.name, mimetype: CORPUS_FONT.mimetype });
-    await run(resolveFfmpeg(), ['-v', 'error', '-y', '-dump_attachment:t:0', join(dir, 'dumped.ttf'), '-i', outcome.outputPath], { cwd: dir }).catch(() => undefined); // ffmpeg exits 1: no output file named
+    await run(
+      resolveFfmpeg(),
+      ['-v', 'error', '-y', '-dump_attachment:t:0', join(dir, 'dumped.ttf'), '-i', outcome.outputPath],
+      { cwd: dir },
+    ).catch(() => undefined); // ffmpeg exits 1: no output file named
     expect(await readFile(join(dir, 'dumped.ttf'))).toEqual(CORPUS_FONT.bytes);
   });
 
   it('keeps the cover as the image attachment it came as, byte for byte, not upscaled', async () => {
     const cover = out.streams.find((s) => s.disposition['attached_pic'] === 1);
-    expect(cover).toMatchObject({ codec_name: 'png', width: 32, height: 32, tags: { filename: 'cover.png', mimetype: 'image/png' } });
+    expect(cover).toMatchObject({
+      codec_name: 'png',
+      width: 32,
+      height: 32,
+      tags: { filename: 'cover.png', mimetype: 'image/png' },
+    });
     const dumped = join(dir, 'cover-out.png');
-    await run(resolveFfmpeg(), ['-v', 'error', '-y', '-i', outcome.outputPath, '-map', `0:${cover!.index}`, '-c', 'copy', '-frames:v', '1', '-f', 'image2', dumped]);
+    await run(resolveFfmpeg(), [
+      '-v',
+      'error',
+      '-y',
+      '-i',
+      outcome.outputPath,
+      '-map',
+      `0:${cover!.index}`,
+      '-c',
+      'copy',
+      '-frames:v',
+      '1',
+      '-f',
+      'image2',
+      dumped,
+    ]);
     expect(await readFile(dumped)).toEqual(await readFile(join(dir, 'cover.png')));
     // Nothing left beside the result (the extracted cover, the partial file).
     expect((await readdir(dir)).filter((name) => name.startsWith('.out.mkv'))).toEqual([]);
@@ -117,7 +170,15 @@ describe('Matroska in, Matroska out', () => {
 
   it('HDR10 survives: HEVC Main10 with BT.2020 / PQ tags and the mastering display and MaxCLL', async () => {
     const video = pictureOf(out);
-    expect(video).toMatchObject({ codec_name: 'hevc', pix_fmt: 'yuv420p10le', color_primaries: 'bt2020', color_space: 'bt2020nc', color_transfer: 'smpte2084', width: 128, height: 96 });
+    expect(video).toMatchObject({
+      codec_name: 'hevc',
+      pix_fmt: 'yuv420p10le',
+      color_primaries: 'bt2020',
+      color_space: 'bt2020nc',
+      color_transfer: 'smpte2084',
+      width: 128,
+      height: 96,
+    });
     expect(video.profile).toBe('Main 10');
     await expectCorpusHdr10Metadata(outcome.outputPath);
   });

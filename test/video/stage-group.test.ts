@@ -28,7 +28,9 @@ describe('StageGroup', () => {
     group.fail(new Error('second of rank 0'));
     group.fail(decoder, 2);
     group.fail(new Error('encoder'), 1);
-    expect(() => group.throwIfFailed((error, rank) => new Error(`${(error as Error).message} (rank ${rank})`))).toThrow('decoder exited (rank 2)');
+    expect(() => group.throwIfFailed((error, rank) => new Error(`${(error as Error).message} (rank ${rank})`))).toThrow(
+      'decoder exited (rank 2)',
+    );
   });
 
   it("stops on the caller's abort and throws the caller's reason, not the stages' echoes", async () => {
@@ -59,7 +61,7 @@ describe('StageGroup', () => {
     expect(group.signal.aborted).toBe(false);
   });
 
-  it('names the failure that counts after the caller\'s own flow broke', async () => {
+  it("names the failure that counts after the caller's own flow broke", async () => {
     const group = new StageGroup(undefined);
     const stageError = new Error('audio decoder failed');
     const stage = group.run(rejected(stageError));

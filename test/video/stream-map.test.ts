@@ -27,7 +27,12 @@ const all = (args: string[], flag: string): string[] => args.flatMap((a, i) => (
 /** A Matroska file with a bit of everything. */
 const SOURCE = [
   { codec_type: 'video', codec_name: 'hevc' },
-  { codec_type: 'audio', codec_name: 'opus', channels: 2, tags: { language: 'eng', title: 'Main', LOCATION: '+48.85+002.29/' } },
+  {
+    codec_type: 'audio',
+    codec_name: 'opus',
+    channels: 2,
+    tags: { language: 'eng', title: 'Main', LOCATION: '+48.85+002.29/' },
+  },
   { codec_type: 'audio', codec_name: 'pcm_s24le', channels: 6 },
   { codec_type: 'subtitle', codec_name: 'hdmv_pgs_subtitle', tags: { language: 'eng' } },
   { codec_type: 'subtitle', codec_name: 'dvb_subtitle' },
@@ -37,9 +42,22 @@ const SOURCE = [
   { codec_type: 'video', codec_name: 'png', disposition: { attached_pic: 1 } },
 ].map((s, i) => sourceStream(s, i));
 
-const extras: VideoExtras = { sampleAspect: { num: 1, den: 1 }, videoStartOffset: 0, videoIndex: 0, bitDepth: 10, streams: SOURCE, tags: { title: 'Trip', location: 'x' } };
-const hdr = colourPlan({ bitDepth: 10, matrix: 'bt2020', primaries: 'bt2020', transfer: 'smpte2084' }, 'keep', { width: 96, height: 64 });
-const encode = (container: 'mp4' | 'mkv', coverFiles: ReadonlyMap<number, string> = new Map([[8, '/tmp/cover-8']])): string[] =>
+const extras: VideoExtras = {
+  sampleAspect: { num: 1, den: 1 },
+  videoStartOffset: 0,
+  videoIndex: 0,
+  bitDepth: 10,
+  streams: SOURCE,
+  tags: { title: 'Trip', location: 'x' },
+};
+const hdr = colourPlan({ bitDepth: 10, matrix: 'bt2020', primaries: 'bt2020', transfer: 'smpte2084' }, 'keep', {
+  width: 96,
+  height: 64,
+});
+const encode = (
+  container: 'mp4' | 'mkv',
+  coverFiles: ReadonlyMap<number, string> = new Map([[8, '/tmp/cover-8']]),
+): string[] =>
   encoderArgs({
     coverFiles,
     geometry: videoGeometry({ width: 96, height: 64, rotation: 0 }, 2, 2),
@@ -88,7 +106,8 @@ describe('streamMap into Matroska', () => {
     // After the mapped attachment (t:0): the cover, by its codec's name and type.
     expect(all(args, '-attach')).toEqual(['file:/tmp/cover-8']);
     expect(all(args, '-metadata:s:t:1')).toEqual(['mimetype=image/png', 'filename=cover.png']);
-    for (const flag of ['-c:a:0', '-c:a:1', '-c:s:0', '-c:s:1', '-c:s:2', '-c:t:0']) expect(after(args, flag), flag).toBe('copy');
+    for (const flag of ['-c:a:0', '-c:a:1', '-c:s:0', '-c:s:1', '-c:s:2', '-c:t:0'])
+      expect(after(args, flag), flag).toBe('copy');
     expect(args).not.toContain('-tag:v:0');
     expect(args).not.toContain('-movflags');
     expect(args).not.toContain('-video_track_timescale');
@@ -104,7 +123,12 @@ describe('streamMap into Matroska', () => {
 describe('streamMap into MP4', () => {
   it('converts what MP4 cannot carry and leaves out the rest; removes location from each stream too', () => {
     const map = streamMap(SOURCE, 0, 'mp4');
-    expect(map.kept.map((s) => [s.index, s.type])).toEqual([[1, 'audio'], [2, 'audio'], [5, 'subtitle'], [8, 'cover']]);
+    expect(map.kept.map((s) => [s.index, s.type])).toEqual([
+      [1, 'audio'],
+      [2, 'audio'],
+      [5, 'subtitle'],
+      [8, 'cover'],
+    ]);
     expect(map.dropped.map((d) => d.codec)).toEqual(['hdmv_pgs_subtitle', 'dvb_subtitle', 'bin_data', 'ttf']);
     const args = encode('mp4');
     expect(after(args, '-c:a:0')).toBe('aac'); // Opus: MP4 players disagree on it
@@ -125,23 +149,26 @@ describe('timecode', () => {
       { codec_type: 'data', codec_name: 'unknown', tags: { handler_name: 'GoPro MET' } },
     ].map((s, i) => sourceStream(s, i));
 
-  it.each(['mp4', 'mkv'] as const)('into %s: the timecode track is written again from its start, not mapped; telemetry is left out', (container) => {
-    const map = streamMap(withTimecode('01:02:03:04'), 0, container);
-    expect(map.kept).toContainEqual({ type: 'timecode', index: 2, start: '01:02:03:04' });
-    expect(map.dropped.map((d) => d.index)).toEqual([3]);
-    const args = encoderArgs({
-      geometry: videoGeometry({ width: 96, height: 64, rotation: 0 }, 2, 2),
-      timing: { mode: 'passthrough', rate: { num: 25, den: 1 } },
-      encoder: DEFAULT_ENCODER,
-      extras: { ...extras, streams: withTimecode('01:02:03:04') },
-      colour: colourPlan({ bitDepth: 8 }, 'keep', { width: 96, height: 64 }),
-      source: { path: '/in/clip.mp4', container: 'mp4' },
-      streams: map,
-      outputPath: '/out/result',
-    });
-    expect(all(args, '-map')).toEqual(['0:v:0', '1:1']);
-    expect(all(args, '-metadata:s:v:0')).toEqual(['timecode=01:02:03:04']);
-  });
+  it.each(['mp4', 'mkv'] as const)(
+    'into %s: the timecode track is written again from its start, not mapped; telemetry is left out',
+    (container) => {
+      const map = streamMap(withTimecode('01:02:03:04'), 0, container);
+      expect(map.kept).toContainEqual({ type: 'timecode', index: 2, start: '01:02:03:04' });
+      expect(map.dropped.map((d) => d.index)).toEqual([3]);
+      const args = encoderArgs({
+        geometry: videoGeometry({ width: 96, height: 64, rotation: 0 }, 2, 2),
+        timing: { mode: 'passthrough', rate: { num: 25, den: 1 } },
+        encoder: DEFAULT_ENCODER,
+        extras: { ...extras, streams: withTimecode('01:02:03:04') },
+        colour: colourPlan({ bitDepth: 8 }, 'keep', { width: 96, height: 64 }),
+        source: { path: '/in/clip.mp4', container: 'mp4' },
+        streams: map,
+        outputPath: '/out/result',
+      });
+      expect(all(args, '-map')).toEqual(['0:v:0', '1:1']);
+      expect(all(args, '-metadata:s:v:0')).toEqual(['timecode=01:02:03:04']);
+    },
+  );
 
   it('a timecode ffmpeg could not write is not passed on: the track is left out', () => {
     const map = streamMap(withTimecode('01:02:03:04 -f null'), 0, 'mp4');
@@ -162,7 +189,14 @@ describe('coverExtractArgs', () => {
 
 describe('Matroska covers', () => {
   it(`keeps at most ${MAX_MATROSKA_COVERS} (each is an ffmpeg run to take out), the rest listed as dropped`, () => {
-    const many = [{ codec_type: 'video', codec_name: 'h264' }, ...Array.from({ length: 12 }, () => ({ codec_type: 'video', codec_name: 'mjpeg', disposition: { attached_pic: 1 } }))].map((s, i) => sourceStream(s, i));
+    const many = [
+      { codec_type: 'video', codec_name: 'h264' },
+      ...Array.from({ length: 12 }, () => ({
+        codec_type: 'video',
+        codec_name: 'mjpeg',
+        disposition: { attached_pic: 1 },
+      })),
+    ].map((s, i) => sourceStream(s, i));
     const map = streamMap(many, 0, 'mkv');
     expect(map.kept.filter((s) => s.type === 'cover')).toHaveLength(MAX_MATROSKA_COVERS);
     expect(map.dropped).toHaveLength(12 - MAX_MATROSKA_COVERS);

@@ -14,7 +14,15 @@ import { z } from 'zod';
 import { errorReplySchema, jobMessageSchema, quoteReplySchema } from '../../src/jobs/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { documents } from '../helpers/documents.js';
-import { CANCEL_ENDPOINT, QUOTE_ENDPOINT, QUOTE_SERVICE_NAME, WIRE_SCHEMAS, cancelReplySchema, cancelRequestSchema, type WireSchemaName } from '../../src/protocol/index.js';
+import {
+  CANCEL_ENDPOINT,
+  QUOTE_ENDPOINT,
+  QUOTE_SERVICE_NAME,
+  WIRE_SCHEMAS,
+  cancelReplySchema,
+  cancelRequestSchema,
+  type WireSchemaName,
+} from '../../src/protocol/index.js';
 import { WorkerMetrics } from '../../src/worker/metrics.js';
 import { startQuoteService, type QuoteService } from '../../src/worker/quote-service.js';
 import { startNatsServer, type TestNatsServer } from './helpers/nats-server.js';
@@ -95,7 +103,9 @@ describe('schema paths the project advertises', () => {
         const relative = endpoint.metadata![key]!;
         const { json, name } = await advertisedSchema(relative);
         expect(withoutStamp(json), `${endpoint.name}.${key}: ${relative}`).toEqual(generated(zodSchema));
-        expect(WIRE_SCHEMAS[name].schema, `${relative} is exported from the schema ${endpoint.name} uses`).toBe(zodSchema);
+        expect(WIRE_SCHEMAS[name].schema, `${relative} is exported from the schema ${endpoint.name} uses`).toBe(
+          zodSchema,
+        );
       }
     }
   });
@@ -106,9 +116,11 @@ describe('schema paths the project advertises', () => {
     for (const doc of docs) {
       const text = await readFile(doc, 'utf8');
       // Links and bare mentions alike: `schemas/x.schema.json`, `docs/schemas/x.schema.json`.
-      for (const m of text.matchAll(/(?:docs\/)?schemas\/([A-Za-z0-9_-]+\.schema\.json)/g)) linked.add(`docs/schemas/${m[1]}`);
+      for (const m of text.matchAll(/(?:docs\/)?schemas\/([A-Za-z0-9_-]+\.schema\.json)/g))
+        linked.add(`docs/schemas/${m[1]}`);
       // A `<name>.schema.json` named alone in the protocol's text (e.g. "schema `quote-reply.schema.json`").
-      for (const m of text.matchAll(/[`[(]([a-z][a-z-]*)\.schema\.json/g)) linked.add(`docs/schemas/${m[1]}.schema.json`);
+      for (const m of text.matchAll(/[`[(]([a-z][a-z-]*)\.schema\.json/g))
+        linked.add(`docs/schemas/${m[1]}.schema.json`);
     }
     expect(linked.size).toBeGreaterThan(3);
     for (const relative of linked) {
@@ -124,7 +136,8 @@ describe('schema paths the project advertises', () => {
         const full = path.join(dir, entry.name);
         if (entry.isDirectory()) await walk(full);
         else if (entry.name.endsWith('.ts')) {
-          for (const m of (await readFile(full, 'utf8')).matchAll(/docs\/schemas\/([A-Za-z0-9_-]+\.schema\.json)/g)) found.add(`docs/schemas/${m[1]}`);
+          for (const m of (await readFile(full, 'utf8')).matchAll(/docs\/schemas\/([A-Za-z0-9_-]+\.schema\.json)/g))
+            found.add(`docs/schemas/${m[1]}`);
         }
       }
     };

@@ -28,7 +28,11 @@ let dir: string;
 beforeAll(async () => {
   natsDir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-availability-nats-'));
   roles = await startRoleNats(natsDir);
-  cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
+  cp = await controlPlane(
+    roles.url,
+    { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' },
+    roles.auth('operator'),
+  );
 });
 
 afterAll(async () => {
@@ -38,8 +42,14 @@ afterAll(async () => {
 });
 
 /** A worker as `worker-host1`, its streams provisioned as operator. */
-function worker(overrides: Parameters<typeof startTestWorker>[1], deps: Parameters<typeof startTestWorker>[3]): Promise<TestWorker> {
-  return startTestWorker(roles.url, { ...roles.settingsOf('worker-host1'), ...overrides }, undefined, { ...deps, provisionAs: roles.settingsOf('operator') });
+function worker(
+  overrides: Parameters<typeof startTestWorker>[1],
+  deps: Parameters<typeof startTestWorker>[3],
+): Promise<TestWorker> {
+  return startTestWorker(roles.url, { ...roles.settingsOf('worker-host1'), ...overrides }, undefined, {
+    ...deps,
+    provisionAs: roles.settingsOf('operator'),
+  });
 }
 
 beforeEach(async () => {
@@ -53,7 +63,10 @@ afterEach(async () => {
   await fs.rm(dir, { recursive: true, force: true });
 });
 
-async function readyz(w: TestWorker): Promise<{ status: number; body: { status: string; reason?: string; kinds: Record<string, { ready: boolean; reasons: string[] }> } }> {
+async function readyz(w: TestWorker): Promise<{
+  status: number;
+  body: { status: string; reason?: string; kinds: Record<string, { ready: boolean; reasons: string[] }> };
+}> {
   const res = await fetch(`http://127.0.0.1:${w.handle.healthPort}/readyz`);
   return { status: res.status, body: (await res.json()) as never };
 }
@@ -65,7 +78,10 @@ async function metrics(w: TestWorker): Promise<string> {
 describe('a kind whose readiness check fails', () => {
   it('is not pulled: its job waits in the stream, /readyz and the metrics say why, and it is served once the check passes', async () => {
     let installed = false;
-    const weights: ReadinessCheck = { name: 'fake-weights', run: async () => (installed ? null : 'weights not installed') };
+    const weights: ReadinessCheck = {
+      name: 'fake-weights',
+      run: async () => (installed ? null : 'weights not installed'),
+    };
     const w = await worker(ONLY_IMAGE, { readiness: { image: [weights] } });
     workers.push(w);
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('wait-1'));
@@ -73,7 +89,11 @@ describe('a kind whose readiness check fails', () => {
     const before = await readyz(w);
     expect(before.status).toBe(503);
     expect(before.body.reason).toBe('no kind can run here: image (fake-weights: weights not installed)');
-    expect(before.body.kinds.image).toEqual({ slots: 1, ready: false, reasons: ['fake-weights: weights not installed'] });
+    expect(before.body.kinds.image).toEqual({
+      slots: 1,
+      ready: false,
+      reasons: ['fake-weights: weights not installed'],
+    });
     const text = await metrics(w);
     expect(text).toContain('media_worker_kind_ready{kind="image"} 0');
     expect(text).toContain('media_worker_kind_check_failing{kind="image",check="fake-weights"} 1');
@@ -114,12 +134,19 @@ describe('a kind whose readiness check fails', () => {
 
   it('leaves the host ready for the kinds that can run, naming the one that cannot', async () => {
     const never: ReadinessCheck = { name: 'lipsync-model', run: async () => 'no manifest for wav2lip' };
-    const w = await worker({ concurrency: 'image=1,video=0,lipsync=1,music=0,music-video=0' }, { readiness: { lipsync: [never] } });
+    const w = await worker(
+      { concurrency: 'image=1,video=0,lipsync=1,music=0,music-video=0' },
+      { readiness: { lipsync: [never] } },
+    );
     workers.push(w);
     const r = await readyz(w);
     expect(r.status).toBe(200);
     expect(r.body.kinds.image?.ready).toBe(true);
-    expect(r.body.kinds.lipsync).toEqual({ slots: 1, ready: false, reasons: ['lipsync-model: no manifest for wav2lip'] });
+    expect(r.body.kinds.lipsync).toEqual({
+      slots: 1,
+      ready: false,
+      reasons: ['lipsync-model: no manifest for wav2lip'],
+    });
   });
 });
 
@@ -138,14 +165,18 @@ describe('disk space', () => {
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('disk-1'));
     const r = await readyz(w);
     expect(r.status).toBe(503);
-    expect(r.body.kinds.image?.reasons[0]).toMatch(/^disk-space: 10 MiB free in the temp and results directories \(.*\) but a job can need 50 MiB with the reserve$/);
+    expect(r.body.kinds.image?.reasons[0]).toMatch(
+      /^disk-space: 10 MiB free in the temp and results directories \(.*\) but a job can need 50 MiB with the reserve$/,
+    );
     await sleep(1500);
     expect(w.records).toEqual([]);
     expect(await cp.jobsInQueue()).toBe(1);
     expect(await cp.eventsOf('disk-1')).toEqual([]);
 
     free = 200 * 1024 * 1024;
-    expect(await waitFor('the event once space returns', async () => (await cp.eventsOf('disk-1'))[0])).toMatchObject({ status: 'completed' });
+    expect(await waitFor('the event once space returns', async () => (await cp.eventsOf('disk-1'))[0])).toMatchObject({
+      status: 'completed',
+    });
   });
 
   it('a job hitting ENOSPC is handed back (nak) and runs again, never failed with a refund', async () => {
@@ -153,10 +184,15 @@ describe('disk space', () => {
     const executor: JobExecutor = async (_job, ctx) => {
       attempts += 1;
       if (ctx.attempt === 1) {
-        const enospc = Object.assign(new Error("ENOSPC: no space left on device, write '/tmp/x/output.png'"), { code: 'ENOSPC' });
+        const enospc = Object.assign(new Error("ENOSPC: no space left on device, write '/tmp/x/output.png'"), {
+          code: 'ENOSPC',
+        });
         throw enospc;
       }
-      return { creditsUsed: 20, result: { url: 'https://cdn.test/x', type: 'image', width: 2, height: 2, format: 'png' } };
+      return {
+        creditsUsed: 20,
+        result: { url: 'https://cdn.test/x', type: 'image', width: 2, height: 2, format: 'png' },
+      };
     };
     const w = await worker({ ...ONLY_IMAGE, nakDelaysMs: '100' }, { executor });
     workers.push(w);

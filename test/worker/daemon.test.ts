@@ -26,8 +26,13 @@ let roles: RoleNats;
 let cp: ControlPlane;
 let workers: TestWorker[] = [];
 
-async function worker(overrides: Parameters<typeof startTestWorker>[1] = {}, quote?: Parameters<typeof startTestWorker>[2]): Promise<TestWorker> {
-  const w = await startTestWorker(roles.url, { ...roles.settingsOf('worker-host1'), ...overrides }, quote, { provisionAs: roles.settingsOf('operator') });
+async function worker(
+  overrides: Parameters<typeof startTestWorker>[1] = {},
+  quote?: Parameters<typeof startTestWorker>[2],
+): Promise<TestWorker> {
+  const w = await startTestWorker(roles.url, { ...roles.settingsOf('worker-host1'), ...overrides }, quote, {
+    provisionAs: roles.settingsOf('operator'),
+  });
   workers.push(w);
   return w;
 }
@@ -88,7 +93,14 @@ describe('a job that completes', () => {
     await waitFor('the job to leave the queue', async () => (await cp.jobsInQueue()) === 0);
     expect(w.records.map((r) => r.taskId)).toEqual(['ok-1']);
     await waitFor('progress messages', () => progress.length >= 2);
-    expect(progress[0]).toMatchObject({ id: 'ok-1', model: 'vendor-image-upscale', stage: 'run', done: 0, total: 2, percent: 0 });
+    expect(progress[0]).toMatchObject({
+      id: 'ok-1',
+      model: 'vendor-image-upscale',
+      stage: 'run',
+      done: 0,
+      total: 2,
+      percent: 0,
+    });
     expect(progress.at(-1)).toMatchObject({ done: 2, total: 2, percent: 100 });
     sub.unsubscribe();
 
@@ -100,7 +112,11 @@ describe('a job that completes', () => {
 
   it('reports music tasks as vendor/generate-music with mediaType music', async () => {
     await worker();
-    await cp.publishJob('music', 'vendor-v5-generate-music', { id: 'song-1', model: 'vendor-v5-generate-music', input: { prompt: 'a calm song' } });
+    await cp.publishJob('music', 'vendor-v5-generate-music', {
+      id: 'song-1',
+      model: 'vendor-v5-generate-music',
+      input: { prompt: 'a calm song' },
+    });
     const event = await eventOf('song-1');
     expect(event).toMatchObject({ model: 'vendor/generate-music', mediaType: 'music', status: 'completed' });
   });
@@ -135,7 +151,11 @@ describe('a job that completes', () => {
 describe('ownership of long jobs', () => {
   it('keeps a job longer than the ack wait with heartbeats: it is not redelivered', async () => {
     // Two workers: a redelivery would go to the idle one and run the job a second time.
-    const options = { ackWaitMs: 1500, heartbeatMs: 300, concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0' };
+    const options = {
+      ackWaitMs: 1500,
+      heartbeatMs: 300,
+      concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0',
+    };
     const [a, b] = await Promise.all([worker(options), worker(options)]);
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('long-1', 'sleep=4500'));
     const event = await eventOf('long-1', 20_000);
@@ -153,7 +173,11 @@ describe('ownership of long jobs', () => {
       refund: true,
       creditsUsed: 0,
       creditsRefunded: 50,
-      error: { code: 'LIPSYNC_FAILED', status: 500, message: 'Processing took longer than 1 seconds, the limit for lipsync jobs' },
+      error: {
+        code: 'LIPSYNC_FAILED',
+        status: 500,
+        message: 'Processing took longer than 1 seconds, the limit for lipsync jobs',
+      },
     });
     expect(event.durationMs).toBeGreaterThanOrEqual(1000);
     expect(event.durationMs).toBeLessThan(5000);
@@ -180,7 +204,11 @@ describe('failures', () => {
       status: 'failed',
       refund: true,
       attempt: 3,
-      error: { code: 'FETCH_FAILED', status: 422, message: 'test double: transient failure (gave up after 3 attempts)' },
+      error: {
+        code: 'FETCH_FAILED',
+        status: 422,
+        message: 'test double: transient failure (gave up after 3 attempts)',
+      },
     });
     expect(w.records.map((r) => r.attempt)).toEqual([1, 2, 3]);
     await waitFor('the job to leave the queue', async () => (await cp.jobsInQueue()) === 0);
@@ -220,7 +248,7 @@ describe('exactly one event per task', () => {
     expect(await w.metrics.registry.metrics()).toMatch(/media_worker_jobs_total\{kind="image",outcome="duplicate"\} 1/);
   });
 
-  it("refuses a second, different event from the same host for a task (the stream keeps the first)", async () => {
+  it('refuses a second, different event from the same host for a task (the stream keeps the first)', async () => {
     const w = await worker();
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('race-1', 'fail=permanent'));
     const event = await eventOf('race-1');
@@ -228,7 +256,11 @@ describe('exactly one event per task', () => {
     // What a racing worker of the same host would publish: refused by the per-subject limit, not stored.
     const { jetstream } = await import('@nats-io/jetstream');
     await expect(
-      jetstream(cp.nc).publish(`media.events.${w.settings.hostId}.race-1`, JSON.stringify({ ...event, status: 'completed' }), { msgID: 'race-1:other' }),
+      jetstream(cp.nc).publish(
+        `media.events.${w.settings.hostId}.race-1`,
+        JSON.stringify({ ...event, status: 'completed' }),
+        { msgID: 'race-1:other' },
+      ),
     ).rejects.toThrow(/maximum messages per subject exceeded/);
     expect(await cp.eventsOf('race-1')).toEqual([event]);
   });
@@ -238,48 +270,121 @@ describe('malformed jobs', () => {
   it('terminates them with a failure event carrying a clear code when the task id is readable, and keeps serving', async () => {
     const w = await worker();
     const encoder = new TextEncoder();
-    const cases: { id: string; kind: string; body?: unknown; raw?: Uint8Array; msgId?: string | null; code: string; message: RegExp }[] = [
-      { id: 'bad-json', kind: 'image', raw: encoder.encode('{not json'), msgId: 'bad-json', code: 'INVALID_JOB', message: /Expected job to be a JSON object/ },
-      { id: 'no-model', kind: 'image', body: { id: 'no-model', input: {} }, code: 'UNKNOWN_MODEL', message: /Expected model to be one of/ },
-      { id: 'no-url', kind: 'image', body: { id: 'no-url', model: 'vendor-image-upscale', input: {} }, code: 'MISSING_IMAGE_URL', message: /image_url/ },
+    const cases: {
+      id: string;
+      kind: string;
+      body?: unknown;
+      raw?: Uint8Array;
+      msgId?: string | null;
+      code: string;
+      message: RegExp;
+    }[] = [
+      {
+        id: 'bad-json',
+        kind: 'image',
+        raw: encoder.encode('{not json'),
+        msgId: 'bad-json',
+        code: 'INVALID_JOB',
+        message: /Expected job to be a JSON object/,
+      },
+      {
+        id: 'no-model',
+        kind: 'image',
+        body: { id: 'no-model', input: {} },
+        code: 'UNKNOWN_MODEL',
+        message: /Expected model to be one of/,
+      },
+      {
+        id: 'no-url',
+        kind: 'image',
+        body: { id: 'no-url', model: 'vendor-image-upscale', input: {} },
+        code: 'MISSING_IMAGE_URL',
+        message: /image_url/,
+      },
       {
         id: 'bad-factor',
         kind: 'image',
-        body: { id: 'bad-factor', model: 'vendor-image-upscale', input: { image_url: 'https://media.test/x.png', upscale_factor: '8' } },
+        body: {
+          id: 'bad-factor',
+          model: 'vendor-image-upscale',
+          input: { image_url: 'https://media.test/x.png', upscale_factor: '8' },
+        },
         code: 'INVALID_UPSCALE_FACTOR',
         message: /upscale_factor/,
       },
-      { id: 'wrong-kind', kind: 'image', body: lipsyncJob('wrong-kind'), code: 'INVALID_JOB', message: /Expected model to be a image model \(the job was published on media\.jobs\.image\./ },
-      { id: 'hdr-1', kind: 'image', body: imageJob('body-1'), msgId: 'hdr-1', code: 'INVALID_JOB', message: /Expected id to be absent or "hdr-1" \(the Nats-Msg-Id header\)/ },
+      {
+        id: 'wrong-kind',
+        kind: 'image',
+        body: lipsyncJob('wrong-kind'),
+        code: 'INVALID_JOB',
+        message: /Expected model to be a image model \(the job was published on media\.jobs\.image\./,
+      },
+      {
+        id: 'hdr-1',
+        kind: 'image',
+        body: imageJob('body-1'),
+        msgId: 'hdr-1',
+        code: 'INVALID_JOB',
+        message: /Expected id to be absent or "hdr-1" \(the Nats-Msg-Id header\)/,
+      },
     ];
     for (const c of cases) {
-      await cp.publishJob(c.kind, 'x', c.body, { ...(c.raw ? { raw: c.raw } : {}), ...(c.msgId !== undefined ? { msgId: c.msgId } : {}) });
+      await cp.publishJob(c.kind, 'x', c.body, {
+        ...(c.raw ? { raw: c.raw } : {}),
+        ...(c.msgId !== undefined ? { msgId: c.msgId } : {}),
+      });
     }
     // No task id anywhere: nothing to bill, so terminated without an event.
     await cp.publishJob('image', 'x', undefined, { raw: encoder.encode('garbage'), msgId: null });
     // An id that is not a task id: its failure event goes to media.events.<host>.invalid.<sha-256 of the id>.
-    await cp.publishJob('image', 'x', { id: 'has.dot', model: 'vendor-image-upscale', input: {}, credits: 7 }, { msgId: null });
+    await cp.publishJob(
+      'image',
+      'x',
+      { id: 'has.dot', model: 'vendor-image-upscale', input: {}, credits: 7 },
+      { msgId: null },
+    );
     await cp.publishJob('image', 'x', imageJob('ok-body'), { msgId: 'bad.id75273b' });
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('after-bad'));
 
     for (const c of cases) {
       const event = await eventOf(c.id);
-      expect(event, c.id).toMatchObject({ status: 'failed', refund: true, creditsUsed: 0, startedAt: null, durationMs: null, error: { code: c.code, status: 400 } });
+      expect(event, c.id).toMatchObject({
+        status: 'failed',
+        refund: true,
+        creditsUsed: 0,
+        startedAt: null,
+        durationMs: null,
+        error: { code: c.code, status: 400 },
+      });
       expect(event.error?.message, c.id).toMatch(c.message);
     }
     expect(await eventOf('after-bad')).toMatchObject({ status: 'completed' });
-    for (const [claimed, credits] of [['has.dot', 7], ['bad.id75273b', undefined]] as const) {
+    for (const [claimed, credits] of [
+      ['has.dot', 7],
+      ['bad.id75273b', undefined],
+    ] as const) {
       const event = await eventOf(claimed);
-      expect(event, claimed).toMatchObject({ status: 'failed', refund: true, retryable: false, error: { code: 'INVALID_JOB', status: 400 } });
+      expect(event, claimed).toMatchObject({
+        status: 'failed',
+        refund: true,
+        retryable: false,
+        error: { code: 'INVALID_JOB', status: 400 },
+      });
       expect(event.creditsRefunded).toBe(credits);
-      const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: invalidTaskIdSubject(w.settings.hostId, claimed) });
+      const stored = await cp.jsm.streams.getMessage('MEDIA_EVENTS', {
+        last_by_subj: invalidTaskIdSubject(w.settings.hostId, claimed),
+      });
       expect(stored?.json()).toMatchObject({ id: claimed });
     }
     await waitFor('every malformed job to be terminated', async () => (await cp.jobsInQueue()) === 0);
     const all = await cp.events();
-    expect(all.map((e) => e.id).sort()).toEqual([...cases.map((c) => c.id), 'after-bad', 'has.dot', 'bad.id75273b'].sort());
+    expect(all.map((e) => e.id).sort()).toEqual(
+      [...cases.map((c) => c.id), 'after-bad', 'has.dot', 'bad.id75273b'].sort(),
+    );
     expect(w.records.map((r) => r.taskId)).toEqual(['after-bad']);
-    expect(await w.metrics.registry.metrics()).toMatch(/media_worker_jobs_total\{kind="image",outcome="unidentified"\} 1/);
+    expect(await w.metrics.registry.metrics()).toMatch(
+      /media_worker_jobs_total\{kind="image",outcome="unidentified"\} 1/,
+    );
     const consumer = await cp.jsm.consumers.info('MEDIA_JOBS', 'media-worker-image');
     expect(consumer.num_ack_pending).toBe(0);
     expect(consumer.num_pending).toBe(0);
@@ -336,27 +441,47 @@ describe('drain', () => {
 describe('quote service', () => {
   const quote = async (job: { model: string; input: unknown }) => {
     const input = job.input as { image_url?: string };
-    if (input.image_url?.includes('unreadable')) throw new JobError('PROBE_FAILED', 'Could not read the image dimensions');
-    return { model: 'vendor-image-upscale' as const, creditsUsed: 20, input: { ...input, detected_dimensions: '640×480', output_tier: '24mp' } };
+    if (input.image_url?.includes('unreadable'))
+      throw new JobError('PROBE_FAILED', 'Could not read the image dimensions');
+    return {
+      model: 'vendor-image-upscale' as const,
+      creditsUsed: 20,
+      input: { ...input, detected_dimensions: '640×480', output_tier: '24mp' },
+    };
   };
 
   it('answers with the quote, or with the error body and the framework error headers', async () => {
     await worker({}, quote as never);
-    const ok = await cp.nc.request('media.quote', JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: 'https://media.test/a.png' } }), { timeout: 5000 });
+    const ok = await cp.nc.request(
+      'media.quote',
+      JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: 'https://media.test/a.png' } }),
+      { timeout: 5000 },
+    );
     expect(ok.json()).toEqual({
       model: 'vendor-image-upscale',
       creditsUsed: 20,
-      input: { image_url: 'https://media.test/a.png', upscale_factor: '2', detected_dimensions: '640×480', output_tier: '24mp' },
+      input: {
+        image_url: 'https://media.test/a.png',
+        upscale_factor: '2',
+        detected_dimensions: '640×480',
+        output_tier: '24mp',
+      },
     });
     expect(ok.headers?.get('Nats-Service-Error-Code') ?? '').toBe('');
 
     const cases = [
       [{ model: 'vendor-image-upscale', input: {} }, 'MISSING_IMAGE_URL', 400],
-      [{ model: 'vendor-image-upscale', input: { image_url: 'https://media.test/unreadable.png' } }, 'PROBE_FAILED', 422],
+      [
+        { model: 'vendor-image-upscale', input: { image_url: 'https://media.test/unreadable.png' } },
+        'PROBE_FAILED',
+        422,
+      ],
       ['not json', 'INVALID_JOB', 400],
     ] as const;
     for (const [body, code, status] of cases) {
-      const reply = await cp.nc.request('media.quote', typeof body === 'string' ? body : JSON.stringify(body), { timeout: 5000 });
+      const reply = await cp.nc.request('media.quote', typeof body === 'string' ? body : JSON.stringify(body), {
+        timeout: 5000,
+      });
       expect(reply.json(), code).toMatchObject({ error: { code, status } });
       expect(reply.headers?.get('Nats-Service-Error')).toBe(code);
       expect(reply.headers?.get('Nats-Service-Error-Code')).toBe(String(status));
@@ -397,14 +522,20 @@ describe('quote service', () => {
       h.set('Media-Quote-Party', party);
       h.set('Media-Quote-Id', name);
       for (const [k, v] of Object.entries(extra)) h.set(k, v);
-      return cp.nc.request('media.quote', JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: `https://media.test/${name}.png` } }), { timeout, headers: h });
+      return cp.nc.request(
+        'media.quote',
+        JSON.stringify({ model: 'vendor-image-upscale', input: { image_url: `https://media.test/${name}.png` } }),
+        { timeout, headers: h },
+      );
     };
     const a1 = ask('a1', 'flooder');
     await waitFor('a1 to start', () => started.includes('a1') || undefined);
     const queued = [ask('a2', 'flooder'), ask('a3', 'flooder')];
     await sleep(50);
     const b1 = ask('b1', 'other');
-    const expired = ask('x1', 'late', { 'Media-Quote-Deadline': String(Date.now() + 100) }, 1500).catch((err: unknown) => err);
+    const expired = ask('x1', 'late', { 'Media-Quote-Deadline': String(Date.now() + 100) }, 1500).catch(
+      (err: unknown) => err,
+    );
     const gone = ask('g1', 'leaver', {}, 1500).catch((err: unknown) => err);
     await sleep(200);
     cp.nc.publish('media.quote.abandon', 'g1');
@@ -435,14 +566,29 @@ describe('topology', () => {
     await Promise.all([ensureTopology(jsm, parseWorkerSettings(base)), ensureTopology(jsm, parseWorkerSettings(base))]);
     await ensureTopology(jsm, parseWorkerSettings({ ...base, ackWaitMs: 7000 }));
     const consumer = await jsm.consumers.info('MEDIA_JOBS', 'media-worker-video');
-    expect(consumer.config).toMatchObject({ filter_subject: 'media.jobs.video.>', ack_wait: 7000 * 1e6, max_deliver: 3 });
+    expect(consumer.config).toMatchObject({
+      filter_subject: 'media.jobs.video.>',
+      ack_wait: 7000 * 1e6,
+      max_deliver: 3,
+    });
     const events = await jsm.streams.info('MEDIA_EVENTS');
-    expect(events.config).toMatchObject({ subjects: ['media.events.>'], max_msgs_per_subject: 1, discard: 'new', discard_new_per_subject: true });
+    expect(events.config).toMatchObject({
+      subjects: ['media.events.>'],
+      max_msgs_per_subject: 1,
+      discard: 'new',
+      discard_new_per_subject: true,
+    });
     const jobs = await jsm.streams.info('MEDIA_JOBS');
     expect(jobs.config).toMatchObject({ subjects: ['media.jobs.>'], retention: 'workqueue' });
     const names: string[] = [];
     for await (const c of jsm.consumers.list('MEDIA_JOBS')) names.push(c.name);
-    expect(names.sort()).toEqual(['media-worker-image', 'media-worker-lipsync', 'media-worker-music', 'media-worker-music-video', 'media-worker-video']);
+    expect(names.sort()).toEqual([
+      'media-worker-image',
+      'media-worker-lipsync',
+      'media-worker-music',
+      'media-worker-music-video',
+      'media-worker-video',
+    ]);
   });
 
   it('upgrades a 2.0 claims stream (one claim per subject) to keep every entry: a 2.0 claim stays readable and its host renews it as a lease', async () => {
@@ -450,13 +596,22 @@ describe('topology', () => {
     const settings = parseWorkerSettings({ ...FAST_SETTINGS, natsUrl: roles.url });
     await jsm.streams.delete('MEDIA_CLAIMS').catch(() => undefined);
     await jsm.streams.add({ ...claimsStreamConfig(settings), max_msgs_per_subject: 1, discard_new_per_subject: true });
-    await jetstream(cp.nc).publish('media.claims.host1.upgraded-1', JSON.stringify({ id: 'upgraded-1', host: 'host1', at: new Date().toISOString() }));
+    await jetstream(cp.nc).publish(
+      'media.claims.host1.upgraded-1',
+      JSON.stringify({ id: 'upgraded-1', host: 'host1', at: new Date().toISOString() }),
+    );
     expect(await taskLease(jsm, 'MEDIA_CLAIMS', 'upgraded-1')).toMatchObject({ holder: 'host1', expiresAtMs: null });
     await ensureTopology(jsm, settings);
     const upgraded = (await jsm.streams.info('MEDIA_CLAIMS')).config;
     expect(upgraded.max_msgs_per_subject).toBe(-1);
     expect(Boolean(upgraded.discard_new_per_subject)).toBe(false);
-    const renewed = await claimTask(jetstream(cp.nc), jsm, { claimsStream: 'MEDIA_CLAIMS', host: 'host1', timeoutMs: 2000, leaseMs: 30_000 }, 'upgraded-1', 'renew');
+    const renewed = await claimTask(
+      jetstream(cp.nc),
+      jsm,
+      { claimsStream: 'MEDIA_CLAIMS', host: 'host1', timeoutMs: 2000, leaseMs: 30_000 },
+      'upgraded-1',
+      'renew',
+    );
     expect(renewed).toMatchObject({ holder: 'host1', generation: 1, settled: false });
     expect(renewed.expiresAtMs).toBe(renewed.atMs + 30_000);
   });

@@ -27,7 +27,12 @@ const timing = {
 
 describe('terminal events', () => {
   it('a completed event is the spec task object plus timing', () => {
-    const event = completedEvent('t1', 'vendor-lipsync-2', { creditsUsed: 160, result: { url: 'https://cdn/x.mp4', type: 'video', duration: 15.04 } }, timing);
+    const event = completedEvent(
+      't1',
+      'vendor-lipsync-2',
+      { creditsUsed: 160, result: { url: 'https://cdn/x.mp4', type: 'video', duration: 15.04 } },
+      timing,
+    );
     expect(event).toEqual({
       id: 't1',
       model: 'vendor-lipsync-2',
@@ -51,7 +56,10 @@ describe('terminal events', () => {
   });
 
   it('a failed event carries refund, the error body and the refunded credits', () => {
-    const event = failedEvent('t3', 'vendor-image-upscale', new JobError('OUTPUT_TOO_LARGE', 'too big'), 40, { ...timing, startedAt: null });
+    const event = failedEvent('t3', 'vendor-image-upscale', new JobError('OUTPUT_TOO_LARGE', 'too big'), 40, {
+      ...timing,
+      startedAt: null,
+    });
     expect(event).toMatchObject({
       status: 'failed',
       result: null,
@@ -85,14 +93,26 @@ describe('terminal events', () => {
 describe('progress messages', () => {
   const now = new Date('2025-01-01T00:00:00.000Z');
   it.each([
-    [{ stage: 'frames', done: 25, total: 200, unit: 'frames' }, { percent: 12.5, done: 25, total: 200, unit: 'frames' }],
+    [
+      { stage: 'frames', done: 25, total: 200, unit: 'frames' },
+      { percent: 12.5, done: 25, total: 200, unit: 'frames' },
+    ],
     [{ stage: 'frames', done: 1, total: 3 }, { percent: 33.3 }],
     [{ stage: 'encode', percent: 140 }, { percent: 100 }],
     [{ stage: 'download' }, {}],
-    [{ stage: 'frames', done: 3, total: 0 }, { done: 3, total: 0 }],
+    [
+      { stage: 'frames', done: 3, total: 0 },
+      { done: 3, total: 0 },
+    ],
   ])('%o -> %o', (progress, expected) => {
     const message = progressMessage('t1', 'vendor-video-upscale', progress, now);
-    expect(message).toMatchObject({ id: 't1', model: 'vendor-video-upscale', stage: progress.stage, at: '2025-01-01T00:00:00.000Z', ...expected });
+    expect(message).toMatchObject({
+      id: 't1',
+      model: 'vendor-video-upscale',
+      stage: progress.stage,
+      at: '2025-01-01T00:00:00.000Z',
+      ...expected,
+    });
     if (!('percent' in expected)) expect(message.percent).toBeUndefined();
   });
 });
@@ -129,7 +149,10 @@ describe('progress reporter', () => {
 
 describe('task ids and subjects', () => {
   const enc = (v: unknown) => new TextEncoder().encode(typeof v === 'string' ? v : JSON.stringify(v));
-  const headers = (id?: string) => ({ has: (k: string) => k === 'Nats-Msg-Id' && id !== undefined, get: () => id ?? '' });
+  const headers = (id?: string) => ({
+    has: (k: string) => k === 'Nats-Msg-Id' && id !== undefined,
+    get: () => id ?? '',
+  });
 
   it.each([
     ['header wins', headers('h1'), { id: 'b1' }, { ok: true, id: 'h1', source: 'header' }],
@@ -138,7 +161,12 @@ describe('task ids and subjects', () => {
     ['nothing', headers(), { model: 'x' }, { ok: false, reason: 'no Nats-Msg-Id header and no id in the body' }],
     ['not JSON, no header', headers(), 'garbage', { ok: false }],
     ['id with a dot', headers(), { id: 'a.b' }, { ok: false, reason: 'the body\'s id "a.b" is not a task id' }],
-    ['header with a wildcard', headers('a*'), { id: 'b' }, { ok: false, reason: 'the Nats-Msg-Id header "a*" is not a task id' }],
+    [
+      'header with a wildcard',
+      headers('a*'),
+      { id: 'b' },
+      { ok: false, reason: 'the Nats-Msg-Id header "a*" is not a task id' },
+    ],
     ['id of 129 characters', headers(), { id: 'x'.repeat(129) }, { ok: false }],
     ['numeric id', headers(), { id: 7 }, { ok: false }],
   ])('%s', (_name, h, body, expected) => {
@@ -151,7 +179,12 @@ describe('task ids and subjects', () => {
     expect(claimSubject('host1', 't1')).toBe('media.claims.host1.t1');
     expect(hostAndTask('media.events', 'media.events.host1.t1')).toEqual({ host: 'host1', taskId: 't1' });
     expect(hostAndTask('media.claims', 'media.claims.host1.t1')).toEqual({ host: 'host1', taskId: 't1' });
-    for (const subject of ['media.events.t1', 'media.events.host1.invalid.ab', 'media.events..t1', 'media.claims.host1.t1']) {
+    for (const subject of [
+      'media.events.t1',
+      'media.events.host1.invalid.ab',
+      'media.events..t1',
+      'media.claims.host1.t1',
+    ]) {
       expect(hostAndTask('media.events', subject), subject).toBeUndefined();
     }
     expect(eventMsgId('t1')).toBe('t1:terminal');

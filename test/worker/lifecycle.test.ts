@@ -14,11 +14,20 @@ describe('the worker lifecycle', () => {
     ['stopped', 'started', 'stopped'],
     ['failed', 'drain', 'failed'],
     ['running', 'started', 'running'],
-  ] as const satisfies readonly (readonly [WorkerState, LifecycleEvent, WorkerState])[])('%s --%s--> %s', (from, event, to) => {
-    expect(nextState(from, event)).toBe(to);
-  });
+  ] as const satisfies readonly (readonly [WorkerState, LifecycleEvent, WorkerState])[])(
+    '%s --%s--> %s',
+    (from, event, to) => {
+      expect(nextState(from, event)).toBe(to);
+    },
+  );
 
   it('is live until it has stopped or failed', () => {
-    expect((['starting', 'running', 'draining', 'stopped', 'failed'] as const).map(isLive)).toEqual([true, true, true, false, false]);
+    expect((['starting', 'running', 'draining', 'stopped', 'failed'] as const).map(isLive)).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
   });
 });

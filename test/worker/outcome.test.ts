@@ -43,11 +43,14 @@ describe('errors of the daemon', () => {
   it.each([
     ['image', 'UPSCALE_FAILED'],
     ['lipsync', 'LIPSYNC_FAILED'],
-  ] as const)("a lower layer's processing failure in a %s job becomes %s and keeps its retry decision", (kind, code) => {
-    const oom = new ProcessingError('Out of memory even with one 64x64 tile per call', { retryable: true });
-    expect(asJobError(oom, kind)).toMatchObject({ code, retryable: true, message: oom.message, cause: oom });
-    expect(asJobError(new ProcessingError('bad output shape'), kind)).toMatchObject({ code, retryable: false });
-  });
+  ] as const)(
+    "a lower layer's processing failure in a %s job becomes %s and keeps its retry decision",
+    (kind, code) => {
+      const oom = new ProcessingError('Out of memory even with one 64x64 tile per call', { retryable: true });
+      expect(asJobError(oom, kind)).toMatchObject({ code, retryable: true, message: oom.message, cause: oom });
+      expect(asJobError(new ProcessingError('bad output shape'), kind)).toMatchObject({ code, retryable: false });
+    },
+  );
 
   it.each([
     ['image', 'UPSCALE_FAILED', 'Processing failed: boom'],
@@ -56,7 +59,9 @@ describe('errors of the daemon', () => {
     ['music', 'GENERATION_FAILED', 'Processing failed: boom'],
   ] as const)("the contract's edge gives a %s pipeline's failures %s, once", (kind, code, message) => {
     expect(pipelineFailure(new Error('boom'), kind)).toMatchObject({ code, message, retryable: false });
-    const named = new ProcessingError('Expected a face to drive but no face was found in the video (25 frames searched)');
+    const named = new ProcessingError(
+      'Expected a face to drive but no face was found in the video (25 frames searched)',
+    );
     expect(pipelineFailure(named, kind)).toMatchObject({ code, message: named.message, cause: named });
     expect(pipelineFailure(permanent, kind)).toBe(permanent);
   });
@@ -67,7 +72,9 @@ describe('errors of the daemon', () => {
       status: 500,
       message: 'Processing took longer than 4 minutes, the limit for lipsync jobs',
     });
-    expect(deadlineError('image', 1000).message).toBe('Processing took longer than 1 seconds, the limit for image jobs');
+    expect(deadlineError('image', 1000).message).toBe(
+      'Processing took longer than 1 seconds, the limit for image jobs',
+    );
   });
 });
 
@@ -78,7 +85,16 @@ describe('a full disk', () => {
     ['a plain ENOSPC', () => asJobError(enospc(), 'image')],
     ['ENOSPC under a permanent JobError', () => new JobError('LIPSYNC_FAILED', 'encoding failed', { cause: enospc() })],
     ['EDQUOT', () => asJobError(Object.assign(new Error('quota'), { code: 'EDQUOT' }), 'video')],
-    ['ffmpeg saying so', () => asJobError(Object.assign(new Error('ffmpeg exited with 1'), { stderrTail: 'av_interleaved_write_frame(): No space left on device' }), 'video')],
+    [
+      'ffmpeg saying so',
+      () =>
+        asJobError(
+          Object.assign(new Error('ffmpeg exited with 1'), {
+            stderrTail: 'av_interleaved_write_frame(): No space left on device',
+          }),
+          'video',
+        ),
+    ],
   ])('%s is retried, not failed for good', (_what, make) => {
     const d = decideFailure(make(), 1, 5, [10]);
     expect(d).toMatchObject({ action: 'retry', delayMs: 10 });

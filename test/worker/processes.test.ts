@@ -54,7 +54,11 @@ async function worker(env: Record<string, string> = {}, natsUrl?: string): Promi
   };
   // The operator's step (`media-worker provision`) with the same WORKER_* settings: the worker only binds.
   await provisionFromEnv({ ...settings, ...roles.env('operator') });
-  const p = await spawnWorker(fixture.entry, { ...settings, ...roles.env(`worker-${host}`), ...(natsUrl === undefined ? {} : { NATS_URL: natsUrl }) });
+  const p = await spawnWorker(fixture.entry, {
+    ...settings,
+    ...roles.env(`worker-${host}`),
+    ...(natsUrl === undefined ? {} : { NATS_URL: natsUrl }),
+  });
   processes.push(p);
   return p;
 }
@@ -70,7 +74,11 @@ async function eventOf(taskId: string, timeoutMs = 20_000) {
 beforeAll(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-proc-nats-'));
   [roles, fixture] = await Promise.all([startRoleNats(dir, { hosts: ['hosta', 'hostb'] }), buildWorkerFixture()]);
-  cp = await controlPlane(roles.url, { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' }, roles.auth('operator'));
+  cp = await controlPlane(
+    roles.url,
+    { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' },
+    roles.auth('operator'),
+  );
 });
 
 afterAll(async () => {
@@ -165,9 +173,13 @@ describe('a worker host killed mid-job for good (issue 57)', () => {
     const other = await worker({ WORKER_HOST_ID: 'hostb', ...LEASE });
     const event = await eventOf('kill-2');
     // Recorded, not asserted (the machine's load decides it): lease 2 s + ack wait 2 s + run 2.5 s.
-    console.info(`kill-for-good: hostb's event ${Date.now() - killedAt} ms after hosta was killed (lease 2000 ms, ack wait 2000 ms, job 2500 ms)`);
+    console.info(
+      `kill-for-good: hostb's event ${Date.now() - killedAt} ms after hosta was killed (lease 2000 ms, ack wait 2000 ms, job 2500 ms)`,
+    );
     expect(event).toMatchObject({ status: 'completed', worker: `proc-worker-${counter}` });
-    expect(await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.hostb.kill-2' })).not.toBeNull();
+    expect(
+      await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.hostb.kill-2' }),
+    ).not.toBeNull();
     const lease = await taskLease(cp.jsm, 'MEDIA_CLAIMS', 'kill-2');
     expect(lease).toMatchObject({ holder: 'hostb', generation: 2, settled: true });
     // At most one hand-back: the delivery after it came once the lease had lapsed.
@@ -194,7 +206,7 @@ describe('a worker host killed mid-job for good (issue 57)', () => {
 });
 
 describe('a worker host cut off mid-job (issue 57)', () => {
-  it('keeps running; another host takes the task over and settles it; the cut-off host\'s late settlement is refused: one event, one run believed', async () => {
+  it("keeps running; another host takes the task over and settles it; the cut-off host's late settlement is refused: one event, one run believed", async () => {
     const proxy = await cuttableProxy(roles.url);
     try {
       const a = await worker({ WORKER_HOST_ID: 'hosta', ...LEASE }, proxy.url);
@@ -207,7 +219,12 @@ describe('a worker host cut off mid-job (issue 57)', () => {
       expect(event).toMatchObject({ status: 'completed', worker: `proc-worker-${counter}` });
       // hosta's run ended meanwhile, cut off: it could not mark its settlement. Healed, it is refused.
       proxy.heal();
-      await waitFor('hosta to refuse its own late settlement', () => a.logTail().includes('another host took it over: not publishing its event'), 40_000, 100);
+      await waitFor(
+        'hosta to refuse its own late settlement',
+        () => a.logTail().includes('another host took it over: not publishing its event'),
+        40_000,
+        100,
+      );
       expect(a.child.exitCode).toBeNull();
 
       expect(await cp.eventsOf('cut-1')).toHaveLength(1);
@@ -228,7 +245,10 @@ describe('a worker host cut off mid-job (issue 57)', () => {
         believed: false,
         reason: 'host hosta sent it but host hostb settles the task (claim generation 2)',
       });
-      expect(await eventOrigin(cp.jsm, 'MEDIA_CLAIMS', 'media.events.hostb.cut-1', { id: 'cut-1' })).toEqual({ believed: true, host: 'hostb' });
+      expect(await eventOrigin(cp.jsm, 'MEDIA_CLAIMS', 'media.events.hostb.cut-1', { id: 'cut-1' })).toEqual({
+        believed: true,
+        host: 'hostb',
+      });
       await waitFor('the job to be acked', async () => (await cp.jobsInQueue()) === 0);
       expect(await metricsOf(a)).toMatch(/media_worker_jobs_total\{kind="image",outcome="lease-lost"\} 1/);
       expect(await metricsOf(b)).toMatch(/media_worker_jobs_total\{kind="image",outcome="completed"\} 1/);

@@ -39,7 +39,11 @@ let roles: RoleNats;
 let cp: ControlPlane;
 let workers: TestWorker[] = [];
 
-const quote = async (job: { model: string; input: unknown }) => ({ model: job.model, creditsUsed: 20, input: job.input });
+const quote = async (job: { model: string; input: unknown }) => ({
+  model: job.model,
+  creditsUsed: 20,
+  input: job.input,
+});
 
 async function worker(
   overrides: Parameters<typeof startTestWorker>[1] = {},
@@ -47,7 +51,10 @@ async function worker(
   deps: Parameters<typeof startTestWorker>[3] = {},
 ): Promise<TestWorker> {
   const host = overrides.hostId ?? 'host1';
-  const w = await startTestWorker(roles.url, { ...roles.settingsOf(`worker-${host}`), ...overrides }, quoteFn, { ...deps, provisionAs: roles.settingsOf('operator') });
+  const w = await startTestWorker(roles.url, { ...roles.settingsOf(`worker-${host}`), ...overrides }, quoteFn, {
+    ...deps,
+    provisionAs: roles.settingsOf('operator'),
+  });
   workers.push(w);
   return w;
 }
@@ -90,7 +97,9 @@ afterEach(async () => {
 describe('discovery', () => {
   it('every live worker announces its kinds, models, readiness with reasons, hardware and versions', async () => {
     const noWeights: ReadinessCheck = { name: 'lipsync-model', run: () => Promise.resolve('weights not installed') };
-    const a = await worker({ concurrency: 'image=2,video=0,lipsync=1,music=0,music-video=0' }, quote as never, { readiness: { lipsync: [noWeights] } });
+    const a = await worker({ concurrency: 'image=2,video=0,lipsync=1,music=0,music-video=0' }, quote as never, {
+      readiness: { lipsync: [noWeights] },
+    });
     const b = await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0,music-video=0' });
 
     const all = await waitFor('both workers to answer', async () => {
@@ -112,7 +121,9 @@ describe('discovery', () => {
     });
     expect(byName.get(b.settings.natsName)?.models).toEqual(['vendor-video-upscale']);
 
-    expect((await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'video', { inboxPrefix: '_INBOX' })).map((c) => c.worker)).toEqual([b.settings.natsName]);
+    expect(
+      (await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'video', { inboxPrefix: '_INBOX' })).map((c) => c.worker),
+    ).toEqual([b.settings.natsName]);
     expect(await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'lipsync', { inboxPrefix: '_INBOX' })).toEqual([]);
     expect(await whoCanRun(cp.nc, CAPABILITIES_SUBJECT, 'music', { inboxPrefix: '_INBOX' })).toEqual([]);
   });
@@ -123,7 +134,9 @@ describe('discovery', () => {
     const request = (body: unknown) => cp.nc.request('media.quote', JSON.stringify(body), { timeout: 5000 });
 
     const music = await request({ model: 'vendor-v5-generate-music', input: { prompt: 'a calm song' } });
-    expect(music.json()).toMatchObject({ error: { code: 'MODEL_UNAVAILABLE', status: 503, message: /No live worker can run music jobs/ } });
+    expect(music.json()).toMatchObject({
+      error: { code: 'MODEL_UNAVAILABLE', status: 503, message: /No live worker can run music jobs/ },
+    });
     expect(music.headers?.get('Nats-Service-Error-Code')).toBe('503');
     expect(music.headers?.get(PROTOCOL_HEADER)).toBe(PROTOCOL_VERSION);
 
@@ -131,15 +144,26 @@ describe('discovery', () => {
     expect((await request(video)).json()).toMatchObject({ error: { code: 'MODEL_UNAVAILABLE' } });
     await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0,music-video=0' });
     expect((await request(video)).json()).toMatchObject({ model: 'vendor-video-upscale', creditsUsed: 20 });
-    expect((await request({ model: 'vendor-image-upscale', input: { image_url: 'https://media.test/a.png' } })).json()).toMatchObject({ creditsUsed: 20 });
-    expect((await request({ model: 'vendor-v5-generate-music', input: { prompt: 'x' }, priority: 'high' })).json()).toMatchObject({
+    expect(
+      (await request({ model: 'vendor-image-upscale', input: { image_url: 'https://media.test/a.png' } })).json(),
+    ).toMatchObject({ creditsUsed: 20 });
+    expect(
+      (await request({ model: 'vendor-v5-generate-music', input: { prompt: 'x' }, priority: 'high' })).json(),
+    ).toMatchObject({
       error: { code: 'INVALID_JOB', message: /"priority"/ },
     });
   });
 
   it('prices kinds nobody runs when WORKER_QUOTE_UNSERVED=price (workers started from the backlog)', async () => {
-    await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', quoteUnserved: 'price' }, quote as never);
-    const music = await cp.nc.request('media.quote', JSON.stringify({ model: 'vendor-v5-generate-music', input: { prompt: 'a calm song' } }), { timeout: 5000 });
+    await worker(
+      { concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', quoteUnserved: 'price' },
+      quote as never,
+    );
+    const music = await cp.nc.request(
+      'media.quote',
+      JSON.stringify({ model: 'vendor-v5-generate-music', input: { prompt: 'a calm song' } }),
+      { timeout: 5000 },
+    );
     expect(music.json()).toMatchObject({ model: 'vendor-v5-generate-music', creditsUsed: 20 });
   });
 });
@@ -151,19 +175,45 @@ async function whoCanRunAll() {
 }
 
 describe('claims', () => {
-  it('a delivery of a task another host claimed first is handed back unrun; the claimer\'s host runs it when it is back', async () => {
+  it("a delivery of a task another host claimed first is handed back unrun; the claimer's host runs it when it is back", async () => {
     await createStreams();
     // What hosta leaves when it dies mid-job: its claim; the job is redelivered to hostb.
-    await cp.nc.request('media.claims.hosta.claimed-1', JSON.stringify({ id: 'claimed-1', host: 'hosta', at: new Date().toISOString() }));
+    await cp.nc.request(
+      'media.claims.hosta.claimed-1',
+      JSON.stringify({ id: 'claimed-1', host: 'hosta', at: new Date().toISOString() }),
+    );
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('claimed-1'));
-    const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', hostId: 'hostb', nakDelaysMs: '2000' });
-    await waitFor('hostb to hand it back', async () => /media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 1/.test(await b.metrics.registry.metrics()));
+    const b = await worker({
+      concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0',
+      hostId: 'hostb',
+      nakDelaysMs: '2000',
+    });
+    await waitFor('hostb to hand it back', async () =>
+      /media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 1/.test(await b.metrics.registry.metrics()),
+    );
     await b.stop();
     expect(await cp.jobsInQueue()).toBe(1);
     // hostb (a compromised host, say) publishes an event for the task: the claimer's host is not put off by it.
-    await jetstream(cp.nc).publish('media.events.hostb.claimed-1', JSON.stringify({ id: 'claimed-1', model: 'vendor-image-upscale', status: 'completed', result: {}, creditsUsed: 20, createdAt: new Date().toISOString() }));
+    await jetstream(cp.nc).publish(
+      'media.events.hostb.claimed-1',
+      JSON.stringify({
+        id: 'claimed-1',
+        model: 'vendor-image-upscale',
+        status: 'completed',
+        result: {},
+        creditsUsed: 20,
+        createdAt: new Date().toISOString(),
+      }),
+    );
     const a = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', hostId: 'hosta' });
-    const own = await waitFor('hosta\'s event', () => cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.hosta.claimed-1' }).then((m) => m ?? undefined), 15_000);
+    const own = await waitFor(
+      "hosta's event",
+      () =>
+        cp.jsm.streams
+          .getMessage('MEDIA_EVENTS', { last_by_subj: 'media.events.hosta.claimed-1' })
+          .then((m) => m ?? undefined),
+      15_000,
+    );
     expect(own.json()).toMatchObject({ status: 'completed', attempt: 2, worker: a.settings.natsName });
     expect(b.records).toEqual([]);
     expect(a.records.map((r) => r.taskId)).toEqual(['claimed-1']);
@@ -171,15 +221,23 @@ describe('claims', () => {
 
   it('a task whose claimer never comes back runs out of deliveries on the other host: no event from it, the advisory left to the control plane', async () => {
     await createStreams();
-    await cp.nc.request('media.claims.hosta.claimed-2', JSON.stringify({ id: 'claimed-2', host: 'hosta', at: new Date().toISOString() }));
+    await cp.nc.request(
+      'media.claims.hosta.claimed-2',
+      JSON.stringify({ id: 'claimed-2', host: 'hosta', at: new Date().toISOString() }),
+    );
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('claimed-2'));
     const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', hostId: 'hostb' });
     // The workers may not read or remove jobs by sequence: the captured advisory is the control
     // plane's (the reference gateway fails the task and removes the job: test/gateway/exhausted-jobs.test.ts).
-    await waitFor('the max-deliveries advisory to be captured', async () => (await cp.jsm.streams.info('MEDIA_JOBS_ADVISORIES')).state.messages === 1);
+    await waitFor(
+      'the max-deliveries advisory to be captured',
+      async () => (await cp.jsm.streams.info('MEDIA_JOBS_ADVISORIES')).state.messages === 1,
+    );
     expect(b.records).toEqual([]);
     expect(await cp.eventsOf('claimed-2')).toEqual([]);
-    expect(await b.metrics.registry.metrics()).toMatch(/media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 3/);
+    expect(await b.metrics.registry.metrics()).toMatch(
+      /media_worker_jobs_total\{kind="image",outcome="claimed-elsewhere"\} 3/,
+    );
     expect(await claimHolder(cp.jsm, 'MEDIA_CLAIMS', 'claimed-2')).toBe('hosta');
   });
 
@@ -203,7 +261,11 @@ describe('claims', () => {
 
   it("provisioning an upgrade removes the workers' former advisories durable (a work-queue stream would refuse the gateway's beside it)", async () => {
     await createStreams();
-    await cp.jsm.consumers.add('MEDIA_JOBS_ADVISORIES', { durable_name: 'media-worker-advisories', filter_subject: maxDeliveriesAdvisoryFilter('MEDIA_JOBS'), ack_policy: AckPolicy.Explicit });
+    await cp.jsm.consumers.add('MEDIA_JOBS_ADVISORIES', {
+      durable_name: 'media-worker-advisories',
+      filter_subject: maxDeliveriesAdvisoryFilter('MEDIA_JOBS'),
+      ack_policy: AckPolicy.Explicit,
+    });
     await createStreams();
     const left: string[] = [];
     for await (const c of cp.jsm.consumers.list('MEDIA_JOBS_ADVISORIES')) left.push(c.name);
@@ -216,11 +278,26 @@ describe('cancellation', () => {
     await createStreams();
     // Other jobs ahead of it in the queue: the cancel finds its own job among them.
     for (const id of ['queued-a', 'queued-b']) await cp.publishJob('image', 'vendor-image-upscale', imageJob(id));
-    await cp.publishJob('image', 'vendor-image-upscale', imageJob('cancel-q', '', { credits: 40, createdAt: '2025-03-01T12:00:00.000Z' }));
+    await cp.publishJob(
+      'image',
+      'vendor-image-upscale',
+      imageJob('cancel-q', '', { credits: 40, createdAt: '2025-03-01T12:00:00.000Z' }),
+    );
     // No worker of the kind yet: the cancel is answered by any worker.
     await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0,music-video=0' });
-    const reply = await cancel({ id: 'cancel-q', model: 'vendor-image-upscale', credits: 40, createdAt: '2025-03-01T12:00:00.000Z', reason: 'user asked' });
-    expect(cancelReplySchema.parse(reply.json())).toEqual({ id: 'cancel-q', cancelled: true, status: 'failed', code: 'CANCELLED' });
+    const reply = await cancel({
+      id: 'cancel-q',
+      model: 'vendor-image-upscale',
+      credits: 40,
+      createdAt: '2025-03-01T12:00:00.000Z',
+      reason: 'user asked',
+    });
+    expect(cancelReplySchema.parse(reply.json())).toEqual({
+      id: 'cancel-q',
+      cancelled: true,
+      status: 'failed',
+      code: 'CANCELLED',
+    });
     const event = await eventOf('cancel-q');
     expect(event).toMatchObject({
       status: 'failed',
@@ -237,14 +314,21 @@ describe('cancellation', () => {
       error: { code: 'CANCELLED', status: 409, message: 'Cancelled by the control plane: user asked' },
     });
     const image = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0' });
-    await waitFor('the other jobs to run and the cancelled one to leave the queue', async () => (await cp.jobsInQueue()) === 0);
+    await waitFor(
+      'the other jobs to run and the cancelled one to leave the queue',
+      async () => (await cp.jobsInQueue()) === 0,
+    );
     expect(image.records.map((r) => r.taskId).sort()).toEqual(['queued-a', 'queued-b']);
     expect(await cp.eventsOf('cancel-q')).toHaveLength(1);
   });
 
-  it('a cancel with nothing but the id reports what the request says and the cancel\'s time: the worker does not read the queued job', async () => {
+  it("a cancel with nothing but the id reports what the request says and the cancel's time: the worker does not read the queued job", async () => {
     await createStreams();
-    await cp.publishJob('image', 'vendor-image-upscale', imageJob('cancel-bare', '', { credits: 30, createdAt: '2025-03-01T12:00:00.000Z' }));
+    await cp.publishJob(
+      'image',
+      'vendor-image-upscale',
+      imageJob('cancel-bare', '', { credits: 30, createdAt: '2025-03-01T12:00:00.000Z' }),
+    );
     await worker({ concurrency: 'image=0,video=1,lipsync=0,music=0,music-video=0' });
     const asked = Date.now();
     expect((await cancel({ id: 'cancel-bare' })).json()).toMatchObject({ cancelled: true });
@@ -258,7 +342,11 @@ describe('cancellation', () => {
   it('a running job stops within seconds, with exactly one CANCELLED event; the worker goes on serving', async () => {
     const w = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0' });
     const published = Date.now();
-    await cp.publishJob('image', 'vendor-image-upscale', imageJob('cancel-r', 'sleep=30000', { credits: 20, createdAt: '2025-03-01T12:00:00.000Z' }));
+    await cp.publishJob(
+      'image',
+      'vendor-image-upscale',
+      imageJob('cancel-r', 'sleep=30000', { credits: 20, createdAt: '2025-03-01T12:00:00.000Z' }),
+    );
     await waitFor('the job to start', () => w.records.length === 1);
     const asked = Date.now();
     // Nothing but the id: the run in this worker says the rest.
@@ -267,10 +355,20 @@ describe('cancellation', () => {
     await waitFor('the cancelled job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 10_000);
     const stoppedMs = Date.now() - asked;
     expect(stoppedMs).toBeLessThan(5000);
-    await waitFor('the slot to be free', async () => /media_worker_jobs_in_flight\{kind="image"\} 0/.test(await w.metrics.registry.metrics()));
+    await waitFor('the slot to be free', async () =>
+      /media_worker_jobs_in_flight\{kind="image"\} 0/.test(await w.metrics.registry.metrics()),
+    );
     const [event] = await cp.eventsOf('cancel-r');
     // The delivery that ran it, when it started, and the job's creation time: not "never delivered".
-    expect(event).toMatchObject({ status: 'failed', error: { code: 'CANCELLED' }, refund: true, attempt: 1, createdAt: '2025-03-01T12:00:00.000Z', model: 'vendor-image-upscale', creditsRefunded: 20 });
+    expect(event).toMatchObject({
+      status: 'failed',
+      error: { code: 'CANCELLED' },
+      refund: true,
+      attempt: 1,
+      createdAt: '2025-03-01T12:00:00.000Z',
+      model: 'vendor-image-upscale',
+      creditsRefunded: 20,
+    });
     expect(Date.parse(event!.startedAt!)).toBeGreaterThanOrEqual(published - 1000);
     expect(Date.parse(event!.startedAt!)).toBeLessThanOrEqual(Date.parse(event!.finishedAt));
     expect(event!.durationMs).toBe(Date.parse(event!.finishedAt) - Date.parse(event!.startedAt!));
@@ -288,9 +386,13 @@ describe('cancellation', () => {
       await waitFor('the job to start on hosta', () => a.records.some((r) => r.taskId === id));
       expect((await cancel({ id })).json()).toEqual({ id, cancelled: true, status: 'failed', code: 'CANCELLED' });
       await waitFor('the cancelled job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 10_000);
-      expect(await cp.eventsOf(id)).toMatchObject([{ status: 'failed', error: { code: 'CANCELLED' }, refund: true, attempt: 1 }]);
+      expect(await cp.eventsOf(id)).toMatchObject([
+        { status: 'failed', error: { code: 'CANCELLED' }, refund: true, attempt: 1 },
+      ]);
       expect((await cp.eventsOf(id))[0]?.startedAt).not.toBeNull();
-      expect(await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.hosta.${id}` })).not.toBeNull();
+      expect(
+        await cp.jsm.streams.getMessage('MEDIA_EVENTS', { last_by_subj: `media.events.hosta.${id}` }),
+      ).not.toBeNull();
     }
   });
 
@@ -305,7 +407,9 @@ describe('cancellation', () => {
       expect((await cancel({ id })).json()).toEqual({ id, cancelled: true, status: 'failed', code: 'CANCELLED' });
       await waitFor('the cancelled job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 10_000);
       const events = await cp.eventsOf(id);
-      expect(events, id).toMatchObject([{ status: 'failed', error: { code: 'CANCELLED' }, attempt: 1, worker: runner.settings.natsName }]);
+      expect(events, id).toMatchObject([
+        { status: 'failed', error: { code: 'CANCELLED' }, attempt: 1, worker: runner.settings.natsName },
+      ]);
       expect(events[0]?.startedAt, id).not.toBeNull();
     }
   });
@@ -320,7 +424,12 @@ describe('cancellation', () => {
 
     const again = await cancel({ id: 'twice' });
     expect(again.json()).toMatchObject({ cancelled: true });
-    expect((await cancel({ id: 'twice' })).json()).toEqual({ id: 'twice', cancelled: false, status: 'failed', code: 'CANCELLED' });
+    expect((await cancel({ id: 'twice' })).json()).toEqual({
+      id: 'twice',
+      cancelled: false,
+      status: 'failed',
+      code: 'CANCELLED',
+    });
 
     for (const body of [{ id: 'bad.id' }, { id: 'x', priority: 1 }, {}]) {
       const refused = await cancel(body);
@@ -334,10 +443,21 @@ describe('queue age', () => {
     await createStreams();
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('old-1', '', { credits: 30 }));
     await sleep(1200);
-    const w = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', maxQueueAgeMs: 'image=1000' });
+    const w = await worker({
+      concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0',
+      maxQueueAgeMs: 'image=1000',
+    });
     const event = await eventOf('old-1');
-    expect(event).toMatchObject({ status: 'failed', refund: true, creditsRefunded: 30, retryable: false, error: { code: 'QUEUE_TIMEOUT', status: 503 } });
-    expect(event.error?.message).toMatch(/waited 1\.\d s in the queue, longer than the 1 s allowed \(WORKER_MAX_QUEUE_AGE_MS\)/);
+    expect(event).toMatchObject({
+      status: 'failed',
+      refund: true,
+      creditsRefunded: 30,
+      retryable: false,
+      error: { code: 'QUEUE_TIMEOUT', status: 503 },
+    });
+    expect(event.error?.message).toMatch(
+      /waited 1\.\d s in the queue, longer than the 1 s allowed \(WORKER_MAX_QUEUE_AGE_MS\)/,
+    );
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('young-1'));
     expect(await eventOf('young-1')).toMatchObject({ status: 'completed' });
     expect(w.records.map((r) => r.taskId)).toEqual(['young-1']);
@@ -348,7 +468,9 @@ describe('protocol version and event facts', () => {
   it('events and progress carry the version header; a job for another major is refused; events say attempts, retryable and expiry', async () => {
     await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', maxDeliver: 2 });
     const progressHeaders: string[] = [];
-    const sub = cp.nc.subscribe('media.progress.v-1', { callback: (_e, m) => void progressHeaders.push(m.headers?.get(PROTOCOL_HEADER) ?? '') });
+    const sub = cp.nc.subscribe('media.progress.v-1', {
+      callback: (_e, m) => void progressHeaders.push(m.headers?.get(PROTOCOL_HEADER) ?? ''),
+    });
     const before = Date.now();
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('v-1'));
     const ok = await eventOf('v-1');
@@ -363,15 +485,28 @@ describe('protocol version and event facts', () => {
     expect(Date.parse(ok.resultExpiresAt ?? '')).toBeGreaterThan(before);
 
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('v-transient', 'fail=transient'));
-    expect(await eventOf('v-transient')).toMatchObject({ status: 'failed', attempt: 2, retryable: true, error: { code: 'FETCH_FAILED', message: /gave up after 2 attempts/ } });
+    expect(await eventOf('v-transient')).toMatchObject({
+      status: 'failed',
+      attempt: 2,
+      retryable: true,
+      error: { code: 'FETCH_FAILED', message: /gave up after 2 attempts/ },
+    });
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('v-permanent', 'fail=permanent'));
-    expect(await eventOf('v-permanent')).toMatchObject({ status: 'failed', attempt: 1, retryable: false, error: { code: 'PROBE_FAILED' } });
+    expect(await eventOf('v-permanent')).toMatchObject({
+      status: 'failed',
+      attempt: 1,
+      retryable: false,
+      error: { code: 'PROBE_FAILED' },
+    });
 
     const h = natsHeaders();
     h.set('Nats-Msg-Id', 'v-2');
     h.set(PROTOCOL_HEADER, '9.0');
     const js = jetstream(cp.nc);
     await js.publish('media.jobs.image.vendor-image-upscale', JSON.stringify(imageJob('v-2')), { headers: h });
-    expect(await eventOf('v-2')).toMatchObject({ status: 'failed', error: { code: 'INVALID_JOB', message: /Media-Protocol-Version to be absent or 2\.<minor>/ } });
+    expect(await eventOf('v-2')).toMatchObject({
+      status: 'failed',
+      error: { code: 'INVALID_JOB', message: /Media-Protocol-Version to be absent or 2\.<minor>/ },
+    });
   });
 });

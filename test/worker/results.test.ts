@@ -16,7 +16,11 @@ afterEach(async () => {
   await fs.rm(dir, { recursive: true, force: true });
 });
 
-const exists = (p: string): Promise<boolean> => fs.access(p).then(() => true, () => false);
+const exists = (p: string): Promise<boolean> =>
+  fs.access(p).then(
+    () => true,
+    () => false,
+  );
 
 async function scratchFile(name: string, content = 'data'): Promise<string> {
   const p = path.join(dir, 'scratch', name);
@@ -38,14 +42,22 @@ describe('result lifetimes', () => {
 
 describe('storeResult', () => {
   it('moves the file under <dir>/<kind>/<task id>/ and returns its public URL and expiry', async () => {
-    const store = new LocalResultStore({ resultsDir: path.join(dir, 'results'), publicBaseUrl: 'https://cdn.example.com/r', upscaleResultLifetimeDays: 7 });
+    const store = new LocalResultStore({
+      resultsDir: path.join(dir, 'results'),
+      publicBaseUrl: 'https://cdn.example.com/r',
+      upscaleResultLifetimeDays: 7,
+    });
     const local = await scratchFile('out.mp4', 'video bytes');
     const before = Date.now();
     const stored = await store.storeResult(local, { taskId: 'task-1', kind: 'lipsync', ext: 'mp4' });
     expect(stored.path).toBe(path.join(dir, 'results', 'lipsync', 'task-1', 'output.mp4'));
     expect(stored.url).toBe('https://cdn.example.com/r/lipsync/task-1/output.mp4');
     // What the completion event says of the file: read back from the stored copy.
-    expect(stored).toMatchObject({ key: 'lipsync/task-1/output.mp4', size: 11, sha256: createHash('sha256').update('video bytes').digest('hex') });
+    expect(stored).toMatchObject({
+      key: 'lipsync/task-1/output.mp4',
+      size: 11,
+      sha256: createHash('sha256').update('video bytes').digest('hex'),
+    });
     expect(await fs.readFile(stored.path, 'utf8')).toBe('video bytes');
     await expect(fs.access(local)).rejects.toThrow();
     const expires = Date.parse(stored.expiresAt) - before;
@@ -58,7 +70,12 @@ describe('storeResult', () => {
 
   it('names several files of one task and falls back to file:// URLs without a base URL', async () => {
     const store = new LocalResultStore({ resultsDir: path.join(dir, 'results'), upscaleResultLifetimeDays: 7 });
-    const stored = await store.storeResult(await scratchFile('a.mp3'), { taskId: 'song', kind: 'music', ext: 'mp3', name: 'song-1' });
+    const stored = await store.storeResult(await scratchFile('a.mp3'), {
+      taskId: 'song',
+      kind: 'music',
+      ext: 'mp3',
+      name: 'song-1',
+    });
     expect(stored.url).toBe(`file://${path.join(dir, 'results', 'music', 'song', 'song-1.mp3')}`);
   });
 
@@ -73,8 +90,12 @@ describe('storeResult', () => {
   });
 
   it('joins base URLs with or without a trailing slash', () => {
-    expect(resultUrl('https://cdn.example.com/r/', ['image', 't', 'output.png'])).toBe('https://cdn.example.com/r/image/t/output.png');
-    expect(resultUrl('https://cdn.example.com', ['image', 't', 'output.png'])).toBe('https://cdn.example.com/image/t/output.png');
+    expect(resultUrl('https://cdn.example.com/r/', ['image', 't', 'output.png'])).toBe(
+      'https://cdn.example.com/r/image/t/output.png',
+    );
+    expect(resultUrl('https://cdn.example.com', ['image', 't', 'output.png'])).toBe(
+      'https://cdn.example.com/image/t/output.png',
+    );
   });
 });
 

@@ -12,7 +12,14 @@ import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } f
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ProcessingError } from '../../src/errors.js';
 import { S3ResultStore, type S3ResultStoreSettings } from '../../src/worker/s3-results.js';
-import { S3_TEST_CREDENTIALS, closedPort, faultProxy, startS3Server, type FaultProxy, type S3TestServer } from '../helpers/s3-server.js';
+import {
+  S3_TEST_CREDENTIALS,
+  closedPort,
+  faultProxy,
+  startS3Server,
+  type FaultProxy,
+  type S3TestServer,
+} from '../helpers/s3-server.js';
 
 const BUCKET = 'media-results';
 let s3: S3TestServer;
@@ -27,7 +34,12 @@ beforeAll(async () => {
   // The store takes the SDK's default credential chain, as on a host: here the environment.
   process.env['AWS_ACCESS_KEY_ID'] = S3_TEST_CREDENTIALS.accessKeyId;
   process.env['AWS_SECRET_ACCESS_KEY'] = S3_TEST_CREDENTIALS.secretAccessKey;
-  reader = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: S3_TEST_CREDENTIALS });
+  reader = new S3Client({
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: S3_TEST_CREDENTIALS,
+  });
 });
 
 afterAll(async () => {
@@ -88,13 +100,28 @@ describe('the bucket store', () => {
     const results = await store();
     const png = await file('small.png', randomBytes(1000));
     const stored = await results.storeResult(png.path, { taskId: 't_small', kind: 'image', ext: 'png' });
-    expect(stored).toMatchObject({ key: 'image/t_small/output.png', url: 's3://media-results/results/image/t_small/output.png', size: 1000, sha256: png.sha256 });
+    expect(stored).toMatchObject({
+      key: 'image/t_small/output.png',
+      url: 's3://media-results/results/image/t_small/output.png',
+      size: 1000,
+      sha256: png.sha256,
+    });
     const head = await reader.send(new HeadObjectCommand({ Bucket: BUCKET, Key: 'results/image/t_small/output.png' }));
     expect(head).toMatchObject({ ContentLength: 1000, ContentType: 'image/png', Metadata: { sha256: png.sha256 } });
 
-    const withBase = new S3ResultStore({ s3Bucket: BUCKET, s3Endpoint: s3.endpoint, s3Region: 'us-east-1', s3Prefix: '', s3ForcePathStyle: true, upscaleResultLifetimeDays: 7, publicBaseUrl: 'https://cdn.test/r/' });
+    const withBase = new S3ResultStore({
+      s3Bucket: BUCKET,
+      s3Endpoint: s3.endpoint,
+      s3Region: 'us-east-1',
+      s3Prefix: '',
+      s3ForcePathStyle: true,
+      upscaleResultLifetimeDays: 7,
+      publicBaseUrl: 'https://cdn.test/r/',
+    });
     const song = await file('song.mp3', randomBytes(10));
-    expect(await withBase.storeResult(song.path, { taskId: 't_m', kind: 'music', ext: 'mp3', name: 'song-1' })).toMatchObject({ key: 'music/t_m/song-1.mp3', url: 'https://cdn.test/r/music/t_m/song-1.mp3' });
+    expect(
+      await withBase.storeResult(song.path, { taskId: 't_m', kind: 'music', ext: 'mp3', name: 'song-1' }),
+    ).toMatchObject({ key: 'music/t_m/song-1.mp3', url: 'https://cdn.test/r/music/t_m/song-1.mp3' });
     expect(await exists('music/t_m/song-1.mp3')).toBe(true);
   });
 
@@ -104,7 +131,11 @@ describe('the bucket store', () => {
     const stored = await results.storeResult(big.path, { taskId: 't_big', kind: 'video', ext: 'mp4' });
     expect(stored).toMatchObject({ size: 20 * 1024 * 1024 + 5, sha256: big.sha256 });
     expect(partRequests(proxy)).toHaveLength(3);
-    expect(createHash('sha256').update(await storedBytes('results/video/t_big/output.mp4')).digest('hex')).toBe(big.sha256);
+    expect(
+      createHash('sha256')
+        .update(await storedBytes('results/video/t_big/output.mp4'))
+        .digest('hex'),
+    ).toBe(big.sha256);
 
     const again = await file('again.mp4', randomBytes(300));
     await results.storeResult(again.path, { taskId: 't_big', kind: 'video', ext: 'mp4' });
@@ -121,22 +152,39 @@ describe('the bucket store', () => {
     proxy.inject('stall', 1, (req) => req.method === 'PUT' && (req.url ?? '').includes('partNumber=3'));
     const stored = await results.storeResult(big.path, { taskId: 't_faults', kind: 'video', ext: 'mp4' });
     expect(stored.sha256).toBe(big.sha256);
-    expect(proxy.seen.filter((r) => r.fault !== undefined).map((r) => r.fault)).toEqual(['unavailable', 'unavailable', 'unavailable', 'unavailable', 'reset', 'stall']);
-    expect(createHash('sha256').update(await storedBytes('results/video/t_faults/output.mp4')).digest('hex')).toBe(big.sha256);
+    expect(proxy.seen.filter((r) => r.fault !== undefined).map((r) => r.fault)).toEqual([
+      'unavailable',
+      'unavailable',
+      'unavailable',
+      'unavailable',
+      'reset',
+      'stall',
+    ]);
+    expect(
+      createHash('sha256')
+        .update(await storedBytes('results/video/t_faults/output.mp4'))
+        .digest('hex'),
+    ).toBe(big.sha256);
   });
 
   it('fails at once, with a ProcessingError, on a missing bucket and on credentials the store refuses', async () => {
     const png = await file('refused.png', randomBytes(100));
     const missing = await store({ s3Bucket: 'no-such-bucket' });
-    const err = await missing.storeResult(png.path, { taskId: 't_nobucket', kind: 'image', ext: 'png' }).catch((e: unknown) => e);
+    const err = await missing
+      .storeResult(png.path, { taskId: 't_nobucket', kind: 'image', ext: 'png' })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ProcessingError);
-    expect((err as Error).message).toMatch(/Could not store the result image\/t_nobucket\/output.png \(the store refused it\).*bucket/i);
+    expect((err as Error).message).toMatch(
+      /Could not store the result image\/t_nobucket\/output.png \(the store refused it\).*bucket/i,
+    );
     await proxy.close();
 
     process.env['AWS_ACCESS_KEY_ID'] = 'NOT-A-KEY';
     try {
       const wrong = await store();
-      await expect(wrong.storeResult(png.path, { taskId: 't_creds', kind: 'image', ext: 'png' })).rejects.toThrow(/the store refused it.*Access Key/i);
+      await expect(wrong.storeResult(png.path, { taskId: 't_creds', kind: 'image', ext: 'png' })).rejects.toThrow(
+        /the store refused it.*Access Key/i,
+      );
     } finally {
       process.env['AWS_ACCESS_KEY_ID'] = S3_TEST_CREDENTIALS.accessKeyId;
     }
@@ -146,21 +194,43 @@ describe('the bucket store', () => {
   it('tells readiness whether the bucket is there and the credentials pass', async () => {
     expect(await (await store()).reachable()).toBeNull();
     await proxy.close();
-    expect(await (await store({ s3Bucket: 'no-such-bucket' })).reachable()).toBe('the results bucket no-such-bucket does not exist');
+    expect(await (await store({ s3Bucket: 'no-such-bucket' })).reachable()).toBe(
+      'the results bucket no-such-bucket does not exist',
+    );
     await proxy.close();
-    const down = new S3ResultStore({ s3Bucket: BUCKET, s3Endpoint: `http://127.0.0.1:${await closedPort()}`, s3Region: 'us-east-1', s3Prefix: 'results', s3ForcePathStyle: true, upscaleResultLifetimeDays: 7, client: { maxAttempts: 1 } });
+    const down = new S3ResultStore({
+      s3Bucket: BUCKET,
+      s3Endpoint: `http://127.0.0.1:${await closedPort()}`,
+      s3Region: 'us-east-1',
+      s3Prefix: 'results',
+      s3ForcePathStyle: true,
+      upscaleResultLifetimeDays: 7,
+      client: { maxAttempts: 1 },
+    });
     expect(await down.reachable()).toMatch(/^the results bucket media-results cannot be reached/);
   });
 
   it('gives up within its deadline on a store that is down, and on one that resets every part, aborting the multipart upload', async () => {
     const png = await file('down.png', randomBytes(100));
-    const down = new S3ResultStore({ s3Bucket: BUCKET, s3Endpoint: `http://127.0.0.1:${await closedPort()}`, s3Region: 'us-east-1', s3Prefix: 'results', s3ForcePathStyle: true, upscaleResultLifetimeDays: 7, storeDeadlineMs: 1_000 });
-    await expect(down.storeResult(png.path, { taskId: 't_down', kind: 'image', ext: 'png' })).rejects.toThrow(/Could not store the result image\/t_down\/output.png \(still failing after \d+ tries/);
+    const down = new S3ResultStore({
+      s3Bucket: BUCKET,
+      s3Endpoint: `http://127.0.0.1:${await closedPort()}`,
+      s3Region: 'us-east-1',
+      s3Prefix: 'results',
+      s3ForcePathStyle: true,
+      upscaleResultLifetimeDays: 7,
+      storeDeadlineMs: 1_000,
+    });
+    await expect(down.storeResult(png.path, { taskId: 't_down', kind: 'image', ext: 'png' })).rejects.toThrow(
+      /Could not store the result image\/t_down\/output.png \(still failing after \d+ tries/,
+    );
 
     const resets = await store({ storeDeadlineMs: 1_000 });
     const big = await file('resets.mp4', randomBytes(9 * 1024 * 1024));
     proxy.inject('reset', 1_000, (req) => req.method === 'PUT' && (req.url ?? '').includes('partNumber='));
-    await expect(resets.storeResult(big.path, { taskId: 't_resets', kind: 'video', ext: 'mp4' })).rejects.toBeInstanceOf(ProcessingError);
+    await expect(
+      resets.storeResult(big.path, { taskId: 't_resets', kind: 'video', ext: 'mp4' }),
+    ).rejects.toBeInstanceOf(ProcessingError);
     // Every multipart upload begun was aborted, and nothing is at the key.
     const begun = proxy.seen.filter((r) => r.method === 'POST' && r.url.includes('uploads')).length;
     expect(begun).toBeGreaterThan(0);
@@ -173,7 +243,11 @@ describe('the bucket store', () => {
     const big = await file('stopped.mp4', randomBytes(9 * 1024 * 1024));
     proxy.inject('stall', 1_000, (req) => req.method === 'PUT' && (req.url ?? '').includes('partNumber='));
     const controller = new AbortController();
-    const storing = results.storeResult(big.path, { taskId: 't_stopped', kind: 'video', ext: 'mp4' }, controller.signal);
+    const storing = results.storeResult(
+      big.path,
+      { taskId: 't_stopped', kind: 'video', ext: 'mp4' },
+      controller.signal,
+    );
     await waitUntil(() => proxy.seen.some((r) => r.fault === 'stall'));
     controller.abort(new Error('cancelled'));
     await expect(storing).rejects.toThrow();

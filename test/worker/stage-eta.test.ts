@@ -12,12 +12,30 @@ describe('stageEtaSeconds', () => {
     ['nothing done since the first report', { done: 0, atMs: 0 }, { done: 0, total: 10, atMs: 5000 }, 5000, undefined],
     ['no time since the first report', { done: 2, atMs: 1000 }, { done: 3, total: 10, atMs: 1000 }, 1000, undefined],
     ['4 of 10 in 8 s: 6 more at 2 s each', { done: 0, atMs: 0 }, { done: 4, total: 10, atMs: 8000 }, 8000, 12],
-    ['the pace counts from the first report, not from zero units', { done: 1, atMs: 1000 }, { done: 5, total: 9, atMs: 3000 }, 3000, 2],
-    ['time since the latest report is already spent', { done: 0, atMs: 0 }, { done: 4, total: 10, atMs: 8000 }, 9500, 11],
+    [
+      'the pace counts from the first report, not from zero units',
+      { done: 1, atMs: 1000 },
+      { done: 5, total: 9, atMs: 3000 },
+      3000,
+      2,
+    ],
+    [
+      'time since the latest report is already spent',
+      { done: 0, atMs: 0 },
+      { done: 4, total: 10, atMs: 8000 },
+      9500,
+      11,
+    ],
     ['rounded up: 0.2 s left is 1 s', { done: 0, atMs: 0 }, { done: 9, total: 10, atMs: 1800 }, 1800, 1],
     ['overrun: never negative', { done: 0, atMs: 0 }, { done: 9, total: 10, atMs: 1800 }, 60_000, 0],
     ['all done', { done: 0, atMs: 0 }, { done: 10, total: 10, atMs: 4000 }, 4000, 0],
-    ['more done than the total says: unknown', { done: 0, atMs: 0 }, { done: 11, total: 10, atMs: 4000 }, 4000, undefined],
+    [
+      'more done than the total says: unknown',
+      { done: 0, atMs: 0 },
+      { done: 11, total: 10, atMs: 4000 },
+      4000,
+      undefined,
+    ],
     ['over a day: unknown', { done: 0, atMs: 0 }, { done: 1, total: 100_000, atMs: 1000 }, 1000, undefined],
     ['exactly a day', { done: 0, atMs: 0 }, { done: 1, total: MAX_ETA_SECONDS + 1, atMs: 1000 }, 1000, MAX_ETA_SECONDS],
   ])('%s', (_name, first, latest, now, expected) => {
@@ -49,7 +67,7 @@ describe('stageEtaTracker', () => {
     expect(eta.secondsLeft(53_000)).toBeUndefined();
   });
 
-  it('restarts when a count goes back below the last one, even above the stage\'s first', () => {
+  it("restarts when a count goes back below the last one, even above the stage's first", () => {
     const eta = stageEtaTracker();
     eta.observe({ stage: 'upscaling', done: 2, total: 100 }, 0);
     eta.observe({ stage: 'upscaling', done: 40, total: 100 }, 10_000);
@@ -102,10 +120,12 @@ describe('the step clock on the wire', () => {
     vi.useRealTimers();
   });
 
-  it('a one-tile image moves while its tile runs: the seconds it has run against the quote\'s estimate, the count as reported', () => {
+  it("a one-tile image moves while its tile runs: the seconds it has run against the quote's estimate, the count as reported", () => {
     vi.useFakeTimers({ now: new Date('2025-01-01T00:00:00.000Z') });
     const sent: ProgressMessage[] = [];
-    const nc = { publish: (_subject: string, data: string) => sent.push(progressMessageSchema.parse(JSON.parse(data))) };
+    const nc = {
+      publish: (_subject: string, data: string) => sent.push(progressMessageSchema.parse(JSON.parse(data))),
+    };
     const reporter = createProgressPublisher(nc as never, 't9', 'vendor-image-upscale', 1000);
     reporter.report({ stage: 'upscaling', done: 0, total: 1, unit: 'tiles', estimatedSeconds: 59 });
     vi.advanceTimersByTime(90_500);
@@ -128,7 +148,9 @@ describe('the step clock on the wire', () => {
   it('after the first unit, the pace measured in the stage is the estimate; a step out of bounds is dropped whole', () => {
     vi.useFakeTimers({ now: new Date('2025-01-01T00:00:00.000Z') });
     const sent: ProgressMessage[] = [];
-    const nc = { publish: (_subject: string, data: string) => sent.push(progressMessageSchema.parse(JSON.parse(data))) };
+    const nc = {
+      publish: (_subject: string, data: string) => sent.push(progressMessageSchema.parse(JSON.parse(data))),
+    };
     const reporter = createProgressPublisher(nc as never, 't9', 'vendor-image-upscale', 1000);
     reporter.report({ stage: 'upscaling', done: 0, total: 4, unit: 'tiles', estimatedSeconds: 400 });
     vi.advanceTimersByTime(20_000);
@@ -139,12 +161,24 @@ describe('the step clock on the wire', () => {
     const base = { id: 't1', model: 'vendor-image-upscale', stage: 'upscaling', at: '2026-03-01T12:00:30.000Z' };
     expect(progressMessageSchema.parse({ ...base, step: { index: 0, elapsedSeconds: 3 } }).step).toBeUndefined();
     expect(progressMessageSchema.parse({ ...base, step: { index: 1, elapsedSeconds: 2.5 } })).toEqual(base);
-    expect(progressMessageSchema.parse({ ...base, step: { index: 1, elapsedSeconds: 3 } }).step).toEqual({ index: 1, elapsedSeconds: 3 });
+    expect(progressMessageSchema.parse({ ...base, step: { index: 1, elapsedSeconds: 3 } }).step).toEqual({
+      index: 1,
+      elapsedSeconds: 3,
+    });
   });
 });
 
 describe('the progress schema takes the ETA as a claim', () => {
-  const message = { id: 't1', model: 'vendor-image-upscale', stage: 'upscaling', done: 3, total: 8, unit: 'tiles', at: '2026-03-01T12:00:30.000Z', seq: 3 };
+  const message = {
+    id: 't1',
+    model: 'vendor-image-upscale',
+    stage: 'upscaling',
+    done: 3,
+    total: 8,
+    unit: 'tiles',
+    at: '2026-03-01T12:00:30.000Z',
+    seq: 3,
+  };
 
   it('keeps one in bounds, and a message without one (an older worker)', () => {
     expect(progressMessageSchema.parse({ ...message, etaSeconds: 18 }).etaSeconds).toBe(18);
@@ -152,9 +186,12 @@ describe('the progress schema takes the ETA as a claim', () => {
     expect(progressMessageSchema.parse(message)).toEqual(message);
   });
 
-  it.each([-1, 2.5, MAX_ETA_SECONDS + 1, '18', null, 1e308])('drops etaSeconds %o and keeps the rest of the message', (etaSeconds) => {
-    const parsed = progressMessageSchema.parse({ ...message, etaSeconds });
-    expect(parsed.etaSeconds).toBeUndefined();
-    expect(JSON.parse(JSON.stringify(parsed))).toEqual(message);
-  });
+  it.each([-1, 2.5, MAX_ETA_SECONDS + 1, '18', null, 1e308])(
+    'drops etaSeconds %o and keeps the rest of the message',
+    (etaSeconds) => {
+      const parsed = progressMessageSchema.parse({ ...message, etaSeconds });
+      expect(parsed.etaSeconds).toBeUndefined();
+      expect(JSON.parse(JSON.stringify(parsed))).toEqual(message);
+    },
+  );
 });

@@ -9,12 +9,32 @@ import { QUIET_STEP_MS, stepTiming, withStepClock } from '../../src/worker/step-
 
 describe('stepTiming', () => {
   it.each([
-    ['before the first unit: the stage estimate shared among its units', { done: 0, total: 4, countedSeconds: 0, sinceStep: 7, stageEstimateSeconds: 100 }, { index: 1, elapsedSeconds: 7, estimatedSeconds: 25 }],
-    ['before the first unit, no estimate: the clock alone', { done: 0, total: 1, countedSeconds: 0, sinceStep: 7 }, { index: 1, elapsedSeconds: 7 }],
-    ['after units are done: the pace measured, not the estimate', { done: 2, total: 4, countedSeconds: 30, sinceStep: 4, stageEstimateSeconds: 1000 }, { index: 3, elapsedSeconds: 4, estimatedSeconds: 15 }],
-    ['a stage that does not count is its own one unit', { countedSeconds: 0, sinceStep: 12, stageEstimateSeconds: 60 }, { index: 1, elapsedSeconds: 12 }],
+    [
+      'before the first unit: the stage estimate shared among its units',
+      { done: 0, total: 4, countedSeconds: 0, sinceStep: 7, stageEstimateSeconds: 100 },
+      { index: 1, elapsedSeconds: 7, estimatedSeconds: 25 },
+    ],
+    [
+      'before the first unit, no estimate: the clock alone',
+      { done: 0, total: 1, countedSeconds: 0, sinceStep: 7 },
+      { index: 1, elapsedSeconds: 7 },
+    ],
+    [
+      'after units are done: the pace measured, not the estimate',
+      { done: 2, total: 4, countedSeconds: 30, sinceStep: 4, stageEstimateSeconds: 1000 },
+      { index: 3, elapsedSeconds: 4, estimatedSeconds: 15 },
+    ],
+    [
+      'a stage that does not count is its own one unit',
+      { countedSeconds: 0, sinceStep: 12, stageEstimateSeconds: 60 },
+      { index: 1, elapsedSeconds: 12 },
+    ],
     ['every unit done: nothing runs', { done: 4, total: 4, countedSeconds: 30, sinceStep: 4 }, undefined],
-    ['a clock that went back reads 0', { done: 0, total: 1, countedSeconds: 0, sinceStep: -3 }, { index: 1, elapsedSeconds: 0 }],
+    [
+      'a clock that went back reads 0',
+      { done: 0, total: 1, countedSeconds: 0, sinceStep: -3 },
+      { index: 1, elapsedSeconds: 0 },
+    ],
   ])('%s', (_what, state, expected) => {
     expect(stepTiming(state)).toEqual(expected);
   });
@@ -25,13 +45,17 @@ describe('withStepClock', () => {
     vi.useRealTimers();
   });
 
-  function recorder(): { seen: JobProgress[]; closed: (string | undefined)[]; reporter: { report(p: JobProgress): void; close(m?: string): void } } {
+  function recorder(): {
+    seen: JobProgress[];
+    closed: (string | undefined)[];
+    reporter: { report(p: JobProgress): void; close(m?: string): void };
+  } {
     const seen: JobProgress[] = [];
     const closed: (string | undefined)[] = [];
     return { seen, closed, reporter: { report: (p) => seen.push(p), close: (m) => closed.push(m) } };
   }
 
-  it('passes every report on as it is, and between them the running unit\'s clock every tick', () => {
+  it("passes every report on as it is, and between them the running unit's clock every tick", () => {
     vi.useFakeTimers();
     const inner = recorder();
     const clock = withStepClock(inner.reporter, { tickMs: 1000, quietMs: 0 });

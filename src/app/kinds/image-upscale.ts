@@ -23,11 +23,21 @@ export const imageUpscaleRuntime: KindRuntime<'image'> = {
         info: quoted.probes.image,
         ...upscaleChoices,
         // The quote's estimate: before the first tile is done, the pace of one (worker/step-clock.ts).
-        onProgress: (done, total) => opts.onProgress?.({ stage: 'upscaling', done, total, unit: 'tiles', ...definedFields({ estimatedSeconds: quoted.quote.estimated_seconds }) }),
+        onProgress: (done, total) =>
+          opts.onProgress?.({
+            stage: 'upscaling',
+            done,
+            total,
+            unit: 'tiles',
+            ...definedFields({ estimatedSeconds: quoted.quote.estimated_seconds }),
+          }),
       },
       engine.loadSrModel,
     );
-    opts.logger.info({ srModel: outcome.model, tile: outcome.tile, width: outcome.width, height: outcome.height }, 'image upscaled');
+    opts.logger.info(
+      { srModel: outcome.model, tile: outcome.tile, width: outcome.width, height: outcome.height },
+      'image upscaled',
+    );
     const stored = await opts.store(outputPath, { taskId: opts.taskId, ext, kind: 'image' });
     return { url: stored.url, type: 'image', width: outcome.width, height: outcome.height, format: outcome.format };
   },

@@ -38,7 +38,11 @@ export function kindPolicies(config: Config, hardware: HardwareProfile): KindPol
 }
 
 /** The registry as the value the corridor, readiness, hardware and quoting are handed. */
-export const KIND_RUNTIMES: KindRuntimes<KindStates> = { byKind: RUNTIMES, openStates: openKindStates, policies: kindPolicies };
+export const KIND_RUNTIMES: KindRuntimes<KindStates> = {
+  byKind: RUNTIMES,
+  openStates: openKindStates,
+  policies: kindPolicies,
+};
 
 /** The networks the kinds keep as folders of their own, as `models list` shows them. */
 export async function folderModels(config: Config, filesDir: string): Promise<FolderModel[]> {

@@ -13,7 +13,13 @@
  */
 import path from 'node:path';
 import type { Config } from '../../config.js';
-import { LIPSYNC_MODEL_IDS, ProcessingError, lipsyncSecondsPerFrame, type HardwareProfile, type LipsyncPolicy } from '../../jobs/index.js';
+import {
+  LIPSYNC_MODEL_IDS,
+  ProcessingError,
+  lipsyncSecondsPerFrame,
+  type HardwareProfile,
+  type LipsyncPolicy,
+} from '../../jobs/index.js';
 import { noncommercialNotice, noncommercialReason, type LicenceFacts } from '../../inference/index.js';
 import type { HdrMode } from '../../video/index.js';
 import {
@@ -82,7 +88,7 @@ function wav2lipBackend(engine: Engine<LipsyncStates>, job?: JobSettings): Lipsy
     try {
       networks = await wav2lipNetworks(engine);
     } catch (err) {
-      return { ready: false, reason: ((err as Error).message.split('\n', 1)[0] ?? '') };
+      return { ready: false, reason: (err as Error).message.split('\n', 1)[0] ?? '' };
     }
     const refused = config.allowNoncommercialModels ? undefined : noncommercialReason(networks);
     return refused === undefined ? { ready: true } : { ready: false, reason: refused };
@@ -121,7 +127,12 @@ function wav2lipBackend(engine: Engine<LipsyncStates>, job?: JobSettings): Lipsy
       return {
         outputPath: outcome.outputPath,
         durationSeconds: outcome.durationSeconds,
-        details: { backend: 'wav2lip', network: outcome.network, frames: outcome.frames, drivenFrames: outcome.drivenFrames },
+        details: {
+          backend: 'wav2lip',
+          network: outcome.network,
+          frames: outcome.frames,
+          drivenFrames: outcome.drivenFrames,
+        },
       };
     },
   };
@@ -150,7 +161,9 @@ export const lipsyncRuntime: KindRuntime<'lipsync', LipsyncStates> = {
     const backends = lipsyncBackends(engine, { hdr: job.input.hdr, binaries: ctx.binaries });
     const choice = await chooseLipsyncBackend(backends, job.model, signal);
     if (choice.backend === undefined) {
-      throw new ProcessingError(`No lip-sync backend can serve ${job.model} now: ${choice.passed.join('; ') || 'none configured (MEDIA_WORKER_LIPSYNC_BACKENDS)'}`);
+      throw new ProcessingError(
+        `No lip-sync backend can serve ${job.model} now: ${choice.passed.join('; ') || 'none configured (MEDIA_WORKER_LIPSYNC_BACKENDS)'}`,
+      );
     }
     const outcome = await choice.backend.run({
       taskId: opts.taskId,
@@ -170,7 +183,10 @@ export const lipsyncRuntime: KindRuntime<'lipsync', LipsyncStates> = {
       logger: opts.logger,
       onProgress: (p) => opts.onProgress?.(p),
     });
-    opts.logger.info({ ...outcome.details, durationSeconds: outcome.durationSeconds, passed: choice.passed }, 'lip-sync done');
+    opts.logger.info(
+      { ...outcome.details, durationSeconds: outcome.durationSeconds, passed: choice.passed },
+      'lip-sync done',
+    );
     const stored = await opts.store(outcome.outputPath, { taskId: opts.taskId, ext: 'mp4', kind: 'lipsync' });
     return { url: stored.url, type: 'video', duration: outcome.durationSeconds };
   },
@@ -198,9 +214,16 @@ export const lipsyncRuntime: KindRuntime<'lipsync', LipsyncStates> = {
     if (!engine.config.lipsyncBackends.includes('wav2lip')) return;
     const registry = registryOptions(engine.config);
     for (const id of LIPSYNC_MODEL_IDS) {
-      ctx.step(`lipsync ${id}`, () => loadThreadedLipsyncModel(id, { sessions: engine.inlineSessions, registry, ...definedFields({ mapping: engine.config.lipsyncModels }) }));
+      ctx.step(`lipsync ${id}`, () =>
+        loadThreadedLipsyncModel(id, {
+          sessions: engine.inlineSessions,
+          registry,
+          ...definedFields({ mapping: engine.config.lipsyncModels }),
+        }),
+      );
     }
-    for (const model of faceDetectors()) ctx.step(`face detector ${model}`, () => loadBlazeFace(model, { sessions: engine.inlineSessions, registry }));
+    for (const model of faceDetectors())
+      ctx.step(`face detector ${model}`, () => loadBlazeFace(model, { sessions: engine.inlineSessions, registry }));
     ctx.sr('mouth', '4');
   },
   // Its networks run on threads of their own (loadThreadedLipsyncModel).
@@ -228,5 +251,8 @@ export function lipsyncPolicy(config: Config, hardware: HardwareProfile): Lipsyn
   // A host that only sends lip-sync to the provider runs no network per frame: the provider's time
   // is not this host's to estimate (the 4-minute limit still ends a generation that runs over).
   const local = config.lipsyncBackends.includes('wav2lip');
-  return { maxOutputPercent: config.lipsyncMaxOutputPercent, secondsPerFrame: local ? lipsyncSecondsPerFrame(hardware) : 0 };
+  return {
+    maxOutputPercent: config.lipsyncMaxOutputPercent,
+    secondsPerFrame: local ? lipsyncSecondsPerFrame(hardware) : 0,
+  };
 }

@@ -20,9 +20,9 @@ function readinessCheck(ctx: ReadinessContext): ReadinessCheck {
   return {
     name: 'music-video-ffmpeg',
     run() {
-      verdict ??= musicVideoReadiness(definedFields({ ffmpegPath: ctx.config.ffmpegPath, tmpDir: ctx.config.tmpDir })).then((r) =>
-        r.ready ? null : `missing: ${r.missing.join(', ')}`,
-      );
+      verdict ??= musicVideoReadiness(
+        definedFields({ ffmpegPath: ctx.config.ffmpegPath, tmpDir: ctx.config.tmpDir }),
+      ).then((r) => (r.ready ? null : `missing: ${r.missing.join(', ')}`));
       return verdict;
     },
   };
@@ -39,9 +39,18 @@ export const musicVideoRuntime: KindRuntime<'music-video'> = {
       onProgress: (p) => opts.onProgress?.(p),
       ...definedFields({ ffmpegPath: binaries.ffmpegPath }),
     });
-    opts.logger.info({ frames: rendered.frames, seconds: rendered.seconds, width: rendered.width, height: rendered.height }, 'music video rendered');
+    opts.logger.info(
+      { frames: rendered.frames, seconds: rendered.seconds, width: rendered.width, height: rendered.height },
+      'music video rendered',
+    );
     const stored = await opts.store(outputPath, { taskId: opts.taskId, ext: 'mp4', kind: 'music-video' });
-    return { url: stored.url, type: 'video', duration: quoted.price.durationSeconds, width: rendered.width, height: rendered.height };
+    return {
+      url: stored.url,
+      type: 'video',
+      duration: quoted.price.durationSeconds,
+      width: rendered.width,
+      height: rendered.height,
+    };
   },
   readiness: (ctx) => [readinessCheck(ctx)],
   diskNeed(config) {

@@ -6,7 +6,14 @@
  */
 import type { Config } from '../../config.js';
 import type { Logger } from '../../logger.js';
-import { createMusicBackends, folderLicence, generateMusicJob, modelFolder, musicReadiness, type MusicBackend } from '../../music/index.js';
+import {
+  createMusicBackends,
+  folderLicence,
+  generateMusicJob,
+  modelFolder,
+  musicReadiness,
+  type MusicBackend,
+} from '../../music/index.js';
 import type { KindRuntime } from '../kind-runtime.js';
 import { inputFetchOptions } from '../layer-options.js';
 

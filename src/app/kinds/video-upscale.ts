@@ -25,13 +25,20 @@ export const videoUpscaleRuntime: KindRuntime<'video'> = {
         framesInFlight: config.videoFramesInFlight,
         ...binaries,
         ...upscaleChoices,
-        onProgress: (p) => opts.onProgress?.({ stage: 'upscaling', done: p.framesDone, total: p.framesTotal, unit: 'frames' }),
+        onProgress: (p) =>
+          opts.onProgress?.({ stage: 'upscaling', done: p.framesDone, total: p.framesTotal, unit: 'frames' }),
         logger: opts.logger,
       },
       engine.loadSrModel,
     );
     opts.logger.info(
-      { srModel: outcome.model, frames: outcome.frames, width: outcome.width, height: outcome.height, encoder: outcome.encoder },
+      {
+        srModel: outcome.model,
+        frames: outcome.frames,
+        width: outcome.width,
+        height: outcome.height,
+        encoder: outcome.encoder,
+      },
       'video upscaled',
     );
     const stored = await opts.store(outputPath, { taskId: opts.taskId, ext, kind: 'video' });

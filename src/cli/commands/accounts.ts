@@ -1,5 +1,12 @@
 import type { Command } from 'commander';
-import { destinationProblem, gatewaySettingsFromEnv, openStore, parseWebhookUrl, type GatewaySettings, type Store } from '../../gateway/index.js';
+import {
+  destinationProblem,
+  gatewaySettingsFromEnv,
+  openStore,
+  parseWebhookUrl,
+  type GatewaySettings,
+  type Store,
+} from '../../gateway/index.js';
 import { connectNats, protocolSettingsFromEnv } from '../../protocol/index.js';
 import { UsageError } from '../job-arg.js';
 import { reportFailure } from '../exit.js';
@@ -8,20 +15,27 @@ export function registerAccounts(program: Command): void {
   const accounts = program
     .command('accounts')
     .summary('operators: create gateway accounts, add credits, show balances')
-    .description('Accounts of `media-worker gateway`, stored in NATS JetStream (NATS_URL, GATEWAY_STREAM_PREFIX). Output is JSON.');
+    .description(
+      'Accounts of `media-worker gateway`, stored in NATS JetStream (NATS_URL, GATEWAY_STREAM_PREFIX). Output is JSON.',
+    );
 
   accounts
     .command('create')
     .description(
       'Creates an account with an API key and a webhook signing secret (whsec_…); both are printed once. The key is stored only as its SHA-256; the secret as it is (webhooks are signed with it).',
     )
-    .requiredOption('--name <name>', 'a name for the operator\'s records')
+    .requiredOption('--name <name>', "a name for the operator's records")
     .option('--credits <n>', 'opening balance', '0')
     .action(async (opts: { name: string; credits: string }) => {
       await withStore(async (store) => {
         const { account, apiKey } = await store.accounts.create(opts.name, credits(opts.credits));
         const made = await store.webhooks.newSecret(account.id, false);
-        return { account, apiKey, webhookSecret: 'secret' in made ? made.secret : undefined, credits: await store.ledger.balance(account.id) };
+        return {
+          account,
+          apiKey,
+          webhookSecret: 'secret' in made ? made.secret : undefined,
+          credits: await store.ledger.balance(account.id),
+        };
       });
     });
 
@@ -50,7 +64,9 @@ export function registerAccounts(program: Command): void {
 
   accounts
     .command('keys')
-    .description('Lists the API keys of an account by key id (the first 16 hex digits of the key\'s SHA-256), with when each was made and revoked.')
+    .description(
+      "Lists the API keys of an account by key id (the first 16 hex digits of the key's SHA-256), with when each was made and revoked.",
+    )
     .argument('<account>', 'account id (acct_…)')
     .action(async (accountId: string) => {
       await withStore(async (store) => {
@@ -61,13 +77,16 @@ export function registerAccounts(program: Command): void {
 
   accounts
     .command('revoke-key')
-    .description('Revokes one API key of an account (by its key id from `accounts keys`); requests with it get 401 from then on.')
+    .description(
+      'Revokes one API key of an account (by its key id from `accounts keys`); requests with it get 401 from then on.',
+    )
     .argument('<account>', 'account id (acct_…)')
     .argument('<key-id>', '16 hex digits, from `accounts keys`')
     .action(async (accountId: string, keyId: string) => {
       await withStore(async (store) => {
         await mustExist(store, accountId);
-        if (!(await store.accounts.revokeKey(accountId, keyId))) throw new UsageError(`Expected the id of one of the account's keys but received ${JSON.stringify(keyId)}`);
+        if (!(await store.accounts.revokeKey(accountId, keyId)))
+          throw new UsageError(`Expected the id of one of the account's keys but received ${JSON.stringify(keyId)}`);
         return { accountId, keyId, revoked: true };
       });
     });
@@ -75,7 +94,7 @@ export function registerAccounts(program: Command): void {
   accounts
     .command('webhook-secret')
     .description(
-      'Makes the account\'s webhook signing secret (whsec_…) and prints it once. An account that has one needs --rotate: the new secret signs from now on, ' +
+      "Makes the account's webhook signing secret (whsec_…) and prints it once. An account that has one needs --rotate: the new secret signs from now on, " +
         'and the old one too for 24 hours (both signatures are sent), so receivers can switch without losing a webhook.',
     )
     .argument('<account>', 'account id (acct_…)')
@@ -84,15 +103,22 @@ export function registerAccounts(program: Command): void {
       await withStore(async (store) => {
         await mustExist(store, accountId);
         const made = await store.webhooks.newSecret(accountId, opts.rotate === true);
-        if (!('secret' in made)) throw new UsageError('Expected --rotate for an account that has a webhook secret already (it was printed when it was made)');
-        return { accountId, webhookSecret: made.secret, ...(made.previousUntil === undefined ? {} : { previousSecretSignsUntil: made.previousUntil }) };
+        if (!('secret' in made))
+          throw new UsageError(
+            'Expected --rotate for an account that has a webhook secret already (it was printed when it was made)',
+          );
+        return {
+          accountId,
+          webhookSecret: made.secret,
+          ...(made.previousUntil === undefined ? {} : { previousSecretSignsUntil: made.previousUntil }),
+        };
       });
     });
 
   accounts
     .command('webhook-url')
     .description(
-      'Sets the account\'s default webhook endpoint (used by submissions without webhook_url; https to a public address, ' +
+      "Sets the account's default webhook endpoint (used by submissions without webhook_url; https to a public address, " +
         'GATEWAY_WEBHOOK_ALLOW_LOOPBACK allowing loopback), or removes it with --clear. Setting it again turns it back on after a 410.',
     )
     .argument('<account>', 'account id (acct_…)')
@@ -111,7 +137,10 @@ export function registerAccounts(program: Command): void {
           if (problem !== null) throw new UsageError(`Expected the URL to reach a public address but ${problem}`);
           url = parsed.url.toString();
         }
-        if (!(await store.webhooks.setDefaultUrl(accountId, url))) throw new UsageError('Expected an account with a webhook secret: make one first with `accounts webhook-secret`');
+        if (!(await store.webhooks.setDefaultUrl(accountId, url)))
+          throw new UsageError(
+            'Expected an account with a webhook secret: make one first with `accounts webhook-secret`',
+          );
         return { accountId, defaultWebhookUrl: url };
       });
     });
@@ -138,13 +167,15 @@ export function registerAccounts(program: Command): void {
 
 function credits(raw: string, min = 0): number {
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`Expected an integer of at least ${min} but received ${JSON.stringify(raw)}`);
+  if (!Number.isSafeInteger(n) || n < min)
+    throw new UsageError(`Expected an integer of at least ${min} but received ${JSON.stringify(raw)}`);
   return n;
 }
 
 async function mustExist(store: Store, accountId: string) {
   const account = await store.accounts.get(accountId);
-  if (account === null) throw new UsageError(`Expected an existing account id but received ${JSON.stringify(accountId)}`);
+  if (account === null)
+    throw new UsageError(`Expected an existing account id but received ${JSON.stringify(accountId)}`);
   return account;
 }
 

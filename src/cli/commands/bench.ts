@@ -43,7 +43,11 @@ export function registerBench(program: Command): void {
       }
       if (findBenchmark(name) === undefined) {
         const message = `Unknown benchmark ${JSON.stringify(name)}`;
-        voice().say(`${message}; the benchmarks:\n${listing().trimEnd()}`, { level: 'error', msg: message, benchmarks: BENCHMARKS.map((b) => b.name) });
+        voice().say(`${message}; the benchmarks:\n${listing().trimEnd()}`, {
+          level: 'error',
+          msg: message,
+          benchmarks: BENCHMARKS.map((b) => b.name),
+        });
         process.exitCode = EXIT_REJECTED;
         return;
       }

@@ -25,7 +25,12 @@ export function registerConfig(program: Command): void {
       try {
         for (const unknown of findUnknownSettings(process.env)) {
           const message = unknownSettingMessage(unknown);
-          voice().say(`media-worker: warning: ${message}`, { level: 'warn', msg: message, variable: unknown.name, closest: unknown.closest });
+          voice().say(`media-worker: warning: ${message}`, {
+            level: 'warn',
+            msg: message,
+            variable: unknown.name,
+            closest: unknown.closest,
+          });
         }
         const { effective, problems } = effectiveSettings(process.env);
         if (problems.length > 0) {
@@ -42,7 +47,10 @@ export function registerConfig(program: Command): void {
 }
 
 /** Every section's settings by variable name, or every problem of every section. */
-export function effectiveSettings(env: NodeJS.ProcessEnv): { effective: Record<string, Record<string, unknown>>; problems: string[] } {
+export function effectiveSettings(env: NodeJS.ProcessEnv): {
+  effective: Record<string, Record<string, unknown>>;
+  problems: string[];
+} {
   const effective: Record<string, Record<string, unknown>> = {};
   const problems: string[] = [];
   for (const section of SETTINGS_SECTIONS) {

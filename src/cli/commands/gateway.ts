@@ -8,11 +8,11 @@ import { reportFailure } from '../exit.js';
 export function registerGateway(program: Command): void {
   program
     .command('gateway')
-    .summary('serve the spec\'s HTTP API (accounts, credits, tasks) on top of the workers, over NATS')
+    .summary("serve the spec's HTTP API (accounts, credits, tasks) on top of the workers, over NATS")
     .description(
       `The reference control plane: POST /api/v1/generate, /api/v1/tools/{${TOOL_NAMES.join(',')}}, ` +
         'GET /api/v1/tasks/{id}, with Bearer API keys (`media-worker accounts create`), credits deducted at ' +
-        'submission and refunded once on failure, prices from the workers\' quote service (media.quote). ' +
+        "submission and refunded once on failure, prices from the workers' quote service (media.quote). " +
         'Tasks and the ledger live in NATS JetStream (NATS_URL), so several gateways may run at once. ' +
         'Listens on GATEWAY_HOST:GATEWAY_PORT; /healthz, /readyz, /metrics, /api/v1/openapi.json. ' +
         'SIGTERM or SIGINT finishes requests in progress and exits 0. Settings: `media-worker config --reference`.',
@@ -29,7 +29,10 @@ export function registerGateway(program: Command): void {
 async function gateway(): Promise<void> {
   const logger = cliContext({}, { daemon: true }).logger.child({ component: 'gateway' });
   const settings = gatewaySettingsFromEnv();
-  const protocol = protocolSettingsFromEnv({ ...process.env, NATS_CONNECTION_NAME: process.env['NATS_CONNECTION_NAME'] ?? 'media-gateway' });
+  const protocol = protocolSettingsFromEnv({
+    ...process.env,
+    NATS_CONNECTION_NAME: process.env['NATS_CONNECTION_NAME'] ?? 'media-gateway',
+  });
   const handle = await startGateway(settings, protocol, logger);
   logger.info({ url: handle.url }, 'media-worker gateway listening');
 

@@ -20,12 +20,21 @@ export function registerLipsync(program: Command): void {
     )
     .requiredOption('--video <V>', 'video file or https URL')
     .requiredOption('--audio <A>', 'audio file or https URL')
-    .addOption(new Option('--sync-mode <M>', 'what to do when the lengths differ').choices([...SYNC_MODES]).default('cut_off'))
+    .addOption(
+      new Option('--sync-mode <M>', 'what to do when the lengths differ').choices([...SYNC_MODES]).default('cut_off'),
+    )
     .addOption(new Option('--model <ID>', 'lip-sync model').choices([...LIPSYNC_MODEL_IDS]).default('vendor-lipsync-2'))
     .option('--active-speaker', 'with several faces, drive only the one whose mouth follows the audio')
     .option('-o, --output <PATH>', 'result file, or a directory for it (default: <video name>-lipsync.mp4 here)')
     .action(
-      async (opts: { video: string; audio: string; syncMode: string; model: string; activeSpeaker?: boolean; output?: string }) => {
+      async (opts: {
+        video: string;
+        audio: string;
+        syncMode: string;
+        model: string;
+        activeSpeaker?: boolean;
+        output?: string;
+      }) => {
         try {
           const ctx = cliContext();
           const job = normaliseToolBody('lipsync', {

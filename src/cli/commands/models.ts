@@ -1,7 +1,19 @@
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { maySell, type LicenceFacts, adoptNetwork, AdoptError, ensureModelFile, listManifests, allowModelFetching, unfilledFields, PRECISION_PSNR_FLOOR_DB, type ModelManifest, type Range } from '../../inference/index.js';
+import {
+  maySell,
+  type LicenceFacts,
+  adoptNetwork,
+  AdoptError,
+  ensureModelFile,
+  listManifests,
+  allowModelFetching,
+  unfilledFields,
+  PRECISION_PSNR_FLOOR_DB,
+  type ModelManifest,
+  type Range,
+} from '../../inference/index.js';
 import { folderModels, modelGenerators, registryOptions } from '../../app/index.js';
 import { cliContext } from '../context.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
@@ -16,7 +28,9 @@ export function registerModels(program: Command): void {
   const models = program
     .command('models')
     .summary('list the model manifests, or produce and verify their weights')
-    .description('Model manifests live in MEDIA_WORKER_MODELS_DIR (*.json); weights are verified against their sha256.');
+    .description(
+      'Model manifests live in MEDIA_WORKER_MODELS_DIR (*.json); weights are verified against their sha256.',
+    );
 
   models
     .command('list')
@@ -26,7 +40,7 @@ export function registerModels(program: Command): void {
         '(in MEDIA_WORKER_MODEL_FILES_DIR, else MEDIA_WORKER_MODELS_DIR); a reduced-precision variant measured by ' +
         '`media-worker bench precision-gate` gets a second line with its figures against its float32 network and whether it passes the gate.',
     )
-    .option('--json', 'print the manifests as JSON (a variant\'s figures are its `gate`)')
+    .option('--json', "print the manifests as JSON (a variant's figures are its `gate`)")
     .action(async (opts: { json?: boolean }) => {
       try {
         const { config } = cliContext();
@@ -34,21 +48,38 @@ export function registerModels(program: Command): void {
         const manifests = await listManifests(registry);
         const filesDir = path.resolve(registry.filesDir ?? registry.modelsDir);
         if (opts.json === true) {
-          process.stdout.write(`${JSON.stringify(manifests.map((m) => ({ ...m, maySell: maySell(m.licence) })), null, 2)}\n`);
+          process.stdout.write(
+            `${JSON.stringify(
+              manifests.map((m) => ({ ...m, maySell: maySell(m.licence) })),
+              null,
+              2,
+            )}\n`,
+          );
         } else {
           for (const m of manifests) {
             const scale = m.task === 'super-resolution' ? `x${m.scale}` : '';
             const file = path.join(filesDir, m.file);
             const installed = m.source.kind === 'external' || m.source.kind === 'adopted';
-            const state = existsSync(file) ? 'present' : installed ? 'missing (operator-installed)' : 'missing (made on first use)';
+            const state = existsSync(file)
+              ? 'present'
+              : installed
+                ? 'missing (operator-installed)'
+                : 'missing (made on first use)';
             const unfilled = unfilledFields(m);
-            const note = unfilled.length === 0 ? '' : `; ${unfilled.join(' and ')} not filled in (${path.join(path.resolve(registry.modelsDir), `${m.name}.json`)})`;
-            process.stdout.write(`${m.name.padEnd(24)} ${m.task.padEnd(18)} ${scale.padEnd(4)} ${licenceColumn(m.licence)} ${m.file.padEnd(28)} ${state}${note}\n`);
+            const note =
+              unfilled.length === 0
+                ? ''
+                : `; ${unfilled.join(' and ')} not filled in (${path.join(path.resolve(registry.modelsDir), `${m.name}.json`)})`;
+            process.stdout.write(
+              `${m.name.padEnd(24)} ${m.task.padEnd(18)} ${scale.padEnd(4)} ${licenceColumn(m.licence)} ${m.file.padEnd(28)} ${state}${note}\n`,
+            );
             const gate = gateLine(m);
             if (gate !== undefined) process.stdout.write(`  ${gate}\n`);
           }
           for (const f of await folderModels(config, filesDir)) {
-            process.stdout.write(`${f.name.padEnd(24)} ${f.task.padEnd(18)} ${''.padEnd(4)} ${licenceColumn(f.licence)} ${f.folder}\n`);
+            process.stdout.write(
+              `${f.name.padEnd(24)} ${f.task.padEnd(18)} ${''.padEnd(4)} ${licenceColumn(f.licence)} ${f.folder}\n`,
+            );
           }
         }
         process.exitCode = EXIT_OK;
@@ -74,7 +105,8 @@ export function registerModels(program: Command): void {
         const manifests = await listManifests(registryOptions(config));
         const chosen = names.length === 0 ? manifests : manifests.filter((m) => names.includes(m.name));
         const unknown = names.filter((n) => !manifests.some((m) => m.name === n));
-        if (unknown.length > 0) throw new Error(`Unknown model ${unknown.join(', ')}; known: ${manifests.map((m) => m.name).join(', ')}`);
+        if (unknown.length > 0)
+          throw new Error(`Unknown model ${unknown.join(', ')}; known: ${manifests.map((m) => m.name).join(', ')}`);
         let failed = 0;
         for (const m of chosen) {
           if (m.source.kind === 'external' || m.source.kind === 'adopted') {
@@ -82,7 +114,11 @@ export function registerModels(program: Command): void {
             continue;
           }
           try {
-            const file = await ensureModelFile(m.name, { ...registryOptions(config), generators: modelGenerators(), logger });
+            const file = await ensureModelFile(m.name, {
+              ...registryOptions(config),
+              generators: modelGenerators(),
+              logger,
+            });
             process.stdout.write(`${m.name}: ok ${file.path}\n`);
           } catch (err) {
             failed += 1;
@@ -106,8 +142,14 @@ export function registerModels(program: Command): void {
         'one line and nothing is written.',
     )
     .argument('<FILE>', 'the .onnx file')
-    .requiredOption('--name <NAME>', 'its name in the registry (lower-case letters, digits, dots, dashes): --model NAME, MEDIA_WORKER_SR_MODELS')
-    .option('--range <LOW,HIGH>', 'the input range it was trained on (default: found by the probe among 0,1 0,255 -1,1)')
+    .requiredOption(
+      '--name <NAME>',
+      'its name in the registry (lower-case letters, digits, dots, dashes): --model NAME, MEDIA_WORKER_SR_MODELS',
+    )
+    .option(
+      '--range <LOW,HIGH>',
+      'the input range it was trained on (default: found by the probe among 0,1 0,255 -1,1)',
+    )
     .option('--description <TEXT>', "the manifest's description")
     .option('--threads <N>', 'ONNX Runtime threads for the probes (default: one per core)')
     .action(async (file: string, opts: { name: string; range?: string; description?: string; threads?: string }) => {
@@ -131,7 +173,9 @@ export function registerModels(program: Command): void {
         );
         process.exitCode = EXIT_OK;
       } catch (err) {
-        process.exitCode = reportFailure(err instanceof AdoptError ? new Error(`cannot adopt ${file}: ${err.message}; nothing written`) : err);
+        process.exitCode = reportFailure(
+          err instanceof AdoptError ? new Error(`cannot adopt ${file}: ${err.message}; nothing written`) : err,
+        );
       }
     });
 }
@@ -155,8 +199,17 @@ export function gateLine(manifest: ModelManifest): string | undefined {
 
 function rangeOption(text: string): Range {
   const [low, high, ...rest] = text.split(',').map(Number);
-  if (low === undefined || high === undefined || rest.length > 0 || !Number.isFinite(low) || !Number.isFinite(high) || !(low < high)) {
-    throw new AdoptError(`Expected --range LOW,HIGH with LOW < HIGH (0,1 or 0,255) but received ${JSON.stringify(text)}`);
+  if (
+    low === undefined ||
+    high === undefined ||
+    rest.length > 0 ||
+    !Number.isFinite(low) ||
+    !Number.isFinite(high) ||
+    !(low < high)
+  ) {
+    throw new AdoptError(
+      `Expected --range LOW,HIGH with LOW < HIGH (0,1 or 0,255) but received ${JSON.stringify(text)}`,
+    );
   }
   return [low, high];
 }

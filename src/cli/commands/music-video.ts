@@ -39,7 +39,7 @@ export function registerMusicVideo(program: Command): void {
     .description(
       'Renders AUDIO (MP3, WAV, AAC, OGG, M4A or FLAC, up to 8 minutes) with the cover IMAGE (JPEG, PNG or WebP) ' +
         'into an MP4 (H.264 and AAC, 30 fps, as long as the audio): the cover fitted without stretching over a ' +
-        'blurred copy of itself, the title under it, and the visualiser (--style). A generated song\'s MP3 and cover ' +
+        "blurred copy of itself, the title under it, and the visualiser (--style). A generated song's MP3 and cover " +
         'work as they are. First prints the measured duration and the price, then the frames rendered with an ETA on ' +
         'stderr; prints the completed task object as JSON (docs/music-video.md).',
     )
@@ -88,8 +88,13 @@ async function musicVideoCommand(flags: MusicVideoFlags): Promise<Record<string,
       taskId,
       async (dir) => {
         measuring.report({ stage: 'fetching and measuring' });
-        const deps = createMediaDeps(mediaDepsOptions(ctx.config, { dir, allowLocalPaths: true, signal: abort.signal }));
-        const quoted = await quoteMusicVideo({ model: MUSIC_VIDEO_MODEL, input }, deps, { signal: abort.signal, ...definedFields({ ffmpegPath: ctx.config.ffmpegPath }) });
+        const deps = createMediaDeps(
+          mediaDepsOptions(ctx.config, { dir, allowLocalPaths: true, signal: abort.signal }),
+        );
+        const quoted = await quoteMusicVideo({ model: MUSIC_VIDEO_MODEL, input }, deps, {
+          signal: abort.signal,
+          ...definedFields({ ffmpegPath: ctx.config.ffmpegPath }),
+        });
         const { price } = quoted;
         measuring.close(
           `${quoted.quote.input.detected_duration} of audio: ${price.creditsUsed} credits (${price.billedSeconds} s x ${price.creditsPerSecond}, at least ${price.minimumCredits})`,
@@ -109,7 +114,13 @@ async function musicVideoCommand(flags: MusicVideoFlags): Promise<Record<string,
           id: taskId,
           model: MUSIC_VIDEO_MODEL,
           status: 'completed',
-          result: { url: target, type: 'video', duration: price.durationSeconds, width: rendered.width, height: rendered.height },
+          result: {
+            url: target,
+            type: 'video',
+            duration: price.durationSeconds,
+            width: rendered.width,
+            height: rendered.height,
+          },
           creditsUsed: price.creditsUsed,
           createdAt,
         };

@@ -57,7 +57,11 @@ export function registerMusic(program: Command): void {
     .addOption(new Option('--vocal-gender <G>', 'preferred voice (custom mode)').choices(['m', 'f']))
     .option('--negative-tags <TEXT>', 'styles to exclude (custom mode)')
     .option('--seconds <N>', 'length of each song (MEDIA_WORKER_MUSIC_SECONDS)')
-    .addOption(new Option('--backend <NAME>', 'music backend for this run (MEDIA_WORKER_MUSIC_BACKENDS)').choices([...MUSIC_BACKEND_NAMES]))
+    .addOption(
+      new Option('--backend <NAME>', 'music backend for this run (MEDIA_WORKER_MUSIC_BACKENDS)').choices([
+        ...MUSIC_BACKEND_NAMES,
+      ]),
+    )
     .option('-o, --output <DIR>', 'directory for the songs and covers (default: current directory)')
     .action(async (flags: MusicFlags) => {
       try {

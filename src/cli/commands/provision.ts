@@ -20,12 +20,18 @@ const gatewayNames = settingsReader(GATEWAY_NAMES, tableSchema(GATEWAY_NAMES), S
 
 export interface ProvisionSettings {
   worker: WorkerSettings;
-  protocol: Pick<ProtocolSettings, 'eventsStream' | 'claimsStream' | 'jobsStream' | 'advisoriesStream' | 'streamReplicas'>;
+  protocol: Pick<
+    ProtocolSettings,
+    'eventsStream' | 'claimsStream' | 'jobsStream' | 'advisoriesStream' | 'streamReplicas'
+  >;
   gateway: { streamPrefix: string; consumerPrefix: string };
 }
 
 /** Every stream and durable consumer of workers and gateways, as the settings say; returns their names. */
-export async function provision(jsm: JetStreamManager, s: ProvisionSettings): Promise<{ streams: string[]; consumers: string[] }> {
+export async function provision(
+  jsm: JetStreamManager,
+  s: ProvisionSettings,
+): Promise<{ streams: string[]; consumers: string[] }> {
   await ensureTopology(jsm, s.worker);
   await ensureStoreStreams(jsm, s.gateway.streamPrefix, s.protocol.streamReplicas);
   await ensureConsumers(jsm, {
@@ -36,8 +42,20 @@ export async function provision(jsm: JetStreamManager, s: ProvisionSettings): Pr
     consumerPrefix: s.gateway.consumerPrefix,
     names: storeNames(s.gateway.streamPrefix),
   });
-  const streams = [s.worker.jobsStream, s.worker.eventsStream, s.worker.advisoriesStream, s.worker.claimsStream, ...streamConfigs(s.gateway.streamPrefix).map((c) => c.name)];
-  const consumers = [...(await listDurables(jsm, s.worker.jobsStream)), ...(await listDurables(jsm, s.worker.advisoriesStream)), ...(await listDurables(jsm, s.protocol.eventsStream)), ...(await listDurables(jsm, storeNames(s.gateway.streamPrefix).ledgerStream)), ...(await listDurables(jsm, storeNames(s.gateway.streamPrefix).webhooksStream))];
+  const streams = [
+    s.worker.jobsStream,
+    s.worker.eventsStream,
+    s.worker.advisoriesStream,
+    s.worker.claimsStream,
+    ...streamConfigs(s.gateway.streamPrefix).map((c) => c.name),
+  ];
+  const consumers = [
+    ...(await listDurables(jsm, s.worker.jobsStream)),
+    ...(await listDurables(jsm, s.worker.advisoriesStream)),
+    ...(await listDurables(jsm, s.protocol.eventsStream)),
+    ...(await listDurables(jsm, storeNames(s.gateway.streamPrefix).ledgerStream)),
+    ...(await listDurables(jsm, storeNames(s.gateway.streamPrefix).webhooksStream)),
+  ];
   return { streams, consumers };
 }
 
@@ -54,13 +72,20 @@ export function registerProvision(program: Command): void {
     .description(
       'Creates the streams (MEDIA_JOBS, MEDIA_EVENTS, MEDIA_JOBS_ADVISORIES, MEDIA_CLAIMS, <GATEWAY_STREAM_PREFIX>_ACCOUNTS/_LEDGER/_TASKS/_WEBHOOKS/_IDEMPOTENCY) and the ' +
         'durable consumers of workers and gateways, or brings them to the settings (the same environment as serve and gateway: ' +
-        'WORKER_ACK_WAIT_MS, WORKER_MAX_DELIVER, NATS_STREAM_REPLICAS, ...). Idempotent. Run with the operator\'s NATS credentials: ' +
+        "WORKER_ACK_WAIT_MS, WORKER_MAX_DELIVER, NATS_STREAM_REPLICAS, ...). Idempotent. Run with the operator's NATS credentials: " +
         'workers and gateways may not change a stream, they check and bind. Prints JSON.',
     )
     .action(async () => {
       try {
-        const protocol = protocolSettingsFromEnv({ ...process.env, NATS_CONNECTION_NAME: process.env['NATS_CONNECTION_NAME'] ?? 'media-worker-provision' });
-        const settings: ProvisionSettings = { worker: workerSettingsFromEnv(), protocol, gateway: gatewayNames.fromEnv() };
+        const protocol = protocolSettingsFromEnv({
+          ...process.env,
+          NATS_CONNECTION_NAME: process.env['NATS_CONNECTION_NAME'] ?? 'media-worker-provision',
+        });
+        const settings: ProvisionSettings = {
+          worker: workerSettingsFromEnv(),
+          protocol,
+          gateway: gatewayNames.fromEnv(),
+        };
         const nc = await connectNats(protocol);
         try {
           process.stdout.write(`${JSON.stringify(await provision(await jetstreamManager(nc), settings))}\n`);

@@ -33,7 +33,15 @@ async function serve(): Promise<void> {
   const { config, logger } = cliContext({}, { daemon: true });
   const settings = daemonSettings(config);
   const daemon = await startDaemon(config, settings, logger);
-  logger.info({ healthPort: daemon.worker.healthPort, kinds: settings.concurrency, deviceIndex: config.deviceIndex, device: daemon.device }, 'media-worker serving');
+  logger.info(
+    {
+      healthPort: daemon.worker.healthPort,
+      kinds: settings.concurrency,
+      deviceIndex: config.deviceIndex,
+      device: daemon.device,
+    },
+    'media-worker serving',
+  );
 
   const stop = (signal: NodeJS.Signals): void => {
     logger.info({ signal }, 'draining');

@@ -21,7 +21,10 @@ interface WatchOptions {
 }
 
 export function registerTasks(program: Command): void {
-  const tasks = program.command('tasks').summary('tasks on a gateway (its HTTP API)').description('Commands about tasks held by a media-worker gateway, over its HTTP API.');
+  const tasks = program
+    .command('tasks')
+    .summary('tasks on a gateway (its HTTP API)')
+    .description('Commands about tasks held by a media-worker gateway, over its HTTP API.');
   tasks
     .command('watch')
     .summary('follow a task live until it settles')
@@ -32,8 +35,11 @@ export function registerTasks(program: Command): void {
         'cancelled, 1 when it cannot be followed (unknown task, bad key, gateway unreachable).',
     )
     .argument('<ID>', 'the task id, as the submission answered it')
-    .option('--url <URL>', 'the gateway\'s address, e.g. http://127.0.0.1:8080 (default: MEDIA_WORKER_URL)')
-    .option('--api-key <KEY>', 'the account\'s API key (default: MEDIA_WORKER_API_KEY; an option shows in the process list)')
+    .option('--url <URL>', "the gateway's address, e.g. http://127.0.0.1:8080 (default: MEDIA_WORKER_URL)")
+    .option(
+      '--api-key <KEY>',
+      "the account's API key (default: MEDIA_WORKER_API_KEY; an option shows in the process list)",
+    )
     .action(async (id: string, options: WatchOptions) => {
       process.exitCode = await watchTask(id, options);
     });
@@ -42,7 +48,8 @@ export function registerTasks(program: Command): void {
 async function watchTask(id: string, options: WatchOptions): Promise<number> {
   const base = options.url ?? process.env['MEDIA_WORKER_URL'];
   const key = options.apiKey ?? process.env['MEDIA_WORKER_API_KEY'];
-  if (base === undefined || base === '') return fail('Expected --url or MEDIA_WORKER_URL (the gateway\'s address) but received neither');
+  if (base === undefined || base === '')
+    return fail("Expected --url or MEDIA_WORKER_URL (the gateway's address) but received neither");
   if (key === undefined || key === '') return fail('Expected --api-key or MEDIA_WORKER_API_KEY but received neither');
   let url: URL;
   try {
@@ -55,7 +62,13 @@ async function watchTask(id: string, options: WatchOptions): Promise<number> {
   for (;;) {
     let heard = false;
     try {
-      const res = await fetch(url, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...(lastId === undefined ? {} : { 'last-event-id': lastId }) } });
+      const res = await fetch(url, {
+        headers: {
+          authorization: `Bearer ${key}`,
+          accept: 'text/event-stream',
+          ...(lastId === undefined ? {} : { 'last-event-id': lastId }),
+        },
+      });
       if (!res.ok || res.body === null) return fail(await refusal(res));
       for await (const event of serverSentEvents(res.body)) {
         heard = true;
@@ -65,13 +78,24 @@ async function watchTask(id: string, options: WatchOptions): Promise<number> {
           process.stdout.write(`${event.data}\n`);
           return event.event === 'completed' ? EXIT_OK : EXIT_REJECTED;
         }
-        if (event.event === 'progress') voice().say(`${id}: ${progressLine(event.data)}`, { msg: 'progress', taskId: id, ...progressFields(event.data) });
+        if (event.event === 'progress')
+          voice().say(`${id}: ${progressLine(event.data)}`, {
+            msg: 'progress',
+            taskId: id,
+            ...progressFields(event.data),
+          });
       }
     } catch (err) {
-      voice().say(`${id}: connection lost (${err instanceof Error ? err.message : String(err)})`, { level: 'warn', msg: 'connection lost', taskId: id, err });
+      voice().say(`${id}: connection lost (${err instanceof Error ? err.message : String(err)})`, {
+        level: 'warn',
+        msg: 'connection lost',
+        taskId: id,
+        err,
+      });
     }
     quietTries = heard ? 0 : quietTries + 1;
-    if (quietTries >= MAX_RECONNECTS) return fail(`The gateway at ${base} closed the stream ${MAX_RECONNECTS} times without an event`);
+    if (quietTries >= MAX_RECONNECTS)
+      return fail(`The gateway at ${base} closed the stream ${MAX_RECONNECTS} times without an event`);
     const resuming = `stream ended before the task settled; resuming${lastId === undefined ? '' : ` after event ${lastId}`}`;
     voice().say(`${id}: ${resuming}`, { level: 'warn', msg: resuming, taskId: id });
     await sleep(RECONNECT_DELAY_MS);
@@ -82,7 +106,14 @@ async function watchTask(id: string, options: WatchOptions): Promise<number> {
 function progressFields(data: string): Record<string, unknown> {
   try {
     const p = JSON.parse(data) as Record<string, unknown>;
-    return definedFields({ stage: p['stage'], done: p['done'], total: p['total'], unit: p['unit'], percent: p['percent'], etaSeconds: p['etaSeconds'] });
+    return definedFields({
+      stage: p['stage'],
+      done: p['done'],
+      total: p['total'],
+      unit: p['unit'],
+      percent: p['percent'],
+      etaSeconds: p['etaSeconds'],
+    });
   } catch {
     return {};
   }
@@ -91,8 +122,18 @@ function progressFields(data: string): Record<string, unknown> {
 /** `upscaling 3/8 tiles 37.5 %, about 18 s left` from a progress event's data. */
 export function progressLine(data: string): string {
   try {
-    const p = JSON.parse(data) as { stage?: string; done?: number; total?: number; unit?: string; percent?: number; etaSeconds?: number };
-    const count = p.done === undefined ? '' : ` ${p.done}${p.total === undefined ? '' : `/${p.total}`}${p.unit === undefined ? '' : ` ${p.unit}`}`;
+    const p = JSON.parse(data) as {
+      stage?: string;
+      done?: number;
+      total?: number;
+      unit?: string;
+      percent?: number;
+      etaSeconds?: number;
+    };
+    const count =
+      p.done === undefined
+        ? ''
+        : ` ${p.done}${p.total === undefined ? '' : `/${p.total}`}${p.unit === undefined ? '' : ` ${p.unit}`}`;
     const eta = typeof p.etaSeconds === 'number' ? `, about ${spokenDuration(p.etaSeconds)} left` : '';
     return `${p.stage ?? 'working'}${count}${p.percent === undefined ? '' : ` ${p.percent} %`}${eta}`;
   } catch {

@@ -64,7 +64,7 @@ function register(program: Command, spec: UpscaleCommandSpec): void {
     .summary(spec.summary)
     .description(
       `${spec.description} First prints the estimated processing time on this machine (and the faster network's, ` +
-        'when it is much shorter), then runs however long it takes; `run` and the daemon keep the service\'s limit ' +
+        "when it is much shorter), then runs however long it takes; `run` and the daemon keep the service's limit " +
         '(JOB_TOO_COSTLY). Prints the completed task object as JSON.',
     );
   if (spec.defaultInput === undefined) command.argument('<INPUT>', 'file or https URL');
@@ -73,17 +73,26 @@ function register(program: Command, spec: UpscaleCommandSpec): void {
     .addOption(new Option('-f, --factor <FACTOR>', 'upscale factor').choices([...UPSCALE_FACTORS]).default('2'))
     .option('-m, --model <NAME>', 'super-resolution model (see `media-worker models list`); default per factor')
     .option('-t, --tile <N>', "tile side in input pixels (default: the model manifest's)", parsePositiveInt('--tile'))
-    .option('-o, --output <PATH>', 'result file, or a directory for it (an existing one, or any path ending in /, created if missing; default: <input name>-x<factor>.<ext> here)');
+    .option(
+      '-o, --output <PATH>',
+      'result file, or a directory for it (an existing one, or any path ending in /, created if missing; default: <input name>-x<factor>.<ext> here)',
+    );
   if (spec.hdrChoice === true) {
     command.addOption(
-      new Option('--hdr <MODE>', 'HDR (PQ, HLG) input kept as 10-bit HDR, or tone-mapped to SDR (default: MEDIA_WORKER_VIDEO_HDR)').choices([...HDR_MODES]),
+      new Option(
+        '--hdr <MODE>',
+        'HDR (PQ, HLG) input kept as 10-bit HDR, or tone-mapped to SDR (default: MEDIA_WORKER_VIDEO_HDR)',
+      ).choices([...HDR_MODES]),
     );
   }
-  command
-    .action(async (input: string, opts: { factor: string; model?: string; tile?: number; output?: string; hdr?: string }) => {
+  command.action(
+    async (input: string, opts: { factor: string; model?: string; tile?: number; output?: string; hdr?: string }) => {
       try {
         const ctx = cliContext();
-        const job = parseJob({ model: spec.model, input: { [spec.urlField]: input, upscale_factor: opts.factor, ...definedFields({ hdr: opts.hdr }) } });
+        const job = parseJob({
+          model: spec.model,
+          input: { [spec.urlField]: input, upscale_factor: opts.factor, ...definedFields({ hdr: opts.hdr }) },
+        });
         const stem = `${path.parse(new URL(input, 'file:///').pathname).name || 'output'}-x${opts.factor}`;
         // Before the estimate: a file named for another format is refused before anything is printed.
         await refuseMisnamedOutput(job, opts.output);
@@ -106,5 +115,6 @@ function register(program: Command, spec: UpscaleCommandSpec): void {
       } catch (err) {
         process.exitCode = reportFailure(err);
       }
-    });
+    },
+  );
 }

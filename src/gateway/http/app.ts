@@ -9,7 +9,18 @@ import fastifyStatic from '@fastify/static';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { JobError, MODEL_IDS, allKinds, isModelId, kindContract, kindOfModel, oneOf, parseJob, type Job, expectedValue } from '../../jobs/index.js';
+import {
+  JobError,
+  MODEL_IDS,
+  allKinds,
+  isModelId,
+  kindContract,
+  kindOfModel,
+  oneOf,
+  parseJob,
+  type Job,
+  expectedValue,
+} from '../../jobs/index.js';
 import { PACKAGE_VERSION } from '../../paths.js';
 import { resultUrl } from '../../protocol/index.js';
 import { ApiError, errorEnvelope, successEnvelope, toApiError } from '../errors.js';
@@ -26,7 +37,13 @@ import type { PollView } from '../view/poll-view.js';
 import { fromFrameworkError } from './framework-errors.js';
 import { useJsonBodyParser } from './json-body.js';
 import { withRedactedRequests } from './log-redaction.js';
-import { openapiComponentSchemas, routeSchemas, toolRouteSchema, withSubmissionLinks, withUploadLinks } from './openapi-schemas.js';
+import {
+  openapiComponentSchemas,
+  routeSchemas,
+  toolRouteSchema,
+  withSubmissionLinks,
+  withUploadLinks,
+} from './openapi-schemas.js';
 import { rateLimits } from './rate-limits.js';
 import { registerUploads } from './uploads.js';
 import { registerBucketFiles } from './bucket-files.js';
@@ -85,7 +102,11 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   // Requests are JSON (spec section 4); Fastify's plain-text parser would let a string through.
   app.removeContentTypeParser('text/plain');
   useJsonBodyParser(plain);
-  const limits = await rateLimits(plain, { windowMs: settings.rateLimitWindowMs, perAddress: settings.rateLimitPerAddress, perAccount: settings.rateLimitPerAccount });
+  const limits = await rateLimits(plain, {
+    windowMs: settings.rateLimitWindowMs,
+    perAddress: settings.rateLimitPerAddress,
+    perAccount: settings.rateLimitPerAccount,
+  });
 
   // Schemas document; validation is the worker's own (see openapi-schemas.ts), and responses are
   // written as built (no field filtering by the serializer).
@@ -94,14 +115,20 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
 
   const links = servedLinks(settings, deps.resultsBaseUrl, deps.upscaleResultLifetimeDays);
   // Where upload links start, when this gateway hands them out: the document takes them as inputs.
-  const uploadsBase = settings.uploadsEnabled && links !== undefined ? resultUrl(links.base, ['uploads', '']) : undefined;
+  const uploadsBase =
+    settings.uploadsEnabled && links !== undefined ? resultUrl(links.base, ['uploads', '']) : undefined;
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.0.3',
-      info: { title: 'media-worker gateway', version: PACKAGE_VERSION, description: 'The media service HTTP API (media-service-spec.md sections 1-5, 7; docs/contract.md).' },
+      info: {
+        title: 'media-worker gateway',
+        version: PACKAGE_VERSION,
+        description: 'The media service HTTP API (media-service-spec.md sections 1-5, 7; docs/contract.md).',
+      },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } }, schemas: openapiComponentSchemas },
     },
-    transformObject: (doc) => ('openapiObject' in doc ? withSubmissionLinks(withUploadLinks(doc.openapiObject, uploadsBase)) : doc.swaggerObject),
+    transformObject: (doc) =>
+      'openapiObject' in doc ? withSubmissionLinks(withUploadLinks(doc.openapiObject, uploadsBase)) : doc.swaggerObject,
   });
 
   // The id is in every log line of the request; echoed so a client can quote it.
@@ -127,7 +154,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     // A client that hung up is no server failure: nobody reads this answer.
     if (reply.raw.destroyed) req.log.info({ code: mapped.code }, 'Client closed the request');
     // 503 is the service saying "not now" (no worker for the kind, NATS away): a warning, not a fault.
-    else if (mapped.status === 503) req.log.warn({ code: mapped.code, reason: mapped.message }, 'Service unavailable for the request');
+    else if (mapped.status === 503)
+      req.log.warn({ code: mapped.code, reason: mapped.message }, 'Service unavailable for the request');
     else if (mapped.status >= 500) req.log.error({ err }, 'Request failed');
     void sendError(reply, mapped);
   });
@@ -136,7 +164,11 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     const path = req.url.split('?')[0] ?? '';
     const allowed = HTTP_METHODS.filter((method) => app.findRoute({ method, url: path }) !== null);
     if (allowed.length > 0 && !allowed.includes(req.method as (typeof HTTP_METHODS)[number])) {
-      return ApiError.of('METHOD_NOT_ALLOWED', `Expected ${allowed.join(' or ')} on ${path} but received ${req.method}`, { allow: allowed.join(', ') });
+      return ApiError.of(
+        'METHOD_NOT_ALLOWED',
+        `Expected ${allowed.join(' or ')} on ${path} but received ${req.method}`,
+        { allow: allowed.join(', ') },
+      );
     }
     return ApiError.of('NOT_FOUND', `Expected a path of this API but received ${req.method} ${path}`);
   };
@@ -162,15 +194,31 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       files.addHook('onRequest', async (req, reply) => guardLink(req, reply, links));
       // Results in a bucket are streamed from it; uploads (and a local store's results) come from RESULTS_DIR.
       if (deps.resultsBucket !== undefined) registerBucketFiles(files, deps.resultsBucket);
-      await files.register(fastifyStatic, { root: deps.resultsDir, prefix: '/results/', decorateReply: false, index: false, dotfiles: 'deny', cacheControl: false });
+      await files.register(fastifyStatic, {
+        root: deps.resultsDir,
+        prefix: '/results/',
+        decorateReply: false,
+        index: false,
+        dotfiles: 'deny',
+        cacheControl: false,
+      });
     });
   }
 
   // Live task events: one hub per gateway, fed by its one progress subscription and the poll view's watch.
-  const shown = async (task: TaskRecord) => withWebhook(withSignedLinks(taskView(task), task, links), task, deps.webhooks);
+  const shown = async (task: TaskRecord) =>
+    withWebhook(withSignedLinks(taskView(task), task, links), task, deps.webhooks);
   const events = taskEventHub(
-    { task: deps.view.task, shown, onError: (err, taskId) => app.log.warn({ err, taskId }, 'A live event stream could not be served') },
-    { perAccount: settings.eventStreamsPerAccount, perGateway: settings.eventStreams, heartbeatMs: settings.eventHeartbeatMs },
+    {
+      task: deps.view.task,
+      shown,
+      onError: (err, taskId) => app.log.warn({ err, taskId }, 'A live event stream could not be served'),
+    },
+    {
+      perAccount: settings.eventStreamsPerAccount,
+      perGateway: settings.eventStreams,
+      heartbeatMs: settings.eventHeartbeatMs,
+    },
   );
   deps.progress.onMessage(events.heardProgress);
   deps.view.onTask(events.heardTask);
@@ -190,26 +238,42 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     // A POST that charges or changes state is safe to retry with an Idempotency-Key; a claim holds as long as a request may take.
     const once = { keys: deps.idempotency, leaseMs: settings.requestTimeoutMs };
     // A submission's key keeps one task id, and the ledger sequence after which its one debit is looked for.
-    const reserve = async (accountId: string) => ({ taskId: newTaskId(), ledgerSeq: (await deps.ledger.last(accountId))?.seq ?? 0 });
-    const submit = (endpoint: Endpoint, toJob: (body: unknown) => Job, status: number) => idempotent(once, async (req, reply, reservation) => {
-      let model = 'invalid';
-      try {
-        const job = toJob(req.body);
-        model = job.model;
-        // The quote is abandoned when the client hangs up before the answer (the worker stops fetching).
-        const gone = new AbortController();
-        reply.raw.once('close', () => {
-          if (!reply.raw.writableFinished) gone.abort();
-        });
-        const webhook = await submissionWebhook(req.body, req.accountId, deps.webhooks, deps.webhookPolicy);
-        const data = await deps.service.submit(req.accountId, job, endpoint, req.log, gone.signal, webhook, reservation);
-        metrics.submissions.inc({ model, outcome: 'accepted' });
-        return { status, body: successEnvelope(data) };
-      } catch (err) {
-        metrics.submissions.inc({ model, outcome: toApiError(err).code });
-        throw err;
-      }
-    }, reserve);
+    const reserve = async (accountId: string) => ({
+      taskId: newTaskId(),
+      ledgerSeq: (await deps.ledger.last(accountId))?.seq ?? 0,
+    });
+    const submit = (endpoint: Endpoint, toJob: (body: unknown) => Job, status: number) =>
+      idempotent(
+        once,
+        async (req, reply, reservation) => {
+          let model = 'invalid';
+          try {
+            const job = toJob(req.body);
+            model = job.model;
+            // The quote is abandoned when the client hangs up before the answer (the worker stops fetching).
+            const gone = new AbortController();
+            reply.raw.once('close', () => {
+              if (!reply.raw.writableFinished) gone.abort();
+            });
+            const webhook = await submissionWebhook(req.body, req.accountId, deps.webhooks, deps.webhookPolicy);
+            const data = await deps.service.submit(
+              req.accountId,
+              job,
+              endpoint,
+              req.log,
+              gone.signal,
+              webhook,
+              reservation,
+            );
+            metrics.submissions.inc({ model, outcome: 'accepted' });
+            return { status, body: successEnvelope(data) };
+          } catch (err) {
+            metrics.submissions.inc({ model, outcome: toApiError(err).code });
+            throw err;
+          }
+        },
+        reserve,
+      );
 
     api.post('/api/v1/estimate', { schema: routeSchemas.estimate }, async (req, reply) => {
       const job = estimateJob(req.body);
@@ -226,7 +290,12 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     // Each kind's tool endpoint, with its own status and echo (spec 2.2).
     for (const kind of allKinds()) {
       const tool = kind.tool;
-      if (tool !== undefined) api.post(`/api/v1/tools/${tool.name}`, { schema: toolRouteSchema(kind) }, submit(tool.echo, (b) => tool.parse(b as Record<string, unknown>), tool.status));
+      if (tool !== undefined)
+        api.post(
+          `/api/v1/tools/${tool.name}`,
+          { schema: toolRouteSchema(kind) },
+          submit(tool.echo, (b) => tool.parse(b as Record<string, unknown>), tool.status),
+        );
     }
 
     api.get('/api/v1/tasks/:id', { schema: routeSchemas.task }, async (req) => {
@@ -238,32 +307,61 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       return successEnvelope(await withWebhook(view, task, deps.webhooks));
     });
 
-    registerTaskEvents(api, { hub: events, progress: deps.progress, task: deps.view.task, schema: routeSchemas.taskEvents });
+    registerTaskEvents(api, {
+      hub: events,
+      progress: deps.progress,
+      task: deps.view.task,
+      schema: routeSchemas.taskEvents,
+    });
 
-    api.post('/api/v1/tasks/:id/webhook/retry', { schema: routeSchemas.webhookRetry }, idempotent(once, async (req) => {
-      const { id } = req.params as { id: string };
-      const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.tasks.get(req.accountId, id) : null;
-      if (task === null) throw taskNotFound(id);
-      if (!wantsWebhook(task.value)) throw ApiError.of('WEBHOOK_NOT_RETRYABLE', `Expected a task with a webhook but task ${id} has none (no webhook_url and no default endpoint at submission)`);
-      if (task.value.status === 'pending') throw ApiError.of('WEBHOOK_NOT_RETRYABLE', `Expected a finished task but task ${id} is pending; its webhook is sent when it finishes`);
-      await deps.webhooks.enqueue(task.value, true);
-      req.log.info({ taskId: id }, 'Webhook queued again');
-      return { status: 202, body: successEnvelope(await withWebhook(withSignedLinks(taskView(task.value), task.value, links), task.value, deps.webhooks)) };
-    }));
+    api.post(
+      '/api/v1/tasks/:id/webhook/retry',
+      { schema: routeSchemas.webhookRetry },
+      idempotent(once, async (req) => {
+        const { id } = req.params as { id: string };
+        const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.tasks.get(req.accountId, id) : null;
+        if (task === null) throw taskNotFound(id);
+        if (!wantsWebhook(task.value))
+          throw ApiError.of(
+            'WEBHOOK_NOT_RETRYABLE',
+            `Expected a task with a webhook but task ${id} has none (no webhook_url and no default endpoint at submission)`,
+          );
+        if (task.value.status === 'pending')
+          throw ApiError.of(
+            'WEBHOOK_NOT_RETRYABLE',
+            `Expected a finished task but task ${id} is pending; its webhook is sent when it finishes`,
+          );
+        await deps.webhooks.enqueue(task.value, true);
+        req.log.info({ taskId: id }, 'Webhook queued again');
+        return {
+          status: 202,
+          body: successEnvelope(
+            await withWebhook(withSignedLinks(taskView(task.value), task.value, links), task.value, deps.webhooks),
+          ),
+        };
+      }),
+    );
 
-    api.post('/api/v1/tasks/:id/cancel', { schema: routeSchemas.cancel }, idempotent(once, async (req) => {
-      const { id } = req.params as { id: string };
-      if (!/^[A-Za-z0-9_-]{1,128}$/.test(id)) throw taskNotFound(id);
-      const task = await deps.service.cancel(req.accountId, id, req.log);
-      return { status: 200, body: successEnvelope(taskView(task)) };
-    }));
+    api.post(
+      '/api/v1/tasks/:id/cancel',
+      { schema: routeSchemas.cancel },
+      idempotent(once, async (req) => {
+        const { id } = req.params as { id: string };
+        if (!/^[A-Za-z0-9_-]{1,128}$/.test(id)) throw taskNotFound(id);
+        const task = await deps.service.cancel(req.accountId, id, req.log);
+        return { status: 200, body: successEnvelope(taskView(task)) };
+      }),
+    );
 
     api.get('/api/v1/tasks', { schema: routeSchemas.history }, async (req) => {
       const query = historyQuery(settings.historyPageSize).safeParse(req.query);
       if (!query.success) throw ApiError.of('INVALID_QUERY', query.error.issues[0]?.message ?? 'Invalid query');
       const page = await historyPage(deps, req.accountId, query.data.limit, query.data.cursor);
       const tasks = await Promise.all(page.ids.map((id) => deps.tasks.get(req.accountId, id)));
-      return successEnvelope({ tasks: tasks.flatMap((t) => (t === null ? [] : [withSignedLinks(taskView(t.value), t.value, links)])), nextCursor: page.next });
+      return successEnvelope({
+        tasks: tasks.flatMap((t) => (t === null ? [] : [withSignedLinks(taskView(t.value), t.value, links)])),
+        nextCursor: page.next,
+      });
     });
 
     api.get('/api/v1/usage', { schema: routeSchemas.usage }, async (req) => {
@@ -281,7 +379,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     });
 
     // In a scope of its own: the raw-bytes parser must not reach the JSON endpoints.
-    if (settings.uploadsEnabled) await api.register(async (uploads) => registerUploads(uploads, { ...deps, links, schema: routeSchemas.upload }));
+    if (settings.uploadsEnabled)
+      await api.register(async (uploads) => registerUploads(uploads, { ...deps, links, schema: routeSchemas.upload }));
   });
 
   // Fastify types the instance by its logger; a pino Logger and Fastify's base logger differ only in typing.
@@ -294,16 +393,25 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
  * /results/). Serving without either is refused (servedFilesProblem): nothing is served unsigned,
  * and no address is taken from a request's Host header.
  */
-export function servedLinks(settings: GatewaySettings, resultsBaseUrl: string | undefined, upscaleResultLifetimeDays: number): Links | undefined {
+export function servedLinks(
+  settings: GatewaySettings,
+  resultsBaseUrl: string | undefined,
+  upscaleResultLifetimeDays: number,
+): Links | undefined {
   const problem = servedFilesProblem(settings, resultsBaseUrl);
   if (problem !== null) throw new GatewaySettingsError(problem);
   if (!settings.serveResults || settings.linkSecret === undefined) return undefined;
-  const base = resultsBaseUrl ?? new URL('results/', `${(settings.publicBaseUrl ?? '').replace(/\/?$/, '/')}`).toString();
+  const base =
+    resultsBaseUrl ?? new URL('results/', `${(settings.publicBaseUrl ?? '').replace(/\/?$/, '/')}`).toString();
   return { signer: linkSigner(settings.linkSecret), base, upscaleResultLifetimeDays };
 }
 
 /** A settled task's webhook state is read only for a task that asked for a webhook. */
-async function withWebhook(view: Record<string, unknown>, task: TaskRecord, webhooks: WebhookStore): Promise<Record<string, unknown>> {
+async function withWebhook(
+  view: Record<string, unknown>,
+  task: TaskRecord,
+  webhooks: WebhookStore,
+): Promise<Record<string, unknown>> {
   if (task.status === 'pending' || !wantsWebhook(task)) return view;
   return withWebhookState(view, task, await webhooks.state(task.id));
 }
@@ -313,7 +421,9 @@ async function withWebhook(view: Record<string, unknown>, task: TaskRecord, webh
  * X-Forwarded-For from the socket leftwards, that is not trusted. A hop count trusts that many
  * hops from the socket (Fastify's own meaning of a number, which its types omit).
  */
-function trustProxy(setting: GatewaySettings['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
+function trustProxy(
+  setting: GatewaySettings['trustProxy'],
+): boolean | string[] | ((address: string, hop: number) => boolean) {
   if (typeof setting === 'number') return (_address, hop) => hop < setting;
   return setting;
 }
@@ -321,11 +431,22 @@ function trustProxy(setting: GatewaySettings['trustProxy']): boolean | string[] 
 /** A file is served only through a link this gateway's secret signed and that has not expired. */
 async function guardLink(req: FastifyRequest, reply: FastifyReply, links: Links): Promise<void> {
   const url = new URL(req.url, 'http://gateway.invalid');
-  const query = { expires: url.searchParams.get('expires') ?? undefined, sig: url.searchParams.get('sig') ?? undefined };
+  const query = {
+    expires: url.searchParams.get('expires') ?? undefined,
+    sig: url.searchParams.get('sig') ?? undefined,
+  };
   const now = Date.now();
   const check = links.signer.check(url.pathname, query, now);
-  if (check === 'invalid') throw ApiError.of('NOT_FOUND', 'Expected a link given by this API (with its expires and sig) but received an unsigned or altered one');
-  if (check === 'expired') throw ApiError.of('LINK_EXPIRED', `Expected a link that has not expired but received one that expired at ${new Date(Number(query.expires) * 1000).toISOString()}`);
+  if (check === 'invalid')
+    throw ApiError.of(
+      'NOT_FOUND',
+      'Expected a link given by this API (with its expires and sig) but received an unsigned or altered one',
+    );
+  if (check === 'expired')
+    throw ApiError.of(
+      'LINK_EXPIRED',
+      `Expected a link that has not expired but received one that expired at ${new Date(Number(query.expires) * 1000).toISOString()}`,
+    );
   const name = path.posix.basename(decodeURIComponent(url.pathname)).replace(/[^A-Za-z0-9._-]/g, '_');
   void reply.headers({
     'content-disposition': `attachment; filename="${name}"`,
@@ -337,7 +458,12 @@ async function guardLink(req: FastifyRequest, reply: FastifyReply, links: Links)
  * One history page. Accounts whose ledger counts debits are paged by place (`n<place>` cursors:
  * the page's cost is its size); older ones by listing their task ids (`t_…` cursors).
  */
-async function historyPage(deps: AppDeps, accountId: string, limit: number, cursor: string | undefined): Promise<{ ids: string[]; next: string | null }> {
+async function historyPage(
+  deps: AppDeps,
+  accountId: string,
+  limit: number,
+  cursor: string | undefined,
+): Promise<{ ids: string[]; next: string | null }> {
   const count = (await deps.ledger.last(accountId))?.value.debits;
   const placeCursor = cursor === undefined ? undefined : /^n(\d{1,15})$/.exec(cursor)?.[1];
   if (count !== undefined && (cursor === undefined || placeCursor !== undefined)) {
@@ -364,7 +490,8 @@ function withProgress(view: Record<string, unknown>, status: string, board: Prog
  * caller chooses neither id nor credits.
  */
 function unifiedJob(body: unknown): Job {
-  const fields = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+  const fields =
+    typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
   if (fields === undefined) return parseJob(body);
   const model = fields['model'];
   const kind = isModelId(model) ? kindContract(kindOfModel(model)) : undefined;
@@ -381,11 +508,15 @@ function historyQuery(defaultLimit: number) {
       .number({ error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}` })
       .int({ error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}` })
       .min(1, { error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}` })
-      .max(100, { error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}` })
+      .max(100, {
+        error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}`,
+      })
       .default(defaultLimit),
     cursor: z
       .string()
-      .regex(/^[A-Za-z0-9_-]{1,128}$/, { error: (i) => `Expected cursor to be a task id but received ${JSON.stringify(i.input)}` })
+      .regex(/^[A-Za-z0-9_-]{1,128}$/, {
+        error: (i) => `Expected cursor to be a task id but received ${JSON.stringify(i.input)}`,
+      })
       .optional(),
   });
 }
@@ -396,12 +527,16 @@ const CHALLENGE = 'Bearer realm="media-worker"';
 async function authenticate(req: FastifyRequest, view: PollView): Promise<string> {
   const header = req.headers.authorization;
   const refuse = (message: string, error?: string) =>
-    ApiError.of('UNAUTHORIZED', message, { 'www-authenticate': error === undefined ? CHALLENGE : `${CHALLENGE}, error="${error}"` });
+    ApiError.of('UNAUTHORIZED', message, {
+      'www-authenticate': error === undefined ? CHALLENGE : `${CHALLENGE}, error="${error}"`,
+    });
   if (header === undefined) throw refuse('Expected an Authorization header "Bearer <API key>" but received nothing');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (match === null) throw refuse('Expected an Authorization header "Bearer <API key>" but received another scheme', 'invalid_request');
+  if (match === null)
+    throw refuse('Expected an Authorization header "Bearer <API key>" but received another scheme', 'invalid_request');
   const accountId = await view.accountOfKey(match[1]!);
-  if (accountId === null) throw refuse('Expected a valid API key but received an unknown or revoked one', 'invalid_token');
+  if (accountId === null)
+    throw refuse('Expected a valid API key but received an unknown or revoked one', 'invalid_token');
   return accountId;
 }
 

@@ -15,22 +15,34 @@ const RANGE = /^bytes=\d*-\d*$/;
 
 /** The routes, registered in the scope whose onRequest hook checks the link. */
 export function registerBucketFiles(files: FastifyInstance, bucket: () => Promise<ObjectStore>): void {
-  const notFound = (): ApiError => ApiError.of('NOT_FOUND', 'Expected the link of a stored result but received one whose file is not there');
+  const notFound = (): ApiError =>
+    ApiError.of('NOT_FOUND', 'Expected the link of a stored result but received one whose file is not there');
   files.route<{ Params: { kind: string; task: string; file: string } }>({
     method: ['GET', 'HEAD'],
     url: '/results/:kind/:task/:file',
     schema: { hide: true },
     handler: async (req, reply) => {
       const { kind, task, file } = req.params;
-      if (!(JOB_KINDS as readonly string[]).includes(kind) || !TASK_ID_PATTERN.test(task) || !FILE_NAME.test(file)) throw notFound();
+      if (!(JOB_KINDS as readonly string[]).includes(kind) || !TASK_ID_PATTERN.test(task) || !FILE_NAME.test(file))
+        throw notFound();
       const store = await bucket();
       const { GetObjectCommand, HeadObjectCommand } = await import('@aws-sdk/client-s3');
       const range = req.headers.range;
-      const input = { Bucket: store.bucket, Key: objectKey(store.prefix, `${kind}/${task}/${file}`), ...(typeof range === 'string' && RANGE.test(range) ? { Range: range } : {}) };
+      const input = {
+        Bucket: store.bucket,
+        Key: objectKey(store.prefix, `${kind}/${task}/${file}`),
+        ...(typeof range === 'string' && RANGE.test(range) ? { Range: range } : {}),
+      };
       try {
         if (req.method === 'HEAD') {
           const head = await store.client.send(new HeadObjectCommand(input));
-          return reply.headers({ 'content-type': head.ContentType ?? 'application/octet-stream', 'content-length': String(head.ContentLength ?? 0), 'accept-ranges': 'bytes' }).send();
+          return reply
+            .headers({
+              'content-type': head.ContentType ?? 'application/octet-stream',
+              'content-length': String(head.ContentLength ?? 0),
+              'accept-ranges': 'bytes',
+            })
+            .send();
         }
         const object = await store.client.send(new GetObjectCommand(input));
         void reply.headers({
@@ -43,7 +55,12 @@ export function registerBucketFiles(files: FastifyInstance, bucket: () => Promis
       } catch (err) {
         const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
         if (status === 404) throw notFound();
-        if (status === 416) throw new ApiError('RANGE_NOT_SATISFIABLE', 416, `Expected a range within the file but received ${JSON.stringify(range)}`);
+        if (status === 416)
+          throw new ApiError(
+            'RANGE_NOT_SATISFIABLE',
+            416,
+            `Expected a range within the file but received ${JSON.stringify(range)}`,
+          );
         throw err;
       }
     },

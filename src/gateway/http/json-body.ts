@@ -40,19 +40,33 @@ export function nestsDeeperThan(text: string, max: number): boolean {
 }
 
 export function parseJsonBody(text: string): unknown {
-  if (text.trim() === '') throw new ApiError('INVALID_JOB', 400, 'Expected the body to be a JSON object but received an empty body');
+  if (text.trim() === '')
+    throw new ApiError('INVALID_JOB', 400, 'Expected the body to be a JSON object but received an empty body');
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
-    throw new ApiError('INVALID_JOB', 400, `Expected JSON nested at most ${MAX_JSON_DEPTH} levels deep but received deeper nesting`);
+    throw new ApiError(
+      'INVALID_JOB',
+      400,
+      `Expected JSON nested at most ${MAX_JSON_DEPTH} levels deep but received deeper nesting`,
+    );
   }
   let value: unknown;
   try {
     // No reviver: JSON.parse calls one for every value, 50 times slower on a wide array.
     value = JSON.parse(text);
   } catch (err) {
-    throw new ApiError('INVALID_JOB', 400, `Expected the body to be valid JSON but received invalid JSON (${err instanceof Error ? err.message : String(err)})`);
+    throw new ApiError(
+      'INVALID_JOB',
+      400,
+      `Expected the body to be valid JSON but received invalid JSON (${err instanceof Error ? err.message : String(err)})`,
+    );
   }
   const forbidden = forbiddenKey(value);
-  if (forbidden !== undefined) throw new ApiError('INVALID_JOB', 400, `Expected no key named ${JSON.stringify(forbidden)} in the body but received one`);
+  if (forbidden !== undefined)
+    throw new ApiError(
+      'INVALID_JOB',
+      400,
+      `Expected no key named ${JSON.stringify(forbidden)} in the body but received one`,
+    );
   return value;
 }
 

@@ -8,18 +8,34 @@
  * (src/jobs/schemas.ts), which give the spec's error codes in the spec's order, something a
  * JSON-schema validator cannot. OpenAPI 3.0.3: single values are one-element enums (3.0 has no `const`).
  */
-import { HTTPS_URL_PATTERN, allKinds, submittedTask, toolsByMarker, type AnyKindContract, type JobKind, type KindTool } from '../../jobs/index.js';
+import {
+  HTTPS_URL_PATTERN,
+  allKinds,
+  submittedTask,
+  toolsByMarker,
+  type AnyKindContract,
+  type JobKind,
+  type KindTool,
+} from '../../jobs/index.js';
 import { MAX_ETA_SECONDS } from '../../protocol/index.js';
 import { httpErrorCodes } from '../errors.js';
 
 /** The statuses a route of the document may answer with an error; their codes come from the one table. */
 const ERROR_STATUSES = [400, 401, 402, 403, 404, 405, 409, 410, 413, 414, 415, 422, 429, 500, 503] as const;
-const errorCodes = Object.fromEntries(ERROR_STATUSES.map((status) => [status, httpErrorCodes(status)])) as Record<Status, string[]>;
+const errorCodes = Object.fromEntries(ERROR_STATUSES.map((status) => [status, httpErrorCodes(status)])) as Record<
+  Status,
+  string[]
+>;
 
 type Status = (typeof ERROR_STATUSES)[number];
 
 const ERROR_HEADERS: Partial<Record<Status, object>> = {
-  401: { 'www-authenticate': { type: 'string', description: 'Bearer realm="media-worker", with error="invalid_token" for an unknown or revoked key' } },
+  401: {
+    'www-authenticate': {
+      type: 'string',
+      description: 'Bearer realm="media-worker", with error="invalid_token" for an unknown or revoked key',
+    },
+  },
   405: { allow: { type: 'string', description: 'the methods the path has' } },
   429: { 'retry-after': { type: 'integer', description: 'seconds to wait' } },
   503: { 'retry-after': { type: 'integer', description: 'seconds to wait (no worker answered)' } },
@@ -33,7 +49,10 @@ const errorBody = (status: Status) => ({
     success: { type: 'boolean', enum: [false] },
     error: {
       type: 'object',
-      properties: { code: { type: 'string', enum: [...errorCodes[status]] }, message: { type: 'string', example: 'Expected … but received …' } },
+      properties: {
+        code: { type: 'string', enum: [...errorCodes[status]] },
+        message: { type: 'string', example: 'Expected … but received …' },
+      },
       required: ['code', 'message'],
     },
   },
@@ -44,7 +63,13 @@ const errors = (...statuses: Status[]) => Object.fromEntries(statuses.map((s) =>
 
 const envelope = (data: object, description = 'Success') => ({
   description,
-  headers: { 'idempotent-replayed': { type: 'string', enum: ['true'], description: 'present on the stored first answer to a request sent again with its Idempotency-Key' } },
+  headers: {
+    'idempotent-replayed': {
+      type: 'string',
+      enum: ['true'],
+      description: 'present on the stored first answer to a request sent again with its Idempotency-Key',
+    },
+  },
   type: 'object',
   properties: { success: { type: 'boolean', enum: [true] }, data },
   required: ['success', 'data'],
@@ -57,18 +82,28 @@ const webhookUrl = {
   maxLength: 2048,
   description:
     'Where to POST the task when it finishes (completed, failed, expired, cancelled), signed by Standard Webhooks v1 (see callbacks; docs/contract.md, "Webhooks"). ' +
-    'https to a public address; absent: the account\'s default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.',
+    "https to a public address; absent: the account's default endpoint, if it has one. Refused: 400 INVALID_WEBHOOK_URL.",
 } as const;
 
 /** The kinds the unified endpoint takes, the spec's own model of it first (spec 1.5). */
-const unifiedFirst = allKinds().sort((a, b) => Number(b.openapi.unified.first === true) - Number(a.openapi.unified.first === true));
+const unifiedFirst = allKinds().sort(
+  (a, b) => Number(b.openapi.unified.first === true) - Number(a.openapi.unified.first === true),
+);
 const onGenerate = unifiedFirst.filter((kind) => kind.onGenerate);
 
 /** Each kind's `{model, input}` body, told apart by `model`: named, as OpenAPI's discriminator requires. */
 const unifiedVariants: Record<string, object> = Object.fromEntries(
   unifiedFirst.map((kind) => {
     const { name, input } = kind.openapi.unified;
-    return [name, { title: name, type: 'object', properties: { model: { type: 'string', enum: [...kind.models] }, input, webhook_url: webhookUrl }, required: ['model', 'input'] }];
+    return [
+      name,
+      {
+        title: name,
+        type: 'object',
+        properties: { model: { type: 'string', enum: [...kind.models] }, input, webhook_url: webhookUrl },
+        required: ['model', 'input'],
+      },
+    ];
   }),
 );
 
@@ -82,13 +117,18 @@ const unifiedBody = (kinds: typeof unifiedFirst) => ({
   oneOf: kinds.map((kind) => ({ $ref: componentRef(kind.openapi.unified.name) })),
   discriminator: {
     propertyName: 'model',
-    mapping: Object.fromEntries(kinds.flatMap((kind) => kind.models.map((model) => [model, componentRef(kind.openapi.unified.name)]))),
+    mapping: Object.fromEntries(
+      kinds.flatMap((kind) => kind.models.map((model) => [model, componentRef(kind.openapi.unified.name)])),
+    ),
   },
 });
 
 const generateBody = {
   ...unifiedBody(onGenerate),
-  example: { model: 'vendor-v5-generate-music', input: { prompt: 'a calm piano piece for a rainy morning', instrumental: true } },
+  example: {
+    model: 'vendor-v5-generate-music',
+    input: { prompt: 'a calm piano piece for a rainy morning', instrumental: true },
+  },
 };
 
 const submitted = submittedTask('Submitted');
@@ -103,17 +143,27 @@ const task = {
     status: { type: 'string', enum: ['pending', 'completed', 'failed'] },
     mediaType: { type: 'string', enum: ['music'] },
     result: { oneOf: allKinds().map((kind) => kind.openapi.result), nullable: true },
-    error: { type: 'object', properties: { code: { type: 'string', example: 'TASK_EXPIRED' }, message: { type: 'string' } }, required: ['code', 'message'] },
+    error: {
+      type: 'object',
+      properties: { code: { type: 'string', example: 'TASK_EXPIRED' }, message: { type: 'string' } },
+      required: ['code', 'message'],
+    },
     creditsUsed: { type: 'integer' },
     creditsRefunded: { type: 'integer' },
     createdAt: { type: 'string', format: 'date-time' },
     progress: {
       type: 'object',
-      description: 'pending only, best effort: the worker\'s latest progress',
+      description: "pending only, best effort: the worker's latest progress",
       properties: {
         stage: { type: 'string' },
         percent: { type: 'number' },
-        etaSeconds: { type: 'integer', minimum: 0, maximum: MAX_ETA_SECONDS, description: 'seconds left in this stage at `at`, from the pace the worker measured in it; absent until it can tell' },
+        etaSeconds: {
+          type: 'integer',
+          minimum: 0,
+          maximum: MAX_ETA_SECONDS,
+          description:
+            'seconds left in this stage at `at`, from the pace the worker measured in it; absent until it can tell',
+        },
         at: { type: 'string', format: 'date-time' },
       },
       required: ['stage', 'at'],
@@ -121,18 +171,22 @@ const task = {
     webhook: {
       title: 'WebhookState',
       type: 'object',
-      description: 'a finished task with a webhook (webhook_url, or the account\'s default at submission): its delivery',
+      description: "a finished task with a webhook (webhook_url, or the account's default at submission): its delivery",
       properties: {
         id: { type: 'string', description: 'the webhook-id header, the same on every attempt' },
         event: { type: 'string', enum: ['completed', 'failed', 'expired', 'cancelled'] },
         status: { type: 'string', enum: ['pending', 'delivered', 'failed'] },
-        attempts: { type: 'integer', minimum: 0, description: 'requests made since it was queued (a retry over the API starts again at 0)' },
+        attempts: {
+          type: 'integer',
+          minimum: 0,
+          description: 'requests made since it was queued (a retry over the API starts again at 0)',
+        },
         lastAttemptAt: { type: 'string', format: 'date-time' },
         nextAttemptAt: { type: 'string', format: 'date-time' },
         lastResponse: {
           type: 'object',
           properties: {
-            status: { type: 'integer', description: 'the endpoint\'s HTTP status' },
+            status: { type: 'integer', description: "the endpoint's HTTP status" },
             body: { type: 'string', description: 'the first 256 characters of its body' },
             error: { type: 'string', description: 'why no answer came (refused address, timeout, connection)' },
           },
@@ -192,8 +246,13 @@ export const routeSchemas = {
         properties: {
           model: { type: 'string' },
           creditsUsed: { type: 'integer', minimum: 0, description: 'what the submission would be charged now' },
-          duration: { type: 'number', description: 'lip-sync: the measured video stream\'s seconds (billed)' },
-          input: { type: 'object', additionalProperties: true, description: 'the echo a tool endpoint shows (detected_dimensions and output_tier, detected_duration and billed_seconds, ...)' },
+          duration: { type: 'number', description: "lip-sync: the measured video stream's seconds (billed)" },
+          input: {
+            type: 'object',
+            additionalProperties: true,
+            description:
+              'the echo a tool endpoint shows (detected_dimensions and output_tier, detected_duration and billed_seconds, ...)',
+          },
           balance: { type: 'integer', minimum: 0 },
           sufficient: { type: 'boolean', description: 'the balance covers creditsUsed now' },
         },
@@ -204,26 +263,38 @@ export const routeSchemas = {
   },
   task: {
     operationId: 'getTask',
-    summary: 'Poll a task (unknown id and another account\'s task: 404 TASK_NOT_FOUND)',
+    summary: "Poll a task (unknown id and another account's task: 404 TASK_NOT_FOUND)",
     security,
     params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
     response: { 200: envelope(task), ...errors(401, 404, 414, 429) },
   },
   taskEvents: {
     operationId: 'streamTaskEvents',
-    summary: 'Follow a task live: server-sent events (progress, then the terminal task; docs/contract.md, "Live task events")',
+    summary:
+      'Follow a task live: server-sent events (progress, then the terminal task; docs/contract.md, "Live task events")',
     description:
-      'text/event-stream: `progress` events (the worker\'s stage, percent, done/total/unit, etaSeconds: seconds left in the stage once the worker can tell, at; id `<at ms>-<seq>`) while pending, ' +
+      "text/event-stream: `progress` events (the worker's stage, percent, done/total/unit, etaSeconds: seconds left in the stage once the worker can tell, at; id `<at ms>-<seq>`) while pending, " +
       'then one `completed`, `failed`, `expired` or `cancelled` event (id `end`) whose data is the task as GET /api/v1/tasks/{id} shows it, ' +
       'then the stream ends; a comment line every 15 s keeps it open. A settled task answers its terminal event at once. ' +
       'Last-Event-ID resumes after that event (`end`: 204, nothing follows). Open streams are bounded per account and per gateway (429 TOO_MANY_STREAMS).',
     security,
     params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
-    headers: { type: 'object', properties: { 'last-event-id': { type: 'string', description: 'the id of the last event received' } } },
+    headers: {
+      type: 'object',
+      properties: { 'last-event-id': { type: 'string', description: 'the id of the last event received' } },
+    },
     response: {
       200: {
-        description: 'The task\'s events',
-        content: { 'text/event-stream': { schema: { type: 'string', example: 'id: 1772366430000-3\nevent: progress\ndata: {"id":"t_00mwuxbfpww8417u0zg9rb","model":"vendor-image-upscale","stage":"upscaling","done":3,"total":8,"unit":"tiles","percent":37.5,"at":"2026-03-01T12:00:30.000Z","seq":3,"etaSeconds":18}\n\n' } } },
+        description: "The task's events",
+        content: {
+          'text/event-stream': {
+            schema: {
+              type: 'string',
+              example:
+                'id: 1772366430000-3\nevent: progress\ndata: {"id":"t_00mwuxbfpww8417u0zg9rb","model":"vendor-image-upscale","stage":"upscaling","done":3,"total":8,"unit":"tiles","percent":37.5,"at":"2026-03-01T12:00:30.000Z","seq":3,"etaSeconds":18}\n\n',
+            },
+          },
+        },
       },
       204: { description: 'Last-Event-ID was the terminal event (`end`): nothing comes after it', type: 'null' },
       ...errors(401, 404, 414, 429),
@@ -231,9 +302,10 @@ export const routeSchemas = {
   },
   cancel: {
     operationId: 'cancelTask',
-    summary: 'Cancel a pending task of the account: refunded once, its worker stops (a settled task: 409 TASK_NOT_PENDING)',
+    summary:
+      'Cancel a pending task of the account: refunded once, its worker stops (a settled task: 409 TASK_NOT_PENDING)',
     description:
-      'Answers the task once the worker\'s CANCELLED event has settled it (status failed, error CANCELLED, creditsRefunded); ' +
+      "Answers the task once the worker's CANCELLED event has settled it (status failed, error CANCELLED, creditsRefunded); " +
       'rarely still pending, when that event takes longer than 5 s: poll it.',
     security,
     headers: idempotencyKey,
@@ -242,26 +314,40 @@ export const routeSchemas = {
   },
   webhookRetry: {
     operationId: 'retryTaskWebhook',
-    summary: 'Send a finished task\'s webhook again (same webhook-id; the retry schedule starts over)',
-    description: 'A task without a webhook, or still pending: 409 WEBHOOK_NOT_RETRYABLE. Answers the task with its webhook state.',
+    summary: "Send a finished task's webhook again (same webhook-id; the retry schedule starts over)",
+    description:
+      'A task without a webhook, or still pending: 409 WEBHOOK_NOT_RETRYABLE. Answers the task with its webhook state.',
     security,
     headers: idempotencyKey,
     params: { type: 'object', properties: { id: { type: 'string', maxLength: 100 } }, required: ['id'] },
-    response: { 202: envelope(task, 'Queued: the webhook is sent again'), ...errors(400, 401, 404, 409, 414, 422, 429, 503) },
+    response: {
+      202: envelope(task, 'Queued: the webhook is sent again'),
+      ...errors(400, 401, 404, 409, 414, 422, 429, 503),
+    },
   },
   history: {
     operationId: 'listTasks',
-    summary: 'The account\'s tasks, newest first, one page at a time',
+    summary: "The account's tasks, newest first, one page at a time",
     security,
-    querystring: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, cursor: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$' } } },
+    querystring: {
+      type: 'object',
+      properties: {
+        limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+        cursor: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$' },
+      },
+    },
     response: {
-      200: envelope({ type: 'object', properties: { tasks: { type: 'array', items: task }, nextCursor: { type: 'string', nullable: true } }, required: ['tasks', 'nextCursor'] }),
+      200: envelope({
+        type: 'object',
+        properties: { tasks: { type: 'array', items: task }, nextCursor: { type: 'string', nullable: true } },
+        required: ['tasks', 'nextCursor'],
+      }),
       ...errors(400, 401, 429),
     },
   },
   usage: {
     operationId: 'getUsage',
-    summary: 'The account\'s ledger movements (opening credits, top-ups, debits, refunds), oldest first, in pages',
+    summary: "The account's ledger movements (opening credits, top-ups, debits, refunds), oldest first, in pages",
     description:
       'Each movement is signed; all of them from the first add up to the balance. A page reads at most 1,000 ledger entries, ' +
       'so with a date range it may be short or empty with a nextCursor: follow nextCursor until it is null.',
@@ -292,8 +378,8 @@ export const routeSchemas = {
                 at: { type: 'string', format: 'date-time' },
                 taskId: { type: 'string' },
                 model: { type: 'string' },
-                reason: { type: 'string', description: 'refunds: the failure\'s code' },
-                note: { type: 'string', description: 'top-ups: the operator\'s note' },
+                reason: { type: 'string', description: "refunds: the failure's code" },
+                note: { type: 'string', description: "top-ups: the operator's note" },
               },
               required: ['type', 'credits', 'balance', 'at'],
             },
@@ -307,17 +393,29 @@ export const routeSchemas = {
   },
   balance: {
     operationId: 'getBalance',
-    summary: 'The account\'s credit balance',
+    summary: "The account's credit balance",
     security,
-    response: { 200: envelope({ type: 'object', properties: { accountId: { type: 'string' }, credits: { type: 'integer', minimum: 0 } }, required: ['accountId', 'credits'] }), ...errors(401, 429) },
+    response: {
+      200: envelope({
+        type: 'object',
+        properties: { accountId: { type: 'string' }, credits: { type: 'integer', minimum: 0 } },
+        required: ['accountId', 'credits'],
+      }),
+      ...errors(401, 429),
+    },
   },
   upload: {
     operationId: 'upload',
-    summary: 'Upload a local file (raw bytes; image, video or audio by content) to get a signed, expiring URL to submit',
+    summary:
+      'Upload a local file (raw bytes; image, video or audio by content) to get a signed, expiring URL to submit',
     security,
     // The raw bytes; the format is read from them, the Content-Type only has to be one of these.
     consumes: ['application/octet-stream', 'image/*', 'video/*', 'audio/*'],
-    body: { type: 'string', format: 'binary', description: 'the file\'s bytes (JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC, OGG or M4A)' },
+    body: {
+      type: 'string',
+      format: 'binary',
+      description: "the file's bytes (JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC, OGG or M4A)",
+    },
     response: {
       201: envelope({
         type: 'object',
@@ -325,7 +423,8 @@ export const routeSchemas = {
           url: {
             type: 'string',
             format: 'uri',
-            description: 'a signed, expiring link under this gateway\'s public address, to submit as an input URL (http:// in a one-host set-up without TLS: the input URL patterns of this document then take it)',
+            description:
+              "a signed, expiring link under this gateway's public address, to submit as an input URL (http:// in a one-host set-up without TLS: the input URL patterns of this document then take it)",
           },
           format: { type: 'string' },
           size: { type: 'integer' },
@@ -370,18 +469,29 @@ function estimateBody(): Record<string, unknown> {
   const tools = toolsByMarker();
   const toolBranches = tools.map((tool, i) => {
     const { example: _example, ...body } = toolBody(tool);
-    return { ...body, not: { anyOf: [{ required: ['input'] }, ...tools.slice(0, i).map((earlier) => ({ required: [earlier.marker] }))] } };
+    return {
+      ...body,
+      not: {
+        anyOf: [{ required: ['input'] }, ...tools.slice(0, i).map((earlier) => ({ required: [earlier.marker] }))],
+      },
+    };
   });
   return {
-    description: 'a body of POST /api/v1/generate (any model, lip-sync included), or of a tool endpoint (/tools/lipsync, /tools/upscale-image, /tools/upscale-video)',
+    description:
+      'a body of POST /api/v1/generate (any model, lip-sync included), or of a tool endpoint (/tools/lipsync, /tools/upscale-image, /tools/upscale-video)',
     oneOf: [{ title: 'EstimateUnified', ...unifiedBody(unifiedFirst) }, ...toolBranches],
-    example: { model: 'vendor-lipsync-2', input: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3' } },
+    example: {
+      model: 'vendor-lipsync-2',
+      input: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3' },
+    },
   };
 }
 
 const SUBMISSIONS: Record<string, string> = {
   generate: '200',
-  ...Object.fromEntries(allKinds().flatMap((kind) => (kind.tool === undefined ? [] : [[kind.tool.operationId, String(kind.tool.status)]]))),
+  ...Object.fromEntries(
+    allKinds().flatMap((kind) => (kind.tool === undefined ? [] : [[kind.tool.operationId, String(kind.tool.status)]])),
+  ),
 };
 
 /**
@@ -396,7 +506,13 @@ export function withSubmissionLinks<T extends object>(doc: T): T {
       const status = operation.operationId === undefined ? undefined : SUBMISSIONS[operation.operationId];
       const response = status === undefined ? undefined : operation.responses?.[status];
       if (response !== undefined) {
-        response['links'] = { GetTask: { operationId: 'getTask', parameters: { id: '$response.body#/data/id' }, description: 'Poll the task until it is completed or failed' } };
+        response['links'] = {
+          GetTask: {
+            operationId: 'getTask',
+            parameters: { id: '$response.body#/data/id' },
+            description: 'Poll the task until it is completed or failed',
+          },
+        };
         (operation as Record<string, unknown>)['callbacks'] = webhookCallbacks();
       }
     }
@@ -420,7 +536,8 @@ export function withUploadLinks<T extends object>(doc: T, uploadsBase: string | 
     // Inputs only: a webhook goes to the customer's own https endpoint.
     if (schema['pattern'] === HTTPS_URL_PATTERN && key !== 'webhook_url') {
       schema['pattern'] = `${HTTPS_URL_PATTERN}|${uploads}`;
-      schema['description'] = `${String(schema['description'] ?? '')} (or a link POST /api/v1/uploads gave, http:// in this set-up)`;
+      schema['description'] =
+        `${String(schema['description'] ?? '')} (or a link POST /api/v1/uploads gave, http:// in this set-up)`;
     }
     for (const [childKey, child] of Object.entries(schema)) visit(child, childKey);
   };
@@ -432,21 +549,37 @@ export function withUploadLinks<T extends object>(doc: T, uploadsBase: string | 
 
 /** The webhook request a submission's `webhook_url` gets when its task finishes (Standard Webhooks v1). */
 function webhookCallbacks(): Record<string, unknown> {
-  const header = (name: string, description: string, example: string) => ({ name, in: 'header', required: true, description, schema: { type: 'string' }, example });
+  const header = (name: string, description: string, example: string) => ({
+    name,
+    in: 'header',
+    required: true,
+    description,
+    schema: { type: 'string' },
+    example,
+  });
   return {
     taskFinished: {
       '{$request.body#/webhook_url}': {
         post: {
-          summary: 'The task, finished (completed, failed, expired or cancelled): the JSON GET /api/v1/tasks/{id} answers',
+          summary:
+            'The task, finished (completed, failed, expired or cancelled): the JSON GET /api/v1/tasks/{id} answers',
           description:
             'Verify webhook-signature before trusting the body: base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>" under the ' +
-            'account\'s secret (the bytes after whsec_, base64-decoded); during a secret rotation two signatures, space-separated. ' +
-            'Any 2xx is delivered; 410 stops (and turns an account\'s default endpoint off); 429 and 503 are retried after Retry-After; ' +
+            "account's secret (the bytes after whsec_, base64-decoded); during a secret rotation two signatures, space-separated. " +
+            "Any 2xx is delivered; 410 stops (and turns an account's default endpoint off); 429 and 503 are retried after Retry-After; " +
             'anything else within 15 s is retried for at least 24 h (docs/contract.md, "Webhooks"). Deduplicate by webhook-id.',
           parameters: [
-            header('webhook-id', 'one per task and event, the same on every attempt', 'msg_t_00mwuxbfpww8417u0zg9rb_completed'),
+            header(
+              'webhook-id',
+              'one per task and event, the same on every attempt',
+              'msg_t_00mwuxbfpww8417u0zg9rb_completed',
+            ),
             header('webhook-timestamp', 'seconds since the epoch when this attempt was signed', '1767225600'),
-            header('webhook-signature', 'v1,<base64 signature>, space-separated when two secrets sign', 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE='),
+            header(
+              'webhook-signature',
+              'v1,<base64 signature>, space-separated when two secrets sign',
+              'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+            ),
           ],
           requestBody: { required: true, content: { 'application/json': { schema: callbackBody() } } },
           responses: { '2XX': { description: 'Delivered' }, '410': { description: 'Gone: no more attempts' } },
@@ -458,5 +591,9 @@ function webhookCallbacks(): Record<string, unknown> {
 
 function callbackBody(): Record<string, unknown> {
   const { webhook: _w, progress: _p, ...properties } = task.properties;
-  return { type: 'object', properties: { success: { type: 'boolean', enum: [true] }, data: { ...task, properties } }, required: ['success', 'data'] };
+  return {
+    type: 'object',
+    properties: { success: { type: 'boolean', enum: [true] }, data: { ...task, properties } },
+    required: ['success', 'data'],
+  };
 }

@@ -23,7 +23,11 @@ class SnapshotStore implements FastifyRateLimitStore {
   private readonly windows = new Map<string, { count: number; startMs: number }>();
 
   /** The plugin passes each limiter's window along (its types omit the last two arguments). */
-  incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow?: number): void {
+  incr(
+    key: string,
+    callback: (error: Error | null, result?: { current: number; ttl: number }) => void,
+    timeWindow?: number,
+  ): void {
     const now = Date.now();
     const span = timeWindow ?? 60_000;
     let w = this.windows.get(key);
@@ -51,16 +55,27 @@ export interface RateLimitSettings {
 export type LimitHook = (req: FastifyRequest) => Promise<void>;
 
 /** Registers the plugin on `app` (no route limited by itself) and returns the two checks. */
-export async function rateLimits(app: FastifyInstance, s: RateLimitSettings): Promise<{ byAddress: LimitHook; byAccount: LimitHook }> {
-  await app.register(fastifyRateLimit, { global: false, timeWindow: s.windowMs, store: SnapshotStore as unknown as FastifyRateLimitStoreCtor });
+export async function rateLimits(
+  app: FastifyInstance,
+  s: RateLimitSettings,
+): Promise<{ byAddress: LimitHook; byAccount: LimitHook }> {
+  await app.register(fastifyRateLimit, {
+    global: false,
+    timeWindow: s.windowMs,
+    store: SnapshotStore as unknown as FastifyRateLimitStoreCtor,
+  });
   const check = (max: number, key: (req: FastifyRequest) => string, who: string): LimitHook => {
     const limiter = app.createRateLimit({ max, timeWindow: s.windowMs, keyGenerator: key });
     return async (req) => {
       const outcome = await limiter(req);
       if (outcome.isAllowed || !outcome.isExceeded) return;
-      throw ApiError.of('RATE_LIMITED', `Expected at most ${max} requests per ${s.windowMs / 1000} s from one ${who} but received more; retry in ${outcome.ttlInSeconds} s`, {
-        'retry-after': String(outcome.ttlInSeconds),
-      });
+      throw ApiError.of(
+        'RATE_LIMITED',
+        `Expected at most ${max} requests per ${s.windowMs / 1000} s from one ${who} but received more; retry in ${outcome.ttlInSeconds} s`,
+        {
+          'retry-after': String(outcome.ttlInSeconds),
+        },
+      );
     };
   };
   return {

@@ -32,11 +32,15 @@ export function traceRequests(app: FastifyInstance): void {
     const path = req.url.split('?')[0] ?? '';
     if (UNTRACED_PATHS.has(path)) return done();
     const route = req.routeOptions.url;
-    const span = startServerSpan(route === undefined ? req.method : `${req.method} ${route}`, (name) => headerValue(req.headers[name]), {
-      'http.request.method': req.method,
-      'url.path': recordedPath(path),
-      ...(route === undefined ? {} : { 'http.route': route }),
-    });
+    const span = startServerSpan(
+      route === undefined ? req.method : `${req.method} ${route}`,
+      (name) => headerValue(req.headers[name]),
+      {
+        'http.request.method': req.method,
+        'url.path': recordedPath(path),
+        ...(route === undefined ? {} : { 'http.route': route }),
+      },
+    );
     if (span === null) return done();
     spans.set(req, span);
     // The body arrives in events of the request stream, outside the hook's call: bound to the span too.

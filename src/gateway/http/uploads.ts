@@ -25,15 +25,21 @@ import type { AppDeps, Links } from './app-deps.js';
 const UPLOAD_TYPES = ['application/octet-stream', 'image/*', 'video/*', 'audio/*'];
 const ACCEPTED = 'JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC, OGG or M4A content';
 
-export function registerUploads(api: FastifyInstance, deps: AppDeps & { links: Links | undefined; schema: object }): void {
+export function registerUploads(
+  api: FastifyInstance,
+  deps: AppDeps & { links: Links | undefined; schema: object },
+): void {
   const { settings, links } = deps;
   // Uploads need served, signed files (GATEWAY_SERVE_RESULTS, GATEWAY_LINK_SECRET: servedFilesProblem).
-  if (links === undefined) throw new Error('Uploads need GATEWAY_SERVE_RESULTS with GATEWAY_LINK_SECRET and a public base URL');
+  if (links === undefined)
+    throw new Error('Uploads need GATEWAY_SERVE_RESULTS with GATEWAY_LINK_SECRET and a public base URL');
   const uploadsDir = path.join(deps.resultsDir, 'uploads');
   // One upload at a time per account, so a quota check and its write are not raced by the same account.
   const serial = new KeyedQueue();
   // The raw stream reaches the handler untouched; the handler enforces the caps while writing.
-  api.addContentTypeParser(/^(application\/octet-stream|image\/.*|video\/.*|audio\/.*)$/, (_req, payload, done) => done(null, payload));
+  api.addContentTypeParser(/^(application\/octet-stream|image\/.*|video\/.*|audio\/.*)$/, (_req, payload, done) =>
+    done(null, payload),
+  );
 
   const timer = setInterval(() => {
     sweepUploads(uploadsDir, settings.uploadLifetimeMs, Date.now()).then(
@@ -47,7 +53,10 @@ export function registerUploads(api: FastifyInstance, deps: AppDeps & { links: L
   api.post('/api/v1/uploads', { schema: deps.schema }, async (req, reply) => {
     const body = req.body as NodeJS.ReadableStream | undefined;
     if (body === undefined || typeof (body as { pipe?: unknown }).pipe !== 'function') {
-      throw ApiError.of('UNSUPPORTED_MEDIA_TYPE', `Expected Content-Type ${UPLOAD_TYPES.join(', ')} but received ${req.headers['content-type'] ?? 'nothing'}`);
+      throw ApiError.of(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `Expected Content-Type ${UPLOAD_TYPES.join(', ')} but received ${req.headers['content-type'] ?? 'nothing'}`,
+      );
     }
     const accountDir = path.join(uploadsDir, req.accountId);
     return serial.run(req.accountId, async () => {
@@ -60,9 +69,13 @@ export function registerUploads(api: FastifyInstance, deps: AppDeps & { links: L
       try {
         const size = await receive(body, partial, room, settings.uploadMaxBytes);
         const format = size === 0 ? null : await sniffFile(partial);
-        if (format === null) throw ApiError.of('UNSUPPORTED_MEDIA_TYPE', `Expected ${ACCEPTED} but received something else`);
+        if (format === null)
+          throw ApiError.of('UNSUPPORTED_MEDIA_TYPE', `Expected ${ACCEPTED} but received something else`);
         await checkDecodes(partial, format).catch(() => {
-          throw ApiError.of('UNSUPPORTED_MEDIA_TYPE', `Expected ${ACCEPTED} that decodes but received a file that starts like ${format} and does not decode as it`);
+          throw ApiError.of(
+            'UNSUPPORTED_MEDIA_TYPE',
+            `Expected ${ACCEPTED} that decodes but received a file that starts like ${format} and does not decode as it`,
+          );
         });
         const name = `${id}.${format === 'jpeg' ? 'jpg' : format}`;
         await rename(partial, path.join(accountDir, name));
@@ -82,15 +95,30 @@ export function registerUploads(api: FastifyInstance, deps: AppDeps & { links: L
  * Refusals decided from the headers alone. The connection is closed after them, so the body the
  * client may still be sending is never read.
  */
-function refuseBeforeReading(req: FastifyRequest, reply: FastifyReply, files: number, room: number, settings: AppDeps['settings']): void {
+function refuseBeforeReading(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  files: number,
+  room: number,
+  settings: AppDeps['settings'],
+): void {
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
   let refusal: ApiError | null = null;
   if (declared > settings.uploadMaxBytes) {
-    refusal = ApiError.of('PAYLOAD_TOO_LARGE', `Expected an upload of at most ${settings.uploadMaxBytes} bytes but received a Content-Length of ${declared}`);
+    refusal = ApiError.of(
+      'PAYLOAD_TOO_LARGE',
+      `Expected an upload of at most ${settings.uploadMaxBytes} bytes but received a Content-Length of ${declared}`,
+    );
   } else if (files >= settings.uploadQuotaFiles) {
-    refusal = ApiError.of('UPLOAD_QUOTA_EXCEEDED', `Expected fewer than ${settings.uploadQuotaFiles} unexpired uploads on this account but received one more`);
+    refusal = ApiError.of(
+      'UPLOAD_QUOTA_EXCEEDED',
+      `Expected fewer than ${settings.uploadQuotaFiles} unexpired uploads on this account but received one more`,
+    );
   } else if (room <= 0 || declared > room) {
-    refusal = ApiError.of('UPLOAD_QUOTA_EXCEEDED', `Expected an upload that fits the account's remaining ${Math.max(0, room)} of ${settings.uploadQuotaBytes} upload bytes but received ${Number.isNaN(declared) ? 'more' : declared}`);
+    refusal = ApiError.of(
+      'UPLOAD_QUOTA_EXCEEDED',
+      `Expected an upload that fits the account's remaining ${Math.max(0, room)} of ${settings.uploadQuotaBytes} upload bytes but received ${Number.isNaN(declared) ? 'more' : declared}`,
+    );
   }
   if (refusal === null) return;
   void reply.header('connection', 'close');
@@ -104,8 +132,15 @@ async function receive(body: NodeJS.ReadableStream, file: string, room: number, 
     transform(chunk: Buffer, _enc, callback) {
       size += chunk.length;
       if (size <= room) callback(null, chunk);
-      else if (size > maxBytes) callback(ApiError.of('PAYLOAD_TOO_LARGE', `Expected an upload of at most ${maxBytes} bytes but received more`));
-      else callback(ApiError.of('UPLOAD_QUOTA_EXCEEDED', `Expected an upload that fits the account's remaining ${room} upload bytes but received more`));
+      else if (size > maxBytes)
+        callback(ApiError.of('PAYLOAD_TOO_LARGE', `Expected an upload of at most ${maxBytes} bytes but received more`));
+      else
+        callback(
+          ApiError.of(
+            'UPLOAD_QUOTA_EXCEEDED',
+            `Expected an upload that fits the account's remaining ${room} upload bytes but received more`,
+          ),
+        );
     },
   });
   await pipeline(body, counter, createWriteStream(file));

@@ -31,13 +31,21 @@ export class Accounts {
 
   async addKey(accountId: string): Promise<string> {
     const apiKey = newApiKey();
-    await writeIf(this.js, this.names.keySubject(hashApiKey(apiKey)), { accountId, createdAt: new Date().toISOString() }, 0);
+    await writeIf(
+      this.js,
+      this.names.keySubject(hashApiKey(apiKey)),
+      { accountId, createdAt: new Date().toISOString() },
+      0,
+    );
     return apiKey;
   }
 
   async get(accountId: string): Promise<AccountRecord | null> {
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(accountId)) return null;
-    return (await readLast(this.jsm, this.names.accountsStream, this.names.accountSubject(accountId), accountRecordSchema))?.value ?? null;
+    return (
+      (await readLast(this.jsm, this.names.accountsStream, this.names.accountSubject(accountId), accountRecordSchema))
+        ?.value ?? null
+    );
   }
 
   /** The account of an API key, or null for an unknown or revoked key. */
@@ -72,14 +80,22 @@ export class Accounts {
       if (!hash.startsWith(keyId)) continue;
       const key = await readLast(this.jsm, this.names.accountsStream, this.names.keySubject(hash), keyRecordSchema);
       if (key === null || key.value.accountId !== accountId) continue;
-      if (key.value.revokedAt === undefined) await writeIf(this.js, this.names.keySubject(hash), { ...key.value, revokedAt: new Date().toISOString() }, key.seq);
+      if (key.value.revokedAt === undefined)
+        await writeIf(
+          this.js,
+          this.names.keySubject(hash),
+          { ...key.value, revokedAt: new Date().toISOString() },
+          key.seq,
+        );
       return true;
     }
     return false;
   }
 
   private async keyHashes(): Promise<string[]> {
-    const info = await this.jsm.streams.info(this.names.accountsStream, { subjects_filter: this.names.keySubject('*') });
+    const info = await this.jsm.streams.info(this.names.accountsStream, {
+      subjects_filter: this.names.keySubject('*'),
+    });
     return Object.keys(info.state.subjects ?? {}).map((s) => s.slice(s.lastIndexOf('.') + 1));
   }
 }

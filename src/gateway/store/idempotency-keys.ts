@@ -19,9 +19,20 @@ export type Reservation = z.infer<typeof reservationSchema>;
 
 export const idempotencyRecordSchema = z.discriminatedUnion('state', [
   /** Being handled until `leaseUntil` (ms since epoch); after it another request may take it over. */
-  z.object({ state: z.literal('claimed'), fingerprint: z.string(), leaseUntil: z.number(), reservation: reservationSchema.optional() }),
+  z.object({
+    state: z.literal('claimed'),
+    fingerprint: z.string(),
+    leaseUntil: z.number(),
+    reservation: reservationSchema.optional(),
+  }),
   /** Answered: the answer replayed to the same request. */
-  z.object({ state: z.literal('answered'), fingerprint: z.string(), status: z.number().int(), body: z.unknown(), at: z.string() }),
+  z.object({
+    state: z.literal('answered'),
+    fingerprint: z.string(),
+    status: z.number().int(),
+    body: z.unknown(),
+    at: z.string(),
+  }),
   /** Given back by a request that changed nothing: the key is as new. */
   z.object({ state: z.literal('free') }),
 ]);

@@ -23,10 +23,20 @@ export async function openStore(nc: NatsConnection, prefix: string, replicas = 1
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const problems = await storeStreamProblems(jsm, prefix, replicas);
-  if (problems.length > 0) throw new StoreTopologyError(`The gateway's streams are not as its settings expect (${problems.join('; ')}): ${PROVISION_HINT}`);
+  if (problems.length > 0)
+    throw new StoreTopologyError(
+      `The gateway's streams are not as its settings expect (${problems.join('; ')}): ${PROVISION_HINT}`,
+    );
   const names = storeNames(prefix);
   const ledger = new Ledger(jsm, js, names);
-  return { names, ledger, accounts: new Accounts(jsm, js, names, ledger), tasks: new Tasks(jsm, js, names), webhooks: new WebhookStore(jsm, js, names), idempotency: new IdempotencyKeys(jsm, js, names) };
+  return {
+    names,
+    ledger,
+    accounts: new Accounts(jsm, js, names, ledger),
+    tasks: new Tasks(jsm, js, names),
+    webhooks: new WebhookStore(jsm, js, names),
+    idempotency: new IdempotencyKeys(jsm, js, names),
+  };
 }
 
 export class StoreTopologyError extends Error {

@@ -63,7 +63,14 @@ export class Ledger {
   async topup(accountId: string, amount: number, note?: string): Promise<number> {
     return this.retry(accountId, async () => {
       const last = await this.mustLast(accountId);
-      const entry: LedgerEntry = { type: 'topup', amount, balance: last.value.balance + amount, at: now(), ...(note === undefined ? {} : { note }), ...carried(last.value) };
+      const entry: LedgerEntry = {
+        type: 'topup',
+        amount,
+        balance: last.value.balance + amount,
+        at: now(),
+        ...(note === undefined ? {} : { note }),
+        ...carried(last.value),
+      };
       this.written(accountId, await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq), entry);
       return entry.balance;
     });
@@ -75,7 +82,11 @@ export class Ledger {
    * outcome instead of a second one: it is looked for between the read and the write that expects
    * the read's sequence, so two writers of one task cannot both debit (an Idempotency-Key's retries).
    */
-  async debit(accountId: string, debit: Omit<DebitEntry, 'balance' | 'at' | 'type' | 'debits'>, onceAfter?: number): Promise<DebitOutcome> {
+  async debit(
+    accountId: string,
+    debit: Omit<DebitEntry, 'balance' | 'at' | 'type' | 'debits'>,
+    onceAfter?: number,
+  ): Promise<DebitOutcome> {
     return this.retry(accountId, async () => {
       const last = await this.mustLast(accountId);
       if (onceAfter !== undefined) {
@@ -84,8 +95,18 @@ export class Ledger {
       }
       if (last.value.balance < debit.amount) return { ok: false, balance: last.value.balance };
       const counted = last.value.debits === undefined ? {} : { debits: last.value.debits + 1 };
-      const entry: DebitEntry = { type: 'debit', ...debit, balance: last.value.balance - debit.amount, at: debit.job.createdAt, ...counted };
-      const ack = this.written(accountId, await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq, `debit:${debit.taskId}`), entry);
+      const entry: DebitEntry = {
+        type: 'debit',
+        ...debit,
+        balance: last.value.balance - debit.amount,
+        at: debit.job.createdAt,
+        ...counted,
+      };
+      const ack = this.written(
+        accountId,
+        await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq, `debit:${debit.taskId}`),
+        entry,
+      );
       return { ok: true, seq: ack.seq, entry };
     });
   }
@@ -94,12 +115,30 @@ export class Ledger {
    * Gives back `amount` for `taskId` unless a refund of that task already follows its debit
    * (`debitSeq`). Returns whether this call wrote it.
    */
-  async refundOnce(accountId: string, taskId: string, amount: number, debitSeq: number, reason: string): Promise<boolean> {
+  async refundOnce(
+    accountId: string,
+    taskId: string,
+    amount: number,
+    debitSeq: number,
+    reason: string,
+  ): Promise<boolean> {
     return this.retry(accountId, async () => {
       const last = await this.mustLast(accountId);
       if (await this.findRefund(accountId, taskId, debitSeq, last.seq)) return false;
-      const entry: LedgerEntry = { type: 'refund', taskId, amount, balance: last.value.balance + amount, at: now(), reason, ...carried(last.value) };
-      const ack = this.written(accountId, await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq, `refund:${taskId}`), entry);
+      const entry: LedgerEntry = {
+        type: 'refund',
+        taskId,
+        amount,
+        balance: last.value.balance + amount,
+        at: now(),
+        reason,
+        ...carried(last.value),
+      };
+      const ack = this.written(
+        accountId,
+        await writeIf(this.js, this.names.ledgerSubject(accountId), entry, last.seq, `refund:${taskId}`),
+        entry,
+      );
       return !ack.duplicate;
     });
   }
@@ -121,7 +160,12 @@ export class Ledger {
   }
 
   /** The debit of `taskId` after sequence `afterSeq`, if any (an Idempotency-Key's task, charged by an earlier attempt). */
-  async findDebit(accountId: string, taskId: string, afterSeq: number, lastSeq?: number): Promise<{ seq: number; value: DebitEntry } | null> {
+  async findDebit(
+    accountId: string,
+    taskId: string,
+    afterSeq: number,
+    lastSeq?: number,
+  ): Promise<{ seq: number; value: DebitEntry } | null> {
     const until = lastSeq ?? (await this.last(accountId))?.seq ?? 0;
     let found: { seq: number; value: DebitEntry } | null = null;
     await this.scan(accountId, afterSeq, until, (e) => {
@@ -138,7 +182,12 @@ export class Ledger {
    * partition, say): answers that end before `lastSeq` are asked again, and never taken for "not
    * there", or a debit or refund that exists would be written a second time.
    */
-  private async scan(accountId: string, afterSeq: number, lastSeq: number, hit: (e: Versioned<LedgerEntry>) => boolean): Promise<boolean> {
+  private async scan(
+    accountId: string,
+    afterSeq: number,
+    lastSeq: number,
+    hit: (e: Versioned<LedgerEntry>) => boolean,
+  ): Promise<boolean> {
     let after = afterSeq;
     while (after < lastSeq) {
       const page = await this.pageUpTo(accountId, after, lastSeq);
@@ -155,7 +204,9 @@ export class Ledger {
       if (page.length > 0) return page;
       if (wait !== null) await sleep(wait);
     }
-    throw new LedgerReplicaBehind(`The ledger's replicas answer account ${accountId} up to sequence ${after}, its leader up to ${lastSeq}`);
+    throw new LedgerReplicaBehind(
+      `The ledger's replicas answer account ${accountId} up to sequence ${after}, its leader up to ${lastSeq}`,
+    );
   }
 
   private findRefund(accountId: string, taskId: string, debitSeq: number, lastSeq: number): Promise<boolean> {

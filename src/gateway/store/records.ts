@@ -10,7 +10,11 @@ export const accountRecordSchema = z.object({ id: z.string(), name: z.string(), 
 export type AccountRecord = z.infer<typeof accountRecordSchema>;
 
 /** A revoked key keeps its record (with `revokedAt`) so that the listing shows it. */
-export const keyRecordSchema = z.object({ accountId: z.string(), createdAt: z.string(), revokedAt: z.string().optional() });
+export const keyRecordSchema = z.object({
+  accountId: z.string(),
+  createdAt: z.string(),
+  revokedAt: z.string().optional(),
+});
 export type KeyRecord = z.infer<typeof keyRecordSchema>;
 
 const credits = z.number().int().nonnegative();
@@ -29,7 +33,13 @@ export const submissionExtrasSchema = z.object({
    * (by this request or by the outbox) and every webhook delivery descend from it (telemetry/).
    */
   // Never a reason to refuse a debit or a task when read back: a trace that does not parse is dropped.
-  trace: z.object({ traceparent: z.string().max(STORED_TRACE_LIMITS.traceparent), tracestate: z.string().max(STORED_TRACE_LIMITS.tracestate).optional() }).optional().catch(undefined),
+  trace: z
+    .object({
+      traceparent: z.string().max(STORED_TRACE_LIMITS.traceparent),
+      tracestate: z.string().max(STORED_TRACE_LIMITS.tracestate).optional(),
+    })
+    .optional()
+    .catch(undefined),
 });
 export type SubmissionExtras = z.infer<typeof submissionExtrasSchema>;
 
@@ -57,7 +67,14 @@ const debitCount = { debits: z.number().int().nonnegative().optional() };
 
 export const ledgerEntrySchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('open'), amount: credits, balance: credits, at: z.string(), ...debitCount }),
-  z.object({ type: z.literal('topup'), amount: credits, balance: credits, at: z.string(), note: z.string().optional(), ...debitCount }),
+  z.object({
+    type: z.literal('topup'),
+    amount: credits,
+    balance: credits,
+    at: z.string(),
+    note: z.string().optional(),
+    ...debitCount,
+  }),
   z.object({
     type: z.literal('debit'),
     amount: credits,
@@ -69,7 +86,15 @@ export const ledgerEntrySchema = z.discriminatedUnion('type', [
     job: jobMessageSchema,
     extras: submissionExtrasSchema,
   }),
-  z.object({ type: z.literal('refund'), amount: credits, balance: credits, at: z.string(), taskId: z.string(), reason: z.string(), ...debitCount }),
+  z.object({
+    type: z.literal('refund'),
+    amount: credits,
+    balance: credits,
+    at: z.string(),
+    taskId: z.string(),
+    reason: z.string(),
+    ...debitCount,
+  }),
 ]);
 export type LedgerEntry = z.infer<typeof ledgerEntrySchema>;
 export type DebitEntry = Extract<LedgerEntry, { type: 'debit' }>;

@@ -13,7 +13,15 @@
  * Every write that depends on what it read is a publish with "expected last subject sequence"
  * (optimistic concurrency; on nats-server 2.9 too). `<p>` is the prefix in lower case.
  */
-import { DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import {
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { streamProblems } from '../../protocol/index.js';
 
@@ -74,9 +82,21 @@ export const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 export function streamConfigs(prefix: string, replicas = 1): (Partial<StreamConfig> & { name: string })[] {
   const p = prefix.toLowerCase();
   const n = storeNames(prefix);
-  const common = { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, max_age: 0, num_replicas: replicas };
+  const common = {
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_age: 0,
+    num_replicas: replicas,
+  };
   return [
-    { ...common, name: n.accountsStream, subjects: [`${p}.accounts.*`, `${p}.keys.*`], max_msgs_per_subject: 1, description: 'media-worker gateway: accounts and API key hashes' },
+    {
+      ...common,
+      name: n.accountsStream,
+      subjects: [`${p}.accounts.*`, `${p}.keys.*`],
+      max_msgs_per_subject: 1,
+      description: 'media-worker gateway: accounts and API key hashes',
+    },
     {
       ...common,
       name: n.ledgerStream,
@@ -105,7 +125,7 @@ export function streamConfigs(prefix: string, replicas = 1): (Partial<StreamConf
       max_msgs_per_subject: 1,
       // A delivery is queued with `Nats-Msg-Id: <webhook-id>`: an event settled again is no second delivery.
       duplicate_window: nanos(LEDGER_DUPLICATE_WINDOW_MS),
-      description: 'media-worker gateway: webhook deliveries, their state, accounts\' webhook secrets',
+      description: "media-worker gateway: webhook deliveries, their state, accounts' webhook secrets",
     },
     {
       ...common,
@@ -143,7 +163,11 @@ export async function ensureStoreStreams(jsm: JetStreamManager, prefix: string, 
     // NATS_STREAM_REPLICAS may have changed since the stream was made.
     const subjects = [...new Set([...(existing.config.subjects ?? []), ...(config.subjects ?? [])])];
     const direct = config.allow_direct === true && existing.config.allow_direct !== true;
-    if (direct || subjects.length !== (existing.config.subjects ?? []).length || existing.config.num_replicas !== replicas) {
+    if (
+      direct ||
+      subjects.length !== (existing.config.subjects ?? []).length ||
+      existing.config.num_replicas !== replicas
+    ) {
       await jsm.streams.update(name, {
         ...existing.config,
         subjects,

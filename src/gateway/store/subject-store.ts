@@ -2,7 +2,13 @@
  * The two operations everything else is built on: read the last message of a subject (with its
  * stream sequence), and publish on a subject only if its last sequence is still the one read.
  */
-import { JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck } from '@nats-io/jetstream';
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+  type PubAck,
+} from '@nats-io/jetstream';
 import type { z } from 'zod';
 import { UnconfirmedPublishError, confirmedAck } from '../../protocol/index.js';
 import { sleep } from '../../sleep.js';
@@ -21,7 +27,12 @@ export class WriteConflict extends Error {
   }
 }
 
-export async function readLast<S extends z.ZodType>(jsm: JetStreamManager, stream: string, subject: string, schema: S): Promise<Versioned<z.output<S>> | null> {
+export async function readLast<S extends z.ZodType>(
+  jsm: JetStreamManager,
+  stream: string,
+  subject: string,
+  schema: S,
+): Promise<Versioned<z.output<S>> | null> {
   const msg = await jsm.streams.getMessage(stream, { last_by_subj: subject }).catch((err: unknown) => {
     if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.NoMessageFound) return null;
     throw err;
@@ -35,7 +46,10 @@ export async function readLast<S extends z.ZodType>(jsm: JetStreamManager, strea
  * sequence is another; 10164, the same without the sequence, from a clustered leader (nats-server
  * 2.11 on) while another write to the subject is still being replicated. Either way: read again.
  */
-const WRONG_LAST_SEQUENCE_CODES: ReadonlySet<number> = new Set([JetStreamApiCodes.StreamWrongLastSequence, JetStreamApiCodes.StreamWrongLastSequenceUnknown]);
+const WRONG_LAST_SEQUENCE_CODES: ReadonlySet<number> = new Set([
+  JetStreamApiCodes.StreamWrongLastSequence,
+  JetStreamApiCodes.StreamWrongLastSequenceUnknown,
+]);
 /**
  * "duplicate message id is in process" (nats-server 2.11 on): this write's own first copy is still
  * being replicated. What 2.10 answers as `{ duplicate: true, seq: 0 }` (confirmed-ack.ts): not known yet.
@@ -60,7 +74,13 @@ const UNCONFIRMED_WAITS_MS = [100, 250, 500, 1000, 2000, 2000, 2000, 2000];
  * lost, reading again and retrying under the same id, would be told "duplicate" for ever although
  * nothing was stored. After a conflict the expected sequence, and so the id, is a new one.
  */
-export async function writeIf(js: JetStreamClient, subject: string, value: unknown, expectSeq: number, msgId?: string): Promise<PubAck> {
+export async function writeIf(
+  js: JetStreamClient,
+  subject: string,
+  value: unknown,
+  expectSeq: number,
+  msgId?: string,
+): Promise<PubAck> {
   const id = msgId === undefined ? undefined : `${msgId}:${expectSeq}`;
   let unavailable = 0;
   let unconfirmed = 0;
@@ -72,7 +92,10 @@ export async function writeIf(js: JetStreamClient, subject: string, value: unkno
       });
       return confirmedAck(ack, subject);
     } catch (thrown) {
-      const err = thrown instanceof JetStreamApiError && thrown.code === DUPLICATE_IN_PROCESS ? new UnconfirmedPublishError(subject) : thrown;
+      const err =
+        thrown instanceof JetStreamApiError && thrown.code === DUPLICATE_IN_PROCESS
+          ? new UnconfirmedPublishError(subject)
+          : thrown;
       if (err instanceof JetStreamApiError && WRONG_LAST_SEQUENCE_CODES.has(err.code)) throw new WriteConflict(subject);
       if (err instanceof UnconfirmedPublishError) {
         const wait = UNCONFIRMED_WAITS_MS[unconfirmed++];

@@ -31,7 +31,10 @@ export class Tasks {
   }
 
   async owner(taskId: string): Promise<string | null> {
-    return (await readLast(this.jsm, this.names.tasksStream, this.names.ownerSubject(taskId), ownerSchema))?.value.accountId ?? null;
+    return (
+      (await readLast(this.jsm, this.names.tasksStream, this.names.ownerSubject(taskId), ownerSchema))?.value
+        .accountId ?? null
+    );
   }
 
   /**
@@ -40,7 +43,8 @@ export class Tasks {
    */
   async ensure(task: TaskRecord, n?: number): Promise<Versioned<TaskRecord>> {
     await writeIf(this.js, this.names.ownerSubject(task.id), { accountId: task.accountId }, 0).catch(ignoreConflict);
-    if (n !== undefined) await writeIf(this.js, this.names.orderSubject(task.accountId, n), { taskId: task.id }, 0).catch(ignoreConflict);
+    if (n !== undefined)
+      await writeIf(this.js, this.names.orderSubject(task.accountId, n), { taskId: task.id }, 0).catch(ignoreConflict);
     try {
       const ack = await writeIf(this.js, this.names.taskSubject(task.accountId, task.id), task, 0);
       this.written(ack.seq, task);
@@ -55,7 +59,10 @@ export class Tasks {
 
   /** Replaces the task if it is still at `seq`; a WriteConflict otherwise. */
   async replace(current: Versioned<TaskRecord>, next: TaskRecord): Promise<void> {
-    this.written((await writeIf(this.js, this.names.taskSubject(next.accountId, next.id), next, current.seq)).seq, next);
+    this.written(
+      (await writeIf(this.js, this.names.taskSubject(next.accountId, next.id), next, current.seq)).seq,
+      next,
+    );
   }
 
   private written(seq: number, task: TaskRecord): void {
@@ -69,9 +76,14 @@ export class Tasks {
    */
   async pageByPlace(accountId: string, before: number, limit: number): Promise<{ ids: string[]; next: number | null }> {
     const places = Array.from({ length: Math.max(0, Math.min(limit, before - 1)) }, (_, i) => before - 1 - i);
-    const found = await Promise.all(places.map((n) => readLast(this.jsm, this.names.tasksStream, this.names.orderSubject(accountId, n), orderSchema)));
+    const found = await Promise.all(
+      places.map((n) => readLast(this.jsm, this.names.tasksStream, this.names.orderSubject(accountId, n), orderSchema)),
+    );
     const last = places[places.length - 1];
-    return { ids: found.flatMap((f) => (f === null ? [] : [f.value.taskId])), next: last !== undefined && last > 1 ? last : null };
+    return {
+      ids: found.flatMap((f) => (f === null ? [] : [f.value.taskId])),
+      next: last !== undefined && last > 1 ? last : null,
+    };
   }
 
   /**
@@ -82,12 +94,17 @@ export class Tasks {
    */
   async listIds(accountId: string, limit: number, cursor?: string): Promise<{ ids: string[]; next: string | null }> {
     const filter = this.names.accountTasksFilter(accountId);
-    const info = await this.jsm.streams.info(this.names.tasksStream, { subjects_filter: filter }).catch((err: unknown) => {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
-      throw err;
-    });
+    const info = await this.jsm.streams
+      .info(this.names.tasksStream, { subjects_filter: filter })
+      .catch((err: unknown) => {
+        if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return null;
+        throw err;
+      });
     const subjects = Object.keys(info?.state.subjects ?? {});
-    const ids = subjects.map((s) => s.slice(s.lastIndexOf('.') + 1)).sort().reverse();
+    const ids = subjects
+      .map((s) => s.slice(s.lastIndexOf('.') + 1))
+      .sort()
+      .reverse();
     const start = cursor === undefined ? 0 : ids.findIndex((id) => id < cursor);
     const page = start < 0 ? [] : ids.slice(start, start + limit);
     const more = start >= 0 && start + limit < ids.length;

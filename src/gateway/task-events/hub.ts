@@ -88,7 +88,8 @@ export function taskEventHub(deps: TaskEventHubDeps, limits: TaskEventLimits): T
 
   const streams = () => [...byTask.values()].flatMap((set) => [...set]);
 
-  const terminalEvent = async (task: TaskRecord) => sseEvent(TERMINAL_EVENT_ID, webhookEvent(task) ?? 'failed', await deps.shown(task));
+  const terminalEvent = async (task: TaskRecord) =>
+    sseEvent(TERMINAL_EVENT_ID, webhookEvent(task) ?? 'failed', await deps.shown(task));
 
   const timer = setInterval(() => {
     for (const stream of streams()) {
@@ -106,10 +107,18 @@ export function taskEventHub(deps: TaskEventHubDeps, limits: TaskEventLimits): T
     open(accountId, taskId, makeSink, after) {
       const mine = perAccount.get(accountId) ?? 0;
       if (mine >= limits.perAccount) {
-        throw ApiError.of('TOO_MANY_STREAMS', `Expected at most ${limits.perAccount} open event streams per account on this gateway (GATEWAY_EVENT_STREAMS_PER_ACCOUNT) but this account has ${mine} open`, { 'retry-after': '5' });
+        throw ApiError.of(
+          'TOO_MANY_STREAMS',
+          `Expected at most ${limits.perAccount} open event streams per account on this gateway (GATEWAY_EVENT_STREAMS_PER_ACCOUNT) but this account has ${mine} open`,
+          { 'retry-after': '5' },
+        );
       }
       if (open >= limits.perGateway) {
-        throw ApiError.of('TOO_MANY_STREAMS', `Expected at most ${limits.perGateway} open event streams on this gateway (GATEWAY_EVENT_STREAMS) but ${open} are open`, { 'retry-after': '5' });
+        throw ApiError.of(
+          'TOO_MANY_STREAMS',
+          `Expected at most ${limits.perGateway} open event streams on this gateway (GATEWAY_EVENT_STREAMS) but ${open} are open`,
+          { 'retry-after': '5' },
+        );
       }
       const sink = makeSink();
       let last = after;

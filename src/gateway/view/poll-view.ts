@@ -18,7 +18,13 @@ import { hashApiKey } from '../ids.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { Accounts } from '../store/accounts.js';
 import type { Ledger } from '../store/ledger.js';
-import { keyRecordSchema, ledgerEntrySchema, taskRecordSchema, type KeyRecord, type TaskRecord } from '../store/records.js';
+import {
+  keyRecordSchema,
+  ledgerEntrySchema,
+  taskRecordSchema,
+  type KeyRecord,
+  type TaskRecord,
+} from '../store/records.js';
 import type { StoreNames } from '../store/streams.js';
 import type { Versioned } from '../store/subject-store.js';
 import type { Tasks } from '../store/tasks.js';
@@ -92,7 +98,8 @@ async function family<S extends z.ZodType>(
 ): Promise<Family<z.output<S>>> {
   const cache = new VersionedCache<z.output<S> | null>({
     ...bounds,
-    expired: (value, atMs, nowMs) => (value === null ? nowMs - atMs >= ABSENT_LIFETIME_MS : (bounds.expired?.(value, atMs, nowMs) ?? false)),
+    expired: (value, atMs, nowMs) =>
+      value === null ? nowMs - atMs >= ABSENT_LIFETIME_MS : (bounds.expired?.(value, atMs, nowMs) ?? false),
   });
   const watch = await watchStream(deps.nc, deps.js, {
     stream,
@@ -100,7 +107,8 @@ async function family<S extends z.ZodType>(
     onMessage(subject, seq, data) {
       const parsed = schema.safeParse(data);
       const key = parsed.success ? keyOf(subject, parsed.data) : null;
-      if (!parsed.success || key === null) deps.logger.warn({ subject, seq }, 'A store record that does not match its subject was not cached');
+      if (!parsed.success || key === null)
+        deps.logger.warn({ subject, seq }, 'A store record that does not match its subject was not cached');
       else {
         cache.offer(key, seq, parsed.data, Date.now());
         onRecord(parsed.data);
@@ -110,10 +118,17 @@ async function family<S extends z.ZodType>(
     onError: (err) => deps.logger.warn({ err, stream }, 'A store watch stopped; polls read the store'),
   }).catch((err: unknown): StreamWatch => {
     // Correct without it, only slower: every lookup of this family reads the store.
-    deps.logger.error({ err, stream, filter }, `The poll view cannot watch ${stream} (a NATS user without the consumer permissions of deploy/nats/media-users.conf?); its polls read the store`);
+    deps.logger.error(
+      { err, stream, filter },
+      `The poll view cannot watch ${stream} (a NATS user without the consumer permissions of deploy/nats/media-users.conf?); its polls read the store`,
+    );
     return { live: () => false, stop: async () => undefined };
   });
-  const counted = { hit: deps.metrics.viewReads.labels(name, 'hit'), miss: deps.metrics.viewReads.labels(name, 'miss'), bypass: deps.metrics.viewReads.labels(name, 'bypass') };
+  const counted = {
+    hit: deps.metrics.viewReads.labels(name, 'hit'),
+    miss: deps.metrics.viewReads.labels(name, 'miss'),
+    bypass: deps.metrics.viewReads.labels(name, 'bypass'),
+  };
   return { cache, watch, counted };
 }
 
@@ -122,7 +137,12 @@ async function family<S extends z.ZodType>(
  * cached as well; not for API keys, which anyone may send before any limit by account applies (a
  * flood of random keys would push the real ones out of the bound).
  */
-async function cachedRead<V>(f: Family<V>, key: string, read: () => Promise<Versioned<V> | null>, absentToo = true): Promise<V | null> {
+async function cachedRead<V>(
+  f: Family<V>,
+  key: string,
+  read: () => Promise<Versioned<V> | null>,
+  absentToo = true,
+): Promise<V | null> {
   const now = Date.now();
   const live = f.watch.live(now);
   if (live) {
@@ -157,12 +177,33 @@ export async function startPollView(deps: PollViewDeps, limits: PollViewLimits):
     names.tasksStream,
     names.tasksFilter,
     taskRecordSchema,
-    { ...bounds, expired: (task: TaskRecord, atMs, nowMs) => task.status !== 'pending' && nowMs - atMs >= FINISHED_TASK_LIFETIME_MS },
-    (subject, task) => (subject === names.taskSubject(task.accountId, task.id) ? taskKey(task.accountId, task.id) : null),
+    {
+      ...bounds,
+      expired: (task: TaskRecord, atMs, nowMs) =>
+        task.status !== 'pending' && nowMs - atMs >= FINISHED_TASK_LIFETIME_MS,
+    },
+    (subject, task) =>
+      subject === names.taskSubject(task.accountId, task.id) ? taskKey(task.accountId, task.id) : null,
     heard,
   );
-  const balances = await family(deps, 'balances', names.ledgerStream, names.ledgerFilter, ledgerEntrySchema, bounds, (subject) => lastToken(subject));
-  const keys = await family(deps, 'keys', names.accountsStream, names.keySubject('*'), keyRecordSchema, bounds, (subject) => lastToken(subject));
+  const balances = await family(
+    deps,
+    'balances',
+    names.ledgerStream,
+    names.ledgerFilter,
+    ledgerEntrySchema,
+    bounds,
+    (subject) => lastToken(subject),
+  );
+  const keys = await family(
+    deps,
+    'keys',
+    names.accountsStream,
+    names.keySubject('*'),
+    keyRecordSchema,
+    bounds,
+    (subject) => lastToken(subject),
+  );
 
   // This gateway's own writes are known before any watch delivers them: read-your-writes here.
   deps.tasks.onWrite((seq, task) => {
@@ -173,7 +214,8 @@ export async function startPollView(deps: PollViewDeps, limits: PollViewLimits):
 
   return {
     task: (accountId, taskId) => cachedRead(tasks, taskKey(accountId, taskId), () => deps.tasks.get(accountId, taskId)),
-    balance: async (accountId) => (await cachedRead(balances, accountId, () => deps.ledger.last(accountId)))?.balance ?? null,
+    balance: async (accountId) =>
+      (await cachedRead(balances, accountId, () => deps.ledger.last(accountId)))?.balance ?? null,
     async accountOfKey(apiKey) {
       const hash = hashApiKey(apiKey);
       const key: KeyRecord | null = await cachedRead(keys, hash, () => deps.accounts.keyRecord(hash), false);

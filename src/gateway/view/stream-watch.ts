@@ -32,14 +32,22 @@ export interface WatchOptions {
   onError(err: unknown): void;
 }
 
-export async function watchStream(nc: NatsConnection, js: JetStreamClient, options: WatchOptions): Promise<StreamWatch> {
+export async function watchStream(
+  nc: NatsConnection,
+  js: JetStreamClient,
+  options: WatchOptions,
+): Promise<StreamWatch> {
   const consumer = await js.consumers.get(options.stream, {
     name_prefix: `view_${nuid.next()}`,
     filter_subjects: options.filter,
     deliver_policy: DeliverPolicy.New,
     inactive_threshold: INACTIVE_THRESHOLD_MS,
   });
-  const messages = await consumer.consume({ expires: PULL_EXPIRES_MS, idle_heartbeat: HEARTBEAT_MS, max_messages: 512 });
+  const messages = await consumer.consume({
+    expires: PULL_EXPIRES_MS,
+    idle_heartbeat: HEARTBEAT_MS,
+    max_messages: 512,
+  });
   let heardAtMs = Date.now();
   let connected = true;
   let wasLive = true;
@@ -59,7 +67,12 @@ export async function watchStream(nc: NatsConnection, js: JetStreamClient, optio
   void (async () => {
     for await (const status of messages.status()) {
       if (status.type === 'heartbeat') heardAtMs = Date.now();
-      else if (status.type === 'heartbeats_missed' || status.type === 'reset' || status.type === 'ordered_consumer_recreated') interrupt();
+      else if (
+        status.type === 'heartbeats_missed' ||
+        status.type === 'reset' ||
+        status.type === 'ordered_consumer_recreated'
+      )
+        interrupt();
     }
   })().catch(options.onError);
   void (async () => {

@@ -50,7 +50,9 @@ function guardedLookup(url: URL, opts: DeliveryOptions): LookupFunction {
         if (options.all === true) callback(null, answers);
         else callback(null, answers[0]!.address, answers[0]!.family);
       })
-      .catch((err: unknown) => callback(err instanceof Refused ? err : new Error(`the host ${hostname} does not resolve`)));
+      .catch((err: unknown) =>
+        callback(err instanceof Refused ? err : new Error(`the host ${hostname} does not resolve`)),
+      );
   }) as LookupFunction;
 }
 
@@ -67,7 +69,12 @@ async function readSome(response: IncomingMessage, max: number): Promise<string>
   return Buffer.concat(chunks).toString('utf8');
 }
 
-export function postWebhook(url: URL, headers: Record<string, string>, body: string, opts: DeliveryOptions): Promise<DeliveryResult> {
+export function postWebhook(
+  url: URL,
+  headers: Record<string, string>,
+  body: string,
+  opts: DeliveryOptions,
+): Promise<DeliveryResult> {
   return new Promise<DeliveryResult>((resolve) => {
     let settled = false;
     const finish = (result: DeliveryResult): void => {
@@ -91,7 +98,12 @@ export function postWebhook(url: URL, headers: Record<string, string>, body: str
       port: url.port === '' ? undefined : Number(url.port),
       path: `${url.pathname}${url.search}`,
       method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': opts.userAgent },
+      headers: {
+        ...headers,
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        'user-agent': opts.userAgent,
+      },
       agent: false,
       lookup: guardedLookup(url, opts),
     });
@@ -115,7 +127,10 @@ export function postWebhook(url: URL, headers: Record<string, string>, body: str
       const status = response.statusCode ?? 0;
       readSome(response, opts.maxResponseBytes)
         .catch(() => '')
-        .then((text) => finish({ status, ...(retryAfter === undefined ? {} : { retryAfter }), body: text }), () => undefined);
+        .then(
+          (text) => finish({ status, ...(retryAfter === undefined ? {} : { retryAfter }), body: text }),
+          () => undefined,
+        );
     });
     req.on('error', (err) => finish({ error: err instanceof Refused ? `refused: ${err.message}` : errorMessage(err) }));
     req.end(body);

@@ -8,7 +8,14 @@
  * server's delivery count, which also counts redeliveries that made no request (a task not yet
  * stored as settled, a gateway error).
  */
-import { AckPolicy, DeliverPolicy, type ConsumerConfig, type ConsumerMessages, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  type ConsumerConfig,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { consumeOptions, messageJson } from '../../protocol/index.js';
@@ -17,7 +24,15 @@ import type { TaskRecord } from '../store/records.js';
 import type { StoreNames } from '../store/streams.js';
 import type { Tasks } from '../store/tasks.js';
 import { postWebhook, type DeliveryResult } from './delivery.js';
-import { deliveryMessageSchema, endpointOf, signingSecrets, webhookEvent, type DeliveryMessage, type WebhookAccount, type WebhookState } from './records.js';
+import {
+  deliveryMessageSchema,
+  endpointOf,
+  signingSecrets,
+  webhookEvent,
+  type DeliveryMessage,
+  type WebhookAccount,
+  type WebhookState,
+} from './records.js';
 import { nextStep } from './schedule.js';
 import { webhookHeaders } from './signing.js';
 import type { WebhookStore } from './store.js';
@@ -51,7 +66,10 @@ const MIN_HELD_MS = 100;
  * (each was offered again every second). Pure.
  */
 export function busyDelayMs(turnedAway: number, heldMs: number, random: () => number = Math.random): number {
-  const spread = Math.min(MAX_BUSY_DELAY_MS, (Math.max(0, turnedAway - PER_ACCOUNT) * Math.max(MIN_HELD_MS, heldMs)) / PER_ACCOUNT);
+  const spread = Math.min(
+    MAX_BUSY_DELAY_MS,
+    (Math.max(0, turnedAway - PER_ACCOUNT) * Math.max(MIN_HELD_MS, heldMs)) / PER_ACCOUNT,
+  );
   return Math.round(BUSY_RETRY_MS + random() * spread);
 }
 
@@ -64,7 +82,10 @@ interface AccountSlots {
 /** A failure of the gateway itself (NATS unreachable): the delivery is tried again after this. */
 const INTERNAL_RETRY_MS = 5_000;
 
-export function webhookConsumerConfig(names: StoreNames, consumerPrefix: string): { stream: string; config: ConsumerConfig & { durable_name: string } } {
+export function webhookConsumerConfig(
+  names: StoreNames,
+  consumerPrefix: string,
+): { stream: string; config: ConsumerConfig & { durable_name: string } } {
   return {
     stream: names.webhooksStream,
     config: {
@@ -137,13 +158,20 @@ async function run(messages: ConsumerMessages, deps: DeliveryDeps): Promise<void
     slots.startedAt.push(now);
     const one = handle(msg, parsed.data, deps)
       .catch((err: unknown) => {
-        deps.logger.warn({ err, subject: msg.subject, seq: msg.seq }, 'Webhook delivery failed in the gateway; retried');
+        deps.logger.warn(
+          { err, subject: msg.subject, seq: msg.seq },
+          'Webhook delivery failed in the gateway; retried',
+        );
         msg.nak(INTERNAL_RETRY_MS);
       })
       .finally(() => {
         slots.startedAt.splice(slots.startedAt.indexOf(now), 1);
         // Kept while its turned-away count matters, so that a burst is paced, then forgotten.
-        if (slots.startedAt.length === 0 && (slots.turnedAway === 0 || Date.now() - slots.windowStartMs >= BUSY_WINDOW_MS)) perAccount.delete(accountId);
+        if (
+          slots.startedAt.length === 0 &&
+          (slots.turnedAway === 0 || Date.now() - slots.windowStartMs >= BUSY_WINDOW_MS)
+        )
+          perAccount.delete(accountId);
       });
     inFlight.add(one);
     void one.finally(() => inFlight.delete(one));
@@ -175,24 +203,51 @@ async function handle(msg: JsMsg, delivery: DeliveryMessage, deps: DeliveryDeps)
   const target = sendTo(task, account, deps.policy);
   if ('problem' in target) {
     const error = target.problem;
-    await deps.store.putState(task.id, stateOf(delivery, 'failed', attempts - 1, previous?.lastResponse === undefined ? { error } : { ...previous.lastResponse, error }));
+    await deps.store.putState(
+      task.id,
+      stateOf(
+        delivery,
+        'failed',
+        attempts - 1,
+        previous?.lastResponse === undefined ? { error } : { ...previous.lastResponse, error },
+      ),
+    );
     deps.metrics.webhookAttempts.inc({ outcome: 'skipped' });
     log.warn({ reason: error }, 'Webhook not sent');
     await msg.ackAck();
     return;
   }
   const body = JSON.stringify(deps.body(task));
-  const headers = webhookHeaders(signingSecrets(target.account, nowMs), delivery.webhookId, Math.floor(nowMs / 1000), body);
+  const headers = webhookHeaders(
+    signingSecrets(target.account, nowMs),
+    delivery.webhookId,
+    Math.floor(nowMs / 1000),
+    body,
+  );
   const heartbeat = setInterval(() => msg.working(), HEARTBEAT_MS);
   const timer = deps.metrics.webhookDuration.startTimer();
   let result: DeliveryResult;
   try {
     // Every attempt, however late and from whichever gateway, descends from the submission's span (stored with the task).
-    const attributes = { 'media.task.id': task.id, 'media.webhook.event': delivery.event, 'media.webhook.attempt': attempts, 'server.address': target.url.hostname };
+    const attributes = {
+      'media.task.id': task.id,
+      'media.webhook.event': delivery.event,
+      'media.webhook.attempt': attempts,
+      'server.address': target.url.hostname,
+    };
     result = await withParentFrom(storedTraceReader(task.extras.trace), () =>
       withSpan('webhook delivery', { kind: 'client', attributes }, async (span) => {
-        const answered = await postWebhook(target.url, headers, body, { policy: deps.policy, timeoutMs: WEBHOOK_TIMEOUT_MS, maxResponseBytes: MAX_RESPONSE_BYTES, userAgent: deps.userAgent });
-        span.setAttributes(answered.status === undefined ? { 'error.type': 'no answer' } : { 'http.response.status_code': answered.status });
+        const answered = await postWebhook(target.url, headers, body, {
+          policy: deps.policy,
+          timeoutMs: WEBHOOK_TIMEOUT_MS,
+          maxResponseBytes: MAX_RESPONSE_BYTES,
+          userAgent: deps.userAgent,
+        });
+        span.setAttributes(
+          answered.status === undefined
+            ? { 'error.type': 'no answer' }
+            : { 'http.response.status_code': answered.status },
+        );
         return answered;
       }),
     );
@@ -208,28 +263,56 @@ async function handle(msg: JsMsg, delivery: DeliveryMessage, deps: DeliveryDeps)
   };
   const lastAttemptAt = new Date(nowMs).toISOString();
   if (step.action === 'retry') {
-    await deps.store.putState(task.id, { ...stateOf(delivery, 'pending', attempts, response), lastAttemptAt, nextAttemptAt: new Date(Date.now() + step.delayMs).toISOString() });
+    await deps.store.putState(task.id, {
+      ...stateOf(delivery, 'pending', attempts, response),
+      lastAttemptAt,
+      nextAttemptAt: new Date(Date.now() + step.delayMs).toISOString(),
+    });
     deps.metrics.webhookAttempts.inc({ outcome: 'retried' });
-    log.info({ attempt: attempts, status: result.status, failure: result.error, delayMs: step.delayMs }, 'Webhook attempt failed; retried later');
+    log.info(
+      { attempt: attempts, status: result.status, failure: result.error, delayMs: step.delayMs },
+      'Webhook attempt failed; retried later',
+    );
     msg.nak(step.delayMs);
     return;
   }
   await deps.store.putState(task.id, { ...stateOf(delivery, step.status, attempts, response), lastAttemptAt });
-  if (step.status === 'failed' && step.gone && target.isDefault) await deps.store.turnDefaultOff(task.accountId, target.endpoint, lastAttemptAt);
+  if (step.status === 'failed' && step.gone && target.isDefault)
+    await deps.store.turnDefaultOff(task.accountId, target.endpoint, lastAttemptAt);
   deps.metrics.webhookAttempts.inc({ outcome: step.status });
-  log.info({ attempt: attempts, status: result.status, outcome: step.status }, step.status === 'delivered' ? 'Webhook delivered' : `Webhook given up: ${step.reason}`);
+  log.info(
+    { attempt: attempts, status: result.status, outcome: step.status },
+    step.status === 'delivered' ? 'Webhook delivered' : `Webhook given up: ${step.reason}`,
+  );
   await msg.ackAck();
 }
 
 /** Where the webhook goes now and who signs it, or why it cannot be sent. */
-function sendTo(task: TaskRecord, account: WebhookAccount | null, policy: TargetPolicy): { account: WebhookAccount; url: URL; endpoint: string; isDefault: boolean } | { problem: string } {
+function sendTo(
+  task: TaskRecord,
+  account: WebhookAccount | null,
+  policy: TargetPolicy,
+): { account: WebhookAccount; url: URL; endpoint: string; isDefault: boolean } | { problem: string } {
   if (account === null) return { problem: 'the account has no webhook secret' };
   const endpoint = endpointOf(task, account);
-  if (endpoint === null) return { problem: 'no endpoint: the account\'s default endpoint was removed or turned off' };
+  if (endpoint === null) return { problem: "no endpoint: the account's default endpoint was removed or turned off" };
   const parsed = parseWebhookUrl(endpoint.url, policy);
-  return 'problem' in parsed ? parsed : { account, url: parsed.url, endpoint: endpoint.url, isDefault: endpoint.isDefault };
+  return 'problem' in parsed
+    ? parsed
+    : { account, url: parsed.url, endpoint: endpoint.url, isDefault: endpoint.isDefault };
 }
 
-function stateOf(delivery: DeliveryMessage, status: WebhookState['status'], attempts: number, lastResponse: WebhookState['lastResponse']): WebhookState {
-  return { id: delivery.webhookId, event: delivery.event, status, attempts, ...(lastResponse === undefined ? {} : { lastResponse }) };
+function stateOf(
+  delivery: DeliveryMessage,
+  status: WebhookState['status'],
+  attempts: number,
+  lastResponse: WebhookState['lastResponse'],
+): WebhookState {
+  return {
+    id: delivery.webhookId,
+    event: delivery.event,
+    status,
+    attempts,
+    ...(lastResponse === undefined ? {} : { lastResponse }),
+  };
 }

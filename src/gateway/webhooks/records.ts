@@ -40,7 +40,9 @@ export const webhookStateSchema = z.object({
   attempts: z.number().int().nonnegative(),
   lastAttemptAt: z.string().optional(),
   nextAttemptAt: z.string().optional(),
-  lastResponse: z.object({ status: z.number().int().optional(), body: z.string().optional(), error: z.string().optional() }).optional(),
+  lastResponse: z
+    .object({ status: z.number().int().optional(), body: z.string().optional(), error: z.string().optional() })
+    .optional(),
 });
 export type WebhookState = z.infer<typeof webhookStateSchema>;
 
@@ -65,14 +67,21 @@ export function wantsWebhook(task: Pick<TaskRecord, 'extras'>): boolean {
 
 /** The secrets that sign at `nowMs`: the current one, and the one a rotation replaced while its overlap lasts. */
 export function signingSecrets(account: WebhookAccount, nowMs: number): string[] {
-  const previous = account.previousSecret !== undefined && account.previousUntil !== undefined && Date.parse(account.previousUntil) > nowMs;
+  const previous =
+    account.previousSecret !== undefined &&
+    account.previousUntil !== undefined &&
+    Date.parse(account.previousUntil) > nowMs;
   return previous ? [account.secret, account.previousSecret!] : [account.secret];
 }
 
 /** The endpoint of a task's webhook now: its own, else the account's default unless turned off. */
-export function endpointOf(task: Pick<TaskRecord, 'extras'>, account: WebhookAccount | null): { url: string; isDefault: boolean } | null {
+export function endpointOf(
+  task: Pick<TaskRecord, 'extras'>,
+  account: WebhookAccount | null,
+): { url: string; isDefault: boolean } | null {
   if (task.extras.webhookUrl !== undefined) return { url: task.extras.webhookUrl, isDefault: false };
-  if (account?.defaultUrl !== undefined && account.defaultOffAt === undefined) return { url: account.defaultUrl, isDefault: true };
+  if (account?.defaultUrl !== undefined && account.defaultOffAt === undefined)
+    return { url: account.defaultUrl, isDefault: true };
   return null;
 }
 
@@ -80,7 +89,11 @@ export function endpointOf(task: Pick<TaskRecord, 'extras'>, account: WebhookAcc
  * The polled task with its webhook's state, for a settled task that asked for one (a state not
  * written yet shows as pending, no attempt made).
  */
-export function withWebhookState(view: Record<string, unknown>, task: TaskRecord, state: WebhookState | null): Record<string, unknown> {
+export function withWebhookState(
+  view: Record<string, unknown>,
+  task: TaskRecord,
+  state: WebhookState | null,
+): Record<string, unknown> {
   const event = webhookEvent(task);
   if (event === null || !wantsWebhook(task)) return view;
   return { ...view, webhook: state ?? { id: webhookId(task.id, event), event, status: 'pending', attempts: 0 } };
@@ -95,7 +108,8 @@ export const RETRY_COALESCE_MS = 30_000;
  * state was written), a retry queues it again.
  */
 export function awaitingFirstAttempt(state: WebhookState, id: string, nowMs: number): boolean {
-  if (state.id !== id || state.status !== 'pending' || state.attempts !== 0 || state.nextAttemptAt === undefined) return false;
+  if (state.id !== id || state.status !== 'pending' || state.attempts !== 0 || state.nextAttemptAt === undefined)
+    return false;
   const queuedAt = Date.parse(state.nextAttemptAt);
   return nowMs - queuedAt < RETRY_COALESCE_MS;
 }

@@ -11,7 +11,15 @@ const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 
-export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR];
+export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [
+  5 * SECOND,
+  5 * MINUTE,
+  30 * MINUTE,
+  2 * HOUR,
+  5 * HOUR,
+  10 * HOUR,
+  10 * HOUR,
+];
 export const MIN_RETRY_SPAN_MS = 24 * HOUR;
 export const JITTER = 0.1;
 /** A Retry-After is honoured within these bounds (a receiver cannot park a delivery for ever). */
@@ -23,7 +31,11 @@ export function shortestSpanMs(delays: readonly number[]): number {
 }
 
 /** The delay after the `failed`-th failed attempt (1-based), or null when none is left. */
-export function retryDelayMs(delays: readonly number[], failed: number, random: () => number = Math.random): number | null {
+export function retryDelayMs(
+  delays: readonly number[],
+  failed: number,
+  random: () => number = Math.random,
+): number | null {
   const base = delays[failed - 1];
   if (base === undefined) return null;
   return Math.round(base * (1 - JITTER + 2 * JITTER * random()));
@@ -33,7 +45,11 @@ export function retryDelayMs(delays: readonly number[], failed: number, random: 
 export function retryAfterMs(value: string | undefined, nowMs: number): number | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();
-  const ms = /^\d{1,10}$/.test(text) ? Number(text) * SECOND : /[A-Za-z]/.test(text) && !Number.isNaN(Date.parse(text)) ? Date.parse(text) - nowMs : undefined;
+  const ms = /^\d{1,10}$/.test(text)
+    ? Number(text) * SECOND
+    : /[A-Za-z]/.test(text) && !Number.isNaN(Date.parse(text))
+      ? Date.parse(text) - nowMs
+      : undefined;
   if (ms === undefined) return undefined;
   return Math.min(RETRY_AFTER_BOUNDS_MS.max, Math.max(RETRY_AFTER_BOUNDS_MS.min, ms));
 }
@@ -55,12 +71,19 @@ export type NextStep =
  * account's default endpoint off, delivery.ts); 429 and 503 wait what their Retry-After says;
  * everything else, no answer included, waits the schedule's next delay.
  */
-export function nextStep(result: AttemptResult, attempt: number, delays: readonly number[], nowMs: number, random: () => number = Math.random): NextStep {
+export function nextStep(
+  result: AttemptResult,
+  attempt: number,
+  delays: readonly number[],
+  nowMs: number,
+  random: () => number = Math.random,
+): NextStep {
   const { status } = result;
   if (status !== undefined && status >= 200 && status < 300) return { action: 'done', status: 'delivered' };
   if (status === 410) return { action: 'done', status: 'failed', gone: true, reason: 'the endpoint answered 410 Gone' };
   const scheduled = retryDelayMs(delays, attempt, random);
-  if (scheduled === null) return { action: 'done', status: 'failed', gone: false, reason: `no 2xx answer in ${attempt} attempts` };
+  if (scheduled === null)
+    return { action: 'done', status: 'failed', gone: false, reason: `no 2xx answer in ${attempt} attempts` };
   const asked = status === 429 || status === 503 ? retryAfterMs(result.retryAfter, nowMs) : undefined;
   return { action: 'retry', delayMs: asked ?? scheduled };
 }

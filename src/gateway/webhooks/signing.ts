@@ -16,7 +16,11 @@ export function newWebhookSecret(): string {
 
 /** Whether `text` is a secret in the `whsec_<base64>` form this module makes and reads. */
 export function isWebhookSecret(text: string): boolean {
-  return text.startsWith(SECRET_PREFIX) && /^[A-Za-z0-9+/]+={0,2}$/.test(text.slice(SECRET_PREFIX.length)) && secretKey(text).length >= 16;
+  return (
+    text.startsWith(SECRET_PREFIX) &&
+    /^[A-Za-z0-9+/]+={0,2}$/.test(text.slice(SECRET_PREFIX.length)) &&
+    secretKey(text).length >= 16
+  );
 }
 
 /** The HMAC key: the bytes the base64 after `whsec_` encodes (not the string itself). */
@@ -29,12 +33,22 @@ export function sign(secret: string, id: string, timestampSeconds: number, body:
 }
 
 /** The `webhook-signature` header: one signature per secret. */
-export function signatureHeader(secrets: readonly string[], id: string, timestampSeconds: number, body: string): string {
+export function signatureHeader(
+  secrets: readonly string[],
+  id: string,
+  timestampSeconds: number,
+  body: string,
+): string {
   return secrets.map((s) => sign(s, id, timestampSeconds, body)).join(' ');
 }
 
 /** The three headers of a request (the body is sent exactly as signed). */
-export function webhookHeaders(secrets: readonly string[], id: string, timestampSeconds: number, body: string): Record<string, string> {
+export function webhookHeaders(
+  secrets: readonly string[],
+  id: string,
+  timestampSeconds: number,
+  body: string,
+): Record<string, string> {
   return {
     'webhook-id': id,
     'webhook-timestamp': String(timestampSeconds),

@@ -30,14 +30,23 @@ export class WebhookStore {
   ) {}
 
   account(accountId: string): Promise<Versioned<WebhookAccount> | null> {
-    return readLast(this.jsm, this.names.webhooksStream, this.names.webhookAccountSubject(accountId), webhookAccountSchema);
+    return readLast(
+      this.jsm,
+      this.names.webhooksStream,
+      this.names.webhookAccountSubject(accountId),
+      webhookAccountSchema,
+    );
   }
 
   /**
    * A new secret for the account, returned once. Without `rotate` only for an account that has
    * none; with it, the replaced secret keeps signing for ROTATION_OVERLAP_MS.
    */
-  async newSecret(accountId: string, rotate: boolean, nowMs = Date.now()): Promise<{ secret: string; previousUntil?: string } | { exists: true }> {
+  async newSecret(
+    accountId: string,
+    rotate: boolean,
+    nowMs = Date.now(),
+  ): Promise<{ secret: string; previousUntil?: string } | { exists: true }> {
     let made: { secret: string; previousUntil?: string } | { exists: true } = { exists: true };
     await this.write(accountId, (current) => {
       if (current !== null && !rotate) return null;
@@ -65,14 +74,19 @@ export class WebhookStore {
 
   /** After a 410 from the default endpoint: off, unless the account has set another one since. */
   async turnDefaultOff(accountId: string, url: string, at: string): Promise<void> {
-    await this.write(accountId, (current) => (current?.defaultUrl === url && current.defaultOffAt === undefined ? { ...current, defaultOffAt: at } : null));
+    await this.write(accountId, (current) =>
+      current?.defaultUrl === url && current.defaultOffAt === undefined ? { ...current, defaultOffAt: at } : null,
+    );
   }
 
   /**
    * `change` returns the next record (from the current one, null when none), or null to leave it;
    * run again when another writer got in between. Returns whether a record was written.
    */
-  private async write(accountId: string, change: (current: WebhookAccount | null) => WebhookAccount | null): Promise<boolean> {
+  private async write(
+    accountId: string,
+    change: (current: WebhookAccount | null) => WebhookAccount | null,
+  ): Promise<boolean> {
     for (;;) {
       const current = await this.account(accountId);
       const next = change(current?.value ?? null);
@@ -87,11 +101,17 @@ export class WebhookStore {
   }
 
   async state(taskId: string): Promise<WebhookState | null> {
-    return (await readLast(this.jsm, this.names.webhooksStream, this.names.webhookStateSubject(taskId), webhookStateSchema))?.value ?? null;
+    return (
+      (await readLast(this.jsm, this.names.webhooksStream, this.names.webhookStateSubject(taskId), webhookStateSchema))
+        ?.value ?? null
+    );
   }
 
   async putState(taskId: string, state: WebhookState): Promise<void> {
-    confirmedAck(await this.js.publish(this.names.webhookStateSubject(taskId), JSON.stringify(state)), this.names.webhookStateSubject(taskId));
+    confirmedAck(
+      await this.js.publish(this.names.webhookStateSubject(taskId), JSON.stringify(state)),
+      this.names.webhookStateSubject(taskId),
+    );
   }
 
   /**
@@ -104,9 +124,15 @@ export class WebhookStore {
   async enqueue(task: TaskRecord, again = false, nowMs = Date.now()): Promise<DeliveryMessage | null> {
     const event = webhookEvent(task);
     if (event === null || !wantsWebhook(task)) return null;
-    const message: DeliveryMessage = { webhookId: webhookId(task.id, event), taskId: task.id, accountId: task.accountId, event };
+    const message: DeliveryMessage = {
+      webhookId: webhookId(task.id, event),
+      taskId: task.id,
+      accountId: task.accountId,
+      event,
+    };
     const subject = this.names.webhookQueueSubject(task.id);
-    const queue = async (options: { msgID?: string }) => confirmedAck(await this.js.publish(subject, JSON.stringify(message), options), subject);
+    const queue = async (options: { msgID?: string }) =>
+      confirmedAck(await this.js.publish(subject, JSON.stringify(message), options), subject);
     const due = new Date(nowMs).toISOString();
     if (again) {
       const previous = await this.state(task.id);
@@ -114,7 +140,14 @@ export class WebhookStore {
       // request at once (a storm of retries, several at a time to any URL). Nothing to add.
       if (previous !== null && awaitingFirstAttempt(previous, message.webhookId, nowMs)) return message;
       // The state first: the delivery, once queued, writes its own. The count starts over with the schedule.
-      await this.putState(task.id, { id: message.webhookId, event, status: 'pending', attempts: 0, nextAttemptAt: due, ...(previous?.lastResponse === undefined ? {} : { lastResponse: previous.lastResponse }) });
+      await this.putState(task.id, {
+        id: message.webhookId,
+        event,
+        status: 'pending',
+        attempts: 0,
+        nextAttemptAt: due,
+        ...(previous?.lastResponse === undefined ? {} : { lastResponse: previous.lastResponse }),
+      });
       await queue({});
       return message;
     }
@@ -135,4 +168,3 @@ export class WebhookStore {
     return message;
   }
 }
-

@@ -22,13 +22,20 @@ export async function submissionWebhook(
   policy: TargetPolicy,
   resolve?: Resolver,
 ): Promise<SubmissionWebhook> {
-  const raw = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)['webhook_url'] : undefined;
+  const raw =
+    typeof body === 'object' && body !== null && !Array.isArray(body)
+      ? (body as Record<string, unknown>)['webhook_url']
+      : undefined;
   const account = (await store.account(accountId))?.value ?? null;
-  if (raw === undefined || raw === null) return account?.defaultUrl !== undefined && account.defaultOffAt === undefined ? { webhookDefault: true } : {};
+  if (raw === undefined || raw === null)
+    return account?.defaultUrl !== undefined && account.defaultOffAt === undefined ? { webhookDefault: true } : {};
   const parsed = parseWebhookUrl(raw, policy);
   if ('problem' in parsed) throw invalid(parsed.problem);
   const problem = await destinationProblem(parsed.url, policy, resolve);
   if (problem !== null) throw invalid(`Expected webhook_url to reach a public address but ${problem}`);
-  if (account === null) throw invalid('Expected an account with a webhook secret to sign webhooks but this account has none; the operator makes one with `media-worker accounts webhook-secret`');
+  if (account === null)
+    throw invalid(
+      'Expected an account with a webhook secret to sign webhooks but this account has none; the operator makes one with `media-worker accounts webhook-secret`',
+    );
   return { webhookUrl: parsed.url.toString() };
 }

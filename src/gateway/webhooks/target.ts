@@ -24,8 +24,12 @@ export function resolverFor(policy: TargetPolicy): Resolver {
 
 /** The URL's form (pure): why it cannot be a webhook endpoint, or the parsed URL. */
 export function parseWebhookUrl(raw: unknown, policy: TargetPolicy): { url: URL } | { problem: string } {
-  if (typeof raw !== 'string' || raw.length === 0) return { problem: `Expected webhook_url to be an https URL but received ${JSON.stringify(raw)}` };
-  if (raw.length > MAX_WEBHOOK_URL_LENGTH) return { problem: `Expected webhook_url of at most ${MAX_WEBHOOK_URL_LENGTH} characters but received ${raw.length}` };
+  if (typeof raw !== 'string' || raw.length === 0)
+    return { problem: `Expected webhook_url to be an https URL but received ${JSON.stringify(raw)}` };
+  if (raw.length > MAX_WEBHOOK_URL_LENGTH)
+    return {
+      problem: `Expected webhook_url of at most ${MAX_WEBHOOK_URL_LENGTH} characters but received ${raw.length}`,
+    };
   let url: URL;
   try {
     url = new URL(raw);
@@ -33,10 +37,15 @@ export function parseWebhookUrl(raw: unknown, policy: TargetPolicy): { url: URL 
     return { problem: 'Expected webhook_url to be an absolute https URL but received one that does not parse' };
   }
   const schemes = policy.allowLoopback ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(url.protocol)) return { problem: `Expected webhook_url to be an https URL but received a ${url.protocol} URL` };
-  if (url.username !== '' || url.password !== '') return { problem: 'Expected webhook_url without credentials (user:password@) but received some' };
+  if (!schemes.includes(url.protocol))
+    return { problem: `Expected webhook_url to be an https URL but received a ${url.protocol} URL` };
+  if (url.username !== '' || url.password !== '')
+    return { problem: 'Expected webhook_url without credentials (user:password@) but received some' };
   // Parsing escapes what the URL may not hold as it is (a space becomes %20): the stored form is bounded too.
-  if (url.href.length > MAX_WEBHOOK_URL_LENGTH) return { problem: `Expected webhook_url of at most ${MAX_WEBHOOK_URL_LENGTH} characters, escaped, but received ${url.href.length}` };
+  if (url.href.length > MAX_WEBHOOK_URL_LENGTH)
+    return {
+      problem: `Expected webhook_url of at most ${MAX_WEBHOOK_URL_LENGTH} characters, escaped, but received ${url.href.length}`,
+    };
   return { url };
 }
 
@@ -55,7 +64,11 @@ export function addressProblem(url: URL, address: string, policy: TargetPolicy):
 }
 
 /** The host's addresses (its literal address, or every DNS answer), each judged; why not, or null. */
-export async function destinationProblem(url: URL, policy: TargetPolicy, resolve: Resolver = resolverFor(policy)): Promise<string | null> {
+export async function destinationProblem(
+  url: URL,
+  policy: TargetPolicy,
+  resolve: Resolver = resolverFor(policy),
+): Promise<string | null> {
   const host = bareHost(url);
   let addresses: string[];
   if (isIP(host) !== 0) addresses = [host];

@@ -13,11 +13,32 @@ import { BUNDLED_PHOTOS_DIR } from '../../paths.js';
 import { sha256Hex, writeFileAtomic } from '../convert/convert.js';
 import { decodeModel } from '../convert/onnx-builder.js';
 import { macsPerInputPixel } from '../graph-cost.js';
-import { formatManifest, MANIFEST_SCHEMA_VERSION, superResolutionManifestSchema, type SuperResolutionManifest } from '../manifest.js';
+import {
+  formatManifest,
+  MANIFEST_SCHEMA_VERSION,
+  superResolutionManifestSchema,
+  type SuperResolutionManifest,
+} from '../manifest.js';
 import { defaultModelsDir, type RegistryOptions } from '../model-registry.js';
 import { openSession } from '../session.js';
-import { AdoptError, checkImageGraph, describeAxes, describeOperators, readGraphFacts, type GraphFacts } from './graph-facts.js';
-import { checkTiledAgreement, measureBytesPerPixel, measureReach, photoCrop, probeScaleAndRange, type Range, type ScaleProbe, type TilingAgreement } from './probes.js';
+import {
+  AdoptError,
+  checkImageGraph,
+  describeAxes,
+  describeOperators,
+  readGraphFacts,
+  type GraphFacts,
+} from './graph-facts.js';
+import {
+  checkTiledAgreement,
+  measureBytesPerPixel,
+  measureReach,
+  photoCrop,
+  probeScaleAndRange,
+  type Range,
+  type ScaleProbe,
+  type TilingAgreement,
+} from './probes.js';
 
 const NAME = /^[a-z0-9][a-z0-9.-]*$/;
 /** The tile side adopted networks start from, as the shipped ones (a memory budget may change it). */
@@ -66,33 +87,50 @@ function countMacs(bytes: Uint8Array): number {
     if (!(macs > 0)) throw new Error('it has no convolutions');
     return macs;
   } catch (cause) {
-    throw new AdoptError(`its cost per pixel cannot be counted from the graph (src/inference/graph-cost.ts): ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    throw new AdoptError(
+      `its cost per pixel cannot be counted from the graph (src/inference/graph-cost.ts): ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
   }
 }
 
 /** Checks and measures the network, then writes it into the registry; throws AdoptError (nothing written) when it cannot be used. */
 export async function adoptNetwork(options: AdoptOptions): Promise<AdoptReport> {
   const { name, registry = {}, progress = () => undefined, now = () => new Date() } = options;
-  if (!NAME.test(name)) throw new AdoptError(`Expected --name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`);
+  if (!NAME.test(name))
+    throw new AdoptError(
+      `Expected --name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`,
+    );
   const { manifestPath, filePath } = targets(name, registry);
-  if (existsSync(manifestPath)) throw new AdoptError(`a model named ${name} exists already (${manifestPath}): choose another --name`);
-  if (existsSync(filePath)) throw new AdoptError(`${filePath} exists already: choose another --name, or remove that file`);
+  if (existsSync(manifestPath))
+    throw new AdoptError(`a model named ${name} exists already (${manifestPath}): choose another --name`);
+  if (existsSync(filePath))
+    throw new AdoptError(`${filePath} exists already: choose another --name, or remove that file`);
 
   const source = path.resolve(options.file);
   const bytes = new Uint8Array(
     await readFile(source).catch((cause: unknown) => {
-      throw new AdoptError(`cannot read ${source}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+      throw new AdoptError(`cannot read ${source}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+        cause,
+      });
     }),
   );
   const facts = readGraphFacts(bytes);
-  progress(`graph: input ${facts.input.name} ${describeAxes(facts.input.axes)} ${facts.input.elementType}, output ${facts.output.name} ${describeAxes(facts.output.axes)} ${facts.output.elementType}; opset ${facts.opset}, ${facts.params} parameters${facts.float16Weights ? ', float16 weights' : ''}`);
+  progress(
+    `graph: input ${facts.input.name} ${describeAxes(facts.input.axes)} ${facts.input.elementType}, output ${facts.output.name} ${describeAxes(facts.output.axes)} ${facts.output.elementType}; opset ${facts.opset}, ${facts.params} parameters${facts.float16Weights ? ', float16 weights' : ''}`,
+  );
   checkImageGraph(facts);
   const macs = countMacs(bytes);
   progress(`cost: ${macs} multiply-adds per input pixel (counted from the graph)`);
 
-  const session = await openSession(source, { executionProviders: ['cpu'], threads: options.threads ?? 0 }).catch((cause: unknown) => {
-    throw new AdoptError(`ONNX Runtime cannot open it: ${(cause instanceof Error ? cause.message : String(cause)).split('\n')[0]}`, { cause });
-  });
+  const session = await openSession(source, { executionProviders: ['cpu'], threads: options.threads ?? 0 }).catch(
+    (cause: unknown) => {
+      throw new AdoptError(
+        `ONNX Runtime cannot open it: ${(cause instanceof Error ? cause.message : String(cause)).split('\n')[0]}`,
+        { cause },
+      );
+    },
+  );
   let probe: ScaleProbe;
   let bytesPerPixel: number;
   let reach: number;
@@ -100,18 +138,28 @@ export async function adoptNetwork(options: AdoptOptions): Promise<AdoptReport> 
   try {
     probe = await probeScaleAndRange(session, await photoCrop(PROBE_PHOTO, 40, 32, 180, 120), options.range);
     const tried = probe.psnrByRange.map((p) => `[${p.range.join(', ')}] ${p.psnr.toFixed(1)} dB`).join(', ');
-    progress(`scale: x${probe.scale} (${probe.inputSize} in, ${probe.outputSize} out); input range [${probe.range.join(', ')}] (${options.range === undefined ? 'output against bicubic' : 'given'}: ${tried})`);
-    bytesPerPixel = await measureBytesPerPixel(session, (side) => photoCrop(PROBE_PHOTO, side, side, 0, 0), probe.range);
+    progress(
+      `scale: x${probe.scale} (${probe.inputSize} in, ${probe.outputSize} out); input range [${probe.range.join(', ')}] (${options.range === undefined ? 'output against bicubic' : 'given'}: ${tried})`,
+    );
+    bytesPerPixel = await measureBytesPerPixel(
+      session,
+      (side) => photoCrop(PROBE_PHOTO, side, side, 0, 0),
+      probe.range,
+    );
     progress(`memory: ${bytesPerPixel} bytes per tile input pixel (peak resident set, CPU, float32)`);
     reach = await measureReach(session, LARGE_PHOTO, probe.scale, probe.range);
     progress(`reach: a change of one input pixel moves output up to ${reach} input pixels away: overlap ${reach}`);
     agreement = await checkTiledAgreement(session, LARGE_PHOTO, probe.scale, probe.range, reach);
-    progress(`tiling: ${agreement.width}x${agreement.height} in ${agreement.tiles} tiles of ${agreement.tile} (overlap ${agreement.overlap}) against one untiled call: largest difference ${agreement.maxDiff} (8-bit)`);
+    progress(
+      `tiling: ${agreement.width}x${agreement.height} in ${agreement.tiles} tiles of ${agreement.tile} (overlap ${agreement.overlap}) against one untiled call: largest difference ${agreement.maxDiff} (8-bit)`,
+    );
   } finally {
     await session.release();
   }
   if (agreement.maxDiff > MAX_TILED_DIFF) {
-    throw new AdoptError(`tiled and untiled runs disagree by ${agreement.maxDiff} (8-bit) at overlap ${agreement.overlap}, more than ${MAX_TILED_DIFF}: the network reaches further than measured`);
+    throw new AdoptError(
+      `tiled and untiled runs disagree by ${agreement.maxDiff} (8-bit) at overlap ${agreement.overlap}, more than ${MAX_TILED_DIFF}: the network reaches further than measured`,
+    );
   }
 
   const adoptedAt = now().toISOString();
@@ -119,7 +167,8 @@ export async function adoptNetwork(options: AdoptOptions): Promise<AdoptReport> 
     schemaVersion: MANIFEST_SCHEMA_VERSION,
     name,
     task: 'super-resolution',
-    description: options.description ?? `x${probe.scale} super-resolution network adopted from ${path.basename(source)}`,
+    description:
+      options.description ?? `x${probe.scale} super-resolution network adopted from ${path.basename(source)}`,
     file: path.basename(filePath),
     sha256: sha256Hex(bytes),
     bytes: bytes.byteLength,
@@ -150,5 +199,8 @@ export async function adoptNetwork(options: AdoptOptions): Promise<AdoptReport> 
 
 /** The fields an operator still has to fill in: an adopted network's licence and provenance. */
 export function unfilledFields(manifest: Pick<SuperResolutionManifest, 'licence' | 'source'>): string[] {
-  return [...(manifest.licence === null ? ['licence'] : []), ...(manifest.source.kind === 'adopted' && manifest.source.url === null ? ['source.url'] : [])];
+  return [
+    ...(manifest.licence === null ? ['licence'] : []),
+    ...(manifest.source.kind === 'adopted' && manifest.source.url === null ? ['source.url'] : []),
+  ];
 }

@@ -69,7 +69,10 @@ export function readGraphFacts(bytes: Uint8Array): GraphFacts {
   try {
     model = decodeModel(bytes);
   } catch (cause) {
-    throw new AdoptError(`not an ONNX model: its bytes do not decode as one (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
+    throw new AdoptError(
+      `not an ONNX model: its bytes do not decode as one (${cause instanceof Error ? cause.message : String(cause)})`,
+      { cause },
+    );
   }
   const graph = model.graph;
   if (graph === null || graph === undefined || (graph.node ?? []).length === 0) {
@@ -86,12 +89,17 @@ export function readGraphFacts(bytes: Uint8Array): GraphFacts {
   }
   const counts = new Map<string, number>();
   for (const node of graph.node ?? []) counts.set(node.opType ?? '?', (counts.get(node.opType ?? '?') ?? 0) + 1);
-  const opset = (model.opsetImport ?? []).find((o) => o.domain === '' || o.domain === 'ai.onnx' || o.domain === null || o.domain === undefined);
+  const opset = (model.opsetImport ?? []).find(
+    (o) => o.domain === '' || o.domain === 'ai.onnx' || o.domain === null || o.domain === undefined,
+  );
   return {
     input: tensorFacts(inputs[0]!),
     output: tensorFacts(outputs[0]!),
     opset: opset?.version === undefined || opset.version === null ? 0 : Number(opset.version),
-    params: (graph.initializer ?? []).reduce((sum, t) => sum + (t.dims ?? []).reduce((n: number, d) => n * Number(d), 1), 0),
+    params: (graph.initializer ?? []).reduce(
+      (sum, t) => sum + (t.dims ?? []).reduce((n: number, d) => n * Number(d), 1),
+      0,
+    ),
     operators: [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])),
     float16Weights: (graph.initializer ?? []).some((t) => t.dataType === 10),
   };
@@ -102,19 +110,29 @@ export function readGraphFacts(bytes: Uint8Array): GraphFacts {
  * 3 channels in and out, height and width free (tiles and images of any size). Throws AdoptError.
  */
 export function checkImageGraph(facts: GraphFacts): void {
-  for (const [role, t] of [['input', facts.input], ['output', facts.output]] as const) {
+  for (const [role, t] of [
+    ['input', facts.input],
+    ['output', facts.output],
+  ] as const) {
     if (t.elementType === 'float16') {
       throw new AdoptError(
         `float16 ${role} ${t.name}: the tiling engine feeds and reads float32; adopt the float32 graph (a graph with float16 weights inside and float32 input and output, like models/*-fp16.onnx, is accepted)`,
       );
     }
-    if (t.elementType !== 'float32') throw new AdoptError(`not a super-resolution network for this engine: its ${role} ${t.name} is ${t.elementType}, where float32 is expected`);
+    if (t.elementType !== 'float32')
+      throw new AdoptError(
+        `not a super-resolution network for this engine: its ${role} ${t.name} is ${t.elementType}, where float32 is expected`,
+      );
     if (t.axes.length !== 4) {
-      throw new AdoptError(`not a super-resolution network: its ${role} ${t.name} has shape ${describeAxes(t.axes)}, where an NCHW image [batch, 3, height, width] is expected`);
+      throw new AdoptError(
+        `not a super-resolution network: its ${role} ${t.name} has shape ${describeAxes(t.axes)}, where an NCHW image [batch, 3, height, width] is expected`,
+      );
     }
     const channels = t.axes[1]!;
     if ('fixed' in channels && channels.fixed !== 3) {
-      throw new AdoptError(`not an RGB super-resolution network: its ${role} ${t.name} has ${channels.fixed} channels (shape ${describeAxes(t.axes)}), where 3 are expected`);
+      throw new AdoptError(
+        `not an RGB super-resolution network: its ${role} ${t.name} has ${channels.fixed} channels (shape ${describeAxes(t.axes)}), where 3 are expected`,
+      );
     }
   }
   const [, , h, w] = facts.input.axes;

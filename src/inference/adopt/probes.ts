@@ -30,7 +30,8 @@ export function toPlanar(image: RgbImage, range: Range): Float32Array {
   const plane = image.width * image.height;
   const out = new Float32Array(3 * plane);
   const k = (range[1] - range[0]) / 255;
-  for (let i = 0; i < plane; i += 1) for (let c = 0; c < 3; c += 1) out[c * plane + i] = range[0] + image.data[i * 3 + c]! * k;
+  for (let i = 0; i < plane; i += 1)
+    for (let c = 0; c < 3; c += 1) out[c * plane + i] = range[0] + image.data[i * 3 + c]! * k;
   return out;
 }
 
@@ -42,8 +43,17 @@ function toEightBit(values: Float32Array, range: Range): Float32Array {
 
 /** A crop of a photo as 8-bit RGB. */
 export async function photoCrop(file: string, width: number, height: number, left = 0, top = 0): Promise<RgbImage> {
-  const { data, info } = await sharp(file).removeAlpha().extract({ left, top, width, height }).raw().toBuffer({ resolveWithObject: true });
-  return { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, channels: 3 };
+  const { data, info } = await sharp(file)
+    .removeAlpha()
+    .extract({ left, top, width, height })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  return {
+    data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    width: info.width,
+    height: info.height,
+    channels: 3,
+  };
 }
 
 async function runImage(runner: TensorRunner, image: RgbImage, range: Range): Promise<TensorOutput> {
@@ -51,7 +61,9 @@ async function runImage(runner: TensorRunner, image: RgbImage, range: Range): Pr
     return await runner.run(toPlanar(image, range), [1, 3, image.height, image.width]);
   } catch (cause) {
     const first = (cause instanceof Error ? cause.message : String(cause)).split('\n')[0];
-    throw new AdoptError(`ONNX Runtime cannot run it on a ${image.width}x${image.height} RGB image: ${first}`, { cause });
+    throw new AdoptError(`ONNX Runtime cannot run it on a ${image.width}x${image.height} RGB image: ${first}`, {
+      cause,
+    });
   }
 }
 
@@ -85,17 +97,24 @@ export async function probeScaleAndRange(runner: TensorRunner, photo: RgbImage, 
   const inputSize = `${photo.width}x${photo.height}`;
   const outputSize = first.dims.join('x');
   if (first.dims.length !== 4 || n !== 1 || c !== 3 || h === undefined || w === undefined) {
-    throw new AdoptError(`not a super-resolution network: a 1x3x${photo.height}x${photo.width} input gives an output of shape ${outputSize}, where 1x3xHxW is expected`);
+    throw new AdoptError(
+      `not a super-resolution network: a 1x3x${photo.height}x${photo.width} input gives an output of shape ${outputSize}, where 1x3xHxW is expected`,
+    );
   }
   const scale = h / photo.height;
   if (!Number.isInteger(scale) || scale < 2 || w / photo.width !== scale) {
-    throw new AdoptError(`not a super-resolution network: a ${inputSize} input gives ${w}x${h}, which is no integer scale of at least 2 on both axes`);
+    throw new AdoptError(
+      `not a super-resolution network: a ${inputSize} input gives ${w}x${h}, which is no integer scale of at least 2 on both axes`,
+    );
   }
   const bicubic = await sharp(photo.data, { raw: { width: photo.width, height: photo.height, channels: 3 } })
     .resize(photo.width * scale, photo.height * scale, { kernel: 'cubic', fit: 'fill' })
     .raw()
     .toBuffer();
-  const planarBicubic = toPlanar({ data: new Uint8Array(bicubic), width: photo.width * scale, height: photo.height * scale, channels: 3 }, [0, 255]);
+  const planarBicubic = toPlanar(
+    { data: new Uint8Array(bicubic), width: photo.width * scale, height: photo.height * scale, channels: 3 },
+    [0, 255],
+  );
   const reference = Uint8Array.from(planarBicubic);
   const psnrByRange: ScaleProbe['psnrByRange'] = [];
   for (const range of given === undefined ? CANDIDATE_RANGES : [given]) {
@@ -103,7 +122,10 @@ export async function probeScaleAndRange(runner: TensorRunner, photo: RgbImage, 
     psnrByRange.push({ range, psnr: psnr(toEightBit(out.data, range), reference) });
   }
   const best = psnrByRange.reduce((a, b) => (b.psnr > a.psnr ? b : a));
-  const flat = psnr(new Float32Array(reference.length).fill(reference.reduce((sum, v) => sum + v, 0) / reference.length), reference);
+  const flat = psnr(
+    new Float32Array(reference.length).fill(reference.reduce((sum, v) => sum + v, 0) / reference.length),
+    reference,
+  );
   const needed = Math.max(MIN_PSNR_DB, flat + NULL_MARGIN_DB);
   if (best.psnr < needed) {
     const tried = psnrByRange.map((p) => `[${p.range.join(', ')}] ${p.psnr.toFixed(1)} dB`).join(', ');
@@ -124,19 +146,30 @@ const REACH_THRESHOLD = 1e-3;
  * tiles give the untiled result. Measured by changing the centre pixel of a photo crop and finding
  * the farthest output pixel that moved; a crop whose border the change reaches is doubled.
  */
-export async function measureReach(runner: TensorRunner, photoFile: string, scale: number, range: Range): Promise<number> {
+export async function measureReach(
+  runner: TensorRunner,
+  photoFile: string,
+  scale: number,
+  range: Range,
+): Promise<number> {
   for (const side of REACH_SIDES) {
     const base = await photoCrop(photoFile, side, side, 40, 40);
     const changed: RgbImage = { ...base, data: Uint8Array.from(base.data) };
     const centre = (side - 1) / 2;
-    for (let c = 0; c < 3; c += 1) changed.data[(centre * side + centre) * 3 + c] = 255 - base.data[(centre * side + centre) * 3 + c]!;
+    for (let c = 0; c < 3; c += 1)
+      changed.data[(centre * side + centre) * 3 + c] = 255 - base.data[(centre * side + centre) * 3 + c]!;
     const a = toEightBit((await runImage(runner, base, range)).data, range);
     const b = toEightBit((await runImage(runner, changed, range)).data, range);
     const outSide = side * scale;
     const plane = outSide * outSide;
     let reach = 0;
     for (let i = 0; i < plane; i += 1) {
-      if (Math.abs(a[i]! - b[i]!) <= REACH_THRESHOLD && Math.abs(a[plane + i]! - b[plane + i]!) <= REACH_THRESHOLD && Math.abs(a[2 * plane + i]! - b[2 * plane + i]!) <= REACH_THRESHOLD) continue;
+      if (
+        Math.abs(a[i]! - b[i]!) <= REACH_THRESHOLD &&
+        Math.abs(a[plane + i]! - b[plane + i]!) <= REACH_THRESHOLD &&
+        Math.abs(a[2 * plane + i]! - b[2 * plane + i]!) <= REACH_THRESHOLD
+      )
+        continue;
       // Distance from the changed pixel's footprint, in input pixels.
       const y = Math.floor(Math.floor(i / outSide) / scale);
       const x = Math.floor((i % outSide) / scale);
@@ -155,7 +188,12 @@ export async function measureReach(runner: TensorRunner, photoFile: string, scal
  * process's peak resident set from a warm 16-pixel call to calls of two sides, the slope between
  * them (what does not grow with the tile left out). Run it before any larger call raises the peak.
  */
-export async function measureBytesPerPixel(runner: TensorRunner, photo: (side: number) => Promise<RgbImage>, range: Range, sides: readonly [number, number] = [96, 192]): Promise<number> {
+export async function measureBytesPerPixel(
+  runner: TensorRunner,
+  photo: (side: number) => Promise<RgbImage>,
+  range: Range,
+  sides: readonly [number, number] = [96, 192],
+): Promise<number> {
   await runImage(runner, await photo(16), range);
   const peaks: number[] = [];
   for (const side of sides) {
@@ -179,7 +217,13 @@ export interface TilingAgreement {
 }
 
 /** Tiles that must agree with one untiled call: a crop two small tiles wide and high, with the manifest's overlap. */
-export async function checkTiledAgreement(runner: TensorRunner, photoFile: string, scale: number, range: Range, overlap: number): Promise<TilingAgreement> {
+export async function checkTiledAgreement(
+  runner: TensorRunner,
+  photoFile: string,
+  scale: number,
+  range: Range,
+  overlap: number,
+): Promise<TilingAgreement> {
   const tile = Math.ceil((2 * overlap + 24) / 8) * 8;
   const side = 2 * tile - 2 * overlap;
   const image = await photoCrop(photoFile, side, side, 100, 60);
@@ -187,6 +231,7 @@ export async function checkTiledAgreement(runner: TensorRunner, photoFile: strin
   const untiled = await upscaleRgb(model, image, { tile: side, overlap: 0 });
   const tiled = await upscaleRgb(model, image, { tile, overlap, fitTile: false });
   let maxDiff = 0;
-  for (let i = 0; i < tiled.data.length; i += 1) maxDiff = Math.max(maxDiff, Math.abs(tiled.data[i]! - untiled.data[i]!));
+  for (let i = 0; i < tiled.data.length; i += 1)
+    maxDiff = Math.max(maxDiff, Math.abs(tiled.data[i]! - untiled.data[i]!));
   return { tile, overlap, width: side, height: side, tiles: tiled.tiles, maxDiff };
 }

@@ -57,13 +57,26 @@ export function graphConventions(
   const [low, high] = nativeRange;
   if (low !== 0 || (high !== 1 && high !== 255)) return undefined;
   const rangeFactor = GRAPH_RANGE[1] / high;
-  return { inputName: INPUT_NAME, outputName: OUTPUT_NAME, inputScale: 1 / rangeFactor, outputScale: rangeFactor, opset: ONNX_OPSET };
+  return {
+    inputName: INPUT_NAME,
+    outputName: OUTPUT_NAME,
+    inputScale: 1 / rangeFactor,
+    outputScale: rangeFactor,
+    opset: ONNX_OPSET,
+  };
 }
 
 /** The bytes of `converted`, hashed, with what its converter measured. */
 export function encodeConverted(name: string, converted: ConvertedGraph): EncodedGraph {
   const bytes = encodeModel(converted.model);
-  return { name, bytes, sha256: sha256Hex(bytes), scale: converted.scale, params: converted.params, receptiveFieldRadius: converted.receptiveFieldRadius };
+  return {
+    name,
+    bytes,
+    sha256: sha256Hex(bytes),
+    scale: converted.scale,
+    params: converted.params,
+    receptiveFieldRadius: converted.receptiveFieldRadius,
+  };
 }
 
 export interface ConvertOptions {
@@ -71,7 +84,11 @@ export interface ConvertOptions {
   resolveFrom?: string;
 }
 
-export async function convertTfjsSource(name: string, source: TfjsSource, options: ConvertOptions = {}): Promise<ConversionResult> {
+export async function convertTfjsSource(
+  name: string,
+  source: TfjsSource,
+  options: ConvertOptions = {},
+): Promise<ConversionResult> {
   const installed = await packageRoot(source.package, options.resolveFrom);
   if (installed.version !== source.version) {
     throw new ModelSourceError(
@@ -86,7 +103,9 @@ export async function convertTfjsSource(name: string, source: TfjsSource, option
   const [low, high] = source.nativeRange;
   const conventions = graphConventions(source.nativeRange);
   if (conventions === undefined) {
-    throw new ModelSourceError(`Expected a native range of [0, 1] or [0, 255] for model ${name} but received [${low}, ${high}]`);
+    throw new ModelSourceError(
+      `Expected a native range of [0, 1] or [0, 255] for model ${name} but received [${low}, ${high}]`,
+    );
   }
   const converted = kerasToOnnx(tfjs, {
     ...conventions,

@@ -6,7 +6,15 @@
  * output scale. Each converter keeps what its format decides (layer parsing, messages, node order
  * around a convolution), so the bytes each emits are its own.
  */
-import { buildModel, floatTensor, floatValueInfo, node, type OnnxModel, type OnnxNode, type OnnxTensor } from './onnx-builder.js';
+import {
+  buildModel,
+  floatTensor,
+  floatValueInfo,
+  node,
+  type OnnxModel,
+  type OnnxNode,
+  type OnnxTensor,
+} from './onnx-builder.js';
 import type { ConvWeights } from './upsample-conv.js';
 
 export interface ConverterOptions {
@@ -76,14 +84,17 @@ export class GraphParts {
 
   /** A scalar initializer, added once however many nodes read it; returns its name. */
   scalar(name: string, value: number): string {
-    if (!this.initializers.some((t) => t.name === name)) this.initializers.push(floatTensor(name, [], Float32Array.of(value)));
+    if (!this.initializers.some((t) => t.name === name))
+      this.initializers.push(floatTensor(name, [], Float32Array.of(value)));
     return name;
   }
 
   /** The tensor the network reads: the graph input, times the input scale unless the first convolutions carry it. */
   input(options: ConverterOptions, inputScaleFolded: boolean): string {
     if (options.inputScale === 1 || inputScaleFolded) return options.inputName;
-    this.nodes.push(node('Mul', [options.inputName, this.scalar('input_scale', options.inputScale)], ['input_scaled'], 'input_scale'));
+    this.nodes.push(
+      node('Mul', [options.inputName, this.scalar('input_scale', options.inputScale)], ['input_scaled'], 'input_scale'),
+    );
     return 'input_scaled';
   }
 
@@ -122,11 +133,16 @@ export class GraphParts {
    * The model: `output` times the output scale (unless the last convolution carries it), renamed
    * to the graph's output name, with what the walk measured.
    */
-  finish(options: ConverterOptions, walk: { output: TensorState; outputScaleFolded: boolean; inputChannels: number; params: number }): ConvertedGraph {
+  finish(
+    options: ConverterOptions,
+    walk: { output: TensorState; outputScaleFolded: boolean; inputChannels: number; params: number },
+  ): ConvertedGraph {
     const { output, inputChannels } = walk;
     let finalName = output.onnxName;
     if (options.outputScale !== 1 && !walk.outputScaleFolded) {
-      this.nodes.push(node('Mul', [finalName, this.scalar('output_scale', options.outputScale)], ['output_scaled'], 'output_scale'));
+      this.nodes.push(
+        node('Mul', [finalName, this.scalar('output_scale', options.outputScale)], ['output_scaled'], 'output_scale'),
+      );
       finalName = 'output_scaled';
     }
     const renamed = this.nodes.map((n) => ({

@@ -66,7 +66,14 @@ export function toHalfPrecision(model: OnnxModel): OnnxModel {
   const graph = model.graph;
   const inputName = graph?.input?.[0]?.name;
   const outputName = graph?.output?.[0]?.name;
-  if (graph === null || graph === undefined || graph.input?.length !== 1 || graph.output?.length !== 1 || !inputName || !outputName) {
+  if (
+    graph === null ||
+    graph === undefined ||
+    graph.input?.length !== 1 ||
+    graph.output?.length !== 1 ||
+    !inputName ||
+    !outputName
+  ) {
     throw new RangeError('Expected a graph with one input and one output to convert to float16');
   }
   const keepFloat32 = new Set<string>();
@@ -95,7 +102,9 @@ export function toHalfPrecision(model: OnnxModel): OnnxModel {
       initializer: (graph.initializer ?? []).map((t) =>
         t.dataType === DataType.FLOAT && !keepFloat32.has(t.name ?? '') ? toFloat16Tensor(t) : t,
       ),
-      valueInfo: (graph.valueInfo ?? []).map((v) => (v.type?.tensorType?.elemType === DataType.FLOAT ? setElemType(v, DataType.FLOAT16) : v)),
+      valueInfo: (graph.valueInfo ?? []).map((v) =>
+        v.type?.tensorType?.elemType === DataType.FLOAT ? setElemType(v, DataType.FLOAT16) : v,
+      ),
     },
   };
 }

@@ -15,7 +15,12 @@ export {
 export { buildUpscalerManifest, UPSCALERJS_TILE_DEFAULTS } from './manifest-builder.js';
 export { kerasToOnnx, type KerasToOnnxOptions } from './keras-to-onnx.js';
 export type { ConvertedGraph } from './graph-walk.js';
-export { loadTfjsLayersModel, parseTfjsLayersModel, TfjsModelFormatError, type TfjsLayersModel } from './tfjs-layers-model.js';
+export {
+  loadTfjsLayersModel,
+  parseTfjsLayersModel,
+  TfjsModelFormatError,
+  type TfjsLayersModel,
+} from './tfjs-layers-model.js';
 export {
   installedSource,
   modelName,
@@ -30,7 +35,13 @@ export {
   type UpscalerVariant,
 } from './upscalerjs.js';
 export * from './onnx-builder.js';
-export { buildHalfPrecisionManifest, float16Bits, halfPrecisionBytes, halfPrecisionName, toHalfPrecision } from './half-precision.js';
+export {
+  buildHalfPrecisionManifest,
+  float16Bits,
+  halfPrecisionBytes,
+  halfPrecisionName,
+  toHalfPrecision,
+} from './half-precision.js';
 export { REALESRGAN_NETWORKS, buildRealEsrganManifest, convertNcnnFiles } from './realesrgan.js';
 export {
   activationQuantization,

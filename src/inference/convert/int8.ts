@@ -11,7 +11,16 @@
  */
 import onnxProto from 'onnx-proto';
 import { z } from 'zod';
-import { decodeModel, encodeModel, floatTensor, floatTensorValues, node, type OnnxModel, type OnnxNode, type OnnxTensor } from './onnx-builder.js';
+import {
+  decodeModel,
+  encodeModel,
+  floatTensor,
+  floatTensorValues,
+  node,
+  type OnnxModel,
+  type OnnxNode,
+  type OnnxTensor,
+} from './onnx-builder.js';
 
 const { DataType } = onnxProto.onnx.TensorProto;
 
@@ -30,7 +39,10 @@ export const int8CalibrationSchema = z.object({
   /** Convolution nodes left in float32 (the most sensitive ones, chosen by the calibration). */
   keepFloat: z.array(z.string().min(1)),
   /** Tensor name to [low, high], for the input and output of every quantized convolution. */
-  ranges: z.record(z.string().min(1), z.tuple([z.number(), z.number()]).refine(([low, high]) => low <= high, 'Expected low <= high')),
+  ranges: z.record(
+    z.string().min(1),
+    z.tuple([z.number(), z.number()]).refine(([low, high]) => low <= high, 'Expected low <= high'),
+  ),
   /**
    * Per quantized convolution, per output channel: the mean by which the int8 graph's output
    * exceeded the float32 graph's on the calibration crops, taken off the bias (empirical bias
@@ -70,7 +82,8 @@ export function activationQuantization(low: number, high: number): { scale: numb
 /** int8 weights, symmetric per output channel (axis 0) in [-127, 127], and their scales. */
 export function quantizeWeights(weights: Float32Array, channels: number): { values: Int8Array; scales: Float32Array } {
   const per = weights.length / channels;
-  if (!Number.isInteger(per)) throw new RangeError(`Expected ${weights.length} weights to split into ${channels} channels`);
+  if (!Number.isInteger(per))
+    throw new RangeError(`Expected ${weights.length} weights to split into ${channels} channels`);
   const values = new Int8Array(weights.length);
   const scales = new Float32Array(channels);
   for (let c = 0; c < channels; c += 1) {
@@ -85,7 +98,14 @@ export function quantizeWeights(weights: Float32Array, channels: number): { valu
   return { values, scales };
 }
 
-function rawTensor(name: string, dims: readonly number[], dataType: number, bytesPer: number, write: (view: DataView, i: number) => void, length: number): OnnxTensor {
+function rawTensor(
+  name: string,
+  dims: readonly number[],
+  dataType: number,
+  bytesPer: number,
+  write: (view: DataView, i: number) => void,
+  length: number,
+): OnnxTensor {
   const raw = new Uint8Array(length * bytesPer);
   const view = new DataView(raw.buffer);
   for (let i = 0; i < length; i += 1) write(view, i);
@@ -104,7 +124,11 @@ export function quantizableConvs(model: OnnxModel, keepFloat: readonly string[] 
   const initializers = new Set((model.graph?.initializer ?? []).map((t) => t.name));
   const kept = new Set(keepFloat);
   return (model.graph?.node ?? []).filter(
-    (n) => n.opType === 'Conv' && !kept.has(n.name ?? '') && initializers.has(n.input?.[1] ?? '') && (n.input?.[2] === undefined || initializers.has(n.input[2] ?? '')),
+    (n) =>
+      n.opType === 'Conv' &&
+      !kept.has(n.name ?? '') &&
+      initializers.has(n.input?.[1] ?? '') &&
+      (n.input?.[2] === undefined || initializers.has(n.input[2] ?? '')),
   );
 }
 
@@ -133,15 +157,20 @@ function mapFloats(tensor: OnnxTensor, f: (value: number, index: number) => numb
 function equalizationPartner(model: OnnxModel, conv: OnnxNode): OnnxNode | undefined {
   const graph = model.graph ?? {};
   const outputs = new Set((graph.output ?? []).map((o) => o.name ?? ''));
-  const readers = (tensor: string) => (outputs.has(tensor) ? [] : (graph.node ?? []).filter((n) => (n.input ?? []).includes(tensor)));
+  const readers = (tensor: string) =>
+    outputs.has(tensor) ? [] : (graph.node ?? []).filter((n) => (n.input ?? []).includes(tensor));
   const prelu = readers(conv.output?.[0] ?? '');
   const next = prelu.length === 1 && prelu[0]?.opType === 'PRelu' ? readers(prelu[0].output?.[0] ?? '') : [];
-  return next.length === 1 && next[0]?.opType === 'Conv' && next[0].input?.[0] === prelu[0]?.output?.[0] ? next[0] : undefined;
+  return next.length === 1 && next[0]?.opType === 'Conv' && next[0].input?.[0] === prelu[0]?.output?.[0]
+    ? next[0]
+    : undefined;
 }
 
 /** The convolutions equalizeChannels can scale. */
 export function equalizableConvs(model: OnnxModel): string[] {
-  return (model.graph?.node ?? []).filter((n) => n.opType === 'Conv' && equalizationPartner(model, n) !== undefined).map((n) => n.name ?? '');
+  return (model.graph?.node ?? [])
+    .filter((n) => n.opType === 'Conv' && equalizationPartner(model, n) !== undefined)
+    .map((n) => n.name ?? '');
 }
 
 export function equalizeChannels(model: OnnxModel, scales: Readonly<Record<string, readonly number[]>>): OnnxModel {
@@ -157,23 +186,40 @@ export function equalizeChannels(model: OnnxModel, scales: Readonly<Record<strin
     const conv = nodes.find((n) => n.name === convName && n.opType === 'Conv');
     const next = conv === undefined ? undefined : equalizationPartner(model, conv);
     if (conv === undefined || next === undefined) {
-      throw new RangeError(`Expected ${convName} to be a convolution read by one PReLU that one convolution reads, to equalize its channels`);
+      throw new RangeError(
+        `Expected ${convName} to be a convolution read by one PReLU that one convolution reads, to equalize its channels`,
+      );
     }
     const [, w = '', b] = conv.input ?? [];
     const weight = initializer(w);
     const [channels = 0, ...rest] = (weight.dims ?? []).map(Number);
-    if (factors.length !== channels) throw new RangeError(`Expected ${channels} equalization factors for ${convName} but received ${factors.length}`);
+    if (factors.length !== channels)
+      throw new RangeError(`Expected ${channels} equalization factors for ${convName} but received ${factors.length}`);
     const per = rest.reduce((a, d) => a * d, 1);
-    replaced.set(w, mapFloats(weight, (v, i) => v * (factors[Math.floor(i / per)] as number)));
-    if (b !== undefined && b !== '') replaced.set(b, mapFloats(initializer(b), (v, i) => v * (factors[i] as number)));
+    replaced.set(
+      w,
+      mapFloats(weight, (v, i) => v * (factors[Math.floor(i / per)] as number)),
+    );
+    if (b !== undefined && b !== '')
+      replaced.set(
+        b,
+        mapFloats(initializer(b), (v, i) => v * (factors[i] as number)),
+      );
     const nextWeight = next.input?.[1] ?? '';
     const nextDims = (initializer(nextWeight).dims ?? []).map(Number);
     const kernel = (nextDims[2] ?? 1) * (nextDims[3] ?? 1);
     const inputs = nextDims[1] ?? 0;
-    if (inputs !== channels) throw new RangeError(`Expected ${next.name} to read ${channels} channels but it reads ${inputs}`);
-    replaced.set(nextWeight, mapFloats(initializer(nextWeight), (v, i) => v / (factors[Math.floor(i / kernel) % inputs] as number)));
+    if (inputs !== channels)
+      throw new RangeError(`Expected ${next.name} to read ${channels} channels but it reads ${inputs}`);
+    replaced.set(
+      nextWeight,
+      mapFloats(initializer(nextWeight), (v, i) => v / (factors[Math.floor(i / kernel) % inputs] as number)),
+    );
   }
-  return { ...model, graph: { ...graph, initializer: (graph.initializer ?? []).map((t) => replaced.get(t.name ?? '') ?? t) } };
+  return {
+    ...model,
+    graph: { ...graph, initializer: (graph.initializer ?? []).map((t) => replaced.get(t.name ?? '') ?? t) },
+  };
 }
 
 /** The QDQ int8 graph of a float32 graph with the calibration's ranges (see the module comment). */
@@ -185,10 +231,16 @@ export function toInt8(float32: OnnxModel, calibration: Int8Calibration): OnnxMo
   // Per-channel DequantizeLinear (the weights) needs opset 13.
   if (opset < 13) throw new RangeError(`Expected a graph of opset 13 or later to quantize but it is of opset ${opset}`);
   const convs = quantizableConvs(model, calibration.keepFloat);
-  const unknownKept = calibration.keepFloat.filter((name) => !(graph.node ?? []).some((n) => n.name === name && n.opType === 'Conv'));
-  if (unknownKept.length > 0) throw new RangeError(`Expected convolution names in keepFloat but the graph has no ${unknownKept.join(', ')}`);
+  const unknownKept = calibration.keepFloat.filter(
+    (name) => !(graph.node ?? []).some((n) => n.name === name && n.opType === 'Conv'),
+  );
+  if (unknownKept.length > 0)
+    throw new RangeError(`Expected convolution names in keepFloat but the graph has no ${unknownKept.join(', ')}`);
   const initializers = new Map((graph.initializer ?? []).map((t) => [t.name ?? '', t]));
-  const taken = new Set<string>([...initializers.keys(), ...(graph.node ?? []).flatMap((n) => [...(n.input ?? []), ...(n.output ?? [])])]);
+  const taken = new Set<string>([
+    ...initializers.keys(),
+    ...(graph.node ?? []).flatMap((n) => [...(n.input ?? []), ...(n.output ?? [])]),
+  ]);
   const fresh = (name: string): string => {
     if (taken.has(name)) throw new RangeError(`Expected no tensor named ${name} in the graph before quantizing it`);
     taken.add(name);
@@ -205,7 +257,10 @@ export function toInt8(float32: OnnxModel, calibration: Int8Calibration): OnnxMo
     const existing = dequantized.get(tensor);
     if (existing !== undefined) return existing;
     const range = calibration.ranges[tensor];
-    if (range === undefined) throw new RangeError(`Expected a calibrated range for tensor ${tensor} but the calibration of ${calibration.of} has none`);
+    if (range === undefined)
+      throw new RangeError(
+        `Expected a calibrated range for tensor ${tensor} but the calibration of ${calibration.of} has none`,
+      );
     const { scale, zeroPoint } = activationQuantization(range[0], range[1]);
     const scaleName = fresh(`${tensor}.qscale`);
     const zeroName = fresh(`${tensor}.qzero`);
@@ -223,10 +278,16 @@ export function toInt8(float32: OnnxModel, calibration: Int8Calibration): OnnxMo
 
   const replacedInitializers = new Set<string>();
   const convInputs = new Map<OnnxNode, string[]>();
-  const produced = new Set([...(graph.input ?? []).map((i) => i.name ?? ''), ...(graph.node ?? []).flatMap((n) => n.output ?? [])]);
+  const produced = new Set([
+    ...(graph.input ?? []).map((i) => i.name ?? ''),
+    ...(graph.node ?? []).flatMap((n) => n.output ?? []),
+  ]);
   for (const conv of convs) {
     const [x = '', w = '', b] = conv.input ?? [];
-    if (!produced.has(x)) throw new RangeError(`Expected ${conv.name}'s input ${x} to come from a node or the graph's input to quantize it`);
+    if (!produced.has(x))
+      throw new RangeError(
+        `Expected ${conv.name}'s input ${x} to come from a node or the graph's input to quantize it`,
+      );
     const y = conv.output?.[0] ?? '';
     const xdq = quantizeActivation(x);
     // The output's Q/DQ pair too: without it ONNX Runtime runs no int8 kernel (x4fast: 1.1x slower than float32, not 2x faster).
@@ -239,27 +300,39 @@ export function toInt8(float32: OnnxModel, calibration: Int8Calibration): OnnxMo
     const wScale = fresh(`${w}.qscale`);
     const wZero = fresh(`${w}.qzero`);
     const wdq = fresh(`${w}.dq`);
-    added.push(int8Tensor(wq, dims, values), floatTensor(wScale, [channels], scales), int8Tensor(wZero, [channels], new Int8Array(channels)));
+    added.push(
+      int8Tensor(wq, dims, values),
+      floatTensor(wScale, [channels], scales),
+      int8Tensor(wZero, [channels], new Int8Array(channels)),
+    );
     weightNodes.push(node('DequantizeLinear', [wq, wScale, wZero], [wdq], `${w}.dequantize`, { axis: 0 }));
     replacedInitializers.add(w);
     const inputs = [xdq, wdq];
     if (b !== undefined && b !== '') {
       const correction = calibration.biasCorrection?.[conv.name ?? ''];
-      if (correction !== undefined && correction.length !== channels) throw new RangeError(`Expected ${channels} bias corrections for ${conv.name} but received ${correction.length}`);
+      if (correction !== undefined && correction.length !== channels)
+        throw new RangeError(
+          `Expected ${channels} bias corrections for ${conv.name} but received ${correction.length}`,
+        );
       const bias = floatTensorValues(initializers.get(b) as OnnxTensor).map((v, i) => v - (correction?.[i] ?? 0));
       const xScale = activationScale.get(x) as number;
       const bScales = Float32Array.from(scales, (s) => Math.fround(xScale * s));
       const bValues = Int32Array.from(bias, (v, i) => {
         const q = roundHalfEven(v / (bScales[i] as number));
         // Int32Array would wrap silently: a bias this large against its scales is a calibration to redo.
-        if (Math.abs(q) > 2 ** 31 - 1) throw new RangeError(`Expected ${b}[${i}] to fit int32 at its scale but it is ${q}`);
+        if (Math.abs(q) > 2 ** 31 - 1)
+          throw new RangeError(`Expected ${b}[${i}] to fit int32 at its scale but it is ${q}`);
         return q;
       });
       const bq = fresh(`${b}.q`);
       const bScale = fresh(`${b}.qscale`);
       const bZero = fresh(`${b}.qzero`);
       const bdq = fresh(`${b}.dq`);
-      added.push(int32Tensor(bq, [channels], bValues), floatTensor(bScale, [channels], bScales), int32Tensor(bZero, [channels], new Int32Array(channels)));
+      added.push(
+        int32Tensor(bq, [channels], bValues),
+        floatTensor(bScale, [channels], bScales),
+        int32Tensor(bZero, [channels], new Int32Array(channels)),
+      );
       weightNodes.push(node('DequantizeLinear', [bq, bScale, bZero], [bdq], `${b}.dequantize`, { axis: 0 }));
       replacedInitializers.add(b);
       inputs.push(bdq);
@@ -280,16 +353,28 @@ export function toInt8(float32: OnnxModel, calibration: Int8Calibration): OnnxMo
     for (const out of n.output ?? []) nodes.push(...(pairsAfter.get(out) ?? []));
   }
   for (const name of graphOutputs) {
-    if (dequantized.has(name)) throw new RangeError(`Expected no graph output (${name}) among the quantized convolutions' tensors`);
+    if (dequantized.has(name))
+      throw new RangeError(`Expected no graph output (${name}) among the quantized convolutions' tensors`);
   }
   const stillRead = new Set(nodes.flatMap((n) => n.input ?? []));
   return {
     ...model,
-    metadataProps: [...(model.metadataProps ?? []), { key: 'int8', value: `QDQ from ${calibration.of} sha256:${calibration.ofSha256}; ${calibration.method}; ${convs.length} convolutions int8, ${calibration.keepFloat.length} float32` }],
+    metadataProps: [
+      ...(model.metadataProps ?? []),
+      {
+        key: 'int8',
+        value: `QDQ from ${calibration.of} sha256:${calibration.ofSha256}; ${calibration.method}; ${convs.length} convolutions int8, ${calibration.keepFloat.length} float32`,
+      },
+    ],
     graph: {
       ...graph,
       node: nodes,
-      initializer: [...(graph.initializer ?? []).filter((t) => !replacedInitializers.has(t.name ?? '') || stillRead.has(t.name ?? '')), ...added],
+      initializer: [
+        ...(graph.initializer ?? []).filter(
+          (t) => !replacedInitializers.has(t.name ?? '') || stillRead.has(t.name ?? ''),
+        ),
+        ...added,
+      ],
     },
   };
 }

@@ -17,7 +17,14 @@
  * last convolutions when they are the only consumers/producers, otherwise added as a Mul.
  */
 import { z } from 'zod';
-import { GraphParts, upsampledInput, type ConvertedGraph, type ConverterOptions, type FoldedUpsample, type TensorState } from './graph-walk.js';
+import {
+  GraphParts,
+  upsampledInput,
+  type ConvertedGraph,
+  type ConverterOptions,
+  type FoldedUpsample,
+  type TensorState,
+} from './graph-walk.js';
 import { node } from './onnx-builder.js';
 import { TfjsModelFormatError, type KerasLayer, type TfjsLayersModel, type WeightTensor } from './tfjs-layers-model.js';
 import { foldNearestUpsampleIntoConv, type ConvWeights } from './upsample-conv.js';
@@ -116,7 +123,8 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
   const weight = (layer: KerasLayer, kind: 'kernel' | 'bias'): WeightTensor => {
     const key = `${layer.name}/${kind}`;
     const found = source.weights.get(key);
-    if (found === undefined) throw new TfjsModelFormatError(`Expected weight ${key} for layer ${layer.name} but the manifest has none`);
+    if (found === undefined)
+      throw new TfjsModelFormatError(`Expected weight ${key} for layer ${layer.name} but the manifest has none`);
     usedWeights.add(key);
     params += found.data.length;
     return found;
@@ -124,9 +132,12 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
 
   const inputsOf = (layer: KerasLayer, count?: number): TensorState[] => {
     if (count !== undefined && layer.inputs.length !== count) {
-      throw new TfjsModelFormatError(`Expected ${count} input(s) for layer ${layer.name} but received ${layer.inputs.length}`);
+      throw new TfjsModelFormatError(
+        `Expected ${count} input(s) for layer ${layer.name} but received ${layer.inputs.length}`,
+      );
     }
-    if (layer.inputs.length === 0) throw new TfjsModelFormatError(`Expected inputs for layer ${layer.name} but received none`);
+    if (layer.inputs.length === 0)
+      throw new TfjsModelFormatError(`Expected inputs for layer ${layer.name} but received none`);
     return layer.inputs.map((name) => {
       const state = states.get(name);
       if (state === undefined) {
@@ -167,11 +178,18 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
     switch (layer.className) {
       case 'InputLayer': {
         if (layer.name !== source.inputLayer) {
-          throw new TfjsModelFormatError(`Expected one input layer (${source.inputLayer}) but ${layer.name} is another`);
+          throw new TfjsModelFormatError(
+            `Expected one input layer (${source.inputLayer}) but ${layer.name} is another`,
+          );
         }
         const config = layerConfig(inputLayerConfig, layer);
         inputChannels = config.batch_input_shape[3];
-        states.set(layer.name, { onnxName: graph.input(options, foldInputScale), channels: inputChannels, scale: 1, radius: 0 });
+        states.set(layer.name, {
+          onnxName: graph.input(options, foldInputScale),
+          channels: inputChannels,
+          scale: 1,
+          radius: 0,
+        });
         break;
       }
       case 'Conv2D': {
@@ -188,7 +206,9 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
         }
         // A 'valid' convolution would shrink the image, which no tiled super-resolution can use.
         if (config.padding === 'valid' && (kh !== 1 || kw !== 1)) {
-          throw new TfjsModelFormatError(`Expected 'valid' padding only on 1x1 convolutions but layer ${layer.name} is ${kh}x${kw}`);
+          throw new TfjsModelFormatError(
+            `Expected 'valid' padding only on 1x1 convolutions but layer ${layer.name} is ${kh}x${kw}`,
+          );
         }
         const isInputConv = foldInputScale && layer.inputs[0] === source.inputLayer;
         const isOutputConv = foldOutputScale && layer.name === source.outputLayer;
@@ -201,7 +221,9 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
         if (config.use_bias) {
           const bias = weight(layer, 'bias');
           if (bias.shape.join() !== String(config.filters)) {
-            throw new TfjsModelFormatError(`Expected bias of layer ${layer.name} to have shape [${config.filters}] but received [${bias.shape.join(', ')}]`);
+            throw new TfjsModelFormatError(
+              `Expected bias of layer ${layer.name} to have shape [${config.filters}] but received [${bias.shape.join(', ')}]`,
+            );
           }
           const biasFactor = isOutputConv ? options.outputScale : 1;
           conv.bias = bias.data.map((v) => v * biasFactor);
@@ -211,11 +233,21 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
         const convOut = upsample === undefined ? linearOut : `${layer.name}_phases`;
         graph.conv(layer.name, input.onnxName, conv, convOut);
         if (upsample !== undefined) {
-          nodes.push(node('DepthToSpace', [convOut], [linearOut], `${layer.name}_depth_to_space`, { blocksize: upsample.factor, mode: 'DCR' }));
+          nodes.push(
+            node('DepthToSpace', [convOut], [linearOut], `${layer.name}_depth_to_space`, {
+              blocksize: upsample.factor,
+              mode: 'DCR',
+            }),
+          );
         }
         if (config.activation === 'relu') nodes.push(node('Relu', [linearOut], [layer.name], `${layer.name}_relu`));
         const reach = Math.ceil(Math.max(kh - 1, kw - 1) / 2 / input.scale);
-        states.set(layer.name, { onnxName: layer.name, channels: config.filters, scale: input.scale, radius: input.radius + reach });
+        states.set(layer.name, {
+          onnxName: layer.name,
+          channels: config.filters,
+          scale: input.scale,
+          radius: input.radius + reach,
+        });
         break;
       }
       case 'Activation': {
@@ -233,7 +265,15 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
         layerConfig(concatConfig, layer);
         const inputs = inputsOf(layer);
         const scale = sameScale(layer, inputs);
-        nodes.push(node('Concat', inputs.map((s) => s.onnxName), [layer.name], layer.name, { axis: 1 }));
+        nodes.push(
+          node(
+            'Concat',
+            inputs.map((s) => s.onnxName),
+            [layer.name],
+            layer.name,
+            { axis: 1 },
+          ),
+        );
         states.set(layer.name, {
           onnxName: layer.name,
           channels: inputs.reduce((sum, s) => sum + s.channels, 0),
@@ -274,7 +314,10 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
         const config = layerConfig(upsamplingConfig, layer);
         const [input] = inputsOf(layer, 1) as [TensorState];
         const [sh, sw] = config.size;
-        if (sh !== sw) throw new TfjsModelFormatError(`Expected equal up-sampling on both axes for layer ${layer.name} but received ${sh}x${sw}`);
+        if (sh !== sw)
+          throw new TfjsModelFormatError(
+            `Expected equal up-sampling on both axes for layer ${layer.name} but received ${sh}x${sw}`,
+          );
         if (foldsIntoConv(layer)) {
           // No node: the reading convolution emits the up-sampling together with itself.
           folded.set(layer.name, { source: input, factor: sh });
@@ -287,16 +330,22 @@ export function kerasToOnnx(source: TfjsLayersModel, options: KerasToOnnxOptions
       default: {
         const shuffle = /^PixelShuffle(\d+)x$/.exec(layer.className);
         if (shuffle === null) {
-          throw new TfjsModelFormatError(`Expected a supported layer type but layer ${layer.name} is ${layer.className}`);
+          throw new TfjsModelFormatError(
+            `Expected a supported layer type but layer ${layer.name} is ${layer.className}`,
+          );
         }
         const block = Number(shuffle[1]);
         const config = layerConfig(pixelShuffleConfig, layer);
         if (config.scale !== undefined && config.scale !== block) {
-          throw new TfjsModelFormatError(`Expected scale ${block} in the config of layer ${layer.name} but received ${config.scale}`);
+          throw new TfjsModelFormatError(
+            `Expected scale ${block} in the config of layer ${layer.name} but received ${config.scale}`,
+          );
         }
         const [input] = inputsOf(layer, 1) as [TensorState];
         if (input.channels % (block * block) !== 0) {
-          throw new TfjsModelFormatError(`Expected channels of layer ${layer.name} to divide by ${block * block} but received ${input.channels}`);
+          throw new TfjsModelFormatError(
+            `Expected channels of layer ${layer.name} to divide by ${block * block} but received ${input.channels}`,
+          );
         }
         nodes.push(node('DepthToSpace', [input.onnxName], [layer.name], layer.name, { blocksize: block, mode: 'DCR' }));
         states.set(layer.name, {

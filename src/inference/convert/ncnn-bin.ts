@@ -30,7 +30,9 @@ export class NcnnWeightReader {
 
   private need(count: number, what: string): void {
     if (this.offset + count > this.bytes.byteLength) {
-      throw new NcnnFormatError(`Expected ${count} more bytes for ${what} at offset ${this.offset} but the weights end at ${this.bytes.byteLength}`);
+      throw new NcnnFormatError(
+        `Expected ${count} more bytes for ${what} at offset ${this.offset} but the weights end at ${this.bytes.byteLength}`,
+      );
     }
   }
 
@@ -58,13 +60,17 @@ export class NcnnWeightReader {
     }
     if (tag === 0 || tag === NCNN_TAG_FP32) return this.raw(count, what);
     const kind = tag === NCNN_TAG_INT8 ? 'int8' : 'codebook-quantised';
-    throw new NcnnFormatError(`Expected float16 or float32 weights for ${what} but they are stored as ${kind} (tag 0x${tag.toString(16)})`);
+    throw new NcnnFormatError(
+      `Expected float16 or float32 weights for ${what} but they are stored as ${kind} (tag 0x${tag.toString(16)})`,
+    );
   }
 
   /** Throws unless every byte was read: a mismatch means the param and bin files disagree. */
   end(): void {
     if (this.offset !== this.bytes.byteLength) {
-      throw new NcnnFormatError(`Expected the weights to end after ${this.offset} bytes but the file has ${this.bytes.byteLength}: the .param and .bin do not match`);
+      throw new NcnnFormatError(
+        `Expected the weights to end after ${this.offset} bytes but the file has ${this.bytes.byteLength}: the .param and .bin do not match`,
+      );
     }
   }
 }

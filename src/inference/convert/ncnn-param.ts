@@ -33,7 +33,8 @@ const ARRAY_KEY_BASE = -23300;
 
 function parseNumber(text: string, where: string): number {
   const value = Number(text);
-  if (text === '' || !Number.isFinite(value)) throw new NcnnFormatError(`Expected a number in ${where} but received ${JSON.stringify(text)}`);
+  if (text === '' || !Number.isFinite(value))
+    throw new NcnnFormatError(`Expected a number in ${where} but received ${JSON.stringify(text)}`);
   return value;
 }
 
@@ -41,12 +42,16 @@ function parsePair(pair: string, where: string): [number, NcnnParamValue] {
   const eq = pair.indexOf('=');
   if (eq <= 0) throw new NcnnFormatError(`Expected key=value in ${where} but received ${JSON.stringify(pair)}`);
   const key = parseNumber(pair.slice(0, eq), where);
-  if (!Number.isInteger(key)) throw new NcnnFormatError(`Expected an integer key in ${where} but received ${JSON.stringify(pair)}`);
+  if (!Number.isInteger(key))
+    throw new NcnnFormatError(`Expected an integer key in ${where} but received ${JSON.stringify(pair)}`);
   const value = pair.slice(eq + 1);
   if (key > ARRAY_KEY_BASE) return [key, parseNumber(value, where)];
   const [count, ...items] = value.split(',');
   const n = parseNumber(count ?? '', where);
-  if (items.length !== n) throw new NcnnFormatError(`Expected ${n} array values for key ${ARRAY_KEY_BASE - key} in ${where} but received ${items.length}`);
+  if (items.length !== n)
+    throw new NcnnFormatError(
+      `Expected ${n} array values for key ${ARRAY_KEY_BASE - key} in ${where} but received ${items.length}`,
+    );
   return [ARRAY_KEY_BASE - key, items.map((item) => parseNumber(item, where))];
 }
 
@@ -56,12 +61,16 @@ export function parseNcnnParam(text: string): NcnnParam {
     .map((line) => line.trim())
     .filter((line) => line !== '');
   if (Number(lines[0]) !== NCNN_PARAM_MAGIC) {
-    throw new NcnnFormatError(`Expected the ncnn param magic ${NCNN_PARAM_MAGIC} on the first line but received ${JSON.stringify(lines[0] ?? '')}`);
+    throw new NcnnFormatError(
+      `Expected the ncnn param magic ${NCNN_PARAM_MAGIC} on the first line but received ${JSON.stringify(lines[0] ?? '')}`,
+    );
   }
   const counts = (lines[1] ?? '').split(/\s+/).map((t) => parseNumber(t, 'the counts line'));
   const [layerCount, blobCount] = counts;
   if (counts.length !== 2 || layerCount === undefined || blobCount === undefined) {
-    throw new NcnnFormatError(`Expected "layer_count blob_count" on the second line but received ${JSON.stringify(lines[1] ?? '')}`);
+    throw new NcnnFormatError(
+      `Expected "layer_count blob_count" on the second line but received ${JSON.stringify(lines[1] ?? '')}`,
+    );
   }
   const layers: NcnnLayer[] = lines.slice(2).map((line, index) => {
     const tokens = line.split(/\s+/);
@@ -70,7 +79,9 @@ export function parseNcnnParam(text: string): NcnnParam {
     const nIn = parseNumber(inCount ?? '', where);
     const nOut = parseNumber(outCount ?? '', where);
     if (type === undefined || name === undefined || tokens.length < 4 + nIn + nOut) {
-      throw new NcnnFormatError(`Expected type, name, counts and ${nIn + nOut} blob names in ${where} but received ${JSON.stringify(line)}`);
+      throw new NcnnFormatError(
+        `Expected type, name, counts and ${nIn + nOut} blob names in ${where} but received ${JSON.stringify(line)}`,
+      );
     }
     const inputs = tokens.slice(4, 4 + nIn);
     const outputs = tokens.slice(4 + nIn, 4 + nIn + nOut);
@@ -87,7 +98,10 @@ export function parseNcnnParam(text: string): NcnnParam {
 export function scalarParam(layer: NcnnLayer, key: number, fallback: number): number {
   const value = layer.params.get(key);
   if (value === undefined) return fallback;
-  if (typeof value !== 'number') throw new NcnnFormatError(`Expected a single value for param ${key} of ${layer.type} ${layer.name} but received an array`);
+  if (typeof value !== 'number')
+    throw new NcnnFormatError(
+      `Expected a single value for param ${key} of ${layer.type} ${layer.name} but received an array`,
+    );
   return value;
 }
 

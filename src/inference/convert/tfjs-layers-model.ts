@@ -39,9 +39,7 @@ export const modelJsonSchema = z.object({
       }),
     }),
   }),
-  weightsManifest: z.array(
-    z.object({ paths: z.array(z.string()).min(1), weights: z.array(weightEntrySchema) }),
-  ),
+  weightsManifest: z.array(z.object({ paths: z.array(z.string()).min(1), weights: z.array(weightEntrySchema) })),
 });
 
 export interface KerasLayer {
@@ -81,7 +79,9 @@ function toLayers(config: z.infer<typeof modelJsonSchema>['modelTopology']['mode
     }
     // A layer called more than once (shared weights) would need one ONNX subgraph per call.
     if (layer.inbound_nodes.length > 1) {
-      throw new TfjsModelFormatError(`Expected layer ${name} to be called once but it is called ${layer.inbound_nodes.length} times`);
+      throw new TfjsModelFormatError(
+        `Expected layer ${name} to be called once but it is called ${layer.inbound_nodes.length} times`,
+      );
     }
     const inputs = (layer.inbound_nodes[0] ?? []).map(([source, nodeIndex, tensorIndex]) => {
       if (nodeIndex !== 0 || tensorIndex !== 0) {
@@ -107,7 +107,8 @@ export function readWeights(
   const weights = new Map<string, WeightTensor>();
   manifest.forEach((group, groupIndex) => {
     const bytes = groupBytes[groupIndex];
-    if (bytes === undefined) throw new TfjsModelFormatError(`Expected bytes for weight group ${groupIndex} but received none`);
+    if (bytes === undefined)
+      throw new TfjsModelFormatError(`Expected bytes for weight group ${groupIndex} but received none`);
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     let offset = 0;
     for (const entry of group.weights) {
@@ -125,7 +126,8 @@ export function readWeights(
       const data = new Float32Array(count);
       for (let i = 0; i < count; i += 1) data[i] = view.getFloat32(offset + i * 4, true);
       offset += count * 4;
-      if (weights.has(entry.name)) throw new TfjsModelFormatError(`Expected unique weight names but ${entry.name} repeats`);
+      if (weights.has(entry.name))
+        throw new TfjsModelFormatError(`Expected unique weight names but ${entry.name} repeats`);
       weights.set(entry.name, { shape: [...entry.shape], data });
     }
     if (offset !== bytes.byteLength) {

@@ -40,10 +40,13 @@ export function foldedAxis(k: number, padBegin: number, s: number): { first: num
  * to the nearest s-times up-sampling of its input.
  */
 export function foldNearestUpsampleIntoConv(conv: ConvWeights, s: number): ConvWeights {
-  if (!Number.isInteger(s) || s < 1) throw new RangeError(`Expected an integer up-sampling factor >= 1 but received ${s}`);
+  if (!Number.isInteger(s) || s < 1)
+    throw new RangeError(`Expected an integer up-sampling factor >= 1 but received ${s}`);
   const [cout, cin, kh, kw] = conv.shape;
   if (conv.kernel.length !== cout * cin * kh * kw) {
-    throw new RangeError(`Expected ${cout * cin * kh * kw} kernel values for shape [${conv.shape.join(', ')}] but received ${conv.kernel.length}`);
+    throw new RangeError(
+      `Expected ${cout * cin * kh * kw} kernel values for shape [${conv.shape.join(', ')}] but received ${conv.kernel.length}`,
+    );
   }
   if (conv.bias !== undefined && conv.bias.length !== cout) {
     throw new RangeError(`Expected ${cout} bias values but received ${conv.bias.length}`);

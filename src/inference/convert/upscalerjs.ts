@@ -59,12 +59,17 @@ export function parseModelName(name: string): { variant: UpscalerVariant; scale:
  * Finds an installed package's root directory. The packages' `exports` hide package.json, so this
  * resolves the main entry and walks up to the directory whose package.json carries the name.
  */
-export async function packageRoot(packageName: string, from: string = import.meta.url): Promise<{ root: string; version: string }> {
+export async function packageRoot(
+  packageName: string,
+  from: string = import.meta.url,
+): Promise<{ root: string; version: string }> {
   let entry: string;
   try {
     entry = createRequire(from).resolve(packageName);
   } catch (cause) {
-    throw new ModelSourceError(`Expected npm package ${packageName} to be installed but it cannot be resolved`, { cause });
+    throw new ModelSourceError(`Expected npm package ${packageName} to be installed but it cannot be resolved`, {
+      cause,
+    });
   }
   for (let dir = path.dirname(entry); dir !== path.dirname(dir); dir = path.dirname(dir)) {
     const raw = await readFile(path.join(dir, 'package.json'), 'utf8').catch(() => undefined);

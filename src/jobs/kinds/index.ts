@@ -110,13 +110,18 @@ export type ModelEntry = { [K in JobKind]: { kind: K; model: ModelOf<K> } }[JobK
  * Model ids claimed by more than one kind, with the kinds claiming each: a model id names one kind,
  * or dispatch by model would pick one silently (test/jobs/registry.test.ts refuses any).
  */
-export function modelsClaimedTwice(kinds: readonly { kind: string; models: readonly string[] }[]): Record<string, string[]> {
+export function modelsClaimedTwice(
+  kinds: readonly { kind: string; models: readonly string[] }[],
+): Record<string, string[]> {
   const claims = new Map<string, string[]>();
-  for (const { kind, models } of kinds) for (const model of models) claims.set(model, [...(claims.get(model) ?? []), kind]);
+  for (const { kind, models } of kinds)
+    for (const model of models) claims.set(model, [...(claims.get(model) ?? []), kind]);
   return Object.fromEntries([...claims].filter(([, by]) => by.length > 1));
 }
 
-export const MODEL_ENTRIES: readonly ModelEntry[] = JOB_KINDS.flatMap((kind) => KINDS[kind].models.map((model) => ({ kind, model }) as ModelEntry));
+export const MODEL_ENTRIES: readonly ModelEntry[] = JOB_KINDS.flatMap((kind) =>
+  KINDS[kind].models.map((model) => ({ kind, model }) as ModelEntry),
+);
 
 /** A model's input parsed by its kind (the envelope is the caller's). */
 export function parseInput<K extends JobKind>(entry: { kind: K; model: ModelOf<K> }, input: Fields): JobOf<K> {
@@ -149,5 +154,20 @@ export * from './music/price.js';
 export { MUSIC_MODEL, MUSIC_REPORTED_MODEL, musicQuoteSchema, musicResultSchema } from './music/contract.js';
 export * from './music-video/types.js';
 export * from './music-video/price.js';
-export { MUSIC_VIDEO_ERROR_CODES, MUSIC_VIDEO_FAILURE_CODE, musicVideoInputSchema, musicVideoQuoteSchema, musicVideoResultSchema, parseMusicVideoInput } from './music-video/contract.js';
-export { DEFAULT_AUDIO_DECODE_TIMEOUT_MS, audioInputArgs, audioMeasureArgs, measureAudioSeconds, quoteMusicVideo, type AudioToMeasure, type MeasureOptions } from './music-video/measure.js';
+export {
+  MUSIC_VIDEO_ERROR_CODES,
+  MUSIC_VIDEO_FAILURE_CODE,
+  musicVideoInputSchema,
+  musicVideoQuoteSchema,
+  musicVideoResultSchema,
+  parseMusicVideoInput,
+} from './music-video/contract.js';
+export {
+  DEFAULT_AUDIO_DECODE_TIMEOUT_MS,
+  audioInputArgs,
+  audioMeasureArgs,
+  measureAudioSeconds,
+  quoteMusicVideo,
+  type AudioToMeasure,
+  type MeasureOptions,
+} from './music-video/measure.js';

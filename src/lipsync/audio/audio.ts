@@ -8,7 +8,14 @@
  * ffmpeg's default downmix.
  */
 import { ProcessingError } from '../../errors.js';
-import { resolveFfmpeg, safeFileInputArgs, ffmpegReason, isProcessError, runProcess, type ContainerKind } from '../../media/index.js';
+import {
+  resolveFfmpeg,
+  safeFileInputArgs,
+  ffmpegReason,
+  isProcessError,
+  runProcess,
+  type ContainerKind,
+} from '../../media/index.js';
 import { definedFields } from '../../defined-fields.js';
 
 export const LIPSYNC_SAMPLE_RATE = 16_000;
@@ -90,9 +97,14 @@ export async function decodeAudio(source: AudioSource, opts: DecodeAudioOptions 
   } catch (err) {
     if (!isProcessError(err) || err.reason === 'spawn') throw err;
     if (err.reason === 'timeout') {
-      throw new ProcessingError(`The audio could not be decoded within ${timeoutMs / 1000} s`, { cause: err, retryable: true });
+      throw new ProcessingError(`The audio could not be decoded within ${timeoutMs / 1000} s`, {
+        cause: err,
+        retryable: true,
+      });
     }
-    throw new ProcessingError(`The audio could not be decoded: ${reasonFrom(err.stderrTail, source.path)}`, { cause: err });
+    throw new ProcessingError(`The audio could not be decoded: ${reasonFrom(err.stderrTail, source.path)}`, {
+      cause: err,
+    });
   }
   const count = Math.floor(stdout.length / 4);
   const samples = new Float32Array(count);

@@ -105,7 +105,9 @@ export class FftPlan {
   transform(re: Float64Array, im: Float64Array): void {
     const n = this.size;
     if (re.length < n || im.length < n) {
-      throw new RangeError(`Expected arrays of at least ${n} values for the FFT but received ${Math.min(re.length, im.length)}`);
+      throw new RangeError(
+        `Expected arrays of at least ${n} values for the FFT but received ${Math.min(re.length, im.length)}`,
+      );
     }
     this.permute(re, im);
     for (const stage of this.stages) {
@@ -262,7 +264,7 @@ export function realPairMagnitudes(
     const zr = re[k]!;
     const zi = im[k]!;
     const cr = re[c]!;
-    const ci = -(im[c]!);
+    const ci = -im[c]!;
     // A = (Z[k] + conj Z[N-k]) / 2, B = (Z[k] - conj Z[N-k]) / 2i
     magA[k] = 0.5 * Math.sqrt((zr + cr) ** 2 + (zi + ci) ** 2);
     magB[k] = 0.5 * Math.sqrt((zr - cr) ** 2 + (zi - ci) ** 2);

@@ -168,7 +168,10 @@ function checkParams(params: Readonly<MelParams>): void {
  * The normalised mel spectrogram of mono samples at `params.sampleRate` (16 kHz for Wav2Lip),
  * [bands, 1 + floor(samples / hop)].
  */
-export function melSpectrogram(samples: Float32Array | Float64Array, params: Readonly<MelParams> = WAV2LIP_MEL): MelSpectrogram {
+export function melSpectrogram(
+  samples: Float32Array | Float64Array,
+  params: Readonly<MelParams> = WAV2LIP_MEL,
+): MelSpectrogram {
   checkParams(params);
   const n = samples.length;
   if (n === 0) throw new RangeError('Expected at least one audio sample for the mel spectrogram but received none');
@@ -226,7 +229,12 @@ export function melSpectrogram(samples: Float32Array | Float64Array, params: Rea
  * early at some exact multiples for 24000/1001 fps; the exact value is what it means). Windows that
  * would run past the end are moved back to end on the last column, as Wav2Lip does for its tail.
  */
-export function melChunkStart(frameIndex: number, fps: Rational, melFrames: number, params: Readonly<MelParams> = WAV2LIP_MEL): number {
+export function melChunkStart(
+  frameIndex: number,
+  fps: Rational,
+  melFrames: number,
+  params: Readonly<MelParams> = WAV2LIP_MEL,
+): number {
   if (!Number.isInteger(frameIndex) || frameIndex < 0) {
     throw new RangeError(`Expected frameIndex to be a non-negative integer but received ${String(frameIndex)}`);
   }

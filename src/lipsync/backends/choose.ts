@@ -24,7 +24,11 @@ export interface LipsyncChoice {
   passed: string[];
 }
 
-export async function chooseLipsyncBackend(backends: readonly LipsyncBackend[], model: LipsyncModelId, signal?: AbortSignal): Promise<LipsyncChoice> {
+export async function chooseLipsyncBackend(
+  backends: readonly LipsyncBackend[],
+  model: LipsyncModelId,
+  signal?: AbortSignal,
+): Promise<LipsyncChoice> {
   const passed: string[] = [];
   for (const backend of backends) {
     if (!backend.models().includes(model)) {
@@ -46,8 +50,12 @@ export interface LipsyncReadiness {
   reason?: string;
 }
 
-export async function lipsyncReadiness(backends: readonly LipsyncBackend[], signal?: AbortSignal): Promise<LipsyncReadiness> {
-  if (backends.length === 0) return { ready: false, backends: [], reason: 'no lip-sync backend configured (MEDIA_WORKER_LIPSYNC_BACKENDS)' };
+export async function lipsyncReadiness(
+  backends: readonly LipsyncBackend[],
+  signal?: AbortSignal,
+): Promise<LipsyncReadiness> {
+  if (backends.length === 0)
+    return { ready: false, backends: [], reason: 'no lip-sync backend configured (MEDIA_WORKER_LIPSYNC_BACKENDS)' };
   const each = await Promise.all(
     backends.map(async (b): Promise<BackendStatus> => {
       const r = await readinessOf(b, signal);
@@ -56,5 +64,7 @@ export async function lipsyncReadiness(backends: readonly LipsyncBackend[], sign
     }),
   );
   const ready = each.some((b) => b.ready);
-  return ready ? { ready, backends: each } : { ready, backends: each, reason: each.map((b) => `${b.name}: ${b.reason ?? 'not ready'}`).join('; ') };
+  return ready
+    ? { ready, backends: each }
+    : { ready, backends: each, reason: each.map((b) => `${b.name}: ${b.reason ?? 'not ready'}`).join('; ') };
 }

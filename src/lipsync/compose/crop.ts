@@ -49,7 +49,12 @@ export interface Framing {
  * eye-to-mouth below the mouth) at ~0.976; 0.75 as wide as tall (~2.06 eye-to-mouth, the cheeks'
  * width), so the face reaches the network stretched across by 1/0.75 as in training.
  */
-export const WAV2LIP_FRAMING: Readonly<Framing> = Object.freeze({ mouthX: 0.5, mouthY: 70 / 96, heightPerEyeMouth: 2.75, aspect: 0.75 });
+export const WAV2LIP_FRAMING: Readonly<Framing> = Object.freeze({
+  mouthX: 0.5,
+  mouthY: 70 / 96,
+  heightPerEyeMouth: 2.75,
+  aspect: 0.75,
+});
 
 /**
  * Face proportions that let the eye spacing and the detector's box stand in for an eye-to-mouth
@@ -68,15 +73,20 @@ export interface CropOptions {
 }
 
 function checkFinite(name: string, value: number): void {
-  if (!Number.isFinite(value)) throw new RangeError(`Expected ${name} to be a finite number but received ${String(value)}`);
+  if (!Number.isFinite(value))
+    throw new RangeError(`Expected ${name} to be a finite number but received ${String(value)}`);
 }
 
 export function checkCrop(crop: FaceCrop): void {
   checkFinite('crop.cx', crop.cx);
   checkFinite('crop.cy', crop.cy);
   checkFinite('crop.angle', crop.angle);
-  for (const [name, value] of [['crop.width', crop.width], ['crop.height', crop.height]] as const) {
-    if (!(Number.isFinite(value) && value > 0)) throw new RangeError(`Expected ${name} to be a positive number but received ${String(value)}`);
+  for (const [name, value] of [
+    ['crop.width', crop.width],
+    ['crop.height', crop.height],
+  ] as const) {
+    if (!(Number.isFinite(value) && value > 0))
+      throw new RangeError(`Expected ${name} to be a positive number but received ${String(value)}`);
   }
 }
 
@@ -86,7 +96,9 @@ export function checkFrame(frame: DeepRgbFrame, name = 'frame'): void {
     throw new RangeError(`Expected ${name} to have a positive integer size but received ${width}x${height}`);
   }
   if (data.length !== width * height * 3) {
-    throw new RangeError(`Expected ${name} to hold ${width * height * 3} ${data instanceof Uint16Array ? 'samples' : 'bytes'} (RGB ${width}x${height}) but received ${data.length}`);
+    throw new RangeError(
+      `Expected ${name} to hold ${width * height * 3} ${data instanceof Uint16Array ? 'samples' : 'bytes'} (RGB ${width}x${height}) but received ${data.length}`,
+    );
   }
 }
 
@@ -120,11 +132,19 @@ export function eyeMouthDistance(box: FaceBox): number {
 export function cropForFace(box: FaceBox, opts: CropOptions = {}): FaceCrop {
   const framing = opts.framing ?? WAV2LIP_FRAMING;
   const { mouthX, mouthY, heightPerEyeMouth, aspect } = framing;
-  for (const [name, value] of [['framing.mouthX', mouthX], ['framing.mouthY', mouthY]] as const) {
-    if (!(value >= 0 && value <= 1)) throw new RangeError(`Expected ${name} to be between 0 and 1 but received ${String(value)}`);
+  for (const [name, value] of [
+    ['framing.mouthX', mouthX],
+    ['framing.mouthY', mouthY],
+  ] as const) {
+    if (!(value >= 0 && value <= 1))
+      throw new RangeError(`Expected ${name} to be between 0 and 1 but received ${String(value)}`);
   }
-  for (const [name, value] of [['framing.heightPerEyeMouth', heightPerEyeMouth], ['framing.aspect', aspect]] as const) {
-    if (!(Number.isFinite(value) && value > 0)) throw new RangeError(`Expected ${name} to be a positive number but received ${String(value)}`);
+  for (const [name, value] of [
+    ['framing.heightPerEyeMouth', heightPerEyeMouth],
+    ['framing.aspect', aspect],
+  ] as const) {
+    if (!(Number.isFinite(value) && value > 0))
+      throw new RangeError(`Expected ${name} to be a positive number but received ${String(value)}`);
   }
   const { leftEye, rightEye, mouth } = box.keypoints;
   for (const [x, y] of [leftEye, rightEye, mouth]) {
@@ -133,7 +153,10 @@ export function cropForFace(box: FaceBox, opts: CropOptions = {}): FaceCrop {
   }
   checkFinite('box.height', box.height);
   const height = heightPerEyeMouth * eyeMouthDistance(box);
-  if (!(height > 0)) throw new RangeError(`Expected a face with a positive size but its keypoints and box give a crop height of ${height}`);
+  if (!(height > 0))
+    throw new RangeError(
+      `Expected a face with a positive size but its keypoints and box give a crop height of ${height}`,
+    );
   const width = aspect * height;
   const angle = opts.align === true ? Math.atan2(rightEye[1] - leftEye[1], rightEye[0] - leftEye[0]) : 0;
   const cos = Math.cos(angle);
@@ -166,7 +189,15 @@ export function frameToCrop(crop: FaceCrop, x: number, y: number): [number, numb
  * Bilinear RGB sample of an interleaved image at (x, y) in pixel-centre coordinates (pixel i's centre
  * at i), clamped to the edge, into out[at..at+2] as floats.
  */
-export function sampleBilinear(data: Uint8Array | Uint16Array, width: number, height: number, x: number, y: number, out: Float64Array, at = 0): void {
+export function sampleBilinear(
+  data: Uint8Array | Uint16Array,
+  width: number,
+  height: number,
+  x: number,
+  y: number,
+  out: Float64Array,
+  at = 0,
+): void {
   const xc = x <= 0 ? 0 : x >= width - 1 ? width - 1 : x;
   const yc = y <= 0 ? 0 : y >= height - 1 ? height - 1 : y;
   const x0 = Math.floor(xc);
@@ -201,7 +232,8 @@ export function sampleMax(data: Uint8Array | Uint16Array): number {
 export function cropFace(frame: DeepRgbFrame, crop: FaceCrop, size: number, out?: Uint8Array): Uint8Array {
   checkFrame(frame);
   checkCrop(crop);
-  if (!Number.isInteger(size) || size < 1) throw new RangeError(`Expected size to be a positive integer but received ${String(size)}`);
+  if (!Number.isInteger(size) || size < 1)
+    throw new RangeError(`Expected size to be a positive integer but received ${String(size)}`);
   const target = out ?? new Uint8Array(size * size * 3);
   if (target.length !== size * size * 3) {
     throw new RangeError(`Expected the output to hold ${size * size * 3} bytes but received ${target.length}`);
@@ -233,7 +265,11 @@ export function cropFace(frame: DeepRgbFrame, crop: FaceCrop, size: number, out?
  * The frame pixels a crop can touch: [x0, x1) x [y0, y1), clipped to the frame (empty when the crop
  * lies wholly outside it).
  */
-export function cropBounds(crop: FaceCrop, width: number, height: number): { x0: number; y0: number; x1: number; y1: number } {
+export function cropBounds(
+  crop: FaceCrop,
+  width: number,
+  height: number,
+): { x0: number; y0: number; x1: number; y1: number } {
   const cos = Math.abs(Math.cos(crop.angle));
   const sin = Math.abs(Math.sin(crop.angle));
   const reachX = (crop.width / 2) * cos + (crop.height / 2) * sin;

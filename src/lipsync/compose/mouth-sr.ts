@@ -49,7 +49,9 @@ export async function superResolveMouths(
 ): Promise<GeneratedFace[]> {
   for (const face of faces) {
     if (face.length !== size * size * 3) {
-      throw new RangeError(`Expected each face to hold ${size * size * 3} bytes (RGB ${size}x${size}) but received ${face.length}`);
+      throw new RangeError(
+        `Expected each face to hold ${size * size * 3} bytes (RGB ${size}x${size}) but received ${face.length}`,
+      );
     }
   }
   const { model } = loaded;
@@ -67,11 +69,15 @@ export async function superResolveMouths(
     signal?.throwIfAborted();
     const chunk = faces.slice(start, start + perCall);
     const input = new Float32Array(chunk.length * inValues);
-    chunk.forEach((face, j) => gatherTile(face.subarray(from * size * 3), size, 0, 0, size, rows, input, j * inValues, (hi - lo) / 255, lo));
+    chunk.forEach((face, j) =>
+      gatherTile(face.subarray(from * size * 3), size, 0, 0, size, rows, input, j * inValues, (hi - lo) / 255, lo),
+    );
     const output = await model.run(input, [chunk.length, 3, rows, size]);
     const [b, c, h, w] = output.dims;
     if (b !== chunk.length || c !== 3 || h !== outRows || w !== outSize) {
-      throw new Error(`Expected the super-resolution model to return [${chunk.length}, 3, ${outRows}, ${outSize}] but received [${output.dims.join(', ')}]`);
+      throw new Error(
+        `Expected the super-resolution model to return [${chunk.length}, 3, ${outRows}, ${outSize}] but received [${output.dims.join(', ')}]`,
+      );
     }
     const gain = 255 / (hi - lo);
     for (let j = 0; j < chunk.length; j += 1) {

@@ -10,10 +10,26 @@
  */
 import type { LoadedSrModel } from '../../inference/index.js';
 import { spawnProcess, type PathNames } from '../../media/index.js';
-import { BoundedQueue, StageGroup, endPipe, ffmpegStage, frameTimingOptionOf, withFrameTimingOption, writeWithBackpressure } from '../../video/index.js';
+import {
+  BoundedQueue,
+  StageGroup,
+  endPipe,
+  ffmpegStage,
+  frameTimingOptionOf,
+  withFrameTimingOption,
+  writeWithBackpressure,
+} from '../../video/index.js';
 import { compositeFace, type GeneratedFace } from './composite.js';
 import { cropFace, cropForFace, type FaceCrop } from './crop.js';
-import { lipsyncEncoderArgs, type LipsyncEncoderInput, SourceFrames, cacheCapacity, ffmpegFrameStream, sourceDecoderArgs, type SourceDecodeSpec } from '../frames/index.js';
+import {
+  lipsyncEncoderArgs,
+  type LipsyncEncoderInput,
+  SourceFrames,
+  cacheCapacity,
+  ffmpegFrameStream,
+  sourceDecoderArgs,
+  type SourceDecodeSpec,
+} from '../frames/index.js';
 import { tensorToRgb, type TensorLayout, wav2lipInput, type LipsyncModel } from '../network/index.js';
 import { DEFAULT_MOUTH_MASK } from './mask.js';
 import { melChunk, type MelSpectrogram } from '../audio/index.js';
@@ -160,7 +176,13 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
   for (let i = 0; i < plan.outputFrames; i += 1) schedule[i] = plan.sourceFrame(i);
   const capacity = cacheCapacity(frameBytes, o.cacheBytes, 2, plan.sourceFramesUsed);
   const sources = new SourceFrames(
-    (start) => ffmpegFrameStream(o.ffmpeg, sourceDecoderArgs(spec, { start, end: plan.sourceFramesUsed }), frameBytes, group.signal),
+    (start) =>
+      ffmpegFrameStream(
+        o.ffmpeg,
+        sourceDecoderArgs(spec, { start, end: plan.sourceFramesUsed }),
+        frameBytes,
+        group.signal,
+      ),
     schedule,
     capacity,
   );
@@ -172,14 +194,14 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
 
   const encoder = spawnProcess(
     o.ffmpeg,
-    withFrameTimingOption(lipsyncEncoderArgs({ ...o.encode, size: spec.size, rate: plan.fps, durationSeconds: plan.durationSeconds }), frameTimingOptionOf(o.ffmpeg)),
+    withFrameTimingOption(
+      lipsyncEncoderArgs({ ...o.encode, size: spec.size, rate: plan.fps, durationSeconds: plan.durationSeconds }),
+      frameTimingOptionOf(o.ffmpeg),
+    ),
     { stdin: 'pipe', stdout: 'ignore', signal: group.signal },
   );
   group.onHalt(() => encoder.stdin?.destroy());
-  const encoderDone = group.run(
-    ffmpegStage(encoder.done, 'encoder', o.paths, group.stopped),
-    ENCODER_RANK,
-  );
+  const encoderDone = group.run(ffmpegStage(encoder.done, 'encoder', o.paths, group.stopped), ENCODER_RANK);
 
   const stats = { drivenFrames: 0, modelMs: 0, modelCalls: 0, srMs: 0, srFaces: 0, prepareMs: 0, pasteMs: 0 };
   // The network runs one batch at a time; pasting a batch (and its super-resolution) runs beside
@@ -212,14 +234,26 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
   const paste = async (batch: Batch, out: Float32Array | undefined): Promise<void> => {
     if (out === undefined || group.signal.aborted) return;
     const t1 = performance.now();
-    const generated: GeneratedFace[] = batch.items.map((_, k) => ({ data: tensorToRgb(out, faceSize, outputLayout, k * 3 * plane), size: faceSize }));
+    const generated: GeneratedFace[] = batch.items.map((_, k) => ({
+      data: tensorToRgb(out, faceSize, outputLayout, k * 3 * plane),
+      size: faceSize,
+    }));
     stats.pasteMs += performance.now() - t1;
     // Super-resolution where the face is larger on screen than the network's output; a smaller
     // face is pasted by shrinking the output, which upscaling first would not change.
-    const enlarged = o.sr === undefined ? [] : batch.items.flatMap((item, k) => (Math.max(item.crop.width, item.crop.height) > faceSize ? [k] : []));
+    const enlarged =
+      o.sr === undefined
+        ? []
+        : batch.items.flatMap((item, k) => (Math.max(item.crop.width, item.crop.height) > faceSize ? [k] : []));
     if (o.sr !== undefined && enlarged.length > 0) {
       const t2 = performance.now();
-      const sharp = await superResolveMouths(o.sr, enlarged.map((k) => (generated[k] as GeneratedFace).data), faceSize, DEFAULT_MOUTH_MASK.top, group.signal);
+      const sharp = await superResolveMouths(
+        o.sr,
+        enlarged.map((k) => (generated[k] as GeneratedFace).data),
+        faceSize,
+        DEFAULT_MOUTH_MASK.top,
+        group.signal,
+      );
       enlarged.forEach((k, j) => (generated[k] = sharp[j] as GeneratedFace));
       stats.srMs += performance.now() - t2;
       stats.srFaces += enlarged.length;
@@ -327,7 +361,8 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
       }
       const data = await next.frame;
       writerWaitsFor = undefined;
-      if (data.length !== frameBytes) throw new Error(`Expected output frames of ${frameBytes} bytes but received ${data.length}`);
+      if (data.length !== frameBytes)
+        throw new Error(`Expected output frames of ${frameBytes} bytes but received ${data.length}`);
       await writeWithBackpressure(stdin, data, group.signal);
       written += 1;
       o.onWritten?.(written, false);
@@ -341,7 +376,8 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
   if (!group.signal.aborted) await pasteChain;
   await sources.close();
   group.throwIfFailed();
-  if (written !== plan.outputFrames) throw new Error(`Expected ${plan.outputFrames} frames written but wrote ${written}`);
+  if (written !== plan.outputFrames)
+    throw new Error(`Expected ${plan.outputFrames} frames written but wrote ${written}`);
   o.onWritten?.(written, true);
   return { ...stats, frames: sources.stats, capacity };
 }

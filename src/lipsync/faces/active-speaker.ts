@@ -57,7 +57,11 @@ export interface ActiveSpeakerOptions {
   detrendRadius?: number;
 }
 
-export const DEFAULT_ACTIVE_SPEAKER_OPTIONS: Readonly<Required<ActiveSpeakerOptions>> = { maxLag: 2, minSamples: 8, detrendRadius: 3 };
+export const DEFAULT_ACTIVE_SPEAKER_OPTIONS: Readonly<Required<ActiveSpeakerOptions>> = {
+  maxLag: 2,
+  minSamples: 8,
+  detrendRadius: 3,
+};
 
 export interface SpeakerScore {
   trackId: number;
@@ -73,7 +77,9 @@ function luma(frame: RgbFrame, x: number, y: number): number {
   const cx = Math.min(frame.width - 1, Math.max(0, x));
   const cy = Math.min(frame.height - 1, Math.max(0, y));
   const i = (cy * frame.width + cx) * 3;
-  return 0.299 * (frame.data[i] as number) + 0.587 * (frame.data[i + 1] as number) + 0.114 * (frame.data[i + 2] as number);
+  return (
+    0.299 * (frame.data[i] as number) + 0.587 * (frame.data[i + 1] as number) + 0.114 * (frame.data[i + 2] as number)
+  );
 }
 
 /** Box-filtered grey square around a face (edges clamped for faces cut by the frame). */
@@ -90,7 +96,11 @@ export function captureFacePatch(frame: RgbFrame, box: FaceBox): FacePatch {
       let sum = 0;
       for (let ty = 0; ty < taps; ty += 1) {
         for (let tx = 0; tx < taps; tx += 1) {
-          sum += luma(frame, Math.floor(left + (px + (tx + 0.5) / taps) * step), Math.floor(top + (py + (ty + 0.5) / taps) * step));
+          sum += luma(
+            frame,
+            Math.floor(left + (px + (tx + 0.5) / taps) * step),
+            Math.floor(top + (py + (ty + 0.5) / taps) * step),
+          );
         }
       }
       data[py * PATCH_SIZE + px] = Math.round(sum / (taps * taps));
@@ -173,9 +183,16 @@ export function mouthSignals(track: TrackedFace, patches: FramePatches): MouthSi
 }
 
 /** RMS of the samples falling in each video frame's interval [i/fps, (i+1)/fps). */
-export function audioEnvelope(samples: Float32Array, sampleRate: number, fps: number, frameCount: number): Float64Array {
+export function audioEnvelope(
+  samples: Float32Array,
+  sampleRate: number,
+  fps: number,
+  frameCount: number,
+): Float64Array {
   if (!(sampleRate > 0 && fps > 0 && Number.isInteger(frameCount) && frameCount >= 0)) {
-    throw new RangeError(`Expected positive sampleRate and fps and a frame count but received ${sampleRate}, ${fps}, ${frameCount}`);
+    throw new RangeError(
+      `Expected positive sampleRate and fps and a frame count but received ${sampleRate}, ${fps}, ${frameCount}`,
+    );
   }
   const out = new Float64Array(frameCount);
   for (let f = 0; f < frameCount; f += 1) {
@@ -189,7 +206,12 @@ export function audioEnvelope(samples: Float32Array, sampleRate: number, fps: nu
 }
 
 /** Pearson correlation of a[t] with b[t + lag] over the t where both are finite; NaN below minSamples or with no variance. */
-export function laggedPearson(a: ArrayLike<number>, b: ArrayLike<number>, lag: number, minSamples: number): { r: number; samples: number } {
+export function laggedPearson(
+  a: ArrayLike<number>,
+  b: ArrayLike<number>,
+  lag: number,
+  minSamples: number,
+): { r: number; samples: number } {
   let n = 0;
   let sa = 0;
   let sb = 0;
@@ -244,9 +266,11 @@ export function scoreSpeakers(
   options: ActiveSpeakerOptions = {},
 ): SpeakerScore[] {
   const { maxLag, minSamples, detrendRadius } = { ...DEFAULT_ACTIVE_SPEAKER_OPTIONS, ...options };
-  const prepare = (signal: ArrayLike<number>): ArrayLike<number> => (detrendRadius > 0 ? detrend(signal, detrendRadius) : signal);
+  const prepare = (signal: ArrayLike<number>): ArrayLike<number> =>
+    detrendRadius > 0 ? detrend(signal, detrendRadius) : signal;
   const rawChange = new Float64Array(envelope.length);
-  for (let t = 1; t < envelope.length; t += 1) rawChange[t] = Math.abs((envelope[t] as number) - (envelope[t - 1] as number));
+  for (let t = 1; t < envelope.length; t += 1)
+    rawChange[t] = Math.abs((envelope[t] as number) - (envelope[t - 1] as number));
   rawChange[0] = Number.NaN;
   const level = prepare(envelope);
   const change = prepare(rawChange);
@@ -262,7 +286,8 @@ export function scoreSpeakers(
       ] as const) {
         const { r, samples } = laggedPearson(signal, audio, lag, minSamples);
         best.samples = Math.max(best.samples, samples);
-        if (Number.isFinite(r) && (best.score === undefined || r > best.score)) best = { trackId: track.id, score: r, lag, samples };
+        if (Number.isFinite(r) && (best.score === undefined || r > best.score))
+          best = { trackId: track.id, score: r, lag, samples };
       }
     }
     return best;

@@ -13,7 +13,16 @@
  */
 import sharp from 'sharp';
 import ort from 'onnxruntime-node';
-import { type AnchorLayer, type FaceDetectionManifest, ensureModelFile, getManifest, type RegistryOptions, type InlineSession, type ModelSession, type SessionCache } from '../../inference/index.js';
+import {
+  type AnchorLayer,
+  type FaceDetectionManifest,
+  ensureModelFile,
+  getManifest,
+  type RegistryOptions,
+  type InlineSession,
+  type ModelSession,
+  type SessionCache,
+} from '../../inference/index.js';
 import type { FaceBox, FaceKeypoints, Point, RgbFrame } from '../types.js';
 
 export const DEFAULT_FACE_DETECTOR = 'blazeface-back-256';
@@ -89,10 +98,16 @@ export function letterboxGeometry(frameWidth: number, frameHeight: number, size:
 }
 
 /** The frame letterboxed into an NHWC float tensor with values in `range` (black borders at `range[0]`). */
-export async function letterboxTensor(frame: RgbFrame, box: Letterbox, range: readonly [number, number]): Promise<Float32Array> {
+export async function letterboxTensor(
+  frame: RgbFrame,
+  box: Letterbox,
+  range: readonly [number, number],
+): Promise<Float32Array> {
   const expected = frame.width * frame.height * 3;
   if (frame.data.length !== expected) {
-    throw new RangeError(`Expected ${expected} bytes for a ${frame.width}x${frame.height} RGB frame but received ${frame.data.length}`);
+    throw new RangeError(
+      `Expected ${expected} bytes for a ${frame.width}x${frame.height} RGB frame but received ${frame.data.length}`,
+    );
   }
   const pixels = await sharp(frame.data, { raw: { width: frame.width, height: frame.height, channels: 3 } })
     .resize(box.innerWidth, box.innerHeight, { fit: 'fill' })
@@ -139,7 +154,12 @@ export function decodeAnchors(scheme: AnchorScheme, outputs: AnchorOutputs, minS
     const scores = outputs.scores[l];
     const boxes = outputs.boxes[l];
     const count = layer.cells * layer.cells * layer.anchorsPerCell;
-    if (scores === undefined || boxes === undefined || scores.length !== count || boxes.length !== count * scheme.valuesPerAnchor) {
+    if (
+      scores === undefined ||
+      boxes === undefined ||
+      scores.length !== count ||
+      boxes.length !== count * scheme.valuesPerAnchor
+    ) {
       throw new RangeError(
         `Expected ${count} scores and ${count * scheme.valuesPerAnchor} regressors for anchor layer ${l} but received ` +
           `${scores?.length ?? 0} and ${boxes?.length ?? 0}`,
@@ -266,7 +286,9 @@ export class BlazeFaceDetector implements FaceDetector {
       (n) => !session.inputNames.includes(n) && !session.outputNames.includes(n),
     );
     if (missing.length > 0) {
-      throw new Error(`Expected ${manifest.name} to have tensors ${missing.join(', ')} as its manifest says, but the graph lacks them`);
+      throw new Error(
+        `Expected ${manifest.name} to have tensors ${missing.join(', ')} as its manifest says, but the graph lacks them`,
+      );
     }
     this.#session = session;
   }
@@ -276,13 +298,18 @@ export class BlazeFaceDetector implements FaceDetector {
     const { input, anchors } = this.manifest;
     const letterbox = letterboxGeometry(frame.width, frame.height, input.size, this.margin);
     const tensor = await letterboxTensor(frame, letterbox, input.range);
-    const result = await this.#session.run({ [input.name]: new ort.Tensor('float32', tensor, [1, input.size, input.size, 3]) });
+    const result = await this.#session.run({
+      [input.name]: new ort.Tensor('float32', tensor, [1, input.size, input.size, 3]),
+    });
     const pick = (name: string): Float32Array => {
       const data = result[name]?.data;
       if (!(data instanceof Float32Array)) throw new Error(`Expected ${this.name} to return float32 ${name}`);
       return data;
     };
-    const outputs = { scores: anchors.layers.map((l) => pick(l.scores)), boxes: anchors.layers.map((l) => pick(l.boxes)) };
+    const outputs = {
+      scores: anchors.layers.map((l) => pick(l.scores)),
+      boxes: anchors.layers.map((l) => pick(l.boxes)),
+    };
     return { detections: decodeAnchors(anchors, outputs, this.minScore), letterbox };
   }
 

@@ -91,12 +91,20 @@ export async function runFacePass(input: FacePassInput): Promise<FacePassResult>
     for (;;) {
       const data = await stream.next();
       if (data === null) return;
-      yield { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: size.width, height: size.height };
+      yield {
+        data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+        width: size.width,
+        height: size.height,
+      };
     }
   }
   let tracking: FaceTrackingResult;
   try {
-    tracking = await detectFaceTracks(frames(), input.detector, definedFields({ signal: input.signal, onFrame: input.onFrame }));
+    tracking = await detectFaceTracks(
+      frames(),
+      input.detector,
+      definedFields({ signal: input.signal, onFrame: input.onFrame }),
+    );
   } finally {
     await stream.close();
   }

@@ -43,7 +43,8 @@ export class FaceSchedule {
       ['lookAhead', options.lookAhead, 0],
       ['block', options.block, 1],
     ] as const) {
-      if (!Number.isInteger(value) || value < least) throw new RangeError(`Expected ${name} to be an integer >= ${least} but received ${value}`);
+      if (!Number.isInteger(value) || value < least)
+        throw new RangeError(`Expected ${name} to be an integer >= ${least} but received ${value}`);
     }
   }
 

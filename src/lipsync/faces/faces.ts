@@ -19,7 +19,13 @@
  */
 import { ProcessingError } from '../../errors.js';
 import type { FaceDetector } from './blazeface.js';
-import { captureFacePatch, scoreSpeakers, type ActiveSpeakerOptions, type FacePatch, type SpeakerScore } from './active-speaker.js';
+import {
+  captureFacePatch,
+  scoreSpeakers,
+  type ActiveSpeakerOptions,
+  type FacePatch,
+  type SpeakerScore,
+} from './active-speaker.js';
 import { trackFaces, type TrackedFace, type TrackerOptions } from './track.js';
 import type { FaceBox, FaceTrack, RgbFrame } from '../types.js';
 
@@ -103,7 +109,11 @@ export function frameThumbnail(frame: RgbFrame): Float32Array {
     for (let x = 0; x < frame.width; x += 2) {
       const i = (y * frame.width + x) * 3;
       const cell = row + Math.floor((x * THUMBNAIL) / frame.width);
-      sums[cell] = (sums[cell] as number) + 0.299 * (frame.data[i] as number) + 0.587 * (frame.data[i + 1] as number) + 0.114 * (frame.data[i + 2] as number);
+      sums[cell] =
+        (sums[cell] as number) +
+        0.299 * (frame.data[i] as number) +
+        0.587 * (frame.data[i + 1] as number) +
+        0.114 * (frame.data[i + 2] as number);
       counts[cell] = (counts[cell] as number) + 1;
     }
   }
@@ -165,16 +175,22 @@ function sharedFrames(a: FaceTrack, b: FaceTrack): number {
  */
 export function chooseDrivenFaces(result: FaceTrackingResult, options: ChooseFacesOptions): DrivenFaces {
   if (result.tracks.length === 0) {
-    throw new ProcessingError(`Expected a face to drive but no face was found in the video (${result.frameCount} frames searched)`);
+    throw new ProcessingError(
+      `Expected a face to drive but no face was found in the video (${result.frameCount} frames searched)`,
+    );
   }
   const tolerance = options.overlapTolerance ?? 2;
   const prominences = new Map(result.tracks.map((t) => [t.id, prominence(t)]));
   let speakers: Map<number, SpeakerScore> | undefined;
   if (options.activeSpeaker) {
-    if (options.audioEnvelope === undefined) throw new TypeError('Expected an audio envelope for active speaker selection but received none');
-    speakers = new Map(scoreSpeakers(result.tracks, result.patches, options.audioEnvelope, options.speaker).map((s) => [s.trackId, s]));
+    if (options.audioEnvelope === undefined)
+      throw new TypeError('Expected an audio envelope for active speaker selection but received none');
+    speakers = new Map(
+      scoreSpeakers(result.tracks, result.patches, options.audioEnvelope, options.speaker).map((s) => [s.trackId, s]),
+    );
   }
-  const byProminence = (a: TrackedFace, b: TrackedFace): number => (prominences.get(b.id) ?? 0) - (prominences.get(a.id) ?? 0);
+  const byProminence = (a: TrackedFace, b: TrackedFace): number =>
+    (prominences.get(b.id) ?? 0) - (prominences.get(a.id) ?? 0);
   const topProminence = Math.max(...prominences.values());
   const bonus = options.prominenceBonus ?? 0.1;
   const rankScore = (t: TrackedFace): number | undefined => {

@@ -72,9 +72,11 @@ function checkOptions(o: Required<TrackerOptions>): void {
   };
   if (!(o.minIou > 0 && o.minIou < 1)) bad('minIou', 'a number in (0, 1)', o.minIou);
   if (!(Number.isInteger(o.maxGap) && o.maxGap >= 0)) bad('maxGap', 'a non-negative integer', o.maxGap);
-  if (!(Number.isInteger(o.minDetections) && o.minDetections >= 1)) bad('minDetections', 'a positive integer', o.minDetections);
+  if (!(Number.isInteger(o.minDetections) && o.minDetections >= 1))
+    bad('minDetections', 'a positive integer', o.minDetections);
   if (!(o.confirmScore >= 0 && o.confirmScore <= 1)) bad('confirmScore', 'a number in [0, 1]', o.confirmScore);
-  if (!(Number.isInteger(o.smoothRadius) && o.smoothRadius >= 0)) bad('smoothRadius', 'a non-negative integer', o.smoothRadius);
+  if (!(Number.isInteger(o.smoothRadius) && o.smoothRadius >= 0))
+    bad('smoothRadius', 'a non-negative integer', o.smoothRadius);
 }
 
 interface OpenTrack {
@@ -83,7 +85,11 @@ interface OpenTrack {
   last: FaceBox;
 }
 
-function associate(detections: readonly (readonly FaceBox[])[], o: Required<TrackerOptions>, cuts: ReadonlySet<number>): OpenTrack[] {
+function associate(
+  detections: readonly (readonly FaceBox[])[],
+  o: Required<TrackerOptions>,
+  cuts: ReadonlySet<number>,
+): OpenTrack[] {
   const all: OpenTrack[] = [];
   let open: OpenTrack[] = [];
   detections.forEach((faces, frame) => {
@@ -189,7 +195,8 @@ export function trackFaces(
       const nextFrame = frames[k + 1];
       if (nextFrame === undefined || nextFrame - frame - 1 > o.maxGap) return;
       const next = (track.boxes.get(nextFrame) as { box: FaceBox }).box;
-      for (let f = frame + 1; f < nextFrame; f += 1) raw[f] = interpolateBox(here.box, next, (f - frame) / (nextFrame - frame));
+      for (let f = frame + 1; f < nextFrame; f += 1)
+        raw[f] = interpolateBox(here.box, next, (f - frame) / (nextFrame - frame));
     });
     return { id, boxes: smoothBoxes(raw, o.smoothRadius), detections: sources };
   });

@@ -17,13 +17,37 @@
  * (audio.ts audioFitFilter), AAC. The video has exactly the timeline's frame count, so both streams
  * end within one AAC frame (21 ms at 48 kHz) of the planned duration.
  */
-import { fileInput, quietFfmpegArgs, rgbPipeInputArgs, safeFileInputArgs, type ContainerKind, type Rational } from '../../media/index.js';
-import { type ColourPlan, type EncoderSettings, colourTagArgs, encodePixelFormat, globalTagArgs, mp4Movflags, pipePixelFormat, planCodecArgs, videoCodecArgs, x265ColourParams, yuvFilters, type Size, formatRate } from '../../video/index.js';
+import {
+  fileInput,
+  quietFfmpegArgs,
+  rgbPipeInputArgs,
+  safeFileInputArgs,
+  type ContainerKind,
+  type Rational,
+} from '../../media/index.js';
+import {
+  type ColourPlan,
+  type EncoderSettings,
+  colourTagArgs,
+  encodePixelFormat,
+  globalTagArgs,
+  mp4Movflags,
+  pipePixelFormat,
+  planCodecArgs,
+  videoCodecArgs,
+  x265ColourParams,
+  yuvFilters,
+  type Size,
+  formatRate,
+} from '../../video/index.js';
 import { audioFitFilter } from '../audio/index.js';
 
 export const AAC_BITRATE = 128_000;
 
-const BT709: Pick<ColourPlan, 'output' | 'depth'> = { depth: 8, output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709' } };
+const BT709: Pick<ColourPlan, 'output' | 'depth'> = {
+  depth: 8,
+  output: { codec: 'h264', bits: 8, matrix: 'bt709', matrixTag: 'bt709' },
+};
 
 /** How the video stream is compressed. */
 export type VideoQuality =
@@ -52,18 +76,31 @@ export interface LipsyncEncoderInput {
 export function qualityArgs(quality: VideoQuality, colour: Pick<ColourPlan, 'output'> = BT709): string[] {
   switch (quality.mode) {
     case 'lossless':
-      if (colour.output.codec !== 'h264') throw new RangeError('Expected an 8-bit colour plan for a lossless result (libx264rgb)');
+      if (colour.output.codec !== 'h264')
+        throw new RangeError('Expected an 8-bit colour plan for a lossless result (libx264rgb)');
       return ['-c:v', 'libx264rgb', '-preset', 'ultrafast', '-qp', '0'];
     case 'crf':
       return colour.output.codec === 'h264' ? videoCodecArgs(quality.encoder) : planCodecArgs(quality.encoder, colour);
     case 'bitrate': {
       const rate = quality.bitsPerSecond;
-      if (!(Number.isInteger(rate) && rate > 0)) throw new RangeError(`Expected the video bitrate to be a positive integer but received ${String(rate)}`);
+      if (!(Number.isInteger(rate) && rate > 0))
+        throw new RangeError(`Expected the video bitrate to be a positive integer but received ${String(rate)}`);
       if (colour.output.codec === 'hevc') {
         // x265 has no strict CBR mode: its VBV capped at the source's bitrate with a one-second buffer (kb/s).
         const kbps = String(Math.max(1, Math.round(rate / 1000)));
         const params = ['log-level=error', `vbv-maxrate=${kbps}`, `vbv-bufsize=${kbps}`, ...x265ColourParams(colour)];
-        return ['-c:v', 'libx265', '-preset', quality.encoder.preset, '-b:v', String(rate), '-x265-params', params.join(':'), '-tag:v', 'hvc1'];
+        return [
+          '-c:v',
+          'libx265',
+          '-preset',
+          quality.encoder.preset,
+          '-b:v',
+          String(rate),
+          '-x265-params',
+          params.join(':'),
+          '-tag:v',
+          'hvc1',
+        ];
       }
       // Constant bitrate, not an average target: on easy content x264's ABR mode lands 15-40 % under
       // its target on short clips, and the promise is the source's bitrate. A one-second buffer.
@@ -71,7 +108,22 @@ export function qualityArgs(quality: VideoQuality, colour: Pick<ColourPlan, 'out
       const { codec, preset } = quality.encoder;
       switch (codec) {
         case 'libx264':
-          return ['-c:v', 'libx264', '-preset', preset, '-b:v', b, '-minrate', b, '-maxrate', b, '-bufsize', b, '-x264-params', 'nal-hrd=cbr'];
+          return [
+            '-c:v',
+            'libx264',
+            '-preset',
+            preset,
+            '-b:v',
+            b,
+            '-minrate',
+            b,
+            '-maxrate',
+            b,
+            '-bufsize',
+            b,
+            '-x264-params',
+            'nal-hrd=cbr',
+          ];
         case 'h264_nvenc':
           return ['-c:v', 'h264_nvenc', '-rc', 'cbr', '-b:v', b, '-maxrate', b, '-bufsize', b];
         case 'h264_qsv':
@@ -82,7 +134,12 @@ export function qualityArgs(quality: VideoQuality, colour: Pick<ColourPlan, 'out
 }
 
 /** The filter chain from the pipe's RGB to what the encoder takes. */
-export function lipsyncVideoFilters(size: Size, quality: VideoQuality, sampleAspect: Rational = { num: 1, den: 1 }, colour: Pick<ColourPlan, 'output'> = BT709): string {
+export function lipsyncVideoFilters(
+  size: Size,
+  quality: VideoQuality,
+  sampleAspect: Rational = { num: 1, den: 1 },
+  colour: Pick<ColourPlan, 'output'> = BT709,
+): string {
   const filters = quality.mode === 'lossless' ? [] : yuvFilters(size, colour);
   filters.push(`setsar=${sampleAspect.num}/${sampleAspect.den}`);
   return filters.join(',');
@@ -94,17 +151,21 @@ function metadataInput(source: LipsyncEncoderInput['metadataSource']): string[] 
   return globalTagArgs(source.tags, 2);
 }
 
-
 export function lipsyncEncoderArgs(input: LipsyncEncoderInput): string[] {
   const { size, quality } = input;
   const rate = formatRate(input.rate);
   const plan = input.colour ?? BT709;
-  const colour = quality.mode === 'lossless' ? ['-pix_fmt', 'rgb24'] : ['-pix_fmt', encodePixelFormat(plan, size), ...colourTagArgs(plan)];
+  const colour =
+    quality.mode === 'lossless'
+      ? ['-pix_fmt', 'rgb24']
+      : ['-pix_fmt', encodePixelFormat(plan, size), ...colourTagArgs(plan)];
   return [
     ...quietFfmpegArgs(),
     ...rgbPipeInputArgs(size, rate, [], pipePixelFormat(plan.depth)),
     ...safeFileInputArgs(input.audio.path, input.audio.container),
-    ...(input.metadataSource === undefined ? [] : safeFileInputArgs(input.metadataSource.path, input.metadataSource.container)),
+    ...(input.metadataSource === undefined
+      ? []
+      : safeFileInputArgs(input.metadataSource.path, input.metadataSource.container)),
     '-map',
     '0:v:0',
     '-map',

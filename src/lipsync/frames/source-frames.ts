@@ -19,8 +19,29 @@
  * chunks of `capacity` frames. A clip that fits in the cache is decoded exactly once, whatever the
  * mode; a longer one costs about n^2 / (2 capacity) extra decoded-only frames per backward run.
  */
-import { type ColourMatrix, type ColourPlan, type ColourSource, type FrameTiming, type Size, decodeColourFilters, formatRate, DEINTERLACE_FILTER, pipePixelFormat, rgbFilters, FrameReader, frameTimingOptionOf, withFrameTimingOption } from '../../video/index.js';
-import { quietFfmpegArgs, rgbPipeOutputArgs, safeFileInputArgs, spawnProcess, type StreamingProcess, type ContainerKind } from '../../media/index.js';
+import {
+  type ColourMatrix,
+  type ColourPlan,
+  type ColourSource,
+  type FrameTiming,
+  type Size,
+  decodeColourFilters,
+  formatRate,
+  DEINTERLACE_FILTER,
+  pipePixelFormat,
+  rgbFilters,
+  FrameReader,
+  frameTimingOptionOf,
+  withFrameTimingOption,
+} from '../../video/index.js';
+import {
+  quietFfmpegArgs,
+  rgbPipeOutputArgs,
+  safeFileInputArgs,
+  spawnProcess,
+  type StreamingProcess,
+  type ContainerKind,
+} from '../../media/index.js';
 import { errorMessage } from '../../errors.js';
 import { definedFields } from '../../defined-fields.js';
 
@@ -69,7 +90,11 @@ export function sourceDecoderArgs(spec: SourceDecodeSpec, range: FrameRange = {}
   if (spec.timing.mode === 'cfr') filters.push(`fps=${formatRate(spec.timing.rate)}`);
   const trim = [...(start > 0 ? [`start_frame=${start}`] : []), ...(end !== undefined ? [`end_frame=${end}`] : [])];
   if (trim.length > 0) filters.push(`trim=${trim.join(':')}`);
-  filters.push(...(spec.colour === undefined ? rgbFilters(spec.size, spec.matrix) : decodeColourFilters(spec.colour.plan, spec.colour.source, spec.size)));
+  filters.push(
+    ...(spec.colour === undefined
+      ? rgbFilters(spec.size, spec.matrix)
+      : decodeColourFilters(spec.colour.plan, spec.colour.source, spec.size)),
+  );
   return [
     ...quietFfmpegArgs(),
     ...safeFileInputArgs(spec.inputPath, spec.container),
@@ -107,8 +132,16 @@ export class DecoderFailure extends Error {
  * any (wrapped in DecoderFailure), rather than a short video; `close` swallows the failure of a
  * process it killed itself.
  */
-export function ffmpegFrameStream(ffmpeg: string, args: readonly string[], frameBytes: number, signal?: AbortSignal): FrameStream {
-  const proc: StreamingProcess = spawnProcess(ffmpeg, withFrameTimingOption(args, frameTimingOptionOf(ffmpeg)), { stdout: 'pipe', ...definedFields({ signal }) });
+export function ffmpegFrameStream(
+  ffmpeg: string,
+  args: readonly string[],
+  frameBytes: number,
+  signal?: AbortSignal,
+): FrameStream {
+  const proc: StreamingProcess = spawnProcess(ffmpeg, withFrameTimingOption(args, frameTimingOptionOf(ffmpeg)), {
+    stdout: 'pipe',
+    ...definedFields({ signal }),
+  });
   const stdout = proc.stdout;
   if (stdout === null) throw new Error('The decoder has no output pipe');
   const reader = new FrameReader(stdout, frameBytes);
@@ -195,10 +228,13 @@ export class SourceFrames {
   async frameAt(position: number): Promise<Buffer> {
     if (this.#closed) throw new Error('Expected open source frames but they were closed');
     if (position !== this.#position) {
-      throw new RangeError(`Expected output position ${this.#position} to be asked next but received ${String(position)}`);
+      throw new RangeError(
+        `Expected output position ${this.#position} to be asked next but received ${String(position)}`,
+      );
     }
     const frame = this.#schedule[position];
-    if (frame === undefined) throw new RangeError(`Expected an output position below ${this.#schedule.length} but received ${position}`);
+    if (frame === undefined)
+      throw new RangeError(`Expected an output position below ${this.#schedule.length} but received ${position}`);
     let data = this.#cache.get(frame);
     if (data !== undefined) {
       this.stats.hits += 1;
@@ -286,7 +322,12 @@ export class SourceFrames {
 }
 
 /** Frames the cache may hold within `budgetBytes`, at least `least` and at most `most`. */
-export function cacheCapacity(frameBytes: number, budgetBytes: number, least = 2, most = Number.MAX_SAFE_INTEGER): number {
+export function cacheCapacity(
+  frameBytes: number,
+  budgetBytes: number,
+  least = 2,
+  most = Number.MAX_SAFE_INTEGER,
+): number {
   checkIndex('the frame size', frameBytes, 1);
   return Math.max(least, Math.min(most, Math.floor(budgetBytes / frameBytes)));
 }

@@ -46,7 +46,8 @@ function checkFps(fps: Rational): void {
 }
 
 function checkSamples(samples: number): void {
-  if (!Number.isInteger(samples) || samples < 0) throw new RangeError(`Expected a non-negative integer sample count but received ${String(samples)}`);
+  if (!Number.isInteger(samples) || samples < 0)
+    throw new RangeError(`Expected a non-negative integer sample count but received ${String(samples)}`);
 }
 
 /** Video frames the reference makes for `samples` of 16 kHz audio: floor(seconds * fps). */
@@ -92,7 +93,9 @@ export function museTalkAudioWindow(
 ): Float32Array {
   const { layers, width, positions, data } = states;
   if (data.length !== positions * layers * width) {
-    throw new RangeError(`Expected ${positions * layers * width} hidden-state values (${positions} x ${layers} x ${width}) but received ${data.length}`);
+    throw new RangeError(
+      `Expected ${positions * layers * width} hidden-state values (${positions} x ${layers} x ${width}) but received ${data.length}`,
+    );
   }
   if (!Number.isInteger(activePositions) || activePositions < 0 || activePositions > positions) {
     throw new RangeError(`Expected activePositions between 0 and ${positions} but received ${String(activePositions)}`);
@@ -117,12 +120,18 @@ export function museTalkAudioWindow(
  * Joins the encoder's per-segment outputs ([1500][layers][width] each, in order) into the clip's
  * sequence, as the reference's torch.cat over segments.
  */
-export function joinWhisperSegments(segments: readonly Float32Array[], layers = WHISPER_TINY_LAYERS, width = WHISPER_TINY_WIDTH): WhisperHiddenStates {
+export function joinWhisperSegments(
+  segments: readonly Float32Array[],
+  layers = WHISPER_TINY_LAYERS,
+  width = WHISPER_TINY_WIDTH,
+): WhisperHiddenStates {
   const perSegment = WHISPER_SEGMENT_POSITIONS * layers * width;
   const data = new Float32Array(segments.length * perSegment);
   segments.forEach((segment, i) => {
     if (segment.length !== perSegment) {
-      throw new RangeError(`Expected segment ${i} to hold ${perSegment} values (${WHISPER_SEGMENT_POSITIONS} x ${layers} x ${width}) but received ${segment.length}`);
+      throw new RangeError(
+        `Expected segment ${i} to hold ${perSegment} values (${WHISPER_SEGMENT_POSITIONS} x ${layers} x ${width}) but received ${segment.length}`,
+      );
     }
     data.set(segment, i * perSegment);
   });

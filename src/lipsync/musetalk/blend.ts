@@ -40,7 +40,8 @@ export function museTalkBlurSize(side: number): number {
 
 /** OpenCV's getGaussianKernel(ksize, 0): its fixed tables up to 7 taps, else sigma 0.3((k-1)/2 - 1) + 0.8. */
 export function gaussianKernel(size: number): Float64Array {
-  if (!Number.isInteger(size) || size < 1 || size % 2 === 0) throw new RangeError(`Expected an odd positive kernel size but received ${String(size)}`);
+  if (!Number.isInteger(size) || size < 1 || size % 2 === 0)
+    throw new RangeError(`Expected an odd positive kernel size but received ${String(size)}`);
   const fixed: Record<number, number[]> = {
     1: [1],
     3: [0.25, 0.5, 0.25],
@@ -132,14 +133,22 @@ export function museTalkBlendMask(face: FaceBox, box: PixelBox): MuseTalkBlendMa
  * the face box bilinearly (OpenCV's INTER_LINEAR mapping) and mixed by the mask. Pixels where the
  * mask is 0 and those outside the frame are not written. Returns how many pixels were blended.
  */
-export function blendMuseTalkFace(frame: DeepRgbFrame, generated: Uint8Array, size: number, mask: MuseTalkBlendMask): number {
+export function blendMuseTalkFace(
+  frame: DeepRgbFrame,
+  generated: Uint8Array,
+  size: number,
+  mask: MuseTalkBlendMask,
+): number {
   checkFrame(frame);
   if (!Number.isInteger(size) || size < 1 || generated.length !== size * size * 3) {
-    throw new RangeError(`Expected the generated face to hold ${size} x ${size} x 3 bytes but received ${generated.length}`);
+    throw new RangeError(
+      `Expected the generated face to hold ${size} x ${size} x 3 bytes but received ${generated.length}`,
+    );
   }
   const { square, box, alpha } = mask;
   const side = square.x2 - square.x1;
-  if (alpha.length !== side * side) throw new RangeError(`Expected a mask of ${side * side} values but received ${alpha.length}`);
+  if (alpha.length !== side * side)
+    throw new RangeError(`Expected a mask of ${side * side} values but received ${alpha.length}`);
   const { width, height, data } = frame;
   const gain = sampleMax(data) / 255;
   const scaleX = size / (box.x2 - box.x1);

@@ -54,14 +54,31 @@ function axisTaps(src: number, dst: number): { index: Int32Array; weight: Float6
  * frame[y1:y2, x1:x2] resized to size x size with Lanczos-4, 8-bit interleaved RGB (a 16-bit frame
  * gives its 8-bit crop). The box must lie inside the frame (face-geometry.ts clips it).
  */
-export function cropMuseTalkFace(frame: DeepRgbFrame, box: PixelBox, size = MUSETALK_FACE_SIZE, out?: Uint8Array): Uint8Array {
+export function cropMuseTalkFace(
+  frame: DeepRgbFrame,
+  box: PixelBox,
+  size = MUSETALK_FACE_SIZE,
+  out?: Uint8Array,
+): Uint8Array {
   checkFrame(frame);
   const { x1, y1, x2, y2 } = box;
-  if (!(Number.isInteger(x1) && Number.isInteger(y1) && x1 >= 0 && y1 >= 0 && x2 > x1 && y2 > y1 && x2 <= frame.width && y2 <= frame.height)) {
-    throw new RangeError(`Expected a face box inside the ${frame.width}x${frame.height} frame but received ${x1},${y1} - ${x2},${y2}`);
+  if (!(
+    Number.isInteger(x1) &&
+    Number.isInteger(y1) &&
+    x1 >= 0 &&
+    y1 >= 0 &&
+    x2 > x1 &&
+    y2 > y1 &&
+    x2 <= frame.width &&
+    y2 <= frame.height
+  )) {
+    throw new RangeError(
+      `Expected a face box inside the ${frame.width}x${frame.height} frame but received ${x1},${y1} - ${x2},${y2}`,
+    );
   }
   const target = out ?? new Uint8Array(size * size * 3);
-  if (target.length !== size * size * 3) throw new RangeError(`Expected the output to hold ${size * size * 3} bytes but received ${target.length}`);
+  if (target.length !== size * size * 3)
+    throw new RangeError(`Expected the output to hold ${size * size * 3} bytes but received ${target.length}`);
   const w = x2 - x1;
   const h = y2 - y1;
   const toByte = 255 / sampleMax(frame.data);
@@ -106,10 +123,20 @@ export function cropMuseTalkFace(frame: DeepRgbFrame, box: PixelBox, size = MUSE
  * of `out`: with `maskLowerHalf`, rows from size / 2 down are -1 (the reference multiplies the
  * [0, 1] image by its half mask before normalising).
  */
-export function museTalkImageTensor(rgb: Uint8Array, size: number, maskLowerHalf: boolean, out: Float32Array, offset = 0): void {
+export function museTalkImageTensor(
+  rgb: Uint8Array,
+  size: number,
+  maskLowerHalf: boolean,
+  out: Float32Array,
+  offset = 0,
+): void {
   const plane = size * size;
-  if (rgb.length !== plane * 3) throw new RangeError(`Expected ${plane * 3} bytes (RGB ${size}x${size}) but received ${rgb.length}`);
-  if (offset < 0 || offset + 3 * plane > out.length) throw new RangeError(`Expected room for ${3 * plane} values at offset ${offset} but the output holds ${out.length}`);
+  if (rgb.length !== plane * 3)
+    throw new RangeError(`Expected ${plane * 3} bytes (RGB ${size}x${size}) but received ${rgb.length}`);
+  if (offset < 0 || offset + 3 * plane > out.length)
+    throw new RangeError(
+      `Expected room for ${3 * plane} values at offset ${offset} but the output holds ${out.length}`,
+    );
   const maskedFrom = maskLowerHalf ? Math.floor(size / 2) * size : plane;
   for (let p = 0; p < plane; p++) {
     for (let c = 0; c < 3; c++) out[offset + c * plane + p] = p >= maskedFrom ? -1 : rgb[3 * p + c]! / 127.5 - 1;
@@ -119,7 +146,8 @@ export function museTalkImageTensor(rgb: Uint8Array, size: number, maskLowerHalf
 /** The VAE decoder's [3, size, size] output in [-1, 1] at `offset` as 8-bit RGB: round(clamp(x / 2 + 0.5) * 255). */
 export function museTalkDecodedImage(tensor: Float32Array, size: number, offset = 0, out?: Uint8Array): Uint8Array {
   const plane = size * size;
-  if (offset < 0 || offset + 3 * plane > tensor.length) throw new RangeError(`Expected ${3 * plane} values at offset ${offset} but the tensor holds ${tensor.length}`);
+  if (offset < 0 || offset + 3 * plane > tensor.length)
+    throw new RangeError(`Expected ${3 * plane} values at offset ${offset} but the tensor holds ${tensor.length}`);
   const target = out ?? new Uint8Array(plane * 3);
   for (let p = 0; p < plane; p++) {
     for (let c = 0; c < 3; c++) {

@@ -18,18 +18,34 @@ import { rawSession } from '../faces/index.js';
 import type { SessionCache } from '../../inference/index.js';
 import type { Rational } from '../timeline.js';
 import type { FaceBox, RgbFrame } from '../types.js';
-import { joinWhisperSegments, museTalkAudioWindow, MUSETALK_AUDIO_ROWS, whisperActivePositions, WHISPER_TINY_WIDTH, type WhisperHiddenStates } from './audio-window.js';
+import {
+  joinWhisperSegments,
+  museTalkAudioWindow,
+  MUSETALK_AUDIO_ROWS,
+  whisperActivePositions,
+  WHISPER_TINY_WIDTH,
+  type WhisperHiddenStates,
+} from './audio-window.js';
 import { blendMuseTalkFace, museTalkBlendMask } from './blend.js';
 import { cropMuseTalkFace, museTalkDecodedImage, museTalkImageTensor, MUSETALK_FACE_SIZE } from './crop.js';
 import { museTalkFaceBox, type MuseTalkFaceOptions } from './face-geometry.js';
-import { MUSETALK_CONTRACTS, MUSETALK_GRAPHS, MUSETALK_LATENT_CHANNELS, MUSETALK_LATENT_SIZE, type MuseTalkGraph } from './graph-contract.js';
+import {
+  MUSETALK_CONTRACTS,
+  MUSETALK_GRAPHS,
+  MUSETALK_LATENT_CHANNELS,
+  MUSETALK_LATENT_SIZE,
+  type MuseTalkGraph,
+} from './graph-contract.js';
 import { ensureMuseTalkGraphs, readMuseTalkManifest } from './graph-files.js';
 import { checkMuseTalkGraph } from './graph-session.js';
 import type { MuseTalkManifest } from './manifest.js';
 import { whisperLogMel, whisperSegments, WHISPER_MEL_BANDS, WHISPER_SEGMENT_FRAMES } from './whisper-mel.js';
 
 /** Runs one graph: named float32 inputs in, its one output's values out. */
-export type MuseTalkGraphRunner = (graph: MuseTalkGraph, inputs: Record<string, { data: Float32Array; dims: readonly number[] }>) => Promise<Float32Array>;
+export type MuseTalkGraphRunner = (
+  graph: MuseTalkGraph,
+  inputs: Record<string, { data: Float32Array; dims: readonly number[] }>,
+) => Promise<Float32Array>;
 
 /** The clip's audio as the UNet reads it. */
 export interface MuseTalkAudio {
@@ -63,12 +79,17 @@ export class MuseTalkEngine {
   readonly #run: MuseTalkGraphRunner;
   readonly #face: MuseTalkFaceOptions;
 
-  constructor(manifest: MuseTalkManifest, run: MuseTalkGraphRunner, options: { batch?: number; face?: MuseTalkFaceOptions } = {}) {
+  constructor(
+    manifest: MuseTalkManifest,
+    run: MuseTalkGraphRunner,
+    options: { batch?: number; face?: MuseTalkFaceOptions } = {},
+  ) {
     this.manifest = manifest;
     this.#run = run;
     this.batch = options.batch ?? manifest.batch;
     this.#face = options.face ?? {};
-    if (!(Number.isInteger(this.batch) && this.batch > 0)) throw new RangeError(`Expected a positive integer batch but received ${this.batch}`);
+    if (!(Number.isInteger(this.batch) && this.batch > 0))
+      throw new RangeError(`Expected a positive integer batch but received ${this.batch}`);
   }
 
   /** The encoder's hidden states of 16 kHz mono audio, one 30 s segment per call. */
@@ -77,13 +98,22 @@ export class MuseTalkEngine {
     for (const segment of whisperSegments(samples)) {
       signal?.throwIfAborted();
       const mel = whisperLogMel(segment);
-      outputs.push(await this.#run('whisper_encoder', { input_features: { data: mel.data, dims: [1, WHISPER_MEL_BANDS, WHISPER_SEGMENT_FRAMES] } }));
+      outputs.push(
+        await this.#run('whisper_encoder', {
+          input_features: { data: mel.data, dims: [1, WHISPER_MEL_BANDS, WHISPER_SEGMENT_FRAMES] },
+        }),
+      );
     }
     return { states: joinWhisperSegments(outputs), active: whisperActivePositions(samples.length) };
   }
 
   /** Lip-syncs the frames in place, `batch` frames per UNet call. */
-  async render(frames: readonly MuseTalkFrame[], audio: MuseTalkAudio, fps: Rational, signal?: AbortSignal): Promise<MuseTalkRenderStats> {
+  async render(
+    frames: readonly MuseTalkFrame[],
+    audio: MuseTalkAudio,
+    fps: Rational,
+    signal?: AbortSignal,
+  ): Promise<MuseTalkRenderStats> {
     const stats: MuseTalkRenderStats = { rendered: 0, skipped: 0, unetCalls: 0 };
     const usable = frames.flatMap((item) => {
       const box = museTalkFaceBox(item.face, item.frame.width, item.frame.height, this.#face);
@@ -102,7 +132,9 @@ export class MuseTalkEngine {
         museTalkImageTensor(crop, MUSETALK_FACE_SIZE, false, images, (n + k) * IMAGE_VALUES);
         return crop;
       });
-      const latents = await this.#run('vae_encoder', { image: { data: images, dims: [2 * n, 3, MUSETALK_FACE_SIZE, MUSETALK_FACE_SIZE] } });
+      const latents = await this.#run('vae_encoder', {
+        image: { data: images, dims: [2 * n, 3, MUSETALK_FACE_SIZE, MUSETALK_FACE_SIZE] },
+      });
       const perLatent = MUSETALK_LATENT_CHANNELS * LATENT_PLANE;
       const sample = new Float32Array(n * 2 * perLatent);
       for (let k = 0; k < n; k++) {
@@ -111,14 +143,20 @@ export class MuseTalkEngine {
       }
       const windowSize = MUSETALK_AUDIO_ROWS * WHISPER_TINY_WIDTH;
       const windows = new Float32Array(n * windowSize);
-      chunk.forEach((item, k) => museTalkAudioWindow(audio.states, audio.active, item.audioFrame, fps, windows, k * windowSize));
-      const encoded = await this.#run('positional_encoding', { audio_features: { data: windows, dims: [n, MUSETALK_AUDIO_ROWS, WHISPER_TINY_WIDTH] } });
+      chunk.forEach((item, k) =>
+        museTalkAudioWindow(audio.states, audio.active, item.audioFrame, fps, windows, k * windowSize),
+      );
+      const encoded = await this.#run('positional_encoding', {
+        audio_features: { data: windows, dims: [n, MUSETALK_AUDIO_ROWS, WHISPER_TINY_WIDTH] },
+      });
       const predicted = await this.#run('unet', {
         sample: { data: sample, dims: [n, 2 * MUSETALK_LATENT_CHANNELS, MUSETALK_LATENT_SIZE, MUSETALK_LATENT_SIZE] },
         encoder_hidden_states: { data: encoded, dims: [n, MUSETALK_AUDIO_ROWS, WHISPER_TINY_WIDTH] },
       });
       stats.unetCalls++;
-      const decoded = await this.#run('vae_decoder', { latents: { data: predicted, dims: [n, MUSETALK_LATENT_CHANNELS, MUSETALK_LATENT_SIZE, MUSETALK_LATENT_SIZE] } });
+      const decoded = await this.#run('vae_decoder', {
+        latents: { data: predicted, dims: [n, MUSETALK_LATENT_CHANNELS, MUSETALK_LATENT_SIZE, MUSETALK_LATENT_SIZE] },
+      });
       chunk.forEach((item, k) => {
         const face = museTalkDecodedImage(decoded, MUSETALK_FACE_SIZE, k * IMAGE_VALUES, crops[k]);
         blendMuseTalkFace(item.frame, face, MUSETALK_FACE_SIZE, museTalkBlendMask(item.face, item.box));
@@ -156,7 +194,8 @@ export async function loadMuseTalk(name: string, options: LoadMuseTalkOptions): 
   const manifest = await readMuseTalkManifest(options.modelsDir, name);
   const paths = await ensureMuseTalkGraphs(manifest, options.filesDir ?? options.modelsDir);
   const sessions = {} as Record<MuseTalkGraph, ort.InferenceSession>;
-  for (const graph of MUSETALK_GRAPHS) sessions[graph] = rawSession(await options.sessions.get(paths[graph]), `${name}/${graph}`);
+  for (const graph of MUSETALK_GRAPHS)
+    sessions[graph] = rawSession(await options.sessions.get(paths[graph]), `${name}/${graph}`);
   return new MuseTalkEngine(manifest, sessionRunner(sessions), {
     ...(options.batch === undefined ? {} : { batch: options.batch }),
     ...(options.face === undefined ? {} : { face: options.face }),

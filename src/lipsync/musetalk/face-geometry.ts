@@ -41,7 +41,8 @@ export const CHIN_PER_EYE_MOUTH = 0.68;
 export const BRIDGE_ABOVE_NOSE_TIP = 0.1;
 
 function finite(name: string, value: number): void {
-  if (!Number.isFinite(value)) throw new RangeError(`Expected ${name} to be a finite number but received ${String(value)}`);
+  if (!Number.isFinite(value))
+    throw new RangeError(`Expected ${name} to be a finite number but received ${String(value)}`);
 }
 
 /**
@@ -49,14 +50,26 @@ function finite(name: string, value: number): void {
  * it lies in the frame (the frame then passes through, as the reference skips a frame without a
  * usable box).
  */
-export function museTalkFaceBox(face: FaceBox, frameWidth: number, frameHeight: number, opts: MuseTalkFaceOptions = {}): PixelBox | undefined {
+export function museTalkFaceBox(
+  face: FaceBox,
+  frameWidth: number,
+  frameHeight: number,
+  opts: MuseTalkFaceOptions = {},
+): PixelBox | undefined {
   const margin = opts.extraMargin ?? MUSETALK_EXTRA_MARGIN;
-  if (!Number.isInteger(margin) || margin < 0) throw new RangeError(`Expected extraMargin to be a non-negative integer but received ${String(margin)}`);
+  if (!Number.isInteger(margin) || margin < 0)
+    throw new RangeError(`Expected extraMargin to be a non-negative integer but received ${String(margin)}`);
   if (!Number.isInteger(frameWidth) || !Number.isInteger(frameHeight) || frameWidth < 1 || frameHeight < 1) {
     throw new RangeError(`Expected a positive integer frame size but received ${frameWidth}x${frameHeight}`);
   }
   const { nose, mouth } = face.keypoints;
-  for (const [name, value] of [['box.x', face.x], ['box.width', face.width], ['nose.y', nose[1]], ['mouth.y', mouth[1]]] as const) finite(name, value);
+  for (const [name, value] of [
+    ['box.x', face.x],
+    ['box.width', face.width],
+    ['nose.y', nose[1]],
+    ['mouth.y', mouth[1]],
+  ] as const)
+    finite(name, value);
   const d = eyeMouthDistance(face);
   finite('the eye-to-mouth distance', d);
   const chin = Math.round(mouth[1] + CHIN_PER_EYE_MOUTH * d);

@@ -32,7 +32,13 @@ export interface GraphContract {
   outputs: readonly GraphTensor[];
 }
 
-export const MUSETALK_GRAPHS = ['whisper_encoder', 'positional_encoding', 'vae_encoder', 'unet', 'vae_decoder'] as const;
+export const MUSETALK_GRAPHS = [
+  'whisper_encoder',
+  'positional_encoding',
+  'vae_encoder',
+  'unet',
+  'vae_decoder',
+] as const;
 export type MuseTalkGraph = (typeof MUSETALK_GRAPHS)[number];
 
 export const MUSETALK_LATENT_CHANNELS = 4;
@@ -83,23 +89,36 @@ export interface DeclaredTensor {
  * The ways a graph's declared inputs and outputs break its contract (empty: it holds). A symbolic
  * batch dim may have any name; every other dim must be the number itself; every tensor float32.
  */
-export function contractProblems(contract: GraphContract, inputs: readonly DeclaredTensor[], outputs: readonly DeclaredTensor[]): string[] {
+export function contractProblems(
+  contract: GraphContract,
+  inputs: readonly DeclaredTensor[],
+  outputs: readonly DeclaredTensor[],
+): string[] {
   const problems: string[] = [];
   const check = (kind: string, want: readonly GraphTensor[], got: readonly DeclaredTensor[]): void => {
     for (const tensor of want) {
       const found = got.find((t) => t.name === tensor.name);
       if (found === undefined) {
-        problems.push(`${contract.graph}: no ${kind} named ${tensor.name} (it has ${got.map((t) => t.name).join(', ') || 'none'})`);
+        problems.push(
+          `${contract.graph}: no ${kind} named ${tensor.name} (it has ${got.map((t) => t.name).join(', ') || 'none'})`,
+        );
         continue;
       }
-      if (found.type !== 'float32') problems.push(`${contract.graph}: ${kind} ${tensor.name} is ${found.type}, expected float32`);
+      if (found.type !== 'float32')
+        problems.push(`${contract.graph}: ${kind} ${tensor.name} is ${found.type}, expected float32`);
       const ok =
         found.shape.length === tensor.shape.length &&
-        tensor.shape.every((d, i) => (d === 'B' ? typeof found.shape[i] === 'string' || found.shape[i] === -1 : found.shape[i] === d));
-      if (!ok) problems.push(`${contract.graph}: ${kind} ${tensor.name} has shape [${found.shape.join(', ')}], expected [${tensor.shape.join(', ')}]`);
+        tensor.shape.every((d, i) =>
+          d === 'B' ? typeof found.shape[i] === 'string' || found.shape[i] === -1 : found.shape[i] === d,
+        );
+      if (!ok)
+        problems.push(
+          `${contract.graph}: ${kind} ${tensor.name} has shape [${found.shape.join(', ')}], expected [${tensor.shape.join(', ')}]`,
+        );
     }
     const extra = got.filter((t) => !want.some((w) => w.name === t.name));
-    if (extra.length > 0) problems.push(`${contract.graph}: unexpected ${kind}s ${extra.map((t) => t.name).join(', ')}`);
+    if (extra.length > 0)
+      problems.push(`${contract.graph}: unexpected ${kind}s ${extra.map((t) => t.name).join(', ')}`);
   };
   check('input', contract.inputs, inputs);
   check('output', contract.outputs, outputs);

@@ -6,9 +6,14 @@ import ort from 'onnxruntime-node';
 import { contractProblems, MUSETALK_CONTRACTS, type DeclaredTensor, type MuseTalkGraph } from './graph-contract.js';
 
 /** What an ONNX Runtime session declares for its inputs and outputs. */
-export function declaredTensors(session: ort.InferenceSession): { inputs: DeclaredTensor[]; outputs: DeclaredTensor[] } {
+export function declaredTensors(session: ort.InferenceSession): {
+  inputs: DeclaredTensor[];
+  outputs: DeclaredTensor[];
+} {
   const map = (meta: readonly ort.InferenceSession.ValueMetadata[]): DeclaredTensor[] =>
-    meta.map((m) => (m.isTensor ? { name: m.name, type: m.type, shape: m.shape } : { name: m.name, type: 'not a tensor', shape: [] }));
+    meta.map((m) =>
+      m.isTensor ? { name: m.name, type: m.type, shape: m.shape } : { name: m.name, type: 'not a tensor', shape: [] },
+    );
   return { inputs: map(session.inputMetadata), outputs: map(session.outputMetadata) };
 }
 
@@ -23,5 +28,6 @@ export class MuseTalkGraphError extends Error {
 export function checkMuseTalkGraph(session: ort.InferenceSession, graph: MuseTalkGraph): void {
   const { inputs, outputs } = declaredTensors(session);
   const problems = contractProblems(MUSETALK_CONTRACTS[graph], inputs, outputs);
-  if (problems.length > 0) throw new MuseTalkGraphError(`Expected MuseTalk's ${graph} graph interface but ${problems.join('; ')}`);
+  if (problems.length > 0)
+    throw new MuseTalkGraphError(`Expected MuseTalk's ${graph} graph interface but ${problems.join('; ')}`);
 }

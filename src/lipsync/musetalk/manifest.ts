@@ -46,7 +46,12 @@ export const museTalkManifestSchema = z.object({
     z.object({ kind: z.literal('generated'), generator: z.string().min(1), generatorVersion: z.string().min(1) }),
     z.object({ kind: z.literal('installed'), instructions: z.string().min(1) }),
   ]),
-  graphs: z.object(Object.fromEntries(MUSETALK_GRAPHS.map((g) => [g, graphFileSchema])) as Record<MuseTalkGraph, typeof graphFileSchema>),
+  graphs: z.object(
+    Object.fromEntries(MUSETALK_GRAPHS.map((g) => [g, graphFileSchema])) as Record<
+      MuseTalkGraph,
+      typeof graphFileSchema
+    >,
+  ),
   /** Frames per UNet call unless a setting says otherwise (the reference's default). */
   batch: z.number().int().positive(),
 });
@@ -84,7 +89,8 @@ export const MUSETALK_LICENCES: readonly z.infer<typeof componentLicenceSchema>[
     spdx: 'MIT',
     holder: 'TMElyralab (Tencent Music Entertainment Lyra Lab)',
     upstream: 'https://github.com/TMElyralab/MuseTalk',
-    terms: 'README "Disclaimer/License": code MIT, no limitation for academic and commercial usage; "The trained model are available for any purpose, even commercially."',
+    terms:
+      'README "Disclaimer/License": code MIT, no limitation for academic and commercial usage; "The trained model are available for any purpose, even commercially."',
   },
   {
     part: 'VAE weights (stabilityai/sd-vae-ft-mse)',
@@ -97,11 +103,13 @@ export const MUSETALK_LICENCES: readonly z.infer<typeof componentLicenceSchema>[
     spdx: 'MIT',
     holder: 'OpenAI',
     upstream: 'https://github.com/openai/whisper',
-    terms: 'Code and weights released under the MIT licence in openai/whisper; the Hugging Face copy is marked Apache-2.0, which allows commercial use too.',
+    terms:
+      'Code and weights released under the MIT licence in openai/whisper; the Hugging Face copy is marked Apache-2.0, which allows commercial use too.',
   },
 ]);
 
 export const MUSETALK_COMMERCIAL_USE = Object.freeze({
   allowed: true,
-  reason: 'Every part (MuseTalk code and UNet, sd-vae-ft-mse, Whisper tiny) allows commercial use; no face parser, DWPose or S3FD is used.',
+  reason:
+    'Every part (MuseTalk code and UNet, sd-vae-ft-mse, Whisper tiny) allows commercial use; no face parser, DWPose or S3FD is used.',
 });

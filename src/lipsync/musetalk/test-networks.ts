@@ -25,7 +25,15 @@
  * seeded generator (mulberry32) scaled by exact powers of two, so the bytes are the same
  * everywhere and the manifest's sha256 holds.
  */
-import { buildModel, encodeModel, floatTensor, floatValueInfo, node, type OnnxNode, type OnnxTensor } from '../../inference/index.js';
+import {
+  buildModel,
+  encodeModel,
+  floatTensor,
+  floatValueInfo,
+  node,
+  type OnnxNode,
+  type OnnxTensor,
+} from '../../inference/index.js';
 import { seededRandom } from '../../seeded-random.js';
 import { MUSETALK_CONTRACTS, VAE_SCALING_FACTOR, type GraphContract, type MuseTalkGraph } from './graph-contract.js';
 
@@ -44,8 +52,18 @@ export interface MuseTalkNetworkSize {
   heads: number;
 }
 
-export const MUSETALK_TEST_SIZE: Readonly<MuseTalkNetworkSize> = Object.freeze({ channels: [8, 16], blocks: 1, attentionLevels: 2, heads: 2 });
-export const MUSETALK_REAL_SIZE: Readonly<MuseTalkNetworkSize> = Object.freeze({ channels: [320, 640, 1280, 1280], blocks: 2, attentionLevels: 3, heads: 8 });
+export const MUSETALK_TEST_SIZE: Readonly<MuseTalkNetworkSize> = Object.freeze({
+  channels: [8, 16],
+  blocks: 1,
+  attentionLevels: 2,
+  heads: 2,
+});
+export const MUSETALK_REAL_SIZE: Readonly<MuseTalkNetworkSize> = Object.freeze({
+  channels: [320, 640, 1280, 1280],
+  blocks: 2,
+  attentionLevels: 3,
+  heads: 8,
+});
 
 /** The mouth ellipse of the test UNet, in latent pixels (32 x 32: the crop's lower half, centred). */
 export const TEST_LATENT_MOUTH = Object.freeze({ cx: 16, cy: 23.5, rx: 7, ry: 3.5 });
@@ -53,15 +71,21 @@ const MAX_DARKNESS = 0.9;
 
 function checkSize(size: MuseTalkNetworkSize): void {
   const { channels, blocks, attentionLevels, heads } = size;
-  if (channels.length < 1 || channels.length > 5) throw new RangeError(`Expected 1 to 5 UNet levels but received ${channels.length}`);
+  if (channels.length < 1 || channels.length > 5)
+    throw new RangeError(`Expected 1 to 5 UNet levels but received ${channels.length}`);
   for (const c of channels) {
-    if (!Number.isInteger(c) || c < 1 || c % heads !== 0) throw new RangeError(`Expected every level's channels to be a positive multiple of the ${heads} heads but received ${c}`);
+    if (!Number.isInteger(c) || c < 1 || c % heads !== 0)
+      throw new RangeError(
+        `Expected every level's channels to be a positive multiple of the ${heads} heads but received ${c}`,
+      );
   }
-  if (!Number.isInteger(blocks) || blocks < 1) throw new RangeError(`Expected blocks to be a positive integer but received ${blocks}`);
+  if (!Number.isInteger(blocks) || blocks < 1)
+    throw new RangeError(`Expected blocks to be a positive integer but received ${blocks}`);
   if (!Number.isInteger(attentionLevels) || attentionLevels < 0 || attentionLevels > channels.length) {
     throw new RangeError(`Expected attentionLevels between 0 and ${channels.length} but received ${attentionLevels}`);
   }
-  if (!Number.isInteger(heads) || heads < 1) throw new RangeError(`Expected heads to be a positive integer but received ${heads}`);
+  if (!Number.isInteger(heads) || heads < 1)
+    throw new RangeError(`Expected heads to be a positive integer but received ${heads}`);
 }
 
 /** Uniform weights in [-scale, scale), scale a power of two so that every value is exact in float32. */
@@ -85,7 +109,12 @@ class GraphBuilder {
     return `${stem}_${this.#count}`;
   }
 
-  op(opType: string, inputs: readonly string[], attributes: Record<string, number | number[] | string | { float: number }> = {}, stem = opType.toLowerCase()): string {
+  op(
+    opType: string,
+    inputs: readonly string[],
+    attributes: Record<string, number | number[] | string | { float: number }> = {},
+    stem = opType.toLowerCase(),
+  ): string {
     const out = this.name(stem);
     this.nodes.push(node(opType, inputs, [out], out, attributes));
     return out;
@@ -102,7 +131,15 @@ class GraphBuilder {
     const key = `${stem}/${seed}/${dims.join('x')}`;
     let name = this.#shared.get(key);
     if (name === undefined) {
-      name = this.tensor(stem, dims, weights(seed, dims.reduce((a, b) => a * b, 1), fanIn));
+      name = this.tensor(
+        stem,
+        dims,
+        weights(
+          seed,
+          dims.reduce((a, b) => a * b, 1),
+          fanIn,
+        ),
+      );
       this.#shared.set(key, name);
     }
     return name;
@@ -157,10 +194,14 @@ function whisperEncoder(): Uint8Array {
   const pooled = g.op('ReduceMean', [pairs], { axes: [3], keepdims: 0 });
   const tokens = g.op('Transpose', [pooled], { perm: [0, 2, 1] });
   const w = new Float32Array(80 * 5 * 384);
-  for (let band = 0; band < 80; band++) for (let l = 0; l < 5; l++) for (let c = 0; c < 384; c++) w[band * 1920 + l * 384 + c] = (1 + l) / 80;
+  for (let band = 0; band < 80; band++)
+    for (let l = 0; l < 5; l++) for (let c = 0; c < 384; c++) w[band * 1920 + l * 384 + c] = (1 + l) / 80;
   const projected = g.op('MatMul', [tokens, g.tensor('projection', [80, 1920], w)]);
   output(g, g.op('Reshape', [projected, g.shape([0, 1500, 5, 384])]), 'hidden_states');
-  return g.finish(MUSETALK_CONTRACTS.whisper_encoder, 'hidden_states[b, t, l, :] = (1 + l) x the mean of mel frames 2t and 2t+1 over the 80 bands.');
+  return g.finish(
+    MUSETALK_CONTRACTS.whisper_encoder,
+    'hidden_states[b, t, l, :] = (1 + l) x the mean of mel frames 2t and 2t+1 over the 80 bands.',
+  );
 }
 
 /** The reference's PositionalEncoding table (d_model 384), first `rows` rows, computed in float32 as torch does. */
@@ -180,7 +221,10 @@ export function positionalEncodingTable(rows = 50, width = 384): Float32Array {
 function positionalEncoding(): Uint8Array {
   const g = new GraphBuilder();
   output(g, g.op('Add', ['audio_features', g.tensor('pe', [1, 50, 384], positionalEncodingTable())]), 'encoded');
-  return g.finish(MUSETALK_CONTRACTS.positional_encoding, 'encoded = audio_features + the sin/cos positional table (as the real graph).');
+  return g.finish(
+    MUSETALK_CONTRACTS.positional_encoding,
+    'encoded = audio_features + the sin/cos positional table (as the real graph).',
+  );
 }
 
 function vaeEncoder(): Uint8Array {
@@ -192,7 +236,10 @@ function vaeEncoder(): Uint8Array {
     w[3 * 3 + c] = VAE_SCALING_FACTOR / 3;
   }
   output(g, g.op('Conv', [pooled, g.tensor('to_latents', [4, 3, 1, 1], w)], { kernel_shape: [1, 1] }), 'latents');
-  return g.finish(MUSETALK_CONTRACTS.vae_encoder, 'latents = 0.18215 x (R, G, B, their mean) averaged over 8 x 8 pixels.');
+  return g.finish(
+    MUSETALK_CONTRACTS.vae_encoder,
+    'latents = 0.18215 x (R, G, B, their mean) averaged over 8 x 8 pixels.',
+  );
 }
 
 function vaeDecoder(): Uint8Array {
@@ -200,7 +247,10 @@ function vaeDecoder(): Uint8Array {
   const w = new Float32Array(3 * 4);
   for (let c = 0; c < 3; c++) w[c * 4 + c] = 1 / VAE_SCALING_FACTOR;
   const rgb = g.op('Conv', ['latents', g.tensor('to_rgb', [3, 4, 1, 1], w)], { kernel_shape: [1, 1] });
-  const up = g.op('Resize', [rgb, '', g.tensor('scales', [4], Float32Array.of(1, 1, 8, 8))], { mode: 'linear', coordinate_transformation_mode: 'half_pixel' });
+  const up = g.op('Resize', [rgb, '', g.tensor('scales', [4], Float32Array.of(1, 1, 8, 8))], {
+    mode: 'linear',
+    coordinate_transformation_mode: 'half_pixel',
+  });
   output(g, up, 'image');
   return g.finish(MUSETALK_CONTRACTS.vae_decoder, 'image = latents channels 0-2 / 0.18215, bilinear x 8.');
 }
@@ -219,13 +269,25 @@ function mouthMask(): Float32Array {
 }
 
 /** Attention of `tokens` [B, N, C] over `context` [B, M, K]: heads h, projections shared per `seed`. */
-function attention(g: GraphBuilder, tokens: string, context: string, channels: number, contextWidth: number, heads: number, seed: number): string {
+function attention(
+  g: GraphBuilder,
+  tokens: string,
+  context: string,
+  channels: number,
+  contextWidth: number,
+  heads: number,
+  seed: number,
+): string {
   const d = channels / heads;
   const q = g.op('MatMul', [tokens, g.sharedWeights('wq', [channels, channels], seed, channels)]);
   const k = g.op('MatMul', [context, g.sharedWeights('wk', [contextWidth, channels], seed + 1, contextWidth)]);
   const v = g.op('MatMul', [context, g.sharedWeights('wv', [contextWidth, channels], seed + 2, contextWidth)]);
-  const split = (x: string): string => g.op('Transpose', [g.op('Reshape', [x, g.shape([0, -1, heads, d])])], { perm: [0, 2, 1, 3] });
-  const scores = g.op('Mul', [g.op('MatMul', [split(q), g.op('Transpose', [split(k)], { perm: [0, 1, 3, 2] })]), g.scalar(1 / Math.sqrt(d))]);
+  const split = (x: string): string =>
+    g.op('Transpose', [g.op('Reshape', [x, g.shape([0, -1, heads, d])])], { perm: [0, 2, 1, 3] });
+  const scores = g.op('Mul', [
+    g.op('MatMul', [split(q), g.op('Transpose', [split(k)], { perm: [0, 1, 3, 2] })]),
+    g.scalar(1 / Math.sqrt(d)),
+  ]);
   const mixed = g.op('MatMul', [g.op('Softmax', [scores], { axis: -1 }), split(v)]);
   const merged = g.op('Reshape', [g.op('Transpose', [mixed], { perm: [0, 2, 1, 3] }), g.shape([0, -1, channels])]);
   return g.op('MatMul', [merged, g.sharedWeights('wo', [channels, channels], seed + 3, channels)]);
@@ -241,15 +303,32 @@ function convWeights(g: GraphBuilder, out: number, inp: number, seed: number): s
 }
 
 /** A level's block: residual conv pair, then (with attention) self-, cross-attention and feed-forward on the tokens. */
-function block(g: GraphBuilder, x: string, channels: number, side: number, withAttention: boolean, heads: number, audio: string, seed: number, convs: [string, string]): string {
-  const conv = (input: string, w: string): string => g.op('Conv', [input, w], { kernel_shape: [3, 3], pads: [1, 1, 1, 1] });
+function block(
+  g: GraphBuilder,
+  x: string,
+  channels: number,
+  side: number,
+  withAttention: boolean,
+  heads: number,
+  audio: string,
+  seed: number,
+  convs: [string, string],
+): string {
+  const conv = (input: string, w: string): string =>
+    g.op('Conv', [input, w], { kernel_shape: [3, 3], pads: [1, 1, 1, 1] });
   let y = residual(g, x, conv(g.op('Relu', [conv(x, convs[0])]), convs[1]));
   if (!withAttention) return y;
   const tokens = g.op('Transpose', [g.op('Reshape', [y, g.shape([0, channels, side * side])])], { perm: [0, 2, 1] });
   let t = residual(g, tokens, attention(g, tokens, tokens, channels, channels, heads, seed));
   t = residual(g, t, attention(g, t, audio, channels, 384, heads, seed + 10));
-  const hidden = g.op('Relu', [g.op('MatMul', [t, g.sharedWeights('ff1', [channels, 4 * channels], seed + 20, channels)])]);
-  t = residual(g, t, g.op('MatMul', [hidden, g.sharedWeights('ff2', [4 * channels, channels], seed + 21, 4 * channels)]));
+  const hidden = g.op('Relu', [
+    g.op('MatMul', [t, g.sharedWeights('ff1', [channels, 4 * channels], seed + 20, channels)]),
+  ]);
+  t = residual(
+    g,
+    t,
+    g.op('MatMul', [hidden, g.sharedWeights('ff2', [4 * channels, channels], seed + 21, 4 * channels)]),
+  );
   y = g.op('Reshape', [g.op('Transpose', [t], { perm: [0, 2, 1] }), g.shape([0, channels, side, side])]);
   return y;
 }
@@ -258,48 +337,111 @@ function block(g: GraphBuilder, x: string, channels: number, side: number, withA
 function trunk(g: GraphBuilder, size: MuseTalkNetworkSize): string {
   const { channels, blocks, attentionLevels, heads } = size;
   let x = g.op('Conv', ['sample', convWeights(g, channels[0]!, 8, 1)], { kernel_shape: [3, 3], pads: [1, 1, 1, 1] });
-  const shared = channels.map((c, level) => [convWeights(g, c, c, 100 + level * 10), convWeights(g, c, c, 101 + level * 10)] as [string, string]);
+  const shared = channels.map(
+    (c, level) => [convWeights(g, c, c, 100 + level * 10), convWeights(g, c, c, 101 + level * 10)] as [string, string],
+  );
   let side = 32;
   for (let level = 0; level < channels.length; level++) {
-    for (let b = 0; b < blocks; b++) x = block(g, x, channels[level]!, side, level < attentionLevels, heads, 'encoder_hidden_states', 1000 + level * 100, shared[level]!);
+    for (let b = 0; b < blocks; b++)
+      x = block(
+        g,
+        x,
+        channels[level]!,
+        side,
+        level < attentionLevels,
+        heads,
+        'encoder_hidden_states',
+        1000 + level * 100,
+        shared[level]!,
+      );
     if (level + 1 < channels.length) {
-      x = g.op('Conv', [x, convWeights(g, channels[level + 1]!, channels[level]!, 200 + level)], { kernel_shape: [3, 3], pads: [1, 1, 1, 1], strides: [2, 2] });
+      x = g.op('Conv', [x, convWeights(g, channels[level + 1]!, channels[level]!, 200 + level)], {
+        kernel_shape: [3, 3],
+        pads: [1, 1, 1, 1],
+        strides: [2, 2],
+      });
       side /= 2;
     }
   }
   const last = channels.length - 1;
-  x = block(g, x, channels[last]!, side, attentionLevels > 0, heads, 'encoder_hidden_states', 1000 + last * 100, shared[last]!);
+  x = block(
+    g,
+    x,
+    channels[last]!,
+    side,
+    attentionLevels > 0,
+    heads,
+    'encoder_hidden_states',
+    1000 + last * 100,
+    shared[last]!,
+  );
   for (let level = last; level >= 0; level--) {
-    for (let b = 0; b <= blocks; b++) x = block(g, x, channels[level]!, side, level < attentionLevels, heads, 'encoder_hidden_states', 1000 + level * 100, shared[level]!);
+    for (let b = 0; b <= blocks; b++)
+      x = block(
+        g,
+        x,
+        channels[level]!,
+        side,
+        level < attentionLevels,
+        heads,
+        'encoder_hidden_states',
+        1000 + level * 100,
+        shared[level]!,
+      );
     if (level > 0) {
       const up = g.op('Resize', [x, '', g.tensor('scales', [4], Float32Array.of(1, 1, 2, 2))], { mode: 'nearest' });
-      x = g.op('Conv', [up, convWeights(g, channels[level - 1]!, channels[level]!, 300 + level)], { kernel_shape: [3, 3], pads: [1, 1, 1, 1] });
+      x = g.op('Conv', [up, convWeights(g, channels[level - 1]!, channels[level]!, 300 + level)], {
+        kernel_shape: [3, 3],
+        pads: [1, 1, 1, 1],
+      });
       side *= 2;
     }
   }
   // Into the output at 1/1024 of its size: the trunk costs what it costs, the picture stays the test's.
-  return g.op('Conv', [x, g.tensor('conv_out', [4, channels[0]!, 3, 3], weights(9, 4 * channels[0]! * 9, 1024 * channels[0]! * 9))], { kernel_shape: [3, 3], pads: [1, 1, 1, 1] });
+  return g.op(
+    'Conv',
+    [x, g.tensor('conv_out', [4, channels[0]!, 3, 3], weights(9, 4 * channels[0]! * 9, 1024 * channels[0]! * 9))],
+    { kernel_shape: [3, 3], pads: [1, 1, 1, 1] },
+  );
 }
 
 function unet(size: MuseTalkNetworkSize): Uint8Array {
   const g = new GraphBuilder();
   const select = new Float32Array(4 * 8);
   for (let c = 0; c < 4; c++) select[c * 8 + 4 + c] = 1;
-  const reference = g.op('Conv', ['sample', g.tensor('select_reference', [4, 8, 1, 1], select)], { kernel_shape: [1, 1] });
+  const reference = g.op('Conv', ['sample', g.tensor('select_reference', [4, 8, 1, 1], select)], {
+    kernel_shape: [1, 1],
+  });
   // The audio window's mean: the test encoder's values grow with loudness (log-mel in about [-1.5, 1.5] x (1..5)).
   const mean = g.op('ReduceMean', ['encoder_hidden_states'], { axes: [1, 2], keepdims: 1 });
-  const level = g.op('Clip', [g.op('Mul', [g.op('Add', [g.op('Reshape', [mean, g.shape([-1, 1, 1, 1])]), g.scalar(1.5)]), g.scalar(0.5)]), g.scalar(0), g.scalar(1)]);
-  const shade = g.op('Mul', [g.op('Mul', [level, g.scalar(MAX_DARKNESS)]), g.tensor('mouth', [1, 1, 32, 32], mouthMask())]);
+  const level = g.op('Clip', [
+    g.op('Mul', [g.op('Add', [g.op('Reshape', [mean, g.shape([-1, 1, 1, 1])]), g.scalar(1.5)]), g.scalar(0.5)]),
+    g.scalar(0),
+    g.scalar(1),
+  ]);
+  const shade = g.op('Mul', [
+    g.op('Mul', [level, g.scalar(MAX_DARKNESS)]),
+    g.tensor('mouth', [1, 1, 32, 32], mouthMask()),
+  ]);
   // Darken towards black: latents of black are -0.18215 (image -1) on the RGB channels.
-  const black = g.tensor('black', [1, 4, 1, 1], Float32Array.of(-VAE_SCALING_FACTOR, -VAE_SCALING_FACTOR, -VAE_SCALING_FACTOR, -VAE_SCALING_FACTOR));
+  const black = g.tensor(
+    'black',
+    [1, 4, 1, 1],
+    Float32Array.of(-VAE_SCALING_FACTOR, -VAE_SCALING_FACTOR, -VAE_SCALING_FACTOR, -VAE_SCALING_FACTOR),
+  );
   const toward = g.op('Mul', [g.op('Sub', [black, reference]), shade]);
   const picture = g.op('Add', [reference, toward]);
   output(g, g.op('Add', [picture, trunk(g, size)]), 'latents');
-  return g.finish(MUSETALK_CONTRACTS.unet, 'latents = the reference latents with a dark mouth ellipse following the audio level, plus a tiny contribution of a cost trunk.');
+  return g.finish(
+    MUSETALK_CONTRACTS.unet,
+    'latents = the reference latents with a dark mouth ellipse following the audio level, plus a tiny contribution of a cost trunk.',
+  );
 }
 
 /** The five graphs' bytes, by graph name. */
-export function buildMuseTalkTestNetworks(size: MuseTalkNetworkSize = MUSETALK_TEST_SIZE): Record<MuseTalkGraph, Uint8Array> {
+export function buildMuseTalkTestNetworks(
+  size: MuseTalkNetworkSize = MUSETALK_TEST_SIZE,
+): Record<MuseTalkGraph, Uint8Array> {
   checkSize(size);
   return {
     whisper_encoder: whisperEncoder(),

@@ -71,7 +71,9 @@ function reflectIndex(i: number, n: number): number {
  */
 export function whisperLogMel(segment: Float32Array | Float64Array): MelSpectrogram {
   if (segment.length > WHISPER_SEGMENT_SAMPLES) {
-    throw new RangeError(`Expected at most ${WHISPER_SEGMENT_SAMPLES} samples (30 s) in a Whisper segment but received ${segment.length}`);
+    throw new RangeError(
+      `Expected at most ${WHISPER_SEGMENT_SAMPLES} samples (30 s) in a Whisper segment but received ${segment.length}`,
+    );
   }
   const n = WHISPER_SEGMENT_SAMPLES;
   const x = new Float64Array(n);
@@ -126,6 +128,7 @@ export function whisperLogMel(segment: Float32Array | Float64Array): MelSpectrog
 /** MuseTalk's 30 s segments of the audio (the last one shorter), each for whisperLogMel. */
 export function whisperSegments(samples: Float32Array): Float32Array[] {
   const segments: Float32Array[] = [];
-  for (let i = 0; i < samples.length; i += WHISPER_SEGMENT_SAMPLES) segments.push(samples.subarray(i, i + WHISPER_SEGMENT_SAMPLES));
+  for (let i = 0; i < samples.length; i += WHISPER_SEGMENT_SAMPLES)
+    segments.push(samples.subarray(i, i + WHISPER_SEGMENT_SAMPLES));
   return segments;
 }

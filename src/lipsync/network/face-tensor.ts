@@ -28,7 +28,9 @@ export const WAV2LIP_LAYOUT: Readonly<TensorLayout> = Object.freeze({
 
 function checkImage(name: string, image: Uint8Array, size: number): void {
   if (image.length !== size * size * 3) {
-    throw new RangeError(`Expected ${name} to hold ${size * size * 3} bytes (RGB ${size}x${size}) but received ${image.length}`);
+    throw new RangeError(
+      `Expected ${name} to hold ${size * size * 3} bytes (RGB ${size}x${size}) but received ${image.length}`,
+    );
   }
 }
 
@@ -63,14 +65,17 @@ export function wav2lipInput(
   out?: Float32Array,
   offset = 0,
 ): Float32Array {
-  if (!Number.isInteger(size) || size < 2) throw new RangeError(`Expected size to be an integer of at least 2 but received ${String(size)}`);
+  if (!Number.isInteger(size) || size < 2)
+    throw new RangeError(`Expected size to be an integer of at least 2 but received ${String(size)}`);
   checkImage('the face', face, size);
   checkImage('the reference face', reference, size);
   checkLayout(layout);
   const plane = size * size;
   const target = out ?? new Float32Array(6 * plane);
   if (offset < 0 || offset + 6 * plane > target.length) {
-    throw new RangeError(`Expected room for ${6 * plane} values at offset ${offset} but the output holds ${target.length}`);
+    throw new RangeError(
+      `Expected room for ${6 * plane} values at offset ${offset} but the output holds ${target.length}`,
+    );
   }
   const [lo, hi] = layout.range;
   const scale = (hi - lo) / 255;
@@ -98,7 +103,8 @@ export function tensorToRgb(
   offset = 0,
   out?: Uint8Array,
 ): Uint8Array {
-  if (!Number.isInteger(size) || size < 1) throw new RangeError(`Expected size to be a positive integer but received ${String(size)}`);
+  if (!Number.isInteger(size) || size < 1)
+    throw new RangeError(`Expected size to be a positive integer but received ${String(size)}`);
   checkLayout(layout);
   const plane = size * size;
   if (offset < 0 || offset + 3 * plane > tensor.length) {

@@ -14,10 +14,21 @@
  * file and settings lives for the process (an idle thread does not keep the process alive);
  * `releaseLipsyncThreads` ends them at shutdown.
  */
-import { type LipsyncManifest, ensureModelFile, sessionOptions, SessionThread, type ThreadSessionInfo } from '../../inference/index.js';
+import {
+  type LipsyncManifest,
+  ensureModelFile,
+  sessionOptions,
+  SessionThread,
+  type ThreadSessionInfo,
+} from '../../inference/index.js';
 import type { LipsyncModelId } from '../../jobs/index.js';
 import { withLipsyncGenerators } from './wav2lip-test-model.js';
-import { LipsyncNetworkModel, loadLipsyncModel, type LipsyncModel, type LoadLipsyncModelOptions } from './wav2lip-model.js';
+import {
+  LipsyncNetworkModel,
+  loadLipsyncModel,
+  type LipsyncModel,
+  type LoadLipsyncModelOptions,
+} from './wav2lip-model.js';
 
 /** The LipsyncModel contract served by a session on a worker thread; `graph` is what its open reported. */
 export class ThreadedLipsyncModel extends LipsyncNetworkModel {
@@ -32,7 +43,10 @@ const threads = new Map<string, Promise<{ thread: SessionThread; graph: ThreadSe
  * The lip-sync network serving a public model id, on a worker thread. Fails exactly as
  * `loadLipsyncModel` does (LIPSYNC_FAILED naming what to install, and so on).
  */
-export async function loadThreadedLipsyncModel(modelId: LipsyncModelId, options: LoadLipsyncModelOptions): Promise<LipsyncModel> {
+export async function loadThreadedLipsyncModel(
+  modelId: LipsyncModelId,
+  options: LoadLipsyncModelOptions,
+): Promise<LipsyncModel> {
   const checked = await loadLipsyncModel(modelId, options);
   const file = await ensureModelFile(checked.name, withLipsyncGenerators(options.registry ?? {}));
   const cached = await options.sessions.get(file.path);
@@ -42,7 +56,10 @@ export async function loadThreadedLipsyncModel(modelId: LipsyncModelId, options:
     pending = (async () => {
       const thread = new SessionThread(file.path);
       try {
-        return { thread, graph: await thread.open(sessionOptions(cached.providers, cached.threads, cached.deviceIndex)) };
+        return {
+          thread,
+          graph: await thread.open(sessionOptions(cached.providers, cached.threads, cached.deviceIndex)),
+        };
       } catch (error) {
         await thread.close();
         throw error;

@@ -14,9 +14,24 @@
 import ort from 'onnxruntime-node';
 import { ProcessingError } from '../../errors.js';
 import type { LipsyncModelId } from '../../jobs/index.js';
-import { MANIFEST_SCHEMA_VERSION, type LipsyncManifest, ensureModelFile, getManifest, ModelIntegrityError, ModelRegistryError, type RegistryOptions, type NamedTensor, type SessionCache } from '../../inference/index.js';
+import {
+  MANIFEST_SCHEMA_VERSION,
+  type LipsyncManifest,
+  ensureModelFile,
+  getManifest,
+  ModelIntegrityError,
+  ModelRegistryError,
+  type RegistryOptions,
+  type NamedTensor,
+  type SessionCache,
+} from '../../inference/index.js';
 import { rawSession } from '../faces/index.js';
-import { DEFAULT_LIPSYNC_MODEL_MAPPING, REAL_LIPSYNC_MODEL, TEST_LIPSYNC_MODEL, type LipsyncModelMapping } from '../settings.js';
+import {
+  DEFAULT_LIPSYNC_MODEL_MAPPING,
+  REAL_LIPSYNC_MODEL,
+  TEST_LIPSYNC_MODEL,
+  type LipsyncModelMapping,
+} from '../settings.js';
 import { WAV2LIP_MEL } from '../audio/index.js';
 import { withLipsyncGenerators } from './wav2lip-test-model.js';
 
@@ -26,7 +41,6 @@ export const WAV2LIP_FACE_SIZE = 96;
 export const WAV2LIP_MEL_BANDS = WAV2LIP_MEL.melBands;
 export const WAV2LIP_MEL_WINDOW = WAV2LIP_MEL.windowFrames;
 
-
 /** How operators install real weights (named in every "not installed" message). */
 export function installCommand(name = REAL_LIPSYNC_MODEL): string {
   const suffix = name === REAL_LIPSYNC_MODEL ? '' : ` --name ${name}`;
@@ -34,7 +48,9 @@ export function installCommand(name = REAL_LIPSYNC_MODEL): string {
 }
 
 /** The parts of a lip-sync manifest that every Wav2Lip-contract model shares. */
-export function wav2lipContract(outputName: string): Pick<LipsyncManifest, 'inputs' | 'output' | 'face' | 'audio' | 'batch'> {
+export function wav2lipContract(
+  outputName: string,
+): Pick<LipsyncManifest, 'inputs' | 'output' | 'face' | 'audio' | 'batch'> {
   return {
     inputs: {
       mel: {
@@ -53,7 +69,14 @@ export function wav2lipContract(outputName: string): Pick<LipsyncManifest, 'inpu
         range: [0, 1],
       },
     },
-    output: { name: outputName, dtype: 'float32', layout: 'NCHW', shape: ['B', 3, WAV2LIP_FACE_SIZE, WAV2LIP_FACE_SIZE], channels: 'BGR', range: [0, 1] },
+    output: {
+      name: outputName,
+      dtype: 'float32',
+      layout: 'NCHW',
+      shape: ['B', 3, WAV2LIP_FACE_SIZE, WAV2LIP_FACE_SIZE],
+      channels: 'BGR',
+      range: [0, 1],
+    },
     face: { size: WAV2LIP_FACE_SIZE, maskFromRow: 0.5, pads: [0, 10, 0, 0] },
     // The features the networks were trained on (mel.ts), as the manifest states them.
     audio: { ...WAV2LIP_MEL, framesPerSecond: WAV2LIP_MEL.sampleRate / WAV2LIP_MEL.hop },
@@ -129,7 +152,8 @@ export interface LoadLipsyncModelOptions {
 }
 
 function notInstalled(modelId: string, name: string, detail: string, cause: unknown): ProcessingError {
-  return new ProcessingError(`Expected lip-sync weights ${name} for ${modelId} but they are not installed (${detail}): install real Wav2Lip ONNX weights with ` +
+  return new ProcessingError(
+    `Expected lip-sync weights ${name} for ${modelId} but they are not installed (${detail}): install real Wav2Lip ONNX weights with ` +
       `${installCommand(name)} run with the worker's environment (it writes where MEDIA_WORKER_MODELS_DIR and MEDIA_WORKER_MODEL_FILES_DIR point), ` +
       `or select the test model explicitly (mapping ${modelId} to ${TEST_LIPSYNC_MODEL}; it does not lip-sync)`,
     { cause },
@@ -152,7 +176,10 @@ function fixedBatch(session: LipsyncGraph, input: string): number | undefined {
 }
 
 /** Checks the graph against the manifest's contract; returns the fixed batch, if any. */
-export function checkLipsyncGraph(session: LipsyncGraph, manifest: Pick<LipsyncManifest, 'name' | 'inputs' | 'output'>): number | undefined {
+export function checkLipsyncGraph(
+  session: LipsyncGraph,
+  manifest: Pick<LipsyncManifest, 'name' | 'inputs' | 'output'>,
+): number | undefined {
   const wanted = [manifest.inputs.mel.name, manifest.inputs.faces.name];
   const missing = wanted.filter((n) => !session.inputNames.includes(n));
   if (missing.length > 0 || !session.outputNames.includes(manifest.output.name)) {
@@ -164,7 +191,9 @@ export function checkLipsyncGraph(session: LipsyncGraph, manifest: Pick<LipsyncM
   const melBatch = fixedBatch(session, manifest.inputs.mel.name);
   const faceBatch = fixedBatch(session, manifest.inputs.faces.name);
   if (melBatch !== faceBatch) {
-    throw new Error(`Expected ${manifest.name}'s inputs to share one batch dimension but they have ${String(melBatch)} and ${String(faceBatch)}`);
+    throw new Error(
+      `Expected ${manifest.name}'s inputs to share one batch dimension but they have ${String(melBatch)} and ${String(faceBatch)}`,
+    );
   }
   return melBatch;
 }
@@ -189,7 +218,8 @@ export class LipsyncNetworkModel implements LipsyncModel {
     this.#runNetwork = runNetwork;
     this.#fixedBatch = checkLipsyncGraph(graph, manifest);
     this.batch = this.#fixedBatch ?? batch ?? manifest.batch;
-    if (!(Number.isInteger(this.batch) && this.batch > 0)) throw new RangeError(`Expected a positive integer batch but received ${this.batch}`);
+    if (!(Number.isInteger(this.batch) && this.batch > 0))
+      throw new RangeError(`Expected a positive integer batch but received ${this.batch}`);
   }
 
   async run(mel: Float32Array, faces: Float32Array, count: number): Promise<Float32Array> {
@@ -199,7 +229,8 @@ export class LipsyncNetworkModel implements LipsyncModel {
     const melSize = melH * melW;
     const faceSize = faceC * faceH * faceW;
     const outSize = outC * outH * outW;
-    if (!(Number.isInteger(count) && count > 0)) throw new RangeError(`Expected a positive integer face count but received ${count}`);
+    if (!(Number.isInteger(count) && count > 0))
+      throw new RangeError(`Expected a positive integer face count but received ${count}`);
     if (mel.length !== count * melSize || faces.length !== count * faceSize) {
       throw new RangeError(
         `Expected ${count * melSize} mel values and ${count * faceSize} face values for ${count} faces but received ${mel.length} and ${faces.length}`,
@@ -211,9 +242,14 @@ export class LipsyncNetworkModel implements LipsyncModel {
       const n = Math.min(chunk, count - start);
       const size = this.#fixedBatch ?? n;
       // A fixed-batch graph gets its last chunk padded with zeros; the padding's output is dropped.
-      const melChunk = size === n ? mel.subarray(start * melSize, (start + n) * melSize) : padded(mel, start * melSize, n * melSize, size * melSize);
+      const melChunk =
+        size === n
+          ? mel.subarray(start * melSize, (start + n) * melSize)
+          : padded(mel, start * melSize, n * melSize, size * melSize);
       const faceChunk =
-        size === n ? faces.subarray(start * faceSize, (start + n) * faceSize) : padded(faces, start * faceSize, n * faceSize, size * faceSize);
+        size === n
+          ? faces.subarray(start * faceSize, (start + n) * faceSize)
+          : padded(faces, start * faceSize, n * faceSize, size * faceSize);
       const data = await this.#runNetwork(
         [
           { name: this.manifest.inputs.mel.name, data: melChunk, dims: [size, 1, melH, melW] },
@@ -222,7 +258,9 @@ export class LipsyncNetworkModel implements LipsyncModel {
         this.manifest.output.name,
       );
       if (!(data instanceof Float32Array) || data.length < n * outSize) {
-        throw new Error(`Expected ${this.name} to return float32 ${this.manifest.output.name} of ${size * outSize} values`);
+        throw new Error(
+          `Expected ${this.name} to return float32 ${this.manifest.output.name} of ${size * outSize} values`,
+        );
       }
       const [low, high] = this.manifest.output.range;
       for (let i = 0; i < n * outSize; i += 1) {
@@ -238,7 +276,9 @@ export class LipsyncNetworkModel implements LipsyncModel {
 export class OnnxLipsyncModel extends LipsyncNetworkModel {
   constructor(manifest: LipsyncManifest, session: ort.InferenceSession, batch?: number) {
     const runNetwork: LipsyncRun = async (feeds, output) => {
-      const result = await session.run(Object.fromEntries(feeds.map((f) => [f.name, new ort.Tensor('float32', f.data, f.dims)])));
+      const result = await session.run(
+        Object.fromEntries(feeds.map((f) => [f.name, new ort.Tensor('float32', f.data, f.dims)])),
+      );
       return result[output]?.data;
     };
     super(manifest, session, runNetwork, batch);
@@ -255,7 +295,10 @@ function padded(source: Float32Array, offset: number, length: number, size: numb
  * The lip-sync network serving a public model id. Fails with a ProcessingError (the job's LIPSYNC_FAILED) when the
  * mapped weights are not installed (naming the install command) or do not verify.
  */
-export async function loadLipsyncModel(modelId: LipsyncModelId, options: LoadLipsyncModelOptions): Promise<LipsyncModel> {
+export async function loadLipsyncModel(
+  modelId: LipsyncModelId,
+  options: LoadLipsyncModelOptions,
+): Promise<LipsyncModel> {
   const mapping = options.mapping ?? DEFAULT_LIPSYNC_MODEL_MAPPING;
   const name = mapping[modelId];
   const registry = withLipsyncGenerators(options.registry ?? {});
@@ -264,7 +307,9 @@ export async function loadLipsyncModel(modelId: LipsyncModelId, options: LoadLip
     manifest = await getManifest(name, registry);
   } catch (error) {
     if (error instanceof ModelRegistryError) throw notInstalled(modelId, name, 'no manifest', error);
-    throw new ProcessingError(`Expected a valid manifest for lip-sync model ${name} but ${(error as Error).message}`, { cause: error });
+    throw new ProcessingError(`Expected a valid manifest for lip-sync model ${name} but ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   if (manifest.task !== 'lipsync') {
     throw new ProcessingError(`Expected a lip-sync model for ${modelId} but ${name} is a ${manifest.task} model`);
@@ -273,9 +318,13 @@ export async function loadLipsyncModel(modelId: LipsyncModelId, options: LoadLip
   try {
     file = await ensureModelFile(name, registry);
   } catch (error) {
-    if (error instanceof ModelRegistryError && manifest.source.kind === 'external') throw notInstalled(modelId, name, 'no weights file', error);
+    if (error instanceof ModelRegistryError && manifest.source.kind === 'external')
+      throw notInstalled(modelId, name, 'no weights file', error);
     const retryable = !(error instanceof ModelIntegrityError);
-    throw new ProcessingError(`Expected to load lip-sync model ${name} but ${(error as Error).message}`, { cause: error, retryable });
+    throw new ProcessingError(`Expected to load lip-sync model ${name} but ${(error as Error).message}`, {
+      cause: error,
+      retryable,
+    });
   }
   return new OnnxLipsyncModel(manifest, rawSession(await options.sessions.get(file.path), name), options.batch);
 }

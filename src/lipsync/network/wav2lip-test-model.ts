@@ -16,7 +16,15 @@
  * sha256 holds on every machine: the registry regenerates the file on first use, with the generator
  * lip-sync hands it (`withLipsyncGenerators`; the registry itself knows no network's builder).
  */
-import { buildModel, encodeModel, floatTensor, floatValueInfo, node, type ModelGenerator, type RegistryOptions } from '../../inference/index.js';
+import {
+  buildModel,
+  encodeModel,
+  floatTensor,
+  floatValueInfo,
+  node,
+  type ModelGenerator,
+  type RegistryOptions,
+} from '../../inference/index.js';
 
 export const WAV2LIP_TEST_GENERATOR = 'wav2lip-test';
 export const WAV2LIP_TEST_GENERATOR_VERSION = '1.0.0';

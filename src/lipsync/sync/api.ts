@@ -43,8 +43,20 @@ export function generateOptions(syncMode: SyncMode, activeSpeaker: boolean): Gen
   return { sync_mode: syncMode, active_speaker_detection: { auto_detect: activeSpeaker } };
 }
 
-export function generateBody(model: string, videoUrl: string, audioUrl: string, options: GenerateOptions): GenerateBody {
-  return { model, input: [{ type: 'video', url: videoUrl }, { type: 'audio', url: audioUrl }], options };
+export function generateBody(
+  model: string,
+  videoUrl: string,
+  audioUrl: string,
+  options: GenerateOptions,
+): GenerateBody {
+  return {
+    model,
+    input: [
+      { type: 'video', url: videoUrl },
+      { type: 'audio', url: audioUrl },
+    ],
+    options,
+  };
 }
 
 /**

@@ -17,9 +17,24 @@ import { definedFields } from '../../defined-fields.js';
 import type { LipsyncModelId } from '../../jobs/index.js';
 // The sync modes' output lengths are sync.so's documented semantics, the same as the in-process timeline's.
 import { LIPSYNC_MODEL_IDS, lipsyncOutputSeconds } from '../../jobs/index.js';
-import { callJson, displayUrl, localize, probeMedia, ProviderError, TransientProviderError, waitUntil, withRetry, type FetchOptions } from '../../media/index.js';
+import {
+  callJson,
+  displayUrl,
+  localize,
+  probeMedia,
+  ProviderError,
+  TransientProviderError,
+  waitUntil,
+  withRetry,
+  type FetchOptions,
+} from '../../media/index.js';
 import type { SyncModelMap } from '../settings.js';
-import type { BackendReadiness, LipsyncBackend, LipsyncBackendOutcome, LipsyncBackendRequest } from '../backends/types.js';
+import type {
+  BackendReadiness,
+  LipsyncBackend,
+  LipsyncBackendOutcome,
+  LipsyncBackendRequest,
+} from '../backends/types.js';
 import {
   classifyGeneration,
   describeFailure,
@@ -88,7 +103,10 @@ export class SyncBackend implements LipsyncBackend {
     } catch (err) {
       if (err instanceof ProviderError && err.status === 404) this.#keyVerdict = { ready: true };
       else if (err instanceof ProviderError && (err.status === 401 || err.status === 403)) {
-        this.#keyVerdict = { ready: false, reason: `${displayUrl(this.#opts.baseUrl)} refused MEDIA_WORKER_SYNC_API_KEY (HTTP ${err.status})` };
+        this.#keyVerdict = {
+          ready: false,
+          reason: `${displayUrl(this.#opts.baseUrl)} refused MEDIA_WORKER_SYNC_API_KEY (HTTP ${err.status})`,
+        };
       } else return { ready: false, reason: (err as Error).message };
     }
     return this.#keyVerdict;
@@ -96,18 +114,27 @@ export class SyncBackend implements LipsyncBackend {
 
   async run(req: LipsyncBackendRequest): Promise<LipsyncBackendOutcome> {
     const providerModel = this.#opts.models[req.model];
-    if (providerModel === null) throw new ProcessingError(`sync-compatible does not serve ${req.model} (MEDIA_WORKER_SYNC_MODELS)`);
+    if (providerModel === null)
+      throw new ProcessingError(`sync-compatible does not serve ${req.model} (MEDIA_WORKER_SYNC_MODELS)`);
     if (this.#opts.apiKey === undefined) throw new ProcessingError('sync-compatible needs MEDIA_WORKER_SYNC_API_KEY');
     const deadline = Date.now() + req.timeLimitMs;
     const key = idempotencyKey(req.taskId);
     const maxWaitMs = this.#opts.maxWaitMs ?? 30_000;
-    const call = { timeoutMs: this.#opts.requestTimeoutMs ?? 30_000, signal: req.signal, transientStatuses: SYNC_TRANSIENT_STATUSES };
+    const call = {
+      timeoutMs: this.#opts.requestTimeoutMs ?? 30_000,
+      signal: req.signal,
+      transientStatuses: SYNC_TRANSIENT_STATUSES,
+    };
     const retry = {
       deadline,
       signal: req.signal,
       initialDelayMs: this.#opts.retryDelayMs ?? Math.min(2_000, this.#opts.pollIntervalMs),
       maxDelayMs: maxWaitMs,
-      onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => req.logger.warn({ attempt, delayMs, status: err.status, err }, 'lip-sync provider busy; retrying with the same Idempotency-Key'),
+      onRetry: (err: TransientProviderError, attempt: number, delayMs: number) =>
+        req.logger.warn(
+          { attempt, delayMs, status: err.status, err },
+          'lip-sync provider busy; retrying with the same Idempotency-Key',
+        ),
     };
     const fail = this.#failure(req);
 
@@ -126,11 +153,16 @@ export class SyncBackend implements LipsyncBackend {
           headers: { ...this.#headers(), 'idempotency-key': key },
           onRetryAfter: pace,
           // Local files (the command line) go up as the documented multipart form; URLs as JSON.
-          body: upload ? await uploadForm(providerModel, req, options) : generateBody(providerModel, req.videoSource, req.audioSource, options),
+          body: upload
+            ? await uploadForm(providerModel, req, options)
+            : generateBody(providerModel, req.videoSource, req.audioSource, options),
         }),
       retry,
     ).catch(fail);
-    req.logger.info({ generationId: generation.id, providerModel, status: generation.status, upload }, 'lip-sync provider accepted the generation');
+    req.logger.info(
+      { generationId: generation.id, providerModel, status: generation.status, upload },
+      'lip-sync provider accepted the generation',
+    );
 
     const generationId = generation.id;
     const statusUrl = this.#url(`v2/generate/${encodeURIComponent(generationId)}`);
@@ -141,21 +173,43 @@ export class SyncBackend implements LipsyncBackend {
       req.onProgress({ stage: `provider ${generation.status.toLowerCase()}` });
       // A provider that paces its polling with Retry-After is asked no sooner than it says (up to maxWaitMs).
       const wait = Math.max(this.#opts.pollIntervalMs, Math.min(paced ?? 0, maxWaitMs));
-      if (paced !== undefined) req.logger.debug({ waitMs: wait }, 'lip-sync provider asked to poll later (Retry-After)');
+      if (paced !== undefined)
+        req.logger.debug({ waitMs: wait }, 'lip-sync provider asked to poll later (Retry-After)');
       paced = undefined;
       if (!(await waitUntil(wait, deadline, req.signal))) {
-        throw fail(new ProviderError(`left the generation ${generation.status} past the ${seconds(req.timeLimitMs)} s limit`));
+        throw fail(
+          new ProviderError(`left the generation ${generation.status} past the ${seconds(req.timeLimitMs)} s limit`),
+        );
       }
-      generation = await withRetry(() => callJson(statusUrl, generationSchema, { ...call, method: 'GET', headers: this.#headers(), onRetryAfter: pace }), retry).catch(fail);
+      generation = await withRetry(
+        () =>
+          callJson(statusUrl, generationSchema, {
+            ...call,
+            method: 'GET',
+            headers: this.#headers(),
+            onRetryAfter: pace,
+          }),
+        retry,
+      ).catch(fail);
       // Another generation's answer (its output included) is not this task's.
-      if (generation.id !== generationId) throw fail(new ProviderError(`answered generation ${JSON.stringify(generation.id)} when asked for ${JSON.stringify(generationId)}`));
+      if (generation.id !== generationId)
+        throw fail(
+          new ProviderError(
+            `answered generation ${JSON.stringify(generation.id)} when asked for ${JSON.stringify(generationId)}`,
+          ),
+        );
     }
     const outputUrl = generation.outputUrl;
-    if (outputUrl === null || outputUrl === undefined || !isHttpUrl(outputUrl)) throw fail(new ProviderError(`reported COMPLETED without an output URL (${JSON.stringify(outputUrl ?? null)})`));
+    if (outputUrl === null || outputUrl === undefined || !isHttpUrl(outputUrl))
+      throw fail(new ProviderError(`reported COMPLETED without an output URL (${JSON.stringify(outputUrl ?? null)})`));
 
     req.onProgress({ stage: 'downloading' });
     const durationSeconds = await this.#fetchOutput(outputUrl, req, generation);
-    return { outputPath: req.outputPath, durationSeconds, details: { backend: this.name, generationId: generation.id, providerModel } };
+    return {
+      outputPath: req.outputPath,
+      durationSeconds,
+      details: { backend: this.name, generationId: generation.id, providerModel },
+    };
   }
 
   /** The output into the job directory through the safe fetcher, checked, then moved to `outputPath`. */
@@ -167,18 +221,31 @@ export class SyncBackend implements LipsyncBackend {
       local = (await localize(url, 'video', { ...this.#opts.fetch, dir, signal: req.signal })).path;
     } catch (err) {
       if (req.signal.aborted) throw err;
-      throw new ProcessingError(`Could not download the provider's output ${displayUrl(url)}: ${withCause(err)}`, { cause: err });
+      throw new ProcessingError(`Could not download the provider's output ${displayUrl(url)}: ${withCause(err)}`, {
+        cause: err,
+      });
     }
     let info;
     try {
       // Stored as the spec's MP4 result: another container (a Matroska, a QuickTime file) would be misnamed.
-      info = await probeMedia(local, { ...definedFields({ ffprobePath: this.#opts.ffprobePath }), signal: req.signal, accept: ['mp4', 'm4v'] });
+      info = await probeMedia(local, {
+        ...definedFields({ ffprobePath: this.#opts.ffprobePath }),
+        signal: req.signal,
+        accept: ['mp4', 'm4v'],
+      });
     } catch (err) {
       if (req.signal.aborted) throw err;
-      throw new ProcessingError(`The provider's output (generation ${generation.id}) is not an MP4 video we can read: ${(err as Error).message}`, { cause: err });
+      throw new ProcessingError(
+        `The provider's output (generation ${generation.id}) is not an MP4 video we can read: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
-    if (info.video === undefined) throw new ProcessingError(`The provider's output (generation ${generation.id}) has no video stream`);
-    if (info.audio === undefined) throw new ProcessingError(`The provider's output (generation ${generation.id}) has no audio stream: it does not carry the job's audio`);
+    if (info.video === undefined)
+      throw new ProcessingError(`The provider's output (generation ${generation.id}) has no video stream`);
+    if (info.audio === undefined)
+      throw new ProcessingError(
+        `The provider's output (generation ${generation.id}) has no audio stream: it does not carry the job's audio`,
+      );
     const expected = lipsyncOutputSeconds(req.syncMode, req.videoInfo.durationSeconds, req.audioInfo.durationSeconds);
     if (Math.abs(info.durationSeconds - expected) > durationTolerance(expected)) {
       throw new ProcessingError(
@@ -199,9 +266,16 @@ export class SyncBackend implements LipsyncBackend {
         req.logger.error({ status: err.status, errorCode: err.errorCode, err }, `lip-sync provider: ${refusal}`);
         // A key revoked since the start-up check would fail every later job here: the backend stops
         // being ready (the host stops pulling lip-sync through it) until a restart with a good key.
-        if (err.status === 401) this.#keyVerdict = { ready: false, reason: `${displayUrl(this.#opts.baseUrl)} refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401) during a job` };
+        if (err.status === 401)
+          this.#keyVerdict = {
+            ready: false,
+            reason: `${displayUrl(this.#opts.baseUrl)} refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401) during a job`,
+          };
       }
-      throw new ProcessingError(`The lip-sync provider ${refusal === undefined ? 'failed' : `failed (${refusal})`}: ${(err as Error).message}`, { cause: err });
+      throw new ProcessingError(
+        `The lip-sync provider ${refusal === undefined ? 'failed' : `failed (${refusal})`}: ${(err as Error).message}`,
+        { cause: err },
+      );
     };
   }
 
@@ -231,7 +305,11 @@ function isHttpUrl(source: string): boolean {
 }
 
 /** sync.so's multipart form: the two files, the model and the options as JSON. */
-async function uploadForm(model: string, req: LipsyncBackendRequest, options: ReturnType<typeof generateOptions>): Promise<FormData> {
+async function uploadForm(
+  model: string,
+  req: LipsyncBackendRequest,
+  options: ReturnType<typeof generateOptions>,
+): Promise<FormData> {
   const form = new FormData();
   form.append('model', model);
   form.append('options', JSON.stringify(options));

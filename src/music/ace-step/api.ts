@@ -14,10 +14,19 @@ export function wrapped<T extends z.ZodType>(data: T) {
   return z.object({ data: data.nullish(), code: z.number().int(), error: z.string().nullish() });
 }
 
-export const releaseAnswer = wrapped(z.object({ task_id: z.string().min(1), status: z.string().nullish(), queue_position: z.number().nullish() }));
+export const releaseAnswer = wrapped(
+  z.object({ task_id: z.string().min(1), status: z.string().nullish(), queue_position: z.number().nullish() }),
+);
 
 export const queryAnswer = wrapped(
-  z.array(z.object({ task_id: z.string(), status: z.number().int(), result: z.string().nullish(), progress_text: z.string().nullish() })),
+  z.array(
+    z.object({
+      task_id: z.string(),
+      status: z.number().int(),
+      result: z.string().nullish(),
+      progress_text: z.string().nullish(),
+    }),
+  ),
 );
 
 export const healthAnswer = wrapped(z.object({ status: z.string() }));

@@ -5,10 +5,26 @@
  * on a configured (usually loopback) address: its audio URLs are accepted only on that origin.
  */
 import { ProcessingError, isExplainedFailure } from '../../jobs/index.js';
-import { callJson, displayUrl, ProviderError, TransientProviderError, waitUntil, withRetry, type FetchOptions } from '../../media/index.js';
+import {
+  callJson,
+  displayUrl,
+  ProviderError,
+  TransientProviderError,
+  waitUntil,
+  withRetry,
+  type FetchOptions,
+} from '../../media/index.js';
 import { downloadAudio } from '../remote/download.js';
 import type { GenerateContext, MusicBackend, MusicRequest, RawSong, Readiness } from '../types.js';
-import { ACESTEP_MAX_SECONDS, healthAnswer, queryAnswer, releaseAnswer, releaseBody, resultList, type AceStepResult } from './api.js';
+import {
+  ACESTEP_MAX_SECONDS,
+  healthAnswer,
+  queryAnswer,
+  releaseAnswer,
+  releaseBody,
+  resultList,
+  type AceStepResult,
+} from './api.js';
 import { definedFields } from '../../defined-fields.js';
 
 export interface AceStepBackendOptions {
@@ -36,7 +52,12 @@ export class AceStepBackend implements MusicBackend {
     return new URL(path, this.#opts.baseUrl.endsWith('/') ? this.#opts.baseUrl : `${this.#opts.baseUrl}/`).toString();
   }
 
-  #call(signal: AbortSignal): { headers: Record<string, string>; timeoutMs: number; signal: AbortSignal; transientStatuses: readonly number[] } {
+  #call(signal: AbortSignal): {
+    headers: Record<string, string>;
+    timeoutMs: number;
+    signal: AbortSignal;
+    transientStatuses: readonly number[];
+  } {
     return {
       headers: this.#opts.apiKey === undefined ? {} : { authorization: `Bearer ${this.#opts.apiKey}` },
       timeoutMs: this.#opts.requestTimeoutMs ?? 30_000,
@@ -47,10 +68,22 @@ export class AceStepBackend implements MusicBackend {
 
   async readiness(signal?: AbortSignal): Promise<Readiness> {
     try {
-      const answer = await callJson(this.#url('health'), healthAnswer, { ...this.#call(signal ?? new AbortController().signal), method: 'GET', timeoutMs: 5_000 });
-      return answer.code === 200 && answer.data?.status === 'ok' ? { ready: true } : { ready: false, reason: `ACE-Step server at ${displayUrl(this.#opts.baseUrl)} is not healthy (${answer.error ?? answer.data?.status ?? answer.code})` };
+      const answer = await callJson(this.#url('health'), healthAnswer, {
+        ...this.#call(signal ?? new AbortController().signal),
+        method: 'GET',
+        timeoutMs: 5_000,
+      });
+      return answer.code === 200 && answer.data?.status === 'ok'
+        ? { ready: true }
+        : {
+            ready: false,
+            reason: `ACE-Step server at ${displayUrl(this.#opts.baseUrl)} is not healthy (${answer.error ?? answer.data?.status ?? answer.code})`,
+          };
     } catch (err) {
-      return { ready: false, reason: `ACE-Step server at ${displayUrl(this.#opts.baseUrl)} does not answer /health: ${(err as Error).message}` };
+      return {
+        ready: false,
+        reason: `ACE-Step server at ${displayUrl(this.#opts.baseUrl)} does not answer /health: ${(err as Error).message}`,
+      };
     }
   }
 
@@ -62,9 +95,11 @@ export class AceStepBackend implements MusicBackend {
       signal: ctx.signal,
       initialDelayMs: Math.min(2_000, this.#opts.pollIntervalMs),
       maxDelayMs: 30_000,
-      onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => ctx.logger.warn({ attempt, delayMs, err }, 'ACE-Step busy; retrying'),
+      onRetry: (err: TransientProviderError, attempt: number, delayMs: number) =>
+        ctx.logger.warn({ attempt, delayMs, err }, 'ACE-Step busy; retrying'),
     };
-    const fail = (message: string, cause?: unknown): ProcessingError => new ProcessingError(`ACE-Step ${message}`, definedFields({ cause }));
+    const fail = (message: string, cause?: unknown): ProcessingError =>
+      new ProcessingError(`ACE-Step ${message}`, definedFields({ cause }));
     const rethrow = (err: unknown): never => {
       if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
       if (isExplainedFailure(err)) throw err;
@@ -73,8 +108,13 @@ export class AceStepBackend implements MusicBackend {
 
     ctx.onProgress({ stage: 'submitting' });
     const taskId = await withRetry(async () => {
-      const a = await callJson(this.#url('release_task'), releaseAnswer, { ...call, method: 'POST', body: releaseBody(request) });
-      if (a.code !== 200 || a.data === null || a.data === undefined) throw new ProviderError(`refused the task (code ${a.code}: ${a.error ?? 'no message'})`);
+      const a = await callJson(this.#url('release_task'), releaseAnswer, {
+        ...call,
+        method: 'POST',
+        body: releaseBody(request),
+      });
+      if (a.code !== 200 || a.data === null || a.data === undefined)
+        throw new ProviderError(`refused the task (code ${a.code}: ${a.error ?? 'no message'})`);
       return a.data.task_id;
     }, retry).catch(rethrow);
     ctx.logger.info({ aceStepTaskId: taskId }, 'ACE-Step task submitted');
@@ -82,9 +122,16 @@ export class AceStepBackend implements MusicBackend {
     let results: AceStepResult[] | undefined;
     for (;;) {
       const item = await withRetry(async () => {
-        const a = await callJson(this.#url('query_result'), queryAnswer, { ...call, method: 'POST', body: { task_id_list: [taskId] } });
+        const a = await callJson(this.#url('query_result'), queryAnswer, {
+          ...call,
+          method: 'POST',
+          body: { task_id_list: [taskId] },
+        });
         const found = a.code === 200 ? a.data?.find((d) => d.task_id === taskId) : undefined;
-        if (found === undefined) throw new ProviderError(`query_result does not know task ${taskId} (code ${a.code}: ${a.error ?? 'no entry'})`);
+        if (found === undefined)
+          throw new ProviderError(
+            `query_result does not know task ${taskId} (code ${a.code}: ${a.error ?? 'no entry'})`,
+          );
         return found;
       }, retry).catch(rethrow);
       if (item.status === 2) throw fail(`reported the task failed${failureDetail(item.result)}`);
@@ -96,14 +143,17 @@ export class AceStepBackend implements MusicBackend {
       const running = runningEntry(item.result);
       ctx.onProgress({
         stage: running?.stage ? `running: ${running.stage}` : 'queued or running',
-        ...(typeof running?.progress === 'number' ? { done: Math.round(Math.min(1, Math.max(0, running.progress)) * 100), total: 100, unit: '%' } : {}),
+        ...(typeof running?.progress === 'number'
+          ? { done: Math.round(Math.min(1, Math.max(0, running.progress)) * 100), total: 100, unit: '%' }
+          : {}),
       });
       if (!(await waitUntil(this.#opts.pollIntervalMs, deadline, ctx.signal))) {
         throw fail(`left the task unfinished past the ${Math.round(this.#opts.deadlineMs / 1000)} s deadline`);
       }
     }
     const withAudio = (results ?? []).filter((r) => r.file !== '');
-    if (withAudio.length < request.songs) throw fail(`succeeded with ${withAudio.length} audio files instead of ${request.songs}`);
+    if (withAudio.length < request.songs)
+      throw fail(`succeeded with ${withAudio.length} audio files instead of ${request.songs}`);
     const chosen = withAudio.slice(0, request.songs);
     const origin = new URL(this.#opts.baseUrl).origin;
     ctx.onProgress({ stage: 'downloading', done: 0, total: chosen.length, unit: 'songs' });
@@ -155,6 +205,9 @@ function parseResults(text: string | null | undefined): AceStepResult[] {
     throw new ProcessingError('ACE-Step reported success with a result that is not JSON');
   }
   const parsed = resultList.safeParse(json);
-  if (!parsed.success) throw new ProcessingError(`ACE-Step reported success with an unexpected result (${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message})`);
+  if (!parsed.success)
+    throw new ProcessingError(
+      `ACE-Step reported success with an unexpected result (${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message})`,
+    );
   return parsed.data;
 }

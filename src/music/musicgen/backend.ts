@@ -7,11 +7,24 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type ort from 'onnxruntime-node';
 import { ProcessingError } from '../../jobs/index.js';
-import { noncommercialNotice, noncommercialReason, openSession, type InlineSession, type SessionSettings } from '../../inference/index.js';
+import {
+  noncommercialNotice,
+  noncommercialReason,
+  openSession,
+  type InlineSession,
+  type SessionSettings,
+} from '../../inference/index.js';
 import type { GenerateContext, MusicBackend, MusicRequest, RawSong, Readiness } from '../types.js';
 import { countLayers, MUSICGEN_FILES, missingDecoderNames } from './contract.js';
 import { decodeMusic, type MusicgenSessions } from './decode.js';
-import { ensureFolder, folderLicence, missingFiles, MusicgenModelMissing, readSpec, type MusicgenSpec } from './folder.js';
+import {
+  ensureFolder,
+  folderLicence,
+  missingFiles,
+  MusicgenModelMissing,
+  readSpec,
+  type MusicgenSpec,
+} from './folder.js';
 import { MUSICGEN_TEST_NAME } from './test-model.js';
 import { parseTokenizer, type Tokenizer } from './tokenizer.js';
 
@@ -52,9 +65,15 @@ export class MusicgenBackend implements MusicBackend {
     // The test model is generated on first use, so it is always ready.
     if (path.basename(this.#opts.dir) === MUSICGEN_TEST_NAME) return { ready: true };
     const missing = missingFiles(this.#opts.dir);
-    if (missing.length > 0) return { ready: false, reason: `MusicGen weights not installed in ${this.#opts.dir} (missing ${missing.join(', ')}; see docs/music.md)` };
+    if (missing.length > 0)
+      return {
+        ready: false,
+        reason: `MusicGen weights not installed in ${this.#opts.dir} (missing ${missing.join(', ')}; see docs/music.md)`,
+      };
     if (this.#opts.allowNoncommercial !== true) {
-      const refused = noncommercialReason([{ name: path.basename(this.#opts.dir), licence: await folderLicence(this.#opts.dir) }]);
+      const refused = noncommercialReason([
+        { name: path.basename(this.#opts.dir), licence: await folderLicence(this.#opts.dir) },
+      ]);
       if (refused !== undefined) return { ready: false, reason: refused };
     }
     return { ready: true };
@@ -74,7 +93,9 @@ export class MusicgenBackend implements MusicBackend {
     const { dir } = this.#opts;
     await ensureFolder(dir);
     const spec = await readSpec(dir);
-    const tokenizer = parseTokenizer(JSON.parse(await readFile(path.join(dir, MUSICGEN_FILES.tokenizer), 'utf8')) as unknown);
+    const tokenizer = parseTokenizer(
+      JSON.parse(await readFile(path.join(dir, MUSICGEN_FILES.tokenizer), 'utf8')) as unknown,
+    );
     const settings = this.#opts.sessions ?? {};
     const opened: InlineSession[] = [];
     try {
@@ -94,16 +115,24 @@ export class MusicgenBackend implements MusicBackend {
         `Expected MusicGen's merged decoder with ${spec.layers} layers in ${dir} but it has ${layers}${missing.length > 0 ? `; missing ${missing.slice(0, 4).join(', ')}` : ''}`,
       );
     }
-    const sessions = { textEncoder: text.session, decoder: decoder.session, audioDecoder: audio.session } satisfies Record<string, ort.InferenceSession>;
+    const sessions = {
+      textEncoder: text.session,
+      decoder: decoder.session,
+      audioDecoder: audio.session,
+    } satisfies Record<string, ort.InferenceSession>;
     return { spec, tokenizer, sessions, opened, provider: decoder.provider };
   }
 
   async generate(request: MusicRequest, ctx: GenerateContext): Promise<RawSong[]> {
     if (request.lyrics !== undefined) {
-      throw new ProcessingError('The musicgen backend makes instrumental music only and cannot sing lyrics: send instrumental: true, or configure a backend with vocals (ace-step, suno-compatible)');
+      throw new ProcessingError(
+        'The musicgen backend makes instrumental music only and cannot sing lyrics: send instrumental: true, or configure a backend with vocals (ace-step, suno-compatible)',
+      );
     }
     if (path.basename(this.#opts.dir) !== MUSICGEN_TEST_NAME) {
-      const notice = noncommercialNotice([{ name: path.basename(this.#opts.dir), licence: await folderLicence(this.#opts.dir).catch(() => null) }]);
+      const notice = noncommercialNotice([
+        { name: path.basename(this.#opts.dir), licence: await folderLicence(this.#opts.dir).catch(() => null) },
+      ]);
       if (notice !== undefined) ctx.logger.warn({ backend: this.name }, notice);
     }
     ctx.onProgress({ stage: 'loading model' });
@@ -124,7 +153,9 @@ export class MusicgenBackend implements MusicBackend {
       signal: ctx.signal,
       onStep: (done, total) => ctx.onProgress({ stage: 'generating', done, total, unit: 'steps' }),
     });
-    return songs.map((samples) => ({ audio: { kind: 'pcm', sampleRate: spec.sampleRate, channels: spec.channels, samples } }));
+    return songs.map((samples) => ({
+      audio: { kind: 'pcm', sampleRate: spec.sampleRate, channels: spec.channels, samples },
+    }));
   }
 
   async release(): Promise<void> {

@@ -46,7 +46,11 @@ export function countLayers(inputNames: readonly string[]): number {
 }
 
 /** Names the decoder graph must have for `layers` layers; what is missing, if anything. */
-export function missingDecoderNames(inputNames: readonly string[], outputNames: readonly string[], layers: number): string[] {
+export function missingDecoderNames(
+  inputNames: readonly string[],
+  outputNames: readonly string[],
+  layers: number,
+): string[] {
   const wantIn = [DECODER_INPUT_IDS, DECODER_ENCODER_STATES, DECODER_ENCODER_MASK, DECODER_USE_CACHE];
   const wantOut = [DECODER_LOGITS];
   for (let i = 0; i < layers; i += 1) {
@@ -57,5 +61,8 @@ export function missingDecoderNames(inputNames: readonly string[], outputNames: 
       }
     }
   }
-  return [...wantIn.filter((n) => !inputNames.includes(n)).map((n) => `input ${n}`), ...wantOut.filter((n) => !outputNames.includes(n)).map((n) => `output ${n}`)];
+  return [
+    ...wantIn.filter((n) => !inputNames.includes(n)).map((n) => `input ${n}`),
+    ...wantOut.filter((n) => !outputNames.includes(n)).map((n) => `output ${n}`),
+  ];
 }

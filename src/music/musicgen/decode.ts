@@ -47,7 +47,11 @@ function int64(values: readonly number[] | BigInt64Array, dims: readonly number[
 }
 
 /** Returns one Float32Array of samples per song. */
-export async function decodeMusic(sessions: MusicgenSessions, spec: MusicgenSpec, opts: DecodeOptions): Promise<Float32Array[]> {
+export async function decodeMusic(
+  sessions: MusicgenSessions,
+  spec: MusicgenSpec,
+  opts: DecodeOptions,
+): Promise<Float32Array[]> {
   const { batch, frames } = opts;
   const K = spec.codebooks;
   const S = opts.tokens.length;
@@ -69,15 +73,19 @@ export async function decodeMusic(sessions: MusicgenSessions, spec: MusicgenSpec
   const encoderMask = int64(maskData, [rowsB, S]);
 
   const steps = stepsFor(frames, K);
-  const sequence = Array.from({ length: batch }, () => Array.from({ length: K }, () => new Int32Array(steps + 1).fill(spec.padToken)));
+  const sequence = Array.from({ length: batch }, () =>
+    Array.from({ length: K }, () => new Int32Array(steps + 1).fill(spec.padToken)),
+  );
   const random = seededRandom(opts.seed);
   const empty = (): ort.Tensor => new ort.Tensor('float32', new Float32Array(0), [rowsB, spec.heads, 0, spec.headDim]);
   let past = new Map<string, ort.Tensor>();
   for (let l = 0; l < spec.layers; l += 1) {
-    for (const kind of ['decoder', 'encoder'] as const) for (const part of ['key', 'value'] as const) past.set(pastName(l, kind, part), empty());
+    for (const kind of ['decoder', 'encoder'] as const)
+      for (const part of ['key', 'value'] as const) past.set(pastName(l, kind, part), empty());
   }
   const stepOutputs = [DECODER_LOGITS];
-  for (let l = 0; l < spec.layers; l += 1) stepOutputs.push(presentName(l, 'decoder', 'key'), presentName(l, 'decoder', 'value'));
+  for (let l = 0; l < spec.layers; l += 1)
+    stepOutputs.push(presentName(l, 'decoder', 'key'), presentName(l, 'decoder', 'value'));
   const allOutputs = [...sessions.decoder.outputNames];
   let inputIds = new Array<number>(rowsB * K).fill(spec.startToken);
   const cond = new Float32Array(spec.vocab);

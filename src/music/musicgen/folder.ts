@@ -19,7 +19,12 @@ export const folderManifestSchema = z.object({
   name: z.string().min(1),
   testModel: z.boolean().default(false),
   description: z.string().optional(),
-  licence: z.object({ spdx: z.string().min(1), holder: z.string().optional(), url: z.string().optional(), commercialUse: z.boolean().optional() }),
+  licence: z.object({
+    spdx: z.string().min(1),
+    holder: z.string().optional(),
+    url: z.string().optional(),
+    commercialUse: z.boolean().optional(),
+  }),
   source: z.record(z.string(), z.unknown()).optional(),
   files: z.record(z.string(), z.object({ sha256, bytes: z.number().int().nonnegative() })),
 });
@@ -99,12 +104,15 @@ const verified = new Map<string, Promise<FolderManifest>>();
 async function verifyFolder(dir: string): Promise<FolderManifest> {
   const manifest = folderManifestSchema.parse(await readJson(path.join(dir, FOLDER_MANIFEST)));
   for (const rel of REQUIRED_FILES) {
-    if (manifest.files[rel] === undefined) throw new MusicgenModelMissing(`Expected ${FOLDER_MANIFEST} in ${dir} to list ${rel}`);
+    if (manifest.files[rel] === undefined)
+      throw new MusicgenModelMissing(`Expected ${FOLDER_MANIFEST} in ${dir} to list ${rel}`);
   }
   for (const [rel, entry] of Object.entries(manifest.files)) {
     const actual = await sha256File(path.join(dir, rel));
     if (actual !== entry.sha256) {
-      throw new MusicgenModelMissing(`MusicGen file ${path.join(dir, rel)} has sha256 ${actual} but ${FOLDER_MANIFEST} expects ${entry.sha256}: reinstall it`);
+      throw new MusicgenModelMissing(
+        `MusicGen file ${path.join(dir, rel)} has sha256 ${actual} but ${FOLDER_MANIFEST} expects ${entry.sha256}: reinstall it`,
+      );
     }
   }
   return manifest;
@@ -133,9 +141,13 @@ export async function ensureFolder(dir: string): Promise<FolderManifest> {
 
 export async function readSpec(dir: string): Promise<MusicgenSpec> {
   const config = configSchema.safeParse(await readJson(path.join(dir, MUSICGEN_FILES.config)));
-  if (!config.success) throw new MusicgenModelMissing(`Expected MusicGen's config.json in ${dir} but ${config.error.issues[0]?.path.join('.')}: ${config.error.issues[0]?.message}`);
+  if (!config.success)
+    throw new MusicgenModelMissing(
+      `Expected MusicGen's config.json in ${dir} but ${config.error.issues[0]?.path.join('.')}: ${config.error.issues[0]?.message}`,
+    );
   const gen = generationSchema.safeParse(await readJson(path.join(dir, MUSICGEN_FILES.generationConfig)));
-  if (!gen.success) throw new MusicgenModelMissing(`Expected generation_config.json in ${dir} but ${gen.error.issues[0]?.message}`);
+  if (!gen.success)
+    throw new MusicgenModelMissing(`Expected generation_config.json in ${dir} but ${gen.error.issues[0]?.message}`);
   const { decoder, audio_encoder: audio } = config.data;
   const hop = audio.upsampling_ratios.reduce((a, b) => a * b, 1);
   return {

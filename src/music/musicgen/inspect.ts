@@ -6,7 +6,15 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import ort from 'onnxruntime-node';
-import { AUDIO_CODES, AUDIO_VALUES, countLayers, missingDecoderNames, MUSICGEN_FILES, TEXT_INPUTS, TEXT_OUTPUT } from './contract.js';
+import {
+  AUDIO_CODES,
+  AUDIO_VALUES,
+  countLayers,
+  missingDecoderNames,
+  MUSICGEN_FILES,
+  TEXT_INPUTS,
+  TEXT_OUTPUT,
+} from './contract.js';
 import { readSpec, type MusicgenSpec } from './folder.js';
 import { parseTokenizer } from './tokenizer.js';
 
@@ -23,13 +31,19 @@ export async function inspectMusicgenFolder(dir: string): Promise<MusicgenSpec> 
   const spec = await readSpec(dir);
   parseTokenizer(JSON.parse(await readFile(path.join(dir, MUSICGEN_FILES.tokenizer), 'utf8')) as unknown);
   const text = await names(path.join(dir, MUSICGEN_FILES.textEncoder));
-  const textMissing = [...TEXT_INPUTS.filter((n) => !text.inputs.includes(n)), ...(text.outputs.includes(TEXT_OUTPUT) ? [] : [TEXT_OUTPUT])];
-  if (textMissing.length > 0) throw new Error(`Expected ${MUSICGEN_FILES.textEncoder} to have ${textMissing.join(', ')}`);
+  const textMissing = [
+    ...TEXT_INPUTS.filter((n) => !text.inputs.includes(n)),
+    ...(text.outputs.includes(TEXT_OUTPUT) ? [] : [TEXT_OUTPUT]),
+  ];
+  if (textMissing.length > 0)
+    throw new Error(`Expected ${MUSICGEN_FILES.textEncoder} to have ${textMissing.join(', ')}`);
   const decoder = await names(path.join(dir, MUSICGEN_FILES.decoder));
   const layers = countLayers(decoder.inputs);
   const missing = missingDecoderNames(decoder.inputs, decoder.outputs, spec.layers);
   if (layers !== spec.layers || missing.length > 0) {
-    throw new Error(`Expected ${MUSICGEN_FILES.decoder} to be the merged decoder with ${spec.layers} layers but it has ${layers}${missing.length > 0 ? `; missing ${missing.slice(0, 4).join(', ')}` : ''}`);
+    throw new Error(
+      `Expected ${MUSICGEN_FILES.decoder} to be the merged decoder with ${spec.layers} layers but it has ${layers}${missing.length > 0 ? `; missing ${missing.slice(0, 4).join(', ')}` : ''}`,
+    );
   }
   const audio = await names(path.join(dir, MUSICGEN_FILES.audioDecoder));
   if (!audio.inputs.includes(AUDIO_CODES) || !audio.outputs.includes(AUDIO_VALUES)) {

@@ -12,7 +12,17 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import onnxProto from 'onnx-proto';
-import { sha256Hex, writeFileAtomic, buildModel, encodeModel, floatTensor, node, type OnnxNode, type OnnxTensor, type OnnxValueInfo } from '../../inference/index.js';
+import {
+  sha256Hex,
+  writeFileAtomic,
+  buildModel,
+  encodeModel,
+  floatTensor,
+  node,
+  type OnnxNode,
+  type OnnxTensor,
+  type OnnxValueInfo,
+} from '../../inference/index.js';
 import {
   AUDIO_CODES,
   AUDIO_VALUES,
@@ -43,7 +53,15 @@ const CODEBOOKS = 4;
 const HOP = 640;
 
 function valueInfo(name: string, elemType: number, dims: readonly (number | string)[]): OnnxValueInfo {
-  return { name, type: { tensorType: { elemType, shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } } };
+  return {
+    name,
+    type: {
+      tensorType: {
+        elemType,
+        shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
+      },
+    },
+  };
 }
 
 function int64Tensor(name: string, values: readonly number[]): OnnxTensor {
@@ -61,7 +79,13 @@ function weights(count: number, seed: number): Float32Array {
   return out;
 }
 
-function model(name: string, nodes: OnnxNode[], initializers: OnnxTensor[], inputs: OnnxValueInfo[], outputs: OnnxValueInfo[]): Uint8Array {
+function model(
+  name: string,
+  nodes: OnnxNode[],
+  initializers: OnnxTensor[],
+  inputs: OnnxValueInfo[],
+  outputs: OnnxValueInfo[],
+): Uint8Array {
   return encodeModel(
     buildModel({
       graphName: name,
@@ -97,7 +121,10 @@ export function buildTextEncoder(): Uint8Array {
     'text_encoder',
     nodes,
     [floatTensor('freq', [TEXT_DIM], freq), int64Tensor('axis2', [2])],
-    [valueInfo('input_ids', T.INT64, ['batch_size', 'encoder_sequence_length']), valueInfo('attention_mask', T.INT64, ['batch_size', 'encoder_sequence_length'])],
+    [
+      valueInfo('input_ids', T.INT64, ['batch_size', 'encoder_sequence_length']),
+      valueInfo('attention_mask', T.INT64, ['batch_size', 'encoder_sequence_length']),
+    ],
     [valueInfo(TEXT_OUTPUT, T.FLOAT, ['batch_size', 'encoder_sequence_length', TEXT_DIM])],
   );
 }
@@ -151,23 +178,73 @@ export function buildDecoder(): Uint8Array {
     valueInfo(DECODER_INPUT_IDS, T.INT64, ['batch_size_x_codebooks', 'decoder_sequence_length']),
     valueInfo(DECODER_ENCODER_STATES, T.FLOAT, ['batch_size', 'encoder_sequence_length', TEXT_DIM]),
   ];
-  const outputs: OnnxValueInfo[] = [valueInfo(DECODER_LOGITS, T.FLOAT, ['batch_size_x_codebooks', 'decoder_sequence_length', VOCAB])];
+  const outputs: OnnxValueInfo[] = [
+    valueInfo(DECODER_LOGITS, T.FLOAT, ['batch_size_x_codebooks', 'decoder_sequence_length', VOCAB]),
+  ];
   for (let i = 0; i < LAYERS; i += 1) {
     for (const part of ['key', 'value'] as const) {
-      inputs.push(valueInfo(pastName(i, 'decoder', part), T.FLOAT, ['batch_size', HEADS, 'past_decoder_sequence_length', HEAD_DIM]));
-      inputs.push(valueInfo(pastName(i, 'encoder', part), T.FLOAT, ['batch_size', HEADS, 'encoder_sequence_length_out', HEAD_DIM]));
-      nodes.push(node('Concat', [pastName(i, 'decoder', part), 'new_kv'], [presentName(i, 'decoder', part)], `present_${i}_decoder_${part}`, { axis: 2 }));
+      inputs.push(
+        valueInfo(pastName(i, 'decoder', part), T.FLOAT, [
+          'batch_size',
+          HEADS,
+          'past_decoder_sequence_length',
+          HEAD_DIM,
+        ]),
+      );
+      inputs.push(
+        valueInfo(pastName(i, 'encoder', part), T.FLOAT, [
+          'batch_size',
+          HEADS,
+          'encoder_sequence_length_out',
+          HEAD_DIM,
+        ]),
+      );
+      nodes.push(
+        node(
+          'Concat',
+          [pastName(i, 'decoder', part), 'new_kv'],
+          [presentName(i, 'decoder', part)],
+          `present_${i}_decoder_${part}`,
+          { axis: 2 },
+        ),
+      );
       nodes.push(node('Identity', ['enc_kv'], [presentName(i, 'encoder', part)], `present_${i}_encoder_${part}`));
-      outputs.push(valueInfo(presentName(i, 'decoder', part), T.FLOAT, ['batch_size', HEADS, 'present_decoder_sequence_length', HEAD_DIM]));
-      outputs.push(valueInfo(presentName(i, 'encoder', part), T.FLOAT, ['batch_size', HEADS, 'encoder_sequence_length_out', HEAD_DIM]));
+      outputs.push(
+        valueInfo(presentName(i, 'decoder', part), T.FLOAT, [
+          'batch_size',
+          HEADS,
+          'present_decoder_sequence_length',
+          HEAD_DIM,
+        ]),
+      );
+      outputs.push(
+        valueInfo(presentName(i, 'encoder', part), T.FLOAT, [
+          'batch_size',
+          HEADS,
+          'encoder_sequence_length_out',
+          HEAD_DIM,
+        ]),
+      );
     }
   }
   inputs.push(valueInfo(DECODER_USE_CACHE, T.BOOL, [1]));
   const initializers = [
     floatTensor('inv_vocab', [], Float32Array.of(1 / VOCAB)),
-    floatTensor('w', [VOCAB], weights(VOCAB, 2).map((x) => Math.fround(x * 40))),
-    floatTensor('v', [VOCAB], weights(VOCAB, 3).map((x) => Math.fround(x * 20))),
-    floatTensor('u', [VOCAB], weights(VOCAB, 4).map((x) => Math.fround(x * 3))),
+    floatTensor(
+      'w',
+      [VOCAB],
+      weights(VOCAB, 2).map((x) => Math.fround(x * 40)),
+    ),
+    floatTensor(
+      'v',
+      [VOCAB],
+      weights(VOCAB, 3).map((x) => Math.fround(x * 20)),
+    ),
+    floatTensor(
+      'u',
+      [VOCAB],
+      weights(VOCAB, 4).map((x) => Math.fround(x * 3)),
+    ),
     floatTensor('text_gain', [], Float32Array.of(8)),
     floatTensor('cache_gain', [], Float32Array.of(0.01)),
     floatTensor('logit_gain', [], Float32Array.of(4)),
@@ -227,14 +304,30 @@ export function testConfig(): object {
   return {
     model_type: 'musicgen',
     architectures: ['MusicgenForConditionalGeneration'],
-    decoder: { model_type: 'musicgen_decoder', num_codebooks: CODEBOOKS, pad_token_id: VOCAB, bos_token_id: VOCAB, vocab_size: VOCAB, num_hidden_layers: LAYERS, num_attention_heads: HEADS, hidden_size: HEADS * HEAD_DIM },
+    decoder: {
+      model_type: 'musicgen_decoder',
+      num_codebooks: CODEBOOKS,
+      pad_token_id: VOCAB,
+      bos_token_id: VOCAB,
+      vocab_size: VOCAB,
+      num_hidden_layers: LAYERS,
+      num_attention_heads: HEADS,
+      hidden_size: HEADS * HEAD_DIM,
+    },
     audio_encoder: { model_type: 'encodec', sampling_rate: 32000, upsampling_ratios: [8, 5, 4, 4], audio_channels: 1 },
     text_encoder: { model_type: 't5', d_model: TEXT_DIM },
   };
 }
 
 export function testGenerationConfig(): object {
-  return { decoder_start_token_id: VOCAB, pad_token_id: VOCAB, do_sample: true, guidance_scale: 3, top_k: 250, max_length: 1500 };
+  return {
+    decoder_start_token_id: VOCAB,
+    pad_token_id: VOCAB,
+    do_sample: true,
+    guidance_scale: 3,
+    top_k: 250,
+    max_length: 1500,
+  };
 }
 
 /** A Unigram tokenizer.json in the format of T5's: specials, the word boundary, letters, digits, a few words. */
@@ -246,13 +339,36 @@ export function testTokenizer(): object {
     ['\u2581', -2],
   ];
   for (const c of 'abcdefghijklmnopqrstuvwxyz0123456789') vocab.push([c, -5], [`\u2581${c}`, -6]);
-  for (const w of ['rock', 'pop', 'jazz', 'piano', 'drums', 'synth', 'guitar', 'bass', 'calm', 'happy', 'lo', 'fi', 'beat', 'song', 'music']) vocab.push([`\u2581${w}`, -7]);
+  for (const w of [
+    'rock',
+    'pop',
+    'jazz',
+    'piano',
+    'drums',
+    'synth',
+    'guitar',
+    'bass',
+    'calm',
+    'happy',
+    'lo',
+    'fi',
+    'beat',
+    'song',
+    'music',
+  ])
+    vocab.push([`\u2581${w}`, -7]);
   return {
     version: '1.0',
     added_tokens: vocab.slice(0, 3).map(([content], id) => ({ id, content, special: true })),
-    normalizer: { type: 'Sequence', normalizers: [{ type: 'NFKC' }, { type: 'Replace', pattern: { Regex: ' {2,}' }, content: ' ' }] },
+    normalizer: {
+      type: 'Sequence',
+      normalizers: [{ type: 'NFKC' }, { type: 'Replace', pattern: { Regex: ' {2,}' }, content: ' ' }],
+    },
     pre_tokenizer: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'always', split: true },
-    post_processor: { type: 'TemplateProcessing', single: [{ Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } }] },
+    post_processor: {
+      type: 'TemplateProcessing',
+      single: [{ Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '</s>', type_id: 0 } }],
+    },
     model: { type: 'Unigram', unk_id: 2, vocab },
   };
 }
@@ -290,7 +406,8 @@ export async function writeMusicgenTestFolder(dir: string): Promise<void> {
     schemaVersion: 1,
     name: MUSICGEN_TEST_NAME,
     testModel: true,
-    description: 'TEST MODEL generated by the project with the MusicGen ONNX contract; it makes tones, not music. Never select it for real jobs.',
+    description:
+      'TEST MODEL generated by the project with the MusicGen ONNX contract; it makes tones, not music. Never select it for real jobs.',
     licence: { spdx: 'MIT', holder: 'media-worker authors', commercialUse: true },
     source: { kind: 'generated', generator: MUSICGEN_TEST_NAME, version: MUSICGEN_TEST_VERSION },
     files: entries,

@@ -23,7 +23,10 @@ export interface Tokenizer {
 
 export function parseTokenizer(json: unknown): Tokenizer {
   const parsed = tokenizerSchema.safeParse(json);
-  if (!parsed.success) throw new Error(`Expected a Unigram tokenizer.json (T5's) but ${parsed.error.issues[0]?.message ?? 'it does not match'}`);
+  if (!parsed.success)
+    throw new Error(
+      `Expected a Unigram tokenizer.json (T5's) but ${parsed.error.issues[0]?.message ?? 'it does not match'}`,
+    );
   const { vocab } = parsed.data.model;
   const unk = parsed.data.model.unk_id ?? vocab.findIndex(([p]) => p === '<unk>');
   const eos = vocab.findIndex(([p]) => p === '</s>');

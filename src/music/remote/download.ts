@@ -9,14 +9,21 @@ import type { Logger } from 'pino';
 import { ProcessingError } from '../../jobs/index.js';
 import { displayUrl, localize, type FetchOptions } from '../../media/index.js';
 
-export async function downloadAudio(url: string, name: string, ctx: { dir: string; signal: AbortSignal }, fetchOptions: FetchOptions): Promise<string> {
+export async function downloadAudio(
+  url: string,
+  name: string,
+  ctx: { dir: string; signal: AbortSignal },
+  fetchOptions: FetchOptions,
+): Promise<string> {
   const dir = path.join(ctx.dir, name);
   await mkdir(dir, { recursive: true });
   try {
     return (await localize(url, 'audio', { ...fetchOptions, dir, signal: ctx.signal })).path;
   } catch (err) {
     if (ctx.signal.aborted) throw err;
-    throw new ProcessingError(`Could not download the generated audio ${displayUrl(url)}: ${(err as Error).message}`, { cause: err });
+    throw new ProcessingError(`Could not download the generated audio ${displayUrl(url)}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 

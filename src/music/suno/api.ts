@@ -12,7 +12,12 @@ import type { MusicRequest } from '../types.js';
 export const SUNO_TRANSIENT_CODES = [429, 430, 455] as const;
 
 export const SUNO_IN_PROGRESS = ['PENDING', 'TEXT_SUCCESS', 'FIRST_SUCCESS'] as const;
-export const SUNO_FAILURES = ['CREATE_TASK_FAILED', 'GENERATE_AUDIO_FAILED', 'CALLBACK_EXCEPTION', 'SENSITIVE_WORD_ERROR'] as const;
+export const SUNO_FAILURES = [
+  'CREATE_TASK_FAILED',
+  'GENERATE_AUDIO_FAILED',
+  'CALLBACK_EXCEPTION',
+  'SENSITIVE_WORD_ERROR',
+] as const;
 
 export const submitAnswer = z.object({
   code: z.number().int(),
@@ -62,7 +67,8 @@ export interface SunoGenerateBody {
 /** Custom mode: prompt = the lyrics (absent when instrumental). Simple mode: prompt = the description. */
 export function generateBody(request: MusicRequest, model: string, callbackUrl?: string): SunoGenerateBody {
   const callback = callbackUrl === undefined ? {} : { callBackUrl: callbackUrl };
-  if (request.mode === 'simple') return { customMode: false, instrumental: request.instrumental, model, prompt: request.description, ...callback };
+  if (request.mode === 'simple')
+    return { customMode: false, instrumental: request.instrumental, model, prompt: request.description, ...callback };
   return {
     customMode: true,
     instrumental: request.instrumental,
@@ -87,6 +93,7 @@ export type StatusClass = 'success' | 'progress' | 'failure';
 
 export function classifyStatus(status: string): StatusClass {
   if (status === 'SUCCESS') return 'success';
-  if ((SUNO_FAILURES as readonly string[]).includes(status) || /_FAILED$|_ERROR$|EXCEPTION$/.test(status)) return 'failure';
+  if ((SUNO_FAILURES as readonly string[]).includes(status) || /_FAILED$|_ERROR$|EXCEPTION$/.test(status))
+    return 'failure';
   return 'progress';
 }

@@ -6,10 +6,25 @@
  * fetcher: provider URLs expire, ours live 14 days.
  */
 import { ProcessingError, isExplainedFailure } from '../../jobs/index.js';
-import { callJson, ProviderError, TransientProviderError, waitUntil, withRetry, type FetchOptions } from '../../media/index.js';
+import {
+  callJson,
+  ProviderError,
+  TransientProviderError,
+  waitUntil,
+  withRetry,
+  type FetchOptions,
+} from '../../media/index.js';
 import { downloadAudio, downloadImage } from '../remote/download.js';
 import type { GenerateContext, MusicBackend, MusicRequest, RawSong, Readiness } from '../types.js';
-import { classifyStatus, generateBody, recordAnswer, submitAnswer, SUNO_TRANSIENT_CODES, usableAudioUrl, type SunoSong } from './api.js';
+import {
+  classifyStatus,
+  generateBody,
+  recordAnswer,
+  submitAnswer,
+  SUNO_TRANSIENT_CODES,
+  usableAudioUrl,
+  type SunoSong,
+} from './api.js';
 import { definedFields } from '../../defined-fields.js';
 
 export interface SunoBackendOptions {
@@ -36,23 +51,36 @@ export class SunoBackend implements MusicBackend {
   }
 
   async readiness(): Promise<Readiness> {
-    const missing = [this.#opts.baseUrl === undefined ? 'MEDIA_WORKER_SUNO_BASE_URL' : '', this.#opts.apiKey === undefined ? 'MEDIA_WORKER_SUNO_API_KEY' : ''].filter(Boolean);
-    return missing.length === 0 ? { ready: true } : { ready: false, reason: `suno-compatible needs ${missing.join(' and ')}` };
+    const missing = [
+      this.#opts.baseUrl === undefined ? 'MEDIA_WORKER_SUNO_BASE_URL' : '',
+      this.#opts.apiKey === undefined ? 'MEDIA_WORKER_SUNO_API_KEY' : '',
+    ].filter(Boolean);
+    return missing.length === 0
+      ? { ready: true }
+      : { ready: false, reason: `suno-compatible needs ${missing.join(' and ')}` };
   }
 
   async generate(request: MusicRequest, ctx: GenerateContext): Promise<RawSong[]> {
     const { baseUrl, apiKey } = this.#opts;
-    if (baseUrl === undefined || apiKey === undefined) throw new ProcessingError((await this.readiness() as { reason: string }).reason);
+    if (baseUrl === undefined || apiKey === undefined)
+      throw new ProcessingError(((await this.readiness()) as { reason: string }).reason);
     const deadline = Date.now() + this.#opts.deadlineMs;
-    const call = { headers: { authorization: `Bearer ${apiKey}` }, timeoutMs: this.#opts.requestTimeoutMs ?? 30_000, signal: ctx.signal, transientStatuses: SUNO_TRANSIENT_CODES };
+    const call = {
+      headers: { authorization: `Bearer ${apiKey}` },
+      timeoutMs: this.#opts.requestTimeoutMs ?? 30_000,
+      signal: ctx.signal,
+      transientStatuses: SUNO_TRANSIENT_CODES,
+    };
     const retry = {
       deadline,
       signal: ctx.signal,
       initialDelayMs: Math.min(2_000, this.#opts.pollIntervalMs),
       maxDelayMs: 60_000,
-      onRetry: (err: TransientProviderError, attempt: number, delayMs: number) => ctx.logger.warn({ attempt, delayMs, err }, 'music provider busy; retrying'),
+      onRetry: (err: TransientProviderError, attempt: number, delayMs: number) =>
+        ctx.logger.warn({ attempt, delayMs, err }, 'music provider busy; retrying'),
     };
-    const fail = (message: string, cause?: unknown): ProcessingError => new ProcessingError(`The Suno-style provider ${message}`, definedFields({ cause }));
+    const fail = (message: string, cause?: unknown): ProcessingError =>
+      new ProcessingError(`The Suno-style provider ${message}`, definedFields({ cause }));
 
     ctx.onProgress({ stage: 'submitting' });
     const submitted = await withRetry(async () => {
@@ -61,8 +89,10 @@ export class SunoBackend implements MusicBackend {
         method: 'POST',
         body: generateBody(request, this.#opts.model, this.#opts.callbackUrl),
       });
-      if ((SUNO_TRANSIENT_CODES as readonly number[]).includes(answer.code)) throw new TransientProviderError(`generate answered code ${answer.code}: ${answer.msg ?? ''}`);
-      if (answer.code !== 200 || answer.data?.taskId === undefined) throw new ProviderError(`refused the task (code ${answer.code}: ${answer.msg ?? 'no message'})`);
+      if ((SUNO_TRANSIENT_CODES as readonly number[]).includes(answer.code))
+        throw new TransientProviderError(`generate answered code ${answer.code}: ${answer.msg ?? ''}`);
+      if (answer.code !== 200 || answer.data?.taskId === undefined)
+        throw new ProviderError(`refused the task (code ${answer.code}: ${answer.msg ?? 'no message'})`);
       return answer.data.taskId;
     }, retry).catch(rethrow(ctx.signal, fail));
     ctx.logger.info({ providerTaskId: submitted }, 'music provider task submitted');
@@ -74,8 +104,10 @@ export class SunoBackend implements MusicBackend {
     for (;;) {
       const answer = await withRetry(async () => {
         const a = await callJson(recordUrl.toString(), recordAnswer, { ...call, method: 'GET' });
-        if ((SUNO_TRANSIENT_CODES as readonly number[]).includes(a.code)) throw new TransientProviderError(`record-info answered code ${a.code}`);
-        if (a.code !== 200 || a.data === null || a.data === undefined) throw new ProviderError(`record-info answered code ${a.code}: ${a.msg ?? 'no data'}`);
+        if ((SUNO_TRANSIENT_CODES as readonly number[]).includes(a.code))
+          throw new TransientProviderError(`record-info answered code ${a.code}`);
+        if (a.code !== 200 || a.data === null || a.data === undefined)
+          throw new ProviderError(`record-info answered code ${a.code}: ${a.msg ?? 'no data'}`);
         return a.data;
       }, retry).catch(rethrow(ctx.signal, fail));
       status = answer.status;
@@ -93,7 +125,10 @@ export class SunoBackend implements MusicBackend {
     if (songs.length < SONGS) throw fail(`reported SUCCESS with ${songs.length} songs instead of ${SONGS}`);
     const chosen = songs.slice(0, SONGS);
     for (const [i, s] of chosen.entries()) {
-      if (!usableAudioUrl(s.audioUrl)) throw fail(`reported SUCCESS without a usable audio URL for song ${i + 1} (${JSON.stringify(s.audioUrl ?? null)})`);
+      if (!usableAudioUrl(s.audioUrl))
+        throw fail(
+          `reported SUCCESS without a usable audio URL for song ${i + 1} (${JSON.stringify(s.audioUrl ?? null)})`,
+        );
     }
     ctx.onProgress({ stage: 'downloading', done: 0, total: SONGS, unit: 'songs' });
     return Promise.all(
@@ -119,7 +154,10 @@ function withSlash(url: string): string {
 }
 
 /** Cancellation keeps its reason; provider errors become ProcessingErrors (the job's GENERATION_FAILED). */
-function rethrow(signal: AbortSignal, fail: (message: string, cause?: unknown) => ProcessingError): (err: unknown) => never {
+function rethrow(
+  signal: AbortSignal,
+  fail: (message: string, cause?: unknown) => ProcessingError,
+): (err: unknown) => never {
   return (err: unknown) => {
     if (signal.aborted) throw signal.reason ?? err;
     if (isExplainedFailure(err)) throw err;

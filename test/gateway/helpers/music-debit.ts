@@ -9,7 +9,13 @@ export async function musicDebit(ledger: Ledger, accountId: string): Promise<{ s
     amount: 15,
     taskId,
     kind: 'music',
-    job: { id: taskId, model: 'vendor-v5-generate-music', input: { prompt: 'x' }, credits: 15, createdAt: new Date().toISOString() },
+    job: {
+      id: taskId,
+      model: 'vendor-v5-generate-music',
+      input: { prompt: 'x' },
+      credits: 15,
+      createdAt: new Date().toISOString(),
+    },
     extras: {},
   });
   if (!outcome.ok) throw new Error('the test account ran out of credits');

@@ -20,7 +20,12 @@ import { webhookHeaders } from '../../../src/gateway/webhooks/signing.js';
 import { waitFor } from '../../worker/helpers/jetstream.js';
 import { startQueueHarness, type QueueHarness } from './harness.js';
 
-const dev: DeliveryOptions = { policy: { allowLoopback: true }, timeoutMs: 1500, maxResponseBytes: 1024, userAgent: 'test' };
+const dev: DeliveryOptions = {
+  policy: { allowLoopback: true },
+  timeoutMs: 1500,
+  maxResponseBytes: 1024,
+  userAgent: 'test',
+};
 
 interface Seen {
   path: string;
@@ -107,13 +112,30 @@ afterAll(async () => {
 /** A finished task that asked for a webhook to `url`. */
 function finished(id: string, accountId: string, url: string): TaskRecord {
   const at = new Date().toISOString();
-  return { id, accountId, model: 'vendor-image-upscale', kind: 'image', status: 'completed', creditsUsed: 1, createdAt: at, debitSeq: 1, extras: { webhookUrl: url }, result: { url: 'https://x/y.png' }, finishedAt: at };
+  return {
+    id,
+    accountId,
+    model: 'vendor-image-upscale',
+    kind: 'image',
+    status: 'completed',
+    creditsUsed: 1,
+    createdAt: at,
+    debitSeq: 1,
+    extras: { webhookUrl: url },
+    result: { url: 'https://x/y.png' },
+    finishedAt: at,
+  };
 }
 
 /** Stores `task` as finished and queues its delivery straight away (what settle() does, without its checks). */
 async function storedAndQueued(task: TaskRecord): Promise<void> {
   await harness.store.tasks.ensure(task);
-  const message = { webhookId: `msg_${task.id}_completed`, taskId: task.id, accountId: task.accountId, event: 'completed' };
+  const message = {
+    webhookId: `msg_${task.id}_completed`,
+    taskId: task.id,
+    accountId: task.accountId,
+    event: 'completed',
+  };
   await jetstream(harness.nc).publish(harness.store.names.webhookQueueSubject(task.id), JSON.stringify(message));
 }
 
@@ -140,9 +162,12 @@ describe('a hostile receiver', () => {
 
   it('headers trickled a byte at a time for ever: the deadline holds', async () => {
     rawBehaviour = (socket) => {
-      const line = 'HTTP/1.1 200 OK\r\nX-Slow: ' ;
+      const line = 'HTTP/1.1 200 OK\r\nX-Slow: ';
       let i = 0;
-      const t = setInterval(() => (socket.destroyed ? clearInterval(t) : socket.write(i < line.length ? line[i++]! : 'a')), 20);
+      const t = setInterval(
+        () => (socket.destroyed ? clearInterval(t) : socket.write(i < line.length ? line[i++]! : 'a')),
+        20,
+      );
       trickles.push(t);
     };
     const result = await postWebhook(new URL(`${rawBase}/x`), {}, '{}', dev);
@@ -174,13 +199,20 @@ describe('what is signed', () => {
     const body = JSON.stringify({ data: { prompt: 'café ☕ 𝄞 "quoted" \\ \u2028' } });
     const timestamp = Math.floor(Date.now() / 1000);
     const before = seen.length;
-    const result = await postWebhook(new URL(`${base}/ok`), webhookHeaders([secret], 'msg_x_completed', timestamp, body), body, dev);
+    const result = await postWebhook(
+      new URL(`${base}/ok`),
+      webhookHeaders([secret], 'msg_x_completed', timestamp, body),
+      body,
+      dev,
+    );
     expect(result.status).toBe(200);
     const request = seen[before]!;
     expect(request.raw.equals(Buffer.from(body, 'utf8'))).toBe(true);
     const ts = String(request.headers['webhook-timestamp']);
     expect(ts).toMatch(/^\d{10}$/);
-    const expected = createHmac('sha256', Buffer.alloc(24, 7)).update(Buffer.concat([Buffer.from(`msg_x_completed.${ts}.`), request.raw])).digest('base64');
+    const expected = createHmac('sha256', Buffer.alloc(24, 7))
+      .update(Buffer.concat([Buffer.from(`msg_x_completed.${ts}.`), request.raw]))
+      .digest('base64');
     expect(request.headers['webhook-signature']).toBe(`v1,${expected}`);
   });
 });
@@ -188,9 +220,24 @@ describe('what is signed', () => {
 describe('retries over the API', () => {
   it('a storm of retries while the request is under way makes no second request at once', async () => {
     await store.webhooks.newSecret('acct_storm', false);
-    const task: TaskRecord = { id: 't_storm', accountId: 'acct_storm', model: 'vendor-image-upscale', kind: 'image', status: 'pending', creditsUsed: 1, createdAt: new Date().toISOString(), debitSeq: 1, extras: { webhookUrl: `${base}/hold` } };
+    const task: TaskRecord = {
+      id: 't_storm',
+      accountId: 'acct_storm',
+      model: 'vendor-image-upscale',
+      kind: 'image',
+      status: 'pending',
+      creditsUsed: 1,
+      createdAt: new Date().toISOString(),
+      debitSeq: 1,
+      extras: { webhookUrl: `${base}/hold` },
+    };
     await store.tasks.ensure(task);
-    const done: TaskRecord = { ...task, status: 'completed', result: { url: 'https://x/y.png' }, finishedAt: new Date().toISOString() };
+    const done: TaskRecord = {
+      ...task,
+      status: 'completed',
+      result: { url: 'https://x/y.png' },
+      finishedAt: new Date().toISOString(),
+    };
     await store.webhooks.enqueue(done);
     await store.tasks.replace((await store.tasks.get(task.accountId, task.id))!, done);
     await waitFor('the first request', () => held.length === 1, 20_000);
@@ -207,31 +254,40 @@ describe('retries over the API', () => {
     held.shift()!.writeHead(200).end();
     await new Promise((r) => setTimeout(r, 1000));
     expect(seen.filter((s) => s.path === '/hold')).toHaveLength(2);
-    expect(new Set(seen.filter((s) => s.path === '/hold').map((s) => s.headers['webhook-id']))).toEqual(new Set(['msg_t_storm_completed']));
+    expect(new Set(seen.filter((s) => s.path === '/hold').map((s) => s.headers['webhook-id']))).toEqual(
+      new Set(['msg_t_storm_completed']),
+    );
   }, 60_000);
 });
 
 describe('many waiting retries', () => {
-  it('an account with over a thousand webhooks waiting for their retry does not stop every other account\'s', async () => {
+  it("an account with over a thousand webhooks waiting for their retry does not stop every other account's", async () => {
     await store.webhooks.newSecret('acct_many', false);
     await store.webhooks.newSecret('acct_other', false);
     // 1,050 finished tasks whose endpoint fails: each attempt waits a minute for its retry (nak with delay).
     for (let batch = 0; batch < 21; batch += 1) {
       await Promise.all(
-        Array.from({ length: 50 }, (_, i) => storedAndQueued(finished(`t_many_${batch}_${i}`, 'acct_many', `${base}/fail`))),
+        Array.from({ length: 50 }, (_, i) =>
+          storedAndQueued(finished(`t_many_${batch}_${i}`, 'acct_many', `${base}/fail`)),
+        ),
       );
     }
     // A thousand of them waiting (the server's default limit of unacknowledged messages per consumer).
-    await waitFor('a thousand first attempts', () => seen.filter((r) => r.path === '/fail').length >= 1000, 60_000, 100);
+    await waitFor(
+      'a thousand first attempts',
+      () => seen.filter((r) => r.path === '/fail').length >= 1000,
+      60_000,
+      100,
+    );
     const other = finished('t_other_1', 'acct_other', `${base}/ok-other`);
     await store.tasks.ensure(other);
     await store.webhooks.enqueue(other);
     // Generous: it goes at once when nothing holds it; held, it would wait for the minute's retries.
-    await waitFor('the other account\'s webhook', () => seen.some((r) => r.path === '/ok-other'), 20_000, 100);
+    await waitFor("the other account's webhook", () => seen.some((r) => r.path === '/ok-other'), 20_000, 100);
   }, 120_000);
 });
 
-describe('one account\'s many webhooks for a hanging endpoint', () => {
+describe("one account's many webhooks for a hanging endpoint", () => {
   it('are not offered to the gateways again and again while its slots are taken', async () => {
     await store.webhooks.newSecret('acct_hang', false);
     const jsm = await jetstream(harness.nc).jetstreamManager();
@@ -240,7 +296,8 @@ describe('one account\'s many webhooks for a hanging endpoint', () => {
     );
     await waitFor('its four slots taken', () => hung.length >= 4, 20_000, 50);
     await new Promise((r) => setTimeout(r, 2000));
-    const offered = async () => (await jsm.consumers.info(store.names.webhooksStream, 'whatk-webhooks')).delivered.consumer_seq;
+    const offered = async () =>
+      (await jsm.consumers.info(store.names.webhooksStream, 'whatk-webhooks')).delivered.consumer_seq;
     const before = await offered();
     await new Promise((r) => setTimeout(r, 6000));
     const during = (await offered()) - before;
@@ -249,7 +306,7 @@ describe('one account\'s many webhooks for a hanging endpoint', () => {
     expect(hung.length).toBe(4);
   }, 60_000);
 
-  it('a burst for a fast endpoint still goes through at the endpoint\'s pace', async () => {
+  it("a burst for a fast endpoint still goes through at the endpoint's pace", async () => {
     await store.webhooks.newSecret('acct_burst', false);
     await Promise.all(
       Array.from({ length: 200 }, (_, i) => storedAndQueued(finished(`t_burst_${i}`, 'acct_burst', `${base}/burst`))),

@@ -34,7 +34,12 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      seen.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      seen.push({
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      });
       (routes[req.url ?? ''] ?? ((r: ServerResponse) => r.writeHead(404).end()))(res);
     });
   });
@@ -48,7 +53,12 @@ afterAll(() => {
   server.close();
 });
 
-const dev: DeliveryOptions = { policy: { allowLoopback: true }, timeoutMs: 2000, maxResponseBytes: 1024, userAgent: 'test' };
+const dev: DeliveryOptions = {
+  policy: { allowLoopback: true },
+  timeoutMs: 2000,
+  maxResponseBytes: 1024,
+  userAgent: 'test',
+};
 const strict: DeliveryOptions = { ...dev, policy: { allowLoopback: false } };
 
 describe('postWebhook', () => {
@@ -88,7 +98,10 @@ describe('postWebhook', () => {
     expect(literal.error).toMatch(/^refused: 127\.0\.0\.1 is a loopback address/);
     // A name resolving to it is refused at lookup (the resolver stands for DNS).
     const port = (server.address() as AddressInfo).port;
-    const named = await postWebhook(new URL(`https://hooks.example:${port}/ok`), {}, '{}', { ...strict, resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
+    const named = await postWebhook(new URL(`https://hooks.example:${port}/ok`), {}, '{}', {
+      ...strict,
+      resolve: async () => [{ address: '127.0.0.1', family: 4 }],
+    });
     expect(named.error).toMatch(/^refused: hooks\.example resolves to 127\.0\.0\.1 is a loopback address/);
     // Any private answer among public ones refuses the name.
     const mixed = await postWebhook(new URL(`https://hooks.example:${port}/ok`), {}, '{}', {
@@ -104,7 +117,10 @@ describe('postWebhook', () => {
 
   it('plain http goes to loopback only, even in loopback development', async () => {
     const port = (server.address() as AddressInfo).port;
-    const result = await postWebhook(new URL(`http://hooks.example:${port}/ok`), {}, '{}', { ...dev, resolve: async () => [{ address: '93.184.216.34', family: 4 }] });
+    const result = await postWebhook(new URL(`http://hooks.example:${port}/ok`), {}, '{}', {
+      ...dev,
+      resolve: async () => [{ address: '93.184.216.34', family: 4 }],
+    });
     expect(result.error).toMatch(/plain http goes only to loopback/);
   });
 

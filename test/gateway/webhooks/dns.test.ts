@@ -12,7 +12,10 @@ import { dnsResolver } from '../../../src/media/index.js';
 
 const strict = { allowLoopback: false };
 /** name -> its A records; every other name has none (NOERROR, no answer). */
-const zone: Record<string, string[]> = { 'public.test': ['93.184.215.14'], 'inside.test': ['93.184.215.14', '10.1.2.3'] };
+const zone: Record<string, string[]> = {
+  'public.test': ['93.184.215.14'],
+  'inside.test': ['93.184.215.14', '10.1.2.3'],
+};
 
 let answering: Socket;
 let silent: Socket;
@@ -77,15 +80,21 @@ describe('resolving a webhook host', () => {
     const resolve = dnsResolver([answeringAt]);
     expect(await resolve('public.test')).toEqual([{ address: '93.184.215.14', family: 4 }]);
     expect(await destinationProblem(new URL('https://public.test/hook'), strict, resolve)).toBeNull();
-    expect(await destinationProblem(new URL('https://inside.test/hook'), strict, resolve)).toBe('inside.test resolves to 10.1.2.3 is a private address');
-    expect(await destinationProblem(new URL('https://nothing.test/hook'), strict, resolve)).toMatch(/nothing\.test (does not resolve|has no address)/);
+    expect(await destinationProblem(new URL('https://inside.test/hook'), strict, resolve)).toBe(
+      'inside.test resolves to 10.1.2.3 is a private address',
+    );
+    expect(await destinationProblem(new URL('https://nothing.test/hook'), strict, resolve)).toMatch(
+      /nothing\.test (does not resolve|has no address)/,
+    );
   });
 
   it('name servers that never answer: each lookup ends within its deadline, and file operations are not held up meanwhile', async () => {
     const resolve = dnsResolver([silentAt]);
     const started = Date.now();
     let lookupsEndedAt = 0;
-    const lookups = Array.from({ length: 8 }, (_, i) => destinationProblem(new URL(`https://n${i}.attacker.test/`), strict, resolve));
+    const lookups = Array.from({ length: 8 }, (_, i) =>
+      destinationProblem(new URL(`https://n${i}.attacker.test/`), strict, resolve),
+    );
     const all = Promise.all(lookups).then((problems) => {
       lookupsEndedAt = Date.now();
       return problems;

@@ -31,7 +31,14 @@ export async function startQueueHarness(prefix: string, retryDelaysMs: number[])
   // (with the subjects their filter names: nats-server 2.9 refuses a filter outside its stream's).
   await jsm.streams.add({ name: `${prefix}_EV`, subjects: [`${EVENTS_SUBJECT_PREFIX}.>`] });
   await jsm.streams.add({ name: `${prefix}_ADV`, subjects: [maxDeliveriesAdvisoryFilter(`${prefix}_JOBS`)] });
-  await ensureConsumers(jsm, { eventsStream: `${prefix}_EV`, claimsStream: `${prefix}_EV`, jobsStream: `${prefix}_JOBS`, advisoriesStream: `${prefix}_ADV`, consumerPrefix, names: store.names });
+  await ensureConsumers(jsm, {
+    eventsStream: `${prefix}_EV`,
+    claimsStream: `${prefix}_EV`,
+    jobsStream: `${prefix}_JOBS`,
+    advisoriesStream: `${prefix}_ADV`,
+    consumerPrefix,
+    names: store.names,
+  });
   const deliveries = await startWebhookDeliveries({
     js: jetstream(nc),
     store: store.webhooks,

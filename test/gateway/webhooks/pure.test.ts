@@ -4,7 +4,14 @@
  */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { endpointOf, signingSecrets, webhookEvent, webhookId, withWebhookState, type WebhookAccount } from '../../../src/gateway/webhooks/records.js';
+import {
+  endpointOf,
+  signingSecrets,
+  webhookEvent,
+  webhookId,
+  withWebhookState,
+  type WebhookAccount,
+} from '../../../src/gateway/webhooks/records.js';
 import {
   DEFAULT_RETRY_DELAYS_MS,
   MIN_RETRY_SPAN_MS,
@@ -14,7 +21,14 @@ import {
   retryDelayMs,
   shortestSpanMs,
 } from '../../../src/gateway/webhooks/schedule.js';
-import { isWebhookSecret, newWebhookSecret, secretKey, sign, signatureHeader, webhookHeaders } from '../../../src/gateway/webhooks/signing.js';
+import {
+  isWebhookSecret,
+  newWebhookSecret,
+  secretKey,
+  sign,
+  signatureHeader,
+  webhookHeaders,
+} from '../../../src/gateway/webhooks/signing.js';
 import { addressProblem, destinationProblem, parseWebhookUrl } from '../../../src/gateway/webhooks/target.js';
 import { parseGatewaySettings } from '../../../src/gateway/settings.js';
 import type { TaskRecord } from '../../../src/gateway/store/records.js';
@@ -45,15 +59,22 @@ describe('signing (Standard Webhooks v1)', () => {
   });
 
   it('changes with any byte of the id, timestamp or body', () => {
-    expect(sign(REFERENCE.secret, `${REFERENCE.id}x`, REFERENCE.timestamp, REFERENCE.body)).not.toBe(REFERENCE.signature);
+    expect(sign(REFERENCE.secret, `${REFERENCE.id}x`, REFERENCE.timestamp, REFERENCE.body)).not.toBe(
+      REFERENCE.signature,
+    );
     expect(sign(REFERENCE.secret, REFERENCE.id, REFERENCE.timestamp + 1, REFERENCE.body)).not.toBe(REFERENCE.signature);
-    expect(sign(REFERENCE.secret, REFERENCE.id, REFERENCE.timestamp, `${REFERENCE.body} `)).not.toBe(REFERENCE.signature);
+    expect(sign(REFERENCE.secret, REFERENCE.id, REFERENCE.timestamp, `${REFERENCE.body} `)).not.toBe(
+      REFERENCE.signature,
+    );
   });
 
   it('sends one signature per live secret, space-separated', () => {
     const other = newWebhookSecret();
     const header = signatureHeader([other, REFERENCE.secret], REFERENCE.id, REFERENCE.timestamp, REFERENCE.body);
-    expect(header.split(' ')).toEqual([sign(other, REFERENCE.id, REFERENCE.timestamp, REFERENCE.body), REFERENCE.signature]);
+    expect(header.split(' ')).toEqual([
+      sign(other, REFERENCE.id, REFERENCE.timestamp, REFERENCE.body),
+      REFERENCE.signature,
+    ]);
   });
 
   it('makes whsec_ secrets of 24 random bytes, different each time', () => {
@@ -69,14 +90,21 @@ describe('signing (Standard Webhooks v1)', () => {
 describe('retry schedule', () => {
   it('retries for at least 24 h with every jitter at its lowest, and at most about 30 h at its highest', () => {
     expect(shortestSpanMs(DEFAULT_RETRY_DELAYS_MS)).toBeGreaterThanOrEqual(MIN_RETRY_SPAN_MS);
-    const longest = DEFAULT_RETRY_DELAYS_MS.reduce((sum, _d, i) => sum + retryDelayMs(DEFAULT_RETRY_DELAYS_MS, i + 1, () => 1)!, 0);
+    const longest = DEFAULT_RETRY_DELAYS_MS.reduce(
+      (sum, _d, i) => sum + retryDelayMs(DEFAULT_RETRY_DELAYS_MS, i + 1, () => 1)!,
+      0,
+    );
     expect(longest).toBeLessThanOrEqual(31 * 3600_000);
-    const lowest = DEFAULT_RETRY_DELAYS_MS.reduce((sum, _d, i) => sum + retryDelayMs(DEFAULT_RETRY_DELAYS_MS, i + 1, () => 0)!, 0);
+    const lowest = DEFAULT_RETRY_DELAYS_MS.reduce(
+      (sum, _d, i) => sum + retryDelayMs(DEFAULT_RETRY_DELAYS_MS, i + 1, () => 0)!,
+      0,
+    );
     expect(lowest).toBeGreaterThanOrEqual(MIN_RETRY_SPAN_MS);
   });
 
   it('backs off: no delay is shorter than the one before, the first is seconds, the last hours', () => {
-    for (let i = 1; i < DEFAULT_RETRY_DELAYS_MS.length; i++) expect(DEFAULT_RETRY_DELAYS_MS[i]!).toBeGreaterThanOrEqual(DEFAULT_RETRY_DELAYS_MS[i - 1]!);
+    for (let i = 1; i < DEFAULT_RETRY_DELAYS_MS.length; i++)
+      expect(DEFAULT_RETRY_DELAYS_MS[i]!).toBeGreaterThanOrEqual(DEFAULT_RETRY_DELAYS_MS[i - 1]!);
     expect(DEFAULT_RETRY_DELAYS_MS[0]).toBeLessThanOrEqual(10_000);
     expect(DEFAULT_RETRY_DELAYS_MS.at(-1)).toBeGreaterThanOrEqual(3600_000);
   });
@@ -103,20 +131,32 @@ describe('retry schedule', () => {
   it('ends on any 2xx and on 410; waits Retry-After on 429 and 503 only; else the schedule', () => {
     const now = 0;
     const delays = [1000, 2000];
-    for (const status of [200, 201, 204, 299]) expect(nextStep({ status }, 1, delays, now)).toEqual({ action: 'done', status: 'delivered' });
+    for (const status of [200, 201, 204, 299])
+      expect(nextStep({ status }, 1, delays, now)).toEqual({ action: 'done', status: 'delivered' });
     expect(nextStep({ status: 410 }, 1, delays, now)).toMatchObject({ action: 'done', status: 'failed', gone: true });
     expect(nextStep({ status: 429, retryAfter: '7' }, 1, delays, now)).toEqual({ action: 'retry', delayMs: 7000 });
     expect(nextStep({ status: 503, retryAfter: '7' }, 2, delays, now)).toEqual({ action: 'retry', delayMs: 7000 });
-    expect(nextStep({ status: 500, retryAfter: '7' }, 1, delays, now, () => 0.5)).toEqual({ action: 'retry', delayMs: 1000 });
+    expect(nextStep({ status: 500, retryAfter: '7' }, 1, delays, now, () => 0.5)).toEqual({
+      action: 'retry',
+      delayMs: 1000,
+    });
     expect(nextStep({ status: 301 }, 2, delays, now, () => 0.5)).toEqual({ action: 'retry', delayMs: 2000 });
     expect(nextStep({}, 1, delays, now, () => 0.5)).toEqual({ action: 'retry', delayMs: 1000 });
-    expect(nextStep({ status: 429, retryAfter: '7' }, 3, delays, now)).toMatchObject({ action: 'done', status: 'failed', gone: false });
+    expect(nextStep({ status: 429, retryAfter: '7' }, 3, delays, now)).toMatchObject({
+      action: 'done',
+      status: 'failed',
+      gone: false,
+    });
   });
 
   it('a schedule shorter than 24 h is refused by the settings, naming the variable, unless loopback development is on', () => {
-    expect(() => parseGatewaySettings({ webhookRetryDelaysMs: '1000,1000' })).toThrow(/GATEWAY_WEBHOOK_RETRY_DELAYS_MS.*at least 24 h/);
+    expect(() => parseGatewaySettings({ webhookRetryDelaysMs: '1000,1000' })).toThrow(
+      /GATEWAY_WEBHOOK_RETRY_DELAYS_MS.*at least 24 h/,
+    );
     expect(() => parseGatewaySettings({ webhookRetryDelaysMs: '1000,x' })).toThrow(/GATEWAY_WEBHOOK_RETRY_DELAYS_MS/);
-    expect(parseGatewaySettings({ webhookRetryDelaysMs: '1000,1000', webhookAllowLoopback: 'true' }).webhookRetryDelaysMs).toEqual([1000, 1000]);
+    expect(
+      parseGatewaySettings({ webhookRetryDelaysMs: '1000,1000', webhookAllowLoopback: 'true' }).webhookRetryDelaysMs,
+    ).toEqual([1000, 1000]);
     expect(parseGatewaySettings({}).webhookRetryDelaysMs).toEqual(DEFAULT_RETRY_DELAYS_MS);
     expect(parseGatewaySettings({}).webhookAllowLoopback).toBe(false);
   });
@@ -128,19 +168,32 @@ describe('where a webhook may go', () => {
 
   it('only https URLs without credentials (http too in loopback development)', () => {
     expect(parseWebhookUrl('https://hooks.example.com/x', strict)).toHaveProperty('url');
-    expect(parseWebhookUrl('http://hooks.example.com/x', strict)).toEqual({ problem: expect.stringMatching(/https URL but received a http: URL/) });
+    expect(parseWebhookUrl('http://hooks.example.com/x', strict)).toEqual({
+      problem: expect.stringMatching(/https URL but received a http: URL/),
+    });
     expect(parseWebhookUrl('http://127.0.0.1:9/x', dev)).toHaveProperty('url');
     expect(parseWebhookUrl('ftp://hooks.example.com/x', dev)).toHaveProperty('problem');
-    expect(parseWebhookUrl('https://u:p@hooks.example.com/x', strict)).toEqual({ problem: expect.stringMatching(/credentials/) });
+    expect(parseWebhookUrl('https://u:p@hooks.example.com/x', strict)).toEqual({
+      problem: expect.stringMatching(/credentials/),
+    });
     expect(parseWebhookUrl(`https://h.example.com/${'a'.repeat(2100)}`, strict)).toHaveProperty('problem');
     expect(parseWebhookUrl(42, strict)).toHaveProperty('problem');
     expect(parseWebhookUrl('not a url', strict)).toHaveProperty('problem');
   });
 
-  it('judges addresses by the job inputs\' policy: private, loopback, link-local and metadata refused', () => {
+  it("judges addresses by the job inputs' policy: private, loopback, link-local and metadata refused", () => {
     const u = new URL('https://hooks.example.com/');
     expect(addressProblem(u, '93.184.216.34', strict)).toBeNull();
-    for (const a of ['10.0.0.1', '192.168.1.1', '127.0.0.1', '169.254.169.254', '::1', 'fd00::1', '::ffff:127.0.0.1', '0.0.0.0']) {
+    for (const a of [
+      '10.0.0.1',
+      '192.168.1.1',
+      '127.0.0.1',
+      '169.254.169.254',
+      '::1',
+      'fd00::1',
+      '::ffff:127.0.0.1',
+      '0.0.0.0',
+    ]) {
       expect(addressProblem(u, a, strict), a).not.toBeNull();
     }
     // Loopback development lets loopback through, nothing else private; plain http only to loopback.
@@ -158,7 +211,9 @@ describe('where a webhook may go', () => {
           ]
         : [{ address: '93.184.216.34', family: 4 as const }];
     expect(await destinationProblem(new URL('https://ok.example/'), strict, resolve)).toBeNull();
-    expect(await destinationProblem(new URL('https://mixed.example/'), strict, resolve)).toMatch(/mixed\.example resolves to 10\.1\.2\.3 is a private address/);
+    expect(await destinationProblem(new URL('https://mixed.example/'), strict, resolve)).toMatch(
+      /mixed\.example resolves to 10\.1\.2\.3 is a private address/,
+    );
     expect(await destinationProblem(new URL('https://[::1]/'), strict, resolve)).toMatch(/loopback/);
     expect(
       await destinationProblem(new URL('https://gone.example/'), strict, async () => {
@@ -168,7 +223,7 @@ describe('where a webhook may go', () => {
   });
 });
 
-describe('a task\'s webhook', () => {
+describe("a task's webhook", () => {
   const task = (over: Partial<TaskRecord>): TaskRecord => ({
     id: 't_1',
     accountId: 'acct_1',
@@ -191,23 +246,35 @@ describe('a task\'s webhook', () => {
     expect(webhookId('t_1', 'completed')).toBe('msg_t_1_completed');
   });
 
-  it('goes to the task\'s own URL, else the account\'s default unless turned off', () => {
+  it("goes to the task's own URL, else the account's default unless turned off", () => {
     const account: WebhookAccount = { secret: REFERENCE.secret, defaultUrl: 'https://default.example/' };
     expect(endpointOf(task({}), account)).toEqual({ url: 'https://h.example/', isDefault: false });
-    expect(endpointOf(task({ extras: { webhookDefault: true } }), account)).toEqual({ url: 'https://default.example/', isDefault: true });
-    expect(endpointOf(task({ extras: { webhookDefault: true } }), { ...account, defaultOffAt: '2026-01-01T00:00:00Z' })).toBeNull();
+    expect(endpointOf(task({ extras: { webhookDefault: true } }), account)).toEqual({
+      url: 'https://default.example/',
+      isDefault: true,
+    });
+    expect(
+      endpointOf(task({ extras: { webhookDefault: true } }), { ...account, defaultOffAt: '2026-01-01T00:00:00Z' }),
+    ).toBeNull();
     expect(endpointOf(task({ extras: { webhookDefault: true } }), null)).toBeNull();
   });
 
-  it('is signed by the replaced secret too while the rotation\'s overlap lasts', () => {
+  it("is signed by the replaced secret too while the rotation's overlap lasts", () => {
     const now = Date.parse('2026-01-02T00:00:00Z');
-    const rotated: WebhookAccount = { secret: 'whsec_bmV3bmV3bmV3bmV3bmV3bmV3', previousSecret: REFERENCE.secret, previousUntil: '2026-01-02T12:00:00Z' };
+    const rotated: WebhookAccount = {
+      secret: 'whsec_bmV3bmV3bmV3bmV3bmV3bmV3',
+      previousSecret: REFERENCE.secret,
+      previousUntil: '2026-01-02T12:00:00Z',
+    };
     expect(signingSecrets(rotated, now)).toEqual([rotated.secret, REFERENCE.secret]);
     expect(signingSecrets(rotated, Date.parse('2026-01-02T12:00:01Z'))).toEqual([rotated.secret]);
   });
 
   it('shows its state on a settled task that has one, pending before the first attempt', () => {
-    expect(withWebhookState({ id: 't_1' }, task({}), null)).toEqual({ id: 't_1', webhook: { id: 'msg_t_1_completed', event: 'completed', status: 'pending', attempts: 0 } });
+    expect(withWebhookState({ id: 't_1' }, task({}), null)).toEqual({
+      id: 't_1',
+      webhook: { id: 'msg_t_1_completed', event: 'completed', status: 'pending', attempts: 0 },
+    });
     expect(withWebhookState({ id: 't_1' }, task({ extras: {} }), null)).toEqual({ id: 't_1' });
     expect(withWebhookState({ id: 't_1' }, task({ status: 'pending' }), null)).toEqual({ id: 't_1' });
   });

@@ -53,7 +53,17 @@ afterAll(async () => {
 
 let n = 0;
 async function pendingTask(accountId: string, extras: TaskRecord['extras']): Promise<TaskRecord> {
-  const task: TaskRecord = { id: `t_q${++n}`, accountId, model: 'vendor-image-upscale', kind: 'image', status: 'pending', creditsUsed: 1, createdAt: new Date().toISOString(), debitSeq: 1, extras };
+  const task: TaskRecord = {
+    id: `t_q${++n}`,
+    accountId,
+    model: 'vendor-image-upscale',
+    kind: 'image',
+    status: 'pending',
+    creditsUsed: 1,
+    createdAt: new Date().toISOString(),
+    debitSeq: 1,
+    extras,
+  };
   await store.tasks.ensure(task);
   return task;
 }
@@ -63,7 +73,12 @@ async function settle(task: TaskRecord, next: TaskRecord): Promise<void> {
   await store.tasks.replace(current!, next);
 }
 
-const completed = (task: TaskRecord): TaskRecord => ({ ...task, status: 'completed', result: { url: 'https://x/y.png' }, finishedAt: new Date().toISOString() });
+const completed = (task: TaskRecord): TaskRecord => ({
+  ...task,
+  status: 'completed',
+  result: { url: 'https://x/y.png' },
+  finishedAt: new Date().toISOString(),
+});
 const at = (p: string) => seen.filter((s) => s.path === p);
 
 async function accountWithSecret(id: string): Promise<string> {
@@ -87,7 +102,9 @@ describe('the webhook queue', () => {
     await waitFor('its state', async () => (await store.webhooks.state(task.id))?.status === 'delivered', 10_000);
     const request = at('/outbox')[0]!;
     const key = Buffer.from(secret.slice(6), 'base64');
-    const expected = `v1,${createHmac('sha256', key).update(`msg_${task.id}_completed.${String(request.headers['webhook-timestamp'])}.${request.body}`).digest('base64')}`;
+    const expected = `v1,${createHmac('sha256', key)
+      .update(`msg_${task.id}_completed.${String(request.headers['webhook-timestamp'])}.${request.body}`)
+      .digest('base64')}`;
     expect(request.headers['webhook-signature']).toBe(expected);
     expect(JSON.parse(request.body)).toEqual({ success: true, data: { id: task.id, status: 'completed' } });
     // Queued again after delivery (a late redelivered event): not sent twice.
@@ -96,11 +113,17 @@ describe('the webhook queue', () => {
     expect(at('/outbox')).toHaveLength(1);
   }, 60_000);
 
-  it('a delivery whose task was settled otherwise is replaced by that settle\'s own', async () => {
+  it("a delivery whose task was settled otherwise is replaced by that settle's own", async () => {
     await accountWithSecret('acct_q2');
     const task = await pendingTask('acct_q2', { webhookUrl: `${base}/lost-race` });
     await store.webhooks.enqueue(completed(task));
-    const expired: TaskRecord = { ...task, status: 'failed', error: { code: 'TASK_EXPIRED', message: 'expired' }, creditsRefunded: 1, finishedAt: new Date().toISOString() };
+    const expired: TaskRecord = {
+      ...task,
+      status: 'failed',
+      error: { code: 'TASK_EXPIRED', message: 'expired' },
+      creditsRefunded: 1,
+      finishedAt: new Date().toISOString(),
+    };
     await store.webhooks.enqueue(expired);
     await settle(task, expired);
     await waitFor('the delivery', () => at('/lost-race').length >= 1, 30_000);
@@ -111,7 +134,13 @@ describe('the webhook queue', () => {
   it('the settle that stored its task wins, whichever queued first', async () => {
     await accountWithSecret('acct_q5');
     const task = await pendingTask('acct_q5', { webhookUrl: `${base}/race` });
-    const expired: TaskRecord = { ...task, status: 'failed', error: { code: 'TASK_EXPIRED', message: 'expired' }, creditsRefunded: 1, finishedAt: new Date().toISOString() };
+    const expired: TaskRecord = {
+      ...task,
+      status: 'failed',
+      error: { code: 'TASK_EXPIRED', message: 'expired' },
+      creditsRefunded: 1,
+      finishedAt: new Date().toISOString(),
+    };
     // The sweeper queues its expiry, a worker's completion queues after it, the sweeper stores
     // first; the worker's settle then finds the task settled and queues the expiry again.
     await store.webhooks.enqueue(expired);
@@ -123,7 +152,7 @@ describe('the webhook queue', () => {
     expect(at('/race').map((s) => s.headers['webhook-id'])).toEqual([`msg_${task.id}_expired`]);
   }, 60_000);
 
-  it('one account\'s hanging endpoint holds at most 4 of the gateway\'s 16 slots; another account is served meanwhile', async () => {
+  it("one account's hanging endpoint holds at most 4 of the gateway's 16 slots; another account is served meanwhile", async () => {
     await accountWithSecret('acct_slow');
     await accountWithSecret('acct_quick');
     const held: ServerResponse[] = [];
@@ -140,11 +169,11 @@ describe('the webhook queue', () => {
       await store.webhooks.enqueue(completed(task));
       await settle(task, completed(task));
     }
-    await waitFor('the slow account\'s first requests', () => open >= 4, 30_000);
+    await waitFor("the slow account's first requests", () => open >= 4, 30_000);
     const quick = await pendingTask('acct_quick', { webhookUrl: `${base}/quick` });
     await store.webhooks.enqueue(completed(quick));
     await settle(quick, completed(quick));
-    await waitFor('the other account\'s delivery', () => at('/quick').length === 1, 30_000);
+    await waitFor("the other account's delivery", () => at('/quick').length === 1, 30_000);
     expect(mostOpen).toBe(4);
     for (const res of held) res.writeHead(200).end();
     answers['/hanging'] = (_i, res) => res.writeHead(200).end();
@@ -152,13 +181,18 @@ describe('the webhook queue', () => {
 
   it('429 waits what Retry-After says, not the schedule', async () => {
     await accountWithSecret('acct_q3');
-    answers['/busy'] = (i, res) => (i === 0 ? res.writeHead(429, { 'retry-after': '2' }).end() : res.writeHead(200).end());
+    answers['/busy'] = (i, res) =>
+      i === 0 ? res.writeHead(429, { 'retry-after': '2' }).end() : res.writeHead(200).end();
     const task = await pendingTask('acct_q3', { webhookUrl: `${base}/busy` });
     await store.webhooks.enqueue(completed(task));
     await settle(task, completed(task));
     // The state it asserts, not the endpoint's side of it: the queue stores the second attempt's
     // answer after the endpoint has seen the request (a loaded machine read `attempts: 1` between).
-    await waitFor('the delivered state', async () => (await store.webhooks.state(task.id))?.status === 'delivered', 30_000);
+    await waitFor(
+      'the delivered state',
+      async () => (await store.webhooks.state(task.id))?.status === 'delivered',
+      30_000,
+    );
     expect(await store.webhooks.state(task.id)).toMatchObject({ status: 'delivered', attempts: 2 });
     const [first, second] = at('/busy');
     expect(at('/busy')).toHaveLength(2);
@@ -172,9 +206,16 @@ describe('the webhook queue', () => {
     const task = await pendingTask('acct_q4', { webhookUrl: `${base}/down` });
     await store.webhooks.enqueue(completed(task));
     await settle(task, completed(task));
-    await waitFor('the webhook to fail', async () => (await store.webhooks.state(task.id))?.status === 'failed', 30_000);
+    await waitFor(
+      'the webhook to fail',
+      async () => (await store.webhooks.state(task.id))?.status === 'failed',
+      30_000,
+    );
     expect(at('/down')).toHaveLength(4);
-    expect(await store.webhooks.state(task.id)).toMatchObject({ attempts: 4, lastResponse: { status: 500, body: 'down for maintenance' } });
+    expect(await store.webhooks.state(task.id)).toMatchObject({
+      attempts: 4,
+      lastResponse: { status: 500, body: 'down for maintenance' },
+    });
   }, 60_000);
 
   it('an account without a secret gets no request; its state says why', async () => {
@@ -182,7 +223,10 @@ describe('the webhook queue', () => {
     await store.webhooks.enqueue(completed(task));
     await settle(task, completed(task));
     await waitFor('the state', async () => (await store.webhooks.state(task.id))?.status === 'failed', 30_000);
-    expect(await store.webhooks.state(task.id)).toMatchObject({ attempts: 0, lastResponse: { error: 'the account has no webhook secret' } });
+    expect(await store.webhooks.state(task.id)).toMatchObject({
+      attempts: 0,
+      lastResponse: { error: 'the account has no webhook secret' },
+    });
     expect(at('/unsigned')).toHaveLength(0);
   }, 60_000);
 });

@@ -19,7 +19,11 @@ import { newWebhookSecret, secretKey, webhookHeaders } from '../../../src/gatewa
 
 const REFERENCE = {
   secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-  headers: { 'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek', 'webhook-timestamp': '1614265330', 'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' },
+  headers: {
+    'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+    'webhook-timestamp': '1614265330',
+    'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+  },
   body: '{"test": 2432232314}',
 };
 const FOREVER = 10 ** 12;
@@ -50,7 +54,11 @@ function signedAs(secret: string, id: string, timestamp: string, body: string): 
 function resplit(headers: Record<string, string>, body: string): { headers: Record<string, string>; body: string } {
   const dot = body.indexOf('.');
   return {
-    headers: { ...headers, 'webhook-id': `${headers['webhook-id']}.${headers['webhook-timestamp']}`, 'webhook-timestamp': body.slice(0, dot) },
+    headers: {
+      ...headers,
+      'webhook-id': `${headers['webhook-id']}.${headers['webhook-timestamp']}`,
+      'webhook-timestamp': body.slice(0, dot),
+    },
     body: body.slice(dot + 1),
   };
 }
@@ -65,16 +73,55 @@ function cases(): Case[] {
   return [
     { name: 'reference example', ...REFERENCE, tolerance: FOREVER, valid: true },
     { name: 'reference example, too old', ...REFERENCE, tolerance: 300, valid: false },
-    { name: 'reference example, body changed', ...REFERENCE, body: '{"test": 2432232315}', tolerance: FOREVER, valid: false },
+    {
+      name: 'reference example, body changed',
+      ...REFERENCE,
+      body: '{"test": 2432232315}',
+      tolerance: FOREVER,
+      valid: false,
+    },
     { name: 'rotation: the new secret', secret: current, headers: rotated, body, tolerance: 300, valid: true },
     { name: 'rotation: the old secret', secret: previous, headers: rotated, body, tolerance: 300, valid: true },
     { name: 'another secret', secret: newWebhookSecret(), headers: rotated, body, tolerance: 300, valid: false },
     // A captured request re-split at its dots: the signature still matches, the timestamp is `{"success":true,"data":{"id":"t_x","price":1`.
-    { name: 're-split under a new webhook-id', secret: current, ...resplit(webhookHeaders([current], 'msg_t_x_completed', now, dotted), dotted), tolerance: 300, valid: false },
-    { name: 'signed an hour ago', secret: current, headers: webhookHeaders([current], 'msg_old', now - 3600, body), body, tolerance: 300, valid: false },
-    { name: 'signed an hour ahead', secret: current, headers: webhookHeaders([current], 'msg_new', now + 3600, body), body, tolerance: 300, valid: false },
+    {
+      name: 're-split under a new webhook-id',
+      secret: current,
+      ...resplit(webhookHeaders([current], 'msg_t_x_completed', now, dotted), dotted),
+      tolerance: 300,
+      valid: false,
+    },
+    {
+      name: 'signed an hour ago',
+      secret: current,
+      headers: webhookHeaders([current], 'msg_old', now - 3600, body),
+      body,
+      tolerance: 300,
+      valid: false,
+    },
+    {
+      name: 'signed an hour ahead',
+      secret: current,
+      headers: webhookHeaders([current], 'msg_new', now + 3600, body),
+      body,
+      tolerance: 300,
+      valid: false,
+    },
     // Signed correctly over each, with a tolerance that never ends: only the timestamp's form refuses them.
-    ...['12a', '1e9', 'NaN', '', 'Infinity', '0x6037', ` ${now}`, `+${now}`, `${now}.0`, `${now}\n`, '1_614_265_330', '١٦١٤٢٦٥٣٣٠'].map((timestamp) => ({
+    ...[
+      '12a',
+      '1e9',
+      'NaN',
+      '',
+      'Infinity',
+      '0x6037',
+      ` ${now}`,
+      `+${now}`,
+      `${now}.0`,
+      `${now}\n`,
+      '1_614_265_330',
+      '١٦١٤٢٦٥٣٣٠',
+    ].map((timestamp) => ({
       name: `timestamp ${JSON.stringify(timestamp)}`,
       secret: current,
       headers: signedAs(current, 'msg_ts', timestamp, body),
@@ -82,7 +129,14 @@ function cases(): Case[] {
       tolerance: FOREVER,
       valid: false,
     })),
-    { name: 'timestamp written by hand, whole seconds', secret: current, headers: signedAs(current, 'msg_ts', String(now), body), body, tolerance: 300, valid: true },
+    {
+      name: 'timestamp written by hand, whole seconds',
+      secret: current,
+      headers: signedAs(current, 'msg_ts', String(now), body),
+      body,
+      tolerance: 300,
+      valid: true,
+    },
   ];
 }
 
@@ -98,7 +152,9 @@ describe('the receiver snippets of docs/contract/delivery.md', () => {
   it('Node: accepts what is signed, refuses the rest', async () => {
     const file = path.join(dir, 'verify.mjs');
     await writeFile(file, await snippet('webhook-verify-node'));
-    const { verifyWebhook } = (await import(pathToFileURL(file).href)) as { verifyWebhook: (s: string, h: Record<string, string>, b: string, t: number) => boolean };
+    const { verifyWebhook } = (await import(pathToFileURL(file).href)) as {
+      verifyWebhook: (s: string, h: Record<string, string>, b: string, t: number) => boolean;
+    };
     for (const c of cases()) expect(verifyWebhook(c.secret, c.headers, c.body, c.tolerance), c.name).toBe(c.valid);
   });
 
@@ -113,6 +169,11 @@ describe('the receiver snippets of docs/contract/delivery.md', () => {
     ].join('\n');
     await writeFile(file, harness);
     const { stdout } = await promisify(execFile)('python3', [file, JSON.stringify(all)]);
-    expect(stdout.trim().split('\n').map((l) => JSON.parse(l) as boolean)).toEqual(all.map((c) => c.valid));
+    expect(
+      stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as boolean),
+    ).toEqual(all.map((c) => c.valid));
   });
 });

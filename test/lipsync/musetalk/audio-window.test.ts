@@ -65,7 +65,9 @@ function stateValue(p: number, layer: number, w: number): number {
 
 function states(positions: number, layers: number, width: number): WhisperHiddenStates {
   const data = new Float32Array(positions * layers * width);
-  for (let p = 0; p < positions; p++) for (let l = 0; l < layers; l++) for (let w = 0; w < width; w++) data[(p * layers + l) * width + w] = stateValue(p, l, w);
+  for (let p = 0; p < positions; p++)
+    for (let l = 0; l < layers; l++)
+      for (let w = 0; w < width; w++) data[(p * layers + l) * width + w] = stateValue(p, l, w);
   return { data, positions, layers, width };
 }
 
@@ -75,9 +77,15 @@ function referenceWindows(s: WhisperHiddenStates, samples: number, rate: number)
   const actual = Math.floor((samples / 16000) * 50);
   const multiplier = 50 / rate;
   const paddingNums = Math.ceil(multiplier);
-  const zeros = (n: number): number[][][] => Array.from({ length: n }, () => Array.from({ length: layers }, () => new Array<number>(width).fill(0)));
+  const zeros = (n: number): number[][][] =>
+    Array.from({ length: n }, () => Array.from({ length: layers }, () => new Array<number>(width).fill(0)));
   const seq: number[][][] = [...zeros(paddingNums * 2)];
-  for (let p = 0; p < actual; p++) seq.push(Array.from({ length: layers }, (_, l) => Array.from({ length: width }, (_, w) => s.data[(p * layers + l) * width + w]!)));
+  for (let p = 0; p < actual; p++)
+    seq.push(
+      Array.from({ length: layers }, (_, l) =>
+        Array.from({ length: width }, (_, w) => s.data[(p * layers + l) * width + w]!),
+      ),
+    );
   seq.push(...zeros(paddingNums * 3 * 2));
   const frames = Math.floor((samples / 16000) * rate);
   const out: Float32Array[] = [];
@@ -122,7 +130,9 @@ describe('museTalkAudioWindow', () => {
 
   it('refuses inconsistent inputs with a message naming them', () => {
     const s = states(10, 5, 4);
-    expect(() => museTalkAudioWindow({ ...s, positions: 11 }, 10, 0, fps(25))).toThrow(/Expected 220 hidden-state values/);
+    expect(() => museTalkAudioWindow({ ...s, positions: 11 }, 10, 0, fps(25))).toThrow(
+      /Expected 220 hidden-state values/,
+    );
     expect(() => museTalkAudioWindow(s, 11, 0, fps(25))).toThrow(/activePositions between 0 and 10/);
     expect(() => museTalkAudioWindow(s, 10, 0, fps(25), new Float32Array(10))).toThrow(/room for 200 values/);
   });

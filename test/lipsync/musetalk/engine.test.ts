@@ -52,7 +52,11 @@ beforeAll(async () => {
   cpSync(museTalkManifestPath(MODELS, MUSETALK_TEST_MODEL), museTalkManifestPath(dir, MUSETALK_TEST_MODEL));
   sessions = new SessionCache({ thread: false, threads: 1 });
   engine = await loadMuseTalk(MUSETALK_TEST_MODEL, { sessions, modelsDir: dir, batch: 8 });
-  frames = (await faceFrames(FRAMES, { side: SIDE })).map((raw) => ({ data: new Uint8Array(raw), width: SIDE, height: SIDE }));
+  frames = (await faceFrames(FRAMES, { side: SIDE })).map((raw) => ({
+    data: new Uint8Array(raw),
+    width: SIDE,
+    height: SIDE,
+  }));
   const detector = await loadBlazeFace('blazeface-back-256', { sessions, minScore: 0.5 });
   faces = [];
   for (const frame of frames) {
@@ -76,7 +80,8 @@ function copies(): RgbFrame[] {
 
 function lumaMean(frame: RgbFrame, x0: number, y0: number, x1: number, y1: number): number {
   let sum = 0;
-  for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) for (let c = 0; c < 3; c++) sum += frame.data[3 * (y * frame.width + x) + c]!;
+  for (let y = y0; y < y1; y++)
+    for (let x = x0; x < x1; x++) for (let c = 0; c < 3; c++) sum += frame.data[3 * (y * frame.width + x) + c]!;
   return sum / (3 * (x1 - x0) * (y1 - y0));
 }
 
@@ -89,8 +94,16 @@ describe('MuseTalkEngine with musetalk-test', () => {
   it('changes only the lower face, darkens the mouth with speech and not in silence', async () => {
     const talking = copies();
     const quiet = copies();
-    const stats = await engine.render(talking.map((frame, i) => ({ frame, face: faces[i]!, audioFrame: i })), speech, fps);
-    await engine.render(quiet.map((frame, i) => ({ frame, face: faces[i]!, audioFrame: i })), silence, fps);
+    const stats = await engine.render(
+      talking.map((frame, i) => ({ frame, face: faces[i]!, audioFrame: i })),
+      speech,
+      fps,
+    );
+    await engine.render(
+      quiet.map((frame, i) => ({ frame, face: faces[i]!, audioFrame: i })),
+      silence,
+      fps,
+    );
     expect(stats).toEqual({ rendered: FRAMES, skipped: 0, unetCalls: Math.ceil(FRAMES / 8) });
     let darker = 0;
     for (let i = 0; i < FRAMES; i++) {
@@ -104,7 +117,8 @@ describe('MuseTalkEngine with musetalk-test', () => {
           const inside = x >= box.x1 && x < box.x2 && y >= Math.max(box.y1, middle - 8) && y < box.y2;
           if (inside) continue;
           const o = 3 * (y * SIDE + x);
-          if (talking[i]!.data[o] !== src[o] || talking[i]!.data[o + 1] !== src[o + 1]) throw new Error(`frame ${i} changed at ${x},${y} outside the lower face`);
+          if (talking[i]!.data[o] !== src[o] || talking[i]!.data[o + 1] !== src[o + 1])
+            throw new Error(`frame ${i} changed at ${x},${y} outside the lower face`);
         }
       }
       const [mx, my] = faces[i]!.keypoints.mouth;
@@ -119,8 +133,16 @@ describe('MuseTalkEngine with musetalk-test', () => {
     const one = copies().slice(0, 5);
     const many = copies().slice(0, 5);
     const small = await loadMuseTalk(MUSETALK_TEST_MODEL, { sessions, modelsDir: dir, batch: 2 });
-    await small.render(one.map((frame, i) => ({ frame, face: faces[i]!, audioFrame: i + 20 })), speech, fps);
-    await engine.render(many.map((frame, i) => ({ frame, face: faces[i]!, audioFrame: i + 20 })), speech, fps);
+    await small.render(
+      one.map((frame, i) => ({ frame, face: faces[i]!, audioFrame: i + 20 })),
+      speech,
+      fps,
+    );
+    await engine.render(
+      many.map((frame, i) => ({ frame, face: faces[i]!, audioFrame: i + 20 })),
+      speech,
+      fps,
+    );
     for (let i = 0; i < 5; i++) {
       let max = 0;
       for (let j = 0; j < one[i]!.data.length; j++) max = Math.max(max, Math.abs(one[i]!.data[j]! - many[i]!.data[j]!));
@@ -132,11 +154,17 @@ describe('MuseTalkEngine with musetalk-test', () => {
     const off = { ...faces[0]!, x: -5000, keypoints: { ...faces[0]!.keypoints } };
     const frame = copies()[0]!;
     const before = frame.data.slice();
-    expect(await engine.render([{ frame, face: off, audioFrame: 0 }], speech, fps)).toEqual({ rendered: 0, skipped: 1, unetCalls: 0 });
+    expect(await engine.render([{ frame, face: off, audioFrame: 0 }], speech, fps)).toEqual({
+      rendered: 0,
+      skipped: 1,
+      unetCalls: 0,
+    });
     expect(frame.data).toEqual(before);
     const controller = new AbortController();
     controller.abort(new Error('cancelled by the test'));
-    await expect(engine.render([{ frame, face: faces[0]!, audioFrame: 0 }], speech, fps, controller.signal)).rejects.toThrow(/cancelled by the test/);
+    await expect(
+      engine.render([{ frame, face: faces[0]!, audioFrame: 0 }], speech, fps, controller.signal),
+    ).rejects.toThrow(/cancelled by the test/);
     expect(frame.data).toEqual(before);
   });
 });

@@ -35,7 +35,9 @@ interface GeometryReference {
     blur: Record<string, { file: string; side: number; kernel: number }>;
   };
 }
-const reference = JSON.parse(readFileSync(path.join(FIXTURES, 'musetalk-geometry-reference.json'), 'utf8')) as GeometryReference;
+const reference = JSON.parse(
+  readFileSync(path.join(FIXTURES, 'musetalk-geometry-reference.json'), 'utf8'),
+) as GeometryReference;
 
 /** An upright face with eye-to-mouth distance 100 px: eyes at y 300, nose tip 360, mouth 400. */
 function uprightFace(cx = 500, scale = 1): FaceBox {
@@ -46,7 +48,14 @@ function uprightFace(cx = 500, scale = 1): FaceBox {
     width: 200 * scale,
     height: 230 * scale,
     score: 0.9,
-    keypoints: { leftEye: at(-48, 300), rightEye: at(48, 300), nose: at(0, 360), mouth: at(0, 400), leftEar: at(-100, 320), rightEar: at(100, 320) },
+    keypoints: {
+      leftEye: at(-48, 300),
+      rightEye: at(48, 300),
+      nose: at(0, 360),
+      mouth: at(0, 400),
+      leftEar: at(-100, 320),
+      rightEar: at(100, 320),
+    },
   };
 }
 
@@ -77,25 +86,37 @@ describe('museTalkFaceBox', () => {
 describe('museTalkBlendBox', () => {
   it.each<[PixelBox, PixelBox]>([
     // s = int(max(w, h) // 2 * 1.5) around ((x1 + x2) // 2, (y1 + y2) // 2)
-    [{ x1: 400, y1: 232, x2: 600, y2: 478 }, { x1: 316, y1: 171, x2: 684, y2: 539 }],
-    [{ x1: 0, y1: 0, x2: 101, y2: 51 }, { x1: -25, y1: -50, x2: 125, y2: 100 }],
+    [
+      { x1: 400, y1: 232, x2: 600, y2: 478 },
+      { x1: 316, y1: 171, x2: 684, y2: 539 },
+    ],
+    [
+      { x1: 0, y1: 0, x2: 101, y2: 51 },
+      { x1: -25, y1: -50, x2: 125, y2: 100 },
+    ],
   ])('of %o is %o', (box, want) => {
     expect(museTalkBlendBox(box)).toEqual(want);
   });
 });
 
 describe('OpenCV operations against OpenCV', () => {
-  it.each(Object.entries(reference.cases.lanczos))('cv2.resize INTER_LANCZOS4 (%s) within 1 level', async (_name, c) => {
-    const { data, info } = await sharp(path.join(ROOT, 'test/fixtures/photos/astronaut.png')).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-    const frame: RgbFrame = { data: new Uint8Array(data), width: info.width, height: info.height };
-    const [x1, y1, x2, y2] = c.box;
-    const ours = cropMuseTalkFace(frame, { x1, y1, x2, y2 }, c.size);
-    const want = readFileSync(path.join(FIXTURES, c.file));
-    expect(ours.length).toBe(want.length);
-    let max = 0;
-    for (let i = 0; i < ours.length; i++) max = Math.max(max, Math.abs(ours[i]! - want[i]!));
-    expect(max).toBeLessThanOrEqual(1);
-  });
+  it.each(Object.entries(reference.cases.lanczos))(
+    'cv2.resize INTER_LANCZOS4 (%s) within 1 level',
+    async (_name, c) => {
+      const { data, info } = await sharp(path.join(ROOT, 'test/fixtures/photos/astronaut.png'))
+        .removeAlpha()
+        .raw()
+        .toBuffer({ resolveWithObject: true });
+      const frame: RgbFrame = { data: new Uint8Array(data), width: info.width, height: info.height };
+      const [x1, y1, x2, y2] = c.box;
+      const ours = cropMuseTalkFace(frame, { x1, y1, x2, y2 }, c.size);
+      const want = readFileSync(path.join(FIXTURES, c.file));
+      expect(ours.length).toBe(want.length);
+      let max = 0;
+      for (let i = 0; i < ours.length; i++) max = Math.max(max, Math.abs(ours[i]! - want[i]!));
+      expect(max).toBeLessThanOrEqual(1);
+    },
+  );
 
   // OpenCV blurs 8-bit images in fixed point (its bit-exact kernels), so its levels stray from the
   // exact value by a little more than rounding would: within 1.5 levels, 0.1 on average.
@@ -106,7 +127,11 @@ describe('OpenCV operations against OpenCV', () => {
     const region = new Float32Array(side * side);
     for (let y = 0; y < side; y++) {
       for (let x = 0; x < side; x++) {
-        let inside = y >= Math.floor(side / 2) && x >= Math.floor(side / 5) && x < side - Math.floor(side / 5) && y < side - Math.floor(side / 10);
+        let inside =
+          y >= Math.floor(side / 2) &&
+          x >= Math.floor(side / 5) &&
+          x < side - Math.floor(side / 5) &&
+          y < side - Math.floor(side / 10);
         inside &&= (x - side / 2) ** 2 + (y - side * 0.6) ** 2 > (side * 0.08) ** 2;
         region[y * side + x] = inside ? 255 : 0;
       }
@@ -168,7 +193,8 @@ describe('the blend mask', () => {
     const middle = mask.square.y1 + Math.trunc(side / 2);
     const blur = museTalkBlurSize(side);
     // Nothing above the middle row less the blur's reach: the eyes stay the source's.
-    for (let y = mask.square.y1; y < middle - blur; y++) for (let x = mask.square.x1; x < mask.square.x2; x++) expect(alphaAt(x, y)).toBe(0);
+    for (let y = mask.square.y1; y < middle - blur; y++)
+      for (let x = mask.square.x1; x < mask.square.x2; x++) expect(alphaAt(x, y)).toBe(0);
     expect(alphaAt(452, 300)).toBe(0);
     expect(alphaAt(500, 362)).toBeLessThan(0.5); // the nose tip
     expect(alphaAt(500, 400)).toBeCloseTo(1, 3); // the mouth

@@ -47,26 +47,39 @@ describe('the musetalk-test manifest', () => {
     const manifest = await readMuseTalkManifest(models, MUSETALK_TEST_MODEL);
     const paths = await ensureMuseTalkGraphs(manifest, files);
     expect(Object.keys(paths).sort()).toEqual([...MUSETALK_GRAPHS].sort());
-    for (const g of MUSETALK_GRAPHS) expect(paths[g]).toBe(path.join(museTalkGraphDir(files, MUSETALK_TEST_MODEL), `${g}.onnx`));
+    for (const g of MUSETALK_GRAPHS)
+      expect(paths[g]).toBe(path.join(museTalkGraphDir(files, MUSETALK_TEST_MODEL), `${g}.onnx`));
     // A file changed after it was written is refused, naming it.
     const unet = readFileSync(paths.unet);
     unet[unet.length - 1] = unet[unet.length - 1]! ^ 1;
     writeFileSync(paths.unet, unet);
-    await expect(ensureMuseTalkGraphs(manifest, files)).rejects.toThrow(/unet.onnx to have sha256 .* refusing to load it/);
+    await expect(ensureMuseTalkGraphs(manifest, files)).rejects.toThrow(
+      /unet.onnx to have sha256 .* refusing to load it/,
+    );
     writeFileSync(paths.unet, unet.subarray(1));
     await expect(ensureMuseTalkGraphs(manifest, files)).rejects.toThrow(/unet.onnx to be \d+ bytes/);
   });
 
   it('says how to install an installed network whose graph is missing', async () => {
-    const manifest = { ...testMuseTalkManifest(), name: 'musetalk', testModel: false, source: { kind: 'installed' as const, instructions: 'run scripts/install-musetalk-model.ts' } };
-    await expect(ensureMuseTalkGraphs(manifest, tempDir())).rejects.toThrow(/whisper_encoder graph at .* is missing: run scripts\/install-musetalk-model.ts/);
+    const manifest = {
+      ...testMuseTalkManifest(),
+      name: 'musetalk',
+      testModel: false,
+      source: { kind: 'installed' as const, instructions: 'run scripts/install-musetalk-model.ts' },
+    };
+    await expect(ensureMuseTalkGraphs(manifest, tempDir())).rejects.toThrow(
+      /whisper_encoder graph at .* is missing: run scripts\/install-musetalk-model.ts/,
+    );
   });
 
   it('refuses a broken manifest with the field named, and a path in a file name', async () => {
     const good = testMuseTalkManifest();
-    expect(() => parseMuseTalkManifest({ ...good, graphs: { ...good.graphs, unet: { ...good.graphs.unet, file: '../../etc/passwd' } } }, 'x.json')).toThrow(
-      /graphs.unet.file: Expected a plain file name/,
-    );
+    expect(() =>
+      parseMuseTalkManifest(
+        { ...good, graphs: { ...good.graphs, unet: { ...good.graphs.unet, file: '../../etc/passwd' } } },
+        'x.json',
+      ),
+    ).toThrow(/graphs.unet.file: Expected a plain file name/);
     expect(() => parseMuseTalkManifest({ ...good, licences: [] }, 'x.json')).toThrow(/licences/);
     const models = tempDir();
     mkdirSync(path.join(models, 'musetalk'));

@@ -32,7 +32,10 @@ afterEach(() => {
 const built = buildMuseTalkTestNetworks();
 const sha = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
-function exportFolder(files: Partial<Record<MuseTalkGraph, Uint8Array>> = {}, sums?: (line: string, graph: MuseTalkGraph) => string): string {
+function exportFolder(
+  files: Partial<Record<MuseTalkGraph, Uint8Array>> = {},
+  sums?: (line: string, graph: MuseTalkGraph) => string,
+): string {
   const dir = tempDir();
   const lines: string[] = [];
   for (const g of MUSETALK_GRAPHS) {
@@ -49,7 +52,11 @@ describe('install-musetalk-model', () => {
   it('installs checked graphs with their licences where the worker loads them', async () => {
     const models = tempDir();
     const files = tempDir();
-    const { manifest, manifestPath } = await installMuseTalkModel({ from: exportFolder(), modelsDir: models, filesDir: files });
+    const { manifest, manifestPath } = await installMuseTalkModel({
+      from: exportFolder(),
+      modelsDir: models,
+      filesDir: files,
+    });
     expect(manifestPath).toBe(museTalkManifestPath(models, 'musetalk'));
     const read = await readMuseTalkManifest(models, 'musetalk');
     expect(read).toEqual(manifest);
@@ -66,14 +73,32 @@ describe('install-musetalk-model', () => {
   });
 
   it.each<[string, () => string, RegExp]>([
-    ['a checksum that differs', () => exportFolder({}, (line, g) => (g === 'unet' ? `${'0'.repeat(64)}  unet.onnx` : line)), /unet.onnx has sha256 \w+ but .* says 0{64}: refusing/],
-    ['a graph missing from SHA256SUMS', () => exportFolder({}, (line, g) => (g === 'vae_decoder' ? '' : line)), /to list vae_decoder.onnx but it does not/],
-    ['a graph without the contract', () => exportFolder({ unet: built.vae_encoder }), /Expected MuseTalk's unet graph interface but unet: no input named sample/],
-    ['bytes that are no graph', () => exportFolder({ positional_encoding: new Uint8Array([1, 2, 3]) }), /positional_encoding.onnx to be an ONNX graph that ONNX Runtime opens/],
+    [
+      'a checksum that differs',
+      () => exportFolder({}, (line, g) => (g === 'unet' ? `${'0'.repeat(64)}  unet.onnx` : line)),
+      /unet.onnx has sha256 \w+ but .* says 0{64}: refusing/,
+    ],
+    [
+      'a graph missing from SHA256SUMS',
+      () => exportFolder({}, (line, g) => (g === 'vae_decoder' ? '' : line)),
+      /to list vae_decoder.onnx but it does not/,
+    ],
+    [
+      'a graph without the contract',
+      () => exportFolder({ unet: built.vae_encoder }),
+      /Expected MuseTalk's unet graph interface but unet: no input named sample/,
+    ],
+    [
+      'bytes that are no graph',
+      () => exportFolder({ positional_encoding: new Uint8Array([1, 2, 3]) }),
+      /positional_encoding.onnx to be an ONNX graph that ONNX Runtime opens/,
+    ],
   ])('refuses %s and installs nothing', async (_what, makeFolder, message) => {
     const models = tempDir();
     const files = tempDir();
-    await expect(installMuseTalkModel({ from: makeFolder(), modelsDir: models, filesDir: files })).rejects.toThrow(message);
+    await expect(installMuseTalkModel({ from: makeFolder(), modelsDir: models, filesDir: files })).rejects.toThrow(
+      message,
+    );
     expect(readdirSync(models)).toEqual([]);
     expect(readdirSync(files)).toEqual([]);
   });

@@ -85,10 +85,15 @@ describe('musetalk-test networks', () => {
 
   it('builds the same bytes every time, and other bytes at another size', () => {
     const again = buildMuseTalkTestNetworks();
-    for (const graph of MUSETALK_GRAPHS) expect(createHash('sha256').update(again[graph]).digest('hex')).toBe(createHash('sha256').update(networks[graph]).digest('hex'));
+    for (const graph of MUSETALK_GRAPHS)
+      expect(createHash('sha256').update(again[graph]).digest('hex')).toBe(
+        createHash('sha256').update(networks[graph]).digest('hex'),
+      );
     const bigger = buildMuseTalkTestNetworks({ ...MUSETALK_TEST_SIZE, channels: [8, 16, 16] });
     expect(bigger.unet.byteLength).toBeGreaterThan(networks.unet.byteLength);
-    expect(() => buildMuseTalkTestNetworks({ ...MUSETALK_TEST_SIZE, channels: [7] })).toThrow(/multiple of the 2 heads/);
+    expect(() => buildMuseTalkTestNetworks({ ...MUSETALK_TEST_SIZE, channels: [7] })).toThrow(
+      /multiple of the 2 heads/,
+    );
   });
 
   it('adds the reference positional table', async () => {
@@ -103,7 +108,14 @@ describe('musetalk-test networks', () => {
 
   it('darkens the mouth with the speech and leaves the upper face as it was', async () => {
     // A real face: the astronaut photo's face, cut square and resized to 256.
-    const face = new Uint8Array(await sharp(path.join(ROOT, 'test/fixtures/photos/astronaut.png')).extract({ left: 150, top: 40, width: 180, height: 210 }).resize(256, 256, { fit: 'fill' }).removeAlpha().raw().toBuffer());
+    const face = new Uint8Array(
+      await sharp(path.join(ROOT, 'test/fixtures/photos/astronaut.png'))
+        .extract({ left: 150, top: 40, width: 180, height: 210 })
+        .resize(256, 256, { fit: 'fill' })
+        .removeAlpha()
+        .raw()
+        .toBuffer(),
+    );
     const images = new Float32Array(2 * 3 * 256 * 256);
     museTalkImageTensor(face, 256, true, images, 0);
     museTalkImageTensor(face, 256, false, images, 3 * 256 * 256);
@@ -124,16 +136,35 @@ describe('musetalk-test networks', () => {
     const active = whisperActivePositions(speech.length);
     const fps = { num: 25, den: 1 };
     // Frame 30 (1.2 s) is in the middle of the sentence.
-    museTalkAudioWindow({ data: hidden.subarray(0, perSegment), positions: 1500, layers: 5, width: 384 }, active, 30, fps, windows, 0);
-    museTalkAudioWindow({ data: hidden.subarray(perSegment), positions: 1500, layers: 5, width: 384 }, active, 30, fps, windows, 50 * 384);
+    museTalkAudioWindow(
+      { data: hidden.subarray(0, perSegment), positions: 1500, layers: 5, width: 384 },
+      active,
+      30,
+      fps,
+      windows,
+      0,
+    );
+    museTalkAudioWindow(
+      { data: hidden.subarray(perSegment), positions: 1500, layers: 5, width: 384 },
+      active,
+      30,
+      fps,
+      windows,
+      50 * 384,
+    );
     const audio = await run('positional_encoding', { audio_features: [windows, [2, 50, 384]] });
-    const predicted = await run('unet', { sample: [sample, [2, 8, 32, 32]], encoder_hidden_states: [audio, [2, 50, 384]] });
+    const predicted = await run('unet', {
+      sample: [sample, [2, 8, 32, 32]],
+      encoder_hidden_states: [audio, [2, 50, 384]],
+    });
     const decoded = await run('vae_decoder', { latents: [predicted, [2, 4, 32, 32]] });
     const silent = museTalkDecodedImage(decoded, 256, 0);
     const talking = museTalkDecodedImage(decoded, 256, 3 * 256 * 256);
     const mean = (img: Uint8Array, x0: number, y0: number, x1: number, y1: number): number => {
       let sum = 0;
-      for (let y = y0; y < y1; y++) for (let x = x0; x < x1; x++) sum += img[3 * (y * 256 + x)]! + img[3 * (y * 256 + x) + 1]! + img[3 * (y * 256 + x) + 2]!;
+      for (let y = y0; y < y1; y++)
+        for (let x = x0; x < x1; x++)
+          sum += img[3 * (y * 256 + x)]! + img[3 * (y * 256 + x) + 1]! + img[3 * (y * 256 + x) + 2]!;
       return sum / (3 * (x1 - x0) * (y1 - y0));
     };
     const mouth = [104, 176, 152, 200] as const;

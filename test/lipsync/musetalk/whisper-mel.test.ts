@@ -10,7 +10,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { WHISPER_SEGMENT_FRAMES, WHISPER_SEGMENT_SAMPLES, whisperLogMel, whisperSegments } from '../../../src/lipsync/musetalk/index.js';
+import {
+  WHISPER_SEGMENT_FRAMES,
+  WHISPER_SEGMENT_SAMPLES,
+  whisperLogMel,
+  whisperSegments,
+} from '../../../src/lipsync/musetalk/index.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -79,11 +84,14 @@ const speech = readWav16(path.join(FIXTURES, 'speech-16k.wav'));
 const reference = JSON.parse(readFileSync(path.join(FIXTURES, 'whisper-mel-reference.json'), 'utf8')) as Reference;
 
 describe('whisperLogMel against the committed transformers reference', () => {
-  it.each(Object.entries(reference.cases))('matches WhisperFeatureExtractor on real speech (%s) within 1e-4', (_name, c) => {
-    expect(speech.length).toBe(c.samples);
-    const diff = compare(whisperLogMel(scaled(speech, c.gain)), FIXTURES, c);
-    expect(diff).toBeLessThanOrEqual(TOLERANCE);
-  });
+  it.each(Object.entries(reference.cases))(
+    'matches WhisperFeatureExtractor on real speech (%s) within 1e-4',
+    (_name, c) => {
+      expect(speech.length).toBe(c.samples);
+      const diff = compare(whisperLogMel(scaled(speech, c.gain)), FIXTURES, c);
+      expect(diff).toBeLessThanOrEqual(TOLERANCE);
+    },
+  );
 
   it('is not trivially close: a shifted clip or another floor differs from the reference', () => {
     const c = reference.cases.speech!;
@@ -107,28 +115,39 @@ describe('whisperLogMel against the committed transformers reference', () => {
 
   it('refuses a segment longer than 30 s and cuts long audio into 30 s segments', () => {
     expect(() => whisperLogMel(new Float32Array(WHISPER_SEGMENT_SAMPLES + 1))).toThrow(/at most 480000 samples/);
-    expect(whisperSegments(new Float32Array(WHISPER_SEGMENT_SAMPLES * 2 + 5)).map((s) => s.length)).toEqual([WHISPER_SEGMENT_SAMPLES, WHISPER_SEGMENT_SAMPLES, 5]);
+    expect(whisperSegments(new Float32Array(WHISPER_SEGMENT_SAMPLES * 2 + 5)).map((s) => s.length)).toEqual([
+      WHISPER_SEGMENT_SAMPLES,
+      WHISPER_SEGMENT_SAMPLES,
+      5,
+    ]);
     expect(whisperSegments(new Float32Array(WHISPER_SEGMENT_SAMPLES)).length).toBe(1);
     expect(WHISPER_SEGMENT_FRAMES).toBe(3000);
   });
 });
 
-const hasPython = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import transformers, numpy'], { stdio: 'ignore' }).status === 0;
-const skipReason = 'no Python environment with transformers (.cache/musetalk-python/venv: python3 -m venv it, then its pip install transformers numpy)';
+const hasPython =
+  existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import transformers, numpy'], { stdio: 'ignore' }).status === 0;
+const skipReason =
+  'no Python environment with transformers (.cache/musetalk-python/venv: python3 -m venv it, then its pip install transformers numpy)';
 
-describe.skipIf(!hasPython)(`whisperLogMel against transformers run now${hasPython ? '' : ` (skipped: ${skipReason})`}`, () => {
-  it('matches a fresh run of scripts/whisper-mel-reference.py within 1e-4', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'whisper-mel-'));
-    try {
-      copyFileSync(path.join(FIXTURES, 'speech-16k.wav'), path.join(dir, 'speech-16k.wav'));
-      const run = spawnSync(PYTHON, [path.join(ROOT, 'scripts', 'whisper-mel-reference.py'), dir], { encoding: 'utf8' });
-      expect(run.status, run.stderr).toBe(0);
-      const fresh = JSON.parse(readFileSync(path.join(dir, 'whisper-mel-reference.json'), 'utf8')) as Reference;
-      for (const c of Object.values(fresh.cases)) {
-        expect(compare(whisperLogMel(scaled(speech, c.gain)), dir, c)).toBeLessThanOrEqual(TOLERANCE);
+describe.skipIf(!hasPython)(
+  `whisperLogMel against transformers run now${hasPython ? '' : ` (skipped: ${skipReason})`}`,
+  () => {
+    it('matches a fresh run of scripts/whisper-mel-reference.py within 1e-4', () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'whisper-mel-'));
+      try {
+        copyFileSync(path.join(FIXTURES, 'speech-16k.wav'), path.join(dir, 'speech-16k.wav'));
+        const run = spawnSync(PYTHON, [path.join(ROOT, 'scripts', 'whisper-mel-reference.py'), dir], {
+          encoding: 'utf8',
+        });
+        expect(run.status, run.stderr).toBe(0);
+        const fresh = JSON.parse(readFileSync(path.join(dir, 'whisper-mel-reference.json'), 'utf8')) as Reference;
+        for (const c of Object.values(fresh.cases)) {
+          expect(compare(whisperLogMel(scaled(speech, c.gain)), dir, c)).toBeLessThanOrEqual(TOLERANCE);
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
       }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-});
+    });
+  },
+);

@@ -49,12 +49,22 @@ export async function startTestWorker(
 ): Promise<TestWorker> {
   const resultsDir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-results-'));
   counter += 1;
-  const settings = parseWorkerSettings({ ...FAST_SETTINGS, natsUrl: url, natsName: `test-worker-${process.pid}-${counter}`, resultsDir, ...overrides });
+  const settings = parseWorkerSettings({
+    ...FAST_SETTINGS,
+    natsUrl: url,
+    natsName: `test-worker-${process.pid}-${counter}`,
+    resultsDir,
+    ...overrides,
+  });
   const { executor, records } = createTestDoubleExecutor();
   const metrics = new WorkerMetrics();
   const logger = pino({ level: process.env.TEST_WORKER_LOG_LEVEL ?? 'silent' });
   // What the operator's `media-worker provision` does; the worker itself only binds.
-  await provisionWorker(deps.provisionAs === undefined ? settings : parseWorkerSettings({ ...FAST_SETTINGS, natsUrl: url, resultsDir, ...overrides, ...deps.provisionAs }));
+  await provisionWorker(
+    deps.provisionAs === undefined
+      ? settings
+      : parseWorkerSettings({ ...FAST_SETTINGS, natsUrl: url, resultsDir, ...overrides, ...deps.provisionAs }),
+  );
   const handle = await startWorker(settings, {
     logger,
     metrics,
@@ -77,13 +87,21 @@ export async function startTestWorker(
 }
 
 export function imageJob(id: string, query = '', extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { id, model: 'vendor-image-upscale', input: { image_url: `https://media.test/${id}.png${query ? `?${query}` : ''}` }, ...extra };
+  return {
+    id,
+    model: 'vendor-image-upscale',
+    input: { image_url: `https://media.test/${id}.png${query ? `?${query}` : ''}` },
+    ...extra,
+  };
 }
 
 export function lipsyncJob(id: string, query = ''): Record<string, unknown> {
   return {
     id,
     model: 'vendor-lipsync-2',
-    input: { video_url: `https://media.test/${id}.mp4${query ? `?${query}` : ''}`, audio_url: 'https://media.test/a.wav' },
+    input: {
+      video_url: `https://media.test/${id}.mp4${query ? `?${query}` : ''}`,
+      audio_url: 'https://media.test/a.wav',
+    },
   };
 }

@@ -11,7 +11,12 @@ export interface ControlPlane {
   nc: NatsConnection;
   jsm: JetStreamManager;
   /** Publishes to media.jobs.<kind>.<model>; `msgId: null` leaves the Nats-Msg-Id header out. */
-  publishJob(kind: string, model: string, body: unknown, options?: { msgId?: string | null; raw?: Uint8Array }): Promise<{ seq: number; duplicate: boolean }>;
+  publishJob(
+    kind: string,
+    model: string,
+    body: unknown,
+    options?: { msgId?: string | null; raw?: Uint8Array },
+  ): Promise<{ seq: number; duplicate: boolean }>;
   /** Every event in the events stream, validated against the event schema. */
   events(): Promise<TerminalEvent[]>;
   /** Events of one task (there must never be more than one). */
@@ -76,7 +81,12 @@ function bodyId(body: unknown): string | undefined {
   return undefined;
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 20_000,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -86,7 +96,10 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
     } catch (err) {
       lastError = err;
     }
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `Timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -45,7 +45,8 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     // Test files run in parallel processes and all use the same stream names (their subjects may
     // not overlap), so on a shared server they take turns.
     const release = await lockSharedServer();
-    const refuse = (): Promise<void> => Promise.reject(new Error('Cannot restart or stop the server given by NATS_URL'));
+    const refuse = (): Promise<void> =>
+      Promise.reject(new Error('Cannot restart or stop the server given by NATS_URL'));
     return { url: external, owned: false, restart: refuse, stopProcess: refuse, startProcess: refuse, close: release };
   }
 
@@ -57,7 +58,8 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
 
   const startProcess = async (): Promise<void> => {
     // A configuration names its own store (relative, so under the server's working directory, `dir`).
-    const store = options.configFile === undefined ? ['-js', '-sd', path.join(dir, 'store')] : ['-c', options.configFile];
+    const store =
+      options.configFile === undefined ? ['-js', '-sd', path.join(dir, 'store')] : ['-c', options.configFile];
     const proc = spawn(binary, [...store, '-p', String(port), '-a', '127.0.0.1', '--ports_file_dir', dir], {
       stdio: ['ignore', 'ignore', 'pipe'],
       cwd: dir,

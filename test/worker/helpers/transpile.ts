@@ -41,7 +41,12 @@ export async function transpileForNode(entryTs: string): Promise<TranspiledEntry
     const source = await fs.readFile(file, 'utf8');
     const { outputText } = ts.transpileModule(source, {
       fileName: file,
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, sourceMap: false, verbatimModuleSyntax: false },
+      compilerOptions: {
+        module: ts.ModuleKind.ESNext,
+        target: ts.ScriptTarget.ES2022,
+        sourceMap: false,
+        verbatimModuleSyntax: false,
+      },
     });
     await fs.writeFile(out.replace(/\.ts$/, '.js'), outputText);
     for (const ref of ts.preProcessFile(source, true, true).importedFiles) {

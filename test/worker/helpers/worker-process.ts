@@ -31,7 +31,9 @@ export async function spawnWorker(entry: string, env: Record<string, string>): P
     log = (log + chunk.toString()).slice(-20_000);
     if (process.env.TEST_WORKER_LOG) process.stderr.write(chunk);
   });
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
   const healthPort = await new Promise<number>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`worker did not start in time:\n${log}`)), 20_000);

@@ -24,7 +24,13 @@ const DIMENSIONS = /^([1-9]\d{0,5})×([1-9]\d{0,5})$/;
 
 function parse(input: Fields): ImageUpscaleJob {
   const image_url = requiredText(input, 'image_url', 'MISSING_IMAGE_URL');
-  const upscale_factor = optionalEnum(input, 'upscale_factor', UPSCALE_FACTORS, DEFAULT_UPSCALE_FACTOR, 'INVALID_UPSCALE_FACTOR');
+  const upscale_factor = optionalEnum(
+    input,
+    'upscale_factor',
+    UPSCALE_FACTORS,
+    DEFAULT_UPSCALE_FACTOR,
+    'INVALID_UPSCALE_FACTOR',
+  );
   return { model: IMAGE_UPSCALE_MODEL, input: { image_url, upscale_factor } };
 }
 
@@ -56,7 +62,12 @@ export const imageResultSchema = z.object({
   format: z.string(),
 });
 
-async function quote(job: ImageUpscaleJob, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicyOf<'image'>): Promise<QuotedImageJob> {
+async function quote(
+  job: ImageUpscaleJob,
+  deps: QuoteDeps,
+  signal?: AbortSignal,
+  policy?: QuotePolicyOf<'image'>,
+): Promise<QuotedImageJob> {
   const { image_url, upscale_factor } = job.input;
   const image = await deps.localize(image_url, 'image', signal);
   signal?.throwIfAborted();
@@ -66,7 +77,11 @@ async function quote(job: ImageUpscaleJob, deps: QuoteDeps, signal?: AbortSignal
   let estimated: QuoteEstimate = {};
   if (policy !== undefined) {
     const network = await policy.srNetwork('image', upscale_factor);
-    const cost = estimateImageUpscale({ width: info.width, height: info.height, factor: upscale_factor }, network, policy.hardware);
+    const cost = estimateImageUpscale(
+      { width: info.width, height: info.height, factor: upscale_factor },
+      network,
+      policy.hardware,
+    );
     estimated = checkedEstimate('image', cost, policy);
   }
   return {
@@ -115,15 +130,30 @@ export const imageUpscaleKind: KindDescriptor<ImageUpscaleTypes> = {
       {
         input: {
           type: 'object',
-          properties: { image_url: { type: 'string' }, upscale_factor: factor, detected_dimensions: { type: 'string', example: '640×480' }, output_tier: { type: 'string', enum: ['24mp', '48mp', '96mp'] } },
+          properties: {
+            image_url: { type: 'string' },
+            upscale_factor: factor,
+            detected_dimensions: { type: 'string', example: '640×480' },
+            output_tier: { type: 'string', enum: ['24mp', '48mp', '96mp'] },
+          },
           required: ['image_url', 'upscale_factor', 'detected_dimensions', 'output_tier'],
         },
       },
       ['input'],
       {
         example: {
-          id: 't_00mwuxbfpww8417u0zg9rb', model: 'vendor-image-upscale', status: 'pending', creditsUsed: 20, creditsRemaining: 80, createdAt: '2026-01-01T00:00:00.000Z',
-          input: { image_url: 'https://cdn.example.com/a.png', upscale_factor: '2', detected_dimensions: '640×480', output_tier: '24mp' },
+          id: 't_00mwuxbfpww8417u0zg9rb',
+          model: 'vendor-image-upscale',
+          status: 'pending',
+          creditsUsed: 20,
+          creditsRemaining: 80,
+          createdAt: '2026-01-01T00:00:00.000Z',
+          input: {
+            image_url: 'https://cdn.example.com/a.png',
+            upscale_factor: '2',
+            detected_dimensions: '640×480',
+            output_tier: '24mp',
+          },
         },
       },
     ),
@@ -134,14 +164,27 @@ export const imageUpscaleKind: KindDescriptor<ImageUpscaleTypes> = {
   recheck(job, reply) {
     const q = parseQuote(imageQuoteSchema, reply);
     if (typeof q === 'string') return refuse(q);
-    const same = sameEcho([q.input.image_url, job.input.image_url, 'image_url'], [q.input.upscale_factor, job.input.upscale_factor, 'upscale_factor']);
+    const same = sameEcho(
+      [q.input.image_url, job.input.image_url, 'image_url'],
+      [q.input.upscale_factor, job.input.upscale_factor, 'upscale_factor'],
+    );
     if (same !== null) return refuse(same);
     const size = DIMENSIONS.exec(q.input.detected_dimensions);
-    if (size === null) return refuse(`detected_dimensions ${JSON.stringify(q.input.detected_dimensions)} is not <width>×<height>`);
+    if (size === null)
+      return refuse(`detected_dimensions ${JSON.stringify(q.input.detected_dimensions)} is not <width>×<height>`);
     const price = priceImageUpscale(Number(size[1]), Number(size[2]), job.input.upscale_factor);
-    return samePrice(q.input, [q.creditsUsed, price.creditsUsed, 'creditsUsed'], [q.input.output_tier, price.outputTier, 'output_tier']);
+    return samePrice(
+      q.input,
+      [q.creditsUsed, price.creditsUsed, 'creditsUsed'],
+      [q.input.output_tier, price.outputTier, 'output_tier'],
+    );
   },
-  schemas: { job: imageJobSchema, quote: imageQuoteSchema, result: imageResultSchema, resultTitle: `Result of a completed ${IMAGE_UPSCALE_MODEL} task` },
+  schemas: {
+    job: imageJobSchema,
+    quote: imageQuoteSchema,
+    result: imageResultSchema,
+    resultTitle: `Result of a completed ${IMAGE_UPSCALE_MODEL} task`,
+  },
   resultUrls: (result) => [result.url],
   resultLifetimeDays: 'upscale-setting',
   failure: { code: 'UPSCALE_FAILED', opening: 'Processing failed' },
@@ -151,7 +194,13 @@ export const imageUpscaleKind: KindDescriptor<ImageUpscaleTypes> = {
     result: {
       title: 'ImageResult',
       type: 'object',
-      properties: { url: { type: 'string' }, type: { type: 'string', enum: ['image'] }, width: { type: 'integer' }, height: { type: 'integer' }, format: { type: 'string' } },
+      properties: {
+        url: { type: 'string' },
+        type: { type: 'string', enum: ['image'] },
+        width: { type: 'integer' },
+        height: { type: 'integer' },
+        format: { type: 'string' },
+      },
       required: ['url', 'type', 'width', 'height', 'format'],
     },
   },

@@ -49,7 +49,10 @@ export function priceImageUpscale(width: number, height: number, factor: Upscale
 
   const tier = IMAGE_TIERS.find((t) => outputPixels <= t.maxMegapixels * PIXELS_PER_MEGAPIXEL);
   if (tier === undefined) {
-    throw new JobError('OUTPUT_TOO_LARGE', expectedText('the output size', `at most ${IMAGE_MAX_OUTPUT_MEGAPIXELS} MP`, what));
+    throw new JobError(
+      'OUTPUT_TOO_LARGE',
+      expectedText('the output size', `at most ${IMAGE_MAX_OUTPUT_MEGAPIXELS} MP`, what),
+    );
   }
   const longestSide = Math.max(outputWidth, outputHeight);
   if (longestSide > IMAGE_MAX_OUTPUT_SIDE_PX) {

@@ -44,7 +44,10 @@ function parse(input: Fields, pickModel: (fields: Fields) => LipsyncModelId): Li
   const active_speaker = optionalBoolean(input, 'active_speaker', false, 'INVALID_ACTIVE_SPEAKER');
   // The video upscale's field and rule: absent, the worker's default decides.
   const hdrMode = optionalEnum(input, 'hdr', HDR_MODES, undefined, 'INVALID_JOB');
-  return { model, input: { video_url, audio_url, sync_mode, active_speaker, ...(hdrMode === undefined ? {} : { hdr: hdrMode }) } };
+  return {
+    model,
+    input: { video_url, audio_url, sync_mode, active_speaker, ...(hdrMode === undefined ? {} : { hdr: hdrMode }) },
+  };
 }
 
 export const lipsyncJobSchema = z
@@ -97,7 +100,12 @@ export function lipsyncBilledSeconds(info: MediaInfo): number {
  * The whole video chain runs before the audio is fetched, so a video over 30 s is refused without
  * downloading the audio.
  */
-async function quote(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSignal, policy?: LipsyncQuotePolicy): Promise<QuotedLipsyncJob> {
+async function quote(
+  job: LipsyncJob,
+  deps: QuoteDeps,
+  signal?: AbortSignal,
+  policy?: LipsyncQuotePolicy,
+): Promise<QuotedLipsyncJob> {
   const { video_url, audio_url, sync_mode, active_speaker } = job.input;
 
   const video = await deps.localize(video_url, 'video', signal);
@@ -125,7 +133,11 @@ async function quote(job: LipsyncJob, deps: QuoteDeps, signal?: AbortSignal, pol
     const outputSeconds = lipsyncOutputSeconds(sync_mode, price.durationSeconds, audioSeconds);
     checkLipsyncOutput(sync_mode, outputSeconds, price.creditsUsed / price.creditsPerSecond, policy.kinds.lipsync);
     const frames = frameCount(outputSeconds, videoInfo.video.fps);
-    estimated = checkedEstimate('lipsync', estimateLipsync({ ...displayed(videoInfo.video), frames }, policy.hardware, policy.kinds.lipsync.secondsPerFrame), policy);
+    estimated = checkedEstimate(
+      'lipsync',
+      estimateLipsync({ ...displayed(videoInfo.video), frames }, policy.hardware, policy.kinds.lipsync.secondsPerFrame),
+      policy,
+    );
   }
 
   return {
@@ -172,7 +184,10 @@ export const lipsyncKind: KindDescriptor<LipsyncTypes, LipsyncQuotePolicy> = {
     name: 'lipsync',
     marker: 'audio_url',
     // The tool body's optional `model` (default vendor-lipsync-2) is checked in the spec's table order, after sync_mode.
-    parse: (body) => parse(asObject('body', body), (fields) => optionalEnum(fields, 'model', LIPSYNC_MODEL_IDS, DEFAULT_LIPSYNC_MODEL, 'INVALID_MODEL')),
+    parse: (body) =>
+      parse(asObject('body', body), (fields) =>
+        optionalEnum(fields, 'model', LIPSYNC_MODEL_IDS, DEFAULT_LIPSYNC_MODEL, 'INVALID_MODEL'),
+      ),
     status: 202,
     echo: 'poll-url-and-duration',
     operationId: 'lipsync',
@@ -188,11 +203,18 @@ export const lipsyncKind: KindDescriptor<LipsyncTypes, LipsyncQuotePolicy> = {
         hdr: lipsyncFields.hdr,
       },
       required: ['video_url', 'audio_url'],
-      example: { video_url: 'https://cdn.example.com/talk.mp4', audio_url: 'https://cdn.example.com/voice.mp3', sync_mode: 'cut_off' },
+      example: {
+        video_url: 'https://cdn.example.com/talk.mp4',
+        audio_url: 'https://cdn.example.com/voice.mp3',
+        sync_mode: 'cut_off',
+      },
     },
     submitted: submittedTask(
       'LipsyncSubmitted',
-      { pollUrl: { type: 'string', example: '/api/v1/tasks/t_00mwuxbfpww8417u0zg9rb' }, duration: { type: 'number', description: 'measured video seconds' } },
+      {
+        pollUrl: { type: 'string', example: '/api/v1/tasks/t_00mwuxbfpww8417u0zg9rb' },
+        duration: { type: 'number', description: 'measured video seconds' },
+      },
       ['pollUrl', 'duration'],
     ),
   },
@@ -220,7 +242,12 @@ export const lipsyncKind: KindDescriptor<LipsyncTypes, LipsyncQuotePolicy> = {
       [q.input.credits_per_second, price.creditsPerSecond, 'credits_per_second'],
     );
   },
-  schemas: { job: lipsyncJobSchema, quote: lipsyncQuoteSchema, result: lipsyncResultSchema, resultTitle: 'Result of a completed lip-sync task' },
+  schemas: {
+    job: lipsyncJobSchema,
+    quote: lipsyncQuoteSchema,
+    result: lipsyncResultSchema,
+    resultTitle: 'Result of a completed lip-sync task',
+  },
   resultUrls: (result) => [result.url],
   resultLifetimeDays: LIPSYNC_RESULT_URL_LIFETIME_DAYS,
   failure: { code: 'LIPSYNC_FAILED', opening: 'Lip-sync failed', submit: 'LIPSYNC_SUBMIT_FAILED' },
@@ -228,7 +255,10 @@ export const lipsyncKind: KindDescriptor<LipsyncTypes, LipsyncQuotePolicy> = {
   settings: { concurrency: 1, watchdogMs: 4 * MINUTE, maxQueueAgeMs: 60 * MINUTE, pendingLifetimeMs: 60 * MINUTE },
   openapi: {
     // Off /generate, but an estimate takes it (docs/contract.md, "Estimates").
-    unified: { name: 'EstimateLipsync', input: { title: 'LipsyncInput', type: 'object', properties: lipsyncFields, required: ['video_url', 'audio_url'] } },
+    unified: {
+      name: 'EstimateLipsync',
+      input: { title: 'LipsyncInput', type: 'object', properties: lipsyncFields, required: ['video_url', 'audio_url'] },
+    },
     result: {
       title: 'LipsyncResult',
       type: 'object',

@@ -27,10 +27,11 @@ export const DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT = 200;
  * stand-in for a real Wav2Lip on a CPU (an ASSUMPTION: no real weights on these machines). H100:
  * 6 ms per frame, detection and paste on the host's cores with the network on the GPU (an ESTIMATE).
  */
-export const LIPSYNC_FRAME_SECONDS: Readonly<Record<HardwareClassName, { seconds: number; measuredOnCores?: number }>> = {
-  cpu: { seconds: 0.07, measuredOnCores: 2 },
-  h100: { seconds: 0.006 },
-};
+export const LIPSYNC_FRAME_SECONDS: Readonly<Record<HardwareClassName, { seconds: number; measuredOnCores?: number }>> =
+  {
+    cpu: { seconds: 0.07, measuredOnCores: 2 },
+    h100: { seconds: 0.006 },
+  };
 
 /** Seconds per output frame on the worker's hardware class and cores. */
 export function lipsyncSecondsPerFrame(hw: Pick<HardwareProfile, 'name' | 'cores'>): number {
@@ -86,7 +87,12 @@ export function estimateLipsync(req: LipsyncCostRequest, hw: HardwareProfile, se
  * Lip-sync output longer than the credits cover allows: AUDIO_TOO_LONG. `coveredSeconds` is what
  * the credits pay for (credits / rate: the minimum charge covers its seconds too).
  */
-export function checkLipsyncOutput(mode: SyncMode, outputSeconds: number, coveredSeconds: number, limits: Pick<LipsyncPolicy, 'maxOutputPercent'>): void {
+export function checkLipsyncOutput(
+  mode: SyncMode,
+  outputSeconds: number,
+  coveredSeconds: number,
+  limits: Pick<LipsyncPolicy, 'maxOutputPercent'>,
+): void {
   const maxMs = Math.floor(coveredSeconds * limits.maxOutputPercent * 10);
   const outMs = Math.round(outputSeconds * 1000);
   if (outMs > maxMs) {

@@ -47,14 +47,17 @@ export const MUSIC_VIDEO_ERROR_CODES = [
   ['INVALID_URL', 'a URL that is not https (or not a URL)'],
   ['FETCH_FAILED', 'an input could not be fetched'],
   ['INPUT_TOO_LARGE', 'an input over the size limit of its kind'],
-  ['PROBE_FAILED', 'audio not MP3, WAV, AAC, OGG, M4A or FLAC by its content, or damaged; cover not JPEG, PNG or WebP, or damaged'],
+  [
+    'PROBE_FAILED',
+    'audio not MP3, WAV, AAC, OGG, M4A or FLAC by its content, or damaged; cover not JPEG, PNG or WebP, or damaged',
+  ],
   ['AUDIO_TOO_LONG', 'audio over 8 minutes, as measured by decoding it'],
   ['MUSIC_VIDEO_FAILED', 'rendering failed'],
 ] as const satisfies readonly (readonly [ErrorCode, string])[];
 
-const titleSchema = z
-  .string()
-  .refine((s) => charCount(s) <= MUSIC_VIDEO_TITLE_MAX_CHARS, { message: `at most ${MUSIC_VIDEO_TITLE_MAX_CHARS} characters` });
+const titleSchema = z.string().refine((s) => charCount(s) <= MUSIC_VIDEO_TITLE_MAX_CHARS, {
+  message: `at most ${MUSIC_VIDEO_TITLE_MAX_CHARS} characters`,
+});
 
 /** The parsed input's shape (the parser is what validates). */
 export const musicVideoInputSchema = z.object({
@@ -72,13 +75,20 @@ const nonBlank = z.string().refine((s) => s.trim() !== '');
 export function parseMusicVideoInput(raw: unknown): MusicVideoInput {
   // An absent input is an empty one: MISSING_AUDIO_URL names what is missing.
   const value = raw === undefined || raw === null ? {} : raw;
-  if (!objectSchema.safeParse(value).success) throw new JobError('INVALID_JOB', expectedValue('input', 'an object', value));
+  if (!objectSchema.safeParse(value).success)
+    throw new JobError('INVALID_JOB', expectedValue('input', 'an object', value));
   const fields = value as Fields;
   const audio_url = requiredUrl(fields, 'audio_url', 'MISSING_AUDIO_URL');
   const image_url = requiredUrl(fields, 'image_url', 'MISSING_IMAGE_URL');
   const title = optionalTitle(fields);
   const style = optionalChoice(fields, 'style', MUSIC_VIDEO_STYLES, DEFAULT_MUSIC_VIDEO_STYLE, 'INVALID_STYLE');
-  const aspect_ratio = optionalChoice(fields, 'aspect_ratio', MUSIC_VIDEO_ASPECT_RATIOS, DEFAULT_MUSIC_VIDEO_ASPECT_RATIO, 'INVALID_ASPECT_RATIO');
+  const aspect_ratio = optionalChoice(
+    fields,
+    'aspect_ratio',
+    MUSIC_VIDEO_ASPECT_RATIOS,
+    DEFAULT_MUSIC_VIDEO_ASPECT_RATIO,
+    'INVALID_ASPECT_RATIO',
+  );
   return { audio_url, image_url, ...(title === undefined ? {} : { title }), style, aspect_ratio };
 }
 
@@ -101,12 +111,21 @@ function optionalTitle(fields: Fields): string | undefined {
   if (typeof value !== 'string') throw new JobError('INVALID_TITLE', expectedValue('title', 'a string', value));
   if (value.trim() === '') return undefined;
   if (!titleSchema.safeParse(value).success) {
-    throw new JobError('TITLE_TOO_LONG', expectedText('title', `at most ${MUSIC_VIDEO_TITLE_MAX_CHARS} characters`, `${charCount(value)} characters`));
+    throw new JobError(
+      'TITLE_TOO_LONG',
+      expectedText('title', `at most ${MUSIC_VIDEO_TITLE_MAX_CHARS} characters`, `${charCount(value)} characters`),
+    );
   }
   return value;
 }
 
-function optionalChoice<const T extends string>(fields: Fields, key: string, values: readonly [T, ...T[]], fallback: T, invalid: ErrorCode): T {
+function optionalChoice<const T extends string>(
+  fields: Fields,
+  key: string,
+  values: readonly [T, ...T[]],
+  fallback: T,
+  invalid: ErrorCode,
+): T {
   const value = read(fields, key);
   if (value === undefined) return fallback;
   const parsed = z.enum(values).safeParse(value);
@@ -123,7 +142,10 @@ export const musicVideoJobSchema = z
       image_url: url,
       title: titleSchema.optional(),
       style: z.enum(MUSIC_VIDEO_STYLES).optional().describe(`Default "${DEFAULT_MUSIC_VIDEO_STYLE}"`),
-      aspect_ratio: z.enum(MUSIC_VIDEO_ASPECT_RATIOS).optional().describe(`Default "${DEFAULT_MUSIC_VIDEO_ASPECT_RATIO}"`),
+      aspect_ratio: z
+        .enum(MUSIC_VIDEO_ASPECT_RATIOS)
+        .optional()
+        .describe(`Default "${DEFAULT_MUSIC_VIDEO_ASPECT_RATIO}"`),
     }),
   })
   .strict();
@@ -146,7 +168,7 @@ export const musicVideoQuoteSchema = z.object({
 export const musicVideoResultSchema = z.object({
   url: z.string(),
   type: z.literal('video'),
-  duration: z.number().describe('Seconds: the measured audio\'s'),
+  duration: z.number().describe("Seconds: the measured audio's"),
   width: z.number(),
   height: z.number(),
 });
@@ -155,11 +177,23 @@ const musicVideoInput = {
   title: 'MusicVideoInput',
   type: 'object',
   properties: {
-    audio_url: openapiUrl('public URL of the song: MP3, WAV, AAC, OGG, M4A or FLAC, at most 8 minutes (a generated song\'s audio_url works as it is)'),
-    image_url: openapiUrl('public URL of the cover: JPEG, PNG or WebP (a generated song\'s image_url works as it is)'),
+    audio_url: openapiUrl(
+      "public URL of the song: MP3, WAV, AAC, OGG, M4A or FLAC, at most 8 minutes (a generated song's audio_url works as it is)",
+    ),
+    image_url: openapiUrl("public URL of the cover: JPEG, PNG or WebP (a generated song's image_url works as it is)"),
     title: openapiText(MUSIC_VIDEO_TITLE_MAX_CHARS, 'drawn on the video under the cover'),
-    style: { type: 'string', enum: [...MUSIC_VIDEO_STYLES], default: DEFAULT_MUSIC_VIDEO_STYLE, description: 'the visualiser: a waveform, a spectrum, or none' },
-    aspect_ratio: { type: 'string', enum: [...MUSIC_VIDEO_ASPECT_RATIOS], default: DEFAULT_MUSIC_VIDEO_ASPECT_RATIO, description: '1920x1080, 1080x1080 or 1080x1920' },
+    style: {
+      type: 'string',
+      enum: [...MUSIC_VIDEO_STYLES],
+      default: DEFAULT_MUSIC_VIDEO_STYLE,
+      description: 'the visualiser: a waveform, a spectrum, or none',
+    },
+    aspect_ratio: {
+      type: 'string',
+      enum: [...MUSIC_VIDEO_ASPECT_RATIOS],
+      default: DEFAULT_MUSIC_VIDEO_ASPECT_RATIO,
+      description: '1920x1080, 1080x1080 or 1080x1920',
+    },
   },
   required: ['audio_url', 'image_url'],
 };
@@ -171,7 +205,11 @@ export const musicVideoKind: KindDescriptor<MusicVideoTypes> = {
   onGenerate: true,
   parse: (input): MusicVideoJob => ({ model: MUSIC_VIDEO_MODEL, input: parseMusicVideoInput(input) }),
   minimumCredits: () => MUSIC_VIDEO_MINIMUM_CREDITS,
-  quote: (job, deps, signal) => quoteMusicVideo(job, deps, { ...(signal === undefined ? {} : { signal }), ...(deps.ffmpegPath === undefined ? {} : { ffmpegPath: deps.ffmpegPath }) }),
+  quote: (job, deps, signal) =>
+    quoteMusicVideo(job, deps, {
+      ...(signal === undefined ? {} : { signal }),
+      ...(deps.ffmpegPath === undefined ? {} : { ffmpegPath: deps.ffmpegPath }),
+    }),
   recheck(job, reply) {
     const q = parseQuote(musicVideoQuoteSchema, reply);
     if (typeof q === 'string') return refuse(q);
@@ -186,7 +224,12 @@ export const musicVideoKind: KindDescriptor<MusicVideoTypes> = {
     if (same !== null) return refuse(same);
     return sameDurationPrice(q.input, q.creditsUsed, priceMusicVideo);
   },
-  schemas: { job: musicVideoJobSchema, quote: musicVideoQuoteSchema, result: musicVideoResultSchema, resultTitle: `Result of a completed ${MUSIC_VIDEO_MODEL} task` },
+  schemas: {
+    job: musicVideoJobSchema,
+    quote: musicVideoQuoteSchema,
+    result: musicVideoResultSchema,
+    resultTitle: `Result of a completed ${MUSIC_VIDEO_MODEL} task`,
+  },
   resultUrls: (result) => [result.url],
   resultLifetimeDays: MUSIC_VIDEO_RESULT_URL_LIFETIME_DAYS,
   failure: { code: MUSIC_VIDEO_FAILURE_CODE, opening: 'Rendering the music video failed' },

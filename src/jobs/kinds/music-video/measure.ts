@@ -44,7 +44,11 @@ export interface MeasureOptions {
 }
 
 /** Prices a music video job from its measured inputs (order in the module comment). */
-export async function quoteMusicVideo(job: MusicVideoJob, deps: QuoteDeps, opts: MeasureOptions = {}): Promise<QuotedMusicVideoJob> {
+export async function quoteMusicVideo(
+  job: MusicVideoJob,
+  deps: QuoteDeps,
+  opts: MeasureOptions = {},
+): Promise<QuotedMusicVideoJob> {
   const { input } = job;
   const { signal } = opts;
   signal?.throwIfAborted();
@@ -54,7 +58,10 @@ export async function quoteMusicVideo(job: MusicVideoJob, deps: QuoteDeps, opts:
   const stream = checkAudio('audio_url', audioInfo, MUSIC_VIDEO_AUDIO_CONTAINERS);
   checkMusicVideoAudioLength(audioInfo.durationSeconds);
   const sampleRate = stream.sampleRate > 0 ? stream.sampleRate : 48_000;
-  const decodedSeconds = await measureAudioSeconds({ path: audio.path, container: audioInfo.container, sampleRate }, opts);
+  const decodedSeconds = await measureAudioSeconds(
+    { path: audio.path, container: audioInfo.container, sampleRate },
+    opts,
+  );
   const price = priceMusicVideo(decodedSeconds);
   signal?.throwIfAborted();
 
@@ -113,9 +120,22 @@ export function audioMeasureArgs(audio: AudioToMeasure, maxSeconds = MUSIC_VIDEO
     ...quietFfmpegArgs(),
     '-xerror',
     ...audioInputArgs(audio),
-    '-map', '0:a:0', '-vn', '-sn', '-dn',
-    '-t', String(maxSeconds + DECODE_SLACK_SECONDS),
-    '-ac', '1', '-ar', String(audio.sampleRate), '-c:a', 'pcm_u8', '-f', 'u8', 'pipe:1',
+    '-map',
+    '0:a:0',
+    '-vn',
+    '-sn',
+    '-dn',
+    '-t',
+    String(maxSeconds + DECODE_SLACK_SECONDS),
+    '-ac',
+    '1',
+    '-ar',
+    String(audio.sampleRate),
+    '-c:a',
+    'pcm_u8',
+    '-f',
+    'u8',
+    'pipe:1',
   ];
 }
 
@@ -126,7 +146,11 @@ export function audioMeasureArgs(audio: AudioToMeasure, maxSeconds = MUSIC_VIDEO
 export async function measureAudioSeconds(audio: AudioToMeasure, opts: MeasureOptions = {}): Promise<number> {
   const ffmpeg = resolveFfmpeg(definedFields({ ffmpegPath: opts.ffmpegPath }));
   const timeoutMs = opts.decodeTimeoutMs ?? DEFAULT_AUDIO_DECODE_TIMEOUT_MS;
-  const proc = spawnProcess(ffmpeg, audioMeasureArgs(audio), { timeoutMs, stdout: 'pipe', ...definedFields({ signal: opts.signal }) });
+  const proc = spawnProcess(ffmpeg, audioMeasureArgs(audio), {
+    timeoutMs,
+    stdout: 'pipe',
+    ...definedFields({ signal: opts.signal }),
+  });
   let samples = 0;
   proc.stdout?.on('data', (chunk: Buffer) => {
     samples += chunk.length;
@@ -136,9 +160,16 @@ export async function measureAudioSeconds(audio: AudioToMeasure, opts: MeasureOp
   } catch (err) {
     if (!isProcessError(err) || err.reason === 'spawn') throw err;
     if (err.reason === 'timeout') {
-      throw new JobError('PROBE_FAILED', `The audio could not be decoded within ${timeoutMs / 1000} s`, { cause: err, retryable: true });
+      throw new JobError('PROBE_FAILED', `The audio could not be decoded within ${timeoutMs / 1000} s`, {
+        cause: err,
+        retryable: true,
+      });
     }
-    throw new JobError('PROBE_FAILED', `The audio could not be decoded: ${ffmpegReason(err.stderrTail, [[audio.path, 'input']], 2)}`, { cause: err });
+    throw new JobError(
+      'PROBE_FAILED',
+      `The audio could not be decoded: ${ffmpegReason(err.stderrTail, [[audio.path, 'input']], 2)}`,
+      { cause: err },
+    );
   }
   if (samples === 0) throw new JobError('PROBE_FAILED', 'The audio decodes to no sound at all');
   const seconds = samples / audio.sampleRate;

@@ -29,7 +29,11 @@ export function checkMusicVideoAudioLength(seconds: number): void {
   if (seconds > MUSIC_VIDEO_MAX_AUDIO_SECONDS) {
     throw new JobError(
       'AUDIO_TOO_LONG',
-      expectedText('the audio duration', `at most ${MUSIC_VIDEO_MAX_AUDIO_SECONDS} seconds (8 minutes)`, `${Math.round(seconds * 1000) / 1000} seconds`),
+      expectedText(
+        'the audio duration',
+        `at most ${MUSIC_VIDEO_MAX_AUDIO_SECONDS} seconds (8 minutes)`,
+        `${Math.round(seconds * 1000) / 1000} seconds`,
+      ),
     );
   }
 }

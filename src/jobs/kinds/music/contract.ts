@@ -84,8 +84,16 @@ export const musicJobSchema = z
     model: z.literal(MUSIC_MODEL),
     input: z.union([
       musicSimpleInput,
-      z.object({ ...musicCustomFields, lyrics: text.max(MUSIC_LYRICS_MAX_CHARS), instrumental: z.literal(false).optional() }),
-      z.object({ ...musicCustomFields, lyrics: z.string().max(MUSIC_LYRICS_MAX_CHARS).optional(), instrumental: z.literal(true) }),
+      z.object({
+        ...musicCustomFields,
+        lyrics: text.max(MUSIC_LYRICS_MAX_CHARS),
+        instrumental: z.literal(false).optional(),
+      }),
+      z.object({
+        ...musicCustomFields,
+        lyrics: z.string().max(MUSIC_LYRICS_MAX_CHARS).optional(),
+        instrumental: z.literal(true),
+      }),
     ]),
   })
   .strict();
@@ -145,7 +153,7 @@ const musicCustomOpenApiFields = {
   title: openapiText(MUSIC_TITLE_MAX_CHARS, 'song title'),
   style: openapiText(MUSIC_STYLE_MAX_CHARS, 'style tags'),
   vocal_gender: { type: 'string', enum: [...VOCAL_GENDERS] },
-  negative_tags: openapiText(MUSIC_NEGATIVE_TAGS_MAX_CHARS, 'styles to avoid (limit chosen by this API: the style\'s)'),
+  negative_tags: openapiText(MUSIC_NEGATIVE_TAGS_MAX_CHARS, "styles to avoid (limit chosen by this API: the style's)"),
 };
 
 const musicCustomSong = {
@@ -188,7 +196,12 @@ export const musicKind: KindDescriptor<MusicTypes> = {
     if (typeof q === 'string') return refuse(q);
     return samePrice(q.input, [q.creditsUsed, priceMusic().creditsUsed, 'creditsUsed']);
   },
-  schemas: { job: musicJobSchema, quote: musicQuoteSchema, result: musicResultSchema, resultTitle: 'Result of a completed music task' },
+  schemas: {
+    job: musicJobSchema,
+    quote: musicQuoteSchema,
+    result: musicResultSchema,
+    resultTitle: 'Result of a completed music task',
+  },
   resultUrls: (result) => result.songs.flatMap((song) => [song.audio_url, song.image_url]),
   resultLifetimeDays: MUSIC_AUDIO_URL_LIFETIME_DAYS,
   failure: { code: 'GENERATION_FAILED', opening: 'Processing failed' },
@@ -196,7 +209,11 @@ export const musicKind: KindDescriptor<MusicTypes> = {
   settings: { concurrency: 0, watchdogMs: 10 * MINUTE, maxQueueAgeMs: 60 * MINUTE, pendingLifetimeMs: 60 * MINUTE },
   openapi: {
     // The spec's own model of the unified endpoint (spec 1.5): listed first.
-    unified: { name: 'GenerateMusic', input: { oneOf: [musicSimple, musicCustomSong, musicCustomInstrumental] }, first: true },
+    unified: {
+      name: 'GenerateMusic',
+      input: { oneOf: [musicSimple, musicCustomSong, musicCustomInstrumental] },
+      first: true,
+    },
     result: {
       title: 'MusicResult',
       type: 'object',
@@ -207,7 +224,14 @@ export const musicKind: KindDescriptor<MusicTypes> = {
           maxItems: 2,
           items: {
             type: 'object',
-            properties: { audio_url: { type: 'string' }, image_url: { type: 'string' }, duration: { type: 'number' }, title: { type: 'string' }, tags: { type: 'string' }, prompt: { type: 'string' } },
+            properties: {
+              audio_url: { type: 'string' },
+              image_url: { type: 'string' },
+              duration: { type: 'number' },
+              title: { type: 'string' },
+              tags: { type: 'string' },
+              prompt: { type: 'string' },
+            },
             required: ['audio_url', 'image_url', 'duration', 'title', 'tags', 'prompt'],
           },
         },

@@ -25,10 +25,19 @@ const MINUTE = 60_000;
 
 function parse(input: Fields): VideoUpscaleJob {
   const video_url = requiredText(input, 'video_url', 'MISSING_VIDEO_URL');
-  const upscale_factor = optionalEnum(input, 'upscale_factor', UPSCALE_FACTORS, DEFAULT_UPSCALE_FACTOR, 'INVALID_UPSCALE_FACTOR');
+  const upscale_factor = optionalEnum(
+    input,
+    'upscale_factor',
+    UPSCALE_FACTORS,
+    DEFAULT_UPSCALE_FACTOR,
+    'INVALID_UPSCALE_FACTOR',
+  );
   // Absent: the worker's default (MEDIA_WORKER_VIDEO_HDR) decides (docs/contract.md, "Video fidelity").
   const hdrMode = optionalEnum(input, 'hdr', HDR_MODES, undefined, 'INVALID_JOB');
-  return { model: VIDEO_UPSCALE_MODEL, input: { video_url, upscale_factor, ...(hdrMode === undefined ? {} : { hdr: hdrMode }) } };
+  return {
+    model: VIDEO_UPSCALE_MODEL,
+    input: { video_url, upscale_factor, ...(hdrMode === undefined ? {} : { hdr: hdrMode }) },
+  };
 }
 
 export const videoJobSchema = z
@@ -66,7 +75,12 @@ export const videoResultSchema = z.object({
   frames: z.number(),
 });
 
-async function quote(job: VideoUpscaleJob, deps: QuoteDeps, signal?: AbortSignal, policy?: QuotePolicyOf<'video'>): Promise<QuotedVideoJob> {
+async function quote(
+  job: VideoUpscaleJob,
+  deps: QuoteDeps,
+  signal?: AbortSignal,
+  policy?: QuotePolicyOf<'video'>,
+): Promise<QuotedVideoJob> {
   const { video_url, upscale_factor } = job.input;
   const video = await deps.localize(video_url, 'video', signal);
   signal?.throwIfAborted();
@@ -112,7 +126,11 @@ async function quote(job: VideoUpscaleJob, deps: QuoteDeps, signal?: AbortSignal
 const videoInput = {
   title: 'VideoUpscaleInput',
   type: 'object',
-  properties: { video_url: openapiUrl('public URL of an MP4, MOV or MKV video, at most 60 s'), upscale_factor: factor, hdr: openapiHdr },
+  properties: {
+    video_url: openapiUrl('public URL of an MP4, MOV or MKV video, at most 60 s'),
+    upscale_factor: factor,
+    hdr: openapiHdr,
+  },
   required: ['video_url'],
 };
 
@@ -137,7 +155,11 @@ export const videoUpscaleKind: KindDescriptor<VideoUpscaleTypes> = {
         input: {
           type: 'object',
           properties: {
-            video_url: { type: 'string' }, upscale_factor: factor, detected_duration: { type: 'string', example: '3s' }, billed_seconds: { type: 'integer' }, credits_per_second: { type: 'integer' },
+            video_url: { type: 'string' },
+            upscale_factor: factor,
+            detected_duration: { type: 'string', example: '3s' },
+            billed_seconds: { type: 'integer' },
+            credits_per_second: { type: 'integer' },
           },
           required: ['video_url', 'upscale_factor', 'detected_duration', 'billed_seconds', 'credits_per_second'],
         },
@@ -151,11 +173,19 @@ export const videoUpscaleKind: KindDescriptor<VideoUpscaleTypes> = {
   recheck(job, reply) {
     const q = parseQuote(videoQuoteSchema, reply);
     if (typeof q === 'string') return refuse(q);
-    const same = sameEcho([q.input.video_url, job.input.video_url, 'video_url'], [q.input.upscale_factor, job.input.upscale_factor, 'upscale_factor']);
+    const same = sameEcho(
+      [q.input.video_url, job.input.video_url, 'video_url'],
+      [q.input.upscale_factor, job.input.upscale_factor, 'upscale_factor'],
+    );
     if (same !== null) return refuse(same);
     return sameDurationPrice(q.input, q.creditsUsed, (seconds) => priceVideoUpscale(seconds, job.input.upscale_factor));
   },
-  schemas: { job: videoJobSchema, quote: videoQuoteSchema, result: videoResultSchema, resultTitle: `Result of a completed ${VIDEO_UPSCALE_MODEL} task` },
+  schemas: {
+    job: videoJobSchema,
+    quote: videoQuoteSchema,
+    result: videoResultSchema,
+    resultTitle: `Result of a completed ${VIDEO_UPSCALE_MODEL} task`,
+  },
   resultUrls: (result) => [result.url],
   resultLifetimeDays: 'upscale-setting',
   failure: { code: 'UPSCALE_FAILED', opening: 'Video upscaling failed' },
@@ -165,7 +195,14 @@ export const videoUpscaleKind: KindDescriptor<VideoUpscaleTypes> = {
     result: {
       title: 'VideoResult',
       type: 'object',
-      properties: { url: { type: 'string' }, type: { type: 'string', enum: ['video'] }, width: { type: 'integer' }, height: { type: 'integer' }, duration: { type: 'number' }, frames: { type: 'integer' } },
+      properties: {
+        url: { type: 'string' },
+        type: { type: 'string', enum: ['video'] },
+        width: { type: 'integer' },
+        height: { type: 'integer' },
+        duration: { type: 'number' },
+        frames: { type: 'integer' },
+      },
       required: ['url', 'type', 'width', 'height', 'duration', 'frames'],
     },
   },
