@@ -152,14 +152,11 @@ describe('the bucket store', () => {
     proxy.inject('stall', 1, (req) => req.method === 'PUT' && (req.url ?? '').includes('partNumber=3'));
     const stored = await results.storeResult(big.path, { taskId: 't_faults', kind: 'video', ext: 'mp4' });
     expect(stored.sha256).toBe(big.sha256);
-    expect(proxy.seen.filter((r) => r.fault !== undefined).map((r) => r.fault)).toEqual([
-      'unavailable',
-      'unavailable',
-      'unavailable',
-      'unavailable',
-      'reset',
-      'stall',
-    ]);
+    const faults = proxy.seen.filter((r) => r.fault !== undefined).map((r) => r.fault);
+    // The 503s answer the upload's creation, before any part; parts 2 and 3 go up at once, so which
+    // of their faults the proxy meets first is the network's choice: each once, in either order.
+    expect(faults.slice(0, 4)).toEqual(['unavailable', 'unavailable', 'unavailable', 'unavailable']);
+    expect(faults.slice(4).sort()).toEqual(['reset', 'stall']);
     expect(
       createHash('sha256')
         .update(await storedBytes('results/video/t_faults/output.mp4'))
