@@ -6,7 +6,7 @@
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { JOB_KINDS, type JobKind } from '../jobs/index.js';
-import { RESULT_CONTENT_TYPES, isTaskId } from '../protocol/index.js';
+import { RESULT_CONTENT_TYPES, isTaskId, resultLifetimeMs } from '../protocol/index.js';
 
 const NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 const EXT_PATTERN = /^[a-z0-9]{1,8}$/;
@@ -98,3 +98,11 @@ export function resultRelativePath(options: StoreOptions): string[] {
 export function contentTypeOf(ext: string): string {
   return RESULT_CONTENT_TYPES[ext] ?? 'application/octet-stream';
 }
+
+/** When a result stored at `from` expires: its kind's lifetime (protocol/result-url.ts), as the event says it. */
+export function resultExpiresAt(kind: JobKind, upscaleResultLifetimeDays: number, from: number = Date.now()): string {
+  return new Date(from + resultLifetimeMs(kind, upscaleResultLifetimeDays)).toISOString();
+}
+
+/** How long a bucket store tries before the job fails, where RESULTS_STORE_DEADLINE_MS was not handed over (the issue's 2 minutes). */
+export const DEFAULT_STORE_DEADLINE_MS = 120_000;

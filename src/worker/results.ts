@@ -20,6 +20,7 @@ import { fileDigest, ownerState, ownerToken, parseOwnerToken } from '../media/in
 import { JOB_KINDS } from '../jobs/index.js';
 import { resultLifetimeMs, resultUrl, type ObjectStoreSettings } from '../protocol/index.js';
 import {
+  resultExpiresAt,
   checkTaskId,
   resultRelativePath,
   type ResultStore,
@@ -86,14 +87,12 @@ export class LocalResultStore implements ResultStore {
       // Read back before it is named: the event says what the stored copy holds, not what was meant.
       const digest = await fileDigest(partial);
       await fs.rename(partial, target);
-      const expiresAt = new Date(
-        now.getTime() + resultLifetimeMs(options.kind, this.settings.upscaleResultLifetimeDays),
-      );
+      const expiresAt = resultExpiresAt(options.kind, this.settings.upscaleResultLifetimeDays, now.getTime());
       const url =
         this.settings.publicBaseUrl === undefined
           ? pathToFileURL(target).toString()
           : resultUrl(this.settings.publicBaseUrl, segments);
-      return { path: target, key: segments.join('/'), url, ...digest, expiresAt: expiresAt.toISOString() };
+      return { path: target, key: segments.join('/'), url, ...digest, expiresAt };
     } catch (err) {
       await fs.rm(partial, { force: true });
       throw err;

@@ -15,7 +15,6 @@ import {
   SHA256_METADATA,
   objectKey,
   openObjectStore,
-  resultLifetimeMs,
   resultUrl,
   resultsBaseUrl,
   type ObjectStore,
@@ -23,6 +22,8 @@ import {
   type ObjectStoreSettings,
 } from '../protocol/index.js';
 import {
+  resultExpiresAt,
+  DEFAULT_STORE_DEADLINE_MS,
   checkTaskId,
   contentTypeOf,
   resultRelativePath,
@@ -93,7 +94,7 @@ export class S3ResultStore implements ResultStore {
     await withStoreRetries(
       `the result ${relative}`,
       {
-        deadlineMs: this.settings.storeDeadlineMs ?? 120_000,
+        deadlineMs: this.settings.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS,
         permanent: permanentStoreError,
         onRetry: (err, attempt, waitMs) =>
           this.logger?.warn({ err, key, attempt, waitMs }, 'Storing a result failed; retrying'),
@@ -101,7 +102,7 @@ export class S3ResultStore implements ResultStore {
       },
       () => uploadAndConfirm(store, key, localPath, options.ext, digest, signal),
     );
-    const expiresAt = new Date(Date.now() + resultLifetimeMs(options.kind, this.settings.upscaleResultLifetimeDays));
+    const expiresAt = resultExpiresAt(options.kind, this.settings.upscaleResultLifetimeDays);
     const base = resultsBaseUrl({
       publicBaseUrl: this.settings.publicBaseUrl,
       s3Bucket: this.settings.s3Bucket,
@@ -109,7 +110,7 @@ export class S3ResultStore implements ResultStore {
       resultsStore: 's3',
       resultsDir: '',
     });
-    return { key: relative, url: resultUrl(base, segments), ...digest, expiresAt: expiresAt.toISOString() };
+    return { key: relative, url: resultUrl(base, segments), ...digest, expiresAt };
   }
 
   async discard(taskId: string): Promise<void> {

@@ -16,13 +16,14 @@ import type { Logger } from 'pino';
 import { fileDigest, type FileDigest } from '../media/index.js';
 import {
   protocolHeaders,
-  resultLifetimeMs,
   uploadUrlReplySchema,
   uploadUrlSubject,
   type UploadUrlGrant,
   type UploadUrlRequest,
 } from '../protocol/index.js';
 import {
+  resultExpiresAt,
+  DEFAULT_STORE_DEADLINE_MS,
   contentTypeOf,
   resultRelativePath,
   type ResultStore,
@@ -81,7 +82,7 @@ export class UploadUrlResultStore implements ResultStore {
     const stored = await withStoreRetries(
       `the result ${relative}`,
       {
-        deadlineMs: this.settings.storeDeadlineMs ?? 120_000,
+        deadlineMs: this.settings.storeDeadlineMs ?? DEFAULT_STORE_DEADLINE_MS,
         permanent: (err) => err instanceof UploadRefused,
         onRetry: (err, attempt, waitMs) =>
           this.logger?.warn({ err, key: relative, attempt, waitMs }, 'Uploading a result failed; retrying'),
@@ -102,8 +103,8 @@ export class UploadUrlResultStore implements ResultStore {
       throw new UploadRefused(
         `Expected an upload URL for ${relative} but the control plane gave one for ${stored.key}`,
       );
-    const expiresAt = new Date(Date.now() + resultLifetimeMs(options.kind, this.settings.upscaleResultLifetimeDays));
-    return { key: relative, url: stored.resultUrl, ...digest, expiresAt: expiresAt.toISOString() };
+    const expiresAt = resultExpiresAt(options.kind, this.settings.upscaleResultLifetimeDays);
+    return { key: relative, url: stored.resultUrl, ...digest, expiresAt };
   }
 
   private async ask(request: UploadUrlRequest): Promise<UploadUrlGrant> {
