@@ -251,7 +251,8 @@ describe('the layers table (docs/layers.md)', () => {
     ],
     [
       'a "May import" that is not every lower layer',
-      (t: string) => t.replace('| 9 | `app/` `kinds/*/runtime.ts` | 1–8 |', '| 9 | `app/` `kinds/*/runtime.ts` | 1–7 |'),
+      (t: string) =>
+        t.replace('| 9 | `app/` `kinds/*/runtime.ts` | 1–8 |', '| 9 | `app/` `kinds/*/runtime.ts` | 1–7 |'),
       'layer 9 "May import" says "1–7"',
     ],
     [

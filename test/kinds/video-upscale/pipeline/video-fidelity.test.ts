@@ -13,7 +13,10 @@ import { SessionCache, createSrModelLoader, parseSrModelChoices } from '../../..
 import { probeMedia, resolveFfmpeg, type MediaInfo } from '../../../../src/media/index.js';
 import { DEFAULT_WORK_LIMITS, parseJob, quoteJob } from '../../../../src/jobs/index.js';
 import { HAND, NET } from '../../../jobs/hand-profile.js';
-import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../../../src/kinds/video-upscale/pipeline/video-pipeline.js';
+import {
+  type VideoUpscaleOutcome,
+  upscaleVideoFile,
+} from '../../../../src/kinds/video-upscale/pipeline/video-pipeline.js';
 import { type VideoCorpus, makeVideoCorpus } from '../../../../bench/fidelity/fidelity-video-corpus.js';
 import { fileFacts, packetTimes, pictureOf, streamLabels } from '../../../../bench/fidelity/video-facts.js';
 import { expectCorpusHdr10Metadata } from '../../../helpers/hdr10-metadata.js';
