@@ -2,7 +2,7 @@
  * The contract's settings, for src/config.ts: the hardware class a quote's cost estimate is for,
  * the share of a kind's time limit an estimate may use, and the limits on a video input that every
  * kind taking one checks at quote time (work-limits.ts). A kind's own limits are in its room's
- * settings (the upscaled video's in upscale/video-settings.ts, lip-sync's in lipsync/settings.ts).
+ * settings file (the upscaled video's in upscale/video-settings.ts).
  */
 import { intSchema, oneOfSetting, positiveInt, setting } from '../settings-table.js';
 import { HARDWARE_CLASS_NAMES } from './hardware-classes.js';
