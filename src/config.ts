@@ -13,11 +13,11 @@ import os from 'node:os';
 import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } from './gateway/settings.js';
 import { INFERENCE_SETTINGS } from './inference/settings.js';
 import { JOBS_SETTINGS } from './jobs/settings.js';
-import { LIPSYNC_SETTINGS } from './lipsync/settings.js';
+import { LIPSYNC_SETTINGS } from './kinds/lipsync/settings.js';
 import { LOGGING_SETTINGS } from './logging/settings.js';
 import { MEDIA_SETTINGS } from './media/settings.js';
-import { MUSIC_VIDEO_SETTINGS } from './music-video/settings.js';
-import { MUSIC_SETTINGS } from './music/settings.js';
+import { MUSIC_VIDEO_SETTINGS } from './kinds/music-video/settings.js';
+import { MUSIC_SETTINGS } from './kinds/music/settings.js';
 import { PACKAGE_ROOT } from './paths.js';
 import {
   settingsReader,
@@ -30,8 +30,8 @@ import {
   type UnknownSetting,
 } from './settings-table.js';
 import { TELEMETRY_SETTINGS, telemetrySettingsFromEnv, telemetrySettingsReference } from './telemetry/settings.js';
-import { IMAGE_UPSCALE_SETTINGS } from './upscale/image-settings.js';
-import { VIDEO_UPSCALE_SETTINGS } from './upscale/video-settings.js';
+import { IMAGE_UPSCALE_SETTINGS } from './kinds/image-upscale/settings.js';
+import { VIDEO_UPSCALE_SETTINGS } from './kinds/video-upscale/settings.js';
 import { VIDEO_SETTINGS } from './video/settings.js';
 import { WORKER_SETTINGS, workerSettingsFromEnv, workerSettingsReference } from './worker/settings.js';
 
@@ -44,11 +44,11 @@ export const PIPELINE_GROUPS: readonly SettingsGroup[] = [
   { title: 'Inference: models, providers, devices (`src/inference/settings.ts`)', table: INFERENCE_SETTINGS },
   { title: 'Video encoding (`src/video/settings.ts`)', table: VIDEO_SETTINGS },
   { title: 'Quotes: cost estimate, video inputs (`src/jobs/settings.ts`)', table: JOBS_SETTINGS },
-  { title: 'Image upscale (`src/upscale/image-settings.ts`)', table: IMAGE_UPSCALE_SETTINGS },
-  { title: 'Video upscale (`src/upscale/video-settings.ts`)', table: VIDEO_UPSCALE_SETTINGS },
-  { title: 'Lip-sync (`src/lipsync/settings.ts`)', table: LIPSYNC_SETTINGS },
-  { title: 'Music (`src/music/settings.ts`)', table: MUSIC_SETTINGS },
-  { title: 'Music video (`src/music-video/settings.ts`)', table: MUSIC_VIDEO_SETTINGS },
+  { title: 'Image upscale (`src/kinds/image-upscale/settings.ts`)', table: IMAGE_UPSCALE_SETTINGS },
+  { title: 'Video upscale (`src/kinds/video-upscale/settings.ts`)', table: VIDEO_UPSCALE_SETTINGS },
+  { title: 'Lip-sync (`src/kinds/lipsync/settings.ts`)', table: LIPSYNC_SETTINGS },
+  { title: 'Music (`src/kinds/music/settings.ts`)', table: MUSIC_SETTINGS },
+  { title: 'Music video (`src/kinds/music-video/settings.ts`)', table: MUSIC_VIDEO_SETTINGS },
 ];
 
 /** The pipelines' and the command line's settings: the rooms' rows side by side (a test checks no key repeats). */
