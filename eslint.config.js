@@ -63,7 +63,7 @@ export default defineConfig(
   {
     // "Nothing below the protocol knows NATS exists" (docs/architecture.md "Boundaries"); the
     // application layer joins the worker to the pipelines without touching NATS either.
-    files: ['src/{media,video,inference,jobs,kinds,app}/**/*.ts', 'src/*.ts'],
+    files: ['src/{logging,media,video,inference,jobs,kinds,app}/**/*.ts', 'src/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: WIRE }] },
   },
   {

@@ -67,6 +67,24 @@ export const absoluteUrl = z.url({
   error: (issue) => `Expected an absolute URL but received ${received(issue.input)}`,
 });
 
+/** An http or https URL. */
+export const httpUrl = z.url({
+  protocol: /^https?$/,
+  error: (issue) => `Expected an http or https URL but received ${received(issue.input)}`,
+});
+
+/** A setting read by a parser of its own module, whose error message becomes the setting's. */
+export function parsedBy<T>(parse: (text: string) => T): z.ZodType<T, string> {
+  return z.string().transform((value, ctx) => {
+    try {
+      return parse(value);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
+    }
+  });
+}
+
 export const nonEmptyText = z
   .string({ error: (issue) => `Expected a non-empty string but received ${received(issue.input)}` })
   .min(1, {
@@ -159,6 +177,39 @@ export function parseSettings<T extends SettingsTable>(
   };
 }
 
+/** One room's rows under a heading of the settings reference (its folder's settings.ts). */
+export interface SettingsGroup {
+  title: string;
+  table: SettingsTable;
+}
+
+/**
+ * Markdown of the groups, each under a `####` heading; a table of one group (or one with rows) has
+ * no heading. Empty groups (a kind without settings of its own) are left out.
+ */
+export function groupedReference(groups: readonly SettingsGroup[], shownDefault?: (value: string) => string): string {
+  const shown = groups.filter((group) => Object.keys(group.table).length > 0);
+  if (shown.length === 1) return settingsReference((shown[0] as SettingsGroup).table, shownDefault);
+  return shown.map((group) => `#### ${group.title}\n\n${settingsReference(group.table, shownDefault)}`).join('\n\n');
+}
+
+/**
+ * One process's settings, as src/config.ts lists them (SETTINGS_SECTIONS): `media-worker config`
+ * prints and validates each, the settings reference is generated from them, and the
+ * unknown-variable check knows a name as soon as a section's table reads it.
+ */
+export interface SettingsSection {
+  /** Key in `media-worker config`'s JSON. */
+  key: string;
+  /** Heading in the settings reference (docs/configuration.md). */
+  title: string;
+  table: SettingsTable;
+  /** Reads and validates the section from the environment; throws a SettingsError naming the variable. */
+  load(env: NodeJS.ProcessEnv): Record<string, unknown>;
+  /** Markdown tables of the section, one per room. */
+  reference(): string;
+}
+
 /** What each settings module offers for its table (`parseWorkerSettings`, `workerSettingsFromEnv`, …). */
 export interface SettingsReader<T extends SettingsTable> {
   /** Values given in code, in environment spelling or already typed; unset ones take their defaults. */
@@ -172,12 +223,14 @@ export interface SettingsReader<T extends SettingsTable> {
 /**
  * The reader of one table: `parse` and `fromEnv` validate with `schema` (the table's, with any
  * cross-field checks) and throw `Failure` with one `Invalid setting ENV: …` line per problem.
+ * `groups` split the reference by room (the table's rows, in its order); by default one table.
  */
 export function settingsReader<T extends SettingsTable>(
   table: T,
   schema: z.ZodType<SettingsOf<T>, SettingsInput<T>>,
   Failure: new (message: string) => SettingsError,
   shownDefault?: (value: string) => string,
+  groups: readonly SettingsGroup[] = [{ title: '', table }],
 ): SettingsReader<T> {
   const parse = (input: SettingsInput<T> = {}): SettingsOf<T> => {
     const parsed = parseSettings(table, schema, input);
@@ -187,7 +240,7 @@ export function settingsReader<T extends SettingsTable>(
   return {
     parse,
     fromEnv: (env = process.env, overrides = {}) => parse({ ...inputFromEnv(table, env), ...overrides }),
-    reference: () => settingsReference(table, shownDefault),
+    reference: () => groupedReference(groups, shownDefault),
   };
 }
 

@@ -15,6 +15,7 @@ import {
   setExecutionProvider,
   setSrPrecision,
   startWorker,
+  concurrencyGiven,
   workerSettingsFromEnv,
   type JobExecutor,
   type JobOutput,
@@ -51,7 +52,7 @@ export interface Daemon {
 
 /** The daemon's settings from the environment, with the slots a kind's configuration implies (a generation backend, say). */
 export function daemonSettings(config: Config, env: NodeJS.ProcessEnv = process.env): WorkerSettings {
-  return withConfiguredSlots(workerSettingsFromEnv(env), config, env['WORKER_CONCURRENCY'] !== undefined);
+  return withConfiguredSlots(workerSettingsFromEnv(env), config, concurrencyGiven(env));
 }
 
 /**

@@ -20,7 +20,7 @@ import {
 } from '../jobs/index.js';
 import type { KindRuntimes, TimeLimitsMs } from './kind-runtime.js';
 import { registryOptions } from './layer-options.js';
-import { WORKER_SETTINGS } from '../worker/settings.js';
+import { watchdogFromEnv } from '../worker/settings.js';
 
 export type { TimeLimitsMs } from './kind-runtime.js';
 
@@ -66,8 +66,7 @@ export async function srNetworkCost(name: string, config: Config, explicit = fal
 
 /** The daemon's watchdog (WORKER_WATCHDOG_MS, parsed by its own schema) for commands that run without the daemon's settings. */
 export function timeLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): TimeLimitsMs {
-  const entry = WORKER_SETTINGS.watchdogMs;
-  return entry.schema.parse(env[entry.env] ?? entry.default);
+  return watchdogFromEnv(env);
 }
 
 export function workLimits(config: Config): WorkLimits {

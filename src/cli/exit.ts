@@ -1,4 +1,5 @@
 import { SettingsError } from '../settings-table.js';
+import { givenLogLevel } from '../logging/index.js';
 import { errorBody, isJobError } from '../jobs/index.js';
 import { UsageError } from './job-arg.js';
 import { voice } from './voice.js';
@@ -23,7 +24,7 @@ export function reportFailure(err: unknown): number {
     return EXIT_FAILURE;
   }
   // The stack helps a developer, not an operator: shown with LOG_LEVEL=debug or trace.
-  const verbose = process.env['LOG_LEVEL'] === 'debug' || process.env['LOG_LEVEL'] === 'trace';
+  const verbose = ['debug', 'trace'].includes(givenLogLevel() ?? '');
   const message = err instanceof Error ? err.message : String(err);
   const stack = verbose && err instanceof Error ? err.stack : undefined;
   // As a record, the error itself under `err` (pino serializes it, stack included) when the stack is wanted.

@@ -2,17 +2,15 @@
  * One voice on stderr per process (issue 47): human lines or JSON lines, never both. Decided here,
  * once per process: the global `--log-format` flag, else LOG_FORMAT, else by the command: human for
  * the one-off commands (on a terminal, a pipe, in CI or under systemd alike), JSON for the daemons
- * (`serve`, `gateway`). cli/voice.ts speaks it; this module imports nothing, so the start-up signal
- * handlers of `serve` can use it before anything is loaded.
+ * (`serve`, `gateway`). cli/voice.ts speaks it; this module imports only logging/index.ts, which
+ * imports nothing, so the start-up signal handlers of `serve` can use it before anything is loaded.
  */
-import type { Config } from '../config.js';
+import { givenLogFormat, givenLogLevel, type LogFormatSetting } from '../logging/index.js';
 
 export type LogFormat = 'human' | 'json';
 
 /** The values of the flag; LOG_FORMAT also takes `auto` (by the command), its default. */
 export const LOG_FORMATS = ['human', 'json'] as const satisfies readonly LogFormat[];
-
-const SETTING_VALUES: readonly string[] = ['auto', ...LOG_FORMATS] satisfies readonly Config['logFormat'][];
 
 /** The commands that run as daemons: JSON lines unless told otherwise. */
 export const DAEMON_COMMANDS: readonly string[] = ['serve', 'gateway'];
@@ -33,7 +31,7 @@ export function chooseLogFormat(choice: { flag?: LogFormat | undefined; daemon?:
  * The process's log format: the flag, else the setting (LOG_FORMAT, read and checked by the caller;
  * by default the variable as it stands, when it is one of its values), `auto` by the command.
  */
-export function logFormat(setting: Config['logFormat'] | undefined = logFormatVariable()): LogFormat {
+export function logFormat(setting: LogFormatSetting | undefined = givenLogFormat()): LogFormat {
   const chosen = flag ?? setting ?? 'auto';
   if (chosen !== 'auto') return chosen;
   return daemon ? 'json' : 'human';
@@ -45,10 +43,5 @@ export function logFormat(setting: Config['logFormat'] | undefined = logFormatVa
  * configured level (LOG_LEVEL, info by default).
  */
 export function logLevelFor(format: LogFormat, configured: string, env: NodeJS.ProcessEnv = process.env): string {
-  return format === 'human' && (env['LOG_LEVEL'] ?? '') === '' ? 'warn' : configured;
-}
-
-function logFormatVariable(): Config['logFormat'] | undefined {
-  const value = process.env['LOG_FORMAT'];
-  return value !== undefined && SETTING_VALUES.includes(value) ? (value as Config['logFormat']) : undefined;
+  return format === 'human' && (givenLogLevel(env) ?? '') === '' ? 'warn' : configured;
 }

@@ -4,7 +4,7 @@
  * progress bar whole, or every one of them as a JSON line through the same pino logger. Progress
  * goes the same way (cli/progress.ts, `createCliProgress`).
  */
-import { LOG_LEVELS } from '../config.js';
+import { givenLogLevel, LOG_LEVELS } from '../logging/index.js';
 import { createLogger, type Logger } from '../logger.js';
 import { formatLogLine } from './human-log.js';
 import { logFormat, logLevelFor, type LogFormat } from './log-format.js';
@@ -56,7 +56,7 @@ export function openVoice(format: LogFormat, level: string): Voice {
 export function voice(): Voice {
   if (current !== undefined) return current;
   const format = logFormat();
-  const given = process.env['LOG_LEVEL'];
+  const given = givenLogLevel();
   return openVoice(
     format,
     logLevelFor(format, given !== undefined && (LOG_LEVELS as readonly string[]).includes(given) ? given : 'info'),

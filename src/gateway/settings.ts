@@ -21,7 +21,7 @@ import {
   type SettingsInput,
   type SettingsOf,
 } from '../settings-table.js';
-import { perKindSetting } from '../protocol/index.js';
+import { givenResultsBaseUrl, perKindSetting } from '../protocol/index.js';
 import { DEFAULT_RETRY_DELAYS_MS, MIN_RETRY_SPAN_MS, shortestSpanMs } from './webhooks/schedule.js';
 
 const namePrefix = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, {
@@ -322,14 +322,14 @@ export const { parse: parseGatewaySettings, reference: gatewaySettingsReference 
 
 /**
  * The gateway's settings from the environment, refused (naming the variables) when they would
- * serve files open: see servedFilesProblem. RESULTS_BASE_URL is the protocol's setting, read here too.
+ * serve files open: see servedFilesProblem. RESULTS_BASE_URL is the protocol's setting, read through it.
  */
 export function gatewaySettingsFromEnv(
   env: NodeJS.ProcessEnv = process.env,
   overrides: GatewaySettingsInput = {},
 ): GatewaySettings {
   const settings = reader.fromEnv(env, overrides);
-  const problem = servedFilesProblem(settings, env['RESULTS_BASE_URL']?.trim() || undefined);
+  const problem = servedFilesProblem(settings, givenResultsBaseUrl(env));
   if (problem !== null) throw new GatewaySettingsError(problem);
   return settings;
 }

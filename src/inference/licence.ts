@@ -1,6 +1,6 @@
 /**
  * Whether a network's licence lets it serve paying customers, and the line that says so
- * (docs/configuration.md, "Models"): `serve` does not pull a kind whose network is known to forbid
+ * (docs/models.md): `serve` does not pull a kind whose network is known to forbid
  * commercial use unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1; the one-off commands run it for
  * a person's own use and say its licence. Pure.
  */

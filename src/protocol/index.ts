@@ -77,6 +77,8 @@ export {
   checkResultsStore,
   jetStreamName,
   parseProtocolSettings,
+  givenResultsBaseUrl,
+  protocolSettingsFor,
   protocolSettingsFromEnv,
   protocolSettingsSchema,
   type ProtocolSettings,

@@ -221,6 +221,19 @@ export const { parse: parseProtocolSettings, fromEnv: protocolSettingsFromEnv } 
 );
 
 /**
+ * The protocol's settings from `env` for one process (`media-gateway`, `media-worker-provision`):
+ * NATS_CONNECTION_NAME when set (even blank, as given), else `connectionName`.
+ */
+export function protocolSettingsFor(connectionName: string, env: NodeJS.ProcessEnv = process.env): ProtocolSettings {
+  return protocolSettingsFromEnv({ ...env, NATS_CONNECTION_NAME: env['NATS_CONNECTION_NAME'] ?? connectionName });
+}
+
+/** RESULTS_BASE_URL as set in `env`, trimmed; undefined when unset or blank (the gateway's served-files check). */
+export function givenResultsBaseUrl(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env['RESULTS_BASE_URL']?.trim() || undefined;
+}
+
+/**
  * A setting with one value per kind, its default read off the kinds' descriptors (their
  * `settings[key]`): the schema of `perKind` and the default's text, `image=1,video=1,...`.
  */

@@ -1,8 +1,9 @@
 /**
- * The video layer's settings: the encoders it can drive and their defaults. No imports, so reading
- * the settings (src/config.ts) loads no media runtime; the rest of the layer is entered through
- * index.ts.
+ * The video layer's settings: the encoders it can drive, their defaults, and what happens to HDR.
+ * Pure (zod and the settings machinery only), so reading the settings (src/config.ts) loads no
+ * media runtime; the rest of the layer is entered through index.ts.
  */
+import { intSchema, oneOfSetting, setting } from '../settings-table.js';
 
 export const X264_PRESETS = [
   'ultrafast',
@@ -44,3 +45,30 @@ export const DEFAULT_ENCODER: EncoderSettings = { codec: 'libx264', crf: 18, pre
 export const HDR_MODES = ['keep', 'sdr'] as const;
 export type HdrMode = (typeof HDR_MODES)[number];
 export const DEFAULT_HDR_MODE: HdrMode = 'keep';
+
+export const VIDEO_SETTINGS = {
+  videoEncoder: setting({
+    env: 'MEDIA_WORKER_VIDEO_ENCODER',
+    schema: oneOfSetting(VIDEO_ENCODERS),
+    default: 'libx264',
+    doc: 'H.264 encoder for 8-bit video results: libx264 (CPU), h264_nvenc or h264_qsv when present; an absent hardware encoder falls back to libx264 with a log line. 10-bit results (HDR, 10-bit input) always use libx265.',
+  }),
+  videoCrf: setting({
+    env: 'MEDIA_WORKER_VIDEO_CRF',
+    schema: intSchema('an integer from 0 to 51', 0, 51),
+    default: String(DEFAULT_ENCODER.crf),
+    doc: 'Constant quality of video results on the x264 CRF scale (0 lossless, 18 near-lossless, 23 x264 default).',
+  }),
+  videoPreset: setting({
+    env: 'MEDIA_WORKER_VIDEO_PRESET',
+    schema: oneOfSetting(X264_PRESETS),
+    default: DEFAULT_ENCODER.preset,
+    doc: "x264 speed preset (mapped to hardware encoders' own); the CPU encoder must keep up with inference.",
+  }),
+  videoHdr: setting({
+    env: 'MEDIA_WORKER_VIDEO_HDR',
+    schema: oneOfSetting(HDR_MODES),
+    default: DEFAULT_HDR_MODE,
+    doc: 'What happens to HDR (PQ or HLG) video, upscaled or lip-synced, when the job does not say (its `hdr` input): `keep` encodes 10-bit HEVC HDR with its metadata, `sdr` tone-maps to 8-bit H.264 BT.709 (docs/contract.md, "Video fidelity").',
+  }),
+} as const;

@@ -7,6 +7,7 @@ export type { JobContext, JobExecutor, JobOutput, QuoteFunction, WorkerState } f
 export {
   WORKER_SETTINGS,
   WorkerSettingsError,
+  concurrencyGiven,
   parseWorkerSettings,
   workerSettingsFromEnv,
   workerSettingsReference,

@@ -3,7 +3,7 @@
  * point of a job's path where this process SIGKILLs itself, as a crash or the OOM killer would
  * there, so that a test shows what the redelivery finds at that exact point instead of hoping a
  * timed kill lands on it. Unset (production): every call is a no-op. Not a setting of the settings
- * table on purpose: no operator should set it.
+ * table on purpose: no operator should set it (worker/settings.ts lists it among its variables).
  */
 export const KILL_POINTS = [
   /** The claim is stored; nothing has run. */
@@ -24,7 +24,7 @@ let killAt: KillPoint | undefined | null = null;
 /** The point MEDIA_WORKER_TEST_KILL_AT names, if any; throws, naming the variable, for a value that names none. */
 export function checkKillPoint(): KillPoint | undefined {
   if (killAt !== null) return killAt;
-  const value = process.env[KILL_AT_ENV];
+  const value = process.env['MEDIA_WORKER_TEST_KILL_AT'];
   if (value !== undefined && value !== '' && !(KILL_POINTS as readonly string[]).includes(value)) {
     throw new Error(`${KILL_AT_ENV} must be one of ${KILL_POINTS.join(', ')}; got ${JSON.stringify(value)}`);
   }

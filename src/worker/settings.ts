@@ -72,8 +72,8 @@ const HOSTNAME_TOKEN =
     .replace(/[^A-Za-z0-9_-]/g, '-')
     .slice(0, 64) || 'host';
 
-export const WORKER_SETTINGS = {
-  ...PROTOCOL_SETTINGS,
+/** The daemon's own rows; WORKER_SETTINGS adds the protocol's. */
+export const DAEMON_SETTINGS = {
   consumerPrefix: setting({
     env: 'MEDIA_CONSUMER_PREFIX',
     schema: jetStreamName,
@@ -223,6 +223,29 @@ export const WORKER_SETTINGS = {
   }),
 } as const;
 
+export const WORKER_SETTINGS = { ...PROTOCOL_SETTINGS, ...DAEMON_SETTINGS } as const;
+
+/**
+ * Variables this room reads that are not settings, with why: they are in no table (so not in the
+ * settings reference), and the unknown-variable check passes them over (settings-table.ts).
+ */
+export const VARIABLES_NOT_SETTINGS = {
+  MEDIA_WORKER_TEST_KILL_AT: 'test-only fault injection (kill-point.ts); no operator should set it',
+} as const;
+
+/** WORKER_WATCHDOG_MS alone, for commands that run without the daemon's settings (`run` applies the same limits). */
+export function watchdogFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+): z.output<typeof DAEMON_SETTINGS.watchdogMs.schema> {
+  const entry = DAEMON_SETTINGS.watchdogMs;
+  return entry.schema.parse(env[entry.env] ?? entry.default);
+}
+
+/** Whether WORKER_CONCURRENCY is set in `env` (the daemon then keeps the operator's slots as given). */
+export function concurrencyGiven(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env['WORKER_CONCURRENCY'] !== undefined;
+}
+
 export type WorkerSettingKey = keyof typeof WORKER_SETTINGS;
 export type WorkerSettings = SettingsOf<typeof WORKER_SETTINGS>;
 /** What may be handed to `parseWorkerSettings`: each value in its environment spelling or already typed. */
@@ -256,6 +279,14 @@ export const {
   parse: parseWorkerSettings,
   fromEnv: workerSettingsFromEnv,
   reference: workerSettingsReference,
-} = settingsReader(WORKER_SETTINGS, workerSettingsSchema, WorkerSettingsError, (value) =>
-  value.startsWith('media-worker@') ? 'media-worker@<hostname>' : value === HOSTNAME_TOKEN ? '<hostname>' : value,
+} = settingsReader(
+  WORKER_SETTINGS,
+  workerSettingsSchema,
+  WorkerSettingsError,
+  (value) =>
+    value.startsWith('media-worker@') ? 'media-worker@<hostname>' : value === HOSTNAME_TOKEN ? '<hostname>' : value,
+  [
+    { title: 'Protocol, shared with the gateway (`src/protocol/settings.ts`)', table: PROTOCOL_SETTINGS },
+    { title: 'Worker (`src/worker/settings.ts`)', table: DAEMON_SETTINGS },
+  ],
 );

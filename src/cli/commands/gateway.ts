@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { gatewaySettingsFromEnv, startGateway } from '../../gateway/index.js';
 import { TOOL_NAMES } from '../../jobs/index.js';
-import { protocolSettingsFromEnv } from '../../protocol/index.js';
+import { protocolSettingsFor } from '../../protocol/index.js';
 import { cliContext } from '../context.js';
 import { reportFailure } from '../exit.js';
 
@@ -29,10 +29,7 @@ export function registerGateway(program: Command): void {
 async function gateway(): Promise<void> {
   const logger = cliContext({}, { daemon: true }).logger.child({ component: 'gateway' });
   const settings = gatewaySettingsFromEnv();
-  const protocol = protocolSettingsFromEnv({
-    ...process.env,
-    NATS_CONNECTION_NAME: process.env['NATS_CONNECTION_NAME'] ?? 'media-gateway',
-  });
+  const protocol = protocolSettingsFor('media-gateway');
   const handle = await startGateway(settings, protocol, logger);
   logger.info({ url: handle.url }, 'media-worker gateway listening');
 

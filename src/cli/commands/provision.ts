@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { GATEWAY_SETTINGS } from '../../gateway/settings.js';
 import { ensureConsumers, ensureStoreStreams, storeNames, streamConfigs } from '../../gateway/index.js';
-import { connectNats, protocolSettingsFromEnv, type ProtocolSettings } from '../../protocol/index.js';
+import { connectNats, protocolSettingsFor, type ProtocolSettings } from '../../protocol/index.js';
 import { settingsReader, SettingsError, tableSchema } from '../../settings-table.js';
 import { ensureTopology, workerSettingsFromEnv, type WorkerSettings } from '../../worker/index.js';
 import { reportFailure } from '../exit.js';
@@ -77,10 +77,7 @@ export function registerProvision(program: Command): void {
     )
     .action(async () => {
       try {
-        const protocol = protocolSettingsFromEnv({
-          ...process.env,
-          NATS_CONNECTION_NAME: process.env['NATS_CONNECTION_NAME'] ?? 'media-worker-provision',
-        });
+        const protocol = protocolSettingsFor('media-worker-provision');
         const settings: ProvisionSettings = {
           worker: workerSettingsFromEnv(),
           protocol,

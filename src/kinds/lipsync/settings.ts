@@ -1,10 +1,12 @@
 /**
  * Lip-sync's settings, for src/config.ts: which model manifest serves each public lip-sync model id
- * (MEDIA_WORKER_LIPSYNC_MODELS). No runtime imports: reading the settings loads no ONNX Runtime.
+ * (MEDIA_WORKER_LIPSYNC_MODELS), the backends in order of preference, the sync.so-compatible
+ * provider, and the longest output a job may ask for. No runtime imports: reading the settings loads
+ * no ONNX Runtime.
  */
 import { z } from 'zod';
-import { LIPSYNC_MODEL_IDS } from '../../jobs/index.js';
-import { parseNameList } from '../../settings-table.js';
+import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, LIPSYNC_MODEL_IDS } from '../../jobs/index.js';
+import { httpUrl, nonEmptyText, parseNameList, parsedBy, positiveInt, setting } from '../../settings-table.js';
 
 /** The real weights' manifest name that the defaults point at. */
 export const REAL_LIPSYNC_MODEL = 'wav2lip';
@@ -116,3 +118,49 @@ export function parseSyncModelMap(text: string): SyncModelMap {
   if (!parsed.success) throw new Error(`Expected a valid provider model map but ${z.prettifyError(parsed.error)}`);
   return parsed.data;
 }
+
+export const LIPSYNC_SETTINGS = {
+  lipsyncModels: setting({
+    env: 'MEDIA_WORKER_LIPSYNC_MODELS',
+    // One parser for the mapping (above); its error is the setting's, as for the lists below.
+    schema: parsedBy(parseLipsyncModelMapping),
+    default: 'wav2lip',
+    doc: 'Which lip-sync manifest serves each model id: one name for all (`wav2lip`, the real weights an operator installs with scripts/install-lipsync-model.ts; `wav2lip-test`, the generated test model) or JSON such as `{"vendor-lipsync-3":"wav2lip-hq"}`.',
+  }),
+  lipsyncBackends: setting({
+    env: 'MEDIA_WORKER_LIPSYNC_BACKENDS',
+    schema: parsedBy(parseLipsyncBackends),
+    default: 'wav2lip',
+    doc: 'Lip-sync backends in order of preference: wav2lip (the networks of MEDIA_WORKER_LIPSYNC_MODELS, on this host), sync-compatible (a provider speaking sync.so\'s v2 API; docs/lipsync.md, "Backends"). A job goes to the first that can serve its model and is ready.',
+  }),
+  syncBaseUrl: setting({
+    env: 'MEDIA_WORKER_SYNC_BASE_URL',
+    schema: httpUrl,
+    default: 'https://api.sync.so',
+    doc: 'Base URL of the sync.so-compatible provider (`sync-compatible` lip-sync backend); it must serve POST /v2/generate and GET /v2/generate/{id}.',
+  }),
+  syncApiKey: setting({
+    env: 'MEDIA_WORKER_SYNC_API_KEY',
+    schema: nonEmptyText,
+    secret: true,
+    doc: 'API key of the sync.so-compatible provider, sent as `x-api-key`; checked once when `serve` starts (a refused key: lip-sync through the provider is not pulled, /readyz says why).',
+  }),
+  syncModels: setting({
+    env: 'MEDIA_WORKER_SYNC_MODELS',
+    schema: parsedBy(parseSyncModelMap),
+    default: JSON.stringify(DEFAULT_SYNC_MODEL_MAP),
+    doc: 'Which provider model serves each lip-sync model id through `sync-compatible`: a JSON object naming some ids (the others keep the default); null: that id is not sent to the provider.',
+  }),
+  syncPollIntervalMs: setting({
+    env: 'MEDIA_WORKER_SYNC_POLL_INTERVAL_MS',
+    schema: positiveInt,
+    default: '5000',
+    doc: 'Interval between two status queries of a provider lip-sync generation (a longer Retry-After from the provider wins).',
+  }),
+  lipsyncMaxOutputPercent: setting({
+    env: 'MEDIA_WORKER_LIPSYNC_MAX_OUTPUT_PERCENT',
+    schema: positiveInt,
+    default: String(DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT),
+    doc: 'Longest lip-sync output (it follows the audio in loop, bounce, remap and silence) as a share of the seconds the credits cover, per cent; over it: AUDIO_TOO_LONG.',
+  }),
+} as const;
