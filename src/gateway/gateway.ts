@@ -21,7 +21,7 @@ import {
   type ProtocolSettings,
 } from '../protocol/index.js';
 import { cancelClient } from './cancel-client.js';
-import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
+import { consumerProblems, startConsumers, type ConsumerLoops } from './settlement/consumers.js';
 import { buildApp, servedLinks, type GatewayApp } from './http/app.js';
 import { PACKAGE_VERSION } from '../paths.js';
 import { successEnvelope } from './errors.js';
@@ -29,9 +29,9 @@ import { taskView, withSignedLinks } from './views.js';
 import { startWebhookDeliveries, webhookConsumerConfig } from './webhooks/queue.js';
 import { watchFleet } from './fleet-gauges.js';
 import { GatewayMetrics } from './metrics.js';
-import { startDebitReconciler } from './debit-reconciler.js';
-import { startEventReconciler } from './event-reconciler.js';
-import { startPendingSweeper } from './pending-sweeper.js';
+import { startDebitReconciler } from './settlement/debit-reconciler.js';
+import { startEventReconciler } from './settlement/event-reconciler.js';
+import { startPendingSweeper } from './settlement/pending-sweeper.js';
 import { watchProgress } from './progress.js';
 import { quoteClient, timedQuotes } from './quote-client.js';
 import { perGatewayCap, quoteGate } from './quote-gate.js';

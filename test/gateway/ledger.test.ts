@@ -8,11 +8,11 @@ import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jet
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureConsumers, startConsumers } from '../../src/gateway/consumers.js';
+import { ensureConsumers, startConsumers } from '../../src/gateway/settlement/consumers.js';
 import { GatewayMetrics } from '../../src/gateway/metrics.js';
 import { securityEvents } from '../../src/gateway/security-events.js';
 import { resultCheck } from '../../src/gateway/result-check.js';
-import { sweepPendingOnce } from '../../src/gateway/pending-sweeper.js';
+import { sweepPendingOnce } from '../../src/gateway/settlement/pending-sweeper.js';
 import { quoteGate } from '../../src/gateway/quote-gate.js';
 import { cancelClient } from '../../src/gateway/cancel-client.js';
 import { gatewayService, type GatewayService } from '../../src/gateway/service.js';

@@ -216,7 +216,7 @@ const GATEWAY_JS = [
     'GATEWAY_IDEMPOTENCY',
   ].map((s) => `$JS.API.STREAM.INFO.${s}`),
   '$JS.API.STREAM.MSG.GET.MEDIA_CLAIMS',
-  // Jobs whose deliveries ran out: read, settled and removed (src/gateway/exhausted-jobs.ts).
+  // Jobs whose deliveries ran out: read, settled and removed (src/gateway/settlement/exhausted-jobs.ts).
   '$JS.API.STREAM.MSG.GET.MEDIA_JOBS',
   '$JS.API.STREAM.MSG.DELETE.MEDIA_JOBS',
   '$JS.API.STREAM.MSG.GET.MEDIA_EVENTS',

@@ -9,10 +9,10 @@
  */
 import type { MsgRequest } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import { EVENTS_SUBJECT_PREFIX, hostAndTask } from '../protocol/index.js';
+import { EVENTS_SUBJECT_PREFIX, hostAndTask } from '../../protocol/index.js';
 import { readForwardOnce, startForwardReader, type ForwardRead } from './forward-reader.js';
 import { settleEventMessage, type EventSettling } from './settle-event.js';
-import type { Tasks } from './store/tasks.js';
+import type { Tasks } from '../store/tasks.js';
 
 /** An event younger than this is left to the events consumer. */
 export const EVENT_GRACE_MS = 30_000;

@@ -16,7 +16,7 @@ import {
   taskLease,
   type TaskLease,
   type TerminalEvent,
-} from '../protocol/index.js';
+} from '../../protocol/index.js';
 
 export type EventOrigin = { believed: true; host: string } | { believed: false; reason: string };
 

@@ -1,5 +1,5 @@
 /**
- * Every stored event settles its task (src/gateway/event-reconciler.ts), on a real nats-server with
+ * Every stored event settles its task (src/gateway/settlement/event-reconciler.ts), on a real nats-server with
  * no events consumer running: what a gateway is left with when nats-server 2.10 skips the events
  * consumer's redelivery of an event it failed once. An event older than the grace whose task is
  * pending settles it through the real service (completed, or failed and refunded once); an event
@@ -9,14 +9,14 @@ import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManage
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cancelClient } from '../../src/gateway/cancel-client.js';
-import { reconcileEventsOnce, type EventReconcileDeps } from '../../src/gateway/event-reconciler.js';
-import { GatewayMetrics } from '../../src/gateway/metrics.js';
-import { quoteGate } from '../../src/gateway/quote-gate.js';
-import { securityEvents } from '../../src/gateway/security-events.js';
-import { gatewayService, type GatewayService } from '../../src/gateway/service.js';
-import { openStore, type Store } from '../../src/gateway/store/index.js';
-import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
+import { cancelClient } from '../../../src/gateway/cancel-client.js';
+import { reconcileEventsOnce, type EventReconcileDeps } from '../../../src/gateway/settlement/event-reconciler.js';
+import { GatewayMetrics } from '../../../src/gateway/metrics.js';
+import { quoteGate } from '../../../src/gateway/quote-gate.js';
+import { securityEvents } from '../../../src/gateway/security-events.js';
+import { gatewayService, type GatewayService } from '../../../src/gateway/service.js';
+import { openStore, type Store } from '../../../src/gateway/store/index.js';
+import { ensureStoreStreams } from '../../../src/gateway/store/streams.js';
 import {
   claimTask,
   claimsStreamConfig,
@@ -25,10 +25,10 @@ import {
   jobsStreamConfig,
   parseProtocolSettings,
   type TerminalEvent,
-} from '../../src/protocol/index.js';
-import { musicDebit } from './helpers/music-debit.js';
-import { sleep } from '../worker/helpers/jetstream.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+} from '../../../src/protocol/index.js';
+import { musicDebit } from '../helpers/music-debit.js';
+import { sleep } from '../../worker/helpers/jetstream.js';
+import { startNatsServer, type TestNatsServer } from '../../worker/helpers/nats-server.js';
 
 const protocol = parseProtocolSettings({ jobsStream: 'ER_JOBS', eventsStream: 'ER_EVENTS', claimsStream: 'ER_CLAIMS' });
 const logger = pino({ level: 'silent' });

@@ -17,10 +17,10 @@
 import type { JetStreamManager, StoredMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { startForwardReader, readForwardOnce, type ForwardRead } from './forward-reader.js';
-import type { GatewayService } from './service.js';
-import { ledgerEntrySchema } from './store/records.js';
-import type { StoreNames } from './store/streams.js';
-import type { Tasks } from './store/tasks.js';
+import type { GatewayService } from '../service.js';
+import { ledgerEntrySchema } from '../store/records.js';
+import type { StoreNames } from '../store/streams.js';
+import type { Tasks } from '../store/tasks.js';
 
 /** A debit younger than this is left to its request and the outbox. */
 export const DEBIT_GRACE_MS = 30_000;

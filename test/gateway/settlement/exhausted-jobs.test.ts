@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { deliveriesExhaustedError } from '../../src/gateway/exhausted-jobs.js';
+import { deliveriesExhaustedError } from '../../../src/gateway/settlement/exhausted-jobs.js';
 
 describe('the failure of a job whose deliveries ran out', () => {
   it("carries its kind's failure code and the number of deliveries; a job of no known kind is INTERNAL_ERROR", () => {

@@ -1,5 +1,5 @@
 /**
- * Which terminal events the gateway believes (src/gateway/event-origin.ts), against a real
+ * Which terminal events the gateway believes (src/gateway/settlement/event-origin.ts), against a real
  * MEDIA_CLAIMS stream and its stored times: only the host whose claim holds the task and that
  * marked its settlement while it held it, under its own subject, about the subject's task. A host
  * that never claimed, claimed while another's lease held, or whose lease lapsed and was taken
@@ -8,16 +8,16 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventOrigin, subjectHost } from '../../src/gateway/event-origin.js';
+import { eventOrigin, subjectHost } from '../../../src/gateway/settlement/event-origin.js';
 import {
   claimTask,
   claimsStreamConfig,
   parseProtocolSettings,
   taskLease,
   type ClaimOp,
-} from '../../src/protocol/index.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
-import { waitFor } from '../worker/helpers/jetstream.js';
+} from '../../../src/protocol/index.js';
+import { startNatsServer, type TestNatsServer } from '../../worker/helpers/nats-server.js';
+import { waitFor } from '../../worker/helpers/jetstream.js';
 
 let server: TestNatsServer;
 let nc: NatsConnection;

@@ -13,12 +13,12 @@
  */
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import type { JobKind } from '../jobs/index.js';
-import type { TerminalEvent } from '../protocol/index.js';
+import type { JobKind } from '../../jobs/index.js';
+import type { TerminalEvent } from '../../protocol/index.js';
 import { serialInterval } from './serial-interval.js';
-import type { GatewayService } from './service.js';
-import { taskRecordSchema, type TaskRecord } from './store/records.js';
-import type { StoreNames } from './store/streams.js';
+import type { GatewayService } from '../service.js';
+import { taskRecordSchema, type TaskRecord } from '../store/records.js';
+import type { StoreNames } from '../store/streams.js';
 
 export const TASK_EXPIRED = 'TASK_EXPIRED';
 

@@ -13,8 +13,8 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { JobError } from '../errors.js';
-import { KIND_FAILURE_CODE, type JobKind } from '../jobs/index.js';
+import { JobError } from '../../errors.js';
+import { KIND_FAILURE_CODE, type JobKind } from '../../jobs/index.js';
 import {
   EVENTS_SUBJECT_PREFIX,
   bodyCredits,
@@ -25,8 +25,8 @@ import {
   readTaskId,
   settlingHost,
   taskLease,
-} from '../protocol/index.js';
-import type { GatewayService } from './service.js';
+} from '../../protocol/index.js';
+import type { GatewayService } from '../service.js';
 
 const advisorySchema = z.object({
   stream: z.string(),

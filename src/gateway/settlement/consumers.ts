@@ -31,15 +31,15 @@ import {
   messageJson,
   EVENTS_SUBJECT_PREFIX,
   maxDeliveriesAdvisoryFilter,
-} from '../protocol/index.js';
+} from '../../protocol/index.js';
 import { settleExhaustedJob } from './exhausted-jobs.js';
-import type { GatewayMetrics } from './metrics.js';
-import type { ResultCheck } from './result-check.js';
-import type { GatewayService } from './service.js';
-import { ledgerEntrySchema } from './store/records.js';
-import type { StoreNames } from './store/streams.js';
+import type { GatewayMetrics } from '../metrics.js';
+import type { ResultCheck } from '../result-check.js';
+import type { GatewayService } from '../service.js';
+import { ledgerEntrySchema } from '../store/records.js';
+import type { StoreNames } from '../store/streams.js';
 import { settleEventMessage } from './settle-event.js';
-import { webhookConsumerConfig } from './webhooks/queue.js';
+import { webhookConsumerConfig } from '../webhooks/queue.js';
 
 /**
  * Handling a message takes milliseconds; a short ack wait bounds how long messages handed to a

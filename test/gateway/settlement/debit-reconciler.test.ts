@@ -1,5 +1,5 @@
 /**
- * A debit never stays without its task and job (src/gateway/debit-reconciler.ts): on a real
+ * A debit never stays without its task and job (src/gateway/settlement/debit-reconciler.ts): on a real
  * nats-server, a debit whose request and outbox both failed to write its task record (what
  * nats-server 2.10's skipped redeliveries can leave after a partition) is found once it is older
  * than the grace and handed to `materialise`; a debit with its task, a young one, and one already
@@ -9,13 +9,17 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPUBLISH_MARGIN_MS, reconcileDebitsOnce, startDebitReconciler } from '../../src/gateway/debit-reconciler.js';
-import { taskFromDebit } from '../../src/gateway/service.js';
-import { openStore, type Store } from '../../src/gateway/store/index.js';
-import type { DebitEntry } from '../../src/gateway/store/records.js';
-import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
-import { musicDebit } from './helpers/music-debit.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import {
+  REPUBLISH_MARGIN_MS,
+  reconcileDebitsOnce,
+  startDebitReconciler,
+} from '../../../src/gateway/settlement/debit-reconciler.js';
+import { taskFromDebit } from '../../../src/gateway/service.js';
+import { openStore, type Store } from '../../../src/gateway/store/index.js';
+import type { DebitEntry } from '../../../src/gateway/store/records.js';
+import { ensureStoreStreams } from '../../../src/gateway/store/streams.js';
+import { musicDebit } from '../helpers/music-debit.js';
+import { startNatsServer, type TestNatsServer } from '../../worker/helpers/nats-server.js';
 
 let nats: TestNatsServer;
 let nc: NatsConnection;
