@@ -32,7 +32,7 @@ export const TIMING_SENSITIVE_FILES: readonly string[] = [
   'test/gateway/poll-view.test.ts',
   'test/gateway/ledger.test.ts',
   'test/gateway/idempotency.test.ts',
-  'test/gateway/quote-client.test.ts',
+  'test/gateway/worker-clients/quote-client.test.ts',
   'test/gateway/distrust.e2e.test.ts',
   'test/gateway/settlement/debit-reconciler.test.ts',
   'test/gateway/settlement/event-reconciler.test.ts',

@@ -20,7 +20,7 @@ import {
   streamProblems,
   type ProtocolSettings,
 } from '../protocol/index.js';
-import { cancelClient } from './cancel-client.js';
+import { cancelClient } from './worker-clients/cancel-client.js';
 import { consumerProblems, startConsumers, type ConsumerLoops } from './settlement/consumers.js';
 import { buildApp, servedLinks, type GatewayApp } from './http/app.js';
 import { PACKAGE_VERSION } from '../paths.js';
@@ -33,8 +33,8 @@ import { startDebitReconciler } from './settlement/debit-reconciler.js';
 import { startEventReconciler } from './settlement/event-reconciler.js';
 import { startPendingSweeper } from './settlement/pending-sweeper.js';
 import { watchProgress } from './progress.js';
-import { quoteClient, timedQuotes } from './quote-client.js';
-import { perGatewayCap, quoteGate } from './quote-gate.js';
+import { quoteClient, timedQuotes } from './worker-clients/quote-client.js';
+import { perGatewayCap, quoteGate } from './worker-clients/quote-gate.js';
 import { resultCheck } from './result-check.js';
 import { storedFileCheck } from './stored-files.js';
 import { startUploadUrls } from './upload-urls.js';

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { nestsDeeperThan, parseJsonBody } from '../../src/gateway/http/json-body.js';
-import { checkQuote } from '../../src/gateway/quote-check.js';
+import { checkQuote } from '../../src/gateway/worker-clients/quote-check.js';
 import { checkResult, refusedResult, resultCheck, taskResultsPrefix } from '../../src/gateway/result-check.js';
 import type { SecurityEventReporter } from '../../src/gateway/security-events.js';
 import { gatewaySettingsFromEnv, parseGatewaySettings } from '../../src/gateway/settings.js';

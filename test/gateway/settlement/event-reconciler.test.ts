@@ -9,10 +9,10 @@ import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManage
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cancelClient } from '../../../src/gateway/cancel-client.js';
+import { cancelClient } from '../../../src/gateway/worker-clients/cancel-client.js';
 import { reconcileEventsOnce, type EventReconcileDeps } from '../../../src/gateway/settlement/event-reconciler.js';
 import { GatewayMetrics } from '../../../src/gateway/metrics.js';
-import { quoteGate } from '../../../src/gateway/quote-gate.js';
+import { quoteGate } from '../../../src/gateway/worker-clients/quote-gate.js';
 import { securityEvents } from '../../../src/gateway/security-events.js';
 import { gatewayService, type GatewayService } from '../../../src/gateway/service.js';
 import { openStore, type Store } from '../../../src/gateway/store/index.js';

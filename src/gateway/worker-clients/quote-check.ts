@@ -4,4 +4,4 @@
  * `recheck`: the echo is the job asked, the price the kind's own (src/jobs/kinds/<kind>/price.ts) for
  * the quote's own figures). Anything else is refused.
  */
-export { checkQuote, type QuoteVerdict } from '../jobs/index.js';
+export { checkQuote, type QuoteVerdict } from '../../jobs/index.js';

@@ -10,9 +10,9 @@ import {
   withTraceHeaders,
   type CancelReply,
   type CancelRequest,
-} from '../protocol/index.js';
-import { ApiError } from './errors.js';
-import { withSpan } from '../telemetry/index.js';
+} from '../../protocol/index.js';
+import { ApiError } from '../errors.js';
+import { withSpan } from '../../telemetry/index.js';
 
 export type CancelClient = (request: CancelRequest) => Promise<CancelReply>;
 

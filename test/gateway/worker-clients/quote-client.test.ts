@@ -1,5 +1,5 @@
 /**
- * The gateway's quote requests with receipts (src/gateway/quote-client.ts, docs/protocol.md "Quote
+ * The gateway's quote requests with receipts (src/gateway/worker-clients/quote-client.ts, docs/protocol.md "Quote
  * service"), against a real nats-server: a real worker's receipts and heartbeats keep a slow quote
  * alive; a request nobody received is sent once more and then answered 503 within seconds, not
  * after the whole quote timeout; a worker that falls silent after its receipt is given up on.
@@ -11,13 +11,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInbox, headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ApiError } from '../../src/gateway/errors.js';
-import { quoteClient } from '../../src/gateway/quote-client.js';
-import { parseJob } from '../../src/jobs/index.js';
-import { QUOTE_HEADERS, QUOTE_SUBJECT } from '../../src/protocol/index.js';
-import { sleep, waitFor } from '../worker/helpers/jetstream.js';
-import { startTestWorker, type TestWorker } from '../worker/helpers/in-process.js';
-import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
+import { ApiError } from '../../../src/gateway/errors.js';
+import { quoteClient } from '../../../src/gateway/worker-clients/quote-client.js';
+import { parseJob } from '../../../src/jobs/index.js';
+import { QUOTE_HEADERS, QUOTE_SUBJECT } from '../../../src/protocol/index.js';
+import { sleep, waitFor } from '../../worker/helpers/jetstream.js';
+import { startTestWorker, type TestWorker } from '../../worker/helpers/in-process.js';
+import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 
 const job = parseJob({
   model: 'vendor-image-upscale',
