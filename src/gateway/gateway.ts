@@ -35,9 +35,9 @@ import { startPendingSweeper } from './settlement/pending-sweeper.js';
 import { watchProgress } from './progress.js';
 import { quoteClient, timedQuotes } from './worker-clients/quote-client.js';
 import { perGatewayCap, quoteGate } from './worker-clients/quote-gate.js';
-import { resultCheck } from './result-check.js';
-import { storedFileCheck } from './stored-files.js';
-import { startUploadUrls } from './upload-urls.js';
+import { resultCheck } from './results/result-check.js';
+import { storedFileCheck } from './results/stored-files.js';
+import { startUploadUrls } from './results/upload-urls.js';
 import { securityEvents } from './security-events.js';
 import { gatewayService } from './service.js';
 import { GatewaySettingsError, type GatewaySettings } from './settings.js';
@@ -157,7 +157,7 @@ async function startTraced(
     jobsDuplicateWindowMs,
     logger: logger.child({ component: 'debit-reconciler' }),
   });
-  // RESULTS_STORE=upload-url: the workers' requests for upload URLs are answered here (upload-urls.ts).
+  // RESULTS_STORE=upload-url: the workers' requests for upload URLs are answered here (results/upload-urls.ts).
   const uploadUrls =
     protocol.resultsStore === 'upload-url'
       ? startUploadUrls({

@@ -19,4 +19,4 @@ export {
   startUploadUrls,
   uploadRefusal,
   type Presigning,
-} from './upload-urls.js';
+} from './results/upload-urls.js';

@@ -28,7 +28,7 @@ import type { QuoteClient } from './worker-clients/quote-client.js';
 import type { QuoteGate } from './worker-clients/quote-gate.js';
 import { checkQuote } from './worker-clients/quote-check.js';
 import type { SecurityEventReporter } from './security-events.js';
-import type { ResultCheck } from './result-check.js';
+import type { ResultCheck } from './results/result-check.js';
 import type { Ledger } from './store/ledger.js';
 import type { Reservation } from './store/idempotency-keys.js';
 import type { DebitEntry, SubmissionExtras, TaskRecord } from './store/records.js';

@@ -3,8 +3,8 @@
  * (2.2 at submission, 2.3 when polled).
  */
 import { resultLifetimeMs } from '../protocol/index.js';
-import { signUrlsUnder, type LinkSigner } from './links.js';
-import { taskResultsPrefix } from './result-check.js';
+import { signUrlsUnder, type LinkSigner } from './results/links.js';
+import { taskResultsPrefix } from './results/result-check.js';
 import type { TaskRecord } from './store/records.js';
 
 export function pollUrl(taskId: string): string {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureConsumers, startConsumers } from '../../src/gateway/settlement/consumers.js';
 import { GatewayMetrics } from '../../src/gateway/metrics.js';
 import { securityEvents } from '../../src/gateway/security-events.js';
-import { resultCheck } from '../../src/gateway/result-check.js';
+import { resultCheck } from '../../src/gateway/results/result-check.js';
 import { sweepPendingOnce } from '../../src/gateway/settlement/pending-sweeper.js';
 import { quoteGate } from '../../src/gateway/worker-clients/quote-gate.js';
 import { cancelClient } from '../../src/gateway/worker-clients/cancel-client.js';

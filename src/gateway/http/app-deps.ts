@@ -13,7 +13,7 @@ import type { Accounts } from '../store/accounts.js';
 import type { IdempotencyKeys } from '../store/idempotency-keys.js';
 import type { Ledger } from '../store/ledger.js';
 import type { Tasks } from '../store/tasks.js';
-import type { LinkSigner } from '../links.js';
+import type { LinkSigner } from '../results/links.js';
 import type { PollView } from '../view/poll-view.js';
 import type { WebhookStore } from '../webhooks/store.js';
 

@@ -30,7 +30,7 @@ import { taskNotFound, type Endpoint } from '../service.js';
 import { GatewaySettingsError, servedFilesProblem, type GatewaySettings } from '../settings.js';
 import type { TaskRecord } from '../store/records.js';
 import { estimateJob } from '../estimate.js';
-import { linkSigner } from '../links.js';
+import { linkSigner } from '../results/links.js';
 import { usagePage, usageQuerySchema } from '../usage.js';
 import { taskView, withSignedLinks } from '../views.js';
 import type { PollView } from '../view/poll-view.js';

@@ -34,7 +34,7 @@ import {
 } from '../../protocol/index.js';
 import { settleExhaustedJob } from './exhausted-jobs.js';
 import type { GatewayMetrics } from '../metrics.js';
-import type { ResultCheck } from '../result-check.js';
+import type { ResultCheck } from '../results/result-check.js';
 import type { GatewayService } from '../service.js';
 import { ledgerEntrySchema } from '../store/records.js';
 import type { StoreNames } from '../store/streams.js';

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { messageJson, terminalEventSchema } from '../../protocol/index.js';
 import { withParentFrom, withSpan } from '../../telemetry/index.js';
 import { eventOrigin } from './event-origin.js';
-import type { ResultCheck } from '../result-check.js';
+import type { ResultCheck } from '../results/result-check.js';
 import type { GatewayService, SettleOutcome } from '../service.js';
 
 export interface EventSettling {

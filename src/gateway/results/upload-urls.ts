@@ -27,8 +27,8 @@ import {
   type UploadUrlGrant,
   type UploadUrlReply,
   type UploadUrlRequest,
-} from '../protocol/index.js';
-import type { Tasks } from './store/tasks.js';
+} from '../../protocol/index.js';
+import type { Tasks } from '../store/tasks.js';
 
 /** How long an upload URL works: long enough for a slow multi-gigabyte PUT, short enough to be worth little if it leaks. */
 export const UPLOAD_URL_LIFETIME_S = 15 * 60;

@@ -9,7 +9,7 @@
  */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { fileDigest } from '../media/index.js';
+import { fileDigest } from '../../media/index.js';
 import {
   SHA256_METADATA,
   objectKey,
@@ -17,7 +17,7 @@ import {
   type ObjectStore,
   type ProtocolSettings,
   type ResultFile,
-} from '../protocol/index.js';
+} from '../../protocol/index.js';
 
 /** Null when the stored copy is what the event says; else why not. */
 export type StoredFileCheck = (file: ResultFile) => Promise<string | null>;

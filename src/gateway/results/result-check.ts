@@ -8,9 +8,9 @@
  * list says (stored-files.ts), so a task is never completed with a file missing. Pure but for the
  * stored copies and the report of the security event.
  */
-import { KIND_FAILURE_CODE, KINDS, isModelId, reportedModel, type JobKind } from '../jobs/index.js';
-import { resultUrl, type ResultFile, type TerminalEvent } from '../protocol/index.js';
-import type { SecurityEventReporter } from './security-events.js';
+import { KIND_FAILURE_CODE, KINDS, isModelId, reportedModel, type JobKind } from '../../jobs/index.js';
+import { resultUrl, type ResultFile, type TerminalEvent } from '../../protocol/index.js';
+import type { SecurityEventReporter } from '../security-events.js';
 import type { StoredFileCheck } from './stored-files.js';
 
 export type ResultVerdict = { ok: true } | { ok: false; reason: string };
