@@ -27,7 +27,7 @@ import type { CancelClient } from './worker-clients/cancel-client.js';
 import type { QuoteClient } from './worker-clients/quote-client.js';
 import type { QuoteGate } from './worker-clients/quote-gate.js';
 import { checkQuote } from './worker-clients/quote-check.js';
-import type { SecurityEventReporter } from './security-events.js';
+import type { SecurityEventReporter } from './monitoring/security-events.js';
 import type { ResultCheck } from './results/result-check.js';
 import type { Ledger } from './store/ledger.js';
 import type { Reservation } from './store/idempotency-keys.js';
@@ -35,7 +35,7 @@ import type { DebitEntry, SubmissionExtras, TaskRecord } from './store/records.j
 import type { Tasks } from './store/tasks.js';
 import { WriteConflict } from './store/subject-store.js';
 import { pollUrl, submissionView } from './views.js';
-import type { GatewayMetrics } from './metrics.js';
+import type { GatewayMetrics } from './monitoring/metrics.js';
 import { errorMessage } from '../errors.js';
 import type { WebhookStore } from './webhooks/store.js';
 import { sleep } from '../sleep.js';

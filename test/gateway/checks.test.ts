@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { nestsDeeperThan, parseJsonBody } from '../../src/gateway/http/json-body.js';
 import { checkQuote } from '../../src/gateway/worker-clients/quote-check.js';
 import { checkResult, refusedResult, resultCheck, taskResultsPrefix } from '../../src/gateway/results/result-check.js';
-import type { SecurityEventReporter } from '../../src/gateway/security-events.js';
+import type { SecurityEventReporter } from '../../src/gateway/monitoring/security-events.js';
 import { gatewaySettingsFromEnv, parseGatewaySettings } from '../../src/gateway/settings.js';
 import { withSignedLinks } from '../../src/gateway/views.js';
 import { linkSigner } from '../../src/gateway/results/links.js';

@@ -7,7 +7,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll } from 'vitest';
-import { GatewayMetrics } from '../../src/gateway/metrics.js';
+import { GatewayMetrics } from '../../src/gateway/monitoring/metrics.js';
 import { openStore, type Store } from '../../src/gateway/store/index.js';
 import type { TaskRecord } from '../../src/gateway/store/records.js';
 import { ensureStoreStreams, storeNames, type StoreNames } from '../../src/gateway/store/streams.js';

@@ -8,7 +8,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
 import { connect } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
-import { GatewayMetrics } from '../../src/gateway/metrics.js';
+import { GatewayMetrics } from '../../src/gateway/monitoring/metrics.js';
 import { openStore } from '../../src/gateway/store/index.js';
 import { storeNames } from '../../src/gateway/store/streams.js';
 import { startPollView } from '../../src/gateway/view/poll-view.js';

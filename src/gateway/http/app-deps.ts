@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { ObjectStore } from '../../protocol/index.js';
-import type { GatewayMetrics } from '../metrics.js';
+import type { GatewayMetrics } from '../monitoring/metrics.js';
 import type { ProgressBoard } from '../progress.js';
 import type { GatewayService } from '../service.js';
 import type { GatewaySettings } from '../settings.js';

@@ -10,7 +10,7 @@
  */
 import { KIND_FAILURE_CODE, KINDS, isModelId, reportedModel, type JobKind } from '../../jobs/index.js';
 import { resultUrl, type ResultFile, type TerminalEvent } from '../../protocol/index.js';
-import type { SecurityEventReporter } from '../security-events.js';
+import type { SecurityEventReporter } from '../monitoring/security-events.js';
 import type { StoredFileCheck } from './stored-files.js';
 
 export type ResultVerdict = { ok: true } | { ok: false; reason: string };

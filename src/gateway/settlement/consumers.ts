@@ -33,7 +33,7 @@ import {
   maxDeliveriesAdvisoryFilter,
 } from '../../protocol/index.js';
 import { settleExhaustedJob } from './exhausted-jobs.js';
-import type { GatewayMetrics } from '../metrics.js';
+import type { GatewayMetrics } from '../monitoring/metrics.js';
 import type { ResultCheck } from '../results/result-check.js';
 import type { GatewayService } from '../service.js';
 import { ledgerEntrySchema } from '../store/records.js';

@@ -15,7 +15,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { hashApiKey } from '../ids.js';
-import type { GatewayMetrics } from '../metrics.js';
+import type { GatewayMetrics } from '../monitoring/metrics.js';
 import type { Accounts } from '../store/accounts.js';
 import type { Ledger } from '../store/ledger.js';
 import {

@@ -23,7 +23,7 @@ import type { Job } from '../../jobs/index.js';
 import { QUOTE_ABANDON_SUBJECT, QUOTE_HEADERS, QUOTE_SUBJECT, withTraceHeaders } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 import { withSpan } from '../../telemetry/index.js';
-import type { GatewayMetrics } from '../metrics.js';
+import type { GatewayMetrics } from '../monitoring/metrics.js';
 
 /** The fields the gateway uses; the rest (what the worker measured) is kept for the quote check (quote-check.ts). */
 export const quoteSchema = z.looseObject({

@@ -11,8 +11,8 @@
  * Every gateway reports the same queue and backlog; dashboards take the max over gateways.
  */
 import type { JetStreamManager, StoredMsg } from '@nats-io/jetstream';
-import { JOB_KINDS, type JobKind } from '../jobs/index.js';
-import { JOBS_SUBJECT_PREFIX, kindOfJobSubject } from '../protocol/index.js';
+import { JOB_KINDS, type JobKind } from '../../jobs/index.js';
+import { JOBS_SUBJECT_PREFIX, kindOfJobSubject } from '../../protocol/index.js';
 import type { GatewayMetrics } from './metrics.js';
 
 export interface FleetSources {
