@@ -29,7 +29,7 @@ export const TIMING_SENSITIVE_FILES: readonly string[] = [
   'test/gateway/tracing.e2e.test.ts',
   'test/gateway/nats-permissions.test.ts',
   'test/gateway/gateway.e2e.test.ts',
-  'test/gateway/poll-view.test.ts',
+  'test/gateway/poll-view/poll-view.test.ts',
   'test/gateway/ledger.test.ts',
   'test/gateway/idempotency.test.ts',
   'test/gateway/worker-clients/quote-client.test.ts',

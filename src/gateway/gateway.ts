@@ -25,14 +25,14 @@ import { consumerProblems, startConsumers, type ConsumerLoops } from './settleme
 import { buildApp, servedLinks, type GatewayApp } from './http/app.js';
 import { PACKAGE_VERSION } from '../paths.js';
 import { successEnvelope } from './errors.js';
-import { taskView, withSignedLinks } from './views.js';
+import { taskView, withSignedLinks } from './api-views.js';
 import { startWebhookDeliveries, webhookConsumerConfig } from './webhooks/queue.js';
 import { watchFleet } from './monitoring/fleet-gauges.js';
 import { GatewayMetrics } from './monitoring/metrics.js';
 import { startDebitReconciler } from './settlement/debit-reconciler.js';
 import { startEventReconciler } from './settlement/event-reconciler.js';
 import { startPendingSweeper } from './settlement/pending-sweeper.js';
-import { watchProgress } from './progress.js';
+import { watchProgress } from './progress-board.js';
 import { quoteClient, timedQuotes } from './worker-clients/quote-client.js';
 import { perGatewayCap, quoteGate } from './worker-clients/quote-gate.js';
 import { resultCheck } from './results/result-check.js';
@@ -42,7 +42,7 @@ import { securityEvents } from './monitoring/security-events.js';
 import { gatewayService } from './service.js';
 import { GatewaySettingsError, type GatewaySettings } from './settings.js';
 import { openStore } from './store/index.js';
-import { startPollView } from './view/poll-view.js';
+import { startPollView } from './poll-view/poll-view.js';
 import { startTracing, telemetrySettingsFromEnv, type TelemetrySettings, type Tracing } from '../telemetry/index.js';
 
 export interface GatewayHandle {

@@ -34,7 +34,7 @@ import type { Reservation } from './store/idempotency-keys.js';
 import type { DebitEntry, SubmissionExtras, TaskRecord } from './store/records.js';
 import type { Tasks } from './store/tasks.js';
 import { WriteConflict } from './store/subject-store.js';
-import { pollUrl, submissionView } from './views.js';
+import { pollUrl, submissionView } from './api-views.js';
 import type { GatewayMetrics } from './monitoring/metrics.js';
 import { errorMessage } from '../errors.js';
 import type { WebhookStore } from './webhooks/store.js';

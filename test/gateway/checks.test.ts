@@ -10,7 +10,7 @@ import { checkQuote } from '../../src/gateway/worker-clients/quote-check.js';
 import { checkResult, refusedResult, resultCheck, taskResultsPrefix } from '../../src/gateway/results/result-check.js';
 import type { SecurityEventReporter } from '../../src/gateway/monitoring/security-events.js';
 import { gatewaySettingsFromEnv, parseGatewaySettings } from '../../src/gateway/settings.js';
-import { withSignedLinks } from '../../src/gateway/views.js';
+import { withSignedLinks } from '../../src/gateway/api-views.js';
 import { linkSigner } from '../../src/gateway/results/links.js';
 import { parseJob } from '../../src/jobs/index.js';
 import type { TerminalEvent } from '../../src/protocol/index.js';

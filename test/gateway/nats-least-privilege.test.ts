@@ -231,7 +231,7 @@ const GATEWAY_JS = [
   ...['MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'GATEWAY_LEDGER', 'GATEWAY_WEBHOOKS'].flatMap((s) =>
     CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`]),
   ),
-  // The poll view's ordered consumers (src/gateway/view) pull from consumers they name themselves,
+  // The poll view's ordered consumers (src/gateway/poll-view) pull from consumers they name themselves,
   // and check them after missed heartbeats; creating one is allowed only with its own filter, which
   // the enumeration's `x` filter is not.
   ...['GATEWAY_ACCOUNTS', 'GATEWAY_TASKS'].flatMap((s) =>

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { ObjectStore } from '../../protocol/index.js';
 import type { GatewayMetrics } from '../monitoring/metrics.js';
-import type { ProgressBoard } from '../progress.js';
+import type { ProgressBoard } from '../progress-board.js';
 import type { GatewayService } from '../service.js';
 import type { GatewaySettings } from '../settings.js';
 import type { Accounts } from '../store/accounts.js';
@@ -14,7 +14,7 @@ import type { IdempotencyKeys } from '../store/idempotency-keys.js';
 import type { Ledger } from '../store/ledger.js';
 import type { Tasks } from '../store/tasks.js';
 import type { LinkSigner } from '../results/links.js';
-import type { PollView } from '../view/poll-view.js';
+import type { PollView } from '../poll-view/poll-view.js';
 import type { WebhookStore } from '../webhooks/store.js';
 
 export interface AppDeps {
@@ -32,7 +32,7 @@ export interface AppDeps {
   metrics: GatewayMetrics;
   logger: Logger;
   progress: ProgressBoard;
-  /** Tasks, balances and API keys as polls see them (view/poll-view.ts). */
+  /** Tasks, balances and API keys as polls see them (poll-view/poll-view.ts). */
   view: PollView;
   /** Accounts' webhook secrets and defaults, and each task's webhook state (src/gateway/webhooks/). */
   webhooks: WebhookStore;

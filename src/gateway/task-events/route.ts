@@ -4,7 +4,7 @@
  * stream in the hub until it settles. Authentication and rate limits are the API scope's.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ProgressBoard } from '../progress.js';
+import type { ProgressBoard } from '../progress-board.js';
 import { taskNotFound } from '../service.js';
 import type { TaskRecord } from '../store/records.js';
 import { isAfter, parseLastEventId, positionOf } from './event-ids.js';

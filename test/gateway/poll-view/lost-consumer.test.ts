@@ -14,10 +14,10 @@ import path from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ensureStoreStreams } from '../../src/gateway/store/streams.js';
-import { watchStream } from '../../src/gateway/view/stream-watch.js';
-import { sleep } from '../../src/sleep.js';
-import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
+import { ensureStoreStreams } from '../../../src/gateway/store/streams.js';
+import { watchStream } from '../../../src/gateway/poll-view/stream-watch.js';
+import { sleep } from '../../../src/sleep.js';
+import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 
 /** Far above the 1-2 s it takes (two missed heartbeats, then a new consumer). */
 const DEADLINE_MS = 15_000;

@@ -1,6 +1,6 @@
-/** The poll view's bounded cache (src/gateway/view/versioned-cache.ts): newest sequence wins, and memory stays bounded. */
+/** The poll view's bounded cache (src/gateway/poll-view/versioned-cache.ts): newest sequence wins, and memory stays bounded. */
 import { describe, expect, it } from 'vitest';
-import { VersionedCache } from '../../src/gateway/view/versioned-cache.js';
+import { VersionedCache } from '../../../src/gateway/poll-view/versioned-cache.js';
 
 const bounds = { maxEntries: 3, maxAgeMs: 10_000 };
 

@@ -1,5 +1,5 @@
 /**
- * The poll view (src/gateway/view/poll-view.ts) in this process against a real nats-server: two
+ * The poll view (src/gateway/poll-view/poll-view.ts) in this process against a real nats-server: two
  * views on two connections, as two gateways would hold them. What one writes, it serves at once
  * from memory; the other learns it from its watch; a watch that cannot start leaves lookups
  * correct (read from the store each time).
@@ -8,12 +8,12 @@ import { jetstream } from '@nats-io/jetstream';
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
 import { connect } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
-import { GatewayMetrics } from '../../src/gateway/monitoring/metrics.js';
-import { openStore } from '../../src/gateway/store/index.js';
-import { storeNames } from '../../src/gateway/store/streams.js';
-import { startPollView } from '../../src/gateway/view/poll-view.js';
-import { waitFor } from '../worker/helpers/jetstream.js';
-import { pendingTask, pollViewFixture, viewLimits, viewLogger, viewReads } from './poll-view-helpers.js';
+import { GatewayMetrics } from '../../../src/gateway/monitoring/metrics.js';
+import { openStore } from '../../../src/gateway/store/index.js';
+import { storeNames } from '../../../src/gateway/store/streams.js';
+import { startPollView } from '../../../src/gateway/poll-view/poll-view.js';
+import { waitFor } from '../../worker/helpers/jetstream.js';
+import { pendingTask, pollViewFixture, viewLimits, viewLogger, viewReads } from './helpers.js';
 
 const PREFIX = 'PVTEST';
 const fixture = pollViewFixture(PREFIX);

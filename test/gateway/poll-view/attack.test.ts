@@ -1,5 +1,5 @@
 /**
- * The poll view (src/gateway/view) tried as an attacker and as an operator would, against a real
+ * The poll view (src/gateway/poll-view) tried as an attacker and as an operator would, against a real
  * nats-server: a flood of polls of an unknown task id costs one store read, not one per poll, yet
  * the task written later (on another gateway) is served at once; a flood of bogus API keys does
  * not push real ones out of memory; another account never gets the task; a key revoked after a
@@ -7,10 +7,10 @@
  */
 import { jetstream } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
-import { hashApiKey } from '../../src/gateway/ids.js';
-import { writeIf } from '../../src/gateway/store/subject-store.js';
-import { waitFor } from '../worker/helpers/jetstream.js';
-import { pendingTask, pollViewFixture, viewReads } from './poll-view-helpers.js';
+import { hashApiKey } from '../../../src/gateway/ids.js';
+import { writeIf } from '../../../src/gateway/store/subject-store.js';
+import { waitFor } from '../../worker/helpers/jetstream.js';
+import { pendingTask, pollViewFixture, viewReads } from './helpers.js';
 
 const fixture = pollViewFixture('PVATK');
 const gateway = fixture.gateway;

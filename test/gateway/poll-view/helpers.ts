@@ -7,12 +7,12 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll } from 'vitest';
-import { GatewayMetrics } from '../../src/gateway/monitoring/metrics.js';
-import { openStore, type Store } from '../../src/gateway/store/index.js';
-import type { TaskRecord } from '../../src/gateway/store/records.js';
-import { ensureStoreStreams, storeNames, type StoreNames } from '../../src/gateway/store/streams.js';
-import { startPollView, type PollView } from '../../src/gateway/view/poll-view.js';
-import { startNatsServer, type TestNatsServer } from '../worker/helpers/nats-server.js';
+import { GatewayMetrics } from '../../../src/gateway/monitoring/metrics.js';
+import { openStore, type Store } from '../../../src/gateway/store/index.js';
+import type { TaskRecord } from '../../../src/gateway/store/records.js';
+import { ensureStoreStreams, storeNames, type StoreNames } from '../../../src/gateway/store/streams.js';
+import { startPollView, type PollView } from '../../../src/gateway/poll-view/poll-view.js';
+import { startNatsServer, type TestNatsServer } from '../../worker/helpers/nats-server.js';
 
 export const viewLogger = pino({ level: 'silent' });
 export const viewLimits = { maxEntries: 100, maxAgeMs: 60_000 };
