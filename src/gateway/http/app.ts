@@ -29,9 +29,9 @@ import type { ProgressBoard } from '../progress-board.js';
 import { taskNotFound, type Endpoint } from '../service.js';
 import { GatewaySettingsError, servedFilesProblem, type GatewaySettings } from '../settings.js';
 import type { TaskRecord } from '../store/records.js';
-import { estimateJob } from '../estimate.js';
+import { estimateJob } from './routes/estimate.js';
 import { linkSigner } from '../results/links.js';
-import { usagePage, usageQuerySchema } from '../usage.js';
+import { usagePage, usageQuerySchema } from './routes/usage.js';
 import { taskView, withSignedLinks } from '../api-views.js';
 import type { PollView } from '../poll-view/poll-view.js';
 import { fromFrameworkError } from './framework-errors.js';
@@ -45,12 +45,12 @@ import {
   withUploadLinks,
 } from './openapi-schemas.js';
 import { rateLimits } from './rate-limits.js';
-import { registerUploads } from './uploads.js';
+import { registerUploads } from './routes/uploads.js';
 import { registerBucketFiles } from './bucket-files.js';
 import { idempotent } from './idempotent-route.js';
 import { newTaskId } from '../ids.js';
 import { taskEventHub } from '../task-events/hub.js';
-import { registerTaskEvents } from '../task-events/route.js';
+import { registerTaskEvents } from './routes/task-events.js';
 import { wantsWebhook, withWebhookState } from '../webhooks/records.js';
 import type { WebhookStore } from '../webhooks/store.js';
 import { submissionWebhook } from '../webhooks/submission.js';

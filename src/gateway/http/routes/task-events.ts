@@ -4,12 +4,12 @@
  * stream in the hub until it settles. Authentication and rate limits are the API scope's.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ProgressBoard } from '../progress-board.js';
-import { taskNotFound } from '../service.js';
-import type { TaskRecord } from '../store/records.js';
-import { isAfter, parseLastEventId, positionOf } from './event-ids.js';
-import type { EventSink, TaskEventHub } from './hub.js';
-import { SSE_HEADERS, SSE_PREAMBLE } from './sse.js';
+import type { ProgressBoard } from '../../progress-board.js';
+import { taskNotFound } from '../../service.js';
+import type { TaskRecord } from '../../store/records.js';
+import { isAfter, parseLastEventId, positionOf } from '../../task-events/event-ids.js';
+import type { EventSink, TaskEventHub } from '../../task-events/hub.js';
+import { SSE_HEADERS, SSE_PREAMBLE } from '../../task-events/sse.js';
 
 export interface TaskEventRouteDeps {
   hub: TaskEventHub;

@@ -6,8 +6,8 @@
  * never one unbounded scan.
  */
 import { z } from 'zod';
-import type { LedgerEntry } from './store/records.js';
-import type { Versioned } from './store/subject-store.js';
+import type { LedgerEntry } from '../../store/records.js';
+import type { Versioned } from '../../store/subject-store.js';
 
 /** Ledger entries one request reads at most (a page may be short, even empty, with a next cursor). */
 export const USAGE_SCAN_LIMIT = 1000;

@@ -3,7 +3,7 @@
  * same quote and the same checks as a submission, charging nothing. Pure: which job a body is, and
  * what the answer shows.
  */
-import { toolsByMarker, parseJob, type Job } from '../jobs/index.js';
+import { toolsByMarker, parseJob, type Job } from '../../../jobs/index.js';
 
 /**
  * A body with `input` is the unified shape `{model, input}`, for every model (those off /generate included:

@@ -4,7 +4,7 @@
  * and the account's quota (bytes and files). While reading: the same caps on the bytes that really
  * come. After: the content is judged by decoding it (src/media/decode-check.ts), never by its name,
  * Content-Type or first bytes alone: only formats some job accepts are kept. The file lands in
- * `RESULTS_DIR/uploads/<account>/` (upload-store.ts) and its link, signed and expiring after
+ * `RESULTS_DIR/uploads/<account>/` (../upload-store.ts) and its link, signed and expiring after
  * GATEWAY_UPLOAD_LIFETIME_MS, is under RESULTS_BASE_URL, which this gateway serves, so a worker
  * fetches it like any input. Expired uploads are swept.
  */
@@ -14,13 +14,13 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { checkDecodes, sniffFile } from '../../media/index.js';
-import { resultUrl } from '../../protocol/index.js';
-import { ApiError, successEnvelope } from '../errors.js';
-import { newTaskId } from '../ids.js';
-import { KeyedQueue } from '../store/keyed-queue.js';
+import { checkDecodes, sniffFile } from '../../../media/index.js';
+import { resultUrl } from '../../../protocol/index.js';
+import { ApiError, successEnvelope } from '../../errors.js';
+import { newTaskId } from '../../ids.js';
+import { KeyedQueue } from '../../store/keyed-queue.js';
 import { accountUsage, sweepUploads } from '../upload-store.js';
-import type { AppDeps, Links } from './app-deps.js';
+import type { AppDeps, Links } from '../app-deps.js';
 
 const UPLOAD_TYPES = ['application/octet-stream', 'image/*', 'video/*', 'audio/*'];
 const ACCEPTED = 'JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC, OGG or M4A content';

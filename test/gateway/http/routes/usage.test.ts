@@ -1,7 +1,12 @@
-/** GET /api/v1/usage's paging over a ledger (src/gateway/usage.ts), on an in-memory ledger. */
+/** GET /api/v1/usage's paging over a ledger (src/gateway/http/routes/usage.ts), on an in-memory ledger. */
 import { describe, expect, it } from 'vitest';
-import { USAGE_SCAN_LIMIT, usagePage, usageQuerySchema, type UsageSources } from '../../src/gateway/usage.js';
-import type { LedgerEntry } from '../../src/gateway/store/records.js';
+import {
+  USAGE_SCAN_LIMIT,
+  usagePage,
+  usageQuerySchema,
+  type UsageSources,
+} from '../../../../src/gateway/http/routes/usage.js';
+import type { LedgerEntry } from '../../../../src/gateway/store/records.js';
 
 /** `n` top-ups of 1 credit a minute apart from 2026-01-01, at sequences 1..n. */
 function ledger(n: number): UsageSources & { reads: number } {
