@@ -1,7 +1,8 @@
 /**
  * What the API shows of a task: pure functions from the stored record to the spec's objects
- * (2.2 at submission, 2.3 when polled).
+ * (2.2 at submission, 2.3 when polled), and of an estimate (POST /api/v1/estimate).
  */
+import type { Job } from '../jobs/index.js';
 import { resultLifetimeMs } from '../protocol/index.js';
 import { signUrlsUnder, type LinkSigner } from './results/links.js';
 import { taskResultsPrefix } from './results/result-check.js';
@@ -26,6 +27,24 @@ export function submissionView(task: TaskRecord, creditsRemaining: number): Reco
     ...(task.extras.pollUrl === undefined ? {} : { pollUrl: task.extras.pollUrl }),
     ...(task.extras.duration === undefined ? {} : { duration: task.extras.duration }),
     ...(task.extras.input === undefined ? {} : { input: task.extras.input }),
+  };
+}
+
+export interface EstimatedQuote {
+  creditsUsed: number;
+  duration?: number | undefined;
+  input: Record<string, unknown>;
+}
+
+/** What a submission would cost, with what the tool endpoints echo, and whether the balance covers it now. */
+export function estimateView(job: Job, quoted: EstimatedQuote, balance: number): Record<string, unknown> {
+  return {
+    model: job.model,
+    creditsUsed: quoted.creditsUsed,
+    ...(quoted.duration === undefined ? {} : { duration: quoted.duration }),
+    input: quoted.input,
+    balance,
+    sufficient: balance >= quoted.creditsUsed,
   };
 }
 

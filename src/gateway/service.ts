@@ -20,7 +20,7 @@ import {
   withTraceHeaders,
 } from '../protocol/index.js';
 import { ApiError } from './errors.js';
-import { estimateView } from './http/routes/estimate.js';
+import { estimateView } from './api-views.js';
 import { newTaskId } from './ids.js';
 import { isNatsUnavailable } from './nats-unavailable.js';
 import type { CancelClient } from './worker-clients/cancel-client.js';

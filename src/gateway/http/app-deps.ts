@@ -1,7 +1,7 @@
 /**
- * What the HTTP app is built from (buildApp, app.ts), and the signed links to the files it serves:
- * a module of its own so that the routes app.ts registers from other files (uploads.ts) take the
- * same deps without importing app.ts back.
+ * What the HTTP app is built from (buildApp, app.ts), the signed links to the files it serves, and
+ * what every route file (routes/) is registered with: a module of its own so that the routes take
+ * the same deps without importing app.ts back.
  */
 import type { Logger } from 'pino';
 import type { ObjectStore } from '../../protocol/index.js';
@@ -16,6 +16,7 @@ import type { Tasks } from '../store/tasks.js';
 import type { LinkSigner } from '../results/links.js';
 import type { PollView } from '../poll-view/poll-view.js';
 import type { WebhookStore } from '../webhooks/store.js';
+import type { IdempotentRouteDeps } from './idempotent-route.js';
 
 export interface AppDeps {
   settings: GatewaySettings;
@@ -49,4 +50,13 @@ export interface Links {
   signer: LinkSigner;
   base: string;
   upscaleResultLifetimeDays: number;
+}
+
+/** What a route file is registered with. */
+export interface RouteContext {
+  deps: AppDeps;
+  /** The signed links to served files; undefined when this gateway serves none. */
+  links: Links | undefined;
+  /** A POST that charges or changes state is safe to retry with an Idempotency-Key; a claim holds as long as a request may take. */
+  once: IdempotentRouteDeps;
 }

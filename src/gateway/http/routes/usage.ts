@@ -5,9 +5,13 @@
  * entries whatever the date range, so a narrow range over a long ledger costs a few short pages,
  * never one unbounded scan.
  */
+import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { ApiError, successEnvelope } from '../../errors.js';
 import type { LedgerEntry } from '../../store/records.js';
 import type { Versioned } from '../../store/subject-store.js';
+import type { RouteContext } from '../app-deps.js';
+import { routeSchemas } from '../openapi-schemas.js';
 
 /** Ledger entries one request reads at most (a page may be short, even empty, with a next cursor). */
 export const USAGE_SCAN_LIMIT = 1000;
@@ -111,4 +115,16 @@ export async function usagePage(
   // One more read says whether anything follows, so the last page says so (null) instead of an empty page after it.
   const more = (await sources.entries(after, 1)).length > 0;
   return { movements, nextCursor: more ? `u${after}` : null };
+}
+
+export function registerUsage(api: FastifyInstance, { deps }: RouteContext): void {
+  api.get('/api/v1/usage', { schema: routeSchemas.usage }, async (req) => {
+    const query = usageQuerySchema.safeParse(req.query);
+    if (!query.success) throw ApiError.of('INVALID_QUERY', query.error.issues[0]?.message ?? 'Invalid query');
+    const page = await usagePage(query.data, {
+      entries: (after, limit) => deps.ledger.entries(req.accountId, after, limit),
+      taskModel: async (taskId) => (await deps.tasks.get(req.accountId, taskId))?.value.model,
+    });
+    return successEnvelope({ accountId: req.accountId, ...page });
+  });
 }
