@@ -65,7 +65,7 @@ export interface GatewayService {
   materialise(accountId: string, entry: DebitEntry, seq: number): Promise<void>;
   /** Publishes the debit's job under its message id; `duplicate` when the stream held a copy already (within its duplicate window). */
   publishJob(entry: DebitEntry): Promise<{ duplicate: boolean }>;
-  /** `check`: what the event must pass before it counts (the result check, consumers.ts). */
+  /** `check`: what the event must pass before it counts (the result check, settlement/consumers.ts). */
   settle(event: TerminalEvent, log: Pick<Logger, 'info' | 'warn'>, check?: ResultCheck): Promise<SettleOutcome>;
   /** What the job would cost (POST /api/v1/estimate): the submission's quote and checks, nothing charged. */
   estimate(accountId: string, job: Job, signal?: AbortSignal): Promise<Record<string, unknown>>;
