@@ -45,7 +45,7 @@ export class GatewayMetrics {
   });
   readonly securityEvents = new Counter({
     name: 'media_gateway_security_events_total',
-    help: 'Claims of another part of the service that the gateway checked and refused, by kind (src/gateway/security-events.ts).',
+    help: 'Claims of another part of the service that the gateway checked and refused, by kind (src/gateway/monitoring/security-events.ts).',
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
