@@ -23,11 +23,15 @@ async function boundaryMessages(filePath: string, code: string): Promise<string[
 
 describe('boundaries/imports', () => {
   it.each([
-    ['src/upscale/x.ts', '../lipsync/timeline.js', 'src/upscale/ must not import src/lipsync/'],
-    ['src/lipsync/x.ts', '../upscale/video-pipeline.js', 'src/lipsync/ must not import src/upscale/'],
+    ['src/upscale/x.ts', '../lipsync/timeline.js', 'src/upscale/ must not import src/kinds/lipsync/pipeline/'],
+    [
+      'src/kinds/lipsync/pipeline/x.ts',
+      '../upscale/video-pipeline.js',
+      'src/kinds/lipsync/pipeline/ must not import src/upscale/',
+    ],
     ['src/media/x.ts', '../jobs/index.js', 'src/media/ must not import src/jobs/'],
     ['src/video/x.ts', '../inference/session.js', 'src/video/ must not import src/inference/'],
-    ['src/music/x.ts', '../worker/index.js', 'src/music/ must not import src/worker/'],
+    ['src/kinds/music/pipeline/x.ts', '../worker/index.js', 'src/kinds/music/pipeline/ must not import src/worker/'],
     ['src/upscale/deeper/x.ts', '../../gateway/index.js', 'src/upscale/ must not import src/gateway/'],
     // The gateway stands on the protocol beside the worker, never on the worker itself.
     ['src/gateway/x.ts', '../worker/index.js', 'src/gateway/ must not import src/worker/'],
@@ -37,7 +41,7 @@ describe('boundaries/imports', () => {
     ['src/worker/x.ts', '../app/index.js', 'src/worker/ must not import src/app/'],
     ['src/worker/x.ts', '../upscale/index.js', 'src/worker/ must not import src/upscale/'],
     // The files at src/'s top have layers too: a pipeline does not reach up to the settings' composition.
-    ['src/music/x.ts', '../config.js', 'src/music/ must not import src/config.ts'],
+    ['src/kinds/music/pipeline/x.ts', '../config.js', 'src/kinds/music/pipeline/ must not import src/config.ts'],
     ['src/errors.ts', './jobs/index.js', 'src/errors.ts must not import src/jobs/'],
     ['src/config.ts', './app/index.js', 'src/config.ts must not import src/app/'],
   ])('refuses %s importing %s', async (file, specifier, expected) => {
@@ -106,7 +110,7 @@ describe('boundaries/imports', () => {
     ['src/cli/x.ts', '../protocol/index.js'],
     ['src/cli/x.ts', '../gateway/index.js'],
     ['src/media/x.ts', './sniff.js'],
-    ['src/lipsync/rooms/x.ts', '../pipeline.js'],
+    ['src/kinds/lipsync/pipeline/rooms/x.ts', '../pipeline.js'],
     ['src/config.ts', './worker/settings.js'],
     ['src/app/x.ts', '../config.js'],
     ['src/media/x.ts', '../errors.js'],
@@ -120,7 +124,7 @@ describe('boundaries/imports', () => {
 
 describe('no-restricted-imports', () => {
   it.each([
-    ['src/music/x.ts', '../protocol/index.js'],
+    ['src/kinds/music/pipeline/x.ts', '../protocol/index.js'],
     ['src/app/x.ts', '../protocol/index.js'],
     ['src/upscale/x.ts', '@nats-io/jetstream'],
   ])('keeps the wire away from %s (%s)', async (filePath, specifier) => {
@@ -143,7 +147,7 @@ describe('the kinds inside jobs/ and app/ (docs/layers.md)', () => {
   it.each([
     ['src/jobs/models.ts', './kinds/index.js'],
     ['src/app/with-kinds.ts', './kinds/index.js'],
-    ['src/app/kinds/index.ts', './lipsync.js'],
+    ['src/app/kinds.ts', './lipsync.js'],
   ])('lets %s import %s: it derives from the registry, or is it', async (filePath, specifier) => {
     const [result] = await eslint.lintText(`export { x } from '${specifier}';\n`, { filePath });
     expect(result!.messages.filter((m) => m.ruleId === 'no-restricted-imports')).toEqual([]);

@@ -31,8 +31,12 @@ import {
   type SrModelLoader,
 } from '../../src/inference/index.js';
 import { type MediaInfo, probeMedia, resolveFfmpeg } from '../../src/media/index.js';
-import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/index.js';
-import { lipsyncFile, parseLipsyncModelMapping, releaseLipsyncThreads } from '../../src/lipsync/index.js';
+import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/kinds/video-upscale/pipeline/index.js';
+import {
+  lipsyncFile,
+  parseLipsyncModelMapping,
+  releaseLipsyncThreads,
+} from '../../src/kinds/lipsync/pipeline/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../../src/paths.js';
 import { type HdrMode, videoResultFormat } from '../../src/video/index.js';
 import { meanCiede2000 } from './colour-difference.js';
@@ -275,7 +279,9 @@ async function timing(beforeDist: string, reps: number, only: readonly string[])
   const dir = await mkdtemp(join(tmpdir(), 'mw-bench-fidelity-timing-'));
   const before = {
     upscale: (
-      (await import(pathToFileURL(join(beforeDist, 'src/upscale/index.js')).href)) as { upscaleVideoFile: Upscale }
+      (await import(pathToFileURL(join(beforeDist, 'src/kinds/image-upscale/pipeline/index.js')).href)) as {
+        upscaleVideoFile: Upscale;
+      }
     ).upscaleVideoFile,
     inference: (await import(pathToFileURL(join(beforeDist, 'src/inference/index.js')).href)) as {
       SessionCache: Sessions;
@@ -333,7 +339,7 @@ async function timing(beforeDist: string, reps: number, only: readonly string[])
     // Lip-sync: the astronaut (a face BlazeFace finds) as a 256x256 HDR10 clip of 2 s with speech,
     // the generated wav2lip-test network; its wall time from start to the encoder's exit.
     const face = join(dir, 'face-hdr10.mp4');
-    const speech = resolve('test/lipsync/fixtures/speech-16k.wav');
+    const speech = resolve('test/kinds/lipsync/pipeline/fixtures/speech-16k.wav');
     if (only.includes('lipsync')) {
       await ff([
         '-loop',
