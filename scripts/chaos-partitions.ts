@@ -702,7 +702,7 @@ async function inside(): Promise<void> {
 
 /**
  * What the gateways' reconcilers and the workers' in-place retries mended in the run, by their log
- * lines (src/gateway/debit-reconciler.ts, event-reconciler.ts; src/worker/job-runner.ts): the
+ * lines (src/gateway/settlement/debit-reconciler.ts, event-reconciler.ts; src/worker/job-runner.ts): the
  * repairs of what nats-server 2.10's skipped redeliveries would have left stuck.
  */
 async function repairsLogged(dir: string): Promise<Record<string, number>> {

@@ -20,7 +20,7 @@ export const GATEWAY_ERROR_STATUS = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   /** The account's unexpired uploads already hold GATEWAY_UPLOAD_QUOTA_BYTES or GATEWAY_UPLOAD_QUOTA_FILES. */
   UPLOAD_QUOTA_EXCEEDED: 403,
-  /** A link to a result or an upload past its expiry (signed links, src/gateway/links.ts). */
+  /** A link to a result or an upload past its expiry (signed links, src/gateway/results/links.ts). */
   LINK_EXPIRED: 410,
   /** A Range header that no byte of the file satisfies. */
   RANGE_NOT_SATISFIABLE: 416,

@@ -20,29 +20,29 @@ import {
   streamProblems,
   type ProtocolSettings,
 } from '../protocol/index.js';
-import { cancelClient } from './cancel-client.js';
-import { consumerProblems, startConsumers, type ConsumerLoops } from './consumers.js';
+import { cancelClient } from './worker-clients/cancel-client.js';
+import { consumerProblems, startConsumers, type ConsumerLoops } from './settlement/consumers.js';
 import { buildApp, servedLinks, type GatewayApp } from './http/app.js';
 import { PACKAGE_VERSION } from '../paths.js';
 import { successEnvelope } from './errors.js';
-import { taskView, withSignedLinks } from './views.js';
+import { taskView, withSignedLinks } from './api-views.js';
 import { startWebhookDeliveries, webhookConsumerConfig } from './webhooks/queue.js';
-import { watchFleet } from './fleet-gauges.js';
-import { GatewayMetrics } from './metrics.js';
-import { startDebitReconciler } from './debit-reconciler.js';
-import { startEventReconciler } from './event-reconciler.js';
-import { startPendingSweeper } from './pending-sweeper.js';
-import { watchProgress } from './progress.js';
-import { quoteClient, timedQuotes } from './quote-client.js';
-import { perGatewayCap, quoteGate } from './quote-gate.js';
-import { resultCheck } from './result-check.js';
-import { storedFileCheck } from './stored-files.js';
-import { startUploadUrls } from './upload-urls.js';
-import { securityEvents } from './security-events.js';
+import { watchFleet } from './monitoring/fleet-gauges.js';
+import { GatewayMetrics } from './monitoring/metrics.js';
+import { startDebitReconciler } from './settlement/debit-reconciler.js';
+import { startEventReconciler } from './settlement/event-reconciler.js';
+import { startPendingSweeper } from './settlement/pending-sweeper.js';
+import { watchProgress } from './progress-board.js';
+import { quoteClient, timedQuotes } from './worker-clients/quote-client.js';
+import { perGatewayCap, quoteGate } from './worker-clients/quote-gate.js';
+import { resultCheck } from './results/result-check.js';
+import { storedFileCheck } from './results/stored-files.js';
+import { startUploadUrls } from './results/upload-urls.js';
+import { securityEvents } from './monitoring/security-events.js';
 import { gatewayService } from './service.js';
 import { GatewaySettingsError, type GatewaySettings } from './settings.js';
 import { openStore } from './store/index.js';
-import { startPollView } from './view/poll-view.js';
+import { startPollView } from './poll-view/poll-view.js';
 import { startTracing, telemetrySettingsFromEnv, type TelemetrySettings, type Tracing } from '../telemetry/index.js';
 
 export interface GatewayHandle {
@@ -157,7 +157,7 @@ async function startTraced(
     jobsDuplicateWindowMs,
     logger: logger.child({ component: 'debit-reconciler' }),
   });
-  // RESULTS_STORE=upload-url: the workers' requests for upload URLs are answered here (upload-urls.ts).
+  // RESULTS_STORE=upload-url: the workers' requests for upload URLs are answered here (results/upload-urls.ts).
   const uploadUrls =
     protocol.resultsStore === 'upload-url'
       ? startUploadUrls({

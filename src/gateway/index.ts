@@ -9,14 +9,14 @@ export {
 } from './settings.js';
 export { openStore, type Store } from './store/index.js';
 export type { LedgerEntry } from './store/records.js';
-export { ensureConsumers } from './consumers.js';
+export { ensureConsumers } from './settlement/consumers.js';
 export { ensureStoreStreams, storeNames, streamConfigs } from './store/streams.js';
 export { destinationProblem, parseWebhookUrl } from './webhooks/target.js';
-export { eventOrigin, type EventOrigin } from './event-origin.js';
+export { eventOrigin, type EventOrigin } from './settlement/event-origin.js';
 export {
   UPLOAD_URL_LIFETIME_S,
   presignUpload,
   startUploadUrls,
   uploadRefusal,
   type Presigning,
-} from './upload-urls.js';
+} from './results/upload-urls.js';

@@ -20,22 +20,22 @@ import {
   withTraceHeaders,
 } from '../protocol/index.js';
 import { ApiError } from './errors.js';
-import { estimateView } from './estimate.js';
+import { estimateView } from './api-views.js';
 import { newTaskId } from './ids.js';
 import { isNatsUnavailable } from './nats-unavailable.js';
-import type { CancelClient } from './cancel-client.js';
-import type { QuoteClient } from './quote-client.js';
-import type { QuoteGate } from './quote-gate.js';
-import { checkQuote } from './quote-check.js';
-import type { SecurityEventReporter } from './security-events.js';
-import type { ResultCheck } from './result-check.js';
+import type { CancelClient } from './worker-clients/cancel-client.js';
+import type { QuoteClient } from './worker-clients/quote-client.js';
+import type { QuoteGate } from './worker-clients/quote-gate.js';
+import { checkQuote } from './worker-clients/quote-check.js';
+import type { SecurityEventReporter } from './monitoring/security-events.js';
+import type { ResultCheck } from './results/result-check.js';
 import type { Ledger } from './store/ledger.js';
 import type { Reservation } from './store/idempotency-keys.js';
 import type { DebitEntry, SubmissionExtras, TaskRecord } from './store/records.js';
 import type { Tasks } from './store/tasks.js';
 import { WriteConflict } from './store/subject-store.js';
-import { pollUrl, submissionView } from './views.js';
-import type { GatewayMetrics } from './metrics.js';
+import { pollUrl, submissionView } from './api-views.js';
+import type { GatewayMetrics } from './monitoring/metrics.js';
 import { errorMessage } from '../errors.js';
 import type { WebhookStore } from './webhooks/store.js';
 import { sleep } from '../sleep.js';
@@ -65,7 +65,7 @@ export interface GatewayService {
   materialise(accountId: string, entry: DebitEntry, seq: number): Promise<void>;
   /** Publishes the debit's job under its message id; `duplicate` when the stream held a copy already (within its duplicate window). */
   publishJob(entry: DebitEntry): Promise<{ duplicate: boolean }>;
-  /** `check`: what the event must pass before it counts (the result check, consumers.ts). */
+  /** `check`: what the event must pass before it counts (the result check, settlement/consumers.ts). */
   settle(event: TerminalEvent, log: Pick<Logger, 'info' | 'warn'>, check?: ResultCheck): Promise<SettleOutcome>;
   /** What the job would cost (POST /api/v1/estimate): the submission's quote and checks, nothing charged. */
   estimate(accountId: string, job: Job, signal?: AbortSignal): Promise<Record<string, unknown>>;

@@ -51,7 +51,7 @@ export interface ToolDescriptor<J> {
   parse(body: Fields): J;
   /** The success status the spec gives the endpoint. */
   status: 200 | 202;
-  /** What the accepted response adds to the short task (spec 2.2): see gateway/views.ts. */
+  /** What the accepted response adds to the short task (spec 2.2): see gateway/api-views.ts. */
   echo: 'input' | 'poll-url-and-duration';
   /** The route's OpenAPI operation. */
   operationId: string;

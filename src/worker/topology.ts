@@ -73,7 +73,7 @@ export class TopologyError extends Error {
 
 /**
  * Streams first, then the consumers: one per kind (all kinds, so that jobs of a kind no host
- * serves yet are kept and counted by the consumer) (the advisories stream's consumer is the gateway's: gateway/consumers.ts).
+ * serves yet are kept and counted by the consumer) (the advisories stream's consumer is the gateway's: gateway/settlement/consumers.ts).
  */
 export async function ensureTopology(jsm: JetStreamManager, s: TopologySettings): Promise<void> {
   await ensureStream(jsm, jobsStreamConfig(s));

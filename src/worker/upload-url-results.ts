@@ -4,7 +4,7 @@
  * (protocol/upload-url.ts: name, type, size, sha256), then PUTs the file there, streamed. 408, 429,
  * 5xx, a reset or a stall are tried again with backoff, an expired URL is asked for again, all
  * within RESULTS_STORE_DEADLINE_MS; a refusal ends it at once. The control plane checks the stored
- * object against the event's size and sha256 before it settles the task (gateway/stored-files.ts):
+ * object against the event's size and sha256 before it settles the task (gateway/results/stored-files.ts):
  * a PUT that "succeeded" into the wrong place cannot complete a task. Nothing to discard or sweep
  * here: this host may not delete, and the bucket's lifecycle rule expires what a failed task left.
  */

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
 import { sleep, waitFor } from '../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
-import { linkSigner } from '../../src/gateway/links.js';
+import { linkSigner } from '../../src/gateway/results/links.js';
 import type { paths } from './openapi/api.js';
 import { startMediaServer, type MediaServer } from './media-server.js';
 import { accountsCommand, startServeAndGateway, workerTestEnv, type RunningProcess } from './processes.js';

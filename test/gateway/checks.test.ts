@@ -6,12 +6,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { nestsDeeperThan, parseJsonBody } from '../../src/gateway/http/json-body.js';
-import { checkQuote } from '../../src/gateway/quote-check.js';
-import { checkResult, refusedResult, resultCheck, taskResultsPrefix } from '../../src/gateway/result-check.js';
-import type { SecurityEventReporter } from '../../src/gateway/security-events.js';
+import { checkQuote } from '../../src/gateway/worker-clients/quote-check.js';
+import { checkResult, refusedResult, resultCheck, taskResultsPrefix } from '../../src/gateway/results/result-check.js';
+import type { SecurityEventReporter } from '../../src/gateway/monitoring/security-events.js';
 import { gatewaySettingsFromEnv, parseGatewaySettings } from '../../src/gateway/settings.js';
-import { withSignedLinks } from '../../src/gateway/views.js';
-import { linkSigner } from '../../src/gateway/links.js';
+import { withSignedLinks } from '../../src/gateway/api-views.js';
+import { linkSigner } from '../../src/gateway/results/links.js';
 import { parseJob } from '../../src/jobs/index.js';
 import type { TerminalEvent } from '../../src/protocol/index.js';
 import type { TaskRecord } from '../../src/gateway/store/records.js';

@@ -216,7 +216,7 @@ const GATEWAY_JS = [
     'GATEWAY_IDEMPOTENCY',
   ].map((s) => `$JS.API.STREAM.INFO.${s}`),
   '$JS.API.STREAM.MSG.GET.MEDIA_CLAIMS',
-  // Jobs whose deliveries ran out: read, settled and removed (src/gateway/exhausted-jobs.ts).
+  // Jobs whose deliveries ran out: read, settled and removed (src/gateway/settlement/exhausted-jobs.ts).
   '$JS.API.STREAM.MSG.GET.MEDIA_JOBS',
   '$JS.API.STREAM.MSG.DELETE.MEDIA_JOBS',
   '$JS.API.STREAM.MSG.GET.MEDIA_EVENTS',
@@ -231,7 +231,7 @@ const GATEWAY_JS = [
   ...['MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'GATEWAY_LEDGER', 'GATEWAY_WEBHOOKS'].flatMap((s) =>
     CONSUMERS[s as Stream].flatMap((c) => [`$JS.API.CONSUMER.INFO.${s}.${c}`, `$JS.API.CONSUMER.MSG.NEXT.${s}.${c}`]),
   ),
-  // The poll view's ordered consumers (src/gateway/view) pull from consumers they name themselves,
+  // The poll view's ordered consumers (src/gateway/poll-view) pull from consumers they name themselves,
   // and check them after missed heartbeats; creating one is allowed only with its own filter, which
   // the enumeration's `x` filter is not.
   ...['GATEWAY_ACCOUNTS', 'GATEWAY_TASKS'].flatMap((s) =>

@@ -1,5 +1,5 @@
 /**
- * Polls answered from memory (src/gateway/view) stay correct across gateways: two `media-worker
+ * Polls answered from memory (src/gateway/poll-view) stay correct across gateways: two `media-worker
  * gateway` processes and one `serve` on one nats-server under the shipped per-role users (so the
  * watches' consumers need no permission deploy/nats lacks). A completion settled by one gateway is
  * served by the other within 1 s; a key revoked with `accounts revoke-key` is refused by both

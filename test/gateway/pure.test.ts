@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { hashApiKey, newApiKey, newTaskId } from '../../src/gateway/ids.js';
 import { parseGatewaySettings } from '../../src/gateway/settings.js';
 import type { TaskRecord } from '../../src/gateway/store/records.js';
-import { submissionView, taskView } from '../../src/gateway/views.js';
+import { submissionView, taskView } from '../../src/gateway/api-views.js';
 import { isTaskId } from '../../src/protocol/index.js';
 
 describe('gateway settings', () => {

@@ -8,8 +8,8 @@ import type { Config } from '../../src/config.js';
 import { quoteOnly } from '../../src/app/index.js';
 import type { Job } from '../../src/jobs/index.js';
 import { buildApp, type GatewayApp } from '../../src/gateway/http/app.js';
-import { GatewayMetrics } from '../../src/gateway/metrics.js';
-import { estimateView } from '../../src/gateway/estimate.js';
+import { GatewayMetrics } from '../../src/gateway/monitoring/metrics.js';
+import { estimateView } from '../../src/gateway/api-views.js';
 import { gatewaySettingsFromEnv } from '../../src/gateway/settings.js';
 import type { TaskRecord } from '../../src/gateway/store/records.js';
 

@@ -228,7 +228,7 @@ describe('claims', () => {
     await cp.publishJob('image', 'vendor-image-upscale', imageJob('claimed-2'));
     const b = await worker({ concurrency: 'image=1,video=0,lipsync=0,music=0,music-video=0', hostId: 'hostb' });
     // The workers may not read or remove jobs by sequence: the captured advisory is the control
-    // plane's (the reference gateway fails the task and removes the job: test/gateway/exhausted-jobs.test.ts).
+    // plane's (the reference gateway fails the task and removes the job: test/gateway/settlement/exhausted-jobs.test.ts).
     await waitFor(
       'the max-deliveries advisory to be captured',
       async () => (await cp.jsm.streams.info('MEDIA_JOBS_ADVISORIES')).state.messages === 1,

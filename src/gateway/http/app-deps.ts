@@ -1,21 +1,22 @@
 /**
- * What the HTTP app is built from (buildApp, app.ts), and the signed links to the files it serves:
- * a module of its own so that the routes app.ts registers from other files (uploads.ts) take the
- * same deps without importing app.ts back.
+ * What the HTTP app is built from (buildApp, app.ts), the signed links to the files it serves, and
+ * what every route file (routes/) is registered with: a module of its own so that the routes take
+ * the same deps without importing app.ts back.
  */
 import type { Logger } from 'pino';
 import type { ObjectStore } from '../../protocol/index.js';
-import type { GatewayMetrics } from '../metrics.js';
-import type { ProgressBoard } from '../progress.js';
+import type { GatewayMetrics } from '../monitoring/metrics.js';
+import type { ProgressBoard } from '../progress-board.js';
 import type { GatewayService } from '../service.js';
 import type { GatewaySettings } from '../settings.js';
 import type { Accounts } from '../store/accounts.js';
 import type { IdempotencyKeys } from '../store/idempotency-keys.js';
 import type { Ledger } from '../store/ledger.js';
 import type { Tasks } from '../store/tasks.js';
-import type { LinkSigner } from '../links.js';
-import type { PollView } from '../view/poll-view.js';
+import type { LinkSigner } from '../results/links.js';
+import type { PollView } from '../poll-view/poll-view.js';
 import type { WebhookStore } from '../webhooks/store.js';
+import type { IdempotentRouteDeps } from './idempotent-route.js';
 
 export interface AppDeps {
   settings: GatewaySettings;
@@ -32,7 +33,7 @@ export interface AppDeps {
   metrics: GatewayMetrics;
   logger: Logger;
   progress: ProgressBoard;
-  /** Tasks, balances and API keys as polls see them (view/poll-view.ts). */
+  /** Tasks, balances and API keys as polls see them (poll-view/poll-view.ts). */
   view: PollView;
   /** Accounts' webhook secrets and defaults, and each task's webhook state (src/gateway/webhooks/). */
   webhooks: WebhookStore;
@@ -49,4 +50,13 @@ export interface Links {
   signer: LinkSigner;
   base: string;
   upscaleResultLifetimeDays: number;
+}
+
+/** What a route file is registered with. */
+export interface RouteContext {
+  deps: AppDeps;
+  /** The signed links to served files; undefined when this gateway serves none. */
+  links: Links | undefined;
+  /** A POST that charges or changes state is safe to retry with an Idempotency-Key; a claim holds as long as a request may take. */
+  once: IdempotentRouteDeps;
 }

@@ -1,61 +1,41 @@
 /**
- * The spec's HTTP API on Fastify. Fastify gives the request ids in the pino logs, body size limits,
+ * The spec's HTTP API on Fastify, assembled: the plugins, the hooks every request passes (request
+ * id, rate limits, authentication, metrics), the error envelope, and the routes, one file per
+ * resource under routes/. Fastify gives the request ids in the pino logs, body size limits,
  * timeouts, content-type handling and graceful close; @fastify/swagger turns the route schemas
- * into /api/v1/openapi.json; @fastify/static serves RESULTS_DIR with range requests.
+ * into /api/v1/openapi.json; @fastify/static serves RESULTS_DIR with range requests (routes/files.ts).
  */
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
-import fastifyStatic from '@fastify/static';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { z } from 'zod';
-import {
-  JobError,
-  MODEL_IDS,
-  allKinds,
-  isModelId,
-  kindContract,
-  kindOfModel,
-  oneOf,
-  parseJob,
-  type Job,
-  expectedValue,
-} from '../../jobs/index.js';
 import { PACKAGE_VERSION } from '../../paths.js';
 import { resultUrl } from '../../protocol/index.js';
-import { ApiError, errorEnvelope, successEnvelope, toApiError } from '../errors.js';
+import { taskView, withSignedLinks } from '../api-views.js';
+import { ApiError, errorEnvelope, toApiError } from '../errors.js';
 import { NATS_RETRY_AFTER_SECONDS } from '../nats-unavailable.js';
-import type { ProgressBoard } from '../progress.js';
-import { taskNotFound, type Endpoint } from '../service.js';
+import { linkSigner } from '../results/links.js';
 import { GatewaySettingsError, servedFilesProblem, type GatewaySettings } from '../settings.js';
 import type { TaskRecord } from '../store/records.js';
-import { estimateJob } from '../estimate.js';
-import { linkSigner } from '../links.js';
-import { usagePage, usageQuerySchema } from '../usage.js';
-import { taskView, withSignedLinks } from '../views.js';
-import type { PollView } from '../view/poll-view.js';
+import { taskEventHub } from '../task-events/hub.js';
+import type { AppDeps, Links, RouteContext } from './app-deps.js';
+import { authenticate } from './authenticate.js';
 import { fromFrameworkError } from './framework-errors.js';
 import { useJsonBodyParser } from './json-body.js';
 import { withRedactedRequests } from './log-redaction.js';
-import {
-  openapiComponentSchemas,
-  routeSchemas,
-  toolRouteSchema,
-  withSubmissionLinks,
-  withUploadLinks,
-} from './openapi-schemas.js';
+import { openapiComponentSchemas, routeSchemas, withSubmissionLinks, withUploadLinks } from './openapi-schemas.js';
 import { rateLimits } from './rate-limits.js';
-import { registerUploads } from './uploads.js';
-import { registerBucketFiles } from './bucket-files.js';
-import { idempotent } from './idempotent-route.js';
-import { newTaskId } from '../ids.js';
-import { taskEventHub } from '../task-events/hub.js';
-import { registerTaskEvents } from '../task-events/route.js';
-import { wantsWebhook, withWebhookState } from '../webhooks/records.js';
-import type { WebhookStore } from '../webhooks/store.js';
-import { submissionWebhook } from '../webhooks/submission.js';
 import { traceRequests } from './request-spans.js';
-import type { AppDeps, Links } from './app-deps.js';
+import { registerBalance } from './routes/balance.js';
+import { registerEstimate } from './routes/estimate.js';
+import { registerFiles } from './routes/files.js';
+import { registerHealth } from './routes/health.js';
+import { registerOpenapi } from './routes/openapi.js';
+import { registerSubmissions } from './routes/submissions.js';
+import { registerTaskEvents } from './routes/task-events.js';
+import { registerCancel, registerHistory, registerTask } from './routes/tasks.js';
+import { registerUploads } from './routes/uploads.js';
+import { registerUsage } from './routes/usage.js';
+import { registerWebhookRetry, withWebhook } from './routes/webhooks.js';
 
 export type { AppDeps, Links };
 
@@ -67,9 +47,6 @@ declare module 'fastify' {
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
-
-/** The models POST /api/v1/generate takes: those of the kinds on it. */
-const UNIFIED_MODELS = MODEL_IDS.filter((m) => kindContract(kindOfModel(m)).onGenerate);
 
 export type GatewayApp = FastifyInstance;
 
@@ -179,31 +156,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   });
   app.setNotFoundHandler((req, reply) => void sendError(reply, unmatched(req)));
 
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
-    const reason = deps.notReadyReason();
-    if (reason !== null) return reply.code(503).send({ status: 'not ready', reason });
-    return { status: 'ready' };
-  });
-  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
-    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
-  });
-
-  if (links !== undefined) {
-    await app.register(async (files) => {
-      files.addHook('onRequest', async (req, reply) => guardLink(req, reply, links));
-      // Results in a bucket are streamed from it; uploads (and a local store's results) come from RESULTS_DIR.
-      if (deps.resultsBucket !== undefined) registerBucketFiles(files, deps.resultsBucket);
-      await files.register(fastifyStatic, {
-        root: deps.resultsDir,
-        prefix: '/results/',
-        decorateReply: false,
-        index: false,
-        dotfiles: 'deny',
-        cacheControl: false,
-      });
-    });
-  }
+  registerHealth(plain, deps);
+  if (links !== undefined) await registerFiles(plain, deps, links);
 
   // Live task events: one hub per gateway, fed by its one progress subscription and the poll view's watch.
   const shown = async (task: TaskRecord) =>
@@ -233,151 +187,24 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
       await limits.byAccount(req);
     });
 
-    api.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-
     // A POST that charges or changes state is safe to retry with an Idempotency-Key; a claim holds as long as a request may take.
-    const once = { keys: deps.idempotency, leaseMs: settings.requestTimeoutMs };
-    // A submission's key keeps one task id, and the ledger sequence after which its one debit is looked for.
-    const reserve = async (accountId: string) => ({
-      taskId: newTaskId(),
-      ledgerSeq: (await deps.ledger.last(accountId))?.seq ?? 0,
-    });
-    const submit = (endpoint: Endpoint, toJob: (body: unknown) => Job, status: number) =>
-      idempotent(
-        once,
-        async (req, reply, reservation) => {
-          let model = 'invalid';
-          try {
-            const job = toJob(req.body);
-            model = job.model;
-            // The quote is abandoned when the client hangs up before the answer (the worker stops fetching).
-            const gone = new AbortController();
-            reply.raw.once('close', () => {
-              if (!reply.raw.writableFinished) gone.abort();
-            });
-            const webhook = await submissionWebhook(req.body, req.accountId, deps.webhooks, deps.webhookPolicy);
-            const data = await deps.service.submit(
-              req.accountId,
-              job,
-              endpoint,
-              req.log,
-              gone.signal,
-              webhook,
-              reservation,
-            );
-            metrics.submissions.inc({ model, outcome: 'accepted' });
-            return { status, body: successEnvelope(data) };
-          } catch (err) {
-            metrics.submissions.inc({ model, outcome: toApiError(err).code });
-            throw err;
-          }
-        },
-        reserve,
-      );
-
-    api.post('/api/v1/estimate', { schema: routeSchemas.estimate }, async (req, reply) => {
-      const job = estimateJob(req.body);
-      // A webhook_url the submission would refuse is refused here too.
-      await submissionWebhook(req.body, req.accountId, deps.webhooks, deps.webhookPolicy);
-      // As for a submission: the quote is abandoned when the client hangs up.
-      const gone = new AbortController();
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) gone.abort();
-      });
-      return successEnvelope(await deps.service.estimate(req.accountId, job, gone.signal));
-    });
-    api.post('/api/v1/generate', { schema: routeSchemas.generate }, submit('generate', unifiedJob, 200));
-    // Each kind's tool endpoint, with its own status and echo (spec 2.2).
-    for (const kind of allKinds()) {
-      const tool = kind.tool;
-      if (tool !== undefined)
-        api.post(
-          `/api/v1/tools/${tool.name}`,
-          { schema: toolRouteSchema(kind) },
-          submit(tool.echo, (b) => tool.parse(b as Record<string, unknown>), tool.status),
-        );
-    }
-
-    api.get('/api/v1/tasks/:id', { schema: routeSchemas.task }, async (req) => {
-      const { id } = req.params as { id: string };
-      const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.view.task(req.accountId, id) : null;
-      // Another account's task is looked up under the caller's account, so it is simply not there.
-      if (task === null) throw taskNotFound(id);
-      const view = withSignedLinks(withProgress(taskView(task), task.status, deps.progress), task, links);
-      return successEnvelope(await withWebhook(view, task, deps.webhooks));
-    });
-
+    const context: RouteContext = { deps, links, once: { keys: deps.idempotency, leaseMs: settings.requestTimeoutMs } };
+    // In the order the OpenAPI document lists them (its paths are in registration order).
+    registerOpenapi(api, plain);
+    registerEstimate(api, context);
+    registerSubmissions(api, context);
+    registerTask(api, context);
     registerTaskEvents(api, {
       hub: events,
       progress: deps.progress,
       task: deps.view.task,
       schema: routeSchemas.taskEvents,
     });
-
-    api.post(
-      '/api/v1/tasks/:id/webhook/retry',
-      { schema: routeSchemas.webhookRetry },
-      idempotent(once, async (req) => {
-        const { id } = req.params as { id: string };
-        const task = /^[A-Za-z0-9_-]{1,128}$/.test(id) ? await deps.tasks.get(req.accountId, id) : null;
-        if (task === null) throw taskNotFound(id);
-        if (!wantsWebhook(task.value))
-          throw ApiError.of(
-            'WEBHOOK_NOT_RETRYABLE',
-            `Expected a task with a webhook but task ${id} has none (no webhook_url and no default endpoint at submission)`,
-          );
-        if (task.value.status === 'pending')
-          throw ApiError.of(
-            'WEBHOOK_NOT_RETRYABLE',
-            `Expected a finished task but task ${id} is pending; its webhook is sent when it finishes`,
-          );
-        await deps.webhooks.enqueue(task.value, true);
-        req.log.info({ taskId: id }, 'Webhook queued again');
-        return {
-          status: 202,
-          body: successEnvelope(
-            await withWebhook(withSignedLinks(taskView(task.value), task.value, links), task.value, deps.webhooks),
-          ),
-        };
-      }),
-    );
-
-    api.post(
-      '/api/v1/tasks/:id/cancel',
-      { schema: routeSchemas.cancel },
-      idempotent(once, async (req) => {
-        const { id } = req.params as { id: string };
-        if (!/^[A-Za-z0-9_-]{1,128}$/.test(id)) throw taskNotFound(id);
-        const task = await deps.service.cancel(req.accountId, id, req.log);
-        return { status: 200, body: successEnvelope(taskView(task)) };
-      }),
-    );
-
-    api.get('/api/v1/tasks', { schema: routeSchemas.history }, async (req) => {
-      const query = historyQuery(settings.historyPageSize).safeParse(req.query);
-      if (!query.success) throw ApiError.of('INVALID_QUERY', query.error.issues[0]?.message ?? 'Invalid query');
-      const page = await historyPage(deps, req.accountId, query.data.limit, query.data.cursor);
-      const tasks = await Promise.all(page.ids.map((id) => deps.tasks.get(req.accountId, id)));
-      return successEnvelope({
-        tasks: tasks.flatMap((t) => (t === null ? [] : [withSignedLinks(taskView(t.value), t.value, links)])),
-        nextCursor: page.next,
-      });
-    });
-
-    api.get('/api/v1/usage', { schema: routeSchemas.usage }, async (req) => {
-      const query = usageQuerySchema.safeParse(req.query);
-      if (!query.success) throw ApiError.of('INVALID_QUERY', query.error.issues[0]?.message ?? 'Invalid query');
-      const page = await usagePage(query.data, {
-        entries: (after, limit) => deps.ledger.entries(req.accountId, after, limit),
-        taskModel: async (taskId) => (await deps.tasks.get(req.accountId, taskId))?.value.model,
-      });
-      return successEnvelope({ accountId: req.accountId, ...page });
-    });
-
-    api.get('/api/v1/balance', { schema: routeSchemas.balance }, async (req) => {
-      return successEnvelope({ accountId: req.accountId, credits: (await deps.view.balance(req.accountId)) ?? 0 });
-    });
-
+    registerWebhookRetry(api, context);
+    registerCancel(api, context);
+    registerHistory(api, context);
+    registerUsage(api, context);
+    registerBalance(api, context);
     // In a scope of its own: the raw-bytes parser must not reach the JSON endpoints.
     if (settings.uploadsEnabled)
       await api.register(async (uploads) => registerUploads(uploads, { ...deps, links, schema: routeSchemas.upload }));
@@ -406,16 +233,6 @@ export function servedLinks(
   return { signer: linkSigner(settings.linkSecret), base, upscaleResultLifetimeDays };
 }
 
-/** A settled task's webhook state is read only for a task that asked for a webhook. */
-async function withWebhook(
-  view: Record<string, unknown>,
-  task: TaskRecord,
-  webhooks: WebhookStore,
-): Promise<Record<string, unknown>> {
-  if (task.status === 'pending' || !wantsWebhook(task)) return view;
-  return withWebhookState(view, task, await webhooks.state(task.id));
-}
-
 /**
  * GATEWAY_TRUST_PROXY in Fastify's terms (proxy-addr): the client is the first address, walking
  * X-Forwarded-For from the socket leftwards, that is not trusted. A hop count trusts that many
@@ -426,118 +243,6 @@ function trustProxy(
 ): boolean | string[] | ((address: string, hop: number) => boolean) {
   if (typeof setting === 'number') return (_address, hop) => hop < setting;
   return setting;
-}
-
-/** A file is served only through a link this gateway's secret signed and that has not expired. */
-async function guardLink(req: FastifyRequest, reply: FastifyReply, links: Links): Promise<void> {
-  const url = new URL(req.url, 'http://gateway.invalid');
-  const query = {
-    expires: url.searchParams.get('expires') ?? undefined,
-    sig: url.searchParams.get('sig') ?? undefined,
-  };
-  const now = Date.now();
-  const check = links.signer.check(url.pathname, query, now);
-  if (check === 'invalid')
-    throw ApiError.of(
-      'NOT_FOUND',
-      'Expected a link given by this API (with its expires and sig) but received an unsigned or altered one',
-    );
-  if (check === 'expired')
-    throw ApiError.of(
-      'LINK_EXPIRED',
-      `Expected a link that has not expired but received one that expired at ${new Date(Number(query.expires) * 1000).toISOString()}`,
-    );
-  const name = path.posix.basename(decodeURIComponent(url.pathname)).replace(/[^A-Za-z0-9._-]/g, '_');
-  void reply.headers({
-    'content-disposition': `attachment; filename="${name}"`,
-    'cache-control': `private, max-age=${Math.max(0, Number(query.expires) - Math.floor(now / 1000))}`,
-  });
-}
-
-/**
- * One history page. Accounts whose ledger counts debits are paged by place (`n<place>` cursors:
- * the page's cost is its size); older ones by listing their task ids (`t_…` cursors).
- */
-async function historyPage(
-  deps: AppDeps,
-  accountId: string,
-  limit: number,
-  cursor: string | undefined,
-): Promise<{ ids: string[]; next: string | null }> {
-  const count = (await deps.ledger.last(accountId))?.value.debits;
-  const placeCursor = cursor === undefined ? undefined : /^n(\d{1,15})$/.exec(cursor)?.[1];
-  if (count !== undefined && (cursor === undefined || placeCursor !== undefined)) {
-    const before = Math.min(count + 1, placeCursor === undefined ? count + 1 : Number(placeCursor));
-    const page = await deps.tasks.pageByPlace(accountId, before, limit);
-    return { ids: page.ids, next: page.next === null ? null : `n${page.next}` };
-  }
-  return deps.tasks.listIds(accountId, limit, cursor);
-}
-
-/** A pending task shows the worker's latest progress when some gateway heard of it; a settled one forgets it. */
-function withProgress(view: Record<string, unknown>, status: string, board: ProgressBoard): Record<string, unknown> {
-  const id = view['id'] as string;
-  if (status !== 'pending') {
-    board.forget(id);
-    return view;
-  }
-  const progress = board.get(id);
-  return progress === undefined ? view : { ...view, progress };
-}
-
-/**
- * The unified endpoint's body; a kind off it (spec 1.5, 4.1) is pointed to its own endpoint, and the
- * caller chooses neither id nor credits.
- */
-function unifiedJob(body: unknown): Job {
-  const fields =
-    typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
-  if (fields === undefined) return parseJob(body);
-  const model = fields['model'];
-  const kind = isModelId(model) ? kindContract(kindOfModel(model)) : undefined;
-  if (kind !== undefined && !kind.onGenerate) {
-    const elsewhere = kind.tool === undefined ? '' : ` (${kind.label}: POST /api/v1/tools/${kind.tool.name})`;
-    throw new JobError('UNKNOWN_MODEL', `${expectedValue('model', oneOf(UNIFIED_MODELS), model)}${elsewhere}`);
-  }
-  return parseJob({ model: fields['model'], input: fields['input'] });
-}
-
-function historyQuery(defaultLimit: number) {
-  return z.object({
-    limit: z.coerce
-      .number({ error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}` })
-      .int({ error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}` })
-      .min(1, { error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}` })
-      .max(100, {
-        error: (i) => `Expected limit to be an integer from 1 to 100 but received ${JSON.stringify(i.input)}`,
-      })
-      .default(defaultLimit),
-    cursor: z
-      .string()
-      .regex(/^[A-Za-z0-9_-]{1,128}$/, {
-        error: (i) => `Expected cursor to be a task id but received ${JSON.stringify(i.input)}`,
-      })
-      .optional(),
-  });
-}
-
-/** RFC 6750: a 401 names the scheme, and says when the key itself was the problem. */
-const CHALLENGE = 'Bearer realm="media-worker"';
-
-async function authenticate(req: FastifyRequest, view: PollView): Promise<string> {
-  const header = req.headers.authorization;
-  const refuse = (message: string, error?: string) =>
-    ApiError.of('UNAUTHORIZED', message, {
-      'www-authenticate': error === undefined ? CHALLENGE : `${CHALLENGE}, error="${error}"`,
-    });
-  if (header === undefined) throw refuse('Expected an Authorization header "Bearer <API key>" but received nothing');
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (match === null)
-    throw refuse('Expected an Authorization header "Bearer <API key>" but received another scheme', 'invalid_request');
-  const accountId = await view.accountOfKey(match[1]!);
-  if (accountId === null)
-    throw refuse('Expected a valid API key but received an unknown or revoked one', 'invalid_token');
-  return accountId;
 }
 
 function sendError(reply: FastifyReply, error: ApiError): FastifyReply {

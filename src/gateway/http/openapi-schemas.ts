@@ -460,7 +460,7 @@ function toolBody(tool: KindTool<JobKind>): Record<string, unknown> {
 
 /**
  * POST /api/v1/estimate's body: the union of the submissions' bodies, as the gateway tells them
- * apart (gateway/estimate.ts): `{model, input}` for every kind (told apart by `model`), or a tool
+ * apart (gateway/http/routes/estimate.ts): `{model, input}` for every kind (told apart by `model`), or a tool
  * endpoint's body without `input`, told apart by the tools' markers in the order the gateway asks
  * them (a body with an earlier tool's marker is that tool's). So each body the gateway takes matches
  * exactly one branch, and `{}` none.

@@ -73,7 +73,7 @@ export class Accounts {
     return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   }
 
-  /** Revokes the account's key with this id; false when the account has no such key. Every gateway refuses it within a second (its key watch, src/gateway/view). */
+  /** Revokes the account's key with this id; false when the account has no such key. Every gateway refuses it within a second (its key watch, src/gateway/poll-view). */
   async revokeKey(accountId: string, keyId: string): Promise<boolean> {
     if (!KEY_ID_PATTERN.test(keyId)) return false;
     for (const hash of await this.keyHashes()) {

@@ -1,7 +1,7 @@
 /**
  * The open live-event streams of one gateway (GET /api/v1/tasks/{id}/events), fed by the gateway's
- * one progress subscription (progress.ts) and the poll view's watch of the tasks store
- * (view/poll-view.ts): no NATS subscription or consumer per stream. Bounded per account and per
+ * one progress subscription (../progress-board.ts) and the poll view's watch of the tasks store
+ * (poll-view/poll-view.ts): no NATS subscription or consumer per stream. Bounded per account and per
  * gateway; one timer writes every stream's heartbeat and, as a safety net for a watch that was
  * interrupted, checks whether its task has settled.
  */

@@ -19,7 +19,7 @@ import {
 import { nanos } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { consumeOptions, messageJson } from '../../protocol/index.js';
-import type { GatewayMetrics } from '../metrics.js';
+import type { GatewayMetrics } from '../monitoring/metrics.js';
 import type { TaskRecord } from '../store/records.js';
 import type { StoreNames } from '../store/streams.js';
 import type { Tasks } from '../store/tasks.js';

@@ -5,8 +5,8 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
-import { ensureConsumers } from '../../../src/gateway/consumers.js';
-import { GatewayMetrics } from '../../../src/gateway/metrics.js';
+import { ensureConsumers } from '../../../src/gateway/settlement/consumers.js';
+import { GatewayMetrics } from '../../../src/gateway/monitoring/metrics.js';
 import { EVENTS_SUBJECT_PREFIX, maxDeliveriesAdvisoryFilter } from '../../../src/protocol/index.js';
 import { openStore, type Store } from '../../../src/gateway/store/index.js';
 import { ensureStoreStreams } from '../../../src/gateway/store/streams.js';

@@ -1,0 +1,148 @@
+/**
+ * `POST /api/v1/uploads` for one-host setups (spec 1.3: local files are uploaded first). The body
+ * is the file's raw bytes. Before a byte is read: the declared Content-Length against the size cap
+ * and the account's quota (bytes and files). While reading: the same caps on the bytes that really
+ * come. After: the content is judged by decoding it (src/media/decode-check.ts), never by its name,
+ * Content-Type or first bytes alone: only formats some job accepts are kept. The file lands in
+ * `RESULTS_DIR/uploads/<account>/` (../upload-store.ts) and its link, signed and expiring after
+ * GATEWAY_UPLOAD_LIFETIME_MS, is under RESULTS_BASE_URL, which this gateway serves, so a worker
+ * fetches it like any input. Expired uploads are swept.
+ */
+import { createWriteStream } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { checkDecodes, sniffFile } from '../../../media/index.js';
+import { resultUrl } from '../../../protocol/index.js';
+import { ApiError, successEnvelope } from '../../errors.js';
+import { newTaskId } from '../../ids.js';
+import { KeyedQueue } from '../../store/keyed-queue.js';
+import { accountUsage, sweepUploads } from '../upload-store.js';
+import type { AppDeps, Links } from '../app-deps.js';
+
+const UPLOAD_TYPES = ['application/octet-stream', 'image/*', 'video/*', 'audio/*'];
+const ACCEPTED = 'JPEG, PNG, WebP, GIF, MP4, MOV, M4V, MKV, WebM, MP3, WAV, AAC, OGG or M4A content';
+
+export function registerUploads(
+  api: FastifyInstance,
+  deps: AppDeps & { links: Links | undefined; schema: object },
+): void {
+  const { settings, links } = deps;
+  // Uploads need served, signed files (GATEWAY_SERVE_RESULTS, GATEWAY_LINK_SECRET: servedFilesProblem).
+  if (links === undefined)
+    throw new Error('Uploads need GATEWAY_SERVE_RESULTS with GATEWAY_LINK_SECRET and a public base URL');
+  const uploadsDir = path.join(deps.resultsDir, 'uploads');
+  // One upload at a time per account, so a quota check and its write are not raced by the same account.
+  const serial = new KeyedQueue();
+  // The raw stream reaches the handler untouched; the handler enforces the caps while writing.
+  api.addContentTypeParser(/^(application\/octet-stream|image\/.*|video\/.*|audio\/.*)$/, (_req, payload, done) =>
+    done(null, payload),
+  );
+
+  const timer = setInterval(() => {
+    sweepUploads(uploadsDir, settings.uploadLifetimeMs, Date.now()).then(
+      (removed) => removed > 0 && deps.logger.info({ removed }, 'Expired uploads deleted'),
+      (err: unknown) => deps.logger.warn({ err }, 'Sweeping uploads failed'),
+    );
+  }, settings.uploadSweepIntervalMs);
+  timer.unref();
+  api.addHook('onClose', async () => clearInterval(timer));
+
+  api.post('/api/v1/uploads', { schema: deps.schema }, async (req, reply) => {
+    const body = req.body as NodeJS.ReadableStream | undefined;
+    if (body === undefined || typeof (body as { pipe?: unknown }).pipe !== 'function') {
+      throw ApiError.of(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `Expected Content-Type ${UPLOAD_TYPES.join(', ')} but received ${req.headers['content-type'] ?? 'nothing'}`,
+      );
+    }
+    const accountDir = path.join(uploadsDir, req.accountId);
+    return serial.run(req.accountId, async () => {
+      const usage = await accountUsage(accountDir);
+      const room = Math.min(settings.uploadMaxBytes, settings.uploadQuotaBytes - usage.bytes);
+      refuseBeforeReading(req, reply, usage.files, room, settings);
+      await mkdir(accountDir, { recursive: true });
+      const id = newTaskId().replace(/^t_/, 'u_');
+      const partial = path.join(accountDir, `.${id}.part`);
+      try {
+        const size = await receive(body, partial, room, settings.uploadMaxBytes);
+        const format = size === 0 ? null : await sniffFile(partial);
+        if (format === null)
+          throw ApiError.of('UNSUPPORTED_MEDIA_TYPE', `Expected ${ACCEPTED} but received something else`);
+        await checkDecodes(partial, format).catch(() => {
+          throw ApiError.of(
+            'UNSUPPORTED_MEDIA_TYPE',
+            `Expected ${ACCEPTED} that decodes but received a file that starts like ${format} and does not decode as it`,
+          );
+        });
+        const name = `${id}.${format === 'jpeg' ? 'jpg' : format}`;
+        await rename(partial, path.join(accountDir, name));
+        // Under the configured public address, never the request's Host header (the client writes it).
+        const url = resultUrl(links.base, ['uploads', req.accountId, name]);
+        const expiresAt = Date.now() + settings.uploadLifetimeMs;
+        req.log.info({ upload: name, size, format }, 'Upload stored');
+        return reply.code(201).send(successEnvelope({ url: links.signer.sign(url, expiresAt), format, size }));
+      } finally {
+        await rm(partial, { force: true });
+      }
+    });
+  });
+}
+
+/**
+ * Refusals decided from the headers alone. The connection is closed after them, so the body the
+ * client may still be sending is never read.
+ */
+function refuseBeforeReading(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  files: number,
+  room: number,
+  settings: AppDeps['settings'],
+): void {
+  const declared = Number(req.headers['content-length'] ?? Number.NaN);
+  let refusal: ApiError | null = null;
+  if (declared > settings.uploadMaxBytes) {
+    refusal = ApiError.of(
+      'PAYLOAD_TOO_LARGE',
+      `Expected an upload of at most ${settings.uploadMaxBytes} bytes but received a Content-Length of ${declared}`,
+    );
+  } else if (files >= settings.uploadQuotaFiles) {
+    refusal = ApiError.of(
+      'UPLOAD_QUOTA_EXCEEDED',
+      `Expected fewer than ${settings.uploadQuotaFiles} unexpired uploads on this account but received one more`,
+    );
+  } else if (room <= 0 || declared > room) {
+    refusal = ApiError.of(
+      'UPLOAD_QUOTA_EXCEEDED',
+      `Expected an upload that fits the account's remaining ${Math.max(0, room)} of ${settings.uploadQuotaBytes} upload bytes but received ${Number.isNaN(declared) ? 'more' : declared}`,
+    );
+  }
+  if (refusal === null) return;
+  void reply.header('connection', 'close');
+  throw refusal;
+}
+
+/** Streams the body into `file`, stopping at `room` bytes; returns the size. */
+async function receive(body: NodeJS.ReadableStream, file: string, room: number, maxBytes: number): Promise<number> {
+  let size = 0;
+  const counter = new Transform({
+    transform(chunk: Buffer, _enc, callback) {
+      size += chunk.length;
+      if (size <= room) callback(null, chunk);
+      else if (size > maxBytes)
+        callback(ApiError.of('PAYLOAD_TOO_LARGE', `Expected an upload of at most ${maxBytes} bytes but received more`));
+      else
+        callback(
+          ApiError.of(
+            'UPLOAD_QUOTA_EXCEEDED',
+            `Expected an upload that fits the account's remaining ${room} upload bytes but received more`,
+          ),
+        );
+    },
+  });
+  await pipeline(body, counter, createWriteStream(file));
+  return size;
+}
