@@ -259,19 +259,19 @@ export const SETTINGS = {
     env: 'MEDIA_WORKER_LIPSYNC_BACKENDS',
     schema: lipsyncBackendList,
     default: 'wav2lip',
-    doc: 'Lip-sync backends in order of preference: musetalk (MuseTalk 1.5 of MEDIA_WORKER_MUSETALK_MODEL, on this host, for vendor-lipsync-2 and -2-pro; its licence allows commercial use), wav2lip (the networks of MEDIA_WORKER_LIPSYNC_MODELS, on this host), sync-compatible (a provider speaking sync.so\'s v2 API; docs/lipsync.md, "Backends"). A job goes to the first that can serve its model and is ready.',
+    doc: 'Lip-sync backends in order of preference: musetalk (MEDIA_WORKER_MUSETALK_MODEL on this host, for vendor-lipsync-2 and -2-pro), wav2lip (the networks of MEDIA_WORKER_LIPSYNC_MODELS, on this host), sync-compatible (a provider speaking sync.so\'s v2 API; docs/lipsync.md, "Backends"). A job goes to the first that can serve its model and is ready.',
   }),
   museTalkModel: setting({
     env: 'MEDIA_WORKER_MUSETALK_MODEL',
     schema: lipsyncManifestName,
     default: REAL_MUSETALK_MODEL,
-    doc: 'The MuseTalk 1.5 manifest (models/musetalk/NAME.json) that the `musetalk` lip-sync backend runs: `musetalk`, the graphs an operator installs with scripts/install-musetalk-model.ts; `musetalk-test`, the generated test networks.',
+    doc: 'MuseTalk 1.5 manifest (models/musetalk/NAME.json) of the `musetalk` backend: `musetalk` (scripts/install-musetalk-model.ts) or `musetalk-test` (generated).',
   }),
   museTalkBatch: setting({
     env: 'MEDIA_WORKER_MUSETALK_BATCH',
     schema: positiveInt,
     default: String(DEFAULT_MUSETALK_BATCH),
-    doc: "Frames per MuseTalk UNet call (the VAE encoder takes twice as many crops): the batch's tensors and the frames waiting for it grow with it.",
+    doc: 'Frames per MuseTalk UNet call; memory grows with it.',
   }),
   syncBaseUrl: setting({
     env: 'MEDIA_WORKER_SYNC_BASE_URL',
