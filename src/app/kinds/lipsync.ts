@@ -3,14 +3,16 @@
  * operator's order; src/lipsync/backends/): `musetalk`, src/lipsync/'s pipeline on MuseTalk 1.5
  * (MEDIA_WORKER_MUSETALK_MODEL) for the ids its profile allows (src/lipsync/profiles.ts);
  * `wav2lip`, the same pipeline with the network each model id maps to (manifest, weights, loadable
- * with Wav2Lip's contract); both with the face detector; and `sync-compatible`, a provider speaking sync.so's v2 API. A job goes to the first that serves its
- * model and is ready; what it makes is stored and billed the same way whichever made it, at the
- * quote's price. Installing lip-sync weights on a running host makes it serve lip-sync without a
- * restart: its checks run again every WORKER_READINESS_INTERVAL_MS.
+ * with Wav2Lip's contract); both with the face detector; and `sync-compatible`, a provider
+ * speaking sync.so's v2 API. A job goes to the first that serves its model and is ready; what it
+ * makes is stored and billed the same way whichever made it, at the quote's price. Installing
+ * lip-sync weights on a running host makes it serve lip-sync without a restart: its checks run
+ * again every WORKER_READINESS_INTERVAL_MS.
  *
- * Licences (docs/lipsync.md, "Licences"): a `serve` process does not take wav2lip while one of its
- * networks forbids commercial use, unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1; the one-off
- * commands run it for a person's own use, with a line naming the licence.
+ * Licences (docs/lipsync.md, "Licences"): a `serve` process does not take an in-process backend
+ * while one of its networks forbids commercial use (Wav2Lip's does, MuseTalk's does not), unless
+ * MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1; the one-off commands run it for a person's own use,
+ * with a line naming the licence.
  */
 import path from 'node:path';
 import type { Config } from '../../config.js';
@@ -131,7 +133,7 @@ function inProcessBackend(
 ): LipsyncBackend {
   const { config } = engine;
   const networksOf = network === 'musetalk' ? museTalkNetworks : wav2lipNetworks;
-  const models = network === 'musetalk' ? modelsServedBy('musetalk') : LIPSYNC_MODEL_IDS;
+  const models = modelsServedBy(network);
   const readiness = async (): Promise<BackendReadiness> => {
     let networks: Network[];
     try {
