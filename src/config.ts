@@ -27,7 +27,7 @@ import {
   parseLipsyncBackends,
   parseLipsyncModelMapping,
   parseSyncModelMap,
-} from './lipsync/settings.js';
+} from './kinds/lipsync/settings.js';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_DEADLINE_MS,
@@ -36,7 +36,7 @@ import {
   DEFAULT_MIN_BYTES_PER_SECOND,
   parsePrivateOrigins,
 } from './media/settings.js';
-import { parseMusicBackends } from './music/settings.js';
+import { parseMusicBackends } from './kinds/music/settings.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { TELEMETRY_SETTINGS, telemetrySettingsFromEnv, telemetrySettingsReference } from './telemetry/settings.js';
 import { DEFAULT_ENCODER, DEFAULT_HDR_MODE, HDR_MODES, VIDEO_ENCODERS, X264_PRESETS } from './video/settings.js';

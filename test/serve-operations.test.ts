@@ -26,7 +26,7 @@ import sharp from 'sharp';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../src/inference/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
-import { encodeClip, faceFrames, SIDE, speechClip } from './lipsync/pipeline-fixtures.js';
+import { encodeClip, faceFrames, SIDE, speechClip } from './kinds/lipsync/pipeline/pipeline-fixtures.js';
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from './worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from './helpers/role-nats.js';
 import { provisionFromEnv } from './helpers/provision.js';

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
-import { encodeClip, faceFrames, SIDE, speechClip } from './lipsync/pipeline-fixtures.js';
+import { encodeClip, faceFrames, SIDE, speechClip } from './kinds/lipsync/pipeline/pipeline-fixtures.js';
 import { makeClip } from './media/helpers.js';
 import { controlPlane, waitFor, type ControlPlane } from './worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from './helpers/role-nats.js';

@@ -130,7 +130,7 @@ describe('vendor-music-video through the gateway', () => {
     expect(res.status).toBe(200);
     const file = path.join(e2e.dir, `${id}.mp4`);
     await writeFile(file, Buffer.from(await res.arrayBuffer()));
-    // Under the bit rate the runtime's disk need assumes (src/app/kinds/music-video.ts: 20 Mbit/s).
+    // Under the bit rate the runtime's disk need assumes (src/kinds/music-video/runtime.ts: 20 Mbit/s).
     expect((await stat(file)).size / result.duration).toBeLessThan(20_000_000 / 8);
     const { stdout } = await run('ffprobe', [
       '-v',

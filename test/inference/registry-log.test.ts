@@ -8,7 +8,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { expect, it } from 'vitest';
 import { ensureModelFile } from '../../src/inference/index.js';
-import { withLipsyncGenerators } from '../../src/lipsync/index.js';
+import { withLipsyncGenerators } from '../../src/kinds/lipsync/pipeline/index.js';
 
 it('the "on first use" line of a job logger has each key once: model is the job\'s, network the file\'s', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'registry-log-'));

@@ -1,5 +1,5 @@
 /**
- * The registry of job kinds (src/jobs/kinds/index.ts): every kind once, each model id naming one
+ * The registry of job kinds (src/jobs/kinds.ts): every kind once, each model id naming one
  * kind, and what derives from it (model ids, tools, failure codes, setting defaults) read off the
  * descriptors. That a kind missing from the registry, or a descriptor disagreeing with its kind's
  * types, does not compile is checked by tsc itself (the registry's type is a mapped type over

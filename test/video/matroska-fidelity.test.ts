@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache, createSrModelLoader, parseSrModelChoices } from '../../src/inference/index.js';
 import { probeMedia, resolveFfmpeg } from '../../src/media/index.js';
-import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/index.js';
+import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/kinds/video-upscale/pipeline/index.js';
 import { CORPUS_FONT, type VideoCorpus, makeVideoCorpus } from '../../bench/fidelity/fidelity-video-corpus.js';
 import { type FileFacts, fileFacts, packetTimes, pictureOf, streamLabels } from '../../bench/fidelity/video-facts.js';
 import { expectCorpusHdr10Metadata } from '../helpers/hdr10-metadata.js';
