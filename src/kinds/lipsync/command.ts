@@ -15,7 +15,9 @@ export function registerLipsync(program: Command): void {
         'an MP4. The sync mode decides the output length when the two differ. Runs on the first ready backend of ' +
         'MEDIA_WORKER_LIPSYNC_BACKENDS that serves the model: wav2lip needs lip-sync weights (install real ones with ' +
         'scripts/install-lipsync-model.ts, whose licence allows your own use only, or set MEDIA_WORKER_LIPSYNC_MODELS=wav2lip-test ' +
-        'for the generated test model); sync-compatible sends URLs to the provider (MEDIA_WORKER_SYNC_BASE_URL, ' +
+        'for the generated test model); musetalk runs MuseTalk 1.5 for vendor-lipsync-2 and -2-pro (install it with ' +
+        'scripts/install-musetalk-model.ts, or set MEDIA_WORKER_MUSETALK_MODEL=musetalk-test for the generated test networks); ' +
+        'sync-compatible sends URLs to the provider (MEDIA_WORKER_SYNC_BASE_URL, ' +
         'MEDIA_WORKER_SYNC_API_KEY) and uploads local files with its multipart form. Prints the completed task object as JSON.',
     )
     .requiredOption('--video <V>', 'video file or https URL')

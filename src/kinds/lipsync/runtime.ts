@@ -1,15 +1,18 @@
 /**
  * Lip-sync's runtime half: the configured backends (MEDIA_WORKER_LIPSYNC_BACKENDS, in the
- * operator's order; src/kinds/lipsync/pipeline/backends/): `wav2lip`, src/kinds/lipsync/pipeline/'s pipeline with the network each
- * model id maps to (manifest, weights, loadable with Wav2Lip's contract) and the face detector; and
- * `sync-compatible`, a provider speaking sync.so's v2 API. A job goes to the first that serves its
- * model and is ready; what it makes is stored and billed the same way whichever made it, at the
- * quote's price. Installing lip-sync weights on a running host makes it serve lip-sync without a
- * restart: its checks run again every WORKER_READINESS_INTERVAL_MS.
+ * operator's order; src/kinds/lipsync/pipeline/backends/): `musetalk`, src/kinds/lipsync/pipeline/'s pipeline on MuseTalk 1.5
+ * (MEDIA_WORKER_MUSETALK_MODEL) for the ids its profile allows (src/kinds/lipsync/pipeline/profiles.ts);
+ * `wav2lip`, the same pipeline with the network each model id maps to (manifest, weights, loadable
+ * with Wav2Lip's contract); both with the face detector; and `sync-compatible`, a provider
+ * speaking sync.so's v2 API. A job goes to the first that serves its model and is ready; what it
+ * makes is stored and billed the same way whichever made it, at the quote's price. Installing
+ * lip-sync weights on a running host makes it serve lip-sync without a restart: its checks run
+ * again every WORKER_READINESS_INTERVAL_MS.
  *
- * Licences (docs/lipsync.md, "Licences"): a `serve` process does not take wav2lip while one of its
- * networks forbids commercial use, unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1; the one-off
- * commands run it for a person's own use, with a line naming the licence.
+ * Licences (docs/lipsync.md, "Licences"): a `serve` process does not take an in-process backend
+ * while one of its networks forbids commercial use (Wav2Lip's does, MuseTalk's does not), unless
+ * MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1; the one-off commands run it for a person's own use,
+ * with a line naming the licence.
  */
 import path from 'node:path';
 import type { Config } from '../../config.js';
@@ -37,6 +40,10 @@ import {
   type BackendReadiness,
   type BackendStatus,
   type LipsyncBackend,
+  type LipsyncBackendRequest,
+  type LipsyncNetworkName,
+  loadMuseTalkEngine,
+  modelsServedBy,
 } from './pipeline/index.js';
 import { definedFields } from '../../defined-fields.js';
 import type { Engine, KindRuntime, PipelineContext } from '../../app/kind-runtime.js';
@@ -59,6 +66,19 @@ const lastStatuses = new WeakMap<object, BackendStatus[]>();
 /** The networks wav2lip runs, loaded once per engine (a failure is tried again at the next check). */
 const loadedNetworks = new WeakMap<object, Network[]>();
 
+/** The networks MuseTalk runs, loaded once per engine as wav2lip's are. */
+const loadedMuseTalk = new WeakMap<object, Network[]>();
+
+async function detectorNetworks(engine: Engine<LipsyncStates>): Promise<Network[]> {
+  const registry = registryOptions(engine.config);
+  const networks: Network[] = [];
+  for (const name of faceDetectors()) {
+    const detector = await loadBlazeFace(name, { sessions: engine.inlineSessions, registry });
+    networks.push({ name, licence: detector.manifest.licence });
+  }
+  return networks;
+}
+
 async function wav2lipNetworks(engine: Engine<LipsyncStates>): Promise<Network[]> {
   const known = loadedNetworks.get(engine);
   if (known !== undefined) return known;
@@ -69,24 +89,55 @@ async function wav2lipNetworks(engine: Engine<LipsyncStates>): Promise<Network[]
     const model = await loadLipsyncModel(id, { sessions, mapping: engine.config.lipsyncModels, registry });
     networks.push({ name: model.name, licence: model.manifest.licence });
   }
-  for (const name of faceDetectors()) {
-    const detector = await loadBlazeFace(name, { sessions, registry });
-    networks.push({ name, licence: detector.manifest.licence });
-  }
+  networks.push(...(await detectorNetworks(engine)));
   loadedNetworks.set(engine, networks);
   return networks;
 }
 
-/**
- * The in-process backend over this engine. `allowNoncommercial`: the setting for `serve`; always
- * true for a one-off command (cli/context.ts), which logs the licence instead.
- */
-function wav2lipBackend(engine: Engine<LipsyncStates>, job?: JobSettings): LipsyncBackend {
+/** MuseTalk's engine (graphs verified, sessions open) and the detector; its manifest records every part's licence. */
+async function museTalkNetworks(engine: Engine<LipsyncStates>): Promise<Network[]> {
+  const known = loadedMuseTalk.get(engine);
+  if (known !== undefined) return known;
   const { config } = engine;
+  const museTalk = await loadMuseTalkEngine({
+    sessions: engine.inlineSessions,
+    registry: registryOptions(config),
+    museTalkModel: config.museTalkModel,
+    batch: config.museTalkBatch,
+  });
+  const { manifest } = museTalk;
+  const networks: Network[] = [
+    {
+      name: manifest.name,
+      licence: {
+        spdx: [...new Set(manifest.licences.map((l) => l.spdx))].join(' AND '),
+        commercialUse: manifest.commercialUse.allowed,
+      },
+    },
+    ...(await detectorNetworks(engine)),
+  ];
+  loadedMuseTalk.set(engine, networks);
+  return networks;
+}
+
+/**
+ * An in-process backend over this engine: `network` runs the ids its profile allows. Not ready
+ * while a network it needs is missing, or, for `serve` (MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS
+ * off), while one's licence forbids commercial use; a one-off command (cli/context.ts) always
+ * allows them and logs the licence instead.
+ */
+function inProcessBackend(
+  engine: Engine<LipsyncStates>,
+  network: LipsyncNetworkName,
+  job?: JobSettings,
+): LipsyncBackend {
+  const { config } = engine;
+  const networksOf = network === 'musetalk' ? museTalkNetworks : wav2lipNetworks;
+  const models = modelsServedBy(network);
   const readiness = async (): Promise<BackendReadiness> => {
     let networks: Network[];
     try {
-      networks = await wav2lipNetworks(engine);
+      networks = await networksOf(engine);
     } catch (err) {
       return { ready: false, reason: (err as Error).message.split('\n', 1)[0] ?? '' };
     }
@@ -94,46 +145,60 @@ function wav2lipBackend(engine: Engine<LipsyncStates>, job?: JobSettings): Lipsy
     return refused === undefined ? { ready: true } : { ready: false, reason: refused };
   };
   return {
-    name: 'wav2lip',
-    models: () => LIPSYNC_MODEL_IDS,
+    name: network,
+    models: () => models,
     readiness,
     async run(req) {
-      const notice = noncommercialNotice(await wav2lipNetworks(engine));
-      if (notice !== undefined) req.logger.warn({ backend: 'wav2lip' }, notice);
-      const outcome = await lipsyncFile(
-        {
-          videoPath: req.videoPath,
-          videoInfo: req.videoInfo,
-          audioPath: req.audioPath,
-          audioInfo: req.audioInfo,
-          outputPath: req.outputPath,
-          model: req.model,
-          syncMode: req.syncMode,
-          activeSpeaker: req.activeSpeaker,
-          hdr: job?.hdr ?? config.videoHdr,
-          encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
-          signal: req.signal,
-          onProgress: (p) => req.onProgress(p),
-          logger: req.logger,
-        },
-        {
-          sessions: engine.inlineSessions,
-          lipsyncModelMapping: config.lipsyncModels,
-          loadSrModel: engine.loadSrModel,
-          registry: registryOptions(config),
-          ...(job?.binaries ?? {}),
-        },
-      );
-      return {
-        outputPath: outcome.outputPath,
-        durationSeconds: outcome.durationSeconds,
-        details: {
-          backend: 'wav2lip',
-          network: outcome.network,
-          frames: outcome.frames,
-          drivenFrames: outcome.drivenFrames,
-        },
-      };
+      const notice = noncommercialNotice(await networksOf(engine));
+      if (notice !== undefined) req.logger.warn({ backend: network }, notice);
+      return runPipeline(engine, network, req, job);
+    },
+  };
+}
+
+/** The job through src/kinds/lipsync/pipeline/'s pipeline on `network`. */
+async function runPipeline(
+  engine: Engine<LipsyncStates>,
+  network: LipsyncNetworkName,
+  req: LipsyncBackendRequest,
+  job: JobSettings | undefined,
+): Promise<Awaited<ReturnType<LipsyncBackend['run']>>> {
+  const { config } = engine;
+  const outcome = await lipsyncFile(
+    {
+      videoPath: req.videoPath,
+      videoInfo: req.videoInfo,
+      audioPath: req.audioPath,
+      audioInfo: req.audioInfo,
+      outputPath: req.outputPath,
+      model: req.model,
+      syncMode: req.syncMode,
+      activeSpeaker: req.activeSpeaker,
+      hdr: job?.hdr ?? config.videoHdr,
+      encoder: { codec: config.videoEncoder, crf: config.videoCrf, preset: config.videoPreset },
+      signal: req.signal,
+      onProgress: (p) => req.onProgress(p),
+      logger: req.logger,
+      ...(network === 'musetalk' ? { batch: config.museTalkBatch } : {}),
+    },
+    {
+      sessions: engine.inlineSessions,
+      network,
+      lipsyncModelMapping: config.lipsyncModels,
+      museTalkModel: config.museTalkModel,
+      loadSrModel: engine.loadSrModel,
+      registry: registryOptions(config),
+      ...(job?.binaries ?? {}),
+    },
+  );
+  return {
+    outputPath: outcome.outputPath,
+    durationSeconds: outcome.durationSeconds,
+    details: {
+      backend: network,
+      network: outcome.network,
+      frames: outcome.frames,
+      drivenFrames: outcome.drivenFrames,
     },
   };
 }
@@ -147,7 +212,7 @@ interface JobSettings {
 /** The configured backends, in the operator's order. */
 export function lipsyncBackends(engine: Engine<LipsyncStates>, job?: JobSettings): LipsyncBackend[] {
   return engine.config.lipsyncBackends.flatMap((name): LipsyncBackend[] => {
-    if (name === 'wav2lip') return [wav2lipBackend(engine, job)];
+    if (name === 'wav2lip' || name === 'musetalk') return [inProcessBackend(engine, name, job)];
     return engine.kinds.lipsyncProvider === undefined ? [] : [engine.kinds.lipsyncProvider];
   });
 }
@@ -210,20 +275,25 @@ export const lipsyncRuntime: KindRuntime<'lipsync', LipsyncStates> = {
   },
   warm(ctx) {
     const { engine } = ctx;
+    const { config } = engine;
+    const registry = registryOptions(config);
+    const sessions = engine.inlineSessions;
     // Only a host that runs the networks opens them.
-    if (!engine.config.lipsyncBackends.includes('wav2lip')) return;
-    const registry = registryOptions(engine.config);
-    for (const id of LIPSYNC_MODEL_IDS) {
-      ctx.step(`lipsync ${id}`, () =>
-        loadThreadedLipsyncModel(id, {
-          sessions: engine.inlineSessions,
-          registry,
-          ...definedFields({ mapping: engine.config.lipsyncModels }),
-        }),
+    if (config.lipsyncBackends.includes('musetalk')) {
+      ctx.step(`lipsync musetalk ${config.museTalkModel}`, () =>
+        loadMuseTalkEngine({ sessions, registry, museTalkModel: config.museTalkModel, batch: config.museTalkBatch }),
       );
     }
+    if (config.lipsyncBackends.includes('wav2lip')) {
+      for (const id of LIPSYNC_MODEL_IDS) {
+        ctx.step(`lipsync ${id}`, () =>
+          loadThreadedLipsyncModel(id, { sessions, registry, ...definedFields({ mapping: config.lipsyncModels }) }),
+        );
+      }
+    }
+    if (!config.lipsyncBackends.some((name) => name === 'wav2lip' || name === 'musetalk')) return;
     for (const model of faceDetectors())
-      ctx.step(`face detector ${model}`, () => loadBlazeFace(model, { sessions: engine.inlineSessions, registry }));
+      ctx.step(`face detector ${model}`, () => loadBlazeFace(model, { sessions, registry }));
     ctx.sr('mouth', '4');
   },
   // Its networks run on threads of their own (loadThreadedLipsyncModel).
@@ -250,7 +320,7 @@ export function openLipsyncProvider(config: Config): SyncBackend | undefined {
 export function lipsyncPolicy(config: Config, hardware: HardwareProfile): LipsyncPolicy {
   // A host that only sends lip-sync to the provider runs no network per frame: the provider's time
   // is not this host's to estimate (the 4-minute limit still ends a generation that runs over).
-  const local = config.lipsyncBackends.includes('wav2lip');
+  const local = config.lipsyncBackends.includes('wav2lip') || config.lipsyncBackends.includes('musetalk');
   return {
     maxOutputPercent: config.lipsyncMaxOutputPercent,
     secondsPerFrame: local ? lipsyncSecondsPerFrame(hardware) : 0,

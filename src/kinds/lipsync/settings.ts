@@ -7,31 +7,24 @@
 import { z } from 'zod';
 import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, LIPSYNC_MODEL_IDS } from '../../jobs/index.js';
 import { httpUrl, nonEmptyText, parseNameList, parsedBy, positiveInt, setting } from '../../settings-table.js';
+import { LIPSYNC_PROFILES, perModel } from './contract/profiles.js';
 
 /** The real weights' manifest name that the defaults point at. */
 export const REAL_LIPSYNC_MODEL = 'wav2lip';
 /** The generated test model: exercises the pipeline, does not lip-sync. */
 export const TEST_LIPSYNC_MODEL = 'wav2lip-test';
 
-const manifestName = z
+export const lipsyncManifestName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9.-]*$/, 'Expected a model manifest name of lower-case letters, digits, dots and dashes');
 
-export const lipsyncModelMappingSchema = z
-  .object({
-    'vendor-lipsync-2': manifestName,
-    'vendor-lipsync-2-pro': manifestName,
-    'vendor-lipsync-3': manifestName,
-  })
-  .strict();
+export const lipsyncModelMappingSchema = z.object(perModel(() => lipsyncManifestName)).strict();
 
 export type LipsyncModelMapping = z.infer<typeof lipsyncModelMappingSchema>;
 
-export const DEFAULT_LIPSYNC_MODEL_MAPPING: Readonly<LipsyncModelMapping> = Object.freeze({
-  'vendor-lipsync-2': REAL_LIPSYNC_MODEL,
-  'vendor-lipsync-2-pro': REAL_LIPSYNC_MODEL,
-  'vendor-lipsync-3': REAL_LIPSYNC_MODEL,
-});
+export const DEFAULT_LIPSYNC_MODEL_MAPPING: Readonly<LipsyncModelMapping> = Object.freeze(
+  perModel(() => REAL_LIPSYNC_MODEL),
+);
 
 /**
  * The mapping from a setting's text: one manifest name for all three ids (`wav2lip-test`), or a
@@ -55,15 +48,21 @@ export function parseLipsyncModelMapping(text: string, where = 'the lip-sync mod
   return parsed.data;
 }
 
+/** MuseTalk's manifest that the `musetalk` backend runs by default: real graphs an operator installs. */
+export const REAL_MUSETALK_MODEL = 'musetalk';
+/** Frames per UNet call (and per VAE call: twice as many crops) by default; the memory a batch holds grows with it. */
+export const DEFAULT_MUSETALK_BATCH = 8;
+
 /**
  * The lip-sync backends an operator can list in MEDIA_WORKER_LIPSYNC_BACKENDS, in order of
- * preference: `wav2lip`, the networks this host runs (MEDIA_WORKER_LIPSYNC_MODELS), and
+ * preference: `musetalk` (MuseTalk 1.5 on this host, MEDIA_WORKER_MUSETALK_MODEL; the ids its
+ * profile allows), `wav2lip`, the networks this host runs (MEDIA_WORKER_LIPSYNC_MODELS), and
  * `sync-compatible`, a provider that speaks sync.so's v2 API.
  */
-export const LIPSYNC_BACKEND_NAMES = ['wav2lip', 'sync-compatible'] as const;
+export const LIPSYNC_BACKEND_NAMES = ['wav2lip', 'musetalk', 'sync-compatible'] as const;
 export type LipsyncBackendName = (typeof LIPSYNC_BACKEND_NAMES)[number];
 
-/** "wav2lip" or "wav2lip,sync-compatible": known names, no repeats, at least one, in order of preference. */
+/** "wav2lip" or "musetalk,wav2lip,sync-compatible": known names, no repeats, at least one, in order of preference. */
 export function parseLipsyncBackends(value: string): LipsyncBackendName[] {
   const out = parseNameList(value, LIPSYNC_BACKEND_NAMES, 'lip-sync backend');
   if (out.length === 0)
@@ -82,22 +81,14 @@ const providerModel = z
   );
 
 /** Which provider model serves each public id through `sync-compatible`; null: that id is not sent to the provider. */
-export const syncModelMapSchema = z
-  .object({
-    'vendor-lipsync-2': providerModel.nullable(),
-    'vendor-lipsync-2-pro': providerModel.nullable(),
-    'vendor-lipsync-3': providerModel.nullable(),
-  })
-  .strict();
+export const syncModelMapSchema = z.object(perModel(() => providerModel.nullable())).strict();
 
 export type SyncModelMap = z.infer<typeof syncModelMapSchema>;
 
 /** sync.so's own names for what the spec's three models promise (docs/lipsync.md, "Backends"). */
-export const DEFAULT_SYNC_MODEL_MAP: Readonly<SyncModelMap> = Object.freeze({
-  'vendor-lipsync-2': 'lipsync-2',
-  'vendor-lipsync-2-pro': 'lipsync-2-pro',
-  'vendor-lipsync-3': 'sync-3',
-});
+export const DEFAULT_SYNC_MODEL_MAP: Readonly<SyncModelMap> = Object.freeze(
+  perModel((id) => LIPSYNC_PROFILES[id].providerModel),
+);
 
 /** The map from a JSON object naming some ids (the others keep the default), e.g. `{"vendor-lipsync-3":null}`. */
 export function parseSyncModelMap(text: string): SyncModelMap {
@@ -131,7 +122,19 @@ export const LIPSYNC_SETTINGS = {
     env: 'MEDIA_WORKER_LIPSYNC_BACKENDS',
     schema: parsedBy(parseLipsyncBackends),
     default: 'wav2lip',
-    doc: 'Lip-sync backends in order of preference: wav2lip (the networks of MEDIA_WORKER_LIPSYNC_MODELS, on this host), sync-compatible (a provider speaking sync.so\'s v2 API; docs/lipsync.md, "Backends"). A job goes to the first that can serve its model and is ready.',
+    doc: 'Lip-sync backends in order of preference: musetalk (MEDIA_WORKER_MUSETALK_MODEL on this host, for vendor-lipsync-2 and -2-pro), wav2lip (the networks of MEDIA_WORKER_LIPSYNC_MODELS, on this host), sync-compatible (a provider speaking sync.so\'s v2 API; docs/lipsync.md, "Backends"). A job goes to the first that can serve its model and is ready.',
+  }),
+  museTalkModel: setting({
+    env: 'MEDIA_WORKER_MUSETALK_MODEL',
+    schema: lipsyncManifestName,
+    default: REAL_MUSETALK_MODEL,
+    doc: 'MuseTalk 1.5 manifest (models/musetalk/NAME.json) of the `musetalk` backend: `musetalk` (scripts/install-musetalk-model.ts) or `musetalk-test` (generated).',
+  }),
+  museTalkBatch: setting({
+    env: 'MEDIA_WORKER_MUSETALK_BATCH',
+    schema: positiveInt,
+    default: String(DEFAULT_MUSETALK_BATCH),
+    doc: 'Frames per MuseTalk UNet call; memory grows with it.',
   }),
   syncBaseUrl: setting({
     env: 'MEDIA_WORKER_SYNC_BASE_URL',

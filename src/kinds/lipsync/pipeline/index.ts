@@ -2,7 +2,7 @@
  * Lip-sync: the one way into src/kinds/lipsync/pipeline/ from the rest of the project. The flow (`lipsyncFile`,
  * pipeline.ts; the two passes, passes.ts) is told in docs/lipsync.md, with the rooms: audio/,
  * frames/, faces/, network/, compose/. Rooms depend one way (audio <- frames <- faces <- network <-
- * compose <- the flow) and use the top-level leaves types.ts, timeline.ts and settings.ts (read by
+ * compose <- the flow) and use the top-level leaves types.ts, timeline.ts, profiles.ts (what each model id means) and settings.ts (read by
  * src/config.ts without loading the lip-sync runtime).
  */
 export * from './audio/index.js';
@@ -10,7 +10,9 @@ export * from './compose/index.js';
 export * from './faces/index.js';
 export * from './frames/index.js';
 export * from './network/index.js';
+export * from './networks.js';
 export * from './pipeline.js';
+export * from '../contract/profiles.js';
 export * from '../settings.js';
 export * from './timeline.js';
 export * from './types.js';

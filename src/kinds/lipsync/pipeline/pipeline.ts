@@ -15,6 +15,7 @@ import { ProcessingError, errorMessage } from '../../../errors.js';
 import { throttle } from '../../../throttle.js';
 import { definedFields } from '../../../defined-fields.js';
 import type { RegistryOptions, SessionCache, LoadedSrModel, SrModelLoader } from '../../../inference/index.js';
+import type { LipsyncNetworkName, LipsyncProfile } from '../contract/profiles.js';
 import {
   LIPSYNC_AUDIO_CONTAINERS,
   LIPSYNC_VIDEO_CONTAINERS,
@@ -40,6 +41,7 @@ import {
   type Size,
   StageGroup,
   type VideoExtras,
+  type ColourPlan,
   chooseEncoder,
   displayedSize,
   ffmpegFailure,
@@ -66,11 +68,13 @@ import {
   FACE_DETECTION_PROFILES,
   type DrivenFaces,
 } from './faces/index.js';
-import { decodeAudio, fitSamples, melSpectrogram } from './audio/index.js';
+import { decodeAudio, fitSamples } from './audio/index.js';
 import { type VideoQuality, DecoderFailure, type SourceDecodeSpec } from './frames/index.js';
-import { loadThreadedLipsyncModel, loadLipsyncModel, type LipsyncModel } from './network/index.js';
+import type { LipsyncModel } from './network/index.js';
 import { DEFAULT_CACHE_BYTES, runOutputPass, type OutputPassTimings } from './compose/index.js';
+import { loadPipelineNetwork, type PipelineNetwork } from './networks.js';
 import { passesInTurn, passesTogether, type PassSteps, type Passes } from './passes.js';
+import { lipsyncProfile } from '../contract/profiles.js';
 import { DEFAULT_MAX_OUTPUT_SECONDS, framesForSeconds, planTimeline, type TimelinePlan } from './timeline.js';
 import type { LipsyncModelMapping } from '../settings.js';
 
@@ -105,7 +109,7 @@ export interface LipsyncRequest {
   lossless?: boolean;
   /** HDR (PQ / HLG) input kept as 10-bit HDR or tone-mapped to SDR (the job's `hdr`, else the worker's default). Default "keep". */
   hdr?: HdrMode;
-  /** Faces per network call; default the model's (its manifest's batch). */
+  /** Faces per network call (MuseTalk: frames per UNet call); default the model's (its manifest's batch). */
   batch?: number;
   /** Memory for source frames kept for loop and bounce. Default DEFAULT_CACHE_BYTES. */
   cacheBytes?: number;
@@ -134,8 +138,12 @@ export interface LipsyncDeps {
   overlapFacePass?: boolean;
   /** Replaces the forecast of the frame count (the decode check's count; tests: a wrong forecast). */
   forecastFrames?: () => Promise<number | undefined>;
-  /** Replaces the lip-sync network loader (benchmarks: a stand-in with a known cost). */
+  /** Replaces the Wav2Lip network loader (benchmarks: a stand-in with a known cost). */
   loadModel?: (modelId: LipsyncModelId) => Promise<LipsyncModel>;
+  /** Which network runs: the backend that took the job (profiles.ts says which may serve each id). Default wav2lip. */
+  network?: LipsyncNetworkName;
+  /** MuseTalk's manifest (MEDIA_WORKER_MUSETALK_MODEL); default `musetalk`. */
+  museTalkModel?: string;
 }
 
 export interface LipsyncStats extends OutputPassTimings {
@@ -272,51 +280,90 @@ interface Resolved {
   started: number;
 }
 
+/**
+ * The job, step by step: ffmpeg, the network, the set-up (helpers, probing, the decode check, the
+ * encoder's quality, the audio), the steps the passes take, the passes, the outcome.
+ */
 async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise<LipsyncOutcome> {
-  const { signal } = req;
-  const registry = deps.registry ?? {};
-  const withSignal = definedFields({ signal });
-  let ffmpeg: string;
+  const profile = lipsyncProfile(req.model);
+  const ffmpeg = await readyFfmpeg(deps);
+  const network = await loadPipelineNetwork(req.model, {
+    sessions: deps.sessions,
+    registry: deps.registry ?? {},
+    ...definedFields({
+      network: deps.network,
+      mapping: deps.lipsyncModelMapping,
+      modelThread: deps.modelThread,
+      loadModel: deps.loadModel,
+      museTalkModel: deps.museTalkModel,
+      batch: req.batch,
+    }),
+  });
+  req.signal?.throwIfAborted();
+  const setup = await setUp(req, deps, r, ffmpeg, profile, network.sampleRate);
+  const job = passSteps(req, r, ffmpeg, network, setup);
+  const passes = await runPasses(job.steps, setup, job.limit, deps);
+  await rename(r.partialPath, r.outputPath);
+  return outcomeOf(req, r, network, setup, job.colour, passes);
+}
+
+/** The ffmpeg binary, its version read once before any decoder starts (the frame streams spawn with the option it names). */
+async function readyFfmpeg(deps: LipsyncDeps): Promise<string> {
   try {
-    ffmpeg = resolveFfmpeg(definedFields({ ffmpegPath: deps.ffmpegPath }));
-    // Read once before any decoder starts: the frame streams spawn with the option it names (video/ffmpeg-version.ts).
+    const ffmpeg = resolveFfmpeg(definedFields({ ffmpegPath: deps.ffmpegPath }));
     await ffmpegVersion(ffmpeg);
+    return ffmpeg;
   } catch (error) {
     throw new ProcessingError(errorMessage(error), { retryable: true, cause: error });
   }
+}
 
-  // ---------------------------------------------------------------- setup
-  const loadModel =
-    deps.loadModel ??
-    ((id: LipsyncModelId) =>
-      (deps.modelThread === false ? loadLipsyncModel : loadThreadedLipsyncModel)(id, {
-        sessions: deps.sessions,
-        registry,
-        ...definedFields({ mapping: deps.lipsyncModelMapping, batch: req.batch }),
-      }));
-  const model = await loadModel(req.model);
-  signal?.throwIfAborted();
-  const { manifest } = model;
-  const faceSize = manifest.face.size;
-  const [, outC, outH, outW] = manifest.output.shape;
-  if (outC !== 3 || outH !== faceSize || outW !== faceSize) {
-    throw new ProcessingError(
-      `Expected ${manifest.name} to return [B, 3, ${faceSize}, ${faceSize}] faces but its manifest says [B, ${outC}, ${outH}, ${outW}]`,
-    );
-  }
-  const sampleRate = manifest.audio.sampleRate;
+/** What the set-up found and made, for the passes and the outcome. */
+interface Setup {
+  detector: BlazeFaceDetector;
+  sr: LoadedSrModel | undefined;
+  extras: VideoExtras;
+  quality: VideoQuality;
+  /** The job's audio at the network's rate, mono. */
+  samples: Float32Array;
+  sampleRate: number;
+  /** Frames the decode check counted, and the probe's estimate. */
+  decodedFrames: number;
+  estimatedFrames: number;
+  quotedFrames: number;
+  timing: ReturnType<typeof frameTiming>;
+  size: Size;
+  fps: Rational;
+  setupMs: number;
+}
+
+/**
+ * The output length checked against the cap with the probe's figures, then, beside the audio's
+ * decoding: the face detector and mouth pass of the model's profile, the video's extras, the decode
+ * check and the encoder's quality.
+ */
+async function setUp(
+  req: LipsyncRequest,
+  deps: LipsyncDeps,
+  r: Resolved,
+  ffmpeg: string,
+  profile: Readonly<LipsyncProfile>,
+  sampleRate: number,
+): Promise<Setup> {
+  const { signal } = req;
+  const registry = deps.registry ?? {};
+  const withSignal = definedFields({ signal });
   const fps: Rational = r.video.fps;
   const timing = frameTiming(r.video);
   const size = displayedSize(r.video);
-  // Validates the output length against the cap with the probe's figures before any decoding.
   const estimatedFrames = Math.max(1, r.video.frameCount ?? framesForSeconds(req.videoInfo.durationSeconds, fps));
+  // Validates the output length against the cap before any decoding.
   planTimeline({
     mode: req.syncMode,
     videoFrames: estimatedFrames,
     fps,
     audioSeconds: Math.max(1e-3, req.audioInfo.durationSeconds),
   });
-
   // The backstop (docs/contract.md, "The bill is what runs"): no more audio than the quote measured.
   const audioMax = Math.min(
     req.syncMode === 'cut_off' ? req.videoInfo.durationSeconds + 1 : DEFAULT_MAX_OUTPUT_SECONDS + 1,
@@ -325,43 +372,29 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const quotedFrames =
     timing.mode === 'passthrough' ? estimatedFrames : framesForSeconds(req.videoInfo.durationSeconds, fps);
   // The audio decodes beside the set-up steps; one of them failing must not leave it running.
-  const setup = new StageGroup(signal, 'lip-sync set-up');
+  const group = new StageGroup(signal, 'lip-sync set-up');
   const audioPromise = decodeAudio(
     { path: r.audioPath, container: req.audioInfo.container },
-    { sampleRate, maxSeconds: audioMax, signal: setup.signal, ffmpegPath: ffmpeg },
+    { sampleRate, maxSeconds: audioMax, signal: group.signal, ffmpegPath: ffmpeg },
   );
   // Settled below; never an unhandled rejection while the models load.
-  const audioSettled = setup.run(audioPromise);
-
-  let detector: BlazeFaceDetector;
-  let sr: LoadedSrModel | undefined;
-  let extras: VideoExtras;
-  let quality: VideoQuality;
-  let samples: Float32Array;
-  let decodedFrames: number;
+  const audioSettled = group.run(audioPromise);
   try {
-    const profile =
-      req.model === 'vendor-lipsync-3' ? FACE_DETECTION_PROFILES.robust : FACE_DETECTION_PROFILES.standard;
-    detector = await loadBlazeFace(profile.model, {
+    const detection = FACE_DETECTION_PROFILES[profile.faceDetection];
+    const detector = await loadBlazeFace(detection.model, {
       sessions: deps.sessions,
       registry,
-      minScore: profile.minScore,
-      margin: profile.margin,
+      minScore: detection.minScore,
+      margin: detection.margin,
     });
-    if (req.model === 'vendor-lipsync-2-pro') {
-      if (deps.loadSrModel === undefined)
-        throw new ProcessingError(
-          'Expected a super-resolution model loader for vendor-lipsync-2-pro but none was given',
-        );
-      sr = await deps.loadSrModel('mouth', '4');
-    }
-    extras = await probeVideoExtras(r.videoPath, req.videoInfo.container, {
+    const sr = profile.mouthSuperResolution ? await mouthPass(req, deps) : undefined;
+    const extras = await probeVideoExtras(r.videoPath, req.videoInfo.container, {
       ...withSignal,
       ...definedFields({ ffprobePath: deps.ffprobePath }),
     });
     // The whole video decoded once before any network work: a file its decoders cannot read, or
     // one that grew after its quote, fails here. Damage they can conceal is concealed, as players do.
-    decodedFrames = await checkVideoDecodes({
+    const decodedFrames = await checkVideoDecodes({
       ffmpeg,
       path: r.videoPath,
       container: req.videoInfo.container,
@@ -370,42 +403,75 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
       strict: false,
       ...withSignal,
     });
-    quality = await videoQuality(req, ffmpeg, r.video);
-    samples = await audioPromise;
+    const quality = await videoQuality(req, profile, ffmpeg, r.video);
+    const samples = await audioPromise;
+    if (samples.length === 0) throw new ProcessingError('Expected audio samples but the audio decoded to nothing');
+    signal?.throwIfAborted();
+    return {
+      detector,
+      sr,
+      extras,
+      quality,
+      samples,
+      sampleRate,
+      decodedFrames,
+      estimatedFrames,
+      quotedFrames,
+      timing,
+      size,
+      fps,
+      setupMs: performance.now() - r.started,
+    };
   } catch (error) {
-    throw await setup.failure(error, [audioSettled]);
+    throw await group.failure(error, [audioSettled]);
   } finally {
-    await setup.settle([audioSettled]);
+    await group.settle([audioSettled]);
   }
-  if (samples.length === 0) throw new ProcessingError('Expected audio samples but the audio decoded to nothing');
-  const audioSeconds = samples.length / sampleRate;
-  signal?.throwIfAborted();
-  const setupMs = performance.now() - r.started;
+}
 
-  // ---------------------------------------------------------------- faces and output
-  // The upscale's rule (video/colour.ts): HDR and deeper SDR stay 16-bit from decoder to encoder
-  // unless the job asks for SDR. Detection sees 8-bit frames (HDR tone-mapped, as the detector was
-  // trained on SDR); the lossless test encoder takes 8-bit RGB only.
-  const colourFacts = colourSource(extras);
+/** The super-resolution network of the profile's mouth pass. */
+async function mouthPass(req: LipsyncRequest, deps: LipsyncDeps): Promise<LoadedSrModel> {
+  if (deps.loadSrModel === undefined)
+    throw new ProcessingError(`Expected a super-resolution model loader for ${req.model} but none was given`);
+  return deps.loadSrModel('mouth', '4');
+}
+
+/**
+ * The steps the passes take (passes.ts), over this job's decoders, detector, network and encoder.
+ * The upscale's rule (video/colour.ts): HDR and deeper SDR stay 16-bit from decoder to encoder
+ * unless the job asks for SDR. Detection sees 8-bit frames (HDR tone-mapped, as the detector was
+ * trained on SDR); the lossless test encoder takes 8-bit RGB only.
+ */
+function passSteps(
+  req: LipsyncRequest,
+  r: Resolved,
+  ffmpeg: string,
+  network: PipelineNetwork,
+  s: Setup,
+): { steps: PassSteps; limit: number | undefined; colour: ColourPlan } {
+  const { signal } = req;
+  const { fps, size, detector } = s;
+  const colourFacts = colourSource(s.extras);
   const detectColour = eightBitColourPlan(colourFacts, size);
   const colour = req.lossless === true ? detectColour : colourPlan(colourFacts, req.hdr ?? DEFAULT_HDR_MODE, size);
   const spec: SourceDecodeSpec = {
     inputPath: r.videoPath,
     container: req.videoInfo.container,
-    timing,
+    timing: s.timing,
     matrix: colour.inputMatrix,
     colour: { plan: colour, source: colourFacts },
-    interlaced: extras.interlaced === true,
+    interlaced: s.extras.interlaced === true,
     size,
-    maxFrames: allowedFrames(quotedFrames),
+    maxFrames: allowedFrames(s.quotedFrames),
   };
   const detectSpec: SourceDecodeSpec = { ...spec, colour: { plan: detectColour, source: colourFacts } };
+  const audioSeconds = s.samples.length / s.sampleRate;
   const limit = facePassLimit(req.syncMode, framesForSeconds(audioSeconds, fps));
   const progress = throttle(
     (p: LipsyncProgress) => req.onProgress?.(p),
     req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
   );
-  const detectTotal = Math.min(limit ?? Number.MAX_SAFE_INTEGER, estimatedFrames);
+  const detectTotal = Math.min(limit ?? Number.MAX_SAFE_INTEGER, s.estimatedFrames);
   const detectAt = req.activeSpeaker
     ? detectionSize(size)
     : letterboxSize(size, detector.manifest.input.size, detector.margin);
@@ -432,27 +498,25 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     },
     plan: (videoFrames) => {
       const plan = planTimeline({ mode: req.syncMode, videoFrames, fps, audioSeconds });
-      return { plan, fitted: fitSamples(samples, plan.durationSeconds, sampleRate) };
+      return { plan, fitted: fitSamples(s.samples, plan.durationSeconds, s.sampleRate) };
     },
     speakerEnvelope: async (plan, fitted, sourceFrames) =>
-      req.activeSpeaker ? speakerEnvelope(req, r, ffmpeg, sampleRate, fitted, plan, sourceFrames) : undefined,
+      req.activeSpeaker ? speakerEnvelope(req, r, ffmpeg, s.sampleRate, fitted, plan, sourceFrames) : undefined,
     inFrame: (boxes) => boxes.map((box) => (box === undefined ? undefined : scaleBox(box, toFrame.x, toFrame.y))),
-    output: (plan, fitted, boxAt, outputSignal) =>
+    output: async (plan, fitted, boxAt, outputSignal) =>
       runOutputPass({
         ffmpeg,
         spec,
         plan,
         boxAt,
-        model,
-        align: req.model === 'vendor-lipsync-3',
-        sr,
-        mel: melSpectrogram(fitted, manifest.audio),
+        generator: await network.generator(fitted, plan.fps, outputSignal),
+        sr: s.sr,
         encode: {
-          quality,
-          sampleAspect: extras.sampleAspect,
+          quality: s.quality,
+          sampleAspect: s.extras.sampleAspect,
           colour,
           audio: { path: r.audioPath, container: req.audioInfo.container },
-          metadataSource: { path: r.videoPath, container: req.videoInfo.container, tags: extras.tags },
+          metadataSource: { path: r.videoPath, container: req.videoInfo.container, tags: s.extras.tags },
           outputPath: r.partialPath,
         },
         cacheBytes: req.cacheBytes ?? DEFAULT_CACHE_BYTES,
@@ -468,25 +532,37 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     fps: fps.num / fps.den,
     ...definedFields({ signal, logger: req.logger }),
   };
+  return { steps, limit, colour };
+}
 
-  // The decode check counted the frames the decoders deliver; a variable frame rate is resampled by
-  // them, so its count does not forecast theirs.
+/**
+ * The two passes together when the frame count can be forecast (again in turn if the forecast was
+ * wrong), else in turn. The decode check counted the frames the decoders deliver; a variable frame
+ * rate is resampled by them, so its count does not forecast theirs.
+ */
+async function runPasses(steps: PassSteps, s: Setup, limit: number | undefined, deps: LipsyncDeps): Promise<Passes> {
   const probeForecast = (): Promise<number | undefined> =>
-    Promise.resolve(timing.mode === 'passthrough' ? decodedFrames : undefined);
+    Promise.resolve(s.timing.mode === 'passthrough' ? s.decodedFrames : undefined);
   const forecast = await (deps.forecastFrames ?? probeForecast)();
-  let passes: Passes;
   if (forecast === undefined || deps.overlapFacePass === false) {
-    const pass = await steps.detect(signal);
+    const pass = await steps.detect(steps.signal);
     steps.detected(pass);
-    passes = await passesInTurn(steps, pass);
-  } else {
-    const first = await passesTogether(steps, Math.min(forecast, limit ?? forecast));
-    passes = 'output' in first ? first : await passesInTurn(steps, first);
+    return passesInTurn(steps, pass);
   }
-  await rename(r.partialPath, r.outputPath);
-  const { pass, plan, driven, output } = passes;
+  const first = await passesTogether(steps, Math.min(forecast, limit ?? forecast));
+  return 'output' in first ? first : passesInTurn(steps, first);
+}
 
-  const outSize: Size = size;
+function outcomeOf(
+  req: LipsyncRequest,
+  r: Resolved,
+  network: PipelineNetwork,
+  s: Setup,
+  colour: ColourPlan,
+  passes: Passes,
+): LipsyncOutcome {
+  const { pass, plan, driven, output } = passes;
+  const { quality, fps, size, sr } = s;
   const codec =
     quality.mode === 'lossless' ? 'libx264rgb' : colour.output.codec === 'hevc' ? 'libx265' : quality.encoder.codec;
   const encoder = { codec, mode: quality.mode };
@@ -494,13 +570,13 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     outputPath: r.outputPath,
     durationSeconds: plan.durationSeconds,
     frames: plan.outputFrames,
-    width: outSize.width,
-    height: outSize.height,
+    width: size.width,
+    height: size.height,
     fps: fps.num / fps.den,
     frameRate: formatRate(fps),
     model: req.model,
-    network: model.name,
-    testModel: model.testModel,
+    network: network.name,
+    testModel: network.testModel,
     ...(sr === undefined ? {} : { srModel: sr.name }),
     syncMode: req.syncMode,
     drivenFrames: output.drivenFrames,
@@ -514,7 +590,7 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     },
     stats: {
       wallMs: performance.now() - r.started,
-      setupMs,
+      setupMs: s.setupMs,
       detectMs: pass.ms,
       outputMs: passes.outputMs,
       facePassOverlapped: passes.overlapped,
@@ -533,11 +609,16 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   };
 }
 
-/** vendor-lipsync-2-pro keeps the source's bitrate; the others use the configured constant quality. */
-async function videoQuality(req: LipsyncRequest, ffmpeg: string, video: VideoStreamInfo): Promise<VideoQuality> {
+/** The profile's keepSourceBitrate encodes at the source's bitrate; the others at the configured constant quality. */
+async function videoQuality(
+  req: LipsyncRequest,
+  profile: Readonly<LipsyncProfile>,
+  ffmpeg: string,
+  video: VideoStreamInfo,
+): Promise<VideoQuality> {
   if (req.lossless === true) return { mode: 'lossless' };
   const encoder = await chooseEncoder(ffmpeg, { ...DEFAULT_ENCODER, ...req.encoder }, req.logger);
-  if (req.model !== 'vendor-lipsync-2-pro') return { mode: 'crf', encoder };
+  if (!profile.keepSourceBitrate) return { mode: 'crf', encoder };
   const bitrate = video.bitRate ?? req.videoInfo.bitRate;
   if (bitrate === undefined || !(bitrate > 0)) {
     req.logger?.warn({ crf: encoder.crf }, 'the source declares no bitrate; encoding at constant quality');

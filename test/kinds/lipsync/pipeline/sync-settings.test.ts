@@ -10,13 +10,14 @@ import {
 describe('lip-sync backend settings', () => {
   it('MEDIA_WORKER_LIPSYNC_BACKENDS: known names in the operator order, each once, at least one', () => {
     expect(parseLipsyncBackends(' sync-compatible , wav2lip ')).toEqual(['sync-compatible', 'wav2lip']);
+    expect(parseLipsyncBackends('musetalk,wav2lip')).toEqual(['musetalk', 'wav2lip']);
     expect(() => parseLipsyncBackends('wav2lip,latentsync')).toThrow(
-      'Expected a comma-separated list of wav2lip, sync-compatible but received "wav2lip,latentsync"',
+      'Expected a comma-separated list of wav2lip, musetalk, sync-compatible but received "wav2lip,latentsync"',
     );
     expect(() => parseLipsyncBackends('wav2lip,wav2lip')).toThrow(
       'Expected each lip-sync backend once but wav2lip is listed twice',
     );
-    expect(() => parseLipsyncBackends(' , ')).toThrow('Expected at least one of wav2lip, sync-compatible');
+    expect(() => parseLipsyncBackends(' , ')).toThrow('Expected at least one of wav2lip, musetalk, sync-compatible');
   });
 
   it('MEDIA_WORKER_SYNC_MODELS: the ids named replace the default, null keeps one off the provider', () => {

@@ -1,6 +1,6 @@
 /**
  * The lip-sync pipeline's output pass: output frames in order, the driven face in each replaced by
- * the network's, encoded with the fitted audio. Four stages overlap, joined by a bounded queue of
+ * the network's (a FaceGenerator: Wav2Lip's or MuseTalk's), encoded with the fitted audio. Four stages overlap, joined by a bounded queue of
  * output frames: a producer (source frames, crops, network inputs), the network (one batch at a
  * time), pasting, and a writer to the ffmpeg encoder. Stopping kills both ffmpeg processes and
  * returns once they are reaped.
@@ -19,8 +19,8 @@ import {
   withFrameTimingOption,
   writeWithBackpressure,
 } from '../../../../video/index.js';
-import { compositeFace, type GeneratedFace } from './composite.js';
-import { cropFace, cropForFace, type FaceCrop } from './crop.js';
+import type { GeneratedFace } from './composite.js';
+import type { FaceGenerator, PreparedFace } from './face-generator.js';
 import {
   lipsyncEncoderArgs,
   type LipsyncEncoderInput,
@@ -30,9 +30,6 @@ import {
   sourceDecoderArgs,
   type SourceDecodeSpec,
 } from '../frames/index.js';
-import { tensorToRgb, type TensorLayout, wav2lipInput, type LipsyncModel } from '../network/index.js';
-import { DEFAULT_MOUTH_MASK } from './mask.js';
-import { melChunk, type MelSpectrogram } from '../audio/index.js';
 import { superResolveMouths } from './mouth-sr.js';
 import type { TimelinePlan } from '../timeline.js';
 import type { FaceBox } from '../types.js';
@@ -55,13 +52,10 @@ export interface OutputPassInput {
    * a promise while the face pass has not decided the frame yet (face-schedule.ts).
    */
   boxAt: (sourceFrame: number) => FaceBox | undefined | Promise<FaceBox | undefined>;
-  model: LipsyncModel;
-  /** Turn each crop upright along the eye line (vendor-lipsync-3). */
-  align: boolean;
-  /** The super-resolution engine for faces larger than the network's output (vendor-lipsync-2-pro). */
+  /** The network, with the audio fitted to the timeline already made into its features. */
+  generator: FaceGenerator;
+  /** The super-resolution engine for faces larger than the network's output (the profile's mouth pass). */
   sr: LoadedSrModel | undefined;
-  /** Mel features of the audio fitted to the timeline's duration. */
-  mel: MelSpectrogram;
   /** Quality, pixel aspect, the audio to mux and the (temporary) output path. */
   encode: Pick<LipsyncEncoderInput, 'quality' | 'sampleAspect' | 'colour' | 'audio' | 'metadataSource' | 'outputPath'>;
   /** Memory for source frames kept for loop and bounce. */
@@ -113,14 +107,12 @@ function deferred(): Deferred {
 interface BatchItem {
   /** A private copy of the source frame (16-bit samples for a 16-bit plan), pasted into in place. */
   frame: Uint8Array | Uint16Array;
-  crop: FaceCrop;
+  face: PreparedFace;
   done: Deferred;
 }
 
 interface Batch {
   items: BatchItem[];
-  mel: Float32Array;
-  faces: Float32Array;
   /** Handed to the network (full, last, or flushed because the encoder waits for it). */
   sent: boolean;
 }
@@ -149,24 +141,13 @@ function frameBytesOf(frame: Uint8Array | Uint16Array): Uint8Array {
 }
 
 export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResult> {
-  const { plan, model, spec } = o;
-  const { manifest } = model;
+  const { plan, generator, spec } = o;
   const { width, height } = spec.size;
   // 16-bit frames (HDR kept, deeper SDR) stay 16-bit from decoder to encoder; only the network's crops are 8-bit.
   const deep = spec.colour?.plan.depth === 16;
   const frameBytes = width * height * 3 * (deep ? 2 : 1);
-  const faceSize = manifest.face.size;
-  const plane = faceSize * faceSize;
-  const melSize = manifest.inputs.mel.shape[2] * manifest.inputs.mel.shape[3];
-  const faceValues = 6 * plane;
-  const batchSize = Math.max(1, model.batch);
-  const inputLayout: TensorLayout = {
-    channelOrder: manifest.inputs.faces.channels,
-    range: manifest.inputs.faces.range,
-    maskFromRow: manifest.face.maskFromRow,
-  };
-  const outputLayout: TensorLayout = { channelOrder: manifest.output.channels, range: manifest.output.range };
-  const { align } = o;
+  const { faceSize } = generator;
+  const batchSize = Math.max(1, generator.batch);
 
   const group = new StageGroup(o.signal, 'lip-sync pipeline');
   const queue = new BoundedQueue<Pending>(3 * batchSize + QUEUE_SLACK);
@@ -209,49 +190,35 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
   let modelChain: Promise<unknown> = Promise.resolve();
   let pasteChain: Promise<void> = Promise.resolve();
 
-  const newBatch = (): Batch => ({
-    items: [],
-    mel: new Float32Array(batchSize * melSize),
-    faces: new Float32Array(batchSize * faceValues),
-    sent: false,
-  });
+  const newBatch = (): Batch => ({ items: [], sent: false });
   let current = newBatch();
 
-  const runModel = async (batch: Batch): Promise<Float32Array | undefined> => {
-    const count = batch.items.length;
+  const runModel = async (batch: Batch): Promise<Uint8Array[] | undefined> => {
     if (group.signal.aborted) return undefined;
     const t0 = performance.now();
-    const out = await model.run(
-      count === batchSize ? batch.mel : batch.mel.subarray(0, count * melSize),
-      count === batchSize ? batch.faces : batch.faces.subarray(0, count * faceValues),
-      count,
+    const out = await generator.generate(
+      batch.items.map((item) => item.face),
+      group.signal,
     );
     stats.modelMs += performance.now() - t0;
     stats.modelCalls += 1;
     return out;
   };
 
-  const paste = async (batch: Batch, out: Float32Array | undefined): Promise<void> => {
+  const paste = async (batch: Batch, out: Uint8Array[] | undefined): Promise<void> => {
     if (out === undefined || group.signal.aborted) return;
-    const t1 = performance.now();
-    const generated: GeneratedFace[] = batch.items.map((_, k) => ({
-      data: tensorToRgb(out, faceSize, outputLayout, k * 3 * plane),
-      size: faceSize,
-    }));
-    stats.pasteMs += performance.now() - t1;
+    const generated: GeneratedFace[] = out.map((data) => ({ data, size: faceSize }));
     // Super-resolution where the face is larger on screen than the network's output; a smaller
     // face is pasted by shrinking the output, which upscaling first would not change.
     const enlarged =
-      o.sr === undefined
-        ? []
-        : batch.items.flatMap((item, k) => (Math.max(item.crop.width, item.crop.height) > faceSize ? [k] : []));
+      o.sr === undefined ? [] : batch.items.flatMap((item, k) => (item.face.screenSize > faceSize ? [k] : []));
     if (o.sr !== undefined && enlarged.length > 0) {
       const t2 = performance.now();
       const sharp = await superResolveMouths(
         o.sr,
         enlarged.map((k) => (generated[k] as GeneratedFace).data),
         faceSize,
-        DEFAULT_MOUTH_MASK.top,
+        generator.mouthTop,
         group.signal,
       );
       enlarged.forEach((k, j) => (generated[k] = sharp[j] as GeneratedFace));
@@ -262,7 +229,7 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
       if (group.signal.aborted) return;
       const item = batch.items[k] as BatchItem;
       const t3 = performance.now();
-      compositeFace({ data: item.frame, width, height }, generated[k] as GeneratedFace, item.crop, DEFAULT_MOUTH_MASK);
+      generator.paste({ data: item.frame, width, height }, item.face, generated[k] as GeneratedFace);
       stats.pasteMs += performance.now() - t3;
       outstanding.delete(item.done);
       item.done.resolve(frameBytesOf(item.frame));
@@ -328,16 +295,16 @@ export async function runOutputPass(o: OutputPassInput): Promise<OutputPassResul
       }
       const t0 = performance.now();
       const frame = privateCopy(source, deep);
-      const crop = cropForFace(box, { align });
-      const face = cropFace({ data: frame, width, height }, crop, faceSize);
+      const face = generator.prepare({ data: frame, width, height }, box, p);
+      if (face === undefined) {
+        stats.prepareMs += performance.now() - t0;
+        await enqueue({ frame: Promise.resolve(source) });
+        continue;
+      }
       const batch = current;
-      const k = batch.items.length;
-      // The reference is the same crop (see the header).
-      wav2lipInput(face, face, faceSize, inputLayout, batch.faces, k * faceValues);
-      melChunk(o.mel, p, plan.fps, batch.mel, k * melSize, manifest.audio);
       const done = deferred();
       outstanding.add(done);
-      batch.items.push({ frame, crop, done });
+      batch.items.push({ frame, face, done });
       stats.drivenFrames += 1;
       stats.prepareMs += performance.now() - t0;
       if (batch.items.length === batchSize) sendCurrent();

@@ -17,7 +17,7 @@ import ort from 'onnxruntime-node';
 import { rawSession } from '../faces/index.js';
 import type { SessionCache } from '../../../../inference/index.js';
 import type { Rational } from '../timeline.js';
-import type { FaceBox, RgbFrame } from '../types.js';
+import type { DeepRgbFrame, FaceBox, RgbFrame } from '../types.js';
 import {
   joinWhisperSegments,
   museTalkAudioWindow,
@@ -28,7 +28,7 @@ import {
 } from './audio-window.js';
 import { blendMuseTalkFace, museTalkBlendMask } from './blend.js';
 import { cropMuseTalkFace, museTalkDecodedImage, museTalkImageTensor, MUSETALK_FACE_SIZE } from './crop.js';
-import { museTalkFaceBox, type MuseTalkFaceOptions } from './face-geometry.js';
+import { museTalkFaceBox, type MuseTalkFaceOptions, type PixelBox } from './face-geometry.js';
 import {
   MUSETALK_CONTRACTS,
   MUSETALK_GRAPHS,
@@ -59,6 +59,16 @@ export interface MuseTalkFrame {
   face: FaceBox;
   /** Index into the audio at `fps` (the timeline's frame). */
   audioFrame: number;
+}
+
+/** A face cut out and ready for the graphs: its box in the frame and its 256 x 256 crop. */
+export interface MuseTalkPreparedFace {
+  face: FaceBox;
+  box: PixelBox;
+  crop: Uint8Array;
+  audioFrame: number;
+  /** The box's longer side in frame pixels. */
+  screenSize: number;
 }
 
 export interface MuseTalkRenderStats {
@@ -107,6 +117,70 @@ export class MuseTalkEngine {
     return { states: joinWhisperSegments(outputs), active: whisperActivePositions(samples.length) };
   }
 
+  /** The face's box and crop, or undefined when the box lies outside the frame (the frame then passes through). */
+  prepare(frame: DeepRgbFrame, face: FaceBox, audioFrame: number): MuseTalkPreparedFace | undefined {
+    const box = museTalkFaceBox(face, frame.width, frame.height, this.#face);
+    if (box === undefined) return undefined;
+    const crop = cropMuseTalkFace(frame, box);
+    return { face, box, crop, audioFrame, screenSize: Math.max(box.x2 - box.x1, box.y2 - box.y1) };
+  }
+
+  /**
+   * One pass of the graphs over up to `batch` prepared faces: the VAE encoder on the masked and
+   * whole crops, the audio windows through the positional encoding, the UNet, the decoder. Returns
+   * each face's 256 x 256 RGB result. Stops between graphs when `signal` is aborted.
+   */
+  async generate(
+    items: readonly MuseTalkPreparedFace[],
+    audio: MuseTalkAudio,
+    fps: Rational,
+    signal?: AbortSignal,
+  ): Promise<Uint8Array[]> {
+    const n = items.length;
+    if (n > this.batch) throw new RangeError(`Expected at most ${this.batch} faces per call but received ${n}`);
+    if (n === 0) return [];
+    signal?.throwIfAborted();
+    // Masked crops first, whole crops after: one encoder call for both.
+    const images = new Float32Array(2 * n * IMAGE_VALUES);
+    items.forEach((item, k) => {
+      museTalkImageTensor(item.crop, MUSETALK_FACE_SIZE, true, images, k * IMAGE_VALUES);
+      museTalkImageTensor(item.crop, MUSETALK_FACE_SIZE, false, images, (n + k) * IMAGE_VALUES);
+    });
+    const latents = await this.#run('vae_encoder', {
+      image: { data: images, dims: [2 * n, 3, MUSETALK_FACE_SIZE, MUSETALK_FACE_SIZE] },
+    });
+    signal?.throwIfAborted();
+    const perLatent = MUSETALK_LATENT_CHANNELS * LATENT_PLANE;
+    const sample = new Float32Array(n * 2 * perLatent);
+    for (let k = 0; k < n; k++) {
+      sample.set(latents.subarray(k * perLatent, (k + 1) * perLatent), k * 2 * perLatent);
+      sample.set(latents.subarray((n + k) * perLatent, (n + k + 1) * perLatent), (k * 2 + 1) * perLatent);
+    }
+    const windowSize = MUSETALK_AUDIO_ROWS * WHISPER_TINY_WIDTH;
+    const windows = new Float32Array(n * windowSize);
+    items.forEach((item, k) =>
+      museTalkAudioWindow(audio.states, audio.active, item.audioFrame, fps, windows, k * windowSize),
+    );
+    const encoded = await this.#run('positional_encoding', {
+      audio_features: { data: windows, dims: [n, MUSETALK_AUDIO_ROWS, WHISPER_TINY_WIDTH] },
+    });
+    signal?.throwIfAborted();
+    const predicted = await this.#run('unet', {
+      sample: { data: sample, dims: [n, 2 * MUSETALK_LATENT_CHANNELS, MUSETALK_LATENT_SIZE, MUSETALK_LATENT_SIZE] },
+      encoder_hidden_states: { data: encoded, dims: [n, MUSETALK_AUDIO_ROWS, WHISPER_TINY_WIDTH] },
+    });
+    signal?.throwIfAborted();
+    const decoded = await this.#run('vae_decoder', {
+      latents: { data: predicted, dims: [n, MUSETALK_LATENT_CHANNELS, MUSETALK_LATENT_SIZE, MUSETALK_LATENT_SIZE] },
+    });
+    return items.map((_, k) => museTalkDecodedImage(decoded, MUSETALK_FACE_SIZE, k * IMAGE_VALUES));
+  }
+
+  /** Blends a result (`size` x `size`: 256, or larger after the mouth pass) into its frame, in place. */
+  blend(frame: DeepRgbFrame, item: MuseTalkPreparedFace, generated: Uint8Array, size = MUSETALK_FACE_SIZE): void {
+    blendMuseTalkFace(frame, generated, size, museTalkBlendMask(item.face, item.box));
+  }
+
   /** Lip-syncs the frames in place, `batch` frames per UNet call. */
   async render(
     frames: readonly MuseTalkFrame[],
@@ -116,50 +190,22 @@ export class MuseTalkEngine {
   ): Promise<MuseTalkRenderStats> {
     const stats: MuseTalkRenderStats = { rendered: 0, skipped: 0, unetCalls: 0 };
     const usable = frames.flatMap((item) => {
-      const box = museTalkFaceBox(item.face, item.frame.width, item.frame.height, this.#face);
-      if (box === undefined) stats.skipped++;
-      return box === undefined ? [] : [{ ...item, box }];
+      const prepared = this.prepare(item.frame, item.face, item.audioFrame);
+      if (prepared === undefined) stats.skipped++;
+      return prepared === undefined ? [] : [{ frame: item.frame, prepared }];
     });
     for (let start = 0; start < usable.length; start += this.batch) {
       signal?.throwIfAborted();
       const chunk = usable.slice(start, start + this.batch);
-      const n = chunk.length;
-      // Masked crops first, whole crops after: one encoder call for both.
-      const images = new Float32Array(2 * n * IMAGE_VALUES);
-      const crops = chunk.map((item, k) => {
-        const crop = cropMuseTalkFace(item.frame, item.box);
-        museTalkImageTensor(crop, MUSETALK_FACE_SIZE, true, images, k * IMAGE_VALUES);
-        museTalkImageTensor(crop, MUSETALK_FACE_SIZE, false, images, (n + k) * IMAGE_VALUES);
-        return crop;
-      });
-      const latents = await this.#run('vae_encoder', {
-        image: { data: images, dims: [2 * n, 3, MUSETALK_FACE_SIZE, MUSETALK_FACE_SIZE] },
-      });
-      const perLatent = MUSETALK_LATENT_CHANNELS * LATENT_PLANE;
-      const sample = new Float32Array(n * 2 * perLatent);
-      for (let k = 0; k < n; k++) {
-        sample.set(latents.subarray(k * perLatent, (k + 1) * perLatent), k * 2 * perLatent);
-        sample.set(latents.subarray((n + k) * perLatent, (n + k + 1) * perLatent), (k * 2 + 1) * perLatent);
-      }
-      const windowSize = MUSETALK_AUDIO_ROWS * WHISPER_TINY_WIDTH;
-      const windows = new Float32Array(n * windowSize);
-      chunk.forEach((item, k) =>
-        museTalkAudioWindow(audio.states, audio.active, item.audioFrame, fps, windows, k * windowSize),
+      const faces = await this.generate(
+        chunk.map((item) => item.prepared),
+        audio,
+        fps,
+        signal,
       );
-      const encoded = await this.#run('positional_encoding', {
-        audio_features: { data: windows, dims: [n, MUSETALK_AUDIO_ROWS, WHISPER_TINY_WIDTH] },
-      });
-      const predicted = await this.#run('unet', {
-        sample: { data: sample, dims: [n, 2 * MUSETALK_LATENT_CHANNELS, MUSETALK_LATENT_SIZE, MUSETALK_LATENT_SIZE] },
-        encoder_hidden_states: { data: encoded, dims: [n, MUSETALK_AUDIO_ROWS, WHISPER_TINY_WIDTH] },
-      });
       stats.unetCalls++;
-      const decoded = await this.#run('vae_decoder', {
-        latents: { data: predicted, dims: [n, MUSETALK_LATENT_CHANNELS, MUSETALK_LATENT_SIZE, MUSETALK_LATENT_SIZE] },
-      });
       chunk.forEach((item, k) => {
-        const face = museTalkDecodedImage(decoded, MUSETALK_FACE_SIZE, k * IMAGE_VALUES, crops[k]);
-        blendMuseTalkFace(item.frame, face, MUSETALK_FACE_SIZE, museTalkBlendMask(item.face, item.box));
+        this.blend(item.frame, item.prepared, faces[k]!);
         stats.rendered++;
       });
     }

@@ -38,7 +38,8 @@ export async function readMuseTalkManifest(modelsDir: string, name: string): Pro
     text = await readFile(file, 'utf8');
   } catch (cause) {
     throw new MuseTalkManifestError(
-      `Expected a MuseTalk manifest at ${file} but it cannot be read (${(cause as NodeJS.ErrnoException).code ?? 'error'})`,
+      `Expected a MuseTalk manifest at ${file} but it cannot be read (${(cause as NodeJS.ErrnoException).code ?? 'error'}): ` +
+        'export the graphs with the recipe in docs/lipsync.md ("MuseTalk 1.5") and install them with node dist/scripts/install-musetalk-model.js --from DIR',
     );
   }
   let json: unknown;
