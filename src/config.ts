@@ -13,11 +13,15 @@ import os from 'node:os';
 import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } from './gateway/settings.js';
 import { INFERENCE_SETTINGS } from './inference/settings.js';
 import { JOBS_SETTINGS } from './jobs/settings.js';
-import { LIPSYNC_SETTINGS } from './kinds/lipsync/settings.js';
+import {
+  IMAGE_UPSCALE_SETTINGS,
+  LIPSYNC_SETTINGS,
+  MUSIC_SETTINGS,
+  MUSIC_VIDEO_SETTINGS,
+  VIDEO_UPSCALE_SETTINGS,
+} from './jobs/index.js';
 import { LOGGING_SETTINGS } from './logging/settings.js';
 import { MEDIA_SETTINGS } from './media/settings.js';
-import { MUSIC_VIDEO_SETTINGS } from './kinds/music-video/settings.js';
-import { MUSIC_SETTINGS } from './kinds/music/settings.js';
 import { PACKAGE_ROOT } from './paths.js';
 import {
   settingsReader,
@@ -30,8 +34,6 @@ import {
   type UnknownSetting,
 } from './settings-table.js';
 import { TELEMETRY_SETTINGS, telemetrySettingsFromEnv, telemetrySettingsReference } from './telemetry/settings.js';
-import { IMAGE_UPSCALE_SETTINGS } from './kinds/image-upscale/settings.js';
-import { VIDEO_UPSCALE_SETTINGS } from './kinds/video-upscale/settings.js';
 import { VIDEO_SETTINGS } from './video/settings.js';
 import { WORKER_SETTINGS, workerSettingsFromEnv, workerSettingsReference } from './worker/settings.js';
 

@@ -1,8 +1,9 @@
 /**
  * The spread of a kind (issue 37, docs/architecture.md "The spread"): source files under src/
  * whose path does not name the kind but whose text does. Each kind's knowledge lives in its own
- * rooms (src/jobs/kinds/<kind>/, src/<kind>/, src/app/kinds/<kind>.ts, src/cli/commands/<kind>.ts)
- * and a few registry lines; a kind named in more than ten other files is spreading again. The rule
+ * folder (src/kinds/<kind>/) and a few registry lines; a kind named in more than ten other files is
+ * spreading again. And the registries are the only ways in: outside a kind's folder, at most three
+ * files of src/ import into it (issue 55, item 1). The rule
  * is the documented commands', e.g. for lip-sync:
  *   grep -rliE 'lip-?sync' src --include=*.ts | grep -viE 'lip-?sync' | wc -l
  * but for a setting's documentation (`doc: '...'` in a settings table): the reference's text that
@@ -82,5 +83,48 @@ describe('the spread of each kind (issue 37)', () => {
       spread.length,
       `${kind} is named in ${spread.length} files outside its rooms:\n  ${spread.join('\n  ')}`,
     ).toBeLessThanOrEqual(BOUND);
+  });
+});
+
+/** Relative specifiers of `text` (import, export ... from, import()), resolved against `file` (`.js` read as `.ts`). */
+export function importTargets(file: string, text: string): string[] {
+  const specifiers = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^import\s+)'(\.{1,2}\/[^']+)'/gm)].map(
+    (m) => m[1]!,
+  );
+  return specifiers.map((s) => path.posix.join(path.posix.dirname(file), s).replace(/\.js$/, '.ts'));
+}
+
+/** The files of src/ outside a kind's folder that import into it, sorted. */
+export function importersOfKinds(files: readonly SourceFile[]): string[] {
+  const kindOf = (p: string): string | undefined => /^src\/kinds\/([^/]+)\//.exec(p)?.[1];
+  const importers = files.filter((f) =>
+    importTargets(f.path, f.text).some((target) => {
+      const kind = kindOf(target);
+      return kind !== undefined && kind !== kindOf(f.path);
+    }),
+  );
+  return importers.map((f) => f.path).sort();
+}
+
+describe('the ways into a kind (issue 55, item 1)', () => {
+  it('finds an import into a kind from outside it, not one inside the kind', () => {
+    const files = [
+      { path: 'src/jobs/kinds.ts', text: "import { lipsyncKind } from '../kinds/lipsync/contract/contract.js';" },
+      { path: 'src/kinds/lipsync/runtime.ts', text: "import { lipsyncFile } from './pipeline/index.js';" },
+      { path: 'src/gateway/x.ts', text: "export * from '../kinds/music/contract/price.js';" },
+      { path: 'src/app/x.ts', text: "const m = await import('../kinds/music/runtime.js');" },
+      { path: 'src/kinds/music-video/runtime.ts', text: "import { x } from '../music/pipeline/index.js';" },
+    ];
+    expect(importersOfKinds(files)).toEqual([
+      'src/app/x.ts',
+      'src/gateway/x.ts',
+      'src/jobs/kinds.ts',
+      'src/kinds/music-video/runtime.ts',
+    ]);
+  });
+
+  it('at most three files of src/ import into a kind from outside its folder: the registries', async () => {
+    const importers = importersOfKinds(await sourceFiles());
+    expect(importers).toEqual(['src/app/kinds.ts', 'src/cli/program.ts', 'src/jobs/kinds.ts']);
   });
 });

@@ -16,7 +16,8 @@ import { registerQuote } from './commands/quote.js';
 import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
 import { registerTasks } from './commands/tasks.js';
-import { registerUpscaleCommands } from './commands/upscale.js';
+import { registerUpscaleImage } from '../kinds/image-upscale/command.js';
+import { registerUpscaleVideo } from '../kinds/video-upscale/command.js';
 import { chooseLogFormat, DAEMON_COMMANDS, LOG_FORMATS, type LogFormat } from './log-format.js';
 
 const program = new Command('media-worker')
@@ -36,7 +37,8 @@ registerGateway(program);
 registerTasks(program);
 registerAccounts(program);
 registerProvision(program);
-registerUpscaleCommands(program);
+registerUpscaleImage(program);
+registerUpscaleVideo(program);
 registerLipsync(program);
 registerMusic(program);
 registerMusicVideo(program);

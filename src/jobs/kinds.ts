@@ -176,3 +176,11 @@ export {
   type AudioToMeasure,
   type MeasureOptions,
 } from '../kinds/music-video/contract/measure.js';
+
+// Each kind's settings rows (its settings.ts, pure), for src/config.ts to assemble: the registry is
+// the one way into a kind's folder from the contract's side (docs/architecture.md, "A job kind is one folder").
+export { IMAGE_UPSCALE_SETTINGS } from '../kinds/image-upscale/settings.js';
+export { VIDEO_UPSCALE_SETTINGS } from '../kinds/video-upscale/settings.js';
+export { LIPSYNC_SETTINGS } from '../kinds/lipsync/settings.js';
+export { MUSIC_SETTINGS } from '../kinds/music/settings.js';
+export { MUSIC_VIDEO_SETTINGS } from '../kinds/music-video/settings.js';

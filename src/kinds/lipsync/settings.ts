@@ -5,7 +5,8 @@
  * no ONNX Runtime.
  */
 import { z } from 'zod';
-import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, LIPSYNC_MODEL_IDS } from '../../jobs/index.js';
+import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT } from './contract/cost.js';
+import { LIPSYNC_MODEL_IDS } from './contract/types.js';
 import { httpUrl, nonEmptyText, parseNameList, parsedBy, positiveInt, setting } from '../../settings-table.js';
 import { LIPSYNC_PROFILES, perModel } from './contract/profiles.js';
 

@@ -3,7 +3,7 @@
  * (checked at quote time, jobs/work-limits.ts) and how many frames are upscaled at once. Pure: reading
  * them loads no ONNX Runtime or ffmpeg plumbing. The encoder is the video layer's (video/settings.ts).
  */
-import { DEFAULT_WORK_LIMITS } from '../../jobs/index.js';
+import { DEFAULT_WORK_LIMITS } from '../../jobs/work-limits.js';
 import { positiveInt, setting } from '../../settings-table.js';
 
 export const VIDEO_UPSCALE_SETTINGS = {

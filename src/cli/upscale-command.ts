@@ -1,18 +1,18 @@
 import { Option, type Command } from 'commander';
 import path from 'node:path';
-import { parseJob, UPSCALE_FACTORS, type UpscaleFactor } from '../../jobs/index.js';
-import { DEFAULT_SAMPLE_IMAGE } from '../../paths.js';
-import { cliContext } from '../context.js';
-import { EXIT_OK, reportFailure } from '../exit.js';
-import { parsePositiveInt } from '../flags.js';
-import { estimateLine, estimateUpscale, expectedSeconds, firstUseLine } from '../estimate.js';
-import { hardwareFor, runLocally } from '../local-run.js';
-import { refuseMisnamedOutput } from '../output-name.js';
-import { voice } from '../voice.js';
-import { definedFields } from '../../defined-fields.js';
-import { HDR_MODES } from '../../video/settings.js';
+import { parseJob, UPSCALE_FACTORS, type UpscaleFactor } from '../jobs/index.js';
+import { cliContext } from './context.js';
+import { EXIT_OK, reportFailure } from './exit.js';
+import { parsePositiveInt } from './flags.js';
+import { estimateLine, estimateUpscale, expectedSeconds, firstUseLine } from './estimate.js';
+import { hardwareFor, runLocally } from './local-run.js';
+import { refuseMisnamedOutput } from './output-name.js';
+import { voice } from './voice.js';
+import { definedFields } from '../defined-fields.js';
+import { HDR_MODES } from '../video/settings.js';
 
-interface UpscaleCommandSpec {
+/** One upscale command: the image and the video upscale kinds each declare theirs (src/kinds/<kind>/command.ts). */
+export interface UpscaleCommandSpec {
   name: 'upscale-image' | 'upscale-video';
   model: 'vendor-image-upscale' | 'vendor-video-upscale';
   urlField: 'image_url' | 'video_url';
@@ -24,41 +24,8 @@ interface UpscaleCommandSpec {
   hdrChoice?: true;
 }
 
-const COMMANDS: UpscaleCommandSpec[] = [
-  {
-    name: 'upscale-image',
-    model: 'vendor-image-upscale',
-    urlField: 'image_url',
-    summary: 'upscale one image (JPEG, PNG or WebP) with the super-resolution network',
-    description:
-      'Upscales INPUT by 1, 2 or 4 and writes the result in the same format (an -o file named with another ' +
-      "format's extension is refused before the run). The default network " +
-      '(Real-ESRGAN x4plus, MEDIA_WORKER_SR_MODELS) upscales x4; factors 2 and 1 are its output brought ' +
-      'down by a Lanczos resize, so 1 enhances at the same resolution. Without INPUT, the bundled sample photo ' +
-      `is used (${path.relative(process.cwd(), DEFAULT_SAMPLE_IMAGE)}).`,
-    defaultInput: DEFAULT_SAMPLE_IMAGE,
-  },
-  {
-    name: 'upscale-video',
-    model: 'vendor-video-upscale',
-    urlField: 'video_url',
-    summary: 'upscale one video (MP4, MOV or MKV, up to 60 s) frame by frame, streaming',
-    hdrChoice: true,
-    description:
-      'Upscales INPUT by 1, 2 or 4 through ffmpeg pipes (no frame touches the disk) and writes an MP4, or a ' +
-      'Matroska file for a Matroska or WebM input: H.264 for 8-bit SDR, HEVC Main10 for HDR (--hdr sdr tone-maps) ' +
-      'and 10-bit input, every audio, subtitle and chapter kept (docs/contract.md, "Video fidelity"). The -o file ' +
-      'must be named for that container: OUT.mp4 for a Matroska input is refused before the run, naming the ' +
-      'extension to use (.mkv). Shows frames ' +
-      'done, fps and ETA on stderr.',
-  },
-];
-
-export function registerUpscaleCommands(program: Command): void {
-  for (const spec of COMMANDS) register(program, spec);
-}
-
-function register(program: Command, spec: UpscaleCommandSpec): void {
+/** Registers one upscale command on the program: the flags, the local run and the progress both kinds share. */
+export function registerUpscaleCommand(program: Command, spec: UpscaleCommandSpec): void {
   const command = program
     .command(spec.name)
     .summary(spec.summary)
