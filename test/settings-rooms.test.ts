@@ -1,7 +1,7 @@
 /**
  * Each setting lives in its room (issue 55, item 2; docs/settings.md): its name, schema, default and
  * doc are written once, in the settings file of the folder that uses it (`src/<room>/settings.ts`,
- * a kind's `src/upscale/<kind>-settings.ts`); src/config.ts only assembles them. The names follow
+ * a kind's `src/kinds/<kind>/settings.ts`); src/config.ts only assembles them. The names follow
  * one convention, and no variable is read outside its room: a file of src/ that reads a variable
  * by name (`process.env['X']`, `env['X']`, `env.X`) reads one that its own room's settings file
  * declares, as a setting or among the room's VARIABLES_NOT_SETTINGS. Other reads go through a
@@ -33,10 +33,11 @@ const ROOM_NAMES: Readonly<Record<string, RegExp>> = {
   inference: PIPELINES,
   video: PIPELINES,
   jobs: PIPELINES,
-  upscale: PIPELINES,
-  lipsync: PIPELINES,
-  music: PIPELINES,
-  'music-video': PIPELINES,
+  'kinds/image-upscale': PIPELINES,
+  'kinds/video-upscale': PIPELINES,
+  'kinds/lipsync': PIPELINES,
+  'kinds/music': PIPELINES,
+  'kinds/music-video': PIPELINES,
   // The connection, the JetStream names and retention, where results live: shared by every process.
   protocol: /^(NATS_[A-Z0-9_]+|RESULTS_[A-Z0-9_]+|MEDIA_[A-Z]+_STREAM|MEDIA_EVENTS_MAX_AGE_DAYS)$/,
   worker: /^(WORKER_[A-Z0-9_]+|RESULTS_[A-Z0-9_]+|MEDIA_CONSUMER_PREFIX)$/,
@@ -75,6 +76,8 @@ async function sourceFiles(dir: string): Promise<string[]> {
 /** The folder of src/ a file is in ('' for the files at the top). */
 const roomOf = (file: string): string => {
   const parts = path.relative(SRC, file).split(path.sep);
+  // A job kind's folder is one room (src/kinds/<kind>/, its settings.ts beside its parts).
+  if (parts[0] === 'kinds' && parts.length > 2) return `kinds/${parts[1]}`;
   return parts.length > 1 ? (parts[0] as string) : '';
 };
 
