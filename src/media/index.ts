@@ -116,3 +116,4 @@ export {
   type OwnerState,
   type ProcessOwner,
 } from './owner.js';
+export { isPartialName, partialOwner, partialPathFor, writeFileAtomic, writeThenRename } from './partial-file.js';

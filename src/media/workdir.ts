@@ -11,6 +11,7 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ownerState, ownerToken, parseOwnerToken } from './owner.js';
+import { isPartialName } from './partial-file.js';
 
 export interface JobDirOptions {
   /** Parent directory for job directories (a setting; defaults to the OS temp directory). */
@@ -117,12 +118,12 @@ export function jobDirSweep(root: string): LeftoverSweep {
 }
 
 /**
- * Temporaries in a model files directory: half-written weights (`<file>.<owner>.<random>.tmp`,
- * convert.ts's writeFileAtomic) and a model installer's work directories (`.install-<owner>-…`).
+ * Temporaries in a model files directory: half-written weights (a partial file, partial-file.ts's
+ * writeFileAtomic) and a model installer's work directories (`.install-<owner>-…`).
  */
 export function modelTempSweep(filesDir: string): LeftoverSweep {
   return {
     dir: filesDir,
-    matches: (name) => (name.endsWith('.tmp') || name.startsWith('.install-')) && parseOwnerToken(name) !== undefined,
+    matches: (name) => isPartialName(name) || (name.startsWith('.install-') && parseOwnerToken(name) !== undefined),
   };
 }

@@ -107,7 +107,7 @@ describe('sweepLeftovers', () => {
 
   it('removes half-written model files and installer work directories of a dead process', async () => {
     const other = await otherProcess();
-    const half = path.join(root, `esrgan-slim-x2.onnx.${ownerToken(other.owner)}.1234abcd.tmp`);
+    const half = path.join(root, `.esrgan-slim-x2.onnx.${ownerToken(other.owner)}.1234abcd.partial`);
     const install = path.join(root, `.install-${ownerToken(other.owner)}-00ff00ff`);
     await fs.writeFile(half, 'half');
     await fs.mkdir(install);

@@ -3,10 +3,8 @@
  * The bytes depend only on the source package's files and CONVERTER_VERSION, so a checksum
  * recorded in a manifest verifies a file converted on any other machine.
  */
-import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { ownerToken } from '../../media/index.js';
 import type { ConvertedGraph, ConverterOptions } from './graph-walk.js';
 import { encodeModel } from './onnx-builder.js';
 import { kerasToOnnx } from './keras-to-onnx.js';
@@ -132,18 +130,6 @@ export async function convertTfjsSource(
   };
 }
 
-/**
- * Writes next to the target and renames, so a reader (or a crash) never sees half a model, and
- * two processes converting at once each leave a whole file.
- */
-export async function writeFileAtomic(filePath: string, bytes: Uint8Array): Promise<void> {
-  await mkdir(path.dirname(filePath), { recursive: true });
-  // Named after this process: a worker's sweep removes it if the process is killed meanwhile.
-  const temp = `${filePath}.${ownerToken()}.${randomUUID().slice(0, 8)}.tmp`;
-  try {
-    await writeFile(temp, bytes);
-    await rename(temp, filePath);
-  } finally {
-    await rm(temp, { force: true });
-  }
-}
+// Models are written next to the target and renamed, so a reader (or a crash) never sees half a
+// model, and two processes converting at once each leave a whole file.
+export { writeFileAtomic } from '../../media/index.js';

@@ -8,9 +8,8 @@
  * The flow stage by stage (the passes, the frame-count forecast and its re-run, the active speaker,
  * cancellation) is told once, in docs/lipsync.md.
  */
-import { randomBytes } from 'node:crypto';
-import { rename, rm } from 'node:fs/promises';
-import { basename, dirname, join, resolve as resolvePath } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { resolve as resolvePath } from 'node:path';
 import { ProcessingError, errorMessage } from '../../../errors.js';
 import { throttle } from '../../../throttle.js';
 import { definedFields } from '../../../defined-fields.js';
@@ -33,6 +32,8 @@ import {
   type PathNames,
   type Rational,
   type VideoStreamInfo,
+  partialPathFor,
+  writeThenRename,
 } from '../../../media/index.js';
 import {
   DEFAULT_ENCODER,
@@ -255,16 +256,19 @@ export async function lipsyncFile(req: LipsyncRequest, deps: LipsyncDeps): Promi
   const videoPath = resolvePath(req.videoPath);
   const audioPath = resolvePath(req.audioPath);
   const outputPath = resolvePath(req.outputPath);
-  const partialPath = join(dirname(outputPath), `.${basename(outputPath)}.${randomBytes(4).toString('hex')}.partial`);
+  const partialPath = partialPathFor(outputPath);
   const paths: PathNames = [
     [videoPath, 'video'],
     [audioPath, 'audio'],
     [partialPath, 'output'],
   ];
   try {
-    return await run(req, deps, { video, videoPath, audioPath, outputPath, partialPath, paths, started });
+    return await writeThenRename(
+      outputPath,
+      () => run(req, deps, { video, videoPath, audioPath, outputPath, partialPath, paths, started }),
+      partialPath,
+    );
   } catch (error) {
-    await rm(partialPath, { force: true });
     if (req.signal?.aborted === true) throw req.signal.reason;
     throw lipsyncFailure(error, paths);
   }
@@ -303,7 +307,6 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
   const setup = await setUp(req, deps, r, ffmpeg, profile, network.sampleRate);
   const job = passSteps(req, r, ffmpeg, network, setup);
   const passes = await runPasses(job.steps, setup, job.limit, deps);
-  await rename(r.partialPath, r.outputPath);
   return outcomeOf(req, r, network, setup, job.colour, passes);
 }
 

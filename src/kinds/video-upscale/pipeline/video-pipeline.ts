@@ -16,10 +16,9 @@
  * beside the target and renamed into place on success, so a half-written result never has the
  * requested name.
  */
-import { randomBytes } from 'node:crypto';
-import { rename, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { getPriority, setPriority } from 'node:os';
-import { basename, dirname, join, resolve as resolvePath } from 'node:path';
+import { resolve as resolvePath } from 'node:path';
 import type { LoadedSrModel, SrModelLoader } from '../../../inference/index.js';
 import {
   JobError,
@@ -36,6 +35,8 @@ import {
   type MediaInfo,
   type PathNames,
   type VideoStreamInfo,
+  partialPathFor,
+  writeThenRename,
 } from '../../../media/index.js';
 import {
   type AudioPlan,
@@ -221,7 +222,7 @@ export async function upscaleVideoFile(
   const source = colourSource(extras);
   const colour = colourPlan(source, req.hdr ?? DEFAULT_HDR_MODE, geometry.decoded);
   const format = videoResultFormat(req.info.container);
-  const partialPath = join(dirname(outputPath), `.${basename(outputPath)}.${randomBytes(4).toString('hex')}.partial`);
+  const partialPath = partialPathFor(outputPath);
   const original = { path: inputPath, container: req.info.container };
   const covers = await extractCovers(
     ffmpeg,
@@ -268,53 +269,52 @@ export async function upscaleVideoFile(
         outputPath: partialPath,
       }),
     );
-    try {
-      // Decoder, network and encoder stream together: one span for all frames, the network's share in its attributes.
-      streamed = await withSpan(
-        'frames',
-        {
-          attributes: {
-            'media.model': loaded.name,
-            'media.frames.quoted': quotedFrames,
-            'media.encoder': encoder.codec,
+    // Decoder, network and encoder stream together: one span for all frames, the network's share in its attributes.
+    streamed = await writeThenRename(
+      outputPath,
+      () =>
+        withSpan(
+          'frames',
+          {
+            attributes: {
+              'media.model': loaded.name,
+              'media.frames.quoted': quotedFrames,
+              'media.encoder': encoder.codec,
+            },
           },
-        },
-        async (span) => {
-          const done = await runStreams({
-            ffmpeg,
-            decodeArgs,
-            encodeArgs,
-            geometry,
-            depth: colour.depth,
-            batcher,
-            tiling: { ...loaded.tiling, ...definedFields({ tile: req.tile }) },
-            framesInFlight,
-            queueFrames,
-            framesTotal: quotedFrames,
-            paths: [
-              [inputPath, 'input'],
-              [partialPath, 'output'],
-            ],
-            signal: req.signal,
-            onProgress: req.onProgress,
-            progressIntervalMs: req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
-            ffmpegNice: req.ffmpegNice ?? DEFAULT_FFMPEG_NICE,
-          });
-          const { calls, tiles, runMs } = batcher.stats;
-          span.setAttributes({
-            'media.frames': done.frames,
-            'media.batches': calls,
-            'media.tiles': tiles,
-            'media.network.ms': Math.round(runMs),
-          });
-          return done;
-        },
-      );
-      await rename(partialPath, outputPath);
-    } catch (error) {
-      await rm(partialPath, { force: true });
-      throw error;
-    }
+          async (span) => {
+            const done = await runStreams({
+              ffmpeg,
+              decodeArgs,
+              encodeArgs,
+              geometry,
+              depth: colour.depth,
+              batcher,
+              tiling: { ...loaded.tiling, ...definedFields({ tile: req.tile }) },
+              framesInFlight,
+              queueFrames,
+              framesTotal: quotedFrames,
+              paths: [
+                [inputPath, 'input'],
+                [partialPath, 'output'],
+              ],
+              signal: req.signal,
+              onProgress: req.onProgress,
+              progressIntervalMs: req.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS,
+              ffmpegNice: req.ffmpegNice ?? DEFAULT_FFMPEG_NICE,
+            });
+            const { calls, tiles, runMs } = batcher.stats;
+            span.setAttributes({
+              'media.frames': done.frames,
+              'media.batches': calls,
+              'media.tiles': tiles,
+              'media.network.ms': Math.round(runMs),
+            });
+            return done;
+          },
+        ),
+      partialPath,
+    );
   } finally {
     await Promise.all([...covers.files.values()].map((file) => rm(file, { force: true })));
   }
