@@ -25,7 +25,7 @@ describe('the stress run', () => {
           ],
         },
         {
-          name: '/repo/test/serve.test.ts',
+          name: '/repo/test/scenarios/serve/serve.test.ts',
           status: 'failed',
           message: 'Hook timed out in 120000ms',
           assertionResults: [],

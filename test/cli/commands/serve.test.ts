@@ -10,7 +10,9 @@ import { registerServe } from '../../../src/cli/commands/serve.js';
 
 const { startDaemon } = vi.hoisted(() => ({ startDaemon: vi.fn() }));
 vi.mock('../../../src/app/index.js', () => ({ startDaemon, daemonSettings: () => ({ concurrency: {} }) }));
-vi.mock('../../../src/cli/context.js', () => ({ cliContext: () => ({ config: {}, logger: pino({ level: 'silent' }) }) }));
+vi.mock('../../../src/cli/context.js', () => ({
+  cliContext: () => ({ config: {}, logger: pino({ level: 'silent' }) }),
+}));
 // No process-wide signal listeners from a test.
 vi.mock('../../../src/cli/startup-signals.js', () => ({
   installStartupSignalHandlers: () => undefined,

@@ -28,7 +28,11 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { effectiveSettings } from '../../../src/cli/commands/config.js';
 import { startGateway, type GatewayHandle } from '../../../src/gateway/gateway.js';
-import { GatewaySettingsError, parseGatewaySettings, type GatewaySettingsInput } from '../../../src/gateway/settings.js';
+import {
+  GatewaySettingsError,
+  parseGatewaySettings,
+  type GatewaySettingsInput,
+} from '../../../src/gateway/settings.js';
 import { openStore, type Store } from '../../../src/gateway/store/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../../src/paths.js';
 import {

@@ -20,7 +20,12 @@ import { cuttableProxy } from '../../helpers/cuttable-proxy.js';
 import { imageJob } from '../../worker/helpers/in-process.js';
 import { provisionFromEnv } from '../../helpers/provision.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
-import { buildWorkerFixture, readRecords, spawnWorker, type WorkerProcess } from '../../worker/helpers/worker-process.js';
+import {
+  buildWorkerFixture,
+  readRecords,
+  spawnWorker,
+  type WorkerProcess,
+} from '../../worker/helpers/worker-process.js';
 import type { TranspiledEntry } from '../../worker/helpers/transpile.js';
 
 const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];

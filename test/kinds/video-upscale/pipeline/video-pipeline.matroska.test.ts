@@ -15,7 +15,13 @@ import { SessionCache, createSrModelLoader, parseSrModelChoices } from '../../..
 import { probeMedia, resolveFfmpeg } from '../../../../src/media/index.js';
 import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../../../src/kinds/video-upscale/pipeline/index.js';
 import { CORPUS_FONT, type VideoCorpus, makeVideoCorpus } from '../../../../bench/fidelity/fidelity-video-corpus.js';
-import { type FileFacts, fileFacts, packetTimes, pictureOf, streamLabels } from '../../../../bench/fidelity/video-facts.js';
+import {
+  type FileFacts,
+  fileFacts,
+  packetTimes,
+  pictureOf,
+  streamLabels,
+} from '../../../../bench/fidelity/video-facts.js';
 import { expectCorpusHdr10Metadata } from '../../../helpers/hdr10-metadata.js';
 import { makeTempDir } from '../../../media/helpers.js';
 
