@@ -6,7 +6,7 @@
  * areas of their own and have their layers like the folders:
  *   - through the index: a file outside src/B/ imports src/B/index.ts (or another entry the
  *     config names: settings.ts, a folder's pure settings for src/config.ts), never a file behind
- *     it (a test under test/B/ may reach into src/B/, whose internals it unit-tests);
+ *     it (a test under test/B/ or test/scenarios/B/ may reach into src/B/, whose internals it tests);
  *   - direction: an area of src/ imports only areas of lower layers; areas of one layer
  *     (the pipelines, say) never import each other. Every area has a layer.
  *   - the job kinds: src/kinds/<kind>/ holds one kind's parts (contract/, settings.ts, pipeline/,
@@ -152,6 +152,8 @@ function areaOf(file, joins) {
   }
   if (parts[0] === 'src' && parts.length > 1) return { name: `src/${parts[1]}`, area: parts[1], room: parts[1] };
   if (parts[0] === 'test') {
+    // A multi-process scenario under test/scenarios/B/ drives src/B/ as a test under test/B/ does.
+    if (parts[1] === 'scenarios') parts.splice(1, 1);
     const tests =
       parts[1] === 'kinds' && parts.length > 3 ? `kinds/${parts[2]}` : parts.length > 2 ? parts[1] : undefined;
     return { name: 'test', tests };

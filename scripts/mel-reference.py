@@ -97,7 +97,7 @@ def wav2lip_mel(x, basis):
 
 
 def synthetic_signal():
-    """Must match syntheticSignal() in test/kinds/lipsync/pipeline/mel.test.ts operation for operation."""
+    """Must match syntheticSignal() in test/kinds/lipsync/pipeline/audio/mel.test.ts operation for operation."""
     n = np.arange(24000, dtype=np.float64)
     t = n / 16000.0
     x = (

@@ -174,6 +174,7 @@ describe('boundaries/imports', () => {
     ['src/app/x.ts', '../config.js'],
     ['src/media/x.ts', '../errors.js'],
     ['test/media/x.test.ts', '../../src/media/sniff.js'], // a test may reach into the folder it tests
+    ['test/scenarios/gateway/x.test.ts', '../../../src/gateway/store/ledger.js'], // a scenario too
     ['scripts/x.ts', '../src/media/index.js'],
     ['src/worker/x.ts', 'pino'],
   ])('lets %s import %s', async (file, specifier) => {

@@ -108,7 +108,7 @@ export type ModelEntry = { [K in JobKind]: { kind: K; model: ModelOf<K> } }[JobK
 
 /**
  * Model ids claimed by more than one kind, with the kinds claiming each: a model id names one kind,
- * or dispatch by model would pick one silently (test/jobs/registry.test.ts refuses any).
+ * or dispatch by model would pick one silently (test/jobs/kinds.test.ts refuses any).
  */
 export function modelsClaimedTwice(
   kinds: readonly { kind: string; models: readonly string[] }[],

@@ -1,6 +1,6 @@
 /**
  * The image pipeline on real photos with the real converted ESRGAN weights: formats, alpha, EXIF
- * orientation, grey, 16-bit and ICC inputs, and exact output sizes (test/kinds/image-upscale/pipeline/image-fidelity.test.ts
+ * orientation, grey, 16-bit and ICC inputs, and exact output sizes (test/kinds/image-upscale/pipeline/image-pipeline.fidelity.test.ts
  * holds the fidelity corpus).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
