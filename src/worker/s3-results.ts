@@ -32,12 +32,20 @@ import {
   type StoreOptions,
 } from './result-store.js';
 import { withStoreRetries } from './store-retries.js';
+import { reachKillPoint } from './kill-point.js';
 import { errorMessage } from '../errors.js';
 import { JOB_KINDS } from '../jobs/index.js';
 
 /** Parts of 8 MiB, three in flight: what an upload holds in memory stays near 32 MiB whatever the file's size. */
 const PART_SIZE = 8 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 3;
+
+export interface UploadShape {
+  partSize?: number;
+  queueSize?: number;
+  /** The file stream's read size (node's default: 64 KiB). */
+  readSize?: number;
+}
 
 export interface S3ResultStoreSettings extends ObjectStoreSettings {
   publicBaseUrl?: string | undefined;
@@ -46,6 +54,8 @@ export interface S3ResultStoreSettings extends ObjectStoreSettings {
   storeDeadlineMs?: number;
   /** The client's settings below the store's (tests shorten a stalled request's wait). */
   client?: ObjectStoreOptions;
+  /** The multipart upload's shape (the storage benchmark varies it; default 8 MiB parts, three in flight). */
+  upload?: UploadShape;
 }
 
 /** Errors of a store that refuses for good: trying again within two minutes changes nothing. */
@@ -100,7 +110,7 @@ export class S3ResultStore implements ResultStore {
           this.logger?.warn({ err, key, attempt, waitMs }, 'Storing a result failed; retrying'),
         ...(signal === undefined ? {} : { signal }),
       },
-      () => uploadAndConfirm(store, key, localPath, options.ext, digest, signal),
+      () => uploadAndConfirm(store, key, localPath, options.ext, digest, this.settings.upload ?? {}, signal),
     );
     const expiresAt = resultExpiresAt(options.kind, this.settings.upscaleResultLifetimeDays);
     const base = resultsBaseUrl({
@@ -158,13 +168,14 @@ async function uploadAndConfirm(
   localPath: string,
   ext: string,
   digest: FileDigest,
+  shape: UploadShape,
   signal: AbortSignal | undefined,
 ): Promise<void> {
   const [{ Upload }, { HeadObjectCommand }] = await Promise.all([
     import('@aws-sdk/lib-storage'),
     import('@aws-sdk/client-s3'),
   ]);
-  const body = createReadStream(localPath);
+  const body = createReadStream(localPath, shape.readSize === undefined ? {} : { highWaterMark: shape.readSize });
   const upload = new Upload({
     client: store.client,
     params: {
@@ -174,10 +185,14 @@ async function uploadAndConfirm(
       ContentType: contentTypeOf(ext),
       Metadata: { [SHA256_METADATA]: digest.sha256 },
     },
-    partSize: PART_SIZE,
-    queueSize: PARTS_IN_FLIGHT,
+    partSize: shape.partSize ?? PART_SIZE,
+    queueSize: shape.queueSize ?? PARTS_IN_FLIGHT,
     // A failed multipart upload is aborted: its parts are not left billed in the bucket.
     leavePartsOnError: false,
+  });
+  // A part is stored and more are to come: the test-only kill point of a host lost mid-upload.
+  upload.on('httpUploadProgress', (progress) => {
+    if (progress.part !== undefined && (progress.loaded ?? 0) < digest.size) reachKillPoint('multipart');
   });
   const stop = (): void => void upload.abort().catch(() => undefined);
   signal?.addEventListener('abort', stop, { once: true });
@@ -196,4 +211,5 @@ async function uploadAndConfirm(
       `Expected the stored ${key} to hold ${digest.size} bytes with sha256 ${digest.sha256} but it holds ${String(head.ContentLength)} bytes with sha256 ${String(head.Metadata?.[SHA256_METADATA])}`,
     );
   }
+  reachKillPoint('stored');
 }

@@ -6,6 +6,7 @@
  * open; an expired upload URL is refused and asked for again; an expired presigned GET is refused;
  * a PUT whose signed type, length or sha256 differ from the grant is refused.
  */
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -27,6 +28,7 @@ import { UploadUrlResultStore } from '../../src/worker/upload-url-results.js';
 import { SIGNING_TEST_CREDENTIALS, startSigningS3Server, type SigningS3Server } from '../helpers/signing-s3-server.js';
 import { verifySigV4 } from '../helpers/sigv4.js';
 import { startNatsServer, type TestNatsServer } from './helpers/nats-server.js';
+import { REPO_ROOT, transpileForNode } from './helpers/transpile.js';
 
 const BUCKET = 'signed-results';
 let s3: SigningS3Server;
@@ -308,5 +310,49 @@ describe('upload URLs and presigned GETs against a server that checks signatures
     // Signed by a key the server does not hold: refused too, and the SDK's own GET says why.
     const wrong = client({ ...SIGNING_TEST_CREDENTIALS, secretAccessKey: 'not-the-secret' });
     await expect(wrong.send(command)).rejects.toMatchObject({ name: 'SignatureDoesNotMatch' });
+  });
+});
+
+describe('a host lost while storing (kill points, src/worker/kill-point.ts)', () => {
+  /** Stores `file` for `taskId` in a process of its own that SIGKILLs itself at `point`; resolves with how it ended. */
+  async function storeInProcess(point: string, filePath: string, taskId: string): Promise<string> {
+    const fixture = await transpileForNode(path.join(REPO_ROOT, 'test/worker/fixtures/store-result.ts'));
+    cleanups.push(() => void fixture.cleanup());
+    const child = spawn(process.execPath, [fixture.entry], {
+      env: {
+        ...process.env,
+        ...s3.env(BUCKET, 'results'),
+        MEDIA_WORKER_TEST_KILL_AT: point,
+        STORE_FILE: filePath,
+        STORE_TASK: taskId,
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    return new Promise((resolve) => child.once('exit', (code, signal) => resolve(signal ?? String(code))));
+  }
+
+  it('killed mid-multipart: the upload left open, nothing at the key; the redelivery stores it whole', async () => {
+    const big = await file('lost.mp4', randomBytes(12 * 1024 * 1024));
+    const key = 'results/video/t_lost_mid/output.mp4';
+    const open = s3.openUploads();
+    expect(await storeInProcess('multipart', big.path, 't_lost_mid')).toBe('SIGKILL');
+    expect(s3.objects.get(BUCKET)!.has(key)).toBe(false);
+    // Left for the bucket's AbortIncompleteMultipartUpload rule (docs/results-storage.md): never linked.
+    expect(s3.openUploads()).toBe(open + 1);
+
+    setCredentials(SIGNING_TEST_CREDENTIALS.accessKeyId, SIGNING_TEST_CREDENTIALS.secretAccessKey);
+    const again = await bucketStore().storeResult(big.path, { taskId: 't_lost_mid', kind: 'video', ext: 'mp4' });
+    expect(again.sha256).toBe(big.sha256);
+    expect(sha256(s3.objects.get(BUCKET)!.get(key)!.body)).toBe(big.sha256);
+  });
+
+  it('killed after the stored copy is confirmed, before any event: the object is whole at its key, and a redelivery replaces it', async () => {
+    const big = await file('stored.mp4', randomBytes(6 * 1024 * 1024 + 9));
+    const key = 'results/video/t_lost_stored/output.mp4';
+    expect(await storeInProcess('stored', big.path, 't_lost_stored')).toBe('SIGKILL');
+    expect(sha256(s3.objects.get(BUCKET)!.get(key)!.body)).toBe(big.sha256);
+    const again = await bucketStore().storeResult(big.path, { taskId: 't_lost_stored', kind: 'video', ext: 'mp4' });
+    expect(again.sha256).toBe(big.sha256);
+    expect([...s3.objects.get(BUCKET)!.keys()].filter((k) => k.includes('t_lost_stored'))).toEqual([key]);
   });
 });
