@@ -189,7 +189,7 @@ export const WORKER_SETTINGS = {
     env: 'RESULTS_S3_PART_MIB',
     schema: intSchema('an integer from 5 to 512', 5, 512),
     default: '8',
-    doc: "Part size of the bucket store's multipart uploads (RESULTS_STORE=s3), in MiB; a file above it goes up in parts, three at a time, so an upload holds about 4 parts in memory (docs/storage-benchmarks.md). S3 takes 5 at least.",
+    doc: "Part size of the bucket store's multipart uploads (RESULTS_STORE=s3), in MiB; a file above it goes up in parts, three at a time, read into three reused buffers of this size (docs/storage-benchmarks.md). S3 takes 5 at least.",
   }),
   sweepIntervalMs: setting({
     env: 'RESULTS_SWEEP_INTERVAL_MS',
