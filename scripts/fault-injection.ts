@@ -23,9 +23,18 @@
  * task counts as correct only when its event's size and sha256 are the stored file's. `--store s3`
  * puts the results in a bucket (s3rver in its own process) and deletes the workers' results and
  * temp folders before reading each completed task's file back from the bucket.
+ * `--aimed stored,multipart` adds kills aimed by MEDIA_WORKER_TEST_KILL_AT (src/worker/kill-point.ts)
+ * before the timed ones: the first worker runs alone, started armed at each point in turn; it dies
+ * there by itself and is restarted, and the others start once it holds the job of the last point.
+ * `stored`: a result is stored and confirmed, no event yet. `multipart` (--store s3 only): a part is
+ * stored, the upload neither completed nor aborted; the task the armed worker reaches then (the
+ * queue's order: task number = the point's place in the list) is a large one, 480x360 of noise
+ * upscaled x4 (the x4 network runs for either factor: a quarter of the x2 input's work for the same
+ * output), whose 1920x1440 result (about 5.8 MB) goes up in the 5 MiB parts the workers are given. A point not
+ * reached within 10 minutes counts as missed and fails the run.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, openSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { createServer, type ServerResponse } from 'node:http';
@@ -103,6 +112,8 @@ interface Worker {
   name: string;
   child: ChildProcess;
   exited: Promise<void>;
+  /** The kill point it was started armed with (MEDIA_WORKER_TEST_KILL_AT). */
+  killAt: string | undefined;
 }
 
 async function main(): Promise<void> {
@@ -116,18 +127,23 @@ async function main(): Promise<void> {
       keep: { type: 'boolean', default: false },
       // s3: results go to a bucket (s3rver, its own process); afterwards the workers' folders are deleted and each result is read back from it.
       store: { type: 'string', default: 'local' },
+      aimed: { type: 'string', default: '' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help === true) {
     process.stdout.write(
-      'Usage: node dist/scripts/fault-injection.js [--tasks 40] [--kills 12] [--workers 2] [--seed 1] [--store local|s3] [--json] [--keep]\n',
+      'Usage: node dist/scripts/fault-injection.js [--tasks 40] [--kills 12] [--workers 2] [--seed 1] [--store local|s3] [--aimed stored,multipart] [--json] [--keep]\n',
     );
     return;
   }
   const tasks = Number(values.tasks);
   const kills = Number(values.kills);
   const workerCount = Number(values.workers);
+  const aimed = values.aimed === '' ? [] : values.aimed.split(',');
+  for (const point of aimed)
+    if (!(point === 'stored' || (point === 'multipart' && values.store === 's3')))
+      throw new Error(`--aimed takes stored, and multipart with --store s3; got ${JSON.stringify(point)}`);
   const rand = seededRandom(Number(values.seed));
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-faults-'));
   const tmp = path.join(dir, 'tmp');
@@ -138,22 +154,27 @@ async function main(): Promise<void> {
 
   // Inputs: an 80x53 PNG trickled out in 10 pieces over 1.5 s.
   const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(80, 53).png().toBuffer();
+  // Noise upscaled x4 keeps its grain (some 2 bytes a pixel as PNG): a multipart upload in 5 MiB parts.
+  const large = await sharp(randomBytes(480 * 360 * 3), { raw: { width: 480, height: 360, channels: 3 } })
+    .png()
+    .toBuffer();
   const open = new Set<ServerResponse>();
   const http = createServer((req, res) => {
-    if (!(req.url ?? '').startsWith('/img-')) {
+    const body = (req.url ?? '').startsWith('/img-') ? png : (req.url ?? '').startsWith('/big-') ? large : undefined;
+    if (body === undefined) {
       res.writeHead(404).end();
       return;
     }
     open.add(res);
     res.once('close', () => open.delete(res));
-    res.writeHead(200, { 'content-length': png.length });
-    const piece = Math.ceil(png.length / 10);
+    res.writeHead(200, { 'content-length': body.length });
+    const piece = Math.ceil(body.length / 10);
     let sent = 0;
     const timer = setInterval(() => {
       if (res.destroyed) return clearInterval(timer);
-      res.write(png.subarray(sent, sent + piece));
+      res.write(body.subarray(sent, sent + piece));
       sent += piece;
-      if (sent >= png.length) {
+      if (sent >= body.length) {
         clearInterval(timer);
         res.end();
       }
@@ -185,25 +206,39 @@ async function main(): Promise<void> {
     WORKER_HEALTH_PORT: '0',
     WORKER_HEALTH_HOST: '127.0.0.1',
     ...bucket?.env,
+    // The smallest parts S3 takes: the large task's result goes up in two.
+    ...(bucket === undefined ? {} : { RESULTS_S3_PART_MIB: '5' }),
   };
   const workers: Worker[] = [];
-  const startWorker = (name: string): Worker => {
+  const startWorker = (name: string, killAt?: string): Worker => {
     // Its own process group, so a kill takes ffmpeg and every other child with it.
     const log = openSync(path.join(logs, `${name}.log`), 'a');
     // One host per worker (as in a fleet): a task whose host was killed is taken over by another.
     const host = name.replace(/^fault-worker-/, 'chaos');
     const child = spawn(process.execPath, [CLI, 'serve'], {
-      env: { ...env, NATS_CONNECTION_NAME: name, WORKER_HOST_ID: host },
+      env: {
+        ...env,
+        NATS_CONNECTION_NAME: name,
+        WORKER_HOST_ID: host,
+        ...(killAt === undefined ? {} : { MEDIA_WORKER_TEST_KILL_AT: killAt }),
+      },
       stdio: ['ignore', log, log],
       detached: true,
     });
     closeSync(log);
-    const w = { name, child, exited: new Promise<void>((r) => child.once('exit', () => r())) };
+    const w = { name, child, exited: new Promise<void>((r) => child.once('exit', () => r())), killAt };
     return w;
   };
   // The operator's step: streams and consumers exist before any worker binds to them.
   execFileSync(process.execPath, [CLI, 'provision'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-  for (let i = 0; i < workerCount; i += 1) workers.push(startWorker(`fault-worker-${i}`));
+  // With aimed kills the first worker starts alone, armed; the others once it holds the last point's job.
+  let armed = 0;
+  const nextPoint = (): string | undefined => aimed[armed++];
+  workers.push(startWorker('fault-worker-0', nextPoint()));
+  const startOthers = (): void => {
+    for (let i = workers.length; i < workerCount; i += 1) workers.push(startWorker(`fault-worker-${i}`));
+  };
+  if (aimed.length === 0) startOthers();
   await sleep(4000);
 
   const nc: NatsConnection = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
@@ -211,12 +246,15 @@ async function main(): Promise<void> {
   const js = jsm.jetstream();
   const ids: string[] = [];
   const bad = new Set<string>();
+  const bigTasks = new Set<string>();
+  // The one large task: the one the worker armed at `multipart` reaches (each earlier point took one task).
+  const bigIndex = aimed.indexOf('multipart');
   let duplicatesPublished = 0;
   const publishedAt = new Map<string, number>();
-  const publish = async (id: string, url: string): Promise<void> => {
+  const publish = async (id: string, url: string, factor = '2'): Promise<void> => {
     const h = natsHeaders();
     h.set('Nats-Msg-Id', id);
-    const body = { id, model: 'vendor-image-upscale', input: { image_url: url, upscale_factor: '2' }, credits: 20 };
+    const body = { id, model: 'vendor-image-upscale', input: { image_url: url, upscale_factor: factor }, credits: 20 };
     for (;;) {
       try {
         await js.publish('media.jobs.image.vendor-image-upscale', JSON.stringify(body), { headers: h, timeout: 5000 });
@@ -230,14 +268,45 @@ async function main(): Promise<void> {
     const id = `fault-${String(i).padStart(3, '0')}`;
     ids.push(id);
     publishedAt.set(id, Date.now());
-    const missing = rand() < 0.1;
+    const missing = rand() < 0.1 && i !== bigIndex;
     if (missing) bad.add(id);
-    const url = missing ? `${base}/missing-${id}.png` : `${base}/img-${id}.png`;
-    await publish(id, url);
+    const big = i === bigIndex;
+    if (big) bigTasks.add(id);
+    const url = missing ? `${base}/missing-${id}.png` : `${base}/${big ? 'big' : 'img'}-${id}.png`;
+    await publish(id, url, big ? '4' : '2');
     if (rand() < 0.1) {
-      await publish(id, url);
+      await publish(id, url, big ? '4' : '2');
       duplicatesPublished += 1;
     }
+  }
+
+  // Aimed kills first, while the queue is full: the armed first worker dies at its point by itself.
+  const aimedLanded: Record<string, number> = {};
+  let aimedMissed = 0;
+  while (workers[0]?.killAt !== undefined) {
+    const w = workers[0];
+    if (armed === aimed.length) {
+      // The last point: the others start once this worker holds its job (the large one for `multipart`).
+      const pid = w.child.pid as number;
+      const task = w.killAt === 'multipart' ? `-${ids[bigIndex]}-` : '';
+      while (w.child.exitCode === null && w.child.signalCode === null) {
+        if ((await fs.readdir(tmp)).some((n) => n.includes(`-p${pid}s`) && n.includes(task))) break;
+        await sleep(250);
+      }
+      startOthers();
+    }
+    const landed = await Promise.race([w.exited.then(() => true), sleep(600_000).then(() => false)]);
+    try {
+      // The whole group, as a host lost would take it (and the worker itself when it missed its point).
+      process.kill(-(w.child.pid as number), 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+    await w.exited;
+    if (landed && w.child.signalCode === 'SIGKILL') aimedLanded[w.killAt!] = (aimedLanded[w.killAt!] ?? 0) + 1;
+    else aimedMissed += 1;
+    await sleep(500);
+    workers[0] = startWorker(w.name, nextPoint());
   }
 
   // Kills at random moments, one nats-server restart half-way.
@@ -342,13 +411,17 @@ async function main(): Promise<void> {
       e.files?.length === 1 &&
       e.files[0]?.size === file?.length &&
       e.files[0]?.sha256 === (file === undefined ? '' : createHash('sha256').update(file).digest('hex'));
-    if (e.status === 'completed' && listed && meta?.width === 160 && meta.height === 106) correct += 1;
+    const [width, height] = bigTasks.has(id) ? [1920, 1440] : [160, 106];
+    if (e.status === 'completed' && listed && meta?.width === width && meta.height === height) correct += 1;
   }
   const report = {
     tasks,
     workers: workerCount,
     kills,
     midJobKills: midJob,
+    aimedKills: aimedLanded,
+    aimedMissed,
+    largeTasks: bigTasks.size,
     natsRestarts,
     duplicatesPublished,
     events: events.length,
@@ -384,7 +457,8 @@ async function main(): Promise<void> {
     report.tasksWithOneEvent === tasks &&
     report.correctOutcomes === tasks &&
     report.leftoverJobDirs === 0 &&
-    report.leftoverPartialResults === 0;
+    report.leftoverPartialResults === 0 &&
+    aimedMissed === 0;
   // The workers' logs stay for a failed run (or with --keep): they tell why.
   if (ok && values.keep !== true) await fs.rm(dir, { recursive: true, force: true });
 
@@ -406,6 +480,7 @@ async function main(): Promise<void> {
     expectedRefunds: report.expectedRefunds,
     kills,
     midJobKills: midJob,
+    ...(aimed.length > 0 ? { aimedKills: aimedLanded, aimedMissed } : {}),
     leftoverJobDirs: report.leftoverJobDirs,
     leftoverPartialResults: report.leftoverPartialResults,
     longestSecondsToEvent: Number(report.longestSecondsToEvent.toFixed(1)),

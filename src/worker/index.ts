@@ -27,7 +27,7 @@ export {
   type StoredResult,
   type SweepReport,
 } from './results.js';
-export { S3ResultStore, permanentStoreError, type S3ResultStoreSettings } from './s3-results.js';
+export { S3ResultStore, permanentStoreError, type S3ResultStoreSettings, type UploadShape } from './s3-results.js';
 export { UploadRefused, UploadUrlResultStore, type UploadUrlStoreSettings } from './upload-url-results.js';
 export { WorkerMetrics, setExecutionProvider, setSrPrecision, workerMetrics, type JobOutcome } from './metrics.js';
 export { decideFailure, type Disposition } from './outcome.js';

@@ -8,6 +8,13 @@
 export const KILL_POINTS = [
   /** The claim is stored; nothing has run. */
   'claimed',
+  /**
+   * A bucket store's multipart upload is under way: at least one part is stored, the upload is
+   * neither completed nor aborted (a host lost mid-upload leaves an open upload, never an object).
+   */
+  'multipart',
+  /** A result file is stored and its stored copy confirmed (size, sha256); the store has not yet answered. */
+  'stored',
   /** The executor returned (its result is stored); no terminal event yet. */
   'ran',
   /** The terminal event is stored; the job is neither acked nor terminated. */

@@ -29,6 +29,7 @@ import {
   type SweepObserver,
   type SweepReport,
 } from './result-store.js';
+import { reachKillPoint } from './kill-point.js';
 import { S3ResultStore } from './s3-results.js';
 import { UploadUrlResultStore } from './upload-url-results.js';
 
@@ -50,6 +51,8 @@ export interface ResultStoreSettings extends Partial<ObjectStoreSettings> {
   resultsStore?: 'local' | 's3' | 'upload-url';
   /** RESULTS_STORE_DEADLINE_MS: how long one file's storing is retried (s3). */
   storeDeadlineMs?: number;
+  /** RESULTS_S3_PART_MIB: the bucket store's part size. */
+  s3PartMib?: number;
 }
 
 /** Where a local store put the file (its tests and the command line read it). */
@@ -87,6 +90,7 @@ export class LocalResultStore implements ResultStore {
       // Read back before it is named: the event says what the stored copy holds, not what was meant.
       const digest = await fileDigest(partial);
       await fs.rename(partial, target);
+      reachKillPoint('stored');
       const expiresAt = resultExpiresAt(options.kind, this.settings.upscaleResultLifetimeDays, now.getTime());
       const url =
         this.settings.publicBaseUrl === undefined
@@ -199,6 +203,7 @@ export function createResultStore(settings: ResultStoreSettings, logger?: Logger
         publicBaseUrl: settings.publicBaseUrl,
         upscaleResultLifetimeDays: settings.upscaleResultLifetimeDays,
         ...(settings.storeDeadlineMs === undefined ? {} : { storeDeadlineMs: settings.storeDeadlineMs }),
+        ...(settings.s3PartMib === undefined ? {} : { upload: { partSize: settings.s3PartMib * 1024 * 1024 } }),
       },
       logger,
     );

@@ -1,14 +1,13 @@
 /**
  * Results in a bucket (RESULTS_STORE=s3; docs/results-storage.md): each file goes to its fixed key
- * `<RESULTS_S3_PREFIX>/<kind>/<task id>/<name>.<ext>` with the AWS SDK's managed upload, streamed
- * from the file in parts (a 1 GB video never sits in memory; a failed multipart upload is
- * aborted), its sha256 in the object's metadata. The stored object is then read back (HEAD): only
+ * `<RESULTS_S3_PREFIX>/<kind>/<task id>/<name>.<ext>` (s3-upload.ts: one PUT, or a multipart
+ * upload read from the file part by part into reused buffers: a 1 GB video never sits in memory; a
+ * failed multipart upload is aborted), its sha256 in the object's metadata. The stored object is then read back (HEAD): only
  * its confirmed size and sha256 go into the event. An object appears at its key whole or not at
  * all (S3 shows a multipart object only once completed), so nothing half-written is ever linked.
  * Credentials come from the SDK's default chain (environment, profile, instance role). Expiry is the
  * bucket's lifecycle rule's: this store sweeps nothing.
  */
-import { createReadStream } from 'node:fs';
 import type { Logger } from 'pino';
 import { fileDigest, type FileDigest } from '../media/index.js';
 import {
@@ -32,12 +31,12 @@ import {
   type StoreOptions,
 } from './result-store.js';
 import { withStoreRetries } from './store-retries.js';
+import { reachKillPoint } from './kill-point.js';
+import { uploadFile, type UploadShape } from './s3-upload.js';
+
+export type { UploadShape };
 import { errorMessage } from '../errors.js';
 import { JOB_KINDS } from '../jobs/index.js';
-
-/** Parts of 8 MiB, three in flight: what an upload holds in memory stays near 32 MiB whatever the file's size. */
-const PART_SIZE = 8 * 1024 * 1024;
-const PARTS_IN_FLIGHT = 3;
 
 export interface S3ResultStoreSettings extends ObjectStoreSettings {
   publicBaseUrl?: string | undefined;
@@ -46,6 +45,8 @@ export interface S3ResultStoreSettings extends ObjectStoreSettings {
   storeDeadlineMs?: number;
   /** The client's settings below the store's (tests shorten a stalled request's wait). */
   client?: ObjectStoreOptions;
+  /** The multipart upload's shape (RESULTS_S3_PART_MIB; the storage benchmark varies it; default 8 MiB parts, three in flight). */
+  upload?: UploadShape;
 }
 
 /** Errors of a store that refuses for good: trying again within two minutes changes nothing. */
@@ -100,7 +101,7 @@ export class S3ResultStore implements ResultStore {
           this.logger?.warn({ err, key, attempt, waitMs }, 'Storing a result failed; retrying'),
         ...(signal === undefined ? {} : { signal }),
       },
-      () => uploadAndConfirm(store, key, localPath, options.ext, digest, signal),
+      () => uploadAndConfirm(store, key, localPath, options.ext, digest, this.settings.upload ?? {}, signal),
     );
     const expiresAt = resultExpiresAt(options.kind, this.settings.upscaleResultLifetimeDays);
     const base = resultsBaseUrl({
@@ -158,35 +159,17 @@ async function uploadAndConfirm(
   localPath: string,
   ext: string,
   digest: FileDigest,
+  shape: UploadShape,
   signal: AbortSignal | undefined,
 ): Promise<void> {
-  const [{ Upload }, { HeadObjectCommand }] = await Promise.all([
-    import('@aws-sdk/lib-storage'),
-    import('@aws-sdk/client-s3'),
-  ]);
-  const body = createReadStream(localPath);
-  const upload = new Upload({
-    client: store.client,
-    params: {
-      Bucket: store.bucket,
-      Key: key,
-      Body: body,
-      ContentType: contentTypeOf(ext),
-      Metadata: { [SHA256_METADATA]: digest.sha256 },
-    },
-    partSize: PART_SIZE,
-    queueSize: PARTS_IN_FLIGHT,
-    // A failed multipart upload is aborted: its parts are not left billed in the bucket.
-    leavePartsOnError: false,
-  });
-  const stop = (): void => void upload.abort().catch(() => undefined);
-  signal?.addEventListener('abort', stop, { once: true });
-  try {
-    await upload.done();
-  } finally {
-    signal?.removeEventListener('abort', stop);
-    body.destroy();
-  }
+  const { HeadObjectCommand } = await import('@aws-sdk/client-s3');
+  await uploadFile(
+    store,
+    localPath,
+    { key, contentType: contentTypeOf(ext), metadata: { [SHA256_METADATA]: digest.sha256 }, size: digest.size },
+    shape,
+    signal,
+  );
   const head = await store.client.send(
     new HeadObjectCommand({ Bucket: store.bucket, Key: key }),
     signal === undefined ? {} : { abortSignal: signal },
@@ -196,4 +179,5 @@ async function uploadAndConfirm(
       `Expected the stored ${key} to hold ${digest.size} bytes with sha256 ${digest.sha256} but it holds ${String(head.ContentLength)} bytes with sha256 ${String(head.Metadata?.[SHA256_METADATA])}`,
     );
   }
+  reachKillPoint('stored');
 }

@@ -185,6 +185,12 @@ export const DAEMON_SETTINGS = {
     default: '120000',
     doc: 'How long storing one result file is retried (503s, resets, a slow or absent store) before the job fails with its refund; at most 2 minutes.',
   }),
+  s3PartMib: setting({
+    env: 'RESULTS_S3_PART_MIB',
+    schema: intSchema('an integer from 5 to 512', 5, 512),
+    default: '8',
+    doc: "Part size of the bucket store's multipart uploads (RESULTS_STORE=s3), in MiB; a file above it goes up in parts, three at a time, read into three reused buffers of this size (docs/storage-benchmarks.md). S3 takes 5 at least.",
+  }),
   sweepIntervalMs: setting({
     env: 'RESULTS_SWEEP_INTERVAL_MS',
     schema: positiveInt,

@@ -31,6 +31,7 @@ import {
   type StoreOptions,
 } from './result-store.js';
 import { withStoreRetries } from './store-retries.js';
+import { reachKillPoint } from './kill-point.js';
 
 export interface UploadUrlStoreSettings {
   upscaleResultLifetimeDays: number;
@@ -99,6 +100,7 @@ export class UploadUrlResultStore implements ResultStore {
         return grant;
       },
     );
+    reachKillPoint('stored');
     if (stored.key !== relative)
       throw new UploadRefused(
         `Expected an upload URL for ${relative} but the control plane gave one for ${stored.key}`,
