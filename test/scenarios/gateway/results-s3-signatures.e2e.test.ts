@@ -12,7 +12,11 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../../src/paths.js';
 import { waitFor } from '../../worker/helpers/jetstream.js';
-import { SIGNING_TEST_CREDENTIALS, startSigningS3Server, type SigningS3Server } from '../../helpers/signing-s3-server.js';
+import {
+  SIGNING_TEST_CREDENTIALS,
+  startSigningS3Server,
+  type SigningS3Server,
+} from '../../helpers/signing-s3-server.js';
 import { useGatewayE2e, type Account } from './e2e-harness.js';
 
 const BUCKET = 'signed-fleet';
