@@ -13,13 +13,7 @@ import os from 'node:os';
 import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } from './gateway/settings.js';
 import { INFERENCE_SETTINGS } from './inference/settings.js';
 import { JOBS_SETTINGS } from './jobs/settings.js';
-import {
-  IMAGE_UPSCALE_SETTINGS,
-  LIPSYNC_SETTINGS,
-  MUSIC_SETTINGS,
-  MUSIC_VIDEO_SETTINGS,
-  VIDEO_UPSCALE_SETTINGS,
-} from './jobs/index.js';
+import { KIND_SETTINGS, KIND_SETTINGS_GROUPS } from './jobs/index.js';
 import { LOGGING_SETTINGS } from './logging/settings.js';
 import { MEDIA_SETTINGS } from './media/settings.js';
 import { PACKAGE_ROOT } from './paths.js';
@@ -46,11 +40,7 @@ export const PIPELINE_GROUPS: readonly SettingsGroup[] = [
   { title: 'Inference: models, providers, devices (`src/inference/settings.ts`)', table: INFERENCE_SETTINGS },
   { title: 'Video encoding (`src/video/settings.ts`)', table: VIDEO_SETTINGS },
   { title: 'Quotes: cost estimate, video inputs (`src/jobs/settings.ts`)', table: JOBS_SETTINGS },
-  { title: 'Image upscale (`src/kinds/image-upscale/settings.ts`)', table: IMAGE_UPSCALE_SETTINGS },
-  { title: 'Video upscale (`src/kinds/video-upscale/settings.ts`)', table: VIDEO_UPSCALE_SETTINGS },
-  { title: 'Lip-sync (`src/kinds/lipsync/settings.ts`)', table: LIPSYNC_SETTINGS },
-  { title: 'Music (`src/kinds/music/settings.ts`)', table: MUSIC_SETTINGS },
-  { title: 'Music video (`src/kinds/music-video/settings.ts`)', table: MUSIC_VIDEO_SETTINGS },
+  ...KIND_SETTINGS_GROUPS,
 ];
 
 /** The pipelines' and the command line's settings: the rooms' rows side by side (a test checks no key repeats). */
@@ -60,11 +50,7 @@ export const SETTINGS = {
   ...INFERENCE_SETTINGS,
   ...VIDEO_SETTINGS,
   ...JOBS_SETTINGS,
-  ...IMAGE_UPSCALE_SETTINGS,
-  ...VIDEO_UPSCALE_SETTINGS,
-  ...LIPSYNC_SETTINGS,
-  ...MUSIC_SETTINGS,
-  ...MUSIC_VIDEO_SETTINGS,
+  ...KIND_SETTINGS,
 } as const;
 
 export type SettingKey = keyof typeof SETTINGS;

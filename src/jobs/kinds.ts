@@ -10,6 +10,12 @@
  */
 import type { Fields, KindDescriptor, ToolDescriptor } from './kind-contract.js';
 import type { QuotePolicyOf } from './quote-types.js';
+import type { SettingsGroup } from '../settings-table.js';
+import { IMAGE_UPSCALE_SETTINGS } from '../kinds/image-upscale/settings.js';
+import { VIDEO_UPSCALE_SETTINGS } from '../kinds/video-upscale/settings.js';
+import { LIPSYNC_SETTINGS } from '../kinds/lipsync/settings.js';
+import { MUSIC_SETTINGS } from '../kinds/music/settings.js';
+import { MUSIC_VIDEO_SETTINGS } from '../kinds/music-video/settings.js';
 import { imageUpscaleKind } from '../kinds/image-upscale/contract/contract.js';
 import type { ImageUpscaleTypes } from '../kinds/image-upscale/contract/types.js';
 import { lipsyncKind } from '../kinds/lipsync/contract/contract.js';
@@ -177,10 +183,22 @@ export {
   type MeasureOptions,
 } from '../kinds/music-video/contract/measure.js';
 
-// Each kind's settings rows (its settings.ts, pure), for src/config.ts to assemble: the registry is
-// the one way into a kind's folder from the contract's side (docs/architecture.md, "A job kind is one folder").
-export { IMAGE_UPSCALE_SETTINGS } from '../kinds/image-upscale/settings.js';
-export { VIDEO_UPSCALE_SETTINGS } from '../kinds/video-upscale/settings.js';
-export { LIPSYNC_SETTINGS } from '../kinds/lipsync/settings.js';
-export { MUSIC_SETTINGS } from '../kinds/music/settings.js';
-export { MUSIC_VIDEO_SETTINGS } from '../kinds/music-video/settings.js';
+// Each kind's settings rows (its settings.ts, pure), for src/config.ts to assemble without naming a
+// kind: the registry is the one way into a kind's folder from the contract's side.
+/** The kinds' settings, one group a kind, in the settings reference's order. */
+export const KIND_SETTINGS_GROUPS = [
+  { title: 'Image upscale (`src/kinds/image-upscale/settings.ts`)', table: IMAGE_UPSCALE_SETTINGS },
+  { title: 'Video upscale (`src/kinds/video-upscale/settings.ts`)', table: VIDEO_UPSCALE_SETTINGS },
+  { title: 'Lip-sync (`src/kinds/lipsync/settings.ts`)', table: LIPSYNC_SETTINGS },
+  { title: 'Music (`src/kinds/music/settings.ts`)', table: MUSIC_SETTINGS },
+  { title: 'Music video (`src/kinds/music-video/settings.ts`)', table: MUSIC_VIDEO_SETTINGS },
+] as const satisfies readonly SettingsGroup[];
+
+/** Every kind's rows side by side (a test checks no key repeats). */
+export const KIND_SETTINGS = {
+  ...IMAGE_UPSCALE_SETTINGS,
+  ...VIDEO_UPSCALE_SETTINGS,
+  ...LIPSYNC_SETTINGS,
+  ...MUSIC_SETTINGS,
+  ...MUSIC_VIDEO_SETTINGS,
+};

@@ -16,7 +16,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import { fileDigest, ownerState, ownerToken, parseOwnerToken } from '../media/index.js';
+import { fileDigest, ownerState, partialOwner, writeThenRename } from '../media/index.js';
 import { JOB_KINDS } from '../jobs/index.js';
 import { resultLifetimeMs, resultUrl, type ObjectStoreSettings } from '../protocol/index.js';
 import {
@@ -38,7 +38,7 @@ export type { ResultStore, StoredResult, StoreOptions, SweepObserver, SweepRepor
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /**
- * Half-written copies (`.partial-<owner>-<time>`) are removed as soon as their owner process is
+ * Half-written copies (partial files, media/partial-file.ts) are removed as soon as their owner process is
  * gone; those whose owner cannot be judged (another container) once older than this.
  */
 const PARTIAL_MAX_AGE_MS = DAY_MS;
@@ -75,32 +75,27 @@ export class LocalResultStore implements ResultStore {
     const segments = resultRelativePath(options);
     const target = path.join(this.settings.resultsDir, ...segments);
     await fs.mkdir(path.dirname(target), { recursive: true });
-    const partial = `${target}.partial-${ownerToken()}-${Date.now()}`;
-    try {
-      await fs.rename(localPath, partial);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
-      await fs.copyFile(localPath, partial, fsConstants.COPYFILE_FICLONE);
-      await fs.rm(localPath, { force: true });
-    }
-    try {
-      // A rename keeps the source's mtime; the lifetime counts from now.
-      const now = new Date();
+    // A rename keeps the source's mtime; the lifetime counts from now.
+    const now = new Date();
+    const digest = await writeThenRename(target, async (partial) => {
+      try {
+        await fs.rename(localPath, partial);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+        await fs.copyFile(localPath, partial, fsConstants.COPYFILE_FICLONE);
+        await fs.rm(localPath, { force: true });
+      }
       await fs.utimes(partial, now, now);
       // Read back before it is named: the event says what the stored copy holds, not what was meant.
-      const digest = await fileDigest(partial);
-      await fs.rename(partial, target);
-      reachKillPoint('stored');
-      const expiresAt = resultExpiresAt(options.kind, this.settings.upscaleResultLifetimeDays, now.getTime());
-      const url =
-        this.settings.publicBaseUrl === undefined
-          ? pathToFileURL(target).toString()
-          : resultUrl(this.settings.publicBaseUrl, segments);
-      return { path: target, key: segments.join('/'), url, ...digest, expiresAt };
-    } catch (err) {
-      await fs.rm(partial, { force: true });
-      throw err;
-    }
+      return fileDigest(partial);
+    });
+    reachKillPoint('stored');
+    const expiresAt = resultExpiresAt(options.kind, this.settings.upscaleResultLifetimeDays, now.getTime());
+    const url =
+      this.settings.publicBaseUrl === undefined
+        ? pathToFileURL(target).toString()
+        : resultUrl(this.settings.publicBaseUrl, segments);
+    return { path: target, key: segments.join('/'), url, ...digest, expiresAt };
   }
 
   /**
@@ -130,8 +125,8 @@ export class LocalResultStore implements ResultStore {
           try {
             const stat = await fs.stat(filePath);
             if (!stat.isFile()) continue;
-            const partial = file.includes('.partial-');
-            const owner = partial ? parseOwnerToken(file) : undefined;
+            const owner = partialOwner(file);
+            const partial = owner !== undefined;
             const state = owner === undefined ? 'foreign' : await ownerState(owner);
             const maxAge = partial ? PARTIAL_MAX_AGE_MS : lifetime;
             if (

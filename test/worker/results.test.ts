@@ -124,7 +124,8 @@ describe('sweep', () => {
   it('removes half-written copies left by a crash after a day', async () => {
     const resultsDir = path.join(dir, 'results');
     const store = new LocalResultStore({ resultsDir, upscaleResultLifetimeDays: 30 });
-    const partial = path.join(resultsDir, 'image', 't', 'output.png.partial-1-2');
+    // A partial file of a process this host cannot judge (another boot or container): removed by age.
+    const partial = path.join(resultsDir, 'image', 't', '.output.png.p1s2d00000000.ab12cd34.partial');
     await fs.mkdir(path.dirname(partial), { recursive: true });
     await fs.writeFile(partial, 'x');
     expect(await store.sweep(new Date(Date.now() + DAY / 2))).toEqual({ removed: 0, kept: 1, errors: 0 });

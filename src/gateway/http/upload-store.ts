@@ -1,7 +1,7 @@
 /**
  * Uploads on disk: `RESULTS_DIR/uploads/<account id>/<upload id>.<ext>`, so the owner is the
  * folder, an account's usage is one folder's listing (at most GATEWAY_UPLOAD_QUOTA_FILES files),
- * and expiry is a file's age. Files being written are `.<id>.part` and count toward nothing.
+ * and expiry is a file's age. Files being written are partial files (media's partialPathFor) and count toward nothing.
  */
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { checkDecodes, sniffFile } from '../../../media/index.js';
+import { checkDecodes, partialPathFor, sniffFile } from '../../../media/index.js';
 import { resultUrl } from '../../../protocol/index.js';
 import { ApiError, successEnvelope } from '../../errors.js';
 import { newTaskId } from '../../ids.js';
@@ -65,7 +65,8 @@ export function registerUploads(
       refuseBeforeReading(req, reply, usage.files, room, settings);
       await mkdir(accountDir, { recursive: true });
       const id = newTaskId().replace(/^t_/, 'u_');
-      const partial = path.join(accountDir, `.${id}.part`);
+      // Its name (and so the rename's target) waits for the sniffed format; written as every partial file is.
+      const partial = partialPathFor(path.join(accountDir, id));
       try {
         const size = await receive(body, partial, room, settings.uploadMaxBytes);
         const format = size === 0 ? null : await sniffFile(partial);
