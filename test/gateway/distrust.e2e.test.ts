@@ -41,6 +41,7 @@ import {
 import { provisionFromEnv } from '../helpers/provision.js';
 import { waitFor } from '../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../helpers/role-nats.js';
+import { settledTask } from './e2e-harness.js';
 import { freePort } from './processes.js';
 
 const LINK_SECRET = 'distrust-test-secret-of-at-least-32-chars';
@@ -158,8 +159,6 @@ const submit = (key: string) =>
     JSON.stringify({ image_url: 'https://media.test/a.png' }),
   );
 const balance = async (key: string) => (await call(`${gateway.url}/api/v1/balance`, 'GET', key)).body.data?.['credits'];
-const task = async (key: string, id: string) =>
-  (await call(`${gateway.url}/api/v1/tasks/${id}`, 'GET', key)).body.data ?? {};
 
 async function securityCount(kind: string): Promise<number> {
   const text = await (await fetch(`${gateway.url}/metrics`)).text();
@@ -263,11 +262,8 @@ describe("a worker's result may reference only its own task's folder", () => {
       files: [{ ...honestFile, key: `image/${liarTask}/output.png`, url: liarUrl }],
     });
 
-    const settled = (key: string, id: string) =>
-      waitFor(`task ${id} to settle`, async () => {
-        const t = await task(key, id);
-        return t['status'] === 'pending' ? undefined : t;
-      });
+    const settled = async (key: string, id: string) =>
+      (await settledTask(id, (route) => call(`${gateway.url}${route}`, 'GET', key))).body.data ?? {};
     const attackerView = await settled(attacker.key, own);
     expect(attackerView).toMatchObject({ status: 'failed', creditsRefunded: 20, error: { code: 'UPSCALE_FAILED' } });
     expect(JSON.stringify(attackerView)).not.toContain('uploads');
