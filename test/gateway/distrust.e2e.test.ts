@@ -397,12 +397,12 @@ const loops = [0, 1, 2, 3].map(async (i) => {
   while (!stop) {
     await fetch(process.env.URL, { method: 'POST', headers: { authorization: 'Bearer ' + process.env.KEY, 'content-type': 'application/json' }, body: i % 2 === 0 ? nested : wide }).then((r) => r.arrayBuffer()).catch(() => undefined);
     sent += 1;
-    if (sent === 8) console.log('started');
+    // Its count as it goes: the test samples until the flood has sent enough, not for a time.
+    console.log('sent ' + sent);
     await new Promise((r) => setTimeout(r, 100));
   }
 });
 await Promise.all(loops);
-console.log('sent ' + sent);
 `;
 
 describe('abusive bodies', () => {
@@ -434,10 +434,14 @@ describe('abusive bodies', () => {
     });
     let flooded = '';
     flooder.stdout.on('data', (c: Buffer) => (flooded += c.toString()));
-    await waitFor('the flood to start', () => (flooded.includes('started') ? true : undefined));
+    const sentSoFar = (): number => Number([...flooded.matchAll(/sent (\d+)\n/g)].at(-1)?.[1] ?? 0);
+    await waitFor('the flood to start', () => sentSoFar() >= 8);
+    const before = sentSoFar();
     const samples: number[] = [];
-    // One balance request every 50 ms for 3 s, while the flood goes on.
-    for (const end = Date.now() + 3000; Date.now() < end;) {
+    // One balance request every 50 ms while the flood sends 60 abusive bodies (at least 20 requests):
+    // counted by the flood, not timed, so a busy machine that slows the flood lengthens the sampling
+    // (3 s on a quiet machine; a fixed 3 s saw 47 bodies under load 18).
+    while (sentSoFar() - before < 60 || samples.length < 20) {
       const started = performance.now();
       expect((await call(`${gateway.url}/api/v1/balance`, 'GET', other.key)).status).toBe(200);
       samples.push(performance.now() - started);
@@ -446,13 +450,13 @@ describe('abusive bodies', () => {
     const exited = new Promise((resolve) => flooder.once('exit', resolve));
     flooder.kill('SIGTERM');
     await exited;
-    const abusive = Number(/sent (\d+)/.exec(flooded)?.[1] ?? 0);
+    const abusive = sentSoFar() - before;
     samples.sort((a, b) => a - b);
     const p50 = samples[Math.floor(samples.length / 2)]!;
     console.info(
       `abusive bodies: ${abusive} sent meanwhile; other account: ${samples.length} requests, p50 ${p50.toFixed(1)} ms, p90 ${samples[Math.floor(samples.length * 0.9)]!.toFixed(1)} ms`,
     );
-    expect(abusive).toBeGreaterThan(60);
+    expect(abusive).toBeGreaterThanOrEqual(60);
     // Not a timing goal (the figure is measured and recorded in docs/benchmarks.md): a starved event
     // loop, as the finding's 2-2.6 s, fails this on any machine.
     expect(p50).toBeLessThan(500);
