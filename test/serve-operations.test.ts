@@ -122,8 +122,16 @@ async function loadingNativeModules(pid: number): Promise<boolean> {
   return /onnxruntime|sharp/.test(maps);
 }
 
+/**
+ * The job folders in `tmp`: directories only. The readiness check's write probe is a file of the
+ * same prefix (so that the sweep removes one a dead process left), there for a moment each round:
+ * under load 19 a listing caught it.
+ */
 const jobDirs = async (tmp: string): Promise<string[]> =>
-  (await fs.readdir(tmp)).filter((n) => n.startsWith('media-worker-p')).sort();
+  (await fs.readdir(tmp, { withFileTypes: true }))
+    .filter((e) => e.isDirectory() && e.name.startsWith('media-worker-p'))
+    .map((e) => e.name)
+    .sort();
 
 beforeAll(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-ops-'));
