@@ -10,9 +10,11 @@ import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 import boundaries from './eslint/boundaries.js';
 import cycles from './eslint/cycles.js';
-import { repositoryLayers } from './eslint/layers.js';
+import { joinsOf, repositoryLayers } from './eslint/layers.js';
 
 const ROOT = fileURLToPath(new URL('.', import.meta.url));
+
+const LAYERS = repositoryLayers(ROOT);
 
 const TS_FILES = ['src/**/*.ts', 'scripts/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', '*.ts'];
 
@@ -61,15 +63,18 @@ export default defineConfig(
   {
     // "Nothing below the protocol knows NATS exists" (docs/architecture.md "Boundaries"); the
     // application layer joins the worker to the pipelines without touching NATS either.
-    files: ['src/{media,video,inference,jobs,upscale,lipsync,music,music-video,app}/**/*.ts', 'src/*.ts'],
+    files: ['src/{logging,media,video,inference,jobs,kinds,app}/**/*.ts', 'src/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: WIRE }] },
   },
   {
-    // The kinds' shape inside jobs/ and app/ (docs/layers.md, "Inside jobs/ and app/: the kinds"):
-    // the generic modules are handed the kinds, they never import the kinds' rooms or the registry.
+    // The kinds' shape inside jobs/ and app/ (docs/layers.md, "The job kinds"): the generic modules are
+    // handed the kinds, they never import a kind's folder (src/kinds/) or the registry.
     // The patterns of a file replace the block's above, so the wire's come along.
     files: ['src/jobs/*.ts', 'src/app/*.ts'],
-    ignores: ['src/jobs/{index,models,schemas,quote,failures,wire-schemas}.ts', 'src/app/{index,daemon,with-kinds}.ts'],
+    ignores: [
+      'src/jobs/{index,kinds,models,schemas,quote,failures,wire-schemas}.ts',
+      'src/app/{index,kinds,daemon,with-kinds}.ts',
+    ],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -77,7 +82,7 @@ export default defineConfig(
           patterns: [
             ...WIRE,
             {
-              group: ['./kinds/*', './kinds/**'],
+              group: ['./kinds.js', '../kinds/**'],
               message:
                 'a generic module names no kind: the kinds and their registry are handed in as a value (docs/layers.md, "Inside jobs/ and app/: the kinds")',
             },
@@ -97,7 +102,9 @@ export default defineConfig(
           // Lowest first: an area imports only areas of lower layers, never one of its own layer.
           // The table of docs/layers.md is the one list, with why each area sits where it does: it is
           // read here, and a table that does not parse, or does not place every room of src/, fails.
-          layers: repositoryLayers(ROOT),
+          layers: LAYERS,
+          // A kind's contract, runtime half and command join jobs/, app/ and cli/ (eslint/layers.js, joinsOf).
+          joins: joinsOf(LAYERS),
           // A folder's pure settings (constants and parsers, no runtime imports) are its second way in,
           // so that src/config.ts reads every setting without loading ONNX Runtime or sharp.
           // The tile plan is pure geometry that the contract prices with (jobs/cost-model.ts): the

@@ -69,13 +69,49 @@ export function layersOf(markdown, rooms) {
   return layers;
 }
 
-/** The rooms of the src/ folder at `srcDir`: its folders and its .ts files, as the boundaries rule names them. */
+/**
+ * The rooms of the src/ folder at `srcDir`: its folders and its .ts files, as the boundaries rule names
+ * them. src/kinds/ is not one room: each job kind's folder (src/kinds/<kind>/) holds parts that sit in
+ * different layers (its contract, its pipeline, its runtime half, its command), named `kinds/*\/<part>`
+ * for every kind alike.
+ */
 export function roomsOf(srcDir) {
-  return fs
-    .readdirSync(srcDir, { withFileTypes: true })
-    .filter((e) => (e.isDirectory() && !e.name.startsWith('.')) || (e.isFile() && e.name.endsWith('.ts')))
-    .map((e) => e.name)
-    .sort();
+  const entries = (dir) =>
+    fs
+      .readdirSync(dir, { withFileTypes: true })
+      .filter((e) => (e.isDirectory() && !e.name.startsWith('.')) || (e.isFile() && e.name.endsWith('.ts')));
+  const rooms = new Set();
+  for (const e of entries(srcDir)) {
+    if (e.name !== KINDS || !e.isDirectory()) {
+      rooms.add(e.name);
+      continue;
+    }
+    for (const kind of entries(path.join(srcDir, KINDS))) {
+      if (!kind.isDirectory()) rooms.add(`${KINDS}/${kind.name}`);
+      else for (const part of entries(path.join(srcDir, KINDS, kind.name))) rooms.add(`${KINDS}/*/${part.name}`);
+    }
+  }
+  return [...rooms].sort();
+}
+
+/** The folder of src/ whose sub-folders are the job kinds. */
+export const KINDS = 'kinds';
+
+/**
+ * The parts of a kind that join another room of their layer: a layer with one room besides kind
+ * parts (jobs/, app/, cli/) takes them in, so that a kind's contract is read with the generic contract
+ * it fills, its runtime half with the corridor that runs it, its command with the command line; in a
+ * layer of several rooms (the pipelines beside worker/ and gateway/) a kind's part is a room of its
+ * own. Returns { 'kinds/*\/contract': 'jobs', ... }.
+ */
+export function joinsOf(layers) {
+  const joins = {};
+  for (const rooms of layers) {
+    const generic = rooms.filter((room) => !room.startsWith(`${KINDS}/`));
+    if (generic.length !== 1) continue;
+    for (const room of rooms) if (room.startsWith(`${KINDS}/`)) joins[room] = generic[0];
+  }
+  return joins;
 }
 
 /** The layers of the repository at `root`: its docs/layers.md table, checked against its src/. */

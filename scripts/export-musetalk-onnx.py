@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """
 Exports MuseTalk 1.5's five networks to the ONNX graphs media-worker runs
-(src/lipsync/musetalk/graph-contract.ts), from the official weights, on the operator's machine.
+(src/kinds/lipsync/pipeline/musetalk/graph-contract.ts), from the official weights, on the operator's machine.
 
 Needs: torch, diffusers, transformers, onnx; the weights as MuseTalk's download_weights.sh lays
 them out (models/musetalkV15/{musetalk.json,unet.pth}, models/sd-vae/ = stabilityai/sd-vae-ft-mse,

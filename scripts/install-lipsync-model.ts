@@ -41,7 +41,7 @@ import {
   WAV2LIP_MEL_BANDS,
   WAV2LIP_MEL_INPUT,
   WAV2LIP_MEL_WINDOW,
-} from '../src/lipsync/index.js';
+} from '../src/kinds/lipsync/pipeline/index.js';
 
 /** The public Wav2Lip GAN export is about 140 MB. */
 export const DEFAULT_MAX_MODEL_BYTES = 1024 * 1024 * 1024;

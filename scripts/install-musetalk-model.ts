@@ -9,7 +9,7 @@
  * vae_decoder.onnx (and <graph>.onnx.data where a graph keeps its weights outside, as a UNet over
  * 2 GB must), and SHA256SUMS (sha256sum's format) listing every one of those files. The script
  * checks every checksum, opens every graph with ONNX Runtime and holds it to its contract (names,
- * shapes, float32: src/lipsync/musetalk/graph-contract.ts), then copies the files to
+ * shapes, float32: src/kinds/lipsync/pipeline/musetalk/graph-contract.ts), then copies the files to
  * <files>/musetalk/<name>/ and writes <models>/musetalk/<name>.json with the parts' licences
  * (MuseTalk MIT and "any purpose, even commercially", sd-vae-ft-mse MIT, Whisper MIT). Nothing is
  * installed when a check fails. Settings as every command: MEDIA_WORKER_MODELS_DIR and
@@ -32,7 +32,7 @@ import {
   museTalkGraphDir,
   museTalkManifestPath,
   type MuseTalkManifest,
-} from '../src/lipsync/index.js';
+} from '../src/kinds/lipsync/pipeline/index.js';
 
 export const DEFAULT_MUSETALK_NAME = 'musetalk';
 

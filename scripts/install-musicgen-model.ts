@@ -20,7 +20,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { defaultModelsDir, sha256File } from '../src/inference/index.js';
 import { localize, type FetchOptions } from '../src/media/index.js';
-import { FOLDER_MANIFEST, REQUIRED_FILES, inspectMusicgenFolder } from '../src/music/index.js';
+import { FOLDER_MANIFEST, REQUIRED_FILES, inspectMusicgenFolder } from '../src/kinds/music/pipeline/index.js';
 
 export const MUSICGEN_LICENCE = {
   spdx: 'CC-BY-NC-4.0',

@@ -23,7 +23,7 @@ import {
   type LipsyncModel,
   type FaceBox,
   type RgbFrame,
-} from '../src/lipsync/index.js';
+} from '../src/kinds/lipsync/pipeline/index.js';
 
 /** Mel levels the test model reads as silence (no darkening) and as loud (full darkening). */
 const SILENT = -4;

@@ -1,5 +1,5 @@
 /**
- * Generates the lip-sync TEST model (src/lipsync/network/wav2lip-test-model.ts) and its manifest.
+ * Generates the lip-sync TEST model (src/kinds/lipsync/pipeline/network/wav2lip-test-model.ts) and its manifest.
  *
  *   npx tsc -p tsconfig.json && node dist/scripts/make-test-lipsync-model.js [--out DIR] [--write-manifest]
  *
@@ -25,7 +25,7 @@ import {
   buildWav2LipTestModel,
   TEST_LIPSYNC_MODEL,
   WAV2LIP_TEST_GENERATOR,
-} from '../src/lipsync/index.js';
+} from '../src/kinds/lipsync/pipeline/index.js';
 
 export function testModelManifest(): { manifest: LipsyncManifest; bytes: Uint8Array } {
   const built = buildWav2LipTestModel();

@@ -1,5 +1,5 @@
 /**
- * Generates the MuseTalk TEST networks (src/lipsync/musetalk/test-networks.ts) and their manifest.
+ * Generates the MuseTalk TEST networks (src/kinds/lipsync/pipeline/musetalk/test-networks.ts) and their manifest.
  *
  *   npx tsc -p tsconfig.json && node dist/scripts/make-test-musetalk-model.js [--out DIR] [--write-manifest]
  *       [--size real | --channels 320,640,1280,1280 --blocks 2 --attention-levels 3 --heads 8]
@@ -31,7 +31,7 @@ import {
   type MuseTalkGraph,
   type MuseTalkManifest,
   type MuseTalkNetworkSize,
-} from '../src/lipsync/index.js';
+} from '../src/kinds/lipsync/pipeline/index.js';
 
 export function testMuseTalkManifest(
   built: Record<MuseTalkGraph, Uint8Array> = buildMuseTalkTestNetworks(),

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """
-Reference values for the Wav2Lip mel spectrogram, computed independently of src/lipsync/mel.ts.
+Reference values for the Wav2Lip mel spectrogram, computed independently of src/kinds/lipsync/pipeline/mel.ts.
 
 Wav2Lip (audio.py + hparams.py, librosa 0.7.0) computes its audio features as:
   pre-emphasis y[n] = x[n] - 0.97 x[n-1]            (scipy.signal.lfilter([1, -0.97], [1]))
@@ -19,7 +19,7 @@ pad instead of index arithmetic, dense matrix products instead of sparse bands),
   mel-loud.f32         its first 4000 samples times 40, so that the +4 clip is exercised too
   mel-speech.f32       the same for speech-16k.wav (espeak-ng, resampled to 16 kHz mono s16)
 
-Usage: python3 scripts/mel-reference.py test/lipsync/fixtures
+Usage: python3 scripts/mel-reference.py test/kinds/lipsync/pipeline/fixtures
 speech-16k.wav is made with espeak-ng and ffmpeg when it is missing; once committed it is read as is.
 """
 import json
@@ -97,7 +97,7 @@ def wav2lip_mel(x, basis):
 
 
 def synthetic_signal():
-    """Must match syntheticSignal() in test/lipsync/mel.test.ts operation for operation."""
+    """Must match syntheticSignal() in test/kinds/lipsync/pipeline/audio/mel.test.ts operation for operation."""
     n = np.arange(24000, dtype=np.float64)
     t = n / 16000.0
     x = (

@@ -9,7 +9,7 @@ Writes into the given folder:
   musetalk-lanczos-<case>.u8        cv2.resize of a box of test/fixtures/photos/astronaut.png (RGB)
   musetalk-blur-<case>.u8           cv2.GaussianBlur of the 0/255 mask drawn by blur_region() below
 
-Usage: .cache/musetalk-python/venv/bin/python scripts/musetalk-geometry-reference.py test/lipsync/fixtures
+Usage: .cache/musetalk-python/venv/bin/python scripts/musetalk-geometry-reference.py test/kinds/lipsync/pipeline/fixtures
 (the environment of scripts/whisper-mel-reference.py plus opencv-python-headless)
 """
 import json

@@ -5,7 +5,7 @@ Reference values for MuseTalk 1.5's Whisper input features, computed by transfor
 MuseTalk (musetalk/utils/audio_processor.py) loads the audio at 16 kHz mono, cuts it into 30 s
 segments and runs each through transformers' WhisperFeatureExtractor (whisper-tiny's
 preprocessor_config: 80 mel bins, n_fft 400, hop 160, 30 s chunks: the class's defaults, so no
-download is needed). This script does exactly that on test/lipsync/fixtures/speech-16k.wav (real
+download is needed). This script does exactly that on test/kinds/lipsync/pipeline/fixtures/speech-16k.wav (real
 speech: espeak-ng, committed) and writes, next to it:
 
   whisper-mel-reference.json   transformers' version, the cases, their shapes and files, and the
@@ -13,7 +13,7 @@ speech: espeak-ng, committed) and writes, next to it:
   whisper-mel-<case>.f32       [80, STORED_FRAMES] float32 little-endian, band-major: the first
                                frames of the [80, 3000] features (the speech and some silence)
 
-Usage: .cache/musetalk-python/venv/bin/python scripts/whisper-mel-reference.py test/lipsync/fixtures
+Usage: .cache/musetalk-python/venv/bin/python scripts/whisper-mel-reference.py test/kinds/lipsync/pipeline/fixtures
 (the environment: python3 -m venv .cache/musetalk-python/venv; its pip install transformers numpy)
 """
 import json

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../src/paths.js';
-import { encodeClip, faceFrames, SIDE, speechClip } from './lipsync/pipeline-fixtures.js';
+import { encodeClip, faceFrames, SIDE, speechClip } from './kinds/lipsync/pipeline/pipeline-fixtures.js';
 
 const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 

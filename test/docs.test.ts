@@ -39,9 +39,9 @@ describe('docs/protocol.md and its pages (docs/protocol/)', () => {
     const sources = await Promise.all(
       [
         'src/app/run-job.ts',
-        'src/app/kinds/image-upscale.ts',
-        'src/app/kinds/video-upscale.ts',
-        'src/lipsync/pipeline.ts',
+        'src/kinds/image-upscale/runtime.ts',
+        'src/kinds/video-upscale/runtime.ts',
+        'src/kinds/lipsync/pipeline/pipeline.ts',
       ].map((f) => readFile(path.join(PACKAGE_ROOT, f), 'utf8')),
     );
     for (const stage of stages)

@@ -19,7 +19,7 @@ function stepsOf(doc: string): Step[] {
   const block = section.split('```')[1] ?? '';
   return block
     .split('\n')
-    .map((line) => /^(src\/\S+\.ts)\s+(\w+)\(\)\s/.exec(line))
+    .map((line) => /^(src\/\S+\.ts)\s+(\w+)\(\)(?:\s|$)/.exec(line))
     .filter((m): m is RegExpExecArray => m !== null)
     .map((m) => ({ file: m[1]!, name: m[2]! }));
 }

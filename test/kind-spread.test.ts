@@ -51,7 +51,7 @@ export function spreadOf(files: readonly SourceFile[], pattern: RegExp): string[
 describe('the spread of each kind (issue 37)', () => {
   it('counts as the commands do: the path outside the kind, the text naming it', () => {
     const files = [
-      { path: 'src/jobs/kinds/lipsync/cost.ts', text: 'lip-sync' },
+      { path: 'src/kinds/lipsync/contract/cost.ts', text: 'lip-sync' },
       { path: 'src/jobs/pricing.ts', text: 'LIPSYNC_RATES' },
       { path: 'src/jobs/work-limits.ts', text: 'video limits' },
       { path: 'src/errors.ts', text: 'MUSIC_VIDEO_FAILED, Lip-Sync' },

@@ -23,21 +23,54 @@ async function boundaryMessages(filePath: string, code: string): Promise<string[
 
 describe('boundaries/imports', () => {
   it.each([
-    ['src/upscale/x.ts', '../lipsync/timeline.js', 'src/upscale/ must not import src/lipsync/'],
-    ['src/lipsync/x.ts', '../upscale/video-pipeline.js', 'src/lipsync/ must not import src/upscale/'],
+    // One kind never imports another, whichever parts.
+    [
+      'src/kinds/video-upscale/pipeline/x.ts',
+      '../../lipsync/pipeline/timeline.js',
+      'src/kinds/video-upscale/pipeline imports src/kinds/lipsync/pipeline/timeline.ts: one job kind never imports another',
+    ],
+    [
+      'src/kinds/lipsync/contract/x.ts',
+      '../../music/contract/price.js',
+      'src/kinds/lipsync/contract imports src/kinds/music/contract/price.ts: one job kind never imports another',
+    ],
+    // A kind's parts sit in their layers: the contract is under the pipeline, the pipeline under the runtime half.
+    [
+      'src/kinds/lipsync/contract/x.ts',
+      '../pipeline/index.js',
+      'src/jobs/ must not import src/kinds/lipsync/pipeline/',
+    ],
+    ['src/kinds/lipsync/pipeline/x.ts', '../runtime.js', 'src/kinds/lipsync/pipeline/ must not import src/app/'],
+    [
+      'src/gateway/x.ts',
+      '../kinds/lipsync/pipeline/index.js',
+      'src/gateway/ must not import src/kinds/lipsync/pipeline/',
+    ],
     ['src/media/x.ts', '../jobs/index.js', 'src/media/ must not import src/jobs/'],
     ['src/video/x.ts', '../inference/session.js', 'src/video/ must not import src/inference/'],
-    ['src/music/x.ts', '../worker/index.js', 'src/music/ must not import src/worker/'],
-    ['src/upscale/deeper/x.ts', '../../gateway/index.js', 'src/upscale/ must not import src/gateway/'],
+    [
+      'src/kinds/music/pipeline/x.ts',
+      '../../../worker/index.js',
+      'src/kinds/music/pipeline/ must not import src/worker/',
+    ],
+    [
+      'src/kinds/image-upscale/pipeline/deeper/x.ts',
+      '../../../../gateway/index.js',
+      'src/kinds/image-upscale/pipeline/ must not import src/gateway/',
+    ],
     // The gateway stands on the protocol beside the worker, never on the worker itself.
     ['src/gateway/x.ts', '../worker/index.js', 'src/gateway/ must not import src/worker/'],
     ['src/worker/x.ts', '../gateway/index.js', 'src/worker/ must not import src/gateway/'],
     ['src/protocol/x.ts', '../worker/index.js', 'src/protocol/ must not import src/worker/'],
     // The application layer sits above the worker; the worker reaches the pipelines only through it.
     ['src/worker/x.ts', '../app/index.js', 'src/worker/ must not import src/app/'],
-    ['src/worker/x.ts', '../upscale/index.js', 'src/worker/ must not import src/upscale/'],
+    [
+      'src/worker/x.ts',
+      '../kinds/image-upscale/pipeline/index.js',
+      'src/worker/ must not import src/kinds/image-upscale/pipeline/',
+    ],
     // The files at src/'s top have layers too: a pipeline does not reach up to the settings' composition.
-    ['src/music/x.ts', '../config.js', 'src/music/ must not import src/config.ts'],
+    ['src/kinds/music/pipeline/x.ts', '../../../config.js', 'src/kinds/music/pipeline/ must not import src/config.ts'],
     ['src/errors.ts', './jobs/index.js', 'src/errors.ts must not import src/jobs/'],
     ['src/config.ts', './app/index.js', 'src/config.ts must not import src/app/'],
   ])('refuses %s importing %s', async (file, specifier, expected) => {
@@ -67,13 +100,28 @@ describe('boundaries/imports', () => {
       '../../src/media/sniff.js',
       'test imports src/media/sniff.ts: enter src/media/ through src/media/index.ts or src/media/settings.ts',
     ],
+    [
+      'src/gateway/x.ts',
+      '../kinds/lipsync/contract/price.js',
+      'src/gateway imports src/kinds/lipsync/contract/price.ts: enter src/kinds/lipsync/contract/ through src/kinds/lipsync/contract/index.ts',
+    ],
+    [
+      'test/gateway/x.test.ts',
+      '../../src/kinds/lipsync/pipeline/faces/track.js',
+      'test imports src/kinds/lipsync/pipeline/faces/track.ts: enter src/kinds/lipsync/pipeline/ through src/kinds/lipsync/pipeline/index.ts',
+    ],
   ])('refuses %s importing %s past the index', async (file, specifier, expected) => {
     expect(await boundaryMessages(file, `import { x } from '${specifier}';\nexport { x };\n`)).toEqual([expected]);
   });
 
   it('refuses a file behind the index of a folder that now has one', async () => {
-    expect(await boundaryMessages('src/upscale/x.ts', "export { x } from '../inference/session.js';\n")).toEqual([
-      'src/upscale imports src/inference/session.ts: enter src/inference/ through src/inference/index.ts or src/inference/settings.ts',
+    expect(
+      await boundaryMessages(
+        'src/kinds/image-upscale/pipeline/x.ts',
+        "export { x } from '../../../inference/session.js';\n",
+      ),
+    ).toEqual([
+      'src/kinds/image-upscale/pipeline imports src/inference/session.ts: enter src/inference/ through src/inference/index.ts or src/inference/settings.ts',
     ]);
   });
 
@@ -89,28 +137,44 @@ describe('boundaries/imports', () => {
     expect(await boundaryMessages('src/loose.ts', "export { x } from './media/index.js';\n")).toEqual([
       'src/loose.ts is in no layer of the boundaries rule: give it one in eslint.config.js',
     ]);
+    // A kind's folder holds the parts the table places, and nothing loose.
+    expect(await boundaryMessages('src/kinds/lipsync/loose.ts', "export { x } from '../../media/index.js';\n")).toEqual(
+      ['src/kinds/<kind>/loose.ts is in no layer of the boundaries rule: give it one in eslint.config.js'],
+    );
   });
 
   it.each([
     ['src/worker/x.ts', '../media/index.js'],
-    ['src/upscale/x.ts', '../video/index.js'],
-    ['src/upscale/x.ts', '../inference/index.js'],
+    ['src/kinds/video-upscale/pipeline/x.ts', '../../../video/index.js'],
+    ['src/kinds/image-upscale/pipeline/x.ts', '../../../inference/index.js'],
+    // A kind's parts see each other downwards, whatever the file: the runtime its pipeline, the pipeline its contract.
+    ['src/kinds/lipsync/runtime.ts', './pipeline/faces/track.js'],
+    ['src/kinds/lipsync/pipeline/x.ts', '../contract/price.js'],
+    ['src/kinds/lipsync/pipeline/x.ts', '../settings.js'],
+    ['src/kinds/lipsync/contract/x.ts', '../../../jobs/kind-contract.js'], // a kind's contract is part of jobs/
+    ['src/kinds/lipsync/runtime.ts', '../../app/kind-runtime.js'], // its runtime half part of app/
+    ['src/kinds/lipsync/command.ts', '../../cli/context.js'], // its command part of cli/
+    ['src/jobs/kinds.ts', '../kinds/lipsync/contract/contract.js'], // the registries
+    ['src/app/kinds.ts', '../kinds/lipsync/runtime.js'],
+    ['src/cli/program.ts', '../kinds/lipsync/command.js'],
+    ['test/kinds/lipsync/pipeline/x.test.ts', '../../../../src/kinds/lipsync/pipeline/faces/track.js'],
     ['src/config.ts', './media/settings.js'], // a folder's pure settings, for src/config.ts
     ['src/jobs/x.ts', '../inference/tile-plan.js'], // one folder's light entry, named in the config
     ['src/cli.ts', './cli/program.js'], // cli/ has no barrel: src/cli.ts loads it lazily
     ['src/gateway/x.ts', '../protocol/index.js'],
     ['src/worker/x.ts', '../protocol/index.js'],
     ['src/app/x.ts', '../worker/index.js'],
-    ['src/app/x.ts', '../upscale/index.js'],
+    ['src/app/x.ts', '../kinds/image-upscale/pipeline/index.js'],
     ['src/cli/x.ts', '../app/index.js'],
     ['src/cli/x.ts', '../protocol/index.js'],
     ['src/cli/x.ts', '../gateway/index.js'],
     ['src/media/x.ts', './sniff.js'],
-    ['src/lipsync/rooms/x.ts', '../pipeline.js'],
+    ['src/kinds/lipsync/pipeline/rooms/x.ts', '../pipeline.js'],
     ['src/config.ts', './worker/settings.js'],
     ['src/app/x.ts', '../config.js'],
     ['src/media/x.ts', '../errors.js'],
     ['test/media/x.test.ts', '../../src/media/sniff.js'], // a test may reach into the folder it tests
+    ['test/scenarios/gateway/x.test.ts', '../../../src/gateway/store/ledger.js'], // a scenario too
     ['scripts/x.ts', '../src/media/index.js'],
     ['src/worker/x.ts', 'pino'],
   ])('lets %s import %s', async (file, specifier) => {
@@ -120,30 +184,30 @@ describe('boundaries/imports', () => {
 
 describe('no-restricted-imports', () => {
   it.each([
-    ['src/music/x.ts', '../protocol/index.js'],
+    ['src/kinds/music/pipeline/x.ts', '../../../protocol/index.js'],
     ['src/app/x.ts', '../protocol/index.js'],
-    ['src/upscale/x.ts', '@nats-io/jetstream'],
+    ['src/kinds/image-upscale/pipeline/x.ts', '@nats-io/jetstream'],
   ])('keeps the wire away from %s (%s)', async (filePath, specifier) => {
     const [result] = await eslint.lintText(`export { x } from '${specifier}';\n`, { filePath });
     expect(result!.messages.map((m) => m.ruleId)).toContain('no-restricted-imports');
   });
 });
 
-describe('the kinds inside jobs/ and app/ (docs/layers.md)', () => {
+describe("the kinds' registries in jobs/ and app/ (docs/layers.md)", () => {
   it.each([
-    ['src/jobs/kind-contract.ts', './kinds/lipsync/types.js'],
-    ['src/jobs/pricing.ts', './kinds/index.js'],
-    ['src/app/run-job.ts', './kinds/index.js'],
-    ['src/app/hardware.ts', './kinds/music.js'],
+    ['src/jobs/kind-contract.ts', '../kinds/lipsync/contract/types.js'],
+    ['src/jobs/pricing.ts', './kinds.js'],
+    ['src/app/run-job.ts', './kinds.js'],
+    ['src/app/hardware.ts', '../kinds/music/runtime.js'],
   ])('keeps the kinds out of the generic %s (%s)', async (filePath, specifier) => {
     const [result] = await eslint.lintText(`export { x } from '${specifier}';\n`, { filePath });
     expect(result!.messages.map((m) => m.message).join('\n')).toContain('a generic module names no kind');
   });
 
   it.each([
-    ['src/jobs/models.ts', './kinds/index.js'],
-    ['src/app/with-kinds.ts', './kinds/index.js'],
-    ['src/app/kinds/index.ts', './lipsync.js'],
+    ['src/jobs/models.ts', './kinds.js'],
+    ['src/app/with-kinds.ts', './kinds.js'],
+    ['src/app/kinds.ts', '../kinds/lipsync/runtime.js'],
   ])('lets %s import %s: it derives from the registry, or is it', async (filePath, specifier) => {
     const [result] = await eslint.lintText(`export { x } from '${specifier}';\n`, { filePath });
     expect(result!.messages.filter((m) => m.ruleId === 'no-restricted-imports')).toEqual([]);
@@ -158,13 +222,23 @@ describe('the layers table (docs/layers.md)', () => {
 
   it("is the boundaries rule's layers, and places every room of src/ once", async () => {
     const config = (await eslint.calculateConfigForFile('src/app/run-job.ts')) as {
-      rules: Record<string, [unknown, { layers: string[][] }]>;
+      rules: Record<string, [unknown, { layers: string[][]; joins: Record<string, string> }]>;
     };
     const layers = layersOf(doc, roomsOf(path.join(PACKAGE_ROOT, 'src')));
     expect(config.rules['boundaries/imports']![1].layers).toEqual(layers);
     expect(layers.flat().sort()).toEqual(roomsOf(path.join(PACKAGE_ROOT, 'src')));
     // What the table says, in the order the rule reads it.
-    expect(layers.map((rooms) => rooms.join(' '))).toContain('upscale lipsync music music-video worker gateway');
+    expect(layers.map((rooms) => rooms.join(' '))).toContain('kinds/*/pipeline worker gateway');
+    expect(layers.map((rooms) => rooms.join(' '))).toContain('jobs kinds/*/contract kinds/*/settings.ts');
+    // A kind's contract, runtime half and command join the one room beside them.
+    expect(config.rules['boundaries/imports']![1]).toMatchObject({
+      joins: {
+        'kinds/*/contract': 'jobs',
+        'kinds/*/settings.ts': 'jobs',
+        'kinds/*/runtime.ts': 'app',
+        'kinds/*/command.ts': 'cli',
+      },
+    });
     expect(layers.indexOf(layers.find((rooms) => rooms.includes('jobs'))!)).toBeLessThan(
       layers.indexOf(layers.find((rooms) => rooms.includes('app'))!),
     );
@@ -178,7 +252,8 @@ describe('the layers table (docs/layers.md)', () => {
     ],
     [
       'a "May import" that is not every lower layer',
-      (t: string) => t.replace('| 9 | `app/` | 1–8 |', '| 9 | `app/` | 1–7 |'),
+      (t: string) =>
+        t.replace('| 9 | `app/` `kinds/*/runtime.ts` | 1–8 |', '| 9 | `app/` `kinds/*/runtime.ts` | 1–7 |'),
       'layer 9 "May import" says "1–7"',
     ],
     [
@@ -193,7 +268,7 @@ describe('the layers table (docs/layers.md)', () => {
     ],
     [
       'a room src/ does not have',
-      (t: string) => t.replace('`cli/` |', '`cli/` `extras/` |'),
+      (t: string) => t.replace('`cli/` `kinds/*/command.ts` |', '`cli/` `kinds/*/command.ts` `extras/` |'),
       'the layers table names rooms src/ does not have: extras',
     ],
     ['no table', (t: string) => t.replace('<!-- /layers -->', ''), 'no table between'],

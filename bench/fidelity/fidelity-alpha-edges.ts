@@ -21,7 +21,7 @@ import sharp from 'sharp';
 import { SessionCache, createSrModelLoader } from '../../src/inference/index.js';
 import { probeImage } from '../../src/media/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { fillTransparent, upscaleImageFile } from '../../src/upscale/index.js';
+import { fillTransparent, upscaleImageFile } from '../../src/kinds/image-upscale/pipeline/index.js';
 import { describeMachine, formatTable, intOption, machineInfo, median } from '../common.js';
 import { composite, edgeError, makeHardEdgeCases } from './fidelity-corpus-alpha.js';
 import type { DocTable } from '../doc-block.js';

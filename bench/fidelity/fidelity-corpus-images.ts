@@ -1,7 +1,7 @@
 /**
  * The image half of the fidelity corpus (issue 30): small files that look like what people upload,
  * made at run time with sharp and the project's own chunk writer, one per row of the issue's table
- * plus what must keep holding. test/upscale/image-fidelity.test.ts asserts on them; bench/fidelity/fidelity-images.ts
+ * plus what must keep holding. test/kinds/image-upscale/pipeline/image-pipeline.fidelity.test.ts asserts on them; bench/fidelity/fidelity-images.ts
  * measures them.
  *
  * Pictures are patch charts (flat patches, so a colour difference means the colour moved, not the

@@ -23,7 +23,7 @@ import path from 'node:path';
 import sharp, { type Metadata } from 'sharp';
 import { SessionCache, createSrModelLoader } from '../../src/inference/index.js';
 import { type ImageInfo, iccDescription, probeImage, readImageLayout, summariseExif } from '../../src/media/index.js';
-import { upscaleImageFile } from '../../src/upscale/index.js';
+import { upscaleImageFile } from '../../src/kinds/image-upscale/pipeline/index.js';
 import { meanCiede2000 } from './colour-difference.js';
 import { type ImageCase, makeImageCorpus } from './fidelity-corpus-images.js';
 import {

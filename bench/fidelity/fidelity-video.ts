@@ -19,7 +19,7 @@
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -31,8 +31,12 @@ import {
   type SrModelLoader,
 } from '../../src/inference/index.js';
 import { type MediaInfo, probeMedia, resolveFfmpeg } from '../../src/media/index.js';
-import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/upscale/index.js';
-import { lipsyncFile, parseLipsyncModelMapping, releaseLipsyncThreads } from '../../src/lipsync/index.js';
+import { type VideoUpscaleOutcome, upscaleVideoFile } from '../../src/kinds/video-upscale/pipeline/index.js';
+import {
+  lipsyncFile,
+  parseLipsyncModelMapping,
+  releaseLipsyncThreads,
+} from '../../src/kinds/lipsync/pipeline/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../../src/paths.js';
 import { type HdrMode, videoResultFormat } from '../../src/video/index.js';
 import { meanCiede2000 } from './colour-difference.js';
@@ -271,12 +275,17 @@ function median(values: number[]): number {
  * (a) The 8-bit SDR path before (another build's dist, main's by default) and after, alternating on
  * one clip; (b) hdr "keep" against hdr "sdr" on one HDR10 clip. Streaming wall times (ms).
  */
+/** The video pipeline's entry in a build: under src/kinds/ since the kinds got their folders, src/upscale/ before. */
+async function videoPipelineOf(dist: string): Promise<string> {
+  const now = join(dist, 'src/kinds/video-upscale/pipeline/index.js');
+  return (await stat(now).catch(() => undefined)) ? now : join(dist, 'src/upscale/index.js');
+}
+
 async function timing(beforeDist: string, reps: number, only: readonly string[]): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'mw-bench-fidelity-timing-'));
   const before = {
-    upscale: (
-      (await import(pathToFileURL(join(beforeDist, 'src/upscale/index.js')).href)) as { upscaleVideoFile: Upscale }
-    ).upscaleVideoFile,
+    upscale: ((await import(pathToFileURL(await videoPipelineOf(beforeDist)).href)) as { upscaleVideoFile: Upscale })
+      .upscaleVideoFile,
     inference: (await import(pathToFileURL(join(beforeDist, 'src/inference/index.js')).href)) as {
       SessionCache: Sessions;
       createSrModelLoader: Loader;
@@ -333,7 +342,7 @@ async function timing(beforeDist: string, reps: number, only: readonly string[])
     // Lip-sync: the astronaut (a face BlazeFace finds) as a 256x256 HDR10 clip of 2 s with speech,
     // the generated wav2lip-test network; its wall time from start to the encoder's exit.
     const face = join(dir, 'face-hdr10.mp4');
-    const speech = resolve('test/lipsync/fixtures/speech-16k.wav');
+    const speech = resolve('test/kinds/lipsync/pipeline/fixtures/speech-16k.wav');
     if (only.includes('lipsync')) {
       await ff([
         '-loop',

@@ -29,7 +29,8 @@ import {
 } from '../../src/inference/index.js';
 import { probeImage, probeMedia, resolveFfmpeg, runProcess } from '../../src/media/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';
-import { upscaleImageFile, upscaleVideoFile } from '../../src/upscale/index.js';
+import { upscaleImageFile } from '../../src/kinds/image-upscale/pipeline/index.js';
+import { upscaleVideoFile } from '../../src/kinds/video-upscale/pipeline/index.js';
 import { firstErrorLine } from '../../src/errors.js';
 import { probeHardware } from '../../src/app/index.js';
 import { loadConfig } from '../../src/config.js';

@@ -30,7 +30,8 @@ import {
 } from '../../src/inference/index.js';
 import { probeImage, probeMedia, resolveFfmpeg, runProcess } from '../../src/media/index.js';
 import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../../src/paths.js';
-import { upscaleImageFile, upscaleVideoFile } from '../../src/upscale/index.js';
+import { upscaleImageFile } from '../../src/kinds/image-upscale/pipeline/index.js';
+import { upscaleVideoFile } from '../../src/kinds/video-upscale/pipeline/index.js';
 import { TABLES } from '../blocks.js';
 import { describeMachine, machineInfo } from '../common.js';
 import { benchCli } from '../harness.js';

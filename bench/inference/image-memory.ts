@@ -16,7 +16,7 @@ import { SessionCache, createSrModelLoader } from '../../src/inference/index.js'
 import type { UpscaleFactor } from '../../src/jobs/index.js';
 import { probeImage } from '../../src/media/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../../src/paths.js';
-import { upscaleImageFile } from '../../src/upscale/index.js';
+import { upscaleImageFile } from '../../src/kinds/image-upscale/pipeline/index.js';
 import { TABLES } from '../blocks.js';
 import { benchRegistry, describeMachine, machineInfo } from '../common.js';
 import { benchCli } from '../harness.js';

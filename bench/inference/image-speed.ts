@@ -20,7 +20,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { probeImage } from '../../src/media/index.js';
 import { SessionCache, upscaleRgb, createSrModelLoader, parseExecutionProviders } from '../../src/inference/index.js';
-import { upscaleImageFile } from '../../src/upscale/index.js';
+import { upscaleImageFile } from '../../src/kinds/image-upscale/pipeline/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../../src/paths.js';
 import {
   benchRegistry,

@@ -47,7 +47,7 @@ import {
 } from '../../src/inference/index.js';
 import { probeImage } from '../../src/media/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { upscaleImageFile } from '../../src/upscale/index.js';
+import { upscaleImageFile } from '../../src/kinds/image-upscale/pipeline/index.js';
 import {
   benchRegistry,
   describeMachine,

@@ -33,7 +33,7 @@ import sharp from 'sharp';
 import { SessionCache, createSrModelLoader } from '../../src/inference/index.js';
 import { probeImage } from '../../src/media/index.js';
 import { DEFAULT_SAMPLE_IMAGE, PACKAGE_ROOT } from '../../src/paths.js';
-import { upscaleImageFile } from '../../src/upscale/index.js';
+import { upscaleImageFile } from '../../src/kinds/image-upscale/pipeline/index.js';
 import {
   describeMachine,
   formatTable,

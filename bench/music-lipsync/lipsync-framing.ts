@@ -33,7 +33,7 @@ import {
   type FaceBox,
   type RgbFrame,
   OnnxLipsyncModel,
-} from '../../src/lipsync/index.js';
+} from '../../src/kinds/lipsync/pipeline/index.js';
 import { testModelManifest } from '../../scripts/make-test-lipsync-model.js';
 import { lipsyncOneFace, measureFraming, type FaceFraming } from '../../scripts/lipsync-framing.js';
 import { TABLES } from '../blocks.js';

@@ -71,7 +71,7 @@ import {
   loadLipsyncModel,
   parseLipsyncModelMapping,
   type LipsyncModel,
-} from '../../src/lipsync/index.js';
+} from '../../src/kinds/lipsync/pipeline/index.js';
 import { TABLES } from '../blocks.js';
 import { describeMachine, machineInfo } from '../common.js';
 import { benchCli } from '../harness.js';
@@ -213,7 +213,7 @@ async function makeSpeech(dir: string): Promise<string> {
     await runProcess(espeak, ['-s', '150', '-w', file, text]);
     return file;
   }
-  const fixture = path.resolve('test/lipsync/fixtures/speech-16k.wav');
+  const fixture = path.resolve('test/kinds/lipsync/pipeline/fixtures/speech-16k.wav');
   await runProcess(ffmpeg, ['-v', 'error', '-y', '-stream_loop', '-1', '-i', fixture, '-t', String(seconds + 1), file]);
   return file;
 }

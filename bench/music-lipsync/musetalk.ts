@@ -32,7 +32,7 @@ import {
   type LipsyncModel,
   type LipsyncModelMapping,
   type RgbFrame,
-} from '../../src/lipsync/index.js';
+} from '../../src/kinds/lipsync/pipeline/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { benchCli } from '../harness.js';
 
@@ -123,7 +123,7 @@ async function main(): Promise<void> {
     const detector = await loadBlazeFace('blazeface-back-256', { sessions, minScore: 0.5 });
     const face = (await detector.detect(base))[0];
     if (face === undefined) throw new Error("Expected BlazeFace to find the astronaut's face");
-    const speech = readWav16(path.join(PACKAGE_ROOT, 'test/lipsync/fixtures/speech-16k.wav'));
+    const speech = readWav16(path.join(PACKAGE_ROOT, 'test/kinds/lipsync/pipeline/fixtures/speech-16k.wav'));
     const audio = new Float32Array(Math.ceil((count / 25) * 16_000) + 16_000);
     for (let i = 0; i < audio.length; i++) audio[i] = speech[i % speech.length]!;
     const frames = (): RgbFrame[] => Array.from({ length: count }, () => ({ ...base, data: base.data.slice() }));

@@ -28,7 +28,7 @@ import {
   renderMusicVideo,
   type MusicVideoAspectRatio,
   type MusicVideoStyle,
-} from '../../src/music-video/index.js';
+} from '../../src/kinds/music-video/pipeline/index.js';
 
 const PRESETS = ['ultrafast', 'superfast', 'veryfast', 'faster', 'fast', 'medium'];
 

@@ -16,7 +16,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { parseExecutionProviders, defaultModelsDir } from '../../src/inference/index.js';
-import { finishSongs, MusicgenBackend, MUSICGEN_TEST_NAME, toMusicRequest } from '../../src/music/index.js';
+import {
+  finishSongs,
+  MusicgenBackend,
+  MUSICGEN_TEST_NAME,
+  toMusicRequest,
+} from '../../src/kinds/music/pipeline/index.js';
 import { TABLES } from '../blocks.js';
 import { describeMachine, machineInfo } from '../common.js';
 import { benchCli } from '../harness.js';

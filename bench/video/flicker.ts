@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SessionCache, createSrModelLoader } from '../../src/inference/index.js';
 import { resolveFfmpeg, probeMedia, runProcess } from '../../src/media/index.js';
-import { upscaleVideoFile } from '../../src/upscale/index.js';
+import { upscaleVideoFile } from '../../src/kinds/video-upscale/pipeline/index.js';
 import { benchRegistry, describeMachine, formatTable, machineInfo, splitList } from '../common.js';
 import { TABLES } from '../blocks.js';
 import { benchCli } from '../harness.js';

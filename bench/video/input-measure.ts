@@ -39,8 +39,13 @@ import {
   runProcess,
   type MediaInfo,
 } from '../../src/media/index.js';
-import { upscaleVideoFile } from '../../src/upscale/index.js';
-import { lipsyncFile, loadLipsyncModel, parseLipsyncModelMapping, type LipsyncModel } from '../../src/lipsync/index.js';
+import { upscaleVideoFile } from '../../src/kinds/video-upscale/pipeline/index.js';
+import {
+  lipsyncFile,
+  loadLipsyncModel,
+  parseLipsyncModelMapping,
+  type LipsyncModel,
+} from '../../src/kinds/lipsync/pipeline/index.js';
 import { DEFAULT_SAMPLE_IMAGE } from '../../src/paths.js';
 import { checkVideoDecodes } from '../../src/video/index.js';
 import { seededRandom } from '../../src/seeded-random.js';
@@ -192,7 +197,15 @@ try {
       codecs: ['-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-c:a', 'libopus'],
     });
     const speech = path.join(work, 'speech.wav');
-    await run(['-stream_loop', '-1', '-i', path.resolve('test/lipsync/fixtures/speech-16k.wav'), '-t', '3', speech]);
+    await run([
+      '-stream_loop',
+      '-1',
+      '-i',
+      path.resolve('test/kinds/lipsync/pipeline/fixtures/speech-16k.wav'),
+      '-t',
+      '3',
+      speech,
+    ]);
 
     const srSessions = new SessionCache({ executionProviders: ['cpu'] });
     const lipsyncSessions = new SessionCache({ thread: false, executionProviders: ['cpu'] });

@@ -34,7 +34,7 @@ import {
   videoGeometry,
   probeVideoExtras,
 } from '../../src/video/index.js';
-import { TileBatcher, upscaleVideoFile } from '../../src/upscale/index.js';
+import { TileBatcher, upscaleVideoFile } from '../../src/kinds/video-upscale/pipeline/index.js';
 import { TABLES } from '../blocks.js';
 import { benchRegistry, describeMachine, machineInfo } from '../common.js';
 import { benchCli } from '../harness.js';

@@ -33,7 +33,7 @@ import { executeJob } from './run-job.js';
 import { warmNetworks } from './warm-start.js';
 import { PROVIDER_KINDS, createEngine, quoteOnly, withProviderCheck } from './with-kinds.js';
 import { JOB_KINDS, KINDS, type JobKind } from '../jobs/index.js';
-import { RUNTIMES, type KindStates } from './kinds/index.js';
+import { RUNTIMES, type KindStates } from './kinds.js';
 import { startTracing, telemetrySettingsFromEnv, type TelemetrySettings } from '../telemetry/index.js';
 
 export interface Daemon {

@@ -15,7 +15,7 @@ export {
 export { mediaDepsOptions, registryOptions } from './layer-options.js';
 export { hardwareClassOf, srModelForJob, srNetworkCost, timeLimitsFromEnv, workLimits } from './quote-policy.js';
 export { readinessChecks } from './readiness.js';
-export { KIND_RUNTIMES, RUNTIMES, folderModels, modelGenerators, type KindStates } from './kinds/index.js';
+export { KIND_RUNTIMES, RUNTIMES, folderModels, modelGenerators, type KindStates } from './kinds.js';
 export type {
   Engine,
   ExecuteOptions,

@@ -2,7 +2,7 @@
  * The runtime half of a job kind (docs/architecture.md, "A job kind is one descriptor"): what the
  * contract's descriptor (src/jobs/kinds/) leaves to the host that runs it. One object per kind
  * under src/app/kinds/, in a registry typed `{ [K in JobKind]: KindRuntime<K, KindStates> }`
- * (src/app/kinds/index.ts): its pipeline binding, its readiness checks, what a job needs on disk,
+ * (src/app/kinds.ts): its pipeline binding, its readiness checks, what a job needs on disk,
  * what warm-up opens, whether it runs on the execution providers, and the slots a host configured
  * for it gets. The gateway never sees this half.
  *
@@ -164,7 +164,7 @@ export interface KindRuntime<K extends JobKind, S = unknown> {
 }
 
 /**
- * The registry of the runtime halves as a value (src/app/kinds/index.ts builds the one this worker
+ * The registry of the runtime halves as a value (src/app/kinds.ts builds the one this worker
  * has): what the corridor (run-job.ts), readiness, hardware and quoting are handed.
  */
 export interface KindRuntimes<S = unknown> {

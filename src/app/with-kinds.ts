@@ -9,7 +9,7 @@ import type { Job, JobKind, Quote, QuotePolicy } from '../jobs/index.js';
 import type { KindChecks, DiskNeed } from '../worker/index.js';
 import * as hardware from './hardware.js';
 import type { Engine, TimeLimitsMs } from './kind-runtime.js';
-import { KIND_RUNTIMES, type KindStates } from './kinds/index.js';
+import { KIND_RUNTIMES, type KindStates } from './kinds.js';
 import * as policy from './quote-policy.js';
 import * as readiness from './readiness.js';
 import * as runJob from './run-job.js';

@@ -268,7 +268,7 @@ export const faceDetectionManifestSchema = z.object({
     /** Regressors are in input pixels: divided by this to get input fractions (MediaPipe's x/y/w/h_scale). */
     boxScale: z.number().positive(),
   }),
-  /** Keypoints in output order, named from the viewer's side as in src/lipsync/types.ts. */
+  /** Keypoints in output order, named from the viewer's side as in src/kinds/lipsync/pipeline/types.ts. */
   keypoints: z.array(z.enum(KEYPOINT_NAMES)).length(KEYPOINT_NAMES.length),
   defaults: z.object({
     /** Detections below this score (after the sigmoid) are dropped. */

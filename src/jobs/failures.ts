@@ -5,7 +5,7 @@
  * of that code. Nothing here looks at message text.
  */
 import { JobError, ProcessingError, errorMessage, isJobError, type ErrorCode } from '../errors.js';
-import { KINDS, byKind, type JobKind } from './kinds/index.js';
+import { KINDS, byKind, type JobKind } from './kinds.js';
 
 /** The spec's processing failure code for each kind (its descriptor's `failure.code`). */
 export const KIND_FAILURE_CODE: Readonly<Record<JobKind, ErrorCode>> = byKind((kind) => kind.failure.code);

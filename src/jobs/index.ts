@@ -22,7 +22,7 @@ export type {
 } from './kind-contract.js';
 // The registry with its type map (JobKind, Job, KindContract, QuotePolicy, ...), and each kind's public
 // surface (its types, its price, and what its pipeline and command line import).
-export * from './kinds/index.js';
+export * from './kinds.js';
 export {
   MEDIA_TYPES,
   isJobOfKind,

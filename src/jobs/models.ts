@@ -13,7 +13,7 @@ import {
   type KindedJob,
   type ModelEntry,
   type ModelOf,
-} from './kinds/index.js';
+} from './kinds.js';
 
 export type ModelId = ModelOf<JobKind>;
 

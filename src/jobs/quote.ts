@@ -11,7 +11,7 @@
  */
 import { isJobError } from '../errors.js';
 import type { QuoteVerdict } from './kind-contract.js';
-import { KINDS, type Job, type JobKind, type JobOf, type QuotePolicy, type QuotedJob } from './kinds/index.js';
+import { KINDS, type Job, type JobKind, type JobOf, type QuotePolicy, type QuotedJob } from './kinds.js';
 import { kindedJob } from './models.js';
 import { refuse } from './quote-recheck.js';
 import type { QuoteDeps } from './quote-types.js';

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { JobError } from '../errors.js';
 import { asObject, read } from './fields.js';
 import type { Fields } from './kind-contract.js';
-import { allKinds, parseInput, type Job, type JobKind, type KindTool } from './kinds/index.js';
+import { allKinds, parseInput, type Job, type JobKind, type KindTool } from './kinds.js';
 import { expectedValue, oneOf } from './messages.js';
 import { MODEL_IDS, isModelId, modelEntry, type ModelId } from './models.js';
 

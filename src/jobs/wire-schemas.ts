@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import { JobError } from '../errors.js';
-import { allKinds } from './kinds/index.js';
+import { allKinds } from './kinds.js';
 import { expectedText } from './messages.js';
 
 export { TASK_ID_REGEX } from './wire-parts.js';

@@ -5,7 +5,7 @@
  * nothing but a 409 that `consume()` answers by waiting for two missed idle heartbeats before it
  * pulls again. With the client's defaults (pulls of 30 s, a heartbeat every 15 s) that wait was
  * 30-45 s, during which the gateway settled no task (npm run chaos:partitions: recoveries of 35-42 s
- * after an isolated leader node came back; test/protocol/pull-leader-change.test.ts).
+ * after an isolated leader node came back; test/scenarios/protocol/pull-leader-change.test.ts).
  */
 import type { ConsumeMessages } from '@nats-io/jetstream';
 

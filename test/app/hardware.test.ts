@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { probeHardware, srHardwareOptions, tileMemoryBytes, withProviderCheck } from '../../src/app/hardware.js';
 import { hardwareClassOf, quotePolicy, srNetworkCost, timeLimitsFromEnv } from '../../src/app/quote-policy.js';
-import { KIND_RUNTIMES } from '../../src/app/kinds/index.js';
+import { KIND_RUNTIMES } from '../../src/app/kinds.js';
 import type { ProbeRunner } from '../../src/inference/index.js';
 
 const MiB = 1024 * 1024;

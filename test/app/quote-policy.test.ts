@@ -8,7 +8,7 @@ import {
   srNetworkCost,
   timeLimitsFromEnv,
 } from '../../src/app/quote-policy.js';
-import { KIND_RUNTIMES } from '../../src/app/kinds/index.js';
+import { KIND_RUNTIMES } from '../../src/app/kinds.js';
 import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT, DEFAULT_WORK_LIMITS } from '../../src/jobs/index.js';
 import { parseSrModelChoices } from '../../src/inference/index.js';
 

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { KIND_RUNTIMES } from '../../src/app/kinds/index.js';
+import { KIND_RUNTIMES } from '../../src/app/kinds.js';
 import { createEngine, executeJob, type Engine } from '../../src/app/run-job.js';
 import { parseJob } from '../../src/jobs/index.js';
 import { BUNDLED_PHOTOS_DIR } from '../../src/paths.js';

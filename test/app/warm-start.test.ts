@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KIND_RUNTIMES } from '../../src/app/kinds/index.js';
+import { KIND_RUNTIMES } from '../../src/app/kinds.js';
 import { createEngine } from '../../src/app/run-job.js';
 import { CPU_WARM_SIDE, warmDims, warmNetworks, warmPlan } from '../../src/app/warm-start.js';
 import { loadConfig } from '../../src/config.js';

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { useGatewayE2e } from '../gateway/e2e-harness.js';
+import { useGatewayE2e } from '../scenarios/gateway/e2e-harness.js';
 
 const DIR = path.join(PACKAGE_ROOT, 'deploy', 'observability');
 const RULES = path.join(DIR, 'alerts.yml');

@@ -1,7 +1,7 @@
 /**
  * Adopting a network of one's own (src/inference/adopt/): graphs the engine cannot run are refused by
  * name before anything runs, networks that run but are no upscaler are refused by their probe, and
- * a refusal writes nothing. The shipped-network round trip is test/cli/models-add.test.ts.
+ * a refusal writes nothing. The shipped-network round trip is test/cli/commands/models.add.test.ts.
  */
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -44,7 +44,7 @@ describe('the stress run', () => {
         test: 'the webhook queue 429 waits',
         message: 'AssertionError: expected 1 to be 2',
       },
-      { round: 2, file: 'test/serve.test.ts', test: '(file)', message: 'Hook timed out in 120000ms' },
+      { round: 2, file: 'test/scenarios/serve/serve.test.ts', test: '(file)', message: 'Hook timed out in 120000ms' },
     ]);
   });
 

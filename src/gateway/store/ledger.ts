@@ -1,6 +1,6 @@
 /**
  * The credit ledger: one subject per account, each entry the balance after it. Invariants (proved
- * by test/gateway/ledger.test.ts):
+ * by test/gateway/store/ledger.test.ts):
  *
  * 1. The balance never goes below zero: a debit is written only if the balance it read covers it,
  *    and only if no entry was added since it read (expected last subject sequence). Concurrent

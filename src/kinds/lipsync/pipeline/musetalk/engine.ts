@@ -1,0 +1,203 @@
+/**
+ * MuseTalk 1.5 in process: its five graphs on ONNX Runtime sessions from the worker's session
+ * cache (the same execution providers and threads as every other network), and the reference's
+ * per-frame flow, for faces the caller has detected:
+ *
+ *   audio   30 s segments -> log-mel (whisper-mel.ts) -> whisper_encoder, one segment a call
+ *   frame   face box (face-geometry.ts) -> 256 x 256 Lanczos crop -> vae_encoder on the crop with its
+ *           lower half blacked out and on the whole crop -> 8 x 32 x 32 latents; audio window of
+ *           the frame (audio-window.ts) -> positional_encoding; unet; vae_decoder -> 256 x 256 RGB
+ *           -> feathered blend into the frame (blend.ts)
+ *
+ * Frames go through the graphs `batch` at a time, so memory stays bounded by the batch whatever
+ * the clip's length. The lip-sync pipeline (timeline, sync modes, tracking, encoding) is the
+ * caller's; this module is the network's part.
+ */
+import ort from 'onnxruntime-node';
+import { rawSession } from '../faces/index.js';
+import type { SessionCache } from '../../../../inference/index.js';
+import type { Rational } from '../timeline.js';
+import type { FaceBox, RgbFrame } from '../types.js';
+import {
+  joinWhisperSegments,
+  museTalkAudioWindow,
+  MUSETALK_AUDIO_ROWS,
+  whisperActivePositions,
+  WHISPER_TINY_WIDTH,
+  type WhisperHiddenStates,
+} from './audio-window.js';
+import { blendMuseTalkFace, museTalkBlendMask } from './blend.js';
+import { cropMuseTalkFace, museTalkDecodedImage, museTalkImageTensor, MUSETALK_FACE_SIZE } from './crop.js';
+import { museTalkFaceBox, type MuseTalkFaceOptions } from './face-geometry.js';
+import {
+  MUSETALK_CONTRACTS,
+  MUSETALK_GRAPHS,
+  MUSETALK_LATENT_CHANNELS,
+  MUSETALK_LATENT_SIZE,
+  type MuseTalkGraph,
+} from './graph-contract.js';
+import { ensureMuseTalkGraphs, readMuseTalkManifest } from './graph-files.js';
+import { checkMuseTalkGraph } from './graph-session.js';
+import type { MuseTalkManifest } from './manifest.js';
+import { whisperLogMel, whisperSegments, WHISPER_MEL_BANDS, WHISPER_SEGMENT_FRAMES } from './whisper-mel.js';
+
+/** Runs one graph: named float32 inputs in, its one output's values out. */
+export type MuseTalkGraphRunner = (
+  graph: MuseTalkGraph,
+  inputs: Record<string, { data: Float32Array; dims: readonly number[] }>,
+) => Promise<Float32Array>;
+
+/** The clip's audio as the UNet reads it. */
+export interface MuseTalkAudio {
+  states: WhisperHiddenStates;
+  active: number;
+}
+
+/** A frame to lip-sync: the face the caller chose in it, and which audio frame drives it. */
+export interface MuseTalkFrame {
+  frame: RgbFrame;
+  face: FaceBox;
+  /** Index into the audio at `fps` (the timeline's frame). */
+  audioFrame: number;
+}
+
+export interface MuseTalkRenderStats {
+  /** Frames whose face box was usable and that were blended. */
+  rendered: number;
+  /** Frames whose box lay outside the frame: passed through untouched. */
+  skipped: number;
+  /** Graph calls of the UNet. */
+  unetCalls: number;
+}
+
+const LATENT_PLANE = MUSETALK_LATENT_SIZE * MUSETALK_LATENT_SIZE;
+const IMAGE_VALUES = 3 * MUSETALK_FACE_SIZE * MUSETALK_FACE_SIZE;
+
+export class MuseTalkEngine {
+  readonly manifest: MuseTalkManifest;
+  readonly batch: number;
+  readonly #run: MuseTalkGraphRunner;
+  readonly #face: MuseTalkFaceOptions;
+
+  constructor(
+    manifest: MuseTalkManifest,
+    run: MuseTalkGraphRunner,
+    options: { batch?: number; face?: MuseTalkFaceOptions } = {},
+  ) {
+    this.manifest = manifest;
+    this.#run = run;
+    this.batch = options.batch ?? manifest.batch;
+    this.#face = options.face ?? {};
+    if (!(Number.isInteger(this.batch) && this.batch > 0))
+      throw new RangeError(`Expected a positive integer batch but received ${this.batch}`);
+  }
+
+  /** The encoder's hidden states of 16 kHz mono audio, one 30 s segment per call. */
+  async audio(samples: Float32Array, signal?: AbortSignal): Promise<MuseTalkAudio> {
+    const outputs: Float32Array[] = [];
+    for (const segment of whisperSegments(samples)) {
+      signal?.throwIfAborted();
+      const mel = whisperLogMel(segment);
+      outputs.push(
+        await this.#run('whisper_encoder', {
+          input_features: { data: mel.data, dims: [1, WHISPER_MEL_BANDS, WHISPER_SEGMENT_FRAMES] },
+        }),
+      );
+    }
+    return { states: joinWhisperSegments(outputs), active: whisperActivePositions(samples.length) };
+  }
+
+  /** Lip-syncs the frames in place, `batch` frames per UNet call. */
+  async render(
+    frames: readonly MuseTalkFrame[],
+    audio: MuseTalkAudio,
+    fps: Rational,
+    signal?: AbortSignal,
+  ): Promise<MuseTalkRenderStats> {
+    const stats: MuseTalkRenderStats = { rendered: 0, skipped: 0, unetCalls: 0 };
+    const usable = frames.flatMap((item) => {
+      const box = museTalkFaceBox(item.face, item.frame.width, item.frame.height, this.#face);
+      if (box === undefined) stats.skipped++;
+      return box === undefined ? [] : [{ ...item, box }];
+    });
+    for (let start = 0; start < usable.length; start += this.batch) {
+      signal?.throwIfAborted();
+      const chunk = usable.slice(start, start + this.batch);
+      const n = chunk.length;
+      // Masked crops first, whole crops after: one encoder call for both.
+      const images = new Float32Array(2 * n * IMAGE_VALUES);
+      const crops = chunk.map((item, k) => {
+        const crop = cropMuseTalkFace(item.frame, item.box);
+        museTalkImageTensor(crop, MUSETALK_FACE_SIZE, true, images, k * IMAGE_VALUES);
+        museTalkImageTensor(crop, MUSETALK_FACE_SIZE, false, images, (n + k) * IMAGE_VALUES);
+        return crop;
+      });
+      const latents = await this.#run('vae_encoder', {
+        image: { data: images, dims: [2 * n, 3, MUSETALK_FACE_SIZE, MUSETALK_FACE_SIZE] },
+      });
+      const perLatent = MUSETALK_LATENT_CHANNELS * LATENT_PLANE;
+      const sample = new Float32Array(n * 2 * perLatent);
+      for (let k = 0; k < n; k++) {
+        sample.set(latents.subarray(k * perLatent, (k + 1) * perLatent), k * 2 * perLatent);
+        sample.set(latents.subarray((n + k) * perLatent, (n + k + 1) * perLatent), (k * 2 + 1) * perLatent);
+      }
+      const windowSize = MUSETALK_AUDIO_ROWS * WHISPER_TINY_WIDTH;
+      const windows = new Float32Array(n * windowSize);
+      chunk.forEach((item, k) =>
+        museTalkAudioWindow(audio.states, audio.active, item.audioFrame, fps, windows, k * windowSize),
+      );
+      const encoded = await this.#run('positional_encoding', {
+        audio_features: { data: windows, dims: [n, MUSETALK_AUDIO_ROWS, WHISPER_TINY_WIDTH] },
+      });
+      const predicted = await this.#run('unet', {
+        sample: { data: sample, dims: [n, 2 * MUSETALK_LATENT_CHANNELS, MUSETALK_LATENT_SIZE, MUSETALK_LATENT_SIZE] },
+        encoder_hidden_states: { data: encoded, dims: [n, MUSETALK_AUDIO_ROWS, WHISPER_TINY_WIDTH] },
+      });
+      stats.unetCalls++;
+      const decoded = await this.#run('vae_decoder', {
+        latents: { data: predicted, dims: [n, MUSETALK_LATENT_CHANNELS, MUSETALK_LATENT_SIZE, MUSETALK_LATENT_SIZE] },
+      });
+      chunk.forEach((item, k) => {
+        const face = museTalkDecodedImage(decoded, MUSETALK_FACE_SIZE, k * IMAGE_VALUES, crops[k]);
+        blendMuseTalkFace(item.frame, face, MUSETALK_FACE_SIZE, museTalkBlendMask(item.face, item.box));
+        stats.rendered++;
+      });
+    }
+    return stats;
+  }
+}
+
+/** A runner over ONNX Runtime sessions, one per graph, each held to its contract. */
+export function sessionRunner(sessions: Readonly<Record<MuseTalkGraph, ort.InferenceSession>>): MuseTalkGraphRunner {
+  for (const graph of MUSETALK_GRAPHS) checkMuseTalkGraph(sessions[graph], graph);
+  return async (graph, inputs) => {
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const [name, { data, dims }] of Object.entries(inputs)) feeds[name] = new ort.Tensor('float32', data, dims);
+    const output = MUSETALK_CONTRACTS[graph].outputs[0]!.name;
+    const result = await sessions[graph].run(feeds);
+    return result[output]!.data as Float32Array;
+  };
+}
+
+export interface LoadMuseTalkOptions {
+  /** Made with `{ thread: false }` (several inputs: see faces/blazeface.ts rawSession). */
+  sessions: SessionCache;
+  modelsDir: string;
+  /** Where the graphs live (MEDIA_WORKER_MODEL_FILES_DIR); default modelsDir. */
+  filesDir?: string;
+  batch?: number;
+  face?: MuseTalkFaceOptions;
+}
+
+/** Manifest -> verified graphs (the test networks generated on first use) -> cached sessions -> engine. */
+export async function loadMuseTalk(name: string, options: LoadMuseTalkOptions): Promise<MuseTalkEngine> {
+  const manifest = await readMuseTalkManifest(options.modelsDir, name);
+  const paths = await ensureMuseTalkGraphs(manifest, options.filesDir ?? options.modelsDir);
+  const sessions = {} as Record<MuseTalkGraph, ort.InferenceSession>;
+  for (const graph of MUSETALK_GRAPHS)
+    sessions[graph] = rawSession(await options.sessions.get(paths[graph]), `${name}/${graph}`);
+  return new MuseTalkEngine(manifest, sessionRunner(sessions), {
+    ...(options.batch === undefined ? {} : { batch: options.batch }),
+    ...(options.face === undefined ? {} : { face: options.face }),
+  });
+}
