@@ -11,7 +11,7 @@ import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../../src/paths.js';
 import { ffmpeg } from '../../media/helpers.js';
-import { waitFor, type ControlPlane } from '../../worker/helpers/jetstream.js';
+import type { ControlPlane } from '../../worker/helpers/jetstream.js';
 import { useGatewayE2e, type Account, type Reply } from './e2e-harness.js';
 import { accountsCommand, type RunningProcess } from './processes.js';
 
@@ -99,12 +99,7 @@ describe('POST /api/v1/tasks/{id}/cancel', () => {
     });
     expect(submitted.status).toBe(200);
     const id = submitted.body.data?.['id'] as string;
-    await waitFor(
-      'the image task to complete',
-      async () => (await api('GET', `/api/v1/tasks/${id}`, owner.key)).body.data?.['status'] === 'completed',
-      90_000,
-      200,
-    );
+    expect((await e2e.settled(owner, id)).body.data?.['status']).toBe('completed');
     const late = await api('POST', `/api/v1/tasks/${id}/cancel`, owner.key);
     expect(late).toMatchObject({ status: 409, body: { error: { code: 'TASK_NOT_PENDING' } } });
     expect(late.body.error?.message).toContain('completed');

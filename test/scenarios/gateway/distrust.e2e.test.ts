@@ -45,6 +45,7 @@ import {
 import { provisionFromEnv } from '../../helpers/provision.js';
 import { waitFor } from '../../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
+import { settledTask } from './e2e-harness.js';
 import { freePort } from './processes.js';
 
 const LINK_SECRET = 'distrust-test-secret-of-at-least-32-chars';
@@ -162,8 +163,6 @@ const submit = (key: string) =>
     JSON.stringify({ image_url: 'https://media.test/a.png' }),
   );
 const balance = async (key: string) => (await call(`${gateway.url}/api/v1/balance`, 'GET', key)).body.data?.['credits'];
-const task = async (key: string, id: string) =>
-  (await call(`${gateway.url}/api/v1/tasks/${id}`, 'GET', key)).body.data ?? {};
 
 async function securityCount(kind: string): Promise<number> {
   const text = await (await fetch(`${gateway.url}/metrics`)).text();
@@ -267,11 +266,8 @@ describe("a worker's result may reference only its own task's folder", () => {
       files: [{ ...honestFile, key: `image/${liarTask}/output.png`, url: liarUrl }],
     });
 
-    const settled = (key: string, id: string) =>
-      waitFor(`task ${id} to settle`, async () => {
-        const t = await task(key, id);
-        return t['status'] === 'pending' ? undefined : t;
-      });
+    const settled = async (key: string, id: string) =>
+      (await settledTask(id, (route) => call(`${gateway.url}${route}`, 'GET', key))).body.data ?? {};
     const attackerView = await settled(attacker.key, own);
     expect(attackerView).toMatchObject({ status: 'failed', creditsRefunded: 20, error: { code: 'UPSCALE_FAILED' } });
     expect(JSON.stringify(attackerView)).not.toContain('uploads');
@@ -405,12 +401,12 @@ const loops = [0, 1, 2, 3].map(async (i) => {
   while (!stop) {
     await fetch(process.env.URL, { method: 'POST', headers: { authorization: 'Bearer ' + process.env.KEY, 'content-type': 'application/json' }, body: i % 2 === 0 ? nested : wide }).then((r) => r.arrayBuffer()).catch(() => undefined);
     sent += 1;
-    if (sent === 8) console.log('started');
+    // Its count as it goes: the test samples until the flood has sent enough, not for a time.
+    console.log('sent ' + sent);
     await new Promise((r) => setTimeout(r, 100));
   }
 });
 await Promise.all(loops);
-console.log('sent ' + sent);
 `;
 
 describe('abusive bodies', () => {
@@ -442,10 +438,14 @@ describe('abusive bodies', () => {
     });
     let flooded = '';
     flooder.stdout.on('data', (c: Buffer) => (flooded += c.toString()));
-    await waitFor('the flood to start', () => (flooded.includes('started') ? true : undefined));
+    const sentSoFar = (): number => Number([...flooded.matchAll(/sent (\d+)\n/g)].at(-1)?.[1] ?? 0);
+    await waitFor('the flood to start', () => sentSoFar() >= 8);
+    const before = sentSoFar();
     const samples: number[] = [];
-    // One balance request every 50 ms for 3 s, while the flood goes on.
-    for (const end = Date.now() + 3000; Date.now() < end;) {
+    // One balance request every 50 ms while the flood sends 60 abusive bodies (at least 20 requests):
+    // counted by the flood, not timed, so a busy machine that slows the flood lengthens the sampling
+    // (3 s on a quiet machine; a fixed 3 s saw 47 bodies under load 18).
+    while (sentSoFar() - before < 60 || samples.length < 20) {
       const started = performance.now();
       expect((await call(`${gateway.url}/api/v1/balance`, 'GET', other.key)).status).toBe(200);
       samples.push(performance.now() - started);
@@ -454,13 +454,13 @@ describe('abusive bodies', () => {
     const exited = new Promise((resolve) => flooder.once('exit', resolve));
     flooder.kill('SIGTERM');
     await exited;
-    const abusive = Number(/sent (\d+)/.exec(flooded)?.[1] ?? 0);
+    const abusive = sentSoFar() - before;
     samples.sort((a, b) => a - b);
     const p50 = samples[Math.floor(samples.length / 2)]!;
     console.info(
       `abusive bodies: ${abusive} sent meanwhile; other account: ${samples.length} requests, p50 ${p50.toFixed(1)} ms, p90 ${samples[Math.floor(samples.length * 0.9)]!.toFixed(1)} ms`,
     );
-    expect(abusive).toBeGreaterThan(60);
+    expect(abusive).toBeGreaterThanOrEqual(60);
     // Not a timing goal (the figure is measured and recorded in docs/benchmarks.md): a starved event
     // loop, as the finding's 2-2.6 s, fails this on any machine.
     expect(p50).toBeLessThan(500);

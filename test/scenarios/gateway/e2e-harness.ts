@@ -15,7 +15,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { controlPlane, type ControlPlane } from '../../worker/helpers/jetstream.js';
+import { controlPlane, waitFor, type ControlPlane } from '../../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { startMediaServer, type MediaServer } from './media-server.js';
 import {
@@ -74,6 +74,35 @@ export interface GatewayE2e {
   ): Promise<Reply>;
   /** A new gateway process with the same settings, in place of the one killed. */
   restartGateway(): Promise<RunningProcess & { url: string }>;
+  /** The account's task once a poll shows it settled (settledTask). */
+  settled(account: Account, id: string, timeoutMs?: number): Promise<Reply>;
+}
+
+/** What settledTask reads of a poll's answer. */
+export interface PolledTask {
+  body: { data?: Record<string, unknown> };
+}
+
+/**
+ * The task's answer to GET /api/v1/tasks/{id} once it is settled (no longer `pending`: completed or
+ * failed), polled: a test asserts the task's state after waiting for that state itself, never after a
+ * side effect of it (a webhook, a file, a log line), which a loaded machine may show first. `get`
+ * makes the request with the task owner's key.
+ */
+export function settledTask<R extends PolledTask>(
+  id: string,
+  get: (route: string) => Promise<R>,
+  timeoutMs = 120_000,
+): Promise<R> {
+  return waitFor(
+    `task ${id} to settle`,
+    async () => {
+      const reply = await get(`/api/v1/tasks/${id}`);
+      return reply.body.data?.['status'] === 'pending' ? undefined : reply;
+    },
+    timeoutMs,
+    200,
+  );
 }
 
 export function useGatewayE2e(options: GatewayE2eOptions): GatewayE2e {
@@ -109,6 +138,9 @@ export function useGatewayE2e(options: GatewayE2eOptions): GatewayE2e {
     async restartGateway() {
       e2e.gateway = await startGatewayProcess(e2e.gatewayEnv);
       return e2e.gateway;
+    },
+    settled(account: Account, id: string, timeoutMs?: number): Promise<Reply> {
+      return settledTask(id, (route) => e2e.api('GET', route, account.key), timeoutMs);
     },
   } as GatewayE2e;
 

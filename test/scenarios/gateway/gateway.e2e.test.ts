@@ -67,7 +67,7 @@ const e2e = useGatewayE2e({
     GATEWAY_QUOTES_PER_ACCOUNT: '100',
   },
 });
-const { api, newAccount } = e2e;
+const { api, newAccount, settled } = e2e;
 let roles: RoleNats;
 let nats: TestNatsServer;
 let cp: ControlPlane;
@@ -84,18 +84,6 @@ async function balance(account: Account): Promise<number> {
   const reply = await api('GET', '/api/v1/balance', account.key);
   expect(reply.status).toBe(200);
   return reply.body.data?.['credits'] as number;
-}
-
-async function pollUntilSettled(account: Account, id: string, timeoutMs = 90_000): Promise<Reply> {
-  return waitFor(
-    `task ${id} to settle`,
-    async () => {
-      const reply = await api('GET', `/api/v1/tasks/${id}`, account.key);
-      return reply.body.data?.['status'] === 'pending' ? undefined : reply;
-    },
-    timeoutMs,
-    200,
-  );
 }
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -169,7 +157,7 @@ describe('image upscale', () => {
       },
     });
     const id = submitted.body.data?.id ?? '';
-    const done = await pollUntilSettled(account, id);
+    const done = await settled(account, id);
     expect(done.status).toBe(200);
     expect(done.body.data).toEqual({
       id,
@@ -301,7 +289,7 @@ describe('image upscale', () => {
     expect(submitted.status).toBe(200);
     expect(submitted.body.data?.['creditsRemaining']).toBe(30);
     const id = submitted.body.data?.id ?? '';
-    const failed = await pollUntilSettled(account, id);
+    const failed = await settled(account, id);
     expect(failed.body.data).toMatchObject({
       id,
       status: 'failed',
@@ -621,12 +609,12 @@ describe('a gateway killed while tasks run', () => {
     );
     gateway = await e2e.restartGateway();
     for (const id of ids)
-      expect((await pollUntilSettled(account, id)).body.data).toMatchObject({
+      expect((await settled(account, id)).body.data).toMatchObject({
         id,
         status: 'completed',
         creditsUsed: 20,
       });
-    expect((await pollUntilSettled(account, failingId)).body.data).toMatchObject({
+    expect((await settled(account, failingId)).body.data).toMatchObject({
       status: 'failed',
       creditsRefunded: 20,
     });

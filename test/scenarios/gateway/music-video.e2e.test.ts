@@ -13,7 +13,7 @@ import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../worker/helpers/jetstream.js';
 import { ffmpeg } from '../../media/helpers.js';
-import { useGatewayE2e, type Account, type Reply } from './e2e-harness.js';
+import { useGatewayE2e, type Account } from './e2e-harness.js';
 
 const run = promisify(execFile);
 const MODEL = 'vendor-music-video';
@@ -54,7 +54,7 @@ const e2e = useGatewayE2e({
   // The harness's worker serves images only; this one serves music videos too.
   env: { WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0,music-video=1' },
 });
-const { api, newAccount } = e2e;
+const { api, newAccount, settled } = e2e;
 let song: string;
 let cover: string;
 beforeAll(() => {
@@ -64,18 +64,6 @@ beforeAll(() => {
 
 async function balance(account: Account): Promise<number> {
   return (await api('GET', '/api/v1/balance', account.key)).body.data?.['credits'] as number;
-}
-
-async function pollUntilSettled(account: Account, id: string, timeoutMs = 120_000): Promise<Reply> {
-  return waitFor(
-    `task ${id} to settle`,
-    async () => {
-      const reply = await api('GET', `/api/v1/tasks/${id}`, account.key);
-      return reply.body.data?.['status'] === 'pending' ? undefined : reply;
-    },
-    timeoutMs,
-    250,
-  );
 }
 
 describe('vendor-music-video through the gateway', () => {
@@ -114,7 +102,7 @@ describe('vendor-music-video through the gateway', () => {
       creditsRemaining: 74,
     });
     const id = submitted.body.data?.id ?? '';
-    const done = await pollUntilSettled(account, id);
+    const done = await settled(account, id);
     expect(done.body.data).toMatchObject({
       id,
       model: MODEL,

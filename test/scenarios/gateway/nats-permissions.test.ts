@@ -36,6 +36,7 @@ import {
   workerTestEnv,
   type RunningProcess,
 } from './processes.js';
+import { settledTask } from './e2e-harness.js';
 
 let dir: string;
 let ca: ThrowawayCa;
@@ -150,15 +151,7 @@ describe('the service under the shipped permissions, over TLS', () => {
     });
     expect(failing.status).toBe(200);
     const settled = async (id: unknown) =>
-      waitFor(
-        `task ${String(id)} to settle`,
-        async () => {
-          const r = await api('GET', `/api/v1/tasks/${String(id)}`, account.key);
-          return r.body.data?.['status'] === 'pending' ? undefined : r.body.data;
-        },
-        90_000,
-        200,
-      );
+      (await settledTask(String(id), (route) => api('GET', route, account.key))).body.data;
     expect(await settled(ok.body.data?.['id'])).toMatchObject({
       status: 'completed',
       result: { type: 'image', width: 80, height: 54 },
@@ -266,15 +259,7 @@ describe('another worker host (issue 31, item 2)', () => {
       expect((await api('GET', `/api/v1/tasks/${taskId}`, account.key)).body.data?.['status']).toBe('pending');
       expect((await api('GET', '/api/v1/balance', account.key)).body.data?.['credits']).toBe(100 - charge);
       // host1 finishes: the task completes, charged once, never refunded.
-      const done = await waitFor(
-        'host1 to complete the task',
-        async () => {
-          const r = await api('GET', `/api/v1/tasks/${taskId}`, account.key);
-          return r.body.data?.['status'] === 'pending' ? undefined : r.body.data;
-        },
-        60_000,
-        200,
-      );
+      const done = (await settledTask(taskId, (route) => api('GET', route, account.key))).body.data;
       expect(done).toMatchObject({ status: 'completed' });
       const shown = (await accountsCommand(['show', account.id], operatorEnv)) as {
         credits: number;

@@ -13,9 +13,8 @@ import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../../src/paths.js';
-import { waitFor } from '../../worker/helpers/jetstream.js';
 import { S3_TEST_CREDENTIALS, startS3Server, type S3TestServer } from '../../helpers/s3-server.js';
-import { useGatewayE2e, type Account } from './e2e-harness.js';
+import { useGatewayE2e } from './e2e-harness.js';
 
 const BUCKET = 'fleet-results';
 let s3: S3TestServer;
@@ -40,18 +39,6 @@ const e2e = useGatewayE2e({
   env,
 });
 
-async function settled(account: Account, id: string): Promise<Record<string, unknown>> {
-  return waitFor(
-    `task ${id} to settle`,
-    async () => {
-      const reply = await e2e.api('GET', `/api/v1/tasks/${id}`, account.key);
-      return reply.body.data?.['status'] === 'pending' ? undefined : reply.body.data;
-    },
-    90_000,
-    200,
-  );
-}
-
 describe('results in a bucket', () => {
   it("stores the result before the event, which carries its size and sha256; the gateway checks the object, and the result outlives the worker's folders", async () => {
     const account = await e2e.newAccount(100);
@@ -61,7 +48,7 @@ describe('results in a bucket', () => {
     });
     expect(submitted.status).toBe(200);
     const id = submitted.body.data?.id ?? '';
-    const done = await settled(account, id);
+    const done = (await e2e.settled(account, id)).body.data ?? {};
     expect(done).toMatchObject({
       status: 'completed',
       result: { url: expect.stringContaining(`/results/image/${id}/output.png`), width: 80, height: 54 },

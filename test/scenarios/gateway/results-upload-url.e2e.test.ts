@@ -13,7 +13,6 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLED_PHOTOS_DIR } from '../../../src/paths.js';
 import { protocolHeaders, uploadUrlReplySchema } from '../../../src/protocol/index.js';
-import { waitFor } from '../../worker/helpers/jetstream.js';
 import {
   S3_TEST_CREDENTIALS,
   faultProxy,
@@ -22,7 +21,7 @@ import {
   type FaultProxy,
   type S3TestServer,
 } from '../../helpers/s3-server.js';
-import { useGatewayE2e, type Account } from './e2e-harness.js';
+import { useGatewayE2e } from './e2e-harness.js';
 
 const BUCKET = 'presigned-fleet';
 let s3: S3TestServer;
@@ -51,18 +50,6 @@ const e2e = useGatewayE2e({
   gatewayEnv,
 });
 
-async function settled(account: Account, id: string): Promise<Record<string, unknown>> {
-  return waitFor(
-    `task ${id} to settle`,
-    async () => {
-      const reply = await e2e.api('GET', `/api/v1/tasks/${id}`, account.key);
-      return reply.body.data?.['status'] === 'pending' ? undefined : reply.body.data;
-    },
-    90_000,
-    200,
-  );
-}
-
 describe('results through upload URLs', () => {
   it('stores the result with a URL the gateway presigned (a 503 tried again), and the gateway checks the object before the task completes', async () => {
     proxy.inject('unavailable', 1, (req) => req.method === 'PUT');
@@ -72,7 +59,7 @@ describe('results through upload URLs', () => {
       upscale_factor: '2',
     });
     const id = submitted.body.data?.id ?? '';
-    const done = await settled(account, id);
+    const done = (await e2e.settled(account, id)).body.data ?? {};
     // Named under RESULTS_BASE_URL, as the gateway's grant said (the harness points it at the gateway).
     expect(done).toMatchObject({
       status: 'completed',

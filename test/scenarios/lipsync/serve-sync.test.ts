@@ -10,7 +10,6 @@
  * - licences: a host whose wav2lip network forbids commercial use does not take lip-sync through
  *   it (capabilities and /readyz say why), and a refused provider key keeps the provider out too.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFile, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -25,8 +24,7 @@ import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { provisionFromEnv } from '../../helpers/provision.js';
 import { startFakeSync, type FakeSync } from '../../helpers/fake-sync.js';
 import { startInputServer, type InputServer } from '../../helpers/input-server.js';
-
-const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+import { spawnServe, type ServeProcess } from '../../helpers/serve-process.js';
 
 let dir: string;
 let roles: RoleNats;
@@ -37,11 +35,7 @@ let fake: FakeSync;
 let modelsDir: string;
 const running: Serve[] = [];
 
-interface Serve {
-  child: ChildProcess;
-  log(): string;
-  serving(): Promise<number>;
-}
+type Serve = ServeProcess;
 
 const baseEnv = (): Record<string, string> => ({
   ...roles.env('worker-host1'),
@@ -62,26 +56,7 @@ const baseEnv = (): Record<string, string> => ({
 });
 
 function serve(env: Record<string, string>): Serve {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, ...baseEnv(), ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let log = '';
-  child.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()));
-  const s: Serve = {
-    child,
-    log: () => log,
-    serving: () =>
-      waitFor(
-        'serve to be serving',
-        () => {
-          if (child.exitCode !== null) throw new Error(`serve exited ${child.exitCode}: ${log.slice(-2000)}`);
-          const line = log.split('\n').find((l) => l.includes('"msg":"media-worker serving"'));
-          return line === undefined ? undefined : (JSON.parse(line) as { healthPort: number }).healthPort;
-        },
-        60_000,
-      ),
-  };
+  const s = spawnServe({ ...process.env, ...baseEnv(), ...env });
   running.push(s);
   return s;
 }

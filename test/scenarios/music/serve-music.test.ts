@@ -7,26 +7,23 @@
  * (test/helpers/role-nats.ts): `serve` as `worker-host1`, provisioning and jobs as operator, the
  * progress read as gateway.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PACKAGE_ROOT } from '../../../src/paths.js';
 import { controlPlane, waitFor, type ControlPlane } from '../../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { provisionFromEnv } from '../../helpers/provision.js';
-
-const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+import { spawnServe, type ServeProcess } from '../../helpers/serve-process.js';
 
 let roles: RoleNats;
 let cp: ControlPlane;
 let watcher: NatsConnection;
 let dir: string;
-let daemon: ChildProcess;
-let stderr = '';
+let daemon: ServeProcess;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-worker-serve-music-'));
@@ -44,12 +41,8 @@ beforeAll(async () => {
   };
   delete env['WORKER_CONCURRENCY'];
   await provisionFromEnv({ ...env, ...roles.env('operator') });
-  daemon = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...env, ...roles.env('worker-host1') },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  daemon.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  await waitFor('the daemon to serve', () => stderr.includes('media-worker serving'), 60_000);
+  daemon = spawnServe({ ...env, ...roles.env('worker-host1') });
+  await daemon.serving();
   cp = await controlPlane(
     roles.url,
     { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' },
@@ -60,7 +53,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (daemon.exitCode === null) daemon.kill('SIGKILL');
+  if (daemon.child.exitCode === null) daemon.child.kill('SIGKILL');
   await cp?.close();
   await watcher?.close();
   await roles?.close();
@@ -130,7 +123,7 @@ describe('music through serve', () => {
     expect((await stat(path.join(dir, 'results', 'music', 'serve-music-1', 'song-1.mp3'))).size).toBeGreaterThan(1000);
     // Progress went out while it generated: decoding steps, then the MP3s.
     expect(stages).toEqual(expect.arrayContaining(['musicgen: generating', 'encoding mp3']));
-    expect(stderr).toContain('"backend":"musicgen"');
+    expect(daemon.log()).toContain('"backend":"musicgen"');
     expect(await cp.eventsOf('serve-music-1')).toHaveLength(1);
   });
 

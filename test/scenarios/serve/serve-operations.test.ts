@@ -15,7 +15,7 @@
  *   discovery and the metric say cpu, the quote is MODEL_UNAVAILABLE, the job waits; with CPU fallback
  *   allowed it is quoted as cpu and runs.
  */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { createServer, type Server, type ServerResponse } from 'node:http';
@@ -30,18 +30,12 @@ import { encodeClip, faceFrames, SIDE, speechClip } from '../../kinds/lipsync/pi
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from '../../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { provisionFromEnv } from '../../helpers/provision.js';
+import { CLI, spawnServe, type ServeOptions, type ServeProcess } from '../../helpers/serve-process.js';
 
-const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
 const INSTALLER = path.join(PACKAGE_ROOT, 'dist', 'scripts', 'install-lipsync-model.js');
 const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];
 
-interface Serve {
-  child: ChildProcess;
-  exited: Promise<number | string>;
-  log(): string;
-  /** The health port, once `media-worker serving` is logged. */
-  serving(): Promise<number>;
-}
+type Serve = ServeProcess;
 
 let roles: RoleNats;
 let cp: ControlPlane;
@@ -68,36 +62,8 @@ const baseEnv = (): Record<string, string> => ({
   RESULTS_BASE_URL: 'https://cdn.example.test/results',
 });
 
-function serve(env: Record<string, string>, options: { uid?: number; gid?: number; cwd?: string } = {}): Serve {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, ...baseEnv(), ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-    ...(options.cwd ? { cwd: options.cwd } : {}),
-    ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.gid }),
-  });
-  let log = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    log += chunk.toString();
-    if (process.env.TEST_WORKER_LOG) process.stderr.write(chunk);
-  });
-  const exited = new Promise<number | string>((resolve) =>
-    child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)),
-  );
-  const s: Serve = {
-    child,
-    exited,
-    log: () => log,
-    serving: () =>
-      waitFor(
-        'serve to be serving',
-        () => {
-          if (child.exitCode !== null) throw new Error(`serve exited ${child.exitCode}: ${log.slice(-2000)}`);
-          const line = log.split('\n').find((l) => l.includes('"msg":"media-worker serving"'));
-          return line === undefined ? undefined : (JSON.parse(line) as { healthPort: number }).healthPort;
-        },
-        60_000,
-      ),
-  };
+function serve(env: Record<string, string>, options: ServeOptions = {}): Serve {
+  const s = spawnServe({ ...process.env, ...baseEnv(), ...env }, options);
   running.push(s);
   return s;
 }
@@ -122,8 +88,16 @@ async function loadingNativeModules(pid: number): Promise<boolean> {
   return /onnxruntime|sharp/.test(maps);
 }
 
+/**
+ * The job folders in `tmp`: directories only. The readiness check's write probe is a file of the
+ * same prefix (so that the sweep removes one a dead process left), there for a moment each round:
+ * under load 19 a listing caught it.
+ */
 const jobDirs = async (tmp: string): Promise<string[]> =>
-  (await fs.readdir(tmp)).filter((n) => n.startsWith('media-worker-p')).sort();
+  (await fs.readdir(tmp, { withFileTypes: true }))
+    .filter((e) => e.isDirectory() && e.name.startsWith('media-worker-p'))
+    .map((e) => e.name)
+    .sort();
 
 beforeAll(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-ops-'));

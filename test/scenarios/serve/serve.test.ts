@@ -6,7 +6,7 @@
  * shipped per-role users (test/helpers/role-nats.ts): `serve` as `worker-host1`, provisioning and the
  * control plane's side (jobs, quotes, capabilities, cancel, events) as operator.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -15,23 +15,20 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_PHOTOS_DIR, PACKAGE_ROOT } from '../../../src/paths.js';
+import { BUNDLED_PHOTOS_DIR } from '../../../src/paths.js';
 import { encodeClip, faceFrames, SIDE, speechClip } from '../../kinds/lipsync/pipeline/pipeline-fixtures.js';
 import { makeClip } from '../../media/helpers.js';
 import { controlPlane, waitFor, type ControlPlane } from '../../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { provisionFromEnv } from '../../helpers/provision.js';
-
-const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+import { spawnServe, type ServeProcess } from '../../helpers/serve-process.js';
 
 let roles: RoleNats;
 let cp: ControlPlane;
 let http: Server;
 let baseUrl: string;
 let dir: string;
-let daemon: ChildProcess;
-let daemonExit: Promise<number | null>;
-let stderr = '';
+let daemon: ServeProcess;
 let tmpDir: string;
 
 beforeAll(async () => {
@@ -58,24 +55,19 @@ beforeAll(async () => {
 
   roles = await startRoleNats(dir);
   await provisionFromEnv(roles.env('operator'));
-  daemon = spawn(process.execPath, [CLI, 'serve'], {
-    env: {
-      ...process.env,
-      ...roles.env('worker-host1'),
-      LOG_LEVEL: 'info',
-      MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-      MEDIA_WORKER_TMP_DIR: (tmpDir = await mkdtemp(path.join(dir, 'tmp-'))),
-      RESULTS_DIR: path.join(dir, 'results'),
-      RESULTS_BASE_URL: 'https://cdn.example.test/results',
-      WORKER_HEALTH_PORT: '0',
-      WORKER_CONCURRENCY: 'image=1,video=1,lipsync=1,music=0,music-video=0',
-      MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-test',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
+  daemon = spawnServe({
+    ...process.env,
+    ...roles.env('worker-host1'),
+    LOG_LEVEL: 'info',
+    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
+    MEDIA_WORKER_TMP_DIR: (tmpDir = await mkdtemp(path.join(dir, 'tmp-'))),
+    RESULTS_DIR: path.join(dir, 'results'),
+    RESULTS_BASE_URL: 'https://cdn.example.test/results',
+    WORKER_HEALTH_PORT: '0',
+    WORKER_CONCURRENCY: 'image=1,video=1,lipsync=1,music=0,music-video=0',
+    MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-test',
   });
-  daemon.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  daemonExit = new Promise((resolve) => daemon.once('exit', (code) => resolve(code)));
-  await waitFor('the daemon to serve', () => stderr.includes('media-worker serving'), 60_000);
+  await daemon.serving();
   cp = await controlPlane(
     roles.url,
     { jobsStream: 'MEDIA_JOBS', eventsStream: 'MEDIA_EVENTS' },
@@ -84,7 +76,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (daemon.exitCode === null) daemon.kill('SIGKILL');
+  if (daemon.child.exitCode === null) daemon.child.kill('SIGKILL');
   await cp?.close();
   await roles?.close();
   http?.close();
@@ -121,7 +113,7 @@ describe('media-worker serve', () => {
     const meta = await sharp(await readFile(path.join(stored, file ?? ''))).metadata();
     expect([meta.width, meta.height]).toEqual([160, 106]);
     expect(await cp.eventsOf('serve-img-1')).toHaveLength(1);
-    expect(stderr).toContain('"taskId":"serve-img-1"');
+    expect(daemon.log()).toContain('"taskId":"serve-img-1"');
   });
 
   it('upscales a video job and lip-syncs a lip-sync job, each with one completed event of the spec shape', async () => {
@@ -211,7 +203,9 @@ describe('media-worker serve', () => {
     });
     await waitFor(
       'the job to be upscaling',
-      () => stderr.includes('"taskId":"serve-cancel-1"') && childrenOf(daemon.pid).some((c) => c.includes('ffmpeg')),
+      () =>
+        daemon.log().includes('"taskId":"serve-cancel-1"') &&
+        childrenOf(daemon.child.pid).some((c) => c.includes('ffmpeg')),
       60_000,
       100,
     );
@@ -223,7 +217,8 @@ describe('media-worker serve', () => {
     expect(reply.json()).toMatchObject({ cancelled: true, code: 'CANCELLED' });
     await waitFor(
       'ffmpeg to stop and the job directory to go',
-      async () => !childrenOf(daemon.pid).some((c) => c.includes('ffmpeg')) && (await readdir(tmpDir)).length === 0,
+      async () =>
+        !childrenOf(daemon.child.pid).some((c) => c.includes('ffmpeg')) && (await readdir(tmpDir)).length === 0,
       15_000,
       100,
     );
@@ -232,12 +227,12 @@ describe('media-worker serve', () => {
       { status: 'failed', refund: true, creditsRefunded: 320, error: { code: 'CANCELLED' } },
     ]);
     await waitFor('the job to leave the queue', async () => (await cp.jobsInQueue()) === 0, 15_000);
-    expect(stderr).toContain('Stopping a cancelled task');
+    expect(daemon.log()).toContain('Stopping a cancelled task');
   });
 
   it('drains and exits 0 on SIGTERM', async () => {
-    daemon.kill('SIGTERM');
-    expect(await daemonExit).toBe(0);
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited).toBe(0);
   });
 });
 

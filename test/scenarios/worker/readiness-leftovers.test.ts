@@ -20,8 +20,7 @@ import { parseOwnerToken } from '../../../src/media/index.js';
 import { provisionFromEnv } from '../../helpers/provision.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { waitFor } from '../../worker/helpers/jetstream.js';
-
-const CLI = path.join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+import { spawnServe, type ServeProcess } from '../../helpers/serve-process.js';
 
 let dir: string;
 let roles: RoleNats;
@@ -57,15 +56,10 @@ function env(): Record<string, string> {
   };
 }
 
-function serve(): { child: ChildProcess; log: () => string; exited: Promise<unknown> } {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, ...env(), ...roles.env('worker-host1') },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  children.push(child);
-  let log = '';
-  child.stderr?.on('data', (c: Buffer) => void (log = (log + c.toString()).slice(-20_000)));
-  return { child, log: () => log, exited: new Promise((r) => child.once('exit', r)) };
+function serve(): ServeProcess {
+  const s = spawnServe({ ...process.env, ...env(), ...roles.env('worker-host1') });
+  children.push(s.child);
+  return s;
 }
 
 /** Entries of the directories whose owner token names `pid`. */
