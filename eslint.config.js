@@ -84,7 +84,7 @@ export default defineConfig(
             {
               group: ['./kinds.js', '../kinds/**'],
               message:
-                'a generic module names no kind: the kinds and their registry are handed in as a value (docs/layers.md, "Inside jobs/ and app/: the kinds")',
+                'a generic module names no kind: the kinds and their registry are handed in as a value (docs/layers.md, "The job kinds")',
             },
           ],
         },
