@@ -4,22 +4,33 @@
  * and the account's quota (bytes and files). While reading: the same caps on the bytes that really
  * come. After: the content is judged by decoding it (src/media/decode-check.ts), never by its name,
  * Content-Type or first bytes alone: only formats some job accepts are kept. The file lands in
- * `RESULTS_DIR/uploads/<account>/` (../upload-store.ts) and its link, signed and expiring after
- * GATEWAY_UPLOAD_LIFETIME_MS, is under RESULTS_BASE_URL, which this gateway serves, so a worker
- * fetches it like any input. Expired uploads are swept.
+ * `RESULTS_DIR/uploads/<account>/` (../upload-store.ts), or, when this gateway's results are in a
+ * bucket (RESULTS_STORE=s3 or upload-url), is put at `<prefix>/uploads/<account>/` there and its
+ * local copy removed (../bucket-upload-store.ts): several gateways need no shared volume. Its link,
+ * signed and expiring after GATEWAY_UPLOAD_LIFETIME_MS, is under RESULTS_BASE_URL, which this
+ * gateway serves (from the bucket: ../bucket-files.ts), so a worker fetches it like any input.
+ * Expired uploads are swept.
  */
+import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkDecodes, partialPathFor, sniffFile } from '../../../media/index.js';
-import { resultUrl } from '../../../protocol/index.js';
+import { resultUrl, type ObjectStore } from '../../../protocol/index.js';
 import { ApiError, successEnvelope } from '../../errors.js';
 import { newTaskId } from '../../ids.js';
 import { KeyedQueue } from '../../store/keyed-queue.js';
-import { accountUsage, sweepUploads } from '../upload-store.js';
+import {
+  UPLOAD_CONTENT_TYPES,
+  bucketAccountUsage,
+  putUpload,
+  sweepBucketUploads,
+  uploadKey,
+} from '../bucket-upload-store.js';
+import { accountUsage, sweepUploads, type UploadUsage } from '../upload-store.js';
 import type { AppDeps, Links } from '../app-deps.js';
 
 const UPLOAD_TYPES = ['application/octet-stream', 'image/*', 'video/*', 'audio/*'];
@@ -41,11 +52,26 @@ export function registerUploads(
     done(null, payload),
   );
 
+  // Results in a bucket: uploads go there too, and only their partial files touch this disk.
+  const bucket = deps.resultsBucket;
+  const usageOf = (account: string): Promise<UploadUsage> =>
+    bucket === undefined
+      ? accountUsage(path.join(uploadsDir, account))
+      : bucket().then((store) => bucketAccountUsage(store, account, settings.uploadLifetimeMs, Date.now()));
+
   const timer = setInterval(() => {
-    sweepUploads(uploadsDir, settings.uploadLifetimeMs, Date.now()).then(
-      (removed) => removed > 0 && deps.logger.info({ removed }, 'Expired uploads deleted'),
-      (err: unknown) => deps.logger.warn({ err }, 'Sweeping uploads failed'),
-    );
+    // The local sweep also removes what a crash left of partial files in the bucket mode.
+    const sweeps = [
+      sweepUploads(uploadsDir, settings.uploadLifetimeMs, Date.now()),
+      ...(bucket === undefined
+        ? []
+        : [bucket().then((store) => sweepBucketUploads(store, settings.uploadLifetimeMs, Date.now()))]),
+    ];
+    for (const sweep of sweeps)
+      sweep.then(
+        (removed) => removed > 0 && deps.logger.info({ removed }, 'Expired uploads deleted'),
+        (err: unknown) => deps.logger.warn({ err }, 'Sweeping uploads failed'),
+      );
   }, settings.uploadSweepIntervalMs);
   timer.unref();
   api.addHook('onClose', async () => clearInterval(timer));
@@ -60,7 +86,7 @@ export function registerUploads(
     }
     const accountDir = path.join(uploadsDir, req.accountId);
     return serial.run(req.accountId, async () => {
-      const usage = await accountUsage(accountDir);
+      const usage = await usageOf(req.accountId);
       const room = Math.min(settings.uploadMaxBytes, settings.uploadQuotaBytes - usage.bytes);
       refuseBeforeReading(req, reply, usage.files, room, settings);
       await mkdir(accountDir, { recursive: true });
@@ -68,7 +94,7 @@ export function registerUploads(
       // Its name (and so the rename's target) waits for the sniffed format; written as every partial file is.
       const partial = partialPathFor(path.join(accountDir, id));
       try {
-        const size = await receive(body, partial, room, settings.uploadMaxBytes);
+        const { size, sha256, md5 } = await receive(body, partial, room, settings.uploadMaxBytes);
         const format = size === 0 ? null : await sniffFile(partial);
         if (format === null)
           throw ApiError.of('UNSUPPORTED_MEDIA_TYPE', `Expected ${ACCEPTED} but received something else`);
@@ -79,7 +105,12 @@ export function registerUploads(
           );
         });
         const name = `${id}.${format === 'jpeg' ? 'jpg' : format}`;
-        await rename(partial, path.join(accountDir, name));
+        if (bucket === undefined) await rename(partial, path.join(accountDir, name));
+        else {
+          const store: ObjectStore = await bucket();
+          const contentType = UPLOAD_CONTENT_TYPES[format];
+          await putUpload(store, partial, uploadKey(store, req.accountId, name), { size, sha256, md5, contentType });
+        }
         // Under the configured public address, never the request's Host header (the client writes it).
         const url = resultUrl(links.base, ['uploads', req.accountId, name]);
         const expiresAt = Date.now() + settings.uploadLifetimeMs;
@@ -87,6 +118,8 @@ export function registerUploads(
         return reply.code(201).send(successEnvelope({ url: links.signer.sign(url, expiresAt), format, size }));
       } finally {
         await rm(partial, { force: true });
+        // The bucket mode leaves no folder behind (another upload of the account waits in `serial`).
+        if (bucket !== undefined) await rmdir(accountDir).catch(() => undefined);
       }
     });
   });
@@ -126,12 +159,24 @@ function refuseBeforeReading(
   throw refusal;
 }
 
-/** Streams the body into `file`, stopping at `room` bytes; returns the size. */
-async function receive(body: NodeJS.ReadableStream, file: string, room: number, maxBytes: number): Promise<number> {
+interface Received {
+  size: number;
+  /** Hex. */
+  sha256: string;
+  /** Base64 (Content-MD5's form). */
+  md5: string;
+}
+
+/** Streams the body into `file`, stopping at `room` bytes; returns its size and digests (hashed on the way). */
+async function receive(body: NodeJS.ReadableStream, file: string, room: number, maxBytes: number): Promise<Received> {
   let size = 0;
+  const sha256 = createHash('sha256');
+  const md5 = createHash('md5');
   const counter = new Transform({
     transform(chunk: Buffer, _enc, callback) {
       size += chunk.length;
+      sha256.update(chunk);
+      md5.update(chunk);
       if (size <= room) callback(null, chunk);
       else if (size > maxBytes)
         callback(ApiError.of('PAYLOAD_TOO_LARGE', `Expected an upload of at most ${maxBytes} bytes but received more`));
@@ -145,5 +190,5 @@ async function receive(body: NodeJS.ReadableStream, file: string, room: number, 
     },
   });
   await pipeline(body, counter, createWriteStream(file));
-  return size;
+  return { size, sha256: sha256.digest('hex'), md5: md5.digest('base64') };
 }
