@@ -216,7 +216,7 @@ export const GATEWAY_SETTINGS = {
     env: 'GATEWAY_UPLOADS',
     schema: booleanSetting,
     default: 'false',
-    doc: 'One-host setups: accept POST /api/v1/uploads into RESULTS_DIR/uploads (needs GATEWAY_SERVE_RESULTS).',
+    doc: 'Accept POST /api/v1/uploads: into RESULTS_DIR/uploads, or into the results bucket when RESULTS_STORE is s3 or upload-url (needs GATEWAY_SERVE_RESULTS).',
   }),
   linkSecret: setting({
     env: 'GATEWAY_LINK_SECRET',
