@@ -1,8 +1,9 @@
 /**
  * Customer uploads in the results bucket (bucket-upload-store.ts) against a real S3-compatible
  * server (s3rver over HTTP): the PUT lands at the fixed key with its type and sha256, an account's
- * usage is its own unexpired objects, and the sweep removes only the expired ones. (s3rver checks
- * no Content-MD5; the route's refusals, before anything is put, are in the e2e.)
+ * usage is its own unexpired objects, and the sweep removes only the expired ones; and against the
+ * project's signing server, every one of those requests carries a valid SigV4 signature. (Neither
+ * server checks Content-MD5; the route's refusals, before anything is put, are in the e2e.)
  */
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -18,6 +19,7 @@ import {
 } from '../../src/gateway/http/bucket-upload-store.js';
 import type { ObjectStore } from '../../src/protocol/index.js';
 import { S3_TEST_CREDENTIALS, startS3Server, type S3TestServer } from '../helpers/s3-server.js';
+import { SIGNING_TEST_CREDENTIALS, startSigningS3Server } from '../helpers/signing-s3-server.js';
 
 const BUCKET = 'uploads-test';
 const ACCOUNT = 'acct_0123456789abcdef';
@@ -108,5 +110,41 @@ describe('uploads in the bucket', () => {
     await putUpload(store, file, key, { size: 8, sha256, md5, contentType: 'image/png' });
     expect(await sweepBucketUploads(store, DAY, Date.now() + 30 * DAY)).toBe(0);
     expect(await keys('media/image/')).toEqual([key]);
+  });
+});
+
+describe('uploads in a bucket that checks every signature', () => {
+  it('signs the put, its HEAD, the listing and the deletes as the store verifies them', async () => {
+    const signing = await startSigningS3Server({ buckets: [BUCKET] });
+    const client = new S3Client({
+      endpoint: signing.endpoint,
+      region: signing.region,
+      forcePathStyle: true,
+      credentials: SIGNING_TEST_CREDENTIALS,
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    });
+    const signed: ObjectStore = { client, bucket: BUCKET, prefix: 'media' };
+    try {
+      const bytes = Buffer.alloc(70_000, 7);
+      const { file, sha256, md5 } = await fileOf(bytes);
+      const key = uploadKey(signed, ACCOUNT, 'u_signed.mp4');
+      await putUpload(signed, file, key, { size: bytes.length, sha256, md5, contentType: 'video/mp4' });
+      expect(signing.objects.get(BUCKET)?.get(key)?.body.equals(bytes)).toBe(true);
+      const now = Date.now();
+      expect(await bucketAccountUsage(signed, ACCOUNT, DAY, now)).toEqual({ bytes: 70_000, files: 1 });
+      expect(await sweepBucketUploads(signed, DAY, now + DAY + 1000)).toBe(1);
+      expect(signing.objects.get(BUCKET)?.size).toBe(0);
+      expect(signing.judged.map((j) => `${j.method} ${j.outcome}`)).toEqual([
+        'PUT ok',
+        'HEAD ok',
+        'GET ok',
+        'GET ok',
+        'DELETE ok',
+      ]);
+    } finally {
+      client.destroy();
+      await signing.close();
+    }
   });
 });
