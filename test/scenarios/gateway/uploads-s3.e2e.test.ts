@@ -31,9 +31,10 @@ beforeAll(async () => {
     credentials: S3_TEST_CREDENTIALS,
   });
 });
+let s3Closed = false;
 afterAll(async () => {
   reader?.destroy();
-  await s3?.close();
+  if (!s3Closed) await s3?.close();
 });
 
 let png: Buffer;
@@ -135,5 +136,18 @@ describe('uploads in the bucket', () => {
     // Another account is not charged for it.
     const other = await e2e.newAccount(100);
     expect((await upload(other.key, png)).status).toBe(201);
+  });
+
+  // Last: it stops the bucket.
+  it('answers 503 when the bucket does not answer, and keeps nothing on the disk', async () => {
+    const account = await e2e.newAccount(100);
+    s3Closed = true;
+    await s3.close();
+    const res = await upload(account.key, png);
+    expect([res.status, ((await res.json()) as { error?: { code: string } }).error?.code]).toEqual([
+      503,
+      'SERVICE_UNAVAILABLE',
+    ]);
+    expect(await filesUnder(path.join(e2e.dir, 'results', 'uploads'))).toEqual([]);
   });
 });

@@ -54,10 +54,12 @@ export function registerUploads(
 
   // Results in a bucket: uploads go there too, and only their partial files touch this disk.
   const bucket = deps.resultsBucket;
-  const usageOf = (account: string): Promise<UploadUsage> =>
+  const usageOf = (req: FastifyRequest): Promise<UploadUsage> =>
     bucket === undefined
-      ? accountUsage(path.join(uploadsDir, account))
-      : bucket().then((store) => bucketAccountUsage(store, account, settings.uploadLifetimeMs, Date.now()));
+      ? accountUsage(path.join(uploadsDir, req.accountId))
+      : bucket()
+          .then((store) => bucketAccountUsage(store, req.accountId, settings.uploadLifetimeMs, Date.now()))
+          .catch(bucketUnavailable(req.log));
 
   const timer = setInterval(() => {
     // The local sweep also removes what a crash left of partial files in the bucket mode.
@@ -86,7 +88,11 @@ export function registerUploads(
     }
     const accountDir = path.join(uploadsDir, req.accountId);
     return serial.run(req.accountId, async () => {
-      const usage = await usageOf(req.accountId);
+      const usage = await usageOf(req).catch((err: unknown) => {
+        // Refused before the body is read: the connection is closed rather than read to its end.
+        void reply.header('connection', 'close');
+        throw err;
+      });
       const room = Math.min(settings.uploadMaxBytes, settings.uploadQuotaBytes - usage.bytes);
       refuseBeforeReading(req, reply, usage.files, room, settings);
       await mkdir(accountDir, { recursive: true });
@@ -109,7 +115,12 @@ export function registerUploads(
         else {
           const store: ObjectStore = await bucket();
           const contentType = UPLOAD_CONTENT_TYPES[format];
-          await putUpload(store, partial, uploadKey(store, req.accountId, name), { size, sha256, md5, contentType });
+          await putUpload(store, partial, uploadKey(store, req.accountId, name), {
+            size,
+            sha256,
+            md5,
+            contentType,
+          }).catch(bucketUnavailable(req.log));
         }
         // Under the configured public address, never the request's Host header (the client writes it).
         const url = resultUrl(links.base, ['uploads', req.accountId, name]);
@@ -123,6 +134,14 @@ export function registerUploads(
       }
     });
   });
+}
+
+/** The bucket did not answer or refused (the SDK tried 3 times): the client may try again, nothing was kept. */
+function bucketUnavailable(log: FastifyRequest['log']): (err: unknown) => never {
+  return (err) => {
+    log.warn({ err }, 'The upload bucket failed');
+    throw ApiError.of('SERVICE_UNAVAILABLE', "The service's upload store is not answering; try again later");
+  };
 }
 
 /**
