@@ -159,6 +159,14 @@ const CORRECTIONS: { why: string; apply(doc: Json): Promise<void> | void }[] = [
         if (key === 'schema') at(o, 'properties', 'error', 'properties', 'code')['enum'] = codes;
       }),
   },
+  {
+    why: "issue 59, item 3: an upload into the results bucket answers 503 SERVICE_UNAVAILABLE when the bucket does not answer (every store-backed route's 503)",
+    apply(doc) {
+      at(doc, 'paths', '/api/v1/uploads', 'post', 'responses')['503'] = structuredClone(
+        at(doc, 'paths', '/api/v1/estimate', 'post', 'responses', '503'),
+      );
+    },
+  },
 ];
 
 // The gateway, built with stand-ins for what the routes below never reach (no NATS, no store).

@@ -431,7 +431,7 @@ export const routeSchemas = {
         },
         required: ['url', 'format', 'size'],
       }),
-      ...errors(401, 403, 413, 415, 429),
+      ...errors(401, 403, 413, 415, 429, 503),
     },
   },
 } as const;

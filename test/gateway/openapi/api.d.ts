@@ -3094,6 +3094,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description Error: MODEL_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description seconds to wait (no worker answered) */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "MODEL_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+                            /** @example Expected … but received … */
+                            message: string;
+                        };
+                    };
+                };
+            };
         };
     };
 }
