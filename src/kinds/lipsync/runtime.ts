@@ -37,6 +37,7 @@ import {
   loadLipsyncModel,
   loadThreadedLipsyncModel,
   releaseLipsyncThreads,
+  releaseMuseTalkThreads,
   type BackendReadiness,
   type BackendStatus,
   type LipsyncBackend,
@@ -296,8 +297,10 @@ export const lipsyncRuntime: KindRuntime<'lipsync', LipsyncStates> = {
       ctx.step(`face detector ${model}`, () => loadBlazeFace(model, { sessions, registry }));
     ctx.sr('mouth', '4');
   },
-  // Its networks run on threads of their own (loadThreadedLipsyncModel).
-  release: () => releaseLipsyncThreads(),
+  // Its networks run on threads of their own (loadThreadedLipsyncModel, MuseTalk's graph-threads.ts).
+  release: async () => {
+    await Promise.all([releaseLipsyncThreads(), releaseMuseTalkThreads()]);
+  },
   usesExecutionProvider: true,
   // Always MP4 (video/result-container.ts), whatever the input's container.
   resultExtension: async () => 'mp4',

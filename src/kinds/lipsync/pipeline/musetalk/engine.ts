@@ -15,7 +15,7 @@
  */
 import ort from 'onnxruntime-node';
 import { rawSession } from '../faces/index.js';
-import type { SessionCache } from '../../../../inference/index.js';
+import type { ModelSession, SessionCache } from '../../../../inference/index.js';
 import type { Rational } from '../timeline.js';
 import type { DeepRgbFrame, FaceBox, RgbFrame } from '../types.js';
 import {
@@ -38,6 +38,7 @@ import {
 } from './graph-contract.js';
 import { ensureMuseTalkGraphs, readMuseTalkManifest } from './graph-files.js';
 import { checkMuseTalkGraph } from './graph-session.js';
+import { threadedGraph, type ThreadedGraphRun } from './graph-threads.js';
 import type { MuseTalkManifest } from './manifest.js';
 import { whisperLogMel, whisperSegments, WHISPER_MEL_BANDS, WHISPER_SEGMENT_FRAMES } from './whisper-mel.js';
 
@@ -233,16 +234,31 @@ export interface LoadMuseTalkOptions {
   filesDir?: string;
   batch?: number;
   face?: MuseTalkFaceOptions;
+  /** Run the graphs on worker threads (default), or on the calling thread (the cached sessions). */
+  onThreads?: boolean;
 }
 
-/** Manifest -> verified graphs (the test networks generated on first use) -> cached sessions -> engine. */
+/**
+ * Manifest -> verified graphs (the test networks generated on first use) -> cached sessions, each
+ * checked against its contract -> the same graphs on threads of their own (graph-threads.ts; on the
+ * calling thread with `onThreads: false`) -> engine.
+ */
 export async function loadMuseTalk(name: string, options: LoadMuseTalkOptions): Promise<MuseTalkEngine> {
   const manifest = await readMuseTalkManifest(options.modelsDir, name);
   const paths = await ensureMuseTalkGraphs(manifest, options.filesDir ?? options.modelsDir);
+  const cached = {} as Record<MuseTalkGraph, ModelSession>;
   const sessions = {} as Record<MuseTalkGraph, ort.InferenceSession>;
-  for (const graph of MUSETALK_GRAPHS)
-    sessions[graph] = rawSession(await options.sessions.get(paths[graph]), `${name}/${graph}`);
-  return new MuseTalkEngine(manifest, sessionRunner(sessions), {
+  for (const graph of MUSETALK_GRAPHS) {
+    cached[graph] = await options.sessions.get(paths[graph]);
+    sessions[graph] = rawSession(cached[graph], `${name}/${graph}`);
+  }
+  let run = sessionRunner(sessions);
+  if (options.onThreads ?? true) {
+    const runs = {} as Record<MuseTalkGraph, ThreadedGraphRun>;
+    for (const graph of MUSETALK_GRAPHS) runs[graph] = await threadedGraph(graph, cached[graph]);
+    run = (graph, inputs) => runs[graph](inputs);
+  }
+  return new MuseTalkEngine(manifest, run, {
     ...(options.batch === undefined ? {} : { batch: options.batch }),
     ...(options.face === undefined ? {} : { face: options.face }),
   });

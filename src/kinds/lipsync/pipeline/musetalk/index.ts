@@ -17,6 +17,7 @@ export * from './graph-contract.js';
 export * from './test-networks.js';
 export * from './whisper-mel.js';
 export * from './graph-session.js';
+export { releaseMuseTalkThreads } from './graph-threads.js';
 export * from './graph-files.js';
 export * from './manifest.js';
 export * from './engine.js';
