@@ -6,10 +6,8 @@
  * files of src/ import into it (issue 55, item 1). The rule
  * is the documented commands', e.g. for lip-sync:
  *   grep -rliE 'lip-?sync' src --include=*.ts | grep -viE 'lip-?sync' | wc -l
- * but for a setting's documentation (`doc: '...'` in a settings table): the reference's text that
- * names the kinds a shared setting serves ("upscale and lip-sync") is the operator's, not the kind's
- * code. It was all in src/config.ts, counted once; since each setting lives in its room (issue 55,
- * item 2) it is in the shared rooms' settings files (inference, jobs, video, worker).
+ * A shared setting's documentation that names the kinds it serves ("upscale and lip-sync") counts
+ * too: since each setting lives in its room (issue 55, item 2), those are the shared rooms' settings files.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -45,13 +43,10 @@ async function sourceFiles(): Promise<SourceFile[]> {
   );
 }
 
-/** A settings table's documentation strings (`doc: '...'`), which the settings reference prints. */
-const SETTING_DOC = /\bdoc:\s*(['"`])(?:\\.|(?!\1)[^\\])*\1/g;
-
-/** The files whose path does not name the kind but whose text (settings' docs aside) does, sorted. */
+/** The files whose path does not name the kind but whose text does, sorted. */
 export function spreadOf(files: readonly SourceFile[], pattern: RegExp): string[] {
   return files
-    .filter((f) => !pattern.test(f.path) && pattern.test(f.text.replace(SETTING_DOC, '')))
+    .filter((f) => !pattern.test(f.path) && pattern.test(f.text))
     .map((f) => f.path)
     .sort();
 }
@@ -63,8 +58,7 @@ describe('the spread of each kind (issue 37)', () => {
       { path: 'src/jobs/pricing.ts', text: 'LIPSYNC_RATES' },
       { path: 'src/jobs/work-limits.ts', text: 'video limits' },
       { path: 'src/errors.ts', text: 'MUSIC_VIDEO_FAILED, Lip-Sync' },
-      { path: 'src/video/settings.ts', text: "doc: 'HDR video, upscaled or lip-synced, it\\'s kept (lip-sync)'," },
-      { path: 'src/jobs/settings.ts', text: "doc: 'upscale and lip-sync', // lip-sync's limits" },
+      { path: 'src/jobs/settings.ts', text: "doc: 'upscale and lip-sync'" },
     ];
     expect(spreadOf(files, KINDS[0]!.pattern)).toEqual([
       'src/errors.ts',

@@ -75,12 +75,12 @@ export interface KindOpenApi {
 /**
  * The descriptor of a kind typed by `T` (its KindTypes). `P`: the quote policy its `quote` reads,
  * the shared rules by default; a kind with limits and cost figures of its own widens it with its
- * part (`QuotePolicyOf<'lipsync'> & { kinds: { lipsync: LipsyncPolicy } }`), and the registry hands
+ * part (`QuotePolicyOf<K> & { kinds: { [kind]: ItsPolicy } }`), and the registry hands
  * every kind the whole policy, which holds every part.
  */
 export interface KindDescriptor<T extends KindTypes, P = QuotePolicyOf<T['kind']>> {
   kind: T['kind'];
-  /** How people call it in messages and docs: `lip-sync`, `image upscale`. */
+  /** How people call it in messages and docs: `image upscale`, `video upscale`. */
   label: string;
   /** Model ids of the kind, the default first. */
   models: readonly [T['job']['model'], ...T['job']['model'][]];
@@ -88,7 +88,7 @@ export interface KindDescriptor<T extends KindTypes, P = QuotePolicyOf<T['kind']
   reportedModel?: string;
   /** The `mediaType` its terminal events carry (spec 2.3: music). */
   mediaType?: string;
-  /** Whether POST /api/v1/generate takes it (lip-sync has its own endpoint: spec 1.5, 4.1). */
+  /** Whether POST /api/v1/generate takes it (a kind may have only its tool endpoint: spec 1.5, 4.1). */
   onGenerate: boolean;
   /** Its `input`, field by field in the spec's order: the first failing check wins. */
   parse(input: Fields, model: T['job']['model']): T['job'];
