@@ -18,6 +18,7 @@ export * from './precision-probe.js';
 export * from './provider-probe.js';
 export * from './session.js';
 export * from './session-thread.js';
+export * from './thread-cache.js';
 export * from './sr-choice.js';
 export * from './sr-models.js';
 export * from './tile-budget.js';

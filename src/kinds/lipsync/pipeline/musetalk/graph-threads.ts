@@ -8,7 +8,7 @@
  * One thread per graph file and settings lives for the process (idle, it keeps nothing alive);
  * `releaseMuseTalkThreads` ends them at shutdown.
  */
-import { sessionOptions, SessionThread, type ModelSession } from '../../../../inference/index.js';
+import { SessionThreadCache, type ModelSession } from '../../../../inference/index.js';
 import { MUSETALK_CONTRACTS, type MuseTalkGraph } from './graph-contract.js';
 
 /** Runs one graph's named float32 inputs and returns its one output (engine.ts MuseTalkGraphRunner's shape). */
@@ -16,29 +16,11 @@ export type ThreadedGraphRun = (
   inputs: Record<string, { data: Float32Array; dims: readonly number[] }>,
 ) => Promise<Float32Array>;
 
-const threads = new Map<string, Promise<SessionThread>>();
+const threads = new SessionThreadCache();
 
 /** The graph of `session` (already opened and checked by the cache) on a thread of its own. */
 export async function threadedGraph(graph: MuseTalkGraph, session: ModelSession): Promise<ThreadedGraphRun> {
-  const key = [session.modelPath, session.providers.join(','), session.threads, session.deviceIndex ?? 0].join('\0');
-  let pending = threads.get(key);
-  if (pending === undefined) {
-    pending = (async () => {
-      const thread = new SessionThread(session.modelPath);
-      try {
-        await thread.open(sessionOptions(session.providers, session.threads, session.deviceIndex));
-        return thread;
-      } catch (error) {
-        await thread.close();
-        throw error;
-      }
-    })();
-    threads.set(key, pending);
-    pending.catch(() => {
-      if (threads.get(key) === pending) threads.delete(key);
-    });
-  }
-  const thread = await pending;
+  const { thread } = await threads.get(session);
   const output = MUSETALK_CONTRACTS[graph].outputs[0]!.name;
   return async (inputs) => {
     const feeds = Object.entries(inputs).map(([name, { data, dims }]) => ({ name, data, dims: [...dims] }));
@@ -49,9 +31,6 @@ export async function threadedGraph(graph: MuseTalkGraph, session: ModelSession)
 }
 
 /** Ends every MuseTalk thread (daemon shutdown, tests). */
-export async function releaseMuseTalkThreads(): Promise<void> {
-  const all = [...threads.values()];
-  threads.clear();
-  const opened = await Promise.allSettled(all);
-  await Promise.all(opened.map((r) => (r.status === 'fulfilled' ? r.value.close() : undefined)));
+export function releaseMuseTalkThreads(): Promise<void> {
+  return threads.release();
 }

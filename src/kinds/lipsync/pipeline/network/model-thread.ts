@@ -17,8 +17,8 @@
 import {
   type LipsyncManifest,
   ensureModelFile,
-  sessionOptions,
   SessionThread,
+  SessionThreadCache,
   type ThreadSessionInfo,
 } from '../../../../inference/index.js';
 import type { LipsyncModelId } from '../../../../jobs/index.js';
@@ -37,7 +37,7 @@ export class ThreadedLipsyncModel extends LipsyncNetworkModel {
   }
 }
 
-const threads = new Map<string, Promise<{ thread: SessionThread; graph: ThreadSessionInfo }>>();
+const threads = new SessionThreadCache();
 
 /**
  * The lip-sync network serving a public model id, on a worker thread. Fails exactly as
@@ -49,35 +49,11 @@ export async function loadThreadedLipsyncModel(
 ): Promise<LipsyncModel> {
   const checked = await loadLipsyncModel(modelId, options);
   const file = await ensureModelFile(checked.name, withLipsyncGenerators(options.registry ?? {}));
-  const cached = await options.sessions.get(file.path);
-  const key = [file.path, cached.providers.join(','), cached.threads, cached.deviceIndex ?? 0].join('\0');
-  let pending = threads.get(key);
-  if (pending === undefined) {
-    pending = (async () => {
-      const thread = new SessionThread(file.path);
-      try {
-        return {
-          thread,
-          graph: await thread.open(sessionOptions(cached.providers, cached.threads, cached.deviceIndex)),
-        };
-      } catch (error) {
-        await thread.close();
-        throw error;
-      }
-    })();
-    threads.set(key, pending);
-    pending.catch(() => {
-      if (threads.get(key) === pending) threads.delete(key);
-    });
-  }
-  const { thread, graph } = await pending;
+  const { thread, graph } = await threads.get(await options.sessions.get(file.path));
   return new ThreadedLipsyncModel(checked.manifest, thread, graph, checked.batch);
 }
 
 /** Ends every lip-sync thread (daemon shutdown, tests). */
-export async function releaseLipsyncThreads(): Promise<void> {
-  const all = [...threads.values()];
-  threads.clear();
-  const opened = await Promise.allSettled(all);
-  await Promise.all(opened.map((r) => (r.status === 'fulfilled' ? r.value.thread.close() : undefined)));
+export function releaseLipsyncThreads(): Promise<void> {
+  return threads.release();
 }
