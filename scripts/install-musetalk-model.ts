@@ -26,6 +26,7 @@ import { ownedTempName } from '../src/media/index.js';
 import {
   checkMuseTalkGraph,
   formatMuseTalkManifest,
+  lipsyncNetworkOf,
   MUSETALK_COMMERCIAL_USE,
   MUSETALK_GRAPHS,
   MUSETALK_LICENCES,
@@ -72,9 +73,10 @@ export async function installMuseTalkModel(
   options: MuseTalkInstallOptions,
 ): Promise<{ manifest: MuseTalkManifest; manifestPath: string; dir: string }> {
   const name = options.name ?? DEFAULT_MUSETALK_NAME;
-  if (!/^[a-z0-9][a-z0-9.-]*$/.test(name))
+  // MEDIA_WORKER_LIPSYNC_MODELS tells a MuseTalk manifest by its name (settings.ts lipsyncNetworkOf).
+  if (!/^[a-z0-9][a-z0-9.-]*$/.test(name) || lipsyncNetworkOf(name) !== 'musetalk')
     throw new MuseTalkInstallError(
-      `Expected a model name of lower-case letters, digits, dots and dashes but received ${JSON.stringify(name)}`,
+      `Expected a model name that starts with "musetalk", of lower-case letters, digits, dots and dashes, but received ${JSON.stringify(name)}`,
     );
   const batch = options.batch ?? 8;
   if (!(Number.isInteger(batch) && batch > 0))
@@ -174,7 +176,7 @@ Options:
   --from DIR          the export: <graph>.onnx (and .onnx.data) for whisper_encoder, positional_encoding,
                       vae_encoder, unet, vae_decoder, and SHA256SUMS (required)
   --sha256sums FILE   the checksums (default DIR/SHA256SUMS)
-  --name NAME         the network's name (default ${DEFAULT_MUSETALK_NAME})
+  --name NAME         the network's name, starting with musetalk (default ${DEFAULT_MUSETALK_NAME})
   --models-dir DIR    where the manifest goes (default MEDIA_WORKER_MODELS_DIR, else <package>/models)
   --files-dir DIR     where the graphs go (default MEDIA_WORKER_MODEL_FILES_DIR, else the models dir)
   --batch N           frames per UNet call by default (default 8)

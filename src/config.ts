@@ -13,7 +13,7 @@ import os from 'node:os';
 import { GATEWAY_SETTINGS, gatewaySettingsFromEnv, gatewaySettingsReference } from './gateway/settings.js';
 import { INFERENCE_SETTINGS } from './inference/settings.js';
 import { JOBS_SETTINGS } from './jobs/settings.js';
-import { KIND_SETTINGS, KIND_SETTINGS_GROUPS } from './jobs/index.js';
+import { KIND_SETTINGS, KIND_SETTINGS_CHECKS, KIND_SETTINGS_GROUPS } from './jobs/index.js';
 import { LOGGING_SETTINGS } from './logging/settings.js';
 import { MEDIA_SETTINGS } from './media/settings.js';
 import { PACKAGE_ROOT } from './paths.js';
@@ -58,9 +58,16 @@ export type Config = SettingsOf<typeof SETTINGS>;
 
 export class ConfigError extends SettingsError {}
 
+/** The table's schema with the kinds' checks across their rows (jobs/kinds.ts KIND_SETTINGS_CHECKS). */
+const schema = tableSchema(SETTINGS).superRefine((values, ctx) => {
+  for (const check of KIND_SETTINGS_CHECKS)
+    for (const problem of check(values))
+      ctx.addIssue({ code: 'custom', path: [problem.key], message: problem.message });
+});
+
 const reader = settingsReader(
   SETTINGS,
-  tableSchema(SETTINGS),
+  schema,
   ConfigError,
   (value) =>
     value.startsWith(PACKAGE_ROOT)
@@ -122,7 +129,8 @@ export function knownSettingNames(): string[] {
 
 /** Variables with a project prefix (MEDIA_WORKER_, WORKER_, NATS_, ...) that no setting reads. */
 export function findUnknownSettings(env: NodeJS.ProcessEnv = process.env): UnknownSetting[] {
-  return unknownSettings(env, knownSettingNames());
+  const retired = Object.assign({}, ...PIPELINE_GROUPS.map((group) => group.retired ?? {})) as Record<string, string>;
+  return unknownSettings(env, knownSettingNames(), retired);
 }
 
 /** Markdown tables of every setting, by process and room, for docs/configuration.md and `config --reference`. */

@@ -143,6 +143,14 @@ function fieldSchema(spec: SettingSpec): z.ZodType {
   return z.preprocess((value) => (value === undefined || value === '' ? fallback : value), schema);
 }
 
+/**
+ * A check across rows of one table (a room's settings that must agree): the problems it finds, each
+ * on the row whose variable the message names.
+ */
+export type SettingsCheck<T extends SettingsTable> = (
+  values: SettingsOf<T>,
+) => { key: keyof T & string; message: string }[];
+
 /** The table as one zod object (add cross-field checks with superRefine). */
 export function tableSchema<T extends SettingsTable>(table: T): z.ZodType<SettingsOf<T>, SettingsInput<T>> {
   const shape = Object.fromEntries(Object.entries(table).map(([key, spec]) => [key, fieldSchema(spec)]));
@@ -181,6 +189,8 @@ export function parseSettings<T extends SettingsTable>(
 export interface SettingsGroup {
   title: string;
   table: SettingsTable;
+  /** Variables the room no longer reads, each with what to set instead (the unknown-variable warning says it). */
+  retired?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -291,6 +301,8 @@ export interface UnknownSetting {
   name: string;
   /** The setting it most resembles (a misspelling, or another table's prefix). */
   closest: string | undefined;
+  /** A variable no longer read: what to set instead. */
+  instead?: string;
 }
 
 /**
@@ -298,14 +310,23 @@ export interface UnknownSetting {
  * the closest known variable. Closeness compares the names with and without their prefixes, so
  * `MEDIA_WORKER_RESULTS_DIR` finds `RESULTS_DIR` and `WORKER_CONCURENCY` finds `WORKER_CONCURRENCY`.
  */
-export function unknownSettings(env: NodeJS.ProcessEnv, known: readonly string[]): UnknownSetting[] {
+export function unknownSettings(
+  env: NodeJS.ProcessEnv,
+  known: readonly string[],
+  retired: Readonly<Record<string, string>> = {},
+): UnknownSetting[] {
   const knownSet = new Set(known);
   const prefixes = settingPrefixes(known);
   const out: UnknownSetting[] = [];
   for (const name of Object.keys(env).sort()) {
     if (knownSet.has(name) || NOT_SETTINGS.has(name)) continue;
     if (!prefixes.some((p) => name.startsWith(p))) continue;
-    out.push({ name, closest: closestSetting(name, known, prefixes) });
+    const instead = retired[name];
+    out.push(
+      instead === undefined
+        ? { name, closest: closestSetting(name, known, prefixes) }
+        : { name, closest: undefined, instead },
+    );
   }
   return out;
 }
@@ -350,6 +371,8 @@ export function editDistance(a: string, b: string): number {
 
 /** One line per unknown variable, for logs and `media-worker config`. */
 export function unknownSettingMessage(unknown: UnknownSetting): string {
+  if (unknown.instead !== undefined)
+    return `Unknown setting ${unknown.name}: no setting reads it any more, it is ignored; ${unknown.instead}`;
   const hint = unknown.closest === undefined ? '' : `; did you mean ${unknown.closest}?`;
   return `Unknown setting ${unknown.name}: no setting reads it, it is ignored${hint}`;
 }

@@ -17,8 +17,9 @@ const NOT_SETTINGS = new Set([
   'GATEWAY_TASKS',
   'GATEWAY_WEBHOOKS',
   'GATEWAY_IDEMPOTENCY',
-  // An old name, documented as renamed.
+  // Old names, documented as renamed or replaced (MuseTalk's: src/kinds/lipsync/settings.ts LIPSYNC_RETIRED_SETTINGS).
   'MEDIA_WORKER_RESULTS_DIR',
+  'MEDIA_WORKER_MUSETALK_MODEL',
   // The worker's settings table, named as code.
   'WORKER_SETTINGS',
   // The test-only kill point (src/worker/kill-point.ts), on purpose in no settings table.

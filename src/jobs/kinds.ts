@@ -10,10 +10,10 @@
  */
 import type { Fields, KindDescriptor, ToolDescriptor } from './kind-contract.js';
 import type { QuotePolicyOf } from './quote-types.js';
-import type { SettingsGroup } from '../settings-table.js';
+import type { SettingsCheck, SettingsGroup } from '../settings-table.js';
 import { IMAGE_UPSCALE_SETTINGS } from '../kinds/image-upscale/settings.js';
 import { VIDEO_UPSCALE_SETTINGS } from '../kinds/video-upscale/settings.js';
-import { LIPSYNC_SETTINGS } from '../kinds/lipsync/settings.js';
+import { LIPSYNC_RETIRED_SETTINGS, LIPSYNC_SETTINGS, checkLipsyncSettings } from '../kinds/lipsync/settings.js';
 import { MUSIC_SETTINGS } from '../kinds/music/settings.js';
 import { MUSIC_VIDEO_SETTINGS } from '../kinds/music-video/settings.js';
 import { imageUpscaleKind } from '../kinds/image-upscale/contract/contract.js';
@@ -189,7 +189,7 @@ export {
 export const KIND_SETTINGS_GROUPS = [
   { title: 'Image upscale (`src/kinds/image-upscale/settings.ts`)', table: IMAGE_UPSCALE_SETTINGS },
   { title: 'Video upscale (`src/kinds/video-upscale/settings.ts`)', table: VIDEO_UPSCALE_SETTINGS },
-  { title: 'Lip-sync (`src/kinds/lipsync/settings.ts`)', table: LIPSYNC_SETTINGS },
+  { title: 'Lip-sync (`src/kinds/lipsync/settings.ts`)', table: LIPSYNC_SETTINGS, retired: LIPSYNC_RETIRED_SETTINGS },
   { title: 'Music (`src/kinds/music/settings.ts`)', table: MUSIC_SETTINGS },
   { title: 'Music video (`src/kinds/music-video/settings.ts`)', table: MUSIC_VIDEO_SETTINGS },
 ] as const satisfies readonly SettingsGroup[];
@@ -202,3 +202,6 @@ export const KIND_SETTINGS = {
   ...MUSIC_SETTINGS,
   ...MUSIC_VIDEO_SETTINGS,
 };
+
+/** The kinds' checks across their own rows (a room's settings that must agree), run when the settings load. */
+export const KIND_SETTINGS_CHECKS: readonly SettingsCheck<typeof KIND_SETTINGS>[] = [checkLipsyncSettings];

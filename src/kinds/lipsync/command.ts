@@ -16,7 +16,8 @@ export function registerLipsync(program: Command): void {
         'MEDIA_WORKER_LIPSYNC_BACKENDS that serves the model: wav2lip needs lip-sync weights (install real ones with ' +
         'scripts/install-lipsync-model.ts, whose licence allows your own use only, or set MEDIA_WORKER_LIPSYNC_MODELS=wav2lip-test ' +
         'for the generated test model); musetalk runs MuseTalk 1.5 for vendor-lipsync-2 and -2-pro (install it with ' +
-        'scripts/install-musetalk-model.ts, or set MEDIA_WORKER_MUSETALK_MODEL=musetalk-test for the generated test networks); ' +
+        'scripts/install-musetalk-model.ts and set MEDIA_WORKER_LIPSYNC_MODELS=musetalk, or musetalk-test for the generated test networks, ' +
+        'with MEDIA_WORKER_LIPSYNC_BACKENDS=musetalk,wav2lip); ' +
         'sync-compatible sends URLs to the provider (MEDIA_WORKER_SYNC_BASE_URL, ' +
         'MEDIA_WORKER_SYNC_API_KEY) and uploads local files with its multipart form. Prints the completed task object as JSON.',
     )

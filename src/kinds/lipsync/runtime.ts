@@ -1,9 +1,9 @@
 /**
  * Lip-sync's runtime half: the configured backends (MEDIA_WORKER_LIPSYNC_BACKENDS, in the
- * operator's order; src/kinds/lipsync/pipeline/backends/): `musetalk`, src/kinds/lipsync/pipeline/'s pipeline on MuseTalk 1.5
- * (MEDIA_WORKER_MUSETALK_MODEL) for the ids its profile allows (src/kinds/lipsync/pipeline/profiles.ts);
- * `wav2lip`, the same pipeline with the network each model id maps to (manifest, weights, loadable
- * with Wav2Lip's contract); both with the face detector; and `sync-compatible`, a provider
+ * operator's order; src/kinds/lipsync/pipeline/backends/): `musetalk` and `wav2lip`,
+ * src/kinds/lipsync/pipeline/'s pipeline on the network each model id maps to
+ * (MEDIA_WORKER_LIPSYNC_MODELS: a MuseTalk 1.5 export, or a network with Wav2Lip's contract; each
+ * backend serves the ids mapped to its network), both with the face detector; and `sync-compatible`, a provider
  * speaking sync.so's v2 API. A job goes to the first that serves its model and is ready; what it
  * makes is stored and billed the same way whichever made it, at the quote's price. Installing
  * lip-sync weights on a running host makes it serve lip-sync without a restart: its checks run
@@ -16,13 +16,7 @@
  */
 import path from 'node:path';
 import type { Config } from '../../config.js';
-import {
-  LIPSYNC_MODEL_IDS,
-  ProcessingError,
-  lipsyncSecondsPerFrame,
-  type HardwareProfile,
-  type LipsyncPolicy,
-} from '../../jobs/index.js';
+import { ProcessingError, lipsyncSecondsPerFrame, type HardwareProfile, type LipsyncPolicy } from '../../jobs/index.js';
 import { noncommercialNotice, noncommercialReason, type LicenceFacts } from '../../inference/index.js';
 import type { HdrMode } from '../../video/index.js';
 import {
@@ -44,8 +38,8 @@ import {
   type LipsyncBackendRequest,
   type LipsyncNetworkName,
   loadMuseTalkEngine,
-  modelsServedBy,
 } from './pipeline/index.js';
+import { manifestsOnNetwork, modelsOnNetwork } from './settings.js';
 import { definedFields } from '../../defined-fields.js';
 import type { Engine, KindRuntime, PipelineContext } from '../../app/kind-runtime.js';
 import { inputFetchOptions, registryOptions } from '../../app/layer-options.js';
@@ -86,7 +80,7 @@ async function wav2lipNetworks(engine: Engine<LipsyncStates>): Promise<Network[]
   const registry = registryOptions(engine.config);
   const sessions = engine.inlineSessions;
   const networks: Network[] = [];
-  for (const id of LIPSYNC_MODEL_IDS) {
+  for (const id of modelsOnNetwork(engine.config.lipsyncModels, 'wav2lip')) {
     const model = await loadLipsyncModel(id, { sessions, mapping: engine.config.lipsyncModels, registry });
     networks.push({ name: model.name, licence: model.manifest.licence });
   }
@@ -95,34 +89,33 @@ async function wav2lipNetworks(engine: Engine<LipsyncStates>): Promise<Network[]
   return networks;
 }
 
-/** MuseTalk's engine (graphs verified, sessions open) and the detector; its manifest records every part's licence. */
+/** MuseTalk's engines (graphs verified, sessions open) and the detector; each manifest records every part's licence. */
 async function museTalkNetworks(engine: Engine<LipsyncStates>): Promise<Network[]> {
   const known = loadedMuseTalk.get(engine);
   if (known !== undefined) return known;
   const { config } = engine;
-  const museTalk = await loadMuseTalkEngine({
-    sessions: engine.inlineSessions,
-    registry: registryOptions(config),
-    museTalkModel: config.museTalkModel,
-    batch: config.museTalkBatch,
-  });
-  const { manifest } = museTalk;
-  const networks: Network[] = [
-    {
+  const networks: Network[] = [];
+  for (const name of manifestsOnNetwork(config.lipsyncModels, 'musetalk')) {
+    const { manifest } = await loadMuseTalkEngine(name, {
+      sessions: engine.inlineSessions,
+      registry: registryOptions(config),
+      batch: config.museTalkBatch,
+    });
+    networks.push({
       name: manifest.name,
       licence: {
         spdx: [...new Set(manifest.licences.map((l) => l.spdx))].join(' AND '),
         commercialUse: manifest.commercialUse.allowed,
       },
-    },
-    ...(await detectorNetworks(engine)),
-  ];
+    });
+  }
+  networks.push(...(await detectorNetworks(engine)));
   loadedMuseTalk.set(engine, networks);
   return networks;
 }
 
 /**
- * An in-process backend over this engine: `network` runs the ids its profile allows. Not ready
+ * An in-process backend over this engine: `network` runs the ids mapped to its manifests. Not ready
  * while a network it needs is missing, or, for `serve` (MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS
  * off), while one's licence forbids commercial use; a one-off command (cli/context.ts) always
  * allows them and logs the licence instead.
@@ -134,7 +127,7 @@ function inProcessBackend(
 ): LipsyncBackend {
   const { config } = engine;
   const networksOf = network === 'musetalk' ? museTalkNetworks : wav2lipNetworks;
-  const models = modelsServedBy(network);
+  const models = modelsOnNetwork(config.lipsyncModels, network);
   const readiness = async (): Promise<BackendReadiness> => {
     let networks: Network[];
     try {
@@ -184,9 +177,7 @@ async function runPipeline(
     },
     {
       sessions: engine.inlineSessions,
-      network,
       lipsyncModelMapping: config.lipsyncModels,
-      museTalkModel: config.museTalkModel,
       loadSrModel: engine.loadSrModel,
       registry: registryOptions(config),
       ...(job?.binaries ?? {}),
@@ -281,12 +272,13 @@ export const lipsyncRuntime: KindRuntime<'lipsync', LipsyncStates> = {
     const sessions = engine.inlineSessions;
     // Only a host that runs the networks opens them.
     if (config.lipsyncBackends.includes('musetalk')) {
-      ctx.step(`lipsync musetalk ${config.museTalkModel}`, () =>
-        loadMuseTalkEngine({ sessions, registry, museTalkModel: config.museTalkModel, batch: config.museTalkBatch }),
-      );
+      for (const name of manifestsOnNetwork(config.lipsyncModels, 'musetalk'))
+        ctx.step(`lipsync musetalk ${name}`, () =>
+          loadMuseTalkEngine(name, { sessions, registry, batch: config.museTalkBatch }),
+        );
     }
     if (config.lipsyncBackends.includes('wav2lip')) {
-      for (const id of LIPSYNC_MODEL_IDS) {
+      for (const id of modelsOnNetwork(config.lipsyncModels, 'wav2lip')) {
         ctx.step(`lipsync ${id}`, () =>
           loadThreadedLipsyncModel(id, { sessions, registry, ...definedFields({ mapping: config.lipsyncModels }) }),
         );

@@ -6,9 +6,17 @@
  */
 import { z } from 'zod';
 import { DEFAULT_LIPSYNC_MAX_OUTPUT_PERCENT } from './contract/cost.js';
-import { LIPSYNC_MODEL_IDS } from './contract/types.js';
-import { httpUrl, nonEmptyText, parseNameList, parsedBy, positiveInt, setting } from '../../settings-table.js';
-import { LIPSYNC_PROFILES, perModel } from './contract/profiles.js';
+import { LIPSYNC_MODEL_IDS, type LipsyncModelId } from './contract/types.js';
+import {
+  httpUrl,
+  nonEmptyText,
+  parseNameList,
+  parsedBy,
+  positiveInt,
+  setting,
+  type SettingsCheck,
+} from '../../settings-table.js';
+import { LIPSYNC_PROFILES, perModel, type LipsyncNetworkName } from './contract/profiles.js';
 
 /** The real weights' manifest name that the defaults point at. */
 export const REAL_LIPSYNC_MODEL = 'wav2lip';
@@ -19,7 +27,32 @@ export const lipsyncManifestName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9.-]*$/, 'Expected a model manifest name of lower-case letters, digits, dots and dashes');
 
-export const lipsyncModelMappingSchema = z.object(perModel(() => lipsyncManifestName)).strict();
+/**
+ * Which network a manifest name is for: a name that starts with `musetalk` is a MuseTalk 1.5 export
+ * (models/musetalk/NAME.json, scripts/install-musetalk-model.ts keeps its names so), any other a
+ * network with Wav2Lip's contract (models/NAME.json). A rule on the name, so that the settings
+ * alone say which backend serves each id, without reading a file.
+ */
+export function lipsyncNetworkOf(manifest: string): LipsyncNetworkName {
+  return manifest.startsWith('musetalk') ? 'musetalk' : 'wav2lip';
+}
+
+/** Each id's manifest runs on a network its profile allows (vendor-lipsync-3 is Wav2Lip's). */
+export const lipsyncModelMappingSchema = z
+  .object(perModel(() => lipsyncManifestName))
+  .strict()
+  .superRefine((mapping, ctx) => {
+    for (const id of LIPSYNC_MODEL_IDS) {
+      const network = lipsyncNetworkOf(mapping[id]);
+      const allowed = LIPSYNC_PROFILES[id].networks;
+      if (!allowed.includes(network))
+        ctx.addIssue({
+          code: 'custom',
+          path: [id],
+          message: `${id} cannot run on ${network} (${mapping[id]}): its profile allows ${allowed.join(', ')}`,
+        });
+    }
+  });
 
 export type LipsyncModelMapping = z.infer<typeof lipsyncModelMappingSchema>;
 
@@ -28,8 +61,9 @@ export const DEFAULT_LIPSYNC_MODEL_MAPPING: Readonly<LipsyncModelMapping> = Obje
 );
 
 /**
- * The mapping from a setting's text: one manifest name for all three ids (`wav2lip-test`), or a
- * JSON object naming some ids (the others keep the default), e.g.
+ * The mapping from a setting's text: one manifest name for every id its network may serve (the
+ * others keep the default: `musetalk` serves vendor-lipsync-2 and -2-pro, vendor-lipsync-3 stays on
+ * `wav2lip`), or a JSON object naming some ids (the others keep the default), e.g.
  * `{"vendor-lipsync-3":"wav2lip-hq"}`. Throws an Error naming `where` on a bad value.
  */
 export function parseLipsyncModelMapping(text: string, where = 'the lip-sync model mapping'): LipsyncModelMapping {
@@ -42,23 +76,36 @@ export function parseLipsyncModelMapping(text: string, where = 'the lip-sync mod
       throw new Error(`Expected a manifest name or a JSON object for ${where} but received ${JSON.stringify(text)}`);
     }
   } else {
-    candidate = Object.fromEntries(LIPSYNC_MODEL_IDS.map((id) => [id, trimmed]));
+    const network = lipsyncNetworkOf(trimmed);
+    candidate = perModel((id) =>
+      LIPSYNC_PROFILES[id].networks.includes(network) ? trimmed : DEFAULT_LIPSYNC_MODEL_MAPPING[id],
+    );
   }
   const parsed = lipsyncModelMappingSchema.safeParse(candidate);
   if (!parsed.success) throw new Error(`Expected a valid ${where} but ${z.prettifyError(parsed.error)}`);
   return parsed.data;
 }
 
-/** MuseTalk's manifest that the `musetalk` backend runs by default: real graphs an operator installs. */
+/** The ids that `network` serves under the mapping, in the contract's order. */
+export function modelsOnNetwork(mapping: LipsyncModelMapping, network: LipsyncNetworkName): LipsyncModelId[] {
+  return LIPSYNC_MODEL_IDS.filter((id) => lipsyncNetworkOf(mapping[id]) === network);
+}
+
+/** The manifests that `network` runs under the mapping, each once. */
+export function manifestsOnNetwork(mapping: LipsyncModelMapping, network: LipsyncNetworkName): string[] {
+  return [...new Set(modelsOnNetwork(mapping, network).map((id) => mapping[id]))];
+}
+
+/** MuseTalk's manifest name for the real graphs an operator installs (scripts/install-musetalk-model.ts). */
 export const REAL_MUSETALK_MODEL = 'musetalk';
 /** Frames per UNet call (and per VAE call: twice as many crops) by default; the memory a batch holds grows with it. */
 export const DEFAULT_MUSETALK_BATCH = 8;
 
 /**
  * The lip-sync backends an operator can list in MEDIA_WORKER_LIPSYNC_BACKENDS, in order of
- * preference: `musetalk` (MuseTalk 1.5 on this host, MEDIA_WORKER_MUSETALK_MODEL; the ids its
- * profile allows), `wav2lip`, the networks this host runs (MEDIA_WORKER_LIPSYNC_MODELS), and
- * `sync-compatible`, a provider that speaks sync.so's v2 API.
+ * preference: `musetalk` and `wav2lip`, the networks this host runs for the ids that
+ * MEDIA_WORKER_LIPSYNC_MODELS maps to a manifest of theirs, and `sync-compatible`, a provider that
+ * speaks sync.so's v2 API.
  */
 export const LIPSYNC_BACKEND_NAMES = ['wav2lip', 'musetalk', 'sync-compatible'] as const;
 export type LipsyncBackendName = (typeof LIPSYNC_BACKEND_NAMES)[number];
@@ -117,19 +164,13 @@ export const LIPSYNC_SETTINGS = {
     // One parser for the mapping (above); its error is the setting's, as for the lists below.
     schema: parsedBy(parseLipsyncModelMapping),
     default: 'wav2lip',
-    doc: 'Which lip-sync manifest serves each model id: one name for all (`wav2lip`, the real weights an operator installs with scripts/install-lipsync-model.ts; `wav2lip-test`, the generated test model) or JSON such as `{"vendor-lipsync-3":"wav2lip-hq"}`.',
+    doc: 'Which lip-sync manifest serves each model id, and so which network: a name starting with `musetalk` is MuseTalk 1.5 (models/musetalk/NAME.json: `musetalk`, installed with scripts/install-musetalk-model.ts; `musetalk-test`, generated), any other Wav2Lip\'s contract (`wav2lip`, the real weights installed with scripts/install-lipsync-model.ts; `wav2lip-test`, generated). One name serves every id its network may (MuseTalk: vendor-lipsync-2 and -2-pro, the other keeps `wav2lip`), or JSON such as `{"vendor-lipsync-2":"musetalk","vendor-lipsync-3":"wav2lip-hq"}`.',
   }),
   lipsyncBackends: setting({
     env: 'MEDIA_WORKER_LIPSYNC_BACKENDS',
     schema: parsedBy(parseLipsyncBackends),
     default: 'wav2lip',
-    doc: 'Lip-sync backends in order of preference: musetalk (MEDIA_WORKER_MUSETALK_MODEL on this host, for vendor-lipsync-2 and -2-pro), wav2lip (the networks of MEDIA_WORKER_LIPSYNC_MODELS, on this host), sync-compatible (a provider speaking sync.so\'s v2 API; docs/lipsync.md, "Backends"). A job goes to the first that can serve its model and is ready.',
-  }),
-  museTalkModel: setting({
-    env: 'MEDIA_WORKER_MUSETALK_MODEL',
-    schema: lipsyncManifestName,
-    default: REAL_MUSETALK_MODEL,
-    doc: 'MuseTalk 1.5 manifest (models/musetalk/NAME.json) of the `musetalk` backend: `musetalk` (scripts/install-musetalk-model.ts) or `musetalk-test` (generated).',
+    doc: 'Lip-sync backends in order of preference: musetalk and wav2lip (this host runs the ids MEDIA_WORKER_LIPSYNC_MODELS maps to a manifest of that network; list musetalk exactly when it maps some), sync-compatible (a provider speaking sync.so\'s v2 API; docs/lipsync.md, "Backends"). A job goes to the first that can serve its model and is ready.',
   }),
   museTalkBatch: setting({
     env: 'MEDIA_WORKER_MUSETALK_BATCH',
@@ -168,3 +209,34 @@ export const LIPSYNC_SETTINGS = {
     doc: 'Longest lip-sync output (it follows the audio in loop, bounce, remap and silence) as a share of the seconds the credits cover, per cent; over it: AUDIO_TOO_LONG.',
   }),
 } as const;
+
+/**
+ * The backends list and the mapping agree on MuseTalk: `musetalk` is listed exactly when some id is
+ * mapped to a MuseTalk manifest, so neither setting is quietly ignored (a host that listed
+ * `musetalk` alone, as before MuseTalk was chosen per id, is told what to set).
+ */
+export const checkLipsyncSettings: SettingsCheck<typeof LIPSYNC_SETTINGS> = ({ lipsyncModels, lipsyncBackends }) => {
+  const onMuseTalk = modelsOnNetwork(lipsyncModels, 'musetalk');
+  const listed = lipsyncBackends.includes('musetalk');
+  if (listed && onMuseTalk.length === 0)
+    return [
+      {
+        key: 'lipsyncBackends',
+        message: `musetalk is listed but MEDIA_WORKER_LIPSYNC_MODELS maps no model id to a MuseTalk manifest; set MEDIA_WORKER_LIPSYNC_MODELS=${REAL_MUSETALK_MODEL} (or musetalk-test), or leave musetalk out`,
+      },
+    ];
+  if (!listed && onMuseTalk.length > 0)
+    return [
+      {
+        key: 'lipsyncModels',
+        message: `${onMuseTalk.join(' and ')} ${onMuseTalk.length === 1 ? 'is' : 'are'} mapped to MuseTalk (${manifestsOnNetwork(lipsyncModels, 'musetalk').join(', ')}) but MEDIA_WORKER_LIPSYNC_BACKENDS (${lipsyncBackends.join(',')}) does not list musetalk; add it, e.g. MEDIA_WORKER_LIPSYNC_BACKENDS=${['musetalk', ...lipsyncBackends].join(',')}`,
+      },
+    ];
+  return [];
+};
+
+/** Variables lip-sync no longer reads, with what to set instead. */
+export const LIPSYNC_RETIRED_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
+  MEDIA_WORKER_MUSETALK_MODEL:
+    'MuseTalk is chosen per model id: name its manifest in MEDIA_WORKER_LIPSYNC_MODELS (e.g. MEDIA_WORKER_LIPSYNC_MODELS=musetalk) and list musetalk in MEDIA_WORKER_LIPSYNC_BACKENDS',
+});

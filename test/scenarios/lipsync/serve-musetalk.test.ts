@@ -1,8 +1,9 @@
 /**
  * `media-worker serve` (dist/) with MuseTalk installed (the generated musetalk-test graphs) and a
  * Wav2Lip network whose licence forbids commercial use, without MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS,
- * against a real nats-server: capabilities say that `musetalk` serves vendor-lipsync-2 and -2-pro
- * and why `wav2lip` serves nothing, and jobs of both ids complete on MuseTalk.
+ * against a real nats-server, MEDIA_WORKER_LIPSYNC_MODELS mapping vendor-lipsync-2 and -2-pro to
+ * MuseTalk: capabilities say that `musetalk` serves those two and why `wav2lip` does not serve
+ * vendor-lipsync-3, and jobs of both ids complete on MuseTalk.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
@@ -102,15 +103,18 @@ afterAll(async () => {
 });
 
 describe('serve with MuseTalk installed, without the non-commercial option', () => {
-  it('serves vendor-lipsync-2 and -2-pro on MuseTalk and says so in capabilities; wav2lip says why it serves nothing', async () => {
+  it('serves vendor-lipsync-2 and -2-pro on MuseTalk and says so in capabilities; wav2lip says why it does not serve vendor-lipsync-3', async () => {
     const results = path.join(dir, 'results');
     child = spawn(process.execPath, [CLI, 'serve'], {
       env: {
         ...process.env,
         ...baseEnv(),
         MEDIA_WORKER_LIPSYNC_BACKENDS: 'musetalk,wav2lip',
-        MEDIA_WORKER_MUSETALK_MODEL: MUSETALK_TEST_MODEL,
-        MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-nc',
+        MEDIA_WORKER_LIPSYNC_MODELS: JSON.stringify({
+          'vendor-lipsync-2': MUSETALK_TEST_MODEL,
+          'vendor-lipsync-2-pro': MUSETALK_TEST_MODEL,
+          'vendor-lipsync-3': 'wav2lip-nc',
+        }),
         MEDIA_WORKER_MODELS_DIR: modelsDir,
         MEDIA_WORKER_TMP_DIR: path.join(dir, 'tmp'),
         RESULTS_DIR: results,
@@ -146,7 +150,7 @@ describe('serve with MuseTalk installed, without the non-commercial option', () 
       {
         name: 'wav2lip',
         ready: false,
-        models: ['vendor-lipsync-2', 'vendor-lipsync-2-pro', 'vendor-lipsync-3'],
+        models: ['vendor-lipsync-3'],
         reason: expect.stringContaining(
           'the licence of wav2lip-nc (LicenseRef-Wav2Lip-research) forbids commercial use',
         ),

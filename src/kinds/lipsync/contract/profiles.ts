@@ -62,11 +62,6 @@ export function lipsyncProfile(model: LipsyncModelId): Readonly<LipsyncProfile> 
   return LIPSYNC_PROFILES[model];
 }
 
-/** The model ids a network may serve, in the contract's order. */
-export function modelsServedBy(network: LipsyncNetworkName): LipsyncModelId[] {
-  return LIPSYNC_MODEL_IDS.filter((id) => LIPSYNC_PROFILES[id].networks.includes(network));
-}
-
 /** A value per model id, from a function of the id (the settings' per-id tables). */
 export function perModel<T>(value: (id: LipsyncModelId) => T): Record<LipsyncModelId, T> {
   return Object.fromEntries(LIPSYNC_MODEL_IDS.map((id) => [id, value(id)])) as Record<LipsyncModelId, T>;

@@ -1,6 +1,6 @@
 /**
- * The lip-sync network a job runs on, whichever it is: Wav2Lip (the manifest its model id maps to,
- * MEDIA_WORKER_LIPSYNC_MODELS) or MuseTalk 1.5 (MEDIA_WORKER_MUSETALK_MODEL). Both give the
+ * The lip-sync network a job runs on, whichever the manifest its model id maps to is for
+ * (MEDIA_WORKER_LIPSYNC_MODELS; settings.ts lipsyncNetworkOf): Wav2Lip's contract or MuseTalk 1.5. Both give the
  * pipeline the same three things: a name for the outcome, the rate the job's audio is decoded at,
  * and, per output pass, a FaceGenerator with the fitted audio made into the network's features.
  */
@@ -19,8 +19,8 @@ import {
   type MuseTalkEngine,
   type MuseTalkPreparedFace,
 } from './musetalk/index.js';
-import { lipsyncProfile, type LipsyncNetworkName } from '../contract/profiles.js';
-import { REAL_MUSETALK_MODEL, type LipsyncModelMapping } from '../settings.js';
+import { lipsyncProfile } from '../contract/profiles.js';
+import { DEFAULT_LIPSYNC_MODEL_MAPPING, lipsyncNetworkOf, type LipsyncModelMapping } from '../settings.js';
 import type { Rational } from './timeline.js';
 
 export interface PipelineNetwork {
@@ -34,31 +34,31 @@ export interface PipelineNetwork {
 }
 
 export interface NetworkChoice {
-  /** Default wav2lip. */
-  network?: LipsyncNetworkName;
   sessions: SessionCache;
   registry: RegistryOptions;
-  /** Wav2Lip: which manifest serves each id. */
+  /** Which manifest serves each id, and so which network; default DEFAULT_LIPSYNC_MODEL_MAPPING. */
   mapping?: LipsyncModelMapping;
   /** Wav2Lip: on a worker thread of its own (default true). */
   modelThread?: boolean;
   /** Wav2Lip: a stand-in loader (benchmarks). */
   loadModel?: (modelId: LipsyncModelId) => Promise<LipsyncModel>;
-  /** MuseTalk: its manifest's name; default `musetalk`. */
-  museTalkModel?: string;
   /** Faces per network call; default the manifest's. */
   batch?: number;
 }
 
-/** Loads the network that serves `model`; refuses a network its profile does not allow. */
+/**
+ * Loads the network that serves `model`: the one its manifest is for. Refuses a network its profile
+ * does not allow (the settings refuse such a mapping already; a mapping built in code is checked here).
+ */
 export async function loadPipelineNetwork(model: LipsyncModelId, o: NetworkChoice): Promise<PipelineNetwork> {
-  const network = o.network ?? 'wav2lip';
+  const manifest = (o.mapping ?? DEFAULT_LIPSYNC_MODEL_MAPPING)[model];
+  const network = lipsyncNetworkOf(manifest);
   const profile = lipsyncProfile(model);
   if (!profile.networks.includes(network))
     throw new ProcessingError(
-      `Expected a network that serves ${model} (${profile.networks.join(', ')}) but ${network} was chosen`,
+      `Expected a network that serves ${model} (${profile.networks.join(', ')}) but it is mapped to ${manifest}, a ${network} manifest`,
     );
-  return network === 'musetalk' ? museTalkNetwork(model, o) : wav2lipNetwork(model, o);
+  return network === 'musetalk' ? museTalkNetwork(manifest, o) : wav2lipNetwork(model, o);
 }
 
 async function wav2lipNetwork(modelId: LipsyncModelId, o: NetworkChoice): Promise<PipelineNetwork> {
@@ -96,9 +96,9 @@ async function wav2lipNetwork(modelId: LipsyncModelId, o: NetworkChoice): Promis
 const engines = new WeakMap<SessionCache, Map<string, Promise<MuseTalkEngine>>>();
 
 export function loadMuseTalkEngine(
-  o: Pick<NetworkChoice, 'sessions' | 'registry' | 'museTalkModel' | 'batch'>,
+  name: string,
+  o: Pick<NetworkChoice, 'sessions' | 'registry' | 'batch'>,
 ): Promise<MuseTalkEngine> {
-  const name = o.museTalkModel ?? REAL_MUSETALK_MODEL;
   const modelsDir = o.registry.modelsDir ?? defaultModelsDir();
   const key = JSON.stringify([modelsDir, o.registry.filesDir, name, o.batch]);
   let byKey = engines.get(o.sessions);
@@ -115,8 +115,8 @@ export function loadMuseTalkEngine(
   return loading;
 }
 
-async function museTalkNetwork(_model: LipsyncModelId, o: NetworkChoice): Promise<PipelineNetwork> {
-  const engine = await loadMuseTalkEngine(o);
+async function museTalkNetwork(manifest: string, o: NetworkChoice): Promise<PipelineNetwork> {
+  const engine = await loadMuseTalkEngine(manifest, o);
   return {
     name: engine.manifest.name,
     testModel: engine.manifest.testModel,

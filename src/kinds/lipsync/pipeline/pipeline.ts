@@ -14,7 +14,7 @@ import { ProcessingError, errorMessage } from '../../../errors.js';
 import { throttle } from '../../../throttle.js';
 import { definedFields } from '../../../defined-fields.js';
 import type { RegistryOptions, SessionCache, LoadedSrModel, SrModelLoader } from '../../../inference/index.js';
-import type { LipsyncNetworkName, LipsyncProfile } from '../contract/profiles.js';
+import type { LipsyncProfile } from '../contract/profiles.js';
 import {
   LIPSYNC_AUDIO_CONTAINERS,
   LIPSYNC_VIDEO_CONTAINERS,
@@ -120,7 +120,7 @@ export interface LipsyncRequest {
 export interface LipsyncDeps {
   /** Made with `{ thread: false }`: the detector and the lip-sync network have several inputs or outputs. */
   sessions: SessionCache;
-  /** Which manifest serves each public model id (config); default: the real Wav2Lip weights. */
+  /** Which manifest serves each public model id, and so which network (config); default: the real Wav2Lip weights. */
   lipsyncModelMapping?: LipsyncModelMapping;
   /** The SR engine's loader; required for vendor-lipsync-2-pro. */
   loadSrModel?: SrModelLoader;
@@ -141,10 +141,6 @@ export interface LipsyncDeps {
   forecastFrames?: () => Promise<number | undefined>;
   /** Replaces the Wav2Lip network loader (benchmarks: a stand-in with a known cost). */
   loadModel?: (modelId: LipsyncModelId) => Promise<LipsyncModel>;
-  /** Which network runs: the backend that took the job (profiles.ts says which may serve each id). Default wav2lip. */
-  network?: LipsyncNetworkName;
-  /** MuseTalk's manifest (MEDIA_WORKER_MUSETALK_MODEL); default `musetalk`. */
-  museTalkModel?: string;
 }
 
 export interface LipsyncStats extends OutputPassTimings {
@@ -295,11 +291,9 @@ async function run(req: LipsyncRequest, deps: LipsyncDeps, r: Resolved): Promise
     sessions: deps.sessions,
     registry: deps.registry ?? {},
     ...definedFields({
-      network: deps.network,
       mapping: deps.lipsyncModelMapping,
       modelThread: deps.modelThread,
       loadModel: deps.loadModel,
-      museTalkModel: deps.museTalkModel,
       batch: req.batch,
     }),
   });

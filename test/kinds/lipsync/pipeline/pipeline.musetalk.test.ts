@@ -18,6 +18,7 @@ import {
   lipsyncFile,
   MUSETALK_TEST_MODEL,
   museTalkManifestPath,
+  parseLipsyncModelMapping,
   type LipsyncDeps,
   type LipsyncProgress,
   type LipsyncRequest,
@@ -121,8 +122,7 @@ describe('lip-sync pipeline on MuseTalk (musetalk-test)', () => {
     );
     deps = {
       sessions,
-      network: 'musetalk',
-      museTalkModel: MUSETALK_TEST_MODEL,
+      lipsyncModelMapping: parseLipsyncModelMapping(MUSETALK_TEST_MODEL),
       registry: { modelsDir: models },
       loadSrModel: createSrModelLoader({ sessions: srSessions }),
     };
