@@ -3,6 +3,7 @@
  * encoded by ffmpeg, real speech, and readers for what the pipeline wrote.
  */
 import { writeFile } from 'node:fs/promises';
+import type { SyncMode } from '../../../../src/jobs/index.js';
 import path from 'node:path';
 import sharp from 'sharp';
 import { probeMedia, resolveFfmpeg, resolveFfprobe, runProcess, type MediaInfo } from '../../../../src/media/index.js';
@@ -22,6 +23,27 @@ const PHOTO_MOUTH = { x: 224, y: 151 };
 /** The window's offset at frame f: a slow drift of a few pixels, so consecutive frames differ everywhere. */
 function drift(f: number): { dx: number; dy: number } {
   return { dx: Math.round(6 * Math.sin((2 * Math.PI * f) / 25)), dy: Math.round(4 * Math.cos((2 * Math.PI * f) / 30)) };
+}
+
+/**
+ * The sync modes as the spec and sync.so define them: the source frame that output frame i of
+ * `out` shows, for a video of n frames. The tests' own oracle, written apart from timeline.ts.
+ */
+export function shownFrame(mode: SyncMode, i: number, n: number, out: number): number {
+  switch (mode) {
+    case 'cut_off':
+      return i;
+    case 'loop':
+      return i % n;
+    case 'bounce': {
+      const k = i % (2 * (n - 1));
+      return k < n ? k : 2 * (n - 1) - k;
+    }
+    case 'silence':
+      return Math.min(i, n - 1);
+    case 'remap':
+      return Math.floor((i * n) / out);
+  }
 }
 
 /** Where the mouth is in frame f of faceFrames (approximately, before encoding). */

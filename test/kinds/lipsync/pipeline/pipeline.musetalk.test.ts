@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache, createSrModelLoader } from '../../../../src/inference/index.js';
-import type { SyncMode } from '../../../../src/jobs/index.js';
 import { resolveFfmpeg, runProcess, type MediaInfo } from '../../../../src/media/index.js';
 import { PACKAGE_ROOT } from '../../../../src/paths.js';
 import {
@@ -37,6 +36,7 @@ import {
   outputFacts,
   outputFrames,
   probe,
+  shownFrame,
   sourceFrames,
   speechClip,
   twoFaceClip,
@@ -44,24 +44,6 @@ import {
 
 const SIDE = 192;
 const VIDEO_FRAMES = 30;
-
-/** The sync modes as the spec and sync.so define them: the source frame output frame i of `out` shows. */
-function shownFrame(mode: SyncMode, i: number, n: number, out: number): number {
-  switch (mode) {
-    case 'cut_off':
-      return i;
-    case 'loop':
-      return i % n;
-    case 'bounce': {
-      const k = i % (2 * (n - 1));
-      return k < n ? k : 2 * (n - 1) - k;
-    }
-    case 'silence':
-      return Math.min(i, n - 1);
-    case 'remap':
-      return Math.floor((i * n) / out);
-  }
-}
 
 /**
  * The lower face around the mouth in a source frame: everything MuseTalk's blend may touch (the

@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionCache } from '../../../../src/inference/index.js';
-import type { SyncMode } from '../../../../src/jobs/index.js';
 import {
   lipsyncFile,
   type LipsyncOutcome,
@@ -31,6 +30,7 @@ import {
   outputFacts,
   outputFrames,
   probe,
+  shownFrame,
   sourceFrames,
   speechClip,
   type OutputFacts,
@@ -38,24 +38,6 @@ import {
 
 const VIDEO_FRAMES = 40;
 const SHORT_SECONDS = 1;
-
-/** The sync modes as the spec and sync.so define them, for an output frame i of `out`. */
-function shownFrame(mode: SyncMode, i: number, n: number, out: number): number {
-  switch (mode) {
-    case 'cut_off':
-      return i;
-    case 'loop':
-      return i % n;
-    case 'bounce': {
-      const k = i % (2 * (n - 1));
-      return k < n ? k : 2 * (n - 1) - k;
-    }
-    case 'silence':
-      return Math.min(i, n - 1);
-    case 'remap':
-      return Math.floor((i * n) / out);
-  }
-}
 
 /** The mouth's neighbourhood in a source frame: everything the paste may touch, generously. */
 function mouthRegion(frame: number): { x0: number; x1: number; y0: number; y1: number } {
