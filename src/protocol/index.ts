@@ -64,11 +64,17 @@ export {
 } from './upload-url.js';
 export {
   SHA256_METADATA,
+  bucketStatus,
+  headStoredCopy,
+  isCopyOf,
+  listObjects,
   objectKey,
   openObjectStore,
+  type ListedObject,
   type ObjectStore,
   type ObjectStoreOptions,
   type ObjectStoreSettings,
+  type StoredCopy,
 } from './object-store.js';
 export {
   PROTOCOL_SETTINGS,

@@ -12,6 +12,10 @@ import type { Logger } from 'pino';
 import { fileDigest, type FileDigest } from '../media/index.js';
 import {
   SHA256_METADATA,
+  bucketStatus,
+  headStoredCopy,
+  isCopyOf,
+  listObjects,
   objectKey,
   openObjectStore,
   resultUrl,
@@ -64,8 +68,8 @@ export function permanentStoreError(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const name = (err as { name?: unknown }).name;
   if (typeof name === 'string' && PERMANENT_ERRORS.has(name)) return true;
-  const status = (err as { $metadata?: { httpStatusCode?: unknown } }).$metadata?.httpStatusCode;
-  return typeof status === 'number' && status >= 400 && status < 500 && status !== 408 && status !== 429;
+  const status = bucketStatus(err);
+  return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429;
 }
 
 /** The stored object is not what was sent (a store that lost or mangled it): tried again. */
@@ -117,16 +121,10 @@ export class S3ResultStore implements ResultStore {
   async discard(taskId: string): Promise<void> {
     checkTaskId(taskId);
     const store = await this.bucket();
-    const { ListObjectsV2Command, DeleteObjectCommand } = await import('@aws-sdk/client-s3');
-    for (const kind of JOB_KINDS) {
-      const listed = await store.client.send(
-        new ListObjectsV2Command({ Bucket: store.bucket, Prefix: objectKey(store.prefix, `${kind}/${taskId}/`) }),
-      );
-      for (const object of listed.Contents ?? []) {
-        if (object.Key !== undefined)
-          await store.client.send(new DeleteObjectCommand({ Bucket: store.bucket, Key: object.Key }));
-      }
-    }
+    const { DeleteObjectCommand } = await import('@aws-sdk/client-s3');
+    for (const kind of JOB_KINDS)
+      for await (const object of listObjects(store, objectKey(store.prefix, `${kind}/${taskId}/`)))
+        await store.client.send(new DeleteObjectCommand({ Bucket: store.bucket, Key: object.key }));
   }
 
   async reachable(): Promise<string | null> {
@@ -136,7 +134,7 @@ export class S3ResultStore implements ResultStore {
       await store.client.send(new HeadBucketCommand({ Bucket: store.bucket }));
       return null;
     } catch (err) {
-      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      const status = bucketStatus(err);
       const what =
         status === 404
           ? 'does not exist'
@@ -162,7 +160,6 @@ async function uploadAndConfirm(
   shape: UploadShape,
   signal: AbortSignal | undefined,
 ): Promise<void> {
-  const { HeadObjectCommand } = await import('@aws-sdk/client-s3');
   await uploadFile(
     store,
     localPath,
@@ -170,13 +167,10 @@ async function uploadAndConfirm(
     shape,
     signal,
   );
-  const head = await store.client.send(
-    new HeadObjectCommand({ Bucket: store.bucket, Key: key }),
-    signal === undefined ? {} : { abortSignal: signal },
-  );
-  if (head.ContentLength !== digest.size || head.Metadata?.[SHA256_METADATA] !== digest.sha256) {
+  const held = await headStoredCopy(store, key, signal);
+  if (!isCopyOf(held, digest)) {
     throw new StoredCopyMismatch(
-      `Expected the stored ${key} to hold ${digest.size} bytes with sha256 ${digest.sha256} but it holds ${String(head.ContentLength)} bytes with sha256 ${String(head.Metadata?.[SHA256_METADATA])}`,
+      `Expected the stored ${key} to hold ${digest.size} bytes with sha256 ${digest.sha256} but it holds ${String(held.size)} bytes with sha256 ${String(held.sha256)}`,
     );
   }
   reachKillPoint('stored');

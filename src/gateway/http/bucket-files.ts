@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { JOB_KINDS } from '../../jobs/index.js';
-import { TASK_ID_PATTERN, objectKey, type ObjectStore } from '../../protocol/index.js';
+import { TASK_ID_PATTERN, bucketStatus, objectKey, type ObjectStore } from '../../protocol/index.js';
 import { ApiError } from '../errors.js';
 import { ACCOUNT_ID_PATTERN } from '../ids.js';
 
@@ -77,7 +77,7 @@ async function serveObject(
     });
     return reply.code(object.ContentRange === undefined ? 200 : 206).send(object.Body);
   } catch (err) {
-    const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+    const status = bucketStatus(err);
     if (status === 404) throw notFound();
     if (status === 416)
       throw new ApiError(

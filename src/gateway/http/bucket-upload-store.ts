@@ -7,7 +7,14 @@
  */
 import { createReadStream } from 'node:fs';
 import type { SniffedFormat } from '../../media/index.js';
-import { SHA256_METADATA, objectKey, type ObjectStore } from '../../protocol/index.js';
+import {
+  SHA256_METADATA,
+  headStoredCopy,
+  isCopyOf,
+  listObjects,
+  objectKey,
+  type ObjectStore,
+} from '../../protocol/index.js';
 import type { UploadUsage } from './upload-store.js';
 
 /** The Content-Type an upload is stored and served with: the sniffed format's, never the client's. */
@@ -36,31 +43,6 @@ export function uploadsPrefix(store: ObjectStore, account?: string): string {
 
 export function uploadKey(store: ObjectStore, account: string, name: string): string {
   return `${uploadsPrefix(store, account)}${name}`;
-}
-
-interface Listed {
-  key: string;
-  size: number;
-  modifiedMs: number;
-}
-
-/** Every object under `prefix`, one page (1,000 keys) at a time. */
-async function* listObjects(store: ObjectStore, prefix: string): AsyncGenerator<Listed> {
-  const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
-  let token: string | undefined;
-  do {
-    const page = await store.client.send(
-      new ListObjectsV2Command({
-        Bucket: store.bucket,
-        Prefix: prefix,
-        ...(token === undefined ? {} : { ContinuationToken: token }),
-      }),
-    );
-    for (const o of page.Contents ?? [])
-      if (o.Key !== undefined)
-        yield { key: o.Key, size: o.Size ?? 0, modifiedMs: o.LastModified?.getTime() ?? Number.NaN };
-    token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
-  } while (token !== undefined);
 }
 
 /**
@@ -99,7 +81,7 @@ export interface StoredUpload {
  * confirms the stored size and sha256, as the worker's bucket store confirms a result.
  */
 export async function putUpload(store: ObjectStore, file: string, key: string, upload: StoredUpload): Promise<void> {
-  const { DeleteObjectCommand, HeadObjectCommand, PutObjectCommand } = await import('@aws-sdk/client-s3');
+  const { DeleteObjectCommand, PutObjectCommand } = await import('@aws-sdk/client-s3');
   await store.client.send(
     new PutObjectCommand({
       Bucket: store.bucket,
@@ -111,12 +93,12 @@ export async function putUpload(store: ObjectStore, file: string, key: string, u
       Metadata: { [SHA256_METADATA]: upload.sha256 },
     }),
   );
-  const head = await store.client.send(new HeadObjectCommand({ Bucket: store.bucket, Key: key }));
-  if (head.ContentLength !== upload.size || head.Metadata?.[SHA256_METADATA] !== upload.sha256) {
+  const held = await headStoredCopy(store, key);
+  if (!isCopyOf(held, upload)) {
     // Never linked, and not left to count against the account's quota.
     await store.client.send(new DeleteObjectCommand({ Bucket: store.bucket, Key: key })).catch(() => undefined);
     throw new Error(
-      `Expected ${key} to hold ${upload.size} bytes of sha256 ${upload.sha256} but the bucket says ${String(head.ContentLength)} bytes of ${String(head.Metadata?.[SHA256_METADATA])}`,
+      `Expected ${key} to hold ${upload.size} bytes of sha256 ${upload.sha256} but the bucket says ${String(held.size)} bytes of ${String(held.sha256)}`,
     );
   }
 }

@@ -11,7 +11,8 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileDigest } from '../../media/index.js';
 import {
-  SHA256_METADATA,
+  bucketStatus,
+  headStoredCopy,
   objectKey,
   openObjectStore,
   type ObjectStore,
@@ -48,24 +49,18 @@ function bucketCheck(protocol: ProtocolSettings): StoredFileCheck {
   return async (file) => {
     opened ??= openObjectStore(protocol);
     const store = await opened;
-    const { HeadObjectCommand } = await import('@aws-sdk/client-s3');
     const key = objectKey(store.prefix, file.key);
-    let head;
+    let held;
     try {
-      head = await store.client.send(new HeadObjectCommand({ Bucket: store.bucket, Key: key }));
+      held = await headStoredCopy(store, key);
     } catch (err) {
-      if (
-        (err as { name?: unknown }).name === 'NotFound' ||
-        (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404
-      )
+      if ((err as { name?: unknown }).name === 'NotFound' || bucketStatus(err) === 404)
         return `${key} is not in the bucket`;
       throw err;
     }
-    if (head.ContentLength !== file.size)
-      return `${key} holds ${String(head.ContentLength)} bytes, not the ${file.size} the event says`;
-    const sha256 = head.Metadata?.[SHA256_METADATA];
-    return sha256 === file.sha256
+    if (held.size !== file.size) return `${key} holds ${String(held.size)} bytes, not the ${file.size} the event says`;
+    return held.sha256 === file.sha256
       ? null
-      : `${key} has sha256 ${String(sha256)} in its metadata, not the ${file.sha256} the event says`;
+      : `${key} has sha256 ${String(held.sha256)} in its metadata, not the ${file.sha256} the event says`;
   };
 }

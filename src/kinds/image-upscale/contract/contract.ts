@@ -3,7 +3,7 @@
  * contract decides for it. The pipeline is in pipeline/ beside it, bound in src/kinds/image-upscale/runtime.ts.
  */
 import { z } from 'zod';
-import { asObject, optionalEnum, requiredText } from '../../../jobs/fields.js';
+import { asObject, requiredText } from '../../../jobs/fields.js';
 import type { Fields, KindDescriptor } from '../../../jobs/kind-contract.js';
 import { IMAGE_UPSCALE_FORMATS } from '../../../jobs/limits.js';
 import { factor, submittedTask, url as openapiUrl } from '../../../jobs/openapi-parts.js';
@@ -12,7 +12,13 @@ import { estimateImageUpscale } from '../../../jobs/cost-model.js';
 import { checkedEstimate } from '../../../jobs/quote-parts.js';
 import { parseQuote, refuse, sameEcho, samePrice } from '../../../jobs/quote-recheck.js';
 import type { QuoteDeps, QuoteEstimate, QuotePolicyOf } from '../../../jobs/quote-types.js';
-import { DEFAULT_UPSCALE_FACTOR, UPSCALE_FACTORS, type ImageUpscaleJob } from '../../../jobs/types.js';
+import { UPSCALE_FACTORS, type ImageUpscaleJob } from '../../../jobs/types.js';
+import {
+  readUpscaleFactor,
+  upscaledResultLinks,
+  upscaledResultOpenApi,
+  upscaledResultSchema,
+} from '../../../jobs/upscale-parts.js';
 import { envelope, estimate, upscaleFactor, url } from '../../../jobs/wire-parts.js';
 import { IMAGE_TIERS, priceImageUpscale } from './price.js';
 import type { ImageUpscaleTypes, QuotedImageJob } from './types.js';
@@ -24,13 +30,7 @@ const DIMENSIONS = /^([1-9]\d{0,5})×([1-9]\d{0,5})$/;
 
 function parse(input: Fields): ImageUpscaleJob {
   const image_url = requiredText(input, 'image_url', 'MISSING_IMAGE_URL');
-  const upscale_factor = optionalEnum(
-    input,
-    'upscale_factor',
-    UPSCALE_FACTORS,
-    DEFAULT_UPSCALE_FACTOR,
-    'INVALID_UPSCALE_FACTOR',
-  );
+  const upscale_factor = readUpscaleFactor(input);
   return { model: IMAGE_UPSCALE_MODEL, input: { image_url, upscale_factor } };
 }
 
@@ -54,13 +54,7 @@ export const imageQuoteSchema = z.object({
   ...estimate,
 });
 
-export const imageResultSchema = z.object({
-  url: z.string(),
-  type: z.literal('image'),
-  width: z.number(),
-  height: z.number(),
-  format: z.string(),
-});
+export const imageResultSchema = upscaledResultSchema('image', { format: z.string() });
 
 async function quote(
   job: ImageUpscaleJob,
@@ -185,23 +179,11 @@ export const imageUpscaleKind: KindDescriptor<ImageUpscaleTypes> = {
     result: imageResultSchema,
     resultTitle: `Result of a completed ${IMAGE_UPSCALE_MODEL} task`,
   },
-  resultUrls: (result) => [result.url],
-  resultLifetimeDays: 'upscale-setting',
+  ...upscaledResultLinks,
   failure: { code: 'UPSCALE_FAILED', opening: 'Processing failed' },
   settings: { concurrency: 1, watchdogMs: 15 * MINUTE, maxQueueAgeMs: 60 * MINUTE, pendingLifetimeMs: 60 * MINUTE },
   openapi: {
     unified: { name: 'GenerateImageUpscale', input: imageInput },
-    result: {
-      title: 'ImageResult',
-      type: 'object',
-      properties: {
-        url: { type: 'string' },
-        type: { type: 'string', enum: ['image'] },
-        width: { type: 'integer' },
-        height: { type: 'integer' },
-        format: { type: 'string' },
-      },
-      required: ['url', 'type', 'width', 'height', 'format'],
-    },
+    result: upscaledResultOpenApi('ImageResult', 'image', { format: { type: 'string' } }),
   },
 };

@@ -19,7 +19,13 @@ import {
 } from '../../../jobs/quote-parts.js';
 import { parseQuote, refuse, sameDurationPrice, sameEcho } from '../../../jobs/quote-recheck.js';
 import type { QuoteDeps, QuoteEstimate, QuotePolicyOf } from '../../../jobs/quote-types.js';
-import { DEFAULT_UPSCALE_FACTOR, UPSCALE_FACTORS, type VideoUpscaleJob } from '../../../jobs/types.js';
+import { UPSCALE_FACTORS, type VideoUpscaleJob } from '../../../jobs/types.js';
+import {
+  readUpscaleFactor,
+  upscaledResultLinks,
+  upscaledResultOpenApi,
+  upscaledResultSchema,
+} from '../../../jobs/upscale-parts.js';
 import {
   checkFrameRate,
   checkJobOutputPixels,
@@ -36,13 +42,7 @@ const MINUTE = 60_000;
 
 function parse(input: Fields): VideoUpscaleJob {
   const video_url = requiredText(input, 'video_url', 'MISSING_VIDEO_URL');
-  const upscale_factor = optionalEnum(
-    input,
-    'upscale_factor',
-    UPSCALE_FACTORS,
-    DEFAULT_UPSCALE_FACTOR,
-    'INVALID_UPSCALE_FACTOR',
-  );
+  const upscale_factor = readUpscaleFactor(input);
   // Absent: the worker's default (MEDIA_WORKER_VIDEO_HDR) decides (docs/contract.md, "Video fidelity").
   const hdrMode = optionalEnum(input, 'hdr', HDR_MODES, undefined, 'INVALID_JOB');
   return {
@@ -77,11 +77,7 @@ export const videoQuoteSchema = z.object({
   measured: z.object({ video: measuredStreamsSchema }),
 });
 
-export const videoResultSchema = z.object({
-  url: z.string(),
-  type: z.literal('video'),
-  width: z.number(),
-  height: z.number(),
+export const videoResultSchema = upscaledResultSchema('video', {
   duration: z.number().describe('Seconds'),
   frames: z.number(),
 });
@@ -197,24 +193,14 @@ export const videoUpscaleKind: KindDescriptor<VideoUpscaleTypes> = {
     result: videoResultSchema,
     resultTitle: `Result of a completed ${VIDEO_UPSCALE_MODEL} task`,
   },
-  resultUrls: (result) => [result.url],
-  resultLifetimeDays: 'upscale-setting',
+  ...upscaledResultLinks,
   failure: { code: 'UPSCALE_FAILED', opening: 'Video upscaling failed' },
   settings: { concurrency: 1, watchdogMs: 30 * MINUTE, maxQueueAgeMs: 120 * MINUTE, pendingLifetimeMs: 120 * MINUTE },
   openapi: {
     unified: { name: 'GenerateVideoUpscale', input: videoInput },
-    result: {
-      title: 'VideoResult',
-      type: 'object',
-      properties: {
-        url: { type: 'string' },
-        type: { type: 'string', enum: ['video'] },
-        width: { type: 'integer' },
-        height: { type: 'integer' },
-        duration: { type: 'number' },
-        frames: { type: 'integer' },
-      },
-      required: ['url', 'type', 'width', 'height', 'duration', 'frames'],
-    },
+    result: upscaledResultOpenApi('VideoResult', 'video', {
+      duration: { type: 'number' },
+      frames: { type: 'integer' },
+    }),
   },
 };
