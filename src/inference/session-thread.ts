@@ -22,6 +22,12 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const ort = require(workerData.ortPath);
 let session;
+// Copied into plain objects: only their own data fields survive the structured clone.
+function described(metadata) {
+  return metadata.map((x) =>
+    x.isTensor ? { name: x.name, isTensor: true, type: x.type, shape: x.shape } : { name: x.name, isTensor: false },
+  );
+}
 function fail(id, e) {
   parentPort.postMessage({ id, error: { name: (e && e.name) || 'Error', message: (e && e.message) || String(e) } });
 }
@@ -33,10 +39,8 @@ parentPort.on('message', async (m) => {
         id: m.id,
         inputNames: session.inputNames,
         outputNames: session.outputNames,
-        // Copied into plain objects: only their own data fields survive the structured clone.
-        inputMetadata: session.inputMetadata.map((x) =>
-          x.isTensor ? { name: x.name, isTensor: true, type: x.type, shape: x.shape } : { name: x.name, isTensor: false },
-        ),
+        inputMetadata: described(session.inputMetadata),
+        outputMetadata: described(session.outputMetadata),
       });
     } else if (m.type === 'run') {
       const feeds = {};
@@ -65,8 +69,14 @@ parentPort.on('message', async (m) => {
 });
 `;
 
-/** What the thread's session says of its graph: the parts of an ort.InferenceSession that describe it. */
-export type ThreadSessionInfo = Pick<ort.InferenceSession, 'inputNames' | 'outputNames' | 'inputMetadata'>;
+/**
+ * What the thread's session says of its graph: the parts of an ort.InferenceSession that describe
+ * it (names, element types and shapes of its inputs and outputs), enough to check a contract.
+ */
+export type ThreadSessionInfo = Pick<
+  ort.InferenceSession,
+  'inputNames' | 'outputNames' | 'inputMetadata' | 'outputMetadata'
+>;
 
 interface Pending {
   resolve(value: unknown): void;
@@ -80,6 +90,8 @@ interface Reply {
 }
 
 export class SessionThread {
+  /** The file this thread's session opens. */
+  readonly modelPath: string;
   readonly #worker: Worker;
   readonly #pending = new Map<number, Pending>();
   #nextId = 0;
@@ -87,6 +99,7 @@ export class SessionThread {
   #dead: Error | undefined;
 
   constructor(modelPath: string) {
+    this.modelPath = modelPath;
     const ortPath = createRequire(import.meta.url).resolve('onnxruntime-node');
     this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { ortPath, modelPath } });
     // Idle, the thread must not keep the process alive; it is referenced while a call is pending.

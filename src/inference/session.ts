@@ -56,7 +56,7 @@ export interface ModelSession extends TensorRunner {
   readonly providers: readonly ExecutionProviderName[];
   readonly requestedProviders: readonly ExecutionProviderName[];
   readonly threads: number;
-  /** The GPU it was opened on (SessionSettings.deviceIndex), for sessions opened again elsewhere. */
+  /** The GPU it was opened on (SessionSettings.deviceIndex). */
   readonly deviceIndex?: number;
   readonly inputNames: readonly string[];
   readonly outputNames: readonly string[];
@@ -69,7 +69,18 @@ export interface ModelSession extends TensorRunner {
 
 /** A session on the calling thread, with the raw ONNX Runtime session for multi-input networks. */
 export interface InlineSession extends ModelSession {
+  readonly onThread: false;
   readonly session: ort.InferenceSession;
+}
+
+/**
+ * A session on a worker thread of its own, with what its open reported of the graph (a caller
+ * checks its contract on that) and the thread's named runs, for networks of several inputs.
+ */
+export interface ThreadSession extends ModelSession {
+  readonly onThread: true;
+  readonly graph: ThreadSessionInfo;
+  readonly thread: Pick<SessionThread, 'run'>;
 }
 
 /** What ONNX Runtime is asked for; injectable so tests can make a provider fail on demand. */
@@ -164,7 +175,7 @@ export async function openSession(
 }
 
 /** Opens one session on a worker thread of its own, without caching (see session-thread.ts). */
-export async function openThreadSession(modelPath: string, settings: SessionSettings = {}): Promise<ModelSession> {
+export async function openThreadSession(modelPath: string, settings: SessionSettings = {}): Promise<ThreadSession> {
   const thread = new SessionThread(modelPath);
   let opened: Opened<ThreadSessionInfo>;
   try {
@@ -176,9 +187,10 @@ export async function openThreadSession(modelPath: string, settings: SessionSett
     await thread.close();
     throw error;
   }
-  const inputNames = [...opened.value.inputNames];
-  const outputNames = [...opened.value.outputNames];
-  const inputShape = firstInputShape(opened.value);
+  const graph = opened.value;
+  const inputNames = [...graph.inputNames];
+  const outputNames = [...graph.outputNames];
+  const inputShape = firstInputShape(graph);
   let released = false;
   return {
     modelPath,
@@ -191,6 +203,8 @@ export async function openThreadSession(modelPath: string, settings: SessionSett
     outputNames,
     inputShape,
     onThread: true,
+    graph,
+    thread,
     run: async (input, dims) => {
       const inputName = inputNames[0];
       const outputName = outputNames[0];
@@ -221,7 +235,7 @@ export interface SessionCacheSettings extends SessionSettings {
 export class SessionCache {
   readonly #settings: SessionCacheSettings;
   readonly #create: CreateInferenceSession | undefined;
-  readonly #sessions = new Map<string, Promise<ModelSession>>();
+  readonly #sessions = new Map<string, Promise<InlineSession | ThreadSession>>();
 
   /** `create` (tests) implies sessions on the calling thread. */
   constructor(settings: SessionCacheSettings = {}, create?: CreateInferenceSession) {
@@ -229,7 +243,7 @@ export class SessionCache {
     this.#create = create;
   }
 
-  get(modelPath: string): Promise<ModelSession> {
+  get(modelPath: string): Promise<InlineSession | ThreadSession> {
     const resolved = path.resolve(modelPath);
     const key = [
       resolved,
@@ -254,6 +268,15 @@ export class SessionCache {
 
   get size(): number {
     return this.#sessions.size;
+  }
+
+  /**
+   * A new, empty cache with these settings whose sessions are on worker threads: for a network of
+   * several inputs whose caller holds a calling-thread cache but runs it on a thread, so that its
+   * file is opened there only (thread-cache.ts).
+   */
+  onThreads(): SessionCache {
+    return new SessionCache({ ...this.#settings, thread: true });
   }
 
   /** Releases every session (daemon shutdown). Sessions that failed to open are skipped. */

@@ -1,52 +1,35 @@
 /**
- * Sessions opened again on worker threads of their own, one per model file and the settings a
- * cached session ended up with (providers, threads, device), kept for the process: a network whose
- * session the cache opened on the calling thread (its contract checked there) runs on a thread so
- * that a call does not hold the event loop (session-thread.ts). Idle, a thread keeps nothing alive;
- * `release` ends them (daemon shutdown, tests). A failed open is not kept, so the next caller tries again.
+ * Sessions on worker threads of their own for networks of several inputs whose callers hold a
+ * calling-thread SessionCache (the engine's `inlineSessions`) but run them on a thread, so that a
+ * call does not hold the event loop (session-thread.ts). Each file is opened once, on its thread,
+ * with the caller's cache's settings (providers and their fallback, threads, device, logger), and
+ * the caller checks its contract on what that open reported (ThreadSession.graph): the weights are
+ * never opened a second time on the calling thread. Idle, a thread keeps nothing alive; `release`
+ * ends them (daemon shutdown, tests). A failed open is not kept, so the next caller tries again.
  */
-import { sessionOptions, type ModelSession } from './session.js';
-import { SessionThread, type ThreadSessionInfo } from './session-thread.js';
-
-export interface OpenedThread {
-  thread: SessionThread;
-  /** What the thread's session reported of its graph. */
-  graph: ThreadSessionInfo;
-}
+import type { SessionCache, ThreadSession } from './session.js';
 
 export class SessionThreadCache {
-  readonly #threads = new Map<string, Promise<OpenedThread>>();
+  /** Per caller's cache, a cache of the same settings whose sessions are on threads. */
+  readonly #caches = new Map<SessionCache, SessionCache>();
 
-  /** The thread serving `session`'s file with its settings, opened on first use. */
-  get(session: ModelSession): Promise<OpenedThread> {
-    const key = [session.modelPath, session.providers.join(','), session.threads, session.deviceIndex ?? 0].join('\0');
-    let pending = this.#threads.get(key);
-    if (pending === undefined) {
-      pending = (async () => {
-        const thread = new SessionThread(session.modelPath);
-        try {
-          return {
-            thread,
-            graph: await thread.open(sessionOptions(session.providers, session.threads, session.deviceIndex)),
-          };
-        } catch (error) {
-          await thread.close();
-          throw error;
-        }
-      })();
-      this.#threads.set(key, pending);
-      pending.catch(() => {
-        if (this.#threads.get(key) === pending) this.#threads.delete(key);
-      });
+  /** `modelPath`'s session on a thread, opened with `sessions`' settings on first use. */
+  async get(sessions: SessionCache, modelPath: string): Promise<ThreadSession> {
+    let onThreads = this.#caches.get(sessions);
+    if (onThreads === undefined) {
+      onThreads = sessions.onThreads();
+      this.#caches.set(sessions, onThreads);
     }
-    return pending;
+    const session = await onThreads.get(modelPath);
+    // Always true (onThreads() puts every session on a thread); it tells the compiler which session this is.
+    if (!session.onThread) throw new Error(`Expected ${modelPath} to be opened on a worker thread`);
+    return session;
   }
 
   /** Ends every thread this cache opened. */
   async release(): Promise<void> {
-    const all = [...this.#threads.values()];
-    this.#threads.clear();
-    const opened = await Promise.allSettled(all);
-    await Promise.all(opened.map((r) => (r.status === 'fulfilled' ? r.value.thread.close() : undefined)));
+    const caches = [...this.#caches.values()];
+    this.#caches.clear();
+    await Promise.all(caches.map((cache) => cache.release()));
   }
 }

@@ -232,6 +232,26 @@ describe('sessions on a real model', () => {
       }
     });
 
+    it('reports its graph as the calling-thread session declares it: names, types and shapes of inputs and outputs', async () => {
+      const inline = await openSession(modelPath);
+      const threaded = await openThreadSession(modelPath);
+      try {
+        const plain = (meta: readonly ort.InferenceSession.ValueMetadata[]): object[] =>
+          meta.map((m) => (m.isTensor ? { name: m.name, isTensor: true, type: m.type, shape: [...m.shape] } : m));
+        const { graph } = threaded;
+        expect([graph.inputNames, graph.outputNames]).toEqual([inline.session.inputNames, inline.session.outputNames]);
+        expect(graph.inputMetadata).toEqual(plain(inline.session.inputMetadata));
+        expect(graph.outputMetadata).toEqual(plain(inline.session.outputMetadata));
+        expect(graph.outputMetadata).toEqual([
+          { name: 'output', isTensor: true, type: 'float32', shape: expect.any(Array) as unknown },
+        ]);
+        expect(graph.outputMetadata[0]!.isTensor && graph.outputMetadata[0]!.shape).toHaveLength(4);
+      } finally {
+        await inline.release();
+        await threaded.release();
+      }
+    });
+
     it("passes ONNX Runtime's errors through with their message", async () => {
       const threaded = await openThreadSession(modelPath);
       await expect(threaded.run(new Float32Array(4 * 8 * 8), [1, 4, 8, 8])).rejects.toThrow(/invalid dimensions/i);
@@ -279,6 +299,18 @@ describe('sessions on a real model', () => {
       expect([created, cache.size]).toEqual([2, 2]);
       await cache.release();
       expect(cache.size).toBe(0);
+    });
+
+    it('makes a cache of its settings whose sessions are on threads: its own, the same fallback, released with it', async () => {
+      const logger = warnRecorder();
+      const cache = new SessionCache({ thread: false, threads: 1, executionProviders: ['tensorrt'], logger });
+      const onThreads = cache.onThreads();
+      const session = await onThreads.get(modelPath);
+      expect([session.onThread, session.threads, session.requestedProviders]).toEqual([true, 1, ['tensorrt']]);
+      expect(logger.lines.length).toBe(session.provider === 'cpu' ? 1 : 0);
+      expect([cache.size, onThreads.size]).toEqual([0, 1]);
+      await onThreads.release();
+      await expect(session.run(new Float32Array(3 * 4 * 4), [1, 3, 4, 4])).rejects.toThrow(/inference thread/);
     });
 
     it('does not keep a failed creation: the file can appear later', async () => {

@@ -322,10 +322,10 @@ export class BlazeFaceDetector implements FaceDetector {
 }
 
 /**
- * The ONNX Runtime session behind a cached one. Networks with several inputs or outputs need it,
- * and the cache's worker-thread sessions only offer one-input, one-output runs: such models load
- * from a cache made with `{ thread: false }` (the lip-sync network then runs on a SessionThread of
- * its own: model-thread.ts).
+ * The ONNX Runtime session behind a cached one, for a network with several inputs or outputs run
+ * on the calling thread (a cached worker-thread session's `run` is one-input, one-output): such
+ * models load from a cache made with `{ thread: false }`. The lip-sync networks run on threads of
+ * their own instead, opened there only with that cache's settings (inference/thread-cache.ts).
  */
 export function rawSession(session: ModelSession, name: string): ort.InferenceSession {
   if ('session' in session) return (session as InlineSession).session;

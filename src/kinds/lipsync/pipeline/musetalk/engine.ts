@@ -1,7 +1,8 @@
 /**
- * MuseTalk 1.5 in process: its five graphs on ONNX Runtime sessions from the worker's session
- * cache (the same execution providers and threads as every other network), and the reference's
- * per-frame flow, for faces the caller has detected:
+ * MuseTalk 1.5 in process: its five graphs on ONNX Runtime sessions with the worker's session
+ * cache's settings (the same execution providers and threads as every other network), each on a
+ * worker thread of its own (graph-threads.ts), and the reference's per-frame flow, for faces the
+ * caller has detected:
  *
  *   audio   30 s segments -> log-mel (whisper-mel.ts) -> whisper_encoder, one segment a call
  *   frame   face box (face-geometry.ts) -> 256 x 256 Lanczos crop -> vae_encoder on the crop with its
@@ -15,7 +16,7 @@
  */
 import ort from 'onnxruntime-node';
 import { rawSession } from '../faces/index.js';
-import type { ModelSession, SessionCache } from '../../../../inference/index.js';
+import type { SessionCache } from '../../../../inference/index.js';
 import type { Rational } from '../timeline.js';
 import type { DeepRgbFrame, FaceBox, RgbFrame } from '../types.js';
 import {
@@ -38,7 +39,7 @@ import {
 } from './graph-contract.js';
 import { ensureMuseTalkGraphs, readMuseTalkManifest } from './graph-files.js';
 import { checkMuseTalkGraph } from './graph-session.js';
-import { threadedGraph, type ThreadedGraphRun } from './graph-threads.js';
+import { threadedGraphs } from './graph-threads.js';
 import type { MuseTalkManifest } from './manifest.js';
 import { whisperLogMel, whisperSegments, WHISPER_MEL_BANDS, WHISPER_SEGMENT_FRAMES } from './whisper-mel.js';
 
@@ -227,36 +228,37 @@ export function sessionRunner(sessions: Readonly<Record<MuseTalkGraph, ort.Infer
 }
 
 export interface LoadMuseTalkOptions {
-  /** Made with `{ thread: false }` (several inputs: see faces/blazeface.ts rawSession). */
+  /**
+   * Made with `{ thread: false }` (several inputs: see faces/blazeface.ts rawSession). On threads
+   * (the default) only its settings are used: each graph opens on its thread (graph-threads.ts).
+   */
   sessions: SessionCache;
   modelsDir: string;
   /** Where the graphs live (MEDIA_WORKER_MODEL_FILES_DIR); default modelsDir. */
   filesDir?: string;
   batch?: number;
   face?: MuseTalkFaceOptions;
-  /** Run the graphs on worker threads (default), or on the calling thread (the cached sessions). */
+  /** Run the graphs on worker threads (default), or on the calling thread (the cache's sessions). */
   onThreads?: boolean;
 }
 
 /**
- * Manifest -> verified graphs (the test networks generated on first use) -> cached sessions, each
- * checked against its contract -> the same graphs on threads of their own (graph-threads.ts; on the
- * calling thread with `onThreads: false`) -> engine.
+ * Manifest -> verified graphs (the test networks generated on first use) -> a session per graph,
+ * opened once, on a thread of its own (graph-threads.ts; from the cache, on the calling thread,
+ * with `onThreads: false`), each checked against its contract -> engine.
  */
 export async function loadMuseTalk(name: string, options: LoadMuseTalkOptions): Promise<MuseTalkEngine> {
   const manifest = await readMuseTalkManifest(options.modelsDir, name);
   const paths = await ensureMuseTalkGraphs(manifest, options.filesDir ?? options.modelsDir);
-  const cached = {} as Record<MuseTalkGraph, ModelSession>;
-  const sessions = {} as Record<MuseTalkGraph, ort.InferenceSession>;
-  for (const graph of MUSETALK_GRAPHS) {
-    cached[graph] = await options.sessions.get(paths[graph]);
-    sessions[graph] = rawSession(cached[graph], `${name}/${graph}`);
-  }
-  let run = sessionRunner(sessions);
+  let run: MuseTalkGraphRunner;
   if (options.onThreads ?? true) {
-    const runs = {} as Record<MuseTalkGraph, ThreadedGraphRun>;
-    for (const graph of MUSETALK_GRAPHS) runs[graph] = await threadedGraph(graph, cached[graph]);
+    const runs = await threadedGraphs(options.sessions, paths);
     run = (graph, inputs) => runs[graph](inputs);
+  } else {
+    const sessions = {} as Record<MuseTalkGraph, ort.InferenceSession>;
+    for (const graph of MUSETALK_GRAPHS)
+      sessions[graph] = rawSession(await options.sessions.get(paths[graph]), `${name}/${graph}`);
+    run = sessionRunner(sessions);
   }
   return new MuseTalkEngine(manifest, run, {
     ...(options.batch === undefined ? {} : { batch: options.batch }),

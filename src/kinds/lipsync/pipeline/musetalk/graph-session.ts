@@ -1,12 +1,16 @@
 /**
- * Opening MuseTalk's graphs with ONNX Runtime and holding each to its contract
- * (graph-contract.ts): the test networks and an operator's export go through this same check.
+ * Holding each of MuseTalk's graphs, as ONNX Runtime opened it, to its contract (graph-contract.ts):
+ * the test networks and an operator's export go through this same check, whether the session is
+ * on the calling thread or a worker thread (what its open reported: session-thread.ts).
  */
-import ort from 'onnxruntime-node';
+import type ort from 'onnxruntime-node';
 import { contractProblems, MUSETALK_CONTRACTS, type DeclaredTensor, type MuseTalkGraph } from './graph-contract.js';
 
+/** What the contract check reads of a session: the metadata of its inputs and outputs. */
+export type MuseTalkGraphMetadata = Pick<ort.InferenceSession, 'inputMetadata' | 'outputMetadata'>;
+
 /** What an ONNX Runtime session declares for its inputs and outputs. */
-export function declaredTensors(session: ort.InferenceSession): {
+export function declaredTensors(session: MuseTalkGraphMetadata): {
   inputs: DeclaredTensor[];
   outputs: DeclaredTensor[];
 } {
@@ -25,7 +29,7 @@ export class MuseTalkGraphError extends Error {
 }
 
 /** Throws a MuseTalkGraphError listing every way the session breaks the graph's contract. */
-export function checkMuseTalkGraph(session: ort.InferenceSession, graph: MuseTalkGraph): void {
+export function checkMuseTalkGraph(session: MuseTalkGraphMetadata, graph: MuseTalkGraph): void {
   const { inputs, outputs } = declaredTensors(session);
   const problems = contractProblems(MUSETALK_CONTRACTS[graph], inputs, outputs);
   if (problems.length > 0)

@@ -2,14 +2,16 @@
  * MuseTalk's graphs on worker threads of their own, as the Wav2Lip network runs (network/model-thread.ts):
  * onnxruntime-node runs a graph synchronously on the calling thread, so on the main thread a UNet
  * call would freeze the event loop, and with it the pipeline's other stages and a daemon's
- * heartbeats and lease renewals. Each graph is first opened through the session cache (its
- * contract is checked there, exactly as for a session on the calling thread); its thread then opens
- * the same verified file with the providers, threads and device the cache's session ended up with.
- * One thread per graph file and settings lives for the process (idle, it keeps nothing alive);
+ * heartbeats and lease renewals. Each graph is opened once, on its thread only, with the settings
+ * of the caller's session cache (providers and their fallback, threads, device:
+ * inference/thread-cache.ts), and held to its contract on what that open reported, with the same
+ * messages as on the calling thread: the real UNet's weights are in device memory once. One thread
+ * per graph file and cache lives for the process (idle, it keeps nothing alive);
  * `releaseMuseTalkThreads` ends them at shutdown.
  */
-import { SessionThreadCache, type ModelSession } from '../../../../inference/index.js';
-import { MUSETALK_CONTRACTS, type MuseTalkGraph } from './graph-contract.js';
+import { SessionThreadCache, type SessionCache } from '../../../../inference/index.js';
+import { MUSETALK_CONTRACTS, MUSETALK_GRAPHS, type MuseTalkGraph } from './graph-contract.js';
+import { checkMuseTalkGraph } from './graph-session.js';
 
 /** Runs one graph's named float32 inputs and returns its one output (engine.ts MuseTalkGraphRunner's shape). */
 export type ThreadedGraphRun = (
@@ -18,16 +20,28 @@ export type ThreadedGraphRun = (
 
 const threads = new SessionThreadCache();
 
-/** The graph of `session` (already opened and checked by the cache) on a thread of its own. */
-export async function threadedGraph(graph: MuseTalkGraph, session: ModelSession): Promise<ThreadedGraphRun> {
-  const { thread } = await threads.get(session);
-  const output = MUSETALK_CONTRACTS[graph].outputs[0]!.name;
-  return async (inputs) => {
-    const feeds = Object.entries(inputs).map(([name, { data, dims }]) => ({ name, data, dims: [...dims] }));
-    const [result] = await thread.run(feeds, [output]);
-    if (result === undefined) throw new Error(`Expected MuseTalk's ${graph} graph to return ${output}`);
-    return result.data;
-  };
+/**
+ * The five graphs on threads of their own, `sessions`' settings: every graph is opened first, then
+ * each is checked against its contract, in the graphs' order (as on the calling thread).
+ */
+export async function threadedGraphs(
+  sessions: SessionCache,
+  paths: Readonly<Record<MuseTalkGraph, string>>,
+): Promise<Record<MuseTalkGraph, ThreadedGraphRun>> {
+  const opened = [];
+  for (const graph of MUSETALK_GRAPHS) opened.push({ graph, session: await threads.get(sessions, paths[graph]) });
+  for (const { graph, session } of opened) checkMuseTalkGraph(session.graph, graph);
+  const runs = {} as Record<MuseTalkGraph, ThreadedGraphRun>;
+  for (const { graph, session } of opened) {
+    const output = MUSETALK_CONTRACTS[graph].outputs[0]!.name;
+    runs[graph] = async (inputs) => {
+      const feeds = Object.entries(inputs).map(([name, { data, dims }]) => ({ name, data, dims: [...dims] }));
+      const [result] = await session.thread.run(feeds, [output]);
+      if (result === undefined) throw new Error(`Expected MuseTalk's ${graph} graph to return ${output}`);
+      return result.data;
+    };
+  }
+  return runs;
 }
 
 /** Ends every MuseTalk thread (daemon shutdown, tests). */

@@ -8,31 +8,30 @@
  * a SessionThread, with its two named inputs, and the same batching and checks as on the calling
  * thread (wav2lip-model.ts LipsyncNetworkModel).
  *
- * Loading goes through `loadLipsyncModel` first, so a model that is missing, corrupt or breaks the
- * contract fails with exactly its messages; the thread then opens the same verified file with the
- * same execution providers and thread count as the session the cache made. One thread per model
- * file and settings lives for the process (an idle thread does not keep the process alive);
- * `releaseLipsyncThreads` ends them at shutdown.
+ * The file is found and verified as `loadLipsyncModel` does it, then opened once, on the thread
+ * only, with the settings of the caller's session cache (providers and their fallback, threads,
+ * device: inference/thread-cache.ts); the contract is checked on what that open reported. A model
+ * that is missing, corrupt or breaks the contract fails with exactly the calling-thread loader's
+ * messages. One thread per model file and cache lives for the process (an idle thread does not
+ * keep the process alive); `releaseLipsyncThreads` ends them at shutdown.
  */
 import {
   type LipsyncManifest,
-  ensureModelFile,
-  SessionThread,
+  type SessionThread,
   SessionThreadCache,
   type ThreadSessionInfo,
 } from '../../../../inference/index.js';
 import type { LipsyncModelId } from '../../../../jobs/index.js';
-import { withLipsyncGenerators } from './wav2lip-test-model.js';
 import {
   LipsyncNetworkModel,
-  loadLipsyncModel,
+  lipsyncModelFile,
   type LipsyncModel,
   type LoadLipsyncModelOptions,
 } from './wav2lip-model.js';
 
 /** The LipsyncModel contract served by a session on a worker thread; `graph` is what its open reported. */
 export class ThreadedLipsyncModel extends LipsyncNetworkModel {
-  constructor(manifest: LipsyncManifest, thread: SessionThread, graph: ThreadSessionInfo, batch?: number) {
+  constructor(manifest: LipsyncManifest, thread: Pick<SessionThread, 'run'>, graph: ThreadSessionInfo, batch?: number) {
     super(manifest, graph, async (feeds, output) => (await thread.run(feeds, [output]))[0]?.data, batch);
   }
 }
@@ -47,10 +46,9 @@ export async function loadThreadedLipsyncModel(
   modelId: LipsyncModelId,
   options: LoadLipsyncModelOptions,
 ): Promise<LipsyncModel> {
-  const checked = await loadLipsyncModel(modelId, options);
-  const file = await ensureModelFile(checked.name, withLipsyncGenerators(options.registry ?? {}));
-  const { thread, graph } = await threads.get(await options.sessions.get(file.path));
-  return new ThreadedLipsyncModel(checked.manifest, thread, graph, checked.batch);
+  const file = await lipsyncModelFile(modelId, options);
+  const { thread, graph } = await threads.get(options.sessions, file.path);
+  return new ThreadedLipsyncModel(file.manifest, thread, graph, options.batch);
 }
 
 /** Ends every lip-sync thread (daemon shutdown, tests). */

@@ -143,7 +143,10 @@ export interface LipsyncModel {
 }
 
 export interface LoadLipsyncModelOptions {
-  /** Made with `{ thread: false }`: the network has two inputs (see blazeface.ts rawSession). */
+  /**
+   * Made with `{ thread: false }`: the network has two inputs (see blazeface.ts rawSession). On a
+   * worker thread (model-thread.ts) only its settings are used: the session opens on the thread.
+   */
   sessions: SessionCache;
   mapping?: LipsyncModelMapping;
   registry?: RegistryOptions;
@@ -292,13 +295,14 @@ function padded(source: Float32Array, offset: number, length: number, size: numb
 }
 
 /**
- * The lip-sync network serving a public model id. Fails with a ProcessingError (the job's LIPSYNC_FAILED) when the
- * mapped weights are not installed (naming the install command) or do not verify.
+ * The manifest serving a public model id and its verified file. Fails with a ProcessingError (the
+ * job's LIPSYNC_FAILED) when the mapped weights are not installed (naming the install command) or
+ * do not verify.
  */
-export async function loadLipsyncModel(
+export async function lipsyncModelFile(
   modelId: LipsyncModelId,
-  options: LoadLipsyncModelOptions,
-): Promise<LipsyncModel> {
+  options: Pick<LoadLipsyncModelOptions, 'mapping' | 'registry'>,
+): Promise<{ manifest: LipsyncManifest; path: string }> {
   const mapping = options.mapping ?? DEFAULT_LIPSYNC_MODEL_MAPPING;
   const name = mapping[modelId];
   const registry = withLipsyncGenerators(options.registry ?? {});
@@ -326,5 +330,18 @@ export async function loadLipsyncModel(
       retryable,
     });
   }
-  return new OnnxLipsyncModel(manifest, rawSession(await options.sessions.get(file.path), name), options.batch);
+  return { manifest, path: file.path };
+}
+
+/**
+ * The lip-sync network serving a public model id, on the calling thread. Fails as lipsyncModelFile
+ * does, and when the graph does not open or breaks the contract.
+ */
+export async function loadLipsyncModel(
+  modelId: LipsyncModelId,
+  options: LoadLipsyncModelOptions,
+): Promise<LipsyncModel> {
+  const file = await lipsyncModelFile(modelId, options);
+  const session = rawSession(await options.sessions.get(file.path), file.manifest.name);
+  return new OnnxLipsyncModel(file.manifest, session, options.batch);
 }

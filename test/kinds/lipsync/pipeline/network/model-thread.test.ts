@@ -1,9 +1,18 @@
-/** The lip-sync network on its worker thread: same results as on the calling thread, event loop free. */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+/**
+ * The lip-sync network on its worker thread: same results as on the calling thread, event loop
+ * free; its file opened once, on the thread only; failures as on the calling thread.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SessionCache, sessionOptions, SessionThread } from '../../../../../src/inference/index.js';
+import {
+  ensureModelFile,
+  SessionCache,
+  sessionOptions,
+  SessionThread,
+  sha256Hex,
+} from '../../../../../src/inference/index.js';
 import {
   ThreadedLipsyncModel,
   loadThreadedLipsyncModel,
@@ -11,10 +20,14 @@ import {
   checkLipsyncGraph,
   loadLipsyncModel,
   parseLipsyncModelMapping,
+  withLipsyncGenerators,
   type LipsyncModel,
 } from '../../../../../src/kinds/lipsync/pipeline/index.js';
 import { testModelManifest } from '../../../../../scripts/make-test-lipsync-model.js';
 import { fixedBatchGraph } from '../fixed-batch-graph.js';
+import { countOpens, failureOf } from '../open-counter.js';
+
+const opens = countOpens();
 
 const PLANE = 96 * 96;
 
@@ -100,5 +113,74 @@ describe('the lip-sync network on a worker thread', () => {
     } finally {
       await thread.close();
     }
+  });
+});
+
+describe('the lip-sync network opened once', () => {
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'lipsync-once-'));
+  });
+
+  afterAll(async () => {
+    await releaseLipsyncThreads();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('opens its file once, on the thread, however often it is loaded', async () => {
+    const sessions = new SessionCache({ thread: false, threads: 1 });
+    const mapping = parseLipsyncModelMapping('wav2lip-test');
+    const file = (await ensureModelFile('wav2lip-test', withLipsyncGenerators({}))).path;
+    const before = opens(file);
+    const model = await loadThreadedLipsyncModel('vendor-lipsync-2', { sessions, mapping, batch: 2 });
+    await loadThreadedLipsyncModel('vendor-lipsync-3', { sessions, mapping });
+    const { mel, faces } = inputs(2);
+    expect(await model.run(mel, faces, 2)).toHaveLength(2 * 3 * PLANE);
+    const after = opens(file);
+    expect({ inline: after.inline - before.inline, thread: after.thread - before.thread }).toEqual({
+      inline: 0,
+      thread: 1,
+    });
+    // The caller's cache only lent its settings: nothing was opened in it.
+    expect(sessions.size).toBe(0);
+  });
+
+  /** A models folder of its own with `bytes` installed as the real weights, wav2lip. */
+  async function installed(name: string, bytes: Uint8Array): Promise<string> {
+    const modelsDir = path.join(dir, name);
+    await mkdir(modelsDir);
+    const manifest = {
+      ...testModelManifest().manifest,
+      name: 'wav2lip',
+      file: 'wav2lip.onnx',
+      sha256: sha256Hex(bytes),
+      bytes: bytes.length,
+      testModel: false,
+      source: { kind: 'external', url: 'https://example.com/w.onnx', instructions: 'install it' },
+    };
+    await writeFile(path.join(modelsDir, 'wav2lip.json'), JSON.stringify(manifest));
+    await writeFile(path.join(modelsDir, 'wav2lip.onnx'), bytes);
+    return modelsDir;
+  }
+
+  it.each<[string, Uint8Array, RegExp]>([
+    [
+      'bytes that are no graph',
+      new TextEncoder().encode('not a model at all'),
+      /^Could not open model \S+wav2lip.onnx: /,
+    ],
+    [
+      'a graph that breaks the contract',
+      fixedBatchGraph(),
+      /^Expected wav2lip to take mel_spectrogram and video_frames and return \S+ but its graph takes mel_spectrogram, video_frames and returns out$/,
+    ],
+  ])('fails on %s exactly as on the calling thread', async (what, bytes, message) => {
+    const registry = { modelsDir: await installed(what.replaceAll(' ', '-'), bytes) };
+    const options = () => ({ sessions: new SessionCache({ thread: false, threads: 1 }), registry });
+    const inline = await failureOf(loadLipsyncModel('vendor-lipsync-3', options()));
+    const threaded = await failureOf(loadThreadedLipsyncModel('vendor-lipsync-3', options()));
+    expect(inline.message).toMatch(message);
+    expect(threaded).toEqual(inline);
   });
 });
