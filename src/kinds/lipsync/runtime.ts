@@ -28,7 +28,6 @@ import {
   lipsyncFile,
   lipsyncReadiness,
   loadBlazeFace,
-  loadLipsyncModel,
   loadThreadedLipsyncModel,
   releaseLipsyncThreads,
   releaseMuseTalkThreads,
@@ -81,7 +80,7 @@ async function wav2lipNetworks(engine: Engine<LipsyncStates>): Promise<Network[]
   const sessions = engine.inlineSessions;
   const networks: Network[] = [];
   for (const id of modelsOnNetwork(engine.config.lipsyncModels, 'wav2lip')) {
-    const model = await loadLipsyncModel(id, { sessions, mapping: engine.config.lipsyncModels, registry });
+    const model = await loadThreadedLipsyncModel(id, { sessions, mapping: engine.config.lipsyncModels, registry });
     networks.push({ name: model.name, licence: model.manifest.licence });
   }
   networks.push(...(await detectorNetworks(engine)));
