@@ -4,7 +4,8 @@
  * daemon, src/gateway/settings.ts for the gateway): one row per setting with its environment variable, a zod
  * schema that accepts the environment's spelling (a string) as well as an already typed value, the
  * default as the environment would spell it, and one line of documentation. A bad value is reported
- * as `Invalid setting <ENV>: Expected … but received …`, the same words for every setting.
+ * as `Invalid setting <ENV>: Expected … but received …`, the same words for every setting. A value
+ * is printed with the credentials written into its URLs hidden (shownSetting, redactCredentials).
  */
 import { z } from 'zod';
 
@@ -40,7 +41,8 @@ export type SettingsOf<T extends SettingsTable> = { [K in keyof T]: SettingValue
 /** Values handed over in code: each in its environment spelling or already typed. */
 export type SettingsInput<T extends SettingsTable> = { [K in keyof T]?: z.input<T[K]['schema']> | string };
 
-export const received = (input: unknown): string => JSON.stringify(input) ?? String(input);
+/** A refused input as a message quotes it, credentials in URLs hidden (redactCredentials). */
+export const received = (input: unknown): string => JSON.stringify(redactValue(input)) ?? String(input);
 
 /** An integer in range, given as a number or its decimal spelling. */
 export function intSchema(expectation: string, min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -375,4 +377,90 @@ export function unknownSettingMessage(unknown: UnknownSetting): string {
     return `Unknown setting ${unknown.name}: no setting reads it any more, it is ignored; ${unknown.instead}`;
   const hint = unknown.closest === undefined ? '' : `; did you mean ${unknown.closest}?`;
   return `Unknown setting ${unknown.name}: no setting reads it, it is ignored${hint}`;
+}
+
+// ------------------------------------------------------------------------------ credentials in shown values
+
+/*
+ * Credentials written into URLs, hidden wherever a setting's value is printed (`media-worker
+ * config`, an invalid setting's message, start-up logs): `https://user:pass@sync.example`,
+ * `nats://u:p@a:4222,nats://u:p@b:4222` or a callback URL whose query carries a token are shown as
+ * `https://user:***@sync.example` (the user name kept: it says which account), with the query's
+ * credential-looking parameters' values hidden too. The rest is kept as written, so an operator
+ * recognises the value. Settings marked `secret` are not shown at all (`(set)`).
+ */
+
+export const HIDDEN = '***';
+
+/** A setting's value as it is printed: a secret as `(set)` (null when unset), any other with its URLs' credentials hidden. */
+export function shownSetting(spec: SettingSpec, value: unknown): unknown {
+  if (spec.secret === true) return value === undefined ? null : '(set)';
+  return redactValue(value ?? null);
+}
+
+/** Query parameters that carry a credential: presigned URLs' signatures (`X-Amz-Signature`, `sig`), tokens, keys. */
+const SECRET_PARAMETER = /sig|token|secret|key|pass|pwd|auth|credential|session/i;
+/** `scheme://` (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`). */
+const SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
+/** `user:password@` at the start of a URL without a scheme (NATS_URL accepts `u:p@host:4222`). */
+const BARE_USER_PASSWORD = /^([^\s/?#@:]+):[^\s/?#@]*@/;
+
+/** `text` with the credentials of every URL in it hidden; URLs are separated by commas or spaces. */
+export function redactCredentials(text: string): string {
+  return text.replace(/[^,\s]+/g, redactUrl);
+}
+
+/** Each string inside a settings value (an array, a plain object) redacted; other values as they are. */
+export function redactValue(value: unknown): unknown {
+  if (typeof value === 'string') return redactCredentials(value);
+  if (Array.isArray(value)) return value.map(redactValue);
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype)
+    return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, redactValue(v)]));
+  return value;
+}
+
+function redactUrl(url: string): string {
+  const scheme = SCHEME.exec(url)?.[0];
+  if (scheme === undefined) return url.replace(BARE_USER_PASSWORD, `$1:${HIDDEN}@`);
+  const rest = url.slice(scheme.length);
+  const authorityEnd = rest.search(/[/?#]/);
+  const authority = authorityEnd < 0 ? rest : rest.slice(0, authorityEnd);
+  const tail = authorityEnd < 0 ? '' : rest.slice(authorityEnd);
+  return `${scheme}${redactAuthority(authority)}${redactQuery(tail)}`;
+}
+
+/** `user:pass@host` -> `user:***@host`; a lone `token@host` (NATS's token in a URL) -> `***@host`. */
+function redactAuthority(authority: string): string {
+  const at = authority.lastIndexOf('@');
+  if (at < 0) return authority;
+  const userinfo = authority.slice(0, at);
+  const colon = userinfo.indexOf(':');
+  const shown = colon < 0 ? HIDDEN : `${userinfo.slice(0, colon)}:${HIDDEN}`;
+  return `${shown}${authority.slice(at)}`;
+}
+
+/** `/path?X-Amz-Signature=abc&size=2#f` -> `/path?X-Amz-Signature=***&size=2#f`. */
+function redactQuery(tail: string): string {
+  const start = tail.indexOf('?');
+  if (start < 0) return tail;
+  const hash = tail.indexOf('#', start);
+  const end = hash < 0 ? tail.length : hash;
+  const query = tail
+    .slice(start + 1, end)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq < 0) return pair;
+      return SECRET_PARAMETER.test(safeDecode(pair.slice(0, eq))) ? `${pair.slice(0, eq)}=${HIDDEN}` : pair;
+    })
+    .join('&');
+  return `${tail.slice(0, start + 1)}${query}${tail.slice(end)}`;
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return text;
+  }
 }

@@ -194,6 +194,30 @@ describe('config', () => {
     expect(r.stdout).not.toContain('s3cret');
   });
 
+  it('hides the passwords and tokens written into URLs, the rest shown as written', async () => {
+    const r = await cli(['config'], {
+      env: {
+        MEDIA_WORKER_SYNC_BASE_URL: 'https://alice:pa55-sync@sync.example/',
+        MEDIA_WORKER_SUNO_CALLBACK_URL: 'https://hooks.example/suno?token=pa55-hook&task=1',
+        NATS_URL: 'nats://u:pa55-nats@a:4222,nats://u:pa55-nats@b:4222',
+        RESULTS_S3_ENDPOINT: 'https://minio:pa55-s3@minio.internal:9000',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel:pa55-otel@collector:4318',
+      },
+    });
+    expect(r.code).toBe(0);
+    const shown = JSON.parse(r.stdout);
+    expect(shown.pipelines).toMatchObject({
+      MEDIA_WORKER_SYNC_BASE_URL: 'https://alice:***@sync.example/',
+      MEDIA_WORKER_SUNO_CALLBACK_URL: 'https://hooks.example/suno?token=***&task=1',
+    });
+    expect(shown.daemon).toMatchObject({
+      NATS_URL: 'nats://u:***@a:4222,nats://u:***@b:4222',
+      RESULTS_S3_ENDPOINT: 'https://minio:***@minio.internal:9000',
+    });
+    expect(shown.tracing).toMatchObject({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel:***@collector:4318' });
+    expect(r.stdout + r.stderr).not.toContain('pa55');
+  });
+
   it('exits 1 naming a bad daemon setting', async () => {
     const r = await cli(['config'], { env: { WORKER_CONCURRENCY: 'bogus', MEDIA_WORKER_THREADS: 'many' } });
     expect(r.code).toBe(1);

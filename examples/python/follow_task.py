@@ -47,14 +47,52 @@ def events(response):
 
 
 def progress_line(data):
-    step = json.loads(data)
+    progress = json.loads(data)
     count = ""
-    if "done" in step:
-        count = f" {step['done']}" + (f"/{step['total']}" if "total" in step else "") + (f" {step['unit']}" if "unit" in step else "")
-    percent = f" {step['percent']} %" if "percent" in step else ""
+    if "done" in progress:
+        count = f" {progress['done']}" + (f"/{progress['total']}" if "total" in progress else "") + (f" {progress['unit']}" if "unit" in progress else "")
+    percent = f" {progress['percent']} %" if "percent" in progress else ""
     # Seconds left in this stage when the worker sent it (at), once the worker can tell.
-    eta = f", about {spoken_duration(step['etaSeconds'])} left" if isinstance(step.get("etaSeconds"), (int, float)) else ""
-    return f"{step.get('stage', 'working')}{count}{percent}{eta}"
+    eta = f", about {spoken_duration(progress['etaSeconds'])} left" if isinstance(progress.get("etaSeconds"), (int, float)) else ""
+    # While one unit (a tile) runs long, its clock: how long it has run against the worker's estimate.
+    clock = f", {step_clock(progress.get('unit'), progress['step'])}" if valid_step(progress.get("step")) else ""
+    return f"{progress.get('stage', 'working')}{count}{percent}{eta}{clock}"
+
+
+def valid_step(step):
+    """A step as docs/schemas/progress.schema.json allows it; the sender's claim, dropped whole otherwise."""
+    def whole(value):  # JSON's 48 and 48.0 are one number, as JavaScript reads them
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer()
+
+    def seconds(value):
+        return whole(value) and 0 <= value <= 86400
+    return (
+        isinstance(step, dict)
+        and whole(step.get("index")) and step["index"] >= 1
+        and seconds(step.get("elapsedSeconds"))
+        and ("estimatedSeconds" not in step or seconds(step["estimatedSeconds"]))
+    )
+
+
+def step_clock(unit, step):
+    """tile 4 running 48.0s of ~59.0s estimated; past the estimate, by how much and that it still works."""
+    one = (unit[:-1] if unit.endswith("s") else unit) if unit else "step"
+    head = f"{one} {int(step['index'])} running {short_seconds(step['elapsedSeconds'])}"
+    estimate = step.get("estimatedSeconds")
+    if estimate is None:
+        return head
+    if step["elapsedSeconds"] <= estimate:
+        return f"{head} of ~{short_seconds(estimate)} estimated"
+    over = short_seconds(step["elapsedSeconds"] - estimate)
+    return f"{head}, {over} past its ~{short_seconds(estimate)} estimate: still working (a busy machine is slower)"
+
+
+def short_seconds(seconds):
+    """48.0s, 3m29s (whole seconds on the wire)."""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 def spoken_duration(seconds):

@@ -3,6 +3,7 @@
  * setting the server refused, or which TLS setting did not fit, instead of the client's bare
  * "Authorization Violation" or "self-signed certificate in certificate chain".
  */
+import { redactCredentials } from '../settings-table.js';
 import type { NatsCredentialSettings } from './nats-credentials.js';
 
 export class NatsConnectError extends Error {
@@ -31,8 +32,12 @@ export function describeCredentials(s: NatsCredentialSettings): string {
   return 'no credentials (set NATS_USER and NATS_PASSWORD, NATS_CREDS_FILE, NATS_NKEY_SEED_FILE or NATS_TOKEN)';
 }
 
-/** The error to report for a failed first connection to `servers`; unknown failures keep their message. */
-export function explainConnectError(err: unknown, servers: string, s: NatsCredentialSettings): Error {
+/**
+ * The error to report for a failed first connection to `urls` (NATS_URL); unknown failures keep
+ * their message. A password or token written into NATS_URL is not repeated (`nats://u:***@host`).
+ */
+export function explainConnectError(err: unknown, urls: string, s: NatsCredentialSettings): Error {
+  const servers = redactCredentials(urls);
   const causes = causeChain(err);
   const auth = causes.find(
     (e) => e.name === 'AuthorizationError' || /authorization violation|authentication/i.test(e.message),

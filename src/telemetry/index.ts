@@ -23,6 +23,7 @@ import {
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { PACKAGE_VERSION } from '../paths.js';
+import { redactCredentials } from '../settings-table.js';
 import { serviceNameOf, traceExport, unsupportedExporters, type TelemetrySettings } from './settings.js';
 
 export { telemetrySettingsFromEnv, type TelemetrySettings } from './settings.js';
@@ -93,7 +94,11 @@ export async function startTracing(
     throw err;
   }
   tracer = trace.getTracer('media-worker', PACKAGE_VERSION);
-  o.logger.info({ url: target.url, protocol: target.protocol }, 'Tracing: spans are exported over OTLP');
+  // The endpoint may carry a collector's password (OTEL_EXPORTER_OTLP_ENDPOINT=https://u:p@collector).
+  o.logger.info(
+    { url: redactCredentials(target.url), protocol: target.protocol },
+    'Tracing: spans are exported over OTLP',
+  );
   let stopped = false;
   return {
     on: true,

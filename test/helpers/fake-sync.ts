@@ -11,7 +11,8 @@
  * Retry-After, 5xx, an answer lost after the generation was made), unsupported models, a final
  * FAILED or REJECTED, a generation held in PROCESSING until released, an output URL that 404s, an
  * output that is not a video or not an MP4, a status answer about another generation, and an
- * output URL that redirects to a private address.
+ * output URL that redirects to a private address. An account out of credit answers every POST
+ * with 402, and, as a provider may, every other call too.
  */
 import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -78,6 +79,11 @@ export interface FakeSync {
   forced: ForcedAnswer[];
   /** Provider models it serves. */
   models: Set<string>;
+  /**
+   * The account out of credit: 402 to each new generation (`generations`), or to every call with
+   * the key, the key check and polls included (`every call`); undefined: it can pay.
+   */
+  outOfCredit: 'generations' | 'every call' | undefined;
   /** Ends the hold: held generations complete at their next poll. */
   release(): void;
   /** Holds again (the default until `release`). */
@@ -86,6 +92,7 @@ export interface FakeSync {
 }
 
 const PROVIDER_MODELS = ['lipsync-2', 'lipsync-2-pro', 'sync-3'];
+const OUT_OF_CREDIT = 'Insufficient credits: add credits to your account to generate';
 
 export async function startFakeSync(options: { key?: string } = {}): Promise<FakeSync> {
   const key = options.key ?? 'test-sync-key';
@@ -108,6 +115,7 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
     pollsBeforeDone: 1,
     forced: [],
     models: new Set(PROVIDER_MODELS),
+    outOfCredit: undefined,
     release: () => {
       held = false;
     },
@@ -198,6 +206,10 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
       fake.refusedKeys += 1;
       return error(res, 401, 'Unauthorized', 'unauthorized');
     }
+    if (fake.outOfCredit === 'every call') {
+      if (req.method === 'GET') fake.gets.push(url.pathname.replace(/^\/v2\/generate\//, ''));
+      return error(res, 402, OUT_OF_CREDIT, 'payment_required');
+    }
     if (req.method === 'POST' && url.pathname === '/v2/generate') return generate(req, body, res);
     const match = /^\/v2\/generate\/([^/]+)$/.exec(url.pathname);
     if (req.method === 'GET' && match !== null) {
@@ -233,6 +245,10 @@ export async function startFakeSync(options: { key?: string } = {}): Promise<Fak
     if (idemKey !== undefined && !/^[A-Za-z0-9._~-]{1,128}$/.test(idemKey)) {
       post.answered = 400;
       return error(res, 400, 'Malformed Idempotency-Key', 'INVALID_IDEMPOTENCY_KEY');
+    }
+    if (fake.outOfCredit === 'generations') {
+      post.answered = 402;
+      return error(res, 402, OUT_OF_CREDIT, 'payment_required');
     }
     const forced = fake.forced[0]?.afterCreating === true ? undefined : fake.forced.shift();
     if (forced !== undefined)

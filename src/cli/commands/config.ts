@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { allSettingsReference, findUnknownSettings, SETTINGS_SECTIONS } from '../../config.js';
-import { SettingsError, unknownSettingMessage } from '../../settings-table.js';
+import { SettingsError, shownSetting, unknownSettingMessage } from '../../settings-table.js';
 import { unreadableFiles } from '../../protocol/index.js';
 import { EXIT_FAILURE, EXIT_OK, reportFailure } from '../exit.js';
 import { voice } from '../voice.js';
@@ -12,7 +12,7 @@ export function registerConfig(program: Command): void {
     .description(
       'Reads every setting of every command (the pipelines and the daemon, `serve`) from the environment, ' +
         'checks each as the command using it would at start, and prints them as JSON keyed by variable ' +
-        '(credentials shown as "(set)"). Exits 1 naming every invalid variable. Variables with a project ' +
+        '(credentials shown as "(set)", passwords and tokens in URLs as ***). Exits 1 naming every invalid variable. Variables with a project ' +
         'prefix (MEDIA_WORKER_, WORKER_, NATS_, RESULTS_, ...) that no setting reads are warned about on stderr, ' +
         'with the closest setting.',
     )
@@ -63,10 +63,7 @@ export function effectiveSettings(env: NodeJS.ProcessEnv): {
       continue;
     }
     const shown: Record<string, unknown> = {};
-    for (const [key, spec] of Object.entries(section.table)) {
-      const value = values[key];
-      shown[spec.env] = spec.secret === true ? (value === undefined ? null : '(set)') : (value ?? null);
-    }
+    for (const [key, spec] of Object.entries(section.table)) shown[spec.env] = shownSetting(spec, values[key]);
     effective[section.key] = shown;
     // Credential files are looked at here, not by the settings parser: examples name files of other hosts.
     if (section.key === 'daemon') problems.push(...unreadableFiles(values));

@@ -5,9 +5,11 @@
  */
 import type { Command } from 'commander';
 import { definedFields } from '../../defined-fields.js';
+import { progressMessageSchema } from '../../protocol/index.js';
 import { sleep } from '../../sleep.js';
 import { serverSentEvents } from '../event-stream.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_REJECTED } from '../exit.js';
+import { stepClockText } from '../progress.js';
 import { voice } from '../voice.js';
 
 const TERMINAL_EVENTS = new Set(['completed', 'failed', 'expired', 'cancelled']);
@@ -113,13 +115,17 @@ function progressFields(data: string): Record<string, unknown> {
       unit: p['unit'],
       percent: p['percent'],
       etaSeconds: p['etaSeconds'],
+      step: progressMessageSchema.shape.step.parse(p['step']),
     });
   } catch {
     return {};
   }
 }
 
-/** `upscaling 3/8 tiles 37.5 %, about 18 s left` from a progress event's data. */
+/**
+ * `upscaling 3/8 tiles 37.5 %, about 18 s left` from a progress event's data, and while one unit
+ * runs long its clock (`step`), as a local run says it: `..., tile 4 running 48.0s of ~59.0s estimated`.
+ */
 export function progressLine(data: string): string {
   try {
     const p = JSON.parse(data) as {
@@ -129,13 +135,21 @@ export function progressLine(data: string): string {
       unit?: string;
       percent?: number;
       etaSeconds?: number;
+      step?: unknown;
     };
     const count =
       p.done === undefined
         ? ''
         : ` ${p.done}${p.total === undefined ? '' : `/${p.total}`}${p.unit === undefined ? '' : ` ${p.unit}`}`;
     const eta = typeof p.etaSeconds === 'number' ? `, about ${spokenDuration(p.etaSeconds)} left` : '';
-    return `${p.stage ?? 'working'}${count}${p.percent === undefined ? '' : ` ${p.percent} %`}${eta}`;
+    // The sender's claim: a step out of bounds is dropped whole, as the protocol's readers do.
+    const step = progressMessageSchema.shape.step.parse(p.step);
+    let clock = '';
+    if (step !== undefined) {
+      const { estimatedSeconds, ...running } = step;
+      clock = `, ${stepClockText(p.unit, { ...running, ...definedFields({ estimatedSeconds }) })}`;
+    }
+    return `${p.stage ?? 'working'}${count}${p.percent === undefined ? '' : ` ${p.percent} %`}${eta}${clock}`;
   } catch {
     return 'progress';
   }

@@ -1,6 +1,7 @@
 /**
- * The line `media-worker tasks watch` prints for a progress event, with its ETA, and the same line
- * from examples/python/follow_task.py (skipped where python3 is missing): both read the same events.
+ * The line `media-worker tasks watch` prints for a progress event, with its ETA and a long unit's
+ * clock (`step`), and the same line from examples/python/follow_task.py (skipped where python3 is
+ * missing): both read the same events.
  */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
@@ -33,6 +34,35 @@ const LINES: [Record<string, unknown>, string][] = [
     { stage: 'lip-syncing', done: 20, total: 9000, unit: 'frames', percent: 0.2, etaSeconds: 3630 },
     'lip-syncing 20/9000 frames 0.2 %, about 1 h 1 min left',
   ],
+  // One unit running long: its clock (`step`) after the counts, as a local run shows it.
+  [
+    {
+      stage: 'upscaling',
+      done: 0,
+      total: 1,
+      unit: 'tiles',
+      percent: 0,
+      step: { index: 1, elapsedSeconds: 48, estimatedSeconds: 59 },
+    },
+    'upscaling 0/1 tiles 0 %, tile 1 running 48.0s of ~59.0s estimated',
+  ],
+  [
+    {
+      stage: 'upscaling',
+      done: 3,
+      total: 8,
+      unit: 'tiles',
+      percent: 37.5,
+      etaSeconds: 300,
+      step: { index: 4, elapsedSeconds: 209, estimatedSeconds: 59 },
+    },
+    'upscaling 3/8 tiles 37.5 %, about 5 min left, tile 4 running 3m29s, 2m30s past its ~59.0s estimate: still working (a busy machine is slower)',
+  ],
+  [{ stage: 'encoding', step: { index: 1, elapsedSeconds: 7 } }, 'encoding, step 1 running 7.0s'],
+  // A step out of the schema's bounds is the sender's error: dropped whole, the rest of the line kept.
+  [{ stage: 'encoding', percent: 50, step: { index: 1, elapsedSeconds: 90_000 } }, 'encoding 50 %'],
+  [{ stage: 'encoding', step: { index: 0, elapsedSeconds: 3 } }, 'encoding'],
+  [{ stage: 'encoding', step: { index: 1, elapsedSeconds: 3, estimatedSeconds: null } }, 'encoding'],
 ];
 
 describe('tasks watch progress lines', () => {

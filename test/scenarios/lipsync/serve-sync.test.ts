@@ -8,7 +8,9 @@
  * - a provider still processing at the limit ends the job with LIPSYNC_FAILED and a refund;
  * - capabilities say which models the host serves through which backend;
  * - licences: a host whose wav2lip network forbids commercial use does not take lip-sync through
- *   it (capabilities and /readyz say why), and a refused provider key keeps the provider out too.
+ *   it (capabilities and /readyz say why), and a refused provider key keeps the provider out too;
+ * - an account out of credit (402): that job fails with its refund as any 402 does, the provider
+ *   is no longer ready (capabilities say why) and the next job goes to the next backend.
  */
 import { copyFile, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,7 +20,7 @@ import { PACKAGE_ROOT } from '../../../src/paths.js';
 import { probeMedia } from '../../../src/media/index.js';
 import { syncIdempotencyKey } from '../../../src/kinds/lipsync/pipeline/index.js';
 import { makeClip } from '../../media/helpers.js';
-import { speechClip } from '../../kinds/lipsync/pipeline/pipeline-fixtures.js';
+import { encodeClip, faceFrames, SIDE, speechClip } from '../../kinds/lipsync/pipeline/pipeline-fixtures.js';
 import { controlPlane, waitFor, type ControlPlane } from '../../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { provisionFromEnv } from '../../helpers/provision.js';
@@ -84,6 +86,13 @@ beforeAll(async () => {
   inputs = await startInputServer({
     '/face.mp4': await makeClip(path.join(dir, 'face.mp4'), { seconds: 1, size: '64x48', rate: 25, audio: true }),
     '/speech.mp3': await speechClip(path.join(dir, 'speech.mp3'), 2),
+    // A drawn face the in-process networks find (the clip above has none: the provider needs none).
+    '/talking.mp4': await encodeClip(
+      path.join(dir, 'talking.mp4'),
+      await faceFrames(12),
+      { width: SIDE, height: SIDE },
+      'mp4',
+    ),
   });
   base = inputs.url;
   fake = await startFakeSync();
@@ -268,6 +277,80 @@ describe('serve with the sync-compatible lip-sync backend', () => {
     expect(event).toMatchObject({ status: 'completed', model: 'vendor-lipsync-3', creditsUsed: 150 });
     expect(fake.generations.slice(before)).toMatchObject([{ model: 'sync-3' }]);
     expect(both.log()).toContain('"backend":"sync-compatible"');
+  });
+
+  it('an account out of credit: the job fails with LIPSYNC_FAILED and its refund, the provider is not ready (out of credit), the next job goes to wav2lip', async () => {
+    fake.outcome = 'complete';
+    const s = serve({
+      MEDIA_WORKER_LIPSYNC_BACKENDS: 'sync-compatible,wav2lip',
+      MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-test',
+      MEDIA_WORKER_MODELS_DIR: modelsDir,
+      MEDIA_WORKER_TMP_DIR: await scratch('tmp'),
+      RESULTS_DIR: await scratch('results'),
+    });
+    const port = await s.serving();
+    await waitFor('lip-sync to be ready', async () => (await readyz(port)).kinds.lipsync?.ready === true, 30_000);
+    const backends = async (): Promise<{ name: string; ready: boolean; reason?: string }[] | undefined> =>
+      (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<{
+        kinds: { lipsync: { backends?: { name: string; ready: boolean; reason?: string }[] } };
+      }>().kinds.lipsync.backends;
+    expect(await backends()).toMatchObject([
+      { name: 'sync-compatible', ready: true },
+      { name: 'wav2lip', ready: true },
+    ]);
+    fake.outOfCredit = 'generations';
+    try {
+      const input = { video_url: `${base}/talking.mp4`, audio_url: `${base}/speech.mp3`, sync_mode: 'cut_off' };
+      await cp.publishJob('lipsync', 'vendor-lipsync-2', {
+        id: 'sync-credit-1',
+        model: 'vendor-lipsync-2',
+        input,
+        credits: 50,
+      });
+      const failed = await waitFor('the failed event', async () => (await cp.eventsOf('sync-credit-1'))[0], 60_000);
+      expect(failed).toMatchObject({
+        status: 'failed',
+        refund: true,
+        creditsRefunded: 50,
+        error: { code: 'LIPSYNC_FAILED' },
+      });
+      expect((failed?.error as { message: string }).message).toContain('cannot pay for a generation');
+      const statuses = await waitFor(
+        'capabilities to say the provider is out of credit',
+        async () => {
+          const now = await backends();
+          return now?.[0]?.ready === false ? now : undefined;
+        },
+        30_000,
+      );
+      expect(statuses).toMatchObject([
+        {
+          name: 'sync-compatible',
+          ready: false,
+          reason: expect.stringMatching(/^out of credit \(HTTP 402 during a job: /),
+        },
+        { name: 'wav2lip', ready: true },
+      ]);
+      expect((await readyz(port)).kinds.lipsync?.ready).toBe(true);
+
+      const posts = fake.posts.length;
+      await cp.publishJob('lipsync', 'vendor-lipsync-2', {
+        id: 'sync-credit-2',
+        model: 'vendor-lipsync-2',
+        input,
+        credits: 50,
+      });
+      const done = await waitFor(
+        'the next lip-sync event',
+        async () => (await cp.eventsOf('sync-credit-2'))[0],
+        120_000,
+      );
+      expect(done).toMatchObject({ status: 'completed', model: 'vendor-lipsync-2' });
+      expect(fake.posts.length).toBe(posts);
+      expect(s.log()).toContain('"backend":"wav2lip"');
+    } finally {
+      fake.outOfCredit = undefined;
+    }
   });
 
   it('without the provider (its key refused) and with a non-commercial wav2lip, lip-sync is not pulled and /readyz names both causes', async () => {

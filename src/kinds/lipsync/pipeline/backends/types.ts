@@ -52,7 +52,7 @@ export interface LipsyncBackend {
   readonly name: LipsyncBackendName;
   /** The model ids it is configured to serve, ready or not. */
   models(): readonly LipsyncModelId[];
-  /** Cheap (files loaded once, a key checked once); never generates. */
+  /** Cheap (files loaded once, a key checked once, and again after a provider's 402); never generates. */
   readiness(signal?: AbortSignal): Promise<BackendReadiness>;
   run(request: LipsyncBackendRequest): Promise<LipsyncBackendOutcome>;
   release?(): Promise<void>;

@@ -7,7 +7,10 @@
  * a video with an audio stream, as long as the sync mode makes it from the inputs the quote measured.
  *
  * 400, 401 and 402 fail at once (LIPSYNC_FAILED) with a log line naming the cause. The key is
- * checked once (readiness): a refused key keeps the backend not ready, with the reason.
+ * checked once (readiness): a refused key keeps the backend not ready, with the reason. A 402 (the
+ * provider's account out of credit) would fail every later job the same way, so it makes the
+ * backend not ready (jobs go to the next backend, or the host stops pulling lip-sync) until a
+ * readiness check a while later asks the provider again (see OUT_OF_CREDIT_WAIT_MS).
  */
 import { openAsBlob } from 'node:fs';
 import { mkdir, rename } from 'node:fs/promises';
@@ -64,7 +67,22 @@ export interface SyncBackendOptions {
    * 30 s. A longer Retry-After (a broken or hostile provider's 999999) is read as this.
    */
   maxWaitMs?: number;
+  /** The first wait after a 402 before readiness asks the provider again (OUT_OF_CREDIT_WAIT_MS); tests shorten it. */
+  outOfCreditWaitMs?: number;
+  /** The clock the waits after a 402 are counted on; tests move it. */
+  now?: () => number;
 }
+
+/**
+ * After a 402, the backend is not ready for this long; then the next readiness check asks the
+ * provider again. sync.so's API has no balance to read: the check (the key check's GET) tells that
+ * the provider answers and takes the key, and a provider that answers 402 to it stays out. Ready
+ * again, the next job tries; another 402 before a generation is accepted doubles the wait, up to
+ * OUT_OF_CREDIT_MAX_WAIT_MS, so an account left empty costs a failed (refunded) job now and then,
+ * not one per readiness interval.
+ */
+export const OUT_OF_CREDIT_WAIT_MS = 60_000;
+export const OUT_OF_CREDIT_MAX_WAIT_MS = 30 * 60_000;
 
 /** Statuses that no retry fixes, with what they mean for the operator's log line. */
 const REFUSALS: Readonly<Record<number, string>> = {
@@ -78,6 +96,10 @@ export class SyncBackend implements LipsyncBackend {
   readonly #opts: SyncBackendOptions;
   /** The key check's verdict once it was answered (a network failure is asked again). */
   #keyVerdict: BackendReadiness | undefined;
+  /** Set by a 402: not ready before `askAt`, then until the provider answers a readiness check. */
+  #outOfCredit: { reason: string; askAt: number } | undefined;
+  /** The last wait after a 402; a generation accepted forgets it, another 402 doubles it. */
+  #outOfCreditWaitMs: number | undefined;
 
   constructor(opts: SyncBackendOptions) {
     this.#opts = opts;
@@ -89,7 +111,11 @@ export class SyncBackend implements LipsyncBackend {
 
   async readiness(signal?: AbortSignal): Promise<BackendReadiness> {
     if (this.#opts.apiKey === undefined) return { ready: false, reason: 'needs MEDIA_WORKER_SYNC_API_KEY' };
-    if (this.#keyVerdict !== undefined) return this.#keyVerdict;
+    // A refused key stays refused until a restart; out of credit is asked again once its wait is over.
+    if (this.#keyVerdict?.ready === false) return this.#keyVerdict;
+    const credit = this.#outOfCredit;
+    if (credit !== undefined && this.#now() < credit.askAt) return { ready: false, reason: credit.reason };
+    if (credit === undefined && this.#keyVerdict !== undefined) return this.#keyVerdict;
     // A generation id no one has: 404 says the key was accepted, 401 that it was not.
     try {
       await callJson(this.#url('v2/generate/media-worker-key-check'), generationSchema, {
@@ -107,8 +133,11 @@ export class SyncBackend implements LipsyncBackend {
           ready: false,
           reason: `${displayUrl(this.#opts.baseUrl)} refused MEDIA_WORKER_SYNC_API_KEY (HTTP ${err.status})`,
         };
+      } else if (err instanceof ProviderError && err.status === 402) {
+        return this.#outOfCreditNow(err, 'to the readiness check');
       } else return { ready: false, reason: (err as Error).message };
     }
+    if (this.#keyVerdict.ready) this.#outOfCredit = undefined;
     return this.#keyVerdict;
   }
 
@@ -159,6 +188,8 @@ export class SyncBackend implements LipsyncBackend {
         }),
       retry,
     ).catch(fail);
+    // The account could pay for this one: a later 402 waits the first wait again.
+    this.#outOfCreditWaitMs = undefined;
     req.logger.info(
       { generationId: generation.id, providerModel, status: generation.status, upload },
       'lip-sync provider accepted the generation',
@@ -271,12 +302,36 @@ export class SyncBackend implements LipsyncBackend {
             ready: false,
             reason: `${displayUrl(this.#opts.baseUrl)} refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401) during a job`,
           };
+        // So would an account out of credit: not ready until a readiness check after a wait.
+        if (err.status === 402) this.#outOfCreditNow(err, 'during a job');
       }
       throw new ProcessingError(
         `The lip-sync provider ${refusal === undefined ? 'failed' : `failed (${refusal})`}: ${(err as Error).message}`,
         { cause: err },
       );
     };
+  }
+
+  /**
+   * The provider answered 402: not ready for the next wait (the first, or twice the last while no
+   * generation was accepted since). 402s of jobs that ran together start one wait, not several.
+   */
+  #outOfCreditNow(err: ProviderError, when: string): BackendReadiness {
+    const now = this.#now();
+    const current = this.#outOfCredit;
+    if (current !== undefined && now < current.askAt) return { ready: false, reason: current.reason };
+    const first = this.#opts.outOfCreditWaitMs ?? OUT_OF_CREDIT_WAIT_MS;
+    const waitMs =
+      this.#outOfCreditWaitMs === undefined ? first : Math.min(OUT_OF_CREDIT_MAX_WAIT_MS, this.#outOfCreditWaitMs * 2);
+    this.#outOfCreditWaitMs = waitMs;
+    const askAt = now + waitMs;
+    const reason = `out of credit (HTTP 402 ${when}: ${err.message}); readiness asks the provider again from ${new Date(askAt).toISOString()}`;
+    this.#outOfCredit = { reason, askAt };
+    return { ready: false, reason };
+  }
+
+  #now(): number {
+    return (this.#opts.now ?? Date.now)();
   }
 
   #headers(): Record<string, string> {

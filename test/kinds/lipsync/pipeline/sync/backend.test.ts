@@ -270,6 +270,82 @@ describe('the sync-compatible backend', () => {
     });
   });
 
+  describe('an account out of credit (402)', () => {
+    let clock: number;
+    const outOfCredit = (): SyncBackend => backend({ now: () => clock, outOfCreditWaitMs: 60_000 });
+    const askedAgainAt = (ms: number): string => `readiness asks the provider again from ${new Date(ms).toISOString()}`;
+    beforeEach(() => {
+      clock = Date.parse('2026-03-01T12:00:00.000Z');
+    });
+
+    it('fails the job as before and makes the backend not ready, naming the answer, until a readiness check after the wait', async () => {
+      const b = outOfCredit();
+      expect(await b.readiness()).toEqual({ ready: true });
+      fake.outOfCredit = 'generations';
+      // Two jobs that ran together: both fail as any 402 does, and start one wait.
+      const errors = await Promise.all([
+        failure(b.run(request({ taskId: 'task-a' }))),
+        failure(b.run(request({ taskId: 'task-b' }))),
+      ]);
+      for (const err of errors)
+        expect(err.message).toContain('failed (the provider account cannot pay for a generation)');
+      const out = await b.readiness();
+      expect(out).toEqual({ ready: false, reason: expect.stringMatching(/^out of credit \(HTTP 402 during a job: /) });
+      expect(out).toMatchObject({
+        reason: expect.stringContaining('HTTP 402 (payment_required): Insufficient credits'),
+      });
+      expect(out).toMatchObject({ reason: expect.stringContaining(askedAgainAt(clock + 60_000)) });
+
+      // Within the wait the provider is not asked.
+      clock += 59_999;
+      expect(await b.readiness()).toMatchObject({ ready: false });
+      expect(fake.gets).toEqual(['media-worker-key-check']);
+
+      // The next check after it asks again; the provider answers: ready.
+      clock += 1;
+      expect(await b.readiness()).toEqual({ ready: true });
+      expect(fake.gets).toEqual(['media-worker-key-check', 'media-worker-key-check']);
+
+      // Still empty: the job that tries fails the same way, and the wait doubles.
+      await failure(b.run(request({ taskId: 'task-c' })));
+      expect(await b.readiness()).toMatchObject({
+        ready: false,
+        reason: expect.stringContaining(askedAgainAt(clock + 120_000)),
+      });
+
+      // Credit added: ready after the wait, a generation accepted, and the next 402 waits the first wait again.
+      fake.outOfCredit = undefined;
+      clock += 120_000;
+      expect(await b.readiness()).toEqual({ ready: true });
+      await b.run(request({ taskId: 'task-d' }));
+      fake.outOfCredit = 'generations';
+      await failure(b.run(request({ taskId: 'task-e' })));
+      expect(await b.readiness()).toMatchObject({
+        ready: false,
+        reason: expect.stringContaining(askedAgainAt(clock + 60_000)),
+      });
+      expect(fake.generations).toHaveLength(1);
+    });
+
+    it('a provider that answers 402 to the readiness check too stays not ready, each wait twice the last', async () => {
+      const b = outOfCredit();
+      fake.outOfCredit = 'every call';
+      expect(await b.readiness()).toEqual({
+        ready: false,
+        reason: expect.stringMatching(/^out of credit \(HTTP 402 to the readiness check: GET .*answered HTTP 402/),
+      });
+      clock += 60_000;
+      expect(await b.readiness()).toMatchObject({
+        ready: false,
+        reason: expect.stringContaining(askedAgainAt(clock + 120_000)),
+      });
+      expect(fake.gets).toEqual(['media-worker-key-check', 'media-worker-key-check']);
+      fake.outOfCredit = undefined;
+      clock += 120_000;
+      expect(await b.readiness()).toEqual({ ready: true });
+    });
+  });
+
   it('fails at once on 400 generation_unsupported_model (error_code spelling read too)', async () => {
     fake.models.delete('sync-3');
     const err = await failure(backend().run(request({ model: 'vendor-lipsync-3' })));
