@@ -173,6 +173,8 @@ async function sizedBuild(name: string, modelsDir: string, options: MuseTalkBuil
       seconds: Number(seconds.toFixed(2)),
       bytes,
       unetParameters: built.unet.parameters,
+      // The graphs whose weights went outside (<graph>.onnx.data).
+      external: MUSETALK_GRAPHS.filter((g) => graphs[g].externalData !== undefined),
     }),
   );
 }

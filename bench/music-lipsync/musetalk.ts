@@ -40,7 +40,6 @@ import {
   melChunk,
   MUSETALK_GRAPHS,
   museTalkGraphDir,
-  readMuseTalkManifest,
   melSpectrogram,
   tensorToRgb,
   wav2lipInput,
@@ -154,9 +153,30 @@ async function main(): Promise<void> {
     const frames = (): RgbFrame[] => Array.from({ length: count }, () => ({ ...base, data: base.data.slice() }));
 
     const museDir = values['musetalk-dir'] ?? modelsDir;
+    const wanted = providers[0] ?? 'cpu';
+    // Where the sessions opened (the cache hands back the ones the loaders opened): a provider that
+    // cannot start falls back quietly, and a GPU figure taken on the CPU must say so.
+    const openedOn = async (network: string, files: readonly string[]): Promise<string> => {
+      const on = new Set<ExecutionProviderName>();
+      for (const file of files) on.add((await sessions.get(file)).provider);
+      const got = [...on].join('+');
+      if (values['strict-providers'] && got !== wanted)
+        throw new Error(
+          `Expected ${network} to open on ${wanted} but its sessions opened on ${got} (--strict-providers)`,
+        );
+      return got;
+    };
     let started = performance.now();
     const musetalk = await loadMuseTalk(values.musetalk, { sessions, modelsDir: museDir, batch });
     const museOpenSeconds = (performance.now() - started) / 1000;
+    const museGraphs = museTalkGraphDir(museDir, values.musetalk);
+    const provider = {
+      musetalk: await openedOn(
+        values.musetalk,
+        MUSETALK_GRAPHS.map((graph) => path.join(museGraphs, musetalk.manifest.graphs[graph].file)),
+      ),
+      wav2lip: '',
+    };
     const museAudio = await musetalk.audio(audio);
     const mapping = Object.fromEntries(
       Object.keys(DEFAULT_LIPSYNC_MODEL_MAPPING).map((id) => [id, values.wav2lip]),
@@ -164,24 +184,7 @@ async function main(): Promise<void> {
     started = performance.now();
     const wav2lip = await loadLipsyncModel('vendor-lipsync-2', { sessions, mapping, batch, registry: { modelsDir } });
     const wavOpenSeconds = (performance.now() - started) / 1000;
-    // Where the sessions opened (the cache hands back the ones the loaders opened): a provider that
-    // cannot start falls back quietly, and a GPU figure taken on the CPU must say so.
-    const museManifest = await readMuseTalkManifest(museDir, values.musetalk);
-    const museProviders = new Set<ExecutionProviderName>();
-    for (const graph of MUSETALK_GRAPHS) {
-      const file = path.join(museTalkGraphDir(museDir, values.musetalk), museManifest.graphs[graph].file);
-      museProviders.add((await sessions.get(file)).provider);
-    }
-    const wavProvider = (await sessions.get((await ensureModelFile(values.wav2lip, { modelsDir })).path)).provider;
-    const provider = { musetalk: [...museProviders].join('+'), wav2lip: wavProvider };
-    const wanted = providers[0] ?? 'cpu';
-    if (values['strict-providers']) {
-      for (const [network, got] of Object.entries(provider))
-        if (got !== wanted)
-          throw new Error(
-            `Expected ${network} to open on ${wanted} but its sessions opened on ${got} (--strict-providers)`,
-          );
-    }
+    provider.wav2lip = await openedOn(values.wav2lip, [(await ensureModelFile(values.wav2lip, { modelsDir })).path]);
 
     const time = async (run: (f: RgbFrame[]) => Promise<unknown>): Promise<number> => {
       await run(frames().slice(0, batch));
