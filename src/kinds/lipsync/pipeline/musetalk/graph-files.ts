@@ -2,23 +2,27 @@
  * Where a MuseTalk network's manifest and graphs live, and getting its graphs ready: the manifest
  * at <models>/musetalk/<name>.json, the graphs in <files>/musetalk/<name>/ (files: the worker's
  * MEDIA_WORKER_MODEL_FILES_DIR, else the models folder). Every file is checked against the
- * manifest's sha256 before a session opens it; the test networks are generated when missing, and
- * refused, like real graphs, when what is there differs.
+ * manifest's sha256 before a session opens it, its external data file too; the test networks are
+ * generated when missing, and refused, like real graphs, when what is there differs.
  */
-import { mkdir, readFile, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, open, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { sha256File, sha256Hex, writeFileAtomic } from '../../../../inference/index.js';
+import { writeThenRename } from '../../../../media/index.js';
 import { MUSETALK_GRAPHS, type MuseTalkGraph } from './graph-contract.js';
 import {
   MUSETALK_MANIFEST_DIR,
   MuseTalkManifestError,
   parseMuseTalkManifest,
+  type MuseTalkGraphFile,
   type MuseTalkManifest,
 } from './manifest.js';
 import {
-  buildMuseTalkTestNetworks,
+  buildMuseTalkNetworks,
   MUSETALK_TEST_GENERATOR,
   MUSETALK_TEST_GENERATOR_VERSION,
+  type BuiltMuseTalkGraph,
 } from './test-networks.js';
 
 export const MUSETALK_TEST_MODEL = 'musetalk-test';
@@ -76,7 +80,8 @@ async function verify(file: string, want: { sha256: string; bytes: number }, nam
 
 /**
  * The graphs' paths once every file is there and verified; generates the test networks' missing
- * files first (their bytes are deterministic, so the manifest's sha256 holds for them too).
+ * files first, with the options their manifest names (their bytes are deterministic, so the
+ * manifest's sha256 holds for them too).
  */
 export async function ensureMuseTalkGraphs(
   manifest: MuseTalkManifest,
@@ -84,15 +89,16 @@ export async function ensureMuseTalkGraphs(
 ): Promise<Record<MuseTalkGraph, string>> {
   const dir = museTalkGraphDir(filesDir, manifest.name);
   const paths = {} as Record<MuseTalkGraph, string>;
-  let built: Record<MuseTalkGraph, Uint8Array> | undefined;
+  let built: Record<MuseTalkGraph, BuiltMuseTalkGraph> | undefined;
   for (const graph of MUSETALK_GRAPHS) {
     const entry = manifest.graphs[graph];
     const file = path.join(dir, entry.file);
-    if (!(await exists(file))) {
+    const data = entry.externalData === undefined ? undefined : path.join(dir, entry.externalData.file);
+    if (!(await exists(file)) || (data !== undefined && !(await exists(data)))) {
       const { source } = manifest;
       if (source.kind !== 'generated' || source.generator !== MUSETALK_TEST_GENERATOR) {
         throw new MuseTalkManifestError(
-          `Expected ${manifest.name}'s ${graph} graph at ${file} but it is missing: ${source.kind === 'installed' ? source.instructions : `no generator ${source.generator}`}`,
+          `Expected ${manifest.name}'s ${graph} graph at ${file}${data === undefined ? '' : ' and its external data'} but it is missing: ${source.kind === 'installed' ? source.instructions : `no generator ${source.generator}`}`,
         );
       }
       if (source.generatorVersion !== MUSETALK_TEST_GENERATOR_VERSION) {
@@ -100,19 +106,84 @@ export async function ensureMuseTalkGraphs(
           `Expected ${manifest.name} to come from generator version ${MUSETALK_TEST_GENERATOR_VERSION} but its manifest names ${source.generatorVersion}`,
         );
       }
-      built ??= buildMuseTalkTestNetworks();
-      const bytes = built[graph];
-      if (sha256Hex(bytes) !== entry.sha256)
-        throw new MuseTalkManifestError(
-          `Expected the generated ${graph} graph to have sha256 ${entry.sha256} but it has ${sha256Hex(bytes)}`,
-        );
-      await mkdir(dir, { recursive: true });
-      await writeFileAtomic(file, bytes);
+      built ??= buildMuseTalkNetworks(source.options);
+      await writeMuseTalkGraph(dir, graph, built[graph], entry);
     }
     await verify(file, entry, manifest.name);
-    if (entry.externalData !== undefined)
-      await verify(path.join(dir, entry.externalData.file), entry.externalData, manifest.name);
+    if (entry.externalData !== undefined && data !== undefined) await verify(data, entry.externalData, manifest.name);
     paths[graph] = file;
   }
   return paths;
+}
+
+/** Streams a graph's external data into `file` (through a partial name), hashing as it goes; returns the sha256. */
+async function writeExternalData(
+  file: string,
+  data: NonNullable<BuiltMuseTalkGraph['externalData']>,
+  want: MuseTalkGraphFile['externalData'],
+): Promise<string> {
+  return writeThenRename(file, async (partial) => {
+    const hash = createHash('sha256');
+    let written = 0;
+    const handle = await open(partial, 'w');
+    try {
+      for (const chunk of data.chunks()) {
+        hash.update(chunk);
+        await handle.write(chunk);
+        written += chunk.byteLength;
+      }
+    } finally {
+      await handle.close();
+    }
+    if (written !== data.bytes)
+      throw new Error(`Expected ${data.bytes} bytes of ${path.basename(file)} but ${written} were made`);
+    const sha256 = hash.digest('hex');
+    // Checked before the rename: a generator that drifted from its manifest leaves no file behind.
+    if (want !== undefined && sha256 !== want.sha256)
+      throw new MuseTalkManifestError(
+        `Expected the generated ${path.basename(file)} to have sha256 ${want.sha256} but it has ${sha256}`,
+      );
+    return sha256;
+  });
+}
+
+/**
+ * Writes one built graph into `dir` (each file through a partial name, renamed when whole) and
+ * returns its manifest entry; with `want`, refuses bytes other than the manifest's. External data
+ * is streamed one tensor at a time, so memory holds one tensor, never all the weights.
+ */
+async function writeMuseTalkGraph(
+  dir: string,
+  graph: MuseTalkGraph,
+  built: BuiltMuseTalkGraph,
+  want?: MuseTalkGraphFile,
+): Promise<MuseTalkGraphFile> {
+  const { model, externalData } = built;
+  const entry: MuseTalkGraphFile = {
+    file: want?.file ?? `${graph}.onnx`,
+    sha256: sha256Hex(model),
+    bytes: model.byteLength,
+  };
+  if (
+    want !== undefined &&
+    (entry.sha256 !== want.sha256 || (externalData === undefined) !== (want.externalData === undefined))
+  )
+    throw new MuseTalkManifestError(
+      `Expected the generated ${graph} graph to have sha256 ${want.sha256}${want.externalData === undefined ? '' : ' and external data'} but it has ${entry.sha256}${externalData === undefined ? '' : ' and external data'}`,
+    );
+  await mkdir(dir, { recursive: true });
+  await writeFileAtomic(path.join(dir, entry.file), model);
+  if (externalData === undefined) return entry;
+  const sha256 = await writeExternalData(path.join(dir, externalData.file), externalData, want?.externalData);
+  return { ...entry, externalData: { file: externalData.file, sha256, bytes: externalData.bytes } };
+}
+
+/** Writes built graphs into `dir` and returns the manifest's entries for them (a sized build's manifest). */
+export async function writeMuseTalkGraphFiles(
+  dir: string,
+  built: Readonly<Record<MuseTalkGraph, BuiltMuseTalkGraph>>,
+): Promise<MuseTalkManifest['graphs']> {
+  const graphs = {} as Record<MuseTalkGraph, MuseTalkGraphFile>;
+  for (const graph of MUSETALK_GRAPHS) graphs[graph] = await writeMuseTalkGraph(dir, graph, built[graph]);
+  return graphs;
 }

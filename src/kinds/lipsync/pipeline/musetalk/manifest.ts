@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { MUSETALK_GRAPHS, type MuseTalkGraph } from './graph-contract.js';
+import { MUSETALK_PRECISIONS } from './test-networks.js';
 
 export const MUSETALK_MANIFEST_VERSION = 1;
 export const MUSETALK_MANIFEST_DIR = 'musetalk';
@@ -21,6 +22,20 @@ const graphFileSchema = z.object({
   bytes: z.number().int().positive(),
   /** Weights kept outside the graph (ONNX external data), as an export over 2 GB must. */
   externalData: z.object({ file: fileName, sha256: sha256Hex, bytes: z.number().int().positive() }).optional(),
+});
+
+const positiveInt = z.number().int().positive();
+const generatorOptionsSchema = z.object({
+  size: z
+    .object({
+      channels: z.array(positiveInt).min(1).max(5),
+      blocks: positiveInt,
+      attentionLevels: z.number().int().nonnegative(),
+      heads: positiveInt,
+    })
+    .optional(),
+  precision: z.enum(MUSETALK_PRECISIONS).optional(),
+  externalDataAbove: z.number().int().nonnegative().optional(),
 });
 
 export const componentLicenceSchema = z.object({
@@ -43,7 +58,13 @@ export const museTalkManifestSchema = z.object({
   /** Whether every part's licence lets a paying service run it, and why. */
   commercialUse: z.object({ allowed: z.boolean(), reason: z.string().min(1) }),
   source: z.discriminatedUnion('kind', [
-    z.object({ kind: z.literal('generated'), generator: z.string().min(1), generatorVersion: z.string().min(1) }),
+    z.object({
+      kind: z.literal('generated'),
+      generator: z.string().min(1),
+      generatorVersion: z.string().min(1),
+      /** The generator's options where they are not its defaults: a sized build for timing (test-networks.ts). */
+      options: generatorOptionsSchema.optional(),
+    }),
     z.object({ kind: z.literal('installed'), instructions: z.string().min(1) }),
   ]),
   graphs: z.object(

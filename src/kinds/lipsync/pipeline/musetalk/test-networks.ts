@@ -10,25 +10,37 @@
  *   vae_encoder          8 x 8 average pool, channels R, G, B and their mean, x 0.18215
  *   unet                 the reference latents (channels 4-7) with a dark ellipse over the mouth
  *                        (crop rows ~0.62-0.85) whose depth follows the audio window's mean level,
- *                        plus a small contribution of the cost trunk below
+ *                        plus a tiny contribution of the cost trunk below
  *   vae_decoder          / 0.18215, channels R, G, B, bilinear x 8
  * so after decoding and blending, the lower face is the source (blurred by the 8 x 8 pool) with a
  * mouth that darkens as the speech gets louder.
  *
- * The UNet carries a cost trunk sized by `MuseTalkNetworkSize`: per level, residual 3 x 3 conv
- * blocks, self- and cross-attention (audio tokens as keys and values) and a feed-forward, with
- * stride-2 convs down and nearest x 2 + conv up, as the real diffusers UNet2DConditionModel lays
- * them out (without its norms, time embedding and skip concatenations). The test size is tiny;
- * MUSETALK_REAL_SIZE has the real widths (320, 640, 1280, 1280), depths and heads, so that a GPU
- * host can time graphs of the real cost (weights are shared within a level, so the file stays
- * small: the arithmetic is the real network's, the parameter count is not). Weights come from a
- * seeded generator (mulberry32) scaled by exact powers of two, so the bytes are the same
- * everywhere and the manifest's sha256 holds.
+ * The UNet carries a cost trunk sized by `MuseTalkNetworkSize`, laid out as diffusers'
+ * UNet2DConditionModel (MuseTalk's UNet is Stable Diffusion 1.5's with 384-wide audio tokens as
+ * its context): conv in; per level down, resnet blocks (group norm, SiLU, 3 x 3 convs, a 1 x 1
+ * shortcut where the width changes) each followed, on the attention levels, by a transformer
+ * (group norm, 1 x 1 projection in, self-attention, cross-attention over the audio, a GEGLU
+ * feed-forward, each after a layer norm, 1 x 1 projection out), then a stride-2 conv; a middle of
+ * resnet, transformer, resnet; per level up, one resnet more than down, each on its input
+ * concatenated with the matching skip, then nearest x 2 and a conv; norm, SiLU, conv out. It
+ * leaves out the time embedding (MuseTalk runs timestep 0, a constant an export folds). Every
+ * layer has weights of its own: at MUSETALK_REAL_SIZE (widths 320, 640, 1280, 1280, 2 blocks,
+ * attention on three levels, 8 heads) the trunk has 822 M parameters: the real UNet's (about 850 M)
+ * less its time embedding, and its arithmetic, so that a GPU host can time graphs of the real cost.
+ *
+ * Weights come from a seeded generator (mulberry32), 11 bits each scaled by a power of two, so
+ * they are exact in float32 and (but for the tiniest) in float16, and the bytes are the same
+ * everywhere: the manifest's sha256 holds. Options (`MuseTalkBuildOptions`): float16 weights and
+ * arithmetic (`precision: 'fp16'`: float32 inputs cast on entry, outputs cast back, so the
+ * contract holds), and ONNX external data: a graph whose weights pass `externalDataAbove` bytes
+ * keeps them in `<graph>.onnx.data` beside it, made one tensor at a time (`chunks`), so that no
+ * graph over protobuf's 2 GB is encoded and no copy of all the weights is ever held.
  */
+import onnxProto from 'onnx-proto';
 import {
   buildModel,
   encodeModel,
-  floatTensor,
+  float16Bits,
   floatValueInfo,
   node,
   type OnnxNode,
@@ -37,14 +49,16 @@ import {
 import { seededRandom } from '../../../../seeded-random.js';
 import { MUSETALK_CONTRACTS, VAE_SCALING_FACTOR, type GraphContract, type MuseTalkGraph } from './graph-contract.js';
 
+const { DataType, DataLocation } = onnxProto.onnx.TensorProto;
+
 export const MUSETALK_TEST_GENERATOR = 'musetalk-test';
-export const MUSETALK_TEST_GENERATOR_VERSION = '1.0.0';
+export const MUSETALK_TEST_GENERATOR_VERSION = '2.0.0';
 export const MUSETALK_TEST_OPSET = 17;
 
 export interface MuseTalkNetworkSize {
   /** Channels per UNet level (the real network: 320, 640, 1280, 1280 at 32, 16, 8, 4 latent pixels). */
   channels: readonly number[];
-  /** Residual blocks per level on the way down (up: one more), the real network's layers_per_block 2. */
+  /** Resnet blocks per level on the way down (up: one more), the real network's layers_per_block 2. */
   blocks: number;
   /** Levels that carry attention (the real network: the first three). */
   attentionLevels: number;
@@ -65,9 +79,40 @@ export const MUSETALK_REAL_SIZE: Readonly<MuseTalkNetworkSize> = Object.freeze({
   heads: 8,
 });
 
-/** The mouth ellipse of the test UNet, in latent pixels (32 x 32: the crop's lower half, centred). */
-export const TEST_LATENT_MOUTH = Object.freeze({ cx: 16, cy: 23.5, rx: 7, ry: 3.5 });
-const MAX_DARKNESS = 0.9;
+export const MUSETALK_PRECISIONS = ['fp32', 'fp16'] as const;
+export type MuseTalkPrecision = (typeof MUSETALK_PRECISIONS)[number];
+
+/**
+ * Above this many bytes of weights a graph keeps them outside (ONNX external data). Protobuf
+ * cannot encode 2 GB; well under that, a graph held whole in memory while it is encoded would
+ * still be a second copy of its weights.
+ */
+export const MUSETALK_EXTERNAL_DATA_ABOVE = 256 * 1024 * 1024;
+/** Initializers smaller than this stay in the graph even when its weights are external (onnx's own default). */
+const EXTERNAL_TENSOR_MIN_BYTES = 1024;
+/** Each external tensor starts on a page (as onnx aligns them), so a reader may map it. */
+const EXTERNAL_ALIGN = 4096;
+
+export interface MuseTalkBuildOptions {
+  size?: MuseTalkNetworkSize | undefined;
+  precision?: MuseTalkPrecision | undefined;
+  /** Bytes of weights above which a graph keeps them in `<graph>.onnx.data`; 0: every graph that can. */
+  externalDataAbove?: number | undefined;
+}
+
+/** One graph as built: the .onnx file's bytes and, when its weights are outside, their file. */
+export interface BuiltMuseTalkGraph {
+  model: Uint8Array;
+  externalData?: {
+    /** The file's name, beside the graph (the tensors' `location`). */
+    file: string;
+    bytes: number;
+    /** The file's bytes, in order, one tensor (or its alignment padding) at a time. */
+    chunks(): Iterable<Uint8Array>;
+  };
+  /** Weight values in the graph. */
+  parameters: number;
+}
 
 function checkSize(size: MuseTalkNetworkSize): void {
   const { channels, blocks, attentionLevels, heads } = size;
@@ -88,21 +133,80 @@ function checkSize(size: MuseTalkNetworkSize): void {
     throw new RangeError(`Expected heads to be a positive integer but received ${heads}`);
 }
 
-/** Uniform weights in [-scale, scale), scale a power of two so that every value is exact in float32. */
-function weights(seed: number, count: number, fanIn: number): Float32Array {
-  const next = seededRandom(seed);
-  const scale = 2 ** -Math.ceil(Math.log2(Math.sqrt(fanIn)));
-  const out = new Float32Array(count);
-  for (let i = 0; i < count; i++) out[i] = (next() * 2 - 1) * scale;
+/** What an initializer holds: fixed values, seeded weights (made when written), or int64s. */
+type Values =
+  | { kind: 'fixed'; data: Float32Array; float32: boolean }
+  | { kind: 'random'; seed: number; count: number; scaleLog2: number }
+  | { kind: 'int64'; data: readonly number[] };
+
+interface Initializer {
+  name: string;
+  dims: readonly number[];
+  values: Values;
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** A typed array's bytes in little-endian order, as ONNX stores raw data whatever the host. */
+function littleEndianBytes(values: Float32Array | Uint16Array): Uint8Array {
+  const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  if (LITTLE_ENDIAN) return bytes;
+  const width = values.BYTES_PER_ELEMENT;
+  const out = new Uint8Array(bytes.length);
+  for (let i = 0; i < bytes.length; i += width) for (let b = 0; b < width; b++) out[i + b] = bytes[i + width - 1 - b]!;
   return out;
+}
+
+/**
+ * `count` weights uniform on 2048 steps of [-2^scaleLog2, 2^scaleLog2): two 11-bit draws per
+ * mulberry32 word, looked up in a table of the 2048 values in the target type, so a billion of
+ * them take seconds.
+ */
+function randomWeights(seed: number, count: number, scaleLog2: number, precision: MuseTalkPrecision): Uint8Array {
+  const step = 2 ** (scaleLog2 - 10);
+  const next = seededRandom(seed);
+  const word = (): number => Math.floor(next() * 4294967296);
+  if (precision === 'fp16') {
+    const table = Uint16Array.from({ length: 2048 }, (_, k) => float16Bits((k - 1024) * step));
+    const out = new Uint16Array(count);
+    for (let i = 0; i < count; i += 2) {
+      const r = word();
+      out[i] = table[r >>> 21]!;
+      if (i + 1 < count) out[i + 1] = table[(r >>> 5) & 0x7ff]!;
+    }
+    return littleEndianBytes(out);
+  }
+  const table = Float32Array.from({ length: 2048 }, (_, k) => (k - 1024) * step);
+  const out = new Float32Array(count);
+  for (let i = 0; i < count; i += 2) {
+    const r = word();
+    out[i] = table[r >>> 21]!;
+    if (i + 1 < count) out[i + 1] = table[(r >>> 5) & 0x7ff]!;
+  }
+  return littleEndianBytes(out);
+}
+
+/** The power of two just under 1 / sqrt(fanIn): activations keep their range through the depth. */
+function scaleFor(fanIn: number): number {
+  return -Math.ceil(Math.log2(Math.sqrt(fanIn)));
+}
+
+function elementCount(dims: readonly number[]): number {
+  return dims.reduce((a, b) => a * b, 1);
 }
 
 class GraphBuilder {
   readonly nodes: OnnxNode[] = [];
-  readonly initializers: OnnxTensor[] = [];
+  readonly initializers: Initializer[] = [];
+  readonly precision: MuseTalkPrecision;
   #count = 0;
+  #seed = 1;
   #constants = new Map<string, string>();
-  #shared = new Map<string, string>();
+  #inputs = new Map<string, string>();
+
+  constructor(precision: MuseTalkPrecision) {
+    this.precision = precision;
+  }
 
   name(stem: string): string {
     this.#count++;
@@ -120,28 +224,36 @@ class GraphBuilder {
     return out;
   }
 
-  tensor(stem: string, dims: readonly number[], data: Float32Array): string {
+  /** A graph input as the arithmetic takes it: the float32 input itself, or cast to float16 once. */
+  input(name: string): string {
+    if (this.precision === 'fp32') return name;
+    let cast = this.#inputs.get(name);
+    if (cast === undefined) {
+      cast = `${name}_float16`;
+      this.nodes.push(node('Cast', [name], [cast], `${name}_to_float16`, { to: DataType.FLOAT16 }));
+      this.#inputs.set(name, cast);
+    }
+    return cast;
+  }
+
+  /** Fixed values, in the graph's precision unless an operator needs them in float32 (Resize's scales). */
+  tensor(stem: string, dims: readonly number[], data: Float32Array, float32 = false): string {
     const name = this.name(stem);
-    this.initializers.push(floatTensor(name, dims, data));
+    if (data.length !== elementCount(dims))
+      throw new RangeError(`Expected ${elementCount(dims)} values for ${name} but received ${data.length}`);
+    this.initializers.push({ name, dims, values: { kind: 'fixed', data, float32 } });
     return name;
   }
 
-  /** One initializer per (stem, seed, dims), made on first use: a level's blocks share their weights. */
-  sharedWeights(stem: string, dims: readonly number[], seed: number, fanIn: number): string {
-    const key = `${stem}/${seed}/${dims.join('x')}`;
-    let name = this.#shared.get(key);
-    if (name === undefined) {
-      name = this.tensor(
-        stem,
-        dims,
-        weights(
-          seed,
-          dims.reduce((a, b) => a * b, 1),
-          fanIn,
-        ),
-      );
-      this.#shared.set(key, name);
-    }
+  /** Seeded weights of their own, scaled for `fanIn` (or 2^scaleLog2 when given). */
+  weights(stem: string, dims: readonly number[], fanIn: number, scaleLog2 = scaleFor(fanIn)): string {
+    const name = this.name(stem);
+    this.#seed++;
+    this.initializers.push({
+      name,
+      dims,
+      values: { kind: 'random', seed: this.#seed, count: elementCount(dims), scaleLog2 },
+    });
     return name;
   }
 
@@ -155,53 +267,112 @@ class GraphBuilder {
     return name;
   }
 
-  shape(values: readonly number[]): string {
-    const name = this.name('shape');
-    this.initializers.push({ name, dims: [values.length], dataType: 7, int64Data: values.map((v) => v) });
+  ints(values: readonly number[], stem = 'shape'): string {
+    const name = this.name(stem);
+    this.initializers.push({ name, dims: [values.length], values: { kind: 'int64', data: values } });
     return name;
   }
 
-  finish(contract: GraphContract, doc: string): Uint8Array {
-    const model = buildModel({
-      graphName: `musetalk-test-${contract.graph}`,
-      nodes: this.nodes,
-      initializers: this.initializers,
-      inputs: contract.inputs.map((t) => floatValueInfo(t.name, t.shape)),
-      outputs: contract.outputs.map((t) => floatValueInfo(t.name, t.shape)),
-      opset: MUSETALK_TEST_OPSET,
-      producerName: 'media-worker musetalk-test generator',
-      producerVersion: MUSETALK_TEST_GENERATOR_VERSION,
-      docString: `TEST MODEL with MuseTalk 1.5's ${contract.graph} interface; it does not lip-sync. ${doc}`,
-      metadata: [
-        ['name', `musetalk-test/${contract.graph}`],
-        ['purpose', 'test'],
-        ['generator_version', MUSETALK_TEST_GENERATOR_VERSION],
-      ],
+  shape(values: readonly number[]): string {
+    return this.ints(values);
+  }
+
+  /** The graph output `name`: the last value renamed, cast back to float32 in a float16 graph. */
+  output(value: string, name: string): void {
+    if (this.precision === 'fp32') this.nodes.push(node('Identity', [value], [name], `${name}_out`));
+    else this.nodes.push(node('Cast', [value], [name], `${name}_to_float32`, { to: DataType.FLOAT }));
+  }
+
+  #floatBytes(values: Exclude<Values, { kind: 'int64' }>): Uint8Array {
+    if (values.kind === 'random') return randomWeights(values.seed, values.count, values.scaleLog2, this.precision);
+    if (values.float32 || this.precision === 'fp32') return littleEndianBytes(Float32Array.from(values.data));
+    return littleEndianBytes(Uint16Array.from(values.data, (v) => float16Bits(v)));
+  }
+
+  #byteLength(init: Initializer): number {
+    const { values } = init;
+    if (values.kind === 'int64') return 8 * values.data.length;
+    const count = values.kind === 'random' ? values.count : values.data.length;
+    return count * (values.kind === 'fixed' && values.float32 ? 4 : this.precision === 'fp16' ? 2 : 4);
+  }
+
+  #dataType(values: Values): number {
+    if (values.kind === 'int64') return DataType.INT64;
+    return (values.kind === 'fixed' && values.float32) || this.precision === 'fp32' ? DataType.FLOAT : DataType.FLOAT16;
+  }
+
+  finish(contract: GraphContract, doc: string, externalDataAbove: number): BuiltMuseTalkGraph {
+    const floats = this.initializers.filter((i) => i.values.kind !== 'int64');
+    const weightBytes = floats.reduce((sum, i) => sum + this.#byteLength(i), 0);
+    const parameters = floats.reduce((sum, i) => sum + elementCount(i.dims), 0);
+    const outside = weightBytes > externalDataAbove;
+    const file = `${contract.graph}.onnx.data`;
+    const external: { init: Initializer; offset: number; length: number }[] = [];
+    let end = 0;
+    const tensors: OnnxTensor[] = this.initializers.map((init) => {
+      const { values } = init;
+      const base = { name: init.name, dims: [...init.dims], dataType: this.#dataType(values) };
+      if (values.kind === 'int64') return { ...base, int64Data: [...values.data] };
+      const length = this.#byteLength(init);
+      if (!outside || length < EXTERNAL_TENSOR_MIN_BYTES) return { ...base, rawData: this.#floatBytes(values) };
+      const offset = Math.ceil(end / EXTERNAL_ALIGN) * EXTERNAL_ALIGN;
+      external.push({ init, offset, length });
+      end = offset + length;
+      return {
+        ...base,
+        dataLocation: DataLocation.EXTERNAL,
+        externalData: [
+          { key: 'location', value: file },
+          { key: 'offset', value: String(offset) },
+          { key: 'length', value: String(length) },
+        ],
+      };
     });
-    return encodeModel(model);
+    const model = encodeModel(
+      buildModel({
+        graphName: `musetalk-test-${contract.graph}`,
+        nodes: this.nodes,
+        initializers: tensors,
+        inputs: contract.inputs.map((t) => floatValueInfo(t.name, t.shape)),
+        outputs: contract.outputs.map((t) => floatValueInfo(t.name, t.shape)),
+        opset: MUSETALK_TEST_OPSET,
+        producerName: 'media-worker musetalk-test generator',
+        producerVersion: MUSETALK_TEST_GENERATOR_VERSION,
+        docString: `TEST MODEL with MuseTalk 1.5's ${contract.graph} interface; it does not lip-sync. ${doc}`,
+        metadata: [
+          ['name', `musetalk-test/${contract.graph}`],
+          ['purpose', 'test'],
+          ['generator_version', MUSETALK_TEST_GENERATOR_VERSION],
+          ['precision', this.precision],
+        ],
+      }),
+    );
+    if (external.length === 0) return { model, parameters };
+    const floatBytes = (values: Values): Uint8Array => this.#floatBytes(values as Exclude<Values, { kind: 'int64' }>);
+    function* chunks(): Iterable<Uint8Array> {
+      let at = 0;
+      for (const { init, offset } of external) {
+        if (offset > at) yield new Uint8Array(offset - at);
+        const bytes = floatBytes(init.values);
+        yield bytes;
+        at = offset + bytes.length;
+      }
+    }
+    return { model, externalData: { file, bytes: end, chunks }, parameters };
   }
 }
 
-/** Identity with a rename: the graph's declared output name on the last value. */
-function output(g: GraphBuilder, value: string, name: string): void {
-  g.nodes.push(node('Identity', [value], [name], `${name}_out`));
-}
-
-function whisperEncoder(): Uint8Array {
-  const g = new GraphBuilder();
+function whisperEncoder(g: GraphBuilder): GraphContract {
   // [B, 80, 3000] -> [B, 80, 1500, 2] -> mean of each pair -> [B, 80, 1500] -> [B, 1500, 80] x [80, 1920].
-  const pairs = g.op('Reshape', ['input_features', g.shape([0, 80, 1500, 2])]);
+  const pairs = g.op('Reshape', [g.input('input_features'), g.shape([0, 80, 1500, 2])]);
   const pooled = g.op('ReduceMean', [pairs], { axes: [3], keepdims: 0 });
   const tokens = g.op('Transpose', [pooled], { perm: [0, 2, 1] });
   const w = new Float32Array(80 * 5 * 384);
   for (let band = 0; band < 80; band++)
     for (let l = 0; l < 5; l++) for (let c = 0; c < 384; c++) w[band * 1920 + l * 384 + c] = (1 + l) / 80;
   const projected = g.op('MatMul', [tokens, g.tensor('projection', [80, 1920], w)]);
-  output(g, g.op('Reshape', [projected, g.shape([0, 1500, 5, 384])]), 'hidden_states');
-  return g.finish(
-    MUSETALK_CONTRACTS.whisper_encoder,
-    'hidden_states[b, t, l, :] = (1 + l) x the mean of mel frames 2t and 2t+1 over the 80 bands.',
-  );
+  g.output(g.op('Reshape', [projected, g.shape([0, 1500, 5, 384])]), 'hidden_states');
+  return MUSETALK_CONTRACTS.whisper_encoder;
 }
 
 /** The reference's PositionalEncoding table (d_model 384), first `rows` rows, computed in float32 as torch does. */
@@ -218,42 +389,40 @@ export function positionalEncodingTable(rows = 50, width = 384): Float32Array {
   return table;
 }
 
-function positionalEncoding(): Uint8Array {
-  const g = new GraphBuilder();
-  output(g, g.op('Add', ['audio_features', g.tensor('pe', [1, 50, 384], positionalEncodingTable())]), 'encoded');
-  return g.finish(
-    MUSETALK_CONTRACTS.positional_encoding,
-    'encoded = audio_features + the sin/cos positional table (as the real graph).',
+function positionalEncoding(g: GraphBuilder): GraphContract {
+  g.output(
+    g.op('Add', [g.input('audio_features'), g.tensor('pe', [1, 50, 384], positionalEncodingTable())]),
+    'encoded',
   );
+  return MUSETALK_CONTRACTS.positional_encoding;
 }
 
-function vaeEncoder(): Uint8Array {
-  const g = new GraphBuilder();
-  const pooled = g.op('AveragePool', ['image'], { kernel_shape: [8, 8], strides: [8, 8] });
+function vaeEncoder(g: GraphBuilder): GraphContract {
+  const pooled = g.op('AveragePool', [g.input('image')], { kernel_shape: [8, 8], strides: [8, 8] });
   const w = new Float32Array(4 * 3);
   for (let c = 0; c < 3; c++) {
     w[c * 3 + c] = VAE_SCALING_FACTOR;
     w[3 * 3 + c] = VAE_SCALING_FACTOR / 3;
   }
-  output(g, g.op('Conv', [pooled, g.tensor('to_latents', [4, 3, 1, 1], w)], { kernel_shape: [1, 1] }), 'latents');
-  return g.finish(
-    MUSETALK_CONTRACTS.vae_encoder,
-    'latents = 0.18215 x (R, G, B, their mean) averaged over 8 x 8 pixels.',
-  );
+  g.output(g.op('Conv', [pooled, g.tensor('to_latents', [4, 3, 1, 1], w)], { kernel_shape: [1, 1] }), 'latents');
+  return MUSETALK_CONTRACTS.vae_encoder;
 }
 
-function vaeDecoder(): Uint8Array {
-  const g = new GraphBuilder();
+function vaeDecoder(g: GraphBuilder): GraphContract {
   const w = new Float32Array(3 * 4);
   for (let c = 0; c < 3; c++) w[c * 4 + c] = 1 / VAE_SCALING_FACTOR;
-  const rgb = g.op('Conv', ['latents', g.tensor('to_rgb', [3, 4, 1, 1], w)], { kernel_shape: [1, 1] });
-  const up = g.op('Resize', [rgb, '', g.tensor('scales', [4], Float32Array.of(1, 1, 8, 8))], {
+  const rgb = g.op('Conv', [g.input('latents'), g.tensor('to_rgb', [3, 4, 1, 1], w)], { kernel_shape: [1, 1] });
+  const up = g.op('Resize', [rgb, '', g.tensor('scales', [4], Float32Array.of(1, 1, 8, 8), true)], {
     mode: 'linear',
     coordinate_transformation_mode: 'half_pixel',
   });
-  output(g, up, 'image');
-  return g.finish(MUSETALK_CONTRACTS.vae_decoder, 'image = latents channels 0-2 / 0.18215, bilinear x 8.');
+  g.output(up, 'image');
+  return MUSETALK_CONTRACTS.vae_decoder;
 }
+
+/** The mouth ellipse of the test UNet, in latent pixels (32 x 32: the crop's lower half, centred). */
+export const TEST_LATENT_MOUTH = Object.freeze({ cx: 16, cy: 23.5, rx: 7, ry: 3.5 });
+const MAX_DARKNESS = 0.9;
 
 function mouthMask(): Float32Array {
   const { cx, cy, rx, ry } = TEST_LATENT_MOUTH;
@@ -268,7 +437,63 @@ function mouthMask(): Float32Array {
   return mask;
 }
 
-/** Attention of `tokens` [B, N, C] over `context` [B, M, K]: heads h, projections shared per `seed`. */
+const filled = (count: number, value: number): Float32Array => new Float32Array(count).fill(value);
+
+/** GroupNorm(32) as an opset-17 export writes it: reshape to groups, instance norm, reshape back, per-channel affine. */
+function groupNorm(g: GraphBuilder, x: string, channels: number): string {
+  let groups = 32;
+  while (channels % groups !== 0) groups /= 2;
+  const grouped = g.op('Reshape', [x, g.shape([0, groups, -1])]);
+  const normed = g.op(
+    'InstanceNormalization',
+    [
+      grouped,
+      g.tensor('gn_groups_scale', [groups], filled(groups, 1)),
+      g.tensor('gn_groups_bias', [groups], filled(groups, 0)),
+    ],
+    { epsilon: { float: 1e-5 } },
+  );
+  const back = g.op('Reshape', [normed, g.op('Shape', [x])]);
+  return g.op('Add', [
+    g.op('Mul', [back, g.tensor('gn_gamma', [channels, 1, 1], filled(channels, 1))]),
+    g.tensor('gn_beta', [channels, 1, 1], filled(channels, 0)),
+  ]);
+}
+
+function layerNorm(g: GraphBuilder, x: string, channels: number): string {
+  return g.op(
+    'LayerNormalization',
+    [x, g.tensor('ln_scale', [channels], filled(channels, 1)), g.tensor('ln_bias', [channels], filled(channels, 0))],
+    { axis: -1, epsilon: { float: 1e-5 } },
+  );
+}
+
+function silu(g: GraphBuilder, x: string): string {
+  return g.op('Mul', [x, g.op('Sigmoid', [x])]);
+}
+
+function conv(g: GraphBuilder, x: string, inp: number, out: number, kernel: 1 | 3, stride = 1): string {
+  const fanIn = inp * kernel * kernel;
+  return g.op('Conv', [x, g.weights('conv', [out, inp, kernel, kernel], fanIn), g.weights('conv_bias', [out], fanIn)], {
+    kernel_shape: [kernel, kernel],
+    pads: kernel === 3 ? [1, 1, 1, 1] : [0, 0, 0, 0],
+    strides: [stride, stride],
+  });
+}
+
+/** x [B, N, inp] x W [inp, out] (+ b). */
+function linear(g: GraphBuilder, x: string, inp: number, out: number, bias: boolean): string {
+  const y = g.op('MatMul', [x, g.weights('linear', [inp, out], inp)]);
+  return bias ? g.op('Add', [y, g.weights('linear_bias', [out], inp)]) : y;
+}
+
+function resnet(g: GraphBuilder, x: string, inp: number, out: number): string {
+  const h = conv(g, silu(g, groupNorm(g, x, inp)), inp, out, 3);
+  const h2 = conv(g, silu(g, groupNorm(g, h, out)), out, out, 3);
+  return g.op('Add', [inp === out ? x : conv(g, x, inp, out, 1), h2]);
+}
+
+/** Attention of `tokens` [B, N, C] over `context` [B, M, K] with `heads` heads; q, k, v without bias, out with. */
 function attention(
   g: GraphBuilder,
   tokens: string,
@@ -276,12 +501,11 @@ function attention(
   channels: number,
   contextWidth: number,
   heads: number,
-  seed: number,
 ): string {
   const d = channels / heads;
-  const q = g.op('MatMul', [tokens, g.sharedWeights('wq', [channels, channels], seed, channels)]);
-  const k = g.op('MatMul', [context, g.sharedWeights('wk', [contextWidth, channels], seed + 1, contextWidth)]);
-  const v = g.op('MatMul', [context, g.sharedWeights('wv', [contextWidth, channels], seed + 2, contextWidth)]);
+  const q = linear(g, tokens, channels, channels, false);
+  const k = linear(g, context, contextWidth, channels, false);
+  const v = linear(g, context, contextWidth, channels, false);
   const split = (x: string): string =>
     g.op('Transpose', [g.op('Reshape', [x, g.shape([0, -1, heads, d])])], { perm: [0, 2, 1, 3] });
   const scores = g.op('Mul', [
@@ -290,130 +514,92 @@ function attention(
   ]);
   const mixed = g.op('MatMul', [g.op('Softmax', [scores], { axis: -1 }), split(v)]);
   const merged = g.op('Reshape', [g.op('Transpose', [mixed], { perm: [0, 2, 1, 3] }), g.shape([0, -1, channels])]);
-  return g.op('MatMul', [merged, g.sharedWeights('wo', [channels, channels], seed + 3, channels)]);
+  return linear(g, merged, channels, channels, true);
 }
 
-/** x + f(x), scaled by 1/2 so that activations stay in range through the real depth (fp16 included). */
-function residual(g: GraphBuilder, x: string, fx: string): string {
-  return g.op('Mul', [g.op('Add', [x, fx]), g.scalar(0.5)]);
+/** GEGLU feed-forward: x W1 [C, 8C] split in two halves h, gate; (h x GELU(gate)) W2 [4C, C]. */
+function feedForward(g: GraphBuilder, x: string, channels: number): string {
+  const inner = 4 * channels;
+  const projected = linear(g, x, channels, 2 * inner, true);
+  const h = g.name('geglu_h');
+  const gate = g.name('geglu_gate');
+  g.nodes.push(node('Split', [projected, g.ints([inner, inner], 'split')], [h, gate], `${h}_split`, { axis: -1 }));
+  // GELU as an opset-17 export writes it: x/2 (1 + erf(x / sqrt 2)).
+  const erf = g.op('Erf', [g.op('Mul', [gate, g.scalar(Math.SQRT1_2)])]);
+  const gelu = g.op('Mul', [g.op('Mul', [gate, g.op('Add', [erf, g.scalar(1)])]), g.scalar(0.5)]);
+  return linear(g, g.op('Mul', [h, gelu]), inner, channels, true);
 }
 
-function convWeights(g: GraphBuilder, out: number, inp: number, seed: number): string {
-  return g.sharedWeights('conv', [out, inp, 3, 3], seed, inp * 9);
+/** Transformer2DModel with one BasicTransformerBlock: self-attention, cross-attention over the audio, feed-forward. */
+function transformer(g: GraphBuilder, x: string, channels: number, heads: number, audio: string): string {
+  const projected = conv(g, groupNorm(g, x, channels), channels, channels, 1);
+  let t = g.op('Transpose', [g.op('Reshape', [projected, g.shape([0, channels, -1])])], { perm: [0, 2, 1] });
+  let n = layerNorm(g, t, channels);
+  t = g.op('Add', [t, attention(g, n, n, channels, channels, heads)]);
+  t = g.op('Add', [t, attention(g, layerNorm(g, t, channels), audio, channels, 384, heads)]);
+  n = layerNorm(g, t, channels);
+  t = g.op('Add', [t, feedForward(g, n, channels)]);
+  const back = g.op('Reshape', [g.op('Transpose', [t], { perm: [0, 2, 1] }), g.op('Shape', [x])]);
+  return g.op('Add', [conv(g, back, channels, channels, 1), x]);
 }
 
-/** A level's block: residual conv pair, then (with attention) self-, cross-attention and feed-forward on the tokens. */
-function block(
-  g: GraphBuilder,
-  x: string,
-  channels: number,
-  side: number,
-  withAttention: boolean,
-  heads: number,
-  audio: string,
-  seed: number,
-  convs: [string, string],
-): string {
-  const conv = (input: string, w: string): string =>
-    g.op('Conv', [input, w], { kernel_shape: [3, 3], pads: [1, 1, 1, 1] });
-  let y = residual(g, x, conv(g.op('Relu', [conv(x, convs[0])]), convs[1]));
-  if (!withAttention) return y;
-  const tokens = g.op('Transpose', [g.op('Reshape', [y, g.shape([0, channels, side * side])])], { perm: [0, 2, 1] });
-  let t = residual(g, tokens, attention(g, tokens, tokens, channels, channels, heads, seed));
-  t = residual(g, t, attention(g, t, audio, channels, 384, heads, seed + 10));
-  const hidden = g.op('Relu', [
-    g.op('MatMul', [t, g.sharedWeights('ff1', [channels, 4 * channels], seed + 20, channels)]),
-  ]);
-  t = residual(
-    g,
-    t,
-    g.op('MatMul', [hidden, g.sharedWeights('ff2', [4 * channels, channels], seed + 21, 4 * channels)]),
-  );
-  y = g.op('Reshape', [g.op('Transpose', [t], { perm: [0, 2, 1] }), g.shape([0, channels, side, side])]);
-  return y;
-}
-
-/** The cost trunk: sample [B, 8, 32, 32] and audio [B, 50, 384] in, [B, 4, 32, 32] out (small). */
-function trunk(g: GraphBuilder, size: MuseTalkNetworkSize): string {
+/** The cost trunk: sample [B, 8, 32, 32] and audio [B, 50, 384] in, [B, 4, 32, 32] out (tiny). */
+function trunk(g: GraphBuilder, size: MuseTalkNetworkSize, sample: string, audio: string): string {
   const { channels, blocks, attentionLevels, heads } = size;
-  let x = g.op('Conv', ['sample', convWeights(g, channels[0]!, 8, 1)], { kernel_shape: [3, 3], pads: [1, 1, 1, 1] });
-  const shared = channels.map(
-    (c, level) => [convWeights(g, c, c, 100 + level * 10), convWeights(g, c, c, 101 + level * 10)] as [string, string],
-  );
-  let side = 32;
-  for (let level = 0; level < channels.length; level++) {
-    for (let b = 0; b < blocks; b++)
-      x = block(
-        g,
-        x,
-        channels[level]!,
-        side,
-        level < attentionLevels,
-        heads,
-        'encoder_hidden_states',
-        1000 + level * 100,
-        shared[level]!,
-      );
-    if (level + 1 < channels.length) {
-      x = g.op('Conv', [x, convWeights(g, channels[level + 1]!, channels[level]!, 200 + level)], {
-        kernel_shape: [3, 3],
-        pads: [1, 1, 1, 1],
-        strides: [2, 2],
-      });
-      side /= 2;
-    }
-  }
   const last = channels.length - 1;
-  x = block(
-    g,
-    x,
-    channels[last]!,
-    side,
-    attentionLevels > 0,
-    heads,
-    'encoder_hidden_states',
-    1000 + last * 100,
-    shared[last]!,
-  );
-  for (let level = last; level >= 0; level--) {
-    for (let b = 0; b <= blocks; b++)
-      x = block(
-        g,
-        x,
-        channels[level]!,
-        side,
-        level < attentionLevels,
-        heads,
-        'encoder_hidden_states',
-        1000 + level * 100,
-        shared[level]!,
-      );
-    if (level > 0) {
-      const up = g.op('Resize', [x, '', g.tensor('scales', [4], Float32Array.of(1, 1, 2, 2))], { mode: 'nearest' });
-      x = g.op('Conv', [up, convWeights(g, channels[level - 1]!, channels[level]!, 300 + level)], {
-        kernel_shape: [3, 3],
-        pads: [1, 1, 1, 1],
-      });
-      side *= 2;
+  let x = conv(g, sample, 8, channels[0]!, 3);
+  let width = channels[0]!;
+  const skips: { value: string; width: number }[] = [{ value: x, width }];
+  for (let level = 0; level <= last; level++) {
+    const out = channels[level]!;
+    for (let b = 0; b < blocks; b++) {
+      x = resnet(g, x, width, out);
+      width = out;
+      if (level < attentionLevels) x = transformer(g, x, out, heads, audio);
+      skips.push({ value: x, width });
+    }
+    if (level < last) {
+      x = conv(g, x, out, out, 3, 2);
+      skips.push({ value: x, width });
     }
   }
-  // Into the output at 1/1024 of its size: the trunk costs what it costs, the picture stays the test's.
+  x = resnet(g, x, width, width);
+  if (attentionLevels > 0) x = transformer(g, x, width, heads, audio);
+  x = resnet(g, x, width, width);
+  for (let level = last; level >= 0; level--) {
+    const out = channels[level]!;
+    for (let b = 0; b <= blocks; b++) {
+      const skip = skips.pop()!;
+      x = resnet(g, g.op('Concat', [x, skip.value], { axis: 1 }), width + skip.width, out);
+      width = out;
+      if (level < attentionLevels) x = transformer(g, x, out, heads, audio);
+    }
+    if (level > 0) {
+      const up = g.op('Resize', [x, '', g.tensor('scales', [4], Float32Array.of(1, 1, 2, 2), true)], {
+        mode: 'nearest',
+      });
+      x = conv(g, up, out, out, 3);
+    }
+  }
+  // Into the output at about 1/1000 of a latent: the trunk costs what it costs, the picture stays the test's.
+  const fanIn = width * 9;
   return g.op(
     'Conv',
-    [x, g.tensor('conv_out', [4, channels[0]!, 3, 3], weights(9, 4 * channels[0]! * 9, 1024 * channels[0]! * 9))],
+    [silu(g, groupNorm(g, x, width)), g.weights('conv_out', [4, width, 3, 3], fanIn, scaleFor(fanIn) - 10)],
     { kernel_shape: [3, 3], pads: [1, 1, 1, 1] },
   );
 }
 
-function unet(size: MuseTalkNetworkSize): Uint8Array {
-  const g = new GraphBuilder();
+function unet(g: GraphBuilder, size: MuseTalkNetworkSize): GraphContract {
+  const sample = g.input('sample');
+  const audio = g.input('encoder_hidden_states');
   const select = new Float32Array(4 * 8);
   for (let c = 0; c < 4; c++) select[c * 8 + 4 + c] = 1;
-  const reference = g.op('Conv', ['sample', g.tensor('select_reference', [4, 8, 1, 1], select)], {
+  const reference = g.op('Conv', [sample, g.tensor('select_reference', [4, 8, 1, 1], select)], {
     kernel_shape: [1, 1],
   });
   // The audio window's mean: the test encoder's values grow with loudness (log-mel in about [-1.5, 1.5] x (1..5)).
-  const mean = g.op('ReduceMean', ['encoder_hidden_states'], { axes: [1, 2], keepdims: 1 });
+  const mean = g.op('ReduceMean', [audio], { axes: [1, 2], keepdims: 1 });
   const level = g.op('Clip', [
     g.op('Mul', [g.op('Add', [g.op('Reshape', [mean, g.shape([-1, 1, 1, 1])]), g.scalar(1.5)]), g.scalar(0.5)]),
     g.scalar(0),
@@ -424,30 +610,56 @@ function unet(size: MuseTalkNetworkSize): Uint8Array {
     g.tensor('mouth', [1, 1, 32, 32], mouthMask()),
   ]);
   // Darken towards black: latents of black are -0.18215 (image -1) on the RGB channels.
-  const black = g.tensor(
-    'black',
-    [1, 4, 1, 1],
-    Float32Array.of(-VAE_SCALING_FACTOR, -VAE_SCALING_FACTOR, -VAE_SCALING_FACTOR, -VAE_SCALING_FACTOR),
-  );
+  const black = g.tensor('black', [1, 4, 1, 1], filled(4, -VAE_SCALING_FACTOR));
   const toward = g.op('Mul', [g.op('Sub', [black, reference]), shade]);
   const picture = g.op('Add', [reference, toward]);
-  output(g, g.op('Add', [picture, trunk(g, size)]), 'latents');
-  return g.finish(
-    MUSETALK_CONTRACTS.unet,
-    'latents = the reference latents with a dark mouth ellipse following the audio level, plus a tiny contribution of a cost trunk.',
-  );
+  g.output(g.op('Add', [picture, trunk(g, size, sample, audio)]), 'latents');
+  return MUSETALK_CONTRACTS.unet;
 }
 
-/** The five graphs' bytes, by graph name. */
+const DOCS: Record<MuseTalkGraph, string> = {
+  whisper_encoder: 'hidden_states[b, t, l, :] = (1 + l) x the mean of mel frames 2t and 2t+1 over the 80 bands.',
+  positional_encoding: 'encoded = audio_features + the sin/cos positional table (as the real graph).',
+  vae_encoder: 'latents = 0.18215 x (R, G, B, their mean) averaged over 8 x 8 pixels.',
+  unet: 'latents = the reference latents with a dark mouth ellipse following the audio level, plus a tiny contribution of a cost trunk of the real UNet layout.',
+  vae_decoder: 'image = latents channels 0-2 / 0.18215, bilinear x 8.',
+};
+
+/** The five graphs, by graph name (see the module comment for the options). */
+export function buildMuseTalkNetworks(options: MuseTalkBuildOptions = {}): Record<MuseTalkGraph, BuiltMuseTalkGraph> {
+  const size = options.size ?? MUSETALK_TEST_SIZE;
+  const precision = options.precision ?? 'fp32';
+  const above = options.externalDataAbove ?? MUSETALK_EXTERNAL_DATA_ABOVE;
+  checkSize(size);
+  if (!(MUSETALK_PRECISIONS as readonly string[]).includes(precision))
+    throw new RangeError(`Expected precision ${MUSETALK_PRECISIONS.join(' or ')} but received ${String(precision)}`);
+  if (!(above >= 0)) throw new RangeError(`Expected externalDataAbove to be 0 or more bytes but received ${above}`);
+  const build = (graph: (g: GraphBuilder) => GraphContract): BuiltMuseTalkGraph => {
+    const g = new GraphBuilder(precision);
+    const contract = graph(g);
+    return g.finish(contract, DOCS[contract.graph], above);
+  };
+  return {
+    whisper_encoder: build(whisperEncoder),
+    positional_encoding: build(positionalEncoding),
+    vae_encoder: build(vaeEncoder),
+    unet: build((g) => unet(g, size)),
+    vae_decoder: build(vaeDecoder),
+  };
+}
+
+/** The five graphs' bytes, by graph name, weights inside: the musetalk-test files (float32, test size by default). */
 export function buildMuseTalkTestNetworks(
   size: MuseTalkNetworkSize = MUSETALK_TEST_SIZE,
 ): Record<MuseTalkGraph, Uint8Array> {
-  checkSize(size);
-  return {
-    whisper_encoder: whisperEncoder(),
-    positional_encoding: positionalEncoding(),
-    vae_encoder: vaeEncoder(),
-    unet: unet(size),
-    vae_decoder: vaeDecoder(),
-  };
+  const built = buildMuseTalkNetworks({ size });
+  const out = {} as Record<MuseTalkGraph, Uint8Array>;
+  for (const [graph, { model, externalData }] of Object.entries(built) as [MuseTalkGraph, BuiltMuseTalkGraph][]) {
+    if (externalData !== undefined)
+      throw new RangeError(
+        `Expected ${graph}'s weights to fit in its graph but they take ${externalData.bytes} bytes: build it with buildMuseTalkNetworks and write it with writeMuseTalkGraphFiles (external data)`,
+      );
+    out[graph] = model;
+  }
+  return out;
 }

@@ -1,0 +1,171 @@
+/**
+ * Sized builds of the musetalk-test generator (test-networks.ts options, as
+ * scripts/make-test-musetalk-model.ts --name makes them for the device check): weights outside the
+ * graph (ONNX external data) and float16, written by writeMuseTalkGraphFiles with the script's
+ * manifest, then loaded the worker's way (loadMuseTalk: both files' sha256, sessions on threads of
+ * their own, the contract check) and run on real faces and speech. And the real size's structure,
+ * without making its 822 M weights.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sizedMuseTalkManifest } from '../../../../../scripts/make-test-musetalk-model.js';
+import { SessionCache } from '../../../../../src/inference/index.js';
+import { loadBlazeFace, type FaceBox, type RgbFrame } from '../../../../../src/kinds/lipsync/pipeline/index.js';
+import {
+  buildMuseTalkNetworks,
+  buildMuseTalkTestNetworks,
+  formatMuseTalkManifest,
+  loadMuseTalk,
+  MUSETALK_REAL_SIZE,
+  museTalkGraphDir,
+  museTalkManifestPath,
+  releaseMuseTalkThreads,
+  writeMuseTalkGraphFiles,
+  type MuseTalkBuildOptions,
+  type MuseTalkManifest,
+} from '../../../../../src/kinds/lipsync/pipeline/musetalk/index.js';
+import { faceFrames, FPS, SPEECH } from '../pipeline-fixtures.js';
+
+const FRAMES = 8;
+const SIDE = 256;
+const fps = { num: FPS, den: 1 };
+
+let dir: string;
+let sessions: SessionCache;
+let frames: RgbFrame[];
+let faces: FaceBox[];
+let samples: Float32Array;
+
+function readWav16(file: string): Float32Array {
+  const bytes = readFileSync(file);
+  const at = bytes.indexOf('data') + 8;
+  const out = new Float32Array(bytes.readUInt32LE(at - 4) / 2);
+  for (let i = 0; i < out.length; i++) out[i] = bytes.readInt16LE(at + 2 * i) / 32768;
+  return out;
+}
+
+/** What the script's --name build does: the graphs, then the manifest naming the options. */
+async function make(name: string, options: MuseTalkBuildOptions): Promise<MuseTalkManifest> {
+  const graphs = await writeMuseTalkGraphFiles(museTalkGraphDir(dir, name), buildMuseTalkNetworks(options));
+  const manifest = sizedMuseTalkManifest(name, graphs, options);
+  mkdirSync(path.dirname(museTalkManifestPath(dir, name)), { recursive: true });
+  writeFileSync(museTalkManifestPath(dir, name), formatMuseTalkManifest(manifest));
+  return manifest;
+}
+
+/** The frames with MuseTalk's mouths blended in by network `name`, loaded as the worker loads it. */
+async function render(name: string): Promise<RgbFrame[]> {
+  const engine = await loadMuseTalk(name, { sessions, modelsDir: dir, batch: 4 });
+  const out = frames.map((f) => ({ ...f, data: f.data.slice() }));
+  const stats = await engine.render(
+    out.map((frame, i) => ({ frame, face: faces[i]!, audioFrame: 20 + i })),
+    await engine.audio(samples),
+    fps,
+  );
+  expect(stats.rendered).toBe(FRAMES);
+  return out;
+}
+
+function differences(a: RgbFrame[], b: RgbFrame[]): { max: number; mean: number; changed: number } {
+  let max = 0;
+  let sum = 0;
+  let changed = 0;
+  let count = 0;
+  a.forEach((frame, i) => {
+    frame.data.forEach((v, k) => {
+      const d = Math.abs(v - b[i]!.data[k]!);
+      max = Math.max(max, d);
+      sum += d;
+      if (d > 0) changed++;
+      count++;
+    });
+  });
+  return { max, mean: sum / count, changed };
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'musetalk-sized-'));
+  sessions = new SessionCache({ thread: false, threads: 1 });
+  frames = (await faceFrames(FRAMES, { side: SIDE })).map((raw) => ({
+    data: new Uint8Array(raw),
+    width: SIDE,
+    height: SIDE,
+  }));
+  const detector = await loadBlazeFace('blazeface-back-256', { sessions, minScore: 0.5 });
+  faces = [];
+  for (const frame of frames) faces.push((await detector.detect(frame))[0]!);
+  samples = readWav16(SPEECH);
+}, 120_000);
+
+afterAll(async () => {
+  await releaseMuseTalkThreads();
+  await sessions.release();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('sized musetalk-test builds', () => {
+  it('with the weights outside the graphs: the same pixels as with them inside, and the manifest covers the data files', async () => {
+    const inside = await make('inside', {});
+    const outside = await make('outside', { externalDataAbove: 0 });
+    expect(inside.graphs.unet.externalData).toBeUndefined();
+    for (const g of ['whisper_encoder', 'positional_encoding', 'unet'] as const) {
+      expect(outside.graphs[g].externalData?.file).toBe(`${g}.onnx.data`);
+      expect(outside.graphs[g].bytes).toBeLessThan(inside.graphs[g].bytes);
+    }
+    // The VAE test graphs' weights are a few floats: below onnx's 1 KiB, they stay inside.
+    expect(outside.graphs.vae_encoder.externalData).toBeUndefined();
+    const a = await render('inside');
+    const b = await render('outside');
+    expect(differences(a, b).changed).toBe(0);
+    // And the mouths were really drawn: the frames are not the source.
+    expect(differences(a, frames).changed).toBeGreaterThan(1000);
+
+    // A changed byte in the data file is refused, naming it; a missing one is made again from the manifest's options.
+    const data = path.join(museTalkGraphDir(dir, 'outside'), 'unet.onnx.data');
+    const bytes = readFileSync(data);
+    bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 1;
+    writeFileSync(data, bytes);
+    await expect(loadMuseTalk('outside', { sessions, modelsDir: dir })).rejects.toThrow(
+      /outside's unet.onnx.data to have sha256 .* refusing to load it/,
+    );
+    rmSync(data);
+    const again = await render('outside');
+    expect(differences(a, again).changed).toBe(0);
+  }, 240_000);
+
+  it('in float16: half the weight bytes, the float32 interface, and the same picture within a level or two', async () => {
+    const fp32 = await make('fp32', { externalDataAbove: 0 });
+    const fp16 = await make('fp16', { precision: 'fp16', externalDataAbove: 0 });
+    const weights = (m: MuseTalkManifest): number => m.graphs.unet.externalData!.bytes;
+    expect(weights(fp16)).toBeLessThan(0.6 * weights(fp32));
+    expect(weights(fp16)).toBeGreaterThan(0.4 * weights(fp32));
+    expect(fp16.source).toMatchObject({ kind: 'generated', options: { precision: 'fp16' } });
+    // loadMuseTalk holds every graph to its contract (float32 in and out) before it runs.
+    const a = await render('fp32');
+    const b = await render('fp16');
+    const diff = differences(a, b);
+    expect(diff.max).toBeLessThanOrEqual(8);
+    expect(diff.mean).toBeLessThan(0.5);
+    expect(differences(b, frames).changed).toBeGreaterThan(1000);
+  }, 240_000);
+
+  it('at the real size: 822 M parameters in the UNet, its weights outside on their own, none made yet', () => {
+    for (const precision of ['fp32', 'fp16'] as const) {
+      const built = buildMuseTalkNetworks({ size: MUSETALK_REAL_SIZE, precision });
+      const { unet } = built;
+      expect(unet.parameters).toBeGreaterThan(800e6);
+      expect(unet.parameters).toBeLessThan(860e6);
+      const width = precision === 'fp16' ? 2 : 4;
+      expect(unet.externalData?.bytes).toBeGreaterThanOrEqual(width * unet.parameters - 1e6);
+      expect(unet.externalData?.bytes).toBeLessThan(width * unet.parameters + 4e6);
+      // The graph alone: its nodes and small constants, far from protobuf's 2 GB.
+      expect(unet.model.byteLength).toBeLessThan(1e6);
+      expect(built.whisper_encoder.externalData).toBeUndefined();
+    }
+    expect(() => buildMuseTalkTestNetworks(MUSETALK_REAL_SIZE)).toThrow(
+      /unet's weights to fit in its graph but they take 3289211904 bytes.*external data/,
+    );
+  });
+});
