@@ -5,15 +5,15 @@
  * And a one-off run of a network whose licence forbids commercial use: it runs, with one line
  * naming the licence.
  */
-import { copyFile, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeMedia } from '../../../src/media/index.js';
-import { PACKAGE_ROOT } from '../../../src/paths.js';
 import { runCli } from '../../helpers/cli.js';
 import { startFakeSync, type FakeSync } from '../../helpers/fake-sync.js';
 import { startInputServer, type InputServer } from '../../helpers/input-server.js';
+import { modelsWithNonCommercialWav2Lip } from '../../helpers/models-dir.js';
 import { encodeClip, faceFrames, SIDE, speechClip } from './pipeline/pipeline-fixtures.js';
 
 let dir: string;
@@ -113,23 +113,7 @@ describe('media-worker lipsync through the provider', () => {
 
 describe('media-worker lipsync with a non-commercial network', () => {
   it("runs it for the person's own use, with one line naming the licence", async () => {
-    const modelsDir = await mkdtemp(path.join(dir, 'models-'));
-    for (const name of await readdir(path.join(PACKAGE_ROOT, 'models'))) {
-      if (name.endsWith('.json')) await copyFile(path.join(PACKAGE_ROOT, 'models', name), path.join(modelsDir, name));
-      else if (name.endsWith('.onnx'))
-        await symlink(path.join(PACKAGE_ROOT, 'models', name), path.join(modelsDir, name));
-    }
-    const test = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'wav2lip-test.json'), 'utf8')) as Record<
-      string,
-      unknown
-    >;
-    const licence = {
-      spdx: 'LicenseRef-Wav2Lip-research',
-      holder: 'Wav2Lip authors',
-      upstream: 'https://github.com/Rudrabha/Wav2Lip',
-      commercialUse: false,
-    };
-    await writeFile(path.join(modelsDir, 'wav2lip-nc.json'), JSON.stringify({ ...test, name: 'wav2lip-nc', licence }));
+    const modelsDir = await modelsWithNonCommercialWav2Lip(await mkdtemp(path.join(dir, 'models-')));
     const out = path.join(dir, 'own-use.mp4');
     const run = await runCli(['lipsync', '--video', face, '--audio', speech, '-o', out], {
       env: {

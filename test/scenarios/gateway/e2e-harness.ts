@@ -14,7 +14,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import sharp from 'sharp';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { BUNDLED_PHOTOS_DIR } from '../../../src/paths.js';
 import { controlPlane, waitFor, type ControlPlane } from '../../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { startMediaServer, type MediaServer } from './media-server.js';
@@ -50,6 +52,14 @@ export interface GatewayE2eOptions {
   env?: NodeJS.ProcessEnv;
   /** Settings of the gateway alone (a bucket's credentials the worker host must not hold). */
   gatewayEnv?: NodeJS.ProcessEnv;
+}
+
+/**
+ * The media host's files of the tests that upscale one small photo: `/small.png`, the bundled
+ * chelsea.png at 40x27 (80x54 once upscaled x2).
+ */
+export async function smallPngFiles(): Promise<Record<string, Buffer>> {
+  return { '/small.png': await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer() };
 }
 
 export interface GatewayE2e {

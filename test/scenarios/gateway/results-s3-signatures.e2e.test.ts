@@ -7,17 +7,14 @@
  * left half-written in the bucket.
  */
 import { createHash } from 'node:crypto';
-import path from 'node:path';
-import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_PHOTOS_DIR } from '../../../src/paths.js';
 import { waitFor } from '../../worker/helpers/jetstream.js';
 import {
   SIGNING_TEST_CREDENTIALS,
   startSigningS3Server,
   type SigningS3Server,
 } from '../../helpers/signing-s3-server.js';
-import { useGatewayE2e, type Account } from './e2e-harness.js';
+import { smallPngFiles, useGatewayE2e, type Account } from './e2e-harness.js';
 
 const BUCKET = 'signed-fleet';
 const GATEWAY_KEY = {
@@ -41,10 +38,7 @@ afterAll(async () => {
 
 const e2e = useGatewayE2e({
   name: 'media-results-signed-e2e-',
-  async files() {
-    const png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer();
-    return { '/small.png': png };
-  },
+  files: smallPngFiles,
   env,
   gatewayEnv,
 });

@@ -12,9 +12,8 @@ import path from 'node:path';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_PHOTOS_DIR } from '../../../src/paths.js';
 import { S3_TEST_CREDENTIALS, startS3Server, type S3TestServer } from '../../helpers/s3-server.js';
-import { useGatewayE2e } from './e2e-harness.js';
+import { smallPngFiles, useGatewayE2e } from './e2e-harness.js';
 
 const BUCKET = 'fleet-results';
 let s3: S3TestServer;
@@ -29,13 +28,9 @@ afterAll(async () => {
   await s3?.close();
 });
 
-let png: Buffer;
 const e2e = useGatewayE2e({
   name: 'media-results-s3-e2e-',
-  async files() {
-    png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer();
-    return { '/small.png': png };
-  },
+  files: smallPngFiles,
   env,
 });
 

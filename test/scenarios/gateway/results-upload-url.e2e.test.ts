@@ -8,10 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import sharp from 'sharp';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUNDLED_PHOTOS_DIR } from '../../../src/paths.js';
 import { protocolHeaders, uploadUrlReplySchema } from '../../../src/protocol/index.js';
 import {
   S3_TEST_CREDENTIALS,
@@ -21,7 +18,7 @@ import {
   type FaultProxy,
   type S3TestServer,
 } from '../../helpers/s3-server.js';
-import { useGatewayE2e } from './e2e-harness.js';
+import { smallPngFiles, useGatewayE2e } from './e2e-harness.js';
 
 const BUCKET = 'presigned-fleet';
 let s3: S3TestServer;
@@ -39,13 +36,9 @@ afterAll(async () => {
   await s3?.close();
 });
 
-let png: Buffer;
 const e2e = useGatewayE2e({
   name: 'media-upload-url-e2e-',
-  async files() {
-    png = await sharp(path.join(BUNDLED_PHOTOS_DIR, 'chelsea.png')).resize(40, 27).png().toBuffer();
-    return { '/small.png': png };
-  },
+  files: smallPngFiles,
   env,
   gatewayEnv,
 });

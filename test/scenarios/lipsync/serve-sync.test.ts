@@ -12,11 +12,10 @@
  * - an account out of credit (402): that job fails with its refund as any 402 does, the provider
  *   is no longer ready (capabilities say why) and the next job goes to the next backend.
  */
-import { copyFile, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PACKAGE_ROOT } from '../../../src/paths.js';
 import { probeMedia } from '../../../src/media/index.js';
 import { syncIdempotencyKey } from '../../../src/kinds/lipsync/pipeline/index.js';
 import { makeClip } from '../../media/helpers.js';
@@ -26,7 +25,8 @@ import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { provisionFromEnv } from '../../helpers/provision.js';
 import { startFakeSync, type FakeSync } from '../../helpers/fake-sync.js';
 import { startInputServer, type InputServer } from '../../helpers/input-server.js';
-import { spawnServe, type ServeProcess } from '../../helpers/serve-process.js';
+import { QUICK_REDELIVERY, readyz, serveEnv, serveGroup } from '../../helpers/serve-process.js';
+import { modelsWithNonCommercialWav2Lip } from '../../helpers/models-dir.js';
 
 let dir: string;
 let roles: RoleNats;
@@ -35,50 +35,22 @@ let inputs: InputServer;
 let base: string;
 let fake: FakeSync;
 let modelsDir: string;
-const running: Serve[] = [];
 
-type Serve = ServeProcess;
-
-const baseEnv = (): Record<string, string> => ({
-  ...roles.env('worker-host1'),
-  LOG_LEVEL: 'info',
-  MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-  WORKER_HEALTH_PORT: '0',
-  WORKER_HEALTH_HOST: '127.0.0.1',
-  WORKER_ACK_WAIT_MS: '3000',
-  WORKER_HEARTBEAT_MS: '500',
-  WORKER_PULL_EXPIRES_MS: '1000',
-  WORKER_NAK_DELAYS_MS: '200',
+/** Every serve here: lip-sync alone, with the fake provider's address and key (each test names its backends). */
+const baseEnv = (): NodeJS.ProcessEnv => ({
+  ...serveEnv(roles),
+  ...QUICK_REDELIVERY,
   WORKER_READINESS_INTERVAL_MS: '500',
   WORKER_CONCURRENCY: 'image=0,video=0,lipsync=1,music=0,music-video=0',
-  RESULTS_BASE_URL: 'https://cdn.example.test/results',
   MEDIA_WORKER_SYNC_BASE_URL: fake.url,
   MEDIA_WORKER_SYNC_API_KEY: fake.key,
   MEDIA_WORKER_SYNC_POLL_INTERVAL_MS: '100',
 });
-
-function serve(env: Record<string, string>): Serve {
-  const s = spawnServe({ ...process.env, ...baseEnv(), ...env });
-  running.push(s);
-  return s;
-}
+const serves = serveGroup(baseEnv);
+const serve = serves.start;
 
 async function scratch(name: string): Promise<string> {
   return mkdtemp(path.join(dir, `${name}-`));
-}
-
-async function readyz(port: number): Promise<{ kinds: Record<string, { ready: boolean; reasons: string[] }> }> {
-  return (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as never;
-}
-
-async function stopAll(): Promise<void> {
-  for (const s of running.splice(0)) {
-    if (s.child.exitCode === null && s.child.signalCode === null) {
-      const gone = new Promise((resolve) => s.child.once('exit', resolve));
-      s.child.kill('SIGKILL');
-      await gone;
-    }
-  }
 }
 
 beforeAll(async () => {
@@ -105,32 +77,13 @@ beforeAll(async () => {
   );
 
   // The shipped manifests, and a copy of the test network recorded with Wav2Lip's research-only licence.
-  modelsDir = await scratch('models');
-  for (const name of await readdir(path.join(PACKAGE_ROOT, 'models'))) {
-    if (name.endsWith('.json')) await copyFile(path.join(PACKAGE_ROOT, 'models', name), path.join(modelsDir, name));
-    else if (name.endsWith('.onnx')) await symlink(path.join(PACKAGE_ROOT, 'models', name), path.join(modelsDir, name));
-  }
-  const test = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'models', 'wav2lip-test.json'), 'utf8')) as Record<
-    string,
-    unknown
-  >;
-  const nc = {
-    ...test,
-    name: 'wav2lip-nc',
-    licence: {
-      spdx: 'LicenseRef-Wav2Lip-research',
-      holder: 'Wav2Lip authors',
-      upstream: 'https://github.com/Rudrabha/Wav2Lip',
-      commercialUse: false,
-    },
-  };
-  await writeFile(path.join(modelsDir, 'wav2lip-nc.json'), `${JSON.stringify(nc, null, 2)}\n`);
+  modelsDir = await modelsWithNonCommercialWav2Lip(await scratch('models'));
 });
 
-afterEach(stopAll);
+afterEach(serves.stopAll);
 
 afterAll(async () => {
-  await stopAll();
+  await serves.stopAll();
   await cp?.close();
   await roles?.close();
   await fake?.close();
@@ -147,8 +100,7 @@ describe('serve with the sync-compatible lip-sync backend', () => {
       RESULTS_DIR: await scratch('results'),
     };
     const first = serve(env);
-    const port = await first.serving();
-    await waitFor('lip-sync to be ready', async () => (await readyz(port)).kinds.lipsync?.ready === true, 30_000);
+    await first.ready('lipsync');
 
     const capabilities = (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<{
       kinds: { lipsync: { backends?: unknown[] } };
@@ -220,8 +172,7 @@ describe('serve with the sync-compatible lip-sync backend', () => {
       MEDIA_WORKER_TMP_DIR: await scratch('tmp'),
       RESULTS_DIR: await scratch('results'),
     });
-    const port = await s.serving();
-    await waitFor('lip-sync to be ready', async () => (await readyz(port)).kinds.lipsync?.ready === true, 30_000);
+    await s.ready('lipsync');
     const before = fake.generations.length;
     await cp.publishJob('lipsync', 'vendor-lipsync-2', {
       id: 'sync-slow-1',
@@ -252,8 +203,7 @@ describe('serve with the sync-compatible lip-sync backend', () => {
       MEDIA_WORKER_TMP_DIR: await scratch('tmp'),
       RESULTS_DIR: await scratch('results'),
     });
-    const port = await both.serving();
-    await waitFor('lip-sync to be ready', async () => (await readyz(port)).kinds.lipsync?.ready === true, 30_000);
+    await both.ready('lipsync');
     const capabilities = (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<{
       kinds: { lipsync: { backends?: { name: string; ready: boolean; reason?: string }[] } };
     }>();
@@ -288,8 +238,7 @@ describe('serve with the sync-compatible lip-sync backend', () => {
       MEDIA_WORKER_TMP_DIR: await scratch('tmp'),
       RESULTS_DIR: await scratch('results'),
     });
-    const port = await s.serving();
-    await waitFor('lip-sync to be ready', async () => (await readyz(port)).kinds.lipsync?.ready === true, 30_000);
+    const port = await s.ready('lipsync');
     const backends = async (): Promise<{ name: string; ready: boolean; reason?: string }[] | undefined> =>
       (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<{
         kinds: { lipsync: { backends?: { name: string; ready: boolean; reason?: string }[] } };
@@ -331,7 +280,7 @@ describe('serve with the sync-compatible lip-sync backend', () => {
         },
         { name: 'wav2lip', ready: true },
       ]);
-      expect((await readyz(port)).kinds.lipsync?.ready).toBe(true);
+      expect((await readyz(port)).body.kinds.lipsync?.ready).toBe(true);
 
       const posts = fake.posts.length;
       await cp.publishJob('lipsync', 'vendor-lipsync-2', {
@@ -363,13 +312,13 @@ describe('serve with the sync-compatible lip-sync backend', () => {
       RESULTS_DIR: await scratch('results'),
     });
     const port = await s.serving();
-    const body = await readyz(port);
+    const body = (await readyz(port)).body;
     const reasons = body.kinds.lipsync?.reasons.join('\n') ?? '';
     expect(reasons).toContain(
       'wav2lip: the licence of wav2lip-nc (LicenseRef-Wav2Lip-research) forbids commercial use; not served to paying jobs unless MEDIA_WORKER_ALLOW_NONCOMMERCIAL_MODELS=1',
     );
     expect(reasons).toContain(`sync-compatible: ${fake.url}/ refused MEDIA_WORKER_SYNC_API_KEY (HTTP 401)`);
-    expect((await readyz(port)).kinds.lipsync?.ready).toBe(false);
+    expect((await readyz(port)).body.kinds.lipsync?.ready).toBe(false);
     expect(s.log()).toContain('Not serving lipsync jobs');
     // The refused key is named by its variable, never by its value.
     const capabilities = (await cp.nc.request('media.capabilities', '', { timeout: 5000 })).json<unknown>();

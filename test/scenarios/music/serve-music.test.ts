@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlPlane, waitFor, type ControlPlane } from '../../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { provisionFromEnv } from '../../helpers/provision.js';
-import { spawnServe, type ServeProcess } from '../../helpers/serve-process.js';
+import { serveEnv, spawnServe, type ServeProcess } from '../../helpers/serve-process.js';
 
 let roles: RoleNats;
 let cp: ControlPlane;
@@ -29,19 +29,16 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'media-worker-serve-music-'));
   roles = await startRoleNats(dir);
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    LOG_LEVEL: 'info',
+    ...serveEnv(roles),
     MEDIA_WORKER_TMP_DIR: await mkdtemp(path.join(dir, 'tmp-')),
     RESULTS_DIR: path.join(dir, 'results'),
-    RESULTS_BASE_URL: 'https://cdn.example.test/results',
-    WORKER_HEALTH_PORT: '0',
     MEDIA_WORKER_MUSIC_BACKENDS: 'musicgen',
     MEDIA_WORKER_MUSICGEN_MODEL: path.join(dir, 'musicgen-test'),
     MEDIA_WORKER_MUSIC_SECONDS: '1',
   };
   delete env['WORKER_CONCURRENCY'];
   await provisionFromEnv({ ...env, ...roles.env('operator') });
-  daemon = spawnServe({ ...env, ...roles.env('worker-host1') });
+  daemon = spawnServe(env);
   await daemon.serving();
   cp = await controlPlane(
     roles.url,
@@ -53,7 +50,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (daemon.child.exitCode === null) daemon.child.kill('SIGKILL');
+  await daemon?.stop();
   await cp?.close();
   await watcher?.close();
   await roles?.close();

@@ -30,12 +30,10 @@ import { encodeClip, faceFrames, SIDE, speechClip } from '../../kinds/lipsync/pi
 import { controlPlane, deleteStreams, sleep, waitFor, type ControlPlane } from '../../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { provisionFromEnv } from '../../helpers/provision.js';
-import { CLI, spawnServe, type ServeOptions, type ServeProcess } from '../../helpers/serve-process.js';
+import { CLI, QUICK_REDELIVERY, readyz, serveEnv, serveGroup, type ServeProcess } from '../../helpers/serve-process.js';
 
 const INSTALLER = path.join(PACKAGE_ROOT, 'dist', 'scripts', 'install-lipsync-model.js');
 const STREAMS = ['MEDIA_JOBS', 'MEDIA_EVENTS', 'MEDIA_JOBS_ADVISORIES', 'MEDIA_CLAIMS'];
-
-type Serve = ServeProcess;
 
 let roles: RoleNats;
 let cp: ControlPlane;
@@ -45,37 +43,17 @@ let dir: string;
 let stallPng = true;
 const stalled: ServerResponse[] = [];
 const files: Record<string, Buffer> = {};
-let running: Serve[] = [];
 
 /** What every `serve` of this file shares (and what the streams and consumers are provisioned with). */
-const baseEnv = (): Record<string, string> => ({
-  ...roles.env('worker-host1'),
-  LOG_LEVEL: 'info',
-  MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
-  WORKER_HEALTH_PORT: '0',
-  WORKER_HEALTH_HOST: '127.0.0.1',
-  WORKER_ACK_WAIT_MS: '3000',
-  WORKER_HEARTBEAT_MS: '500',
-  WORKER_PULL_EXPIRES_MS: '1000',
-  WORKER_NAK_DELAYS_MS: '200',
+const baseEnv = (): NodeJS.ProcessEnv => ({
+  ...serveEnv(roles),
+  ...QUICK_REDELIVERY,
   WORKER_CONCURRENCY: 'image=1,video=0,lipsync=0,music=0,music-video=0',
-  RESULTS_BASE_URL: 'https://cdn.example.test/results',
 });
+const serves = serveGroup(baseEnv);
+const serve = serves.start;
 
-function serve(env: Record<string, string>, options: ServeOptions = {}): Serve {
-  const s = spawnServe({ ...process.env, ...baseEnv(), ...env }, options);
-  running.push(s);
-  return s;
-}
-
-async function readyz(
-  port: number,
-): Promise<{ status: number; body: { status: string; kinds: Record<string, { ready: boolean; reasons: string[] }> } }> {
-  const res = await fetch(`http://127.0.0.1:${port}/readyz`);
-  return { status: res.status, body: (await res.json()) as never };
-}
-
-async function exitedWithin(s: Serve, ms: number): Promise<number | string> {
+async function exitedWithin(s: ServeProcess, ms: number): Promise<number | string> {
   return Promise.race([s.exited, sleep(ms).then(() => `still running after ${ms} ms:\n${s.log().slice(-3000)}`)]);
 }
 
@@ -149,13 +127,7 @@ beforeEach(async () => {
   await provisionFromEnv({ ...baseEnv(), ...roles.env('operator') });
 });
 
-afterEach(async () => {
-  for (const s of running) {
-    if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
-    await s.exited;
-  }
-  running = [];
-});
+afterEach(serves.stopAll);
 
 async function scratch(name: string): Promise<string> {
   const d = path.join(dir, name);

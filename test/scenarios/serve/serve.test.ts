@@ -21,7 +21,7 @@ import { makeClip } from '../../media/helpers.js';
 import { controlPlane, waitFor, type ControlPlane } from '../../worker/helpers/jetstream.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { provisionFromEnv } from '../../helpers/provision.js';
-import { spawnServe, type ServeProcess } from '../../helpers/serve-process.js';
+import { serveEnv, spawnServe, type ServeProcess } from '../../helpers/serve-process.js';
 
 let roles: RoleNats;
 let cp: ControlPlane;
@@ -56,14 +56,9 @@ beforeAll(async () => {
   roles = await startRoleNats(dir);
   await provisionFromEnv(roles.env('operator'));
   daemon = spawnServe({
-    ...process.env,
-    ...roles.env('worker-host1'),
-    LOG_LEVEL: 'info',
-    MEDIA_WORKER_ALLOW_PRIVATE_URLS: '1',
+    ...serveEnv(roles),
     MEDIA_WORKER_TMP_DIR: (tmpDir = await mkdtemp(path.join(dir, 'tmp-'))),
     RESULTS_DIR: path.join(dir, 'results'),
-    RESULTS_BASE_URL: 'https://cdn.example.test/results',
-    WORKER_HEALTH_PORT: '0',
     WORKER_CONCURRENCY: 'image=1,video=1,lipsync=1,music=0,music-video=0',
     MEDIA_WORKER_LIPSYNC_MODELS: 'wav2lip-test',
   });
@@ -76,7 +71,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (daemon.child.exitCode === null) daemon.child.kill('SIGKILL');
+  await daemon?.stop();
   await cp?.close();
   await roles?.close();
   http?.close();

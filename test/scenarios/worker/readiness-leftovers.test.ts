@@ -9,7 +9,7 @@
  * the probes and packs, which live for milliseconds, are made by the same functions in a process
  * that is then SIGKILLed, as a kill inside them would leave them.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,14 +20,22 @@ import { parseOwnerToken } from '../../../src/media/index.js';
 import { provisionFromEnv } from '../../helpers/provision.js';
 import { startRoleNats, type RoleNats } from '../../helpers/role-nats.js';
 import { waitFor } from '../../worker/helpers/jetstream.js';
-import { spawnServe, type ServeProcess } from '../../helpers/serve-process.js';
+import { serveEnv, serveGroup } from '../../helpers/serve-process.js';
 
 let dir: string;
 let roles: RoleNats;
 let tmp: string;
 let osTmp: string;
 let results: string;
-const children: ChildProcess[] = [];
+
+/** Every kind as shipped: no WORKER_CONCURRENCY. TMPDIR is the OS temp directory of the process. */
+const env = (): NodeJS.ProcessEnv => ({
+  ...serveEnv(roles),
+  TMPDIR: osTmp,
+  MEDIA_WORKER_TMP_DIR: tmp,
+  RESULTS_DIR: results,
+});
+const serves = serveGroup(env);
 
 beforeAll(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'media-worker-readiness-kill-'));
@@ -38,29 +46,10 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await serves.stopAll();
   await roles?.close();
   await fs.rm(dir, { recursive: true, force: true });
 });
-
-/** Every kind as shipped: no WORKER_CONCURRENCY. TMPDIR is the OS temp directory of the process. */
-function env(): Record<string, string> {
-  return {
-    LOG_LEVEL: 'info',
-    TMPDIR: osTmp,
-    MEDIA_WORKER_TMP_DIR: tmp,
-    RESULTS_DIR: results,
-    RESULTS_BASE_URL: 'https://cdn.example.test/results',
-    WORKER_HEALTH_PORT: '0',
-    WORKER_HEALTH_HOST: '127.0.0.1',
-  };
-}
-
-function serve(): ServeProcess {
-  const s = spawnServe({ ...process.env, ...env(), ...roles.env('worker-host1') });
-  children.push(s.child);
-  return s;
-}
 
 /** Entries of the directories whose owner token names `pid`. */
 async function ownedBy(pid: number): Promise<string[]> {
@@ -79,7 +68,7 @@ const ownedEntries = async (): Promise<string[]> =>
 
 it('a worker killed inside its readiness checks leaves temp space the next start reclaims: the temp directories end empty', async () => {
   // 1. The real daemon, killed the moment music-video's trial render holds its temp directory.
-  const first = serve();
+  const first = serves.start();
   const pid = first.child.pid as number;
   const caught = await waitFor(
     'a readiness check to hold temp space',
@@ -121,15 +110,8 @@ it('a worker killed inside its readiness checks leaves temp space the next start
 
   // 3. Restarted: the start-up sweep removes every entry of both dead processes; once the new
   // process's own checks are done, nothing is left in the temp directories.
-  const again = serve();
-  await waitFor(
-    'serve to be serving',
-    () =>
-      again.log().includes('"msg":"media-worker serving"') ||
-      (again.child.exitCode !== null ? Promise.reject(new Error(again.log())) : undefined),
-    120_000,
-    100,
-  );
+  const again = serves.start();
+  await again.serving(120_000);
   expect(await ownedBy(pid)).toEqual([]);
   expect(await ownedBy(Number(killedPid))).toEqual([]);
   await waitFor(
