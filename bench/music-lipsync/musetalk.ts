@@ -38,8 +38,6 @@ import {
   loadLipsyncModel,
   loadMuseTalk,
   melChunk,
-  MUSETALK_GRAPHS,
-  museTalkGraphDir,
   melSpectrogram,
   tensorToRgb,
   wav2lipInput,
@@ -154,12 +152,11 @@ async function main(): Promise<void> {
 
     const museDir = values['musetalk-dir'] ?? modelsDir;
     const wanted = providers[0] ?? 'cpu';
-    // Where the sessions opened (the cache hands back the ones the loaders opened): a provider that
-    // cannot start falls back quietly, and a GPU figure taken on the CPU must say so.
-    const openedOn = async (network: string, files: readonly string[]): Promise<string> => {
-      const on = new Set<ExecutionProviderName>();
-      for (const file of files) on.add((await sessions.get(file)).provider);
-      const got = [...on].join('+');
+    // Where the sessions opened: a provider that cannot start falls back quietly, and a GPU figure
+    // taken on the CPU must say so. MuseTalk's engine reports its threads' providers (asking the
+    // cache would open its graphs a second time); Wav2Lip's session is the cache's own.
+    const openedOn = (network: string, providersOpened: readonly ExecutionProviderName[]): string => {
+      const got = [...new Set(providersOpened)].join('+');
       if (values['strict-providers'] && got !== wanted)
         throw new Error(
           `Expected ${network} to open on ${wanted} but its sessions opened on ${got} (--strict-providers)`,
@@ -169,12 +166,8 @@ async function main(): Promise<void> {
     let started = performance.now();
     const musetalk = await loadMuseTalk(values.musetalk, { sessions, modelsDir: museDir, batch });
     const museOpenSeconds = (performance.now() - started) / 1000;
-    const museGraphs = museTalkGraphDir(museDir, values.musetalk);
     const provider = {
-      musetalk: await openedOn(
-        values.musetalk,
-        MUSETALK_GRAPHS.map((graph) => path.join(museGraphs, musetalk.manifest.graphs[graph].file)),
-      ),
+      musetalk: openedOn(values.musetalk, Object.values(musetalk.providers)),
       wav2lip: '',
     };
     const museAudio = await musetalk.audio(audio);
@@ -184,7 +177,9 @@ async function main(): Promise<void> {
     started = performance.now();
     const wav2lip = await loadLipsyncModel('vendor-lipsync-2', { sessions, mapping, batch, registry: { modelsDir } });
     const wavOpenSeconds = (performance.now() - started) / 1000;
-    provider.wav2lip = await openedOn(values.wav2lip, [(await ensureModelFile(values.wav2lip, { modelsDir })).path]);
+    provider.wav2lip = openedOn(values.wav2lip, [
+      (await sessions.get((await ensureModelFile(values.wav2lip, { modelsDir })).path)).provider,
+    ]);
 
     const time = async (run: (f: RgbFrame[]) => Promise<unknown>): Promise<number> => {
       await run(frames().slice(0, batch));

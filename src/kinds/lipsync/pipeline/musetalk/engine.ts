@@ -16,7 +16,7 @@
  */
 import ort from 'onnxruntime-node';
 import { rawSession } from '../faces/index.js';
-import type { SessionCache } from '../../../../inference/index.js';
+import type { ExecutionProviderName, SessionCache } from '../../../../inference/index.js';
 import type { Rational } from '../timeline.js';
 import type { DeepRgbFrame, FaceBox, RgbFrame } from '../types.js';
 import {
@@ -88,15 +88,22 @@ const IMAGE_VALUES = 3 * MUSETALK_FACE_SIZE * MUSETALK_FACE_SIZE;
 export class MuseTalkEngine {
   readonly manifest: MuseTalkManifest;
   readonly batch: number;
+  /** The execution provider each graph's session opened on, when the loader knows it. */
+  readonly providers: Partial<Record<MuseTalkGraph, ExecutionProviderName>>;
   readonly #run: MuseTalkGraphRunner;
   readonly #face: MuseTalkFaceOptions;
 
   constructor(
     manifest: MuseTalkManifest,
     run: MuseTalkGraphRunner,
-    options: { batch?: number; face?: MuseTalkFaceOptions } = {},
+    options: {
+      batch?: number;
+      face?: MuseTalkFaceOptions;
+      providers?: Partial<Record<MuseTalkGraph, ExecutionProviderName>>;
+    } = {},
   ) {
     this.manifest = manifest;
+    this.providers = options.providers ?? {};
     this.#run = run;
     this.batch = options.batch ?? manifest.batch;
     this.#face = options.face ?? {};
@@ -251,16 +258,23 @@ export async function loadMuseTalk(name: string, options: LoadMuseTalkOptions): 
   const manifest = await readMuseTalkManifest(options.modelsDir, name);
   const paths = await ensureMuseTalkGraphs(manifest, options.filesDir ?? options.modelsDir);
   let run: MuseTalkGraphRunner;
+  let providers: Record<MuseTalkGraph, ExecutionProviderName>;
   if (options.onThreads ?? true) {
-    const runs = await threadedGraphs(options.sessions, paths);
-    run = (graph, inputs) => runs[graph](inputs);
+    const threaded = await threadedGraphs(options.sessions, paths);
+    run = (graph, inputs) => threaded.runs[graph](inputs);
+    providers = threaded.providers;
   } else {
     const sessions = {} as Record<MuseTalkGraph, ort.InferenceSession>;
-    for (const graph of MUSETALK_GRAPHS)
-      sessions[graph] = rawSession(await options.sessions.get(paths[graph]), `${name}/${graph}`);
+    providers = {} as Record<MuseTalkGraph, ExecutionProviderName>;
+    for (const graph of MUSETALK_GRAPHS) {
+      const session = await options.sessions.get(paths[graph]);
+      sessions[graph] = rawSession(session, `${name}/${graph}`);
+      providers[graph] = session.provider;
+    }
     run = sessionRunner(sessions);
   }
   return new MuseTalkEngine(manifest, run, {
+    providers,
     ...(options.batch === undefined ? {} : { batch: options.batch }),
     ...(options.face === undefined ? {} : { face: options.face }),
   });

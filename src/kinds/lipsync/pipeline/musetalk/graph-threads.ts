@@ -9,7 +9,7 @@
  * per graph file and cache lives for the process (idle, it keeps nothing alive);
  * `releaseMuseTalkThreads` ends them at shutdown.
  */
-import { SessionThreadCache, type SessionCache } from '../../../../inference/index.js';
+import { SessionThreadCache, type ExecutionProviderName, type SessionCache } from '../../../../inference/index.js';
 import { MUSETALK_CONTRACTS, MUSETALK_GRAPHS, type MuseTalkGraph } from './graph-contract.js';
 import { checkMuseTalkGraph } from './graph-session.js';
 
@@ -20,6 +20,12 @@ export type ThreadedGraphRun = (
 
 const threads = new SessionThreadCache();
 
+/** The graphs' runs, and the execution provider each opened on (a GPU run that fell back says so). */
+export interface ThreadedGraphs {
+  runs: Record<MuseTalkGraph, ThreadedGraphRun>;
+  providers: Record<MuseTalkGraph, ExecutionProviderName>;
+}
+
 /**
  * The five graphs on threads of their own, `sessions`' settings: every graph is opened first, then
  * each is checked against its contract, in the graphs' order (as on the calling thread).
@@ -27,12 +33,14 @@ const threads = new SessionThreadCache();
 export async function threadedGraphs(
   sessions: SessionCache,
   paths: Readonly<Record<MuseTalkGraph, string>>,
-): Promise<Record<MuseTalkGraph, ThreadedGraphRun>> {
+): Promise<ThreadedGraphs> {
   const opened = [];
   for (const graph of MUSETALK_GRAPHS) opened.push({ graph, session: await threads.get(sessions, paths[graph]) });
   for (const { graph, session } of opened) checkMuseTalkGraph(session.graph, graph);
   const runs = {} as Record<MuseTalkGraph, ThreadedGraphRun>;
+  const providers = {} as Record<MuseTalkGraph, ExecutionProviderName>;
   for (const { graph, session } of opened) {
+    providers[graph] = session.provider;
     const output = MUSETALK_CONTRACTS[graph].outputs[0]!.name;
     runs[graph] = async (inputs) => {
       const feeds = Object.entries(inputs).map(([name, { data, dims }]) => ({ name, data, dims: [...dims] }));
@@ -41,7 +49,7 @@ export async function threadedGraphs(
       return result.data;
     };
   }
-  return runs;
+  return { runs, providers };
 }
 
 /** Ends every MuseTalk thread (daemon shutdown, tests). */

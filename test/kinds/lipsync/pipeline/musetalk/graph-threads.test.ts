@@ -82,6 +82,8 @@ describe("MuseTalk's graphs on their threads", () => {
     );
     // The caller's cache only lent its settings: nothing was opened in it.
     expect(sessions.size).toBe(0);
+    // Where each graph opened is known without asking the cache (which would open it again).
+    expect(engine.providers).toEqual(Object.fromEntries(MUSETALK_GRAPHS.map((graph) => [graph, 'cpu'])));
     await releaseMuseTalkThreads();
     await expect(engine.audio(new Float32Array(16_000))).rejects.toThrow(/^The inference thread for \S+ exited/);
   });
