@@ -6,13 +6,16 @@
  *
  *   media-worker bench musetalk [--frames 50] [--batch 8] [--threads 2] [--providers cpu]
  *       [--musetalk musetalk-test] [--musetalk-dir DIR] [--wav2lip wav2lip-test] [--models-dir DIR]
- *       [--strict-providers]
+ *       [--strict-providers] [--jobs]
  *
  * --musetalk-dir: a models folder for the MuseTalk network alone (a sized build of
  * scripts/make-test-musetalk-model.ts, such as the real-size graphs the device check makes), so
  * that Wav2Lip and BlazeFace still come from --models-dir. Each network's row names the provider
  * its sessions opened on; --strict-providers fails instead when that is not the first one asked
  * for (a GPU provider that could not start would otherwise be timed on the CPU).
+ *
+ * --jobs: then whole jobs through the pipeline on the bundled face video (musetalk-jobs.ts), both
+ * networks from --models-dir.
  *
  * The frames: the astronaut photo (test/fixtures/photos) at 256 x 256, its face found by BlazeFace
  * once. The audio: the committed speech clip, looped to the frames' length. One untimed batch
@@ -48,6 +51,7 @@ import {
 } from '../../src/kinds/lipsync/pipeline/index.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { benchCli } from '../harness.js';
+import { FACE_VIDEO, timeWholeJobs } from './musetalk-jobs.js';
 
 const SIDE = 256;
 const FPS = { num: 25, den: 1 };
@@ -114,6 +118,10 @@ const cli = benchCli({
       type: 'string',
       arg: 'DIR',
       help: 'a models folder for the MuseTalk network alone: DIR/musetalk/NAME.json and its graphs (default: --models-dir)',
+    },
+    jobs: {
+      type: 'boolean',
+      help: 'then time whole lip-sync jobs (lipsyncFile) on the bundled face video, both networks from --models-dir',
     },
     'strict-providers': {
       type: 'boolean',
@@ -213,10 +221,28 @@ async function main(): Promise<void> {
       ];
     });
     const caption = `network stage, providers ${providers.join(',')}, ${values.threads} threads, median of ${repeat}`;
-    console.log(`# ${caption}`);
-    console.log(`| ${header.join(' | ')} |`);
-    console.log(`|${header.map(() => '---').join('|')}|`);
-    for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+    const tables = [{ caption, header, rows }];
+    const jobs = values.jobs
+      ? await timeWholeJobs({ manifests: [values.musetalk, values.wav2lip], sessions, modelsDir, batch, repeat })
+      : [];
+    if (jobs.length > 0)
+      tables.push({
+        caption: `whole jobs on ${path.basename(FACE_VIDEO)} (vendor-lipsync-2, cut_off), fastest of ${repeat}`,
+        header: ['network', 'frames', 'driven', 'seconds', 'frames/s'],
+        rows: jobs.map((j) => [
+          j.network,
+          String(j.frames),
+          String(j.drivenFrames),
+          j.seconds.toFixed(2),
+          j.framesPerSecond.toFixed(1),
+        ]),
+      });
+    for (const t of tables) {
+      console.log(`# ${t.caption}`);
+      console.log(`| ${t.header.join(' | ')} |`);
+      console.log(`|${t.header.map(() => '---').join('|')}|`);
+      for (const r of t.rows) console.log(`| ${r.join(' | ')} |`);
+    }
     const figures = (name: string, seconds: number, openSeconds: number, on: string): object => ({
       name,
       provider: on,
@@ -225,13 +251,14 @@ async function main(): Promise<void> {
       openSeconds,
     });
     await cli.done({
-      tables: [{ caption, header, rows }],
+      tables,
       data: {
         frames: count,
         batch,
         providers,
         musetalk: figures(values.musetalk, museSeconds, museOpenSeconds, provider.musetalk),
         wav2lip: figures(values.wav2lip, wavSeconds, wavOpenSeconds, provider.wav2lip),
+        ...(jobs.length > 0 ? { jobs } : {}),
       },
     });
   } finally {
