@@ -11,12 +11,15 @@
  * A sized build, for timing (bench musetalk, the device check), is another network of its own:
  *
  *   node dist/scripts/make-test-musetalk-model.js --name NAME [--models-dir DIR]
- *       [--size real|test | --channels 320,640,1280,1280 --blocks 2 --attention-levels 3 --heads 8]
+ *       [--size real|test | --channels 320,640,1280,1280 --blocks 2 --attention-levels 3 --heads 8
+ *        --vae-channels 128,256,512,512 --vae-blocks 2 --whisper-width 384 --whisper-heads 6 --whisper-mlp 1536]
  *       [--precision fp32|fp16] [--external-data-above BYTES]
  *
  * writes its graphs into DIR/musetalk/NAME/ (<graph>.onnx.data beside a graph whose weights are
  * outside: over 256 MiB by default, every graph that has any with 0) and its manifest,
- * DIR/musetalk/NAME.json, which names the options, so the worker can make the files again. DIR
+ * DIR/musetalk/NAME.json, which names the options, so the worker can make the files again (a part
+ * of the size not given is the test size's). --size real: every graph at the real network's layout
+ * and widths (UNet 822 M parameters, VAE encoder 34 M, decoder 49 M, Whisper-tiny encoder 8 M). DIR
  * defaults to MEDIA_WORKER_MODELS_DIR or the package's models/; keep it out of the repository's
  * models/ (only musetalk-test's manifest is committed there). It prints the seconds it took.
  */
@@ -103,31 +106,63 @@ export function sizedMuseTalkManifest(
     name,
     description:
       `TEST NETWORKS of musetalk-test's generator at UNet widths ${size.channels.join('/')}, ${size.blocks} blocks, ` +
-      `attention on ${size.attentionLevels} levels, ${size.heads} heads, ${options.precision ?? 'fp32'}: graphs of that cost for timing. ` +
+      `attention on ${size.attentionLevels} levels, ${size.heads} heads; VAE widths ${size.vae.channels.join('/')}, ` +
+      `${size.vae.blocks} blocks; Whisper width ${size.whisper.width}, ${size.whisper.heads} heads, feed-forward ${size.whisper.mlp}; ` +
+      `${options.precision ?? 'fp32'}: graphs of that cost for timing, with random weights. ` +
       'They do not lip-sync; never select them for real jobs.',
     source: {
       kind: 'generated',
       generator: MUSETALK_TEST_GENERATOR,
       generatorVersion: MUSETALK_TEST_GENERATOR_VERSION,
-      options: { ...options, size: { ...size, channels: [...size.channels] } },
+      options: {
+        ...options,
+        size: {
+          ...size,
+          channels: [...size.channels],
+          vae: { ...size.vae, channels: [...size.vae.channels] },
+          whisper: { ...size.whisper },
+        },
+      },
     },
     graphs,
   };
 }
 
+/** The flags that give a size part by part (the rest from the test size). */
+const SIZE_FLAGS = [
+  'channels',
+  'blocks',
+  'attention-levels',
+  'heads',
+  'vae-channels',
+  'vae-blocks',
+  'whisper-width',
+  'whisper-heads',
+  'whisper-mlp',
+] as const;
+
 function sizeFrom(values: Record<string, string | boolean | undefined>): MuseTalkNetworkSize | undefined {
   if (values.size === 'real') return MUSETALK_REAL_SIZE;
   if (values.size === 'test') return MUSETALK_TEST_SIZE;
   if (values.size !== undefined) throw new Error(`Expected --size real or test but received ${String(values.size)}`);
-  const given = ['channels', 'blocks', 'attention-levels', 'heads'].filter((k) => values[k] !== undefined);
-  if (given.length === 0) return undefined;
+  if (SIZE_FLAGS.every((k) => values[k] === undefined)) return undefined;
   const base = MUSETALK_TEST_SIZE;
   const int = (key: string, fallback: number): number => (values[key] === undefined ? fallback : Number(values[key]));
+  const list = (key: string, fallback: readonly number[]): readonly number[] => {
+    const value = values[key];
+    return typeof value === 'string' ? value.split(',').map(Number) : fallback;
+  };
   return {
-    channels: typeof values.channels === 'string' ? values.channels.split(',').map(Number) : base.channels,
+    channels: list('channels', base.channels),
     blocks: int('blocks', base.blocks),
     attentionLevels: int('attention-levels', base.attentionLevels),
     heads: int('heads', base.heads),
+    vae: { channels: list('vae-channels', base.vae.channels), blocks: int('vae-blocks', base.vae.blocks) },
+    whisper: {
+      width: int('whisper-width', base.whisper.width),
+      heads: int('whisper-heads', base.whisper.heads),
+      mlp: int('whisper-mlp', base.whisper.mlp),
+    },
   };
 }
 
@@ -173,6 +208,7 @@ async function sizedBuild(name: string, modelsDir: string, options: MuseTalkBuil
       seconds: Number(seconds.toFixed(2)),
       bytes,
       unetParameters: built.unet.parameters,
+      parameters: Object.fromEntries(MUSETALK_GRAPHS.map((g) => [g, built[g].parameters])),
       // The graphs whose weights went outside (<graph>.onnx.data).
       external: MUSETALK_GRAPHS.filter((g) => graphs[g].externalData !== undefined),
     }),
@@ -187,10 +223,7 @@ async function main(): Promise<void> {
       name: { type: 'string' },
       'models-dir': { type: 'string' },
       size: { type: 'string' },
-      channels: { type: 'string' },
-      blocks: { type: 'string' },
-      'attention-levels': { type: 'string' },
-      heads: { type: 'string' },
+      ...Object.fromEntries(SIZE_FLAGS.map((flag) => [flag, { type: 'string' as const }])),
       precision: { type: 'string' },
       'external-data-above': { type: 'string' },
     },

@@ -506,7 +506,8 @@ class Check:
 
     def musetalk_steps(self):
         """MuseTalk's network stage against Wav2Lip's on the same frames at batch 8 (bench musetalk), on graphs
-        of the real UNet's cost (822 M parameters) built here: fp16 first, then fp32 while time is left. A
+        of the real cost built here (UNet 822 M parameters, VAE 34 M + 49 M, Whisper encoder 8 M; random weights):
+        fp16 first, then fp32 while time is left. A
         test-size build opens on each GPU provider first, so a provider that cannot start is skipped before a
         1.6 GB graph is opened on the CPU. --small: the test size with every weight outside the graphs, on the CPU."""
         small = self.args.small
@@ -542,7 +543,8 @@ class Check:
                 row = {"network": name, "precision": precision, "provider": muse["provider"], "batch": data["batch"], "frames": data["frames"],
                        "musetalk_fps": round(muse["framesPerSecond"], 2), "wav2lip_fps": round(wav["framesPerSecond"], 2),
                        "wav2lip_provider": wav["provider"], "open_s": round(muse["openSeconds"], 1), "build_s": built["seconds"],
-                       "bytes": built["bytes"], "unet_parameters": built["unetParameters"], "weights_outside": built.get("external", []),
+                       "bytes": built["bytes"], "unet_parameters": built["unetParameters"], "parameters": built.get("parameters"),
+                       "weights_outside": built.get("external", []),
                        "gpu_memory_peak_mib": self.sampler.memory_peak(start, end) if self.sampler else None,
                        "gpu_busy_percent": self.sampler.busy(start, end) if self.sampler else None}
                 self.report["musetalk"].append(row)
@@ -589,8 +591,9 @@ def markdown(report):
     for r in report["rows"]:
         lines.append(f"| {r['kind']} | {r['network']} | {r['engine']} | {r['input']} | {r['seconds']:.2f} | {r['mp_per_s']} | {r.get('ratio_to_reference') or '-'} | {r['gpu_busy_percent'] if r['gpu_busy_percent'] is not None else '-'} | {r['note']} |")
     if report.get("musetalk"):
-        lines += ["", "MuseTalk's network stage against Wav2Lip's on the same frames (`bench musetalk`): musetalk-real-* has a UNet of the real cost "
-                  "(822 M parameters), musetalk-small-* the test size; the VAE and the encoder are the test's in both:", "",
+        lines += ["", "MuseTalk's network stage against Wav2Lip's on the same frames (`bench musetalk`): musetalk-real-* has every graph of the real "
+                  "layout and cost (UNet 822 M parameters, VAE encoder 34 M and decoder 49 M, Whisper-tiny encoder 8 M) with random weights, "
+                  "musetalk-small-* the test size:", "",
                   "| network | precision | provider | batch | frames | MuseTalk frames/s | Wav2Lip frames/s | open s | build s | GB | GPU memory peak MiB | GPU busy % |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in report["musetalk"]:

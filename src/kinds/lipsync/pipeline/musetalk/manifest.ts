@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { MUSETALK_GRAPHS, type MuseTalkGraph } from './graph-contract.js';
-import { MUSETALK_PRECISIONS } from './test-networks.js';
+import { MUSETALK_PRECISIONS, MUSETALK_VAE_MAX_LEVELS } from './test-networks.js';
 
 export const MUSETALK_MANIFEST_VERSION = 1;
 export const MUSETALK_MANIFEST_DIR = 'musetalk';
@@ -32,6 +32,8 @@ const generatorOptionsSchema = z.object({
       blocks: positiveInt,
       attentionLevels: z.number().int().nonnegative(),
       heads: positiveInt,
+      vae: z.object({ channels: z.array(positiveInt).min(1).max(MUSETALK_VAE_MAX_LEVELS), blocks: positiveInt }),
+      whisper: z.object({ width: positiveInt, heads: positiveInt, mlp: positiveInt }),
     })
     .optional(),
   precision: z.enum(MUSETALK_PRECISIONS).optional(),

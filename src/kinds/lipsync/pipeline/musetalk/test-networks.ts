@@ -9,24 +9,47 @@
  *   positional_encoding  + the reference's sin/cos table (exactly, the real graph's function)
  *   vae_encoder          8 x 8 average pool, channels R, G, B and their mean, x 0.18215
  *   unet                 the reference latents (channels 4-7) with a dark ellipse over the mouth
- *                        (crop rows ~0.62-0.85) whose depth follows the audio window's mean level,
- *                        plus a tiny contribution of the cost trunk below
+ *                        (crop rows ~0.62-0.85) whose depth follows the audio window's mean level
  *   vae_decoder          / 0.18215, channels R, G, B, bilinear x 8
  * so after decoding and blending, the lower face is the source (blurred by the 8 x 8 pool) with a
  * mouth that darkens as the speech gets louder.
  *
- * The UNet carries a cost trunk sized by `MuseTalkNetworkSize`, laid out as diffusers'
- * UNet2DConditionModel (MuseTalk's UNet is Stable Diffusion 1.5's with 384-wide audio tokens as
- * its context): conv in; per level down, resnet blocks (group norm, SiLU, 3 x 3 convs, a 1 x 1
- * shortcut where the width changes) each followed, on the attention levels, by a transformer
- * (group norm, 1 x 1 projection in, self-attention, cross-attention over the audio, a GEGLU
- * feed-forward, each after a layer norm, 1 x 1 projection out), then a stride-2 conv; a middle of
- * resnet, transformer, resnet; per level up, one resnet more than down, each on its input
- * concatenated with the matching skip, then nearest x 2 and a conv; norm, SiLU, conv out. It
- * leaves out the time embedding (MuseTalk runs timestep 0, a constant an export folds). Every
- * layer has weights of its own: at MUSETALK_REAL_SIZE (widths 320, 640, 1280, 1280, 2 blocks,
- * attention on three levels, 8 heads) the trunk has 822 M parameters: the real UNet's (about 850 M)
- * less its time embedding, and its arithmetic, so that a GPU host can time graphs of the real cost.
+ * Each graph but the positional encoding (a table, as the real one) also carries a cost trunk
+ * sized by `MuseTalkNetworkSize`, laid out as the real network's, whose result reaches the output
+ * through a last layer 2^-10 below its usual scale (about 1/1000 of a value: the trunk costs what
+ * it costs, the picture stays the test's, within a level or two):
+ *
+ *   unet      diffusers' UNet2DConditionModel (MuseTalk's UNet is Stable Diffusion 1.5's with
+ *             384-wide audio tokens as its context): conv in; per level down, resnet blocks (group
+ *             norm, SiLU, 3 x 3 convs, a 1 x 1 shortcut where the width changes) each followed, on
+ *             the attention levels, by a transformer (group norm, 1 x 1 projection in,
+ *             self-attention, cross-attention over the audio, a GEGLU feed-forward, each after a
+ *             layer norm, 1 x 1 projection out), then a stride-2 conv; a middle of resnet,
+ *             transformer, resnet; per level up, one resnet more than down, each on its input
+ *             concatenated with the matching skip, then nearest x 2 and a conv; norm, SiLU, conv
+ *             out. It leaves out the time embedding (MuseTalk runs timestep 0, a constant an
+ *             export folds).
+ *   vae       diffusers' AutoencoderKL as sd-vae-ft-mse has it. Encoder: conv in; per level,
+ *             resnets as above, then (but on the last) a stride-2 conv; a middle of resnet,
+ *             single-head self-attention over the spatial positions (group norm, q, k, v and out
+ *             with bias, residual), resnet; norm, SiLU, conv out to the moments (2 x 4 channels),
+ *             the 1 x 1 quant conv, and the mean x 0.18215, as the contract's encoder returns.
+ *             Decoder: / 0.18215, the 1 x 1 post-quant conv, conv in, the middle; per level from
+ *             the deepest, one resnet more than the encoder, then (but on the last) nearest x 2
+ *             and a conv; norm, SiLU, conv out to RGB.
+ *   whisper   whisper-tiny's encoder: two convs (kernel 3, the second stride 2) with GELU,
+ *             sinusoidal positions, 4 pre-LN layers (self-attention with q and v biased, a GELU
+ *             feed-forward), the final layer norm on the last; its 5 hidden states (the
+ *             embeddings and each layer's) are the contract's output.
+ *
+ * Every layer has weights of its own. At MUSETALK_REAL_SIZE (UNet widths 320, 640, 1280, 1280, 2
+ * blocks, attention on three levels, 8 heads; VAE widths 128, 256, 512, 512, 2 blocks; Whisper
+ * width 384, 6 heads, feed-forward 1536) the trunks have the real networks' parameters and
+ * arithmetic: the UNet 822 M (the real one, about 850 M, less its time embedding), the VAE
+ * encoder 34.2 M, the decoder 49.5 M, the Whisper encoder 8.2 M (the graph 8.4 M with the test
+ * mapping's projection), so that a GPU host can time graphs of the real cost. The weights are
+ * random, so the trunks' pixels mean nothing. At MUSETALK_TEST_SIZE every trunk is tiny, and
+ * the VAE's two levels run at 64 x 64 pixels (pooled in, resized out), so tests stay fast.
  *
  * Weights come from a seeded generator (mulberry32), 11 bits each scaled by a power of two, so
  * they are exact in float32 and (but for the tiniest) in float16, and the bytes are the same
@@ -47,13 +70,45 @@ import {
   type OnnxTensor,
 } from '../../../../inference/index.js';
 import { seededRandom } from '../../../../seeded-random.js';
-import { MUSETALK_CONTRACTS, VAE_SCALING_FACTOR, type GraphContract, type MuseTalkGraph } from './graph-contract.js';
+import {
+  MUSETALK_CONTRACTS,
+  MUSETALK_IMAGE_SIZE,
+  MUSETALK_LATENT_CHANNELS,
+  MUSETALK_LATENT_SIZE,
+  VAE_SCALING_FACTOR,
+  type GraphContract,
+  type MuseTalkGraph,
+} from './graph-contract.js';
+import { WHISPER_SEGMENT_POSITIONS, WHISPER_TINY_LAYERS, WHISPER_TINY_WIDTH } from './audio-window.js';
+import { WHISPER_MEL_BANDS } from './whisper-mel.js';
 
 const { DataType, DataLocation } = onnxProto.onnx.TensorProto;
 
 export const MUSETALK_TEST_GENERATOR = 'musetalk-test';
-export const MUSETALK_TEST_GENERATOR_VERSION = '2.0.0';
+export const MUSETALK_TEST_GENERATOR_VERSION = '3.0.0';
 export const MUSETALK_TEST_OPSET = 17;
+
+/**
+ * The VAE's trunks, laid out as diffusers' AutoencoderKL (sd-vae-ft-mse). With fewer than 4 levels
+ * they run at 32 x 2^(levels - 1) pixels: the encoder's input is average-pooled to that, the
+ * decoder's output resized (nearest) to 256.
+ */
+export interface MuseTalkVaeSize {
+  /** Channels per level, 1 to 4 (the real network: 128, 256, 512, 512 at 256, 128, 64, 32 pixels). */
+  channels: readonly number[];
+  /** Resnet blocks per encoder level (the real network's layers_per_block 2); the decoder has one more. */
+  blocks: number;
+}
+
+/** The Whisper encoder's trunk (whisper-tiny's layout); 4 layers, as the contract's 5 hidden states need. */
+export interface MuseTalkWhisperSize {
+  /** Model width (the real network: 384). */
+  width: number;
+  /** Attention heads (the real network: 6). */
+  heads: number;
+  /** Feed-forward width (the real network: 1536). */
+  mlp: number;
+}
 
 export interface MuseTalkNetworkSize {
   /** Channels per UNet level (the real network: 320, 640, 1280, 1280 at 32, 16, 8, 4 latent pixels). */
@@ -64,19 +119,32 @@ export interface MuseTalkNetworkSize {
   attentionLevels: number;
   /** Attention heads (the real network: 8). */
   heads: number;
+  /** The VAE encoder's and decoder's trunks. */
+  vae: MuseTalkVaeSize;
+  /** The Whisper encoder's trunk. */
+  whisper: MuseTalkWhisperSize;
 }
+
+/** Whisper-tiny's encoder layers: the contract's hidden states are its embeddings and these. */
+export const MUSETALK_WHISPER_LAYERS = WHISPER_TINY_LAYERS - 1;
+/** The VAE's levels at most: 256 -> 32 pixels is three halvings. */
+export const MUSETALK_VAE_MAX_LEVELS = 4;
 
 export const MUSETALK_TEST_SIZE: Readonly<MuseTalkNetworkSize> = Object.freeze({
   channels: [8, 16],
   blocks: 1,
   attentionLevels: 2,
   heads: 2,
+  vae: Object.freeze({ channels: [4, 8], blocks: 1 }),
+  whisper: Object.freeze({ width: 8, heads: 2, mlp: 16 }),
 });
 export const MUSETALK_REAL_SIZE: Readonly<MuseTalkNetworkSize> = Object.freeze({
   channels: [320, 640, 1280, 1280],
   blocks: 2,
   attentionLevels: 3,
   heads: 8,
+  vae: Object.freeze({ channels: [128, 256, 512, 512], blocks: 2 }),
+  whisper: Object.freeze({ width: 384, heads: 6, mlp: 1536 }),
 });
 
 export const MUSETALK_PRECISIONS = ['fp32', 'fp16'] as const;
@@ -114,23 +182,42 @@ export interface BuiltMuseTalkGraph {
   parameters: number;
 }
 
+const positiveInteger = (n: number): boolean => Number.isInteger(n) && n >= 1;
+
 function checkSize(size: MuseTalkNetworkSize): void {
-  const { channels, blocks, attentionLevels, heads } = size;
+  const { channels, blocks, attentionLevels, heads, vae, whisper } = size;
   if (channels.length < 1 || channels.length > 5)
     throw new RangeError(`Expected 1 to 5 UNet levels but received ${channels.length}`);
+  if (!positiveInteger(heads)) throw new RangeError(`Expected heads to be a positive integer but received ${heads}`);
   for (const c of channels) {
-    if (!Number.isInteger(c) || c < 1 || c % heads !== 0)
+    if (!positiveInteger(c) || c % heads !== 0)
       throw new RangeError(
         `Expected every level's channels to be a positive multiple of the ${heads} heads but received ${c}`,
       );
   }
-  if (!Number.isInteger(blocks) || blocks < 1)
-    throw new RangeError(`Expected blocks to be a positive integer but received ${blocks}`);
+  if (!positiveInteger(blocks)) throw new RangeError(`Expected blocks to be a positive integer but received ${blocks}`);
   if (!Number.isInteger(attentionLevels) || attentionLevels < 0 || attentionLevels > channels.length) {
     throw new RangeError(`Expected attentionLevels between 0 and ${channels.length} but received ${attentionLevels}`);
   }
-  if (!Number.isInteger(heads) || heads < 1)
-    throw new RangeError(`Expected heads to be a positive integer but received ${heads}`);
+  if (vae.channels.length < 1 || vae.channels.length > MUSETALK_VAE_MAX_LEVELS)
+    throw new RangeError(`Expected 1 to ${MUSETALK_VAE_MAX_LEVELS} VAE levels but received ${vae.channels.length}`);
+  for (const c of vae.channels)
+    if (!positiveInteger(c))
+      throw new RangeError(`Expected every VAE level's channels to be a positive integer but received ${c}`);
+  if (!positiveInteger(vae.blocks))
+    throw new RangeError(`Expected the VAE's blocks to be a positive integer but received ${vae.blocks}`);
+  if (!positiveInteger(whisper.heads))
+    throw new RangeError(`Expected the Whisper heads to be a positive integer but received ${whisper.heads}`);
+  // Even and 4 or more: the position table is half sines, half cosines, each over a range of rates.
+  const { width } = whisper;
+  if (!positiveInteger(width) || width % whisper.heads !== 0 || width % 2 !== 0 || width < 4)
+    throw new RangeError(
+      `Expected the Whisper width to be an even multiple of its ${whisper.heads} heads, 4 or more, but received ${width}`,
+    );
+  if (!positiveInteger(whisper.mlp))
+    throw new RangeError(
+      `Expected the Whisper feed-forward width to be a positive integer but received ${whisper.mlp}`,
+    );
 }
 
 /** What an initializer holds: fixed values, seeded weights (made when written), or int64s. */
@@ -362,7 +449,7 @@ class GraphBuilder {
   }
 }
 
-function whisperEncoder(g: GraphBuilder): GraphContract {
+function whisperEncoder(g: GraphBuilder, size: MuseTalkWhisperSize): GraphContract {
   // [B, 80, 3000] -> [B, 80, 1500, 2] -> mean of each pair -> [B, 80, 1500] -> [B, 1500, 80] x [80, 1920].
   const pairs = g.op('Reshape', [g.input('input_features'), g.shape([0, 80, 1500, 2])]);
   const pooled = g.op('ReduceMean', [pairs], { axes: [3], keepdims: 0 });
@@ -371,7 +458,8 @@ function whisperEncoder(g: GraphBuilder): GraphContract {
   for (let band = 0; band < 80; band++)
     for (let l = 0; l < 5; l++) for (let c = 0; c < 384; c++) w[band * 1920 + l * 384 + c] = (1 + l) / 80;
   const projected = g.op('MatMul', [tokens, g.tensor('projection', [80, 1920], w)]);
-  g.output(g.op('Reshape', [projected, g.shape([0, 1500, 5, 384])]), 'hidden_states');
+  const states = g.op('Reshape', [projected, g.shape([0, 1500, 5, 384])]);
+  g.output(g.op('Add', [states, whisperTrunk(g, size, g.input('input_features'))]), 'hidden_states');
   return MUSETALK_CONTRACTS.whisper_encoder;
 }
 
@@ -397,18 +485,19 @@ function positionalEncoding(g: GraphBuilder): GraphContract {
   return MUSETALK_CONTRACTS.positional_encoding;
 }
 
-function vaeEncoder(g: GraphBuilder): GraphContract {
+function vaeEncoder(g: GraphBuilder, size: MuseTalkVaeSize): GraphContract {
   const pooled = g.op('AveragePool', [g.input('image')], { kernel_shape: [8, 8], strides: [8, 8] });
   const w = new Float32Array(4 * 3);
   for (let c = 0; c < 3; c++) {
     w[c * 3 + c] = VAE_SCALING_FACTOR;
     w[3 * 3 + c] = VAE_SCALING_FACTOR / 3;
   }
-  g.output(g.op('Conv', [pooled, g.tensor('to_latents', [4, 3, 1, 1], w)], { kernel_shape: [1, 1] }), 'latents');
+  const latents = g.op('Conv', [pooled, g.tensor('to_latents', [4, 3, 1, 1], w)], { kernel_shape: [1, 1] });
+  g.output(g.op('Add', [latents, vaeEncoderTrunk(g, size, g.input('image'))]), 'latents');
   return MUSETALK_CONTRACTS.vae_encoder;
 }
 
-function vaeDecoder(g: GraphBuilder): GraphContract {
+function vaeDecoder(g: GraphBuilder, size: MuseTalkVaeSize): GraphContract {
   const w = new Float32Array(3 * 4);
   for (let c = 0; c < 3; c++) w[c * 4 + c] = 1 / VAE_SCALING_FACTOR;
   const rgb = g.op('Conv', [g.input('latents'), g.tensor('to_rgb', [3, 4, 1, 1], w)], { kernel_shape: [1, 1] });
@@ -416,7 +505,7 @@ function vaeDecoder(g: GraphBuilder): GraphContract {
     mode: 'linear',
     coordinate_transformation_mode: 'half_pixel',
   });
-  g.output(up, 'image');
+  g.output(g.op('Add', [up, vaeDecoderTrunk(g, size, g.input('latents'))]), 'image');
   return MUSETALK_CONTRACTS.vae_decoder;
 }
 
@@ -472,13 +561,40 @@ function silu(g: GraphBuilder, x: string): string {
   return g.op('Mul', [x, g.op('Sigmoid', [x])]);
 }
 
-function conv(g: GraphBuilder, x: string, inp: number, out: number, kernel: 1 | 3, stride = 1): string {
+/**
+ * How far below its usual scale a trunk's last layer is (2^-10): its result reaches the graph's
+ * output at about 1/1000 of a value, so the trunk costs what it costs and the picture stays the test's.
+ */
+const TRUNK_SHIFT = 10;
+
+interface ConvOptions {
+  stride?: number;
+  /** ONNX order (top, left, bottom, right); default: 1 all round for a 3 x 3 kernel. */
+  pads?: readonly number[];
+  /** Weights and bias 2^-shift below their usual scale. */
+  shift?: number;
+}
+
+function conv(g: GraphBuilder, x: string, inp: number, out: number, kernel: 1 | 3, options: ConvOptions = {}): string {
+  const { stride = 1, pads = kernel === 3 ? [1, 1, 1, 1] : [0, 0, 0, 0], shift = 0 } = options;
   const fanIn = inp * kernel * kernel;
-  return g.op('Conv', [x, g.weights('conv', [out, inp, kernel, kernel], fanIn), g.weights('conv_bias', [out], fanIn)], {
-    kernel_shape: [kernel, kernel],
-    pads: kernel === 3 ? [1, 1, 1, 1] : [0, 0, 0, 0],
-    strides: [stride, stride],
-  });
+  const scale = scaleFor(fanIn) - shift;
+  return g.op(
+    'Conv',
+    [x, g.weights('conv', [out, inp, kernel, kernel], fanIn, scale), g.weights('conv_bias', [out], fanIn, scale)],
+    { kernel_shape: [kernel, kernel], pads: [...pads], strides: [stride, stride] },
+  );
+}
+
+/** Nearest x 2, as diffusers' Upsample2D before its conv. */
+function upsample2(g: GraphBuilder, x: string): string {
+  return g.op('Resize', [x, '', g.tensor('scales', [4], Float32Array.of(1, 1, 2, 2), true)], { mode: 'nearest' });
+}
+
+/** GELU as an opset-17 export writes it: x/2 (1 + erf(x / sqrt 2)). */
+function gelu(g: GraphBuilder, x: string): string {
+  const erf = g.op('Erf', [g.op('Mul', [x, g.scalar(Math.SQRT1_2)])]);
+  return g.op('Mul', [g.op('Mul', [x, g.op('Add', [erf, g.scalar(1)])]), g.scalar(0.5)]);
 }
 
 /** x [B, N, inp] x W [inp, out] (+ b). */
@@ -493,7 +609,15 @@ function resnet(g: GraphBuilder, x: string, inp: number, out: number): string {
   return g.op('Add', [inp === out ? x : conv(g, x, inp, out, 1), h2]);
 }
 
-/** Attention of `tokens` [B, N, C] over `context` [B, M, K] with `heads` heads; q, k, v without bias, out with. */
+/** Which of q, k and v have a bias (out always has one). */
+interface ProjectionBias {
+  q: boolean;
+  k: boolean;
+  v: boolean;
+}
+const NO_BIAS: ProjectionBias = { q: false, k: false, v: false };
+
+/** Attention of `tokens` [B, N, C] over `context` [B, M, K] with `heads` heads; out with a bias, q, k, v as `bias` says. */
 function attention(
   g: GraphBuilder,
   tokens: string,
@@ -501,11 +625,12 @@ function attention(
   channels: number,
   contextWidth: number,
   heads: number,
+  bias: ProjectionBias = NO_BIAS,
 ): string {
   const d = channels / heads;
-  const q = linear(g, tokens, channels, channels, false);
-  const k = linear(g, context, contextWidth, channels, false);
-  const v = linear(g, context, contextWidth, channels, false);
+  const q = linear(g, tokens, channels, channels, bias.q);
+  const k = linear(g, context, contextWidth, channels, bias.k);
+  const v = linear(g, context, contextWidth, channels, bias.v);
   const split = (x: string): string =>
     g.op('Transpose', [g.op('Reshape', [x, g.shape([0, -1, heads, d])])], { perm: [0, 2, 1, 3] });
   const scores = g.op('Mul', [
@@ -524,10 +649,7 @@ function feedForward(g: GraphBuilder, x: string, channels: number): string {
   const h = g.name('geglu_h');
   const gate = g.name('geglu_gate');
   g.nodes.push(node('Split', [projected, g.ints([inner, inner], 'split')], [h, gate], `${h}_split`, { axis: -1 }));
-  // GELU as an opset-17 export writes it: x/2 (1 + erf(x / sqrt 2)).
-  const erf = g.op('Erf', [g.op('Mul', [gate, g.scalar(Math.SQRT1_2)])]);
-  const gelu = g.op('Mul', [g.op('Mul', [gate, g.op('Add', [erf, g.scalar(1)])]), g.scalar(0.5)]);
-  return linear(g, g.op('Mul', [h, gelu]), inner, channels, true);
+  return linear(g, g.op('Mul', [h, gelu(g, gate)]), inner, channels, true);
 }
 
 /** Transformer2DModel with one BasicTransformerBlock: self-attention, cross-attention over the audio, feed-forward. */
@@ -559,7 +681,7 @@ function trunk(g: GraphBuilder, size: MuseTalkNetworkSize, sample: string, audio
       skips.push({ value: x, width });
     }
     if (level < last) {
-      x = conv(g, x, out, out, 3, 2);
+      x = conv(g, x, out, out, 3, { stride: 2 });
       skips.push({ value: x, width });
     }
   }
@@ -574,20 +696,153 @@ function trunk(g: GraphBuilder, size: MuseTalkNetworkSize, sample: string, audio
       width = out;
       if (level < attentionLevels) x = transformer(g, x, out, heads, audio);
     }
-    if (level > 0) {
-      const up = g.op('Resize', [x, '', g.tensor('scales', [4], Float32Array.of(1, 1, 2, 2), true)], {
-        mode: 'nearest',
-      });
-      x = conv(g, up, out, out, 3);
-    }
+    if (level > 0) x = conv(g, upsample2(g, x), out, out, 3);
   }
-  // Into the output at about 1/1000 of a latent: the trunk costs what it costs, the picture stays the test's.
+  // conv out without its bias (a constant once trained), TRUNK_SHIFT below its scale.
   const fanIn = width * 9;
   return g.op(
     'Conv',
-    [silu(g, groupNorm(g, x, width)), g.weights('conv_out', [4, width, 3, 3], fanIn, scaleFor(fanIn) - 10)],
+    [silu(g, groupNorm(g, x, width)), g.weights('conv_out', [4, width, 3, 3], fanIn, scaleFor(fanIn) - TRUNK_SHIFT)],
     { kernel_shape: [3, 3], pads: [1, 1, 1, 1] },
   );
+}
+
+/** diffusers' Attention in the VAE's mid block: group norm, one head over the spatial positions, q, k, v and out with bias, residual. */
+function spatialAttention(g: GraphBuilder, x: string, channels: number): string {
+  const flat = g.op('Reshape', [groupNorm(g, x, channels), g.shape([0, channels, -1])]);
+  const tokens = g.op('Transpose', [flat], { perm: [0, 2, 1] });
+  const attended = attention(g, tokens, tokens, channels, channels, 1, { q: true, k: true, v: true });
+  const back = g.op('Reshape', [g.op('Transpose', [attended], { perm: [0, 2, 1] }), g.op('Shape', [x])]);
+  return g.op('Add', [back, x]);
+}
+
+/** UNetMidBlock2D as the VAE has it: resnet, attention, resnet. */
+function vaeMiddle(g: GraphBuilder, x: string, width: number): string {
+  return resnet(g, spatialAttention(g, resnet(g, x, width, width), width), width, width);
+}
+
+/** The side, in pixels, of a VAE trunk's full-resolution end: 256 with 4 levels, halved per level fewer. */
+function vaeSide(levels: number): number {
+  return MUSETALK_LATENT_SIZE * 2 ** (levels - 1);
+}
+
+/**
+ * AutoencoderKL's encoder and quant conv: image [B, 3, 256, 256] in, the posterior's mean x
+ * 0.18215 [B, 4, 32, 32] out (tiny). Per level, resnets, then (but on the last) a stride-2 conv
+ * padded on the bottom and right only, as diffusers' Downsample2D pads; the middle; norm, SiLU,
+ * conv out to the moments (mean and log-variance), the quant conv, the mean.
+ */
+function vaeEncoderTrunk(g: GraphBuilder, size: MuseTalkVaeSize, image: string): string {
+  const { channels, blocks } = size;
+  const last = channels.length - 1;
+  const factor = MUSETALK_IMAGE_SIZE / vaeSide(channels.length);
+  let x =
+    factor === 1 ? image : g.op('AveragePool', [image], { kernel_shape: [factor, factor], strides: [factor, factor] });
+  x = conv(g, x, 3, channels[0]!, 3);
+  let width = channels[0]!;
+  for (let level = 0; level <= last; level++) {
+    const out = channels[level]!;
+    for (let b = 0; b < blocks; b++) {
+      x = resnet(g, x, width, out);
+      width = out;
+    }
+    if (level < last) x = conv(g, x, out, out, 3, { stride: 2, pads: [0, 0, 1, 1] });
+  }
+  x = vaeMiddle(g, x, width);
+  const moments = 2 * MUSETALK_LATENT_CHANNELS;
+  const out = conv(g, silu(g, groupNorm(g, x, width)), width, moments, 3);
+  const quant = conv(g, out, moments, moments, 1, { shift: TRUNK_SHIFT });
+  const mean = g.op('Slice', [
+    quant,
+    g.ints([0], 'starts'),
+    g.ints([MUSETALK_LATENT_CHANNELS], 'ends'),
+    g.ints([1], 'axes'),
+  ]);
+  return g.op('Mul', [mean, g.scalar(VAE_SCALING_FACTOR)]);
+}
+
+/**
+ * AutoencoderKL's post-quant conv and decoder: latents [B, 4, 32, 32] in, image [B, 3, 256, 256]
+ * out (tiny). / 0.18215, the 1 x 1 post-quant conv, conv in, the middle; per level from the
+ * deepest, one resnet more than the encoder's, then (but on the last) nearest x 2 and a conv;
+ * norm, SiLU, conv out.
+ */
+function vaeDecoderTrunk(g: GraphBuilder, size: MuseTalkVaeSize, latents: string): string {
+  const { channels, blocks } = size;
+  const last = channels.length - 1;
+  const z = g.op('Mul', [latents, g.scalar(1 / VAE_SCALING_FACTOR)]);
+  const postQuant = conv(g, z, MUSETALK_LATENT_CHANNELS, MUSETALK_LATENT_CHANNELS, 1);
+  let width = channels[last]!;
+  let x = vaeMiddle(g, conv(g, postQuant, MUSETALK_LATENT_CHANNELS, width, 3), width);
+  for (let level = last; level >= 0; level--) {
+    const out = channels[level]!;
+    for (let b = 0; b <= blocks; b++) {
+      x = resnet(g, x, width, out);
+      width = out;
+    }
+    if (level > 0) x = conv(g, upsample2(g, x), out, out, 3);
+  }
+  const rgb = conv(g, silu(g, groupNorm(g, x, width)), width, 3, 3, { shift: TRUNK_SHIFT });
+  const factor = MUSETALK_IMAGE_SIZE / vaeSide(channels.length);
+  if (factor === 1) return rgb;
+  return g.op('Resize', [rgb, '', g.tensor('scales', [4], Float32Array.of(1, 1, factor, factor), true)], {
+    mode: 'nearest',
+  });
+}
+
+/** Whisper's sinusoids(positions, width): sin over the first half of the channels, cos over the second. */
+export function whisperPositionTable(positions: number, width: number): Float32Array {
+  const half = width / 2;
+  const step = Math.log(10000) / (half - 1);
+  const table = new Float32Array(positions * width);
+  for (let i = 0; i < half; i++) {
+    const rate = Math.exp(-step * i);
+    for (let p = 0; p < positions; p++) {
+      table[p * width + i] = Math.sin(p * rate);
+      table[p * width + half + i] = Math.cos(p * rate);
+    }
+  }
+  return table;
+}
+
+/**
+ * Whisper-tiny's encoder: input_features [B, 80, 3000] in, its hidden states [B, 1500, 5, 384] out
+ * (tiny): conv (k 3) and GELU, conv (k 3, stride 2) and GELU, + sinusoidal positions (the
+ * embeddings, state 0); 4 pre-LN layers of self-attention (q and v with bias, k without, as
+ * Whisper's) and a GELU feed-forward (states 1 to 3, and 4 after the final layer norm).
+ */
+function whisperTrunk(g: GraphBuilder, size: MuseTalkWhisperSize, features: string): string {
+  const { width, heads, mlp } = size;
+  const conv1d = (x: string, inp: number, stride: number): string =>
+    g.op('Conv', [x, g.weights('conv', [width, inp, 3], inp * 3), g.weights('conv_bias', [width], inp * 3)], {
+      kernel_shape: [3],
+      pads: [1, 1],
+      strides: [stride],
+    });
+  const front = gelu(g, conv1d(gelu(g, conv1d(features, WHISPER_MEL_BANDS, 1)), width, 2));
+  let x = g.op('Add', [
+    g.op('Transpose', [front], { perm: [0, 2, 1] }),
+    g.tensor('positions', [WHISPER_SEGMENT_POSITIONS, width], whisperPositionTable(WHISPER_SEGMENT_POSITIONS, width)),
+  ]);
+  const states = [x];
+  for (let layer = 0; layer < MUSETALK_WHISPER_LAYERS; layer++) {
+    const n = layerNorm(g, x, width);
+    x = g.op('Add', [x, attention(g, n, n, width, width, heads, { q: true, k: false, v: true })]);
+    const hidden = gelu(g, linear(g, layerNorm(g, x, width), width, mlp, true));
+    x = g.op('Add', [x, linear(g, hidden, mlp, width, true)]);
+    states.push(layer === MUSETALK_WHISPER_LAYERS - 1 ? layerNorm(g, x, width) : x);
+  }
+  const stacked = g.op(
+    'Concat',
+    states.map((s) => g.op('Unsqueeze', [s, g.ints([2], 'axes')])),
+    { axis: 2 },
+  );
+  // At the real width the states are the output's shape; otherwise a projection onto it.
+  if (width === WHISPER_TINY_WIDTH) return g.op('Mul', [stacked, g.scalar(2 ** -TRUNK_SHIFT)]);
+  return g.op('MatMul', [
+    stacked,
+    g.weights('to_width', [width, WHISPER_TINY_WIDTH], width, scaleFor(width) - TRUNK_SHIFT),
+  ]);
 }
 
 function unet(g: GraphBuilder, size: MuseTalkNetworkSize): GraphContract {
@@ -618,11 +873,14 @@ function unet(g: GraphBuilder, size: MuseTalkNetworkSize): GraphContract {
 }
 
 const DOCS: Record<MuseTalkGraph, string> = {
-  whisper_encoder: 'hidden_states[b, t, l, :] = (1 + l) x the mean of mel frames 2t and 2t+1 over the 80 bands.',
+  whisper_encoder:
+    'hidden_states[b, t, l, :] = (1 + l) x the mean of mel frames 2t and 2t+1 over the 80 bands, plus a tiny contribution of a cost trunk of the Whisper-tiny encoder layout.',
   positional_encoding: 'encoded = audio_features + the sin/cos positional table (as the real graph).',
-  vae_encoder: 'latents = 0.18215 x (R, G, B, their mean) averaged over 8 x 8 pixels.',
+  vae_encoder:
+    'latents = 0.18215 x (R, G, B, their mean) averaged over 8 x 8 pixels, plus a tiny contribution of a cost trunk of the AutoencoderKL encoder layout.',
   unet: 'latents = the reference latents with a dark mouth ellipse following the audio level, plus a tiny contribution of a cost trunk of the real UNet layout.',
-  vae_decoder: 'image = latents channels 0-2 / 0.18215, bilinear x 8.',
+  vae_decoder:
+    'image = latents channels 0-2 / 0.18215, bilinear x 8, plus a tiny contribution of a cost trunk of the AutoencoderKL decoder layout.',
 };
 
 /** The five graphs, by graph name (see the module comment for the options). */
@@ -640,11 +898,11 @@ export function buildMuseTalkNetworks(options: MuseTalkBuildOptions = {}): Recor
     return g.finish(contract, DOCS[contract.graph], above);
   };
   return {
-    whisper_encoder: build(whisperEncoder),
+    whisper_encoder: build((g) => whisperEncoder(g, size.whisper)),
     positional_encoding: build(positionalEncoding),
-    vae_encoder: build(vaeEncoder),
+    vae_encoder: build((g) => vaeEncoder(g, size.vae)),
     unet: build((g) => unet(g, size)),
-    vae_decoder: build(vaeDecoder),
+    vae_decoder: build((g) => vaeDecoder(g, size.vae)),
   };
 }
 

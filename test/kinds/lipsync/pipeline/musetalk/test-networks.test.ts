@@ -31,12 +31,19 @@ const ROOT = fileURLToPath(new URL('../../../../../', import.meta.url));
 const FIXTURES = path.join(ROOT, 'test/kinds/lipsync/pipeline/fixtures');
 const networks = buildMuseTalkTestNetworks();
 
-function session(graph: MuseTalkGraph): Promise<ort.InferenceSession> {
-  return ort.InferenceSession.create(networks[graph], { logSeverityLevel: 3, intraOpNumThreads: 1 });
+function session(
+  graph: MuseTalkGraph,
+  from: Record<MuseTalkGraph, Uint8Array> = networks,
+): Promise<ort.InferenceSession> {
+  return ort.InferenceSession.create(from[graph], { logSeverityLevel: 3, intraOpNumThreads: 1 });
 }
 
-async function run(graph: MuseTalkGraph, feeds: Record<string, [Float32Array, number[]]>): Promise<Float32Array> {
-  const s = await session(graph);
+async function run(
+  graph: MuseTalkGraph,
+  feeds: Record<string, [Float32Array, number[]]>,
+  from: Record<MuseTalkGraph, Uint8Array> = networks,
+): Promise<Float32Array> {
+  const s = await session(graph, from);
   try {
     const input: Record<string, ort.Tensor> = {};
     for (const [name, [data, dims]] of Object.entries(feeds)) input[name] = new ort.Tensor('float32', data, dims);
@@ -94,6 +101,41 @@ describe('musetalk-test networks', () => {
     expect(() => buildMuseTalkTestNetworks({ ...MUSETALK_TEST_SIZE, channels: [7] })).toThrow(
       /multiple of the 2 heads/,
     );
+  });
+
+  it('the VAE and the encoder carry cost trunks that reach their outputs at about 1/1000 of a value', async () => {
+    // Other trunk widths, the same mapping: what differs between the two builds' outputs is the trunks'.
+    const other = buildMuseTalkTestNetworks({
+      ...MUSETALK_TEST_SIZE,
+      vae: { channels: [8, 8], blocks: 1 },
+      whisper: { width: 16, heads: 4, mlp: 32 },
+    });
+    expect(other.unet).toEqual(networks.unet);
+    // Smooth planes (the mapping averages 8 x 8 pixels), a different phase per plane.
+    const pattern = (count: number, side: number, scale: number): Float32Array =>
+      Float32Array.from({ length: count }, (_, i) => {
+        const plane = Math.floor(i / (side * side));
+        return scale * Math.sin(((i % side) / side) * 5 + plane) * Math.cos(((Math.floor(i / side) % side) / side) * 3);
+      });
+    const speech = readWav16(path.join(FIXTURES, 'speech-16k.wav'));
+    const cases: [MuseTalkGraph, Record<string, [Float32Array, number[]]>][] = [
+      ['vae_encoder', { image: [pattern(2 * 3 * 256 * 256, 256, 0.9), [2, 3, 256, 256]] }],
+      ['vae_decoder', { latents: [pattern(2 * 4 * 32 * 32, 32, 0.15), [2, 4, 32, 32]] }],
+      ['whisper_encoder', { input_features: [whisperLogMel(speech).data, [1, 80, 3000]] }],
+    ];
+    for (const [graph, feeds] of cases) {
+      const a = await run(graph, feeds);
+      const b = await run(graph, feeds, other);
+      let range = 0;
+      let diff = 0;
+      a.forEach((v, i) => {
+        range = Math.max(range, Math.abs(v));
+        diff = Math.max(diff, Math.abs(v - b[i]!));
+      });
+      expect(range, graph).toBeGreaterThan(0.1);
+      expect(diff, graph).toBeGreaterThan(range * 1e-5);
+      expect(diff, graph).toBeLessThan(range * 1e-2);
+    }
   });
 
   it('adds the reference positional table', async () => {
