@@ -2,6 +2,7 @@
  * Media for the lip-sync pipeline tests: small face clips rendered from a real photo with sharp and
  * encoded by ffmpeg, real speech, and readers for what the pipeline wrote.
  */
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import type { SyncMode } from '../../../../src/jobs/index.js';
 import path from 'node:path';
@@ -475,4 +476,21 @@ export async function lipsyncRequest(
     lossless: true,
     ...extra,
   };
+}
+
+/** 16-bit mono PCM of a RIFF/WAVE file, scaled as librosa.load scales it (/ 32768). */
+export function readWav16(file: string): Float32Array {
+  const bytes = readFileSync(file);
+  let at = 12;
+  while (at + 8 <= bytes.length) {
+    const id = bytes.toString('ascii', at, at + 4);
+    const size = bytes.readUInt32LE(at + 4);
+    if (id === 'data') {
+      const out = new Float32Array(size / 2);
+      for (let i = 0; i < out.length; i++) out[i] = bytes.readInt16LE(at + 8 + 2 * i) / 32768;
+      return out;
+    }
+    at += 8 + size + (size % 2);
+  }
+  throw new Error(`no data chunk in ${file}`);
 }

@@ -6,7 +6,6 @@
  * batches of any size give the same pixels, and a cancelled render stops.
  */
 import { mkdtempSync, rmSync, cpSync, mkdirSync } from 'node:fs';
-import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,19 +22,12 @@ import {
   type MuseTalkAudio,
 } from '../../../../../src/kinds/lipsync/pipeline/musetalk/index.js';
 import { faceFrames, FPS, SPEECH } from '../pipeline-fixtures.js';
+import { readWav16 } from '../pipeline-fixtures.js';
 
 const MODELS = fileURLToPath(new URL('../../../../../models/', import.meta.url));
 const FRAMES = 40;
 const SIDE = 256;
 const fps = { num: FPS, den: 1 };
-
-function readWav16(file: string): Float32Array {
-  const bytes = readFileSync(file);
-  const at = bytes.indexOf('data') + 8;
-  const out = new Float32Array(bytes.readUInt32LE(at - 4) / 2);
-  for (let i = 0; i < out.length; i++) out[i] = bytes.readInt16LE(at + 2 * i) / 32768;
-  return out;
-}
 
 let dir: string;
 let sessions: SessionCache;

@@ -32,6 +32,7 @@ import {
   type MuseTalkNetworkSize,
 } from '../../../../../src/kinds/lipsync/pipeline/musetalk/index.js';
 import { faceFrames, FPS, SPEECH } from '../pipeline-fixtures.js';
+import { readWav16 } from '../pipeline-fixtures.js';
 
 const FRAMES = 8;
 const SIDE = 256;
@@ -42,14 +43,6 @@ let sessions: SessionCache;
 let frames: RgbFrame[];
 let faces: FaceBox[];
 let samples: Float32Array;
-
-function readWav16(file: string): Float32Array {
-  const bytes = readFileSync(file);
-  const at = bytes.indexOf('data') + 8;
-  const out = new Float32Array(bytes.readUInt32LE(at - 4) / 2);
-  for (let i = 0; i < out.length; i++) out[i] = bytes.readInt16LE(at + 2 * i) / 32768;
-  return out;
-}
 
 /** What the script's --name build does: the graphs, then the manifest naming the options. */
 async function make(name: string, options: MuseTalkBuildOptions): Promise<MuseTalkManifest> {

@@ -25,7 +25,7 @@ import {
   MUSETALK_TEST_SIZE,
   type MuseTalkGraph,
 } from '../../../../../src/kinds/lipsync/pipeline/musetalk/index.js';
-import { readFileSync } from 'node:fs';
+import { readWav16 } from '../pipeline-fixtures.js';
 
 const ROOT = fileURLToPath(new URL('../../../../../', import.meta.url));
 const FIXTURES = path.join(ROOT, 'test/kinds/lipsync/pipeline/fixtures');
@@ -56,14 +56,6 @@ async function run(
   } finally {
     await s.release();
   }
-}
-
-function readWav16(file: string): Float32Array {
-  const bytes = readFileSync(file);
-  const at = bytes.indexOf('data') + 8;
-  const out = new Float32Array(bytes.readUInt32LE(at - 4) / 2);
-  for (let i = 0; i < out.length; i++) out[i] = bytes.readInt16LE(at + 2 * i) / 32768;
-  return out;
 }
 
 describe('musetalk-test networks', () => {

@@ -16,6 +16,7 @@ import {
   whisperLogMel,
   whisperSegments,
 } from '../../../../../src/kinds/lipsync/pipeline/musetalk/index.js';
+import { readWav16 } from '../pipeline-fixtures.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../../../', import.meta.url));
@@ -34,23 +35,6 @@ interface ReferenceCase {
 interface Reference {
   transformers: string;
   cases: Record<string, ReferenceCase>;
-}
-
-/** 16-bit mono PCM of a RIFF/WAVE file, scaled as librosa.load scales it (/ 32768). */
-function readWav16(file: string): Float32Array {
-  const bytes = readFileSync(file);
-  let at = 12;
-  while (at + 8 <= bytes.length) {
-    const id = bytes.toString('ascii', at, at + 4);
-    const size = bytes.readUInt32LE(at + 4);
-    if (id === 'data') {
-      const out = new Float32Array(size / 2);
-      for (let i = 0; i < out.length; i++) out[i] = bytes.readInt16LE(at + 8 + 2 * i) / 32768;
-      return out;
-    }
-    at += 8 + size + (size % 2);
-  }
-  throw new Error(`no data chunk in ${file}`);
 }
 
 function readF32(file: string, count: number): Float32Array {
