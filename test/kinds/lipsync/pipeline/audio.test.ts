@@ -2,7 +2,6 @@
  * Audio decoding with the real ffmpeg: every accepted audio container and the audio track of a
  * video, to 16 kHz mono float32, and the trim/pad that fits the audio to the timeline.
  */
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,25 +15,9 @@ import {
 } from '../../../../src/kinds/lipsync/pipeline/index.js';
 import type { ContainerKind } from '../../../../src/media/index.js';
 import { ffmpeg, makeClip, makeTempDir } from '../../../media/helpers.js';
+import { readWav16 } from './pipeline-fixtures.js';
 
 const SPEECH = fileURLToPath(new URL('./fixtures/speech-16k.wav', import.meta.url));
-
-/** The 16-bit samples of a canonical PCM WAV, as floats (s / 32768). */
-async function wavSamples(path: string): Promise<Float32Array> {
-  const bytes = await readFile(path);
-  let at = 12;
-  while (at + 8 <= bytes.length) {
-    const id = bytes.toString('ascii', at, at + 4);
-    const size = bytes.readUInt32LE(at + 4);
-    if (id === 'data') {
-      const out = new Float32Array(size / 2);
-      for (let i = 0; i < out.length; i++) out[i] = bytes.readInt16LE(at + 8 + 2 * i) / 32768;
-      return out;
-    }
-    at += 8 + size + (size % 2);
-  }
-  throw new Error(`${path}: no data chunk`);
-}
 
 function rms(x: Float32Array): number {
   let sum = 0;
@@ -106,7 +89,7 @@ describe('decodeAudio', () => {
   });
 
   it('returns the exact samples of a 16 kHz 16-bit WAV (s / 32768, like librosa)', async () => {
-    const want = await wavSamples(SPEECH);
+    const want = readWav16(SPEECH);
     const got = await decodeAudio({ path: SPEECH, container: 'wav' });
     expect(got.length).toBe(want.length);
     expect(got).toEqual(want);
@@ -176,7 +159,7 @@ describe('decodeAudio', () => {
         'pcm_s16le',
         out,
       ]);
-      const samples = await wavSamples(out);
+      const samples = readWav16(out);
       expect(samples.length).toBe(Math.round(target * 16000));
       if (target > seconds) expect(rms(samples.subarray(16000))).toBe(0);
     }
